@@ -1,0 +1,122 @@
+"""Every error class a ptxport user can see.
+
+All derive from PtxportError, so `except ptxport.errors.PtxportError` catches anything ptxport
+raises on purpose. Messages say what was wrong, where (file:line:column, or kernel and
+argument), and what to do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "PtxportError",
+    "SourceLocation",
+    "Diagnostic",
+    "PtxSyntaxError",
+    "PtxSemanticError",
+    "IrVerificationError",
+    "CompileError",
+    "UnsupportedFeatureError",
+    "BackendUnavailableError",
+]
+
+
+class PtxportError(Exception):
+    """Base class of every error ptxport raises on purpose."""
+
+
+@dataclass(frozen=True)
+class SourceLocation:
+    """A point in a source file; lines and columns count from 1."""
+
+    file: str
+    line: int
+    column: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One problem found in a source file."""
+
+    location: SourceLocation
+    message: str
+    text: str = ""  # the offending source text, when there is one
+
+    def __str__(self) -> str:
+        tail = f" (at '{self.text}')" if self.text else ""
+        return f"{self.location}: error: {self.message}{tail}"
+
+
+class _DiagnosticsError(PtxportError):
+    """An error carrying one or more diagnostics; str() lists them all, one per line."""
+
+    def __init__(self, diagnostics: list[Diagnostic]):
+        if not diagnostics:
+            raise ValueError("an error needs at least one diagnostic")
+        self.diagnostics = list(diagnostics)
+        super().__init__("\n".join(str(d) for d in self.diagnostics))
+
+    # The first diagnostic's fields, for callers that only look at one.
+    @property
+    def location(self) -> SourceLocation:
+        return self.diagnostics[0].location
+
+    @property
+    def file(self) -> str:
+        return self.location.file
+
+    @property
+    def line(self) -> int:
+        return self.location.line
+
+    @property
+    def column(self) -> int:
+        return self.location.column
+
+    @property
+    def text(self) -> str:
+        return self.diagnostics[0].text
+
+    @property
+    def message(self) -> str:
+        return self.diagnostics[0].message
+
+
+class PtxSyntaxError(_DiagnosticsError):
+    """Malformed PTX: lists every error of the module, each with file:line:column."""
+
+
+class PtxSemanticError(_DiagnosticsError):
+    """Well-formed PTX that does not make sense: an undefined register, label, variable or
+    function, an operand of the wrong kind."""
+
+
+class IrVerificationError(_DiagnosticsError):
+    """The IR broke one of its invariants; a bug in ptxport unless the IR was built by hand."""
+
+
+class CompileError(PtxportError):
+    """A compiler (NVRTC, LLVM, a linker) refused the input; `log` holds its output."""
+
+    def __init__(self, message: str, log: str = ""):
+        self.log = log
+        super().__init__(f"{message}\n{log}" if log else message)
+
+
+class UnsupportedFeatureError(PtxportError):
+    """A target cannot express an instruction or feature."""
+
+    def __init__(self, feature: str, target: str, location: SourceLocation | None = None,
+                 reason: str = ""):
+        self.feature, self.target, self.location, self.reason = feature, target, location, reason
+        where = f"{location}: " if location else ""
+        why = f": {reason}" if reason else ""
+        super().__init__(f"{where}'{feature}' is not supported on target {target}{why}")
+
+
+class BackendUnavailableError(PtxportError):
+    """A backend (cuda, hip, opencl) or tool it needs is not present on this machine."""

@@ -1,0 +1,3 @@
+"""PTX instruction table: placeholder until filled."""
+
+OPS = []
