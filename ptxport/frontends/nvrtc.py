@@ -1,0 +1,259 @@
+"""CUDA C++ -> PTX through NVRTC, from NVIDIA's PyPI wheels only.
+
+This is the C++ front end: it hands a CUDA C++ source to NVRTC (through `cuda.bindings.nvrtc`)
+and returns the PTX text, which the rest of ptxport reads like any other PTX (ptx/ parses it).
+No system CUDA is needed: libnvrtc comes from the nvidia-cuda-nvrtc wheel and CUDA's headers
+(cuda_fp16.h, cuda_bf16.h, ...) from the nvidia-cuda-runtime wheel, whose include directory is
+always passed to NVRTC with -I.
+
+Compiled PTX is cached on disk, one file per compilation, under $PTXPORT_CACHE_DIR/nvrtc or
+else ~/.cache/ptxport/nvrtc. The key is the sha256 of the source, its name, the complete list
+of NVRTC flags and NVRTC's release. The contents of included files are NOT part of the key:
+editing a header that a cached source includes does not invalidate the entry; pass cache=False
+or clear the directory when headers change. A cache hit does not load NVRTC at all (NVRTC's
+release comes from its wheel's metadata), so cached compilations work where NVRTC is absent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import metadata
+from pathlib import Path
+from types import ModuleType
+
+from ptxport.errors import BackendUnavailableError, CompileError
+
+__all__ = [
+    "NvrtcOptions",
+    "available",
+    "cache_dir",
+    "compile_to_ptx",
+    "cuda_include_dir",
+    "nvrtc_version",
+]
+
+_INSTALL_HINT = "pip install 'ptxport[cuda]'"
+
+# Distributions that ship libnvrtc: CUDA 13 wheels dropped the -cuXX suffix.
+_NVRTC_DISTRIBUTIONS = ("nvidia-cuda-nvrtc", "nvidia-cuda-nvrtc-cu12")
+
+
+@dataclass
+class NvrtcOptions:
+    """How NVRTC compiles a source; only these flags differ from NVRTC's defaults.
+
+    Parameters
+    ----------
+    arch : str
+        The virtual or real architecture to compile for, as NVRTC's -arch takes it:
+        "sm_80", "sm_90", "compute_90", ...
+    std : str or None
+        The C++ dialect ("c++17", "c++20"); None keeps NVRTC's default.
+    defines : dict of str to (str or None)
+        Preprocessor macros; a value of None defines the macro without a value (-DNAME).
+    include_paths : list of str
+        Directories searched for #include files, before CUDA's own include directory.
+    fast_math : bool
+        Pass --use_fast_math (approximate division, square root and transcendentals, flush
+        denormals to zero).
+    extra : list of str
+        Raw NVRTC flags appended as given, for anything the fields above do not cover.
+    """
+
+    arch: str = "sm_80"
+    std: str | None = None
+    defines: dict[str, str | None] = field(default_factory=dict)
+    include_paths: list[str] = field(default_factory=list)
+    fast_math: bool = False
+    extra: list[str] = field(default_factory=list)
+
+
+def cuda_include_dir() -> Path | None:
+    """The include directory of the nvidia-cuda-runtime wheel, or None if it is absent.
+
+    CUDA 13 wheels put every component's headers in nvidia/cu13/include; CUDA 12 wheels put
+    the runtime's in nvidia/cuda_runtime/include. The newest release present wins.
+    """
+    try:
+        import nvidia
+    except ImportError:
+        return None
+    candidates: list[tuple[int, Path]] = []
+    for root in map(Path, nvidia.__path__):
+        for include in root.glob("cu[0-9]*/include"):
+            release = include.parent.name[2:]
+            if release.isdigit():
+                candidates.append((int(release), include))
+        candidates.append((12, root / "cuda_runtime" / "include"))
+    for _, include in sorted(candidates, key=lambda c: -c[0]):
+        if (include / "cuda_fp16.h").is_file():
+            return include
+    return None
+
+
+def cache_dir() -> Path:
+    """Where compiled PTX is cached: $PTXPORT_CACHE_DIR/nvrtc, else ~/.cache/ptxport/nvrtc."""
+    root = os.environ.get("PTXPORT_CACHE_DIR")
+    base = Path(root) if root else Path.home() / ".cache" / "ptxport"
+    return base / "nvrtc"
+
+
+def _load_nvrtc() -> ModuleType:
+    """Import cuda.bindings.nvrtc and make sure libnvrtc itself loads."""
+    try:
+        from cuda.bindings import nvrtc
+    except ImportError as e:
+        raise BackendUnavailableError(
+            f"the cuda-bindings package is not installed ({e}): {_INSTALL_HINT}") from e
+    try:
+        # The first call loads libnvrtc; cuda.pathfinder raises a RuntimeError when it is absent.
+        result, *_ = nvrtc.nvrtcVersion()
+    except (OSError, RuntimeError) as e:
+        raise BackendUnavailableError(
+            f"the nvidia-cuda-nvrtc wheel is not installed ({e}): {_INSTALL_HINT}") from e
+    if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        raise BackendUnavailableError(f"NVRTC does not work here ({result.name}): {_INSTALL_HINT}")
+    return nvrtc
+
+
+def nvrtc_version() -> tuple[int, int]:
+    """NVRTC's (major, minor) release; raises BackendUnavailableError when NVRTC is absent."""
+    _, major, minor = _load_nvrtc().nvrtcVersion()
+    return major, minor
+
+
+def available() -> tuple[bool, str]:
+    """Whether NVRTC and CUDA's headers can be used: (True, "") or (False, why)."""
+    try:
+        _load_nvrtc()
+    except BackendUnavailableError as e:
+        return False, str(e)
+    if cuda_include_dir() is None:
+        return False, ("the nvidia-cuda-runtime wheel (CUDA's headers) is not installed: "
+                       f"{_INSTALL_HINT}")
+    return True, ""
+
+
+@lru_cache(maxsize=1)
+def _nvrtc_release() -> str:
+    """NVRTC's release for the cache key, read from the wheel's metadata so as not to load
+    libnvrtc; NVRTC itself is asked only when no wheel says (a system or conda NVRTC)."""
+    for distribution in _NVRTC_DISTRIBUTIONS:
+        try:
+            return f"{distribution}=={metadata.version(distribution)}"
+        except metadata.PackageNotFoundError:
+            continue
+    major, minor = nvrtc_version()
+    return f"libnvrtc {major}.{minor}"
+
+
+def _flags(options: NvrtcOptions) -> list[str]:
+    flags = [f"-arch={options.arch}"]
+    if options.std:
+        flags.append(f"-std={options.std}")
+    for name, value in options.defines.items():
+        flags.append(f"-D{name}" if value is None else f"-D{name}={value}")
+    flags += [f"-I{path}" for path in options.include_paths]
+    include = cuda_include_dir()
+    if include is not None:
+        flags.append(f"-I{include}")
+    if options.fast_math:
+        flags.append("--use_fast_math")
+    return flags + list(options.extra)
+
+
+def _cache_path(source: str, name: str, flags: list[str]) -> Path:
+    key = json.dumps({"source": source, "name": name, "flags": flags, "nvrtc": _nvrtc_release()})
+    digest = hashlib.sha256(key.encode()).hexdigest()
+    return cache_dir() / f"{Path(name).stem}-{digest}.ptx"
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    # Concurrent test processes may compile the same source: each writes its own temporary
+    # file and renames it into place, so a reader sees either nothing or a whole file.
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def _program_log(nvrtc: ModuleType, program: object) -> str:
+    _, size = nvrtc.nvrtcGetProgramLogSize(program)
+    log = b" " * size
+    nvrtc.nvrtcGetProgramLog(program, log)
+    return log.rstrip(b"\0").decode(errors="replace")
+
+
+def _run_nvrtc(source: str, name: str, flags: list[str]) -> str:
+    nvrtc = _load_nvrtc()
+    ok = nvrtc.nvrtcResult.NVRTC_SUCCESS
+    result, program = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
+    if result != ok:
+        raise CompileError(f"{name}: NVRTC could not create a program ({result.name})")
+    try:
+        encoded = [flag.encode() for flag in flags]
+        (result,) = nvrtc.nvrtcCompileProgram(program, len(encoded), encoded)
+        if result != ok:
+            raise CompileError(
+                f"{name}: NVRTC refused the source ({result.name}; flags: {' '.join(flags)})",
+                _program_log(nvrtc, program))
+        _, size = nvrtc.nvrtcGetPTXSize(program)
+        ptx = b" " * size
+        (result,) = nvrtc.nvrtcGetPTX(program, ptx)
+        if result != ok:
+            raise CompileError(f"{name}: NVRTC compiled the source but gave no PTX ({result.name})")
+        return ptx.rstrip(b"\0").decode()
+    finally:
+        nvrtc.nvrtcDestroyProgram(program)
+
+
+def compile_to_ptx(source: str, name: str = "input.cu", options: NvrtcOptions | None = None,
+                   *, cache: bool = True) -> str:
+    """Compile CUDA C++ to PTX text with NVRTC.
+
+    Parameters
+    ----------
+    source : str
+        The CUDA C++ source. Kernels meant to be found by name should be `extern "C"`.
+    name : str
+        The source's file name, used in NVRTC's diagnostics ("name(line): error: ...") and in
+        the cache file's name.
+    options : NvrtcOptions, optional
+        Architecture, dialect, macros, include paths and extra flags; NvrtcOptions() if None.
+    cache : bool
+        Look the PTX up in, and store it into, the on-disk cache (see the module docstring;
+        included headers are not part of the key).
+
+    Returns
+    -------
+    str
+        The PTX module.
+
+    Raises
+    ------
+    CompileError
+        NVRTC refused the source or a flag; `log` holds NVRTC's program log.
+    BackendUnavailableError
+        NVRTC is not installed (and the PTX was not in the cache).
+    """
+    flags = _flags(options or NvrtcOptions())
+    if not cache:
+        return _run_nvrtc(source, name, flags)
+    path = _cache_path(source, name, flags)
+    try:
+        return path.read_text()
+    except OSError:
+        pass
+    ptx = _run_nvrtc(source, name, flags)
+    _write_atomically(path, ptx)
+    return ptx
