@@ -1,0 +1,819 @@
+"""PTX text -> syntax tree (ast.py), by hand-written recursive descent.
+
+Each method has the grammar rule it reads as a comment above it (PTX ISA chapters 4-11).
+
+Speed: most statements of a kernel body are simple instructions (`add.s32 %r1, %r2, 4;`).
+Those are recognised by one regular expression straight from the text, and each distinct
+operand text is parsed once by the ordinary operand rule and then shared (operands are
+immutable). Everything else goes through the token-by-token rules. Both paths produce the
+same nodes through the same operand and instruction-table code, so they cannot disagree on
+meaning.
+
+Errors: a malformed statement is reported with file:line:column and the text at fault, the
+parser skips to the end of the statement, and goes on; `parse` raises one PtxSyntaxError
+listing every error of the module.
+"""
+
+from __future__ import annotations
+
+import gc
+import re
+import struct
+
+from ptxport.errors import Diagnostic, PtxSyntaxError
+from ptxport.ptx import ast
+from ptxport.ptx.isa import OPS
+from ptxport.ptx.isa._base import ALL_TYPES, STATE_SPACES, Op
+from ptxport.ptx.lexer import EOF, Lexer, int_value
+
+__all__ = ["parse", "parse_operand"]
+
+_VARIABLE_SPACES = frozenset(STATE_SPACES + ("reg", "sreg", "tex"))
+_VARIABLE_TYPES = frozenset(ALL_TYPES + ("texref", "samplerref", "surfref"))
+_LINKAGE = frozenset(("visible", "extern", "weak", "common"))
+_VECTOR = frozenset(("v2", "v4", "v8"))
+# Performance-tuning and cluster directives between a kernel's parameters and its body
+# (PTX ISA 11.4, 11.5): each takes a list of integers.
+_FUNCTION_DIRECTIVES = frozenset((
+    "maxntid", "reqntid", "minnctapersm", "maxnctapersm", "maxnreg", "explicitcluster",
+    "reqnctapercluster", "maxclusterrank", "blocksareclusters", "abi_preserve",
+    "abi_preserve_control", "noreturn",
+))
+
+# A simple instruction read straight from the text: guard, opcode, modifiers, and operands
+# made of anything but the characters that need the token rules (parentheses, `!`, `|`,
+# comments, strings); vector operands `{...}` are allowed.
+_SIMPLE_INSTRUCTION = re.compile(
+    r"""(?:@(!?)([A-Za-z_$%][\w$]*)[ \t]+)?
+        ([a-z][a-z0-9_]*)
+        ((?:\.[\w$]+(?:::[\w$]+)*)*)
+        (?:[ \t]+((?:[^;{}()"/!|@]|\{[^{}()"/!|@;]*\})*?))?
+        [ \t]*;""",
+    re.VERBOSE,
+)
+_SKIP = re.compile(r"(?:[ \t\r\n]+|//[^\n]*|/\*[\s\S]*?\*/)*")
+_SIMPLE_LABEL = re.compile(r"([A-Za-z_$%][\w$]*)[ \t]*:(?![:])")
+_SIMPLE_REGISTERS = re.compile(
+    r"\.reg[ \t]+\.([a-z0-9]+)[ \t]+([A-Za-z_$%][\w$]*)(?:<(\d+)>)?[ \t]*;")
+_SPLIT_OPERANDS = re.compile(r"(?:[^,{]|\{[^{}]*\})+")
+
+
+class _Error(Exception):
+    """One syntax error; caught at the statement it happened in."""
+
+    def __init__(self, pos: int, message: str, text: str = ""):
+        super().__init__(message)
+        self.pos, self.message, self.text = pos, message, text
+
+
+def parse(text: str, filename: str = "<ptx>") -> ast.Module:
+    """Parse a PTX module; raise PtxSyntaxError listing every error found."""
+    # The tree has no reference cycles, so the cycle collector would only rescan the growing
+    # tree again and again (a quarter of the time on large files); it is paused meanwhile.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _Parser(text, filename).module()
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def parse_operand(text: str) -> ast.Operand:
+    """Parse one operand written alone (for tools and tests)."""
+    parser = _Parser(text + ";", "<operand>")
+    try:
+        operand = parser._operand()
+        parser._expect(";", "end of operand")
+    except _Error as e:
+        parser._report(e)
+    if parser.errors:
+        raise PtxSyntaxError(parser.errors)
+    return operand
+
+
+class _Parser:
+    def __init__(self, text: str, filename: str):
+        self.text = text
+        self.source = ast.Source(text, filename)
+        self.lexer = Lexer(text)
+        self.tok = self.lexer.next()
+        self.errors: list[Diagnostic] = []
+        self._specs: dict[tuple[str, str], ast.Spec] = {}
+        self._operands: dict[str, ast.Operand] = {}
+
+    # --- tokens --------------------------------------------------------------------------
+
+    def _advance(self) -> tuple:
+        tok = self.tok
+        self.tok = self.lexer.next()
+        return tok
+
+    def _reset(self, pos: int) -> None:
+        """Continue reading tokens at `pos` (after a statement read from the text)."""
+        self.lexer.pos = pos
+        self.tok = self.lexer.next()
+
+    def _accept(self, kind: str) -> bool:
+        if self.tok[0] == kind:
+            self.tok = self.lexer.next()
+            return True
+        return False
+
+    def _expect(self, kind: str, what: str) -> tuple:
+        if self.tok[0] != kind:
+            raise self._unexpected(f"expected {what}")
+        return self._advance()
+
+    def _accept_dot(self, word: str) -> bool:
+        if self.tok[0] == "dot" and self.tok[1] == "." + word:
+            self._advance()
+            return True
+        return False
+
+    def _unexpected(self, message: str) -> _Error:
+        kind, text, pos = self.tok
+        if kind == EOF:
+            return _Error(pos, f"{message}, found the end of the file")
+        if kind == "bad":
+            if text.startswith("unterminated"):
+                return _Error(pos, text, "/*")
+            return _Error(pos, f"{message}; '{text}' cannot start a PTX token", text)
+        return _Error(pos, f"{message}, found '{text}'", text)
+
+    def _report(self, e: _Error) -> None:
+        self.errors.append(ast_diag(self.source, e.pos, e.message, e.text))
+
+    def _recover(self) -> None:
+        """Skip to just after the next ';' at this nesting level (or before a closing '}')."""
+        depth = 0
+        while self.tok[0] != EOF:
+            kind = self.tok[0]
+            if kind in ("{", "[", "("):
+                depth += 1
+            elif kind in ("}", "]", ")"):
+                if depth == 0 and kind == "}":
+                    return
+                depth = max(depth - 1, 0)
+                if depth == 0 and kind == "}":
+                    self._advance()
+                    if self.tok[0] != ";":
+                        return
+            elif kind == ";" and depth == 0:
+                self._advance()
+                return
+            self._advance()
+
+    # --- module ----------------------------------------------------------------------------
+
+    # module := '.version' INT.INT '.target' ID {',' ID} ['.address_size' INT] item*
+    def module(self) -> ast.Module:
+        module = ast.Module(version=(0, 0), target=(), source=self.source)
+        seen_version = False
+        while self.tok[0] != EOF:
+            start = self.tok[2]
+            try:
+                if self._accept_dot("version"):
+                    module.version = self._version()
+                    seen_version = True
+                elif self._accept_dot("target"):
+                    module.target = self._target()
+                elif self._accept_dot("address_size"):
+                    module.address_size = self._int("an address size (32 or 64)")
+                    if module.address_size not in (32, 64):
+                        raise _Error(start, "address size must be 32 or 64")
+                else:
+                    item = self._top_level()
+                    if item is not None:
+                        module.items.append(item)
+            except _Error as e:
+                self._report(e)
+                self._recover()
+        if not seen_version and not self.errors:
+            self._report(_Error(0, "missing '.version' directive at the start of the module"))
+        if self.errors:
+            raise PtxSyntaxError(self.errors)
+        return module
+
+    def _version(self) -> tuple[int, int]:
+        kind, text, pos = self.tok
+        if kind != "flt" or not re.fullmatch(r"\d+\.\d+", text):
+            raise self._unexpected("expected a PTX version such as 8.5")
+        self._advance()
+        major, minor = text.split(".")
+        return int(major), int(minor)
+
+    def _target(self) -> tuple[str, ...]:
+        names = [self._expect("id", "a target such as sm_90")[1]]
+        while self._accept(","):
+            names.append(self._expect("id", "a target option")[1])
+        return tuple(names)
+
+    # item := '.file' ... | '.section' ... | '.pragma' STR ';' | '.alias' ID ',' ID ';'
+    #       | linkage* (entry | func | variable)
+    def _top_level(self):
+        kind, text, pos = self.tok
+        if kind == ";":
+            self._advance()
+            return None
+        if kind != "dot":
+            raise self._unexpected("expected a directive (.entry, .func, .global, ...)")
+        word = text[1:]
+        if word in ("file", "loc"):
+            return ast.Directive(word, self._rest_of_line(), pos)
+        if word == "section":
+            return ast.Directive(word, self._section(), pos)
+        if word == "pragma":
+            return self._pragma()
+        if word == "alias":
+            self._advance()
+            first = self._expect("id", "a function name")[1]
+            self._expect(",", "','")
+            second = self._expect("id", "a function name")[1]
+            self._expect(";", "';'")
+            return ast.Directive("alias", f"{first}, {second}", pos)
+        linkage = []
+        while self.tok[0] == "dot" and self.tok[1][1:] in _LINKAGE:
+            linkage.append(self._advance()[1][1:])
+        attributes = self._attributes()
+        kind, text, _ = self.tok
+        if kind == "dot" and text == ".entry":
+            return self._function("entry", tuple(linkage), pos)
+        if kind == "dot" and text == ".func":
+            return self._function("func", tuple(linkage), pos, attributes)
+        if kind == "dot" and text[1:] in _VARIABLE_SPACES:
+            variables = self._variable_statement(tuple(linkage), attributes)
+            if len(variables) != 1:
+                raise _Error(pos, "declare one module-level variable per statement")
+            return variables[0]
+        raise self._unexpected("expected .entry, .func or a variable declaration")
+
+    def _rest_of_line(self) -> str:
+        """The text after the current directive up to the end of its line (.file, .loc)."""
+        start = self.tok[2] + len(self.tok[1])
+        end = self.text.find("\n", start)
+        end = len(self.text) if end < 0 else end
+        self._reset(end)
+        return self.text[start:end].strip()
+
+    # section := '.section' DOT '{' anything balanced '}'
+    def _section(self) -> str:
+        self._advance()
+        start = self.tok[2]
+        self._expect("dot", "a section name such as .debug_info")
+        self._expect("{", "'{'")
+        depth = 1
+        while depth:
+            kind = self._advance()[0]
+            if kind == EOF:
+                raise _Error(start, "unterminated .section: missing '}'")
+            depth += {"{": 1, "}": -1}.get(kind, 0)
+        return self.text[start:self.tok[2]].strip()
+
+    # pragma := '.pragma' STR {',' STR} ';'
+    def _pragma(self) -> ast.Pragma:
+        pos = self._advance()[2]
+        values = [self._string()]
+        while self._accept(","):
+            values.append(self._string())
+        self._expect(";", "';' after .pragma")
+        return ast.Pragma(tuple(values), pos)
+
+    def _string(self) -> str:
+        return self._expect("str", "a string")[1][1:-1]
+
+    # attributes := {'.attribute' '(' DOT {',' DOT} ')'}
+    def _attributes(self) -> tuple[str, ...]:
+        out = []
+        while self._accept_dot("attribute"):
+            self._expect("(", "'(' after .attribute")
+            names = [self._expect("dot", "an attribute such as .managed")[1][1:]]
+            while self._accept(","):
+                names.append(self._expect("dot", "an attribute")[1][1:])
+            self._expect(")", "')'")
+            out.extend(names)
+        return tuple(out)
+
+    # entry := '.entry' ID ['(' params ')'] directive* (';' | '{' body '}')
+    # func  := '.func' ['(' params ')'] ID ['(' params ')'] attribute* (';' | '{' body '}')
+    def _function(self, kind: str, linkage, pos: int, attributes=()) -> ast.Function:
+        self._advance()
+        returns = []
+        if kind == "func" and self.tok[0] == "(":
+            returns = self._params()
+        name = self._expect("id", f"the name of the .{kind}")[1]
+        function = ast.Function(kind, name, linkage, returns, pos=pos, attributes=attributes)
+        if self.tok[0] == "(":
+            function.params = self._params()
+        self._function_directives(function)
+        if self._accept(";"):
+            return function
+        self._expect("{", f"'{{' to start the body of {name}, or ';'")
+        function.body = self._body()
+        return function
+
+    def _function_directives(self, function: ast.Function) -> None:
+        while True:
+            kind, text, pos = self.tok
+            if kind != "dot":
+                return
+            word = text[1:]
+            if word == "pragma":
+                function.pragmas.append(self._pragma())
+            elif word == "attribute":
+                function.attributes += self._attributes()
+            elif word in _FUNCTION_DIRECTIVES:
+                self._advance()
+                values = []
+                if self.tok[0] == "int":
+                    values.append(self._int("a number"))
+                    while self._accept(","):
+                        values.append(self._int("a number"))
+                function.directives.append((word, tuple(values)))
+            else:
+                raise self._unexpected(f"expected the body of {function.name}")
+
+    # params := param {',' param} ;  param := ('.param' | '.reg') variable-declaration
+    def _params(self) -> list[ast.Variable]:
+        self._expect("(", "'('")
+        params = []
+        if self._accept(")"):
+            return params
+        while True:
+            kind, text, pos = self.tok
+            if kind != "dot" or text not in (".param", ".reg"):
+                raise self._unexpected("expected a parameter (.param or .reg)")
+            self._advance()
+            params.append(self._declarator(text[1:], (), (), pos, in_signature=True))
+            if self._accept(")"):
+                return params
+            self._expect(",", "',' or ')' in the parameter list")
+
+    # variable-statement := space-and-attributes declarator {',' declarator} ';'
+    def _variable_statement(self, linkage=(), attributes=()) -> list[ast.Variable]:
+        kind, text, pos = self._advance()
+        space = text[1:]
+        first = self._declarator(space, linkage, attributes, pos)
+        variables = [first]
+        while self._accept(","):
+            name_pos = self.tok[2]
+            name = self._expect("id", "a variable name")[1]
+            variables.append(self._declarator_tail(
+                ast.Variable(space, first.type, name, linkage, first.align, first.vector,
+                             attributes=attributes, pos=name_pos)))
+        self._expect(";", "';' after the declaration")
+        return variables
+
+    # declarator := {'.align' INT | '.vN' | TYPE | '.ptr' | space | '.attribute(...)'} ID
+    #               ['<' INT '>'] {'[' [expr] ']'} ['=' initializer]
+    def _declarator(self, space, linkage, attributes, pos, in_signature=False) -> ast.Variable:
+        var = ast.Variable(space, "", "", linkage, attributes=attributes, pos=pos)
+        while self.tok[0] == "dot":
+            word = self._advance()[1][1:]
+            if word == "align":
+                if var.ptr:
+                    var.ptr_align = self._int("an alignment")
+                else:
+                    var.align = self._int("an alignment")
+            elif word in _VECTOR:
+                var.vector = word
+            elif word in _VARIABLE_TYPES:
+                if var.type:
+                    raise _Error(self.tok[2], f"two types in one declaration: .{var.type}, .{word}")
+                var.type = word
+            elif word == "ptr" and in_signature:
+                var.ptr = True
+            elif var.ptr and word in _VARIABLE_SPACES:
+                var.ptr_space = word
+            elif word == "attribute":
+                raise _Error(self.tok[2], ".attribute must come before the state space")
+            else:
+                raise _Error(self.tok[2], f"unexpected '.{word}' in a .{space} declaration")
+        if not var.type:
+            raise self._unexpected(f"expected a type in the .{space} declaration")
+        var.pos = self.tok[2]
+        var.name = self._expect("id", "a variable name")[1]
+        return self._declarator_tail(var)
+
+    def _declarator_tail(self, var: ast.Variable) -> ast.Variable:
+        if self._accept("<"):
+            var.count = self._int("a register count")
+            self._expect(">", "'>'")
+        dims = []
+        while self._accept("["):
+            dims.append(None if self.tok[0] == "]" else self._const_expr())
+            self._expect("]", "']'")
+        var.dims = tuple(dims)
+        if self._accept("="):
+            var.init = self._initializer()
+        return var
+
+    # initializer := '{' initializer {',' initializer} '}' | ID '=' value | value
+    def _initializer(self) -> ast.Initializer:
+        if self._accept("{"):
+            items = [self._initializer()]
+            while self._accept(","):
+                items.append(self._initializer())
+            self._expect("}", "'}' closing the initializer")
+            return ast.Initializer(items)
+        kind, text, _ = self.tok
+        if kind == "id" and text in ("generic", "mask") and self.lexer.text[self.lexer.pos:
+                                                                           ].lstrip()[:1] == "(":
+            self._advance()
+            self._expect("(", "'('")
+            name = self._expect("id", "a variable name")[1]
+            self._expect(")", "')'")
+            return ast.Initializer(ast.GenericOf(name, self._offset()))
+        value = self._value()
+        if isinstance(value, ast.Name) and self._accept("="):
+            return ast.Initializer(ast.Field(value.name, self._value()))
+        return ast.Initializer(value)
+
+    # --- function bodies -------------------------------------------------------------------
+
+    # body := statement* '}'
+    def _body(self) -> list:
+        statements = []
+        text = self.text
+        skip, simple, label = _SKIP.match, _SIMPLE_INSTRUCTION.match, _SIMPLE_LABEL.match
+        reg = _SIMPLE_REGISTERS.match
+        pos = self.tok[2]
+        while True:
+            # Simple instructions and labels are read straight from the text; the token
+            # rules take everything else.
+            m = simple(text, pos)
+            if m is not None and m.group(3) in OPS:
+                try:
+                    statements.append(self._simple_instruction(m))
+                except _Error as e:
+                    self._report(e)
+                pos = skip(text, m.end()).end()
+                continue
+            m = reg(text, pos)
+            if m is not None and m.group(1) in _VARIABLE_TYPES:
+                statements.append(self._simple_register(m))
+                pos = skip(text, m.end()).end()
+                continue
+            m = label(text, pos)
+            if m is not None and not text.startswith(".callprototype", skip(text, m.end()).end()):
+                statements.append(ast.Label(m.group(1), pos))
+                pos = skip(text, m.end()).end()
+                continue
+            self._reset(pos)
+            kind = self.tok[0]
+            if kind == "}":
+                self._advance()
+                return statements
+            if kind == EOF:
+                raise _Error(self.tok[2], "missing '}' at the end of the function body")
+            try:
+                statement = self._statement()
+                if isinstance(statement, list):
+                    statements.extend(statement)
+                elif statement is not None:
+                    statements.append(statement)
+            except _Error as e:
+                self._report(e)
+                self._recover()
+            pos = self.tok[2]
+
+    def _simple_instruction(self, m: re.Match) -> ast.Instruction:
+        negated, guard, opcode, modifiers, operands = m.groups()
+        spec = self._specs.get((opcode, modifiers)) or self._spec(opcode, modifiers, m.start(3))
+        if operands:
+            pieces = (_SPLIT_OPERANDS.findall(operands) if "{" in operands
+                      else operands.split(","))
+            cache = self._operands
+            try:
+                values = tuple([cache[piece] for piece in pieces])
+            except KeyError:
+                values = tuple([self._cached_operand(piece, operands, m.start(5))
+                                for piece in pieces])
+        else:
+            values = ()
+        counts = OPS[opcode].operands
+        if counts is not None and not counts[0] <= len(values) <= counts[1]:
+            self._check_operand_count(spec, values, m.start(3))
+        return ast.Instruction(spec, values, ast.Name(guard) if guard else None,
+                               bool(negated), m.start())
+
+    def _simple_register(self, m: re.Match) -> ast.Variable:
+        type_, name, count = m.groups()
+        return ast.Variable("reg", type_, name, count=None if count is None else int(count),
+                            pos=m.start(2))
+
+    def _cached_operand(self, piece: str, operands: str, base: int) -> ast.Operand:
+        """The operand written as `piece` (one comma-separated part of `operands`, which
+        starts at `base`), parsed once by the token rules and then shared."""
+        value = self._operands.get(piece)
+        if value is None:
+            key = piece.strip()
+            pos = base + operands.find(piece) + piece.find(key[:1]) if key else base
+            value = self._operand_at(key, pos)
+            self._operands[piece] = value
+        return value
+
+    def _operand_at(self, text: str, pos: int) -> ast.Operand:
+        """Parse the operand written at `pos` (whose text is `text`) with the token rules."""
+        if not text:
+            raise _Error(pos, "missing operand")
+        saved = self.lexer.pos, self.tok
+        try:
+            self._reset(pos)
+            operand = self._operand()
+            if self.tok[2] < pos + len(text):
+                raise self._unexpected("unexpected text in operand")
+            return operand
+        finally:
+            self.lexer.pos, self.tok = saved
+
+    # statement := '{' body '}' | variable-statement | '.pragma' ... | '.loc' ...
+    #            | ID ':' [call-prototype] | instruction
+    def _statement(self):
+        kind, text, pos = self.tok
+        if kind == "{":
+            self._advance()
+            return ast.Block(self._body(), pos)
+        if kind == ";":
+            self._advance()
+            return None
+        if kind == "dot":
+            word = text[1:]
+            if word in _VARIABLE_SPACES:
+                return self._variable_statement()
+            if word == "pragma":
+                return self._pragma()
+            if word in ("loc", "file"):
+                return ast.DebugLoc(f".{word} {self._rest_of_line()}", pos)
+            if word == "attribute":
+                attributes = self._attributes()
+                if self.tok[0] == "dot" and self.tok[1][1:] in _VARIABLE_SPACES:
+                    return self._variable_statement((), attributes)
+            raise self._unexpected("expected an instruction, a label or a declaration")
+        return self._instruction()
+
+    # instruction := ['@' ['!'] ID] ID {DOT} [operand {',' operand}] ';'
+    #              | ID ':' '.callprototype' ...
+    def _instruction(self):
+        start = self.tok[2]
+        guard, negated = None, False
+        if self._accept("@"):
+            negated = self._accept("!")
+            guard = ast.Name(self._expect("id", "a predicate register after '@'")[1])
+        kind, opcode, pos = self._expect("id", "an instruction")
+        if guard is None and self._accept(":"):
+            if self._accept_dot("callprototype"):
+                return self._call_prototype(opcode, pos)
+            return ast.Label(opcode, pos)
+        modifiers = []
+        while self.tok[0] == "dot":
+            modifiers.append(self._advance()[1])
+        spec = self._spec(opcode, "".join(modifiers), pos)
+        operands = []
+        if self.tok[0] != ";":
+            operands.append(self._operand())
+            while self._accept(","):
+                operands.append(self._operand())
+        self._expect(";", "',' or ';' after an operand")
+        self._check_operand_count(spec, operands, pos)
+        return ast.Instruction(spec, tuple(operands), guard, negated, start)
+
+    # call-prototype := ID ':' '.callprototype' ['(' param ')'] '_' '(' params ')' ['.noreturn'] ';'
+    def _call_prototype(self, label: str, pos: int) -> ast.CallPrototype:
+        returns = self._params() if self.tok[0] == "(" else []
+        self._expect("_", "'_' in the call prototype")
+        params = self._params() if self.tok[0] == "(" else []
+        noreturn = self._accept_dot("noreturn")
+        self._expect(";", "';' after the call prototype")
+        return ast.CallPrototype(label, returns, params, noreturn, pos)
+
+    # --- the instruction table ---------------------------------------------------------------
+
+    def _spec(self, opcode: str, modifiers: str, pos: int) -> ast.Spec:
+        spec = self._specs.get((opcode, modifiers))
+        if spec is None:
+            spec = _classify(opcode, modifiers, pos)
+            self._specs[(opcode, modifiers)] = spec
+        return spec
+
+    def _check_operand_count(self, spec: ast.Spec, operands, pos: int) -> None:
+        counts = OPS[spec.opcode].operands
+        if counts is not None and not counts[0] <= len(operands) <= counts[1]:
+            want = str(counts[0]) if counts[0] == counts[1] else f"{counts[0]} to {counts[1]}"
+            raise _Error(pos, f"'{spec.text}' takes {want} operands, found {len(operands)}",
+                         spec.text)
+
+    # --- operands --------------------------------------------------------------------------
+
+    # operand := '!' operand | '_' | '{' operand {',' operand} '}' | '[' bracketed ']'
+    #          | '(' [operand {',' operand}] ')' | value ['|' value]
+    def _operand(self) -> ast.Operand:
+        kind = self.tok[0]
+        if kind == "!":
+            self._advance()
+            return ast.Not(self._operand())
+        if kind == "_":
+            self._advance()
+            return ast.SINK
+        if kind == "{":
+            self._advance()
+            return ast.Vector(self._operand_list("}"))
+        if kind == "[":
+            self._advance()
+            elements = self._operand_list("]")
+            if len(elements) == 1:
+                return self._address(elements[0])
+            return ast.Bracketed(elements)
+        if kind == "(":
+            self._advance()
+            if self._accept(")"):
+                return ast.Parenthesized(())
+            return ast.Parenthesized(self._operand_list(")"))
+        value = self._value()
+        if self._accept("|"):
+            return ast.PredPair(value, self._value())
+        return value
+
+    def _operand_list(self, close: str) -> tuple:
+        items = [self._operand()]
+        while self._accept(","):
+            items.append(self._operand())
+        self._expect(close, f"',' or '{close}'")
+        return tuple(items)
+
+    def _address(self, inner: ast.Operand) -> ast.Operand:
+        """`[x]` with one element: a register or variable plus offset, or an absolute address."""
+        if isinstance(inner, ast.Name):
+            return ast.Address(inner, 0)
+        if isinstance(inner, ast.SymbolOffset):
+            return ast.Address(ast.Name(inner.name), inner.offset)
+        if isinstance(inner, ast.IntImm):
+            return ast.Address(None, inner.value)
+        return ast.Bracketed((inner,))
+
+    # value := ID ['.' component] [('+' | '-') expr] | FLOAT | ['-'] FLOAT | expr
+    def _value(self) -> ast.Operand:
+        kind, text, pos = self.tok
+        if kind == "id":
+            self._advance()
+            component = None
+            if self.tok[0] == "dot" and self.tok[2] == pos + len(text):
+                component = self._advance()[1][1:]
+            offset = self._offset()
+            if offset or self.tok[0] in ("+", "-"):
+                return ast.SymbolOffset(text, offset)
+            return ast.Name(text, component)
+        if kind in ("hexf", "flt") or (kind == "-" and self._peek_kind() in ("hexf", "flt")):
+            negative = self._accept("-")
+            return _float(self._advance()[1], negative)
+        return ast.IntImm(self._const_expr())
+
+    def _peek_kind(self) -> str:
+        return Lexer(self.text, self.lexer.pos).next()[0]
+
+    def _offset(self) -> int:
+        """An optional `+expr` / `-expr` after a symbol or register."""
+        if self.tok[0] == "+":
+            self._advance()
+            return self._const_expr()
+        if self.tok[0] == "-":
+            self._advance()
+            return -self._const_unary()
+        return 0
+
+    def _int(self, what: str) -> int:
+        kind, text, pos = self.tok
+        if kind != "int":
+            raise self._unexpected(f"expected {what}")
+        self._advance()
+        return _int(text, pos)
+
+    # --- constant expressions (PTX ISA 4.6: C's operators and precedence) ---------------------
+
+    _BINARY = {
+        "||": 1, "&&": 2, "|": 3, "^": 4, "&": 5, "==": 6, "!=": 6,
+        "<": 7, ">": 7, "<=": 7, ">=": 7, "<<": 8, ">>": 8, "+": 9, "-": 9,
+        "*": 10, "/": 10, "%": 10,
+    }
+
+    def _const_expr(self, min_prec: int = 0) -> int:
+        value = self._const_unary()
+        while True:
+            op = self.tok[0]
+            prec = self._BINARY.get(op)
+            if op == "?" and min_prec == 0:
+                self._advance()
+                then = self._const_expr()
+                self._expect(":", "':' in a conditional expression")
+                other = self._const_expr()
+                value = then if value else other
+                continue
+            if prec is None or prec <= min_prec:
+                return value
+            pos = self._advance()[2]
+            value = _fold(op, value, self._const_expr(prec), pos)
+
+    def _const_unary(self) -> int:
+        kind, text, pos = self.tok
+        if kind == "int":
+            self._advance()
+            return _int(text, pos)
+        if kind == "(":
+            self._advance()
+            value = self._const_expr()
+            self._expect(")", "')'")
+            return value
+        if kind in ("-", "+", "~", "!"):
+            self._advance()
+            value = self._const_unary()
+            return {"-": -value, "+": value, "~": ~value, "!": int(not value)}[kind]
+        raise self._unexpected("expected an operand")
+
+
+def _fold(op: str, a: int, b: int, pos: int) -> int:
+    if op in ("/", "%") and b == 0:
+        raise _Error(pos, "division by zero in a constant expression", op)
+    if op in ("<<", ">>") and not 0 <= b < 64:
+        raise _Error(pos, f"shift by {b} in a constant expression", op)
+    if op == "/":
+        return int(a / b)                       # C truncates toward zero
+    if op == "%":
+        return a - int(a / b) * b
+    return {
+        "||": lambda: int(bool(a or b)), "&&": lambda: int(bool(a and b)),
+        "|": lambda: a | b, "^": lambda: a ^ b, "&": lambda: a & b,
+        "==": lambda: int(a == b), "!=": lambda: int(a != b), "<": lambda: int(a < b),
+        ">": lambda: int(a > b), "<=": lambda: int(a <= b), ">=": lambda: int(a >= b),
+        "<<": lambda: a << b, ">>": lambda: a >> b, "+": lambda: a + b, "-": lambda: a - b,
+        "*": lambda: a * b,
+    }[op]()
+
+
+def _int(text: str, pos: int) -> int:
+    try:
+        value = int_value(text)
+    except ValueError:
+        raise _Error(pos, f"malformed integer constant '{text}'", text) from None
+    if value >= 1 << 64:
+        raise _Error(pos, f"integer constant '{text}' does not fit in 64 bits", text)
+    return value
+
+
+def _float(text: str, negative: bool) -> ast.FloatImm:
+    if text[:2] in ("0f", "0F"):
+        bits, width = int(text[2:], 16), 32
+    elif text[:2] in ("0d", "0D"):
+        bits, width = int(text[2:], 16), 64
+    else:
+        bits, width = struct.unpack("<Q", struct.pack("<d", float(text)))[0], 64
+    if negative:
+        bits ^= 1 << (width - 1)
+    return ast.FloatImm(bits, width)
+
+
+# --- modifier classification ---------------------------------------------------------------------
+
+_INDEX: dict[str, dict[str, str]] = {}
+
+
+def _modifier_index(op: Op) -> dict[str, str]:
+    """modifier value -> group name ('' for a type) for one opcode."""
+    index = _INDEX.get(op.name)
+    if index is None:
+        index = {t: "" for t in op.types}
+        for group, values in op.groups.items():
+            for value in values.values:
+                index.setdefault(value, group)
+        _INDEX[op.name] = index
+    return index
+
+
+def _classify(opcode: str, modifiers: str, pos: int) -> ast.Spec:
+    op = OPS.get(opcode)
+    if op is None:
+        raise _Error(pos, f"unknown instruction '{opcode}'", opcode)
+    words = tuple(modifiers[1:].split(".")) if modifiers else ()
+    index = _modifier_index(op)
+    types: list[str] = []
+    groups: dict[str, str | tuple[str, ...]] = {}
+    for word in words:
+        group = index.get(word)
+        if group is None:
+            raise _Error(pos, f"'.{word}' is not a modifier of '{opcode}' "
+                              f"(see {op.url})", f"{opcode}{modifiers}")
+        if group == "":
+            types.append(word)
+        elif op.groups[group].multi:
+            if word in groups.get(group, ()):
+                raise _Error(pos, f"'.{word}' appears twice", f"{opcode}{modifiers}")
+            groups[group] = groups.get(group, ()) + (word,)
+        elif group in groups:
+            raise _Error(pos, f"'.{groups[group]}' and '.{word}' both given to '{opcode}' "
+                              f"(at most one {group} modifier)", f"{opcode}{modifiers}")
+        else:
+            groups[group] = word
+    return ast.Spec(opcode, words, tuple(types), groups)
+
+
+def ast_diag(source: ast.Source, pos: int, message: str, text: str = "") -> Diagnostic:
+    return Diagnostic(source.location(pos), message, text)
