@@ -23,6 +23,10 @@ EXT = "extended-precision integer arithmetic"
 INT16_64 = ("u16", "u32", "u64", "s16", "s32", "s64")
 CARRY_TYPES = ("u32", "s32", "u64", "s64")
 PACKED16 = ("u16x2", "s16x2")
+# Four bytes in a .b32: ptxas 13.5 accepts them for add/sub/min/max/neg from PTX ISA 9.2 on
+# sm_120a and sm_107a ("requires PTX ISA .version 9.2"), with .sat on packed add/sub and .relu on
+# min/max.s8x4. The PTX ISA 9.1 manual does not describe them yet; see arith_integer_sm120.ptx.
+PACKED8 = ("u8x4", "s8x4")
 # Floating types of add/sub/mul/fma (f32x2 from PTX ISA 8.6, sm_100).
 FLOAT_TYPES = ("f32", "f32x2", "f64", "f16", "f16x2", "bf16", "bf16x2")
 
@@ -38,8 +42,9 @@ OPS: list[Op] = [
     # add{.rnd}{.ftz}{.sat}.f32 d, a, b;  add{.rnd}{.ftz}.f32x2 d, a, b;  add{.rnd}.f64 d, a, b;
     # add{.rnd}{.ftz}{.sat}.f16|.f16x2 d, a, b;  add{.rnd}.bf16|.bf16x2 d, a, b;  (9.7.4.1, .rn)
     # add{.rnd}{.sat}.f32.atype d, a, c;  .atype = {.f16, .bf16}                (9.7.5.1)
+    # add{.sat}.type d, a, b;  .type = {.u16x2, .s16x2, .u8x4, .s8x4}  (ptxas, PTX ISA 9.2)
     Op("add", INT, "integer-arithmetic-instructions-add",
-       types=INT16_64 + PACKED16 + FLOAT_TYPES,
+       types=INT16_64 + PACKED16 + PACKED8 + FLOAT_TYPES,
        groups={"rnd": RND, "ftz": FTZ, "sat": SAT, "cc": CC},
        operands=(3, 3), since=(1, 0)),
     # sub.type d, a, b;  sub{.sat}.s32 d, a, b;  .type = {.u16,.u32,.u64,.s16,.s32,.s64}
@@ -47,8 +52,9 @@ OPS: list[Op] = [
     # sub{.rnd}{.ftz}{.sat}.f32 d, a, b;  sub{.rnd}{.ftz}.f32x2 d, a, b;  sub{.rnd}.f64 d, a, b;
     # sub{.rnd}{.ftz}{.sat}.f16|.f16x2 d, a, b;  sub{.rnd}.bf16|.bf16x2 d, a, b;  (9.7.4.2)
     # sub{.rnd}{.sat}.f32.atype d, a, c;  .atype = {.f16, .bf16}                (9.7.5.2)
+    # sub{.sat}.type d, a, b;  .type = {.u8x4, .s8x4}                  (ptxas, PTX ISA 9.2)
     Op("sub", INT, "integer-arithmetic-instructions-sub",
-       types=INT16_64 + FLOAT_TYPES,
+       types=INT16_64 + PACKED8 + FLOAT_TYPES,
        groups={"rnd": RND, "ftz": FTZ, "sat": SAT, "cc": CC},
        operands=(3, 3), since=(1, 0)),
     # mul.mode.type d, a, b;  .mode = {.hi, .lo, .wide};  .type = {.u16,...,.s64}
@@ -96,8 +102,9 @@ OPS: list[Op] = [
     # neg.type d, a;  .type = {.s16, .s32, .s64}
     # neg{.ftz}.f32 d, a;  neg.f64 d, a;                                        (9.7.3.8)
     # neg{.ftz}.f16|.f16x2 d, a;  neg.bf16|.bf16x2 d, a;                        (9.7.4.5)
+    # neg.s8x4 d, a;                                                   (ptxas, PTX ISA 9.2)
     Op("neg", INT, "integer-arithmetic-instructions-neg",
-       types=("s16", "s32", "s64", "f32", "f64", "f16", "f16x2", "bf16", "bf16x2"),
+       types=("s16", "s32", "s64", "s8x4", "f32", "f64", "f16", "f16x2", "bf16", "bf16x2"),
        groups={"ftz": FTZ}, operands=(2, 2), since=(1, 0)),
     # min.atype d, a, b;  min{.relu}.btype d, a, b;
     #   .atype = {.u16,.u32,.u64,.u16x2,.s16,.s64};  .btype = {.s16x2, .s32}
@@ -105,8 +112,9 @@ OPS: list[Op] = [
     # min.f64 d, a, b;                                                          (9.7.3.9)
     # min{.ftz}{.NaN}{.xorsign.abs}.f16|.f16x2 d, a, b;
     # min{.NaN}{.xorsign.abs}.bf16|.bf16x2 d, a, b;                             (9.7.4.7)
+    # min{.relu}.s8x4 d, a, b;  min.u8x4 d, a, b;                    (ptxas, PTX ISA 9.2)
     Op("min", INT, "integer-arithmetic-instructions-min",
-       types=INT16_64 + PACKED16 + ("f32", "f64", "f16", "f16x2", "bf16", "bf16x2"),
+       types=INT16_64 + PACKED16 + PACKED8 + ("f32", "f64", "f16", "f16x2", "bf16", "bf16x2"),
        groups={"relu": one("relu"), "ftz": FTZ, "nan": one("NaN"),
                "xorsign": one("xorsign"), "abs": one("abs")},
        operands=(3, 4), since=(1, 0)),
@@ -115,8 +123,9 @@ OPS: list[Op] = [
     # max.f64 d, a, b;                                                          (9.7.3.10)
     # max{.ftz}{.NaN}{.xorsign.abs}.f16|.f16x2 d, a, b;
     # max{.NaN}{.xorsign.abs}.bf16|.bf16x2 d, a, b;                             (9.7.4.8)
+    # max{.relu}.s8x4 d, a, b;  max.u8x4 d, a, b;                    (ptxas, PTX ISA 9.2)
     Op("max", INT, "integer-arithmetic-instructions-max",
-       types=INT16_64 + PACKED16 + ("f32", "f64", "f16", "f16x2", "bf16", "bf16x2"),
+       types=INT16_64 + PACKED16 + PACKED8 + ("f32", "f64", "f16", "f16x2", "bf16", "bf16x2"),
        groups={"relu": one("relu"), "ftz": FTZ, "nan": one("NaN"),
                "xorsign": one("xorsign"), "abs": one("abs")},
        operands=(3, 4), since=(1, 0)),
