@@ -100,10 +100,12 @@ class Field:
 
 @dataclass(frozen=True, slots=True)
 class Address:
-    """`[base]`, `[base+offset]` or `[offset]`: base is a Name or None (absolute)."""
+    """`[base]`, `[base+offset]` or `[offset]`: base is a Name or None (absolute); `unified`
+    for `[a].unified` (ld/st: the generic address is in the unified address space)."""
 
     base: Name | None
     offset: int = 0
+    unified: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +137,13 @@ class Not:
 
 
 @dataclass(frozen=True, slots=True)
+class Neg:
+    """A negated register operand: `-%r1` (video instructions such as vmad)."""
+
+    operand: Operand
+
+
+@dataclass(frozen=True, slots=True)
 class PredPair:
     """Two destinations `d|p` (setp, lop3, shfl, ...)."""
 
@@ -148,7 +157,7 @@ class Sink:
 
 
 Operand = (Name | IntImm | FloatImm | SymbolOffset | GenericOf | Field | Address | Vector
-           | Bracketed | Parenthesized | Not | PredPair | Sink)
+           | Bracketed | Parenthesized | Not | Neg | PredPair | Sink)
 SINK = Sink()
 
 
@@ -262,7 +271,18 @@ class CallPrototype:
     pos: int = field(default=0, compare=False)
 
 
-Statement = Instruction | Label | Variable | Pragma | DebugLoc | Block | CallPrototype
+@dataclass(slots=True)
+class BranchTargets:
+    """`label: .branchtargets L1, L2;` (targets of brx.idx) or `label: .calltargets f, g;`
+    (possible targets of an indirect call); `kind` is which of the two."""
+
+    label: str
+    targets: tuple[str, ...]
+    kind: str = "branchtargets"
+    pos: int = field(default=0, compare=False)
+
+
+Statement = BranchTargets | Instruction | Label | Variable | Pragma | DebugLoc | Block | CallPrototype
 
 
 @dataclass(slots=True)

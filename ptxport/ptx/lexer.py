@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import re
 
+# A directive or modifier: `.global`, `.shared::cluster`, `.L2::cache_hint`, `.sp::2:4`.
+MODIFIER = r"\.[\w$]+(?:::[\w$]+(?::[\w$]+)*)*"
+
 # PTX ISA 4.3 "Identifiers": [a-zA-Z][a-zA-Z0-9_$]* | [_$%][a-zA-Z0-9_$]+
 # PTX ISA 4.5.1 "Constants": hex/octal/binary/decimal integers with an optional U suffix;
 # 0fXXXXXXXX and 0dXXXXXXXXXXXXXXXX floats.
@@ -22,7 +25,7 @@ _TOKEN = re.compile(
     (?:(?P<hexf>0[fF][0-9a-fA-F]{8}(?![\w$])|0[dD][0-9a-fA-F]{16}(?![\w$]))
     |(?P<flt>\d+\.\d*(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+)
     |(?P<int>0[xX][0-9a-fA-F]+U?|0[bB][01]+U?|\d+U?)
-    |(?P<dot>\.[\w$]+(?:::[\w$]+)*)
+    |(?P<dot>""" + MODIFIER + r""")
     |(?P<id>[A-Za-z][\w$]*|[_$%][\w$]+)
     |(?P<str>"(?:[^"\\\n]|\\.)*")
     |(?P<punct><<|>>|<=|>=|==|!=|&&|\|\||[-+*/%&|^~!<>=?:,;{}\[\]()@_])

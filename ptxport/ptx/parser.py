@@ -24,7 +24,7 @@ from ptxport.errors import Diagnostic, PtxSyntaxError
 from ptxport.ptx import ast
 from ptxport.ptx.isa import OPS
 from ptxport.ptx.isa._base import ALL_TYPES, STATE_SPACES, Op
-from ptxport.ptx.lexer import EOF, Lexer, int_value
+from ptxport.ptx.lexer import EOF, MODIFIER, Lexer, int_value
 
 __all__ = ["parse", "parse_operand"]
 
@@ -46,7 +46,7 @@ _FUNCTION_DIRECTIVES = frozenset((
 _SIMPLE_INSTRUCTION = re.compile(
     r"""(?:@(!?)([A-Za-z_$%][\w$]*)[ \t]+)?
         ([a-z][a-z0-9_]*)
-        ((?:\.[\w$]+(?:::[\w$]+)*)*)
+        ((?:""" + MODIFIER + r""")*)
         (?:[ \t]+((?:[^;{}()"/!|@]|\{[^{}()"/!|@;]*\})*?))?
         [ \t]*;""",
     re.VERBOSE,
@@ -55,7 +55,7 @@ _SKIP = re.compile(r"(?:[ \t\r\n]+|//[^\n]*|/\*[\s\S]*?\*/)*")
 _SIMPLE_LABEL = re.compile(r"([A-Za-z_$%][\w$]*)[ \t]*:(?![:])")
 _SIMPLE_REGISTERS = re.compile(
     r"\.reg[ \t]+\.([a-z0-9]+)[ \t]+([A-Za-z_$%][\w$]*)(?:<(\d+)>)?[ \t]*;")
-_SPLIT_OPERANDS = re.compile(r"(?:[^,{]|\{[^{}]*\})+")
+_SPLIT_OPERANDS = re.compile(r"(?:[^,{\[]|\{[^{}]*\}|\[[^\[\]]*\])+")
 
 
 class _Error(Exception):
@@ -392,7 +392,10 @@ class _Parser:
         if not var.type:
             raise self._unexpected(f"expected a type in the .{space} declaration")
         var.pos = self.tok[2]
-        var.name = self._expect("id", "a variable name")[1]
+        if in_signature and self._accept("_"):
+            var.name = "_"  # prototypes name their parameters `_`
+        else:
+            var.name = self._expect("id", "a variable name")[1]
         return self._declarator_tail(var)
 
     def _declarator_tail(self, var: ast.Variable) -> ast.Variable:
@@ -455,7 +458,7 @@ class _Parser:
                 pos = skip(text, m.end()).end()
                 continue
             m = label(text, pos)
-            if m is not None and not text.startswith(".callprototype", skip(text, m.end()).end()):
+            if m is not None and not text.startswith(".", skip(text, m.end()).end()):
                 statements.append(ast.Label(m.group(1), pos))
                 pos = skip(text, m.end()).end()
                 continue
@@ -481,7 +484,7 @@ class _Parser:
         negated, guard, opcode, modifiers, operands = m.groups()
         spec = self._specs.get((opcode, modifiers)) or self._spec(opcode, modifiers, m.start(3))
         if operands:
-            pieces = (_SPLIT_OPERANDS.findall(operands) if "{" in operands
+            pieces = (_SPLIT_OPERANDS.findall(operands) if "{" in operands or "[" in operands
                       else operands.split(","))
             cache = self._operands
             try:
@@ -564,6 +567,13 @@ class _Parser:
         if guard is None and self._accept(":"):
             if self._accept_dot("callprototype"):
                 return self._call_prototype(opcode, pos)
+            for kind in ("branchtargets", "calltargets"):
+                if self._accept_dot(kind):
+                    targets = [self._expect("id", "a label or function name")[1]]
+                    while self._accept(","):
+                        targets.append(self._expect("id", "a label or function name")[1])
+                    self._expect(";", f"';' after .{kind}")
+                    return ast.BranchTargets(opcode, tuple(targets), kind, pos)
             return ast.Label(opcode, pos)
         modifiers = []
         while self.tok[0] == "dot":
@@ -605,13 +615,20 @@ class _Parser:
 
     # --- operands --------------------------------------------------------------------------
 
-    # operand := '!' operand | '_' | '{' operand {',' operand} '}' | '[' bracketed ']'
-    #          | '(' [operand {',' operand}] ')' | value ['|' value]
+    # operand := primary ['|' value]
     def _operand(self) -> ast.Operand:
+        first = self._primary()
+        if self._accept("|"):
+            return ast.PredPair(first, self._value())
+        return first
+
+    # primary := '!' operand | '_' | '{' operand {',' operand} '}' | '[' bracketed ']'
+    #          | '(' [operand {',' operand}] ')' | value
+    def _primary(self) -> ast.Operand:
         kind = self.tok[0]
         if kind == "!":
             self._advance()
-            return ast.Not(self._operand())
+            return ast.Not(self._primary())
         if kind == "_":
             self._advance()
             return ast.SINK
@@ -621,18 +638,19 @@ class _Parser:
         if kind == "[":
             self._advance()
             elements = self._operand_list("]")
-            if len(elements) == 1:
-                return self._address(elements[0])
-            return ast.Bracketed(elements)
+            if len(elements) != 1:
+                return ast.Bracketed(elements)
+            address = self._address(elements[0])
+            if isinstance(address, ast.Address) and self.tok[1] == ".unified":
+                self._advance()  # `[a].unified`: a generic address known to be unified
+                return ast.Address(address.base, address.offset, unified=True)
+            return address
         if kind == "(":
             self._advance()
             if self._accept(")"):
                 return ast.Parenthesized(())
             return ast.Parenthesized(self._operand_list(")"))
-        value = self._value()
-        if self._accept("|"):
-            return ast.PredPair(value, self._value())
-        return value
+        return self._value()
 
     def _operand_list(self, close: str) -> tuple:
         items = [self._operand()]
@@ -666,6 +684,9 @@ class _Parser:
         if kind in ("hexf", "flt") or (kind == "-" and self._peek_kind() in ("hexf", "flt")):
             negative = self._accept("-")
             return _float(self._advance()[1], negative)
+        if kind == "-" and self._peek_kind() == "id":
+            self._advance()
+            return ast.Neg(self._value())
         return ast.IntImm(self._const_expr())
 
     def _peek_kind(self) -> str:

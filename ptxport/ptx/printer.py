@@ -80,6 +80,8 @@ def _statements(statements: list, lines: list[str], indent: str) -> None:
             lines.append(indent + _pragma(s))
         elif isinstance(s, ast.DebugLoc):
             lines.append(indent + s.text)
+        elif isinstance(s, ast.BranchTargets):
+            lines.append(f"{s.label}: .{s.kind} {', '.join(s.targets)};")
         elif isinstance(s, ast.CallPrototype):
             returns = ("(" + ", ".join(_variable(p) for p in s.returns) + ") "
                        if s.returns else "")
@@ -145,9 +147,11 @@ def print_operand(o: ast.Operand) -> str:
         return f"{o.name} = {print_operand(o.value)}"
     if isinstance(o, ast.Address):
         if o.base is None:
-            return f"[{o.offset}]"
-        base = print_operand(o.base)
-        return f"[{base}{o.offset:+d}]" if o.offset else f"[{base}]"
+            text = f"[{o.offset}]"
+        else:
+            base = print_operand(o.base)
+            text = f"[{base}{o.offset:+d}]" if o.offset else f"[{base}]"
+        return text + ".unified" if o.unified else text
     if isinstance(o, ast.Vector):
         return "{" + ", ".join(print_operand(e) for e in o.elements) + "}"
     if isinstance(o, ast.Bracketed):
@@ -156,6 +160,8 @@ def print_operand(o: ast.Operand) -> str:
         return "(" + ", ".join(print_operand(e) for e in o.elements) + ")"
     if isinstance(o, ast.Not):
         return "!" + print_operand(o.operand)
+    if isinstance(o, ast.Neg):
+        return "-" + print_operand(o.operand)
     if isinstance(o, ast.PredPair):
         return f"{print_operand(o.first)}|{print_operand(o.second)}"
     if isinstance(o, ast.Sink):
