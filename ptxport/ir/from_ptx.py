@@ -17,7 +17,7 @@ import re
 
 from ptxport.errors import Diagnostic, PtxSemanticError
 from ptxport.ir import nodes as ir
-from ptxport.ir.special_registers import SPECIAL_REGISTERS
+from ptxport.ir.special_registers import PREDEFINED_CONSTANTS, SPECIAL_REGISTERS
 from ptxport.ir.types import TYPES
 from ptxport.ptx import ast
 
@@ -426,6 +426,8 @@ class _FunctionBuilder:
         found = self.lookup(name)
         if found is not None and component is None:
             return found
+        if name in PREDEFINED_CONSTANTS and component is None:
+            return ast.IntImm(PREDEFINED_CONSTANTS[name])
         special = SPECIAL_REGISTERS.get(name)
         if special is not None:
             type_name, components = special

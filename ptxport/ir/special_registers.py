@@ -38,3 +38,7 @@ SPECIAL_REGISTERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "%dynamic_smem_size": ("u32", ()),
     "%current_graph_exec": ("u64", ()),
 }
+
+# Predefined identifiers that are constants (PTX ISA 4.4 "Predefined identifiers"): the
+# warp size is a compile-time constant, and ptxport, like every CUDA target, keeps it 32.
+PREDEFINED_CONSTANTS: dict[str, int] = {"WARP_SZ": 32}

@@ -58,6 +58,10 @@ _SIMPLE_REGISTERS = re.compile(
 _SPLIT_OPERANDS = re.compile(r"(?:[^,{\[]|\{[^{}]*\}|\[[^\[\]]*\])+")
 
 
+def _never(text: str, pos: int) -> None:
+    return None
+
+
 class _Error(Exception):
     """One syntax error; caught at the statement it happened in."""
 
@@ -66,14 +70,17 @@ class _Error(Exception):
         self.pos, self.message, self.text = pos, message, text
 
 
-def parse(text: str, filename: str = "<ptx>") -> ast.Module:
-    """Parse a PTX module; raise PtxSyntaxError listing every error found."""
+def parse(text: str, filename: str = "<ptx>", *, fast_path: bool = True) -> ast.Module:
+    """Parse a PTX module; raise PtxSyntaxError listing every error found.
+
+    `fast_path=False` reads every statement with the token rules (tests compare the two).
+    """
     # The tree has no reference cycles, so the cycle collector would only rescan the growing
     # tree again and again (a quarter of the time on large files); it is paused meanwhile.
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _Parser(text, filename).module()
+        return _Parser(text, filename, fast_path).module()
     finally:
         if enabled:
             gc.enable()
@@ -93,8 +100,9 @@ def parse_operand(text: str) -> ast.Operand:
 
 
 class _Parser:
-    def __init__(self, text: str, filename: str):
+    def __init__(self, text: str, filename: str, fast_path: bool = True):
         self.text = text
+        self.fast_path = fast_path
         self.source = ast.Source(text, filename)
         self.lexer = Lexer(text)
         self.tok = self.lexer.next()
@@ -444,6 +452,8 @@ class _Parser:
         while True:
             # Simple instructions and labels are read straight from the text; the token
             # rules take everything else.
+            if not self.fast_path:
+                simple = reg = label = _never
             m = simple(text, pos)
             if m is not None and m.group(3) in OPS:
                 try:
@@ -484,14 +494,13 @@ class _Parser:
         negated, guard, opcode, modifiers, operands = m.groups()
         spec = self._specs.get((opcode, modifiers)) or self._spec(opcode, modifiers, m.start(3))
         if operands:
-            pieces = (_SPLIT_OPERANDS.findall(operands) if "{" in operands or "[" in operands
-                      else operands.split(","))
+            split = "{" in operands or "[" in operands
+            pieces = _SPLIT_OPERANDS.findall(operands) if split else operands.split(",")
             cache = self._operands
             try:
                 values = tuple([cache[piece] for piece in pieces])
             except KeyError:
-                values = tuple([self._cached_operand(piece, operands, m.start(5))
-                                for piece in pieces])
+                values = tuple(self._new_operands(operands, m.start(5), split))
         else:
             values = ()
         counts = OPS[opcode].operands
@@ -505,16 +514,24 @@ class _Parser:
         return ast.Variable("reg", type_, name, count=None if count is None else int(count),
                             pos=m.start(2))
 
-    def _cached_operand(self, piece: str, operands: str, base: int) -> ast.Operand:
-        """The operand written as `piece` (one comma-separated part of `operands`, which
-        starts at `base`), parsed once by the token rules and then shared."""
-        value = self._operands.get(piece)
-        if value is None:
-            key = piece.strip()
-            pos = base + operands.find(piece) + piece.find(key[:1]) if key else base
-            value = self._operand_at(key, pos)
-            self._operands[piece] = value
-        return value
+    def _new_operands(self, operands: str, base: int, split: bool):
+        """The operands of a simple instruction (written in `operands`, which starts at
+        `base`): each distinct operand text is parsed once by the token rules, then shared."""
+        if split:
+            pieces = [(p.group(), p.start()) for p in _SPLIT_OPERANDS.finditer(operands)]
+        else:
+            pieces, at = [], 0
+            for piece in operands.split(","):
+                pieces.append((piece, at))
+                at += len(piece) + 1
+        cache = self._operands
+        for piece, at in pieces:
+            value = cache.get(piece)
+            if value is None:
+                key = piece.strip()
+                pos = base + at + (piece.find(key[0]) if key else 0)
+                value = cache[piece] = self._operand_at(key, pos)
+            yield value
 
     def _operand_at(self, text: str, pos: int) -> ast.Operand:
         """Parse the operand written at `pos` (whose text is `text`) with the token rules."""
@@ -524,7 +541,7 @@ class _Parser:
         try:
             self._reset(pos)
             operand = self._operand()
-            if self.tok[2] < pos + len(text):
+            if self.tok[0] not in (",", ";") or self.tok[2] < pos + len(text):
                 raise self._unexpected("unexpected text in operand")
             return operand
         finally:

@@ -1,0 +1,6 @@
+"""Shared test setup: tests import helper modules (corpus.py) from this directory."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
