@@ -22,8 +22,9 @@ from ptxport.ir.types import Type
 from ptxport.ptx.ast import SINK, FloatImm, IntImm, Sink, Source, Spec
 
 __all__ = [
-    "Register", "RegisterElement", "SymbolAddress", "Prototype", "SpecialRegister", "Variable", "Address", "VectorValue", "NotValue", "NegValue",
-    "PairValue", "ListValue", "Instruction", "BasicBlock", "Function", "Module",
+    "Register", "RegisterElement", "SymbolAddress", "Prototype", "SpecialRegister", "Variable",
+    "Address", "VectorValue", "NotValue", "NegValue", "PairValue", "ListValue", "Instruction",
+    "BasicBlock", "Function", "Module",
     "IntImm", "FloatImm", "Sink", "SINK", "TERMINATORS",
 ]
 

@@ -282,7 +282,8 @@ class BranchTargets:
     pos: int = field(default=0, compare=False)
 
 
-Statement = BranchTargets | Instruction | Label | Variable | Pragma | DebugLoc | Block | CallPrototype
+Statement = (BranchTargets | Instruction | Label | Variable | Pragma | DebugLoc | Block
+             | CallPrototype)
 
 
 @dataclass(slots=True)
