@@ -77,7 +77,7 @@ OPS: list[Op] = [
     # fence.proxy.async::generic.acquire.sync_restrict::shared::cluster.cluster;
     # fence.proxy.async::generic.release.sync_restrict::shared::cta.cluster;
     # fence.proxy.{generic::fabric, fabric::generic, fabric::fabric}.alias.{acquire, release}.sys;
-    # The to::from proxy pair is group `direction`; `proxy` holds the proxy kind.
+    # The to::from proxy pair is group `proxy_dir`; `proxy` holds the proxy kind.
     Op("fence", FAMILY, _S + "membar",
        groups={
            "sem": one("sc", "acq_rel", "acquire", "release"),
@@ -85,7 +85,7 @@ OPS: list[Op] = [
            "kind": one("proxy"),
            "op_restrict": one("mbarrier_init"),
            "proxy": one("alias", "async"),
-           "direction": one("async::generic", "tensormap::generic", "generic::fabric",
+           "proxy_dir": one("async::generic", "tensormap::generic", "generic::fabric",
                             "fabric::generic", "fabric::fabric"),
            "space": one("global", "shared::cta", "shared::cluster"),
            "sync_restrict": one("sync_restrict::shared::cta", "sync_restrict::shared::cluster"),
@@ -219,7 +219,7 @@ OPS: list[Op] = [
            "space": one("shared", "shared::cta", "shared::cluster"),
            "multicast": one("multicast::cluster::32b"),
            "phase_type": one("phase_type::primary", "phase_type::conditional"),
-           "layout": one("layout::v0", "layout::v1"),
+           "mbar_layout": one("layout::v0", "layout::v1"),
        },
        operands=(1, 5), since=(7, 0)),
 

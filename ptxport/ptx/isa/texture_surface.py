@@ -58,7 +58,7 @@ OPS: list[Op] = [
     Op("txq", TEXTURE, "texture-instructions-txq",
        types=("b32",),
        groups={
-           "level": one("level"),
+           "mip": one("level"),
            "query": one("width", "height", "depth", "channel_data_type", "channel_order",
                         "normalized_coords", "array_size", "num_mipmap_levels", "num_samples",
                         "force_unnormalized_coords", "filter_mode", "addr_mode_0",
