@@ -24,6 +24,9 @@ from ptxport.ptx import ast
 __all__ = ["build"]
 
 _RANGE_NAME = re.compile(r"(.*?)(\d+)$")
+# Register ranges `%r<N>` up to this size are expanded when declared; larger ones (hand-written
+# PTX may declare %r<100000>) make each register on first use.
+_EAGER_RANGE = 4096
 
 
 class _Problem(Exception):
@@ -253,9 +256,14 @@ class _FunctionBuilder:
         vector = int(node.vector[1:]) if node.vector else None
         if node.count is None:
             self.declare(ir.Register(node.name, rtype, vector), node.pos)
-            return
-        self.bind(self.ranges, node.name, (ir.Register(node.name, rtype, vector), node.count),
-                  node.pos)
+        elif node.count <= _EAGER_RANGE:
+            # Compilers declare exactly the registers they use: make them all now, so that
+            # every later lookup is one dict access.
+            for i in range(node.count):
+                self.declare(ir.Register(f"{node.name}{i}", rtype, vector), node.pos)
+        else:
+            self.bind(self.ranges, node.name,
+                      (ir.Register(node.name, rtype, vector), node.count), node.pos)
 
     def bind(self, table: dict, name: str, value, pos: int) -> None:
         """Give `name` a meaning in the current scope, remembering the outer one."""
@@ -264,7 +272,8 @@ class _FunctionBuilder:
         self.declared_here.add(name)
         self.undo.append((table, name, table.get(name)))
         table[name] = value
-        self.memo = {}  # a new name may shadow one that earlier operands resolved to
+        if self.memo:
+            self.memo = {}  # a new name may shadow one that earlier operands resolved to
 
     def open_scope(self) -> tuple:
         saved = (len(self.undo), self.declared_here)
@@ -353,12 +362,15 @@ class _FunctionBuilder:
             if not isinstance(guard, ir.Register) or guard.type.kind != "pred":
                 raise _Problem(node.pos, f"guard '{node.guard.name}' is not a predicate register",
                                node.guard.name)
-        memo = self.memo
+        memo, visible = self.memo, self.visible
         values = []
         for o in node.operands:
-            value = memo.get(id(o))
-            if value is None:
-                value = memo[id(o)] = self.operand(o, node.pos)
+            if o.__class__ is ast.Name and o.component is None:
+                value = visible.get(o.name) or self.operand(o, node.pos)
+            else:
+                value = memo.get(id(o))
+                if value is None:
+                    value = memo[id(o)] = self.operand(o, node.pos)
             values.append(value)
         inst = ir.Instruction(node.spec, tuple(values), guard, node.guard_negated, node.pos)
         if self.block is None:

@@ -105,43 +105,44 @@ def _is_writable(value) -> bool:
 
 
 def _verify_instruction(module, f, inst: ir.Instruction, blocks: set, report) -> None:
-    where = f"{f.name}: '{inst.spec.text}'"
+    def fail(message: str) -> None:
+        report(inst.pos, f"{f.name}: '{inst.spec.text}'", message)
+
     if inst.guard is not None and (not isinstance(inst.guard, ir.Register)
                                    or inst.guard.type.kind != "pred"):
-        report(inst.pos, where, "the guard is not a predicate register")
+        fail("the guard is not a predicate register")
     if writes_destination(inst) and not _is_writable(inst.operands[0]):
-        report(inst.pos, where, "the destination (first operand) cannot be written: it must be "
-                                "a register, a vector or pair of registers, or '_'")
+        fail("the destination (first operand) cannot be written: it must be a register, "
+             "a vector or pair of registers, or '_'")
     for value in inst.operands:
-        if isinstance(value, ir.Address) and isinstance(value.base, ir.Register):
-            if value.base.type.bits not in (32, 64) or not value.base.type.is_integer:
-                report(inst.pos, where, f"address base {value.base.name} must be a 32- or "
-                                        "64-bit integer register")
+        if value.__class__ is ir.Address and value.base.__class__ is ir.Register:
+            base = value.base.type
+            if base.bits not in (32, 64) or base.kind not in ("signed", "unsigned", "bits"):
+                fail(f"address base {value.base.name} must be a 32- or 64-bit integer register")
     op = inst.opcode
     if op == "bra":
         targets = [o for o in inst.operands if isinstance(o, ir.BasicBlock)]
         if len(targets) != 1 or id(targets[0]) not in blocks:
-            report(inst.pos, where, f"bra needs one label of {f.name}")
+            fail(f"bra needs one label of {f.name}")
     elif op == "call":
-        _verify_call(module, f, inst, where, report)
+        _verify_call(module, f, inst, fail)
 
 
-def _verify_call(module, f, inst: ir.Instruction, where: str, report) -> None:
+def _verify_call(module, f, inst: ir.Instruction, fail) -> None:
     """call{.uni} [(rets),] target [, (args)] [, prototype-or-targets];"""
     operands = list(inst.operands)
     returns = operands.pop(0).elements if operands and isinstance(operands[0],
                                                                   ir.ListValue) else ()
     if not operands:
-        report(inst.pos, where, "call has no target")
+        fail("call has no target")
         return
     target = operands.pop(0)
     args = operands.pop(0).elements if operands and isinstance(operands[0], ir.ListValue) else ()
     if isinstance(target, ir.Function):
         if len(args) != len(target.params):
-            report(inst.pos, where, f"{target.name} takes {len(target.params)} arguments, "
-                                    f"given {len(args)}")
+            fail(f"{target.name} takes {len(target.params)} arguments, given {len(args)}")
         if len(returns) != len(target.returns):
-            report(inst.pos, where, f"{target.name} returns {len(target.returns)} values, "
-                                    f"call expects {len(returns)}")
+            fail(f"{target.name} returns {len(target.returns)} values, "
+                 f"call expects {len(returns)}")
     elif not isinstance(target, ir.Register):
-        report(inst.pos, where, "the call target must be a function or a register")
+        fail("the call target must be a function or a register")

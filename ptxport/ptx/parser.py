@@ -48,7 +48,9 @@ _SIMPLE_INSTRUCTION = re.compile(
         ([a-z][a-z0-9_]*)
         ((?:""" + MODIFIER + r""")*)
         (?:[ \t]+((?:[^;{}()"/!|@]|\{[^{}()"/!|@;]*\})*?))?
-        [ \t]*;""",
+        [ \t]*;
+        (?:[ \t\r\n]+|//[^\n]*)*     # and the space and comments up to the next statement
+        """,
     re.VERBOSE,
 )
 _SKIP = re.compile(r"(?:[ \t\r\n]+|//[^\n]*|/\*[\s\S]*?\*/)*")
@@ -460,7 +462,7 @@ class _Parser:
                     statements.append(self._simple_instruction(m))
                 except _Error as e:
                     self._report(e)
-                pos = skip(text, m.end()).end()
+                pos = m.end()
                 continue
             m = reg(text, pos)
             if m is not None and m.group(1) in _VARIABLE_TYPES:
@@ -842,8 +844,7 @@ def _classify(opcode: str, modifiers: str, pos: int) -> ast.Spec:
         if group == "":
             types.append(word)
         elif op.groups[group].multi:
-            if word in groups.get(group, ()):
-                raise _Error(pos, f"'.{word}' appears twice", f"{opcode}{modifiers}")
+            # Repeats are kept: `wmma.mma.row.row` gives the layouts of A and B in order.
             groups[group] = groups.get(group, ()) + (word,)
         elif group in groups:
             raise _Error(pos, f"'.{groups[group]}' and '.{word}' both given to '{opcode}' "
