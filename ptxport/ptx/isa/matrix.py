@@ -199,8 +199,9 @@ OPS: list[Op] = [
     #     [d-tmem], a-desc, b-desc, [lut-tmem], idesc, ..., enable-input-d;          (PTX 9.4)
     # tcgen05.mma.ws{.sp}.cta_group::1.kind{.collector_usage}
     #     [d-tmem], a-desc | [a-tmem], b-desc{, [sp-meta]}, idesc, enable-input-d{, zero-col-mask};
-    # tcgen05.commit.cta_group.mbarrier::arrive::one{.shared::cluster}{.multicast::cluster}
-    #     {.sync_restrict::shared::read::mma::a}.b64 [mbar]{, ctaMask};
+    # tcgen05.commit.cta_group.mbarrier::arrive::one{.shared::cluster}
+    #     {.multicast::cluster{::16b, ::32b}}{.sync_restrict::shared::read::mma::a}.b64
+    #     [mbar]{, ctaMask};
     # tcgen05.fence::before_thread_sync;   tcgen05.fence::after_thread_sync;
     # .kind = { .kind::f16, .kind::tf32, .kind::f8f6f4, .kind::i8, .kind::mxf8f6f4, .kind::mxf4,
     #           .kind::mxf4nvf4, .kind::ti16 }
@@ -237,7 +238,8 @@ OPS: list[Op] = [
            "decompress": one("decompress::lut::b"),
            "collector": many(*COLLECTOR),
            "ashift": one("ashift"),
-           "multicast": one("warpx2::02_13", "warpx2::01_23", "warpx4", "multicast::cluster"),
+           "multicast": one("warpx2::02_13", "warpx2::01_23", "warpx4", "multicast::cluster",
+                            "multicast::cluster::16b", "multicast::cluster::32b"),
            "fmt": many("b8x16", "b6x16_p32", "b4x16_p64"),
            "dir": one("down"),
            "completion": one("mbarrier::arrive::one"),
