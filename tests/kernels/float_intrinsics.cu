@@ -19,7 +19,9 @@
 //   launch: as float_fast_math
 //   out[k*n + i]: k=0 __float2int_rn k=1 __float2int_rz k=2 __float2int_ru k=3 __float2int_rd;
 //   uout[i] = __float2uint_rn(x); lout[i] = __float2ll_rz(x); all saturate out-of-range
-//   values to the type's limits and give 0 for NaN (PTX cvt.rni/rzi/rpi/rmi semantics)
+//   values to the type's limits. NaN gives 0 for the 32-bit results but INT64_MIN
+//   (0x8000000000000000) for lout: PTX cvt's rule (ISA 9.0) is 0 unless the source is .f64 or
+//   the destination is 64-bit, then 1 << (width - 1); the H100 agrees
 // float_misc(const float* x, const float* y, float* out, int n)
 //   launch: as float_fast_math
 //   out[k*n + i]: k=0 fminf(x, y) k=1 fmaxf(x, y) k=2 copysignf(x, y) k=3 truncf(x)
