@@ -19,6 +19,14 @@ __all__ = [
     "CompileError",
     "UnsupportedFeatureError",
     "BackendUnavailableError",
+    "InvalidValueError",
+    "OutOfMemoryError",
+    "KernelNotFoundError",
+    "LaunchError",
+    "ArgumentError",
+    "KernelExecutionError",
+    "IllegalAddressError",
+    "KernelTrapError",
 ]
 
 
@@ -120,3 +128,38 @@ class UnsupportedFeatureError(PtxportError):
 
 class BackendUnavailableError(PtxportError):
     """A backend (cuda, hip, opencl) or tool it needs is not present on this machine."""
+
+
+class InvalidValueError(PtxportError, ValueError):
+    """A runtime call got a value it cannot take: buffers of different sizes, a closed buffer,
+    an object of the wrong kind, a device that does not exist."""
+
+
+class OutOfMemoryError(PtxportError, MemoryError):
+    """A device could not allocate the memory asked for."""
+
+
+class KernelNotFoundError(PtxportError, LookupError):
+    """No kernel of that name in a compiled program; the message lists the kernels there are."""
+
+
+class LaunchError(PtxportError):
+    """A launch was refused before anything ran: a grid, block or shared-memory size over the
+    device's limits (the ones CUDA refuses too), or arguments that do not fit the kernel."""
+
+
+class ArgumentError(LaunchError):
+    """A kernel argument does not fit its parameter (count, size, pointer or value); the
+    message names the kernel and the parameter."""
+
+
+class KernelExecutionError(PtxportError):
+    """A kernel failed while it ran; raised by the next sync of its stream."""
+
+
+class IllegalAddressError(KernelExecutionError):
+    """A kernel read or wrote memory it does not own (CUDA's cudaErrorIllegalAddress)."""
+
+
+class KernelTrapError(KernelExecutionError):
+    """A kernel executed `trap` (a failed device-side assert, or __trap())."""
