@@ -1,0 +1,391 @@
+"""IR -> LLVM IR, the part every target shares.
+
+`FunctionLowering` turns one IR function into one LLVM function: each PTX register becomes an
+alloca (PTX registers are assigned many times; LLVM's mem2reg/SROA build SSA from them), each
+IR block an LLVM block, and each instruction is lowered by the function registered for its
+opcode in `LOWERINGS` (the modules of codegen/ops/ register them with `@lowering("add")`).
+
+What differs between targets — where special registers, shared and local memory come from,
+barriers and warp operations, exits and traps — is asked of the `Target` object, so that an
+instruction's meaning is written once here and in ops/.
+
+Operand rules follow PTX ISA 5.4 ("Operand Size Exceeding Instruction-Type Size"): a source
+register wider than the instruction type is truncated; a destination register wider than
+the instruction type is sign-extended for signed types and zero-extended otherwise.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+
+from llvmlite import ir as ll
+
+from ptxport.errors import UnsupportedFeatureError
+from ptxport.ir import nodes as ir
+from ptxport.ir.types import TYPES, Type
+from ptxport.ptx.ast import FloatImm, IntImm, Sink
+
+__all__ = [
+    "LOWERINGS", "lowering", "FunctionLowering", "Target", "BFloatType", "value_type",
+    "I1", "I8", "I16", "I32", "I64", "PTR", "const_int",
+]
+
+I1, I8, I16, I32, I64 = (ll.IntType(n) for n in (1, 8, 16, 32, 64))
+PTR = ll.PointerType()
+
+
+class BFloatType(ll.types._BaseFloatType):
+    """LLVM's `bfloat` (llvmlite has no class for it)."""
+
+    null = "0xR0000"
+    intrinsic_name = "bf16"
+
+    def __str__(self) -> str:
+        return "bfloat"
+
+    def format_constant(self, value: float) -> str:
+        bits = struct.unpack("<I", struct.pack("<f", value))[0]
+        rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16  # round to nearest even
+        return f"0xR{rounded & 0xFFFF:04X}"
+
+
+BFloatType._create_instance()
+BF16 = BFloatType()
+
+_FLOATS = {"f16": ll.HalfType(), "bf16": BF16, "f32": ll.FloatType(), "f64": ll.DoubleType(),
+           "tf32": ll.FloatType()}
+
+
+def value_type(t: Type) -> ll.Type:
+    """The LLVM type an instruction computes in for PTX type `t`."""
+    if t.kind == "pred":
+        return I1
+    if t.name in _FLOATS:
+        return _FLOATS[t.name]
+    if t.name in ("f16x2", "bf16x2"):
+        return ll.VectorType(_FLOATS[t.name[:-2]], 2)
+    return ll.IntType(t.bits)
+
+
+def const_int(type_: ll.IntType, value: int) -> ll.Constant:
+    return ll.Constant(type_, value & ((1 << type_.width) - 1))
+
+
+# --- the per-opcode lowering table ------------------------------------------------------------
+
+Lowering = Callable[["FunctionLowering", ir.Instruction], None]
+LOWERINGS: dict[str, Lowering] = {}
+
+
+def lowering(*opcodes: str):
+    """Register the decorated function as the lowering of `opcodes`."""
+    def register(fn: Lowering) -> Lowering:
+        for op in opcodes:
+            LOWERINGS[op] = fn
+        return fn
+    return register
+
+
+class Target:
+    """What a target provides to the shared lowering. Each method gets the FunctionLowering
+    whose builder is positioned where the code goes."""
+
+    name = "abstract"
+
+    def special_register(self, fl: FunctionLowering, reg: ir.SpecialRegister) -> ll.Value:
+        raise NotImplementedError
+
+    def space_base(self, fl: FunctionLowering, space: str) -> ll.Value | None:
+        """The host pointer that address 0 of `space` maps to; None where the space's
+        addresses are already generic (global, const)."""
+        raise NotImplementedError
+
+    def variable_pointer(self, fl: FunctionLowering, var: ir.Variable) -> ll.Value:
+        """A pointer to a variable's storage."""
+        raise NotImplementedError
+
+    def exit(self, fl: FunctionLowering) -> None:
+        raise NotImplementedError
+
+    def trap(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
+        raise NotImplementedError
+
+    def call(self, fl: FunctionLowering, inst: ir.Instruction, callee: ir.Function,
+             returns: list, args: list) -> None:
+        raise fl.unsupported(inst, "this target has no calls yet")
+
+    def synchronize(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
+        """Barriers and warp-level operations (bar, barrier, shfl, vote, match, redux, ...)."""
+        raise fl.unsupported(inst, "this target has no barriers or warp operations yet")
+
+
+class FunctionLowering:
+    """The lowering of one IR function into one LLVM function (created by the caller)."""
+
+    def __init__(self, module: ir.Module, function: ir.Function, llfn: ll.Function,
+                 target: Target, param_pointers: dict[str, ll.Value] | None = None):
+        self.module, self.function, self.llfn, self.target = module, function, llfn, target
+        self.entry = llfn.append_basic_block("entry")
+        self.b = ll.IRBuilder(self.entry)
+        self.registers: dict[int, ll.AllocaInstr] = {}
+        self.blocks: dict[int, ll.Block] = {}
+        # Where function parameters and call-sequence `.param` variables live.
+        self.param_pointers: dict[str, ll.Value] = dict(param_pointers or {})
+        self.local_vars: dict[int, ll.Value] = {}
+        self.inst: ir.Instruction | None = None
+
+    # --- setup -------------------------------------------------------------------------------
+
+    def declare_registers(self) -> None:
+        for reg in self.function.registers.values():
+            self.registers[id(reg)] = self.b.alloca(self.storage_type(reg), name=reg.name)
+
+    def storage_type(self, reg: ir.Register) -> ll.Type:
+        element = value_type(reg.type)
+        return ll.ArrayType(element, reg.vector) if reg.vector else element
+
+    def register_slot(self, reg: ir.Register) -> ll.AllocaInstr:
+        return self.registers[id(reg)]
+
+    def create_blocks(self) -> ll.Block:
+        """One LLVM block per IR block; returns the first (where execution starts)."""
+        for block in self.function.blocks:
+            self.blocks[id(block)] = self.llfn.append_basic_block(_label(block.label))
+        return self.blocks[id(self.function.blocks[0])]
+
+    def lower_body(self) -> None:
+        """Lower every block (after create_blocks; the caller links the entry block)."""
+        for i, block in enumerate(self.function.blocks):
+            self.b.position_at_end(self.blocks[id(block)])
+            for inst in block.instructions:
+                self.lower_instruction(inst)
+            if not self.b.block.is_terminated:
+                following = self.function.blocks[i + 1] if i + 1 < len(self.function.blocks) \
+                    else None
+                if following is not None:
+                    self.b.branch(self.blocks[id(following)])
+                else:
+                    self.fall_off_end()
+
+    def fall_off_end(self) -> None:
+        """Control reached the end of the function body: PTX returns (ptxas adds the ret)."""
+        if self.function.is_kernel:
+            self.target.exit(self)
+        else:
+            self.b.ret_void()
+
+    def lower_instruction(self, inst: ir.Instruction) -> None:
+        self.inst = inst
+        lower = LOWERINGS.get(inst.opcode)
+        if lower is None:
+            raise self.unsupported(inst, "no lowering for this instruction yet")
+        if inst.guard is None or inst.opcode == "bra":
+            lower(self, inst)
+            return
+        guard = self.b.load(self.register_slot(inst.guard))
+        if inst.guard_negated:
+            guard = self.b.not_(guard)
+        then = self.llfn.append_basic_block("guarded")
+        after = self.llfn.append_basic_block("after")
+        self.b.cbranch(guard, then, after)
+        self.b.position_at_end(then)
+        lower(self, inst)
+        if not self.b.block.is_terminated:
+            self.b.branch(after)
+        self.b.position_at_end(after)
+
+    def unsupported(self, inst: ir.Instruction, reason: str) -> UnsupportedFeatureError:
+        return UnsupportedFeatureError(inst.spec.text, self.target.name,
+                                       self.module.location(inst.pos), reason)
+
+    def block_of(self, block: ir.BasicBlock) -> ll.Block:
+        return self.blocks[id(block)]
+
+    # --- reading operands --------------------------------------------------------------------
+
+    def read(self, value, t: Type | str) -> ll.Value:
+        """`value` (any IR operand) as an LLVM value of PTX type `t`."""
+        t = TYPES[t] if isinstance(t, str) else t
+        want = value_type(t)
+        if isinstance(value, ir.Register):
+            if value.vector:
+                raise self.unsupported(self.inst, "a vector register used as a scalar")
+            return self.convert(self.b.load(self.register_slot(value)), value.type, t)
+        if isinstance(value, IntImm):
+            if isinstance(want, ll.IntType):
+                return const_int(want, value.value)
+            return ll.Constant(want, float(value.value))
+        if isinstance(value, FloatImm):
+            return self.float_constant(value, t, want)
+        if isinstance(value, ir.SpecialRegister):
+            return self.convert(self.target.special_register(self, value), value.type, t)
+        if isinstance(value, ir.NotValue):
+            return self.b.not_(self.read(value.value, "pred"))
+        if isinstance(value, ir.Variable | ir.SymbolAddress | ir.Function):
+            return self.convert(self.symbol_address(value), TYPES["u64"], t)
+        if isinstance(value, ir.RegisterElement):
+            return self.read_element(value, t)
+        raise self.unsupported(self.inst, f"operand {value!r} cannot be read as .{t.name}")
+
+    def float_constant(self, value: FloatImm, t: Type, want: ll.Type) -> ll.Value:
+        if isinstance(want, ll.IntType):  # mov.b32 %r1, 0f3F800000: the bits themselves
+            return const_int(want, value.bits)
+        number = (struct.unpack("<f", struct.pack("<I", value.bits))[0] if value.width == 32
+                  else struct.unpack("<d", struct.pack("<Q", value.bits))[0])
+        if isinstance(want, ll.VectorType):
+            raise self.unsupported(self.inst, "a float constant for a packed type")
+        if want == ll.FloatType() and value.width == 32:
+            return ll.Constant(want, number)
+        if want == ll.DoubleType():
+            return ll.Constant(want, number)
+        # Narrowing a literal to f32/f16/bf16: round once, as ptxas does, to nearest even.
+        constant = ll.Constant(ll.DoubleType() if value.width == 64 else ll.FloatType(), number)
+        return self.b.fptrunc(constant, want)
+
+    def read_element(self, value: ir.RegisterElement, t: Type) -> ll.Value:
+        reg = value.register
+        index = "xyzw".find(value.component) if value.component in "xyzw" else \
+            "rgba".find(value.component)
+        if not reg.vector or index < 0:
+            raise self.unsupported(self.inst, f"the selector .{value.component}")
+        vector = self.b.load(self.register_slot(reg))
+        return self.convert(self.b.extract_value(vector, index), reg.type, t)
+
+    def convert(self, v: ll.Value, have: Type, want: Type) -> ll.Value:
+        """Reinterpret a value of PTX type `have` as `want` by PTX's operand-size rules."""
+        target = value_type(want)
+        if v.type == target:
+            return v
+        bits = self.as_int(v)
+        width = want.bits
+        if bits.type.width > width:
+            bits = self.b.trunc(bits, ll.IntType(width))
+        elif bits.type.width < width:
+            extend = self.b.sext if have.kind == "signed" else self.b.zext
+            bits = extend(bits, ll.IntType(width))
+        return bits if bits.type == target else self.b.bitcast(bits, target)
+
+    def as_int(self, v: ll.Value) -> ll.Value:
+        if isinstance(v.type, ll.IntType):
+            return v
+        if isinstance(v.type, ll.VectorType):
+            width = v.type.count * _width(v.type.element)
+        else:
+            width = _width(v.type)
+        return self.b.bitcast(v, ll.IntType(width))
+
+    # --- writing results ---------------------------------------------------------------------
+
+    def write(self, dest, v: ll.Value, t: Type | str) -> None:
+        """Store `v` (of PTX type `t`) into the destination operand `dest`."""
+        t = TYPES[t] if isinstance(t, str) else t
+        if isinstance(dest, Sink):
+            return
+        if isinstance(dest, ir.Register) and not dest.vector:
+            value = self.convert_out(v, t, dest.type)
+            self.b.store(value, self.register_slot(dest))
+            return
+        if isinstance(dest, ir.RegisterElement):
+            reg = dest.register
+            index = "xyzw".find(dest.component)
+            slot = self.register_slot(reg)
+            vector = self.b.load(slot)
+            element = self.convert_out(v, t, reg.type)
+            self.b.store(self.b.insert_value(vector, element, index), slot)
+            return
+        raise self.unsupported(self.inst, f"cannot write a result into {dest!r}")
+
+    def convert_out(self, v: ll.Value, have: Type, register: Type) -> ll.Value:
+        """A result of instruction type `have` as the register type: wider registers are
+        sign-extended for signed instruction types and zero-extended otherwise."""
+        target = value_type(register)
+        if v.type == target:
+            return v
+        bits = self.as_int(v)
+        width = register.bits
+        if bits.type.width < width:
+            extend = self.b.sext if have.kind == "signed" else self.b.zext
+            bits = extend(bits, ll.IntType(width))
+        elif bits.type.width > width:
+            bits = self.b.trunc(bits, ll.IntType(width))
+        return bits if bits.type == target else self.b.bitcast(bits, target)
+
+    def write_vector(self, dest, values: list[ll.Value], t: Type | str) -> None:
+        """`{a, b, c, d}` destinations (vector loads, tex, ...): one value per element."""
+        if isinstance(dest, ir.VectorValue):
+            for element, v in zip(dest.elements, values, strict=True):
+                self.write(element, v, t)
+        elif isinstance(dest, ir.Register) and dest.vector == len(values):
+            slot = self.register_slot(dest)
+            vector = self.b.load(slot)
+            for i, v in enumerate(values):
+                vector = self.b.insert_value(vector, self.convert_out(v, TYPES[t] if
+                                             isinstance(t, str) else t, dest.type), i)
+            self.b.store(vector, slot)
+        else:
+            raise self.unsupported(self.inst, "a vector result needs a {…} destination")
+
+    def read_vector(self, value, t: Type | str, count: int) -> list[ll.Value]:
+        """The elements of a `{a, b, c, d}` source (vector stores)."""
+        if isinstance(value, ir.VectorValue) and len(value.elements) == count:
+            return [self.read(e, t) for e in value.elements]
+        if isinstance(value, ir.Register) and value.vector == count:
+            vector = self.b.load(self.register_slot(value))
+            t = TYPES[t] if isinstance(t, str) else t
+            return [self.convert(self.b.extract_value(vector, i), value.type, t)
+                    for i in range(count)]
+        raise self.unsupported(self.inst, f"a vector source of {count} elements is needed")
+
+    # --- addresses ---------------------------------------------------------------------------
+
+    def symbol_address(self, value) -> ll.Value:
+        """The address (an i64) of a variable or function in its own state space."""
+        offset = 0
+        if isinstance(value, ir.SymbolAddress):
+            value, offset, generic = value.target, value.offset, value.generic
+            if generic:
+                raise self.unsupported(self.inst, "generic() outside an initializer")
+        if isinstance(value, ir.Function):
+            raise self.unsupported(self.inst, "the address of a function")
+        pointer = self.target.variable_pointer(self, value)
+        address = self.b.ptrtoint(pointer, I64)
+        base = self.target.space_base(self, value.space)
+        if base is not None:  # shared/local/param addresses count from their window
+            address = self.b.sub(address, self.b.ptrtoint(base, I64))
+        return self.b.add(address, const_int(I64, offset)) if offset else address
+
+    def pointer(self, operand, space: str | None) -> ll.Value:
+        """The host pointer a memory operand `[...]` of state space `space` (None: generic)
+        refers to."""
+        if not isinstance(operand, ir.Address):
+            raise self.unsupported(self.inst, "a memory operand must be written [address]")
+        base, offset = operand.base, operand.offset
+        if isinstance(base, ir.Variable):
+            pointer = self.target.variable_pointer(self, base)
+        else:
+            if base is None:
+                address = const_int(I64, 0)
+            else:
+                address = self.read(base, "u64" if base.type.bits == 64 else "u32")
+                if address.type.width == 32:
+                    address = self.b.zext(address, I64)
+            window = self.target.space_base(self, space) if space else None
+            pointer = (self.b.inttoptr(address, PTR) if window is None else
+                       self.b.gep(window, [address], source_etype=I8))
+        if offset:
+            pointer = self.b.gep(pointer, [const_int(I64, offset)], source_etype=I8)
+        return pointer
+
+    def alignment(self, t: Type, count: int = 1) -> int:
+        return max(t.size * count, 1)
+
+
+def _width(t: ll.Type) -> int:
+    if isinstance(t, ll.IntType):
+        return t.width
+    return {"half": 16, "bfloat": 16, "float": 32, "double": 64}[str(t)]
+
+
+def _label(name: str) -> str:
+    return name.replace("%", "").replace("$", "_") or "block"

@@ -1,0 +1,542 @@
+"""The CPU target: PTX kernels as native host code, through LLVM's JIT (llvmlite).
+
+How a thread block runs (DESIGN.md, "Executing a thread block on the CPU"). Each kernel
+becomes a *thread function* `i32 thread(ctx, frame, point)` that runs one CUDA thread from a
+resume point until it must wait for other threads — a barrier or a warp-level operation — or
+until it exits. At such a point it spills its registers into its frame (per-thread memory
+that also holds its .local memory), leaves the operation's inputs in the frame's exchange
+slots, and returns the point's number. `run_threads`, also generated, calls the thread
+function for every runnable thread of a block; the block executor (cpu_executor.py) then
+completes the operations the threads wait at, with PTX's exact semantics, and runs them on.
+Kernels with no such operations run each thread start to finish in one call.
+
+Memory: global and const addresses are host addresses. Shared memory is a per-block window;
+a shared address is an offset into it (as PTX's 32-bit shared addresses are), and cvta adds
+the window's base. Local memory likewise is an offset into the thread's local area, which is
+the tail of its frame (so it survives barriers).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+import threading
+from dataclasses import dataclass, field
+
+import llvmlite.binding as llvm
+from llvmlite import ir as ll
+
+from ptxport.codegen import ops  # noqa: F401  (registers the lowerings)
+from ptxport.codegen.lower import (
+    I8,
+    I32,
+    I64,
+    PTR,
+    FunctionLowering,
+    Target,
+    const_int,
+    value_type,
+)
+from ptxport.errors import UnsupportedFeatureError
+from ptxport.ir import nodes as ir
+from ptxport.ir.abi import param_layout
+from ptxport.ptx.ast import FloatImm, IntImm
+
+__all__ = ["compile_kernel", "CpuKernelBinary", "SyncPoint", "CTX", "FRAME"]
+
+# Operations where a thread waits for others (PTX ISA 9.7.13): they end a thread's run.
+SYNC_OPCODES = frozenset(("bar", "barrier", "shfl", "vote", "match", "redux", "activemask",
+                          "elect"))
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """Byte offsets of a struct's fields."""
+
+    fields: dict[str, int]
+    size: int
+
+
+# The block context every thread of a block shares.
+CTX = _Layout({"params": 0, "shared": 8, "ntid": 16, "ctaid": 28, "nctaid": 40,
+               "nwarpid": 52, "dynamic_smem": 56, "smid": 60, "nsmid": 64,
+               "total_smem": 68}, 80)
+# The start of each thread's frame; registers and local memory follow.
+FRAME = _Layout({"tid": 0, "laneid": 12, "warpid": 16,
+                 "in0": 24, "in1": 32, "in2": 40, "in3": 48, "out0": 56, "out1": 64}, 80)
+
+# Statuses run_threads leaves for each thread.
+RUNNABLE, BLOCKED, EXITED, TRAPPED = 0, 1, 2, 3
+
+
+@dataclass
+class SyncPoint:
+    """Where a thread waits: the instruction, and what the executor needs to complete it."""
+
+    number: int
+    inst: ir.Instruction
+    line: int
+
+
+@dataclass
+class KernelPlan:
+    """Everything about a kernel's compiled form that the executor needs."""
+
+    name: str
+    param_size: int
+    static_shared: int
+    shared_offsets: dict[str, int]
+    frame_size: int
+    local_offset: int
+    sync_points: dict[int, SyncPoint] = field(default_factory=dict)
+    trap_lines: dict[int, int] = field(default_factory=dict)
+    register_offsets: dict[str, int] = field(default_factory=dict)
+
+
+def _align(n: int, a: int) -> int:
+    return (n + a - 1) // a * a
+
+
+class CpuTarget(Target):
+    name = "cpu"
+
+    def __init__(self, module: ir.Module, llmod: ll.Module, plan: KernelPlan,
+                 globals_: dict[str, ll.GlobalVariable], functions: dict[str, ll.Function]):
+        self.module, self.llmod, self.plan = module, llmod, plan
+        self.globals, self.functions = globals_, functions
+
+    # --- per-function values ---------------------------------------------------------------
+
+    def _ctx_field(self, fl: FunctionLowering, name: str, index: int = 0, typ=I32):
+        ctx = fl.llfn.args[0]
+        p = fl.b.gep(ctx, [const_int(I64, CTX.fields[name] + 4 * index)], source_etype=I8)
+        return fl.b.load(p, typ=typ)
+
+    def _frame_field(self, fl: FunctionLowering, name: str, typ=I32, index: int = 0):
+        frame = fl.llfn.args[1]
+        p = fl.b.gep(frame, [const_int(I64, FRAME.fields[name] + 4 * index)], source_etype=I8)
+        return fl.b.load(p, typ=typ)
+
+    def special_register(self, fl: FunctionLowering, reg: ir.SpecialRegister) -> ll.Value:
+        axis = "xyzw".find(reg.component) if reg.component else 0
+        name = reg.name
+        if name == "%tid":
+            return self._frame_field(fl, "tid", index=axis) if axis < 3 else I32(0)
+        if name in ("%ntid", "%ctaid", "%nctaid"):
+            return self._ctx_field(fl, name[1:], axis) if axis < 3 else I32(0)
+        if name == "%laneid":
+            return self._frame_field(fl, "laneid")
+        if name == "%warpid":
+            return self._frame_field(fl, "warpid")
+        if name == "%nwarpid":
+            return self._ctx_field(fl, "nwarpid")
+        if name.startswith("%lanemask_"):
+            lane = self._frame_field(fl, "laneid")
+            one = fl.b.shl(I32(1), lane)
+            kind = name[len("%lanemask_"):]
+            below = fl.b.sub(one, I32(1))
+            return {"eq": lambda: one, "lt": lambda: below,
+                    "le": lambda: fl.b.or_(below, one), "gt": lambda: fl.b.not_(
+                        fl.b.or_(below, one)), "ge": lambda: fl.b.not_(below)}[kind]()
+        if name in ("%smid",):
+            return self._ctx_field(fl, "smid")
+        if name in ("%nsmid",):
+            return self._ctx_field(fl, "nsmid")
+        if name in ("%dynamic_smem_size",):
+            return self._ctx_field(fl, "dynamic_smem")
+        if name in ("%total_smem_size", "%aggr_smem_size"):
+            return self._ctx_field(fl, "total_smem")
+        if name in ("%clock", "%clock_hi", "%clock64"):
+            counter = fl.b.call(_intrinsic(self.llmod, "llvm.readcyclecounter", I64, []), [])
+            if name == "%clock64":
+                return counter
+            if name == "%clock_hi":
+                counter = fl.b.lshr(counter, I64(32))
+            return fl.b.trunc(counter, I32)
+        if name in ("%globaltimer", "%globaltimer_lo", "%globaltimer_hi"):
+            nanoseconds = _global_timer(fl, self.llmod)
+            if name == "%globaltimer":
+                return nanoseconds
+            if name == "%globaltimer_hi":
+                nanoseconds = fl.b.lshr(nanoseconds, I64(32))
+            return fl.b.trunc(nanoseconds, I32)
+        if name in ("%gridid", "%current_graph_exec"):
+            return I64(0)
+        if name == "%is_explicit_cluster":
+            return ll.Constant(ll.IntType(1), 0)
+        if name in ("%clusterid", "%cluster_ctaid"):
+            return self._ctx_field(fl, "ctaid", axis) if name == "%clusterid" and axis < 3 \
+                else I32(0)
+        if name in ("%nclusterid",):
+            return self._ctx_field(fl, "nctaid", axis) if axis < 3 else I32(1)
+        if name in ("%cluster_nctaid",):
+            return I32(1 if axis < 3 else 0)
+        if name == "%cluster_ctarank":
+            return I32(0)
+        if name == "%cluster_nctarank":
+            return I32(1)
+        raise fl.unsupported(fl.inst, f"special register {reg.text} on the CPU")
+
+    def space_base(self, fl: FunctionLowering, space: str | None):
+        if space == "shared":
+            return self._ctx_field(fl, "shared", typ=PTR)
+        if space == "local":
+            return self._local_base(fl)
+        if space == "param" and fl.function.is_kernel:
+            return self._ctx_field(fl, "params", typ=PTR)
+        return None
+
+    def _local_base(self, fl: FunctionLowering):
+        frame = fl.llfn.args[1]
+        return fl.b.gep(frame, [const_int(I64, self.plan.local_offset)], source_etype=I8)
+
+    def variable_pointer(self, fl: FunctionLowering, var: ir.Variable):
+        if var.space in ("global", "const"):
+            return self.globals[var.name]
+        if var.space == "shared":
+            offset = self.plan.shared_offsets[var.name]
+            base = self._ctx_field(fl, "shared", typ=PTR)
+            return fl.b.gep(base, [const_int(I64, offset)], source_etype=I8)
+        if var.name in fl.param_pointers:
+            return fl.param_pointers[var.name]
+        if var.space == "param" and fl.function.is_kernel and var in fl.function.params:
+            slots, _ = param_layout(fl.function)
+            offset = next(s.offset for s in slots if s.variable is var)
+            base = self._ctx_field(fl, "params", typ=PTR)
+            return fl.b.gep(base, [const_int(I64, offset)], source_etype=I8)
+        if var.space == "local" and fl.function.is_kernel:
+            offset = self.plan.register_offsets[f"local:{var.name}"]
+            return fl.b.gep(self._local_base(fl), [const_int(I64, offset)], source_etype=I8)
+        if var.space in ("local", "param"):
+            # A device function's locals and any call sequence's .param variables: stack
+            # memory of the LLVM function, made once at its entry.
+            slot = fl.local_vars.get(id(var))
+            if slot is None:
+                with fl.b.goto_entry_block():
+                    fl.b.position_at_start(fl.entry)
+                    slot = fl.b.alloca(ll.ArrayType(I8, max(var.size, 1)), name=var.name)
+                    slot.align = max(var.alignment, 8)
+                fl.local_vars[id(var)] = slot
+            return slot
+        raise fl.unsupported(fl.inst, f"a variable in .{var.space} space on the CPU")
+
+    # --- control ----------------------------------------------------------------------------
+
+    def exit(self, fl: FunctionLowering) -> None:
+        if fl.function.is_kernel:
+            fl.b.ret(I32(-1))
+        else:
+            raise fl.unsupported(fl.inst, "exit inside a device function")
+
+    def trap(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
+        number = len(self.plan.trap_lines) + 1
+        self.plan.trap_lines[number] = _line(self.module, inst.pos)
+        if fl.function.is_kernel:
+            fl.b.ret(I32(-1 - number))
+        else:
+            raise fl.unsupported(inst, "trap inside a device function")
+
+    def call(self, fl, inst, callee, returns, args) -> None:
+        if len(args) != len(callee.params) or len(returns) != len(callee.returns):
+            raise fl.unsupported(inst, "a call whose arguments do not match the callee")
+        pointers = []
+        for value in list(returns) + list(args):
+            if not isinstance(value, ir.Variable):
+                raise fl.unsupported(inst, "call arguments must be .param variables")
+            pointers.append(self.variable_pointer(fl, value))
+        llcallee = self.functions[callee.name]
+        fl.b.call(llcallee, [fl.llfn.args[0], fl.llfn.args[1], *pointers])
+
+    def synchronize(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
+        if not fl.function.is_kernel:
+            raise fl.unsupported(inst, "barriers and warp operations inside a device function "
+                                       "that was not inlined")
+        number = len(self.plan.sync_points) + 1
+        self.plan.sync_points[number] = SyncPoint(number, inst, _line(self.module, inst.pos))
+        from ptxport.codegen.targets import cpu_sync
+
+        cpu_sync.lower_wait(self, fl, inst, number)
+
+    # --- helpers for cpu_sync ---------------------------------------------------------------
+
+    def frame_slot(self, fl: FunctionLowering, name: str):
+        frame = fl.llfn.args[1]
+        return fl.b.gep(frame, [const_int(I64, FRAME.fields[name])], source_etype=I8)
+
+    def spill_and_return(self, fl: FunctionLowering, number: int) -> ll.Block:
+        """Save every register in the frame and return `number`; the continuation block it
+        returns is where execution resumes (registers are reloaded at the thread's entry)."""
+        self.spill(fl)
+        fl.b.ret(I32(number))
+        resume = fl.llfn.append_basic_block(f"resume_{number}")
+        self.dispatch.add_case(I32(number), resume)
+        fl.b.position_at_end(resume)
+        return resume
+
+    def spill(self, fl: FunctionLowering) -> None:
+        frame = fl.llfn.args[1]
+        for reg in fl.function.registers.values():
+            offset = self.plan.register_offsets[reg.name]
+            p = fl.b.gep(frame, [const_int(I64, offset)], source_etype=I8)
+            fl.b.store(fl.b.load(fl.register_slot(reg)), p)
+
+    def reload(self, fl: FunctionLowering) -> None:
+        frame = fl.llfn.args[1]
+        for reg in fl.function.registers.values():
+            offset = self.plan.register_offsets[reg.name]
+            p = fl.b.gep(frame, [const_int(I64, offset)], source_etype=I8)
+            fl.b.store(fl.b.load(p, typ=fl.storage_type(reg)), fl.register_slot(reg))
+
+
+def _line(module: ir.Module, pos: int) -> int:
+    location = module.location(pos)
+    return location.line if location else 0
+
+
+def _intrinsic(llmod: ll.Module, name: str, ret, args) -> ll.Function:
+    existing = llmod.globals.get(name)
+    if existing is not None:
+        return existing
+    return ll.Function(llmod, ll.FunctionType(ret, args), name)
+
+
+def _global_timer(fl: FunctionLowering, llmod: ll.Module) -> ll.Value:
+    """Nanoseconds from CLOCK_REALTIME (as %globaltimer counts), via libc's clock_gettime."""
+    clock_gettime = _intrinsic(llmod, "clock_gettime", I32, [I32, PTR])
+    with fl.b.goto_entry_block():
+        fl.b.position_at_start(fl.entry)
+        timespec = fl.b.alloca(ll.ArrayType(I64, 2), name="timespec")
+    fl.b.call(clock_gettime, [I32(0), timespec])
+    seconds = fl.b.load(timespec, typ=I64)
+    nanos = fl.b.load(fl.b.gep(timespec, [I64(8)], source_etype=I8), typ=I64)
+    return fl.b.add(fl.b.mul(seconds, I64(1_000_000_000)), nanos)
+
+
+# --- module-level lowering --------------------------------------------------------------------
+
+def _plan(module: ir.Module, kernel: ir.Function) -> KernelPlan:
+    shared_offsets, offset = {}, 0
+    shared = [v for v in module.globals.values() if v.space == "shared"]
+    shared += [v for v in kernel.variables.values() if v.space == "shared"]
+    for var in sorted(shared, key=lambda v: v.unsized):   # extern (dynamic) arrays last
+        offset = _align(offset, max(var.alignment, 16 if var.unsized else 1))
+        shared_offsets[var.name] = offset
+        offset += var.size
+    _, param_size = param_layout(kernel)
+    register_offsets, frame = {}, FRAME.size
+    for reg in kernel.registers.values():
+        size = value_type(reg.type).width // 8 if isinstance(value_type(reg.type), ll.IntType) \
+            else max(reg.type.size, 1)
+        size = max(size, 1) * (reg.vector or 1)
+        frame = _align(frame, min(max(size, 1), 8))
+        register_offsets[reg.name] = frame
+        frame += size
+    local_offset = _align(frame, 16)
+    local = 0
+    for var in kernel.variables.values():
+        if var.space == "local":
+            local = _align(local, max(var.alignment, 1))
+            register_offsets[f"local:{var.name}"] = local
+            local += var.size
+    return KernelPlan(kernel.name, param_size, offset, shared_offsets,
+                      _align(local_offset + local, 16), local_offset,
+                      register_offsets=register_offsets)
+
+
+def _initializer(var: ir.Variable, element: ll.Type, globals_: dict) -> ll.Constant:
+    count = var.elements * (var.vector or 1)
+    values = []
+    for item in var.init or []:
+        if isinstance(item, IntImm):
+            values.append(const_int(element, item.value) if isinstance(element, ll.IntType)
+                          else ll.Constant(element, float(item.value)))
+        elif isinstance(item, FloatImm):
+            if isinstance(element, ll.IntType):
+                values.append(const_int(element, item.bits))
+            else:
+                fmt = ("<f", "<I") if item.width == 32 else ("<d", "<Q")
+                number = struct.unpack(fmt[0], struct.pack(fmt[1], item.bits))[0]
+                values.append(ll.Constant(element, number))
+        elif isinstance(item, ir.SymbolAddress) and isinstance(item.target, ir.Variable) \
+                and item.target.name in globals_ and isinstance(element, ll.IntType):
+            address = globals_[item.target.name].ptrtoint(element)
+            if item.offset:
+                address = address.add(const_int(element, item.offset))
+            values.append(address)
+        else:
+            raise UnsupportedFeatureError("initializer", "cpu", None,
+                                          f"cannot initialize '{var.name}' with {item!r}")
+    values += [ll.Constant(element, 0 if isinstance(element, ll.IntType) else 0.0)] * (
+        count - len(values))
+    if var.dims or var.vector or count > 1:
+        return ll.Constant(ll.ArrayType(element, count), values)
+    return values[0]
+
+
+def _declare_globals(module: ir.Module, llmod: ll.Module) -> dict[str, ll.GlobalVariable]:
+    out = {}
+    pending = []
+    for var in module.globals.values():
+        if var.space not in ("global", "const"):
+            continue
+        element = value_type(var.type)
+        if var.type.kind == "opaque":
+            element = I64
+        count = var.elements * (var.vector or 1)
+        typ = ll.ArrayType(element, count) if (var.dims or var.vector or count > 1) else element
+        g = ll.GlobalVariable(llmod, typ, name=f"ptx.{var.name}")
+        g.align = max(var.alignment, 1)
+        g.linkage = "internal"
+        out[var.name] = g
+        pending.append((var, g, element))
+    for var, g, element in pending:
+        g.initializer = (_initializer(var, element, out) if var.init is not None
+                         else ll.Constant(g.value_type, None))
+    return out
+
+
+def _function_type(function: ir.Function) -> ll.FunctionType:
+    count = len(function.returns) + len(function.params)
+    return ll.FunctionType(ll.VoidType(), [PTR, PTR] + [PTR] * count)
+
+
+def build_llvm(module: ir.Module, kernel_name: str) -> tuple[ll.Module, KernelPlan]:
+    """The LLVM module for one kernel: its thread function, the device functions it may
+    call, the module's variables, and `run_threads`."""
+    kernel = module.functions[kernel_name]
+    llmod = ll.Module(name=f"ptxport.{kernel_name}")
+    llmod.triple = llvm.get_process_triple()
+    plan = _plan(module, kernel)
+    globals_ = _declare_globals(module, llmod)
+    functions: dict[str, ll.Function] = {}
+    for f in module.functions.values():
+        if not f.is_kernel and not f.is_declaration:
+            fn = ll.Function(llmod, _function_type(f), name=f"ptx.func.{f.name}")
+            fn.linkage = "internal"
+            functions[f.name] = fn
+    target = CpuTarget(module, llmod, plan, globals_, functions)
+    for f in module.functions.values():
+        if f.name in functions:
+            _lower_device_function(module, f, functions[f.name], target)
+    thread = ll.Function(llmod, ll.FunctionType(I32, [PTR, PTR, I32]), name="thread")
+    thread.linkage = "internal"
+    thread.attributes.add("alwaysinline")
+    _lower_kernel(module, kernel, thread, target)
+    _build_run_threads(llmod, thread)
+    return llmod, plan
+
+
+def _lower_device_function(module, f: ir.Function, llfn: ll.Function, target: CpuTarget):
+    pointers = {p.name: llfn.args[2 + i] for i, p in enumerate(f.returns + f.params)}
+    fl = FunctionLowering(module, f, llfn, target, pointers)
+    fl.declare_registers()
+    first = fl.create_blocks()
+    fl.b.position_at_end(fl.entry)
+    fl.b.branch(first)
+    fl.lower_body()
+
+
+def _lower_kernel(module, kernel: ir.Function, thread: ll.Function, target: CpuTarget):
+    fl = FunctionLowering(module, kernel, thread, target)
+    fl.declare_registers()
+    first = fl.create_blocks()
+    dispatch_block = thread.append_basic_block("dispatch")
+    fl.b.position_at_end(fl.entry)
+    fl.b.branch(dispatch_block)
+    fl.b.position_at_end(dispatch_block)
+    target.dispatch = fl.b.switch(thread.args[2], first)
+    fl.lower_body()
+    if target.plan.sync_points:
+        # Resuming after a wait: the registers come back from the frame.
+        fl.b.position_before(target.dispatch)
+        target.reload(fl)
+
+
+def _build_run_threads(llmod: ll.Module, thread: ll.Function) -> None:
+    """void run_threads(ctx, frames, frame_size, points*, statuses*, n): runs every runnable
+    thread of a block from its resume point until it waits, exits or traps."""
+    fn = ll.Function(llmod, ll.FunctionType(ll.VoidType(), [PTR, PTR, I64, PTR, PTR, I32]),
+                     name="run_threads")
+    ctx, frames, frame_size, points, statuses, n = fn.args
+    b = ll.IRBuilder(fn.append_basic_block("entry"))
+    head = fn.append_basic_block("head")
+    body = fn.append_basic_block("body")
+    run = fn.append_basic_block("run")
+    nxt = fn.append_basic_block("next")
+    done = fn.append_basic_block("done")
+    b.branch(head)
+    b.position_at_end(head)
+    t = b.phi(I32, name="t")
+    t.add_incoming(I32(0), fn.entry_basic_block)
+    b.cbranch(b.icmp_signed("<", t, n), body, done)
+    b.position_at_end(body)
+    status_ptr = b.gep(statuses, [t], source_etype=I32)
+    b.cbranch(b.icmp_signed("==", b.load(status_ptr, typ=I32), I32(RUNNABLE)), run, nxt)
+    b.position_at_end(run)
+    point_ptr = b.gep(points, [t], source_etype=I32)
+    frame = b.gep(frames, [b.mul(b.zext(t, I64), frame_size)], source_etype=I8)
+    result = b.call(thread, [ctx, frame, b.load(point_ptr, typ=I32)])
+    status = b.select(b.icmp_signed(">", result, I32(0)), I32(BLOCKED),
+                      b.select(b.icmp_signed("==", result, I32(-1)), I32(EXITED),
+                               I32(TRAPPED)))
+    b.store(status, status_ptr)
+    b.store(result, point_ptr)
+    b.branch(nxt)
+    b.position_at_end(nxt)
+    t_next = b.add(t, I32(1))
+    t.add_incoming(t_next, nxt)
+    b.branch(head)
+    b.position_at_end(done)
+    b.ret_void()
+
+
+# --- JIT --------------------------------------------------------------------------------------
+
+_LLVM_LOCK = threading.Lock()
+_TARGET_MACHINE = None
+
+
+def _target_machine():
+    global _TARGET_MACHINE
+    if _TARGET_MACHINE is None:
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        target = llvm.Target.from_default_triple()
+        _TARGET_MACHINE = target.create_target_machine(
+            cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
+            opt=3, jit=True)
+    return _TARGET_MACHINE
+
+
+RunThreads = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+                              ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32)
+
+
+class CpuKernelBinary:
+    """A kernel compiled for the host: `launch` runs a whole grid on the calling thread."""
+
+    def __init__(self, name: str, llvm_ir: str, plan: KernelPlan, module: ir.Module):
+        self.name, self.plan, self.module = name, plan, module
+        self.llvm_ir = llvm_ir
+        with _LLVM_LOCK:
+            tm = _target_machine()
+            parsed = llvm.parse_assembly(llvm_ir)
+            parsed.verify()
+            pto = llvm.PipelineTuningOptions(speed_level=3)
+            pb = llvm.create_pass_builder(tm, pto)
+            pb.getModulePassManager().run(parsed, pb)
+            self._engine = llvm.create_mcjit_compiler(parsed, tm)
+            self._engine.finalize_object()
+            self.run_threads = RunThreads(self._engine.get_function_address("run_threads"))
+            self.optimized_ir = str(parsed)
+
+    def launch(self, grid, block, dynamic_shared: int, params: bytes) -> None:
+        from ptxport.codegen.targets.cpu_executor import run_grid
+
+        run_grid(self, tuple(grid), tuple(block), dynamic_shared, params)
+
+
+def compile_kernel(module: ir.Module, kernel: str, options=None) -> CpuKernelBinary:
+    """Compile `kernel` of a verified IR module for the host CPU."""
+    llmod, plan = build_llvm(module, kernel)
+    return CpuKernelBinary(kernel, str(llmod), plan, module)

@@ -1,0 +1,132 @@
+"""Runs a grid of a compiled CPU kernel: blocks on all cores, threads of a block in rounds.
+
+Each worker (a Python thread; the native calls release the GIL, so workers run in parallel)
+takes the next block number from a shared counter, sets up the block's context, and runs the
+block: `run_threads` runs every runnable thread until it waits or exits, then cpu_sync
+completes the operations threads wait at, until every thread has exited. A kernel that traps
+raises KernelTrapError; threads that wait for each other forever raise KernelExecutionError.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+import os
+import threading
+
+import numpy as np
+
+from ptxport.codegen.targets import cpu_sync
+from ptxport.codegen.targets.cpu import BLOCKED, CTX, EXITED, FRAME, RUNNABLE, TRAPPED
+from ptxport.errors import KernelExecutionError, KernelTrapError
+
+__all__ = ["run_grid", "worker_count"]
+
+
+def worker_count() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
+        (os.cpu_count() or 1)
+
+
+class _Worker:
+    """One worker's memory for running blocks of one launch."""
+
+    def __init__(self, binary, block, dynamic_shared: int, params_address: int, grid):
+        plan = binary.plan
+        self.binary, self.plan = binary, plan
+        self.nthreads = block[0] * block[1] * block[2]
+        self.frames = np.zeros(self.nthreads * plan.frame_size + 64, dtype=np.uint8)
+        self.shared = np.zeros(plan.static_shared + dynamic_shared + 16, dtype=np.uint8)
+        self.ctx = np.zeros(CTX.size, dtype=np.uint8)
+        self.points = np.zeros(self.nthreads, dtype=np.int32)
+        self.statuses = np.zeros(self.nthreads, dtype=np.int32)
+        fields = CTX.fields
+        self._put(self.ctx, fields["params"], np.uint64, params_address)
+        self._put(self.ctx, fields["shared"], np.uint64, self.shared.ctypes.data)
+        for axis in range(3):
+            self._put(self.ctx, fields["ntid"] + 4 * axis, np.uint32, block[axis])
+            self._put(self.ctx, fields["nctaid"] + 4 * axis, np.uint32, grid[axis])
+        self._put(self.ctx, fields["nwarpid"], np.uint32, (self.nthreads + 31) // 32)
+        self._put(self.ctx, fields["dynamic_smem"], np.uint32, dynamic_shared)
+        self._put(self.ctx, fields["nsmid"], np.uint32, worker_count())
+        self._put(self.ctx, fields["total_smem"], np.uint32, plan.static_shared + dynamic_shared)
+        t = np.arange(self.nthreads)
+        header = np.ndarray((self.nthreads, plan.frame_size), np.uint8, self.frames, 0,
+                            (plan.frame_size, 1))
+        tid = np.stack([t % block[0], (t // block[0]) % block[1],
+                        t // (block[0] * block[1]), t % 32, t // 32], axis=1).astype(np.uint32)
+        header[:, FRAME.fields["tid"]:FRAME.fields["tid"] + 20] = tid.view(np.uint8)
+        self.slots = cpu_sync.Slots(self.frames, plan.frame_size, self.nthreads, FRAME.fields)
+
+    @staticmethod
+    def _put(buffer: np.ndarray, offset: int, dtype, value: int) -> None:
+        buffer[offset:offset + np.dtype(dtype).itemsize] = np.array([value], dtype).view(np.uint8)
+
+    def run_block(self, ctaid: tuple[int, int, int], smid: int) -> None:
+        fields = CTX.fields
+        for axis in range(3):
+            self._put(self.ctx, fields["ctaid"] + 4 * axis, np.uint32, ctaid[axis])
+        self._put(self.ctx, fields["smid"], np.uint32, smid)
+        self.points[:] = 0
+        self.statuses[:] = RUNNABLE
+        run = self.binary.run_threads
+        args = (self.ctx.ctypes.data, self.frames.ctypes.data, self.plan.frame_size,
+                self.points.ctypes.data, self.statuses.ctypes.data, self.nthreads)
+        while True:
+            run(*args)
+            if (self.statuses == EXITED).all():
+                return
+            trapped = np.nonzero(self.statuses == TRAPPED)[0]
+            if trapped.size:
+                t = int(trapped[0])
+                line = self.plan.trap_lines.get(-1 - int(self.points[t]), 0)
+                raise KernelTrapError(
+                    f"kernel '{self.plan.name}' executed trap (line {line}) in block {ctaid}, "
+                    f"thread {t}")
+            if not cpu_sync.resolve(self.plan, self.points, self.statuses, self.slots,
+                                    BLOCKED, RUNNABLE, EXITED):
+                raise KernelExecutionError(self._deadlock_message(ctaid))
+
+    def _deadlock_message(self, ctaid) -> str:
+        waiting = {}
+        for t in np.nonzero(self.statuses == BLOCKED)[0]:
+            point = self.plan.sync_points[int(self.points[t])]
+            waiting.setdefault((point.line, point.inst.spec.text), []).append(int(t))
+        where = "; ".join(f"{len(ts)} thread(s) at line {line} ('{text}'), e.g. thread {ts[0]}"
+                          for (line, text), ts in sorted(waiting.items()))
+        return (f"kernel '{self.plan.name}', block {ctaid}: threads wait for each other "
+                f"forever (a GPU would hang): {where}")
+
+
+def run_grid(binary, grid, block, dynamic_shared: int, params: bytes) -> None:
+    param_buffer = ctypes.create_string_buffer(bytes(params), max(len(params), 8))
+    params_address = ctypes.addressof(param_buffer)
+    blocks = grid[0] * grid[1] * grid[2]
+    counter = itertools.count()
+    errors: list[BaseException] = []
+    workers = min(worker_count(), blocks)
+
+    def work(smid: int) -> None:
+        try:
+            worker = _Worker(binary, block, dynamic_shared, params_address, grid)
+            while not errors:
+                n = next(counter)
+                if n >= blocks:
+                    return
+                ctaid = (n % grid[0], (n // grid[0]) % grid[1], n // (grid[0] * grid[1]))
+                worker.run_block(ctaid, smid)
+        except BaseException as e:  # reported to the launching thread below
+            errors.append(e)
+
+    if workers <= 1:
+        work(0)
+    else:
+        threads = [threading.Thread(target=work, args=(i,), daemon=True)
+                   for i in range(workers)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    if errors:
+        raise errors[0]
+    del param_buffer
