@@ -151,7 +151,7 @@ def _ready_lanes(threads, masks, statuses, exited_status, blocked, points, numbe
 def _resolve_barriers(barrier_points, statuses, exited_status, slots, runnable_status) -> bool:
     live = int(np.count_nonzero(statuses != exited_status))
     by_barrier: dict[int, list] = {}
-    for point, threads in barrier_points:
+    for _point, threads in barrier_points:
         for t in threads:
             by_barrier.setdefault(int(slots["in0"][t]) & 0xF, []).append(int(t))
     progress = False
