@@ -61,9 +61,11 @@ class Lexer:
         start = m.start(kind)
         self.pos = m.end()
         if kind == "punct":
+            if value == "/" and self.text.startswith("*", start + 1):  # only if never closed
+                return ("bad", "unterminated comment: '/*' without a closing '*/'", start)
             return (value, value, start)
-        if kind == "bad" and value == "/" and self.text.startswith("/*", start):
-            return ("bad", "unterminated comment '/*'", start)
+        if kind == "bad" and value == '"':
+            return ("bad", "unterminated string: '\"' without a closing '\"' on its line", start)
         return (kind, value, start)
 
 

@@ -43,8 +43,9 @@ _FUNCTION_DIRECTIVES = frozenset((
 # A simple instruction read straight from the text: guard, opcode, modifiers, and operands
 # made of anything but the characters that need the token rules (parentheses, `!`, `|`,
 # comments, strings); vector operands `{...}` are allowed.
+# Names (guard, label, register) follow the lexer's identifier rule: `_`, `%` alone are not.
 _SIMPLE_INSTRUCTION = re.compile(
-    r"""(?:@(!?)([A-Za-z_$%][\w$]*)[ \t]+)?
+    r"""(?:@(!?)([A-Za-z][\w$]*|[_$%][\w$]+)[ \t]+)?
         ([a-z][a-z0-9_]*)
         ((?:""" + MODIFIER + r""")*)
         (?:[ \t]+((?:[^;{}()"/!|@]|\{[^{}()"/!|@;]*\})*?))?
@@ -54,9 +55,11 @@ _SIMPLE_INSTRUCTION = re.compile(
     re.VERBOSE,
 )
 _SKIP = re.compile(r"(?:[ \t\r\n]+|//[^\n]*|/\*[\s\S]*?\*/)*")
-_SIMPLE_LABEL = re.compile(r"([A-Za-z_$%][\w$]*)[ \t]*:(?![:])")
+_SIMPLE_LABEL = re.compile(r"([A-Za-z][\w$]*|[_$%][\w$]+)[ \t]*:(?![:])")
+# Counts with a leading 0 (octal) or too many digits for 64 bits go to the token rules.
 _SIMPLE_REGISTERS = re.compile(
-    r"\.reg[ \t]+\.([a-z0-9]+)[ \t]+([A-Za-z_$%][\w$]*)(?:<(\d+)>)?[ \t]*;")
+    r"\.reg[ \t]+\.([a-z0-9]+)[ \t]+([A-Za-z][\w$]*|[_$%][\w$]+)"
+    r"(?:<([1-9]\d{0,17}|0)>)?[ \t]*;")
 _SPLIT_OPERANDS = re.compile(r"(?:[^,{\[]|\{[^{}]*\}|\[[^\[\]]*\])+")
 
 
@@ -81,8 +84,11 @@ def parse(text: str, filename: str = "<ptx>", *, fast_path: bool = True) -> ast.
     # tree again and again (a quarter of the time on large files); it is paused meanwhile.
     enabled = gc.isenabled()
     gc.disable()
+    parser = _Parser(text, filename, fast_path)
     try:
-        return _Parser(text, filename, fast_path).module()
+        return parser.module()
+    except RecursionError:
+        raise parser._too_deep() from None
     finally:
         if enabled:
             gc.enable()
@@ -96,6 +102,8 @@ def parse_operand(text: str) -> ast.Operand:
         parser._expect(";", "end of operand")
     except _Error as e:
         parser._report(e)
+    except RecursionError:
+        raise parser._too_deep() from None
     if parser.errors:
         raise PtxSyntaxError(parser.errors)
     return operand
@@ -147,15 +155,25 @@ class _Parser:
             return _Error(pos, f"{message}, found the end of the file")
         if kind == "bad":
             if text.startswith("unterminated"):
-                return _Error(pos, text, "/*")
+                return _Error(pos, text)
             return _Error(pos, f"{message}; '{text}' cannot start a PTX token", text)
         return _Error(pos, f"{message}, found '{text}'", text)
 
     def _report(self, e: _Error) -> None:
         self.errors.append(ast_diag(self.source, e.pos, e.message, e.text))
 
-    def _recover(self) -> None:
-        """Skip to just after the next ';' at this nesting level (or before a closing '}')."""
+    def _too_deep(self) -> PtxSyntaxError:
+        """The error for brackets, blocks or unary operators nested deeper than Python's
+        recursion limit lets the recursive descent go (hundreds of levels)."""
+        self._report(_Error(self.tok[2], "nesting too deep: brackets, braces or unary "
+                                         "operators nested hundreds of levels deep"))
+        return PtxSyntaxError(self.errors)
+
+    def _recover(self, in_body: bool = False) -> None:
+        """Skip to just after the next ';' at this nesting level (or before a closing '}').
+
+        At module level a '}' closing what was skipped ends the item (a function's body); in a
+        body, braces after a statement's start are its own (vector operands, initializers)."""
         depth = 0
         while self.tok[0] != EOF:
             kind = self.tok[0]
@@ -165,7 +183,7 @@ class _Parser:
                 if depth == 0 and kind == "}":
                     return
                 depth = max(depth - 1, 0)
-                if depth == 0 and kind == "}":
+                if depth == 0 and kind == "}" and not in_body:
                     self._advance()
                     if self.tok[0] != ";":
                         return
@@ -199,6 +217,8 @@ class _Parser:
             except _Error as e:
                 self._report(e)
                 self._recover()
+                if self.tok[0] == "}":  # no body to close here: skip it, or the loop stalls
+                    self._advance()
         if not seen_version and not self.errors:
             self._report(_Error(0, "missing '.version' directive at the start of the module"))
         if self.errors:
@@ -207,7 +227,7 @@ class _Parser:
 
     def _version(self) -> tuple[int, int]:
         kind, text, pos = self.tok
-        if kind != "flt" or not re.fullmatch(r"\d+\.\d+", text):
+        if kind != "flt" or not re.fullmatch(r"\d{1,9}\.\d{1,9}", text):
             raise self._unexpected("expected a PTX version such as 8.5")
         self._advance()
         major, minor = text.split(".")
@@ -489,7 +509,7 @@ class _Parser:
                     statements.append(statement)
             except _Error as e:
                 self._report(e)
-                self._recover()
+                self._recover(in_body=True)
             pos = self.tok[2]
 
     def _simple_instruction(self, m: re.Match) -> ast.Instruction:
@@ -544,7 +564,7 @@ class _Parser:
             self._reset(pos)
             operand = self._operand()
             if self.tok[0] not in (",", ";") or self.tok[2] < pos + len(text):
-                raise self._unexpected("unexpected text in operand")
+                raise self._unexpected("expected ',' or ';' after an operand")
             return operand
         finally:
             self.lexer.pos, self.tok = saved
@@ -775,10 +795,10 @@ def _fold(op: str, a: int, b: int, pos: int) -> int:
         raise _Error(pos, "division by zero in a constant expression", op)
     if op in ("<<", ">>") and not 0 <= b < 64:
         raise _Error(pos, f"shift by {b} in a constant expression", op)
-    if op == "/":
-        return int(a / b)                       # C truncates toward zero
-    if op == "%":
-        return a - int(a / b) * b
+    if op in ("/", "%"):
+        # C truncates toward zero; exactly, in integers (a float quotient is wrong past 2**53).
+        quotient = abs(a) // abs(b) if (a < 0) == (b < 0) else -(abs(a) // abs(b))
+        return quotient if op == "/" else a - quotient * b
     return {
         "||": lambda: int(bool(a or b)), "&&": lambda: int(bool(a and b)),
         "|": lambda: a | b, "^": lambda: a ^ b, "&": lambda: a & b,
