@@ -45,7 +45,8 @@ def run_ptx(ptx: str, kernel: str, grid, block, args: list, shared: int = 0) -> 
             data = np.asarray(arg).tobytes()
         assert len(data) == slot.size, f"argument for {slot.name}: {len(data)} bytes"
         buffer[slot.offset:slot.offset + slot.size] = data
-    binary.launch(_dims(grid), _dims(block), shared, bytes(buffer))
+    allocations = [(a.ctypes.data, a.nbytes) for a in args if isinstance(a, np.ndarray)]
+    binary.launch(_dims(grid), _dims(block), shared, bytes(buffer), allocations)
 
 
 def kernel_ptx(body: str, params: str, extra: str = "", target: str = "sm_80",

@@ -105,6 +105,11 @@ class Target:
         """A pointer to a variable's storage."""
         raise NotImplementedError
 
+    def checked_pointer(self, fl: FunctionLowering, pointer: ll.Value, space: str | None,
+                        size: int, write: bool) -> ll.Value:
+        """`pointer`, after whatever check the target makes of an access through it."""
+        return pointer
+
     def exit(self, fl: FunctionLowering) -> None:
         raise NotImplementedError
 
@@ -355,9 +360,11 @@ class FunctionLowering:
             address = self.b.sub(address, self.b.ptrtoint(base, I64))
         return self.b.add(address, const_int(I64, offset)) if offset else address
 
-    def pointer(self, operand, space: str | None) -> ll.Value:
+    def pointer(self, operand, space: str | None, size: int = 1,
+                write: bool = False) -> ll.Value:
         """The host pointer a memory operand `[...]` of state space `space` (None: generic)
-        refers to."""
+        refers to, for an access of `size` bytes; the target checks it (an access outside
+        every allocation is reported, never performed)."""
         if not isinstance(operand, ir.Address):
             raise self.unsupported(self.inst, "a memory operand must be written [address]")
         base, offset = operand.base, operand.offset
@@ -375,7 +382,7 @@ class FunctionLowering:
                        self.b.gep(window, [address], source_etype=I8))
         if offset:
             pointer = self.b.gep(pointer, [const_int(I64, offset)], source_etype=I8)
-        return pointer
+        return self.target.checked_pointer(self, pointer, space, size, write)
 
     def alignment(self, t: Type, count: int = 1) -> int:
         return max(t.size * count, 1)

@@ -82,7 +82,7 @@ def ld(fl: FunctionLowering, inst: ir.Instruction) -> None:
     cache operators and eviction hints do not change the value loaded."""
     t = instruction_type(inst)
     count = vector_count(inst)
-    pointer = fl.pointer(inst.operands[1], state_space(inst))
+    pointer = fl.pointer(inst.operands[1], state_space(inst), t.size * count)
     ordering = _ordering(inst)
     values = []
     for p in _element_pointers(fl, pointer, t, count):
@@ -101,7 +101,7 @@ def st(fl: FunctionLowering, inst: ir.Instruction) -> None:
     """st{.sem}{.space}{.cop}{.vec}.type [a], b;"""
     t = instruction_type(inst)
     count = vector_count(inst)
-    pointer = fl.pointer(inst.operands[0], state_space(inst))
+    pointer = fl.pointer(inst.operands[0], state_space(inst), t.size * count, write=True)
     source = inst.operands[1]
     if count == 1 and not isinstance(source, ir.VectorValue):
         values = [fl.read(source, t)]

@@ -60,13 +60,16 @@ class _Layout:
 # The block context every thread of a block shares.
 CTX = _Layout({"params": 0, "shared": 8, "ntid": 16, "ctaid": 28, "nctaid": 40,
                "nwarpid": 52, "dynamic_smem": 56, "smid": 60, "nsmid": 64,
-               "total_smem": 68}, 80)
+               "total_smem": 68, "alloc_table": 72, "alloc_count": 80, "checks": 84,
+               "fault_address": 88, "fault_info": 96, "scratch": 128}, 384)
 # The start of each thread's frame; registers and local memory follow.
 FRAME = _Layout({"tid": 0, "laneid": 12, "warpid": 16,
                  "in0": 24, "in1": 32, "in2": 40, "in3": 48, "out0": 56, "out1": 64}, 80)
 
 # Statuses run_threads leaves for each thread.
 RUNNABLE, BLOCKED, EXITED, TRAPPED = 0, 1, 2, 3
+# What the thread function returns when it stopped at an access outside every allocation.
+FAULTED = -(1 << 24)
 
 
 @dataclass
@@ -222,6 +225,47 @@ class CpuTarget(Target):
 
     # --- control ----------------------------------------------------------------------------
 
+    def checked_pointer(self, fl: FunctionLowering, pointer, space, size: int, write: bool):
+        """Every access must fall inside one allocation: for global and generic addresses
+        the launch's table of allocations (device buffers, module variables, the block's
+        shared window, the threads' frames), for shared addresses the block's shared window.
+        A kernel stops at a bad access (the executor raises IllegalAddressError); a device
+        function records it and goes on harmlessly with a scratch pointer."""
+        if space == "param" or space == "local":
+            return pointer
+        ctx = fl.llfn.args[0]
+        if space == "shared":
+            base = self._ctx_field(fl, "shared", typ=PTR)
+            offset = fl.b.sub(fl.b.ptrtoint(pointer, I64), fl.b.ptrtoint(base, I64))
+            limit = fl.b.zext(self._ctx_field(fl, "total_smem"), I64)
+            ok = fl.b.icmp_unsigned("<=", fl.b.add(offset, I64(size)), limit)
+        else:
+            check = _check_function(self.llmod)
+            ok = fl.b.call(check, [ctx, fl.b.ptrtoint(pointer, I64), I64(size)])
+        good = fl.llfn.append_basic_block("access_ok")
+        bad = fl.llfn.append_basic_block("access_fault")
+        checked_in = fl.b.block
+        fl.b.cbranch(fl.b.or_(ok, fl.b.icmp_signed("==", self._ctx_field(fl, "checks"),
+                                                   I32(0))), good, bad)
+        fl.b.position_at_end(bad)
+        line = _line(self.module, fl.inst.pos) if fl.inst is not None else 0
+        info = (line << 16) | (size << 1) | int(write)
+        fault_address = fl.b.gep(ctx, [I64(CTX.fields["fault_address"])], source_etype=I8)
+        fl.b.store(fl.b.ptrtoint(pointer, I64), fault_address)
+        fault_info = fl.b.gep(ctx, [I64(CTX.fields["fault_info"])], source_etype=I8)
+        fl.b.store(I64(info), fault_info)
+        if fl.function.is_kernel:
+            fl.b.ret(I32(FAULTED))
+            fl.b.position_at_end(good)
+            return pointer
+        scratch = fl.b.gep(ctx, [I64(CTX.fields["scratch"])], source_etype=I8)
+        fl.b.branch(good)
+        fl.b.position_at_end(good)
+        phi = fl.b.phi(PTR)
+        phi.add_incoming(pointer, checked_in)
+        phi.add_incoming(scratch, bad)
+        return phi
+
     def exit(self, fl: FunctionLowering) -> None:
         if fl.function.is_kernel:
             fl.b.ret(I32(-1))
@@ -298,6 +342,48 @@ def _intrinsic(llmod: ll.Module, name: str, ret, args) -> ll.Function:
     if existing is not None:
         return existing
     return ll.Function(llmod, ll.FunctionType(ret, args), name)
+
+
+def _check_function(llmod: ll.Module) -> ll.Function:
+    """i1 check(ctx, address, size): whether [address, address+size) lies inside one entry
+    of the launch's allocation table (pairs of i64 start, end, sorted by start), found by
+    binary search."""
+    existing = llmod.globals.get("ptxport.check")
+    if existing is not None:
+        return existing
+    fn = ll.Function(llmod, ll.FunctionType(ll.IntType(1), [PTR, I64, I64]), "ptxport.check")
+    fn.linkage = "internal"
+    ctx, address, size = fn.args
+    b = ll.IRBuilder(fn.append_basic_block("entry"))
+    table = b.load(b.gep(ctx, [I64(CTX.fields["alloc_table"])], source_etype=I8), typ=PTR)
+    count = b.zext(b.load(b.gep(ctx, [I64(CTX.fields["alloc_count"])], source_etype=I8),
+                          typ=I32), I64)
+    head, body, done = (fn.append_basic_block(n) for n in ("head", "body", "done"))
+    entry = b.block
+    b.branch(head)
+    b.position_at_end(head)
+    lo = b.phi(I64, "lo")
+    hi = b.phi(I64, "hi")
+    lo.add_incoming(I64(0), entry)
+    hi.add_incoming(count, entry)
+    b.cbranch(b.icmp_unsigned("<", lo, hi), body, done)
+    b.position_at_end(body)
+    mid = b.lshr(b.add(lo, hi), I64(1))
+    start = b.load(b.gep(table, [b.mul(mid, I64(2))], source_etype=I64), typ=I64)
+    below = b.icmp_unsigned("<=", start, address)
+    lo.add_incoming(b.select(below, b.add(mid, I64(1)), lo), body)
+    hi.add_incoming(b.select(below, hi, mid), body)
+    b.branch(head)
+    b.position_at_end(done)
+    candidate, outside = fn.append_basic_block("candidate"), fn.append_basic_block("outside")
+    b.cbranch(b.icmp_unsigned(">", lo, I64(0)), candidate, outside)
+    b.position_at_end(outside)
+    b.ret(ll.Constant(ll.IntType(1), 0))
+    b.position_at_end(candidate)
+    end = b.load(b.gep(table, [b.sub(b.mul(lo, I64(2)), I64(1))], source_etype=I64), typ=I64)
+    last = b.add(address, size)
+    b.ret(b.and_(b.icmp_unsigned("<=", last, end), b.icmp_unsigned(">=", last, address)))
+    return fn
 
 
 def _global_timer(fl: FunctionLowering, llmod: ll.Module) -> ll.Value:
@@ -530,10 +616,24 @@ class CpuKernelBinary:
             self.run_threads = RunThreads(self._engine.get_function_address("run_threads"))
             self.optimized_ir = str(parsed)
 
-    def launch(self, grid, block, dynamic_shared: int, params: bytes) -> None:
+    def global_ranges(self) -> list[tuple[int, int]]:
+        """(address, size) of the module's .global and .const variables in this binary."""
+        ranges = []
+        for var in self.module.globals.values():
+            if var.space in ("global", "const") and var.size:
+                address = self._engine.get_global_value_address(f"ptx.{var.name}")
+                ranges.append((address, var.size))
+        return ranges
+
+    def launch(self, grid, block, dynamic_shared: int, params: bytes,
+               allocations: list[tuple[int, int]] | None = None) -> None:
+        """Run the grid. `allocations` lists the (address, size) of the device buffers the
+        kernel may reach; every global or generic access is then checked against them (and
+        the module's variables, shared and local memory), and an access outside all of them
+        raises IllegalAddressError. None runs without checks."""
         from ptxport.codegen.targets.cpu_executor import run_grid
 
-        run_grid(self, tuple(grid), tuple(block), dynamic_shared, params)
+        run_grid(self, tuple(grid), tuple(block), dynamic_shared, params, allocations)
 
 
 def compile_kernel(module: ir.Module, kernel: str, options=None) -> CpuKernelBinary:

@@ -17,8 +17,16 @@ import threading
 import numpy as np
 
 from ptxport.codegen.targets import cpu_sync
-from ptxport.codegen.targets.cpu import BLOCKED, CTX, EXITED, FRAME, RUNNABLE, TRAPPED
-from ptxport.errors import KernelExecutionError, KernelTrapError
+from ptxport.codegen.targets.cpu import (
+    BLOCKED,
+    CTX,
+    EXITED,
+    FAULTED,
+    FRAME,
+    RUNNABLE,
+    TRAPPED,
+)
+from ptxport.errors import IllegalAddressError, KernelExecutionError, KernelTrapError
 
 __all__ = ["run_grid", "worker_count"]
 
@@ -31,7 +39,8 @@ def worker_count() -> int:
 class _Worker:
     """One worker's memory for running blocks of one launch."""
 
-    def __init__(self, binary, block, dynamic_shared: int, params_address: int, grid):
+    def __init__(self, binary, block, dynamic_shared: int, params_address: int, grid,
+                 allocations):
         plan = binary.plan
         self.binary, self.plan = binary, plan
         self.nthreads = block[0] * block[1] * block[2]
@@ -57,6 +66,15 @@ class _Worker:
                         t // (block[0] * block[1]), t % 32, t // 32], axis=1).astype(np.uint32)
         header[:, FRAME.fields["tid"]:FRAME.fields["tid"] + 20] = tid.view(np.uint8)
         self.slots = cpu_sync.Slots(self.frames, plan.frame_size, self.nthreads, FRAME.fields)
+        if allocations is not None:
+            ranges = list(allocations) + binary.global_ranges() + [
+                (self.shared.ctypes.data, self.shared.size),
+                (self.frames.ctypes.data, self.frames.size)]
+            table = sorted((a, a + n) for a, n in ranges if n > 0)
+            self.table = np.array(table or [(0, 0)], dtype=np.uint64).reshape(-1)
+            self._put(self.ctx, fields["alloc_table"], np.uint64, self.table.ctypes.data)
+            self._put(self.ctx, fields["alloc_count"], np.uint32, len(table))
+            self._put(self.ctx, fields["checks"], np.uint32, 1)
 
     @staticmethod
     def _put(buffer: np.ndarray, offset: int, dtype, value: int) -> None:
@@ -75,8 +93,11 @@ class _Worker:
         while True:
             run(*args)
             if (self.statuses == EXITED).all():
+                self.fault_after_run(ctaid)
                 return
             trapped = np.nonzero(self.statuses == TRAPPED)[0]
+            if trapped.size and int(self.points[trapped[0]]) == FAULTED:
+                raise IllegalAddressError(self._fault_message(ctaid, int(trapped[0])))
             if trapped.size:
                 t = int(trapped[0])
                 line = self.plan.trap_lines.get(-1 - int(self.points[t]), 0)
@@ -86,6 +107,23 @@ class _Worker:
             if not cpu_sync.resolve(self.plan, self.points, self.statuses, self.slots,
                                     BLOCKED, RUNNABLE, EXITED):
                 raise KernelExecutionError(self._deadlock_message(ctaid))
+
+    def _fault_message(self, ctaid, thread: int) -> str:
+        fields = CTX.fields
+        address = int(self.ctx[fields["fault_address"]:fields["fault_address"] + 8]
+                      .view(np.uint64)[0])
+        info = int(self.ctx[fields["fault_info"]:fields["fault_info"] + 8].view(np.uint64)[0])
+        line, size, write = info >> 16, (info >> 1) & 0x7FFF, info & 1
+        return (f"kernel '{self.plan.name}' {'wrote' if write else 'read'} {size} bytes at "
+                f"address {address:#x}, outside every allocation (line {line}, block {ctaid}, "
+                f"thread {thread}); nothing was written there and the device is still usable")
+
+    def fault_after_run(self, ctaid) -> None:
+        """Device functions record a bad access and go on; report it after the block."""
+        fields = CTX.fields
+        info = int(self.ctx[fields["fault_info"]:fields["fault_info"] + 8].view(np.uint64)[0])
+        if info:
+            raise IllegalAddressError(self._fault_message(ctaid, -1))
 
     def _deadlock_message(self, ctaid) -> str:
         waiting = {}
@@ -98,7 +136,8 @@ class _Worker:
                 f"forever (a GPU would hang): {where}")
 
 
-def run_grid(binary, grid, block, dynamic_shared: int, params: bytes) -> None:
+def run_grid(binary, grid, block, dynamic_shared: int, params: bytes,
+             allocations=None) -> None:
     param_buffer = ctypes.create_string_buffer(bytes(params), max(len(params), 8))
     params_address = ctypes.addressof(param_buffer)
     blocks = grid[0] * grid[1] * grid[2]
@@ -108,7 +147,9 @@ def run_grid(binary, grid, block, dynamic_shared: int, params: bytes) -> None:
 
     def work(smid: int) -> None:
         try:
-            worker = _Worker(binary, block, dynamic_shared, params_address, grid)
+            worker = _Worker(binary, block, dynamic_shared, params_address, grid,
+                             None if allocations is None else
+                             list(allocations) + [(params_address, len(params))])
             while not errors:
                 n = next(counter)
                 if n >= blocks:
