@@ -1,12 +1,52 @@
 """ptxport: read PTX and run CUDA kernels on any processor.
 
-The front end (ptxport.ptx), the IR (ptxport.ir) and `ptxport inspect` exist today; the
-runtime API shaped like NVIDIA's cuda.core (Device, Program, launch, ...) comes with the CPU
-target.
+The public API is the runtime's, shaped like NVIDIA's cuda.core and re-exported here flat:
+
+    from ptxport import Device, Program, LaunchConfig, launch
+
+The front end (ptxport.ptx), the IR (ptxport.ir) and `ptxport inspect` are used through
+their own modules; every error class is in ptxport.errors.
 """
 
 from ptxport import errors
+from ptxport.runtime import (
+    Buffer,
+    ComputeCapability,
+    Device,
+    DeviceProperties,
+    Event,
+    EventOptions,
+    Kernel,
+    LaunchConfig,
+    ObjectCode,
+    ParamInfo,
+    Program,
+    ProgramOptions,
+    Stream,
+    System,
+    launch,
+    system,
+)
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "errors"]
+__all__ = [
+    "__version__",
+    "errors",
+    "Buffer",
+    "ComputeCapability",
+    "Device",
+    "DeviceProperties",
+    "Event",
+    "EventOptions",
+    "Kernel",
+    "LaunchConfig",
+    "ObjectCode",
+    "ParamInfo",
+    "Program",
+    "ProgramOptions",
+    "Stream",
+    "System",
+    "launch",
+    "system",
+]

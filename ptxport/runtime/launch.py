@@ -1,0 +1,237 @@
+"""Launching kernels: LaunchConfig, launch(), and the checks made before anything runs.
+
+A launch is checked on the caller's thread against the device's limits (the ones CUDA
+refuses too) and the kernel's parameters, its arguments are packed into the parameter buffer
+(layout from ptxport.ir.abi.param_layout), the kernel is compiled for the device if it is not
+yet, and only then is it queued on the stream. So a bad launch raises at once, and the values
+of scalar arguments are taken at the call, as in CUDA.
+
+Arguments: a Buffer (its device address) for a pointer; a numpy scalar of the parameter's
+size for a value (np.float32(2), np.int32(n)); a numpy structured scalar (np.void) of the
+parameter's size for a struct passed by value. Plain Python numbers are refused, because
+their size is not known: the message says which numpy type to use.
+"""
+
+from __future__ import annotations
+
+import operator
+from math import prod
+
+import numpy as np
+
+from ptxport.errors import (
+    ArgumentError,
+    InvalidValueError,
+    KernelExecutionError,
+    LaunchError,
+    PtxportError,
+)
+from ptxport.ir.abi import param_layout
+from ptxport.runtime.backends import Allocation, DeviceProperties
+from ptxport.runtime.device import Device
+from ptxport.runtime.memory import Buffer
+from ptxport.runtime.program import Kernel, ParamInfo
+from ptxport.runtime.stream import Stream
+
+__all__ = ["LaunchConfig", "launch", "check_config", "pack_arguments"]
+
+
+def _dims(value, what: str) -> tuple[int, int, int]:
+    if value is None:
+        raise LaunchError(f"LaunchConfig needs {what}= (an int or a tuple of up to 3 ints)")
+    items = tuple(value) if isinstance(value, (tuple, list)) else (value,)
+    try:
+        dims = tuple(operator.index(d) for d in items)
+    except TypeError:
+        raise LaunchError(f"{what} must be an int or a tuple of up to 3 ints, not {value!r}") \
+            from None
+    if not 1 <= len(dims) <= 3:
+        raise LaunchError(f"{what} has {len(dims)} dimensions; it may have 1 to 3: {value!r}")
+    if any(d < 1 for d in dims):
+        raise LaunchError(f"{what} dimensions must be at least 1, not {value!r}")
+    return (*dims, 1, 1)[:3]
+
+
+class LaunchConfig:
+    """The shape of a launch.
+
+    Parameters
+    ----------
+    grid : int or tuple of up to 3 ints
+        Blocks in the grid (x, y, z).
+    block : int or tuple of up to 3 ints
+        Threads in a block (x, y, z).
+    shmem_size : int, optional
+        Dynamic shared memory per block, in bytes (`extern __shared__` arrays); 0 if None.
+
+    `grid` and `block` are kept as 3-tuples.
+    """
+
+    def __init__(self, grid=None, block=None, shmem_size: int | None = None):
+        self.grid = _dims(grid, "grid")
+        self.block = _dims(block, "block")
+        try:
+            self.shmem_size = operator.index(shmem_size or 0)
+        except TypeError:
+            raise LaunchError(f"shmem_size must be an int (bytes), not {shmem_size!r}") \
+                from None
+        if self.shmem_size < 0:
+            raise LaunchError(f"shmem_size must not be negative, not {self.shmem_size}")
+
+    def __repr__(self) -> str:
+        return f"LaunchConfig(grid={self.grid}, block={self.block}, shmem_size={self.shmem_size})"
+
+
+def check_config(config: LaunchConfig, kernel: Kernel, device: Device) -> None:
+    """Raise LaunchError if `device` (as CUDA would) refuses to launch `kernel` so."""
+    p: DeviceProperties = device.properties
+    where = f"cannot launch {kernel.name} on {device} with block={config.block}"
+    threads = prod(config.block)
+    if threads > p.max_threads_per_block:
+        raise LaunchError(f"{where}: that is {threads} threads; a block may have at most "
+                          f"{p.max_threads_per_block}")
+    for axis, n, limit in zip("xyz", config.block, p.max_block_dims, strict=True):
+        if n > limit:
+            raise LaunchError(f"{where}: block.{axis} may be at most {limit} "
+                              f"(limits {p.max_block_dims})")
+    required = kernel.directives.get("reqntid")
+    if required and config.block != (*required, 1, 1)[:3]:
+        raise LaunchError(f"{where}: the kernel requires block={(*required, 1, 1)[:3]} "
+                          "(.reqntid)")
+    most = kernel.directives.get("maxntid")
+    if most and threads > prod(most):
+        raise LaunchError(f"{where}: the kernel allows at most {prod(most)} threads per "
+                          f"block (.maxntid {', '.join(map(str, most))})")
+    for axis, n, limit in zip("xyz", config.grid, p.max_grid_dims, strict=True):
+        if n > limit:
+            raise LaunchError(f"cannot launch {kernel.name} on {device} with grid="
+                              f"{config.grid}: grid.{axis} may be at most {limit}")
+    static = kernel.static_shared_bytes
+    limit = p.max_shared_memory_per_block_optin
+    if static + config.shmem_size > limit:
+        raise LaunchError(
+            f"cannot launch {kernel.name} on {device} with shmem_size={config.shmem_size}: "
+            f"with its {static} bytes of static shared memory that is "
+            f"{static + config.shmem_size} bytes per block; at most {limit} are available")
+
+
+def _suggestion(info: ParamInfo, variable) -> str:
+    """What to pass for a parameter, in words."""
+    if info.pointer:
+        return "a Buffer"
+    if variable.dims:
+        return (f"a numpy structured scalar (np.void) of {info.size} bytes, or another numpy "
+                f"scalar of {info.size} bytes")
+    if variable.type.is_float:
+        return {2: "np.float16(...)", 4: "np.float32(...)", 8: "np.float64(...)"}.get(
+            info.size, f"a {info.size}-byte numpy float")
+    bits = 8 * info.size
+    both = f"np.int{bits}(...) or np.uint{bits}(...)"
+    return f"{both} (np.bool_ for a bool)" if info.size == 1 else both
+
+
+def _argument_bytes(kernel: Kernel, index: int, info: ParamInfo, variable, arg,
+                    device: Device) -> tuple[bytes, Allocation | None]:
+    """The bytes of one argument, and the allocation the launch must keep alive."""
+    where = (f"kernel {kernel.name}, argument {index} ({info.name}: .{info.type}, "
+             f"{info.size} bytes)")
+    suggestion = _suggestion(info, variable)
+    if isinstance(arg, Buffer):
+        if info.pointer is False:
+            raise ArgumentError(f"{where} is a value, not a pointer: pass {suggestion}")
+        if arg.device is not device:
+            raise ArgumentError(f"{where}: the buffer is on {arg.device} but the launch is on "
+                                f"{device}; copy it to a buffer on {device}")
+        if arg.is_closed:
+            raise ArgumentError(f"{where}: the buffer is closed")
+        allocation = arg._live()
+        return allocation.address.to_bytes(info.size, "little"), allocation
+    if isinstance(arg, np.ndarray):
+        if arg.ndim != 0:
+            raise ArgumentError(
+                f"{where}: a numpy array of shape {arg.shape} cannot be passed: copy it into a "
+                "Buffer (Device.allocate, Buffer.copy_from) and pass the Buffer")
+        arg = arg[()]
+    if isinstance(arg, np.generic):
+        if info.pointer:
+            if arg.dtype == np.uint64:  # a raw device address, passed on unchecked
+                return arg.tobytes(), None
+            raise ArgumentError(f"{where} is a pointer: pass a Buffer, not {arg.dtype.name}")
+        if arg.dtype.itemsize != info.size:
+            raise ArgumentError(f"{where}: got {arg.dtype.name} of {arg.dtype.itemsize} bytes; "
+                                f"pass {suggestion}")
+        if not variable.dims and not isinstance(arg, np.void):
+            kind = variable.type.kind
+            if kind == "float" and arg.dtype.kind != "f":
+                raise ArgumentError(f"{where} is floating-point: got {arg.dtype.name}; "
+                                    f"pass {suggestion}")
+            if kind in ("signed", "unsigned") and arg.dtype.kind not in "iub":
+                raise ArgumentError(f"{where} is an integer: got {arg.dtype.name}; "
+                                    f"pass {suggestion}")
+        return arg.tobytes(), None
+    if isinstance(arg, (bool, int, float, complex)):
+        raise ArgumentError(f"{where}: got a Python {type(arg).__name__}, whose size is not "
+                            f"known; pass {suggestion}")
+    raise ArgumentError(f"{where}: cannot pass a {type(arg).__name__}; pass {suggestion}")
+
+
+def pack_arguments(kernel: Kernel, args: tuple, device: Device) \
+        -> tuple[bytes, list[Allocation]]:
+    """The parameter buffer for `args`, and the allocations the launch must keep alive;
+    raises ArgumentError naming the first argument that does not fit."""
+    slots, total = param_layout(kernel._function)
+    if len(args) != len(slots):
+        params = ", ".join(f".{a.type} {a.name}" for a in kernel.arguments_info)
+        raise ArgumentError(f"kernel {kernel.name} takes {len(slots)} argument(s) ({params}) "
+                            f"but was given {len(args)}")
+    buffer = bytearray(total)
+    keep = []
+    for index, (slot, info, arg) in enumerate(zip(slots, kernel.arguments_info, args, strict=True)):
+        raw, allocation = _argument_bytes(kernel, index, info, slot.variable, arg, device)
+        buffer[slot.offset:slot.offset + slot.size] = raw
+        if allocation is not None:
+            keep.append(allocation)
+    return bytes(buffer), keep
+
+
+def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args) -> None:
+    """Queue `kernel` on `stream` with `config` and `args`, after checking them all.
+
+    Raises
+    ------
+    LaunchError
+        The configuration exceeds the device's limits.
+    ArgumentError
+        An argument does not fit its parameter (the message names it).
+    CompileError, UnsupportedFeatureError
+        The kernel could not be compiled for the stream's device (first launch there).
+
+    A failure while the kernel runs is raised by the stream's next sync().
+    """
+    if not isinstance(stream, Stream):
+        raise InvalidValueError(
+            f"launch(stream, config, kernel, *args): stream must be a Stream, not "
+            f"{type(stream).__name__}")
+    if not isinstance(config, LaunchConfig):
+        raise InvalidValueError(f"launch(): config must be a LaunchConfig, not "
+                                f"{type(config).__name__}")
+    if not isinstance(kernel, Kernel):
+        raise InvalidValueError(f"launch(): kernel must be a Kernel (ObjectCode.get_kernel), "
+                                f"not {type(kernel).__name__}")
+    device = stream.device
+    check_config(config, kernel, device)
+    params, keep = pack_arguments(kernel, args, device)
+    binary = kernel._binary(device)
+    backend, ordinal = device._backend, device.device_id
+    grid, block, shmem_size = config.grid, config.block, config.shmem_size
+
+    def run(keep=keep) -> None:  # `keep`: the buffers' memory lives until the kernel ran
+        try:
+            backend.launch(ordinal, binary, grid, block, shmem_size, params)
+        except PtxportError:
+            raise
+        except Exception as e:
+            raise KernelExecutionError(
+                f"kernel {kernel.name} failed on {device}: {type(e).__name__}: {e}") from e
+
+    stream._submit(run)

@@ -1,0 +1,345 @@
+"""Programs: source -> ObjectCode -> Kernel, as cuda.core's chain of nouns.
+
+Program(code, code_type="ptx" | "c++", options).compile("native") reads the PTX (C++ goes
+through NVRTC first), builds and verifies the IR once, and returns an ObjectCode holding it.
+Nothing is compiled for a processor yet: a Kernel is compiled for a device the first time it
+is launched there (through that device's backend, the one place the runtime calls a code
+generator), and the binary is kept for later launches.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ptxport.errors import InvalidValueError, KernelNotFoundError
+from ptxport.inspection import _pointer_parameters
+from ptxport.ir import nodes as ir
+from ptxport.ir.abi import param_layout
+from ptxport.ir.from_ptx import build
+from ptxport.ir.verify import verify
+from ptxport.ptx.parser import parse
+
+if TYPE_CHECKING:
+    from ptxport.runtime.backends import KernelBinary
+    from ptxport.runtime.device import Device
+
+__all__ = ["Kernel", "ObjectCode", "ParamInfo", "Program", "ProgramOptions"]
+
+CODE_TYPES = ("ptx", "c++")
+
+
+@dataclass
+class ProgramOptions:
+    """How a Program is compiled; the names are cuda.core's.
+
+    Parameters
+    ----------
+    name : str
+        The program's name: the file name in diagnostics (PTX errors, NVRTC's log).
+    arch : str or None
+        The architecture NVRTC compiles C++ for ("sm_90", or "90"); None takes the current
+        device's (Device().arch). Ignored for PTX.
+    std : str or None
+        The C++ dialect ("c++17", "c++20"); None keeps NVRTC's default.
+    define_macro : str, (str, str) or a list of them
+        Macros: "NAME", "NAME=VALUE" or ("NAME", "VALUE").
+    include_path : str or list of str
+        Directories searched for #include files.
+    use_fast_math : bool
+        NVRTC's --use_fast_math (approximate division, square root and transcendentals,
+        denormals flushed to zero).
+    """
+
+    name: str = "default_program"
+    arch: str | None = None
+    std: str | None = None
+    define_macro: str | tuple[str, str] | list[str | tuple[str, str]] | None = None
+    include_path: str | list[str] | None = None
+    use_fast_math: bool = False
+
+
+def _defines(define_macro) -> dict[str, str | None]:
+    if define_macro is None:
+        return {}
+    if isinstance(define_macro, str) or (
+            isinstance(define_macro, tuple) and len(define_macro) == 2
+            and all(isinstance(part, str) for part in define_macro)):
+        define_macro = [define_macro]
+    defines: dict[str, str | None] = {}
+    for macro in define_macro:
+        if isinstance(macro, tuple):
+            name, value = macro
+        elif isinstance(macro, str):
+            name, equals, value = macro.partition("=")
+            value = value if equals else None
+        else:
+            raise InvalidValueError(
+                f"define_macro takes 'NAME', 'NAME=VALUE' or ('NAME', 'VALUE'), not {macro!r}")
+        defines[name] = value
+    return defines
+
+
+def _arch(arch: str | None) -> str:
+    if arch is None:
+        from ptxport.runtime.device import Device
+
+        return f"sm_{Device().arch}"
+    return f"sm_{arch}" if arch.isdigit() else arch
+
+
+def _nvrtc_options(options: ProgramOptions):
+    from ptxport.frontends.nvrtc import NvrtcOptions
+
+    include = options.include_path
+    return NvrtcOptions(
+        arch=_arch(options.arch),
+        std=options.std,
+        defines=_defines(options.define_macro),
+        include_paths=[include] if isinstance(include, str) else list(include or ()),
+        fast_math=options.use_fast_math,
+    )
+
+
+class Program:
+    """Source code to compile: PTX, or CUDA C++ (through NVRTC).
+
+    Parameters
+    ----------
+    code : str
+        The PTX module or the CUDA C++ source. Kernels meant to be found by name in C++
+        should be `extern "C"` (otherwise their names are mangled).
+    code_type : str
+        "ptx" or "c++".
+    options : ProgramOptions, optional
+    """
+
+    def __init__(self, code: str, code_type: str, options: ProgramOptions | None = None):
+        code_type = code_type.lower() if isinstance(code_type, str) else code_type
+        if code_type not in CODE_TYPES:
+            raise InvalidValueError(
+                f"code_type must be one of {', '.join(map(repr, CODE_TYPES))}, not {code_type!r}")
+        if not isinstance(code, str):
+            raise InvalidValueError(f"Program takes its code as a str, not {type(code).__name__}")
+        self.code, self.code_type = code, code_type
+        self.options = options or ProgramOptions()
+
+    def compile(self, target_type: str = "native") -> ObjectCode:
+        """Read the program into verified IR, once; kernels are compiled for a device when
+        first launched there.
+
+        Raises
+        ------
+        CompileError
+            NVRTC refused the C++ source; `log` holds NVRTC's log.
+        PtxSyntaxError, PtxSemanticError
+            The PTX is malformed or does not make sense (each error with file:line:column).
+        """
+        if target_type != "native":
+            raise InvalidValueError(
+                f"ptxport compiles for the device a kernel is launched on: use "
+                f"compile('native'), not compile({target_type!r}); the PTX text is "
+                "ObjectCode.code")
+        ptx = self.code
+        if self.code_type == "c++":
+            from ptxport.frontends.nvrtc import compile_to_ptx
+
+            ptx = compile_to_ptx(self.code, self.options.name, _nvrtc_options(self.options))
+        module = build(parse(ptx, self.options.name))
+        verify(module)
+        return ObjectCode(ptx, module, self.options.name)
+
+
+class ObjectCode:
+    """A verified IR module and the kernels in it; made by Program.compile."""
+
+    code_type = "native"
+
+    def __init__(self, ptx: str, module: ir.Module, name: str):
+        self.code, self.module, self.name = ptx, module, name
+        self._kernels: dict[str, Kernel] = {}
+        self._binaries: dict[tuple[str, str], KernelBinary] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def kernel_names(self) -> tuple[str, ...]:
+        return tuple(f.name for f in self.module.kernels)
+
+    def get_kernel(self, name: str) -> Kernel:
+        """The kernel (`.entry`) called `name`; raises KernelNotFoundError listing the
+        kernels there are."""
+        with self._lock:
+            kernel = self._kernels.get(name)
+            if kernel is None:
+                function = self.module.functions.get(name)
+                if function is None or not function.is_kernel:
+                    raise KernelNotFoundError(self._not_found(name))
+                kernel = self._kernels[name] = Kernel(self, function)
+            return kernel
+
+    def _not_found(self, name: str) -> str:
+        names = self.kernel_names
+        there = ", ".join(names) if names else "none"
+        hint = ""
+        if any(n.startswith("_Z") for n in names):
+            hint = ('; C++ kernels declared without extern "C" have mangled names: declare '
+                    'them extern "C" or ask for the mangled name')
+        return f"{self.name}: no kernel named {name!r}; the kernels are: {there}{hint}"
+
+    def _binary(self, device: Device, kernel: str) -> KernelBinary:
+        """The kernel compiled for `device`, compiled on first use and kept."""
+        key = (str(device), kernel)
+        with self._lock:
+            binary = self._binaries.get(key)
+            if binary is None:
+                binary = device._backend.compile(self.module, [kernel])[kernel]
+                self._binaries[key] = binary
+            return binary
+
+    def __repr__(self) -> str:
+        return f"<ObjectCode {self.name}: {', '.join(self.kernel_names)}>"
+
+
+@dataclass(frozen=True)
+class ParamInfo:
+    """One kernel parameter: where it lies in the parameter buffer and what it holds.
+
+    `pointer` is True when the kernel uses the parameter as an address (a `.ptr` attribute,
+    or a value loaded from it that becomes an address; `evidence` says which), False when it
+    cannot be one (not 8 bytes, or an aggregate), and None when it is an 8-byte value the
+    kernel never uses as an address (an unused pointer, or a 64-bit integer).
+    """
+
+    name: str
+    offset: int
+    size: int
+    alignment: int
+    type: str          # the PTX type: "f32", "u64", "b8[16]" for a struct by value
+    pointer: bool | None
+    evidence: str = ""
+
+
+def _ptx_type(p: ir.Variable) -> str:
+    vector = f"v{p.vector}." if p.vector else ""
+    array = "".join(f"[{d if d is not None else ''}]" for d in p.dims)
+    return f"{vector}{p.type.name}{array}"
+
+
+def _operand_values(values):
+    """Every Variable and Function an operand list mentions, looking inside addresses,
+    symbol addresses, vectors and lists."""
+    for value in values:
+        if isinstance(value, ir.Address):
+            yield value.base
+        elif isinstance(value, ir.SymbolAddress):
+            yield value.target
+        elif isinstance(value, (ir.ListValue, ir.VectorValue)):
+            yield from _operand_values(value.elements)
+        else:
+            yield value
+
+
+def _static_shared_bytes(kernel: ir.Function) -> int:
+    """The bytes of non-extern .shared variables the kernel and the functions it calls
+    use (sizes only: padding between them is not counted)."""
+    shared: dict[int, ir.Variable] = {}
+    seen: set[int] = set()
+    todo = [kernel]
+    while todo:
+        function = todo.pop()
+        if id(function) in seen:
+            continue
+        seen.add(id(function))
+        found = list(function.variables.values())
+        for inst in function.instructions():
+            found += _operand_values(inst.operands)
+        for value in found:
+            if isinstance(value, ir.Function):
+                todo.append(value)
+            elif isinstance(value, ir.Variable) and value.space == "shared" \
+                    and not value.is_extern:
+                shared[id(value)] = value
+    return sum(v.size for v in shared.values())
+
+
+class Kernel:
+    """A kernel of an ObjectCode, launchable on any device; made by ObjectCode.get_kernel.
+
+    Launch it with launch(stream, config, kernel, *args), or numba/CuPy style with
+    kernel[grid, block, stream, shmem_size](*args) (stream and shmem_size optional).
+    """
+
+    def __init__(self, object_code: ObjectCode, function: ir.Function):
+        self._object_code, self._function = object_code, function
+        slots, self._param_size = param_layout(function)
+        pointers = _pointer_parameters(function)
+        self._arguments_info = tuple(
+            ParamInfo(
+                name=slot.name, offset=slot.offset, size=slot.size, alignment=slot.align,
+                type=_ptx_type(slot.variable),
+                pointer=(True if slot.name in pointers
+                         else None if slot.size == 8 and not slot.variable.dims else False),
+                evidence=pointers.get(slot.name, ""))
+            for slot in slots)
+        self._static_shared = _static_shared_bytes(function)
+
+    @property
+    def name(self) -> str:
+        return self._function.name
+
+    @property
+    def object_code(self) -> ObjectCode:
+        return self._object_code
+
+    @property
+    def num_arguments(self) -> int:
+        return len(self._arguments_info)
+
+    @property
+    def arguments_info(self) -> tuple[ParamInfo, ...]:
+        return self._arguments_info
+
+    @property
+    def param_buffer_size(self) -> int:
+        """The size of the packed parameter buffer (ptxport.ir.abi.param_layout)."""
+        return self._param_size
+
+    @property
+    def static_shared_bytes(self) -> int:
+        return self._static_shared
+
+    @property
+    def directives(self) -> dict[str, tuple[int, ...]]:
+        """Performance directives of the kernel: maxntid, reqntid, minnctapersm, ..."""
+        return dict(self._function.directives)
+
+    def _binary(self, device: Device) -> KernelBinary:
+        return self._object_code._binary(device, self.name)
+
+    def __getitem__(self, launch_spec):
+        """kernel[grid, block], kernel[grid, block, stream] or kernel[grid, block, stream,
+        shmem_size]: a callable that launches with the given arguments. Without a stream,
+        the current device's default stream."""
+        from ptxport.runtime.launch import LaunchConfig, launch
+
+        if not isinstance(launch_spec, tuple) or not 2 <= len(launch_spec) <= 4:
+            raise InvalidValueError(
+                "write kernel[grid, block], kernel[grid, block, stream] or "
+                "kernel[grid, block, stream, shmem_size]")
+        grid, block, *rest = launch_spec
+        stream = rest[0] if rest else None
+        shmem_size = rest[1] if len(rest) > 1 else 0
+        config = LaunchConfig(grid=grid, block=block, shmem_size=shmem_size)
+
+        def launch_with(*args) -> None:
+            from ptxport.runtime.device import Device
+
+            launch(stream if stream is not None else Device().default_stream, config, self,
+                   *args)
+
+        return launch_with
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{a.type} {a.name}" for a in self._arguments_info)
+        return f"<Kernel {self.name}({params})>"
