@@ -19,6 +19,7 @@ the tail of its frame (so it survives barriers).
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import struct
 import threading
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 import llvmlite.binding as llvm
 from llvmlite import ir as ll
 
+from ptxport.cache import cache_path, read_entry, write_entry
 from ptxport.codegen import ops  # noqa: F401  (registers the lowerings)
 from ptxport.codegen.lower import (
     I8,
@@ -472,7 +474,6 @@ def _declare_globals(module: ir.Module, llmod: ll.Module) -> dict[str, ll.Global
         typ = ll.ArrayType(element, count) if (var.dims or var.vector or count > 1) else element
         g = ll.GlobalVariable(llmod, typ, name=f"ptx.{var.name}")
         g.align = max(var.alignment, 1)
-        g.linkage = "internal"
         out[var.name] = g
         pending.append((var, g, element))
     for var, g, element in pending:
@@ -594,6 +595,28 @@ def _target_machine():
     return _TARGET_MACHINE
 
 
+def _object_code(llvm_ir: str, tm) -> bytes:
+    """Optimized machine code for the module, from the disk cache when this exact LLVM IR
+    was compiled before for this CPU by this LLVM (so a second process starts fast)."""
+    key = hashlib.sha256("\0".join((
+        llvm_ir, llvm.llvm_version_info.__repr__(), llvm.get_host_cpu_name(),
+        llvm.get_host_cpu_features().flatten(), _CODEGEN_VERSION)).encode()).hexdigest()
+    path = cache_path("cpu", key, ".o")
+    obj = read_entry(path)
+    if obj is None:
+        parsed = llvm.parse_assembly(llvm_ir)
+        parsed.verify()
+        pb = llvm.create_pass_builder(tm, llvm.PipelineTuningOptions(speed_level=3))
+        pb.getModulePassManager().run(parsed, pb)
+        obj = tm.emit_object(parsed)
+        write_entry(path, obj)
+    return obj
+
+
+# Part of every cache key: bump when the generated code's meaning changes without the LLVM IR
+# changing (e.g. the executor's protocol).
+_CODEGEN_VERSION = "cpu-1"
+
 RunThreads = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
                               ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32)
 
@@ -606,15 +629,11 @@ class CpuKernelBinary:
         self.llvm_ir = llvm_ir
         with _LLVM_LOCK:
             tm = _target_machine()
-            parsed = llvm.parse_assembly(llvm_ir)
-            parsed.verify()
-            pto = llvm.PipelineTuningOptions(speed_level=3)
-            pb = llvm.create_pass_builder(tm, pto)
-            pb.getModulePassManager().run(parsed, pb)
-            self._engine = llvm.create_mcjit_compiler(parsed, tm)
+            obj = _object_code(llvm_ir, tm)
+            self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
+            self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
             self._engine.finalize_object()
             self.run_threads = RunThreads(self._engine.get_function_address("run_threads"))
-            self.optimized_ir = str(parsed)
 
     def global_ranges(self) -> list[tuple[int, int]]:
         """(address, size) of the module's .global and .const variables in this binary."""
