@@ -510,6 +510,7 @@ def build_llvm(module: ir.Module, kernel_name: str) -> tuple[ll.Module, KernelPl
     thread.attributes.add("alwaysinline")
     _lower_kernel(module, kernel, thread, target)
     _build_run_threads(llmod, thread)
+    _build_run_blocks(llmod, thread)
     return llmod, plan
 
 
@@ -577,6 +578,59 @@ def _build_run_threads(llmod: ll.Module, thread: ll.Function) -> None:
     b.ret_void()
 
 
+def _build_run_blocks(llmod: ll.Module, thread: ll.Function) -> None:
+    """i64 run_blocks(ctx, frames, frame_size, nthreads, first, count): for kernels without
+    barriers or warp operations, runs blocks first..first+count-1 (linear block numbers)
+    start to finish, every thread from the top. Returns -1 when all exited, else
+    (block << 32 | thread) of the first thread that did not exit (its status is in the
+    ctx's fault fields or its trap number in `status_out`)."""
+    fn = ll.Function(llmod, ll.FunctionType(I64, [PTR, PTR, I64, I32, I64, I64, PTR]),
+                     name="run_blocks")
+    ctx, frames, frame_size, nthreads, first, count, status_out = fn.args
+    b = ll.IRBuilder(fn.append_basic_block("entry"))
+
+    def field(name: str, index: int = 0):
+        return b.gep(ctx, [I64(CTX.fields[name] + 4 * index)], source_etype=I8)
+
+    gx = b.zext(b.load(field("nctaid", 0), typ=I32), I64)
+    gy = b.zext(b.load(field("nctaid", 1), typ=I32), I64)
+    end = b.add(first, count)
+    block_head, block_body, thread_head, thread_body, thread_next, block_next, done, failed = (
+        fn.append_basic_block(n) for n in ("block_head", "block_body", "thread_head",
+                                           "thread_body", "thread_next", "block_next",
+                                           "done", "failed"))
+    entry = b.block
+    b.branch(block_head)
+    b.position_at_end(block_head)
+    n = b.phi(I64, "block")
+    n.add_incoming(first, entry)
+    b.cbranch(b.icmp_unsigned("<", n, end), block_body, done)
+    b.position_at_end(block_body)
+    b.store(b.trunc(b.urem(n, gx), I32), field("ctaid", 0))
+    b.store(b.trunc(b.urem(b.udiv(n, gx), gy), I32), field("ctaid", 1))
+    b.store(b.trunc(b.udiv(n, b.mul(gx, gy)), I32), field("ctaid", 2))
+    b.branch(thread_head)
+    b.position_at_end(thread_head)
+    t = b.phi(I32, "t")
+    t.add_incoming(I32(0), block_body)
+    b.cbranch(b.icmp_signed("<", t, nthreads), thread_body, block_next)
+    b.position_at_end(thread_body)
+    frame = b.gep(frames, [b.mul(b.zext(t, I64), frame_size)], source_etype=I8)
+    result = b.call(thread, [ctx, frame, I32(0)])
+    b.cbranch(b.icmp_signed("==", result, I32(-1)), thread_next, failed)
+    b.position_at_end(thread_next)
+    t.add_incoming(b.add(t, I32(1)), thread_next)
+    b.branch(thread_head)
+    b.position_at_end(block_next)
+    n.add_incoming(b.add(n, I64(1)), block_next)
+    b.branch(block_head)
+    b.position_at_end(done)
+    b.ret(I64(-1))
+    b.position_at_end(failed)
+    b.store(result, status_out)
+    b.ret(b.or_(b.shl(n, I64(32)), b.zext(t, I64)))
+
+
 # --- JIT --------------------------------------------------------------------------------------
 
 _LLVM_LOCK = threading.Lock()
@@ -615,10 +669,14 @@ def _object_code(llvm_ir: str, tm) -> bytes:
 
 # Part of every cache key: bump when the generated code's meaning changes without the LLVM IR
 # changing (e.g. the executor's protocol).
-_CODEGEN_VERSION = "cpu-1"
+_CODEGEN_VERSION = "cpu-2"
 
 RunThreads = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
                               ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32)
+
+
+RunBlocks = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+                             ctypes.c_int32, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
 
 
 class CpuKernelBinary:
@@ -634,6 +692,7 @@ class CpuKernelBinary:
             self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
             self._engine.finalize_object()
             self.run_threads = RunThreads(self._engine.get_function_address("run_threads"))
+            self.run_blocks = RunBlocks(self._engine.get_function_address("run_blocks"))
 
     def global_ranges(self) -> list[tuple[int, int]]:
         """(address, size) of the module's .global and .const variables in this binary."""

@@ -80,11 +80,13 @@ class _Worker:
     def _put(buffer: np.ndarray, offset: int, dtype, value: int) -> None:
         buffer[offset:offset + np.dtype(dtype).itemsize] = np.array([value], dtype).view(np.uint8)
 
-    def run_block(self, ctaid: tuple[int, int, int], smid: int) -> None:
+    def set_smid(self, smid: int) -> None:
+        self._put(self.ctx, CTX.fields["smid"], np.uint32, smid)
+
+    def run_block(self, ctaid: tuple[int, int, int]) -> None:
         fields = CTX.fields
         for axis in range(3):
             self._put(self.ctx, fields["ctaid"] + 4 * axis, np.uint32, ctaid[axis])
-        self._put(self.ctx, fields["smid"], np.uint32, smid)
         self.points[:] = 0
         self.statuses[:] = RUNNABLE
         run = self.binary.run_threads
@@ -107,6 +109,23 @@ class _Worker:
             if not cpu_sync.resolve(self.plan, self.points, self.statuses, self.slots,
                                     BLOCKED, RUNNABLE, EXITED):
                 raise KernelExecutionError(self._deadlock_message(ctaid))
+
+    def run_blocks(self, first: int, count: int, grid) -> None:
+        """Blocks first..first+count-1 of a kernel without barriers or warp operations, in
+        one native call."""
+        status = ctypes.c_int32(0)
+        failed = self.binary.run_blocks(self.ctx.ctypes.data, self.frames.ctypes.data,
+                                        self.plan.frame_size, self.nthreads, first, count,
+                                        ctypes.addressof(status))
+        if failed >= 0:
+            n, t = failed >> 32, failed & 0xFFFFFFFF
+            ctaid = (n % grid[0], (n // grid[0]) % grid[1], n // (grid[0] * grid[1]))
+            if status.value == FAULTED:
+                raise IllegalAddressError(self._fault_message(ctaid, t))
+            line = self.plan.trap_lines.get(-1 - status.value, 0)
+            raise KernelTrapError(f"kernel '{self.plan.name}' executed trap (line {line}) in "
+                                  f"block {ctaid}, thread {t}")
+        self.fault_after_run(("blocks", first, first + count - 1))
 
     def _fault_message(self, ctaid, thread: int) -> str:
         fields = CTX.fields
@@ -145,17 +164,25 @@ def run_grid(binary, grid, block, dynamic_shared: int, params: bytes,
     errors: list[BaseException] = []
     workers = min(worker_count(), blocks)
 
+    # Kernels without barriers or warp operations run chunks of blocks natively; others
+    # one block at a time, in rounds.
+    chunk = max(1, blocks // (workers * 16)) if not binary.plan.sync_points else 1
+
     def work(smid: int) -> None:
         try:
             worker = _Worker(binary, block, dynamic_shared, params_address, grid,
                              None if allocations is None else
                              list(allocations) + [(params_address, len(params))])
+            worker.set_smid(smid)
             while not errors:
-                n = next(counter)
+                n = next(counter) * chunk
                 if n >= blocks:
                     return
-                ctaid = (n % grid[0], (n // grid[0]) % grid[1], n // (grid[0] * grid[1]))
-                worker.run_block(ctaid, smid)
+                if binary.plan.sync_points:
+                    ctaid = (n % grid[0], (n // grid[0]) % grid[1], n // (grid[0] * grid[1]))
+                    worker.run_block(ctaid)
+                else:
+                    worker.run_blocks(n, min(chunk, blocks - n), grid)
         except BaseException as e:  # reported to the launching thread below
             errors.append(e)
 
