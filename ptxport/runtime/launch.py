@@ -158,7 +158,8 @@ def _argument_bytes(kernel: Kernel, index: int, info: ParamInfo, variable, arg,
                 return arg.tobytes(), None
             raise ArgumentError(f"{where} is a pointer: pass a Buffer, not {arg.dtype.name}")
         if arg.dtype.itemsize != info.size:
-            raise ArgumentError(f"{where}: got {arg.dtype.name} of {arg.dtype.itemsize} bytes; "
+            got = "a structured scalar" if isinstance(arg, np.void) else arg.dtype.name
+            raise ArgumentError(f"{where}: got {got} of {arg.dtype.itemsize} bytes; "
                                 f"pass {suggestion}")
         if not variable.dims and not isinstance(arg, np.void):
             kind = variable.type.kind

@@ -207,8 +207,8 @@ class ParamInfo:
 
     `pointer` is True when the kernel uses the parameter as an address (a `.ptr` attribute,
     or a value loaded from it that becomes an address; `evidence` says which), False when it
-    cannot be one (not 8 bytes, or an aggregate), and None when it is an 8-byte value the
-    kernel never uses as an address (an unused pointer, or a 64-bit integer).
+    cannot be one (not a 64-bit integer), and None when it is a 64-bit integer the kernel
+    never uses as an address (an unused pointer, or a 64-bit count).
     """
 
     name: str
@@ -224,6 +224,12 @@ def _ptx_type(p: ir.Variable) -> str:
     vector = f"v{p.vector}." if p.vector else ""
     array = "".join(f"[{d if d is not None else ''}]" for d in p.dims)
     return f"{vector}{p.type.name}{array}"
+
+
+def _could_be_pointer(p: ir.Variable) -> bool | None:
+    """None (unknown) for a 64-bit integer the kernel never uses as an address; False for
+    anything else, which cannot hold an address."""
+    return None if p.size == 8 and not p.dims and p.type.is_integer else False
 
 
 def _operand_values(values):
@@ -278,8 +284,7 @@ class Kernel:
             ParamInfo(
                 name=slot.name, offset=slot.offset, size=slot.size, alignment=slot.align,
                 type=_ptx_type(slot.variable),
-                pointer=(True if slot.name in pointers
-                         else None if slot.size == 8 and not slot.variable.dims else False),
+                pointer=True if slot.name in pointers else _could_be_pointer(slot.variable),
                 evidence=pointers.get(slot.name, ""))
             for slot in slots)
         self._static_shared = _static_shared_bytes(function)
