@@ -38,7 +38,8 @@ class Buffer:
         self._allocation: Allocation | None = allocation
         self._size = allocation.size
         self._stream = stream
-        self._free = weakref.finalize(self, device._backend.free, allocation)
+        # A buffer dropped without close() is freed in its stream's order all the same.
+        self._free = weakref.finalize(self, _free_in_order, device, allocation, stream)
 
     # -- what it is ---------------------------------------------------------------------------
 
@@ -92,18 +93,17 @@ class Buffer:
         this point; the buffer cannot be used afterwards. Closing twice does nothing."""
         if self._allocation is None:
             return
-        stream = self._stream if stream is None else _check_stream(stream)
+        stream = self._stream if stream is None else _check_stream(stream, self._device)
         allocation, self._allocation = self._allocation, None
         self._free.detach()
-        backend = self._device._backend
-        stream._submit(lambda: backend.free(allocation), skippable=False)
+        _free_in_order(self._device, allocation, stream)
 
     # -- copies -------------------------------------------------------------------------------
 
     def copy_from(self, src: Buffer | np.ndarray, *, stream: Stream) -> None:
         """Copy all of `src` (a Buffer or host array of this buffer's size) into this
         buffer, in `stream`'s order."""
-        _check_stream(stream)
+        _check_stream(stream, self._device)
         dst = self._live()
         backend = self._device._backend
         if isinstance(src, Buffer):
@@ -118,7 +118,7 @@ class Buffer:
     def copy_to(self, dst: Buffer | np.ndarray | None = None, *, stream: Stream):
         """Copy this buffer into `dst` (a Buffer or writeable host array of its size; a new
         Buffer on this device if None), in `stream`'s order, and return `dst`."""
-        _check_stream(stream)
+        _check_stream(stream, self._device)
         if dst is None:
             dst = self._device.allocate(self._size, stream=stream)
         src = self._live()
@@ -136,7 +136,7 @@ class Buffer:
     def fill(self, value: int, width: int, *, stream: Stream) -> None:
         """Set the buffer to `value` repeated as `width`-byte words (1, 2 or 4, as CUDA's
         cuMemsetD8/D16/D32), in `stream`'s order. The size must be a multiple of `width`."""
-        _check_stream(stream)
+        _check_stream(stream, self._device)
         dst = self._live()
         if width not in (1, 2, 4):
             raise InvalidValueError(f"fill width must be 1, 2 or 4 bytes, not {width!r}")
@@ -177,8 +177,13 @@ class Buffer:
         return self._require_host_view().view(dtype)
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        """The bytes as uint8 without a copy (numpy's protocol: a dtype converts values;
+        use view() to reinterpret the bytes)."""
         view = self._require_host_view()
         if dtype is not None and np.dtype(dtype) != view.dtype:
+            if copy is False:
+                raise ValueError(f"a buffer's bytes cannot become {np.dtype(dtype)} without a "
+                                 "copy; use Buffer.view(dtype) to reinterpret them")
             return view.astype(dtype)
         return view.copy() if copy else view
 
@@ -190,11 +195,22 @@ class Buffer:
         return self._device._backend.dlpack_device_type, self._device.device_id
 
 
-def _check_stream(stream) -> Stream:
+def _check_stream(stream, device: Device) -> Stream:
     if not isinstance(stream, Stream):
         raise InvalidValueError(
             f"stream= takes a Stream (Device.create_stream()), not {type(stream).__name__}")
+    if stream.device is not device:
+        raise InvalidValueError(
+            f"a buffer on {device} needs a stream of {device}, not one of {stream.device}")
     return stream
+
+
+def _free_in_order(device: Device, allocation: Allocation, stream: Stream) -> None:
+    backend = device._backend
+    try:
+        stream._submit(lambda: backend.free(allocation), skippable=False)
+    except InvalidValueError:  # the stream is closed: nothing is queued on it any more
+        backend.free(allocation)
 
 
 def _same_device(other: Buffer, this: Buffer) -> Buffer:

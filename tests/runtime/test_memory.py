@@ -147,3 +147,14 @@ def test_closed_buffers(dev, stream):
     with pytest.raises(InvalidValueError, match="closed"):
         np.asarray(buf)
     stream.sync()
+
+
+def test_dropping_a_buffer_with_work_pending_is_safe(dev, stream):
+    src = np.arange(1 << 18, dtype=np.float64)
+    out = np.zeros_like(src)
+    buf = dev.allocate(src.nbytes, stream=stream)
+    buf.copy_from(src, stream=stream)
+    buf.copy_to(out, stream=stream)
+    del buf                                        # freed in the stream's order, after the copies
+    stream.sync()
+    np.testing.assert_array_equal(out, src)

@@ -119,6 +119,7 @@ class BackendBase:
         raise NotImplementedError
 
     def free(self, allocation: Allocation) -> None:
+        """Give the memory back; called in stream order, after the work queued before it."""
         raise NotImplementedError
 
     def copy(self, dst: int, src: int, nbytes: int, kind: str) -> None:
