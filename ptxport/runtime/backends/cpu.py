@@ -18,6 +18,7 @@ from __future__ import annotations
 import ctypes
 import os
 import platform
+import threading
 from collections.abc import Callable
 from functools import cache
 
@@ -103,6 +104,10 @@ class Backend(BackendBase):
     # None means ptxport.codegen.targets.cpu.compile_kernel; tests put a fake here.
     kernel_compiler: Callable[[Module, str], KernelBinary] | None = None
 
+    def __init__(self) -> None:
+        self._live: dict[int, int] = {}   # address -> size of every allocation not freed
+        self._lock = threading.Lock()
+
     def availability(self) -> tuple[bool, str]:
         return True, ""
 
@@ -121,12 +126,16 @@ class Backend(BackendBase):
                 "free buffers (Buffer.close()) or allocate less") from None
         start = -raw.ctypes.data % _ALIGNMENT
         owner = raw[start:start + nbytes]  # keeps `raw` alive through its base
-        return Allocation(raw.ctypes.data + start, nbytes, owner)
+        allocation = Allocation(raw.ctypes.data + start, nbytes, owner)
+        with self._lock:
+            self._live[allocation.address] = nbytes
+        return allocation
 
     def free(self, allocation: Allocation) -> None:
         # The memory is the owner array's: it goes when the last reference (this allocation,
-        # a numpy view, a DLPack consumer) does.
-        pass
+        # a numpy view, a DLPack consumer) does. Kernels may no longer touch it.
+        with self._lock:
+            self._live.pop(allocation.address, None)
 
     def copy(self, dst: int, src: int, nbytes: int, kind: str) -> None:
         if nbytes:
@@ -145,7 +154,12 @@ class Backend(BackendBase):
 
     def launch(self, ordinal: int, binary: KernelBinary, grid: tuple[int, int, int],
                block: tuple[int, int, int], dynamic_shared: int, params: bytes) -> None:
-        binary.launch(grid, block, dynamic_shared, params)
+        # Kernels may touch the live allocations only: anything else (a freed buffer, an
+        # address past a buffer's end) raises IllegalAddressError instead of corrupting the
+        # process.
+        with self._lock:
+            live = list(self._live.items())
+        binary.launch(grid, block, dynamic_shared, params, live)
 
 
 def _codegen_compile_kernel() -> Callable[[Module, str], KernelBinary]:
