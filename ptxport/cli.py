@@ -33,6 +33,11 @@ def _parser() -> argparse.ArgumentParser:
     inspect.add_argument("--arch", default="sm_90",
                          help="architecture NVRTC compiles .cu files for (default sm_90)")
     inspect.add_argument("--ir", action="store_true", help="also print the IR")
+    devices = commands.add_parser(
+        "devices", help="list the devices ptxport can run on, and why other backends cannot",
+        description="List every device of every backend present, with its properties, and "
+                    "for each backend that is absent, the reason.")
+    devices.add_argument("--json", action="store_true", help="print the list as JSON")
     return parser
 
 
@@ -40,7 +45,34 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "inspect":
         return _inspect(args)
+    if args.command == "devices":
+        return _devices(args)
     return 2
+
+
+def _devices(args) -> int:
+    from ptxport.runtime import system
+
+    devices = []
+    for dev in system.devices:
+        p = dev.properties
+        devices.append({
+            "device": str(dev), "name": dev.name,
+            "multiprocessors": p.multiprocessor_count, "warp_size": p.warp_size,
+            "max_threads_per_block": p.max_threads_per_block,
+            "shared_memory_per_block": p.max_shared_memory_per_block,
+        })
+    absent = {name: why for name, why in system.backends.items() if why}
+    if args.json:
+        print(json.dumps({"devices": devices, "absent_backends": absent}, indent=2))
+        return 0
+    for d in devices:
+        print(f"{d['device']}: {d['name']}, {d['multiprocessors']} cores, warp size "
+              f"{d['warp_size']}, {d['max_threads_per_block']} threads per block, "
+              f"{d['shared_memory_per_block'] // 1024} KiB shared memory per block")
+    for name, why in absent.items():
+        print(f"{name}: absent: {why}")
+    return 0
 
 
 def _inspect(args) -> int:

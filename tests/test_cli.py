@@ -109,3 +109,18 @@ def test_not_ptx_or_cuda_is_a_usage_error(capsys, tmp_path):
     other.write_text("hello")
     code, _, err = run(capsys, "inspect", str(other))
     assert code == 2 and "neither a .ptx nor a .cu" in err
+
+
+def test_devices_lists_the_cpu_and_why_other_backends_are_absent(capsys):
+    code, out, _ = run(capsys, "devices")
+    assert code == 0
+    assert out.startswith("cpu:0: ")
+    assert "cuda: absent: " in out
+
+
+def test_devices_json(capsys):
+    code, out, _ = run(capsys, "devices", "--json")
+    report = json.loads(out)
+    assert code == 0 and report["devices"][0]["device"] == "cpu:0"
+    assert report["devices"][0]["warp_size"] == 32
+    assert set(report["absent_backends"]) >= {"cuda", "hip", "opencl"}
