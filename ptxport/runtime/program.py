@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ptxport.errors import InvalidValueError, KernelNotFoundError
-from ptxport.inspection import _pointer_parameters
 from ptxport.ir import nodes as ir
 from ptxport.ir.abi import param_layout
+from ptxport.ir.analysis import pointer_parameters
 from ptxport.ir.from_ptx import build
 from ptxport.ir.verify import verify
 from ptxport.ptx.parser import parse
@@ -279,7 +279,7 @@ class Kernel:
     def __init__(self, object_code: ObjectCode, function: ir.Function):
         self._object_code, self._function = object_code, function
         slots, self._param_size = param_layout(function)
-        pointers = _pointer_parameters(function)
+        pointers = pointer_parameters(function)
         self._arguments_info = tuple(
             ParamInfo(
                 name=slot.name, offset=slot.offset, size=slot.size, alignment=slot.align,
