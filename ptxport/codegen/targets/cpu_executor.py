@@ -28,12 +28,27 @@ from ptxport.codegen.targets.cpu import (
 )
 from ptxport.errors import IllegalAddressError, KernelExecutionError, KernelTrapError
 
-__all__ = ["run_grid", "worker_count"]
+__all__ = ["run_grid", "set_workers", "worker_count"]
+
+
+_WORKERS: int | None = None
 
 
 def worker_count() -> int:
+    """How many host threads run blocks: set_workers' value, else the cores this process may
+    use."""
+    if _WORKERS is not None:
+        return _WORKERS
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
         (os.cpu_count() or 1)
+
+
+def set_workers(count: int | None) -> None:
+    """Run blocks on `count` host threads (None: one per core), e.g. to measure one core."""
+    global _WORKERS
+    if count is not None and count < 1:
+        raise ValueError("the worker count must be at least 1")
+    _WORKERS = count
 
 
 class _Worker:
