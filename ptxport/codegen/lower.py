@@ -139,6 +139,7 @@ class FunctionLowering:
         self.param_pointers: dict[str, ll.Value] = dict(param_pointers or {})
         self.local_vars: dict[int, ll.Value] = {}
         self.inst: ir.Instruction | None = None
+        self.carry: ll.AllocaInstr | None = None  # CC.CF, made on first use
 
     # --- setup -------------------------------------------------------------------------------
 
@@ -152,6 +153,16 @@ class FunctionLowering:
 
     def register_slot(self, reg: ir.Register) -> ll.AllocaInstr:
         return self.registers[id(reg)]
+
+    def carry_flag(self) -> ll.AllocaInstr:
+        """The carry flag CC.CF that add.cc/addc/sub.cc/subc/mad.cc/madc write and read: one
+        i1 per function, made and cleared at its entry on first use."""
+        if self.carry is None:
+            with self.b.goto_entry_block():
+                self.b.position_at_start(self.entry)
+                self.carry = self.b.alloca(I1, name="cc.cf")
+                self.b.store(ll.Constant(I1, 0), self.carry)
+        return self.carry
 
     def create_blocks(self) -> ll.Block:
         """One LLVM block per IR block; returns the first (where execution starts)."""
