@@ -511,6 +511,10 @@ def build_llvm(module: ir.Module, kernel_name: str) -> tuple[ll.Module, KernelPl
     _lower_kernel(module, kernel, thread, target)
     _build_run_threads(llmod, thread)
     _build_run_blocks(llmod, thread)
+    if plan.sync_points:
+        from ptxport.codegen.targets.cpu_native import build_run_block
+
+        build_run_block(llmod, llmod.globals["run_threads"], plan)
     return llmod, plan
 
 
@@ -669,12 +673,14 @@ def _object_code(llvm_ir: str, tm) -> bytes:
 
 # Part of every cache key: bump when the generated code's meaning changes without the LLVM IR
 # changing (e.g. the executor's protocol).
-_CODEGEN_VERSION = "cpu-2"
+_CODEGEN_VERSION = "cpu-3"
 
 RunThreads = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
                               ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32)
 
 
+RunBlock = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+                            ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32)
 RunBlocks = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
                              ctypes.c_int32, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
 
@@ -693,6 +699,11 @@ class CpuKernelBinary:
             self._engine.finalize_object()
             self.run_threads = RunThreads(self._engine.get_function_address("run_threads"))
             self.run_blocks = RunBlocks(self._engine.get_function_address("run_blocks"))
+            # Completes the common waits natively (cpu_native.py); tests turn it off to
+            # compare with the general resolver.
+            self.run_block = (RunBlock(self._engine.get_function_address("run_block"))
+                              if plan.sync_points else None)
+            self.native_waits = True
 
     def global_ranges(self) -> list[tuple[int, int]]:
         """(address, size) of the module's .global and .const variables in this binary."""

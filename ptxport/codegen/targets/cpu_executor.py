@@ -104,11 +104,17 @@ class _Worker:
             self._put(self.ctx, fields["ctaid"] + 4 * axis, np.uint32, ctaid[axis])
         self.points[:] = 0
         self.statuses[:] = RUNNABLE
-        run = self.binary.run_threads
+        self.slots.start_block()
         args = (self.ctx.ctypes.data, self.frames.ctypes.data, self.plan.frame_size,
                 self.points.ctypes.data, self.statuses.ctypes.data, self.nthreads)
+        native = self.binary.run_block if self.binary.native_waits else None
         while True:
-            run(*args)
+            if native is not None:
+                if native(*args) == 0:    # every thread exited
+                    self.fault_after_run(ctaid)
+                    return
+            else:
+                self.binary.run_threads(*args)
             if (self.statuses == EXITED).all():
                 self.fault_after_run(ctaid)
                 return

@@ -1,0 +1,211 @@
+"""Native completion of the common waits, so that most rounds of a block never reach Python.
+
+`run_block(ctx, frames, frame_size, points, statuses, n)` runs a block's threads (through
+`run_threads`) and, while every live thread waits at one and the same operation, completes
+that operation itself and runs them on:
+  - a barrier for all threads (bar.sync / barrier.sync without a thread count, or with a
+    count no smaller than the live threads);
+  - shfl.sync with a full member mask, when the block is whole warps and no thread exited.
+It returns 0 when every thread has exited, 1 when the waits need the general resolver
+(cpu_sync.resolve, in Python: partial masks, divergent warps, named barriers, and every other
+operation), 2 when a thread trapped or faulted. Both paths follow the same PTX rules; tests
+run kernels both ways and compare.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir as ll
+
+from ptxport.codegen.lower import I8, I32, I64, PTR
+from ptxport.codegen.targets.cpu import BLOCKED, FRAME, RUNNABLE, TRAPPED
+
+__all__ = ["build_run_block", "NATIVE_KINDS"]
+
+FULL = 0xFFFFFFFF
+
+
+def _kind(inst) -> str | None:
+    """Which native resolver, if any, completes this operation."""
+    spec = inst.spec
+    if inst.opcode in ("bar", "barrier") and not (spec.has("warp") or spec.has("red")
+                                                    or spec.has("arrive")):
+        return "barrier"
+    if inst.opcode == "shfl" and spec.has("sync"):
+        return "shfl"
+    return None
+
+
+NATIVE_KINDS = ("barrier", "shfl")
+
+
+def build_run_block(llmod: ll.Module, run_threads: ll.Function, plan) -> None:
+    fn = ll.Function(llmod, ll.FunctionType(I32, [PTR, PTR, I64, PTR, PTR, I32]),
+                     name="run_block")
+    ctx, frames, frame_size, points, statuses, n = fn.args
+    b = ll.IRBuilder(fn.append_basic_block("entry"))
+    loop = fn.append_basic_block("loop")
+    b.branch(loop)
+    b.position_at_end(loop)
+    b.call(run_threads, [ctx, frames, frame_size, points, statuses, n])
+    common, live, trapped = _scan(fn, b, points, statuses, n)
+    done, general, failed, dispatch = (fn.append_basic_block(x) for x in
+                                       ("done", "general", "failed", "dispatch"))
+    b.cbranch(trapped, failed, fn.append_basic_block("not_trapped"))
+    b.position_at_end(fn.blocks[-1])
+    b.cbranch(b.icmp_signed("==", live, I32(0)), done, dispatch)
+    for block, value in ((done, 0), (general, 1), (failed, 2)):
+        b.position_at_end(block)
+        b.ret(I32(value))
+    b.position_at_end(dispatch)
+    switch = b.switch(common, general)
+    for number, point in plan.sync_points.items():
+        kind = _kind(point.inst)
+        if kind is None:
+            continue
+        case = fn.append_basic_block(f"point_{number}")
+        switch.add_case(I32(number), case)
+        b.position_at_end(case)
+        resolved = fn.append_basic_block(f"resolved_{number}")
+        if kind == "barrier":
+            _barrier(fn, b, frames, frame_size, live, resolved, general)
+        else:
+            _shfl(fn, b, point.inst, frames, frame_size, live, n, resolved, general)
+        b.position_at_end(resolved)
+        _release(fn, b, statuses, n)
+        b.branch(loop)
+
+
+def _scan(fn, b, points, statuses, n):
+    """(the point every live thread waits at or -1 if they differ, live count, any trapped)."""
+    head, body, blocked, after = (fn.append_basic_block(x) for x in
+                                  ("scan", "scan_body", "scan_blocked", "scan_done"))
+    entry = b.block
+    b.branch(head)
+    b.position_at_end(head)
+    t = b.phi(I32, "t")
+    common = b.phi(I32, "common")
+    live = b.phi(I32, "live")
+    trapped = b.phi(ll.IntType(1), "trapped")
+    for phi, value in ((t, I32(0)), (common, I32(0)), (live, I32(0)),
+                       (trapped, ll.Constant(ll.IntType(1), 0))):
+        phi.add_incoming(value, entry)
+    step = fn.append_basic_block("scan_step")
+    b.cbranch(b.icmp_signed("<", t, n), body, after)
+    b.position_at_end(body)
+    status = b.load(b.gep(statuses, [t], source_etype=I32), typ=I32)
+    b.cbranch(b.icmp_signed("==", status, I32(BLOCKED)), blocked, step)
+    b.position_at_end(blocked)
+    point = b.load(b.gep(points, [t], source_etype=I32), typ=I32)
+    same = b.or_(b.icmp_signed("==", live, I32(0)), b.icmp_signed("==", common, point))
+    common_blocked = b.select(same, point, I32(-1))
+    common_blocked = b.select(b.icmp_signed("==", common, I32(-1)), I32(-1), common_blocked)
+    b.branch(step)
+    b.position_at_end(step)
+    new_common = b.phi(I32)
+    new_common.add_incoming(common, body)
+    new_common.add_incoming(common_blocked, blocked)
+    is_blocked = b.phi(I32)
+    is_blocked.add_incoming(I32(0), body)
+    is_blocked.add_incoming(I32(1), blocked)
+    t.add_incoming(b.add(t, I32(1)), step)
+    common.add_incoming(new_common, step)
+    live.add_incoming(b.add(live, is_blocked), step)
+    trapped.add_incoming(b.or_(trapped, b.icmp_signed("==", status, I32(TRAPPED))), step)
+    b.branch(head)
+    b.position_at_end(after)
+    # Threads neither blocked nor trapped have exited: run_threads ran every runnable one.
+    return common, live, trapped
+
+
+def _slot(b, frames, frame_size, t, name: str, typ=I64):
+    frame = b.gep(frames, [b.mul(b.zext(t, I64), frame_size)], source_etype=I8)
+    return b.gep(frame, [I64(FRAME.fields[name])], source_etype=I8)
+
+
+def _barrier(fn, b, frames, frame_size, live, resolved, general):
+    """Every live thread is here: a barrier for all of them (or a count they reach)."""
+    count = b.trunc(b.load(_slot(b, frames, frame_size, I32(0), "in1"), typ=I64), I32)
+    # (thread 0 may have exited; any live thread's count would do, and a count below the live
+    # threads needs the general resolver, which picks which threads go on)
+    b.cbranch(b.or_(b.icmp_signed("==", count, I32(0)), b.icmp_signed(">=", count, live)),
+              resolved, general)
+
+
+def _loop(fn, b, n, name):
+    """A counted loop over threads; returns (index, body block, exit block)."""
+    head, body, after = (fn.append_basic_block(f"{name}_{x}") for x in ("head", "body",
+                                                                          "after"))
+    entry = b.block
+    b.branch(head)
+    b.position_at_end(head)
+    t = b.phi(I32, f"{name}_t")
+    t.add_incoming(I32(0), entry)
+    b.cbranch(b.icmp_signed("<", t, n), body, after)
+    b.position_at_end(body)
+    return t, head, after
+
+
+def _shfl(fn, b, inst, frames, frame_size, live, n, resolved, general):
+    """shfl.sync.mode (PTX ISA 9.7.9.6) for whole converged warps with full masks."""
+    whole = b.and_(b.icmp_signed("==", live, n), b.icmp_signed("==", b.and_(n, I32(31)),
+                                                                I32(0)))
+    check = fn.append_basic_block("shfl_check")
+    b.cbranch(whole, check, general)
+    b.position_at_end(check)
+    # every thread's member mask must be full
+    t, head, after = _loop(fn, b, n, "mask")
+    mask = b.trunc(b.load(_slot(b, frames, frame_size, t, "in3"), typ=I64), I32)
+    ok = fn.append_basic_block("mask_ok")
+    b.cbranch(b.icmp_unsigned("==", mask, I32(FULL)), ok, general)
+    b.position_at_end(ok)
+    t.add_incoming(b.add(t, I32(1)), ok)
+    b.branch(head)
+    b.position_at_end(after)
+    mode = inst.spec.get("mode")
+    t, head, after = _loop(fn, b, n, "shfl")
+    lane = b.and_(t, I32(31))
+    base = b.sub(t, lane)
+    # PTX uses b[4:0] only: "an out of range value of b may still result in a valid lane"
+    bval = b.and_(b.trunc(b.load(_slot(b, frames, frame_size, t, "in1"), typ=I64), I32),
+                  I32(0x1F))
+    c = b.trunc(b.load(_slot(b, frames, frame_size, t, "in2"), typ=I64), I32)
+    clamp = b.and_(c, I32(0x1F))
+    segmask = b.and_(b.lshr(c, I32(8)), I32(0x1F))
+    max_lane = b.or_(b.and_(lane, segmask), b.and_(clamp, b.not_(segmask)))
+    min_lane = b.and_(lane, segmask)
+    # compared as signed 64-bit numbers, so that lane - b below 0 stays below
+    lane64, b64 = b.zext(lane, I64), b.zext(bval, I64)
+    max64, min64 = b.zext(max_lane, I64), b.zext(min_lane, I64)
+    if mode == "up":
+        j = b.sub(lane64, b64)
+        valid = b.icmp_signed(">=", j, max64)
+    elif mode == "down":
+        j = b.add(lane64, b64)
+        valid = b.icmp_signed("<=", j, max64)
+    elif mode == "bfly":
+        j = b.xor(lane64, b64)
+        valid = b.icmp_signed("<=", j, max64)
+    else:
+        j = b.or_(min64, b.and_(b64, b.zext(b.not_(segmask), I64)))
+        valid = b.icmp_signed("<=", j, max64)
+    j = b.select(valid, j, lane64)
+    source = b.add(b.zext(base, I64), j)
+    value = b.load(_slot(b, frames, frame_size, b.trunc(source, I32), "in0"), typ=I64)
+    b.store(b.and_(value, I64(FULL)), _slot(b, frames, frame_size, t, "out0"))
+    b.store(b.zext(valid, I64), _slot(b, frames, frame_size, t, "out1"))
+    step = b.block
+    t.add_incoming(b.add(t, I32(1)), step)
+    b.branch(head)
+    b.position_at_end(after)
+    b.branch(resolved)
+
+
+def _release(fn, b, statuses, n):
+    """Every blocked thread may run again."""
+    t, head, after = _loop(fn, b, n, "release")
+    p = b.gep(statuses, [t], source_etype=I32)
+    s = b.load(p, typ=I32)
+    b.store(b.select(b.icmp_signed("==", s, I32(BLOCKED)), I32(RUNNABLE), s), p)
+    t.add_incoming(b.add(t, I32(1)), b.block)
+    b.branch(head)
+    b.position_at_end(after)
