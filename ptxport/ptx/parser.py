@@ -44,11 +44,12 @@ _FUNCTION_DIRECTIVES = frozenset((
 # made of anything but the characters that need the token rules (parentheses, `!`, `|`,
 # comments, strings); vector operands `{...}` are allowed.
 # Names (guard, label, register) follow the lexer's identifier rule: `_`, `%` alone are not.
+# Modifiers after a space (`add .s32 ...`, which ptxas accepts) are left to the token rules.
 _SIMPLE_INSTRUCTION = re.compile(
     r"""(?:@(!?)([A-Za-z][\w$]*|[_$%][\w$]+)[ \t]+)?
         ([a-z][a-z0-9_]*)
         ((?:""" + MODIFIER + r""")*)
-        (?:[ \t]+((?:[^;{}()"/!|@]|\{[^{}()"/!|@;]*\})*?))?
+        (?:[ \t]+(?![ \t]*\.)((?:[^;{}()"/!|@]|\{[^{}()"/!|@;]*\})*?))?
         [ \t]*;
         (?:[ \t\r\n]+|//[^\n]*)*     # and the space and comments up to the next statement
         """,
@@ -169,25 +170,30 @@ class _Parser:
                                          "operators nested hundreds of levels deep"))
         return PtxSyntaxError(self.errors)
 
-    def _recover(self, in_body: bool = False) -> None:
-        """Skip to just after the next ';' at this nesting level (or before a closing '}').
+    def _recover(self, start: int, in_body: bool = False) -> None:
+        """Skip the statement that starts at `start`: to just after its ';' (or before a '}'
+        that closes the enclosing body).
 
-        At module level a '}' closing what was skipped ends the item (a function's body); in a
-        body, braces after a statement's start are its own (vector operands, initializers)."""
+        Braces are counted from the statement's start, not from the error, so that the '}' of
+        a vector the error was in does not pass for the end of the body; other brackets are not
+        counted, so that a stray ']' cannot close a '{'. At module level a '}' closing what was
+        skipped ends the item (a function's body); in a body, braces after a statement's start
+        are its own (vector operands, initializers)."""
+        self._reset(start)
         depth = 0
         while self.tok[0] != EOF:
             kind = self.tok[0]
-            if kind in ("{", "[", "("):
+            if kind == "{":
                 depth += 1
-            elif kind in ("}", "]", ")"):
-                if depth == 0 and kind == "}":
+            elif kind == "}":
+                if depth == 0:
                     return
-                depth = max(depth - 1, 0)
-                if depth == 0 and kind == "}" and not in_body:
+                depth -= 1
+                if depth == 0 and not in_body:
                     self._advance()
                     if self.tok[0] != ";":
                         return
-            elif kind == ";" and depth == 0:
+            elif kind == ";" and (depth == 0 or in_body):  # no ';' inside a statement's braces
                 self._advance()
                 return
             self._advance()
@@ -216,7 +222,7 @@ class _Parser:
                         module.items.append(item)
             except _Error as e:
                 self._report(e)
-                self._recover()
+                self._recover(start)
                 if self.tok[0] == "}":  # no body to close here: skip it, or the loop stalls
                     self._advance()
         if not seen_version and not self.errors:
@@ -509,7 +515,7 @@ class _Parser:
                     statements.append(statement)
             except _Error as e:
                 self._report(e)
-                self._recover(in_body=True)
+                self._recover(pos, in_body=True)
             pos = self.tok[2]
 
     def _simple_instruction(self, m: re.Match) -> ast.Instruction:
@@ -518,6 +524,11 @@ class _Parser:
         if operands:
             split = "{" in operands or "[" in operands
             pieces = _SPLIT_OPERANDS.findall(operands) if split else operands.split(",")
+            if split and ",".join(pieces) != operands:
+                # The split skipped an empty operand (`a, , b`, `{a}, ;`) or an unclosed '[':
+                # the token rules read the statement and report what is wrong.
+                self._reset(m.start())
+                return self._instruction()
             cache = self._operands
             try:
                 values = tuple([cache[piece] for piece in pieces])
@@ -557,8 +568,6 @@ class _Parser:
 
     def _operand_at(self, text: str, pos: int) -> ast.Operand:
         """Parse the operand written at `pos` (whose text is `text`) with the token rules."""
-        if not text:
-            raise _Error(pos, "missing operand")
         saved = self.lexer.pos, self.tok
         try:
             self._reset(pos)
@@ -623,8 +632,11 @@ class _Parser:
             operands.append(self._operand())
             while self._accept(","):
                 operands.append(self._operand())
-        self._expect(";", "',' or ';' after an operand")
+        if self.tok[0] != ";":
+            raise self._unexpected("expected ',' or ';' after an operand")
+        # Checked before the ';' is taken, so that recovery skips this statement, not the next.
         self._check_operand_count(spec, operands, pos)
+        self._advance()
         return ast.Instruction(spec, tuple(operands), guard, negated, start)
 
     # call-prototype := ID ':' '.callprototype' ['(' param ')'] '_' '(' params ')' ['.noreturn'] ';'
