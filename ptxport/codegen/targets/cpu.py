@@ -512,9 +512,10 @@ def build_llvm(module: ir.Module, kernel_name: str) -> tuple[ll.Module, KernelPl
     _build_run_threads(llmod, thread)
     _build_run_blocks(llmod, thread)
     if plan.sync_points:
-        from ptxport.codegen.targets.cpu_native import build_run_block
+        from ptxport.codegen.targets.cpu_native import build_run_block, build_run_waiting_blocks
 
         build_run_block(llmod, llmod.globals["run_threads"], plan)
+        build_run_waiting_blocks(llmod, llmod.globals["run_block"])
     return llmod, plan
 
 
@@ -681,6 +682,9 @@ RunThreads = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_i
 
 RunBlock = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
                             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32)
+RunWaitingBlocks = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p,
+                                    ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p,
+                                    ctypes.c_int32, ctypes.c_int64, ctypes.c_int64)
 RunBlocks = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
                              ctypes.c_int32, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
 
@@ -703,6 +707,9 @@ class CpuKernelBinary:
             # compare with the general resolver.
             self.run_block = (RunBlock(self._engine.get_function_address("run_block"))
                               if plan.sync_points else None)
+            self.run_waiting_blocks = (
+                RunWaitingBlocks(self._engine.get_function_address("run_waiting_blocks"))
+                if plan.sync_points else None)
             self.native_waits = True
 
     def global_ranges(self) -> list[tuple[int, int]]:

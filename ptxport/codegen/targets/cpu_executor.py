@@ -98,6 +98,24 @@ class _Worker:
     def set_smid(self, smid: int) -> None:
         self._put(self.ctx, CTX.fields["smid"], np.uint32, smid)
 
+    def run_waiting_blocks(self, first: int, count: int, grid) -> None:
+        """Blocks first..first+count-1 of a kernel with barriers or warp operations: natively
+        while the waits are the common ones, in Python for a block whose waits are not."""
+        end = first + count
+        while first < end:
+            stopped = self.binary.run_waiting_blocks(*self._args(), first, end - first)
+            if stopped < 0:
+                return
+            ctaid = (stopped % grid[0], (stopped // grid[0]) % grid[1],
+                     stopped // (grid[0] * grid[1]))
+            self.slots.start_block()
+            self._finish_block(ctaid, started=True)
+            first = stopped + 1
+
+    def _args(self) -> tuple:
+        return (self.ctx.ctypes.data, self.frames.ctypes.data, self.plan.frame_size,
+                self.points.ctypes.data, self.statuses.ctypes.data, self.nthreads)
+
     def run_block(self, ctaid: tuple[int, int, int]) -> None:
         fields = CTX.fields
         for axis in range(3):
@@ -105,11 +123,16 @@ class _Worker:
         self.points[:] = 0
         self.statuses[:] = RUNNABLE
         self.slots.start_block()
-        args = (self.ctx.ctypes.data, self.frames.ctypes.data, self.plan.frame_size,
-                self.points.ctypes.data, self.statuses.ctypes.data, self.nthreads)
+        self._finish_block(ctaid, started=False)
+
+    def _finish_block(self, ctaid, started: bool) -> None:
+        """Run the block's threads to the end; `started`: they already ran a first round."""
+        args = self._args()
         native = self.binary.run_block if self.binary.native_waits else None
         while True:
-            if native is not None:
+            if started:
+                started = False
+            elif native is not None:
                 if native(*args) == 0:    # every thread exited
                     self.fault_after_run(ctaid)
                     return
@@ -187,7 +210,9 @@ def run_grid(binary, grid, block, dynamic_shared: int, params: bytes,
 
     # Kernels without barriers or warp operations run chunks of blocks natively; others
     # one block at a time, in rounds.
-    chunk = max(1, blocks // (workers * 16)) if not binary.plan.sync_points else 1
+    chunk = max(1, blocks // (workers * 16))
+    if binary.plan.sync_points and not binary.native_waits:
+        chunk = 1
 
     def work(smid: int) -> None:
         try:
@@ -199,7 +224,9 @@ def run_grid(binary, grid, block, dynamic_shared: int, params: bytes,
                 n = next(counter) * chunk
                 if n >= blocks:
                     return
-                if binary.plan.sync_points:
+                if binary.plan.sync_points and binary.native_waits:
+                    worker.run_waiting_blocks(n, min(chunk, blocks - n), grid)
+                elif binary.plan.sync_points:
                     ctaid = (n % grid[0], (n // grid[0]) % grid[1], n // (grid[0] * grid[1]))
                     worker.run_block(ctaid)
                 else:

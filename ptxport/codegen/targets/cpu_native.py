@@ -17,9 +17,9 @@ from __future__ import annotations
 from llvmlite import ir as ll
 
 from ptxport.codegen.lower import I8, I32, I64, PTR
-from ptxport.codegen.targets.cpu import BLOCKED, FRAME, RUNNABLE, TRAPPED
+from ptxport.codegen.targets.cpu import BLOCKED, CTX, FRAME, RUNNABLE, TRAPPED
 
-__all__ = ["build_run_block", "NATIVE_KINDS"]
+__all__ = ["build_run_block", "build_run_waiting_blocks", "NATIVE_KINDS"]
 
 FULL = 0xFFFFFFFF
 
@@ -209,3 +209,49 @@ def _release(fn, b, statuses, n):
     t.add_incoming(b.add(t, I32(1)), b.block)
     b.branch(head)
     b.position_at_end(after)
+
+
+def build_run_waiting_blocks(llmod: ll.Module, run_block: ll.Function) -> None:
+    """i64 run_waiting_blocks(ctx, frames, frame_size, points, statuses, n, first, count):
+    runs blocks first..first+count-1 with run_block; returns -1 when all finished, else the
+    number of the first block that needs the general resolver (its ctaid is in the ctx and
+    its threads' state in points/statuses, ready for Python to go on with it)."""
+    fn = ll.Function(llmod, ll.FunctionType(I64, [PTR, PTR, I64, PTR, PTR, I32, I64, I64]),
+                     name="run_waiting_blocks")
+    ctx, frames, frame_size, points, statuses, n, first, count = fn.args
+    b = ll.IRBuilder(fn.append_basic_block("entry"))
+
+    def field(name: str, index: int = 0):
+        return b.gep(ctx, [I64(CTX.fields[name] + 4 * index)], source_etype=I8)
+
+    gx = b.zext(b.load(field("nctaid", 0), typ=I32), I64)
+    gy = b.zext(b.load(field("nctaid", 1), typ=I32), I64)
+    end = b.add(first, count)
+    head, body, stop, done = (fn.append_basic_block(x) for x in ("head", "body", "stop",
+                                                                 "done"))
+    entry = b.block
+    b.branch(head)
+    b.position_at_end(head)
+    block = b.phi(I64, "block")
+    block.add_incoming(first, entry)
+    b.cbranch(b.icmp_unsigned("<", block, end), body, done)
+    b.position_at_end(body)
+    b.store(b.trunc(b.urem(block, gx), I32), field("ctaid", 0))
+    b.store(b.trunc(b.urem(b.udiv(block, gx), gy), I32), field("ctaid", 1))
+    b.store(b.trunc(b.udiv(block, b.mul(gx, gy)), I32), field("ctaid", 2))
+    t, thead, tafter = _loop(fn, b, n, "reset")
+    b.store(I32(0), b.gep(points, [t], source_etype=I32))
+    b.store(I32(RUNNABLE), b.gep(statuses, [t], source_etype=I32))
+    t.add_incoming(b.add(t, I32(1)), b.block)
+    b.branch(thead)
+    b.position_at_end(tafter)
+    result = b.call(run_block, [ctx, frames, frame_size, points, statuses, n])
+    following = fn.append_basic_block("following")
+    b.cbranch(b.icmp_signed("==", result, I32(0)), following, stop)
+    b.position_at_end(following)
+    block.add_incoming(b.add(block, I64(1)), following)
+    b.branch(head)
+    b.position_at_end(stop)
+    b.ret(block)
+    b.position_at_end(done)
+    b.ret(I64(-1))
