@@ -6,16 +6,59 @@ returns the operation's point number; on resume it reads the results (out0, out1
 destination registers.
 
 `resolve` (run time, numpy, once per round of a block) completes the operations that threads
-wait at, when every thread they need has arrived, by PTX's rules (PTX ISA 9.7.13), and marks
-those threads runnable again. Warps are groups of 32 consecutive threads in the block's
-linear order (x fastest), as on NVIDIA GPUs. The exchange protocol per operation:
+wait at, when every thread they need has arrived, by PTX's rules (PTX ISA 9.7.13, and 9.7.9
+for shfl), and marks those threads runnable again. It works on all the threads of one
+operation at once, across every warp of the block. Warps are groups of 32 consecutive
+threads in the block's linear order (x fastest), as on NVIDIA GPUs; the lanes past the end
+of a block whose size is not a multiple of 32 count as exited. The exchange protocol:
 
-    bar.sync/barrier.sync a{, b}   in0 = barrier a, in1 = thread count b (0: all)
-    bar.warp.sync mask             in3 = mask
-    shfl.sync.mode d|p, a, b, c, m in0 = a, in1 = b, in2 = c, in3 = m; out0 = d, out1 = p
+    bar{.cta}.sync / barrier{.cta}.sync{.aligned} a{, b}
+    bar{.cta}.arrive / barrier{.cta}.arrive{.aligned} a, b
+    bar{.cta}.red.popc.u32 d, a{, b}, {!}c        in0 = a (barrier 0..15), in1 = b,
+    bar{.cta}.red.{and,or}.pred p, a{, b}, {!}c   in2 = 1 if b is given, in3 = c; out0 = d/p
+    barrier.cluster.arrive / .wait                (no slots)
+    bar.warp.sync membermask                      in3 = membermask
+    shfl{.sync}.mode.b32 d{|p}, a, b, c{, m}      in0 = a, in1 = b, in2 = c, in3 = m;
+                                                  out0 = d, out1 = p
+    vote{.sync}.{all,any,uni}.pred d, {!}a{, m}   in0 = a, in3 = m; out0 = d
+    vote{.sync}.ballot.b32 d, {!}a{, m}           in0 = a, in3 = m; out0 = d
+    match.{any,all}.sync.{b32,b64} d{|p}, a, m    in0 = a, in3 = m; out0 = d, out1 = p
+    redux.sync.op.type d, a, m                    in0 = a (its bits), in3 = m; out0 = d
+    elect.sync d|p, m                             in3 = m; out0 = d (leader's lane), out1 = p
+    activemask.b32 d                              out0 = d
+
+Who takes part, and when an operation completes:
+
+- A `.sync` warp operation completes for a thread once every lane of its member mask has
+  arrived or exited. "Arrived" means waiting at an operation with the same qualifiers, not
+  necessarily the same instruction: sm_70 and later let lanes of a warp meet at different
+  instructions (PTX says "executed vote.sync with the same qualifiers and same membermask").
+  The lanes that take part are the mask's lanes that arrived; each thread's result is
+  computed over its own mask, so disjoint masks in divergent code resolve independently.
+  A thread outside its own mask is undefined in PTX and raises KernelExecutionError.
+- Operations with no member mask (vote and shfl without .sync, activemask) take as the
+  active lanes those of the warp waiting at the same instruction. They are completed only
+  when nothing else in the block can progress, so that lanes still on their way (released by
+  a barrier or another warp operation this round) join them, as a GPU reconverges a warp
+  before such an instruction; lanes that have exited or wait elsewhere are inactive.
+  activemask therefore gives the lanes at this same activemask instruction.
+- CTA barriers count warps, as PTX describes them ("causes executing thread to wait for all
+  non-exited threads from its warp and marks warps' arrival at barrier"): a warp arrives at
+  barrier a once all its non-exited lanes are at a barrier instruction naming a (sync, red or
+  arrive, possibly different instructions). Without b the barrier completes when every warp
+  with a live thread has arrived, so threads that exited do not hold it up (as on sm_70+);
+  with b it completes after b/32 warp arrivals, bar.arrive's included. Then it resets for
+  its next use: arrivals beyond b start the next phase (those arriving in one round are
+  taken in warp order; PTX leaves the order open). bar.red's result is
+  reduced over the threads of the warps that wait in that phase. A barrier that some thread
+  can never complete leaves no progress, and the executor reports the deadlock.
+- barrier.cluster: a cluster is one CTA here; .wait completes once every non-exited thread
+  of the CTA has done its .arrive for the phase.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 from llvmlite import ir as ll
@@ -25,7 +68,26 @@ from ptxport.errors import KernelExecutionError
 from ptxport.ir import nodes as ir
 from ptxport.ptx.ast import Sink
 
+__all__ = ["lower_wait", "resolve", "Slots", "FULL_MASK"]
+
 FULL_MASK = 0xFFFFFFFF
+CANONICAL_NAN_F32 = 0x7FFFFFFF
+_BARRIERS = 16
+
+# What a thread waits at; one code per kind of operation.
+CTA_BARRIER, CLUSTER_ARRIVE, CLUSTER_WAIT, WARP_OPERATION = 1, 2, 3, 4
+
+
+def _kind(inst: ir.Instruction) -> str:
+    """The name of the operation an instruction performs, for both halves."""
+    op, spec = inst.opcode, inst.spec
+    if op in ("bar", "barrier"):
+        if spec.has("warp"):
+            return "bar.warp"
+        if spec.get("scope") == "cluster":
+            return "cluster.wait" if spec.get("op") == "wait" else "cluster.arrive"
+        return "cta"
+    return op
 
 
 # --- compile time -----------------------------------------------------------------------------
@@ -48,47 +110,241 @@ def _mask_operand(fl: FunctionLowering, inst: ir.Instruction, index: int) -> ll.
     return I32(FULL_MASK)
 
 
+def _destinations(operand) -> tuple:
+    """`d|p` as (d, p); a lone `d` as (d, None)."""
+    if isinstance(operand, ir.PairValue):
+        return operand.first, operand.second
+    return operand, None
+
+
+def _write_results(target, fl, d, p=None, d_type: str = "b32") -> None:
+    if d is not None:
+        if d_type == "pred":
+            fl.write(d, fl.b.trunc(_load_slot(target, fl, "out0", I32), I1), "pred")
+        else:
+            width = 64 if d_type.endswith("64") else 32
+            fl.write(d, _load_slot(target, fl, "out0", ll.IntType(width)), d_type)
+    if p is not None:
+        fl.write(p, fl.b.trunc(_load_slot(target, fl, "out1", I32), I1), "pred")
+
+
+def _lower_cta_barrier(target, fl, inst, number) -> None:
+    operands = list(inst.operands)
+    red = inst.spec.get("op") == "red"
+    dest = operands.pop(0) if red else None
+    predicate = operands.pop() if red else None
+    _store_slot(target, fl, "in0", fl.read(operands[0], "b32"))
+    has_count = len(operands) > 1
+    _store_slot(target, fl, "in1", fl.read(operands[1], "b32") if has_count else I32(0))
+    _store_slot(target, fl, "in2", I32(int(has_count)))
+    if red:
+        _store_slot(target, fl, "in3", fl.read(predicate, "pred"))
+    target.spill_and_return(fl, number)
+    if red:
+        _write_results(target, fl, dest, d_type="u32" if inst.spec.get("redop") == "popc"
+                       else "pred")
+
+
+def _lower_no_operands(target, fl, inst, number) -> None:
+    target.spill_and_return(fl, number)
+
+
+def _lower_warp_barrier(target, fl, inst, number) -> None:
+    _store_slot(target, fl, "in3", _mask_operand(fl, inst, 0))
+    target.spill_and_return(fl, number)
+
+
+def _lower_shfl(target, fl, inst, number) -> None:
+    dest, pred = _destinations(inst.operands[0])
+    for slot, operand in zip(("in0", "in1", "in2"), inst.operands[1:4], strict=True):
+        _store_slot(target, fl, slot, fl.read(operand, "b32"))
+    _store_slot(target, fl, "in3", _mask_operand(fl, inst, 4))
+    target.spill_and_return(fl, number)
+    _write_results(target, fl, dest, pred)
+
+
+def _lower_vote(target, fl, inst, number) -> None:
+    _store_slot(target, fl, "in0", fl.read(inst.operands[1], "pred"))
+    _store_slot(target, fl, "in3", _mask_operand(fl, inst, 2))
+    target.spill_and_return(fl, number)
+    ballot = inst.spec.get("mode") == "ballot"
+    _write_results(target, fl, inst.operands[0], d_type="b32" if ballot else "pred")
+
+
+def _lower_match(target, fl, inst, number) -> None:
+    dest, pred = _destinations(inst.operands[0])
+    _store_slot(target, fl, "in0", fl.read(inst.operands[1], inst.spec.types[0]))
+    _store_slot(target, fl, "in3", _mask_operand(fl, inst, 2))
+    target.spill_and_return(fl, number)
+    _write_results(target, fl, dest, pred)
+
+
+def _lower_redux(target, fl, inst, number) -> None:
+    _store_slot(target, fl, "in0", fl.read(inst.operands[1], "b32"))
+    _store_slot(target, fl, "in3", _mask_operand(fl, inst, 2))
+    target.spill_and_return(fl, number)
+    _write_results(target, fl, inst.operands[0])
+
+
+def _lower_elect(target, fl, inst, number) -> None:
+    dest, pred = _destinations(inst.operands[0])
+    _store_slot(target, fl, "in3", _mask_operand(fl, inst, 1))
+    target.spill_and_return(fl, number)
+    _write_results(target, fl, dest, pred)
+
+
+def _lower_activemask(target, fl, inst, number) -> None:
+    target.spill_and_return(fl, number)
+    _write_results(target, fl, inst.operands[0])
+
+
+_LOWER = {
+    "cta": _lower_cta_barrier, "cluster.arrive": _lower_no_operands,
+    "cluster.wait": _lower_no_operands, "bar.warp": _lower_warp_barrier, "shfl": _lower_shfl,
+    "vote": _lower_vote, "match": _lower_match, "redux": _lower_redux, "elect": _lower_elect,
+    "activemask": _lower_activemask,
+}
+
+
 def lower_wait(target, fl: FunctionLowering, inst: ir.Instruction, number: int) -> None:
-    op = inst.opcode
-    spec = inst.spec
-    if op in ("bar", "barrier") and (spec.has("warp")):
-        _store_slot(target, fl, "in3", _mask_operand(fl, inst, 0))
-        target.spill_and_return(fl, number)
-        return
-    if op in ("bar", "barrier") and not (spec.has("red") or spec.has("arrive")):
-        _store_slot(target, fl, "in0", fl.read(inst.operands[0], "b32"))
-        count = fl.read(inst.operands[1], "b32") if len(inst.operands) > 1 else I32(0)
-        _store_slot(target, fl, "in1", count)
-        target.spill_and_return(fl, number)
-        return
-    if op == "shfl":
-        dest = inst.operands[0]
-        pred = None
-        if isinstance(dest, ir.PairValue):
-            dest, pred = dest.first, dest.second
-        for slot, operand in zip(("in0", "in1", "in2"), inst.operands[1:4], strict=True):
-            _store_slot(target, fl, slot, fl.read(operand, "b32"))
-        _store_slot(target, fl, "in3", _mask_operand(fl, inst, 4))
-        target.spill_and_return(fl, number)
-        fl.write(dest, _load_slot(target, fl, "out0", I32), "b32")
-        if pred is not None:
-            fl.write(pred, fl.b.trunc(_load_slot(target, fl, "out1", I32), I1), "pred")
-        return
-    raise fl.unsupported(inst, "this barrier or warp operation is not implemented on the CPU")
+    lower = _LOWER.get(_kind(inst))
+    if lower is None:
+        raise fl.unsupported(inst, "this barrier or warp operation is not implemented on the "
+                                   "CPU")
+    if inst.opcode == "redux" and inst.spec.types[0] == "f32" and \
+            inst.spec.get("op") not in ("min", "max"):
+        raise fl.unsupported(inst, "redux.sync on .f32 has only .min and .max")
+    lower(target, fl, inst, number)
 
 
-# --- run time ---------------------------------------------------------------------------------
+# --- run time: the operations' tables ---------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Group:
+    """Warp operations that meet each other: the same qualifiers (a `.sync` operation), or
+    one instruction (operations with no member mask)."""
+
+    kind: str
+    inst: ir.Instruction
+    masked: bool
+
+
+class _Table:
+    """Per-point lookup arrays (index = point number) built once per kernel."""
+
+    def __init__(self, plan):
+        size = max(plan.sync_points, default=0) + 1
+        self.kind = np.zeros(size, np.int8)
+        self.group = np.full(size, -1, np.int32)
+        self.waits = np.zeros(size, bool)           # CTA barrier that waits (sync, red)
+        self.redop = np.zeros(size, np.int8)        # 1 popc, 2 and, 3 or
+        self.groups: list[_Group] = []
+        keys: dict = {}
+        for number, point in plan.sync_points.items():
+            inst = point.inst
+            kind = _kind(inst)
+            if kind == "cta":
+                self.kind[number] = CTA_BARRIER
+                self.waits[number] = inst.spec.get("op") != "arrive"
+                self.redop[number] = {"popc": 1, "and": 2, "or": 3}.get(
+                    inst.spec.get("redop"), 0)
+                continue
+            if kind in ("cluster.arrive", "cluster.wait"):
+                self.kind[number] = CLUSTER_ARRIVE if kind == "cluster.arrive" else \
+                    CLUSTER_WAIT
+                continue
+            self.kind[number] = WARP_OPERATION
+            masked = inst.spec.has("sync") or kind == "bar.warp"
+            key = (kind, frozenset(inst.spec.modifiers)) if masked else number
+            if key not in keys:
+                keys[key] = len(self.groups)
+                self.groups.append(_Group(kind, inst, masked))
+            self.group[number] = keys[key]
+
 
 class Slots:
-    """numpy views of one exchange slot of every thread's frame."""
+    """numpy views of the exchange slots of every thread's frame, and the block's
+    synchronization state that outlives one round (barrier phases)."""
 
     def __init__(self, frames: np.ndarray, frame_size: int, count: int, offsets: dict):
         self._views = {
             name: np.ndarray((count,), np.uint64, frames, offsets[name], (frame_size,))
             for name in ("in0", "in1", "in2", "in3", "out0", "out1")}
+        self.count = count
+        self.warps = (count + 31) // 32
+        self._plan = self._table = None
+        self.pending = np.zeros(_BARRIERS, np.int64)       # warps that arrived and went on
+        self.expected = np.zeros(_BARRIERS, np.int64)      # warps the current phase needs
+        self.cluster_arrived = np.zeros(count, bool)
+        self.cluster_arrival_phase = np.full(count, -1, np.int64)
+        self.start_block()
 
     def __getitem__(self, name: str) -> np.ndarray:
         return self._views[name]
+
+    def start_block(self) -> None:
+        """Forget the previous block's barrier state."""
+        self.cluster_phase = 0
+        self.pending.fill(0)
+        self.expected.fill(0)
+        self.cluster_arrived.fill(False)
+        self.cluster_arrival_phase.fill(-1)
+
+    def table(self, plan) -> _Table:
+        if self._plan is not plan:
+            self._plan, self._table = plan, _Table(plan)
+        return self._table
+
+
+# --- run time: one resolution -----------------------------------------------------------------
+
+_LANES = np.arange(32, dtype=np.uint64)
+
+
+def _pack(flags: np.ndarray) -> np.ndarray:
+    """Rows of 32 booleans (lane order) as uint64 bit masks."""
+    packed = np.packbits(flags, axis=-1, bitorder="little")
+    return packed.view("<u4")[..., 0].astype(np.uint64)
+
+
+def _unpack(masks: np.ndarray) -> np.ndarray:
+    """uint64 bit masks as rows of 32 booleans."""
+    return ((masks[:, None] >> _LANES) & np.uint64(1)).astype(bool)
+
+
+class _Round:
+    """What one call of `resolve` knows about the block: who waits where, who has exited."""
+
+    def __init__(self, plan, table: _Table, points, statuses, slots: Slots, blocked,
+                 exited_status):
+        self.plan, self.table, self.slots = plan, table, slots
+        self.count = slots.count
+        self.point = np.where(blocked, points, 0)
+        self.point[self.point >= table.kind.size] = 0
+        self.kind = table.kind[self.point]
+        exited = np.ones(slots.warps * 32, bool)
+        exited[:self.count] = statuses == exited_status
+        self.exited = exited[:self.count]
+        self.gone = _pack(exited.reshape(slots.warps, 32))     # exited or nonexistent lanes
+        self.release = np.zeros(self.count, bool)
+
+    def warp_bits(self, flags: np.ndarray) -> np.ndarray:
+        """Per warp, the lanes whose thread has `flags` set."""
+        padded = np.zeros(self.slots.warps * 32, bool)
+        padded[:self.count] = flags
+        return _pack(padded.reshape(-1, 32))
+
+    def lanes(self, values: np.ndarray, fill=0) -> np.ndarray:
+        """Per-thread values as a (warps, 32) matrix."""
+        padded = np.full(self.slots.warps * 32, fill, values.dtype)
+        padded[:self.count] = values
+        return padded.reshape(-1, 32)
+
+    def error(self, thread: int, message: str) -> KernelExecutionError:
+        point = self.plan.sync_points[int(self.point[thread])]
+        return KernelExecutionError(
+            f"kernel '{self.plan.name}', line {point.line} ('{point.inst.spec.text}'), "
+            f"thread {thread}: {message}")
 
 
 def resolve(plan, points: np.ndarray, statuses: np.ndarray, slots: Slots,
@@ -97,83 +353,147 @@ def resolve(plan, points: np.ndarray, statuses: np.ndarray, slots: Slots,
     blocked = statuses == blocked_status
     if not blocked.any():
         return False
-    progress = False
-    waiting_points = np.unique(points[blocked])
-    barrier_points = []
-    for number in waiting_points:
-        point = plan.sync_points[int(number)]
-        threads = np.nonzero(blocked & (points == number))[0]
-        op = point.inst.opcode
-        if op in ("bar", "barrier") and not point.inst.spec.has("warp"):
-            barrier_points.append((point, threads))
+    state = _Round(plan, slots.table(plan), points, statuses, slots, blocked, exited_status)
+    _resolve_warp_operations(state, masked=True)
+    _resolve_cta_barriers(state)
+    _resolve_cluster_barrier(state)
+    if not state.release.any():
+        _resolve_warp_operations(state, masked=False)
+    if not state.release.any():
+        return False
+    statuses[state.release] = runnable_status
+    return True
+
+
+def _resolve_warp_operations(state: _Round, masked: bool) -> None:
+    slots = state.slots
+    group_of = state.table.group[state.point]
+    for g in np.unique(group_of[group_of >= 0]):
+        group = state.table.groups[int(g)]
+        if group.masked != masked:
             continue
-        handler = _WARP_OPERATIONS.get(op if not point.inst.spec.has("warp") else "bar.warp")
-        if handler is None:
-            raise KernelExecutionError(f"line {point.line}: '{point.inst.spec.text}' is not "
-                                       "implemented on the CPU")
-        ready = _ready_lanes(threads, slots["in3"], statuses, exited_status, blocked,
-                             points, number)
-        if ready.size:
-            handler(point, ready, slots)
-            statuses[ready] = runnable_status
-            progress = True
-    if not progress and barrier_points:
-        progress = _resolve_barriers(barrier_points, statuses, exited_status, slots,
-                                     runnable_status)
-    return progress
+        at = group_of == g
+        threads = np.flatnonzero(at)
+        warp = threads >> 5
+        here = state.warp_bits(at)[warp]
+        if masked:
+            mask = slots["in3"][threads] & np.uint64(FULL_MASK)
+            lane_bit = np.uint64(1) << (threads & 31).astype(np.uint64)
+            outside = np.flatnonzero((mask & lane_bit) == 0)
+            if outside.size:
+                t = int(threads[outside[0]])
+                raise state.error(t, f"lane {t % 32} is not in its member mask "
+                                     f"{int(mask[outside[0]]):#010x} (undefined in PTX)")
+            missing = mask & ~(here | state.gone[warp]) & np.uint64(FULL_MASK)
+            ready = missing == 0
+            threads, part = threads[ready], (mask & here)[ready]
+        else:
+            part = here
+        if threads.size:
+            _OPERATIONS[group.kind](state, group.inst, at, threads, part)
+            state.release[threads] = True
 
 
-def _ready_lanes(threads, masks, statuses, exited_status, blocked, points, number):
-    """The threads at a warp operation whose member mask is complete: every lane named in
-    it has arrived at this operation or has exited."""
-    warp = threads // 32
-    ready = []
-    for w in np.unique(warp):
-        lanes_here = threads[warp == w]
-        arrived = 0
-        for t in lanes_here:
-            arrived |= 1 << int(t % 32)
-        base = int(w) * 32
-        exited = 0
-        for i in range(32):
-            t = base + i
-            if t < statuses.size and statuses[t] == exited_status:
-                exited |= 1 << i
-            elif t >= statuses.size:
-                exited |= 1 << i      # lanes past the end of the block do not exist
-        for t in lanes_here:
-            mask = int(masks[t]) & FULL_MASK
-            if mask & ~(arrived | exited) == 0:
-                ready.append(t)
-    return np.array(ready, dtype=np.int64)
+def _resolve_cta_barriers(state: _Round) -> None:
+    slots = state.slots
+    at_barrier = state.kind == CTA_BARRIER
+    if not at_barrier.any():
+        return
+    names = (slots["in0"] & np.uint64(FULL_MASK)).astype(np.int64)
+    bad = np.flatnonzero(at_barrier & (names >= _BARRIERS))
+    if bad.size:
+        t = int(bad[0])
+        raise state.error(t, f"barrier {names[t]} does not exist (a CTA has barriers 0..15)")
+    live_warps = int(np.count_nonzero(state.gone != FULL_MASK))
+    for name in np.unique(names[at_barrier]):
+        _resolve_cta_barrier(state, int(name), at_barrier & (names == name), live_warps)
 
 
-def _resolve_barriers(barrier_points, statuses, exited_status, slots, runnable_status) -> bool:
-    live = int(np.count_nonzero(statuses != exited_status))
-    by_barrier: dict[int, list] = {}
-    for _point, threads in barrier_points:
-        for t in threads:
-            by_barrier.setdefault(int(slots["in0"][t]) & 0xF, []).append(int(t))
-    progress = False
-    for _barrier, threads in by_barrier.items():
-        count = int(slots["in1"][threads[0]])
-        needed = count if count else live
-        if len(threads) >= needed:
-            release = np.array(sorted(threads)[:needed] if count else threads)
-            statuses[release] = runnable_status
-            progress = True
-    return progress
+def _resolve_cta_barrier(state: _Round, name: int, at: np.ndarray, live_warps: int) -> None:
+    slots, table = state.slots, state.table
+    here = state.warp_bits(at)
+    arrived = np.flatnonzero((here != 0) & ((here | state.gone) == FULL_MASK))
+    if arrived.size == 0:
+        return
+    warps = arrived          # arrivals of one round: in warp order (PTX leaves it open)
+    waits = (state.warp_bits(at & table.waits[state.point]) != 0)[warps]
+    pending = int(slots.pending[name])
+    needed = int(slots.expected[name]) if pending else \
+        _warps_needed(state, warps[0], here, live_warps)
+    position = pending + np.arange(1, warps.size + 1)
+    phases = (pending + warps.size) // needed
+    completed = position <= phases * needed
+    left_pending = ~waits & ~completed
+    slots.pending[name] = (pending if phases == 0 else 0) + int(np.count_nonzero(left_pending))
+    slots.expected[name] = needed if slots.pending[name] else 0
+    go = np.zeros(slots.warps, bool)
+    go[warps[~waits | completed]] = True
+    threads = np.flatnonzero(at & np.repeat(go, 32)[:state.count])
+    phase_of_warp = np.full(slots.warps, -1, np.int64)
+    phase_of_warp[warps[completed]] = (position[completed] - 1) // needed
+    _reduce_barrier(state, threads, phase_of_warp[threads >> 5], max(phases, 1))
+    state.release[threads] = True
 
 
-def _shfl(point, lanes: np.ndarray, slots: Slots) -> None:
-    """shfl.sync.{up,down,bfly,idx}.b32 (PTX ISA 9.7.9.6)."""
-    mode = point.inst.spec.get("mode")
-    lane = lanes % 32
-    base = lanes - lane
-    b = slots["in1"][lanes].astype(np.int64) & 0xFFFFFFFF
-    c = slots["in2"][lanes].astype(np.int64) & 0xFFFFFFFF
-    clamp = c & 0x1F
-    segmask = (c >> 8) & 0x1F
+def _warps_needed(state: _Round, first_warp: int, here: np.ndarray, live_warps: int) -> int:
+    """How many warp arrivals complete a barrier phase, from its first arrival's operands."""
+    slots = state.slots
+    lowest = int(here[first_warp]) & -int(here[first_warp])
+    t = int(first_warp) * 32 + lowest.bit_length() - 1
+    if not int(slots["in2"][t]) & 1:
+        return live_warps
+    count = int(slots["in1"][t]) & FULL_MASK
+    if count == 0:
+        raise state.error(t, "a barrier's thread count must not be 0")
+    return (count + 31) // 32
+
+
+def _reduce_barrier(state: _Round, threads, phase, phases: int) -> None:
+    """bar.red's results: popc, and, or of c over the waiting threads of each phase."""
+    slots, table = state.slots, state.table
+    redop = table.redop[state.point[threads]]
+    reducing = (redop > 0) & (phase >= 0)
+    if not reducing.any():
+        return
+    threads, phase, redop = threads[reducing], phase[reducing], redop[reducing]
+    c = (slots["in3"][threads] & np.uint64(1)).astype(np.int64)
+    true = np.bincount(phase, weights=c, minlength=phases).astype(np.int64)
+    total = np.bincount(phase, minlength=phases)
+    result = np.select([redop == 1, redop == 2],
+                       [true[phase], true[phase] == total[phase]], true[phase] > 0)
+    slots["out0"][threads] = result.astype(np.uint64)
+
+
+def _resolve_cluster_barrier(state: _Round) -> None:
+    """barrier.cluster.arrive/wait with a cluster of one CTA."""
+    slots = state.slots
+    arriving = np.flatnonzero(state.kind == CLUSTER_ARRIVE)
+    slots.cluster_arrived[arriving] = True
+    slots.cluster_arrival_phase[arriving] = slots.cluster_phase
+    state.release[arriving] = True
+    if slots.cluster_arrived.any() and (slots.cluster_arrived | state.exited).all():
+        slots.cluster_phase += 1
+        slots.cluster_arrived[:] = False
+    waiting = np.flatnonzero(state.kind == CLUSTER_WAIT)
+    state.release[waiting[slots.cluster_arrival_phase[waiting] < slots.cluster_phase]] = True
+
+
+# --- run time: the warp operations ------------------------------------------------------------
+# Each gets the threads that complete now and, per thread, the lanes taking part with it.
+
+def _warp_barrier(state, inst, at, threads, part) -> None:
+    """bar.warp.sync: the lanes named in the mask have all arrived; nothing to compute."""
+
+
+def _shfl(state, inst, at, threads, part) -> None:
+    """shfl{.sync}.{up,down,bfly,idx}.b32 (PTX ISA 9.7.9.6). A source lane that does not
+    take part gives an unpredictable value in PTX: here, whatever its slot holds."""
+    slots = state.slots
+    mode = inst.spec.get("mode")
+    lane = (threads & 31).astype(np.int64)
+    b = (slots["in1"][threads] & np.uint64(0x1F)).astype(np.int64)
+    c = slots["in2"][threads].astype(np.int64)
+    clamp, segmask = c & 0x1F, (c >> 8) & 0x1F
     max_lane = (lane & segmask) | (clamp & ~segmask)
     min_lane = lane & segmask
     if mode == "up":
@@ -189,14 +509,98 @@ def _shfl(point, lanes: np.ndarray, slots: Slots) -> None:
         j = min_lane | (b & ~segmask)
         valid = j <= max_lane
     j = np.where(valid, j, lane)
-    values = slots["in0"]
-    source = np.minimum(base + j, values.size - 1)  # lanes past the block's end: undefined
-    slots["out0"][lanes] = values[source] & 0xFFFFFFFF
-    slots["out1"][lanes] = valid.astype(np.uint64)
+    source = np.minimum(threads - lane + j, state.count - 1)
+    slots["out0"][threads] = slots["in0"][source] & np.uint64(FULL_MASK)
+    slots["out1"][threads] = valid.astype(np.uint64)
 
 
-def _warp_sync(point, lanes: np.ndarray, slots: Slots) -> None:
-    """bar.warp.sync: the lanes named in the mask have all arrived; nothing to compute."""
+def _vote(state, inst, at, threads, part) -> None:
+    """vote{.sync}: .all .any .uni over the lanes taking part; .ballot: their predicates."""
+    slots = state.slots
+    true = state.warp_bits(at & ((slots["in0"] & np.uint64(1)) != 0))[threads >> 5]
+    mode = inst.spec.get("mode")
+    if mode == "ballot":
+        result = true & part
+    elif mode == "all":
+        result = (part & ~true) == 0
+    elif mode == "any":
+        result = (part & true) != 0
+    else:
+        result = ((part & true) == 0) | ((part & ~true) == 0)
+    slots["out0"][threads] = result.astype(np.uint64)
 
 
-_WARP_OPERATIONS = {"shfl": _shfl, "bar.warp": _warp_sync}
+def _match(state, inst, at, threads, part) -> None:
+    """match.{any,all}.sync: lanes taking part whose value equals this lane's."""
+    slots = state.slots
+    width = np.uint64(FULL_MASK if inst.spec.types[0] == "b32" else 0xFFFFFFFFFFFFFFFF)
+    values = slots["in0"] & width
+    same = _pack(state.lanes(values)[threads >> 5] == values[threads][:, None]) & part
+    if inst.spec.get("mode") == "any":
+        slots["out0"][threads] = same
+        return
+    uniform = same == part
+    slots["out0"][threads] = np.where(uniform, part, np.uint64(0))
+    slots["out1"][threads] = uniform.astype(np.uint64)
+
+
+def _redux(state, inst, at, threads, part) -> None:
+    """redux.sync over the lanes taking part (PTX ISA 9.7.13.12)."""
+    slots = state.slots
+    values = state.lanes(slots["in0"] & np.uint64(FULL_MASK))[threads >> 5]
+    taking_part = _unpack(part)
+    op, typ = inst.spec.get("op"), inst.spec.types[0]
+    if typ == "f32":
+        result = _redux_float(values, taking_part, op, inst.spec.has("abs"),
+                              inst.spec.has("NaN"))
+    elif op in ("min", "max") and typ == "s32":
+        signed = values.astype(np.uint32).view(np.int32).astype(np.int64)
+        limit = np.iinfo(np.int32).max if op == "min" else np.iinfo(np.int32).min
+        chosen = np.where(taking_part, signed, limit)
+        result = (chosen.min(axis=1) if op == "min" else chosen.max(axis=1)) & FULL_MASK
+    else:
+        identity = {"add": 0, "or": 0, "xor": 0, "max": 0, "and": FULL_MASK, "min": FULL_MASK}
+        chosen = np.where(taking_part, values, np.uint64(identity[op]))
+        reduce = {"add": np.add, "and": np.bitwise_and, "or": np.bitwise_or,
+                  "xor": np.bitwise_xor, "min": np.minimum, "max": np.maximum}[op]
+        result = reduce.reduce(chosen, axis=1) & np.uint64(FULL_MASK)
+    slots["out0"][threads] = np.asarray(result).astype(np.uint64)
+
+
+def _redux_float(bits, taking_part, op: str, absolute: bool, nan: bool) -> np.ndarray:
+    """min/max of f32 bit patterns with -0.0 < +0.0; NaNs are skipped (or, with .NaN,
+    make the result NaN); no value left gives the canonical NaN."""
+    bits = bits.astype(np.uint32)
+    if absolute:
+        bits = bits & np.uint32(0x7FFFFFFF)
+    is_nan = (bits & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
+    negative = (bits >> np.uint32(31)) == 1
+    key = np.where(negative, ~bits, bits | np.uint32(0x80000000))   # order as unsigned ints
+    usable = taking_part & ~is_nan
+    if op == "min":
+        best = np.where(usable, key, np.uint32(FULL_MASK)).min(axis=1)
+    else:
+        best = np.where(usable, key, np.uint32(0)).max(axis=1)
+    result = np.where(best >= np.uint32(0x80000000), best & np.uint32(0x7FFFFFFF), ~best)
+    no_value = ~usable.any(axis=1)
+    if nan:
+        no_value |= (taking_part & is_nan).any(axis=1)
+    return np.where(no_value, np.uint32(CANONICAL_NAN_F32), result)
+
+
+def _elect(state, inst, at, threads, part) -> None:
+    """elect.sync: the lowest lane taking part is the leader (deterministic, as PTX asks)."""
+    lowest = part & (~part + np.uint64(1))
+    leader = np.log2(lowest.astype(np.float64)).astype(np.uint64)
+    state.slots["out0"][threads] = leader
+    state.slots["out1"][threads] = (leader == (threads & 31).astype(np.uint64)).astype(
+        np.uint64)
+
+
+def _activemask(state, inst, at, threads, part) -> None:
+    """activemask: the lanes of the warp at this instruction (see the module's notes)."""
+    state.slots["out0"][threads] = part
+
+
+_OPERATIONS = {"bar.warp": _warp_barrier, "shfl": _shfl, "vote": _vote, "match": _match,
+               "redux": _redux, "elect": _elect, "activemask": _activemask}
