@@ -11,6 +11,7 @@ import random
 
 import numpy as np
 import pytest
+
 from cpu_harness import kernel_ptx, run_ptx
 
 BLOCK = 256
@@ -210,11 +211,12 @@ def scalar_cases(bits: int) -> list[tuple[str, str, str, object]]:
     return cases
 
 
-def run_cases(cases, inputs: dict, regs: str = "", exact_bits: int = 64, **kw) -> None:
+def run_cases(cases, inputs: dict, regs: str = "", exact_bits: int = 64, setup: str = "",
+              **kw) -> None:
     """Run every case's line in one kernel and check each output against its reference,
     computed on int64 arrays where `exact_bits` (the widest operand the references multiply)
-    is 16 or less, on Python integers otherwise."""
-    body = "\n".join(line for _, _, line, _ in cases)
+    is 16 or less, on Python integers otherwise. `setup` runs after the loads, first."""
+    body = "\n".join([setup] + [line for _, _, line, _ in cases])
     outs = run_lines(body, inputs, {name: t for name, t, _, _ in cases}, regs, **kw)
     columns = [column(values, exact_bits) for _, values in inputs.values()]
     for name, t, _, reference in cases:
