@@ -405,7 +405,8 @@ class _Parser:
     def _declarator(self, space, linkage, attributes, pos, in_signature=False) -> ast.Variable:
         var = ast.Variable(space, "", "", linkage, attributes=attributes, pos=pos)
         while self.tok[0] == "dot":
-            word = self._advance()[1][1:]
+            _, text, at = self._advance()  # errors point at the modifier, not past it
+            word = text[1:]
             if word == "align":
                 if var.ptr:
                     var.ptr_align = self._int("an alignment")
@@ -415,16 +416,16 @@ class _Parser:
                 var.vector = word
             elif word in _VARIABLE_TYPES:
                 if var.type:
-                    raise _Error(self.tok[2], f"two types in one declaration: .{var.type}, .{word}")
+                    raise _Error(at, f"two types in one declaration: .{var.type}, .{word}", text)
                 var.type = word
             elif word == "ptr" and in_signature:
                 var.ptr = True
             elif var.ptr and word in _VARIABLE_SPACES:
                 var.ptr_space = word
             elif word == "attribute":
-                raise _Error(self.tok[2], ".attribute must come before the state space")
+                raise _Error(at, ".attribute must come before the state space", text)
             else:
-                raise _Error(self.tok[2], f"unexpected '.{word}' in a .{space} declaration")
+                raise _Error(at, f"unexpected '.{word}' in a .{space} declaration", text)
         if not var.type:
             raise self._unexpected(f"expected a type in the .{space} declaration")
         var.pos = self.tok[2]
