@@ -39,7 +39,8 @@ from ptxport.codegen.lower import (
     const_int,
     value_type,
 )
-from ptxport.errors import UnsupportedFeatureError
+from ptxport.codegen.targets import cpu_runtime
+from ptxport.errors import CompileError, UnsupportedFeatureError
 from ptxport.ir import nodes as ir
 from ptxport.ir.abi import param_layout
 from ptxport.ptx.ast import FloatImm, IntImm
@@ -511,6 +512,7 @@ def build_llvm(module: ir.Module, kernel_name: str) -> tuple[ll.Module, KernelPl
     _lower_kernel(module, kernel, thread, target)
     _build_run_threads(llmod, thread)
     _build_run_blocks(llmod, thread)
+    cpu_runtime.add_conversions(llmod)
     if plan.sync_points:
         from ptxport.codegen.targets.cpu_native import build_run_block, build_run_waiting_blocks
 
@@ -674,7 +676,7 @@ def _object_code(llvm_ir: str, tm) -> bytes:
 
 # Part of every cache key: bump when the generated code's meaning changes without the LLVM IR
 # changing (e.g. the executor's protocol).
-_CODEGEN_VERSION = "cpu-3"
+_CODEGEN_VERSION = "cpu-4"
 
 RunThreads = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
                               ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32)
@@ -698,6 +700,12 @@ class CpuKernelBinary:
         with _LLVM_LOCK:
             tm = _target_machine()
             obj = _object_code(llvm_ir, tm)
+            missing = [symbol for symbol in cpu_runtime.undefined_symbols(obj)
+                       if not llvm.address_of_symbol(symbol)]
+            if missing:
+                raise CompileError(
+                    f"kernel '{name}' needs {', '.join(missing)}, which this process does not "
+                    "provide (a compiler runtime function); please report this to ptxport")
             self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
             self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
             self._engine.finalize_object()
