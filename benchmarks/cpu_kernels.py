@@ -1,0 +1,622 @@
+"""How fast does ptxport run CUDA kernels on the CPU, next to the same algorithm in plain C?
+
+For kernels of the corpus (tests/kernels/*.cu: elementwise, reductions, tiled GEMM,
+transpose, softmax, scans, histogram, stencil) it times ptxport's CPU device against a
+straightforward C version of the same computation (benchmarks/c/*.c: loops gcc vectorises,
+`omp parallel for` over the outer loop), built with `gcc -O3 -march=native -fopenmp` into a
+shared library in benchmarks/build/ and called through ctypes on the same numpy arrays.
+
+For each kernel it launches once untimed (this compiles the kernel for the CPU) and checks
+that ptxport's result agrees with C's (exactly for integer results, within float tolerance
+otherwise). Then for each core count (one core: set_workers(1) and omp_set_num_threads(1);
+then every core this process may use) it times C and ptxport alternately, resetting the
+outputs untimed before each run, and reports the median of each and ptxport / C (the last
+run at every further core count is checked too). A ptxport run is launch() + stream.sync().
+The geometric mean of the ratios per core count is the headline (goal: <= 3 on one core).
+A kernel whose first launch takes more than --slow seconds is not launched again: its
+one-core time is that launch's (JIT included), so that the whole benchmark stays short.
+A kernel the CPU target cannot compile yet is reported as "unsupported: <reason>", so the
+benchmark can be re-run as support lands. It also times a launch of one block that does no
+work, which is the fixed cost every launch pays.
+
+    python benchmarks/cpu_kernels.py [--quick] [--kernels saxpy,gemm] [--reps 9] [--budget 2.5]
+                                   [--slow 10]
+
+prints a table and writes benchmarks/results/cpu_kernels.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import hashlib
+import json
+import math
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ptxport import Device, LaunchConfig, Program, launch
+from ptxport.codegen.targets import cpu_executor
+from ptxport.errors import PtxportError, UnsupportedFeatureError
+
+ROOT = Path(__file__).resolve().parent.parent
+KERNELS = ROOT / "tests" / "kernels"
+C_SOURCES = Path(__file__).resolve().parent / "c"
+BUILD = Path(__file__).resolve().parent / "build"
+RESULTS = Path(__file__).resolve().parent / "results"
+CFLAGS = ["-O3", "-march=native", "-fopenmp", "-shared", "-fPIC"]
+
+# ctypes signatures of benchmarks/c/*.c: "p" a pointer (numpy array), "i" int, "l" long,
+# "f" float, "d" double; the first letter is the result ("v" none).
+_C_SIGNATURES = {
+    "bench_set_threads": "vi",
+    "saxpy": "vfppl",
+    "vector_add_f32": "vpppl",
+    "reduce_sum_i32": "ipl",
+    "reduce_sum_f64": "dpl",
+    "sgemm": "viiifppfp",
+    "transpose": "vppii",
+    "softmax_rows": "vppii",
+    "scan_exclusive_tiles_i32": "vpppli",
+    "scan_inclusive_tiles_f32": "vppli",
+    "histogram_u8": "vppl",
+    "stencil_2d_5pt": "vppii",
+}
+_CTYPES = {"v": None, "p": ctypes.c_void_p, "i": ctypes.c_int,
+           "l": ctypes.c_long, "f": ctypes.c_float, "d": ctypes.c_double}
+
+
+# --- the C baselines -------------------------------------------------------------------------
+
+def build_c_library() -> ctypes.CDLL:
+    """Compile benchmarks/c/*.c into one shared library (named by a hash of the sources and
+    flags, so an edit rebuilds it) and load it with its function signatures."""
+    sources = sorted(C_SOURCES.glob("*.c"))
+    digest = hashlib.sha256(" ".join(CFLAGS).encode())
+    for path in sources:
+        digest.update(path.name.encode() + path.read_bytes())
+    library = BUILD / f"cpu_kernels_{digest.hexdigest()[:16]}.so"
+    if not library.exists():
+        BUILD.mkdir(parents=True, exist_ok=True)
+        for stale in BUILD.glob("cpu_kernels_*.so"):
+            stale.unlink()
+        command = ["gcc", *CFLAGS, "-o", str(library), *map(str, sources), "-lm"]
+        try:
+            subprocess.run(command, check=True, capture_output=True, text=True)
+        except FileNotFoundError:
+            sys.exit("cpu_kernels.py needs gcc on PATH to build the C baselines")
+        except subprocess.CalledProcessError as e:
+            sys.exit(f"building the C baselines failed: {' '.join(command)}\n{e.stderr}")
+    lib = ctypes.CDLL(str(library))
+    for name, signature in _C_SIGNATURES.items():
+        function = getattr(lib, name)
+        function.restype = _CTYPES[signature[0]]
+        function.argtypes = [_CTYPES[c] for c in signature[1:]]
+    return lib
+
+
+def _p(array: np.ndarray) -> int:
+    return array.ctypes.data
+
+
+# --- the problems ----------------------------------------------------------------------------
+
+@dataclass
+class Problem:
+    """One kernel's launches on one problem, and the C call that computes the same outputs.
+
+    `arrays` holds every buffer's initial contents; the buffers named in `outputs` are reset
+    to them (untimed) before each run and compared afterwards. A launch's arguments name
+    buffers by key; other arguments are numpy scalars, passed as they are.
+    """
+
+    size: str
+    arrays: dict[str, np.ndarray]
+    outputs: tuple[str, ...]
+    launches: list[tuple[LaunchConfig, tuple]]
+    c_run: Callable[[ctypes.CDLL, dict[str, np.ndarray]], None]
+    rtol: float = 0.0
+    atol: float = 0.0
+
+    @property
+    def blocks(self) -> int:
+        return sum(math.prod(config.grid) for config, _ in self.launches)
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str          # the table's row and --kernels' name
+    algorithm: str
+    source: str        # tests/kernels/<source>.cu
+    kernel: str
+    full: int          # the problem's size parameter, and with --quick
+    quick: int
+    make: Callable[[int, np.random.Generator], Problem] = field(repr=False)
+
+
+def _saxpy(n: int, rng: np.random.Generator) -> Problem:
+    a = np.float32(2.5)
+    arrays = {"x": rng.random(n, dtype=np.float32), "y": rng.random(n, dtype=np.float32)}
+    grid = min((n + 255) // 256, 1024)
+    return Problem(
+        f"n={n}", arrays, ("y",),
+        [(LaunchConfig(grid=grid, block=256), (a, "x", "y", np.int32(n)))],
+        lambda lib, m: lib.saxpy(a, _p(m["x"]), _p(m["y"]), n), rtol=1e-6)
+
+
+def _vector_add(n: int, rng: np.random.Generator) -> Problem:
+    arrays = {"a": rng.random(n, dtype=np.float32), "b": rng.random(n, dtype=np.float32),
+              "c": np.zeros(n, np.float32)}
+    return Problem(
+        f"n={n}", arrays, ("c",),
+        [(LaunchConfig(grid=(n + 127) // 128, block=128), ("a", "b", "c", np.int32(n)))],
+        lambda lib, m: lib.vector_add_f32(_p(m["a"]), _p(m["b"]), _p(m["c"]), n))
+
+
+def _reduce_shared(n: int, rng: np.random.Generator) -> Problem:
+    # Small integers: every partial sum fits an int, so the sum is exact in any order.
+    arrays = {"x": rng.integers(0, 10, n, dtype=np.int32), "out": np.zeros(1, np.int32)}
+
+    def c_run(lib, m):
+        m["out"][0] = lib.reduce_sum_i32(_p(m["x"]), n)
+
+    grid = min((n + 511) // 512, 256)
+    return Problem(f"n={n}", arrays, ("out",),
+                   [(LaunchConfig(grid=grid, block=256), ("x", "out", np.int32(n)))], c_run)
+
+
+def _reduce_warp(n: int, rng: np.random.Generator) -> Problem:
+    # Integer-valued doubles with a sum below 2**53: exact whatever the order of the atomics.
+    arrays = {"x": rng.integers(0, 10, n).astype(np.float64), "out": np.zeros(1, np.float64)}
+
+    def c_run(lib, m):
+        m["out"][0] = lib.reduce_sum_f64(_p(m["x"]), n)
+
+    grid = min((n + 255) // 256, 1024)
+    return Problem(f"n={n}", arrays, ("out",),
+                   [(LaunchConfig(grid=grid, block=256), ("x", "out", np.int32(n)))], c_run)
+
+
+def _gemm(n: int, rng: np.random.Generator) -> Problem:
+    alpha, beta = np.float32(1.5), np.float32(0.5)
+    arrays = {"A": rng.standard_normal((n, n), dtype=np.float32),
+              "B": rng.standard_normal((n, n), dtype=np.float32),
+              "C": rng.standard_normal((n, n), dtype=np.float32)}
+    grid = ((n + 15) // 16, (n + 15) // 16)
+    args = (np.int32(n), np.int32(n), np.int32(n), alpha, "A", "B", beta, "C")
+    # Both sum in k order with fmas, but may round differently where one contracts and the
+    # other does not: compare against the size of a row's products.
+    return Problem(
+        f"{n}x{n}x{n}", arrays, ("C",), [(LaunchConfig(grid=grid, block=(16, 16)), args)],
+        lambda lib, m: lib.sgemm(n, n, n, alpha, _p(m["A"]), _p(m["B"]), beta, _p(m["C"])),
+        rtol=1e-4, atol=1e-4 * math.sqrt(n))
+
+
+def _transpose(n: int, rng: np.random.Generator) -> Problem:
+    arrays = {"in": rng.random((n, n), dtype=np.float32), "out": np.zeros((n, n), np.float32)}
+    grid = ((n + 31) // 32, (n + 31) // 32)
+    return Problem(
+        f"{n}x{n}", arrays, ("out",),
+        [(LaunchConfig(grid=grid, block=(32, 8)), ("in", "out", np.int32(n), np.int32(n)))],
+        lambda lib, m: lib.transpose(_p(m["in"]), _p(m["out"]), n, n))
+
+
+def _softmax(rows: int, rng: np.random.Generator) -> Problem:
+    cols = 1024
+    arrays = {"x": rng.standard_normal((rows, cols), dtype=np.float32) * np.float32(4),
+              "y": np.zeros((rows, cols), np.float32)}
+    launches = [(LaunchConfig(grid=(rows + 3) // 4, block=128),
+                 ("x", "y", np.int32(rows), np.int32(cols)))]
+    return Problem(f"{rows}x{cols}", arrays, ("y",), launches,
+                   lambda lib, m: lib.softmax_rows(_p(m["x"]), _p(m["y"]), rows, cols),
+                   rtol=1e-5, atol=1e-9)
+
+
+def _scan_blelloch(n: int, rng: np.random.Generator) -> Problem:
+    block, tile = 512, 1024
+    tiles = (n + tile - 1) // tile
+    arrays = {"x": rng.integers(0, 10, n, dtype=np.int32), "y": np.zeros(n, np.int32),
+              "sums": np.zeros(tiles, np.int32)}
+    launches = [(LaunchConfig(grid=tiles, block=block, shmem_size=2 * block * 4),
+                 ("x", "y", "sums", np.int32(n)))]
+    return Problem(
+        f"n={n}, tile={tile}", arrays, ("y", "sums"), launches,
+        lambda lib, m: lib.scan_exclusive_tiles_i32(_p(m["x"]), _p(m["y"]), _p(m["sums"]), n,
+                                                    tile))
+
+
+def _scan_warp(n: int, rng: np.random.Generator) -> Problem:
+    block = 256
+    # Integer-valued floats: every partial sum of a tile is exact, so any order agrees.
+    arrays = {"x": rng.integers(0, 10, n).astype(np.float32), "y": np.zeros(n, np.float32)}
+    launches = [(LaunchConfig(grid=(n + block - 1) // block, block=block),
+                 ("x", "y", np.int32(n)))]
+    return Problem(f"n={n}, tile={block}", arrays, ("y",), launches,
+                   lambda lib, m: lib.scan_inclusive_tiles_f32(_p(m["x"]), _p(m["y"]), n,
+                                                               block))
+
+
+def _histogram(n: int, rng: np.random.Generator) -> Problem:
+    arrays = {"data": rng.integers(0, 256, n, dtype=np.uint8),
+              "hist": np.zeros(256, np.uint32)}
+    return Problem(
+        f"n={n} bytes", arrays, ("hist",),
+        [(LaunchConfig(grid=256, block=256), ("data", "hist", np.int32(n)))],
+        lambda lib, m: lib.histogram_u8(_p(m["data"]), _p(m["hist"]), n))
+
+
+def _stencil(n: int, rng: np.random.Generator) -> Problem:
+    arrays = {"in": rng.random((n, n), dtype=np.float32), "out": np.zeros((n, n), np.float32)}
+    grid = ((n + 15) // 16, (n + 15) // 16)
+    return Problem(
+        f"{n}x{n}", arrays, ("out",),
+        [(LaunchConfig(grid=grid, block=(16, 16)), ("in", "out", np.int32(n), np.int32(n)))],
+        lambda lib, m: lib.stencil_2d_5pt(_p(m["in"]), _p(m["out"]), n, n))
+
+
+CASES = [
+    Case("saxpy", "elementwise", "saxpy", "saxpy", 1 << 22, 1 << 18, _saxpy),
+    Case("vector_add", "elementwise", "vector_add", "vector_add_f32", 1 << 22, 1 << 18,
+         _vector_add),
+    Case("reduce_shared", "reduction (shared-memory tree)", "reduce_shared", "reduce_sum_i32",
+         1 << 24, 1 << 20, _reduce_shared),
+    Case("reduce_warp", "reduction (warp shuffle)", "reduce_warp", "reduce_sum_warp_f64",
+         1 << 23, 1 << 19, _reduce_warp),
+    Case("gemm", "tiled GEMM (float)", "gemm_tiled", "sgemm_tiled", 512, 128, _gemm),
+    Case("transpose", "transpose (shared memory)", "transpose", "transpose_shared_padded",
+         2048, 512, _transpose),
+    Case("softmax", "row-wise softmax (warp per row)", "softmax", "softmax_rows_warp", 4096,
+         512, _softmax),
+    Case("scan_blelloch", "block scan (shared memory)", "scan_blelloch",
+         "scan_exclusive_blelloch", 1 << 22, 1 << 18, _scan_blelloch),
+    Case("scan_warp", "block scan (warp shuffle)", "scan_warp", "scan_block_inclusive",
+         1 << 22, 1 << 18, _scan_warp),
+    Case("histogram", "histogram (shared atomics)", "histogram", "histogram_shared", 1 << 24,
+         1 << 20, _histogram),
+    Case("stencil", "2D 5-point stencil", "stencil_2d", "stencil_2d_5pt", 2048, 512, _stencil),
+]
+
+
+# --- running and timing ----------------------------------------------------------------------
+
+class NotRunnable(Exception):
+    """ptxport cannot run this kernel; the message is the table's entry."""
+
+
+class PtxportRun:
+    """A problem's buffers on the CPU device, its kernel, and one timed run."""
+
+    def __init__(self, case: Case, problem: Problem, device: Device, stream, objects: dict):
+        self.problem, self.stream = problem, stream
+        try:
+            if case.source not in objects:
+                source = (KERNELS / f"{case.source}.cu").read_text()
+                objects[case.source] = Program(source, code_type="c++").compile("native")
+            self.kernel = objects[case.source].get_kernel(case.kernel)
+        except PtxportError as e:
+            raise NotRunnable(f"failed: {_first_line(e)}") from e
+        self.buffers = {}
+        for name, array in problem.arrays.items():
+            buffer = device.allocate(array.nbytes, stream=stream)
+            buffer.copy_from(array, stream=stream)
+            self.buffers[name] = buffer
+        stream.sync()
+
+    def reset(self) -> None:
+        for name in self.problem.outputs:
+            self.buffers[name].copy_from(self.problem.arrays[name], stream=self.stream)
+        self.stream.sync()
+
+    def run(self) -> float:
+        """Seconds for the launches and the sync."""
+        start = time.perf_counter()
+        for config, args in self.problem.launches:
+            launch(self.stream, config, self.kernel,
+                   *(self.buffers[a] if isinstance(a, str) else a for a in args))
+        self.stream.sync()
+        return time.perf_counter() - start
+
+    def first_run(self) -> float:
+        """The untimed run that compiles the kernel for the CPU; its seconds, JIT included."""
+        self.reset()
+        try:
+            return self.run()
+        except UnsupportedFeatureError as e:
+            raise NotRunnable(f"unsupported: {_first_line(e)}") from e
+        except PtxportError as e:
+            raise NotRunnable(f"failed: {_first_line(e)}") from e
+
+    def results(self) -> dict[str, np.ndarray]:
+        out = {name: np.empty_like(self.problem.arrays[name]) for name in self.problem.outputs}
+        for name, array in out.items():
+            self.buffers[name].copy_to(array, stream=self.stream)
+        self.stream.sync()
+        return out
+
+    def close(self) -> None:
+        for buffer in self.buffers.values():
+            buffer.close()
+        self.stream.sync()
+
+
+class CRun:
+    """The same problem on host arrays, computed by the C library."""
+
+    def __init__(self, problem: Problem, lib: ctypes.CDLL):
+        self.problem, self.lib = problem, lib
+        self.arrays = {name: array.copy() for name, array in problem.arrays.items()}
+
+    def reset(self) -> None:
+        for name in self.problem.outputs:
+            self.arrays[name][...] = self.problem.arrays[name]
+
+    def run(self) -> float:
+        start = time.perf_counter()
+        self.problem.c_run(self.lib, self.arrays)
+        return time.perf_counter() - start
+
+    def results(self) -> dict[str, np.ndarray]:
+        return {name: self.arrays[name] for name in self.problem.outputs}
+
+
+def _first_line(error: Exception) -> str:
+    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+
+
+def mismatch(problem: Problem, ptx: dict[str, np.ndarray], c: dict[str, np.ndarray]) \
+        -> str | None:
+    """Where ptxport's outputs differ from C's beyond the problem's tolerance, or None."""
+    for name in problem.outputs:
+        got, want = ptx[name].astype(np.float64), c[name].astype(np.float64)
+        bad = ~np.isclose(got, want, rtol=problem.rtol, atol=problem.atol, equal_nan=True)
+        if bad.any():
+            index = np.unravel_index(int(np.argmax(bad)), bad.shape)
+            return (f"mismatch: {name}{list(index)} ptxport {got[index]!r} C {want[index]!r} "
+                    f"({int(bad.sum())} of {bad.size} differ)")
+    return None
+
+
+def set_cores(lib: ctypes.CDLL, cores: int) -> None:
+    lib.bench_set_threads(cores)
+    cpu_executor.set_workers(cores)
+
+
+def time_side_by_side(c_run: CRun, ptx_run: PtxportRun, reps: int, budget: float) \
+        -> tuple[list[float], list[float]]:
+    """Alternate C and ptxport runs (so that the machine's noise falls on both) until `reps`
+    pairs, or at least 3 once `budget` seconds have passed; only one if a single pair takes
+    more than half the budget (a kernel ptxport runs very slowly must not hold up the rest)."""
+    c_times, ptx_times = [], []
+    start = time.perf_counter()
+    least = 3
+    while len(c_times) < reps:
+        elapsed = time.perf_counter() - start
+        if len(c_times) == 1 and elapsed > budget / 2:
+            least = 1
+        if len(c_times) >= least and elapsed >= budget:
+            break
+        c_run.reset()
+        c_times.append(c_run.run())
+        ptx_run.reset()
+        ptx_times.append(ptx_run.run())
+    return c_times, ptx_times
+
+
+def measure_case(case: Case, problem: Problem, lib, device, objects, core_counts,
+                 settings: argparse.Namespace) -> dict:
+    row = {"kernel": case.name, "algorithm": case.algorithm,
+           "corpus": f"tests/kernels/{case.source}.cu:{case.kernel}", "size": problem.size,
+           "blocks": problem.blocks, "status": "ok", "cores": {}}
+    c_run = CRun(problem, lib)
+    stream = device.create_stream()
+    try:
+        ptx_run = PtxportRun(case, problem, device, stream, objects)
+        try:
+            measure_side_by_side(row, problem, c_run, ptx_run, lib, core_counts, settings)
+        finally:
+            ptx_run.close()
+    except NotRunnable as e:
+        row["status"], row["cores"] = str(e), {}
+    except PtxportError as e:
+        row["status"] = f"failed: {_first_line(e)}"
+    if not row["cores"]:  # C's own time, so the row still says how big the problem is
+        set_cores(lib, core_counts[0])
+        row["cores"] = {str(core_counts[0]): {"c_ms": median_c_ms(c_run)}}
+    stream.close()
+    return row
+
+
+def measure_side_by_side(row: dict, problem: Problem, c_run: CRun, ptx_run: PtxportRun, lib,
+                         core_counts, settings: argparse.Namespace) -> None:
+    """Fill row["cores"]: per core count, the medians of C and ptxport and their ratio.
+
+    The first launch (one core) compiles the kernel and is checked against C; at other core
+    counts the last timed run is checked. A kernel whose first launch takes longer than
+    settings.slow seconds is not launched again: its one-core time is that launch's, JIT
+    included, which overstates it by the compile time (a second or two)."""
+    for cores in core_counts:
+        set_cores(lib, cores)
+        c_run.reset()
+        c_run.run()
+        first = cores == core_counts[0]
+        if first:
+            row["first_launch_ms"] = ptx_run.first_run() * 1e3
+            check(row, problem, ptx_run, c_run, cores)
+            if row["first_launch_ms"] > settings.slow * 1e3:
+                c_ms, ptx_ms = median_c_ms(c_run), row["first_launch_ms"]
+                row["cores"][str(cores)] = {"c_ms": c_ms, "ptxport_ms": ptx_ms,
+                                            "ratio": ptx_ms / c_ms, "runs": 0}
+                return
+        c_times, ptx_times = time_side_by_side(c_run, ptx_run, settings.reps, settings.budget)
+        if not first:
+            check(row, problem, ptx_run, c_run, cores)
+        c_ms, ptx_ms = statistics.median(c_times) * 1e3, statistics.median(ptx_times) * 1e3
+        row["cores"][str(cores)] = {
+            "c_ms": c_ms, "ptxport_ms": ptx_ms, "ratio": ptx_ms / c_ms, "runs": len(c_times),
+            "c_runs_ms": [t * 1e3 for t in c_times],
+            "ptxport_runs_ms": [t * 1e3 for t in ptx_times]}
+
+
+def check(row: dict, problem: Problem, ptx_run: PtxportRun, c_run: CRun, cores: int) -> None:
+    wrong = mismatch(problem, ptx_run.results(), c_run.results())
+    if wrong and row["status"] == "ok":
+        row["status"] = f"{wrong} ({cores} core{'s' * (cores > 1)})"
+
+
+def median_c_ms(c_run: CRun, runs: int = 3) -> float:
+    times = []
+    for _ in range(runs):
+        c_run.reset()
+        times.append(c_run.run())
+    return statistics.median(times) * 1e3
+
+
+def launch_overhead(device, objects, core_counts, reps: int = 51) -> dict[str, float]:
+    """Median ms of launch() + sync() for saxpy on one block of 32 threads and n = 0."""
+    case = CASES[0]
+    problem = Problem("n=0", {"x": np.zeros(32, np.float32), "y": np.zeros(32, np.float32)},
+                      (), [(LaunchConfig(grid=1, block=32),
+                            (np.float32(1), "x", "y", np.int32(0)))],
+                      lambda lib, m: None)
+    stream = device.create_stream()
+    try:
+        run = PtxportRun(case, problem, device, stream, objects)
+        run.first_run()
+    except NotRunnable:
+        return {}
+    result = {}
+    for cores in core_counts:
+        cpu_executor.set_workers(cores)
+        result[str(cores)] = statistics.median(run.run() for _ in range(reps)) * 1e3
+    run.close()
+    stream.close()
+    return result
+
+
+# --- reporting -------------------------------------------------------------------------------
+
+def geometric_means(rows: list[dict], core_counts) -> dict[str, dict]:
+    means = {}
+    for cores in map(str, core_counts):
+        ratios = [r["cores"][cores]["ratio"] for r in rows
+                  if r["status"] == "ok" and "ratio" in r["cores"].get(cores, {})]
+        means[cores] = {"geomean_ratio": math.exp(statistics.fmean(map(math.log, ratios)))
+                        if ratios else None, "kernels": len(ratios), "of": len(rows)}
+    return means
+
+
+def print_table(rows, means, core_counts, overhead) -> None:
+    def ms(value):
+        return f"{value:9.2f}" if value is not None else f"{'-':>9}"
+
+    header = f"{'kernel':<14} {'size':<18} {'blocks':>6}"
+    for cores in core_counts:
+        label = f"{cores} core{'s' * (cores > 1)}"
+        header += f" | {label + ': C ms':>15} {'ptxport ms':>10} {'ratio':>9}"
+    print(header)
+    print("-" * len(header))
+    for row in rows:
+        line = f"{row['kernel']:<14} {row['size']:<18} {row['blocks']:>6}"
+        for cores in map(str, core_counts):
+            cell = row["cores"].get(cores, {})
+            ratio = f"{cell['ratio']:8.2f}" if "ratio" in cell else f"{'-':>8}"
+            ratio += {0: "~", 1: "*"}.get(cell.get("runs"), " ")
+            line += f" | {ms(cell.get('c_ms')):>15} {ms(cell.get('ptxport_ms')):>10} {ratio}"
+        print(line)
+        if row["status"] != "ok":
+            print(f"{'':<14} {row['status']}")
+    print("-" * len(header))
+    for cores in map(str, core_counts):
+        mean = means[cores]
+        value = f"{mean['geomean_ratio']:.2f}x" if mean["geomean_ratio"] else "n/a"
+        goal = "   (goal <= 3x)" if cores == "1" else ""
+        print(f"geometric mean of ptxport / C on {cores} core(s): {value} over "
+              f"{mean['kernels']} of {mean['of']} kernels{goal}")
+    runs = {cell.get("runs") for row in rows for cell in row["cores"].values()}
+    if 1 in runs:
+        print("* one timed run only: a run took more than half the time budget per kernel")
+    if 0 in runs:
+        print("~ the first launch only, JIT included: it took longer than --slow seconds, "
+              "so the kernel was not launched again")
+    for cores, value in overhead.items():
+        print(f"launch overhead on {cores} core(s) (saxpy, 1 block of 32 threads, n = 0): "
+              f"{value:.3f} ms")
+
+
+def machine() -> dict:
+    model = ""
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    gcc = subprocess.run(["gcc", "--version"], capture_output=True, text=True).stdout
+    return {"cpu": model or platform.processor(), "cores": cpu_executor.worker_count(),
+            "gcc": gcc.splitlines()[0] if gcc else "", "cflags": " ".join(CFLAGS),
+            "python": platform.python_version()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke test")
+    parser.add_argument("--kernels", help="comma-separated names: "
+                        + ",".join(c.name for c in CASES))
+    parser.add_argument("--reps", type=int, default=9, help="timed runs per side (median)")
+    parser.add_argument("--budget", type=float, default=None,
+                        help="seconds of timing per kernel and core count, after which it "
+                             "stops at 3 runs or more (default 2.5; 0.5 with --quick)")
+    parser.add_argument("--slow", type=float, default=10.0,
+                        help="seconds: a kernel whose first launch takes longer is not "
+                             "launched again (its one-core time is that launch's)")
+    args = parser.parse_args()
+    if args.budget is None:
+        args.budget = 0.5 if args.quick else 2.5
+    cases = CASES
+    if args.kernels:
+        wanted = [k.strip() for k in args.kernels.split(",") if k.strip()]
+        unknown = sorted(set(wanted) - {c.name for c in CASES})
+        if unknown:
+            parser.error(f"unknown kernel(s) {', '.join(unknown)}; choose from "
+                         f"{', '.join(c.name for c in CASES)}")
+        cases = [c for c in CASES if c.name in wanted]
+
+    all_cores = cpu_executor.worker_count()
+    core_counts = [1] if all_cores == 1 else [1, all_cores]
+    lib = build_c_library()
+    device = Device("cpu")
+    device.set_current()
+    objects: dict = {}
+    rows = []
+    try:
+        for case in cases:
+            problem = case.make(case.quick if args.quick else case.full,
+                                np.random.default_rng(0))
+            rows.append(measure_case(case, problem, lib, device, objects, core_counts, args))
+            print(f"  measured {case.name}: {rows[-1]['status']}", file=sys.stderr)
+        overhead = launch_overhead(device, objects, core_counts)
+    finally:
+        cpu_executor.set_workers(None)
+    means = geometric_means(rows, core_counts)
+    print(f"ptxport CPU device vs C (gcc {' '.join(CFLAGS[:3])}), median of up to "
+          f"{args.reps} alternating runs{' (quick sizes)' if args.quick else ''}")
+    print_table(rows, means, core_counts, overhead)
+
+    result = {"machine": machine(), "quick": args.quick, "reps": args.reps,
+              "budget_s": args.budget, "slow_s": args.slow,
+              "core_counts": core_counts, "kernels": rows, "geomean": means,
+              "launch_overhead_ms": overhead}
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "cpu_kernels.json").write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
