@@ -260,6 +260,8 @@ class _Table:
                 keys[key] = len(self.groups)
                 self.groups.append(_Group(kind, inst, masked))
             self.group[number] = keys[key]
+        self.has = {kind: bool((self.kind == kind).any()) for kind in
+                    (CTA_BARRIER, CLUSTER_ARRIVE, CLUSTER_WAIT)}
 
 
 class Slots:
@@ -355,8 +357,10 @@ def resolve(plan, points: np.ndarray, statuses: np.ndarray, slots: Slots,
         return False
     state = _Round(plan, slots.table(plan), points, statuses, slots, blocked, exited_status)
     _resolve_warp_operations(state, masked=True)
-    _resolve_cta_barriers(state)
-    _resolve_cluster_barrier(state)
+    if state.table.has[CTA_BARRIER]:
+        _resolve_cta_barriers(state)
+    if state.table.has[CLUSTER_ARRIVE] or state.table.has[CLUSTER_WAIT]:
+        _resolve_cluster_barrier(state)
     if not state.release.any():
         _resolve_warp_operations(state, masked=False)
     if not state.release.any():
@@ -368,7 +372,9 @@ def resolve(plan, points: np.ndarray, statuses: np.ndarray, slots: Slots,
 def _resolve_warp_operations(state: _Round, masked: bool) -> None:
     slots = state.slots
     group_of = state.table.group[state.point]
-    for g in np.unique(group_of[group_of >= 0]):
+    present = np.zeros(len(state.table.groups) + 1, bool)
+    present[group_of] = True                        # (-1, no group, marks the last)
+    for g in np.flatnonzero(present[:-1]):
         group = state.table.groups[int(g)]
         if group.masked != masked:
             continue
@@ -547,8 +553,14 @@ def _match(state, inst, at, threads, part) -> None:
 def _redux(state, inst, at, threads, part) -> None:
     """redux.sync over the lanes taking part (PTX ISA 9.7.13.12)."""
     slots = state.slots
-    values = state.lanes(slots["in0"] & np.uint64(FULL_MASK))[threads >> 5]
-    taking_part = _unpack(part)
+    # Lanes that take part together get one result: reduce once per run of threads with
+    # the same warp and lanes (usually a warp, or the part of it one mask names).
+    keys = (threads >> 5).astype(np.uint64) << np.uint64(32) | part
+    starts = np.ones(keys.size, bool)
+    np.not_equal(keys[1:], keys[:-1], out=starts[1:])
+    groups, which = keys[starts], np.cumsum(starts) - 1
+    values = state.lanes(slots["in0"] & np.uint64(FULL_MASK))[groups >> np.uint64(32)]
+    taking_part = _unpack(groups & np.uint64(FULL_MASK))
     op, typ = inst.spec.get("op"), inst.spec.types[0]
     if typ == "f32":
         result = _redux_float(values, taking_part, op, inst.spec.has("abs"),
@@ -564,7 +576,7 @@ def _redux(state, inst, at, threads, part) -> None:
         reduce = {"add": np.add, "and": np.bitwise_and, "or": np.bitwise_or,
                   "xor": np.bitwise_xor, "min": np.minimum, "max": np.maximum}[op]
         result = reduce.reduce(chosen, axis=1) & np.uint64(FULL_MASK)
-    slots["out0"][threads] = np.asarray(result).astype(np.uint64)
+    slots["out0"][threads] = np.asarray(result).astype(np.uint64)[which]
 
 
 def _redux_float(bits, taking_part, op: str, absolute: bool, nan: bool) -> np.ndarray:
