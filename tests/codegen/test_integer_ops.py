@@ -15,6 +15,7 @@ import pytest
 from cpu_harness import kernel_ptx, run_ptx
 
 BLOCK = 256
+M32 = 0xFFFFFFFF
 NP = {"u16": np.uint16, "s16": np.int16, "u32": np.uint32, "s32": np.int32, "u64": np.uint64,
       "s64": np.int64, "b16": np.uint16, "b32": np.uint32, "b64": np.uint64}
 
@@ -122,23 +123,21 @@ def grid16() -> list[int]:
 # --- references (numpy arrays in, numpy arrays out) ---------------------------------------------
 
 def ref_div(a, b, bits: int, is_signed: bool):
-    """PTX div with NVIDIA's results where the manual says undefined."""
+    """PTX div; by zero, all ones (what NVIDIA's H100 gives, for every type)."""
     if is_signed:
         a, b = signed(a, bits), signed(b, bits)
     safe = np.where(b == 0, 1, b)
     q = abs(a) // abs(safe)
-    q = np.where((a < 0) != (safe < 0), -q, q)
-    if is_signed:
-        return np.where(b == 0, np.where(a >= 0, -1, 1), q)
-    return np.where(b == 0, (1 << bits) - 1, q)
+    return np.where(b == 0, -1, np.where((a < 0) != (safe < 0), -q, q))
 
 
 def ref_rem(a, b, bits: int, is_signed: bool):
+    """PTX rem (the sign of the dividend); by zero, all ones (as div)."""
     if is_signed:
         a, b = signed(a, bits), signed(b, bits)
     safe = np.where(b == 0, 1, b)
     r = abs(a) % abs(safe)
-    return np.where(b == 0, a, np.where(a < 0, -r, r))
+    return np.where(b == 0, -1, np.where(a < 0, -r, r))
 
 
 def saturate(v, bits: int, is_signed: bool):
@@ -392,7 +391,7 @@ def test_carry_chains():
     inputs["yh"] = ("u64", [y >> 64 for y in ys])
     outputs = {f"{name}{k}": "u32" for name in ("s", "d", "p") for k in range(4)}
     outputs.update({"sl": "u64", "sh": "u64", "dl": "u64", "dh": "u64", "cs": "u32",
-                    "cd": "u32"})
+                    "cd": "u32", "mixa": "u32", "mixs": "u32"})
     body = """
     add.cc.u32 %s0, %x0, %y0; addc.cc.u32 %s1, %x1, %y1; addc.cc.s32 %s2, %x2, %y2;
     addc.cc.u32 %s3, %x3, %y3; addc.u32 %cs, 0, 0;
@@ -404,6 +403,8 @@ def test_carry_chains():
     mad.lo.cc.u32 %p1, %x1, %y0, %p1; madc.hi.u32 %p2, %x1, %y0, 0;
     mad.lo.cc.u32 %p1, %x0, %y1, %p1; madc.hi.cc.u32 %p2, %x0, %y1, %p2; addc.u32 %p3, 0, 0;
     mad.lo.cc.u32 %p2, %x1, %y1, %p2; madc.hi.u32 %p3, %x1, %y1, %p3;
+    sub.cc.u32 %mixa, %x0, %y0; addc.u32 %mixa, 0, 0;
+    add.cc.u32 %mixs, %x0, %y0; subc.u32 %mixs, 0, 0;
     """
     outs = run_lines(body, inputs, outputs)
     total = [x + y for x, y in zip(xs, ys, strict=True)]
@@ -417,6 +418,13 @@ def test_carry_chains():
         check(f"mul word {k}", outs[f"p{k}"], [_words(v, 4)[k] for v in product], 32, columns)
     check("carry out", outs["cs"], [v >> 128 for v in total], 32, columns)
     check("borrow out", outs["cd"], [-1 if v < 0 else 0 for v in difference], 32, columns)
+    # Mixed chains: the flag is the carry of a + ~b + 1 after a subtraction (as on NVIDIA's
+    # hardware), and subc adds ~b and the flag.
+    x0, y0 = [x & M32 for x in xs], [y & M32 for y in ys]
+    check("sub.cc then addc", outs["mixa"], [int(x >= y) for x, y in zip(x0, y0, strict=True)],
+          32, columns)
+    check("add.cc then subc", outs["mixs"], [(x + y >> 32) - 1 for x, y in
+                                             zip(x0, y0, strict=True)], 32, columns)
     check("add low", outs["sl"], total, 64, columns)
     check("add high", outs["sh"], [v >> 64 for v in total], 64, columns)
     check("sub low", outs["dl"], difference, 64, columns)

@@ -6,20 +6,21 @@ madc, mul24 mad24, sad, div rem, abs neg, min max (.relu), dp4a dp2a.
 `add sub mul mad div abs neg min max` are also floating-point instructions: their float forms
 are lowered by ops/floating.py (`FLOAT_FORMS`), to which these lowerings hand them.
 
-What the manual leaves undefined, chosen as NVIDIA's hardware does (and never a host trap):
-  div.u by zero gives all ones; div.s by zero gives -1 for a dividend >= 0 and 1 below
-  (the unsigned quotient's all ones, negated when the signs differ); rem by zero gives the
-  dividend; div.s MIN/-1 gives MIN and rem.s MIN/-1 gives 0 (two's complement wrap-around).
+What the manual leaves undefined, chosen as NVIDIA's hardware does (measured on an H100,
+driver 580), and never a host trap: div and rem by zero give all ones, for every type, signed
+or not; div.s MIN / -1 gives MIN and rem.s MIN / -1 gives 0.
 
-The carry flag CC.CF is `FunctionLowering.carry_flag()`. For sub.cc/subc it holds the borrow,
-as the manual's `d = a - (b + CC.CF)` reads.
+The carry flag CC.CF is `FunctionLowering.carry_flag()`. NVIDIA's hardware subtracts by adding
+the complement, so after sub.cc/subc the flag is the carry of a + ~b + 1 (1 when nothing was
+borrowed) and subc computes a + ~b + CC.CF: the manual's `d = a - (b + borrow)` for chains of
+subtractions, and what the hardware gives when additions and subtractions are mixed.
 """
 
 from __future__ import annotations
 
 from llvmlite import ir as ll
 
-from ptxport.codegen.lower import I32, FunctionLowering, const_int, lowering
+from ptxport.codegen.lower import I1, I32, FunctionLowering, const_int, lowering
 from ptxport.codegen.ops import floating
 from ptxport.ir import nodes as ir
 from ptxport.ir.types import TYPES, Type
@@ -89,28 +90,16 @@ def _saturate(fl: FunctionLowering, v: ll.Value, bits: int, signed: bool) -> ll.
 
 # --- the carry flag -------------------------------------------------------------------------------
 
-def _add_carry(fl: FunctionLowering, a, b, carry_in: bool):
-    """a + b (+ CC.CF): the sum and its carry-out."""
+def _add3(fl: FunctionLowering, a, b, carry_in):
+    """a + b + carry_in (an i1): the sum and its carry-out."""
     pair = fl.b.uadd_with_overflow(a, b)
     total, carry = fl.b.extract_value(pair, 0), fl.b.extract_value(pair, 1)
-    if carry_in:
-        cf = fl.b.zext(fl.b.load(fl.carry_flag()), a.type)
-        pair = fl.b.uadd_with_overflow(total, cf)
-        total = fl.b.extract_value(pair, 0)
-        carry = fl.b.or_(carry, fl.b.extract_value(pair, 1))
-    return total, carry
+    pair = fl.b.uadd_with_overflow(total, fl.b.zext(carry_in, a.type))
+    return fl.b.extract_value(pair, 0), fl.b.or_(carry, fl.b.extract_value(pair, 1))
 
 
-def _sub_borrow(fl: FunctionLowering, a, b, borrow_in: bool):
-    """a - (b + CC.CF): the difference and its borrow-out."""
-    pair = fl.b.usub_with_overflow(a, b)
-    total, borrow = fl.b.extract_value(pair, 0), fl.b.extract_value(pair, 1)
-    if borrow_in:
-        cf = fl.b.zext(fl.b.load(fl.carry_flag()), a.type)
-        pair = fl.b.usub_with_overflow(total, cf)
-        total = fl.b.extract_value(pair, 0)
-        borrow = fl.b.or_(borrow, fl.b.extract_value(pair, 1))
-    return total, borrow
+def _carry_in(fl: FunctionLowering, use_flag: bool):
+    return fl.b.load(fl.carry_flag()) if use_flag else ll.Constant(I1, 0)
 
 
 def _carry_types(fl: FunctionLowering, inst: ir.Instruction, t: Type) -> None:
@@ -132,7 +121,9 @@ def add_sub(fl: FunctionLowering, inst: ir.Instruction) -> None:
         _carry_types(fl, inst, t)
         if inst.spec.get("sat"):
             raise fl.unsupported(inst, ".sat with .cc")
-        result, carry = _add_carry(fl, a, b, False) if add else _sub_borrow(fl, a, b, False)
+        if not add:
+            b = fl.b.not_(b)
+        result, carry = _add3(fl, a, b, ll.Constant(I1, 0 if add else 1))
         fl.b.store(carry, fl.carry_flag())
     elif t.lanes > 1:
         va, vb = lanes_of(fl, a, t), lanes_of(fl, b, t)
@@ -153,12 +144,14 @@ def add_sub(fl: FunctionLowering, inst: ir.Instruction) -> None:
 
 @lowering("addc", "subc")
 def addc_subc(fl: FunctionLowering, inst: ir.Instruction) -> None:
-    """addc{.cc}.type d, a, b: d = a + b + CC.CF;  subc{.cc}: d = a - (b + CC.CF)."""
+    """addc{.cc}.type d, a, b: d = a + b + CC.CF;  subc{.cc}: d = a + ~b + CC.CF (see the
+    module notes)."""
     t = _type(inst)
     _carry_types(fl, inst, t)
     a, b = _operands(fl, inst, t, 2)
-    combine = _add_carry if inst.opcode == "addc" else _sub_borrow
-    result, carry = combine(fl, a, b, True)
+    if inst.opcode == "subc":
+        b = fl.b.not_(b)
+    result, carry = _add3(fl, a, b, _carry_in(fl, True))
     if inst.spec.get("cc"):
         fl.b.store(carry, fl.carry_flag())
     fl.write(inst.operands[0], result, t)
@@ -219,7 +212,7 @@ def mad(fl: FunctionLowering, inst: ir.Instruction) -> None:
         total = fl.b.add(fl.b.sext(product, ll.IntType(64)), fl.b.sext(c, ll.IntType(64)))
         result = _saturate(fl, total, 32, True)
     elif carry_in or carry_out:
-        result, carry = _add_carry(fl, product, c, carry_in)
+        result, carry = _add3(fl, product, c, _carry_in(fl, carry_in))
         if carry_out:
             fl.b.store(carry, fl.carry_flag())
     else:
@@ -292,26 +285,21 @@ def div_rem(fl: FunctionLowering, inst: ir.Instruction) -> None:
     a, b = _operands(fl, inst, t, 2)
     zero, one, ones = (const_int(a.type, v) for v in (0, 1, -1))
     by_zero = fl.b.icmp_unsigned("==", b, zero)
+    unsafe = by_zero
     if t.kind == "signed":
-        # A divisor of 1 stands in for the two cases the host would trap on: b = 0 (patched
-        # below) and MIN / -1, whose results are then exactly MIN and 0.
+        # MIN / -1 would trap on the host; divided by 1 instead, it gives MIN and 0, the
+        # two's complement results.
         minimum = const_int(a.type, 1 << (t.bits - 1))
         overflow = fl.b.and_(fl.b.icmp_unsigned("==", a, minimum),
                              fl.b.icmp_unsigned("==", b, ones))
-        safe = fl.b.select(fl.b.or_(by_zero, overflow), one, b)
-        if inst.opcode == "div":
-            quotient = fl.b.sdiv(a, safe)
-            sign = fl.b.select(fl.b.icmp_signed("<", a, zero), one, ones)
-            result = fl.b.select(by_zero, sign, quotient)
-        else:
-            result = fl.b.select(by_zero, a, fl.b.srem(a, safe))
+        unsafe = fl.b.or_(by_zero, overflow)
+    safe = fl.b.select(unsafe, one, b)
+    signed = t.kind == "signed"
+    if inst.opcode == "div":
+        result = (fl.b.sdiv if signed else fl.b.udiv)(a, safe)
     else:
-        safe = fl.b.select(by_zero, one, b)
-        if inst.opcode == "div":
-            result = fl.b.select(by_zero, ones, fl.b.udiv(a, safe))
-        else:
-            result = fl.b.select(by_zero, a, fl.b.urem(a, safe))
-    fl.write(inst.operands[0], result, t)
+        result = (fl.b.srem if signed else fl.b.urem)(a, safe)
+    fl.write(inst.operands[0], fl.b.select(by_zero, ones, result), t)
 
 
 # --- abs neg min max ------------------------------------------------------------------------------

@@ -291,6 +291,15 @@ class CpuTarget(Target):
             if not isinstance(value, ir.Variable):
                 raise fl.unsupported(inst, "call arguments must be .param variables")
             pointers.append(self.variable_pointer(fl, value))
+        if callee.is_declaration:
+            # An .extern function the CUDA driver provides: printf's vprintf is the one here.
+            if callee.name != "vprintf":
+                raise fl.unsupported(inst, f"a call of '{callee.name}', which the module "
+                                           "declares but does not define")
+            from ptxport.codegen.targets import cpu_printf
+
+            cpu_printf.lower_vprintf(fl, inst, list(returns), pointers)
+            return
         llcallee = self.functions[callee.name]
         fl.b.call(llcallee, [fl.llfn.args[0], fl.llfn.args[1], *pointers])
 

@@ -16,7 +16,7 @@ import threading
 
 import numpy as np
 
-from ptxport.codegen.targets import cpu_sync
+from ptxport.codegen.targets import cpu_printf, cpu_sync
 from ptxport.codegen.targets.cpu import (
     BLOCKED,
     CTX,
@@ -203,6 +203,7 @@ def run_grid(binary, grid, block, dynamic_shared: int, params: bytes,
              allocations=None) -> None:
     param_buffer = ctypes.create_string_buffer(bytes(params), max(len(params), 8))
     params_address = ctypes.addressof(param_buffer)
+    printf_log = cpu_printf.open_log(params_address)
     blocks = grid[0] * grid[1] * grid[2]
     counter = itertools.count()
     errors: list[BaseException] = []
@@ -243,6 +244,7 @@ def run_grid(binary, grid, block, dynamic_shared: int, params: bytes,
             t.start()
         for t in threads:
             t.join()
+    errors += cpu_printf.close_log(params_address, printf_log)   # printed after the launch
     if errors:
         raise errors[0]
     del param_buffer
