@@ -20,7 +20,10 @@ What CUDA documents and this follows: conversions %c %d %i %o %u %x %X %p %e %E 
 %a %A %s and %%, with flags (- + space # 0), width (digits or *), precision (digits or *) and
 sizes hh h l ll (also z j t, 8 bytes); at most 32 arguments, conversions beyond them printed
 as written; the return value is the number of arguments parsed, 0 with none, -1 when the
-format is a null pointer (and -2 when reading it failed).
+format is a null pointer. When the launch checks accesses (it has an allocation table), a
+format, argument buffer or %s string outside every allocation makes the call return -2 (the
+CUDA driver's "internal error") and the launch raise KernelExecutionError once it ends,
+rather than crash the process.
 """
 
 from __future__ import annotations
@@ -117,22 +120,52 @@ _libc.strnlen.restype = ctypes.c_size_t
 _libc.strnlen.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
 
 
-def _read_string(address: int, limit: int) -> bytes:
-    return ctypes.string_at(address, _libc.strnlen(address, limit))
+class _Memory:
+    """Reads out of the kernel's memory. With the launch's access checks on (the allocation
+    table in the block context), an address outside every allocation is an error rather
+    than a crash, and a read stops at the end of its allocation."""
+
+    def __init__(self, ctx: int):
+        self.ranges = None
+        fields = CTX.fields
+        if ctx and ctypes.c_uint32.from_address(ctx + fields["checks"]).value:
+            count = ctypes.c_uint32.from_address(ctx + fields["alloc_count"]).value
+            table = ctypes.c_uint64.from_address(ctx + fields["alloc_table"]).value
+            self.ranges = list((ctypes.c_uint64 * (2 * count)).from_address(table))
+
+    def readable(self, address: int, what: str) -> int:
+        """How many bytes may be read at `address` (unbounded: 1 << 62)."""
+        if self.ranges is None:
+            return 1 << 62
+        for start, end in zip(self.ranges[::2], self.ranges[1::2], strict=True):
+            if start <= address < end:
+                return end - address
+        raise ValueError(f"{what} at {address:#x} is outside every allocation")
+
+    def string(self, address: int, limit: int, what: str) -> bytes:
+        limit = min(limit, self.readable(address, what))
+        return ctypes.string_at(address, _libc.strnlen(address, limit))
+
+    def bytes(self, address: int, size: int, what: str) -> bytes:
+        if self.readable(address, what) < size:
+            raise ValueError(f"{what} at {address:#x} runs past the end of its allocation")
+        return ctypes.string_at(address, size)
 
 
-def capture(fmt_address: int, args_address: int) -> Record:
+def capture(fmt_address: int, args_address: int, memory: _Memory) -> Record:
     """Copy what a vprintf call needs out of the kernel's memory."""
-    fmt = _read_string(fmt_address, _MAX_FORMAT)
+    fmt = memory.string(fmt_address, _MAX_FORMAT, "the format")
     specs, size = parse_format(fmt)
-    args = ctypes.string_at(args_address, size) if size and args_address else b""
+    args = memory.bytes(args_address, size, "the argument buffer") \
+        if size and args_address else b""
     record = Record(fmt, args)
     for spec in specs:
         if spec.conversion == "s" and spec.offsets and spec.offsets[-1] + 8 <= len(args):
             precision = _precision(args, spec)
             pointer = struct.unpack_from("<Q", args, spec.offsets[-1])[0]
-            record.strings[spec.offsets[-1]] = _read_string(
-                pointer, _MAX_FORMAT if precision is None else precision) if pointer else None
+            record.strings[spec.offsets[-1]] = memory.string(
+                pointer, _MAX_FORMAT if precision is None else precision,
+                "a %s string") if pointer else None
     return record
 
 
@@ -293,8 +326,8 @@ def _vprintf(ctx: int | None, fmt: int | None, args: int | None) -> int:
     if not fmt:
         return -1
     try:
-        record = capture(fmt, args or 0)
-    except Exception as e:          # reported after the launch; the kernel goes on
+        record = capture(fmt, args or 0, _Memory(ctx or 0))
+    except ValueError as e:         # reported after the launch; the kernel goes on
         if log is not None:
             log.errors.append(e)
         return -2
@@ -335,11 +368,11 @@ def open_log(params_address: int) -> Log:
 
 def close_log(params_address: int, log: Log) -> list[KernelExecutionError]:
     """Print the launch's printf output (also after a failed launch); returns the error to
-    raise when printf could not read its format or arguments."""
+    raise when a printf call pointed outside the launch's memory."""
     with _LOGS_LOCK:
         _LOGS.pop(params_address, None)
     _write([format_record(r) for r in log.records])
-    return [KernelExecutionError(f"printf could not read its format or arguments: {e}")
+    return [KernelExecutionError(f"printf could not read its arguments: {e}")
             for e in log.errors[:1]]
 
 
