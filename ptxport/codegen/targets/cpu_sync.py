@@ -47,11 +47,12 @@ Who takes part, and when an operation completes:
   barrier a once all its non-exited lanes are at a barrier instruction naming a (sync, red or
   arrive, possibly different instructions). Without b the barrier completes when every warp
   with a live thread has arrived, so threads that exited do not hold it up (as on sm_70+);
-  with b it completes after b/32 warp arrivals, bar.arrive's included. Then it resets for
-  its next use: arrivals beyond b start the next phase (those arriving in one round are
-  taken in warp order; PTX leaves the order open). bar.red's result is
-  reduced over the threads of the warps that wait in that phase. A barrier that some thread
-  can never complete leaves no progress, and the executor reports the deadlock.
+  with b it completes after b/32 warp arrivals (rounded up), bar.arrive's included, a warp
+  with exited lanes counting as a whole warp. Then it resets for its next use: arrivals
+  beyond b start the next phase (those of one round taken in warp order; PTX leaves the
+  order open). bar.red's result is reduced over the threads of the warps that wait in that
+  phase. A barrier that some thread can never complete leaves no progress, and the executor
+  reports the deadlock.
 - barrier.cluster: a cluster is one CTA here; .wait completes once every non-exited thread
   of the CTA has done its .arrive for the phase.
 """
@@ -285,7 +286,8 @@ class Slots:
         return self._views[name]
 
     def start_block(self) -> None:
-        """Forget the previous block's barrier state."""
+        """Forget the previous block's barrier state (the executor calls this before each
+        block it hands to `resolve`)."""
         self.cluster_phase = 0
         self.pending.fill(0)
         self.expected.fill(0)
