@@ -2,3 +2,5 @@
 
 from ptxport.codegen.ops import compare, control, data, floating, integer, logic, sync  # noqa: F401
 from ptxport.codegen.ops import convert  # noqa: F401
+from ptxport.codegen.ops import video  # noqa: F401
+from ptxport.codegen.ops import atomic, memory  # noqa: F401
