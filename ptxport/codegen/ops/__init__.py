@@ -3,4 +3,3 @@
 from ptxport.codegen.ops import compare, control, data, floating, integer, logic, sync  # noqa: F401
 from ptxport.codegen.ops import convert  # noqa: F401
 from ptxport.codegen.ops import video  # noqa: F401
-from ptxport.codegen.ops import atomic, memory  # noqa: F401
