@@ -147,6 +147,26 @@ class FunctionLowering:
         for reg in self.function.registers.values():
             self.registers[id(reg)] = self.b.alloca(self.storage_type(reg), name=reg.name)
 
+    def entry_alloca(self, typ: ll.Type, name: str = "", align: int = 0) -> ll.Value:
+        """Stack memory made once at the function's entry, as an untyped pointer (llvmlite
+        types allocas, and stores of other types through them would be refused)."""
+        with self.b.goto_entry_block():
+            self.b.position_at_start(self.entry)
+            slot = self.b.alloca(typ, name=name)
+            if align:
+                slot.align = align
+        # LLVM's pointers are untyped (llvmlite prints every pointer as `ptr`); only
+        # llvmlite's own checks look at the pointee type, so the slot is declared untyped.
+        slot.type = PTR
+        return slot
+
+    def store_atomic(self, value: ll.Value, pointer: ll.Value, ordering: str,
+                     align: int) -> None:
+        """An atomic store through an untyped pointer (llvmlite's builder insists on a typed
+        one, which LLVM no longer has)."""
+        self.b._insert(ll.instructions.StoreAtomicInstr(self.b.block, value, pointer,
+                                                         ordering, align))
+
     def storage_type(self, reg: ir.Register) -> ll.Type:
         element = value_type(reg.type)
         return ll.ArrayType(element, reg.vector) if reg.vector else element

@@ -110,7 +110,7 @@ def st(fl: FunctionLowering, inst: ir.Instruction) -> None:
     ordering = _ordering(inst)
     for p, v in zip(_element_pointers(fl, pointer, t, count), values, strict=True):
         if ordering is not None and t.bits in (8, 16, 32, 64):
-            fl.b.store_atomic(v, p, ordering, t.size)
+            fl.store_atomic(v, p, ordering, t.size)
         else:
             fl.b.store(v, p, align=t.size)
 

@@ -218,10 +218,8 @@ class CpuTarget(Target):
             # memory of the LLVM function, made once at its entry.
             slot = fl.local_vars.get(id(var))
             if slot is None:
-                with fl.b.goto_entry_block():
-                    fl.b.position_at_start(fl.entry)
-                    slot = fl.b.alloca(ll.ArrayType(I8, max(var.size, 1)), name=var.name)
-                    slot.align = max(var.alignment, 8)
+                slot = fl.entry_alloca(ll.ArrayType(I8, max(var.size, 1)), var.name,
+                                       max(var.alignment, 8))
                 fl.local_vars[id(var)] = slot
             return slot
         raise fl.unsupported(fl.inst, f"a variable in .{var.space} space on the CPU")
@@ -401,9 +399,7 @@ def _check_function(llmod: ll.Module) -> ll.Function:
 def _global_timer(fl: FunctionLowering, llmod: ll.Module) -> ll.Value:
     """Nanoseconds from CLOCK_REALTIME (as %globaltimer counts), via libc's clock_gettime."""
     clock_gettime = _intrinsic(llmod, "clock_gettime", I32, [I32, PTR])
-    with fl.b.goto_entry_block():
-        fl.b.position_at_start(fl.entry)
-        timespec = fl.b.alloca(ll.ArrayType(I64, 2), name="timespec")
+    timespec = fl.entry_alloca(ll.ArrayType(I64, 2), "timespec")
     fl.b.call(clock_gettime, [I32(0), timespec])
     seconds = fl.b.load(timespec, typ=I64)
     nanos = fl.b.load(fl.b.gep(timespec, [I64(8)], source_etype=I8), typ=I64)
