@@ -542,13 +542,7 @@ def test_deadlocks_raise_with_kernel_lines_and_thread_counts(case, lines, native
         _run_barriers(case, block=block, native=native)
 
 
-_NATIVE_GAPS = pytest.mark.xfail(strict=True, reason=(
-    "cpu_native completes a barrier that every live thread waits at without reading each "
-    "thread's barrier name, and when its count exceeds the live threads"))
-
-
-@pytest.mark.parametrize("native", [pytest.param(True, marks=_NATIVE_GAPS), False],
-                         ids=["native", "resolver"])
+@NATIVE
 @pytest.mark.parametrize("case", [9, 10])
 def test_deadlocks_at_one_instruction(case, native):
     """bar.sync %r with a name that differs between warps, or a count beyond the block."""

@@ -67,7 +67,7 @@ def build_run_block(llmod: ll.Module, run_threads: ll.Function, plan) -> None:
         b.position_at_end(case)
         resolved = fn.append_basic_block(f"resolved_{number}")
         if kind == "barrier":
-            _barrier(fn, b, frames, frame_size, live, resolved, general)
+            _barrier(fn, b, frames, frame_size, statuses, n, live, resolved, general)
         else:
             _shfl(fn, b, point.inst, frames, frame_size, live, n, resolved, general)
         b.position_at_end(resolved)
@@ -122,12 +122,40 @@ def _slot(b, frames, frame_size, t, name: str, typ=I64):
     return b.gep(frame, [I64(FRAME.fields[name])], source_etype=I8)
 
 
-def _barrier(fn, b, frames, frame_size, live, resolved, general):
-    """Every live thread is here: a barrier for all of them (or a count they reach)."""
-    count = b.trunc(b.load(_slot(b, frames, frame_size, I32(0), "in1"), typ=I64), I32)
-    # (thread 0 may have exited; any live thread's count would do, and a count below the live
-    # threads needs the general resolver, which picks which threads go on)
-    b.cbranch(b.or_(b.icmp_signed("==", count, I32(0)), b.icmp_signed(">=", count, live)),
+def _barrier(fn, b, frames, frame_size, statuses, n, live, resolved, general):
+    """Every live thread waits at this barrier instruction: it completes here when they all
+    name the same barrier and give no thread count, or a count equal to the live threads.
+    Anything else (different barriers per warp, counts that release a subset or can never be
+    reached) is the general resolver's to complete or to report as a deadlock."""
+    # the first waiting thread's barrier and count
+    t, head, after = _loop(fn, b, n, "first")
+    waiting = b.icmp_signed("==", b.load(b.gep(statuses, [t], source_etype=I32), typ=I32),
+                            I32(BLOCKED))
+    step = fn.append_basic_block("first_step")
+    b.cbranch(waiting, after, step)
+    b.position_at_end(step)
+    t.add_incoming(b.add(t, I32(1)), step)
+    b.branch(head)
+    b.position_at_end(after)
+    first = t  # (live > 0, so a waiting thread exists and the loop stopped at it)
+    name = b.load(_slot(b, frames, frame_size, first, "in0"), typ=I64)
+    count = b.load(_slot(b, frames, frame_size, first, "in1"), typ=I64)
+    # every waiting thread names the same barrier and count
+    u, uhead, uafter = _loop(fn, b, n, "same")
+    waiting = b.icmp_signed("==", b.load(b.gep(statuses, [u], source_etype=I32), typ=I32),
+                            I32(BLOCKED))
+    same = b.and_(b.icmp_unsigned("==", b.load(_slot(b, frames, frame_size, u, "in0"),
+                                               typ=I64), name),
+                  b.icmp_unsigned("==", b.load(_slot(b, frames, frame_size, u, "in1"),
+                                               typ=I64), count))
+    ok = fn.append_basic_block("same_ok")
+    b.cbranch(b.or_(b.not_(waiting), same), ok, general)
+    b.position_at_end(ok)
+    u.add_incoming(b.add(u, I32(1)), ok)
+    b.branch(uhead)
+    b.position_at_end(uafter)
+    count32 = b.trunc(count, I32)
+    b.cbranch(b.or_(b.icmp_signed("==", count32, I32(0)), b.icmp_signed("==", count32, live)),
               resolved, general)
 
 
