@@ -45,7 +45,8 @@ from ptxport.ir import nodes as ir
 from ptxport.ir.abi import param_layout
 from ptxport.ptx.ast import FloatImm, IntImm
 
-__all__ = ["compile_kernel", "CpuKernelBinary", "SyncPoint", "CTX", "FRAME"]
+__all__ = ["compile_kernel", "emit_object", "CpuKernelBinary", "SyncPoint", "CTX", "FRAME",
+           "CROSS_TRIPLES"]
 
 # Operations where a thread waits for others (PTX ISA 9.7.13): they end a thread's run.
 SYNC_OPCODES = frozenset(("bar", "barrier", "shfl", "vote", "match", "redux", "activemask",
@@ -749,3 +750,23 @@ def compile_kernel(module: ir.Module, kernel: str, options=None) -> CpuKernelBin
     """Compile `kernel` of a verified IR module for the host CPU."""
     llmod, plan = build_llvm(module, kernel)
     return CpuKernelBinary(kernel, str(llmod), plan, module)
+
+
+# Other CPUs the code generator is checked to compile for (an object file, not run here).
+CROSS_TRIPLES = {"x86_64": "x86_64-unknown-linux-gnu", "aarch64": "aarch64-unknown-linux-gnu"}
+
+
+def emit_object(module: ir.Module, kernel: str, triple: str, cpu: str = "generic") -> bytes:
+    """An optimized object file of `kernel`'s CPU code for another CPU (`triple`), e.g. to
+    check that a kernel compiles for AArch64 on an x86-64 machine."""
+    llmod, _ = build_llvm(module, kernel)
+    llmod.triple = triple
+    with _LLVM_LOCK:
+        llvm.initialize_all_targets()
+        llvm.initialize_all_asmprinters()
+        tm = llvm.Target.from_triple(triple).create_target_machine(cpu=cpu, opt=3)
+        parsed = llvm.parse_assembly(str(llmod))
+        parsed.verify()
+        pb = llvm.create_pass_builder(tm, llvm.PipelineTuningOptions(speed_level=3))
+        pb.getModulePassManager().run(parsed, pb)
+        return tm.emit_object(parsed)
