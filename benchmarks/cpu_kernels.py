@@ -528,7 +528,8 @@ def print_table(rows, means, core_counts, overhead) -> None:
         for cores in map(str, core_counts):
             cell = row["cores"].get(cores, {})
             ratio = f"{cell['ratio']:8.2f}" if "ratio" in cell else f"{'-':>8}"
-            ratio += {0: "~", 1: "*"}.get(cell.get("runs"), " ")
+            runs = cell.get("runs", 3)
+            ratio += "~" if runs == 0 else "*" if runs < 3 else " "
             line += f" | {ms(cell.get('c_ms')):>15} {ms(cell.get('ptxport_ms')):>10} {ratio}"
         print(line)
         if row["status"] != "ok":
@@ -540,9 +541,9 @@ def print_table(rows, means, core_counts, overhead) -> None:
         goal = "   (goal <= 3x)" if cores == "1" else ""
         print(f"geometric mean of ptxport / C on {cores} core(s): {value} over "
               f"{mean['kernels']} of {mean['of']} kernels{goal}")
-    runs = {cell.get("runs") for row in rows for cell in row["cores"].values()}
-    if 1 in runs:
-        print("* one timed run only: a run took more than half the time budget per kernel")
+    runs = {cell.get("runs", 3) for row in rows for cell in row["cores"].values()}
+    if runs & {1, 2}:
+        print("* fewer than 3 timed runs: the first took more than half of --budget")
     if 0 in runs:
         print("~ the first launch only, JIT included: it took longer than --slow seconds, "
               "so the kernel was not launched again")
