@@ -269,7 +269,8 @@ def test_32bit_forms():
                 cases.append((name, "u32", f"dp2a.{mode}.{at}.{bt} %{name}, %a, %b, %c;",
                               lambda a, b, c, sa=sa, sb=sb, k=first: c + sum(
                                   byte(a, i, sa, 16) * byte(b, k + i, sb) for i in range(2))))
-    run_cases(cases, {"a": ("u32", a), "b": ("u32", b), "c": ("u32", c)}, regs=".reg .b64 %cw;")
+    run_cases(cases, {"a": ("u32", a), "b": ("u32", b), "c": ("u32", c)}, regs=".reg .b64 %cw;",
+              target="sm_90")  # min/max.relu need sm_90
 
 
 def test_64bit_forms():
@@ -315,17 +316,17 @@ def test_packed_forms():
     for t, bits, count in (("u16x2", 16, 2), ("s16x2", 16, 2)):
         s = t[0] == "s"
         cases += [
-            (f"add{t}", "u32", f"add.{t} %add{t}, %a, %b;", _packed(add, bits, count, s)),
-            (f"min{t}", "u32", f"min.{t} %min{t}, %a, %b;", _packed(mn, bits, count, s)),
-            (f"max{t}", "u32", f"max.{t} %max{t}, %a, %b;", _packed(mx, bits, count, s)),
+            (f"add{t}", "b32", f"add.{t} %add{t}, %a, %b;", _packed(add, bits, count, s)),
+            (f"min{t}", "b32", f"min.{t} %min{t}, %a, %b;", _packed(mn, bits, count, s)),
+            (f"max{t}", "b32", f"max.{t} %max{t}, %a, %b;", _packed(mx, bits, count, s)),
         ]
     cases += [
-        ("minrelu16", "u32", "min.relu.s16x2 %minrelu16, %a, %b;",
+        ("minrelu16", "b32", "min.relu.s16x2 %minrelu16, %a, %b;",
          _packed(lambda x, y: np.maximum(0, np.minimum(x, y)), 16, 2, True)),
-        ("maxrelu16", "u32", "max.relu.s16x2 %maxrelu16, %a, %b;",
+        ("maxrelu16", "b32", "max.relu.s16x2 %maxrelu16, %a, %b;",
          _packed(lambda x, y: np.maximum(0, np.maximum(x, y)), 16, 2, True)),
     ]
-    run_cases(cases, {"a": ("u32", a), "b": ("u32", b)}, exact_bits=16, version="8.0",
+    run_cases(cases, {"a": ("b32", a), "b": ("b32", b)}, exact_bits=16, version="8.0",
               target="sm_90")
 
 
@@ -337,28 +338,28 @@ def test_packed_forms_of_ptx_9_2():
     for t, bits, count in (("u16x2", 16, 2), ("s16x2", 16, 2), ("u8x4", 8, 4), ("s8x4", 8, 4)):
         s = t[0] == "s"
         cases += [
-            (f"sadd{t}", "u32", f"add.sat.{t} %sadd{t}, %a, %b;",
+            (f"sadd{t}", "b32", f"add.sat.{t} %sadd{t}, %a, %b;",
              _packed(add, bits, count, s, sat=True)),
         ]
         if bits == 8:
             cases += [
-                (f"add{t}", "u32", f"add.{t} %add{t}, %a, %b;", _packed(add, bits, count, s)),
-                (f"sub{t}", "u32", f"sub.{t} %sub{t}, %a, %b;", _packed(sub, bits, count, s)),
-                (f"ssub{t}", "u32", f"sub.sat.{t} %ssub{t}, %a, %b;",
+                (f"add{t}", "b32", f"add.{t} %add{t}, %a, %b;", _packed(add, bits, count, s)),
+                (f"sub{t}", "b32", f"sub.{t} %sub{t}, %a, %b;", _packed(sub, bits, count, s)),
+                (f"ssub{t}", "b32", f"sub.sat.{t} %ssub{t}, %a, %b;",
                  _packed(sub, bits, count, s, sat=True)),
-                (f"min{t}", "u32", f"min.{t} %min{t}, %a, %b;",
+                (f"min{t}", "b32", f"min.{t} %min{t}, %a, %b;",
                  _packed(np.minimum, bits, count, s)),
-                (f"max{t}", "u32", f"max.{t} %max{t}, %a, %b;",
+                (f"max{t}", "b32", f"max.{t} %max{t}, %a, %b;",
                  _packed(np.maximum, bits, count, s)),
             ]
     cases += [
-        ("minrelu8", "u32", "min.relu.s8x4 %minrelu8, %a, %b;",
+        ("minrelu8", "b32", "min.relu.s8x4 %minrelu8, %a, %b;",
          _packed(lambda x, y: np.maximum(0, np.minimum(x, y)), 8, 4, True)),
-        ("maxrelu8", "u32", "max.relu.s8x4 %maxrelu8, %a, %b;",
+        ("maxrelu8", "b32", "max.relu.s8x4 %maxrelu8, %a, %b;",
          _packed(lambda x, y: np.maximum(0, np.maximum(x, y)), 8, 4, True)),
-        ("neg8", "u32", "neg.s8x4 %neg8, %a;", _packed(lambda x, y: -x, 8, 4, True)),
+        ("neg8", "b32", "neg.s8x4 %neg8, %a;", _packed(lambda x, y: -x, 8, 4, True)),
     ]
-    run_cases(cases, {"a": ("u32", a), "b": ("u32", b)}, exact_bits=16, version="9.2",
+    run_cases(cases, {"a": ("b32", a), "b": ("b32", b)}, exact_bits=16, version="9.2",
               target="sm_120a")
 
 

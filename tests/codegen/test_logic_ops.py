@@ -227,7 +227,7 @@ def test_fns_offsets():
                 offset.append(off & M32)
     case = ("fns", "b32", "fns.b32 %fns, %a, %b, %c;", per_element(ref_fns))
     run_cases([case], {"a": ("b32", mask), "b": ("u32", base), "c": ("s32", offset)},
-              exact_bits=64, version="6.0", target="sm_80")
+              exact_bits=64, version="7.0", target="sm_80")
 
 
 def test_16bit_forms():
@@ -304,7 +304,7 @@ def test_lop3_every_truth_table():
     for lut in range(256):
         lines.append(f"lop3.b32 %d, %a, %b, %c, {lut}; st.global.u32 [%po+{4 * lut}], %d;")
     ptx = kernel_ptx("\n".join(lines), ".param .u64 pa, .param .u64 pb, .param .u64 pc, "
-                     ".param .u64 po", version="6.0", target="sm_80")
+                     ".param .u64 po", version="7.0", target="sm_80")
     arrays = [np.array(v, dtype=np.uint32) for v in (a, b, c)]
     out = np.zeros(n * 256, dtype=np.uint32)
     run_ptx(ptx, "k", n // 256, 256, [*arrays, out])

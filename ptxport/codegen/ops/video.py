@@ -9,9 +9,12 @@ Scalar forms follow the manual's pseudo-code: sources are selected and extended 
 types, the operation is exact (the manual's "33 bits or more"), .sat clamps to the range of
 the destination type, or of the merged field when there is a merge selector, then the
 secondary operation (.add .min .max, comparing as the destination type; vset's as the first
-source type) or the merge with c. The SIMD forms were checked against an H100 on every
-selector, mask, .sat and .add. On scalar forms the H100 departs from the manual's pseudo-code
-in places (a .h1 merge, saturation into a merged field, vshl with .sat, and some vmad forms);
+source type) or the merge into c (fields and lanes not written come from c, not from d's
+old value, as on an H100). The SIMD forms agree with an H100 on every selector, mask, .sat
+and .add tried (400 random forms). On scalar forms the H100 departs from the manual's
+pseudo-code in places: a .h1 merge takes bits 31..16 of the result, saturation into a merged
+field only clamps from above (unsigned), vshl.sat and .min/.max of an intermediate beyond 32
+bits compare wrapped values, and some vmad forms with unsigned or negated operands differ;
 ptxport keeps the manual's meaning there.
 """
 
