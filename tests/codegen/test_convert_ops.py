@@ -384,7 +384,7 @@ def test_f64_source():
     check(out, 15, round_float(sat, "f32", "rn"), inputs, "rn.sat.f32.f64")
     for k, r in enumerate(IRND, 16):
         integral = {"rni": np.rint, "rzi": np.trunc, "rmi": np.floor, "rpi": np.ceil}[r](x)
-        check(out, k, np.where(nan, 0x7FFFFFFFFFFFFFFF, f64_bits(integral)), inputs,
+        check(out, k, np.where(nan, inputs | np.uint64(1 << 51), f64_bits(integral)), inputs,
               f"{r}.f64.f64")
     check_int_cases(out, 20, x, inputs, "f64")
 

@@ -1,6 +1,7 @@
 """Instruction lowerings by family; importing this package registers them all in LOWERINGS."""
 
 from ptxport.codegen.ops import (  # noqa: F401
+    atomic,
     compare,
     control,
     convert,
@@ -8,6 +9,7 @@ from ptxport.codegen.ops import (  # noqa: F401
     floating,
     integer,
     logic,
+    memory,
     sync,
     video,
 )

@@ -195,6 +195,15 @@ def _convert_bits(fl: FunctionLowering, bits: ll.Value, source: Format, dest: Fo
     return b.select(parts.is_nan, nan, result)
 
 
+def round_bits(fl: FunctionLowering, bits: ll.Value, source: str, dest: str,
+               mode: str = "rn") -> ll.Value:
+    """The bits of a value of float type `source` rounded into type `dest` (an i64); NaN
+    gives the destination's canonical NaN. For other instructions' results (atomics)."""
+    wide = fl.b.zext(bits, I64) if bits.type.width < 64 else bits
+    return _convert_bits(fl, wide, FORMATS[source], FORMATS[dest], mode, False,
+                         _i64(CANONICAL_NAN[dest]))
+
+
 # --- helpers ------------------------------------------------------------------------------------
 
 def _invalid(fl: FunctionLowering, inst: ir.Instruction, message: str) -> Exception:
@@ -417,7 +426,7 @@ def _float_to_float(fl: FunctionLowering, inst: ir.Instruction, d: Type, a: Type
 
 def _round_same(fl: FunctionLowering, bits: ll.Value, t: Type, rnd: str | None) -> ll.Value:
     """cvt.f32.f32 (with .ftz/.sat) and cvt.rni.f32.f32 (round to an integral value); NaN
-    gives the canonical NaN, as on the H100."""
+    gives the canonical NaN (f64: the NaN made quiet), as on the H100."""
     b = fl.b
     fmt = FORMATS[t.name]
     nan = _is_nan(fl, bits, fmt)
@@ -430,6 +439,8 @@ def _round_same(fl: FunctionLowering, bits: ll.Value, t: Type, rnd: str | None) 
     elif rnd is not None:
         float_type = ll.FloatType() if t.bits == 32 else ll.DoubleType()
         bits = fl.as_int(_round_integral(fl, b.bitcast(bits, float_type), rnd))
+    if t.name == "f64":  # the H100 keeps an f64 NaN's payload (made quiet)
+        return b.select(nan, b.or_(bits, ll.Constant(bits.type, 1 << 51)), bits)
     return b.select(nan, ll.Constant(bits.type, CANONICAL_NAN[t.name]), bits)
 
 
