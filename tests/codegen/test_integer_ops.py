@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from cpu_harness import kernel_ptx, run_ptx
+from ptxport.errors import UnsupportedFeatureError
 
 BLOCK = 256
 M32 = 0xFFFFFFFF
@@ -430,3 +431,17 @@ def test_carry_chains():
     check("add high", outs["sh"], [v >> 64 for v in total], 64, columns)
     check("sub low", outs["dl"], difference, 64, columns)
     check("sub high", outs["dh"], [v >> 64 for v in difference], 64, columns)
+
+
+def test_forms_ptx_does_not_define_are_refused():
+    """Modifier combinations the manual does not define are refused by name, not computed
+    some other way."""
+    for line, reason in (("add.sat.u32 %d, %a, %a;", ".sat"),
+                         ("mad.lo.sat.s32 %d, %a, %a, %a;", ".sat"),
+                         ("mad24.lo.sat.s32 %d, %a, %a, %a;", ".sat"),
+                         ("mul.wide.u64 %w, %w, %w;", ".wide"),
+                         ("min.relu.u32 %d, %a, %a;", ".relu"),
+                         ("add.cc.u16 %h, %h, %h;", "carry flag")):
+        with pytest.raises(UnsupportedFeatureError, match=reason):
+            run_lines(line, {"a": ("u32", [1])}, {"d": "u32"},
+                      regs=".reg .u64 %w; .reg .u16 %h;")
