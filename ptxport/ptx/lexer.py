@@ -62,6 +62,9 @@ class Lexer:
         self.pos = m.end()
         if kind == "punct":
             if value == "/" and self.text.startswith("*", start + 1):  # only if never closed
+                # The comment runs to the end of the text: stop there, rather than look for
+                # its end again at every later '/' (quadratic time).
+                self.pos = len(self.text)
                 return ("bad", "unterminated comment: '/*' without a closing '*/'", start)
             return (value, value, start)
         if kind == "bad" and value == '"':

@@ -138,6 +138,10 @@ REGRESSIONS = {
     "long register count": KERNEL_OPEN + "\t.reg .b32 %r<" + "9" * 5000 + ">;\n}\n",
     "huge quotient": KERNEL_OPEN + f"\tmov.u64 %rd1, {'*'.join([BIG] * 17)} / 1;\n}}\n",
     "deep parentheses": KERNEL_OPEN + "\tmov.u32 %r1, " + "(" * 2000 + "1" + ")" * 2000 + ";\n}\n",
+    # Quadratic time: each '/' looked for the end of the comment again; the fast path's lazy
+    # operands retried `[ \t]*;` at every space.
+    "many unterminated comments": KERNEL_OPEN + "\tadd.s32 %r1, %r2, %r3 /*\n" * 3000,
+    "spaces without ';'": KERNEL_OPEN + "\tadd.s32 %r1" + " " * 100_000 + "x\n}\n",
 }
 
 
