@@ -137,10 +137,11 @@ def _function(module: ir.Module, f: ir.Function) -> dict:
 
 
 def _target_support(module: ir.Module, target: str) -> dict:
+    reasons = support.unsupported(target, module)
     unsupported: dict[str, dict] = {}
     for f in module.functions.values():
         for inst in f.instructions():
-            reason = support.unsupported_reason(target, inst)
+            reason = reasons.get(id(inst))
             if reason is not None:
                 entry = unsupported.setdefault(inst.spec.text, {
                     "instruction": inst.spec.text, "reason": reason, "lines": []})

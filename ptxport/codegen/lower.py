@@ -139,6 +139,9 @@ class FunctionLowering:
         self.param_pointers: dict[str, ll.Value] = dict(param_pointers or {})
         self.local_vars: dict[int, ll.Value] = {}
         self.inst: ir.Instruction | None = None
+        # None: an unsupported instruction raises; a list: (instruction, reason) is appended
+        # and lowering goes on (what a target cannot compile, all at once)
+        self.problems: list | None = None
         self.carry: ll.AllocaInstr | None = None  # CC.CF, made on first use
 
     # --- setup -------------------------------------------------------------------------------
@@ -212,6 +215,18 @@ class FunctionLowering:
             self.b.ret_void()
 
     def lower_instruction(self, inst: ir.Instruction) -> None:
+        if self.problems is None:
+            self._lower_instruction(inst)
+            return
+        try:
+            self._lower_instruction(inst)
+        except UnsupportedFeatureError as e:
+            # Collecting (for `ptxport inspect`): note it, and go on in a fresh block; the
+            # LLVM IR made this way is only looked at, never compiled.
+            self.problems.append((inst, e.reason or str(e)))
+            self.b.position_at_end(self.llfn.append_basic_block("skipped"))
+
+    def _lower_instruction(self, inst: ir.Instruction) -> None:
         self.inst = inst
         lower = LOWERINGS.get(inst.opcode)
         if lower is None:

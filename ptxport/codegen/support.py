@@ -1,44 +1,41 @@
-"""What each target can compile, instruction by instruction.
+"""What each target can compile, instruction by instruction, for `ptxport inspect`.
 
-Every code generator registers here the instructions it lowers, as a predicate over the IR
-instruction (opcode, types and modes), so that `ptxport inspect` and the compile step agree on
-what a target supports and say so before any code is generated.
-
-No code generator exists yet: every target below lists nothing, and `unsupported_reason`
-answers that the target has no code generator. The issues "Run CUDA kernels on the CPU",
-"NVIDIA target", "AMD target" and "SPIR-V target" fill these tables.
+A target with a code generator registers a checker: given an IR module, it returns, for each
+instruction it cannot compile, why not. The CPU target's checker runs its real lowering in a
+collecting mode, so what inspect reports is what compiling would say.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from ptxport.ir.nodes import Instruction
+from ptxport.ir.nodes import Module
 
-__all__ = ["TARGETS", "register", "implemented", "unsupported_reason"]
+__all__ = ["TARGETS", "implemented", "unsupported"]
 
 TARGETS: tuple[str, ...] = ("cpu", "nvptx", "amdgpu", "spirv")
 
-# target -> opcode -> predicate(instruction) -> None if supported, else the reason it is not
-_SUPPORT: dict[str, dict[str, Callable[[Instruction], str | None]]] = {t: {} for t in TARGETS}
+
+def _cpu(module: Module) -> dict[int, str]:
+    from ptxport.codegen.targets.cpu import unsupported_instructions
+
+    return unsupported_instructions(module)
 
 
-def register(target: str, opcode: str, check: Callable[[Instruction], str | None]) -> None:
-    """Declare that `target` lowers `opcode` in the forms `check` accepts."""
-    _SUPPORT[target][opcode] = check
+# target -> checker(module) -> {id(instruction): reason}
+_CHECKERS: dict[str, Callable[[Module], dict[int, str]]] = {"cpu": _cpu}
 
 
 def implemented(target: str) -> bool:
     """Whether `target` has a code generator at all."""
-    return bool(_SUPPORT[target])
+    return target in _CHECKERS
 
 
-def unsupported_reason(target: str, inst: Instruction) -> str | None:
-    """None if `target` can compile `inst`; otherwise why not, in a few words."""
-    table = _SUPPORT[target]
-    if not table:
-        return f"no code generator for {target} yet"
-    check = table.get(inst.opcode)
-    if check is None:
-        return f"'{inst.opcode}' is not lowered for {target}"
-    return check(inst)
+def unsupported(target: str, module: Module) -> dict[int, str]:
+    """id(instruction) -> why `target` cannot compile it; every instruction of the module
+    when the target has no code generator yet."""
+    checker = _CHECKERS.get(target)
+    if checker is None:
+        return {id(inst): f"no code generator for {target} yet"
+                for f in module.functions.values() for inst in f.instructions()}
+    return checker(module)

@@ -494,9 +494,11 @@ def _function_type(function: ir.Function) -> ll.FunctionType:
     return ll.FunctionType(ll.VoidType(), [PTR, PTR] + [PTR] * count)
 
 
-def build_llvm(module: ir.Module, kernel_name: str) -> tuple[ll.Module, KernelPlan]:
+def build_llvm(module: ir.Module, kernel_name: str,
+               problems: list | None = None) -> tuple[ll.Module, KernelPlan]:
     """The LLVM module for one kernel: its thread function, the device functions it may
-    call, the module's variables, and `run_threads`."""
+    call, the module's variables, and `run_threads`. With `problems` (a list), instructions
+    the target cannot compile are collected there instead of raising."""
     kernel = module.functions[kernel_name]
     llmod = ll.Module(name=f"ptxport.{kernel_name}")
     llmod.triple = llvm.get_process_triple()
@@ -511,11 +513,13 @@ def build_llvm(module: ir.Module, kernel_name: str) -> tuple[ll.Module, KernelPl
     target = CpuTarget(module, llmod, plan, globals_, functions)
     for f in module.functions.values():
         if f.name in functions:
-            _lower_device_function(module, f, functions[f.name], target)
+            _lower_device_function(module, f, functions[f.name], target, problems)
     thread = ll.Function(llmod, ll.FunctionType(I32, [PTR, PTR, I32]), name="thread")
     thread.linkage = "internal"
     thread.attributes.add("alwaysinline")
-    _lower_kernel(module, kernel, thread, target)
+    _lower_kernel(module, kernel, thread, target, problems)
+    if problems is not None:
+        return llmod, plan
     _build_run_threads(llmod, thread)
     _build_run_blocks(llmod, thread)
     cpu_runtime.add_conversions(llmod)
@@ -527,9 +531,11 @@ def build_llvm(module: ir.Module, kernel_name: str) -> tuple[ll.Module, KernelPl
     return llmod, plan
 
 
-def _lower_device_function(module, f: ir.Function, llfn: ll.Function, target: CpuTarget):
+def _lower_device_function(module, f: ir.Function, llfn: ll.Function, target: CpuTarget,
+                           problems: list | None):
     pointers = {p.name: llfn.args[2 + i] for i, p in enumerate(f.returns + f.params)}
     fl = FunctionLowering(module, f, llfn, target, pointers)
+    fl.problems = problems
     fl.declare_registers()
     first = fl.create_blocks()
     fl.b.position_at_end(fl.entry)
@@ -537,8 +543,10 @@ def _lower_device_function(module, f: ir.Function, llfn: ll.Function, target: Cp
     fl.lower_body()
 
 
-def _lower_kernel(module, kernel: ir.Function, thread: ll.Function, target: CpuTarget):
+def _lower_kernel(module, kernel: ir.Function, thread: ll.Function, target: CpuTarget,
+                  problems: list | None):
     fl = FunctionLowering(module, kernel, thread, target)
+    fl.problems = problems
     fl.declare_registers()
     first = fl.create_blocks()
     dispatch_block = thread.append_basic_block("dispatch")
@@ -647,19 +655,17 @@ def _build_run_blocks(llmod: ll.Module, thread: ll.Function) -> None:
 # --- JIT --------------------------------------------------------------------------------------
 
 _LLVM_LOCK = threading.Lock()
-_TARGET_MACHINE = None
 
 
 def _target_machine():
-    global _TARGET_MACHINE
-    if _TARGET_MACHINE is None:
-        llvm.initialize_native_target()
-        llvm.initialize_native_asmprinter()
-        target = llvm.Target.from_default_triple()
-        _TARGET_MACHINE = target.create_target_machine(
-            cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
-            opt=3, jit=True)
-    return _TARGET_MACHINE
+    """A new target machine for the host. Each JIT engine takes ownership of the one it is
+    given (and destroys it with itself), so engines never share one."""
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    target = llvm.Target.from_default_triple()
+    return target.create_target_machine(
+        cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
+        opt=3, jit=True)
 
 
 def _object_code(llvm_ir: str, tm) -> bytes:
@@ -712,8 +718,13 @@ class CpuKernelBinary:
                 raise CompileError(
                     f"kernel '{name}' needs {', '.join(missing)}, which this process does not "
                     "provide (a compiler runtime function); please report this to ptxport")
-            self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
-            self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+            empty = llvm.parse_assembly("")
+            empty.triple = llvm.get_process_triple()
+            self._engine = llvm.create_mcjit_compiler(empty, tm)
+            # The object file reads its bytes in place: they must live as long as the engine.
+            self._object = obj
+            self._object_file = llvm.ObjectFileRef.from_data(obj)
+            self._engine.add_object_file(self._object_file)
             self._engine.finalize_object()
             self.run_threads = RunThreads(self._engine.get_function_address("run_threads"))
             self.run_blocks = RunBlocks(self._engine.get_function_address("run_blocks"))
@@ -750,6 +761,24 @@ def compile_kernel(module: ir.Module, kernel: str, options=None) -> CpuKernelBin
     """Compile `kernel` of a verified IR module for the host CPU."""
     llmod, plan = build_llvm(module, kernel)
     return CpuKernelBinary(kernel, str(llmod), plan, module)
+
+
+def unsupported_instructions(module: ir.Module) -> dict[int, str]:
+    """id(instruction) -> why the CPU target cannot compile it, for every instruction of
+    every kernel and device function of `module` that it cannot (found by the lowering
+    itself, so this agrees with what compiling would say)."""
+    problems: list = []
+    for kernel in module.kernels:
+        build_llvm(module, kernel.name, problems)
+    if not module.kernels:  # device functions alone: lower them without a kernel
+        for f in module.functions.values():
+            if not f.is_declaration:
+                llmod = ll.Module()
+                fn = ll.Function(llmod, _function_type(f), name=f"ptx.func.{f.name}")
+                plan = KernelPlan("", 0, 0, {}, FRAME.size, FRAME.size)
+                target = CpuTarget(module, llmod, plan, _declare_globals(module, llmod), {})
+                _lower_device_function(module, f, fn, target, problems)
+    return {id(inst): reason for inst, reason in problems}
 
 
 # Other CPUs the code generator is checked to compile for (an object file, not run here).
