@@ -326,3 +326,38 @@ def test_asynchronous_reduction_is_unsupported():
                      ".add.u32 [x], 1, [bar];\nret;", "", target="sm_90", version="8.1")
     with pytest.raises(UnsupportedFeatureError, match="mbarrier"):
         run_ptx(ptx, "k", 1, 1, [])
+
+
+F64_BODY = """mov.u32 %r1, %tid.x; mul.wide.u32 %rd1, %r1, 8;
+ld.param.u64 %rd2, [b]; add.u64 %rd2, %rd2, %rd1; ld.global.b64 %rd3, [%rd2];
+ld.param.u64 %rd4, [words]; mul.wide.u32 %rd5, %r1, 16; add.u64 %rd4, %rd4, %rd5;
+atom.global.add.f64 %rd6, [%rd4], %rd3;
+shl.b32 %r2, %r1, 3; mov.u32 %r3, s; add.u32 %r3, %r3, %r2;
+ld.global.b64 %rd6, [%rd4+8]; st.shared.b64 [%r3], %rd6;
+red.shared.add.f64 [%r3], %rd3;
+ld.shared.b64 %rd6, [%r3]; st.global.b64 [%rd4+8], %rd6;
+ret;"""
+
+
+def test_f64_atomic_add_edges():
+    """add.f64 keeps subnormals on global and shared memory; a NaN operand's payload carries
+    over (the old value's first), an invalid sum is 0xFFF8000000000000 (as on the H100)."""
+    values = np.array([0.0, -0.0, 5e-324, -5e-324, 2.2250738585072014e-308 / 3, 1.0, -1.0,
+                       1.7976931348623157e308, np.inf, -np.inf, np.nan, 1e-300], np.float64)
+    bits = values.view(np.uint64).copy()
+    bits[10] = 0x7FF8000012345678
+    mem, b = (a.ravel() for a in np.meshgrid(bits, bits))
+    words = np.stack([mem, mem], axis=1).astype(np.uint64)
+    ptx = kernel_ptx(".reg .b32 %r<4>; .reg .b64 %rd<8>;\n.shared .align 8 .b64 s[256];\n" +
+                     F64_BODY, ".param .u64 b, .param .u64 words", target="sm_90", version="8.0")
+    run_ptx(ptx, "k", 1, mem.size, [b.astype(np.uint64), words])
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = mem.view(np.float64) + b.view(np.float64)
+    quiet = np.uint64(1 << 51)
+    expected = np.where(np.isnan(total), np.uint64(0xFFF8000000000000), total.view(np.uint64))
+    expected = np.where(np.isnan(b.view(np.float64)), b | quiet, expected)
+    expected = np.where(np.isnan(mem.view(np.float64)), mem | quiet, expected)
+    for column in (0, 1):
+        bad = np.nonzero(words[:, column] != expected)[0]
+        assert not bad.size, [(column, hex(mem[i]), hex(b[i]), hex(words[i, column]),
+                               hex(expected[i])) for i in bad[:6]]

@@ -6,7 +6,8 @@ are PTX's definitions exactly) and cmpxchg (cas, also of 16 and 128 bits). Float
 operations are compare-and-swap loops around the exact PTX arithmetic:
 - add.f32 rounds to nearest even; on global memory it flushes subnormal inputs and results
   to zero (the manual's "current implementation", and the H100's), on shared memory it does
-  not; a generic address decides at run time. A NaN result is the canonical NaN.
+  not; a generic address decides at run time. A NaN result is the canonical NaN; add.f64
+  keeps a NaN operand's payload (as the H100 does).
 - add.noftz.{f16,bf16,f16x2,bf16x2} keeps subnormals; min/max (vector forms) return the
   non-NaN operand, the canonical NaN for two NaNs, and order -0 below +0 (as the H100 does).
 .sem maps to LLVM orderings (no .sem: relaxed, i.e. monotonic); .scope changes nothing on
@@ -187,8 +188,21 @@ def _add(fl: FunctionLowering, name: str, x: ll.Value, y: ll.Value, flush: ll.Va
         bits = b.select(flush, _flush_f32(fl, bits), bits)
     elif name in ("f16", "bf16"):
         bits = b.trunc(round_bits(fl, bits, "f32", name), I16)
+    if name == "f64":
+        return _ieee_nan(fl, x, y, total, bits)
     canonical = ll.Constant(bits.type, CANONICAL_NAN[bits.type.width])
     return b.select(_is_nan(fl, total), canonical, bits)
+
+
+def _ieee_nan(fl: FunctionLowering, x: ll.Value, y: ll.Value, total: ll.Value,
+              bits: ll.Value) -> ll.Value:
+    """f64 NaN results as the H100 gives them: a NaN operand made quiet (x's first), else
+    for an invalid operation the default NaN 0xFFF8000000000000."""
+    b = fl.b
+    quiet = ll.Constant(bits.type, 1 << 51)
+    result = b.select(_is_nan(fl, total), ll.Constant(bits.type, 0xFFF8000000000000), bits)
+    result = b.select(_is_nan(fl, _as_float(fl, y, "f64")), b.or_(y, quiet), result)
+    return b.select(_is_nan(fl, _as_float(fl, x, "f64")), b.or_(x, quiet), result)
 
 
 def _flush_f32(fl: FunctionLowering, bits: ll.Value) -> ll.Value:
