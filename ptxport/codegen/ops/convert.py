@@ -3,26 +3,29 @@ types of every width, with PTX's rounding modes, .sat, .ftz, .relu and .satfinit
 packed narrow floating-point formats (e4m3x2, e5m2x2, e2m3x2, e3m2x2, e2m1x2, tf32).
 
 Where LLVM's own conversion rounds exactly as PTX asks on every host (round to nearest even
-into f32 and f64, f32 -> f16), it is used. Every other rounding — directed modes, f64 -> f16,
-anything into bf16 or an 8/6/4-bit format, integers into 16-bit floats — goes through
-`_round`, which rounds an exact value `mantissa * 2**exponent` into any binary format with
-integer arithmetic alone: exact by construction, whatever the host's floating-point unit does.
+into f32 and f64, f32 -> f16), it is used, and f32 -> bf16 rounds on the bit pattern. Every
+other rounding — directed modes, f64 -> f16/bf16, into an 8/6/4-bit format, integers into
+16-bit floats — goes through `_round`, which rounds an exact value `mantissa * 2**exponent`
+into any binary format with integer arithmetic alone: exact by construction, whatever the
+host's floating-point unit does.
 
 Where the manual leaves a result open, the hardware decides (measured on an H100):
 - NaN -> integer: 0, except from .f64 or into a 64-bit type: 1 << (width - 1) (as the manual
   says since PTX ISA 9.0).
-- NaN -> f16/bf16 from f32, f16 or bf16, and rounding to an integral float: the canonical NaN
-  (all ones but the sign); from f64 the sign is kept; widening to f64 keeps the payload.
+- NaN from f32, f16 or bf16 into a narrower float, and f16 -> f32: the canonical NaN (all ones
+  but the sign); .ftz on an f32 source makes a NaN canonical too. From f64, and widening to
+  f64, the IEEE result: the sign and the payload's leading bits kept, made quiet. bf16 -> f32
+  keeps the bits.
+- Rounding to an integral float: the canonical NaN for f32/f16/bf16, the quiet NaN for f64.
 - .relu and .sat give +0 for -0; .sat gives +0 for NaN.
 """
-
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from llvmlite import ir as ll
 
-from ptxport.codegen.lower import I1, I32, I64, FunctionLowering, lowering, value_type
+from ptxport.codegen.lower import I1, I16, I32, I64, FunctionLowering, lowering, value_type
 from ptxport.errors import Diagnostic, PtxSemanticError
 from ptxport.ir import nodes as ir
 from ptxport.ir.types import TYPES, Type
@@ -484,6 +487,12 @@ def _narrow_float(fl: FunctionLowering, bits: ll.Value, d: Type, a: Type, rnd: s
         source = b.bitcast(bits, value_type(a))
         result = fl.as_int(b.fptrunc(source, value_type(d)))
         return b.select(_is_nan(fl, bits, FORMATS[a.name]), _narrow(fl, nan, d.bits), result)
+    if rnd == "rn" and not satfinite and (a.name, d.name) == ("f32", "bf16"):
+        # Round half to even on the bit pattern: a carry out of the fraction moves into the
+        # exponent (up to infinity) as it should.
+        odd = b.and_(b.lshr(bits, I32(16)), I32(1))
+        result = b.trunc(b.lshr(b.add(bits, b.add(I32(0x7FFF), odd)), I32(16)), I16)
+        return b.select(_is_nan(fl, bits, FORMATS["f32"]), I16(CANONICAL_NAN["bf16"]), result)
     wide = b.zext(bits, I64) if bits.type.width < 64 else bits
     converted = _convert_bits(fl, wide, FORMATS[a.name], FORMATS[d.name], rnd, satfinite, nan)
     return _narrow(fl, converted, d.bits)
