@@ -5,7 +5,8 @@
 that operation itself and runs them on:
   - a barrier for all threads (bar.sync / barrier.sync without a thread count, or with a
     count no smaller than the live threads);
-  - shfl.sync with a full member mask, when the block is whole warps and no thread exited.
+  - shfl.sync with full member masks, when every warp with a waiting thread waits whole
+    (all 32 lanes; other warps may have exited).
 It returns 0 when every thread has exited, 1 when the waits need the general resolver
 (cpu_sync.resolve, in Python: partial masks, divergent warps, named barriers, and every other
 operation), 2 when a thread trapped or faulted. Both paths follow the same PTX rules; tests
@@ -69,7 +70,7 @@ def build_run_block(llmod: ll.Module, run_threads: ll.Function, plan) -> None:
         if kind == "barrier":
             _barrier(fn, b, frames, frame_size, statuses, n, live, resolved, general)
         else:
-            _shfl(fn, b, point.inst, frames, frame_size, live, n, resolved, general)
+            _shfl(fn, b, point.inst, frames, frame_size, statuses, n, resolved, general)
         b.position_at_end(resolved)
         _release(fn, b, statuses, n)
         b.branch(loop)
@@ -173,24 +174,35 @@ def _loop(fn, b, n, name):
     return t, head, after
 
 
-def _shfl(fn, b, inst, frames, frame_size, live, n, resolved, general):
-    """shfl.sync.mode (PTX ISA 9.7.9.6) for whole converged warps with full masks."""
-    whole = b.and_(b.icmp_signed("==", live, n), b.icmp_signed("==", b.and_(n, I32(31)),
-                                                                I32(0)))
-    check = fn.append_basic_block("shfl_check")
-    b.cbranch(whole, check, general)
-    b.position_at_end(check)
-    # every thread's member mask must be full
-    t, head, after = _loop(fn, b, n, "mask")
+def _shfl(fn, b, inst, frames, frame_size, statuses, n, resolved, general):
+    """shfl.sync.mode (PTX ISA 9.7.9.6) when each warp with a waiting thread waits whole
+    (all 32 lanes, none exited) with full member masks."""
+    # every warp: none or all of its 32 lanes wait, with full masks
+    t, head, after = _loop(fn, b, n, "whole")
+    waiting = b.icmp_signed("==", b.load(b.gep(statuses, [t], source_etype=I32), typ=I32),
+                            I32(BLOCKED))
+    lane0 = b.sub(t, b.and_(t, I32(31)))
+    lane0_waiting = b.icmp_signed("==", b.load(b.gep(statuses, [lane0], source_etype=I32),
+                                               typ=I32), I32(BLOCKED))
     mask = b.trunc(b.load(_slot(b, frames, frame_size, t, "in3"), typ=I64), I32)
-    ok = fn.append_basic_block("mask_ok")
-    b.cbranch(b.icmp_unsigned("==", mask, I32(FULL)), ok, general)
+    in_block = b.icmp_signed("<", b.or_(t, I32(31)), n)
+    good = b.and_(b.icmp_unsigned("==", waiting, lane0_waiting),
+                  b.or_(b.not_(waiting), b.and_(in_block,
+                                                b.icmp_unsigned("==", mask, I32(FULL)))))
+    ok = fn.append_basic_block("whole_ok")
+    b.cbranch(good, ok, general)
     b.position_at_end(ok)
     t.add_incoming(b.add(t, I32(1)), ok)
     b.branch(head)
     b.position_at_end(after)
     mode = inst.spec.get("mode")
     t, head, after = _loop(fn, b, n, "shfl")
+    compute = fn.append_basic_block("shfl_compute")
+    step = fn.append_basic_block("shfl_step")
+    waiting = b.icmp_signed("==", b.load(b.gep(statuses, [t], source_etype=I32), typ=I32),
+                            I32(BLOCKED))
+    b.cbranch(waiting, compute, step)
+    b.position_at_end(compute)
     lane = b.and_(t, I32(31))
     base = b.sub(t, lane)
     # PTX uses b[4:0] only: "an out of range value of b may still result in a valid lane"
@@ -221,7 +233,8 @@ def _shfl(fn, b, inst, frames, frame_size, live, n, resolved, general):
     value = b.load(_slot(b, frames, frame_size, b.trunc(source, I32), "in0"), typ=I64)
     b.store(b.and_(value, I64(FULL)), _slot(b, frames, frame_size, t, "out0"))
     b.store(b.zext(valid, I64), _slot(b, frames, frame_size, t, "out1"))
-    step = b.block
+    b.branch(step)
+    b.position_at_end(step)
     t.add_incoming(b.add(t, I32(1)), step)
     b.branch(head)
     b.position_at_end(after)
