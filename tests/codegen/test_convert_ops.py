@@ -621,6 +621,15 @@ def test_invalid_rounding_is_refused(text):
         run_ptx(ptx, "k", 1, 1, [])
 
 
+@pytest.mark.parametrize("text", ["cvt.rz.satfinite.ue8m0x2.f32 %h1, %r1, %r2;",
+                                  "cvt.rn.satfinite.s2f6x2.f32 %h1, %r1, %r2;"])
+def test_exotic_formats_are_unsupported(text):
+    ptx = kernel_ptx(f".reg .b32 %r<3>; .reg .b16 %h<2>;\n{text}\nret;", "", target="sm_100a",
+                     version="9.0")
+    with pytest.raises(UnsupportedFeatureError, match="not implemented"):
+        run_ptx(ptx, "k", 1, 1, [])
+
+
 def test_stochastic_rounding_is_unsupported():
     ptx = kernel_ptx(".reg .b32 %r<4>;\ncvt.rs.f16x2.f32 %r1, %r2, %r3, %r0;\nret;", "",
                      target="sm_100a", version="8.7")

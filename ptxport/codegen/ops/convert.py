@@ -291,9 +291,10 @@ def cvt(fl: FunctionLowering, inst: ir.Instruction) -> None:
         return _cvt_half_pair(fl, inst, dname)
     if dname == "tf32" and aname == "f32":
         return _cvt_tf32(fl, inst)
-    d, a = TYPES[dname], TYPES[aname]
-    if dname not in FORMATS and not d.is_integer or aname not in FORMATS and not a.is_integer:
-        raise fl.unsupported(inst, f"conversion from .{aname} to .{dname}")
+    d, a = TYPES.get(dname), TYPES.get(aname)
+    if not all(t is not None and (t.name in FORMATS or t.is_integer) for t in (d, a)):
+        raise fl.unsupported(inst, f"conversion from .{aname} to .{dname} (ue8m0x2, s2f6x2 "
+                                   "and ue5m3x2 are not implemented)")
     if d.is_integer and a.is_integer:
         _int_to_int(fl, inst, d, a)
     elif d.is_integer:
