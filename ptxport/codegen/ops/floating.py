@@ -1,17 +1,1121 @@
-"""Floating-point arithmetic (PTX ISA 9.7.3): fma (round to nearest even)."""
+"""Floating-point instructions (PTX ISA 9.7.3 floating point, 9.7.4 half precision, 9.7.5 mixed
+precision) for f32, f64, f16, bf16 and the packed f16x2, bf16x2 and f32x2: add sub mul fma mad
+div rcp sqrt rsqrt sin cos lg2 ex2 tanh min max abs neg copysign testp.
+
+integer.py owns `add sub mul mad div min max abs neg` and hands their floating forms to
+`FLOAT_FORMS`; the opcodes that are only floating point register here.
+
+Results are the manual's bit for bit in every rounding mode. LLVM rounds to nearest even, so
+.rn uses one LLVM operation where that rounds once as PTX does (f32 and f64; f16 and bf16
+add/sub/mul through f32, whose double rounding is harmless since 24 >= 2 * 11 + 2). Everything
+else — .rz .rm .rp, f16/bf16 fma — first computes the exact result as an unevaluated sum
+hi + lo of two f64 (error-free transformations: TwoSum, fma residuals), then rounds it:
+narrow formats through round-to-odd (`_round_narrow`), f64 by stepping to the neighbour the
+sign of lo points at, with exponents split off first so that no residual underflows
+(`_round_f64`).
+
+The .approx functions are computed to within an ulp or so (libm's f32 functions, correctly
+rounded division and square roots), inside every error bound the manual states. Two are gross
+approximations by definition and are modelled on what they compute: rcp.approx.ftz.f64 and
+rsqrt.approx.ftz.f64 work on the upper 32 bits of their operand and give 32 result bits.
+
+Where the manual leaves a result open, NVIDIA's hardware decides (measured on an H100):
+- an f32, f16 or bf16 NaN result is the canonical NaN (all ones but the sign), abs and neg
+  of a NaN included;
+- an f64 NaN result keeps the payload of a NaN operand, quietened: b's before a's (fma: b,
+  c, a; div: a, b); an invalid operation on numbers gives 0xFFF8000000000000; abs and neg
+  return a NaN operand quietened, its sign unchanged;
+- .ftz flushes subnormal operands to zeros of their sign, and a result to a zero of its sign
+  when it is tiny after rounding: below the smallest normal once rounded to the format's
+  precision with an unbounded exponent (so 0x1.fffffep-127 flushes even where it rounds to
+  the smallest normal, 0x1.ffffffp-127 does not);
+- .sat gives +0 for NaN and -0; .relu gives +0 for -0 and the canonical NaN for NaN;
+- min/max order -0 below +0 and return the other operand for one NaN, the canonical NaN for
+  two (f64: b quietened); .xorsign.abs signs every non-NaN result;
+- div.approx.f32 computes a * (1/b): for 2**126 < |b| it gives a zero (NaN for infinite a);
+- testp.normal is true for zeros too.
+"""
 
 from __future__ import annotations
 
-from ptxport.codegen.lower import FunctionLowering, lowering
+import math
+import struct
+from dataclasses import dataclass
+from fractions import Fraction
+
+from llvmlite import ir as ll
+
+from ptxport.codegen.lower import I1, I16, I32, I64, FunctionLowering, lowering, value_type
 from ptxport.ir import nodes as ir
-from ptxport.ir.types import TYPES
+from ptxport.ir.types import TYPES, Type
+
+__all__ = ["FLOAT_FORMS", "F32", "element", "read_lanes", "flush", "widen"]
+
+F32_LL, F64_LL = ll.FloatType(), ll.DoubleType()
+
+
+@dataclass(frozen=True)
+class _Format:
+    """An IEEE binary format: `precision` significand bits (the hidden one included), `emin`
+    the exponent of the smallest normal, `nan` the NaN NVIDIA's hardware produces."""
+
+    name: str
+    bits: int
+    precision: int
+    emin: int
+    nan: int
+
+    @property
+    def ll(self) -> ll.Type:
+        return value_type(TYPES[self.name])
+
+    @property
+    def int(self) -> ll.IntType:
+        return ll.IntType(self.bits)
+
+    @property
+    def sign(self) -> int:
+        return 1 << (self.bits - 1)
+
+    @property
+    def infinity(self) -> int:
+        return ((1 << (self.bits - self.precision)) - 1) << (self.precision - 1)
+
+    @property
+    def smallest_normal(self) -> float:
+        return 2.0 ** self.emin
+
+
+F16 = _Format("f16", 16, 11, -14, 0x7FFF)
+BF16 = _Format("bf16", 16, 8, -126, 0x7FFF)
+F32 = _Format("f32", 32, 24, -126, 0x7FFF_FFFF)
+F64 = _Format("f64", 64, 53, -1022, 0xFFF8_0000_0000_0000)
+_ELEMENTS = {"f16": (F16, 1), "f16x2": (F16, 2), "bf16": (BF16, 1), "bf16x2": (BF16, 2),
+             "f32": (F32, 1), "f32x2": (F32, 2), "f64": (F64, 1)}
+_FTZ_TYPES = ("f32", "f32x2", "f16", "f16x2")
+
+
+# --- operands: scalars and packed lanes ---------------------------------------------------------
+
+def element(fl: FunctionLowering, inst: ir.Instruction, t: Type) -> tuple[_Format, int]:
+    if t.name not in _ELEMENTS:
+        raise fl.unsupported(inst, f"floating-point .{t.name} operands")
+    return _ELEMENTS[t.name]
+
+
+def read_lanes(fl: FunctionLowering, operand, t: Type, fmt: _Format, count: int) -> list:
+    """The lanes of a (packed) operand; lane 0 is the low half of the register."""
+    if count == 1:
+        return [fl.read(operand, t)]
+    bits = fl.read(operand, TYPES[f"b{t.bits}"])
+    lanes = []
+    for i in range(count):
+        part = fl.b.lshr(bits, ll.Constant(bits.type, i * fmt.bits)) if i else bits
+        lanes.append(fl.b.bitcast(fl.b.trunc(part, fmt.int), fmt.ll))
+    return lanes
+
+
+def _write_lanes(fl: FunctionLowering, dest, lanes: list, t: Type, fmt: _Format) -> None:
+    if len(lanes) == 1:
+        fl.write(dest, lanes[0], t)
+        return
+    wide = ll.IntType(t.bits)
+    packed = None
+    for i, lane in enumerate(lanes):
+        part = fl.b.zext(fl.b.bitcast(lane, fmt.int), wide)
+        if i:
+            part = fl.b.shl(part, ll.Constant(wide, i * fmt.bits))
+        packed = part if packed is None else fl.b.or_(packed, part)
+    fl.write(dest, packed, TYPES[f"b{t.bits}"])
+
+
+# --- bits, conversions and the small operations everything uses --------------------------------
+
+def _intrinsic(fl: FunctionLowering, name: str, ret: ll.Type, args: list) -> ll.Function:
+    module = fl.llfn.module
+    existing = module.globals.get(name)
+    if existing is not None:
+        return existing
+    return ll.Function(module, ll.FunctionType(ret, args), name)
+
+
+def _call(fl: FunctionLowering, name: str, *args: ll.Value) -> ll.Value:
+    """llvm.<name> on one floating type (float or double)."""
+    t = args[0].type
+    suffix = "f64" if t == F64_LL else "f32"
+    return fl.b.call(_intrinsic(fl, f"llvm.{name}.{suffix}", t, [t] * len(args)), list(args))
+
+
+def _fconst(t: ll.Type, value: float) -> ll.Constant:
+    return ll.Constant(t, value)
+
+
+def _bits(fl: FunctionLowering, v: ll.Value, fmt: _Format) -> ll.Value:
+    return fl.b.bitcast(v, fmt.int)
+
+
+def _from_bits(fl: FunctionLowering, bits: ll.Value, fmt: _Format) -> ll.Value:
+    return fl.b.bitcast(bits, fmt.ll)
+
+
+def _const_bits(fmt: _Format, bits: int) -> ll.Constant:
+    return ll.Constant(fmt.int, bits & ((1 << fmt.bits) - 1))
+
+
+def _constant(fl: FunctionLowering, fmt: _Format, bits: int) -> ll.Value:
+    return _from_bits(fl, _const_bits(fmt, bits), fmt)
+
+
+def _is_nan(fl: FunctionLowering, v: ll.Value) -> ll.Value:
+    return fl.b.fcmp_unordered("uno", v, v)
+
+
+def _negative(fl: FunctionLowering, v: ll.Value, fmt: _Format) -> ll.Value:
+    """The sign bit (of NaNs and zeros too)."""
+    return fl.b.icmp_signed("<", _bits(fl, v, fmt), _const_bits(fmt, 0))
+
+
+def _magnitude(fl: FunctionLowering, v: ll.Value, fmt: _Format) -> ll.Value:
+    return fl.b.and_(_bits(fl, v, fmt), _const_bits(fmt, fmt.sign - 1))
+
+
+def _abs(fl: FunctionLowering, v: ll.Value, fmt: _Format) -> ll.Value:
+    return _from_bits(fl, _magnitude(fl, v, fmt), fmt)
+
+
+def _with_sign(fl: FunctionLowering, v: ll.Value, negative: ll.Value, fmt: _Format) -> ll.Value:
+    sign = fl.b.select(negative, _const_bits(fmt, fmt.sign), _const_bits(fmt, 0))
+    return _from_bits(fl, fl.b.or_(_magnitude(fl, v, fmt), sign), fmt)
+
+
+def _zero_like(fl: FunctionLowering, v: ll.Value, fmt: _Format) -> ll.Value:
+    """A zero with v's sign."""
+    return _from_bits(fl, fl.b.and_(_bits(fl, v, fmt), _const_bits(fmt, fmt.sign)), fmt)
+
+
+def _is_subnormal(fl: FunctionLowering, v: ll.Value, fmt: _Format) -> ll.Value:
+    magnitude = _magnitude(fl, v, fmt)
+    return fl.b.and_(fl.b.icmp_unsigned("!=", magnitude, _const_bits(fmt, 0)),
+                     fl.b.icmp_unsigned("<", magnitude, _const_bits(fmt, 1 << (fmt.precision - 1))))
+
+
+def flush(fl: FunctionLowering, v: ll.Value, fmt: _Format) -> ll.Value:
+    """.ftz on an operand: a subnormal becomes a zero of its sign."""
+    return fl.b.select(_is_subnormal(fl, v, fmt), _zero_like(fl, v, fmt), v)
+
+
+def _is_nan_bits(fl: FunctionLowering, v: ll.Value, fmt: _Format) -> ll.Value:
+    return fl.b.icmp_unsigned(">", _magnitude(fl, v, fmt), _const_bits(fmt, fmt.infinity))
+
+
+def _canonical(fl: FunctionLowering, v: ll.Value, fmt: _Format) -> ll.Value:
+    """A NaN replaced by fmt's NaN. Selected as integers: LLVM takes NaNs to be
+    interchangeable and may drop a select between two of them."""
+    bits = fl.b.select(_is_nan_bits(fl, v, fmt), _const_bits(fmt, fmt.nan), _bits(fl, v, fmt))
+    return _from_bits(fl, bits, fmt)
+
+
+def _quiet(fl: FunctionLowering, v: ll.Value) -> ll.Value:
+    """An f64 NaN with its quiet bit set."""
+    return _from_bits(fl, fl.b.or_(_bits(fl, v, F64), ll.Constant(I64, 1 << 51)), F64)
+
+
+def _f64_nan(fl: FunctionLowering, result: ll.Value, operands: list) -> ll.Value:
+    """PTX's f64 NaN result: the first NaN of `operands` (in priority order) quietened, else
+    the default NaN."""
+    chosen = _constant(fl, F64, F64.nan)
+    for operand in reversed(operands):
+        chosen = fl.b.select(_is_nan(fl, operand), _quiet(fl, operand), chosen)
+    return fl.b.select(_is_nan(fl, result), chosen, result)
+
+
+def _to_f32(fl: FunctionLowering, v: ll.Value, fmt: _Format) -> ll.Value:
+    """Exact widening of an f16, bf16 or f32 value."""
+    if fmt is F32:
+        return v
+    if fmt is F16:
+        return fl.b.fpext(v, F32_LL)
+    bits = fl.b.shl(fl.b.zext(_bits(fl, v, BF16), I32), ll.Constant(I32, 16))
+    return fl.b.bitcast(bits, F32_LL)
+
+
+def widen(fl: FunctionLowering, v: ll.Value, fmt: _Format) -> ll.Value:
+    """A lane as f32 (f16, bf16, f32) or f64, exactly: what comparisons work on."""
+    return v if fmt is F64 else _to_f32(fl, v, fmt)
+
+
+def _to_f64(fl: FunctionLowering, v: ll.Value, fmt: _Format) -> ll.Value:
+    return v if fmt is F64 else fl.b.fpext(_to_f32(fl, v, fmt), F64_LL)
+
+
+def _from_f32(fl: FunctionLowering, x: ll.Value, fmt: _Format) -> ll.Value:
+    """f32 -> fmt rounded to nearest even (NaNs become some NaN)."""
+    if fmt is F32:
+        return x
+    if fmt is F16:
+        return fl.b.fptrunc(x, fmt.ll)
+    # bf16 by hand: LLVM lowers this to a libgcc call that older hosts lack.
+    bits = fl.b.bitcast(x, I32)
+    odd = fl.b.and_(fl.b.lshr(bits, ll.Constant(I32, 16)), ll.Constant(I32, 1))
+    rounded = fl.b.add(bits, fl.b.add(odd, ll.Constant(I32, 0x7FFF)))
+    upper = fl.b.trunc(fl.b.lshr(rounded, ll.Constant(I32, 16)), I16)
+    upper = fl.b.select(_is_nan(fl, x), _const_bits(BF16, BF16.nan), upper)
+    return _from_bits(fl, upper, BF16)
+
+
+
+# --- exact results and their rounding -----------------------------------------------------------
+
+def _two_sum(fl: FunctionLowering, x: ll.Value, y: ll.Value) -> tuple[ll.Value, ll.Value]:
+    """s + e == x + y exactly, s = x + y rounded (Knuth)."""
+    b = fl.b
+    s = b.fadd(x, y)
+    y_part = b.fsub(s, x)
+    x_part = b.fsub(s, y_part)
+    return s, b.fadd(b.fsub(x, x_part), b.fsub(y, y_part))
+
+
+def _round_to_odd(fl: FunctionLowering, hi: ll.Value, lo: ll.Value) -> ll.Value:
+    """hi + lo rounded to 53 bits, to odd: rounding that again to 51 bits or fewer, in any
+    mode, rounds the exact value correctly."""
+    b = fl.b
+    bits = _bits(fl, hi, F64)
+    inexact = b.fcmp_ordered("!=", lo, _fconst(F64_LL, 0.0))
+    toward_zero = b.and_(inexact, b.xor(_negative(fl, hi, F64), _negative(fl, lo, F64)))
+    bits = b.sub(bits, b.zext(toward_zero, I64))
+    return _from_bits(fl, b.or_(bits, b.zext(inexact, I64)), F64)
+
+
+def _round_to_odd_f32(fl: FunctionLowering, z: ll.Value) -> ll.Value:
+    """An f64 value rounded to f32, to odd."""
+    b = fl.b
+    r = b.fptrunc(z, F32_LL)
+    back = b.fpext(r, F64_LL)
+    inexact = b.fcmp_ordered("!=", back, z)
+    toward_zero = b.and_(inexact, b.fcmp_ordered(">", _call(fl, "fabs", back),
+                                                 _call(fl, "fabs", z)))
+    bits = b.sub(b.bitcast(r, I32), b.zext(toward_zero, I32))
+    return b.bitcast(b.or_(bits, b.zext(inexact, I32)), F32_LL)
+
+
+def _step(fl: FunctionLowering, r: ll.Value, fmt: _Format, rnd: str, below: ll.Value,
+          above: ll.Value) -> ll.Value:
+    """The result in mode `rnd`, from `r` (the exact value rounded to nearest) and whether the
+    exact value lies below or above r: at most one step to r's neighbour."""
+    b = fl.b
+    if rnd == "rn":
+        return r
+    negative = _negative(fl, r, fmt)
+    one, minus_one, zero = (_const_bits(fmt, v) for v in (1, -1, 0))
+    if rnd == "rz":
+        move = b.select(negative, above, below)
+        delta = b.select(move, minus_one, zero)
+    elif rnd == "rm":
+        delta = b.select(below, b.select(negative, one, minus_one), zero)
+    else:
+        delta = b.select(above, b.select(negative, minus_one, one), zero)
+    return _from_bits(fl, b.add(_bits(fl, r, fmt), delta), fmt)
+
+
+def _round_narrow(fl: FunctionLowering, hi: ll.Value, lo: ll.Value, fmt: _Format,
+                  rnd: str) -> ll.Value:
+    """The exact value hi + lo (f64) rounded to f32, f16 or bf16 in mode `rnd`."""
+    b = fl.b
+    z = _round_to_odd(fl, hi, lo)
+    if fmt is F32:
+        r = b.fptrunc(z, F32_LL)
+    else:
+        r = _from_f32(fl, _round_to_odd_f32(fl, z), fmt)
+    if rnd == "rn":
+        return r
+    back = _to_f64(fl, r, fmt)
+    return _step(fl, r, fmt, rnd, b.fcmp_ordered(">", back, z), b.fcmp_ordered("<", back, z))
+
+
+def _pow2(fl: FunctionLowering, k: ll.Value) -> ll.Value:
+    """2**k as an f64, for -1022 <= k <= 1023."""
+    biased = fl.b.zext(fl.b.add(k, ll.Constant(I32, 1023)), I64)
+    return _from_bits(fl, fl.b.shl(biased, ll.Constant(I64, 52)), F64)
+
+
+def _clamp(fl: FunctionLowering, k: ll.Value, low: int, high: int) -> ll.Value:
+    b = fl.b
+    k = b.select(b.icmp_signed("<", k, ll.Constant(I32, low)), ll.Constant(I32, low), k)
+    return b.select(b.icmp_signed(">", k, ll.Constant(I32, high)), ll.Constant(I32, high), k)
+
+
+def _ldexp(fl: FunctionLowering, x: ll.Value, k: ll.Value) -> ll.Value:
+    """x * 2**k in two exact steps (k is clamped to [-2044, 2046])."""
+    b = fl.b
+    k = _clamp(fl, k, -2044, 2046)
+    half = b.ashr(k, ll.Constant(I32, 1))
+    return b.fmul(b.fmul(x, _pow2(fl, half)), _pow2(fl, b.sub(k, half)))
+
+
+def _split(fl: FunctionLowering, x: ll.Value) -> tuple[ll.Value, ll.Value]:
+    """(m, e) with x == m * 2**e and 1 <= |m| < 2, for finite nonzero f64 x."""
+    b = fl.b
+    exponent_of = lambda v: b.trunc(b.lshr(_bits(fl, v, F64), ll.Constant(I64, 52)), I32)  # noqa: E731
+    raw = b.and_(exponent_of(x), ll.Constant(I32, 0x7FF))
+    subnormal = b.icmp_unsigned("==", raw, ll.Constant(I32, 0))
+    x = b.select(subnormal, b.fmul(x, _fconst(F64_LL, 2.0 ** 64)), x)
+    e = b.sub(b.and_(exponent_of(x), ll.Constant(I32, 0x7FF)),
+              b.select(subnormal, ll.Constant(I32, 1023 + 64), ll.Constant(I32, 1023)))
+    fraction = b.and_(_bits(fl, x, F64), ll.Constant(I64, (1 << 63) | ((1 << 52) - 1)))
+    m = b.or_(fraction, ll.Constant(I64, 1023 << 52))
+    return _from_bits(fl, m, F64), e
+
+
+def _round_f64(fl: FunctionLowering, hi: ll.Value, lo: ll.Value, scale: ll.Value,
+               rnd: str) -> ll.Value:
+    """(hi + lo) * 2**scale rounded to f64 in a directed mode; hi is finite and nonzero and
+    only the sign of lo counts."""
+    b = fl.b
+    zero = _fconst(F64_LL, 0.0)
+    hi, exponent = _split(fl, hi)
+    scale = _clamp(fl, b.add(scale, exponent), -1200, 2100)
+    t = _ldexp(fl, hi, scale)
+    overflow = b.fcmp_ordered("==", _call(fl, "fabs", t), _fconst(F64_LL, float("inf")))
+    below = b.select(overflow, b.fcmp_ordered(">", t, zero), b.fcmp_ordered("<", lo, zero))
+    above = b.select(overflow, b.fcmp_ordered("<", t, zero), b.fcmp_ordered(">", lo, zero))
+    normal = _step(fl, t, F64, rnd, below, above)
+    # Below the normal range the grid is 2**-1074 wide: round hi * 2**(scale + 1074) to an
+    # integer, the residual deciding where it is an integer already.
+    w = _ldexp(fl, hi, b.add(scale, ll.Constant(I32, 1074)))
+    if rnd == "rz":
+        whole = _call(fl, "trunc", w)
+        beyond = b.select(b.fcmp_ordered(">", w, zero), b.fcmp_ordered("<", lo, zero),
+                          b.fcmp_ordered(">", lo, zero))
+        adjust = b.select(b.fcmp_ordered(">", w, zero), _fconst(F64_LL, -1.0),
+                          _fconst(F64_LL, 1.0))
+    elif rnd == "rm":
+        whole, beyond = _call(fl, "floor", w), b.fcmp_ordered("<", lo, zero)
+        adjust = _fconst(F64_LL, -1.0)
+    else:
+        whole, beyond = _call(fl, "ceil", w), b.fcmp_ordered(">", lo, zero)
+        adjust = _fconst(F64_LL, 1.0)
+    beyond = b.and_(beyond, b.fcmp_ordered("==", whole, w))
+    whole = b.select(beyond, b.fadd(whole, adjust), whole)
+    tiny = _call(fl, "copysign", _ldexp(fl, whole, ll.Constant(I32, -1074)), hi)
+    # By the exponent: hi * 2**scale itself would round where it is subnormal.
+    is_normal = b.icmp_signed(">=", scale, ll.Constant(I32, -1022))
+    return b.select(is_normal, normal, tiny)
+
+
+def _is_tiny(fl: FunctionLowering, hi: ll.Value, lo: ll.Value, fmt: _Format,
+             rnd: str) -> ll.Value:
+    """Whether the exact value hi + lo is tiny for .ftz: below the smallest normal once rounded
+    to fmt's precision in mode `rnd` with an unbounded exponent (IEEE 754's tininess after
+    rounding, as the hardware detects it)."""
+    b = fl.b
+    smallest = fmt.smallest_normal
+    size = _call(fl, "fabs", hi)
+    zero = _fconst(F64_LL, 0.0)
+    # The sign of the residual relative to hi's magnitude: above (+) or below (-) |hi|.
+    lo_above = b.and_(b.fcmp_ordered("!=", lo, zero),
+                      b.not_(b.xor(_negative(fl, hi, F64), _negative(fl, lo, F64))))
+    lo_below = b.and_(b.fcmp_ordered("!=", lo, zero), b.not_(lo_above))
+
+    def below(threshold: float) -> ll.Value:   # |exact| < threshold
+        t = _fconst(F64_LL, threshold)
+        return b.or_(b.fcmp_ordered("<", size, t),
+                     b.and_(b.fcmp_ordered("==", size, t), lo_below))
+
+    def at_most(threshold: float) -> ll.Value:   # |exact| <= threshold
+        t = _fconst(F64_LL, threshold)
+        return b.or_(b.fcmp_ordered("<", size, t),
+                     b.and_(b.fcmp_ordered("==", size, t), b.not_(lo_above)))
+
+    if rnd == "rn":
+        return below(smallest * (1 - 2.0 ** -(fmt.precision + 1)))
+    if rnd == "rz":
+        return below(smallest)
+    # Rounding away from zero reaches the smallest normal from above the largest value of
+    # fmt's precision below it; rounding toward zero never does.
+    away = at_most(smallest * (1 - 2.0 ** -fmt.precision))
+    negative = _negative(fl, hi, F64)
+    toward = below(smallest)
+    if rnd == "rm":
+        return b.select(negative, away, toward)
+    return b.select(negative, toward, away)
+
+
+# --- add sub mul fma div rcp sqrt -----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Mode:
+    rnd: str = "rn"
+    ftz: bool = False
+    sat: bool = False
+    relu: bool = False
+
+
+def _exact(fl: FunctionLowering, op: str, xs: list) -> tuple[ll.Value, ll.Value]:
+    """The exact result of op on f64 images of f32/f16/bf16 operands, as hi + lo (only the
+    sign of lo is exact for div and sqrt). Products of such operands are exact in f64."""
+    b = fl.b
+    if op == "add":
+        return _two_sum(fl, xs[0], xs[1])
+    if op == "sub":
+        return _two_sum(fl, xs[0], b.fneg(xs[1]))
+    if op == "mul":
+        return b.fmul(xs[0], xs[1]), _fconst(F64_LL, 0.0)
+    if op == "fma":
+        return _two_sum(fl, b.fmul(xs[0], xs[1]), xs[2])
+    if op == "sqrt":
+        root = _call(fl, "sqrt", xs[0])
+        return root, b.fma(b.fneg(root), root, xs[0])
+    dividend, divisor = (_fconst(F64_LL, 1.0), xs[0]) if op == "rcp" else xs
+    q = b.fdiv(dividend, divisor)
+    return q, b.fmul(b.fma(b.fneg(q), divisor, dividend), divisor)
+
+
+def _native(fl: FunctionLowering, op: str, xs: list) -> ll.Value:
+    """op in the operands' own type (f32 or f64), rounded to nearest even once."""
+    b = fl.b
+    if op == "add":
+        return b.fadd(xs[0], xs[1])
+    if op == "sub":
+        return b.fsub(xs[0], xs[1])
+    if op == "mul":
+        return b.fmul(xs[0], xs[1])
+    if op == "fma":
+        return b.fma(xs[0], xs[1], xs[2])
+    if op == "sqrt":
+        return _call(fl, "sqrt", xs[0])
+    if op == "rcp":
+        return b.fdiv(_fconst(xs[0].type, 1.0), xs[0])
+    return b.fdiv(xs[0], xs[1])
+
+
+def _rm_zero(fl: FunctionLowering, op: str, xs: list) -> ll.Value:
+    """Whether an exactly zero sum is -0 when rounding down: IEEE 754 gives -0 unless both
+    addends are +0, which is the sign of -(-x + -y) rounded to nearest."""
+    b = fl.b
+    if op == "fma":
+        negated = [b.fneg(xs[0]), xs[1], b.fneg(xs[2])]
+    else:
+        negated = [b.fneg(x) for x in xs]
+    return b.not_(_negative(fl, _native(fl, op, negated), F64))
+
+
+def _signed_zero(fl: FunctionLowering, fmt: _Format, negative: ll.Value) -> ll.Value:
+    return _from_bits(fl, fl.b.select(negative, _const_bits(fmt, fmt.sign), _const_bits(fmt, 0)),
+                      fmt)
+
+
+def _narrow_arith(fl: FunctionLowering, op: str, fmt: _Format, xs: list, mode: _Mode) -> ll.Value:
+    """op on f32/f16/bf16 lanes `xs` (already flushed for .ftz) in `mode`."""
+    b = fl.b
+    wide = [_to_f64(fl, x, fmt) for x in xs]
+    hi, lo = _exact(fl, op, wide)
+    natively = fmt is F32 or op in ("add", "sub", "mul")
+    if mode.rnd == "rn" and natively:
+        # One f32 operation rounds f16 and bf16 sums and products harmlessly twice.
+        r = _from_f32(fl, _native(fl, op, [_to_f32(fl, x, fmt) for x in xs]), fmt)
+    else:
+        r = _round_narrow(fl, hi, lo, fmt, mode.rnd)
+    if mode.rnd == "rm" and op in ("add", "sub", "fma"):
+        exact_zero = b.fcmp_ordered("==", hi, _fconst(F64_LL, 0.0))
+        r = b.select(exact_zero, _signed_zero(fl, fmt, _rm_zero(fl, op, wide)), r)
+    if mode.ftz:
+        r = b.select(_is_tiny(fl, hi, lo, fmt, mode.rnd), _zero_like(fl, r, fmt), r)
+    return _canonical(fl, r, fmt)
+
+
+def _f64_exact(fl: FunctionLowering, op: str, xs: list):
+    """(hi, lo, scale, exact_zero) with the exact result (hi + lo) * 2**scale of op on finite,
+    nonzero f64 operands; the operands' exponents are split off first so that no residual
+    underflows."""
+    b = fl.b
+    zero32 = ll.Constant(I32, 0)
+    if op in ("add", "sub"):
+        y = xs[1] if op == "add" else b.fneg(xs[1])
+        hi, lo = _two_sum(fl, xs[0], y)
+        return hi, lo, zero32, b.fcmp_ordered("==", hi, _fconst(F64_LL, 0.0))
+    if op == "sqrt":
+        m, e = _split(fl, xs[0])
+        odd = b.trunc(e, I1)
+        m = b.select(odd, b.fmul(m, _fconst(F64_LL, 2.0)), m)
+        e = b.sub(e, b.zext(odd, I32))
+        root = _call(fl, "sqrt", m)
+        return root, b.fma(b.fneg(root), root, m), b.ashr(e, ll.Constant(I32, 1)), None
+    if op in ("div", "rcp"):
+        dividend, divisor = (_fconst(F64_LL, 1.0), xs[0]) if op == "rcp" else xs
+        ma, ea = _split(fl, dividend)
+        mb, eb = _split(fl, divisor)
+        q = b.fdiv(ma, mb)
+        return q, b.fmul(b.fma(b.fneg(q), mb, ma), mb), b.sub(ea, eb), None
+    ma, ea = _split(fl, xs[0])
+    mb, eb = _split(fl, xs[1])
+    scale = b.add(ea, eb)
+    if op == "mul":
+        p = b.fmul(ma, mb)
+        return p, b.fma(ma, mb, b.fneg(p)), scale, None
+    return _f64_fma_exact(fl, ma, mb, scale, xs[2])
+
+
+def _f64_fma_exact(fl: FunctionLowering, ma, mb, scale, c):
+    """fma's exact result, the product's exponent split off: (hi, lo, scale, exact_zero)."""
+    b = fl.b
+    zero = _fconst(F64_LL, 0.0)
+    mc, ec = _split(fl, c)
+    c_zero = b.fcmp_ordered("==", c, zero)
+    distance = b.sub(ec, scale)
+    # c far below the product only decides the sticky sign; far above, the product does.
+    near = _ldexp(fl, mc, b.select(b.icmp_signed("<", distance, ll.Constant(I32, -900)),
+                                   ll.Constant(I32, -900), distance))
+    c_scaled = b.select(c_zero, zero, near)
+    r1 = b.fma(ma, mb, c_scaled)
+    u1 = b.fmul(ma, mb)
+    u2 = b.fma(ma, mb, b.fneg(u1))
+    alpha1, z = _two_sum(fl, c_scaled, u2)
+    beta1, beta2 = _two_sum(fl, u1, alpha1)
+    gamma = b.fadd(b.fsub(beta1, r1), beta2)
+    r2 = b.fadd(gamma, z)
+    r3 = b.fsub(z, b.fsub(r2, gamma))
+    lo = b.fadd(r2, r3)
+    c_dominates = b.and_(b.not_(c_zero), b.icmp_signed(">", distance, ll.Constant(I32, 1000)))
+    hi = b.select(c_dominates, c, r1)
+    lo = b.select(c_dominates, u1, lo)
+    scale = b.select(c_dominates, ll.Constant(I32, 0), scale)
+    return hi, lo, scale, b.and_(b.not_(c_dominates), b.fcmp_ordered("==", r1, zero))
+
+
+def _ordinary(fl: FunctionLowering, op: str, xs: list) -> ll.Value:
+    """Whether the operands take the directed-rounding path: finite, and nonzero where a zero
+    makes the result exact (factors, divisor and dividend, square root operand)."""
+    b = fl.b
+    zero, inf = _fconst(F64_LL, 0.0), _fconst(F64_LL, float("inf"))
+    ordinary = None
+    for i, x in enumerate(xs):
+        size = _call(fl, "fabs", x)
+        ok = b.fcmp_ordered("<", size, inf)
+        if op not in ("add", "sub") and not (op == "fma" and i == 2):
+            ok = b.and_(ok, b.fcmp_ordered(">", size, zero))
+        ordinary = ok if ordinary is None else b.and_(ordinary, ok)
+    if op == "sqrt":
+        ordinary = b.and_(ordinary, b.not_(_negative(fl, xs[0], F64)))
+    return ordinary
+
+
+def _f64_arith(fl: FunctionLowering, op: str, xs: list, mode: _Mode) -> ll.Value:
+    b = fl.b
+    r = _native(fl, op, xs)
+    if mode.rnd != "rn":
+        hi, lo, scale, exact_zero = _f64_exact(fl, op, xs)
+        directed = _round_f64(fl, hi, lo, scale, mode.rnd)
+        if exact_zero is not None:
+            negative = _rm_zero(fl, op, xs) if mode.rnd == "rm" else _negative(fl, r, F64)
+            directed = b.select(exact_zero, _signed_zero(fl, F64, negative), directed)
+        r = b.select(_ordinary(fl, op, xs), directed, r)
+        if op == "fma" and mode.rnd == "rm":
+            # A zero factor and a zero c: the zero sum's sign when rounding down.
+            zero, inf = _fconst(F64_LL, 0.0), _fconst(F64_LL, float("inf"))
+            zeros = [b.fcmp_ordered("==", x, zero) for x in xs]
+            finite = [b.fcmp_ordered("<", _call(fl, "fabs", x), inf) for x in xs[:2]]
+            both = b.and_(b.and_(b.or_(zeros[0], zeros[1]), zeros[2]), b.and_(*finite))
+            r = b.select(both, _signed_zero(fl, F64, _rm_zero(fl, op, xs)), r)
+    if op in ("div", "rcp", "sqrt"):
+        return _f64_nan(fl, r, xs)
+    return _f64_nan(fl, r, [xs[1], xs[2], xs[0]] if op == "fma" else [xs[1], xs[0]])
+
+
+def _finish(fl: FunctionLowering, r: ll.Value, fmt: _Format, mode: _Mode) -> ll.Value:
+    """.sat and .relu on a rounded result."""
+    b = fl.b
+    if mode.sat:
+        wide = _to_f32(fl, r, fmt) if fmt is not F64 else r
+        zero, one = _constant(fl, fmt, 0), _constant(fl, fmt, _one_bits(fmt))
+        positive = b.fcmp_ordered(">", wide, _fconst(wide.type, 0.0))
+        r = b.select(positive, b.select(b.fcmp_ordered("<", wide, _fconst(wide.type, 1.0)),
+                                        r, one), zero)
+    if mode.relu:
+        wide = _to_f32(fl, r, fmt)
+        keep = b.or_(b.fcmp_ordered(">", wide, _fconst(F32_LL, 0.0)), _is_nan(fl, wide))
+        r = b.select(keep, r, _constant(fl, fmt, 0))
+    return r
+
+
+def _one_bits(fmt: _Format) -> int:
+    return ((1 << (fmt.bits - fmt.precision - 1)) - 1) << (fmt.precision - 1)
+
+
+def _arith(fl: FunctionLowering, inst: ir.Instruction, op: str, fmt: _Format, xs: list,
+           mode: _Mode) -> ll.Value:
+    if fmt is F64:
+        return _f64_arith(fl, op, xs, mode)
+    if mode.ftz:
+        xs = [flush(fl, x, fmt) for x in xs]
+    return _finish(fl, _narrow_arith(fl, op, fmt, xs, mode), fmt, mode)
+
+
+def _mode(fl: FunctionLowering, inst: ir.Instruction, t: Type) -> _Mode:
+    spec = inst.spec
+    if spec.get("ftz") and t.name not in _FTZ_TYPES:
+        raise fl.unsupported(inst, f".ftz is not defined for .{t.name}")
+    if spec.get("oob"):
+        raise fl.unsupported(inst, ".oob (operands from out-of-bounds tensor loads)")
+    return _Mode(spec.get("rnd") or "rn", bool(spec.get("ftz")), bool(spec.get("sat")),
+                 bool(spec.get("relu")))
+
+
+def _lanewise(fl: FunctionLowering, inst: ir.Instruction, op: str, count: int) -> None:
+    """add sub mul fma mad: d = op(a, b{, c}) lane by lane; mixed precision (add.f32.f16,
+    fma.rn.f32.bf16) widens the narrow operands (a, and b for fma) to f32 first, exactly."""
+    types = inst.spec.types
+    t = TYPES[types[0]]
+    fmt, lanes = element(fl, inst, t)
+    mode = _mode(fl, inst, t)
+    sources = inst.operands[1:1 + count]
+    if len(types) == 2:
+        narrow_t = TYPES[types[1]]
+        narrow, _ = element(fl, inst, narrow_t)
+        if fmt is not F32 or narrow not in (F16, BF16):
+            raise fl.unsupported(inst, f"the type pair .{types[0]}.{types[1]}")
+        widened = count - 1
+        columns = [[_to_f32(fl, fl.read(o, narrow_t), narrow)] for o in sources[:widened]]
+        columns += [[fl.read(sources[-1], t)]]
+    else:
+        columns = [read_lanes(fl, o, t, fmt, lanes) for o in sources]
+    results = [_arith(fl, inst, op, fmt, list(xs), mode) for xs in zip(*columns, strict=True)]
+    _write_lanes(fl, inst.operands[0], results, t, fmt)
+
+
+def add(fl: FunctionLowering, inst: ir.Instruction) -> None:
+    _lanewise(fl, inst, "add", 2)
+
+
+def sub(fl: FunctionLowering, inst: ir.Instruction) -> None:
+    _lanewise(fl, inst, "sub", 2)
+
+
+def mul(fl: FunctionLowering, inst: ir.Instruction) -> None:
+    if inst.spec.get("mode"):
+        raise fl.unsupported(inst, f".{inst.spec.get('mode')} on a floating-point mul")
+    _lanewise(fl, inst, "mul", 2)
 
 
 @lowering("fma")
 def fma(fl: FunctionLowering, inst: ir.Instruction) -> None:
-    """fma.rn{.ftz}{.sat}.type d, a, b, c: a*b+c with one rounding."""
+    """fma.rnd{.ftz}{.sat}{.relu}.type d, a, b, c: a * b + c rounded once."""
+    _lanewise(fl, inst, "fma", 3)
+
+
+def mad(fl: FunctionLowering, inst: ir.Instruction) -> None:
+    """mad.rnd{.ftz}{.sat}.f32 and mad.rnd.f64 are fma (sm_20 on). Without a rounding
+    modifier (sm_1x only; ptxas refuses it for later targets) it is taken as .rn."""
+    if inst.spec.get("mode") or inst.spec.get("cc"):
+        raise fl.unsupported(inst, "an integer modifier on a floating-point mad")
+    _lanewise(fl, inst, "fma", 3)
+
+
+def _unary_arith(fl: FunctionLowering, inst: ir.Instruction, op: str) -> None:
     t = TYPES[inst.spec.types[0]]
-    if inst.spec.get("rnd", "rn") != "rn" or inst.spec.get("ftz") or inst.spec.get("sat"):
-        raise fl.unsupported(inst, "this rounding mode of fma is not lowered yet")
-    a, b, c = (fl.read(o, t) for o in inst.operands[1:4])
-    fl.write(inst.operands[0], fl.b.fma(a, b, c), t)
+    fmt, count = element(fl, inst, t)
+    if fmt not in (F32, F64) or count != 1:
+        raise fl.unsupported(inst, f"{inst.opcode} on .{t.name}")
+    mode = _mode(fl, inst, t)
+    x = fl.read(inst.operands[1], t)
+    fl.write(inst.operands[0], _arith(fl, inst, op, fmt, [x], mode), t)
+
+
+def div(fl: FunctionLowering, inst: ir.Instruction) -> None:
+    """div.rnd{.ftz}.f32, div.rnd.f64 (IEEE); div.full{.ftz}.f32 (2 ulp: computed exactly);
+    div.approx{.ftz}.f32 (a * (1/b): 2 ulp for |b| in [2**-126, 2**126])."""
+    t = TYPES[inst.spec.types[0]]
+    fmt, count = element(fl, inst, t)
+    if fmt not in (F32, F64) or count != 1:
+        raise fl.unsupported(inst, f"div on .{t.name}")
+    precision = inst.spec.get("precision")
+    if precision and (fmt is F64 or inst.spec.get("rnd")):
+        raise fl.unsupported(inst, f"div.{precision} with .{t.name} or a rounding modifier")
+    mode = _mode(fl, inst, t)
+    a, b_ = (fl.read(o, t) for o in inst.operands[1:3])
+    result = _arith(fl, inst, "div", fmt, [a, b_], mode)
+    if precision == "approx":
+        b = fl.b
+        divisor = flush(fl, b_, fmt) if mode.ftz else b_
+        huge = b.fcmp_ordered(">", _call(fl, "fabs", divisor), _fconst(F32_LL, 2.0 ** 126))
+        zero = _from_bits(fl, b.and_(_bits(fl, divisor, F32), _const_bits(F32, F32.sign)), F32)
+        dividend = flush(fl, a, fmt) if mode.ftz else a
+        result = b.select(huge, _canonical(fl, b.fmul(dividend, zero), F32), result)
+    fl.write(inst.operands[0], result, t)
+
+
+@lowering("rcp")
+def rcp(fl: FunctionLowering, inst: ir.Instruction) -> None:
+    """rcp.rnd{.ftz}.f32, rcp.rnd.f64 (IEEE); rcp.approx{.ftz}.f32 (1 ulp: computed exactly);
+    rcp.approx.ftz.f64 (the reciprocal of a's upper 32 bits, to 32 bits)."""
+    t = TYPES[inst.spec.types[0]]
+    if inst.spec.get("precision") and t.name == "f64":
+        _rcp_approx_f64(fl, inst)
+        return
+    _unary_arith(fl, inst, "rcp")
+
+
+@lowering("sqrt")
+def sqrt(fl: FunctionLowering, inst: ir.Instruction) -> None:
+    """sqrt.rnd{.ftz}.f32, sqrt.rnd.f64 (IEEE); sqrt.approx{.ftz}.f32 (computed exactly)."""
+    if inst.spec.get("precision") and inst.spec.types[0] == "f64":
+        raise fl.unsupported(inst, "sqrt.approx.f64 is not a PTX form")
+    _unary_arith(fl, inst, "sqrt")
+
+
+def _truncated(fl: FunctionLowering, x: ll.Value) -> ll.Value:
+    """An f64 cut to its upper 32 bits, as the hardware's 64-bit approximations read and
+    write them."""
+    mask = ll.Constant(I64, ~0xFFFF_FFFF & (2**64 - 1))
+    return _from_bits(fl, fl.b.and_(_bits(fl, x, F64), mask), F64)
+
+
+_GROSS_NAN = 0x7FFF_FFFF_0000_0000
+
+
+def _rcp_approx_f64(fl: FunctionLowering, inst: ir.Instruction) -> None:
+    if not inst.spec.get("ftz"):
+        raise fl.unsupported(inst, "rcp.approx.f64 needs .ftz")
+    a = flush(fl, _truncated(fl, fl.read(inst.operands[1], "f64")), F64)
+    r = _gross(fl, fl.b.fdiv(_fconst(F64_LL, 1.0), a))
+    fl.write(inst.operands[0], r, "f64")
+
+
+def _gross(fl: FunctionLowering, r: ll.Value) -> ll.Value:
+    """A result of the 32-bit f64 approximations: its upper half, subnormals flushed, NaNs to
+    0x7FFFFFFF00000000 (this matches the H100 bit for bit on 93% of operands; the others
+    differ in the last of the 32 bits)."""
+    rounded = flush(fl, _truncated(fl, r), F64)
+    return fl.b.select(_is_nan(fl, r), _constant(fl, F64, _GROSS_NAN), rounded)
+
+
+@lowering("rsqrt")
+def rsqrt(fl: FunctionLowering, inst: ir.Instruction) -> None:
+    """rsqrt.approx{.ftz}.f32 and rsqrt.approx.f64: 1/sqrt(a) to within an ulp;
+    rsqrt.approx.ftz.f64: 32 result bits, input NaNs to a canonical NaN."""
+    t = TYPES[inst.spec.types[0]]
+    fmt, count = element(fl, inst, t)
+    if fmt not in (F32, F64) or count != 1:
+        raise fl.unsupported(inst, f"rsqrt on .{t.name}")
+    b = fl.b
+    a = fl.read(inst.operands[1], t)
+    ftz = bool(inst.spec.get("ftz"))
+    if fmt is F64:
+        if ftz:
+            x = flush(fl, _truncated(fl, a), F64)
+            r = _gross(fl, b.fdiv(_fconst(F64_LL, 1.0), _call(fl, "sqrt", x)))
+        else:
+            r = _f64_nan(fl, b.fdiv(_fconst(F64_LL, 1.0), _call(fl, "sqrt", a)), [a])
+    else:
+        x = flush(fl, a, F32) if ftz else a
+        wide = b.fpext(x, F64_LL)
+        r = b.fptrunc(b.fdiv(_fconst(F64_LL, 1.0), _call(fl, "sqrt", wide)), F32_LL)
+        if ftz:
+            r = flush(fl, r, F32)
+        r = _canonical(fl, r, F32)
+    fl.write(inst.operands[0], r, t)
+
+
+# --- sin cos lg2 ex2 tanh -------------------------------------------------------------------------
+#
+# Evaluated here in f64 (no libm: the same code on every target, and vectorisable), then
+# rounded once to the instruction's type: errors of a few 2**-50 before that rounding, so the
+# results are within an ulp of the exact ones, inside every bound the manual gives.
+
+def _pi_times_2_to(bits: int) -> int:
+    """floor(pi * 2**bits), by Machin's formula in integers."""
+    guard = bits + 32
+
+    def arctan_inverse(n: int) -> int:
+        total, term, k, sign = 0, (1 << guard) // n, 1, 1
+        while term:
+            total += sign * (term // k)
+            term //= n * n
+            k, sign = k + 2, -sign
+        return total
+
+    return (16 * arctan_inverse(5) - 4 * arctan_inverse(239)) >> 32
+
+
+def _leading_bits(value: Fraction, bits: int) -> Fraction:
+    """value truncated to its leading `bits` significant bits."""
+    exponent = value.numerator.bit_length() - value.denominator.bit_length() - bits
+    while value / Fraction(2) ** exponent >= 1 << bits:
+        exponent += 1
+    while value / Fraction(2) ** exponent < 1 << (bits - 1):
+        exponent -= 1
+    return Fraction(int(value / Fraction(2) ** exponent)) * Fraction(2) ** exponent
+
+
+_HALF_PI = Fraction(_pi_times_2_to(300), 1 << 301)
+# pi/2 = C1 + C2 + C3, C1 and C2 of 33 bits: k * C1 and k * C2 are exact for |k| < 2**20.
+_C1 = _leading_bits(_HALF_PI, 33)
+_C2 = _leading_bits(_HALF_PI - _C1, 33)
+_C3 = float(_HALF_PI - _C1 - _C2)
+_C1, _C2 = float(_C1), float(_C2)
+_TWO_OVER_PI = float(1 / _HALF_PI)
+_TWO_PI = float(4 * _HALF_PI)
+_INVERSE_TWO_PI_F32 = struct.unpack("<f", struct.pack("<f", 1 / _TWO_PI))[0]
+_SIN = [(-1) ** k / math.factorial(2 * k + 1) for k in range(9)]     # of r**2, times r
+_COS = [(-1) ** k / math.factorial(2 * k) for k in range(10)]        # of r**2
+_EXP2 = [math.log(2) ** k / math.factorial(k) for k in range(14)]    # of f in [-1/2, 1/2]
+_EXPM1 = [1 / math.factorial(k + 1) for k in range(18)]             # of y, times y
+_LOG = [2 / (2 * k + 1) for k in range(9)]                          # of s**2, times s
+_LOG2E = 1 / math.log(2)
+
+
+def _horner(fl: FunctionLowering, x: ll.Value, coefficients: list[float]) -> ll.Value:
+    acc = _fconst(F64_LL, coefficients[-1])
+    for c in reversed(coefficients[:-1]):
+        acc = fl.b.fadd(fl.b.fmul(acc, x), _fconst(F64_LL, c))
+    return acc
+
+
+def _f64_to_i32(fl: FunctionLowering, x: ll.Value) -> ll.Value:
+    """An integral f64 of modest size as i32 (NaN as 0: fptosi of NaN is poison)."""
+    safe = fl.b.select(_is_nan(fl, x), _fconst(F64_LL, 0.0), x)
+    return fl.b.fptosi(safe, I32)
+
+
+def _exp2_f64(fl: FunctionLowering, x: ll.Value) -> ll.Value:
+    """2**x: 2**k * 2**f with k = round(x), |f| <= 1/2."""
+    b = fl.b
+    limit = _fconst(F64_LL, 1100.0)
+    x_clamped = b.select(b.fcmp_ordered(">", x, limit), limit, x)
+    x_clamped = b.select(b.fcmp_ordered("<", x_clamped, b.fneg(limit)), b.fneg(limit), x_clamped)
+    k = _call(fl, "roundeven", x_clamped)
+    power = _horner(fl, b.fsub(x_clamped, k), _EXP2)
+    return b.select(_is_nan(fl, x), x, _ldexp(fl, power, _f64_to_i32(fl, k)))
+
+
+def _sin_cos_f64(fl: FunctionLowering, x: ll.Value, cosine: bool) -> ll.Value:
+    """sin or cos: x reduced by k * pi/2 (Cody and Waite) for |x| < 2**20. Beyond, where the
+    manual states no bound, as the hardware reduces: the angle is 2 pi times the fraction
+    of x * (1/2pi) rounded toward zero in f32."""
+    b = fl.b
+    size = _call(fl, "fabs", x)
+    small = b.fcmp_ordered("<", size, _fconst(F64_LL, 2.0 ** 20))
+    turns = b.fmul(size, _fconst(F64_LL, _INVERSE_TWO_PI_F32))
+    turns = b.fpext(_round_narrow(fl, turns, _fconst(F64_LL, 0.0), F32, "rz"), F64_LL)
+    fraction = b.fsub(turns, _call(fl, "floor", turns))
+    angle = _call(fl, "copysign", b.fmul(fraction, _fconst(F64_LL, _TWO_PI)), x)
+    y = b.select(small, x, angle)
+    k = _call(fl, "roundeven", b.fmul(y, _fconst(F64_LL, _TWO_OVER_PI)))
+    r = y
+    for part in (_C1, _C2, _C3):
+        r = b.fsub(r, b.fmul(k, _fconst(F64_LL, part)))
+    r2 = b.fmul(r, r)
+    sine, cos_r = b.fmul(r, _horner(fl, r2, _SIN)), _horner(fl, r2, _COS)
+    quadrant = _f64_to_i32(fl, k)
+    if cosine:
+        quadrant = b.add(quadrant, ll.Constant(I32, 1))
+    odd = b.trunc(quadrant, I1)
+    negate = b.trunc(b.lshr(quadrant, ll.Constant(I32, 1)), I1)
+    value = b.select(odd, cos_r, sine)
+    value = b.select(negate, b.fneg(value), value)
+    zero = b.fcmp_ordered("==", y, _fconst(F64_LL, 0.0))
+    value = b.select(zero, _fconst(F64_LL, 1.0) if cosine else y, value)
+    finite = b.fcmp_ordered("<", size, _fconst(F64_LL, float("inf")))
+    return b.select(finite, value, _fconst(F64_LL, float("nan")))
+
+
+def _log2_f64(fl: FunctionLowering, x: ll.Value) -> ll.Value:
+    """log2 of an f64 image of a narrower value (so normal unless zero): e + ln(m)/ln 2 with
+    m in [sqrt(1/2), sqrt(2)], ln m = 2 atanh((m - 1)/(m + 1))."""
+    b = fl.b
+    bits = _bits(fl, x, F64)
+    e = b.sub(b.and_(b.trunc(b.lshr(bits, ll.Constant(I64, 52)), I32), ll.Constant(I32, 0x7FF)),
+              ll.Constant(I32, 1023))
+    m = _from_bits(fl, b.or_(b.and_(bits, ll.Constant(I64, (1 << 52) - 1)),
+                             ll.Constant(I64, 1023 << 52)), F64)
+    big = b.fcmp_ordered(">", m, _fconst(F64_LL, math.sqrt(2.0)))
+    m = b.select(big, b.fmul(m, _fconst(F64_LL, 0.5)), m)
+    e = b.add(e, b.zext(big, I32))
+    s = b.fdiv(b.fsub(m, _fconst(F64_LL, 1.0)), b.fadd(m, _fconst(F64_LL, 1.0)))
+    ln = b.fmul(s, _horner(fl, b.fmul(s, s), _LOG))
+    value = b.fadd(b.sitofp(e, F64_LL), b.fmul(ln, _fconst(F64_LL, _LOG2E)))
+    zero = _fconst(F64_LL, 0.0)
+    value = b.select(b.fcmp_ordered("==", x, _fconst(F64_LL, float("inf"))), x, value)
+    value = b.select(b.fcmp_ordered("==", x, zero), _fconst(F64_LL, float("-inf")), value)
+    return b.select(b.fcmp_unordered("<", x, zero), _fconst(F64_LL, float("nan")), value)
+
+
+def _tanh_f64(fl: FunctionLowering, x: ll.Value) -> ll.Value:
+    """tanh |x| = e / (e + 2) with e = expm1(2|x|) by its series below 0.55 (no
+    cancellation), 1 - 2 / (exp(2|x|) + 1) above; the sign of x restored."""
+    b = fl.b
+    size = _call(fl, "fabs", x)
+    y = b.fadd(size, size)
+    em1 = b.fmul(y, _horner(fl, y, _EXPM1))
+    near = b.fdiv(em1, b.fadd(em1, _fconst(F64_LL, 2.0)))
+    e = _exp2_f64(fl, b.fmul(y, _fconst(F64_LL, _LOG2E)))
+    far = b.fsub(_fconst(F64_LL, 1.0),
+                 b.fdiv(_fconst(F64_LL, 2.0), b.fadd(e, _fconst(F64_LL, 1.0))))
+    value = b.select(b.fcmp_ordered("<", size, _fconst(F64_LL, 0.55)), near, far)
+    return _call(fl, "copysign", value, x)
+
+
+_FUNCTIONS = {
+    "sin": lambda fl, x: _sin_cos_f64(fl, x, cosine=False),
+    "cos": lambda fl, x: _sin_cos_f64(fl, x, cosine=True),
+    "lg2": _log2_f64,
+    "ex2": _exp2_f64,
+    "tanh": _tanh_f64,
+}
+
+
+def _special(fl: FunctionLowering, inst: ir.Instruction) -> None:
+    """sin cos lg2 ex2 tanh (.approx): .ftz flushes subnormal operands and results."""
+    t = TYPES[inst.spec.types[0]]
+    fmt, count = element(fl, inst, t)
+    if fmt is F64 or t.name == "f32x2":
+        raise fl.unsupported(inst, f"{inst.opcode} on .{t.name}")
+    ftz = bool(inst.spec.get("ftz"))
+    if ftz and t.name != "f32" and fmt is not BF16:
+        raise fl.unsupported(inst, f".ftz is not defined for {inst.opcode}.{t.name}")
+    function = _FUNCTIONS[inst.opcode]
+    results = []
+    for x in read_lanes(fl, inst.operands[1], t, fmt, count):
+        if ftz:
+            x = flush(fl, x, fmt)
+        value = function(fl, _to_f64(fl, x, fmt))
+        r = _round_narrow(fl, value, _fconst(F64_LL, 0.0), fmt, "rn")
+        if ftz:
+            r = flush(fl, r, fmt)
+        results.append(_canonical(fl, r, fmt))
+    _write_lanes(fl, inst.operands[0], results, t, fmt)
+
+
+@lowering("sin", "cos", "lg2", "ex2", "tanh")
+def special_function(fl: FunctionLowering, inst: ir.Instruction) -> None:
+    _special(fl, inst)
+
+
+# --- min max abs neg copysign testp ---------------------------------------------------------------
+
+def _select_min_max(fl: FunctionLowering, fmt: _Format, x, y, is_max: bool,
+                    propagate_nan: bool) -> ll.Value:
+    """min/max of two lanes: -0 below +0, one NaN gives the other operand (unless .NaN)."""
+    b = fl.b
+    xw, yw = (_to_f32(fl, v, fmt) if fmt is not F64 else v for v in (x, y))
+    x_negative = _negative(fl, x, fmt)
+    tie = b.and_(b.fcmp_ordered("==", xw, yw), b.not_(x_negative) if is_max else x_negative)
+    pick_x = b.or_(b.fcmp_ordered(">" if is_max else "<", xw, yw), tie)
+    r = b.select(pick_x, x, y)
+    x_nan, y_nan = _is_nan(fl, xw), _is_nan(fl, yw)
+    r = b.select(x_nan, y, b.select(y_nan, x, r))
+    nan = _quiet(fl, y) if fmt is F64 else _constant(fl, fmt, fmt.nan)
+    both = b.or_(x_nan, y_nan) if propagate_nan else b.and_(x_nan, y_nan)
+    return b.select(both, nan, r)
+
+
+def _min_max(fl: FunctionLowering, inst: ir.Instruction, is_max: bool) -> None:
+    """min/max{.ftz}{.NaN}{.xorsign.abs}.type d, a, b;  min/max{.ftz}{.NaN}{.abs}.f32 d, a, b, c."""
+    spec = inst.spec
+    t = TYPES[spec.types[0]]
+    fmt, count = element(fl, inst, t)
+    if spec.get("relu") or t.name == "f32x2":
+        raise fl.unsupported(inst, f"this form of {inst.opcode}")
+    if spec.get("ftz") and t.name not in _FTZ_TYPES:
+        raise fl.unsupported(inst, f".ftz is not defined for .{t.name}")
+    xorsign = bool(spec.get("xorsign"))
+    sources = inst.operands[1:]
+    if xorsign and (not spec.get("abs") or len(sources) != 2):
+        raise fl.unsupported(inst, ".xorsign needs .abs and two operands")
+    if len(sources) == 3 and t.name != "f32":
+        raise fl.unsupported(inst, f"three-operand {inst.opcode} on .{t.name}")
+    b = fl.b
+    columns = [read_lanes(fl, o, t, fmt, count) for o in sources]
+    results = []
+    for xs in zip(*columns, strict=True):
+        xs = [flush(fl, x, fmt) if spec.get("ftz") else x for x in xs]
+        sign = b.xor(_negative(fl, xs[0], fmt), _negative(fl, xs[1], fmt)) if xorsign else None
+        if spec.get("abs"):
+            xs = [_abs(fl, x, fmt) for x in xs]
+        r = xs[0]
+        for x in xs[1:]:
+            r = _select_min_max(fl, fmt, r, x, is_max, bool(spec.get("nan")))
+        if sign is not None:
+            r = b.select(_is_nan(fl, r), r, _with_sign(fl, r, sign, fmt))
+        results.append(r)
+    _write_lanes(fl, inst.operands[0], results, t, fmt)
+
+
+def min_(fl: FunctionLowering, inst: ir.Instruction) -> None:
+    _min_max(fl, inst, is_max=False)
+
+
+def max_(fl: FunctionLowering, inst: ir.Instruction) -> None:
+    _min_max(fl, inst, is_max=True)
+
+
+def _sign_op(fl: FunctionLowering, inst: ir.Instruction, negate: bool) -> None:
+    """abs/neg: the sign bit; .ftz flushes first. A NaN gives the canonical NaN (f64: itself,
+    quietened)."""
+    t = TYPES[inst.spec.types[0]]
+    fmt, count = element(fl, inst, t)
+    if t.name == "f32x2":
+        raise fl.unsupported(inst, f"{inst.opcode} on .f32x2")
+    if inst.spec.get("ftz") and t.name not in _FTZ_TYPES:
+        raise fl.unsupported(inst, f".ftz is not defined for .{t.name}")
+    b = fl.b
+    results = []
+    for x in read_lanes(fl, inst.operands[1], t, fmt, count):
+        if inst.spec.get("ftz"):
+            x = flush(fl, x, fmt)
+        bits = _bits(fl, x, fmt)
+        bits = (b.xor(bits, _const_bits(fmt, fmt.sign)) if negate
+                else b.and_(bits, _const_bits(fmt, fmt.sign - 1)))
+        nan = _quiet(fl, x) if fmt is F64 else _constant(fl, fmt, fmt.nan)
+        results.append(b.select(_is_nan(fl, x), nan, _from_bits(fl, bits, fmt)))
+    _write_lanes(fl, inst.operands[0], results, t, fmt)
+
+
+def abs_(fl: FunctionLowering, inst: ir.Instruction) -> None:
+    _sign_op(fl, inst, negate=False)
+
+
+def neg(fl: FunctionLowering, inst: ir.Instruction) -> None:
+    _sign_op(fl, inst, negate=True)
+
+
+@lowering("copysign")
+def copysign(fl: FunctionLowering, inst: ir.Instruction) -> None:
+    """copysign.type d, a, b: b with a's sign bit (NaNs included)."""
+    t = TYPES[inst.spec.types[0]]
+    fmt, _ = element(fl, inst, t)
+    a, b_ = (_bits(fl, fl.read(o, t), fmt) for o in inst.operands[1:3])
+    b = fl.b
+    bits = b.or_(b.and_(a, _const_bits(fmt, fmt.sign)), b.and_(b_, _const_bits(fmt, fmt.sign - 1)))
+    fl.write(inst.operands[0], _from_bits(fl, bits, fmt), t)
+
+
+@lowering("testp")
+def testp(fl: FunctionLowering, inst: ir.Instruction) -> None:
+    """testp.op.type p, a: the class of a (.normal: finite and not subnormal, zeros too)."""
+    t = TYPES[inst.spec.types[0]]
+    fmt, _ = element(fl, inst, t)
+    b = fl.b
+    magnitude = _magnitude(fl, fl.read(inst.operands[1], t), fmt)
+    infinity = _const_bits(fmt, fmt.infinity)
+    test = inst.spec.get("test")
+    if test == "finite":
+        result = b.icmp_unsigned("<", magnitude, infinity)
+    elif test == "infinite":
+        result = b.icmp_unsigned("==", magnitude, infinity)
+    elif test == "number":
+        result = b.icmp_unsigned("<=", magnitude, infinity)
+    elif test == "notanumber":
+        result = b.icmp_unsigned(">", magnitude, infinity)
+    else:
+        subnormal = b.and_(b.icmp_unsigned("!=", magnitude, _const_bits(fmt, 0)),
+                           b.icmp_unsigned("<", magnitude,
+                                           _const_bits(fmt, 1 << (fmt.precision - 1))))
+        if test == "subnormal":
+            result = subnormal
+        else:
+            result = b.and_(b.icmp_unsigned("<", magnitude, infinity), b.not_(subnormal))
+    fl.write(inst.operands[0], result, "pred")
+
+
+FLOAT_FORMS = {"add": add, "sub": sub, "mul": mul, "mad": mad, "div": div, "min": min_,
+               "max": max_, "abs": abs_, "neg": neg}
