@@ -266,6 +266,8 @@ class FunctionLowering:
         if isinstance(value, IntImm):
             if isinstance(want, ll.IntType):
                 return const_int(want, value.value)
+            if isinstance(want, ll.VectorType):  # packed types: an integer is the bit pattern
+                return self.b.bitcast(const_int(ll.IntType(t.bits), value.value), want)
             return ll.Constant(want, float(value.value))
         if isinstance(value, FloatImm):
             return self.float_constant(value, t, want)
