@@ -1,0 +1,271 @@
+"""The .approx instructions on the CPU target against the error bounds the PTX ISA manual
+states (9.7.3.x, 9.7.4.x), and their special values exactly.
+
+Bounds checked (the manual's): rcp.approx.f32 1 ulp; sqrt.approx.f32 relative 2**-23;
+rsqrt.approx.f32 relative 2**-22.9; div.approx.f32 and div.full.f32 2 ulp (approx: for
+2**-126 <= |b| <= 2**126); ex2.approx.f32 2 ulp; lg2.approx.f32 absolute 2**-22.6 on its
+mantissa range (relative 2**-22 elsewhere); sin/cos.approx.f32 absolute 2**-20.5 on
+[-100 pi, 100 pi]; tanh.approx.f32 relative 2**-11; ex2.approx.f16 relative 2**-9.9,
+ex2.approx.ftz.bf16 relative 2**-7; tanh.approx.f16 absolute 2**-10.987 and .bf16 2**-8.
+The two gross f64 approximations (rcp.approx.ftz.f64, rsqrt.approx.ftz.f64: 32 result bits,
+from the operand's upper 32) are held to a relative 2**-19.
+Inputs of 16 bits are swept exhaustively; f32 inputs are random bit patterns, values in the
+bounded ranges, and special values.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cpu_harness import kernel_ptx, run_ptx
+
+# The references meet NaNs and infinities among the operands on purpose.
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+BLOCK = 256
+UINT = {16: np.uint16, 32: np.uint32, 64: np.uint64}
+F32_NAN, HALF_NAN = 0x7FFF_FFFF, 0x7FFF
+
+
+def run(insts: list[str], inputs: list, bits: int) -> list[np.ndarray]:
+    """Each instruction (text over %a %b writing %d) on every element of the columns."""
+    count = len(inputs[0])
+    padded = -(-count // BLOCK) * BLOCK
+    columns = []
+    for values in inputs:
+        column = np.zeros(padded, UINT[bits])
+        column[:count] = np.asarray(values, dtype=np.uint64).astype(UINT[bits])
+        columns.append(column)
+    outputs = [np.zeros(padded, UINT[bits]) for _ in insts]
+    names = "ab"[:len(inputs)]
+    lines = [".reg .u32 %i, %t; .reg .u64 %off, %ptr;", f".reg .b{bits} %a, %b, %d;",
+             "mov.u32 %t, %tid.x; mov.u32 %i, %ctaid.x;", f"mad.lo.u32 %i, %i, {BLOCK}, %t;"]
+    for name in names:
+        lines.append(f"ld.param.u64 %ptr, [p_{name}]; mul.wide.u32 %off, %i, {bits // 8}; "
+                     f"add.u64 %ptr, %ptr, %off; ld.global.b{bits} %{name}, [%ptr];")
+    for k, inst in enumerate(insts):
+        lines.append(inst)
+        lines.append(f"ld.param.u64 %ptr, [p_o{k}]; mul.wide.u32 %off, %i, {bits // 8}; "
+                     f"add.u64 %ptr, %ptr, %off; st.global.b{bits} [%ptr], %d;")
+    params = ", ".join([f".param .u64 p_{n}" for n in names]
+                       + [f".param .u64 p_o{k}" for k in range(len(insts))])
+    ptx = kernel_ptx("\n".join(lines), params, target="sm_90", version="8.7")
+    run_ptx(ptx, "k", padded // BLOCK, BLOCK, columns + outputs)
+    return [o[:count] for o in outputs]
+
+
+def f32(bits) -> np.ndarray:
+    return np.asarray(bits, dtype=np.uint64).astype(np.uint32).view(np.float32).astype(
+        np.float64)
+
+
+def half(bits, bf16: bool) -> np.ndarray:
+    bits = np.asarray(bits, dtype=np.uint64)
+    if bf16:
+        return f32(bits << np.uint64(16))
+    return bits.astype(np.uint16).view(np.float16).astype(np.float64)
+
+
+def ulp32(x: np.ndarray) -> np.ndarray:
+    """The f32 ulp at |x| (2**-149 at the bottom)."""
+    with np.errstate(divide="ignore"):
+        exponent = np.floor(np.log2(np.abs(x)))
+    return 2.0 ** np.maximum(np.nan_to_num(exponent, neginf=-149) - 23, -149)
+
+
+def bound(name: str, ok: np.ndarray, x: np.ndarray, got: np.ndarray, want: np.ndarray) -> None:
+    bad = np.nonzero(~ok)[0]
+    if len(bad):
+        i = bad[0]
+        pytest.fail(f"{name}: {len(bad)} outside the manual's bound; first: x={x[i]!r} "
+                    f"got {got[i]!r}, exact {want[i]!r}")
+
+
+def exact_bits(name: str, got, want, inputs) -> None:
+    got, want = np.asarray(got, dtype=np.uint64), np.asarray(want, dtype=np.uint64)
+    bad = np.nonzero(got != want)[0]
+    if len(bad):
+        i = bad[0]
+        pytest.fail(f"{name}: {len(bad)} wrong; first for {int(inputs[i]):x}: got "
+                    f"{int(got[i]):x}, expected {int(want[i]):x}")
+
+
+SPECIAL32 = [0x00000000, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC12345,
+             0x7F800001, 0x00000001, 0x80000001, 0x007FFFFF, 0x807FFFFF, 0x00800000,
+             0x3F800000, 0xBF800000, 0x7F7FFFFF, 0xFF7FFFFF]
+
+
+def f32_operands(seed: int, low: float, high: float, count: int = 20000) -> np.ndarray:
+    """Random bit patterns, values spread over [low, high] (both signs), and specials."""
+    rng = np.random.default_rng(seed)
+    spread = rng.uniform(low, high, count) * rng.choice((-1, 1), count)
+    return np.concatenate([rng.integers(0, 1 << 32, count, dtype=np.uint64),
+                           spread.astype(np.float32).view(np.uint32).astype(np.uint64),
+                           np.array(SPECIAL32, dtype=np.uint64)])
+
+
+def test_f32_reciprocal_square_root_division():
+    x = f32_operands(1, 0.0, 4.0)
+    y = np.roll(x, 7)
+    names = ["rcp.approx.f32 %d, %a;", "rcp.approx.ftz.f32 %d, %a;", "sqrt.approx.f32 %d, %a;",
+             "rsqrt.approx.f32 %d, %a;", "rsqrt.approx.ftz.f32 %d, %a;",
+             "div.approx.f32 %d, %a, %b;", "div.full.f32 %d, %a, %b;",
+             "div.approx.ftz.f32 %d, %a, %b;"]
+    got = [f32(g) for g in run(names, [x, y], 32)]
+    a, b = f32(x), f32(y)
+    finite = np.isfinite(a) & (a != 0)
+    with np.errstate(all="ignore"):
+        rcp, root, quotient = 1 / a, np.sqrt(a), a / b
+        rroot = 1 / np.sqrt(a)
+    normal_range = finite & (np.abs(rcp) < 2.0 ** 128)
+    bound("rcp.approx.f32", ~normal_range | (np.abs(got[0] - rcp) <= ulp32(rcp)), a, got[0], rcp)
+    positive = finite & (a > 0)
+    bound("sqrt.approx.f32", ~positive | (np.abs(got[2] / root - 1) <= 2.0 ** -23), a, got[2],
+          root)
+    bound("rsqrt.approx.f32", ~positive | (np.abs(got[3] / rroot - 1) <= 2.0 ** -22.9), a,
+          got[3], rroot)
+    in_range = (np.abs(b) >= 2.0 ** -126) & (np.abs(b) <= 2.0 ** 126) & np.isfinite(a) & \
+        (np.abs(quotient) < 2.0 ** 128) & (np.abs(quotient) >= 2.0 ** -126)
+    for name, out in (("div.approx.f32", got[5]), ("div.full.f32", got[6])):
+        bound(name, ~in_range | (np.abs(out - quotient) <= 2 * ulp32(quotient)), a, out,
+              quotient)
+    # Special values, bit for bit.
+    s = np.array(SPECIAL32, dtype=np.uint64)
+    specials = run(names[:5], [s], 32)
+    inf, ninf, zero, nzero = 0x7F800000, 0xFF800000, 0, 0x80000000
+    nan = F32_NAN
+    exact_bits("rcp.approx.f32", specials[0], [inf, ninf, zero, nzero, nan, nan, nan, inf, ninf,
+                                               0x7E800001, 0xFE800001, 0x7E800000, 0x3F800000,
+                                               0xBF800000, 0x00200000, 0x80200000], s)
+    exact_bits("rcp.approx.ftz.f32", specials[1], [inf, ninf, zero, nzero, nan, nan, nan, inf,
+                                                   ninf, inf, ninf, 0x7E800000, 0x3F800000,
+                                                   0xBF800000, zero, nzero], s)
+    exact_bits("rsqrt.approx.ftz.f32", specials[4], [inf, ninf, zero, nan, nan, nan, nan, inf,
+                                                     ninf, inf, ninf, 0x5F000000, 0x3F800000,
+                                                     nan, 0x1F800000, nan], s)
+    # div.approx: for 2**126 < |b| the quotient is a zero (NaN for infinite a).
+    big = np.array([0x7EC00000, 0x7F000000, 0xFF7FFFFF], dtype=np.uint64)
+    numerators = np.array([0x3F800000, 0x7F800000, 0x7F7FFFFF], dtype=np.uint64)
+    out = run(["div.approx.f32 %d, %a, %b;"], [numerators, big], 32)[0]
+    exact_bits("div.approx.f32, huge b", out, [0, nan, 0x80000000], big)
+
+
+def test_f32_ex2_lg2():
+    x = f32_operands(2, 0.0, 130.0)
+    got = [f32(g) for g in run(["ex2.approx.f32 %d, %a;", "lg2.approx.f32 %d, %a;",
+                                "ex2.approx.ftz.f32 %d, %a;", "lg2.approx.ftz.f32 %d, %a;"],
+                               [x], 32)]
+    a = f32(x)
+    with np.errstate(all="ignore"):
+        power, log = np.exp2(a), np.log2(a)
+    finite = np.isfinite(power) & (power < 2.0 ** 128) & np.isfinite(a)
+    bound("ex2.approx.f32", ~finite | (np.abs(got[0] - power) <= 2 * ulp32(power)), a, got[0],
+          power)
+    positive = np.isfinite(a) & (a > 0)
+    mantissa_range = positive & (a >= 0.5) & (a <= 2)
+    error = np.abs(got[1] - log)
+    ok = np.where(mantissa_range, error <= 2.0 ** -22.6, error <= 2.0 ** -22 * np.abs(log))
+    bound("lg2.approx.f32", ~positive | ok, a, got[1], log)
+    s = np.array(SPECIAL32, dtype=np.uint64)
+    out = run(["ex2.approx.f32 %d, %a;", "lg2.approx.f32 %d, %a;", "ex2.approx.ftz.f32 %d, %a;",
+               "lg2.approx.ftz.f32 %d, %a;"], [s], 32)
+    nan, inf, ninf = F32_NAN, 0x7F800000, 0xFF800000
+    one = 0x3F800000
+    exact_bits("ex2 specials", out[0][:7], [one, one, inf, 0, nan, nan, nan], s)
+    exact_bits("lg2 specials", out[1][:7], [ninf, ninf, inf, nan, nan, nan, nan], s)
+    exact_bits("lg2 of subnormals", out[1][7:11], [0xC3150000, nan, 0xC2FC0000, nan], s[7:])
+    exact_bits("lg2.ftz of subnormals", out[3][7:11], [ninf, ninf, ninf, ninf], s[7:])
+    tiny = np.array([0xC3080000, 0xC2FE0000], dtype=np.uint64)   # 2**-136, 2**-127
+    flushed = run(["ex2.approx.f32 %d, %a;", "ex2.approx.ftz.f32 %d, %a;"], [tiny], 32)
+    exact_bits("ex2 to a subnormal", flushed[0], [0x00002000, 0x00400000], tiny)
+    exact_bits("ex2.ftz to a subnormal", flushed[1], [0, 0], tiny)
+
+
+def test_f32_sin_cos_tanh():
+    x = f32_operands(3, 0.0, 100 * np.pi)
+    got = [f32(g) for g in run(["sin.approx.f32 %d, %a;", "cos.approx.f32 %d, %a;",
+                                "tanh.approx.f32 %d, %a;", "sin.approx.ftz.f32 %d, %a;"],
+                               [x], 32)]
+    a = f32(x)
+    bounded = np.abs(a) <= 100 * np.pi
+    for name, out, exact in (("sin", got[0], np.sin(a)), ("cos", got[1], np.cos(a)),
+                             ("sin.ftz", got[3], np.sin(a))):
+        bound(f"{name}.approx.f32", ~bounded | (np.abs(out - exact) <= 2.0 ** -20.5), a, out,
+              exact)
+    finite = np.isfinite(a)
+    everywhere = ~finite | ((np.abs(got[0]) <= 1) & (np.abs(got[1]) <= 1))
+    bound("sin/cos in [-1, 1]", everywhere, a, got[0], np.sin(a))
+    t = np.tanh(a)
+    bound("tanh.approx.f32", ~finite | (np.abs(got[2] - t) <= 2.0 ** -11 * np.abs(t)), a,
+          got[2], t)
+    s = np.array(SPECIAL32[:7], dtype=np.uint64)
+    out = run(["sin.approx.f32 %d, %a;", "cos.approx.f32 %d, %a;", "tanh.approx.f32 %d, %a;"],
+              [s], 32)
+    nan = F32_NAN
+    exact_bits("sin specials", out[0], [0, 0x80000000, nan, nan, nan, nan, nan], s)
+    exact_bits("cos specials", out[1], [0x3F800000, 0x3F800000, nan, nan, nan, nan, nan], s)
+    exact_bits("tanh specials", out[2], [0, 0x80000000, 0x3F800000, 0xBF800000, nan, nan, nan],
+               s)
+
+
+def test_half_ex2_tanh_every_value():
+    every = np.arange(1 << 16, dtype=np.uint64)
+    got = run(["ex2.approx.f16 %d, %a;", "tanh.approx.f16 %d, %a;",
+               "ex2.approx.ftz.bf16 %d, %a;", "tanh.approx.bf16 %d, %a;"], [every], 16)
+    for k, (bf16, name) in enumerate(((False, "f16"), (True, "bf16"))):
+        x = half(every, bf16)
+        ex2, th = half(got[2 * k], bf16), half(got[2 * k + 1], bf16)
+        with np.errstate(all="ignore"):
+            power = np.exp2(x)
+        largest = 65504.0 if not bf16 else 3.3895e38
+        smallest = 2.0 ** -14 if not bf16 else 2.0 ** -126
+        normal = np.isfinite(x) & (power <= largest) & (power >= smallest)
+        relative = 2.0 ** -7 if bf16 else 2.0 ** -9.9
+        bound(f"ex2.approx.{name}", ~normal | (np.abs(ex2 / power - 1) <= relative), x, ex2,
+              power)
+        absolute = 2.0 ** -8 if bf16 else 2.0 ** -10.987
+        finite = np.isfinite(x)
+        bound(f"tanh.approx.{name}", ~finite | (np.abs(th - np.tanh(x)) <= absolute), x, th,
+              np.tanh(x))
+        nan = np.isnan(x)
+        exact_bits(f"{name} NaN results", got[2 * k][nan], np.full(nan.sum(), HALF_NAN),
+                   every[nan])
+    packed = every | (np.roll(every, 1) << np.uint64(16))
+    pair = run(["ex2.approx.f16x2 %d, %a;", "tanh.approx.bf16x2 %d, %a;"], [packed], 32)
+    low, high = every, np.roll(every, 1)
+    exact_bits("ex2.approx.f16x2", pair[0], got[0][low] | (got[0][high] << np.uint64(16)),
+               packed)
+    exact_bits("tanh.approx.bf16x2", pair[1], got[3][low] | (got[3][high] << np.uint64(16)),
+               packed)
+
+
+def test_f64_reciprocals():
+    rng = np.random.default_rng(5)
+    x = np.concatenate([rng.integers(0, 1 << 64, 20000, dtype=np.uint64),
+                        np.array([0, 1 << 63, 0x7FF0000000000000, 0xFFF0000000000000,
+                                  0x7FF8000000012345, 0x0000000000000001, 0x3FF0000000000000,
+                                  0xBFF0000000000000], dtype=np.uint64)])
+    got = run(["rcp.approx.ftz.f64 %d, %a;", "rsqrt.approx.f64 %d, %a;",
+               "rsqrt.approx.ftz.f64 %d, %a;"], [x], 64)
+    a = x.view(np.float64)
+    values = [g.view(np.float64) for g in got]
+    with np.errstate(all="ignore"):
+        rcp, rroot = 1 / a, 1 / np.sqrt(a)
+    normal = np.isfinite(a) & (np.abs(a) > 2.0 ** -1022) & (np.abs(a) < 2.0 ** 1022)
+    bound("rcp.approx.ftz.f64", ~normal | (np.abs(values[0] / rcp - 1) <= 2.0 ** -19), a,
+          values[0], rcp)
+    positive = normal & (a > 0)
+    bound("rsqrt.approx.f64", ~positive | (np.abs(values[1] / rroot - 1) <= 2.0 ** -50), a,
+          values[1], rroot)
+    bound("rsqrt.approx.ftz.f64", ~positive | (np.abs(values[2] / rroot - 1) <= 2.0 ** -19),
+          a, values[2], rroot)
+    exact_bits("upper 32 bits only", got[0][normal] & np.uint64(0xFFFF_FFFF), 0, x[normal])
+    tail = x[-8:]
+    gross_nan, inf, ninf = 0x7FFF_FFFF_0000_0000, 0x7FF0000000000000, 0xFFF0000000000000
+    exact_bits("rcp.approx.ftz.f64 specials", got[0][-8:],
+               [inf, ninf, 0, 1 << 63, gross_nan, inf, 0x3FF0000000000000, 0xBFF0000000000000],
+               tail)
+    exact_bits("rsqrt.approx.f64 specials", got[1][-8:],
+               [inf, ninf, 0, 0xFFF8000000000000, 0x7FF8000000012345, 0x6180000000000000,
+                0x3FF0000000000000, 0xFFF8000000000000], tail)
