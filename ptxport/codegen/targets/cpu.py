@@ -65,6 +65,7 @@ class _Layout:
 CTX = _Layout({"params": 0, "shared": 8, "ntid": 16, "ctaid": 28, "nctaid": 40,
                "nwarpid": 52, "dynamic_smem": 56, "smid": 60, "nsmid": 64,
                "total_smem": 68, "alloc_table": 72, "alloc_count": 80, "checks": 84,
+               "site_cache": 104,
                "fault_address": 88, "fault_info": 96, "scratch": 128}, 384)
 # The start of each thread's frame; registers and local memory follow.
 FRAME = _Layout({"tid": 0, "laneid": 12, "warpid": 16,
@@ -96,6 +97,7 @@ class KernelPlan:
     frame_size: int
     local_offset: int
     sync_points: dict[int, SyncPoint] = field(default_factory=dict)
+    check_sites: int = 0     # global/generic accesses checked (each has a site-cache slot)
     trap_lines: dict[int, int] = field(default_factory=dict)
     register_offsets: dict[str, int] = field(default_factory=dict)
 
@@ -242,13 +244,34 @@ class CpuTarget(Target):
             limit = fl.b.zext(self._ctx_field(fl, "total_smem"), I64)
             ok = fl.b.icmp_unsigned("<=", fl.b.add(offset, I64(size)), limit)
         else:
-            check = _check_function(self.llmod)
-            ok = fl.b.call(check, [ctx, fl.b.ptrtoint(pointer, I64), I64(size)])
+            # Each access site remembers the allocation it last hit (per worker, in the
+            # launch's site cache): usually the same one, so the search is rarely needed.
+            site = self.plan.check_sites
+            self.plan.check_sites += 1
+            cache = self._ctx_field(fl, "site_cache", typ=PTR)
+            slot = fl.b.gep(cache, [I64(16 * site)], source_etype=I8)
+            lo = fl.b.load(slot, typ=I64)
+            hi = fl.b.load(fl.b.gep(slot, [I64(8)], source_etype=I8), typ=I64)
+            address = fl.b.ptrtoint(pointer, I64)
+            end = fl.b.add(address, I64(size))
+            hit = fl.b.and_(fl.b.icmp_unsigned(">=", address, lo),
+                            fl.b.and_(fl.b.icmp_unsigned("<=", end, hi),
+                                      fl.b.icmp_unsigned(">=", end, address)))
+            search = fl.llfn.append_basic_block("access_search")
+            searched = fl.llfn.append_basic_block("access_searched")
+            before = fl.b.block
+            fl.b.cbranch(hit, searched, search)
+            fl.b.position_at_end(search)
+            found = fl.b.call(_check_function(self.llmod), [ctx, address, I64(size), slot])
+            fl.b.branch(searched)
+            fl.b.position_at_end(searched)
+            ok = fl.b.phi(ll.IntType(1))
+            ok.add_incoming(ll.Constant(ll.IntType(1), 1), before)
+            ok.add_incoming(found, search)
         good = fl.llfn.append_basic_block("access_ok")
         bad = fl.llfn.append_basic_block("access_fault")
         checked_in = fl.b.block
-        fl.b.cbranch(fl.b.or_(ok, fl.b.icmp_signed("==", self._ctx_field(fl, "checks"),
-                                                   I32(0))), good, bad)
+        fl.b.cbranch(ok, good, bad)
         fl.b.position_at_end(bad)
         line = _line(self.module, fl.inst.pos) if fl.inst is not None else 0
         info = (line << 16) | (size << 1) | int(write)
@@ -356,15 +379,17 @@ def _intrinsic(llmod: ll.Module, name: str, ret, args) -> ll.Function:
 
 
 def _check_function(llmod: ll.Module) -> ll.Function:
-    """i1 check(ctx, address, size): whether [address, address+size) lies inside one entry
-    of the launch's allocation table (pairs of i64 start, end, sorted by start), found by
-    binary search."""
+    """i1 check(ctx, address, size, site): whether [address, address+size) lies inside one
+    entry of the launch's allocation table (pairs of i64 start, end, sorted by start), found
+    by binary search; on success the entry is remembered in the access site's cache slot."""
     existing = llmod.globals.get("ptxport.check")
     if existing is not None:
         return existing
-    fn = ll.Function(llmod, ll.FunctionType(ll.IntType(1), [PTR, I64, I64]), "ptxport.check")
+    fn = ll.Function(llmod, ll.FunctionType(ll.IntType(1), [PTR, I64, I64, PTR]),
+                     "ptxport.check")
     fn.linkage = "internal"
-    ctx, address, size = fn.args
+    fn.attributes.add("noinline")
+    ctx, address, size, site = fn.args
     b = ll.IRBuilder(fn.append_basic_block("entry"))
     table = b.load(b.gep(ctx, [I64(CTX.fields["alloc_table"])], source_etype=I8), typ=PTR)
     count = b.zext(b.load(b.gep(ctx, [I64(CTX.fields["alloc_count"])], source_etype=I8),
@@ -391,9 +416,18 @@ def _check_function(llmod: ll.Module) -> ll.Function:
     b.position_at_end(outside)
     b.ret(ll.Constant(ll.IntType(1), 0))
     b.position_at_end(candidate)
+    start = b.load(b.gep(table, [b.sub(b.mul(lo, I64(2)), I64(2))], source_etype=I64), typ=I64)
     end = b.load(b.gep(table, [b.sub(b.mul(lo, I64(2)), I64(1))], source_etype=I64), typ=I64)
     last = b.add(address, size)
-    b.ret(b.and_(b.icmp_unsigned("<=", last, end), b.icmp_unsigned(">=", last, address)))
+    ok = b.and_(b.icmp_unsigned("<=", last, end), b.icmp_unsigned(">=", last, address))
+    remember, done_ = fn.append_basic_block("remember"), fn.append_basic_block("checked")
+    b.cbranch(ok, remember, done_)
+    b.position_at_end(remember)
+    b.store(start, site)
+    b.store(end, b.gep(site, [I64(8)], source_etype=I8))
+    b.branch(done_)
+    b.position_at_end(done_)
+    b.ret(ok)
     return fn
 
 
@@ -688,7 +722,7 @@ def _object_code(llvm_ir: str, tm) -> bytes:
 
 # Part of every cache key: bump when the generated code's meaning changes without the LLVM IR
 # changing (e.g. the executor's protocol).
-_CODEGEN_VERSION = "cpu-4"
+_CODEGEN_VERSION = "cpu-5"
 
 RunThreads = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
                               ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32)

@@ -81,7 +81,13 @@ class _Worker:
                         t // (block[0] * block[1]), t % 32, t // 32], axis=1).astype(np.uint32)
         header[:, FRAME.fields["tid"]:FRAME.fields["tid"] + 20] = tid.view(np.uint8)
         self.slots = cpu_sync.Slots(self.frames, plan.frame_size, self.nthreads, FRAME.fields)
-        if allocations is not None:
+        # Each checked access site's last allocation [start, end); without allocations to
+        # check against, every site accepts everything.
+        self.site_cache = np.zeros(2 * max(plan.check_sites, 1), dtype=np.uint64)
+        self._put(self.ctx, fields["site_cache"], np.uint64, self.site_cache.ctypes.data)
+        if allocations is None:
+            self.site_cache[1::2] = np.iinfo(np.uint64).max
+        else:
             ranges = list(allocations) + binary.global_ranges() + [
                 (self.shared.ctypes.data, self.shared.size),
                 (self.frames.ctypes.data, self.frames.size)]
