@@ -44,15 +44,15 @@ _FUNCTION_DIRECTIVES = frozenset((
 # made of anything but the characters that need the token rules (parentheses, `!`, `|`,
 # comments, strings); vector operands `{...}` are allowed.
 # Names (guard, label, register) follow the lexer's identifier rule: `_`, `%` alone are not.
-# Modifiers after a space (`add .s32 ...`, which ptxas accepts) are left to the token rules.
-# The operands are matched greedily and must start right after the spaces, so that a statement
-# without its ';' fails in linear time (a lazy match then `[ \t]*;` took quadratic time on
-# long runs of spaces); they keep their trailing spaces.
+# Modifiers after a space (`add .s32 ...`, which ptxas accepts) and operands that start on a
+# later line are left to the token rules. The operands are matched greedily from their first
+# character, so that a statement without its ';' fails in linear time (a lazy match then
+# `[ \t]*;` took quadratic time on long runs of spaces); they keep their trailing spaces.
 _SIMPLE_INSTRUCTION = re.compile(
     r"""(?:@(!?)([A-Za-z][\w$]*|[_$%][\w$]+)[ \t]+)?
         ([a-z][a-z0-9_]*)
         ((?:""" + MODIFIER + r""")*)
-        (?:[ \t]+(?=[^ \t;.])((?:[^;{}()"/!|@]|\{[^{}()"/!|@;]*\})*)|[ \t]*);
+        (?:[ \t]+(?=[^\s;.])((?:[^;{}()"/!|@]|\{[^{}()"/!|@;]*\})*)|[ \t]*);
         (?:[ \t\r\n]+|//[^\n]*)*     # and the space and comments up to the next statement
         """,
     re.VERBOSE,

@@ -156,6 +156,7 @@ DISAGREEMENTS = {
     "empty operand between": "mov.b64 {%r1,%r2},,%rd1;",
     "unclosed '['": "ld.u32 %r1, [%rd1;",
     "empty last operand": "add.s32 %r1, %r2,\n\n\t;",
+    "no operands before a line break": "exit \n\t;",               # fast path: an empty operand
     "modifier after a space": "add .s32 %r1, %r2, %r3;",           # ptxas accepts these two
     "modifiers after a space": "add.s32 \t.sat %r1, %r2, %r3;",
     "octal register count": ".reg .b32 %r<010>;",
