@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ptxport.ir import nodes as ir
 
-__all__ = ["pointer_parameters"]
+__all__ = ["live_after", "pointer_parameters", "uses_and_defs"]
 
 
 def pointer_parameters(f: ir.Function) -> dict[str, str]:
@@ -36,3 +36,90 @@ def pointer_parameters(f: ir.Function) -> dict[str, str]:
                 if name is not None:
                     found.setdefault(name, "used as an address")
     return found
+
+
+def _registers_in(value, out: set) -> None:
+    """Every register a value reads (addresses, vectors, pairs, negations...)."""
+    if isinstance(value, ir.Register):
+        out.add(value)
+    elif isinstance(value, ir.RegisterElement):
+        out.add(value.register)
+    elif isinstance(value, ir.Address):
+        if isinstance(value.base, ir.Register):
+            out.add(value.base)
+    elif isinstance(value, ir.VectorValue | ir.ListValue):
+        for element in value.elements:
+            _registers_in(element, out)
+    elif isinstance(value, ir.PairValue):
+        _registers_in(value.first, out)
+        _registers_in(value.second, out)
+    elif isinstance(value, ir.NotValue | ir.NegValue):
+        _registers_in(value.value, out)
+
+
+def _defs(value, out: set) -> None:
+    """Registers a destination operand overwrites entirely (a field write does not)."""
+    if isinstance(value, ir.Register):
+        out.add(value)
+    elif isinstance(value, ir.VectorValue):
+        for element in value.elements:
+            _defs(element, out)
+    elif isinstance(value, ir.PairValue):
+        _defs(value.first, out)
+        _defs(value.second, out)
+
+
+def uses_and_defs(inst: ir.Instruction) -> tuple[set, set]:
+    """(registers read, registers certainly written) by one instruction. A guarded
+    instruction may not run, so it writes nothing certainly."""
+    from ptxport.ir.verify import writes_destination
+
+    uses: set = set()
+    defs: set = set()
+    operands = inst.operands
+    if writes_destination(inst):
+        _defs(operands[0], defs)
+        if isinstance(operands[0], ir.RegisterElement):
+            uses.add(operands[0].register)     # the other fields are kept
+        operands = operands[1:]
+    for value in operands:
+        _registers_in(value, uses)
+    if inst.guard is not None:
+        uses.add(inst.guard)
+        defs = set()
+    return uses, defs
+
+
+def live_after(function: ir.Function, wanted: set[int]) -> dict[int, set]:
+    """For each instruction whose id is in `wanted`: the registers live just after it (read
+    later before being overwritten), by the classic backward dataflow over the CFG."""
+    summary = {}
+    for block in function.blocks:
+        used, killed = set(), set()
+        for inst in block.instructions:
+            u, d = uses_and_defs(inst)
+            used |= u - killed
+            killed |= d
+        summary[id(block)] = (used, killed)
+    live_in = {id(b): set() for b in function.blocks}
+    live_out = {id(b): set() for b in function.blocks}
+    changed = True
+    while changed:
+        changed = False
+        for block in reversed(function.blocks):
+            out = set().union(*(live_in[id(s)] for s in block.successors)) \
+                if block.successors else set()
+            used, killed = summary[id(block)]
+            new_in = used | (out - killed)
+            if out != live_out[id(block)] or new_in != live_in[id(block)]:
+                live_out[id(block)], live_in[id(block)] = out, new_in
+                changed = True
+    result = {}
+    for block in function.blocks:
+        live = set(live_out[id(block)])
+        for inst in reversed(block.instructions):
+            if id(inst) in wanted:
+                result[id(inst)] = set(live)
+            u, d = uses_and_defs(inst)
+            live = (live - d) | u
+    return result

@@ -43,6 +43,7 @@ from ptxport.codegen.targets import cpu_runtime
 from ptxport.errors import CompileError, UnsupportedFeatureError
 from ptxport.ir import nodes as ir
 from ptxport.ir.abi import param_layout
+from ptxport.ir.analysis import live_after
 from ptxport.ptx.ast import FloatImm, IntImm
 
 __all__ = ["compile_kernel", "emit_object", "CpuKernelBinary", "SyncPoint", "CTX", "FRAME",
@@ -113,6 +114,7 @@ class CpuTarget(Target):
                  globals_: dict[str, ll.GlobalVariable], functions: dict[str, ll.Function]):
         self.module, self.llmod, self.plan = module, llmod, plan
         self.globals, self.functions = globals_, functions
+        self.live: dict[int, set] = {}   # id(waiting instruction) -> registers live after it
 
     # --- per-function values ---------------------------------------------------------------
 
@@ -342,28 +344,30 @@ class CpuTarget(Target):
         return fl.b.gep(frame, [const_int(I64, FRAME.fields[name])], source_etype=I8)
 
     def spill_and_return(self, fl: FunctionLowering, number: int) -> ll.Block:
-        """Save every register in the frame and return `number`; the continuation block it
-        returns is where execution resumes (registers are reloaded at the thread's entry)."""
-        self.spill(fl)
+        """Save the registers live across the waiting instruction in the frame and return
+        `number`; the continuation block it returns is where execution resumes, with those
+        registers reloaded."""
+        live = self.live.get(id(fl.inst))
+        if live is None:        # not analysed (an instruction made up by a lowering): all
+            live = list(fl.function.registers.values())
+        live = sorted(live, key=lambda r: r.name)
+        self._move(fl, live, to_frame=True)
         fl.b.ret(I32(number))
         resume = fl.llfn.append_basic_block(f"resume_{number}")
         self.dispatch.add_case(I32(number), resume)
         fl.b.position_at_end(resume)
+        self._move(fl, live, to_frame=False)
         return resume
 
-    def spill(self, fl: FunctionLowering) -> None:
+    def _move(self, fl: FunctionLowering, registers, to_frame: bool) -> None:
         frame = fl.llfn.args[1]
-        for reg in fl.function.registers.values():
+        for reg in registers:
             offset = self.plan.register_offsets[reg.name]
             p = fl.b.gep(frame, [const_int(I64, offset)], source_etype=I8)
-            fl.b.store(fl.b.load(fl.register_slot(reg)), p)
-
-    def reload(self, fl: FunctionLowering) -> None:
-        frame = fl.llfn.args[1]
-        for reg in fl.function.registers.values():
-            offset = self.plan.register_offsets[reg.name]
-            p = fl.b.gep(frame, [const_int(I64, offset)], source_etype=I8)
-            fl.b.store(fl.b.load(p, typ=fl.storage_type(reg)), fl.register_slot(reg))
+            if to_frame:
+                fl.b.store(fl.b.load(fl.register_slot(reg)), p)
+            else:
+                fl.b.store(fl.b.load(p, typ=fl.storage_type(reg)), fl.register_slot(reg))
 
 
 def _line(module: ir.Module, pos: int) -> int:
@@ -588,11 +592,9 @@ def _lower_kernel(module, kernel: ir.Function, thread: ll.Function, target: CpuT
     fl.b.branch(dispatch_block)
     fl.b.position_at_end(dispatch_block)
     target.dispatch = fl.b.switch(thread.args[2], first)
+    waits = {id(i) for i in kernel.instructions() if i.opcode in SYNC_OPCODES}
+    target.live = live_after(kernel, waits) if waits else {}
     fl.lower_body()
-    if target.plan.sync_points:
-        # Resuming after a wait: the registers come back from the frame.
-        fl.b.position_before(target.dispatch)
-        target.reload(fl)
 
 
 def _build_run_threads(llmod: ll.Module, thread: ll.Function) -> None:
@@ -722,7 +724,7 @@ def _object_code(llvm_ir: str, tm) -> bytes:
 
 # Part of every cache key: bump when the generated code's meaning changes without the LLVM IR
 # changing (e.g. the executor's protocol).
-_CODEGEN_VERSION = "cpu-5"
+_CODEGEN_VERSION = "cpu-6"
 
 RunThreads = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
                               ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32)
