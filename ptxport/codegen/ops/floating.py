@@ -208,11 +208,16 @@ def _is_nan_bits(fl: FunctionLowering, v: ll.Value, fmt: _Format) -> ll.Value:
     return fl.b.icmp_unsigned(">", _magnitude(fl, v, fmt), _const_bits(fmt, fmt.infinity))
 
 
+def _select(fl: FunctionLowering, condition: ll.Value, x: ll.Value, y: ll.Value,
+            fmt: _Format) -> ll.Value:
+    """condition ? x : y on the bits. Where NaNs are chosen between: LLVM takes NaNs to be
+    interchangeable and may fold away a float select between two of them."""
+    return _from_bits(fl, fl.b.select(condition, _bits(fl, x, fmt), _bits(fl, y, fmt)), fmt)
+
+
 def _canonical(fl: FunctionLowering, v: ll.Value, fmt: _Format) -> ll.Value:
-    """A NaN replaced by fmt's NaN. Selected as integers: LLVM takes NaNs to be
-    interchangeable and may drop a select between two of them."""
-    bits = fl.b.select(_is_nan_bits(fl, v, fmt), _const_bits(fmt, fmt.nan), _bits(fl, v, fmt))
-    return _from_bits(fl, bits, fmt)
+    """A NaN replaced by fmt's NaN."""
+    return _select(fl, _is_nan_bits(fl, v, fmt), _constant(fl, fmt, fmt.nan), v, fmt)
 
 
 def _quiet(fl: FunctionLowering, v: ll.Value) -> ll.Value:
@@ -225,8 +230,8 @@ def _f64_nan(fl: FunctionLowering, result: ll.Value, operands: list) -> ll.Value
     the default NaN."""
     chosen = _constant(fl, F64, F64.nan)
     for operand in reversed(operands):
-        chosen = fl.b.select(_is_nan(fl, operand), _quiet(fl, operand), chosen)
-    return fl.b.select(_is_nan(fl, result), chosen, result)
+        chosen = _select(fl, _is_nan(fl, operand), _quiet(fl, operand), chosen, F64)
+    return _select(fl, _is_nan(fl, result), chosen, result, F64)
 
 
 def _to_f32(fl: FunctionLowering, v: ll.Value, fmt: _Format) -> ll.Value:
@@ -261,7 +266,6 @@ def _from_f32(fl: FunctionLowering, x: ll.Value, fmt: _Format) -> ll.Value:
     upper = fl.b.trunc(fl.b.lshr(rounded, ll.Constant(I32, 16)), I16)
     upper = fl.b.select(_is_nan(fl, x), _const_bits(BF16, BF16.nan), upper)
     return _from_bits(fl, upper, BF16)
-
 
 
 # --- exact results and their rounding -----------------------------------------------------------
@@ -785,7 +789,7 @@ def _gross(fl: FunctionLowering, r: ll.Value) -> ll.Value:
     0x7FFFFFFF00000000 (this matches the H100 bit for bit on 93% of operands; the others
     differ in the last of the 32 bits)."""
     rounded = flush(fl, _truncated(fl, r), F64)
-    return fl.b.select(_is_nan(fl, r), _constant(fl, F64, _GROSS_NAN), rounded)
+    return _select(fl, _is_nan(fl, r), _constant(fl, F64, _GROSS_NAN), rounded, F64)
 
 
 @lowering("rsqrt")
@@ -1000,12 +1004,12 @@ def _select_min_max(fl: FunctionLowering, fmt: _Format, x, y, is_max: bool,
     x_negative = _negative(fl, x, fmt)
     tie = b.and_(b.fcmp_ordered("==", xw, yw), b.not_(x_negative) if is_max else x_negative)
     pick_x = b.or_(b.fcmp_ordered(">" if is_max else "<", xw, yw), tie)
-    r = b.select(pick_x, x, y)
     x_nan, y_nan = _is_nan(fl, xw), _is_nan(fl, yw)
-    r = b.select(x_nan, y, b.select(y_nan, x, r))
+    pick_x = b.select(x_nan, I1(0), b.select(y_nan, I1(1), pick_x))
+    r = _select(fl, pick_x, x, y, fmt)
     nan = _quiet(fl, y) if fmt is F64 else _constant(fl, fmt, fmt.nan)
     both = b.or_(x_nan, y_nan) if propagate_nan else b.and_(x_nan, y_nan)
-    return b.select(both, nan, r)
+    return _select(fl, both, nan, r, fmt)
 
 
 def _min_max(fl: FunctionLowering, inst: ir.Instruction, is_max: bool) -> None:
@@ -1035,7 +1039,7 @@ def _min_max(fl: FunctionLowering, inst: ir.Instruction, is_max: bool) -> None:
         for x in xs[1:]:
             r = _select_min_max(fl, fmt, r, x, is_max, bool(spec.get("nan")))
         if sign is not None:
-            r = b.select(_is_nan(fl, r), r, _with_sign(fl, r, sign, fmt))
+            r = _select(fl, _is_nan(fl, r), r, _with_sign(fl, r, sign, fmt), fmt)
         results.append(r)
     _write_lanes(fl, inst.operands[0], results, t, fmt)
 
@@ -1066,7 +1070,7 @@ def _sign_op(fl: FunctionLowering, inst: ir.Instruction, negate: bool) -> None:
         bits = (b.xor(bits, _const_bits(fmt, fmt.sign)) if negate
                 else b.and_(bits, _const_bits(fmt, fmt.sign - 1)))
         nan = _quiet(fl, x) if fmt is F64 else _constant(fl, fmt, fmt.nan)
-        results.append(b.select(_is_nan(fl, x), nan, _from_bits(fl, bits, fmt)))
+        results.append(_select(fl, _is_nan(fl, x), nan, _from_bits(fl, bits, fmt), fmt))
     _write_lanes(fl, inst.operands[0], results, t, fmt)
 
 
