@@ -522,7 +522,10 @@ def _narrow_arith(fl: FunctionLowering, op: str, fmt: _Format, xs: list, mode: _
     if mode.rnd == "rm" and op in ("add", "sub", "fma"):
         exact_zero = b.fcmp_ordered("==", hi, _fconst(F64_LL, 0.0))
         r = b.select(exact_zero, _signed_zero(fl, fmt, _rm_zero(fl, op, wide)), r)
-    if mode.ftz:
+    if mode.ftz and op in ("add", "sub"):
+        # Sums of fmt values below the smallest normal are exact: tiny means subnormal.
+        r = flush(fl, r, fmt)
+    elif mode.ftz:
         r = b.select(_is_tiny(fl, hi, lo, fmt, mode.rnd), _zero_like(fl, r, fmt), r)
     return _canonical(fl, r, fmt)
 
