@@ -70,31 +70,16 @@ def check(name: str, got, expected, inputs: list, width: int) -> None:
 
 # --- an exact reference: formats, decoding, rounding ----------------------------------------------
 
-@dataclass(frozen=True)
 class Fmt:
-    bits: int
-    precision: int
-    nan: int   # the NaN the hardware returns
+    """An IEEE binary format; `nan` is the NaN the hardware returns."""
 
-    @property
-    def bias(self) -> int:
-        return (1 << (self.bits - self.precision - 1)) - 1
-
-    @property
-    def emin(self) -> int:
-        return 1 - self.bias
-
-    @property
-    def sign(self) -> int:
-        return 1 << (self.bits - 1)
-
-    @property
-    def inf(self) -> int:
-        return ((1 << (self.bits - self.precision)) - 1) << (self.precision - 1)
-
-    @property
-    def max(self) -> int:
-        return self.inf - 1
+    def __init__(self, bits: int, precision: int, nan: int):
+        self.bits, self.precision, self.nan = bits, precision, nan
+        self.bias = (1 << (bits - precision - 1)) - 1
+        self.emin = 1 - self.bias
+        self.sign = 1 << (bits - 1)
+        self.inf = ((1 << (bits - precision)) - 1) << (precision - 1)
+        self.max = self.inf - 1
 
 
 F16, BF16 = Fmt(16, 11, 0x7FFF), Fmt(16, 8, 0x7FFF)
@@ -482,7 +467,7 @@ def test_half_add_sub_mul_every_a():
 
 def test_half_fma_rounds_once():
     """fma rounds a * b + c once (LLVM's own f16 fma would round twice); .relu .ftz .sat."""
-    cols = [list(c[::23]) for c in half_pairs(1, seed=41)]
+    cols = [list(c[::31]) for c in half_pairs(1, seed=41)]
     rng = random.Random(42)
     for i in range(0, len(cols[0]), 3):      # near-cancellation
         fmt = F16 if i % 2 else BF16
@@ -518,7 +503,7 @@ def lanes(column, width: int) -> list[list[int]]:
 def test_packed_pairs_compute_each_lane():
     """f16x2, bf16x2: each half computes as its scalar instruction (lane 0 low)."""
     rng = np.random.default_rng(44)
-    cols = [rng.integers(0, 1 << 32, 1200, dtype=np.uint64) for _ in range(3)]
+    cols = [rng.integers(0, 1 << 32, 800, dtype=np.uint64) for _ in range(3)]
     cases = [("add.rn.f16x2", "add", F16, {}), ("sub.ftz.f16x2", "sub", F16, {"ftz": True}),
              ("mul.rn.sat.f16x2", "mul", F16, {"sat": True}),
              ("fma.rn.relu.f16x2", "fma", F16, {"relu_": True}),
