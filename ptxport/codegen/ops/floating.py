@@ -14,10 +14,13 @@ narrow formats through round-to-odd (`_round_narrow`), f64 by stepping to the ne
 sign of lo points at, with exponents split off first so that no residual underflows
 (`_round_f64`).
 
-The .approx functions are computed to within an ulp or so (libm's f32 functions, correctly
-rounded division and square roots), inside every error bound the manual states. Two are gross
-approximations by definition and are modelled on what they compute: rcp.approx.ftz.f64 and
-rsqrt.approx.ftz.f64 work on the upper 32 bits of their operand and give 32 result bits.
+The .approx forms are computed to within an ulp of the exact result, inside every bound the
+manual states: division, reciprocals and square roots correctly rounded (1/sqrt rounded twice),
+sin cos lg2 ex2 tanh by f64 polynomials here (no libm: the same code on every target). So
+they differ from an H100's in last bits. Two are gross approximations by definition, modelled
+on what they compute: rcp.approx.ftz.f64 and rsqrt.approx.ftz.f64 read the upper 32 bits of
+their operand and give 32 result bits (equal to the H100's on 93% of operands, one unit of
+the 32nd bit off otherwise).
 
 Where the manual leaves a result open, NVIDIA's hardware decides (measured on an H100):
 - an f32, f16 or bf16 NaN result is the canonical NaN (all ones but the sign), abs and neg
