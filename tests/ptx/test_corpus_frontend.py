@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from corpus import ARCHS, corpus_ptx, corpus_sources
 
+from corpus import ARCHS, corpus_ptx, corpus_sources
 from ptxport.ir.from_ptx import build
 from ptxport.ir.printer import print_ir
 from ptxport.ir.verify import verify
