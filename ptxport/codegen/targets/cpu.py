@@ -543,8 +543,8 @@ def build_llvm(module: ir.Module, kernel_name: str,
     plan = _plan(module, kernel)
     globals_ = _declare_globals(module, llmod)
     functions: dict[str, ll.Function] = {}
-    for f in module.functions.values():
-        if not f.is_kernel and not f.is_declaration:
+    for f in _reachable_functions(kernel):
+        if not f.is_declaration:
             fn = ll.Function(llmod, _function_type(f), name=f"ptx.func.{f.name}")
             fn.linkage = "internal"
             functions[f.name] = fn
@@ -567,6 +567,22 @@ def build_llvm(module: ir.Module, kernel_name: str,
         build_run_block(llmod, llmod.globals["run_threads"], plan)
         build_run_waiting_blocks(llmod, llmod.globals["run_block"])
     return llmod, plan
+
+
+def _reachable_functions(kernel: ir.Function) -> list[ir.Function]:
+    """The device functions `kernel` may call, directly or not (only these are compiled
+    with it)."""
+    seen: dict[str, ir.Function] = {}
+    pending = [kernel]
+    while pending:
+        f = pending.pop()
+        for inst in f.instructions():
+            if inst.opcode == "call":
+                for value in inst.operands:
+                    if isinstance(value, ir.Function) and value.name not in seen:
+                        seen[value.name] = value
+                        pending.append(value)
+    return [f for f in seen.values() if not f.is_kernel]
 
 
 def _lower_device_function(module, f: ir.Function, llfn: ll.Function, target: CpuTarget,
@@ -804,16 +820,22 @@ def unsupported_instructions(module: ir.Module) -> dict[int, str]:
     every kernel and device function of `module` that it cannot (found by the lowering
     itself, so this agrees with what compiling would say)."""
     problems: list = []
+    reached: set[str] = set()
     for kernel in module.kernels:
         build_llvm(module, kernel.name, problems)
-    if not module.kernels:  # device functions alone: lower them without a kernel
-        for f in module.functions.values():
-            if not f.is_declaration:
-                llmod = ll.Module()
-                fn = ll.Function(llmod, _function_type(f), name=f"ptx.func.{f.name}")
-                plan = KernelPlan("", 0, 0, {}, FRAME.size, FRAME.size)
-                target = CpuTarget(module, llmod, plan, _declare_globals(module, llmod), {})
-                _lower_device_function(module, f, fn, target, problems)
+        reached.update(f.name for f in _reachable_functions(kernel))
+    # device functions no kernel calls: lowered together, without a kernel
+    alone = [f for f in module.functions.values()
+             if not f.is_kernel and not f.is_declaration and f.name not in reached]
+    if alone:
+        llmod = ll.Module()
+        functions = {f.name: ll.Function(llmod, _function_type(f), name=f"ptx.func.{f.name}")
+                     for f in module.functions.values()
+                     if not f.is_kernel and not f.is_declaration}
+        plan = KernelPlan("", 0, 0, {}, FRAME.size, FRAME.size)
+        target = CpuTarget(module, llmod, plan, _declare_globals(module, llmod), functions)
+        for f in alone:
+            _lower_device_function(module, f, functions[f.name], target, problems)
     return {id(inst): reason for inst, reason in problems}
 
 
