@@ -48,6 +48,7 @@ from ptxport.errors import (
     OutOfMemoryError,
     PtxportError,
 )
+from ptxport.ir.abi import param_layout
 from ptxport.ir.nodes import Module
 from ptxport.runtime.backends import Allocation, BackendBase, DeviceProperties
 
@@ -258,9 +259,13 @@ class CudaKernelBinary:
     """One kernel of a loadable image (PTX or cubin) per architecture; the module is loaded
     into a device's context the first time the kernel is needed there."""
 
-    def __init__(self, backend: Backend, name: str, images: dict[str, _Image]):
+    def __init__(self, backend: Backend, name: str, images: dict[str, _Image],
+                 param_bytes: int):
         self.name = name
         self._backend, self._images = backend, images
+        # The driver takes the parameter buffer only at its exact size, the end of the last
+        # parameter: the runtime's buffer is rounded up to the largest alignment.
+        self.param_bytes = param_bytes
         self._functions: dict[int, object] = {}
         self._dynamic_limit: dict[int, int] = {}
         self._lock = threading.Lock()
@@ -307,6 +312,7 @@ class CudaKernelBinary:
         function = self.function(ordinal)
         if dynamic_shared:
             self.allow_dynamic_shared(ordinal, dynamic_shared)
+        params = params[:self.param_bytes]
         buffer = ctypes.create_string_buffer(params, max(len(params), 1))
         size = ctypes.c_size_t(len(params))
         extra = (ctypes.c_void_p * 5)(
@@ -447,7 +453,9 @@ class Backend(BackendBase):
         for ordinal in range(self.device_count()):
             first_of_arch.setdefault(self.arch(ordinal), ordinal)
         images = {arch: self._image(module, arch, source) for arch in first_of_arch}
-        binaries = {name: CudaKernelBinary(self, name, images) for name in kernels}
+        binaries = {name: CudaKernelBinary(self, name, images,
+                                           _param_bytes(module.functions[name]))
+                    for name in kernels}
         # Load now, on the caller's thread, so that a module the driver refuses is an error
         # of the launch that needed it rather than of a later sync.
         for ordinal in first_of_arch.values():
@@ -488,6 +496,11 @@ class Backend(BackendBase):
         """The CUstream this thread's work on device `ordinal` goes to (its context made
         current): for callers that time kernels with CUDA events."""
         return self._contexts.enter(ordinal)
+
+
+def _param_bytes(function) -> int:
+    slots, _ = param_layout(function)
+    return slots[-1].offset + slots[-1].size if slots else 0
 
 
 def _name(module: Module) -> str:

@@ -1,0 +1,494 @@
+"""Is ptxport's NVPTX output right and as fast as NVIDIA's own code? (issue 4's GPU check)
+
+For every case of tests/kernel_cases (every corpus kernel), on the case's inputs:
+  (a) the corpus's own PTX (NVRTC, sm_90) on cuda:0: NVIDIA's code generation, the oracle;
+  (b) ptxport's PTX (ptxport.codegen.targets.nvptx) made from it, on cuda:0;
+  (c) the CPU device.
+(b) and (c) are judged against (a)'s outputs with the case's own comparison (integers bit for
+bit, floats within the case's tolerances); (a) is judged against the case's numpy reference
+too. Then (a) and (b) are timed: the median of several launches, each timed alone with CUDA
+events and started from the same inputs (restored by device copies outside the timed span),
+compilation excluded; the table gives native throughput over ptxport's per kernel and the
+geometric mean. Goals (issue 4): every kernel correct on both; the geometric mean at least 0.95.
+
+Two steps on two machines:
+
+    python benchmarks/gpu_check.py build [--out build/gpu_check]
+        here (NVRTC, the nvidia-cuda-nvcc wheel's ptxas, llvmlite; no GPU): the corpus's PTX,
+        ptxport's PTX made from it, and both assembled into cubins, in the cubin cache that
+        the cuda backend reads (<out>/cache), since the GPU machine has neither NVRTC nor a
+        ptxas recent enough for NVRTC 13.5's PTX
+    python benchmarks/gpu_check.py run [--build build/gpu_check] [--json PATH] [--no-cpu]
+        on the GPU machine (numpy, llvmlite, cuda-bindings and a driver): prints the table and
+        writes JSON (default benchmarks/results/gpu_check.json); exits 1 unless every kernel
+        is correct on every column that ran
+
+Everything goes through ptxport's public API (Program, Device, launch) and its cuda backend,
+whose `ptx_source` picks (a) or (b); only the timing loop calls the driver itself. A kernel
+fault leaves a CUDA context unusable, so `run` runs the cases in a worker process that it
+restarts after a fault (and after a case that hangs), going on with the next case.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
+
+from kernel_cases import CASES, KernelCase, case_seed, compare_outputs, copy_args  # noqa: E402
+
+ARCH = "sm_90"
+CASE_TIMEOUT_S = 240   # a case with no progress for this long is taken as hung
+REPEATS = 30           # timed launches per kernel and column (after WARMUP)
+WARMUP = 3
+TIME_BUDGET_S = 1.0    # fewer launches for kernels slower than this allows
+
+
+# build: here, with the wheels ------------------------------------------------------------------
+
+@contextlib.contextmanager
+def _cache_dir(path: Path):
+    """ptxport's cache root moved to `path` for the block (the cubin cache travels; the NVRTC
+    cache stays where it was)."""
+    before = os.environ.get("PTXPORT_CACHE_DIR")
+    os.environ["PTXPORT_CACHE_DIR"] = str(path)
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["PTXPORT_CACHE_DIR"]
+        else:
+            os.environ["PTXPORT_CACHE_DIR"] = before
+
+
+def build(out: Path) -> int:
+    from corpus import corpus_ptx, corpus_sources
+    from ptxport import Program, ProgramOptions
+    from ptxport.runtime.backends.cuda import assemble
+
+    try:
+        from ptxport.codegen.targets.nvptx import compile_module
+    except ModuleNotFoundError:
+        compile_module = None
+        print("ptxport.codegen.targets.nvptx is not there: column (b) is left out")
+    for folder in ("ptx", "nvptx"):
+        (out / folder).mkdir(parents=True, exist_ok=True)
+    report: dict[str, dict] = {}
+    for source in corpus_sources():
+        entry = report[source.name] = {}
+        ptx = corpus_ptx(source, ARCH)
+        (out / "ptx" / f"{source.stem}.ptx").write_text(ptx)
+        with _cache_dir(out / "cache"):
+            assemble(ptx, ARCH, source.stem)
+        if compile_module is None:
+            entry["ptxport"] = "the NVPTX target is not there"
+            continue
+        try:
+            module = Program(ptx, "ptx", ProgramOptions(name=source.name)).compile().module
+            ours = compile_module(module, ARCH)
+            (out / "nvptx" / f"{source.stem}.ptx").write_text(ours)
+            with _cache_dir(out / "cache"):
+                assemble(ours, ARCH, f"{source.stem}.ptxport")
+            entry["ptxport"] = "ok"
+        except Exception as e:  # reported per file; the run step says the same per kernel
+            entry["ptxport"] = f"{type(e).__name__}: {e}"
+        print(f"{source.name:28} ptxport: {entry['ptxport'][:100]}", flush=True)
+    (out / "build.json").write_text(json.dumps({"arch": ARCH, "files": report}, indent=1))
+    failed = sum(v.get("ptxport") != "ok" for v in report.values())
+    print(f"{len(report)} files in {out}; ptxport's PTX failed for {failed}")
+    return 0
+
+
+# run: on the GPU machine -------------------------------------------------------------------------
+
+class Columns:
+    """The programs of one worker: per corpus file, one ObjectCode per column."""
+
+    def __init__(self, build_dir: Path, with_cpu: bool):
+        from ptxport import Device
+        from ptxport.runtime import backends
+
+        self.build_dir, self.with_cpu = build_dir, with_cpu
+        self.gpu = Device("cuda:0")
+        self.cpu = Device("cpu") if with_cpu else None
+        self.backend = backends.get("cuda")
+        self._objects: dict[tuple[str, str], object] = {}
+
+    def kernel(self, column: str, case: KernelCase):
+        """(device, Kernel) of `case` in `column` ("native", "ptxport", "cpu"), compiled for
+        that device (the backend's ptx_source is read when a kernel is first compiled)."""
+        from ptxport import Program, ProgramOptions
+
+        key = (column, case.file)
+        if key not in self._objects:
+            ptx = (self.build_dir / "ptx" / f"{Path(case.file).stem}.ptx").read_text()
+            self._objects[key] = Program(ptx, "ptx", ProgramOptions(name=case.file)).compile()
+        kernel = self._objects[key].get_kernel(case.kernel)
+        device = self.cpu if column == "cpu" else self.gpu
+        if column != "cpu":
+            self.backend.ptx_source = column
+        kernel._binary(device)
+        return device, kernel
+
+
+def _buffers_and_params(device, stream, args):
+    """Device buffers holding the case's buffer Args, and the kernel's arguments."""
+    buffers = {}
+    for i, arg in enumerate(args):
+        if arg.kind in ("in", "out", "inout"):
+            buffers[i] = device.allocate(max(arg.value.nbytes, 1), stream=stream)
+            if arg.value.nbytes:
+                buffers[i].copy_from(np.ascontiguousarray(arg.value).view(np.uint8).reshape(-1),
+                                     stream=stream)
+    params = []
+    for i, arg in enumerate(args):
+        if not arg.passed:
+            continue
+        if i in buffers:
+            params.append(buffers[i])
+        elif arg.kind == "struct":
+            value = arg.value.copy()
+            for member, index in arg.pointers.items():
+                value[member] = buffers[index].handle
+            params.append(value)
+        else:
+            params.append(arg.value)
+    return buffers, params
+
+
+def run_once(device, kernel, case: KernelCase, args) -> dict[int, np.ndarray]:
+    """The kernel_cases launcher contract on `device`: the final contents of the outputs."""
+    from ptxport import LaunchConfig, launch
+
+    stream = device.create_stream()
+    buffers, params = _buffers_and_params(device, stream, args)
+    launch(stream, LaunchConfig(grid=case.grid, block=case.block, shmem_size=case.shared_bytes),
+           kernel, *params)
+    results = {}
+    for i, buf in buffers.items():
+        if args[i].kind in ("out", "inout"):
+            host = np.empty_like(args[i].value)
+            if host.nbytes:
+                buf.copy_to(host.view(np.uint8).reshape(-1), stream=stream)
+            results[i] = host
+    stream.sync()
+    for buf in buffers.values():
+        buf.close()
+    return results
+
+
+def time_kernel(columns: Columns, kernel, case: KernelCase, args) -> float:
+    """The median time of one launch in microseconds, by CUDA events around each launch,
+    every launch starting from the case's inputs."""
+    from cuda.bindings import driver
+
+    from ptxport.runtime.backends.cuda import _check
+    from ptxport.runtime.launch import pack_arguments
+
+    device = columns.gpu
+    stream = device.create_stream()
+    buffers, params = _buffers_and_params(device, stream, args)
+    pristine = {i: buf.copy_to(stream=stream) for i, buf in buffers.items()}
+    stream.sync()
+    packed, _ = pack_arguments(kernel, tuple(params), device)
+    binary = kernel._binary(device)
+    cu_stream = columns.backend.stream(0)
+    start, end = (_check(driver.cuEventCreate(0), "cuEventCreate") for _ in range(2))
+
+    def launch_timed() -> float:
+        for i, buf in buffers.items():
+            if buf.size:
+                _check(driver.cuMemcpyDtoDAsync(buf.handle, pristine[i].handle, buf.size,
+                                                cu_stream), "restore")
+        _check(driver.cuEventRecord(start, cu_stream), "cuEventRecord")
+        binary.launch(0, case.grid, case.block, case.shared_bytes, packed, cu_stream)
+        _check(driver.cuEventRecord(end, cu_stream), "cuEventRecord")
+        _check(driver.cuEventSynchronize(end), f"kernel {case.kernel} failed while timed")
+        return 1000.0 * _check(driver.cuEventElapsedTime(start, end), "cuEventElapsedTime")
+
+    try:
+        first = min(launch_timed() for _ in range(WARMUP))
+        repeats = max(5, min(REPEATS, int(TIME_BUDGET_S * 1e6 / max(first, 1.0))))
+        return float(np.median([launch_timed() for _ in range(repeats)]))
+    finally:
+        for event in (start, end):
+            driver.cuEventDestroy(event)
+        for buf in (*buffers.values(), *pristine.values()):
+            buf.close()
+
+
+def _judge(case: KernelCase, args, got, expected) -> str:
+    """"pass", or why not (the case's own comparison of `got` against `expected`)."""
+    try:
+        if case.check is not None:
+            case.check(copy_args(args), got, expected)
+        else:
+            compare_outputs(case, args, got, expected)
+        return "pass"
+    except AssertionError as e:
+        return f"FAIL: {e}"
+
+
+def check_case(columns: Columns, case: KernelCase) -> dict:
+    """One case's row: (a) against numpy, (b) and (c) against (a)."""
+    args = case.make_args(np.random.default_rng(case_seed(case)))
+    reference = case.reference(copy_args(args))
+    row = {"file": case.file, "kernel": case.kernel}
+    outputs = {}
+    for column in ("native", "ptxport", "cpu"):
+        if column == "cpu" and not columns.with_cpu:
+            row[column] = "not run (--no-cpu)"
+            continue
+        try:
+            device, kernel = columns.kernel(column, case)
+            outputs[column] = run_once(device, kernel, case, copy_args(args))
+        except Exception as e:
+            row[column] = f"ERROR: {type(e).__name__}: {e}"
+            if _context_lost(e):
+                row["context_lost"] = True
+                return row
+    if "native" not in outputs:  # nothing to judge against but numpy
+        row["reference"] = row.get("native", "ERROR")
+        if "cpu" in outputs:
+            row["cpu"] = _judge(case, args, outputs["cpu"], reference) + " (against numpy)"
+        return row
+    row["reference"] = _judge(case, args, outputs["native"], reference)
+    native = {i: outputs["native"][i] for i in reference if i in outputs["native"]}
+    for column in ("ptxport", "cpu"):
+        if column in outputs:
+            row[column] = _judge(case, args, outputs[column], native)
+    return row
+
+
+def _context_lost(error: BaseException) -> bool:
+    return "context is now unusable" in str(error)
+
+
+def time_case(columns: Columns, case: KernelCase) -> dict:
+    args = case.make_args(np.random.default_rng(case_seed(case)))
+    times = {}
+    for column in ("native", "ptxport"):
+        _, kernel = columns.kernel(column, case)
+        times[column] = time_kernel(columns, kernel, case, copy_args(args))
+    return {"file": case.file, "kernel": case.kernel, "native_us": times["native"],
+            "ptxport_us": times["ptxport"]}
+
+
+def worker(build_dir: Path, phase: str, start: int, rows_path: Path, with_cpu: bool,
+           skip: set[int]) -> int:
+    """Run the cases from `start` on, one JSON line each (a line {"starting": i} first, so
+    that the parent knows which case hung); exit 3 when the GPU context was lost."""
+    os.environ["PTXPORT_CACHE_DIR"] = str(build_dir / "cache")
+    columns = Columns(build_dir, with_cpu)
+    with rows_path.open("a") as rows:
+        for index in range(start, len(CASES)):
+            if index in skip:
+                continue
+            rows.write(json.dumps({"starting": index}) + "\n")
+            rows.flush()
+            case = CASES[index]
+            began = time.perf_counter()
+            try:
+                row = (check_case if phase == "check" else time_case)(columns, case)
+            except Exception as e:
+                row = {"file": case.file, "kernel": case.kernel,
+                       "error": f"{type(e).__name__}: {e}",
+                       "traceback": traceback.format_exc(limit=4),
+                       "context_lost": _context_lost(e)}
+            row.update(index=index, phase=phase, seconds=time.perf_counter() - began)
+            rows.write(json.dumps(row) + "\n")
+            rows.flush()
+            if row.get("context_lost"):
+                return 3
+    return 0
+
+
+def _read_rows(path: Path) -> tuple[dict[int, dict], int | None]:
+    """The finished rows by case index, and the case started last without a row."""
+    rows, started = {}, None
+    if path.exists():
+        for line in path.read_text().splitlines():
+            entry = json.loads(line)
+            if "starting" in entry:
+                started = entry["starting"]
+            else:
+                rows[entry["index"]] = entry
+                started = None if started == entry["index"] else started
+    return rows, started
+
+
+def _line_count(path: Path) -> int:
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def _phase(build_dir: Path, phase: str, rows_path: Path, with_cpu: bool,
+           skip: set[int]) -> dict[int, dict]:
+    """Run one phase over every case through restartable workers (their output, printf
+    included, goes to a .log beside `rows_path`)."""
+    log_path = rows_path.with_suffix(".log")
+    start = 0
+    while start < len(CASES):
+        command = [sys.executable, __file__, "worker", "--build", str(build_dir), "--phase",
+                   phase, "--start", str(start), "--rows", str(rows_path),
+                   "--skip", ",".join(map(str, sorted(skip)))]
+        if not with_cpu:
+            command.append("--no-cpu")
+        lines_before = _line_count(rows_path)
+        with log_path.open("a") as log:  # kernels' printf output goes there too
+            process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        seen, last_change = -1, time.monotonic()
+        while process.poll() is None:
+            time.sleep(0.5)
+            size = rows_path.stat().st_size if rows_path.exists() else 0
+            if size != seen:
+                seen, last_change = size, time.monotonic()
+            elif time.monotonic() - last_change > CASE_TIMEOUT_S:
+                process.kill()
+                process.wait()
+        if process.returncode != 0 and _line_count(rows_path) == lines_before:
+            raise RuntimeError(f"the {phase} worker failed before its first case "
+                               f"(exit {process.returncode}); see {log_path}")
+        rows, hung = _read_rows(rows_path)
+        if hung is not None:  # killed, or died without a row: record it and go on after it
+            case = CASES[hung]
+            with rows_path.open("a") as f:
+                f.write(json.dumps({"index": hung, "phase": phase, "file": case.file,
+                                    "kernel": case.kernel, "context_lost": True,
+                                    "error": f"the worker stopped (exit {process.returncode}) "
+                                             "or hung during this case"}) + "\n")
+            rows[hung] = {"index": hung}
+        done = [i for i in rows if i >= start]
+        if process.returncode == 0 and hung is None:
+            break
+        start = max(done) + 1 if done else start + 1
+    return _read_rows(rows_path)[0]
+
+
+def _status(text: str | None) -> str:
+    if text is None:
+        return "-"
+    if text.endswith("(against numpy)"):
+        return text.split(":", 1)[0].split()[0] + "*"
+    return text.split(":", 1)[0]
+
+
+def run(build_dir: Path, json_path: Path, with_cpu: bool) -> int:
+    from cuda.bindings import driver
+
+    from ptxport import Device
+
+    gpu = Device("cuda:0")
+    version = driver.cuDriverGetVersion()[1]
+    device = f"{gpu.name} (sm_{gpu.arch}, {gpu.properties.multiprocessor_count} SMs), CUDA " \
+             f"driver {version // 1000}.{version % 1000 // 10}"
+    build_info = json.loads((build_dir / "build.json").read_text())
+    print(f"device: {device}; {len(CASES)} cases", flush=True)
+    scratch = json_path.with_suffix(".rows")
+    checks_path, times_path = scratch.with_name("check.jsonl"), scratch.with_name("time.jsonl")
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    for path in (checks_path, times_path):
+        path.unlink(missing_ok=True)
+        path.with_suffix(".log").unlink(missing_ok=True)
+    checks = _phase(build_dir, "check", checks_path, with_cpu, set())
+    # Timing only where both GPU columns ran correctly (module state such as device globals
+    # was judged before any timing launch changed it).
+    timed = {i for i, row in checks.items()
+             if row.get("reference") == "pass" and row.get("ptxport") == "pass"}
+    times = _phase(build_dir, "time", times_path, with_cpu, set(range(len(CASES))) - timed)
+    rows = []
+    for index, case in enumerate(CASES):
+        check, timing = checks.get(index, {}), times.get(index, {})
+        row = {"file": case.file, "kernel": case.kernel,
+               "reference": check.get("reference", check.get("error", "not run")),
+               "ptxport": check.get("ptxport", check.get("error", "not run")),
+               "cpu": check.get("cpu", check.get("error", "not run")),
+               "native_us": timing.get("native_us"), "ptxport_us": timing.get("ptxport_us"),
+               "timing_error": timing.get("error")}
+        if row["native_us"] and row["ptxport_us"]:
+            row["throughput"] = row["native_us"] / row["ptxport_us"]
+        rows.append(row)
+    return _report(rows, device, build_info, json_path, with_cpu)
+
+
+def _report(rows: list[dict], device: str, build_info: dict, json_path: Path,
+            with_cpu: bool) -> int:
+    print(f"\n{'kernel':40} {'(a) ref':8} {'(b) ptx':8} {'(c) cpu':8} {'(a) us':>9} "
+          f"{'(b) us':>9} {'(a)/(b)':>8}")
+    for row in rows:
+        name = row["kernel"] if len(row["kernel"]) <= 40 else row["kernel"][:37] + "..."
+        a_us = f"{row['native_us']:.1f}" if row["native_us"] else "-"
+        b_us = f"{row['ptxport_us']:.1f}" if row["ptxport_us"] else "-"
+        ratio = f"{row['throughput']:.3f}" if "throughput" in row else "-"
+        print(f"{name:40} {_status(row['reference']):8} {_status(row['ptxport']):8} "
+              f"{_status(row['cpu']):8} {a_us:>9} {b_us:>9} {ratio:>8}")
+    ratios = [row["throughput"] for row in rows if "throughput" in row]
+    geomean = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else None
+    counts = {column: sum(row[column] == "pass" for row in rows)
+              for column in ("reference", "ptxport", "cpu")}
+    print("(* judged against the numpy reference: (a) did not run)")
+    print(f"\ndevice: {device}")
+    print(f"(a) native vs numpy: {counts['reference']}/{len(rows)} pass")
+    print(f"(b) ptxport vs (a):  {counts['ptxport']}/{len(rows)} pass")
+    print("(c) cpu vs (a):      " + (f"{counts['cpu']}/{len(rows)} pass" if with_cpu
+                                      else "not run (--no-cpu)"))
+    if geomean is not None:
+        print(f"throughput of (b) relative to (a), geometric mean over {len(ratios)} kernels: "
+              f"{geomean:.3f} (goal >= 0.95)")
+    for row in rows:
+        for column in ("reference", "ptxport", "cpu"):
+            if row[column] != "pass" and not row[column].startswith("not run"):
+                print(f"\n{column} {row['file']}:{row['kernel']}: {row[column][:1500]}")
+        if row["timing_error"]:
+            print(f"\ntiming {row['file']}:{row['kernel']}: {row['timing_error'][:1500]}")
+    json_path.write_text(json.dumps({
+        "device": device, "arch": build_info["arch"], "cases": len(rows), "passed": counts,
+        "throughput_geomean": geomean, "timed_kernels": len(ratios), "rows": rows,
+        "build": build_info["files"]}, indent=1))
+    print(f"\nwrote {json_path}")
+    every = counts["reference"] == counts["ptxport"] == len(rows) and (
+        not with_cpu or counts["cpu"] == len(rows))
+    return 0 if every else 1
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    build_cmd = sub.add_parser("build", help="PTX and cubins for the GPU machine (no GPU)")
+    build_cmd.add_argument("--out", type=Path, default=ROOT / "build" / "gpu_check")
+    run_cmd = sub.add_parser("run", help="run, compare and time every case on cuda:0")
+    run_cmd.add_argument("--build", type=Path, default=ROOT / "build" / "gpu_check")
+    run_cmd.add_argument("--json", type=Path,
+                         default=ROOT / "benchmarks" / "results" / "gpu_check.json")
+    run_cmd.add_argument("--no-cpu", action="store_true", help="leave out column (c)")
+    work = sub.add_parser("worker", help="(internal) run cases in a child process")
+    work.add_argument("--build", type=Path, required=True)
+    work.add_argument("--phase", choices=("check", "time"), required=True)
+    work.add_argument("--start", type=int, required=True)
+    work.add_argument("--rows", type=Path, required=True)
+    work.add_argument("--skip", default="")
+    work.add_argument("--no-cpu", action="store_true")
+    options = parser.parse_args()
+    if options.command == "build":
+        sys.exit(build(options.out))
+    if options.command == "run":
+        sys.exit(run(options.build, options.json, not options.no_cpu))
+    skip = {int(i) for i in options.skip.split(",") if i}
+    sys.exit(worker(options.build, options.phase, options.start, options.rows,
+                    not options.no_cpu, skip))
+
+
+if __name__ == "__main__":
+    main()
