@@ -1,0 +1,930 @@
+"""The NVPTX target: IR -> LLVM IR for nvptx64 -> PTX, through LLVM's NVPTX backend.
+
+What the shared lowering (lower.py, ops/) needs from a GPU is mostly the hardware itself:
+special registers are `llvm.nvvm.read.ptx.sreg.*`, barriers and warp operations are NVVM
+intrinsics, and instructions whose exact meaning the CPU target emulates (every
+floating-point form, conversions, bit-field and byte operations, atomics, fences) pass
+through as inline PTX: the instruction's own text with its registers as asm operands, so
+that the GPU computes exactly what the original PTX asked for (`INLINE_PTX` lists them).
+
+Addresses keep PTX's meaning, so that inline PTX can use them as they are:
+- global and generic addresses are generic addresses (as on every NVIDIA GPU);
+- a shared (const) address is the offset in the shared (const) window: the ptrtoint of an
+  addrspace(3) (4) pointer, and `space_base` is the generic address of that window's start,
+  `addrspacecast (ptr addrspace(3) null to ptr)`; loads and stores naming .shared use
+  addrspace(3) pointers, so LLVM selects ld.shared/st.shared;
+- .local variables are allocas, and local addresses are their generic addresses (LLVM turns
+  accesses to allocas into ld.local/st.local itself);
+- a kernel's parameters are its real parameters, with the original PTX's sizes and
+  alignments (so a launch packs arguments as for the original), copied at entry into a
+  buffer laid out by ir.abi.param_layout that `ld.param` reads.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+import threading
+from collections.abc import Callable
+
+import llvmlite.binding as llvm
+from llvmlite import ir as ll
+
+from ptxport.codegen import ops  # noqa: F401  (registers the lowerings)
+from ptxport.codegen.lower import (
+    I1,
+    I8,
+    I32,
+    I64,
+    PTR,
+    FunctionLowering,
+    Target,
+    const_int,
+    value_type,
+)
+from ptxport.codegen.ops.data import instruction_type, state_space, vector_count
+from ptxport.errors import CompileError, UnsupportedFeatureError
+from ptxport.ir import nodes as ir
+from ptxport.ir.abi import param_layout
+from ptxport.ir.types import TYPES, Type
+from ptxport.ptx.ast import FloatImm, IntImm, Sink
+
+__all__ = ["compile_module", "build_llvm", "unsupported_instructions", "ARCHS", "INLINE_PTX",
+           "TRIPLE"]
+
+TRIPLE = "nvptx64-nvidia-cuda"
+# Address spaces of the NVPTX backend.
+GLOBAL, SHARED, CONST, LOCAL = 1, 3, 4, 5
+_SPACES = {"global": GLOBAL, "shared": SHARED, "const": CONST}
+
+# Architectures ptxport compiles for, and the first PTX ISA version each needs.
+ARCHS: dict[str, tuple[int, int]] = {
+    "sm_75": (6, 3), "sm_80": (7, 0), "sm_86": (7, 1), "sm_87": (7, 4), "sm_89": (7, 8),
+    "sm_90": (7, 8), "sm_90a": (8, 0), "sm_100": (8, 6), "sm_100a": (8, 6), "sm_101": (8, 6),
+    "sm_120": (8, 7), "sm_120a": (8, 7),
+}
+# The newest PTX ISA version LLVM 22 writes (and the CUDA 13.0 driver still JIT-compiles).
+_NEWEST_PTX = (9, 0)
+
+_FLOAT_TYPES = frozenset(("f16", "bf16", "f32", "f64", "f16x2", "bf16x2", "f32x2", "tf32"))
+
+
+# --- inline PTX ------------------------------------------------------------------------------
+
+# How an instruction passed through as inline PTX relates to the code around it:
+PURE = "pure"            # a function of its operands: LLVM may move, merge or drop it
+MEMORY = "memory"        # reads or writes memory, or waits: kept in place and in order
+CONVERGENT = "convergent"  # a warp or CTA takes part: also never duplicated or made divergent
+
+
+def _is_float(inst: ir.Instruction) -> bool:
+    return any(t in _FLOAT_TYPES for t in inst.spec.types)
+
+
+def _always(inst: ir.Instruction) -> bool:
+    return True
+
+
+def _register_shift(inst: ir.Instruction) -> bool:
+    """shl/shr by a register: PTX clamps the amount (LLVM would need a compare and select)."""
+    return not isinstance(inst.operands[2], IntImm)
+
+
+def _converts_float(inst: ir.Instruction) -> bool:
+    """cvt forms that involve a floating-point type or saturate; integer truncation and
+    extension stay LLVM's (address arithmetic that LLVM should see)."""
+    return _is_float(inst) or inst.spec.get("sat") is not None or bool(inst.spec.get("pack"))
+
+
+def _float_or_high(inst: ir.Instruction) -> bool:
+    """mul/mad: floating point, and the upper half of integer products (a 128-bit product
+    in LLVM for 64 bits); not the carry chains (.cc), whose flag the shared lowering keeps."""
+    return _is_float(inst) or (inst.spec.get("mode") == "hi" and not inst.spec.get("cc"))
+
+
+def _ordered_access(inst: ir.Instruction) -> bool:
+    """ld/st with memory-model semantics or a cache operator that re-reads memory (.volatile,
+    .relaxed/.acquire/.release with a scope, .mmio, .cv, .lu), or in a space LLVM has no
+    address space for (shared::cluster): exactly as written."""
+    sem = inst.spec.get("sem")
+    space = inst.spec.get("space")
+    space = space[0] if isinstance(space, tuple) else space
+    if space in ("local", "param", "param::entry", "param::func"):
+        return False
+    return (sem not in (None, "weak") or inst.spec.has("cv") or inst.spec.has("lu")
+            or space == "shared::cluster")
+
+
+# opcode -> (when it passes through, its kind). Everything here reaches the GPU as the original
+# instruction; docs/nvptx-target.md lists the same table for users.
+INLINE_PTX: dict[str, tuple[Callable[[ir.Instruction], bool], str]] = {
+    # floating point, every type, rounding mode, .ftz, .sat, .approx and .NaN form
+    "mul": (_float_or_high, PURE),
+    "mad": (_float_or_high, PURE),
+    **{op: (_is_float, PURE) for op in (
+        "add", "sub", "fma", "div", "min", "max", "abs", "neg", "rcp", "sqrt",
+        "rsqrt", "sin", "cos", "lg2", "ex2", "tanh", "copysign", "testp", "setp", "set")},
+    "slct": (_is_float, PURE),
+    "cvt": (_converts_float, PURE),
+    # integer and bit operations that are one PTX instruction but several LLVM ones
+    **{op: (_always, PURE) for op in (
+        "bfe", "bfi", "bfind", "prmt", "lop3", "shf", "fns", "bmsk", "szext", "sad", "mul24",
+        "mad24", "dp4a", "dp2a", "isspacep", "mapa", "getctarank", "createpolicy",
+        "vadd", "vsub", "vabsdiff", "vmin", "vmax", "vset", "vshl", "vshr", "vmad",
+        "vadd2", "vsub2", "vavrg2", "vabsdiff2", "vmin2", "vmax2", "vset2",
+        "vadd4", "vsub4", "vavrg4", "vabsdiff4", "vmin4", "vmax4", "vset4")},
+    "shl": (_register_shift, PURE),
+    "shr": (_register_shift, PURE),
+    # memory: atomics with their scope and semantics, fences, asynchronous copies
+    **{op: (_always, MEMORY) for op in (
+        "atom", "red", "membar", "fence", "cp", "mbarrier", "nanosleep", "prefetch",
+        "prefetchu", "applypriority", "discard")},
+    "ld": (_ordered_access, MEMORY),
+    "st": (_ordered_access, MEMORY),
+}
+
+# Opcodes whose first operand is not a destination.
+_NO_DESTINATION = frozenset(("st", "red", "cp", "membar", "fence", "nanosleep", "prefetch",
+                             "prefetchu", "applypriority", "discard", "bar", "barrier"))
+
+
+def _constraint(bits: int) -> str:
+    letter = {1: "b", 8: "h", 16: "h", 32: "r", 64: "l", 128: "q"}.get(bits)
+    if letter is None:
+        raise ValueError(bits)
+    return letter
+
+
+class _InlinePtx:
+    """The asm text and operands of one instruction emitted as itself."""
+
+    def __init__(self, fl: NvptxLowering, inst: ir.Instruction):
+        self.fl, self.inst = fl, inst
+        self.outputs: list[tuple[object, int]] = []   # (destination operand, bits)
+        self.inputs: list[ll.Value] = []
+        self.input_constraints: list[str] = []
+
+    def emit(self, kind: str) -> None:
+        fl, inst = self.fl, self.inst
+        operands = list(inst.operands)
+        texts = []
+        for i, operand in enumerate(operands):
+            is_destination = i == 0 and inst.opcode not in _NO_DESTINATION or (
+                i == 0 and inst.opcode in ("bar", "barrier") and inst.spec.has("red"))
+            if is_destination and not isinstance(operand, ir.Address):
+                texts.append(self.output(operand))
+            else:
+                texts.append(self.input(operand))
+        text = inst.spec.text + (" " + ", ".join(texts) if texts else "") + ";"
+        # Numbered operands: outputs first, then inputs.
+        count = len(self.outputs)
+        text = re.sub(r"\$(o|i)(\d+)", lambda m: "$" + str(int(m.group(2)) + (
+            count if m.group(1) == "i" else 0)), text)
+        constraints = [f"={_constraint(bits)}" for _, bits in self.outputs]
+        constraints += self.input_constraints
+        if kind != PURE:
+            constraints.append("~{memory}")
+        types = [_int(bits) for _, bits in self.outputs]
+        ret = (ll.VoidType() if not types else types[0] if len(types) == 1
+               else ll.LiteralStructType(types))
+        asm = ll.InlineAsm(ll.FunctionType(ret, [v.type for v in self.inputs]), text,
+                           ",".join(constraints), side_effect=kind != PURE)
+        attrs = ("nounwind", "readnone") if kind == PURE else (
+            ("nounwind", "convergent") if kind == CONVERGENT else ("nounwind",))
+        result = fl.b.call(asm, self.inputs, attrs=attrs)
+        for i, (dest, bits) in enumerate(self.outputs):
+            value = result if len(self.outputs) == 1 else fl.b.extract_value(result, i)
+            fl.write(dest, value, "pred" if bits == 1 else _register_type(dest))
+
+    def output(self, operand) -> str:
+        if isinstance(operand, Sink):
+            return "_"
+        if isinstance(operand, ir.PairValue):
+            return f"{self.output(operand.first)}|{self.output(operand.second)}"
+        if isinstance(operand, ir.VectorValue):
+            return "{" + ", ".join(self.output(e) for e in operand.elements) + "}"
+        if isinstance(operand, ir.Register) and not operand.vector:
+            self.outputs.append((operand, _bits(operand.type)))
+            return f"$o{len(self.outputs) - 1}"
+        if isinstance(operand, ir.RegisterElement):
+            reg = operand.register
+            if reg.vector:
+                self.outputs.append((operand, _bits(reg.type)))
+                return f"$o{len(self.outputs) - 1}"
+            self.outputs.append((reg, _bits(reg.type)))  # a video selector: d.h0
+            return f"$o{len(self.outputs) - 1}.{operand.component}"
+        raise self.fl.unsupported(self.inst, f"inline PTX cannot write {operand!r}")
+
+    def _value(self, value: ll.Value, bits: int) -> str:
+        self.inputs.append(value)
+        self.input_constraints.append(_constraint(bits))
+        return f"$i{len(self.inputs) - 1}"
+
+    def input(self, operand) -> str:
+        fl = self.fl
+        if isinstance(operand, Sink):
+            return "_"
+        if isinstance(operand, IntImm):
+            return str(operand.value)
+        if isinstance(operand, FloatImm):
+            return (f"0f{operand.bits:08X}" if operand.width == 32 else f"0d{operand.bits:016X}")
+        if isinstance(operand, ir.SpecialRegister):
+            return operand.text
+        if isinstance(operand, ir.NotValue):
+            return "!" + self.input(operand.value)
+        if isinstance(operand, ir.NegValue):
+            return "-" + self.input(operand.value)
+        if isinstance(operand, ir.VectorValue):
+            return "{" + ", ".join(self.input(e) for e in operand.elements) + "}"
+        if isinstance(operand, ir.PairValue):
+            return f"{self.input(operand.first)}|{self.input(operand.second)}"
+        if isinstance(operand, ir.Register) and not operand.vector:
+            bits = _bits(operand.type)
+            return self._value(_as_bits(fl, fl.read(operand, operand.type), bits), bits)
+        if isinstance(operand, ir.RegisterElement):
+            reg = operand.register
+            if reg.vector:
+                bits = _bits(reg.type)
+                return self._value(_as_bits(fl, fl.read(operand, reg.type), bits), bits)
+            bits = _bits(reg.type)
+            return self._value(_as_bits(fl, fl.read(reg, reg.type), bits), bits) + \
+                f".{operand.component}"
+        if isinstance(operand, ir.Variable | ir.SymbolAddress):
+            return self._value(fl.read(operand, "u64"), 64)
+        if isinstance(operand, ir.Address):
+            return self.address(operand)
+        raise fl.unsupported(self.inst, f"inline PTX cannot take the operand {operand!r}")
+
+    def address(self, operand: ir.Address) -> str:
+        """[a+offset]: a register keeps its value (the address in the instruction's space);
+        a variable becomes its address in that space."""
+        fl = self.fl
+        base, offset = operand.base, operand.offset
+        suffix = f"+{offset}" if offset > 0 else (str(offset) if offset < 0 else "")
+        tail = "].unified" if operand.unified else "]"
+        if base is None:
+            return f"[{offset}{tail}"
+        if isinstance(base, ir.Register):
+            return "[" + self.input(base) + suffix + tail
+        space = state_space(self.inst)
+        if space is None and base.space != "global":  # a variable's generic address
+            pointer = fl.b.addrspacecast(fl.target.own_pointer(fl, base), PTR) \
+                if base.space in _SPACES else fl.target.own_pointer(fl, base)
+            return "[" + self._value(fl.b.ptrtoint(pointer, I64), 64) + suffix + tail
+        return "[" + self._value(fl.symbol_address(base), 64) + suffix + tail
+
+
+def _int(bits: int) -> ll.IntType:
+    return ll.IntType(16 if bits == 8 else bits)
+
+
+def _bits(t: Type) -> int:
+    return 1 if t.kind == "pred" else max(t.bits, 8)
+
+
+def _register_type(dest) -> Type:
+    reg = dest.register if isinstance(dest, ir.RegisterElement) else dest
+    t = reg.type
+    return TYPES[f"b{t.bits}"] if t.bits in (16, 32, 64, 128) else t
+
+
+def _as_bits(fl: FunctionLowering, value: ll.Value, bits: int) -> ll.Value:
+    """A register's value as the integer (or i1) an asm operand of `bits` bits takes."""
+    value = fl.as_int(value)
+    if value.type.width < _int(bits).width:
+        value = fl.b.zext(value, _int(bits))
+    return value
+
+
+def inline_ptx(fl: NvptxLowering, inst: ir.Instruction, kind: str) -> None:
+    """Emit `inst` as itself, as inline PTX."""
+    _InlinePtx(fl, inst).emit(kind)
+
+
+def _asm(fl: FunctionLowering, text: str, ret: ll.Type, args: list, constraints: str,
+         kind: str = MEMORY) -> ll.Value:
+    fn_type = ll.FunctionType(ret, [a.type for a in args])
+    asm = ll.InlineAsm(fn_type, text, constraints, side_effect=kind != PURE)
+    attrs = ("nounwind", "readnone") if kind == PURE else (
+        ("nounwind", "convergent") if kind == CONVERGENT else ("nounwind",))
+    return fl.b.call(asm, args, attrs=attrs)
+
+
+# --- the function lowering --------------------------------------------------------------------
+
+class NvptxLowering(FunctionLowering):
+    """FunctionLowering with NVPTX's own lowerings of some opcodes (inline PTX, vector and
+    address-space-aware loads and stores) and pointers in their state space's LLVM address
+    space."""
+
+    param_buffer: ll.Value | None = None
+
+    def _lower_instruction(self, inst: ir.Instruction) -> None:
+        own = self.target.own_lowering(inst)
+        if own is None:
+            super()._lower_instruction(inst)
+            return
+        self.inst = inst
+        if inst.guard is None:
+            own(self, inst)
+            return
+        guard = self.b.load(self.register_slot(inst.guard))
+        if inst.guard_negated:
+            guard = self.b.not_(guard)
+        then = self.llfn.append_basic_block("guarded")
+        after = self.llfn.append_basic_block("after")
+        self.b.cbranch(guard, then, after)
+        self.b.position_at_end(then)
+        own(self, inst)
+        if not self.b.block.is_terminated:
+            self.b.branch(after)
+        self.b.position_at_end(after)
+
+    def pointer(self, operand, space: str | None, size: int = 1,
+                write: bool = False) -> ll.Value:
+        """A pointer in the LLVM address space of `space` (generic for None, .local and a
+        device function's .param), so that LLVM selects the state space's instructions."""
+        if not isinstance(operand, ir.Address):
+            raise self.unsupported(self.inst, "a memory operand must be written [address]")
+        base, offset = operand.base, operand.offset
+        wanted = _SPACES.get(space, 0)
+        if isinstance(base, ir.Variable):
+            pointer = self.target.own_pointer(self, base)
+            if pointer.type.addrspace != wanted:
+                pointer = self.b.addrspacecast(pointer, ll.PointerType(addrspace=wanted))
+        else:
+            if base is None:
+                address = const_int(I64, 0)
+            else:
+                address = self.read(base, "u64" if base.type.bits == 64 else "u32")
+                if address.type.width == 32:
+                    address = self.b.zext(address, I64)
+            window = self.target.space_base(self, space) if space == "param" else None
+            pointer = (self.b.gep(window, [address], source_etype=I8) if window is not None
+                       else self.b.inttoptr(address, ll.PointerType(addrspace=wanted)))
+        if offset:
+            pointer = self.b.gep(pointer, [const_int(I64, offset)], source_etype=I8)
+        return pointer
+
+
+def _load(fl: NvptxLowering, inst: ir.Instruction) -> None:
+    """ld{.space}{.cop}{.vec}.type: one LLVM load of the whole vector (ld.v4.f32 stays one
+    instruction); .nc marks it invariant, which LLVM selects as ld.global.nc."""
+    t = instruction_type(inst)
+    count = vector_count(inst)
+    pointer = fl.pointer(inst.operands[1], state_space(inst), t.size * count)
+    element = value_type(t)
+    typ = ll.VectorType(element, count) if count > 1 else element
+    value = fl.b.load(pointer, typ=typ, align=t.size * count)
+    if inst.spec.has("nc") and pointer.type.addrspace == GLOBAL:
+        value.set_metadata("invariant.load", fl.llfn.module.add_metadata([]))
+    if count == 1 and not isinstance(inst.operands[0], ir.VectorValue):
+        fl.write(inst.operands[0], value, t)
+    else:
+        fl.write_vector(inst.operands[0],
+                        [fl.b.extract_element(value, I32(i)) for i in range(count)], t)
+
+
+def _store(fl: NvptxLowering, inst: ir.Instruction) -> None:
+    t = instruction_type(inst)
+    count = vector_count(inst)
+    pointer = fl.pointer(inst.operands[0], state_space(inst), t.size * count, write=True)
+    source = inst.operands[1]
+    if count == 1 and not isinstance(source, ir.VectorValue):
+        fl.b.store(fl.read(source, t), pointer, align=t.size)
+        return
+    vector = ll.Constant(ll.VectorType(value_type(t), count), None)
+    for i, v in enumerate(fl.read_vector(source, t, count)):
+        vector = fl.b.insert_element(vector, v, I32(i))
+    fl.b.store(vector, pointer, align=t.size * count)
+
+
+def _alloca(fl: NvptxLowering, inst: ir.Instruction) -> None:
+    """alloca.u64 ptr, size{, align}: stack memory; its (generic) address is the local one."""
+    size = fl.read(inst.operands[1], "u64")
+    memory = fl.b.alloca(I8, size=size)
+    memory.align = inst.operands[2].value if len(inst.operands) > 2 else 8
+    fl.write(inst.operands[0], fl.b.ptrtoint(memory, I64), "u64")
+
+
+def _stacksave(fl: NvptxLowering, inst: ir.Instruction) -> None:
+    save = _declare(fl.llfn.module, "llvm.stacksave.p0", PTR, [])
+    fl.write(inst.operands[0], fl.b.ptrtoint(fl.b.call(save, []), I64), "u64")
+
+
+def _stackrestore(fl: NvptxLowering, inst: ir.Instruction) -> None:
+    restore = _declare(fl.llfn.module, "llvm.stackrestore.p0", ll.VoidType(), [PTR])
+    fl.b.call(restore, [fl.b.inttoptr(fl.read(inst.operands[0], "u64"), PTR)])
+
+
+_OWN_LOWERINGS = {"ld": _load, "ldu": _load, "st": _store, "alloca": _alloca,
+                  "stacksave": _stacksave, "stackrestore": _stackrestore}
+
+
+def _generic(constant: ll.Constant) -> ll.Constant:
+    """`addrspacecast (constant to ptr)` (llvmlite has no constant addrspacecast)."""
+    return ll.FormattedConstant(PTR, f"addrspacecast ({constant.type} "
+                                     f"{constant.get_reference()} to ptr)")
+
+
+def _declare(llmod: ll.Module, name: str, ret: ll.Type, args: list) -> ll.Function:
+    existing = llmod.globals.get(name)
+    if existing is not None:
+        return existing
+    fn = ll.Function(llmod, ll.FunctionType(ret, args), name)
+    return fn
+
+
+# --- the target ---------------------------------------------------------------------------
+
+# Special registers NVVM has an intrinsic for: PTX name -> intrinsic suffix. The rest are read
+# with inline PTX (`mov.u32 d, %name;`).
+_SREG_INTRINSICS = {
+    "%tid": "tid", "%ntid": "ntid", "%ctaid": "ctaid", "%nctaid": "nctaid",
+    "%laneid": "laneid", "%warpid": "warpid", "%nwarpid": "nwarpid", "%smid": "smid",
+    "%nsmid": "nsmid", "%lanemask_eq": "lanemask.eq", "%lanemask_le": "lanemask.le",
+    "%lanemask_lt": "lanemask.lt", "%lanemask_ge": "lanemask.ge", "%lanemask_gt": "lanemask.gt",
+    "%clock": "clock", "%clock64": "clock64", "%globaltimer": "globaltimer",
+    "%globaltimer_lo": "globaltimer.lo", "%dynamic_smem_size": "dynamic_smem_size",
+    "%total_smem_size": "total_smem_size",
+}
+# Those that change while a thread runs: read them where they are read, every time.
+_VOLATILE_SREGS = frozenset(("%clock", "%clock_hi", "%clock64", "%globaltimer",
+                             "%globaltimer_lo", "%globaltimer_hi", "%smid", "%warpid"))
+
+_SHFL_MODES = ("up", "down", "bfly", "idx")
+_REDUX = {"add": "add", "and": "and", "or": "or", "xor": "xor"}
+
+
+class NvptxTarget(Target):
+    name = "nvptx"
+
+    def __init__(self, module: ir.Module, llmod: ll.Module, globals_: dict[str, ll.Value],
+                 functions: dict[str, ll.Function]):
+        self.module, self.llmod = module, llmod
+        self.globals, self.functions = globals_, functions
+
+    def own_lowering(self, inst: ir.Instruction):
+        """NVPTX's lowering of `inst` where it replaces the shared one, else None."""
+        passthrough = INLINE_PTX.get(inst.opcode)
+        if passthrough is not None and passthrough[0](inst):
+            kind = passthrough[1]
+            return lambda fl, i: inline_ptx(fl, i, kind)
+        return _OWN_LOWERINGS.get(inst.opcode)
+
+    # --- values ------------------------------------------------------------------------------
+
+    def special_register(self, fl: FunctionLowering, reg: ir.SpecialRegister) -> ll.Value:
+        name = _SREG_INTRINSICS.get(reg.name)
+        if reg.component == "w" and reg.name in ("%tid", "%ntid", "%ctaid", "%nctaid"):
+            return I32(0)
+        t = reg.type
+        ret = I1 if t.kind == "pred" else ll.IntType(t.bits)
+        if name is not None:
+            if reg.component:
+                name += "." + reg.component
+            fn = _declare(self.llmod, f"llvm.nvvm.read.ptx.sreg.{name}", ret, [])
+            return fl.b.call(fn, [])
+        kind = MEMORY if reg.name in _VOLATILE_SREGS else PURE
+        move = "mov.pred" if t.kind == "pred" else f"mov.b{t.bits}"
+        return _asm(fl, f"{move} $0, {reg.text};", ret, [], f"={_constraint(_bits(t))}", kind)
+
+    def space_base(self, fl: FunctionLowering, space: str | None):
+        if space in ("shared", "const"):
+            return _generic(ll.Constant(ll.PointerType(addrspace=_SPACES[space]), None))
+        if space == "param" and fl.function.is_kernel:
+            return fl.param_buffer
+        return None
+
+    def own_pointer(self, fl: FunctionLowering, var: ir.Variable) -> ll.Value:
+        """A variable's storage, in its state space's address space."""
+        if var.space in _SPACES:
+            pointer = self.globals.get(var.name)
+            if pointer is None:
+                raise fl.unsupported(fl.inst, f"the .{var.space} variable '{var.name}' is not "
+                                              "declared at module scope")
+            return pointer
+        if var.name in fl.param_pointers:
+            return fl.param_pointers[var.name]
+        if var.space in ("local", "param"):
+            slot = fl.local_vars.get(id(var))
+            if slot is None:
+                slot = fl.entry_alloca(ll.ArrayType(I8, max(var.size, 1)), var.name,
+                                       max(var.alignment, 4))
+                fl.local_vars[id(var)] = slot
+            return slot
+        raise fl.unsupported(fl.inst, f"a variable in .{var.space} space")
+
+    def variable_pointer(self, fl: FunctionLowering, var: ir.Variable) -> ll.Value:
+        """A generic pointer to the variable. Shared and const variables: the window's start
+        plus the variable's offset in it, so that their address (pointer minus space_base)
+        folds to the offset itself."""
+        pointer = self.own_pointer(fl, var)
+        if var.space in ("shared", "const"):
+            offset = pointer.ptrtoint(I64)
+            return fl.b.gep(self.space_base(fl, var.space), [offset], source_etype=I8)
+        if var.space == "global":
+            return fl.b.addrspacecast(pointer, PTR)
+        return pointer
+
+    # --- control -----------------------------------------------------------------------------
+
+    def exit(self, fl: FunctionLowering) -> None:
+        if fl.function.is_kernel:
+            fl.b.ret_void()
+            return
+        _asm(fl, "exit;", ll.VoidType(), [], "~{memory}")
+        fl.b.unreachable()
+
+    def trap(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
+        fl.b.call(_declare(self.llmod, "llvm.trap", ll.VoidType(), []), [])
+        fl.b.unreachable()
+
+    def call(self, fl, inst, callee: ir.Function, returns: list, args: list) -> None:
+        if len(args) != len(callee.params) or len(returns) != len(callee.returns):
+            raise fl.unsupported(inst, "a call whose arguments do not match the callee")
+        pointers = []
+        for value in list(returns) + list(args):
+            if not isinstance(value, ir.Variable):
+                raise fl.unsupported(inst, "call arguments must be .param variables")
+            pointers.append(self.own_pointer(fl, value))
+        if not callee.is_declaration:
+            fl.b.call(self.functions[callee.name], pointers)
+            return
+        # An .extern function the CUDA driver provides (vprintf, malloc, free,
+        # __assertfail): called by value, as PTX declares it.
+        declared = self.functions.get(callee.name)
+        if declared is None:
+            declared = _extern_function(fl, inst, self.llmod, callee)
+            self.functions[callee.name] = declared
+        values = [fl.b.load(p, typ=_scalar_type(fl, inst, v))
+                  for p, v in zip(pointers[len(returns):], callee.params, strict=True)]
+        result = fl.b.call(declared, values)
+        if returns:
+            fl.b.store(result, pointers[0])
+
+    # --- barriers and warp operations ----------------------------------------------------------
+
+    def synchronize(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
+        lower = getattr(self, "_sync_" + inst.opcode)
+        if not lower(fl, inst):
+            inline_ptx(fl, inst, CONVERGENT)
+
+    def _intrinsic(self, name: str, ret: ll.Type, args: list) -> ll.Function:
+        return _declare(self.llmod, name, ret, args)
+
+    def _sync_bar(self, fl: FunctionLowering, inst: ir.Instruction) -> bool:
+        """bar{.cta}.sync a{, b} and barrier{.cta}.sync{.aligned} a{, b}; other forms (arrive,
+        red) pass through."""
+        mode = [m for m in inst.spec.modifiers if m in ("sync", "arrive", "red")]
+        if mode != ["sync"]:
+            return False
+        aligned = inst.opcode == "bar" or inst.spec.has("aligned")
+        name = "llvm.nvvm.barrier.cta.sync" + (".aligned" if aligned else "")
+        a = fl.read(inst.operands[0], "u32")
+        if len(inst.operands) > 1:
+            fn = self._intrinsic(name + ".count", ll.VoidType(), [I32, I32])
+            fl.b.call(fn, [a, fl.read(inst.operands[1], "u32")])
+        else:
+            fl.b.call(self._intrinsic(name + ".all", ll.VoidType(), [I32]), [a])
+        return True
+
+    _sync_barrier = _sync_bar
+
+    def _mask(self, fl: FunctionLowering, inst: ir.Instruction, operand) -> ll.Value:
+        """A member mask; the operations without .sync (deprecated since sm_70) take the
+        active lanes, as CUDA's compatibility path does."""
+        if operand is not None and inst.spec.has("sync"):
+            return fl.read(operand, "b32")
+        return fl.b.call(self._intrinsic("llvm.nvvm.activemask", I32, []), [])
+
+    def _sync_shfl(self, fl: FunctionLowering, inst: ir.Instruction) -> bool:
+        """shfl{.sync}.mode.b32 d{|p}, a, b, c{, membermask}."""
+        mode = next(m for m in inst.spec.modifiers if m in _SHFL_MODES)
+        dest, a, b, c = inst.operands[:4]
+        mask = self._mask(fl, inst, inst.operands[4] if len(inst.operands) > 4 else None)
+        args = [mask, fl.read(a, "b32"), fl.read(b, "b32"), fl.read(c, "b32")]
+        name = f"llvm.nvvm.shfl.sync.{mode}.i32"
+        if isinstance(dest, ir.PairValue):
+            fn = self._intrinsic(name + "p", ll.LiteralStructType([I32, I1]), [I32] * 4)
+            pair = fl.b.call(fn, args)
+            fl.write(dest.first, fl.b.extract_value(pair, 0), "b32")
+            fl.write(dest.second, fl.b.extract_value(pair, 1), "pred")
+        else:
+            fl.write(dest, fl.b.call(self._intrinsic(name, I32, [I32] * 4), args), "b32")
+        return True
+
+    def _sync_vote(self, fl: FunctionLowering, inst: ir.Instruction) -> bool:
+        """vote{.sync}.{all,any,uni}.pred d, {!}a{, m}; vote{.sync}.ballot.b32 d, {!}a{, m}."""
+        mode = next(m for m in inst.spec.modifiers if m in ("all", "any", "uni", "ballot"))
+        dest, a = inst.operands[:2]
+        mask = self._mask(fl, inst, inst.operands[2] if len(inst.operands) > 2 else None)
+        ret, t = (I32, "b32") if mode == "ballot" else (I1, "pred")
+        fn = self._intrinsic(f"llvm.nvvm.vote.{mode}.sync", ret, [I32, I1])
+        fl.write(dest, fl.b.call(fn, [mask, fl.read(a, "pred")]), t)
+        return True
+
+    def _sync_match(self, fl: FunctionLowering, inst: ir.Instruction) -> bool:
+        """match.any.sync.b{32,64} d, a, m; match.all.sync.b{32,64} d{|p}, a, m."""
+        mode = "any" if inst.spec.has("any") else "all"
+        t = instruction_type(inst)
+        dest, a, m = inst.operands
+        value_t = ll.IntType(t.bits)
+        name = f"llvm.nvvm.match.{mode}.sync.i{t.bits}"
+        args = [fl.read(m, "b32"), fl.read(a, f"b{t.bits}")]
+        if mode == "any":
+            fl.write(dest, fl.b.call(self._intrinsic(name, I32, [I32, value_t]), args), "b32")
+            return True
+        fn = self._intrinsic(name + "p", ll.LiteralStructType([I32, I1]), [I32, value_t])
+        pair = fl.b.call(fn, args)
+        first = dest.first if isinstance(dest, ir.PairValue) else dest
+        fl.write(first, fl.b.extract_value(pair, 0), "b32")
+        if isinstance(dest, ir.PairValue):
+            fl.write(dest.second, fl.b.extract_value(pair, 1), "pred")
+        return True
+
+    def _sync_redux(self, fl: FunctionLowering, inst: ir.Instruction) -> bool:
+        """redux.sync.op.{b32,u32,s32} d, a, m (the f32 forms pass through)."""
+        op = inst.spec.get("op") or next(
+            m for m in inst.spec.modifiers if m in ("add", "min", "max", "and", "or", "xor"))
+        t = instruction_type(inst)
+        if t.is_float or t.bits != 32:
+            return False
+        name = _REDUX.get(op) or (("u" if t.kind == "unsigned" else "") + op)
+        dest, a, m = inst.operands
+        fn = self._intrinsic(f"llvm.nvvm.redux.sync.{name}", I32, [I32, I32])
+        fl.write(dest, fl.b.call(fn, [fl.read(a, "b32"), fl.read(m, "b32")]), t)
+        return True
+
+    def _sync_activemask(self, fl: FunctionLowering, inst: ir.Instruction) -> bool:
+        fn = self._intrinsic("llvm.nvvm.activemask", I32, [])
+        fl.write(inst.operands[0], fl.b.call(fn, []), "b32")
+        return True
+
+    def _sync_elect(self, fl: FunctionLowering, inst: ir.Instruction) -> bool:
+        """elect.sync d|p, membermask."""
+        dest, m = inst.operands
+        fn = self._intrinsic("llvm.nvvm.elect.sync", ll.LiteralStructType([I32, I1]), [I32])
+        pair = fl.b.call(fn, [fl.read(m, "b32")])
+        first, second = (dest.first, dest.second) if isinstance(dest, ir.PairValue) \
+            else (dest, None)
+        fl.write(first, fl.b.extract_value(pair, 0), "b32")
+        if second is not None:
+            fl.write(second, fl.b.extract_value(pair, 1), "pred")
+        return True
+
+
+def _scalar_type(fl: FunctionLowering, inst: ir.Instruction, var: ir.Variable) -> ll.Type:
+    if var.dims or var.vector or var.elements != 1 or var.type.kind in ("pred", "opaque"):
+        raise fl.unsupported(inst, f"the aggregate parameter '{var.name}' of an .extern "
+                                   "function")
+    return value_type(var.type)
+
+
+def _extern_function(fl: FunctionLowering, inst: ir.Instruction, llmod: ll.Module,
+                     callee: ir.Function) -> ll.Function:
+    ret = _scalar_type(fl, inst, callee.returns[0]) if callee.returns else ll.VoidType()
+    if len(callee.returns) > 1:
+        raise fl.unsupported(inst, "an .extern function with several results")
+    args = [_scalar_type(fl, inst, p) for p in callee.params]
+    return _declare(llmod, callee.name, ret, args)
+
+
+# --- module-level lowering ----------------------------------------------------------------------
+
+def _kernel_parameter(var: ir.Variable) -> tuple[ll.Type, bool]:
+    """The LLVM parameter that has the PTX parameter's size and alignment, and whether it is
+    an aggregate passed byval."""
+    t = var.type
+    natural = t.size
+    scalar = not (var.dims or var.vector or var.elements != 1)
+    if scalar and (var.align in (None, natural)) and t.kind not in ("pred", "opaque"):
+        if t.name in ("f32", "f64"):
+            return value_type(t), False
+        if t.bits in (8, 16, 32, 64):
+            return ll.IntType(t.bits), False
+    if t.kind == "opaque":
+        raise UnsupportedFeatureError(f".param .{t.name} {var.name}", "nvptx", None,
+                                      "texture, sampler and surface references")
+    return ll.PointerType(ll.ArrayType(I8, max(var.size, 1))), True
+
+
+def _declare_variables(module: ir.Module, llmod: ll.Module) -> dict[str, ll.Value]:
+    """One LLVM global per .global/.const/.shared variable, in its address space, under its
+    PTX name (so that cuModuleGetGlobal finds it)."""
+    out: dict[str, ll.Value] = {}
+    variables = list(module.globals.values())
+    for f in module.functions.values():
+        variables += [v for v in f.variables.values() if v.space == "shared"]
+    pending = []
+    for var in variables:
+        if var.space not in _SPACES or var.name in out:
+            continue
+        element = I64 if var.type.kind == "opaque" else (
+            I8 if var.type.kind == "pred" else value_type(var.type))
+        if var.type.kind == "opaque":
+            raise UnsupportedFeatureError(f".{var.space} .{var.type.name} {var.name}", "nvptx",
+                                          module.location(var.pos),
+                                          "texture, sampler and surface references")
+        count = var.elements * (var.vector or 1)
+        typ = ll.ArrayType(element, 0 if var.unsized else count) \
+            if (var.dims or var.vector or count > 1 or var.unsized) else element
+        g = ll.GlobalVariable(llmod, typ, name=var.name, addrspace=_SPACES[var.space])
+        g.align = max(var.alignment, 16 if var.unsized else 1)
+        # Untyped, as LLVM's pointers are (llvmlite checks stores against a pointee type).
+        g.type = ll.PointerType(addrspace=_SPACES[var.space])
+        out[var.name] = g
+        if var.space == "shared":
+            g.linkage = "external" if var.unsized or var.is_extern else "internal"
+            if not (var.unsized or var.is_extern):
+                g.initializer = ll.Constant(typ, ll.Undefined)
+        elif var.is_extern:
+            g.linkage = "external"
+        else:
+            pending.append((var, g, element))
+            if var.space == "const":
+                g.global_constant = True
+    for var, g, element in pending:
+        g.initializer = _initializer(module, var, g.value_type, element, out)
+        g.value_type = g.initializer.type
+    return out
+
+
+def _initializer(module: ir.Module, var: ir.Variable, typ: ll.Type, element: ll.Type,
+                 globals_: dict) -> ll.Constant:
+    """The initial value; with addresses of variables among the items, a literal struct whose
+    address fields are pointers (what NVPTX prints as `generic(var)+offset` or `var+offset`)."""
+    if var.init is None:
+        return ll.Constant(typ, None)
+    values = [_initial_item(module, var, item, element, globals_) for item in var.init]
+    if not isinstance(typ, ll.ArrayType):
+        return values[0]
+    values += [ll.Constant(element, None)] * (typ.count - len(values))
+    if any(v.type != element for v in values):
+        return ll.Constant.literal_struct(values)
+    return ll.Constant(typ, values)
+
+
+def _initial_item(module: ir.Module, var: ir.Variable, item, element: ll.Type,
+                  globals_: dict) -> ll.Constant:
+    if isinstance(item, IntImm):
+        return (const_int(element, item.value) if isinstance(element, ll.IntType)
+                else ll.Constant(element, float(item.value)))
+    if isinstance(item, FloatImm):
+        if isinstance(element, ll.IntType):
+            return const_int(element, item.bits)
+        return ll.Constant(element, _float_of(item))
+    if isinstance(item, ir.SymbolAddress) and isinstance(item.target, ir.Variable) \
+            and item.target.name in globals_ and element == I64:
+        target = globals_[item.target.name]
+        expression = target.get_reference()
+        if item.offset:
+            expression = f"getelementptr (i8, {target.type} {expression}, i64 {item.offset})"
+        if item.generic:
+            return ll.FormattedConstant(PTR, f"addrspacecast ({target.type} {expression} "
+                                             "to ptr)")
+        return ll.FormattedConstant(target.type, expression)
+    raise UnsupportedFeatureError("initializer", "nvptx", module.location(var.pos),
+                                  f"cannot initialize '{var.name}' with {item!r}")
+
+
+def _float_of(item: FloatImm) -> float:
+    if item.width == 32:
+        return struct.unpack("<f", struct.pack("<I", item.bits))[0]
+    return struct.unpack("<d", struct.pack("<Q", item.bits))[0]
+
+
+def _annotate(llmod: ll.Module, fn: ll.Function, kernel: ir.Function) -> None:
+    """.maxntid/.reqntid/.minnctapersm/.maxnreg/.maxclusterrank as NVVM annotations (LLVM
+    turns them into its nvvm.* function attributes)."""
+    names = {"maxntid": ("maxntidx", "maxntidy", "maxntidz"),
+             "reqntid": ("reqntidx", "reqntidy", "reqntidz"),
+             "minnctapersm": ("minctasm",), "maxnreg": ("maxnreg",),
+             "maxclusterrank": ("maxclusterrank",),
+             "reqnctapercluster": ("cluster_dim_x", "cluster_dim_y", "cluster_dim_z")}
+    annotations = llmod.get_named_metadata("nvvm.annotations") \
+        if "nvvm.annotations" in llmod.namedmetadata else None
+    for directive, values in kernel.directives.items():
+        for key, value in zip(names.get(directive, ()), values, strict=False):
+            if annotations is None:
+                annotations = llmod.add_named_metadata("nvvm.annotations")
+            annotations.add(llmod.add_metadata([fn, ll.MetaDataString(llmod, key), I32(value)]))
+
+
+def build_llvm(module: ir.Module, problems: list | None = None) -> ll.Module:
+    """The LLVM module (nvptx64) of every kernel and device function of `module`. With
+    `problems` (a list), instructions the target cannot compile are collected there instead
+    of raising."""
+    llmod = ll.Module(name="ptxport.nvptx")
+    llmod.triple = TRIPLE
+    globals_ = _declare_variables(module, llmod)
+    functions: dict[str, ll.Function] = {}
+    for f in module.functions.values():
+        if not f.is_kernel and not f.is_declaration:
+            count = len(f.returns) + len(f.params)
+            fn = ll.Function(llmod, ll.FunctionType(ll.VoidType(), [PTR] * count), name=f.name)
+            if "visible" not in f.linkage:
+                fn.linkage = "internal"
+            functions[f.name] = fn
+    target = NvptxTarget(module, llmod, globals_, functions)
+    for f in list(module.functions.values()):
+        if f.is_declaration:
+            continue
+        if f.is_kernel:
+            _lower_kernel(module, f, llmod, target, problems)
+        else:
+            fn = functions[f.name]
+            pointers = {p.name: fn.args[i] for i, p in enumerate(f.returns + f.params)}
+            _lower_body(NvptxLowering(module, f, fn, target, pointers), problems)
+    return llmod
+
+
+def _lower_body(fl: NvptxLowering, problems: list | None) -> None:
+    fl.problems = problems
+    fl.declare_registers()
+    first = fl.create_blocks()
+    fl.b.position_at_end(fl.entry)
+    fl.b.branch(first)
+    fl.lower_body()
+
+
+def _lower_kernel(module: ir.Module, kernel: ir.Function, llmod: ll.Module,
+                  target: NvptxTarget, problems: list | None) -> None:
+    try:
+        params = [_kernel_parameter(p) for p in kernel.params]
+    except UnsupportedFeatureError as e:
+        if problems is None:
+            raise UnsupportedFeatureError(e.feature, e.target, module.location(kernel.pos),
+                                          e.reason) from None
+        params = []
+    fn = ll.Function(llmod, ll.FunctionType(ll.VoidType(), [t for t, _ in params]),
+                     name=kernel.name)
+    fn.calling_convention = "ptx_kernel"
+    _annotate(llmod, fn, kernel)
+    fl = NvptxLowering(module, kernel, fn, target)
+    slots, size = param_layout(kernel)
+    largest = max([s.align for s in slots], default=1)
+    fl.param_buffer = fl.entry_alloca(ll.ArrayType(I8, max(size, 1)), "params", largest)
+    for slot, arg, (typ, byval) in zip(slots, fn.args, params, strict=False):
+        if byval:
+            arg.add_attribute("byval")
+            arg.attributes.align = slot.align
+            typ = typ.pointee
+        at = fl.b.gep(fl.param_buffer, [const_int(I64, slot.offset)], source_etype=I8)
+        fl.b.store(fl.b.load(arg, typ=typ) if byval else arg, at, align=slot.align)
+        fl.param_pointers[slot.name] = at
+    _lower_body(fl, problems)
+
+
+# --- compiling ------------------------------------------------------------------------------
+
+_LOCK = threading.Lock()
+_INITIALIZED = False
+
+
+def _target_machine(arch: str, version: tuple[int, int]):
+    global _INITIALIZED
+    with _LOCK:
+        if not _INITIALIZED:
+            llvm.initialize_all_targets()
+            llvm.initialize_all_asmprinters()
+            _INITIALIZED = True
+    return llvm.Target.from_triple(TRIPLE).create_target_machine(
+        cpu=arch, features=f"+ptx{version[0]}{version[1]}", opt=3)
+
+
+def ptx_version(module: ir.Module, arch: str) -> tuple[int, int]:
+    """The PTX ISA version of the output: the module's own (its inline PTX may need it), at
+    least what `arch` needs, at most what LLVM writes."""
+    return min(max(tuple(module.version), ARCHS[arch]), _NEWEST_PTX)
+
+
+def compile_module(module: ir.Module, arch: str = "sm_80") -> str:
+    """PTX for every kernel and device function of a verified IR module, for `arch`
+    ("sm_80", "sm_90", ...). Raises UnsupportedFeatureError naming the first instruction
+    NVPTX cannot express, ValueError for an architecture not in ARCHS."""
+    if arch not in ARCHS:
+        raise ValueError(f"unknown NVIDIA architecture '{arch}' (known: {', '.join(ARCHS)})")
+    llmod = build_llvm(module)
+    tm = _target_machine(arch, ptx_version(module, arch))
+    context = llvm.create_context()
+    try:
+        parsed = llvm.parse_assembly(str(llmod), context=context)
+        parsed.verify()
+    except RuntimeError as e:
+        raise CompileError("LLVM refused the IR ptxport made for NVPTX; please report this "
+                           "to ptxport", str(e)) from None
+    tuning = llvm.PipelineTuningOptions(speed_level=3)
+    # NVVM already unrolled what it wanted to; unrolling again only adds registers.
+    tuning.loop_unrolling = False
+    pb = llvm.create_pass_builder(tm, tuning)
+    pb.getModulePassManager().run(parsed, pb)
+    return tm.emit_assembly(parsed)
+
+
+def unsupported_instructions(module: ir.Module) -> dict[int, str]:
+    """id(instruction) -> why NVPTX cannot compile it, for every such instruction of
+    `module` (found by the lowering itself, so this agrees with compile_module)."""
+    problems: list = []
+    build_llvm(module, problems)
+    return {id(inst): reason for inst, reason in problems}
