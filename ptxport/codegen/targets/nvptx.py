@@ -22,10 +22,8 @@ Addresses keep PTX's meaning, so that inline PTX can use them as they are:
 
 from __future__ import annotations
 
-import re
 import struct
 import threading
-from collections.abc import Callable
 
 import llvmlite.binding as llvm
 from llvmlite import ir as ll
@@ -43,11 +41,19 @@ from ptxport.codegen.lower import (
     value_type,
 )
 from ptxport.codegen.ops.data import instruction_type, state_space, vector_count
+from ptxport.codegen.targets.nvptx_inline import (
+    CONVERGENT,
+    INLINE_PTX,
+    MEMORY,
+    PURE,
+    asm,
+    constraint,
+    inline_ptx,
+)
 from ptxport.errors import CompileError, UnsupportedFeatureError
 from ptxport.ir import nodes as ir
 from ptxport.ir.abi import param_layout
-from ptxport.ir.types import TYPES, Type
-from ptxport.ptx.ast import FloatImm, IntImm, Sink
+from ptxport.ptx.ast import FloatImm, IntImm
 
 __all__ = ["compile_module", "build_llvm", "unsupported_instructions", "ARCHS", "INLINE_PTX",
            "TRIPLE"]
@@ -65,250 +71,6 @@ ARCHS: dict[str, tuple[int, int]] = {
 }
 # The newest PTX ISA version LLVM 22 writes (and the CUDA 13.0 driver still JIT-compiles).
 _NEWEST_PTX = (9, 0)
-
-_FLOAT_TYPES = frozenset(("f16", "bf16", "f32", "f64", "f16x2", "bf16x2", "f32x2", "tf32"))
-
-
-# --- inline PTX ------------------------------------------------------------------------------
-
-# How an instruction passed through as inline PTX relates to the code around it:
-PURE = "pure"            # a function of its operands: LLVM may move, merge or drop it
-MEMORY = "memory"        # reads or writes memory, or waits: kept in place and in order
-CONVERGENT = "convergent"  # a warp or CTA takes part: also never duplicated or made divergent
-
-
-def _is_float(inst: ir.Instruction) -> bool:
-    return any(t in _FLOAT_TYPES for t in inst.spec.types)
-
-
-def _always(inst: ir.Instruction) -> bool:
-    return True
-
-
-def _register_shift(inst: ir.Instruction) -> bool:
-    """shl/shr by a register: PTX clamps the amount (LLVM would need a compare and select)."""
-    return not isinstance(inst.operands[2], IntImm)
-
-
-def _converts_float(inst: ir.Instruction) -> bool:
-    """cvt forms that involve a floating-point type or saturate; integer truncation and
-    extension stay LLVM's (address arithmetic that LLVM should see)."""
-    return _is_float(inst) or inst.spec.get("sat") is not None or bool(inst.spec.get("pack"))
-
-
-def _float_or_high(inst: ir.Instruction) -> bool:
-    """mul/mad: floating point, and the upper half of integer products (a 128-bit product
-    in LLVM for 64 bits); not the carry chains (.cc), whose flag the shared lowering keeps."""
-    return _is_float(inst) or (inst.spec.get("mode") == "hi" and not inst.spec.get("cc"))
-
-
-def _ordered_access(inst: ir.Instruction) -> bool:
-    """ld/st with memory-model semantics or a cache operator that re-reads memory (.volatile,
-    .relaxed/.acquire/.release with a scope, .mmio, .cv, .lu), or in a space LLVM has no
-    address space for (shared::cluster): exactly as written."""
-    sem = inst.spec.get("sem")
-    space = inst.spec.get("space")
-    space = space[0] if isinstance(space, tuple) else space
-    if space in ("local", "param", "param::entry", "param::func"):
-        return False
-    return (sem not in (None, "weak") or inst.spec.has("cv") or inst.spec.has("lu")
-            or space == "shared::cluster")
-
-
-# opcode -> (when it passes through, its kind). Everything here reaches the GPU as the original
-# instruction; docs/nvptx-target.md lists the same table for users.
-INLINE_PTX: dict[str, tuple[Callable[[ir.Instruction], bool], str]] = {
-    # floating point, every type, rounding mode, .ftz, .sat, .approx and .NaN form
-    "mul": (_float_or_high, PURE),
-    "mad": (_float_or_high, PURE),
-    **{op: (_is_float, PURE) for op in (
-        "add", "sub", "fma", "div", "min", "max", "abs", "neg", "rcp", "sqrt",
-        "rsqrt", "sin", "cos", "lg2", "ex2", "tanh", "copysign", "testp", "setp", "set")},
-    "slct": (_is_float, PURE),
-    "cvt": (_converts_float, PURE),
-    # integer and bit operations that are one PTX instruction but several LLVM ones
-    **{op: (_always, PURE) for op in (
-        "bfe", "bfi", "bfind", "prmt", "lop3", "shf", "fns", "bmsk", "szext", "sad", "mul24",
-        "mad24", "dp4a", "dp2a", "isspacep", "mapa", "getctarank", "createpolicy",
-        "vadd", "vsub", "vabsdiff", "vmin", "vmax", "vset", "vshl", "vshr", "vmad",
-        "vadd2", "vsub2", "vavrg2", "vabsdiff2", "vmin2", "vmax2", "vset2",
-        "vadd4", "vsub4", "vavrg4", "vabsdiff4", "vmin4", "vmax4", "vset4")},
-    "shl": (_register_shift, PURE),
-    "shr": (_register_shift, PURE),
-    # memory: atomics with their scope and semantics, fences, asynchronous copies
-    **{op: (_always, MEMORY) for op in (
-        "atom", "red", "membar", "fence", "cp", "mbarrier", "nanosleep", "prefetch",
-        "prefetchu", "applypriority", "discard")},
-    "ld": (_ordered_access, MEMORY),
-    "st": (_ordered_access, MEMORY),
-}
-
-# Opcodes whose first operand is not a destination.
-_NO_DESTINATION = frozenset(("st", "red", "cp", "membar", "fence", "nanosleep", "prefetch",
-                             "prefetchu", "applypriority", "discard", "bar", "barrier"))
-
-
-def _constraint(bits: int) -> str:
-    letter = {1: "b", 8: "h", 16: "h", 32: "r", 64: "l", 128: "q"}.get(bits)
-    if letter is None:
-        raise ValueError(bits)
-    return letter
-
-
-class _InlinePtx:
-    """The asm text and operands of one instruction emitted as itself."""
-
-    def __init__(self, fl: NvptxLowering, inst: ir.Instruction):
-        self.fl, self.inst = fl, inst
-        self.outputs: list[tuple[object, int]] = []   # (destination operand, bits)
-        self.inputs: list[ll.Value] = []
-        self.input_constraints: list[str] = []
-
-    def emit(self, kind: str) -> None:
-        fl, inst = self.fl, self.inst
-        operands = list(inst.operands)
-        texts = []
-        for i, operand in enumerate(operands):
-            is_destination = i == 0 and inst.opcode not in _NO_DESTINATION or (
-                i == 0 and inst.opcode in ("bar", "barrier") and inst.spec.has("red"))
-            if is_destination and not isinstance(operand, ir.Address):
-                texts.append(self.output(operand))
-            else:
-                texts.append(self.input(operand))
-        text = inst.spec.text + (" " + ", ".join(texts) if texts else "") + ";"
-        # Numbered operands: outputs first, then inputs.
-        count = len(self.outputs)
-        text = re.sub(r"\$(o|i)(\d+)", lambda m: "$" + str(int(m.group(2)) + (
-            count if m.group(1) == "i" else 0)), text)
-        constraints = [f"={_constraint(bits)}" for _, bits in self.outputs]
-        constraints += self.input_constraints
-        if kind != PURE:
-            constraints.append("~{memory}")
-        types = [_int(bits) for _, bits in self.outputs]
-        ret = (ll.VoidType() if not types else types[0] if len(types) == 1
-               else ll.LiteralStructType(types))
-        asm = ll.InlineAsm(ll.FunctionType(ret, [v.type for v in self.inputs]), text,
-                           ",".join(constraints), side_effect=kind != PURE)
-        attrs = ("nounwind", "readnone") if kind == PURE else (
-            ("nounwind", "convergent") if kind == CONVERGENT else ("nounwind",))
-        result = fl.b.call(asm, self.inputs, attrs=attrs)
-        for i, (dest, bits) in enumerate(self.outputs):
-            value = result if len(self.outputs) == 1 else fl.b.extract_value(result, i)
-            fl.write(dest, value, "pred" if bits == 1 else _register_type(dest))
-
-    def output(self, operand) -> str:
-        if isinstance(operand, Sink):
-            return "_"
-        if isinstance(operand, ir.PairValue):
-            return f"{self.output(operand.first)}|{self.output(operand.second)}"
-        if isinstance(operand, ir.VectorValue):
-            return "{" + ", ".join(self.output(e) for e in operand.elements) + "}"
-        if isinstance(operand, ir.Register) and not operand.vector:
-            self.outputs.append((operand, _bits(operand.type)))
-            return f"$o{len(self.outputs) - 1}"
-        if isinstance(operand, ir.RegisterElement):
-            reg = operand.register
-            if reg.vector:
-                self.outputs.append((operand, _bits(reg.type)))
-                return f"$o{len(self.outputs) - 1}"
-            self.outputs.append((reg, _bits(reg.type)))  # a video selector: d.h0
-            return f"$o{len(self.outputs) - 1}.{operand.component}"
-        raise self.fl.unsupported(self.inst, f"inline PTX cannot write {operand!r}")
-
-    def _value(self, value: ll.Value, bits: int) -> str:
-        self.inputs.append(value)
-        self.input_constraints.append(_constraint(bits))
-        return f"$i{len(self.inputs) - 1}"
-
-    def input(self, operand) -> str:
-        fl = self.fl
-        if isinstance(operand, Sink):
-            return "_"
-        if isinstance(operand, IntImm):
-            return str(operand.value)
-        if isinstance(operand, FloatImm):
-            return (f"0f{operand.bits:08X}" if operand.width == 32 else f"0d{operand.bits:016X}")
-        if isinstance(operand, ir.SpecialRegister):
-            return operand.text
-        if isinstance(operand, ir.NotValue):
-            return "!" + self.input(operand.value)
-        if isinstance(operand, ir.NegValue):
-            return "-" + self.input(operand.value)
-        if isinstance(operand, ir.VectorValue):
-            return "{" + ", ".join(self.input(e) for e in operand.elements) + "}"
-        if isinstance(operand, ir.PairValue):
-            return f"{self.input(operand.first)}|{self.input(operand.second)}"
-        if isinstance(operand, ir.Register) and not operand.vector:
-            bits = _bits(operand.type)
-            return self._value(_as_bits(fl, fl.read(operand, operand.type), bits), bits)
-        if isinstance(operand, ir.RegisterElement):
-            reg = operand.register
-            if reg.vector:
-                bits = _bits(reg.type)
-                return self._value(_as_bits(fl, fl.read(operand, reg.type), bits), bits)
-            bits = _bits(reg.type)
-            return self._value(_as_bits(fl, fl.read(reg, reg.type), bits), bits) + \
-                f".{operand.component}"
-        if isinstance(operand, ir.Variable | ir.SymbolAddress):
-            return self._value(fl.read(operand, "u64"), 64)
-        if isinstance(operand, ir.Address):
-            return self.address(operand)
-        raise fl.unsupported(self.inst, f"inline PTX cannot take the operand {operand!r}")
-
-    def address(self, operand: ir.Address) -> str:
-        """[a+offset]: a register keeps its value (the address in the instruction's space);
-        a variable becomes its address in that space."""
-        fl = self.fl
-        base, offset = operand.base, operand.offset
-        suffix = f"+{offset}" if offset > 0 else (str(offset) if offset < 0 else "")
-        tail = "].unified" if operand.unified else "]"
-        if base is None:
-            return f"[{offset}{tail}"
-        if isinstance(base, ir.Register):
-            return "[" + self.input(base) + suffix + tail
-        space = state_space(self.inst)
-        if space is None and base.space != "global":  # a variable's generic address
-            pointer = fl.b.addrspacecast(fl.target.own_pointer(fl, base), PTR) \
-                if base.space in _SPACES else fl.target.own_pointer(fl, base)
-            return "[" + self._value(fl.b.ptrtoint(pointer, I64), 64) + suffix + tail
-        return "[" + self._value(fl.symbol_address(base), 64) + suffix + tail
-
-
-def _int(bits: int) -> ll.IntType:
-    return ll.IntType(16 if bits == 8 else bits)
-
-
-def _bits(t: Type) -> int:
-    return 1 if t.kind == "pred" else max(t.bits, 8)
-
-
-def _register_type(dest) -> Type:
-    reg = dest.register if isinstance(dest, ir.RegisterElement) else dest
-    t = reg.type
-    return TYPES[f"b{t.bits}"] if t.bits in (16, 32, 64, 128) else t
-
-
-def _as_bits(fl: FunctionLowering, value: ll.Value, bits: int) -> ll.Value:
-    """A register's value as the integer (or i1) an asm operand of `bits` bits takes."""
-    value = fl.as_int(value)
-    if value.type.width < _int(bits).width:
-        value = fl.b.zext(value, _int(bits))
-    return value
-
-
-def inline_ptx(fl: NvptxLowering, inst: ir.Instruction, kind: str) -> None:
-    """Emit `inst` as itself, as inline PTX."""
-    _InlinePtx(fl, inst).emit(kind)
-
-
-def _asm(fl: FunctionLowering, text: str, ret: ll.Type, args: list, constraints: str,
-         kind: str = MEMORY) -> ll.Value:
-    fn_type = ll.FunctionType(ret, [a.type for a in args])
-    asm = ll.InlineAsm(fn_type, text, constraints, side_effect=kind != PURE)
-    attrs = ("nounwind", "readnone") if kind == PURE else (
-        ("nounwind", "convergent") if kind == CONVERGENT else ("nounwind",))
-    return fl.b.call(asm, args, attrs=attrs)
-
 
 # --- the function lowering --------------------------------------------------------------------
 
@@ -339,6 +101,12 @@ class NvptxLowering(FunctionLowering):
         if not self.b.block.is_terminated:
             self.b.branch(after)
         self.b.position_at_end(after)
+
+    def fall_off_end(self) -> None:
+        if self.function.is_kernel:
+            self.target.exit(self)
+        else:
+            _return_results(self)
 
     def pointer(self, operand, space: str | None, size: int = 1,
                 write: bool = False) -> ll.Value:
@@ -417,10 +185,6 @@ def _stackrestore(fl: NvptxLowering, inst: ir.Instruction) -> None:
     fl.b.call(restore, [fl.b.inttoptr(fl.read(inst.operands[0], "u64"), PTR)])
 
 
-_OWN_LOWERINGS = {"ld": _load, "ldu": _load, "st": _store, "alloca": _alloca,
-                  "stacksave": _stacksave, "stackrestore": _stackrestore}
-
-
 def _generic(constant: ll.Constant) -> ll.Constant:
     """`addrspacecast (constant to ptr)` (llvmlite has no constant addrspacecast)."""
     return ll.FormattedConstant(PTR, f"addrspacecast ({constant.type} "
@@ -486,8 +250,9 @@ class NvptxTarget(Target):
             fn = _declare(self.llmod, f"llvm.nvvm.read.ptx.sreg.{name}", ret, [])
             return fl.b.call(fn, [])
         kind = MEMORY if reg.name in _VOLATILE_SREGS else PURE
-        move = "mov.pred" if t.kind == "pred" else f"mov.b{t.bits}"
-        return _asm(fl, f"{move} $0, {reg.text};", ret, [], f"={_constraint(_bits(t))}", kind)
+        bits = 1 if t.kind == "pred" else t.bits
+        move = "mov.pred" if bits == 1 else f"mov.b{bits}"
+        return asm(fl, f"{move} $0, {reg.text};", ret, [], f"={constraint(bits)}", kind)
 
     def space_base(self, fl: FunctionLowering, space: str | None):
         if space in ("shared", "const"):
@@ -533,7 +298,7 @@ class NvptxTarget(Target):
         if fl.function.is_kernel:
             fl.b.ret_void()
             return
-        _asm(fl, "exit;", ll.VoidType(), [], "~{memory}")
+        asm(fl, "exit;", ll.VoidType(), [], "~{memory}")
         fl.b.unreachable()
 
     def trap(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
@@ -541,27 +306,20 @@ class NvptxTarget(Target):
         fl.b.unreachable()
 
     def call(self, fl, inst, callee: ir.Function, returns: list, args: list) -> None:
+        """Device functions take their parameters and give their results by value, as PTX
+        passes them (so that a recursion's frames are no larger than the original's); the
+        .param variables of the call sequence hold them before and after."""
         if len(args) != len(callee.params) or len(returns) != len(callee.returns):
             raise fl.unsupported(inst, "a call whose arguments do not match the callee")
-        pointers = []
-        for value in list(returns) + list(args):
-            if not isinstance(value, ir.Variable):
-                raise fl.unsupported(inst, "call arguments must be .param variables")
-            pointers.append(self.own_pointer(fl, value))
-        if not callee.is_declaration:
-            fl.b.call(self.functions[callee.name], pointers)
-            return
-        # An .extern function the CUDA driver provides (vprintf, malloc, free,
-        # __assertfail): called by value, as PTX declares it.
-        declared = self.functions.get(callee.name)
-        if declared is None:
-            declared = _extern_function(fl, inst, self.llmod, callee)
-            self.functions[callee.name] = declared
-        values = [fl.b.load(p, typ=_scalar_type(fl, inst, v))
-                  for p, v in zip(pointers[len(returns):], callee.params, strict=True)]
-        result = fl.b.call(declared, values)
-        if returns:
-            fl.b.store(result, pointers[0])
+        if not all(isinstance(v, ir.Variable) for v in list(returns) + list(args)):
+            raise fl.unsupported(inst, "call arguments must be .param variables")
+        llcallee = self.functions[callee.name]
+        values = [fl.b.load(self.own_pointer(fl, arg), typ=typ)
+                  for arg, typ in zip(args, llcallee.function_type.args, strict=True)]
+        result = fl.b.call(llcallee, values)
+        for i, var in enumerate(returns):
+            value = result if len(returns) == 1 else fl.b.extract_value(result, i)
+            fl.b.store(value, self.own_pointer(fl, var))
 
     # --- barriers and warp operations ----------------------------------------------------------
 
@@ -674,39 +432,66 @@ class NvptxTarget(Target):
         return True
 
 
-def _scalar_type(fl: FunctionLowering, inst: ir.Instruction, var: ir.Variable) -> ll.Type:
-    if var.dims or var.vector or var.elements != 1 or var.type.kind in ("pred", "opaque"):
-        raise fl.unsupported(inst, f"the aggregate parameter '{var.name}' of an .extern "
-                                   "function")
-    return value_type(var.type)
+def _return(fl: NvptxLowering, inst: ir.Instruction) -> None:
+    """ret: a kernel exits; a device function returns its results' values."""
+    if fl.function.is_kernel:
+        fl.target.exit(fl)
+    else:
+        _return_results(fl)
+    fl.b.position_at_end(fl.llfn.append_basic_block("after_ret"))
 
 
-def _extern_function(fl: FunctionLowering, inst: ir.Instruction, llmod: ll.Module,
-                     callee: ir.Function) -> ll.Function:
-    ret = _scalar_type(fl, inst, callee.returns[0]) if callee.returns else ll.VoidType()
-    if len(callee.returns) > 1:
-        raise fl.unsupported(inst, "an .extern function with several results")
-    args = [_scalar_type(fl, inst, p) for p in callee.params]
-    return _declare(llmod, callee.name, ret, args)
+def _return_results(fl: FunctionLowering) -> None:
+    results = [fl.b.load(fl.param_pointers[var.name], typ=_value_type(var))
+               for var in fl.function.returns]
+    if not results:
+        fl.b.ret_void()
+    elif len(results) == 1:
+        fl.b.ret(results[0])
+    else:
+        aggregate = ll.Constant(fl.llfn.function_type.return_type, None)
+        for i, value in enumerate(results):
+            aggregate = fl.b.insert_value(aggregate, value, i)
+        fl.b.ret(aggregate)
+
+
+def _value_type(var: ir.Variable) -> ll.Type:
+    """How a parameter or result of PTX size and type is passed in LLVM: f32/f64 as floats,
+    other scalars as integers of their width, everything else as bytes."""
+    t = var.type
+    if t.kind == "opaque":
+        raise UnsupportedFeatureError(f".param .{t.name} {var.name}", "nvptx", None,
+                                      "texture, sampler and surface references")
+    if not (var.dims or var.vector or var.elements != 1):
+        if t.name in ("f32", "f64"):
+            return value_type(t)
+        if t.kind == "pred":
+            return I1
+        if t.bits in (8, 16, 32, 64):
+            return ll.IntType(t.bits)
+    return ll.ArrayType(I8, max(var.size, 1))
+
+
+def _function_type(f: ir.Function) -> ll.FunctionType:
+    results = [_value_type(v) for v in f.returns]
+    ret = (ll.VoidType() if not results else results[0] if len(results) == 1
+           else ll.LiteralStructType(results))
+    return ll.FunctionType(ret, [_value_type(p) for p in f.params])
+
+
+_OWN_LOWERINGS = {"ret": _return, "ld": _load, "ldu": _load, "st": _store, "alloca": _alloca,
+                  "stacksave": _stacksave, "stackrestore": _stackrestore}
 
 
 # --- module-level lowering ----------------------------------------------------------------------
 
 def _kernel_parameter(var: ir.Variable) -> tuple[ll.Type, bool]:
     """The LLVM parameter that has the PTX parameter's size and alignment, and whether it is
-    an aggregate passed byval."""
-    t = var.type
-    natural = t.size
-    scalar = not (var.dims or var.vector or var.elements != 1)
-    if scalar and (var.align in (None, natural)) and t.kind not in ("pred", "opaque"):
-        if t.name in ("f32", "f64"):
-            return value_type(t), False
-        if t.bits in (8, 16, 32, 64):
-            return ll.IntType(t.bits), False
-    if t.kind == "opaque":
-        raise UnsupportedFeatureError(f".param .{t.name} {var.name}", "nvptx", None,
-                                      "texture, sampler and surface references")
-    return ll.PointerType(ll.ArrayType(I8, max(var.size, 1))), True
+    an aggregate passed byval (`.param .align A .b8 name[N]`)."""
+    typ = _value_type(var)
+    if isinstance(typ, ll.ArrayType) or var.align not in (None, var.type.size):
+        return ll.PointerType(ll.ArrayType(I8, max(var.size, 1))), True
+    return typ, False
 
 
 def _declare_variables(module: ir.Module, llmod: ll.Module) -> dict[str, ll.Value]:
@@ -820,10 +605,13 @@ def build_llvm(module: ir.Module, problems: list | None = None) -> ll.Module:
     globals_ = _declare_variables(module, llmod)
     functions: dict[str, ll.Function] = {}
     for f in module.functions.values():
-        if not f.is_kernel and not f.is_declaration:
-            count = len(f.returns) + len(f.params)
-            fn = ll.Function(llmod, ll.FunctionType(ll.VoidType(), [PTR] * count), name=f.name)
-            if "visible" not in f.linkage:
+        if not f.is_kernel:
+            try:
+                fn = ll.Function(llmod, _function_type(f), name=f.name)
+            except UnsupportedFeatureError as e:
+                raise UnsupportedFeatureError(e.feature, e.target, module.location(f.pos),
+                                              e.reason) from None
+            if not f.is_declaration and "visible" not in f.linkage:
                 fn.linkage = "internal"
             functions[f.name] = fn
     target = NvptxTarget(module, llmod, globals_, functions)
@@ -833,9 +621,7 @@ def build_llvm(module: ir.Module, problems: list | None = None) -> ll.Module:
         if f.is_kernel:
             _lower_kernel(module, f, llmod, target, problems)
         else:
-            fn = functions[f.name]
-            pointers = {p.name: fn.args[i] for i, p in enumerate(f.returns + f.params)}
-            _lower_body(NvptxLowering(module, f, fn, target, pointers), problems)
+            _lower_device_function(module, f, functions[f.name], target, problems)
     return llmod
 
 
@@ -846,6 +632,21 @@ def _lower_body(fl: NvptxLowering, problems: list | None) -> None:
     fl.b.position_at_end(fl.entry)
     fl.b.branch(first)
     fl.lower_body()
+
+
+def _lower_device_function(module: ir.Module, f: ir.Function, fn: ll.Function,
+                           target: NvptxTarget, problems: list | None) -> None:
+    """Parameters are copied into, and results returned from, stack slots that the body's
+    ld.param/st.param use (SROA makes registers of them again)."""
+    fl = NvptxLowering(module, f, fn, target)
+    for var, arg in zip(f.params, fn.args, strict=True):
+        slot = fl.entry_alloca(arg.type, var.name, max(var.alignment, 1))
+        fl.b.store(arg, slot)
+        fl.param_pointers[var.name] = slot
+    for var in f.returns:
+        fl.param_pointers[var.name] = fl.entry_alloca(_value_type(var), var.name,
+                                                      max(var.alignment, 1))
+    _lower_body(fl, problems)
 
 
 def _lower_kernel(module: ir.Module, kernel: ir.Function, llmod: ll.Module,
