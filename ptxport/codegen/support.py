@@ -1,8 +1,8 @@
 """What each target can compile, instruction by instruction, for `ptxport inspect`.
 
 A target with a code generator registers a checker: given an IR module, it returns, for each
-instruction it cannot compile, why not. The CPU target's checker runs its real lowering in a
-collecting mode, so what inspect reports is what compiling would say.
+instruction it cannot compile, why not. The CPU and NVPTX checkers run their real lowering in
+a collecting mode, so what inspect reports is what compiling would say.
 """
 
 from __future__ import annotations
@@ -22,8 +22,14 @@ def _cpu(module: Module) -> dict[int, str]:
     return unsupported_instructions(module)
 
 
+def _nvptx(module: Module) -> dict[int, str]:
+    from ptxport.codegen.targets.nvptx import unsupported_instructions
+
+    return unsupported_instructions(module)
+
+
 # target -> checker(module) -> {id(instruction): reason}
-_CHECKERS: dict[str, Callable[[Module], dict[int, str]]] = {"cpu": _cpu}
+_CHECKERS: dict[str, Callable[[Module], dict[int, str]]] = {"cpu": _cpu, "nvptx": _nvptx}
 
 
 def implemented(target: str) -> bool:

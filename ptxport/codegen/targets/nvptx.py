@@ -59,6 +59,8 @@ __all__ = ["compile_module", "build_llvm", "unsupported_instructions", "ARCHS", 
            "TRIPLE"]
 
 TRIPLE = "nvptx64-nvidia-cuda"
+_OPAQUE = ("texture, sampler and surface references (.texref/.samplerref/.surfref); "
+           "texture and surface objects (.u64 handles) are supported")
 # Address spaces of the NVPTX backend.
 GLOBAL, SHARED, CONST, LOCAL = 1, 3, 4, 5
 _SPACES = {"global": GLOBAL, "shared": SHARED, "const": CONST}
@@ -266,8 +268,9 @@ class NvptxTarget(Target):
         if var.space in _SPACES:
             pointer = self.globals.get(var.name)
             if pointer is None:
-                raise fl.unsupported(fl.inst, f"the .{var.space} variable '{var.name}' is not "
-                                              "declared at module scope")
+                raise fl.unsupported(fl.inst, _OPAQUE if var.type.kind == "opaque" else
+                                     f"the .{var.space} variable '{var.name}' is not declared "
+                                     "at module scope")
             return pointer
         if var.name in fl.param_pointers:
             return fl.param_pointers[var.name]
@@ -313,7 +316,10 @@ class NvptxTarget(Target):
             raise fl.unsupported(inst, "a call whose arguments do not match the callee")
         if not all(isinstance(v, ir.Variable) for v in list(returns) + list(args)):
             raise fl.unsupported(inst, "call arguments must be .param variables")
-        llcallee = self.functions[callee.name]
+        llcallee = self.functions.get(callee.name)
+        if llcallee is None:
+            raise fl.unsupported(inst, f"a call of '{callee.name}', whose parameters NVPTX "
+                                       "cannot pass")
         values = [fl.b.load(self.own_pointer(fl, arg), typ=typ)
                   for arg, typ in zip(args, llcallee.function_type.args, strict=True)]
         result = fl.b.call(llcallee, values)
@@ -460,8 +466,7 @@ def _value_type(var: ir.Variable) -> ll.Type:
     other scalars as integers of their width, everything else as bytes."""
     t = var.type
     if t.kind == "opaque":
-        raise UnsupportedFeatureError(f".param .{t.name} {var.name}", "nvptx", None,
-                                      "texture, sampler and surface references")
+        raise UnsupportedFeatureError(f".param .{t.name} {var.name}", "nvptx", None, _OPAQUE)
     if not (var.dims or var.vector or var.elements != 1):
         if t.name in ("f32", "f64"):
             return value_type(t)
@@ -494,9 +499,11 @@ def _kernel_parameter(var: ir.Variable) -> tuple[ll.Type, bool]:
     return typ, False
 
 
-def _declare_variables(module: ir.Module, llmod: ll.Module) -> dict[str, ll.Value]:
+def _declare_variables(module: ir.Module, llmod: ll.Module,
+                       collecting: bool) -> dict[str, ll.Value]:
     """One LLVM global per .global/.const/.shared variable, in its address space, under its
-    PTX name (so that cuModuleGetGlobal finds it)."""
+    PTX name (so that cuModuleGetGlobal finds it). `collecting`: leave out the variables
+    NVPTX cannot have (the instructions using them report it) instead of raising."""
     out: dict[str, ll.Value] = {}
     variables = list(module.globals.values())
     for f in module.functions.values():
@@ -508,9 +515,10 @@ def _declare_variables(module: ir.Module, llmod: ll.Module) -> dict[str, ll.Valu
         element = I64 if var.type.kind == "opaque" else (
             I8 if var.type.kind == "pred" else value_type(var.type))
         if var.type.kind == "opaque":
+            if collecting:
+                continue
             raise UnsupportedFeatureError(f".{var.space} .{var.type.name} {var.name}", "nvptx",
-                                          module.location(var.pos),
-                                          "texture, sampler and surface references")
+                                          module.location(var.pos), _OPAQUE)
         count = var.elements * (var.vector or 1)
         typ = ll.ArrayType(element, 0 if var.unsized else count) \
             if (var.dims or var.vector or count > 1 or var.unsized) else element
@@ -530,7 +538,12 @@ def _declare_variables(module: ir.Module, llmod: ll.Module) -> dict[str, ll.Valu
             if var.space == "const":
                 g.global_constant = True
     for var, g, element in pending:
-        g.initializer = _initializer(module, var, g.value_type, element, out)
+        try:
+            g.initializer = _initializer(module, var, g.value_type, element, out)
+        except UnsupportedFeatureError:
+            if not collecting:
+                raise
+            g.initializer = ll.Constant(g.value_type, None)
         g.value_type = g.initializer.type
     return out
 
@@ -602,21 +615,24 @@ def build_llvm(module: ir.Module, problems: list | None = None) -> ll.Module:
     of raising."""
     llmod = ll.Module(name="ptxport.nvptx")
     llmod.triple = TRIPLE
-    globals_ = _declare_variables(module, llmod)
+    globals_ = _declare_variables(module, llmod, problems is not None)
     functions: dict[str, ll.Function] = {}
     for f in module.functions.values():
         if not f.is_kernel:
             try:
                 fn = ll.Function(llmod, _function_type(f), name=f.name)
             except UnsupportedFeatureError as e:
-                raise UnsupportedFeatureError(e.feature, e.target, module.location(f.pos),
-                                              e.reason) from None
+                if problems is None:
+                    raise UnsupportedFeatureError(e.feature, e.target, module.location(f.pos),
+                                                  e.reason) from None
+                problems.extend((inst, e.reason) for inst in f.instructions())
+                continue
             if not f.is_declaration and "visible" not in f.linkage:
                 fn.linkage = "internal"
             functions[f.name] = fn
     target = NvptxTarget(module, llmod, globals_, functions)
     for f in list(module.functions.values()):
-        if f.is_declaration:
+        if f.is_declaration or not (f.is_kernel or f.name in functions):
             continue
         if f.is_kernel:
             _lower_kernel(module, f, llmod, target, problems)
@@ -657,7 +673,8 @@ def _lower_kernel(module: ir.Module, kernel: ir.Function, llmod: ll.Module,
         if problems is None:
             raise UnsupportedFeatureError(e.feature, e.target, module.location(kernel.pos),
                                           e.reason) from None
-        params = []
+        problems.extend((inst, e.reason) for inst in kernel.instructions())
+        return
     fn = ll.Function(llmod, ll.FunctionType(ll.VoidType(), [t for t, _ in params]),
                      name=kernel.name)
     fn.calling_convention = "ptx_kernel"
@@ -666,7 +683,7 @@ def _lower_kernel(module: ir.Module, kernel: ir.Function, llmod: ll.Module,
     slots, size = param_layout(kernel)
     largest = max([s.align for s in slots], default=1)
     fl.param_buffer = fl.entry_alloca(ll.ArrayType(I8, max(size, 1)), "params", largest)
-    for slot, arg, (typ, byval) in zip(slots, fn.args, params, strict=False):
+    for slot, arg, (typ, byval) in zip(slots, fn.args, params, strict=True):
         if byval:
             arg.add_attribute("byval")
             arg.attributes.align = slot.align

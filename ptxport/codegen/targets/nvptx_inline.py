@@ -102,6 +102,10 @@ INLINE_PTX: dict[str, tuple[Callable[[ir.Instruction], bool], str]] = {
     **{op: (_always, CONVERGENT) for op in ("ldmatrix", "stmatrix", "movmatrix", "mma",
                                              "wmma")},
     **{op: (_always, MEMORY) for op in ("griddepcontrol", "pmevent", "setmaxnreg")},
+    # textures and surfaces through object handles (.u64 registers; .texref variables are
+    # refused where they are declared)
+    **{op: (_always, MEMORY) for op in ("tex", "tld4", "txq", "suld", "sust", "sured", "suq",
+                                         "istypep")},
     "ld": (_ordered_access, MEMORY),
     "st": (_ordered_access, MEMORY),
 }
@@ -109,7 +113,8 @@ INLINE_PTX: dict[str, tuple[Callable[[ir.Instruction], bool], str]] = {
 # Opcodes whose first operand is not a destination.
 _NO_DESTINATION = frozenset(("st", "red", "cp", "membar", "fence", "nanosleep", "prefetch",
                              "prefetchu", "applypriority", "discard", "bar", "barrier",
-                             "griddepcontrol", "pmevent", "setmaxnreg"))
+                             "griddepcontrol", "pmevent", "setmaxnreg", "sust",
+                             "sured"))
 
 
 def constraint(bits: int) -> str:
@@ -217,6 +222,8 @@ class _InlinePtx:
             return self._value(fl.read(operand, "u64"), 64)
         if isinstance(operand, ir.Address):
             return self.address(operand)
+        if isinstance(operand, ir.ListValue) and operand.bracketed:  # [tex, {x, y}]
+            return "[" + ", ".join(self.input(e) for e in operand.elements) + "]"
         raise fl.unsupported(self.inst, f"inline PTX cannot take the operand {operand!r}")
 
     def address(self, operand: ir.Address) -> str:
