@@ -38,6 +38,20 @@ def _parser() -> argparse.ArgumentParser:
         description="List every device of every backend present, with its properties, and "
                     "for each backend that is absent, the reason.")
     devices.add_argument("--json", action="store_true", help="print the list as JSON")
+    compile_ = commands.add_parser(
+        "compile", help="compile a .ptx or .cu file for a target",
+        description="Compile the kernels of a .ptx or .cu file for a target: 'cpu' (LLVM IR "
+                    "with -o NAME.ll, or an object file for this host with -o NAME.o; one "
+                    "kernel per file, so a file with several kernels gives NAME.KERNEL.ll "
+                    "each unless --kernel picks one) or 'nvptx:sm_XX' (PTX text). "
+                    "'amdgpu:gfxNNNN' and 'spirv' are not implemented yet.")
+    compile_.add_argument("file", help="a .ptx file, or a .cu file (compiled with NVRTC)")
+    compile_.add_argument("--target", required=True,
+                          help="cpu, nvptx:sm_XX (e.g. nvptx:sm_90), amdgpu:gfxNNNN, spirv")
+    compile_.add_argument("-o", "--output", required=True, help="the file to write")
+    compile_.add_argument("--kernel", help="the one kernel to compile (cpu target)")
+    compile_.add_argument("--arch", help="architecture NVRTC compiles .cu files for "
+                                         "(default: the nvptx target's, else sm_90)")
     return parser
 
 
@@ -47,6 +61,8 @@ def main(argv: list[str] | None = None) -> int:
         return _inspect(args)
     if args.command == "devices":
         return _devices(args)
+    if args.command == "compile":
+        return _compile(args)
     return 2
 
 
@@ -111,6 +127,138 @@ def _inspect(args) -> int:
 
         sys.stdout.write(print_ir(module))
     return 0
+
+
+# Targets that have a name but no code generator yet.
+_NOT_YET = ("amdgpu", "spirv")
+
+
+def _target(text: str) -> tuple[str, str | None] | str:
+    """(family, architecture) of a --target, or the usage error to print."""
+    from ptxport.codegen.targets.nvptx import ARCHS
+
+    family, _, arch = text.partition(":")
+    if family == "cpu" and not arch:
+        return "cpu", None
+    if family == "nvptx":
+        if arch in ARCHS:
+            return "nvptx", arch
+        return (f"nvptx needs one of the architectures {', '.join(ARCHS)} "
+                f"(e.g. --target nvptx:sm_90), not '{arch}'")
+    if family in _NOT_YET:
+        return family, arch or None
+    return f"unknown target '{text}': the targets are cpu, nvptx:sm_XX, amdgpu:gfxNNNN, spirv"
+
+
+def _compile(args) -> int:
+    from ptxport.errors import UnsupportedFeatureError
+
+    target = _target(args.target)
+    if isinstance(target, str):
+        print(f"ptxport: error: {target}", file=sys.stderr)
+        return 2
+    family, arch = target
+    path, output = Path(args.file), Path(args.output)
+    if family in _NOT_YET:
+        print(f"ptxport: error: the {family} target is not implemented yet (the targets that "
+              "compile today are cpu and nvptx:sm_XX)", file=sys.stderr)
+        return 1
+    if family == "cpu" and output.suffix not in (".ll", ".o"):
+        print(f"ptxport: error: for the cpu target, -o names a .ll (LLVM IR) or .o (object "
+              f"file) output, not '{output}'", file=sys.stderr)
+        return 2
+    module = _read_module(path, args.arch or arch or "sm_90")
+    if isinstance(module, int):
+        return module
+    try:
+        if family == "nvptx":
+            from ptxport.codegen.targets.nvptx import compile_module
+
+            output.write_text(compile_module(module, arch))
+            return 0
+        return _compile_cpu(module, args.kernel, output)
+    except UnsupportedFeatureError as e:
+        _report_unsupported(path, family, module, e)
+        return 1
+    except CompileError as e:
+        print(f"{path}: error: {e}", file=sys.stderr)
+        return 1
+
+
+def _compile_cpu(module, kernel: str | None, output: Path) -> int:
+    """One LLVM IR or object file per kernel (the CPU target compiles kernels one by one)."""
+    import llvmlite.binding as llvm
+
+    from ptxport.codegen.targets.cpu import build_llvm, emit_object
+
+    names = [f.name for f in module.kernels]
+    if kernel is not None and kernel not in names:
+        print(f"ptxport: error: no kernel '{kernel}' (kernels: {', '.join(names) or 'none'})",
+              file=sys.stderr)
+        return 2
+    if kernel is None and not names:
+        print("ptxport: error: the cpu target compiles kernels, and this file has none",
+              file=sys.stderr)
+        return 1
+    chosen = [kernel] if kernel is not None else names
+    for name in chosen:
+        path = output if len(chosen) == 1 else output.with_name(
+            f"{output.stem}.{name}{output.suffix}")
+        if output.suffix == ".ll":
+            path.write_text(str(build_llvm(module, name)[0]))
+        else:
+            path.write_bytes(emit_object(module, name, llvm.get_process_triple(),
+                                         llvm.get_host_cpu_name()))
+        if len(chosen) > 1:
+            print(path)
+    return 0
+
+
+def _read_module(path: Path, arch: str):
+    """The verified IR of a .ptx or .cu file, or the exit status after printing why not."""
+    from ptxport.inspection import load
+
+    if not path.is_file():
+        print(f"ptxport: error: cannot read '{path}': no such file", file=sys.stderr)
+        return 2
+    if path.suffix not in (".ptx", ".cu"):
+        print(f"ptxport: error: '{path}' is neither a .ptx nor a .cu file", file=sys.stderr)
+        return 2
+    try:
+        return load(path, arch=arch)[0]
+    except BackendUnavailableError as e:
+        print(f"ptxport: error: {e}", file=sys.stderr)
+        return 2
+    except CompileError as e:
+        print(f"{path}: error: {e}", file=sys.stderr)
+        return 1
+    except PtxportError as e:
+        diagnostics = getattr(e, "diagnostics", None)
+        lines = [str(d) for d in diagnostics] if diagnostics else [f"{path}: error: {e}"]
+        print("\n".join(lines), file=sys.stderr)
+        return 1
+    except UnicodeDecodeError as e:
+        print(f"{path}: error: not a text file ({e.reason} at byte {e.start})", file=sys.stderr)
+        return 1
+
+
+def _report_unsupported(path: Path, target: str, module, error) -> None:
+    """Every instruction `target` cannot compile, as `file:line:col: error: ...`, in order;
+    `error` (the first problem compiling met) where it is no instruction's (a variable's)."""
+    from ptxport.codegen import support
+
+    lines = []
+    reasons = support.unsupported(target, module)
+    for f in module.functions.values():
+        for inst in f.instructions():
+            reason = reasons.get(id(inst))
+            if reason is not None:
+                lines.append(f"{module.location(inst.pos) or path}: error: '{inst.spec.text}' "
+                             f"is not supported on target {target}: {reason}")
+    if not lines:
+        lines.append(f"{error.location or path}: error: '{error.feature}' is not supported on "
+                     f"target {error.target}: {error.reason}")
+    print("\n".join(lines), file=sys.stderr)
 
 
 if __name__ == "__main__":
