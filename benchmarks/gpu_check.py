@@ -6,10 +6,12 @@ For every case of tests/kernel_cases (every corpus kernel), on the case's inputs
   (c) the CPU device.
 (b) and (c) are judged against (a)'s outputs with the case's own comparison (integers bit for
 bit, floats within the case's tolerances); (a) is judged against the case's numpy reference
-too. Then (a) and (b) are timed: the median of several launches, each timed alone with CUDA
-events and started from the same inputs (restored by device copies outside the timed span),
-compilation excluded; the table gives native throughput over ptxport's per kernel and the
-geometric mean. Goals (issue 4): every kernel correct on both; the geometric mean at least 0.95.
+too. Then (a) and (b) are timed: the median of 30 launches, each between two CUDA events and
+started from the same inputs (restored by device copies outside the events), queued behind a
+kernel that holds the stream until all are queued (so the host's time between launches is
+not measured), compilation excluded; the table gives native throughput over ptxport's
+(time of (a) / time of (b)) per kernel and the geometric mean. Goals (issue 4): every
+kernel correct on both; the geometric mean at least 0.95.
 
 Two steps on two machines:
 
@@ -52,9 +54,9 @@ from kernel_cases import CASES, KernelCase, case_seed, compare_outputs, copy_arg
 
 ARCH = "sm_90"
 CASE_TIMEOUT_S = 240   # a case with no progress for this long is taken as hung
-REPEATS = 30           # timed launches per kernel and column (after WARMUP)
+REPEATS = 30           # timed launches per kernel and column, in ROUNDS batches
+ROUNDS = 3
 WARMUP = 3
-TIME_BUDGET_S = 1.0    # fewer launches for kernels slower than this allows
 
 
 # build: here, with the wheels ------------------------------------------------------------------
@@ -125,6 +127,7 @@ class Columns:
         self.gpu = Device("cuda:0")
         self.cpu = Device("cpu") if with_cpu else None
         self.backend = backends.get("cuda")
+        self.gate = None  # the CudaKernelBinary of GATE_PTX, once loaded
         self._objects: dict[tuple[str, str], object] = {}
 
     def kernel(self, column: str, case: KernelCase):
@@ -190,43 +193,85 @@ def run_once(device, kernel, case: KernelCase, args) -> dict[int, np.ndarray]:
     return results
 
 
-def time_kernel(columns: Columns, kernel, case: KernelCase, args) -> float:
-    """The median time of one launch in microseconds, by CUDA events around each launch,
-    every launch starting from the case's inputs."""
-    from cuda.bindings import driver
+# Holds a stream for `duration` ns (the %globaltimer), so that the launches queued behind it
+# run back to back, without the host's time between them in the timed spans.
+GATE_PTX = """
+.version 7.8
+.target sm_80
+.address_size 64
 
-    from ptxport.runtime.backends.cuda import _check
-    from ptxport.runtime.launch import pack_arguments
+.visible .entry hold_stream(
+	.param .u64 hold_stream_param_0
+)
+{
+	.reg .pred 	%p<2>;
+	.reg .b64 	%rd<5>;
 
-    device = columns.gpu
-    stream = device.create_stream()
-    buffers, params = _buffers_and_params(device, stream, args)
-    pristine = {i: buf.copy_to(stream=stream) for i, buf in buffers.items()}
-    stream.sync()
-    packed, _ = pack_arguments(kernel, tuple(params), device)
-    binary = kernel._binary(device)
-    cu_stream = columns.backend.stream(0)
-    start, end = (_check(driver.cuEventCreate(0), "cuEventCreate") for _ in range(2))
+	ld.param.u64 	%rd1, [hold_stream_param_0];
+	mov.u64 	%rd2, %globaltimer;
+$L__wait:
+	mov.u64 	%rd3, %globaltimer;
+	sub.s64 	%rd4, %rd3, %rd2;
+	setp.lt.u64 	%p1, %rd4, %rd1;
+	@%p1 bra 	$L__wait;
+	ret;
+}
+"""
+ENQUEUE_NS = 150_000   # generous host time to queue one timed launch (restores included)
 
-    def launch_timed() -> float:
-        for i, buf in buffers.items():
-            if buf.size:
-                _check(driver.cuMemcpyDtoDAsync(buf.handle, pristine[i].handle, buf.size,
-                                                cu_stream), "restore")
-        _check(driver.cuEventRecord(start, cu_stream), "cuEventRecord")
-        binary.launch(0, case.grid, case.block, case.shared_bytes, packed, cu_stream)
-        _check(driver.cuEventRecord(end, cu_stream), "cuEventRecord")
-        _check(driver.cuEventSynchronize(end), f"kernel {case.kernel} failed while timed")
-        return 1000.0 * _check(driver.cuEventElapsedTime(start, end), "cuEventElapsedTime")
 
-    try:
-        first = min(launch_timed() for _ in range(WARMUP))
-        repeats = max(5, min(REPEATS, int(TIME_BUDGET_S * 1e6 / max(first, 1.0))))
-        return float(np.median([launch_timed() for _ in range(repeats)]))
-    finally:
-        for event in (start, end):
-            driver.cuEventDestroy(event)
-        for buf in (*buffers.values(), *pristine.values()):
+class KernelTimer:
+    """Times one kernel of one column: each launch between two CUDA events, from the case's
+    inputs (restored by device copies outside the events), queued behind a gate kernel so
+    that only the GPU's time is measured."""
+
+    def __init__(self, columns: Columns, kernel, case: KernelCase, args):
+        from ptxport import Program
+        from ptxport.runtime.launch import pack_arguments
+
+        device, self.case = columns.gpu, case
+        stream = device.create_stream()
+        self.buffers, params = _buffers_and_params(device, stream, args)
+        self.pristine = {i: buf.copy_to(stream=stream) for i, buf in self.buffers.items()}
+        stream.sync()
+        self.packed, _ = pack_arguments(kernel, tuple(params), device)
+        self.binary = kernel._binary(device)
+        if columns.gate is None:
+            columns.backend.ptx_source = "native"
+            gate = Program(GATE_PTX, "ptx").compile().get_kernel("hold_stream")
+            columns.gate = gate._binary(device)
+        self.gate = columns.gate
+        self.stream = columns.backend.stream(0)
+
+    def batch(self, count: int) -> list[float]:
+        """`count` launches' times in microseconds."""
+        from cuda.bindings import driver
+
+        from ptxport.runtime.backends.cuda import _check
+
+        events = [_check(driver.cuEventCreate(0), "cuEventCreate") for _ in range(2 * count)]
+        try:
+            hold = np.uint64(ENQUEUE_NS * (count + 2)).tobytes()
+            self.gate.launch(0, (1, 1, 1), (1, 1, 1), 0, hold, self.stream)
+            for start, end in zip(events[::2], events[1::2], strict=True):
+                for i, buf in self.buffers.items():
+                    if buf.size:
+                        _check(driver.cuMemcpyDtoDAsync(buf.handle, self.pristine[i].handle,
+                                                        buf.size, self.stream), "restore")
+                _check(driver.cuEventRecord(start, self.stream), "cuEventRecord")
+                self.binary.launch(0, self.case.grid, self.case.block, self.case.shared_bytes,
+                                   self.packed, self.stream)
+                _check(driver.cuEventRecord(end, self.stream), "cuEventRecord")
+            _check(driver.cuStreamSynchronize(self.stream),
+                   f"kernel {self.case.kernel} failed while timed")
+            return [1000.0 * _check(driver.cuEventElapsedTime(start, end), "cuEventElapsedTime")
+                    for start, end in zip(events[::2], events[1::2], strict=True)]
+        finally:
+            for event in events:
+                driver.cuEventDestroy(event)
+
+    def close(self) -> None:
+        for buf in (*self.buffers.values(), *self.pristine.values()):
             buf.close()
 
 
@@ -278,13 +323,25 @@ def _context_lost(error: BaseException) -> bool:
 
 
 def time_case(columns: Columns, case: KernelCase) -> dict:
+    """The median launch time of (a) and (b), in batches taken in turn (so that a change of
+    clocks touches both alike)."""
     args = case.make_args(np.random.default_rng(case_seed(case)))
-    times = {}
-    for column in ("native", "ptxport"):
-        _, kernel = columns.kernel(column, case)
-        times[column] = time_kernel(columns, kernel, case, copy_args(args))
-    return {"file": case.file, "kernel": case.kernel, "native_us": times["native"],
-            "ptxport_us": times["ptxport"]}
+    timers = {column: KernelTimer(columns, columns.kernel(column, case)[1], case,
+                                  copy_args(args))
+              for column in ("native", "ptxport")}
+    try:
+        for timer in timers.values():
+            timer.batch(WARMUP)
+        times = {column: [] for column in timers}
+        for _ in range(ROUNDS):
+            for column, timer in timers.items():
+                times[column] += timer.batch(REPEATS // ROUNDS)
+    finally:
+        for timer in timers.values():
+            timer.close()
+    return {"file": case.file, "kernel": case.kernel,
+            "native_us": float(np.median(times["native"])),
+            "ptxport_us": float(np.median(times["ptxport"])), "launches": len(times["native"])}
 
 
 def worker(build_dir: Path, phase: str, start: int, rows_path: Path, with_cpu: bool,
