@@ -51,6 +51,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
 from kernel_cases import CASES, KernelCase, case_seed, compare_outputs, copy_args  # noqa: E402
+from kernel_cases.runtime import buffers_and_params, run_on_device  # noqa: E402
 
 ARCH = "sm_90"
 CASE_TIMEOUT_S = 240   # a case with no progress for this long is taken as hung
@@ -147,52 +148,6 @@ class Columns:
         return device, kernel
 
 
-def _buffers_and_params(device, stream, args):
-    """Device buffers holding the case's buffer Args, and the kernel's arguments."""
-    buffers = {}
-    for i, arg in enumerate(args):
-        if arg.kind in ("in", "out", "inout"):
-            buffers[i] = device.allocate(max(arg.value.nbytes, 1), stream=stream)
-            if arg.value.nbytes:
-                buffers[i].copy_from(np.ascontiguousarray(arg.value).view(np.uint8).reshape(-1),
-                                     stream=stream)
-    params = []
-    for i, arg in enumerate(args):
-        if not arg.passed:
-            continue
-        if i in buffers:
-            params.append(buffers[i])
-        elif arg.kind == "struct":
-            value = arg.value.copy()
-            for member, index in arg.pointers.items():
-                value[member] = buffers[index].handle
-            params.append(value)
-        else:
-            params.append(arg.value)
-    return buffers, params
-
-
-def run_once(device, kernel, case: KernelCase, args) -> dict[int, np.ndarray]:
-    """The kernel_cases launcher contract on `device`: the final contents of the outputs."""
-    from ptxport import LaunchConfig, launch
-
-    stream = device.create_stream()
-    buffers, params = _buffers_and_params(device, stream, args)
-    launch(stream, LaunchConfig(grid=case.grid, block=case.block, shmem_size=case.shared_bytes),
-           kernel, *params)
-    results = {}
-    for i, buf in buffers.items():
-        if args[i].kind in ("out", "inout"):
-            host = np.empty_like(args[i].value)
-            if host.nbytes:
-                buf.copy_to(host.view(np.uint8).reshape(-1), stream=stream)
-            results[i] = host
-    stream.sync()
-    for buf in buffers.values():
-        buf.close()
-    return results
-
-
 # Holds a stream for `duration` ns (the %globaltimer), so that the launches queued behind it
 # run back to back, without the host's time between them in the timed spans.
 GATE_PTX = """
@@ -231,7 +186,7 @@ class KernelTimer:
 
         device, self.case = columns.gpu, case
         stream = device.create_stream()
-        self.buffers, params = _buffers_and_params(device, stream, args)
+        self.buffers, params = buffers_and_params(device, stream, args)
         self.pristine = {i: buf.copy_to(stream=stream) for i, buf in self.buffers.items()}
         stream.sync()
         self.packed, _ = pack_arguments(kernel, tuple(params), device)
@@ -299,7 +254,7 @@ def check_case(columns: Columns, case: KernelCase) -> dict:
             continue
         try:
             device, kernel = columns.kernel(column, case)
-            outputs[column] = run_once(device, kernel, case, copy_args(args))
+            outputs[column] = run_on_device(device, kernel, case, copy_args(args))
         except Exception as e:
             row[column] = f"ERROR: {type(e).__name__}: {e}"
             if _context_lost(e):

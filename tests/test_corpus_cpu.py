@@ -13,7 +13,8 @@ import pytest
 
 from corpus import KERNEL_DIR, corpus_ptx
 from kernel_cases import CASES, KernelCase, run_case
-from ptxport import Device, LaunchConfig, Program, launch
+from kernel_cases.runtime import run_on_device
+from ptxport import Device, Program
 from ptxport.errors import UnsupportedFeatureError
 
 # kernel name -> why it cannot run on the CPU yet
@@ -31,41 +32,8 @@ def _program(file: str):
 
 def cpu_launcher(case: KernelCase, args) -> dict[int, np.ndarray]:
     """The kernel_cases launcher contract, on Device("cpu")."""
-    dev = Device("cpu")
-    stream = dev.create_stream()
     kernel = _program(case.file).get_kernel(case.kernel)
-    buffers = {}
-    for i, arg in enumerate(args):
-        if arg.kind in ("in", "out", "inout"):
-            buf = dev.allocate(max(arg.value.nbytes, 1), stream=stream)
-            if arg.value.nbytes:
-                buf.copy_from(np.ascontiguousarray(arg.value).view(np.uint8).reshape(-1),
-                              stream=stream)
-            buffers[i] = buf
-    params = []
-    for i, arg in enumerate(args):
-        if not arg.passed:
-            continue
-        if i in buffers:
-            params.append(buffers[i])
-        elif arg.kind == "struct":
-            value = arg.value.copy()
-            for member, index in arg.pointers.items():
-                value[member] = buffers[index].handle
-            params.append(value)
-        else:
-            params.append(arg.value)
-    config = LaunchConfig(grid=case.grid, block=case.block, shmem_size=case.shared_bytes)
-    launch(stream, config, kernel, *params)
-    results = {}
-    for i, buf in buffers.items():
-        if args[i].kind in ("out", "inout"):
-            host = np.empty_like(args[i].value)
-            if host.nbytes:
-                buf.copy_to(host.view(np.uint8).reshape(-1), stream=stream)
-            results[i] = host
-    stream.sync()
-    return results
+    return run_on_device(Device("cpu"), kernel, case, args)
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)

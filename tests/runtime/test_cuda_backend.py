@@ -17,6 +17,7 @@ import pytest
 
 from corpus import KERNEL_DIR, corpus_ptx
 from kernel_cases import CASES, KernelCase, run_case
+from kernel_cases.runtime import run_on_device
 from ptxport import Device, EventOptions, LaunchConfig, Program, launch, system
 from ptxport.errors import (
     BackendUnavailableError,
@@ -477,40 +478,8 @@ def _corpus_program(file: str, source: str):
 def cuda_launcher(source: str):
     """The kernel_cases launcher contract on Device("cuda:0")."""
     def launcher(case: KernelCase, args) -> dict[int, np.ndarray]:
-        dev = Device("cuda:0")
-        stream = dev.create_stream()
         kernel = _corpus_program(case.file, source).get_kernel(case.kernel)
-        buffers = {}
-        for i, arg in enumerate(args):
-            if arg.kind in ("in", "out", "inout"):
-                buffers[i] = dev.allocate(max(arg.value.nbytes, 1), stream=stream)
-                if arg.value.nbytes:
-                    buffers[i].copy_from(np.ascontiguousarray(arg.value).view(np.uint8)
-                                         .reshape(-1), stream=stream)
-        params = []
-        for i, arg in enumerate(args):
-            if not arg.passed:
-                continue
-            if i in buffers:
-                params.append(buffers[i])
-            elif arg.kind == "struct":
-                value = arg.value.copy()
-                for member, index in arg.pointers.items():
-                    value[member] = buffers[index].handle
-                params.append(value)
-            else:
-                params.append(arg.value)
-        config = LaunchConfig(grid=case.grid, block=case.block, shmem_size=case.shared_bytes)
-        launch(stream, config, kernel, *params)
-        results = {}
-        for i, buf in buffers.items():
-            if args[i].kind in ("out", "inout"):
-                host = np.empty_like(args[i].value)
-                if host.nbytes:
-                    buf.copy_to(host.view(np.uint8).reshape(-1), stream=stream)
-                results[i] = host
-        stream.sync()
-        return results
+        return run_on_device(Device("cuda:0"), kernel, case, args)
     return launcher
 
 
