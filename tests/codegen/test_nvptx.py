@@ -83,8 +83,8 @@ def test_ptxas_accepts_the_corpus(path, arch):
 # --- golden checks: what key operations become ---------------------------------------------------
 
 def _compile(body: str, params: str = ".param .u64 out", extra: str = "",
-             arch: str = "sm_80", target: str = "sm_80") -> str:
-    ptx = compile_module(_module(kernel_ptx(body, params, extra, target=target)), arch)
+             arch: str = "sm_80", target: str = "sm_80", version: str = "8.0") -> str:
+    ptx = compile_module(_module(kernel_ptx(body, params, extra, target, version)), arch)
     if ptxas_path() is not None:
         assert ptxas_errors(ptx, arch) == "", ptx
     return ptx
@@ -299,3 +299,15 @@ def test_an_instruction_nvptx_cannot_express_names_itself_and_its_line():
     assert e.value.location.line == 9
     reasons = support.unsupported("nvptx", module)
     assert list(reasons.values()) == [e.value.reason]
+
+
+def test_warp_barriers_and_warp_operations_without_sync():
+    """bar.warp.sync is the warp barrier; shfl and vote without .sync (deprecated since
+    sm_70, where ptxas refuses them) become their .sync forms over the active lanes."""
+    ptx = _compile(REGS + "bar.warp.sync -1;\nmov.u32 %r2, %laneid;\n"
+                   "shfl.bfly.b32 %r3, %r2, 1, 31;\nsetp.ne.s32 %p1, %r3, 0;\n"
+                   "vote.ballot.b32 %r1, %p1;\n" + _store_r1(), version="6.0")
+    text = "\n".join(_instructions(ptx))
+    assert re.search(r"\bbar\.warp\.sync\s+-1;", text), text
+    assert "activemask.b32" in text and "shfl.sync.bfly.b32" in text
+    assert "vote.sync.ballot.b32" in text

@@ -112,12 +112,12 @@ class NvptxLowering(FunctionLowering):
 
     def pointer(self, operand, space: str | None, size: int = 1,
                 write: bool = False) -> ll.Value:
-        """A pointer in the LLVM address space of `space` (generic for None, .local and a
-        device function's .param), so that LLVM selects the state space's instructions."""
+        """A pointer in the LLVM address space of `space` (generic for None and a device
+        function's .param), so that LLVM selects the state space's instructions."""
         if not isinstance(operand, ir.Address):
             raise self.unsupported(self.inst, "a memory operand must be written [address]")
         base, offset = operand.base, operand.offset
-        wanted = _SPACES.get(space, 0)
+        wanted = LOCAL if space == "local" else _SPACES.get(space, 0)
         if isinstance(base, ir.Variable):
             pointer = self.target.own_pointer(self, base)
             if pointer.type.addrspace != wanted:
@@ -130,8 +130,13 @@ class NvptxLowering(FunctionLowering):
                 if address.type.width == 32:
                     address = self.b.zext(address, I64)
             window = self.target.space_base(self, space) if space == "param" else None
-            pointer = (self.b.gep(window, [address], source_etype=I8) if window is not None
-                       else self.b.inttoptr(address, ll.PointerType(addrspace=wanted)))
+            if window is not None:
+                pointer = self.b.gep(window, [address], source_etype=I8)
+            elif space == "local":  # local addresses are generic: cvta.to.local
+                pointer = self.b.addrspacecast(self.b.inttoptr(address, PTR),
+                                               ll.PointerType(addrspace=LOCAL))
+            else:
+                pointer = self.b.inttoptr(address, ll.PointerType(addrspace=wanted))
         if offset:
             pointer = self.b.gep(pointer, [const_int(I64, offset)], source_etype=I8)
         return pointer
@@ -218,7 +223,6 @@ _SREG_INTRINSICS = {
 _VOLATILE_SREGS = frozenset(("%clock", "%clock_hi", "%clock64", "%globaltimer",
                              "%globaltimer_lo", "%globaltimer_hi", "%smid", "%warpid"))
 
-_SHFL_MODES = ("up", "down", "bfly", "idx")
 _REDUX = {"add": "add", "and": "and", "or": "or", "xor": "xor"}
 
 
@@ -338,10 +342,13 @@ class NvptxTarget(Target):
         return _declare(self.llmod, name, ret, args)
 
     def _sync_bar(self, fl: FunctionLowering, inst: ir.Instruction) -> bool:
-        """bar{.cta}.sync a{, b} and barrier{.cta}.sync{.aligned} a{, b}; other forms (arrive,
-        red) pass through."""
-        mode = [m for m in inst.spec.modifiers if m in ("sync", "arrive", "red")]
-        if mode != ["sync"]:
+        """bar{.cta}.sync a{, b}, barrier{.cta}.sync{.aligned} a{, b} and bar.warp.sync m;
+        the other forms (arrive, red, cluster barriers) pass through."""
+        if inst.spec.has("warp"):
+            fn = self._intrinsic("llvm.nvvm.bar.warp.sync", ll.VoidType(), [I32])
+            fl.b.call(fn, [fl.read(inst.operands[0], "b32")])
+            return True
+        if inst.spec.get("op") != "sync" or inst.spec.get("scope") == "cluster":
             return False
         aligned = inst.opcode == "bar" or inst.spec.has("aligned")
         name = "llvm.nvvm.barrier.cta.sync" + (".aligned" if aligned else "")
@@ -364,7 +371,7 @@ class NvptxTarget(Target):
 
     def _sync_shfl(self, fl: FunctionLowering, inst: ir.Instruction) -> bool:
         """shfl{.sync}.mode.b32 d{|p}, a, b, c{, membermask}."""
-        mode = next(m for m in inst.spec.modifiers if m in _SHFL_MODES)
+        mode = inst.spec.get("mode")
         dest, a, b, c = inst.operands[:4]
         mask = self._mask(fl, inst, inst.operands[4] if len(inst.operands) > 4 else None)
         args = [mask, fl.read(a, "b32"), fl.read(b, "b32"), fl.read(c, "b32")]
@@ -380,7 +387,7 @@ class NvptxTarget(Target):
 
     def _sync_vote(self, fl: FunctionLowering, inst: ir.Instruction) -> bool:
         """vote{.sync}.{all,any,uni}.pred d, {!}a{, m}; vote{.sync}.ballot.b32 d, {!}a{, m}."""
-        mode = next(m for m in inst.spec.modifiers if m in ("all", "any", "uni", "ballot"))
+        mode = inst.spec.get("mode")
         dest, a = inst.operands[:2]
         mask = self._mask(fl, inst, inst.operands[2] if len(inst.operands) > 2 else None)
         ret, t = (I32, "b32") if mode == "ballot" else (I1, "pred")
@@ -390,7 +397,7 @@ class NvptxTarget(Target):
 
     def _sync_match(self, fl: FunctionLowering, inst: ir.Instruction) -> bool:
         """match.any.sync.b{32,64} d, a, m; match.all.sync.b{32,64} d{|p}, a, m."""
-        mode = "any" if inst.spec.has("any") else "all"
+        mode = inst.spec.get("mode")
         t = instruction_type(inst)
         dest, a, m = inst.operands
         value_t = ll.IntType(t.bits)
@@ -409,8 +416,7 @@ class NvptxTarget(Target):
 
     def _sync_redux(self, fl: FunctionLowering, inst: ir.Instruction) -> bool:
         """redux.sync.op.{b32,u32,s32} d, a, m (the f32 forms pass through)."""
-        op = inst.spec.get("op") or next(
-            m for m in inst.spec.modifiers if m in ("add", "min", "max", "and", "or", "xor"))
+        op = inst.spec.get("op")
         t = instruction_type(inst)
         if t.is_float or t.bits != 32:
             return False

@@ -156,11 +156,7 @@ class _InlinePtx:
         types = [_int(bits) for _, bits in self.outputs]
         ret = (ll.VoidType() if not types else types[0] if len(types) == 1
                else ll.LiteralStructType(types))
-        asm = ll.InlineAsm(ll.FunctionType(ret, [v.type for v in self.inputs]), text,
-                           ",".join(constraints), side_effect=kind != PURE)
-        attrs = ("nounwind", "readnone") if kind == PURE else (
-            ("nounwind", "convergent") if kind == CONVERGENT else ("nounwind",))
-        result = fl.b.call(asm, self.inputs, attrs=attrs)
+        result = asm(fl, text, ret, self.inputs, ",".join(constraints), kind)
         for i, (dest, bits) in enumerate(self.outputs):
             value = result if len(self.outputs) == 1 else fl.b.extract_value(result, i)
             fl.write(dest, value, "pred" if bits == 1 else _register_type(dest))
@@ -272,8 +268,19 @@ def inline_ptx(fl: FunctionLowering, inst: ir.Instruction, kind: str) -> None:
 
 def asm(fl: FunctionLowering, text: str, ret: ll.Type, args: list, constraints: str,
          kind: str = MEMORY) -> ll.Value:
+    """A call of inline PTX `text` (operands $0...: outputs, then `args`)."""
     fn_type = ll.FunctionType(ret, [a.type for a in args])
-    asm = ll.InlineAsm(fn_type, text, constraints, side_effect=kind != PURE)
-    attrs = ("nounwind", "readnone") if kind == PURE else (
-        ("nounwind", "convergent") if kind == CONVERGENT else ("nounwind",))
-    return fl.b.call(asm, args, attrs=attrs)
+    call = fl.b.call(ll.InlineAsm(fn_type, text, constraints, side_effect=kind != PURE), args)
+    call.attributes = _CallAttributes(_ATTRIBUTES[kind])
+    return call
+
+
+class _CallAttributes(ll.instructions.CallInstrAttributes):
+    """llvmlite's call-site attributes and `willreturn`: without it LLVM may not move a load
+    across the call, and then cannot merge the loads that ld.v4 became back into one."""
+
+    _known = ll.instructions.CallInstrAttributes._known | {"willreturn"}
+
+
+_ATTRIBUTES = {PURE: ("nounwind", "readnone", "willreturn"), MEMORY: ("nounwind",),
+               CONVERGENT: ("nounwind", "convergent")}
