@@ -689,13 +689,15 @@ def _lower_kernel(module: ir.Module, kernel: ir.Function, llmod: ll.Module,
     slots, size = param_layout(kernel)
     largest = max([s.align for s in slots], default=1)
     fl.param_buffer = fl.entry_alloca(ll.ArrayType(I8, max(size, 1)), "params", largest)
-    for slot, arg, (typ, byval) in zip(slots, fn.args, params, strict=True):
-        if byval:
+    memcpy = _declare(llmod, "llvm.memcpy.p0.p0.i64", ll.VoidType(), [PTR, PTR, I64, I1])
+    for slot, arg, (_, byval) in zip(slots, fn.args, params, strict=True):
+        at = fl.b.gep(fl.param_buffer, [const_int(I64, slot.offset)], source_etype=I8)
+        if byval:  # a memcpy, which LLVM turns into loads of the parameter where it is read
             arg.add_attribute("byval")
             arg.attributes.align = slot.align
-            typ = typ.pointee
-        at = fl.b.gep(fl.param_buffer, [const_int(I64, slot.offset)], source_etype=I8)
-        fl.b.store(fl.b.load(arg, typ=typ) if byval else arg, at, align=slot.align)
+            fl.b.call(memcpy, [at, fl.b.bitcast(arg, PTR), const_int(I64, slot.size), I1(0)])
+        else:
+            fl.b.store(arg, at, align=slot.align)
         fl.param_pointers[slot.name] = at
     _lower_body(fl, problems)
 
