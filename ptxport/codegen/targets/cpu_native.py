@@ -1,12 +1,11 @@
 """Native completion of the common waits, so that most rounds of a block never reach Python.
 
 `run_block(ctx, frames, frame_size, points, statuses, n)` runs a block's threads (through
-`run_threads`) and, while every live thread waits at one and the same operation, completes
-that operation itself and runs them on:
-  - a barrier for all threads (bar.sync / barrier.sync without a thread count, or with a
-    count no smaller than the live threads);
-  - shfl.sync with full member masks, when every warp with a waiting thread waits whole
-    (all 32 lanes; other warps may have exited).
+`run_threads`) and completes the common waits itself:
+  - shfl.sync, warp by warp: a whole warp whose 32 lanes wait at one shuffle with full
+    member masks, whatever the other warps are doing;
+  - then a barrier every live thread waits at (bar.sync / barrier.sync naming one barrier,
+    without a thread count or with a count equal to the live threads).
 It returns 0 when every thread has exited, 1 when the waits need the general resolver
 (cpu_sync.resolve, in Python: partial masks, divergent warps, named barriers, and every other
 operation), 2 when a thread trapped or faulted. Both paths follow the same PTX rules; tests
@@ -44,36 +43,82 @@ def build_run_block(llmod: ll.Module, run_threads: ll.Function, plan) -> None:
                      name="run_block")
     ctx, frames, frame_size, points, statuses, n = fn.args
     b = ll.IRBuilder(fn.append_basic_block("entry"))
+    progress = b.alloca(ll.IntType(1), name="progress")
     loop = fn.append_basic_block("loop")
     b.branch(loop)
     b.position_at_end(loop)
     b.call(run_threads, [ctx, frames, frame_size, points, statuses, n])
     common, live, trapped = _scan(fn, b, points, statuses, n)
-    done, general, failed, dispatch = (fn.append_basic_block(x) for x in
-                                       ("done", "general", "failed", "dispatch"))
+    done, general, failed, waits = (fn.append_basic_block(x) for x in
+                                    ("done", "general", "failed", "waits"))
     b.cbranch(trapped, failed, fn.append_basic_block("not_trapped"))
     b.position_at_end(fn.blocks[-1])
-    b.cbranch(b.icmp_signed("==", live, I32(0)), done, dispatch)
+    b.cbranch(b.icmp_signed("==", live, I32(0)), done, waits)
     for block, value in ((done, 0), (general, 1), (failed, 2)):
         b.position_at_end(block)
         b.ret(I32(value))
-    b.position_at_end(dispatch)
+    # Shuffles first, warp by warp: a warp whose 32 lanes wait at one full-mask shuffle goes
+    # on, whatever the other warps wait at (`if (warp == 0) { ...shuffles... }` is common).
+    b.position_at_end(waits)
+    shuffles = {number: point for number, point in plan.sync_points.items()
+                if _kind(point.inst) == "shfl"}
+    if shuffles:
+        b.store(ll.Constant(ll.IntType(1), 0), progress)
+        _warp_shuffles(fn, b, shuffles, frames, frame_size, points, statuses, n, progress)
+        barriers = fn.append_basic_block("barriers")
+        b.cbranch(b.load(progress), loop, barriers)
+        b.position_at_end(barriers)
+    # Then a barrier every live thread waits at.
     switch = b.switch(common, general)
     for number, point in plan.sync_points.items():
-        kind = _kind(point.inst)
-        if kind is None:
+        if _kind(point.inst) != "barrier":
             continue
         case = fn.append_basic_block(f"point_{number}")
         switch.add_case(I32(number), case)
         b.position_at_end(case)
         resolved = fn.append_basic_block(f"resolved_{number}")
-        if kind == "barrier":
-            _barrier(fn, b, frames, frame_size, statuses, n, live, resolved, general)
-        else:
-            _shfl(fn, b, point.inst, frames, frame_size, statuses, n, resolved, general)
+        _barrier(fn, b, frames, frame_size, statuses, n, live, resolved, general)
         b.position_at_end(resolved)
         _release(fn, b, statuses, n)
         b.branch(loop)
+
+
+def _warp_shuffles(fn, b, shuffles, frames, frame_size, points, statuses, n, progress):
+    """For each whole warp of the block whose 32 lanes all wait at the same shfl.sync, with
+    full member masks: complete it for that warp and set `progress`."""
+    nwarps = b.lshr(n, I32(5))      # whole warps only; a partial last warp is the resolver's
+    w, head, after = _loop(fn, b, nwarps, "warp")
+    base = b.shl(w, I32(5))
+    point = b.load(b.gep(points, [base], source_etype=I32), typ=I32)
+    # all 32 lanes blocked at `point` with full masks
+    lane, lhead, lafter = _loop(fn, b, I32(32), "lane")
+    t = b.add(base, lane)
+    same = b.and_(
+        b.icmp_signed("==", b.load(b.gep(statuses, [t], source_etype=I32), typ=I32),
+                      I32(BLOCKED)),
+        b.and_(b.icmp_signed("==", b.load(b.gep(points, [t], source_etype=I32), typ=I32),
+                             point),
+               b.icmp_unsigned("==", b.trunc(b.load(_slot(b, frames, frame_size, t, "in3"),
+                                                    typ=I64), I32), I32(FULL))))
+    lane_ok = fn.append_basic_block("lane_ok")
+    next_warp = fn.append_basic_block("next_warp")
+    b.cbranch(same, lane_ok, next_warp)
+    b.position_at_end(lane_ok)
+    lane.add_incoming(b.add(lane, I32(1)), lane_ok)
+    b.branch(lhead)
+    b.position_at_end(lafter)
+    switch = b.switch(point, next_warp)
+    for number, sync_point in shuffles.items():
+        case = fn.append_basic_block(f"warp_shfl_{number}")
+        switch.add_case(I32(number), case)
+        b.position_at_end(case)
+        _shfl_warp(fn, b, sync_point.inst, frames, frame_size, statuses, base)
+        b.store(ll.Constant(ll.IntType(1), 1), progress)
+        b.branch(next_warp)
+    b.position_at_end(next_warp)
+    w.add_incoming(b.add(w, I32(1)), next_warp)
+    b.branch(head)
+    b.position_at_end(after)
 
 
 def _scan(fn, b, points, statuses, n):
@@ -174,37 +219,12 @@ def _loop(fn, b, n, name):
     return t, head, after
 
 
-def _shfl(fn, b, inst, frames, frame_size, statuses, n, resolved, general):
-    """shfl.sync.mode (PTX ISA 9.7.9.6) when each warp with a waiting thread waits whole
-    (all 32 lanes, none exited) with full member masks."""
-    # every warp: none or all of its 32 lanes wait, with full masks
-    t, head, after = _loop(fn, b, n, "whole")
-    waiting = b.icmp_signed("==", b.load(b.gep(statuses, [t], source_etype=I32), typ=I32),
-                            I32(BLOCKED))
-    lane0 = b.sub(t, b.and_(t, I32(31)))
-    lane0_waiting = b.icmp_signed("==", b.load(b.gep(statuses, [lane0], source_etype=I32),
-                                               typ=I32), I32(BLOCKED))
-    mask = b.trunc(b.load(_slot(b, frames, frame_size, t, "in3"), typ=I64), I32)
-    in_block = b.icmp_signed("<", b.or_(t, I32(31)), n)
-    good = b.and_(b.icmp_unsigned("==", waiting, lane0_waiting),
-                  b.or_(b.not_(waiting), b.and_(in_block,
-                                                b.icmp_unsigned("==", mask, I32(FULL)))))
-    ok = fn.append_basic_block("whole_ok")
-    b.cbranch(good, ok, general)
-    b.position_at_end(ok)
-    t.add_incoming(b.add(t, I32(1)), ok)
-    b.branch(head)
-    b.position_at_end(after)
+def _shfl_warp(fn, b, inst, frames, frame_size, statuses, base):
+    """shfl.sync.mode (PTX ISA 9.7.9.6) for the 32 lanes of the warp starting at thread
+    `base`, all waiting with full masks; they may run on afterwards."""
     mode = inst.spec.get("mode")
-    t, head, after = _loop(fn, b, n, "shfl")
-    compute = fn.append_basic_block("shfl_compute")
-    step = fn.append_basic_block("shfl_step")
-    waiting = b.icmp_signed("==", b.load(b.gep(statuses, [t], source_etype=I32), typ=I32),
-                            I32(BLOCKED))
-    b.cbranch(waiting, compute, step)
-    b.position_at_end(compute)
-    lane = b.and_(t, I32(31))
-    base = b.sub(t, lane)
+    lane, head, after = _loop(fn, b, I32(32), "shfl")
+    t = b.add(base, lane)
     # PTX uses b[4:0] only: "an out of range value of b may still result in a valid lane"
     bval = b.and_(b.trunc(b.load(_slot(b, frames, frame_size, t, "in1"), typ=I64), I32),
                   I32(0x1F))
@@ -229,16 +249,14 @@ def _shfl(fn, b, inst, frames, frame_size, statuses, n, resolved, general):
         j = b.or_(min64, b.and_(b64, b.zext(b.not_(segmask), I64)))
         valid = b.icmp_signed("<=", j, max64)
     j = b.select(valid, j, lane64)
-    source = b.add(b.zext(base, I64), j)
-    value = b.load(_slot(b, frames, frame_size, b.trunc(source, I32), "in0"), typ=I64)
+    source = b.trunc(b.add(b.zext(base, I64), j), I32)
+    value = b.load(_slot(b, frames, frame_size, source, "in0"), typ=I64)
     b.store(b.and_(value, I64(FULL)), _slot(b, frames, frame_size, t, "out0"))
     b.store(b.zext(valid, I64), _slot(b, frames, frame_size, t, "out1"))
-    b.branch(step)
-    b.position_at_end(step)
-    t.add_incoming(b.add(t, I32(1)), step)
+    b.store(I32(RUNNABLE), b.gep(statuses, [t], source_etype=I32))
+    lane.add_incoming(b.add(lane, I32(1)), b.block)
     b.branch(head)
     b.position_at_end(after)
-    b.branch(resolved)
 
 
 def _release(fn, b, statuses, n):
