@@ -311,3 +311,20 @@ def test_warp_barriers_and_warp_operations_without_sync():
     assert re.search(r"\bbar\.warp\.sync\s+-1;", text), text
     assert "activemask.b32" in text and "shfl.sync.bfly.b32" in text
     assert "vote.sync.ballot.b32" in text
+
+
+def test_shared_variables_of_each_kernel_are_their_own():
+    """Two kernels may each declare a .shared variable of the same name, of different sizes."""
+    kernel = (".visible .entry {name}(.param .u64 out)\n{{\n.shared .align 4 .b8 buf[{size}];\n"
+              ".reg .b32 %r<3>; .reg .b64 %rd<3>;\nmov.u32 %r1, buf;\n"
+              "st.shared.u32 [%r1+{last}], %r1;\nld.shared.u32 %r2, [%r1+{last}];\n"
+              "ld.param.u64 %rd1, [out];\ncvta.to.global.u64 %rd2, %rd1;\n"
+              "st.global.u32 [%rd2], %r2;\nret;\n}}\n")
+    ptx = compile_module(_module(
+        ".version 8.0\n.target sm_80\n.address_size 64\n"
+        + kernel.format(name="small", size=16, last=12)
+        + kernel.format(name="large", size=4096, last=4092)), "sm_80")
+    sizes = sorted(int(n) for n in re.findall(r"\.shared \.align 4 \.b8 \S+\[(\d+)\]", ptx))
+    assert sizes == [16, 4096], ptx
+    if ptxas_path() is not None:
+        assert ptxas_errors(ptx, "sm_80") == ""

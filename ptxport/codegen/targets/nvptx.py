@@ -202,8 +202,7 @@ def _declare(llmod: ll.Module, name: str, ret: ll.Type, args: list) -> ll.Functi
     existing = llmod.globals.get(name)
     if existing is not None:
         return existing
-    fn = ll.Function(llmod, ll.FunctionType(ret, args), name)
-    return fn
+    return ll.Function(llmod, ll.FunctionType(ret, args), name)
 
 
 # --- the target ---------------------------------------------------------------------------
@@ -229,7 +228,7 @@ _REDUX = {"add": "add", "and": "and", "or": "or", "xor": "xor"}
 class NvptxTarget(Target):
     name = "nvptx"
 
-    def __init__(self, module: ir.Module, llmod: ll.Module, globals_: dict[str, ll.Value],
+    def __init__(self, module: ir.Module, llmod: ll.Module, globals_: dict[object, ll.Value],
                  functions: dict[str, ll.Function]):
         self.module, self.llmod = module, llmod
         self.globals, self.functions = globals_, functions
@@ -270,7 +269,9 @@ class NvptxTarget(Target):
     def own_pointer(self, fl: FunctionLowering, var: ir.Variable) -> ll.Value:
         """A variable's storage, in its state space's address space."""
         if var.space in _SPACES:
-            pointer = self.globals.get(var.name)
+            pointer = self.globals.get((fl.function.name, var.name))
+            if pointer is None:
+                pointer = self.globals.get(var.name)
             if pointer is None:
                 raise fl.unsupported(fl.inst, _OPAQUE if var.type.kind == "opaque" else
                                      f"the .{var.space} variable '{var.name}' is not declared "
@@ -506,17 +507,19 @@ def _kernel_parameter(var: ir.Variable) -> tuple[ll.Type, bool]:
 
 
 def _declare_variables(module: ir.Module, llmod: ll.Module,
-                       collecting: bool) -> dict[str, ll.Value]:
+                       collecting: bool) -> dict[object, ll.Value]:
     """One LLVM global per .global/.const/.shared variable, in its address space, under its
-    PTX name (so that cuModuleGetGlobal finds it). `collecting`: leave out the variables
+    PTX name (so that cuModuleGetGlobal finds it), keyed by that name ((function, name) for a
+    function's own .shared variables). `collecting`: leave out the variables
     NVPTX cannot have (the instructions using them report it) instead of raising."""
-    out: dict[str, ll.Value] = {}
-    variables = list(module.globals.values())
-    for f in module.functions.values():
-        variables += [v for v in f.variables.values() if v.space == "shared"]
+    out: dict[object, ll.Value] = {}
+    variables = [(var.name, var.name, var) for var in module.globals.values()]
+    for f in module.functions.values():  # a function's own .shared variables, by function
+        variables += [((f.name, v.name), f"{f.name}.{v.name}", v) for v in f.variables.values()
+                      if v.space == "shared"]
     pending = []
-    for var in variables:
-        if var.space not in _SPACES or var.name in out:
+    for key, name, var in variables:
+        if var.space not in _SPACES:
             continue
         element = I64 if var.type.kind == "opaque" else (
             I8 if var.type.kind == "pred" else value_type(var.type))
@@ -528,11 +531,11 @@ def _declare_variables(module: ir.Module, llmod: ll.Module,
         count = var.elements * (var.vector or 1)
         typ = ll.ArrayType(element, 0 if var.unsized else count) \
             if (var.dims or var.vector or count > 1 or var.unsized) else element
-        g = ll.GlobalVariable(llmod, typ, name=var.name, addrspace=_SPACES[var.space])
+        g = ll.GlobalVariable(llmod, typ, name=name, addrspace=_SPACES[var.space])
         g.align = max(var.alignment, 16 if var.unsized else 1)
         # Untyped, as LLVM's pointers are (llvmlite checks stores against a pointee type).
         g.type = ll.PointerType(addrspace=_SPACES[var.space])
-        out[var.name] = g
+        out[key] = g
         if var.space == "shared":
             g.linkage = "external" if var.unsized or var.is_extern else "internal"
             if not (var.unsized or var.is_extern):
