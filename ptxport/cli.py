@@ -43,8 +43,9 @@ def _parser() -> argparse.ArgumentParser:
         description="Compile the kernels of a .ptx or .cu file for a target: 'cpu' (LLVM IR "
                     "with -o NAME.ll, or an object file for this host with -o NAME.o; one "
                     "kernel per file, so a file with several kernels gives NAME.KERNEL.ll "
-                    "each unless --kernel picks one) or 'nvptx:sm_XX' (PTX text). "
-                    "'amdgpu:gfxNNNN' and 'spirv' are not implemented yet.")
+                    "each unless --kernel picks one), 'nvptx:sm_XX' (PTX text) or 'spirv' (a "
+                    "SPIR-V binary for OpenCL with -o NAME.spv, or LLVM IR with -o NAME.ll). "
+                    "'amdgpu:gfxNNNN' is not implemented yet.")
     compile_.add_argument("file", help="a .ptx file, or a .cu file (compiled with NVRTC)")
     compile_.add_argument("--target", required=True,
                           help="cpu, nvptx:sm_XX (e.g. nvptx:sm_90), amdgpu:gfxNNNN, spirv")
@@ -88,7 +89,20 @@ def _devices(args) -> int:
               f"{d['shared_memory_per_block'] // 1024} KiB shared memory per block")
     for name, why in absent.items():
         print(f"{name}: absent: {why}")
+    for name, why in _opencl_devices_skipped():
+        print(f"opencl: {name}: not used: {why}")
     return 0
+
+
+def _opencl_devices_skipped() -> list[tuple[str, str]]:
+    """OpenCL devices the opencl backend leaves out (those without SPIR-V), with the reason."""
+    from ptxport.runtime.backends import availability
+
+    if not availability("opencl")[0]:
+        return []
+    from ptxport.runtime.backends.opencl import skipped_devices
+
+    return skipped_devices()
 
 
 def _inspect(args) -> int:
@@ -130,7 +144,7 @@ def _inspect(args) -> int:
 
 
 # Targets that have a name but no code generator yet.
-_NOT_YET = ("amdgpu", "spirv")
+_NOT_YET = ("amdgpu",)
 
 
 def _target(text: str) -> tuple[str, str | None] | str:
@@ -138,8 +152,8 @@ def _target(text: str) -> tuple[str, str | None] | str:
     from ptxport.codegen.targets.nvptx import ARCHS
 
     family, _, arch = text.partition(":")
-    if family == "cpu" and not arch:
-        return "cpu", None
+    if family in ("cpu", "spirv") and not arch:
+        return family, None
     if family == "nvptx":
         if arch in ARCHS:
             return "nvptx", arch
@@ -176,6 +190,8 @@ def _compile(args) -> int:
 
             output.write_text(compile_module(module, arch))
             return 0
+        if family == "spirv":
+            return _compile_spirv(module, output)
         return _compile_cpu(module, args.kernel, output)
     except UnsupportedFeatureError as e:
         _report_unsupported(path, family, module, e)
@@ -183,6 +199,17 @@ def _compile(args) -> int:
     except CompileError as e:
         print(f"{path}: error: {e}", file=sys.stderr)
         return 1
+
+
+def _compile_spirv(module, output: Path) -> int:
+    """One SPIR-V module (.spv) or its LLVM IR (.ll) with every kernel of the file."""
+    from ptxport.codegen.targets import spirv
+
+    if output.suffix == ".ll":
+        output.write_text(str(spirv.build_llvm(module)[0]))
+    else:
+        output.write_bytes(spirv.compile_module(module)[0])
+    return 0
 
 
 def _compile_cpu(module, kernel: str | None, output: Path) -> int:

@@ -114,13 +114,13 @@ def test_not_ptx_or_cuda_is_a_usage_error(capsys, tmp_path):
 def test_devices_lists_the_cpu_and_why_other_backends_are_absent(capsys):
     code, out, _ = run(capsys, "devices")
     assert code == 0
-    assert out.startswith("cpu:0: ")
+    assert out.startswith("cpu:0: ") or "\ncpu:0: " in out
     assert "cuda: absent: " in out
 
 
 def test_devices_json(capsys):
     code, out, _ = run(capsys, "devices", "--json")
     report = json.loads(out)
-    assert code == 0 and report["devices"][0]["device"] == "cpu:0"
-    assert report["devices"][0]["warp_size"] == 32
-    assert set(report["absent_backends"]) >= {"cuda", "hip", "opencl"}
+    cpu = [d for d in report["devices"] if d["device"] == "cpu:0"]
+    assert code == 0 and cpu and cpu[0]["warp_size"] == 32
+    assert set(report["absent_backends"]) >= {"cuda", "hip"}

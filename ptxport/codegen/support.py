@@ -28,8 +28,15 @@ def _nvptx(module: Module) -> dict[int, str]:
     return unsupported_instructions(module)
 
 
+def _spirv(module: Module) -> dict[int, str]:
+    from ptxport.codegen.targets.spirv import unsupported_instructions
+
+    return unsupported_instructions(module)
+
+
 # target -> checker(module) -> {id(instruction): reason}
-_CHECKERS: dict[str, Callable[[Module], dict[int, str]]] = {"cpu": _cpu, "nvptx": _nvptx}
+_CHECKERS: dict[str, Callable[[Module], dict[int, str]]] = {
+    "cpu": _cpu, "nvptx": _nvptx, "spirv": _spirv}
 
 
 def implemented(target: str) -> bool:

@@ -14,8 +14,10 @@ def test_cpu_device_is_one_object_under_every_name():
     cpu = Device("cpu")
     assert Device("cpu:0") is cpu
     assert Device("CPU") is cpu
-    assert Device() is cpu          # the best present: only the CPU for now
-    assert Device(0) is cpu
+    # Device() and Device(0) are the best device present: opencl:0 where Intel's OpenCL
+    # runtime is installed (conftest.py registers it), else the CPU
+    assert Device() is system.devices[0]
+    assert Device(0) is system.devices[0]
     assert str(cpu) == "cpu:0" and cpu.backend == "cpu" and cpu.device_id == 0
 
 
@@ -37,7 +39,7 @@ def test_cpu_properties_are_cudas_limits_on_the_host():
     assert cpu.compute_capability == (9, 0) and cpu.arch == "90"
 
 
-@pytest.mark.parametrize("name", ["hip:0", "opencl:0", "hip", "opencl"])
+@pytest.mark.parametrize("name", ["hip:0", "hip"])
 def test_backends_not_written_yet_say_so(name):
     with pytest.raises(BackendUnavailableError, match="not written yet"):
         Device(name)
@@ -64,16 +66,17 @@ def test_current_device_is_per_thread():
     thread = threading.Thread(target=other_thread)
     thread.start()
     thread.join()
-    assert seen == [Device("cpu")] and Device() is Device("cpu")
+    assert seen == [system.devices[0]] and Device() is Device("cpu")
 
 
 def test_system_lists_devices_and_why_backends_are_missing():
-    assert system.devices == (Device("cpu"),)
-    assert system.num_devices == 1
+    # Intel's OpenCL CPU runtime (intel-opencl-rt, registered by conftest.py) may add opencl:0
+    assert Device("cpu") in system.devices
+    assert system.num_devices == len(system.devices)
     reasons = system.backends
     assert reasons["cpu"] == ""
     assert set(reasons) == {"cuda", "hip", "opencl", "cpu"}
-    assert "not written yet" in reasons["hip"] and "not written yet" in reasons["opencl"]
+    assert "not written yet" in reasons["hip"]
     assert reasons["cuda"], "without an NVIDIA driver and GPU the cuda backend says why"
     assert ptxport.system is system
 

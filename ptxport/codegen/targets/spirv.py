@@ -1,0 +1,583 @@
+"""The SPIR-V target: IR -> LLVM IR for spirv64 (OpenCL kernel environment) -> SPIR-V, through
+LLVM's SPIR-V backend; the opencl backend (runtime/backends/opencl.py) runs it.
+
+The shared lowering (lower.py, ops/) computes every instruction's exact PTX meaning; what
+this file adds is where a CUDA thread's world comes from in OpenCL:
+- special registers are OpenCL built-ins (get_local_id, get_group_id, get_sub_group_local_id,
+  ...), which LLVM's SPIR-V backend turns into SPIR-V built-in variables;
+- a warp is a sub-group of 32 work-items (`intel_reqd_sub_group_size` 32 on every kernel
+  that uses warp semantics); shfl is `sub_group_shuffle` (cl_khr_subgroup_shuffle) with PTX's
+  lane arithmetic done here, and vote/ballot/redux/match are reductions built from shuffles,
+  so that only one extension is needed;
+- bar.sync is `barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)`; bar.red uses the
+  work-group collectives of OpenCL 2.0.
+
+Address spaces (LLVM's SPIR-V convention): private 0, global 1, constant 2, local 3 (CUDA's
+shared memory), generic 4. Addresses keep PTX's meaning:
+- global and generic addresses are generic addresses (.global/.const variables live in
+  addrspace(1), so that a generic pointer may reach them);
+- the CTA's shared memory is one `local` buffer, a kernel argument the runtime sizes (static
+  variables at fixed offsets, then the dynamic `extern .shared` part), and a shared address is
+  the offset into it; `space_base("shared")` is its generic address;
+- .local variables are private allocas, addressed generically.
+
+The kernel ABI (what KernelLayout describes to the backend): `(global i8 *params,
+local i8 *shared, uint shared_bytes, global i8 *base_0, ..., global i8 *base_k)`. `params` holds
+the PTX parameter buffer (ir.abi.param_layout), copied into private memory at entry. Every
+8-byte parameter slot k may hold a device address: the runtime passes the cl.Buffer it lies
+in as base_k and the offset into it in the slot; where base_k is NULL the slot holds a plain
+64-bit value.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import dataclass
+
+import llvmlite.binding as llvm
+from llvmlite import ir as ll
+
+from ptxport.codegen import ops  # noqa: F401  (registers the lowerings)
+from ptxport.codegen.lower import I8, I32, I64, FunctionLowering, Target, const_int, value_type
+from ptxport.codegen.ops import atomic
+from ptxport.codegen.ops.data import state_space, vector_count
+from ptxport.codegen.targets.nvptx import _function_type, _initializer, _value_type
+from ptxport.errors import CompileError, UnsupportedFeatureError
+from ptxport.ir import nodes as ir
+from ptxport.ir.abi import param_layout
+from ptxport.ir.types import TYPES
+
+__all__ = ["KernelLayout", "build_llvm", "compile_module", "unsupported_instructions", "TRIPLE"]
+
+TRIPLE = "spirv64-unknown-unknown"
+PRIVATE, GLOBAL, CONSTANT, LOCAL, GENERIC = 0, 1, 2, 3, 4
+_SPACE_OF = {"global": GLOBAL, "const": GLOBAL, "shared": LOCAL}
+WARP = 32
+# barrier() flags: CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE
+_BOTH_FENCES = 3
+
+
+def _ptr(addrspace: int) -> ll.PointerType:
+    return ll.PointerType(addrspace=addrspace)
+
+
+@dataclass(frozen=True)
+class KernelLayout:
+    """What the runtime needs to call a compiled kernel: the parameter buffer's size, the
+    offsets of the 8-byte slots that get a buffer argument each, the static shared bytes
+    (the dynamic part starts there) and whether the kernel needs 32-wide sub-groups."""
+
+    name: str
+    params_size: int
+    pointer_slots: tuple[int, ...]
+    static_shared: int
+    needs_warp: bool
+
+
+# --- the function lowering --------------------------------------------------------------------
+
+class SpirvLowering(FunctionLowering):
+    """FunctionLowering with pointers in their state space's address space."""
+
+    param_buffer: ll.Value | None = None
+    shared: ll.Value | None = None        # local i8*: the CTA's shared memory
+    shared_bytes: ll.Value | None = None  # its size (static + dynamic), i32
+
+    def _lower_instruction(self, inst: ir.Instruction) -> None:
+        own = _OWN_LOWERINGS.get(inst.opcode)
+        if own is None:
+            super()._lower_instruction(inst)
+            return
+        self.inst = inst
+        if inst.guard is None:
+            own(self, inst)
+            return
+        guard = self.b.load(self.register_slot(inst.guard))
+        if inst.guard_negated:
+            guard = self.b.not_(guard)
+        then = self.llfn.append_basic_block("guarded")
+        after = self.llfn.append_basic_block("after")
+        self.b.cbranch(guard, then, after)
+        self.b.position_at_end(then)
+        own(self, inst)
+        if not self.b.block.is_terminated:
+            self.b.branch(after)
+        self.b.position_at_end(after)
+
+    def fall_off_end(self) -> None:
+        if self.function.is_kernel:
+            self.b.ret_void()
+        else:
+            _return_results(self)
+
+    def pointer(self, operand, space: str | None, size: int = 1,
+                write: bool = False) -> ll.Value:
+        if not isinstance(operand, ir.Address):
+            raise self.unsupported(self.inst, "a memory operand must be written [address]")
+        base, offset = operand.base, operand.offset
+        if isinstance(base, ir.Variable):
+            pointer = self.target.own_pointer(self, base)
+            wanted = _SPACE_OF.get(space, GENERIC)
+            if pointer.type.addrspace != wanted:
+                pointer = self.b.addrspacecast(pointer, _ptr(GENERIC))
+                if wanted != GENERIC:
+                    pointer = self.b.addrspacecast(pointer, _ptr(wanted))
+        else:
+            if base is None:
+                address = const_int(I64, 0)
+            else:
+                address = self.read(base, "u64" if base.type.bits == 64 else "u32")
+                if address.type.width == 32:
+                    address = self.b.zext(address, I64)
+            if space == "shared":
+                pointer = self.b.gep(self.target.shared_pointer(self), [address],
+                                     source_etype=I8)
+            elif space == "param":
+                pointer = self.b.gep(self.target.space_base(self, "param"), [address],
+                                     source_etype=I8)
+            else:
+                pointer = self.b.inttoptr(address, _ptr(_SPACE_OF.get(space, GENERIC)))
+        if offset:
+            pointer = self.b.gep(pointer, [const_int(I64, offset)], source_etype=I8)
+        return pointer
+
+
+def _return(fl: SpirvLowering, inst: ir.Instruction) -> None:
+    if fl.function.is_kernel:
+        fl.b.ret_void()
+    else:
+        _return_results(fl)
+    fl.b.position_at_end(fl.llfn.append_basic_block("after_ret"))
+
+
+def _exit(fl: SpirvLowering, inst: ir.Instruction) -> None:
+    if not fl.function.is_kernel:
+        raise fl.unsupported(inst, "exit in a device function: OpenCL can only return")
+    _return(fl, inst)
+
+
+def _return_results(fl: FunctionLowering) -> None:
+    results = [fl.b.load(fl.param_pointers[var.name], typ=_value_type(var))
+               for var in fl.function.returns]
+    if not results:
+        fl.b.ret_void()
+    elif len(results) == 1:
+        fl.b.ret(results[0])
+    else:
+        aggregate = ll.Constant(fl.llfn.function_type.return_type, None)
+        for i, value in enumerate(results):
+            aggregate = fl.b.insert_value(aggregate, value, i)
+        fl.b.ret(aggregate)
+
+
+def _alloca(fl: SpirvLowering, inst: ir.Instruction) -> None:
+    """alloca.u64 ptr, size{, align}: private memory, addressed generically."""
+    size = fl.read(inst.operands[1], "u64")
+    memory = fl.b.alloca(I8, size=size)
+    memory.align = inst.operands[2].value if len(inst.operands) > 2 else 8
+    memory.type = _ptr(PRIVATE)
+    generic = fl.b.addrspacecast(memory, _ptr(GENERIC))
+    fl.write(inst.operands[0], fl.b.ptrtoint(generic, I64), "u64")
+
+
+def _no_stack(fl: SpirvLowering, inst: ir.Instruction) -> None:
+    raise fl.unsupported(inst, "SPIR-V for OpenCL cannot save and restore the stack")
+
+
+def _atom(fl: SpirvLowering, inst: ir.Instruction) -> None:
+    """atom/red: the shared lowering, but inc and dec (LLVM's uinc_wrap/udec_wrap, which the
+    SPIR-V backend cannot select) as compare-and-swap loops with PTX's definitions."""
+    op = inst.spec.get("op")
+    if op not in ("inc", "dec") or vector_count(inst) != 1:
+        atomic.atom(fl, inst)
+        return
+    b = fl.b
+    t = TYPES[inst.spec.types[-1]]
+    operands = list(inst.operands)
+    dest = operands.pop(0) if inst.opcode == "atom" else None
+    pointer = fl.pointer(operands[0], state_space(inst))
+    limit = fl.read(operands[1], t)
+    zero, one = ll.Constant(limit.type, 0), ll.Constant(limit.type, 1)
+
+    def compute(old: ll.Value) -> ll.Value:
+        if op == "inc":
+            return b.select(b.icmp_unsigned(">=", old, limit), zero, b.add(old, one))
+        wraps = b.or_(b.icmp_unsigned("==", old, zero), b.icmp_unsigned(">", old, limit))
+        return b.select(wraps, limit, b.sub(old, one))
+
+    old = atomic._cas_loop(fl, pointer, limit.type, compute,
+                           atomic.ORDERING[inst.spec.get("sem")])
+    if dest is not None:
+        fl.write(dest, old, t)
+
+
+_OWN_LOWERINGS = {"ret": _return, "exit": _exit, "alloca": _alloca, "atom": _atom, "red": _atom,
+                  "stacksave": _no_stack, "stackrestore": _no_stack}
+
+
+# --- the target ---------------------------------------------------------------------------
+
+# PTX special register -> the OpenCL built-in (mangled, taking the dimension) that gives it.
+_DIMENSIONED = {"%tid": "_Z12get_local_idj", "%ntid": "_Z14get_local_sizej",
+                "%ctaid": "_Z12get_group_idj", "%nctaid": "_Z14get_num_groupsj"}
+_SUB_GROUP = {"%laneid": "_Z22get_sub_group_local_idv", "%warpid": "_Z16get_sub_group_idv",
+              "%nwarpid": "_Z18get_num_sub_groupsv"}
+_LANEMASKS = ("%lanemask_eq", "%lanemask_le", "%lanemask_lt", "%lanemask_ge", "%lanemask_gt")
+_WARP_REGISTERS = frozenset(_SUB_GROUP) | frozenset(_LANEMASKS)
+_REDUCE_OPS = {"add": "add", "and": "and", "or": "or", "xor": "xor", "min": "min",
+               "max": "max"}
+
+
+class SpirvTarget(Target):
+    name = "spirv"
+
+    def __init__(self, module: ir.Module, llmod: ll.Module, globals_: dict[str, ll.Value],
+                 shared_offsets: dict[str, int], functions: dict[str, ll.Function]):
+        self.module, self.llmod = module, llmod
+        self.globals, self.shared_offsets, self.functions = globals_, shared_offsets, functions
+        self.uses_warp = False
+
+    def builtin(self, name: str, ret: ll.Type, args: list, convergent: bool = False):
+        fn = self.llmod.globals.get(name)
+        if fn is None:
+            fn = ll.Function(self.llmod, ll.FunctionType(ret, args), name)
+            fn.calling_convention = "spir_func"
+            if convergent:
+                fn.attributes.add("convergent")
+        return fn
+
+    def call_builtin(self, fl: FunctionLowering, name: str, ret: ll.Type, args: list,
+                     convergent: bool = False) -> ll.Value:
+        fn = self.builtin(name, ret, [a.type for a in args], convergent)
+        return fl.b.call(fn, args, cconv="spir_func")
+
+    # --- values ------------------------------------------------------------------------------
+
+    def special_register(self, fl: FunctionLowering, reg: ir.SpecialRegister) -> ll.Value:
+        t = reg.type
+        want = ll.IntType(t.bits)
+        if reg.name in _DIMENSIONED:
+            if reg.component == "w" or not reg.component:
+                return const_int(want, 0)
+            value = self.call_builtin(fl, _DIMENSIONED[reg.name], I64,
+                                      [I32("xyz".index(reg.component))])
+            return fl.b.trunc(value, want) if want.width < 64 else value
+        if reg.name in _WARP_REGISTERS:
+            self.uses_warp = True
+        if reg.name in _SUB_GROUP:
+            return _fit(fl, self.call_builtin(fl, _SUB_GROUP[reg.name], I32, []), want)
+        if reg.name in _LANEMASKS:
+            return _fit(fl, _lanemask(fl, reg.name[len("%lanemask_"):], self.lane(fl)), want)
+        if reg.name in ("%total_smem_size", "%dynamic_smem_size"):
+            total = fl.shared_bytes if fl.shared_bytes is not None else I32(0)
+            if reg.name == "%dynamic_smem_size":
+                total = fl.b.sub(total, I32(self.static_shared))
+            return _fit(fl, total, want)
+        raise fl.unsupported(fl.inst, f"the special register {reg.text}: OpenCL has no "
+                                      "equivalent")
+
+    def lane(self, fl: FunctionLowering) -> ll.Value:
+        self.uses_warp = True
+        return self.call_builtin(fl, "_Z22get_sub_group_local_idv", I32, [])
+
+    @property
+    def static_shared(self) -> int:
+        return self.shared_offsets.get("", 0)
+
+    def shared_pointer(self, fl: FunctionLowering) -> ll.Value:
+        if fl.shared is None:
+            raise fl.unsupported(fl.inst, "shared memory in a device function: OpenCL gives "
+                                          "local memory to kernels only")
+        return fl.shared
+
+    def space_base(self, fl: FunctionLowering, space: str | None):
+        if space == "shared":
+            return fl.b.addrspacecast(self.shared_pointer(fl), _ptr(GENERIC))
+        if space == "param" and fl.function.is_kernel and fl.param_buffer is not None:
+            return fl.b.addrspacecast(fl.param_buffer, _ptr(GENERIC))
+        return None
+
+    def own_pointer(self, fl: FunctionLowering, var: ir.Variable) -> ll.Value:
+        """A variable's storage in its own address space."""
+        if var.space == "shared":
+            offset = self.shared_offsets.get(var.name)
+            if offset is None:
+                raise fl.unsupported(fl.inst, f"the .shared variable '{var.name}'")
+            return fl.b.gep(self.shared_pointer(fl), [I64(offset)], source_etype=I8)
+        if var.space in ("global", "const"):
+            pointer = self.globals.get(var.name)
+            if pointer is None:
+                raise fl.unsupported(fl.inst, f"the .{var.space} variable '{var.name}' "
+                                              "(texture, sampler and surface references "
+                                              "have no OpenCL equivalent here)")
+            return pointer
+        if var.name in fl.param_pointers:
+            return fl.param_pointers[var.name]
+        if var.space in ("local", "param"):
+            slot = fl.local_vars.get(id(var))
+            if slot is None:
+                slot = fl.entry_alloca(ll.ArrayType(I8, max(var.size, 1)), var.name,
+                                       max(var.alignment, 4))
+                fl.local_vars[id(var)] = slot
+            return slot
+        raise fl.unsupported(fl.inst, f"a variable in .{var.space} space")
+
+    def variable_pointer(self, fl: FunctionLowering, var: ir.Variable) -> ll.Value:
+        """A generic pointer to the variable (its address is the generic address, or for
+        shared ones the offset into the shared buffer once space_base is subtracted)."""
+        pointer = self.own_pointer(fl, var)
+        return pointer if pointer.type.addrspace == GENERIC else \
+            fl.b.addrspacecast(pointer, _ptr(GENERIC))
+
+    # --- control -----------------------------------------------------------------------------
+
+    def exit(self, fl: FunctionLowering) -> None:
+        _exit(fl, fl.inst)
+
+    def trap(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
+        raise fl.unsupported(inst, "OpenCL has no way to abort a kernel (trap, assert)")
+
+    def call(self, fl, inst, callee: ir.Function, returns: list, args: list) -> None:
+        if callee.is_declaration:
+            reason = ("printf (vprintf) is not lowered to OpenCL's printf yet" if
+                      callee.name == "vprintf" else f"a call of the external '{callee.name}'")
+            raise fl.unsupported(inst, reason)
+        if len(args) != len(callee.params) or len(returns) != len(callee.returns):
+            raise fl.unsupported(inst, "a call whose arguments do not match the callee")
+        if not all(isinstance(v, ir.Variable) for v in list(returns) + list(args)):
+            raise fl.unsupported(inst, "call arguments must be .param variables")
+        llcallee = self.functions.get(callee.name)
+        if llcallee is None:
+            raise fl.unsupported(inst, f"a call of '{callee.name}', whose parameters "
+                                       "SPIR-V cannot pass")
+        values = [fl.b.load(self.own_pointer(fl, arg), typ=typ)
+                  for arg, typ in zip(args, llcallee.function_type.args, strict=True)]
+        result = fl.b.call(llcallee, values, cconv="spir_func")
+        for i, var in enumerate(returns):
+            value = result if len(returns) == 1 else fl.b.extract_value(result, i)
+            fl.b.store(value, self.own_pointer(fl, var))
+
+    # --- barriers and warp operations ----------------------------------------------------------
+
+    def synchronize(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
+        from ptxport.codegen.targets import spirv_warp
+
+        spirv_warp.synchronize(self, fl, inst)
+
+
+def _fit(fl: FunctionLowering, value: ll.Value, want: ll.IntType) -> ll.Value:
+    if value.type.width == want.width:
+        return value
+    if value.type.width > want.width:
+        return fl.b.trunc(value, want)
+    return fl.b.zext(value, want)
+
+
+def _lanemask(fl: FunctionLowering, kind: str, lane: ll.Value) -> ll.Value:
+    b = fl.b
+    bit = b.shl(I32(1), lane)
+    if kind == "eq":
+        return bit
+    below = b.sub(bit, I32(1))
+    return {"lt": below, "le": b.or_(below, bit), "ge": b.not_(below),
+            "gt": b.not_(b.or_(below, bit))}[kind]
+
+
+# --- module-level lowering ----------------------------------------------------------------------
+
+def _declare_variables(module: ir.Module, llmod: ll.Module,
+                       collecting: bool) -> tuple[dict[str, ll.Value], dict[str, int]]:
+    """addrspace(1) globals for .global/.const variables; offsets in the shared buffer for
+    .shared ones (static ones in order, each aligned; "" holds the static total, where the
+    dynamic `extern .shared` arrays start)."""
+    out: dict[str, ll.Value] = {}
+    offsets: dict[str, int] = {}
+    variables = list(module.globals.values())
+    for f in module.functions.values():
+        variables += [v for v in f.variables.values() if v.space == "shared"]
+    size, dynamic = 0, []
+    for var in variables:
+        if var.space == "shared":
+            if var.name in offsets:
+                continue
+            if var.unsized or var.is_extern:
+                dynamic.append(var)
+                offsets[var.name] = -1
+                continue
+            align = max(var.alignment, 1)
+            size = (size + align - 1) // align * align
+            offsets[var.name] = size
+            size += var.size
+    static = (size + 15) // 16 * 16
+    for var in dynamic:
+        offsets[var.name] = static
+    offsets[""] = static
+    for var in variables:
+        if var.space not in ("global", "const") or var.name in out:
+            continue
+        if var.type.kind == "opaque":
+            if collecting:
+                continue
+            raise UnsupportedFeatureError(f".{var.space} .{var.type.name} {var.name}", "spirv",
+                                          module.location(var.pos),
+                                          "texture, sampler and surface references")
+        element = I8 if var.type.kind == "pred" else _element_type(var)
+        count = var.elements * (var.vector or 1)
+        typ = ll.ArrayType(element, count) if (var.dims or var.vector or count > 1) \
+            else element
+        g = ll.GlobalVariable(llmod, typ, name=var.name, addrspace=GLOBAL)
+        g.align = max(var.alignment, 1)
+        g.type = _ptr(GLOBAL)
+        if var.is_extern:
+            if not collecting:
+                raise UnsupportedFeatureError(f".extern .{var.space} {var.name}", "spirv",
+                                              module.location(var.pos),
+                                              "SPIR-V modules are not linked with others")
+            continue
+        try:
+            g.initializer = _initializer(module, var, typ, element, out)
+        except UnsupportedFeatureError:
+            if not collecting:
+                raise
+            g.initializer = ll.Constant(typ, None)
+        g.value_type = g.initializer.type
+        g.global_constant = var.space == "const" and var.init is not None
+        out[var.name] = g
+    return out, offsets
+
+
+def _element_type(var: ir.Variable) -> ll.Type:
+    return value_type(var.type)
+
+
+def _uses_warp(function: ir.Function) -> bool:
+    warp_ops = ("shfl", "vote", "match", "redux", "activemask", "elect")
+    for inst in function.instructions():
+        if inst.opcode in warp_ops or (inst.opcode == "bar" and inst.spec.has("warp")):
+            return True
+        for operand in inst.operands:
+            if isinstance(operand, ir.SpecialRegister) and operand.name in _WARP_REGISTERS:
+                return True
+    return False
+
+
+def build_llvm(module: ir.Module, problems: list | None = None,
+               kernels: list[str] | None = None) -> tuple[ll.Module, dict[str, KernelLayout]]:
+    """The LLVM module (spirv64) of the named kernels (all without `kernels`) and every
+    device function of `module`, and each kernel's layout. With `problems` (a list), what
+    the target cannot compile is collected there instead of raising."""
+    llmod = ll.Module(name="ptxport.spirv")
+    llmod.triple = TRIPLE
+    globals_, offsets = _declare_variables(module, llmod, problems is not None)
+    functions: dict[str, ll.Function] = {}
+    for f in module.functions.values():
+        if f.is_kernel or f.is_declaration:
+            continue
+        try:
+            fn = ll.Function(llmod, _function_type(f), name=f.name)
+        except UnsupportedFeatureError as e:
+            if problems is None:
+                raise UnsupportedFeatureError(e.feature, "spirv", module.location(f.pos),
+                                              e.reason) from None
+            problems.extend((inst, e.reason) for inst in f.instructions())
+            continue
+        fn.calling_convention = "spir_func"
+        fn.linkage = "internal"
+        functions[f.name] = fn
+    target = SpirvTarget(module, llmod, globals_, offsets, functions)
+    layouts = {}
+    for f in list(module.functions.values()):
+        if f.is_declaration or not (f.is_kernel or f.name in functions):
+            continue
+        if f.is_kernel and kernels is not None and f.name not in kernels:
+            continue
+        if f.is_kernel:
+            layouts[f.name] = _lower_kernel(module, f, llmod, target, problems)
+        else:
+            _lower_device_function(module, f, functions[f.name], target, problems)
+    return llmod, layouts
+
+
+def _lower_body(fl: SpirvLowering, problems: list | None) -> None:
+    fl.problems = problems
+    fl.declare_registers()
+    first = fl.create_blocks()
+    fl.b.position_at_end(fl.entry)
+    fl.b.branch(first)
+    fl.lower_body()
+
+
+def _lower_device_function(module: ir.Module, f: ir.Function, fn: ll.Function,
+                           target: SpirvTarget, problems: list | None) -> None:
+    fl = SpirvLowering(module, f, fn, target)
+    for var, arg in zip(f.params, fn.args, strict=True):
+        slot = fl.entry_alloca(arg.type, var.name, max(var.alignment, 1))
+        fl.b.store(arg, slot)
+        fl.param_pointers[var.name] = slot
+    for var in f.returns:
+        fl.param_pointers[var.name] = fl.entry_alloca(_value_type(var), var.name,
+                                                      max(var.alignment, 1))
+    _lower_body(fl, problems)
+
+
+def _lower_kernel(module: ir.Module, kernel: ir.Function, llmod: ll.Module,
+                  target: SpirvTarget, problems: list | None) -> KernelLayout:
+    slots, size = param_layout(kernel)
+    pointer_slots = tuple(s.offset for s in slots if s.size == 8 and s.offset % 8 == 0)
+    args = [_ptr(GLOBAL), _ptr(LOCAL), I32] + [_ptr(GLOBAL)] * len(pointer_slots)
+    fn = ll.Function(llmod, ll.FunctionType(ll.VoidType(), args), name=kernel.name)
+    fn.calling_convention = "spir_kernel"
+    needs_warp = _uses_warp(kernel)
+    if needs_warp:
+        fn.set_metadata("intel_reqd_sub_group_size", llmod.add_metadata([I32(WARP)]))
+    fl = SpirvLowering(module, kernel, fn, target)
+    params, fl.shared, fl.shared_bytes = fn.args[:3]
+    fl.param_buffer = fl.entry_alloca(ll.ArrayType(I8, max(size, 1)), "params", 16)
+    fl.param_buffer.type = _ptr(PRIVATE)
+    for slot in slots:
+        at = fl.b.gep(fl.param_buffer, [I64(slot.offset)], source_etype=I8)
+        source = fl.b.gep(params, [I64(slot.offset)], source_etype=I8)
+        typ = ll.ArrayType(I8, slot.size) if slot.size not in (1, 2, 4, 8) \
+            else ll.IntType(slot.size * 8)
+        value = fl.b.load(source, typ=typ, align=1)
+        if slot.offset in pointer_slots:
+            base = fn.args[3 + pointer_slots.index(slot.offset)]
+            value = fl.b.select(fl.b.icmp_unsigned("==", base, ll.Constant(_ptr(GLOBAL), None)),
+                                value, fl.b.add(value, fl.b.ptrtoint(base, I64)))
+        fl.b.store(value, at, align=1)
+        fl.param_pointers[slot.name] = at
+    _lower_body(fl, problems)
+    return KernelLayout(kernel.name, size, pointer_slots, target.static_shared,
+                        needs_warp or target.uses_warp)
+
+
+# --- compiling ------------------------------------------------------------------------------
+
+def compile_module(module: ir.Module, kernels: list[str] | None = None) \
+        -> tuple[bytes, dict[str, KernelLayout]]:
+    """The SPIR-V binary of the named kernels (all without `kernels`) of a verified IR module,
+    and each kernel's layout. Raises UnsupportedFeatureError naming the first instruction
+    SPIR-V cannot express, CompileError where LLVM's SPIR-V backend fails."""
+    llmod, layouts = build_llvm(module, kernels=kernels)
+    text = str(llmod)
+    try:
+        llvm.parse_assembly(text, context=llvm.create_context()).verify()
+    except RuntimeError as e:
+        raise CompileError("LLVM refused the IR ptxport made for SPIR-V; please report this "
+                           "to ptxport", str(e)) from None
+    done = subprocess.run([sys.executable, "-m", "ptxport.codegen.targets.spirv_emit"],
+                          input=text.encode(), capture_output=True, check=False)
+    if done.returncode != 0:
+        names = ", ".join(layouts)
+        raise CompileError(f"LLVM's SPIR-V backend failed on {names}",
+                           done.stderr.decode(errors="replace").strip())
+    return done.stdout, layouts
+
+
+def unsupported_instructions(module: ir.Module) -> dict[int, str]:
+    """id(instruction) -> why SPIR-V cannot compile it (found by the lowering itself)."""
+    problems: list = []
+    build_llvm(module, problems)
+    return {id(inst): reason for inst, reason in problems}
+

@@ -1,0 +1,37 @@
+"""LLVM IR (stdin) -> SPIR-V (stdout) with LLVM's SPIR-V backend, in a process of its own.
+
+LLVM's SPIR-V backend reports IR it cannot select (an atomic or an integer width it has no
+rule for) with a fatal error that ends the process; spirv.py runs this module as a child
+process, so that such an error becomes a CompileError with LLVM's message instead of ending
+the user's program.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import llvmlite.binding as llvm
+
+TRIPLE = "spirv64-unknown-unknown"
+# SPIR-V extensions the output may use (Intel's OpenCL runtimes read them all).
+EXTENSIONS = ("SPV_ALTERA_arbitrary_precision_integers",)
+
+
+def emit(text: str, opt: int = 2) -> bytes:
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+    llvm.set_option("ptxport", "--spirv-ext=" + ",".join("+" + e for e in EXTENSIONS))
+    tm = llvm.Target.from_triple(TRIPLE).create_target_machine(opt=opt)
+    module = llvm.parse_assembly(text)
+    module.verify()
+    pb = llvm.create_pass_builder(tm, llvm.PipelineTuningOptions(speed_level=opt))
+    pb.getModulePassManager().run(module, pb)
+    return bytes(tm.emit_object(module))
+
+
+def main() -> None:
+    sys.stdout.buffer.write(emit(sys.stdin.read()))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,226 @@
+"""Barriers and warp operations for the SPIR-V target (spirv.py): a CUDA warp is an OpenCL
+sub-group of 32 work-items (the kernel asks for that size with intel_reqd_sub_group_size).
+
+Everything lane-crossing is built from one operation, `sub_group_shuffle` (uint, uint) of
+cl_khr_subgroup_shuffle, so that the exact PTX rules are written here once: shfl's source
+lane arithmetic (PTX ISA 9.7.9.6), member masks of vote/redux/match (a lane outside the mask
+contributes the operation's identity), and elect's lowest member. A ballot is the OR of
+`pred << lane` over the sub-group. Block barriers are barrier(), bar.red uses OpenCL 2.0's
+work-group collectives.
+
+OpenCL requires sub-group operations to be reached by every work-item of the sub-group (PTX
+lets a subset named by the member mask take part): a kernel that calls warp operations from
+divergent code is outside what OpenCL defines, and its results depend on the device.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir as ll
+
+from ptxport.codegen.lower import I1, I32, I64, FunctionLowering
+from ptxport.codegen.ops.data import instruction_type
+from ptxport.ir import nodes as ir
+
+_SHUFFLE = "_Z17sub_group_shufflejj"
+_FENCES = 3  # CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE
+
+
+def synchronize(target, fl: FunctionLowering, inst: ir.Instruction) -> None:
+    lower = _LOWERINGS.get(inst.opcode)
+    if lower is None:
+        raise fl.unsupported(inst, f"{inst.opcode} has no OpenCL equivalent")
+    lower(target, fl, inst)
+
+
+def _shuffle(target, fl: FunctionLowering, value: ll.Value, lane: ll.Value) -> ll.Value:
+    """`value` of work-item `lane` of the sub-group (an i32 or i64)."""
+    if value.type == I64:
+        low = _shuffle(target, fl, fl.b.trunc(value, I32), lane)
+        high = _shuffle(target, fl, fl.b.trunc(fl.b.lshr(value, I64(32)), I32), lane)
+        return fl.b.or_(fl.b.zext(low, I64), fl.b.shl(fl.b.zext(high, I64), I64(32)))
+    target.uses_warp = True
+    return target.call_builtin(fl, _SHUFFLE, I32, [value, lane], convergent=True)
+
+
+def _reduce(target, fl: FunctionLowering, value: ll.Value, combine) -> ll.Value:
+    """`combine` over the 32 lanes' values (a butterfly: every lane gets the result)."""
+    lane = target.lane(fl)
+    for distance in (16, 8, 4, 2, 1):
+        other = _shuffle(target, fl, value, fl.b.xor(lane, I32(distance)))
+        value = combine(value, other)
+    return value
+
+
+def _ballot(target, fl: FunctionLowering, predicate: ll.Value) -> ll.Value:
+    lane = target.lane(fl)
+    bit = fl.b.select(predicate, fl.b.shl(I32(1), lane), I32(0))
+    return _reduce(target, fl, bit, fl.b.or_)
+
+
+def _member_mask(target, fl: FunctionLowering, inst: ir.Instruction, operand) -> ll.Value:
+    """The member mask; the forms without .sync take the active lanes."""
+    if operand is not None and inst.spec.has("sync"):
+        return fl.read(operand, "b32")
+    return _ballot(target, fl, I1(1))
+
+
+def _in_mask(target, fl: FunctionLowering, mask: ll.Value) -> ll.Value:
+    lane = target.lane(fl)
+    return fl.b.icmp_unsigned("!=", fl.b.and_(fl.b.lshr(mask, lane), I32(1)), I32(0))
+
+
+# --- barriers -----------------------------------------------------------------------------------
+
+def _bar(target, fl: FunctionLowering, inst: ir.Instruction) -> None:
+    """bar.sync / barrier.sync a: barrier(); bar.warp.sync m: sub_group_barrier(); bar.red:
+    a barrier and a work-group reduction."""
+    b = fl.b
+    if inst.spec.has("warp"):
+        target.uses_warp = True
+        target.call_builtin(fl, "_Z17sub_group_barrierj", ll.VoidType(), [I32(_FENCES)],
+                            convergent=True)
+        return
+    op = inst.spec.get("op")
+    if inst.spec.get("scope") == "cluster":
+        raise fl.unsupported(inst, "cluster barriers: OpenCL has no clusters of work-groups")
+    if op == "arrive":
+        raise fl.unsupported(inst, "bar.arrive: OpenCL barriers cannot arrive without waiting")
+    operands = list(inst.operands)
+    dest = operands.pop(0) if op == "red" else None
+    predicate = operands.pop() if op == "red" else None
+    if len(operands) > 1:
+        raise fl.unsupported(inst, "a barrier for a thread count: OpenCL barriers always "
+                                   "wait for the whole work-group")
+    target.call_builtin(fl, "_Z7barrierj", ll.VoidType(), [I32(_FENCES)], convergent=True)
+    if op != "red":
+        return
+    value = b.zext(fl.read(predicate, "pred"), I32)
+    redop = inst.spec.get("redop")
+    if redop == "popc":
+        total = target.call_builtin(fl, "_Z21work_group_reduce_addj", I32, [value],
+                                    convergent=True)
+        fl.write(dest, total, "u32")
+        return
+    name = "_Z14work_group_alli" if redop == "and" else "_Z14work_group_anyi"
+    result = target.call_builtin(fl, name, I32, [value], convergent=True)
+    fl.write(dest, b.icmp_unsigned("!=", result, I32(0)), "pred")
+
+
+# --- warp operations ----------------------------------------------------------------------------
+
+def _shfl(target, fl: FunctionLowering, inst: ir.Instruction) -> None:
+    """shfl{.sync}.mode.b32 d{|p}, a, b, c{, membermask} with PTX's lane rules."""
+    b = fl.b
+    dest, a, bval, c = inst.operands[:4]
+    mode = inst.spec.get("mode")
+    lane = target.lane(fl)
+    offset = b.and_(fl.read(bval, "b32"), I32(0x1F))
+    cval = fl.read(c, "b32")
+    clamp, segmask = b.and_(cval, I32(0x1F)), b.and_(b.lshr(cval, I32(8)), I32(0x1F))
+    min_lane = b.and_(lane, segmask)
+    max_lane = b.or_(min_lane, b.and_(clamp, b.not_(segmask)))
+    if mode == "up":
+        j = b.sub(lane, offset)
+        valid = b.icmp_signed(">=", j, max_lane)
+    elif mode == "down":
+        j = b.add(lane, offset)
+        valid = b.icmp_signed("<=", j, max_lane)
+    elif mode == "bfly":
+        j = b.xor(lane, offset)
+        valid = b.icmp_signed("<=", j, max_lane)
+    else:
+        j = b.or_(min_lane, b.and_(offset, b.not_(segmask)))
+        valid = b.icmp_signed("<=", j, max_lane)
+    source = b.select(valid, j, lane)
+    result = _shuffle(target, fl, fl.read(a, "b32"), source)
+    if isinstance(dest, ir.PairValue):
+        fl.write(dest.first, result, "b32")
+        fl.write(dest.second, valid, "pred")
+    else:
+        fl.write(dest, result, "b32")
+
+
+def _vote(target, fl: FunctionLowering, inst: ir.Instruction) -> None:
+    """vote{.sync}.{all,any,uni}.pred d, {!}a{, m}; vote{.sync}.ballot.b32 d, {!}a{, m}."""
+    b = fl.b
+    dest, a = inst.operands[:2]
+    mask = _member_mask(target, fl, inst, inst.operands[2] if len(inst.operands) > 2 else None)
+    ballot = b.and_(_ballot(target, fl, fl.read(a, "pred")), mask)
+    mode = inst.spec.get("mode")
+    if mode == "ballot":
+        fl.write(dest, ballot, "b32")
+        return
+    all_ = b.icmp_unsigned("==", ballot, mask)
+    any_ = b.icmp_unsigned("!=", ballot, I32(0))
+    result = {"all": all_, "any": any_, "uni": b.or_(all_, b.not_(any_))}[mode]
+    fl.write(dest, result, "pred")
+
+
+def _activemask(target, fl: FunctionLowering, inst: ir.Instruction) -> None:
+    fl.write(inst.operands[0], _ballot(target, fl, I1(1)), "b32")
+
+
+def _redux(target, fl: FunctionLowering, inst: ir.Instruction) -> None:
+    """redux.sync.op.{b32,u32,s32} d, a, m: lanes outside m contribute the identity."""
+    b = fl.b
+    t = instruction_type(inst)
+    if t.is_float:
+        raise fl.unsupported(inst, "redux.sync on .f32 is not lowered for SPIR-V yet")
+    op = inst.spec.get("op")
+    dest, a, m = inst.operands
+    signed = t.kind == "signed"
+    identity = {"add": 0, "or": 0, "xor": 0, "and": 0xFFFFFFFF,
+                "min": 0x7FFFFFFF if signed else 0xFFFFFFFF,
+                "max": 0x80000000 if signed else 0}[op]
+    value = b.select(_in_mask(target, fl, fl.read(m, "b32")), fl.read(a, "b32"),
+                     I32(identity))
+
+    def combine(x, y):
+        if op in ("min", "max"):
+            compare = b.icmp_signed if signed else b.icmp_unsigned
+            return b.select(compare("<" if op == "min" else ">", x, y), x, y)
+        return {"add": b.add, "and": b.and_, "or": b.or_, "xor": b.xor}[op](x, y)
+
+    fl.write(dest, _reduce(target, fl, value, combine), t)
+
+
+def _match(target, fl: FunctionLowering, inst: ir.Instruction) -> None:
+    """match.any.sync.b{32,64} d, a, m; match.all.sync.b{32,64} d{|p}, a, m."""
+    b = fl.b
+    t = instruction_type(inst)
+    dest, a, m = inst.operands
+    value = fl.read(a, f"b{t.bits}")
+    mask = fl.read(m, "b32")
+    same = I32(0)
+    for lane in range(32):
+        other = _shuffle(target, fl, value, I32(lane))
+        bit = b.select(b.icmp_unsigned("==", other, value), I32(1 << lane), I32(0))
+        same = b.or_(same, bit)
+    same = b.and_(same, mask)
+    if inst.spec.get("mode") == "any":
+        fl.write(dest, same, "b32")
+        return
+    everyone = b.icmp_unsigned("==", same, mask)
+    first = dest.first if isinstance(dest, ir.PairValue) else dest
+    fl.write(first, b.select(everyone, mask, I32(0)), "b32")
+    if isinstance(dest, ir.PairValue):
+        fl.write(dest.second, everyone, "pred")
+
+
+def _elect(target, fl: FunctionLowering, inst: ir.Instruction) -> None:
+    """elect.sync d|p, membermask: the lowest active member is the leader."""
+    b = fl.b
+    dest, m = inst.operands
+    members = b.and_(fl.read(m, "b32"), _ballot(target, fl, I1(1)))
+    cttz = fl.llfn.module.globals.get("llvm.cttz.i32") or ll.Function(
+        fl.llfn.module, ll.FunctionType(I32, [I32, I1]), "llvm.cttz.i32")
+    leader = b.call(cttz, [members, I1(0)])
+    first, second = (dest.first, dest.second) if isinstance(dest, ir.PairValue) \
+        else (dest, None)
+    fl.write(first, leader, "b32")
+    if second is not None:
+        fl.write(second, b.icmp_unsigned("==", target.lane(fl), leader), "pred")
+
+
+_LOWERINGS = {"bar": _bar, "barrier": _bar, "shfl": _shfl, "vote": _vote, "redux": _redux,
+              "match": _match, "activemask": _activemask, "elect": _elect}

@@ -1,0 +1,120 @@
+"""The SPIR-V target (ptxport.codegen.targets.spirv): the LLVM IR it makes (OpenCL kernel
+ABI, built-ins, address spaces, sub-group size) and the SPIR-V LLVM emits from it. Running
+the kernels is tests/test_corpus_opencl.py's job.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from ptxport.codegen import support
+from ptxport.codegen.targets import spirv
+from ptxport.errors import UnsupportedFeatureError
+from ptxport.ir.from_ptx import build
+from ptxport.ir.verify import verify
+from ptxport.ptx.parser import parse
+
+_HEADER = """.version 8.0
+.target sm_80
+.address_size 64
+"""
+
+SAXPY = _HEADER + """
+.visible .entry saxpy(.param .f32 a, .param .u64 x, .param .u64 y, .param .u32 n)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<6>;
+    .reg .f32 %f<4>;
+    .reg .b64 %rd<8>;
+    ld.param.f32 %f1, [a];
+    ld.param.u64 %rd1, [x];
+    ld.param.u64 %rd2, [y];
+    ld.param.u32 %r1, [n];
+    mov.u32 %r2, %ctaid.x;
+    mov.u32 %r3, %ntid.x;
+    mov.u32 %r4, %tid.x;
+    mad.lo.s32 %r5, %r2, %r3, %r4;
+    setp.ge.s32 %p1, %r5, %r1;
+    @%p1 bra DONE;
+    cvta.to.global.u64 %rd3, %rd1;
+    cvta.to.global.u64 %rd4, %rd2;
+    mul.wide.s32 %rd5, %r5, 4;
+    add.s64 %rd6, %rd3, %rd5;
+    add.s64 %rd7, %rd4, %rd5;
+    ld.global.f32 %f2, [%rd6];
+    ld.global.f32 %f3, [%rd7];
+    fma.rn.f32 %f3, %f1, %f2, %f3;
+    st.global.f32 [%rd7], %f3;
+DONE:
+    ret;
+}
+"""
+
+WARP_SUM = _HEADER + """
+.visible .entry warp_sum(.param .u64 out)
+{
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<3>;
+    .shared .align 4 .b8 tile[128];
+    ld.param.u64 %rd1, [out];
+    mov.u32 %r1, %laneid;
+    shfl.sync.bfly.b32 %r2, %r1, 16, 31, -1;
+    st.shared.u32 [tile], %r2;
+    bar.sync 0;
+    ld.shared.u32 %r3, [tile];
+    st.global.u32 [%rd1], %r3;
+    ret;
+}
+"""
+
+TRAP = _HEADER + """
+.visible .entry stop()
+{
+    trap;
+    ret;
+}
+"""
+
+
+def _module(ptx: str):
+    module = build(parse(ptx, "t.ptx"))
+    verify(module)
+    return module
+
+
+def test_kernel_abi_and_builtins():
+    llmod, layouts = spirv.build_llvm(_module(SAXPY))
+    text = str(llmod)
+    assert llmod.triple == "spirv64-unknown-unknown"
+    assert "define spir_kernel void @\"saxpy\"(ptr addrspace(1)" in text
+    assert "ptr addrspace(3)" in text          # the shared buffer argument
+    for builtin in ("_Z12get_group_idj", "_Z14get_local_sizej", "_Z12get_local_idj"):
+        assert f"call spir_func i64 @\"{builtin}\"" in text
+    assert "inttoptr i64" in text and "to ptr addrspace(1)" in text
+    layout = layouts["saxpy"]
+    assert layout.pointer_slots == (8, 16) and layout.params_size == 32
+    assert not layout.needs_warp
+
+
+def test_warp_kernels_ask_for_sub_groups_of_32():
+    llmod, layouts = spirv.build_llvm(_module(WARP_SUM))
+    text = str(llmod)
+    assert layouts["warp_sum"].needs_warp
+    assert "!intel_reqd_sub_group_size" in text
+    assert "_Z17sub_group_shufflejj" in text and "_Z22get_sub_group_local_idv" in text
+    assert "call spir_func void @\"_Z7barrierj\"(i32 3)" in text
+    assert layouts["warp_sum"].static_shared == 128
+
+
+def test_emits_spirv():
+    binary, _ = spirv.compile_module(_module(SAXPY))
+    assert struct.unpack("<I", binary[:4])[0] == 0x07230203  # SPIR-V's magic number
+
+
+def test_what_opencl_cannot_do_is_named():
+    with pytest.raises(UnsupportedFeatureError, match="trap.*spirv|spirv.*trap"):
+        spirv.build_llvm(_module(TRAP))
+    problems = support.unsupported("spirv", _module(TRAP))
+    assert any("abort" in reason for reason in problems.values())
