@@ -1,0 +1,601 @@
+"""The AMDGPU target: IR -> LLVM IR for amdgcn-amd-amdhsa -> relocatable object -> code object
+(.hsaco) linked by ld.lld, for HIP's module API (hipModuleLoadData).
+
+The instructions' meaning is the shared lowering's (lower.py, ops/): every floating-point,
+integer and memory instruction becomes plain LLVM IR, which LLVM's AMDGPU backend selects.
+This file gives that lowering what a GPU provides; amdgpu_warp.py gives special registers,
+barriers and CUDA's 32-lane warp on wave32 and wave64 chips.
+
+Addresses keep PTX's meaning:
+- global, const and generic addresses are flat (address space 0) addresses; AMD GPUs give
+  global (1) and constant (4) memory the same 64-bit addresses as flat ones;
+- a shared address is the offset in the work-group's LDS (address space 3), as in PTX; the
+  window's generic start (`space_base`) is the LDS aperture, so cvta works both ways;
+  `.extern .shared` arrays are external zero-size LDS arrays, which LLVM places after the
+  static LDS as dynamic LDS;
+- local variables, registers and the parameter buffer are private allocas (address space 5);
+  local addresses are their flat addresses;
+- a kernel's parameters are its real kernel arguments with the PTX sizes and alignments
+  (aggregates and over-aligned parameters `byref` in the kernarg segment), so that a launch
+  packs arguments as for the original.
+
+Code objects are version 4 (module flag amdhsa_code_object_version = 400): HIP runtimes
+load them, and every ld.lld from LLVM 14 on links them.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+
+import llvmlite.binding as llvm
+from llvmlite import ir as ll
+
+from ptxport.codegen import ops  # noqa: F401  (registers the lowerings)
+from ptxport.codegen.lower import (
+    I8,
+    I32,
+    I64,
+    PTR,
+    FunctionLowering,
+    Target,
+    const_int,
+    value_type,
+)
+from ptxport.codegen.targets.amdgpu_warp import WarpModel, declare
+from ptxport.errors import CompileError, UnsupportedFeatureError
+from ptxport.ir import nodes as ir
+from ptxport.ir.abi import param_layout
+
+__all__ = ["CHIPS", "TRIPLE", "CODE_OBJECT_VERSION", "build_llvm", "compile_object",
+           "compile_module", "link", "linker", "unsupported_instructions", "wave_size"]
+
+TRIPLE = "amdgcn-amd-amdhsa"
+CODE_OBJECT_VERSION = 400
+# Chips ptxport compiles for, and their wave size: CDNA runs wave64 only; RDNA is compiled
+# for wave32, so that a CUDA warp is a wave.
+CHIPS: dict[str, int] = {"gfx90a": 64, "gfx942": 64, "gfx1030": 32, "gfx1100": 32,
+                         "gfx1201": 32}
+# LLVM's AMDGPU address spaces.
+FLAT, GLOBAL, SHARED, CONST, PRIVATE = 0, 1, 3, 4, 5
+_SPACES = {"global": GLOBAL, "shared": SHARED, "const": CONST}
+_OPAQUE = "texture, sampler and surface references and objects have no AMDGPU lowering yet"
+
+
+def wave_size(chip: str) -> int:
+    if chip not in CHIPS:
+        raise ValueError(f"unknown AMD GPU '{chip}' (known: {', '.join(CHIPS)})")
+    return CHIPS[chip]
+
+
+# --- private memory -------------------------------------------------------------------------
+
+class _PrivateAlloca(ll.instructions.AllocaInstr):
+    """An alloca in AMDGPU's private address space (llvmlite's are always in address
+    space 0, which the AMDGPU backend cannot place)."""
+
+    def __init__(self, parent, typ, count, name):
+        super().__init__(parent, typ, count, name)
+        self.type = ll.PointerType(addrspace=PRIVATE)
+
+    def descr(self, buf):
+        buf.append(f"alloca {self.allocated_type}")
+        if self.operands:
+            op, = self.operands
+            buf.append(f", {op.type} {op.get_reference()}")
+        if self.align is not None:
+            buf.append(f", align {self.align}")
+        buf.append(f", addrspace({PRIVATE})")
+        if self.metadata:
+            buf.append(self._stringify_metadata(leading_comma=True))
+
+
+class _PrivateBuilder(ll.IRBuilder):
+    def alloca(self, typ, size=None, name=""):
+        if size is not None and not isinstance(size, ll.Value):
+            size = ll.Constant(I32, size)
+        instr = _PrivateAlloca(self.block, typ, size, name)
+        self._insert(instr)
+        return instr
+
+
+def _generic(constant: ll.Constant) -> ll.Constant:
+    return ll.FormattedConstant(PTR, f"addrspacecast ({constant.type} "
+                                     f"{constant.get_reference()} to ptr)")
+
+
+# The flat address of LDS offset 0 (the aperture): LDS offset 1 made flat, less 1 (LDS's
+# null pointer is offset 0xffffffff, and offset 0 written as a constant would be LLVM's null,
+# which becomes flat null).
+_LDS_WINDOW = ll.FormattedConstant(
+    PTR, "getelementptr (i8, ptr addrspacecast (ptr addrspace(3) inttoptr (i32 1 to "
+         "ptr addrspace(3)) to ptr), i64 -1)")
+
+
+class AmdgpuLowering(FunctionLowering):
+    """FunctionLowering with private allocas and pointers in their state space's address
+    space, so that LLVM selects LDS, global and scratch instructions."""
+
+    param_buffer: ll.Value | None = None
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.b = _PrivateBuilder(self.entry)
+
+    def entry_alloca(self, typ: ll.Type, name: str = "", align: int = 0) -> ll.Value:
+        with self.b.goto_entry_block():
+            self.b.position_at_start(self.entry)
+            slot = self.b.alloca(typ, name=name)
+            if align:
+                slot.align = align
+        return slot
+
+    def _lower_instruction(self, inst: ir.Instruction) -> None:
+        own = _OWN_LOWERINGS.get(inst.opcode)
+        if own is None:
+            super()._lower_instruction(inst)
+            return
+        self.inst = inst
+        if inst.guard is None:
+            own(self, inst)
+            return
+        guard = self.b.load(self.register_slot(inst.guard))
+        if inst.guard_negated:
+            guard = self.b.not_(guard)
+        then = self.llfn.append_basic_block("guarded")
+        after = self.llfn.append_basic_block("after")
+        self.b.cbranch(guard, then, after)
+        self.b.position_at_end(then)
+        own(self, inst)
+        if not self.b.block.is_terminated:
+            self.b.branch(after)
+        self.b.position_at_end(after)
+
+    def fall_off_end(self) -> None:
+        if self.function.is_kernel:
+            self.b.ret_void()
+        else:
+            _return_results(self)
+
+    def pointer(self, operand, space: str | None, size: int = 1,
+                write: bool = False) -> ll.Value:
+        if not isinstance(operand, ir.Address):
+            raise self.unsupported(self.inst, "a memory operand must be written [address]")
+        base, offset = operand.base, operand.offset
+        if isinstance(base, ir.Variable):
+            pointer = self.target.own_pointer(self, base)
+            wanted = {"local": PRIVATE, **_SPACES}.get(space, FLAT)
+            if space is None or space in ("param", "local"):
+                wanted = pointer.type.addrspace
+            if pointer.type.addrspace != wanted:
+                pointer = self.b.addrspacecast(pointer, ll.PointerType(addrspace=wanted))
+        else:
+            address = const_int(I64, 0) if base is None else \
+                self.read(base, "u64" if base.type.bits == 64 else "u32")
+            if address.type.width == 32 and space != "shared":
+                address = self.b.zext(address, I64)
+            if space == "shared":
+                if address.type.width == 64:
+                    address = self.b.trunc(address, I32)
+                pointer = self.b.inttoptr(address, ll.PointerType(addrspace=SHARED))
+            elif space == "param" and self.function.is_kernel:
+                pointer = self.b.gep(self.param_buffer, [address], source_etype=I8)
+            elif space == "local":
+                pointer = self.b.addrspacecast(self.b.inttoptr(address, PTR),
+                                               ll.PointerType(addrspace=PRIVATE))
+            else:
+                pointer = self.b.inttoptr(address,
+                                          ll.PointerType(addrspace=_SPACES.get(space, FLAT)))
+        if offset:
+            pointer = self.b.gep(pointer, [const_int(I64, offset)], source_etype=I8)
+        return pointer
+
+
+def _flat(fl: FunctionLowering, pointer: ll.Value) -> ll.Value:
+    return pointer if pointer.type.addrspace == FLAT else fl.b.addrspacecast(pointer, PTR)
+
+
+def _alloca(fl: AmdgpuLowering, inst: ir.Instruction) -> None:
+    """alloca.u64 ptr, size{, align}: scratch memory; its flat address is the local one."""
+    memory = fl.b.alloca(I8, size=fl.read(inst.operands[1], "u32"))
+    memory.align = inst.operands[2].value if len(inst.operands) > 2 else 8
+    fl.write(inst.operands[0], fl.b.ptrtoint(_flat(fl, memory), I64), "u64")
+
+
+def _stacksave(fl: AmdgpuLowering, inst: ir.Instruction) -> None:
+    private = ll.PointerType(addrspace=PRIVATE)
+    saved = fl.b.call(declare(fl.llfn.module, "llvm.stacksave.p5", private, []), [])
+    fl.write(inst.operands[0], fl.b.ptrtoint(_flat(fl, saved), I64), "u64")
+
+
+def _stackrestore(fl: AmdgpuLowering, inst: ir.Instruction) -> None:
+    private = ll.PointerType(addrspace=PRIVATE)
+    restore = declare(fl.llfn.module, "llvm.stackrestore.p5", ll.VoidType(), [private])
+    flat = fl.b.inttoptr(fl.read(inst.operands[0], "u64"), PTR)
+    fl.b.call(restore, [fl.b.addrspacecast(flat, private)])
+
+
+def _return(fl: AmdgpuLowering, inst: ir.Instruction) -> None:
+    if fl.function.is_kernel:
+        fl.b.ret_void()
+    else:
+        _return_results(fl)
+    fl.b.position_at_end(fl.llfn.append_basic_block("after_ret"))
+
+
+def _return_results(fl: FunctionLowering) -> None:
+    results = [fl.b.load(fl.param_pointers[var.name], typ=_value_type(var))
+               for var in fl.function.returns]
+    if not results:
+        fl.b.ret_void()
+    elif len(results) == 1:
+        fl.b.ret(results[0])
+    else:
+        aggregate = ll.Constant(fl.llfn.function_type.return_type, None)
+        for i, value in enumerate(results):
+            aggregate = fl.b.insert_value(aggregate, value, i)
+        fl.b.ret(aggregate)
+
+
+_OWN_LOWERINGS = {"ret": _return, "alloca": _alloca, "stacksave": _stacksave,
+                  "stackrestore": _stackrestore}
+
+
+# --- the target ---------------------------------------------------------------------------
+
+class AmdgpuTarget(Target):
+    def __init__(self, module: ir.Module, llmod: ll.Module, chip: str,
+                 globals_: dict[str, ll.Value], functions: dict[str, ll.Function]):
+        self.name = f"amdgpu:{chip}"
+        self.module, self.llmod, self.chip = module, llmod, chip
+        self.globals, self.functions = globals_, functions
+        self.warp = WarpModel(llmod, CHIPS[chip], self.name)
+
+    def special_register(self, fl: FunctionLowering, reg: ir.SpecialRegister) -> ll.Value:
+        return self.warp.special_register(fl, reg)
+
+    def space_base(self, fl: FunctionLowering, space: str | None):
+        if space == "shared":
+            return _LDS_WINDOW
+        if space == "param" and fl.function.is_kernel:
+            return _flat(fl, fl.param_buffer)
+        return None
+
+    def own_pointer(self, fl: FunctionLowering, var: ir.Variable) -> ll.Value:
+        """A variable's storage, in its state space's address space."""
+        if var.space in _SPACES:
+            pointer = self.globals.get(var.name)
+            if pointer is None:
+                raise fl.unsupported(fl.inst, _OPAQUE if var.type.kind == "opaque" else
+                                     f"the .{var.space} variable '{var.name}' is not declared "
+                                     "at module scope")
+            return pointer
+        if var.name in fl.param_pointers:
+            return fl.param_pointers[var.name]
+        if var.space in ("local", "param"):
+            slot = fl.local_vars.get(id(var))
+            if slot is None:
+                slot = fl.entry_alloca(ll.ArrayType(I8, max(var.size, 1)), var.name,
+                                       max(var.alignment, 4))
+                fl.local_vars[id(var)] = slot
+            return slot
+        raise fl.unsupported(fl.inst, f"a variable in .{var.space} space")
+
+    def variable_pointer(self, fl: FunctionLowering, var: ir.Variable) -> ll.Value:
+        """A flat pointer to the variable; a shared variable's is the LDS window plus its
+        offset, so that its address (pointer minus space_base) folds to the offset."""
+        pointer = self.own_pointer(fl, var)
+        if var.space == "shared":
+            offset = fl.b.zext(fl.b.ptrtoint(pointer, I32), I64)
+            return fl.b.gep(_LDS_WINDOW, [offset], source_etype=I8)
+        return _flat(fl, pointer)
+
+    def exit(self, fl: FunctionLowering) -> None:
+        if fl.function.is_kernel:
+            fl.b.ret_void()
+            return
+        fl.b.call(declare(self.llmod, "llvm.amdgcn.endpgm", ll.VoidType(), []), [])
+        fl.b.unreachable()
+
+    def trap(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
+        fl.b.call(declare(self.llmod, "llvm.trap", ll.VoidType(), []), [])
+        fl.b.unreachable()
+
+    def call(self, fl, inst, callee: ir.Function, returns: list, args: list) -> None:
+        """Device functions take parameters and give results by value, as PTX passes them."""
+        if len(args) != len(callee.params) or len(returns) != len(callee.returns):
+            raise fl.unsupported(inst, "a call whose arguments do not match the callee")
+        if not all(isinstance(v, ir.Variable) for v in list(returns) + list(args)):
+            raise fl.unsupported(inst, "call arguments must be .param variables")
+        llcallee = self.functions.get(callee.name)
+        if llcallee is None:
+            raise fl.unsupported(inst, f"a call of '{callee.name}', which has no AMDGPU "
+                                       "body (printf and other system calls have none)")
+        values = [fl.b.load(self.own_pointer(fl, arg), typ=typ)
+                  for arg, typ in zip(args, llcallee.function_type.args, strict=True)]
+        result = fl.b.call(llcallee, values)
+        for i, var in enumerate(returns):
+            value = result if len(returns) == 1 else fl.b.extract_value(result, i)
+            fl.b.store(value, self.own_pointer(fl, var))
+
+    def synchronize(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
+        self.warp.synchronize(fl, inst)
+
+
+# --- module-level lowering ----------------------------------------------------------------------
+
+def _value_type(var: ir.Variable) -> ll.Type:
+    """How a parameter or result is passed: f32/f64 as floats, other scalars as integers of
+    their width, everything else as bytes."""
+    t = var.type
+    if t.kind == "opaque":
+        raise UnsupportedFeatureError(f".param .{t.name} {var.name}", "amdgpu", None, _OPAQUE)
+    if not (var.dims or var.vector or var.elements != 1):
+        if t.name in ("f32", "f64"):
+            return ll.FloatType() if t.name == "f32" else ll.DoubleType()
+        if t.bits in (8, 16, 32, 64) and t.kind != "pred":
+            return ll.IntType(t.bits)
+    return ll.ArrayType(I8, max(var.size, 1))
+
+
+def _function_type(f: ir.Function) -> ll.FunctionType:
+    results = [_value_type(v) for v in f.returns]
+    ret = (ll.VoidType() if not results else results[0] if len(results) == 1
+           else ll.LiteralStructType(results))
+    return ll.FunctionType(ret, [_value_type(p) for p in f.params])
+
+
+def _kernel_parameter(var: ir.Variable) -> tuple[ll.Type, bool]:
+    """The kernel argument with the PTX parameter's size and alignment, and whether it is an
+    aggregate passed `byref` in the kernarg segment."""
+    typ = _value_type(var)
+    if isinstance(typ, ll.ArrayType) or var.align not in (None, var.type.size):
+        return ll.PointerType(ll.ArrayType(I8, max(var.size, 1)), addrspace=CONST), True
+    return typ, False
+
+
+def _declare_variables(module: ir.Module, llmod: ll.Module,
+                       collecting: bool) -> dict[str, ll.Value]:
+    """One LLVM global per .global/.const/.shared variable, under its PTX name (so that
+    hipModuleGetGlobal finds the global and const ones)."""
+    from ptxport.codegen.targets.nvptx import _initializer
+
+    out: dict[str, ll.Value] = {}
+    variables = list(module.globals.values())
+    for f in module.functions.values():
+        variables += [v for v in f.variables.values() if v.space == "shared"]
+    pending = []
+    for var in variables:
+        if var.space not in _SPACES or var.name in out:
+            continue
+        if var.type.kind == "opaque":
+            if collecting:
+                continue
+            raise UnsupportedFeatureError(f".{var.space} .{var.type.name} {var.name}", "amdgpu",
+                                          module.location(var.pos), _OPAQUE)
+        element = I8 if var.type.kind == "pred" else value_type(var.type)
+        count = var.elements * (var.vector or 1)
+        typ = ll.ArrayType(element, 0 if var.unsized else count) \
+            if (var.dims or var.vector or count > 1 or var.unsized) else element
+        g = ll.GlobalVariable(llmod, typ, name=var.name, addrspace=_SPACES[var.space])
+        g.align = max(var.alignment, 16 if var.unsized else 1)
+        g.type = ll.PointerType(addrspace=_SPACES[var.space])
+        out[var.name] = g
+        if var.space == "shared":
+            g.linkage = "external" if var.unsized or var.is_extern else "internal"
+            if not (var.unsized or var.is_extern):
+                g.initializer = ll.Constant(typ, ll.Undefined)
+        elif var.is_extern:
+            g.linkage = "external"
+        else:
+            pending.append((var, g, element))
+    for var, g, element in pending:
+        try:
+            g.initializer = _initializer(module, var, g.value_type, element, out)
+        except UnsupportedFeatureError:
+            if not collecting:
+                raise
+            g.initializer = ll.Constant(g.value_type, None)
+        g.value_type = g.initializer.type
+    return out
+
+
+def _annotate(fn: ll.Function, kernel: ir.Function) -> None:
+    """.reqntid/.maxntid as the flat work-group size range LLVM allocates registers for
+    (the launch must not exceed it, as CUDA's must not)."""
+    for directive in ("reqntid", "maxntid"):
+        dims = kernel.directives.get(directive)
+        if dims:
+            total = 1
+            for d in dims:
+                total *= d
+            low = total if directive == "reqntid" else 1
+            _string_attribute(fn, "amdgpu-flat-work-group-size", f"{low},{total}")
+            return
+    # CUDA allows 1024 threads per block (LLVM's default range too), stated so that the
+    # code object's metadata says it.
+    _string_attribute(fn, "amdgpu-flat-work-group-size", "1,1024")
+
+
+def _string_attribute(fn: ll.Function, key: str, value: str) -> None:
+    """A "key"="value" function attribute (llvmlite checks names against LLVM's enum
+    attributes, which string attributes are not)."""
+    set.add(fn.attributes, f'"{key}"="{value}"')
+
+
+def build_llvm(module: ir.Module, chip: str = "gfx1100",
+               problems: list | None = None) -> ll.Module:
+    """The LLVM module (amdgcn-amd-amdhsa, code object v4) of every kernel and device
+    function of `module` for `chip`. With `problems`, instructions the target cannot compile
+    are collected there instead of raising."""
+    wave_size(chip)
+    llmod = ll.Module(name="ptxport.amdgpu")
+    llmod.triple = TRIPLE
+    llmod.data_layout = str(_target_machine(chip).target_data)
+    flag = llmod.add_metadata([I32(1), ll.MetaDataString(llmod, "amdhsa_code_object_version"),
+                               I32(CODE_OBJECT_VERSION)])
+    llmod.add_named_metadata("llvm.module.flags").add(flag)
+    globals_ = _declare_variables(module, llmod, problems is not None)
+    functions: dict[str, ll.Function] = {}
+    for f in module.functions.values():
+        if f.is_kernel or f.is_declaration:
+            continue
+        try:
+            fn = ll.Function(llmod, _function_type(f), name=f.name)
+        except UnsupportedFeatureError as e:
+            if problems is None:
+                raise UnsupportedFeatureError(e.feature, e.target, module.location(f.pos),
+                                              e.reason) from None
+            problems.extend((inst, e.reason) for inst in f.instructions())
+            continue
+        fn.linkage = "internal"
+        functions[f.name] = fn
+    target = AmdgpuTarget(module, llmod, chip, globals_, functions)
+    for f in list(module.functions.values()):
+        if f.is_declaration:
+            continue
+        if f.is_kernel:
+            _lower_kernel(module, f, llmod, target, problems)
+        elif f.name in functions:
+            _lower_device_function(module, f, functions[f.name], target, problems)
+    return llmod
+
+
+def _lower_body(fl: AmdgpuLowering, problems: list | None) -> None:
+    fl.problems = problems
+    fl.declare_registers()
+    first = fl.create_blocks()
+    fl.b.position_at_end(fl.entry)
+    fl.b.branch(first)
+    fl.lower_body()
+
+
+def _lower_device_function(module: ir.Module, f: ir.Function, fn: ll.Function,
+                           target: AmdgpuTarget, problems: list | None) -> None:
+    fl = AmdgpuLowering(module, f, fn, target)
+    for var, arg in zip(f.params, fn.args, strict=True):
+        slot = fl.entry_alloca(arg.type, var.name, max(var.alignment, 1))
+        fl.b.store(arg, slot)
+        fl.param_pointers[var.name] = slot
+    for var in f.returns:
+        fl.param_pointers[var.name] = fl.entry_alloca(_value_type(var), var.name,
+                                                      max(var.alignment, 1))
+    _lower_body(fl, problems)
+
+
+def _lower_kernel(module: ir.Module, kernel: ir.Function, llmod: ll.Module,
+                  target: AmdgpuTarget, problems: list | None) -> None:
+    try:
+        params = [_kernel_parameter(p) for p in kernel.params]
+    except UnsupportedFeatureError as e:
+        if problems is None:
+            raise UnsupportedFeatureError(e.feature, target.name, module.location(kernel.pos),
+                                          e.reason) from None
+        problems.extend((inst, e.reason) for inst in kernel.instructions())
+        return
+    fn = ll.Function(llmod, ll.FunctionType(ll.VoidType(), [t for t, _ in params]),
+                     name=kernel.name)
+    fn.calling_convention = "amdgpu_kernel"
+    _annotate(fn, kernel)
+    fl = AmdgpuLowering(module, kernel, fn, target)
+    slots, size = param_layout(kernel)
+    largest = max([s.align for s in slots], default=1)
+    fl.param_buffer = fl.entry_alloca(ll.ArrayType(I8, max(size, 1)), "params", largest)
+    for slot, arg, (typ, by_reference) in zip(slots, fn.args, params, strict=True):
+        if by_reference:
+            arg.add_attribute("byref")
+            arg.attributes.align = slot.align
+            typ = typ.pointee
+        at = fl.b.gep(fl.param_buffer, [const_int(I64, slot.offset)], source_etype=I8)
+        fl.b.store(fl.b.load(arg, typ=typ) if by_reference else arg, at, align=slot.align)
+        fl.param_pointers[slot.name] = at
+    _lower_body(fl, problems)
+
+
+# --- compiling and linking ----------------------------------------------------------------------
+
+_LOCK = threading.Lock()
+_INITIALIZED = False
+
+
+def _target_machine(chip: str):
+    global _INITIALIZED
+    with _LOCK:
+        if not _INITIALIZED:
+            llvm.initialize_all_targets()
+            llvm.initialize_all_asmprinters()
+            _INITIALIZED = True
+    features = "+wavefrontsize32" if CHIPS[chip] == 32 else "+wavefrontsize64"
+    return llvm.Target.from_triple(TRIPLE).create_target_machine(
+        cpu=chip, features=features, opt=3, reloc="pic")
+
+
+def compile_llvm_ir(module: ir.Module, chip: str) -> str:
+    """The LLVM IR text ptxport makes of `module` for `chip`, before optimisation."""
+    return str(build_llvm(module, chip))
+
+
+def compile_object(module: ir.Module, chip: str) -> bytes:
+    """The relocatable ELF object (one per module) of every kernel, optimised for `chip`.
+    Each call parses a fresh LLVM module: emitting twice from one AMDGPU module aborts LLVM."""
+    text = compile_llvm_ir(module, chip)
+    tm = _target_machine(chip)
+    context = llvm.create_context()
+    try:
+        parsed = llvm.parse_assembly(text, context=context)
+        parsed.verify()
+    except RuntimeError as e:
+        raise CompileError("LLVM refused the IR ptxport made for AMDGPU; please report this "
+                           "to ptxport", str(e)) from None
+    pb = llvm.create_pass_builder(tm, llvm.PipelineTuningOptions(speed_level=3))
+    pb.getModulePassManager().run(parsed, pb)
+    return tm.emit_object(parsed)
+
+
+def linker() -> list[str] | None:
+    """The command that runs ld.lld: the one inside the `ziglang` wheel (LLD of LLVM's own
+    release), else an ld.lld on PATH (Debian's lld); None when there is neither."""
+    spec = importlib.util.find_spec("ziglang")
+    if spec is not None and spec.origin:
+        zig = Path(spec.origin).parent / "zig"
+        if zig.is_file() and os.access(zig, os.X_OK):
+            return [str(zig), "ld.lld"]
+    found = shutil.which("ld.lld") or next(
+        (shutil.which(f"ld.lld-{v}") for v in range(30, 13, -1) if shutil.which(f"ld.lld-{v}")),
+        None)
+    return [found] if found else None
+
+
+def link(obj: bytes) -> bytes:
+    """The code object (a shared ELF object) ld.lld makes of one relocatable object."""
+    command = linker()
+    if command is None:
+        raise CompileError("no ld.lld to link AMDGPU code objects",
+                           "pip install 'ptxport[amd]' (the ziglang wheel ships ld.lld)")
+    with tempfile.TemporaryDirectory(prefix="ptxport-amdgpu-") as tmp:
+        source, out = Path(tmp) / "kernels.o", Path(tmp) / "kernels.hsaco"
+        source.write_bytes(obj)
+        result = subprocess.run([*command, "-shared", "--no-undefined", "-o", str(out),
+                                 str(source)], capture_output=True, text=True, check=False)
+        if result.returncode != 0:
+            raise CompileError("ld.lld could not link the AMDGPU code object",
+                               result.stderr or result.stdout)
+        return out.read_bytes()
+
+
+def compile_module(module: ir.Module, chip: str = "gfx1100") -> bytes:
+    """The AMDGPU code object (.hsaco) of a verified IR module for `chip`. Raises
+    UnsupportedFeatureError naming the first instruction the target cannot express."""
+    return link(compile_object(module, chip))
+
+
+def unsupported_instructions(module: ir.Module, chip: str = "gfx942") -> dict[int, str]:
+    """id(instruction) -> why AMDGPU cannot compile it (wave64: the stricter warp model)."""
+    problems: list = []
+    build_llvm(module, chip, problems)
+    return {id(inst): reason for inst, reason in problems}

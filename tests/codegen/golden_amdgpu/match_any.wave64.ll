@@ -1,0 +1,101 @@
+target triple = "amdgcn-amd-amdhsa"
+
+define amdgpu_kernel void @"k"(i64 %".1") "amdgpu-flat-work-group-size"="1,1024"
+{
+entry:
+  %"params" = alloca [8 x i8], align 8, addrspace(5)
+  %".3" = getelementptr i8, ptr addrspace(5) %"params", i64 0
+  store i64 %".1", ptr addrspace(5) %".3", align 8
+  %"%r0" = alloca i32, addrspace(5)
+  %"%r1" = alloca i32, addrspace(5)
+  %"%r2" = alloca i32, addrspace(5)
+  %"%r3" = alloca i32, addrspace(5)
+  %"%r4" = alloca i32, addrspace(5)
+  %"%r5" = alloca i32, addrspace(5)
+  %"%r6" = alloca i32, addrspace(5)
+  %"%r7" = alloca i32, addrspace(5)
+  %"%r8" = alloca i32, addrspace(5)
+  %"%r9" = alloca i32, addrspace(5)
+  %"%r10" = alloca i32, addrspace(5)
+  %"%r11" = alloca i32, addrspace(5)
+  %"%r12" = alloca i32, addrspace(5)
+  %"%r13" = alloca i32, addrspace(5)
+  %"%r14" = alloca i32, addrspace(5)
+  %"%r15" = alloca i32, addrspace(5)
+  %"%rd0" = alloca i64, addrspace(5)
+  %"%rd1" = alloca i64, addrspace(5)
+  %"%rd2" = alloca i64, addrspace(5)
+  %"%rd3" = alloca i64, addrspace(5)
+  %"%rd4" = alloca i64, addrspace(5)
+  %"%rd5" = alloca i64, addrspace(5)
+  %"%rd6" = alloca i64, addrspace(5)
+  %"%rd7" = alloca i64, addrspace(5)
+  %"%p0" = alloca i1, addrspace(5)
+  %"%p1" = alloca i1, addrspace(5)
+  %"%p2" = alloca i1, addrspace(5)
+  %"%p3" = alloca i1, addrspace(5)
+  br label %"entry.1"
+entry.1:
+  %".6" = call i32 @"llvm.amdgcn.workitem.id.x"()
+  store i32 %".6", ptr addrspace(5) %"%r2"
+  %".8" = load i32, ptr addrspace(5) %"%r2"
+  %".9" = zext i32 %".8" to i64
+  store i64 %".9", ptr addrspace(5) %"%rd2"
+  %".11" = load i32, ptr addrspace(5) %"%r2"
+  %".12" = icmp ult i32 %".11", 5
+  %".13" = xor i1 %".12", -1
+  store i1 %".12", ptr addrspace(5) %"%p1"
+  %".15" = load i32, ptr addrspace(5) %"%r2"
+  %".16" = call i64 @"llvm.amdgcn.ballot.i64"(i1 1)
+  %".17" = call i32 @"llvm.amdgcn.mbcnt.lo"(i32 -1, i32 0)
+  %".18" = call i32 @"llvm.amdgcn.mbcnt.hi"(i32 -1, i32 %".17")
+  %".19" = and i32 %".18", 32
+  %".20" = zext i32 %".19" to i64
+  %".21" = lshr i64 %".16", %".20"
+  %".22" = trunc i64 %".21" to i32
+  %".23" = and i32 4294967295, %".22"
+  br label %"lanes"
+lanes:
+  %"lane" = phi  i32 [0, %"entry.1"], [%".38", %"lanes"]
+  %"acc" = phi  i32 [0, %"entry.1"], [%".37", %"lanes"]
+  %".25" = call i32 @"llvm.amdgcn.mbcnt.lo"(i32 -1, i32 0)
+  %".26" = call i32 @"llvm.amdgcn.mbcnt.hi"(i32 -1, i32 %".25")
+  %".27" = and i32 %".26", 32
+  %".28" = or i32 %".27", %"lane"
+  %".29" = shl i32 %".28", 2
+  %".30" = call i32 @"llvm.amdgcn.ds.bpermute"(i32 %".29", i32 %".15")
+  %".31" = lshr i32 %".23", %"lane"
+  %".32" = trunc i32 %".31" to i1
+  %".33" = icmp eq i32 %".30", %".15"
+  %".34" = and i1 %".32", %".33"
+  %".35" = zext i1 %".34" to i32
+  %".36" = shl i32 %".35", %"lane"
+  %".37" = or i32 %"acc", %".36"
+  %".38" = add i32 %"lane", 1
+  %".39" = icmp ult i32 %".38", 32
+  br i1 %".39", label %"lanes", label %"lanes.done"
+lanes.done:
+  store i32 %".37", ptr addrspace(5) %"%r1"
+  %".42" = load i64, ptr addrspace(5) %".3", align 8
+  store i64 %".42", ptr addrspace(5) %"%rd1"
+  %".44" = load i64, ptr addrspace(5) %"%rd1"
+  %".45" = inttoptr i64 %".44" to ptr addrspace(1)
+  %".46" = load i32, ptr addrspace(5) %"%r1"
+  store i32 %".46", ptr addrspace(1) %".45", align 4
+  ret void
+after_ret:
+  ret void
+}
+
+declare i32 @"llvm.amdgcn.workitem.id.x"()
+
+declare i64 @"llvm.amdgcn.ballot.i64"(i1 %".1")
+
+declare i32 @"llvm.amdgcn.mbcnt.lo"(i32 %".1", i32 %".2")
+
+declare i32 @"llvm.amdgcn.mbcnt.hi"(i32 %".1", i32 %".2")
+
+declare i32 @"llvm.amdgcn.ds.bpermute"(i32 %".1", i32 %".2")
+
+!llvm.module.flags = !{ !0 }
+!0 = !{ i32 1, !"amdhsa_code_object_version", i32 400 }

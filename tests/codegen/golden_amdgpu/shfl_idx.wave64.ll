@@ -1,0 +1,91 @@
+target triple = "amdgcn-amd-amdhsa"
+
+define amdgpu_kernel void @"k"(i64 %".1") "amdgpu-flat-work-group-size"="1,1024"
+{
+entry:
+  %"params" = alloca [8 x i8], align 8, addrspace(5)
+  %".3" = getelementptr i8, ptr addrspace(5) %"params", i64 0
+  store i64 %".1", ptr addrspace(5) %".3", align 8
+  %"%r0" = alloca i32, addrspace(5)
+  %"%r1" = alloca i32, addrspace(5)
+  %"%r2" = alloca i32, addrspace(5)
+  %"%r3" = alloca i32, addrspace(5)
+  %"%r4" = alloca i32, addrspace(5)
+  %"%r5" = alloca i32, addrspace(5)
+  %"%r6" = alloca i32, addrspace(5)
+  %"%r7" = alloca i32, addrspace(5)
+  %"%r8" = alloca i32, addrspace(5)
+  %"%r9" = alloca i32, addrspace(5)
+  %"%r10" = alloca i32, addrspace(5)
+  %"%r11" = alloca i32, addrspace(5)
+  %"%r12" = alloca i32, addrspace(5)
+  %"%r13" = alloca i32, addrspace(5)
+  %"%r14" = alloca i32, addrspace(5)
+  %"%r15" = alloca i32, addrspace(5)
+  %"%rd0" = alloca i64, addrspace(5)
+  %"%rd1" = alloca i64, addrspace(5)
+  %"%rd2" = alloca i64, addrspace(5)
+  %"%rd3" = alloca i64, addrspace(5)
+  %"%rd4" = alloca i64, addrspace(5)
+  %"%rd5" = alloca i64, addrspace(5)
+  %"%rd6" = alloca i64, addrspace(5)
+  %"%rd7" = alloca i64, addrspace(5)
+  %"%p0" = alloca i1, addrspace(5)
+  %"%p1" = alloca i1, addrspace(5)
+  %"%p2" = alloca i1, addrspace(5)
+  %"%p3" = alloca i1, addrspace(5)
+  br label %"entry.1"
+entry.1:
+  %".6" = call i32 @"llvm.amdgcn.workitem.id.x"()
+  store i32 %".6", ptr addrspace(5) %"%r2"
+  %".8" = load i32, ptr addrspace(5) %"%r2"
+  %".9" = zext i32 %".8" to i64
+  store i64 %".9", ptr addrspace(5) %"%rd2"
+  %".11" = load i32, ptr addrspace(5) %"%r2"
+  %".12" = icmp ult i32 %".11", 5
+  %".13" = xor i1 %".12", -1
+  store i1 %".12", ptr addrspace(5) %"%p1"
+  %".15" = call i32 @"llvm.amdgcn.mbcnt.lo"(i32 -1, i32 0)
+  %".16" = call i32 @"llvm.amdgcn.mbcnt.hi"(i32 -1, i32 %".15")
+  %".17" = and i32 %".16", 31
+  %".18" = and i32 3, 31
+  %".19" = lshr i32 31, 8
+  %".20" = and i32 %".19", 31
+  %".21" = xor i32 %".20", 31
+  %".22" = and i32 %".17", %".20"
+  %".23" = and i32 31, %".21"
+  %".24" = or i32 %".22", %".23"
+  %".25" = and i32 %".17", %".20"
+  %".26" = and i32 %".18", %".21"
+  %".27" = or i32 %".25", %".26"
+  %".28" = icmp sle i32 %".27", %".24"
+  %".29" = select  i1 %".28", i32 %".27", i32 %".17"
+  %".30" = load i32, ptr addrspace(5) %"%r2"
+  %".31" = call i32 @"llvm.amdgcn.mbcnt.lo"(i32 -1, i32 0)
+  %".32" = call i32 @"llvm.amdgcn.mbcnt.hi"(i32 -1, i32 %".31")
+  %".33" = and i32 %".32", 32
+  %".34" = or i32 %".33", %".29"
+  %".35" = shl i32 %".34", 2
+  %".36" = call i32 @"llvm.amdgcn.ds.bpermute"(i32 %".35", i32 %".30")
+  store i32 %".36", ptr addrspace(5) %"%r1"
+  %".38" = load i64, ptr addrspace(5) %".3", align 8
+  store i64 %".38", ptr addrspace(5) %"%rd1"
+  %".40" = load i64, ptr addrspace(5) %"%rd1"
+  %".41" = inttoptr i64 %".40" to ptr addrspace(1)
+  %".42" = load i32, ptr addrspace(5) %"%r1"
+  store i32 %".42", ptr addrspace(1) %".41", align 4
+  ret void
+after_ret:
+  ret void
+}
+
+declare i32 @"llvm.amdgcn.workitem.id.x"()
+
+declare i32 @"llvm.amdgcn.mbcnt.lo"(i32 %".1", i32 %".2")
+
+declare i32 @"llvm.amdgcn.mbcnt.hi"(i32 %".1", i32 %".2")
+
+declare i32 @"llvm.amdgcn.ds.bpermute"(i32 %".1", i32 %".2")
+
+!llvm.module.flags = !{ !0 }
+!0 = !{ i32 1, !"amdhsa_code_object_version", i32 400 }

@@ -1,0 +1,86 @@
+target triple = "amdgcn-amd-amdhsa"
+
+define amdgpu_kernel void @"k"(i64 %".1") "amdgpu-flat-work-group-size"="1,1024"
+{
+entry:
+  %"params" = alloca [8 x i8], align 8, addrspace(5)
+  %".3" = getelementptr i8, ptr addrspace(5) %"params", i64 0
+  store i64 %".1", ptr addrspace(5) %".3", align 8
+  %"%r0" = alloca i32, addrspace(5)
+  %"%r1" = alloca i32, addrspace(5)
+  %"%r2" = alloca i32, addrspace(5)
+  %"%r3" = alloca i32, addrspace(5)
+  %"%r4" = alloca i32, addrspace(5)
+  %"%r5" = alloca i32, addrspace(5)
+  %"%r6" = alloca i32, addrspace(5)
+  %"%r7" = alloca i32, addrspace(5)
+  %"%r8" = alloca i32, addrspace(5)
+  %"%r9" = alloca i32, addrspace(5)
+  %"%r10" = alloca i32, addrspace(5)
+  %"%r11" = alloca i32, addrspace(5)
+  %"%r12" = alloca i32, addrspace(5)
+  %"%r13" = alloca i32, addrspace(5)
+  %"%r14" = alloca i32, addrspace(5)
+  %"%r15" = alloca i32, addrspace(5)
+  %"%rd0" = alloca i64, addrspace(5)
+  %"%rd1" = alloca i64, addrspace(5)
+  %"%rd2" = alloca i64, addrspace(5)
+  %"%rd3" = alloca i64, addrspace(5)
+  %"%rd4" = alloca i64, addrspace(5)
+  %"%rd5" = alloca i64, addrspace(5)
+  %"%rd6" = alloca i64, addrspace(5)
+  %"%rd7" = alloca i64, addrspace(5)
+  %"%p0" = alloca i1, addrspace(5)
+  %"%p1" = alloca i1, addrspace(5)
+  %"%p2" = alloca i1, addrspace(5)
+  %"%p3" = alloca i1, addrspace(5)
+  br label %"entry.1"
+entry.1:
+  %".6" = call i32 @"llvm.amdgcn.workitem.id.x"()
+  store i32 %".6", ptr addrspace(5) %"%r2"
+  %".8" = load i32, ptr addrspace(5) %"%r2"
+  %".9" = zext i32 %".8" to i64
+  store i64 %".9", ptr addrspace(5) %"%rd2"
+  %".11" = load i32, ptr addrspace(5) %"%r2"
+  %".12" = icmp ult i32 %".11", 5
+  %".13" = xor i1 %".12", -1
+  store i1 %".12", ptr addrspace(5) %"%p1"
+  %".15" = call i32 @"llvm.amdgcn.workitem.id.x"()
+  %".16" = call i32 @"llvm.amdgcn.workitem.id.y"()
+  %".17" = call i32 @"llvm.amdgcn.workitem.id.z"()
+  %".18" = call ptr addrspace(4) @"llvm.amdgcn.dispatch.ptr"()
+  %".19" = getelementptr i8, ptr addrspace(4) %".18", i64 6
+  %".20" = load i16, ptr addrspace(4) %".19", align 2, !invariant.load !1
+  %".21" = zext i16 %".20" to i32
+  %".22" = mul i32 %".17", %".21"
+  %".23" = add i32 %".22", %".16"
+  %".24" = call ptr addrspace(4) @"llvm.amdgcn.dispatch.ptr"()
+  %".25" = getelementptr i8, ptr addrspace(4) %".24", i64 4
+  %".26" = load i16, ptr addrspace(4) %".25", align 2, !invariant.load !1
+  %".27" = zext i16 %".26" to i32
+  %".28" = mul i32 %".23", %".27"
+  %".29" = add i32 %".28", %".15"
+  %".30" = lshr i32 %".29", 5
+  store i32 %".30", ptr addrspace(5) %"%r1"
+  %".32" = load i64, ptr addrspace(5) %".3", align 8
+  store i64 %".32", ptr addrspace(5) %"%rd1"
+  %".34" = load i64, ptr addrspace(5) %"%rd1"
+  %".35" = inttoptr i64 %".34" to ptr addrspace(1)
+  %".36" = load i32, ptr addrspace(5) %"%r1"
+  store i32 %".36", ptr addrspace(1) %".35", align 4
+  ret void
+after_ret:
+  ret void
+}
+
+declare i32 @"llvm.amdgcn.workitem.id.x"()
+
+declare i32 @"llvm.amdgcn.workitem.id.y"()
+
+declare i32 @"llvm.amdgcn.workitem.id.z"()
+
+declare ptr addrspace(4) @"llvm.amdgcn.dispatch.ptr"()
+
+!llvm.module.flags = !{ !0 }
+!0 = !{ i32 1, !"amdhsa_code_object_version", i32 400 }
+!1 = !{  }
