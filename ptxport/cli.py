@@ -44,8 +44,9 @@ def _parser() -> argparse.ArgumentParser:
                     "with -o NAME.ll, or an object file for this host with -o NAME.o; one "
                     "kernel per file, so a file with several kernels gives NAME.KERNEL.ll "
                     "each unless --kernel picks one), 'nvptx:sm_XX' (PTX text) or 'spirv' (a "
-                    "SPIR-V binary for OpenCL with -o NAME.spv, or LLVM IR with -o NAME.ll). "
-                    "'amdgpu:gfxNNNN' is not implemented yet.")
+                    "SPIR-V binary for OpenCL with -o NAME.spv, or LLVM IR with -o NAME.ll) or "
+                    "'amdgpu:gfxNNNN' (an AMDGPU code object for HIP with -o NAME.hsaco, or "
+                    "LLVM IR with -o NAME.ll; gfx90a, gfx942, gfx1030, gfx1100, gfx1201).")
     compile_.add_argument("file", help="a .ptx file, or a .cu file (compiled with NVRTC)")
     compile_.add_argument("--target", required=True,
                           help="cpu, nvptx:sm_XX (e.g. nvptx:sm_90), amdgpu:gfxNNNN, spirv")
@@ -143,10 +144,6 @@ def _inspect(args) -> int:
     return 0
 
 
-# Targets that have a name but no code generator yet.
-_NOT_YET = ("amdgpu",)
-
-
 def _target(text: str) -> tuple[str, str | None] | str:
     """(family, architecture) of a --target, or the usage error to print."""
     from ptxport.codegen.targets.nvptx import ARCHS
@@ -159,8 +156,13 @@ def _target(text: str) -> tuple[str, str | None] | str:
             return "nvptx", arch
         return (f"nvptx needs one of the architectures {', '.join(ARCHS)} "
                 f"(e.g. --target nvptx:sm_90), not '{arch}'")
-    if family in _NOT_YET:
-        return family, arch or None
+    if family == "amdgpu":
+        from ptxport.codegen.targets.amdgpu import CHIPS
+
+        if arch in CHIPS:
+            return "amdgpu", arch
+        return (f"amdgpu needs one of the chips {', '.join(CHIPS)} "
+                f"(e.g. --target amdgpu:gfx1100), not '{arch}'")
     return f"unknown target '{text}': the targets are cpu, nvptx:sm_XX, amdgpu:gfxNNNN, spirv"
 
 
@@ -173,10 +175,6 @@ def _compile(args) -> int:
         return 2
     family, arch = target
     path, output = Path(args.file), Path(args.output)
-    if family in _NOT_YET:
-        print(f"ptxport: error: the {family} target is not implemented yet (the targets that "
-              "compile today are cpu and nvptx:sm_XX)", file=sys.stderr)
-        return 1
     if family == "cpu" and output.suffix not in (".ll", ".o"):
         print(f"ptxport: error: for the cpu target, -o names a .ll (LLVM IR) or .o (object "
               f"file) output, not '{output}'", file=sys.stderr)
@@ -192,6 +190,8 @@ def _compile(args) -> int:
             return 0
         if family == "spirv":
             return _compile_spirv(module, output)
+        if family == "amdgpu":
+            return _compile_amdgpu(module, arch, output)
         return _compile_cpu(module, args.kernel, output)
     except UnsupportedFeatureError as e:
         _report_unsupported(path, family, module, e)
@@ -199,6 +199,17 @@ def _compile(args) -> int:
     except CompileError as e:
         print(f"{path}: error: {e}", file=sys.stderr)
         return 1
+
+
+def _compile_amdgpu(module, chip: str, output: Path) -> int:
+    """One AMDGPU code object (.hsaco) or its LLVM IR (.ll) with every kernel of the file."""
+    from ptxport.codegen.targets import amdgpu
+
+    if output.suffix == ".ll":
+        output.write_text(amdgpu.compile_llvm_ir(module, chip))
+    else:
+        output.write_bytes(amdgpu.compile_module(module, chip))
+    return 0
 
 
 def _compile_spirv(module, output: Path) -> int:

@@ -119,15 +119,22 @@ def test_an_unknown_kernel_is_a_usage_error(capsys, kernels, tmp_path):
     assert code == 2 and "scale, zero" in err
 
 
-@pytest.mark.parametrize("target", ["amdgpu:gfx1100"])
-def test_targets_to_come_say_so(capsys, kernels, tmp_path, target):
-    code, _, err = run(capsys, "compile", str(kernels), "--target", target,
-                       "-o", str(tmp_path / "out"))
-    assert code == 1 and "not implemented yet" in err
-    assert not (tmp_path / "out").exists()
+@pytest.mark.parametrize("chip", ["gfx942", "gfx1100"])
+def test_amdgpu_writes_llvm_ir_or_a_code_object(capsys, kernels, tmp_path, chip):
+    from ptxport.codegen.targets.amdgpu import linker
+
+    code, _, _ = run(capsys, "compile", str(kernels), "--target", f"amdgpu:{chip}",
+                     "-o", str(tmp_path / "k.ll"))
+    assert code == 0 and "amdgpu_kernel" in (tmp_path / "k.ll").read_text()
+    if linker() is None:
+        pytest.skip("no ld.lld: pip install 'ptxport[amd]'")
+    code, _, _ = run(capsys, "compile", str(kernels), "--target", f"amdgpu:{chip}",
+                     "-o", str(tmp_path / "k.hsaco"))
+    assert code == 0 and (tmp_path / "k.hsaco").read_bytes()[:4] == b"\x7fELF"
 
 
-@pytest.mark.parametrize("target", ["gpu", "nvptx", "nvptx:sm_1", "cpu:x86"])
+@pytest.mark.parametrize("target", ["gpu", "nvptx", "nvptx:sm_1", "cpu:x86",
+                                    "amdgpu:gfx803"])
 def test_unknown_targets_are_usage_errors(capsys, kernels, tmp_path, target):
     code, _, err = run(capsys, "compile", str(kernels), "--target", target,
                        "-o", str(tmp_path / "out"))

@@ -34,9 +34,15 @@ def _spirv(module: Module) -> dict[int, str]:
     return unsupported_instructions(module)
 
 
+def _amdgpu(module: Module) -> dict[int, str]:
+    from ptxport.codegen.targets.amdgpu import unsupported_instructions
+
+    return unsupported_instructions(module)
+
+
 # target -> checker(module) -> {id(instruction): reason}
 _CHECKERS: dict[str, Callable[[Module], dict[int, str]]] = {
-    "cpu": _cpu, "nvptx": _nvptx, "spirv": _spirv}
+    "cpu": _cpu, "nvptx": _nvptx, "spirv": _spirv, "amdgpu": _amdgpu}
 
 
 def implemented(target: str) -> bool:
