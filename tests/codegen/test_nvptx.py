@@ -328,3 +328,16 @@ def test_shared_variables_of_each_kernel_are_their_own():
     assert sizes == [16, 4096], ptx
     if ptxas_path() is not None:
         assert ptxas_errors(ptx, "sm_80") == ""
+
+
+def test_byte_registers_pass_through_byte_registers():
+    """.b8 registers (e2m1x2 conversions) have no inline-asm constraint: they travel in 16-bit
+    registers, converted to and from .b8 registers declared around the instruction."""
+    ptx = _compile(".reg .b8 %c<2>; .reg .b32 %r<4>; .reg .f32 %f<3>; .reg .b64 %rd<3>;\n"
+                   "ld.param.u64 %rd1, [out];\nld.global.v2.f32 {%f1, %f2}, [%rd1];\n"
+                   "cvt.rn.satfinite.e2m1x2.f32 %c1, %f1, %f2;\n"
+                   "cvt.rn.f16x2.e2m1x2 %r1, %c1;\nst.global.u32 [%rd1], %r1;\nret;",
+                   arch="sm_100a", target="sm_100a", version="8.6")
+    assert re.search(r"\{ \.reg \.b8 %byte<1>; cvt\.rn\.satfinite\.e2m1x2\.f32 %byte0, %r\d+, "
+                     r"%r\d+; cvt\.u16\.u8 %rs\d+, %byte0; \}", ptx), ptx
+    assert re.search(r"cvt\.u8\.u16 %byte0, %rs\d+; cvt\.rn\.f16x2\.e2m1x2 %r\d+, %byte0;", ptx)

@@ -132,6 +132,11 @@ class _InlinePtx:
         self.outputs: list[tuple[object, int]] = []   # (destination operand, bits)
         self.inputs: list[ll.Value] = []
         self.input_constraints: list[str] = []
+        # 8-bit registers (.b8: e2m1x2 conversions) have no asm constraint: they travel in
+        # 16-bit ones, converted to and from .b8 registers declared around the instruction.
+        self.bytes = 0
+        self.before: list[str] = []
+        self.after: list[str] = []
 
     def emit(self, kind: str) -> None:
         fl, inst = self.fl, self.inst
@@ -145,6 +150,9 @@ class _InlinePtx:
             else:
                 texts.append(self.input(operand))
         text = inst.spec.text + (" " + ", ".join(texts) if texts else "") + ";"
+        if self.bytes:
+            text = " ".join([f"{{ .reg .b8 %byte<{self.bytes}>;", *self.before, text,
+                             *self.after, "}"])
         # Numbered operands: outputs first, then inputs.
         count = len(self.outputs)
         text = re.sub(r"\$(o|i)(\d+)", lambda m: "$" + str(int(m.group(2)) + (
@@ -170,6 +178,10 @@ class _InlinePtx:
             return "{" + ", ".join(self.output(e) for e in operand.elements) + "}"
         if isinstance(operand, ir.Register) and not operand.vector:
             self.outputs.append((operand, _bits(operand.type)))
+            if operand.type.bits == 8:
+                self.bytes += 1
+                self.after.append(f"cvt.u16.u8 $o{len(self.outputs) - 1}, %byte{self.bytes - 1};")
+                return f"%byte{self.bytes - 1}"
             return f"$o{len(self.outputs) - 1}"
         if isinstance(operand, ir.RegisterElement):
             reg = operand.register
@@ -205,7 +217,12 @@ class _InlinePtx:
             return f"{self.input(operand.first)}|{self.input(operand.second)}"
         if isinstance(operand, ir.Register) and not operand.vector:
             bits = _bits(operand.type)
-            return self._value(_as_bits(fl, fl.read(operand, operand.type), bits), bits)
+            value = self._value(_as_bits(fl, fl.read(operand, operand.type), bits), bits)
+            if operand.type.bits != 8:
+                return value
+            self.bytes += 1
+            self.before.append(f"cvt.u8.u16 %byte{self.bytes - 1}, {value};")
+            return f"%byte{self.bytes - 1}"
         if isinstance(operand, ir.RegisterElement):
             reg = operand.register
             if reg.vector:
