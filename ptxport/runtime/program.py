@@ -129,6 +129,12 @@ class Program:
         """Read the program into verified IR, once; kernels are compiled for a device when
         first launched there.
 
+        `target_type` "native" (the default) does only that. A target name ("nvptx:sm_90",
+        "amdgpu:gfx1100", "spirv", "cpu") also compiles every kernel for that target now:
+        the ObjectCode's `code` is then the target's code (PTX text, a code object, a SPIR-V
+        module, LLVM IR text per kernel) and `code_type` the target; its kernels can still be
+        launched on any device.
+
         Raises
         ------
         CompileError
@@ -136,11 +142,6 @@ class Program:
         PtxSyntaxError, PtxSemanticError
             The PTX is malformed or does not make sense (each error with file:line:column).
         """
-        if target_type != "native":
-            raise InvalidValueError(
-                f"ptxport compiles for the device a kernel is launched on: use "
-                f"compile('native'), not compile({target_type!r}); the PTX text is "
-                "ObjectCode.code")
         ptx = self.code
         if self.code_type == "c++":
             from ptxport.frontends.nvrtc import compile_to_ptx
@@ -148,7 +149,12 @@ class Program:
             ptx = compile_to_ptx(self.code, self.options.name, _nvrtc_options(self.options))
         module = build(parse(ptx, self.options.name))
         verify(module)
-        return ObjectCode(ptx, module, self.options.name)
+        code = ObjectCode(ptx, module, self.options.name)
+        if target_type != "native":
+            from ptxport.codegen.compile import compile_for_target
+
+            code.code, code.code_type = compile_for_target(module, target_type), target_type
+        return code
 
 
 class ObjectCode:
@@ -158,6 +164,7 @@ class ObjectCode:
 
     def __init__(self, ptx: str, module: ir.Module, name: str):
         self.code, self.module, self.name = ptx, module, name
+        self.ptx = ptx   # the PTX the module was read from (what `code` is for "native")
         self._kernels: dict[str, Kernel] = {}
         self._binaries: dict[tuple[str, str], KernelBinary] = {}
         self._lock = threading.Lock()

@@ -1,0 +1,43 @@
+"""Compile a verified IR module for a named target: what `Program.compile(target)` returns.
+
+Targets are named as on the command line (`ptxport compile --target`): "cpu", "nvptx:sm_XX",
+"amdgpu:gfxNNNN", "spirv". The command line writes the same artifacts to files.
+"""
+
+from __future__ import annotations
+
+from ptxport.errors import InvalidValueError
+from ptxport.ir.nodes import Module
+
+__all__ = ["compile_for_target", "TARGET_FORMS"]
+
+TARGET_FORMS = ("cpu", "nvptx:sm_XX", "amdgpu:gfxNNNN", "spirv")
+
+
+def compile_for_target(module: Module, target: str) -> str | bytes | dict[str, str]:
+    """The target's code for every kernel of `module`: PTX text for nvptx, a code object for
+    amdgpu, a SPIR-V module for spirv, and LLVM IR text per kernel for cpu (the CPU target
+    compiles kernels one by one, and JIT-compiles them when they are launched)."""
+    family, _, arch = target.partition(":")
+    if family == "nvptx":
+        from ptxport.codegen.targets import nvptx
+
+        if arch not in nvptx.ARCHS:
+            raise InvalidValueError(f"nvptx needs one of {', '.join(nvptx.ARCHS)}, not {arch!r}")
+        return nvptx.compile_module(module, arch)
+    if family == "amdgpu":
+        from ptxport.codegen.targets import amdgpu
+
+        if arch not in amdgpu.CHIPS:
+            raise InvalidValueError(f"amdgpu needs one of {', '.join(amdgpu.CHIPS)}, not {arch!r}")
+        return amdgpu.compile_module(module, arch)
+    if family == "spirv" and not arch:
+        from ptxport.codegen.targets import spirv
+
+        return spirv.compile_module(module)[0]
+    if family == "cpu" and not arch:
+        from ptxport.codegen.targets.cpu import build_llvm
+
+        return {f.name: str(build_llvm(module, f.name)[0]) for f in module.kernels}
+    raise InvalidValueError(f"unknown target {target!r}: the targets are "
+                            f"{', '.join(TARGET_FORMS)}")
