@@ -277,6 +277,20 @@ def test_every_warp_operation_compiles_for_every_chip(chip):
     assert "k.kd" in info["symbols"]
 
 
+@pytest.mark.parametrize("chip", list(amdgpu.CHIPS))
+def test_warp_operations_become_the_chips_instructions(chip):
+    """shfl is ds_bpermute, ballots and lanes come from the EXEC mask (mbcnt), bar.sync is
+    s_barrier (gfx12: s_barrier_signal and s_barrier_wait); a wave64 chip also counts the
+    upper half of the wave (v_mbcnt_hi)."""
+    body = (REGS + _INPUTS + WARP_CASES["shfl_bfly"] + "\nvote.sync.ballot.b32 %r3, %p1, -1;"
+            "\nadd.u32 %r1, %r1, %r3;\nbar.sync 0;\n" + _STORE)
+    asm = amdgpu.compile_assembly(_module(kernel_ptx(body, ".param .u64 out")), chip)
+    mnemonics = set(re.findall(r"^\s+([a-z_0-9]+)", asm, re.MULTILINE))
+    assert {"ds_bpermute_b32", "v_mbcnt_lo_u32_b32"} <= mnemonics
+    assert "s_barrier" in mnemonics or {"s_barrier_signal", "s_barrier_wait"} <= mnemonics
+    assert ("v_mbcnt_hi_u32_b32" in mnemonics) == (amdgpu.CHIPS[chip] == 64)
+
+
 # --- kernel ABI, shared memory, limits ------------------------------------------------------------
 
 def _metadata(ptx: str, chip: str = "gfx1100") -> dict:

@@ -52,8 +52,9 @@ from ptxport.errors import CompileError, UnsupportedFeatureError
 from ptxport.ir import nodes as ir
 from ptxport.ir.abi import param_layout
 
-__all__ = ["CHIPS", "TRIPLE", "CODE_OBJECT_VERSION", "build_llvm", "compile_object",
-           "compile_module", "link", "linker", "unsupported_instructions", "wave_size"]
+__all__ = ["CHIPS", "TRIPLE", "CODE_OBJECT_VERSION", "build_llvm", "compile_assembly",
+           "compile_llvm_ir", "compile_object", "compile_module", "link", "linker",
+           "unsupported_instructions", "wave_size"]
 
 TRIPLE = "amdgcn-amd-amdhsa"
 CODE_OBJECT_VERSION = 400
@@ -540,9 +541,9 @@ def compile_llvm_ir(module: ir.Module, chip: str) -> str:
     return str(build_llvm(module, chip))
 
 
-def compile_object(module: ir.Module, chip: str) -> bytes:
-    """The relocatable ELF object (one per module) of every kernel, optimised for `chip`.
-    Each call parses a fresh LLVM module: emitting twice from one AMDGPU module aborts LLVM."""
+def _optimized(module: ir.Module, chip: str):
+    """(target machine, a fresh optimised LLVM module): emitting twice from one AMDGPU
+    module aborts LLVM, so each emission parses its own."""
     text = compile_llvm_ir(module, chip)
     tm = _target_machine(chip)
     context = llvm.create_context()
@@ -554,7 +555,19 @@ def compile_object(module: ir.Module, chip: str) -> bytes:
                            "to ptxport", str(e)) from None
     pb = llvm.create_pass_builder(tm, llvm.PipelineTuningOptions(speed_level=3))
     pb.getModulePassManager().run(parsed, pb)
+    return tm, parsed
+
+
+def compile_object(module: ir.Module, chip: str) -> bytes:
+    """The relocatable ELF object (one per module) of every kernel, optimised for `chip`."""
+    tm, parsed = _optimized(module, chip)
     return tm.emit_object(parsed)
+
+
+def compile_assembly(module: ir.Module, chip: str) -> str:
+    """The GCN/RDNA assembly of every kernel for `chip` (what compile_object assembles)."""
+    tm, parsed = _optimized(module, chip)
+    return tm.emit_assembly(parsed)
 
 
 def linker() -> list[str] | None:
