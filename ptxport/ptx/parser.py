@@ -801,7 +801,7 @@ class _Parser:
         if kind in ("-", "+", "~", "!"):
             self._advance()
             value = self._const_unary()
-            return {"-": -value, "+": value, "~": ~value, "!": int(not value)}[kind]
+            return _wrap64({"-": -value, "+": value, "~": ~value, "!": int(not value)}[kind])
         raise self._unexpected("expected an operand")
 
 
@@ -814,14 +814,23 @@ def _fold(op: str, a: int, b: int, pos: int) -> int:
         # C truncates toward zero; exactly, in integers (a float quotient is wrong past 2**53).
         quotient = abs(a) // abs(b) if (a < 0) == (b < 0) else -(abs(a) // abs(b))
         return quotient if op == "/" else a - quotient * b
-    return {
+    return _wrap64({
         "||": lambda: int(bool(a or b)), "&&": lambda: int(bool(a and b)),
         "|": lambda: a | b, "^": lambda: a ^ b, "&": lambda: a & b,
         "==": lambda: int(a == b), "!=": lambda: int(a != b), "<": lambda: int(a < b),
         ">": lambda: int(a > b), "<=": lambda: int(a <= b), ">=": lambda: int(a >= b),
         "<<": lambda: a << b, ">>": lambda: a >> b, "+": lambda: a + b, "-": lambda: a - b,
         "*": lambda: a * b,
-    }[op]()
+    }[op]())
+
+
+def _wrap64(value: int) -> int:
+    """Constant expressions are evaluated in 64 bits (PTX ISA 4.6.2): a result outside
+    [-2**63, 2**64) wraps around, as it would in a 64-bit register."""
+    if -(1 << 63) <= value < (1 << 64):
+        return value
+    value &= (1 << 64) - 1
+    return value
 
 
 def _int(text: str, pos: int) -> int:
