@@ -322,6 +322,18 @@ def test_static_and_dynamic_shared_memory_are_lds():
     assert entry[".group_segment_fixed_size"] == 1024
 
 
+@pytest.mark.parametrize("chip", list(amdgpu.CHIPS))
+def test_generic_shared_addresses_use_the_lds_aperture(chip):
+    """cvta.shared adds the LDS aperture (src_shared_base), and a generic store to it is
+    still an LDS store when LLVM can see where it points."""
+    body = (".shared .align 4 .b8 smem[64];\n" + REGS + "mov.u64 %rd2, smem;\n"
+            "cvta.shared.u64 %rd3, %rd2;\nmov.u32 %r1, 7;\nst.u32 [%rd3], %r1;\n"
+            "ld.param.u64 %rd1, [out];\nst.global.u64 [%rd1], %rd3;\nret;")
+    asm = amdgpu.compile_assembly(_module(kernel_ptx(body, ".param .u64 out")), chip)
+    assert "src_shared_base" in asm
+    assert re.search(r"^\s+ds_(write|store)_b32", asm, re.MULTILINE)
+
+
 @needs_lld
 @pytest.mark.parametrize("directive, expected", [(".maxntid 128, 1, 1", 128),
                                                  (".reqntid 64, 2, 1", 128), ("", 1024)])
