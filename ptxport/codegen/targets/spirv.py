@@ -34,6 +34,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import llvmlite.binding as llvm
 from llvmlite import ir as ll
@@ -85,6 +86,19 @@ class SpirvLowering(FunctionLowering):
     shared_bytes: ll.Value | None = None  # its size (static + dynamic), i32
 
     def _lower_instruction(self, inst: ir.Instruction) -> None:
+        start, count, blocks = self.b.block, len(self.b.block.instructions), \
+            len(self.llfn.blocks)
+        self._lower_own(inst)
+        if not self.target.find_wide:
+            return
+        made = start.instructions[count:] + [i for block in self.llfn.blocks[blocks:]
+                                             for i in block.instructions]
+        if any(_too_wide(i) for i in made):
+            raise self.unsupported(inst, "its exact PTX meaning is computed with 128-bit "
+                                         "comparisons, which LLVM's SPIR-V backend cannot "
+                                         "select")
+
+    def _lower_own(self, inst: ir.Instruction) -> None:
         own = _OWN_LOWERINGS.get(inst.opcode)
         if own is None:
             super()._lower_instruction(inst)
@@ -141,6 +155,14 @@ class SpirvLowering(FunctionLowering):
         if offset:
             pointer = self.b.gep(pointer, [const_int(I64, offset)], source_etype=I8)
         return pointer
+
+
+def _too_wide(inst: ll.Instruction) -> bool:
+    """A comparison of integers wider than 64 bits: what LLVM's SPIR-V backend cannot
+    legalize (wider arithmetic it does, with SPV_ALTERA_arbitrary_precision_integers)."""
+    if not isinstance(inst, ll.instructions.ICMPInstr):
+        return False
+    return any(isinstance(o.type, ll.IntType) and o.type.width > 64 for o in inst.operands)
 
 
 def _return(fl: SpirvLowering, inst: ir.Instruction) -> None:
@@ -224,6 +246,7 @@ _DIMENSIONED = {"%tid": "_Z12get_local_idj", "%ntid": "_Z14get_local_sizej",
 _SUB_GROUP = {"%laneid": "_Z22get_sub_group_local_idv", "%warpid": "_Z16get_sub_group_idv",
               "%nwarpid": "_Z18get_num_sub_groupsv"}
 _LANEMASKS = ("%lanemask_eq", "%lanemask_le", "%lanemask_lt", "%lanemask_ge", "%lanemask_gt")
+_CLOCKS = frozenset(("%clock", "%clock64", "%clock_hi"))
 _WARP_REGISTERS = frozenset(_SUB_GROUP) | frozenset(_LANEMASKS)
 _REDUCE_OPS = {"add": "add", "and": "and", "or": "or", "xor": "xor", "min": "min",
                "max": "max"}
@@ -237,6 +260,9 @@ class SpirvTarget(Target):
         self.module, self.llmod = module, llmod
         self.globals, self.shared_offsets, self.functions = globals_, shared_offsets, functions
         self.uses_warp = False
+        # Report the first comparison wider than 64 bits (after LLVM failed on one: most
+        # are optimized away, so they are not refused up front).
+        self.find_wide = False
 
     def builtin(self, name: str, ret: ll.Type, args: list, convergent: bool = False):
         fn = self.llmod.globals.get(name)
@@ -274,6 +300,11 @@ class SpirvTarget(Target):
             if reg.name == "%dynamic_smem_size":
                 total = fl.b.sub(total, I32(self.static_shared))
             return _fit(fl, total, want)
+        if reg.name in _CLOCKS:  # cl_khr_kernel_clock (SPV_KHR_shader_clock)
+            counter = self.call_builtin(fl, "_Z17clock_read_devicev", I64, [])
+            if reg.name == "%clock_hi":
+                counter = fl.b.lshr(counter, I64(32))
+            return _fit(fl, counter, want)
         raise fl.unsupported(fl.inst, f"the special register {reg.text}: OpenCL has no "
                                       "equivalent")
 
@@ -463,7 +494,8 @@ def _uses_warp(function: ir.Function) -> bool:
 
 
 def build_llvm(module: ir.Module, problems: list | None = None,
-               kernels: list[str] | None = None) -> tuple[ll.Module, dict[str, KernelLayout]]:
+               kernels: list[str] | None = None,
+               find_wide: bool = False) -> tuple[ll.Module, dict[str, KernelLayout]]:
     """The LLVM module (spirv64) of the named kernels (all without `kernels`) and every
     device function of `module`, and each kernel's layout. With `problems` (a list), what
     the target cannot compile is collected there instead of raising."""
@@ -486,6 +518,7 @@ def build_llvm(module: ir.Module, problems: list | None = None,
         fn.linkage = "internal"
         functions[f.name] = fn
     target = SpirvTarget(module, llmod, globals_, offsets, functions)
+    target.find_wide = find_wide
     layouts = {}
     for f in list(module.functions.values()):
         if f.is_declaration or not (f.is_kernel or f.name in functions):
@@ -566,9 +599,12 @@ def compile_module(module: ir.Module, kernels: list[str] | None = None) \
     except RuntimeError as e:
         raise CompileError("LLVM refused the IR ptxport made for SPIR-V; please report this "
                            "to ptxport", str(e)) from None
-    done = subprocess.run([sys.executable, "-m", "ptxport.codegen.targets.spirv_emit"],
+    # The script alone (not `-m`, which would import all of ptxport first): only llvmlite.
+    done = subprocess.run([sys.executable, str(Path(__file__).with_name("spirv_emit.py"))],
                           input=text.encode(), capture_output=True, check=False)
     if done.returncode != 0:
+        if b"s128" in done.stderr:  # name the instruction that needed 128-bit comparisons
+            build_llvm(module, kernels=kernels, find_wide=True)
         names = ", ".join(layouts)
         raise CompileError(f"LLVM's SPIR-V backend failed on {names}",
                            done.stderr.decode(errors="replace").strip())

@@ -14,7 +14,8 @@ import llvmlite.binding as llvm
 
 TRIPLE = "spirv64-unknown-unknown"
 # SPIR-V extensions the output may use (Intel's OpenCL runtimes read them all).
-EXTENSIONS = ("SPV_ALTERA_arbitrary_precision_integers",)
+EXTENSIONS = ("SPV_ALTERA_arbitrary_precision_integers", "SPV_KHR_shader_clock",
+              "SPV_KHR_bit_instructions")
 
 
 def emit(text: str, opt: int = 2) -> bytes:

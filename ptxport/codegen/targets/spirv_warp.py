@@ -5,12 +5,14 @@ Everything lane-crossing is built from one operation, `sub_group_shuffle` (uint,
 cl_khr_subgroup_shuffle, so that the exact PTX rules are written here once: shfl's source
 lane arithmetic (PTX ISA 9.7.9.6), member masks of vote/redux/match (a lane outside the mask
 contributes the operation's identity), and elect's lowest member. A ballot is the OR of
-`pred << lane` over the sub-group. Block barriers are barrier(), bar.red uses OpenCL 2.0's
-work-group collectives.
+`pred << lane` over the lanes of the member mask. Block barriers are barrier(), bar.red uses
+OpenCL 2.0's work-group collectives.
 
 OpenCL requires sub-group operations to be reached by every work-item of the sub-group (PTX
-lets a subset named by the member mask take part): a kernel that calls warp operations from
-divergent code is outside what OpenCL defines, and its results depend on the device.
+lets a subset named by the member mask take part). Lanes therefore only ever read the other
+lanes' own values, never partial results, so that member masks naming the lanes of a
+divergent branch work where the device runs shuffles there (Intel's CPU runtime does); still,
+such kernels are outside what OpenCL defines, and their results depend on the device.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from ptxport.ir import nodes as ir
 
 _SHUFFLE = "_Z17sub_group_shufflejj"
 _FENCES = 3  # CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE
+_FULL = I32(0xFFFFFFFF)
 
 
 def synchronize(target, fl: FunctionLowering, inst: ir.Instruction) -> None:
@@ -42,19 +45,31 @@ def _shuffle(target, fl: FunctionLowering, value: ll.Value, lane: ll.Value) -> l
     return target.call_builtin(fl, _SHUFFLE, I32, [value, lane], convergent=True)
 
 
-def _reduce(target, fl: FunctionLowering, value: ll.Value, combine) -> ll.Value:
-    """`combine` over the 32 lanes' values (a butterfly: every lane gets the result)."""
-    lane = target.lane(fl)
-    for distance in (16, 8, 4, 2, 1):
-        other = _shuffle(target, fl, value, fl.b.xor(lane, I32(distance)))
-        value = combine(value, other)
-    return value
+def _reduce(target, fl: FunctionLowering, value: ll.Value, mask: ll.Value, identity: int,
+            combine) -> ll.Value:
+    """`combine` over the values of the lanes in `mask` (the others count as `identity`).
+    Each lane reads every lane's own value (no butterfly, whose partial results would come
+    from lanes that may not be running when the operation sits in a divergent branch)."""
+    b = fl.b
+    result = None
+    for lane in range(32):
+        other = _shuffle(target, fl, value, I32(lane))
+        member = b.icmp_unsigned("!=", b.and_(mask, I32(1 << lane)), I32(0))
+        other = b.select(member, other, ll.Constant(value.type, identity))
+        result = other if result is None else combine(result, other)
+    return result
 
 
-def _ballot(target, fl: FunctionLowering, predicate: ll.Value) -> ll.Value:
-    lane = target.lane(fl)
-    bit = fl.b.select(predicate, fl.b.shl(I32(1), lane), I32(0))
-    return _reduce(target, fl, bit, fl.b.or_)
+def _ballot(target, fl: FunctionLowering, predicate: ll.Value,
+            mask: ll.Value = _FULL) -> ll.Value:
+    """The lanes of `mask` whose predicate is true."""
+    b = fl.b
+    value = b.zext(predicate, I32)
+    bits = I32(0)
+    for lane in range(32):
+        true = b.icmp_unsigned("!=", _shuffle(target, fl, value, I32(lane)), I32(0))
+        bits = b.or_(bits, b.select(true, I32(1 << lane), I32(0)))
+    return b.and_(bits, mask)
 
 
 def _member_mask(target, fl: FunctionLowering, inst: ir.Instruction, operand) -> ll.Value:
@@ -62,11 +77,6 @@ def _member_mask(target, fl: FunctionLowering, inst: ir.Instruction, operand) ->
     if operand is not None and inst.spec.has("sync"):
         return fl.read(operand, "b32")
     return _ballot(target, fl, I1(1))
-
-
-def _in_mask(target, fl: FunctionLowering, mask: ll.Value) -> ll.Value:
-    lane = target.lane(fl)
-    return fl.b.icmp_unsigned("!=", fl.b.and_(fl.b.lshr(mask, lane), I32(1)), I32(0))
 
 
 # --- barriers -----------------------------------------------------------------------------------
@@ -145,7 +155,7 @@ def _vote(target, fl: FunctionLowering, inst: ir.Instruction) -> None:
     b = fl.b
     dest, a = inst.operands[:2]
     mask = _member_mask(target, fl, inst, inst.operands[2] if len(inst.operands) > 2 else None)
-    ballot = b.and_(_ballot(target, fl, fl.read(a, "pred")), mask)
+    ballot = _ballot(target, fl, fl.read(a, "pred"), mask)
     mode = inst.spec.get("mode")
     if mode == "ballot":
         fl.write(dest, ballot, "b32")
@@ -172,16 +182,14 @@ def _redux(target, fl: FunctionLowering, inst: ir.Instruction) -> None:
     identity = {"add": 0, "or": 0, "xor": 0, "and": 0xFFFFFFFF,
                 "min": 0x7FFFFFFF if signed else 0xFFFFFFFF,
                 "max": 0x80000000 if signed else 0}[op]
-    value = b.select(_in_mask(target, fl, fl.read(m, "b32")), fl.read(a, "b32"),
-                     I32(identity))
-
     def combine(x, y):
         if op in ("min", "max"):
             compare = b.icmp_signed if signed else b.icmp_unsigned
             return b.select(compare("<" if op == "min" else ">", x, y), x, y)
         return {"add": b.add, "and": b.and_, "or": b.or_, "xor": b.xor}[op](x, y)
 
-    fl.write(dest, _reduce(target, fl, value, combine), t)
+    result = _reduce(target, fl, fl.read(a, "b32"), fl.read(m, "b32"), identity, combine)
+    fl.write(dest, result, t)
 
 
 def _match(target, fl: FunctionLowering, inst: ir.Instruction) -> None:

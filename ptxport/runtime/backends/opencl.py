@@ -295,6 +295,7 @@ class Backend(BackendBase):
             buffer, inside = found
             packed[offset:offset + 8] = inside.to_bytes(8, "little")
             bases.append(buffer)
+        _refuse_hidden_addresses(self, binary, packed, layout.pointer_slots)
         parameters = cl.Buffer(context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
                                hostbuf=bytes(packed))
         shared = layout.static_shared + dynamic_shared
@@ -306,6 +307,22 @@ class Backend(BackendBase):
         global_size = tuple(g * b for g, b in zip(grid, block, strict=True))
         cl.enqueue_nd_range_kernel(queue, kernel, global_size, tuple(block)).wait()
         parameters.release()
+
+
+def _refuse_hidden_addresses(backend: Backend, binary: OpenclKernelBinary, packed: bytearray,
+                             slots: tuple[int, ...]) -> None:
+    """A device address anywhere but in an 8-byte parameter (inside a structure argument)
+    cannot be given its buffer: refuse the launch rather than let the kernel use it."""
+    for offset in range(0, len(packed) - 7, 8):
+        if offset in slots:
+            continue
+        value = int.from_bytes(packed[offset:offset + 8], "little")
+        if value >= _FIRST_ADDRESS and backend._find(value) is not None:
+            raise UnsupportedFeatureError(
+                f"kernel {binary.name}", "spirv", None,
+                f"a device address inside a structure argument (bytes {offset}..{offset + 7} "
+                "of the parameters): the opencl backend passes buffers as kernel arguments "
+                "and can translate only addresses passed as 8-byte parameters")
 
 
 @cache

@@ -1,0 +1,51 @@
+"""The whole kernel corpus on opencl:0 (Intel's OpenCL CPU runtime from PyPI in CI), through
+the public API, against numpy: the launcher of test_corpus_cpu.py on Device("opencl:0").
+
+A kernel the SPIR-V target cannot run is listed in NOT_YET with the reason, and its test
+asserts that it is still refused with UnsupportedFeatureError. Without pyopencl or a device
+that accepts SPIR-V, every test skips and says why.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_corpus_cpu import _program
+
+from kernel_cases import CASES, KernelCase, run_case
+from kernel_cases.runtime import run_on_device
+from ptxport import Device
+from ptxport.errors import UnsupportedFeatureError
+from ptxport.runtime.backends import availability
+
+# kernel name -> why it cannot run on SPIR-V yet
+_WIDE = ("the shared lowering computes this rounding with 128-bit integers, which LLVM's "
+         "SPIR-V backend cannot select")
+NOT_YET: dict[str, str] = {
+    "atomic_add_half2": f"atom.add.noftz.f16x2: {_WIDE}",
+    "float_conversions": f"cvt between floating-point types with directed rounding: {_WIDE}",
+    "half_convert": f"cvt.rz.f16.f32: {_WIDE}",
+    "timed_work": "%globaltimer: OpenCL has no global nanosecond timer",
+    "printf_values": "printf (vprintf) is not lowered to OpenCL's printf yet",
+    "printf_once": "printf (vprintf) is not lowered to OpenCL's printf yet",
+    "struct_apply": "device addresses inside a structure argument: the opencl backend "
+                    "translates only addresses passed as 8-byte parameters",
+}
+
+_AVAILABLE, _WHY = availability("opencl")
+
+
+def opencl_launcher(case: KernelCase, args) -> dict[int, np.ndarray]:
+    """The kernel_cases launcher contract, on Device("opencl:0")."""
+    kernel = _program(case.file).get_kernel(case.kernel)
+    return run_on_device(Device("opencl:0"), kernel, case, args)
+
+
+@pytest.mark.skipif(not _AVAILABLE, reason=f"no OpenCL device for SPIR-V: {_WHY}")
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_kernel_on_opencl(case: KernelCase):
+    if case.kernel in NOT_YET:
+        with pytest.raises(UnsupportedFeatureError):
+            run_case(case, opencl_launcher)
+        return
+    run_case(case, opencl_launcher)
