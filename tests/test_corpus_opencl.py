@@ -49,3 +49,13 @@ def test_kernel_on_opencl(case: KernelCase):
             run_case(case, opencl_launcher)
         return
     run_case(case, opencl_launcher)
+
+
+@pytest.mark.skipif(not _AVAILABLE, reason=f"no OpenCL device for SPIR-V: {_WHY}")
+def test_warp_kernels_need_32_wide_sub_groups(monkeypatch):
+    from ptxport.runtime.backends import get
+
+    case = next(c for c in CASES if c.kernel == "warp_votes")
+    monkeypatch.setattr(get("opencl"), "warp_capable", lambda ordinal: False)
+    with pytest.raises(UnsupportedFeatureError, match="sub-groups of 32"):
+        run_case(case, opencl_launcher)

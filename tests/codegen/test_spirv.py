@@ -118,3 +118,17 @@ def test_what_opencl_cannot_do_is_named():
         spirv.build_llvm(_module(TRAP))
     problems = support.unsupported("spirv", _module(TRAP))
     assert any("abort" in reason for reason in problems.values())
+
+
+def test_cli_writes_spirv_and_llvm_ir(tmp_path, capsys):
+    from ptxport.cli import main
+
+    source = tmp_path / "saxpy.ptx"
+    source.write_text(SAXPY)
+    assert main(["compile", str(source), "--target", "spirv", "-o", str(tmp_path / "k.spv")]) == 0
+    assert (tmp_path / "k.spv").read_bytes()[:4] == struct.pack("<I", 0x07230203)
+    assert main(["compile", str(source), "--target", "spirv", "-o", str(tmp_path / "k.ll")]) == 0
+    assert "spir_kernel" in (tmp_path / "k.ll").read_text()
+    source.write_text(TRAP)
+    assert main(["compile", str(source), "--target", "spirv", "-o", str(tmp_path / "t.spv")]) == 1
+    assert "spirv" in capsys.readouterr().err
