@@ -32,6 +32,13 @@ NOT_YET: dict[str, str] = {
                     "translates only addresses passed as 8-byte parameters",
 }
 
+# kernel name -> why it is not run here at all
+SKIPPED: dict[str, str] = {
+    "spin_flag_handoff": "one work-group spins until another has run: OpenCL does not promise "
+                         "that the work-groups of a launch run concurrently, and Intel's CPU "
+                         "runtime on a busy 2-core machine ran the spinning one alone and hung",
+}
+
 _AVAILABLE, _WHY = availability("opencl")
 
 
@@ -44,6 +51,8 @@ def opencl_launcher(case: KernelCase, args) -> dict[int, np.ndarray]:
 @pytest.mark.skipif(not _AVAILABLE, reason=f"no OpenCL device for SPIR-V: {_WHY}")
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_kernel_on_opencl(case: KernelCase):
+    if case.kernel in SKIPPED:
+        pytest.skip(SKIPPED[case.kernel])
     if case.kernel in NOT_YET:
         with pytest.raises(UnsupportedFeatureError):
             run_case(case, opencl_launcher)
