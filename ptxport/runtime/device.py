@@ -34,9 +34,13 @@ _current = threading.local()
 
 
 def best_backend() -> str:
-    """The first backend of backends.KNOWN that can run here and has a device."""
+    """The first backend of backends.KNOWN that can run here and has a device; OpenCL
+    devices that are only the host's CPU rank below the cpu backend (which runs more of PTX
+    on the same cores)."""
     for name in backends.KNOWN:
         if backends.availability(name)[0] and backends.get(name).device_count() > 0:
+            if name == "opencl" and backends.get(name).host_only():
+                continue
             return name
     raise BackendUnavailableError("no backend can run here, not even the cpu backend")
 

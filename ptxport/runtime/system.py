@@ -20,12 +20,17 @@ class System:
     @property
     def devices(self) -> tuple[Device, ...]:
         """Every device of every backend that can run here, best first."""
-        found = []
+        found, host_only = [], []
         for name in backends.KNOWN:
             if backends.availability(name)[0]:
-                count = backends.get(name).device_count()
-                found += [Device(f"{name}:{ordinal}") for ordinal in range(count)]
-        return tuple(found)
+                backend = backends.get(name)
+                devices = [Device(f"{name}:{i}") for i in range(backend.device_count())]
+                # OpenCL on the host's own CPU ranks after the cpu backend (see best_backend)
+                if name == "opencl" and backend.host_only():
+                    host_only += devices
+                else:
+                    found += devices
+        return tuple(found + host_only)
 
     @property
     def num_devices(self) -> int:

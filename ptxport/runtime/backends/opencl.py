@@ -158,6 +158,12 @@ class Backend(BackendBase):
     def device_count(self) -> int:
         return len(self._devices)
 
+    def host_only(self) -> bool:
+        """Whether every device is the host's own CPU (then the cpu backend, which runs more
+        of PTX, is the better default)."""
+        cl = _cl()
+        return all(device.type & cl.device_type.CPU for device in self._devices)
+
     def _context(self, ordinal: int):
         with self._lock:
             if ordinal not in self._contexts:
