@@ -226,9 +226,14 @@ class FunctionLowering:
             self.problems.append((inst, e.reason or str(e)))
             self.b.position_at_end(self.llfn.append_basic_block("skipped"))
 
+    def lowering_for(self, inst: ir.Instruction) -> Lowering | None:
+        """The lowering of `inst`: the shared one for its opcode, unless a target lowers it
+        its own way (targets override this)."""
+        return LOWERINGS.get(inst.opcode)
+
     def _lower_instruction(self, inst: ir.Instruction) -> None:
         self.inst = inst
-        lower = LOWERINGS.get(inst.opcode)
+        lower = self.lowering_for(inst)
         if lower is None:
             raise self.unsupported(inst, "no lowering for this instruction yet")
         if inst.guard is None or inst.opcode == "bra":

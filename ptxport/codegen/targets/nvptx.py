@@ -83,26 +83,8 @@ class NvptxLowering(FunctionLowering):
 
     param_buffer: ll.Value | None = None
 
-    def _lower_instruction(self, inst: ir.Instruction) -> None:
-        own = self.target.own_lowering(inst)
-        if own is None:
-            super()._lower_instruction(inst)
-            return
-        self.inst = inst
-        if inst.guard is None:
-            own(self, inst)
-            return
-        guard = self.b.load(self.register_slot(inst.guard))
-        if inst.guard_negated:
-            guard = self.b.not_(guard)
-        then = self.llfn.append_basic_block("guarded")
-        after = self.llfn.append_basic_block("after")
-        self.b.cbranch(guard, then, after)
-        self.b.position_at_end(then)
-        own(self, inst)
-        if not self.b.block.is_terminated:
-            self.b.branch(after)
-        self.b.position_at_end(after)
+    def lowering_for(self, inst: ir.Instruction):
+        return self.target.own_lowering(inst) or super().lowering_for(inst)
 
     def fall_off_end(self) -> None:
         if self.function.is_kernel:

@@ -88,7 +88,7 @@ class SpirvLowering(FunctionLowering):
     def _lower_instruction(self, inst: ir.Instruction) -> None:
         start, count, blocks = self.b.block, len(self.b.block.instructions), \
             len(self.llfn.blocks)
-        self._lower_own(inst)
+        super()._lower_instruction(inst)
         if not self.target.find_wide:
             return
         made = start.instructions[count:] + [i for block in self.llfn.blocks[blocks:]
@@ -98,26 +98,8 @@ class SpirvLowering(FunctionLowering):
                                          "comparisons, which LLVM's SPIR-V backend cannot "
                                          "select")
 
-    def _lower_own(self, inst: ir.Instruction) -> None:
-        own = _OWN_LOWERINGS.get(inst.opcode)
-        if own is None:
-            super()._lower_instruction(inst)
-            return
-        self.inst = inst
-        if inst.guard is None:
-            own(self, inst)
-            return
-        guard = self.b.load(self.register_slot(inst.guard))
-        if inst.guard_negated:
-            guard = self.b.not_(guard)
-        then = self.llfn.append_basic_block("guarded")
-        after = self.llfn.append_basic_block("after")
-        self.b.cbranch(guard, then, after)
-        self.b.position_at_end(then)
-        own(self, inst)
-        if not self.b.block.is_terminated:
-            self.b.branch(after)
-        self.b.position_at_end(after)
+    def lowering_for(self, inst: ir.Instruction):
+        return _OWN_LOWERINGS.get(inst.opcode) or super().lowering_for(inst)
 
     def fall_off_end(self) -> None:
         if self.function.is_kernel:
