@@ -17,6 +17,7 @@ the instruction type is sign-extended for signed types and zero-extended otherwi
 from __future__ import annotations
 
 import struct
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 
 from llvmlite import ir as ll
@@ -87,34 +88,37 @@ def lowering(*opcodes: str):
     return register
 
 
-class Target:
+class Target(ABC):
     """What a target provides to the shared lowering. Each method gets the FunctionLowering
     whose builder is positioned where the code goes."""
 
     name = "abstract"
 
+    @abstractmethod
     def special_register(self, fl: FunctionLowering, reg: ir.SpecialRegister) -> ll.Value:
-        raise NotImplementedError
+        """The value of a special register (%tid.x, %laneid, %clock64, ...)."""
 
+    @abstractmethod
     def space_base(self, fl: FunctionLowering, space: str) -> ll.Value | None:
         """The host pointer that address 0 of `space` maps to; None where the space's
         addresses are already generic (global, const)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def variable_pointer(self, fl: FunctionLowering, var: ir.Variable) -> ll.Value:
         """A pointer to a variable's storage."""
-        raise NotImplementedError
 
     def checked_pointer(self, fl: FunctionLowering, pointer: ll.Value, space: str | None,
                         size: int, write: bool) -> ll.Value:
         """`pointer`, after whatever check the target makes of an access through it."""
         return pointer
 
+    @abstractmethod
     def exit(self, fl: FunctionLowering) -> None:
-        raise NotImplementedError
+        """End the thread (a kernel's `exit` or `ret`)."""
 
+    @abstractmethod
     def trap(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
-        raise NotImplementedError
+        """Abort the kernel (`trap`), reporting where."""
 
     def call(self, fl: FunctionLowering, inst: ir.Instruction, callee: ir.Function,
              returns: list, args: list) -> None:
