@@ -48,6 +48,7 @@ from ptxport.codegen.lower import (
     value_type,
 )
 from ptxport.codegen.targets.amdgpu_warp import WarpModel, declare
+from ptxport.codegen.targets.gpu import lower_body, return_results
 from ptxport.errors import CompileError, UnsupportedFeatureError
 from ptxport.ir import nodes as ir
 from ptxport.ir.abi import param_layout
@@ -212,17 +213,7 @@ def _return(fl: AmdgpuLowering, inst: ir.Instruction) -> None:
 
 
 def _return_results(fl: FunctionLowering) -> None:
-    results = [fl.b.load(fl.param_pointers[var.name], typ=_value_type(var))
-               for var in fl.function.returns]
-    if not results:
-        fl.b.ret_void()
-    elif len(results) == 1:
-        fl.b.ret(results[0])
-    else:
-        aggregate = ll.Constant(fl.llfn.function_type.return_type, None)
-        for i, value in enumerate(results):
-            aggregate = fl.b.insert_value(aggregate, value, i)
-        fl.b.ret(aggregate)
+    return_results(fl, _value_type)
 
 
 _OWN_LOWERINGS = {"ret": _return, "alloca": _alloca, "stacksave": _stacksave,
@@ -449,13 +440,6 @@ def build_llvm(module: ir.Module, chip: str = "gfx1100",
     return llmod
 
 
-def _lower_body(fl: AmdgpuLowering, problems: list | None) -> None:
-    fl.problems = problems
-    fl.declare_registers()
-    first = fl.create_blocks()
-    fl.b.position_at_end(fl.entry)
-    fl.b.branch(first)
-    fl.lower_body()
 
 
 def _lower_device_function(module: ir.Module, f: ir.Function, fn: ll.Function,
@@ -468,7 +452,7 @@ def _lower_device_function(module: ir.Module, f: ir.Function, fn: ll.Function,
     for var in f.returns:
         fl.param_pointers[var.name] = fl.entry_alloca(_value_type(var), var.name,
                                                       max(var.alignment, 1))
-    _lower_body(fl, problems)
+    lower_body(fl, problems)
 
 
 def _lower_kernel(module: ir.Module, kernel: ir.Function, llmod: ll.Module,
@@ -497,7 +481,7 @@ def _lower_kernel(module: ir.Module, kernel: ir.Function, llmod: ll.Module,
         at = fl.b.gep(fl.param_buffer, [const_int(I64, slot.offset)], source_etype=I8)
         fl.b.store(fl.b.load(arg, typ=typ) if by_reference else arg, at, align=slot.align)
         fl.param_pointers[slot.name] = at
-    _lower_body(fl, problems)
+    lower_body(fl, problems)
 
 
 # --- compiling and linking ----------------------------------------------------------------------

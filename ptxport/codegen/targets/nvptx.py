@@ -41,6 +41,7 @@ from ptxport.codegen.lower import (
     value_type,
 )
 from ptxport.codegen.ops.data import instruction_type, state_space, vector_count
+from ptxport.codegen.targets.gpu import lower_body, return_results
 from ptxport.codegen.targets.nvptx_inline import (
     CONVERGENT,
     INLINE_PTX,
@@ -437,17 +438,7 @@ def _return(fl: NvptxLowering, inst: ir.Instruction) -> None:
 
 
 def _return_results(fl: FunctionLowering) -> None:
-    results = [fl.b.load(fl.param_pointers[var.name], typ=_value_type(var))
-               for var in fl.function.returns]
-    if not results:
-        fl.b.ret_void()
-    elif len(results) == 1:
-        fl.b.ret(results[0])
-    else:
-        aggregate = ll.Constant(fl.llfn.function_type.return_type, None)
-        for i, value in enumerate(results):
-            aggregate = fl.b.insert_value(aggregate, value, i)
-        fl.b.ret(aggregate)
+    return_results(fl, _value_type)
 
 
 def _value_type(var: ir.Variable) -> ll.Type:
@@ -632,13 +623,6 @@ def build_llvm(module: ir.Module, problems: list | None = None) -> ll.Module:
     return llmod
 
 
-def _lower_body(fl: NvptxLowering, problems: list | None) -> None:
-    fl.problems = problems
-    fl.declare_registers()
-    first = fl.create_blocks()
-    fl.b.position_at_end(fl.entry)
-    fl.b.branch(first)
-    fl.lower_body()
 
 
 def _lower_device_function(module: ir.Module, f: ir.Function, fn: ll.Function,
@@ -653,7 +637,7 @@ def _lower_device_function(module: ir.Module, f: ir.Function, fn: ll.Function,
     for var in f.returns:
         fl.param_pointers[var.name] = fl.entry_alloca(_value_type(var), var.name,
                                                       max(var.alignment, 1))
-    _lower_body(fl, problems)
+    lower_body(fl, problems)
 
 
 def _lower_kernel(module: ir.Module, kernel: ir.Function, llmod: ll.Module,
@@ -684,7 +668,7 @@ def _lower_kernel(module: ir.Module, kernel: ir.Function, llmod: ll.Module,
         else:
             fl.b.store(arg, at, align=slot.align)
         fl.param_pointers[slot.name] = at
-    _lower_body(fl, problems)
+    lower_body(fl, problems)
 
 
 # --- compiling ------------------------------------------------------------------------------

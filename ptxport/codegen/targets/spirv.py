@@ -43,6 +43,7 @@ from ptxport.codegen import ops  # noqa: F401  (registers the lowerings)
 from ptxport.codegen.lower import I8, I32, I64, FunctionLowering, Target, const_int, value_type
 from ptxport.codegen.ops import atomic
 from ptxport.codegen.ops.data import state_space, vector_count
+from ptxport.codegen.targets.gpu import lower_body, return_results
 from ptxport.codegen.targets.nvptx import _function_type, _initializer, _value_type
 from ptxport.errors import CompileError, UnsupportedFeatureError
 from ptxport.ir import nodes as ir
@@ -162,17 +163,7 @@ def _exit(fl: SpirvLowering, inst: ir.Instruction) -> None:
 
 
 def _return_results(fl: FunctionLowering) -> None:
-    results = [fl.b.load(fl.param_pointers[var.name], typ=_value_type(var))
-               for var in fl.function.returns]
-    if not results:
-        fl.b.ret_void()
-    elif len(results) == 1:
-        fl.b.ret(results[0])
-    else:
-        aggregate = ll.Constant(fl.llfn.function_type.return_type, None)
-        for i, value in enumerate(results):
-            aggregate = fl.b.insert_value(aggregate, value, i)
-        fl.b.ret(aggregate)
+    return_results(fl, _value_type)
 
 
 def _alloca(fl: SpirvLowering, inst: ir.Instruction) -> None:
@@ -514,13 +505,6 @@ def build_llvm(module: ir.Module, problems: list | None = None,
     return llmod, layouts
 
 
-def _lower_body(fl: SpirvLowering, problems: list | None) -> None:
-    fl.problems = problems
-    fl.declare_registers()
-    first = fl.create_blocks()
-    fl.b.position_at_end(fl.entry)
-    fl.b.branch(first)
-    fl.lower_body()
 
 
 def _lower_device_function(module: ir.Module, f: ir.Function, fn: ll.Function,
@@ -533,7 +517,7 @@ def _lower_device_function(module: ir.Module, f: ir.Function, fn: ll.Function,
     for var in f.returns:
         fl.param_pointers[var.name] = fl.entry_alloca(_value_type(var), var.name,
                                                       max(var.alignment, 1))
-    _lower_body(fl, problems)
+    lower_body(fl, problems)
 
 
 def _lower_kernel(module: ir.Module, kernel: ir.Function, llmod: ll.Module,
@@ -562,7 +546,7 @@ def _lower_kernel(module: ir.Module, kernel: ir.Function, llmod: ll.Module,
                                 value, fl.b.add(value, fl.b.ptrtoint(base, I64)))
         fl.b.store(value, at, align=1)
         fl.param_pointers[slot.name] = at
-    _lower_body(fl, problems)
+    lower_body(fl, problems)
     return KernelLayout(kernel.name, size, pointer_slots, target.static_shared,
                         needs_warp or target.uses_warp)
 
