@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 import threading
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -93,60 +94,63 @@ class KernelBinary(Protocol):
     name: str
 
     def launch(self, grid: tuple[int, int, int], block: tuple[int, int, int],
-               dynamic_shared: int, params: bytes) -> None: ...
+               dynamic_shared: int, params: bytes,
+               allocations: list[tuple[int, int]] | None = None) -> None: ...
 
 
-class BackendBase:
+class BackendBase(ABC):
     """The hooks every backend fills in. `ordinal` numbers a backend's devices from 0."""
 
     name: str = ""
     # DLPack's device type (DLDeviceType): 1 kDLCPU, 2 kDLCUDA, 10 kDLROCM, 14 kDLOneAPI.
     dlpack_device_type: int = 0
 
+    @abstractmethod
     def availability(self) -> tuple[bool, str]:
         """(True, "") when this backend can run here, else (False, why and what to do)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def device_count(self) -> int:
-        raise NotImplementedError
+        """How many devices this backend has here."""
 
+    @abstractmethod
     def properties(self, ordinal: int) -> DeviceProperties:
-        raise NotImplementedError
+        """The limits and attributes of device `ordinal`."""
 
+    @abstractmethod
     def allocate(self, ordinal: int, nbytes: int) -> Allocation:
         """Device memory of `nbytes`, aligned to 256 bytes like cudaMalloc; may raise
         OutOfMemoryError."""
-        raise NotImplementedError
 
+    @abstractmethod
     def free(self, allocation: Allocation) -> None:
         """Give the memory back; called in stream order, after the work queued before it."""
-        raise NotImplementedError
 
+    @abstractmethod
     def copy(self, dst: int, src: int, nbytes: int, kind: str) -> None:
         """Copy bytes between addresses; `kind` says which side is on the device, as
         cudaMemcpyKind does: "htod", "dtoh" or "dtod" (host addresses are numpy arrays')."""
-        raise NotImplementedError
 
+    @abstractmethod
     def fill(self, address: int, nbytes: int, value: int, width: int) -> None:
         """Set `nbytes` at `address` to `value`, repeated as `width`-byte (1, 2, 4) words."""
-        raise NotImplementedError
 
     def host_view(self, allocation: Allocation):
         """A zero-copy numpy uint8 array over the allocation, or None when the host cannot
         address device memory."""
         return None
 
+    @abstractmethod
     def compile(self, module: Module, kernels: list[str]) -> dict[str, KernelBinary]:
         """A binary for each named kernel of a verified IR module. The runtime calls this
         once per (device, kernel) and caches the result; raises CompileError or
         UnsupportedFeatureError."""
-        raise NotImplementedError
 
+    @abstractmethod
     def launch(self, ordinal: int, binary: KernelBinary, grid: tuple[int, int, int],
                block: tuple[int, int, int], dynamic_shared: int, params: bytes) -> None:
         """Run the whole grid and return when it is done; `params` is the packed parameter
         buffer (layout from ptxport.ir.abi.param_layout) with device addresses inside."""
-        raise NotImplementedError
 
 
 _lock = threading.Lock()
