@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from corpus import ptxas_path
+from handwritten_ptx import TARGET, file_ids, instructions
 from ptxport.ptx.isa import OPS, data_movement, matrix, sync, texture_surface
 from ptxport.ptx.isa._base import Op
 
@@ -54,88 +56,23 @@ GROUP_NAMES = {
     "idxsize",
 }
 
-# One instruction on one line: {label:} {@{!}guard} opcode{.modifier}* {operands};
-_INSTRUCTION = re.compile(
-    r"^\s*(?:[A-Za-z_$][\w$]*\s*:\s*)?"
-    r"(?:@!?[%\w$]+\s+)?"
-    r"(?P<opcode>[a-z][a-z0-9_]*)(?P<modifiers>(?:\.[\w:]+)*)"
-    r"(?:\s+(?P<operands>[^;]*?))?\s*;\s*$"
-)
-_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
-_TARGET = re.compile(r"^\s*\.target\s+(\w+)", re.MULTILINE)
-
-
-@dataclasses.dataclass(frozen=True)
-class Written:
-    """One instruction as written in a .ptx file."""
-
-    line: int
-    opcode: str
-    modifiers: tuple[str, ...]
-    operands: tuple[str, ...]
-
-
-def _split_operands(text: str) -> tuple[str, ...]:
-    """Split at the commas outside (), {} and []: `[t, {x, y}], p` is two operands."""
-    if not text:
-        return ()
-    pieces, depth, start = [], 0, 0
-    for i, c in enumerate(text):
-        if c in "({[":
-            depth += 1
-        elif c in ")}]":
-            depth -= 1
-        elif c == "," and depth == 0:
-            pieces.append(text[start:i].strip())
-            start = i + 1
-    pieces.append(text[start:].strip())
-    return tuple(pieces)
-
-
-def _instructions(path: Path) -> list[Written]:
-    text = _COMMENT.sub(lambda m: "\n" * m.group().count("\n"), path.read_text())
-    found = []
-    for number, line in enumerate(text.splitlines(), 1):
-        m = _INSTRUCTION.match(line)
-        if m:
-            modifiers = tuple(m["modifiers"][1:].split(".")) if m["modifiers"] else ()
-            found.append(Written(number, m["opcode"], modifiers,
-                                 _split_operands(m["operands"] or "")))
-    return found
-
-
-def _ptxas() -> Path | None:
-    try:
-        import nvidia
-    except ImportError:
-        return None
-    for root in nvidia.__path__:
-        for candidate in sorted(Path(root).glob("*/bin/ptxas")):
-            return candidate
-    return None
-
-
-def _ids(paths: list[Path]) -> list[str]:
-    return [p.name for p in paths]
-
-
 # --- the hand-written PTX ------------------------------------------------------------------------
 
 def test_files_are_present() -> None:
     assert len(FILES) >= 15 and all(p.stat().st_size > 0 for p in FILES)
 
 
-@pytest.mark.parametrize("path", FILES, ids=_ids(FILES))
+@pytest.mark.parametrize("path", FILES, ids=file_ids(FILES))
 def test_file_is_small(path: Path) -> None:
     assert len(path.read_text().splitlines()) < 600
 
 
-@pytest.mark.parametrize("path", FILES, ids=_ids(FILES))
+@pytest.mark.parametrize("path", FILES, ids=file_ids(FILES))
 def test_ptxas_accepts(path: Path) -> None:
-    ptxas = _ptxas()
+    ptxas = ptxas_path()
     if ptxas is None:
         pytest.skip("ptxas not installed (the nvidia-cuda-nvcc wheel, in the test extra)")
-    target = _TARGET.search(path.read_text())
+    target = TARGET.search(path.read_text())
     assert target, f"{path.name} has no .target directive"
     result = subprocess.run([str(ptxas), f"-arch={target[1]}", str(path), "-o", "/dev/null"],
                             capture_output=True, text=True, timeout=120)
@@ -143,17 +80,17 @@ def test_ptxas_accepts(path: Path) -> None:
 
 
 def test_every_opcode_is_exercised() -> None:
-    written = {w.opcode for path in FILES for w in _instructions(path)}
+    written = {w.opcode for path in FILES for w in instructions(path)}
     missing = sorted(set(MINE) - written)
     assert not missing, f"opcodes with no instruction in the hand-written PTX: {missing}"
 
 
-@pytest.mark.parametrize("path", FILES, ids=_ids(FILES))
+@pytest.mark.parametrize("path", FILES, ids=file_ids(FILES))
 def test_written_forms_fit_the_table(path: Path) -> None:
     """Every modifier written with one of these opcodes is a type or a value of exactly one
     group, single-valued groups are given at most once, and the operand count is allowed."""
     problems = []
-    for w in _instructions(path):
+    for w in instructions(path):
         op = MINE.get(w.opcode)
         if op is None:
             continue
@@ -197,9 +134,9 @@ def _parsed(path: Path) -> list:
     return found
 
 
-@pytest.mark.parametrize("path", FILES, ids=_ids(FILES))
+@pytest.mark.parametrize("path", FILES, ids=file_ids(FILES))
 def test_parser_reads_every_instruction(path: Path) -> None:
-    parsed, written = _parsed(path), _instructions(path)
+    parsed, written = _parsed(path), instructions(path)
     assert [i.opcode for i in parsed] == [w.opcode for w in written]
     for instruction, w in zip(parsed, written, strict=True):
         assert len(instruction.operands) == len(w.operands), (path.name, w.line)
