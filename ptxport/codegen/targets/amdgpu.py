@@ -48,7 +48,7 @@ from ptxport.codegen.lower import (
     value_type,
 )
 from ptxport.codegen.targets.amdgpu_warp import WarpModel, declare
-from ptxport.codegen.targets.gpu import lower_body, return_results
+from ptxport.codegen.targets.gpu import function_type, initializer, lower_body, return_results
 from ptxport.errors import CompileError, UnsupportedFeatureError
 from ptxport.ir import nodes as ir
 from ptxport.ir.abi import param_layout
@@ -318,10 +318,7 @@ def _value_type(var: ir.Variable) -> ll.Type:
 
 
 def _function_type(f: ir.Function) -> ll.FunctionType:
-    results = [_value_type(v) for v in f.returns]
-    ret = (ll.VoidType() if not results else results[0] if len(results) == 1
-           else ll.LiteralStructType(results))
-    return ll.FunctionType(ret, [_value_type(p) for p in f.params])
+    return function_type(f, _value_type)
 
 
 def _kernel_parameter(var: ir.Variable) -> tuple[ll.Type, bool]:
@@ -337,7 +334,6 @@ def _declare_variables(module: ir.Module, llmod: ll.Module,
                        collecting: bool) -> dict[str, ll.Value]:
     """One LLVM global per .global/.const/.shared variable, under its PTX name (so that
     hipModuleGetGlobal finds the global and const ones)."""
-    from ptxport.codegen.targets.nvptx import _initializer
 
     out: dict[str, ll.Value] = {}
     variables = list(module.globals.values())
@@ -370,7 +366,7 @@ def _declare_variables(module: ir.Module, llmod: ll.Module,
             pending.append((var, g, element))
     for var, g, element in pending:
         try:
-            g.initializer = _initializer(module, var, g.value_type, element, out)
+            g.initializer = initializer(module, var, g.value_type, element, out, "amdgpu")
         except UnsupportedFeatureError:
             if not collecting:
                 raise

@@ -22,7 +22,6 @@ Addresses keep PTX's meaning, so that inline PTX can use them as they are:
 
 from __future__ import annotations
 
-import struct
 import threading
 
 import llvmlite.binding as llvm
@@ -41,7 +40,13 @@ from ptxport.codegen.lower import (
     value_type,
 )
 from ptxport.codegen.ops.data import instruction_type, state_space, vector_count
-from ptxport.codegen.targets.gpu import lower_body, return_results
+from ptxport.codegen.targets.gpu import (
+    function_type,
+    initializer,
+    lower_body,
+    pass_type,
+    return_results,
+)
 from ptxport.codegen.targets.nvptx_inline import (
     CONVERGENT,
     INLINE_PTX,
@@ -54,7 +59,6 @@ from ptxport.codegen.targets.nvptx_inline import (
 from ptxport.errors import CompileError, UnsupportedFeatureError
 from ptxport.ir import nodes as ir
 from ptxport.ir.abi import param_layout
-from ptxport.ptx.ast import FloatImm, IntImm
 
 __all__ = ["compile_module", "build_llvm", "unsupported_instructions", "ARCHS", "INLINE_PTX",
            "TRIPLE"]
@@ -442,26 +446,11 @@ def _return_results(fl: FunctionLowering) -> None:
 
 
 def _value_type(var: ir.Variable) -> ll.Type:
-    """How a parameter or result of PTX size and type is passed in LLVM: f32/f64 as floats,
-    other scalars as integers of their width, everything else as bytes."""
-    t = var.type
-    if t.kind == "opaque":
-        raise UnsupportedFeatureError(f".param .{t.name} {var.name}", "nvptx", None, _OPAQUE)
-    if not (var.dims or var.vector or var.elements != 1):
-        if t.name in ("f32", "f64"):
-            return value_type(t)
-        if t.kind == "pred":
-            return I1
-        if t.bits in (8, 16, 32, 64):
-            return ll.IntType(t.bits)
-    return ll.ArrayType(I8, max(var.size, 1))
+    return pass_type(var, "nvptx", _OPAQUE)
 
 
 def _function_type(f: ir.Function) -> ll.FunctionType:
-    results = [_value_type(v) for v in f.returns]
-    ret = (ll.VoidType() if not results else results[0] if len(results) == 1
-           else ll.LiteralStructType(results))
-    return ll.FunctionType(ret, [_value_type(p) for p in f.params])
+    return function_type(f, _value_type)
 
 
 _OWN_LOWERINGS = {"ret": _return, "ld": _load, "ldu": _load, "st": _store, "alloca": _alloca,
@@ -521,57 +510,13 @@ def _declare_variables(module: ir.Module, llmod: ll.Module,
                 g.global_constant = True
     for var, g, element in pending:
         try:
-            g.initializer = _initializer(module, var, g.value_type, element, out)
+            g.initializer = initializer(module, var, g.value_type, element, out, "nvptx")
         except UnsupportedFeatureError:
             if not collecting:
                 raise
             g.initializer = ll.Constant(g.value_type, None)
         g.value_type = g.initializer.type
     return out
-
-
-def _initializer(module: ir.Module, var: ir.Variable, typ: ll.Type, element: ll.Type,
-                 globals_: dict) -> ll.Constant:
-    """The initial value; with addresses of variables among the items, a literal struct whose
-    address fields are pointers (what NVPTX prints as `generic(var)+offset` or `var+offset`)."""
-    if var.init is None:
-        return ll.Constant(typ, None)
-    values = [_initial_item(module, var, item, element, globals_) for item in var.init]
-    if not isinstance(typ, ll.ArrayType):
-        return values[0]
-    values += [ll.Constant(element, None)] * (typ.count - len(values))
-    if any(v.type != element for v in values):
-        return ll.Constant.literal_struct(values)
-    return ll.Constant(typ, values)
-
-
-def _initial_item(module: ir.Module, var: ir.Variable, item, element: ll.Type,
-                  globals_: dict) -> ll.Constant:
-    if isinstance(item, IntImm):
-        return (const_int(element, item.value) if isinstance(element, ll.IntType)
-                else ll.Constant(element, float(item.value)))
-    if isinstance(item, FloatImm):
-        if isinstance(element, ll.IntType):
-            return const_int(element, item.bits)
-        return ll.Constant(element, _float_of(item))
-    if isinstance(item, ir.SymbolAddress) and isinstance(item.target, ir.Variable) \
-            and item.target.name in globals_ and element == I64:
-        target = globals_[item.target.name]
-        expression = target.get_reference()
-        if item.offset:
-            expression = f"getelementptr (i8, {target.type} {expression}, i64 {item.offset})"
-        if item.generic:
-            return ll.FormattedConstant(PTR, f"addrspacecast ({target.type} {expression} "
-                                             "to ptr)")
-        return ll.FormattedConstant(target.type, expression)
-    raise UnsupportedFeatureError("initializer", "nvptx", module.location(var.pos),
-                                  f"cannot initialize '{var.name}' with {item!r}")
-
-
-def _float_of(item: FloatImm) -> float:
-    if item.width == 32:
-        return struct.unpack("<f", struct.pack("<I", item.bits))[0]
-    return struct.unpack("<d", struct.pack("<Q", item.bits))[0]
 
 
 def _annotate(llmod: ll.Module, fn: ll.Function, kernel: ir.Function) -> None:

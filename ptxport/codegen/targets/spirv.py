@@ -43,8 +43,13 @@ from ptxport.codegen import ops  # noqa: F401  (registers the lowerings)
 from ptxport.codegen.lower import I8, I32, I64, FunctionLowering, Target, const_int, value_type
 from ptxport.codegen.ops import atomic
 from ptxport.codegen.ops.data import state_space, vector_count
-from ptxport.codegen.targets.gpu import lower_body, return_results
-from ptxport.codegen.targets.nvptx import _function_type, _initializer, _value_type
+from ptxport.codegen.targets.gpu import (
+    function_type,
+    initializer,
+    lower_body,
+    pass_type,
+    return_results,
+)
 from ptxport.errors import CompileError, UnsupportedFeatureError
 from ptxport.ir import nodes as ir
 from ptxport.ir.abi import param_layout
@@ -205,6 +210,15 @@ def _atom(fl: SpirvLowering, inst: ir.Instruction) -> None:
                            atomic.ORDERING[inst.spec.get("sem")])
     if dest is not None:
         fl.write(dest, old, t)
+
+
+def _value_type(var: ir.Variable) -> ll.Type:
+    return pass_type(var, "spirv", "texture, sampler and surface references have no SPIR-V "
+                                   "form in ptxport")
+
+
+def _function_type(f: ir.Function) -> ll.FunctionType:
+    return function_type(f, _value_type)
 
 
 _OWN_LOWERINGS = {"ret": _return, "exit": _exit, "alloca": _alloca, "atom": _atom, "red": _atom,
@@ -440,7 +454,7 @@ def _declare_variables(module: ir.Module, llmod: ll.Module,
                                               "SPIR-V modules are not linked with others")
             continue
         try:
-            g.initializer = _initializer(module, var, typ, element, out)
+            g.initializer = initializer(module, var, typ, element, out, "spirv")
         except UnsupportedFeatureError:
             if not collecting:
                 raise
