@@ -389,6 +389,37 @@ def test_f64_source():
     check_int_cases(out, 20, x, inputs, "f64")
 
 
+def tiny_values(source: str, fmt: str) -> np.ndarray:
+    """Bit patterns of `source` (f32 or f64) around and far below the smallest subnormal of
+    `fmt`, where rounding drops from none to all of the source's mantissa bits: the guard
+    bit, the sticky bits and ties in every position, both signs."""
+    dtype, itype = (np.float32, np.uint32) if source == "f32" else (np.float64, np.uint64)
+    ebits, mbits, _ = FORMATS[fmt]
+    smallest = 2.0 - (1 << (ebits - 1)) - mbits          # log2 of fmt's smallest subnormal
+    info = np.finfo(dtype)
+    ulp = float(info.eps)
+    shapes = [1.0, 1.0 + ulp, 1.5, 1.5 - ulp, 1.5 + ulp, 2.0 - ulp, 1.25, 1.75, 1.0 + 0.5 ** 20]
+    lowest = max(int(smallest) - 70, int(np.log2(float(info.smallest_subnormal))))
+    values = [m * 2.0 ** k for k in range(lowest, int(smallest) + 3) for m in shapes]
+    values += [float(info.smallest_subnormal), float(info.tiny) * (1 - ulp)]
+    values = np.array(values + [-v for v in values], dtype)
+    random = RNG.uniform(1.0, 2.0, 2000) * 2.0 ** RNG.integers(lowest, int(smallest) + 3, 2000)
+    return np.concatenate([values, random.astype(dtype)]).view(itype).astype(np.uint64)
+
+
+@pytest.mark.parametrize("source", ["f32", "f64"])
+def test_directed_rounding_of_tiny_values(source):
+    """Every rounding mode where the result is a subnormal or zero of the destination."""
+    dests = ["f16", "bf16"] + (["f32"] if source == "f64" else [])
+    inputs = np.concatenate([tiny_values(source, d) for d in dests])
+    x = decode(inputs, source)
+    cases = [(f"cvt.{r}.{d}.{source} {{d}}, {{a}};", REG[16 if d != "f32" else 32])
+             for d in dests for r in FRND]
+    out = run_cases(int(source[1:]), inputs, cases, target="sm_90", version="7.8")
+    for k, (d, r) in enumerate((d, r) for d in dests for r in FRND):
+        check(out, k, round_float(x, d, r), inputs, f"{r}.{d}.{source}")
+
+
 # --- integer sources ----------------------------------------------------------------------------
 
 def int_inputs() -> np.ndarray:

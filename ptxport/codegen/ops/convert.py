@@ -30,8 +30,6 @@ from ptxport.errors import Diagnostic, PtxSemanticError
 from ptxport.ir import nodes as ir
 from ptxport.ir.types import TYPES, Type
 
-I128 = ll.IntType(128)
-
 INT_ROUNDING = ("rni", "rzi", "rmi", "rpi")
 FLOAT_ROUNDING = ("rn", "rz", "rm", "rp", "rna")
 # The float (PTX) rounding each integer rounding corresponds to.
@@ -111,20 +109,14 @@ def _round(fl: FunctionLowering, sign, mant, exp, fmt: Format, mode: str,
     drop = b.sub(b.sub(scale, _i64(fmt.mbits)), exp)   # low bits of mant that do not fit
     dropping = b.icmp_signed(">", drop, _i64(0))
     exact = b.shl(mant, b.select(dropping, _i64(0), b.neg(drop)))
-    # Shifting in 128 bits keeps every shift amount defined (a mantissa has at most 64 bits).
-    count = b.zext(b.select(dropping, b.select(b.icmp_signed("<", drop, _i64(127)), drop,
-                                               _i64(127)), _i64(1)), I128)
-    wide = b.zext(mant, I128)
-    kept = b.trunc(b.lshr(wide, count), I64)
-    rest = b.and_(wide, b.sub(b.shl(ll.Constant(I128, 1), count), ll.Constant(I128, 1)))
-    half = b.shl(ll.Constant(I128, 1), b.sub(count, ll.Constant(I128, 1)))
-    inexact = b.icmp_unsigned("!=", rest, ll.Constant(I128, 0))
+    kept, guard, sticky = _split(fl, mant, b.select(dropping, drop, _i64(1)))
+    # The dropped part against half a unit: above it with guard and sticky, a tie with the
+    # guard alone, below it without the guard.
+    inexact = b.or_(guard, sticky)
     if mode == "rn":
-        odd = b.trunc(kept, I1)
-        up = b.or_(b.icmp_unsigned(">", rest, half),
-                   b.and_(b.icmp_unsigned("==", rest, half), odd))
+        up = b.and_(guard, b.or_(sticky, b.trunc(kept, I1)))
     elif mode == "rna":
-        up = b.icmp_unsigned(">=", rest, half)
+        up = guard
     elif mode == "rz":
         up = I1(0)
     elif mode == "rm":
@@ -139,6 +131,22 @@ def _round(fl: FunctionLowering, sign, mant, exp, fmt: Format, mode: str,
     over = b.icmp_unsigned(">", bits, _i64(fmt.max_bits))
     bits = b.select(over, _overflow(fl, sign, fmt, mode, satfinite), bits)
     return b.or_(bits, b.shl(b.zext(sign, I64), _i64(fmt.width - 1)))
+
+
+def _split(fl: FunctionLowering, mant, drop) -> tuple[ll.Value, ll.Value, ll.Value]:
+    """mant (an unsigned i64) cut below its `drop` lowest bits (drop >= 1, any size): the
+    bits kept (mant >> drop), the guard bit (the highest bit dropped) and the sticky bit (any
+    bit below the guard set). Every shift stays within 0..63, as LLVM requires (a larger
+    amount is poison), and nothing wider than 64 bits: LLVM's SPIR-V backend cannot select i128."""
+    b = fl.b
+    far = b.icmp_signed(">", drop, _i64(64))           # even the guard lies above mant
+    below = b.sub(b.select(far, _i64(64), drop), _i64(1))   # the guard's position, 0..63
+    from_guard = b.lshr(mant, below)
+    kept = b.lshr(from_guard, _i64(1))
+    guard = b.and_(b.trunc(from_guard, I1), b.not_(far))
+    under = b.and_(mant, b.sub(b.shl(_i64(1), below), _i64(1)))
+    sticky = b.icmp_unsigned("!=", b.select(far, mant, under), _i64(0))
+    return kept, guard, sticky
 
 
 def _overflow(fl: FunctionLowering, sign, fmt: Format, mode: str, satfinite: bool) -> ll.Value:
