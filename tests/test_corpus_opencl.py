@@ -19,12 +19,7 @@ from ptxport.errors import UnsupportedFeatureError
 from ptxport.runtime.backends import availability
 
 # kernel name -> why it cannot run on SPIR-V yet
-_WIDE = ("the shared lowering computes this rounding with 128-bit integers, which LLVM's "
-         "SPIR-V backend cannot select")
 NOT_YET: dict[str, str] = {
-    "atomic_add_half2": f"atom.add.noftz.f16x2: {_WIDE}",
-    "float_conversions": f"cvt between floating-point types with directed rounding: {_WIDE}",
-    "half_convert": f"cvt.rz.f16.f32: {_WIDE}",
     "timed_work": "%globaltimer: OpenCL has no global nanosecond timer",
     "printf_values": "printf (vprintf) is not lowered to OpenCL's printf yet",
     "printf_once": "printf (vprintf) is not lowered to OpenCL's printf yet",
