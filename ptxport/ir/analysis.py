@@ -123,3 +123,63 @@ def live_after(function: ir.Function, wanted: set[int]) -> dict[int, set]:
             u, d = uses_and_defs(inst)
             live = (live - d) | u
     return result
+
+
+def may_write(inst: ir.Instruction) -> set:
+    """Every register `inst` may write, in part or conditionally (a superset: for
+    instructions whose first operand is a destination only in some forms, it counts)."""
+    from ptxport.ir.verify import _NO_DESTINATION
+
+    out: set = set()
+    if inst.operands and (inst.opcode not in _NO_DESTINATION
+                          or inst.opcode in ("bar", "barrier")):
+        _registers_in(inst.operands[0], out)
+    return out
+
+
+def modified_before(function: ir.Function, waits: set[int]) -> dict[int, set]:
+    """For each instruction whose id is in `waits` (points where a thread saves its registers
+    and later restores them): the registers that may have been written since the thread
+    last passed a wait or since the function began. A register not in the set still holds,
+    on every path, the value saved or restored at the previous wait, so it need not be saved
+    again. Forward must-analysis over the CFG: a wait's own results count as written after
+    it; every other register is as it was saved (unless the wait is guarded and may not
+    have happened)."""
+    everything = frozenset(function.registers.values())
+    entry = function.blocks[0] if function.blocks else None
+    clean_in = {id(b): (frozenset() if b is entry else everything) for b in function.blocks}
+    predecessors: dict[int, list] = {id(b): [] for b in function.blocks}
+    for block in function.blocks:
+        for s in block.successors:
+            predecessors[id(s)].append(block)
+    result: dict[int, set] = {}
+
+    def through(block, clean, record: bool):
+        for inst in block.instructions:
+            d = may_write(inst)
+            if id(inst) in waits:
+                if record:
+                    result[id(inst)] = set(everything - clean)
+                # a guarded wait may be skipped: then nothing was saved
+                clean = (everything if inst.guard is None else clean) - d
+            else:
+                clean = clean - d
+        return clean
+
+    changed = True
+    clean_out = {id(b): everything for b in function.blocks}
+    while changed:
+        changed = False
+        for block in function.blocks:
+            preds = predecessors[id(block)]
+            if block is not entry and preds:
+                new_in = frozenset.intersection(*(clean_out[id(p)] for p in preds))
+            else:
+                new_in = clean_in[id(block)] if block is entry else frozenset()
+            out = through(block, new_in, False)
+            if new_in != clean_in[id(block)] or out != clean_out[id(block)]:
+                clean_in[id(block)], clean_out[id(block)] = new_in, out
+                changed = True
+    for block in function.blocks:
+        through(block, clean_in[id(block)], True)
+    return result

@@ -43,7 +43,7 @@ from ptxport.codegen.targets import cpu_runtime
 from ptxport.errors import CompileError, UnsupportedFeatureError
 from ptxport.ir import nodes as ir
 from ptxport.ir.abi import param_layout
-from ptxport.ir.analysis import live_after
+from ptxport.ir.analysis import live_after, modified_before, uses_and_defs
 from ptxport.ptx.ast import FloatImm, IntImm
 
 __all__ = ["compile_kernel", "emit_object", "CpuKernelBinary", "SyncPoint", "CTX", "FRAME",
@@ -101,6 +101,21 @@ class KernelPlan:
     check_sites: int = 0     # global/generic accesses checked (each has a site-cache slot)
     trap_lines: dict[int, int] = field(default_factory=dict)
     register_offsets: dict[str, int] = field(default_factory=dict)
+    # id(waiting instruction) -> (registers it saves, registers it restores when resumed)
+    spills: dict[int, tuple[list, list]] = field(default_factory=dict)
+
+    def frame_slot(self, reg: ir.Register) -> int:
+        """The frame offset where `reg` is saved across waits (allocated on first use; the
+        frame grows)."""
+        offset = self.register_offsets.get(reg.name)
+        if offset is None:
+            typ = value_type(reg.type)
+            size = typ.width // 8 if isinstance(typ, ll.IntType) else max(reg.type.size, 1)
+            size = max(size, 1) * (reg.vector or 1)
+            offset = _align(self.frame_size, min(size, 8))
+            self.register_offsets[reg.name] = offset
+            self.frame_size = _align(offset + size, 16)
+        return offset
 
 
 def _align(n: int, a: int) -> int:
@@ -114,7 +129,6 @@ class CpuTarget(Target):
                  globals_: dict[str, ll.GlobalVariable], functions: dict[str, ll.Function]):
         self.module, self.llmod, self.plan = module, llmod, plan
         self.globals, self.functions = globals_, functions
-        self.live: dict[int, set] = {}   # id(waiting instruction) -> registers live after it
 
     # --- per-function values ---------------------------------------------------------------
 
@@ -347,22 +361,23 @@ class CpuTarget(Target):
         """Save the registers live across the waiting instruction in the frame and return
         `number`; the continuation block it returns is where execution resumes, with those
         registers reloaded."""
-        live = self.live.get(id(fl.inst))
-        if live is None:        # not analysed (an instruction made up by a lowering): all
-            live = list(fl.function.registers.values())
-        live = sorted(live, key=lambda r: r.name)
-        self._move(fl, live, to_frame=True)
+        spills = self.plan.spills.get(id(fl.inst))
+        if spills is None:      # not analysed (an instruction made up by a lowering): all
+            everything = sorted(fl.function.registers.values(), key=lambda r: r.name)
+            spills = (everything, everything)
+        save, restore = spills
+        self._move(fl, save, to_frame=True)
         fl.b.ret(I32(number))
         resume = fl.llfn.append_basic_block(f"resume_{number}")
         self.dispatch.add_case(I32(number), resume)
         fl.b.position_at_end(resume)
-        self._move(fl, live, to_frame=False)
+        self._move(fl, restore, to_frame=False)
         return resume
 
     def _move(self, fl: FunctionLowering, registers, to_frame: bool) -> None:
         frame = fl.llfn.args[1]
         for reg in registers:
-            offset = self.plan.register_offsets[reg.name]
+            offset = self.plan.frame_slot(reg)
             p = fl.b.gep(frame, [const_int(I64, offset)], source_etype=I8)
             if to_frame:
                 fl.b.store(fl.b.load(fl.register_slot(reg)), p)
@@ -456,24 +471,36 @@ def _plan(module: ir.Module, kernel: ir.Function) -> KernelPlan:
         shared_offsets[var.name] = offset
         offset += var.size
     _, param_size = param_layout(kernel)
-    register_offsets, frame = {}, FRAME.size
-    for reg in kernel.registers.values():
-        size = value_type(reg.type).width // 8 if isinstance(value_type(reg.type), ll.IntType) \
-            else max(reg.type.size, 1)
-        size = max(size, 1) * (reg.vector or 1)
-        frame = _align(frame, min(max(size, 1), 8))
-        register_offsets[reg.name] = frame
-        frame += size
-    local_offset = _align(frame, 16)
+    # The frame: header, the thread's .local memory, then a slot for each register some
+    # wait must save (a register never live across a wait stays in machine registers).
+    register_offsets = {}
+    local_offset = _align(FRAME.size, 16)
     local = 0
     for var in kernel.variables.values():
         if var.space == "local":
             local = _align(local, max(var.alignment, 1))
             register_offsets[f"local:{var.name}"] = local
             local += var.size
-    return KernelPlan(kernel.name, param_size, offset, shared_offsets,
+    plan = KernelPlan(kernel.name, param_size, offset, shared_offsets,
                       _align(local_offset + local, 16), local_offset,
                       register_offsets=register_offsets)
+    waits = {id(i) for i in kernel.instructions() if i.opcode in SYNC_OPCODES}
+    if waits:
+        live = live_after(kernel, waits)
+        modified = modified_before(kernel, waits)
+        for inst in kernel.instructions():
+            if id(inst) not in waits:
+                continue
+            # the wait's own results are written after it resumes (unless it is guarded
+            # and may not run)
+            restore = live[id(inst)] - (set() if inst.guard is not None
+                                        else uses_and_defs(inst)[1])
+            save = restore & modified[id(inst)]
+            key = lambda r: r.name  # noqa: E731
+            plan.spills[id(inst)] = (sorted(save, key=key), sorted(restore, key=key))
+            for reg in restore:
+                plan.frame_slot(reg)
+    return plan
 
 
 def _initializer(var: ir.Variable, element: ll.Type, globals_: dict) -> ll.Constant:
@@ -608,8 +635,6 @@ def _lower_kernel(module, kernel: ir.Function, thread: ll.Function, target: CpuT
     fl.b.branch(dispatch_block)
     fl.b.position_at_end(dispatch_block)
     target.dispatch = fl.b.switch(thread.args[2], first)
-    waits = {id(i) for i in kernel.instructions() if i.opcode in SYNC_OPCODES}
-    target.live = live_after(kernel, waits) if waits else {}
     fl.lower_body()
 
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 from llvmlite import ir as ll
 
 from ptxport.codegen.lower import I8, I32, I64, PTR
-from ptxport.codegen.targets.cpu import BLOCKED, CTX, FRAME, RUNNABLE, TRAPPED
+from ptxport.codegen.targets.cpu import BLOCKED, CTX, EXITED, FRAME, RUNNABLE, TRAPPED
+from ptxport.ptx.ast import IntImm
 
 __all__ = ["build_run_block", "build_run_waiting_blocks", "NATIVE_KINDS"]
 
@@ -44,24 +45,80 @@ def build_run_block(llmod: ll.Module, run_threads: ll.Function, plan) -> None:
     ctx, frames, frame_size, points, statuses, n = fn.args
     b = ll.IRBuilder(fn.append_basic_block("entry"))
     progress = b.alloca(ll.IntType(1), name="progress")
-    loop = fn.append_basic_block("loop")
+    loop, fast, done, general, failed, waits = (
+        fn.append_basic_block(x) for x in ("loop", "fast", "done", "general", "failed",
+                                           "waits"))
     b.branch(loop)
-    b.position_at_end(loop)
-    b.call(run_threads, [ctx, frames, frame_size, points, statuses, n])
-    common, live, trapped = _scan(fn, b, points, statuses, n)
-    done, general, failed, waits = (fn.append_basic_block(x) for x in
-                                    ("done", "general", "failed", "waits"))
-    b.cbranch(trapped, failed, fn.append_basic_block("not_trapped"))
-    b.position_at_end(fn.blocks[-1])
-    b.cbranch(b.icmp_signed("==", live, I32(0)), done, waits)
     for block, value in ((done, 0), (general, 1), (failed, 2)):
         b.position_at_end(block)
         b.ret(I32(value))
+    # The general round: every runnable thread from its own resume point.
+    b.position_at_end(loop)
+    b.call(run_threads, [ctx, frames, frame_size, points, statuses, n])
+    common, live, trapped = _scan(fn, b, points, statuses, n)
+    b.cbranch(trapped, failed, fn.append_basic_block("not_trapped"))
+    b.position_at_end(fn.blocks[-1])
+    b.cbranch(b.icmp_signed("==", live, I32(0)), done, waits)
+    # The uniform round (after a barrier or shuffle completed for every live thread): all
+    # of them resume at one point, so the bookkeeping is done as they return.
+    b.position_at_end(fast)
+    point = b.phi(I32, "point")
+    fcommon, flive, ftrapped = _uniform_round(fn, b, llmod.globals["thread"], ctx, frames,
+                                              frame_size, points, statuses, n, point)
+    b.cbranch(ftrapped, failed, fn.append_basic_block("fast_not_trapped"))
+    b.position_at_end(fn.blocks[-1])
+    fast_waits = fn.append_basic_block("fast_waits")
+    b.cbranch(b.icmp_signed("==", flive, I32(0)), done, fast_waits)
+    b.position_at_end(fast_waits)
+    switch = b.switch(fcommon, loop)
+    for number, sync_point in plan.sync_points.items():
+        kind = _kind(sync_point.inst)
+        if kind is None:
+            continue
+        case = fn.append_basic_block(f"uniform_{number}")
+        switch.add_case(I32(number), case)
+        b.position_at_end(case)
+        if kind == "barrier" and _static_barrier(sync_point.inst):
+            # one barrier named by a constant, no thread count: every live thread is here
+            point.add_incoming(I32(number), case)
+            b.branch(fast)
+        elif kind == "barrier":
+            resolved = fn.append_basic_block(f"uniform_resolved_{number}")
+            _barrier(fn, b, frames, frame_size, statuses, n, flive, resolved, general)
+            b.position_at_end(resolved)
+            point.add_incoming(I32(number), resolved)
+            b.branch(fast)
+        else:
+            # every thread of the block waits at this shuffle: complete it for all warps
+            # when they are whole and give full masks, else warp by warp below
+            whole = fn.append_basic_block(f"uniform_whole_{number}")
+            b.cbranch(b.and_(b.icmp_signed("==", flive, n),
+                             b.icmp_signed("==", b.and_(n, I32(31)), I32(0))), whole, loop)
+            b.position_at_end(whole)
+            full = fn.append_basic_block(f"uniform_full_{number}")
+            t, head, after = _loop(fn, b, n, f"uniform_mask_{number}")
+            ok = fn.append_basic_block(f"uniform_mask_ok_{number}")
+            mask = b.trunc(b.load(_slot(b, frames, frame_size, t, "in3"), typ=I64), I32)
+            b.cbranch(b.icmp_unsigned("==", mask, I32(FULL)), ok, loop)
+            b.position_at_end(ok)
+            t.add_incoming(b.add(t, I32(1)), ok)
+            b.branch(head)
+            b.position_at_end(after)
+            b.branch(full)
+            b.position_at_end(full)
+            w, whead, wafter = _loop(fn, b, b.lshr(n, I32(5)), f"uniform_warp_{number}")
+            _shfl_warp(fn, b, sync_point.inst, frames, frame_size, statuses,
+                       b.shl(w, I32(5)))
+            w.add_incoming(b.add(w, I32(1)), b.block)
+            b.branch(whead)
+            b.position_at_end(wafter)
+            point.add_incoming(I32(number), b.block)
+            b.branch(fast)
     # Shuffles first, warp by warp: a warp whose 32 lanes wait at one full-mask shuffle goes
     # on, whatever the other warps wait at (`if (warp == 0) { ...shuffles... }` is common).
     b.position_at_end(waits)
-    shuffles = {number: point for number, point in plan.sync_points.items()
-                if _kind(point.inst) == "shfl"}
+    shuffles = {number: sync_point for number, sync_point in plan.sync_points.items()
+                if _kind(sync_point.inst) == "shfl"}
     if shuffles:
         b.store(ll.Constant(ll.IntType(1), 0), progress)
         _warp_shuffles(fn, b, shuffles, frames, frame_size, points, statuses, n, progress)
@@ -70,8 +127,8 @@ def build_run_block(llmod: ll.Module, run_threads: ll.Function, plan) -> None:
         b.position_at_end(barriers)
     # Then a barrier every live thread waits at.
     switch = b.switch(common, general)
-    for number, point in plan.sync_points.items():
-        if _kind(point.inst) != "barrier":
+    for number, sync_point in plan.sync_points.items():
+        if _kind(sync_point.inst) != "barrier":
             continue
         case = fn.append_basic_block(f"point_{number}")
         switch.add_case(I32(number), case)
@@ -79,8 +136,64 @@ def build_run_block(llmod: ll.Module, run_threads: ll.Function, plan) -> None:
         resolved = fn.append_basic_block(f"resolved_{number}")
         _barrier(fn, b, frames, frame_size, statuses, n, live, resolved, general)
         b.position_at_end(resolved)
-        _release(fn, b, statuses, n)
-        b.branch(loop)
+        point.add_incoming(I32(number), resolved)
+        b.branch(fast)
+
+
+def _static_barrier(inst) -> bool:
+    """A CTA barrier that names its barrier with a constant and gives no thread count: it
+    completes when every live thread of the block waits at this instruction."""
+    operands = inst.operands
+    return (inst.opcode in ("bar", "barrier") and len(operands) == 1
+            and isinstance(operands[0], IntImm))
+
+
+def _uniform_round(fn, b, thread, ctx, frames, frame_size, points, statuses, n, point):
+    """Runs every thread that has not exited from `point` until it waits or exits, and
+    returns (the point every waiting thread reached or -1, how many wait, whether any
+    trapped), as _scan would after run_threads."""
+    head, body, run, step, after = (fn.append_basic_block(f"uniform_{x}") for x in
+                                    ("head", "body", "run", "step", "after"))
+    entry = b.block
+    b.branch(head)
+    b.position_at_end(head)
+    t = b.phi(I32, "t")
+    common = b.phi(I32, "common")
+    live = b.phi(I32, "live")
+    trapped = b.phi(ll.IntType(1), "trapped")
+    for phi, value in ((t, I32(0)), (common, I32(0)), (live, I32(0)),
+                       (trapped, ll.Constant(ll.IntType(1), 0))):
+        phi.add_incoming(value, entry)
+    b.cbranch(b.icmp_signed("<", t, n), body, after)
+    b.position_at_end(body)
+    status_ptr = b.gep(statuses, [t], source_etype=I32)
+    b.cbranch(b.icmp_signed("==", b.load(status_ptr, typ=I32), I32(EXITED)), step, run)
+    b.position_at_end(run)
+    frame = b.gep(frames, [b.mul(b.zext(t, I64), frame_size)], source_etype=I8)
+    result = b.call(thread, [ctx, frame, point])
+    blocked = b.icmp_signed(">", result, I32(0))
+    b.store(b.select(blocked, I32(BLOCKED),
+                     b.select(b.icmp_signed("==", result, I32(-1)), I32(EXITED),
+                              I32(TRAPPED))), status_ptr)
+    b.store(result, b.gep(points, [t], source_etype=I32))
+    same = b.or_(b.icmp_signed("==", live, I32(0)), b.icmp_signed("==", common, result))
+    run_common = b.select(blocked, b.select(same, result, I32(-1)), common)
+    run_live = b.add(live, b.zext(blocked, I32))
+    run_trapped = b.or_(trapped, b.icmp_signed("<", result, I32(-1)))
+    b.branch(step)
+    b.position_at_end(step)
+    new_common, new_live, new_trapped = b.phi(I32), b.phi(I32), b.phi(ll.IntType(1))
+    for phi, skipped, ran in ((new_common, common, run_common), (new_live, live, run_live),
+                              (new_trapped, trapped, run_trapped)):
+        phi.add_incoming(skipped, body)
+        phi.add_incoming(ran, run)
+    t.add_incoming(b.add(t, I32(1)), step)
+    common.add_incoming(new_common, step)
+    live.add_incoming(new_live, step)
+    trapped.add_incoming(new_trapped, step)
+    b.branch(head)
+    b.position_at_end(after)
+    return common, live, trapped
 
 
 def _warp_shuffles(fn, b, shuffles, frames, frame_size, points, statuses, n, progress):
@@ -255,17 +368,6 @@ def _shfl_warp(fn, b, inst, frames, frame_size, statuses, base):
     b.store(b.zext(valid, I64), _slot(b, frames, frame_size, t, "out1"))
     b.store(I32(RUNNABLE), b.gep(statuses, [t], source_etype=I32))
     lane.add_incoming(b.add(lane, I32(1)), b.block)
-    b.branch(head)
-    b.position_at_end(after)
-
-
-def _release(fn, b, statuses, n):
-    """Every blocked thread may run again."""
-    t, head, after = _loop(fn, b, n, "release")
-    p = b.gep(statuses, [t], source_etype=I32)
-    s = b.load(p, typ=I32)
-    b.store(b.select(b.icmp_signed("==", s, I32(BLOCKED)), I32(RUNNABLE), s), p)
-    t.add_incoming(b.add(t, I32(1)), b.block)
     b.branch(head)
     b.position_at_end(after)
 
