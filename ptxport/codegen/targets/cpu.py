@@ -114,7 +114,7 @@ class KernelPlan:
             size = max(size, 1) * (reg.vector or 1)
             offset = _align(self.frame_size, min(size, 8))
             self.register_offsets[reg.name] = offset
-            self.frame_size = _align(offset + size, 16)
+            self.frame_size = offset + size
         return offset
 
 
@@ -129,13 +129,25 @@ class CpuTarget(Target):
                  globals_: dict[str, ll.GlobalVariable], functions: dict[str, ll.Function]):
         self.module, self.llmod, self.plan = module, llmod, plan
         self.globals, self.functions = globals_, functions
+        self._entry_loads: dict = {}   # LLVM function -> the ctx fields loaded at its entry
 
     # --- per-function values ---------------------------------------------------------------
 
     def _ctx_field(self, fl: FunctionLowering, name: str, index: int = 0, typ=I32):
-        ctx = fl.llfn.args[0]
-        p = fl.b.gep(ctx, [const_int(I64, CTX.fields[name] + 4 * index)], source_etype=I8)
-        return fl.b.load(p, typ=typ)
+        """A field of the block context, loaded once at the function's entry: none changes
+        while a thread runs, but LLVM cannot know that the kernel's stores leave them be,
+        and would load them again after every store."""
+        cache = self._entry_loads.setdefault(fl.llfn, {})
+        key = (name, index, str(typ))
+        value = cache.get(key)
+        if value is None:
+            with fl.b.goto_entry_block():
+                fl.b.position_at_start(fl.entry)
+                ctx = fl.llfn.args[0]
+                p = fl.b.gep(ctx, [const_int(I64, CTX.fields[name] + 4 * index)],
+                             source_etype=I8)
+                value = cache[key] = fl.b.load(p, typ=typ)
+        return value
 
     def _frame_field(self, fl: FunctionLowering, name: str, typ=I32, index: int = 0):
         frame = fl.llfn.args[1]
@@ -585,6 +597,7 @@ def build_llvm(module: ir.Module, kernel_name: str,
     _lower_kernel(module, kernel, thread, target, problems)
     if problems is not None:
         return llmod, plan
+    plan.frame_size = _align(plan.frame_size, 16)
     _build_run_threads(llmod, thread)
     _build_run_blocks(llmod, thread)
     cpu_runtime.add_conversions(llmod)
