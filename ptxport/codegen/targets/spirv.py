@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import llvmlite.binding as llvm
@@ -73,13 +73,17 @@ def _ptr(addrspace: int) -> ll.PointerType:
 class KernelLayout:
     """What the runtime needs to call a compiled kernel: the parameter buffer's size, the
     offsets of the 8-byte slots that get a buffer argument each, the static shared bytes
-    (the dynamic part starts there) and whether the kernel needs 32-wide sub-groups."""
+    (the dynamic part starts there), whether the kernel needs 32-wide sub-groups, and
+    whether its module calls printf (`prints`), passing it doubles (`prints_doubles`,
+    which needs a device with fp64)."""
 
     name: str
     params_size: int
     pointer_slots: tuple[int, ...]
     static_shared: int
     needs_warp: bool
+    prints: bool = False
+    prints_doubles: bool = False
 
 
 # --- the function lowering --------------------------------------------------------------------
@@ -250,6 +254,9 @@ class SpirvTarget(Target):
         # Report the first comparison wider than 64 bits (after LLVM failed on one: most
         # are optimized away, so they are not refused up front).
         self.find_wide = False
+        self.prints = self.prints_doubles = False      # printf (spirv_printf.py)
+        self.printf_tracers: dict[int, object] = {}   # by id(function)
+        self._strings: dict[bytes, ll.GlobalVariable] = {}
 
     def builtin(self, name: str, ret: ll.Type, args: list, convergent: bool = False):
         fn = self.llmod.globals.get(name)
@@ -358,9 +365,12 @@ class SpirvTarget(Target):
 
     def call(self, fl, inst, callee: ir.Function, returns: list, args: list) -> None:
         if callee.is_declaration:
-            reason = ("printf (vprintf) is not lowered to OpenCL's printf yet" if
-                      callee.name == "vprintf" else f"a call of the external '{callee.name}'")
-            raise fl.unsupported(inst, reason)
+            if callee.name != "vprintf":
+                raise fl.unsupported(inst, f"a call of the external '{callee.name}'")
+            from ptxport.codegen.targets import spirv_printf
+
+            spirv_printf.lower_vprintf(self, fl, inst, list(returns), list(args))
+            return
         if len(args) != len(callee.params) or len(returns) != len(callee.returns):
             raise fl.unsupported(inst, "a call whose arguments do not match the callee")
         if not all(isinstance(v, ir.Variable) for v in list(returns) + list(args)):
@@ -375,6 +385,34 @@ class SpirvTarget(Target):
         for i, var in enumerate(returns):
             value = result if len(returns) == 1 else fl.b.extract_value(result, i)
             fl.b.store(value, self.own_pointer(fl, var))
+
+    # --- printf (spirv_printf.py) --------------------------------------------------------------
+
+    def printf(self, fl: FunctionLowering) -> ll.Function:
+        """OpenCL C's `int printf(constant char *format, ...)`."""
+        fn = self.llmod.globals.get("printf")
+        if fn is None:
+            fn = ll.Function(self.llmod, ll.FunctionType(I32, [_ptr(CONSTANT)], var_arg=True),
+                             "printf")
+            fn.calling_convention = "spir_func"
+        elif not (isinstance(fn, ll.Function) and fn.function_type.var_arg):
+            raise fl.unsupported(fl.inst, "the module's own function 'printf' has the name "
+                                          "of OpenCL's printf, which SPIR-V needs for this "
+                                          "call")
+        return fn
+
+    def constant_string(self, text: bytes) -> ll.GlobalVariable:
+        """A NUL-terminated string in the constant address space (one per text)."""
+        g = self._strings.get(text)
+        if g is None:
+            typ = ll.ArrayType(I8, len(text) + 1)
+            g = ll.GlobalVariable(self.llmod, typ, self.llmod.get_unique_name("printf.format"),
+                                  addrspace=CONSTANT)
+            g.type = _ptr(CONSTANT)
+            g.initializer = ll.Constant(typ, bytearray(text + b"\0"))
+            g.global_constant, g.unnamed_addr, g.linkage, g.align = True, True, "private", 1
+            self._strings[text] = g
+        return g
 
     # --- barriers and warp operations ----------------------------------------------------------
 
@@ -516,6 +554,9 @@ def build_llvm(module: ir.Module, problems: list | None = None,
             layouts[f.name] = _lower_kernel(module, f, llmod, target, problems)
         else:
             _lower_device_function(module, f, functions[f.name], target, problems)
+    if target.prints:   # known once every function is lowered
+        layouts = {name: replace(layout, prints=True, prints_doubles=target.prints_doubles)
+                   for name, layout in layouts.items()}
     return llmod, layouts
 
 

@@ -12,6 +12,14 @@ address inside an allocation becomes that cl.Buffer plus the offset into it, whi
 adds to the buffer's real address. Addresses stored in device memory or inside structure
 arguments are not translated, so kernels must get their pointers as parameters.
 
+Kernels that call printf (OpenCL C's, which the SPIR-V target makes of CUDA's vprintf) write
+to the process's standard output, as the OpenCL runtime does it: Intel's CPU runtime writes
+each call's text through C's stdout while the kernel runs. A launch of such a kernel flushes
+Python's sys.stdout before it and C's stdio streams once the kernel has completed, so that
+the text is in file descriptor 1 when the launch (and so stream.sync()) returns. A kernel that
+prints floating-point values (CUDA passes printf a double for each) needs a device with
+cl_khr_fp64; on others its launch raises UnsupportedFeatureError.
+
 Intel's OpenCL CPU runtime from PyPI (intel-opencl-rt) is found when this Python environment
 has it: `wheel_icd_directory()` writes an ICD file naming its libintelocl.so for the loader
 (OCL_ICD_VENDORS; the test suite sets it), and its libraries are preloaded with ctypes, so
@@ -181,6 +189,11 @@ class Backend(BackendBase):
         return "cl_intel_required_subgroup_size" in extensions and \
             "cl_khr_subgroup_shuffle" in extensions
 
+    def fp64_capable(self, ordinal: int) -> bool:
+        """Whether the device computes with doubles (what printf passes floating-point
+        values as)."""
+        return "cl_khr_fp64" in self._devices[ordinal].extensions.split()
+
     # -- memory -----------------------------------------------------------------------------------
 
     def allocate(self, ordinal: int, nbytes: int) -> Allocation:
@@ -271,6 +284,12 @@ class Backend(BackendBase):
                 f"kernel {binary.name}", "spirv", None,
                 f"it uses warp operations, and opencl:{ordinal} "
                 f"({self._devices[ordinal].name}) cannot run sub-groups of 32 work-items")
+        if binary.layout.prints_doubles and not self.fp64_capable(ordinal):
+            raise UnsupportedFeatureError(
+                f"kernel {binary.name}", "spirv", None,
+                f"it prints floating-point values, which printf takes as doubles, and "
+                f"opencl:{ordinal} ({self._devices[ordinal].name}) has no fp64 "
+                "(cl_khr_fp64)")
         program = binary.programs.get(ordinal)
         if program is None:
             context, _ = self._context(ordinal)
@@ -311,8 +330,25 @@ class Backend(BackendBase):
         for i, base in enumerate(bases):
             kernel.set_arg(3 + i, base)
         global_size = tuple(g * b for g, b in zip(grid, block, strict=True))
+        if layout.prints:   # what Python printed before comes first
+            sys.stdout.flush()
         cl.enqueue_nd_range_kernel(queue, kernel, global_size, tuple(block)).wait()
         parameters.release()
+        if layout.prints:
+            _flush_c_stdio()
+
+
+def _flush_c_stdio() -> None:
+    """Write out what printf calls of a kernel left in C's stdio buffers (OpenCL leaves the
+    stream and its buffering to the runtime; Intel's writes through C's stdout)."""
+    _libc().fflush(None)
+
+
+@cache
+def _libc():
+    libc = ctypes.CDLL(None)
+    libc.fflush.argtypes = (ctypes.c_void_p,)
+    return libc
 
 
 def _refuse_hidden_addresses(backend: Backend, binary: OpenclKernelBinary, packed: bytearray,
