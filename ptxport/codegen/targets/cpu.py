@@ -605,7 +605,7 @@ def build_llvm(module: ir.Module, kernel_name: str,
         from ptxport.codegen.targets.cpu_native import build_run_block, build_run_waiting_blocks
 
         build_run_block(llmod, llmod.globals["run_threads"], plan)
-        build_run_waiting_blocks(llmod, llmod.globals["run_block"])
+        build_run_waiting_blocks(llmod, llmod.globals["run_block_from"])
     return llmod, plan
 
 

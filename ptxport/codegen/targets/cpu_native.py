@@ -40,15 +40,20 @@ NATIVE_KINDS = ("barrier", "shfl")
 
 
 def build_run_block(llmod: ll.Module, run_threads: ll.Function, plan) -> None:
-    fn = ll.Function(llmod, ll.FunctionType(I32, [PTR, PTR, I64, PTR, PTR, I32]),
-                     name="run_block")
-    ctx, frames, frame_size, points, statuses, n = fn.args
+    """run_block, and run_block_from(..., start): the same from a fresh block whose threads
+    all start at point `start` (a uniform round from the first instruction), or from any
+    state (start < 0)."""
+    fn = ll.Function(llmod, ll.FunctionType(I32, [PTR, PTR, I64, PTR, PTR, I32, I32]),
+                     name="run_block_from")
+    fn.linkage = "internal"
+    ctx, frames, frame_size, points, statuses, n, start = fn.args
     b = ll.IRBuilder(fn.append_basic_block("entry"))
     progress = b.alloca(ll.IntType(1), name="progress")
     loop, fast, done, general, failed, waits = (
         fn.append_basic_block(x) for x in ("loop", "fast", "done", "general", "failed",
                                            "waits"))
-    b.branch(loop)
+    entry = b.block
+    b.cbranch(b.icmp_signed("<", start, I32(0)), loop, fast)
     for block, value in ((done, 0), (general, 1), (failed, 2)):
         b.position_at_end(block)
         b.ret(I32(value))
@@ -63,6 +68,7 @@ def build_run_block(llmod: ll.Module, run_threads: ll.Function, plan) -> None:
     # of them resume at one point, so the bookkeeping is done as they return.
     b.position_at_end(fast)
     point = b.phi(I32, "point")
+    point.add_incoming(start, entry)
     fcommon, flive, ftrapped = _uniform_round(fn, b, llmod.globals["thread"], ctx, frames,
                                               frame_size, points, statuses, n, point)
     b.cbranch(ftrapped, failed, fn.append_basic_block("fast_not_trapped"))
@@ -138,6 +144,14 @@ def build_run_block(llmod: ll.Module, run_threads: ll.Function, plan) -> None:
         b.position_at_end(resolved)
         point.add_incoming(I32(number), resolved)
         b.branch(fast)
+    _wrapper(llmod, fn)
+
+
+def _wrapper(llmod: ll.Module, run_block_from: ll.Function) -> None:
+    fn = ll.Function(llmod, ll.FunctionType(I32, [PTR, PTR, I64, PTR, PTR, I32]),
+                     name="run_block")
+    b = ll.IRBuilder(fn.append_basic_block("entry"))
+    b.ret(b.call(run_block_from, [*fn.args, I32(-1)]))
 
 
 def _static_barrier(inst) -> bool:
@@ -406,7 +420,7 @@ def build_run_waiting_blocks(llmod: ll.Module, run_block: ll.Function) -> None:
     t.add_incoming(b.add(t, I32(1)), b.block)
     b.branch(thead)
     b.position_at_end(tafter)
-    result = b.call(run_block, [ctx, frames, frame_size, points, statuses, n])
+    result = b.call(run_block, [ctx, frames, frame_size, points, statuses, n, I32(0)])
     following = fn.append_basic_block("following")
     b.cbranch(b.icmp_signed("==", result, I32(0)), following, stop)
     b.position_at_end(following)
