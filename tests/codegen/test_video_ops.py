@@ -9,6 +9,7 @@ the manual's.
 
 from __future__ import annotations
 
+import itertools
 import random
 import re
 
@@ -301,3 +302,40 @@ def test_hand_checked_values():
     for line, want in cases.items():
         assert reference(line, a, b, c) == want, line
     run_forms(list(cases), seed=0, columns=[[a] * N, [b] * N, [c] * N])
+
+
+def _crossed(*values: list[int]) -> list[list[int]]:
+    """The columns a, b, c of every combination of the values, repeated to N threads."""
+    rows = list(itertools.product(*values))
+    rows = (rows * (N // len(rows) + 1))[:N]
+    return [list(column) for column in zip(*rows, strict=True)]
+
+
+def test_vmad_widest_intermediates():
+    """Every sign, negation, .po, .sat and scale of vmad on whole words at the 32-bit
+    extremes: ±a·b ± c then needs up to 66 bits (a product of two unsigned words, negated,
+    less a c), which the lowering holds in two 64-bit halves."""
+    extremes = [0, 1, 0x7FFFFFFF, 0x80000000, 0x80000001, M32]
+    negations = ["%a, %b, %c", "-%a, %b, %c", "%a, -%b, %c", "-%a, -%b, %c", "%a, %b, -%c",
+                 "-%a, -%b, -%c"]
+    lines = []
+    for a_type, b_type in itertools.product(T, T):
+        for sat, scale in itertools.product(["", ".sat"], ["", ".shr7", ".shr15"]):
+            head = f"vmad.s32.{a_type}.{b_type}"
+            lines.append(f"{head}.po{sat}{scale} %d, %a, %b, %c;")
+            lines += [f"{head}{sat}{scale} %d, {sources};" for sources in negations]
+    run_forms(lines, seed=0, columns=_crossed(extremes, extremes, extremes))
+
+
+def test_video_shifts_widest_intermediates():
+    """vshl and vshr of whole words by amounts around 32, in both modes, with .sat and the
+    secondary operations: an unsigned word shifted left by 32 needs 65 bits."""
+    words = [0, 1, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, 0x80000001, 0xC0000000, 0x40000000]
+    amounts = [0, 1, 30, 31, 32, 33, 0x80000000, M32]
+    lines = []
+    for op, d_type, a_type in itertools.product(["vshl", "vshr"], T, T):
+        for sat, mode in itertools.product(["", ".sat"], [".clamp", ".wrap"]):
+            head = f"{op}.{d_type}.{a_type}.u32{sat}{mode}"
+            lines.append(f"{head} %d, %a, %b;")
+            lines += [f"{head}.{op2} %d, %a, %b, %c;" for op2 in ("add", "min", "max")]
+    run_forms(lines, seed=0, columns=_crossed(words, amounts, [0, 0x7FFFFFFF, 0x80000000, M32]))
