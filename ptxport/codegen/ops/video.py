@@ -16,13 +16,16 @@ pseudo-code in places: a .h1 merge takes bits 31..16 of the result, saturation i
 field only clamps from above (unsigned), vshl.sat and .min/.max of an intermediate beyond 32
 bits compare wrapped values, and some vmad forms with unsigned or negated operands differ;
 ptxport keeps the manual's meaning there.
+
+The exact intermediates of vmad (up to 66 bits) and vshl (65) are computed with integers of
+at most 64 bits, because LLVM's SPIR-V backend cannot select wider ones: see _narrow.
 """
 
 from __future__ import annotations
 
 from llvmlite import ir as ll
 
-from ptxport.codegen.lower import I32, FunctionLowering, const_int, lowering
+from ptxport.codegen.lower import I32, I64, FunctionLowering, const_int, lowering
 from ptxport.ir import nodes as ir
 from ptxport.ptx.ast import IntImm
 
@@ -82,6 +85,32 @@ def _merge(fl: FunctionLowering, value32, c, selector: str):
     mask = ((1 << bits) - 1) << shift
     field = fl.b.and_(fl.b.shl(value32, I32(shift)), I32(mask))
     return fl.b.or_(field, fl.b.and_(c, I32(~mask & 0xFFFFFFFF)))
+
+
+# --- intermediates wider than 64 bits ------------------------------------------------------------
+# An exact value of up to 128 bits is held as two 64-bit halves, (high, low): high signed, low
+# unsigned, value = high * 2**64 + low.
+
+def _add_wide(fl: FunctionLowering, high, low, addend):
+    """(high, low) + addend, a signed 64-bit value."""
+    total = fl.b.add(low, addend)
+    carry = fl.b.zext(fl.b.icmp_unsigned("<", total, low), I64)
+    return fl.b.add(fl.b.add(high, fl.b.ashr(addend, I64(63))), carry), total
+
+
+def _shift_right_wide(fl: FunctionLowering, high, low, count: int):
+    """(high, low) >> count, arithmetic, for 0 < count < 64."""
+    low = fl.b.or_(fl.b.lshr(low, I64(count)), fl.b.shl(high, I64(64 - count)))
+    return fl.b.ashr(high, I64(count)), low
+
+
+def _narrow(fl: FunctionLowering, high, low):
+    """A 64-bit stand-in for the exact (high, low): what follows an intermediate (.sat, .add,
+    .min, .max, the 32-bit result) reads only its low 32 bits and how it compares with values
+    of 33 bits, so one beyond 64 bits becomes ±2**62 with the same low 32 bits."""
+    fits = fl.b.icmp_signed("==", high, fl.b.ashr(low, I64(63)))
+    beyond = fl.b.select(fl.b.icmp_signed("<", high, I64(0)), I64(-(1 << 62)), I64(1 << 62))
+    return fl.b.select(fits, low, fl.b.or_(beyond, fl.b.and_(low, I64(0xFFFFFFFF))))
 
 
 # --- scalar ---------------------------------------------------------------------------------------
@@ -151,13 +180,17 @@ def video_shift(fl: FunctionLowering, inst: ir.Instruction) -> None:
     d_signed, a_signed, _ = _types(inst)
     a, asel, _ = _source(fl, inst, inst.operands[1])
     b, bsel, _ = _source(fl, inst, inst.operands[2])
-    i128 = ll.IntType(128)
-    ta, n = _part(fl, a, asel, a_signed, 128), _part(fl, b, bsel, False, 128)
+    ta, n = _part(fl, a, asel, a_signed, 64), _part(fl, b, bsel, False, 64)
     if inst.spec.get("mode", "clamp") == "wrap":
-        n = fl.b.and_(n, i128(31))
+        n = fl.b.and_(n, I64(31))
     else:
-        n = fl.b.select(fl.b.icmp_unsigned("<", n, i128(32)), n, i128(32))
-    tmp = fl.b.shl(ta, n) if inst.opcode == "vshl" else fl.b.ashr(ta, n)
+        n = fl.b.select(fl.b.icmp_unsigned("<", n, I64(32)), n, I64(32))
+    if inst.opcode == "vshr":
+        tmp = fl.b.ashr(ta, n)
+    else:
+        tmp = fl.b.shl(ta, n)
+        if not a_signed:  # an unsigned word shifted by 32 needs all 64 bits, unsigned
+            tmp = _narrow(fl, I64(0), tmp)
     _finish(fl, inst, tmp, d_signed, d_signed)
 
 
@@ -178,23 +211,25 @@ def vmad(fl: FunctionLowering, inst: ir.Instruction) -> None:
     product_neg = a_neg != b_neg
     if product_neg and c_neg:
         raise fl.unsupported(inst, "negating both the product and c")
-    i128 = ll.IntType(128)
     signed_final = a_signed or b_signed or product_neg or c_neg
-    tmp = fl.b.mul(_part(fl, a, asel, a_signed, 128), _part(fl, b, bsel, b_signed, 128))
+    low = fl.b.mul(_part(fl, a, asel, a_signed, 64), _part(fl, b, bsel, b_signed, 64))
+    # The product of two unsigned words needs all 64 bits, unsigned; any other fits signed.
+    high = fl.b.ashr(low, I64(63)) if a_signed or b_signed else I64(0)
     lsb = 1 if (po or product_neg or c_neg) else 0
     if product_neg:
-        tmp = fl.b.not_(tmp)
+        high, low = fl.b.not_(high), fl.b.not_(low)
     if c_neg:
         c = fl.b.not_(c)
-    tmp = fl.b.add(tmp, (fl.b.sext if signed_final else fl.b.zext)(c, i128))
+    addend = (fl.b.sext if signed_final else fl.b.zext)(c, I64)
     if lsb:
-        tmp = fl.b.add(tmp, i128(1))
+        addend = fl.b.add(addend, I64(1))
+    high, low = _add_wide(fl, high, low, addend)
     scale = inst.spec.get("scale")
     if scale:
-        tmp = fl.b.ashr(tmp, i128(7 if scale == "shr7" else 15))
+        high, low = _shift_right_wide(fl, high, low, 7 if scale == "shr7" else 15)
     if inst.spec.get("sat"):
-        tmp = _clamp(fl, tmp, 32, signed_final)
-    fl.write(inst.operands[0], fl.b.trunc(tmp, I32), "b32")
+        low = _clamp(fl, _narrow(fl, high, low), 32, signed_final)
+    fl.write(inst.operands[0], fl.b.trunc(low, I32), "b32")
 
 
 # --- SIMD -----------------------------------------------------------------------------------------
