@@ -3,21 +3,29 @@ SPIR-V backend cannot select 128-bit integers, so directed-rounding conversions 
 16-bit float atomics must be lowered with integers of at most 64 bits. Their results are
 checked on the CPU target (test_convert_ops.py, test_atomic_ops.py) and run on OpenCL by
 tests/test_corpus_opencl.py; here, that the IR is narrow enough and becomes SPIR-V.
+
+The video instructions' exact intermediates (ops/video.py: vmad's up to 66 bits, vshl's 65)
+likewise: checked against the manual's reference on the CPU target (test_video_ops.py), and
+here narrow enough, and the same on opencl:0 as on the CPU target, bit for bit.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 import struct
 
+import numpy as np
 import pytest
 
 from corpus import KERNEL_DIR, corpus_ptx
+from ptxport import Device, LaunchConfig, Program, launch
 from ptxport.codegen.targets import spirv
 from ptxport.frontends import nvrtc
 from ptxport.ir.from_ptx import build
 from ptxport.ir.verify import verify
 from ptxport.ptx.parser import parse
+from ptxport.runtime.backends import availability
 
 needs_nvrtc = pytest.mark.skipif(not nvrtc.available()[0],
                                  reason="NVRTC is needed for the corpus's PTX")
@@ -103,3 +111,96 @@ def test_every_rounding_path_stays_within_64_bits():
 def test_corpus_kernels_with_directed_rounding_compile(file, kernel):
     ptx = corpus_ptx(KERNEL_DIR / file, "sm_80")
     _assert_narrow_and_compiles(_module(ptx, file), kernel)
+
+
+# vshl/vshr in both modes (an unsigned word shifted left by 32 needs 65 bits) with .sat, the
+# secondary operations and a merge; vmad with .sat, .po, .shr7/.shr15 and every kind of
+# negation (-(u32 * u32) + s32 needs 66 bits). Thread i reads a, b, c from in[3i..3i+2] and
+# writes its 14 results to out[14i..14i+13].
+VIDEO = """.version 8.0
+.target sm_80
+.address_size 64
+
+.visible .entry video(.param .u64 in, .param .u64 out)
+{
+    .reg .b32 %a, %b, %c, %t, %r<15>;
+    .reg .b64 %in, %out, %off;
+    ld.param.u64 %in, [in];
+    ld.param.u64 %out, [out];
+    mov.u32 %t, %tid.x;
+    mul.wide.u32 %off, %t, 12;
+    add.u64 %in, %in, %off;
+    ld.global.u32 %a, [%in];
+    ld.global.u32 %b, [%in+4];
+    ld.global.u32 %c, [%in+8];
+    vshl.u32.u32.u32.clamp %r1, %a, %b;
+    vshl.s32.u32.u32.sat.clamp.max %r2, %a, %b, %c;
+    vshl.s32.s32.u32.wrap.add %r3, %a, %b, %c;
+    vshl.u32.u32.u32.sat.clamp.min %r4, %a, %b, %c;
+    vshr.s32.s32.u32.clamp %r5, %a, %b;
+    vshr.u32.u32.u32.sat.wrap.min %r6, %a, %b, %c;
+    vshl.u32.u32.u32.sat.clamp %r7.h1, %a.b2, %b, %c;
+    vmad.s32.s32.s32.sat.shr7 %r8, %a, %b, %c;
+    vmad.u32.u32.u32.sat.shr15 %r9, %a, %b, -%c;
+    vmad.s32.u32.u32.sat %r10, -%a, %b, %c;
+    vmad.u32.u32.u32.po.sat %r11, %a, %b, %c;
+    vmad.s32.s32.u32.shr15 %r12, %a.h1, -%b, %c;
+    vmad.u32.u32.u32.sat %r13, %a, %b, %c;
+    vmad.s32.u32.s32.sat.shr7 %r14, %a, %b, -%c;
+    mul.wide.u32 %off, %t, 56;
+    add.u64 %out, %out, %off;
+    st.global.v4.u32 [%out], {%r1, %r2, %r3, %r4};
+    st.global.v4.u32 [%out+16], {%r5, %r6, %r7, %r8};
+    st.global.v4.u32 [%out+32], {%r9, %r10, %r11, %r12};
+    st.global.v2.u32 [%out+48], {%r13, %r14};
+    ret;
+}
+"""
+VIDEO_RESULTS = 14
+_OPENCL, _NO_OPENCL = availability("opencl")
+
+
+def test_video_intermediates_stay_within_64_bits():
+    _assert_narrow_and_compiles(_module(VIDEO, "video.ptx"), "video")
+
+
+def _video_operands() -> np.ndarray:
+    """Every (a, b, c) of the 32-bit extremes and shift amounts around 32, then random words:
+    256 threads' operands, row by row."""
+    edges = [0, 1, 31, 32, 33, 0x7FFFFFFF, 0x80000000, 0x80000001, 0xFFFFFFFF]
+    rows = list(itertools.product(edges, repeat=3))[:200]
+    rng = np.random.default_rng(7)
+    random_rows = rng.integers(0, 1 << 32, size=(256 - len(rows), 3), dtype=np.uint64)
+    return np.concatenate([np.array(rows, dtype=np.uint32), random_rows.astype(np.uint32)])
+
+
+def _run_video(device_name: str, operands: np.ndarray) -> np.ndarray:
+    device = Device(device_name)
+    device.set_current()
+    kernel = Program(VIDEO, code_type="ptx").compile("native").get_kernel("video")
+    stream = device.create_stream()
+    threads = len(operands)
+    source = device.allocate(operands.nbytes, stream=stream)
+    source.copy_from(operands.view(np.uint8).reshape(-1), stream=stream)
+    results = np.zeros((threads, VIDEO_RESULTS), dtype=np.uint32)
+    target = device.allocate(results.nbytes, stream=stream)
+    target.copy_from(results.view(np.uint8).reshape(-1), stream=stream)
+    launch(stream, LaunchConfig(grid=1, block=threads), kernel, source, target)
+    target.copy_to(results.view(np.uint8).reshape(-1), stream=stream)
+    stream.sync()
+    source.close()
+    target.close()
+    return results
+
+
+@pytest.mark.skipif(not _OPENCL, reason=f"no OpenCL device for SPIR-V: {_NO_OPENCL}")
+def test_video_intermediates_on_opencl_match_the_cpu_target():
+    operands = _video_operands()
+    on_cpu, on_opencl = _run_video("cpu", operands), _run_video("opencl:0", operands)
+    differ = np.argwhere(on_cpu != on_opencl)
+    if len(differ):
+        thread, k = differ[0]
+        a, b, c = (int(x) for x in operands[thread])
+        pytest.fail(f"{len(differ)} results differ; the first: result {k + 1} (%r{k + 1}) for "
+                    f"a={a:#x} b={b:#x} c={c:#x}: opencl:0 {int(on_opencl[thread, k]):#x}, "
+                    f"cpu {int(on_cpu[thread, k]):#x}")
