@@ -6,6 +6,7 @@ from ptxport.codegen.ops import (  # noqa: F401
     control,
     convert,
     data,
+    float_format,
     floating,
     integer,
     logic,

@@ -17,7 +17,7 @@ from __future__ import annotations
 from llvmlite import ir as ll
 
 from ptxport.codegen.lower import FunctionLowering, lowering
-from ptxport.codegen.ops import floating
+from ptxport.codegen.ops.float_format import F32, element, flush, read_lanes, widen
 from ptxport.ir import nodes as ir
 from ptxport.ir.types import TYPES, Type
 
@@ -46,18 +46,18 @@ def _compare(fl: FunctionLowering, inst: ir.Instruction, t: Type) -> list[ll.Val
         x, y = fl.read(a_operand, t), fl.read(b_operand, t)
         compare = b.icmp_signed if t.kind == "signed" else b.icmp_unsigned
         return [compare(table[cmp], x, y)]
-    fmt, count = floating.element(fl, inst, t)
+    fmt, count = element(fl, inst, t)
     if cmp not in _FLOAT:
         raise fl.unsupported(inst, f"the comparison .{cmp} on .{t.name}")
     if inst.spec.get("ftz") and t.name not in ("f32", "f16", "f16x2"):
         raise fl.unsupported(inst, f".ftz is not defined for .{t.name}")
     ordered, predicate = _FLOAT[cmp]
     results = []
-    for x, y in zip(floating.read_lanes(fl, a_operand, t, fmt, count),
-                    floating.read_lanes(fl, b_operand, t, fmt, count), strict=True):
+    for x, y in zip(read_lanes(fl, a_operand, t, fmt, count),
+                    read_lanes(fl, b_operand, t, fmt, count), strict=True):
         if inst.spec.get("ftz"):
-            x, y = floating.flush(fl, x, fmt), floating.flush(fl, y, fmt)
-        x, y = floating.widen(fl, x, fmt), floating.widen(fl, y, fmt)
+            x, y = flush(fl, x, fmt), flush(fl, y, fmt)
+        x, y = widen(fl, x, fmt), widen(fl, y, fmt)
         compare = b.fcmp_ordered if ordered else b.fcmp_unordered
         results.append(compare(predicate, x, y))
     return results
@@ -147,7 +147,7 @@ def slct(fl: FunctionLowering, inst: ir.Instruction) -> None:
     c = fl.read(inst.operands[3], c_type)
     if c_type.is_float:
         if inst.spec.get("ftz"):
-            c = floating.flush(fl, c, floating.F32)
+            c = flush(fl, c, F32)
         take_a = fl.b.fcmp_ordered(">=", c, ll.Constant(c.type, 0.0))
     else:
         if inst.spec.get("ftz"):

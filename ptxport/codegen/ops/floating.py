@@ -48,227 +48,44 @@ from fractions import Fraction
 
 from llvmlite import ir as ll
 
-from ptxport.codegen.lower import I1, I16, I32, I64, FunctionLowering, lowering, value_type
+from ptxport.codegen.lower import I1, I32, I64, FunctionLowering, lowering
+from ptxport.codegen.ops.float_format import (
+    BF16,
+    F16,
+    F32,
+    F32_LL,
+    F64,
+    F64_LL,
+    FTZ_TYPES,
+    FloatFormat,
+    absolute,
+    canonical,
+    const_bits,
+    constant,
+    element,
+    f64_nan,
+    fconst,
+    float_call,
+    flush,
+    from_bits,
+    from_f32,
+    is_nan,
+    is_negative,
+    magnitude_bits,
+    quiet,
+    read_lanes,
+    select,
+    to_bits,
+    to_f32,
+    to_f64,
+    with_sign,
+    write_lanes,
+    zero_like,
+)
 from ptxport.ir import nodes as ir
 from ptxport.ir.types import TYPES, Type
 
-__all__ = ["FLOAT_FORMS", "F32", "element", "read_lanes", "flush", "widen"]
-
-F32_LL, F64_LL = ll.FloatType(), ll.DoubleType()
-
-
-@dataclass(frozen=True)
-class _Format:
-    """An IEEE binary format: `precision` significand bits (the hidden one included), `emin`
-    the exponent of the smallest normal, `nan` the NaN NVIDIA's hardware produces."""
-
-    name: str
-    bits: int
-    precision: int
-    emin: int
-    nan: int
-
-    @property
-    def ll(self) -> ll.Type:
-        return value_type(TYPES[self.name])
-
-    @property
-    def int(self) -> ll.IntType:
-        return ll.IntType(self.bits)
-
-    @property
-    def sign(self) -> int:
-        return 1 << (self.bits - 1)
-
-    @property
-    def infinity(self) -> int:
-        return ((1 << (self.bits - self.precision)) - 1) << (self.precision - 1)
-
-    @property
-    def smallest_normal(self) -> float:
-        return 2.0 ** self.emin
-
-
-F16 = _Format("f16", 16, 11, -14, 0x7FFF)
-BF16 = _Format("bf16", 16, 8, -126, 0x7FFF)
-F32 = _Format("f32", 32, 24, -126, 0x7FFF_FFFF)
-F64 = _Format("f64", 64, 53, -1022, 0xFFF8_0000_0000_0000)
-_ELEMENTS = {"f16": (F16, 1), "f16x2": (F16, 2), "bf16": (BF16, 1), "bf16x2": (BF16, 2),
-             "f32": (F32, 1), "f32x2": (F32, 2), "f64": (F64, 1)}
-_FTZ_TYPES = ("f32", "f32x2", "f16", "f16x2")
-
-
-# --- operands: scalars and packed lanes ---------------------------------------------------------
-
-def element(fl: FunctionLowering, inst: ir.Instruction, t: Type) -> tuple[_Format, int]:
-    if t.name not in _ELEMENTS:
-        raise fl.unsupported(inst, f"floating-point .{t.name} operands")
-    return _ELEMENTS[t.name]
-
-
-def read_lanes(fl: FunctionLowering, operand, t: Type, fmt: _Format, count: int) -> list:
-    """The lanes of a (packed) operand; lane 0 is the low half of the register."""
-    if count == 1:
-        return [fl.read(operand, t)]
-    bits = fl.read(operand, TYPES[f"b{t.bits}"])
-    lanes = []
-    for i in range(count):
-        part = fl.b.lshr(bits, ll.Constant(bits.type, i * fmt.bits)) if i else bits
-        lanes.append(fl.b.bitcast(fl.b.trunc(part, fmt.int), fmt.ll))
-    return lanes
-
-
-def _write_lanes(fl: FunctionLowering, dest, lanes: list, t: Type, fmt: _Format) -> None:
-    if len(lanes) == 1:
-        fl.write(dest, lanes[0], t)
-        return
-    wide = ll.IntType(t.bits)
-    packed = None
-    for i, lane in enumerate(lanes):
-        part = fl.b.zext(fl.b.bitcast(lane, fmt.int), wide)
-        if i:
-            part = fl.b.shl(part, ll.Constant(wide, i * fmt.bits))
-        packed = part if packed is None else fl.b.or_(packed, part)
-    fl.write(dest, packed, TYPES[f"b{t.bits}"])
-
-
-# --- bits, conversions and the small operations everything uses --------------------------------
-
-def _intrinsic(fl: FunctionLowering, name: str, ret: ll.Type, args: list) -> ll.Function:
-    module = fl.llfn.module
-    existing = module.globals.get(name)
-    if existing is not None:
-        return existing
-    return ll.Function(module, ll.FunctionType(ret, args), name)
-
-
-def _call(fl: FunctionLowering, name: str, *args: ll.Value) -> ll.Value:
-    """llvm.<name> on one floating type (float or double)."""
-    t = args[0].type
-    suffix = "f64" if t == F64_LL else "f32"
-    return fl.b.call(_intrinsic(fl, f"llvm.{name}.{suffix}", t, [t] * len(args)), list(args))
-
-
-def _fconst(t: ll.Type, value: float) -> ll.Constant:
-    return ll.Constant(t, value)
-
-
-def _bits(fl: FunctionLowering, v: ll.Value, fmt: _Format) -> ll.Value:
-    return fl.b.bitcast(v, fmt.int)
-
-
-def _from_bits(fl: FunctionLowering, bits: ll.Value, fmt: _Format) -> ll.Value:
-    return fl.b.bitcast(bits, fmt.ll)
-
-
-def _const_bits(fmt: _Format, bits: int) -> ll.Constant:
-    return ll.Constant(fmt.int, bits & ((1 << fmt.bits) - 1))
-
-
-def _constant(fl: FunctionLowering, fmt: _Format, bits: int) -> ll.Value:
-    return _from_bits(fl, _const_bits(fmt, bits), fmt)
-
-
-def _is_nan(fl: FunctionLowering, v: ll.Value) -> ll.Value:
-    return fl.b.fcmp_unordered("uno", v, v)
-
-
-def _negative(fl: FunctionLowering, v: ll.Value, fmt: _Format) -> ll.Value:
-    """The sign bit (of NaNs and zeros too)."""
-    return fl.b.icmp_signed("<", _bits(fl, v, fmt), _const_bits(fmt, 0))
-
-
-def _magnitude(fl: FunctionLowering, v: ll.Value, fmt: _Format) -> ll.Value:
-    return fl.b.and_(_bits(fl, v, fmt), _const_bits(fmt, fmt.sign - 1))
-
-
-def _abs(fl: FunctionLowering, v: ll.Value, fmt: _Format) -> ll.Value:
-    return _from_bits(fl, _magnitude(fl, v, fmt), fmt)
-
-
-def _with_sign(fl: FunctionLowering, v: ll.Value, negative: ll.Value, fmt: _Format) -> ll.Value:
-    sign = fl.b.select(negative, _const_bits(fmt, fmt.sign), _const_bits(fmt, 0))
-    return _from_bits(fl, fl.b.or_(_magnitude(fl, v, fmt), sign), fmt)
-
-
-def _zero_like(fl: FunctionLowering, v: ll.Value, fmt: _Format) -> ll.Value:
-    """A zero with v's sign."""
-    return _from_bits(fl, fl.b.and_(_bits(fl, v, fmt), _const_bits(fmt, fmt.sign)), fmt)
-
-
-def _is_subnormal(fl: FunctionLowering, v: ll.Value, fmt: _Format) -> ll.Value:
-    magnitude = _magnitude(fl, v, fmt)
-    return fl.b.and_(fl.b.icmp_unsigned("!=", magnitude, _const_bits(fmt, 0)),
-                     fl.b.icmp_unsigned("<", magnitude, _const_bits(fmt, 1 << (fmt.precision - 1))))
-
-
-def flush(fl: FunctionLowering, v: ll.Value, fmt: _Format) -> ll.Value:
-    """.ftz on an operand: a subnormal becomes a zero of its sign."""
-    return fl.b.select(_is_subnormal(fl, v, fmt), _zero_like(fl, v, fmt), v)
-
-
-def _is_nan_bits(fl: FunctionLowering, v: ll.Value, fmt: _Format) -> ll.Value:
-    return fl.b.icmp_unsigned(">", _magnitude(fl, v, fmt), _const_bits(fmt, fmt.infinity))
-
-
-def _select(fl: FunctionLowering, condition: ll.Value, x: ll.Value, y: ll.Value,
-            fmt: _Format) -> ll.Value:
-    """condition ? x : y on the bits. Where NaNs are chosen between: LLVM takes NaNs to be
-    interchangeable and may fold away a float select between two of them."""
-    return _from_bits(fl, fl.b.select(condition, _bits(fl, x, fmt), _bits(fl, y, fmt)), fmt)
-
-
-def _canonical(fl: FunctionLowering, v: ll.Value, fmt: _Format) -> ll.Value:
-    """A NaN replaced by fmt's NaN."""
-    return _select(fl, _is_nan_bits(fl, v, fmt), _constant(fl, fmt, fmt.nan), v, fmt)
-
-
-def _quiet(fl: FunctionLowering, v: ll.Value) -> ll.Value:
-    """An f64 NaN with its quiet bit set."""
-    return _from_bits(fl, fl.b.or_(_bits(fl, v, F64), ll.Constant(I64, 1 << 51)), F64)
-
-
-def _f64_nan(fl: FunctionLowering, result: ll.Value, operands: list) -> ll.Value:
-    """PTX's f64 NaN result: the first NaN of `operands` (in priority order) quietened, else
-    the default NaN."""
-    chosen = _constant(fl, F64, F64.nan)
-    for operand in reversed(operands):
-        chosen = _select(fl, _is_nan(fl, operand), _quiet(fl, operand), chosen, F64)
-    return _select(fl, _is_nan(fl, result), chosen, result, F64)
-
-
-def _to_f32(fl: FunctionLowering, v: ll.Value, fmt: _Format) -> ll.Value:
-    """Exact widening of an f16, bf16 or f32 value."""
-    if fmt is F32:
-        return v
-    if fmt is F16:
-        return fl.b.fpext(v, F32_LL)
-    bits = fl.b.shl(fl.b.zext(_bits(fl, v, BF16), I32), ll.Constant(I32, 16))
-    return fl.b.bitcast(bits, F32_LL)
-
-
-def widen(fl: FunctionLowering, v: ll.Value, fmt: _Format) -> ll.Value:
-    """A lane as f32 (f16, bf16, f32) or f64, exactly: what comparisons work on."""
-    return v if fmt is F64 else _to_f32(fl, v, fmt)
-
-
-def _to_f64(fl: FunctionLowering, v: ll.Value, fmt: _Format) -> ll.Value:
-    return v if fmt is F64 else fl.b.fpext(_to_f32(fl, v, fmt), F64_LL)
-
-
-def _from_f32(fl: FunctionLowering, x: ll.Value, fmt: _Format) -> ll.Value:
-    """f32 -> fmt rounded to nearest even (NaNs become some NaN)."""
-    if fmt is F32:
-        return x
-    if fmt is F16:
-        return fl.b.fptrunc(x, fmt.ll)
-    # bf16 by hand: LLVM lowers this to a libgcc call that older hosts lack.
-    bits = fl.b.bitcast(x, I32)
-    odd = fl.b.and_(fl.b.lshr(bits, ll.Constant(I32, 16)), ll.Constant(I32, 1))
-    rounded = fl.b.add(bits, fl.b.add(odd, ll.Constant(I32, 0x7FFF)))
-    upper = fl.b.trunc(fl.b.lshr(rounded, ll.Constant(I32, 16)), I16)
-    upper = fl.b.select(_is_nan(fl, x), _const_bits(BF16, BF16.nan), upper)
-    return _from_bits(fl, upper, BF16)
+__all__ = ["FLOAT_FORMS"]
 
 
 # --- exact results and their rounding -----------------------------------------------------------
@@ -286,11 +103,11 @@ def _round_to_odd(fl: FunctionLowering, hi: ll.Value, lo: ll.Value) -> ll.Value:
     """hi + lo rounded to 53 bits, to odd: rounding that again to 51 bits or fewer, in any
     mode, rounds the exact value correctly."""
     b = fl.b
-    bits = _bits(fl, hi, F64)
-    inexact = b.fcmp_ordered("!=", lo, _fconst(F64_LL, 0.0))
-    toward_zero = b.and_(inexact, b.xor(_negative(fl, hi, F64), _negative(fl, lo, F64)))
+    bits = to_bits(fl, hi, F64)
+    inexact = b.fcmp_ordered("!=", lo, fconst(F64_LL, 0.0))
+    toward_zero = b.and_(inexact, b.xor(is_negative(fl, hi, F64), is_negative(fl, lo, F64)))
     bits = b.sub(bits, b.zext(toward_zero, I64))
-    return _from_bits(fl, b.or_(bits, b.zext(inexact, I64)), F64)
+    return from_bits(fl, b.or_(bits, b.zext(inexact, I64)), F64)
 
 
 def _round_to_odd_f32(fl: FunctionLowering, z: ll.Value) -> ll.Value:
@@ -299,21 +116,21 @@ def _round_to_odd_f32(fl: FunctionLowering, z: ll.Value) -> ll.Value:
     r = b.fptrunc(z, F32_LL)
     back = b.fpext(r, F64_LL)
     inexact = b.fcmp_ordered("!=", back, z)
-    toward_zero = b.and_(inexact, b.fcmp_ordered(">", _call(fl, "fabs", back),
-                                                 _call(fl, "fabs", z)))
+    toward_zero = b.and_(inexact, b.fcmp_ordered(">", float_call(fl, "fabs", back),
+                                                 float_call(fl, "fabs", z)))
     bits = b.sub(b.bitcast(r, I32), b.zext(toward_zero, I32))
     return b.bitcast(b.or_(bits, b.zext(inexact, I32)), F32_LL)
 
 
-def _step(fl: FunctionLowering, r: ll.Value, fmt: _Format, rnd: str, below: ll.Value,
+def _step(fl: FunctionLowering, r: ll.Value, fmt: FloatFormat, rnd: str, below: ll.Value,
           above: ll.Value) -> ll.Value:
     """The result in mode `rnd`, from `r` (the exact value rounded to nearest) and whether the
     exact value lies below or above r: at most one step to r's neighbour."""
     b = fl.b
     if rnd == "rn":
         return r
-    negative = _negative(fl, r, fmt)
-    one, minus_one, zero = (_const_bits(fmt, v) for v in (1, -1, 0))
+    negative = is_negative(fl, r, fmt)
+    one, minus_one, zero = (const_bits(fmt, v) for v in (1, -1, 0))
     if rnd == "rz":
         move = b.select(negative, above, below)
         delta = b.select(move, minus_one, zero)
@@ -321,10 +138,10 @@ def _step(fl: FunctionLowering, r: ll.Value, fmt: _Format, rnd: str, below: ll.V
         delta = b.select(below, b.select(negative, one, minus_one), zero)
     else:
         delta = b.select(above, b.select(negative, minus_one, one), zero)
-    return _from_bits(fl, b.add(_bits(fl, r, fmt), delta), fmt)
+    return from_bits(fl, b.add(to_bits(fl, r, fmt), delta), fmt)
 
 
-def _round_narrow(fl: FunctionLowering, hi: ll.Value, lo: ll.Value, fmt: _Format,
+def _round_narrow(fl: FunctionLowering, hi: ll.Value, lo: ll.Value, fmt: FloatFormat,
                   rnd: str) -> ll.Value:
     """The exact value hi + lo (f64) rounded to f32, f16 or bf16 in mode `rnd`."""
     b = fl.b
@@ -332,17 +149,17 @@ def _round_narrow(fl: FunctionLowering, hi: ll.Value, lo: ll.Value, fmt: _Format
     if fmt is F32:
         r = b.fptrunc(z, F32_LL)
     else:
-        r = _from_f32(fl, _round_to_odd_f32(fl, z), fmt)
+        r = from_f32(fl, _round_to_odd_f32(fl, z), fmt)
     if rnd == "rn":
         return r
-    back = _to_f64(fl, r, fmt)
+    back = to_f64(fl, r, fmt)
     return _step(fl, r, fmt, rnd, b.fcmp_ordered(">", back, z), b.fcmp_ordered("<", back, z))
 
 
 def _pow2(fl: FunctionLowering, k: ll.Value) -> ll.Value:
     """2**k as an f64, for -1022 <= k <= 1023."""
     biased = fl.b.zext(fl.b.add(k, ll.Constant(I32, 1023)), I64)
-    return _from_bits(fl, fl.b.shl(biased, ll.Constant(I64, 52)), F64)
+    return from_bits(fl, fl.b.shl(biased, ll.Constant(I64, 52)), F64)
 
 
 def _clamp(fl: FunctionLowering, k: ll.Value, low: int, high: int) -> ll.Value:
@@ -362,15 +179,15 @@ def _ldexp(fl: FunctionLowering, x: ll.Value, k: ll.Value) -> ll.Value:
 def _split(fl: FunctionLowering, x: ll.Value) -> tuple[ll.Value, ll.Value]:
     """(m, e) with x == m * 2**e and 1 <= |m| < 2, for finite nonzero f64 x."""
     b = fl.b
-    exponent_of = lambda v: b.trunc(b.lshr(_bits(fl, v, F64), ll.Constant(I64, 52)), I32)  # noqa: E731
+    exponent_of = lambda v: b.trunc(b.lshr(to_bits(fl, v, F64), ll.Constant(I64, 52)), I32)  # noqa: E731
     raw = b.and_(exponent_of(x), ll.Constant(I32, 0x7FF))
     subnormal = b.icmp_unsigned("==", raw, ll.Constant(I32, 0))
-    x = b.select(subnormal, b.fmul(x, _fconst(F64_LL, 2.0 ** 64)), x)
+    x = b.select(subnormal, b.fmul(x, fconst(F64_LL, 2.0 ** 64)), x)
     e = b.sub(b.and_(exponent_of(x), ll.Constant(I32, 0x7FF)),
               b.select(subnormal, ll.Constant(I32, 1023 + 64), ll.Constant(I32, 1023)))
-    fraction = b.and_(_bits(fl, x, F64), ll.Constant(I64, (1 << 63) | ((1 << 52) - 1)))
+    fraction = b.and_(to_bits(fl, x, F64), ll.Constant(I64, (1 << 63) | ((1 << 52) - 1)))
     m = b.or_(fraction, ll.Constant(I64, 1023 << 52))
-    return _from_bits(fl, m, F64), e
+    return from_bits(fl, m, F64), e
 
 
 def _round_f64(fl: FunctionLowering, hi: ll.Value, lo: ll.Value, scale: ll.Value,
@@ -378,11 +195,11 @@ def _round_f64(fl: FunctionLowering, hi: ll.Value, lo: ll.Value, scale: ll.Value
     """(hi + lo) * 2**scale rounded to f64 in a directed mode; hi is finite and nonzero and
     only the sign of lo counts."""
     b = fl.b
-    zero = _fconst(F64_LL, 0.0)
+    zero = fconst(F64_LL, 0.0)
     hi, exponent = _split(fl, hi)
     scale = _clamp(fl, b.add(scale, exponent), -1200, 2100)
     t = _ldexp(fl, hi, scale)
-    overflow = b.fcmp_ordered("==", _call(fl, "fabs", t), _fconst(F64_LL, float("inf")))
+    overflow = b.fcmp_ordered("==", float_call(fl, "fabs", t), fconst(F64_LL, float("inf")))
     below = b.select(overflow, b.fcmp_ordered(">", t, zero), b.fcmp_ordered("<", lo, zero))
     above = b.select(overflow, b.fcmp_ordered("<", t, zero), b.fcmp_ordered(">", lo, zero))
     normal = _step(fl, t, F64, rnd, below, above)
@@ -390,46 +207,46 @@ def _round_f64(fl: FunctionLowering, hi: ll.Value, lo: ll.Value, scale: ll.Value
     # integer, the residual deciding where it is an integer already.
     w = _ldexp(fl, hi, b.add(scale, ll.Constant(I32, 1074)))
     if rnd == "rz":
-        whole = _call(fl, "trunc", w)
+        whole = float_call(fl, "trunc", w)
         beyond = b.select(b.fcmp_ordered(">", w, zero), b.fcmp_ordered("<", lo, zero),
                           b.fcmp_ordered(">", lo, zero))
-        adjust = b.select(b.fcmp_ordered(">", w, zero), _fconst(F64_LL, -1.0),
-                          _fconst(F64_LL, 1.0))
+        adjust = b.select(b.fcmp_ordered(">", w, zero), fconst(F64_LL, -1.0),
+                          fconst(F64_LL, 1.0))
     elif rnd == "rm":
-        whole, beyond = _call(fl, "floor", w), b.fcmp_ordered("<", lo, zero)
-        adjust = _fconst(F64_LL, -1.0)
+        whole, beyond = float_call(fl, "floor", w), b.fcmp_ordered("<", lo, zero)
+        adjust = fconst(F64_LL, -1.0)
     else:
-        whole, beyond = _call(fl, "ceil", w), b.fcmp_ordered(">", lo, zero)
-        adjust = _fconst(F64_LL, 1.0)
+        whole, beyond = float_call(fl, "ceil", w), b.fcmp_ordered(">", lo, zero)
+        adjust = fconst(F64_LL, 1.0)
     beyond = b.and_(beyond, b.fcmp_ordered("==", whole, w))
     whole = b.select(beyond, b.fadd(whole, adjust), whole)
-    tiny = _call(fl, "copysign", _ldexp(fl, whole, ll.Constant(I32, -1074)), hi)
+    tiny = float_call(fl, "copysign", _ldexp(fl, whole, ll.Constant(I32, -1074)), hi)
     # By the exponent: hi * 2**scale itself would round where it is subnormal.
     is_normal = b.icmp_signed(">=", scale, ll.Constant(I32, -1022))
     return b.select(is_normal, normal, tiny)
 
 
-def _is_tiny(fl: FunctionLowering, hi: ll.Value, lo: ll.Value, fmt: _Format,
+def _is_tiny(fl: FunctionLowering, hi: ll.Value, lo: ll.Value, fmt: FloatFormat,
              rnd: str) -> ll.Value:
     """Whether the exact value hi + lo is tiny for .ftz: below the smallest normal once rounded
     to fmt's precision in mode `rnd` with an unbounded exponent (IEEE 754's tininess after
     rounding, as the hardware detects it)."""
     b = fl.b
     smallest = fmt.smallest_normal
-    size = _call(fl, "fabs", hi)
-    zero = _fconst(F64_LL, 0.0)
+    size = float_call(fl, "fabs", hi)
+    zero = fconst(F64_LL, 0.0)
     # The sign of the residual relative to hi's magnitude: above (+) or below (-) |hi|.
     lo_above = b.and_(b.fcmp_ordered("!=", lo, zero),
-                      b.not_(b.xor(_negative(fl, hi, F64), _negative(fl, lo, F64))))
+                      b.not_(b.xor(is_negative(fl, hi, F64), is_negative(fl, lo, F64))))
     lo_below = b.and_(b.fcmp_ordered("!=", lo, zero), b.not_(lo_above))
 
     def below(threshold: float) -> ll.Value:   # |exact| < threshold
-        t = _fconst(F64_LL, threshold)
+        t = fconst(F64_LL, threshold)
         return b.or_(b.fcmp_ordered("<", size, t),
                      b.and_(b.fcmp_ordered("==", size, t), lo_below))
 
     def at_most(threshold: float) -> ll.Value:   # |exact| <= threshold
-        t = _fconst(F64_LL, threshold)
+        t = fconst(F64_LL, threshold)
         return b.or_(b.fcmp_ordered("<", size, t),
                      b.and_(b.fcmp_ordered("==", size, t), b.not_(lo_above)))
 
@@ -440,7 +257,7 @@ def _is_tiny(fl: FunctionLowering, hi: ll.Value, lo: ll.Value, fmt: _Format,
     # Rounding away from zero reaches the smallest normal from above the largest value of
     # fmt's precision below it; rounding toward zero never does.
     away = at_most(smallest * (1 - 2.0 ** -fmt.precision))
-    negative = _negative(fl, hi, F64)
+    negative = is_negative(fl, hi, F64)
     toward = below(smallest)
     if rnd == "rm":
         return b.select(negative, away, toward)
@@ -466,13 +283,13 @@ def _exact(fl: FunctionLowering, op: str, xs: list) -> tuple[ll.Value, ll.Value]
     if op == "sub":
         return _two_sum(fl, xs[0], b.fneg(xs[1]))
     if op == "mul":
-        return b.fmul(xs[0], xs[1]), _fconst(F64_LL, 0.0)
+        return b.fmul(xs[0], xs[1]), fconst(F64_LL, 0.0)
     if op == "fma":
         return _two_sum(fl, b.fmul(xs[0], xs[1]), xs[2])
     if op == "sqrt":
-        root = _call(fl, "sqrt", xs[0])
+        root = float_call(fl, "sqrt", xs[0])
         return root, b.fma(b.fneg(root), root, xs[0])
-    dividend, divisor = (_fconst(F64_LL, 1.0), xs[0]) if op == "rcp" else xs
+    dividend, divisor = (fconst(F64_LL, 1.0), xs[0]) if op == "rcp" else xs
     q = b.fdiv(dividend, divisor)
     return q, b.fmul(b.fma(b.fneg(q), divisor, dividend), divisor)
 
@@ -489,9 +306,9 @@ def _native(fl: FunctionLowering, op: str, xs: list) -> ll.Value:
     if op == "fma":
         return b.fma(xs[0], xs[1], xs[2])
     if op == "sqrt":
-        return _call(fl, "sqrt", xs[0])
+        return float_call(fl, "sqrt", xs[0])
     if op == "rcp":
-        return b.fdiv(_fconst(xs[0].type, 1.0), xs[0])
+        return b.fdiv(fconst(xs[0].type, 1.0), xs[0])
     return b.fdiv(xs[0], xs[1])
 
 
@@ -503,34 +320,35 @@ def _rm_zero(fl: FunctionLowering, op: str, xs: list) -> ll.Value:
         negated = [b.fneg(xs[0]), xs[1], b.fneg(xs[2])]
     else:
         negated = [b.fneg(x) for x in xs]
-    return b.not_(_negative(fl, _native(fl, op, negated), F64))
+    return b.not_(is_negative(fl, _native(fl, op, negated), F64))
 
 
-def _signed_zero(fl: FunctionLowering, fmt: _Format, negative: ll.Value) -> ll.Value:
-    return _from_bits(fl, fl.b.select(negative, _const_bits(fmt, fmt.sign), _const_bits(fmt, 0)),
-                      fmt)
+def _signed_zero(fl: FunctionLowering, fmt: FloatFormat, negative: ll.Value) -> ll.Value:
+    return from_bits(fl, fl.b.select(negative, const_bits(fmt, fmt.sign), const_bits(fmt, 0)),
+                     fmt)
 
 
-def _narrow_arith(fl: FunctionLowering, op: str, fmt: _Format, xs: list, mode: _Mode) -> ll.Value:
+def _narrow_arith(fl: FunctionLowering, op: str, fmt: FloatFormat, xs: list,
+                  mode: _Mode) -> ll.Value:
     """op on f32/f16/bf16 lanes `xs` (already flushed for .ftz) in `mode`."""
     b = fl.b
-    wide = [_to_f64(fl, x, fmt) for x in xs]
+    wide = [to_f64(fl, x, fmt) for x in xs]
     hi, lo = _exact(fl, op, wide)
     natively = fmt is F32 or op in ("add", "sub", "mul")
     if mode.rnd == "rn" and natively:
         # One f32 operation rounds f16 and bf16 sums and products harmlessly twice.
-        r = _from_f32(fl, _native(fl, op, [_to_f32(fl, x, fmt) for x in xs]), fmt)
+        r = from_f32(fl, _native(fl, op, [to_f32(fl, x, fmt) for x in xs]), fmt)
     else:
         r = _round_narrow(fl, hi, lo, fmt, mode.rnd)
     if mode.rnd == "rm" and op in ("add", "sub", "fma"):
-        exact_zero = b.fcmp_ordered("==", hi, _fconst(F64_LL, 0.0))
+        exact_zero = b.fcmp_ordered("==", hi, fconst(F64_LL, 0.0))
         r = b.select(exact_zero, _signed_zero(fl, fmt, _rm_zero(fl, op, wide)), r)
     if mode.ftz and op in ("add", "sub"):
         # Sums of fmt values below the smallest normal are exact: tiny means subnormal.
         r = flush(fl, r, fmt)
     elif mode.ftz:
-        r = b.select(_is_tiny(fl, hi, lo, fmt, mode.rnd), _zero_like(fl, r, fmt), r)
-    return _canonical(fl, r, fmt)
+        r = b.select(_is_tiny(fl, hi, lo, fmt, mode.rnd), zero_like(fl, r, fmt), r)
+    return canonical(fl, r, fmt)
 
 
 def _f64_exact(fl: FunctionLowering, op: str, xs: list):
@@ -542,16 +360,16 @@ def _f64_exact(fl: FunctionLowering, op: str, xs: list):
     if op in ("add", "sub"):
         y = xs[1] if op == "add" else b.fneg(xs[1])
         hi, lo = _two_sum(fl, xs[0], y)
-        return hi, lo, zero32, b.fcmp_ordered("==", hi, _fconst(F64_LL, 0.0))
+        return hi, lo, zero32, b.fcmp_ordered("==", hi, fconst(F64_LL, 0.0))
     if op == "sqrt":
         m, e = _split(fl, xs[0])
         odd = b.trunc(e, I1)
-        m = b.select(odd, b.fmul(m, _fconst(F64_LL, 2.0)), m)
+        m = b.select(odd, b.fmul(m, fconst(F64_LL, 2.0)), m)
         e = b.sub(e, b.zext(odd, I32))
-        root = _call(fl, "sqrt", m)
+        root = float_call(fl, "sqrt", m)
         return root, b.fma(b.fneg(root), root, m), b.ashr(e, ll.Constant(I32, 1)), None
     if op in ("div", "rcp"):
-        dividend, divisor = (_fconst(F64_LL, 1.0), xs[0]) if op == "rcp" else xs
+        dividend, divisor = (fconst(F64_LL, 1.0), xs[0]) if op == "rcp" else xs
         ma, ea = _split(fl, dividend)
         mb, eb = _split(fl, divisor)
         q = b.fdiv(ma, mb)
@@ -568,7 +386,7 @@ def _f64_exact(fl: FunctionLowering, op: str, xs: list):
 def _f64_fma_exact(fl: FunctionLowering, ma, mb, scale, c):
     """fma's exact result, the product's exponent split off: (hi, lo, scale, exact_zero)."""
     b = fl.b
-    zero = _fconst(F64_LL, 0.0)
+    zero = fconst(F64_LL, 0.0)
     mc, ec = _split(fl, c)
     c_zero = b.fcmp_ordered("==", c, zero)
     distance = b.sub(ec, scale)
@@ -596,16 +414,16 @@ def _ordinary(fl: FunctionLowering, op: str, xs: list) -> ll.Value:
     """Whether the operands take the directed-rounding path: finite, and nonzero where a zero
     makes the result exact (factors, divisor and dividend, square root operand)."""
     b = fl.b
-    zero, inf = _fconst(F64_LL, 0.0), _fconst(F64_LL, float("inf"))
+    zero, inf = fconst(F64_LL, 0.0), fconst(F64_LL, float("inf"))
     ordinary = None
     for i, x in enumerate(xs):
-        size = _call(fl, "fabs", x)
+        size = float_call(fl, "fabs", x)
         ok = b.fcmp_ordered("<", size, inf)
         if op not in ("add", "sub") and not (op == "fma" and i == 2):
             ok = b.and_(ok, b.fcmp_ordered(">", size, zero))
         ordinary = ok if ordinary is None else b.and_(ordinary, ok)
     if op == "sqrt":
-        ordinary = b.and_(ordinary, b.not_(_negative(fl, xs[0], F64)))
+        ordinary = b.and_(ordinary, b.not_(is_negative(fl, xs[0], F64)))
     return ordinary
 
 
@@ -616,42 +434,42 @@ def _f64_arith(fl: FunctionLowering, op: str, xs: list, mode: _Mode) -> ll.Value
         hi, lo, scale, exact_zero = _f64_exact(fl, op, xs)
         directed = _round_f64(fl, hi, lo, scale, mode.rnd)
         if exact_zero is not None:
-            negative = _rm_zero(fl, op, xs) if mode.rnd == "rm" else _negative(fl, r, F64)
+            negative = _rm_zero(fl, op, xs) if mode.rnd == "rm" else is_negative(fl, r, F64)
             directed = b.select(exact_zero, _signed_zero(fl, F64, negative), directed)
         r = b.select(_ordinary(fl, op, xs), directed, r)
         if op == "fma" and mode.rnd == "rm":
             # A zero factor and a zero c: the zero sum's sign when rounding down.
-            zero, inf = _fconst(F64_LL, 0.0), _fconst(F64_LL, float("inf"))
+            zero, inf = fconst(F64_LL, 0.0), fconst(F64_LL, float("inf"))
             zeros = [b.fcmp_ordered("==", x, zero) for x in xs]
-            finite = [b.fcmp_ordered("<", _call(fl, "fabs", x), inf) for x in xs[:2]]
+            finite = [b.fcmp_ordered("<", float_call(fl, "fabs", x), inf) for x in xs[:2]]
             both = b.and_(b.and_(b.or_(zeros[0], zeros[1]), zeros[2]), b.and_(*finite))
             r = b.select(both, _signed_zero(fl, F64, _rm_zero(fl, op, xs)), r)
     if op in ("div", "rcp", "sqrt"):
-        return _f64_nan(fl, r, xs)
-    return _f64_nan(fl, r, [xs[1], xs[2], xs[0]] if op == "fma" else [xs[1], xs[0]])
+        return f64_nan(fl, r, xs)
+    return f64_nan(fl, r, [xs[1], xs[2], xs[0]] if op == "fma" else [xs[1], xs[0]])
 
 
-def _finish(fl: FunctionLowering, r: ll.Value, fmt: _Format, mode: _Mode) -> ll.Value:
+def _finish(fl: FunctionLowering, r: ll.Value, fmt: FloatFormat, mode: _Mode) -> ll.Value:
     """.sat and .relu on a rounded result."""
     b = fl.b
     if mode.sat:
-        wide = _to_f32(fl, r, fmt) if fmt is not F64 else r
-        zero, one = _constant(fl, fmt, 0), _constant(fl, fmt, _one_bits(fmt))
-        positive = b.fcmp_ordered(">", wide, _fconst(wide.type, 0.0))
-        r = b.select(positive, b.select(b.fcmp_ordered("<", wide, _fconst(wide.type, 1.0)),
+        wide = to_f32(fl, r, fmt) if fmt is not F64 else r
+        zero, one = constant(fl, fmt, 0), constant(fl, fmt, _one_bits(fmt))
+        positive = b.fcmp_ordered(">", wide, fconst(wide.type, 0.0))
+        r = b.select(positive, b.select(b.fcmp_ordered("<", wide, fconst(wide.type, 1.0)),
                                         r, one), zero)
     if mode.relu:
-        wide = _to_f32(fl, r, fmt)
-        keep = b.or_(b.fcmp_ordered(">", wide, _fconst(F32_LL, 0.0)), _is_nan(fl, wide))
-        r = b.select(keep, r, _constant(fl, fmt, 0))
+        wide = to_f32(fl, r, fmt)
+        keep = b.or_(b.fcmp_ordered(">", wide, fconst(F32_LL, 0.0)), is_nan(fl, wide))
+        r = b.select(keep, r, constant(fl, fmt, 0))
     return r
 
 
-def _one_bits(fmt: _Format) -> int:
+def _one_bits(fmt: FloatFormat) -> int:
     return ((1 << (fmt.bits - fmt.precision - 1)) - 1) << (fmt.precision - 1)
 
 
-def _arith(fl: FunctionLowering, inst: ir.Instruction, op: str, fmt: _Format, xs: list,
+def _arith(fl: FunctionLowering, inst: ir.Instruction, op: str, fmt: FloatFormat, xs: list,
            mode: _Mode) -> ll.Value:
     if fmt is F64:
         return _f64_arith(fl, op, xs, mode)
@@ -662,7 +480,7 @@ def _arith(fl: FunctionLowering, inst: ir.Instruction, op: str, fmt: _Format, xs
 
 def _mode(fl: FunctionLowering, inst: ir.Instruction, t: Type) -> _Mode:
     spec = inst.spec
-    if spec.get("ftz") and t.name not in _FTZ_TYPES:
+    if spec.get("ftz") and t.name not in FTZ_TYPES:
         raise fl.unsupported(inst, f".ftz is not defined for .{t.name}")
     if spec.get("oob"):
         raise fl.unsupported(inst, ".oob (operands from out-of-bounds tensor loads)")
@@ -684,12 +502,12 @@ def _lanewise(fl: FunctionLowering, inst: ir.Instruction, op: str, count: int) -
         if fmt is not F32 or narrow not in (F16, BF16):
             raise fl.unsupported(inst, f"the type pair .{types[0]}.{types[1]}")
         widened = count - 1
-        columns = [[_to_f32(fl, fl.read(o, narrow_t), narrow)] for o in sources[:widened]]
+        columns = [[to_f32(fl, fl.read(o, narrow_t), narrow)] for o in sources[:widened]]
         columns += [[fl.read(sources[-1], t)]]
     else:
         columns = [read_lanes(fl, o, t, fmt, lanes) for o in sources]
     results = [_arith(fl, inst, op, fmt, list(xs), mode) for xs in zip(*columns, strict=True)]
-    _write_lanes(fl, inst.operands[0], results, t, fmt)
+    write_lanes(fl, inst.operands[0], results, t, fmt)
 
 
 def add(fl: FunctionLowering, inst: ir.Instruction) -> None:
@@ -746,10 +564,10 @@ def div(fl: FunctionLowering, inst: ir.Instruction) -> None:
     if precision == "approx":
         b = fl.b
         divisor = flush(fl, b_, fmt) if mode.ftz else b_
-        huge = b.fcmp_ordered(">", _call(fl, "fabs", divisor), _fconst(F32_LL, 2.0 ** 126))
-        zero = _from_bits(fl, b.and_(_bits(fl, divisor, F32), _const_bits(F32, F32.sign)), F32)
+        huge = b.fcmp_ordered(">", float_call(fl, "fabs", divisor), fconst(F32_LL, 2.0 ** 126))
+        zero = from_bits(fl, b.and_(to_bits(fl, divisor, F32), const_bits(F32, F32.sign)), F32)
         dividend = flush(fl, a, fmt) if mode.ftz else a
-        result = b.select(huge, _canonical(fl, b.fmul(dividend, zero), F32), result)
+        result = b.select(huge, canonical(fl, b.fmul(dividend, zero), F32), result)
     fl.write(inst.operands[0], result, t)
 
 
@@ -776,7 +594,7 @@ def _truncated(fl: FunctionLowering, x: ll.Value) -> ll.Value:
     """An f64 cut to its upper 32 bits, as the hardware's 64-bit approximations read and
     write them."""
     mask = ll.Constant(I64, ~0xFFFF_FFFF & (2**64 - 1))
-    return _from_bits(fl, fl.b.and_(_bits(fl, x, F64), mask), F64)
+    return from_bits(fl, fl.b.and_(to_bits(fl, x, F64), mask), F64)
 
 
 _GROSS_NAN = 0x7FFF_FFFF_0000_0000
@@ -786,7 +604,7 @@ def _rcp_approx_f64(fl: FunctionLowering, inst: ir.Instruction) -> None:
     if not inst.spec.get("ftz"):
         raise fl.unsupported(inst, "rcp.approx.f64 needs .ftz")
     a = flush(fl, _truncated(fl, fl.read(inst.operands[1], "f64")), F64)
-    r = _gross(fl, fl.b.fdiv(_fconst(F64_LL, 1.0), a))
+    r = _gross(fl, fl.b.fdiv(fconst(F64_LL, 1.0), a))
     fl.write(inst.operands[0], r, "f64")
 
 
@@ -795,7 +613,7 @@ def _gross(fl: FunctionLowering, r: ll.Value) -> ll.Value:
     0x7FFFFFFF00000000 (this matches the H100 bit for bit on 93% of operands; the others
     differ in the last of the 32 bits)."""
     rounded = flush(fl, _truncated(fl, r), F64)
-    return _select(fl, _is_nan(fl, r), _constant(fl, F64, _GROSS_NAN), rounded, F64)
+    return select(fl, is_nan(fl, r), constant(fl, F64, _GROSS_NAN), rounded, F64)
 
 
 @lowering("rsqrt")
@@ -812,16 +630,16 @@ def rsqrt(fl: FunctionLowering, inst: ir.Instruction) -> None:
     if fmt is F64:
         if ftz:
             x = flush(fl, _truncated(fl, a), F64)
-            r = _gross(fl, b.fdiv(_fconst(F64_LL, 1.0), _call(fl, "sqrt", x)))
+            r = _gross(fl, b.fdiv(fconst(F64_LL, 1.0), float_call(fl, "sqrt", x)))
         else:
-            r = _f64_nan(fl, b.fdiv(_fconst(F64_LL, 1.0), _call(fl, "sqrt", a)), [a])
+            r = f64_nan(fl, b.fdiv(fconst(F64_LL, 1.0), float_call(fl, "sqrt", a)), [a])
     else:
         x = flush(fl, a, F32) if ftz else a
         wide = b.fpext(x, F64_LL)
-        r = b.fptrunc(b.fdiv(_fconst(F64_LL, 1.0), _call(fl, "sqrt", wide)), F32_LL)
+        r = b.fptrunc(b.fdiv(fconst(F64_LL, 1.0), float_call(fl, "sqrt", wide)), F32_LL)
         if ftz:
             r = flush(fl, r, F32)
-        r = _canonical(fl, r, F32)
+        r = canonical(fl, r, F32)
     fl.write(inst.operands[0], r, t)
 
 
@@ -874,27 +692,27 @@ _LOG2E = 1 / math.log(2)
 
 
 def _horner(fl: FunctionLowering, x: ll.Value, coefficients: list[float]) -> ll.Value:
-    acc = _fconst(F64_LL, coefficients[-1])
+    acc = fconst(F64_LL, coefficients[-1])
     for c in reversed(coefficients[:-1]):
-        acc = fl.b.fadd(fl.b.fmul(acc, x), _fconst(F64_LL, c))
+        acc = fl.b.fadd(fl.b.fmul(acc, x), fconst(F64_LL, c))
     return acc
 
 
 def _f64_to_i32(fl: FunctionLowering, x: ll.Value) -> ll.Value:
     """An integral f64 of modest size as i32 (NaN as 0: fptosi of NaN is poison)."""
-    safe = fl.b.select(_is_nan(fl, x), _fconst(F64_LL, 0.0), x)
+    safe = fl.b.select(is_nan(fl, x), fconst(F64_LL, 0.0), x)
     return fl.b.fptosi(safe, I32)
 
 
 def _exp2_f64(fl: FunctionLowering, x: ll.Value) -> ll.Value:
     """2**x: 2**k * 2**f with k = round(x), |f| <= 1/2."""
     b = fl.b
-    limit = _fconst(F64_LL, 1100.0)
+    limit = fconst(F64_LL, 1100.0)
     x_clamped = b.select(b.fcmp_ordered(">", x, limit), limit, x)
     x_clamped = b.select(b.fcmp_ordered("<", x_clamped, b.fneg(limit)), b.fneg(limit), x_clamped)
-    k = _call(fl, "roundeven", x_clamped)
+    k = float_call(fl, "roundeven", x_clamped)
     power = _horner(fl, b.fsub(x_clamped, k), _EXP2)
-    return b.select(_is_nan(fl, x), x, _ldexp(fl, power, _f64_to_i32(fl, k)))
+    return b.select(is_nan(fl, x), x, _ldexp(fl, power, _f64_to_i32(fl, k)))
 
 
 def _sin_cos_f64(fl: FunctionLowering, x: ll.Value, cosine: bool) -> ll.Value:
@@ -902,17 +720,17 @@ def _sin_cos_f64(fl: FunctionLowering, x: ll.Value, cosine: bool) -> ll.Value:
     manual states no bound, as the hardware reduces: the angle is 2 pi times the fraction
     of x * (1/2pi) rounded toward zero in f32."""
     b = fl.b
-    size = _call(fl, "fabs", x)
-    small = b.fcmp_ordered("<", size, _fconst(F64_LL, 2.0 ** 20))
-    turns = b.fmul(size, _fconst(F64_LL, _INVERSE_TWO_PI_F32))
-    turns = b.fpext(_round_narrow(fl, turns, _fconst(F64_LL, 0.0), F32, "rz"), F64_LL)
-    fraction = b.fsub(turns, _call(fl, "floor", turns))
-    angle = _call(fl, "copysign", b.fmul(fraction, _fconst(F64_LL, _TWO_PI)), x)
+    size = float_call(fl, "fabs", x)
+    small = b.fcmp_ordered("<", size, fconst(F64_LL, 2.0 ** 20))
+    turns = b.fmul(size, fconst(F64_LL, _INVERSE_TWO_PI_F32))
+    turns = b.fpext(_round_narrow(fl, turns, fconst(F64_LL, 0.0), F32, "rz"), F64_LL)
+    fraction = b.fsub(turns, float_call(fl, "floor", turns))
+    angle = float_call(fl, "copysign", b.fmul(fraction, fconst(F64_LL, _TWO_PI)), x)
     y = b.select(small, x, angle)
-    k = _call(fl, "roundeven", b.fmul(y, _fconst(F64_LL, _TWO_OVER_PI)))
+    k = float_call(fl, "roundeven", b.fmul(y, fconst(F64_LL, _TWO_OVER_PI)))
     r = y
     for part in (_C1, _C2, _C3):
-        r = b.fsub(r, b.fmul(k, _fconst(F64_LL, part)))
+        r = b.fsub(r, b.fmul(k, fconst(F64_LL, part)))
     r2 = b.fmul(r, r)
     sine, cos_r = b.fmul(r, _horner(fl, r2, _SIN)), _horner(fl, r2, _COS)
     quadrant = _f64_to_i32(fl, k)
@@ -922,46 +740,46 @@ def _sin_cos_f64(fl: FunctionLowering, x: ll.Value, cosine: bool) -> ll.Value:
     negate = b.trunc(b.lshr(quadrant, ll.Constant(I32, 1)), I1)
     value = b.select(odd, cos_r, sine)
     value = b.select(negate, b.fneg(value), value)
-    zero = b.fcmp_ordered("==", y, _fconst(F64_LL, 0.0))
-    value = b.select(zero, _fconst(F64_LL, 1.0) if cosine else y, value)
-    finite = b.fcmp_ordered("<", size, _fconst(F64_LL, float("inf")))
-    return b.select(finite, value, _fconst(F64_LL, float("nan")))
+    zero = b.fcmp_ordered("==", y, fconst(F64_LL, 0.0))
+    value = b.select(zero, fconst(F64_LL, 1.0) if cosine else y, value)
+    finite = b.fcmp_ordered("<", size, fconst(F64_LL, float("inf")))
+    return b.select(finite, value, fconst(F64_LL, float("nan")))
 
 
 def _log2_f64(fl: FunctionLowering, x: ll.Value) -> ll.Value:
     """log2 of an f64 image of a narrower value (so normal unless zero): e + ln(m)/ln 2 with
     m in [sqrt(1/2), sqrt(2)], ln m = 2 atanh((m - 1)/(m + 1))."""
     b = fl.b
-    bits = _bits(fl, x, F64)
+    bits = to_bits(fl, x, F64)
     e = b.sub(b.and_(b.trunc(b.lshr(bits, ll.Constant(I64, 52)), I32), ll.Constant(I32, 0x7FF)),
               ll.Constant(I32, 1023))
-    m = _from_bits(fl, b.or_(b.and_(bits, ll.Constant(I64, (1 << 52) - 1)),
-                             ll.Constant(I64, 1023 << 52)), F64)
-    big = b.fcmp_ordered(">", m, _fconst(F64_LL, math.sqrt(2.0)))
-    m = b.select(big, b.fmul(m, _fconst(F64_LL, 0.5)), m)
+    m = from_bits(fl, b.or_(b.and_(bits, ll.Constant(I64, (1 << 52) - 1)),
+                            ll.Constant(I64, 1023 << 52)), F64)
+    big = b.fcmp_ordered(">", m, fconst(F64_LL, math.sqrt(2.0)))
+    m = b.select(big, b.fmul(m, fconst(F64_LL, 0.5)), m)
     e = b.add(e, b.zext(big, I32))
-    s = b.fdiv(b.fsub(m, _fconst(F64_LL, 1.0)), b.fadd(m, _fconst(F64_LL, 1.0)))
+    s = b.fdiv(b.fsub(m, fconst(F64_LL, 1.0)), b.fadd(m, fconst(F64_LL, 1.0)))
     ln = b.fmul(s, _horner(fl, b.fmul(s, s), _LOG))
-    value = b.fadd(b.sitofp(e, F64_LL), b.fmul(ln, _fconst(F64_LL, _LOG2E)))
-    zero = _fconst(F64_LL, 0.0)
-    value = b.select(b.fcmp_ordered("==", x, _fconst(F64_LL, float("inf"))), x, value)
-    value = b.select(b.fcmp_ordered("==", x, zero), _fconst(F64_LL, float("-inf")), value)
-    return b.select(b.fcmp_unordered("<", x, zero), _fconst(F64_LL, float("nan")), value)
+    value = b.fadd(b.sitofp(e, F64_LL), b.fmul(ln, fconst(F64_LL, _LOG2E)))
+    zero = fconst(F64_LL, 0.0)
+    value = b.select(b.fcmp_ordered("==", x, fconst(F64_LL, float("inf"))), x, value)
+    value = b.select(b.fcmp_ordered("==", x, zero), fconst(F64_LL, float("-inf")), value)
+    return b.select(b.fcmp_unordered("<", x, zero), fconst(F64_LL, float("nan")), value)
 
 
 def _tanh_f64(fl: FunctionLowering, x: ll.Value) -> ll.Value:
     """tanh |x| = e / (e + 2) with e = expm1(2|x|) by its series below 0.55 (no
     cancellation), 1 - 2 / (exp(2|x|) + 1) above; the sign of x restored."""
     b = fl.b
-    size = _call(fl, "fabs", x)
+    size = float_call(fl, "fabs", x)
     y = b.fadd(size, size)
     em1 = b.fmul(y, _horner(fl, y, _EXPM1))
-    near = b.fdiv(em1, b.fadd(em1, _fconst(F64_LL, 2.0)))
-    e = _exp2_f64(fl, b.fmul(y, _fconst(F64_LL, _LOG2E)))
-    far = b.fsub(_fconst(F64_LL, 1.0),
-                 b.fdiv(_fconst(F64_LL, 2.0), b.fadd(e, _fconst(F64_LL, 1.0))))
-    value = b.select(b.fcmp_ordered("<", size, _fconst(F64_LL, 0.55)), near, far)
-    return _call(fl, "copysign", value, x)
+    near = b.fdiv(em1, b.fadd(em1, fconst(F64_LL, 2.0)))
+    e = _exp2_f64(fl, b.fmul(y, fconst(F64_LL, _LOG2E)))
+    far = b.fsub(fconst(F64_LL, 1.0),
+                 b.fdiv(fconst(F64_LL, 2.0), b.fadd(e, fconst(F64_LL, 1.0))))
+    value = b.select(b.fcmp_ordered("<", size, fconst(F64_LL, 0.55)), near, far)
+    return float_call(fl, "copysign", value, x)
 
 
 _FUNCTIONS = {
@@ -987,12 +805,12 @@ def _special(fl: FunctionLowering, inst: ir.Instruction) -> None:
     for x in read_lanes(fl, inst.operands[1], t, fmt, count):
         if ftz:
             x = flush(fl, x, fmt)
-        value = function(fl, _to_f64(fl, x, fmt))
-        r = _round_narrow(fl, value, _fconst(F64_LL, 0.0), fmt, "rn")
+        value = function(fl, to_f64(fl, x, fmt))
+        r = _round_narrow(fl, value, fconst(F64_LL, 0.0), fmt, "rn")
         if ftz:
             r = flush(fl, r, fmt)
-        results.append(_canonical(fl, r, fmt))
-    _write_lanes(fl, inst.operands[0], results, t, fmt)
+        results.append(canonical(fl, r, fmt))
+    write_lanes(fl, inst.operands[0], results, t, fmt)
 
 
 @lowering("sin", "cos", "lg2", "ex2", "tanh")
@@ -1002,20 +820,20 @@ def special_function(fl: FunctionLowering, inst: ir.Instruction) -> None:
 
 # --- min max abs neg copysign testp ---------------------------------------------------------------
 
-def _select_min_max(fl: FunctionLowering, fmt: _Format, x, y, is_max: bool,
+def _select_min_max(fl: FunctionLowering, fmt: FloatFormat, x, y, is_max: bool,
                     propagate_nan: bool) -> ll.Value:
     """min/max of two lanes: -0 below +0, one NaN gives the other operand (unless .NaN)."""
     b = fl.b
-    xw, yw = (_to_f32(fl, v, fmt) if fmt is not F64 else v for v in (x, y))
-    x_negative = _negative(fl, x, fmt)
+    xw, yw = (to_f32(fl, v, fmt) if fmt is not F64 else v for v in (x, y))
+    x_negative = is_negative(fl, x, fmt)
     tie = b.and_(b.fcmp_ordered("==", xw, yw), b.not_(x_negative) if is_max else x_negative)
     pick_x = b.or_(b.fcmp_ordered(">" if is_max else "<", xw, yw), tie)
-    x_nan, y_nan = _is_nan(fl, xw), _is_nan(fl, yw)
+    x_nan, y_nan = is_nan(fl, xw), is_nan(fl, yw)
     pick_x = b.select(x_nan, I1(0), b.select(y_nan, I1(1), pick_x))
-    r = _select(fl, pick_x, x, y, fmt)
-    nan = _quiet(fl, y) if fmt is F64 else _constant(fl, fmt, fmt.nan)
+    r = select(fl, pick_x, x, y, fmt)
+    nan = quiet(fl, y) if fmt is F64 else constant(fl, fmt, fmt.nan)
     both = b.or_(x_nan, y_nan) if propagate_nan else b.and_(x_nan, y_nan)
-    return _select(fl, both, nan, r, fmt)
+    return select(fl, both, nan, r, fmt)
 
 
 def _min_max(fl: FunctionLowering, inst: ir.Instruction, is_max: bool) -> None:
@@ -1025,7 +843,7 @@ def _min_max(fl: FunctionLowering, inst: ir.Instruction, is_max: bool) -> None:
     fmt, count = element(fl, inst, t)
     if spec.get("relu") or t.name == "f32x2":
         raise fl.unsupported(inst, f"this form of {inst.opcode}")
-    if spec.get("ftz") and t.name not in _FTZ_TYPES:
+    if spec.get("ftz") and t.name not in FTZ_TYPES:
         raise fl.unsupported(inst, f".ftz is not defined for .{t.name}")
     xorsign = bool(spec.get("xorsign"))
     sources = inst.operands[1:]
@@ -1038,16 +856,16 @@ def _min_max(fl: FunctionLowering, inst: ir.Instruction, is_max: bool) -> None:
     results = []
     for xs in zip(*columns, strict=True):
         xs = [flush(fl, x, fmt) if spec.get("ftz") else x for x in xs]
-        sign = b.xor(_negative(fl, xs[0], fmt), _negative(fl, xs[1], fmt)) if xorsign else None
+        sign = b.xor(is_negative(fl, xs[0], fmt), is_negative(fl, xs[1], fmt)) if xorsign else None
         if spec.get("abs"):
-            xs = [_abs(fl, x, fmt) for x in xs]
+            xs = [absolute(fl, x, fmt) for x in xs]
         r = xs[0]
         for x in xs[1:]:
             r = _select_min_max(fl, fmt, r, x, is_max, bool(spec.get("nan")))
         if sign is not None:
-            r = _select(fl, _is_nan(fl, r), r, _with_sign(fl, r, sign, fmt), fmt)
+            r = select(fl, is_nan(fl, r), r, with_sign(fl, r, sign, fmt), fmt)
         results.append(r)
-    _write_lanes(fl, inst.operands[0], results, t, fmt)
+    write_lanes(fl, inst.operands[0], results, t, fmt)
 
 
 def min_(fl: FunctionLowering, inst: ir.Instruction) -> None:
@@ -1065,19 +883,19 @@ def _sign_op(fl: FunctionLowering, inst: ir.Instruction, negate: bool) -> None:
     fmt, count = element(fl, inst, t)
     if t.name == "f32x2":
         raise fl.unsupported(inst, f"{inst.opcode} on .f32x2")
-    if inst.spec.get("ftz") and t.name not in _FTZ_TYPES:
+    if inst.spec.get("ftz") and t.name not in FTZ_TYPES:
         raise fl.unsupported(inst, f".ftz is not defined for .{t.name}")
     b = fl.b
     results = []
     for x in read_lanes(fl, inst.operands[1], t, fmt, count):
         if inst.spec.get("ftz"):
             x = flush(fl, x, fmt)
-        bits = _bits(fl, x, fmt)
-        bits = (b.xor(bits, _const_bits(fmt, fmt.sign)) if negate
-                else b.and_(bits, _const_bits(fmt, fmt.sign - 1)))
-        nan = _quiet(fl, x) if fmt is F64 else _constant(fl, fmt, fmt.nan)
-        results.append(_select(fl, _is_nan(fl, x), nan, _from_bits(fl, bits, fmt), fmt))
-    _write_lanes(fl, inst.operands[0], results, t, fmt)
+        bits = to_bits(fl, x, fmt)
+        bits = (b.xor(bits, const_bits(fmt, fmt.sign)) if negate
+                else b.and_(bits, const_bits(fmt, fmt.sign - 1)))
+        nan = quiet(fl, x) if fmt is F64 else constant(fl, fmt, fmt.nan)
+        results.append(select(fl, is_nan(fl, x), nan, from_bits(fl, bits, fmt), fmt))
+    write_lanes(fl, inst.operands[0], results, t, fmt)
 
 
 def abs_(fl: FunctionLowering, inst: ir.Instruction) -> None:
@@ -1093,10 +911,10 @@ def copysign(fl: FunctionLowering, inst: ir.Instruction) -> None:
     """copysign.type d, a, b: b with a's sign bit (NaNs included)."""
     t = TYPES[inst.spec.types[0]]
     fmt, _ = element(fl, inst, t)
-    a, b_ = (_bits(fl, fl.read(o, t), fmt) for o in inst.operands[1:3])
+    a, b_ = (to_bits(fl, fl.read(o, t), fmt) for o in inst.operands[1:3])
     b = fl.b
-    bits = b.or_(b.and_(a, _const_bits(fmt, fmt.sign)), b.and_(b_, _const_bits(fmt, fmt.sign - 1)))
-    fl.write(inst.operands[0], _from_bits(fl, bits, fmt), t)
+    bits = b.or_(b.and_(a, const_bits(fmt, fmt.sign)), b.and_(b_, const_bits(fmt, fmt.sign - 1)))
+    fl.write(inst.operands[0], from_bits(fl, bits, fmt), t)
 
 
 @lowering("testp")
@@ -1105,8 +923,8 @@ def testp(fl: FunctionLowering, inst: ir.Instruction) -> None:
     t = TYPES[inst.spec.types[0]]
     fmt, _ = element(fl, inst, t)
     b = fl.b
-    magnitude = _magnitude(fl, fl.read(inst.operands[1], t), fmt)
-    infinity = _const_bits(fmt, fmt.infinity)
+    magnitude = magnitude_bits(fl, fl.read(inst.operands[1], t), fmt)
+    infinity = const_bits(fmt, fmt.infinity)
     test = inst.spec.get("test")
     if test == "finite":
         result = b.icmp_unsigned("<", magnitude, infinity)
@@ -1117,9 +935,9 @@ def testp(fl: FunctionLowering, inst: ir.Instruction) -> None:
     elif test == "notanumber":
         result = b.icmp_unsigned(">", magnitude, infinity)
     else:
-        subnormal = b.and_(b.icmp_unsigned("!=", magnitude, _const_bits(fmt, 0)),
+        subnormal = b.and_(b.icmp_unsigned("!=", magnitude, const_bits(fmt, 0)),
                            b.icmp_unsigned("<", magnitude,
-                                           _const_bits(fmt, 1 << (fmt.precision - 1))))
+                                           const_bits(fmt, 1 << (fmt.precision - 1))))
         if test == "subnormal":
             result = subnormal
         else:
