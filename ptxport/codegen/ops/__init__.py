@@ -7,6 +7,7 @@ from ptxport.codegen.ops import (  # noqa: F401
     convert,
     data,
     float_format,
+    float_rounding,
     floating,
     integer,
     logic,

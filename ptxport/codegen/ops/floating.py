@@ -9,10 +9,7 @@ Results are the manual's bit for bit in every rounding mode. LLVM rounds to near
 .rn uses one LLVM operation where that rounds once as PTX does (f32 and f64; f16 and bf16
 add/sub/mul through f32, whose double rounding is harmless since 24 >= 2 * 11 + 2). Everything
 else — .rz .rm .rp, f16/bf16 fma — first computes the exact result as an unevaluated sum
-hi + lo of two f64 (error-free transformations: TwoSum, fma residuals), then rounds it:
-narrow formats through round-to-odd (`_round_narrow`), f64 by stepping to the neighbour the
-sign of lo points at, with exponents split off first so that no residual underflows
-(`_round_f64`).
+hi + lo of two f64 here (`_exact`, `_f64_exact`), then rounds it with float_rounding.py.
 
 The .approx forms are computed to within an ulp of the exact result, inside every bound the
 manual states: division, reciprocals and square roots correctly rounded (1/sqrt rounded twice),
@@ -82,186 +79,18 @@ from ptxport.codegen.ops.float_format import (
     write_lanes,
     zero_like,
 )
+from ptxport.codegen.ops.float_rounding import (
+    is_tiny,
+    ldexp,
+    round_f64,
+    round_narrow,
+    split,
+    two_sum,
+)
 from ptxport.ir import nodes as ir
 from ptxport.ir.types import TYPES, Type
 
 __all__ = ["FLOAT_FORMS"]
-
-
-# --- exact results and their rounding -----------------------------------------------------------
-
-def _two_sum(fl: FunctionLowering, x: ll.Value, y: ll.Value) -> tuple[ll.Value, ll.Value]:
-    """s + e == x + y exactly, s = x + y rounded (Knuth)."""
-    b = fl.b
-    s = b.fadd(x, y)
-    y_part = b.fsub(s, x)
-    x_part = b.fsub(s, y_part)
-    return s, b.fadd(b.fsub(x, x_part), b.fsub(y, y_part))
-
-
-def _round_to_odd(fl: FunctionLowering, hi: ll.Value, lo: ll.Value) -> ll.Value:
-    """hi + lo rounded to 53 bits, to odd: rounding that again to 51 bits or fewer, in any
-    mode, rounds the exact value correctly."""
-    b = fl.b
-    bits = to_bits(fl, hi, F64)
-    inexact = b.fcmp_ordered("!=", lo, fconst(F64_LL, 0.0))
-    toward_zero = b.and_(inexact, b.xor(is_negative(fl, hi, F64), is_negative(fl, lo, F64)))
-    bits = b.sub(bits, b.zext(toward_zero, I64))
-    return from_bits(fl, b.or_(bits, b.zext(inexact, I64)), F64)
-
-
-def _round_to_odd_f32(fl: FunctionLowering, z: ll.Value) -> ll.Value:
-    """An f64 value rounded to f32, to odd."""
-    b = fl.b
-    r = b.fptrunc(z, F32_LL)
-    back = b.fpext(r, F64_LL)
-    inexact = b.fcmp_ordered("!=", back, z)
-    toward_zero = b.and_(inexact, b.fcmp_ordered(">", float_call(fl, "fabs", back),
-                                                 float_call(fl, "fabs", z)))
-    bits = b.sub(b.bitcast(r, I32), b.zext(toward_zero, I32))
-    return b.bitcast(b.or_(bits, b.zext(inexact, I32)), F32_LL)
-
-
-def _step(fl: FunctionLowering, r: ll.Value, fmt: FloatFormat, rnd: str, below: ll.Value,
-          above: ll.Value) -> ll.Value:
-    """The result in mode `rnd`, from `r` (the exact value rounded to nearest) and whether the
-    exact value lies below or above r: at most one step to r's neighbour."""
-    b = fl.b
-    if rnd == "rn":
-        return r
-    negative = is_negative(fl, r, fmt)
-    one, minus_one, zero = (const_bits(fmt, v) for v in (1, -1, 0))
-    if rnd == "rz":
-        move = b.select(negative, above, below)
-        delta = b.select(move, minus_one, zero)
-    elif rnd == "rm":
-        delta = b.select(below, b.select(negative, one, minus_one), zero)
-    else:
-        delta = b.select(above, b.select(negative, minus_one, one), zero)
-    return from_bits(fl, b.add(to_bits(fl, r, fmt), delta), fmt)
-
-
-def _round_narrow(fl: FunctionLowering, hi: ll.Value, lo: ll.Value, fmt: FloatFormat,
-                  rnd: str) -> ll.Value:
-    """The exact value hi + lo (f64) rounded to f32, f16 or bf16 in mode `rnd`."""
-    b = fl.b
-    z = _round_to_odd(fl, hi, lo)
-    if fmt is F32:
-        r = b.fptrunc(z, F32_LL)
-    else:
-        r = from_f32(fl, _round_to_odd_f32(fl, z), fmt)
-    if rnd == "rn":
-        return r
-    back = to_f64(fl, r, fmt)
-    return _step(fl, r, fmt, rnd, b.fcmp_ordered(">", back, z), b.fcmp_ordered("<", back, z))
-
-
-def _pow2(fl: FunctionLowering, k: ll.Value) -> ll.Value:
-    """2**k as an f64, for -1022 <= k <= 1023."""
-    biased = fl.b.zext(fl.b.add(k, ll.Constant(I32, 1023)), I64)
-    return from_bits(fl, fl.b.shl(biased, ll.Constant(I64, 52)), F64)
-
-
-def _clamp(fl: FunctionLowering, k: ll.Value, low: int, high: int) -> ll.Value:
-    b = fl.b
-    k = b.select(b.icmp_signed("<", k, ll.Constant(I32, low)), ll.Constant(I32, low), k)
-    return b.select(b.icmp_signed(">", k, ll.Constant(I32, high)), ll.Constant(I32, high), k)
-
-
-def _ldexp(fl: FunctionLowering, x: ll.Value, k: ll.Value) -> ll.Value:
-    """x * 2**k in two exact steps (k is clamped to [-2044, 2046])."""
-    b = fl.b
-    k = _clamp(fl, k, -2044, 2046)
-    half = b.ashr(k, ll.Constant(I32, 1))
-    return b.fmul(b.fmul(x, _pow2(fl, half)), _pow2(fl, b.sub(k, half)))
-
-
-def _split(fl: FunctionLowering, x: ll.Value) -> tuple[ll.Value, ll.Value]:
-    """(m, e) with x == m * 2**e and 1 <= |m| < 2, for finite nonzero f64 x."""
-    b = fl.b
-    exponent_of = lambda v: b.trunc(b.lshr(to_bits(fl, v, F64), ll.Constant(I64, 52)), I32)  # noqa: E731
-    raw = b.and_(exponent_of(x), ll.Constant(I32, 0x7FF))
-    subnormal = b.icmp_unsigned("==", raw, ll.Constant(I32, 0))
-    x = b.select(subnormal, b.fmul(x, fconst(F64_LL, 2.0 ** 64)), x)
-    e = b.sub(b.and_(exponent_of(x), ll.Constant(I32, 0x7FF)),
-              b.select(subnormal, ll.Constant(I32, 1023 + 64), ll.Constant(I32, 1023)))
-    fraction = b.and_(to_bits(fl, x, F64), ll.Constant(I64, (1 << 63) | ((1 << 52) - 1)))
-    m = b.or_(fraction, ll.Constant(I64, 1023 << 52))
-    return from_bits(fl, m, F64), e
-
-
-def _round_f64(fl: FunctionLowering, hi: ll.Value, lo: ll.Value, scale: ll.Value,
-               rnd: str) -> ll.Value:
-    """(hi + lo) * 2**scale rounded to f64 in a directed mode; hi is finite and nonzero and
-    only the sign of lo counts."""
-    b = fl.b
-    zero = fconst(F64_LL, 0.0)
-    hi, exponent = _split(fl, hi)
-    scale = _clamp(fl, b.add(scale, exponent), -1200, 2100)
-    t = _ldexp(fl, hi, scale)
-    overflow = b.fcmp_ordered("==", float_call(fl, "fabs", t), fconst(F64_LL, float("inf")))
-    below = b.select(overflow, b.fcmp_ordered(">", t, zero), b.fcmp_ordered("<", lo, zero))
-    above = b.select(overflow, b.fcmp_ordered("<", t, zero), b.fcmp_ordered(">", lo, zero))
-    normal = _step(fl, t, F64, rnd, below, above)
-    # Below the normal range the grid is 2**-1074 wide: round hi * 2**(scale + 1074) to an
-    # integer, the residual deciding where it is an integer already.
-    w = _ldexp(fl, hi, b.add(scale, ll.Constant(I32, 1074)))
-    if rnd == "rz":
-        whole = float_call(fl, "trunc", w)
-        beyond = b.select(b.fcmp_ordered(">", w, zero), b.fcmp_ordered("<", lo, zero),
-                          b.fcmp_ordered(">", lo, zero))
-        adjust = b.select(b.fcmp_ordered(">", w, zero), fconst(F64_LL, -1.0),
-                          fconst(F64_LL, 1.0))
-    elif rnd == "rm":
-        whole, beyond = float_call(fl, "floor", w), b.fcmp_ordered("<", lo, zero)
-        adjust = fconst(F64_LL, -1.0)
-    else:
-        whole, beyond = float_call(fl, "ceil", w), b.fcmp_ordered(">", lo, zero)
-        adjust = fconst(F64_LL, 1.0)
-    beyond = b.and_(beyond, b.fcmp_ordered("==", whole, w))
-    whole = b.select(beyond, b.fadd(whole, adjust), whole)
-    tiny = float_call(fl, "copysign", _ldexp(fl, whole, ll.Constant(I32, -1074)), hi)
-    # By the exponent: hi * 2**scale itself would round where it is subnormal.
-    is_normal = b.icmp_signed(">=", scale, ll.Constant(I32, -1022))
-    return b.select(is_normal, normal, tiny)
-
-
-def _is_tiny(fl: FunctionLowering, hi: ll.Value, lo: ll.Value, fmt: FloatFormat,
-             rnd: str) -> ll.Value:
-    """Whether the exact value hi + lo is tiny for .ftz: below the smallest normal once rounded
-    to fmt's precision in mode `rnd` with an unbounded exponent (IEEE 754's tininess after
-    rounding, as the hardware detects it)."""
-    b = fl.b
-    smallest = fmt.smallest_normal
-    size = float_call(fl, "fabs", hi)
-    zero = fconst(F64_LL, 0.0)
-    # The sign of the residual relative to hi's magnitude: above (+) or below (-) |hi|.
-    lo_above = b.and_(b.fcmp_ordered("!=", lo, zero),
-                      b.not_(b.xor(is_negative(fl, hi, F64), is_negative(fl, lo, F64))))
-    lo_below = b.and_(b.fcmp_ordered("!=", lo, zero), b.not_(lo_above))
-
-    def below(threshold: float) -> ll.Value:   # |exact| < threshold
-        t = fconst(F64_LL, threshold)
-        return b.or_(b.fcmp_ordered("<", size, t),
-                     b.and_(b.fcmp_ordered("==", size, t), lo_below))
-
-    def at_most(threshold: float) -> ll.Value:   # |exact| <= threshold
-        t = fconst(F64_LL, threshold)
-        return b.or_(b.fcmp_ordered("<", size, t),
-                     b.and_(b.fcmp_ordered("==", size, t), b.not_(lo_above)))
-
-    if rnd == "rn":
-        return below(smallest * (1 - 2.0 ** -(fmt.precision + 1)))
-    if rnd == "rz":
-        return below(smallest)
-    # Rounding away from zero reaches the smallest normal from above the largest value of
-    # fmt's precision below it; rounding toward zero never does.
-    away = at_most(smallest * (1 - 2.0 ** -fmt.precision))
-    negative = is_negative(fl, hi, F64)
-    toward = below(smallest)
-    if rnd == "rm":
-        return b.select(negative, away, toward)
-    return b.select(negative, toward, away)
 
 
 # --- add sub mul fma div rcp sqrt -----------------------------------------------------------------
@@ -279,13 +108,13 @@ def _exact(fl: FunctionLowering, op: str, xs: list) -> tuple[ll.Value, ll.Value]
     sign of lo is exact for div and sqrt). Products of such operands are exact in f64."""
     b = fl.b
     if op == "add":
-        return _two_sum(fl, xs[0], xs[1])
+        return two_sum(fl, xs[0], xs[1])
     if op == "sub":
-        return _two_sum(fl, xs[0], b.fneg(xs[1]))
+        return two_sum(fl, xs[0], b.fneg(xs[1]))
     if op == "mul":
         return b.fmul(xs[0], xs[1]), fconst(F64_LL, 0.0)
     if op == "fma":
-        return _two_sum(fl, b.fmul(xs[0], xs[1]), xs[2])
+        return two_sum(fl, b.fmul(xs[0], xs[1]), xs[2])
     if op == "sqrt":
         root = float_call(fl, "sqrt", xs[0])
         return root, b.fma(b.fneg(root), root, xs[0])
@@ -339,7 +168,7 @@ def _narrow_arith(fl: FunctionLowering, op: str, fmt: FloatFormat, xs: list,
         # One f32 operation rounds f16 and bf16 sums and products harmlessly twice.
         r = from_f32(fl, _native(fl, op, [to_f32(fl, x, fmt) for x in xs]), fmt)
     else:
-        r = _round_narrow(fl, hi, lo, fmt, mode.rnd)
+        r = round_narrow(fl, hi, lo, fmt, mode.rnd)
     if mode.rnd == "rm" and op in ("add", "sub", "fma"):
         exact_zero = b.fcmp_ordered("==", hi, fconst(F64_LL, 0.0))
         r = b.select(exact_zero, _signed_zero(fl, fmt, _rm_zero(fl, op, wide)), r)
@@ -347,7 +176,7 @@ def _narrow_arith(fl: FunctionLowering, op: str, fmt: FloatFormat, xs: list,
         # Sums of fmt values below the smallest normal are exact: tiny means subnormal.
         r = flush(fl, r, fmt)
     elif mode.ftz:
-        r = b.select(_is_tiny(fl, hi, lo, fmt, mode.rnd), zero_like(fl, r, fmt), r)
+        r = b.select(is_tiny(fl, hi, lo, fmt, mode.rnd), zero_like(fl, r, fmt), r)
     return canonical(fl, r, fmt)
 
 
@@ -359,10 +188,10 @@ def _f64_exact(fl: FunctionLowering, op: str, xs: list):
     zero32 = ll.Constant(I32, 0)
     if op in ("add", "sub"):
         y = xs[1] if op == "add" else b.fneg(xs[1])
-        hi, lo = _two_sum(fl, xs[0], y)
+        hi, lo = two_sum(fl, xs[0], y)
         return hi, lo, zero32, b.fcmp_ordered("==", hi, fconst(F64_LL, 0.0))
     if op == "sqrt":
-        m, e = _split(fl, xs[0])
+        m, e = split(fl, xs[0])
         odd = b.trunc(e, I1)
         m = b.select(odd, b.fmul(m, fconst(F64_LL, 2.0)), m)
         e = b.sub(e, b.zext(odd, I32))
@@ -370,12 +199,12 @@ def _f64_exact(fl: FunctionLowering, op: str, xs: list):
         return root, b.fma(b.fneg(root), root, m), b.ashr(e, ll.Constant(I32, 1)), None
     if op in ("div", "rcp"):
         dividend, divisor = (fconst(F64_LL, 1.0), xs[0]) if op == "rcp" else xs
-        ma, ea = _split(fl, dividend)
-        mb, eb = _split(fl, divisor)
+        ma, ea = split(fl, dividend)
+        mb, eb = split(fl, divisor)
         q = b.fdiv(ma, mb)
         return q, b.fmul(b.fma(b.fneg(q), mb, ma), mb), b.sub(ea, eb), None
-    ma, ea = _split(fl, xs[0])
-    mb, eb = _split(fl, xs[1])
+    ma, ea = split(fl, xs[0])
+    mb, eb = split(fl, xs[1])
     scale = b.add(ea, eb)
     if op == "mul":
         p = b.fmul(ma, mb)
@@ -387,18 +216,18 @@ def _f64_fma_exact(fl: FunctionLowering, ma, mb, scale, c):
     """fma's exact result, the product's exponent split off: (hi, lo, scale, exact_zero)."""
     b = fl.b
     zero = fconst(F64_LL, 0.0)
-    mc, ec = _split(fl, c)
+    mc, ec = split(fl, c)
     c_zero = b.fcmp_ordered("==", c, zero)
     distance = b.sub(ec, scale)
     # c far below the product only decides the sticky sign; far above, the product does.
-    near = _ldexp(fl, mc, b.select(b.icmp_signed("<", distance, ll.Constant(I32, -900)),
-                                   ll.Constant(I32, -900), distance))
+    near = ldexp(fl, mc, b.select(b.icmp_signed("<", distance, ll.Constant(I32, -900)),
+                                  ll.Constant(I32, -900), distance))
     c_scaled = b.select(c_zero, zero, near)
     r1 = b.fma(ma, mb, c_scaled)
     u1 = b.fmul(ma, mb)
     u2 = b.fma(ma, mb, b.fneg(u1))
-    alpha1, z = _two_sum(fl, c_scaled, u2)
-    beta1, beta2 = _two_sum(fl, u1, alpha1)
+    alpha1, z = two_sum(fl, c_scaled, u2)
+    beta1, beta2 = two_sum(fl, u1, alpha1)
     gamma = b.fadd(b.fsub(beta1, r1), beta2)
     r2 = b.fadd(gamma, z)
     r3 = b.fsub(z, b.fsub(r2, gamma))
@@ -432,7 +261,7 @@ def _f64_arith(fl: FunctionLowering, op: str, xs: list, mode: _Mode) -> ll.Value
     r = _native(fl, op, xs)
     if mode.rnd != "rn":
         hi, lo, scale, exact_zero = _f64_exact(fl, op, xs)
-        directed = _round_f64(fl, hi, lo, scale, mode.rnd)
+        directed = round_f64(fl, hi, lo, scale, mode.rnd)
         if exact_zero is not None:
             negative = _rm_zero(fl, op, xs) if mode.rnd == "rm" else is_negative(fl, r, F64)
             directed = b.select(exact_zero, _signed_zero(fl, F64, negative), directed)
@@ -712,7 +541,7 @@ def _exp2_f64(fl: FunctionLowering, x: ll.Value) -> ll.Value:
     x_clamped = b.select(b.fcmp_ordered("<", x_clamped, b.fneg(limit)), b.fneg(limit), x_clamped)
     k = float_call(fl, "roundeven", x_clamped)
     power = _horner(fl, b.fsub(x_clamped, k), _EXP2)
-    return b.select(is_nan(fl, x), x, _ldexp(fl, power, _f64_to_i32(fl, k)))
+    return b.select(is_nan(fl, x), x, ldexp(fl, power, _f64_to_i32(fl, k)))
 
 
 def _sin_cos_f64(fl: FunctionLowering, x: ll.Value, cosine: bool) -> ll.Value:
@@ -723,7 +552,7 @@ def _sin_cos_f64(fl: FunctionLowering, x: ll.Value, cosine: bool) -> ll.Value:
     size = float_call(fl, "fabs", x)
     small = b.fcmp_ordered("<", size, fconst(F64_LL, 2.0 ** 20))
     turns = b.fmul(size, fconst(F64_LL, _INVERSE_TWO_PI_F32))
-    turns = b.fpext(_round_narrow(fl, turns, fconst(F64_LL, 0.0), F32, "rz"), F64_LL)
+    turns = b.fpext(round_narrow(fl, turns, fconst(F64_LL, 0.0), F32, "rz"), F64_LL)
     fraction = b.fsub(turns, float_call(fl, "floor", turns))
     angle = float_call(fl, "copysign", b.fmul(fraction, fconst(F64_LL, _TWO_PI)), x)
     y = b.select(small, x, angle)
@@ -806,7 +635,7 @@ def _special(fl: FunctionLowering, inst: ir.Instruction) -> None:
         if ftz:
             x = flush(fl, x, fmt)
         value = function(fl, to_f64(fl, x, fmt))
-        r = _round_narrow(fl, value, fconst(F64_LL, 0.0), fmt, "rn")
+        r = round_narrow(fl, value, fconst(F64_LL, 0.0), fmt, "rn")
         if ftz:
             r = flush(fl, r, fmt)
         results.append(canonical(fl, r, fmt))
