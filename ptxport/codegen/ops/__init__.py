@@ -8,6 +8,7 @@ from ptxport.codegen.ops import (  # noqa: F401
     data,
     float_format,
     float_rounding,
+    float_special,
     floating,
     integer,
     logic,
