@@ -381,20 +381,7 @@ class _FunctionBuilder:
             self.block = None
 
     def link_blocks(self) -> None:
-        blocks = self.f.blocks
-        for i, block in enumerate(blocks):
-            following = blocks[i + 1] if i + 1 < len(blocks) else None
-            last = block.instructions[-1] if block.instructions else None
-            successors: list[ir.BasicBlock] = []
-            if last is not None and last.opcode == "bra":
-                successors.extend(o for o in last.operands if isinstance(o, ir.BasicBlock))
-            elif last is not None and last.opcode == "brx":
-                for o in last.operands:
-                    if isinstance(o, ir.ListValue):
-                        successors.extend(e for e in o.elements if isinstance(e, ir.BasicBlock))
-            if (last is None or not last.is_terminator) and following is not None:
-                successors.append(following)
-            block.successors = list(dict.fromkeys(successors))
+        link_blocks(self.f)
 
     # --- operands ----------------------------------------------------------------------------
 
@@ -468,3 +455,22 @@ class _FunctionBuilder:
         if block is None:
             raise _Problem(pos, f"undefined label '{name}'", name)
         return block
+
+
+def link_blocks(f: ir.Function) -> None:
+    """Sets every block's successors from its last instruction (bra, brx) and the order of
+    the blocks (falling through into the next one)."""
+    blocks = f.blocks
+    for i, block in enumerate(blocks):
+        following = blocks[i + 1] if i + 1 < len(blocks) else None
+        last = block.instructions[-1] if block.instructions else None
+        successors: list[ir.BasicBlock] = []
+        if last is not None and last.opcode == "bra":
+            successors.extend(o for o in last.operands if isinstance(o, ir.BasicBlock))
+        elif last is not None and last.opcode == "brx":
+            for o in last.operands:
+                if isinstance(o, ir.ListValue):
+                    successors.extend(e for e in o.elements if isinstance(e, ir.BasicBlock))
+        if (last is None or not last.is_terminator) and following is not None:
+            successors.append(following)
+        block.successors = list(dict.fromkeys(successors))

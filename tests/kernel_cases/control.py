@@ -1,5 +1,5 @@
 """Cases for the files about control flow and code shape: control_flow, device_functions,
-inline_asm, printf_kernel and clock_timing.
+noinline_sync, noinline_shared, inline_asm, printf_kernel and clock_timing.
 
 All integer results are exact; the float ones are computed in float32 exactly as the kernels
 do (their multiplications by 0.5 and 2 are exact, so contraction changes nothing).
@@ -250,4 +250,31 @@ SIDE_EFFECTS = [
                notes="%clock counts up across a __nanosleep"),
 ]
 
-CASES = CONTROL_FLOW + DEVICE_FUNCTIONS + INLINE_ASM + SIDE_EFFECTS
+# noinline_sync.cu and noinline_shared.cu ------------------------------------------------------------------------------
+
+G_NS, B_NS = 6, 256
+S1_NS, S2_NS = 37, 250
+
+
+def _rotate_twice_ref(args):
+    x = args[0].value.reshape(G_NS, B_NS)
+    t = np.arange(B_NS)
+    r1 = x[:, (t + S1_NS) % B_NS]
+    r2 = r1[:, (t + S2_NS) % B_NS]
+    return {1: (r2 + 3 * r1).astype(np.int32).ravel()}
+
+
+NOINLINE_SYNC = [
+    KernelCase("noinline_sync.cu", "block_sum_noinline", (G_NS, 1, 1), (B_NS, 1, 1), 0,
+               lambda rng: [inp(rng.integers(-10**6, 10**6, G_NS * B_NS).astype(np.int32)),
+                            out(poison(G_NS, np.int32))],
+               lambda a: {1: a[0].value.reshape(G_NS, B_NS).sum(axis=1).astype(np.int32)},
+               notes="exact: integer sums"),
+    KernelCase("noinline_shared.cu", "rotate_twice_noinline", (G_NS, 1, 1), (B_NS, 1, 1), 0,
+               lambda rng: [inp(rng.integers(-10**6, 10**6, G_NS * B_NS).astype(np.int32)),
+                            out(poison(G_NS * B_NS, np.int32)), scalar(np.int32(S1_NS)),
+                            scalar(np.int32(S2_NS))],
+               _rotate_twice_ref, notes="exact: data movement"),
+]
+
+CASES = CONTROL_FLOW + DEVICE_FUNCTIONS + NOINLINE_SYNC + INLINE_ASM + SIDE_EFFECTS

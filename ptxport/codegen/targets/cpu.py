@@ -44,14 +44,14 @@ from ptxport.errors import CompileError, UnsupportedFeatureError
 from ptxport.ir import nodes as ir
 from ptxport.ir.abi import param_layout
 from ptxport.ir.analysis import live_after, modified_before, uses_and_defs
+from ptxport.ir.inline import WAIT_OPCODES, inline_waiting_calls
 from ptxport.ptx.ast import FloatImm, IntImm
 
 __all__ = ["compile_kernel", "emit_object", "CpuKernelBinary", "SyncPoint", "CTX", "FRAME",
            "CROSS_TRIPLES"]
 
 # Operations where a thread waits for others (PTX ISA 9.7.13): they end a thread's run.
-SYNC_OPCODES = frozenset(("bar", "barrier", "shfl", "vote", "match", "redux", "activemask",
-                          "elect"))
+SYNC_OPCODES = WAIT_OPCODES
 
 
 @dataclass(frozen=True)
@@ -241,8 +241,8 @@ class CpuTarget(Target):
             offset = next(s.offset for s in slots if s.variable is var)
             base = self._ctx_field(fl, "params", typ=PTR)
             return fl.b.gep(base, [const_int(I64, offset)], source_etype=I8)
-        if var.space == "local" and fl.function.is_kernel:
-            offset = self.plan.register_offsets[f"local:{var.name}"]
+        offset = self.plan.register_offsets.get(f"local:{var.name}")
+        if offset is not None and fl.function.is_kernel:
             return fl.b.gep(self._local_base(fl), [const_int(I64, offset)], source_etype=I8)
         if var.space in ("local", "param"):
             # A device function's locals and any call sequence's .param variables: stack
@@ -488,15 +488,19 @@ def _plan(module: ir.Module, kernel: ir.Function) -> KernelPlan:
     register_offsets = {}
     local_offset = _align(FRAME.size, 16)
     local = 0
+    waits = {id(i) for i in kernel.instructions() if i.opcode in SYNC_OPCODES}
     for var in kernel.variables.values():
-        if var.space == "local":
+        # .local memory, and with waits also the .param variables of call sequences (an
+        # inlined function reads its parameters after waiting): memory that outlives a
+        # thread function's return
+        if var.space == "local" or (waits and var.space == "param"
+                                    and not any(var is p for p in kernel.params)):
             local = _align(local, max(var.alignment, 1))
             register_offsets[f"local:{var.name}"] = local
             local += var.size
     plan = KernelPlan(kernel.name, param_size, offset, shared_offsets,
                       _align(local_offset + local, 16), local_offset,
                       register_offsets=register_offsets)
-    waits = {id(i) for i in kernel.instructions() if i.opcode in SYNC_OPCODES}
     if waits:
         live = live_after(kernel, waits)
         modified = modified_before(kernel, waits)
@@ -577,6 +581,16 @@ def build_llvm(module: ir.Module, kernel_name: str,
     call, the module's variables, and `run_threads`. With `problems` (a list), instructions
     the target cannot compile are collected there instead of raising."""
     kernel = module.functions[kernel_name]
+    # device functions that wait run inlined (a thread returns to the executor to wait)
+    try:
+        inlined = inline_waiting_calls(module, kernel)
+    except UnsupportedFeatureError:
+        if problems is None:
+            raise
+        inlined = None      # the waits inside the called functions are reported instead
+    if inlined is not None:
+        kernel = inlined.function
+    reported = len(problems) if problems is not None else 0
     llmod = ll.Module(name=f"ptxport.{kernel_name}")
     llmod.triple = llvm.get_process_triple()
     plan = _plan(module, kernel)
@@ -596,6 +610,9 @@ def build_llvm(module: ir.Module, kernel_name: str,
     thread.attributes.add("alwaysinline")
     _lower_kernel(module, kernel, thread, target, problems)
     if problems is not None:
+        if inlined is not None:     # report problems where the user wrote them
+            problems[reported:] = [(inlined.origin.get(id(inst), inst), reason)
+                                   for inst, reason in problems[reported:]]
         return llmod, plan
     plan.frame_size = _align(plan.frame_size, 16)
     _build_run_threads(llmod, thread)
@@ -872,8 +889,12 @@ def unsupported_instructions(module: ir.Module) -> dict[int, str]:
                      if not f.is_kernel and not f.is_declaration}
         plan = KernelPlan("", 0, 0, {}, FRAME.size, FRAME.size)
         target = CpuTarget(module, llmod, plan, _declare_globals(module, llmod), functions)
+        start = len(problems)
         for f in alone:
             _lower_device_function(module, f, functions[f.name], target, problems)
+        # a wait inside a device function is fine once a kernel calls it: it runs inlined
+        problems[start:] = [(inst, reason) for inst, reason in problems[start:]
+                            if inst.opcode not in WAIT_OPCODES]
     return {id(inst): reason for inst, reason in problems}
 
 
