@@ -4,7 +4,7 @@ Each kernel runs many instructions on the same operands (one LLVM compile per ke
 i loads a[i], b[i], c[i] as bit patterns, computes every output, and stores out_k[i]. The
 references compute exactly with Python integers (a value is n * 2**e) and round by the
 manual's rules in every mode; where the manual leaves a result open they follow what an H100
-does (NaN results, .ftz tininess, .sat of -0: see ops/floating.py).
+does (NaN results, .ftz tininess, .sat of -0: see ops/float_arith.py).
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from fractions import Fraction
 from llvmlite import ir as ll
 
 from ptxport.codegen.lower import I1, I32, I64, FunctionLowering, lowering
+from ptxport.codegen.ops.float_arith import unary_arith
 from ptxport.codegen.ops.float_format import (
     BF16,
     F32,
@@ -45,7 +46,6 @@ from ptxport.codegen.ops.float_format import (
     write_lanes,
 )
 from ptxport.codegen.ops.float_rounding import ldexp, round_narrow
-from ptxport.codegen.ops.floating import unary_arith
 from ptxport.ir import nodes as ir
 from ptxport.ir.types import TYPES
 

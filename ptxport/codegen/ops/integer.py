@@ -4,7 +4,7 @@ add sub (.sat, .cc, packed .u16x2/.s16x2/.u8x4/.s8x4), addc subc, mul mad (.lo/.
 madc, mul24 mad24, sad, div rem, abs neg, min max (.relu), dp4a dp2a.
 
 `add sub mul mad div abs neg min max` are also floating-point instructions: their float forms
-are lowered by ops/floating.py (`FLOAT_FORMS`), to which these lowerings hand them.
+are lowered by ops/float_arith.py (`FLOAT_FORMS`), to which these lowerings hand them.
 
 What the manual leaves undefined, chosen as NVIDIA's hardware does (measured on an H100,
 driver 580), and never a host trap: div and rem by zero give all ones, for every type, signed
@@ -21,7 +21,7 @@ from __future__ import annotations
 from llvmlite import ir as ll
 
 from ptxport.codegen.lower import I1, I32, FunctionLowering, const_int, lowering
-from ptxport.codegen.ops import floating
+from ptxport.codegen.ops.float_arith import FLOAT_FORMS
 from ptxport.ir import nodes as ir
 from ptxport.ir.types import TYPES, Type
 
@@ -66,7 +66,7 @@ def _splat(type_: ll.Type, value: int) -> ll.Constant:
 
 
 def _float_form(fl: FunctionLowering, inst: ir.Instruction) -> None:
-    lower = getattr(floating, "FLOAT_FORMS", {}).get(inst.opcode)
+    lower = FLOAT_FORMS.get(inst.opcode)
     if lower is None:
         raise fl.unsupported(inst, f"floating-point {inst.opcode} is not lowered yet")
     lower(fl, inst)
