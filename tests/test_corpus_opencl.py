@@ -21,13 +21,6 @@ from ptxport.runtime.backends import availability
 # kernel name -> why it cannot run on SPIR-V yet
 NOT_YET: dict[str, str] = {
     "timed_work": "%globaltimer: OpenCL has no global nanosecond timer",
-    "block_sum_noinline": "a device function that uses the kernel's __shared__ array (NVRTC "
-                          "replaced the pointer argument by the array): OpenCL gives local "
-                          "memory to kernels only (the SPIR-V target does not inline such "
-                          "functions yet)",
-    "rotate_twice_noinline": "a device function with its own __shared__ array: OpenCL gives "
-                             "local memory to kernels only (the SPIR-V target does not inline "
-                             "such functions yet)",
     "struct_apply": "device addresses inside a structure argument: the opencl backend "
                     "translates only addresses passed as 8-byte parameters",
 }

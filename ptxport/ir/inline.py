@@ -1,4 +1,6 @@
-"""Inlining device functions into a kernel, for targets that cannot wait inside a call.
+"""Inlining device functions into a kernel, for targets that cannot do something inside a
+called function: the CPU target cannot wait there, OpenCL gives shared (local) memory to
+kernels only.
 
 The CPU target runs a CUDA thread as a function that returns to the block executor when the
 thread must wait for others (a barrier or a warp operation) and resumes where it left off.
@@ -24,7 +26,8 @@ from ptxport.ir import nodes as ir
 from ptxport.ir.from_ptx import link_blocks
 from ptxport.ptx.ast import Spec
 
-__all__ = ["inline_waiting_calls", "Inlined", "WAIT_OPCODES"]
+__all__ = ["inline_calls", "inline_waiting_calls", "functions_that", "uses_shared_memory",
+           "Inlined", "WAIT_OPCODES"]
 
 # Operations where a thread waits for other threads (PTX ISA 9.7.13).
 WAIT_OPCODES = frozenset(("bar", "barrier", "shfl", "vote", "match", "redux", "activemask",
@@ -49,23 +52,50 @@ def _callee(inst: ir.Instruction) -> ir.Function | None:
     return None
 
 
-def _waiting_functions(module: ir.Module) -> set[str]:
-    """Names of the device functions that may wait, directly or through their calls."""
-    waits = {f.name for f in module.functions.values()
-             if any(i.opcode in WAIT_OPCODES for i in f.instructions())}
+def functions_that(module: ir.Module, property_of) -> set[str]:
+    """Names of the device functions for which `property_of(function)` holds, directly or
+    through the functions they call."""
+    found = {f.name for f in module.functions.values()
+             if not f.is_kernel and not f.is_declaration and property_of(f)}
     changed = True
     while changed:
         changed = False
         for f in module.functions.values():
-            if f.name in waits:
+            if f.name in found or f.is_kernel:
                 continue
             for inst in f.instructions():
                 callee = _callee(inst) if inst.opcode == "call" else None
-                if callee is not None and callee.name in waits:
-                    waits.add(f.name)
+                if callee is not None and callee.name in found:
+                    found.add(f.name)
                     changed = True
                     break
-    return waits
+    return found
+
+
+def waits(f: ir.Function) -> bool:
+    """Whether `f` itself has an operation where a thread waits for others."""
+    return any(i.opcode in WAIT_OPCODES for i in f.instructions())
+
+
+def uses_shared_memory(f: ir.Function) -> bool:
+    """Whether `f` itself names shared memory: a .shared variable of its own or of the
+    module, or an instruction on the .shared state space (not generic addresses)."""
+    if any(v.space == "shared" for v in f.variables.values()):
+        return True
+
+    def shared(v) -> bool:
+        if isinstance(v, ir.Variable):
+            return v.space == "shared"
+        if isinstance(v, ir.Address):
+            return shared(v.base)
+        if isinstance(v, ir.SymbolAddress):
+            return shared(v.target)
+        if isinstance(v, ir.VectorValue | ir.ListValue):
+            return any(shared(e) for e in v.elements)
+        return False
+
+    return any(inst.spec.get("space") in ("shared", "shared::cta", "shared::cluster")
+               or any(shared(o) for o in inst.operands) for inst in f.instructions())
 
 
 class _Renamed:
@@ -81,13 +111,27 @@ class _Renamed:
 
         self.registers = {id(r): ir.Register(fresh(r.name), r.type, r.vector)
                           for r in callee.registers.values()}
-        # (a function's .shared variables are static: every call site shares the one copy)
-        self.variables = {id(v): dataclasses.replace(v, name=fresh(v.name))
+        # A function's .shared variables are static (every call site shares one copy) and
+        # keep their names, which targets lay shared memory out by.
+        self.variables = {id(v): (v if v.space == "shared" else
+                                  dataclasses.replace(v, name=fresh(v.name)))
                           for v in callee.variables.values()}
 
 
 def inline_waiting_calls(module: ir.Module, kernel: ir.Function) -> Inlined:
-    waiting = _waiting_functions(module)
+    """`kernel` with every call of a device function that may wait inlined (the CPU
+    target's need)."""
+    return inline_calls(module, kernel, functions_that(module, waits), "cpu",
+                        "waits for other threads (a barrier or warp operation)")
+
+
+def inline_calls(module: ir.Module, kernel: ir.Function, waiting: set[str], target: str,
+                 why: str) -> Inlined:
+    """A copy of `kernel` with every call of the functions named in `waiting` (closed
+    under callers: see functions_that) replaced by the callee's body, recursively.
+    Recursion among them raises UnsupportedFeatureError naming the recursive call (`why`
+    says what the function does that needs inlining on `target`); the error's
+    `instruction` is that call in the module."""
     origin: dict[int, ir.Instruction] = {}
     if not any(i.opcode == "call" and (_callee(i) is not None and _callee(i).name in waiting)
                for i in kernel.instructions()):
@@ -125,10 +169,12 @@ def inline_waiting_calls(module: ir.Module, kernel: ir.Function) -> Inlined:
             callee = _callee(call)
             chain = chains.get(id(call), ())
             if callee.name in chain:
-                raise UnsupportedFeatureError(
-                    "call", "cpu", module.location(call.pos),
-                    f"'{callee.name}' waits for other threads (a barrier or warp operation) "
-                    "and is called recursively; the CPU target runs such functions inlined")
+                error = UnsupportedFeatureError(
+                    "call", target, module.location(call.pos),
+                    f"'{callee.name}' {why} and is called recursively; the {target} target "
+                    "runs such functions inlined")
+                error.instruction = origin.get(id(call), call)
+                raise error
             if callee.is_declaration:
                 out.append(block)
                 continue
@@ -138,12 +184,17 @@ def inline_waiting_calls(module: ir.Module, kernel: ir.Function) -> Inlined:
                 for r in names.registers.values():
                     copy.registers[r.name] = r
                 for v in names.variables.values():
+                    if copy.variables.get(v.name, v) is not v:
+                        raise UnsupportedFeatureError(
+                            "call", target, module.location(v.pos),
+                            f"inlining '{callee.name}': its .shared variable '{v.name}' has "
+                            f"the name of one of '{kernel.name}'")
                     copy.variables[v.name] = v
             # the block keeps its identity (branches already point at it) and ends at the call
             before, after = block, ir.BasicBlock(f"%ret{counter}", call.pos)
             after.instructions = block.instructions[index + 1:]
             before.instructions = block.instructions[:index]
-            body = _copy_body(call, callee, names, after, counter, origin, chains)
+            body = _copy_body(call, callee, names, after, counter, origin, chains, target)
             if call.guard is not None:
                 skip = ir.Instruction(_BRA, (after,), call.guard, not call.guard_negated,
                                       call.pos)
@@ -176,22 +227,22 @@ def _retarget(inst: ir.Instruction, twins: dict, origin: dict) -> ir.Instruction
 
 def _copy_body(call: ir.Instruction, callee: ir.Function, names: _Renamed,
                after: ir.BasicBlock, counter: int, origin: dict,
-               chains: dict) -> list[ir.BasicBlock]:
+               chains: dict, target: str) -> list[ir.BasicBlock]:
     operands = list(call.operands)
     returns = operands.pop(0).elements if isinstance(operands[0], ir.ListValue) else ()
     operands.pop(0)
     args = operands.pop(0).elements if operands and isinstance(operands[0], ir.ListValue) else ()
     if len(returns) != len(callee.returns) or len(args) != len(callee.params):
         raise UnsupportedFeatureError(
-            "call", "cpu", None, f"a call of '{callee.name}' whose arguments do not match "
-                                 "its parameters")
+            "call", target, None, f"a call of '{callee.name}' whose arguments do not match "
+                                  "its parameters")
     mapping: dict[int, object] = {}
     for formal, actual in zip(list(callee.returns) + list(callee.params),
                               list(returns) + list(args), strict=True):
         if not isinstance(actual, ir.Variable):
             raise UnsupportedFeatureError(
-                "call", "cpu", None, f"inlining '{callee.name}': arguments must be .param "
-                                     "variables")
+                "call", target, None, f"inlining '{callee.name}': arguments must be .param "
+                                      "variables")
         mapping[id(formal)] = actual
     mapping.update(names.registers)
     mapping.update(names.variables)

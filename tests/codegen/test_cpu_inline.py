@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from cpu_harness import run_ptx
 
+from cpu_harness import run_ptx
 from ptxport.codegen.targets import cpu
 from ptxport.errors import UnsupportedFeatureError
 from ptxport.ir.from_ptx import build

@@ -250,7 +250,7 @@ SIDE_EFFECTS = [
                notes="%clock counts up across a __nanosleep"),
 ]
 
-# noinline_sync.cu and noinline_shared.cu ------------------------------------------------------------------------------
+# noinline_sync.cu and noinline_shared.cu ----------------------------------------------------------
 
 G_NS, B_NS = 6, 256
 S1_NS, S2_NS = 37, 250

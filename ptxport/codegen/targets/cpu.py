@@ -514,7 +514,7 @@ def _plan(module: ir.Module, kernel: ir.Function) -> KernelPlan:
             save = restore & modified[id(inst)]
             key = lambda r: r.name  # noqa: E731
             plan.spills[id(inst)] = (sorted(save, key=key), sorted(restore, key=key))
-            for reg in restore:
+            for reg in plan.spills[id(inst)][1]:     # in name order: the IR is stable
                 plan.frame_slot(reg)
     return plan
 

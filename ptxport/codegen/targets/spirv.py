@@ -53,6 +53,7 @@ from ptxport.codegen.targets.gpu import (
 from ptxport.errors import CompileError, UnsupportedFeatureError
 from ptxport.ir import nodes as ir
 from ptxport.ir.abi import param_layout
+from ptxport.ir.inline import functions_that, inline_calls, uses_shared_memory
 from ptxport.ir.types import TYPES
 
 __all__ = ["KernelLayout", "build_llvm", "compile_module", "unsupported_instructions", "TRIPLE"]
@@ -527,9 +528,12 @@ def build_llvm(module: ir.Module, problems: list | None = None,
     llmod = ll.Module(name="ptxport.spirv")
     llmod.triple = TRIPLE
     globals_, offsets = _declare_variables(module, llmod, problems is not None)
+    # OpenCL gives local memory to kernels only: functions that name shared memory run
+    # inlined into each kernel that calls them (and are not compiled on their own)
+    inlined_only = functions_that(module, uses_shared_memory)
     functions: dict[str, ll.Function] = {}
     for f in module.functions.values():
-        if f.is_kernel or f.is_declaration:
+        if f.is_kernel or f.is_declaration or f.name in inlined_only:
             continue
         try:
             fn = ll.Function(llmod, _function_type(f), name=f.name)
@@ -551,7 +555,8 @@ def build_llvm(module: ir.Module, problems: list | None = None,
         if f.is_kernel and kernels is not None and f.name not in kernels:
             continue
         if f.is_kernel:
-            layouts[f.name] = _lower_kernel(module, f, llmod, target, problems)
+            layouts[f.name] = _lower_inlined_kernel(module, f, llmod, target, problems,
+                                                    inlined_only)
         else:
             _lower_device_function(module, f, functions[f.name], target, problems)
     if target.prints:   # known once every function is lowered
@@ -575,6 +580,26 @@ def _lower_device_function(module: ir.Module, f: ir.Function, fn: ll.Function,
     lower_body(fl, problems)
 
 
+def _lower_inlined_kernel(module: ir.Module, kernel: ir.Function, llmod: ll.Module,
+                          target: SpirvTarget, problems: list | None,
+                          inlined_only: set[str]) -> KernelLayout:
+    """_lower_kernel of `kernel` with its calls of `inlined_only` inlined; problems are
+    reported at the instructions of the module they came from."""
+    try:
+        inlined = inline_calls(module, kernel, inlined_only, "spirv", "uses shared memory")
+    except UnsupportedFeatureError as e:
+        if problems is None:
+            raise
+        problems.append((e.instruction, e.reason))
+        return KernelLayout(kernel.name, 0, (), 0, False)
+    reported = len(problems) if problems is not None else 0
+    layout = _lower_kernel(module, inlined.function, llmod, target, problems)
+    if problems is not None:
+        problems[reported:] = [(inlined.origin.get(id(inst), inst), reason)
+                               for inst, reason in problems[reported:]]
+    return layout
+
+
 def _lower_kernel(module: ir.Module, kernel: ir.Function, llmod: ll.Module,
                   target: SpirvTarget, problems: list | None) -> KernelLayout:
     slots, size = param_layout(kernel)
@@ -582,7 +607,12 @@ def _lower_kernel(module: ir.Module, kernel: ir.Function, llmod: ll.Module,
     args = [_ptr(GLOBAL), _ptr(LOCAL), I32] + [_ptr(GLOBAL)] * len(pointer_slots)
     fn = ll.Function(llmod, ll.FunctionType(ll.VoidType(), args), name=kernel.name)
     fn.calling_convention = "spir_kernel"
-    needs_warp = _uses_warp(kernel)
+    # warp semantics in the kernel or in a function it calls
+    warp_functions = functions_that(module, _uses_warp)
+    needs_warp = _uses_warp(kernel) or any(
+        inst.opcode == "call" and any(isinstance(o, ir.Function) and o.name in warp_functions
+                                      for o in inst.operands)
+        for inst in kernel.instructions())
     if needs_warp:
         fn.set_metadata("intel_reqd_sub_group_size", llmod.add_metadata([I32(WARP)]))
     fl = SpirvLowering(module, kernel, fn, target)
