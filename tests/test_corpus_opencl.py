@@ -21,8 +21,6 @@ from ptxport.runtime.backends import availability
 # kernel name -> why it cannot run on SPIR-V yet
 NOT_YET: dict[str, str] = {
     "timed_work": "%globaltimer: OpenCL has no global nanosecond timer",
-    "struct_apply": "device addresses inside a structure argument: the opencl backend "
-                    "translates only addresses passed as 8-byte parameters",
 }
 
 # kernel name -> why it is not run here at all

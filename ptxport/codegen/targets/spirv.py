@@ -26,7 +26,8 @@ local i8 *shared, uint shared_bytes, global i8 *base_0, ..., global i8 *base_k)`
 the PTX parameter buffer (ir.abi.param_layout), copied into private memory at entry. Every
 8-byte parameter slot k may hold a device address: the runtime passes the cl.Buffer it lies
 in as base_k and the offset into it in the slot; where base_k is NULL the slot holds a plain
-64-bit value.
+64-bit value. On devices with shared virtual memory every base_k is NULL: a device address is
+the SVM pointer itself, valid as it is wherever the kernel finds it.
 """
 
 from __future__ import annotations

@@ -4,13 +4,26 @@
 Devices are numbered over every platform, in the ICD loader's order, counting only those whose
 CL_DEVICE_IL_VERSION lists SPIR-V (`skipped_devices()` names the others and why).
 
-Memory is one cl.Buffer per allocation. OpenCL gives buffers no addresses the host may know,
-so each allocation gets a device address of ptxport's own (256-byte aligned, never reused) and
-copies find the buffer an address lies in. A launch maps the packed parameter buffer back to
-kernel arguments (the SPIR-V target's KernelLayout): every 8-byte parameter holding an
-address inside an allocation becomes that cl.Buffer plus the offset into it, which the kernel
-adds to the buffer's real address. Addresses stored in device memory or inside structure
-arguments are not translated, so kernels must get their pointers as parameters.
+Device addresses take one of two schemes per device (`address_scheme()`; a device's
+properties say unified_addressing for the first):
+- "svm", on devices with shared virtual memory (OpenCL 2.0's coarse-grained buffer SVM,
+  CL_DEVICE_SVM_CAPABILITIES): every allocation is an SVM allocation and its device address
+  is the SVM pointer, one value on the host and on the device. Kernels use addresses found
+  anywhere (parameters, structure arguments, device memory) as they are: a launch passes the
+  parameter buffer untouched, with every allocation of the device's context named in the
+  kernel's CL_KERNEL_EXEC_INFO_SVM_PTRS (OpenCL lets a kernel touch only the SVM memory it
+  is given as an argument or named there; pyopencl has no call for it, so clSetKernelExecInfo
+  is called through ctypes). Copies and fills are clEnqueueSVMMemcpy/MemFill on the queue,
+  so the host never maps the memory.
+- "translated", elsewhere: one cl.Buffer per allocation. OpenCL gives buffers no addresses the
+  host may know, so each allocation gets a device address of ptxport's own (256-byte
+  aligned, never reused) and copies find the buffer an address lies in. A launch maps the
+  packed parameter buffer back to kernel arguments (the SPIR-V target's KernelLayout): every
+  8-byte parameter holding an address inside an allocation becomes that cl.Buffer plus the
+  offset into it, which the kernel adds to the buffer's real address. Addresses stored in
+  device memory or inside structure arguments are not translated, so kernels must get their
+  pointers as parameters (a structure argument holding an address is refused).
+Work is done in stream order: every hook waits for what it enqueued.
 
 Kernels that call printf (OpenCL C's, which the SPIR-V target makes of CUDA's vprintf) write
 to the process's standard output, as the OpenCL runtime does it: Intel's CPU runtime writes
@@ -23,18 +36,19 @@ cl_khr_fp64; on others its launch raises UnsupportedFeatureError.
 Intel's OpenCL CPU runtime from PyPI (intel-opencl-rt) is found when this Python environment
 has it: `wheel_icd_directory()` writes an ICD file naming its libintelocl.so for the loader
 (OCL_ICD_VENDORS; the test suite sets it), and its libraries are preloaded with ctypes, so
-that no LD_LIBRARY_PATH is needed.
+that no LD_LIBRARY_PATH is needed. It has every kind of SVM, and so uses the "svm" scheme.
 """
 
 from __future__ import annotations
 
 import ctypes
+import ctypes.util
 import sys
 import tempfile
 import threading
 import warnings
 from bisect import bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
@@ -47,7 +61,11 @@ from ptxport.runtime.backends import Allocation, BackendBase, DeviceProperties
 __all__ = ["Backend", "OpenclKernelBinary", "wheel_icd_directory", "skipped_devices"]
 
 _ALIGNMENT = 256
+# clSVMAlloc's alignment may not exceed the largest OpenCL C type (long16, 128 bytes; Intel's
+# CPU runtime refuses more): allocations are that much larger, and start at a 256-byte boundary
+_SVM_ALIGNMENT = 128
 _FIRST_ADDRESS = 1 << 40
+_KERNEL_EXEC_INFO_SVM_PTRS = 0x11B6   # CL_KERNEL_EXEC_INFO_SVM_PTRS (cl.h, OpenCL 2.0)
 _INSTALL_HINT = "pip install 'ptxport[opencl]'"
 # Libraries of intel-opencl-rt / intel-cmplr-lib-rt / tbb that libintelocl.so needs.
 _WHEEL_LIBRARIES = ("libtbb.so.12", "libtbbmalloc.so.2", "libsvml.so", "libirng.so",
@@ -126,8 +144,12 @@ class OpenclKernelBinary:
 
 @dataclass
 class _Memory:
-    buffer: object
+    """One allocation: a cl.SVMAllocation (`svm`) or a cl.Buffer, on device `ordinal`."""
+
+    memory: object
     size: int
+    ordinal: int
+    svm: bool
 
 
 class Backend(BackendBase):
@@ -142,6 +164,9 @@ class Backend(BackendBase):
         self._live: dict[int, _Memory] = {}
         self._starts: list[int] = []
         self._next = _FIRST_ADDRESS
+        # False puts every device on the "translated" scheme (to test it where SVM exists);
+        # it decides for allocations and launches made after it changes
+        self._svm_allowed = True
 
     def availability(self) -> tuple[bool, str]:
         with self._lock:
@@ -181,7 +206,17 @@ class Backend(BackendBase):
             return self._contexts[ordinal]
 
     def properties(self, ordinal: int) -> DeviceProperties:
-        return _properties(self._devices[ordinal])
+        return replace(_properties(self._devices[ordinal]),
+                       unified_addressing=self._uses_svm(ordinal))
+
+    def address_scheme(self, ordinal: int) -> str:
+        """How device `ordinal` gives kernels addresses: "svm" (shared virtual memory, the
+        address is the SVM pointer) or "translated" (buffers, addresses in 8-byte parameters
+        translated at launch); see the module's docstring."""
+        return "svm" if self._uses_svm(ordinal) else "translated"
+
+    def _uses_svm(self, ordinal: int) -> bool:
+        return self._svm_allowed and _has_coarse_svm(self._devices[ordinal])
 
     def warp_capable(self, ordinal: int) -> bool:
         """Whether the device can run sub-groups of 32 work-items."""
@@ -199,28 +234,36 @@ class Backend(BackendBase):
     def allocate(self, ordinal: int, nbytes: int) -> Allocation:
         cl = _cl()
         context, _ = self._context(ordinal)
+        svm = self._uses_svm(ordinal)
         try:
-            buffer = cl.Buffer(context, cl.mem_flags.READ_WRITE, max(nbytes, 1))
+            if svm:
+                memory = cl.SVMAllocation(context, max(nbytes, 1) + _ALIGNMENT - _SVM_ALIGNMENT,
+                                          _SVM_ALIGNMENT, cl.svm_mem_flags.READ_WRITE)
+            else:
+                memory = cl.Buffer(context, cl.mem_flags.READ_WRITE, max(nbytes, 1))
         except cl.Error as e:
             raise OutOfMemoryError(f"opencl:{ordinal} could not allocate {nbytes} bytes: "
                                    f"{e}") from None
         with self._lock:
-            address = self._next
-            self._next += (max(nbytes, 1) + 2 * _ALIGNMENT - 1) // _ALIGNMENT * _ALIGNMENT
-            self._live[address] = _Memory(buffer, nbytes)
+            if svm:
+                address = -(-memory.svm_ptr // _ALIGNMENT) * _ALIGNMENT
+            else:
+                address = self._next
+                self._next += (max(nbytes, 1) + 2 * _ALIGNMENT - 1) // _ALIGNMENT * _ALIGNMENT
+            self._live[address] = _Memory(memory, nbytes, ordinal, svm)
             self._starts.insert(bisect_right(self._starts, address), address)
-        return Allocation(address, nbytes, (ordinal, buffer))
+        return Allocation(address, nbytes, (ordinal, memory))
 
     def free(self, allocation: Allocation) -> None:
-        with self._lock:
+        with self._lock:   # released inside, so that a launch never names freed memory
             memory = self._live.pop(allocation.address, None)
             if memory is None:
                 return
             self._starts.remove(allocation.address)
-        memory.buffer.release()
+            memory.memory.release()
 
-    def _find(self, address: int) -> tuple[object, int] | None:
-        """(buffer, offset) of the allocation `address` lies in (its end included)."""
+    def _find(self, address: int) -> tuple[_Memory, int] | None:
+        """(allocation, offset) of the allocation `address` lies in (its end included)."""
         with self._lock:
             i = bisect_right(self._starts, address) - 1
             if i < 0:
@@ -229,42 +272,55 @@ class Backend(BackendBase):
             memory = self._live[start]
             if address - start > memory.size:
                 return None
-            return memory.buffer, address - start
+            return memory, address - start
 
-    def _queue(self):
-        return self._context(0)[1]
+    def _located(self, address: int, nbytes: int) -> tuple[_Memory, int]:
+        found = self._find(address)
+        if found is None or found[1] + nbytes > found[0].size:
+            raise LaunchError(f"the {nbytes} bytes at {address:#x} are not inside one opencl "
+                              "allocation")
+        return found
 
     def copy(self, dst: int, src: int, nbytes: int, kind: str) -> None:
         if not nbytes:
             return
         cl = _cl()
-        queue = self._queue()
         if kind == "htod":
-            buffer, offset = self._located(dst, nbytes)
-            host = np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(src))
-            cl.enqueue_copy(queue, buffer, host, dst_offset=offset, is_blocking=True)
+            memory, offset = self._located(dst, nbytes)
+            to, source = self._device_side(memory, dst, offset, nbytes), _host_bytes(src, nbytes)
+            options = {"dst_offset": offset} if not memory.svm else {}
         elif kind == "dtoh":
-            buffer, offset = self._located(src, nbytes)
-            host = np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(dst))
-            cl.enqueue_copy(queue, host, buffer, src_offset=offset, is_blocking=True)
+            memory, offset = self._located(src, nbytes)
+            to, source = _host_bytes(dst, nbytes), self._device_side(memory, src, offset, nbytes)
+            options = {"src_offset": offset} if not memory.svm else {}
         else:
-            (to, to_offset), (source, from_offset) = (self._located(dst, nbytes),
-                                                      self._located(src, nbytes))
-            cl.enqueue_copy(queue, to, source, byte_count=nbytes, src_offset=from_offset,
-                            dst_offset=to_offset).wait()
+            (memory, to_offset), (other, from_offset) = (self._located(dst, nbytes),
+                                                        self._located(src, nbytes))
+            to = self._device_side(memory, dst, to_offset, nbytes)
+            source = self._device_side(other, src, from_offset, nbytes)
+            options = {} if memory.svm else {"byte_count": nbytes, "src_offset": from_offset,
+                                             "dst_offset": to_offset}
+        cl.enqueue_copy(self._queue(memory.ordinal), to, source, **options).wait()
 
-    def _located(self, address: int, nbytes: int):
-        found = self._find(address)
-        if found is None:
-            raise LaunchError(f"the address {address:#x} is not in any opencl allocation")
-        return found
+    @staticmethod
+    def _device_side(memory: _Memory, address: int, offset: int, nbytes: int):
+        """What pyopencl copies to or from for `nbytes` at `address` (`offset` into
+        `memory`): the cl.Buffer itself (the copy takes the offset), or an SVM pointer to the
+        bytes (a view of their address, which the host does not touch: SVM copies go
+        through the queue)."""
+        return _cl().SVM(_host_bytes(address, nbytes)) if memory.svm else memory.memory
+
+    def _queue(self, ordinal: int):
+        return self._context(ordinal)[1]
 
     def fill(self, address: int, nbytes: int, value: int, width: int) -> None:
         if not nbytes:
             return
-        buffer, offset = self._located(address, nbytes)
-        dtype = {1: np.uint8, 2: np.uint16, 4: np.uint32}[width]
-        _cl().enqueue_fill_buffer(self._queue(), buffer, dtype(value), offset, nbytes).wait()
+        memory, offset = self._located(address, nbytes)
+        pattern = np.array(value, dtype={1: np.uint8, 2: np.uint16, 4: np.uint32}[width])
+        target = self._device_side(memory, address, offset, nbytes)
+        _cl().enqueue_fill(self._queue(memory.ordinal), target, pattern, nbytes,
+                           offset=0 if memory.svm else offset).wait()
 
     # -- kernels --------------------------------------------------------------------------------
 
@@ -310,17 +366,10 @@ class Backend(BackendBase):
         context, queue = self._context(ordinal)
         layout = binary.layout
         packed = bytearray(params.ljust(max(layout.params_size, 1), b"\0"))
-        bases = []
-        for offset in layout.pointer_slots:
-            value = int.from_bytes(packed[offset:offset + 8], "little")
-            found = self._find(value) if value >= _FIRST_ADDRESS else None
-            if found is None:
-                bases.append(None)
-                continue
-            buffer, inside = found
-            packed[offset:offset + 8] = inside.to_bytes(8, "little")
-            bases.append(buffer)
-        _refuse_hidden_addresses(self, binary, packed, layout.pointer_slots)
+        svm = self._uses_svm(ordinal)
+        # on the "svm" scheme every base is NULL: the kernel takes each slot as it is
+        bases = [None] * len(layout.pointer_slots) if svm else \
+            self._translate_addresses(binary, packed)
         parameters = cl.Buffer(context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
                                hostbuf=bytes(packed))
         shared = layout.static_shared + dynamic_shared
@@ -332,10 +381,97 @@ class Backend(BackendBase):
         global_size = tuple(g * b for g, b in zip(grid, block, strict=True))
         if layout.prints:   # what Python printed before comes first
             sys.stdout.flush()
-        cl.enqueue_nd_range_kernel(queue, kernel, global_size, tuple(block)).wait()
+        # no allocation named to the kernel is freed before the kernel is enqueued
+        with self._lock:
+            if svm:
+                _name_svm_pointers(kernel, [memory.memory.svm_ptr for memory in self._live.values()
+                                            if memory.svm and memory.ordinal == ordinal])
+            done = cl.enqueue_nd_range_kernel(queue, kernel, global_size, tuple(block))
+        done.wait()
         parameters.release()
         if layout.prints:
             _flush_c_stdio()
+
+
+    def _translate_addresses(self, binary: OpenclKernelBinary, packed: bytearray) -> list:
+        """The "translated" scheme: each 8-byte parameter slot holding an address inside a
+        cl.Buffer allocation gets that buffer (returned, one per slot; None for the others)
+        and the offset into it (written into `packed`). A device address elsewhere in the
+        parameters (inside a structure argument) cannot be given its buffer: the launch is
+        refused rather than letting the kernel use it."""
+        slots = binary.layout.pointer_slots
+        bases = []
+        for offset in slots:
+            found = self._buffer_at(int.from_bytes(packed[offset:offset + 8], "little"))
+            if found is None:
+                bases.append(None)
+                continue
+            memory, inside = found
+            packed[offset:offset + 8] = inside.to_bytes(8, "little")
+            bases.append(memory.memory)
+        for offset in range(0, len(packed) - 7, 8):
+            if offset not in slots and \
+                    self._buffer_at(int.from_bytes(packed[offset:offset + 8], "little")):
+                raise UnsupportedFeatureError(
+                    f"kernel {binary.name}", "spirv", None,
+                    f"a device address inside a structure argument (bytes {offset}.."
+                    f"{offset + 7} of the parameters): without shared virtual memory the "
+                    "opencl backend passes buffers as kernel arguments and can translate only "
+                    "addresses passed as 8-byte parameters")
+        return bases
+
+    def _buffer_at(self, value: int) -> tuple[_Memory, int] | None:
+        found = self._find(value) if value >= _FIRST_ADDRESS else None
+        return found if found is not None and not found[0].svm else None
+
+
+def _host_bytes(address: int, nbytes: int) -> np.ndarray:
+    """A uint8 array over `nbytes` at `address` (reads and writes nothing by itself)."""
+    return np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(address))
+
+
+@cache
+def _has_coarse_svm(device) -> bool:
+    """Whether the device has coarse-grained buffer SVM (every OpenCL 2.x device does;
+    OpenCL 3.0 made it optional, and 1.x has no SVM at all)."""
+    cl = _cl()
+    try:
+        capabilities = device.get_info(cl.device_info.SVM_CAPABILITIES)
+    except (cl.Error, AttributeError):
+        return False
+    return bool(capabilities & cl.device_svm_capabilities.COARSE_GRAIN_BUFFER)
+
+
+def _name_svm_pointers(kernel, pointers: list[int]) -> None:
+    """clSetKernelExecInfo(CL_KERNEL_EXEC_INFO_SVM_PTRS): the SVM allocations the kernel
+    may reach other than through its arguments (an empty list is an error: none is named
+    then, on a kernel object that is fresh for each launch)."""
+    if not pointers:
+        return
+    values = (ctypes.c_void_p * len(pointers))(*pointers)
+    status = _opencl_library().clSetKernelExecInfo(
+        kernel.int_ptr, _KERNEL_EXEC_INFO_SVM_PTRS, ctypes.sizeof(ctypes.c_void_p) * len(pointers),
+        values)
+    if status != 0:
+        raise LaunchError(f"clSetKernelExecInfo(CL_KERNEL_EXEC_INFO_SVM_PTRS) failed with "
+                          f"OpenCL error {status} for {len(pointers)} SVM allocations")
+
+
+@cache
+def _opencl_library() -> ctypes.CDLL:
+    """The ICD loader pyopencl uses (pyopencl has no clSetKernelExecInfo). Any loader would
+    do, as the kernel object itself leads to its platform's functions."""
+    import pyopencl
+
+    package = Path(pyopencl.__file__).parent
+    bundled = sorted([*package.glob(".libs/libOpenCL*"), *package.parent.glob(
+        "pyopencl.libs/libOpenCL*")])
+    library = ctypes.CDLL(str(bundled[0]) if bundled else
+                          ctypes.util.find_library("OpenCL") or "libOpenCL.so.1")
+    library.clSetKernelExecInfo.argtypes = (ctypes.c_void_p, ctypes.c_uint32, ctypes.c_size_t,
+                                            ctypes.c_void_p)
+    library.clSetKernelExecInfo.restype = ctypes.c_int32
+    return library
 
 
 def _flush_c_stdio() -> None:
@@ -349,22 +485,6 @@ def _libc():
     libc = ctypes.CDLL(None)
     libc.fflush.argtypes = (ctypes.c_void_p,)
     return libc
-
-
-def _refuse_hidden_addresses(backend: Backend, binary: OpenclKernelBinary, packed: bytearray,
-                             slots: tuple[int, ...]) -> None:
-    """A device address anywhere but in an 8-byte parameter (inside a structure argument)
-    cannot be given its buffer: refuse the launch rather than let the kernel use it."""
-    for offset in range(0, len(packed) - 7, 8):
-        if offset in slots:
-            continue
-        value = int.from_bytes(packed[offset:offset + 8], "little")
-        if value >= _FIRST_ADDRESS and backend._find(value) is not None:
-            raise UnsupportedFeatureError(
-                f"kernel {binary.name}", "spirv", None,
-                f"a device address inside a structure argument (bytes {offset}..{offset + 7} "
-                "of the parameters): the opencl backend passes buffers as kernel arguments "
-                "and can translate only addresses passed as 8-byte parameters")
 
 
 @cache
