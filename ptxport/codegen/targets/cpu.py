@@ -617,12 +617,15 @@ def build_llvm(module: ir.Module, kernel_name: str,
     plan.frame_size = _align(plan.frame_size, 16)
     _build_run_threads(llmod, thread)
     _build_run_blocks(llmod, thread)
+    build_claiming(llmod, llmod.globals["run_blocks"], 4, "run_claimed_blocks")
     cpu_runtime.add_conversions(llmod)
     if plan.sync_points:
         from ptxport.codegen.targets.cpu_native import build_run_block, build_run_waiting_blocks
 
         build_run_block(llmod, llmod.globals["run_threads"], plan)
         build_run_waiting_blocks(llmod, llmod.globals["run_block_from"])
+        build_claiming(llmod, llmod.globals["run_waiting_blocks"], 6,
+                       "run_claimed_waiting_blocks")
     return llmod, plan
 
 
@@ -759,6 +762,40 @@ def _build_run_blocks(llmod: ll.Module, thread: ll.Function) -> None:
     b.ret(b.or_(b.shl(n, I64(32)), b.zext(t, I64)))
 
 
+def build_claiming(llmod: ll.Module, inner: ll.Function, at: int, name: str) -> None:
+    """i64 name(<inner's arguments before `at`>, counter*, total, chunk, end*, <inner's
+    arguments after first and count>): the workers of a launch share `counter`, the next
+    block number to run; each claims `chunk` blocks at a time with an atomic add and runs
+    them with inner(..., first, count, ...) until the grid (`total` blocks) is done
+    (returns -1), or returns inner's first result other than -1 after storing the end of
+    the chunk it was running in *end (the caller handles that block and the rest of the
+    chunk, then calls again). Claiming in native code keeps workers off Python's lock
+    between chunks."""
+    before, after = inner.args[:at], inner.args[at + 2:]
+    types = [a.type for a in before] + [PTR, I64, I64, PTR] + [a.type for a in after]
+    fn = ll.Function(llmod, ll.FunctionType(I64, types), name=name)
+    args = list(fn.args)
+    lead, (counter, total, chunk, end_out), trail = (args[:at], args[at:at + 4],
+                                                     args[at + 4:])
+    b = ll.IRBuilder(fn.append_basic_block("entry"))
+    loop, run, done, stopped = (fn.append_basic_block(x) for x in ("claim", "run", "done",
+                                                                   "stopped"))
+    b.branch(loop)
+    b.position_at_end(loop)
+    first = b.atomic_rmw("add", counter, chunk, "monotonic")
+    b.cbranch(b.icmp_unsigned(">=", first, total), done, run)
+    b.position_at_end(run)
+    end = b.add(first, chunk)
+    end = b.select(b.icmp_unsigned("<", end, total), end, total)
+    result = b.call(inner, [*lead, first, b.sub(end, first), *trail])
+    b.cbranch(b.icmp_signed("==", result, I64(-1)), loop, stopped)
+    b.position_at_end(done)
+    b.ret(I64(-1))
+    b.position_at_end(stopped)
+    b.store(end, end_out)
+    b.ret(result)
+
+
 # --- JIT --------------------------------------------------------------------------------------
 
 _LLVM_LOCK = threading.Lock()
@@ -810,6 +847,15 @@ RunBlocks = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, c
                              ctypes.c_int32, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
 
 
+RunClaimedBlocks = ctypes.CFUNCTYPE(
+    ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32,
+    ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p)
+RunClaimedWaitingBlocks = ctypes.CFUNCTYPE(
+    ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
+    ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
+    ctypes.c_void_p)
+
+
 class CpuKernelBinary:
     """A kernel compiled for the host: `launch` runs a whole grid on the calling thread."""
 
@@ -835,12 +881,18 @@ class CpuKernelBinary:
             self._engine.finalize_object()
             self.run_threads = RunThreads(self._engine.get_function_address("run_threads"))
             self.run_blocks = RunBlocks(self._engine.get_function_address("run_blocks"))
+            self.run_claimed_blocks = RunClaimedBlocks(
+                self._engine.get_function_address("run_claimed_blocks"))
             # Completes the common waits natively (cpu_native.py); tests turn it off to
             # compare with the general resolver.
             self.run_block = (RunBlock(self._engine.get_function_address("run_block"))
                               if plan.sync_points else None)
             self.run_waiting_blocks = (
                 RunWaitingBlocks(self._engine.get_function_address("run_waiting_blocks"))
+                if plan.sync_points else None)
+            self.run_claimed_waiting_blocks = (
+                RunClaimedWaitingBlocks(
+                    self._engine.get_function_address("run_claimed_waiting_blocks"))
                 if plan.sync_points else None)
             self.native_waits = True
 

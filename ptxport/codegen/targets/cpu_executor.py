@@ -10,9 +10,9 @@ raises KernelTrapError; threads that wait for each other forever raise KernelExe
 from __future__ import annotations
 
 import ctypes
-import itertools
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -104,6 +104,25 @@ class _Worker:
     def set_smid(self, smid: int) -> None:
         self._put(self.ctx, CTX.fields["smid"], np.uint32, smid)
 
+    def run_claimed_waiting_blocks(self, counter: np.ndarray, total: int, chunk: int,
+                                   grid) -> None:
+        """Claims chunks of blocks from `counter` (shared with the other workers) until the
+        grid is done; blocks whose waits the native code cannot complete go on in Python."""
+        end = ctypes.c_int64(0)
+        while True:
+            stopped = self.binary.run_claimed_waiting_blocks(
+                *self._args(), counter.ctypes.data, total, chunk, ctypes.addressof(end))
+            if stopped < 0:
+                return
+            self._python_block(stopped, grid)
+            self.run_waiting_blocks(stopped + 1, end.value - stopped - 1, grid)
+
+    def _python_block(self, number: int, grid) -> None:
+        ctaid = (number % grid[0], (number // grid[0]) % grid[1],
+                 number // (grid[0] * grid[1]))
+        self.slots.start_block()
+        self._finish_block(ctaid, started=True)
+
     def run_waiting_blocks(self, first: int, count: int, grid) -> None:
         """Blocks first..first+count-1 of a kernel with barriers or warp operations: natively
         while the waits are the common ones, in Python for a block whose waits are not."""
@@ -112,10 +131,7 @@ class _Worker:
             stopped = self.binary.run_waiting_blocks(*self._args(), first, end - first)
             if stopped < 0:
                 return
-            ctaid = (stopped % grid[0], (stopped // grid[0]) % grid[1],
-                     stopped // (grid[0] * grid[1]))
-            self.slots.start_block()
-            self._finish_block(ctaid, started=True)
+            self._python_block(stopped, grid)
             first = stopped + 1
 
     def _args(self) -> tuple:
@@ -160,13 +176,19 @@ class _Worker:
                                     BLOCKED, RUNNABLE, EXITED):
                 raise KernelExecutionError(self._deadlock_message(ctaid))
 
-    def run_blocks(self, first: int, count: int, grid) -> None:
-        """Blocks first..first+count-1 of a kernel without barriers or warp operations, in
-        one native call."""
+    def run_claimed_blocks(self, counter: np.ndarray, total: int, chunk: int, grid) -> None:
+        """Claims chunks of blocks of a kernel without barriers or warp operations from
+        `counter` (shared with the other workers) and runs them, all in one native call."""
         status = ctypes.c_int32(0)
-        failed = self.binary.run_blocks(self.ctx.ctypes.data, self.frames.ctypes.data,
-                                        self.plan.frame_size, self.nthreads, first, count,
-                                        ctypes.addressof(status))
+        end = ctypes.c_int64(0)
+        failed = self.binary.run_claimed_blocks(
+            self.ctx.ctypes.data, self.frames.ctypes.data, self.plan.frame_size, self.nthreads,
+            counter.ctypes.data, total, chunk, ctypes.addressof(end), ctypes.addressof(status))
+        self._raise_failure(failed, status, grid)
+        self.fault_after_run(("blocks", 0, total - 1))
+
+    def _raise_failure(self, failed: int, status, grid) -> None:
+        """After run_blocks: the error for the thread that trapped or faulted, if any."""
         if failed >= 0:
             n, t = failed >> 32, failed & 0xFFFFFFFF
             ctaid = (n % grid[0], (n // grid[0]) % grid[1], n // (grid[0] * grid[1]))
@@ -175,7 +197,6 @@ class _Worker:
             line = self.plan.trap_lines.get(-1 - status.value, 0)
             raise KernelTrapError(f"kernel '{self.plan.name}' executed trap (line {line}) in "
                                   f"block {ctaid}, thread {t}")
-        self.fault_after_run(("blocks", first, first + count - 1))
 
     def _fault_message(self, ctaid, thread: int) -> str:
         fields = CTX.fields
@@ -205,20 +226,41 @@ class _Worker:
                 f"forever (a GPU would hang): {where}")
 
 
+_POOL: ThreadPoolExecutor | None = None
+_POOL_SIZE = 0
+_POOL_LOCK = threading.Lock()
+
+
+def _pool(size: int) -> ThreadPoolExecutor:
+    """The process's worker threads (kept between launches: starting threads for every
+    launch cost more than short kernels run)."""
+    global _POOL, _POOL_SIZE
+    with _POOL_LOCK:
+        if _POOL is None or _POOL_SIZE < size:
+            if _POOL is not None:
+                _POOL.shutdown(wait=False)
+            _POOL = ThreadPoolExecutor(max_workers=size, thread_name_prefix="ptxport-cpu")
+            _POOL_SIZE = size
+        return _POOL
+
+
 def run_grid(binary, grid, block, dynamic_shared: int, params: bytes,
              allocations=None) -> None:
     param_buffer = ctypes.create_string_buffer(bytes(params), max(len(params), 8))
     params_address = ctypes.addressof(param_buffer)
     printf_log = cpu_printf.open_log(params_address)
     blocks = grid[0] * grid[1] * grid[2]
-    counter = itertools.count()
     errors: list[BaseException] = []
     workers = min(worker_count(), blocks)
+    # The next block to claim, shared by the workers (claimed with atomic adds natively).
+    counter = np.zeros(1, np.int64)
+    claim_lock = threading.Lock()
 
-    # Kernels without barriers or warp operations run chunks of blocks natively; others
-    # one block at a time, in rounds.
+    # Workers claim chunks of blocks; kernels without barriers or warp operations run a
+    # chunk in one native call, others block by block in rounds.
     chunk = max(1, blocks // (workers * 16))
-    if binary.plan.sync_points and not binary.native_waits:
+    python_rounds = bool(binary.plan.sync_points) and not binary.native_waits
+    if python_rounds:
         chunk = 1
 
     def work(smid: int) -> None:
@@ -227,29 +269,28 @@ def run_grid(binary, grid, block, dynamic_shared: int, params: bytes,
                              None if allocations is None else
                              list(allocations) + [(params_address, len(params))])
             worker.set_smid(smid)
-            while not errors:
-                n = next(counter) * chunk
-                if n >= blocks:
-                    return
-                if binary.plan.sync_points and binary.native_waits:
-                    worker.run_waiting_blocks(n, min(chunk, blocks - n), grid)
-                elif binary.plan.sync_points:
-                    ctaid = (n % grid[0], (n // grid[0]) % grid[1], n // (grid[0] * grid[1]))
-                    worker.run_block(ctaid)
-                else:
-                    worker.run_blocks(n, min(chunk, blocks - n), grid)
+            if python_rounds:
+                while not errors:
+                    with claim_lock:
+                        n = int(counter[0])
+                        counter[0] = n + 1
+                    if n >= blocks:
+                        return
+                    worker.run_block((n % grid[0], (n // grid[0]) % grid[1],
+                                      n // (grid[0] * grid[1])))
+            elif binary.plan.sync_points:
+                worker.run_claimed_waiting_blocks(counter, blocks, chunk, grid)
+            else:
+                worker.run_claimed_blocks(counter, blocks, chunk, grid)
         except BaseException as e:  # reported to the launching thread below
             errors.append(e)
+            counter[0] = blocks           # the other workers stop after their chunk
 
     if workers <= 1:
         work(0)
     else:
-        threads = [threading.Thread(target=work, args=(i,), daemon=True)
-                   for i in range(workers)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        for future in [_pool(workers).submit(work, i) for i in range(workers)]:
+            future.result()
     errors += cpu_printf.close_log(params_address, printf_log)   # printed after the launch
     if errors:
         raise errors[0]
