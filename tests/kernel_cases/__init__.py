@@ -12,7 +12,7 @@ corpus file order.
 
 from __future__ import annotations
 
-from . import atomics, blocks, control, elementwise, intrinsics, linalg, lowprec, memory
+from . import atomics, blocks, control, elementwise, intrinsics, linalg, lowprec, memory, pointers
 from ._core import (
     Arg,
     CaseReport,
@@ -38,5 +38,5 @@ __all__ = [
 
 CASES: list[KernelCase] = sorted(
     [*elementwise.CASES, *intrinsics.CASES, *lowprec.CASES, *memory.CASES, *control.CASES,
-     *atomics.CASES, *blocks.CASES, *linalg.CASES],
+     *atomics.CASES, *blocks.CASES, *linalg.CASES, *pointers.CASES],
     key=lambda case: case.file)
