@@ -357,7 +357,7 @@ class Backend(BackendBase):
                 raise CompileError(f"opencl:{ordinal} refused ptxport's SPIR-V for "
                                    f"{binary.name}", str(e)) from None
             binary.programs[ordinal] = program
-        return getattr(program, binary.name)
+        return cl.Kernel(program, binary.name)   # a fresh one: its arguments are this launch's
 
     def launch(self, ordinal: int, binary: OpenclKernelBinary, grid: tuple[int, int, int],
                block: tuple[int, int, int], dynamic_shared: int, params: bytes) -> None:
