@@ -69,8 +69,31 @@ def build_run_block(llmod: ll.Module, run_threads: ll.Function, plan) -> None:
     b.position_at_end(fast)
     point = b.phi(I32, "point")
     point.add_incoming(start, entry)
-    fcommon, flive, ftrapped = _uniform_round(fn, b, llmod.globals["thread"], ctx, frames,
-                                              frame_size, points, statuses, n, point)
+    # One loop per resume point, each calling the thread function with that constant point:
+    # LLVM then inlines only the code reachable from it, without the resume switch.
+    joined = fn.append_basic_block("uniform_joined")
+    generic = fn.append_basic_block("uniform_generic")
+    dispatch = b.switch(point, generic)
+    rounds = []
+    starts = [0] + [number for number, sync_point in plan.sync_points.items()
+                    if _kind(sync_point.inst) is not None]
+    for number in starts + [None]:
+        if number is None:       # (unreachable: every point a uniform round starts at is above)
+            b.position_at_end(generic)
+        else:
+            case = fn.append_basic_block(f"uniform_at_{number}")
+            dispatch.add_case(I32(number), case)
+            b.position_at_end(case)
+        results = _uniform_round(fn, b, llmod.globals["thread"], ctx, frames, frame_size,
+                                 points, statuses, n, point if number is None else I32(number))
+        rounds.append((b.block, results))
+        b.branch(joined)
+    b.position_at_end(joined)
+    fcommon, flive, ftrapped = (b.phi(I32, "common"), b.phi(I32, "live"),
+                                b.phi(ll.IntType(1), "trapped"))
+    for block, results in rounds:
+        for phi, value in zip((fcommon, flive, ftrapped), results, strict=True):
+            phi.add_incoming(value, block)
     b.cbranch(ftrapped, failed, fn.append_basic_block("fast_not_trapped"))
     b.position_at_end(fn.blocks[-1])
     fast_waits = fn.append_basic_block("fast_waits")
