@@ -3,6 +3,8 @@
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
@@ -22,3 +24,13 @@ def _register_intel_opencl_runtime() -> None:
 
 
 _register_intel_opencl_runtime()
+
+
+@pytest.fixture(autouse=True)
+def _no_current_device_left_behind():
+    """A test that makes a device current (Device.set_current) does so for itself only:
+    afterwards Device() is again the best device present, whatever order tests run in."""
+    yield
+    from ptxport.runtime import device
+
+    device._current.__dict__.pop("device", None)

@@ -20,6 +20,8 @@ from ptxport.runtime.backends import availability
 
 # kernel name -> why it cannot run on SPIR-V yet
 NOT_YET: dict[str, str] = {
+    "mbarrier_phases": "mbarrier waits: OpenCL does not promise that a work-group's items "
+                       "make progress while one spins (Intel's CPU runtime runs them in turn)",
     "timed_work": "%globaltimer: OpenCL has no global nanosecond timer",
 }
 

@@ -128,6 +128,23 @@ class Target(ABC):
         """Barriers and warp-level operations (bar, barrier, shfl, vote, match, redux, ...)."""
         raise fl.unsupported(inst, "this target has no barriers or warp operations yet")
 
+    def poll(self, fl: FunctionLowering, inst: ir.Instruction, test) -> ll.Value:
+        """A non-blocking test of something other threads complete (mbarrier.test_wait):
+        `test()` emits the test and gives an i1. Where threads run at the same time, the
+        test itself."""
+        return test()
+
+    def wait_until(self, fl: FunctionLowering, inst: ir.Instruction, test) -> None:
+        """Wait until `test()` (emitted as often as needed, an i1) holds, for something
+        other threads complete (mbarrier.try_wait): where threads run at the same time, a
+        loop."""
+        loop = fl.llfn.append_basic_block("wait_until")
+        done = fl.llfn.append_basic_block("waited")
+        fl.b.branch(loop)
+        fl.b.position_at_end(loop)
+        fl.b.cbranch(test(), done, loop)
+        fl.b.position_at_end(done)
+
 
 class FunctionLowering:
     """The lowering of one IR function into one LLVM function (created by the caller)."""

@@ -137,14 +137,16 @@ def may_write(inst: ir.Instruction) -> set:
     return out
 
 
-def modified_before(function: ir.Function, waits: set[int]) -> dict[int, set]:
+def modified_before(function: ir.Function, waits: set[int],
+                    conditional: frozenset[int] = frozenset()) -> dict[int, set]:
     """For each instruction whose id is in `waits` (points where a thread saves its registers
     and later restores them): the registers that may have been written since the thread
     last passed a wait or since the function began. A register not in the set still holds,
     on every path, the value saved or restored at the previous wait, so it need not be saved
     again. Forward must-analysis over the CFG: a wait's own results count as written after
-    it; every other register is as it was saved (unless the wait is guarded and may not
-    have happened)."""
+    it; every other register is as it was saved, unless the wait is guarded or its id is in
+    `conditional` (a wait a thread may pass without saving anything, such as a test that
+    succeeds at once)."""
     everything = frozenset(function.registers.values())
     entry = function.blocks[0] if function.blocks else None
     clean_in = {id(b): (frozenset() if b is entry else everything) for b in function.blocks}
@@ -161,7 +163,8 @@ def modified_before(function: ir.Function, waits: set[int]) -> dict[int, set]:
                 if record:
                     result[id(inst)] = set(everything - clean)
                 # a guarded wait may be skipped: then nothing was saved
-                clean = (everything if inst.guard is None else clean) - d
+                saved = inst.guard is None and id(inst) not in conditional
+                clean = (everything if saved else clean) - d
             else:
                 clean = clean - d
         return clean

@@ -27,7 +27,7 @@ from ptxport.ir.from_ptx import link_blocks
 from ptxport.ptx.ast import Spec
 
 __all__ = ["inline_calls", "inline_waiting_calls", "functions_that", "uses_shared_memory",
-           "Inlined", "WAIT_OPCODES"]
+           "Inlined", "WAIT_OPCODES", "is_wait"]
 
 # Operations where a thread waits for other threads (PTX ISA 9.7.13).
 WAIT_OPCODES = frozenset(("bar", "barrier", "shfl", "vote", "match", "redux", "activemask",
@@ -72,9 +72,21 @@ def functions_that(module: ir.Module, property_of) -> set[str]:
     return found
 
 
+def is_wait(inst: ir.Instruction) -> bool:
+    """Whether a thread may wait for other threads at `inst`: barriers, warp operations,
+    and the mbarrier tests (a thread spinning on one lets the others arrive)."""
+    if inst.opcode in WAIT_OPCODES:
+        return True
+    if inst.opcode != "mbarrier":
+        return False
+    ops = inst.spec.get("op")
+    ops = (ops,) if isinstance(ops, str) else tuple(ops or ())
+    return bool({"test_wait", "try_wait"} & set(ops))
+
+
 def waits(f: ir.Function) -> bool:
     """Whether `f` itself has an operation where a thread waits for others."""
-    return any(i.opcode in WAIT_OPCODES for i in f.instructions())
+    return any(is_wait(i) for i in f.instructions())
 
 
 def uses_shared_memory(f: ir.Function) -> bool:

@@ -1,5 +1,5 @@
 """Cases for the files about cooperation inside a block or a warp: barrier_loop, bitonic_sort,
-odd_even_sort, scan_blelloch, scan_hillis_steele, scan_warp, stream_compaction,
+mbarrier_sync, odd_even_sort, scan_blelloch, scan_hillis_steele, scan_warp, stream_compaction,
 syncthreads_count, warp_shuffle and warp_vote.
 
 The float scans and smoothing are modelled operation by operation in float32 in the kernel's
@@ -432,4 +432,25 @@ WARP = [
                _reduce_args, _reduce_ref, notes="exact"),
 ]
 
-CASES = BARRIER_LOOP + SORTS + SCANS + COMPACTION + WARP
+# mbarrier_sync.cu ------------------------------------------------------------------------------
+
+G_MB, B_MB = 4, 128
+
+
+def _mbarrier_ref(args):
+    x = args[0].value.astype(np.int64).reshape(G_MB, B_MB)
+    t = np.arange(B_MB)
+    left, right = 3 * x[:, (t - 1) % B_MB], 3 * x[:, (t + 1) % B_MB]
+    even = (3 * x - 3 * x[:, (t + 2) % B_MB]) + 7 * left
+    y = np.where(t % 2 == 1, left + right, even)
+    return {1: y.astype(np.int32).ravel()}
+
+
+MBARRIER = [
+    KernelCase("mbarrier_sync.cu", "mbarrier_phases", (G_MB, 1, 1), (B_MB, 1, 1), 0,
+               lambda rng: [inp(rng.integers(-10**6, 10**6, G_MB * B_MB).astype(np.int32)),
+                            out(poison(G_MB * B_MB, np.int32))],
+               _mbarrier_ref, notes="exact: integer arithmetic"),
+]
+
+CASES = BARRIER_LOOP + SORTS + SCANS + COMPACTION + WARP + MBARRIER

@@ -12,6 +12,7 @@ from ptxport.codegen.ops import (  # noqa: F401
     float_special,
     integer,
     logic,
+    mbarrier,
     memory,
     sync,
     video,

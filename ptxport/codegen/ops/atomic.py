@@ -100,7 +100,7 @@ def _atomic(fl: FunctionLowering, inst: ir.Instruction, op: str, t: Type, pointe
         return b.extract_value(pair, 0)
     if t.is_float:
         compute = _float_operation(fl, inst, op, t, values[0], flush)
-        return _cas_loop(fl, pointer, ll.IntType(t.bits), compute, ordering)
+        return cas_loop(fl, pointer, ll.IntType(t.bits), compute, ordering)
     if op in ("min", "max"):
         rmw = op if t.kind == "signed" else "u" + op
     elif op in INTEGER_RMW:
@@ -110,7 +110,7 @@ def _atomic(fl: FunctionLowering, inst: ir.Instruction, op: str, t: Type, pointe
     return b.atomic_rmw(rmw, pointer, values[0], ordering)
 
 
-def _cas_loop(fl: FunctionLowering, pointer, int_type: ll.IntType,
+def cas_loop(fl: FunctionLowering, pointer, int_type: ll.IntType,
               compute: Callable[[ll.Value], ll.Value], ordering: str) -> ll.Value:
     """Read, compute, compare-and-swap until no other thread wrote in between."""
     b = fl.b

@@ -44,14 +44,11 @@ from ptxport.errors import CompileError, UnsupportedFeatureError
 from ptxport.ir import nodes as ir
 from ptxport.ir.abi import param_layout
 from ptxport.ir.analysis import live_after, modified_before, uses_and_defs
-from ptxport.ir.inline import WAIT_OPCODES, inline_waiting_calls
+from ptxport.ir.inline import inline_waiting_calls, is_wait
 from ptxport.ptx.ast import FloatImm, IntImm
 
 __all__ = ["compile_kernel", "emit_object", "CpuKernelBinary", "SyncPoint", "CTX", "FRAME",
            "CROSS_TRIPLES"]
-
-# Operations where a thread waits for others (PTX ISA 9.7.13): they end a thread's run.
-SYNC_OPCODES = WAIT_OPCODES
 
 
 @dataclass(frozen=True)
@@ -363,6 +360,46 @@ class CpuTarget(Target):
 
         cpu_sync.lower_wait(self, fl, inst, number)
 
+    def poll(self, fl: FunctionLowering, inst: ir.Instruction, test) -> ll.Value:
+        """The threads of a block run one at a time: a test that fails lets the others run
+        (the thread yields) before it tests again and gives that result."""
+        first = test()
+        before = fl.b.block
+        yielding = fl.llfn.append_basic_block("poll_yield")
+        done = fl.llfn.append_basic_block("polled")
+        fl.b.cbranch(first, done, yielding)
+        fl.b.position_at_end(yielding)
+        self._yield(fl, inst)
+        again = test()
+        after = fl.b.block
+        fl.b.branch(done)
+        fl.b.position_at_end(done)
+        result = fl.b.phi(ll.IntType(1))
+        result.add_incoming(first, before)
+        result.add_incoming(again, after)
+        return result
+
+    def wait_until(self, fl: FunctionLowering, inst: ir.Instruction, test) -> None:
+        """Test; while the test fails, let the other threads run (yield) and test again."""
+        loop = fl.llfn.append_basic_block("wait_until")
+        yielding = fl.llfn.append_basic_block("wait_yield")
+        done = fl.llfn.append_basic_block("waited")
+        fl.b.branch(loop)
+        fl.b.position_at_end(loop)
+        fl.b.cbranch(test(), done, yielding)
+        fl.b.position_at_end(yielding)
+        self._yield(fl, inst)
+        fl.b.branch(loop)
+        fl.b.position_at_end(done)
+
+    def _yield(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
+        if not fl.function.is_kernel:
+            raise fl.unsupported(inst, "waiting on an mbarrier inside a device function that "
+                                       "was not inlined")
+        number = len(self.plan.sync_points) + 1
+        self.plan.sync_points[number] = SyncPoint(number, inst, _line(self.module, inst.pos))
+        self.spill_and_return(fl, number)
+
     # --- helpers for cpu_sync ---------------------------------------------------------------
 
     def frame_slot(self, fl: FunctionLowering, name: str):
@@ -488,7 +525,7 @@ def _plan(module: ir.Module, kernel: ir.Function) -> KernelPlan:
     register_offsets = {}
     local_offset = _align(FRAME.size, 16)
     local = 0
-    waits = {id(i) for i in kernel.instructions() if i.opcode in SYNC_OPCODES}
+    waits = {id(i) for i in kernel.instructions() if is_wait(i)}
     for var in kernel.variables.values():
         # .local memory, and with waits also the .param variables of call sequences (an
         # inlined function reads its parameters after waiting): memory that outlives a
@@ -503,14 +540,18 @@ def _plan(module: ir.Module, kernel: ir.Function) -> KernelPlan:
                       register_offsets=register_offsets)
     if waits:
         live = live_after(kernel, waits)
-        modified = modified_before(kernel, waits)
+        # an mbarrier test saves registers only when it yields
+        modified = modified_before(kernel, waits, frozenset(
+            id(i) for i in kernel.instructions() if id(i) in waits and i.opcode == "mbarrier"))
         for inst in kernel.instructions():
             if id(inst) not in waits:
                 continue
             # the wait's own results are written after it resumes (unless it is guarded
             # and may not run)
-            restore = live[id(inst)] - (set() if inst.guard is not None
-                                        else uses_and_defs(inst)[1])
+            uses, defs = uses_and_defs(inst)
+            restore = live[id(inst)] - (set() if inst.guard is not None else defs)
+            if inst.opcode == "mbarrier":     # it tests again when it resumes
+                restore |= uses
             save = restore & modified[id(inst)]
             key = lambda r: r.name  # noqa: E731
             plan.spills[id(inst)] = (sorted(save, key=key), sorted(restore, key=key))
@@ -946,7 +987,7 @@ def unsupported_instructions(module: ir.Module) -> dict[int, str]:
             _lower_device_function(module, f, functions[f.name], target, problems)
         # a wait inside a device function is fine once a kernel calls it: it runs inlined
         problems[start:] = [(inst, reason) for inst, reason in problems[start:]
-                            if inst.opcode not in WAIT_OPCODES]
+                            if not is_wait(inst)]
     return {id(inst): reason for inst, reason in problems}
 
 

@@ -76,7 +76,10 @@ CANONICAL_NAN_F32 = 0x7FFFFFFF
 _BARRIERS = 16
 
 # What a thread waits at; one code per kind of operation.
-CTA_BARRIER, CLUSTER_ARRIVE, CLUSTER_WAIT, WARP_OPERATION = 1, 2, 3, 4
+CTA_BARRIER, CLUSTER_ARRIVE, CLUSTER_WAIT, WARP_OPERATION, YIELD = 1, 2, 3, 4, 5
+# Rounds in a row in which only yielding threads (spinning on an mbarrier) could go on, after
+# which the block is taken as hung: nothing else moves, and a GPU would spin forever.
+YIELD_ROUNDS = 10_000
 
 
 def _kind(inst: ir.Instruction) -> str:
@@ -244,6 +247,9 @@ class _Table:
         for number, point in plan.sync_points.items():
             inst = point.inst
             kind = _kind(inst)
+            if kind == "mbarrier":
+                self.kind[number] = YIELD
+                continue
             if kind == "cta":
                 self.kind[number] = CTA_BARRIER
                 self.waits[number] = inst.spec.get("op") != "arrive"
@@ -262,7 +268,7 @@ class _Table:
                 self.groups.append(_Group(kind, inst, masked))
             self.group[number] = keys[key]
         self.has = {kind: bool((self.kind == kind).any()) for kind in
-                    (CTA_BARRIER, CLUSTER_ARRIVE, CLUSTER_WAIT)}
+                    (CTA_BARRIER, CLUSTER_ARRIVE, CLUSTER_WAIT, YIELD)}
 
 
 class Slots:
@@ -289,6 +295,7 @@ class Slots:
         """Forget the previous block's barrier state (the executor calls this before each
         block it hands to `resolve`)."""
         self.cluster_phase = 0
+        self.yield_rounds = 0
         self.pending.fill(0)
         self.expected.fill(0)
         self.cluster_arrived.fill(False)
@@ -365,6 +372,16 @@ def resolve(plan, points: np.ndarray, statuses: np.ndarray, slots: Slots,
         _resolve_cluster_barrier(state)
     if not state.release.any():
         _resolve_warp_operations(state, masked=False)
+    slots.yield_rounds = 0 if state.release.any() else slots.yield_rounds + 1
+    if not state.release.any() and state.table.has[YIELD]:
+        # threads spinning on an mbarrier go on when nothing else can: the others have
+        # done what they could before them
+        state.release |= state.kind == YIELD
+        if state.release.any() and slots.yield_rounds > YIELD_ROUNDS:
+            t = int(np.flatnonzero(state.release)[0])
+            raise state.error(t, f"threads wait on an mbarrier whose phase never completes "
+                                 f"({YIELD_ROUNDS} rounds in which no other thread of the "
+                                 "block moved; a GPU would hang)")
     if not state.release.any():
         return False
     statuses[state.release] = runnable_status

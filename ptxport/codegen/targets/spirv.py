@@ -71,6 +71,12 @@ def _ptr(addrspace: int) -> ll.PointerType:
     return ll.PointerType(addrspace=addrspace)
 
 
+# Why mbarrier waits are refused: a waiting thread spins until others arrive.
+_NO_SPINNING = ("waiting on an mbarrier: OpenCL does not promise that the work-items of a "
+                "work-group make progress while one spins (Intel's CPU runtime runs them in "
+                "turn), so the waiting thread could spin forever")
+
+
 @dataclass(frozen=True)
 class KernelLayout:
     """What the runtime needs to call a compiled kernel: the parameter buffer's size, the
@@ -212,7 +218,7 @@ def _atom(fl: SpirvLowering, inst: ir.Instruction) -> None:
         wraps = b.or_(b.icmp_unsigned("==", old, zero), b.icmp_unsigned(">", old, limit))
         return b.select(wraps, limit, b.sub(old, one))
 
-    old = atomic._cas_loop(fl, pointer, limit.type, compute,
+    old = atomic.cas_loop(fl, pointer, limit.type, compute,
                            atomic.ORDERING[inst.spec.get("sem")])
     if dest is not None:
         fl.write(dest, old, t)
@@ -303,6 +309,12 @@ class SpirvTarget(Target):
             return _fit(fl, counter, want)
         raise fl.unsupported(fl.inst, f"the special register {reg.text}: OpenCL has no "
                                       "equivalent")
+
+    def poll(self, fl: FunctionLowering, inst: ir.Instruction, test) -> ll.Value:
+        raise fl.unsupported(inst, _NO_SPINNING)
+
+    def wait_until(self, fl: FunctionLowering, inst: ir.Instruction, test) -> None:
+        raise fl.unsupported(inst, _NO_SPINNING)
 
     def lane(self, fl: FunctionLowering) -> ll.Value:
         self.uses_warp = True
