@@ -128,6 +128,11 @@ class Target(ABC):
         """Barriers and warp-level operations (bar, barrier, shfl, vote, match, redux, ...)."""
         raise fl.unsupported(inst, "this target has no barriers or warp operations yet")
 
+    def matrix_multiply(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
+        """mma.sync.aligned (a warp-collective matrix multiply-accumulate)."""
+        raise fl.unsupported(inst, f"mma (a warp's matrix multiply-accumulate) is not "
+                                   f"implemented on target {self.name}")
+
     def poll(self, fl: FunctionLowering, inst: ir.Instruction, test) -> ll.Value:
         """A non-blocking test of something other threads complete (mbarrier.test_wait):
         `test()` emits the test and gives an i1. Where threads run at the same time, the

@@ -1,5 +1,5 @@
-"""Cases for the numerical workloads: gemm_tiled, matvec, spmv_csr, convolution, stencil_1d/2d/3d,
-softmax, layernorm, nbody and mandelbrot.
+"""Cases for the numerical workloads: gemm_tiled, mma_sync, matvec, spmv_csr, convolution,
+stencil_1d/2d/3d, softmax, layernorm, nbody and mandelbrot.
 
 Where a kernel's float operations are all determined (explicit fmaf, or the contraction that
 NVRTC's PTX shows: noted per case), the reference replays them one by one with exact fma models
@@ -416,4 +416,49 @@ MANDELBROT = [
                      "(1 ulp)"),
 ]
 
-CASES = GEMM + MATVEC + SPMV + CONVOLUTION + STENCILS + NORMS + NBODY + MANDELBROT
+# mma_sync.cu -------------------------------------------------------------------------------------
+
+T_MMA = 3
+
+
+def _small(rng, count: int, kind: str) -> np.ndarray:
+    """16-bit float bits of small multiples of 1/4 (every product and sum exact)."""
+    values = rng.integers(-12, 13, count).astype(np.float32) / 4
+    if kind == "bf16":
+        return (values.view(np.uint32) >> 16).astype(np.uint16)
+    return values.astype(np.float16).view(np.uint16)
+
+
+def _as_float(bits: np.ndarray, kind: str) -> np.ndarray:
+    if kind == "bf16":
+        return (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    return bits.view(np.float16).astype(np.float64)
+
+
+def _mma_case(kernel: str, k: int, kind: str, f16_cd: bool = False) -> KernelCase:
+    def make(rng):
+        c = rng.integers(-8, 9, T_MMA * 128).astype(np.float32)
+        c_arg = c.astype(np.float16).view(np.uint16) if f16_cd else c
+        d = poison(T_MMA * 128, np.uint16 if f16_cd else np.float32)
+        return [inp(_small(rng, T_MMA * 16 * k, kind)), inp(_small(rng, T_MMA * k * 8, kind)),
+                inp(c_arg), out(d)]
+
+    def reference(args):
+        a = _as_float(args[0].value, kind).reshape(T_MMA, 16, k)
+        b = _as_float(args[1].value, kind).reshape(T_MMA, k, 8)
+        c = (args[2].value.view(np.float16) if f16_cd else args[2].value).astype(np.float64)
+        d = (a @ b + c.reshape(T_MMA, 16, 8)).ravel()
+        return {3: d.astype(np.float16).view(np.uint16) if f16_cd else d.astype(np.float32)}
+
+    return KernelCase("mma_sync.cu", kernel, (T_MMA, 1, 1), (32, 1, 1), 0, make, reference,
+                      notes="exact: small multiples of 1/4, every product and sum exact")
+
+
+MMA = [
+    _mma_case("mma_m16n8k16_f16_f32", 16, "f16"),
+    _mma_case("mma_m16n8k16_bf16_f32", 16, "bf16"),
+    _mma_case("mma_m16n8k8_f16_f32", 8, "f16"),
+    _mma_case("mma_m16n8k16_f16_f16", 16, "f16", f16_cd=True),
+]
+
+CASES = GEMM + MMA + MATVEC + SPMV + CONVOLUTION + STENCILS + NORMS + NBODY + MANDELBROT

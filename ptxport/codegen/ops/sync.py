@@ -12,6 +12,13 @@ def synchronize(fl: FunctionLowering, inst: ir.Instruction) -> None:
     fl.target.synchronize(fl, inst)
 
 
+@lowering("mma")
+def matrix_multiply(fl: FunctionLowering, inst: ir.Instruction) -> None:
+    """mma.sync.aligned: the warp's 32 lanes together compute D = A * B + C, each holding
+    fragments of the matrices (a target with tensor cores keeps the instruction)."""
+    fl.target.matrix_multiply(fl, inst)
+
+
 @lowering("membar", "fence")
 def fence(fl: FunctionLowering, inst: ir.Instruction) -> None:
     """membar/fence order this thread's memory accesses as seen by others: a sequentially

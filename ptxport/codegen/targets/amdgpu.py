@@ -44,14 +44,22 @@ from ptxport.codegen.lower import (
     PTR,
     FunctionLowering,
     Target,
-    const_int,
     value_type,
 )
 from ptxport.codegen.targets.amdgpu_warp import WarpModel, declare
-from ptxport.codegen.targets.gpu import function_type, initializer, lower_body, return_results
+from ptxport.codegen.targets.gpu import (
+    GpuLowering,
+    copy_kernel_parameters,
+    function_type,
+    initializer,
+    kernel_parameters,
+    lower_body,
+    lower_device_function,
+    lower_return,
+)
 from ptxport.errors import CompileError, UnsupportedFeatureError
 from ptxport.ir import nodes as ir
-from ptxport.ir.abi import param_layout
+from ptxport.ir.abi import ParamSlot
 
 __all__ = ["CHIPS", "TRIPLE", "CODE_OBJECT_VERSION", "build_llvm", "compile_assembly",
            "compile_llvm_ir", "compile_object", "compile_module", "link", "linker",
@@ -119,11 +127,15 @@ _LDS_WINDOW = ll.FormattedConstant(
          "ptr addrspace(3)) to ptr), i64 -1)")
 
 
-class AmdgpuLowering(FunctionLowering):
-    """FunctionLowering with private allocas and pointers in their state space's address
-    space, so that LLVM selects LDS, global and scratch instructions."""
+class AmdgpuLowering(GpuLowering):
+    """GpuLowering with private allocas and pointers in their state space's address space,
+    so that LLVM selects LDS, global and scratch instructions. Predicates are passed as
+    bytes, and LDS addresses are 32 bits wide."""
 
-    param_buffer: ll.Value | None = None
+    target_name = "amdgpu"
+    opaque_reason = _OPAQUE
+    predicates_as_bytes = True
+    narrow_spaces = frozenset(("shared",))
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -140,44 +152,25 @@ class AmdgpuLowering(FunctionLowering):
     def lowering_for(self, inst: ir.Instruction):
         return _OWN_LOWERINGS.get(inst.opcode) or super().lowering_for(inst)
 
-    def fall_off_end(self) -> None:
-        if self.function.is_kernel:
-            self.b.ret_void()
-        else:
-            _return_results(self)
-
-    def pointer(self, operand, space: str | None, size: int = 1,
-                write: bool = False) -> ll.Value:
-        if not isinstance(operand, ir.Address):
-            raise self.unsupported(self.inst, "a memory operand must be written [address]")
-        base, offset = operand.base, operand.offset
-        if isinstance(base, ir.Variable):
-            pointer = self.target.own_pointer(self, base)
-            wanted = {"local": PRIVATE, **_SPACES}.get(space, FLAT)
-            if space is None or space in ("param", "local"):
-                wanted = pointer.type.addrspace
-            if pointer.type.addrspace != wanted:
-                pointer = self.b.addrspacecast(pointer, ll.PointerType(addrspace=wanted))
-        else:
-            address = const_int(I64, 0) if base is None else \
-                self.read(base, "u64" if base.type.bits == 64 else "u32")
-            if address.type.width == 32 and space != "shared":
-                address = self.b.zext(address, I64)
-            if space == "shared":
-                if address.type.width == 64:
-                    address = self.b.trunc(address, I32)
-                pointer = self.b.inttoptr(address, ll.PointerType(addrspace=SHARED))
-            elif space == "param" and self.function.is_kernel:
-                pointer = self.b.gep(self.param_buffer, [address], source_etype=I8)
-            elif space == "local":
-                pointer = self.b.addrspacecast(self.b.inttoptr(address, PTR),
-                                               ll.PointerType(addrspace=PRIVATE))
-            else:
-                pointer = self.b.inttoptr(address,
-                                          ll.PointerType(addrspace=_SPACES.get(space, FLAT)))
-        if offset:
-            pointer = self.b.gep(pointer, [const_int(I64, offset)], source_etype=I8)
+    def variable_in(self, var: ir.Variable, space: str | None) -> ll.Value:
+        """The variable where it is, for generic, .param and .local accesses."""
+        pointer = self.target.own_pointer(self, var)
+        wanted = {"local": PRIVATE, **_SPACES}.get(space, FLAT)
+        if space is None or space in ("param", "local"):
+            wanted = pointer.type.addrspace
+        if pointer.type.addrspace != wanted:
+            pointer = self.b.addrspacecast(pointer, ll.PointerType(addrspace=wanted))
         return pointer
+
+    def address_in(self, address: ll.Value, space: str | None) -> ll.Value:
+        if space == "shared":
+            return self.b.inttoptr(address, ll.PointerType(addrspace=SHARED))
+        if space == "param" and self.function.is_kernel:
+            return self.b.gep(self.param_buffer, [address], source_etype=I8)
+        if space == "local":
+            return self.b.addrspacecast(self.b.inttoptr(address, PTR),
+                                        ll.PointerType(addrspace=PRIVATE))
+        return self.b.inttoptr(address, ll.PointerType(addrspace=_SPACES.get(space, FLAT)))
 
 
 def _flat(fl: FunctionLowering, pointer: ll.Value) -> ll.Value:
@@ -204,19 +197,7 @@ def _stackrestore(fl: AmdgpuLowering, inst: ir.Instruction) -> None:
     fl.b.call(restore, [fl.b.addrspacecast(flat, private)])
 
 
-def _return(fl: AmdgpuLowering, inst: ir.Instruction) -> None:
-    if fl.function.is_kernel:
-        fl.b.ret_void()
-    else:
-        _return_results(fl)
-    fl.b.position_at_end(fl.llfn.append_basic_block("after_ret"))
-
-
-def _return_results(fl: FunctionLowering) -> None:
-    return_results(fl, _value_type)
-
-
-_OWN_LOWERINGS = {"ret": _return, "alloca": _alloca, "stacksave": _stacksave,
+_OWN_LOWERINGS = {"ret": lower_return, "alloca": _alloca, "stacksave": _stacksave,
                   "stackrestore": _stackrestore}
 
 
@@ -249,16 +230,7 @@ class AmdgpuTarget(Target):
                                      f"the .{var.space} variable '{var.name}' is not declared "
                                      "at module scope")
             return pointer
-        if var.name in fl.param_pointers:
-            return fl.param_pointers[var.name]
-        if var.space in ("local", "param"):
-            slot = fl.local_vars.get(id(var))
-            if slot is None:
-                slot = fl.entry_alloca(ll.ArrayType(I8, max(var.size, 1)), var.name,
-                                       max(var.alignment, 4))
-                fl.local_vars[id(var)] = slot
-            return slot
-        raise fl.unsupported(fl.inst, f"a variable in .{var.space} space")
+        return fl.frame_variable(var)
 
     def variable_pointer(self, fl: FunctionLowering, var: ir.Variable) -> ll.Value:
         """A flat pointer to the variable; a shared variable's is the LDS window plus its
@@ -302,33 +274,6 @@ class AmdgpuTarget(Target):
 
 
 # --- module-level lowering ----------------------------------------------------------------------
-
-def _value_type(var: ir.Variable) -> ll.Type:
-    """How a parameter or result is passed: f32/f64 as floats, other scalars as integers of
-    their width, everything else as bytes."""
-    t = var.type
-    if t.kind == "opaque":
-        raise UnsupportedFeatureError(f".param .{t.name} {var.name}", "amdgpu", None, _OPAQUE)
-    if not (var.dims or var.vector or var.elements != 1):
-        if t.name in ("f32", "f64"):
-            return ll.FloatType() if t.name == "f32" else ll.DoubleType()
-        if t.bits in (8, 16, 32, 64) and t.kind != "pred":
-            return ll.IntType(t.bits)
-    return ll.ArrayType(I8, max(var.size, 1))
-
-
-def _function_type(f: ir.Function) -> ll.FunctionType:
-    return function_type(f, _value_type)
-
-
-def _kernel_parameter(var: ir.Variable) -> tuple[ll.Type, bool]:
-    """The kernel argument with the PTX parameter's size and alignment, and whether it is an
-    aggregate passed `byref` in the kernarg segment."""
-    typ = _value_type(var)
-    if isinstance(typ, ll.ArrayType) or var.align not in (None, var.type.size):
-        return ll.PointerType(ll.ArrayType(I8, max(var.size, 1)), addrspace=CONST), True
-    return typ, False
-
 
 def _declare_variables(module: ir.Module, llmod: ll.Module,
                        collecting: bool) -> dict[str, ll.Value]:
@@ -416,7 +361,7 @@ def build_llvm(module: ir.Module, chip: str = "gfx1100",
         if f.is_kernel or f.is_declaration:
             continue
         try:
-            fn = ll.Function(llmod, _function_type(f), name=f.name)
+            fn = ll.Function(llmod, function_type(f, AmdgpuLowering.pass_type), name=f.name)
         except UnsupportedFeatureError as e:
             if problems is None:
                 raise UnsupportedFeatureError(e.feature, e.target, module.location(f.pos),
@@ -432,29 +377,16 @@ def build_llvm(module: ir.Module, chip: str = "gfx1100",
         if f.is_kernel:
             _lower_kernel(module, f, llmod, target, problems)
         elif f.name in functions:
-            _lower_device_function(module, f, functions[f.name], target, problems)
+            lower_device_function(AmdgpuLowering(module, f, functions[f.name], target),
+                                  problems)
     return llmod
-
-
-
-
-def _lower_device_function(module: ir.Module, f: ir.Function, fn: ll.Function,
-                           target: AmdgpuTarget, problems: list | None) -> None:
-    fl = AmdgpuLowering(module, f, fn, target)
-    for var, arg in zip(f.params, fn.args, strict=True):
-        slot = fl.entry_alloca(arg.type, var.name, max(var.alignment, 1))
-        fl.b.store(arg, slot)
-        fl.param_pointers[var.name] = slot
-    for var in f.returns:
-        fl.param_pointers[var.name] = fl.entry_alloca(_value_type(var), var.name,
-                                                      max(var.alignment, 1))
-    lower_body(fl, problems)
 
 
 def _lower_kernel(module: ir.Module, kernel: ir.Function, llmod: ll.Module,
                   target: AmdgpuTarget, problems: list | None) -> None:
     try:
-        params = [_kernel_parameter(p) for p in kernel.params]
+        # aggregates `byref` in the kernarg segment
+        params = kernel_parameters(kernel, AmdgpuLowering.pass_type, CONST)
     except UnsupportedFeatureError as e:
         if problems is None:
             raise UnsupportedFeatureError(e.feature, target.name, module.location(kernel.pos),
@@ -466,18 +398,15 @@ def _lower_kernel(module: ir.Module, kernel: ir.Function, llmod: ll.Module,
     fn.calling_convention = "amdgpu_kernel"
     _annotate(fn, kernel)
     fl = AmdgpuLowering(module, kernel, fn, target)
-    slots, size = param_layout(kernel)
-    largest = max([s.align for s in slots], default=1)
-    fl.param_buffer = fl.entry_alloca(ll.ArrayType(I8, max(size, 1)), "params", largest)
-    for slot, arg, (typ, by_reference) in zip(slots, fn.args, params, strict=True):
-        if by_reference:
-            arg.add_attribute("byref")
-            arg.attributes.align = slot.align
-            typ = typ.pointee
-        at = fl.b.gep(fl.param_buffer, [const_int(I64, slot.offset)], source_etype=I8)
-        fl.b.store(fl.b.load(arg, typ=typ) if by_reference else arg, at, align=slot.align)
-        fl.param_pointers[slot.name] = at
+    copy_kernel_parameters(fl, params, _copy_byref)
     lower_body(fl, problems)
+
+
+def _copy_byref(fl: GpuLowering, at: ll.Value, arg: ll.Argument, slot: ParamSlot) -> None:
+    """A parameter in the kernarg segment, loaded whole."""
+    arg.add_attribute("byref")
+    arg.attributes.align = slot.align
+    fl.b.store(fl.b.load(arg, typ=arg.type.pointee), at, align=slot.align)
 
 
 # --- compiling and linking ----------------------------------------------------------------------

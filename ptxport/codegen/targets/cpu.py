@@ -67,7 +67,8 @@ CTX = _Layout({"params": 0, "shared": 8, "ntid": 16, "ctaid": 28, "nctaid": 40,
                "fault_address": 88, "fault_info": 96, "scratch": 128}, 384)
 # The start of each thread's frame; registers and local memory follow.
 FRAME = _Layout({"tid": 0, "laneid": 12, "warpid": 16,
-                 "in0": 24, "in1": 32, "in2": 40, "in3": 48, "out0": 56, "out1": 64}, 80)
+                 "in0": 24, "in1": 32, "in2": 40, "in3": 48, "out0": 56, "out1": 64,
+                 "in4": 72, "in5": 80}, 96)
 
 # Statuses run_threads leaves for each thread.
 RUNNABLE, BLOCKED, EXITED, TRAPPED = 0, 1, 2, 3
@@ -359,6 +360,11 @@ class CpuTarget(Target):
         from ptxport.codegen.targets import cpu_sync
 
         cpu_sync.lower_wait(self, fl, inst, number)
+
+    def matrix_multiply(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
+        """A warp operation like the others: the lanes leave their fragments in their
+        frames and the executor multiplies (cpu_sync.py)."""
+        self.synchronize(fl, inst)
 
     def poll(self, fl: FunctionLowering, inst: ir.Instruction, test) -> ll.Value:
         """The threads of a block run one at a time: a test that fails lets the others run

@@ -25,6 +25,9 @@ of a block whose size is not a multiple of 32 count as exited. The exchange prot
     match.{any,all}.sync.{b32,b64} d{|p}, a, m    in0 = a, in3 = m; out0 = d, out1 = p
     redux.sync.op.type d, a, m                    in0 = a (its bits), in3 = m; out0 = d
     elect.sync d|p, m                             in3 = m; out0 = d (leader's lane), out1 = p
+    mma.sync.aligned.shape.row.col d, a, b, c     the 32-bit words of a, b, c in order, two
+                                                  per slot in0..in5 (low word first);
+                                                  d's words in out0, out1
     activemask.b32 d                              out0 = d
 
 Who takes part, and when an operation completes:
@@ -202,11 +205,64 @@ def _lower_activemask(target, fl, inst, number) -> None:
     _write_results(target, fl, inst.operands[0])
 
 
+def _lower_mma(target, fl, inst, number) -> None:
+    d, a, b, c = inst.operands
+    shape = _mma_shape(fl, inst)
+    words = []
+    for operand, kind in ((a, "a"), (b, "b"), (c, "c")):
+        values = operand.elements if isinstance(operand, ir.VectorValue) else (operand,)
+        if len(values) != shape[kind]:
+            raise fl.unsupported(inst, f"mma operand {kind} needs {shape[kind]} registers")
+        words += [fl.as_int(fl.read(v, "b32")) for v in values]
+    for k in range(0, len(words), 2):
+        low = fl.b.zext(words[k], I64)
+        high = fl.b.shl(fl.b.zext(words[k + 1], I64), I64(32)) if k + 1 < len(words) else I64(0)
+        _store_slot(target, fl, f"in{k // 2}", fl.b.or_(low, high))
+    target.spill_and_return(fl, number)
+    outputs = d.elements if isinstance(d, ir.VectorValue) else (d,)
+    if len(outputs) != shape["d"]:
+        raise fl.unsupported(inst, f"mma operand d needs {shape['d']} registers")
+    for k, register in enumerate(outputs):
+        word = _load_slot(target, fl, f"out{k // 2}", I64)
+        if k % 2:
+            word = fl.b.lshr(word, I64(32))
+        fl.write(register, fl.b.trunc(word, I32), "b32")
+
+
+# mma shapes and types the CPU computes: (shape, d type, a type, b type, c type) -> the
+# number of 32-bit registers of each operand (PTX ISA 9.7.14.5.x, the fragment layouts).
+MMA_FORMS = {
+    ("m16n8k16", "f32", "f16", "f16", "f32"): {"a": 4, "b": 2, "c": 4, "d": 4},
+    ("m16n8k16", "f32", "bf16", "bf16", "f32"): {"a": 4, "b": 2, "c": 4, "d": 4},
+    ("m16n8k16", "f16", "f16", "f16", "f16"): {"a": 4, "b": 2, "c": 2, "d": 2},
+    ("m16n8k8", "f32", "f16", "f16", "f32"): {"a": 2, "b": 1, "c": 4, "d": 4},
+    ("m16n8k8", "f32", "bf16", "bf16", "f32"): {"a": 2, "b": 1, "c": 4, "d": 4},
+    ("m16n8k8", "f16", "f16", "f16", "f16"): {"a": 2, "b": 1, "c": 2, "d": 2},
+}
+
+
+def _mma_form(inst) -> tuple:
+    spec = inst.spec
+    return (spec.get("shape"),) + tuple(spec.types)
+
+
+def _mma_shape(fl, inst) -> dict:
+    spec = inst.spec
+    form = _mma_form(inst)
+    layouts = spec.get("layout") or ()
+    layouts = (layouts,) if isinstance(layouts, str) else tuple(layouts)
+    if form not in MMA_FORMS or tuple(layouts) != ("row", "col") or any(
+            spec.get(g) for g in ("sp", "kind", "block_scale", "satfinite", "bitop")):
+        raise fl.unsupported(inst, "this mma form on the CPU (it computes m16n8k16 and "
+                                   "m16n8k8 .row.col with f16 or bf16 inputs)")
+    return MMA_FORMS[form]
+
+
 _LOWER = {
     "cta": _lower_cta_barrier, "cluster.arrive": _lower_no_operands,
     "cluster.wait": _lower_no_operands, "bar.warp": _lower_warp_barrier, "shfl": _lower_shfl,
     "vote": _lower_vote, "match": _lower_match, "redux": _lower_redux, "elect": _lower_elect,
-    "activemask": _lower_activemask,
+    "activemask": _lower_activemask, "mma": _lower_mma,
 }
 
 
@@ -261,7 +317,8 @@ class _Table:
                     CLUSTER_WAIT
                 continue
             self.kind[number] = WARP_OPERATION
-            masked = inst.spec.has("sync") or kind == "bar.warp"
+            # (mma.sync.aligned has no member mask: the whole warp takes part)
+            masked = (inst.spec.has("sync") or kind == "bar.warp") and kind != "mma"
             key = (kind, frozenset(inst.spec.modifiers)) if masked else number
             if key not in keys:
                 keys[key] = len(self.groups)
@@ -278,7 +335,7 @@ class Slots:
     def __init__(self, frames: np.ndarray, frame_size: int, count: int, offsets: dict):
         self._views = {
             name: np.ndarray((count,), np.uint64, frames, offsets[name], (frame_size,))
-            for name in ("in0", "in1", "in2", "in3", "out0", "out1")}
+            for name in ("in0", "in1", "in2", "in3", "in4", "in5", "out0", "out1")}
         self.count = count
         self.warps = (count + 31) // 32
         self._plan = self._table = None
@@ -633,5 +690,71 @@ def _activemask(state, inst, at, threads, part) -> None:
     state.slots["out0"][threads] = part
 
 
+def _mma(state, inst, at, threads, part) -> None:
+    """mma.sync.aligned m16n8k16 / m16n8k8 .row.col with f16 or bf16 inputs (PTX ISA
+    9.7.14.5.8, "Matrix Fragments for mma.m16n8k16 with floating point type", and m16n8k8):
+    D = A * B + C for each warp whose 32 lanes are all here. The products of 16-bit inputs are
+    exact in f64, and so is their sum with C (f32 or f16) up to 2^-50 relative: D is that
+    sum rounded once to D's type (to nearest even); PTX does not fix the order or the
+    intermediate precision of the accumulation, and an H100's differs from this in the last
+    bit for some inputs."""
+    slots = state.slots
+    form = _mma_form(inst)
+    shape, d_type, a_type, _, c_type = form
+    k_size = 16 if shape == "m16n8k16" else 8
+    counts = MMA_FORMS[form]
+    warps = np.unique(threads >> 5)
+    for w in warps:
+        lanes = np.arange(32) + 32 * int(w)
+        if lanes[-1] >= state.count or not at[lanes].all():
+            t = int(threads[(threads >> 5) == w][0])
+            raise state.error(t, "mma.sync.aligned needs all 32 lanes of the warp at the same "
+                                 "mma (undefined in PTX otherwise)")
+        words = np.stack([(slots[f"in{k // 2}"][lanes] >> np.uint64(32 * (k % 2)))
+                          & np.uint64(FULL_MASK) for k in range(sum(
+                              counts[x] for x in "abc"))], axis=1).astype(np.uint32)
+        a_words = words[:, :counts["a"]]
+        b_words = words[:, counts["a"]:counts["a"] + counts["b"]]
+        c_words = words[:, counts["a"] + counts["b"]:]
+        a = _halves(a_words, a_type)            # (32, 2*counts["a"]) elements a0, a1, ...
+        b = _halves(b_words, a_type)
+        group, quad = np.arange(32) >> 2, np.arange(32) & 3
+        A = np.zeros((16, k_size))
+        B = np.zeros((k_size, 8))
+        for i in range(a.shape[1]):
+            row = group + (8 if (i // 2) % 2 else 0)
+            col = quad * 2 + (i & 1) + (8 if i >= 4 else 0)
+            A[row, col] = a[:, i]
+        for i in range(b.shape[1]):
+            B[quad * 2 + (i & 1) + (8 if i >= 2 else 0), group] = b[:, i]
+        c = c_words.view(np.float32).astype(np.float64) if c_type == "f32" else \
+            _halves(c_words, "f16")
+        C = np.zeros((16, 8))
+        for i in range(4):
+            C[group + (8 if i >= 2 else 0), quad * 2 + (i & 1)] = c[:, i]
+        D = A @ B + C
+        d = np.stack([D[group + (8 if i >= 2 else 0), quad * 2 + (i & 1)] for i in range(4)],
+                     axis=1)
+        if d_type == "f32":
+            out = d.astype(np.float32).view(np.uint32).astype(np.uint64)
+            slots["out0"][lanes] = out[:, 0] | (out[:, 1] << np.uint64(32))
+            slots["out1"][lanes] = out[:, 2] | (out[:, 3] << np.uint64(32))
+        else:
+            out = d.astype(np.float16).view(np.uint16).astype(np.uint64)
+            pair0 = out[:, 0] | (out[:, 1] << np.uint64(16))
+            pair1 = out[:, 2] | (out[:, 3] << np.uint64(16))
+            slots["out0"][lanes] = pair0 | (pair1 << np.uint64(32))
+
+
+def _halves(words: np.ndarray, kind: str) -> np.ndarray:
+    """Registers holding two 16-bit floats each (low half first) as (lanes, 2*registers)
+    float64 values."""
+    halves = np.stack([words & 0xFFFF, words >> 16], axis=2).reshape(words.shape[0], -1)
+    halves = halves.astype(np.uint16)
+    if kind == "bf16":
+        return (halves.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    return halves.view(np.float16).astype(np.float64)
+
+
 _OPERATIONS = {"bar.warp": _warp_barrier, "shfl": _shfl, "vote": _vote, "match": _match,
-               "redux": _redux, "elect": _elect, "activemask": _activemask}
+               "redux": _redux, "elect": _elect, "activemask": _activemask, "mma": _mma}

@@ -1,6 +1,7 @@
-"""What the GPU targets (nvptx, amdgpu, spirv) lower the same way: a function's body,
-device functions' parameters and results (passed by value, as PTX passes them), and the
-initial values of module variables."""
+"""What the GPU targets (nvptx, amdgpu, spirv) lower the same way: a function's body, memory
+operands as pointers in their state space's address space (GpuLowering), device functions'
+parameters and results (passed by value, as PTX passes them), kernel parameters copied into
+the buffer ld.param reads, and the initial values of module variables."""
 
 from __future__ import annotations
 
@@ -9,12 +10,103 @@ from collections.abc import Callable
 
 from llvmlite import ir as ll
 
-from ptxport.codegen.lower import I1, I8, I64, PTR, FunctionLowering, const_int, value_type
+from ptxport.codegen.lower import I1, I8, I32, I64, PTR, FunctionLowering, const_int, value_type
 from ptxport.errors import UnsupportedFeatureError
 from ptxport.ir import nodes as ir
+from ptxport.ir.abi import ParamSlot, param_layout
 from ptxport.ptx.ast import FloatImm, IntImm
 
-__all__ = ["function_type", "initializer", "lower_body", "pass_type", "return_results"]
+__all__ = ["GpuLowering", "copy_kernel_parameters", "function_type", "initializer",
+           "kernel_parameters", "lower_body", "lower_device_function", "lower_return",
+           "pass_type", "return_results"]
+
+
+class GpuLowering(FunctionLowering):
+    """FunctionLowering of a GPU target: a memory operand is a pointer in the LLVM address
+    space of its state space, so that LLVM selects that space's loads and stores; a kernel's
+    parameters lie in `param_buffer` (copy_kernel_parameters), a device function's in stack
+    slots (lower_device_function).
+
+    A target's subclass says how it passes parameters and results (the class attributes
+    below, for pass_type), where a variable lies for an access in a state space
+    (`variable_in`), and what an address held in a register points at in a state space
+    (`address_in`)."""
+
+    param_buffer: ll.Value | None = None
+    # For pass_type: the target's name in its errors, why it cannot pass texture, sampler
+    # and surface references, and whether it passes predicates as bytes.
+    target_name = "gpu"
+    opaque_reason = ""
+    predicates_as_bytes = False
+    # State spaces whose addresses the target keeps in 32 bits (AMDGPU's LDS): a 64-bit
+    # register holding one is truncated, where a 32-bit one is otherwise widened.
+    narrow_spaces: frozenset[str] = frozenset()
+
+    @classmethod
+    def pass_type(cls, var: ir.Variable) -> ll.Type:
+        """How the target passes a device function's parameter or result, or a kernel's
+        parameter (pass_type)."""
+        return pass_type(var, cls.target_name, cls.opaque_reason, cls.predicates_as_bytes)
+
+    def fall_off_end(self) -> None:
+        """A kernel returns; a device function returns its results."""
+        if self.function.is_kernel:
+            self.b.ret_void()
+        else:
+            return_results(self, self.pass_type)
+
+    def pointer(self, operand, space: str | None, size: int = 1,
+                write: bool = False) -> ll.Value:
+        """A pointer in the address space the target gives `space` (None: generic), so that
+        LLVM selects the state space's instructions."""
+        if not isinstance(operand, ir.Address):
+            raise self.unsupported(self.inst, "a memory operand must be written [address]")
+        base, offset = operand.base, operand.offset
+        if isinstance(base, ir.Variable):
+            pointer = self.variable_in(base, space)
+        else:
+            pointer = self.address_in(self._address(base, space), space)
+        if offset:
+            pointer = self.b.gep(pointer, [const_int(I64, offset)], source_etype=I8)
+        return pointer
+
+    def _address(self, base: ir.Register | None, space: str | None) -> ll.Value:
+        """The address in register `base` (0 without one): an i64, or an i32 in a space of
+        `narrow_spaces`."""
+        address = const_int(I64, 0) if base is None else \
+            self.read(base, "u64" if base.type.bits == 64 else "u32")
+        if space in self.narrow_spaces:
+            return self.b.trunc(address, I32) if address.type.width == 64 else address
+        return self.b.zext(address, I64) if address.type.width == 32 else address
+
+    def variable_in(self, var: ir.Variable, space: str | None) -> ll.Value:
+        """A pointer to `var` for an access in state space `space`."""
+        raise NotImplementedError
+
+    def address_in(self, address: ll.Value, space: str | None) -> ll.Value:
+        """The pointer that `address` (from _address) is in state space `space`."""
+        raise NotImplementedError
+
+    def frame_variable(self, var: ir.Variable) -> ll.Value:
+        """A function's own .param or .local variable: its parameter's slot, else stack
+        memory made at the function's entry on first use."""
+        if var.name in self.param_pointers:
+            return self.param_pointers[var.name]
+        if var.space in ("local", "param"):
+            slot = self.local_vars.get(id(var))
+            if slot is None:
+                slot = self.entry_alloca(ll.ArrayType(I8, max(var.size, 1)), var.name,
+                                         max(var.alignment, 4))
+                self.local_vars[id(var)] = slot
+            return slot
+        raise self.unsupported(self.inst, f"a variable in .{var.space} space")
+
+
+def lower_return(fl: GpuLowering, inst: ir.Instruction) -> None:
+    """ret: a kernel returns; a device function returns its results' values. What follows
+    goes into a block of its own (unreachable unless branched to)."""
+    fl.fall_off_end()
+    fl.b.position_at_end(fl.llfn.append_basic_block("after_ret"))
 
 
 def lower_body(fl: FunctionLowering, problems: list | None) -> None:
@@ -25,6 +117,56 @@ def lower_body(fl: FunctionLowering, problems: list | None) -> None:
     fl.b.position_at_end(fl.entry)
     fl.b.branch(first)
     fl.lower_body()
+
+
+def lower_device_function(fl: GpuLowering, problems: list | None) -> None:
+    """A device function whose parameters are copied into, and whose results are returned
+    from, stack slots that the body's ld.param/st.param use (SROA makes registers of them
+    again)."""
+    for var, arg in zip(fl.function.params, fl.llfn.args, strict=True):
+        slot = fl.entry_alloca(arg.type, var.name, max(var.alignment, 1))
+        fl.b.store(arg, slot)
+        fl.param_pointers[var.name] = slot
+    for var in fl.function.returns:
+        fl.param_pointers[var.name] = fl.entry_alloca(fl.pass_type(var), var.name,
+                                                      max(var.alignment, 1))
+    lower_body(fl, problems)
+
+
+def kernel_parameters(kernel: ir.Function, pass_as: Callable[[ir.Variable], ll.Type],
+                      reference_space: int = 0) -> list[tuple[ll.Type, bool]]:
+    """Each of a kernel's LLVM parameters, with the PTX parameter's size and alignment (so that
+    a launch packs arguments as for the original), and whether it is passed by reference:
+    aggregates (`.param .align A .b8 name[N]`) and over-aligned parameters, as pointers in
+    address space `reference_space`."""
+    params = []
+    for var in kernel.params:
+        typ = pass_as(var)
+        if isinstance(typ, ll.ArrayType) or var.align not in (None, var.type.size):
+            aggregate = ll.ArrayType(I8, max(var.size, 1))
+            params.append((ll.PointerType(aggregate, addrspace=reference_space), True))
+        else:
+            params.append((typ, False))
+    return params
+
+
+def copy_kernel_parameters(
+        fl: GpuLowering, params: list[tuple[ll.Type, bool]],
+        by_reference: Callable[[GpuLowering, ll.Value, ll.Argument, ParamSlot], None]) -> None:
+    """Copy a kernel's parameters (`params` from kernel_parameters) into `fl.param_buffer`,
+    stack memory laid out by ir.abi.param_layout, which ld.param reads: one passed by value
+    is stored at its slot, and `by_reference(fl, at, arg, slot)` copies one passed by
+    reference to `at`, the target's way."""
+    slots, size = param_layout(fl.function)
+    largest = max([s.align for s in slots], default=1)
+    fl.param_buffer = fl.entry_alloca(ll.ArrayType(I8, max(size, 1)), "params", largest)
+    for slot, arg, (_, reference) in zip(slots, fl.llfn.args, params, strict=True):
+        at = fl.b.gep(fl.param_buffer, [const_int(I64, slot.offset)], source_etype=I8)
+        if reference:
+            by_reference(fl, at, arg, slot)
+        else:
+            fl.b.store(arg, at, align=slot.align)
+        fl.param_pointers[slot.name] = at
 
 
 def return_results(fl: FunctionLowering, value_type: Callable[[ir.Variable], ll.Type]) -> None:
@@ -43,9 +185,11 @@ def return_results(fl: FunctionLowering, value_type: Callable[[ir.Variable], ll.
         fl.b.ret(aggregate)
 
 
-def pass_type(var: ir.Variable, target: str, opaque_reason: str) -> ll.Type:
+def pass_type(var: ir.Variable, target: str, opaque_reason: str,
+              predicates_as_bytes: bool = False) -> ll.Type:
     """How a parameter or result of PTX size and type is passed in LLVM: f32/f64 as floats,
-    predicates as i1, other scalars as integers of their width, everything else as bytes."""
+    predicates as i1 (as bytes with `predicates_as_bytes`), other scalars as integers of
+    their width, everything else as bytes."""
     t = var.type
     if t.kind == "opaque":
         raise UnsupportedFeatureError(f".param .{t.name} {var.name}", target, None,
@@ -54,8 +198,9 @@ def pass_type(var: ir.Variable, target: str, opaque_reason: str) -> ll.Type:
         if t.name in ("f32", "f64"):
             return value_type(t)
         if t.kind == "pred":
-            return I1
-        if t.bits in (8, 16, 32, 64):
+            if not predicates_as_bytes:
+                return I1
+        elif t.bits in (8, 16, 32, 64):
             return ll.IntType(t.bits)
     return ll.ArrayType(I8, max(var.size, 1))
 

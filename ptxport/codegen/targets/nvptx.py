@@ -41,11 +41,14 @@ from ptxport.codegen.lower import (
 )
 from ptxport.codegen.ops.data import instruction_type, state_space, vector_count
 from ptxport.codegen.targets.gpu import (
+    GpuLowering,
+    copy_kernel_parameters,
     function_type,
     initializer,
+    kernel_parameters,
     lower_body,
-    pass_type,
-    return_results,
+    lower_device_function,
+    lower_return,
 )
 from ptxport.codegen.targets.nvptx_inline import (
     CONVERGENT,
@@ -58,7 +61,7 @@ from ptxport.codegen.targets.nvptx_inline import (
 )
 from ptxport.errors import CompileError, UnsupportedFeatureError
 from ptxport.ir import nodes as ir
-from ptxport.ir.abi import param_layout
+from ptxport.ir.abi import ParamSlot
 
 __all__ = ["compile_module", "build_llvm", "unsupported_instructions", "ARCHS", "INLINE_PTX",
            "TRIPLE"]
@@ -81,52 +84,32 @@ _NEWEST_PTX = (9, 0)
 
 # --- the function lowering --------------------------------------------------------------------
 
-class NvptxLowering(FunctionLowering):
-    """FunctionLowering with NVPTX's own lowerings of some opcodes (inline PTX, vector and
-    address-space-aware loads and stores) and pointers in their state space's LLVM address
-    space."""
+class NvptxLowering(GpuLowering):
+    """GpuLowering with NVPTX's own lowerings of some opcodes (inline PTX, vector and
+    address-space-aware loads and stores); pointers are in the LLVM address space of their
+    state space (generic for None and a device function's .param)."""
 
-    param_buffer: ll.Value | None = None
+    target_name = "nvptx"
+    opaque_reason = _OPAQUE
 
     def lowering_for(self, inst: ir.Instruction):
         return self.target.own_lowering(inst) or super().lowering_for(inst)
 
-    def fall_off_end(self) -> None:
-        if self.function.is_kernel:
-            self.target.exit(self)
-        else:
-            _return_results(self)
-
-    def pointer(self, operand, space: str | None, size: int = 1,
-                write: bool = False) -> ll.Value:
-        """A pointer in the LLVM address space of `space` (generic for None and a device
-        function's .param), so that LLVM selects the state space's instructions."""
-        if not isinstance(operand, ir.Address):
-            raise self.unsupported(self.inst, "a memory operand must be written [address]")
-        base, offset = operand.base, operand.offset
+    def variable_in(self, var: ir.Variable, space: str | None) -> ll.Value:
+        pointer = self.target.own_pointer(self, var)
         wanted = LOCAL if space == "local" else _SPACES.get(space, 0)
-        if isinstance(base, ir.Variable):
-            pointer = self.target.own_pointer(self, base)
-            if pointer.type.addrspace != wanted:
-                pointer = self.b.addrspacecast(pointer, ll.PointerType(addrspace=wanted))
-        else:
-            if base is None:
-                address = const_int(I64, 0)
-            else:
-                address = self.read(base, "u64" if base.type.bits == 64 else "u32")
-                if address.type.width == 32:
-                    address = self.b.zext(address, I64)
-            window = self.target.space_base(self, space) if space == "param" else None
-            if window is not None:
-                pointer = self.b.gep(window, [address], source_etype=I8)
-            elif space == "local":  # local addresses are generic: cvta.to.local
-                pointer = self.b.addrspacecast(self.b.inttoptr(address, PTR),
-                                               ll.PointerType(addrspace=LOCAL))
-            else:
-                pointer = self.b.inttoptr(address, ll.PointerType(addrspace=wanted))
-        if offset:
-            pointer = self.b.gep(pointer, [const_int(I64, offset)], source_etype=I8)
+        if pointer.type.addrspace != wanted:
+            pointer = self.b.addrspacecast(pointer, ll.PointerType(addrspace=wanted))
         return pointer
+
+    def address_in(self, address: ll.Value, space: str | None) -> ll.Value:
+        window = self.target.space_base(self, space) if space == "param" else None
+        if window is not None:
+            return self.b.gep(window, [address], source_etype=I8)
+        if space == "local":  # local addresses are generic: cvta.to.local
+            return self.b.addrspacecast(self.b.inttoptr(address, PTR),
+                                        ll.PointerType(addrspace=LOCAL))
+        return self.b.inttoptr(address, ll.PointerType(addrspace=_SPACES.get(space, 0)))
 
 
 def _load(fl: NvptxLowering, inst: ir.Instruction) -> None:
@@ -264,16 +247,7 @@ class NvptxTarget(Target):
                                      f"the .{var.space} variable '{var.name}' is not declared "
                                      "at module scope")
             return pointer
-        if var.name in fl.param_pointers:
-            return fl.param_pointers[var.name]
-        if var.space in ("local", "param"):
-            slot = fl.local_vars.get(id(var))
-            if slot is None:
-                slot = fl.entry_alloca(ll.ArrayType(I8, max(var.size, 1)), var.name,
-                                       max(var.alignment, 4))
-                fl.local_vars[id(var)] = slot
-            return slot
-        raise fl.unsupported(fl.inst, f"a variable in .{var.space} space")
+        return fl.frame_variable(var)
 
     def variable_pointer(self, fl: FunctionLowering, var: ir.Variable) -> ll.Value:
         """A generic pointer to the variable. Shared and const variables: the window's start
@@ -432,41 +406,11 @@ class NvptxTarget(Target):
         return True
 
 
-def _return(fl: NvptxLowering, inst: ir.Instruction) -> None:
-    """ret: a kernel exits; a device function returns its results' values."""
-    if fl.function.is_kernel:
-        fl.target.exit(fl)
-    else:
-        _return_results(fl)
-    fl.b.position_at_end(fl.llfn.append_basic_block("after_ret"))
-
-
-def _return_results(fl: FunctionLowering) -> None:
-    return_results(fl, _value_type)
-
-
-def _value_type(var: ir.Variable) -> ll.Type:
-    return pass_type(var, "nvptx", _OPAQUE)
-
-
-def _function_type(f: ir.Function) -> ll.FunctionType:
-    return function_type(f, _value_type)
-
-
-_OWN_LOWERINGS = {"ret": _return, "ld": _load, "ldu": _load, "st": _store, "alloca": _alloca,
+_OWN_LOWERINGS = {"ret": lower_return, "ld": _load, "ldu": _load, "st": _store, "alloca": _alloca,
                   "stacksave": _stacksave, "stackrestore": _stackrestore}
 
 
 # --- module-level lowering ----------------------------------------------------------------------
-
-def _kernel_parameter(var: ir.Variable) -> tuple[ll.Type, bool]:
-    """The LLVM parameter that has the PTX parameter's size and alignment, and whether it is
-    an aggregate passed byval (`.param .align A .b8 name[N]`)."""
-    typ = _value_type(var)
-    if isinstance(typ, ll.ArrayType) or var.align not in (None, var.type.size):
-        return ll.PointerType(ll.ArrayType(I8, max(var.size, 1))), True
-    return typ, False
-
 
 def _declare_variables(module: ir.Module, llmod: ll.Module,
                        collecting: bool) -> dict[object, ll.Value]:
@@ -547,7 +491,8 @@ def build_llvm(module: ir.Module, problems: list | None = None) -> ll.Module:
     for f in module.functions.values():
         if not f.is_kernel:
             try:
-                fn = ll.Function(llmod, _function_type(f), name=f.name)
+                fn = ll.Function(llmod, function_type(f, NvptxLowering.pass_type),
+                                 name=f.name)
             except UnsupportedFeatureError as e:
                 if problems is None:
                     raise UnsupportedFeatureError(e.feature, e.target, module.location(f.pos),
@@ -564,31 +509,15 @@ def build_llvm(module: ir.Module, problems: list | None = None) -> ll.Module:
         if f.is_kernel:
             _lower_kernel(module, f, llmod, target, problems)
         else:
-            _lower_device_function(module, f, functions[f.name], target, problems)
+            lower_device_function(NvptxLowering(module, f, functions[f.name], target),
+                                  problems)
     return llmod
-
-
-
-
-def _lower_device_function(module: ir.Module, f: ir.Function, fn: ll.Function,
-                           target: NvptxTarget, problems: list | None) -> None:
-    """Parameters are copied into, and results returned from, stack slots that the body's
-    ld.param/st.param use (SROA makes registers of them again)."""
-    fl = NvptxLowering(module, f, fn, target)
-    for var, arg in zip(f.params, fn.args, strict=True):
-        slot = fl.entry_alloca(arg.type, var.name, max(var.alignment, 1))
-        fl.b.store(arg, slot)
-        fl.param_pointers[var.name] = slot
-    for var in f.returns:
-        fl.param_pointers[var.name] = fl.entry_alloca(_value_type(var), var.name,
-                                                      max(var.alignment, 1))
-    lower_body(fl, problems)
 
 
 def _lower_kernel(module: ir.Module, kernel: ir.Function, llmod: ll.Module,
                   target: NvptxTarget, problems: list | None) -> None:
     try:
-        params = [_kernel_parameter(p) for p in kernel.params]
+        params = kernel_parameters(kernel, NvptxLowering.pass_type)
     except UnsupportedFeatureError as e:
         if problems is None:
             raise UnsupportedFeatureError(e.feature, e.target, module.location(kernel.pos),
@@ -599,20 +528,16 @@ def _lower_kernel(module: ir.Module, kernel: ir.Function, llmod: ll.Module,
                      name=kernel.name)
     fn.calling_convention = "ptx_kernel"
     _annotate(llmod, fn, kernel)
-    fl = NvptxLowering(module, kernel, fn, target)
-    slots, size = param_layout(kernel)
-    largest = max([s.align for s in slots], default=1)
-    fl.param_buffer = fl.entry_alloca(ll.ArrayType(I8, max(size, 1)), "params", largest)
     memcpy = _declare(llmod, "llvm.memcpy.p0.p0.i64", ll.VoidType(), [PTR, PTR, I64, I1])
-    for slot, arg, (_, byval) in zip(slots, fn.args, params, strict=True):
-        at = fl.b.gep(fl.param_buffer, [const_int(I64, slot.offset)], source_etype=I8)
-        if byval:  # a memcpy, which LLVM turns into loads of the parameter where it is read
-            arg.add_attribute("byval")
-            arg.attributes.align = slot.align
-            fl.b.call(memcpy, [at, fl.b.bitcast(arg, PTR), const_int(I64, slot.size), I1(0)])
-        else:
-            fl.b.store(arg, at, align=slot.align)
-        fl.param_pointers[slot.name] = at
+
+    def byval(fl: GpuLowering, at: ll.Value, arg: ll.Argument, slot: ParamSlot) -> None:
+        """A memcpy, which LLVM turns into loads of the parameter where it is read."""
+        arg.add_attribute("byval")
+        arg.attributes.align = slot.align
+        fl.b.call(memcpy, [at, fl.b.bitcast(arg, PTR), const_int(I64, slot.size), I1(0)])
+
+    fl = NvptxLowering(module, kernel, fn, target)
+    copy_kernel_parameters(fl, params, byval)
     lower_body(fl, problems)
 
 

@@ -45,11 +45,12 @@ from ptxport.codegen.lower import I8, I32, I64, FunctionLowering, Target, const_
 from ptxport.codegen.ops import atomic
 from ptxport.codegen.ops.data import state_space, vector_count
 from ptxport.codegen.targets.gpu import (
+    GpuLowering,
     function_type,
     initializer,
     lower_body,
-    pass_type,
-    return_results,
+    lower_device_function,
+    lower_return,
 )
 from ptxport.errors import CompileError, UnsupportedFeatureError
 from ptxport.ir import nodes as ir
@@ -96,10 +97,12 @@ class KernelLayout:
 
 # --- the function lowering --------------------------------------------------------------------
 
-class SpirvLowering(FunctionLowering):
-    """FunctionLowering with pointers in their state space's address space."""
+class SpirvLowering(GpuLowering):
+    """GpuLowering with pointers in their state space's address space (through the generic
+    one, as SPIR-V casts), and the CTA's shared memory a kernel argument."""
 
-    param_buffer: ll.Value | None = None
+    target_name = "spirv"
+    opaque_reason = "texture, sampler and surface references have no SPIR-V form in ptxport"
     shared: ll.Value | None = None        # local i8*: the CTA's shared memory
     shared_bytes: ll.Value | None = None  # its size (static + dynamic), i32
 
@@ -119,42 +122,22 @@ class SpirvLowering(FunctionLowering):
     def lowering_for(self, inst: ir.Instruction):
         return _OWN_LOWERINGS.get(inst.opcode) or super().lowering_for(inst)
 
-    def fall_off_end(self) -> None:
-        if self.function.is_kernel:
-            self.b.ret_void()
-        else:
-            _return_results(self)
-
-    def pointer(self, operand, space: str | None, size: int = 1,
-                write: bool = False) -> ll.Value:
-        if not isinstance(operand, ir.Address):
-            raise self.unsupported(self.inst, "a memory operand must be written [address]")
-        base, offset = operand.base, operand.offset
-        if isinstance(base, ir.Variable):
-            pointer = self.target.own_pointer(self, base)
-            wanted = _SPACE_OF.get(space, GENERIC)
-            if pointer.type.addrspace != wanted:
-                pointer = self.b.addrspacecast(pointer, _ptr(GENERIC))
-                if wanted != GENERIC:
-                    pointer = self.b.addrspacecast(pointer, _ptr(wanted))
-        else:
-            if base is None:
-                address = const_int(I64, 0)
-            else:
-                address = self.read(base, "u64" if base.type.bits == 64 else "u32")
-                if address.type.width == 32:
-                    address = self.b.zext(address, I64)
-            if space == "shared":
-                pointer = self.b.gep(self.target.shared_pointer(self), [address],
-                                     source_etype=I8)
-            elif space == "param":
-                pointer = self.b.gep(self.target.space_base(self, "param"), [address],
-                                     source_etype=I8)
-            else:
-                pointer = self.b.inttoptr(address, _ptr(_SPACE_OF.get(space, GENERIC)))
-        if offset:
-            pointer = self.b.gep(pointer, [const_int(I64, offset)], source_etype=I8)
+    def variable_in(self, var: ir.Variable, space: str | None) -> ll.Value:
+        pointer = self.target.own_pointer(self, var)
+        wanted = _SPACE_OF.get(space, GENERIC)
+        if pointer.type.addrspace != wanted:
+            pointer = self.b.addrspacecast(pointer, _ptr(GENERIC))
+            if wanted != GENERIC:
+                pointer = self.b.addrspacecast(pointer, _ptr(wanted))
         return pointer
+
+    def address_in(self, address: ll.Value, space: str | None) -> ll.Value:
+        if space == "shared":
+            return self.b.gep(self.target.shared_pointer(self), [address], source_etype=I8)
+        if space == "param":
+            return self.b.gep(self.target.space_base(self, "param"), [address],
+                              source_etype=I8)
+        return self.b.inttoptr(address, _ptr(_SPACE_OF.get(space, GENERIC)))
 
 
 def _too_wide(inst: ll.Instruction) -> bool:
@@ -165,22 +148,10 @@ def _too_wide(inst: ll.Instruction) -> bool:
     return any(isinstance(o.type, ll.IntType) and o.type.width > 64 for o in inst.operands)
 
 
-def _return(fl: SpirvLowering, inst: ir.Instruction) -> None:
-    if fl.function.is_kernel:
-        fl.b.ret_void()
-    else:
-        _return_results(fl)
-    fl.b.position_at_end(fl.llfn.append_basic_block("after_ret"))
-
-
 def _exit(fl: SpirvLowering, inst: ir.Instruction) -> None:
     if not fl.function.is_kernel:
         raise fl.unsupported(inst, "exit in a device function: OpenCL can only return")
-    _return(fl, inst)
-
-
-def _return_results(fl: FunctionLowering) -> None:
-    return_results(fl, _value_type)
+    lower_return(fl, inst)
 
 
 def _alloca(fl: SpirvLowering, inst: ir.Instruction) -> None:
@@ -224,17 +195,8 @@ def _atom(fl: SpirvLowering, inst: ir.Instruction) -> None:
         fl.write(dest, old, t)
 
 
-def _value_type(var: ir.Variable) -> ll.Type:
-    return pass_type(var, "spirv", "texture, sampler and surface references have no SPIR-V "
-                                   "form in ptxport")
-
-
-def _function_type(f: ir.Function) -> ll.FunctionType:
-    return function_type(f, _value_type)
-
-
-_OWN_LOWERINGS = {"ret": _return, "exit": _exit, "alloca": _alloca, "atom": _atom, "red": _atom,
-                  "stacksave": _no_stack, "stackrestore": _no_stack}
+_OWN_LOWERINGS = {"ret": lower_return, "exit": _exit, "alloca": _alloca, "atom": _atom,
+                  "red": _atom, "stacksave": _no_stack, "stackrestore": _no_stack}
 
 
 # --- the target ---------------------------------------------------------------------------
@@ -351,16 +313,7 @@ class SpirvTarget(Target):
                                               "(texture, sampler and surface references "
                                               "have no OpenCL equivalent here)")
             return pointer
-        if var.name in fl.param_pointers:
-            return fl.param_pointers[var.name]
-        if var.space in ("local", "param"):
-            slot = fl.local_vars.get(id(var))
-            if slot is None:
-                slot = fl.entry_alloca(ll.ArrayType(I8, max(var.size, 1)), var.name,
-                                       max(var.alignment, 4))
-                fl.local_vars[id(var)] = slot
-            return slot
-        raise fl.unsupported(fl.inst, f"a variable in .{var.space} space")
+        return fl.frame_variable(var)
 
     def variable_pointer(self, fl: FunctionLowering, var: ir.Variable) -> ll.Value:
         """A generic pointer to the variable (its address is the generic address, or for
@@ -549,7 +502,7 @@ def build_llvm(module: ir.Module, problems: list | None = None,
         if f.is_kernel or f.is_declaration or f.name in inlined_only:
             continue
         try:
-            fn = ll.Function(llmod, _function_type(f), name=f.name)
+            fn = ll.Function(llmod, function_type(f, SpirvLowering.pass_type), name=f.name)
         except UnsupportedFeatureError as e:
             if problems is None:
                 raise UnsupportedFeatureError(e.feature, "spirv", module.location(f.pos),
@@ -571,26 +524,12 @@ def build_llvm(module: ir.Module, problems: list | None = None,
             layouts[f.name] = _lower_inlined_kernel(module, f, llmod, target, problems,
                                                     inlined_only)
         else:
-            _lower_device_function(module, f, functions[f.name], target, problems)
+            lower_device_function(SpirvLowering(module, f, functions[f.name], target),
+                                  problems)
     if target.prints:   # known once every function is lowered
         layouts = {name: replace(layout, prints=True, prints_doubles=target.prints_doubles)
                    for name, layout in layouts.items()}
     return llmod, layouts
-
-
-
-
-def _lower_device_function(module: ir.Module, f: ir.Function, fn: ll.Function,
-                           target: SpirvTarget, problems: list | None) -> None:
-    fl = SpirvLowering(module, f, fn, target)
-    for var, arg in zip(f.params, fn.args, strict=True):
-        slot = fl.entry_alloca(arg.type, var.name, max(var.alignment, 1))
-        fl.b.store(arg, slot)
-        fl.param_pointers[var.name] = slot
-    for var in f.returns:
-        fl.param_pointers[var.name] = fl.entry_alloca(_value_type(var), var.name,
-                                                      max(var.alignment, 1))
-    lower_body(fl, problems)
 
 
 def _lower_inlined_kernel(module: ir.Module, kernel: ir.Function, llmod: ll.Module,
