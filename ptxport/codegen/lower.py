@@ -128,9 +128,9 @@ class Target(ABC):
         """Barriers and warp-level operations (bar, barrier, shfl, vote, match, redux, ...)."""
         raise fl.unsupported(inst, "this target has no barriers or warp operations yet")
 
-    def matrix_multiply(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
-        """mma.sync.aligned (a warp-collective matrix multiply-accumulate)."""
-        raise fl.unsupported(inst, f"mma (a warp's matrix multiply-accumulate) is not "
+    def warp_matrix(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
+        """The warp-collective matrix instructions (mma.sync.aligned, ldmatrix)."""
+        raise fl.unsupported(inst, f"{inst.opcode} (a warp's matrix instruction) is not "
                                    f"implemented on target {self.name}")
 
     def poll(self, fl: FunctionLowering, inst: ir.Instruction, test) -> ll.Value:

@@ -31,7 +31,7 @@ __all__ = ["inline_calls", "inline_waiting_calls", "functions_that", "uses_share
 
 # Operations where a thread waits for other threads (PTX ISA 9.7.13).
 WAIT_OPCODES = frozenset(("bar", "barrier", "shfl", "vote", "match", "redux", "activemask",
-                          "elect", "mma"))
+                          "elect", "mma", "ldmatrix"))
 
 _BRA = Spec("bra", (), (), {})
 

@@ -1,12 +1,12 @@
-"""mma.sync.aligned on the CPU (cpu_sync.py `_mma`): the forms it computes are checked against
-an H100 by the corpus (tests/kernels/mma_sync.cu); here, what it refuses."""
+"""mma.sync.aligned and ldmatrix on the CPU (cpu_sync.py): the forms it computes are checked against
+an H100 by the corpus (tests/kernels/mma_sync.cu, ldmatrix_mma.cu); here, what it refuses."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from cpu_harness import kernel_ptx, run_ptx
 
+from cpu_harness import kernel_ptx, run_ptx
 from ptxport.errors import KernelExecutionError, UnsupportedFeatureError
 
 BODY = """
@@ -47,3 +47,33 @@ def test_a_warp_with_missing_lanes_is_an_error():
     with pytest.raises(KernelExecutionError, match="all 32 lanes"):
         run_ptx(_ptx("m16n8k16.row.col.f32.f16.f16.f32", guard), "k", 1, 32,
                 [np.zeros(32, np.float32)])
+
+
+LDMATRIX = """
+.reg .b32 %r<8>; .reg .b64 %rd<4>; .reg .pred %p<2>;
+.shared .align 16 .b8 tile[256];
+ld.param.u64 %rd1, [pout];
+mov.u32 %r1, %tid.x;
+mov.u32 %r2, tile;
+setp.ge.u32 %p1, %r1, 16;
+@%p1 mov.u32 %r2, 1048576;
+ldmatrix.sync.aligned.{FORM} {%r3, %r4}, [%r2];
+mul.wide.u32 %rd2, %r1, 4;
+add.s64 %rd3, %rd1, %rd2;
+st.global.u32 [%rd3], %r3;
+"""
+
+
+def test_an_ldmatrix_form_it_does_not_load_is_refused():
+    ptx = kernel_ptx(LDMATRIX.replace("{FORM}", "m16n16.x2.trans.shared.b8"), ".param .u64 pout")
+    with pytest.raises(UnsupportedFeatureError, match="m8n8"):
+        run_ptx(ptx, "k", 1, 32, [np.zeros(32, np.uint32)])
+
+
+def test_lanes_past_the_rows_give_no_address():
+    # .x2: only lanes 0-15 give row addresses (all the tile's first row here); lanes 16-31
+    # hold an address far outside shared memory, which PTX ignores: no fault
+    ptx = kernel_ptx(LDMATRIX.replace("{FORM}", "m8n8.x2.shared.b16"), ".param .u64 pout")
+    out = np.ones(32, np.uint32)
+    run_ptx(ptx, "k", 1, 32, [out])
+    np.testing.assert_array_equal(out, np.zeros(32, np.uint32))

@@ -1,5 +1,5 @@
-"""Cases for the numerical workloads: gemm_tiled, mma_sync, matvec, spmv_csr, convolution,
-stencil_1d/2d/3d, softmax, layernorm, nbody and mandelbrot.
+"""Cases for the numerical workloads: gemm_tiled, mma_sync, ldmatrix_mma, matvec, spmv_csr,
+convolution, stencil_1d/2d/3d, softmax, layernorm, nbody and mandelbrot.
 
 Where a kernel's float operations are all determined (explicit fmaf, or the contraction that
 NVRTC's PTX shows: noted per case), the reference replays them one by one with exact fma models
@@ -460,5 +460,28 @@ MMA = [
     _mma_case("mma_m16n8k8_f16_f32", 8, "f16"),
     _mma_case("mma_m16n8k16_f16_f16", 16, "f16", f16_cd=True),
 ]
+
+K_LDM = 48
+
+
+def _ldmatrix_case(kernel: str, transposed: bool) -> KernelCase:
+    def make(rng):
+        return [inp(_small(rng, T_MMA * 16 * K_LDM, "f16")),
+                inp(_small(rng, T_MMA * 8 * K_LDM, "f16")),
+                out(poison(T_MMA * 128, np.float32)), scalar(np.int32(K_LDM))]
+
+    def reference(args):
+        a = _as_float(args[0].value, "f16").reshape(T_MMA, 16, K_LDM)
+        b = _as_float(args[1].value, "f16")
+        b = b.reshape(T_MMA, K_LDM, 8) if transposed else \
+            b.reshape(T_MMA, 8, K_LDM).transpose(0, 2, 1)
+        return {2: (a @ b).astype(np.float32).ravel()}
+
+    return KernelCase("ldmatrix_mma.cu", kernel, (T_MMA, 1, 1), (32, 1, 1), 0, make, reference,
+                      notes="exact: small multiples of 1/4, every product and sum exact")
+
+
+MMA += [_ldmatrix_case("ldmatrix_gemm_f16", False),
+        _ldmatrix_case("ldmatrix_trans_gemm_f16", True)]
 
 CASES = GEMM + MMA + MATVEC + SPMV + CONVOLUTION + STENCILS + NORMS + NBODY + MANDELBROT

@@ -12,11 +12,12 @@ def synchronize(fl: FunctionLowering, inst: ir.Instruction) -> None:
     fl.target.synchronize(fl, inst)
 
 
-@lowering("mma")
-def matrix_multiply(fl: FunctionLowering, inst: ir.Instruction) -> None:
+@lowering("mma", "ldmatrix")
+def warp_matrix(fl: FunctionLowering, inst: ir.Instruction) -> None:
     """mma.sync.aligned: the warp's 32 lanes together compute D = A * B + C, each holding
-    fragments of the matrices (a target with tensor cores keeps the instruction)."""
-    fl.target.matrix_multiply(fl, inst)
+    fragments of the matrices; ldmatrix: they load matrices from shared memory into such
+    fragments (a target with tensor cores keeps the instructions)."""
+    fl.target.warp_matrix(fl, inst)
 
 
 @lowering("membar", "fence")

@@ -361,9 +361,12 @@ class CpuTarget(Target):
 
         cpu_sync.lower_wait(self, fl, inst, number)
 
-    def matrix_multiply(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
-        """A warp operation like the others: the lanes leave their fragments in their
-        frames and the executor multiplies (cpu_sync.py)."""
+    def lane_id(self, fl: FunctionLowering) -> ll.Value:
+        return self._frame_field(fl, "laneid")
+
+    def warp_matrix(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
+        """A warp operation like the others: the lanes leave their fragments (or row
+        addresses) in their frames and the executor computes (cpu_sync.py)."""
         self.synchronize(fl, inst)
 
     def poll(self, fl: FunctionLowering, inst: ir.Instruction, test) -> ll.Value:

@@ -25,6 +25,8 @@ of a block whose size is not a multiple of 32 count as exited. The exchange prot
     match.{any,all}.sync.{b32,b64} d{|p}, a, m    in0 = a, in3 = m; out0 = d, out1 = p
     redux.sync.op.type d, a, m                    in0 = a (its bits), in3 = m; out0 = d
     elect.sync d|p, m                             in3 = m; out0 = d (leader's lane), out1 = p
+    ldmatrix.sync.aligned.m8n8.num r, [p]         in0 = the row's host address (lanes below
+                                                  8*num); r's words in out0, out1
     mma.sync.aligned.shape.row.col d, a, b, c     the 32-bit words of a, b, c in order, two
                                                   per slot in0..in5 (low word first);
                                                   d's words in out0, out1
@@ -62,12 +64,14 @@ Who takes part, and when an operation completes:
 
 from __future__ import annotations
 
+import ctypes
 from dataclasses import dataclass
 
 import numpy as np
 from llvmlite import ir as ll
 
 from ptxport.codegen.lower import I1, I32, I64, FunctionLowering
+from ptxport.codegen.ops.data import state_space
 from ptxport.errors import KernelExecutionError
 from ptxport.ir import nodes as ir
 from ptxport.ptx.ast import Sink
@@ -229,6 +233,40 @@ def _lower_mma(target, fl, inst, number) -> None:
         fl.write(register, fl.b.trunc(word, I32), "b32")
 
 
+def _lower_ldmatrix(target, fl, inst, number) -> None:
+    """ldmatrix.sync.aligned.m8n8.num{.trans}{.shared}.b16 r, [p]: the first 8*num lanes give
+    the addresses of the matrices' rows (16 bytes each), checked here; the others' are
+    ignored, as PTX ignores them."""
+    spec = inst.spec
+    if spec.get("shape") != "m8n8" or spec.types != ("b16",):
+        raise fl.unsupported(inst, "this ldmatrix form on the CPU (it loads .m8n8 .b16)")
+    count = int(spec.get("num")[1])
+    dest, address = inst.operands
+    outputs = dest.elements if isinstance(dest, ir.VectorValue) else (dest,)
+    if len(outputs) != count:
+        raise fl.unsupported(inst, f"ldmatrix .x{count} needs {count} destination registers")
+    b = fl.b
+    gives = b.icmp_unsigned("<", target.lane_id(fl), I32(8 * count))
+    before = b.block
+    load, joined = (fl.llfn.append_basic_block(x) for x in ("ldmatrix_row", "ldmatrix_rows"))
+    b.cbranch(gives, load, joined)
+    b.position_at_end(load)
+    row = b.ptrtoint(fl.pointer(address, state_space(inst), 16), I64)
+    loaded = b.block
+    b.branch(joined)
+    b.position_at_end(joined)
+    value = b.phi(I64)
+    value.add_incoming(I64(0), before)
+    value.add_incoming(row, loaded)
+    _store_slot(target, fl, "in0", value)
+    target.spill_and_return(fl, number)
+    for k, register in enumerate(outputs):
+        word = _load_slot(target, fl, f"out{k // 2}", I64)
+        if k % 2:
+            word = fl.b.lshr(word, I64(32))
+        fl.write(register, fl.b.trunc(word, I32), "b32")
+
+
 # mma shapes and types the CPU computes: (shape, d type, a type, b type, c type) -> the
 # number of 32-bit registers of each operand (PTX ISA 9.7.14.5.x, the fragment layouts).
 MMA_FORMS = {
@@ -262,7 +300,7 @@ _LOWER = {
     "cta": _lower_cta_barrier, "cluster.arrive": _lower_no_operands,
     "cluster.wait": _lower_no_operands, "bar.warp": _lower_warp_barrier, "shfl": _lower_shfl,
     "vote": _lower_vote, "match": _lower_match, "redux": _lower_redux, "elect": _lower_elect,
-    "activemask": _lower_activemask, "mma": _lower_mma,
+    "activemask": _lower_activemask, "mma": _lower_mma, "ldmatrix": _lower_ldmatrix,
 }
 
 
@@ -318,7 +356,8 @@ class _Table:
                 continue
             self.kind[number] = WARP_OPERATION
             # (mma.sync.aligned has no member mask: the whole warp takes part)
-            masked = (inst.spec.has("sync") or kind == "bar.warp") and kind != "mma"
+            masked = (inst.spec.has("sync") or kind == "bar.warp") and kind not in (
+                "mma", "ldmatrix")
             key = (kind, frozenset(inst.spec.modifiers)) if masked else number
             if key not in keys:
                 keys[key] = len(self.groups)
@@ -746,6 +785,36 @@ def _mma(state, inst, at, threads, part) -> None:
             slots["out0"][lanes] = pair0 | (pair1 << np.uint64(32))
 
 
+def _ldmatrix(state, inst, at, threads, part) -> None:
+    """ldmatrix.sync.aligned.m8n8.num{.trans}.b16 (PTX ISA 9.7.14.5.15): lane 8j + r gives
+    the address of row r of matrix j; each lane l receives, in its register j, the elements
+    (l / 4, 2 (l % 4)) and (l / 4, 2 (l % 4) + 1) of matrix j (of its transpose with
+    .trans), the lower column in the lower half."""
+    slots = state.slots
+    count = int(inst.spec.get("num")[1])
+    transposed = inst.spec.has("trans")
+    lane = np.arange(32)
+    for w in np.unique(threads >> 5):
+        lanes = lane + 32 * int(w)
+        if lanes[-1] >= state.count or not at[lanes].all():
+            t = int(threads[(threads >> 5) == w][0])
+            raise state.error(t, "ldmatrix.sync.aligned needs all 32 lanes of the warp at the "
+                                 "same ldmatrix (undefined in PTX otherwise)")
+        words = []
+        for j in range(count):
+            rows = [np.frombuffer(ctypes.string_at(int(slots["in0"][lanes[8 * j + r]]), 16),
+                                  np.uint16) for r in range(8)]
+            matrix = np.stack(rows)
+            if transposed:
+                matrix = matrix.T
+            low = matrix[lane // 4, (lane % 4) * 2].astype(np.uint64)
+            high = matrix[lane // 4, (lane % 4) * 2 + 1].astype(np.uint64)
+            words.append(low | (high << np.uint64(16)))
+        for k in range(0, count, 2):
+            high = words[k + 1] << np.uint64(32) if k + 1 < count else np.uint64(0)
+            slots[f"out{k // 2}"][lanes] = words[k] | high
+
+
 def _halves(words: np.ndarray, kind: str) -> np.ndarray:
     """Registers holding two 16-bit floats each (low half first) as (lanes, 2*registers)
     float64 values."""
@@ -757,4 +826,5 @@ def _halves(words: np.ndarray, kind: str) -> np.ndarray:
 
 
 _OPERATIONS = {"bar.warp": _warp_barrier, "shfl": _shfl, "vote": _vote, "match": _match,
-               "redux": _redux, "elect": _elect, "activemask": _activemask, "mma": _mma}
+               "redux": _redux, "elect": _elect, "activemask": _activemask, "mma": _mma,
+               "ldmatrix": _ldmatrix}
