@@ -79,6 +79,9 @@ def _devices(args) -> int:
             "multiprocessors": p.multiprocessor_count, "warp_size": p.warp_size,
             "max_threads_per_block": p.max_threads_per_block,
             "shared_memory_per_block": p.max_shared_memory_per_block,
+            # whether kernels may find device addresses anywhere (in structs, in device
+            # memory) or only in pointer parameters (OpenCL devices without SVM)
+            "unified_addressing": p.unified_addressing,
         })
     absent = {name: why for name, why in system.backends.items() if why}
     if args.json:
@@ -87,7 +90,9 @@ def _devices(args) -> int:
     for d in devices:
         print(f"{d['device']}: {d['name']}, {d['multiprocessors']} cores, warp size "
               f"{d['warp_size']}, {d['max_threads_per_block']} threads per block, "
-              f"{d['shared_memory_per_block'] // 1024} KiB shared memory per block")
+              f"{d['shared_memory_per_block'] // 1024} KiB shared memory per block"
+              + ("" if d["unified_addressing"] else
+                 "; device addresses only in pointer parameters (no unified addressing)"))
     for name, why in absent.items():
         print(f"{name}: absent: {why}")
     for name, why in _opencl_devices_skipped():

@@ -123,4 +123,5 @@ def test_devices_json(capsys):
     report = json.loads(out)
     cpu = [d for d in report["devices"] if d["device"] == "cpu:0"]
     assert code == 0 and cpu and cpu[0]["warp_size"] == 32
+    assert cpu[0]["unified_addressing"] is True
     assert set(report["absent_backends"]) >= {"cuda", "hip"}
