@@ -43,19 +43,20 @@ from ptxport.codegen.lower import (
     I64,
     PTR,
     FunctionLowering,
-    Target,
     value_type,
 )
 from ptxport.codegen.targets.amdgpu_warp import WarpModel, declare
 from ptxport.codegen.targets.gpu import (
     GpuLowering,
+    GpuTarget,
     copy_kernel_parameters,
-    function_type,
-    initializer,
+    declare_functions,
+    initialize,
     kernel_parameters,
     lower_body,
     lower_device_function,
     lower_return,
+    module_variable,
 )
 from ptxport.errors import CompileError, UnsupportedFeatureError
 from ptxport.ir import nodes as ir
@@ -112,11 +113,6 @@ class _PrivateBuilder(ll.IRBuilder):
         instr = _PrivateAlloca(self.block, typ, size, name)
         self._insert(instr)
         return instr
-
-
-def _generic(constant: ll.Constant) -> ll.Constant:
-    return ll.FormattedConstant(PTR, f"addrspacecast ({constant.type} "
-                                     f"{constant.get_reference()} to ptr)")
 
 
 # The flat address of LDS offset 0 (the aperture): LDS offset 1 made flat, less 1 (LDS's
@@ -203,12 +199,13 @@ _OWN_LOWERINGS = {"ret": lower_return, "alloca": _alloca, "stacksave": _stacksav
 
 # --- the target ---------------------------------------------------------------------------
 
-class AmdgpuTarget(Target):
+class AmdgpuTarget(GpuTarget):
+    no_function = "which has no AMDGPU body (printf and other system calls have none)"
+
     def __init__(self, module: ir.Module, llmod: ll.Module, chip: str,
                  globals_: dict[str, ll.Value], functions: dict[str, ll.Function]):
-        self.name = f"amdgpu:{chip}"
-        self.module, self.llmod, self.chip = module, llmod, chip
-        self.globals, self.functions = globals_, functions
+        super().__init__(module, llmod, globals_, functions)
+        self.name, self.chip = f"amdgpu:{chip}", chip
         self.warp = WarpModel(llmod, CHIPS[chip], self.name)
 
     def special_register(self, fl: FunctionLowering, reg: ir.SpecialRegister) -> ll.Value:
@@ -224,12 +221,7 @@ class AmdgpuTarget(Target):
     def own_pointer(self, fl: FunctionLowering, var: ir.Variable) -> ll.Value:
         """A variable's storage, in its state space's address space."""
         if var.space in _SPACES:
-            pointer = self.globals.get(var.name)
-            if pointer is None:
-                raise fl.unsupported(fl.inst, _OPAQUE if var.type.kind == "opaque" else
-                                     f"the .{var.space} variable '{var.name}' is not declared "
-                                     "at module scope")
-            return pointer
+            return self.global_variable(fl, var)
         return fl.frame_variable(var)
 
     def variable_pointer(self, fl: FunctionLowering, var: ir.Variable) -> ll.Value:
@@ -251,23 +243,6 @@ class AmdgpuTarget(Target):
     def trap(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
         fl.b.call(declare(self.llmod, "llvm.trap", ll.VoidType(), []), [])
         fl.b.unreachable()
-
-    def call(self, fl, inst, callee: ir.Function, returns: list, args: list) -> None:
-        """Device functions take parameters and give results by value, as PTX passes them."""
-        if len(args) != len(callee.params) or len(returns) != len(callee.returns):
-            raise fl.unsupported(inst, "a call whose arguments do not match the callee")
-        if not all(isinstance(v, ir.Variable) for v in list(returns) + list(args)):
-            raise fl.unsupported(inst, "call arguments must be .param variables")
-        llcallee = self.functions.get(callee.name)
-        if llcallee is None:
-            raise fl.unsupported(inst, f"a call of '{callee.name}', which has no AMDGPU "
-                                       "body (printf and other system calls have none)")
-        values = [fl.b.load(self.own_pointer(fl, arg), typ=typ)
-                  for arg, typ in zip(args, llcallee.function_type.args, strict=True)]
-        result = fl.b.call(llcallee, values)
-        for i, var in enumerate(returns):
-            value = result if len(returns) == 1 else fl.b.extract_value(result, i)
-            fl.b.store(value, self.own_pointer(fl, var))
 
     def synchronize(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
         self.warp.synchronize(fl, inst)
@@ -294,29 +269,11 @@ def _declare_variables(module: ir.Module, llmod: ll.Module,
             raise UnsupportedFeatureError(f".{var.space} .{var.type.name} {var.name}", "amdgpu",
                                           module.location(var.pos), _OPAQUE)
         element = I8 if var.type.kind == "pred" else value_type(var.type)
-        count = var.elements * (var.vector or 1)
-        typ = ll.ArrayType(element, 0 if var.unsized else count) \
-            if (var.dims or var.vector or count > 1 or var.unsized) else element
-        g = ll.GlobalVariable(llmod, typ, name=var.name, addrspace=_SPACES[var.space])
-        g.align = max(var.alignment, 16 if var.unsized else 1)
-        g.type = ll.PointerType(addrspace=_SPACES[var.space])
-        out[var.name] = g
-        if var.space == "shared":
-            g.linkage = "external" if var.unsized or var.is_extern else "internal"
-            if not (var.unsized or var.is_extern):
-                g.initializer = ll.Constant(typ, ll.Undefined)
-        elif var.is_extern:
-            g.linkage = "external"
-        else:
+        g = out[var.name] = module_variable(llmod, var, var.name, element, _SPACES[var.space])
+        if var.space != "shared" and not var.is_extern:
             pending.append((var, g, element))
     for var, g, element in pending:
-        try:
-            g.initializer = initializer(module, var, g.value_type, element, out, "amdgpu")
-        except UnsupportedFeatureError:
-            if not collecting:
-                raise
-            g.initializer = ll.Constant(g.value_type, None)
-        g.value_type = g.initializer.type
+        initialize(module, var, g, element, out, "amdgpu", collecting)
     return out
 
 
@@ -356,20 +313,11 @@ def build_llvm(module: ir.Module, chip: str = "gfx1100",
                                I32(CODE_OBJECT_VERSION)])
     llmod.add_named_metadata("llvm.module.flags").add(flag)
     globals_ = _declare_variables(module, llmod, problems is not None)
-    functions: dict[str, ll.Function] = {}
-    for f in module.functions.values():
-        if f.is_kernel or f.is_declaration:
-            continue
-        try:
-            fn = ll.Function(llmod, function_type(f, AmdgpuLowering.pass_type), name=f.name)
-        except UnsupportedFeatureError as e:
-            if problems is None:
-                raise UnsupportedFeatureError(e.feature, e.target, module.location(f.pos),
-                                              e.reason) from None
-            problems.extend((inst, e.reason) for inst in f.instructions())
-            continue
+    functions = declare_functions(module, llmod, [f for f in module.functions.values()
+                                                  if not (f.is_kernel or f.is_declaration)],
+                                  AmdgpuLowering.pass_type, problems)
+    for fn in functions.values():
         fn.linkage = "internal"
-        functions[f.name] = fn
     target = AmdgpuTarget(module, llmod, chip, globals_, functions)
     for f in list(module.functions.values()):
         if f.is_declaration:
@@ -384,14 +332,10 @@ def build_llvm(module: ir.Module, chip: str = "gfx1100",
 
 def _lower_kernel(module: ir.Module, kernel: ir.Function, llmod: ll.Module,
                   target: AmdgpuTarget, problems: list | None) -> None:
-    try:
-        # aggregates `byref` in the kernarg segment
-        params = kernel_parameters(kernel, AmdgpuLowering.pass_type, CONST)
-    except UnsupportedFeatureError as e:
-        if problems is None:
-            raise UnsupportedFeatureError(e.feature, target.name, module.location(kernel.pos),
-                                          e.reason) from None
-        problems.extend((inst, e.reason) for inst in kernel.instructions())
+    # aggregates `byref` in the kernarg segment
+    params = kernel_parameters(module, kernel, AmdgpuLowering.pass_type, problems, CONST,
+                               target.name)
+    if params is None:
         return
     fn = ll.Function(llmod, ll.FunctionType(ll.VoidType(), [t for t, _ in params]),
                      name=kernel.name)

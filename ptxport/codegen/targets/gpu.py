@@ -1,23 +1,35 @@
 """What the GPU targets (nvptx, amdgpu, spirv) lower the same way: a function's body, memory
-operands as pointers in their state space's address space (GpuLowering), device functions'
-parameters and results (passed by value, as PTX passes them), kernel parameters copied into
-the buffer ld.param reads, and the initial values of module variables."""
+operands as pointers in their state space's address space (GpuLowering), calls of device
+functions and their parameters and results (passed by value, as PTX passes them; GpuTarget),
+kernel parameters copied into the buffer ld.param reads, and module variables with their
+initial values."""
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from llvmlite import ir as ll
 
-from ptxport.codegen.lower import I1, I8, I32, I64, PTR, FunctionLowering, const_int, value_type
+from ptxport.codegen.lower import (
+    I1,
+    I8,
+    I32,
+    I64,
+    PTR,
+    FunctionLowering,
+    Target,
+    const_int,
+    value_type,
+)
 from ptxport.errors import UnsupportedFeatureError
 from ptxport.ir import nodes as ir
 from ptxport.ir.abi import ParamSlot, param_layout
 from ptxport.ptx.ast import FloatImm, IntImm
 
-__all__ = ["GpuLowering", "copy_kernel_parameters", "function_type", "initializer",
-           "kernel_parameters", "lower_body", "lower_device_function", "lower_return",
+__all__ = ["GpuLowering", "GpuTarget", "copy_kernel_parameters", "declare_functions",
+           "function_type", "generic", "initialize", "initializer", "kernel_parameters",
+           "lower_body", "lower_device_function", "lower_return", "module_variable",
            "pass_type", "return_results"]
 
 
@@ -102,6 +114,60 @@ class GpuLowering(FunctionLowering):
         raise self.unsupported(self.inst, f"a variable in .{var.space} space")
 
 
+class GpuTarget(Target):
+    """What the GPU targets' Target objects share: the module's variables (`globals`, their
+    LLVM globals) and device functions (`functions`, LLVM functions by name), and calls of
+    device functions, which take their parameters and give their results by value, as PTX
+    passes them (so that a recursion's frames are no larger than the original's)."""
+
+    # Why a callee has no LLVM function, in the target's words; the calling convention of
+    # device functions (None: LLVM's default).
+    no_function = "whose parameters the target cannot pass"
+    function_convention: str | None = None
+
+    def __init__(self, module: ir.Module, llmod: ll.Module, globals_: dict,
+                 functions: dict[str, ll.Function]):
+        self.module, self.llmod = module, llmod
+        self.globals, self.functions = globals_, functions
+
+    def own_pointer(self, fl: GpuLowering, var: ir.Variable) -> ll.Value:
+        """A variable's storage, in its state space's address space."""
+        raise NotImplementedError
+
+    def global_variable(self, fl: GpuLowering, var: ir.Variable) -> ll.Value:
+        """The LLVM global of a .global, .const or .shared variable."""
+        pointer = self.globals.get(var.name)
+        if pointer is None:
+            raise fl.unsupported(fl.inst, fl.opaque_reason if var.type.kind == "opaque" else
+                                 f"the .{var.space} variable '{var.name}' is not declared "
+                                 "at module scope")
+        return pointer
+
+    def call(self, fl: GpuLowering, inst: ir.Instruction, callee: ir.Function,
+             returns: list, args: list) -> None:
+        """A call of a device function: the .param variables of the call sequence hold its
+        parameters before and its results after."""
+        if len(args) != len(callee.params) or len(returns) != len(callee.returns):
+            raise fl.unsupported(inst, "a call whose arguments do not match the callee")
+        if not all(isinstance(v, ir.Variable) for v in list(returns) + list(args)):
+            raise fl.unsupported(inst, "call arguments must be .param variables")
+        llcallee = self.functions.get(callee.name)
+        if llcallee is None:
+            raise fl.unsupported(inst, f"a call of '{callee.name}', {self.no_function}")
+        values = [fl.b.load(self.own_pointer(fl, arg), typ=typ)
+                  for arg, typ in zip(args, llcallee.function_type.args, strict=True)]
+        result = fl.b.call(llcallee, values, cconv=self.function_convention)
+        for i, var in enumerate(returns):
+            value = result if len(returns) == 1 else fl.b.extract_value(result, i)
+            fl.b.store(value, self.own_pointer(fl, var))
+
+
+def generic(constant: ll.Constant) -> ll.Constant:
+    """`addrspacecast (constant to ptr)` (llvmlite has no constant addrspacecast)."""
+    return ll.FormattedConstant(PTR, f"addrspacecast ({constant.type} "
+                                     f"{constant.get_reference()} to ptr)")
+
+
 def lower_return(fl: GpuLowering, inst: ir.Instruction) -> None:
     """ret: a kernel returns; a device function returns its results' values. What follows
     goes into a block of its own (unreachable unless branched to)."""
@@ -133,21 +199,55 @@ def lower_device_function(fl: GpuLowering, problems: list | None) -> None:
     lower_body(fl, problems)
 
 
-def kernel_parameters(kernel: ir.Function, pass_as: Callable[[ir.Variable], ll.Type],
-                      reference_space: int = 0) -> list[tuple[ll.Type, bool]]:
+def declare_functions(module: ir.Module, llmod: ll.Module, functions: Iterable[ir.Function],
+                      pass_as: Callable[[ir.Variable], ll.Type],
+                      problems: list | None) -> dict[str, ll.Function]:
+    """An LLVM function of function_type's type for each of `functions` (device functions),
+    by name; one whose parameters or results the target cannot pass is refused (see
+    _passable)."""
+    declared = {}
+    for f in functions:
+        typ = _passable(module, f, problems, lambda f=f: function_type(f, pass_as))
+        if typ is not None:
+            declared[f.name] = ll.Function(llmod, typ, name=f.name)
+    return declared
+
+
+def kernel_parameters(module: ir.Module, kernel: ir.Function,
+                      pass_as: Callable[[ir.Variable], ll.Type], problems: list | None,
+                      reference_space: int = 0,
+                      target: str | None = None) -> list[tuple[ll.Type, bool]] | None:
     """Each of a kernel's LLVM parameters, with the PTX parameter's size and alignment (so that
     a launch packs arguments as for the original), and whether it is passed by reference:
     aggregates (`.param .align A .b8 name[N]`) and over-aligned parameters, as pointers in
-    address space `reference_space`."""
-    params = []
-    for var in kernel.params:
-        typ = pass_as(var)
-        if isinstance(typ, ll.ArrayType) or var.align not in (None, var.type.size):
-            aggregate = ll.ArrayType(I8, max(var.size, 1))
-            params.append((ll.PointerType(aggregate, addrspace=reference_space), True))
-        else:
-            params.append((typ, False))
-    return params
+    address space `reference_space`. None where one cannot be passed (see _passable)."""
+    def parameters() -> list[tuple[ll.Type, bool]]:
+        params = []
+        for var in kernel.params:
+            typ = pass_as(var)
+            if isinstance(typ, ll.ArrayType) or var.align not in (None, var.type.size):
+                aggregate = ll.ArrayType(I8, max(var.size, 1))
+                params.append((ll.PointerType(aggregate, addrspace=reference_space), True))
+            else:
+                params.append((typ, False))
+        return params
+
+    return _passable(module, kernel, problems, parameters, target)
+
+
+def _passable(module: ir.Module, f: ir.Function, problems: list | None, types: Callable,
+              target: str | None = None):
+    """`types()`, the LLVM types of f's parameters; where the target cannot pass one, raise
+    its error at f's line (naming `target` where given), or with `problems` (a list) report
+    every instruction of `f` there and give None."""
+    try:
+        return types()
+    except UnsupportedFeatureError as e:
+        if problems is None:
+            raise UnsupportedFeatureError(e.feature, target or e.target, module.location(f.pos),
+                                          e.reason) from None
+        problems.extend((inst, e.reason) for inst in f.instructions())
+        return None
 
 
 def copy_kernel_parameters(
@@ -212,6 +312,41 @@ def function_type(f: ir.Function, pass_as: Callable[[ir.Variable], ll.Type]) -> 
     ret = (ll.VoidType() if not results else results[0] if len(results) == 1
            else ll.LiteralStructType(results))
     return ll.FunctionType(ret, [pass_as(p) for p in f.params])
+
+
+def module_variable(llmod: ll.Module, var: ir.Variable, name: str, element: ll.Type,
+                    addrspace: int) -> ll.GlobalVariable:
+    """The LLVM global of a .global, .const or .shared variable in `addrspace`: an array of
+    `element` where PTX declares one (of no elements where unsized, which LLVM places after
+    the static ones), with PTX's linkage for .shared and .extern variables. The others need
+    their initial value (initialize)."""
+    count = var.elements * (var.vector or 1)
+    typ = ll.ArrayType(element, 0 if var.unsized else count) \
+        if (var.dims or var.vector or count > 1 or var.unsized) else element
+    g = ll.GlobalVariable(llmod, typ, name=name, addrspace=addrspace)
+    g.align = max(var.alignment, 16 if var.unsized else 1)
+    # Untyped, as LLVM's pointers are (llvmlite checks stores against a pointee type).
+    g.type = ll.PointerType(addrspace=addrspace)
+    if var.space == "shared":
+        g.linkage = "external" if var.unsized or var.is_extern else "internal"
+        if not (var.unsized or var.is_extern):
+            g.initializer = ll.Constant(typ, ll.Undefined)
+    elif var.is_extern:
+        g.linkage = "external"
+    return g
+
+
+def initialize(module: ir.Module, var: ir.Variable, g: ll.GlobalVariable, element: ll.Type,
+               globals_: dict, target: str, collecting: bool) -> None:
+    """Give `g` the initial value of `var` (initializer); one that cannot be made raises, or
+    when `collecting` is zero (the instructions using the variable report the problem)."""
+    try:
+        g.initializer = initializer(module, var, g.value_type, element, globals_, target)
+    except UnsupportedFeatureError:
+        if not collecting:
+            raise
+        g.initializer = ll.Constant(g.value_type, None)
+    g.value_type = g.initializer.type
 
 
 def initializer(module: ir.Module, var: ir.Variable, typ: ll.Type, element: ll.Type,

@@ -35,20 +35,22 @@ from ptxport.codegen.lower import (
     I64,
     PTR,
     FunctionLowering,
-    Target,
     const_int,
     value_type,
 )
 from ptxport.codegen.ops.data import instruction_type, state_space, vector_count
 from ptxport.codegen.targets.gpu import (
     GpuLowering,
+    GpuTarget,
     copy_kernel_parameters,
-    function_type,
-    initializer,
+    declare_functions,
+    generic,
+    initialize,
     kernel_parameters,
     lower_body,
     lower_device_function,
     lower_return,
+    module_variable,
 )
 from ptxport.codegen.targets.nvptx_inline import (
     CONVERGENT,
@@ -162,12 +164,6 @@ def _stackrestore(fl: NvptxLowering, inst: ir.Instruction) -> None:
     fl.b.call(restore, [fl.b.inttoptr(fl.read(inst.operands[0], "u64"), PTR)])
 
 
-def _generic(constant: ll.Constant) -> ll.Constant:
-    """`addrspacecast (constant to ptr)` (llvmlite has no constant addrspacecast)."""
-    return ll.FormattedConstant(PTR, f"addrspacecast ({constant.type} "
-                                     f"{constant.get_reference()} to ptr)")
-
-
 def _declare(llmod: ll.Module, name: str, ret: ll.Type, args: list) -> ll.Function:
     existing = llmod.globals.get(name)
     if existing is not None:
@@ -195,13 +191,9 @@ _VOLATILE_SREGS = frozenset(("%clock", "%clock_hi", "%clock64", "%globaltimer",
 _REDUX = {"add": "add", "and": "and", "or": "or", "xor": "xor"}
 
 
-class NvptxTarget(Target):
+class NvptxTarget(GpuTarget):
     name = "nvptx"
-
-    def __init__(self, module: ir.Module, llmod: ll.Module, globals_: dict[object, ll.Value],
-                 functions: dict[str, ll.Function]):
-        self.module, self.llmod = module, llmod
-        self.globals, self.functions = globals_, functions
+    no_function = "whose parameters NVPTX cannot pass"
 
     def own_lowering(self, inst: ir.Instruction):
         """NVPTX's lowering of `inst` where it replaces the shared one, else None."""
@@ -231,7 +223,7 @@ class NvptxTarget(Target):
 
     def space_base(self, fl: FunctionLowering, space: str | None):
         if space in ("shared", "const"):
-            return _generic(ll.Constant(ll.PointerType(addrspace=_SPACES[space]), None))
+            return generic(ll.Constant(ll.PointerType(addrspace=_SPACES[space]), None))
         if space == "param" and fl.function.is_kernel:
             return fl.param_buffer
         return None
@@ -239,14 +231,8 @@ class NvptxTarget(Target):
     def own_pointer(self, fl: FunctionLowering, var: ir.Variable) -> ll.Value:
         """A variable's storage, in its state space's address space."""
         if var.space in _SPACES:
-            pointer = self.globals.get((fl.function.name, var.name))
-            if pointer is None:
-                pointer = self.globals.get(var.name)
-            if pointer is None:
-                raise fl.unsupported(fl.inst, _OPAQUE if var.type.kind == "opaque" else
-                                     f"the .{var.space} variable '{var.name}' is not declared "
-                                     "at module scope")
-            return pointer
+            pointer = self.globals.get((fl.function.name, var.name))  # the function's own
+            return self.global_variable(fl, var) if pointer is None else pointer
         return fl.frame_variable(var)
 
     def variable_pointer(self, fl: FunctionLowering, var: ir.Variable) -> ll.Value:
@@ -273,25 +259,6 @@ class NvptxTarget(Target):
     def trap(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
         fl.b.call(_declare(self.llmod, "llvm.trap", ll.VoidType(), []), [])
         fl.b.unreachable()
-
-    def call(self, fl, inst, callee: ir.Function, returns: list, args: list) -> None:
-        """Device functions take their parameters and give their results by value, as PTX
-        passes them (so that a recursion's frames are no larger than the original's); the
-        .param variables of the call sequence hold them before and after."""
-        if len(args) != len(callee.params) or len(returns) != len(callee.returns):
-            raise fl.unsupported(inst, "a call whose arguments do not match the callee")
-        if not all(isinstance(v, ir.Variable) for v in list(returns) + list(args)):
-            raise fl.unsupported(inst, "call arguments must be .param variables")
-        llcallee = self.functions.get(callee.name)
-        if llcallee is None:
-            raise fl.unsupported(inst, f"a call of '{callee.name}', whose parameters NVPTX "
-                                       "cannot pass")
-        values = [fl.b.load(self.own_pointer(fl, arg), typ=typ)
-                  for arg, typ in zip(args, llcallee.function_type.args, strict=True)]
-        result = fl.b.call(llcallee, values)
-        for i, var in enumerate(returns):
-            value = result if len(returns) == 1 else fl.b.extract_value(result, i)
-            fl.b.store(value, self.own_pointer(fl, var))
 
     # --- barriers and warp operations ----------------------------------------------------------
 
@@ -427,39 +394,19 @@ def _declare_variables(module: ir.Module, llmod: ll.Module,
     for key, name, var in variables:
         if var.space not in _SPACES:
             continue
-        element = I64 if var.type.kind == "opaque" else (
-            I8 if var.type.kind == "pred" else value_type(var.type))
         if var.type.kind == "opaque":
             if collecting:
                 continue
             raise UnsupportedFeatureError(f".{var.space} .{var.type.name} {var.name}", "nvptx",
                                           module.location(var.pos), _OPAQUE)
-        count = var.elements * (var.vector or 1)
-        typ = ll.ArrayType(element, 0 if var.unsized else count) \
-            if (var.dims or var.vector or count > 1 or var.unsized) else element
-        g = ll.GlobalVariable(llmod, typ, name=name, addrspace=_SPACES[var.space])
-        g.align = max(var.alignment, 16 if var.unsized else 1)
-        # Untyped, as LLVM's pointers are (llvmlite checks stores against a pointee type).
-        g.type = ll.PointerType(addrspace=_SPACES[var.space])
-        out[key] = g
-        if var.space == "shared":
-            g.linkage = "external" if var.unsized or var.is_extern else "internal"
-            if not (var.unsized or var.is_extern):
-                g.initializer = ll.Constant(typ, ll.Undefined)
-        elif var.is_extern:
-            g.linkage = "external"
-        else:
+        element = I8 if var.type.kind == "pred" else value_type(var.type)
+        g = out[key] = module_variable(llmod, var, name, element, _SPACES[var.space])
+        if var.space != "shared" and not var.is_extern:
             pending.append((var, g, element))
             if var.space == "const":
                 g.global_constant = True
     for var, g, element in pending:
-        try:
-            g.initializer = initializer(module, var, g.value_type, element, out, "nvptx")
-        except UnsupportedFeatureError:
-            if not collecting:
-                raise
-            g.initializer = ll.Constant(g.value_type, None)
-        g.value_type = g.initializer.type
+        initialize(module, var, g, element, out, "nvptx", collecting)
     return out
 
 
@@ -487,21 +434,12 @@ def build_llvm(module: ir.Module, problems: list | None = None) -> ll.Module:
     llmod = ll.Module(name="ptxport.nvptx")
     llmod.triple = TRIPLE
     globals_ = _declare_variables(module, llmod, problems is not None)
-    functions: dict[str, ll.Function] = {}
+    functions = declare_functions(module, llmod,
+                                  [f for f in module.functions.values() if not f.is_kernel],
+                                  NvptxLowering.pass_type, problems)
     for f in module.functions.values():
-        if not f.is_kernel:
-            try:
-                fn = ll.Function(llmod, function_type(f, NvptxLowering.pass_type),
-                                 name=f.name)
-            except UnsupportedFeatureError as e:
-                if problems is None:
-                    raise UnsupportedFeatureError(e.feature, e.target, module.location(f.pos),
-                                                  e.reason) from None
-                problems.extend((inst, e.reason) for inst in f.instructions())
-                continue
-            if not f.is_declaration and "visible" not in f.linkage:
-                fn.linkage = "internal"
-            functions[f.name] = fn
+        if f.name in functions and not f.is_declaration and "visible" not in f.linkage:
+            functions[f.name].linkage = "internal"
     target = NvptxTarget(module, llmod, globals_, functions)
     for f in list(module.functions.values()):
         if f.is_declaration or not (f.is_kernel or f.name in functions):
@@ -516,13 +454,8 @@ def build_llvm(module: ir.Module, problems: list | None = None) -> ll.Module:
 
 def _lower_kernel(module: ir.Module, kernel: ir.Function, llmod: ll.Module,
                   target: NvptxTarget, problems: list | None) -> None:
-    try:
-        params = kernel_parameters(kernel, NvptxLowering.pass_type)
-    except UnsupportedFeatureError as e:
-        if problems is None:
-            raise UnsupportedFeatureError(e.feature, e.target, module.location(kernel.pos),
-                                          e.reason) from None
-        problems.extend((inst, e.reason) for inst in kernel.instructions())
+    params = kernel_parameters(module, kernel, NvptxLowering.pass_type, problems)
+    if params is None:
         return
     fn = ll.Function(llmod, ll.FunctionType(ll.VoidType(), [t for t, _ in params]),
                      name=kernel.name)

@@ -41,13 +41,14 @@ import llvmlite.binding as llvm
 from llvmlite import ir as ll
 
 from ptxport.codegen import ops  # noqa: F401  (registers the lowerings)
-from ptxport.codegen.lower import I8, I32, I64, FunctionLowering, Target, const_int, value_type
+from ptxport.codegen.lower import I8, I32, I64, FunctionLowering, const_int, value_type
 from ptxport.codegen.ops import atomic
 from ptxport.codegen.ops.data import state_space, vector_count
 from ptxport.codegen.targets.gpu import (
     GpuLowering,
-    function_type,
-    initializer,
+    GpuTarget,
+    declare_functions,
+    initialize,
     lower_body,
     lower_device_function,
     lower_return,
@@ -213,13 +214,15 @@ _REDUCE_OPS = {"add": "add", "and": "and", "or": "or", "xor": "xor", "min": "min
                "max": "max"}
 
 
-class SpirvTarget(Target):
+class SpirvTarget(GpuTarget):
     name = "spirv"
+    no_function = "whose parameters SPIR-V cannot pass"
+    function_convention = "spir_func"
 
     def __init__(self, module: ir.Module, llmod: ll.Module, globals_: dict[str, ll.Value],
                  shared_offsets: dict[str, int], functions: dict[str, ll.Function]):
-        self.module, self.llmod = module, llmod
-        self.globals, self.shared_offsets, self.functions = globals_, shared_offsets, functions
+        super().__init__(module, llmod, globals_, functions)
+        self.shared_offsets = shared_offsets
         self.uses_warp = False
         # Report the first comparison wider than 64 bits (after LLVM failed on one: most
         # are optimized away, so they are not refused up front).
@@ -338,20 +341,7 @@ class SpirvTarget(Target):
 
             spirv_printf.lower_vprintf(self, fl, inst, list(returns), list(args))
             return
-        if len(args) != len(callee.params) or len(returns) != len(callee.returns):
-            raise fl.unsupported(inst, "a call whose arguments do not match the callee")
-        if not all(isinstance(v, ir.Variable) for v in list(returns) + list(args)):
-            raise fl.unsupported(inst, "call arguments must be .param variables")
-        llcallee = self.functions.get(callee.name)
-        if llcallee is None:
-            raise fl.unsupported(inst, f"a call of '{callee.name}', whose parameters "
-                                       "SPIR-V cannot pass")
-        values = [fl.b.load(self.own_pointer(fl, arg), typ=typ)
-                  for arg, typ in zip(args, llcallee.function_type.args, strict=True)]
-        result = fl.b.call(llcallee, values, cconv="spir_func")
-        for i, var in enumerate(returns):
-            value = result if len(returns) == 1 else fl.b.extract_value(result, i)
-            fl.b.store(value, self.own_pointer(fl, var))
+        super().call(fl, inst, callee, returns, args)
 
     # --- printf (spirv_printf.py) --------------------------------------------------------------
 
@@ -458,13 +448,7 @@ def _declare_variables(module: ir.Module, llmod: ll.Module,
                                               module.location(var.pos),
                                               "SPIR-V modules are not linked with others")
             continue
-        try:
-            g.initializer = initializer(module, var, typ, element, out, "spirv")
-        except UnsupportedFeatureError:
-            if not collecting:
-                raise
-            g.initializer = ll.Constant(typ, None)
-        g.value_type = g.initializer.type
+        initialize(module, var, g, element, out, "spirv", collecting)
         g.global_constant = var.space == "const" and var.init is not None
         out[var.name] = g
     return out, offsets
@@ -497,21 +481,13 @@ def build_llvm(module: ir.Module, problems: list | None = None,
     # OpenCL gives local memory to kernels only: functions that name shared memory run
     # inlined into each kernel that calls them (and are not compiled on their own)
     inlined_only = functions_that(module, uses_shared_memory)
-    functions: dict[str, ll.Function] = {}
-    for f in module.functions.values():
-        if f.is_kernel or f.is_declaration or f.name in inlined_only:
-            continue
-        try:
-            fn = ll.Function(llmod, function_type(f, SpirvLowering.pass_type), name=f.name)
-        except UnsupportedFeatureError as e:
-            if problems is None:
-                raise UnsupportedFeatureError(e.feature, "spirv", module.location(f.pos),
-                                              e.reason) from None
-            problems.extend((inst, e.reason) for inst in f.instructions())
-            continue
+    functions = declare_functions(
+        module, llmod, [f for f in module.functions.values()
+                        if not (f.is_kernel or f.is_declaration or f.name in inlined_only)],
+        SpirvLowering.pass_type, problems)
+    for fn in functions.values():
         fn.calling_convention = "spir_func"
         fn.linkage = "internal"
-        functions[f.name] = fn
     target = SpirvTarget(module, llmod, globals_, offsets, functions)
     target.find_wide = find_wide
     layouts = {}
