@@ -29,7 +29,7 @@ from ptxport.ptx.ast import FloatImm, IntImm, Sink
 
 __all__ = [
     "LOWERINGS", "lowering", "FunctionLowering", "Target", "BFloatType", "value_type",
-    "I1", "I8", "I16", "I32", "I64", "PTR", "const_int",
+    "I1", "I8", "I16", "I32", "I64", "PTR", "const_int", "declare",
 ]
 
 I1, I8, I16, I32, I64 = (ll.IntType(n) for n in (1, 8, 16, 32, 64))
@@ -71,6 +71,15 @@ def value_type(t: Type) -> ll.Type:
 
 def const_int(type_: ll.IntType, value: int) -> ll.Constant:
     return ll.Constant(type_, value & ((1 << type_.width) - 1))
+
+
+def declare(llmod: ll.Module, name: str, ret: ll.Type, args: list) -> ll.Function:
+    """The function `name` of `llmod` (an LLVM intrinsic, mostly), declared as `ret(args)`
+    on first use."""
+    existing = llmod.globals.get(name)
+    if existing is not None:
+        return existing
+    return ll.Function(llmod, ll.FunctionType(ret, args), name)
 
 
 # --- the per-opcode lowering table ------------------------------------------------------------
@@ -127,6 +136,15 @@ class Target(ABC):
     def synchronize(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
         """Barriers and warp-level operations (bar, barrier, shfl, vote, match, redux, ...)."""
         raise fl.unsupported(inst, "this target has no barriers or warp operations yet")
+
+    def function_address(self, fl: FunctionLowering, function: ir.Function) -> ll.Value:
+        """The address (an i64) of a function (`mov.u64 %rd, func`)."""
+        raise fl.unsupported(fl.inst, "the address of a function")
+
+    def indirect_call(self, fl: FunctionLowering, inst: ir.Instruction, address: ll.Value,
+                      returns: list, args: list) -> None:
+        """`call (ret), %reg, (args), prototype`: a call through an address."""
+        raise fl.unsupported(inst, "indirect calls through a register")
 
     def warp_matrix(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
         """The warp-collective matrix instructions (mma.sync.aligned, ldmatrix)."""
@@ -431,7 +449,9 @@ class FunctionLowering:
             if generic:
                 raise self.unsupported(self.inst, "generic() outside an initializer")
         if isinstance(value, ir.Function):
-            raise self.unsupported(self.inst, "the address of a function")
+            if offset:
+                raise self.unsupported(self.inst, "an offset from a function's address")
+            return self.target.function_address(self, value)
         pointer = self.target.variable_pointer(self, value)
         address = self.b.ptrtoint(pointer, I64)
         base = self.target.space_base(self, value.space)

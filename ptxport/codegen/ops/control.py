@@ -73,5 +73,11 @@ def call(fl: FunctionLowering, inst: ir.Instruction) -> None:
     callee = operands.pop(0)
     args = operands.pop(0).elements if operands and isinstance(operands[0], ir.ListValue) else ()
     if not isinstance(callee, ir.Function):
-        raise fl.unsupported(inst, "indirect calls through a register")
+        if not isinstance(callee, ir.Register):
+            raise fl.unsupported(inst, "a call through something other than a register")
+        address = fl.read(callee, "u64" if callee.type.bits == 64 else "u32")
+        if address.type.width == 32:
+            address = fl.b.zext(address, ll.IntType(64))
+        fl.target.indirect_call(fl, inst, address, list(returns), list(args))
+        return
     fl.target.call(fl, inst, callee, list(returns), list(args))

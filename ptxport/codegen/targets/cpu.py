@@ -74,6 +74,8 @@ FRAME = _Layout({"tid": 0, "laneid": 12, "warpid": 16,
 RUNNABLE, BLOCKED, EXITED, TRAPPED = 0, 1, 2, 3
 # What the thread function returns when it stopped at an access outside every allocation.
 FAULTED = -(1 << 24)
+# The access size a fault records for a call through an address that is no function.
+CALL_FAULT = 0x7FFF
 
 
 @dataclass
@@ -299,14 +301,8 @@ class CpuTarget(Target):
         checked_in = fl.b.block
         fl.b.cbranch(ok, good, bad)
         fl.b.position_at_end(bad)
-        line = _line(self.module, fl.inst.pos) if fl.inst is not None else 0
-        info = (line << 16) | (size << 1) | int(write)
-        fault_address = fl.b.gep(ctx, [I64(CTX.fields["fault_address"])], source_etype=I8)
-        fl.b.store(fl.b.ptrtoint(pointer, I64), fault_address)
-        fault_info = fl.b.gep(ctx, [I64(CTX.fields["fault_info"])], source_etype=I8)
-        fl.b.store(I64(info), fault_info)
+        self._fault(fl, pointer, size, write)
         if fl.function.is_kernel:
-            fl.b.ret(I32(FAULTED))
             fl.b.position_at_end(good)
             return pointer
         scratch = fl.b.gep(ctx, [I64(CTX.fields["scratch"])], source_etype=I8)
@@ -316,6 +312,20 @@ class CpuTarget(Target):
         phi.add_incoming(pointer, checked_in)
         phi.add_incoming(scratch, bad)
         return phi
+
+    def _fault(self, fl: FunctionLowering, pointer, size: int, write: bool) -> None:
+        """Record a bad access (or, with size CALL_FAULT, a call of an address that is no
+        function) in the block context; a kernel stops there (returns FAULTED), a device
+        function goes on and the executor reports it after the block."""
+        ctx = fl.llfn.args[0]
+        line = _line(self.module, fl.inst.pos) if fl.inst is not None else 0
+        info = (line << 16) | (size << 1) | int(write)
+        fault_address = fl.b.gep(ctx, [I64(CTX.fields["fault_address"])], source_etype=I8)
+        fl.b.store(fl.b.ptrtoint(pointer, I64), fault_address)
+        fault_info = fl.b.gep(ctx, [I64(CTX.fields["fault_info"])], source_etype=I8)
+        fl.b.store(I64(info), fault_info)
+        if fl.function.is_kernel:
+            fl.b.ret(I32(FAULTED))
 
     def exit(self, fl: FunctionLowering) -> None:
         if fl.function.is_kernel:
@@ -350,6 +360,43 @@ class CpuTarget(Target):
             return
         llcallee = self.functions[callee.name]
         fl.b.call(llcallee, [fl.llfn.args[0], fl.llfn.args[1], *pointers])
+
+    def function_address(self, fl: FunctionLowering, function: ir.Function) -> ll.Value:
+        llfn = self.functions.get(function.name)
+        if llfn is None:
+            raise fl.unsupported(fl.inst, f"the address of '{function.name}', which the "
+                                          "module declares but does not define")
+        return fl.b.ptrtoint(llfn, I64)
+
+    def indirect_call(self, fl: FunctionLowering, inst: ir.Instruction, address: ll.Value,
+                      returns: list, args: list) -> None:
+        """A call through an address: compared with the address of every function of the
+        module whose address is taken and which takes as many parameters, and that one
+        called directly; an address that is none of them is reported as a bad access
+        (never jumped to)."""
+        pointers = []
+        for value in list(returns) + list(args):
+            if not isinstance(value, ir.Variable):
+                raise fl.unsupported(inst, "call arguments must be .param variables")
+            pointers.append(self.variable_pointer(fl, value))
+        candidates = [f for f in address_taken(self.module, [
+            self.module.functions[name] for name in self.functions])
+            if len(f.returns) == len(returns) and len(f.params) == len(args)]
+        done = fl.llfn.append_basic_block("indirect_done")
+        for f in candidates:
+            hit = fl.llfn.append_basic_block("indirect_call")
+            miss = fl.llfn.append_basic_block("indirect_next")
+            fl.b.cbranch(fl.b.icmp_unsigned("==", address,
+                                            fl.b.ptrtoint(self.functions[f.name], I64)),
+                         hit, miss)
+            fl.b.position_at_end(hit)
+            fl.b.call(self.functions[f.name], [fl.llfn.args[0], fl.llfn.args[1], *pointers])
+            fl.b.branch(done)
+            fl.b.position_at_end(miss)
+        self._fault(fl, fl.b.inttoptr(address, PTR), CALL_FAULT, False)
+        if fl.b.block.terminator is None:
+            fl.b.branch(done)
+        fl.b.position_at_end(done)
 
     def synchronize(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
         if not fl.function.is_kernel:
@@ -569,7 +616,8 @@ def _plan(module: ir.Module, kernel: ir.Function) -> KernelPlan:
     return plan
 
 
-def _initializer(var: ir.Variable, element: ll.Type, globals_: dict) -> ll.Constant:
+def _initializer(var: ir.Variable, element: ll.Type, globals_: dict,
+                 functions: dict) -> ll.Constant:
     count = var.elements * (var.vector or 1)
     values = []
     for item in var.init or []:
@@ -589,6 +637,12 @@ def _initializer(var: ir.Variable, element: ll.Type, globals_: dict) -> ll.Const
             if item.offset:
                 address = address.add(const_int(element, item.offset))
             values.append(address)
+        elif isinstance(item, ir.SymbolAddress) and isinstance(item.target, ir.Function) \
+                and item.target.name in functions and isinstance(element, ll.IntType) \
+                and not item.offset:
+            # a function's address (a vtable's entry, a table of function pointers): what
+            # an indirect call compares with the functions it may call
+            values.append(functions[item.target.name].ptrtoint(element))
         else:
             raise UnsupportedFeatureError("initializer", "cpu", None,
                                           f"cannot initialize '{var.name}' with {item!r}")
@@ -600,8 +654,8 @@ def _initializer(var: ir.Variable, element: ll.Type, globals_: dict) -> ll.Const
 
 
 def _declare_globals(module: ir.Module, llmod: ll.Module) -> dict[str, ll.GlobalVariable]:
+    """The module's .global and .const variables (without their initial values)."""
     out = {}
-    pending = []
     for var in module.globals.values():
         if var.space not in ("global", "const"):
             continue
@@ -613,11 +667,19 @@ def _declare_globals(module: ir.Module, llmod: ll.Module) -> dict[str, ll.Global
         g = ll.GlobalVariable(llmod, typ, name=f"ptx.{var.name}")
         g.align = max(var.alignment, 1)
         out[var.name] = g
-        pending.append((var, g, element))
-    for var, g, element in pending:
-        g.initializer = (_initializer(var, element, out) if var.init is not None
-                         else ll.Constant(g.value_type, None))
     return out
+
+
+def _initialize_globals(module: ir.Module, globals_: dict, functions: dict) -> None:
+    """The initial values of the module's variables (once the functions whose addresses
+    they may hold are declared)."""
+    for var in module.globals.values():
+        g = globals_.get(var.name)
+        if g is None:
+            continue
+        element = I64 if var.type.kind == "opaque" else value_type(var.type)
+        g.initializer = (_initializer(var, element, globals_, functions)
+                         if var.init is not None else ll.Constant(g.value_type, None))
 
 
 def _function_type(function: ir.Function) -> ll.FunctionType:
@@ -646,11 +708,12 @@ def build_llvm(module: ir.Module, kernel_name: str,
     plan = _plan(module, kernel)
     globals_ = _declare_globals(module, llmod)
     functions: dict[str, ll.Function] = {}
-    for f in _reachable_functions(kernel):
+    for f in _reachable_functions(kernel, module):
         if not f.is_declaration:
             fn = ll.Function(llmod, _function_type(f), name=f"ptx.func.{f.name}")
             fn.linkage = "internal"
             functions[f.name] = fn
+    _initialize_globals(module, globals_, functions)
     target = CpuTarget(module, llmod, plan, globals_, functions)
     for f in module.functions.values():
         if f.name in functions:
@@ -679,20 +742,49 @@ def build_llvm(module: ir.Module, kernel_name: str,
     return llmod, plan
 
 
-def _reachable_functions(kernel: ir.Function) -> list[ir.Function]:
-    """The device functions `kernel` may call, directly or not (only these are compiled
-    with it)."""
+def _reachable_functions(kernel: ir.Function,
+                         module: ir.Module | None = None) -> list[ir.Function]:
+    """The device functions `kernel` may call, directly or through an address (a function
+    whose address is taken in a reachable function or in a module variable's initializer,
+    such as a C++ vtable): only these are compiled with it."""
     seen: dict[str, ir.Function] = {}
     pending = [kernel]
+
+    def reach(value) -> None:
+        if isinstance(value, ir.SymbolAddress):
+            value = value.target
+        if isinstance(value, ir.Function) and value.name not in seen:
+            seen[value.name] = value
+            pending.append(value)
+
+    for var in (module.globals.values() if module is not None else ()):
+        for item in var.init or []:
+            reach(item)
     while pending:
         f = pending.pop()
         for inst in f.instructions():
-            if inst.opcode == "call":
-                for value in inst.operands:
-                    if isinstance(value, ir.Function) and value.name not in seen:
-                        seen[value.name] = value
-                        pending.append(value)
+            for value in inst.operands:
+                reach(value)
     return [f for f in seen.values() if not f.is_kernel]
+
+
+def address_taken(module: ir.Module, functions) -> list[ir.Function]:
+    """The functions among `functions` whose address a kernel may call through: named
+    other than as a direct call's callee."""
+    taken: dict[str, ir.Function] = {}
+    for var in module.globals.values():
+        for item in var.init or []:
+            if isinstance(item, ir.SymbolAddress) and isinstance(item.target, ir.Function):
+                taken[item.target.name] = item.target
+    for f in module.functions.values():
+        for inst in f.instructions():
+            operands = inst.operands[1:] if inst.opcode == "call" else inst.operands
+            for value in operands:
+                target = value.target if isinstance(value, ir.SymbolAddress) else value
+                if isinstance(target, ir.Function):
+                    taken[target.name] = target
+    names = {f.name for f in functions}
+    return [f for name, f in taken.items() if name in names and not f.is_kernel]
 
 
 def _lower_device_function(module, f: ir.Function, llfn: ll.Function, target: CpuTarget,
@@ -980,7 +1072,7 @@ def unsupported_instructions(module: ir.Module) -> dict[int, str]:
     reached: set[str] = set()
     for kernel in module.kernels:
         build_llvm(module, kernel.name, problems)
-        reached.update(f.name for f in _reachable_functions(kernel))
+        reached.update(f.name for f in _reachable_functions(kernel, module))
     # device functions no kernel calls: lowered together, without a kernel
     alone = [f for f in module.functions.values()
              if not f.is_kernel and not f.is_declaration and f.name not in reached]
@@ -990,7 +1082,9 @@ def unsupported_instructions(module: ir.Module) -> dict[int, str]:
                      for f in module.functions.values()
                      if not f.is_kernel and not f.is_declaration}
         plan = KernelPlan("", 0, 0, {}, FRAME.size, FRAME.size)
-        target = CpuTarget(module, llmod, plan, _declare_globals(module, llmod), functions)
+        globals_ = _declare_globals(module, llmod)
+        _initialize_globals(module, globals_, functions)
+        target = CpuTarget(module, llmod, plan, globals_, functions)
         start = len(problems)
         for f in alone:
             _lower_device_function(module, f, functions[f.name], target, problems)

@@ -19,6 +19,7 @@ import numpy as np
 from ptxport.codegen.targets import cpu_printf, cpu_sync
 from ptxport.codegen.targets.cpu import (
     BLOCKED,
+    CALL_FAULT,
     CTX,
     EXITED,
     FAULTED,
@@ -204,6 +205,10 @@ class _Worker:
                       .view(np.uint64)[0])
         info = int(self.ctx[fields["fault_info"]:fields["fault_info"] + 8].view(np.uint64)[0])
         line, size, write = info >> 16, (info >> 1) & 0x7FFF, info & 1
+        if size == CALL_FAULT:
+            return (f"kernel '{self.plan.name}' called address {address:#x}, which is no "
+                    f"function of the module (line {line}, block {ctaid}, thread {thread}); "
+                    "nothing was run there and the device is still usable")
         return (f"kernel '{self.plan.name}' {'wrote' if write else 'read'} {size} bytes at "
                 f"address {address:#x}, outside every allocation (line {line}, block {ctaid}, "
                 f"thread {thread}); nothing was written there and the device is still usable")
