@@ -25,7 +25,16 @@ from dataclasses import dataclass
 
 from llvmlite import ir as ll
 
-from ptxport.codegen.lower import I1, I16, I32, I64, FunctionLowering, lowering, value_type
+from ptxport.codegen.lower import (
+    I1,
+    I16,
+    I32,
+    I64,
+    FunctionLowering,
+    declare,
+    lowering,
+    value_type,
+)
 from ptxport.errors import Diagnostic, PtxSemanticError
 from ptxport.ir import nodes as ir
 from ptxport.ir.types import TYPES, Type
@@ -83,14 +92,6 @@ CANONICAL_NAN = {"f16": 0x7FFF, "bf16": 0x7FFF, "f32": 0x7FFFFFFF, "f64": 0x7FFF
 
 # --- the rounding core --------------------------------------------------------------------------
 
-def _intrinsic(fl: FunctionLowering, name: str, ret: ll.Type, args: list) -> ll.Function:
-    module = fl.llfn.module
-    existing = module.globals.get(name)
-    if existing is not None:
-        return existing
-    return ll.Function(module, ll.FunctionType(ret, args), name)
-
-
 def _i64(v: int) -> ll.Constant:
     return ll.Constant(I64, v & ((1 << 64) - 1))
 
@@ -101,7 +102,7 @@ def _round(fl: FunctionLowering, sign, mant, exp, fmt: Format, mode: str,
     (mant an unsigned i64, exp a signed i64) rounded into `fmt` by `mode`. Overflow gives an
     infinity or the largest finite value, as the mode and .satfinite say."""
     b = fl.b
-    ctlz = _intrinsic(fl, "llvm.ctlz.i64", I64, [I64, I1])
+    ctlz = declare(fl.llfn.module, "llvm.ctlz.i64", I64, [I64, I1])
     length = b.sub(_i64(64), b.call(ctlz, [mant, I1(0)]))
     top = b.add(exp, b.sub(length, _i64(1)))            # the exponent of the leading bit
     emin = 1 - fmt.bias
@@ -279,7 +280,8 @@ def _round_integral(fl: FunctionLowering, x: ll.Value, rnd: str) -> ll.Value:
     """x (f32 or f64) rounded to an integral value by an integer rounding mode."""
     name = {"rni": "roundeven", "rzi": "trunc", "rmi": "floor", "rpi": "ceil"}[rnd]
     suffix = "f32" if x.type == ll.FloatType() else "f64"
-    return fl.b.call(_intrinsic(fl, f"llvm.{name}.{suffix}", x.type, [x.type]), [x])
+    fn = declare(fl.llfn.module, f"llvm.{name}.{suffix}", x.type, [x.type])
+    return fl.b.call(fn, [x])
 
 
 # --- the instruction ----------------------------------------------------------------------------
@@ -370,7 +372,8 @@ def _float_to_int(fl: FunctionLowering, inst: ir.Instruction, d: Type, a: Type) 
     name = "fptosi" if d.kind == "signed" else "fptoui"
     target = ll.IntType(d.bits)
     suffix = f"i{d.bits}.{'f64' if x.type == ll.DoubleType() else 'f32'}"
-    result = b.call(_intrinsic(fl, f"llvm.{name}.sat.{suffix}", target, [x.type]), [x])
+    convert = declare(fl.llfn.module, f"llvm.{name}.sat.{suffix}", target, [x.type])
+    result = b.call(convert, [x])
     nan_value = 1 << (d.bits - 1) if a.name == "f64" or d.bits == 64 else 0
     result = b.select(nan, ll.Constant(target, nan_value), result)
     fl.write(inst.operands[0], result, d)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from llvmlite import ir as ll
 
-from ptxport.codegen.lower import I16, I32, I64, FunctionLowering, value_type
+from ptxport.codegen.lower import I16, I32, I64, FunctionLowering, declare, value_type
 from ptxport.ir import nodes as ir
 from ptxport.ir.types import TYPES, Type
 
@@ -111,19 +111,12 @@ def write_lanes(fl: FunctionLowering, dest, lanes: list, t: Type, fmt: FloatForm
 
 # --- bits, conversions and the small operations everything uses --------------------------------
 
-def _intrinsic(fl: FunctionLowering, name: str, ret: ll.Type, args: list) -> ll.Function:
-    module = fl.llfn.module
-    existing = module.globals.get(name)
-    if existing is not None:
-        return existing
-    return ll.Function(module, ll.FunctionType(ret, args), name)
-
-
 def float_call(fl: FunctionLowering, name: str, *args: ll.Value) -> ll.Value:
     """llvm.<name> on one floating type (float or double)."""
     t = args[0].type
     suffix = "f64" if t == F64_LL else "f32"
-    return fl.b.call(_intrinsic(fl, f"llvm.{name}.{suffix}", t, [t] * len(args)), list(args))
+    fn = declare(fl.llfn.module, f"llvm.{name}.{suffix}", t, [t] * len(args))
+    return fl.b.call(fn, list(args))
 
 
 def fconst(t: ll.Type, value: float) -> ll.Constant:

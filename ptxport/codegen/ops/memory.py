@@ -11,7 +11,17 @@ from __future__ import annotations
 
 from llvmlite import ir as ll
 
-from ptxport.codegen.lower import I1, I8, I32, I64, PTR, FunctionLowering, const_int, lowering
+from ptxport.codegen.lower import (
+    I1,
+    I8,
+    I32,
+    I64,
+    PTR,
+    FunctionLowering,
+    const_int,
+    declare,
+    lowering,
+)
 from ptxport.ir import nodes as ir
 from ptxport.ir.abi import param_layout
 from ptxport.ir.types import TYPES
@@ -19,14 +29,6 @@ from ptxport.ir.types import TYPES
 # Instructions where a thread may wait for others: on targets that run a thread until such a
 # point and return, stack memory does not live across them.
 WAITS = frozenset(("bar", "barrier", "shfl", "vote", "match", "redux", "activemask", "elect"))
-
-
-def _intrinsic(fl: FunctionLowering, name: str, ret: ll.Type, args: list) -> ll.Function:
-    module = fl.llfn.module
-    existing = module.globals.get(name)
-    if existing is not None:
-        return existing
-    return ll.Function(module, ll.FunctionType(ret, args), name)
 
 
 def _within(fl: FunctionLowering, address, base, size) -> ll.Value:
@@ -143,7 +145,8 @@ def _copy_async(fl: FunctionLowering, inst: ir.Instruction) -> None:
     extra = list(inst.operands[3:])
     if inst.spec.get("l2hint") and extra:
         extra.pop()                                    # the cache policy: a hint
-    memcpy = _intrinsic(fl, "llvm.memcpy.p0.p0.i64", ll.VoidType(), [PTR, PTR, I64, I1])
+    llmod = fl.llfn.module
+    memcpy = declare(llmod, "llvm.memcpy.p0.p0.i64", ll.VoidType(), [PTR, PTR, I64, I1])
     if not extra:
         b.call(memcpy, [dst, src, const_int(I64, size), I1(0)])
         return
@@ -154,7 +157,7 @@ def _copy_async(fl: FunctionLowering, inst: ir.Instruction) -> None:
         given = b.zext(fl.read(operand, "u32"), I64)
         count = b.select(b.icmp_unsigned("<", given, const_int(I64, size)), given,
                          const_int(I64, size))
-    memset = _intrinsic(fl, "llvm.memset.p0.i64", ll.VoidType(), [PTR, I8, I64, I1])
+    memset = declare(llmod, "llvm.memset.p0.i64", ll.VoidType(), [PTR, I8, I64, I1])
     b.call(memcpy, [dst, src, count, I1(0)])
     rest = b.gep(dst, [count], source_etype=I8)
     b.call(memset, [rest, ll.Constant(I8, 0), b.sub(const_int(I64, size), count), I1(0)])
@@ -229,12 +232,12 @@ def alloca(fl: FunctionLowering, inst: ir.Instruction) -> None:
 @lowering("stacksave")
 def stacksave(fl: FunctionLowering, inst: ir.Instruction) -> None:
     _check_stack(fl, inst)
-    save = _intrinsic(fl, "llvm.stacksave.p0", PTR, [])
+    save = declare(fl.llfn.module, "llvm.stacksave.p0", PTR, [])
     fl.write(inst.operands[0], _local_address(fl, fl.b.call(save, [])), "u64")
 
 
 @lowering("stackrestore")
 def stackrestore(fl: FunctionLowering, inst: ir.Instruction) -> None:
     _check_stack(fl, inst)
-    restore = _intrinsic(fl, "llvm.stackrestore.p0", ll.VoidType(), [PTR])
+    restore = declare(fl.llfn.module, "llvm.stackrestore.p0", ll.VoidType(), [PTR])
     fl.b.call(restore, [_host_pointer(fl, fl.read(inst.operands[0], "u64"))])
