@@ -43,9 +43,10 @@ from ptxport.codegen.lower import (
     I64,
     PTR,
     FunctionLowering,
+    declare,
     value_type,
 )
-from ptxport.codegen.targets.amdgpu_warp import WarpModel, declare
+from ptxport.codegen.targets.amdgpu_warp import WarpModel
 from ptxport.codegen.targets.gpu import (
     GpuLowering,
     GpuTarget,
@@ -238,10 +239,6 @@ class AmdgpuTarget(GpuTarget):
             fl.b.ret_void()
             return
         fl.b.call(declare(self.llmod, "llvm.amdgcn.endpgm", ll.VoidType(), []), [])
-        fl.b.unreachable()
-
-    def trap(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
-        fl.b.call(declare(self.llmod, "llvm.trap", ll.VoidType(), []), [])
         fl.b.unreachable()
 
     def synchronize(self, fl: FunctionLowering, inst: ir.Instruction) -> None:

@@ -20,21 +20,14 @@ from __future__ import annotations
 
 from llvmlite import ir as ll
 
-from ptxport.codegen.lower import I1, I16, I32, I64, FunctionLowering
+from ptxport.codegen.lower import I1, I16, I32, I64, FunctionLowering, declare
 from ptxport.codegen.ops.data import instruction_type
 from ptxport.ir import nodes as ir
 
-__all__ = ["WarpModel", "declare"]
+__all__ = ["WarpModel"]
 
 _CONSTANT = 4  # the address space of the dispatch packet
 _AXES = {"x": 0, "y": 1, "z": 2}
-
-
-def declare(llmod: ll.Module, name: str, ret: ll.Type, args: list) -> ll.Function:
-    existing = llmod.globals.get(name)
-    if existing is not None:
-        return existing
-    return ll.Function(llmod, ll.FunctionType(ret, args), name)
 
 
 class WarpModel:

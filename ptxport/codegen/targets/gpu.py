@@ -20,6 +20,7 @@ from ptxport.codegen.lower import (
     FunctionLowering,
     Target,
     const_int,
+    declare,
     value_type,
 )
 from ptxport.errors import UnsupportedFeatureError
@@ -142,6 +143,11 @@ class GpuTarget(Target):
                                  f"the .{var.space} variable '{var.name}' is not declared "
                                  "at module scope")
         return pointer
+
+    def trap(self, fl: GpuLowering, inst: ir.Instruction) -> None:
+        """llvm.trap, which ends the kernel with an error."""
+        fl.b.call(declare(self.llmod, "llvm.trap", ll.VoidType(), []), [])
+        fl.b.unreachable()
 
     def call(self, fl: GpuLowering, inst: ir.Instruction, callee: ir.Function,
              returns: list, args: list) -> None:

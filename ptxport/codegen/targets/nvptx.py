@@ -36,6 +36,7 @@ from ptxport.codegen.lower import (
     PTR,
     FunctionLowering,
     const_int,
+    declare,
     value_type,
 )
 from ptxport.codegen.ops.data import instruction_type, state_space, vector_count
@@ -155,20 +156,13 @@ def _alloca(fl: NvptxLowering, inst: ir.Instruction) -> None:
 
 
 def _stacksave(fl: NvptxLowering, inst: ir.Instruction) -> None:
-    save = _declare(fl.llfn.module, "llvm.stacksave.p0", PTR, [])
+    save = declare(fl.llfn.module, "llvm.stacksave.p0", PTR, [])
     fl.write(inst.operands[0], fl.b.ptrtoint(fl.b.call(save, []), I64), "u64")
 
 
 def _stackrestore(fl: NvptxLowering, inst: ir.Instruction) -> None:
-    restore = _declare(fl.llfn.module, "llvm.stackrestore.p0", ll.VoidType(), [PTR])
+    restore = declare(fl.llfn.module, "llvm.stackrestore.p0", ll.VoidType(), [PTR])
     fl.b.call(restore, [fl.b.inttoptr(fl.read(inst.operands[0], "u64"), PTR)])
-
-
-def _declare(llmod: ll.Module, name: str, ret: ll.Type, args: list) -> ll.Function:
-    existing = llmod.globals.get(name)
-    if existing is not None:
-        return existing
-    return ll.Function(llmod, ll.FunctionType(ret, args), name)
 
 
 # --- the target ---------------------------------------------------------------------------
@@ -214,7 +208,7 @@ class NvptxTarget(GpuTarget):
         if name is not None:
             if reg.component:
                 name += "." + reg.component
-            fn = _declare(self.llmod, f"llvm.nvvm.read.ptx.sreg.{name}", ret, [])
+            fn = declare(self.llmod, f"llvm.nvvm.read.ptx.sreg.{name}", ret, [])
             return fl.b.call(fn, [])
         kind = MEMORY if reg.name in _VOLATILE_SREGS else PURE
         bits = 1 if t.kind == "pred" else t.bits
@@ -256,10 +250,6 @@ class NvptxTarget(GpuTarget):
         asm(fl, "exit;", ll.VoidType(), [], "~{memory}")
         fl.b.unreachable()
 
-    def trap(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
-        fl.b.call(_declare(self.llmod, "llvm.trap", ll.VoidType(), []), [])
-        fl.b.unreachable()
-
     # --- barriers and warp operations ----------------------------------------------------------
 
     def synchronize(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
@@ -268,7 +258,7 @@ class NvptxTarget(GpuTarget):
             inline_ptx(fl, inst, CONVERGENT)
 
     def _intrinsic(self, name: str, ret: ll.Type, args: list) -> ll.Function:
-        return _declare(self.llmod, name, ret, args)
+        return declare(self.llmod, name, ret, args)
 
     def _sync_bar(self, fl: FunctionLowering, inst: ir.Instruction) -> bool:
         """bar{.cta}.sync a{, b}, barrier{.cta}.sync{.aligned} a{, b} and bar.warp.sync m;
@@ -461,7 +451,7 @@ def _lower_kernel(module: ir.Module, kernel: ir.Function, llmod: ll.Module,
                      name=kernel.name)
     fn.calling_convention = "ptx_kernel"
     _annotate(llmod, fn, kernel)
-    memcpy = _declare(llmod, "llvm.memcpy.p0.p0.i64", ll.VoidType(), [PTR, PTR, I64, I1])
+    memcpy = declare(llmod, "llvm.memcpy.p0.p0.i64", ll.VoidType(), [PTR, PTR, I64, I1])
 
     def byval(fl: GpuLowering, at: ll.Value, arg: ll.Argument, slot: ParamSlot) -> None:
         """A memcpy, which LLVM turns into loads of the parameter where it is read."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from llvmlite import ir as ll
 
-from ptxport.codegen.lower import I1, I32, I64, FunctionLowering
+from ptxport.codegen.lower import I1, I32, I64, FunctionLowering, declare
 from ptxport.codegen.ops.data import instruction_type
 from ptxport.ir import nodes as ir
 
@@ -220,8 +220,7 @@ def _elect(target, fl: FunctionLowering, inst: ir.Instruction) -> None:
     b = fl.b
     dest, m = inst.operands
     members = b.and_(fl.read(m, "b32"), _ballot(target, fl, I1(1)))
-    cttz = fl.llfn.module.globals.get("llvm.cttz.i32") or ll.Function(
-        fl.llfn.module, ll.FunctionType(I32, [I32, I1]), "llvm.cttz.i32")
+    cttz = declare(fl.llfn.module, "llvm.cttz.i32", I32, [I32, I1])
     leader = b.call(cttz, [members, I1(0)])
     first, second = (dest.first, dest.second) if isinstance(dest, ir.PairValue) \
         else (dest, None)
