@@ -30,7 +30,6 @@ import os
 import shutil
 import subprocess
 import tempfile
-import threading
 from pathlib import Path
 
 import llvmlite.binding as llvm
@@ -58,8 +57,11 @@ from ptxport.codegen.targets.gpu import (
     lower_device_function,
     lower_return,
     module_variable,
+    opaque_variable,
+    parse_verified,
+    target_machine,
 )
-from ptxport.errors import CompileError, UnsupportedFeatureError
+from ptxport.errors import CompileError
 from ptxport.ir import nodes as ir
 from ptxport.ir.abi import ParamSlot
 
@@ -260,11 +262,8 @@ def _declare_variables(module: ir.Module, llmod: ll.Module,
     for var in variables:
         if var.space not in _SPACES or var.name in out:
             continue
-        if var.type.kind == "opaque":
-            if collecting:
-                continue
-            raise UnsupportedFeatureError(f".{var.space} .{var.type.name} {var.name}", "amdgpu",
-                                          module.location(var.pos), _OPAQUE)
+        if opaque_variable(module, var, "amdgpu", _OPAQUE, collecting):
+            continue
         element = I8 if var.type.kind == "pred" else value_type(var.type)
         g = out[var.name] = module_variable(llmod, var, var.name, element, _SPACES[var.space])
         if var.space != "shared" and not var.is_extern:
@@ -352,20 +351,9 @@ def _copy_byref(fl: GpuLowering, at: ll.Value, arg: ll.Argument, slot: ParamSlot
 
 # --- compiling and linking ----------------------------------------------------------------------
 
-_LOCK = threading.Lock()
-_INITIALIZED = False
-
-
 def _target_machine(chip: str):
-    global _INITIALIZED
-    with _LOCK:
-        if not _INITIALIZED:
-            llvm.initialize_all_targets()
-            llvm.initialize_all_asmprinters()
-            _INITIALIZED = True
     features = "+wavefrontsize32" if CHIPS[chip] == 32 else "+wavefrontsize64"
-    return llvm.Target.from_triple(TRIPLE).create_target_machine(
-        cpu=chip, features=features, opt=3, reloc="pic")
+    return target_machine(TRIPLE, cpu=chip, features=features, opt=3, reloc="pic")
 
 
 def compile_llvm_ir(module: ir.Module, chip: str) -> str:
@@ -378,13 +366,7 @@ def _optimized(module: ir.Module, chip: str):
     module aborts LLVM, so each emission parses its own."""
     text = compile_llvm_ir(module, chip)
     tm = _target_machine(chip)
-    context = llvm.create_context()
-    try:
-        parsed = llvm.parse_assembly(text, context=context)
-        parsed.verify()
-    except RuntimeError as e:
-        raise CompileError("LLVM refused the IR ptxport made for AMDGPU; please report this "
-                           "to ptxport", str(e)) from None
+    parsed = parse_verified(text, "AMDGPU")
     pb = llvm.create_pass_builder(tm, llvm.PipelineTuningOptions(speed_level=3))
     pb.getModulePassManager().run(parsed, pb)
     return tm, parsed

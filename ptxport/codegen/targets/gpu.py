@@ -1,14 +1,16 @@
 """What the GPU targets (nvptx, amdgpu, spirv) lower the same way: a function's body, memory
 operands as pointers in their state space's address space (GpuLowering), calls of device
 functions and their parameters and results (passed by value, as PTX passes them; GpuTarget),
-kernel parameters copied into the buffer ld.param reads, and module variables with their
-initial values."""
+kernel parameters copied into the buffer ld.param reads, module variables with their
+initial values, and handing the LLVM IR to LLVM."""
 
 from __future__ import annotations
 
 import struct
+import threading
 from collections.abc import Callable, Iterable
 
+import llvmlite.binding as llvm
 from llvmlite import ir as ll
 
 from ptxport.codegen.lower import (
@@ -23,7 +25,7 @@ from ptxport.codegen.lower import (
     declare,
     value_type,
 )
-from ptxport.errors import UnsupportedFeatureError
+from ptxport.errors import CompileError, UnsupportedFeatureError
 from ptxport.ir import nodes as ir
 from ptxport.ir.abi import ParamSlot, param_layout
 from ptxport.ptx.ast import FloatImm, IntImm
@@ -31,7 +33,8 @@ from ptxport.ptx.ast import FloatImm, IntImm
 __all__ = ["GpuLowering", "GpuTarget", "copy_kernel_parameters", "declare_functions",
            "function_type", "generic", "initialize", "initializer", "kernel_parameters",
            "lower_body", "lower_device_function", "lower_return", "module_variable",
-           "pass_type", "return_results"]
+           "opaque_variable", "parse_verified", "pass_type", "return_results",
+           "target_machine"]
 
 
 class GpuLowering(FunctionLowering):
@@ -320,6 +323,19 @@ def function_type(f: ir.Function, pass_as: Callable[[ir.Variable], ll.Type]) -> 
     return ll.FunctionType(ret, [pass_as(p) for p in f.params])
 
 
+def opaque_variable(module: ir.Module, var: ir.Variable, target: str, reason: str,
+                    collecting: bool) -> bool:
+    """Whether `var` is a texture, sampler or surface reference, which a target without them
+    leaves out when `collecting` (the instructions using it report that) and otherwise
+    refuses, saying `reason`."""
+    if var.type.kind != "opaque":
+        return False
+    if collecting:
+        return True
+    raise UnsupportedFeatureError(f".{var.space} .{var.type.name} {var.name}", target,
+                                  module.location(var.pos), reason)
+
+
 def module_variable(llmod: ll.Module, var: ir.Variable, name: str, element: ll.Type,
                     addrspace: int) -> ll.GlobalVariable:
     """The LLVM global of a .global, .const or .shared variable in `addrspace`: an array of
@@ -398,3 +414,33 @@ def _float_of(item: FloatImm) -> float:
     if item.width == 32:
         return struct.unpack("<f", struct.pack("<I", item.bits))[0]
     return struct.unpack("<d", struct.pack("<Q", item.bits))[0]
+
+
+# --- handing the LLVM IR to LLVM ------------------------------------------------------------------
+
+_LOCK = threading.Lock()
+_INITIALIZED = False
+
+
+def target_machine(triple: str, **options) -> llvm.TargetMachine:
+    """LLVM's target machine for `triple` (`options` as create_target_machine takes them);
+    the first call, from whichever thread, initializes LLVM's targets."""
+    global _INITIALIZED
+    with _LOCK:
+        if not _INITIALIZED:
+            llvm.initialize_all_targets()
+            llvm.initialize_all_asmprinters()
+            _INITIALIZED = True
+    return llvm.Target.from_triple(triple).create_target_machine(**options)
+
+
+def parse_verified(text: str, target: str) -> llvm.ModuleRef:
+    """The LLVM IR `text` that ptxport made for `target` ("NVPTX", ...), parsed in a fresh
+    context and verified; IR that LLVM refuses is ptxport's bug, and is reported as one."""
+    try:
+        parsed = llvm.parse_assembly(text, context=llvm.create_context())
+        parsed.verify()
+    except RuntimeError as e:
+        raise CompileError(f"LLVM refused the IR ptxport made for {target}; please report "
+                           "this to ptxport", str(e)) from None
+    return parsed

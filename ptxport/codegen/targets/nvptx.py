@@ -22,8 +22,6 @@ Addresses keep PTX's meaning, so that inline PTX can use them as they are:
 
 from __future__ import annotations
 
-import threading
-
 import llvmlite.binding as llvm
 from llvmlite import ir as ll
 
@@ -52,6 +50,9 @@ from ptxport.codegen.targets.gpu import (
     lower_device_function,
     lower_return,
     module_variable,
+    opaque_variable,
+    parse_verified,
+    target_machine,
 )
 from ptxport.codegen.targets.nvptx_inline import (
     CONVERGENT,
@@ -62,7 +63,6 @@ from ptxport.codegen.targets.nvptx_inline import (
     constraint,
     inline_ptx,
 )
-from ptxport.errors import CompileError, UnsupportedFeatureError
 from ptxport.ir import nodes as ir
 from ptxport.ir.abi import ParamSlot
 
@@ -384,11 +384,8 @@ def _declare_variables(module: ir.Module, llmod: ll.Module,
     for key, name, var in variables:
         if var.space not in _SPACES:
             continue
-        if var.type.kind == "opaque":
-            if collecting:
-                continue
-            raise UnsupportedFeatureError(f".{var.space} .{var.type.name} {var.name}", "nvptx",
-                                          module.location(var.pos), _OPAQUE)
+        if opaque_variable(module, var, "nvptx", _OPAQUE, collecting):
+            continue
         element = I8 if var.type.kind == "pred" else value_type(var.type)
         g = out[key] = module_variable(llmod, var, name, element, _SPACES[var.space])
         if var.space != "shared" and not var.is_extern:
@@ -466,21 +463,6 @@ def _lower_kernel(module: ir.Module, kernel: ir.Function, llmod: ll.Module,
 
 # --- compiling ------------------------------------------------------------------------------
 
-_LOCK = threading.Lock()
-_INITIALIZED = False
-
-
-def _target_machine(arch: str, version: tuple[int, int]):
-    global _INITIALIZED
-    with _LOCK:
-        if not _INITIALIZED:
-            llvm.initialize_all_targets()
-            llvm.initialize_all_asmprinters()
-            _INITIALIZED = True
-    return llvm.Target.from_triple(TRIPLE).create_target_machine(
-        cpu=arch, features=f"+ptx{version[0]}{version[1]}", opt=3)
-
-
 def ptx_version(module: ir.Module, arch: str) -> tuple[int, int]:
     """The PTX ISA version of the output: the module's own (its inline PTX may need it), at
     least what `arch` needs, at most what LLVM writes."""
@@ -494,14 +476,9 @@ def compile_module(module: ir.Module, arch: str = "sm_80") -> str:
     if arch not in ARCHS:
         raise ValueError(f"unknown NVIDIA architecture '{arch}' (known: {', '.join(ARCHS)})")
     llmod = build_llvm(module)
-    tm = _target_machine(arch, ptx_version(module, arch))
-    context = llvm.create_context()
-    try:
-        parsed = llvm.parse_assembly(str(llmod), context=context)
-        parsed.verify()
-    except RuntimeError as e:
-        raise CompileError("LLVM refused the IR ptxport made for NVPTX; please report this "
-                           "to ptxport", str(e)) from None
+    major, minor = ptx_version(module, arch)
+    tm = target_machine(TRIPLE, cpu=arch, features=f"+ptx{major}{minor}", opt=3)
+    parsed = parse_verified(str(llmod), "NVPTX")
     tuning = llvm.PipelineTuningOptions(speed_level=3)
     # NVVM already unrolled what it wanted to; unrolling again only adds registers.
     tuning.loop_unrolling = False

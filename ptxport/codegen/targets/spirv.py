@@ -37,7 +37,6 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import llvmlite.binding as llvm
 from llvmlite import ir as ll
 
 from ptxport.codegen import ops  # noqa: F401  (registers the lowerings)
@@ -52,6 +51,8 @@ from ptxport.codegen.targets.gpu import (
     lower_body,
     lower_device_function,
     lower_return,
+    opaque_variable,
+    parse_verified,
 )
 from ptxport.errors import CompileError, UnsupportedFeatureError
 from ptxport.ir import nodes as ir
@@ -429,12 +430,9 @@ def _declare_variables(module: ir.Module, llmod: ll.Module,
     for var in variables:
         if var.space not in ("global", "const") or var.name in out:
             continue
-        if var.type.kind == "opaque":
-            if collecting:
-                continue
-            raise UnsupportedFeatureError(f".{var.space} .{var.type.name} {var.name}", "spirv",
-                                          module.location(var.pos),
-                                          "texture, sampler and surface references")
+        if opaque_variable(module, var, "spirv", "texture, sampler and surface references",
+                           collecting):
+            continue
         element = I8 if var.type.kind == "pred" else _element_type(var)
         count = var.elements * (var.vector or 1)
         typ = ll.ArrayType(element, count) if (var.dims or var.vector or count > 1) \
@@ -573,11 +571,7 @@ def compile_module(module: ir.Module, kernels: list[str] | None = None) \
     SPIR-V cannot express, CompileError where LLVM's SPIR-V backend fails."""
     llmod, layouts = build_llvm(module, kernels=kernels)
     text = str(llmod)
-    try:
-        llvm.parse_assembly(text, context=llvm.create_context()).verify()
-    except RuntimeError as e:
-        raise CompileError("LLVM refused the IR ptxport made for SPIR-V; please report this "
-                           "to ptxport", str(e)) from None
+    parse_verified(text, "SPIR-V")
     # The script alone (not `-m`, which would import all of ptxport first): only llvmlite.
     done = subprocess.run([sys.executable, str(Path(__file__).with_name("spirv_emit.py"))],
                           input=text.encode(), capture_output=True, check=False)
