@@ -22,9 +22,11 @@ import ctypes
 import hashlib
 import struct
 import threading
+import weakref
 from dataclasses import dataclass, field
 
 import llvmlite.binding as llvm
+import numpy as np
 from llvmlite import ir as ll
 
 from ptxport.cache import cache_path, read_entry, write_entry
@@ -670,12 +672,20 @@ def _declare_globals(module: ir.Module, llmod: ll.Module) -> dict[str, ll.Global
     return out
 
 
+def _holds_function_addresses(var: ir.Variable) -> bool:
+    return any(isinstance(item, ir.SymbolAddress) and isinstance(item.target, ir.Function)
+               for item in var.init or [])
+
+
 def _initialize_globals(module: ir.Module, globals_: dict, functions: dict) -> None:
     """The initial values of the module's variables (once the functions whose addresses
-    they may hold are declared)."""
+    they may hold are declared). A variable is one for all kernels of a module, as in CUDA:
+    each kernel's code names it as an external symbol bound at load time to the module's
+    storage (module_storage), except tables of function addresses (vtables), which hold
+    this kernel's own functions and stay in its code."""
     for var in module.globals.values():
         g = globals_.get(var.name)
-        if g is None:
+        if g is None or not _holds_function_addresses(var):
             continue
         element = I64 if var.type.kind == "opaque" else value_type(var.type)
         g.initializer = (_initializer(var, element, globals_, functions)
@@ -998,15 +1008,76 @@ RunClaimedWaitingBlocks = ctypes.CFUNCTYPE(
     ctypes.c_void_p)
 
 
+_STORAGE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_STORAGE_LOCK = threading.Lock()
+
+
+def module_storage(module: ir.Module) -> dict[str, tuple[int, int]]:
+    """name -> (address, size) of the module's .global and .const variables (all but
+    function-address tables), in host memory shared by every kernel of this module and kept
+    as long as the module, filled with their initial values."""
+    with _STORAGE_LOCK:
+        found = _STORAGE.get(module)
+        if found is not None:
+            return found[0]
+        variables = [v for v in module.globals.values()
+                     if v.space in ("global", "const") and not _holds_function_addresses(v)]
+        arrays, where = [], {}
+        for var in variables:
+            size, align = max(var.size, 1), max(var.alignment, 16)
+            array = np.zeros(size + align, np.uint8)
+            start = (-array.ctypes.data) % align
+            arrays.append(array)
+            where[var.name] = (array.ctypes.data + start, var.size)
+        for var, array in zip(variables, arrays, strict=True):
+            data = _initial_bytes(var, where)
+            address, _ = where[var.name]
+            start = address - array.ctypes.data
+            array[start:start + len(data)] = np.frombuffer(data, np.uint8)
+        _STORAGE[module] = (where, arrays)
+        return where
+
+
+def _initial_bytes(var: ir.Variable, where: dict) -> bytes:
+    """A variable's initial contents (zeros past its initializer), by PTX's rules: integers
+    and floats of the element's size, addresses of variables."""
+    element = 8 if var.type.kind == "opaque" else max(var.type.size, 1)
+    out = bytearray()
+    for item in var.init or []:
+        if isinstance(item, IntImm):
+            value = item.value
+            if var.type.kind == "float":
+                bits = {2: "<e", 4: "<f", 8: "<d"}[element]
+                out += struct.pack(bits, float(value))
+                continue
+        elif isinstance(item, FloatImm):
+            if var.type.kind == "float" and item.width // 8 != element:
+                raise UnsupportedFeatureError("initializer", "cpu", None,
+                                              f"cannot initialize '{var.name}' with {item!r}")
+            value = item.bits
+        elif isinstance(item, ir.SymbolAddress) and isinstance(item.target, ir.Variable) \
+                and item.target.name in where:
+            value = where[item.target.name][0] + item.offset
+        else:
+            raise UnsupportedFeatureError("initializer", "cpu", None,
+                                          f"cannot initialize '{var.name}' with {item!r}")
+        out += (value & ((1 << (8 * element)) - 1)).to_bytes(element, "little")
+    return bytes(out[:max(var.size, 0)])
+
+
 class CpuKernelBinary:
     """A kernel compiled for the host: `launch` runs a whole grid on the calling thread."""
 
     def __init__(self, name: str, llvm_ir: str, plan: KernelPlan, module: ir.Module):
         self.name, self.plan, self.module = name, plan, module
         self.llvm_ir = llvm_ir
+        storage = module_storage(module)
         with _LLVM_LOCK:
             tm = _target_machine()
             obj = _object_code(llvm_ir, tm)
+            # this module's variables, for the symbols the object leaves undefined
+            for var_name, (address, _) in storage.items():
+                llvm.add_symbol(f"ptx.{var_name}", address)
             missing = [symbol for symbol in cpu_runtime.undefined_symbols(obj)
                        if not llvm.address_of_symbol(symbol)]
             if missing:
@@ -1041,9 +1112,11 @@ class CpuKernelBinary:
     def global_ranges(self) -> list[tuple[int, int]]:
         """(address, size) of the module's .global and .const variables in this binary."""
         ranges = []
+        storage = module_storage(self.module)
         for var in self.module.globals.values():
             if var.space in ("global", "const") and var.size:
-                address = self._engine.get_global_value_address(f"ptx.{var.name}")
+                address = storage[var.name][0] if var.name in storage else \
+                    self._engine.get_global_value_address(f"ptx.{var.name}")
                 ranges.append((address, var.size))
         return ranges
 
