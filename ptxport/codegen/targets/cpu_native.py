@@ -191,16 +191,7 @@ def _uniform_round(fn, b, thread, ctx, frames, frame_size, points, statuses, n, 
     trapped), as _scan would after run_threads."""
     head, body, run, step, after = (fn.append_basic_block(f"uniform_{x}") for x in
                                     ("head", "body", "run", "step", "after"))
-    entry = b.block
-    b.branch(head)
-    b.position_at_end(head)
-    t = b.phi(I32, "t")
-    common = b.phi(I32, "common")
-    live = b.phi(I32, "live")
-    trapped = b.phi(ll.IntType(1), "trapped")
-    for phi, value in ((t, I32(0)), (common, I32(0)), (live, I32(0)),
-                       (trapped, ll.Constant(ll.IntType(1), 0))):
-        phi.add_incoming(value, entry)
+    t, common, live, trapped = _tally(b, head)
     b.cbranch(b.icmp_signed("<", t, n), body, after)
     b.position_at_end(body)
     status_ptr = b.gep(statuses, [t], source_etype=I32)
@@ -271,10 +262,9 @@ def _warp_shuffles(fn, b, shuffles, frames, frame_size, points, statuses, n, pro
     b.position_at_end(after)
 
 
-def _scan(fn, b, points, statuses, n):
-    """(the point every live thread waits at or -1 if they differ, live count, any trapped)."""
-    head, body, blocked, after = (fn.append_basic_block(x) for x in
-                                  ("scan", "scan_body", "scan_blocked", "scan_done"))
+def _tally(b, head):
+    """Enter the loop `head` over a block's threads, with its phis: the thread, the point
+    the waiting threads share so far, how many wait, whether any trapped (all start at 0)."""
     entry = b.block
     b.branch(head)
     b.position_at_end(head)
@@ -285,6 +275,14 @@ def _scan(fn, b, points, statuses, n):
     for phi, value in ((t, I32(0)), (common, I32(0)), (live, I32(0)),
                        (trapped, ll.Constant(ll.IntType(1), 0))):
         phi.add_incoming(value, entry)
+    return t, common, live, trapped
+
+
+def _scan(fn, b, points, statuses, n):
+    """(the point every live thread waits at or -1 if they differ, live count, any trapped)."""
+    head, body, blocked, after = (fn.append_basic_block(x) for x in
+                                  ("scan", "scan_body", "scan_blocked", "scan_done"))
+    t, common, live, trapped = _tally(b, head)
     step = fn.append_basic_block("scan_step")
     b.cbranch(b.icmp_signed("<", t, n), body, after)
     b.position_at_end(body)
