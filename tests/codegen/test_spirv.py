@@ -132,3 +132,27 @@ def test_cli_writes_spirv_and_llvm_ir(tmp_path, capsys):
     source.write_text(TRAP)
     assert main(["compile", str(source), "--target", "spirv", "-o", str(tmp_path / "t.spv")]) == 1
     assert "spirv" in capsys.readouterr().err
+
+
+PARAM_THROUGH_REGISTER = """
+.version 8.0
+.target sm_80
+.address_size 64
+.func (.param .b32 r) f(.param .b32 a)
+{
+.reg .b32 %r<3>; .reg .b64 %rd<3>;
+mov.u64 %rd1, a;
+ld.param.u32 %r1, [%rd1];
+st.param.b32 [r], %r1;
+ret;
+}
+"""
+
+
+def test_a_param_address_in_a_register_of_a_device_function_is_refused_cleanly():
+    """(It crashed the lowering with AttributeError.)"""
+    module = build(parse(PARAM_THROUGH_REGISTER, "t.ptx"))
+    verify(module)
+    with pytest.raises(UnsupportedFeatureError, match="held in a register") as info:
+        spirv.build_llvm(module)
+    assert info.value.location.line == 9

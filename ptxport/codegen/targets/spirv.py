@@ -137,8 +137,11 @@ class SpirvLowering(GpuLowering):
         if space == "shared":
             return self.b.gep(self.target.shared_pointer(self), [address], source_etype=I8)
         if space == "param":
-            return self.b.gep(self.target.space_base(self, "param"), [address],
-                              source_etype=I8)
+            base = self.target.space_base(self, "param")
+            if base is None:    # a device function's parameters are not one window
+                raise self.unsupported(self.inst, "a .param address held in a register "
+                                                  "inside a device function")
+            return self.b.gep(base, [address], source_etype=I8)
         return self.b.inttoptr(address, _ptr(_SPACE_OF.get(space, GENERIC)))
 
 
