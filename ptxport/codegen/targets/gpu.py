@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import struct
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 
 import llvmlite.binding as llvm
@@ -37,7 +38,7 @@ __all__ = ["GpuLowering", "GpuTarget", "copy_kernel_parameters", "declare_functi
            "target_machine"]
 
 
-class GpuLowering(FunctionLowering):
+class GpuLowering(FunctionLowering, ABC):
     """FunctionLowering of a GPU target: a memory operand is a pointer in the LLVM address
     space of its state space, so that LLVM selects that space's loads and stores; a kernel's
     parameters lie in `param_buffer` (copy_kernel_parameters), a device function's in stack
@@ -95,13 +96,13 @@ class GpuLowering(FunctionLowering):
             return self.b.trunc(address, I32) if address.type.width == 64 else address
         return self.b.zext(address, I64) if address.type.width == 32 else address
 
+    @abstractmethod
     def variable_in(self, var: ir.Variable, space: str | None) -> ll.Value:
         """A pointer to `var` for an access in state space `space`."""
-        raise NotImplementedError
 
+    @abstractmethod
     def address_in(self, address: ll.Value, space: str | None) -> ll.Value:
         """The pointer that `address` (from _address) is in state space `space`."""
-        raise NotImplementedError
 
     def frame_variable(self, var: ir.Variable) -> ll.Value:
         """A function's own .param or .local variable: its parameter's slot, else stack
@@ -134,9 +135,9 @@ class GpuTarget(Target):
         self.module, self.llmod = module, llmod
         self.globals, self.functions = globals_, functions
 
+    @abstractmethod
     def own_pointer(self, fl: GpuLowering, var: ir.Variable) -> ll.Value:
         """A variable's storage, in its state space's address space."""
-        raise NotImplementedError
 
     def global_variable(self, fl: GpuLowering, var: ir.Variable) -> ll.Value:
         """The LLVM global of a .global, .const or .shared variable."""
