@@ -112,31 +112,13 @@ def _opencl_devices_skipped() -> list[tuple[str, str]]:
 
 
 def _inspect(args) -> int:
-    from ptxport.inspection import inspect_module, load, render_text
+    from ptxport.inspection import inspect_module, render_text
 
     path = Path(args.file)
-    if not path.is_file():
-        print(f"ptxport: error: cannot read '{path}': no such file", file=sys.stderr)
-        return 2
-    if path.suffix not in (".ptx", ".cu"):
-        print(f"ptxport: error: '{path}' is neither a .ptx nor a .cu file", file=sys.stderr)
-        return 2
-    try:
-        module, source_kind = load(path, arch=args.arch)
-    except BackendUnavailableError as e:
-        print(f"ptxport: error: {e}", file=sys.stderr)
-        return 2
-    except CompileError as e:
-        print(f"{path}: error: {e}", file=sys.stderr)
-        return 1
-    except PtxportError as e:
-        diagnostics = getattr(e, "diagnostics", None)
-        lines = [str(d) for d in diagnostics] if diagnostics else [f"{path}: error: {e}"]
-        print("\n".join(lines), file=sys.stderr)
-        return 1
-    except UnicodeDecodeError as e:
-        print(f"{path}: error: not a text file ({e.reason} at byte {e.start})", file=sys.stderr)
-        return 1
+    loaded = _read_module(path, args.arch)
+    if isinstance(loaded, int):
+        return loaded
+    module, source_kind = loaded
     report = inspect_module(module, source_kind)
     if args.json:
         print(json.dumps(report, indent=2))
@@ -184,9 +166,10 @@ def _compile(args) -> int:
         print(f"ptxport: error: for the cpu target, -o names a .ll (LLVM IR) or .o (object "
               f"file) output, not '{output}'", file=sys.stderr)
         return 2
-    module = _read_module(path, args.arch or arch or "sm_90")
-    if isinstance(module, int):
-        return module
+    loaded = _read_module(path, args.arch or arch or "sm_90")
+    if isinstance(loaded, int):
+        return loaded
+    module = loaded[0]
     try:
         if family == "nvptx":
             from ptxport.codegen.targets.nvptx import compile_module
@@ -257,8 +240,9 @@ def _compile_cpu(module, kernel: str | None, output: Path) -> int:
     return 0
 
 
-def _read_module(path: Path, arch: str):
-    """The verified IR of a .ptx or .cu file, or the exit status after printing why not."""
+def _read_module(path: Path, arch: str | None):
+    """(the verified IR, "ptx" or "cuda") of a .ptx or .cu file, or the exit status after
+    printing why not."""
     from ptxport.inspection import load
 
     if not path.is_file():
@@ -268,7 +252,7 @@ def _read_module(path: Path, arch: str):
         print(f"ptxport: error: '{path}' is neither a .ptx nor a .cu file", file=sys.stderr)
         return 2
     try:
-        return load(path, arch=arch)[0]
+        return load(path, arch=arch)
     except BackendUnavailableError as e:
         print(f"ptxport: error: {e}", file=sys.stderr)
         return 2
