@@ -71,21 +71,21 @@ def build_run_block(llmod: ll.Module, run_threads: ll.Function, plan) -> None:
     point.add_incoming(start, entry)
     # One loop per resume point, each calling the thread function with that constant point:
     # LLVM then inlines only the code reachable from it, without the resume switch.
+    # A uniform round starts at the first instruction or after a native wait, nowhere else.
     joined = fn.append_basic_block("uniform_joined")
-    generic = fn.append_basic_block("uniform_generic")
-    dispatch = b.switch(point, generic)
+    nowhere = fn.append_basic_block("uniform_nowhere")
+    dispatch = b.switch(point, nowhere)
+    b.position_at_end(nowhere)
+    b.unreachable()
     rounds = []
     starts = [0] + [number for number, sync_point in plan.sync_points.items()
                     if _kind(sync_point.inst) is not None]
-    for number in starts + [None]:
-        if number is None:       # (unreachable: every point a uniform round starts at is above)
-            b.position_at_end(generic)
-        else:
-            case = fn.append_basic_block(f"uniform_at_{number}")
-            dispatch.add_case(I32(number), case)
-            b.position_at_end(case)
+    for number in starts:
+        case = fn.append_basic_block(f"uniform_at_{number}")
+        dispatch.add_case(I32(number), case)
+        b.position_at_end(case)
         results = _uniform_round(fn, b, llmod.globals["thread"], ctx, frames, frame_size,
-                                 points, statuses, n, point if number is None else I32(number))
+                                 points, statuses, n, I32(number))
         rounds.append((b.block, results))
         b.branch(joined)
     b.position_at_end(joined)
