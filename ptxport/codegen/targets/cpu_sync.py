@@ -222,11 +222,17 @@ def _lower_mma(target, fl, inst, number) -> None:
         low = fl.b.zext(words[k], I64)
         high = fl.b.shl(fl.b.zext(words[k + 1], I64), I64(32)) if k + 1 < len(words) else I64(0)
         _store_slot(target, fl, f"in{k // 2}", fl.b.or_(low, high))
-    target.spill_and_return(fl, number)
     outputs = d.elements if isinstance(d, ir.VectorValue) else (d,)
     if len(outputs) != shape["d"]:
         raise fl.unsupported(inst, f"mma operand d needs {shape['d']} registers")
-    for k, register in enumerate(outputs):
+    target.spill_and_return(fl, number)
+    _write_words(target, fl, outputs)
+
+
+def _write_words(target, fl, registers) -> None:
+    """The 32-bit registers a warp matrix operation gives, two per slot from out0 (low word
+    first)."""
+    for k, register in enumerate(registers):
         word = _load_slot(target, fl, f"out{k // 2}", I64)
         if k % 2:
             word = fl.b.lshr(word, I64(32))
@@ -260,11 +266,7 @@ def _lower_ldmatrix(target, fl, inst, number) -> None:
     value.add_incoming(row, loaded)
     _store_slot(target, fl, "in0", value)
     target.spill_and_return(fl, number)
-    for k, register in enumerate(outputs):
-        word = _load_slot(target, fl, f"out{k // 2}", I64)
-        if k % 2:
-            word = fl.b.lshr(word, I64(32))
-        fl.write(register, fl.b.trunc(word, I32), "b32")
+    _write_words(target, fl, outputs)
 
 
 # mma shapes and types the CPU computes: (shape, d type, a type, b type, c type) -> the
