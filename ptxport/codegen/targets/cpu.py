@@ -132,6 +132,7 @@ class CpuTarget(Target):
         self.module, self.llmod, self.plan = module, llmod, plan
         self.globals, self.functions = globals_, functions
         self._entry_loads: dict = {}   # LLVM function -> the ctx fields loaded at its entry
+        self._address_taken: list | None = None   # functions an indirect call may reach
 
     # --- per-function values ---------------------------------------------------------------
 
@@ -381,9 +382,11 @@ class CpuTarget(Target):
             if not isinstance(value, ir.Variable):
                 raise fl.unsupported(inst, "call arguments must be .param variables")
             pointers.append(self.variable_pointer(fl, value))
-        candidates = [f for f in address_taken(self.module, [
-            self.module.functions[name] for name in self.functions])
-            if len(f.returns) == len(returns) and len(f.params) == len(args)]
+        if self._address_taken is None:
+            self._address_taken = address_taken(
+                self.module, [self.module.functions[name] for name in self.functions])
+        candidates = [f for f in self._address_taken
+                      if len(f.returns) == len(returns) and len(f.params) == len(args)]
         done = fl.llfn.append_basic_block("indirect_done")
         for f in candidates:
             hit = fl.llfn.append_basic_block("indirect_call")
