@@ -63,26 +63,11 @@ def entry_names(ptx: str) -> list[str]:
 
 
 def ptxas_path() -> Path | None:
-    """The ptxas of the nvidia-cuda-nvcc wheel (the newest CUDA release present), or None.
+    """The ptxas of the nvidia-cuda-nvcc wheel (the newest CUDA release present), or None:
+    the one the cuda backend assembles with."""
+    from ptxport.runtime.backends.cuda import wheel_ptxas
 
-    CUDA 13 wheels install it as nvidia/cu13/bin/ptxas, CUDA 12 wheels as
-    nvidia/cuda_nvcc/bin/ptxas. The system's ptxas is deliberately not used.
-    """
-    try:
-        import nvidia
-    except ImportError:
-        return None
-    candidates: list[tuple[int, Path]] = []
-    for root in map(Path, nvidia.__path__):
-        for ptxas in root.glob("cu[0-9]*/bin/ptxas"):
-            release = ptxas.parent.parent.name[2:]
-            if release.isdigit():
-                candidates.append((int(release), ptxas))
-        candidates.append((12, root / "cuda_nvcc" / "bin" / "ptxas"))
-    for _, ptxas in sorted(candidates, key=lambda c: -c[0]):
-        if ptxas.is_file() and os.access(ptxas, os.X_OK):
-            return ptxas
-    return None
+    return wheel_ptxas()
 
 
 def ptxas_errors(ptx: str, arch: str, ptxas: Path | None = None, *, cache: bool = True) -> str:
