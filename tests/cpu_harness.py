@@ -54,3 +54,41 @@ def kernel_ptx(body: str, params: str, extra: str = "", target: str = "sm_80",
     """A module with one kernel `k`, for small tests."""
     return (f".version {version}\n.target {target}\n.address_size 64\n{extra}\n"
             f".visible .entry k({params})\n{{\n{body}\n}}\n")
+
+
+SWEEP_BLOCK = 256
+_UINT = {16: np.uint16, 32: np.uint32, 64: np.uint64}
+
+
+def sweep(insts: list[str], inputs: list, bits: int, out_bits: int | None = None,
+          regs: str = "", target: str = "sm_90", version: str = "8.7") -> list[np.ndarray]:
+    """Each instruction (text over %a %b %c, .b<bits> registers loaded from the input
+    columns, writing %d, a .b<out_bits> register; %p %q %pc are predicates free to use) on
+    every element of the input columns, on the CPU target; one output column (raw bits) per
+    instruction."""
+    out_bits = out_bits or bits
+    count = len(inputs[0])
+    padded = -(-count // SWEEP_BLOCK) * SWEEP_BLOCK
+    columns = []
+    for values in inputs:
+        column = np.zeros(padded, _UINT[bits])
+        column[:count] = np.asarray(values, dtype=np.uint64).astype(_UINT[bits])
+        columns.append(column)
+    outputs = [np.zeros(padded, _UINT[out_bits]) for _ in insts]
+    names = "abc"[:len(inputs)]
+    lines = [".reg .u32 %i, %t; .reg .u64 %off, %ptr; .reg .pred %p, %q, %pc;",
+             f".reg .b{bits} %a, %b, %c; .reg .b{out_bits} %d; {regs}",
+             "mov.u32 %t, %tid.x; mov.u32 %i, %ctaid.x;",
+             f"mad.lo.u32 %i, %i, {SWEEP_BLOCK}, %t;"]
+    for name in names:
+        lines.append(f"ld.param.u64 %ptr, [p_{name}]; mul.wide.u32 %off, %i, {bits // 8}; "
+                     f"add.u64 %ptr, %ptr, %off; ld.global.b{bits} %{name}, [%ptr];")
+    for k, inst in enumerate(insts):
+        lines.append(inst)
+        lines.append(f"ld.param.u64 %ptr, [p_o{k}]; mul.wide.u32 %off, %i, {out_bits // 8}; "
+                     f"add.u64 %ptr, %ptr, %off; st.global.b{out_bits} [%ptr], %d;")
+    params = ", ".join([f".param .u64 p_{n}" for n in names]
+                       + [f".param .u64 p_o{k}" for k in range(len(insts))])
+    ptx = kernel_ptx("\n".join(lines), params, target=target, version=version)
+    run_ptx(ptx, "k", padded // SWEEP_BLOCK, SWEEP_BLOCK, columns + outputs)
+    return [o[:count] for o in outputs]

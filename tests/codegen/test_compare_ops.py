@@ -11,12 +11,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cpu_harness import kernel_ptx, run_ptx
+from cpu_harness import sweep
 
 # NaN bit patterns pass through numpy casts on purpose.
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
-BLOCK = 256
 UINT = {16: np.uint16, 32: np.uint32, 64: np.uint64}
 CMP = ("eq", "ne", "lt", "le", "gt", "ge", "equ", "neu", "ltu", "leu", "gtu", "geu", "num",
        "nan")
@@ -29,30 +28,8 @@ CONDITION = "setp.ne.b{w} %pc, %c, 0; "
 
 
 def run(insts: list[str], inputs: list, bits: int, regs: str = "") -> list[np.ndarray]:
-    count = len(inputs[0])
-    padded = -(-count // BLOCK) * BLOCK
-    columns = []
-    for values in inputs:
-        column = np.zeros(padded, UINT[bits])
-        column[:count] = np.asarray(values, dtype=np.uint64).astype(UINT[bits])
-        columns.append(column)
-    outputs = [np.zeros(padded, UINT[bits]) for _ in insts]
-    names = "abc"[:len(inputs)]
-    lines = [".reg .u32 %i, %t; .reg .u64 %off, %ptr; .reg .pred %p, %q, %pc;",
-             f".reg .b{bits} %a, %b, %c, %d, %e; {regs}",
-             "mov.u32 %t, %tid.x; mov.u32 %i, %ctaid.x;", f"mad.lo.u32 %i, %i, {BLOCK}, %t;"]
-    for name in names:
-        lines.append(f"ld.param.u64 %ptr, [p_{name}]; mul.wide.u32 %off, %i, {bits // 8}; "
-                     f"add.u64 %ptr, %ptr, %off; ld.global.b{bits} %{name}, [%ptr];")
-    for k, inst in enumerate(insts):
-        lines.append(inst.replace("{w}", str(bits)))
-        lines.append(f"ld.param.u64 %ptr, [p_o{k}]; mul.wide.u32 %off, %i, {bits // 8}; "
-                     f"add.u64 %ptr, %ptr, %off; st.global.b{bits} [%ptr], %d;")
-    params = ", ".join([f".param .u64 p_{n}" for n in names]
-                       + [f".param .u64 p_o{k}" for k in range(len(insts))])
-    ptx = kernel_ptx("\n".join(lines), params, target="sm_90", version="8.7")
-    run_ptx(ptx, "k", padded // BLOCK, BLOCK, columns + outputs)
-    return [o[:count] for o in outputs]
+    return sweep([inst.replace("{w}", str(bits)) for inst in insts], inputs, bits,
+                 regs=f".reg .b{bits} %e; {regs}")
 
 
 def check(name: str, got, want, inputs: list) -> None:

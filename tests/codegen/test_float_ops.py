@@ -17,11 +17,9 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from cpu_harness import kernel_ptx, run_ptx
+from cpu_harness import sweep
 from ptxport.errors import UnsupportedFeatureError
 
-BLOCK = 256
-UINT = {16: np.uint16, 32: np.uint32, 64: np.uint64}
 MODES = ("rn", "rz", "rm", "rp")
 
 
@@ -29,31 +27,7 @@ def run(insts: list[str], inputs: list, bits: int, out_bits: int | None = None,
         target: str = "sm_90", version: str = "8.7", regs: str = "") -> list[np.ndarray]:
     """Each instruction (text over %a %b %c writing %d, all .b<bits> registers) on every
     element of the input columns; one output column per instruction."""
-    out_bits = out_bits or bits
-    count = len(inputs[0])
-    padded = -(-count // BLOCK) * BLOCK
-    columns = []
-    for values in inputs:
-        column = np.zeros(padded, UINT[bits])
-        column[:count] = np.asarray(values, dtype=np.uint64).astype(UINT[bits])
-        columns.append(column)
-    outputs = [np.zeros(padded, UINT[out_bits]) for _ in insts]
-    names = "abc"[:len(inputs)]
-    lines = [".reg .u32 %i, %t; .reg .u64 %off, %ptr; .reg .pred %p, %q, %pc;",
-             f".reg .b{bits} %a, %b, %c; .reg .b{out_bits} %d; {regs}",
-             "mov.u32 %t, %tid.x; mov.u32 %i, %ctaid.x;", f"mad.lo.u32 %i, %i, {BLOCK}, %t;"]
-    for name in names:
-        lines.append(f"ld.param.u64 %ptr, [p_{name}]; mul.wide.u32 %off, %i, {bits // 8}; "
-                     f"add.u64 %ptr, %ptr, %off; ld.global.b{bits} %{name}, [%ptr];")
-    for k, inst in enumerate(insts):
-        lines.append(inst)
-        lines.append(f"ld.param.u64 %ptr, [p_o{k}]; mul.wide.u32 %off, %i, {out_bits // 8}; "
-                     f"add.u64 %ptr, %ptr, %off; st.global.b{out_bits} [%ptr], %d;")
-    params = ", ".join([f".param .u64 p_{n}" for n in names]
-                       + [f".param .u64 p_o{k}" for k in range(len(insts))])
-    ptx = kernel_ptx("\n".join(lines), params, target=target, version=version)
-    run_ptx(ptx, "k", padded // BLOCK, BLOCK, columns + outputs)
-    return [o[:count] for o in outputs]
+    return sweep(insts, inputs, bits, out_bits, regs, target, version)
 
 
 def check(name: str, got, expected, inputs: list, width: int) -> None:

@@ -18,41 +18,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cpu_harness import kernel_ptx, run_ptx
+from cpu_harness import sweep
 
 # The references meet NaNs and infinities among the operands on purpose.
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
-BLOCK = 256
-UINT = {16: np.uint16, 32: np.uint32, 64: np.uint64}
 F32_NAN, HALF_NAN = 0x7FFF_FFFF, 0x7FFF
 
 
 def run(insts: list[str], inputs: list, bits: int) -> list[np.ndarray]:
     """Each instruction (text over %a %b writing %d) on every element of the columns."""
-    count = len(inputs[0])
-    padded = -(-count // BLOCK) * BLOCK
-    columns = []
-    for values in inputs:
-        column = np.zeros(padded, UINT[bits])
-        column[:count] = np.asarray(values, dtype=np.uint64).astype(UINT[bits])
-        columns.append(column)
-    outputs = [np.zeros(padded, UINT[bits]) for _ in insts]
-    names = "ab"[:len(inputs)]
-    lines = [".reg .u32 %i, %t; .reg .u64 %off, %ptr;", f".reg .b{bits} %a, %b, %d;",
-             "mov.u32 %t, %tid.x; mov.u32 %i, %ctaid.x;", f"mad.lo.u32 %i, %i, {BLOCK}, %t;"]
-    for name in names:
-        lines.append(f"ld.param.u64 %ptr, [p_{name}]; mul.wide.u32 %off, %i, {bits // 8}; "
-                     f"add.u64 %ptr, %ptr, %off; ld.global.b{bits} %{name}, [%ptr];")
-    for k, inst in enumerate(insts):
-        lines.append(inst)
-        lines.append(f"ld.param.u64 %ptr, [p_o{k}]; mul.wide.u32 %off, %i, {bits // 8}; "
-                     f"add.u64 %ptr, %ptr, %off; st.global.b{bits} [%ptr], %d;")
-    params = ", ".join([f".param .u64 p_{n}" for n in names]
-                       + [f".param .u64 p_o{k}" for k in range(len(insts))])
-    ptx = kernel_ptx("\n".join(lines), params, target="sm_90", version="8.7")
-    run_ptx(ptx, "k", padded // BLOCK, BLOCK, columns + outputs)
-    return [o[:count] for o in outputs]
+    return sweep(insts, inputs, bits)
 
 
 def f32(bits) -> np.ndarray:
