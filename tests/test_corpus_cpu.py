@@ -4,6 +4,9 @@ Every case of tests/kernel_cases runs here. A kernel that needs an instruction t
 target does not lower yet is listed in NOT_YET with the reason, and its test asserts that
 it is still refused with UnsupportedFeatureError (so the list cannot silently go stale:
 when support lands, the test fails until the kernel is taken off the list).
+
+Kernels run as warp gangs where that path takes them (cpu_gang.py); those also run on the
+scalar path (PTXPORT_CPU_GANG=0), so that both stay checked against numpy.
 """
 
 from __future__ import annotations
@@ -20,20 +23,30 @@ from ptxport.errors import UnsupportedFeatureError
 # kernel name -> why it cannot run on the CPU yet
 NOT_YET: dict[str, str] = {}
 
-_PROGRAMS: dict[str, object] = {}
+# The benchmark's kernels (benchmarks/cpu_kernels.py) that must run as warp gangs: a change
+# that sends one back to the scalar path is a large slowdown, and fails here with the reason.
+GANG_KERNELS = {"saxpy", "vector_add_f32", "reduce_sum_i32", "reduce_sum_warp_f64",
+                "sgemm_tiled", "transpose_shared_padded", "scan_exclusive_blelloch",
+                "scan_block_inclusive", "histogram_shared", "stencil_2d_5pt"}
+
+_PROGRAMS: dict[tuple[str, bool], object] = {}
 
 
-def _program(file: str):
-    if file not in _PROGRAMS:
+def _program(file: str, gang: bool = True):
+    if (file, gang) not in _PROGRAMS:
         ptx = corpus_ptx(KERNEL_DIR / file, "sm_80")
-        _PROGRAMS[file] = Program(ptx, code_type="ptx").compile("native")
-    return _PROGRAMS[file]
+        _PROGRAMS[file, gang] = Program(ptx, code_type="ptx").compile("native")
+    return _PROGRAMS[file, gang]
 
 
-def cpu_launcher(case: KernelCase, args) -> dict[int, np.ndarray]:
+def cpu_launcher(case: KernelCase, args, gang: bool = True) -> dict[int, np.ndarray]:
     """The kernel_cases launcher contract, on Device("cpu")."""
-    kernel = _program(case.file).get_kernel(case.kernel)
+    kernel = _program(case.file, gang).get_kernel(case.kernel)
     return run_on_device(Device("cpu"), kernel, case, args)
+
+
+def _binary(case: KernelCase):
+    return _program(case.file)._binary(Device("cpu"), case.kernel)
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
@@ -43,3 +56,14 @@ def test_kernel_on_cpu(case: KernelCase):
             run_case(case, cpu_launcher)
         return
     run_case(case, cpu_launcher)
+    if case.kernel in GANG_KERNELS:
+        assert _binary(case).gang_refusal is None, _binary(case).gang_refusal
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_kernel_on_cpu_scalar_path(case: KernelCase, monkeypatch):
+    if case.kernel in NOT_YET or _binary(case).gang_refusal is not None:
+        pytest.skip("runs on the scalar path in test_kernel_on_cpu already")
+    monkeypatch.setenv("PTXPORT_CPU_GANG", "0")
+    run_case(case, lambda c, args: cpu_launcher(c, args, gang=False))
+    assert _program(case.file, False)._binary(Device("cpu"), case.kernel).gang_refusal

@@ -41,7 +41,7 @@ from ptxport.codegen.lower import (
     const_int,
     value_type,
 )
-from ptxport.codegen.targets import cpu_runtime
+from ptxport.codegen.targets import cpu_gang, cpu_runtime
 from ptxport.errors import CompileError, UnsupportedFeatureError
 from ptxport.ir import nodes as ir
 from ptxport.ir.abi import param_layout
@@ -105,6 +105,8 @@ class KernelPlan:
     register_offsets: dict[str, int] = field(default_factory=dict)
     # id(waiting instruction) -> (registers it saves, registers it restores when resumed)
     spills: dict[int, tuple[list, list]] = field(default_factory=dict)
+    # warp gangs (cpu_gang.py): frames are per warp, 32 * frame_size bytes each
+    gang: bool = False
 
     def frame_slot(self, reg: ir.Register) -> int:
         """The frame offset where `reg` is saved across waits (allocated on first use; the
@@ -1095,6 +1097,7 @@ class CpuKernelBinary:
             self._object_file = llvm.ObjectFileRef.from_data(obj)
             self._engine.add_object_file(self._object_file)
             self._engine.finalize_object()
+            # (warp gangs have no run_threads: the executor never calls it for them)
             self.run_threads = RunThreads(self._engine.get_function_address("run_threads"))
             self.run_blocks = RunBlocks(self._engine.get_function_address("run_blocks"))
             self.run_claimed_blocks = RunClaimedBlocks(
@@ -1135,9 +1138,24 @@ class CpuKernelBinary:
 
 
 def compile_kernel(module: ir.Module, kernel: str, options=None) -> CpuKernelBinary:
-    """Compile `kernel` of a verified IR module for the host CPU."""
+    """Compile `kernel` of a verified IR module for the host CPU: as warp gangs
+    (cpu_gang.py) where that path takes the kernel, else thread by thread."""
+    refusal = "turned off (PTXPORT_CPU_GANG=0)"
+    if cpu_gang.enabled():
+        try:
+            llmod, plan = cpu_gang.build(module, kernel)
+            binary = CpuKernelBinary(kernel, str(llmod), plan, module)
+        except cpu_gang.GangUnsupported as e:
+            refusal = str(e)
+        except RuntimeError as e:      # LLVM refused the module: a gap in cpu_gang's checks
+            refusal = f"LLVM rejected the gang code: {str(e).splitlines()[0]}"
+        else:
+            binary.gang_refusal = None
+            return binary
     llmod, plan = build_llvm(module, kernel)
-    return CpuKernelBinary(kernel, str(llmod), plan, module)
+    binary = CpuKernelBinary(kernel, str(llmod), plan, module)
+    binary.gang_refusal = refusal
+    return binary
 
 
 def unsupported_instructions(module: ir.Module) -> dict[int, str]:

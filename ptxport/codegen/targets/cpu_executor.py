@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ptxport.codegen.targets import cpu_printf, cpu_sync
+from ptxport.codegen.targets import cpu_gang, cpu_printf, cpu_sync
 from ptxport.codegen.targets.cpu import (
     BLOCKED,
     CALL_FAULT,
@@ -60,7 +60,9 @@ class _Worker:
         plan = binary.plan
         self.binary, self.plan = binary, plan
         self.nthreads = block[0] * block[1] * block[2]
-        self.frames = np.zeros(self.nthreads * plan.frame_size + 64, dtype=np.uint8)
+        # (warp gangs: a frame of 32 * frame_size bytes per warp, the last one whole too)
+        frames = (self.nthreads + 31) // 32 * 32 if plan.gang else self.nthreads
+        self.frames = np.zeros(frames * plan.frame_size + 64, dtype=np.uint8)
         self.shared = np.zeros(plan.static_shared + dynamic_shared + 16, dtype=np.uint8)
         self.ctx = np.zeros(CTX.size, dtype=np.uint8)
         self.points = np.zeros(self.nthreads, dtype=np.int32)
@@ -80,7 +82,8 @@ class _Worker:
                             (plan.frame_size, 1))
         tid = np.stack([t % block[0], (t // block[0]) % block[1],
                         t // (block[0] * block[1]), t % 32, t // 32], axis=1).astype(np.uint32)
-        header[:, FRAME.fields["tid"]:FRAME.fields["tid"] + 20] = tid.view(np.uint8)
+        if not plan.gang:
+            header[:, FRAME.fields["tid"]:FRAME.fields["tid"] + 20] = tid.view(np.uint8)
         self.slots = cpu_sync.Slots(self.frames, plan.frame_size, self.nthreads, FRAME.fields)
         # Each checked access site's last allocation [start, end); without allocations to
         # check against, every site accepts everything.
@@ -195,6 +198,13 @@ class _Worker:
             ctaid = (n % grid[0], (n // grid[0]) % grid[1], n // (grid[0] * grid[1]))
             if status.value == FAULTED:
                 raise IllegalAddressError(self._fault_message(ctaid, t))
+            if status.value in (cpu_gang.DEADLOCK, cpu_gang.NOT_MEMBER):
+                raise KernelExecutionError(
+                    f"kernel '{self.plan.name}', block {ctaid}, thread {t}: " + (
+                        "it waits at a warp operation for lanes of its member mask that "
+                        "never arrive (a GPU would hang)" if status.value == cpu_gang.DEADLOCK
+                        else "it executes a warp operation whose member mask does not name "
+                             "its lane (undefined in PTX)"))
             line = self.plan.trap_lines.get(-1 - status.value, 0)
             raise KernelTrapError(f"kernel '{self.plan.name}' executed trap (line {line}) in "
                                   f"block {ctaid}, thread {t}")

@@ -1,0 +1,1350 @@
+"""The CPU target's warp-gang code: the 32 lanes of a warp run together in vector registers.
+
+DESIGN.md's second design for executing a block ("a warp-gang vectoriser"). Each PTX register
+becomes a vector of 32 lanes (`<32 x T>`); an instruction computes all lanes at once, and a
+lane that is not executing keeps its old value (every register write is a `select` on the
+*execution mask*). Memory accesses find out at run time whether the active lanes' addresses
+are consecutive (a CUDA warp's coalesced access): then one masked vector load or store, else a
+gather or scatter. Each access is checked as one range per warp against the launch's
+allocations (the per-site cache of cpu.py); an access outside them stops the kernel with the
+first bad lane's address, as on the scalar path.
+
+Control flow is general (any CFG, divergent or not) by *min-PC scheduling*: every lane has a
+program counter (the number of the code segment it runs next); the warp runs the segment with
+the lowest counter among its waiting lanes, with the lanes at that segment as the mask. Blocks
+are numbered in program order, so lanes that leave a loop wait at a higher number until the
+others have finished it, and lanes that took different sides of an `if` meet again where they
+join. While every live lane is in the mask and a branch goes one way for all, the warp jumps
+straight to the target without looking at counters.
+
+Waits: `bar.sync` (a whole-block barrier) parks the lanes that reach it; when no lane of the
+warp can go on, the warp returns to the block loop (`run_blocks`), which runs the other warps
+and resumes it once all have arrived or exited; registers live across the barrier are saved in
+the warp's frame. Warp operations (shfl.sync, vote.sync, activemask, bar.warp.sync) are
+vector operations of the mask's lanes; lanes that arrive before the other members of their
+member mask park until those come.
+
+Kernels that use anything this path does not lower yet (a device-function call, .local memory,
+counted or reducing barriers, atomics other than the common read-modify-writes, ...) run on
+the scalar path of cpu.py, per kernel: `build` returns None with the reason.
+"""
+
+from __future__ import annotations
+
+import os
+
+from llvmlite import ir as ll
+
+from ptxport.codegen.lower import (
+    I1,
+    I8,
+    I32,
+    I64,
+    PTR,
+    LOWERINGS,
+    FunctionLowering,
+    const_int,
+    value_type,
+)
+from ptxport.codegen.ops.data import instruction_type, state_space, vector_count
+from ptxport.errors import UnsupportedFeatureError
+from ptxport.ir import nodes as ir
+from ptxport.ir.analysis import live_after, uses_and_defs
+from ptxport.ir.types import TYPES, Type
+from ptxport.ptx.ast import Sink
+
+__all__ = ["build", "W", "BARRIER", "NOT_MEMBER", "DEADLOCK", "enabled"]
+
+W = 32
+EXIT_PC = 0x7FFFFFFF
+# What the gang function returns besides -1 (every lane exited) and cpu.FAULTED.
+BARRIER = 1
+DEADLOCK = -(1 << 25)       # lanes wait at a warp operation for members that never come
+NOT_MEMBER = -(1 << 25) - 1  # a lane executes a warp operation whose mask does not name it
+# The warp frame: run_blocks' status word, the parked lanes, the lanes' counters, registers.
+_STATUS, _PARKED, _PC, _REGISTERS = 0, 4, 64, 192
+# Where a fault leaves the faulting lane (the block context's scratch area).
+_SCRATCH_LANE = 128
+
+FULL = (1 << W) - 1
+
+
+def enabled() -> bool:
+    """Whether kernels run as warp gangs (PTXPORT_CPU_GANG=0 turns it off, e.g. to compare
+    with the scalar path)."""
+    return os.environ.get("PTXPORT_CPU_GANG", "1") != "0"
+
+
+class GangUnsupported(Exception):
+    """Something the gang path does not lower: the kernel runs on the scalar path."""
+
+
+class _Lanes(ll.VectorType):
+    """A register of the warp's lanes: answers what the scalar-minded lowerings ask of a
+    type (`.width`, calling it for a constant) as its element type would, for all lanes."""
+
+    @property
+    def width(self) -> int:
+        return self.element.width
+
+    @property
+    def intrinsic_name(self) -> str:
+        return f"v{self.count}{self.element.intrinsic_name}"
+
+    def __call__(self, value):
+        return _splat_const(ll.Constant(self.element, value), self)
+
+
+def _vec(t: ll.Type) -> ll.VectorType:
+    if isinstance(t, ll.VectorType):
+        raise GangUnsupported("packed (vector) PTX types")
+    return _Lanes(t, W)
+
+
+def _is_vec(v) -> bool:
+    return isinstance(v.type, ll.VectorType)
+
+
+def _splat_const(c: ll.Constant, vt: ll.VectorType) -> ll.Constant:
+    return ll.Constant(vt, [c] * W)
+
+
+_SCALAR_NAMES = {"i1", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"}
+
+
+class GangBuilder(ll.IRBuilder):
+    """An IRBuilder that lets the shared (scalar-minded) lowerings of ops/ compute on vectors:
+    a scalar operand next to a vector is splat to all lanes, casts of vectors cast to vectors,
+    and LLVM intrinsics are called in their vector forms. What cannot work lane by lane (a
+    branch on a vector condition, a call of a runtime helper) raises GangUnsupported."""
+
+    def splat(self, v: ll.Value, vt: ll.VectorType | None = None) -> ll.Value:
+        if _is_vec(v):
+            return v
+        vt = vt or _vec(v.type)
+        if isinstance(v, ll.Constant):
+            return _splat_const(v, vt)
+        one = ll.IRBuilder.insert_element(self, ll.Constant(vt, None), v, I32(0))
+        return ll.IRBuilder.shuffle_vector(self, one, ll.Constant(vt, None),
+                                           ll.Constant(ll.VectorType(I32, W), [0] * W))
+
+    def match(self, *values):
+        if not any(_is_vec(v) for v in values):
+            return values
+        return tuple(self.splat(v) for v in values)
+
+
+def _binary(name):
+    base = getattr(ll.IRBuilder, name)
+
+    def method(self, lhs, rhs, *args, **kwargs):
+        lhs, rhs = self.match(lhs, rhs)
+        return base(self, lhs, rhs, *args, **kwargs)
+    return method
+
+
+def _compare(name):
+    base = getattr(ll.IRBuilder, name)
+
+    def method(self, op, lhs, rhs, *args, **kwargs):
+        lhs, rhs = self.match(lhs, rhs)
+        return base(self, op, lhs, rhs, *args, **kwargs)
+    return method
+
+
+def _cast(name):
+    base = getattr(ll.IRBuilder, name)
+
+    def method(self, value, typ, *args, **kwargs):
+        if _is_vec(value) and not isinstance(typ, ll.VectorType):
+            typ = _vec(typ)
+        elif not _is_vec(value) and isinstance(typ, ll.VectorType):
+            return self.splat(base(self, value, typ.element, *args, **kwargs), typ)
+        return base(self, value, typ, *args, **kwargs)
+    return method
+
+
+for _name in ("add", "sub", "mul", "sdiv", "udiv", "srem", "urem", "and_", "or_", "xor", "shl",
+              "lshr", "ashr", "fadd", "fsub", "fmul", "fdiv", "frem"):
+    setattr(GangBuilder, _name, _binary(_name))
+for _name in ("icmp_signed", "icmp_unsigned", "fcmp_ordered", "fcmp_unordered"):
+    setattr(GangBuilder, _name, _compare(_name))
+for _name in ("trunc", "zext", "sext", "fptrunc", "fpext", "fptosi", "fptoui", "sitofp",
+              "uitofp", "bitcast", "ptrtoint", "inttoptr"):
+    setattr(GangBuilder, _name, _cast(_name))
+
+
+def _select(self, cond, lhs, rhs, *args, **kwargs):
+    if _is_vec(lhs) or _is_vec(rhs) or _is_vec(cond):
+        lhs, rhs = self.match(lhs, rhs)
+        if not _is_vec(lhs):
+            lhs, rhs = self.splat(lhs), self.splat(rhs)
+    return ll.IRBuilder.select(self, cond, lhs, rhs, *args, **kwargs)
+
+
+def _cbranch(self, cond, *args, **kwargs):
+    if _is_vec(cond):
+        raise GangUnsupported("a lowering that branches on a lane's value")
+    return ll.IRBuilder.cbranch(self, cond, *args, **kwargs)
+
+
+def _call(self, fn, args, *rest, **kwargs):
+    if not any(_is_vec(a) for a in args):
+        return ll.IRBuilder.call(self, fn, args, *rest, **kwargs)
+    name = fn.name
+    if not name.startswith("llvm.") or isinstance(fn.function_type.return_type,
+                                                     ll.LiteralStructType):
+        raise GangUnsupported(f"a call of {name} on lanes")
+    vectors = []
+    for a, t in zip(args, fn.function_type.args, strict=True):
+        # flags (i1 is_zero_poison ...) stay scalar where the intrinsic wants a scalar
+        vectors.append(a if (not _is_vec(a) and isinstance(t, ll.IntType) and t.width == 1
+                             and isinstance(a, ll.Constant)) else self.splat(a))
+    parts = [f"v{W}{p}" if p in _SCALAR_NAMES else p for p in name.split(".")]
+    vname = ".".join(parts)
+    ret = fn.function_type.return_type
+    vret = ret if isinstance(ret, ll.VoidType) else _vec(ret)
+    module = self.module
+    vfn = module.globals.get(vname)
+    if vfn is None:
+        vfn = ll.Function(module, ll.FunctionType(vret, [v.type for v in vectors]), name=vname)
+    return ll.IRBuilder.call(self, vfn, vectors, *rest, **kwargs)
+
+
+def _refuse(what):
+    def method(self, *args, **kwargs):
+        raise GangUnsupported(what)
+    return method
+
+
+GangBuilder.select = _select
+GangBuilder.cbranch = _cbranch
+GangBuilder.call = _call
+GangBuilder.switch = _refuse("a switch inside a lowering")
+GangBuilder.phi = _refuse("control flow inside a lowering")
+
+
+def _lane_intrinsic(name):
+    """llvmlite's helpers for ctpop, fma, ... as the vector intrinsics."""
+    base = getattr(ll.IRBuilder, name)
+    llvm_name = {"ctpop": "ctpop", "ctlz": "ctlz", "cttz": "cttz", "bitreverse": "bitreverse",
+                 "bswap": "bswap", "fma": "fma"}[name]
+
+    def method(self, *args, **kwargs):
+        if not any(_is_vec(a) for a in args if isinstance(a, ll.Value)):
+            return base(self, *args, **kwargs)
+        values = [self.splat(a) for a in args if not (isinstance(a, ll.Constant)
+                                                      and a.type == I1)]
+        flags = [a for a in args if isinstance(a, ll.Constant) and a.type == I1]
+        vt = values[0].type
+        fn = _declare(self.module, f"llvm.{llvm_name}.{vt.intrinsic_name}", vt,
+                      [v.type for v in values] + [I1] * len(flags))
+        return ll.IRBuilder.call(self, fn, values + flags)
+    return method
+
+
+for _name in ("ctpop", "ctlz", "cttz", "bitreverse", "bswap", "fma"):
+    setattr(GangBuilder, _name, _lane_intrinsic(_name))
+for _name in ("convert_from_fp16", "convert_to_fp16"):
+    setattr(GangBuilder, _name, _refuse(f"{_name} on lanes"))
+
+
+def _declare(llmod, name, ret, args):
+    existing = llmod.globals.get(name)
+    if existing is not None:
+        return existing
+    return ll.Function(llmod, ll.FunctionType(ret, args), name)
+
+
+# --- which kernels ----------------------------------------------------------------------------
+
+_SIMPLE = {"add", "sub", "mul", "mad", "mul24", "mad24", "sad", "div", "rem", "abs", "neg",
+           "min", "max", "and", "or", "xor", "not", "cnot", "shl", "shr", "setp", "set", "selp",
+           "slct", "mov", "cvt", "cvta", "fma", "rcp", "sqrt", "rsqrt", "ex2", "lg2", "sin",
+           "cos", "tanh", "copysign", "testp", "bfe", "bfi", "prmt", "lop3", "shf", "popc",
+           "clz", "brev", "bfind", "membar", "fence", "nanosleep", "prefetch", "prefetchu",
+           "szext", "bmsk"}
+_MEMORY_GROUPS = {"space", "sem", "scope", "nc", "vec", "cop"}
+_ATOMIC_OPS = {"add", "min", "max", "and", "or", "xor", "exch", "cas"}
+
+
+def _refusal(module: ir.Module, kernel: ir.Function) -> str | None:
+    """Why the gang path does not take `kernel` (None: it does)."""
+    if any(v.space == "local" for v in kernel.variables.values()):
+        return ".local memory"
+    for inst in kernel.instructions():
+        op, spec = inst.opcode, inst.spec
+        types = spec.types
+        if any(t.endswith(("x2", "x4")) or t in ("f16", "bf16") for t in types):
+            return f"{spec.text}: 16-bit float or packed types"
+        if spec.get("cc") or op in ("addc", "subc", "madc"):
+            return f"{spec.text}: the carry flag"
+        if op in _SIMPLE:
+            if op == "cvta" and state_space(inst) == "local":
+                return f"{spec.text}: local memory"
+            continue
+        if op in ("ld", "ldu", "st"):
+            space = state_space(inst)
+            extra = [g for g in spec.groups if g not in _MEMORY_GROUPS
+                     and not g.startswith(("level", "cache", "eviction", "L2", "L1"))]
+            if extra:
+                return f"{spec.text}: {', '.join(extra)}"
+            if space == "local" or spec.get("sem") not in (None, "weak"):
+                return f"{spec.text}: {space} space or memory ordering"
+            if space == "param" and not _uniform_address(inst.operands[1 if op != "st" else 0]):
+                return f"{spec.text}: a parameter read through a register"
+            if op == "st" and space == "param":
+                return f"{spec.text}: a parameter store"
+            continue
+        if op in ("atom", "red"):
+            space = state_space(inst)
+            if set(spec.groups) - {"space", "sem", "scope", "op"}:
+                return f"{spec.text}: this atomic form"
+            if space not in (None, "global", "shared") or spec.get("sem") not in (None, "relaxed") \
+                    or spec.get("op") not in _ATOMIC_OPS or vector_count(inst) != 1:
+                return f"{spec.text}: this atomic form"
+            continue
+        if op in ("bra",):
+            continue
+        if op in ("ret", "exit"):
+            continue
+        if op in ("bar", "barrier"):
+            if spec.has("warp"):
+                if inst.guard is not None:
+                    return f"{spec.text}: a guarded warp barrier"
+                continue
+            if spec.get("op") not in (None, "sync") or spec.get("scope") == "cluster" \
+                    or len(inst.operands) != 1 or inst.guard is not None:
+                return f"{spec.text}: counted, reducing or arrive-only barriers"
+            continue
+        if op in ("shfl", "vote", "activemask"):
+            if op != "activemask" and not spec.has("sync"):
+                return f"{spec.text}: warp operations without .sync"
+            if op == "vote" and spec.get("mode") not in ("all", "any", "uni", "ballot"):
+                return f"{spec.text}: this vote"
+            if inst.guard is not None:
+                return f"{spec.text}: a guarded warp operation"
+            continue
+        return f"{spec.text}: not lowered for warp gangs yet"
+    return None
+
+
+def _uniform_address(operand) -> bool:
+    return isinstance(operand, ir.Address) and not isinstance(operand.base, ir.Register)
+
+
+def _is_barrier(inst: ir.Instruction) -> bool:
+    return inst.opcode in ("bar", "barrier") and not inst.spec.has("warp")
+
+
+def _is_warp_op(inst: ir.Instruction) -> bool:
+    return inst.opcode in ("shfl", "vote", "activemask") or (
+        inst.opcode in ("bar", "barrier") and inst.spec.has("warp"))
+
+
+# --- segments ---------------------------------------------------------------------------------
+
+class _Segment:
+    __slots__ = ("number", "block", "start", "end", "llblock")
+
+    def __init__(self, number, block, start, end):
+        self.number, self.block, self.start, self.end = number, block, start, end
+        self.llblock = None
+
+
+def _segments(kernel: ir.Function) -> list[_Segment]:
+    """The kernel's code cut into segments: at block starts, before each warp operation (a
+    lane may have to wait there and come back) and after each barrier (where a warp resumes)."""
+    out = []
+    for block in kernel.blocks:
+        start = 0
+        for i, inst in enumerate(block.instructions):
+            if _is_warp_op(inst) and i > start:
+                out.append(_Segment(len(out), block, start, i))
+                start = i
+            if _is_barrier(inst):
+                out.append(_Segment(len(out), block, start, i + 1))
+                start = i + 1
+        out.append(_Segment(len(out), block, start, len(block.instructions)))
+    return out
+
+
+# --- the target: special registers and windows ------------------------------------------------
+
+def _gang_target_class():
+    from ptxport.codegen.targets.cpu import CpuTarget
+
+    class GangTarget(CpuTarget):
+        """CpuTarget's answers, per lane where they differ by lane."""
+
+        def special_register(self, fl, reg):
+            name = reg.name
+            axis = "xyzw".find(reg.component) if reg.component else 0
+            b = fl.b
+            if name == "%tid":
+                if axis >= 3:
+                    return I32(0)
+                return fl.tid[axis]
+            if name == "%laneid":
+                return fl.lane
+            if name == "%warpid":
+                return fl.warp
+            if name.startswith("%lanemask_"):
+                one = b.shl(b.splat(I32(1)), fl.lane)
+                below = b.sub(one, b.splat(I32(1)))
+                kind = name[len("%lanemask_"):]
+                return {"eq": lambda: one, "lt": lambda: below,
+                        "le": lambda: b.or_(below, one),
+                        "gt": lambda: b.not_(b.or_(below, one)),
+                        "ge": lambda: b.not_(below)}[kind]()
+            return super().special_register(fl, reg)
+
+        def space_base(self, fl, space):
+            if space == "local":
+                raise GangUnsupported("local memory")
+            return super().space_base(fl, space)
+
+        def exit(self, fl):
+            raise GangUnsupported("exit through the shared lowering")
+
+        def trap(self, fl, inst):
+            raise GangUnsupported("trap")
+
+        def synchronize(self, fl, inst):
+            raise GangUnsupported("a wait through the shared lowering")
+
+    return GangTarget
+
+
+# --- lowering ---------------------------------------------------------------------------------
+
+class GangLowering(FunctionLowering):
+    """FunctionLowering with every register a vector of the warp's lanes."""
+
+    def __init__(self, module, function, llfn, target, plan):
+        super().__init__(module, function, llfn, target)
+        self.b = GangBuilder(self.entry)
+        self.plan = plan
+        self.mask = None
+
+    # registers and values
+
+    def storage_type(self, reg: ir.Register) -> ll.Type:
+        element = _vec(value_type(reg.type))
+        return ll.ArrayType(element, reg.vector) if reg.vector else element
+
+    def carry_flag(self):
+        raise GangUnsupported("the carry flag")
+
+    def unsupported(self, inst, reason):
+        return GangUnsupported(f"{inst.spec.text}: {reason}")
+
+    def read(self, value, t):
+        t = TYPES[t] if isinstance(t, str) else t
+        v = super().read(value, t)
+        return self.b.splat(v) if not _is_vec(v) else v
+
+    def as_int(self, v):
+        if not _is_vec(v):
+            return super().as_int(v)
+        element = v.type.element
+        if isinstance(element, ll.IntType):
+            return v
+        width = {"half": 16, "bfloat": 16, "float": 32, "double": 64}[str(element)]
+        return self.b.bitcast(v, _vec(ll.IntType(width)))
+
+    def _resize(self, v, have: Type, want: Type, signed_from: Type):
+        target = _vec(value_type(want))
+        if v.type == target:
+            return v
+        bits = self.as_int(v)
+        width = want.bits
+        if bits.type.element.width > width:
+            bits = self.b.trunc(bits, _vec(ll.IntType(width)))
+        elif bits.type.element.width < width:
+            extend = self.b.sext if signed_from.kind == "signed" else self.b.zext
+            bits = extend(bits, _vec(ll.IntType(width)))
+        return bits if bits.type == target else self.b.bitcast(bits, target)
+
+    def convert(self, v, have, want):
+        if not _is_vec(v):
+            return super().convert(v, have, want)
+        return self._resize(v, have, want, have)
+
+    def convert_out(self, v, have, register):
+        if not _is_vec(v):
+            v = self.b.splat(v)
+        return self._resize(v, have, register, have)
+
+    def write(self, dest, v, t):
+        t = TYPES[t] if isinstance(t, str) else t
+        if isinstance(dest, Sink):
+            return
+        if isinstance(dest, ir.Register) and not dest.vector:
+            value = self.convert_out(v, t, dest.type)
+            slot = self.register_slot(dest)
+            self.b.store(self.b.select(self.mask, value, self.b.load(slot)), slot)
+            return
+        if isinstance(dest, ir.RegisterElement):
+            reg = dest.register
+            index = "xyzw".find(dest.component)
+            if not reg.vector or index < 0:
+                raise GangUnsupported(f"the selector .{dest.component}")
+            slot = self.register_slot(reg)
+            array = self.b.load(slot)
+            old = self.b.extract_value(array, index)
+            value = self.b.select(self.mask, self.convert_out(v, t, reg.type), old)
+            self.b.store(self.b.insert_value(array, value, index), slot)
+            return
+        raise GangUnsupported(f"a result into {dest!r}")
+
+    def write_vector(self, dest, values, t):
+        if isinstance(dest, ir.Register) and dest.vector == len(values):
+            for i, v in enumerate(values):
+                self.write(ir.RegisterElement(dest, "xyzw"[i]), v, t)
+            return
+        super().write_vector(dest, values, t)
+
+    # lane masks as integers
+
+    def bits(self, mask) -> ll.Value:
+        return ll.IRBuilder.bitcast(self.b, mask, I32)
+
+    def lanes(self, bits) -> ll.Value:
+        return ll.IRBuilder.bitcast(self.b, bits, _vec(I1))
+
+    def cttz(self, v):
+        fn = _declare(self.llfn.module, "llvm.cttz.i32", I32, [I32, I1])
+        return ll.IRBuilder.call(self.b, fn, [v, I1(0)])
+
+    def ctlz(self, v):
+        fn = _declare(self.llfn.module, "llvm.ctlz.i32", I32, [I32, I1])
+        return ll.IRBuilder.call(self.b, fn, [v, I1(0)])
+
+    def reduce(self, op: str, v):
+        element = v.type.element
+        fn = _declare(self.llfn.module, f"llvm.vector.reduce.{op}.v{W}i{element.width}",
+                      element, [v.type])
+        return ll.IRBuilder.call(self.b, fn, [v])
+
+    # instructions
+
+    def lowering_for(self, inst):
+        own = _GANG_LOWERINGS.get(inst.opcode)
+        return own or LOWERINGS.get(inst.opcode)
+
+    def _lower_instruction(self, inst):
+        self.inst = inst
+        lower = self.lowering_for(inst)
+        if lower is None:
+            raise GangUnsupported(f"{inst.spec.text}: no lowering")
+        if inst.guard is None or inst.opcode == "bra":
+            lower(self, inst)
+            return
+        guard = self.b.load(self.register_slot(inst.guard))
+        if inst.guard_negated:
+            guard = self.b.not_(guard)
+        outer = self.mask
+        self.mask = self.b.and_(outer, guard)
+        lower(self, inst)
+        if inst.opcode in ("ret", "exit"):      # the lanes that did not exit go on
+            outer = self.b.and_(outer, self.b.not_(guard))
+            self.b.store(outer, self.mask_slot)
+        self.mask = outer
+
+
+# --- control ----------------------------------------------------------------------------------
+
+def _others_waiting(fl: GangLowering) -> ll.Value:
+    """i1: some live lane outside the mask is not parked (it may need to run first)."""
+    b = fl.b
+    pc = b.load(fl.pc_slot)
+    alive = fl.bits(ll.IRBuilder.icmp_unsigned(b, "!=", pc, fl.exit_pcs))
+    outside = b.and_(alive, b.not_(fl.bits(fl.mask)))
+    outside = b.and_(outside, b.not_(b.or_(b.load(fl.parked_slot), b.load(fl.barrier_slot))))
+    return ll.IRBuilder.icmp_unsigned(b, "!=", outside, I32(0))
+
+
+def _set_pc(fl: GangLowering, lanes, value) -> None:
+    b = fl.b
+    pc = b.load(fl.pc_slot)
+    b.store(ll.IRBuilder.select(b, lanes, b.splat(value), pc), fl.pc_slot)
+
+
+def _go(fl: GangLowering, segment: _Segment) -> None:
+    """All lanes of the mask go to `segment`."""
+    b = fl.b
+    direct = fl.llfn.append_basic_block("direct")
+    via = fl.llfn.append_basic_block("via_dispatch")
+    ll.IRBuilder.cbranch(b, _others_waiting(fl), via, direct)
+    b.position_at_end(direct)
+    b.store(fl.mask, fl.mask_slot)
+    b.branch(segment.llblock)
+    b.position_at_end(via)
+    _set_pc(fl, fl.mask, I32(segment.number))
+    b.branch(fl.dispatch)
+
+
+def _bra(fl: GangLowering, inst: ir.Instruction) -> None:
+    b = fl.b
+    target = fl.first_segment[id(inst.operands[0])]
+    if inst.guard is None:
+        _go(fl, target)
+        b.position_at_end(fl.llfn.append_basic_block("after_bra"))
+        return
+    following = fl.next_segment(inst)
+    guard = b.load(fl.register_slot(inst.guard))
+    if inst.guard_negated:
+        guard = b.not_(guard)
+    taken = fl.bits(b.and_(fl.mask, guard))
+    mask_bits = fl.bits(fl.mask)
+    diverged = fl.llfn.append_basic_block("diverged")
+    all_taken, none_taken = (fl.llfn.append_basic_block(n) for n in ("taken", "not_taken"))
+    uniform = fl.llfn.append_basic_block("uniform")
+    ll.IRBuilder.cbranch(b, _others_waiting(fl), diverged, uniform)
+    b.position_at_end(uniform)
+    check_none = fl.llfn.append_basic_block("check_none")
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "==", taken, mask_bits), all_taken,
+                         check_none)
+    b.position_at_end(check_none)
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "==", taken, I32(0)), none_taken,
+                         diverged)
+    for block, segment in ((all_taken, target), (none_taken, following)):
+        b.position_at_end(block)
+        b.store(fl.mask, fl.mask_slot)
+        b.branch(segment.llblock)
+    b.position_at_end(diverged)
+    pcs = ll.IRBuilder.select(b, guard, b.splat(I32(target.number)),
+                              b.splat(I32(following.number)))
+    pc = b.load(fl.pc_slot)
+    b.store(ll.IRBuilder.select(b, fl.mask, pcs, pc), fl.pc_slot)
+    b.branch(fl.dispatch)
+    b.position_at_end(fl.llfn.append_basic_block("after_bra"))
+
+
+def _ret(fl: GangLowering, inst: ir.Instruction) -> None:
+    b = fl.b
+    _set_pc(fl, fl.mask, I32(EXIT_PC))
+    if inst.guard is None:
+        b.branch(fl.dispatch)
+        b.position_at_end(fl.llfn.append_basic_block("after_ret"))
+
+
+def _barrier(fl: GangLowering, inst: ir.Instruction) -> None:
+    """bar.sync / barrier.sync a (every thread of the block): the lanes wait at the segment
+    after it; the warp returns to the block loop once none of its lanes can go on."""
+    b = fl.b
+    following = fl.next_segment(inst)
+    _set_pc(fl, fl.mask, I32(following.number))
+    b.store(b.or_(b.load(fl.barrier_slot), fl.bits(fl.mask)), fl.barrier_slot)
+    b.branch(fl.dispatch)
+    b.position_at_end(fl.llfn.append_basic_block("after_barrier"))
+
+
+def _member_mask(fl: GangLowering, inst: ir.Instruction, index: int) -> ll.Value:
+    """The member mask (an i32), as the first lane of the mask has it."""
+    if len(inst.operands) <= index or isinstance(inst.operands[index], Sink):
+        return I32(FULL)
+    operand = inst.operands[index]
+    if not isinstance(operand, ir.Register):
+        return ll.IRBuilder.extract_element(fl.b, fl.read(operand, "b32"), I32(0))
+    first = fl.cttz(fl.bits(fl.mask))
+    return ll.IRBuilder.extract_element(fl.b, fl.read(operand, "b32"), first)
+
+
+def _converge(fl: GangLowering, inst: ir.Instruction, members) -> None:
+    """Before a warp operation: when members named in the mask are still elsewhere, the
+    mask's lanes park here until those come (the segment starts at this instruction)."""
+    b = fl.b
+    segment = fl.segment_at[id(inst)]
+    pc = b.load(fl.pc_slot)
+    # lanes parked here before join the mask
+    parked = b.load(fl.parked_slot)
+    here = b.and_(parked, fl.bits(ll.IRBuilder.icmp_unsigned(
+        b, "==", pc, b.splat(I32(segment.number)))))
+    b.store(b.and_(parked, b.not_(here)), fl.parked_slot)
+    fl.mask = b.or_(fl.mask, fl.lanes(here))
+    b.store(fl.mask, fl.mask_slot)
+    mask_bits = fl.bits(fl.mask)
+    alive = fl.bits(ll.IRBuilder.icmp_unsigned(b, "!=", pc, fl.exit_pcs))
+    missing = b.and_(b.and_(members, alive), b.not_(mask_bits))
+    park = fl.llfn.append_basic_block("park")
+    check = fl.llfn.append_basic_block("members_here")
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", missing, I32(0)), park, check)
+    b.position_at_end(park)
+    _set_pc(fl, fl.mask, I32(segment.number))
+    b.store(b.or_(b.load(fl.parked_slot), mask_bits), fl.parked_slot)
+    b.branch(fl.dispatch)
+    b.position_at_end(check)
+    outside = b.and_(mask_bits, b.not_(members))
+    bad = fl.llfn.append_basic_block("not_member")
+    go = fl.llfn.append_basic_block("warp_op")
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", outside, I32(0)), bad, go)
+    b.position_at_end(bad)
+    b.store(fl.cttz(outside), fl.scratch_lane)
+    b.ret(I32(NOT_MEMBER))
+    b.position_at_end(go)
+
+
+def _warp_barrier(fl: GangLowering, inst: ir.Instruction) -> None:
+    _converge(fl, inst, _member_mask(fl, inst, 0))
+
+
+def _activemask(fl: GangLowering, inst: ir.Instruction) -> None:
+    fl.write(inst.operands[0], fl.bits(fl.mask), "b32")
+
+
+def _vote(fl: GangLowering, inst: ir.Instruction) -> None:
+    b = fl.b
+    members = _member_mask(fl, inst, 2)
+    _converge(fl, inst, members)
+    part = b.and_(members, fl.bits(fl.mask))
+    true = fl.bits(b.and_(fl.read(inst.operands[1], "pred"), fl.mask))
+    mode = inst.spec.get("mode")
+    if mode == "ballot":
+        fl.write(inst.operands[0], b.and_(true, part), "b32")
+        return
+    if mode == "all":
+        result = ll.IRBuilder.icmp_unsigned(b, "==", b.and_(part, b.not_(true)), I32(0))
+    elif mode == "any":
+        result = ll.IRBuilder.icmp_unsigned(b, "!=", b.and_(part, true), I32(0))
+    else:
+        result = b.or_(ll.IRBuilder.icmp_unsigned(b, "==", b.and_(part, true), I32(0)),
+                       ll.IRBuilder.icmp_unsigned(b, "==", b.and_(part, b.not_(true)), I32(0)))
+    fl.write(inst.operands[0], result, "pred")
+
+
+def _shfl(fl: GangLowering, inst: ir.Instruction) -> None:
+    """shfl.sync.{up,down,bfly,idx}.b32 d{|p}, a, b, c, membermask (PTX ISA 9.7.9.6); a
+    source lane outside the mask gives whatever its register holds (unpredictable in PTX)."""
+    b = fl.b
+    _converge(fl, inst, _member_mask(fl, inst, 4))
+    dest = inst.operands[0]
+    dest, pred = (dest.first, dest.second) if isinstance(dest, ir.PairValue) else (dest, None)
+    a = fl.read(inst.operands[1], "b32")
+    bval = b.and_(fl.read(inst.operands[2], "b32"), I32(0x1F))
+    c = fl.read(inst.operands[3], "b32")
+    clamp = b.and_(c, I32(0x1F))
+    segmask = b.and_(b.lshr(c, I32(8)), I32(0x1F))
+    lane = fl.lane
+    max_lane = b.or_(b.and_(lane, segmask), b.and_(clamp, b.not_(segmask)))
+    mode = inst.spec.get("mode")
+    if mode == "up":
+        j = b.sub(lane, bval)
+        valid = b.icmp_signed(">=", j, max_lane)
+    elif mode == "down":
+        j = b.add(lane, bval)
+        valid = b.icmp_signed("<=", j, max_lane)
+    elif mode == "bfly":
+        j = b.xor(lane, bval)
+        valid = b.icmp_signed("<=", j, max_lane)
+    else:
+        j = b.or_(b.and_(lane, segmask), b.and_(bval, b.not_(segmask)))
+        valid = b.icmp_signed("<=", j, max_lane)
+    j = b.select(valid, j, lane)
+    b.store(a, fl.shuffle_slot)
+    start = b.splat(ll.IRBuilder.ptrtoint(b, fl.shuffle_slot, I64))
+    pointers = b.inttoptr(b.add(start, b.shl(b.zext(j, _vec(I64)), b.splat(I64(2)))),
+                          _vec(PTR))
+    gather = _declare(fl.llfn.module, f"llvm.masked.gather.v{W}i32.v{W}p0", _vec(I32),
+                      [_vec(PTR), I32, _vec(I1), _vec(I32)])
+    result = ll.IRBuilder.call(b, gather, [pointers, I32(4), b.splat(I1(1)),
+                                           ll.Constant(_vec(I32), None)])
+    if dest is not None:
+        fl.write(dest, result, "b32")
+    if pred is not None:
+        fl.write(pred, valid, "pred")
+
+
+# --- memory -----------------------------------------------------------------------------------
+
+_NAMES = {"half": "f16", "bfloat": "bf16", "float": "f32", "double": "f64"}
+
+
+def _type_name(t: ll.Type) -> str:
+    return f"i{t.width}" if isinstance(t, ll.IntType) else _NAMES[str(t)]
+
+
+def _addresses(fl: GangLowering, operand, space: str | None):
+    """(host addresses <W x i64>, offsets into the shared window or None)."""
+    b = fl.b
+    if not isinstance(operand, ir.Address):
+        raise GangUnsupported("a memory operand that is not [address]")
+    base, offset = operand.base, operand.offset
+    window = fl.target.space_base(fl, space) if space == "shared" else None
+    if isinstance(base, ir.Variable):
+        pointer = fl.target.variable_pointer(fl, base)
+        address = b.splat(ll.IRBuilder.ptrtoint(b, pointer, I64))
+        if window is not None:
+            address = b.sub(address, b.splat(ll.IRBuilder.ptrtoint(b, window, I64)))
+    elif base is None:
+        address = b.splat(I64(0))
+    else:
+        address = fl.read(base, "u64" if base.type.bits == 64 else "u32")
+        if address.type.element.width == 32:
+            address = b.zext(address, _vec(I64))
+    if offset:
+        address = b.add(address, b.splat(const_int(I64, offset)))
+    if window is None:
+        return address, None
+    host = b.add(address, b.splat(ll.IRBuilder.ptrtoint(b, window, I64)))
+    return host, address
+
+
+def _fault(fl: GangLowering, lane, address, size: int, write: bool) -> None:
+    from ptxport.codegen.targets.cpu import CTX, FAULTED, _line
+
+    b = fl.b
+    ctx = fl.llfn.args[0]
+    line = _line(fl.module, fl.inst.pos)
+    b.store(address, b.gep(ctx, [I64(CTX.fields["fault_address"])], source_etype=I8))
+    b.store(I64((line << 16) | (size << 1) | int(write)),
+            b.gep(ctx, [I64(CTX.fields["fault_info"])], source_etype=I8))
+    b.store(lane, fl.scratch_lane)
+    b.ret(I32(FAULTED))
+
+
+def _check_access(fl: GangLowering, host, offsets, size: int, write: bool):
+    """Check the mask's lanes' accesses of `size` bytes; returns (contiguous i1, the lane-0
+    base address i64) for the access itself. A bad lane stops the kernel there."""
+    from ptxport.codegen.targets.cpu import _check_function
+
+    b = fl.b
+    llfn = fl.llfn
+    mask_bits = fl.bits(fl.mask)
+    first = fl.cttz(mask_bits)
+    last = b.sub(I32(31), fl.ctlz(mask_bits))
+    a0 = ll.IRBuilder.extract_element(b, host, first)
+    base = b.sub(a0, b.mul(b.zext(first, I64), I64(size)))
+    expected = b.add(b.splat(base), ll.Constant(_vec(I64), [size * i for i in range(W)]))
+    same = ll.IRBuilder.select(b, fl.mask, ll.IRBuilder.icmp_unsigned(b, "==", host, expected),
+                               b.splat(I1(1)))
+    contiguous = ll.IRBuilder.icmp_unsigned(b, "==", fl.bits(same), I32(FULL))
+    ok_block = llfn.append_basic_block("access_ok")
+    if offsets is not None:
+        limit = b.zext(fl.target._ctx_field(fl, "total_smem"), I64)
+        fits = ll.IRBuilder.icmp_unsigned(b, "<=", b.add(offsets, b.splat(I64(size))),
+                                          b.splat(limit))
+        inside = ll.IRBuilder.icmp_unsigned(b, "<", offsets, b.splat(limit))
+        good = fl.bits(ll.IRBuilder.select(b, fl.mask, b.and_(fits, inside), b.splat(I1(1))))
+        bad_block = llfn.append_basic_block("shared_fault")
+        ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "==", good, I32(FULL)), ok_block,
+                             bad_block)
+        b.position_at_end(bad_block)
+        lane = fl.cttz(b.not_(good))
+        _fault(fl, lane, ll.IRBuilder.extract_element(b, host, lane), size, write)
+        b.position_at_end(ok_block)
+        return contiguous, base
+    # the range the active lanes touch, as one access, against the site's cached allocation
+    span_end = b.add(a0, b.mul(b.zext(b.add(b.sub(last, first), I32(1)), I64), I64(size)))
+    low = fl.reduce("umin", ll.IRBuilder.select(b, fl.mask, host, b.splat(I64(-1))))
+    high = b.add(fl.reduce("umax", ll.IRBuilder.select(b, fl.mask, host, b.splat(I64(0)))),
+                 I64(size))
+    lo = ll.IRBuilder.select(b, contiguous, a0, low)
+    hi = ll.IRBuilder.select(b, contiguous, span_end, high)
+    site = fl.plan.check_sites
+    fl.plan.check_sites += 1
+    cache = fl.target._ctx_field(fl, "site_cache", typ=PTR)
+    slot = b.gep(cache, [I64(16 * site)], source_etype=I8)
+    c_lo = b.load(slot, typ=I64)
+    c_hi = b.load(b.gep(slot, [I64(8)], source_etype=I8), typ=I64)
+    hit = b.and_(ll.IRBuilder.icmp_unsigned(b, ">=", lo, c_lo),
+                 b.and_(ll.IRBuilder.icmp_unsigned(b, "<=", hi, c_hi),
+                        ll.IRBuilder.icmp_unsigned(b, ">=", hi, lo)))
+    search = llfn.append_basic_block("access_search")
+    ll.IRBuilder.cbranch(b, hit, ok_block, search)
+    b.position_at_end(search)
+    check = _check_function(fl.llfn.module)
+    ctx = llfn.args[0]
+    found = ll.IRBuilder.call(b, check, [ctx, lo, b.sub(hi, lo), slot])
+    lanes = llfn.append_basic_block("access_lanes")
+    ll.IRBuilder.cbranch(b, found, ok_block, lanes)
+    # the range spans more than one allocation: each lane on its own
+    b.position_at_end(lanes)
+    head, body, test, nxt, bad = (llfn.append_basic_block(n) for n in (
+        "lane_head", "lane_body", "lane_test", "lane_next", "lane_fault"))
+    b.branch(head)
+    b.position_at_end(head)
+    i = ll.IRBuilder.phi(b, I32)
+    i.add_incoming(I32(0), lanes)
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "<", i, I32(W)), body, ok_block)
+    b.position_at_end(body)
+    active = ll.IRBuilder.extract_element(b, fl.mask, i)
+    ll.IRBuilder.cbranch(b, active, test, nxt)
+    b.position_at_end(test)
+    address = ll.IRBuilder.extract_element(b, host, i)
+    lane_ok = ll.IRBuilder.call(b, check, [ctx, address, I64(size), slot])
+    ll.IRBuilder.cbranch(b, lane_ok, nxt, bad)
+    b.position_at_end(nxt)
+    i.add_incoming(b.add(i, I32(1)), nxt)
+    b.branch(head)
+    b.position_at_end(bad)
+    _fault(fl, i, address, size, write)
+    b.position_at_end(ok_block)
+    return contiguous, base
+
+
+def _access(fl: GangLowering, host, offsets, t: Type, value=None):
+    """Load (value None) or store `value` of type t for the mask's lanes at `host`."""
+    b = fl.b
+    llmod = fl.llfn.module
+    element = value_type(t)
+    vt = _vec(element)
+    name = _type_name(element)
+    active, vector_block, lanes_block, done = (fl.llfn.append_basic_block(n) for n in (
+        "access_active", "access_vector", "access_gather", "access_done"))
+    skipped = b.block          # no lane active (a guard false everywhere): no access at all
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", fl.bits(fl.mask), I32(0)),
+                         active, done)
+    b.position_at_end(active)
+    contiguous, base = _check_access(fl, host, offsets, t.size, value is not None)
+    ll.IRBuilder.cbranch(b, contiguous, vector_block, lanes_block)
+    b.position_at_end(vector_block)
+    pointer = ll.IRBuilder.inttoptr(b, base, PTR)
+    if value is None:
+        fn = _declare(llmod, f"llvm.masked.load.v{W}{name}.p0", vt, [PTR, I32, _vec(I1), vt])
+        first = ll.IRBuilder.call(b, fn, [pointer, I32(t.size), fl.mask, ll.Constant(vt, None)])
+    else:
+        fn = _declare(llmod, f"llvm.masked.store.v{W}{name}.p0", ll.VoidType(),
+                      [vt, PTR, I32, _vec(I1)])
+        ll.IRBuilder.call(b, fn, [value, pointer, I32(t.size), fl.mask])
+    from_vector = b.block
+    b.branch(done)
+    b.position_at_end(lanes_block)
+    pointers = b.inttoptr(host, _vec(PTR))
+    if value is None:
+        fn = _declare(llmod, f"llvm.masked.gather.v{W}{name}.v{W}p0", vt,
+                      [_vec(PTR), I32, _vec(I1), vt])
+        second = ll.IRBuilder.call(b, fn, [pointers, I32(t.size), fl.mask,
+                                           ll.Constant(vt, None)])
+    else:
+        fn = _declare(llmod, f"llvm.masked.scatter.v{W}{name}.v{W}p0", ll.VoidType(),
+                      [vt, _vec(PTR), I32, _vec(I1)])
+        ll.IRBuilder.call(b, fn, [value, pointers, I32(t.size), fl.mask])
+    from_lanes = b.block
+    b.branch(done)
+    b.position_at_end(done)
+    if value is None:
+        result = ll.IRBuilder.phi(b, vt)
+        result.add_incoming(first, from_vector)
+        result.add_incoming(second, from_lanes)
+        result.add_incoming(ll.Constant(vt, None), skipped)
+        return result
+    return None
+
+
+def _ld(fl: GangLowering, inst: ir.Instruction) -> None:
+    t = instruction_type(inst)
+    count = vector_count(inst)
+    space = state_space(inst)
+    operand = inst.operands[1]
+    if space == "param":      # a kernel parameter: the same for every lane
+        pointer = FunctionLowering.pointer(fl, operand, "param", t.size * count)
+        values = [fl.b.splat(ll.IRBuilder.load(
+            fl.b, fl.b.gep(pointer, [I64(i * t.size)], source_etype=I8), typ=value_type(t),
+            align=t.size)) for i in range(count)]
+    else:
+        host, offsets = _addresses(fl, operand, space)
+        values = []
+        for i in range(count):
+            step = fl.b.splat(I64(i * t.size))
+            values.append(_access(fl, fl.b.add(host, step) if i else host,
+                                  (fl.b.add(offsets, step) if i else offsets)
+                                  if offsets is not None else None, t))
+    if count == 1 and not isinstance(inst.operands[0], ir.VectorValue):
+        fl.write(inst.operands[0], values[0], t)
+    else:
+        fl.write_vector(inst.operands[0], values, t)
+
+
+def _st(fl: GangLowering, inst: ir.Instruction) -> None:
+    t = instruction_type(inst)
+    count = vector_count(inst)
+    space = state_space(inst)
+    host, offsets = _addresses(fl, inst.operands[0], space)
+    if count == 1 and not isinstance(inst.operands[1], ir.VectorValue):
+        values = [fl.read(inst.operands[1], t)]
+    else:
+        values = fl.read_vector(inst.operands[1], t, count)
+    for i, v in enumerate(values):
+        step = fl.b.splat(I64(i * t.size))
+        _access(fl, fl.b.add(host, step) if i else host,
+                (fl.b.add(offsets, step) if i else offsets) if offsets is not None else None,
+                t, fl.convert(v, t, t) if _is_vec(v) else fl.b.splat(v))
+
+
+def _atom(fl: GangLowering, inst: ir.Instruction) -> None:
+    """atom/red{.space}.op.type: lane after lane (in lane order), each a real atomic
+    instruction on its own address, checked like any access."""
+    b = fl.b
+    llfn = fl.llfn
+    t = instruction_type(inst)
+    op = inst.spec.get("op")
+    space = state_space(inst)
+    is_red = inst.opcode == "red"
+    operands = list(inst.operands)
+    dest = None if is_red else operands.pop(0)
+    host, offsets = _addresses(fl, operands[0], space)
+    value = fl.read(operands[1], t)
+    swap = fl.read(operands[2], t) if op == "cas" else None
+    element = value_type(t)
+    is_float = t.kind == "float"
+    if is_float and op not in ("add", "exch", "min", "max"):
+        raise GangUnsupported(f"{inst.spec.text}: float atomics other than add/exch/min/max")
+    results = fl.shuffle_array(element)
+    start, head, body, run, nxt, done = (llfn.append_basic_block(n) for n in (
+        "atom_start", "atom_head", "atom_body", "atom_run", "atom_next", "atom_done"))
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", fl.bits(fl.mask), I32(0)),
+                         start, done)
+    b.position_at_end(start)
+    _check_access(fl, host, offsets, t.size, True)
+    entry = b.block
+    b.branch(head)
+    b.position_at_end(head)
+    i = ll.IRBuilder.phi(b, I32)
+    i.add_incoming(I32(0), entry)
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "<", i, I32(W)), body, done)
+    b.position_at_end(body)
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.extract_element(b, fl.mask, i), run, nxt)
+    b.position_at_end(run)
+    pointer = ll.IRBuilder.inttoptr(b, ll.IRBuilder.extract_element(b, host, i), PTR)
+    x = ll.IRBuilder.extract_element(b, value, i)
+    if op == "cas":
+        pair = ll.IRBuilder.cmpxchg(b, pointer, x, ll.IRBuilder.extract_element(b, swap, i),
+                                    "monotonic", "monotonic")
+        old = ll.IRBuilder.extract_value(b, pair, 0)
+    else:
+        rmw = {"add": "fadd" if is_float else "add", "exch": "xchg", "and": "and", "or": "or",
+               "xor": "xor",
+               "min": "fmin" if is_float else ("min" if t.kind == "signed" else "umin"),
+               "max": "fmax" if is_float else ("max" if t.kind == "signed" else "umax")}[op]
+        if is_float and op in ("min", "max"):
+            raise GangUnsupported(f"{inst.spec.text}: float atomic min/max")
+        old = ll.IRBuilder.atomic_rmw(b, rmw, pointer, x, "monotonic")
+    b.store(old, b.gep(results, [b.zext(i, I64)], source_etype=element))
+    b.branch(nxt)
+    b.position_at_end(nxt)
+    i.add_incoming(b.add(i, I32(1)), nxt)
+    b.branch(head)
+    b.position_at_end(done)
+    if dest is not None and not isinstance(dest, Sink):
+        fl.write(dest, b.load(results, typ=_vec(element)), t)
+
+
+_GANG_LOWERINGS = {"ld": _ld, "ldu": _ld, "st": _st, "atom": _atom, "red": _atom, "bra": _bra,
+                   "ret": _ret, "exit": _ret, "shfl": _shfl, "vote": _vote,
+                   "activemask": _activemask}
+
+
+def _bar(fl: GangLowering, inst: ir.Instruction) -> None:
+    if inst.spec.has("warp"):
+        _warp_barrier(fl, inst)
+    else:
+        _barrier(fl, inst)
+
+
+_GANG_LOWERINGS["bar"] = _GANG_LOWERINGS["barrier"] = _bar
+
+
+# --- the gang function and its block loop ------------------------------------------------------
+
+def _saved_registers(kernel: ir.Function) -> list[ir.Register]:
+    """Registers live where a warp may resume after returning: after barriers, and at warp
+    operations where lanes park."""
+    points = {id(i) for i in kernel.instructions() if _is_barrier(i) or _is_warp_op(i)}
+    if not points:
+        return []
+    live = live_after(kernel, points)
+    saved: set = set()
+    for inst in kernel.instructions():
+        if id(inst) in points:
+            saved |= live[id(inst)]
+            if _is_warp_op(inst):
+                saved |= uses_and_defs(inst)[0]
+    return sorted(saved, key=lambda r: r.name)
+
+
+def _frame_layout(fl: GangLowering, registers) -> dict[str, int]:
+    offsets, at = {}, _REGISTERS
+    for reg in registers:
+        typ = fl.storage_type(reg)
+        element = typ.element if isinstance(typ, ll.ArrayType) else typ
+        width = element.element.width if isinstance(element.element, ll.IntType) else \
+            {"half": 16, "bfloat": 16, "float": 32, "double": 64}[str(element.element)]
+        size = max(width // 8, 1) * W * (reg.vector or 1) if width > 1 else 4 * (reg.vector or 1)
+        at = (at + 63) // 64 * 64
+        offsets[reg.name] = at
+        at += size
+    offsets[""] = (at + 63) // 64 * 64
+    return offsets
+
+
+def _move_registers(fl: GangLowering, registers, offsets, to_frame: bool) -> None:
+    b = fl.b
+    frame = fl.llfn.args[1]
+    for reg in registers:
+        slot = fl.register_slot(reg)
+        p = b.gep(frame, [I64(offsets[reg.name])], source_etype=I8)
+        typ = fl.storage_type(reg)
+        is_pred = isinstance(typ, ll.VectorType) and typ.element == I1
+        arrays = isinstance(typ, ll.ArrayType) and typ.element.element == I1
+        if arrays:
+            raise GangUnsupported("vector predicate registers")
+        if to_frame:     # (frames are 16-byte aligned: vectors would assume more)
+            v = b.load(slot)
+            b.store(fl.bits(v) if is_pred else v, p, align=16)
+        else:
+            v = b.load(p, typ=I32 if is_pred else typ, align=16)
+            b.store(fl.lanes(v) if is_pred else v, slot)
+
+
+def _lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, target, plan):
+    fl = GangLowering(module, kernel, gang, target, plan)
+    b = fl.b
+    ctx, frame, warp, nthreads, start = gang.args
+    fl.declare_registers()
+    vi32 = _vec(I32)
+    fl.pc_slot = fl.entry_alloca(vi32, "pc")
+    fl.mask_slot = fl.entry_alloca(_vec(I1), "mask")
+    fl.parked_slot = fl.entry_alloca(I32, "parked")
+    fl.barrier_slot = fl.entry_alloca(I32, "at_barrier")
+    fl.shuffle_slot = fl.entry_alloca(ll.ArrayType(I32, W), "shuffle", 64)
+    arrays: dict[str, ll.Value] = {}
+
+    def shuffle_array(element):
+        key = str(element)
+        if key not in arrays:
+            arrays[key] = fl.entry_alloca(ll.ArrayType(element, W), f"lanes_{key}", 64)
+        return arrays[key]
+
+    fl.shuffle_array = shuffle_array
+    fl.exit_pcs = ll.Constant(vi32, [I32(EXIT_PC)] * W)
+    from ptxport.codegen.targets.cpu import CTX
+
+    fl.scratch_lane = b.gep(ctx, [I64(_SCRATCH_LANE)], source_etype=I8)
+    assert CTX.fields["scratch"] == _SCRATCH_LANE
+    # lane numbers, thread indices
+    fl.lane = ll.Constant(vi32, [I32(i) for i in range(W)])
+    fl.warp = b.splat(warp)
+    linear = b.add(b.splat(b.mul(warp, I32(W))), fl.lane)
+    ntid = [target._ctx_field(fl, "ntid", axis) for axis in range(3)]
+    x = b.urem(linear, b.splat(ntid[0]))
+    rest = b.udiv(linear, b.splat(ntid[0]))
+    fl.tid = [x, b.urem(rest, b.splat(ntid[1])), b.udiv(rest, b.splat(ntid[1]))]
+    live = ll.IRBuilder.icmp_unsigned(b, "<", linear, b.splat(nthreads))
+
+    segments = _segments(kernel)
+    for s in segments:
+        s.llblock = gang.append_basic_block(f"seg{s.number}")
+    fl.first_segment = {}
+    fl.segment_at = {}
+    after: dict[int, _Segment] = {}
+    for i, s in enumerate(segments):
+        fl.first_segment.setdefault(id(s.block), s)
+        if s.start < s.end:
+            fl.segment_at[id(s.block.instructions[s.start])] = s
+            after[id(s.block.instructions[s.end - 1])] = segments[i + 1] if i + 1 < len(
+                segments) else None
+    exit_segment = _Segment(len(segments), None, 0, 0)
+    exit_segment.llblock = gang.append_basic_block("fall_off")
+
+    def next_segment(inst):
+        found = after.get(id(inst))
+        if found is None or found.block is None:
+            return exit_segment
+        return found
+
+    fl.next_segment = next_segment
+    registers = _saved_registers(kernel)
+    offsets = _frame_layout(fl, registers)
+    fl.frame_bytes = offsets[""]
+
+    fresh, resume, dispatch = (gang.append_basic_block(n) for n in ("fresh", "resume",
+                                                                    "dispatch"))
+    fl.dispatch = dispatch
+    b.store(I32(0), fl.barrier_slot)
+    b.cbranch(start, fresh, resume)
+    b.position_at_end(fresh)
+    b.store(ll.IRBuilder.select(b, live, b.splat(I32(0)), fl.exit_pcs), fl.pc_slot)
+    b.store(I32(0), fl.parked_slot)
+    b.branch(dispatch)
+    b.position_at_end(resume)
+    b.store(b.load(b.gep(frame, [I64(_PC)], source_etype=I8), typ=vi32, align=16),
+            fl.pc_slot)
+    b.store(b.load(b.gep(frame, [I64(_PARKED)], source_etype=I8), typ=I32), fl.parked_slot)
+    _move_registers(fl, registers, offsets, to_frame=False)
+    b.branch(dispatch)
+
+    # the dispatcher: the lowest counter among the lanes that may run
+    b.position_at_end(dispatch)
+    pc = b.load(fl.pc_slot)
+    parked = b.load(fl.parked_slot)
+    waiting = b.load(fl.barrier_slot)
+    alive = fl.bits(ll.IRBuilder.icmp_unsigned(b, "!=", pc, fl.exit_pcs))
+    candidates = b.and_(alive, b.not_(b.or_(parked, waiting)))
+    pick, stop = gang.append_basic_block("pick"), gang.append_basic_block("stop")
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "==", candidates, I32(0)), stop, pick)
+    b.position_at_end(pick)
+    lowest = fl.reduce("umin", ll.IRBuilder.select(b, fl.lanes(candidates), pc, fl.exit_pcs))
+    mask = b.and_(ll.IRBuilder.icmp_unsigned(b, "==", pc, b.splat(lowest)),
+                  fl.lanes(b.not_(waiting)))
+    b.store(mask, fl.mask_slot)
+    b.store(b.and_(parked, b.not_(fl.bits(mask))), fl.parked_slot)
+    unreachable = gang.append_basic_block("bad_pc")
+    switch = ll.IRBuilder.switch(b, lowest, unreachable)
+    for s in segments:
+        switch.add_case(I32(s.number), s.llblock)
+    b.position_at_end(unreachable)
+    b.unreachable()
+    # no lane can go on: all exited, or waiting at a barrier (save and return), or stuck
+    b.position_at_end(stop)
+    at_barrier, not_barrier = gang.append_basic_block("at_barrier"), gang.append_basic_block(
+        "not_barrier")
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", waiting, I32(0)), at_barrier,
+                         not_barrier)
+    b.position_at_end(at_barrier)
+    b.store(pc, b.gep(frame, [I64(_PC)], source_etype=I8), align=16)
+    b.store(parked, b.gep(frame, [I64(_PARKED)], source_etype=I8))
+    _move_registers(fl, registers, offsets, to_frame=True)
+    b.ret(I32(BARRIER))
+    b.position_at_end(not_barrier)
+    stuck, done = gang.append_basic_block("stuck"), gang.append_basic_block("all_exited")
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", parked, I32(0)), stuck, done)
+    b.position_at_end(stuck)
+    b.store(fl.cttz(parked), fl.scratch_lane)
+    b.ret(I32(DEADLOCK))
+    b.position_at_end(done)
+    b.ret(I32(-1))
+    b.position_at_end(exit_segment.llblock)
+    fl.mask = b.load(fl.mask_slot)
+    _set_pc(fl, fl.mask, I32(EXIT_PC))
+    b.branch(dispatch)
+
+    # the segments
+    for i, s in enumerate(segments):
+        b.position_at_end(s.llblock)
+        fl.mask = b.load(fl.mask_slot)
+        for inst in s.block.instructions[s.start:s.end]:
+            fl.lower_instruction(inst)
+        if not b.block.is_terminated:
+            following = segments[i + 1] if i + 1 < len(segments) else exit_segment
+            if following.block is None:
+                _set_pc(fl, fl.mask, I32(EXIT_PC))
+                b.branch(dispatch)
+            else:       # lanes may wait there already: meet them
+                _go(fl, following)
+    return fl
+
+
+def _build_run_blocks(llmod: ll.Module, gang: ll.Function, warp_frame: int) -> None:
+    """i64 run_blocks(ctx, frames, frame_size, nthreads, first, count, status*): blocks
+    first..first+count-1, each warp by warp in rounds until every warp has exited (a round
+    ends when each warp has exited or waits at a barrier); -1, or (block << 32 | thread) of
+    the lane that faulted or waits forever, its status in *status."""
+    from ptxport.codegen.targets.cpu import CTX
+
+    fn = ll.Function(llmod, ll.FunctionType(I64, [PTR, PTR, I64, I32, I64, I64, PTR]),
+                     name="run_blocks")
+    ctx, frames, _frame_size, nthreads, first, count, status_out = fn.args
+    b = ll.IRBuilder(fn.append_basic_block("entry"))
+
+    def field(name: str, index: int = 0):
+        return b.gep(ctx, [I64(CTX.fields[name] + 4 * index)], source_etype=I8)
+
+    gx = b.zext(b.load(field("nctaid", 0), typ=I32), I64)
+    gy = b.zext(b.load(field("nctaid", 1), typ=I32), I64)
+    warps = b.udiv(b.add(nthreads, I32(W - 1)), I32(W))
+    end = b.add(first, count)
+    names = ("block_head", "block_body", "round_head", "warp_head", "warp_body", "warp_run",
+             "warp_next", "round_end", "block_next", "done", "failed")
+    (block_head, block_body, round_head, warp_head, warp_body, warp_run, warp_next, round_end,
+     block_next, done, failed) = (fn.append_basic_block(n) for n in names)
+    entry = b.block
+    b.branch(block_head)
+    b.position_at_end(block_head)
+    n = b.phi(I64, "block")
+    n.add_incoming(first, entry)
+    b.cbranch(b.icmp_unsigned("<", n, end), block_body, done)
+    b.position_at_end(block_body)
+    b.store(b.trunc(b.urem(n, gx), I32), field("ctaid", 0))
+    b.store(b.trunc(b.urem(b.udiv(n, gx), gy), I32), field("ctaid", 1))
+    b.store(b.trunc(b.udiv(n, b.mul(gx, gy)), I32), field("ctaid", 2))
+    b.branch(round_head)
+    b.position_at_end(round_head)
+    fresh = b.phi(I1, "fresh")
+    fresh.add_incoming(I1(1), block_body)
+    b.branch(warp_head)
+    b.position_at_end(warp_head)
+    w = b.phi(I32, "w")
+    waiting = b.phi(I1, "waiting")
+    w.add_incoming(I32(0), round_head)
+    waiting.add_incoming(I1(0), round_head)
+    b.cbranch(b.icmp_unsigned("<", w, warps), warp_body, round_end)
+    b.position_at_end(warp_body)
+    frame = b.gep(frames, [b.mul(b.zext(w, I64), I64(warp_frame))], source_etype=I8)
+    status_ptr = b.gep(frame, [I64(_STATUS)], source_etype=I8)
+    runs = b.or_(fresh, b.icmp_signed("==", b.load(status_ptr, typ=I32), I32(BARRIER)))
+    skip = b.block
+    b.cbranch(runs, warp_run, warp_next)
+    b.position_at_end(warp_run)
+    result = b.call(gang, [ctx, frame, w, nthreads, fresh])
+    b.store(result, status_ptr)
+    at_barrier = b.icmp_signed("==", result, I32(BARRIER))
+    ok = b.or_(b.icmp_signed("==", result, I32(-1)), at_barrier)
+    waiting_after = b.or_(waiting, at_barrier)
+    ran = b.block
+    b.cbranch(ok, warp_next, failed)
+    b.position_at_end(warp_next)
+    now_waiting = b.phi(I1)
+    now_waiting.add_incoming(waiting, skip)
+    now_waiting.add_incoming(waiting_after, ran)
+    w.add_incoming(b.add(w, I32(1)), warp_next)
+    waiting.add_incoming(now_waiting, warp_next)
+    b.branch(warp_head)
+    b.position_at_end(round_end)
+    fresh.add_incoming(I1(0), round_end)
+    b.cbranch(waiting, round_head, block_next)
+    b.position_at_end(block_next)
+    n.add_incoming(b.add(n, I64(1)), block_next)
+    b.branch(block_head)
+    b.position_at_end(done)
+    b.ret(I64(-1))
+    b.position_at_end(failed)
+    b.store(result, status_out)
+    lane = b.load(b.gep(ctx, [I64(_SCRATCH_LANE)], source_etype=I8), typ=I32)
+    thread = b.add(b.mul(w, I32(W)), lane)
+    b.ret(b.or_(b.shl(n, I64(32)), b.zext(thread, I64)))
+
+
+def build(module: ir.Module, kernel_name: str):
+    """(LLVM module, KernelPlan) of `kernel_name` as warp gangs, with the same `run_blocks`
+    and `run_claimed_blocks` entry points as the scalar path's kernels without waits. Raises
+    GangUnsupported (with the reason) for kernels this path does not take."""
+    import llvmlite.binding as llvm
+
+    from ptxport.codegen.targets import cpu, cpu_runtime
+
+    kernel = module.functions[kernel_name]
+    reason = _refusal(module, kernel)
+    if reason is not None:
+        raise GangUnsupported(reason)
+    llmod = ll.Module(name=f"ptxport.gang.{kernel_name}")
+    llmod.triple = llvm.get_process_triple()
+    plan = cpu._plan(module, kernel)
+    plan.spills.clear()
+    globals_ = cpu._declare_globals(module, llmod)
+    cpu._initialize_globals(module, globals_, {})
+    target = _gang_target_class()(module, llmod, plan, globals_, {})
+    gang = ll.Function(llmod, ll.FunctionType(I32, [PTR, PTR, I32, I32, I1]), name="gang")
+    gang.linkage = "internal"
+    try:
+        fl = _lower_gang(module, kernel, gang, target, plan)
+    except (UnsupportedFeatureError, AttributeError, TypeError, KeyError, ValueError) as e:
+        raise GangUnsupported(f"{type(e).__name__}: {e}") from e
+    per_thread = max(cpu.FRAME.size, (fl.frame_bytes + W - 1) // W)
+    plan.frame_size = (per_thread + 15) // 16 * 16
+    plan.gang = True
+    _build_run_blocks(llmod, gang, W * plan.frame_size)
+    cpu.build_claiming(llmod, llmod.globals["run_blocks"], 4, "run_claimed_blocks")
+    cpu_runtime.add_conversions(llmod)
+    return llmod, plan

@@ -1,0 +1,143 @@
+"""Warp gangs (codegen/targets/cpu_gang.py): control flow that diverges inside a warp, warp
+operations after divergence, partial warps, bad accesses and the scalar-path fallback, each
+against an exact numpy reference."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ptxport import Device, LaunchConfig, Program, launch
+from ptxport.errors import IllegalAddressError, KernelExecutionError
+
+HEADER = ".version 7.8\n.target sm_80\n.address_size 64\n"
+
+
+def _run(body: str, params: str, grid, block, arrays, scalars=()):
+    ptx = HEADER + f".visible .entry k({params})\n{{\n{body}\n}}\n"
+    dev = Device("cpu")
+    stream = dev.create_stream()
+    kernel = Program(ptx, code_type="ptx").compile("native").get_kernel("k")
+    buffers = []
+    for a in arrays:
+        buf = dev.allocate(max(a.nbytes, 1), stream=stream)
+        buf.copy_from(a, stream=stream)
+        buffers.append(buf)
+    launch(stream, LaunchConfig(grid=grid, block=block), kernel, *buffers, *scalars)
+    for a, buf in zip(arrays, buffers, strict=True):
+        buf.copy_to(a, stream=stream)
+    stream.sync()
+    return kernel._binary(dev)
+
+
+# Each lane loops `lane` times (a loop whose trip count differs in the warp), then the warp
+# sums the counts with shfl.bfly: lanes that left the loop early wait for the others.
+LOOP_THEN_SHUFFLE = """
+.reg .pred %p<3>; .reg .b32 %r<12>; .reg .b64 %rd<4>;
+ld.param.u64 %rd1, [out];
+mov.u32 %r1, %tid.x; and.b32 %r2, %r1, 31; mov.u32 %r3, 0; mov.u32 %r4, 0;
+LOOP:
+setp.ge.u32 %p1, %r4, %r2;
+@%p1 bra DONE;
+add.u32 %r3, %r3, 3; add.u32 %r4, %r4, 1;
+bra LOOP;
+DONE:
+shfl.sync.bfly.b32 %r5, %r3, 16, 31, -1; add.u32 %r3, %r3, %r5;
+shfl.sync.bfly.b32 %r5, %r3, 8, 31, -1; add.u32 %r3, %r3, %r5;
+shfl.sync.bfly.b32 %r5, %r3, 4, 31, -1; add.u32 %r3, %r3, %r5;
+shfl.sync.bfly.b32 %r5, %r3, 2, 31, -1; add.u32 %r3, %r3, %r5;
+shfl.sync.bfly.b32 %r5, %r3, 1, 31, -1; add.u32 %r3, %r3, %r5;
+mul.wide.u32 %rd2, %r1, 4; add.u64 %rd3, %rd1, %rd2; st.global.u32 [%rd3], %r3;
+ret;"""
+
+
+def test_divergent_loop_then_warp_shuffle():
+    out = np.zeros(64, np.uint32)
+    binary = _run(LOOP_THEN_SHUFFLE, ".param .u64 out", 1, 64, [out])
+    assert binary.gang_refusal is None
+    assert (out == 3 * sum(range(32))).all()
+
+
+# if/else on odd lanes, each side writing a different value; a ballot after they join.
+IF_ELSE_BALLOT = """
+.reg .pred %p<3>; .reg .b32 %r<12>; .reg .b64 %rd<4>;
+ld.param.u64 %rd1, [out];
+mov.u32 %r1, %tid.x; and.b32 %r2, %r1, 1; setp.eq.u32 %p1, %r2, 1;
+@%p1 bra ODD;
+mul.lo.u32 %r3, %r1, 10;
+bra JOIN;
+ODD:
+add.u32 %r3, %r1, 1000;
+JOIN:
+setp.gt.u32 %p2, %r3, 1010;
+vote.sync.ballot.b32 %r4, %p2, -1;
+activemask.b32 %r5;
+add.u32 %r3, %r3, %r4;
+mul.wide.u32 %rd2, %r1, 8; add.u64 %rd3, %rd1, %rd2;
+st.global.v2.u32 [%rd3], {%r3, %r5};
+ret;"""
+
+
+def test_if_else_joins_before_vote():
+    out = np.zeros((40, 2), np.uint32)
+    binary = _run(IF_ELSE_BALLOT, ".param .u64 out", 1, 40, [out])
+    assert binary.gang_refusal is None
+    t = np.arange(40, dtype=np.int64)
+    value = np.where(t % 2 == 1, t + 1000, t * 10)
+    gt = value > 1010
+    ballot = np.zeros(40, np.int64)
+    for w in (0, 1):
+        lanes = slice(32 * w, min(32 * w + 32, 40))
+        ballot[lanes] = sum(1 << i for i, g in enumerate(gt[lanes]) if g)
+    assert (out[:, 0] == ((value + ballot) & 0xFFFFFFFF)).all()
+    assert (out[:32, 1] == 0xFFFFFFFF).all() and (out[32:, 1] == 0xFF).all()   # 8-lane warp
+
+
+def test_bad_access_names_the_lane():
+    body = """.reg .b32 %r<3>; .reg .b64 %rd<4>; ld.param.u64 %rd1, [out];
+    mov.u32 %r1, %tid.x; mul.wide.u32 %rd2, %r1, 4; add.u64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r1; ret;"""
+    out = np.zeros(37, np.uint32)        # 64 threads write 64 words: thread 37 is outside
+    with pytest.raises(IllegalAddressError, match="thread 37"):
+        _run(body, ".param .u64 out", 1, 64, [out])
+    assert (out == np.arange(37)).all() or (out == 0).all()   # nothing past the buffer
+
+
+def test_lanes_that_never_meet_at_a_shuffle():
+    """Half the warp shuffles with a full member mask at one instruction, the other half at
+    another: they wait for each other forever (a GPU hangs); ptxport says so."""
+    body = """.reg .pred %p<2>; .reg .b32 %r<4>;
+    mov.u32 %r1, %tid.x; setp.lt.u32 %p1, %r1, 16;
+    @%p1 bra A;
+    shfl.sync.idx.b32 %r2, %r1, 0, 31, -1; bra B;
+    A: shfl.sync.idx.b32 %r2, %r1, 1, 31, -1;
+    B: ret;"""
+    with pytest.raises(KernelExecutionError, match="never arrive"):
+        _run(body, "", 1, 32, [])
+
+
+def test_barrier_inside_a_loop_with_shared_memory():
+    """A block of 3 warps: each iteration writes shared memory, waits at bar.sync, reads a
+    neighbour's word, waits again; registers survive the warp leaving and resuming."""
+    body = """.reg .pred %p<2>; .reg .b32 %r<12>; .reg .b64 %rd<4>; .shared .align 4 .b32 s[96];
+    ld.param.u64 %rd1, [out]; mov.u32 %r1, %tid.x; mov.u32 %r2, %r1; mov.u32 %r3, 0;
+    mov.u32 %r6, s; shl.b32 %r7, %r1, 2; add.u32 %r7, %r6, %r7;
+    add.u32 %r8, %r1, 1; rem.u32 %r8, %r8, 96; shl.b32 %r8, %r8, 2; add.u32 %r8, %r6, %r8;
+    LOOP: st.shared.u32 [%r7], %r2; bar.sync 0; ld.shared.u32 %r2, [%r8]; bar.sync 0;
+    add.u32 %r3, %r3, 1; setp.lt.u32 %p1, %r3, 5; @%p1 bra LOOP;
+    mul.wide.u32 %rd2, %r1, 4; add.u64 %rd3, %rd1, %rd2; st.global.u32 [%rd3], %r2; ret;"""
+    out = np.zeros(96, np.uint32)
+    binary = _run(body, ".param .u64 out", 2, 96, [out])
+    assert binary.gang_refusal is None
+    assert (out == (np.arange(96) + 5) % 96).all()
+
+
+def test_kernels_the_gang_path_does_not_take_run_on_the_scalar_path():
+    body = """.reg .b32 %r<3>; .reg .b64 %rd<4>; .local .align 4 .b32 t[4];
+    ld.param.u64 %rd1, [out]; mov.u32 %r1, %tid.x; st.local.u32 [t], %r1;
+    ld.local.u32 %r2, [t]; mul.wide.u32 %rd2, %r1, 4; add.u64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r2; ret;"""
+    out = np.zeros(40, np.uint32)
+    binary = _run(body, ".param .u64 out", 1, 40, [out])
+    assert ".local memory" in binary.gang_refusal
+    assert (out == np.arange(40)).all()
