@@ -62,7 +62,10 @@ class _Worker:
         self.nthreads = block[0] * block[1] * block[2]
         # (warp gangs: a frame of 32 * frame_size bytes per warp, the last one whole too)
         frames = (self.nthreads + 31) // 32 * 32 if plan.gang else self.nthreads
-        self.frames = np.zeros(frames * plan.frame_size + 64, dtype=np.uint8)
+        # 128-byte aligned: warp gangs keep vector registers in their frames
+        raw = np.zeros(frames * plan.frame_size + 64 + 128, dtype=np.uint8)
+        start = (-raw.ctypes.data) % 128
+        self.frames = raw[start:start + frames * plan.frame_size + 64]
         self.shared = np.zeros(plan.static_shared + dynamic_shared + 16, dtype=np.uint8)
         self.ctx = np.zeros(CTX.size, dtype=np.uint8)
         self.points = np.zeros(self.nthreads, dtype=np.int32)

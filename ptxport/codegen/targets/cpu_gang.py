@@ -62,7 +62,7 @@ BARRIER = 1
 DEADLOCK = -(1 << 25)       # lanes wait at a warp operation for members that never come
 NOT_MEMBER = -(1 << 25) - 1  # a lane executes a warp operation whose mask does not name it
 # The warp frame: run_blocks' status word, the parked lanes, the lanes' counters, registers.
-_STATUS, _PARKED, _PC, _REGISTERS = 0, 4, 64, 192
+_STATUS, _PARKED, _PC, _REGISTERS = 0, 4, 128, 256
 # Where a fault leaves the faulting lane (the block context's scratch area).
 _SCRATCH_LANE = 128
 
@@ -782,6 +782,10 @@ def _addresses(fl: GangLowering, operand, space: str | None):
     else:
         address = fl.read(base, "u64" if base.type.bits == 64 else "u32")
         if address.type.element.width == 32:
+            if window is not None:      # a 32-bit shared address: stays 32-bit (cheaper)
+                if offset:
+                    address = b.add(address, b.splat(const_int(I32, offset)))
+                return None, address
             address = b.zext(address, _vec(I64))
     if offset:
         address = b.add(address, b.splat(const_int(I64, offset)))
@@ -884,6 +888,34 @@ def _check_access(fl: GangLowering, host, offsets, size: int, write: bool):
     return contiguous, base
 
 
+def _check_shared32(fl: GangLowering, offsets, size: int, write: bool):
+    """_check_access for 32-bit offsets into the shared window, computed in 32 bits."""
+    b = fl.b
+    llfn = fl.llfn
+    limit = fl.target._ctx_field(fl, "total_smem")
+    room = b.sub(limit, I32(size))
+    fits = b.and_(ll.IRBuilder.icmp_unsigned(b, "<=", offsets, b.splat(room)),
+                  b.splat(ll.IRBuilder.icmp_unsigned(b, ">=", limit, I32(size))))
+    good = fl.bits(ll.IRBuilder.select(b, fl.mask, fits, b.splat(I1(1))))
+    window = ll.IRBuilder.ptrtoint(b, fl.target.space_base(fl, "shared"), I64)
+    ok_block, bad_block = llfn.append_basic_block("shared_ok"), llfn.append_basic_block(
+        "shared_fault")
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "==", good, I32(FULL)), ok_block,
+                         bad_block)
+    b.position_at_end(bad_block)
+    lane = fl.cttz(b.not_(good))
+    _fault(fl, lane, b.add(window, b.zext(ll.IRBuilder.extract_element(b, offsets, lane), I64)),
+           size, write)
+    b.position_at_end(ok_block)
+    # consecutive: offset - size * lane is the same for every active lane
+    start = b.sub(offsets, ll.Constant(_vec(I32), [size * i for i in range(W)]))
+    first = ll.IRBuilder.extract_element(b, start, fl.cttz(fl.bits(fl.mask)))
+    differ = ll.IRBuilder.select(b, fl.mask, ll.IRBuilder.icmp_unsigned(
+        b, "!=", start, b.splat(first)), b.splat(I1(0)))
+    contiguous = ll.IRBuilder.icmp_unsigned(b, "==", fl.bits(differ), I32(0))
+    return contiguous, b.add(window, b.sext(first, I64))
+
+
 def _access(fl: GangLowering, host, offsets, t: Type, value=None):
     """Load (value None) or store `value` of type t for the mask's lanes at `host`."""
     b = fl.b
@@ -897,7 +929,10 @@ def _access(fl: GangLowering, host, offsets, t: Type, value=None):
     ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", fl.bits(fl.mask), I32(0)),
                          active, done)
     b.position_at_end(active)
-    contiguous, base = _check_access(fl, host, offsets, t.size, value is not None)
+    if host is None:
+        contiguous, base = _check_shared32(fl, offsets, t.size, value is not None)
+    else:
+        contiguous, base = _check_access(fl, host, offsets, t.size, value is not None)
     ll.IRBuilder.cbranch(b, contiguous, vector_block, lanes_block)
     b.position_at_end(vector_block)
     pointer = ll.IRBuilder.inttoptr(b, base, PTR)
@@ -911,7 +946,13 @@ def _access(fl: GangLowering, host, offsets, t: Type, value=None):
     from_vector = b.block
     b.branch(done)
     b.position_at_end(lanes_block)
-    pointers = b.inttoptr(host, _vec(PTR))
+    if offsets is None:
+        pointers = b.inttoptr(host, _vec(PTR))
+    else:   # shared memory: 32-bit offsets from the window (x86 gathers with dword indices)
+        window = fl.target.space_base(fl, "shared")
+        index = offsets if offsets.type.element.width == 32 else b.trunc(offsets, _vec(I32))
+        pointers = ll.IRBuilder.gep(b, window, [b.zext(index, _vec(I64))], source_etype=I8)
+        pointers.type = _vec(PTR)
     if value is None:
         fn = _declare(llmod, f"llvm.masked.gather.v{W}{name}.v{W}p0", vt,
                       [_vec(PTR), I32, _vec(I1), vt])
@@ -945,12 +986,8 @@ def _ld(fl: GangLowering, inst: ir.Instruction) -> None:
             align=t.size)) for i in range(count)]
     else:
         host, offsets = _addresses(fl, operand, space)
-        values = []
-        for i in range(count):
-            step = fl.b.splat(I64(i * t.size))
-            values.append(_access(fl, fl.b.add(host, step) if i else host,
-                                  (fl.b.add(offsets, step) if i else offsets)
-                                  if offsets is not None else None, t))
+        values = [_access(fl, *_element(fl, host, offsets, i * t.size), t)
+                  for i in range(count)]
     if count == 1 and not isinstance(inst.operands[0], ir.VectorValue):
         fl.write(inst.operands[0], values[0], t)
     else:
@@ -967,10 +1004,17 @@ def _st(fl: GangLowering, inst: ir.Instruction) -> None:
     else:
         values = fl.read_vector(inst.operands[1], t, count)
     for i, v in enumerate(values):
-        step = fl.b.splat(I64(i * t.size))
-        _access(fl, fl.b.add(host, step) if i else host,
-                (fl.b.add(offsets, step) if i else offsets) if offsets is not None else None,
-                t, fl.convert(v, t, t) if _is_vec(v) else fl.b.splat(v))
+        _access(fl, *_element(fl, host, offsets, i * t.size), t,
+                fl.convert(v, t, t) if _is_vec(v) else fl.b.splat(v))
+
+
+def _element(fl: GangLowering, host, offsets, step: int):
+    """(host, offsets) of a vector access's element `step` bytes on."""
+    if not step:
+        return host, offsets
+    move = (lambda v: None if v is None else
+            fl.b.add(v, fl.b.splat(ll.Constant(v.type.element, step))))
+    return move(host), move(offsets)
 
 
 def _atom(fl: GangLowering, inst: ir.Instruction) -> None:
@@ -985,6 +1029,10 @@ def _atom(fl: GangLowering, inst: ir.Instruction) -> None:
     operands = list(inst.operands)
     dest = None if is_red else operands.pop(0)
     host, offsets = _addresses(fl, operands[0], space)
+    if host is None:
+        window = ll.IRBuilder.ptrtoint(b, fl.target.space_base(fl, "shared"), I64)
+        offsets = b.zext(offsets, _vec(I64))
+        host = b.add(b.splat(window), offsets)
     value = fl.read(operands[1], t)
     swap = fl.read(operands[2], t) if op == "cas" else None
     element = value_type(t)
@@ -1072,10 +1120,10 @@ def _frame_layout(fl: GangLowering, registers) -> dict[str, int]:
         width = element.element.width if isinstance(element.element, ll.IntType) else \
             {"half": 16, "bfloat": 16, "float": 32, "double": 64}[str(element.element)]
         size = max(width // 8, 1) * W * (reg.vector or 1) if width > 1 else 4 * (reg.vector or 1)
-        at = (at + 63) // 64 * 64
+        at = (at + 127) // 128 * 128
         offsets[reg.name] = at
         at += size
-    offsets[""] = (at + 63) // 64 * 64
+    offsets[""] = (at + 127) // 128 * 128
     return offsets
 
 
@@ -1155,9 +1203,18 @@ def _lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, targe
         return found
 
     fl.next_segment = next_segment
+    # Registers live where a warp resumes live in its frame (128-byte aligned, as the vector
+    # loads LLVM makes of them assume): a warp leaving at a barrier copies nothing.
     registers = _saved_registers(kernel)
     offsets = _frame_layout(fl, registers)
     fl.frame_bytes = offsets[""]
+    with b.goto_entry_block():
+        b.position_at_start(fl.entry)
+        for reg in registers:
+            slot = ll.IRBuilder.gep(b, frame, [I64(offsets[reg.name])], source_etype=I8)
+            slot.type = ll.PointerType(fl.storage_type(reg))
+            fl.registers[id(reg)] = slot
+    registers = []
 
     fresh, resume, dispatch = (gang.append_basic_block(n) for n in ("fresh", "resume",
                                                                     "dispatch"))
@@ -1342,7 +1399,7 @@ def build(module: ir.Module, kernel_name: str):
     except (UnsupportedFeatureError, AttributeError, TypeError, KeyError, ValueError) as e:
         raise GangUnsupported(f"{type(e).__name__}: {e}") from e
     per_thread = max(cpu.FRAME.size, (fl.frame_bytes + W - 1) // W)
-    plan.frame_size = (per_thread + 15) // 16 * 16
+    plan.frame_size = (per_thread + 15) // 16 * 16      # warp frames: multiples of 512
     plan.gang = True
     _build_run_blocks(llmod, gang, W * plan.frame_size)
     cpu.build_claiming(llmod, llmod.globals["run_blocks"], 4, "run_claimed_blocks")
