@@ -876,27 +876,10 @@ def _build_run_blocks(llmod: ll.Module, thread: ll.Function) -> None:
                      name="run_blocks")
     ctx, frames, frame_size, nthreads, first, count, status_out = fn.args
     b = ll.IRBuilder(fn.append_basic_block("entry"))
-
-    def field(name: str, index: int = 0):
-        return b.gep(ctx, [I64(CTX.fields[name] + 4 * index)], source_etype=I8)
-
-    gx = b.zext(b.load(field("nctaid", 0), typ=I32), I64)
-    gy = b.zext(b.load(field("nctaid", 1), typ=I32), I64)
-    end = b.add(first, count)
-    block_head, block_body, thread_head, thread_body, thread_next, block_next, done, failed = (
-        fn.append_basic_block(n) for n in ("block_head", "block_body", "thread_head",
-                                           "thread_body", "thread_next", "block_next",
-                                           "done", "failed"))
-    entry = b.block
-    b.branch(block_head)
-    b.position_at_end(block_head)
-    n = b.phi(I64, "block")
-    n.add_incoming(first, entry)
-    b.cbranch(b.icmp_unsigned("<", n, end), block_body, done)
-    b.position_at_end(block_body)
-    b.store(b.trunc(b.urem(n, gx), I32), field("ctaid", 0))
-    b.store(b.trunc(b.urem(b.udiv(n, gx), gy), I32), field("ctaid", 1))
-    b.store(b.trunc(b.udiv(n, b.mul(gx, gy)), I32), field("ctaid", 2))
+    thread_head, thread_body, thread_next, failed = (
+        fn.append_basic_block(n) for n in ("thread_head", "thread_body", "thread_next",
+                                           "failed"))
+    n, block_body, block_next = open_block_loop(b, ctx, first, count)
     b.branch(thread_head)
     b.position_at_end(thread_head)
     t = b.phi(I32, "t")
@@ -909,14 +892,42 @@ def _build_run_blocks(llmod: ll.Module, thread: ll.Function) -> None:
     b.position_at_end(thread_next)
     t.add_incoming(b.add(t, I32(1)), thread_next)
     b.branch(thread_head)
-    b.position_at_end(block_next)
-    n.add_incoming(b.add(n, I64(1)), block_next)
-    b.branch(block_head)
-    b.position_at_end(done)
-    b.ret(I64(-1))
     b.position_at_end(failed)
     b.store(result, status_out)
     b.ret(b.or_(b.shl(n, I64(32)), b.zext(t, I64)))
+
+
+def open_block_loop(b: ll.IRBuilder, ctx, first, count):
+    """Opens `for n in first..first+count` over linear block numbers in b's function: the
+    builder is left in the loop's body with block n's %ctaid stored in the context, and the
+    loop returns -1 when done. Returns (n, the body block, the block to branch to for the
+    next block number)."""
+    fn = b.function
+
+    def field(name: str, index: int = 0):
+        return b.gep(ctx, [I64(CTX.fields[name] + 4 * index)], source_etype=I8)
+
+    gx = b.zext(b.load(field("nctaid", 0), typ=I32), I64)
+    gy = b.zext(b.load(field("nctaid", 1), typ=I32), I64)
+    end = b.add(first, count)
+    head, body, block_next, done = (fn.append_basic_block(name) for name in (
+        "block_head", "block_body", "block_next", "done"))
+    entry = b.block
+    b.branch(head)
+    b.position_at_end(head)
+    n = b.phi(I64, "block")
+    n.add_incoming(first, entry)
+    b.cbranch(b.icmp_unsigned("<", n, end), body, done)
+    b.position_at_end(done)
+    b.ret(I64(-1))
+    b.position_at_end(block_next)
+    n.add_incoming(b.add(n, I64(1)), block_next)
+    b.branch(head)
+    b.position_at_end(body)
+    b.store(b.trunc(b.urem(n, gx), I32), field("ctaid", 0))
+    b.store(b.trunc(b.urem(b.udiv(n, gx), gy), I32), field("ctaid", 1))
+    b.store(b.trunc(b.udiv(n, b.mul(gx, gy)), I32), field("ctaid", 2))
+    return n, body, block_next
 
 
 def build_claiming(llmod: ll.Module, inner: ll.Function, at: int, name: str) -> None:

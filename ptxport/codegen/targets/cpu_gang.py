@@ -40,8 +40,8 @@ from ptxport.codegen.lower import (
     I8,
     I32,
     I64,
-    PTR,
     LOWERINGS,
+    PTR,
     FunctionLowering,
     const_int,
     value_type,
@@ -1012,8 +1012,8 @@ def _element(fl: GangLowering, host, offsets, step: int):
     """(host, offsets) of a vector access's element `step` bytes on."""
     if not step:
         return host, offsets
-    move = (lambda v: None if v is None else
-            fl.b.add(v, fl.b.splat(ll.Constant(v.type.element, step))))
+    def move(v):
+        return None if v is None else fl.b.add(v, fl.b.splat(ll.Constant(v.type.element, step)))
     return move(host), move(offsets)
 
 
@@ -1127,25 +1127,6 @@ def _frame_layout(fl: GangLowering, registers) -> dict[str, int]:
     return offsets
 
 
-def _move_registers(fl: GangLowering, registers, offsets, to_frame: bool) -> None:
-    b = fl.b
-    frame = fl.llfn.args[1]
-    for reg in registers:
-        slot = fl.register_slot(reg)
-        p = b.gep(frame, [I64(offsets[reg.name])], source_etype=I8)
-        typ = fl.storage_type(reg)
-        is_pred = isinstance(typ, ll.VectorType) and typ.element == I1
-        arrays = isinstance(typ, ll.ArrayType) and typ.element.element == I1
-        if arrays:
-            raise GangUnsupported("vector predicate registers")
-        if to_frame:     # (frames are 16-byte aligned: vectors would assume more)
-            v = b.load(slot)
-            b.store(fl.bits(v) if is_pred else v, p, align=16)
-        else:
-            v = b.load(p, typ=I32 if is_pred else typ, align=16)
-            b.store(fl.lanes(v) if is_pred else v, slot)
-
-
 def _lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, target, plan):
     fl = GangLowering(module, kernel, gang, target, plan)
     b = fl.b
@@ -1214,7 +1195,6 @@ def _lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, targe
             slot = ll.IRBuilder.gep(b, frame, [I64(offsets[reg.name])], source_etype=I8)
             slot.type = ll.PointerType(fl.storage_type(reg))
             fl.registers[id(reg)] = slot
-    registers = []
 
     fresh, resume, dispatch = (gang.append_basic_block(n) for n in ("fresh", "resume",
                                                                     "dispatch"))
@@ -1229,7 +1209,6 @@ def _lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, targe
     b.store(b.load(b.gep(frame, [I64(_PC)], source_etype=I8), typ=vi32, align=16),
             fl.pc_slot)
     b.store(b.load(b.gep(frame, [I64(_PARKED)], source_etype=I8), typ=I32), fl.parked_slot)
-    _move_registers(fl, registers, offsets, to_frame=False)
     b.branch(dispatch)
 
     # the dispatcher: the lowest counter among the lanes that may run
@@ -1262,7 +1241,6 @@ def _lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, targe
     b.position_at_end(at_barrier)
     b.store(pc, b.gep(frame, [I64(_PC)], source_etype=I8), align=16)
     b.store(parked, b.gep(frame, [I64(_PARKED)], source_etype=I8))
-    _move_registers(fl, registers, offsets, to_frame=True)
     b.ret(I32(BARRIER))
     b.position_at_end(not_barrier)
     stuck, done = gang.append_basic_block("stuck"), gang.append_basic_block("all_exited")
@@ -1298,34 +1276,18 @@ def _build_run_blocks(llmod: ll.Module, gang: ll.Function, warp_frame: int) -> N
     first..first+count-1, each warp by warp in rounds until every warp has exited (a round
     ends when each warp has exited or waits at a barrier); -1, or (block << 32 | thread) of
     the lane that faulted or waits forever, its status in *status."""
-    from ptxport.codegen.targets.cpu import CTX
+    from ptxport.codegen.targets import cpu
 
     fn = ll.Function(llmod, ll.FunctionType(I64, [PTR, PTR, I64, I32, I64, I64, PTR]),
                      name="run_blocks")
     ctx, frames, _frame_size, nthreads, first, count, status_out = fn.args
     b = ll.IRBuilder(fn.append_basic_block("entry"))
-
-    def field(name: str, index: int = 0):
-        return b.gep(ctx, [I64(CTX.fields[name] + 4 * index)], source_etype=I8)
-
-    gx = b.zext(b.load(field("nctaid", 0), typ=I32), I64)
-    gy = b.zext(b.load(field("nctaid", 1), typ=I32), I64)
     warps = b.udiv(b.add(nthreads, I32(W - 1)), I32(W))
-    end = b.add(first, count)
-    names = ("block_head", "block_body", "round_head", "warp_head", "warp_body", "warp_run",
-             "warp_next", "round_end", "block_next", "done", "failed")
-    (block_head, block_body, round_head, warp_head, warp_body, warp_run, warp_next, round_end,
-     block_next, done, failed) = (fn.append_basic_block(n) for n in names)
-    entry = b.block
-    b.branch(block_head)
-    b.position_at_end(block_head)
-    n = b.phi(I64, "block")
-    n.add_incoming(first, entry)
-    b.cbranch(b.icmp_unsigned("<", n, end), block_body, done)
-    b.position_at_end(block_body)
-    b.store(b.trunc(b.urem(n, gx), I32), field("ctaid", 0))
-    b.store(b.trunc(b.urem(b.udiv(n, gx), gy), I32), field("ctaid", 1))
-    b.store(b.trunc(b.udiv(n, b.mul(gx, gy)), I32), field("ctaid", 2))
+    names = ("round_head", "warp_head", "warp_body", "warp_run", "warp_next", "round_end",
+             "failed")
+    (round_head, warp_head, warp_body, warp_run, warp_next, round_end,
+     failed) = (fn.append_basic_block(n) for n in names)
+    n, block_body, block_next = cpu.open_block_loop(b, ctx, first, count)
     b.branch(round_head)
     b.position_at_end(round_head)
     fresh = b.phi(I1, "fresh")
@@ -1361,11 +1323,6 @@ def _build_run_blocks(llmod: ll.Module, gang: ll.Function, warp_frame: int) -> N
     b.position_at_end(round_end)
     fresh.add_incoming(I1(0), round_end)
     b.cbranch(waiting, round_head, block_next)
-    b.position_at_end(block_next)
-    n.add_incoming(b.add(n, I64(1)), block_next)
-    b.branch(block_head)
-    b.position_at_end(done)
-    b.ret(I64(-1))
     b.position_at_end(failed)
     b.store(result, status_out)
     lane = b.load(b.gep(ctx, [I64(_SCRATCH_LANE)], source_etype=I8), typ=I32)
