@@ -90,9 +90,8 @@ def uses_and_defs(inst: ir.Instruction) -> tuple[set, set]:
     return uses, defs
 
 
-def live_after(function: ir.Function, wanted: set[int]) -> dict[int, set]:
-    """For each instruction whose id is in `wanted`: the registers live just after it (read
-    later before being overwritten), by the classic backward dataflow over the CFG."""
+def _live_out(function: ir.Function) -> dict[int, set]:
+    """id(block) -> the registers live at its end, by the classic backward dataflow."""
     summary = {}
     for block in function.blocks:
         used, killed = set(), set()
@@ -114,6 +113,13 @@ def live_after(function: ir.Function, wanted: set[int]) -> dict[int, set]:
             if out != live_out[id(block)] or new_in != live_in[id(block)]:
                 live_out[id(block)], live_in[id(block)] = out, new_in
                 changed = True
+    return live_out
+
+
+def live_after(function: ir.Function, wanted: set[int]) -> dict[int, set]:
+    """For each instruction whose id is in `wanted`: the registers live just after it (read
+    later before being overwritten)."""
+    live_out = _live_out(function)
     result = {}
     for block in function.blocks:
         live = set(live_out[id(block)])
@@ -122,6 +128,24 @@ def live_after(function: ir.Function, wanted: set[int]) -> dict[int, set]:
                 result[id(inst)] = set(live)
             u, d = uses_and_defs(inst)
             live = (live - d) | u
+    return result
+
+
+def live_before(function: ir.Function, points: set[tuple[int, int]]) -> dict[tuple, set]:
+    """For each (id(block), index) in `points`: the registers live just before the block's
+    instruction `index` (index = the block's length: at its end)."""
+    live_out = _live_out(function)
+    result = {}
+    for block in function.blocks:
+        live = set(live_out[id(block)])
+        count = len(block.instructions)
+        if (id(block), count) in points:
+            result[(id(block), count)] = set(live)
+        for index in range(count - 1, -1, -1):
+            u, d = uses_and_defs(block.instructions[index])
+            live = (live - d) | u
+            if (id(block), index) in points:
+                result[(id(block), index)] = set(live)
     return result
 
 

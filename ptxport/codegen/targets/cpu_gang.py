@@ -49,7 +49,7 @@ from ptxport.codegen.lower import (
 from ptxport.codegen.ops.data import instruction_type, state_space, vector_count
 from ptxport.errors import UnsupportedFeatureError
 from ptxport.ir import nodes as ir
-from ptxport.ir.analysis import live_after, uses_and_defs
+from ptxport.ir.analysis import live_after, live_before, uses_and_defs
 from ptxport.ir.types import TYPES, Type
 from ptxport.ptx.ast import Sink
 
@@ -483,7 +483,9 @@ class GangLowering(FunctionLowering):
         if isinstance(dest, ir.Register) and not dest.vector:
             value = self.convert_out(v, t, dest.type)
             slot = self.register_slot(dest)
-            self.b.store(self.b.select(self.mask, value, self.b.load(slot)), slot)
+            if self._keeps_old(dest):
+                value = self.b.select(self.mask, value, self.b.load(slot))
+            self.b.store(value, slot)
             return
         if isinstance(dest, ir.RegisterElement):
             reg = dest.register
@@ -492,11 +494,19 @@ class GangLowering(FunctionLowering):
                 raise GangUnsupported(f"the selector .{dest.component}")
             slot = self.register_slot(reg)
             array = self.b.load(slot)
-            old = self.b.extract_value(array, index)
-            value = self.b.select(self.mask, self.convert_out(v, t, reg.type), old)
+            value = self.convert_out(v, t, reg.type)
+            if self._keeps_old(reg):
+                value = self.b.select(self.mask, value, self.b.extract_value(array, index))
             self.b.store(self.b.insert_value(array, value, index), slot)
             return
         raise GangUnsupported(f"a result into {dest!r}")
+
+    def _keeps_old(self, reg: ir.Register) -> bool:
+        """Whether a write of `reg` must keep the old value in the lanes outside the mask:
+        when the instruction is guarded (the mask's other lanes go on reading it), or when
+        `reg` is live where a segment starts (lanes elsewhere may read it when they come).
+        Else every lane that reads `reg` later reads this write's value or a later one."""
+        return self.inst.guard is not None or reg in self.crossing
 
     def write_vector(self, dest, values, t):
         if isinstance(dest, ir.Register) and dest.vector == len(values):
@@ -808,22 +818,27 @@ def _fault(fl: GangLowering, lane, address, size: int, write: bool) -> None:
     b.ret(I32(FAULTED))
 
 
-def _check_access(fl: GangLowering, host, offsets, size: int, write: bool):
-    """Check the mask's lanes' accesses of `size` bytes; returns (contiguous i1, the lane-0
-    base address i64) for the access itself. A bad lane stops the kernel there."""
+def _pattern(fl: GangLowering, addrs, size: int):
+    """(consecutive i1, start): whether the mask's lanes' addresses (host i64 or 32-bit shared
+    offsets) are `size` apart in lane order, and the address lane 0 would then have."""
+    b = fl.b
+    element = addrs.type.element
+    start = b.sub(addrs, ll.Constant(addrs.type, [size * i for i in range(W)]))
+    s = ll.IRBuilder.extract_element(b, start, fl.cttz(fl.bits(fl.mask)))
+    differ = ll.IRBuilder.select(b, fl.mask, ll.IRBuilder.icmp_unsigned(
+        b, "!=", start, b.splat(s)), b.splat(I1(0)))
+    assert s.type == element
+    return ll.IRBuilder.icmp_unsigned(b, "==", fl.bits(differ), I32(0)), s
+
+
+def _check_access(fl: GangLowering, host, offsets, size: int, write: bool, contiguous, start):
+    """Check the mask's lanes' accesses of `size` bytes at `host` (consecutive from `start`
+    when `contiguous`, see _pattern). A bad lane stops the kernel there."""
     from ptxport.codegen.targets.cpu import _check_function
 
     b = fl.b
     llfn = fl.llfn
     mask_bits = fl.bits(fl.mask)
-    first = fl.cttz(mask_bits)
-    last = b.sub(I32(31), fl.ctlz(mask_bits))
-    a0 = ll.IRBuilder.extract_element(b, host, first)
-    base = b.sub(a0, b.mul(b.zext(first, I64), I64(size)))
-    expected = b.add(b.splat(base), ll.Constant(_vec(I64), [size * i for i in range(W)]))
-    same = ll.IRBuilder.select(b, fl.mask, ll.IRBuilder.icmp_unsigned(b, "==", host, expected),
-                               b.splat(I1(1)))
-    contiguous = ll.IRBuilder.icmp_unsigned(b, "==", fl.bits(same), I32(FULL))
     ok_block = llfn.append_basic_block("access_ok")
     if offsets is not None:
         limit = b.zext(fl.target._ctx_field(fl, "total_smem"), I64)
@@ -838,14 +853,29 @@ def _check_access(fl: GangLowering, host, offsets, size: int, write: bool):
         lane = fl.cttz(b.not_(good))
         _fault(fl, lane, ll.IRBuilder.extract_element(b, host, lane), size, write)
         b.position_at_end(ok_block)
-        return contiguous, base
-    # the range the active lanes touch, as one access, against the site's cached allocation
-    span_end = b.add(a0, b.mul(b.zext(b.add(b.sub(last, first), I32(1)), I64), I64(size)))
+        return
+    # the range the active lanes touch, as one access, against the site's cached allocation:
+    # first to last lane when consecutive, else the lowest to the highest address
+    span, spread, ranged = (llfn.append_basic_block(n) for n in (
+        "range_span", "range_spread", "range_check"))
+    ll.IRBuilder.cbranch(b, contiguous, span, spread)
+    b.position_at_end(span)
+    first = fl.cttz(mask_bits)
+    last = b.sub(I32(31), fl.ctlz(mask_bits))
+    span_lo = b.add(start, b.mul(b.zext(first, I64), I64(size)))
+    span_hi = b.add(start, b.mul(b.zext(b.add(last, I32(1)), I64), I64(size)))
+    b.branch(ranged)
+    b.position_at_end(spread)
     low = fl.reduce("umin", ll.IRBuilder.select(b, fl.mask, host, b.splat(I64(-1))))
     high = b.add(fl.reduce("umax", ll.IRBuilder.select(b, fl.mask, host, b.splat(I64(0)))),
                  I64(size))
-    lo = ll.IRBuilder.select(b, contiguous, a0, low)
-    hi = ll.IRBuilder.select(b, contiguous, span_end, high)
+    b.branch(ranged)
+    b.position_at_end(ranged)
+    lo, hi = ll.IRBuilder.phi(b, I64), ll.IRBuilder.phi(b, I64)
+    lo.add_incoming(span_lo, span)
+    lo.add_incoming(low, spread)
+    hi.add_incoming(span_hi, span)
+    hi.add_incoming(high, spread)
     site = fl.plan.check_sites
     fl.plan.check_sites += 1
     cache = fl.target._ctx_field(fl, "site_cache", typ=PTR)
@@ -885,7 +915,6 @@ def _check_access(fl: GangLowering, host, offsets, size: int, write: bool):
     b.position_at_end(bad)
     _fault(fl, i, address, size, write)
     b.position_at_end(ok_block)
-    return contiguous, base
 
 
 def _check_shared32(fl: GangLowering, offsets, size: int, write: bool):
@@ -907,44 +936,127 @@ def _check_shared32(fl: GangLowering, offsets, size: int, write: bool):
     _fault(fl, lane, b.add(window, b.zext(ll.IRBuilder.extract_element(b, offsets, lane), I64)),
            size, write)
     b.position_at_end(ok_block)
-    # consecutive: offset - size * lane is the same for every active lane
-    start = b.sub(offsets, ll.Constant(_vec(I32), [size * i for i in range(W)]))
-    first = ll.IRBuilder.extract_element(b, start, fl.cttz(fl.bits(fl.mask)))
+
+
+_HALF = 16      # a half warp: a 16-wide block dimension makes each half a row
+
+
+def _halves(fl: GangLowering, addrs, size: int):
+    """(each half consecutive i1, (start0, start1)): whether within each half warp the
+    mask's lanes' addresses are `size` apart (size 0: all the same), and each half's lane-0
+    address. A half without active lanes counts as consecutive (its start is unused)."""
+    b = fl.b
+    bits = fl.bits(fl.mask)
+    step = ll.Constant(addrs.type, [size * (i % _HALF) for i in range(W)])
+    start = b.sub(addrs, step) if size else addrs
+    starts = []
+    for half in range(2):
+        lanes = b.lshr(bits, I32(_HALF * half)) if half else bits
+        at = fl.cttz(b.or_(lanes, I32(1 << (_HALF - 1))))
+        starts.append(ll.IRBuilder.extract_element(
+            b, start, b.add(at, I32(_HALF * half)) if half else at))
+    expected = ll.IRBuilder.select(b, _LOW_HALF, b.splat(starts[0]), b.splat(starts[1]))
     differ = ll.IRBuilder.select(b, fl.mask, ll.IRBuilder.icmp_unsigned(
-        b, "!=", start, b.splat(first)), b.splat(I1(0)))
-    contiguous = ll.IRBuilder.icmp_unsigned(b, "==", fl.bits(differ), I32(0))
-    return contiguous, b.add(window, b.sext(first, I64))
+        b, "!=", start, expected), b.splat(I1(0)))
+    return ll.IRBuilder.icmp_unsigned(b, "==", fl.bits(differ), I32(0)), starts
+
+
+_LOW_HALF = ll.Constant(ll.VectorType(I1, W), [I1(i < _HALF) for i in range(W)])
+
+
+def _half_mask(fl: GangLowering, half: int):
+    b = fl.b
+    lanes = ll.Constant(ll.VectorType(I32, _HALF), list(range(_HALF * half, _HALF * half + _HALF)))
+    return ll.IRBuilder.shuffle_vector(b, fl.mask, ll.Constant(fl.mask.type, None), lanes)
 
 
 def _access(fl: GangLowering, host, offsets, t: Type, value=None):
-    """Load (value None) or store `value` of type t for the mask's lanes at `host`."""
+    """Load (value None) or store `value` of type t for the mask's lanes at `host` (or the
+    32-bit shared `offsets` when host is None): one masked vector access when the lanes'
+    addresses are consecutive, two half-warp ones when each half's are (a 16-wide block),
+    two scalar loads when each half reads one address, else a gather or scatter."""
     b = fl.b
     llmod = fl.llfn.module
     element = value_type(t)
     vt = _vec(element)
+    ht = ll.VectorType(element, _HALF)
     name = _type_name(element)
-    active, vector_block, lanes_block, done = (fl.llfn.append_basic_block(n) for n in (
-        "access_active", "access_vector", "access_gather", "access_done"))
+    load = value is None
+    active, vector_block, halves_test, halves_block, lanes_block, done = (
+        fl.llfn.append_basic_block(n) for n in (
+            "access_active", "access_vector", "access_halves_test", "access_halves",
+            "access_gather", "access_done"))
     skipped = b.block          # no lane active (a guard false everywhere): no access at all
     ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", fl.bits(fl.mask), I32(0)),
                          active, done)
     b.position_at_end(active)
+    addrs = offsets if host is None else host
+    contiguous, start = _pattern(fl, addrs, t.size)
     if host is None:
-        contiguous, base = _check_shared32(fl, offsets, t.size, value is not None)
+        _check_shared32(fl, offsets, t.size, not load)
+        window = fl.target.space_base(fl, "shared")
+
+        def pointer(at):
+            return ll.IRBuilder.gep(b, window, [b.sext(at, I64)], source_etype=I8)
     else:
-        contiguous, base = _check_access(fl, host, offsets, t.size, value is not None)
-    ll.IRBuilder.cbranch(b, contiguous, vector_block, lanes_block)
+        _check_access(fl, host, offsets, t.size, not load, contiguous, start)
+
+        def pointer(at):
+            return ll.IRBuilder.inttoptr(b, at, PTR)
+    ll.IRBuilder.cbranch(b, contiguous, vector_block, halves_test)
+    incoming = []
+    # consecutive: one masked vector access
     b.position_at_end(vector_block)
-    pointer = ll.IRBuilder.inttoptr(b, base, PTR)
-    if value is None:
+    if load:
         fn = _declare(llmod, f"llvm.masked.load.v{W}{name}.p0", vt, [PTR, I32, _vec(I1), vt])
-        first = ll.IRBuilder.call(b, fn, [pointer, I32(t.size), fl.mask, ll.Constant(vt, None)])
+        incoming.append((ll.IRBuilder.call(b, fn, [pointer(start), I32(t.size), fl.mask,
+                                                   ll.Constant(vt, None)]), b.block))
     else:
         fn = _declare(llmod, f"llvm.masked.store.v{W}{name}.p0", ll.VoidType(),
                       [vt, PTR, I32, _vec(I1)])
-        ll.IRBuilder.call(b, fn, [value, pointer, I32(t.size), fl.mask])
-    from_vector = b.block
+        ll.IRBuilder.call(b, fn, [value, pointer(start), I32(t.size), fl.mask])
     b.branch(done)
+    # each half warp consecutive: two masked half-vector accesses
+    b.position_at_end(halves_test)
+    halves, starts = _halves(fl, addrs, t.size)
+    uniform_test = fl.llfn.append_basic_block("access_uniform_test") if load else lanes_block
+    ll.IRBuilder.cbranch(b, halves, halves_block, uniform_test)
+    b.position_at_end(halves_block)
+    masks = [_half_mask(fl, 0), _half_mask(fl, 1)]
+    if load:
+        fn = _declare(llmod, f"llvm.masked.load.v{_HALF}{name}.p0", ht,
+                      [PTR, I32, ll.VectorType(I1, _HALF), ht])
+        parts = [ll.IRBuilder.call(b, fn, [pointer(s), I32(t.size), m, ll.Constant(ht, None)])
+                 for s, m in zip(starts, masks, strict=True)]
+        incoming.append((ll.IRBuilder.shuffle_vector(
+            b, parts[0], parts[1], ll.Constant(ll.VectorType(I32, W), list(range(W)))),
+            b.block))
+    else:
+        fn = _declare(llmod, f"llvm.masked.store.v{_HALF}{name}.p0", ll.VoidType(),
+                      [ht, PTR, I32, ll.VectorType(I1, _HALF)])
+        for half, (s, m) in enumerate(zip(starts, masks, strict=True)):
+            part = ll.IRBuilder.shuffle_vector(b, value, ll.Constant(vt, None), ll.Constant(
+                ll.VectorType(I32, _HALF), list(range(_HALF * half, _HALF * half + _HALF))))
+            ll.IRBuilder.call(b, fn, [part, pointer(s), I32(t.size), m])
+    b.branch(done)
+    if load:
+        # each half warp reads one address (a row's element in a 16-wide block): two loads
+        b.position_at_end(uniform_test)
+        same, at = _halves(fl, addrs, 0)
+        uniform_block = fl.llfn.append_basic_block("access_uniform")
+        ll.IRBuilder.cbranch(b, same, uniform_block, lanes_block)
+        b.position_at_end(uniform_block)
+        bits = fl.bits(fl.mask)
+        low_idle = ll.IRBuilder.icmp_unsigned(b, "==", b.and_(bits, I32(0xFFFF)), I32(0))
+        high_idle = ll.IRBuilder.icmp_unsigned(b, "==", b.lshr(bits, I32(_HALF)), I32(0))
+        # an idle half's address is not an address: it reads the other half's
+        a0 = ll.IRBuilder.select(b, low_idle, at[1], at[0])
+        a1 = ll.IRBuilder.select(b, high_idle, at[0], at[1])
+        x0, x1 = (ll.IRBuilder.load(b, pointer(a), typ=element, align=t.size) for a in (a0, a1))
+        incoming.append((ll.IRBuilder.select(b, _LOW_HALF, b.splat(x0), b.splat(x1)),
+                         b.block))
+        b.branch(done)
+    # anything else: lane by lane in one gather or scatter
     b.position_at_end(lanes_block)
     if offsets is None:
         pointers = b.inttoptr(host, _vec(PTR))
@@ -953,22 +1065,21 @@ def _access(fl: GangLowering, host, offsets, t: Type, value=None):
         index = offsets if offsets.type.element.width == 32 else b.trunc(offsets, _vec(I32))
         pointers = ll.IRBuilder.gep(b, window, [b.zext(index, _vec(I64))], source_etype=I8)
         pointers.type = _vec(PTR)
-    if value is None:
+    if load:
         fn = _declare(llmod, f"llvm.masked.gather.v{W}{name}.v{W}p0", vt,
                       [_vec(PTR), I32, _vec(I1), vt])
-        second = ll.IRBuilder.call(b, fn, [pointers, I32(t.size), fl.mask,
-                                           ll.Constant(vt, None)])
+        incoming.append((ll.IRBuilder.call(b, fn, [pointers, I32(t.size), fl.mask,
+                                                   ll.Constant(vt, None)]), b.block))
     else:
         fn = _declare(llmod, f"llvm.masked.scatter.v{W}{name}.v{W}p0", ll.VoidType(),
                       [vt, _vec(PTR), I32, _vec(I1)])
         ll.IRBuilder.call(b, fn, [value, pointers, I32(t.size), fl.mask])
-    from_lanes = b.block
     b.branch(done)
     b.position_at_end(done)
-    if value is None:
+    if load:
         result = ll.IRBuilder.phi(b, vt)
-        result.add_incoming(first, from_vector)
-        result.add_incoming(second, from_lanes)
+        for v, block in incoming:
+            result.add_incoming(v, block)
         result.add_incoming(ll.Constant(vt, None), skipped)
         return result
     return None
@@ -1045,7 +1156,7 @@ def _atom(fl: GangLowering, inst: ir.Instruction) -> None:
     ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", fl.bits(fl.mask), I32(0)),
                          start, done)
     b.position_at_end(start)
-    _check_access(fl, host, offsets, t.size, True)
+    _check_access(fl, host, offsets, t.size, True, *_pattern(fl, host, t.size))
     entry = b.block
     b.branch(head)
     b.position_at_end(head)
@@ -1187,6 +1298,8 @@ def _lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, targe
     # Registers live where a warp resumes live in its frame (128-byte aligned, as the vector
     # loads LLVM makes of them assume): a warp leaving at a barrier copies nothing.
     registers = _saved_registers(kernel)
+    starts = live_before(kernel, {(id(s.block), s.start) for s in segments})
+    fl.crossing = set().union(*starts.values())
     offsets = _frame_layout(fl, registers)
     fl.frame_bytes = offsets[""]
     with b.goto_entry_block():
