@@ -1248,6 +1248,7 @@ def _lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, targe
     fl.mask_slot = fl.entry_alloca(_vec(I1), "mask")
     fl.parked_slot = fl.entry_alloca(I32, "parked")
     fl.barrier_slot = fl.entry_alloca(I32, "at_barrier")
+    fl.retry_slot = fl.entry_alloca(I32, "alive_at_retry")
     fl.shuffle_slot = fl.entry_alloca(ll.ArrayType(I32, W), "shuffle", 64)
     arrays: dict[str, ll.Value] = {}
 
@@ -1313,6 +1314,7 @@ def _lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, targe
                                                                     "dispatch"))
     fl.dispatch = dispatch
     b.store(I32(0), fl.barrier_slot)
+    b.store(I32(-1), fl.retry_slot)     # all 32 alive: none has exited, a retry cannot help
     b.cbranch(start, fresh, resume)
     b.position_at_end(fresh)
     b.store(ll.IRBuilder.select(b, live, b.splat(I32(0)), fl.exit_pcs), fl.pc_slot)
@@ -1356,8 +1358,21 @@ def _lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, targe
     b.store(parked, b.gep(frame, [I64(_PARKED)], source_etype=I8))
     b.ret(I32(BARRIER))
     b.position_at_end(not_barrier)
-    stuck, done = gang.append_basic_block("stuck"), gang.append_basic_block("all_exited")
-    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", parked, I32(0)), stuck, done)
+    some_parked, done = gang.append_basic_block("some_parked"), gang.append_basic_block(
+        "all_exited")
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", parked, I32(0)), some_parked,
+                         done)
+    # Lanes parked at a warp operation for members that have exited since (a member that
+    # returns before a shfl.sync does not take part): when lanes exited since the last such
+    # retry, every parked lane tries its warp operation again; else they wait forever.
+    b.position_at_end(some_parked)
+    retry, stuck = gang.append_basic_block("retry"), gang.append_basic_block("stuck")
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", alive, b.load(fl.retry_slot)),
+                         retry, stuck)
+    b.position_at_end(retry)
+    b.store(alive, fl.retry_slot)
+    b.store(I32(0), fl.parked_slot)
+    b.branch(dispatch)
     b.position_at_end(stuck)
     b.store(fl.cttz(parked), fl.scratch_lane)
     b.ret(I32(DEADLOCK))
