@@ -47,6 +47,7 @@ from ptxport.codegen.lower import (
     value_type,
 )
 from ptxport.codegen.ops.data import instruction_type, state_space, vector_count
+from ptxport.codegen.targets.cpu_uniform import uniform_registers
 from ptxport.errors import UnsupportedFeatureError
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import live_after, live_before, uses_and_defs
@@ -127,6 +128,13 @@ class GangBuilder(ll.IRBuilder):
         one = ll.IRBuilder.insert_element(self, ll.Constant(vt, None), v, I32(0))
         return ll.IRBuilder.shuffle_vector(self, one, ll.Constant(vt, None),
                                            ll.Constant(ll.VectorType(I32, W), [0] * W))
+
+    def _insert(self, instr):
+        # vectors of the warp's lanes answer as _Lanes, whichever instruction made them
+        t = getattr(instr, "type", None)
+        if isinstance(t, ll.VectorType) and not isinstance(t, _Lanes) and t.count == W:
+            instr.type = _Lanes(t.element, W)
+        super()._insert(instr)
 
     def match(self, *values):
         if not any(_is_vec(v) for v in values):
@@ -388,7 +396,7 @@ def _gang_target_class():
             if name == "%laneid":
                 return fl.lane
             if name == "%warpid":
-                return fl.warp
+                return fl.warp_number
             if name.startswith("%lanemask_"):
                 one = b.shl(b.splat(I32(1)), fl.lane)
                 below = b.sub(one, b.splat(I32(1)))
@@ -426,10 +434,14 @@ class GangLowering(FunctionLowering):
         self.b = GangBuilder(self.entry)
         self.plan = plan
         self.mask = None
+        self.guard = None
+        self.uniform = uniform_registers(function)
 
     # registers and values
 
     def storage_type(self, reg: ir.Register) -> ll.Type:
+        if reg in self.uniform:     # one value for the whole warp (cpu_uniform.py)
+            return super().storage_type(reg)
         element = _vec(value_type(reg.type))
         return ll.ArrayType(element, reg.vector) if reg.vector else element
 
@@ -440,9 +452,14 @@ class GangLowering(FunctionLowering):
         return GangUnsupported(f"{inst.spec.text}: {reason}")
 
     def read(self, value, t):
-        t = TYPES[t] if isinstance(t, str) else t
-        v = super().read(value, t)
-        return self.b.splat(v) if not _is_vec(v) else v
+        """A vector of the lanes' values, or one scalar where every lane has the same (a
+        uniform register, a constant, a parameter...): GangBuilder splats it where it meets
+        a vector."""
+        return super().read(value, TYPES[t] if isinstance(t, str) else t)
+
+    def read_lanes(self, value, t):
+        """read, as a vector of the lanes' values."""
+        return self.b.splat(self.read(value, t))
 
     def as_int(self, v):
         if not _is_vec(v):
@@ -479,6 +496,17 @@ class GangLowering(FunctionLowering):
     def write(self, dest, v, t):
         t = TYPES[t] if isinstance(t, str) else t
         if isinstance(dest, Sink):
+            return
+        if isinstance(dest, ir.Register) and dest in self.uniform:
+            if _is_vec(v) or (self.guard is not None and _is_vec(self.guard)):
+                raise GangUnsupported(
+                    f"{self.inst.spec.text}: a per-lane value for the uniform register "
+                    f"{dest.name} (a gap in cpu_uniform.py's analysis)")
+            value = FunctionLowering.convert_out(self, v, t, dest.type)
+            slot = self.register_slot(dest)
+            if self.guard is not None:
+                value = self.b.select(self.guard, value, self.b.load(slot))
+            self.b.store(value, slot)
             return
         if isinstance(dest, ir.Register) and not dest.vector:
             value = self.convert_out(v, t, dest.type)
@@ -545,6 +573,7 @@ class GangLowering(FunctionLowering):
 
     def _lower_instruction(self, inst):
         self.inst = inst
+        self.guard = None
         lower = self.lowering_for(inst)
         if lower is None:
             raise GangUnsupported(f"{inst.spec.text}: no lowering")
@@ -556,7 +585,9 @@ class GangLowering(FunctionLowering):
             guard = self.b.not_(guard)
         outer = self.mask
         self.mask = self.b.and_(outer, guard)
+        self.guard = guard
         lower(self, inst)
+        self.guard = None
         if inst.opcode in ("ret", "exit"):      # the lanes that did not exit go on
             outer = self.b.and_(outer, self.b.not_(guard))
             self.b.store(outer, self.mask_slot)
@@ -656,10 +687,11 @@ def _member_mask(fl: GangLowering, inst: ir.Instruction, index: int) -> ll.Value
     if len(inst.operands) <= index or isinstance(inst.operands[index], Sink):
         return I32(FULL)
     operand = inst.operands[index]
-    if not isinstance(operand, ir.Register):
-        return ll.IRBuilder.extract_element(fl.b, fl.read(operand, "b32"), I32(0))
+    value = fl.read(operand, "b32")
+    if not _is_vec(value):
+        return value
     first = fl.cttz(fl.bits(fl.mask))
-    return ll.IRBuilder.extract_element(fl.b, fl.read(operand, "b32"), first)
+    return ll.IRBuilder.extract_element(fl.b, value, first)
 
 
 def _converge(fl: GangLowering, inst: ir.Instruction, members) -> None:
@@ -731,7 +763,7 @@ def _shfl(fl: GangLowering, inst: ir.Instruction) -> None:
     _converge(fl, inst, _member_mask(fl, inst, 4))
     dest = inst.operands[0]
     dest, pred = (dest.first, dest.second) if isinstance(dest, ir.PairValue) else (dest, None)
-    a = fl.read(inst.operands[1], "b32")
+    a = fl.read_lanes(inst.operands[1], "b32")
     bval = b.and_(fl.read(inst.operands[2], "b32"), I32(0x1F))
     c = fl.read(inst.operands[3], "b32")
     clamp = b.and_(c, I32(0x1F))
@@ -775,8 +807,10 @@ def _type_name(t: ll.Type) -> str:
     return f"i{t.width}" if isinstance(t, ll.IntType) else _NAMES[str(t)]
 
 
-def _addresses(fl: GangLowering, operand, space: str | None):
-    """(host addresses <W x i64>, offsets into the shared window or None)."""
+def _addresses(fl: GangLowering, operand, space: str | None, lanes: bool = True):
+    """(host addresses i64, offsets into the shared window or None), or (None, 32-bit shared
+    offsets): vectors of the lanes' values, or (lanes False) scalars where every lane's
+    address is the same (a uniform base register, a variable, an absolute address)."""
     b = fl.b
     if not isinstance(operand, ir.Address):
         raise GangUnsupported("a memory operand that is not [address]")
@@ -784,25 +818,26 @@ def _addresses(fl: GangLowering, operand, space: str | None):
     window = fl.target.space_base(fl, space) if space == "shared" else None
     if isinstance(base, ir.Variable):
         pointer = fl.target.variable_pointer(fl, base)
-        address = b.splat(ll.IRBuilder.ptrtoint(b, pointer, I64))
+        address = ll.IRBuilder.ptrtoint(b, pointer, I64)
         if window is not None:
-            address = b.sub(address, b.splat(ll.IRBuilder.ptrtoint(b, window, I64)))
+            address = b.sub(address, ll.IRBuilder.ptrtoint(b, window, I64))
     elif base is None:
-        address = b.splat(I64(0))
+        address = I64(0)
     else:
         address = fl.read(base, "u64" if base.type.bits == 64 else "u32")
-        if address.type.element.width == 32:
+        if base.type.bits != 64:
             if window is not None:      # a 32-bit shared address: stays 32-bit (cheaper)
                 if offset:
-                    address = b.add(address, b.splat(const_int(I32, offset)))
-                return None, address
-            address = b.zext(address, _vec(I64))
+                    address = b.add(address, const_int(I32, offset))
+                return None, b.splat(address) if lanes else address
+            address = b.zext(address, I64)
     if offset:
-        address = b.add(address, b.splat(const_int(I64, offset)))
-    if window is None:
-        return address, None
-    host = b.add(address, b.splat(ll.IRBuilder.ptrtoint(b, window, I64)))
-    return host, address
+        address = b.add(address, const_int(I64, offset))
+    host = address if window is None else b.add(address, ll.IRBuilder.ptrtoint(b, window, I64))
+    offsets = None if window is None else address
+    if not lanes:
+        return host, offsets
+    return b.splat(host), None if offsets is None else b.splat(offsets)
 
 
 def _fault(fl: GangLowering, lane, address, size: int, write: bool) -> None:
@@ -831,9 +866,11 @@ def _pattern(fl: GangLowering, addrs, size: int):
     return ll.IRBuilder.icmp_unsigned(b, "==", fl.bits(differ), I32(0)), s
 
 
-def _check_access(fl: GangLowering, host, offsets, size: int, write: bool, contiguous, start):
+def _check_access(fl: GangLowering, host, offsets, size: int, write: bool, contiguous, start,
+                  span=None):
     """Check the mask's lanes' accesses of `size` bytes at `host` (consecutive from `start`
-    when `contiguous`, see _pattern). A bad lane stops the kernel there."""
+    when `contiguous`, see _pattern; `span`: the (low, high) the lanes touch when known).
+    A bad lane stops the kernel there."""
     from ptxport.codegen.targets.cpu import _check_function
 
     b = fl.b
@@ -856,26 +893,29 @@ def _check_access(fl: GangLowering, host, offsets, size: int, write: bool, conti
         return
     # the range the active lanes touch, as one access, against the site's cached allocation:
     # first to last lane when consecutive, else the lowest to the highest address
-    span, spread, ranged = (llfn.append_basic_block(n) for n in (
-        "range_span", "range_spread", "range_check"))
-    ll.IRBuilder.cbranch(b, contiguous, span, spread)
-    b.position_at_end(span)
-    first = fl.cttz(mask_bits)
-    last = b.sub(I32(31), fl.ctlz(mask_bits))
-    span_lo = b.add(start, b.mul(b.zext(first, I64), I64(size)))
-    span_hi = b.add(start, b.mul(b.zext(b.add(last, I32(1)), I64), I64(size)))
-    b.branch(ranged)
-    b.position_at_end(spread)
-    low = fl.reduce("umin", ll.IRBuilder.select(b, fl.mask, host, b.splat(I64(-1))))
-    high = b.add(fl.reduce("umax", ll.IRBuilder.select(b, fl.mask, host, b.splat(I64(0)))),
-                 I64(size))
-    b.branch(ranged)
-    b.position_at_end(ranged)
-    lo, hi = ll.IRBuilder.phi(b, I64), ll.IRBuilder.phi(b, I64)
-    lo.add_incoming(span_lo, span)
-    lo.add_incoming(low, spread)
-    hi.add_incoming(span_hi, span)
-    hi.add_incoming(high, spread)
+    if span is not None:
+        lo, hi = span
+    else:
+        consecutive, spread, ranged = (llfn.append_basic_block(n) for n in (
+            "range_span", "range_spread", "range_check"))
+        ll.IRBuilder.cbranch(b, contiguous, consecutive, spread)
+        b.position_at_end(consecutive)
+        first = fl.cttz(mask_bits)
+        last = b.sub(I32(31), fl.ctlz(mask_bits))
+        span_lo = b.add(start, b.mul(b.zext(first, I64), I64(size)))
+        span_hi = b.add(start, b.mul(b.zext(b.add(last, I32(1)), I64), I64(size)))
+        b.branch(ranged)
+        b.position_at_end(spread)
+        low = fl.reduce("umin", ll.IRBuilder.select(b, fl.mask, host, b.splat(I64(-1))))
+        high = b.add(fl.reduce("umax", ll.IRBuilder.select(b, fl.mask, host,
+                                                           b.splat(I64(0)))), I64(size))
+        b.branch(ranged)
+        b.position_at_end(ranged)
+        lo, hi = ll.IRBuilder.phi(b, I64), ll.IRBuilder.phi(b, I64)
+        lo.add_incoming(span_lo, consecutive)
+        lo.add_incoming(low, spread)
+        hi.add_incoming(span_hi, consecutive)
+        hi.add_incoming(high, spread)
     site = fl.plan.check_sites
     fl.plan.check_sites += 1
     cache = fl.target._ctx_field(fl, "site_cache", typ=PTR)
@@ -1085,6 +1125,41 @@ def _access(fl: GangLowering, host, offsets, t: Type, value=None):
     return None
 
 
+def _uniform_load(fl: GangLowering, operand, space, t: Type, count: int) -> list:
+    """The `count` elements of type t that every lane reads at one address (the destination
+    is uniform, so cpu_uniform.py found the address uniform): checked once, loaded once."""
+    b = fl.b
+    element = value_type(t)
+    host, offsets = _addresses(fl, operand, space, lanes=False)
+    size = t.size * count
+    skipped = b.block
+    active, done = fl.llfn.append_basic_block("load_once"), fl.llfn.append_basic_block(
+        "loaded_once")
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", fl.bits(fl.mask), I32(0)),
+                         active, done)
+    b.position_at_end(active)
+    if host is None:
+        _check_shared32(fl, b.splat(offsets), size, False)
+        pointer = ll.IRBuilder.gep(b, fl.target.space_base(fl, "shared"),
+                                   [b.sext(offsets, I64)], source_etype=I8)
+    else:
+        _check_access(fl, b.splat(host), None if offsets is None else b.splat(offsets), size,
+                      False, None, None, span=(host, b.add(host, I64(size))))
+        pointer = ll.IRBuilder.inttoptr(b, host, PTR)
+    values = [ll.IRBuilder.load(b, b.gep(pointer, [I64(i * t.size)], source_etype=I8),
+                                typ=element, align=t.size) for i in range(count)]
+    loaded = b.block
+    b.branch(done)
+    b.position_at_end(done)
+    out = []
+    for v in values:
+        phi = ll.IRBuilder.phi(b, element)
+        phi.add_incoming(v, loaded)
+        phi.add_incoming(ll.Constant(element, None), skipped)
+        out.append(phi)
+    return out
+
+
 def _ld(fl: GangLowering, inst: ir.Instruction) -> None:
     t = instruction_type(inst)
     count = vector_count(inst)
@@ -1092,9 +1167,11 @@ def _ld(fl: GangLowering, inst: ir.Instruction) -> None:
     operand = inst.operands[1]
     if space == "param":      # a kernel parameter: the same for every lane
         pointer = FunctionLowering.pointer(fl, operand, "param", t.size * count)
-        values = [fl.b.splat(ll.IRBuilder.load(
+        values = [ll.IRBuilder.load(
             fl.b, fl.b.gep(pointer, [I64(i * t.size)], source_etype=I8), typ=value_type(t),
-            align=t.size)) for i in range(count)]
+            align=t.size) for i in range(count)]
+    elif uses_and_defs(inst)[1] and uses_and_defs(inst)[1] <= fl.uniform:
+        values = _uniform_load(fl, operand, space, t, count)
     else:
         host, offsets = _addresses(fl, operand, space)
         values = [_access(fl, *_element(fl, host, offsets, i * t.size), t)
@@ -1144,8 +1221,8 @@ def _atom(fl: GangLowering, inst: ir.Instruction) -> None:
         window = ll.IRBuilder.ptrtoint(b, fl.target.space_base(fl, "shared"), I64)
         offsets = b.zext(offsets, _vec(I64))
         host = b.add(b.splat(window), offsets)
-    value = fl.read(operands[1], t)
-    swap = fl.read(operands[2], t) if op == "cas" else None
+    value = fl.read_lanes(operands[1], t)
+    swap = fl.read_lanes(operands[2], t) if op == "cas" else None
     element = value_type(t)
     is_float = t.kind == "float"
     if is_float and op not in ("add", "exch", "min", "max"):
@@ -1228,6 +1305,10 @@ def _frame_layout(fl: GangLowering, registers) -> dict[str, int]:
     for reg in registers:
         typ = fl.storage_type(reg)
         element = typ.element if isinstance(typ, ll.ArrayType) else typ
+        if reg in fl.uniform:       # one scalar (8 bytes hold any)
+            offsets[reg.name] = at
+            at += 8 * (reg.vector or 1)
+            continue
         width = element.element.width if isinstance(element.element, ll.IntType) else \
             {"half": 16, "bfloat": 16, "float": 32, "double": 64}[str(element.element)]
         size = max(width // 8, 1) * W * (reg.vector or 1) if width > 1 else 4 * (reg.vector or 1)
@@ -1266,7 +1347,7 @@ def _lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, targe
     assert CTX.fields["scratch"] == _SCRATCH_LANE
     # lane numbers, thread indices
     fl.lane = ll.Constant(vi32, [I32(i) for i in range(W)])
-    fl.warp = b.splat(warp)
+    fl.warp_number = warp
     linear = b.add(b.splat(b.mul(warp, I32(W))), fl.lane)
     ntid = [target._ctx_field(fl, "ntid", axis) for axis in range(3)]
     x = b.urem(linear, b.splat(ntid[0]))

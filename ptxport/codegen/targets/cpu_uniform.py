@@ -1,0 +1,175 @@
+"""Which registers of a warp-gang kernel hold one value for the whole warp (cpu_gang.py keeps
+those as scalars instead of 32-lane vectors).
+
+A register is *uniform* when every lane that reads it reads the same value. cpu_gang stores
+such a register once per warp, so every write of it must be made by all the warp's running
+lanes together, with a value that is the same in each. Here a register is uniform when all
+its writes
+
+- compute a value that is the same in every lane: an arithmetic, logic, comparison or
+  conversion instruction (or a load from one address) whose register operands are uniform
+  and which reads no per-lane special register (%tid, %laneid, %lanemask_*);
+- are unguarded or guarded by a uniform predicate; and
+- lie in *converged* blocks: blocks that the warp's live lanes only ever run all together.
+
+A block is not converged when it lies in the region of a *divergent* branch (one whose
+predicate is not uniform). The min-PC scheduler (cpu_gang.py) runs the lanes with the lowest
+segment number first, so lanes that split at a branch in block B meet again, all of them, at
+its immediate post-dominator P when every block of the region between them (the blocks
+reachable from B without passing P) lies after B and before P in program order, the region
+is entered only from B, and no lane can stop in it at a barrier or a warp operation: then the
+region's blocks are not converged and P is. A branch whose other side only returns (`@p bra
+RET` to a block holding just `ret`) splits nothing: those lanes exit. For any other divergent
+branch, everything reachable from it is not converged. Uniformity of registers and of
+branches depend on each other; the analysis starts from "every register uniform" and marks
+registers varying until nothing changes.
+"""
+
+from __future__ import annotations
+
+from ptxport.codegen.ops.data import state_space
+from ptxport.ir import nodes as ir
+from ptxport.ir.analysis import may_write, uses_and_defs
+
+__all__ = ["uniform_registers"]
+
+# Instructions whose result is the same in every lane when their operands are.
+_VALUE_OPS = {"add", "sub", "mul", "mad", "mul24", "mad24", "sad", "div", "rem", "abs", "neg",
+              "min", "max", "and", "or", "xor", "not", "cnot", "shl", "shr", "setp", "set",
+              "selp", "slct", "mov", "cvt", "cvta", "fma", "rcp", "sqrt", "rsqrt", "ex2", "lg2",
+              "sin", "cos", "tanh", "copysign", "testp", "bfe", "bfi", "prmt", "lop3", "shf",
+              "popc", "clz", "brev", "bfind", "szext", "bmsk", "ld", "ldu"}
+_PER_LANE = ("%tid", "%laneid", "%lanemask_")
+
+
+def _per_lane(value) -> bool:
+    """Whether an operand reads a special register that differs between lanes."""
+    if isinstance(value, ir.SpecialRegister):
+        return value.name.startswith(_PER_LANE)
+    if isinstance(value, ir.VectorValue | ir.ListValue):
+        return any(_per_lane(e) for e in value.elements)
+    if isinstance(value, ir.PairValue):
+        return _per_lane(value.first) or _per_lane(value.second)
+    if isinstance(value, ir.NotValue | ir.NegValue):
+        return _per_lane(value.value)
+    return False
+
+
+def _same_in_every_lane(inst: ir.Instruction, varying: set) -> bool:
+    if inst.opcode not in _VALUE_OPS:
+        return False
+    if inst.opcode in ("ld", "ldu") and state_space(inst) == "local":
+        return False
+    uses, _ = uses_and_defs(inst)
+    if uses & varying:
+        return False
+    return not any(_per_lane(o) for o in inst.operands)
+
+
+def _stops_lanes(inst: ir.Instruction) -> bool:
+    """A barrier or warp operation: lanes may stop there while others go on."""
+    return inst.opcode in ("bar", "barrier", "shfl", "vote", "activemask")
+
+
+def _only_returns(block: ir.BasicBlock) -> bool:
+    return (not block.successors and len(block.instructions) == 1
+            and block.instructions[0].opcode in ("ret", "exit")
+            and block.instructions[0].guard is None)
+
+
+def _post_dominators(blocks: list[ir.BasicBlock]) -> dict[int, set[int]]:
+    """id(block) -> ids of the blocks on every path from it to the end (itself included);
+    None stands for the end. Blocks that cannot reach the end keep every block."""
+    everything = {id(b) for b in blocks} | {None}
+    post = {id(b): set(everything) for b in blocks}
+    changed = True
+    while changed:
+        changed = False
+        for block in reversed(blocks):
+            if block.successors:
+                common = set.intersection(*(post[id(s)] for s in block.successors))
+            else:
+                common = {None}
+            new = common | {id(block)}
+            if new != post[id(block)]:
+                post[id(block)] = new
+                changed = True
+    return post
+
+
+def _immediate_post_dominator(block, post) -> int | None:
+    """The nearest strict post-dominator of `block` (None: the end)."""
+    strict = post[id(block)] - {id(block)}
+    for candidate in strict:
+        if candidate is not None and post[candidate] == strict:
+            return candidate
+    return None
+
+
+def _reach(starts, stop: int | None) -> list[ir.BasicBlock]:
+    seen: dict[int, ir.BasicBlock] = {}
+    work = [s for s in starts if id(s) != stop]
+    while work:
+        block = work.pop()
+        if id(block) in seen:
+            continue
+        seen[id(block)] = block
+        work.extend(s for s in block.successors if id(s) != stop and id(s) not in seen)
+    return list(seen.values())
+
+
+def _not_converged(kernel: ir.Function, varying: set, post) -> set[int]:
+    """ids of the blocks some lanes may run while others of the warp are elsewhere."""
+    blocks = kernel.blocks
+    index = {id(b): i for i, b in enumerate(blocks)}
+    predecessors: dict[int, list] = {id(b): [] for b in blocks}
+    for b in blocks:
+        for s in b.successors:
+            predecessors[id(s)].append(b)
+    out: set[int] = set()
+    for block in blocks:
+        if not block.instructions:
+            continue
+        last = block.instructions[-1]
+        if last.opcode != "bra" or last.guard is None or last.guard not in varying:
+            continue
+        going_on = [s for s in block.successors if not _only_returns(s)]
+        if len(going_on) <= 1:
+            continue
+        join = _immediate_post_dominator(block, post)
+        region = _reach(going_on, join)
+        ids = {id(b) for b in region}
+        reconverges = join is not None and all(
+            index[id(block)] < index[id(b)] < index[join]
+            and all(id(p) in ids or p is block for p in predecessors[id(b)])
+            and not any(_stops_lanes(i) for i in b.instructions)
+            for b in region)
+        if reconverges:
+            out |= ids
+        else:
+            out |= {id(b) for b in _reach(going_on, None)}
+    return out
+
+
+def uniform_registers(kernel: ir.Function) -> set[ir.Register]:
+    """The registers of `kernel` that are the same in every lane wherever they are read."""
+    registers = set(kernel.registers.values())
+    varying = {r for r in registers if r.vector}
+    writes: list[tuple[ir.BasicBlock, ir.Instruction, set]] = []
+    for block in kernel.blocks:
+        for inst in block.instructions:
+            written = may_write(inst)
+            if written:
+                writes.append((block, inst, written))
+    post = _post_dominators(kernel.blocks)
+    while True:
+        split = _not_converged(kernel, varying, post)
+        grown = set(varying)
+        for block, inst, written in writes:
+            if not written - grown:
+                continue
+            if id(block) in split or not _same_in_every_lane(inst, grown):
+                grown |= written
+        if grown == varying:
+            return registers - varying
+        varying = grown
