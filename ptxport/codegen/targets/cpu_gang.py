@@ -1319,6 +1319,20 @@ def _frame_layout(fl: GangLowering, registers) -> dict[str, int]:
     return offsets
 
 
+def _divide(b: GangBuilder, v, n):
+    """(v // n, v % n) for lanes v < 1024 (a thread's number in its block) and n >= 1, in
+    floats: a vector division would be 32 integer divisions, paid at every call of the gang
+    function. v * (1/n) in float is within 1e-4 of v/n, so its floor is v // n or, when
+    v/n is a whole number, one less, which the remainder shows."""
+    lanes = v.type
+    floats = _vec(ll.FloatType())
+    inverse = b.fdiv(ll.Constant(ll.FloatType(), 1.0), b.uitofp(n, ll.FloatType()))
+    q = b.fptoui(b.fmul(b.uitofp(v, floats), b.splat(inverse)), lanes)
+    r = b.sub(v, b.mul(q, b.splat(n)))
+    short = b.zext(ll.IRBuilder.icmp_unsigned(b, ">=", r, b.splat(n)), lanes)
+    return b.add(q, short), b.sub(r, b.mul(short, b.splat(n)))
+
+
 def _lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, target, plan):
     fl = GangLowering(module, kernel, gang, target, plan)
     b = fl.b
@@ -1350,9 +1364,9 @@ def _lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, targe
     fl.warp_number = warp
     linear = b.add(b.splat(b.mul(warp, I32(W))), fl.lane)
     ntid = [target._ctx_field(fl, "ntid", axis) for axis in range(3)]
-    x = b.urem(linear, b.splat(ntid[0]))
-    rest = b.udiv(linear, b.splat(ntid[0]))
-    fl.tid = [x, b.urem(rest, b.splat(ntid[1])), b.udiv(rest, b.splat(ntid[1]))]
+    rest, x = _divide(b, linear, ntid[0])
+    z, y = _divide(b, rest, ntid[1])
+    fl.tid = [x, y, z]
     live = ll.IRBuilder.icmp_unsigned(b, "<", linear, b.splat(nthreads))
 
     segments = _segments(kernel)
