@@ -173,3 +173,30 @@ def test_lanes_that_return_before_a_warp_shuffle_do_not_block_it():
     # lane n-1 reads lane n, which exited: undefined in PTX, so not compared
     np.testing.assert_array_equal(y[:n - 1], expected[:n - 1])
     assert (y[n:] == 0).all()
+
+
+# Every thread writes its %tid.x/y/z at its linear number (x fastest).
+THREAD_INDICES = """
+.reg .b32 %r<16>; .reg .b64 %rd<4>;
+ld.param.u64 %rd1, [out];
+mov.u32 %r1, %tid.x; mov.u32 %r2, %tid.y; mov.u32 %r3, %tid.z;
+mov.u32 %r4, %ntid.x; mov.u32 %r5, %ntid.y;
+mad.lo.u32 %r6, %r3, %r5, %r2; mad.lo.u32 %r7, %r6, %r4, %r1;
+mul.lo.u32 %r8, %r7, 3;
+mul.wide.u32 %rd2, %r8, 4; add.u64 %rd3, %rd1, %rd2;
+st.global.u32 [%rd3], %r1; st.global.u32 [%rd3+4], %r2; st.global.u32 [%rd3+8], %r3;
+ret;"""
+
+
+@pytest.mark.parametrize("block", [(1, 1, 1), (7, 3, 5), (16, 16, 1), (96, 3, 1), (1024, 1, 1),
+                                   (3, 341, 1), (10, 10, 10), (17, 1, 60), (1, 1, 64),
+                                   (33, 31, 1)])
+def test_thread_indices_of_any_block_shape(block):
+    n = int(np.prod(block))
+    out = np.full(3 * n, -1, np.int32)
+    binary = _run(THREAD_INDICES, ".param .u64 out", 1, block, [out])
+    assert binary.gang_refusal is None
+    linear = np.arange(n)
+    expected = np.stack([linear % block[0], linear // block[0] % block[1],
+                         linear // (block[0] * block[1])], axis=1)
+    np.testing.assert_array_equal(out.reshape(n, 3), expected)
