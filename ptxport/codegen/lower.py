@@ -69,6 +69,13 @@ def value_type(t: Type) -> ll.Type:
     return ll.IntType(t.bits)
 
 
+def one_lane(t: ll.Type) -> ll.Type:
+    """The type of one lane's value: `t`, or its element when `t` holds a warp's lanes
+    (cpu_gang computes these lowerings on such vectors, and calls an LLVM intrinsic declared
+    for one lane in its vector form)."""
+    return t.element if getattr(t, "is_lanes", False) else t
+
+
 def const_int(type_: ll.IntType, value: int) -> ll.Constant:
     return ll.Constant(type_, value & ((1 << type_.width) - 1))
 

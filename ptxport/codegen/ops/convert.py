@@ -33,6 +33,7 @@ from ptxport.codegen.lower import (
     FunctionLowering,
     declare,
     lowering,
+    one_lane,
     value_type,
 )
 from ptxport.errors import Diagnostic, PtxSemanticError
@@ -279,8 +280,9 @@ def _relu(fl: FunctionLowering, bits: ll.Value, fmt: Format, nan: int) -> ll.Val
 def _round_integral(fl: FunctionLowering, x: ll.Value, rnd: str) -> ll.Value:
     """x (f32 or f64) rounded to an integral value by an integer rounding mode."""
     name = {"rni": "roundeven", "rzi": "trunc", "rmi": "floor", "rpi": "ceil"}[rnd]
-    suffix = "f32" if x.type == ll.FloatType() else "f64"
-    fn = declare(fl.llfn.module, f"llvm.{name}.{suffix}", x.type, [x.type])
+    t = one_lane(x.type)
+    suffix = "f32" if t == ll.FloatType() else "f64"
+    fn = declare(fl.llfn.module, f"llvm.{name}.{suffix}", t, [t])
     return fl.b.call(fn, [x])
 
 
@@ -371,8 +373,8 @@ def _float_to_int(fl: FunctionLowering, inst: ir.Instruction, d: Type, a: Type) 
     x = _round_integral(fl, x, rnd)
     name = "fptosi" if d.kind == "signed" else "fptoui"
     target = ll.IntType(d.bits)
-    suffix = f"i{d.bits}.{'f64' if x.type == ll.DoubleType() else 'f32'}"
-    convert = declare(fl.llfn.module, f"llvm.{name}.sat.{suffix}", target, [x.type])
+    suffix = f"i{d.bits}.{'f64' if one_lane(x.type) == ll.DoubleType() else 'f32'}"
+    convert = declare(fl.llfn.module, f"llvm.{name}.sat.{suffix}", target, [one_lane(x.type)])
     result = b.call(convert, [x])
     nan_value = 1 << (d.bits - 1) if a.name == "f64" or d.bits == 64 else 0
     result = b.select(nan, ll.Constant(target, nan_value), result)

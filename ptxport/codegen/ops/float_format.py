@@ -19,7 +19,15 @@ from dataclasses import dataclass
 
 from llvmlite import ir as ll
 
-from ptxport.codegen.lower import I16, I32, I64, FunctionLowering, declare, value_type
+from ptxport.codegen.lower import (
+    I16,
+    I32,
+    I64,
+    FunctionLowering,
+    declare,
+    one_lane,
+    value_type,
+)
 from ptxport.ir import nodes as ir
 from ptxport.ir.types import TYPES, Type
 
@@ -113,7 +121,7 @@ def write_lanes(fl: FunctionLowering, dest, lanes: list, t: Type, fmt: FloatForm
 
 def float_call(fl: FunctionLowering, name: str, *args: ll.Value) -> ll.Value:
     """llvm.<name> on one floating type (float or double)."""
-    t = args[0].type
+    t = one_lane(args[0].type)
     suffix = "f64" if t == F64_LL else "f32"
     fn = declare(fl.llfn.module, f"llvm.{name}.{suffix}", t, [t] * len(args))
     return fl.b.call(fn, list(args))

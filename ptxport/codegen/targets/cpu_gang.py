@@ -84,6 +84,8 @@ class _Lanes(ll.VectorType):
     """A register of the warp's lanes: answers what the scalar-minded lowerings ask of a
     type (`.width`, calling it for a constant) as its element type would, for all lanes."""
 
+    is_lanes = True
+
     @property
     def width(self) -> int:
         return self.element.width
