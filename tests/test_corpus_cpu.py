@@ -27,7 +27,8 @@ NOT_YET: dict[str, str] = {}
 # that sends one back to the scalar path is a large slowdown, and fails here with the reason.
 GANG_KERNELS = {"saxpy", "vector_add_f32", "reduce_sum_i32", "reduce_sum_warp_f64",
                 "sgemm_tiled", "transpose_shared_padded", "scan_exclusive_blelloch",
-                "scan_block_inclusive", "histogram_shared", "stencil_2d_5pt"}
+                "scan_block_inclusive", "histogram_shared", "stencil_2d_5pt",
+                "softmax_rows_warp"}
 
 _PROGRAMS: dict[tuple[str, bool], object] = {}
 
