@@ -62,8 +62,9 @@ EXIT_PC = 0x7FFFFFFF
 BARRIER = 1
 DEADLOCK = -(1 << 25)       # lanes wait at a warp operation for members that never come
 NOT_MEMBER = -(1 << 25) - 1  # a lane executes a warp operation whose mask does not name it
-# The warp frame: run_blocks' status word, the parked lanes, the lanes' counters, registers.
-_STATUS, _PARKED, _PC, _REGISTERS = 0, 4, 128, 256
+# The warp frame: run_blocks' status word, the parked lanes, the lanes' counters, the lanes'
+# thread indices (x, y, z: computed when the warp starts, read after it resumes), registers.
+_STATUS, _PARKED, _PC, _TID, _REGISTERS = 0, 4, 128, 256, 640
 # Where a fault leaves the faulting lane (the block context's scratch area).
 _SCRATCH_LANE = 128
 
@@ -394,7 +395,7 @@ def _gang_target_class():
             if name == "%tid":
                 if axis >= 3:
                     return I32(0)
-                return fl.tid[axis]
+                return fl.thread_index(axis)
             if name == "%laneid":
                 return fl.lane
             if name == "%warpid":
@@ -1368,7 +1369,18 @@ def _lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, targe
     ntid = [target._ctx_field(fl, "ntid", axis) for axis in range(3)]
     rest, x = _divide(b, linear, ntid[0])
     z, y = _divide(b, rest, ntid[1])
-    fl.tid = [x, y, z]
+    tid = [x, y, z]
+    # A warp that resumes after a barrier reads its thread indices from its frame (computed
+    # once, when it starts); one that never returns before it ends computes them here.
+    resumes = any(_is_barrier(inst) for inst in kernel.instructions())
+
+    def thread_index(axis):
+        if not resumes:
+            return tid[axis]
+        slot = b.gep(frame, [I64(_TID + 128 * axis)], source_etype=I8)
+        return b.load(slot, typ=vi32, align=128)
+
+    fl.thread_index = thread_index
     live = ll.IRBuilder.icmp_unsigned(b, "<", linear, b.splat(nthreads))
 
     segments = _segments(kernel)
@@ -1414,6 +1426,9 @@ def _lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, targe
     b.store(I32(-1), fl.retry_slot)     # all 32 alive: none has exited, a retry cannot help
     b.cbranch(start, fresh, resume)
     b.position_at_end(fresh)
+    if resumes:
+        for axis, value in enumerate(tid):
+            b.store(value, b.gep(frame, [I64(_TID + 128 * axis)], source_etype=I8), align=128)
     b.store(ll.IRBuilder.select(b, live, b.splat(I32(0)), fl.exit_pcs), fl.pc_slot)
     b.store(I32(0), fl.parked_slot)
     b.branch(dispatch)
