@@ -200,3 +200,73 @@ def test_thread_indices_of_any_block_shape(block):
     expected = np.stack([linear % block[0], linear // block[0] % block[1],
                          linear // (block[0] * block[1])], axis=1)
     np.testing.assert_array_equal(out.reshape(n, 3), expected)
+
+
+SHARED_ATOMICS = r"""
+extern "C" __global__ void k(const int* x, int* out, int* old)
+{
+    __shared__ int acc[6];
+    __shared__ unsigned umax;
+    __shared__ int slots[96];
+    int t = threadIdx.x;
+    if (t < 6) acc[t] = t == 2 ? 1 << 30 : (t == 4 ? -1 : 0);
+    if (t == 0) umax = 0;
+    slots[t] = t;
+    __syncthreads();
+    int v = x[t];
+    if (t % 3 != 1) {                 // a partial mask: lanes skip the atomics
+        atomicAdd(&acc[0], v);
+        atomicSub(&acc[1], v);
+        atomicMin(&acc[2], v);
+        atomicMax(&acc[3], v);
+        atomicAnd(&acc[4], v | 0x0F0F0000);
+        atomicXor(&acc[5], v);
+        atomicMax(&umax, (unsigned)v);
+    }
+    old[t] = atomicExch(&slots[t], v);
+    __syncthreads();
+    old[96 + t] = atomicCAS(&slots[(t + 1) % 96], (t + 1) % 96 == 0 ? 7 : x[(t + 1) % 96], t);
+    __syncthreads();
+    if (t < 6) out[t] = acc[t];
+    if (t == 6) out[6] = (int)umax;
+    out[8 + t] = slots[t];
+}
+"""
+
+
+def test_shared_memory_atomics_of_every_operation():
+    """Shared-memory atomics are plain read-modify-writes on the gang path (one host thread
+    runs a block); every operation, with a partial mask, against numpy."""
+    dev = Device("cpu")
+    stream = dev.create_stream()
+    kernel = Program(SHARED_ATOMICS, code_type="c++").compile("native").get_kernel("k")
+    rng = np.random.default_rng(5)
+    x = rng.integers(-1000, 1000, 96).astype(np.int32)
+    out = np.zeros(8 + 96, np.int32)
+    old = np.zeros(192, np.int32)
+    buffers = []
+    for a in (x, out, old):
+        buf = dev.allocate(a.nbytes, stream=stream)
+        buf.copy_from(a, stream=stream)
+        buffers.append(buf)
+    launch(stream, LaunchConfig(grid=1, block=96), kernel, *buffers)
+    buffers[1].copy_to(out, stream=stream)
+    buffers[2].copy_to(old, stream=stream)
+    stream.sync()
+    assert kernel._binary(dev).gang_refusal is None
+    t = np.arange(96)
+    v = x[t % 3 != 1]
+    with np.errstate(over="ignore"):
+        assert out[0] == v.sum() and out[1] == -v.sum()
+    assert out[2] == min(1 << 30, v.min()) and out[3] == max(0, v.max())
+    assert out[4] == np.bitwise_and.reduce(v | 0x0F0F0000)
+    assert out[5] == np.bitwise_xor.reduce(v)
+    assert out[6] == np.int32(v.astype(np.uint32).max())
+    np.testing.assert_array_equal(old[:96], t)            # exch: each thread's own slot
+    # every slot holds x after the exchanges; thread i's CAS (the only one on slot i + 1)
+    # swaps where the slot holds what it compares with (slot 0: 7, which it does not)
+    j = (t + 1) % 96
+    np.testing.assert_array_equal(old[96:], x[j])
+    expected = x.copy()
+    expected[j] = np.where(x[j] == np.where(j == 0, 7, x[j]), t, x[j])
+    np.testing.assert_array_equal(out[8:], expected)

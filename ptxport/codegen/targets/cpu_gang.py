@@ -1210,7 +1210,8 @@ def _element(fl: GangLowering, host, offsets, step: int):
 
 def _atom(fl: GangLowering, inst: ir.Instruction) -> None:
     """atom/red{.space}.op.type: lane after lane (in lane order), each a real atomic
-    instruction on its own address, checked like any access."""
+    instruction on its own address (shared memory: a plain read-modify-write), checked
+    like any access."""
     b = fl.b
     llfn = fl.llfn
     t = instruction_type(inst)
@@ -1230,44 +1231,70 @@ def _atom(fl: GangLowering, inst: ir.Instruction) -> None:
     is_float = t.kind == "float"
     if is_float and op not in ("add", "exch", "min", "max"):
         raise GangUnsupported(f"{inst.spec.text}: float atomics other than add/exch/min/max")
+    if is_float and op in ("min", "max"):
+        raise GangUnsupported(f"{inst.spec.text}: float atomic min/max")
+    # the lanes' operands go to memory once; the loop visits the mask's lanes by their bits
     results = fl.shuffle_array(element)
-    start, head, body, run, nxt, done = (llfn.append_basic_block(n) for n in (
-        "atom_start", "atom_head", "atom_body", "atom_run", "atom_next", "atom_done"))
+    addresses = fl.entry_alloca(ll.ArrayType(I64, W), "atom_addresses", 64)
+    values = fl.entry_alloca(ll.ArrayType(element, W), "atom_values", 64)
+    swaps = fl.entry_alloca(ll.ArrayType(element, W), "atom_swaps", 64) if swap else None
+    start, head, run, done = (llfn.append_basic_block(n) for n in (
+        "atom_start", "atom_head", "atom_run", "atom_done"))
     ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", fl.bits(fl.mask), I32(0)),
                          start, done)
     b.position_at_end(start)
     _check_access(fl, host, offsets, t.size, True, *_pattern(fl, host, t.size))
+    for array, lanes in ((addresses, host), (values, value), (swaps, swap)):
+        if array is not None:
+            b.store(lanes, array, align=64)
+    lanes_to_do = fl.bits(fl.mask)
     entry = b.block
     b.branch(head)
     b.position_at_end(head)
-    i = ll.IRBuilder.phi(b, I32)
-    i.add_incoming(I32(0), entry)
-    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "<", i, I32(W)), body, done)
-    b.position_at_end(body)
-    ll.IRBuilder.cbranch(b, ll.IRBuilder.extract_element(b, fl.mask, i), run, nxt)
+    todo = ll.IRBuilder.phi(b, I32)
+    todo.add_incoming(lanes_to_do, entry)
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", todo, I32(0)), run, done)
     b.position_at_end(run)
-    pointer = ll.IRBuilder.inttoptr(b, ll.IRBuilder.extract_element(b, host, i), PTR)
-    x = ll.IRBuilder.extract_element(b, value, i)
-    if op == "cas":
-        pair = ll.IRBuilder.cmpxchg(b, pointer, x, ll.IRBuilder.extract_element(b, swap, i),
-                                    "monotonic", "monotonic")
+    i = fl.cttz(todo)
+    todo.add_incoming(b.and_(todo, b.sub(todo, I32(1))), run)
+
+    def lane_of(array, typ):
+        return b.load(b.gep(array, [b.zext(i, I64)], source_etype=typ), typ=typ)
+    pointer = ll.IRBuilder.inttoptr(b, lane_of(addresses, I64), PTR)
+    x = lane_of(values, element)
+    y = lane_of(swaps, element) if swap else None
+    if space == "shared":
+        # A block's shared memory is only ever touched by the host thread running the block
+        # (its warps take turns), so a plain read-modify-write is atomic here.
+        old = ll.IRBuilder.load(b, pointer, typ=element, align=t.size)
+        ll.IRBuilder.store(b, _combine(b, op, t, old, x, y), pointer, align=t.size)
+    elif op == "cas":
+        pair = ll.IRBuilder.cmpxchg(b, pointer, x, y, "monotonic", "monotonic")
         old = ll.IRBuilder.extract_value(b, pair, 0)
     else:
         rmw = {"add": "fadd" if is_float else "add", "exch": "xchg", "and": "and", "or": "or",
-               "xor": "xor",
-               "min": "fmin" if is_float else ("min" if t.kind == "signed" else "umin"),
-               "max": "fmax" if is_float else ("max" if t.kind == "signed" else "umax")}[op]
-        if is_float and op in ("min", "max"):
-            raise GangUnsupported(f"{inst.spec.text}: float atomic min/max")
+               "xor": "xor", "min": "min" if t.kind == "signed" else "umin",
+               "max": "max" if t.kind == "signed" else "umax"}[op]
         old = ll.IRBuilder.atomic_rmw(b, rmw, pointer, x, "monotonic")
     b.store(old, b.gep(results, [b.zext(i, I64)], source_etype=element))
-    b.branch(nxt)
-    b.position_at_end(nxt)
-    i.add_incoming(b.add(i, I32(1)), nxt)
     b.branch(head)
     b.position_at_end(done)
     if dest is not None and not isinstance(dest, Sink):
         fl.write(dest, b.load(results, typ=_vec(element)), t)
+
+
+def _combine(b: ll.IRBuilder, op: str, t: Type, old, x, y):
+    """The value an atomic `op` leaves where `old` was (cas: y where old equals x)."""
+    if op == "exch":
+        return x
+    if op == "cas":
+        return ll.IRBuilder.select(b, ll.IRBuilder.icmp_unsigned(b, "==", old, x), y, old)
+    if op == "add":
+        return ll.IRBuilder.fadd(b, old, x) if t.kind == "float" else ll.IRBuilder.add(b, old, x)
+    if op in ("and", "or", "xor"):
+        return getattr(ll.IRBuilder, {"and": "and_", "or": "or_", "xor": "xor"}[op])(b, old, x)
+    compare = ll.IRBuilder.icmp_signed if t.kind == "signed" else ll.IRBuilder.icmp_unsigned
+    return ll.IRBuilder.select(b, compare(b, "<" if op == "min" else ">", x, old), x, old)
 
 
 _GANG_LOWERINGS = {"ld": _ld, "ldu": _ld, "st": _st, "atom": _atom, "red": _atom, "bra": _bra,
