@@ -600,13 +600,11 @@ class GangLowering(FunctionLowering):
 # --- control ----------------------------------------------------------------------------------
 
 def _others_waiting(fl: GangLowering) -> ll.Value:
-    """i1: some live lane outside the mask is not parked (it may need to run first)."""
+    """i1: some live lane outside the mask is not parked (it may need to run first). The
+    dispatcher notes those lanes when it picks the mask; until the warp goes back to it, no
+    lane outside the mask moves, so the note holds."""
     b = fl.b
-    pc = b.load(fl.pc_slot)
-    alive = fl.bits(ll.IRBuilder.icmp_unsigned(b, "!=", pc, fl.exit_pcs))
-    outside = b.and_(alive, b.not_(fl.bits(fl.mask)))
-    outside = b.and_(outside, b.not_(b.or_(b.load(fl.parked_slot), b.load(fl.barrier_slot))))
-    return ll.IRBuilder.icmp_unsigned(b, "!=", outside, I32(0))
+    return ll.IRBuilder.icmp_unsigned(b, "!=", b.load(fl.others_slot), I32(0))
 
 
 def _set_pc(fl: GangLowering, lanes, value) -> None:
@@ -1374,6 +1372,7 @@ def _lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, targe
     fl.parked_slot = fl.entry_alloca(I32, "parked")
     fl.barrier_slot = fl.entry_alloca(I32, "at_barrier")
     fl.retry_slot = fl.entry_alloca(I32, "alive_at_retry")
+    fl.others_slot = fl.entry_alloca(I32, "others")
     fl.shuffle_slot = fl.entry_alloca(ll.ArrayType(I32, W), "shuffle", 64)
     arrays: dict[str, ll.Value] = {}
 
@@ -1480,6 +1479,7 @@ def _lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, targe
                   fl.lanes(b.not_(waiting)))
     b.store(mask, fl.mask_slot)
     b.store(b.and_(parked, b.not_(fl.bits(mask))), fl.parked_slot)
+    b.store(b.and_(candidates, b.not_(fl.bits(mask))), fl.others_slot)
     unreachable = gang.append_basic_block("bad_pc")
     switch = ll.IRBuilder.switch(b, lowest, unreachable)
     for s in segments:
