@@ -1618,6 +1618,9 @@ def build(module: ir.Module, kernel_name: str):
     target = _gang_target_class()(module, llmod, plan, globals_, {})
     gang = ll.Function(llmod, ll.FunctionType(I32, [PTR, PTR, I32, I32, I1]), name="gang")
     gang.linkage = "internal"
+    # The warp's frame is reached through this argument alone (the kernel's memory is
+    # elsewhere): LLVM may keep registers that live in it in machine registers meanwhile.
+    gang.args[1].add_attribute("noalias")
     try:
         fl = _lower_gang(module, kernel, gang, target, plan)
     except (UnsupportedFeatureError, AttributeError, TypeError, KeyError, ValueError) as e:
