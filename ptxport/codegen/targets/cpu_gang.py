@@ -439,6 +439,10 @@ class GangLowering(FunctionLowering):
         self.mask = None
         self.guard = None
         self.uniform = uniform_registers(function)
+        # within a segment: the lanes' addresses read from a base, and how they lie
+        # (_place, _classify); a write of the base register forgets them
+        self.places: dict = {}
+        self.patterns: dict = {}
 
     # registers and values
 
@@ -496,10 +500,21 @@ class GangLowering(FunctionLowering):
             v = self.b.splat(v)
         return self._resize(v, have, register, have)
 
+    def forget_segment(self):
+        self.places.clear()
+        self.patterns.clear()
+
+    def _forget(self, reg: ir.Register) -> None:
+        for key in [k for k in self.places if k[0] == id(reg)]:
+            del self.places[key]
+        for key in [k for k in self.patterns if k[0][0] == id(reg)]:
+            del self.patterns[key]
+
     def write(self, dest, v, t):
         t = TYPES[t] if isinstance(t, str) else t
         if isinstance(dest, Sink):
             return
+        self._forget(dest.register if isinstance(dest, ir.RegisterElement) else dest)
         if isinstance(dest, ir.Register) and dest in self.uniform:
             if _is_vec(v) or (self.guard is not None and _is_vec(self.guard)):
                 raise GangUnsupported(
@@ -1011,11 +1026,142 @@ def _half_mask(fl: GangLowering, half: int):
     return ll.IRBuilder.shuffle_vector(b, fl.mask, ll.Constant(fl.mask.type, None), lanes)
 
 
-def _access(fl: GangLowering, host, offsets, t: Type, value=None):
-    """Load (value None) or store `value` of type t for the mask's lanes at `host` (or the
-    32-bit shared `offsets` when host is None): one masked vector access when the lanes'
-    addresses are consecutive, two half-warp ones when each half's are (a 16-wide block),
-    two scalar loads when each half reads one address, else a gather or scatter."""
+# How the mask's lanes' addresses lie (_classify): consecutive; consecutive within each half
+# warp; one address per half warp; anything else.
+_CONSECUTIVE, _HALVES, _HALF_UNIFORM, _SCATTERED = range(4)
+
+
+class _Place:
+    """Where the mask's lanes access memory: `addrs` (a vector of host addresses, or of
+    offsets into the shared window when `shared`) plus `offset` bytes; `key` names the
+    base (register or variable) it was read from, for _classify's memo."""
+
+    __slots__ = ("addrs", "shared", "offset", "key")
+
+    def __init__(self, addrs, shared: bool, offset: int, key):
+        self.addrs, self.shared, self.offset, self.key = addrs, shared, offset, key
+
+    def moved(self, step: int) -> _Place:
+        return _Place(self.addrs, self.shared, self.offset + step, self.key)
+
+
+def _place(fl: GangLowering, operand, space) -> _Place:
+    """The _Place of a memory operand; the base's lanes are read once per segment while the
+    base register is not written."""
+    if not isinstance(operand, ir.Address):
+        raise GangUnsupported("a memory operand that is not [address]")
+    key = (id(operand.base), space)
+    addrs = fl.places.get(key)
+    if addrs is None:
+        host, offsets = _addresses(fl, ir.Address(operand.base, 0), space)
+        addrs = host if offsets is None else offsets
+        fl.places[key] = addrs
+    return _Place(addrs, space == "shared", operand.offset, key)
+
+
+def _classify(fl: GangLowering, place: _Place, size: int):
+    """(kind, start0, start1, low, high) of the mask's lanes' accesses of `size` bytes at
+    place.addrs (before place.offset): the kind (_CONSECUTIVE...), the lane-0 address of
+    each half warp (kind _HALF_UNIFORM: each half's one address), and the range the active
+    lanes touch. Computed once per base, size and mask in a segment (a tile loop reads
+    As[ty][k] for 16 values of k: one classification)."""
+    memo = (place.key, size, id(fl.mask))
+    if memo in fl.patterns:
+        return fl.patterns[memo]
+    b = fl.b
+    llfn = fl.llfn
+    addrs = place.addrs
+    et = addrs.type.element
+    bits = fl.bits(fl.mask)
+    entry = b.block
+    run, halves_test, uniform_test, scattered, done = (llfn.append_basic_block(n) for n in (
+        "classify", "classify_halves", "classify_uniform", "classify_scattered",
+        "classified"))
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", bits, I32(0)), run, done)
+    incoming = [(I32(_SCATTERED), ll.Constant(et, 0), ll.Constant(et, 0), ll.Constant(et, 0),
+                 ll.Constant(et, 0), entry)]
+    b.position_at_end(run)
+    contiguous, s = _pattern(fl, addrs, size)
+    first = b.zext(fl.cttz(bits), et)
+    after = b.zext(b.sub(I32(W), fl.ctlz(bits)), et)
+    incoming.append((I32(_CONSECUTIVE), s, b.add(s, ll.Constant(et, size * _HALF)),
+                     b.add(s, b.mul(first, ll.Constant(et, size))),
+                     b.add(s, b.mul(after, ll.Constant(et, size))), b.block))
+    low_idle = ll.IRBuilder.icmp_unsigned(b, "==", b.and_(bits, I32(0xFFFF)), I32(0))
+    high_idle = ll.IRBuilder.icmp_unsigned(b, "==", b.lshr(bits, I32(_HALF)), I32(0))
+    ll.IRBuilder.cbranch(b, contiguous, done, halves_test)
+
+    def both(starts):
+        # an idle half's start is not an address: it takes the other half's
+        h0, h1 = starts
+        h0, h1 = (ll.IRBuilder.select(b, low_idle, h1, h0),
+                  ll.IRBuilder.select(b, high_idle, h0, h1))
+        less = ll.IRBuilder.icmp_unsigned(b, "<", h0, h1)
+        return h0, h1, ll.IRBuilder.select(b, less, h0, h1), ll.IRBuilder.select(b, less, h1, h0)
+    b.position_at_end(halves_test)
+    halves, starts = _halves(fl, addrs, size)
+    h0, h1, low, high = both(starts)
+    incoming.append((I32(_HALVES), h0, h1, low, b.add(high, ll.Constant(et, size * _HALF)),
+                     b.block))
+    ll.IRBuilder.cbranch(b, halves, done, uniform_test)
+    b.position_at_end(uniform_test)
+    same, starts = _halves(fl, addrs, 0)
+    u0, u1, low, high = both(starts)
+    incoming.append((I32(_HALF_UNIFORM), u0, u1, low, b.add(high, ll.Constant(et, size)),
+                     b.block))
+    ll.IRBuilder.cbranch(b, same, done, scattered)
+    b.position_at_end(scattered)
+    ones = ll.Constant(et, (1 << et.width) - 1)
+    low = fl.reduce("umin", ll.IRBuilder.select(b, fl.mask, addrs, b.splat(ones)))
+    high = fl.reduce("umax", ll.IRBuilder.select(b, fl.mask, addrs, b.splat(ll.Constant(et, 0))))
+    incoming.append((I32(_SCATTERED), low, low, low, b.add(high, ll.Constant(et, size)),
+                     b.block))
+    b.branch(done)
+    b.position_at_end(done)
+    result = []
+    for i, typ in enumerate((I32, et, et, et, et)):
+        phi = ll.IRBuilder.phi(b, typ)
+        for values in incoming:
+            phi.add_incoming(values[i], values[5])
+        result.append(phi)
+    fl.patterns[memo] = tuple(result)
+    return fl.patterns[memo]
+
+
+def _check_place(fl: GangLowering, place: _Place, size: int, write: bool, low, high):
+    """Check the mask's lanes' accesses, which lie in [low, high) (shared: offsets into the
+    window): shared memory by one range test, with the exact per-lane test only when that
+    fails; the rest by _check_access (the per-site cache, then the allocation table)."""
+    b = fl.b
+    et = place.addrs.type.element
+    addrs = b.add(place.addrs, b.splat(ll.Constant(et, place.offset))) if place.offset \
+        else place.addrs
+    if not place.shared:
+        _check_access(fl, addrs, None, size, write, None, None, span=(low, high))
+        return
+    limit = fl.target._ctx_field(fl, "total_smem")
+    if et.width == 64:
+        limit = b.zext(limit, I64)
+    inside = b.and_(ll.IRBuilder.icmp_unsigned(b, "<=", high, limit),
+                    ll.IRBuilder.icmp_unsigned(b, "<=", low, high))
+    exact, ok = fl.llfn.append_basic_block("shared_exact"), fl.llfn.append_basic_block(
+        "shared_inside")
+    ll.IRBuilder.cbranch(b, inside, ok, exact)
+    b.position_at_end(exact)
+    if et.width == 32:
+        _check_shared32(fl, addrs, size, write)
+    else:
+        window = ll.IRBuilder.ptrtoint(b, fl.target.space_base(fl, "shared"), I64)
+        _check_access(fl, b.add(addrs, b.splat(window)), addrs, size, write, None, None)
+    b.branch(ok)
+    b.position_at_end(ok)
+
+
+def _access(fl: GangLowering, place: _Place, t: Type, value=None):
+    """Load (value None) or store `value` of type t for the mask's lanes at `place`: one
+    masked vector access when the lanes' addresses are consecutive, two half-warp ones when
+    each half's are (a 16-wide block), two scalar loads when each half reads one address,
+    else a gather or scatter."""
     b = fl.b
     llmod = fl.llfn.module
     element = value_type(t)
@@ -1023,89 +1169,82 @@ def _access(fl: GangLowering, host, offsets, t: Type, value=None):
     ht = ll.VectorType(element, _HALF)
     name = _type_name(element)
     load = value is None
-    active, vector_block, halves_test, halves_block, lanes_block, done = (
+    kind, s0, s1, low, high = _classify(fl, place, t.size)
+    et = place.addrs.type.element
+    offset = ll.Constant(et, place.offset)
+    active, vector_block, halves_block, uniform_block, lanes_block, done = (
         fl.llfn.append_basic_block(n) for n in (
-            "access_active", "access_vector", "access_halves_test", "access_halves",
+            "access_active", "access_vector", "access_halves", "access_uniform",
             "access_gather", "access_done"))
     skipped = b.block          # no lane active (a guard false everywhere): no access at all
     ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", fl.bits(fl.mask), I32(0)),
                          active, done)
     b.position_at_end(active)
-    addrs = offsets if host is None else host
-    contiguous, start = _pattern(fl, addrs, t.size)
-    if host is None:
-        _check_shared32(fl, offsets, t.size, not load)
+    _check_place(fl, place, t.size, not load, b.add(low, offset), b.add(high, offset))
+    if place.shared:
         window = fl.target.space_base(fl, "shared")
 
         def pointer(at):
-            return ll.IRBuilder.gep(b, window, [b.sext(at, I64)], source_etype=I8)
+            at = b.add(at, offset)
+            return ll.IRBuilder.gep(b, window, [b.sext(at, I64) if et.width == 32 else at],
+                                    source_etype=I8)
     else:
-        _check_access(fl, host, offsets, t.size, not load, contiguous, start)
-
         def pointer(at):
-            return ll.IRBuilder.inttoptr(b, at, PTR)
-    ll.IRBuilder.cbranch(b, contiguous, vector_block, halves_test)
+            return ll.IRBuilder.inttoptr(b, b.add(at, offset), PTR)
+    switch = ll.IRBuilder.switch(b, kind, lanes_block)
+    switch.add_case(I32(_CONSECUTIVE), vector_block)
+    switch.add_case(I32(_HALVES), halves_block)
+    if load:
+        switch.add_case(I32(_HALF_UNIFORM), uniform_block)
     incoming = []
     # consecutive: one masked vector access
     b.position_at_end(vector_block)
     if load:
         fn = _declare(llmod, f"llvm.masked.load.v{W}{name}.p0", vt, [PTR, I32, _vec(I1), vt])
-        incoming.append((ll.IRBuilder.call(b, fn, [pointer(start), I32(t.size), fl.mask,
+        incoming.append((ll.IRBuilder.call(b, fn, [pointer(s0), I32(t.size), fl.mask,
                                                    ll.Constant(vt, None)]), b.block))
     else:
         fn = _declare(llmod, f"llvm.masked.store.v{W}{name}.p0", ll.VoidType(),
                       [vt, PTR, I32, _vec(I1)])
-        ll.IRBuilder.call(b, fn, [value, pointer(start), I32(t.size), fl.mask])
+        ll.IRBuilder.call(b, fn, [value, pointer(s0), I32(t.size), fl.mask])
     b.branch(done)
     # each half warp consecutive: two masked half-vector accesses
-    b.position_at_end(halves_test)
-    halves, starts = _halves(fl, addrs, t.size)
-    uniform_test = fl.llfn.append_basic_block("access_uniform_test") if load else lanes_block
-    ll.IRBuilder.cbranch(b, halves, halves_block, uniform_test)
     b.position_at_end(halves_block)
     masks = [_half_mask(fl, 0), _half_mask(fl, 1)]
     if load:
         fn = _declare(llmod, f"llvm.masked.load.v{_HALF}{name}.p0", ht,
                       [PTR, I32, ll.VectorType(I1, _HALF), ht])
-        parts = [ll.IRBuilder.call(b, fn, [pointer(s), I32(t.size), m, ll.Constant(ht, None)])
-                 for s, m in zip(starts, masks, strict=True)]
+        parts = [ll.IRBuilder.call(b, fn, [pointer(h), I32(t.size), m, ll.Constant(ht, None)])
+                 for h, m in ((s0, masks[0]), (s1, masks[1]))]
         incoming.append((ll.IRBuilder.shuffle_vector(
             b, parts[0], parts[1], ll.Constant(ll.VectorType(I32, W), list(range(W)))),
             b.block))
     else:
         fn = _declare(llmod, f"llvm.masked.store.v{_HALF}{name}.p0", ll.VoidType(),
                       [ht, PTR, I32, ll.VectorType(I1, _HALF)])
-        for half, (s, m) in enumerate(zip(starts, masks, strict=True)):
+        for half, (h, m) in enumerate(((s0, masks[0]), (s1, masks[1]))):
             part = ll.IRBuilder.shuffle_vector(b, value, ll.Constant(vt, None), ll.Constant(
                 ll.VectorType(I32, _HALF), list(range(_HALF * half, _HALF * half + _HALF))))
-            ll.IRBuilder.call(b, fn, [part, pointer(s), I32(t.size), m])
+            ll.IRBuilder.call(b, fn, [part, pointer(h), I32(t.size), m])
     b.branch(done)
+    # each half warp reads one address (a row's element in a 16-wide block): two loads
+    b.position_at_end(uniform_block)
     if load:
-        # each half warp reads one address (a row's element in a 16-wide block): two loads
-        b.position_at_end(uniform_test)
-        same, at = _halves(fl, addrs, 0)
-        uniform_block = fl.llfn.append_basic_block("access_uniform")
-        ll.IRBuilder.cbranch(b, same, uniform_block, lanes_block)
-        b.position_at_end(uniform_block)
-        bits = fl.bits(fl.mask)
-        low_idle = ll.IRBuilder.icmp_unsigned(b, "==", b.and_(bits, I32(0xFFFF)), I32(0))
-        high_idle = ll.IRBuilder.icmp_unsigned(b, "==", b.lshr(bits, I32(_HALF)), I32(0))
-        # an idle half's address is not an address: it reads the other half's
-        a0 = ll.IRBuilder.select(b, low_idle, at[1], at[0])
-        a1 = ll.IRBuilder.select(b, high_idle, at[0], at[1])
-        x0, x1 = (ll.IRBuilder.load(b, pointer(a), typ=element, align=t.size) for a in (a0, a1))
+        x0, x1 = (ll.IRBuilder.load(b, pointer(a), typ=element, align=t.size) for a in (s0, s1))
         incoming.append((ll.IRBuilder.select(b, _LOW_HALF, b.splat(x0), b.splat(x1)),
                          b.block))
         b.branch(done)
+    else:
+        b.unreachable()
     # anything else: lane by lane in one gather or scatter
     b.position_at_end(lanes_block)
-    if offsets is None:
-        pointers = b.inttoptr(host, _vec(PTR))
-    else:   # shared memory: 32-bit offsets from the window (x86 gathers with dword indices)
-        window = fl.target.space_base(fl, "shared")
-        index = offsets if offsets.type.element.width == 32 else b.trunc(offsets, _vec(I32))
-        pointers = ll.IRBuilder.gep(b, window, [b.zext(index, _vec(I64))], source_etype=I8)
+    lanes = b.add(place.addrs, b.splat(offset)) if place.offset else place.addrs
+    if place.shared:
+        pointers = ll.IRBuilder.gep(b, window, [lanes if et.width == 64 else b.zext(
+            lanes, _vec(I64))], source_etype=I8)
         pointers.type = _vec(PTR)
+    else:
+        pointers = b.inttoptr(lanes, _vec(PTR))
     if load:
         fn = _declare(llmod, f"llvm.masked.gather.v{W}{name}.v{W}p0", vt,
                       [_vec(PTR), I32, _vec(I1), vt])
@@ -1174,9 +1313,8 @@ def _ld(fl: GangLowering, inst: ir.Instruction) -> None:
     elif uses_and_defs(inst)[1] and uses_and_defs(inst)[1] <= fl.uniform:
         values = _uniform_load(fl, operand, space, t, count)
     else:
-        host, offsets = _addresses(fl, operand, space)
-        values = [_access(fl, *_element(fl, host, offsets, i * t.size), t)
-                  for i in range(count)]
+        place = _place(fl, operand, space)
+        values = [_access(fl, place.moved(i * t.size), t) for i in range(count)]
     if count == 1 and not isinstance(inst.operands[0], ir.VectorValue):
         fl.write(inst.operands[0], values[0], t)
     else:
@@ -1187,23 +1325,14 @@ def _st(fl: GangLowering, inst: ir.Instruction) -> None:
     t = instruction_type(inst)
     count = vector_count(inst)
     space = state_space(inst)
-    host, offsets = _addresses(fl, inst.operands[0], space)
+    place = _place(fl, inst.operands[0], space)
     if count == 1 and not isinstance(inst.operands[1], ir.VectorValue):
         values = [fl.read(inst.operands[1], t)]
     else:
         values = fl.read_vector(inst.operands[1], t, count)
     for i, v in enumerate(values):
-        _access(fl, *_element(fl, host, offsets, i * t.size), t,
+        _access(fl, place.moved(i * t.size), t,
                 fl.convert(v, t, t) if _is_vec(v) else fl.b.splat(v))
-
-
-def _element(fl: GangLowering, host, offsets, step: int):
-    """(host, offsets) of a vector access's element `step` bytes on."""
-    if not step:
-        return host, offsets
-    def move(v):
-        return None if v is None else fl.b.add(v, fl.b.splat(ll.Constant(v.type.element, step)))
-    return move(host), move(offsets)
 
 
 def _atom(fl: GangLowering, inst: ir.Instruction) -> None:
@@ -1526,6 +1655,7 @@ def _lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, targe
     for i, s in enumerate(segments):
         b.position_at_end(s.llblock)
         fl.mask = b.load(fl.mask_slot)
+        fl.forget_segment()
         for inst in s.block.instructions[s.start:s.end]:
             fl.lower_instruction(inst)
         if not b.block.is_terminated:
