@@ -62,9 +62,11 @@ EXIT_PC = 0x7FFFFFFF
 BARRIER = 1
 DEADLOCK = -(1 << 25)       # lanes wait at a warp operation for members that never come
 NOT_MEMBER = -(1 << 25) - 1  # a lane executes a warp operation whose mask does not name it
-# The warp frame: run_blocks' status word, the parked lanes, the lanes' counters, the lanes'
-# thread indices (x, y, z: computed when the warp starts, read after it resumes), registers.
-_STATUS, _PARKED, _PC, _TID, _REGISTERS = 0, 4, 128, 256, 640
+# The warp frame: run_blocks' status word, the parked lanes, where the warp resumes when all
+# its live lanes wait at one barrier (else -1) and those lanes, the lanes' counters, the
+# lanes' thread indices (x, y, z: computed when the warp starts, read after it resumes), the
+# registers that live across resume points.
+_STATUS, _PARKED, _RESUME, _RESUME_LANES, _PC, _TID, _REGISTERS = 0, 4, 8, 12, 128, 256, 640
 # Where a fault leaves the faulting lane (the block context's scratch area).
 _SCRATCH_LANE = 128
 
@@ -693,6 +695,25 @@ def _barrier(fl: GangLowering, inst: ir.Instruction) -> None:
     b = fl.b
     following = fl.next_segment(inst)
     _set_pc(fl, fl.mask, I32(following.number))
+    if following.block is not None:
+        # Every live lane of the warp is here (none elsewhere, parked or at a barrier):
+        # return at once, and resume straight at the segment after the barrier.
+        others = b.or_(b.load(fl.others_slot),
+                       b.or_(b.load(fl.parked_slot), b.load(fl.barrier_slot)))
+        alone, with_others = (fl.llfn.append_basic_block(n) for n in (
+            "barrier_alone", "barrier_with_others"))
+        ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "==", others, I32(0)), alone,
+                             with_others)
+        b.position_at_end(alone)
+        b.store(b.load(fl.pc_slot), fl.frame_field(_PC, _vec(I32)), align=16)
+        b.store(I32(0), fl.frame_field(_PARKED))
+        b.store(I32(following.number), fl.frame_field(_RESUME))
+        b.store(fl.bits(fl.mask), fl.frame_field(_RESUME_LANES))
+        b.ret(I32(BARRIER))
+        if following.number not in fl.resumed_at:
+            fl.resumed_at.add(following.number)
+            fl.resume_switch.add_case(I32(following.number), following.llblock)
+        b.position_at_end(with_others)
     b.store(b.or_(b.load(fl.barrier_slot), fl.bits(fl.mask)), fl.barrier_slot)
     b.branch(fl.dispatch)
     b.position_at_end(fl.llfn.append_basic_block("after_barrier"))
@@ -1536,6 +1557,13 @@ def _lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, targe
         return b.load(slot, typ=vi32, align=128)
 
     fl.thread_index = thread_index
+
+    def frame_field(offset, typ=I32):
+        pointer = ll.IRBuilder.gep(b, frame, [I64(offset)], source_etype=I8)
+        pointer.type = ll.PointerType(typ)
+        return pointer
+
+    fl.frame_field = frame_field
     live = ll.IRBuilder.icmp_unsigned(b, "<", linear, b.splat(nthreads))
 
     segments = _segments(kernel)
@@ -1581,6 +1609,7 @@ def _lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, targe
     b.store(I32(-1), fl.retry_slot)     # all 32 alive: none has exited, a retry cannot help
     b.cbranch(start, fresh, resume)
     b.position_at_end(fresh)
+    b.store(I32(-1), fl.frame_field(_RESUME))
     if resumes:
         for axis, value in enumerate(tid):
             b.store(value, b.gep(frame, [I64(_TID + 128 * axis)], source_etype=I8), align=128)
@@ -1591,7 +1620,17 @@ def _lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, targe
     b.store(b.load(b.gep(frame, [I64(_PC)], source_etype=I8), typ=vi32, align=16),
             fl.pc_slot)
     b.store(b.load(b.gep(frame, [I64(_PARKED)], source_etype=I8), typ=I32), fl.parked_slot)
-    b.branch(dispatch)
+    # all live lanes left together at one barrier (_barrier): straight back there
+    at = b.load(fl.frame_field(_RESUME))
+    fast = gang.append_basic_block("resume_fast")
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_signed(b, ">=", at, I32(0)), fast, dispatch)
+    b.position_at_end(fast)
+    b.store(I32(-1), fl.frame_field(_RESUME))
+    lanes = fl.lanes(b.load(fl.frame_field(_RESUME_LANES)))
+    b.store(lanes, fl.mask_slot)
+    b.store(I32(0), fl.others_slot)
+    fl.resume_switch = ll.IRBuilder.switch(b, at, dispatch)
+    fl.resumed_at = set()
 
     # the dispatcher: the lowest counter among the lanes that may run
     b.position_at_end(dispatch)
