@@ -640,6 +640,19 @@ def _go(fl: GangLowering, segment: _Segment) -> None:
     b.store(fl.mask, fl.mask_slot)
     b.branch(segment.llblock)
     b.position_at_end(via)
+    # the others all wait at `segment` (the other side of an if, at its join): they join
+    # the mask there, as the dispatcher would have it
+    others = b.load(fl.others_slot)
+    there = fl.bits(ll.IRBuilder.icmp_unsigned(b, "==", b.load(fl.pc_slot),
+                                               b.splat(I32(segment.number))))
+    join, elsewhere = (fl.llfn.append_basic_block(n) for n in ("join", "elsewhere"))
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "==", b.and_(others, b.not_(there)),
+                                                       I32(0)), join, elsewhere)
+    b.position_at_end(join)
+    b.store(b.or_(fl.mask, fl.lanes(others)), fl.mask_slot)
+    b.store(I32(0), fl.others_slot)
+    b.branch(segment.llblock)
+    b.position_at_end(elsewhere)
     _set_pc(fl, fl.mask, I32(segment.number))
     b.branch(fl.dispatch)
 
@@ -666,17 +679,29 @@ def _bra(fl: GangLowering, inst: ir.Instruction) -> None:
     ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "==", taken, mask_bits), all_taken,
                          check_none)
     b.position_at_end(check_none)
+    split = fl.llfn.append_basic_block("split")
     ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "==", taken, I32(0)), none_taken,
-                         diverged)
+                         split)
     for block, segment in ((all_taken, target), (none_taken, following)):
         b.position_at_end(block)
         b.store(fl.mask, fl.mask_slot)
         b.branch(segment.llblock)
+
+    def note_counters():
+        pcs = ll.IRBuilder.select(b, guard, b.splat(I32(target.number)),
+                                  b.splat(I32(following.number)))
+        b.store(ll.IRBuilder.select(b, fl.mask, pcs, b.load(fl.pc_slot)), fl.pc_slot)
+    # the mask splits and no lane is elsewhere: the side with the lower counter goes first,
+    # as the dispatcher would choose, and the other side's lanes wait
+    b.position_at_end(split)
+    note_counters()
+    first_taken = target.number < following.number
+    first = b.and_(fl.mask, guard if first_taken else b.not_(guard))
+    b.store(first, fl.mask_slot)
+    b.store(b.and_(mask_bits, b.not_(fl.bits(first))), fl.others_slot)
+    b.branch((target if first_taken else following).llblock)
     b.position_at_end(diverged)
-    pcs = ll.IRBuilder.select(b, guard, b.splat(I32(target.number)),
-                              b.splat(I32(following.number)))
-    pc = b.load(fl.pc_slot)
-    b.store(ll.IRBuilder.select(b, fl.mask, pcs, pc), fl.pc_slot)
+    note_counters()
     b.branch(fl.dispatch)
     b.position_at_end(fl.llfn.append_basic_block("after_bra"))
 
