@@ -50,9 +50,9 @@ from ptxport.codegen.ops.data import instruction_type, state_space, vector_count
 from ptxport.codegen.targets.cpu_uniform import uniform_registers
 from ptxport.errors import UnsupportedFeatureError
 from ptxport.ir import nodes as ir
-from ptxport.ir.analysis import live_after, live_before, uses_and_defs
+from ptxport.ir.analysis import live_after, live_before, may_write, uses_and_defs
 from ptxport.ir.types import TYPES, Type
-from ptxport.ptx.ast import Sink
+from ptxport.ptx.ast import IntImm, Sink
 
 __all__ = ["build", "W", "BARRIER", "NOT_MEMBER", "DEADLOCK", "enabled"]
 
@@ -445,6 +445,7 @@ class GangLowering(FunctionLowering):
         # (_place, _classify); a write of the base register forgets them
         self.places: dict = {}
         self.patterns: dict = {}
+        self.constants = _constant_registers(function)
 
     # registers and values
 
@@ -505,6 +506,16 @@ class GangLowering(FunctionLowering):
     def forget_segment(self):
         self.places.clear()
         self.patterns.clear()
+
+    def constant_of(self, operand) -> int | None:
+        """The value of an immediate operand, or of a register whose one definition in the
+        kernel is an unguarded mov of an immediate (what NVRTC makes of shuffle offsets);
+        None otherwise. (Reading that register before its mov reads an undefined value.)"""
+        if isinstance(operand, IntImm):
+            return operand.value
+        if isinstance(operand, ir.Register):
+            return self.constants.get(operand)
+        return None
 
     def _forget(self, reg: ir.Register) -> None:
         for key in [k for k in self.places if k[0] == id(reg)]:
@@ -818,6 +829,32 @@ def _vote(fl: GangLowering, inst: ir.Instruction) -> None:
     fl.write(inst.operands[0], result, "pred")
 
 
+def _shuffle_sources(mode: str, bval: int, c: int) -> tuple[list[int], list[bool]]:
+    """For shfl.sync.mode with lane operand b and clamp/segment operand c, both known: each
+    lane's source lane (its own when the source is out of range) and whether it is in
+    range (PTX ISA, shfl.sync)."""
+    bval, clamp, segmask = bval & 0x1F, c & 0x1F, (c >> 8) & 0x1F
+    sources, valid = [], []
+    for lane in range(W):
+        max_lane = (lane & segmask) | (clamp & ~segmask)
+        min_lane = lane & segmask
+        if mode == "up":
+            j = lane - bval
+            ok = j >= max_lane
+        elif mode == "down":
+            j = lane + bval
+            ok = j <= max_lane
+        elif mode == "bfly":
+            j = lane ^ bval
+            ok = j <= max_lane
+        else:
+            j = min_lane | (bval & ~segmask)
+            ok = j <= max_lane
+        sources.append(j if ok else lane)
+        valid.append(ok)
+    return sources, valid
+
+
 def _shfl(fl: GangLowering, inst: ir.Instruction) -> None:
     """shfl.sync.{up,down,bfly,idx}.b32 d{|p}, a, b, c, membermask (PTX ISA 9.7.9.6); a
     source lane outside the mask gives whatever its register holds (unpredictable in PTX)."""
@@ -826,6 +863,19 @@ def _shfl(fl: GangLowering, inst: ir.Instruction) -> None:
     dest = inst.operands[0]
     dest, pred = (dest.first, dest.second) if isinstance(dest, ir.PairValue) else (dest, None)
     a = fl.read_lanes(inst.operands[1], "b32")
+    known = [fl.constant_of(o) for o in inst.operands[2:4]]
+    if None not in known:
+        # lane offset and clamp known when compiling (the common case): one shuffle of
+        # the lanes by constant indices
+        sources, valid = _shuffle_sources(inst.spec.get("mode"), *known)
+        indices = ll.Constant(ll.VectorType(I32, W), sources)
+        result = ll.IRBuilder.shuffle_vector(b, a, ll.Constant(a.type, None), indices)
+        result.type = a.type
+        if dest is not None:
+            fl.write(dest, result, "b32")
+        if pred is not None:
+            fl.write(pred, ll.Constant(_vec(I1), [I1(v) for v in valid]), "pred")
+        return
     bval = b.and_(fl.read(inst.operands[2], "b32"), I32(0x1F))
     c = fl.read(inst.operands[3], "b32")
     clamp = b.and_(c, I32(0x1F))
@@ -1520,6 +1570,23 @@ def _frame_layout(fl: GangLowering, registers) -> dict[str, int]:
         at += size
     offsets[""] = (at + 127) // 128 * 128
     return offsets
+
+
+def _constant_registers(kernel: ir.Function) -> dict:
+    """Registers whose only write is an unguarded mov of an integer immediate -> its value."""
+    writes: dict = {}
+    for inst in kernel.instructions():
+        for reg in may_write(inst):
+            writes.setdefault(reg, []).append(inst)
+    found = {}
+    for reg, insts in writes.items():
+        if len(insts) != 1:
+            continue
+        inst = insts[0]
+        if inst.opcode == "mov" and inst.guard is None and len(inst.operands) == 2 \
+                and inst.operands[0] is reg and isinstance(inst.operands[1], IntImm):
+            found[reg] = inst.operands[1].value
+    return found
 
 
 def _divide(b: GangBuilder, v, n):
