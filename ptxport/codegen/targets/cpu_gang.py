@@ -446,6 +446,8 @@ class GangLowering(FunctionLowering):
         self.places: dict = {}
         self.patterns: dict = {}
         self.constants = _constant_registers(function)
+        self.read_somewhere = set().union(
+            *(uses_and_defs(inst)[0] for inst in function.instructions()))
 
     # registers and values
 
@@ -1443,6 +1445,8 @@ def _atom(fl: GangLowering, inst: ir.Instruction) -> None:
     is_red = inst.opcode == "red"
     operands = list(inst.operands)
     dest = None if is_red else operands.pop(0)
+    if not isinstance(dest, ir.Register) or dest not in fl.read_somewhere:
+        dest = None         # the old values are never read: an atom is a red
     host, offsets = _addresses(fl, operands[0], space)
     if host is None:
         window = ll.IRBuilder.ptrtoint(b, fl.target.space_base(fl, "shared"), I64)
@@ -1499,10 +1503,11 @@ def _atom(fl: GangLowering, inst: ir.Instruction) -> None:
                "xor": "xor", "min": "min" if t.kind == "signed" else "umin",
                "max": "max" if t.kind == "signed" else "umax"}[op]
         old = ll.IRBuilder.atomic_rmw(b, rmw, pointer, x, "monotonic")
-    b.store(old, b.gep(results, [b.zext(i, I64)], source_etype=element))
+    if dest is not None:
+        b.store(old, b.gep(results, [b.zext(i, I64)], source_etype=element))
     b.branch(head)
     b.position_at_end(done)
-    if dest is not None and not isinstance(dest, Sink):
+    if dest is not None:
         fl.write(dest, b.load(results, typ=_vec(element)), t)
 
 
