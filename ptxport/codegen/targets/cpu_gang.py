@@ -1255,6 +1255,40 @@ def _check_place(fl: GangLowering, place: _Place, size: int, write: bool, low, h
     b.position_at_end(ok)
 
 
+_AHEAD = 3      # how many strides ahead _prefetch fetches
+_NEAR = 1 << 26
+
+
+def _prefetch(fl: GangLowering, low, size: int) -> None:
+    """A software stride prefetcher for one access site: the warp's accesses there move by
+    a stride (a grid-stride loop moves by gridDim * blockDim elements, too far for the
+    hardware's prefetchers); fetch the lines a warp's access of `size`-byte elements spans
+    _AHEAD strides on. The stride is the last move at this site; a wrong guess costs a
+    prefetch, never a fault."""
+    b = fl.b
+    last = fl.entry_alloca(I64, "last_address")
+    with b.goto_block(fl.entry):
+        b.position_after(last)
+        ll.IRBuilder.store(b, I64(0), last)
+    before = b.load(last)
+    step = b.sub(low, before)
+    b.store(low, last)
+    # only after a first access here in this call, and for strides under 64 MiB
+    near = ll.IRBuilder.icmp_unsigned(b, "<", b.add(step, I64(_NEAR)), I64(2 * _NEAR))
+    fetch, done = fl.llfn.append_basic_block("prefetch"), fl.llfn.append_basic_block(
+        "prefetched")
+    ll.IRBuilder.cbranch(b, b.and_(near, ll.IRBuilder.icmp_unsigned(b, "!=", before, I64(0))),
+                         fetch, done)
+    b.position_at_end(fetch)
+    ahead = b.add(low, b.mul(step, I64(_AHEAD)))
+    fn = _declare(fl.llfn.module, "llvm.prefetch.p0", ll.VoidType(), [PTR, I32, I32, I32])
+    for line in range(0, min(size * W, 256), 64):
+        ll.IRBuilder.call(b, fn, [ll.IRBuilder.inttoptr(b, b.add(ahead, I64(line)), PTR),
+                                  I32(0), I32(3), I32(1)])
+    b.branch(done)
+    b.position_at_end(done)
+
+
 def _access(fl: GangLowering, place: _Place, t: Type, value=None):
     """Load (value None) or store `value` of type t for the mask's lanes at `place`: one
     masked vector access when the lanes' addresses are consecutive, two half-warp ones when
@@ -1279,6 +1313,8 @@ def _access(fl: GangLowering, place: _Place, t: Type, value=None):
                          active, done)
     b.position_at_end(active)
     _check_place(fl, place, t.size, not load, b.add(low, offset), b.add(high, offset))
+    if not place.shared:
+        _prefetch(fl, b.add(low, offset), t.size)
     if place.shared:
         window = fl.target.space_base(fl, "shared")
 
