@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import struct
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -33,6 +34,7 @@ __all__ = ["run_grid", "set_workers", "worker_count"]
 
 
 _WORKERS: int | None = None
+_FORMATS = {np.uint32: "<I", np.uint64: "<Q", np.int32: "<i", np.int64: "<q"}
 
 
 def worker_count() -> int:
@@ -55,8 +57,7 @@ def set_workers(count: int | None) -> None:
 class _Worker:
     """One worker's memory for running blocks of one launch."""
 
-    def __init__(self, binary, block, dynamic_shared: int, params_address: int, grid,
-                 allocations):
+    def __init__(self, binary, block, dynamic_shared: int):
         plan = binary.plan
         self.binary, self.plan = binary, plan
         self.nthreads = block[0] * block[1] * block[2]
@@ -71,14 +72,11 @@ class _Worker:
         self.points = np.zeros(self.nthreads, dtype=np.int32)
         self.statuses = np.zeros(self.nthreads, dtype=np.int32)
         fields = CTX.fields
-        self._put(self.ctx, fields["params"], np.uint64, params_address)
         self._put(self.ctx, fields["shared"], np.uint64, self.shared.ctypes.data)
         for axis in range(3):
             self._put(self.ctx, fields["ntid"] + 4 * axis, np.uint32, block[axis])
-            self._put(self.ctx, fields["nctaid"] + 4 * axis, np.uint32, grid[axis])
         self._put(self.ctx, fields["nwarpid"], np.uint32, (self.nthreads + 31) // 32)
         self._put(self.ctx, fields["dynamic_smem"], np.uint32, dynamic_shared)
-        self._put(self.ctx, fields["nsmid"], np.uint32, worker_count())
         self._put(self.ctx, fields["total_smem"], np.uint32, plan.static_shared + dynamic_shared)
         t = np.arange(self.nthreads)
         header = np.ndarray((self.nthreads, plan.frame_size), np.uint8, self.frames, 0,
@@ -88,13 +86,27 @@ class _Worker:
         if not plan.gang:
             header[:, FRAME.fields["tid"]:FRAME.fields["tid"] + 20] = tid.view(np.uint8)
         self.slots = cpu_sync.Slots(self.frames, plan.frame_size, self.nthreads, FRAME.fields)
-        # Each checked access site's last allocation [start, end); without allocations to
-        # check against, every site accepts everything.
         self.site_cache = np.zeros(2 * max(plan.check_sites, 1), dtype=np.uint64)
         self._put(self.ctx, fields["site_cache"], np.uint64, self.site_cache.ctypes.data)
+
+    def prepare(self, params_address: int, grid, allocations) -> None:
+        """Set up a launch: its parameters, grid and allocations (a worker is kept for the
+        next launch of the same binary and block shape on the same host thread: allocating
+        and filling its memory cost more than short kernels run, under the GIL)."""
+        fields = CTX.fields
+        binary = self.binary
+        self._put(self.ctx, fields["params"], np.uint64, params_address)
+        for axis in range(3):
+            self._put(self.ctx, fields["nctaid"] + 4 * axis, np.uint32, grid[axis])
+        self._put(self.ctx, fields["nsmid"], np.uint32, worker_count())
+        # Each checked access site's last allocation [start, end); without allocations to
+        # check against, every site accepts everything.
         if allocations is None:
+            self.site_cache[0::2] = 0
             self.site_cache[1::2] = np.iinfo(np.uint64).max
+            self._put(self.ctx, fields["checks"], np.uint32, 0)
         else:
+            self.site_cache[:] = 0
             ranges = list(allocations) + binary.global_ranges() + [
                 (self.shared.ctypes.data, self.shared.size),
                 (self.frames.ctypes.data, self.frames.size)]
@@ -106,7 +118,7 @@ class _Worker:
 
     @staticmethod
     def _put(buffer: np.ndarray, offset: int, dtype, value: int) -> None:
-        buffer[offset:offset + np.dtype(dtype).itemsize] = np.array([value], dtype).view(np.uint8)
+        struct.pack_into(_FORMATS[dtype], buffer, offset, value)
 
     def set_smid(self, smid: int) -> None:
         self._put(self.ctx, CTX.fields["smid"], np.uint32, smid)
@@ -262,6 +274,22 @@ def _pool(size: int) -> ThreadPoolExecutor:
         return _POOL
 
 
+def _worker(binary, block, dynamic_shared: int) -> _Worker:
+    """This host thread's worker for the binary and block shape, kept on the binary (so it
+    goes with it) for the next launch. A host thread runs one block at a time, so no other
+    launch uses a worker while its thread does."""
+    key = (threading.get_ident(), tuple(block), dynamic_shared)
+    with _POOL_LOCK:
+        kept = binary.__dict__.setdefault("_workers", {})
+        worker = kept.get(key)
+    if worker is None:
+        worker = _Worker(binary, block, dynamic_shared)
+        with _POOL_LOCK:
+            if len(kept) < 4 * max(worker_count(), 1):
+                kept[key] = worker
+    return worker
+
+
 def run_grid(binary, grid, block, dynamic_shared: int, params: bytes,
              allocations=None) -> None:
     param_buffer = ctypes.create_string_buffer(bytes(params), max(len(params), 8))
@@ -283,9 +311,9 @@ def run_grid(binary, grid, block, dynamic_shared: int, params: bytes,
 
     def work(smid: int) -> None:
         try:
-            worker = _Worker(binary, block, dynamic_shared, params_address, grid,
-                             None if allocations is None else
-                             list(allocations) + [(params_address, len(params))])
+            worker = _worker(binary, block, dynamic_shared)
+            worker.prepare(params_address, grid, None if allocations is None else
+                           list(allocations) + [(params_address, len(params))])
             worker.set_smid(smid)
             if python_rounds:
                 while not errors:
