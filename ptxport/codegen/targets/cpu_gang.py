@@ -1374,7 +1374,8 @@ def _access(fl: GangLowering, place: _Place, t: Type, value=None):
     b.position_at_end(lanes_block)
     lanes = b.add(place.addrs, b.splat(offset)) if place.offset else place.addrs
     if place.shared:
-        pointers = ll.IRBuilder.gep(b, window, [lanes if et.width == 64 else b.zext(
+        # (checked offsets are below 2^31: sign-extended, x86 gathers them as dwords)
+        pointers = ll.IRBuilder.gep(b, window, [lanes if et.width == 64 else b.sext(
             lanes, _vec(I64))], source_etype=I8)
         pointers.type = _vec(PTR)
     else:
