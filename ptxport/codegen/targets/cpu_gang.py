@@ -1209,11 +1209,14 @@ def _classify(fl: GangLowering, place: _Place, size: int):
                      b.block))
     ll.IRBuilder.cbranch(b, same, done, scattered)
     b.position_at_end(scattered)
-    ones = ll.Constant(et, (1 << et.width) - 1)
-    low = fl.reduce("umin", ll.IRBuilder.select(b, fl.mask, addrs, b.splat(ones)))
-    high = fl.reduce("umax", ll.IRBuilder.select(b, fl.mask, addrs, b.splat(ll.Constant(et, 0))))
-    incoming.append((I32(_SCATTERED), low, low, low, b.add(high, ll.Constant(et, size)),
-                     b.block))
+    if place.shared:        # (_check_place tests scattered shared lanes one by one)
+        low = high = ll.Constant(et, 0)
+    else:
+        ones = ll.Constant(et, (1 << et.width) - 1)
+        low = fl.reduce("umin", ll.IRBuilder.select(b, fl.mask, addrs, b.splat(ones)))
+        high = b.add(fl.reduce("umax", ll.IRBuilder.select(
+            b, fl.mask, addrs, b.splat(ll.Constant(et, 0)))), ll.Constant(et, size))
+    incoming.append((I32(_SCATTERED), low, low, low, high, b.block))
     b.branch(done)
     b.position_at_end(done)
     result = []
@@ -1226,10 +1229,11 @@ def _classify(fl: GangLowering, place: _Place, size: int):
     return fl.patterns[memo]
 
 
-def _check_place(fl: GangLowering, place: _Place, size: int, write: bool, low, high):
+def _check_place(fl: GangLowering, place: _Place, size: int, write: bool, kind, low, high):
     """Check the mask's lanes' accesses, which lie in [low, high) (shared: offsets into the
-    window): shared memory by one range test, with the exact per-lane test only when that
-    fails; the rest by _check_access (the per-site cache, then the allocation table)."""
+    window): shared memory by one range test, with the exact per-lane test when that fails
+    or the lanes are scattered; the rest by _check_access (the per-site cache, then the
+    allocation table)."""
     b = fl.b
     et = place.addrs.type.element
     addrs = b.add(place.addrs, b.splat(ll.Constant(et, place.offset))) if place.offset \
@@ -1242,6 +1246,7 @@ def _check_place(fl: GangLowering, place: _Place, size: int, write: bool, low, h
         limit = b.zext(limit, I64)
     inside = b.and_(ll.IRBuilder.icmp_unsigned(b, "<=", high, limit),
                     ll.IRBuilder.icmp_unsigned(b, "<=", low, high))
+    inside = b.and_(inside, ll.IRBuilder.icmp_unsigned(b, "!=", kind, I32(_SCATTERED)))
     exact, ok = fl.llfn.append_basic_block("shared_exact"), fl.llfn.append_basic_block(
         "shared_inside")
     ll.IRBuilder.cbranch(b, inside, ok, exact)
@@ -1312,7 +1317,7 @@ def _access(fl: GangLowering, place: _Place, t: Type, value=None):
     ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", fl.bits(fl.mask), I32(0)),
                          active, done)
     b.position_at_end(active)
-    _check_place(fl, place, t.size, not load, b.add(low, offset), b.add(high, offset))
+    _check_place(fl, place, t.size, not load, kind, b.add(low, offset), b.add(high, offset))
     if not place.shared:
         _prefetch(fl, b.add(low, offset), t.size)
     if place.shared:
