@@ -834,27 +834,13 @@ def _vote(fl: GangLowering, inst: ir.Instruction) -> None:
 def _shuffle_sources(mode: str, bval: int, c: int) -> tuple[list[int], list[bool]]:
     """For shfl.sync.mode with lane operand b and clamp/segment operand c, both known: each
     lane's source lane (its own when the source is out of range) and whether it is in
-    range (PTX ISA, shfl.sync)."""
-    bval, clamp, segmask = bval & 0x1F, c & 0x1F, (c >> 8) & 0x1F
-    sources, valid = [], []
-    for lane in range(W):
-        max_lane = (lane & segmask) | (clamp & ~segmask)
-        min_lane = lane & segmask
-        if mode == "up":
-            j = lane - bval
-            ok = j >= max_lane
-        elif mode == "down":
-            j = lane + bval
-            ok = j <= max_lane
-        elif mode == "bfly":
-            j = lane ^ bval
-            ok = j <= max_lane
-        else:
-            j = min_lane | (bval & ~segmask)
-            ok = j <= max_lane
-        sources.append(j if ok else lane)
-        valid.append(ok)
-    return sources, valid
+    range (cpu_sync.shuffle_sources, the thread-by-thread path's)."""
+    import numpy as np
+
+    from ptxport.codegen.targets.cpu_sync import shuffle_sources
+
+    sources, valid = shuffle_sources(mode, np.arange(W, dtype=np.int64), bval & 0x1F, c)
+    return [int(j) for j in sources], [bool(v) for v in valid]
 
 
 def _shfl(fl: GangLowering, inst: ir.Instruction) -> None:

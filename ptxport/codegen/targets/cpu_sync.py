@@ -608,17 +608,12 @@ def _warp_barrier(state, inst, at, threads, part) -> None:
     """bar.warp.sync: the lanes named in the mask have all arrived; nothing to compute."""
 
 
-def _shfl(state, inst, at, threads, part) -> None:
-    """shfl{.sync}.{up,down,bfly,idx}.b32 (PTX ISA 9.7.9.6). A source lane that does not
-    take part gives an unpredictable value in PTX: here, whatever its slot holds."""
-    slots = state.slots
-    mode = inst.spec.get("mode")
-    lane = (threads & 31).astype(np.int64)
-    b = (slots["in1"][threads] & np.uint64(0x1F)).astype(np.int64)
-    c = slots["in2"][threads].astype(np.int64)
+def shuffle_sources(mode: str, lane, b, c):
+    """shfl.sync.mode's source lane for each `lane` (numpy integers) with lane operand `b`
+    (0..31) and clamp/segment operand `c`: (the source, or the lane itself where the source
+    is out of range; whether it is in range) (PTX ISA 9.7.9.6)."""
     clamp, segmask = c & 0x1F, (c >> 8) & 0x1F
     max_lane = (lane & segmask) | (clamp & ~segmask)
-    min_lane = lane & segmask
     if mode == "up":
         j = lane - b
         valid = j >= max_lane
@@ -629,9 +624,20 @@ def _shfl(state, inst, at, threads, part) -> None:
         j = lane ^ b
         valid = j <= max_lane
     else:
-        j = min_lane | (b & ~segmask)
+        j = (lane & segmask) | (b & ~segmask)
         valid = j <= max_lane
-    j = np.where(valid, j, lane)
+    return np.where(valid, j, lane), valid
+
+
+def _shfl(state, inst, at, threads, part) -> None:
+    """shfl{.sync}.{up,down,bfly,idx}.b32 (PTX ISA 9.7.9.6). A source lane that does not
+    take part gives an unpredictable value in PTX: here, whatever its slot holds."""
+    slots = state.slots
+    mode = inst.spec.get("mode")
+    lane = (threads & 31).astype(np.int64)
+    b = (slots["in1"][threads] & np.uint64(0x1F)).astype(np.int64)
+    c = slots["in2"][threads].astype(np.int64)
+    j, valid = shuffle_sources(mode, lane, b, c)
     source = np.minimum(threads - lane + j, state.count - 1)
     slots["out0"][threads] = slots["in0"][source] & np.uint64(FULL_MASK)
     slots["out1"][threads] = valid.astype(np.uint64)
