@@ -774,26 +774,42 @@ def _converge(fl: GangLowering, inst: ir.Instruction, members) -> None:
     mask's lanes park here until those come (the segment starts at this instruction)."""
     b = fl.b
     segment = fl.segment_at[id(inst)]
+    alone_mask = fl.mask
+    # no lane elsewhere that could still come (the warp is converged): straight on
+    elsewhere = b.or_(b.load(fl.others_slot),
+                      b.or_(b.load(fl.parked_slot), b.load(fl.barrier_slot)))
+    alone, gather = fl.llfn.append_basic_block("alone"), fl.llfn.append_basic_block(
+        "gather_members")
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "==", elsewhere, I32(0)), alone,
+                         gather)
+    alone_block = alone
+    b.position_at_end(gather)
     pc = b.load(fl.pc_slot)
     # lanes parked here before join the mask
     parked = b.load(fl.parked_slot)
     here = b.and_(parked, fl.bits(ll.IRBuilder.icmp_unsigned(
         b, "==", pc, b.splat(I32(segment.number)))))
     b.store(b.and_(parked, b.not_(here)), fl.parked_slot)
-    fl.mask = b.or_(fl.mask, fl.lanes(here))
-    b.store(fl.mask, fl.mask_slot)
-    mask_bits = fl.bits(fl.mask)
+    gathered = b.or_(fl.mask, fl.lanes(here))
+    b.store(gathered, fl.mask_slot)
+    mask_bits = fl.bits(gathered)
     alive = fl.bits(ll.IRBuilder.icmp_unsigned(b, "!=", pc, fl.exit_pcs))
     missing = b.and_(b.and_(members, alive), b.not_(mask_bits))
     park = fl.llfn.append_basic_block("park")
     check = fl.llfn.append_basic_block("members_here")
+    gathered_block = b.block
     ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", missing, I32(0)), park, check)
     b.position_at_end(park)
-    _set_pc(fl, fl.mask, I32(segment.number))
+    _set_pc(fl, gathered, I32(segment.number))
     b.store(b.or_(b.load(fl.parked_slot), mask_bits), fl.parked_slot)
     b.branch(fl.dispatch)
+    b.position_at_end(alone)
+    b.branch(check)
     b.position_at_end(check)
-    outside = b.and_(mask_bits, b.not_(members))
+    fl.mask = ll.IRBuilder.phi(b, alone_mask.type)
+    fl.mask.add_incoming(alone_mask, alone_block)
+    fl.mask.add_incoming(gathered, gathered_block)
+    outside = b.and_(fl.bits(fl.mask), b.not_(members))
     bad = fl.llfn.append_basic_block("not_member")
     go = fl.llfn.append_basic_block("warp_op")
     ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", outside, I32(0)), bad, go)
