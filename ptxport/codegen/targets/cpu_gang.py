@@ -1,13 +1,15 @@
 """The CPU target's warp-gang code: the 32 lanes of a warp run together in vector registers.
 
-DESIGN.md's second design for executing a block ("a warp-gang vectoriser"). Each PTX register
-becomes a vector of 32 lanes (`<32 x T>`); an instruction computes all lanes at once, and a
-lane that is not executing keeps its old value (every register write is a `select` on the
-*execution mask*). Memory accesses find out at run time whether the active lanes' addresses
-are consecutive (a CUDA warp's coalesced access): then one masked vector load or store, else a
-gather or scatter. Each access is checked as one range per warp against the launch's
-allocations (the per-site cache of cpu.py); an access outside them stops the kernel with the
-first bad lane's address, as on the scalar path.
+DESIGN.md's second design for executing a block ("a warp-gang vectoriser"). A PTX register
+becomes a vector of 32 lanes (`<32 x T>`), or one scalar where every lane holds the same value
+(cpu_uniform.py finds those); an instruction computes all lanes at once. A lane that is not
+executing keeps its old value where another lane may read it later (the write is a `select`
+on the *execution mask*). Memory accesses find out at run time how the active lanes'
+addresses lie (consecutive, a CUDA warp's coalesced access: one masked vector load or store;
+consecutive per half warp, a 16-wide block: two; one address per half warp: two scalar
+loads; else a gather or scatter), once per base register in a segment. Each access is checked
+as one range per warp against the launch's allocations (the per-site cache of cpu.py); an
+access outside them stops the kernel with the first bad lane's address, as on the scalar path.
 
 Control flow is general (any CFG, divergent or not) by *min-PC scheduling*: every lane has a
 program counter (the number of the code segment it runs next); the warp runs the segment with
@@ -26,7 +28,7 @@ member mask park until those come.
 
 Kernels that use anything this path does not lower yet (a device-function call, .local memory,
 counted or reducing barriers, atomics other than the common read-modify-writes, ...) run on
-the scalar path of cpu.py, per kernel: `build` returns None with the reason.
+the scalar path of cpu.py, per kernel: `build` raises GangUnsupported with the reason.
 """
 
 from __future__ import annotations
