@@ -88,30 +88,30 @@ class _Worker:
         self.slots = cpu_sync.Slots(self.frames, plan.frame_size, self.nthreads, FRAME.fields)
         self.site_cache = np.zeros(2 * max(plan.check_sites, 1), dtype=np.uint64)
         self._put(self.ctx, fields["site_cache"], np.uint64, self.site_cache.ctypes.data)
+        self.own_ranges = [(a, a + n) for a, n in ((self.shared.ctypes.data, self.shared.size),
+                                                   (self.frames.ctypes.data, self.frames.size))
+                           if n > 0]
 
-    def prepare(self, params_address: int, grid, allocations) -> None:
-        """Set up a launch: its parameters, grid and allocations (a worker is kept for the
-        next launch of the same binary and block shape on the same host thread: allocating
-        and filling its memory cost more than short kernels run, under the GIL)."""
+    def prepare(self, params_address: int, grid, ranges) -> None:
+        """Set up a launch: its parameters, grid and the [start, end) ranges of the memory it
+        may touch besides this worker's own (None: unchecked). A worker is kept for the next
+        launch of the same binary and block shape on the same host thread: allocating and
+        filling its memory cost more than short kernels run, under the GIL."""
         fields = CTX.fields
-        binary = self.binary
         self._put(self.ctx, fields["params"], np.uint64, params_address)
         for axis in range(3):
             self._put(self.ctx, fields["nctaid"] + 4 * axis, np.uint32, grid[axis])
         self._put(self.ctx, fields["nsmid"], np.uint32, worker_count())
         # Each checked access site's last allocation [start, end); without allocations to
         # check against, every site accepts everything.
-        if allocations is None:
+        if ranges is None:
             self.site_cache[0::2] = 0
             self.site_cache[1::2] = np.iinfo(np.uint64).max
             self._put(self.ctx, fields["checks"], np.uint32, 0)
         else:
             self.site_cache[:] = 0
-            ranges = list(allocations) + binary.global_ranges() + [
-                (self.shared.ctypes.data, self.shared.size),
-                (self.frames.ctypes.data, self.frames.size)]
-            table = sorted((a, a + n) for a, n in ranges if n > 0)
-            self.table = np.array(table or [(0, 0)], dtype=np.uint64).reshape(-1)
+            table = sorted(ranges + self.own_ranges)
+            self.table = np.array(table, dtype=np.uint64).reshape(-1)
             self._put(self.ctx, fields["alloc_table"], np.uint64, self.table.ctypes.data)
             self._put(self.ctx, fields["alloc_count"], np.uint32, len(table))
             self._put(self.ctx, fields["checks"], np.uint32, 1)
@@ -309,11 +309,15 @@ def run_grid(binary, grid, block, dynamic_shared: int, params: bytes,
     if python_rounds:
         chunk = 1
 
+    # the [start, end) of the memory every worker may touch (each adds its own)
+    ranges = None if allocations is None else [
+        (a, a + n) for a, n in list(allocations) + binary.global_ranges()
+        + [(params_address, len(params))] if n > 0]
+
     def work(smid: int) -> None:
         try:
             worker = _worker(binary, block, dynamic_shared)
-            worker.prepare(params_address, grid, None if allocations is None else
-                           list(allocations) + [(params_address, len(params))])
+            worker.prepare(params_address, grid, ranges)
             worker.set_smid(smid)
             if python_rounds:
                 while not errors:
