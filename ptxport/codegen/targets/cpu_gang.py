@@ -745,8 +745,8 @@ def _barrier(fl: GangLowering, inst: ir.Instruction) -> None:
         ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "==", others, I32(0)), alone,
                              with_others)
         b.position_at_end(alone)
-        b.store(b.load(fl.pc_slot), fl.frame_field(_PC, _vec(I32)), align=16)
-        b.store(I32(0), fl.frame_field(_PARKED))
+        # (the lanes' counters are not saved: on resuming they are these lanes' at the
+        # segment after the barrier, the others' exited)
         b.store(I32(following.number), fl.frame_field(_RESUME))
         b.store(fl.bits(fl.mask), fl.frame_field(_RESUME_LANES))
         b.ret(I32(BARRIER))
@@ -1760,16 +1760,21 @@ def _lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, targe
     b.store(I32(0), fl.parked_slot)
     b.branch(dispatch)
     b.position_at_end(resume)
+    # all live lanes left together at one barrier (_barrier): straight back there
+    at = b.load(fl.frame_field(_RESUME))
+    fast, slow = gang.append_basic_block("resume_fast"), gang.append_basic_block(
+        "resume_slow")
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_signed(b, ">=", at, I32(0)), fast, slow)
+    b.position_at_end(slow)
     b.store(b.load(b.gep(frame, [I64(_PC)], source_etype=I8), typ=vi32, align=16),
             fl.pc_slot)
     b.store(b.load(b.gep(frame, [I64(_PARKED)], source_etype=I8), typ=I32), fl.parked_slot)
-    # all live lanes left together at one barrier (_barrier): straight back there
-    at = b.load(fl.frame_field(_RESUME))
-    fast = gang.append_basic_block("resume_fast")
-    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_signed(b, ">=", at, I32(0)), fast, dispatch)
+    b.branch(dispatch)
     b.position_at_end(fast)
     b.store(I32(-1), fl.frame_field(_RESUME))
     lanes = fl.lanes(b.load(fl.frame_field(_RESUME_LANES)))
+    b.store(ll.IRBuilder.select(b, lanes, b.splat(at), fl.exit_pcs), fl.pc_slot)
+    b.store(I32(0), fl.parked_slot)
     b.store(lanes, fl.mask_slot)
     b.store(I32(0), fl.others_slot)
     fl.resume_switch = ll.IRBuilder.switch(b, at, dispatch)
