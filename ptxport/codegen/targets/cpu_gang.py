@@ -691,8 +691,11 @@ def _bra(fl: GangLowering, inst: ir.Instruction) -> None:
     ll.IRBuilder.cbranch(b, _others_waiting(fl), diverged, uniform)
     b.position_at_end(uniform)
     check_none = fl.llfn.append_basic_block("check_none")
-    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "==", taken, mask_bits), all_taken,
-                         check_none)
+    if not _is_vec(guard):      # a uniform predicate: every lane of the mask goes one way
+        ll.IRBuilder.cbranch(b, guard, all_taken, none_taken)
+    else:
+        ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "==", taken, mask_bits),
+                             all_taken, check_none)
     b.position_at_end(check_none)
     split = fl.llfn.append_basic_block("split")
     ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "==", taken, I32(0)), none_taken,
