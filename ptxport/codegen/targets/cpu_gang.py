@@ -631,12 +631,13 @@ class GangLowering(FunctionLowering):
 
 # --- control ----------------------------------------------------------------------------------
 
-def _others_waiting(fl: GangLowering) -> ll.Value:
-    """i1: some live lane outside the mask is not parked (it may need to run first). The
-    dispatcher notes those lanes when it picks the mask; until the warp goes back to it, no
-    lane outside the mask moves, so the note holds."""
+def _others_before(fl: GangLowering, number: int) -> ll.Value:
+    """i1: a live lane outside the mask that is not parked waits at segment `number` or
+    before it (so going straight there is not what the dispatcher would do). The dispatcher
+    notes those lanes and the lowest segment they wait at when it picks the mask; until the
+    warp goes back to it, no lane outside the mask moves, so the note holds."""
     b = fl.b
-    return ll.IRBuilder.icmp_unsigned(b, "!=", b.load(fl.others_slot), I32(0))
+    return ll.IRBuilder.icmp_unsigned(b, "<=", b.load(fl.others_min_slot), I32(number))
 
 
 def _set_pc(fl: GangLowering, lanes, value) -> None:
@@ -650,7 +651,7 @@ def _go(fl: GangLowering, segment: _Segment) -> None:
     b = fl.b
     direct = fl.llfn.append_basic_block("direct")
     via = fl.llfn.append_basic_block("via_dispatch")
-    ll.IRBuilder.cbranch(b, _others_waiting(fl), via, direct)
+    ll.IRBuilder.cbranch(b, _others_before(fl, segment.number), via, direct)
     b.position_at_end(direct)
     b.store(fl.mask, fl.mask_slot)
     b.branch(segment.llblock)
@@ -666,6 +667,7 @@ def _go(fl: GangLowering, segment: _Segment) -> None:
     b.position_at_end(join)
     b.store(b.or_(fl.mask, fl.lanes(others)), fl.mask_slot)
     b.store(I32(0), fl.others_slot)
+    b.store(I32(EXIT_PC), fl.others_min_slot)
     b.branch(segment.llblock)
     b.position_at_end(elsewhere)
     _set_pc(fl, fl.mask, I32(segment.number))
@@ -688,7 +690,9 @@ def _bra(fl: GangLowering, inst: ir.Instruction) -> None:
     diverged = fl.llfn.append_basic_block("diverged")
     all_taken, none_taken = (fl.llfn.append_basic_block(n) for n in ("taken", "not_taken"))
     uniform = fl.llfn.append_basic_block("uniform")
-    ll.IRBuilder.cbranch(b, _others_waiting(fl), diverged, uniform)
+    # (others that wait further on do not matter: the mask's lanes run first either way)
+    ll.IRBuilder.cbranch(b, _others_before(fl, max(target.number, following.number)),
+                         diverged, uniform)
     b.position_at_end(uniform)
     check_none = fl.llfn.append_basic_block("check_none")
     if not _is_vec(guard):      # a uniform predicate: every lane of the mask goes one way
@@ -709,14 +713,17 @@ def _bra(fl: GangLowering, inst: ir.Instruction) -> None:
         pcs = ll.IRBuilder.select(b, guard, b.splat(I32(target.number)),
                                   b.splat(I32(following.number)))
         b.store(ll.IRBuilder.select(b, fl.mask, pcs, b.load(fl.pc_slot)), fl.pc_slot)
-    # the mask splits and no lane is elsewhere: the side with the lower counter goes first,
-    # as the dispatcher would choose, and the other side's lanes wait
+    # the mask splits and no lane elsewhere waits before either side: the side with the
+    # lower counter goes first, as the dispatcher would choose, and the other side's lanes
+    # wait (before any other lane)
     b.position_at_end(split)
     note_counters()
     first_taken = target.number < following.number
     first = b.and_(fl.mask, guard if first_taken else b.not_(guard))
     b.store(first, fl.mask_slot)
-    b.store(b.and_(mask_bits, b.not_(fl.bits(first))), fl.others_slot)
+    b.store(b.or_(b.load(fl.others_slot), b.and_(mask_bits, b.not_(fl.bits(first)))),
+            fl.others_slot)
+    b.store(I32(max(target.number, following.number)), fl.others_min_slot)
     b.branch((target if first_taken else following).llblock)
     b.position_at_end(diverged)
     note_counters()
@@ -1669,6 +1676,7 @@ def _lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, targe
     fl.barrier_slot = fl.entry_alloca(I32, "at_barrier")
     fl.retry_slot = fl.entry_alloca(I32, "alive_at_retry")
     fl.others_slot = fl.entry_alloca(I32, "others")
+    fl.others_min_slot = fl.entry_alloca(I32, "others_from")
     fl.shuffle_slot = fl.entry_alloca(ll.ArrayType(I32, W), "shuffle", 64)
     arrays: dict[str, ll.Value] = {}
 
@@ -1780,6 +1788,7 @@ def _lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, targe
     b.store(I32(0), fl.parked_slot)
     b.store(lanes, fl.mask_slot)
     b.store(I32(0), fl.others_slot)
+    b.store(I32(EXIT_PC), fl.others_min_slot)
     fl.resume_switch = ll.IRBuilder.switch(b, at, dispatch)
     fl.resumed_at = set()
 
@@ -1798,7 +1807,10 @@ def _lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, targe
                   fl.lanes(b.not_(waiting)))
     b.store(mask, fl.mask_slot)
     b.store(b.and_(parked, b.not_(fl.bits(mask))), fl.parked_slot)
-    b.store(b.and_(candidates, b.not_(fl.bits(mask))), fl.others_slot)
+    others = b.and_(candidates, b.not_(fl.bits(mask)))
+    b.store(others, fl.others_slot)
+    b.store(fl.reduce("umin", ll.IRBuilder.select(b, fl.lanes(others), pc, fl.exit_pcs)),
+            fl.others_min_slot)
     unreachable = gang.append_basic_block("bad_pc")
     switch = ll.IRBuilder.switch(b, lowest, unreachable)
     for s in segments:
