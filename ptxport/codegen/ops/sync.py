@@ -3,8 +3,28 @@ target's business (on the CPU: a resume point; on GPUs: the hardware instruction
 
 from __future__ import annotations
 
-from ptxport.codegen.lower import FunctionLowering, lowering
+from ptxport.codegen.lower import I32, FunctionLowering, lowering
 from ptxport.ir import nodes as ir
+
+
+def shuffle_source(b, mode: str, lane, offset, c):
+    """(source lane, in range) of shfl.sync.mode for `lane` with lane operand `offset` (only
+    its bits 4:0 count) and clamp/segment operand `c`, as i32 values built with `b` (PTX ISA
+    9.7.9.6: maxLane = (lane & segmask) | (c & ~segmask), minLane = lane & segmask); a lane
+    whose source is out of range reads its own. Works on vectors of lanes too (cpu_gang's
+    builder); cpu_sync.shuffle_sources is the same rule on numpy arrays."""
+    offset = b.and_(offset, I32(0x1F))
+    clamp, segmask = b.and_(c, I32(0x1F)), b.and_(b.lshr(c, I32(8)), I32(0x1F))
+    min_lane = b.and_(lane, segmask)
+    max_lane = b.or_(min_lane, b.and_(clamp, b.not_(segmask)))
+    if mode == "up":
+        j = b.sub(lane, offset)
+        valid = b.icmp_signed(">=", j, max_lane)
+    else:
+        j = {"down": lambda: b.add(lane, offset), "bfly": lambda: b.xor(lane, offset),
+             "idx": lambda: b.or_(min_lane, b.and_(offset, b.not_(segmask)))}[mode]()
+        valid = b.icmp_signed("<=", j, max_lane)
+    return b.select(valid, j, lane), valid
 
 
 @lowering("bar", "barrier", "shfl", "vote", "match", "redux", "activemask", "elect")

@@ -22,6 +22,7 @@ from llvmlite import ir as ll
 
 from ptxport.codegen.lower import I1, I16, I32, I64, FunctionLowering, declare
 from ptxport.codegen.ops.data import instruction_type
+from ptxport.codegen.ops.sync import shuffle_source
 from ptxport.ir import nodes as ir
 
 __all__ = ["WarpModel"]
@@ -235,25 +236,8 @@ class WarpModel:
         b = fl.b
         mode = inst.spec.get("mode")
         dest, a, bval, c = inst.operands[:4]
-        lane = self.laneid(fl)
-        bval = b.and_(fl.read(bval, "b32"), I32(31))
-        cval = fl.read(c, "b32")
-        segmask = b.and_(b.lshr(cval, I32(8)), I32(31))
-        not_seg = b.xor(segmask, I32(31))
-        max_lane = b.or_(b.and_(lane, segmask), b.and_(cval, not_seg))
-        if mode == "up":
-            j = b.sub(lane, bval)
-            valid = b.icmp_signed(">=", j, max_lane)
-        elif mode == "down":
-            j = b.add(lane, bval)
-            valid = b.icmp_signed("<=", j, max_lane)
-        elif mode == "bfly":
-            j = b.xor(lane, bval)
-            valid = b.icmp_signed("<=", j, max_lane)
-        else:
-            j = b.or_(b.and_(lane, segmask), b.and_(bval, not_seg))
-            valid = b.icmp_signed("<=", j, max_lane)
-        source = b.select(valid, j, lane)
+        source, valid = shuffle_source(b, mode, self.laneid(fl), fl.read(bval, "b32"),
+                                       fl.read(c, "b32"))
         value = self.read_lane(fl, fl.read(a, "b32"), source)
         if isinstance(dest, ir.PairValue):
             fl.write(dest.first, value, "b32")

@@ -49,6 +49,7 @@ from ptxport.codegen.lower import (
     value_type,
 )
 from ptxport.codegen.ops.data import instruction_type, state_space, vector_count
+from ptxport.codegen.ops.sync import shuffle_source
 from ptxport.codegen.targets.cpu_uniform import uniform_registers
 from ptxport.errors import UnsupportedFeatureError
 from ptxport.ir import nodes as ir
@@ -892,26 +893,8 @@ def _shfl(fl: GangLowering, inst: ir.Instruction) -> None:
         if pred is not None:
             fl.write(pred, ll.Constant(_vec(I1), [I1(v) for v in valid]), "pred")
         return
-    bval = b.and_(fl.read(inst.operands[2], "b32"), I32(0x1F))
-    c = fl.read(inst.operands[3], "b32")
-    clamp = b.and_(c, I32(0x1F))
-    segmask = b.and_(b.lshr(c, I32(8)), I32(0x1F))
-    lane = fl.lane
-    max_lane = b.or_(b.and_(lane, segmask), b.and_(clamp, b.not_(segmask)))
-    mode = inst.spec.get("mode")
-    if mode == "up":
-        j = b.sub(lane, bval)
-        valid = b.icmp_signed(">=", j, max_lane)
-    elif mode == "down":
-        j = b.add(lane, bval)
-        valid = b.icmp_signed("<=", j, max_lane)
-    elif mode == "bfly":
-        j = b.xor(lane, bval)
-        valid = b.icmp_signed("<=", j, max_lane)
-    else:
-        j = b.or_(b.and_(lane, segmask), b.and_(bval, b.not_(segmask)))
-        valid = b.icmp_signed("<=", j, max_lane)
-    j = b.select(valid, j, lane)
+    j, valid = shuffle_source(b, inst.spec.get("mode"), fl.lane,
+                              fl.read(inst.operands[2], "b32"), fl.read(inst.operands[3], "b32"))
     b.store(a, fl.shuffle_slot)
     start = b.splat(ll.IRBuilder.ptrtoint(b, fl.shuffle_slot, I64))
     pointers = b.inttoptr(b.add(start, b.shl(b.zext(j, _vec(I64)), b.splat(I64(2)))),

@@ -17,6 +17,7 @@ from __future__ import annotations
 from llvmlite import ir as ll
 
 from ptxport.codegen.lower import I8, I32, I64, PTR
+from ptxport.codegen.ops.sync import shuffle_source
 from ptxport.codegen.targets.cpu import BLOCKED, CTX, EXITED, FRAME, RUNNABLE, TRAPPED
 from ptxport.ptx.ast import IntImm
 
@@ -373,31 +374,10 @@ def _shfl_warp(fn, b, inst, frames, frame_size, statuses, base):
     mode = inst.spec.get("mode")
     lane, head, after = _loop(fn, b, I32(32), "shfl")
     t = b.add(base, lane)
-    # PTX uses b[4:0] only: "an out of range value of b may still result in a valid lane"
-    bval = b.and_(b.trunc(b.load(_slot(b, frames, frame_size, t, "in1"), typ=I64), I32),
-                  I32(0x1F))
-    c = b.trunc(b.load(_slot(b, frames, frame_size, t, "in2"), typ=I64), I32)
-    clamp = b.and_(c, I32(0x1F))
-    segmask = b.and_(b.lshr(c, I32(8)), I32(0x1F))
-    max_lane = b.or_(b.and_(lane, segmask), b.and_(clamp, b.not_(segmask)))
-    min_lane = b.and_(lane, segmask)
-    # compared as signed 64-bit numbers, so that lane - b below 0 stays below
-    lane64, b64 = b.zext(lane, I64), b.zext(bval, I64)
-    max64, min64 = b.zext(max_lane, I64), b.zext(min_lane, I64)
-    if mode == "up":
-        j = b.sub(lane64, b64)
-        valid = b.icmp_signed(">=", j, max64)
-    elif mode == "down":
-        j = b.add(lane64, b64)
-        valid = b.icmp_signed("<=", j, max64)
-    elif mode == "bfly":
-        j = b.xor(lane64, b64)
-        valid = b.icmp_signed("<=", j, max64)
-    else:
-        j = b.or_(min64, b.and_(b64, b.zext(b.not_(segmask), I64)))
-        valid = b.icmp_signed("<=", j, max64)
-    j = b.select(valid, j, lane64)
-    source = b.trunc(b.add(b.zext(base, I64), j), I32)
+    j, valid = shuffle_source(
+        b, mode, lane, b.trunc(b.load(_slot(b, frames, frame_size, t, "in1"), typ=I64), I32),
+        b.trunc(b.load(_slot(b, frames, frame_size, t, "in2"), typ=I64), I32))
+    source = b.add(base, j)
     value = b.load(_slot(b, frames, frame_size, source, "in0"), typ=I64)
     b.store(b.and_(value, I64(FULL)), _slot(b, frames, frame_size, t, "out0"))
     b.store(b.zext(valid, I64), _slot(b, frames, frame_size, t, "out1"))

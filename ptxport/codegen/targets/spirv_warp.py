@@ -21,6 +21,7 @@ from llvmlite import ir as ll
 
 from ptxport.codegen.lower import I1, I32, I64, FunctionLowering, declare
 from ptxport.codegen.ops.data import instruction_type
+from ptxport.codegen.ops.sync import shuffle_source
 from ptxport.ir import nodes as ir
 
 _SHUFFLE = "_Z17sub_group_shufflejj"
@@ -123,25 +124,8 @@ def _shfl(target, fl: FunctionLowering, inst: ir.Instruction) -> None:
     b = fl.b
     dest, a, bval, c = inst.operands[:4]
     mode = inst.spec.get("mode")
-    lane = target.lane(fl)
-    offset = b.and_(fl.read(bval, "b32"), I32(0x1F))
-    cval = fl.read(c, "b32")
-    clamp, segmask = b.and_(cval, I32(0x1F)), b.and_(b.lshr(cval, I32(8)), I32(0x1F))
-    min_lane = b.and_(lane, segmask)
-    max_lane = b.or_(min_lane, b.and_(clamp, b.not_(segmask)))
-    if mode == "up":
-        j = b.sub(lane, offset)
-        valid = b.icmp_signed(">=", j, max_lane)
-    elif mode == "down":
-        j = b.add(lane, offset)
-        valid = b.icmp_signed("<=", j, max_lane)
-    elif mode == "bfly":
-        j = b.xor(lane, offset)
-        valid = b.icmp_signed("<=", j, max_lane)
-    else:
-        j = b.or_(min_lane, b.and_(offset, b.not_(segmask)))
-        valid = b.icmp_signed("<=", j, max_lane)
-    source = b.select(valid, j, lane)
+    source, valid = shuffle_source(b, mode, target.lane(fl), fl.read(bval, "b32"),
+                                   fl.read(c, "b32"))
     result = _shuffle(target, fl, fl.read(a, "b32"), source)
     if isinstance(dest, ir.PairValue):
         fl.write(dest.first, result, "b32")

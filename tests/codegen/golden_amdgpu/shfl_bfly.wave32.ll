@@ -47,25 +47,26 @@ entry.1:
   store i1 %".12", ptr addrspace(5) %"%p1"
   %".15" = call i32 @"llvm.amdgcn.mbcnt.lo"(i32 -1, i32 0)
   %".16" = and i32 8, 31
-  %".17" = lshr i32 31, 8
-  %".18" = and i32 %".17", 31
-  %".19" = xor i32 %".18", 31
-  %".20" = and i32 %".15", %".18"
-  %".21" = and i32 31, %".19"
-  %".22" = or i32 %".20", %".21"
-  %".23" = xor i32 %".15", %".16"
-  %".24" = icmp sle i32 %".23", %".22"
-  %".25" = select  i1 %".24", i32 %".23", i32 %".15"
-  %".26" = load i32, ptr addrspace(5) %"%r2"
-  %".27" = shl i32 %".25", 2
-  %".28" = call i32 @"llvm.amdgcn.ds.bpermute"(i32 %".27", i32 %".26")
-  store i32 %".28", ptr addrspace(5) %"%r1"
-  %".30" = load i64, ptr addrspace(5) %".3", align 8
-  store i64 %".30", ptr addrspace(5) %"%rd1"
-  %".32" = load i64, ptr addrspace(5) %"%rd1"
-  %".33" = inttoptr i64 %".32" to ptr addrspace(1)
-  %".34" = load i32, ptr addrspace(5) %"%r1"
-  store i32 %".34", ptr addrspace(1) %".33", align 4
+  %".17" = and i32 31, 31
+  %".18" = lshr i32 31, 8
+  %".19" = and i32 %".18", 31
+  %".20" = and i32 %".15", %".19"
+  %".21" = xor i32 %".19", -1
+  %".22" = and i32 %".17", %".21"
+  %".23" = or i32 %".20", %".22"
+  %".24" = xor i32 %".15", %".16"
+  %".25" = icmp sle i32 %".24", %".23"
+  %".26" = select  i1 %".25", i32 %".24", i32 %".15"
+  %".27" = load i32, ptr addrspace(5) %"%r2"
+  %".28" = shl i32 %".26", 2
+  %".29" = call i32 @"llvm.amdgcn.ds.bpermute"(i32 %".28", i32 %".27")
+  store i32 %".29", ptr addrspace(5) %"%r1"
+  %".31" = load i64, ptr addrspace(5) %".3", align 8
+  store i64 %".31", ptr addrspace(5) %"%rd1"
+  %".33" = load i64, ptr addrspace(5) %"%rd1"
+  %".34" = inttoptr i64 %".33" to ptr addrspace(1)
+  %".35" = load i32, ptr addrspace(5) %"%r1"
+  store i32 %".35", ptr addrspace(1) %".34", align 4
   ret void
 after_ret:
   ret void

@@ -49,29 +49,30 @@ entry.1:
   %".16" = call i32 @"llvm.amdgcn.mbcnt.hi"(i32 -1, i32 %".15")
   %".17" = and i32 %".16", 31
   %".18" = and i32 16, 31
-  %".19" = lshr i32 31, 8
-  %".20" = and i32 %".19", 31
-  %".21" = xor i32 %".20", 31
-  %".22" = and i32 %".17", %".20"
-  %".23" = and i32 31, %".21"
-  %".24" = or i32 %".22", %".23"
-  %".25" = add i32 %".17", %".18"
-  %".26" = icmp sle i32 %".25", %".24"
-  %".27" = select  i1 %".26", i32 %".25", i32 %".17"
-  %".28" = load i32, ptr addrspace(5) %"%r2"
-  %".29" = call i32 @"llvm.amdgcn.mbcnt.lo"(i32 -1, i32 0)
-  %".30" = call i32 @"llvm.amdgcn.mbcnt.hi"(i32 -1, i32 %".29")
-  %".31" = and i32 %".30", 32
-  %".32" = or i32 %".31", %".27"
-  %".33" = shl i32 %".32", 2
-  %".34" = call i32 @"llvm.amdgcn.ds.bpermute"(i32 %".33", i32 %".28")
-  store i32 %".34", ptr addrspace(5) %"%r1"
-  %".36" = load i64, ptr addrspace(5) %".3", align 8
-  store i64 %".36", ptr addrspace(5) %"%rd1"
-  %".38" = load i64, ptr addrspace(5) %"%rd1"
-  %".39" = inttoptr i64 %".38" to ptr addrspace(1)
-  %".40" = load i32, ptr addrspace(5) %"%r1"
-  store i32 %".40", ptr addrspace(1) %".39", align 4
+  %".19" = and i32 31, 31
+  %".20" = lshr i32 31, 8
+  %".21" = and i32 %".20", 31
+  %".22" = and i32 %".17", %".21"
+  %".23" = xor i32 %".21", -1
+  %".24" = and i32 %".19", %".23"
+  %".25" = or i32 %".22", %".24"
+  %".26" = add i32 %".17", %".18"
+  %".27" = icmp sle i32 %".26", %".25"
+  %".28" = select  i1 %".27", i32 %".26", i32 %".17"
+  %".29" = load i32, ptr addrspace(5) %"%r2"
+  %".30" = call i32 @"llvm.amdgcn.mbcnt.lo"(i32 -1, i32 0)
+  %".31" = call i32 @"llvm.amdgcn.mbcnt.hi"(i32 -1, i32 %".30")
+  %".32" = and i32 %".31", 32
+  %".33" = or i32 %".32", %".28"
+  %".34" = shl i32 %".33", 2
+  %".35" = call i32 @"llvm.amdgcn.ds.bpermute"(i32 %".34", i32 %".29")
+  store i32 %".35", ptr addrspace(5) %"%r1"
+  %".37" = load i64, ptr addrspace(5) %".3", align 8
+  store i64 %".37", ptr addrspace(5) %"%rd1"
+  %".39" = load i64, ptr addrspace(5) %"%rd1"
+  %".40" = inttoptr i64 %".39" to ptr addrspace(1)
+  %".41" = load i32, ptr addrspace(5) %"%r1"
+  store i32 %".41", ptr addrspace(1) %".40", align 4
   ret void
 after_ret:
   ret void

@@ -47,27 +47,28 @@ entry.1:
   store i1 %".12", ptr addrspace(5) %"%p1"
   %".15" = call i32 @"llvm.amdgcn.mbcnt.lo"(i32 -1, i32 0)
   %".16" = and i32 3, 31
-  %".17" = lshr i32 31, 8
-  %".18" = and i32 %".17", 31
-  %".19" = xor i32 %".18", 31
-  %".20" = and i32 %".15", %".18"
-  %".21" = and i32 31, %".19"
-  %".22" = or i32 %".20", %".21"
-  %".23" = and i32 %".15", %".18"
-  %".24" = and i32 %".16", %".19"
-  %".25" = or i32 %".23", %".24"
-  %".26" = icmp sle i32 %".25", %".22"
-  %".27" = select  i1 %".26", i32 %".25", i32 %".15"
-  %".28" = load i32, ptr addrspace(5) %"%r2"
-  %".29" = shl i32 %".27", 2
-  %".30" = call i32 @"llvm.amdgcn.ds.bpermute"(i32 %".29", i32 %".28")
-  store i32 %".30", ptr addrspace(5) %"%r1"
-  %".32" = load i64, ptr addrspace(5) %".3", align 8
-  store i64 %".32", ptr addrspace(5) %"%rd1"
-  %".34" = load i64, ptr addrspace(5) %"%rd1"
-  %".35" = inttoptr i64 %".34" to ptr addrspace(1)
-  %".36" = load i32, ptr addrspace(5) %"%r1"
-  store i32 %".36", ptr addrspace(1) %".35", align 4
+  %".17" = and i32 31, 31
+  %".18" = lshr i32 31, 8
+  %".19" = and i32 %".18", 31
+  %".20" = and i32 %".15", %".19"
+  %".21" = xor i32 %".19", -1
+  %".22" = and i32 %".17", %".21"
+  %".23" = or i32 %".20", %".22"
+  %".24" = xor i32 %".19", -1
+  %".25" = and i32 %".16", %".24"
+  %".26" = or i32 %".20", %".25"
+  %".27" = icmp sle i32 %".26", %".23"
+  %".28" = select  i1 %".27", i32 %".26", i32 %".15"
+  %".29" = load i32, ptr addrspace(5) %"%r2"
+  %".30" = shl i32 %".28", 2
+  %".31" = call i32 @"llvm.amdgcn.ds.bpermute"(i32 %".30", i32 %".29")
+  store i32 %".31", ptr addrspace(5) %"%r1"
+  %".33" = load i64, ptr addrspace(5) %".3", align 8
+  store i64 %".33", ptr addrspace(5) %"%rd1"
+  %".35" = load i64, ptr addrspace(5) %"%rd1"
+  %".36" = inttoptr i64 %".35" to ptr addrspace(1)
+  %".37" = load i32, ptr addrspace(5) %"%r1"
+  store i32 %".37", ptr addrspace(1) %".36", align 4
   ret void
 after_ret:
   ret void

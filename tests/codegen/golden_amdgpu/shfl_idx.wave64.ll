@@ -49,31 +49,32 @@ entry.1:
   %".16" = call i32 @"llvm.amdgcn.mbcnt.hi"(i32 -1, i32 %".15")
   %".17" = and i32 %".16", 31
   %".18" = and i32 3, 31
-  %".19" = lshr i32 31, 8
-  %".20" = and i32 %".19", 31
-  %".21" = xor i32 %".20", 31
-  %".22" = and i32 %".17", %".20"
-  %".23" = and i32 31, %".21"
-  %".24" = or i32 %".22", %".23"
-  %".25" = and i32 %".17", %".20"
-  %".26" = and i32 %".18", %".21"
-  %".27" = or i32 %".25", %".26"
-  %".28" = icmp sle i32 %".27", %".24"
-  %".29" = select  i1 %".28", i32 %".27", i32 %".17"
-  %".30" = load i32, ptr addrspace(5) %"%r2"
-  %".31" = call i32 @"llvm.amdgcn.mbcnt.lo"(i32 -1, i32 0)
-  %".32" = call i32 @"llvm.amdgcn.mbcnt.hi"(i32 -1, i32 %".31")
-  %".33" = and i32 %".32", 32
-  %".34" = or i32 %".33", %".29"
-  %".35" = shl i32 %".34", 2
-  %".36" = call i32 @"llvm.amdgcn.ds.bpermute"(i32 %".35", i32 %".30")
-  store i32 %".36", ptr addrspace(5) %"%r1"
-  %".38" = load i64, ptr addrspace(5) %".3", align 8
-  store i64 %".38", ptr addrspace(5) %"%rd1"
-  %".40" = load i64, ptr addrspace(5) %"%rd1"
-  %".41" = inttoptr i64 %".40" to ptr addrspace(1)
-  %".42" = load i32, ptr addrspace(5) %"%r1"
-  store i32 %".42", ptr addrspace(1) %".41", align 4
+  %".19" = and i32 31, 31
+  %".20" = lshr i32 31, 8
+  %".21" = and i32 %".20", 31
+  %".22" = and i32 %".17", %".21"
+  %".23" = xor i32 %".21", -1
+  %".24" = and i32 %".19", %".23"
+  %".25" = or i32 %".22", %".24"
+  %".26" = xor i32 %".21", -1
+  %".27" = and i32 %".18", %".26"
+  %".28" = or i32 %".22", %".27"
+  %".29" = icmp sle i32 %".28", %".25"
+  %".30" = select  i1 %".29", i32 %".28", i32 %".17"
+  %".31" = load i32, ptr addrspace(5) %"%r2"
+  %".32" = call i32 @"llvm.amdgcn.mbcnt.lo"(i32 -1, i32 0)
+  %".33" = call i32 @"llvm.amdgcn.mbcnt.hi"(i32 -1, i32 %".32")
+  %".34" = and i32 %".33", 32
+  %".35" = or i32 %".34", %".30"
+  %".36" = shl i32 %".35", 2
+  %".37" = call i32 @"llvm.amdgcn.ds.bpermute"(i32 %".36", i32 %".31")
+  store i32 %".37", ptr addrspace(5) %"%r1"
+  %".39" = load i64, ptr addrspace(5) %".3", align 8
+  store i64 %".39", ptr addrspace(5) %"%rd1"
+  %".41" = load i64, ptr addrspace(5) %"%rd1"
+  %".42" = inttoptr i64 %".41" to ptr addrspace(1)
+  %".43" = load i32, ptr addrspace(5) %"%r1"
+  store i32 %".43", ptr addrspace(1) %".42", align 4
   ret void
 after_ret:
   ret void
