@@ -282,6 +282,11 @@ class FunctionLowering:
         its own way (targets override this)."""
         return LOWERINGS.get(inst.opcode)
 
+    def guard_value(self, inst: ir.Instruction) -> ll.Value:
+        """The i1 under which a guarded instruction runs (its predicate, negated for @!p)."""
+        guard = self.b.load(self.register_slot(inst.guard))
+        return self.b.not_(guard) if inst.guard_negated else guard
+
     def _lower_instruction(self, inst: ir.Instruction) -> None:
         self.inst = inst
         lower = self.lowering_for(inst)
@@ -290,9 +295,7 @@ class FunctionLowering:
         if inst.guard is None or inst.opcode == "bra":
             lower(self, inst)
             return
-        guard = self.b.load(self.register_slot(inst.guard))
-        if inst.guard_negated:
-            guard = self.b.not_(guard)
+        guard = self.guard_value(inst)
         then = self.llfn.append_basic_block("guarded")
         after = self.llfn.append_basic_block("after")
         self.b.cbranch(guard, then, after)

@@ -616,9 +616,7 @@ class GangLowering(FunctionLowering):
         if inst.guard is None or inst.opcode == "bra":
             lower(self, inst)
             return
-        guard = self.b.load(self.register_slot(inst.guard))
-        if inst.guard_negated:
-            guard = self.b.not_(guard)
+        guard = self.guard_value(inst)
         outer = self.mask
         self.mask = self.b.and_(outer, guard)
         self.guard = guard
@@ -683,9 +681,7 @@ def _bra(fl: GangLowering, inst: ir.Instruction) -> None:
         b.position_at_end(fl.llfn.append_basic_block("after_bra"))
         return
     following = fl.next_segment(inst)
-    guard = b.load(fl.register_slot(inst.guard))
-    if inst.guard_negated:
-        guard = b.not_(guard)
+    guard = fl.guard_value(inst)
     taken = fl.bits(b.and_(fl.mask, guard))
     mask_bits = fl.bits(fl.mask)
     diverged = fl.llfn.append_basic_block("diverged")
@@ -977,16 +973,14 @@ def _pattern(fl: GangLowering, addrs, size: int):
     return ll.IRBuilder.icmp_unsigned(b, "==", fl.bits(differ), I32(0)), s
 
 
-def _check_access(fl: GangLowering, host, offsets, size: int, write: bool, contiguous, start,
-                  span=None):
-    """Check the mask's lanes' accesses of `size` bytes at `host` (consecutive from `start`
-    when `contiguous`, see _pattern; `span`: the (low, high) the lanes touch when known).
-    A bad lane stops the kernel there."""
+def _check_access(fl: GangLowering, host, offsets, size: int, write: bool, span=None):
+    """Check the mask's lanes' accesses of `size` bytes at `host` (`span`: the (low, high)
+    the lanes touch, when known; else the lowest and highest address). A bad lane stops the
+    kernel there."""
     from ptxport.codegen.targets.cpu import _check_function
 
     b = fl.b
     llfn = fl.llfn
-    mask_bits = fl.bits(fl.mask)
     ok_block = llfn.append_basic_block("access_ok")
     if offsets is not None:
         limit = b.zext(fl.target._ctx_field(fl, "total_smem"), I64)
@@ -1002,31 +996,13 @@ def _check_access(fl: GangLowering, host, offsets, size: int, write: bool, conti
         _fault(fl, lane, ll.IRBuilder.extract_element(b, host, lane), size, write)
         b.position_at_end(ok_block)
         return
-    # the range the active lanes touch, as one access, against the site's cached allocation:
-    # first to last lane when consecutive, else the lowest to the highest address
+    # the range the active lanes touch, as one access, against the site's cached allocation
     if span is not None:
         lo, hi = span
     else:
-        consecutive, spread, ranged = (llfn.append_basic_block(n) for n in (
-            "range_span", "range_spread", "range_check"))
-        ll.IRBuilder.cbranch(b, contiguous, consecutive, spread)
-        b.position_at_end(consecutive)
-        first = fl.cttz(mask_bits)
-        last = b.sub(I32(31), fl.ctlz(mask_bits))
-        span_lo = b.add(start, b.mul(b.zext(first, I64), I64(size)))
-        span_hi = b.add(start, b.mul(b.zext(b.add(last, I32(1)), I64), I64(size)))
-        b.branch(ranged)
-        b.position_at_end(spread)
-        low = fl.reduce("umin", ll.IRBuilder.select(b, fl.mask, host, b.splat(I64(-1))))
-        high = b.add(fl.reduce("umax", ll.IRBuilder.select(b, fl.mask, host,
-                                                           b.splat(I64(0)))), I64(size))
-        b.branch(ranged)
-        b.position_at_end(ranged)
-        lo, hi = ll.IRBuilder.phi(b, I64), ll.IRBuilder.phi(b, I64)
-        lo.add_incoming(span_lo, consecutive)
-        lo.add_incoming(low, spread)
-        hi.add_incoming(span_hi, consecutive)
-        hi.add_incoming(high, spread)
+        lo = fl.reduce("umin", ll.IRBuilder.select(b, fl.mask, host, b.splat(I64(-1))))
+        hi = b.add(fl.reduce("umax", ll.IRBuilder.select(b, fl.mask, host, b.splat(I64(0)))),
+                   I64(size))
     site = fl.plan.check_sites
     fl.plan.check_sites += 1
     cache = fl.target._ctx_field(fl, "site_cache", typ=PTR)
@@ -1236,7 +1212,7 @@ def _check_place(fl: GangLowering, place: _Place, size: int, write: bool, kind, 
     addrs = b.add(place.addrs, b.splat(ll.Constant(et, place.offset))) if place.offset \
         else place.addrs
     if not place.shared:
-        _check_access(fl, addrs, None, size, write, None, None, span=(low, high))
+        _check_access(fl, addrs, None, size, write, span=(low, high))
         return
     limit = fl.target._ctx_field(fl, "total_smem")
     if et.width == 64:
@@ -1252,7 +1228,7 @@ def _check_place(fl: GangLowering, place: _Place, size: int, write: bool, kind, 
         _check_shared32(fl, addrs, size, write)
     else:
         window = ll.IRBuilder.ptrtoint(b, fl.target.space_base(fl, "shared"), I64)
-        _check_access(fl, b.add(addrs, b.splat(window)), addrs, size, write, None, None)
+        _check_access(fl, b.add(addrs, b.splat(window)), addrs, size, write)
     b.branch(ok)
     b.position_at_end(ok)
 
@@ -1421,7 +1397,7 @@ def _uniform_load(fl: GangLowering, operand, space, t: Type, count: int) -> list
                                    [b.sext(offsets, I64)], source_etype=I8)
     else:
         _check_access(fl, b.splat(host), None if offsets is None else b.splat(offsets), size,
-                      False, None, None, span=(host, b.add(host, I64(size))))
+                      False, span=(host, b.add(host, I64(size))))
         pointer = ll.IRBuilder.inttoptr(b, host, PTR)
     values = [ll.IRBuilder.load(b, b.gep(pointer, [I64(i * t.size)], source_etype=I8),
                                 typ=element, align=t.size) for i in range(count)]
@@ -1509,7 +1485,7 @@ def _atom(fl: GangLowering, inst: ir.Instruction) -> None:
     ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", fl.bits(fl.mask), I32(0)),
                          start, done)
     b.position_at_end(start)
-    _check_access(fl, host, offsets, t.size, True, *_pattern(fl, host, t.size))
+    _check_access(fl, host, offsets, t.size, True)
     for array, lanes in ((addresses, host), (values, value), (swaps, swap)):
         if array is not None:
             b.store(lanes, array, align=64)
@@ -1687,20 +1663,17 @@ def _lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, targe
     # once, when it starts); one that never returns before it ends computes them here.
     resumes = any(_is_barrier(inst) for inst in kernel.instructions())
 
-    def thread_index(axis):
-        if not resumes:
-            return tid[axis]
-        slot = b.gep(frame, [I64(_TID + 128 * axis)], source_etype=I8)
-        return b.load(slot, typ=vi32, align=128)
-
-    fl.thread_index = thread_index
-
     def frame_field(offset, typ=I32):
         pointer = ll.IRBuilder.gep(b, frame, [I64(offset)], source_etype=I8)
         pointer.type = ll.PointerType(typ)
         return pointer
 
-    fl.frame_field = frame_field
+    def thread_index(axis):
+        if not resumes:
+            return tid[axis]
+        return b.load(frame_field(_TID + 128 * axis, vi32), align=128)
+
+    fl.frame_field, fl.thread_index = frame_field, thread_index
     live = ll.IRBuilder.icmp_unsigned(b, "<", linear, b.splat(nthreads))
 
     segments = _segments(kernel)
@@ -1749,7 +1722,7 @@ def _lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, targe
     b.store(I32(-1), fl.frame_field(_RESUME))
     if resumes:
         for axis, value in enumerate(tid):
-            b.store(value, b.gep(frame, [I64(_TID + 128 * axis)], source_etype=I8), align=128)
+            b.store(value, frame_field(_TID + 128 * axis, vi32), align=128)
     b.store(ll.IRBuilder.select(b, live, b.splat(I32(0)), fl.exit_pcs), fl.pc_slot)
     b.store(I32(0), fl.parked_slot)
     b.branch(dispatch)
@@ -1760,9 +1733,8 @@ def _lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, targe
         "resume_slow")
     ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_signed(b, ">=", at, I32(0)), fast, slow)
     b.position_at_end(slow)
-    b.store(b.load(b.gep(frame, [I64(_PC)], source_etype=I8), typ=vi32, align=16),
-            fl.pc_slot)
-    b.store(b.load(b.gep(frame, [I64(_PARKED)], source_etype=I8), typ=I32), fl.parked_slot)
+    b.store(b.load(frame_field(_PC, vi32), align=16), fl.pc_slot)
+    b.store(b.load(frame_field(_PARKED)), fl.parked_slot)
     b.branch(dispatch)
     b.position_at_end(fast)
     b.store(I32(-1), fl.frame_field(_RESUME))
@@ -1807,8 +1779,8 @@ def _lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, targe
     ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", waiting, I32(0)), at_barrier,
                          not_barrier)
     b.position_at_end(at_barrier)
-    b.store(pc, b.gep(frame, [I64(_PC)], source_etype=I8), align=16)
-    b.store(parked, b.gep(frame, [I64(_PARKED)], source_etype=I8))
+    b.store(pc, frame_field(_PC, vi32), align=16)
+    b.store(parked, frame_field(_PARKED))
     b.ret(I32(BARRIER))
     b.position_at_end(not_barrier)
     some_parked, done = gang.append_basic_block("some_parked"), gang.append_basic_block(

@@ -118,14 +118,10 @@ def _reach(starts, stop: int | None) -> list[ir.BasicBlock]:
     return list(seen.values())
 
 
-def _not_converged(kernel: ir.Function, varying: set, post) -> set[int]:
+def _not_converged(kernel: ir.Function, varying: set, post, predecessors) -> set[int]:
     """ids of the blocks some lanes may run while others of the warp are elsewhere."""
     blocks = kernel.blocks
     index = {id(b): i for i, b in enumerate(blocks)}
-    predecessors: dict[int, list] = {id(b): [] for b in blocks}
-    for b in blocks:
-        for s in b.successors:
-            predecessors[id(s)].append(b)
     out: set[int] = set()
     for block in blocks:
         if not block.instructions:
@@ -162,8 +158,12 @@ def uniform_registers(kernel: ir.Function) -> set[ir.Register]:
             if written:
                 writes.append((block, inst, written))
     post = _post_dominators(kernel.blocks)
+    predecessors: dict[int, list] = {id(b): [] for b in kernel.blocks}
+    for b in kernel.blocks:
+        for s in b.successors:
+            predecessors[id(s)].append(b)
     while True:
-        split = _not_converged(kernel, varying, post)
+        split = _not_converged(kernel, varying, post, predecessors)
         grown = set(varying)
         for block, inst, written in writes:
             if not written - grown:
