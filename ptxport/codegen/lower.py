@@ -282,6 +282,16 @@ class FunctionLowering:
         its own way (targets override this)."""
         return LOWERINGS.get(inst.opcode)
 
+    def stack_variable(self, var: ir.Variable, align: int) -> ll.Value:
+        """Stack memory of this LLVM function for a .local or .param variable (a device
+        function's locals, a call sequence's parameters), made at its entry on first use."""
+        slot = self.local_vars.get(id(var))
+        if slot is None:
+            slot = self.entry_alloca(ll.ArrayType(I8, max(var.size, 1)), var.name,
+                                     max(var.alignment, align))
+            self.local_vars[id(var)] = slot
+        return slot
+
     def guard_value(self, inst: ir.Instruction) -> ll.Value:
         """The i1 under which a guarded instruction runs (its predicate, negated for @!p)."""
         guard = self.b.load(self.register_slot(inst.guard))

@@ -250,14 +250,7 @@ class CpuTarget(Target):
         if offset is not None and fl.function.is_kernel:
             return fl.b.gep(self._local_base(fl), [const_int(I64, offset)], source_etype=I8)
         if var.space in ("local", "param"):
-            # A device function's locals and any call sequence's .param variables: stack
-            # memory of the LLVM function, made once at its entry.
-            slot = fl.local_vars.get(id(var))
-            if slot is None:
-                slot = fl.entry_alloca(ll.ArrayType(I8, max(var.size, 1)), var.name,
-                                       max(var.alignment, 8))
-                fl.local_vars[id(var)] = slot
-            return slot
+            return fl.stack_variable(var, 8)
         raise fl.unsupported(fl.inst, f"a variable in .{var.space} space on the CPU")
 
     # --- control ----------------------------------------------------------------------------

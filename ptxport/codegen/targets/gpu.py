@@ -110,12 +110,7 @@ class GpuLowering(FunctionLowering, ABC):
         if var.name in self.param_pointers:
             return self.param_pointers[var.name]
         if var.space in ("local", "param"):
-            slot = self.local_vars.get(id(var))
-            if slot is None:
-                slot = self.entry_alloca(ll.ArrayType(I8, max(var.size, 1)), var.name,
-                                         max(var.alignment, 4))
-                self.local_vars[id(var)] = slot
-            return slot
+            return self.stack_variable(var, 4)
         raise self.unsupported(self.inst, f"a variable in .{var.space} space")
 
 
