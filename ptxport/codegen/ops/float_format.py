@@ -198,7 +198,11 @@ def select(fl: FunctionLowering, condition: ll.Value, x: ll.Value, y: ll.Value,
 
 def canonical(fl: FunctionLowering, v: ll.Value, fmt: FloatFormat) -> ll.Value:
     """A NaN replaced by fmt's NaN."""
-    return select(fl, _is_nan_bits(fl, v, fmt), constant(fl, fmt, fmt.nan), v, fmt)
+    typ = v.type.element if isinstance(v.type, ll.VectorType) else v.type
+    # a float compares unordered with itself in one instruction; 16-bit formats test bits
+    nan = is_nan(fl, v) if isinstance(typ, (ll.FloatType, ll.DoubleType)) else \
+        _is_nan_bits(fl, v, fmt)
+    return select(fl, nan, constant(fl, fmt, fmt.nan), v, fmt)
 
 
 def quiet(fl: FunctionLowering, v: ll.Value) -> ll.Value:
