@@ -1141,21 +1141,64 @@ class CpuKernelBinary:
         run_grid(self, tuple(grid), tuple(block), dynamic_shared, params, allocations)
 
 
-def compile_kernel(module: ir.Module, kernel: str, options=None) -> CpuKernelBinary:
+class GangKernelBinary:
+    """A kernel that runs as warp gangs (cpu_gang.py), compiled for each block shape it is
+    launched with, on that shape's first launch: thread indices, the block's size and the
+    registers every lane of a warp holds alike (threadIdx.y in 32-wide blocks) are then
+    constants of the code. `llvm_ir` and `plan` are the code for any shape, which `launch`
+    does not run."""
+
+    def __init__(self, name: str, llvm_ir: str, plan: KernelPlan, module: ir.Module):
+        self.name, self.llvm_ir, self.plan, self.module = name, llvm_ir, plan, module
+        self.gang_refusal: str | None = None
+        self._shapes: dict[tuple, CpuKernelBinary] = {}
+        self._scalar: CpuKernelBinary | None = None
+        self._lock = threading.Lock()
+
+    def for_block(self, block) -> CpuKernelBinary:
+        """The compiled code for blocks of this shape (compiled now if it is the first)."""
+        block = tuple(block)
+        with self._lock:
+            binary = self._shapes.get(block)
+            if binary is None:
+                binary = self._shapes[block] = self._compile(block)
+            return binary
+
+    def _compile(self, block: tuple) -> CpuKernelBinary:
+        if self._scalar is None:
+            try:
+                llmod, plan = cpu_gang.build(self.module, self.name, block)
+                binary = CpuKernelBinary(self.name, str(llmod), plan, self.module)
+            except (cpu_gang.GangUnsupported, RuntimeError) as e:
+                # LLVM refused the module (a gap in cpu_gang's checks; the same code for
+                # any shape was accepted): thread by thread, for every shape
+                self.gang_refusal = f"LLVM rejected the gang code: {str(e).splitlines()[0]}"
+                llmod, plan = build_llvm(self.module, self.name)
+                self._scalar = CpuKernelBinary(self.name, str(llmod), plan, self.module)
+            else:
+                binary.gang_refusal = None
+                return binary
+        return self._scalar
+
+    def launch(self, grid, block, dynamic_shared: int, params: bytes,
+               allocations: list[tuple[int, int]] | None = None) -> None:
+        """CpuKernelBinary.launch with the code for this block shape."""
+        self.for_block(block).launch(grid, block, dynamic_shared, params, allocations)
+
+
+def compile_kernel(module: ir.Module, kernel: str,
+                   options=None) -> CpuKernelBinary | GangKernelBinary:
     """Compile `kernel` of a verified IR module for the host CPU: as warp gangs
-    (cpu_gang.py) where that path takes the kernel, else thread by thread."""
+    (cpu_gang.py; machine code per block shape, at its first launch) where that path takes
+    the kernel, else thread by thread."""
     refusal = "turned off (PTXPORT_CPU_GANG=0)"
     if cpu_gang.enabled():
         try:
             llmod, plan = cpu_gang.build(module, kernel)
-            binary = CpuKernelBinary(kernel, str(llmod), plan, module)
         except cpu_gang.GangUnsupported as e:
             refusal = str(e)
-        except RuntimeError as e:      # LLVM refused the module: a gap in cpu_gang's checks
-            refusal = f"LLVM rejected the gang code: {str(e).splitlines()[0]}"
         else:
-            binary.gang_refusal = None
-            return binary
+            return GangKernelBinary(kernel, str(llmod), plan, module)
     llmod, plan = build_llvm(module, kernel)
     binary = CpuKernelBinary(kernel, str(llmod), plan, module)
     binary.gang_refusal = refusal

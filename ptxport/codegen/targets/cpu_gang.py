@@ -50,7 +50,7 @@ from ptxport.codegen.lower import (
 )
 from ptxport.codegen.ops.data import instruction_type, state_space, vector_count
 from ptxport.codegen.ops.sync import shuffle_source
-from ptxport.codegen.targets.cpu_uniform import uniform_registers
+from ptxport.codegen.targets.cpu_uniform import uniform_registers, warp_uniform_indices
 from ptxport.errors import UnsupportedFeatureError
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import live_after, live_before, may_write, uses_and_defs
@@ -401,6 +401,10 @@ def _gang_target_class():
                 if axis >= 3:
                     return I32(0)
                 return fl.thread_index(axis)
+            if name == "%ntid" and fl.block is not None:
+                return I32(fl.block[axis] if axis < 3 else 0)
+            if name == "%nwarpid" and fl.block is not None:
+                return I32((fl.block[0] * fl.block[1] * fl.block[2] + W - 1) // W)
             if name == "%laneid":
                 return fl.lane
             if name == "%warpid":
@@ -437,17 +441,25 @@ def _gang_target_class():
 class GangLowering(FunctionLowering):
     """FunctionLowering with every register a vector of the warp's lanes."""
 
-    def __init__(self, module, function, llfn, target, plan):
+    def __init__(self, module, function, llfn, target, plan, block=None):
         super().__init__(module, function, llfn, target)
         self.b = GangBuilder(self.entry)
         self.plan = plan
         self.mask = None
         self.guard = None
-        self.uniform = uniform_registers(function)
+        self.block = block      # the block shape the code is for, or None: any
+        self.uniform = uniform_registers(function, block)
         # within a segment: the lanes' addresses read from a base, and how they lie
         # (_place, _classify); a write of the base register forgets them
         self.places: dict = {}
         self.patterns: dict = {}
+        # within a segment: which unguarded accesses share a base (until it is written) and
+        # size, and the span of their offsets (_access_groups); each group's accesses are
+        # checked together once (_group_check)
+        self.group_of: dict = {}
+        self.group_span: dict = {}
+        self.group_ok: dict = {}
+        self.group_prefetch = None
         self.constants = _constant_registers(function)
         self.read_somewhere = set().union(
             *(uses_and_defs(inst)[0] for inst in function.instructions()))
@@ -508,9 +520,11 @@ class GangLowering(FunctionLowering):
             v = self.b.splat(v)
         return self._resize(v, have, register, have)
 
-    def forget_segment(self):
+    def forget_segment(self, instructions=()):
         self.places.clear()
         self.patterns.clear()
+        self.group_ok.clear()
+        self.group_of, self.group_span = _access_groups(self, instructions)
 
     def constant_of(self, operand) -> int | None:
         """The value of an immediate operand, or of a register whose one definition in the
@@ -1116,6 +1130,44 @@ class _Place:
         return _Place(self.addrs, self.shared, self.offset + step, self.key)
 
 
+def _vector_access(fl: GangLowering, inst: ir.Instruction):
+    """(address operand, space, element type, count) of a ld or st that _access lowers lane
+    by lane (not a parameter, not a load every lane makes alike), else None."""
+    if inst.opcode not in ("ld", "st"):
+        return None
+    space = state_space(inst)
+    if inst.opcode == "ld":
+        defs = uses_and_defs(inst)[1]
+        if space == "param" or (defs and defs <= fl.uniform):
+            return None
+    operand = inst.operands[1] if inst.opcode == "ld" else inst.operands[0]
+    if not isinstance(operand, ir.Address):
+        return None
+    return operand, space, instruction_type(inst), vector_count(inst)
+
+
+def _access_groups(fl: GangLowering, instructions) -> tuple[dict, dict]:
+    """The unguarded accesses of a segment that read the same base (before it is written
+    again) with elements of one size: id(instruction) -> group, and group -> (lowest,
+    highest) offset. Their lanes' addresses differ by constants only, so one range check
+    covers the group (_group_check)."""
+    written: dict = {}
+    group_of, span = {}, {}
+    for inst in instructions:
+        found = _vector_access(fl, inst) if inst.guard is None else None
+        if found is not None:
+            operand, space, t, count = found
+            base = id(operand.base)
+            group = ((base, space), t.size, written.get(base, 0))
+            group_of[id(inst)] = group
+            low, high = span.get(group, (operand.offset, operand.offset))
+            span[group] = (min(low, operand.offset),
+                           max(high, operand.offset + (count - 1) * t.size))
+        for reg in may_write(inst):
+            written[id(reg)] = written.get(id(reg), 0) + 1
+    return group_of, span
+
+
 def _place(fl: GangLowering, operand, space) -> _Place:
     """The _Place of a memory operand; the base's lanes are read once per segment while the
     base register is not written."""
@@ -1233,16 +1285,75 @@ def _check_place(fl: GangLowering, place: _Place, size: int, write: bool, kind, 
     b.position_at_end(ok)
 
 
+def _group_check(fl: GangLowering, place: _Place, size: int, low, high):
+    """i1: whether every access of the current instruction's group (_access_groups) by the
+    mask's lanes lies inside memory the kernel may touch, checked once where the group's
+    first access classifies its lanes (so it holds for the rest of the segment); None for
+    an access in no group. A false check makes each access check itself (the exact fault,
+    in program order). Global accesses also prefetch here, for the whole group."""
+    group = fl.group_of.get(id(fl.inst))
+    if group is None:
+        return None
+    memo = (group, id(fl.mask))
+    if memo in fl.group_ok:
+        return fl.group_ok[memo]
+    b = fl.b
+    first, last = fl.group_span[group]
+    et = place.addrs.type.element
+    if place.shared:       # lane by lane in one vector test: exact however they lie
+        limit = fl.target._ctx_field(fl, "total_smem")
+        if et.width == 64:
+            limit = b.zext(limit, I64)
+        start = b.add(place.addrs, b.splat(ll.Constant(et, first))) if first else place.addrs
+        end = b.add(place.addrs, b.splat(ll.Constant(et, last + size)))
+        good = b.and_(ll.IRBuilder.icmp_unsigned(b, "<=", start, end),
+                      ll.IRBuilder.icmp_unsigned(b, "<=", end, b.splat(limit)))
+        bad = fl.bits(b.and_(fl.mask, b.not_(good)))
+        ok = ll.IRBuilder.icmp_unsigned(b, "==", bad, I32(0))
+        fl.group_ok[memo] = ok
+        return ok
+    low = b.add(low, ll.Constant(et, first))
+    high = b.add(high, ll.Constant(et, last))
+    ordered = ll.IRBuilder.icmp_unsigned(b, "<=", low, high)
+    from ptxport.codegen.targets.cpu import _check_function
+
+    site = fl.plan.check_sites
+    fl.plan.check_sites += 1
+    slot = b.gep(fl.target._ctx_field(fl, "site_cache", typ=PTR), [I64(16 * site)],
+                 source_etype=I8)
+    hit = b.and_(ordered, b.and_(
+        ll.IRBuilder.icmp_unsigned(b, ">=", low, b.load(slot, typ=I64)),
+        ll.IRBuilder.icmp_unsigned(b, "<=", high, b.load(
+            b.gep(slot, [I64(8)], source_etype=I8), typ=I64))))
+    idle = ll.IRBuilder.icmp_unsigned(b, "==", fl.bits(fl.mask), I32(0))
+    before = b.block
+    search, done = fl.llfn.append_basic_block("group_search"), fl.llfn.append_basic_block(
+        "group_checked")
+    ll.IRBuilder.cbranch(b, b.or_(hit, idle), done, search)
+    b.position_at_end(search)
+    found = ll.IRBuilder.call(b, _check_function(fl.llfn.module),
+                              [fl.llfn.args[0], low, b.sub(high, low), slot])
+    searched = b.block
+    b.branch(done)
+    b.position_at_end(done)
+    ok = ll.IRBuilder.phi(b, I1)
+    ok.add_incoming(I1(1), before)
+    ok.add_incoming(found, searched)
+    fl.group_ok[memo] = ok
+    fl.group_prefetch = low
+    return ok
+
+
 _AHEAD = 3      # how many strides ahead _prefetch fetches
 _NEAR = 1 << 26
 
 
-def _prefetch(fl: GangLowering, low, size: int) -> None:
+def _prefetch(fl: GangLowering, low, span: int) -> None:
     """A software stride prefetcher for one access site: the warp's accesses there move by
     a stride (a grid-stride loop moves by gridDim * blockDim elements, too far for the
-    hardware's prefetchers); fetch the lines a warp's access of `size`-byte elements spans
-    _AHEAD strides on. The stride is the last move at this site; a wrong guess costs a
-    prefetch, never a fault."""
+    hardware's prefetchers); fetch the lines of the `span` bytes from `low` _AHEAD strides
+    on. The stride is the last move at this site; a wrong guess costs a prefetch, never a
+    fault."""
     b = fl.b
     last = fl.entry_alloca(I64, "last_address")
     with b.goto_block(fl.entry):
@@ -1260,7 +1371,7 @@ def _prefetch(fl: GangLowering, low, size: int) -> None:
     b.position_at_end(fetch)
     ahead = b.add(low, b.mul(step, I64(_AHEAD)))
     fn = _declare(fl.llfn.module, "llvm.prefetch.p0", ll.VoidType(), [PTR, I32, I32, I32])
-    for line in range(0, min(size * W, 256), 64):
+    for line in range(0, min(span, 256), 64):
         ll.IRBuilder.call(b, fn, [ll.IRBuilder.inttoptr(b, b.add(ahead, I64(line)), PTR),
                                   I32(0), I32(3), I32(1)])
     b.branch(done)
@@ -1282,6 +1393,8 @@ def _access(fl: GangLowering, place: _Place, t: Type, value=None):
     kind, s0, s1, low, high = _classify(fl, place, t.size)
     et = place.addrs.type.element
     offset = ll.Constant(et, place.offset)
+    fl.group_prefetch = None
+    checked = _group_check(fl, place, t.size, low, high) if fl.guard is None else None
     active, vector_block, halves_block, uniform_block, lanes_block, done = (
         fl.llfn.append_basic_block(n) for n in (
             "access_active", "access_vector", "access_halves", "access_uniform",
@@ -1290,9 +1403,22 @@ def _access(fl: GangLowering, place: _Place, t: Type, value=None):
     ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", fl.bits(fl.mask), I32(0)),
                          active, done)
     b.position_at_end(active)
-    _check_place(fl, place, t.size, not load, kind, b.add(low, offset), b.add(high, offset))
-    if not place.shared:
-        _prefetch(fl, b.add(low, offset), t.size)
+    if checked is None:
+        _check_place(fl, place, t.size, not load, kind, b.add(low, offset),
+                     b.add(high, offset))
+        if not place.shared:
+            _prefetch(fl, b.add(low, offset), t.size * W)
+    else:       # the group's check failed: this access on its own
+        if fl.group_prefetch is not None:       # the group's first access
+            _prefetch(fl, fl.group_prefetch, 256)
+        exact, ok = fl.llfn.append_basic_block("access_exact"), fl.llfn.append_basic_block(
+            "access_checked")
+        ll.IRBuilder.cbranch(b, checked, ok, exact)
+        b.position_at_end(exact)
+        _check_place(fl, place, t.size, not load, kind, b.add(low, offset),
+                     b.add(high, offset))
+        b.branch(ok)
+        b.position_at_end(ok)
     if place.shared:
         window = fl.target.space_base(fl, "shared")
 
@@ -1623,8 +1749,9 @@ def _divide(b: GangBuilder, v, n):
     return b.add(q, short), b.sub(r, b.mul(short, b.splat(n)))
 
 
-def _lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, target, plan):
-    fl = GangLowering(module, kernel, gang, target, plan)
+def _lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, target, plan,
+                block=None):
+    fl = GangLowering(module, kernel, gang, target, plan, block)
     b = fl.b
     ctx, frame, warp, nthreads, start = gang.args
     fl.declare_registers()
@@ -1655,13 +1782,29 @@ def _lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, targe
     fl.lane = ll.Constant(vi32, [I32(i) for i in range(W)])
     fl.warp_number = warp
     linear = b.add(b.splat(b.mul(warp, I32(W))), fl.lane)
-    ntid = [target._ctx_field(fl, "ntid", axis) for axis in range(3)]
-    rest, x = _divide(b, linear, ntid[0])
-    z, y = _divide(b, rest, ntid[1])
-    tid = [x, y, z]
+    shape = fl.block
+    if shape is None:
+        ntid = [target._ctx_field(fl, "ntid", axis) for axis in range(3)]
+        rest, x = _divide(b, linear, ntid[0])
+        z, y = _divide(b, rest, ntid[1])
+        tid = [x, y, z]
+    else:       # divisions by constants (shifts for powers of two); alike lanes: a scalar
+        nthreads = I32(shape[0] * shape[1] * shape[2])
+        first = b.mul(warp, I32(W))
+        alike = warp_uniform_indices(shape)
+        tid = []
+        for axis, (below, size) in enumerate(((1, shape[0]), (shape[0], shape[1]),
+                                               (shape[0] * shape[1], shape[2]))):
+            of = first if "xyz"[axis] in alike else linear
+            index = ll.IRBuilder.udiv(b, of, b.splat(I32(below)) if _is_vec(of) else I32(below))
+            if axis < 2:
+                index = ll.IRBuilder.urem(b, index, b.splat(I32(size)) if _is_vec(index)
+                                          else I32(size))
+            tid.append(index)
     # A warp that resumes after a barrier reads its thread indices from its frame (computed
-    # once, when it starts); one that never returns before it ends computes them here.
-    resumes = any(_is_barrier(inst) for inst in kernel.instructions())
+    # once, when it starts); one that never returns before it ends computes them here, as
+    # does code for one block shape (a few shifts and masks).
+    resumes = shape is None and any(_is_barrier(inst) for inst in kernel.instructions())
 
     def frame_field(offset, typ=I32):
         pointer = ll.IRBuilder.gep(b, frame, [I64(offset)], source_etype=I8)
@@ -1812,7 +1955,7 @@ def _lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, targe
     for i, s in enumerate(segments):
         b.position_at_end(s.llblock)
         fl.mask = b.load(fl.mask_slot)
-        fl.forget_segment()
+        fl.forget_segment(s.block.instructions[s.start:s.end])
         for inst in s.block.instructions[s.start:s.end]:
             fl.lower_instruction(inst)
         if not b.block.is_terminated:
@@ -1825,7 +1968,8 @@ def _lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, targe
     return fl
 
 
-def _build_run_blocks(llmod: ll.Module, gang: ll.Function, warp_frame: int) -> None:
+def _build_run_blocks(llmod: ll.Module, gang: ll.Function, warp_frame: int,
+                      block=None) -> None:
     """i64 run_blocks(ctx, frames, frame_size, nthreads, first, count, status*): blocks
     first..first+count-1, each warp by warp in rounds until every warp has exited (a round
     ends when each warp has exited or waits at a barrier); -1, or (block << 32 | thread) of
@@ -1836,6 +1980,8 @@ def _build_run_blocks(llmod: ll.Module, gang: ll.Function, warp_frame: int) -> N
                      name="run_blocks")
     ctx, frames, _frame_size, nthreads, first, count, status_out = fn.args
     b = ll.IRBuilder(fn.append_basic_block("entry"))
+    if block is not None:       # code for one block shape (the executor passes the same)
+        nthreads = I32(block[0] * block[1] * block[2])
     warps = b.udiv(b.add(nthreads, I32(W - 1)), I32(W))
     names = ("round_head", "warp_head", "warp_body", "warp_run", "warp_next", "round_end",
              "failed")
@@ -1884,10 +2030,12 @@ def _build_run_blocks(llmod: ll.Module, gang: ll.Function, warp_frame: int) -> N
     b.ret(b.or_(b.shl(n, I64(32)), b.zext(thread, I64)))
 
 
-def build(module: ir.Module, kernel_name: str):
+def build(module: ir.Module, kernel_name: str, block: tuple[int, int, int] | None = None):
     """(LLVM module, KernelPlan) of `kernel_name` as warp gangs, with the same `run_blocks`
-    and `run_claimed_blocks` entry points as the scalar path's kernels without waits. Raises
-    GangUnsupported (with the reason) for kernels this path does not take."""
+    and `run_claimed_blocks` entry points as the scalar path's kernels without waits; for
+    blocks of shape `block` only when given (thread indices, block size and the lanes alike
+    then known when compiling). Raises GangUnsupported (with the reason) for kernels this
+    path does not take."""
     import llvmlite.binding as llvm
 
     from ptxport.codegen.targets import cpu, cpu_runtime
@@ -1909,13 +2057,13 @@ def build(module: ir.Module, kernel_name: str):
     # elsewhere): LLVM may keep registers that live in it in machine registers meanwhile.
     gang.args[1].add_attribute("noalias")
     try:
-        fl = _lower_gang(module, kernel, gang, target, plan)
+        fl = _lower_gang(module, kernel, gang, target, plan, block)
     except (UnsupportedFeatureError, AttributeError, TypeError, KeyError, ValueError) as e:
         raise GangUnsupported(f"{type(e).__name__}: {e}") from e
     per_thread = max(cpu.FRAME.size, (fl.frame_bytes + W - 1) // W)
     plan.frame_size = (per_thread + 15) // 16 * 16      # warp frames: multiples of 512
     plan.gang = True
-    _build_run_blocks(llmod, gang, W * plan.frame_size)
+    _build_run_blocks(llmod, gang, W * plan.frame_size, block)
     cpu.build_claiming(llmod, llmod.globals["run_blocks"], 4, "run_claimed_blocks")
     cpu_runtime.add_conversions(llmod)
     return llmod, plan

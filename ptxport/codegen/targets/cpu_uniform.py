@@ -31,7 +31,7 @@ from ptxport.codegen.ops.data import state_space
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import may_write, uses_and_defs
 
-__all__ = ["uniform_registers"]
+__all__ = ["uniform_registers", "warp_uniform_indices"]
 
 # Instructions whose result is the same in every lane when their operands are.
 _VALUE_OPS = {"add", "sub", "mul", "mad", "mul24", "mad24", "sad", "div", "rem", "abs", "neg",
@@ -42,20 +42,40 @@ _VALUE_OPS = {"add", "sub", "mul", "mad", "mul24", "mad24", "sad", "div", "rem",
 _PER_LANE = ("%tid", "%laneid", "%lanemask_")
 
 
-def _per_lane(value) -> bool:
-    """Whether an operand reads a special register that differs between lanes."""
+def warp_uniform_indices(block: tuple[int, int, int] | None) -> set[str]:
+    """The components of %tid that every lane of a warp holds alike in blocks of this shape
+    (a warp is 32 consecutive threads in x-major order): y when the rows are whole multiples
+    of 32 threads (or there is one row), z likewise for planes, x for a one-thread row."""
+    if block is None:
+        return set()
+    x, y, z = block
+    alike = set()
+    if x == 1:
+        alike.add("x")
+    if x % 32 == 0 or y == 1:
+        alike.add("y")
+    if (x * y) % 32 == 0 or z == 1:
+        alike.add("z")
+    return alike
+
+
+def _per_lane(value, alike: set[str]) -> bool:
+    """Whether an operand reads a special register that differs between lanes (`alike`:
+    the components of %tid that do not, for the block shape)."""
     if isinstance(value, ir.SpecialRegister):
+        if value.name == "%tid" and (value.component or "x") in alike:
+            return False
         return value.name.startswith(_PER_LANE)
     if isinstance(value, ir.VectorValue | ir.ListValue):
-        return any(_per_lane(e) for e in value.elements)
+        return any(_per_lane(e, alike) for e in value.elements)
     if isinstance(value, ir.PairValue):
-        return _per_lane(value.first) or _per_lane(value.second)
+        return _per_lane(value.first, alike) or _per_lane(value.second, alike)
     if isinstance(value, ir.NotValue | ir.NegValue):
-        return _per_lane(value.value)
+        return _per_lane(value.value, alike)
     return False
 
 
-def _same_in_every_lane(inst: ir.Instruction, varying: set) -> bool:
+def _same_in_every_lane(inst: ir.Instruction, varying: set, alike: set[str]) -> bool:
     if inst.opcode not in _VALUE_OPS:
         return False
     if inst.opcode in ("ld", "ldu") and state_space(inst) == "local":
@@ -63,7 +83,7 @@ def _same_in_every_lane(inst: ir.Instruction, varying: set) -> bool:
     uses, _ = uses_and_defs(inst)
     if uses & varying:
         return False
-    return not any(_per_lane(o) for o in inst.operands)
+    return not any(_per_lane(o, alike) for o in inst.operands)
 
 
 def _stops_lanes(inst: ir.Instruction) -> bool:
@@ -147,8 +167,11 @@ def _not_converged(kernel: ir.Function, varying: set, post, predecessors) -> set
     return out
 
 
-def uniform_registers(kernel: ir.Function) -> set[ir.Register]:
-    """The registers of `kernel` that are the same in every lane wherever they are read."""
+def uniform_registers(kernel: ir.Function,
+                      block: tuple[int, int, int] | None = None) -> set[ir.Register]:
+    """The registers of `kernel` that are the same in every lane wherever they are read
+    (`block`: the block shape the code is for, when known)."""
+    alike = warp_uniform_indices(block)
     registers = set(kernel.registers.values())
     varying = {r for r in registers if r.vector}
     writes: list[tuple[ir.BasicBlock, ir.Instruction, set]] = []
@@ -168,7 +191,7 @@ def uniform_registers(kernel: ir.Function) -> set[ir.Register]:
         for block, inst, written in writes:
             if not written - grown:
                 continue
-            if id(block) in split or not _same_in_every_lane(inst, grown):
+            if id(block) in split or not _same_in_every_lane(inst, grown, alike):
                 grown |= written
         if grown == varying:
             return registers - varying
