@@ -70,3 +70,54 @@ def test_values_written_apart_stay_apart():
     expected = np.where(t % 2, 20, 10) * 1000 + (t % 4 + 1) + 4 * 100 + 7
     np.testing.assert_array_equal(out[:n], expected)
     assert (out[n:] == 0).all()
+
+
+# threadIdx.x >> 5 (the warp index in 32-wide rows) picks each warp's element of a table,
+# and a branch on it; threadIdx.y is the row. Uniform only where rows are multiples of 32
+# threads wide: in 48-wide rows the warps straddle rows and their lanes differ.
+WARP_INDEX = """
+.visible .entry w(.param .u64 out, .param .u64 table)
+{
+.reg .pred %p<2>; .reg .b32 %r<10>; .reg .b64 %rd<8>;
+ld.param.u64 %rd1, [out]; ld.param.u64 %rd4, [table];
+mov.u32 %r1, %tid.x; mov.u32 %r2, %r1; shr.u32 %r3, %r2, 5; div.u32 %r9, %r1, 64;
+mov.u32 %r7, %tid.y; mov.u32 %r8, %ntid.x; mad.lo.u32 %r6, %r7, %r8, %r1;
+mul.wide.u32 %rd5, %r3, 4; add.u64 %rd6, %rd4, %rd5; ld.global.u32 %r4, [%rd6];
+setp.eq.u32 %p1, %r3, 1;
+@%p1 bra SKIP;
+add.u32 %r4, %r4, %r9;
+SKIP:
+mad.lo.u32 %r4, %r4, 1000, %r1;
+mul.wide.u32 %rd2, %r6, 4; add.u64 %rd3, %rd1, %rd2; st.global.u32 [%rd3], %r4;
+ret;
+}
+"""
+
+
+def test_warp_index_is_uniform_in_32_wide_rows():
+    module = Program(HEADER + WARP_INDEX, code_type="ptx").compile("native").module
+    kernel = module.functions["w"]
+    wide = {r.name for r in uniform_registers(kernel, (64, 2, 1))}
+    assert {"%r3", "%r9", "%p1", "%r7"} <= wide      # %r7: threadIdx.y, rows of 64
+    assert not {"%r1", "%r2", "%r4", "%r6"} & wide
+    narrow = {r.name for r in uniform_registers(kernel, (48, 2, 1))}
+    assert not {"%r3", "%r9", "%p1", "%r7"} & narrow
+    assert not {"%r3", "%r7"} & {r.name for r in uniform_registers(kernel)}
+
+    dev = Device("cpu")
+    stream = dev.create_stream()
+    kernel = Program(HEADER + WARP_INDEX, code_type="ptx").compile("native").get_kernel("w")
+    table = np.array([5, 7, 11, 13], np.uint32)
+    for x in (64, 48, 96):
+        out = np.zeros(2 * x, np.uint32)
+        bufs = [dev.allocate(a.nbytes, stream=stream) for a in (out, table)]
+        bufs[1].copy_from(table, stream=stream)
+        launch(stream, LaunchConfig(grid=1, block=(x, 2)), kernel, *bufs)
+        bufs[0].copy_to(out, stream=stream)
+        stream.sync()
+        assert kernel._binary(dev).gang_refusal is None
+        t = np.arange(x)
+        w = t >> 5
+        value = table[w] + np.where(w == 1, 0, t // 64)
+        want = np.concatenate([value * 1000 + t] * 2).astype(np.uint32)
+        assert (out == want).all(), x

@@ -50,7 +50,12 @@ from ptxport.codegen.lower import (
 )
 from ptxport.codegen.ops.data import instruction_type, state_space, vector_count
 from ptxport.codegen.ops.sync import shuffle_source
-from ptxport.codegen.targets.cpu_uniform import uniform_registers, warp_uniform_indices
+from ptxport.codegen.targets.cpu_uniform import (
+    thread_x_copies,
+    uniform_registers,
+    warp_index_of,
+    warp_uniform_indices,
+)
 from ptxport.errors import UnsupportedFeatureError
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import live_after, live_before, may_write, uses_and_defs
@@ -449,6 +454,7 @@ class GangLowering(FunctionLowering):
         self.guard = None
         self.block = block      # the block shape the code is for, or None: any
         self.uniform = uniform_registers(function, block)
+        self.thread_x = thread_x_copies(function)
         # within a segment: the lanes' addresses read from a base, and how they lie
         # (_place, _classify); a write of the base register forgets them
         self.places: dict = {}
@@ -548,6 +554,10 @@ class GangLowering(FunctionLowering):
             return
         self._forget(dest.register if isinstance(dest, ir.RegisterElement) else dest)
         if isinstance(dest, ir.Register) and dest in self.uniform:
+            if _is_vec(v) and warp_index_of(self.inst, self.block, self.thread_x):
+                # threadIdx.x / 32 in 32-wide rows: computed per lane, alike in all (every
+                # lane's threadIdx.x is computed, active or not)
+                v = ll.IRBuilder.extract_element(self.b, v, I32(0))
             if _is_vec(v) or (self.guard is not None and _is_vec(self.guard)):
                 raise GangUnsupported(
                     f"{self.inst.spec.text}: a per-lane value for the uniform register "

@@ -30,8 +30,9 @@ from __future__ import annotations
 from ptxport.codegen.ops.data import state_space
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import may_write, uses_and_defs
+from ptxport.ptx.ast import IntImm
 
-__all__ = ["uniform_registers", "warp_uniform_indices"]
+__all__ = ["thread_x_copies", "uniform_registers", "warp_index_of", "warp_uniform_indices"]
 
 # Instructions whose result is the same in every lane when their operands are.
 _VALUE_OPS = {"add", "sub", "mul", "mad", "mul24", "mad24", "sad", "div", "rem", "abs", "neg",
@@ -75,7 +76,53 @@ def _per_lane(value, alike: set[str]) -> bool:
     return False
 
 
-def _same_in_every_lane(inst: ir.Instruction, varying: set, alike: set[str]) -> bool:
+def _thread_x(value, lane_x: set) -> bool:
+    """%tid.x, or a register holding only copies of it."""
+    if isinstance(value, ir.SpecialRegister):
+        return value.name == "%tid" and (value.component or "x") == "x"
+    return isinstance(value, ir.Register) and value in lane_x
+
+
+def warp_index_of(inst: ir.Instruction, block: tuple[int, int, int] | None,
+                  lane_x: set) -> bool:
+    """Whether `inst` divides threadIdx.x by a multiple of 32 (`shr` by 5 or more, `div` by
+    a multiple of 32): in rows of a multiple of 32 threads, threadIdx.x is 32 * (the warp's
+    place in the row) + its lane, so the quotient is the same in every lane of a warp
+    (threadIdx.x / 32, the warp index). `lane_x`: registers holding copies of %tid.x."""
+    if block is None or block[0] % 32 or inst.guard is not None or len(inst.operands) != 3:
+        return False
+    if inst.opcode not in ("shr", "div") or not _thread_x(inst.operands[1], lane_x):
+        return False
+    amount = inst.operands[2]
+    if not isinstance(amount, IntImm) or amount.value <= 0:
+        return False
+    return amount.value >= 5 if inst.opcode == "shr" else amount.value % 32 == 0
+
+
+def thread_x_copies(kernel: ir.Function) -> set[ir.Register]:
+    """Registers whose every write is an unguarded `mov` of %tid.x (or of such a register)."""
+    writes: dict = {}
+    for inst in kernel.instructions():
+        for reg in may_write(inst):
+            writes.setdefault(reg, []).append(inst)
+    copies: set = set()
+    changed = True
+    while changed:
+        changed = False
+        for reg, insts in writes.items():
+            if reg not in copies and all(
+                    i.opcode == "mov" and i.guard is None and len(i.operands) == 2
+                    and i.operands[0] is reg and _thread_x(i.operands[1], copies)
+                    for i in insts):
+                copies.add(reg)
+                changed = True
+    return copies
+
+
+def _same_in_every_lane(inst: ir.Instruction, varying: set, alike: set[str],
+                        block=None, lane_x: set = frozenset()) -> bool:
+    if warp_index_of(inst, block, lane_x):
+        return True
     if inst.opcode not in _VALUE_OPS:
         return False
     if inst.opcode in ("ld", "ldu") and state_space(inst) == "local":
@@ -172,14 +219,15 @@ def uniform_registers(kernel: ir.Function,
     """The registers of `kernel` that are the same in every lane wherever they are read
     (`block`: the block shape the code is for, when known)."""
     alike = warp_uniform_indices(block)
+    lane_x = thread_x_copies(kernel) if block is not None else set()
     registers = set(kernel.registers.values())
     varying = {r for r in registers if r.vector}
     writes: list[tuple[ir.BasicBlock, ir.Instruction, set]] = []
-    for block in kernel.blocks:
-        for inst in block.instructions:
+    for bb in kernel.blocks:
+        for inst in bb.instructions:
             written = may_write(inst)
             if written:
-                writes.append((block, inst, written))
+                writes.append((bb, inst, written))
     post = _post_dominators(kernel.blocks)
     predecessors: dict[int, list] = {id(b): [] for b in kernel.blocks}
     for b in kernel.blocks:
@@ -188,10 +236,11 @@ def uniform_registers(kernel: ir.Function,
     while True:
         split = _not_converged(kernel, varying, post, predecessors)
         grown = set(varying)
-        for block, inst, written in writes:
+        for bb, inst, written in writes:
             if not written - grown:
                 continue
-            if id(block) in split or not _same_in_every_lane(inst, grown, alike):
+            if id(bb) in split or not _same_in_every_lane(inst, grown, alike, block,
+                                                                lane_x):
                 grown |= written
         if grown == varying:
             return registers - varying
