@@ -1090,6 +1090,9 @@ def _check_shared32(fl: GangLowering, offsets, size: int, write: bool):
 
 
 _HALF = 16      # a half warp: a 16-wide block dimension makes each half a row
+# Each segment is lowered twice: for a full mask (a constant) and for any other;
+# PTXPORT_CPU_FULL_MASK_COPIES=0 lowers it once (to compare).
+_FULL_MASK_COPIES = os.environ.get("PTXPORT_CPU_FULL_MASK_COPIES", "1") != "0"
 
 
 def _halves(fl: GangLowering, addrs, size: int):
@@ -1961,20 +1964,32 @@ def _lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, targe
     _set_pc(fl, fl.mask, I32(EXIT_PC))
     b.branch(dispatch)
 
-    # the segments
+    # the segments: each twice, for all 32 lanes (the mask a constant: no selects, plain
+    # vector loads and stores, lane 0 first) and for any other mask
+    full = ll.Constant(_vec(I1), [I1(1)] * W)
     for i, s in enumerate(segments):
         b.position_at_end(s.llblock)
-        fl.mask = b.load(fl.mask_slot)
-        fl.forget_segment(s.block.instructions[s.start:s.end])
-        for inst in s.block.instructions[s.start:s.end]:
-            fl.lower_instruction(inst)
-        if not b.block.is_terminated:
-            following = segments[i + 1] if i + 1 < len(segments) else exit_segment
-            if following.block is None:
-                _set_pc(fl, fl.mask, I32(EXIT_PC))
-                b.branch(dispatch)
-            else:       # lanes may wait there already: meet them
-                _go(fl, following)
+        mask = b.load(fl.mask_slot)
+        copies = [(mask, b.block)]
+        if _FULL_MASK_COPIES:
+            whole, partial = (gang.append_basic_block(f"seg{s.number}_{n}")
+                              for n in ("all", "some"))
+            ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(
+                b, "==", fl.bits(mask), I32(FULL)), whole, partial)
+            copies = [(full, whole), (mask, partial)]
+        for lanes, block in copies:
+            b.position_at_end(block)
+            fl.mask = lanes
+            fl.forget_segment(s.block.instructions[s.start:s.end])
+            for inst in s.block.instructions[s.start:s.end]:
+                fl.lower_instruction(inst)
+            if not b.block.is_terminated:
+                following = segments[i + 1] if i + 1 < len(segments) else exit_segment
+                if following.block is None:
+                    _set_pc(fl, fl.mask, I32(EXIT_PC))
+                    b.branch(dispatch)
+                else:       # lanes may wait there already: meet them
+                    _go(fl, following)
     return fl
 
 
