@@ -2078,6 +2078,9 @@ def build(module: ir.Module, kernel_name: str, block: tuple[int, int, int] | Non
     target = _gang_target_class()(module, llmod, plan, globals_, {})
     gang = ll.Function(llmod, ll.FunctionType(I32, [PTR, PTR, I32, I32, I1]), name="gang")
     gang.linkage = "internal"
+    # inlined into run_blocks, its one caller: a warp leaving at a barrier and resuming is
+    # then a jump, not a call with a prologue saving registers and a large frame
+    gang.attributes.add("alwaysinline")
     # The warp's frame is reached through this argument alone (the kernel's memory is
     # elsewhere): LLVM may keep registers that live in it in machine registers meanwhile.
     gang.args[1].add_attribute("noalias")
