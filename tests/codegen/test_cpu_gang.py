@@ -272,38 +272,25 @@ def test_shared_memory_atomics_of_every_operation():
     np.testing.assert_array_equal(out[8:], expected)
 
 
-# Each thread writes its linear thread index and its (x, y, z): thread indices are constants
-# of the code compiled for a block shape (GangKernelBinary.for_block), one code per shape.
-SHAPE_INDICES = """
-.reg .b32 %r<12>; .reg .b64 %rd<4>;
-ld.param.u64 %rd1, [out];
-mov.u32 %r1, %tid.x; mov.u32 %r2, %tid.y; mov.u32 %r3, %tid.z;
-mov.u32 %r4, %ntid.x; mov.u32 %r5, %ntid.y;
-mad.lo.u32 %r6, %r3, %r5, %r2; mad.lo.u32 %r6, %r6, %r4, %r1;
-shl.b32 %r7, %r3, 20; shl.b32 %r8, %r2, 10; or.b32 %r7, %r7, %r8; or.b32 %r7, %r7, %r1;
-mul.wide.u32 %rd2, %r6, 8; add.u64 %rd3, %rd1, %rd2;
-st.global.v2.u32 [%rd3], {%r6, %r7};
-ret;"""
-
-
 def test_code_per_block_shape():
+    """One kernel launched with several block shapes: thread indices are constants of the
+    code compiled for each (GangKernelBinary.for_block), which is kept per shape."""
     dev = Device("cpu")
     stream = dev.create_stream()
-    ptx = HEADER + f".visible .entry k(.param .u64 out)\n{{\n{SHAPE_INDICES}\n}}\n"
+    ptx = HEADER + f".visible .entry k(.param .u64 out)\n{{\n{THREAD_INDICES}\n}}\n"
     kernel = Program(ptx, code_type="ptx").compile("native").get_kernel("k")
     binary = kernel._binary(dev)
-    shapes = [(64, 1, 1), (16, 4, 1), (48, 1, 1), (8, 8, 2), (3, 5, 7), (64, 1, 1)]
-    for shape in shapes:
+    for shape in [(64, 1, 1), (16, 4, 1), (48, 1, 1), (8, 8, 2), (3, 5, 7), (64, 1, 1)]:
         n = shape[0] * shape[1] * shape[2]
-        out = np.zeros((n, 2), np.uint32)
+        out = np.full((n, 3), -1, np.int32)
         buf = dev.allocate(out.nbytes, stream=stream)
         launch(stream, LaunchConfig(grid=2, block=shape), kernel, buf)
         buf.copy_to(out, stream=stream)
         stream.sync()
         t = np.arange(n)
-        x, y, z = t % shape[0], t // shape[0] % shape[1], t // (shape[0] * shape[1])
-        assert (out[:, 0] == t).all(), shape
-        assert (out[:, 1] == (z << 20 | y << 10 | x)).all(), shape
+        expected = np.stack([t % shape[0], t // shape[0] % shape[1],
+                             t // (shape[0] * shape[1])], axis=1)
+        np.testing.assert_array_equal(out, expected, err_msg=str(shape))
         assert binary.for_block(shape).gang_refusal is None
     assert binary.for_block((64, 1, 1)) is binary.for_block((64, 1, 1))
     assert binary.for_block((64, 1, 1)) is not binary.for_block((16, 4, 1))
