@@ -1364,18 +1364,28 @@ _NEAR = 1 << 26
 def _prefetch(fl: GangLowering, low, span: int) -> None:
     """A software stride prefetcher for one access site: the warp's accesses there move by
     a stride (a grid-stride loop moves by gridDim * blockDim elements, too far for the
-    hardware's prefetchers); fetch the lines of the `span` bytes from `low` _AHEAD strides
-    on. The stride is the last move at this site; a wrong guess costs a prefetch, never a
+    hardware's prefetchers; and from one warp or block to the next); fetch the lines of the
+    `span` bytes from `low` _AHEAD strides on. The stride is the last move at this site: in
+    this warp's call when it has been here before (a loop), else by the warps this worker
+    ran before in this launch (the site's last address is also kept in a slot of the
+    worker's site cache, zero at each launch). A wrong guess costs a prefetch, never a
     fault."""
     b = fl.b
-    last = fl.entry_alloca(I64, "last_address")
+    mine = fl.entry_alloca(I64, "last_address")
     with b.goto_block(fl.entry):
-        b.position_after(last)
-        ll.IRBuilder.store(b, I64(0), last)
-    before = b.load(last)
+        b.position_after(mine)
+        ll.IRBuilder.store(b, I64(0), mine)
+    site = fl.plan.check_sites
+    fl.plan.check_sites += 1
+    shared = b.gep(fl.target._ctx_field(fl, "site_cache", typ=PTR), [I64(16 * site)],
+                   source_etype=I8)
+    own = b.load(mine)
+    before = ll.IRBuilder.select(b, ll.IRBuilder.icmp_unsigned(b, "!=", own, I64(0)), own,
+                                 b.load(shared, typ=I64))
     step = b.sub(low, before)
-    b.store(low, last)
-    # only after a first access here in this call, and for strides under 64 MiB
+    b.store(low, mine)
+    b.store(low, shared)
+    # only after a first access here in this launch, and for strides under 64 MiB
     near = ll.IRBuilder.icmp_unsigned(b, "<", b.add(step, I64(_NEAR)), I64(2 * _NEAR))
     fetch, done = fl.llfn.append_basic_block("prefetch"), fl.llfn.append_basic_block(
         "prefetched")
