@@ -198,10 +198,9 @@ def select(fl: FunctionLowering, condition: ll.Value, x: ll.Value, y: ll.Value,
 
 def canonical(fl: FunctionLowering, v: ll.Value, fmt: FloatFormat) -> ll.Value:
     """A NaN replaced by fmt's NaN."""
-    typ = v.type.element if isinstance(v.type, ll.VectorType) else v.type
     # a float compares unordered with itself in one instruction; 16-bit formats test bits
-    nan = is_nan(fl, v) if isinstance(typ, (ll.FloatType, ll.DoubleType)) else \
-        _is_nan_bits(fl, v, fmt)
+    nan = is_nan(fl, v) if isinstance(one_lane(v.type), (ll.FloatType, ll.DoubleType)) \
+        else _is_nan_bits(fl, v, fmt)
     return select(fl, nan, constant(fl, fmt, fmt.nan), v, fmt)
 
 

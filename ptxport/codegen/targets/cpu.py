@@ -100,7 +100,7 @@ class KernelPlan:
     frame_size: int
     local_offset: int
     sync_points: dict[int, SyncPoint] = field(default_factory=dict)
-    check_sites: int = 0     # global/generic accesses checked (each has a site-cache slot)
+    check_sites: int = 0     # site-cache slots: checked accesses (and gang prefetch sites)
     trap_lines: dict[int, int] = field(default_factory=dict)
     register_offsets: dict[str, int] = field(default_factory=dict)
     # id(waiting instruction) -> (registers it saves, registers it restores when resumed)
@@ -1145,11 +1145,10 @@ class GangKernelBinary:
     """A kernel that runs as warp gangs (cpu_gang.py), compiled for each block shape it is
     launched with, on that shape's first launch: thread indices, the block's size and the
     registers every lane of a warp holds alike (threadIdx.y in 32-wide blocks) are then
-    constants of the code. `llvm_ir` and `plan` are the code for any shape, which `launch`
-    does not run."""
+    constants of the code."""
 
-    def __init__(self, name: str, llvm_ir: str, plan: KernelPlan, module: ir.Module):
-        self.name, self.llvm_ir, self.plan, self.module = name, llvm_ir, plan, module
+    def __init__(self, name: str, module: ir.Module):
+        self.name, self.module = name, module
         self.gang_refusal: str | None = None
         self._shapes: dict[tuple, CpuKernelBinary] = {}
         self._scalar: CpuKernelBinary | None = None
@@ -1169,15 +1168,17 @@ class GangKernelBinary:
             try:
                 llmod, plan = cpu_gang.build(self.module, self.name, block)
                 binary = CpuKernelBinary(self.name, str(llmod), plan, self.module)
-            except (cpu_gang.GangUnsupported, RuntimeError) as e:
-                # LLVM refused the module (a gap in cpu_gang's checks; the same code for
-                # any shape was accepted): thread by thread, for every shape
+            except cpu_gang.GangUnsupported as e:     # (compile_kernel's check passed)
+                self.gang_refusal = f"for blocks of {block}: {e}"
+            except RuntimeError as e:    # LLVM refused the module: a gap in cpu_gang's checks
                 self.gang_refusal = f"LLVM rejected the gang code: {str(e).splitlines()[0]}"
-                llmod, plan = build_llvm(self.module, self.name)
-                self._scalar = CpuKernelBinary(self.name, str(llmod), plan, self.module)
             else:
                 binary.gang_refusal = None
                 return binary
+            # thread by thread from now on, for every shape
+            llmod, plan = build_llvm(self.module, self.name)
+            self._scalar = CpuKernelBinary(self.name, str(llmod), plan, self.module)
+            self._scalar.gang_refusal = self.gang_refusal
         return self._scalar
 
     def launch(self, grid, block, dynamic_shared: int, params: bytes,
@@ -1194,11 +1195,11 @@ def compile_kernel(module: ir.Module, kernel: str,
     refusal = "turned off (PTXPORT_CPU_GANG=0)"
     if cpu_gang.enabled():
         try:
-            llmod, plan = cpu_gang.build(module, kernel)
+            cpu_gang.check(module, kernel)
         except cpu_gang.GangUnsupported as e:
             refusal = str(e)
         else:
-            return GangKernelBinary(kernel, str(llmod), plan, module)
+            return GangKernelBinary(kernel, module)
     llmod, plan = build_llvm(module, kernel)
     binary = CpuKernelBinary(kernel, str(llmod), plan, module)
     binary.gang_refusal = refusal

@@ -102,8 +102,9 @@ class _Worker:
         for axis in range(3):
             self._put(self.ctx, fields["nctaid"] + 4 * axis, np.uint32, grid[axis])
         self._put(self.ctx, fields["nsmid"], np.uint32, worker_count())
-        # Each checked access site's last allocation [start, end); without allocations to
-        # check against, every site accepts everything.
+        # Each checked access site's last allocation [start, end) (without allocations to
+        # check against, every site accepts everything), and each warp-gang prefetch site's
+        # last address (the first word; zero: none yet).
         if ranges is None:
             self.site_cache[0::2] = 0
             self.site_cache[1::2] = np.iinfo(np.uint64).max

@@ -7,9 +7,11 @@ executing keeps its old value where another lane may read it later (the write is
 on the *execution mask*). Memory accesses find out at run time how the active lanes'
 addresses lie (consecutive, a CUDA warp's coalesced access: one masked vector load or store;
 consecutive per half warp, a 16-wide block: two; one address per half warp: two scalar
-loads; else a gather or scatter), once per base register in a segment. Each access is checked
-as one range per warp against the launch's allocations (the per-site cache of cpu.py); an
-access outside them stops the kernel with the first bad lane's address, as on the scalar path.
+loads; else a gather or scatter), once per base register in a segment. The accesses from one
+base in a segment are checked as one range per warp against the launch's allocations (the
+per-site cache of cpu.py); an access outside them stops the kernel with the first bad lane's
+address, as on the scalar path. The code is made for one block shape (thread indices are
+constants), and each segment twice: for a full mask (a constant) and for any other.
 
 Control flow is general (any CFG, divergent or not) by *min-PC scheduling*: every lane has a
 program counter (the number of the code segment it runs next); the warp runs the segment with
@@ -62,7 +64,7 @@ from ptxport.ir.analysis import live_after, live_before, may_write, uses_and_def
 from ptxport.ir.types import TYPES, Type
 from ptxport.ptx.ast import IntImm, Sink
 
-__all__ = ["build", "W", "BARRIER", "NOT_MEMBER", "DEADLOCK", "enabled"]
+__all__ = ["build", "check", "W", "BARRIER", "NOT_MEMBER", "DEADLOCK", "enabled"]
 
 W = 32
 EXIT_PC = 0x7FFFFFFF
@@ -72,9 +74,8 @@ DEADLOCK = -(1 << 25)       # lanes wait at a warp operation for members that ne
 NOT_MEMBER = -(1 << 25) - 1  # a lane executes a warp operation whose mask does not name it
 # The warp frame: run_blocks' status word, the parked lanes, where the warp resumes when all
 # its live lanes wait at one barrier (else -1) and those lanes, the lanes' counters, the
-# lanes' thread indices (x, y, z: computed when the warp starts, read after it resumes), the
 # registers that live across resume points.
-_STATUS, _PARKED, _RESUME, _RESUME_LANES, _PC, _TID, _REGISTERS = 0, 4, 8, 12, 128, 256, 640
+_STATUS, _PARKED, _RESUME, _RESUME_LANES, _PC, _REGISTERS = 0, 4, 8, 12, 128, 256
 # Where a fault leaves the faulting lane (the block context's scratch area).
 _SCRATCH_LANE = 128
 
@@ -406,9 +407,9 @@ def _gang_target_class():
                 if axis >= 3:
                     return I32(0)
                 return fl.thread_index(axis)
-            if name == "%ntid" and fl.block is not None:
+            if name == "%ntid":
                 return I32(fl.block[axis] if axis < 3 else 0)
-            if name == "%nwarpid" and fl.block is not None:
+            if name == "%nwarpid":
                 return I32((fl.block[0] * fl.block[1] * fl.block[2] + W - 1) // W)
             if name == "%laneid":
                 return fl.lane
@@ -446,15 +447,15 @@ def _gang_target_class():
 class GangLowering(FunctionLowering):
     """FunctionLowering with every register a vector of the warp's lanes."""
 
-    def __init__(self, module, function, llfn, target, plan, block=None):
+    def __init__(self, module, function, llfn, target, plan, block):
         super().__init__(module, function, llfn, target)
         self.b = GangBuilder(self.entry)
         self.plan = plan
         self.mask = None
         self.guard = None
-        self.block = block      # the block shape the code is for, or None: any
-        self.uniform = uniform_registers(function, block)
+        self.block = block      # the block shape the code is for
         self.thread_x = thread_x_copies(function)
+        self.uniform = uniform_registers(function, block, self.thread_x)
         # within a segment: the lanes' addresses read from a base, and how they lie
         # (_place, _classify); a write of the base register forgets them
         self.places: dict = {}
@@ -465,7 +466,6 @@ class GangLowering(FunctionLowering):
         self.group_of: dict = {}
         self.group_span: dict = {}
         self.group_ok: dict = {}
-        self.group_prefetch = None
         self.constants = _constant_registers(function)
         self.read_somewhere = set().union(
             *(uses_and_defs(inst)[0] for inst in function.instructions()))
@@ -1309,7 +1309,7 @@ def _group_check(fl: GangLowering, place: _Place, size: int, low, high):
         return None
     memo = (group, id(fl.mask))
     if memo in fl.group_ok:
-        return fl.group_ok[memo]
+        return fl.group_ok[memo], None
     b = fl.b
     first, last = fl.group_span[group]
     et = place.addrs.type.element
@@ -1324,7 +1324,7 @@ def _group_check(fl: GangLowering, place: _Place, size: int, low, high):
         bad = fl.bits(b.and_(fl.mask, b.not_(good)))
         ok = ll.IRBuilder.icmp_unsigned(b, "==", bad, I32(0))
         fl.group_ok[memo] = ok
-        return ok
+        return ok, None
     low = b.add(low, ll.Constant(et, first))
     high = b.add(high, ll.Constant(et, last))
     ordered = ll.IRBuilder.icmp_unsigned(b, "<=", low, high)
@@ -1353,8 +1353,7 @@ def _group_check(fl: GangLowering, place: _Place, size: int, low, high):
     ok.add_incoming(I1(1), before)
     ok.add_incoming(found, searched)
     fl.group_ok[memo] = ok
-    fl.group_prefetch = low
-    return ok
+    return ok, low
 
 
 _AHEAD = 3      # how many strides ahead _prefetch fetches
@@ -1416,8 +1415,8 @@ def _access(fl: GangLowering, place: _Place, t: Type, value=None):
     kind, s0, s1, low, high = _classify(fl, place, t.size)
     et = place.addrs.type.element
     offset = ll.Constant(et, place.offset)
-    fl.group_prefetch = None
-    checked = _group_check(fl, place, t.size, low, high) if fl.guard is None else None
+    checked, group_low = _group_check(fl, place, t.size, low, high) if fl.guard is None \
+        else (None, None)
     active, vector_block, halves_block, uniform_block, lanes_block, done = (
         fl.llfn.append_basic_block(n) for n in (
             "access_active", "access_vector", "access_halves", "access_uniform",
@@ -1432,8 +1431,8 @@ def _access(fl: GangLowering, place: _Place, t: Type, value=None):
         if not place.shared:
             _prefetch(fl, b.add(low, offset), t.size * W)
     else:       # the group's check failed: this access on its own
-        if fl.group_prefetch is not None:       # the group's first access
-            _prefetch(fl, fl.group_prefetch, 256)
+        if group_low is not None:       # the group's first global access
+            _prefetch(fl, group_low, 256)
         exact, ok = fl.llfn.append_basic_block("access_exact"), fl.llfn.append_basic_block(
             "access_checked")
         ll.IRBuilder.cbranch(b, checked, ok, exact)
@@ -1567,16 +1566,16 @@ def _ld(fl: GangLowering, inst: ir.Instruction) -> None:
     count = vector_count(inst)
     space = state_space(inst)
     operand = inst.operands[1]
-    if space == "param":      # a kernel parameter: the same for every lane
+    if _vector_access(fl, inst) is not None:
+        place = _place(fl, operand, space)
+        values = [_access(fl, place.moved(i * t.size), t) for i in range(count)]
+    elif space == "param":      # a kernel parameter: the same for every lane
         pointer = FunctionLowering.pointer(fl, operand, "param", t.size * count)
         values = [ll.IRBuilder.load(
             fl.b, fl.b.gep(pointer, [I64(i * t.size)], source_etype=I8), typ=value_type(t),
             align=t.size) for i in range(count)]
-    elif uses_and_defs(inst)[1] and uses_and_defs(inst)[1] <= fl.uniform:
+    else:       # every lane loads alike (or not an [address]: refused there)
         values = _uniform_load(fl, operand, space, t, count)
-    else:
-        place = _place(fl, operand, space)
-        values = [_access(fl, place.moved(i * t.size), t) for i in range(count)]
     if count == 1 and not isinstance(inst.operands[0], ir.VectorValue):
         fl.write(inst.operands[0], values[0], t)
     else:
@@ -1758,22 +1757,8 @@ def _constant_registers(kernel: ir.Function) -> dict:
     return found
 
 
-def _divide(b: GangBuilder, v, n):
-    """(v // n, v % n) for lanes v < 1024 (a thread's number in its block) and n >= 1, in
-    floats: a vector division would be 32 integer divisions, paid at every call of the gang
-    function. v * (1/n) in float is within 1e-4 of v/n, so its floor is v // n or, when
-    v/n is a whole number, one less, which the remainder shows."""
-    lanes = v.type
-    floats = _vec(ll.FloatType())
-    inverse = b.fdiv(ll.Constant(ll.FloatType(), 1.0), b.uitofp(n, ll.FloatType()))
-    q = b.fptoui(b.fmul(b.uitofp(v, floats), b.splat(inverse)), lanes)
-    r = b.sub(v, b.mul(q, b.splat(n)))
-    short = b.zext(ll.IRBuilder.icmp_unsigned(b, ">=", r, b.splat(n)), lanes)
-    return b.add(q, short), b.sub(r, b.mul(short, b.splat(n)))
-
-
 def _lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, target, plan,
-                block=None):
+                block: tuple[int, int, int]):
     fl = GangLowering(module, kernel, gang, target, plan, block)
     b = fl.b
     ctx, frame, warp, nthreads, start = gang.args
@@ -1805,41 +1790,27 @@ def _lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, targe
     fl.lane = ll.Constant(vi32, [I32(i) for i in range(W)])
     fl.warp_number = warp
     linear = b.add(b.splat(b.mul(warp, I32(W))), fl.lane)
-    shape = fl.block
-    if shape is None:
-        ntid = [target._ctx_field(fl, "ntid", axis) for axis in range(3)]
-        rest, x = _divide(b, linear, ntid[0])
-        z, y = _divide(b, rest, ntid[1])
-        tid = [x, y, z]
-    else:       # divisions by constants (shifts for powers of two); alike lanes: a scalar
-        nthreads = I32(shape[0] * shape[1] * shape[2])
-        first = b.mul(warp, I32(W))
-        alike = warp_uniform_indices(shape)
-        tid = []
-        for axis, (below, size) in enumerate(((1, shape[0]), (shape[0], shape[1]),
-                                               (shape[0] * shape[1], shape[2]))):
-            of = first if "xyz"[axis] in alike else linear
-            index = ll.IRBuilder.udiv(b, of, b.splat(I32(below)) if _is_vec(of) else I32(below))
-            if axis < 2:
-                index = ll.IRBuilder.urem(b, index, b.splat(I32(size)) if _is_vec(index)
-                                          else I32(size))
-            tid.append(index)
-    # A warp that resumes after a barrier reads its thread indices from its frame (computed
-    # once, when it starts); one that never returns before it ends computes them here, as
-    # does code for one block shape (a few shifts and masks).
-    resumes = shape is None and any(_is_barrier(inst) for inst in kernel.instructions())
+    # thread indices: divisions by constants (shifts for powers of two), a scalar where the
+    # warp's lanes hold one value (computed where read: cheaper than keeping them)
+    nthreads = I32(block[0] * block[1] * block[2])
+    first = b.mul(warp, I32(W))
+    alike = warp_uniform_indices(block)
+    tid = []
+    for axis, (below, size) in enumerate(((1, block[0]), (block[0], block[1]),
+                                           (block[0] * block[1], block[2]))):
+        of = first if "xyz"[axis] in alike else linear
+        index = ll.IRBuilder.udiv(b, of, b.splat(I32(below)) if _is_vec(of) else I32(below))
+        if axis < 2:
+            index = ll.IRBuilder.urem(b, index, b.splat(I32(size)) if _is_vec(index)
+                                      else I32(size))
+        tid.append(index)
 
     def frame_field(offset, typ=I32):
         pointer = ll.IRBuilder.gep(b, frame, [I64(offset)], source_etype=I8)
         pointer.type = ll.PointerType(typ)
         return pointer
 
-    def thread_index(axis):
-        if not resumes:
-            return tid[axis]
-        return b.load(frame_field(_TID + 128 * axis, vi32), align=128)
-
-    fl.frame_field, fl.thread_index = frame_field, thread_index
+    fl.frame_field, fl.thread_index = frame_field, tid.__getitem__
     live = ll.IRBuilder.icmp_unsigned(b, "<", linear, b.splat(nthreads))
 
     segments = _segments(kernel)
@@ -1886,9 +1857,6 @@ def _lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, targe
     b.cbranch(start, fresh, resume)
     b.position_at_end(fresh)
     b.store(I32(-1), fl.frame_field(_RESUME))
-    if resumes:
-        for axis, value in enumerate(tid):
-            b.store(value, frame_field(_TID + 128 * axis, vi32), align=128)
     b.store(ll.IRBuilder.select(b, live, b.splat(I32(0)), fl.exit_pcs), fl.pc_slot)
     b.store(I32(0), fl.parked_slot)
     b.branch(dispatch)
@@ -2004,7 +1972,7 @@ def _lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, targe
 
 
 def _build_run_blocks(llmod: ll.Module, gang: ll.Function, warp_frame: int,
-                      block=None) -> None:
+                      block: tuple[int, int, int]) -> None:
     """i64 run_blocks(ctx, frames, frame_size, nthreads, first, count, status*): blocks
     first..first+count-1, each warp by warp in rounds until every warp has exited (a round
     ends when each warp has exited or waits at a barrier); -1, or (block << 32 | thread) of
@@ -2015,8 +1983,7 @@ def _build_run_blocks(llmod: ll.Module, gang: ll.Function, warp_frame: int,
                      name="run_blocks")
     ctx, frames, _frame_size, nthreads, first, count, status_out = fn.args
     b = ll.IRBuilder(fn.append_basic_block("entry"))
-    if block is not None:       # code for one block shape (the executor passes the same)
-        nthreads = I32(block[0] * block[1] * block[2])
+    nthreads = I32(block[0] * block[1] * block[2])     # (the executor passes the same)
     warps = b.udiv(b.add(nthreads, I32(W - 1)), I32(W))
     names = ("round_head", "warp_head", "warp_body", "warp_run", "warp_next", "round_end",
              "failed")
@@ -2065,12 +2032,12 @@ def _build_run_blocks(llmod: ll.Module, gang: ll.Function, warp_frame: int,
     b.ret(b.or_(b.shl(n, I64(32)), b.zext(thread, I64)))
 
 
-def build(module: ir.Module, kernel_name: str, block: tuple[int, int, int] | None = None):
-    """(LLVM module, KernelPlan) of `kernel_name` as warp gangs, with the same `run_blocks`
-    and `run_claimed_blocks` entry points as the scalar path's kernels without waits; for
-    blocks of shape `block` only when given (thread indices, block size and the lanes alike
-    then known when compiling). Raises GangUnsupported (with the reason) for kernels this
-    path does not take."""
+def build(module: ir.Module, kernel_name: str, block: tuple[int, int, int]):
+    """(LLVM module, KernelPlan) of `kernel_name` as warp gangs for blocks of shape `block`
+    (thread indices, block size and the lanes alike are then known when compiling), with
+    the same `run_blocks` and `run_claimed_blocks` entry points as the scalar path's kernels
+    without waits. Raises GangUnsupported (with the reason) for kernels this path does not
+    take."""
     import llvmlite.binding as llvm
 
     from ptxport.codegen.targets import cpu, cpu_runtime
@@ -2105,3 +2072,10 @@ def build(module: ir.Module, kernel_name: str, block: tuple[int, int, int] | Non
     cpu.build_claiming(llmod, llmod.globals["run_blocks"], 4, "run_claimed_blocks")
     cpu_runtime.add_conversions(llmod)
     return llmod, plan
+
+
+def check(module: ir.Module, kernel_name: str) -> None:
+    """Raise GangUnsupported (with the reason) if the gang path does not take the kernel,
+    found by lowering it for one warp-wide row of threads (what it refuses does not depend
+    on the block shape; a shape whose code LLVM still rejects falls back at its launch)."""
+    build(module, kernel_name, (W, 1, 1))

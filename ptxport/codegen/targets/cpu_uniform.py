@@ -214,12 +214,14 @@ def _not_converged(kernel: ir.Function, varying: set, post, predecessors) -> set
     return out
 
 
-def uniform_registers(kernel: ir.Function,
-                      block: tuple[int, int, int] | None = None) -> set[ir.Register]:
+def uniform_registers(kernel: ir.Function, block: tuple[int, int, int] | None = None,
+                      lane_x: set | None = None) -> set[ir.Register]:
     """The registers of `kernel` that are the same in every lane wherever they are read
-    (`block`: the block shape the code is for, when known)."""
+    (`block`: the block shape the code is for, when known; `lane_x`: thread_x_copies of
+    the kernel, when the caller has them)."""
     alike = warp_uniform_indices(block)
-    lane_x = thread_x_copies(kernel) if block is not None else set()
+    if lane_x is None:
+        lane_x = thread_x_copies(kernel) if block is not None else set()
     registers = set(kernel.registers.values())
     varying = {r for r in registers if r.vector}
     writes: list[tuple[ir.BasicBlock, ir.Instruction, set]] = []
