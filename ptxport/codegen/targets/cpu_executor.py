@@ -102,6 +102,9 @@ class _Worker:
         for axis in range(3):
             self._put(self.ctx, fields["nctaid"] + 4 * axis, np.uint32, grid[axis])
         self._put(self.ctx, fields["nsmid"], np.uint32, worker_count())
+        # A fault belongs to the launch that made it: the worker is kept for later launches.
+        self._put(self.ctx, fields["fault_address"], np.uint64, 0)
+        self._put(self.ctx, fields["fault_info"], np.uint64, 0)
         # Each checked access site's last allocation [start, end) (without allocations to
         # check against, every site accepts everything), and each warp-gang prefetch site's
         # last address (the first word; zero: none yet).
@@ -205,7 +208,7 @@ class _Worker:
             self.ctx.ctypes.data, self.frames.ctypes.data, self.plan.frame_size, self.nthreads,
             counter.ctypes.data, total, chunk, ctypes.addressof(end), ctypes.addressof(status))
         self._raise_failure(failed, status, grid)
-        self.fault_after_run(("blocks", 0, total - 1))
+        self.fault_after_run(f"one of blocks 0..{total - 1}")
 
     def _raise_failure(self, failed: int, status, grid) -> None:
         """After run_blocks: the error for the thread that trapped or faulted, if any."""
@@ -225,26 +228,29 @@ class _Worker:
             raise KernelTrapError(f"kernel '{self.plan.name}' executed trap (line {line}) in "
                                   f"block {ctaid}, thread {t}")
 
-    def _fault_message(self, ctaid, thread: int) -> str:
+    def _fault_message(self, ctaid, thread: int | None) -> str:
         fields = CTX.fields
         address = int(self.ctx[fields["fault_address"]:fields["fault_address"] + 8]
                       .view(np.uint64)[0])
         info = int(self.ctx[fields["fault_info"]:fields["fault_info"] + 8].view(np.uint64)[0])
         line, size, write = info >> 16, (info >> 1) & 0x7FFF, info & 1
+        where = (ctaid if isinstance(ctaid, str) else f"block {ctaid}") + (
+            "" if thread is None else f", thread {thread}")
         if size == CALL_FAULT:
             return (f"kernel '{self.plan.name}' called address {address:#x}, which is no "
-                    f"function of the module (line {line}, block {ctaid}, thread {thread}); "
+                    f"function of the module (line {line}, {where}); "
                     "nothing was run there and the device is still usable")
         return (f"kernel '{self.plan.name}' {'wrote' if write else 'read'} {size} bytes at "
-                f"address {address:#x}, outside every allocation (line {line}, block {ctaid}, "
-                f"thread {thread}); nothing was written there and the device is still usable")
+                f"address {address:#x}, outside every allocation (line {line}, {where}); "
+                "nothing was written there and the device is still usable")
 
     def fault_after_run(self, ctaid) -> None:
-        """Device functions record a bad access and go on; report it after the block."""
+        """Device functions record a bad access and go on; report it after the block (which
+        thread made it is not recorded)."""
         fields = CTX.fields
         info = int(self.ctx[fields["fault_info"]:fields["fault_info"] + 8].view(np.uint64)[0])
         if info:
-            raise IllegalAddressError(self._fault_message(ctaid, -1))
+            raise IllegalAddressError(self._fault_message(ctaid, None))
 
     def _deadlock_message(self, ctaid) -> str:
         waiting = {}

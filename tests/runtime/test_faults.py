@@ -1,0 +1,74 @@
+"""A kernel's fault belongs to the launch that made it: after an IllegalAddressError the same
+kernel, block shape and stream run correctly again (the CPU device keeps each host thread's
+worker memory between launches, and once kept the old fault with it)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ptxport import Device, LaunchConfig, Program, launch
+from ptxport.errors import IllegalAddressError
+
+SOURCE = r"""
+extern "C" __global__ void store_at(float* p, int i)
+{
+    if (threadIdx.x == 0)
+        p[i] = 1.0f;
+}
+
+__device__ __noinline__ void put(float* p, int i) { p[i] = 2.0f; }
+
+extern "C" __global__ void store_through_a_function(float* p, int i)
+{
+    if (threadIdx.x == 0)
+        put(p, i);
+}
+
+extern "C" __global__ void store_after_a_barrier(float* p, int i)
+{
+    __shared__ float s[64];
+    s[threadIdx.x] = threadIdx.x;
+    __syncthreads();
+    if (threadIdx.x == 0)
+        p[i] = s[blockDim.x - 1] + 1.0f;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def module():
+    return Program(SOURCE, code_type="c++").compile("native")
+
+
+@pytest.mark.parametrize("name", ["store_at", "store_through_a_function",
+                                  "store_after_a_barrier"])
+@pytest.mark.parametrize("block", [1, 32, 64])
+def test_a_fault_is_reported_once_and_the_next_launch_runs(module, name, block):
+    dev = Device("cpu")
+    stream = dev.create_stream()
+    kernel = module.get_kernel(name)
+    buffer = dev.allocate(16, stream=stream)
+    buffer.copy_from(np.zeros(4, np.float32), stream=stream)
+    config = LaunchConfig(grid=1, block=block)
+    with pytest.raises(IllegalAddressError, match=f"kernel '{name}' wrote 4 bytes"):
+        launch(stream, config, kernel, buffer, np.int32(1 << 24))
+        stream.sync()
+    for _ in range(2):
+        launch(stream, config, kernel, buffer, np.int32(1))
+        stream.sync()
+    out = np.zeros(4, np.float32)
+    buffer.copy_to(out, stream=stream)
+    stream.sync()
+    assert out[1] != 0 and out[0] == 0 and out[2] == 0
+
+
+def test_a_fault_in_a_device_function_names_the_blocks_it_may_be_in(module):
+    dev = Device("cpu")
+    stream = dev.create_stream()
+    buffer = dev.allocate(16, stream=stream)
+    kernel = module.get_kernel("store_through_a_function")
+    with pytest.raises(IllegalAddressError) as caught:
+        launch(stream, LaunchConfig(grid=3, block=1), kernel, buffer, np.int32(1 << 24))
+        stream.sync()
+    assert "'blocks'" not in str(caught.value) and "thread -1" not in str(caught.value)
