@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
 from ptxport import __version__
-from ptxport.errors import BackendUnavailableError, CompileError, PtxportError
+from ptxport.errors import BackendUnavailableError, CompileError, InternalError, PtxportError
 
 __all__ = ["main"]
 
@@ -32,6 +33,7 @@ def _parser() -> argparse.ArgumentParser:
                          help="print the report as JSON (schema in docs/inspect.md)")
     inspect.add_argument("--arch", default="sm_90",
                          help="architecture NVRTC compiles .cu files for (default sm_90)")
+    _add_cuda_options(inspect)
     inspect.add_argument("--ir", action="store_true", help="also print the IR")
     devices = commands.add_parser(
         "devices", help="list the devices ptxport can run on, and why other backends cannot",
@@ -54,11 +56,47 @@ def _parser() -> argparse.ArgumentParser:
     compile_.add_argument("--kernel", help="the one kernel to compile (cpu target)")
     compile_.add_argument("--arch", help="architecture NVRTC compiles .cu files for "
                                          "(default: the nvptx target's, else sm_90)")
+    _add_cuda_options(compile_)
     return parser
+
+
+def _add_cuda_options(command: argparse.ArgumentParser) -> None:
+    """The NVRTC flags a .cu input takes, as nvcc spells them."""
+    group = command.add_argument_group(".cu input (NVRTC)")
+    group.add_argument("-I", "--include-path", action="append", default=[], metavar="DIR",
+                       help="search DIR for #include files (repeatable)")
+    group.add_argument("-D", "--define", action="append", default=[], metavar="NAME[=VALUE]",
+                       help="define a preprocessor macro (repeatable)")
+    group.add_argument("--std", help="the C++ dialect, e.g. c++17 (default: NVRTC's)")
+
+
+def _nvrtc_options(args, arch: str):
+    """NvrtcOptions for a .cu input from the command's flags."""
+    from ptxport.frontends.nvrtc import NvrtcOptions
+
+    defines = {}
+    for text in args.define:
+        name, equals, value = text.partition("=")
+        defines[name] = value if equals else None
+    return NvrtcOptions(arch=arch, std=args.std, defines=defines,
+                        include_paths=[str(Path(p).resolve()) for p in args.include_path])
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    try:
+        return _run(args)
+    except BrokenPipeError:
+        # The reader went away (`ptxport inspect --json | head`): not an error of ours. Python
+        # would complain again when it flushes stdout at exit, so point stdout at /dev/null.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except InternalError as e:
+        print(f"ptxport: internal error: {e}", file=sys.stderr)
+        return 1
+
+
+def _run(args) -> int:
     if args.command == "inspect":
         return _inspect(args)
     if args.command == "devices":
@@ -115,7 +153,7 @@ def _inspect(args) -> int:
     from ptxport.inspection import inspect_module, render_text
 
     path = Path(args.file)
-    loaded = _read_module(path, args.arch)
+    loaded = _read_module(path, _nvrtc_options(args, args.arch))
     if isinstance(loaded, int):
         return loaded
     module, source_kind = loaded
@@ -166,7 +204,10 @@ def _compile(args) -> int:
         print(f"ptxport: error: for the cpu target, -o names a .ll (LLVM IR) or .o (object "
               f"file) output, not '{output}'", file=sys.stderr)
         return 2
-    loaded = _read_module(path, args.arch or arch or "sm_90")
+    # NVRTC's architecture: the nvptx target's own, else sm_90 (an amdgpu chip is no NVRTC
+    # architecture)
+    nvrtc_arch = args.arch or (arch if family == "nvptx" else "sm_90")
+    loaded = _read_module(path, _nvrtc_options(args, nvrtc_arch))
     if isinstance(loaded, int):
         return loaded
     module = loaded[0]
@@ -240,9 +281,9 @@ def _compile_cpu(module, kernel: str | None, output: Path) -> int:
     return 0
 
 
-def _read_module(path: Path, arch: str | None):
-    """(the verified IR, "ptx" or "cuda") of a .ptx or .cu file, or the exit status after
-    printing why not."""
+def _read_module(path: Path, options):
+    """(the verified IR, "ptx" or "cuda") of a .ptx or .cu file (NvrtcOptions `options` for
+    a .cu file), or the exit status after printing why not."""
     from ptxport.inspection import load
 
     if not path.is_file():
@@ -252,7 +293,7 @@ def _read_module(path: Path, arch: str | None):
         print(f"ptxport: error: '{path}' is neither a .ptx nor a .cu file", file=sys.stderr)
         return 2
     try:
-        return load(path, arch=arch)
+        return load(path, options=options)
     except BackendUnavailableError as e:
         print(f"ptxport: error: {e}", file=sys.stderr)
         return 2

@@ -126,6 +126,11 @@ class UnsupportedFeatureError(PtxportError):
         super().__init__(f"{where}'{feature}' is not supported on target {target}{why}")
 
 
+class InternalError(PtxportError):
+    """ptxport itself failed (a bug, not a problem of the input): the message names what it
+    was doing and where in the input, and the original exception is chained (`__cause__`)."""
+
+
 class BackendUnavailableError(PtxportError):
     """A backend (cuda, hip, opencl) or tool it needs is not present on this machine."""
 

@@ -23,16 +23,16 @@ __all__ = ["SCHEMA", "inspect_file", "inspect_module", "inspect_ptx", "load", "r
 SCHEMA = "ptxport.inspect/1"
 
 
-def load(path: str | Path, arch: str = "sm_90") -> tuple[ir.Module, str]:
-    """The verified IR of a .ptx file, or of a .cu file compiled by NVRTC for `arch`, and
-    which of the two it was ("ptx" or "cuda")."""
+def load(path: str | Path, arch: str = "sm_90", options=None) -> tuple[ir.Module, str]:
+    """The verified IR of a .ptx file, or of a .cu file compiled by NVRTC (with NvrtcOptions
+    `options`, else for `arch`), and which of the two it was ("ptx" or "cuda")."""
     path = Path(path)
     text = path.read_text()
     source_kind = "ptx"
     if path.suffix == ".cu":
         from ptxport.frontends.nvrtc import NvrtcOptions, compile_to_ptx
 
-        text = compile_to_ptx(text, path.name, NvrtcOptions(arch=arch))
+        text = compile_to_ptx(text, path.name, options or NvrtcOptions(arch=arch))
         source_kind = "cuda"
     module = build(parse(text, str(path)))
     verify(module)

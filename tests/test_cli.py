@@ -125,3 +125,23 @@ def test_devices_json(capsys):
     assert code == 0 and cpu and cpu[0]["warp_size"] == 32
     assert cpu[0]["unified_addressing"] is True
     assert set(report["absent_backends"]) >= {"cuda", "hip"}
+
+
+def test_a_reader_that_goes_away_is_no_traceback(tmp_path):
+    # `ptxport inspect --json FILE | head -1`: the pipe closes while ptxport still writes (the
+    # report of 400 kernels is larger than a pipe holds, so ptxport's writes do fail)
+    import subprocess
+    import sys
+
+    kernel = "\n.visible .entry k{}(.param .u64 p)\n{{\n    ret;\n}}\n"
+    source = tmp_path / "many.ptx"
+    source.write_text(".version 8.0\n.target sm_80\n.address_size 64\n"
+                      + "".join(kernel.format(i) for i in range(400)))
+    child = subprocess.Popen([sys.executable, "-m", "ptxport.cli", "inspect", "--json",
+                              str(source)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             cwd=ROOT)
+    assert child.stdout.readline().strip() == b"{"
+    child.stdout.close()
+    err = child.stderr.read().decode()
+    assert child.wait(timeout=120) == 1
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err

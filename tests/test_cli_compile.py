@@ -172,3 +172,67 @@ def test_input_errors(capsys, tmp_path):
     code, _, err = run(capsys, "compile", str(bad), "--target", "nvptx:sm_80",
                        "-o", str(tmp_path / "x.ptx"))
     assert code == 1 and err.startswith(f"{bad}:6:2: error: unknown instruction")
+
+
+ONE_ELEMENT_VECTORS = """.version 8.0
+.target sm_80
+.address_size 64
+
+.visible .entry k(.param .u64 p)
+{
+    .reg .b32 %r<3>; .reg .b64 %rd<2>;
+    ld.param.u64 %rd1, [p];
+    ld.global.b32 { %r1 }, [ %rd1 + 0 ];
+    add.s32 %r2, %r1, 1;
+    st.global.b32 [ %rd1 + 0 ], { %r2 };
+    ret;
+}
+"""
+
+
+@pytest.mark.parametrize("target,suffix", [("nvptx:sm_90", ".ptx"), ("cpu", ".ll"),
+                                           ("spirv", ".spv"), ("amdgpu:gfx942", ".hsaco")])
+def test_one_element_vectors_compile_everywhere(capsys, tmp_path, target, suffix):
+    # Triton writes `ld.global.b32 { %r1 }, [...]`: a vector of one element is one value
+    source = tmp_path / "k.ptx"
+    source.write_text(ONE_ELEMENT_VECTORS)
+    code, _, err = run(capsys, "compile", str(source), "--target", target,
+                       "-o", str(tmp_path / f"k{suffix}"))
+    assert (code, err) == (0, "")
+    if target.startswith("nvptx"):
+        assert "ld.global.b32 \t%r1, [%rd1];" in (tmp_path / "k.ptx").read_text().replace(
+            "  ", "")
+
+
+def test_a_bug_in_a_lowering_is_an_internal_error_not_a_traceback(capsys, tmp_path,
+                                                                    monkeypatch):
+    from ptxport.codegen.targets import nvptx
+
+    def broken(fl, inst):
+        raise TypeError("an example bug")
+
+    monkeypatch.setattr(nvptx.NvptxLowering, "lowering_for", lambda self, inst: broken)
+    source = tmp_path / "k.ptx"
+    source.write_text(ONE_ELEMENT_VECTORS)
+    code, out, err = run(capsys, "compile", str(source), "--target", "nvptx:sm_90",
+                         "-o", str(tmp_path / "out.ptx"))
+    assert code == 1 and "Traceback" not in err
+    assert err.startswith("ptxport: internal error: ") and "k.ptx:8:5: " in err and "ld.param.u64" in err
+    assert "TypeError: an example bug" in err and "bug in ptxport" in err
+
+
+@pytest.mark.skipif(not nvrtc.available()[0], reason="NVRTC compiles .cu files")
+def test_cuda_sources_compile_for_amdgpu_with_includes_and_defines(capsys, tmp_path):
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "scale.h").write_text("#define SCALE 3.0f\n")
+    source = tmp_path / "k.cu"
+    source.write_text('#include "scale.h"\n'
+                      'extern "C" __global__ void k(float* p) { p[0] = SCALE * OFFSET; }\n')
+    out = tmp_path / "k.ll"
+    code, _, err = run(capsys, "compile", str(source), "--target", "amdgpu:gfx942",
+                       "-I", str(tmp_path / "inc"), "-D", "OFFSET=2.0f", "-o", str(out))
+    assert (code, err) == (0, "")
+    assert "store i32 1086324736" in out.read_text()   # 6.0f: SCALE * OFFSET, folded
+    code, _, err = run(capsys, "compile", str(source), "--target", "amdgpu:gfx942",
+                       "-o", str(tmp_path / "k.hsaco"))
+    assert code == 1 and "scale.h" in err

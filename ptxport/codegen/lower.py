@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 from llvmlite import ir as ll
 
-from ptxport.errors import UnsupportedFeatureError
+from ptxport.errors import InternalError, PtxportError, UnsupportedFeatureError
 from ptxport.ir import nodes as ir
 from ptxport.ir.types import TYPES, Type
 from ptxport.ptx.ast import FloatImm, IntImm, Sink
@@ -271,10 +271,10 @@ class FunctionLowering:
             return
         try:
             self._lower_instruction(inst)
-        except UnsupportedFeatureError as e:
+        except (UnsupportedFeatureError, InternalError) as e:
             # Collecting (for `ptxport inspect`): note it, and go on in a fresh block; the
             # LLVM IR made this way is only looked at, never compiled.
-            self.problems.append((inst, e.reason or str(e)))
+            self.problems.append((inst, getattr(e, "reason", "") or str(e)))
             self.b.position_at_end(self.llfn.append_basic_block("skipped"))
 
     def lowering_for(self, inst: ir.Instruction) -> Lowering | None:
@@ -298,6 +298,18 @@ class FunctionLowering:
         return self.b.not_(guard) if inst.guard_negated else guard
 
     def _lower_instruction(self, inst: ir.Instruction) -> None:
+        try:
+            self._lower_guarded(inst)
+        except PtxportError:
+            raise
+        except Exception as e:   # a bug of ours: said as one, with the instruction at fault
+            where = self.module.location(inst.pos)
+            raise InternalError(
+                f"{where or self.function.name}: ptxport failed to compile '{inst.spec.text}' "
+                f"for target {self.target.name} ({type(e).__name__}: {e}); this is a bug in "
+                "ptxport: please report it with the PTX") from e
+
+    def _lower_guarded(self, inst: ir.Instruction) -> None:
         self.inst = inst
         lower = self.lowering_for(inst)
         if lower is None:

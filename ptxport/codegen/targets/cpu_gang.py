@@ -58,7 +58,7 @@ from ptxport.codegen.targets.cpu_uniform import (
     warp_index_of,
     warp_uniform_indices,
 )
-from ptxport.errors import UnsupportedFeatureError
+from ptxport.errors import InternalError, UnsupportedFeatureError
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import live_after, live_before, may_write, uses_and_defs
 from ptxport.ir.types import TYPES, Type
@@ -2063,7 +2063,8 @@ def build(module: ir.Module, kernel_name: str, block: tuple[int, int, int]):
     gang.args[1].add_attribute("noalias")
     try:
         fl = _lower_gang(module, kernel, gang, target, plan, block)
-    except (UnsupportedFeatureError, AttributeError, TypeError, KeyError, ValueError) as e:
+    except (UnsupportedFeatureError, InternalError, AttributeError, TypeError, KeyError,
+            ValueError) as e:
         raise GangUnsupported(f"{type(e).__name__}: {e}") from e
     per_thread = max(cpu.FRAME.size, (fl.frame_bytes + W - 1) // W)
     plan.frame_size = (per_thread + 15) // 16 * 16      # warp frames: multiples of 512

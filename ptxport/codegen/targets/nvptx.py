@@ -128,6 +128,8 @@ def _load(fl: NvptxLowering, inst: ir.Instruction) -> None:
         value.set_metadata("invariant.load", fl.llfn.module.add_metadata([]))
     if count == 1 and not isinstance(inst.operands[0], ir.VectorValue):
         fl.write(inst.operands[0], value, t)
+    elif count == 1:  # `ld.b32 {%r1}, [a]` (Triton writes these): a one-element vector
+        fl.write_vector(inst.operands[0], [value], t)
     else:
         fl.write_vector(inst.operands[0],
                         [fl.b.extract_element(value, I32(i)) for i in range(count)], t)
