@@ -265,6 +265,7 @@ class FatbinEntry:
 
 _FATBIN_MAGIC = 0xBA55ED50
 _ENTRY_KINDS = {1: "ptx", 2: "elf"}
+_COMPRESSED = 0x2000 | 0x8000  # LZ4 (older nvcc), zstd (CUDA 13's default)
 
 
 def _elf_section(data: bytes, wanted: str) -> bytes:
@@ -293,7 +294,7 @@ def fatbin_entries(binary: Path) -> list[FatbinEntry]:
     Layout (as cuobjdump lists it, and as ZLUDA's fat binary reader documents it): a 16-byte
     header (magic 0xBA55ED50, version, header size, size of the entries), then entries, each
     a header (kind 1 = PTX, 2 = ELF at 0; its size at 4; payload size at 8; architecture at
-    28; flags at 40, 0x2000 = compressed) followed by its payload."""
+    28; flags at 40: 0x2000 LZ4-, 0x8000 zstd-compressed) followed by its payload."""
     data = _elf_section(Path(binary).read_bytes(), ".nv_fatbin")
     entries, offset = [], 0
     while offset + 16 <= len(data):
@@ -307,7 +308,7 @@ def fatbin_entries(binary: Path) -> list[FatbinEntry]:
             arch, = struct.unpack_from("<I", data, entry + 28)
             flags, = struct.unpack_from("<Q", data, entry + 40)
             entries.append(FatbinEntry(_ENTRY_KINDS.get(kind, str(kind)), arch,
-                                       bool(flags & 0x2000)))
+                                       bool(flags & _COMPRESSED)))
             entry += size + payload
         offset = end
     return entries
