@@ -227,19 +227,20 @@ def _compile(program: Program, root: Path, target: Path) -> None:
         os.replace(Path(tmp) / program.name, target)
 
 
-def build(name: str, *, _manifest: dict[str, Program] | None = None,
-          _toolkit: tuple[Path, str] | None = None) -> Path:
+def _cached_build(program: Program, root: Path, version: str) -> Path:
+    target = cache_root() / f"{program.name}-{build_key(program, root, version)}" / program.name
+    if not target.is_file():
+        _compile(program, root, target)
+    return target
+
+
+def build(name: str) -> Path:
     """The binary of program `name`, built now or taken from the cache.
 
     Raises ToolkitMissingError when the nvcc wheels are not installed, KeyError for a name
     the manifest lacks, RuntimeError with nvcc's messages when a build fails."""
-    program = (_manifest or load_manifest())[name]
-    root, version = _toolkit or (toolkit_root(), None)
-    version = version or nvcc_version(root)
-    target = cache_root() / f"{name}-{build_key(program, root, version)}" / name
-    if not target.is_file():
-        _compile(program, root, target)
-    return target
+    root = toolkit_root()
+    return _cached_build(load_manifest()[name], root, nvcc_version(root))
 
 
 def build_all(names: list[str] | None = None, jobs: int | None = None) -> dict[str, Path]:
@@ -247,11 +248,11 @@ def build_all(names: list[str] | None = None, jobs: int | None = None) -> dict[s
     runs its stages one after another on one core."""
     manifest = load_manifest()
     root = toolkit_root()
-    toolkit = (root, nvcc_version(root))
+    version = nvcc_version(root)
     wanted = names or list(manifest)
     with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as pool:
-        paths = pool.map(lambda n: build(n, _manifest=manifest, _toolkit=toolkit), wanted)
-        return dict(zip(wanted, paths))
+        paths = pool.map(lambda n: _cached_build(manifest[n], root, version), wanted)
+        return dict(zip(wanted, paths, strict=True))
 
 
 @dataclass(frozen=True)
