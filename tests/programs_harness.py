@@ -44,6 +44,7 @@ from pathlib import Path
 
 __all__ = [
     "ARCH_FLAGS",
+    "FATBIN_SECTIONS",
     "PROGRAM_DIR",
     "FatbinEntry",
     "Program",
@@ -88,6 +89,11 @@ class Program:
     flags: tuple[str, ...] = ()
     expected: tuple[str, ...] = ()
     note: str = field(default="", compare=False)
+
+    @property
+    def relocatable(self) -> bool:
+        """Built with -rdc=true: its PTX is only in __nv_relfatbin (see FATBIN_SECTIONS)."""
+        return "-rdc=true" in self.flags
 
     @property
     def shared_cudart(self) -> bool:
@@ -262,6 +268,14 @@ class FatbinEntry:
     kind: str     # "ptx" or "elf"
     arch: int     # 80 for compute_80 / sm_80
     compressed: bool
+    section: str  # FATBIN_SECTIONS: the program's own code, or -rdc's per-unit objects
+
+
+# .nv_fatbin holds what cudart registers: each translation unit's fat binary, or with -rdc the
+# device-linked one, which nvlink makes of SASS alone. With -rdc each unit's PTX stays only in
+# __nv_relfatbin (the relocatable objects nvcc linked from), so a runtime that wants PTX must
+# read and link those itself.
+FATBIN_SECTIONS = (".nv_fatbin", "__nv_relfatbin")
 
 
 _FATBIN_MAGIC = 0xBA55ED50
@@ -289,14 +303,19 @@ def _elf_section(data: bytes, wanted: str) -> bytes:
 
 
 def fatbin_entries(binary: Path) -> list[FatbinEntry]:
-    """The entries of every fat binary in `binary`'s .nv_fatbin section (nvcc puts one per
-    translation unit there, and static cudart adds its own).
+    """The entries of every fat binary in `binary`'s FATBIN_SECTIONS (static cudart adds its
+    own fat binaries to nvcc's).
 
     Layout (as cuobjdump lists it, and as ZLUDA's fat binary reader documents it): a 16-byte
     header (magic 0xBA55ED50, version, header size, size of the entries), then entries, each
     a header (kind 1 = PTX, 2 = ELF at 0; its size at 4; payload size at 8; architecture at
     28; flags at 40: 0x2000 LZ4-, 0x8000 zstd-compressed) followed by its payload."""
-    data = _elf_section(Path(binary).read_bytes(), ".nv_fatbin")
+    elf = Path(binary).read_bytes()
+    return [entry for section in FATBIN_SECTIONS
+            for entry in _section_entries(_elf_section(elf, section), section)]
+
+
+def _section_entries(data: bytes, section: str) -> list[FatbinEntry]:
     entries, offset = [], 0
     while offset + 16 <= len(data):
         magic, _, header_size, fat_size = struct.unpack_from("<IHHQ", data, offset)
@@ -309,7 +328,7 @@ def fatbin_entries(binary: Path) -> list[FatbinEntry]:
             arch, = struct.unpack_from("<I", data, entry + 28)
             flags, = struct.unpack_from("<Q", data, entry + 40)
             entries.append(FatbinEntry(_ENTRY_KINDS.get(kind, str(kind)), arch,
-                                       bool(flags & _COMPRESSED)))
+                                       bool(flags & _COMPRESSED), section))
             entry += size + payload
         offset = end
     return entries
