@@ -8,10 +8,11 @@ always passed to NVRTC with -I.
 
 Compiled PTX is cached on disk, one file per compilation, under $PTXPORT_CACHE_DIR/nvrtc or
 else ~/.cache/ptxport/nvrtc. The key is the sha256 of the source, its name, the complete list
-of NVRTC flags and NVRTC's release. The contents of included files are NOT part of the key:
-editing a header that a cached source includes does not invalidate the entry; pass cache=False
-or clear the directory when headers change. A cache hit does not load NVRTC at all (NVRTC's
-release comes from its wheel's metadata), so cached compilations work where NVRTC is absent.
+of NVRTC flags (lineinfo and debug included) and NVRTC's release. The contents of included
+files are NOT part of the key: editing a header that a cached source includes does not
+invalidate the entry; pass cache=False or clear the directory when headers change. A cache hit
+does not load NVRTC at all (NVRTC's release comes from its wheel's metadata), so cached
+compilations work where NVRTC is absent.
 """
 
 from __future__ import annotations
@@ -61,6 +62,13 @@ class NvrtcOptions:
     fast_math : bool
         Pass --use_fast_math (approximate division, square root and transcendentals, flush
         denormals to zero).
+    lineinfo : bool
+        Pass -lineinfo: the PTX carries `.file` and `.loc` directives that tie each
+        instruction to its line of the source, so that errors can name the .cu line. It does
+        not change the code NVRTC generates.
+    debug : bool
+        Pass -G: full debug information (`.section .debug_*`) and no optimisation, as nvcc -G.
+        The PTX is several times longer and slower to run; line information comes with it.
     extra : list of str
         Raw NVRTC flags appended as given, for anything the fields above do not cover.
     """
@@ -70,6 +78,8 @@ class NvrtcOptions:
     defines: dict[str, str | None] = field(default_factory=dict)
     include_paths: list[str] = field(default_factory=list)
     fast_math: bool = False
+    lineinfo: bool = True
+    debug: bool = False
     extra: list[str] = field(default_factory=list)
 
 
@@ -164,6 +174,11 @@ def _flags(options: NvrtcOptions) -> list[str]:
         flags.append(f"-I{include}")
     if options.fast_math:
         flags.append("--use_fast_math")
+    if options.debug:
+        flags.append("-G")
+    elif options.lineinfo:
+        # -G already emits .file and .loc directives.
+        flags.append("-lineinfo")
     return flags + list(options.extra)
 
 

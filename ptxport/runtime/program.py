@@ -50,6 +50,12 @@ class ProgramOptions:
     use_fast_math : bool
         NVRTC's --use_fast_math (approximate division, square root and transcendentals,
         denormals flushed to zero).
+    lineinfo : bool
+        NVRTC's -lineinfo: the PTX carries `.loc` directives naming the source line of each
+        instruction, which error messages use. On by default (cuda.core's default is off):
+        it costs nothing at run time.
+    debug : bool
+        NVRTC's -G: full debug information and no optimisation.
     """
 
     name: str = "default_program"
@@ -58,6 +64,8 @@ class ProgramOptions:
     define_macro: str | tuple[str, str] | list[str | tuple[str, str]] | None = None
     include_path: str | list[str] | None = None
     use_fast_math: bool = False
+    lineinfo: bool = True
+    debug: bool = False
 
 
 def _defines(define_macro) -> dict[str, str | None]:
@@ -99,6 +107,8 @@ def _nvrtc_options(options: ProgramOptions):
         defines=_defines(options.define_macro),
         include_paths=[include] if isinstance(include, str) else list(include or ()),
         fast_math=options.use_fast_math,
+        lineinfo=options.lineinfo,
+        debug=options.debug,
     )
 
 
