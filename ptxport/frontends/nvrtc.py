@@ -6,13 +6,20 @@ No system CUDA is needed: libnvrtc comes from the nvidia-cuda-nvrtc wheel and CU
 (cuda_fp16.h, cuda_bf16.h, ...) from the nvidia-cuda-runtime wheel, whose include directory is
 always passed to NVRTC with -I.
 
+Three more include directories follow the user's, in this order: ptxport's own C++ standard
+headers (ptxport/frontends/include: <cstdint>, <cfloat>, <climits>, <cmath>, <limits>,
+<type_traits>, <utility>, ..., each libcu++'s <cuda/std/...> with its names made std's, since
+NVRTC has no standard library), CUDA's, and CCCL's from the nvidia-cuda-cccl wheel (cub,
+thrust, libcu++'s <cuda/std/...> and <nv/target>, which <cooperative_groups.h> needs).
+
 Compiled PTX is cached on disk, one file per compilation, under $PTXPORT_CACHE_DIR/nvrtc or
 else ~/.cache/ptxport/nvrtc. The key is the sha256 of the source, its name, the complete list
-of NVRTC flags (lineinfo and debug included) and NVRTC's release. The contents of included
-files are NOT part of the key: editing a header that a cached source includes does not
-invalidate the entry; pass cache=False or clear the directory when headers change. A cache hit
-does not load NVRTC at all (NVRTC's release comes from its wheel's metadata), so cached
-compilations work where NVRTC is absent.
+of NVRTC flags (lineinfo and debug included), NVRTC's and CCCL's releases and the contents
+of ptxport's standard headers. The contents of the user's included files are NOT part of the
+key: editing a header that a cached source includes does not invalidate the entry; pass
+cache=False or clear the directory when headers change. A cache hit does not load NVRTC at all
+(NVRTC's release comes from its wheel's metadata), so cached compilations work where NVRTC is
+absent.
 """
 
 from __future__ import annotations
@@ -33,15 +40,20 @@ __all__ = [
     "NvrtcOptions",
     "available",
     "cache_dir",
+    "cccl_include_dir",
     "compile_to_ptx",
     "cuda_include_dir",
+    "std_include_dir",
     "nvrtc_version",
 ]
 
 _INSTALL_HINT = "pip install 'ptxport[cuda]'"
 
-# Distributions that ship libnvrtc: CUDA 13 wheels dropped the -cuXX suffix.
+# Distributions that ship libnvrtc and CCCL's headers: CUDA 13 wheels dropped the -cuXX suffix.
 _NVRTC_DISTRIBUTIONS = ("nvidia-cuda-nvrtc", "nvidia-cuda-nvrtc-cu12")
+_CCCL_DISTRIBUTIONS = ("nvidia-cuda-cccl", "nvidia-cuda-cccl-cu12")
+
+_STD_INCLUDE = Path(__file__).with_name("include")
 
 
 @dataclass
@@ -106,6 +118,31 @@ def cuda_include_dir() -> Path | None:
     return None
 
 
+def cccl_include_dir() -> Path | None:
+    """The include directory of the nvidia-cuda-cccl wheel (cub/, thrust/, cuda/std/, nv/),
+    or None if it is absent.
+
+    CUDA 13 wheels put it in nvidia/cu13/include/cccl, CUDA 12 wheels in
+    nvidia/cuda_cccl/include; the one beside CUDA's own headers wins.
+    """
+    include = cuda_include_dir()
+    candidates = [include / "cccl"] if include is not None else []
+    try:
+        import nvidia
+    except ImportError:
+        return None
+    candidates += [Path(root) / "cuda_cccl" / "include" for root in nvidia.__path__]
+    for candidate in candidates:
+        if (candidate / "cuda" / "std" / "version").is_file():
+            return candidate
+    return None
+
+
+def std_include_dir() -> Path:
+    """ptxport's C++ standard headers for NVRTC (see the module docstring)."""
+    return _STD_INCLUDE
+
+
 def cache_dir() -> Path:
     """Where compiled PTX is cached: $PTXPORT_CACHE_DIR/nvrtc, else ~/.cache/ptxport/nvrtc."""
     root = os.environ.get("PTXPORT_CACHE_DIR")
@@ -162,6 +199,23 @@ def _nvrtc_release() -> str:
     return f"libnvrtc {major}.{minor}"
 
 
+@lru_cache(maxsize=1)
+def _headers_release() -> str:
+    """What the headers ptxport adds depend on, for the cache key: CCCL's release and the
+    contents of ptxport's standard headers (the user's own headers are not covered)."""
+    digest = hashlib.sha256()
+    for path in sorted(_STD_INCLUDE.iterdir()):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    cccl = "no cccl"
+    for distribution in _CCCL_DISTRIBUTIONS:
+        try:
+            cccl = f"{distribution}=={metadata.version(distribution)}"
+            break
+        except metadata.PackageNotFoundError:
+            continue
+    return f"{cccl}; std headers {digest.hexdigest()[:16]}"
+
+
 def _flags(options: NvrtcOptions) -> list[str]:
     flags = [f"-arch={options.arch}"]
     if options.std:
@@ -169,9 +223,8 @@ def _flags(options: NvrtcOptions) -> list[str]:
     for name, value in options.defines.items():
         flags.append(f"-D{name}" if value is None else f"-D{name}={value}")
     flags += [f"-I{path}" for path in options.include_paths]
-    include = cuda_include_dir()
-    if include is not None:
-        flags.append(f"-I{include}")
+    flags.append(f"-I{_STD_INCLUDE}")
+    flags += [f"-I{path}" for path in (cuda_include_dir(), cccl_include_dir()) if path]
     if options.fast_math:
         flags.append("--use_fast_math")
     if options.debug:
@@ -183,7 +236,8 @@ def _flags(options: NvrtcOptions) -> list[str]:
 
 
 def _cache_path(source: str, name: str, flags: list[str]) -> Path:
-    key = json.dumps({"source": source, "name": name, "flags": flags, "nvrtc": _nvrtc_release()})
+    key = json.dumps({"source": source, "name": name, "flags": flags, "nvrtc": _nvrtc_release(),
+                      "headers": _headers_release()})
     digest = hashlib.sha256(key.encode()).hexdigest()
     return cache_dir() / f"{Path(name).stem}-{digest}.ptx"
 
