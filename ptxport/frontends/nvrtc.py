@@ -42,6 +42,8 @@ __all__ = [
     "cache_dir",
     "cccl_include_dir",
     "compile_to_ptx",
+    "NvrtcOutput",
+    "compile_program",
     "cuda_include_dir",
     "std_include_dir",
     "nvrtc_version",
@@ -235,9 +237,10 @@ def _flags(options: NvrtcOptions) -> list[str]:
     return flags + list(options.extra)
 
 
-def _cache_path(source: str, name: str, flags: list[str]) -> Path:
+def _cache_path(source: str, name: str, flags: list[str],
+                name_expressions: tuple[str, ...]) -> Path:
     key = json.dumps({"source": source, "name": name, "flags": flags, "nvrtc": _nvrtc_release(),
-                      "headers": _headers_release()})
+                      "headers": _headers_release(), "names": list(name_expressions)})
     digest = hashlib.sha256(key.encode()).hexdigest()
     return cache_dir() / f"{Path(name).stem}-{digest}.ptx"
 
@@ -263,13 +266,40 @@ def _program_log(nvrtc: ModuleType, program: object) -> str:
     return log.rstrip(b"\0").decode(errors="replace")
 
 
-def _run_nvrtc(source: str, name: str, flags: list[str]) -> str:
+@dataclass(frozen=True)
+class NvrtcOutput:
+    """What one NVRTC compilation gives back.
+
+    Attributes
+    ----------
+    ptx : str
+        The PTX module.
+    lowered_names : dict of str to str
+        Each name expression asked for ("saxpy<float>") and the symbol NVRTC gave it in the
+        PTX (its mangled name, "_Z5saxpyIfEvT_PKS0_PS0_m"), from nvrtcGetLoweredName.
+    log : str
+        NVRTC's program log (warnings); empty when the PTX came from the cache.
+    """
+
+    ptx: str
+    lowered_names: dict[str, str] = field(default_factory=dict)
+    log: str = ""
+
+
+def _run_nvrtc(source: str, name: str, flags: list[str],
+               name_expressions: tuple[str, ...] = ()) -> NvrtcOutput:
     nvrtc = _load_nvrtc()
     ok = nvrtc.nvrtcResult.NVRTC_SUCCESS
     result, program = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
     if result != ok:
         raise CompileError(f"{name}: NVRTC could not create a program ({result.name})")
     try:
+        for expression in name_expressions:
+            # Name expressions make NVRTC instantiate templates and report their symbols.
+            (result,) = nvrtc.nvrtcAddNameExpression(program, expression.encode())
+            if result != ok:
+                raise CompileError(f"{name}: NVRTC refused the name expression "
+                                   f"{expression!r} ({result.name})")
         encoded = [flag.encode() for flag in flags]
         (result,) = nvrtc.nvrtcCompileProgram(program, len(encoded), encoded)
         if result != ok:
@@ -281,9 +311,62 @@ def _run_nvrtc(source: str, name: str, flags: list[str]) -> str:
         (result,) = nvrtc.nvrtcGetPTX(program, ptx)
         if result != ok:
             raise CompileError(f"{name}: NVRTC compiled the source but gave no PTX ({result.name})")
-        return ptx.rstrip(b"\0").decode()
+        return NvrtcOutput(ptx.rstrip(b"\0").decode(),
+                           _lowered_names(nvrtc, program, name, name_expressions),
+                           _program_log(nvrtc, program))
     finally:
         nvrtc.nvrtcDestroyProgram(program)
+
+
+def _lowered_names(nvrtc: ModuleType, program: object, name: str,
+                   name_expressions: tuple[str, ...]) -> dict[str, str]:
+    lowered = {}
+    for expression in name_expressions:
+        result, symbol = nvrtc.nvrtcGetLoweredName(program, expression.encode())
+        if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            raise CompileError(f"{name}: NVRTC has no symbol for the name expression "
+                               f"{expression!r} ({result.name})")
+        lowered[expression] = symbol.decode()
+    return lowered
+
+
+def _read_cached(path: Path, name_expressions: tuple[str, ...]) -> NvrtcOutput | None:
+    """The cached output, or None; the lowered names live beside the PTX in a .json file."""
+    try:
+        names = {}
+        if name_expressions:
+            names = json.loads(path.with_suffix(".json").read_text())
+        return NvrtcOutput(path.read_text(), names)
+    except (OSError, ValueError):
+        return None
+
+
+def compile_program(source: str, name: str = "input.cu", options: NvrtcOptions | None = None,
+                    name_expressions: tuple[str, ...] | list[str] = (), *,
+                    cache: bool = True) -> NvrtcOutput:
+    """Compile CUDA C++ with NVRTC: the PTX, the symbols of name expressions, NVRTC's log.
+
+    Parameters are those of compile_to_ptx, and:
+
+    name_expressions : sequence of str
+        C++ names of kernels to instantiate and look up, as nvrtcAddNameExpression takes
+        them: "saxpy<float>", "ns::kernel", "&f<int, 4>". Their symbols are in
+        `lowered_names` of the result.
+    """
+    name_expressions = tuple(name_expressions)
+    flags = _flags(options or NvrtcOptions())
+    if not cache:
+        return _run_nvrtc(source, name, flags, name_expressions)
+    path = _cache_path(source, name, flags, name_expressions)
+    cached = _read_cached(path, name_expressions)
+    if cached is not None:
+        return cached
+    output = _run_nvrtc(source, name, flags, name_expressions)
+    if name_expressions:
+        # Names first: a reader that finds the PTX also finds them.
+        _write_atomically(path.with_suffix(".json"), json.dumps(output.lowered_names))
+    _write_atomically(path, output.ptx)
+    return output
 
 
 def compile_to_ptx(source: str, name: str = "input.cu", options: NvrtcOptions | None = None,
@@ -315,14 +398,4 @@ def compile_to_ptx(source: str, name: str = "input.cu", options: NvrtcOptions | 
     BackendUnavailableError
         NVRTC is not installed (and the PTX was not in the cache).
     """
-    flags = _flags(options or NvrtcOptions())
-    if not cache:
-        return _run_nvrtc(source, name, flags)
-    path = _cache_path(source, name, flags)
-    try:
-        return path.read_text()
-    except OSError:
-        pass
-    ptx = _run_nvrtc(source, name, flags)
-    _write_atomically(path, ptx)
-    return ptx
+    return compile_program(source, name, options, cache=cache).ptx
