@@ -4,7 +4,8 @@ Program(code, code_type="ptx" | "c++", options).compile("native") reads the PTX 
 through NVRTC first), builds and verifies the IR once, and returns an ObjectCode holding it.
 Nothing is compiled for a processor yet: a Kernel is compiled for a device the first time it
 is launched there (through that device's backend, the one place the runtime calls a code
-generator), and the binary is kept for later launches.
+generator), and the binary is kept for later launches; compile("cubin") does that at once
+for the current device. ProgramOptions and its NVRTC flags live in program_options.py.
 """
 
 from __future__ import annotations
@@ -43,11 +44,14 @@ class Program:
     Parameters
     ----------
     code : str
-        The PTX module or the CUDA C++ source. Kernels meant to be found by name in C++
-        should be `extern "C"` (otherwise their names are mangled).
+        The PTX module or the CUDA C++ source. C++ kernels are found by name when
+        `extern "C"`, else by the C++ names given to compile(name_expressions=...), or by
+        their mangled names.
     code_type : str
         "ptx" or "c++".
     options : ProgramOptions, optional
+        cuda.core's options (ptxport.runtime.program_options); a field ptxport cannot
+        honour raises InvalidValueError here.
     """
 
     def __init__(self, code: str, code_type: str, options: ProgramOptions | None = None):
