@@ -303,9 +303,10 @@ def _run_nvrtc(source: str, name: str, flags: list[str],
         encoded = [flag.encode() for flag in flags]
         (result,) = nvrtc.nvrtcCompileProgram(program, len(encoded), encoded)
         if result != ok:
+            log = _program_log(nvrtc, program)
             raise CompileError(
-                f"{name}: NVRTC refused the source ({result.name}; flags: {' '.join(flags)})",
-                _program_log(nvrtc, program))
+                f"{name}: NVRTC refused the source ({result.name}; flags: {' '.join(flags)})"
+                f"{_missing_header_hint(log)}", log)
         _, size = nvrtc.nvrtcGetPTXSize(program)
         ptx = b" " * size
         (result,) = nvrtc.nvrtcGetPTX(program, ptx)
@@ -316,6 +317,15 @@ def _run_nvrtc(source: str, name: str, flags: list[str],
                            _program_log(nvrtc, program))
     finally:
         nvrtc.nvrtcDestroyProgram(program)
+
+
+def _missing_header_hint(log: str) -> str:
+    """What to do when NVRTC found no header that CCCL's wheel would have provided."""
+    if "cannot open source file" not in log or cccl_include_dir() is not None:
+        return ""
+    return ("; cub, thrust, libcu++ (<cuda/std/...>) and <nv/target> (which cooperative "
+            "groups need) come from nvidia-cuda-cccl, and ptxport's C++ standard headers "
+            f"forward to libcu++: {_INSTALL_HINT} installs it")
 
 
 def _lowered_names(nvrtc: ModuleType, program: object, name: str,

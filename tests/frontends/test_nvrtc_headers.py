@@ -203,3 +203,10 @@ def test_cccl_comes_from_its_wheel():
     assert include is not None
     assert (include / "cub" / "cub.cuh").is_file() and (include / "nv" / "target").is_file()
     assert "site-packages" in include.parts or "dist-packages" in include.parts
+
+
+def test_missing_cccl_says_what_to_install(tmp_path, monkeypatch):
+    monkeypatch.setenv("PTXPORT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(nvrtc, "cccl_include_dir", lambda: None)
+    with pytest.raises(CompileError, match=r"nvidia-cuda-cccl.*pip install 'ptxport\[cuda\]'"):
+        compile_to_ptx('#include <cub/cub.cuh>\nextern "C" __global__ void k() {}\n', "c.cu")
