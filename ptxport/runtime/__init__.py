@@ -7,6 +7,7 @@ from ptxport.runtime.device import ComputeCapability, Device, DeviceProperties
 from ptxport.runtime.event import Event, EventOptions
 from ptxport.runtime.launch import LaunchConfig, launch
 from ptxport.runtime.memory import Buffer
+from ptxport.runtime.memory_resource import DeviceMemoryResource, MemoryResource
 from ptxport.runtime.program import Kernel, ObjectCode, ParamInfo, Program, ProgramOptions
 from ptxport.runtime.stream import Stream
 from ptxport.runtime.system import System, system
@@ -15,11 +16,13 @@ __all__ = [
     "Buffer",
     "ComputeCapability",
     "Device",
+    "DeviceMemoryResource",
     "DeviceProperties",
     "Event",
     "EventOptions",
     "Kernel",
     "LaunchConfig",
+    "MemoryResource",
     "ObjectCode",
     "ParamInfo",
     "Program",

@@ -18,6 +18,7 @@ from ptxport.runtime import backends
 from ptxport.runtime.backends import DeviceProperties
 from ptxport.runtime.event import Event, EventOptions
 from ptxport.runtime.memory import Buffer
+from ptxport.runtime.memory_resource import DeviceMemoryResource
 from ptxport.runtime.stream import Stream
 
 __all__ = ["ComputeCapability", "Device", "DeviceProperties", "best_backend"]
@@ -170,6 +171,15 @@ class Device:
         """An event to record on this device's streams; options={'enable_timing': True} to
         time with `end - start`."""
         return Event(self, options)
+
+    @property
+    def memory_resource(self) -> DeviceMemoryResource:
+        """cuda.core's allocator interface to this device's memory: allocate(size, stream)
+        gives the Buffers allocate() gives; deallocate(ptr, size, stream) frees one."""
+        with self._workers_lock:
+            if getattr(self, "_memory_resource", None) is None:
+                self._memory_resource = DeviceMemoryResource(self)
+            return self._memory_resource
 
     def allocate(self, size: int, stream: Stream | None = None) -> Buffer:
         """`size` bytes of device memory, aligned to 256 bytes and not initialised.

@@ -25,6 +25,7 @@ from ptxport.errors import (
     KernelExecutionError,
     LaunchError,
     PtxportError,
+    UnsupportedFeatureError,
 )
 from ptxport.ir.abi import param_layout
 from ptxport.runtime.backends import Allocation, DeviceProperties
@@ -63,13 +64,26 @@ class LaunchConfig:
         Threads in a block (x, y, z).
     shmem_size : int, optional
         Dynamic shared memory per block, in bytes (`extern __shared__` arrays); 0 if None.
+    cluster : int or tuple of up to 3 ints, optional
+        Blocks per thread block cluster; with it, `grid` counts clusters, as in cuda.core.
+        Accepted here and refused by launch(): no backend launches clusters yet.
+    is_cooperative : bool
+        A cooperative launch (grid-wide synchronisation); refused by launch() when True.
+    programmatic_stream_serialization : bool
+        Lets the kernel overlap the previous one in its stream (programmatic dependent
+        launch). Accepted: it only permits overlap, and ptxport runs a stream's kernels one
+        after the other, which PDL kernels must handle anyway.
 
-    `grid` and `block` are kept as 3-tuples.
+    `grid`, `block` and `cluster` (when given) are kept as 3-tuples.
     """
 
-    def __init__(self, grid=None, block=None, shmem_size: int | None = None):
+    def __init__(self, grid=None, cluster=None, block=None, shmem_size: int | None = None,
+                 is_cooperative: bool = False, programmatic_stream_serialization: bool = False):
         self.grid = _dims(grid, "grid")
+        self.cluster = None if cluster is None else _dims(cluster, "cluster")
         self.block = _dims(block, "block")
+        self.is_cooperative = bool(is_cooperative)
+        self.programmatic_stream_serialization = bool(programmatic_stream_serialization)
         try:
             self.shmem_size = operator.index(shmem_size or 0)
         except TypeError:
@@ -79,11 +93,30 @@ class LaunchConfig:
             raise LaunchError(f"shmem_size must not be negative, not {self.shmem_size}")
 
     def __repr__(self) -> str:
-        return f"LaunchConfig(grid={self.grid}, block={self.block}, shmem_size={self.shmem_size})"
+        cluster = "" if self.cluster is None else f", cluster={self.cluster}"
+        return (f"LaunchConfig(grid={self.grid}{cluster}, block={self.block}, "
+                f"shmem_size={self.shmem_size})")
+
+
+def _check_unsupported(config: LaunchConfig, kernel: Kernel, device: Device) -> None:
+    """Refuse the kinds of launch no backend implements, rather than run them otherwise."""
+    if config.cluster is not None:
+        raise UnsupportedFeatureError(
+            f"LaunchConfig(cluster={config.cluster})", str(device), reason=(
+                f"no backend launches thread block clusters yet (kernel {kernel.name}); "
+                "launch without cluster= and grid= counting blocks: a kernel then sees "
+                "clusters of one block (%cluster_nctarank is 1)"))
+    if config.is_cooperative:
+        raise UnsupportedFeatureError(
+            "LaunchConfig(is_cooperative=True)", str(device), reason=(
+                f"no backend makes cooperative launches yet (kernel {kernel.name}); split "
+                "the kernel at its grid-wide synchronisations into several launches"))
 
 
 def check_config(config: LaunchConfig, kernel: Kernel, device: Device) -> None:
-    """Raise LaunchError if `device` (as CUDA would) refuses to launch `kernel` so."""
+    """Raise LaunchError if `device` (as CUDA would) refuses to launch `kernel` so, and
+    UnsupportedFeatureError for a cluster or cooperative launch."""
+    _check_unsupported(config, kernel, device)
     p: DeviceProperties = device.properties
     where = f"cannot launch {kernel.name} on {device} with block={config.block}"
     threads = prod(config.block)

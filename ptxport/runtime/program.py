@@ -4,22 +4,25 @@ Program(code, code_type="ptx" | "c++", options).compile("native") reads the PTX 
 through NVRTC first), builds and verifies the IR once, and returns an ObjectCode holding it.
 Nothing is compiled for a processor yet: a Kernel is compiled for a device the first time it
 is launched there (through that device's backend, the one place the runtime calls a code
-generator), and the binary is kept for later launches.
+generator), and the binary is kept for later launches; compile("cubin") does that at once
+for the current device. ProgramOptions and its NVRTC flags live in program_options.py.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
-from ptxport.errors import InvalidValueError, KernelNotFoundError
+from ptxport.errors import InvalidValueError, KernelNotFoundError, UnsupportedFeatureError
 from ptxport.ir import nodes as ir
 from ptxport.ir.abi import param_layout
 from ptxport.ir.analysis import pointer_parameters
 from ptxport.ir.from_ptx import build
 from ptxport.ir.verify import verify
 from ptxport.ptx.parser import parse
+from ptxport.runtime.program_options import ProgramOptions, check_supported, nvrtc_options
 
 if TYPE_CHECKING:
     from ptxport.runtime.backends import KernelBinary
@@ -28,78 +31,11 @@ if TYPE_CHECKING:
 __all__ = ["Kernel", "ObjectCode", "ParamInfo", "Program", "ProgramOptions"]
 
 CODE_TYPES = ("ptx", "c++")
-
-
-@dataclass
-class ProgramOptions:
-    """How a Program is compiled; the names are cuda.core's.
-
-    Parameters
-    ----------
-    name : str
-        The program's name: the file name in diagnostics (PTX errors, NVRTC's log).
-    arch : str or None
-        The architecture NVRTC compiles C++ for ("sm_90", or "90"); None takes the current
-        device's (Device().arch). Ignored for PTX.
-    std : str or None
-        The C++ dialect ("c++17", "c++20"); None keeps NVRTC's default.
-    define_macro : str, (str, str) or a list of them
-        Macros: "NAME", "NAME=VALUE" or ("NAME", "VALUE").
-    include_path : str or list of str
-        Directories searched for #include files.
-    use_fast_math : bool
-        NVRTC's --use_fast_math (approximate division, square root and transcendentals,
-        denormals flushed to zero).
-    """
-
-    name: str = "default_program"
-    arch: str | None = None
-    std: str | None = None
-    define_macro: str | tuple[str, str] | list[str | tuple[str, str]] | None = None
-    include_path: str | list[str] | None = None
-    use_fast_math: bool = False
-
-
-def _defines(define_macro) -> dict[str, str | None]:
-    if define_macro is None:
-        return {}
-    if isinstance(define_macro, str) or (
-            isinstance(define_macro, tuple) and len(define_macro) == 2
-            and all(isinstance(part, str) for part in define_macro)):
-        define_macro = [define_macro]
-    defines: dict[str, str | None] = {}
-    for macro in define_macro:
-        if isinstance(macro, tuple):
-            name, value = macro
-        elif isinstance(macro, str):
-            name, equals, value = macro.partition("=")
-            value = value if equals else None
-        else:
-            raise InvalidValueError(
-                f"define_macro takes 'NAME', 'NAME=VALUE' or ('NAME', 'VALUE'), not {macro!r}")
-        defines[name] = value
-    return defines
-
-
-def _arch(arch: str | None) -> str:
-    if arch is None:
-        from ptxport.runtime.device import Device
-
-        return f"sm_{Device().arch}"
-    return f"sm_{arch}" if arch.isdigit() else arch
-
-
-def _nvrtc_options(options: ProgramOptions):
-    from ptxport.frontends.nvrtc import NvrtcOptions
-
-    include = options.include_path
-    return NvrtcOptions(
-        arch=_arch(options.arch),
-        std=options.std,
-        defines=_defines(options.define_macro),
-        include_paths=[include] if isinstance(include, str) else list(include or ()),
-        fast_math=options.use_fast_math,
-    )
+# cuda.core's target types other than "ptx" and "cubin", which ptxport cannot produce.
+_REFUSED_TARGETS = {
+    "ltoir": "LTO IR is NVVM's input to nvJitLink; ptxport reads and produces PTX",
+    "fatbin": "a fat binary holds code for real NVIDIA GPUs; compile to 'ptx' or 'cubin'",
+}
 
 
 class Program:
@@ -108,11 +44,14 @@ class Program:
     Parameters
     ----------
     code : str
-        The PTX module or the CUDA C++ source. Kernels meant to be found by name in C++
-        should be `extern "C"` (otherwise their names are mangled).
+        The PTX module or the CUDA C++ source. C++ kernels are found by name when
+        `extern "C"`, else by the C++ names given to compile(name_expressions=...), or by
+        their mangled names.
     code_type : str
         "ptx" or "c++".
     options : ProgramOptions, optional
+        cuda.core's options (ptxport.runtime.program_options); a field ptxport cannot
+        honour raises InvalidValueError here.
     """
 
     def __init__(self, code: str, code_type: str, options: ProgramOptions | None = None):
@@ -124,37 +63,83 @@ class Program:
             raise InvalidValueError(f"Program takes its code as a str, not {type(code).__name__}")
         self.code, self.code_type = code, code_type
         self.options = options or ProgramOptions()
+        check_supported(self.options)
 
-    def compile(self, target_type: str = "native") -> ObjectCode:
+    def compile(self, target_type: str = "native", name_expressions: Sequence[str] = (),
+                logs: TextIO | None = None) -> ObjectCode:
         """Read the program into verified IR, once; kernels are compiled for a device when
-        first launched there.
+        first launched there, and run on any device.
 
-        `target_type` "native" (the default) does only that. A target name ("nvptx:sm_90",
-        "amdgpu:gfx1100", "spirv", "cpu") also compiles every kernel for that target now:
-        the ObjectCode's `code` is then the target's code (PTX text, a code object, a SPIR-V
-        module, LLVM IR text per kernel) and `code_type` the target; its kernels can still be
-        launched on any device.
+        Parameters
+        ----------
+        target_type : str
+            "native" (the default) or "ptx": only that; the ObjectCode's `code` is the PTX.
+            "cubin" (cuda.core's name for a device binary): also compile every kernel now for
+            the current device (Device()) through its backend, so that what the device
+            cannot run is reported here; `code` stays the PTX, as ptxport's device code
+            lives in the process (a JIT-compiled function on the CPU). A target name
+            ("nvptx:sm_90", "amdgpu:gfx1100", "spirv", "cpu") compiles every kernel for
+            that target now: `code` is then the target's code (PTX text, a code object, a
+            SPIR-V module, LLVM IR text per kernel).
+        name_expressions : sequence of str
+            C++ only: kernels by their C++ names ("saxpy<float>", "ns::scale"), which NVRTC
+            instantiates; `get_kernel` then finds them by those names.
+        logs : object with a write(str) method, optional
+            Receives NVRTC's log (warnings) when NVRTC runs (not on a cache hit).
 
         Raises
         ------
         CompileError
-            NVRTC refused the C++ source; `log` holds NVRTC's log.
+            NVRTC refused the C++ source or a name expression; `log` holds NVRTC's log.
         PtxSyntaxError, PtxSemanticError
             The PTX is malformed or does not make sense (each error with file:line:column).
+        InvalidValueError
+            An unknown target type, or name expressions for PTX.
         """
-        ptx = self.code
-        if self.code_type == "c++":
-            from ptxport.frontends.nvrtc import compile_to_ptx
-
-            ptx = compile_to_ptx(self.code, self.options.name, _nvrtc_options(self.options))
+        _check_target_type(target_type)
+        ptx, lowered = self._ptx(tuple(name_expressions), logs)
         module = build(parse(ptx, self.options.name))
         verify(module)
-        code = ObjectCode(ptx, module, self.options.name)
-        if target_type != "native":
+        code = ObjectCode(ptx, module, self.options.name, lowered)
+        if target_type == "cubin":
+            from ptxport.runtime.device import Device
+
+            device = Device()
+            for name in code.kernel_names:
+                code._binary(device, name)
+        if target_type not in ("native", "ptx", "cubin"):
             from ptxport.codegen.compile import compile_for_target
 
-            code.code, code.code_type = compile_for_target(module, target_type), target_type
+            code.code = compile_for_target(module, target_type)
+        code.code_type = target_type
         return code
+
+    def _ptx(self, name_expressions: tuple[str, ...], logs: TextIO | None) \
+            -> tuple[str, dict[str, str]]:
+        """The program's PTX and the symbols of its name expressions."""
+        if self.code_type == "ptx":
+            if name_expressions:
+                raise InvalidValueError(
+                    "name_expressions are C++ names for NVRTC; a PTX program's kernels are "
+                    "found by their .entry names")
+            return self.code, {}
+        from ptxport.frontends.nvrtc import compile_program
+        from ptxport.runtime.device import Device
+
+        output = compile_program(self.code, self.options.name,
+                                 nvrtc_options(self.options, lambda: Device().arch),
+                                 name_expressions, cache=not self.options.no_cache)
+        if logs is not None and output.log:
+            logs.write(output.log)
+        return output.ptx, output.lowered_names
+
+
+def _check_target_type(target_type: str) -> None:
+    if not isinstance(target_type, str):
+        raise InvalidValueError(f"target_type must be a str, not {type(target_type).__name__}")
+    if target_type in _REFUSED_TARGETS:
+        raise UnsupportedFeatureError(f"target_type {target_type!r}", "ptxport",
+                                      reason=_REFUSED_TARGETS[target_type])
 
 
 class ObjectCode:
@@ -162,9 +147,12 @@ class ObjectCode:
 
     code_type = "native"
 
-    def __init__(self, ptx: str, module: ir.Module, name: str):
+    def __init__(self, ptx: str, module: ir.Module, name: str,
+                 symbol_mapping: dict[str, str] | None = None):
         self.code, self.module, self.name = ptx, module, name
         self.ptx = ptx   # the PTX the module was read from (what `code` is for "native")
+        # C++ name expression -> its symbol in the PTX (Program.compile(name_expressions=)).
+        self.symbol_mapping = dict(symbol_mapping or {})
         self._kernels: dict[str, Kernel] = {}
         self._binaries: dict[tuple[str, str], KernelBinary] = {}
         self._lock = threading.Lock()
@@ -174,8 +162,10 @@ class ObjectCode:
         return tuple(f.name for f in self.module.kernels)
 
     def get_kernel(self, name: str) -> Kernel:
-        """The kernel (`.entry`) called `name`; raises KernelNotFoundError listing the
-        kernels there are."""
+        """The kernel (`.entry`) called `name`, or whose C++ name expression (given to
+        Program.compile) is `name`; raises KernelNotFoundError listing the kernels there
+        are."""
+        name = self.symbol_mapping.get(name, name)
         with self._lock:
             kernel = self._kernels.get(name)
             if kernel is None:
@@ -191,7 +181,8 @@ class ObjectCode:
         hint = ""
         if any(n.startswith("_Z") for n in names):
             hint = ('; C++ kernels declared without extern "C" have mangled names: declare '
-                    'them extern "C" or ask for the mangled name')
+                    'them extern "C", pass their C++ names to Program.compile('
+                    'name_expressions=[...]) or ask for the mangled name')
         return f"{self.name}: no kernel named {name!r}; the kernels are: {there}{hint}"
 
     def _binary(self, device: Device, kernel: str) -> KernelBinary:
