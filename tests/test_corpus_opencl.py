@@ -27,6 +27,7 @@ NOT_YET: dict[str, str] = {
     "mbarrier_phases": "mbarrier waits: OpenCL does not promise that a work-group's items "
                        "make progress while one spins (Intel's CPU runtime runs them in turn)",
     "timed_work": "%globaltimer: OpenCL has no global nanosecond timer",
+    "checked_gather": "assert (__assertfail): OpenCL has no way to end a kernel with an error",
 }
 
 # kernel name -> why it is not run here at all
