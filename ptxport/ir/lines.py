@@ -54,7 +54,8 @@ class LineTable:
         self.locs.append(loc)
 
     def __bool__(self) -> bool:
-        return any(loc is not None for loc in self.locs)
+        """Whether any instruction has a source line."""
+        return any(loc is not None and loc[0] in self.files for loc in self.locs)
 
     def source_line(self, ptx_line: int) -> tuple[str, int] | None:
         """The source file (its base name) and line of the instruction on `ptx_line`, or
