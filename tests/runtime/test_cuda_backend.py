@@ -24,6 +24,7 @@ from ptxport.errors import (
     CompileError,
     IllegalAddressError,
     InvalidValueError,
+    KernelAssertError,
     KernelExecutionError,
     KernelTrapError,
     LaunchError,
@@ -184,7 +185,7 @@ def test_ptxport_devices_says_why_cuda_is_absent():
 @pytest.mark.parametrize(("name", "error"), [
     ("CUDA_ERROR_ILLEGAL_ADDRESS", IllegalAddressError),
     ("CUDA_ERROR_MISALIGNED_ADDRESS", IllegalAddressError),
-    ("CUDA_ERROR_ASSERT", KernelTrapError),
+    ("CUDA_ERROR_ASSERT", KernelAssertError),
     ("CUDA_ERROR_LAUNCH_FAILED", KernelTrapError),
     ("CUDA_ERROR_OUT_OF_MEMORY", OutOfMemoryError),
     ("CUDA_ERROR_UNSUPPORTED_PTX_VERSION", CompileError),
@@ -196,7 +197,7 @@ def test_driver_errors_become_ptxport_errors(name, error):
     failure = _failure(getattr(_cu.CUresult, name), "kernel k failed on cuda:0")
     assert type(failure) is error
     assert str(failure).startswith("kernel k failed on cuda:0: ")
-    if error in (IllegalAddressError, KernelTrapError):
+    if error in (IllegalAddressError, KernelTrapError, KernelAssertError):
         assert "restart the process" in str(failure)
 
 
