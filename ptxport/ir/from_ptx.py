@@ -54,6 +54,7 @@ class _ModuleBuilder:
         self.ir = ir.Module(module.version, module.target, module.address_size,
                             source=module.source)
         self.problems: list[Diagnostic] = []
+        self.counted = (0, 1)   # (position, its PTX line): where ptx_line counts on from
 
     def report(self, pos: int, message: str, text: str = "") -> None:
         if text:  # point at the name itself when it is on the statement's line
@@ -91,6 +92,17 @@ class _ModuleBuilder:
         if self.problems:
             raise PtxSemanticError(self.problems)
         return self.ir
+
+    def ptx_line(self, pos: int) -> int:
+        """The PTX line of `pos`, counted on from the previous call's position (.loc
+        directives come in the order of the text; counting newlines in C is cheaper than
+        Source.location's table of line starts)."""
+        last_pos, last_line = self.counted
+        if pos < last_pos:
+            last_pos, last_line = 0, 1
+        line = last_line + self.source.text.count("\n", last_pos, pos)
+        self.counted = (pos, line)
+        return line
 
     def source_file(self, text: str) -> None:
         """`.file N "name"`: the name of the user's source file number N."""
@@ -226,7 +238,7 @@ class _FunctionBuilder:
         self.collect_labels(self.node.body)
         self.open_block(ir.BasicBlock("%entry", self.node.pos))
         if self.m.ir.lines.locs:    # no .loc of the previous function holds here
-            self.m.ir.lines.add(self.m.source.location(self.node.pos).line, None)
+            self.m.ir.lines.add(self.m.ptx_line(self.node.pos), None)
         self.statements(self.node.body)
         self.f.blocks = [b for i, b in enumerate(self.f.blocks)
                          if i == 0 or b.instructions or b.label in self.labels]
@@ -374,7 +386,7 @@ class _FunctionBuilder:
         if word == ".loc":
             loc = parse_loc(rest)
             if loc is not None:
-                self.m.ir.lines.add(self.m.source.location(node.pos).line, loc)
+                self.m.ir.lines.add(self.m.ptx_line(node.pos), loc)
         elif word == ".file":
             self.m.source_file(rest)
 

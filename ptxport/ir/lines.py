@@ -23,8 +23,6 @@ __all__ = ["LineTable", "parse_file", "parse_loc", "where"]
 
 # .file N "name" [, timestamp, size]
 _FILE = re.compile(r'^\s*(\d+)\s+"((?:[^"\\]|\\.)*)"')
-# .loc N line column [, attribute ...]
-_LOC = re.compile(r"^\s*(\d+)\s+(\d+)(?:\s+(\d+))?")
 
 
 def parse_file(text: str) -> tuple[int, str] | None:
@@ -34,9 +32,13 @@ def parse_file(text: str) -> tuple[int, str] | None:
 
 
 def parse_loc(text: str) -> tuple[int, int] | None:
-    """The file number and line of a `.loc` directive's text (after `.loc`), or None."""
-    m = _LOC.match(text)
-    return (int(m[1]), int(m[2])) if m else None
+    """The file number and line of a `.loc` directive's text (after `.loc`), or None.
+    (Split rather than matched: every source line of a module has its .loc.)"""
+    parts = text.split(None, 2)
+    try:
+        return int(parts[0]), int(parts[1].rstrip(","))
+    except (IndexError, ValueError):
+        return None
 
 
 @dataclass
