@@ -289,10 +289,19 @@ def _gather_args(rng):
             scalar(np.int32(GATHER_LIMIT))]
 
 
+def _reverse_ref(args):
+    v = args[0].value.reshape(4, 128)[:, ::-1]
+    return {1: (v + v[:, np.arange(128) ^ 1]).reshape(-1)}
+
+
 ASSERTS = [
     KernelCase("assert_kernel.cu", "checked_gather", grid1(N_GATHER, 64), (64, 1, 1), 0,
                _gather_args, lambda a: {2: a[1].value[a[0].value] * np.float32(2)},
                notes="exact; every index in range, so the assert has no effect"),
+    KernelCase("assert_kernel.cu", "checked_reverse", (4, 1, 1), (128, 1, 1), 0,
+               lambda rng: [inp(rng.integers(0, 1 << 20, 512).astype(np.int32)),
+                            out(poison(512, np.int32))], _reverse_ref,
+               notes="exact; every value >= 0, so the assert has no effect"),
 ]
 
 CASES = CONTROL_FLOW + DEVICE_FUNCTIONS + NOINLINE_SYNC + INLINE_ASM + SIDE_EFFECTS + ASSERTS
