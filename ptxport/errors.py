@@ -171,7 +171,8 @@ class IllegalAddressError(KernelExecutionError):
 
 
 class KernelTrapError(KernelExecutionError):
-    """A kernel executed `trap` (a failed device-side assert, or __trap())."""
+    """A kernel executed `trap` (__trap(); a failed device-side assert raises the subclass
+    KernelAssertError)."""
 
 
 class KernelAssertError(KernelTrapError):

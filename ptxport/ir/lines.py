@@ -15,7 +15,6 @@ compiled kernels keep it to report run-time errors at no run-time cost.
 from __future__ import annotations
 
 import bisect
-import os
 import re
 from dataclasses import dataclass, field
 
@@ -56,8 +55,8 @@ class LineTable:
         self.locs.append(loc)
 
     def __bool__(self) -> bool:
-        """Whether any instruction has a source line."""
-        return any(loc is not None and loc[0] in self.files for loc in self.locs)
+        """Whether the module has line information (.file and .loc directives)."""
+        return bool(self.files) and bool(self.locs)
 
     def source_line(self, ptx_line: int) -> tuple[str, int] | None:
         """The source file (its base name) and line of the instruction on `ptx_line`, or
@@ -66,7 +65,13 @@ class LineTable:
         loc = self.locs[i] if i >= 0 else None
         if loc is None or loc[1] == 0 or loc[0] not in self.files:
             return None
-        return os.path.basename(self.files[loc[0]]) or self.files[loc[0]], loc[1]
+        return _base_name(self.files[loc[0]]), loc[1]
+
+
+def _base_name(name: str) -> str:
+    """A .file name without its directories: compilers write absolute paths (NVRTC puts its
+    working directory before the program's name), Windows ones with escaped backslashes."""
+    return name.replace("\\\\", "\\").rsplit("/", 1)[-1].rsplit("\\", 1)[-1] or name
 
 
 def where(source: tuple[str, int] | None, ptx_line: int) -> str:

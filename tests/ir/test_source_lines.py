@@ -15,7 +15,7 @@ from ptxport.errors import (
     UnsupportedFeatureError,
 )
 from ptxport.ir.from_ptx import build
-from ptxport.ir.lines import parse_file, parse_loc
+from ptxport.ir.lines import LineTable, parse_file, parse_loc
 from ptxport.ptx.parser import parse
 
 # mode 1 traps, mode 2 writes past `out`, mode 3 waits at a barrier for more threads than the
@@ -71,6 +71,13 @@ def test_directives_parse():
     assert parse_loc(" 1 11 9, function_name $L__info_string0, inlined_at 1 30 2") == (1, 11)
     assert parse_loc(" 3 8") == (3, 8)
     assert parse_file("garbage") is None and parse_loc("x 1 2") is None
+
+
+def test_files_are_named_without_their_directories():
+    table = LineTable(files={1: "/home/user/k.cu", 2: "C:\\\\src\\\\w.cu", 3: "plain.cu"},
+                      ptx_lines=[10, 20, 30], locs=[(1, 4), (2, 5), (3, 6)])
+    assert [table.source_line(n) for n in (15, 25, 35, 5)] == [
+        ("k.cu", 4), ("w.cu", 5), ("plain.cu", 6), None]
 
 
 def test_each_instruction_gets_the_line_of_the_loc_before_it():
