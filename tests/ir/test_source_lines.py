@@ -114,12 +114,12 @@ def test_cpu_errors_name_the_source_line_then_the_ptx_line(mode, error, text):
     ptx_line = _ptx_line(text)
     with pytest.raises(error) as caught:
         run_ptx(PTX, "k", 1, 32, [out, np.uint32(mode)])
-    assert f"kernel.cu:{source} (PTX line {ptx_line})" in str(caught.value)
+    assert f" at kernel.cu:{source} (PTX line {ptx_line})" in str(caught.value)
 
 
 def test_cpu_errors_without_line_information_name_the_ptx_line():
     text = PTX[:PTX.index(".file 1")]
-    with pytest.raises(KernelTrapError, match=rf"executed trap \(line {_ptx_line('trap;')}\)"):
+    with pytest.raises(KernelTrapError, match=rf"executed trap at line {_ptx_line('trap;')} in"):
         run_ptx(text, "k", 1, 32, [np.zeros(4, np.uint32), np.uint32(1)])
 
 

@@ -244,7 +244,7 @@ class _Worker:
             return KernelAssertError(
                 f"kernel '{self.plan.name}' failed a device-side assert at {place}: "
                 f"{assertion.text}")
-        return KernelTrapError(f"kernel '{self.plan.name}' executed trap ({place}) in block "
+        return KernelTrapError(f"kernel '{self.plan.name}' executed trap at {place} in block "
                                f"{ctaid}, thread {thread}")
 
     def _fault_message(self, ctaid, thread: int) -> str:
@@ -255,13 +255,12 @@ class _Worker:
         line, size, write = info >> 16, (info >> 1) & 0x7FFF, info & 1
         if size == CALL_FAULT:
             return (f"kernel '{self.plan.name}' called address {address:#x}, which is no "
-                    f"function of the module ({self._where(line)}, block {ctaid}, thread "
-                    f"{thread}); "
-                    "nothing was run there and the device is still usable")
+                    f"function of the module, at {self._where(line)} in block {ctaid}, thread "
+                    f"{thread}; nothing was run there and the device is still usable")
         return (f"kernel '{self.plan.name}' {'wrote' if write else 'read'} {size} bytes at "
-                f"address {address:#x}, outside every allocation ({self._where(line)}, block "
-                f"{ctaid}, thread {thread}); nothing was written there and the device is still "
-                "usable")
+                f"address {address:#x}, outside every allocation, at {self._where(line)} in "
+                f"block {ctaid}, thread {thread}; nothing was written there and the device is "
+                "still usable")
 
     def fault_after_run(self, ctaid) -> None:
         """Device functions record a bad access and go on; report it after the block."""

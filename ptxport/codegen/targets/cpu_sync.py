@@ -454,7 +454,7 @@ class _Round:
         point = self.plan.sync_points[int(self.point[thread])]
         place = where(self.plan.source_lines.source_line(point.line), point.line)
         return KernelExecutionError(
-            f"kernel '{self.plan.name}', {place} ('{point.inst.spec.text}'), "
+            f"kernel '{self.plan.name}', at {place} ('{point.inst.spec.text}'), "
             f"thread {thread}: {message}")
 
 
