@@ -27,6 +27,7 @@ __all__ = [
     "KernelExecutionError",
     "IllegalAddressError",
     "KernelTrapError",
+    "KernelAssertError",
 ]
 
 
@@ -116,12 +117,20 @@ class CompileError(PtxportError):
 
 
 class UnsupportedFeatureError(PtxportError):
-    """A target cannot express an instruction or feature."""
+    """A target cannot express an instruction or feature.
+
+    `location` is the place in the PTX; `source`, where the PTX has line information
+    (`.loc`), the user's file and line, which the message names first.
+    """
 
     def __init__(self, feature: str, target: str, location: SourceLocation | None = None,
-                 reason: str = ""):
+                 reason: str = "", source: tuple[str, int] | None = None):
         self.feature, self.target, self.location, self.reason = feature, target, location, reason
+        self.source = source
         where = f"{location}: " if location else ""
+        if source is not None:
+            ptx = f" (PTX {location})" if location else ""
+            where = f"{source[0]}:{source[1]}{ptx}: "
         why = f": {reason}" if reason else ""
         super().__init__(f"{where}'{feature}' is not supported on target {target}{why}")
 
@@ -167,4 +176,11 @@ class IllegalAddressError(KernelExecutionError):
 
 
 class KernelTrapError(KernelExecutionError):
-    """A kernel executed `trap` (a failed device-side assert, or __trap())."""
+    """A kernel executed `trap` (__trap(); a failed device-side assert raises the subclass
+    KernelAssertError)."""
+
+
+class KernelAssertError(KernelTrapError):
+    """A device-side `assert` failed (CUDA's cudaErrorAssert); the message holds the text
+    CUDA prints for it: `file:line: function: block: [x,y,z], thread: [x,y,z] Assertion
+    `expression` failed.`"""

@@ -329,7 +329,8 @@ class FunctionLowering:
 
     def unsupported(self, inst: ir.Instruction, reason: str) -> UnsupportedFeatureError:
         return UnsupportedFeatureError(inst.spec.text, self.target.name,
-                                       self.module.location(inst.pos), reason)
+                                       self.module.location(inst.pos), reason,
+                                       self.module.source_line(inst.pos))
 
     def block_of(self, block: ir.BasicBlock) -> ll.Block:
         return self.blocks[id(block)]

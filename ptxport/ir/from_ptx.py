@@ -17,6 +17,7 @@ import re
 
 from ptxport.errors import Diagnostic, PtxSemanticError
 from ptxport.ir import nodes as ir
+from ptxport.ir.lines import parse_file, parse_loc
 from ptxport.ir.special_registers import PREDEFINED_CONSTANTS, SPECIAL_REGISTERS
 from ptxport.ir.types import TYPES
 from ptxport.ptx import ast
@@ -53,6 +54,7 @@ class _ModuleBuilder:
         self.ir = ir.Module(module.version, module.target, module.address_size,
                             source=module.source)
         self.problems: list[Diagnostic] = []
+        self.counted = (0, 1)   # (position, its PTX line): where ptx_line counts on from
 
     def report(self, pos: int, message: str, text: str = "") -> None:
         if text:  # point at the name itself when it is on the statement's line
@@ -71,6 +73,8 @@ class _ModuleBuilder:
                     self.declare_global(var, item.pos)
                     if item.init is not None:
                         initialized.append((item, var))
+                elif isinstance(item, ast.Directive) and item.name == "file":
+                    self.source_file(item.text)
                 elif isinstance(item, ast.Function):
                     function = self.signature(item)
                     if item.body is not None:
@@ -88,6 +92,23 @@ class _ModuleBuilder:
         if self.problems:
             raise PtxSemanticError(self.problems)
         return self.ir
+
+    def ptx_line(self, pos: int) -> int:
+        """The PTX line of `pos`, counted on from the previous call's position (.loc
+        directives come in the order of the text; counting newlines in C is cheaper than
+        Source.location's table of line starts)."""
+        last_pos, last_line = self.counted
+        if pos < last_pos:
+            last_pos, last_line = 0, 1
+        line = last_line + self.source.text.count("\n", last_pos, pos)
+        self.counted = (pos, line)
+        return line
+
+    def source_file(self, text: str) -> None:
+        """`.file N "name"`: the name of the user's source file number N."""
+        numbered = parse_file(text)
+        if numbered is not None:
+            self.ir.lines.files[numbered[0]] = numbered[1]
 
     # --- module-level declarations -------------------------------------------------------------
 
@@ -216,6 +237,8 @@ class _FunctionBuilder:
             self.declare(p, p.pos, record=False)
         self.collect_labels(self.node.body)
         self.open_block(ir.BasicBlock("%entry", self.node.pos))
+        if self.m.ir.lines.locs:    # no .loc of the previous function holds here
+            self.m.ir.lines.add(self.m.ptx_line(self.node.pos), None)
         self.statements(self.node.body)
         self.f.blocks = [b for i, b in enumerate(self.f.blocks)
                          if i == 0 or b.instructions or b.label in self.labels]
@@ -338,6 +361,8 @@ class _FunctionBuilder:
                     self.open_block(self.labels[s.name])
                 elif isinstance(s, ast.Variable):
                     self.declare_variable(s)
+                elif isinstance(s, ast.DebugLoc):
+                    self.debug_directive(s)
                 elif isinstance(s, ast.Block):
                     saved = self.open_scope()
                     try:
@@ -354,6 +379,16 @@ class _FunctionBuilder:
                         tuple(resolve(t, s.pos) for t in s.targets))
             except _Problem as p:
                 self.m.report(p.pos, p.message, p.text)
+
+    def debug_directive(self, node: ast.DebugLoc) -> None:
+        """`.loc` (the user's source line of the instructions that follow) or `.file`."""
+        word, _, rest = node.text.partition(" ")
+        if word == ".loc":
+            loc = parse_loc(rest)
+            if loc is not None:
+                self.m.ir.lines.add(self.m.ptx_line(node.pos), loc)
+        elif word == ".file":
+            self.m.source_file(rest)
 
     def instruction(self, node: ast.Instruction) -> None:
         guard = None

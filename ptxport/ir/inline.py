@@ -184,7 +184,7 @@ def inline_calls(module: ir.Module, kernel: ir.Function, waiting: set[str], targ
                 error = UnsupportedFeatureError(
                     "call", target, module.location(call.pos),
                     f"'{callee.name}' {why} and is called recursively; the {target} target "
-                    "runs such functions inlined")
+                    "runs such functions inlined", module.source_line(call.pos))
                 error.instruction = origin.get(id(call), call)
                 raise error
             if callee.is_declaration:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ptxport.ir.lines import LineTable
 from ptxport.ir.types import Type
 from ptxport.ptx.ast import SINK, FloatImm, IntImm, Sink, Source, Spec
 
@@ -255,6 +256,7 @@ class Module:
     globals: dict[str, Variable] = field(default_factory=dict)
     functions: dict[str, Function] = field(default_factory=dict)
     source: Source | None = None
+    lines: LineTable = field(default_factory=LineTable)   # the user's source lines (.loc)
 
     @property
     def kernels(self) -> list[Function]:
@@ -263,4 +265,12 @@ class Module:
     def location(self, pos: int):
         """file:line:column of a position in the module's source (None without a source)."""
         return self.source.location(pos) if self.source is not None else None
+
+    def source_line(self, pos: int) -> tuple[str, int] | None:
+        """The user's source file and line of the instruction at `pos`, from the module's
+        `.file`/`.loc` directives (None without them)."""
+        if not self.lines:
+            return None
+        location = self.location(pos)
+        return self.lines.source_line(location.line) if location is not None else None
 

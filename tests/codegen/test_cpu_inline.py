@@ -168,6 +168,15 @@ def test_a_recursive_function_that_waits_is_refused_with_its_line():
     assert info.value.location is not None and info.value.location.line == 16
 
 
+def test_the_refusal_names_the_source_line_when_the_ptx_has_one():
+    text = RECURSIVE.replace("    sub.u32 %r2", "    .loc 1 42 7\n    sub.u32 %r2") \
+        + '.file 1 "/src/down.cu"\n'
+    with pytest.raises(UnsupportedFeatureError, match="recursively") as info:
+        cpu.compile_kernel(_module(text), "k")
+    assert info.value.source == ("down.cu", 42)
+    assert str(info.value).startswith(f"down.cu:42 (PTX {info.value.location}): ")
+
+
 UNSUPPORTED = """
 .version 8.0
 .target sm_80

@@ -1,5 +1,5 @@
 """Cases for the files about control flow and code shape: control_flow, device_functions,
-noinline_sync, noinline_shared, inline_asm, printf_kernel and clock_timing.
+noinline_sync, noinline_shared, inline_asm, printf_kernel, clock_timing and assert_kernel.
 
 All integer results are exact; the float ones are computed in float32 exactly as the kernels
 do (their multiplications by 0.5 and 2 are exact, so contraction changes nothing).
@@ -277,4 +277,31 @@ NOINLINE_SYNC = [
                _rotate_twice_ref, notes="exact: data movement"),
 ]
 
-CASES = CONTROL_FLOW + DEVICE_FUNCTIONS + NOINLINE_SYNC + INLINE_ASM + SIDE_EFFECTS
+# assert_kernel.cu ------------------------------------------------------------------------------
+
+N_GATHER, GATHER_LIMIT = 250, 300
+
+
+def _gather_args(rng):
+    return [inp(rng.integers(0, GATHER_LIMIT, N_GATHER).astype(np.int32)),
+            inp(f32(rng.uniform(-100, 100, GATHER_LIMIT))),
+            out(poison(N_GATHER, np.float32)), scalar(np.int32(N_GATHER)),
+            scalar(np.int32(GATHER_LIMIT))]
+
+
+def _reverse_ref(args):
+    v = args[0].value.reshape(4, 128)[:, ::-1]
+    return {1: (v + v[:, np.arange(128) ^ 1]).reshape(-1)}
+
+
+ASSERTS = [
+    KernelCase("assert_kernel.cu", "checked_gather", grid1(N_GATHER, 64), (64, 1, 1), 0,
+               _gather_args, lambda a: {2: a[1].value[a[0].value] * np.float32(2)},
+               notes="exact; every index in range, so the assert has no effect"),
+    KernelCase("assert_kernel.cu", "checked_reverse", (4, 1, 1), (128, 1, 1), 0,
+               lambda rng: [inp(rng.integers(0, 1 << 20, 512).astype(np.int32)),
+                            out(poison(512, np.int32))], _reverse_ref,
+               notes="exact; every value >= 0, so the assert has no effect"),
+]
+
+CASES = CONTROL_FLOW + DEVICE_FUNCTIONS + NOINLINE_SYNC + INLINE_ASM + SIDE_EFFECTS + ASSERTS

@@ -24,6 +24,7 @@ from ptxport.errors import (
     CompileError,
     IllegalAddressError,
     InvalidValueError,
+    KernelAssertError,
     KernelExecutionError,
     KernelTrapError,
     LaunchError,
@@ -184,7 +185,7 @@ def test_ptxport_devices_says_why_cuda_is_absent():
 @pytest.mark.parametrize(("name", "error"), [
     ("CUDA_ERROR_ILLEGAL_ADDRESS", IllegalAddressError),
     ("CUDA_ERROR_MISALIGNED_ADDRESS", IllegalAddressError),
-    ("CUDA_ERROR_ASSERT", KernelTrapError),
+    ("CUDA_ERROR_ASSERT", KernelAssertError),
     ("CUDA_ERROR_LAUNCH_FAILED", KernelTrapError),
     ("CUDA_ERROR_OUT_OF_MEMORY", OutOfMemoryError),
     ("CUDA_ERROR_UNSUPPORTED_PTX_VERSION", CompileError),
@@ -196,7 +197,7 @@ def test_driver_errors_become_ptxport_errors(name, error):
     failure = _failure(getattr(_cu.CUresult, name), "kernel k failed on cuda:0")
     assert type(failure) is error
     assert str(failure).startswith("kernel k failed on cuda:0: ")
-    if error in (IllegalAddressError, KernelTrapError):
+    if error in (IllegalAddressError, KernelTrapError, KernelAssertError):
         assert "restart the process" in str(failure)
 
 
@@ -461,6 +462,48 @@ def test_a_trap_is_a_kernel_trap_error(ptx_source):
     output = _fault_in_child(ptx_source, 'launch(stream, LaunchConfig(grid=1, block=1), '
                              'kernels.get_kernel("trap_now"))')
     assert output.startswith("KernelTrapError kernel trap_now failed on cuda:0"), output
+
+
+_ASSERT = """
+import numpy as np
+from ptxport import Device, LaunchConfig, Program, launch
+from ptxport.runtime import backends
+if {device!r} == "cuda:0":
+    backends.get("cuda").ptx_source = {source!r}
+kernel = Program({ptx!r}, code_type="ptx").compile("native").get_kernel("checked_gather")
+dev = Device({device!r})
+stream = dev.create_stream()
+idx = np.arange(250, dtype=np.int32)
+idx[2 * 64 + 5] = 300
+src = np.zeros(300, np.float32)
+buffers = [dev.allocate(a.nbytes, stream=stream) for a in (idx, src, src)]
+buffers[0].copy_from(idx, stream=stream)
+launch(stream, LaunchConfig(grid=4, block=64), kernel, *buffers, np.int32(250), np.int32(300))
+try:
+    stream.sync()
+except Exception as e:
+    print(type(e).__name__)
+"""
+
+
+@needs_gpu
+def test_a_failed_assert_prints_cudas_text_as_the_cpu_device_does(ptx_source):
+    """NVIDIA's driver prints the text of a failed assert (the PTX keeps the call of its
+    __assertfail); the CPU device prints the same line; both raise KernelAssertError."""
+    source = KERNEL_DIR / "assert_kernel.cu"
+    ptx = corpus_ptx(source, "sm_80")
+    line = next(i for i, text in enumerate(source.read_text().splitlines(), 1)
+                if "assert(j" in text)
+    outputs = []
+    for device in ("cuda:0", "cpu"):
+        script = _ASSERT.format(source=ptx_source, ptx=ptx, device=device)
+        result = subprocess.run([sys.executable, "-c", script], capture_output=True,
+                                text=True, timeout=120, check=False)
+        outputs.append((result.stdout, [line for line in result.stderr.splitlines()
+                                        if "Assertion" in line]))
+    assert outputs[0] == outputs[1] == ("KernelAssertError\n", [
+        f"assert_kernel.cu:{line}: void checked_gather(const int *, const float *, float *, int, "
+        "int): block: [2,0,0], thread: [5,0,0] Assertion `j >= 0 && j < limit` failed."])
 
 
 # -- the corpus, as on the CPU device ------------------------------------------------------------

@@ -246,6 +246,17 @@ class AmdgpuTarget(GpuTarget):
     def synchronize(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
         self.warp.synchronize(fl, inst)
 
+    def call(self, fl: GpuLowering, inst: ir.Instruction, callee: ir.Function,
+             returns: list, args: list) -> None:
+        """CUDA's assert calls the driver's `__assertfail`, which ends the kernel with an
+        error: here a trap, as HIP's own assert ends it (without CUDA's message: printf has
+        no AMDGPU body here)."""
+        if callee.is_declaration and callee.name == "__assertfail":
+            self.trap(fl, inst)
+            fl.b.position_at_end(fl.llfn.append_basic_block("after_assert"))
+            return
+        super().call(fl, inst, callee, returns, args)
+
 
 # --- module-level lowering ----------------------------------------------------------------------
 

@@ -47,6 +47,7 @@ from ptxport.ir import nodes as ir
 from ptxport.ir.abi import param_layout
 from ptxport.ir.analysis import live_after, modified_before, uses_and_defs
 from ptxport.ir.inline import inline_waiting_calls, is_wait
+from ptxport.ir.lines import LineTable
 from ptxport.ptx.ast import FloatImm, IntImm
 
 __all__ = ["compile_kernel", "emit_object", "CpuKernelBinary", "SyncPoint", "CTX", "FRAME",
@@ -102,6 +103,8 @@ class KernelPlan:
     sync_points: dict[int, SyncPoint] = field(default_factory=dict)
     check_sites: int = 0     # site-cache slots: checked accesses (and gang prefetch sites)
     trap_lines: dict[int, int] = field(default_factory=dict)
+    # the user's source line of each PTX line, from .loc (for error messages)
+    source_lines: LineTable = field(default_factory=LineTable)
     register_offsets: dict[str, int] = field(default_factory=dict)
     # id(waiting instruction) -> (registers it saves, registers it restores when resumed)
     spills: dict[int, tuple[list, list]] = field(default_factory=dict)
@@ -348,13 +351,19 @@ class CpuTarget(Target):
                 raise fl.unsupported(inst, "call arguments must be .param variables")
             pointers.append(self.variable_pointer(fl, value))
         if callee.is_declaration:
-            # An .extern function the CUDA driver provides: printf's vprintf is the one here.
-            if callee.name != "vprintf":
+            # .extern functions the CUDA driver provides: printf's vprintf, assert's
+            # __assertfail (which ends the kernel: a trap after it)
+            if callee.name not in ("vprintf", "__assertfail"):
                 raise fl.unsupported(inst, f"a call of '{callee.name}', which the module "
                                            "declares but does not define")
             from ptxport.codegen.targets import cpu_printf
 
-            cpu_printf.lower_vprintf(fl, inst, list(returns), pointers)
+            if callee.name == "vprintf":
+                cpu_printf.lower_vprintf(fl, inst, list(returns), pointers)
+                return
+            cpu_printf.lower_assertfail(fl, inst, pointers)
+            self.trap(fl, inst)
+            fl.b.position_at_end(fl.llfn.append_basic_block("after_assert"))
             return
         llcallee = self.functions[callee.name]
         fl.b.call(llcallee, [fl.llfn.args[0], fl.llfn.args[1], *pointers])
@@ -593,7 +602,7 @@ def _plan(module: ir.Module, kernel: ir.Function) -> KernelPlan:
             local += var.size
     plan = KernelPlan(kernel.name, param_size, offset, shared_offsets,
                       _align(local_offset + local, 16), local_offset,
-                      register_offsets=register_offsets)
+                      register_offsets=register_offsets, source_lines=module.lines)
     if waits:
         live = live_after(kernel, waits)
         # an mbarrier test saves registers only when it yields

@@ -4,7 +4,9 @@ Each worker (a Python thread; the native calls release the GIL, so workers run i
 takes the next block number from a shared counter, sets up the block's context, and runs the
 block: `run_threads` runs every runnable thread until it waits or exits, then cpu_sync
 completes the operations threads wait at, until every thread has exited. A kernel that traps
-raises KernelTrapError; threads that wait for each other forever raise KernelExecutionError.
+raises KernelTrapError (KernelAssertError after a failed assert); threads that wait for each
+other forever raise KernelExecutionError. Messages name the user's source line first where the
+PTX has line information (.loc), then the PTX line.
 """
 
 from __future__ import annotations
@@ -28,7 +30,13 @@ from ptxport.codegen.targets.cpu import (
     RUNNABLE,
     TRAPPED,
 )
-from ptxport.errors import IllegalAddressError, KernelExecutionError, KernelTrapError
+from ptxport.errors import (
+    IllegalAddressError,
+    KernelAssertError,
+    KernelExecutionError,
+    KernelTrapError,
+)
+from ptxport.ir.lines import where
 
 __all__ = ["run_grid", "set_workers", "worker_count"]
 
@@ -59,7 +67,7 @@ class _Worker:
 
     def __init__(self, binary, block, dynamic_shared: int):
         plan = binary.plan
-        self.binary, self.plan = binary, plan
+        self.binary, self.plan, self.block = binary, plan, tuple(block)
         self.nthreads = block[0] * block[1] * block[2]
         # (warp gangs: a frame of 32 * frame_size bytes per warp, the last one whole too)
         frames = (self.nthreads + 31) // 32 * 32 if plan.gang else self.nthreads
@@ -191,10 +199,7 @@ class _Worker:
                 raise IllegalAddressError(self._fault_message(ctaid, int(trapped[0])))
             if trapped.size:
                 t = int(trapped[0])
-                line = self.plan.trap_lines.get(-1 - int(self.points[t]), 0)
-                raise KernelTrapError(
-                    f"kernel '{self.plan.name}' executed trap (line {line}) in block {ctaid}, "
-                    f"thread {t}")
+                raise self._trap_error(ctaid, t, -1 - int(self.points[t]))
             if not cpu_sync.resolve(self.plan, self.points, self.statuses, self.slots,
                                     BLOCKED, RUNNABLE, EXITED):
                 raise KernelExecutionError(self._deadlock_message(ctaid))
@@ -224,9 +229,26 @@ class _Worker:
                         "never arrive (a GPU would hang)" if status.value == cpu_gang.DEADLOCK
                         else "it executes a warp operation whose member mask does not name "
                              "its lane (undefined in PTX)"))
-            line = self.plan.trap_lines.get(-1 - status.value, 0)
-            raise KernelTrapError(f"kernel '{self.plan.name}' executed trap (line {line}) in "
-                                  f"block {ctaid}, thread {t}")
+            raise self._trap_error(ctaid, t, -1 - status.value)
+
+    def _where(self, line: int) -> str:
+        """`check.cu:5 (PTX line 62)`, or `line 62` without line information."""
+        return where(self.plan.source_lines.source_line(line), line)
+
+    def _trap_error(self, ctaid, thread: int, number: int) -> KernelTrapError:
+        """The error for `thread` of block `ctaid`, which executed trap number `number`: a
+        KernelAssertError with CUDA's text when the trap ended a failed assert."""
+        place = self._where(self.plan.trap_lines.get(number, 0))
+        x, y = self.block[0], self.block[1]
+        tid = (thread % x, thread // x % y, thread // (x * y))
+        params = int(self.ctx[CTX.fields["params"]:CTX.fields["params"] + 8].view(np.uint64)[0])
+        assertion = cpu_printf.assertion_of(params, tuple(ctaid), tid)
+        if assertion is not None:
+            return KernelAssertError(
+                f"kernel '{self.plan.name}' failed a device-side assert at {place}: "
+                f"{assertion.text}")
+        return KernelTrapError(f"kernel '{self.plan.name}' executed trap at {place} in block "
+                               f"{ctaid}, thread {thread}")
 
     def _fault_message(self, ctaid, thread: int | None) -> str:
         fields = CTX.fields
@@ -238,11 +260,11 @@ class _Worker:
             "" if thread is None else f", thread {thread}")
         if size == CALL_FAULT:
             return (f"kernel '{self.plan.name}' called address {address:#x}, which is no "
-                    f"function of the module (line {line}, {where}); "
-                    "nothing was run there and the device is still usable")
+                    f"function of the module, at {self._where(line)} in {where}; nothing "
+                    "was run there and the device is still usable")
         return (f"kernel '{self.plan.name}' {'wrote' if write else 'read'} {size} bytes at "
-                f"address {address:#x}, outside every allocation (line {line}, {where}); "
-                "nothing was written there and the device is still usable")
+                f"address {address:#x}, outside every allocation, at {self._where(line)} in "
+                f"{where}; nothing was written there and the device is still usable")
 
     def fault_after_run(self, ctaid) -> None:
         """Device functions record a bad access and go on; report it after the block (which
@@ -257,10 +279,10 @@ class _Worker:
         for t in np.nonzero(self.statuses == BLOCKED)[0]:
             point = self.plan.sync_points[int(self.points[t])]
             waiting.setdefault((point.line, point.inst.spec.text), []).append(int(t))
-        where = "; ".join(f"{len(ts)} thread(s) at line {line} ('{text}'), e.g. thread {ts[0]}"
-                          for (line, text), ts in sorted(waiting.items()))
+        waits = "; ".join(f"{len(ts)} thread(s) at {self._where(line)} ('{text}'), e.g. "
+                          f"thread {ts[0]}" for (line, text), ts in sorted(waiting.items()))
         return (f"kernel '{self.plan.name}', block {ctaid}: threads wait for each other "
-                f"forever (a GPU would hang): {where}")
+                f"forever (a GPU would hang): {waits}")
 
 
 _POOL: ThreadPoolExecutor | None = None

@@ -24,6 +24,14 @@ format is a null pointer. When the launch checks accesses (it has an allocation 
 format, argument buffer or %s string outside every allocation makes the call return -2 (the
 CUDA driver's "internal error") and the launch raise KernelExecutionError once it ends,
 rather than crash the process.
+
+CUDA's device-side assert is the driver's `__assertfail(message, file, line, function,
+charSize)`, which the CUDA headers' assert() calls when its expression is false. On the CPU
+it is `ptxport_assertfail(ctx, frame, message, file, line, function)`, a callback like
+vprintf's: it records CUDA's text for the failing thread, `file:line: function: block:
+[x,y,z], thread: [x,y,z] Assertion `message` failed.`, in the launch's log, and the thread
+then traps (cpu.py). When the launch ends, the text goes to sys.stderr, where CUDA prints it,
+and the executor raises KernelAssertError with it.
 """
 
 from __future__ import annotations
@@ -40,14 +48,15 @@ import llvmlite.binding as llvm
 from llvmlite import ir as ll
 
 from ptxport.codegen.lower import I32, I64, PTR, FunctionLowering
-from ptxport.codegen.targets.cpu import CTX
+from ptxport.codegen.targets.cpu import CTX, FRAME
 from ptxport.errors import KernelExecutionError
 from ptxport.ir import nodes as ir
 
-__all__ = ["SYMBOL", "Log", "Record", "close_log", "format_record", "lower_vprintf",
-           "open_log", "parse_format"]
+__all__ = ["ASSERT_SYMBOL", "SYMBOL", "Assertion", "Log", "Record", "assertion_of", "close_log",
+           "format_record", "lower_assertfail", "lower_vprintf", "open_log", "parse_format"]
 
 SYMBOL = "ptxport_vprintf"
+ASSERT_SYMBOL = "ptxport_assertfail"
 MAX_ARGUMENTS = 32
 _MAX_FORMAT = 1 << 16
 
@@ -308,12 +317,22 @@ def _hex_float(magnitude: float, precision: int | None, alternate: bool) -> byte
 
 # --- the native side --------------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class Assertion:
+    """One failed device-side assert: the thread, and the text CUDA prints for it."""
+
+    block: tuple[int, int, int]
+    thread: tuple[int, int, int]
+    text: str
+
+
 @dataclass
 class Log:
-    """The printf calls of one launch."""
+    """The printf calls and failed assertions of one launch."""
 
     records: list[Record] = field(default_factory=list)
     errors: list[BaseException] = field(default_factory=list)
+    assertions: list[Assertion] = field(default_factory=list)
 
 
 _LOGS: dict[int, Log] = {}        # by the address of the launch's parameter block
@@ -343,11 +362,45 @@ _CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p,
 llvm.add_symbol(SYMBOL, ctypes.cast(_CALLBACK, ctypes.c_void_p).value)
 
 
-def _write(chunks: list[bytes]) -> None:
+def _assertfail(ctx: int | None, frame: int | None, message: int | None, file: int | None,
+                line: int, function: int | None) -> None:
+    ctaid = tuple((ctypes.c_uint32 * 3).from_address(ctx + CTX.fields["ctaid"])) if ctx \
+        else (0, 0, 0)
+    tid = tuple((ctypes.c_uint32 * 3).from_address(frame + FRAME.fields["tid"])) if frame \
+        else (0, 0, 0)
+    memory = _Memory(ctx or 0)
+    log = _LOGS.get(ctypes.c_uint64.from_address(ctx + CTX.fields["params"]).value
+                    if ctx else 0)
+    try:
+        message, file, function = (
+            memory.string(address, _MAX_FORMAT, what).decode("utf-8", "replace")
+            if address else "" for address, what in ((message, "the assertion's message"),
+                                                     (file, "the assertion's file name"),
+                                                     (function, "the assertion's function")))
+    except ValueError as e:         # reported after the launch, with the assertion itself
+        message, file, function = "?", "?", "?"
+        if log is not None:
+            log.errors.append(e)
+    assertion = Assertion(
+        ctaid, tid, f"{file}:{line}: {function}: block: [{ctaid[0]},{ctaid[1]},{ctaid[2]}], "
+                    f"thread: [{tid[0]},{tid[1]},{tid[2]}] Assertion `{message}` failed.")
+    if log is None:                 # a launch the executor did not open a log for
+        _write([assertion.text.encode() + b"\n"], sys.stderr)
+    else:
+        log.assertions.append(assertion)
+
+
+_ASSERT_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                    ctypes.c_void_p, ctypes.c_int32,
+                                    ctypes.c_void_p)(_assertfail)
+llvm.add_symbol(ASSERT_SYMBOL, ctypes.cast(_ASSERT_CALLBACK, ctypes.c_void_p).value)
+
+
+def _write(chunks: list[bytes], stream=None) -> None:
     text = b"".join(chunks)
     if not text:
         return
-    stream = sys.stdout
+    stream = stream or sys.stdout
     buffer = getattr(stream, "buffer", None)
     if buffer is not None:          # bytes as the kernel wrote them, like a C stdout
         stream.flush()
@@ -366,13 +419,26 @@ def open_log(params_address: int) -> Log:
     return log
 
 
+def assertion_of(params_address: int, block: tuple[int, int, int],
+                 thread: tuple[int, int, int]) -> Assertion | None:
+    """The failed assertion the thread recorded in the launch whose parameter block is at
+    `params_address`, if it did."""
+    log = _LOGS.get(params_address)
+    if log is None:
+        return None
+    return next((a for a in list(log.assertions) if a.block == block and a.thread == thread),
+                None)
+
+
 def close_log(params_address: int, log: Log) -> list[KernelExecutionError]:
-    """Print the launch's printf output (also after a failed launch); returns the error to
-    raise when a printf call pointed outside the launch's memory."""
+    """Print the launch's printf output and, on stderr, its failed assertions (also after a
+    failed launch); returns the error to raise when a printf or assert call pointed outside
+    the launch's memory."""
     with _LOGS_LOCK:
         _LOGS.pop(params_address, None)
     _write([format_record(r) for r in log.records])
-    return [KernelExecutionError(f"printf could not read its arguments: {e}")
+    _write([a.text.encode() + b"\n" for a in log.assertions], sys.stderr)
+    return [KernelExecutionError(f"printf or assert could not read its arguments: {e}")
             for e in log.errors[:1]]
 
 
@@ -392,3 +458,19 @@ def lower_vprintf(fl: FunctionLowering, inst: ir.Instruction, returns: list,
     result = fl.b.call(callee, [fl.llfn.args[0], fmt, args])
     if returns:
         fl.b.store(result, fl.b.bitcast(pointers[0], PTR))
+
+
+def lower_assertfail(fl: FunctionLowering, inst: ir.Instruction, pointers: list) -> None:
+    """`call __assertfail, (message, file, line, function, charSize)`, given pointers to the
+    call's .param variables: ptxport_assertfail(ctx, frame, message, file, line, function).
+    The caller then traps, as the driver's __assertfail ends the kernel."""
+    if len(pointers) != 5:
+        raise fl.unsupported(inst, "__assertfail takes a message, a file name, a line, a "
+                                   "function name and a character size, and returns nothing")
+    llmod = fl.llfn.module
+    callee = llmod.globals.get(ASSERT_SYMBOL) or ll.Function(
+        llmod, ll.FunctionType(ll.VoidType(), [PTR, PTR, PTR, PTR, I32, PTR]), ASSERT_SYMBOL)
+    message, file, function = (fl.b.inttoptr(fl.b.load(pointers[i], typ=I64), PTR)
+                               for i in (0, 1, 3))
+    line = fl.b.load(pointers[2], typ=I32)
+    fl.b.call(callee, [fl.llfn.args[0], fl.llfn.args[1], message, file, line, function])

@@ -74,6 +74,7 @@ from ptxport.codegen.lower import I1, I32, I64, FunctionLowering
 from ptxport.codegen.ops.data import state_space
 from ptxport.errors import KernelExecutionError
 from ptxport.ir import nodes as ir
+from ptxport.ir.lines import where
 from ptxport.ptx.ast import Sink
 
 __all__ = ["lower_wait", "resolve", "Slots", "FULL_MASK"]
@@ -451,8 +452,9 @@ class _Round:
 
     def error(self, thread: int, message: str) -> KernelExecutionError:
         point = self.plan.sync_points[int(self.point[thread])]
+        place = where(self.plan.source_lines.source_line(point.line), point.line)
         return KernelExecutionError(
-            f"kernel '{self.plan.name}', line {point.line} ('{point.inst.spec.text}'), "
+            f"kernel '{self.plan.name}', at {place} ('{point.inst.spec.text}'), "
             f"thread {thread}: {message}")
 
 

@@ -42,6 +42,7 @@ from ptxport.errors import (
     CompileError,
     IllegalAddressError,
     InvalidValueError,
+    KernelAssertError,
     KernelExecutionError,
     KernelTrapError,
     LaunchError,
@@ -97,6 +98,8 @@ def _failure(code, doing: str) -> PtxportError:
                     "to use this GPU again")
     if name in _ILLEGAL_ADDRESS:
         return IllegalAddressError(message)
+    if name == "CUDA_ERROR_ASSERT":     # the driver printed the assertion's text to stderr
+        return KernelAssertError(message)
     if name in _TRAPS:
         return KernelTrapError(message)
     if name == "CUDA_ERROR_OUT_OF_MEMORY":
