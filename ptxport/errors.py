@@ -27,6 +27,7 @@ __all__ = [
     "KernelExecutionError",
     "IllegalAddressError",
     "KernelTrapError",
+    "KernelTimeoutError",
 ]
 
 
@@ -163,3 +164,13 @@ class IllegalAddressError(KernelExecutionError):
 
 class KernelTrapError(KernelExecutionError):
     """A kernel executed `trap` (a failed device-side assert, or __trap())."""
+
+
+class KernelTimeoutError(KernelExecutionError, TimeoutError):
+    """A kernel ran longer than it was given: a launch's watchdog (LaunchConfig(timeout=...))
+    stopped it (`stopped` is True; the device is usable), or a sync(timeout=...) gave up
+    waiting while it still runs (`stopped` is False). `kernels` names the kernels concerned."""
+
+    def __init__(self, message: str, kernels: tuple[str, ...] = (), stopped: bool = False):
+        self.kernels, self.stopped = tuple(kernels), stopped
+        super().__init__(message)

@@ -63,11 +63,17 @@ class LaunchConfig:
         Threads in a block (x, y, z).
     shmem_size : int, optional
         Dynamic shared memory per block, in bytes (`extern __shared__` arrays); 0 if None.
+    timeout : float, optional
+        A watchdog, in seconds: a launch still running after that long is stopped, and
+        its stream's next sync() raises KernelTimeoutError naming the kernel; the device
+        stays usable. Only devices that can stop a running kernel take it (the cpu device);
+        elsewhere the launch is refused. None (the default): no limit.
 
     `grid` and `block` are kept as 3-tuples.
     """
 
-    def __init__(self, grid=None, block=None, shmem_size: int | None = None):
+    def __init__(self, grid=None, block=None, shmem_size: int | None = None,
+                 timeout: float | None = None):
         self.grid = _dims(grid, "grid")
         self.block = _dims(block, "block")
         try:
@@ -77,9 +83,24 @@ class LaunchConfig:
                 from None
         if self.shmem_size < 0:
             raise LaunchError(f"shmem_size must not be negative, not {self.shmem_size}")
+        self.timeout = _timeout(timeout)
 
     def __repr__(self) -> str:
-        return f"LaunchConfig(grid={self.grid}, block={self.block}, shmem_size={self.shmem_size})"
+        timeout = "" if self.timeout is None else f", timeout={self.timeout:g}"
+        return (f"LaunchConfig(grid={self.grid}, block={self.block}, "
+                f"shmem_size={self.shmem_size}{timeout})")
+
+
+def _timeout(value) -> float | None:
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise LaunchError(f"timeout must be a number of seconds, not {value!r}") from None
+    if not seconds > 0:     # (NaN too)
+        raise LaunchError(f"timeout must be a positive number of seconds, not {value!r}")
+    return seconds
 
 
 def check_config(config: LaunchConfig, kernel: Kernel, device: Device) -> None:
@@ -221,18 +242,27 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args) -> None:
                                 f"not {type(kernel).__name__}")
     device = stream.device
     check_config(config, kernel, device)
+    if config.timeout is not None and not device._backend.stops_launches:
+        raise LaunchError(
+            f"cannot launch {kernel.name} on {device} with timeout={config.timeout:g}: "
+            f"{device} cannot stop a running kernel (its API has no way short of ending the "
+            "process); launch without timeout= and use stream.sync(timeout=...) to find out "
+            "that a kernel hangs")
     params, keep = pack_arguments(kernel, args, device)
     binary = kernel._binary(device)
     backend, ordinal = device._backend, device.device_id
     grid, block, shmem_size = config.grid, config.block, config.shmem_size
+    watchdog = {} if config.timeout is None else {"timeout": config.timeout}
 
     def run(keep=keep) -> None:  # `keep`: the buffers' memory lives until the kernel ran
         try:
-            backend.launch(ordinal, binary, grid, block, shmem_size, params)
+            backend.launch(ordinal, binary, grid, block, shmem_size, params, **watchdog)
         except PtxportError:
             raise
         except Exception as e:
             raise KernelExecutionError(
                 f"kernel {kernel.name} failed on {device}: {type(e).__name__}: {e}") from e
 
-    stream._submit(run)
+    limit = "" if config.timeout is None else f", stopped after {config.timeout:g} s"
+    stream._submit(run, what=f"kernel {kernel.name} (grid {grid}, block {block}{limit})",
+                   kernel=kernel.name)

@@ -5,6 +5,11 @@ takes the next block number from a shared counter, sets up the block's context, 
 block: `run_threads` runs every runnable thread until it waits or exits, then cpu_sync
 completes the operations threads wait at, until every thread has exited. A kernel that traps
 raises KernelTrapError; threads that wait for each other forever raise KernelExecutionError.
+
+A launch with a timeout is stopped by a watchdog timer: it sets the launch's stop word, which
+compiled kernels look at in every loop and between blocks (cpu.py's loop_header), and the
+workers leave their blocks as they would for a trap; the launch then raises
+KernelTimeoutError. Workers set every block up afresh, so later launches run normally.
 """
 
 from __future__ import annotations
@@ -26,9 +31,15 @@ from ptxport.codegen.targets.cpu import (
     FAULTED,
     FRAME,
     RUNNABLE,
+    STOPPED,
     TRAPPED,
 )
-from ptxport.errors import IllegalAddressError, KernelExecutionError, KernelTrapError
+from ptxport.errors import (
+    IllegalAddressError,
+    KernelExecutionError,
+    KernelTimeoutError,
+    KernelTrapError,
+)
 
 __all__ = ["run_grid", "set_workers", "worker_count"]
 
@@ -92,12 +103,15 @@ class _Worker:
                                                    (self.frames.ctypes.data, self.frames.size))
                            if n > 0]
 
-    def prepare(self, params_address: int, grid, ranges) -> None:
-        """Set up a launch: its parameters, grid and the [start, end) ranges of the memory it
-        may touch besides this worker's own (None: unchecked). A worker is kept for the next
-        launch of the same binary and block shape on the same host thread: allocating and
-        filling its memory cost more than short kernels run, under the GIL."""
+    def prepare(self, params_address: int, grid, ranges, stop: np.ndarray) -> None:
+        """Set up a launch: its parameters, grid, the [start, end) ranges of the memory it
+        may touch besides this worker's own (None: unchecked) and its stop word. A worker
+        is kept for the next launch of the same binary and block shape on the same host
+        thread: allocating and filling its memory cost more than short kernels run, under
+        the GIL."""
         fields = CTX.fields
+        self.stop = stop
+        self._put(self.ctx, fields["stop"], np.uint64, stop.ctypes.data)
         self._put(self.ctx, fields["params"], np.uint64, params_address)
         for axis in range(3):
             self._put(self.ctx, fields["nctaid"] + 4 * axis, np.uint32, grid[axis])
@@ -172,6 +186,8 @@ class _Worker:
         args = self._args()
         native = self.binary.run_block if self.binary.native_waits else None
         while True:
+            if self.stop[0]:
+                raise _Stopped
             if started:
                 started = False
             elif native is not None:
@@ -184,6 +200,8 @@ class _Worker:
                 self.fault_after_run(ctaid)
                 return
             trapped = np.nonzero(self.statuses == TRAPPED)[0]
+            if trapped.size and int(self.points[trapped[0]]) == STOPPED:
+                raise _Stopped
             if trapped.size and int(self.points[trapped[0]]) == FAULTED:
                 raise IllegalAddressError(self._fault_message(ctaid, int(trapped[0])))
             if trapped.size:
@@ -209,6 +227,8 @@ class _Worker:
 
     def _raise_failure(self, failed: int, status, grid) -> None:
         """After run_blocks: the error for the thread that trapped or faulted, if any."""
+        if failed >= 0 and status.value == STOPPED:
+            raise _Stopped
         if failed >= 0:
             n, t = failed >> 32, failed & 0xFFFFFFFF
             ctaid = (n % grid[0], (n // grid[0]) % grid[1], n // (grid[0] * grid[1]))
@@ -257,6 +277,10 @@ class _Worker:
                 f"forever (a GPU would hang): {where}")
 
 
+class _Stopped(Exception):
+    """A worker left its blocks because the launch was asked to stop (run_grid reports it)."""
+
+
 _POOL: ThreadPoolExecutor | None = None
 _POOL_SIZE = 0
 _POOL_LOCK = threading.Lock()
@@ -292,7 +316,31 @@ def _worker(binary, block, dynamic_shared: int) -> _Worker:
 
 
 def run_grid(binary, grid, block, dynamic_shared: int, params: bytes,
-             allocations=None) -> None:
+             allocations=None, timeout: float | None = None) -> None:
+    """Run every block of the grid on the workers; raise the first failure, or
+    KernelTimeoutError when the launch ran longer than `timeout` seconds and was stopped."""
+    # The stop word compiled code looks at; the watchdog sets it.
+    stop = np.zeros(1, np.int32)
+    watchdog = None if timeout is None else threading.Timer(timeout, stop.fill, (1,))
+    if watchdog is not None:
+        watchdog.daemon = True
+        watchdog.start()
+    try:
+        _run_grid(binary, grid, block, dynamic_shared, params, allocations, stop)
+    finally:
+        if watchdog is not None:
+            watchdog.cancel()
+    if stop[0]:
+        raise KernelTimeoutError(
+            f"kernel '{binary.plan.name}' (grid {grid}, block {block}) ran longer than its "
+            f"timeout of {timeout:g} s and was stopped; what it wrote is undefined, and the "
+            "device is usable: fix the kernel (a loop that never ends, a flag no one sets) "
+            "or give it a longer LaunchConfig(timeout=...)",
+            kernels=(binary.plan.name,), stopped=True)
+
+
+def _run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocations,
+              stop: np.ndarray) -> None:
     param_buffer = ctypes.create_string_buffer(bytes(params), max(len(params), 8))
     params_address = ctypes.addressof(param_buffer)
     printf_log = cpu_printf.open_log(params_address)
@@ -318,10 +366,10 @@ def run_grid(binary, grid, block, dynamic_shared: int, params: bytes,
     def work(smid: int) -> None:
         try:
             worker = _worker(binary, block, dynamic_shared)
-            worker.prepare(params_address, grid, ranges)
+            worker.prepare(params_address, grid, ranges, stop)
             worker.set_smid(smid)
             if python_rounds:
-                while not errors:
+                while not errors and not stop[0]:
                     with claim_lock:
                         n = int(counter[0])
                         counter[0] = n + 1
@@ -343,6 +391,8 @@ def run_grid(binary, grid, block, dynamic_shared: int, params: bytes,
         for future in [_pool(workers).submit(work, i) for i in range(workers)]:
             future.result()
     errors += cpu_printf.close_log(params_address, printf_log)   # printed after the launch
+    if stop[0]:
+        return          # the workers' errors come of the stop: run_grid reports that
     if errors:
         raise errors[0]
     del param_buffer

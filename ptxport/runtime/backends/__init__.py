@@ -95,7 +95,8 @@ class KernelBinary(Protocol):
 
     def launch(self, grid: tuple[int, int, int], block: tuple[int, int, int],
                dynamic_shared: int, params: bytes,
-               allocations: list[tuple[int, int]] | None = None) -> None: ...
+               allocations: list[tuple[int, int]] | None = None,
+               timeout: float | None = None) -> None: ...
 
 
 class BackendBase(ABC):
@@ -104,6 +105,9 @@ class BackendBase(ABC):
     name: str = ""
     # DLPack's device type (DLDeviceType): 1 kDLCPU, 2 kDLCUDA, 10 kDLROCM, 14 kDLOneAPI.
     dlpack_device_type: int = 0
+    # Whether a running launch can be stopped (launch's `timeout`): GPU APIs have no way to
+    # end a running kernel short of ending the process.
+    stops_launches: bool = False
 
     @abstractmethod
     def availability(self) -> tuple[bool, str]:
@@ -150,7 +154,9 @@ class BackendBase(ABC):
     def launch(self, ordinal: int, binary: KernelBinary, grid: tuple[int, int, int],
                block: tuple[int, int, int], dynamic_shared: int, params: bytes) -> None:
         """Run the whole grid and return when it is done; `params` is the packed parameter
-        buffer (layout from ptxport.ir.abi.param_layout) with device addresses inside."""
+        buffer (layout from ptxport.ir.abi.param_layout) with device addresses inside.
+        Backends whose `stops_launches` is True also take `timeout=` (seconds): a launch
+        still running then is stopped and raises KernelTimeoutError."""
 
 
 _lock = threading.Lock()

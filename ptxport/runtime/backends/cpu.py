@@ -99,6 +99,7 @@ def _bytes_at(address: int, nbytes: int, dtype=np.uint8) -> np.ndarray:
 class Backend(BackendBase):
     name = "cpu"
     dlpack_device_type = 1  # kDLCPU
+    stops_launches = True   # compiled kernels look at a stop word in every loop
 
     # Compiles one kernel of a verified IR module: (module, kernel name) -> KernelBinary.
     # None means ptxport.codegen.targets.cpu.compile_kernel; tests put a fake here.
@@ -153,13 +154,14 @@ class Backend(BackendBase):
         return {name: compile_kernel(module, name) for name in kernels}
 
     def launch(self, ordinal: int, binary: KernelBinary, grid: tuple[int, int, int],
-               block: tuple[int, int, int], dynamic_shared: int, params: bytes) -> None:
+               block: tuple[int, int, int], dynamic_shared: int, params: bytes,
+               timeout: float | None = None) -> None:
         # Kernels may touch the live allocations only: anything else (a freed buffer, an
         # address past a buffer's end) raises IllegalAddressError instead of corrupting the
         # process.
         with self._lock:
             live = list(self._live.items())
-        binary.launch(grid, block, dynamic_shared, params, live)
+        binary.launch(grid, block, dynamic_shared, params, live, timeout=timeout)
 
 
 def _codegen_compile_kernel() -> Callable[[Module, str], KernelBinary]:
