@@ -1786,7 +1786,7 @@ def _lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, targe
     from ptxport.codegen.targets.cpu import CTX, STOPPED, branch_on_stop
 
     fl.scratch_lane = b.gep(ctx, [I64(_SCRATCH_LANE)], source_etype=I8)
-    stop = b.load(b.gep(ctx, [I64(CTX.fields["stop"])], source_etype=I8), typ=PTR)
+    stop_word = b.load(b.gep(ctx, [I64(CTX.fields["stop"])], source_etype=I8), typ=PTR)
     assert CTX.fields["scratch"] == _SCRATCH_LANE
     # lane numbers, thread indices
     fl.lane = ll.Constant(vi32, [I32(i) for i in range(W)])
@@ -1954,7 +1954,7 @@ def _lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, targe
         if s.number in looped:
             stopping = gang.append_basic_block(f"seg{s.number}_stopping")
             going_on = gang.append_basic_block(f"seg{s.number}_going_on")
-            branch_on_stop(b, stop, stopping, going_on)
+            branch_on_stop(b, stop_word, stopping, going_on)
             b.position_at_end(stopping)
             b.ret(I32(STOPPED))
             b.position_at_end(going_on)
