@@ -76,6 +76,8 @@ class _Worker:
                     work()
                 except BaseException as e:  # kept and raised by sync() on the user's thread
                     failure = e
+            # (dropped before waiting for the next: the work holds memory it used alive)
+            item = work = about = None
             with self._state:
                 self._current = None
                 if failure is not None and self._error is None:

@@ -125,7 +125,7 @@ class _Worker:
             self._put(self.ctx, fields["checks"], np.uint32, 0)
         else:
             self.site_cache[:] = 0
-            table = sorted(ranges + self.own_ranges)
+            table = _disjoint(ranges + self.own_ranges)
             self.table = np.array(table, dtype=np.uint64).reshape(-1)
             self._put(self.ctx, fields["alloc_table"], np.uint64, self.table.ctypes.data)
             self._put(self.ctx, fields["alloc_count"], np.uint32, len(table))
@@ -275,6 +275,20 @@ class _Worker:
                           for (line, text), ts in sorted(waiting.items()))
         return (f"kernel '{self.plan.name}', block {ctaid}: threads wait for each other "
                 f"forever (a GPU would hang): {where}")
+
+
+def _disjoint(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """[start, end) ranges, sorted, with overlapping ones merged: the access check looks at
+    the last range starting at or below an address only, so a range inside another (host
+    memory wrapped twice, a buffer's view wrapped as a buffer) must not hide the outer one.
+    Ranges that only touch stay apart (an access across both is still outside each)."""
+    merged: list[list[int]] = []
+    for start, end in sorted(ranges):
+        if merged and start < merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return [(start, end) for start, end in merged]
 
 
 class _Stopped(Exception):

@@ -21,7 +21,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Protocol
 
-from ptxport.errors import BackendUnavailableError
+from ptxport.errors import BackendUnavailableError, InvalidValueError
 from ptxport.ir.nodes import Module
 
 __all__ = [
@@ -143,6 +143,15 @@ class BackendBase(ABC):
         """A zero-copy numpy uint8 array over the allocation, or None when the host cannot
         address device memory."""
         return None
+
+    def register_host_memory(self, ordinal: int, memory) -> Allocation:
+        """Host memory (`memory`: a 1-D uint8 numpy array over it, which keeps it alive)
+        made addressable by the device's kernels in place, as an Allocation whose free()
+        forgets it. Only devices whose kernels address the host's memory can."""
+        raise InvalidValueError(
+            f"{self.name}:{ordinal} cannot address host memory in place (its kernels see "
+            "device memory only): allocate a buffer and copy the array into it, "
+            "buf = dev.allocate(a.nbytes, stream=s); buf.copy_from(a, stream=s)")
 
     @abstractmethod
     def compile(self, module: Module, kernels: list[str]) -> dict[str, KernelBinary]:

@@ -107,6 +107,9 @@ class Backend(BackendBase):
 
     def __init__(self) -> None:
         self._live: dict[int, int] = {}   # address -> size of every allocation not freed
+        # id(allocation) -> (address, size) of host memory registered and not freed (apart:
+        # it may overlap an allocation, e.g. a wrapped view of a buffer)
+        self._registered: dict[int, tuple[int, int]] = {}
         self._lock = threading.Lock()
 
     def availability(self) -> tuple[bool, str]:
@@ -136,7 +139,15 @@ class Backend(BackendBase):
         # The memory is the owner array's: it goes when the last reference (this allocation,
         # a numpy view, a DLPack consumer) does. Kernels may no longer touch it.
         with self._lock:
-            self._live.pop(allocation.address, None)
+            if self._registered.pop(id(allocation), None) is None:
+                self._live.pop(allocation.address, None)
+
+    def register_host_memory(self, ordinal: int, memory: np.ndarray) -> Allocation:
+        # The memory stays the owner's: freeing the allocation only stops kernels using it.
+        allocation = Allocation(memory.ctypes.data, memory.nbytes, memory)
+        with self._lock:
+            self._registered[id(allocation)] = (allocation.address, allocation.size)
+        return allocation
 
     def copy(self, dst: int, src: int, nbytes: int, kind: str) -> None:
         if nbytes:
@@ -160,7 +171,7 @@ class Backend(BackendBase):
         # address past a buffer's end) raises IllegalAddressError instead of corrupting the
         # process.
         with self._lock:
-            live = list(self._live.items())
+            live = list(self._live.items()) + list(self._registered.values())
         binary.launch(grid, block, dynamic_shared, params, live, timeout=timeout)
 
 
