@@ -334,7 +334,7 @@ class CpuTarget(Target):
         returns to the kernel, which stops at its next loop or ends."""
         stopping = fl.llfn.append_basic_block("stopping")
         going_on = fl.llfn.append_basic_block("going_on")
-        branch_on_stop(fl.b, self._ctx_field(fl, "stop", typ=PTR), stopping, going_on)
+        poll_stop(fl, self._ctx_field(fl, "stop", typ=PTR), stopping, going_on)
         fl.b.position_at_end(stopping)
         if fl.function.is_kernel:
             fl.b.ret(I32(STOPPED))
@@ -519,6 +519,33 @@ def branch_on_stop(b: ll.IRBuilder, stop, stopping: ll.Block, going_on: ll.Block
     word = b.load_atomic(stop, "monotonic", 4, typ=I32)
     branch = b.cbranch(b.icmp_unsigned("!=", word, I32(0)), stopping, going_on)
     branch.set_weights([1, 1 << 20])
+
+
+# Loops look at the stop word once in this many passes (a few microseconds of a tight loop).
+POLL_PERIOD = 1024
+
+
+def poll_stop(fl: FunctionLowering, stop, stopping: ll.Block, going_on: ll.Block) -> None:
+    """In a loop: branch to `stopping` if the launch's stop word is set, looked at once in
+    POLL_PERIOD passes (a countdown in a register the rest of the time, so that the atomic
+    load, which LLVM counts as a write to any memory, stays off the loop's hot path)."""
+    countdown = getattr(fl, "stop_countdown", None)
+    if countdown is None:
+        countdown = fl.stop_countdown = fl.entry_alloca(I32, "stop_countdown")
+        with fl.b.goto_entry_block():
+            fl.b.position_at_end(fl.entry)
+            if fl.entry.is_terminated:
+                fl.b.position_before(fl.entry.terminator)
+            fl.b.store(I32(1), countdown)
+    b = fl.b
+    left = b.sub(b.load(countdown, typ=I32), I32(1))
+    b.store(left, countdown)
+    look = fl.llfn.append_basic_block("look_at_stop")
+    branch = b.cbranch(b.icmp_unsigned("==", left, I32(0)), look, going_on)
+    branch.set_weights([1, POLL_PERIOD])
+    b.position_at_end(look)
+    b.store(I32(POLL_PERIOD), countdown)
+    branch_on_stop(b, stop, stopping, going_on)
 
 
 def _intrinsic(llmod: ll.Module, name: str, ret, args) -> ll.Function:

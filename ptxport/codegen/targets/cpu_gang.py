@@ -1783,7 +1783,7 @@ def _lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, targe
 
     fl.shuffle_array = shuffle_array
     fl.exit_pcs = ll.Constant(vi32, [I32(EXIT_PC)] * W)
-    from ptxport.codegen.targets.cpu import CTX, STOPPED, branch_on_stop
+    from ptxport.codegen.targets.cpu import CTX, STOPPED, poll_stop
 
     fl.scratch_lane = b.gep(ctx, [I64(_SCRATCH_LANE)], source_etype=I8)
     stop_word = b.load(b.gep(ctx, [I64(CTX.fields["stop"])], source_etype=I8), typ=PTR)
@@ -1954,7 +1954,7 @@ def _lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, targe
         if s.number in looped:
             stopping = gang.append_basic_block(f"seg{s.number}_stopping")
             going_on = gang.append_basic_block(f"seg{s.number}_going_on")
-            branch_on_stop(b, stop_word, stopping, going_on)
+            poll_stop(fl, stop_word, stopping, going_on)
             b.position_at_end(stopping)
             b.ret(I32(STOPPED))
             b.position_at_end(going_on)
