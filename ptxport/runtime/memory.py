@@ -174,11 +174,13 @@ class Buffer:
         if isinstance(src, Buffer):
             source = _same_device(src, self)._live()
             _check_sizes("source buffer", source.size, "destination buffer", dst.size)
-            stream._submit(lambda: backend.copy(dst.address, source.address, dst.size, "dtod"))
+            stream._submit(lambda: backend.copy(dst.address, source.address, dst.size, "dtod"),
+                           what=f"a copy of {dst.size} bytes")
             return
         array = _host_array(src, "copy_from", writeable=False)
         _check_sizes("host array", array.nbytes, "buffer", dst.size)
-        stream._submit(lambda: backend.copy(dst.address, array.ctypes.data, dst.size, "htod"))
+        stream._submit(lambda: backend.copy(dst.address, array.ctypes.data, dst.size, "htod"),
+                       what=f"a copy of {dst.size} bytes")
 
     def copy_to(self, dst: Buffer | np.ndarray | None = None, *, stream: Stream):
         """Copy this buffer into `dst` (a Buffer or writeable host array of its size; a new
@@ -191,11 +193,13 @@ class Buffer:
         if isinstance(dst, Buffer):
             target = _same_device(dst, self)._live()
             _check_sizes("source buffer", src.size, "destination buffer", target.size)
-            stream._submit(lambda: backend.copy(target.address, src.address, src.size, "dtod"))
+            stream._submit(lambda: backend.copy(target.address, src.address, src.size, "dtod"),
+                           what=f"a copy of {src.size} bytes")
             return dst
         array = _host_array(dst, "copy_to", writeable=True)
         _check_sizes("buffer", src.size, "host array", array.nbytes)
-        stream._submit(lambda: backend.copy(array.ctypes.data, src.address, src.size, "dtoh"))
+        stream._submit(lambda: backend.copy(array.ctypes.data, src.address, src.size, "dtoh"),
+                       what=f"a copy of {src.size} bytes")
         return dst
 
     def fill(self, value: int, width: int, *, stream: Stream) -> None:
@@ -219,7 +223,8 @@ class Buffer:
                 f"cannot fill {dst.size} bytes with {width}-byte words: the size is not a "
                 f"multiple of {width}")
         backend = self._device._backend
-        stream._submit(lambda: backend.fill(dst.address, dst.size, value, width))
+        stream._submit(lambda: backend.fill(dst.address, dst.size, value, width),
+                       what=f"a fill of {dst.size} bytes")
 
     # -- host views and DLPack -----------------------------------------------------------------
 
@@ -332,7 +337,8 @@ def _check_stream(stream, device: Device) -> Stream:
 def _free_in_order(device: Device, allocation: Allocation, stream: Stream) -> None:
     backend = device._backend
     try:
-        stream._submit(lambda: backend.free(allocation), skippable=False)
+        stream._submit(lambda: backend.free(allocation), skippable=False,
+                       what="the free of a buffer")
     except InvalidValueError:  # the stream is closed: nothing is queued on it any more
         backend.free(allocation)
 

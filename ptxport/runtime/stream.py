@@ -153,7 +153,7 @@ class Stream:
         return id(self._worker)
 
     def _submit(self, work: Callable[[], None], skippable: bool = True,
-                what: str = "a copy or fill", kernel: str | None = None,
+                what: str = "an operation", kernel: str | None = None,
                 waits_for: _Worker | None = None) -> None:
         """Queue `work` (a callable that must keep alive whatever it uses). Copies, fills
         and launches are skippable after a failure; records and waits are not. `what`

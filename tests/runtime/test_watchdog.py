@@ -158,7 +158,7 @@ def test_sync_timeout_names_the_running_kernel_and_the_work_goes_on(dev, gang_ke
     assert out.view(np.uint32)[0] == 1 and event.is_done
 
 
-def test_sync_timeout_follows_a_wait_to_the_stream_it_waits_for(dev, gang_kernels):
+def test_sync_timeouts_follow_a_wait_to_the_stream_it_waits_for(dev, gang_kernels):
     first, second = dev.create_stream(), dev.create_stream()
     flag, out = _words(dev, first, 0)
     launch(first, LaunchConfig(grid=1, block=32), gang_kernels["spin"], flag, out)
@@ -167,8 +167,11 @@ def test_sync_timeout_follows_a_wait_to_the_stream_it_waits_for(dev, gang_kernel
                                                  "that waits for kernel spin") as caught:
         second.sync(timeout=SHORT)
     assert caught.value.kernels == ("spin",)
+    with pytest.raises(KernelTimeoutError, match="kernel spin"):
+        dev.sync(timeout=0.05)
     flag.view(np.uint32)[0] = 1
     second.sync(timeout=60)
+    dev.sync(timeout=60)
 
 
 @pytest.mark.parametrize("bad", [0, -1, float("nan"), "soon"])
@@ -183,6 +186,8 @@ def test_bad_sync_timeouts_are_refused(dev, bad):
         dev.create_stream().sync(timeout=bad)
     with pytest.raises(InvalidValueError, match="timeout="):
         dev.create_event().sync(timeout=bad)
+    with pytest.raises(InvalidValueError, match="timeout="):
+        dev.sync(timeout=bad)
 
 
 def test_a_device_that_cannot_stop_kernels_refuses_a_watchdog(dev, monkeypatch, gang_kernels):
