@@ -197,3 +197,29 @@ def test_a_device_that_cannot_stop_kernels_refuses_a_watchdog(dev, monkeypatch, 
     with pytest.raises(LaunchError, match="cannot stop a running kernel"):
         launch(stream, LaunchConfig(grid=1, block=32, timeout=1), gang_kernels["spin"], flag,
                out)
+
+
+def test_the_watchdog_stops_blocks_run_in_python_rounds(dev, scalar_kernels):
+    kernel = scalar_kernels["spin_bar"]
+    kernel._binary(dev).native_waits = False    # the general resolver, round by round
+    stream = dev.create_stream()
+    flag, out = _words(dev, stream, 0)
+    launch(stream, LaunchConfig(grid=4, block=64, timeout=SHORT), kernel, flag, out)
+    with pytest.raises(KernelTimeoutError, match="was stopped"):
+        stream.sync()
+    flag.fill(3, 4, stream=stream)
+    launch(stream, LaunchConfig(grid=4, block=64), kernel, flag, out)
+    stream.sync()
+    assert out.view(np.uint32)[0] == 3
+
+
+def test_a_sync_timeout_says_when_the_device_cannot_stop_kernels(dev, monkeypatch,
+                                                                  gang_kernels):
+    stream = dev.create_stream()
+    flag, out = _words(dev, stream, 0)
+    launch(stream, LaunchConfig(grid=1, block=32), gang_kernels["spin"], flag, out)
+    monkeypatch.setattr(dev._backend, "stops_launches", False)
+    with pytest.raises(KernelTimeoutError, match="cannot stop a kernel running on cpu:0"):
+        stream.sync(timeout=0.05)
+    flag.view(np.uint32)[0] = 1
+    stream.sync(timeout=60)
