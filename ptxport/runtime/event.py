@@ -123,9 +123,9 @@ class Event:
             still running before the event (they go on running). None: wait as long as it
             takes.
         """
-        marker = self._marker
-        if not marker.done.wait(timeout_seconds(timeout)):
-            raise marker.worker.timeout_error(f"{self!r}.sync(timeout={timeout:g})", timeout,
+        marker, seconds = self._marker, timeout_seconds(timeout)
+        if not marker.done.wait(seconds):
+            raise marker.worker.timeout_error(f"{self!r}.sync(timeout={seconds:g})", seconds,
                                               self._device)
         if marker.error is not None:
             raise marker.error

@@ -174,8 +174,9 @@ class Stream:
             still running (the work goes on; a later sync waits for it again). None: wait
             as long as it takes.
         """
-        if not self._worker.wait_idle(timeout_seconds(timeout)):
-            raise self._worker.timeout_error(f"{self!r}.sync(timeout={timeout:g})", timeout,
+        seconds = timeout_seconds(timeout)
+        if not self._worker.wait_idle(seconds):
+            raise self._worker.timeout_error(f"{self!r}.sync(timeout={seconds:g})", seconds,
                                              self._device)
         error = self._worker.take_error()
         if error is not None:
@@ -228,4 +229,3 @@ class Stream:
 
     def __repr__(self) -> str:
         return f"<Stream {self.handle:#x} on {self._device}>"
-
