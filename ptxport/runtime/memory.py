@@ -264,6 +264,10 @@ class Buffer:
 
     @property
     def __array_interface__(self) -> dict:
+        if not self.is_host_accessible:
+            # (an AttributeError, so that hasattr() probes say no; np.asarray then reaches
+            # __array__, which says why)
+            raise AttributeError("this buffer is closed or not addressable from the host")
         return self._export().__array_interface__
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:

@@ -147,6 +147,10 @@ def test_a_view_with_a_dtype_and_shape_is_a_typed_export(dev):
     assert buf.__array_interface__["typestr"] == "|u1"
     with pytest.raises(InvalidValueError, match="shape"):
         buf.view(np.float32, (5, 4))
+    buf.close()
+    assert not hasattr(buf, "__array_interface__")
+    with pytest.raises(InvalidValueError, match="closed"):
+        np.asarray(buf)
 
 
 @pytest.mark.parametrize("obj, message", [
