@@ -3,7 +3,11 @@ watchdog (LaunchConfig(timeout=)) stops a CPU launch that runs too long, on ever
 path (warp gangs, thread by thread, with barriers, inside a device function), and the
 device is usable afterwards."""
 
+import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -223,3 +227,30 @@ def test_a_sync_timeout_says_when_the_device_cannot_stop_kernels(dev, monkeypatc
         stream.sync(timeout=0.05)
     flag.view(np.uint32)[0] = 1
     stream.sync(timeout=60)
+
+
+def test_a_process_with_a_hung_launch_still_exits(tmp_path):
+    # The launch runs on the worker pool's threads, which the interpreter joins at exit.
+    script = tmp_path / "hang.py"
+    script.write_text(f"""
+import numpy as np
+from ptxport import Device, LaunchConfig, Program, launch
+from ptxport.codegen.targets import cpu_executor
+from ptxport.errors import KernelTimeoutError
+cpu_executor.set_workers(2)
+dev = Device("cpu")
+stream = dev.create_stream()
+kernel = Program({SPIN_PTX!r}, code_type="ptx").compile("native").get_kernel("spin")
+flag, out = dev.allocate(4, stream=stream), dev.allocate(4, stream=stream)
+flag.fill(0, 4, stream=stream)
+launch(stream, LaunchConfig(grid=8, block=32), kernel, flag, out)
+try:
+    stream.sync(timeout=0.3)
+except KernelTimeoutError as e:
+    print(e.kernels)
+""")
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0 and "('spin',)" in done.stdout, done.stderr

@@ -295,6 +295,23 @@ class _Stopped(Exception):
     """A worker left its blocks because the launch was asked to stop (run_grid reports it)."""
 
 
+# The stop words of the launches running now (id -> word).
+_RUNNING: dict[int, np.ndarray] = {}
+
+
+def _stop_running_launches() -> None:
+    """At the interpreter's exit, stop the launches still running: the worker pool's threads
+    are joined then, and one running a kernel that never ends would keep the process from
+    exiting (after Ctrl-C, say)."""
+    for stop in list(_RUNNING.values()):
+        stop.fill(1)
+
+
+# (called before the threads are joined, and before concurrent.futures' own hook, which joins
+# the pool's threads: such hooks run in reverse order of registration)
+threading._register_atexit(_stop_running_launches)
+
+
 _POOL: ThreadPoolExecutor | None = None
 _POOL_SIZE = 0
 _POOL_LOCK = threading.Lock()
@@ -339,11 +356,17 @@ def run_grid(binary, grid, block, dynamic_shared: int, params: bytes,
     if watchdog is not None:
         watchdog.daemon = True
         watchdog.start()
+    _RUNNING[id(stop)] = stop
     try:
         _run_grid(binary, grid, block, dynamic_shared, params, allocations, stop)
     finally:
+        del _RUNNING[id(stop)]
         if watchdog is not None:
             watchdog.cancel()
+    if stop[0] and watchdog is None:
+        raise KernelTimeoutError(
+            f"kernel '{binary.plan.name}' (grid {grid}, block {block}) was stopped because the "
+            "process is exiting", kernels=(binary.plan.name,), stopped=True)
     if stop[0]:
         raise KernelTimeoutError(
             f"kernel '{binary.plan.name}' (grid {grid}, block {block}) ran longer than its "
