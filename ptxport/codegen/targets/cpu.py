@@ -42,6 +42,7 @@ from ptxport.codegen.lower import (
     value_type,
 )
 from ptxport.codegen.targets import cpu_gang, cpu_runtime
+from ptxport.codegen.targets.cpu_stop import STOPPED, branch_on_stop, poll_stop
 from ptxport.errors import CompileError, UnsupportedFeatureError
 from ptxport.ir import nodes as ir
 from ptxport.ir.abi import param_layout
@@ -76,9 +77,6 @@ FRAME = _Layout({"tid": 0, "laneid": 12, "warpid": 16,
 RUNNABLE, BLOCKED, EXITED, TRAPPED = 0, 1, 2, 3
 # What the thread function returns when it stopped at an access outside every allocation.
 FAULTED = -(1 << 24)
-# What the thread function returns when the launch was asked to stop (a watchdog, through
-# the i32 that the context's "stop" field points to; cpu_executor.py).
-STOPPED = -(1 << 26)
 # The access size a fault records for a call through an address that is no function.
 CALL_FAULT = 0x7FFF
 
@@ -510,42 +508,6 @@ class CpuTarget(Target):
 def _line(module: ir.Module, pos: int) -> int:
     location = module.location(pos)
     return location.line if location else 0
-
-
-def branch_on_stop(b: ll.IRBuilder, stop, stopping: ll.Block, going_on: ll.Block) -> None:
-    """Branch to `stopping` if the launch's stop word (at pointer `stop`) is set. The load is
-    atomic (monotonic) so that LLVM reads it on every pass instead of once before a loop
-    that writes no memory; the branch is weighted as rarely taken."""
-    word = b.load_atomic(stop, "monotonic", 4, typ=I32)
-    branch = b.cbranch(b.icmp_unsigned("!=", word, I32(0)), stopping, going_on)
-    branch.set_weights([1, 1 << 20])
-
-
-# Loops look at the stop word once in this many passes (a few microseconds of a tight loop).
-POLL_PERIOD = 1024
-
-
-def poll_stop(fl: FunctionLowering, stop, stopping: ll.Block, going_on: ll.Block) -> None:
-    """In a loop: branch to `stopping` if the launch's stop word is set, looked at once in
-    POLL_PERIOD passes (a countdown in a register the rest of the time, so that the atomic
-    load, which LLVM counts as a write to any memory, stays off the loop's hot path)."""
-    countdown = getattr(fl, "stop_countdown", None)
-    if countdown is None:
-        countdown = fl.stop_countdown = fl.entry_alloca(I32, "stop_countdown")
-        with fl.b.goto_entry_block():
-            fl.b.position_at_end(fl.entry)
-            if fl.entry.is_terminated:
-                fl.b.position_before(fl.entry.terminator)
-            fl.b.store(I32(1), countdown)
-    b = fl.b
-    left = b.sub(b.load(countdown, typ=I32), I32(1))
-    b.store(left, countdown)
-    look = fl.llfn.append_basic_block("look_at_stop")
-    branch = b.cbranch(b.icmp_unsigned("==", left, I32(0)), look, going_on)
-    branch.set_weights([1, POLL_PERIOD])
-    b.position_at_end(look)
-    b.store(I32(POLL_PERIOD), countdown)
-    branch_on_stop(b, stop, stopping, going_on)
 
 
 def _intrinsic(llmod: ll.Module, name: str, ret, args) -> ll.Function:

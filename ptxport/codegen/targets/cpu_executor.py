@@ -31,9 +31,9 @@ from ptxport.codegen.targets.cpu import (
     FAULTED,
     FRAME,
     RUNNABLE,
-    STOPPED,
     TRAPPED,
 )
+from ptxport.codegen.targets.cpu_stop import STOPPED
 from ptxport.errors import (
     IllegalAddressError,
     KernelExecutionError,

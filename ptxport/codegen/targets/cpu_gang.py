@@ -1783,7 +1783,8 @@ def _lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, targe
 
     fl.shuffle_array = shuffle_array
     fl.exit_pcs = ll.Constant(vi32, [I32(EXIT_PC)] * W)
-    from ptxport.codegen.targets.cpu import CTX, STOPPED, poll_stop
+    from ptxport.codegen.targets.cpu import CTX
+    from ptxport.codegen.targets.cpu_stop import STOPPED, poll_stop
 
     fl.scratch_lane = b.gep(ctx, [I64(_SCRATCH_LANE)], source_etype=I8)
     stop_word = b.load(b.gep(ctx, [I64(CTX.fields["stop"])], source_etype=I8), typ=PTR)
