@@ -7,7 +7,7 @@ completes the operations threads wait at, until every thread has exited. A kerne
 raises KernelTrapError; threads that wait for each other forever raise KernelExecutionError.
 
 A launch with a timeout is stopped by a watchdog timer: it sets the launch's stop word, which
-compiled kernels look at in every loop and between blocks (cpu.py's loop_header), and the
+compiled kernels look at in every loop and between blocks (cpu_stop.py), and the
 workers leave their blocks as they would for a trap; the launch then raises
 KernelTimeoutError. Workers set every block up afresh, so later launches run normally.
 """
