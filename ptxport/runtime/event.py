@@ -49,16 +49,32 @@ def as_event_options(options: EventOptions | dict | None) -> EventOptions:
         f"event options must be an EventOptions or a dict, not {type(options).__name__}")
 
 
+def timeout_seconds(timeout: float | None) -> float | None:
+    """A sync's timeout, checked: None or a number of seconds, not negative."""
+    if timeout is None:
+        return None
+    try:
+        seconds = float(timeout)
+    except (TypeError, ValueError):
+        raise InvalidValueError(f"timeout= takes seconds (a number) or None, not "
+                                f"{timeout!r}") from None
+    if not seconds >= 0:    # (NaN too)
+        raise InvalidValueError(f"timeout= must not be negative, not {timeout!r}")
+    return seconds
+
+
 class _Marker:
-    """One recorded point of a stream: set when the stream's worker reaches it. `error` is
-    the failure of earlier work on that stream, if any, so that waiting on it reports it."""
+    """One recorded point of a stream: set when the stream's worker (`worker`; None for an
+    event never recorded) reaches it. `error` is the failure of earlier work on that
+    stream, if any, so that waiting on it reports it."""
 
-    __slots__ = ("done", "time", "error")
+    __slots__ = ("done", "time", "error", "worker")
 
-    def __init__(self):
+    def __init__(self, worker=None):
         self.done = threading.Event()
         self.time: float | None = None
         self.error: BaseException | None = None
+        self.worker = worker
 
     def complete(self, error: BaseException | None) -> None:
         self.time = time.perf_counter()
@@ -97,10 +113,20 @@ class Event:
         """Whether the work before the event's latest record has all run."""
         return self._marker.done.is_set()
 
-    def sync(self) -> None:
-        """Wait until the event completes; raise the failure of work before it, if any."""
-        marker = self._marker
-        marker.done.wait()
+    def sync(self, timeout: float | None = None) -> None:
+        """Wait until the event completes; raise the failure of work before it, if any.
+
+        Parameters
+        ----------
+        timeout : float, optional
+            Give up after this many seconds and raise KernelTimeoutError naming the kernels
+            still running before the event (they go on running). None: wait as long as it
+            takes.
+        """
+        marker, seconds = self._marker, timeout_seconds(timeout)
+        if not marker.done.wait(seconds):
+            raise marker.worker.timeout_error(f"{self!r}.sync(timeout={seconds:g})", seconds,
+                                              self._device)
         if marker.error is not None:
             raise marker.error
 

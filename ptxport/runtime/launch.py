@@ -73,12 +73,18 @@ class LaunchConfig:
         Lets the kernel overlap the previous one in its stream (programmatic dependent
         launch). Accepted: it only permits overlap, and ptxport runs a stream's kernels one
         after the other, which PDL kernels must handle anyway.
+    timeout : float, optional
+        A watchdog, in seconds: a launch still running after that long is stopped, and
+        its stream's next sync() raises KernelTimeoutError naming the kernel; the device
+        stays usable. Only devices that can stop a running kernel take it (the cpu device);
+        elsewhere the launch is refused. None (the default): no limit.
 
     `grid`, `block` and `cluster` (when given) are kept as 3-tuples.
     """
 
     def __init__(self, grid=None, cluster=None, block=None, shmem_size: int | None = None,
-                 is_cooperative: bool = False, programmatic_stream_serialization: bool = False):
+                 is_cooperative: bool = False, programmatic_stream_serialization: bool = False,
+                 timeout: float | None = None):
         self.grid = _dims(grid, "grid")
         self.cluster = None if cluster is None else _dims(cluster, "cluster")
         self.block = _dims(block, "block")
@@ -91,11 +97,13 @@ class LaunchConfig:
                 from None
         if self.shmem_size < 0:
             raise LaunchError(f"shmem_size must not be negative, not {self.shmem_size}")
+        self.timeout = _timeout(timeout)
 
     def __repr__(self) -> str:
         cluster = "" if self.cluster is None else f", cluster={self.cluster}"
+        timeout = "" if self.timeout is None else f", timeout={self.timeout:g}"
         return (f"LaunchConfig(grid={self.grid}{cluster}, block={self.block}, "
-                f"shmem_size={self.shmem_size})")
+                f"shmem_size={self.shmem_size}{timeout})")
 
 
 def _check_unsupported(config: LaunchConfig, kernel: Kernel, device: Device) -> None:
@@ -111,6 +119,18 @@ def _check_unsupported(config: LaunchConfig, kernel: Kernel, device: Device) -> 
             "LaunchConfig(is_cooperative=True)", str(device), reason=(
                 f"no backend makes cooperative launches yet (kernel {kernel.name}); split "
                 "the kernel at its grid-wide synchronisations into several launches"))
+
+
+def _timeout(value) -> float | None:
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise LaunchError(f"timeout must be a number of seconds, not {value!r}") from None
+    if not seconds > 0:     # (NaN too)
+        raise LaunchError(f"timeout must be a positive number of seconds, not {value!r}")
+    return seconds
 
 
 def check_config(config: LaunchConfig, kernel: Kernel, device: Device) -> None:
@@ -254,18 +274,27 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args) -> None:
                                 f"not {type(kernel).__name__}")
     device = stream.device
     check_config(config, kernel, device)
+    if config.timeout is not None and not device._backend.stops_launches:
+        raise LaunchError(
+            f"cannot launch {kernel.name} on {device} with timeout={config.timeout:g}: "
+            f"{device} cannot stop a running kernel (its API has no way short of ending the "
+            "process); launch without timeout= and use stream.sync(timeout=...) to find out "
+            "that a kernel hangs")
     params, keep = pack_arguments(kernel, args, device)
     binary = kernel._binary(device)
     backend, ordinal = device._backend, device.device_id
     grid, block, shmem_size = config.grid, config.block, config.shmem_size
+    watchdog = {} if config.timeout is None else {"timeout": config.timeout}
 
     def run(keep=keep) -> None:  # `keep`: the buffers' memory lives until the kernel ran
         try:
-            backend.launch(ordinal, binary, grid, block, shmem_size, params)
+            backend.launch(ordinal, binary, grid, block, shmem_size, params, **watchdog)
         except PtxportError:
             raise
         except Exception as e:
             raise KernelExecutionError(
                 f"kernel {kernel.name} failed on {device}: {type(e).__name__}: {e}") from e
 
-    stream._submit(run)
+    limit = "" if config.timeout is None else f", stopped after {config.timeout:g} s"
+    stream._submit(run, what=f"kernel {kernel.name} (grid {grid}, block {block}{limit})",
+                   kernel=kernel.name)

@@ -42,6 +42,7 @@ from ptxport.codegen.lower import (
     value_type,
 )
 from ptxport.codegen.targets import cpu_gang, cpu_runtime
+from ptxport.codegen.targets.cpu_stop import STOPPED, branch_on_stop, poll_stop
 from ptxport.errors import CompileError, UnsupportedFeatureError
 from ptxport.ir import nodes as ir
 from ptxport.ir.abi import param_layout
@@ -66,7 +67,7 @@ class _Layout:
 CTX = _Layout({"params": 0, "shared": 8, "ntid": 16, "ctaid": 28, "nctaid": 40,
                "nwarpid": 52, "dynamic_smem": 56, "smid": 60, "nsmid": 64,
                "total_smem": 68, "alloc_table": 72, "alloc_count": 80, "checks": 84,
-               "site_cache": 104,
+               "site_cache": 104, "stop": 112,
                "fault_address": 88, "fault_info": 96, "scratch": 128}, 384)
 # The start of each thread's frame; registers and local memory follow.
 FRAME = _Layout({"tid": 0, "laneid": 12, "warpid": 16,
@@ -327,6 +328,20 @@ class CpuTarget(Target):
         fl.b.store(I64(info), fault_info)
         if fl.function.is_kernel:
             fl.b.ret(I32(FAULTED))
+
+    def loop_header(self, fl: FunctionLowering) -> None:
+        """Every loop looks at the launch's stop word, so that a launch spinning forever
+        (on a flag no one sets) can be stopped: a kernel returns STOPPED, a device function
+        returns to the kernel, which stops at its next loop or ends."""
+        stopping = fl.llfn.append_basic_block("stopping")
+        going_on = fl.llfn.append_basic_block("going_on")
+        poll_stop(fl, self._ctx_field(fl, "stop", typ=PTR), stopping, going_on)
+        fl.b.position_at_end(stopping)
+        if fl.function.is_kernel:
+            fl.b.ret(I32(STOPPED))
+        else:
+            fl.b.ret_void()
+        fl.b.position_at_end(going_on)
 
     def exit(self, fl: FunctionLowering) -> None:
         if fl.function.is_kernel:
@@ -902,8 +917,8 @@ def _build_run_blocks(llmod: ll.Module, thread: ll.Function) -> None:
 def open_block_loop(b: ll.IRBuilder, ctx, first, count):
     """Opens `for n in first..first+count` over linear block numbers in b's function: the
     builder is left in the loop's body with block n's %ctaid stored in the context, and the
-    loop returns -1 when done. Returns (n, the body block, the block to branch to for the
-    next block number)."""
+    loop returns -1 when done (or asked to stop: the context's stop word is set). Returns
+    (n, the body block, the block to branch to for the next block number)."""
     fn = b.function
 
     def field(name: str, index: int = 0):
@@ -911,15 +926,18 @@ def open_block_loop(b: ll.IRBuilder, ctx, first, count):
 
     gx = b.zext(b.load(field("nctaid", 0), typ=I32), I64)
     gy = b.zext(b.load(field("nctaid", 1), typ=I32), I64)
+    stop = b.load(field("stop"), typ=PTR)
     end = b.add(first, count)
-    head, body, block_next, done = (fn.append_basic_block(name) for name in (
-        "block_head", "block_body", "block_next", "done"))
+    head, body, block_next, done, more = (fn.append_basic_block(name) for name in (
+        "block_head", "block_body", "block_next", "done", "more_blocks"))
     entry = b.block
     b.branch(head)
     b.position_at_end(head)
     n = b.phi(I64, "block")
     n.add_incoming(first, entry)
-    b.cbranch(b.icmp_unsigned("<", n, end), body, done)
+    b.cbranch(b.icmp_unsigned("<", n, end), more, done)
+    b.position_at_end(more)
+    branch_on_stop(b, stop, done, body)   # (a stopped launch: its caller finds the word set)
     b.position_at_end(done)
     b.ret(I64(-1))
     b.position_at_end(block_next)
@@ -936,11 +954,11 @@ def build_claiming(llmod: ll.Module, inner: ll.Function, at: int, name: str) -> 
     """i64 name(<inner's arguments before `at`>, counter*, total, chunk, end*, <inner's
     arguments after first and count>): the workers of a launch share `counter`, the next
     block number to run; each claims `chunk` blocks at a time with an atomic add and runs
-    them with inner(..., first, count, ...) until the grid (`total` blocks) is done
-    (returns -1), or returns inner's first result other than -1 after storing the end of
-    the chunk it was running in *end (the caller handles that block and the rest of the
-    chunk, then calls again). Claiming in native code keeps workers off Python's lock
-    between chunks."""
+    them with inner(..., first, count, ...) until the grid (`total` blocks) is done or the
+    launch is asked to stop (returns -1), or returns inner's first result other than -1
+    after storing the end of the chunk it was running in *end (the caller handles that
+    block and the rest of the chunk, then calls again). Claiming in native code keeps
+    workers off Python's lock between chunks."""
     before, after = inner.args[:at], inner.args[at + 2:]
     types = [a.type for a in before] + [PTR, I64, I64, PTR] + [a.type for a in after]
     fn = ll.Function(llmod, ll.FunctionType(I64, types), name=name)
@@ -948,10 +966,13 @@ def build_claiming(llmod: ll.Module, inner: ll.Function, at: int, name: str) -> 
     lead, (counter, total, chunk, end_out), trail = (args[:at], args[at:at + 4],
                                                      args[at + 4:])
     b = ll.IRBuilder(fn.append_basic_block("entry"))
-    loop, run, done, stopped = (fn.append_basic_block(x) for x in ("claim", "run", "done",
-                                                                   "stopped"))
+    loop, claim, run, done, stopped = (fn.append_basic_block(x) for x in (
+        "loop", "claim", "run", "done", "stopped"))
+    stop = b.load(b.gep(lead[0], [I64(CTX.fields["stop"])], source_etype=I8), typ=PTR)
     b.branch(loop)
     b.position_at_end(loop)
+    branch_on_stop(b, stop, done, claim)
+    b.position_at_end(claim)
     first = b.atomic_rmw("add", counter, chunk, "monotonic")
     b.cbranch(b.icmp_unsigned(">=", first, total), done, run)
     b.position_at_end(run)
@@ -1140,14 +1161,17 @@ class CpuKernelBinary:
         return ranges
 
     def launch(self, grid, block, dynamic_shared: int, params: bytes,
-               allocations: list[tuple[int, int]] | None = None) -> None:
+               allocations: list[tuple[int, int]] | None = None,
+               timeout: float | None = None) -> None:
         """Run the grid. `allocations` lists the (address, size) of the device buffers the
         kernel may reach; every global or generic access is then checked against them (and
         the module's variables, shared and local memory), and an access outside all of them
-        raises IllegalAddressError. None runs without checks."""
+        raises IllegalAddressError. None runs without checks. A launch still running after
+        `timeout` seconds is stopped and raises KernelTimeoutError."""
         from ptxport.codegen.targets.cpu_executor import run_grid
 
-        run_grid(self, tuple(grid), tuple(block), dynamic_shared, params, allocations)
+        run_grid(self, tuple(grid), tuple(block), dynamic_shared, params, allocations,
+                 timeout)
 
 
 class GangKernelBinary:
@@ -1191,9 +1215,10 @@ class GangKernelBinary:
         return self._scalar
 
     def launch(self, grid, block, dynamic_shared: int, params: bytes,
-               allocations: list[tuple[int, int]] | None = None) -> None:
+               allocations: list[tuple[int, int]] | None = None,
+               timeout: float | None = None) -> None:
         """CpuKernelBinary.launch with the code for this block shape."""
-        self.for_block(block).launch(grid, block, dynamic_shared, params, allocations)
+        self.for_block(block).launch(grid, block, dynamic_shared, params, allocations, timeout)
 
 
 def compile_kernel(module: ir.Module, kernel: str,

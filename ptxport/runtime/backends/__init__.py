@@ -21,7 +21,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Protocol
 
-from ptxport.errors import BackendUnavailableError
+from ptxport.errors import BackendUnavailableError, InvalidValueError
 from ptxport.ir.nodes import Module
 
 __all__ = [
@@ -95,7 +95,8 @@ class KernelBinary(Protocol):
 
     def launch(self, grid: tuple[int, int, int], block: tuple[int, int, int],
                dynamic_shared: int, params: bytes,
-               allocations: list[tuple[int, int]] | None = None) -> None: ...
+               allocations: list[tuple[int, int]] | None = None,
+               timeout: float | None = None) -> None: ...
 
 
 class BackendBase(ABC):
@@ -104,6 +105,9 @@ class BackendBase(ABC):
     name: str = ""
     # DLPack's device type (DLDeviceType): 1 kDLCPU, 2 kDLCUDA, 10 kDLROCM, 14 kDLOneAPI.
     dlpack_device_type: int = 0
+    # Whether a running launch can be stopped (launch's `timeout`): GPU APIs have no way to
+    # end a running kernel short of ending the process.
+    stops_launches: bool = False
 
     @abstractmethod
     def availability(self) -> tuple[bool, str]:
@@ -140,6 +144,15 @@ class BackendBase(ABC):
         address device memory."""
         return None
 
+    def register_host_memory(self, ordinal: int, memory) -> Allocation:
+        """Host memory (`memory`: a 1-D uint8 numpy array over it, which keeps it alive)
+        made addressable by the device's kernels in place, as an Allocation whose free()
+        forgets it. Only devices whose kernels address the host's memory can."""
+        raise InvalidValueError(
+            f"{self.name}:{ordinal} cannot address host memory in place (its kernels see "
+            "device memory only): allocate a buffer and copy the array into it, "
+            "buf = dev.allocate(a.nbytes, stream=s); buf.copy_from(a, stream=s)")
+
     @abstractmethod
     def compile(self, module: Module, kernels: list[str]) -> dict[str, KernelBinary]:
         """A binary for each named kernel of a verified IR module. The runtime calls this
@@ -150,7 +163,9 @@ class BackendBase(ABC):
     def launch(self, ordinal: int, binary: KernelBinary, grid: tuple[int, int, int],
                block: tuple[int, int, int], dynamic_shared: int, params: bytes) -> None:
         """Run the whole grid and return when it is done; `params` is the packed parameter
-        buffer (layout from ptxport.ir.abi.param_layout) with device addresses inside."""
+        buffer (layout from ptxport.ir.abi.param_layout) with device addresses inside.
+        Backends whose `stops_launches` is True also take `timeout=` (seconds): a launch
+        still running then is stopped and raises KernelTimeoutError."""
 
 
 _lock = threading.Lock()
