@@ -34,15 +34,18 @@ prints floating-point values (CUDA passes printf a double for each) needs a devi
 cl_khr_fp64; on others its launch raises UnsupportedFeatureError.
 
 Intel's OpenCL CPU runtime from PyPI (intel-opencl-rt) is found when this Python environment
-has it: `wheel_icd_directory()` writes an ICD file naming its libintelocl.so for the loader
-(OCL_ICD_VENDORS; the test suite sets it), and its libraries are preloaded with ctypes, so
-that no LD_LIBRARY_PATH is needed. It has every kind of SVM, and so uses the "svm" scheme.
+has it, beside the system's ICDs: before pyopencl is first imported, OCL_ICD_VENDORS (unless
+the user set it) names a directory with the system's ICD files and one naming the wheel's
+libintelocl.so (`wheel_icd_directory()`), whose libraries are preloaded with ctypes, so that
+no LD_LIBRARY_PATH is needed. It has every kind of SVM, and so uses the "svm" scheme.
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import hashlib
+import os
 import sys
 import tempfile
 import threading
@@ -54,6 +57,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ptxport.cache import cache_path, read_entry, write_entry
 from ptxport.errors import CompileError, LaunchError, OutOfMemoryError, UnsupportedFeatureError
 from ptxport.ir.nodes import Module
 from ptxport.runtime.backends import Allocation, BackendBase, DeviceProperties
@@ -67,6 +71,7 @@ _SVM_ALIGNMENT = 128
 _FIRST_ADDRESS = 1 << 40
 _KERNEL_EXEC_INFO_SVM_PTRS = 0x11B6   # CL_KERNEL_EXEC_INFO_SVM_PTRS (cl.h, OpenCL 2.0)
 _INSTALL_HINT = "pip install 'ptxport[opencl]'"
+_SYSTEM_VENDORS = "/etc/OpenCL/vendors"
 # Libraries of intel-opencl-rt / intel-cmplr-lib-rt / tbb that libintelocl.so needs.
 _WHEEL_LIBRARIES = ("libtbb.so.12", "libtbbmalloc.so.2", "libsvml.so", "libirng.so",
                     "libimf.so", "libintlc.so.5")
@@ -79,23 +84,76 @@ def _wheel_library_dir() -> Path | None:
 
 @cache
 def wheel_icd_directory() -> str | None:
-    """A directory holding an ICD file that names intel-opencl-rt's libintelocl.so (for
-    OCL_ICD_VENDORS), with the wheel's libraries preloaded; None without the wheel."""
+    """A directory of ICD files for OCL_ICD_VENDORS: the system's (those of
+    OPENCL_VENDOR_PATH, else /etc/OpenCL/vendors) and, unless one of them is already Intel's
+    OpenCL CPU runtime, one naming intel-opencl-rt's libintelocl.so, whose libraries are
+    preloaded. None without the wheel."""
     lib = _wheel_library_dir()
     if lib is None:
         return None
+    system = _system_icds()
+    icds = dict(system)
+    if not any("libintelocl" in text for text in system.values()):
+        icds["ptxport-intel-opencl-rt.icd"] = str(lib / "libintelocl.so") + "\n"
+        _preload_wheel_libraries(lib)
+    return _icd_directory(icds)
+
+
+def _system_icds() -> dict[str, str]:
+    """The ICD files the loader would read without OCL_ICD_VENDORS: name -> contents."""
+    vendors = Path(os.environ.get("OPENCL_VENDOR_PATH") or _SYSTEM_VENDORS)
+    icds = {}
+    for path in sorted(vendors.glob("*.icd")) if vendors.is_dir() else ():
+        try:
+            icds[path.name] = path.read_text()
+        except (OSError, UnicodeDecodeError):
+            continue    # the loader would skip it as well
+    return icds
+
+
+def _preload_wheel_libraries(lib: Path) -> None:
+    """Load the libraries libintelocl.so needs from the wheel's lib/ (it has no RUNPATH), so
+    that the loader's dlopen finds them without LD_LIBRARY_PATH."""
     for name in _WHEEL_LIBRARIES:
         if (lib / name).exists():
             try:
                 ctypes.CDLL(str(lib / name), mode=ctypes.RTLD_GLOBAL)
             except OSError:
                 pass
-    directory = tempfile.mkdtemp(prefix="ptxport-icd-")
-    (Path(directory) / "intel-cpu.icd").write_text(str(lib / "libintelocl.so") + "\n")
-    return directory
+
+
+def _icd_directory(icds: dict[str, str]) -> str:
+    """A directory holding exactly `icds` (name -> contents): one in ptxport's cache named by
+    its contents, written once and shared by processes; a temporary one where the cache
+    cannot be written."""
+    key = hashlib.sha256(repr(sorted(icds.items())).encode()).hexdigest()[:16]
+    directory = cache_path("opencl-icd", key)
+    for name, text in icds.items():
+        write_entry(directory / name, text.encode())
+    if all(read_entry(directory / name) == text.encode() for name, text in icds.items()):
+        return str(directory)
+    directory = Path(tempfile.mkdtemp(prefix="ptxport-icd-"))
+    for name, text in icds.items():
+        (directory / name).write_text(text)
+    return str(directory)
+
+
+@cache
+def _register_wheel_runtime() -> None:
+    """Make the ICD loader see intel-opencl-rt (when this environment has it) besides the
+    system's ICDs. ocl-icd (which pyopencl's wheels bundle) reads OCL_ICD_VENDORS once, when
+    platforms are first enumerated, and it replaces the system's vendors directory; so it
+    names a directory with the system's ICD files and the wheel's, and is set before
+    pyopencl is first imported here. A user's own OCL_ICD_VENDORS is left as it is."""
+    if os.environ.get("OCL_ICD_VENDORS"):
+        return
+    directory = wheel_icd_directory()
+    if directory is not None:
+        os.environ["OCL_ICD_VENDORS"] = directory
 
 
 def _cl():
+    _register_wheel_runtime()
     import pyopencl
 
     return pyopencl
@@ -184,9 +242,7 @@ class Backend(BackendBase):
             return True, ""
         why = "; ".join(f"{name} {reason}" for name, reason in skipped)
         return False, ("no OpenCL device accepts SPIR-V" + (f" ({why})" if why else
-                       " (no OpenCL platform found; Intel's CPU runtime: pip install "
-                       "intel-opencl-rt, and point OCL_ICD_VENDORS at an ICD file naming its "
-                       "libintelocl.so)"))
+                       f" (no OpenCL platform found; Intel's CPU runtime: {_INSTALL_HINT})"))
 
     def device_count(self) -> int:
         return len(self._devices)
