@@ -58,7 +58,22 @@ from pathlib import Path
 import numpy as np
 
 from ptxport.cache import cache_path, read_entry, write_entry
-from ptxport.errors import CompileError, LaunchError, OutOfMemoryError, UnsupportedFeatureError
+from ptxport.codegen.targets.spirv_checks import (
+    CHECKS_ADDRESS,
+    CHECKS_GROUP,
+    CHECKS_HEADER,
+    CHECKS_INFO,
+    CHECKS_LOCAL,
+    CHECKS_TABLE,
+    fault_fields,
+)
+from ptxport.errors import (
+    CompileError,
+    IllegalAddressError,
+    LaunchError,
+    OutOfMemoryError,
+    UnsupportedFeatureError,
+)
 from ptxport.ir.nodes import Module
 from ptxport.runtime.backends import Allocation, BackendBase, DeviceProperties
 
@@ -225,6 +240,9 @@ class Backend(BackendBase):
         # False puts every device on the "translated" scheme (to test it where SVM exists);
         # it decides for allocations and launches made after it changes
         self._svm_allowed = True
+        # False compiles kernels without bounds checks (to measure what they cost; a
+        # faulting access then goes unnoticed); it decides for kernels compiled after it
+        self._bounds_checks = True
 
     def availability(self) -> tuple[bool, str]:
         with self._lock:
@@ -318,17 +336,20 @@ class Backend(BackendBase):
             self._starts.remove(allocation.address)
             memory.memory.release()
 
-    def _find(self, address: int) -> tuple[_Memory, int] | None:
-        """(allocation, offset) of the allocation `address` lies in (its end included)."""
-        with self._lock:
-            i = bisect_right(self._starts, address) - 1
-            if i < 0:
-                return None
-            start = self._starts[i]
-            memory = self._live[start]
-            if address - start > memory.size:
-                return None
-            return memory, address - start
+    def _find(self, address: int, locked: bool = False) -> tuple[_Memory, int] | None:
+        """(allocation, offset) of the allocation `address` lies in (its end included);
+        `locked`: the caller holds the lock."""
+        if not locked:
+            with self._lock:
+                return self._find(address, locked=True)
+        i = bisect_right(self._starts, address) - 1
+        if i < 0:
+            return None
+        start = self._starts[i]
+        memory = self._live[start]
+        if address - start > memory.size:
+            return None
+        return memory, address - start
 
     def _located(self, address: int, nbytes: int) -> tuple[_Memory, int]:
         found = self._find(address)
@@ -385,7 +406,7 @@ class Backend(BackendBase):
 
         binaries = {}
         for name in kernels:  # one SPIR-V module each: a kernel LLVM fails on fails alone
-            spirv, layouts = compile_module(module, [name])
+            spirv, layouts = compile_module(module, [name], self._bounds_checks)
             binaries[name] = OpenclKernelBinary(name, spirv, layouts[name], {})
         return binaries
 
@@ -433,12 +454,15 @@ class Backend(BackendBase):
         kernel.set_arg(1, cl.LocalMemory(max(shared, 16)))
         kernel.set_arg(2, np.uint32(shared))
         for i, base in enumerate(bases):
-            kernel.set_arg(3 + i, base)
+            kernel.set_arg(4 + i, base)
         global_size = tuple(g * b for g, b in zip(grid, block, strict=True))
         if layout.prints:   # what Python printed before comes first
             sys.stdout.flush()
-        # no allocation named to the kernel is freed before the kernel is enqueued
+        # no allocation named to the kernel is freed before the kernel is enqueued (nor
+        # before its table of allocations is made)
         with self._lock:
+            checks = self._checks_buffer(context, ordinal, layout, packed, bases)
+            kernel.set_arg(3, checks)
             if svm:
                 _name_svm_pointers(kernel, [memory.memory.svm_ptr for memory in self._live.values()
                                             if memory.svm and memory.ordinal == ordinal])
@@ -447,6 +471,36 @@ class Backend(BackendBase):
         parameters.release()
         if layout.prints:
             _flush_c_stdio()
+        record = np.empty(CHECKS_HEADER, np.uint64)
+        cl.enqueue_copy(queue, record, checks).wait()
+        checks.release()
+        if record[CHECKS_INFO]:
+            raise IllegalAddressError(_fault_message(binary.name, record, block, shared))
+
+    def _checks_buffer(self, context, ordinal: int, layout, packed: bytearray, bases: list):
+        """The launch's checks buffer (spirv_checks.py): an empty fault record, the table
+        of the device's allocations ("svm" scheme; the caller holds the lock), and each
+        parameter slot's allocation: absolute where the slot holds an SVM address, relative
+        to its buffer argument where it got one, else empty."""
+        table = sorted((address, address + memory.size) for address, memory in self._live.items()
+                       if memory.svm and memory.ordinal == ordinal and memory.size)
+        sizes = {id(memory.memory): memory.size for memory in self._live.values()}
+        slots = []
+        for offset, base in zip(layout.pointer_slots, bases, strict=True):
+            value = int.from_bytes(packed[offset:offset + 8], "little")
+            found = self._find(value, locked=True) if base is None else None
+            if base is not None:
+                slots.append((0, sizes.get(id(base), 0)))
+            elif found is not None and found[0].svm:
+                slots.append((value - found[1], value - found[1] + found[0].size))
+            else:
+                slots.append((0, 0))
+        words = np.zeros(CHECKS_HEADER + 2 * len(table) + 2 * len(slots), np.uint64)
+        words[CHECKS_TABLE] = len(table)
+        words[CHECKS_HEADER:] = [v for pair in table + slots for v in pair]
+        cl = _cl()
+        return cl.Buffer(context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+                         hostbuf=words)
 
 
     def _translate_addresses(self, binary: OpenclKernelBinary, packed: bytearray) -> list:
@@ -479,6 +533,21 @@ class Backend(BackendBase):
     def _buffer_at(self, value: int) -> tuple[_Memory, int] | None:
         found = self._find(value) if value >= _FIRST_ADDRESS else None
         return found if found is not None and not found[0].svm else None
+
+
+def _fault_message(kernel: str, record: np.ndarray, block: tuple[int, int, int],
+                   shared: int) -> str:
+    """What the fault record of a launch says, in the CPU device's words."""
+    line, size, write, in_shared = fault_fields(int(record[CHECKS_INFO]))
+    address = int(record[CHECKS_ADDRESS])
+    group = tuple(int(v) for v in record[CHECKS_GROUP:CHECKS_GROUP + 3])
+    x, y, z = (int(v) for v in record[CHECKS_LOCAL:CHECKS_LOCAL + 3])
+    thread = x + block[0] * (y + block[1] * z)
+    where = (f"shared memory address {address:#x}, outside the block's {shared} bytes of "
+             "shared memory" if in_shared else f"address {address:#x}, outside every allocation")
+    return (f"kernel '{kernel}' {'wrote' if write else 'read'} {size} bytes at {where} "
+            f"(line {line}, block {group}, thread {thread}); nothing was "
+            f"{'written' if write else 'read'} there and the device is still usable")
 
 
 def _host_bytes(address: int, nbytes: int) -> np.ndarray:
