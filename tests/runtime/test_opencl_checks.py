@@ -245,3 +245,13 @@ def test_module_variables_are_allowed_to_their_end(scheme, program, stream):
     assert _read(stream, out, 1)[0] == 13
     with pytest.raises(IllegalAddressError, match="kernel 'variable' read 4 bytes"):
         _run(stream, program, "variable", 1, 1, np.uint32(4), out)
+
+
+def test_ptxport_devices_says_what_is_checked(capsys):
+    from ptxport.cli import main
+
+    assert main(["devices"]) == 0
+    said = get("opencl").bounds_checks(0)
+    assert f"opencl:0: bounds checks: {said}\n" in capsys.readouterr().out
+    assert said.startswith("global, const, generic and shared accesses, against ")
+    assert said.endswith("a bad access is skipped and raises IllegalAddressError")

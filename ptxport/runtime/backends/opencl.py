@@ -289,6 +289,14 @@ class Backend(BackendBase):
         translated at launch); see the module's docstring."""
         return "svm" if self._uses_svm(ordinal) else "translated"
 
+    def bounds_checks(self, ordinal: int) -> str:
+        """What device `ordinal` checks a kernel's memory accesses against, in words."""
+        allocations = ("every allocation of the device" if self._uses_svm(ordinal) else
+                       "the allocation each pointer parameter lies in")
+        return (f"global, const, generic and shared accesses, against {allocations}, the "
+                "block's shared memory, the kernel's parameters, local variables and module "
+                "variables; a bad access is skipped and raises IllegalAddressError")
+
     def _uses_svm(self, ordinal: int) -> bool:
         return self._svm_allowed and _has_coarse_svm(self._devices[ordinal])
 
