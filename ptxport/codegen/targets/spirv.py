@@ -21,8 +21,12 @@ shared memory), generic 4. Addresses keep PTX's meaning:
   the offset into it; `space_base("shared")` is its generic address;
 - .local variables are private allocas, addressed generically.
 
+Every global, const, generic and shared access is checked (spirv_checks.py; a bad one is
+skipped and reported after the launch).
+
 The kernel ABI (what KernelLayout describes to the backend): `(global i8 *params,
-local i8 *shared, uint shared_bytes, global i8 *base_0, ..., global i8 *base_k)`. `params` holds
+local i8 *shared, uint shared_bytes, global i64 *checks, global i8 *base_0, ...,
+global i8 *base_k)`; `checks` is the launch's bounds-checks buffer. `params` holds
 the PTX parameter buffer (ir.abi.param_layout), copied into private memory at entry. Every
 8-byte parameter slot k may hold a device address: the runtime passes the cl.Buffer it lies
 in as base_k and the offset into it in the slot; where base_k is NULL the slot holds a plain

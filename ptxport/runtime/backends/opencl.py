@@ -25,6 +25,11 @@ properties say unified_addressing for the first):
   pointers as parameters (a structure argument holding an address is refused).
 Work is done in stream order: every hook waits for what it enqueued.
 
+Kernels check their memory accesses (the SPIR-V target's spirv_checks.py): each launch gives
+the kernel a checks buffer with the table of the device's allocations ("svm"; none on
+"translated") and each pointer parameter's allocation, and reads its fault record back after
+the kernel: a bad access raises IllegalAddressError, in the CPU device's words.
+
 Kernels that call printf (OpenCL C's, which the SPIR-V target makes of CUDA's vprintf) write
 to the process's standard output, as the OpenCL runtime does it: Intel's CPU runtime writes
 each call's text through C's stdout while the kernel runs. A launch of such a kernel flushes
