@@ -26,6 +26,7 @@ pytestmark = pytest.mark.skipif(not _AVAILABLE, reason=f"no OpenCL device for SP
 # local_generic(u32* out): a local array written and read through generic addresses, by
 #   the kernel and by a device function given the array's address: out[0] = 7, out[1] = 9.
 # to_function(u32* p): a device function writes p[1] = 9.
+# dynamic_stack(u32* out): memory from alloca, through generic addresses: out[0] = 6.
 # variable(u32 index, u32* out): out[0] = table[index], for a .global variable table of 4.
 PTX = """
 .version 8.0
@@ -122,6 +123,19 @@ PTX = """
         st.param.b64 [param0], %rd1;
         call.uni fill, (param0);
     }
+    ret;
+}
+
+.visible .entry dynamic_stack(.param .u64 out)
+{
+    .reg .b32 %r<2>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [out];
+    alloca.u64 %rd2, 16;
+    cvta.local.u64 %rd3, %rd2;
+    st.u32 [%rd3+4], 6;
+    ld.u32 %r1, [%rd3+4];
+    st.global.u32 [%rd1], %r1;
     ret;
 }
 
@@ -229,6 +243,12 @@ def test_local_arrays_through_generic_addresses_are_allowed(scheme, program, str
     out = _zeros(stream, 2)
     _run(stream, program, "local_generic", 2, 32, out)
     assert list(_read(stream, out, 2)) == [7, 9]
+
+
+def test_alloca_memory_through_generic_addresses_is_allowed(scheme, program, stream):
+    out = _zeros(stream, 1)
+    _run(stream, program, "dynamic_stack", 1, 4, out)
+    assert _read(stream, out, 1)[0] == 6
 
 
 def test_device_functions_are_checked(scheme, program, stream):

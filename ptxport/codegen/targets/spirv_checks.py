@@ -96,7 +96,7 @@ def enter_kernel(fl: FunctionLowering, checks: ll.Value, bases: list[ll.Value],
     # the node only matters to the device functions the kernel calls (where the slots'
     # allocations are not known otherwise on the "translated" scheme)
     fl.check_node = _node(fl, ll.Constant(_PRIVATE_PTR, None), ranges + fl.windows) \
-        if _calls(fl.function) else \
+        if _calls(fl.function) or _allocates(fl.function) else \
         ll.Constant(_PRIVATE_PTR, None)
 
 
