@@ -25,10 +25,10 @@ goes on (OpenCL cannot end a launch, and the others may wait for it at a barrier
 backend raises after the launch. Device functions get the checks buffer and their caller's
 node as two hidden trailing parameters.
 
-A node (private i64 words): [0] the caller's node (0 at the kernel), [1] the window count w,
-[2 + 2i], [3 + 2i] window i's [lo, hi). A function whose frame holds `alloca` memory (whose
-windows are not known) marks its node with w = -1: generic addresses not found elsewhere are
-then allowed (unchecked), rather than reported wrongly.
+A node (private i64 words): [0] the caller's node (null at the kernel), [1] the window count
+w, [2] whether the function holds `alloca` memory, [3 + 2i], [4 + 2i] window i's [lo, hi).
+`alloca` memory has no bounds known here: where a node on the way says so, an address found
+nowhere else is allowed (unchecked) rather than reported wrongly.
 """
 
 from __future__ import annotations
@@ -53,10 +53,10 @@ CHECKS_HEADER = CHECKS_TABLE + 1
 # The record's info word: line << 18 | shared << 17 | size << 1 | write (never 0: size >= 1).
 _SIZE_BITS, _SHARED_BIT, _LINE_SHIFT = 16, 17, 18
 
-GLOBAL, GENERIC, LOCAL = 1, 4, 3
+GLOBAL, GENERIC = 1, 4
 _GLOBAL_PTR = ll.PointerType(addrspace=GLOBAL)
+_NODE_WINDOWS = 3      # where a node's windows start (after parent, count, alloca flag)
 _PRIVATE_PTR = ll.PointerType()
-_UNKNOWN_WINDOWS = -1
 
 
 def fault_fields(info: int) -> tuple[int, int, bool, bool]:
@@ -132,9 +132,10 @@ def _allocates(function: ir.Function) -> bool:
 def _node(fl: FunctionLowering, parent: ll.Value,
           windows: list[tuple[ll.Value, ll.Value]]) -> ll.Value:
     b = fl.b
-    node = fl.entry_alloca(ll.ArrayType(I64, 2 + 2 * len(windows)), "check_node", 8)
-    count = I64(_UNKNOWN_WINDOWS if _allocates(fl.function) else len(windows))
-    values = [parent, count] + [v for window in windows for v in window]
+    node = fl.entry_alloca(ll.ArrayType(I64, _NODE_WINDOWS + 2 * len(windows)), "check_node",
+                           8)
+    values = [parent, I64(len(windows)), I64(int(_allocates(fl.function)))] + \
+        [v for window in windows for v in window]
     for i, value in enumerate(values):
         b.store(value, b.gep(node, [I64(8 * i)], source_etype=I8))
     return node
@@ -328,7 +329,8 @@ def _search_windows(fn: ll.Function, b: ll.IRBuilder, node: ll.Value, address: l
     current.add_incoming(node, start)
     unknown.add_incoming(ll.Constant(ll.IntType(1), 0), start)
     count = b.load(b.gep(current, [I64(8)], source_etype=I8), typ=I64)
-    is_unknown = b.icmp_signed("<", count, I64(0))
+    is_unknown = b.icmp_unsigned("!=", b.load(b.gep(current, [I64(16)], source_etype=I8),
+                                              typ=I64), I64(0))
     b.branch(scan)
     b.position_at_end(scan)
     i = b.phi(I64)
@@ -336,8 +338,9 @@ def _search_windows(fn: ll.Function, b: ll.IRBuilder, node: ll.Value, address: l
     more = fn.append_basic_block("window")
     b.cbranch(b.icmp_signed("<", i, count), more, step)
     b.position_at_end(more)
-    lo = b.load(b.gep(current, [b.add(b.mul(i, I64(2)), I64(2))], source_etype=I64), typ=I64)
-    hi = b.load(b.gep(current, [b.add(b.mul(i, I64(2)), I64(3))], source_etype=I64), typ=I64)
+    at = b.add(b.mul(i, I64(2)), I64(_NODE_WINDOWS))
+    lo = b.load(b.gep(current, [at], source_etype=I64), typ=I64)
+    hi = b.load(b.gep(current, [b.add(at, I64(1))], source_etype=I64), typ=I64)
     i.add_incoming(b.add(i, I64(1)), more)
     b.cbranch(b.and_(b.icmp_unsigned(">=", address, lo), b.icmp_unsigned("<=", end, hi)),
               yes, scan)
