@@ -21,6 +21,7 @@ pytestmark = pytest.mark.skipif(not _AVAILABLE, reason=f"no OpenCL device for SP
 
 # poke(u32* x, s32 offset, u32 value): x[tid] at `offset` bytes further = value.
 # peek(u32* x, s32 offset, u32* out): out[tid] = x[tid] at `offset` bytes further.
+# bump(u32* x, s32 offset, u32* out): out[tid] = atomicAdd(x[tid] at `offset` bytes further, 1).
 # shared_poke(u32 index, u32* out): writes dynamic shared memory word `index`, then out[0]
 #   = what it reads back.
 # local_generic(u32* out): a local array written and read through generic addresses, by
@@ -73,6 +74,24 @@ PTX = """
     add.s64 %rd4, %rd1, %rd2;
     add.s64 %rd5, %rd4, %rd3;
     ld.global.u32 %r1, [%rd5];
+    add.s64 %rd7, %rd6, %rd3;
+    st.global.u32 [%rd7], %r1;
+    ret;
+}
+
+.visible .entry bump(.param .u64 x, .param .s32 offset, .param .u64 out)
+{
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<8>;
+    ld.param.u64 %rd1, [x];
+    ld.param.s32 %r3, [offset];
+    cvt.s64.s32 %rd2, %r3;
+    ld.param.u64 %rd6, [out];
+    mov.u32 %r2, %tid.x;
+    mul.wide.u32 %rd3, %r2, 4;
+    add.s64 %rd4, %rd1, %rd2;
+    add.s64 %rd5, %rd4, %rd3;
+    atom.global.add.u32 %r1, [%rd5], 1;
     add.s64 %rd7, %rd6, %rd3;
     st.global.u32 [%rd7], %r1;
     ret;
@@ -228,6 +247,23 @@ def test_a_bad_read_loads_zero(scheme, program, stream):
     with pytest.raises(IllegalAddressError, match="kernel 'peek' read 4 bytes"):
         _run(stream, program, "peek", 1, 32, x, np.int32(64), out)
     assert list(_read(stream, out, 32)) == list(range(17, 33)) + [0] * 16
+
+
+def test_the_bytes_just_before_a_buffer_are_outside_it(scheme, program, stream):
+    x, out = _zeros(stream, 4), _zeros(stream, 4)
+    x.copy_from(np.arange(1, 5, dtype=np.uint32), stream=stream)
+    with pytest.raises(IllegalAddressError, match=r"read 4 bytes .* thread 0\)"):
+        _run(stream, program, "peek", 1, 4, x, np.int32(-4), out)
+    assert list(_read(stream, out, 4)) == [0, 1, 2, 3]
+
+
+def test_a_bad_atomic_is_skipped_and_returns_zero(scheme, program, stream):
+    x, out = _zeros(stream, 4), _zeros(stream, 8)
+    x.copy_from(np.full(4, 5, np.uint32), stream=stream)
+    with pytest.raises(IllegalAddressError, match="kernel 'bump' wrote 4 bytes"):
+        _run(stream, program, "bump", 1, 8, x, np.int32(0), out)
+    assert list(_read(stream, out, 8)) == [5] * 4 + [0] * 4
+    assert list(_read(stream, x, 4)) == [6] * 4
 
 
 def test_shared_memory_past_the_launch_size_is_reported(scheme, program, stream):
