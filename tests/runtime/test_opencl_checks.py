@@ -21,6 +21,7 @@ pytestmark = pytest.mark.skipif(not _AVAILABLE, reason=f"no OpenCL device for SP
 
 # poke(u32* x, s32 offset, u32 value): x[tid] at `offset` bytes further = value.
 # peek(u32* x, s32 offset, u32* out): out[tid] = x[tid] at `offset` bytes further.
+# peek_pair(u32* x, s32 offset, u32* out): out[0], out[1] = the two words at `offset` bytes.
 # bump(u32* x, s32 offset, u32* out): out[tid] = atomicAdd(x[tid] at `offset` bytes further, 1).
 # shared_poke(u32 index, u32* out): writes dynamic shared memory word `index`, then out[0]
 #   = what it reads back.
@@ -76,6 +77,21 @@ PTX = """
     ld.global.u32 %r1, [%rd5];
     add.s64 %rd7, %rd6, %rd3;
     st.global.u32 [%rd7], %r1;
+    ret;
+}
+
+.visible .entry peek_pair(.param .u64 x, .param .s32 offset, .param .u64 out)
+{
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [x];
+    ld.param.s32 %r3, [offset];
+    cvt.s64.s32 %rd2, %r3;
+    ld.param.u64 %rd3, [out];
+    add.s64 %rd1, %rd1, %rd2;
+    mov.u32 %r1, 1;
+    ld.global.v2.u32 {%r1, %r2}, [%rd1];
+    st.global.v2.u32 [%rd3], {%r1, %r2};
     ret;
 }
 
@@ -247,6 +263,16 @@ def test_a_bad_read_loads_zero(scheme, program, stream):
     with pytest.raises(IllegalAddressError, match="kernel 'peek' read 4 bytes"):
         _run(stream, program, "peek", 1, 32, x, np.int32(64), out)
     assert list(_read(stream, out, 32)) == list(range(17, 33)) + [0] * 16
+
+
+def test_a_bad_vector_load_loads_zeros(scheme, program, stream):
+    x, out = _zeros(stream, 4), _zeros(stream, 2)
+    x.copy_from(np.arange(1, 5, dtype=np.uint32), stream=stream)
+    _run(stream, program, "peek_pair", 1, 1, x, np.int32(8), out)
+    assert list(_read(stream, out, 2)) == [3, 4]
+    with pytest.raises(IllegalAddressError, match="kernel 'peek_pair' read 8 bytes"):
+        _run(stream, program, "peek_pair", 1, 1, x, np.int32(12), out)
+    assert list(_read(stream, out, 2)) == [0, 0]
 
 
 def test_the_bytes_just_before_a_buffer_are_outside_it(scheme, program, stream):

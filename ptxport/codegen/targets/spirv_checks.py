@@ -37,7 +37,7 @@ from collections.abc import Callable
 
 from llvmlite import ir as ll
 
-from ptxport.codegen.lower import I8, I32, I64, FunctionLowering, const_int
+from ptxport.codegen.lower import I8, I32, I64, FunctionLowering, const_int, value_type
 from ptxport.codegen.ops.data import instruction_type, state_space, vector_count
 from ptxport.ir import nodes as ir
 from ptxport.ir.types import TYPES
@@ -159,7 +159,7 @@ def checked(lower: Callable) -> Callable:
     where one fails, the fault is recorded and the instruction skipped (its destination
     registers get 0)."""
     def lower_checked(fl: FunctionLowering, inst: ir.Instruction) -> None:
-        accesses = [a for a in _accesses(inst) if not _statically_inside(fl, *a)]
+        accesses = [a for a in _accesses(inst) if not _statically_inside(*a[:3])]
         if not accesses:
             lower(fl, inst)
             return
@@ -207,8 +207,7 @@ def _accesses(inst: ir.Instruction) -> list[_Access]:
     return []
 
 
-def _statically_inside(fl: FunctionLowering, address, space: str | None, size: int,
-                       write: bool) -> bool:
+def _statically_inside(address, space: str | None, size: int) -> bool:
     """Whether the access needs no check: .param and .local ones are not checked, and one
     at a constant offset inside a variable of known size is always good."""
     if space in ("param", "local") or not isinstance(address, ir.Address):
@@ -281,8 +280,9 @@ def _zero_destinations(fl: FunctionLowering, inst: ir.Instruction) -> None:
     dest = inst.operands[0]
     for register in dest.elements if isinstance(dest, ir.VectorValue) else (dest,):
         if isinstance(register, ir.RegisterElement):
-            register = register.register
-        if isinstance(register, ir.Register):
+            own = register.register.type
+            fl.write(register, ll.Constant(value_type(own), None), own)
+        elif isinstance(register, ir.Register):
             fl.b.store(ll.Constant(fl.storage_type(register), None), fl.register_slot(register))
 
 
