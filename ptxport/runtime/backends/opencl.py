@@ -149,7 +149,8 @@ def _icd_directory(icds: dict[str, str]) -> str:
     key = hashlib.sha256(repr(sorted(icds.items())).encode()).hexdigest()[:16]
     directory = cache_path("opencl-icd", key)
     for name, text in icds.items():
-        write_entry(directory / name, text.encode())
+        if read_entry(directory / name) != text.encode():
+            write_entry(directory / name, text.encode())
     if all(read_entry(directory / name) == text.encode() for name, text in icds.items()):
         return str(directory)
     directory = Path(tempfile.mkdtemp(prefix="ptxport-icd-"))
