@@ -321,6 +321,15 @@ def test_device_functions_are_checked(scheme, program, stream):
         _run(stream, program, "to_function", 1, 1, np.uint64(x.handle + 4))
 
 
+def test_freed_memory_is_outside_every_allocation(scheme, program, stream):
+    x = _zeros(stream, 2)
+    address = np.uint64(x.handle)
+    _run(stream, program, "to_function", 1, 1, address)
+    x.close()
+    with pytest.raises(IllegalAddressError, match="kernel 'to_function' wrote 4 bytes"):
+        _run(stream, program, "to_function", 1, 1, address)
+
+
 def test_module_variables_are_allowed_to_their_end(scheme, program, stream):
     out = _zeros(stream, 1)
     _run(stream, program, "variable", 1, 1, np.uint32(3), out)

@@ -242,6 +242,7 @@ class Backend(BackendBase):
         self._contexts: dict[int, tuple] = {}
         self._live: dict[int, _Memory] = {}
         self._starts: list[int] = []
+        self._tables: dict[int, np.ndarray] = {}   # by ordinal, for launches (_table)
         self._next = _FIRST_ADDRESS
         # False puts every device on the "translated" scheme (to test it where SVM exists);
         # it decides for allocations and launches made after it changes
@@ -340,6 +341,7 @@ class Backend(BackendBase):
                 self._next += (max(nbytes, 1) + 2 * _ALIGNMENT - 1) // _ALIGNMENT * _ALIGNMENT
             self._live[address] = _Memory(memory, nbytes, ordinal, svm)
             self._starts.insert(bisect_right(self._starts, address), address)
+            self._tables.clear()
         return Allocation(address, nbytes, (ordinal, memory))
 
     def free(self, allocation: Allocation) -> None:
@@ -348,6 +350,7 @@ class Backend(BackendBase):
             if memory is None:
                 return
             self._starts.remove(allocation.address)
+            self._tables.clear()
             memory.memory.release()
 
     def _find(self, address: int, locked: bool = False) -> tuple[_Memory, int] | None:
@@ -496,25 +499,37 @@ class Backend(BackendBase):
         of the device's allocations ("svm" scheme; the caller holds the lock), and each
         parameter slot's allocation: absolute where the slot holds an SVM address, relative
         to its buffer argument where it got one, else empty."""
-        table = sorted((address, address + memory.size) for address, memory in self._live.items()
-                       if memory.svm and memory.ordinal == ordinal and memory.size)
-        sizes = {id(memory.memory): memory.size for memory in self._live.values()}
+        table = self._table(ordinal)
+        sizes = {id(memory.memory): memory.size for memory in self._live.values()} \
+            if any(base is not None for base in bases) else {}
         slots = []
         for offset, base in zip(layout.pointer_slots, bases, strict=True):
             value = int.from_bytes(packed[offset:offset + 8], "little")
             found = self._find(value, locked=True) if base is None else None
             if base is not None:
-                slots.append((0, sizes.get(id(base), 0)))
+                slots.append((0, sizes[id(base)]))
             elif found is not None and found[0].svm:
                 slots.append((value - found[1], value - found[1] + found[0].size))
             else:
                 slots.append((0, 0))
-        words = np.zeros(CHECKS_HEADER + 2 * len(table) + 2 * len(slots), np.uint64)
+        words = np.zeros(CHECKS_HEADER + table.size + 2 * len(slots), np.uint64)
         words[CHECKS_TABLE] = len(table)
-        words[CHECKS_HEADER:] = [v for pair in table + slots for v in pair]
+        words[CHECKS_HEADER:CHECKS_HEADER + table.size] = table.ravel()
+        words[CHECKS_HEADER + table.size:] = [v for pair in slots for v in pair]
         cl = _cl()
         return cl.Buffer(context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
                          hostbuf=words)
+
+    def _table(self, ordinal: int) -> np.ndarray:
+        """The [start, end) pairs of device `ordinal`'s SVM allocations, sorted (made once
+        per change of the allocations; the caller holds the lock)."""
+        table = self._tables.get(ordinal)
+        if table is None:
+            pairs = [(start, start + memory.size) for start in self._starts
+                     if (memory := self._live[start]).svm and memory.ordinal == ordinal
+                     and memory.size]
+            table = self._tables[ordinal] = np.array(pairs, np.uint64).reshape(-1, 2)
+        return table
 
 
     def _translate_addresses(self, binary: OpenclKernelBinary, packed: bytearray) -> list:
