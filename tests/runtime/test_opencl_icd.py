@@ -69,6 +69,20 @@ def test_a_clean_environment_finds_the_wheel_runtime(tmp_path):
     assert "ran on opencl:0" in done.stdout
 
 
+def test_platforms_listed_before_ptxport_get_a_hint(tmp_path):
+    root = Path(__file__).resolve().parents[2]
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path),
+           "PYTHONPATH": str(root), "PTXPORT_CACHE_DIR": str(tmp_path / "cache")}
+    program = ("import pyopencl\ntry:\n    pyopencl.get_platforms()\nexcept pyopencl.Error:\n"
+               "    pass\nfrom ptxport.runtime.backends import availability\n"
+               "print(availability('opencl')[1])")
+    done = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "pyopencl was imported before ptxport could make the ICD loader see it; set " \
+        f"OCL_ICD_VENDORS={tmp_path / 'cache'}" in done.stdout
+
+
 def _icd_files(directory: str) -> dict[str, str]:
     return {p.name: p.read_text() for p in Path(directory).iterdir()}
 

@@ -160,17 +160,20 @@ def _icd_directory(icds: dict[str, str]) -> str:
 
 
 @cache
-def _register_wheel_runtime() -> None:
+def _register_wheel_runtime() -> bool:
     """Make the ICD loader see intel-opencl-rt (when this environment has it) besides the
     system's ICDs. ocl-icd (which pyopencl's wheels bundle) reads OCL_ICD_VENDORS once, when
     platforms are first enumerated, and it replaces the system's vendors directory; so it
     names a directory with the system's ICD files and the wheel's, and is set before
-    pyopencl is first imported here. A user's own OCL_ICD_VENDORS is left as it is."""
-    if os.environ.get("OCL_ICD_VENDORS"):
-        return
-    directory = wheel_icd_directory()
-    if directory is not None:
-        os.environ["OCL_ICD_VENDORS"] = directory
+    pyopencl is first imported here. A user's own OCL_ICD_VENDORS is left as it is.
+    Returns whether pyopencl was imported before (then the loader may have listed its
+    platforms already, without the wheel's)."""
+    imported_before = "pyopencl" in sys.modules
+    if not os.environ.get("OCL_ICD_VENDORS"):
+        directory = wheel_icd_directory()
+        if directory is not None:
+            os.environ["OCL_ICD_VENDORS"] = directory
+    return imported_before
 
 
 def _cl():
@@ -266,6 +269,11 @@ class Backend(BackendBase):
         if self._devices:
             return True, ""
         why = "; ".join(f"{name} {reason}" for name, reason in skipped)
+        if not why and _register_wheel_runtime() and wheel_icd_directory() is not None:
+            why = ("no OpenCL platform found: intel-opencl-rt is installed, but pyopencl was "
+                   "imported before ptxport could make the ICD loader see it; set "
+                   f"OCL_ICD_VENDORS={wheel_icd_directory()} before the program's first "
+                   "OpenCL call")
         return False, ("no OpenCL device accepts SPIR-V" + (f" ({why})" if why else
                        f" (no OpenCL platform found; Intel's CPU runtime: {_INSTALL_HINT})"))
 
