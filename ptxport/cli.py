@@ -120,6 +120,7 @@ def _devices(args) -> int:
             # whether kernels may find device addresses anywhere (in structs, in device
             # memory) or only in pointer parameters (OpenCL devices without SVM)
             "unified_addressing": p.unified_addressing,
+            **_opencl_bounds_checks(dev),
         })
     absent = {name: why for name, why in system.backends.items() if why}
     if args.json:
@@ -131,11 +132,23 @@ def _devices(args) -> int:
               f"{d['shared_memory_per_block'] // 1024} KiB shared memory per block"
               + ("" if d["unified_addressing"] else
                  "; device addresses only in pointer parameters (no unified addressing)"))
+        if "bounds_checks" in d:
+            print(f"{d['device']}: bounds checks: {d['bounds_checks']}")
     for name, why in absent.items():
         print(f"{name}: absent: {why}")
     for name, why in _opencl_devices_skipped():
         print(f"opencl: {name}: not used: {why}")
     return 0
+
+
+def _opencl_bounds_checks(dev) -> dict[str, str]:
+    """{"bounds_checks": what an opencl device checks kernels' accesses against}; {} for
+    other devices."""
+    if not str(dev).startswith("opencl:"):
+        return {}
+    from ptxport.runtime.backends import get
+
+    return {"bounds_checks": get("opencl").bounds_checks(dev.device_id)}
 
 
 def _opencl_devices_skipped() -> list[tuple[str, str]]:

@@ -143,6 +143,15 @@ class GpuTarget(Target):
                                  "at module scope")
         return pointer
 
+    def hidden_arguments(self, fl: GpuLowering) -> list[ll.Value]:
+        """What the target passes device functions after PTX's parameters (declared with
+        declare_functions' `hidden`): nothing unless the target says otherwise."""
+        return []
+
+    def enter_function(self, fl: GpuLowering) -> None:
+        """Set up a device function's lowering at its entry, once its parameters are in
+        their slots (nothing unless the target needs it)."""
+
     def trap(self, fl: GpuLowering, inst: ir.Instruction) -> None:
         """llvm.trap, which ends the kernel with an error."""
         fl.b.call(declare(self.llmod, "llvm.trap", ll.VoidType(), []), [])
@@ -159,9 +168,11 @@ class GpuTarget(Target):
         llcallee = self.functions.get(callee.name)
         if llcallee is None:
             raise fl.unsupported(inst, f"a call of '{callee.name}', {self.no_function}")
+        hidden = self.hidden_arguments(fl)
+        types = llcallee.function_type.args[:len(llcallee.function_type.args) - len(hidden)]
         values = [fl.b.load(self.own_pointer(fl, arg), typ=typ)
-                  for arg, typ in zip(args, llcallee.function_type.args, strict=True)]
-        result = fl.b.call(llcallee, values, cconv=self.function_convention)
+                  for arg, typ in zip(args, types, strict=True)]
+        result = fl.b.call(llcallee, values + hidden, cconv=self.function_convention)
         for i, var in enumerate(returns):
             value = result if len(returns) == 1 else fl.b.extract_value(result, i)
             fl.b.store(value, self.own_pointer(fl, var))
@@ -194,26 +205,30 @@ def lower_device_function(fl: GpuLowering, problems: list | None) -> None:
     """A device function whose parameters are copied into, and whose results are returned
     from, stack slots that the body's ld.param/st.param use (SROA makes registers of them
     again)."""
-    for var, arg in zip(fl.function.params, fl.llfn.args, strict=True):
+    for var, arg in zip(fl.function.params, fl.llfn.args[:len(fl.function.params)],
+                        strict=True):
         slot = fl.entry_alloca(arg.type, var.name, max(var.alignment, 1))
         fl.b.store(arg, slot)
         fl.param_pointers[var.name] = slot
     for var in fl.function.returns:
         fl.param_pointers[var.name] = fl.entry_alloca(fl.pass_type(var), var.name,
                                                       max(var.alignment, 1))
+    fl.target.enter_function(fl)
     lower_body(fl, problems)
 
 
 def declare_functions(module: ir.Module, llmod: ll.Module, functions: Iterable[ir.Function],
                       pass_as: Callable[[ir.Variable], ll.Type],
-                      problems: list | None) -> dict[str, ll.Function]:
+                      problems: list | None,
+                      hidden: tuple[ll.Type, ...] = ()) -> dict[str, ll.Function]:
     """An LLVM function of function_type's type for each of `functions` (device functions),
-    by name; one whose parameters or results the target cannot pass is refused (see
-    _passable)."""
+    by name, with the target's `hidden` parameters after PTX's (see GpuTarget.hidden_arguments);
+    one whose parameters or results the target cannot pass is refused (see _passable)."""
     declared = {}
     for f in functions:
         typ = _passable(module, f, problems, lambda f=f: function_type(f, pass_as))
         if typ is not None:
+            typ = ll.FunctionType(typ.return_type, [*typ.args, *hidden])
             declared[f.name] = ll.Function(llmod, typ, name=f.name)
     return declared
 
