@@ -103,6 +103,11 @@ class Program:
         """Each accepted stdout by its file name (the first is what NVIDIA's runtime prints)."""
         return {name: (PROGRAM_DIR / "expected" / name).read_text() for name in self.expected}
 
+    def matching_output(self, stdout: str) -> str | None:
+        """The expected file that `stdout` equals (a run passes when one does and the exit
+        status is 0), or None."""
+        return next((n for n, text in self.expected_outputs().items() if text == stdout), None)
+
 
 def load_manifest() -> dict[str, Program]:
     """The corpus's programs by name, in the manifest's order."""
