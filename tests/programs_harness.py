@@ -370,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             for name, path in build_all(args.names or None, args.jobs).items():
                 print(f"{name}: {path}")
-    except ToolkitMissingError as e:
+    except (ToolkitMissingError, RuntimeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     print(f"built in {time.perf_counter() - start:.1f} s", file=sys.stderr)
