@@ -225,6 +225,7 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args) -> None:
     binary = kernel._binary(device)
     backend, ordinal = device._backend, device.device_id
     grid, block, shmem_size = config.grid, config.block, config.shmem_size
+    backend.prepare(binary, block)    # compiles now, never inside the stream's (timed) work
 
     def run(keep=keep) -> None:  # `keep`: the buffers' memory lives until the kernel ran
         try:

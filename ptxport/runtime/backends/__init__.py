@@ -146,6 +146,12 @@ class BackendBase(ABC):
         once per (device, kernel) and caches the result; raises CompileError or
         UnsupportedFeatureError."""
 
+    def prepare(self, binary: KernelBinary, block: tuple[int, int, int]) -> None:
+        """Ready `binary` for blocks of shape `block`, on the launching thread before the
+        launch is queued: code made per block shape is compiled (or loaded) here, so that a
+        stream's work, and the Events that time it, never include compiling, and a kernel
+        that cannot compile fails in launch(). Nothing to do by default."""
+
     @abstractmethod
     def launch(self, ordinal: int, binary: KernelBinary, grid: tuple[int, int, int],
                block: tuple[int, int, int], dynamic_shared: int, params: bytes) -> None:

@@ -1,0 +1,156 @@
+"""How long does a new process take to run its first kernel on the CPU device?
+
+For a few kernels of the corpus (tests/kernels/*.cu) it starts fresh Python processes that
+each do what a user's script does: import ptxport, open Device("cpu"), compile the CUDA C++
+source with Program(...).compile().get_kernel(...), launch once and synchronize. Each
+process times its phases and the first launch's Event (whether it says it compiled). First
+with a cold cache (a new, empty $PTXPORT_CACHE_DIR for every process: NVRTC and LLVM run),
+then warm (one shared directory, filled by an untimed process first: NVRTC's PTX and the
+compiled kernel come from disk). Python's bytecode is cached under benchmarks/build/pycache
+(PYTHONPYCACHEPREFIX) and filled before timing, as an installed package's would be.
+
+    python benchmarks/warm_start.py [--runs 5] [--kernels saxpy,softmax_rows_warp,sgemm_tiled]
+                                    [--cold-runs 3]
+
+prints the median of each phase per kernel and writes benchmarks/results/warm_start.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = Path(__file__).resolve().parent / "results"
+PYCACHE = Path(__file__).resolve().parent / "build" / "pycache"
+
+# kernel -> (source file, grid, block, arguments: ("f32"/"i32", value) or ("buf", bytes))
+CASES: dict[str, tuple[str, tuple, tuple, list]] = {
+    "saxpy": ("saxpy.cu", (64,), (256,),
+              [("f32", 2.0), ("buf", 4 << 14), ("buf", 4 << 14), ("i32", 1 << 14)]),
+    "softmax_rows_warp": ("softmax.cu", (16,), (128,),
+                          [("buf", 4 * 64 * 64), ("buf", 4 * 64 * 64), ("i32", 64),
+                           ("i32", 64)]),
+    "sgemm_tiled": ("gemm_tiled.cu", (4, 4), (16, 16),
+                    [("i32", 64), ("i32", 64), ("i32", 64), ("f32", 1.0),
+                     ("buf", 4 * 64 * 64), ("buf", 4 * 64 * 64), ("f32", 0.0),
+                     ("buf", 4 * 64 * 64)]),
+    "reduce_sum_i32": ("reduce_shared.cu", (16,), (256,),
+                       [("buf", 4 << 13), ("buf", 4), ("i32", 1 << 13)]),
+}
+PHASES = ("process", "import", "device", "get_kernel", "first_launch", "second_launch")
+
+
+def child(kernel: str) -> None:
+    """One user's first launch, timed by phase; prints a JSON object."""
+    t0 = time.perf_counter()
+    import numpy as np
+
+    from ptxport import Device, LaunchConfig, Program, ProgramOptions, launch
+    t1 = time.perf_counter()
+    source, grid, block, spec = CASES[kernel]
+    device = Device("cpu")
+    device.set_current()
+    stream = device.create_stream()
+    args = []
+    for kind, value in spec:
+        if kind == "buf":
+            buffer = device.allocate(value, stream=stream)
+            buffer.copy_from(np.zeros(value, np.uint8), stream=stream)
+            args.append(buffer)
+        else:
+            args.append(np.float32(value) if kind == "f32" else np.int32(value))
+    stream.sync()
+    t2 = time.perf_counter()
+    code = (ROOT / "tests" / "kernels" / source).read_text()
+    compiled = Program(code, "c++", ProgramOptions(name=source)).compile().get_kernel(kernel)
+    t3 = time.perf_counter()
+    start, end = (device.create_event({"enable_timing": True}) for _ in range(2))
+    stream.record(start)
+    launch(stream, LaunchConfig(grid=grid, block=block), compiled, *args)
+    stream.record(end)
+    stream.sync()
+    t4 = time.perf_counter()
+    launch(stream, LaunchConfig(grid=grid, block=block), compiled, *args)
+    stream.sync()
+    t5 = time.perf_counter()
+    print(json.dumps({"import": t1 - t0, "device": t2 - t1, "get_kernel": t3 - t2,
+                      "first_launch": t4 - t3, "second_launch": t5 - t4,
+                      "event_ms": end - start,
+                      "event_includes_compile": getattr(end - start, "includes_compile",
+                                                        None)}, default=float))
+
+
+def _run_child(kernel: str, cache_dir: str) -> dict:
+    env = dict(os.environ, PTXPORT_CACHE_DIR=cache_dir, PYTHONPYCACHEPREFIX=str(PYCACHE),
+               PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    started = time.perf_counter()
+    out = subprocess.run([sys.executable, __file__, "--child", kernel], env=env, cwd=ROOT,
+                         capture_output=True, text=True, check=False)
+    elapsed = time.perf_counter() - started
+    if out.returncode != 0:
+        raise SystemExit(f"the {kernel} process failed:\n{out.stderr}")
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    result["process"] = elapsed
+    return result
+
+
+def _medians(runs: list[dict]) -> dict:
+    return {phase: statistics.median(r[phase] for r in runs) for phase in PHASES}
+
+
+def measure(kernel: str, runs: int, cold_runs: int) -> dict:
+    cold = []
+    for _ in range(cold_runs):
+        with tempfile.TemporaryDirectory(prefix="ptxport-cold-") as cache:
+            cold.append(_run_child(kernel, cache))
+    with tempfile.TemporaryDirectory(prefix="ptxport-warm-") as cache:
+        _run_child(kernel, cache)                  # fills the cache, untimed
+        warm = [_run_child(kernel, cache) for _ in range(runs)]
+    return {"cold": _medians(cold), "warm": _medians(warm), "cold_runs": cold,
+            "warm_runs": warm}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5, help="warm processes per kernel")
+    parser.add_argument("--cold-runs", type=int, default=3, help="cold processes per kernel")
+    parser.add_argument("--kernels", default="saxpy,softmax_rows_warp,sgemm_tiled")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    options = parser.parse_args()
+    if options.child:
+        child(options.child)
+        return
+    kernels = options.kernels.split(",")
+    unknown = [k for k in kernels if k not in CASES]
+    if unknown:
+        raise SystemExit(f"unknown kernels {unknown}; known: {', '.join(CASES)}")
+    _run_child(kernels[0], tempfile.mkdtemp(prefix="ptxport-pyc-"))   # fills the bytecode
+    results = {}
+    print(f"{'kernel':20} {'cache':5} " + " ".join(f"{p:>13}" for p in PHASES) + "  (ms)")
+    for kernel in kernels:
+        results[kernel] = measure(kernel, options.runs, options.cold_runs)
+        for state in ("cold", "warm"):
+            row = results[kernel][state]
+            print(f"{kernel:20} {state:5} "
+                  + " ".join(f"{1000 * row[p]:13.1f}" for p in PHASES))
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / "warm_start.json"
+    path.write_text(json.dumps({"machine": platform.processor() or platform.machine(),
+                                "python": platform.python_version(),
+                                "runs": options.runs, "cold_runs": options.cold_runs,
+                                "kernels": results}, indent=1))
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
