@@ -151,6 +151,7 @@ class BackendBase(ABC):
         launch is queued: code made per block shape is compiled (or loaded) here, so that a
         stream's work, and the Events that time it, never include compiling, and a kernel
         that cannot compile fails in launch(). Nothing to do by default."""
+        return None
 
     @abstractmethod
     def launch(self, ordinal: int, binary: KernelBinary, grid: tuple[int, int, int],
