@@ -1,18 +1,25 @@
 """How long does a new process take to run its first kernel on the CPU device?
 
-For a few kernels of the corpus (tests/kernels/*.cu) it starts fresh Python processes that
-each do what a user's script does: import ptxport, open Device("cpu"), compile the CUDA C++
-source with Program(...).compile().get_kernel(...), launch once and synchronize. Each
-process times its phases and the first launch's Event (whether it says it compiled). First
-with a cold cache (a new, empty $PTXPORT_CACHE_DIR for every process: NVRTC and LLVM run),
-then warm (one shared directory, filled by an untimed process first: NVRTC's PTX and the
-compiled kernel come from disk). Python's bytecode is cached under benchmarks/build/pycache
-(PYTHONPYCACHEPREFIX) and filled before timing, as an installed package's would be.
+For three programs of the corpus (tests/kernels/*.cu) it starts fresh Python processes that
+each do what a user's script does, timing each phase (ms):
+  process       the whole process, interpreter start included (measured from outside);
+  import        `from ptxport import ...` (numpy included);
+  device        Device("cpu"), a stream and the arguments' buffers;
+  get_kernel    Program(...).compile().get_kernel(...): NVRTC (or its cache), parsing, IR;
+  first_launch  launch + sync: compiling the kernel for the CPU (or loading its image);
+  second_launch the same again (the kernel's run alone);
+  next_kernel   launch + sync of another kernel of the same program, in the same process;
+  event         the first launch's Event time (end - start), which never includes compiling.
+First with a cold cache (a new, empty $PTXPORT_CACHE_DIR for every process: NVRTC and LLVM
+run), then warm (one shared directory, filled by an untimed process first: NVRTC's PTX and
+the kernels' images come from disk). Python's bytecode is cached under
+benchmarks/build/pycache (PYTHONPYCACHEPREFIX) and filled before timing, as an installed
+package's would be.
 
-    python benchmarks/warm_start.py [--runs 5] [--kernels saxpy,softmax_rows_warp,sgemm_tiled]
-                                    [--cold-runs 3]
+    python benchmarks/warm_start.py [--runs 5] [--cold-runs 3]
+                                    [--kernels saxpy,softmax_rows_warp,sgemm_tiled]
 
-prints the median of each phase per kernel and writes benchmarks/results/warm_start.json.
+prints the median of each phase per program and writes benchmarks/results/warm_start.json.
 """
 
 from __future__ import annotations
@@ -32,34 +39,35 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).resolve().parent / "results"
 PYCACHE = Path(__file__).resolve().parent / "build" / "pycache"
 
-# kernel -> (source file, grid, block, arguments: ("f32"/"i32", value) or ("buf", bytes))
-CASES: dict[str, tuple[str, tuple, tuple, list]] = {
-    "saxpy": ("saxpy.cu", (64,), (256,),
-              [("f32", 2.0), ("buf", 4 << 14), ("buf", 4 << 14), ("i32", 1 << 14)]),
-    "softmax_rows_warp": ("softmax.cu", (16,), (128,),
-                          [("buf", 4 * 64 * 64), ("buf", 4 * 64 * 64), ("i32", 64),
-                           ("i32", 64)]),
-    "sgemm_tiled": ("gemm_tiled.cu", (4, 4), (16, 16),
-                    [("i32", 64), ("i32", 64), ("i32", 64), ("f32", 1.0),
-                     ("buf", 4 * 64 * 64), ("buf", 4 * 64 * 64), ("f32", 0.0),
-                     ("buf", 4 * 64 * 64)]),
-    "reduce_sum_i32": ("reduce_shared.cu", (16,), (256,),
-                       [("buf", 4 << 13), ("buf", 4), ("i32", 1 << 13)]),
+# case -> (source file, [(kernel, grid, block, arguments)]): the second kernel of a case is
+# launched after the first, in the same process (what a kernel costs once ptxport and LLVM
+# are loaded). Arguments: ("f32" | "f64" | "i32" | "i64", value) or ("buf", bytes).
+_MATRIX = 8 * 64 * 64
+CASES: dict[str, tuple[str, list]] = {
+    "saxpy": ("saxpy.cu", [
+        ("saxpy", (64,), (256,), [("f32", 2.0), ("buf", 4 << 14), ("buf", 4 << 14),
+                                  ("i32", 1 << 14)]),
+        ("daxpy", (64,), (256,), [("f64", 2.0), ("buf", 8 << 14), ("buf", 8 << 14),
+                                  ("i64", 1 << 14)])]),
+    "softmax_rows_warp": ("softmax.cu", [
+        ("softmax_rows_warp", (16,), (128,), [("buf", _MATRIX), ("buf", _MATRIX), ("i32", 64),
+                                              ("i32", 64)]),
+        ("softmax_rows_block", (64,), (128,), [("buf", _MATRIX), ("buf", _MATRIX),
+                                               ("i32", 64), ("i32", 64)])]),
+    "sgemm_tiled": ("gemm_tiled.cu", [
+        (name, (4, 4), (16, 16), [("i32", 64), ("i32", 64), ("i32", 64), (real, 1.0),
+                                  ("buf", _MATRIX), ("buf", _MATRIX), (real, 0.0),
+                                  ("buf", _MATRIX)])
+        for name, real in (("sgemm_tiled", "f32"), ("dgemm_tiled", "f64"))]),
 }
-PHASES = ("process", "import", "device", "get_kernel", "first_launch", "second_launch")
+PHASES = ("process", "import", "device", "get_kernel", "first_launch", "second_launch",
+          "next_kernel")
+_SCALARS = {"f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64"}
 
 
-def child(kernel: str) -> None:
-    """One user's first launch, timed by phase; prints a JSON object."""
-    t0 = time.perf_counter()
+def _arguments(device, stream, spec: list) -> list:
     import numpy as np
 
-    from ptxport import Device, LaunchConfig, Program, ProgramOptions, launch
-    t1 = time.perf_counter()
-    source, grid, block, spec = CASES[kernel]
-    device = Device("cpu")
-    device.set_current()
-    stream = device.create_stream()
     args = []
     for kind, value in spec:
         if kind == "buf":
@@ -67,26 +75,42 @@ def child(kernel: str) -> None:
             buffer.copy_from(np.zeros(value, np.uint8), stream=stream)
             args.append(buffer)
         else:
-            args.append(np.float32(value) if kind == "f32" else np.int32(value))
+            args.append(getattr(np, _SCALARS[kind])(value))
+    return args
+
+
+def child(case: str) -> None:
+    """One user's first launch, timed by phase; prints a JSON object."""
+    t0 = time.perf_counter()
+    from ptxport import Device, LaunchConfig, Program, ProgramOptions, launch
+    t1 = time.perf_counter()
+    source, kernels = CASES[case]
+    (name, grid, block, spec), (name2, grid2, block2, spec2) = kernels
+    device = Device("cpu")
+    device.set_current()
+    stream = device.create_stream()
+    args, args2 = _arguments(device, stream, spec), _arguments(device, stream, spec2)
     stream.sync()
     t2 = time.perf_counter()
     code = (ROOT / "tests" / "kernels" / source).read_text()
-    compiled = Program(code, "c++", ProgramOptions(name=source)).compile().get_kernel(kernel)
+    program = Program(code, "c++", ProgramOptions(name=source)).compile()
+    kernel = program.get_kernel(name)
     t3 = time.perf_counter()
     start, end = (device.create_event({"enable_timing": True}) for _ in range(2))
     stream.record(start)
-    launch(stream, LaunchConfig(grid=grid, block=block), compiled, *args)
+    launch(stream, LaunchConfig(grid=grid, block=block), kernel, *args)
     stream.record(end)
     stream.sync()
     t4 = time.perf_counter()
-    launch(stream, LaunchConfig(grid=grid, block=block), compiled, *args)
+    launch(stream, LaunchConfig(grid=grid, block=block), kernel, *args)
     stream.sync()
     t5 = time.perf_counter()
+    launch(stream, LaunchConfig(grid=grid2, block=block2), program.get_kernel(name2), *args2)
+    stream.sync()
+    t6 = time.perf_counter()
     print(json.dumps({"import": t1 - t0, "device": t2 - t1, "get_kernel": t3 - t2,
                       "first_launch": t4 - t3, "second_launch": t5 - t4,
-                      "event_ms": end - start,
-                      "event_includes_compile": getattr(end - start, "includes_compile",
-                                                        None)}, default=float))
+                      "next_kernel": t6 - t5, "event_ms": end - start}))
 
 
 def _run_child(kernel: str, cache_dir: str) -> dict:
@@ -105,7 +129,7 @@ def _run_child(kernel: str, cache_dir: str) -> dict:
 
 
 def _medians(runs: list[dict]) -> dict:
-    return {phase: statistics.median(r[phase] for r in runs) for phase in PHASES}
+    return {phase: statistics.median(r[phase] for r in runs) for phase in PHASES + ("event_ms",)}
 
 
 def measure(kernel: str, runs: int, cold_runs: int) -> dict:
@@ -124,7 +148,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="warm processes per kernel")
     parser.add_argument("--cold-runs", type=int, default=3, help="cold processes per kernel")
-    parser.add_argument("--kernels", default="saxpy,softmax_rows_warp,sgemm_tiled")
+    parser.add_argument("--kernels", default=",".join(CASES),
+                        help="cases (each names its first kernel)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.child:
@@ -136,13 +161,14 @@ def main() -> None:
         raise SystemExit(f"unknown kernels {unknown}; known: {', '.join(CASES)}")
     _run_child(kernels[0], tempfile.mkdtemp(prefix="ptxport-pyc-"))   # fills the bytecode
     results = {}
-    print(f"{'kernel':20} {'cache':5} " + " ".join(f"{p:>13}" for p in PHASES) + "  (ms)")
+    print(f"{'kernel':18} {'cache':5} " + " ".join(f"{p[:12]:>12}" for p in PHASES)
+          + " event  (ms)")
     for kernel in kernels:
         results[kernel] = measure(kernel, options.runs, options.cold_runs)
         for state in ("cold", "warm"):
             row = results[kernel][state]
-            print(f"{kernel:20} {state:5} "
-                  + " ".join(f"{1000 * row[p]:13.1f}" for p in PHASES))
+            print(f"{kernel:18} {state:5} " + " ".join(f"{1000 * row[p]:12.1f}" for p in PHASES)
+                  + f" {row['event_ms']:6.1f}")
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / "warm_start.json"
     path.write_text(json.dumps({"machine": platform.processor() or platform.machine(),

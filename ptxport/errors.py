@@ -22,6 +22,7 @@ __all__ = [
     "InvalidValueError",
     "OutOfMemoryError",
     "KernelNotFoundError",
+    "TimingIncludesCompileWarning",
     "LaunchError",
     "ArgumentError",
     "KernelExecutionError",
@@ -163,3 +164,8 @@ class IllegalAddressError(KernelExecutionError):
 
 class KernelTrapError(KernelExecutionError):
     """A kernel executed `trap` (a failed device-side assert, or __trap())."""
+
+
+class TimingIncludesCompileWarning(UserWarning):
+    """The time between two Events includes compiling a kernel at its first launch (on the
+    launching thread, while the stream had nothing else to do): launch once before timing."""

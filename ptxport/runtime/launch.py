@@ -225,9 +225,13 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args) -> None:
     binary = kernel._binary(device)
     backend, ordinal = device._backend, device.device_id
     grid, block, shmem_size = config.grid, config.block, config.shmem_size
-    backend.prepare(binary, block)    # compiles now, never inside the stream's (timed) work
+    # Compiles (or loads) code for this block shape now; Events around this launch then
+    # say that their time includes it.
+    compiled = backend.prepare(binary, block)
 
     def run(keep=keep) -> None:  # `keep`: the buffers' memory lives until the kernel ran
+        if compiled:
+            stream._worker.compiled.append(kernel.name)
         try:
             backend.launch(ordinal, binary, grid, block, shmem_size, params)
         except PtxportError:

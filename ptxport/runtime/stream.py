@@ -37,6 +37,9 @@ class _Worker:
         self._pending = 0
         self._error: BaseException | None = None
         self._skipped = 0
+        # kernels whose first launch, queued here, compiled them (in stream order; Events
+        # recorded here say when their time includes one)
+        self.compiled: list[str] = []
         self._thread = threading.Thread(target=self._run, name=f"ptxport {label}", daemon=True)
         self._thread.start()
 
@@ -130,7 +133,7 @@ class Stream:
         marker = _Marker()
         event._marker = marker
         worker = self._worker
-        self._submit(lambda: marker.complete(worker.error), skippable=False)
+        self._submit(lambda: marker.complete(worker.error, worker.compiled), skippable=False)
         return event
 
     def wait(self, event_or_stream: Event | Stream) -> None:

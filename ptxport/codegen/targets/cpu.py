@@ -1089,6 +1089,7 @@ class CpuKernelBinary:
         self.name, self.plan, self.module = name, plan, module
         # why the kernel runs thread by thread (None: it runs as warp gangs)
         self.gang_refusal = gang_refusal
+        self._prepared = False
         # The object file reads its bytes in place: they must live as long as the engine.
         self.object_code = object_code
         storage = module_storage(module)
@@ -1133,6 +1134,12 @@ class CpuKernelBinary:
     def for_block(self, block) -> CpuKernelBinary:
         """The code for blocks of shape `block`: this one, for every shape."""
         return self
+
+    def prepare(self, block) -> bool:
+        """Ready for a launch with blocks of shape `block`: True the first time (the code was
+        compiled or loaded for it, just before)."""
+        first, self._prepared = not self._prepared, True
+        return first
 
     def global_ranges(self) -> list[tuple[int, int]]:
         """(address, size) of the module's .global and .const variables in this binary."""
@@ -1204,6 +1211,14 @@ class GangKernelBinary:
             if binary is None:
                 binary = self._shapes[block] = self._load_or_compile(block)
             return binary
+
+    def prepare(self, block) -> bool:
+        """Compile (or load) the code for blocks of shape `block` now, if not yet: True if
+        it did."""
+        with self._lock:
+            first = tuple(block) not in self._shapes
+        self.for_block(block)
+        return first
 
     def _load_or_compile(self, block: tuple) -> CpuKernelBinary:
         key = _image_key(self.module, self.name, block)
