@@ -18,6 +18,12 @@ package's would be.
 
     python benchmarks/warm_start.py [--runs 5] [--cold-runs 3]
                                     [--kernels saxpy,softmax_rows_warp,sgemm_tiled]
+                                    [--compare OTHER_CHECKOUT]
+
+--compare times another checkout of ptxport too, taking turns process by process (timings
+on a shared machine drift; compare only figures measured side by side):
+    git archive 25d5f49 | tar -x -C /tmp/before
+    python benchmarks/warm_start.py --compare /tmp/before
 
 prints the median of each phase per program and writes benchmarks/results/warm_start.json.
 """
@@ -28,6 +34,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -113,16 +120,17 @@ def child(case: str) -> None:
                       "next_kernel": t6 - t5, "event_ms": end - start}))
 
 
-def _run_child(kernel: str, cache_dir: str) -> dict:
+def _run_child(kernel: str, cache_dir: str, root: Path) -> dict:
+    """One timed process importing ptxport from the checkout at `root`."""
     env = dict(os.environ, PTXPORT_CACHE_DIR=cache_dir, PYTHONPYCACHEPREFIX=str(PYCACHE),
-               PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+               PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     started = time.perf_counter()
     out = subprocess.run([sys.executable, __file__, "--child", kernel], env=env, cwd=ROOT,
                          capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - started
     if out.returncode != 0:
-        raise SystemExit(f"the {kernel} process failed:\n{out.stderr}")
+        raise SystemExit(f"the {kernel} process ({root}) failed:\n{out.stderr}")
     result = json.loads(out.stdout.strip().splitlines()[-1])
     result["process"] = elapsed
     return result
@@ -132,16 +140,25 @@ def _medians(runs: list[dict]) -> dict:
     return {phase: statistics.median(r[phase] for r in runs) for phase in PHASES + ("event_ms",)}
 
 
-def measure(kernel: str, runs: int, cold_runs: int) -> dict:
-    cold = []
+def measure(kernel: str, runs: int, cold_runs: int, roots: dict[str, Path]) -> dict:
+    """Cold, then warm processes for each checkout in `roots`, taking turns (so that the
+    load of a shared machine falls on all alike)."""
+    cold: dict[str, list] = {label: [] for label in roots}
+    warm: dict[str, list] = {label: [] for label in roots}
     for _ in range(cold_runs):
-        with tempfile.TemporaryDirectory(prefix="ptxport-cold-") as cache:
-            cold.append(_run_child(kernel, cache))
-    with tempfile.TemporaryDirectory(prefix="ptxport-warm-") as cache:
-        _run_child(kernel, cache)                  # fills the cache, untimed
-        warm = [_run_child(kernel, cache) for _ in range(runs)]
-    return {"cold": _medians(cold), "warm": _medians(warm), "cold_runs": cold,
-            "warm_runs": warm}
+        for label, root in roots.items():
+            with tempfile.TemporaryDirectory(prefix="ptxport-cold-") as cache:
+                cold[label].append(_run_child(kernel, cache, root))
+    caches = {label: tempfile.mkdtemp(prefix="ptxport-warm-") for label in roots}
+    for label, root in roots.items():
+        _run_child(kernel, caches[label], root)              # fills the cache, untimed
+    for _ in range(runs):
+        for label, root in roots.items():
+            warm[label].append(_run_child(kernel, caches[label], root))
+    for cache in caches.values():
+        shutil.rmtree(cache, ignore_errors=True)
+    return {label: {"cold": _medians(cold[label]), "warm": _medians(warm[label]),
+                    "cold_runs": cold[label], "warm_runs": warm[label]} for label in roots}
 
 
 def main() -> None:
@@ -150,6 +167,9 @@ def main() -> None:
     parser.add_argument("--cold-runs", type=int, default=3, help="cold processes per kernel")
     parser.add_argument("--kernels", default=",".join(CASES),
                         help="cases (each names its first kernel)")
+    parser.add_argument("--compare", type=Path,
+                        help="another checkout of ptxport (e.g. an older commit from git "
+                             "archive) to time alongside, process by process")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.child:
@@ -159,20 +179,28 @@ def main() -> None:
     unknown = [k for k in kernels if k not in CASES]
     if unknown:
         raise SystemExit(f"unknown kernels {unknown}; known: {', '.join(CASES)}")
-    _run_child(kernels[0], tempfile.mkdtemp(prefix="ptxport-pyc-"))   # fills the bytecode
+    roots = {"this": ROOT}
+    if options.compare:
+        roots["other"] = options.compare.resolve()
+    for root in roots.values():                   # fills the bytecode caches
+        with tempfile.TemporaryDirectory(prefix="ptxport-pyc-") as cache:
+            _run_child(kernels[0], cache, root)
     results = {}
-    print(f"{'kernel':18} {'cache':5} " + " ".join(f"{p[:12]:>12}" for p in PHASES)
-          + " event  (ms)")
+    print(f"{'kernel':18} {'tree':5} {'cache':5} " + " ".join(f"{p[:12]:>12}" for p in PHASES)
+          + "  event  (ms)")
     for kernel in kernels:
-        results[kernel] = measure(kernel, options.runs, options.cold_runs)
-        for state in ("cold", "warm"):
-            row = results[kernel][state]
-            print(f"{kernel:18} {state:5} " + " ".join(f"{1000 * row[p]:12.1f}" for p in PHASES)
-                  + f" {row['event_ms']:6.1f}")
+        results[kernel] = measure(kernel, options.runs, options.cold_runs, roots)
+        for label in roots:
+            for state in ("cold", "warm"):
+                row = results[kernel][label][state]
+                print(f"{kernel:18} {label:5} {state:5} "
+                      + " ".join(f"{1000 * row[p]:12.1f}" for p in PHASES)
+                      + f" {row['event_ms']:6.1f}")
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / "warm_start.json"
     path.write_text(json.dumps({"machine": platform.processor() or platform.machine(),
                                 "python": platform.python_version(),
+                                "trees": {label: str(root) for label, root in roots.items()},
                                 "runs": options.runs, "cold_runs": options.cold_runs,
                                 "kernels": results}, indent=1))
     print(f"wrote {path}")
