@@ -1093,6 +1093,9 @@ class CpuKernelBinary:
         # The object file reads its bytes in place: they must live as long as the engine.
         self.object_code = object_code
         storage = module_storage(module)
+        # printf's calls name a callback that importing cpu_printf registers (a process that
+        # loads an image has not lowered a printf, which imports it)
+        from ptxport.codegen.targets import cpu_printf  # noqa: F401
         with _LLVM_LOCK:
             # this module's variables, for the symbols the object leaves undefined
             for var_name, (address, _) in storage.items():
