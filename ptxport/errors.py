@@ -22,6 +22,7 @@ __all__ = [
     "InvalidValueError",
     "OutOfMemoryError",
     "KernelNotFoundError",
+    "TimingIncludesCompileWarning",
     "LaunchError",
     "ArgumentError",
     "KernelExecutionError",
@@ -195,3 +196,8 @@ class KernelTimeoutError(KernelExecutionError, TimeoutError):
     def __init__(self, message: str, kernels: tuple[str, ...] = (), stopped: bool = False):
         self.kernels, self.stopped = tuple(kernels), stopped
         super().__init__(message)
+
+
+class TimingIncludesCompileWarning(UserWarning):
+    """The time between two Events includes compiling a kernel at its first launch (on the
+    launching thread, while the stream had nothing else to do): launch once before timing."""

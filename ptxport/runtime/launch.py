@@ -285,8 +285,13 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args) -> None:
     backend, ordinal = device._backend, device.device_id
     grid, block, shmem_size = config.grid, config.block, config.shmem_size
     watchdog = {} if config.timeout is None else {"timeout": config.timeout}
+    # Compiles (or loads) code for this block shape now; Events around this launch then
+    # say that their time includes it.
+    compiled = backend.prepare(binary, block)
 
     def run(keep=keep) -> None:  # `keep`: the buffers' memory lives until the kernel ran
+        if compiled:
+            stream._worker.compiled.append(kernel.name)
         try:
             backend.launch(ordinal, binary, grid, block, shmem_size, params, **watchdog)
         except PtxportError:

@@ -46,6 +46,9 @@ class _Worker:
         # what runs now: (words for it, its kernel's name or None, the worker it waits
         # for or None, when it started)
         self._current: tuple[str, str | None, _Worker | None, float] | None = None
+        # kernels whose first launch, queued here, compiled them (in stream order; Events
+        # recorded here say when their time includes one)
+        self.compiled: list[str] = []
         self._thread = threading.Thread(target=self._run, name=f"ptxport {label}", daemon=True)
         self._thread.start()
 
@@ -196,7 +199,7 @@ class Stream:
         worker = self._worker
         marker = _Marker(worker)
         event._marker = marker
-        self._submit(lambda: marker.complete(worker.error), skippable=False,
+        self._submit(lambda: marker.complete(worker.error, worker.compiled), skippable=False,
                      what="an event record")
         return event
 

@@ -24,6 +24,7 @@ import struct
 import threading
 import weakref
 from dataclasses import dataclass, field
+from functools import cache
 
 import llvmlite.binding as llvm
 import numpy as np
@@ -41,7 +42,7 @@ from ptxport.codegen.lower import (
     const_int,
     value_type,
 )
-from ptxport.codegen.targets import cpu_gang, cpu_runtime
+from ptxport.codegen.targets import cpu_gang, cpu_image, cpu_runtime
 from ptxport.codegen.targets.cpu_stop import STOPPED, branch_on_stop, poll_stop
 from ptxport.errors import CompileError, UnsupportedFeatureError
 from ptxport.ir import nodes as ir
@@ -82,6 +83,7 @@ FAULTED = -(1 << 24)
 CALL_FAULT = 0x7FFF
 
 
+@cpu_image.stored
 @dataclass
 class SyncPoint:
     """Where a thread waits: the instruction, and what the executor needs to complete it."""
@@ -91,9 +93,12 @@ class SyncPoint:
     line: int
 
 
+@cpu_image.stored
 @dataclass
 class KernelPlan:
-    """Everything about a kernel's compiled form that the executor needs."""
+    """Everything about a kernel's compiled form that the executor needs. It is stored with
+    the kernel's object code (cpu_image.py): a field added here is stored too, unless its
+    metadata says `build_only` (needed only while lowering)."""
 
     name: str
     param_size: int
@@ -108,7 +113,8 @@ class KernelPlan:
     source_lines: LineTable = field(default_factory=LineTable)
     register_offsets: dict[str, int] = field(default_factory=dict)
     # id(waiting instruction) -> (registers it saves, registers it restores when resumed)
-    spills: dict[int, tuple[list, list]] = field(default_factory=dict)
+    spills: dict[int, tuple[list, list]] = field(default_factory=dict,
+                                                 metadata={"build_only": True})
     # warp gangs (cpu_gang.py): frames are per warp, 32 * frame_size bytes each
     gang: bool = False
 
@@ -1105,19 +1111,26 @@ def _initial_bytes(var: ir.Variable, where: dict) -> bytes:
 
 
 class CpuKernelBinary:
-    """A kernel compiled for the host: `launch` runs a whole grid on the calling thread."""
+    """A kernel compiled for the host: `launch` runs a whole grid on the calling thread. Made
+    from the kernel's object code and plan, fresh from the lowering or from its image."""
 
-    def __init__(self, name: str, llvm_ir: str, plan: KernelPlan, module: ir.Module):
+    def __init__(self, name: str, object_code: bytes, plan: KernelPlan, module: ir.Module,
+                 gang_refusal: str | None = None):
         self.name, self.plan, self.module = name, plan, module
-        self.llvm_ir = llvm_ir
+        # why the kernel runs thread by thread (None: it runs as warp gangs)
+        self.gang_refusal = gang_refusal
+        self._prepared = False
+        # The object file reads its bytes in place: they must live as long as the engine.
+        self.object_code = object_code
         storage = module_storage(module)
+        # printf's calls name a callback that importing cpu_printf registers (a process that
+        # loads an image has not lowered a printf, which imports it)
+        from ptxport.codegen.targets import cpu_printf  # noqa: F401
         with _LLVM_LOCK:
-            tm = _target_machine()
-            obj = _object_code(llvm_ir, tm)
             # this module's variables, for the symbols the object leaves undefined
             for var_name, (address, _) in storage.items():
                 llvm.add_symbol(f"ptx.{var_name}", address)
-            missing = [symbol for symbol in cpu_runtime.undefined_symbols(obj)
+            missing = [symbol for symbol in cpu_runtime.undefined_symbols(object_code)
                        if not llvm.address_of_symbol(symbol)]
             if missing:
                 raise CompileError(
@@ -1125,29 +1138,41 @@ class CpuKernelBinary:
                     "provide (a compiler runtime function); please report this to ptxport")
             empty = llvm.parse_assembly("")
             empty.triple = llvm.get_process_triple()
-            self._engine = llvm.create_mcjit_compiler(empty, tm)
-            # The object file reads its bytes in place: they must live as long as the engine.
-            self._object = obj
-            self._object_file = llvm.ObjectFileRef.from_data(obj)
+            self._engine = llvm.create_mcjit_compiler(empty, _target_machine())
+            self._object_file = llvm.ObjectFileRef.from_data(object_code)
             self._engine.add_object_file(self._object_file)
             self._engine.finalize_object()
-            # (warp gangs have no run_threads: the executor never calls it for them)
-            self.run_threads = RunThreads(self._engine.get_function_address("run_threads"))
-            self.run_blocks = RunBlocks(self._engine.get_function_address("run_blocks"))
-            self.run_claimed_blocks = RunClaimedBlocks(
-                self._engine.get_function_address("run_claimed_blocks"))
-            # Completes the common waits natively (cpu_native.py); tests turn it off to
-            # compare with the general resolver.
-            self.run_block = (RunBlock(self._engine.get_function_address("run_block"))
-                              if plan.sync_points else None)
-            self.run_waiting_blocks = (
-                RunWaitingBlocks(self._engine.get_function_address("run_waiting_blocks"))
-                if plan.sync_points else None)
-            self.run_claimed_waiting_blocks = (
-                RunClaimedWaitingBlocks(
-                    self._engine.get_function_address("run_claimed_waiting_blocks"))
-                if plan.sync_points else None)
-            self.native_waits = True
+            self._bind_entry_points()
+
+    def _bind_entry_points(self) -> None:
+        address = self._engine.get_function_address
+        waits = bool(self.plan.sync_points)
+        # (warp gangs have no run_threads: the executor never calls it for them)
+        self.run_threads = RunThreads(address("run_threads"))
+        self.run_blocks = RunBlocks(address("run_blocks"))
+        self.run_claimed_blocks = RunClaimedBlocks(address("run_claimed_blocks"))
+        # Completes the common waits natively (cpu_native.py); tests turn it off to
+        # compare with the general resolver.
+        self.run_block = RunBlock(address("run_block")) if waits else None
+        self.run_waiting_blocks = (RunWaitingBlocks(address("run_waiting_blocks"))
+                                   if waits else None)
+        self.run_claimed_waiting_blocks = (
+            RunClaimedWaitingBlocks(address("run_claimed_waiting_blocks")) if waits else None)
+        self.native_waits = True
+
+    def image(self) -> cpu_image.Image:
+        """What a later process needs to run this kernel without compiling it."""
+        return cpu_image.Image(self.plan, self.object_code, self.gang_refusal)
+
+    def for_block(self, block) -> CpuKernelBinary:
+        """The code for blocks of shape `block`: this one, for every shape."""
+        return self
+
+    def prepare(self, block) -> bool:
+        """Ready for a launch with blocks of shape `block`: True the first time (the code was
+        compiled or loaded for it, just before)."""
+        first, self._prepared = not self._prepared, True
+        return first
 
     def global_ranges(self) -> list[tuple[int, int]]:
         """(address, size) of the module's .global and .const variables in this binary."""
@@ -1174,11 +1199,37 @@ class CpuKernelBinary:
                  timeout)
 
 
+def _binary(name: str, llmod: ll.Module, plan: KernelPlan, module: ir.Module,
+            gang_refusal: str | None = None) -> CpuKernelBinary:
+    """The binary of a freshly lowered kernel."""
+    with _LLVM_LOCK:
+        object_code = _object_code(str(llmod), _target_machine())
+    return CpuKernelBinary(name, object_code, plan, module, gang_refusal)
+
+
+def _from_image(name: str, image: cpu_image.Image, module: ir.Module) -> CpuKernelBinary:
+    return CpuKernelBinary(name, image.object_code, image.plan, module, image.gang_refusal)
+
+
+@cache
+def _host() -> tuple[str, str, str]:
+    """What machine code depends on besides its input: the host CPU, its features, LLVM."""
+    return (llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten(),
+            repr(llvm.llvm_version_info))
+
+
+def _image_key(module: ir.Module, kernel: str, block: tuple | None) -> str | None:
+    """The key of `kernel`'s image for blocks of shape `block` (None: any shape)."""
+    options = {"codegen": _CODEGEN_VERSION, **cpu_gang.switches()}
+    return cpu_image.kernel_key(module, kernel, block, options, _host())
+
+
 class GangKernelBinary:
     """A kernel that runs as warp gangs (cpu_gang.py), compiled for each block shape it is
     launched with, on that shape's first launch: thread indices, the block's size and the
     registers every lane of a warp holds alike (threadIdx.y in 32-wide blocks) are then
-    constants of the code."""
+    constants of the code. Each shape's code is stored as an image (cpu_image.py), which
+    later processes load instead of compiling."""
 
     def __init__(self, name: str, module: ir.Module):
         self.name, self.module = name, module
@@ -1188,30 +1239,47 @@ class GangKernelBinary:
         self._lock = threading.Lock()
 
     def for_block(self, block) -> CpuKernelBinary:
-        """The compiled code for blocks of this shape (compiled now if it is the first)."""
+        """The compiled code for blocks of this shape (loaded or compiled now if it is the
+        first)."""
         block = tuple(block)
         with self._lock:
             binary = self._shapes.get(block)
             if binary is None:
-                binary = self._shapes[block] = self._compile(block)
+                binary = self._shapes[block] = self._load_or_compile(block)
             return binary
+
+    def prepare(self, block) -> bool:
+        """Compile (or load) the code for blocks of shape `block` now, if not yet: True if
+        it did."""
+        with self._lock:
+            first = tuple(block) not in self._shapes
+        self.for_block(block)
+        return first
+
+    def _load_or_compile(self, block: tuple) -> CpuKernelBinary:
+        key = _image_key(self.module, self.name, block)
+        image = cpu_image.load(key)
+        if image is not None and image.plan is not None:
+            binary = _from_image(self.name, image, self.module)
+        else:
+            binary = self._compile(block)
+            cpu_image.store(key, binary.image())
+        if binary.gang_refusal is not None:
+            self.gang_refusal = binary.gang_refusal
+        return binary
 
     def _compile(self, block: tuple) -> CpuKernelBinary:
         if self._scalar is None:
             try:
                 llmod, plan = cpu_gang.build(self.module, self.name, block)
-                binary = CpuKernelBinary(self.name, str(llmod), plan, self.module)
+                return _binary(self.name, llmod, plan, self.module)
             except cpu_gang.GangUnsupported as e:     # (compile_kernel's check passed)
                 self.gang_refusal = f"for blocks of {block}: {e}"
             except RuntimeError as e:    # LLVM refused the module: a gap in cpu_gang's checks
                 self.gang_refusal = f"LLVM rejected the gang code: {str(e).splitlines()[0]}"
-            else:
-                binary.gang_refusal = None
-                return binary
             # thread by thread from now on, for every shape
             llmod, plan = build_llvm(self.module, self.name)
-            self._scalar = CpuKernelBinary(self.name, str(llmod), plan, self.module)
-            self._scalar.gang_refusal = self.gang_refusal
+            self._scalar = _binary(self.name, llmod, plan, self.module, self.gang_refusal)
         return self._scalar
 
     def launch(self, grid, block, dynamic_shared: int, params: bytes,
@@ -1225,7 +1293,21 @@ def compile_kernel(module: ir.Module, kernel: str,
                    options=None) -> CpuKernelBinary | GangKernelBinary:
     """Compile `kernel` of a verified IR module for the host CPU: as warp gangs
     (cpu_gang.py; machine code per block shape, at its first launch) where that path takes
-    the kernel, else thread by thread."""
+    the kernel, else thread by thread. A kernel compiled before (in any process) is loaded
+    from its image (cpu_image.py) instead: nothing is lowered."""
+    key = _image_key(module, kernel, None)
+    image = cpu_image.load(key)
+    if image is not None:
+        return GangKernelBinary(kernel, module) if image.plan is None else \
+            _from_image(kernel, image, module)
+    binary = _compile_kernel(module, kernel)
+    # a gang kernel's image only says so: its code is stored per block shape
+    cpu_image.store(key, cpu_image.Image(None, b"", None)
+                    if isinstance(binary, GangKernelBinary) else binary.image())
+    return binary
+
+
+def _compile_kernel(module: ir.Module, kernel: str) -> CpuKernelBinary | GangKernelBinary:
     refusal = "turned off (PTXPORT_CPU_GANG=0)"
     if cpu_gang.enabled():
         try:
@@ -1235,9 +1317,7 @@ def compile_kernel(module: ir.Module, kernel: str,
         else:
             return GangKernelBinary(kernel, module)
     llmod, plan = build_llvm(module, kernel)
-    binary = CpuKernelBinary(kernel, str(llmod), plan, module)
-    binary.gang_refusal = refusal
-    return binary
+    return _binary(kernel, llmod, plan, module, refusal)
 
 
 def unsupported_instructions(module: ir.Module) -> dict[int, str]:

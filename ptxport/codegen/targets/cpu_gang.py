@@ -89,6 +89,11 @@ def enabled() -> bool:
     return os.environ.get("PTXPORT_CPU_GANG", "1") != "0"
 
 
+def switches() -> dict[str, bool]:
+    """The settings that change the code this path makes (part of kernel images' keys)."""
+    return {"gang": enabled(), "full_mask_copies": _FULL_MASK_COPIES}
+
+
 class GangUnsupported(Exception):
     """Something the gang path does not lower: the kernel runs on the scalar path."""
 

@@ -159,6 +159,14 @@ class BackendBase(ABC):
         once per (device, kernel) and caches the result; raises CompileError or
         UnsupportedFeatureError."""
 
+    def prepare(self, binary: KernelBinary, block: tuple[int, int, int]) -> bool:
+        """Ready `binary` for blocks of shape `block`, on the launching thread before the
+        launch is queued (code made per block shape is compiled or loaded here, so that a
+        kernel that cannot compile fails in launch()). True if this launch is the first of
+        the binary (for that shape), which compiled or loaded it: Events timing it say so.
+        Nothing to do, and False, by default."""
+        return False
+
     @abstractmethod
     def launch(self, ordinal: int, binary: KernelBinary, grid: tuple[int, int, int],
                block: tuple[int, int, int], dynamic_shared: int, params: bytes) -> None:
