@@ -18,7 +18,7 @@ import pytest
 import ptxport
 from ptxport import Device, LaunchConfig, Program, launch
 from ptxport.codegen.targets import cpu, cpu_gang, cpu_image
-from ptxport.errors import CompileError, TimingIncludesCompileWarning
+from ptxport.errors import InternalError, TimingIncludesCompileWarning
 
 # Each thread stores its index in shared memory; after a barrier it reads the thread's
 # mirrored in the block (ntid - 1 - tid) and adds its warp neighbour's value (shfl.bfly 1).
@@ -152,7 +152,7 @@ def test_a_plan_survives_encoding(cache_dir, monkeypatch):
 
 
 def test_an_unregistered_class_is_refused_by_name():
-    with pytest.raises(CompileError, match="holds a lock"):
+    with pytest.raises(InternalError, match="holds a lock"):
         cpu_image.encode({"lock": threading.Lock()})
 
 

@@ -77,6 +77,9 @@ FRAME = _Layout({"tid": 0, "laneid": 12, "warpid": 16,
 
 # Statuses run_threads leaves for each thread.
 RUNNABLE, BLOCKED, EXITED, TRAPPED = 0, 1, 2, 3
+# A plan's line table (ir/lines.py, plain data) is stored in kernel images with the plan.
+cpu_image.stored(LineTable)
+
 # What the thread function returns when it stopped at an access outside every allocation.
 FAULTED = -(1 << 24)
 # The access size a fault records for a call through an address that is no function.

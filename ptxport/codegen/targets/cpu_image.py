@@ -32,7 +32,7 @@ from pathlib import Path
 
 import ptxport
 from ptxport.cache import cache_path, read_entry, write_entry
-from ptxport.errors import CompileError
+from ptxport.errors import InternalError
 from ptxport.ir import nodes as ir
 from ptxport.ptx.ast import Spec
 
@@ -144,7 +144,7 @@ def encode(value):
         return {"object": [name, {f.name: encode(getattr(value, f.name))
                                   for f in dataclasses.fields(value)
                                   if not f.metadata.get("build_only")}]}
-    raise CompileError(f"a CPU kernel's plan holds a {name}, which kernel images cannot "
+    raise InternalError(f"a CPU kernel's plan holds a {name}, which kernel images cannot "
                        "store (register its class with cpu_image.stored, or mark the field "
                        "build_only); please report this to ptxport")
 
