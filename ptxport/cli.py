@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from ptxport import __version__
+from ptxport.compat import cli as compat_cli
 from ptxport.errors import BackendUnavailableError, CompileError, PtxportError
 
 __all__ = ["main"]
@@ -54,6 +55,7 @@ def _parser() -> argparse.ArgumentParser:
     compile_.add_argument("--kernel", help="the one kernel to compile (cpu target)")
     compile_.add_argument("--arch", help="architecture NVRTC compiles .cu files for "
                                          "(default: the nvptx target's, else sm_90)")
+    compat_cli.add_commands(commands)
     return parser
 
 
@@ -65,6 +67,10 @@ def main(argv: list[str] | None = None) -> int:
         return _devices(args)
     if args.command == "compile":
         return _compile(args)
+    if args.command == "run":
+        return compat_cli.run_command(args)
+    if args.command == "env":
+        return compat_cli.env_command(args)
     return 2
 
 

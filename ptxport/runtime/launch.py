@@ -33,7 +33,7 @@ from ptxport.runtime.memory import Buffer
 from ptxport.runtime.program import Kernel, ParamInfo
 from ptxport.runtime.stream import Stream
 
-__all__ = ["LaunchConfig", "launch", "check_config", "pack_arguments"]
+__all__ = ["LaunchConfig", "launch", "launch_packed", "check_config", "pack_arguments"]
 
 
 def _dims(value, what: str) -> tuple[int, int, int]:
@@ -219,9 +219,28 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args) -> None:
     if not isinstance(kernel, Kernel):
         raise InvalidValueError(f"launch(): kernel must be a Kernel (ObjectCode.get_kernel), "
                                 f"not {type(kernel).__name__}")
+    check_config(config, kernel, stream.device)
+    params, keep = pack_arguments(kernel, args, stream.device)
+    _queue(stream, config, kernel, params, keep)
+
+
+def launch_packed(stream: Stream, config: LaunchConfig, kernel: Kernel, params: bytes,
+                  keep: list[Allocation] | tuple = ()) -> None:
+    """Queue `kernel` on `stream` with an already packed parameter buffer (layout from
+    ptxport.ir.abi.param_layout, device addresses inside, as CUDA's cuLaunchKernel takes
+    it), after checking `config` against the device; `keep` is memory the kernel uses, kept
+    alive until it ran. For callers that hold raw arguments (ptxport.compat); others call
+    launch(), which checks every argument first.
+    """
+    check_config(config, kernel, stream.device)
+    if len(params) != kernel.param_buffer_size:
+        raise ArgumentError(f"kernel {kernel.name} takes {kernel.param_buffer_size} bytes of "
+                            f"parameters, not {len(params)}")
+    _queue(stream, config, kernel, params, keep)
+
+
+def _queue(stream: Stream, config: LaunchConfig, kernel: Kernel, params: bytes, keep) -> None:
     device = stream.device
-    check_config(config, kernel, device)
-    params, keep = pack_arguments(kernel, args, device)
     binary = kernel._binary(device)
     backend, ordinal = device._backend, device.device_id
     grid, block, shmem_size = config.grid, config.block, config.shmem_size

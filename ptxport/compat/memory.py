@@ -1,0 +1,214 @@
+"""The driver API's memory handlers: allocation, copies, fills, pointer queries.
+
+Memory comes from the runtime (Device.allocate), so kernels may touch it and the CPU
+backend's access checks know it. Pinned host and managed memory are device allocations too:
+on the CPU device, and wherever the device shares the host's address space, a device
+pointer is a host pointer, which is what both kinds promise. Copies and fills run in stream
+order through the device's backend; the synchronous forms wait for their stream, as CUDA's
+do (streams.py has the ordering).
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+from ptxport.compat import streams
+from ptxport.compat.state import (
+    INVALID_VALUE,
+    NOT_SUPPORTED,
+    SUCCESS,
+    CudaError,
+    put,
+    state,
+)
+from ptxport.errors import OutOfMemoryError
+
+
+def _allocate(address_out: int, nbytes: int, ctype=ctypes.c_uint64) -> int:
+    if not address_out:
+        raise CudaError(INVALID_VALUE, "the pointer for the allocation's address is NULL")
+    if nbytes == 0:
+        raise CudaError(INVALID_VALUE, "cannot allocate 0 bytes")
+    try:
+        buffer = state.device.allocate(nbytes)
+    except OutOfMemoryError as e:
+        raise CudaError(2, str(e)) from None
+    put(ctype, address_out, state.add_allocation(buffer))
+    return SUCCESS
+
+
+def _free(address: int) -> int:
+    if address == 0:
+        return SUCCESS
+    streams.legacy_sync()   # cuMemFree synchronises, as CUDA's does
+    state.remove_allocation(address).close()
+    return SUCCESS
+
+
+def cuMemAlloc_v2(dptr: int, nbytes: int) -> int:
+    return _allocate(dptr, nbytes)
+
+
+def cuMemFree_v2(dptr: int) -> int:
+    return _free(dptr)
+
+
+def cuMemAllocHost_v2(pp: int, nbytes: int) -> int:
+    return _allocate(pp, nbytes, ctypes.c_void_p)
+
+
+def cuMemHostAlloc(pp: int, nbytes: int, flags: int) -> int:
+    return _allocate(pp, nbytes, ctypes.c_void_p)
+
+
+def cuMemFreeHost(p: int) -> int:
+    return _free(p)
+
+
+def cuMemAllocManaged(dptr: int, nbytes: int, flags: int) -> int:
+    if not state.device.properties.unified_addressing:
+        raise CudaError(NOT_SUPPORTED, f"managed memory needs unified addressing, which "
+                                       f"{state.device} does not have")
+    return _allocate(dptr, nbytes)
+
+
+def cuMemHostGetDevicePointer_v2(pdptr: int, p: int, flags: int) -> int:
+    if state.allocation_at(p) is None:
+        raise CudaError(INVALID_VALUE, f"{p:#x} is not memory from cuMemHostAlloc")
+    put(ctypes.c_uint64, pdptr, p)
+    return SUCCESS
+
+
+def cuMemGetInfo_v2(free: int, total: int) -> int:
+    size = state.device.properties.total_global_memory
+    used = sum(b.size for b in state.allocations.values())
+    put(ctypes.c_size_t, free, max(size - used, 0))
+    put(ctypes.c_size_t, total, size)
+    return SUCCESS
+
+
+def cuMemGetAddressRange_v2(pbase: int, psize: int, dptr: int) -> int:
+    buffer = state.allocation_at(dptr)
+    if buffer is None:
+        raise CudaError(NOT_SUPPORTED if dptr else INVALID_VALUE,
+                        f"{dptr:#x} is not in any allocation")
+    if pbase:
+        put(ctypes.c_uint64, pbase, buffer.handle)
+    if psize:
+        put(ctypes.c_size_t, psize, buffer.size)
+    return SUCCESS
+
+
+# -- copies ---------------------------------------------------------------------------------
+
+def _kind(dst: int, src: int) -> str:
+    """Which side of a copy between two addresses is on the device (cudaMemcpyDefault)."""
+    on_device = (state.allocation_at(src) is not None, state.allocation_at(dst) is not None)
+    return {(True, True): "dtod", (True, False): "dtoh", (False, True): "htod"}.get(
+        on_device, "htoh")
+
+
+def _copy(dst: int, src: int, nbytes: int, kind: str, stream: int, sync: bool) -> int:
+    if nbytes and not (dst and src):
+        raise CudaError(INVALID_VALUE, "a copy's source or destination is NULL")
+    streams.enqueue(stream, lambda: state.device._backend.copy(dst, src, nbytes, kind), sync)
+    return SUCCESS
+
+
+def cuMemcpy(dst: int, src: int, nbytes: int) -> int:
+    return _copy(dst, src, nbytes, _kind(dst, src), 0, True)
+
+
+def cuMemcpyAsync(dst: int, src: int, nbytes: int, stream: int) -> int:
+    return _copy(dst, src, nbytes, _kind(dst, src), stream, False)
+
+
+def cuMemcpyHtoD_v2(dst: int, src: int, nbytes: int) -> int:
+    return _copy(dst, src, nbytes, "htod", 0, True)
+
+
+def cuMemcpyDtoH_v2(dst: int, src: int, nbytes: int) -> int:
+    return _copy(dst, src, nbytes, "dtoh", 0, True)
+
+
+def cuMemcpyDtoD_v2(dst: int, src: int, nbytes: int) -> int:
+    return _copy(dst, src, nbytes, "dtod", 0, False)   # asynchronous, as CUDA's
+
+
+def cuMemcpyHtoDAsync_v2(dst: int, src: int, nbytes: int, stream: int) -> int:
+    return _copy(dst, src, nbytes, "htod", stream, False)
+
+
+def cuMemcpyDtoHAsync_v2(dst: int, src: int, nbytes: int, stream: int) -> int:
+    return _copy(dst, src, nbytes, "dtoh", stream, False)
+
+
+def cuMemcpyDtoDAsync_v2(dst: int, src: int, nbytes: int, stream: int) -> int:
+    return _copy(dst, src, nbytes, "dtod", stream, False)
+
+
+# -- fills ----------------------------------------------------------------------------------
+
+def _fill(dst: int, value: int, count: int, width: int, stream: int, sync: bool) -> int:
+    if count and not dst:
+        raise CudaError(INVALID_VALUE, "a memset's destination is NULL")
+    streams.enqueue(
+        stream, lambda: state.device._backend.fill(dst, count * width, value, width), sync)
+    return SUCCESS
+
+
+def cuMemsetD8_v2(dst: int, value: int, count: int) -> int:
+    return _fill(dst, value, count, 1, 0, True)
+
+
+def cuMemsetD16_v2(dst: int, value: int, count: int) -> int:
+    return _fill(dst, value, count, 2, 0, True)
+
+
+def cuMemsetD32_v2(dst: int, value: int, count: int) -> int:
+    return _fill(dst, value, count, 4, 0, True)
+
+
+def cuMemsetD8Async(dst: int, value: int, count: int, stream: int) -> int:
+    return _fill(dst, value, count, 1, stream, False)
+
+
+def cuMemsetD16Async(dst: int, value: int, count: int, stream: int) -> int:
+    return _fill(dst, value, count, 2, stream, False)
+
+
+def cuMemsetD32Async(dst: int, value: int, count: int, stream: int) -> int:
+    return _fill(dst, value, count, 4, stream, False)
+
+
+# -- pointer attributes ---------------------------------------------------------------------
+
+_MEMORYTYPE_DEVICE = 2
+
+
+def cuPointerGetAttribute(data: int, attribute: int, ptr: int) -> int:
+    buffer = state.allocation_at(ptr)
+    if buffer is None:
+        raise CudaError(INVALID_VALUE, f"{ptr:#x} is not memory ptxport allocated")
+    values = {
+        1: (ctypes.c_void_p, None),                       # CONTEXT (the primary one)
+        2: (ctypes.c_uint, _MEMORYTYPE_DEVICE),           # MEMORY_TYPE
+        3: (ctypes.c_uint64, ptr),                        # DEVICE_POINTER
+        4: (ctypes.c_void_p, ptr if state.device.properties.integrated else None),
+        6: (ctypes.c_int, 1),                             # SYNC_MEMOPS
+        8: (ctypes.c_int, 0),                             # IS_MANAGED
+        9: (ctypes.c_int, 0),                             # DEVICE_ORDINAL
+        11: (ctypes.c_uint64, buffer.handle),             # RANGE_START_ADDR
+        12: (ctypes.c_size_t, buffer.size),               # RANGE_SIZE
+        13: (ctypes.c_int, 1),                            # MAPPED
+    }
+    if attribute not in values:
+        raise CudaError(INVALID_VALUE, f"cuPointerGetAttribute: attribute {attribute} is "
+                                       "not supported yet")
+    ctype, value = values[attribute]
+    if attribute == 1:
+        from ptxport.compat.driver import context_handle
+
+        value = context_handle()
+    put(ctype, data, value)
+    return SUCCESS

@@ -1,0 +1,128 @@
+"""What the driver shim remembers: the device it runs on, the objects behind CUDA's opaque
+handles, allocations by address, the current context per thread, and the sticky error.
+
+Handles are the `id()` of the Python object they stand for (never 0, and no two live objects
+share one); `objects` keeps each alive until its destroy call. Small helpers read and write C
+values at raw addresses, which is how results go back to the caller.
+"""
+
+from __future__ import annotations
+
+import bisect
+import ctypes
+import os
+import threading
+
+from ptxport.errors import PtxportError
+from ptxport.runtime import Buffer, Device, Stream
+
+__all__ = ["CudaError", "State", "put", "read_string", "state"]
+
+# CUresult values used here (cuda.h's cudaError_enum)
+SUCCESS = 0
+INVALID_VALUE = 1
+OUT_OF_MEMORY = 2
+NOT_INITIALIZED = 3
+INVALID_CONTEXT = 201
+INVALID_PTX = 218
+INVALID_HANDLE = 400
+NOT_FOUND = 500
+NOT_READY = 600
+ILLEGAL_ADDRESS = 700
+LAUNCH_OUT_OF_RESOURCES = 701
+ASSERT = 710
+LAUNCH_FAILED = 719
+NOT_SUPPORTED = 801
+UNKNOWN = 999
+
+# The default stream's special handles: 0, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD.
+DEFAULT_STREAMS = (0, 1, 2)
+
+
+class CudaError(PtxportError):
+    """A CUDA call fails with `code`; the message (if any) goes to stderr."""
+
+    def __init__(self, code: int, message: str = ""):
+        super().__init__(message)
+        self.code = code
+
+
+class State:
+    """The driver's state for one process; `state` below is the one instance."""
+
+    def __init__(self) -> None:
+        self._device: Device | None = None
+        self.objects: dict[int, object] = {}
+        self.allocations: dict[int, Buffer] = {}    # start address -> buffer
+        self._starts: list[int] = []                # sorted starts, for address lookups
+        self.current = threading.local()
+        self.sticky = 0                             # the error a kernel fault left, or 0
+        self.initialized = False
+
+    @property
+    def device(self) -> Device:
+        if self._device is None:
+            self._device = Device(os.environ.get("PTXPORT_DEVICE") or None)
+        return self._device
+
+    # -- handles ------------------------------------------------------------------------------
+
+    def handle(self, obj: object) -> int:
+        self.objects[id(obj)] = obj
+        return id(obj)
+
+    def lookup(self, handle: int, kind: type, what: str):
+        obj = self.objects.get(handle)
+        if not isinstance(obj, kind):
+            raise CudaError(INVALID_HANDLE, f"{handle:#x} is not a {what} handle")
+        return obj
+
+    def release(self, handle: int, kind: type, what: str):
+        obj = self.lookup(handle, kind, what)
+        del self.objects[handle]
+        return obj
+
+    def stream(self, handle: int) -> Stream:
+        if handle in DEFAULT_STREAMS:
+            return self.device.default_stream
+        return self.lookup(handle, Stream, "CUstream")
+
+    # -- allocations ------------------------------------------------------------------------
+
+    def add_allocation(self, buffer: Buffer) -> int:
+        address = buffer.handle
+        self.allocations[address] = buffer
+        bisect.insort(self._starts, address)
+        return address
+
+    def remove_allocation(self, address: int) -> Buffer:
+        buffer = self.allocations.pop(address, None)
+        if buffer is None:
+            raise CudaError(INVALID_VALUE, f"{address:#x} is not the start of an allocation "
+                                           "(it was freed already, or never allocated)")
+        del self._starts[bisect.bisect_left(self._starts, address)]
+        return buffer
+
+    def allocation_at(self, address: int) -> Buffer | None:
+        """The allocation holding `address`, if any."""
+        i = bisect.bisect_right(self._starts, address) - 1
+        if i < 0:
+            return None
+        buffer = self.allocations[self._starts[i]]
+        return buffer if address < self._starts[i] + max(buffer.size, 1) else None
+
+
+state = State()
+
+
+def put(ctype, address: int, value) -> None:
+    """Store `value` as a C `ctype` at `address`; a null address is CUDA_ERROR_INVALID_VALUE."""
+    if not address:
+        raise CudaError(INVALID_VALUE, "a result pointer is NULL")
+    ctype.from_address(address).value = value
+
+
+def read_string(address: int) -> str:
+    if not address:
+        raise CudaError(INVALID_VALUE, "a string argument is NULL")
+    return ctypes.string_at(address).decode("utf-8", "replace")

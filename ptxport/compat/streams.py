@@ -1,0 +1,172 @@
+"""Streams and events for the driver API, and the ordering rules of CUDA's default stream.
+
+The legacy default stream (handle 0 or CU_STREAM_LEGACY) waits for all work queued before on
+blocking streams (those created without CU_STREAM_NON_BLOCKING), and they wait for it: here,
+work queued on the default stream first waits for every busy blocking stream, and work queued
+on a blocking stream first waits for the default stream when it is busy. The per-thread
+default stream is the same stream for now (ptxport's runtime has one default stream per
+device).
+
+A synchronous call on an idle stream runs its work on the caller's thread: nothing is queued
+before it, so the order is the same, and a 4-byte cudaMemcpy costs no thread switch.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable
+
+from ptxport.compat.state import (
+    DEFAULT_STREAMS,
+    INVALID_HANDLE,
+    NOT_READY,
+    SUCCESS,
+    CudaError,
+    put,
+    state,
+)
+from ptxport.runtime import Event, Stream
+
+_NON_BLOCKING = 0x1            # CU_STREAM_NON_BLOCKING
+_DISABLE_TIMING = 0x2          # CU_EVENT_DISABLE_TIMING
+_blocking: dict[int, Stream] = {}   # handle -> created blocking stream
+_flags: dict[int, int] = {}
+
+
+def _busy(stream: Stream) -> bool:
+    """Whether `stream` has queued work not yet run, or a failure not yet reported."""
+    worker = stream._worker
+    return worker._pending > 0 or worker.error is not None
+
+
+def ordered(handle: int) -> Stream:
+    """The stream of `handle`, made to wait as CUDA's default-stream rules say."""
+    stream = state.stream(handle)
+    default = state.device.default_stream
+    if handle in DEFAULT_STREAMS:
+        for other in _blocking.values():
+            if _busy(other):
+                stream.wait(other)
+    elif handle in _blocking and _busy(default):
+        stream.wait(default)
+    return stream
+
+
+def enqueue(handle: int, work: Callable[[], None], sync: bool) -> None:
+    """Run `work` in the order of stream `handle`; with `sync`, wait until it ran."""
+    stream = ordered(handle)
+    if sync and not _busy(stream):
+        work()
+        return
+    stream._submit(work)
+    if sync:
+        stream.sync()
+
+
+def legacy_sync() -> None:
+    """Wait for the default stream and every blocking stream (what CUDA's synchronous calls
+    such as cuMemFree do)."""
+    ordered(0).sync()
+
+
+# -- streams --------------------------------------------------------------------------------
+
+def cuStreamCreate(phStream: int, flags: int) -> int:
+    stream = state.device.create_stream()
+    handle = state.handle(stream)
+    _flags[handle] = flags
+    if not flags & _NON_BLOCKING:
+        _blocking[handle] = stream
+    put(ctypes.c_void_p, phStream, handle)
+    return SUCCESS
+
+
+def cuStreamCreateWithPriority(phStream: int, flags: int, priority: int) -> int:
+    return cuStreamCreate(phStream, flags)   # priorities are accepted and not used
+
+
+def cuStreamDestroy_v2(handle: int) -> int:
+    if handle in DEFAULT_STREAMS:
+        raise CudaError(INVALID_HANDLE, "the default stream cannot be destroyed")
+    stream = state.release(handle, Stream, "CUstream")
+    _blocking.pop(handle, None)
+    _flags.pop(handle, None)
+    stream.close()   # queued work still runs, as CUDA's cuStreamDestroy promises
+    return SUCCESS
+
+
+def cuStreamSynchronize(handle: int) -> int:
+    ordered(handle).sync()
+    return SUCCESS
+
+
+def cuStreamQuery(handle: int) -> int:
+    return NOT_READY if _busy(state.stream(handle)) else SUCCESS
+
+
+def cuStreamWaitEvent(handle: int, event: int, flags: int) -> int:
+    ordered(handle).wait(state.lookup(event, Event, "CUevent"))
+    return SUCCESS
+
+
+def cuStreamGetFlags(handle: int, flags: int) -> int:
+    put(ctypes.c_uint, flags, 0 if handle in DEFAULT_STREAMS else _flags.get(handle, 0))
+    return SUCCESS
+
+
+def cuStreamGetPriority(handle: int, priority: int) -> int:
+    state.stream(handle)
+    put(ctypes.c_int, priority, 0)
+    return SUCCESS
+
+
+def cuStreamIsCapturing(handle: int, status: int) -> int:
+    state.stream(handle)
+    put(ctypes.c_int, status, 0)   # CU_STREAM_CAPTURE_STATUS_NONE: ptxport has no graphs yet
+    return SUCCESS
+
+
+# -- events ---------------------------------------------------------------------------------
+
+def cuEventCreate(phEvent: int, flags: int) -> int:
+    event = state.device.create_event({"enable_timing": not flags & _DISABLE_TIMING})
+    put(ctypes.c_void_p, phEvent, state.handle(event))
+    return SUCCESS
+
+
+def cuEventDestroy_v2(handle: int) -> int:
+    state.release(handle, Event, "CUevent")
+    return SUCCESS
+
+
+def cuEventRecord(handle: int, stream: int) -> int:
+    ordered(stream).record(state.lookup(handle, Event, "CUevent"))
+    return SUCCESS
+
+
+def cuEventRecordWithFlags(handle: int, stream: int, flags: int) -> int:
+    return cuEventRecord(handle, stream)
+
+
+def cuEventSynchronize(handle: int) -> int:
+    state.lookup(handle, Event, "CUevent").sync()
+    return SUCCESS
+
+
+def cuEventQuery(handle: int) -> int:
+    return SUCCESS if state.lookup(handle, Event, "CUevent").is_done else NOT_READY
+
+
+def cuEventElapsedTime_v2(ms: int, start: int, end: int) -> int:
+    first = state.lookup(start, Event, "CUevent")
+    last = state.lookup(end, Event, "CUevent")
+    if not (first.is_done and last.is_done):
+        return NOT_READY
+    if first.is_timing_disabled or last.is_timing_disabled:
+        raise CudaError(INVALID_HANDLE, "an event created with CU_EVENT_DISABLE_TIMING "
+                                        "cannot be timed")
+    put(ctypes.c_float, ms, last - first)
+    return SUCCESS
+
+
+cuEventElapsedTime = cuEventElapsedTime_v2
