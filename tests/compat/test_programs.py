@@ -1,0 +1,48 @@
+"""Unmodified nvcc-built programs (static cudart) under `ptxport run --device cpu`."""
+
+from __future__ import annotations
+
+
+def test_vector_add(build, ptxport_run):
+    result = ptxport_run(build("vector_add"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "launch: no error", "sync: no error", "c[0]=3 c[4999]=-2496.5 wrong=0"], result.stderr
+
+
+def test_device_query(build, ptxport_run):
+    result = ptxport_run(build("device_query"))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "count: 1 (cudaSuccess)"
+    assert lines[1] == "properties: cudaSuccess"
+    assert lines[2].startswith("name: ptxport cpu:0 (")
+    assert lines[3:] == [
+        "compute capability: 9.0", "warp size: 32", "max threads per block: 1024",
+        "max block: 1024 1024 64", "shared per block: 49152", "unified addressing: 1",
+        "multiprocessors positive: 1", "current device: 0",
+        "set device 3: cudaErrorInvalidDevice"]
+
+
+def test_streams_and_events(build, ptxport_run):
+    result = ptxport_run(build("streams_events"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "event sync: cudaSuccess", "elapsed: cudaSuccess non-negative",
+        "stream query: cudaSuccess", "event query: cudaSuccess", "wrong: 0"], result.stderr
+
+
+def test_unsupported_call_is_named_and_the_program_goes_on(build, ptxport_run):
+    result = ptxport_run(build("unsupported"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["graph: cudaErrorNotSupported", "after: 7 7"]
+    assert result.stderr.count("cuGraphCreate is not supported yet") == 1, result.stderr
+
+
+def test_trace_lists_every_call(build, ptxport_run, tmp_path):
+    trace = tmp_path / "trace.txt"
+    result = ptxport_run(build("vector_add"), trace=trace)
+    assert result.returncode == 0, result.stderr
+    calls = trace.read_text().splitlines()
+    assert any(line.startswith("cuLaunchKernel(f=") and line.endswith("-> 0") for line in calls)
+    assert any(line.startswith("cuMemAlloc_v2(dptr=") for line in calls)
