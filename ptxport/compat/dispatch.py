@@ -9,6 +9,7 @@ later call that touches the device returns it too. With PTXPORT_TRACE set to a f
 
 from __future__ import annotations
 
+import ctypes
 import os
 import sys
 from collections.abc import Callable
@@ -96,15 +97,20 @@ def _wrap(name: str, handler: Callable[..., int]) -> Callable[..., int]:
     return call
 
 
+def _shown(param: signatures.Param, value: int) -> str:
+    """An argument as the trace writes it: strings as text, pointers in hex."""
+    if param.type == "const char *" and value:
+        return f"{param.name}={ctypes.string_at(value).decode('utf-8', 'replace')!r}"
+    return f"{param.name}={value:#x}" if param.is_pointer else f"{param.name}={value}"
+
+
 def _traced(name: str, call: Callable[..., int], trace) -> Callable[..., int]:
     params = next(s.params for s in signatures.ENTRY_POINTS if s.name == name)
 
     def traced(*args: int) -> int:
         result = call(*args)
-        shown = ", ".join(f"{p.name}={a:#x}" if p.is_pointer else f"{p.name}={a}"
-                          for p, a in zip(params, args, strict=False))
+        shown = ", ".join(_shown(p, a) for p, a in zip(params, args, strict=False))
         trace.write(f"{name}({shown}) -> {result}\n")
-        trace.flush()
         return result
 
     return traced
