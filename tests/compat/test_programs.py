@@ -46,3 +46,13 @@ def test_trace_lists_every_call(build, ptxport_run, tmp_path):
     calls = trace.read_text().splitlines()
     assert any(line.startswith("cuLaunchKernel(f=") and line.endswith("-> 0") for line in calls)
     assert any(line.startswith("cuMemAlloc_v2(dptr=") for line in calls)
+
+
+def test_kernel_fault_is_sticky_and_explained(build, ptxport_run):
+    result = ptxport_run(build("illegal_address"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "launch: cudaSuccess", "sync: cudaErrorIllegalAddress",
+        "memcpy after: cudaErrorIllegalAddress"]
+    assert "ptxport: cuCtxSynchronize:" in result.stderr
+    assert "wild" in result.stderr, result.stderr
