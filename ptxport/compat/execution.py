@@ -17,6 +17,7 @@ from ptxport.compat import fatbin, streams
 from ptxport.compat.state import (
     INVALID_VALUE,
     NOT_FOUND,
+    NOT_SUPPORTED,
     SUCCESS,
     CudaError,
     put,
@@ -110,10 +111,31 @@ def cuModuleGetFunction(hfunc: int, hmod: int, name: int) -> int:
     return SUCCESS
 
 
+def _global(module: Module, name: str) -> tuple[int, int]:
+    """(address, size) of the module's .global or .const variable `name` on the device."""
+    if state.device.backend != "cpu":
+        raise CudaError(NOT_SUPPORTED, f"__device__ and __constant__ variables ({name!r}) "
+                                       f"are supported on the cpu device only, not on "
+                                       f"{state.device} yet")
+    # The CPU target keeps a module's variables in host memory shared by all its kernels.
+    # TODO(issue 14): a runtime hook (ObjectCode.get_global(name, device)) for every backend.
+    from ptxport.codegen.targets.cpu import module_storage
+
+    for code in module.codes:
+        found = module_storage(code.module).get(name)
+        if found is not None:
+            return found
+    raise CudaError(NOT_FOUND, f"no __device__ or __constant__ variable named {name!r} in "
+                               "the module")
+
+
 def cuModuleGetGlobal_v2(dptr: int, nbytes: int, hmod: int, name: int) -> int:
-    state.lookup(hmod, Module, "CUmodule")
-    raise CudaError(NOT_FOUND, f"__device__ variable {read_string(name)!r}: module globals "
-                               "are not supported by ptxport's driver yet")
+    address, size = _global(state.lookup(hmod, Module, "CUmodule"), read_string(name))
+    if dptr:
+        put(ctypes.c_uint64, dptr, address)
+    if nbytes:
+        put(ctypes.c_size_t, nbytes, size)
+    return SUCCESS
 
 
 def cuLibraryLoadData(library: int, code: int, jit_options: int, jit_values: int,

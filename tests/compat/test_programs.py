@@ -56,3 +56,11 @@ def test_kernel_fault_is_sticky_and_explained(build, ptxport_run):
         "memcpy after: cudaErrorIllegalAddress"]
     assert "ptxport: cuCtxSynchronize:" in result.stderr
     assert "wild" in result.stderr, result.stderr
+
+
+def test_constant_and_device_symbols(build, ptxport_run):
+    result = ptxport_run(build("symbols"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "to symbol: cudaSuccess", "from symbol: cudaSuccess", "address: cudaSuccess 1",
+        "counter: 105 wrong: 0"], result.stderr
