@@ -330,6 +330,20 @@ def cuCtxGetApiVersion(ctx: int, version: int) -> int:
     return SUCCESS
 
 
+def cuCtxGetId(ctx: int, ctx_id: int) -> int:
+    _context_of(ctx)
+    put(ctypes.c_ulonglong, ctx_id, 1)
+    return SUCCESS
+
+
+def cuProfilerStart() -> int:
+    return SUCCESS   # there is no profiler to start; programs call it around timed parts
+
+
+def cuProfilerStop() -> int:
+    return SUCCESS
+
+
 def cuCtxSynchronize() -> int:
     state.device.sync()
     return SUCCESS

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass, field
+from math import prod
 
 from ptxport.compat import fatbin, streams
 from ptxport.compat.state import (
@@ -172,8 +173,9 @@ def cuKernelGetFunction(pfunc: int, kernel: int) -> int:
 
 def _attribute(function: Function, attribute: int) -> int:
     kernel, p = function.kernel, state.device.properties
+    bound = kernel.directives.get("maxntid") or kernel.directives.get("reqntid")
     values = {
-        0: p.max_threads_per_block,            # MAX_THREADS_PER_BLOCK
+        0: min(p.max_threads_per_block, prod(bound) if bound else p.max_threads_per_block),
         1: kernel.static_shared_bytes,         # SHARED_SIZE_BYTES
         2: 0,                                  # CONST_SIZE_BYTES
         3: 0,                                  # LOCAL_SIZE_BYTES
@@ -182,6 +184,7 @@ def _attribute(function: Function, attribute: int) -> int:
         7: 0,                                  # CACHE_MODE_CA
         8: p.max_shared_memory_per_block_optin - kernel.static_shared_bytes,
         9: -1,                                 # PREFERRED_SHARED_MEMORY_CARVEOUT
+        **dict.fromkeys(range(10, 18), 0),     # clusters and node updates: none
     }
     if attribute not in values:
         raise CudaError(INVALID_VALUE, f"function attribute {attribute} is not supported yet")
@@ -232,6 +235,41 @@ def cuKernelGetName(name: int, kernel: int) -> int:
 def cuFuncGetModule(hmod: int, hfunc: int) -> int:
     function = state.lookup(hfunc, Function, "CUfunction")
     put(ctypes.c_void_p, hmod, id(function.module))
+    return SUCCESS
+
+
+def cuFuncGetParamInfo(hfunc: int, index: int, offset: int, size: int) -> int:
+    params = state.lookup(hfunc, Function, "CUfunction").params
+    if index >= len(params):
+        raise CudaError(INVALID_VALUE, f"the kernel has {len(params)} parameters; there is "
+                                       f"no parameter {index}")
+    if offset:
+        put(ctypes.c_size_t, offset, params[index][0])
+    if size:
+        put(ctypes.c_size_t, size, params[index][1])
+    return SUCCESS
+
+
+def cuKernelGetParamInfo(kernel: int, index: int, offset: int, size: int) -> int:
+    return cuFuncGetParamInfo(kernel, index, offset, size)
+
+
+def cuFuncGetParamCount(hfunc: int, count: int) -> int:
+    put(ctypes.c_size_t, count, len(state.lookup(hfunc, Function, "CUfunction").params))
+    return SUCCESS
+
+
+def cuKernelGetParamCount(kernel: int, count: int) -> int:
+    return cuFuncGetParamCount(kernel, count)
+
+
+def cuOccupancyAvailableDynamicSMemPerBlock(size: int, hfunc: int, blocks: int,
+                                            block_size: int) -> int:
+    function = state.lookup(hfunc, Function, "CUfunction")
+    p = state.device.properties
+    per_block = p.max_shared_memory_per_multiprocessor // max(blocks, 1)
+    available = min(per_block, p.max_shared_memory_per_block_optin)
+    put(ctypes.c_size_t, size, max(available - function.kernel.static_shared_bytes, 0))
     return SUCCESS
 
 

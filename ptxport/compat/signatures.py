@@ -32,7 +32,10 @@ _C_TYPES = {
     "CUdevice_attribute": "int", "CUfunction_attribute": "int", "CUpointer_attribute": "int",
     "CUlimit": "int", "CUfunc_cache": "int", "CUsharedconfig": "int", "CUjit_option": "int",
     "CUlibraryOption": "int", "CUstreamCaptureMode": "int", "CUmemAttach_flags": "int",
-    "CUdriverProcAddressQueryResult": "int",
+    "CUdriverProcAddressQueryResult": "int", "CUmem_advise": "int",
+    "CUhostFn": "void *", "CUstreamCallback": "void *",
+    # Passed by value: two ints, which the x86-64 and AArch64 ABIs pass in one register.
+    "CUmemLocation": "unsigned long long",
 }
 _UNSIGNED = {"unsigned int", "unsigned char", "unsigned short", "size_t", "unsigned long long",
              "void *"}
@@ -184,6 +187,24 @@ CUresult cuMemsetD32_v2(CUdeviceptr dstDevice, unsigned int ui, size_t N)
 CUresult cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream)
 CUresult cuMemsetD16Async(CUdeviceptr dstDevice, unsigned short us, size_t N, CUstream hStream)
 CUresult cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream)
+CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height, unsigned int ElementSizeBytes)
+CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
+CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *pCopy)
+CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *pCopy)
+CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *pCopy, CUstream hStream)
+CUresult cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount)
+CUresult cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount, CUstream hStream)
+CUresult cuMemsetD2D8_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width, size_t Height)
+CUresult cuMemsetD2D16_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width, size_t Height)
+CUresult cuMemsetD2D32_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width, size_t Height)
+CUresult cuMemsetD2D8Async(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width, size_t Height, CUstream hStream)
+CUresult cuMemsetD2D16Async(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width, size_t Height, CUstream hStream)
+CUresult cuMemsetD2D32Async(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width, size_t Height, CUstream hStream)
+CUresult cuMemPrefetchAsync_v2(CUdeviceptr devPtr, size_t count, CUmemLocation location, unsigned int flags, CUstream hStream)
+CUresult cuMemAdvise_v2(CUdeviceptr devPtr, size_t count, CUmem_advise advice, CUmemLocation location)
+CUresult cuMemHostGetFlags(unsigned int *pFlags, void *p)
+CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDev)
 CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
 CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags)
 CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority)
@@ -193,6 +214,14 @@ CUresult cuStreamQuery(CUstream hStream)
 CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
 CUresult cuStreamGetFlags(CUstream hStream, unsigned int *flags)
 CUresult cuStreamGetPriority(CUstream hStream, int *priority)
+CUresult cuStreamGetId(CUstream hStream, unsigned long long *streamId)
+CUresult cuStreamGetCtx(CUstream hStream, CUcontext *pctx)
+CUresult cuStreamGetDevice(CUstream hStream, CUdevice *device)
+CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData)
+CUresult cuStreamAddCallback(CUstream hStream, CUstreamCallback callback, void *userData, unsigned int flags)
+CUresult cuCtxGetId(CUcontext ctx, unsigned long long *ctxId)
+CUresult cuProfilerStart(void)
+CUresult cuProfilerStop(void)
 CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus)
 CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
 CUresult cuEventDestroy_v2(CUevent hEvent)
@@ -204,6 +233,11 @@ CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd)
 CUresult cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart, CUevent hEnd)
 CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra)
 CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
+CUresult cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t *paramOffset, size_t *paramSize)
+CUresult cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex, size_t *paramOffset, size_t *paramSize)
+CUresult cuFuncGetParamCount(CUfunction func, size_t *paramCount)
+CUresult cuKernelGetParamCount(CUkernel kernel, size_t *paramCount)
+CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize, CUfunction func, int numBlocks, int blockSize)
 CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize)
 CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize, unsigned int flags)
 """

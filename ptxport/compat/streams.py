@@ -120,6 +120,54 @@ def cuStreamGetPriority(handle: int, priority: int) -> int:
     return SUCCESS
 
 
+def cuStreamGetId(handle: int, stream_id: int) -> int:
+    put(ctypes.c_ulonglong, stream_id, id(state.stream(handle)))
+    return SUCCESS
+
+
+def cuStreamGetCtx(handle: int, pctx: int) -> int:
+    from ptxport.compat.driver import context_handle
+
+    state.stream(handle)
+    put(ctypes.c_void_p, pctx, context_handle())
+    return SUCCESS
+
+
+def cuStreamGetDevice(handle: int, device: int) -> int:
+    state.stream(handle)
+    put(ctypes.c_int, device, 0)
+    return SUCCESS
+
+
+_HostFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_StreamCallback = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)
+
+
+def cuLaunchHostFunc(handle: int, fn: int, user_data: int) -> int:
+    if not fn:
+        raise CudaError(1, "cuLaunchHostFunc: the function is NULL")
+    call = _HostFn(fn)
+    ordered(handle)._submit(lambda: call(user_data))
+    return SUCCESS
+
+
+def cuStreamAddCallback(handle: int, callback: int, user_data: int, flags: int) -> int:
+    if not callback or flags:
+        raise CudaError(1, "cuStreamAddCallback takes a function and flags 0")
+    call = _StreamCallback(callback)
+    stream = ordered(handle)
+    # CUDA calls it with the stream's status: 0, or the error of earlier work
+    stream._submit(lambda: call(handle, _status(stream), user_data), skippable=False)
+    return SUCCESS
+
+
+def _status(stream: Stream) -> int:
+    from ptxport.compat.dispatch import code_of
+
+    error = stream._worker.error
+    return 0 if error is None else code_of(error)
+
+
 def cuStreamIsCapturing(handle: int, status: int) -> int:
     state.stream(handle)
     put(ctypes.c_int, status, 0)   # CU_STREAM_CAPTURE_STATUS_NONE: ptxport has no graphs yet

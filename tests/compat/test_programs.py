@@ -64,3 +64,11 @@ def test_constant_and_device_symbols(build, ptxport_run):
     assert result.stdout.splitlines() == [
         "to symbol: cudaSuccess", "from symbol: cudaSuccess", "address: cudaSuccess 1",
         "counter: 105 wrong: 0"], result.stderr
+
+
+def test_memory_forms(build, ptxport_run):
+    result = ptxport_run(build("memory_forms"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "pitch alloc: cudaSuccess 1", "2d wrong: 0", "stream: cudaSuccess result 7 flag 42",
+        "attributes: cudaSuccess max threads 1024"], result.stderr
