@@ -56,8 +56,5 @@ class Library:
             print(f"ptxport: {name} is not supported yet; it returns "
                   "CUDA_ERROR_NOT_SUPPORTED", file=sys.stderr, flush=True)
 
-    def flush_host_stdio(self) -> None:
-        self._lib.ptxport_flush_host_stdio()
-
 
 library: Library | None = None

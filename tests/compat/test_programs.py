@@ -72,3 +72,10 @@ def test_memory_forms(build, ptxport_run):
     assert result.stdout.splitlines() == [
         "pitch alloc: cudaSuccess 1", "2d wrong: 0", "stream: cudaSuccess result 7 flag 42",
         "attributes: cudaSuccess max threads 1024"], result.stderr
+
+
+def test_kernel_printf_between_host_output(build, ptxport_run):
+    result = ptxport_run(build("kernel_printf"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "before", "thread 0 of 4", "thread 1 of 4", "after"], result.stderr

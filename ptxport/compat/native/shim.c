@@ -226,8 +226,4 @@ EXPORT void *ptxport_stub_address(int k) {
 
 EXPORT int ptxport_stub_count(void) { return PTXPORT_STUB_COUNT; }
 
-/* Flush the host program's C stdio, so that what a kernel prints follows what the program
- * printed before (CUDA prints device output at synchronisation points, after it). */
-EXPORT void ptxport_flush_host_stdio(void) { fflush(NULL); }
-
 #include "entry_points.h"
