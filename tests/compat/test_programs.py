@@ -79,3 +79,19 @@ def test_kernel_printf_between_host_output(build, ptxport_run):
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
         "before", "thread 0 of 4", "thread 1 of 4", "after"], result.stderr
+
+
+def test_error_codes_without_a_fault(build, ptxport_run):
+    result = ptxport_run(build("error_codes"))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    # Which code cudart makes of the driver's refusal of a block too large (the driver's is
+    # CUDA_ERROR_INVALID_VALUE) is to be checked against NVIDIA's on a GPU; that it fails,
+    # and why, is certain.
+    assert lines[0].startswith("block 2048: cudaError") and lines[0] != "block 2048: cudaSuccess"
+    assert lines[1].startswith("block z 128: cudaError")
+    assert lines[2:] == ["huge malloc: cudaErrorMemoryAllocation",
+                         "then: cudaErrorMemoryAllocation", "double free: cudaErrorInvalidValue",
+                         "good launch: cudaErrorInvalidValue cudaSuccess"]
+    assert "a block may have at most 1024" in result.stderr
+    assert "block.z may be at most 64" in result.stderr
