@@ -44,7 +44,8 @@ def _device_options(parser) -> None:
 
 def environment(device: str | None, trace: str | None) -> dict[str, str]:
     """The variables to add to a program's environment (LD_LIBRARY_PATH with ptxport's
-    directory first; where ptxport's Python finds its modules; the device; the trace)."""
+    directory first; where ptxport's Python finds its modules, and that Python; the device;
+    the trace)."""
     from ptxport.compat.build import shim_directory
 
     directory = str(shim_directory())
@@ -52,6 +53,7 @@ def environment(device: str | None, trace: str | None) -> dict[str, str]:
     env = {
         "LD_LIBRARY_PATH": ":".join(path),
         "PTXPORT_PYTHONPATH": os.pathsep.join(p for p in sys.path if p and os.path.exists(p)),
+        "PTXPORT_PYTHON": sys.executable,
     }
     if device:
         env["PTXPORT_DEVICE"] = device

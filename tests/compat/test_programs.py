@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 
 def test_vector_add(build, ptxport_run):
     result = ptxport_run(build("vector_add"))
@@ -95,3 +97,19 @@ def test_error_codes_without_a_fault(build, ptxport_run):
                          "good launch: cudaErrorInvalidValue cudaSuccess"]
     assert "a block may have at most 1024" in result.stderr
     assert "block.z may be at most 64" in result.stderr
+
+
+@pytest.mark.parametrize("program, expected", [
+    ("vector_add", ["launch: no error", "sync: no error", "c[0]=3 c[4999]=-2496.5 wrong=0"]),
+    ("streams_events", ["event sync: cudaSuccess", "elapsed: cudaSuccess non-negative",
+                        "stream query: cudaSuccess", "event query: cudaSuccess", "wrong: 0"]),
+])
+def test_programs_on_opencl(build, ptxport_run, program, expected):
+    from ptxport.runtime import backends
+
+    ok, why = backends.availability("opencl")
+    if not ok:
+        pytest.skip(f"no OpenCL device: {why}")
+    result = ptxport_run(build(program), device="opencl:0")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == expected, result.stderr

@@ -51,6 +51,11 @@ static int start_interpreter(void) {
     config.install_signal_handlers = 0;  /* signals stay the host program's */
     config.parse_argv = 0;
     PyStatus status = PyConfig_SetBytesString(&config, &config.home, PTXPORT_PYTHONHOME);
+    /* sys.executable: the Python of `ptxport run`, for the subprocesses ptxport starts (the
+     * default would be the host program). */
+    const char *executable = getenv("PTXPORT_PYTHON");
+    if (!PyStatus_Exception(status) && executable && *executable)
+        status = PyConfig_SetBytesString(&config, &config.executable, executable);
     if (!PyStatus_Exception(status))
         status = Py_InitializeFromConfig(&config);
     PyConfig_Clear(&config);
