@@ -44,22 +44,23 @@ def _version(nvcc: Path) -> str:
 
 @pytest.fixture(scope="session")
 def build(nvcc, tmp_path_factory):
-    """build(name, *flags) -> the program tests/compat/programs/NAME.cu built by nvcc."""
+    """build(name, *flags, units=(name,)) -> the program made of tests/compat/programs/
+    UNIT.cu for each unit, built by nvcc."""
     version = _version(nvcc)
 
-    def build_program(name: str, *flags: str) -> Path:
-        source = PROGRAMS / f"{name}.cu"
+    def build_program(name: str, *flags: str, units: tuple[str, ...] = ()) -> Path:
+        sources = [PROGRAMS / f"{unit}.cu" for unit in units or (name,)]
         flags = ("-arch=sm_80", *flags)
         key = hashlib.sha256("\0".join(
-            [source.read_text(), *flags, version]).encode()).hexdigest()[:24]
+            [*(s.read_text() for s in sources), *flags, version]).encode()).hexdigest()[:24]
         binary = cache_path("compat-programs", key, f".{name}")
         if not binary.exists():
             binary.parent.mkdir(parents=True, exist_ok=True)
             work = tmp_path_factory.mktemp("nvcc") / name
             env = {**os.environ, "PATH": f"{nvcc.parent}:{os.environ.get('PATH', '')}"}
-            result = subprocess.run([str(nvcc), *flags, str(source), "-o", str(work)],
+            result = subprocess.run([str(nvcc), *flags, *map(str, sources), "-o", str(work)],
                                     capture_output=True, text=True, env=env)
-            assert result.returncode == 0, f"nvcc failed on {source}:\n{result.stderr}"
+            assert result.returncode == 0, f"nvcc failed on {name}:\n{result.stderr}"
             os.replace(work, binary)
         return binary
 

@@ -113,3 +113,10 @@ def test_programs_on_opencl(build, ptxport_run, program, expected):
     result = ptxport_run(build(program), device="opencl:0")
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == expected, result.stderr
+
+
+def test_templates_and_two_translation_units(build, ptxport_run):
+    binary = build("two_units", units=("two_units_main", "two_units_other"))
+    result = ptxport_run(binary)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["10 2 104 cudaSuccess"], result.stderr
