@@ -64,6 +64,8 @@ _STICKY = (ILLEGAL_ADDRESS, ASSERT, LAUNCH_FAILED)
 # Calls that answer even after a kernel fault (they do not touch the device).
 _NOT_STICKY = ("cuGetProcAddress", "cuGetExportTable", "cuGetError", "cuDriverGetVersion",
                "cuInit", "cuDeviceGet", "cuDeviceComputeCapability", "cuDeviceTotalMem",
+               "cuDevicePrimaryCtx", "cuCtxGetCurrent", "cuCtxSetCurrent", "cuCtxGetDevice",
+               "cuCtxGetApiVersion", "cuCtxGetFlags", "cuCtxGetId",
                "ptxport_cls", "ptxport_context_check")
 
 

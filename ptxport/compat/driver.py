@@ -26,6 +26,7 @@ from ptxport.compat.state import (
     read_string,
     state,
 )
+from ptxport.errors import PtxportError
 
 # The CUDA version ptxport's driver reports (cuda.h's CUDA_VERSION of the release whose
 # interfaces it follows): cudart refuses to start with a driver older than itself.
@@ -260,8 +261,19 @@ def cuDevicePrimaryCtxRelease_v2(dev: int) -> int:
 
 
 def cuDevicePrimaryCtxReset_v2(dev: int) -> int:
+    """Wait for all work, free every allocation and forget the sticky error (cudaDeviceReset,
+    the way a program recovers from a kernel fault). Modules stay loaded: cudart keeps the
+    handles of the program's kernels."""
     _check_device(dev)
-    state.device.sync()
+    for _ in range(1 + len(state.objects)):   # each sync reports one stream's failure
+        try:
+            state.device.sync()
+            break
+        except PtxportError:
+            continue   # failures of work before the reset die with it, as in CUDA
+    for address in list(state.allocations):
+        state.remove_allocation(address).close()
+    state.sticky = 0
     return SUCCESS
 
 

@@ -55,7 +55,8 @@ def test_kernel_fault_is_sticky_and_explained(build, ptxport_run):
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
         "launch: cudaSuccess", "sync: cudaErrorIllegalAddress",
-        "memcpy after: cudaErrorIllegalAddress"]
+        "memcpy after: cudaErrorIllegalAddress", "reset: cudaSuccess",
+        "malloc after reset: cudaSuccess", "memcpy after reset: cudaSuccess"]
     assert "ptxport: cuCtxSynchronize:" in result.stderr
     assert "wild" in result.stderr, result.stderr
 

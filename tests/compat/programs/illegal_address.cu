@@ -1,5 +1,6 @@
 // A kernel that writes far past its buffer: cudaDeviceSynchronize returns
-// cudaErrorIllegalAddress, and the error is sticky (later calls return it too), as in CUDA.
+// cudaErrorIllegalAddress, and the error is sticky (later calls return it too) until
+// cudaDeviceReset, as in CUDA.
 #include <cstdio>
 #include <cuda_runtime.h>
 
@@ -13,5 +14,8 @@ int main() {
     printf("sync: %s\n", cudaGetErrorName(cudaDeviceSynchronize()));
     int h = 0;
     printf("memcpy after: %s\n", cudaGetErrorName(cudaMemcpy(&h, d, 4, cudaMemcpyDeviceToHost)));
+    printf("reset: %s\n", cudaGetErrorName(cudaDeviceReset()));
+    printf("malloc after reset: %s\n", cudaGetErrorName(cudaMalloc(&d, 4)));
+    printf("memcpy after reset: %s\n", cudaGetErrorName(cudaMemcpy(d, &h, 4, cudaMemcpyHostToDevice)));
     return 0;
 }
