@@ -56,7 +56,7 @@ def _check_device(dev: int) -> None:
 
 def cuInit(flags: int) -> int:
     if flags != 0:
-        raise CudaError(INVALID_VALUE, f"cuInit takes flags 0, not {flags}")
+        raise CudaError(INVALID_VALUE, f"flags must be 0, not {flags}")
     _ = state.device  # choose the device now, so that a bad --device fails here
     state.initialized = True
     return SUCCESS
@@ -193,7 +193,7 @@ def device_name() -> str:
 def cuDeviceGetName(name: int, length: int, dev: int) -> int:
     _check_device(dev)
     if length <= 0:
-        raise CudaError(INVALID_VALUE, "cuDeviceGetName: the length must be positive")
+        raise CudaError(INVALID_VALUE, "the length must be positive")
     text = device_name().encode()[:length - 1] + b"\0"
     ctypes.memmove(name, text, len(text))
     return SUCCESS
@@ -319,7 +319,7 @@ def cuCtxPushCurrent_v2(ctx: int) -> int:
 def cuCtxPopCurrent_v2(pctx: int) -> int:
     current = getattr(state.current, "context", None)
     if current is None:
-        raise CudaError(INVALID_CONTEXT, "cuCtxPopCurrent: no context is current")
+        raise CudaError(INVALID_CONTEXT, "no context is current")
     if pctx:
         put(ctypes.c_void_p, pctx, current)
     stack = state.current.__dict__.get("stack") or [None]
@@ -367,14 +367,14 @@ _limits: dict[int, int] = {0: 1024, 1: 1 << 20, 2: 8 << 20, 3: 2, 4: 2048, 5: 12
 
 def cuCtxGetLimit(value: int, limit: int) -> int:
     if limit not in _limits:
-        raise CudaError(NOT_SUPPORTED, f"cuCtxGetLimit: limit {limit} is not supported")
+        raise CudaError(NOT_SUPPORTED, f"limit {limit} is not supported")
     put(ctypes.c_size_t, value, _limits[limit])
     return SUCCESS
 
 
 def cuCtxSetLimit(limit: int, value: int) -> int:
     if limit not in _limits:
-        raise CudaError(NOT_SUPPORTED, f"cuCtxSetLimit: limit {limit} is not supported")
+        raise CudaError(NOT_SUPPORTED, f"limit {limit} is not supported")
     _limits[limit] = value   # accepted: the CPU has no fixed stack or heap to size
     return SUCCESS
 

@@ -339,9 +339,9 @@ class _LaunchConfigStruct(ctypes.Structure):
 
 def cuLaunchKernelEx(config: int, f: int, kernel_params: int, extra: int) -> int:
     if not config:
-        raise CudaError(INVALID_VALUE, "cuLaunchKernelEx: the config is NULL")
+        raise CudaError(INVALID_VALUE, "the config is NULL")
     c = _LaunchConfigStruct.from_address(config)
     if c.num_attrs:
-        raise CudaError(801, "cuLaunchKernelEx: launch attributes (clusters, cooperative "
+        raise CudaError(801, "launch attributes (clusters, cooperative "
                              "launches, ...) are not supported yet")
     return cuLaunchKernel(f, *c.grid, *c.block, c.shared, c.stream or 0, kernel_params, extra)

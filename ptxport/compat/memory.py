@@ -24,7 +24,8 @@ from ptxport.compat.state import (
 from ptxport.errors import OutOfMemoryError
 
 
-def _allocate(address_out: int, nbytes: int, ctype=ctypes.c_uint64) -> int:
+def allocate(address_out: int, nbytes: int, ctype=ctypes.c_uint64) -> int:
+    """Allocate `nbytes` of device memory and store its address at `address_out`."""
     if not address_out:
         raise CudaError(INVALID_VALUE, "the pointer for the allocation's address is NULL")
     if nbytes == 0:
@@ -46,7 +47,7 @@ def _free(address: int) -> int:
 
 
 def cuMemAlloc_v2(dptr: int, nbytes: int) -> int:
-    return _allocate(dptr, nbytes)
+    return allocate(dptr, nbytes)
 
 
 def cuMemFree_v2(dptr: int) -> int:
@@ -54,11 +55,11 @@ def cuMemFree_v2(dptr: int) -> int:
 
 
 def cuMemAllocHost_v2(pp: int, nbytes: int) -> int:
-    return _allocate(pp, nbytes, ctypes.c_void_p)
+    return allocate(pp, nbytes, ctypes.c_void_p)
 
 
 def cuMemHostAlloc(pp: int, nbytes: int, flags: int) -> int:
-    return _allocate(pp, nbytes, ctypes.c_void_p)
+    return allocate(pp, nbytes, ctypes.c_void_p)
 
 
 def cuMemFreeHost(p: int) -> int:
@@ -69,7 +70,7 @@ def cuMemAllocManaged(dptr: int, nbytes: int, flags: int) -> int:
     if not state.device.properties.unified_addressing:
         raise CudaError(NOT_SUPPORTED, f"managed memory needs unified addressing, which "
                                        f"{state.device} does not have")
-    return _allocate(dptr, nbytes)
+    return allocate(dptr, nbytes)
 
 
 def cuMemHostGetDevicePointer_v2(pdptr: int, p: int, flags: int) -> int:
@@ -108,7 +109,7 @@ def _kind(dst: int, src: int) -> str:
         on_device, "htoh")
 
 
-def _move(dst: int, src: int, nbytes: int, kind: str) -> None:
+def move_bytes(dst: int, src: int, nbytes: int, kind: str) -> None:
     """Copy bytes: host to host is the host's memmove; the rest is the backend's."""
     if kind == "htoh":
         ctypes.memmove(dst, src, nbytes)
@@ -119,7 +120,7 @@ def _move(dst: int, src: int, nbytes: int, kind: str) -> None:
 def _copy(dst: int, src: int, nbytes: int, kind: str, stream: int, sync: bool) -> int:
     if nbytes and not (dst and src):
         raise CudaError(INVALID_VALUE, "a copy's source or destination is NULL")
-    streams.enqueue(stream, lambda: _move(dst, src, nbytes, kind), sync)
+    streams.enqueue(stream, lambda: move_bytes(dst, src, nbytes, kind), sync)
     return SUCCESS
 
 
@@ -189,133 +190,11 @@ def cuMemsetD32Async(dst: int, value: int, count: int, stream: int) -> int:
     return _fill(dst, value, count, 4, stream, False)
 
 
-# -- pitched and 2D memory ------------------------------------------------------------------
-
-_PITCH_ALIGNMENT = 512   # what CUDA's cuMemAllocPitch pads rows to on current GPUs
-
-
-def cuMemAllocPitch_v2(dptr: int, pitch: int, width: int, height: int, element: int) -> int:
-    if element not in (4, 8, 16) or not width or not height:
-        raise CudaError(INVALID_VALUE, f"cuMemAllocPitch: width {width}, height {height} and "
-                                       f"element size {element} (4, 8 or 16) are not valid")
-    row = -(-width // _PITCH_ALIGNMENT) * _PITCH_ALIGNMENT
-    put(ctypes.c_size_t, pitch, row)
-    return _allocate(dptr, row * height)
-
-
-class _Memcpy2D(ctypes.Structure):
-    """CUDA_MEMCPY2D (cuda.h)."""
-
-    _fields_ = [
-        ("srcXInBytes", ctypes.c_size_t), ("srcY", ctypes.c_size_t),
-        ("srcMemoryType", ctypes.c_int), ("srcHost", ctypes.c_void_p),
-        ("srcDevice", ctypes.c_uint64), ("srcArray", ctypes.c_void_p),
-        ("srcPitch", ctypes.c_size_t),
-        ("dstXInBytes", ctypes.c_size_t), ("dstY", ctypes.c_size_t),
-        ("dstMemoryType", ctypes.c_int), ("dstHost", ctypes.c_void_p),
-        ("dstDevice", ctypes.c_uint64), ("dstArray", ctypes.c_void_p),
-        ("dstPitch", ctypes.c_size_t),
-        ("WidthInBytes", ctypes.c_size_t), ("Height", ctypes.c_size_t),
-    ]
-
-
-_HOST, _DEVICE, _ARRAY, _UNIFIED = 1, 2, 3, 4   # CUmemorytype
-
-
-def _origin(kind: int, host: int, device: int, x: int, y: int, pitch: int) -> tuple[int, str]:
-    """The address of a 2D copy's first byte on one side, and which side it is on."""
-    if kind == _HOST:
-        return host + y * pitch + x, "h"
-    if kind in (_DEVICE, _UNIFIED):
-        address = device + y * pitch + x
-        return address, "d" if state.allocation_at(address) is not None else "h"
-    raise CudaError(NOT_SUPPORTED, "2D copies to or from CUDA arrays are not supported yet"
-                    if kind == _ARRAY else f"memory type {kind} is not a CUmemorytype")
-
-
-def _copy_2d(copy: int, stream: int, sync: bool) -> int:
-    if not copy:
-        raise CudaError(INVALID_VALUE, "the CUDA_MEMCPY2D pointer is NULL")
-    c = _Memcpy2D.from_address(copy)
-    width, height = c.WidthInBytes, c.Height
-    if width > c.srcPitch and height > 1 or width > c.dstPitch and height > 1:
-        raise CudaError(INVALID_VALUE, f"a 2D copy of rows of {width} bytes needs pitches of "
-                                       f"at least that (source {c.srcPitch}, destination "
-                                       f"{c.dstPitch})")
-    src, src_side = _origin(c.srcMemoryType, c.srcHost or 0, c.srcDevice, c.srcXInBytes,
-                            c.srcY, c.srcPitch)
-    dst, dst_side = _origin(c.dstMemoryType, c.dstHost or 0, c.dstDevice, c.dstXInBytes,
-                            c.dstY, c.dstPitch)
-    kind = f"{src_side}to{dst_side}"
-    src_pitch, dst_pitch = c.srcPitch, c.dstPitch
-
-    def rows() -> None:
-        for row in range(height):
-            _move(dst + row * dst_pitch, src + row * src_pitch, width, kind)
-
-    streams.enqueue(stream, rows, sync)
-    return SUCCESS
-
-
-def cuMemcpy2D_v2(copy: int) -> int:
-    return _copy_2d(copy, 0, True)
-
-
-def cuMemcpy2DUnaligned_v2(copy: int) -> int:
-    return _copy_2d(copy, 0, True)
-
-
-def cuMemcpy2DAsync_v2(copy: int, stream: int) -> int:
-    return _copy_2d(copy, stream, False)
-
-
-def _fill_2d(dst: int, pitch: int, value: int, width: int, height: int, size: int,
-             stream: int, sync: bool) -> int:
-    if height > 1 and width * size > pitch:
-        raise CudaError(INVALID_VALUE, f"a 2D memset of rows of {width * size} bytes needs a "
-                                       f"pitch of at least that, not {pitch}")
-    backend = state.device._backend
-
-    def rows() -> None:
-        for row in range(height):
-            backend.fill(dst + row * pitch, width * size, value, size)
-
-    streams.enqueue(stream, rows, sync)
-    return SUCCESS
-
-
-def cuMemsetD2D8_v2(dst: int, pitch: int, value: int, width: int, height: int) -> int:
-    return _fill_2d(dst, pitch, value, width, height, 1, 0, True)
-
-
-def cuMemsetD2D16_v2(dst: int, pitch: int, value: int, width: int, height: int) -> int:
-    return _fill_2d(dst, pitch, value, width, height, 2, 0, True)
-
-
-def cuMemsetD2D32_v2(dst: int, pitch: int, value: int, width: int, height: int) -> int:
-    return _fill_2d(dst, pitch, value, width, height, 4, 0, True)
-
-
-def cuMemsetD2D8Async(dst: int, pitch: int, value: int, width: int, height: int,
-                      stream: int) -> int:
-    return _fill_2d(dst, pitch, value, width, height, 1, stream, False)
-
-
-def cuMemsetD2D16Async(dst: int, pitch: int, value: int, width: int, height: int,
-                       stream: int) -> int:
-    return _fill_2d(dst, pitch, value, width, height, 2, stream, False)
-
-
-def cuMemsetD2D32Async(dst: int, pitch: int, value: int, width: int, height: int,
-                       stream: int) -> int:
-    return _fill_2d(dst, pitch, value, width, height, 4, stream, False)
-
-
 # -- stream-ordered allocation, peers, hints ------------------------------------------------
 
 def cuMemAllocAsync(dptr: int, nbytes: int, stream: int) -> int:
     streams.ordered(stream)   # the memory exists at once, which also satisfies stream order
-    return _allocate(dptr, nbytes)
+    return allocate(dptr, nbytes)
 
 
 def cuMemFreeAsync(dptr: int, stream: int) -> int:
@@ -359,12 +238,19 @@ def cuDeviceCanAccessPeer(can: int, dev: int, peer: int) -> int:
 _MEMORYTYPE_DEVICE = 2
 
 
-def cuPointerGetAttribute(data: int, attribute: int, ptr: int) -> int:
+def _pointer_values(ptr: int) -> dict[int, tuple[type, object]]:
+    """CUpointer_attribute -> (C type, value) for `ptr`; NULLs and zeros (CUDA's defaults)
+    for memory ptxport did not allocate."""
     buffer = state.allocation_at(ptr)
     if buffer is None:
-        raise CudaError(INVALID_VALUE, f"{ptr:#x} is not memory ptxport allocated")
-    values = {
-        1: (ctypes.c_void_p, None),                       # CONTEXT (the primary one)
+        return {1: (ctypes.c_void_p, None), 2: (ctypes.c_uint, 0), 3: (ctypes.c_uint64, 0),
+                4: (ctypes.c_void_p, None), 6: (ctypes.c_int, 0), 8: (ctypes.c_int, 0),
+                9: (ctypes.c_int, -2), 11: (ctypes.c_uint64, 0), 12: (ctypes.c_size_t, 0),
+                13: (ctypes.c_int, 0)}
+    from ptxport.compat.driver import context_handle
+
+    return {
+        1: (ctypes.c_void_p, context_handle()),           # CONTEXT (the primary one)
         2: (ctypes.c_uint, _MEMORYTYPE_DEVICE),           # MEMORY_TYPE
         3: (ctypes.c_uint64, ptr),                        # DEVICE_POINTER
         4: (ctypes.c_void_p, ptr if state.device.properties.integrated else None),
@@ -374,14 +260,40 @@ def cuPointerGetAttribute(data: int, attribute: int, ptr: int) -> int:
         11: (ctypes.c_uint64, buffer.handle),             # RANGE_START_ADDR
         12: (ctypes.c_size_t, buffer.size),               # RANGE_SIZE
         13: (ctypes.c_int, 1),                            # MAPPED
+        14: (ctypes.c_ulonglong, 0),                      # ALLOWED_HANDLE_TYPES
+        15: (ctypes.c_int, 0),                            # IS_GPU_DIRECT_RDMA_CAPABLE
+        16: (ctypes.c_int, 3),                            # ACCESS_FLAGS: read and write
+        17: (ctypes.c_void_p, None),                      # MEMPOOL_HANDLE
+        18: (ctypes.c_size_t, buffer.size),               # MAPPING_SIZE
+        19: (ctypes.c_void_p, buffer.handle),             # MAPPING_BASE_ADDR
+        20: (ctypes.c_ulonglong, buffer.handle),          # MEMORY_BLOCK_ID
+        21: (ctypes.c_int, 0),                            # IS_HW_DECOMPRESS_CAPABLE
+        22: (ctypes.c_int, 0),                            # LOCALITY_DOMAIN_ORDINAL
     }
-    if attribute not in values:
-        raise CudaError(INVALID_VALUE, f"cuPointerGetAttribute: attribute {attribute} is "
-                                       "not supported yet")
-    ctype, value = values[attribute]
-    if attribute == 1:
-        from ptxport.compat.driver import context_handle
 
-        value = context_handle()
+
+def cuPointerGetAttribute(data: int, attribute: int, ptr: int) -> int:
+    if state.allocation_at(ptr) is None:
+        raise CudaError(INVALID_VALUE)   # what CUDA answers; cudart asks this of host memory
+    values = _pointer_values(ptr)
+    if attribute not in values:
+        raise CudaError(INVALID_VALUE, f"pointer attribute {attribute} is not supported yet")
+    ctype, value = values[attribute]
     put(ctype, data, value)
+    return SUCCESS
+
+
+def cuPointerGetAttributes(count: int, attributes: int, data: int, ptr: int) -> int:
+    """Several attributes at once; unlike cuPointerGetAttribute, memory CUDA does not know
+    is no error: its attributes are NULL or 0 (CUDA's documented behaviour)."""
+    if count and not (attributes and data):
+        raise CudaError(INVALID_VALUE, "NULL attribute or data array")
+    values = _pointer_values(ptr)
+    kinds = (ctypes.c_int * count).from_address(attributes) if count else ()
+    slots = (ctypes.c_void_p * count).from_address(data) if count else ()
+    for kind, slot in zip(kinds, slots, strict=True):
+        if kind not in values:
+            raise CudaError(INVALID_VALUE, f"pointer attribute {kind} is not supported yet")
+        ctype, value = values[kind]
+        put(ctype, slot or 0, value)
     return SUCCESS

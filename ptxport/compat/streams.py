@@ -145,7 +145,7 @@ _StreamCallback = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c
 
 def cuLaunchHostFunc(handle: int, fn: int, user_data: int) -> int:
     if not fn:
-        raise CudaError(1, "cuLaunchHostFunc: the function is NULL")
+        raise CudaError(1, "the function is NULL")
     call = _HostFn(fn)
     ordered(handle)._submit(lambda: call(user_data))
     return SUCCESS
@@ -153,7 +153,7 @@ def cuLaunchHostFunc(handle: int, fn: int, user_data: int) -> int:
 
 def cuStreamAddCallback(handle: int, callback: int, user_data: int, flags: int) -> int:
     if not callback or flags:
-        raise CudaError(1, "cuStreamAddCallback takes a function and flags 0")
+        raise CudaError(1, "takes a function and flags 0")
     call = _StreamCallback(callback)
     stream = ordered(handle)
     # CUDA calls it with the stream's status: 0, or the error of earlier work

@@ -121,3 +121,13 @@ def test_templates_and_two_translation_units(build, ptxport_run):
     result = ptxport_run(binary)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ["10 2 104 cudaSuccess"], result.stderr
+
+
+def test_3d_copies_and_pointer_attributes(build, ptxport_run):
+    result = ptxport_run(build("copies_3d"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "malloc3d: cudaSuccess", "memset3d: cudaSuccess", "up: cudaSuccess",
+        "down: cudaSuccess", "copied 32 wrong 0", "device pointer: cudaSuccess type 2",
+        "host pointer: cudaSuccess type 0"], result.stderr
+    assert result.stderr == ""
