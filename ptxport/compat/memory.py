@@ -109,8 +109,9 @@ def _kind(dst: int, src: int) -> str:
         on_device, "htoh")
 
 
-def move_bytes(dst: int, src: int, nbytes: int, kind: str) -> None:
-    """Copy bytes: host to host is the host's memmove; the rest is the backend's."""
+def move_bytes(dst: int, src: int, nbytes: int, kind: str, keep: object = None) -> None:
+    """Copy bytes: host to host is the host's memmove; the rest is the backend's. `keep`:
+    what must live until the copy ran (a staging buffer)."""
     if kind == "htoh":
         ctypes.memmove(dst, src, nbytes)
     else:
@@ -118,8 +119,20 @@ def move_bytes(dst: int, src: int, nbytes: int, kind: str) -> None:
 
 
 def _copy(dst: int, src: int, nbytes: int, kind: str, stream: int, sync: bool) -> int:
+    """Copy in stream order. An asynchronous copy from pageable host memory (not allocated
+    through CUDA) is staged at the call, so the program may reuse its buffer at once; one to
+    pageable memory, or between two host buffers, completes before the call returns: what
+    CUDA documents for pageable memory ("API synchronization behavior")."""
     if nbytes and not (dst and src):
         raise CudaError(INVALID_VALUE, "a copy's source or destination is NULL")
+    if not sync and kind in ("htod", "htoh") and state.allocation_at(src) is None:
+        staged = ctypes.create_string_buffer(ctypes.string_at(src, nbytes), nbytes)
+        source = ctypes.addressof(staged)
+        streams.enqueue(stream, lambda: move_bytes(dst, source, nbytes, kind, staged),
+                        kind == "htoh")
+        return SUCCESS
+    if kind == "dtoh" and state.allocation_at(dst) is None:
+        sync = True
     streams.enqueue(stream, lambda: move_bytes(dst, src, nbytes, kind), sync)
     return SUCCESS
 

@@ -131,3 +131,9 @@ def test_3d_copies_and_pointer_attributes(build, ptxport_run):
         "down: cudaSuccess", "copied 32 wrong 0", "device pointer: cudaSuccess type 2",
         "host pointer: cudaSuccess type 0"], result.stderr
     assert result.stderr == ""
+
+
+def test_async_copies_with_pageable_memory(build, ptxport_run):
+    result = ptxport_run(build("pageable_async"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["read at once: 1", "after sync: 1"], result.stderr
