@@ -137,3 +137,10 @@ def test_async_copies_with_pageable_memory(build, ptxport_run):
     result = ptxport_run(build("pageable_async"))
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ["read at once: 1", "after sync: 1"], result.stderr
+
+
+def test_managed_memory_and_host_threads(build, ptxport_run):
+    result = ptxport_run(build("threads_managed"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "managed: cudaSuccess", "managed wrong: 0", "threads: 256 512 768 1024"], result.stderr
