@@ -1,8 +1,9 @@
 """`ptxport run` and `ptxport env`: run an unmodified CUDA program on a ptxport device.
 
 `run` builds the shim if need be (build.py), puts its directory first on LD_LIBRARY_PATH so
-that the program's `dlopen("libcuda.so.1")` finds ptxport's, and replaces itself with the
-program: exit status, stdout and stderr are the program's. `env` prints the same
+that the program's `dlopen("libcuda.so.1")` finds ptxport's (and the nvidia-cuda-runtime
+wheel's libcudart last, for programs built with `-cudart shared`), and replaces itself with
+the program: exit status, stdout and stderr are the program's. `env` prints the same
 environment as shell assignments, to run a program without the wrapper.
 """
 
@@ -12,6 +13,7 @@ import argparse
 import os
 import shlex
 import sys
+from pathlib import Path
 
 from ptxport.errors import PtxportError
 
@@ -50,6 +52,9 @@ def environment(device: str | None, trace: str | None) -> dict[str, str]:
 
     directory = str(shim_directory())
     path = [directory] + [p for p in os.environ.get("LD_LIBRARY_PATH", "").split(":") if p]
+    runtime = wheel_cudart_directory()
+    if runtime and runtime not in path:
+        path.append(runtime)   # last: a libcudart the user chose comes first
     env = {
         "LD_LIBRARY_PATH": ":".join(path),
         "PTXPORT_PYTHONPATH": os.pathsep.join(p for p in sys.path if p and os.path.exists(p)),
@@ -60,6 +65,23 @@ def environment(device: str | None, trace: str | None) -> dict[str, str]:
     if trace:
         env["PTXPORT_TRACE"] = os.path.abspath(trace)
     return env
+
+
+def wheel_cudart_directory() -> str | None:
+    """The directory of the nvidia-cuda-runtime wheel's libcudart.so (the newest release
+    present), or None. Programs built with `nvcc -cudart shared` load it, and NVIDIA's cudart
+    runs over ptxport's libcuda as the static one does."""
+    try:
+        import nvidia
+    except ImportError:
+        return None
+    found = []
+    for root in map(Path, nvidia.__path__):
+        for library in (*root.glob("cu[0-9]*/lib/libcudart.so.*"),
+                        *root.glob("cuda_runtime/lib/libcudart.so.*")):
+            release = library.parent.parent.name[2:]
+            found.append((int(release) if release.isdigit() else 12, str(library.parent)))
+    return max(found)[1] if found else None
 
 
 def run_command(args) -> int:

@@ -42,6 +42,19 @@ def _version(nvcc: Path) -> str:
     return subprocess.run([str(nvcc), "--version"], capture_output=True, text=True).stdout
 
 
+def _link_flags(folder: Path) -> list[str]:
+    """-L for a libcudart.so naming the runtime wheel's (which ships only libcudart.so.13),
+    for `-cudart shared` builds."""
+    from ptxport.compat.cli import wheel_cudart_directory
+
+    runtime = wheel_cudart_directory()
+    if runtime is None:
+        return []
+    library = max(Path(runtime).glob("libcudart.so.*"))
+    (folder / "libcudart.so").symlink_to(library)
+    return [f"-L{folder}"]
+
+
 @pytest.fixture(scope="session")
 def build(nvcc, tmp_path_factory):
     """build(name, *flags, units=(name,)) -> the program made of tests/compat/programs/
@@ -56,9 +69,11 @@ def build(nvcc, tmp_path_factory):
         binary = cache_path("compat-programs", key, f".{name}")
         if not binary.exists():
             binary.parent.mkdir(parents=True, exist_ok=True)
-            work = tmp_path_factory.mktemp("nvcc") / name
+            folder = tmp_path_factory.mktemp("nvcc")
+            work = folder / name
             env = {**os.environ, "PATH": f"{nvcc.parent}:{os.environ.get('PATH', '')}"}
-            result = subprocess.run([str(nvcc), *flags, *map(str, sources), "-o", str(work)],
+            result = subprocess.run([str(nvcc), *flags, *_link_flags(folder),
+                                     *map(str, sources), "-o", str(work)],
                                     capture_output=True, text=True, env=env)
             assert result.returncode == 0, f"nvcc failed on {name}:\n{result.stderr}"
             os.replace(work, binary)

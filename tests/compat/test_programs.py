@@ -144,3 +144,11 @@ def test_managed_memory_and_host_threads(build, ptxport_run):
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
         "managed: cudaSuccess", "managed wrong: 0", "threads: 256 512 768 1024"], result.stderr
+
+
+def test_program_with_shared_cudart(build, ptxport_run):
+    binary = build("vector_add_shared", "-cudart", "shared", units=("vector_add",))
+    result = ptxport_run(binary)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "launch: no error", "sync: no error", "c[0]=3 c[4999]=-2496.5 wrong=0"], result.stderr
