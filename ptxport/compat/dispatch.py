@@ -14,7 +14,16 @@ import os
 import sys
 from collections.abc import Callable
 
-from ptxport.compat import driver, execution, hidden, memory, pitched, signatures, streams
+from ptxport.compat import (
+    driver,
+    execution,
+    graphs,
+    hidden,
+    memory,
+    pitched,
+    signatures,
+    streams,
+)
 from ptxport.compat import library as library_module
 from ptxport.compat.state import (
     ASSERT,
@@ -46,7 +55,7 @@ from ptxport.errors import (
 
 __all__ = ["start"]
 
-_MODULES = (driver, memory, pitched, streams, execution, hidden)
+_MODULES = (driver, memory, pitched, streams, graphs, execution, hidden)
 
 # ptxport's errors as CUresults; the first match counts (subclasses before their bases).
 _CODES: tuple[tuple[type, int], ...] = (

@@ -27,7 +27,8 @@ _C_TYPES = {
     "CUdeviceptr": "unsigned long long",
     # Handles: opaque pointers.
     "CUcontext": "void *", "CUmodule": "void *", "CUfunction": "void *", "CUstream": "void *",
-    "CUevent": "void *", "CUlibrary": "void *", "CUkernel": "void *",
+    "CUevent": "void *", "CUlibrary": "void *", "CUkernel": "void *", "CUgraph": "void *",
+    "CUgraphExec": "void *",
     # Enums: int-sized.
     "CUdevice_attribute": "int", "CUfunction_attribute": "int", "CUpointer_attribute": "int",
     "CUlimit": "int", "CUfunc_cache": "int", "CUsharedconfig": "int", "CUjit_option": "int",
@@ -226,6 +227,15 @@ CUresult cuCtxGetId(CUcontext ctx, unsigned long long *ctxId)
 CUresult cuProfilerStart(void)
 CUresult cuProfilerStop(void)
 CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus)
+CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode)
+CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
+CUresult cuStreamGetCaptureInfo_v3(CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out, CUgraph *graph_out, const CUgraphNode **dependencies_out, const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out)
+CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
+CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags)
+CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
+CUresult cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream)
+CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
+CUresult cuGraphDestroy(CUgraph hGraph)
 CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
 CUresult cuEventDestroy_v2(CUevent hEvent)
 CUresult cuEventRecord(CUevent hEvent, CUstream hStream)

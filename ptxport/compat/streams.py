@@ -33,14 +33,45 @@ _blocking: dict[int, Stream] = {}   # handle -> created blocking stream
 _flags: dict[int, int] = {}
 
 
+class Capture:
+    """A stream being captured into a graph (graphs.py): work queued on it is kept as nodes,
+    each a function that queues the same work on the stream a launch of the graph gives."""
+
+    def __init__(self, stream: Stream):
+        self.stream, self.device = stream, stream.device
+        self.nodes: list[Callable[[Stream], None]] = []
+
+    def _submit(self, work: Callable[[], None], skippable: bool = True) -> None:
+        self.nodes.append(lambda stream: stream._submit(work, skippable))
+
+    def record(self, event: Event) -> Event:
+        self.nodes.append(lambda stream: stream.record(event))
+        return event
+
+    def wait(self, event) -> None:
+        raise CudaError(CAPTURE_UNSUPPORTED, "waiting for an event or another stream while "
+                                             "capturing a graph is not supported yet")
+
+    def sync(self) -> None:
+        raise CudaError(CAPTURE_UNSUPPORTED, "a stream cannot be synchronised while it is "
+                                             "captured into a graph")
+
+
+CAPTURE_UNSUPPORTED = 900      # CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
+captures: dict[int, Capture] = {}   # stream handle -> its capture in progress
+
+
 def _busy(stream: Stream) -> bool:
     """Whether `stream` has queued work not yet run, or a failure not yet reported."""
     worker = stream._worker
     return worker._pending > 0 or worker.error is not None
 
 
-def ordered(handle: int) -> Stream:
+def ordered(handle: int) -> Stream | Capture:
     """The stream of `handle`, made to wait as CUDA's default-stream rules say."""
+    capture = captures.get(handle)
+    if capture is not None:
+        return capture
     stream = state.stream(handle)
     default = state.device.default_stream
     if handle in DEFAULT_STREAMS:
@@ -55,6 +86,11 @@ def ordered(handle: int) -> Stream:
 def enqueue(handle: int, work: Callable[[], None], sync: bool) -> None:
     """Run `work` in the order of stream `handle`; with `sync`, wait until it ran."""
     stream = ordered(handle)
+    if isinstance(stream, Capture):
+        if sync:
+            stream.sync()   # raises: CUDA refuses synchronous work on a capturing stream
+        stream._submit(work)
+        return
     if sync and not _busy(stream):
         work()
         return
@@ -168,10 +204,6 @@ def _status(stream: Stream) -> int:
     return 0 if error is None else code_of(error)
 
 
-def cuStreamIsCapturing(handle: int, status: int) -> int:
-    state.stream(handle)
-    put(ctypes.c_int, status, 0)   # CU_STREAM_CAPTURE_STATUS_NONE: ptxport has no graphs yet
-    return SUCCESS
 
 
 # -- events ---------------------------------------------------------------------------------

@@ -152,3 +152,12 @@ def test_program_with_shared_cudart(build, ptxport_run):
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
         "launch: no error", "sync: no error", "c[0]=3 c[4999]=-2496.5 wrong=0"], result.stderr
+
+
+def test_graph_made_by_stream_capture(build, ptxport_run):
+    result = ptxport_run(build("graph_capture"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "begin: cudaSuccess", "capturing: 1", "end: cudaSuccess",
+        "nothing ran during capture: 0", "instantiate: cudaSuccess",
+        "after 3 launches: cudaSuccess 33 33"], result.stderr
