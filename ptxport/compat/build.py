@@ -19,10 +19,11 @@ import tempfile
 from pathlib import Path
 
 from ptxport.cache import cache_path
+from ptxport.compat.driver_names import NAMES
 from ptxport.compat.signatures import ENTRY_POINTS, Signature
 from ptxport.errors import BackendUnavailableError, CompileError
 
-__all__ = ["entry_points_source", "shim_directory"]
+__all__ = ["entry_points_source", "shim_directory", "unsupported_names"]
 
 _SOURCE = Path(__file__).parent / "native" / "shim.c"
 LIBRARY_NAMES = ("libcuda.so.1", "libcuda.so")
@@ -52,14 +53,30 @@ def _entry_point(index: int, sig: Signature) -> str:
     return f"EXPORT {c_ret} {sig.name}({params}) {{\n    {array}\n    {body}\n}}\n"
 
 
+def unsupported_names() -> tuple[str, ...]:
+    """The driver API names the shim exports as stubs (driver_names.NAMES less those ptxport
+    implements), in the order of the stubs' numbers after the anonymous pool."""
+    implemented = {sig.name for sig in ENTRY_POINTS}
+    return tuple(name for name in NAMES if name not in implemented)
+
+
+def _named_stubs() -> str:
+    """An exported stub per unsupported name: stub number STUB_COUNT + i names itself."""
+    return "".join(f"EXPORT int {name}(void) {{ return ptxport_unsupported("
+                   f"PTXPORT_STUB_COUNT + {i}); }}\n"
+                   for i, name in enumerate(unsupported_names()))
+
+
 def entry_points_source() -> str:
-    """The C source of every entry point of signatures.ENTRY_POINTS, in order."""
+    """The C source of every entry point of signatures.ENTRY_POINTS, in order, and of the
+    stubs of the driver API names ptxport does not implement."""
     helpers = (
         "static inline uint64_t ptxport_float_bits(float f) {\n"
         "    uint32_t b; memcpy(&b, &f, sizeof b); return b;\n}\n"
         "static inline uint64_t ptxport_double_bits(double d) {\n"
         "    uint64_t b; memcpy(&b, &d, sizeof b); return b;\n}\n")
-    return helpers + "\n".join(_entry_point(i, sig) for i, sig in enumerate(ENTRY_POINTS))
+    return (helpers + "\n".join(_entry_point(i, sig) for i, sig in enumerate(ENTRY_POINTS))
+            + _named_stubs())
 
 
 def _libpython() -> tuple[str, str]:

@@ -151,8 +151,7 @@ def start(library_path: str) -> tuple[list[Callable[..., int]], Callable[[int], 
     def unsupported(k: int) -> int:
         lib.report_unsupported(k)
         if trace:
-            trace.write(f"{lib.stub_names[min(k, len(lib.stub_names) - 1)]}(...) -> "
-                        f"{NOT_SUPPORTED}\n")
+            trace.write(f"{lib.stub_name(k)}(...) -> {NOT_SUPPORTED}\n")
         return NOT_SUPPORTED
 
     return handlers, unsupported

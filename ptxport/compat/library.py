@@ -36,7 +36,11 @@ class Library:
         return address
 
     def stub_for(self, name: str) -> int:
-        """A function that returns CUDA_ERROR_NOT_SUPPORTED and names `name` once."""
+        """A function that returns CUDA_ERROR_NOT_SUPPORTED and names `name` once: the
+        shim's exported stub of that name, else one of the anonymous pool."""
+        exported = self.address_of(name)
+        if exported is not None:
+            return exported
         k = self._stub_of.get(name)
         if k is None:
             k = len(self.stub_names)
@@ -47,10 +51,20 @@ class Library:
             self._stub_of[name] = k
         return self._lib.ptxport_stub_address(k)
 
-    def report_unsupported(self, k: int) -> None:
+    def stub_name(self, k: int) -> str:
+        """The name stub `k` stands for: a name given out by stub_for, or one of the
+        exported stubs of build.unsupported_names()."""
+        if k >= self._stub_count:
+            from ptxport.compat.build import unsupported_names
+
+            return unsupported_names()[k - self._stub_count]
         name = self.stub_names[k] if k < len(self.stub_names) else "an entry point"
         if k == self._stub_count - 1:
             name = f"{name} (or one of the later unsupported names)"
+        return name
+
+    def report_unsupported(self, k: int) -> None:
+        name = self.stub_name(k)
         if name not in self._reported:
             self._reported.add(name)
             print(f"ptxport: {name} is not supported yet; it returns "
