@@ -290,6 +290,37 @@ def cuDevicePrimaryCtxSetFlags_v2(dev: int, flags: int) -> int:
     return SUCCESS
 
 
+def cuCtxCreate_v2(pctx: int, flags: int, dev: int) -> int:
+    """A context of its own handle on the one device (sharing its memory and streams: ptxport
+    has one address space per device), pushed as the thread's current context."""
+    _check_device(dev)
+    context = Context()
+    context.flags = flags
+    handle = state.handle(context)
+    cuCtxPushCurrent_v2(handle)
+    put(ctypes.c_void_p, pctx, handle)
+    return SUCCESS
+
+
+def cuCtxCreate_v4(pctx: int, params: int, flags: int, dev: int) -> int:
+    if params:
+        raise CudaError(NOT_SUPPORTED, "context creation parameters (execution affinity, CIG) "
+                                       "are not supported yet: pass NULL")
+    return cuCtxCreate_v2(pctx, flags, dev)
+
+
+def cuCtxDestroy_v2(ctx: int) -> int:
+    if ctx == context_handle():
+        raise CudaError(INVALID_CONTEXT, "the primary context cannot be destroyed: use "
+                                         "cuDevicePrimaryCtxRelease")
+    state.release(ctx, Context, "CUcontext")
+    state.device.sync()
+    if getattr(state.current, "context", None) == ctx:
+        stack = state.current.__dict__.get("stack") or [None]
+        state.current.context = stack.pop()
+    return SUCCESS
+
+
 def cuCtxGetCurrent(pctx: int) -> int:
     put(ctypes.c_void_p, pctx, getattr(state.current, "context", None))
     return SUCCESS

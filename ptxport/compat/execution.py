@@ -94,6 +94,22 @@ def cuModuleLoadFatBinary(module: int, image: int) -> int:
     return cuModuleLoadData(module, image)
 
 
+def cuModuleLoadDataEx(module: int, image: int, count: int, options: int,
+                       values: int) -> int:
+    return cuModuleLoadData(module, image)   # JIT options tune NVIDIA's compiler: not ours
+
+
+def cuModuleLoad(module: int, fname: int) -> int:
+    path = read_string(fname)
+    try:
+        with open(path, "rb") as f:
+            image = ctypes.create_string_buffer(f.read())   # NUL-terminated for PTX text
+    except OSError as e:
+        raise CudaError(301, f"cannot read module file {path}: {e.strerror}") from None
+    put(ctypes.c_void_p, module, load_module(ctypes.addressof(image), path))
+    return SUCCESS
+
+
 def cuModuleUnload(handle: int) -> int:
     module = state.release(handle, Module, "CUmodule")
     for function in module.functions.values():

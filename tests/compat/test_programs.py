@@ -161,3 +161,13 @@ def test_graph_made_by_stream_capture(build, ptxport_run):
         "begin: cudaSuccess", "capturing: 1", "end: cudaSuccess",
         "nothing ran during capture: 0", "instantiate: cudaSuccess",
         "after 3 launches: cudaSuccess 33 33"], result.stderr
+
+
+def test_driver_api_through_dlopen(build, ptxport_run):
+    result = ptxport_run(build("driver_api"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "init 0 device 0 context 0", "module 0 function 0",
+        "bad module: CUDA_ERROR_INVALID_PTX", "launch 0 sync 0", "values: 3 6 9 12 15",
+        "destroy 0"], result.stderr
+    assert "cuModuleLoadData:3:1: error: expected a directive" in result.stderr
