@@ -171,3 +171,10 @@ def test_driver_api_through_dlopen(build, ptxport_run):
         "bad module: CUDA_ERROR_INVALID_PTX", "launch 0 sync 0", "values: 3 6 9 12 15",
         "destroy 0"], result.stderr
     assert "cuModuleLoadData:3:1: error: expected a directive" in result.stderr
+
+
+def test_dynamic_shared_memory_and_cooperative_groups(build, ptxport_run):
+    result = ptxport_run(build("shared_memory"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "opt in: cudaSuccess", "sync: cudaSuccess sums 1140 1148 wrong 0"], result.stderr
