@@ -343,7 +343,13 @@ def cuLaunchKernel(f: int, gx: int, gy: int, gz: int, bx: int, by: int, bz: int,
     function = state.lookup(f, Function, "CUfunction")
     params = _parameters(function, kernel_params, extra)
     config = LaunchConfig(grid=(gx, gy, gz), block=(bx, by, bz), shmem_size=shared)
-    launch_packed(streams.ordered(stream), config, function.kernel, params)
+    target = streams.ordered(stream)
+    if streams.LAUNCH_BLOCKING and streams.idle(target):
+        launch_packed(streams.Inline(target), config, function.kernel, params)
+        return SUCCESS
+    launch_packed(target, config, function.kernel, params)
+    if streams.LAUNCH_BLOCKING and not isinstance(target, streams.Capture):
+        target.sync()
     return SUCCESS
 
 

@@ -8,12 +8,14 @@ default stream is the same stream for now (ptxport's runtime has one default str
 device).
 
 A synchronous call on an idle stream runs its work on the caller's thread: nothing is queued
-before it, so the order is the same, and a 4-byte cudaMemcpy costs no thread switch.
+before it, so the order is the same, and a 4-byte cudaMemcpy costs no thread switch. With
+CUDA_LAUNCH_BLOCKING=1 (CUDA's switch), launches are synchronous too, and run the same way.
 """
 
 from __future__ import annotations
 
 import ctypes
+import os
 from collections.abc import Callable
 
 from ptxport.compat.state import (
@@ -81,6 +83,25 @@ def ordered(handle: int) -> Stream | Capture:
     elif handle in _blocking and _busy(default):
         stream.wait(default)
     return stream
+
+
+# CUDA's own switch (documented for debugging): every launch completes before it returns.
+LAUNCH_BLOCKING = os.environ.get("CUDA_LAUNCH_BLOCKING") == "1"
+
+
+class Inline:
+    """An idle stream's stand-in that runs work at once on the caller's thread (blocking
+    launches: there is nothing queued to wait for, and no thread to hand over to)."""
+
+    def __init__(self, stream: Stream):
+        self.device = stream.device
+
+    def _submit(self, work: Callable[[], None], skippable: bool = True) -> None:
+        work()
+
+
+def idle(stream: Stream | Capture) -> bool:
+    return not isinstance(stream, Capture) and not _busy(stream)
 
 
 def enqueue(handle: int, work: Callable[[], None], sync: bool) -> None:

@@ -84,13 +84,15 @@ def build(nvcc, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def ptxport_run():
-    """ptxport_run(binary, *args, device="cpu", trace=None) -> the finished process."""
+    """ptxport_run(binary, *args, device="cpu", trace=None, env=None) -> the finished
+    process; `env`: variables added to the program's environment."""
 
-    def run(binary: Path, *args: str, device: str = "cpu", trace: Path | None = None):
+    def run(binary: Path, *args: str, device: str = "cpu", trace: Path | None = None,
+            env: dict[str, str] | None = None):
         command = [sys.executable, "-m", "ptxport.cli", "run", "--device", device]
         if trace is not None:
             command += ["--trace", str(trace)]
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        env = {**os.environ, **(env or {}), "PYTHONPATH": os.pathsep.join(
             [str(REPOSITORY), *filter(None, [os.environ.get("PYTHONPATH")])])}
         return subprocess.run([*command, "--", str(binary), *args], capture_output=True,
                               text=True, timeout=300, env=env)

@@ -178,3 +178,12 @@ def test_dynamic_shared_memory_and_cooperative_groups(build, ptxport_run):
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
         "opt in: cudaSuccess", "sync: cudaSuccess sums 1140 1148 wrong 0"], result.stderr
+
+
+def test_blocking_launches(build, ptxport_run):
+    """CUDA_LAUNCH_BLOCKING=1 (CUDA's switch): each launch has run when it returns."""
+    result = ptxport_run(build("blocking_launch"), env={"CUDA_LAUNCH_BLOCKING": "1"})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["flag at return: 1", "flag after sync: 1"]
+    result = ptxport_run(build("streams_events"), env={"CUDA_LAUNCH_BLOCKING": "1"})
+    assert result.stdout.splitlines()[-1] == "wrong: 0", result.stderr
