@@ -127,7 +127,23 @@ def _traced(name: str, call: Callable[..., int], trace) -> Callable[..., int]:
     return traced
 
 
+def _per_thread(handler: Callable[..., int]) -> Callable[..., int]:
+    """The handler of a _ptds/_ptsz variant: stream 0 is the calling thread's own default
+    stream while it runs (state.State.stream)."""
+
+    def call(*args: int) -> int:
+        state.current.per_thread = True
+        try:
+            return handler(*args)
+        finally:
+            state.current.per_thread = False
+
+    return call
+
+
 def _handler(name: str) -> Callable[..., int]:
+    if name.endswith(signatures.PER_THREAD_SUFFIXES):
+        return _per_thread(_handler(name.rsplit("_", 1)[0]))
     for module in _MODULES:
         handler = getattr(module, name, None)
         if handler is not None:

@@ -81,16 +81,22 @@ def _exported_symbols() -> dict[str, str]:
 
 
 _SYMBOLS = _exported_symbols()
+_PER_THREAD = 0x2   # CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
 
 
 def cuGetProcAddress_v2(symbol: int, pfn: int, cuda_version: int, flags: int,
                         status: int) -> int:
-    """Every name gets a function: ptxport's, or a stub that reports itself when called
-    (so that cudart, which asks for ~480 names at start, starts). The per-thread-default-
-    stream variants (flags) get the same functions: ptxport's default stream is one."""
+    """Every name gets a function: ptxport's (its per-thread-default-stream variant when
+    `flags` asks for it), or a stub that reports itself when called (so that cudart, which
+    asks for ~480 names at start, starts)."""
     name = read_string(symbol)
     lib = library_module.library
-    address = lib.address_of(_SYMBOLS[name]) if name in _SYMBOLS else None
+    address = None
+    if name in _SYMBOLS and flags & _PER_THREAD:
+        for suffix in signatures.PER_THREAD_SUFFIXES:
+            address = address or lib.address_of(_SYMBOLS[name] + suffix)
+    if address is None and name in _SYMBOLS:
+        address = lib.address_of(_SYMBOLS[name])
     if address is None:
         address = lib.stub_for(name)
     put(ctypes.c_void_p, pfn, address)

@@ -13,9 +13,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ptxport.compat.driver_names import NAMES
 from ptxport.errors import PtxportError
 
-__all__ = ["ENTRY_POINTS", "Param", "Signature", "c_type", "parse"]
+__all__ = ["ENTRY_POINTS", "PER_THREAD_SUFFIXES", "Param", "Signature", "c_type", "parse"]
 
 # CUDA's scalar types, as C types the shim compiles; everything with a `*` is a pointer.
 _C_TYPES = {
@@ -279,5 +280,23 @@ unsigned int ptxport_context_check_fn3(void)
 CUresult ptxport_device_extended_13(unsigned char *result, CUdevice dev)
 """
 
-ENTRY_POINTS: tuple[Signature, ...] = tuple(
+_BASE: tuple[Signature, ...] = tuple(
     parse(line) for line in (_DRIVER + _HIDDEN).splitlines() if line.strip())
+
+
+def _per_thread_variants(base: tuple[Signature, ...]) -> tuple[Signature, ...]:
+    """The per-thread-default-stream variants (NAME_ptds, NAME_ptsz: cuda.h's names for
+    programs built with --default-stream per-thread) of the implemented entry points: same
+    prototype; their handlers read stream 0 as the calling thread's default stream."""
+    by_name = {sig.name: sig for sig in base}
+    variants = []
+    for name in NAMES:
+        stem, _, suffix = name.rpartition("_")
+        if suffix in ("ptds", "ptsz") and stem in by_name and \
+                not stem.startswith("cuGetProcAddress"):
+            variants.append(Signature(by_name[stem].ret, name, by_name[stem].params))
+    return tuple(variants)
+
+
+ENTRY_POINTS: tuple[Signature, ...] = _BASE + _per_thread_variants(_BASE)
+PER_THREAD_SUFFIXES = ("_ptds", "_ptsz")

@@ -37,6 +37,7 @@ UNKNOWN = 999
 
 # The default stream's special handles: 0, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD.
 DEFAULT_STREAMS = (0, 1, 2)
+PER_THREAD = 2
 
 
 class CudaError(PtxportError):
@@ -57,6 +58,7 @@ class State:
         self._starts: list[int] = []                # sorted starts, for address lookups
         self.current = threading.local()
         self.sticky = 0                             # the error a kernel fault left, or 0
+        self.per_thread_streams: list[Stream] = []  # each thread's default stream
         self.initialized = False
 
     @property
@@ -83,9 +85,21 @@ class State:
         return obj
 
     def stream(self, handle: int) -> Stream:
+        """The stream of `handle`: 0 is the legacy default stream, or in a per-thread call
+        (a _ptsz entry point) the calling thread's default stream, which CU_STREAM_PER_THREAD
+        names too."""
+        if handle == PER_THREAD or handle == 0 and getattr(self.current, "per_thread", False):
+            return self.per_thread_stream()
         if handle in DEFAULT_STREAMS:
             return self.device.default_stream
         return self.lookup(handle, Stream, "CUstream")
+
+    def per_thread_stream(self) -> Stream:
+        stream = getattr(self.current, "stream", None)
+        if stream is None:
+            stream = self.current.stream = self.device.create_stream()
+            self.per_thread_streams.append(stream)
+        return stream
 
     # -- allocations ------------------------------------------------------------------------
 

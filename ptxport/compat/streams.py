@@ -76,12 +76,12 @@ def ordered(handle: int) -> Stream | Capture:
         return capture
     stream = state.stream(handle)
     default = state.device.default_stream
-    if handle in DEFAULT_STREAMS:
-        for other in _blocking.values():
+    if stream is default:
+        for other in (*_blocking.values(), *state.per_thread_streams):
             if _busy(other):
                 stream.wait(other)
-    elif handle in _blocking and _busy(default):
-        stream.wait(default)
+    elif (handle in _blocking or handle in DEFAULT_STREAMS) and _busy(default):
+        stream.wait(default)   # a blocking stream, or a thread's own default stream
     return stream
 
 

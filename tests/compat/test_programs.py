@@ -187,3 +187,12 @@ def test_blocking_launches(build, ptxport_run):
     assert result.stdout.splitlines() == ["flag at return: 1", "flag after sync: 1"]
     result = ptxport_run(build("streams_events"), env={"CUDA_LAUNCH_BLOCKING": "1"})
     assert result.stdout.splitlines()[-1] == "wrong: 0", result.stderr
+
+
+def test_per_thread_default_streams(build, ptxport_run, tmp_path):
+    trace = tmp_path / "trace.txt"
+    result = ptxport_run(build("per_thread_stream", "--default-stream", "per-thread"),
+                         trace=trace)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["sums: 64 128", "own streams: 1"], result.stderr
+    assert "cuLaunchKernel_ptsz(" in trace.read_text()

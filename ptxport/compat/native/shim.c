@@ -174,12 +174,27 @@ static int64_t call_handler(PyObject *handler, int nargs, const uint64_t *args,
     return value;
 }
 
+/* Take the GIL for a call. The first call of each thread gives it a Python thread state
+ * that lives as long as the thread: PyGILState_Release would otherwise delete the state a
+ * call made, and with it the thread's threading.local values (its current context, its
+ * per-thread default stream). */
+static __thread int thread_has_state;
+
+static PyGILState_STATE enter_python(void) {
+    if (!thread_has_state) {
+        PyGILState_Ensure();
+        PyEval_SaveThread();
+        thread_has_state = 1;
+    }
+    return PyGILState_Ensure();
+}
+
 static int64_t ptxport_call(int index, int nargs, const uint64_t *args, unsigned signed_mask,
                             unsigned float_mask, unsigned double_mask) {
     pthread_once(&started, start);
     if (!ready)
         return CUDA_ERROR_NOT_INITIALIZED;
-    PyGILState_STATE gil = PyGILState_Ensure();
+    PyGILState_STATE gil = enter_python();
     int64_t value = call_handler(handlers[index], nargs, args, signed_mask, float_mask,
                                  double_mask);
     PyGILState_Release(gil);
@@ -192,7 +207,7 @@ static int ptxport_unsupported(int k) {
     pthread_once(&started, start);
     if (!ready)
         return CUDA_ERROR_NOT_INITIALIZED;
-    PyGILState_STATE gil = PyGILState_Ensure();
+    PyGILState_STATE gil = enter_python();
     uint64_t arg = (uint64_t)k;
     int value = (int)call_handler(unsupported_handler, 1, &arg, 0, 0, 0);
     PyGILState_Release(gil);
