@@ -13,7 +13,7 @@ int main() {
     int *flag;
     cudaMallocHost(&flag, sizeof(int));
     *flag = 0;
-    slow_then_flag<<<64, 256>>>(flag, 200000);
+    slow_then_flag<<<64, 256>>>(flag, 50000);
     printf("flag at return: %d\n", *(volatile int *)flag);
     cudaDeviceSynchronize();
     printf("flag after sync: %d\n", *flag);
