@@ -146,6 +146,11 @@ _ERROR_NAMES = {
     3: ("CUDA_ERROR_NOT_INITIALIZED", "initialization error"),
     101: ("CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"),
     201: ("CUDA_ERROR_INVALID_CONTEXT", "invalid device context"),
+    209: ("CUDA_ERROR_NO_BINARY_FOR_GPU", "no kernel image is available for execution on "
+                                          "the device"),
+    301: ("CUDA_ERROR_FILE_NOT_FOUND", "file not found"),
+    401: ("CUDA_ERROR_ILLEGAL_STATE", "the operation cannot be performed in the present "
+                                      "state"),
     218: ("CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed"),
     400: ("CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"),
     500: ("CUDA_ERROR_NOT_FOUND", "named symbol not found"),
@@ -155,6 +160,8 @@ _ERROR_NAMES = {
     710: ("CUDA_ERROR_ASSERT", "device-side assert triggered"),
     719: ("CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"),
     801: ("CUDA_ERROR_NOT_SUPPORTED", "operation not supported"),
+    900: ("CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", "operation not permitted when stream is "
+                                                   "capturing"),
     999: ("CUDA_ERROR_UNKNOWN", "unknown error"),
 }
 _error_strings: dict[tuple[int, int], ctypes.Array] = {}  # kept alive: callers keep pointers

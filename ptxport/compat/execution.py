@@ -28,6 +28,8 @@ from ptxport.compat.state import (
 from ptxport.runtime import Kernel, LaunchConfig, ObjectCode, Program, ProgramOptions
 from ptxport.runtime.launch import launch_packed
 
+NO_BINARY_FOR_GPU = 209   # CUDA_ERROR_NO_BINARY_FOR_GPU
+
 
 @dataclass
 class Module:
@@ -78,9 +80,10 @@ def _function(module: Module, name: str) -> int:
             params = tuple((p.offset, p.size) for p in kernel.arguments_info)
             handle = module.functions[name] = state.handle(Function(kernel, module, params))
             return handle
-    why = "; ".join(module.missing)
-    raise CudaError(NOT_FOUND, f"no kernel named {name!r} in the module"
-                               + (f" ({why})" if why else ""))
+    if module.missing:   # CUDA's answer when the binary has no code for the device
+        raise CudaError(NO_BINARY_FOR_GPU, f"no kernel named {name!r} in the module's PTX "
+                                           f"({'; '.join(module.missing)})")
+    raise CudaError(NOT_FOUND, f"no kernel named {name!r} in the module")
 
 
 # -- modules and libraries ----------------------------------------------------------------

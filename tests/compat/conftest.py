@@ -63,7 +63,8 @@ def build(nvcc, tmp_path_factory):
 
     def build_program(name: str, *flags: str, units: tuple[str, ...] = ()) -> Path:
         sources = [PROGRAMS / f"{unit}.cu" for unit in units or (name,)]
-        flags = ("-arch=sm_80", *flags)
+        if not any(flag.startswith("-gencode") for flag in flags):
+            flags = ("-arch=sm_80", *flags)
         key = hashlib.sha256("\0".join(
             [*(s.read_text() for s in sources), *flags, version]).encode()).hexdigest()[:24]
         binary = cache_path("compat-programs", key, f".{name}")

@@ -196,3 +196,13 @@ def test_per_thread_default_streams(build, ptxport_run, tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ["sums: 64 128", "own streams: 1"], result.stderr
     assert "cuLaunchKernel_ptsz(" in trace.read_text()
+
+
+def test_program_without_ptx_is_told_how_to_rebuild(build, ptxport_run):
+    binary = build("vector_add_sass", "-gencode", "arch=compute_80,code=sm_80",
+                   units=("vector_add",))
+    result = ptxport_run(binary)
+    assert result.stdout.splitlines()[0] == "launch: no kernel image is available for " \
+        "execution on the device", result.stderr
+    assert "machine code only (sm_80) and no PTX" in result.stderr
+    assert "rebuild it with nvcc -arch=sm_XX" in result.stderr
