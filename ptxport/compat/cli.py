@@ -50,6 +50,8 @@ def environment(device: str | None, trace: str | None) -> dict[str, str]:
     the trace)."""
     from ptxport.compat.build import shim_directory
 
+    if device:
+        _check_device(device)
     directory = str(shim_directory())
     path = [directory] + [p for p in os.environ.get("LD_LIBRARY_PATH", "").split(":") if p]
     runtime = wheel_cudart_directory()
@@ -65,6 +67,17 @@ def environment(device: str | None, trace: str | None) -> dict[str, str]:
     if trace:
         env["PTXPORT_TRACE"] = os.path.abspath(trace)
     return env
+
+
+def _check_device(device: str) -> None:
+    """Refuse a device name whose backend cannot run here, before the program starts."""
+    from ptxport.errors import BackendUnavailableError
+    from ptxport.runtime import backends
+
+    name = device.partition(":")[0].strip().lower()
+    ok, why = backends.availability(name)
+    if not ok:
+        raise BackendUnavailableError(f"--device {device}: {why}")
 
 
 def wheel_cudart_directory() -> str | None:

@@ -58,7 +58,6 @@ def cuInit(flags: int) -> int:
     if flags != 0:
         raise CudaError(INVALID_VALUE, f"flags must be 0, not {flags}")
     _ = state.device  # choose the device now, so that a bad --device fails here
-    state.initialized = True
     return SUCCESS
 
 

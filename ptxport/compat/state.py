@@ -59,7 +59,6 @@ class State:
         self.current = threading.local()
         self.sticky = 0                             # the error a kernel fault left, or 0
         self.per_thread_streams: list[Stream] = []  # each thread's default stream
-        self.initialized = False
 
     @property
     def device(self) -> Device:

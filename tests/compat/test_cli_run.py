@@ -37,3 +37,9 @@ def test_run_without_a_program_or_with_a_missing_one():
     assert result.returncode == 2 and "name a program to run" in result.stderr
     result = _ptxport("run", "--", "/nonexistent/app")
     assert result.returncode == 127 and "cannot run /nonexistent/app" in result.stderr
+
+
+def test_run_refuses_a_device_that_cannot_run_here():
+    result = _ptxport("run", "--device", "nonsense", "--", "true")
+    assert result.returncode == 2
+    assert "--device nonsense: there is no backend named 'nonsense'" in result.stderr
