@@ -56,6 +56,7 @@ class State:
         self.objects: dict[int, object] = {}
         self.allocations: dict[int, Buffer] = {}    # start address -> buffer
         self._starts: list[int] = []                # sorted starts, for address lookups
+        self._lock = threading.Lock()
         self.current = threading.local()
         self.sticky = 0                             # the error a kernel fault left, or 0
         self.per_thread_streams: list[Stream] = []  # each thread's default stream
@@ -102,27 +103,35 @@ class State:
 
     # -- allocations ------------------------------------------------------------------------
 
+    # Host threads call CUDA at once, and Python may switch threads between two statements:
+    # the table and its sorted index change together under a lock.
+
     def add_allocation(self, buffer: Buffer) -> int:
         address = buffer.handle
-        self.allocations[address] = buffer
-        bisect.insort(self._starts, address)
+        with self._lock:
+            self.allocations[address] = buffer
+            bisect.insort(self._starts, address)
         return address
 
     def remove_allocation(self, address: int) -> Buffer:
-        buffer = self.allocations.pop(address, None)
+        with self._lock:
+            buffer = self.allocations.pop(address, None)
+            if buffer is not None:
+                del self._starts[bisect.bisect_left(self._starts, address)]
         if buffer is None:
             raise CudaError(INVALID_VALUE, f"{address:#x} is not the start of an allocation "
                                            "(it was freed already, or never allocated)")
-        del self._starts[bisect.bisect_left(self._starts, address)]
         return buffer
 
     def allocation_at(self, address: int) -> Buffer | None:
         """The allocation holding `address`, if any."""
-        i = bisect.bisect_right(self._starts, address) - 1
-        if i < 0:
-            return None
-        buffer = self.allocations[self._starts[i]]
-        return buffer if address < self._starts[i] + max(buffer.size, 1) else None
+        with self._lock:
+            i = bisect.bisect_right(self._starts, address) - 1
+            if i < 0:
+                return None
+            start = self._starts[i]
+            buffer = self.allocations[start]
+        return buffer if address < start + max(buffer.size, 1) else None
 
 
 state = State()
