@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable
 
 from ptxport.compat import (
+    dark_api,
     driver,
     execution,
     graphs,
@@ -115,13 +116,20 @@ def _shown(param: signatures.Param, value: int) -> str:
     return f"{param.name}={value:#x}" if param.is_pointer else f"{param.name}={value}"
 
 
+def _slot_names() -> dict[str, str]:
+    """ptxport's name of each export-table function -> 'TABLE[slot]', as the trace shows it."""
+    return {symbol: f"{table}[{index}]" for table, _, slots in dark_api.TABLES.values()
+            for index, symbol in slots.items() if symbol.startswith("ptxport_")}
+
+
 def _traced(name: str, call: Callable[..., int], trace) -> Callable[..., int]:
     params = next(s.params for s in signatures.ENTRY_POINTS if s.name == name)
+    label = _slot_names().get(name, name)
 
     def traced(*args: int) -> int:
         result = call(*args)
         shown = ", ".join(_shown(p, a) for p, a in zip(params, args, strict=False))
-        trace.write(f"{name}({shown}) -> {result}\n")
+        trace.write(f"{label}({shown}) -> {result}\n")
         return result
 
     return traced

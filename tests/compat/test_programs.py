@@ -48,6 +48,8 @@ def test_trace_lists_every_call(build, ptxport_run, tmp_path):
     calls = trace.read_text().splitlines()
     assert any(line.startswith("cuLaunchKernel(f=") and line.endswith("-> 0") for line in calls)
     assert any(line.startswith("cuMemAlloc_v2(dptr=") for line in calls)
+    assert any(line.startswith("cuGetProcAddress_v2(symbol='cuMemAlloc'") for line in calls)
+    assert any(line.startswith("INTEGRITY_CHECK[1](version=") for line in calls)
 
 
 def test_kernel_fault_is_sticky_and_explained(build, ptxport_run):
