@@ -148,6 +148,10 @@ _ERROR_NAMES = {
     209: ("CUDA_ERROR_NO_BINARY_FOR_GPU", "no kernel image is available for execution on "
                                           "the device"),
     301: ("CUDA_ERROR_FILE_NOT_FOUND", "file not found"),
+    712: ("CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED", "part or all of the requested memory "
+                                                       "range is already mapped"),
+    713: ("CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED", "pointer does not correspond to a "
+                                                  "registered memory region"),
     401: ("CUDA_ERROR_ILLEGAL_STATE", "the operation cannot be performed in the present "
                                       "state"),
     218: ("CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed"),

@@ -234,6 +234,37 @@ def cuMemAdvise_v2(ptr: int, count: int, advice: int, location: int) -> int:
     return SUCCESS   # a hint; ptxport's managed memory does not migrate
 
 
+class _Registered:
+    """Host memory registered with cuMemHostRegister, kept in the allocation table (for
+    address lookups) like a Buffer: its start, its size, and close() to unregister it."""
+
+    def __init__(self, allocation):
+        self._allocation = allocation
+        self.handle, self.size = allocation.address, allocation.size
+
+    def close(self) -> None:
+        state.device._backend.free(self._allocation)
+
+
+def cuMemHostRegister_v2(p: int, nbytes: int, flags: int) -> int:
+    if not p or not nbytes:
+        raise CudaError(INVALID_VALUE, "cannot register a NULL pointer or 0 bytes")
+    if state.allocation_at(p) is not None or state.allocation_at(p + nbytes - 1) is not None:
+        raise CudaError(712, f"{p:#x} overlaps memory registered or allocated already")
+    backend = state.device._backend
+    state.add_allocation(_Registered(backend.register_host(state.device.device_id, p, nbytes)))
+    return SUCCESS
+
+
+def cuMemHostUnregister(p: int) -> int:
+    if not isinstance(state.allocations.get(p), _Registered):
+        raise CudaError(713, f"{p:#x} is not the start of memory registered with "
+                             "cuMemHostRegister")
+    streams.legacy_sync()   # kernels queued before may still use it
+    state.remove_allocation(p).close()
+    return SUCCESS
+
+
 def cuMemHostGetFlags(flags: int, p: int) -> int:
     if state.allocation_at(p) is None:
         raise CudaError(INVALID_VALUE, f"{p:#x} is not memory from cuMemHostAlloc")

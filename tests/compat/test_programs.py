@@ -208,3 +208,12 @@ def test_program_without_ptx_is_told_how_to_rebuild(build, ptxport_run):
         "execution on the device", result.stderr
     assert "machine code only (sm_80) and no PTX" in result.stderr
     assert "rebuild it with nvcc -arch=sm_XX" in result.stderr
+
+
+def test_registered_host_memory(build, ptxport_run):
+    result = ptxport_run(build("host_register"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "register: cudaSuccess", "again: cudaErrorHostMemoryAlreadyRegistered",
+        "device pointer: cudaSuccess 1", "kernel: cudaSuccess 9 3969",
+        "unregister: cudaSuccess", "unregister again: cudaErrorHostMemoryNotRegistered"]
