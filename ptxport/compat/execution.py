@@ -11,6 +11,7 @@ CUDA lets either stand for the other in launches. Kernel parameter sizes come fr
 from __future__ import annotations
 
 import ctypes
+import os
 from dataclasses import dataclass, field
 from math import prod
 
@@ -49,8 +50,17 @@ class Function:
     params: tuple[tuple[int, int], ...]
 
 
+def program_name() -> str:
+    """The running program's file name, to name the PTX of its fat binaries in messages."""
+    try:
+        return os.path.basename(os.readlink("/proc/self/exe"))
+    except OSError:
+        return "program"
+
+
 def load_module(image: int, name: str) -> int:
-    """Read the image at `image`, return the handle of a new Module."""
+    """Read the image at `image`, return the handle of a new Module; `name` names its PTX
+    in messages (NAME[i].ptx for the i-th fat binary of an image that holds several)."""
     if not image:
         raise CudaError(INVALID_VALUE, "the module image is NULL")
     content = fatbin.read_image(image)
@@ -65,8 +75,8 @@ def load_module(image: int, name: str) -> int:
             except Exception as e:  # a part without PTX: its kernels cannot be found
                 missing.append(str(e))
                 continue
-            codes.append(Program(ptx, "ptx", ProgramOptions(name=f"{name}[{index}]"))
-                         .compile())
+            label = f"{name}.ptx" if len(content) == 1 else f"{name}[{index}].ptx"
+            codes.append(Program(ptx, "ptx", ProgramOptions(name=label)).compile())
     return state.handle(Module(codes, missing))
 
 
@@ -160,7 +170,7 @@ def cuModuleGetGlobal_v2(dptr: int, nbytes: int, hmod: int, name: int) -> int:
 
 def cuLibraryLoadData(library: int, code: int, jit_options: int, jit_values: int,
                       n_jit: int, options: int, values: int, n_options: int) -> int:
-    put(ctypes.c_void_p, library, load_module(code, "cuLibraryLoadData"))
+    put(ctypes.c_void_p, library, load_module(code, program_name()))
     return SUCCESS
 
 

@@ -18,7 +18,7 @@ _libc.pthread_self.restype = ctypes.c_ulong
 
 
 def ptxport_cudart_get_module_from_cubin(module: int, wrapper: int) -> int:
-    put(ctypes.c_void_p, module, execution.load_module(wrapper, "program"))
+    put(ctypes.c_void_p, module, execution.load_module(wrapper, execution.program_name()))
     return SUCCESS
 
 
