@@ -29,8 +29,14 @@ _SOURCE = Path(__file__).parent / "native" / "shim.c"
 LIBRARY_NAMES = ("libcuda.so.1", "libcuda.so")
 
 
+_MAX_ARGS = 16   # PTXPORT_MAX_ARGS in shim.c
+
+
 def _entry_point(index: int, sig: Signature) -> str:
     """One exported C function passing its arguments to handler `index`."""
+    if len(sig.params) > _MAX_ARGS:
+        raise CompileError(f"ptxport.compat.signatures: {sig.name} has {len(sig.params)} "
+                           f"parameters; the shim passes at most {_MAX_ARGS}")
     params = ", ".join(f"{p.c_type} a{i}" for i, p in enumerate(sig.params)) or "void"
     args = []
     signed = floats = doubles = 0

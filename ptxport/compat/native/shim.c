@@ -3,10 +3,10 @@
  *
  * What is here: starting (or joining) the Python interpreter on the first call, calling the
  * Python handler of an entry point with its arguments as Python ints, and a pool of stubs
- * that cuGetProcAddress hands out for names ptxport does not implement. The typed entry
- * points themselves are generated from ptxport/compat/signatures.py into entry_points.h,
- * the exported functions; the build (compat/build.py) passes PTXPORT_ENTRY_COUNT,
- * PTXPORT_LIBPYTHON and PTXPORT_PYTHONHOME as macros.
+ * that cuGetProcAddress hands out for names ptxport does not know. The typed entry points
+ * (from ptxport/compat/signatures.py) and a named stub for every other driver API name
+ * (compat/driver_names.py) are generated into entry_points.h; the build (compat/build.py)
+ * passes PTXPORT_ENTRY_COUNT, PTXPORT_LIBPYTHON and PTXPORT_PYTHONHOME as macros.
  *
  * Nothing here may crash the host program: a handler that raises is reported on stderr and
  * the call returns CUDA_ERROR_UNKNOWN.
