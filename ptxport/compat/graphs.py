@@ -4,9 +4,11 @@ cudaGraphInstantiate and cudaGraphLaunch.
 While a stream is captured, what the program queues on it (copies, fills, launches, event
 records) is kept as the graph's nodes instead of run (streams.Capture); a launch of the
 instantiated graph queues them all, in capture order, on the stream it is given. The
-parameters of each node are those at capture time, as in CUDA. Not yet: graphs built node by
-node (cudaGraphCreate, cudaGraphAdd*Node), updates of instantiated graphs, and captures that
-span several streams (a captured stream waiting for an event).
+parameters of each node are those at capture time, as in CUDA. A stream that waits for an
+event recorded in a capture joins it (fork and join across streams); all nodes replay in
+capture order on one stream, which satisfies every dependency the capture recorded. Not yet:
+graphs built node by node (cudaGraphCreate, cudaGraphAdd*Node), updates of instantiated
+graphs.
 """
 
 from __future__ import annotations
@@ -60,6 +62,8 @@ def cuStreamEndCapture(handle: int, graph: int) -> int:
     capture = streams.captures.pop(handle, None)
     if capture is None:
         raise CudaError(401, "the stream is not being captured")
+    for other in [h for h, c in streams.captures.items() if c is capture]:
+        del streams.captures[other]   # streams that joined by waiting for its events
     put(ctypes.c_void_p, graph, _graph_of(capture))
     return SUCCESS
 

@@ -48,11 +48,15 @@ class Capture:
 
     def record(self, event: Event) -> Event:
         self.nodes.append(lambda stream: stream.record(event))
+        recorded_in[id(event)] = self
         return event
 
     def wait(self, event) -> None:
-        raise CudaError(CAPTURE_UNSUPPORTED, "waiting for an event or another stream while "
-                                             "capturing a graph is not supported yet")
+        # A join: the event's work is earlier in this capture, and a graph's nodes are
+        # replayed in capture order on one stream, so the dependency holds already.
+        if recorded_in.get(id(event)) is not self:
+            raise CudaError(CAPTURE_UNSUPPORTED, "a captured stream may wait only for events "
+                                                 "recorded in the same capture")
 
     def sync(self) -> None:
         raise CudaError(CAPTURE_UNSUPPORTED, "a stream cannot be synchronised while it is "
@@ -61,6 +65,7 @@ class Capture:
 
 CAPTURE_UNSUPPORTED = 900      # CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
 captures: dict[int, Capture] = {}   # stream handle -> its capture in progress
+recorded_in: dict[int, Capture] = {}   # id of an event recorded in a capture -> that capture
 
 
 def _busy(stream: Stream) -> bool:
@@ -162,7 +167,12 @@ def cuStreamQuery(handle: int) -> int:
 
 
 def cuStreamWaitEvent(handle: int, event: int, flags: int) -> int:
-    ordered(handle).wait(state.lookup(event, Event, "CUevent"))
+    waited = state.lookup(event, Event, "CUevent")
+    capture = recorded_in.get(id(waited))
+    if handle not in captures and capture in captures.values():
+        captures[handle] = capture   # a fork: the stream joins the capture, as in CUDA
+        return SUCCESS
+    ordered(handle).wait(waited)
     return SUCCESS
 
 

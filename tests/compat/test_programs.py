@@ -217,3 +217,10 @@ def test_registered_host_memory(build, ptxport_run):
         "register: cudaSuccess", "again: cudaErrorHostMemoryAlreadyRegistered",
         "device pointer: cudaSuccess 1", "kernel: cudaSuccess 9 3969",
         "unregister: cudaSuccess", "unregister again: cudaErrorHostMemoryNotRegistered"]
+
+
+def test_graph_capture_across_two_streams(build, ptxport_run):
+    result = ptxport_run(build("graph_fork_join"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "capture: cudaSuccess", "launches: cudaSuccess a 202 b 20"], result.stderr
