@@ -163,7 +163,15 @@ def cuStreamSynchronize(handle: int) -> int:
 
 
 def cuStreamQuery(handle: int) -> int:
-    return NOT_READY if _busy(state.stream(handle)) else SUCCESS
+    """CUDA_ERROR_NOT_READY while work is pending. The worker counts a piece of work done
+    just after it ran (an event recorded at the end completes a moment before): a query
+    waits up to a millisecond for that count, so that a stream whose last event completed
+    reads as done, as in CUDA."""
+    stream = state.stream(handle)
+    worker = stream._worker
+    with worker._state:
+        worker._state.wait_for(lambda: worker._pending == 0, timeout=0.001)
+    return NOT_READY if _busy(stream) else SUCCESS
 
 
 def cuStreamWaitEvent(handle: int, event: int, flags: int) -> int:
