@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from ptxport import __version__
+from ptxport.compat import cli as compat_cli
 from ptxport.errors import BackendUnavailableError, CompileError, InternalError, PtxportError
 
 __all__ = ["main"]
@@ -57,6 +58,7 @@ def _parser() -> argparse.ArgumentParser:
     compile_.add_argument("--arch", help="architecture NVRTC compiles .cu files for "
                                          "(default: the nvptx target's, else sm_90)")
     _add_cuda_options(compile_)
+    compat_cli.add_commands(commands)
     return parser
 
 
@@ -103,6 +105,10 @@ def _run(args) -> int:
         return _devices(args)
     if args.command == "compile":
         return _compile(args)
+    if args.command == "run":
+        return compat_cli.run_command(args)
+    if args.command == "env":
+        return compat_cli.env_command(args)
     return 2
 
 

@@ -34,7 +34,7 @@ from ptxport.runtime.memory import Buffer
 from ptxport.runtime.program import Kernel, ParamInfo
 from ptxport.runtime.stream import Stream
 
-__all__ = ["LaunchConfig", "launch", "check_config", "pack_arguments"]
+__all__ = ["LaunchConfig", "launch", "launch_packed", "check_config", "pack_arguments"]
 
 
 def _dims(value, what: str) -> tuple[int, int, int]:
@@ -137,6 +137,12 @@ def check_config(config: LaunchConfig, kernel: Kernel, device: Device) -> None:
     """Raise LaunchError if `device` (as CUDA would) refuses to launch `kernel` so, and
     UnsupportedFeatureError for a cluster or cooperative launch."""
     _check_unsupported(config, kernel, device)
+    if config.timeout is not None and not device._backend.stops_launches:
+        raise LaunchError(
+            f"cannot launch {kernel.name} on {device} with timeout={config.timeout:g}: "
+            f"{device} cannot stop a running kernel (its API has no way short of ending the "
+            "process); launch without timeout= and use stream.sync(timeout=...) to find out "
+            "that a kernel hangs")
     p: DeviceProperties = device.properties
     where = f"cannot launch {kernel.name} on {device} with block={config.block}"
     threads = prod(config.block)
@@ -272,15 +278,28 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args) -> None:
     if not isinstance(kernel, Kernel):
         raise InvalidValueError(f"launch(): kernel must be a Kernel (ObjectCode.get_kernel), "
                                 f"not {type(kernel).__name__}")
+    check_config(config, kernel, stream.device)
+    params, keep = pack_arguments(kernel, args, stream.device)
+    _queue(stream, config, kernel, params, keep)
+
+
+def launch_packed(stream: Stream, config: LaunchConfig, kernel: Kernel, params: bytes,
+                  keep: list[Allocation] | tuple = ()) -> None:
+    """Queue `kernel` on `stream` with an already packed parameter buffer (layout from
+    ptxport.ir.abi.param_layout, device addresses inside, as CUDA's cuLaunchKernel takes
+    it), after checking `config` against the device; `keep` is memory the kernel uses, kept
+    alive until it ran. For callers that hold raw arguments (ptxport.compat); others call
+    launch(), which checks every argument first.
+    """
+    check_config(config, kernel, stream.device)
+    if len(params) != kernel.param_buffer_size:
+        raise ArgumentError(f"kernel {kernel.name} takes {kernel.param_buffer_size} bytes of "
+                            f"parameters, not {len(params)}")
+    _queue(stream, config, kernel, params, keep)
+
+
+def _queue(stream: Stream, config: LaunchConfig, kernel: Kernel, params: bytes, keep) -> None:
     device = stream.device
-    check_config(config, kernel, device)
-    if config.timeout is not None and not device._backend.stops_launches:
-        raise LaunchError(
-            f"cannot launch {kernel.name} on {device} with timeout={config.timeout:g}: "
-            f"{device} cannot stop a running kernel (its API has no way short of ending the "
-            "process); launch without timeout= and use stream.sync(timeout=...) to find out "
-            "that a kernel hangs")
-    params, keep = pack_arguments(kernel, args, device)
     binary = kernel._binary(device)
     backend, ordinal = device._backend, device.device_id
     grid, block, shmem_size = config.grid, config.block, config.shmem_size

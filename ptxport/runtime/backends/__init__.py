@@ -139,6 +139,15 @@ class BackendBase(ABC):
     def fill(self, address: int, nbytes: int, value: int, width: int) -> None:
         """Set `nbytes` at `address` to `value`, repeated as `width`-byte (1, 2, 4) words."""
 
+    def register_host(self, ordinal: int, address: int, nbytes: int) -> Allocation:
+        """Let kernels use `nbytes` of host memory at `address` (CUDA's cudaHostRegister),
+        at the same address; free() the Allocation to end that. Raises
+        UnsupportedFeatureError where the device cannot address host memory."""
+        from ptxport.errors import UnsupportedFeatureError
+
+        raise UnsupportedFeatureError("registered host memory", self.name, None,
+                                      "the device cannot address host memory")
+
     def host_view(self, allocation: Allocation):
         """A zero-copy numpy uint8 array over the allocation, or None when the host cannot
         address device memory."""

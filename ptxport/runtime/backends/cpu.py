@@ -149,6 +149,12 @@ class Backend(BackendBase):
             self._registered[id(allocation)] = (allocation.address, allocation.size)
         return allocation
 
+    def register_host(self, ordinal: int, address: int, nbytes: int) -> Allocation:
+        # Host memory is the device's: registering it only admits it to the access checks.
+        with self._lock:
+            self._live[address] = nbytes
+        return Allocation(address, nbytes)
+
     def copy(self, dst: int, src: int, nbytes: int, kind: str) -> None:
         if nbytes:
             ctypes.memmove(dst, src, nbytes)
