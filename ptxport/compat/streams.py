@@ -43,8 +43,10 @@ class Capture:
         self.stream, self.device = stream, stream.device
         self.nodes: list[Callable[[Stream], None]] = []
 
-    def _submit(self, work: Callable[[], None], skippable: bool = True) -> None:
-        self.nodes.append(lambda stream: stream._submit(work, skippable))
+    def _submit(self, work: Callable[[], None], skippable: bool = True, **about) -> None:
+        """Stream._submit's interface (what ptxport.runtime queues on a stream): kept as a
+        node that queues the same work, described alike, on the stream a launch gives."""
+        self.nodes.append(lambda stream: stream._submit(work, skippable, **about))
 
     def record(self, event: Event) -> Event:
         self.nodes.append(lambda stream: stream.record(event))
@@ -101,7 +103,9 @@ class Inline:
     def __init__(self, stream: Stream):
         self.device = stream.device
 
-    def _submit(self, work: Callable[[], None], skippable: bool = True) -> None:
+    def _submit(self, work: Callable[[], None], skippable: bool = True, **about) -> None:
+        """Stream._submit's interface; `about` (what the work is, for a stream's error
+        messages) has no use when the work runs at once."""
         work()
 
 

@@ -309,8 +309,6 @@ def _queue(stream: Stream, config: LaunchConfig, kernel: Kernel, params: bytes, 
     compiled = backend.prepare(binary, block)
 
     def run(keep=keep) -> None:  # `keep`: the buffers' memory lives until the kernel ran
-        if compiled:
-            stream._worker.compiled.append(kernel.name)
         try:
             backend.launch(ordinal, binary, grid, block, shmem_size, params, **watchdog)
         except PtxportError:
@@ -321,4 +319,4 @@ def _queue(stream: Stream, config: LaunchConfig, kernel: Kernel, params: bytes, 
 
     limit = "" if config.timeout is None else f", stopped after {config.timeout:g} s"
     stream._submit(run, what=f"kernel {kernel.name} (grid {grid}, block {block}{limit})",
-                   kernel=kernel.name)
+                   kernel=kernel.name, compiled=bool(compiled))

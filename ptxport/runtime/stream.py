@@ -57,18 +57,21 @@ class _Worker:
         return self._error
 
     def submit(self, work: Callable[[], None], skippable: bool, what: str,
-               kernel: str | None = None, waits_for: _Worker | None = None) -> None:
+               kernel: str | None = None, waits_for: _Worker | None = None,
+               compiled: bool = False) -> None:
         with self._state:
             self._pending += 1
-        self._queue.put((work, skippable, (what, kernel, waits_for)))
+        self._queue.put((work, skippable, (what, kernel, waits_for), compiled))
 
     def stop(self) -> None:
         self._queue.put(None)
 
     def _run(self) -> None:
         while (item := self._queue.get()) is not None:
-            work, skippable, about = item
+            work, skippable, about, compiled = item
             failure = None
+            if compiled:   # a launch whose kernel was compiled for it
+                self.compiled.append(about[1])
             if skippable and self._error is not None:
                 with self._state:
                     self._skipped += 1
@@ -157,14 +160,15 @@ class Stream:
 
     def _submit(self, work: Callable[[], None], skippable: bool = True,
                 what: str = "an operation", kernel: str | None = None,
-                waits_for: _Worker | None = None) -> None:
+                waits_for: _Worker | None = None, compiled: bool = False) -> None:
         """Queue `work` (a callable that must keep alive whatever it uses). Copies, fills
         and launches are skippable after a failure; records and waits are not. `what`
         names the work for an error (`kernel`: the kernel it runs; `waits_for`: the worker
-        of the stream it waits for)."""
+        of the stream it waits for; `compiled`: the kernel was compiled for this launch, which
+        Events recorded around it say)."""
         if not self._close.alive:
             raise InvalidValueError(f"{self!r} is closed: create a new stream")
-        self._worker.submit(work, skippable, what, kernel, waits_for)
+        self._worker.submit(work, skippable, what, kernel, waits_for, compiled)
 
     def sync(self, timeout: float | None = None) -> None:
         """Wait until all work queued so far has run; raise the first failure among it (once:
