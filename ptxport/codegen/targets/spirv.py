@@ -47,7 +47,7 @@ from ptxport.codegen import ops  # noqa: F401  (registers the lowerings)
 from ptxport.codegen.lower import I8, I32, I64, FunctionLowering, const_int, value_type
 from ptxport.codegen.ops import atomic
 from ptxport.codegen.ops.data import state_space, vector_count
-from ptxport.codegen.targets import spirv_checks
+from ptxport.codegen.targets import spirv_assert, spirv_checks
 from ptxport.codegen.targets.gpu import (
     GpuLowering,
     GpuTarget,
@@ -92,8 +92,9 @@ class KernelLayout:
     """What the runtime needs to call a compiled kernel: the parameter buffer's size, the
     offsets of the 8-byte slots that get a buffer argument each, the static shared bytes
     (the dynamic part starts there), whether the kernel needs 32-wide sub-groups, and
-    whether its module calls printf (`prints`), passing it doubles (`prints_doubles`,
-    which needs a device with fp64)."""
+    whether its module calls printf (`prints`, also for assert), passing it doubles
+    (`prints_doubles`, which needs a device with fp64), and the module's asserts by number
+    (`assertions`, spirv_assert.py)."""
 
     name: str
     params_size: int
@@ -102,6 +103,7 @@ class KernelLayout:
     needs_warp: bool
     prints: bool = False
     prints_doubles: bool = False
+    assertions: tuple[spirv_assert.Assertion, ...] = ()
 
 
 # --- the function lowering --------------------------------------------------------------------
@@ -251,6 +253,8 @@ class SpirvTarget(GpuTarget):
         self.prints = self.prints_doubles = False      # printf (spirv_printf.py)
         self.printf_tracers: dict[int, object] = {}   # by id(function)
         self._strings: dict[bytes, ll.GlobalVariable] = {}
+        self.assertions: list[spirv_assert.Assertion] = []     # spirv_assert.py
+        self.asserting = spirv_assert.asserting_functions(module)
 
     def builtin(self, name: str, ret: ll.Type, args: list, convergent: bool = False):
         fn = self.llmod.globals.get(name)
@@ -358,10 +362,14 @@ class SpirvTarget(GpuTarget):
         _exit(fl, fl.inst)
 
     def trap(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
-        raise fl.unsupported(inst, "OpenCL has no way to abort a kernel (trap, assert)")
+        raise fl.unsupported(inst, "OpenCL has no way to abort a kernel (trap, __trap(); "
+                                   "CUDA's assert is lowered apart)")
 
     def call(self, fl, inst, callee: ir.Function, returns: list, args: list) -> None:
         if callee.is_declaration:
+            if callee.name == "__assertfail":
+                spirv_assert.lower_assertfail(self, fl, inst, list(args))
+                return
             if callee.name != "vprintf":
                 raise fl.unsupported(inst, f"a call of the external '{callee.name}'")
             from ptxport.codegen.targets import spirv_printf
@@ -369,6 +377,8 @@ class SpirvTarget(GpuTarget):
             spirv_printf.lower_vprintf(self, fl, inst, list(returns), list(args))
             return
         super().call(fl, inst, callee, returns, args)
+        if callee.name in self.asserting:   # the stop of a failed assert goes on up
+            spirv_assert.stop_if_asserted(fl)
 
     # --- printf (spirv_printf.py) --------------------------------------------------------------
 
@@ -529,7 +539,8 @@ def build_llvm(module: ir.Module, problems: list | None = None,
             lower_device_function(SpirvLowering(module, f, functions[f.name], target),
                                   problems)
     if target.prints:   # known once every function is lowered
-        layouts = {name: replace(layout, prints=True, prints_doubles=target.prints_doubles)
+        layouts = {name: replace(layout, prints=True, prints_doubles=target.prints_doubles,
+                                 assertions=tuple(target.assertions))
                    for name, layout in layouts.items()}
     return llmod, layouts
 
