@@ -22,7 +22,8 @@ shared memory), generic 4. Addresses keep PTX's meaning:
 - .local variables are private allocas, addressed generically.
 
 Every global, const, generic and shared access is checked (spirv_checks.py; a bad one is
-skipped and reported after the launch).
+skipped and reported after the launch). CUDA's assert (a call of `__assertfail`) prints
+CUDA's text, is recorded like a bad access and returns (spirv_assert.py).
 
 The kernel ABI (what KernelLayout describes to the backend): `(global i8 *params,
 local i8 *shared, uint shared_bytes, global i64 *checks, global i8 *base_0, ...,
