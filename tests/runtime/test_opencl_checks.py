@@ -241,7 +241,7 @@ def test_a_write_far_past_a_buffer_raises_and_the_device_stays_usable(scheme, pr
     message = str(caught.value)
     assert "kernel 'poke' wrote 4 bytes at address " in message
     line = PTX.splitlines().index("    st.global.u32 [%rd5], %r1;") + 1
-    assert f"outside every allocation (line {line}, block (0, 0, 0), thread " in message
+    assert f"outside every allocation, at line {line} in block (0, 0, 0), thread " in message
     assert "nothing was written there and the device is still usable" in message
     # the fault was this launch's: the next, correct one neither raises nor misses writes
     _run(stream, program, "poke", 1, 32, x, np.int32(0), np.uint32(3))
@@ -251,7 +251,7 @@ def test_a_write_far_past_a_buffer_raises_and_the_device_stays_usable(scheme, pr
 def test_the_first_byte_past_the_end_is_reported_with_its_thread(scheme, program, stream):
     x = _zeros(stream, 32)
     with pytest.raises(IllegalAddressError, match=r"wrote 4 bytes .* block \(0, 0, 0\), "
-                                                  r"thread 31\)"):
+                                                  r"thread 31;"):
         _run(stream, program, "poke", 1, 32, x, np.int32(4), np.uint32(2))
     # threads 0..30 wrote words 1..31; thread 31's word 32 is past the end: skipped
     assert list(_read(stream, x, 32)) == [0] + [2] * 31
@@ -278,7 +278,7 @@ def test_a_bad_vector_load_loads_zeros(scheme, program, stream):
 def test_the_bytes_just_before_a_buffer_are_outside_it(scheme, program, stream):
     x, out = _zeros(stream, 4), _zeros(stream, 4)
     x.copy_from(np.arange(1, 5, dtype=np.uint32), stream=stream)
-    with pytest.raises(IllegalAddressError, match=r"read 4 bytes .* thread 0\)"):
+    with pytest.raises(IllegalAddressError, match=r"read 4 bytes .* thread 0;"):
         _run(stream, program, "peek", 1, 4, x, np.int32(-4), out)
     assert list(_read(stream, out, 4)) == [0, 1, 2, 3]
 
@@ -346,3 +346,35 @@ def test_ptxport_devices_says_what_is_checked(capsys):
     assert f"opencl:0: bounds checks: {said}\n" in capsys.readouterr().out
     assert said.startswith("global, const, generic and shared accesses, against ")
     assert said.endswith("a bad access is skipped and raises IllegalAddressError")
+
+
+# poke_line(u32* x, s32 offset): x at `offset` bytes = 1, with line information (k.cu:7).
+PTX_WITH_LINES = """
+.version 8.0
+.target sm_80
+.address_size 64
+.file 1 "/home/user/k.cu"
+
+.visible .entry poke_line(.param .u64 x, .param .s32 offset)
+{
+    .reg .b32 %r<2>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [x];
+    ld.param.s32 %r1, [offset];
+    cvt.s64.s32 %rd2, %r1;
+    add.s64 %rd3, %rd1, %rd2;
+    .loc 1 7 5
+    st.global.u32 [%rd3], 1;
+    ret;
+}
+"""
+
+
+def test_a_fault_names_the_users_source_line_first(scheme, stream):
+    program = Program(PTX_WITH_LINES, code_type="ptx").compile("native")
+    x = _zeros(stream, 4)
+    line = PTX_WITH_LINES.splitlines().index("    st.global.u32 [%rd3], 1;") + 1
+    with pytest.raises(IllegalAddressError, match=rf"outside every allocation, at k\.cu:7 "
+                                                  rf"\(PTX line {line}\) in block \(0, 0, 0\), "
+                                                  r"thread 0; nothing was written"):
+        _run(stream, program, "poke_line", 1, 1, x, np.int32(1 << 24))

@@ -22,7 +22,8 @@ shared memory), generic 4. Addresses keep PTX's meaning:
 - .local variables are private allocas, addressed generically.
 
 Every global, const, generic and shared access is checked (spirv_checks.py; a bad one is
-skipped and reported after the launch).
+skipped and reported after the launch). CUDA's assert (a call of `__assertfail`) prints
+CUDA's text, is recorded like a bad access and returns (spirv_assert.py).
 
 The kernel ABI (what KernelLayout describes to the backend): `(global i8 *params,
 local i8 *shared, uint shared_bytes, global i64 *checks, global i8 *base_0, ...,
@@ -47,7 +48,7 @@ from ptxport.codegen import ops  # noqa: F401  (registers the lowerings)
 from ptxport.codegen.lower import I8, I32, I64, FunctionLowering, const_int, value_type
 from ptxport.codegen.ops import atomic
 from ptxport.codegen.ops.data import state_space, vector_count
-from ptxport.codegen.targets import spirv_checks
+from ptxport.codegen.targets import spirv_assert, spirv_checks
 from ptxport.codegen.targets.gpu import (
     GpuLowering,
     GpuTarget,
@@ -92,8 +93,9 @@ class KernelLayout:
     """What the runtime needs to call a compiled kernel: the parameter buffer's size, the
     offsets of the 8-byte slots that get a buffer argument each, the static shared bytes
     (the dynamic part starts there), whether the kernel needs 32-wide sub-groups, and
-    whether its module calls printf (`prints`), passing it doubles (`prints_doubles`,
-    which needs a device with fp64)."""
+    whether its module calls printf (`prints`, also for assert), passing it doubles
+    (`prints_doubles`, which needs a device with fp64), and the module's asserts by number
+    (`assertions`, spirv_assert.py)."""
 
     name: str
     params_size: int
@@ -102,6 +104,7 @@ class KernelLayout:
     needs_warp: bool
     prints: bool = False
     prints_doubles: bool = False
+    assertions: tuple[spirv_assert.Assertion, ...] = ()
 
 
 # --- the function lowering --------------------------------------------------------------------
@@ -251,6 +254,8 @@ class SpirvTarget(GpuTarget):
         self.prints = self.prints_doubles = False      # printf (spirv_printf.py)
         self.printf_tracers: dict[int, object] = {}   # by id(function)
         self._strings: dict[bytes, ll.GlobalVariable] = {}
+        self.assertions: list[spirv_assert.Assertion] = []     # spirv_assert.py
+        self.asserting = spirv_assert.asserting_functions(module)
 
     def builtin(self, name: str, ret: ll.Type, args: list, convergent: bool = False):
         fn = self.llmod.globals.get(name)
@@ -358,10 +363,14 @@ class SpirvTarget(GpuTarget):
         _exit(fl, fl.inst)
 
     def trap(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
-        raise fl.unsupported(inst, "OpenCL has no way to abort a kernel (trap, assert)")
+        raise fl.unsupported(inst, "OpenCL has no way to abort a kernel (trap, __trap(); "
+                                   "CUDA's assert is lowered apart)")
 
     def call(self, fl, inst, callee: ir.Function, returns: list, args: list) -> None:
         if callee.is_declaration:
+            if callee.name == "__assertfail":
+                spirv_assert.lower_assertfail(self, fl, inst, list(args))
+                return
             if callee.name != "vprintf":
                 raise fl.unsupported(inst, f"a call of the external '{callee.name}'")
             from ptxport.codegen.targets import spirv_printf
@@ -369,6 +378,8 @@ class SpirvTarget(GpuTarget):
             spirv_printf.lower_vprintf(self, fl, inst, list(returns), list(args))
             return
         super().call(fl, inst, callee, returns, args)
+        if callee.name in self.asserting:   # the stop of a failed assert goes on up
+            spirv_assert.stop_if_asserted(fl)
 
     # --- printf (spirv_printf.py) --------------------------------------------------------------
 
@@ -529,7 +540,8 @@ def build_llvm(module: ir.Module, problems: list | None = None,
             lower_device_function(SpirvLowering(module, f, functions[f.name], target),
                                   problems)
     if target.prints:   # known once every function is lowered
-        layouts = {name: replace(layout, prints=True, prints_doubles=target.prints_doubles)
+        layouts = {name: replace(layout, prints=True, prints_doubles=target.prints_doubles,
+                                 assertions=tuple(target.assertions))
                    for name, layout in layouts.items()}
     return llmod, layouts
 

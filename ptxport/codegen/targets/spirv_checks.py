@@ -19,8 +19,9 @@ An access is allowed when it lies inside one of:
 Shared-space addresses are offsets into the CTA's shared memory, checked against its size.
 .param and .local accesses are not checked (as on the CPU device).
 
-A bad access records its fault (the first one of the launch wins, by compare-and-swap) and
-is not performed: nothing is written, and the registers it would load get 0. The work-item
+A bad access records its fault (the first one of the launch wins, by compare-and-swap; a
+failed assert, spirv_assert.py, records one of its own kind in the same record) and is not
+performed: nothing is written, and the registers it would load get 0. The work-item
 goes on (OpenCL cannot end a launch, and the others may wait for it at a barrier); the
 backend raises after the launch. Device functions get the checks buffer and their caller's
 node as two hidden trailing parameters.
@@ -33,7 +34,8 @@ nowhere else is allowed (unchecked) rather than reported wrongly.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from llvmlite import ir as ll
 
@@ -42,16 +44,21 @@ from ptxport.codegen.ops.data import instruction_type, state_space, vector_count
 from ptxport.ir import nodes as ir
 from ptxport.ir.types import TYPES
 
-__all__ = ["CHECKS_HEADER", "CHECKS_TABLE", "checked", "fault_fields", "hidden_types",
-           "enter_device_function", "enter_kernel"]
+__all__ = ["CHECKS_ASSERTED", "CHECKS_HEADER", "CHECKS_TABLE", "Fault", "checked",
+           "hidden_types", "enter_device_function", "enter_kernel", "read_fault",
+           "record_assert"]
 
-# The checks buffer, in 8-byte words: the fault record, then the table (its length at
+# The checks buffer, in 8-byte words: the fault record, the word that says an assert failed
+# (set by every failed assert, not only the recorded one), then the table (its length at
 # CHECKS_TABLE, its pairs after it), then the parameter slots' ranges.
 CHECKS_INFO, CHECKS_ADDRESS, CHECKS_GROUP, CHECKS_LOCAL = 0, 1, 2, 5
-CHECKS_TABLE = 8
+CHECKS_ASSERTED = 8
+CHECKS_TABLE = 9
 CHECKS_HEADER = CHECKS_TABLE + 1
-# The record's info word: line << 18 | shared << 17 | size << 1 | write (never 0: size >= 1).
-_SIZE_BITS, _SHARED_BIT, _LINE_SHIFT = 16, 17, 18
+# The record's info word: line << 19 | assert << 18 | shared << 17 | size << 1 | write, never
+# 0 (an access has size >= 1, an assert its bit). An assert's address word holds the line
+# __assertfail was given << 32 | the assert's number (KernelLayout.assertions).
+_SIZE_BITS, _SHARED_BIT, _ASSERT_BIT, _LINE_SHIFT = 16, 17, 18, 19
 
 GLOBAL, GENERIC = 1, 4
 _GLOBAL_PTR = ll.PointerType(addrspace=GLOBAL)
@@ -59,10 +66,39 @@ _NODE_WINDOWS = 3      # where a node's windows start (after parent, count, allo
 _PRIVATE_PTR = ll.PointerType()
 
 
-def fault_fields(info: int) -> tuple[int, int, bool, bool]:
-    """(line, size, write, shared) of a fault record's info word."""
-    return (info >> _LINE_SHIFT, (info >> 1) & ((1 << _SIZE_BITS) - 1), bool(info & 1),
-            bool(info >> _SHARED_BIT & 1))
+@dataclass(frozen=True)
+class Fault:
+    """A launch's fault record: a bad access (`size` bytes at `address`, read or written,
+    in shared memory or not) or a failed assert (`assertion`, its number in the kernel's
+    layout, and `assert_line`, the line __assertfail was given); `line` is the PTX line,
+    `group` and `local` the work-item's ids."""
+
+    line: int
+    group: tuple[int, int, int]
+    local: tuple[int, int, int]
+    address: int = 0
+    size: int = 0
+    write: bool = False
+    shared: bool = False
+    assertion: int | None = None
+    assert_line: int = 0
+
+
+def read_fault(record: Sequence[int]) -> Fault | None:
+    """The fault of a launch's record (the checks buffer's first CHECKS_HEADER words), or
+    None where the launch had none."""
+    info, address = int(record[CHECKS_INFO]), int(record[CHECKS_ADDRESS])
+    if not info:
+        return None
+    group = tuple(int(v) for v in record[CHECKS_GROUP:CHECKS_GROUP + 3])
+    local = tuple(int(v) for v in record[CHECKS_LOCAL:CHECKS_LOCAL + 3])
+    if info >> _ASSERT_BIT & 1:
+        line = address >> 32
+        return Fault(info >> _LINE_SHIFT, group, local, assertion=address & 0xFFFFFFFF,
+                     assert_line=line - (1 << 32) if line >> 31 else line)
+    return Fault(info >> _LINE_SHIFT, group, local, address,
+                 (info >> 1) & ((1 << _SIZE_BITS) - 1), bool(info & 1),
+                 bool(info >> _SHARED_BIT & 1))
 
 
 def hidden_types() -> list[ll.Type]:
@@ -271,6 +307,21 @@ def _record(fl: FunctionLowering, inst: ir.Instruction, address: ll.Value, space
     info = (line << _LINE_SHIFT) | (int(space == "shared") << _SHARED_BIT) | \
         (min(size, (1 << _SIZE_BITS) - 1) << 1) | int(write)
     _store_fault(fl, fl.b, fl.checks, address, I64(info))
+
+
+def record_assert(fl: FunctionLowering, inst: ir.Instruction, number: int,
+                  assert_line: ll.Value) -> None:
+    """Record the failed assert `number` of the kernel (the call of __assertfail `inst`,
+    given `assert_line`, an i32) unless the launch has a fault recorded already, and say
+    that an assert failed (CHECKS_ASSERTED), whichever fault was recorded."""
+    b = fl.b
+    location = fl.module.location(inst.pos)
+    info = (location.line if location else 0) << _LINE_SHIFT | 1 << _ASSERT_BIT
+    address = b.or_(b.shl(b.zext(assert_line, I64), I64(32)), I64(number))
+    _store_fault(fl, b, fl.checks, address, I64(info))
+    # (an atomic store: llvmlite's store_atomic wants typed pointers)
+    b.atomic_rmw("xchg", b.gep(fl.checks, [I64(CHECKS_ASSERTED)], source_etype=I64), I64(1),
+                 "monotonic")
 
 
 def _zero_destinations(fl: FunctionLowering, inst: ir.Instruction) -> None:

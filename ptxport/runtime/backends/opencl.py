@@ -28,7 +28,11 @@ Work is done in stream order: every hook waits for what it enqueued.
 Kernels check their memory accesses (the SPIR-V target's spirv_checks.py): each launch gives
 the kernel a checks buffer with the table of the device's allocations ("svm"; none on
 "translated") and each pointer parameter's allocation, and reads its fault record back after
-the kernel: a bad access raises IllegalAddressError, in the CPU device's words.
+the kernel: a bad access raises IllegalAddressError, in the CPU device's words, naming the
+user's source line where the PTX has line information (the module's line table, kept with
+each kernel's binary). A failed device-side assert (spirv_assert.py) prints CUDA's text with
+OpenCL's printf while the kernel runs and is recorded in the same record: the launch raises
+KernelAssertError with that text.
 
 Kernels that call printf (OpenCL C's, which the SPIR-V target makes of CUDA's vprintf) write
 to the process's standard output, as the OpenCL runtime does it: Intel's CPU runtime writes
@@ -56,7 +60,7 @@ import tempfile
 import threading
 import warnings
 from bisect import bisect_right
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 
@@ -64,21 +68,21 @@ import numpy as np
 
 from ptxport.cache import cache_path, read_entry, write_entry
 from ptxport.codegen.targets.spirv_checks import (
-    CHECKS_ADDRESS,
-    CHECKS_GROUP,
     CHECKS_HEADER,
-    CHECKS_INFO,
-    CHECKS_LOCAL,
     CHECKS_TABLE,
-    fault_fields,
+    Fault,
+    read_fault,
 )
 from ptxport.errors import (
     CompileError,
     IllegalAddressError,
+    KernelAssertError,
+    KernelExecutionError,
     LaunchError,
     OutOfMemoryError,
     UnsupportedFeatureError,
 )
+from ptxport.ir.lines import LineTable, where
 from ptxport.ir.nodes import Module
 from ptxport.runtime.backends import Allocation, BackendBase, DeviceProperties
 
@@ -216,12 +220,14 @@ def skipped_devices() -> list[tuple[str, str]]:
 
 @dataclass
 class OpenclKernelBinary:
-    """A kernel's SPIR-V module and layout; cl.Programs are built per device on first use."""
+    """A kernel's SPIR-V module and layout, and its module's source lines (for run-time
+    errors); cl.Programs are built per device on first use."""
 
     name: str
     spirv: bytes
     layout: object
     programs: dict
+    lines: LineTable = field(default_factory=LineTable)
 
 
 @dataclass
@@ -432,7 +438,7 @@ class Backend(BackendBase):
         binaries = {}
         for name in kernels:  # one SPIR-V module each: a kernel LLVM fails on fails alone
             spirv, layouts = compile_module(module, [name], self._bounds_checks)
-            binaries[name] = OpenclKernelBinary(name, spirv, layouts[name], {})
+            binaries[name] = OpenclKernelBinary(name, spirv, layouts[name], {}, module.lines)
         return binaries
 
     def _kernel(self, ordinal: int, binary: OpenclKernelBinary):
@@ -499,8 +505,9 @@ class Backend(BackendBase):
         record = np.empty(CHECKS_HEADER, np.uint64)
         cl.enqueue_copy(queue, record, checks).wait()
         checks.release()
-        if record[CHECKS_INFO]:
-            raise IllegalAddressError(_fault_message(binary.name, record, block, shared))
+        fault = read_fault(record)
+        if fault is not None:
+            raise _fault_error(binary, fault, block, shared)
 
     def _checks_buffer(self, context, ordinal: int, layout, packed: bytearray, bases: list):
         """The launch's checks buffer (spirv_checks.py): an empty fault record, the table
@@ -572,19 +579,26 @@ class Backend(BackendBase):
         return found if found is not None and not found[0].svm else None
 
 
-def _fault_message(kernel: str, record: np.ndarray, block: tuple[int, int, int],
-                   shared: int) -> str:
-    """What the fault record of a launch says, in the CPU device's words."""
-    line, size, write, in_shared = fault_fields(int(record[CHECKS_INFO]))
-    address = int(record[CHECKS_ADDRESS])
-    group = tuple(int(v) for v in record[CHECKS_GROUP:CHECKS_GROUP + 3])
-    x, y, z = (int(v) for v in record[CHECKS_LOCAL:CHECKS_LOCAL + 3])
+def _fault_error(binary: OpenclKernelBinary, fault: Fault, block: tuple[int, int, int],
+                 shared: int) -> KernelExecutionError:
+    """The error a launch's fault record makes, in the CPU device's words: the place is
+    the user's file and line, then the PTX line (`k.cu:7 (PTX line 29)`), or the PTX line
+    alone without line information."""
+    place = where(binary.lines.source_line(fault.line), fault.line)
+    if fault.assertion is not None:
+        text = binary.layout.assertions[fault.assertion].text(fault.assert_line, fault.group,
+                                                              fault.local)
+        return KernelAssertError(f"kernel '{binary.name}' failed a device-side assert at "
+                                 f"{place}: {text}")
+    x, y, z = fault.local
     thread = x + block[0] * (y + block[1] * z)
-    where = (f"shared memory address {address:#x}, outside the block's {shared} bytes of "
-             "shared memory" if in_shared else f"address {address:#x}, outside every allocation")
-    return (f"kernel '{kernel}' {'wrote' if write else 'read'} {size} bytes at {where} "
-            f"(line {line}, block {group}, thread {thread}); nothing was "
-            f"{'written' if write else 'read'} there and the device is still usable")
+    what = (f"shared memory address {fault.address:#x}, outside the block's {shared} bytes "
+            "of shared memory" if fault.shared else
+            f"address {fault.address:#x}, outside every allocation")
+    return IllegalAddressError(
+        f"kernel '{binary.name}' {'wrote' if fault.write else 'read'} {fault.size} bytes at "
+        f"{what}, at {place} in block {fault.group}, thread {thread}; nothing was "
+        f"{'written' if fault.write else 'read'} there and the device is still usable")
 
 
 def _host_bytes(address: int, nbytes: int) -> np.ndarray:
