@@ -261,7 +261,10 @@ def _write_atomically(path: Path, text: str) -> None:
 
 def _program_log(nvrtc: ModuleType, program: object) -> str:
     _, size = nvrtc.nvrtcGetProgramLogSize(program)
-    log = b" " * size
+    # NVRTC writes into the buffer: a bytearray, never bytes (b" " * 1 is Python's shared
+    # one-byte b" ", which an empty log's terminating NUL turned into b"\0" for the whole
+    # process)
+    log = bytearray(size)
     nvrtc.nvrtcGetProgramLog(program, log)
     return log.rstrip(b"\0").decode(errors="replace")
 
@@ -308,7 +311,7 @@ def _run_nvrtc(source: str, name: str, flags: list[str],
                 f"{name}: NVRTC refused the source ({result.name}; flags: {' '.join(flags)})"
                 f"{_missing_header_hint(log)}", log)
         _, size = nvrtc.nvrtcGetPTXSize(program)
-        ptx = b" " * size
+        ptx = bytearray(size)
         (result,) = nvrtc.nvrtcGetPTX(program, ptx)
         if result != ok:
             raise CompileError(f"{name}: NVRTC compiled the source but gave no PTX ({result.name})")

@@ -269,3 +269,20 @@ def test_missing_library_raises_backend_unavailable(monkeypatch):
     monkeypatch.setattr(bindings, "nvrtcVersion", not_found)
     ok, why = nvrtc.available()
     assert not ok and "nvidia-cuda-nvrtc" in why and "pip install" in why
+
+
+def test_compiling_leaves_pythons_shared_bytes_alone():
+    # NVRTC writes its log and PTX into the buffers it is given: a one-byte log (an empty
+    # one, its NUL) written into `b" " * 1`, Python's shared b" ", made every b" " in the
+    # process b"\0" (printf padding and format strings then printed NULs). Run in a child, so
+    # that a failure does not corrupt this process too.
+    code = textwrap.dedent("""
+        from ptxport.frontends.nvrtc import NvrtcOptions, compile_to_ptx
+        compile_to_ptx('extern "C" __global__ void k(int* p) { *p = 1; }', "k.cu",
+                       NvrtcOptions(arch="sm_80"), cache=False)
+        print(bytes((32,))[0], b"a b"[1:2][0])
+        """)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["32", "32"]
