@@ -35,6 +35,7 @@ from ptxport.codegen.targets.cpu import (
     RUNNABLE,
     TRAPPED,
 )
+from ptxport.codegen.targets.cpu_runtime import undefined_symbols
 from ptxport.codegen.targets.cpu_stop import STOPPED
 from ptxport.errors import (
     IllegalAddressError,
@@ -106,37 +107,55 @@ class _Worker:
         self.own_ranges = [(a, a + n) for a, n in ((self.shared.ctypes.data, self.shared.size),
                                                    (self.frames.ctypes.data, self.frames.size))
                            if n > 0]
+        # The fields every launch sets, as ctypes views of the context (cheaper to set than
+        # packing bytes, which costs more than an empty kernel runs).
+        self._launch_fields = [
+            ctype.from_buffer(self.ctx, fields[name] + extra) for name, extra, ctype in (
+                ("stop", 0, ctypes.c_uint64), ("params", 0, ctypes.c_uint64),
+                ("nctaid", 0, ctypes.c_uint32), ("nctaid", 4, ctypes.c_uint32),
+                ("nctaid", 8, ctypes.c_uint32), ("nsmid", 0, ctypes.c_uint32),
+                ("fault_address", 0, ctypes.c_uint64), ("fault_info", 0, ctypes.c_uint64),
+                ("alloc_table", 0, ctypes.c_uint64), ("alloc_count", 0, ctypes.c_uint32),
+                ("checks", 0, ctypes.c_uint32))]
+        # what the allocation table was made from (the same objects: it is made again
+        # only when they change) and the table
+        self._table_of: tuple | None = None
+        self.table = np.zeros(0, dtype=np.uint64)
 
-    def prepare(self, params_address: int, grid, ranges, stop: np.ndarray) -> None:
-        """Set up a launch: its parameters, grid, the [start, end) ranges of the memory it
-        may touch besides this worker's own (None: unchecked) and its stop word. A worker
-        is kept for the next launch of the same binary and block shape on the same host
-        thread: allocating and filling its memory cost more than short kernels run, under
-        the GIL."""
-        fields = CTX.fields
+    def prepare(self, params: tuple[int, int], grid, allocations, global_ranges,
+                stop: np.ndarray, smids: int) -> None:
+        """Set up a launch: its parameters' (address, size), grid, the (address, size) of
+        the memory it may touch besides this worker's own (None: unchecked) and its stop
+        word; `smids`: the workers' count. A worker is kept for the next launch of the same
+        binary and block shape on the same host thread: allocating and filling its memory
+        cost more than short kernels run, under the GIL."""
         self.stop = stop
-        self._put(self.ctx, fields["stop"], np.uint64, stop.ctypes.data)
-        self._put(self.ctx, fields["params"], np.uint64, params_address)
-        for axis in range(3):
-            self._put(self.ctx, fields["nctaid"] + 4 * axis, np.uint32, grid[axis])
-        self._put(self.ctx, fields["nsmid"], np.uint32, worker_count())
+        (stop_word, params_word, nctaid_x, nctaid_y, nctaid_z, nsmid, fault_address,
+         fault_info, alloc_table, alloc_count, checks) = self._launch_fields
+        stop_word.value, params_word.value = stop.ctypes.data, params[0]
+        nctaid_x.value, nctaid_y.value, nctaid_z.value = grid
+        nsmid.value = smids
         # A fault belongs to the launch that made it: the worker is kept for later launches.
-        self._put(self.ctx, fields["fault_address"], np.uint64, 0)
-        self._put(self.ctx, fields["fault_info"], np.uint64, 0)
+        fault_address.value = fault_info.value = 0
         # Each checked access site's last allocation [start, end) (without allocations to
         # check against, every site accepts everything), and each warp-gang prefetch site's
         # last address (the first word; zero: none yet).
-        if ranges is None:
+        if allocations is None:
             self.site_cache[0::2] = 0
             self.site_cache[1::2] = np.iinfo(np.uint64).max
-            self._put(self.ctx, fields["checks"], np.uint32, 0)
-        else:
-            self.site_cache[:] = 0
-            table = _disjoint(ranges + self.own_ranges)
-            self.table = np.array(table, dtype=np.uint64).reshape(-1)
-            self._put(self.ctx, fields["alloc_table"], np.uint64, self.table.ctypes.data)
-            self._put(self.ctx, fields["alloc_count"], np.uint32, len(table))
-            self._put(self.ctx, fields["checks"], np.uint32, 1)
+            checks.value = 0
+            return
+        ctypes.memset(self.site_cache.ctypes.data, 0, self.site_cache.nbytes)
+        # (the backend passes the same allocations object while none was made or freed)
+        made_of = self._table_of
+        if made_of is None or made_of[0] is not allocations \
+                or made_of[1] is not global_ranges or made_of[2] != params:
+            ranges = [(a, a + n) for a, n in (*allocations, *global_ranges, params) if n > 0]
+            self.table = np.array(_disjoint(ranges + self.own_ranges),
+                                  dtype=np.uint64).reshape(-1)
+            self._table_of = (allocations, global_ranges, params)
+        alloc_table.value, alloc_count.value = self.table.ctypes.data, self.table.size // 2
+        checks.value = 1
 
     @staticmethod
     def _put(buffer: np.ndarray, offset: int, dtype, value: int) -> None:
@@ -402,12 +421,15 @@ def run_grid(binary, grid, block, dynamic_shared: int, params: bytes,
 
 def _run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocations,
               stop: np.ndarray) -> None:
-    param_buffer = ctypes.create_string_buffer(bytes(params), max(len(params), 8))
+    param_buffer = _take_param_buffer(len(params))
+    ctypes.memmove(param_buffer, params, len(params))
     params_address = ctypes.addressof(param_buffer)
-    printf_log = cpu_printf.open_log(params_address)
+    # (only kernels that call printf or assert have a log to collect and print)
+    printf_log = cpu_printf.open_log(params_address) if _calls_printf(binary) else None
     blocks = grid[0] * grid[1] * grid[2]
     errors: list[BaseException] = []
-    workers = min(worker_count(), blocks)
+    smids = worker_count()
+    workers = min(smids, blocks)
     # The next block to claim, shared by the workers (claimed with atomic adds natively).
     counter = np.zeros(1, np.int64)
     claim_lock = threading.Lock()
@@ -418,16 +440,16 @@ def _run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocatio
     python_rounds = bool(binary.plan.sync_points) and not binary.native_waits
     if python_rounds:
         chunk = 1
-
-    # the [start, end) of the memory every worker may touch (each adds its own)
-    ranges = None if allocations is None else [
-        (a, a + n) for a, n in list(allocations) + binary.global_ranges()
-        + [(params_address, len(params))] if n > 0]
+    # (a tuple: workers keep their allocation table while the same one comes again)
+    if allocations is not None and not isinstance(allocations, tuple):
+        allocations = tuple(allocations)
+    global_ranges = _global_ranges(binary)
 
     def work(smid: int) -> None:
         try:
             worker = _worker(binary, block, dynamic_shared)
-            worker.prepare(params_address, grid, ranges, stop)
+            worker.prepare((params_address, len(params)), grid, allocations, global_ranges,
+                           stop, smids)
             worker.set_smid(smid)
             if python_rounds:
                 while not errors and not stop[0]:
@@ -451,9 +473,45 @@ def _run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocatio
     else:
         for future in [_pool(workers).submit(work, i) for i in range(workers)]:
             future.result()
-    errors += cpu_printf.close_log(params_address, printf_log)   # printed after the launch
+    if printf_log is not None:      # printed after the launch
+        errors += cpu_printf.close_log(params_address, printf_log)
+    _PARAM_BUFFERS.setdefault(len(param_buffer), []).append(param_buffer)
     if stop[0]:
         return          # the workers' errors come of the stop: run_grid reports that
     if errors:
         raise errors[0]
-    del param_buffer
+
+
+# Parameter buffers of finished launches, by size, for later launches: a launch then finds
+# its parameters at the address of the last one's, and its workers keep their allocation
+# table. (A buffer is one launch's at a time: the printf log is found by its address.)
+_PARAM_BUFFERS: dict[int, list[ctypes.Array]] = {}
+
+
+def _take_param_buffer(size: int) -> ctypes.Array:
+    size = max(size, 8)
+    kept = _PARAM_BUFFERS.get(size)
+    try:
+        return kept.pop() if kept else ctypes.create_string_buffer(size)
+    except IndexError:      # another launch took the last one first
+        return ctypes.create_string_buffer(size)
+
+
+def _calls_printf(binary) -> bool:
+    """Whether the kernel's code calls printf or assert's callbacks (known once per binary:
+    its object file names them as undefined symbols)."""
+    calls = binary.__dict__.get("_calls_printf")
+    if calls is None:
+        symbols = set(undefined_symbols(binary.object_code))
+        calls = binary._calls_printf = bool(
+            symbols & {cpu_printf.SYMBOL, cpu_printf.ASSERT_SYMBOL})
+    return calls
+
+
+def _global_ranges(binary) -> tuple[tuple[int, int], ...]:
+    """The binary's .global and .const variables' (address, size), asked for once: they stay
+    where its code was loaded."""
+    ranges = binary.__dict__.get("_global_ranges")
+    if ranges is None:
+        ranges = binary._global_ranges = tuple(binary.global_ranges())
+    return ranges

@@ -110,6 +110,9 @@ class Backend(BackendBase):
         # id(allocation) -> (address, size) of host memory registered and not freed (apart:
         # it may overlap an allocation, e.g. a wrapped view of a buffer)
         self._registered: dict[int, tuple[int, int]] = {}
+        # both as one tuple, made at a launch after they changed (None: not made yet): the
+        # executor keeps its allocation tables while the same tuple comes again
+        self._ranges: tuple[tuple[int, int], ...] | None = None
         self._lock = threading.Lock()
 
     def availability(self) -> tuple[bool, str]:
@@ -133,6 +136,7 @@ class Backend(BackendBase):
         allocation = Allocation(raw.ctypes.data + start, nbytes, owner)
         with self._lock:
             self._live[allocation.address] = nbytes
+            self._ranges = None
         return allocation
 
     def free(self, allocation: Allocation) -> None:
@@ -141,18 +145,21 @@ class Backend(BackendBase):
         with self._lock:
             if self._registered.pop(id(allocation), None) is None:
                 self._live.pop(allocation.address, None)
+            self._ranges = None
 
     def register_host_memory(self, ordinal: int, memory: np.ndarray) -> Allocation:
         # The memory stays the owner's: freeing the allocation only stops kernels using it.
         allocation = Allocation(memory.ctypes.data, memory.nbytes, memory)
         with self._lock:
             self._registered[id(allocation)] = (allocation.address, allocation.size)
+            self._ranges = None
         return allocation
 
     def register_host(self, ordinal: int, address: int, nbytes: int) -> Allocation:
         # Host memory is the device's: registering it only admits it to the access checks.
         with self._lock:
             self._live[address] = nbytes
+            self._ranges = None
         return Allocation(address, nbytes)
 
     def copy(self, dst: int, src: int, nbytes: int, kind: str) -> None:
@@ -182,7 +189,9 @@ class Backend(BackendBase):
         # address past a buffer's end) raises IllegalAddressError instead of corrupting the
         # process.
         with self._lock:
-            live = list(self._live.items()) + list(self._registered.values())
+            if self._ranges is None:
+                self._ranges = (*self._live.items(), *self._registered.values())
+            live = self._ranges
         binary.launch(grid, block, dynamic_shared, params, live, timeout=timeout)
 
 
