@@ -103,7 +103,8 @@ class _Worker:
             header[:, FRAME.fields["tid"]:FRAME.fields["tid"] + 20] = tid.view(np.uint8)
         self.slots = cpu_sync.Slots(self.frames, plan.frame_size, self.nthreads, FRAME.fields)
         self.site_cache = np.zeros(2 * max(plan.check_sites, 1), dtype=np.uint64)
-        self._put(self.ctx, fields["site_cache"], np.uint64, self.site_cache.ctypes.data)
+        self._site_cache_address = self.site_cache.ctypes.data
+        self._put(self.ctx, fields["site_cache"], np.uint64, self._site_cache_address)
         self.own_ranges = [(a, a + n) for a, n in ((self.shared.ctypes.data, self.shared.size),
                                                    (self.frames.ctypes.data, self.frames.size))
                            if n > 0]
@@ -112,6 +113,7 @@ class _Worker:
         self._launch_fields = [
             ctype.from_buffer(self.ctx, fields[name] + extra) for name, extra, ctype in (
                 ("stop", 0, ctypes.c_uint64), ("params", 0, ctypes.c_uint64),
+                ("smid", 0, ctypes.c_uint32),
                 ("nctaid", 0, ctypes.c_uint32), ("nctaid", 4, ctypes.c_uint32),
                 ("nctaid", 8, ctypes.c_uint32), ("nsmid", 0, ctypes.c_uint32),
                 ("fault_address", 0, ctypes.c_uint64), ("fault_info", 0, ctypes.c_uint64),
@@ -121,20 +123,26 @@ class _Worker:
         # only when they change) and the table
         self._table_of: tuple | None = None
         self.table = np.zeros(0, dtype=np.uint64)
+        self._table_address = 0
+        self._fault_info = self._launch_fields[8]
+        # the native entry points' first arguments, and their results' words
+        self._block_args = (self.ctx.ctypes.data, self.frames.ctypes.data, plan.frame_size,
+                            self.points.ctypes.data, self.statuses.ctypes.data, self.nthreads)
+        self._status, self._end = ctypes.c_int32(0), ctypes.c_int64(0)
 
     def prepare(self, params: tuple[int, int], grid, allocations, global_ranges,
-                stop: np.ndarray, smids: int) -> None:
+                stop: ctypes.c_int32, smid: int, smids: int) -> None:
         """Set up a launch: its parameters' (address, size), grid, the (address, size) of
         the memory it may touch besides this worker's own (None: unchecked) and its stop
-        word; `smids`: the workers' count. A worker is kept for the next launch of the same
-        binary and block shape on the same host thread: allocating and filling its memory
-        cost more than short kernels run, under the GIL."""
+        word; `smid`: this worker's number (%smid) of `smids`. A worker is kept for the
+        next launch of the same binary and block shape on the same host thread: allocating
+        and filling its memory cost more than short kernels run, under the GIL."""
         self.stop = stop
-        (stop_word, params_word, nctaid_x, nctaid_y, nctaid_z, nsmid, fault_address,
-         fault_info, alloc_table, alloc_count, checks) = self._launch_fields
-        stop_word.value, params_word.value = stop.ctypes.data, params[0]
+        (stop_word, params_word, smid_word, nctaid_x, nctaid_y, nctaid_z, nsmid,
+         fault_address, fault_info, alloc_table, alloc_count, checks) = self._launch_fields
+        stop_word.value, params_word.value = ctypes.addressof(stop), params[0]
         nctaid_x.value, nctaid_y.value, nctaid_z.value = grid
-        nsmid.value = smids
+        smid_word.value, nsmid.value = smid, smids
         # A fault belongs to the launch that made it: the worker is kept for later launches.
         fault_address.value = fault_info.value = 0
         # Each checked access site's last allocation [start, end) (without allocations to
@@ -145,7 +153,7 @@ class _Worker:
             self.site_cache[1::2] = np.iinfo(np.uint64).max
             checks.value = 0
             return
-        ctypes.memset(self.site_cache.ctypes.data, 0, self.site_cache.nbytes)
+        ctypes.memset(self._site_cache_address, 0, self.site_cache.nbytes)
         # (the backend passes the same allocations object while none was made or freed)
         made_of = self._table_of
         if made_of is None or made_of[0] is not allocations \
@@ -153,25 +161,24 @@ class _Worker:
             ranges = [(a, a + n) for a, n in (*allocations, *global_ranges, params) if n > 0]
             self.table = np.array(_disjoint(ranges + self.own_ranges),
                                   dtype=np.uint64).reshape(-1)
+            self._table_address = self.table.ctypes.data
             self._table_of = (allocations, global_ranges, params)
-        alloc_table.value, alloc_count.value = self.table.ctypes.data, self.table.size // 2
+        alloc_table.value, alloc_count.value = self._table_address, self.table.size // 2
         checks.value = 1
 
     @staticmethod
     def _put(buffer: np.ndarray, offset: int, dtype, value: int) -> None:
         struct.pack_into(_FORMATS[dtype], buffer, offset, value)
 
-    def set_smid(self, smid: int) -> None:
-        self._put(self.ctx, CTX.fields["smid"], np.uint32, smid)
-
-    def run_claimed_waiting_blocks(self, counter: np.ndarray, total: int, chunk: int,
+    def run_claimed_waiting_blocks(self, counter: ctypes.c_int64, total: int, chunk: int,
                                    grid) -> None:
         """Claims chunks of blocks from `counter` (shared with the other workers) until the
         grid is done; blocks whose waits the native code cannot complete go on in Python."""
-        end = ctypes.c_int64(0)
+        end = self._end
         while True:
             stopped = self.binary.run_claimed_waiting_blocks(
-                *self._args(), counter.ctypes.data, total, chunk, ctypes.addressof(end))
+                *self._block_args, ctypes.addressof(counter), total, chunk,
+                ctypes.addressof(end))
             if stopped < 0:
                 return
             self._python_block(stopped, grid)
@@ -188,15 +195,11 @@ class _Worker:
         while the waits are the common ones, in Python for a block whose waits are not."""
         end = first + count
         while first < end:
-            stopped = self.binary.run_waiting_blocks(*self._args(), first, end - first)
+            stopped = self.binary.run_waiting_blocks(*self._block_args, first, end - first)
             if stopped < 0:
                 return
             self._python_block(stopped, grid)
             first = stopped + 1
-
-    def _args(self) -> tuple:
-        return (self.ctx.ctypes.data, self.frames.ctypes.data, self.plan.frame_size,
-                self.points.ctypes.data, self.statuses.ctypes.data, self.nthreads)
 
     def run_block(self, ctaid: tuple[int, int, int]) -> None:
         fields = CTX.fields
@@ -209,10 +212,10 @@ class _Worker:
 
     def _finish_block(self, ctaid, started: bool) -> None:
         """Run the block's threads to the end; `started`: they already ran a first round."""
-        args = self._args()
+        args = self._block_args
         native = self.binary.run_block if self.binary.native_waits else None
         while True:
-            if self.stop[0]:
+            if self.stop.value:
                 raise _Stopped
             if started:
                 started = False
@@ -237,14 +240,16 @@ class _Worker:
                                     BLOCKED, RUNNABLE, EXITED):
                 raise KernelExecutionError(self._deadlock_message(ctaid))
 
-    def run_claimed_blocks(self, counter: np.ndarray, total: int, chunk: int, grid) -> None:
+    def run_claimed_blocks(self, counter: ctypes.c_int64, total: int, chunk: int,
+                           grid) -> None:
         """Claims chunks of blocks of a kernel without barriers or warp operations from
         `counter` (shared with the other workers) and runs them, all in one native call."""
-        status = ctypes.c_int32(0)
-        end = ctypes.c_int64(0)
+        status = self._status
+        status.value = 0
+        ctx, frames, frame_size, _, _, nthreads = self._block_args
         failed = self.binary.run_claimed_blocks(
-            self.ctx.ctypes.data, self.frames.ctypes.data, self.plan.frame_size, self.nthreads,
-            counter.ctypes.data, total, chunk, ctypes.addressof(end), ctypes.addressof(status))
+            ctx, frames, frame_size, nthreads, ctypes.addressof(counter), total, chunk,
+            ctypes.addressof(self._end), ctypes.addressof(status))
         self._raise_failure(failed, status, grid)
         self.fault_after_run(f"one of blocks 0..{total - 1}")
 
@@ -304,9 +309,7 @@ class _Worker:
     def fault_after_run(self, ctaid) -> None:
         """Device functions record a bad access and go on; report it after the block (which
         thread made it is not recorded)."""
-        fields = CTX.fields
-        info = int(self.ctx[fields["fault_info"]:fields["fault_info"] + 8].view(np.uint64)[0])
-        if info:
+        if self._fault_info.value:
             raise IllegalAddressError(self._fault_message(ctaid, None))
 
     def _deadlock_message(self, ctaid) -> str:
@@ -339,7 +342,7 @@ class _Stopped(Exception):
 
 
 # The stop words of the launches running now (id -> word).
-_RUNNING: dict[int, np.ndarray] = {}
+_RUNNING: dict[int, ctypes.c_int32] = {}
 
 
 def _stop_running_launches() -> None:
@@ -347,7 +350,7 @@ def _stop_running_launches() -> None:
     are joined then, and one running a kernel that never ends would keep the process from
     exiting (after Ctrl-C, say)."""
     for stop in list(_RUNNING.values()):
-        stop.fill(1)
+        stop.value = 1
 
 
 # (called before the threads are joined, and before concurrent.futures' own hook, which joins
@@ -394,8 +397,9 @@ def run_grid(binary, grid, block, dynamic_shared: int, params: bytes,
     """Run every block of the grid on the workers; raise the first failure, or
     KernelTimeoutError when the launch ran longer than `timeout` seconds and was stopped."""
     # The stop word compiled code looks at; the watchdog sets it.
-    stop = np.zeros(1, np.int32)
-    watchdog = None if timeout is None else threading.Timer(timeout, stop.fill, (1,))
+    stop = ctypes.c_int32(0)
+    watchdog = None if timeout is None else threading.Timer(timeout, setattr,
+                                                            (stop, "value", 1))
     if watchdog is not None:
         watchdog.daemon = True
         watchdog.start()
@@ -406,11 +410,11 @@ def run_grid(binary, grid, block, dynamic_shared: int, params: bytes,
         del _RUNNING[id(stop)]
         if watchdog is not None:
             watchdog.cancel()
-    if stop[0] and watchdog is None:
+    if stop.value and watchdog is None:
         raise KernelTimeoutError(
             f"kernel '{binary.plan.name}' (grid {grid}, block {block}) was stopped because the "
             "process is exiting", kernels=(binary.plan.name,), stopped=True)
-    if stop[0]:
+    if stop.value:
         raise KernelTimeoutError(
             f"kernel '{binary.plan.name}' (grid {grid}, block {block}) ran longer than its "
             f"timeout of {timeout:g} s and was stopped; what it wrote is undefined, and the "
@@ -420,7 +424,7 @@ def run_grid(binary, grid, block, dynamic_shared: int, params: bytes,
 
 
 def _run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocations,
-              stop: np.ndarray) -> None:
+              stop: ctypes.c_int32) -> None:
     param_buffer = _take_param_buffer(len(params))
     ctypes.memmove(param_buffer, params, len(params))
     params_address = ctypes.addressof(param_buffer)
@@ -431,7 +435,7 @@ def _run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocatio
     smids = worker_count()
     workers = min(smids, blocks)
     # The next block to claim, shared by the workers (claimed with atomic adds natively).
-    counter = np.zeros(1, np.int64)
+    counter = ctypes.c_int64(0)
     claim_lock = threading.Lock()
 
     # Workers claim chunks of blocks; kernels without barriers or warp operations run a
@@ -449,13 +453,12 @@ def _run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocatio
         try:
             worker = _worker(binary, block, dynamic_shared)
             worker.prepare((params_address, len(params)), grid, allocations, global_ranges,
-                           stop, smids)
-            worker.set_smid(smid)
+                           stop, smid, smids)
             if python_rounds:
-                while not errors and not stop[0]:
+                while not errors and not stop.value:
                     with claim_lock:
-                        n = int(counter[0])
-                        counter[0] = n + 1
+                        n = counter.value
+                        counter.value = n + 1
                     if n >= blocks:
                         return
                     worker.run_block((n % grid[0], (n // grid[0]) % grid[1],
@@ -466,7 +469,7 @@ def _run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocatio
                 worker.run_claimed_blocks(counter, blocks, chunk, grid)
         except BaseException as e:  # reported to the launching thread below
             errors.append(e)
-            counter[0] = blocks           # the other workers stop after their chunk
+            counter.value = blocks        # the other workers stop after their chunk
 
     if workers <= 1:
         work(0)
@@ -476,7 +479,7 @@ def _run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocatio
     if printf_log is not None:      # printed after the launch
         errors += cpu_printf.close_log(params_address, printf_log)
     _PARAM_BUFFERS.setdefault(len(param_buffer), []).append(param_buffer)
-    if stop[0]:
+    if stop.value:
         return          # the workers' errors come of the stop: run_grid reports that
     if errors:
         raise errors[0]
