@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import ctypes
 import os
+import queue
 import struct
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 
 import numpy as np
 
@@ -353,27 +354,80 @@ def _stop_running_launches() -> None:
         stop.value = 1
 
 
-# (called before the threads are joined, and before concurrent.futures' own hook, which joins
-# the pool's threads: such hooks run in reverse order of registration)
+# (called before the helper threads are joined)
 threading._register_atexit(_stop_running_launches)
 
 
-_POOL: ThreadPoolExecutor | None = None
-_POOL_SIZE = 0
 _POOL_LOCK = threading.Lock()
 
 
-def _pool(size: int) -> ThreadPoolExecutor:
-    """The process's worker threads (kept between launches: starting threads for every
-    launch cost more than short kernels run)."""
-    global _POOL, _POOL_SIZE
-    with _POOL_LOCK:
-        if _POOL is None or _POOL_SIZE < size:
-            if _POOL is not None:
-                _POOL.shutdown(wait=False)
-            _POOL = ThreadPoolExecutor(max_workers=size, thread_name_prefix="ptxport-cpu")
-            _POOL_SIZE = size
-        return _POOL
+class _Launch:
+    """A launch that helper threads may join while it runs: the launching thread works on it
+    from the start and, once the blocks are all claimed, waits only for the helpers that
+    joined by then (a helper that comes later leaves at once). So a short grid does not
+    wait for every helper thread to wake."""
+
+    def __init__(self, work: Callable[[int], None]):
+        self.work = work
+        self._state = threading.Condition(threading.Lock())
+        self._open, self._running, self._next_smid = True, 0, 1
+
+    def join(self) -> None:
+        """Run the launch's work on this helper thread, if it still takes helpers."""
+        with self._state:
+            if not self._open:
+                return
+            smid, self._next_smid = self._next_smid, self._next_smid + 1
+            self._running += 1
+        try:
+            self.work(smid)
+        finally:
+            with self._state:
+                self._running -= 1
+                if not self._running:
+                    self._state.notify_all()
+
+    def close(self) -> None:
+        """Take no more helpers, and wait for those working."""
+        with self._state:
+            self._open = False
+            self._state.wait_for(lambda: not self._running)
+
+
+class _Helpers:
+    """The process's helper threads (kept between launches: starting threads for every
+    launch cost more than short kernels run), which take launches offered to them."""
+
+    def __init__(self) -> None:
+        self._offers: queue.SimpleQueue[_Launch | None] = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+
+    def offer(self, launch: _Launch, helpers: int) -> None:
+        """Let `helpers` threads join `launch`."""
+        with _POOL_LOCK:
+            while len(self._threads) < helpers:
+                thread = threading.Thread(target=self._run, daemon=False,
+                                          name=f"ptxport-cpu_{len(self._threads)}")
+                thread.start()
+                self._threads.append(thread)
+        for _ in range(helpers):
+            self._offers.put(launch)
+
+    def _run(self) -> None:
+        while (launch := self._offers.get()) is not None:
+            launch.join()
+            launch = None       # (it holds the launch's memory alive)
+
+    def end(self) -> None:
+        """Let the threads end (at the interpreter's exit, which joins them)."""
+        for _ in self._threads:
+            self._offers.put(None)
+
+
+_HELPERS = _Helpers()
+# (before the threads are joined; a helper that runs a kernel leaves it once
+# _stop_running_launches has stopped it)
+threading._register_atexit(_HELPERS.end)
 
 
 def _worker(binary, block, dynamic_shared: int) -> _Worker:
@@ -474,8 +528,10 @@ def _run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocatio
     if workers <= 1:
         work(0)
     else:
-        for future in [_pool(workers).submit(work, i) for i in range(workers)]:
-            future.result()
+        joinable = _Launch(work)
+        _HELPERS.offer(joinable, workers - 1)
+        work(0)
+        joinable.close()
     if printf_log is not None:      # printed after the launch
         errors += cpu_printf.close_log(params_address, printf_log)
     _PARAM_BUFFERS.setdefault(len(param_buffer), []).append(param_buffer)
