@@ -144,23 +144,20 @@ def check_config(config: LaunchConfig, kernel: Kernel, device: Device) -> None:
             "process); launch without timeout= and use stream.sync(timeout=...) to find out "
             "that a kernel hangs")
     p: DeviceProperties = device.properties
-    where = f"cannot launch {kernel.name} on {device} with block={config.block}"
-    threads = prod(config.block)
-    if threads > p.max_threads_per_block:
-        raise LaunchError(f"{where}: that is {threads} threads; a block may have at most "
-                          f"{p.max_threads_per_block}")
-    for axis, n, limit in zip("xyz", config.block, p.max_block_dims, strict=True):
-        if n > limit:
-            raise LaunchError(f"{where}: block.{axis} may be at most {limit} "
-                              f"(limits {p.max_block_dims})")
+    block, threads = config.block, prod(config.block)
+    # (the checks pass on every launch but a wrong one: messages are made only on failure)
+    if threads > p.max_threads_per_block or any(
+            n > limit for n, limit in zip(block, p.max_block_dims, strict=True)):
+        _refuse_block_limits(config, kernel, device, p)
     required = kernel.directives.get("reqntid")
-    if required and config.block != (*required, 1, 1)[:3]:
-        raise LaunchError(f"{where}: the kernel requires block={(*required, 1, 1)[:3]} "
-                          "(.reqntid)")
+    if required and block != (*required, 1, 1)[:3]:
+        raise LaunchError(f"{_where(config, kernel, device)}: the kernel requires "
+                          f"block={(*required, 1, 1)[:3]} (.reqntid)")
     most = kernel.directives.get("maxntid")
     if most and threads > prod(most):
-        raise LaunchError(f"{where}: the kernel allows at most {prod(most)} threads per "
-                          f"block (.maxntid {', '.join(map(str, most))})")
+        raise LaunchError(f"{_where(config, kernel, device)}: the kernel allows at most "
+                          f"{prod(most)} threads per block (.maxntid "
+                          f"{', '.join(map(str, most))})")
     for axis, n, limit in zip("xyz", config.grid, p.max_grid_dims, strict=True):
         if n > limit:
             raise LaunchError(f"cannot launch {kernel.name} on {device} with grid="
@@ -172,6 +169,23 @@ def check_config(config: LaunchConfig, kernel: Kernel, device: Device) -> None:
             f"cannot launch {kernel.name} on {device} with shmem_size={config.shmem_size}: "
             f"with its {static} bytes of static shared memory that is "
             f"{static + config.shmem_size} bytes per block; at most {limit} are available")
+
+
+def _where(config: LaunchConfig, kernel: Kernel, device: Device) -> str:
+    return f"cannot launch {kernel.name} on {device} with block={config.block}"
+
+
+def _refuse_block_limits(config: LaunchConfig, kernel: Kernel, device: Device,
+                         p: DeviceProperties) -> None:
+    """Raise the LaunchError for a block over the device's limits."""
+    where, threads = _where(config, kernel, device), prod(config.block)
+    if threads > p.max_threads_per_block:
+        raise LaunchError(f"{where}: that is {threads} threads; a block may have at most "
+                          f"{p.max_threads_per_block}")
+    for axis, n, limit in zip("xyz", config.block, p.max_block_dims, strict=True):
+        if n > limit:
+            raise LaunchError(f"{where}: block.{axis} may be at most {limit} "
+                              f"(limits {p.max_block_dims})")
 
 
 def _suggestion(info: ParamInfo, variable) -> str:
