@@ -362,15 +362,24 @@ _POOL_LOCK = threading.Lock()
 
 
 class _Launch:
-    """A launch that helper threads may join while it runs: the launching thread works on it
-    from the start and, once the blocks are all claimed, waits only for the helpers that
-    joined by then (a helper that comes later leaves at once). So a short grid does not
-    wait for every helper thread to wake."""
+    """A launch that helper threads may join while it runs. The launching thread works on
+    it from the start and calls helpers in a widening wave (each that joins calls two more,
+    up to `helpers`), so that a grid keeps waking threads only while it still runs; once the
+    blocks are all claimed, the launching thread waits only for the helpers that joined (one
+    that comes later leaves at once). A short grid then costs no thread wake-ups."""
 
-    def __init__(self, work: Callable[[int], None]):
+    def __init__(self, work: Callable[[int], None], helpers: int):
         self.work = work
         self._state = threading.Condition(threading.Lock())
         self._open, self._running, self._next_smid = True, 0, 1
+        self._uncalled = helpers
+
+    def call_helpers(self, most: int) -> None:
+        """Offer the launch to up to `most` more helper threads."""
+        with self._state:
+            count = min(most, self._uncalled)
+            self._uncalled -= count
+        _HELPERS.offer(self, count)
 
     def join(self) -> None:
         """Run the launch's work on this helper thread, if it still takes helpers."""
@@ -380,6 +389,7 @@ class _Launch:
             smid, self._next_smid = self._next_smid, self._next_smid + 1
             self._running += 1
         try:
+            self.call_helpers(2)
             self.work(smid)
         finally:
             with self._state:
@@ -402,15 +412,18 @@ class _Helpers:
         self._offers: queue.SimpleQueue[_Launch | None] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
 
-    def offer(self, launch: _Launch, helpers: int) -> None:
-        """Let `helpers` threads join `launch`."""
+    def start(self, count: int) -> None:
+        """Have at least `count` threads."""
         with _POOL_LOCK:
-            while len(self._threads) < helpers:
+            while len(self._threads) < count:
                 thread = threading.Thread(target=self._run, daemon=False,
                                           name=f"ptxport-cpu_{len(self._threads)}")
                 thread.start()
                 self._threads.append(thread)
-        for _ in range(helpers):
+
+    def offer(self, launch: _Launch, count: int) -> None:
+        """Let `count` threads join `launch`."""
+        for _ in range(count):
             self._offers.put(launch)
 
     def _run(self) -> None:
@@ -528,8 +541,9 @@ def _run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocatio
     if workers <= 1:
         work(0)
     else:
-        joinable = _Launch(work)
-        _HELPERS.offer(joinable, workers - 1)
+        _HELPERS.start(workers - 1)
+        joinable = _Launch(work, workers - 1)
+        joinable.call_helpers(2)
         work(0)
         joinable.close()
     if printf_log is not None:      # printed after the launch
