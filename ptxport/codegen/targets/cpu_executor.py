@@ -1,7 +1,8 @@
 """Runs a grid of a compiled CPU kernel: blocks on all cores, threads of a block in rounds.
 
-Each worker (a Python thread; the native calls release the GIL, so workers run in parallel)
-takes the next block number from a shared counter, sets up the block's context, and runs the
+Each worker (a Python thread: the launching thread, and helper threads that join while the
+grid runs; the native calls release the GIL, so workers run in parallel) takes the next
+block number from a shared counter, sets up the block's context, and runs the
 block: `run_threads` runs every runnable thread until it waits or exits, then cpu_sync
 completes the operations threads wait at, until every thread has exited. A kernel that traps
 raises KernelTrapError (KernelAssertError after a failed assert); threads that wait for each
@@ -12,6 +13,11 @@ A launch with a timeout is stopped by a watchdog timer: it sets the launch's sto
 compiled kernels look at in every loop and between blocks (cpu_stop.py), and the
 workers leave their blocks as they would for a trap; the launch then raises
 KernelTimeoutError. Workers set every block up afresh, so later launches run normally.
+
+A launch's fixed cost is Python under the GIL, which short kernels take longer than their
+blocks: what does not change between launches (a worker's memory and context, its
+allocation table while the allocations are the same) is kept, per host thread, binary and
+block shape.
 """
 
 from __future__ import annotations
