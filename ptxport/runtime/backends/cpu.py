@@ -19,6 +19,7 @@ import ctypes
 import os
 import platform
 import threading
+import weakref
 from collections.abc import Callable
 from functools import cache
 
@@ -113,6 +114,9 @@ class Backend(BackendBase):
         # both as one tuple, made at a launch after they changed (None: not made yet): the
         # executor keeps its allocation tables while the same tuple comes again
         self._ranges: tuple[tuple[int, int], ...] | None = None
+        # binary -> the block shapes it was prepared for
+        self._prepared: weakref.WeakKeyDictionary[KernelBinary, set[tuple[int, int, int]]] = \
+            weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
 
     def availability(self) -> tuple[bool, str]:
@@ -178,9 +182,16 @@ class Backend(BackendBase):
         return {name: compile_kernel(module, name) for name in kernels}
 
     def prepare(self, binary: KernelBinary, block: tuple[int, int, int]) -> bool:
+        # (asked at every launch: the shapes a binary is ready for are kept, so that only a
+        # new shape reaches the binary's locks)
+        shapes = self._prepared.get(binary)
+        if shapes is not None and block in shapes:
+            return False
         # warp-gang kernels have code per block shape (a test's stand-in binary has none)
         prepare = getattr(binary, "prepare", None)
-        return prepare is not None and prepare(block)
+        compiled = prepare is not None and prepare(block)
+        self._prepared.setdefault(binary, set()).add(block)
+        return compiled
 
     def launch(self, ordinal: int, binary: KernelBinary, grid: tuple[int, int, int],
                block: tuple[int, int, int], dynamic_shared: int, params: bytes,
