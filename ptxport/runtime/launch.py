@@ -15,6 +15,7 @@ their size is not known: the message says which numpy type to use.
 from __future__ import annotations
 
 import operator
+import weakref
 from math import prod
 
 import numpy as np
@@ -27,7 +28,8 @@ from ptxport.errors import (
     PtxportError,
     UnsupportedFeatureError,
 )
-from ptxport.ir.abi import param_layout
+from ptxport.ir.abi import ParamSlot, param_layout
+from ptxport.ir.nodes import Function
 from ptxport.runtime.backends import Allocation, DeviceProperties
 from ptxport.runtime.device import Device
 from ptxport.runtime.memory import Buffer
@@ -144,23 +146,20 @@ def check_config(config: LaunchConfig, kernel: Kernel, device: Device) -> None:
             "process); launch without timeout= and use stream.sync(timeout=...) to find out "
             "that a kernel hangs")
     p: DeviceProperties = device.properties
-    where = f"cannot launch {kernel.name} on {device} with block={config.block}"
-    threads = prod(config.block)
-    if threads > p.max_threads_per_block:
-        raise LaunchError(f"{where}: that is {threads} threads; a block may have at most "
-                          f"{p.max_threads_per_block}")
-    for axis, n, limit in zip("xyz", config.block, p.max_block_dims, strict=True):
-        if n > limit:
-            raise LaunchError(f"{where}: block.{axis} may be at most {limit} "
-                              f"(limits {p.max_block_dims})")
+    block, threads = config.block, prod(config.block)
+    # (the checks pass on every launch but a wrong one: messages are made only on failure)
+    if threads > p.max_threads_per_block or any(
+            n > limit for n, limit in zip(block, p.max_block_dims, strict=True)):
+        _refuse_block_limits(config, kernel, device, p)
     required = kernel.directives.get("reqntid")
-    if required and config.block != (*required, 1, 1)[:3]:
-        raise LaunchError(f"{where}: the kernel requires block={(*required, 1, 1)[:3]} "
-                          "(.reqntid)")
+    if required and block != (*required, 1, 1)[:3]:
+        raise LaunchError(f"{_where(config, kernel, device)}: the kernel requires "
+                          f"block={(*required, 1, 1)[:3]} (.reqntid)")
     most = kernel.directives.get("maxntid")
     if most and threads > prod(most):
-        raise LaunchError(f"{where}: the kernel allows at most {prod(most)} threads per "
-                          f"block (.maxntid {', '.join(map(str, most))})")
+        raise LaunchError(f"{_where(config, kernel, device)}: the kernel allows at most "
+                          f"{prod(most)} threads per block (.maxntid "
+                          f"{', '.join(map(str, most))})")
     for axis, n, limit in zip("xyz", config.grid, p.max_grid_dims, strict=True):
         if n > limit:
             raise LaunchError(f"cannot launch {kernel.name} on {device} with grid="
@@ -172,6 +171,23 @@ def check_config(config: LaunchConfig, kernel: Kernel, device: Device) -> None:
             f"cannot launch {kernel.name} on {device} with shmem_size={config.shmem_size}: "
             f"with its {static} bytes of static shared memory that is "
             f"{static + config.shmem_size} bytes per block; at most {limit} are available")
+
+
+def _where(config: LaunchConfig, kernel: Kernel, device: Device) -> str:
+    return f"cannot launch {kernel.name} on {device} with block={config.block}"
+
+
+def _refuse_block_limits(config: LaunchConfig, kernel: Kernel, device: Device,
+                         p: DeviceProperties) -> None:
+    """Raise the LaunchError for a block over the device's limits."""
+    where, threads = _where(config, kernel, device), prod(config.block)
+    if threads > p.max_threads_per_block:
+        raise LaunchError(f"{where}: that is {threads} threads; a block may have at most "
+                          f"{p.max_threads_per_block}")
+    for axis, n, limit in zip("xyz", config.block, p.max_block_dims, strict=True):
+        if n > limit:
+            raise LaunchError(f"{where}: block.{axis} may be at most {limit} "
+                              f"(limits {p.max_block_dims})")
 
 
 def _suggestion(info: ParamInfo, variable) -> str:
@@ -192,54 +208,71 @@ def _suggestion(info: ParamInfo, variable) -> str:
 def _argument_bytes(kernel: Kernel, index: int, info: ParamInfo, variable, arg,
                     device: Device) -> tuple[bytes, Allocation | None]:
     """The bytes of one argument, and the allocation the launch must keep alive."""
-    where = (f"kernel {kernel.name}, argument {index} ({info.name}: .{info.type}, "
-             f"{info.size} bytes)")
-    suggestion = _suggestion(info, variable)
+    # (messages are made only for an argument that does not fit: this runs on every launch)
+    def where() -> str:
+        return (f"kernel {kernel.name}, argument {index} ({info.name}: .{info.type}, "
+                f"{info.size} bytes)")
+
+    def suggestion() -> str:
+        return _suggestion(info, variable)
+
     if isinstance(arg, Buffer):
         if info.pointer is False:
-            raise ArgumentError(f"{where} is a value, not a pointer: pass {suggestion}")
+            raise ArgumentError(f"{where()} is a value, not a pointer: pass {suggestion()}")
         if arg.device is not device:
-            raise ArgumentError(f"{where}: the buffer is on {arg.device} but the launch is on "
+            raise ArgumentError(f"{where()}: the buffer is on {arg.device} but the launch is on "
                                 f"{device}; copy it to a buffer on {device}")
         if arg.is_closed:
-            raise ArgumentError(f"{where}: the buffer is closed")
+            raise ArgumentError(f"{where()}: the buffer is closed")
         allocation = arg._live()
         return allocation.address.to_bytes(info.size, "little"), allocation
     if isinstance(arg, np.ndarray):
         if arg.ndim != 0:
             raise ArgumentError(
-                f"{where}: a numpy array of shape {arg.shape} cannot be passed: copy it into a "
+                f"{where()}: a numpy array of shape {arg.shape} cannot be passed: copy it into a "
                 "Buffer (Device.allocate, Buffer.copy_from) and pass the Buffer")
         arg = arg[()]
     if isinstance(arg, np.generic):
         if info.pointer:
             if arg.dtype == np.uint64:  # a raw device address, passed on unchecked
                 return arg.tobytes(), None
-            raise ArgumentError(f"{where} is a pointer: pass a Buffer, not {arg.dtype.name}")
+            raise ArgumentError(f"{where()} is a pointer: pass a Buffer, not {arg.dtype.name}")
         if arg.dtype.itemsize != info.size:
             got = "a structured scalar" if isinstance(arg, np.void) else arg.dtype.name
-            raise ArgumentError(f"{where}: got {got} of {arg.dtype.itemsize} bytes; "
-                                f"pass {suggestion}")
+            raise ArgumentError(f"{where()}: got {got} of {arg.dtype.itemsize} bytes; "
+                                f"pass {suggestion()}")
         if not variable.dims and not isinstance(arg, np.void):
             kind = variable.type.kind
             if kind == "float" and arg.dtype.kind != "f":
-                raise ArgumentError(f"{where} is floating-point: got {arg.dtype.name}; "
-                                    f"pass {suggestion}")
+                raise ArgumentError(f"{where()} is floating-point: got {arg.dtype.name}; "
+                                    f"pass {suggestion()}")
             if kind in ("signed", "unsigned") and arg.dtype.kind not in "iub":
-                raise ArgumentError(f"{where} is an integer: got {arg.dtype.name}; "
-                                    f"pass {suggestion}")
+                raise ArgumentError(f"{where()} is an integer: got {arg.dtype.name}; "
+                                    f"pass {suggestion()}")
         return arg.tobytes(), None
     if isinstance(arg, (bool, int, float, complex)):
-        raise ArgumentError(f"{where}: got a Python {type(arg).__name__}, whose size is not "
-                            f"known; pass {suggestion}")
-    raise ArgumentError(f"{where}: cannot pass a {type(arg).__name__}; pass {suggestion}")
+        raise ArgumentError(f"{where()}: got a Python {type(arg).__name__}, whose size is not "
+                            f"known; pass {suggestion()}")
+    raise ArgumentError(f"{where()}: cannot pass a {type(arg).__name__}; pass {suggestion()}")
+
+
+# each kernel's parameter layout, made at its first launch (it is the same at every launch)
+_LAYOUTS: weakref.WeakKeyDictionary[Function, tuple[list[ParamSlot], int]] = \
+    weakref.WeakKeyDictionary()
+
+
+def _param_layout(function: Function) -> tuple[list[ParamSlot], int]:
+    layout = _LAYOUTS.get(function)
+    if layout is None:
+        layout = _LAYOUTS[function] = param_layout(function)
+    return layout
 
 
 def pack_arguments(kernel: Kernel, args: tuple, device: Device) \
         -> tuple[bytes, list[Allocation]]:
     """The parameter buffer for `args`, and the allocations the launch must keep alive;
     raises ArgumentError naming the first argument that does not fit."""
-    slots, total = param_layout(kernel._function)
+    slots, total = _param_layout(kernel._function)
     if len(args) != len(slots):
         params = ", ".join(f".{a.type} {a.name}" for a in kernel.arguments_info)
         raise ArgumentError(f"kernel {kernel.name} takes {len(slots)} argument(s) ({params}) "

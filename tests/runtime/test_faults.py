@@ -72,3 +72,30 @@ def test_a_fault_in_a_device_function_names_the_blocks_it_may_be_in(module):
         launch(stream, LaunchConfig(grid=3, block=1), kernel, buffer, np.int32(1 << 24))
         stream.sync()
     assert "'blocks'" not in str(caught.value) and "thread -1" not in str(caught.value)
+
+
+@pytest.mark.parametrize("block", [1, 64])
+def test_allocations_made_or_freed_between_launches_are_checked_as_they_are_now(module, block):
+    """Workers keep their allocation table between launches only while the allocations stay
+    the same: a buffer made since is inside, one freed since is outside."""
+    dev = Device("cpu")
+    stream = dev.create_stream()
+    kernel = module.get_kernel("store_at")
+    config = LaunchConfig(grid=1, block=block)
+    first = dev.allocate(16, stream=stream)
+    launch(stream, config, kernel, first, np.int32(1))
+    stream.sync()
+    second = dev.allocate(16, stream=stream)
+    second.copy_from(np.zeros(4, np.float32), stream=stream)
+    launch(stream, config, kernel, second, np.int32(2))
+    stream.sync()
+    address = first.handle
+    first.close(stream=stream)
+    stream.sync()
+    with pytest.raises(IllegalAddressError, match=f"address {address + 4:#x}, outside"):
+        launch(stream, config, kernel, np.uint64(address), np.int32(1))
+        stream.sync()
+    out = np.zeros(4, np.float32)
+    second.copy_to(out, stream=stream)
+    stream.sync()
+    assert out.tolist() == [0, 0, 1, 0]

@@ -1,7 +1,8 @@
 """Runs a grid of a compiled CPU kernel: blocks on all cores, threads of a block in rounds.
 
-Each worker (a Python thread; the native calls release the GIL, so workers run in parallel)
-takes the next block number from a shared counter, sets up the block's context, and runs the
+Each worker (a Python thread: the launching thread, and helper threads that join while the
+grid runs; the native calls release the GIL, so workers run in parallel) takes the next
+block number from a shared counter, sets up the block's context, and runs the
 block: `run_threads` runs every runnable thread until it waits or exits, then cpu_sync
 completes the operations threads wait at, until every thread has exited. A kernel that traps
 raises KernelTrapError (KernelAssertError after a failed assert); threads that wait for each
@@ -12,15 +13,21 @@ A launch with a timeout is stopped by a watchdog timer: it sets the launch's sto
 compiled kernels look at in every loop and between blocks (cpu_stop.py), and the
 workers leave their blocks as they would for a trap; the launch then raises
 KernelTimeoutError. Workers set every block up afresh, so later launches run normally.
+
+A launch's fixed cost is Python under the GIL, which short kernels take longer than their
+blocks: what does not change between launches (a worker's memory and context, its
+allocation table while the allocations are the same) is kept, per host thread, binary and
+block shape.
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
+import queue
 import struct
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 
 import numpy as np
 
@@ -35,6 +42,7 @@ from ptxport.codegen.targets.cpu import (
     RUNNABLE,
     TRAPPED,
 )
+from ptxport.codegen.targets.cpu_runtime import undefined_symbols
 from ptxport.codegen.targets.cpu_stop import STOPPED
 from ptxport.errors import (
     IllegalAddressError,
@@ -102,57 +110,82 @@ class _Worker:
             header[:, FRAME.fields["tid"]:FRAME.fields["tid"] + 20] = tid.view(np.uint8)
         self.slots = cpu_sync.Slots(self.frames, plan.frame_size, self.nthreads, FRAME.fields)
         self.site_cache = np.zeros(2 * max(plan.check_sites, 1), dtype=np.uint64)
-        self._put(self.ctx, fields["site_cache"], np.uint64, self.site_cache.ctypes.data)
+        self._site_cache_address = self.site_cache.ctypes.data
+        self._put(self.ctx, fields["site_cache"], np.uint64, self._site_cache_address)
         self.own_ranges = [(a, a + n) for a, n in ((self.shared.ctypes.data, self.shared.size),
                                                    (self.frames.ctypes.data, self.frames.size))
                            if n > 0]
+        # The fields every launch sets, as ctypes views of the context (cheaper to set than
+        # packing bytes, which costs more than an empty kernel runs).
+        self._launch_fields = [
+            ctype.from_buffer(self.ctx, fields[name] + extra) for name, extra, ctype in (
+                ("stop", 0, ctypes.c_uint64), ("params", 0, ctypes.c_uint64),
+                ("smid", 0, ctypes.c_uint32),
+                ("nctaid", 0, ctypes.c_uint32), ("nctaid", 4, ctypes.c_uint32),
+                ("nctaid", 8, ctypes.c_uint32), ("nsmid", 0, ctypes.c_uint32),
+                ("fault_address", 0, ctypes.c_uint64), ("fault_info", 0, ctypes.c_uint64),
+                ("alloc_table", 0, ctypes.c_uint64), ("alloc_count", 0, ctypes.c_uint32),
+                ("checks", 0, ctypes.c_uint32))]
+        # what the allocation table was made from (the same objects: it is made again
+        # only when they change) and the table
+        self._table_of: tuple | None = None
+        self.table = np.zeros(0, dtype=np.uint64)
+        self._table_address = 0
+        self._fault_info = self._launch_fields[8]
+        # the native entry points' first arguments, and their results' words
+        self._block_args = (self.ctx.ctypes.data, self.frames.ctypes.data, plan.frame_size,
+                            self.points.ctypes.data, self.statuses.ctypes.data, self.nthreads)
+        self._status, self._end = ctypes.c_int32(0), ctypes.c_int64(0)
 
-    def prepare(self, params_address: int, grid, ranges, stop: np.ndarray) -> None:
-        """Set up a launch: its parameters, grid, the [start, end) ranges of the memory it
-        may touch besides this worker's own (None: unchecked) and its stop word. A worker
-        is kept for the next launch of the same binary and block shape on the same host
-        thread: allocating and filling its memory cost more than short kernels run, under
-        the GIL."""
-        fields = CTX.fields
+    def prepare(self, params: tuple[int, int], grid, allocations, global_ranges,
+                stop: ctypes.c_int32, smid: int, smids: int) -> None:
+        """Set up a launch: its parameters' (address, size), grid, the (address, size) of
+        the memory it may touch besides this worker's own (None: unchecked) and its stop
+        word; `smid`: this worker's number (%smid) of `smids`. A worker is kept for the
+        next launch of the same binary and block shape on the same host thread: allocating
+        and filling its memory cost more than short kernels run, under the GIL."""
         self.stop = stop
-        self._put(self.ctx, fields["stop"], np.uint64, stop.ctypes.data)
-        self._put(self.ctx, fields["params"], np.uint64, params_address)
-        for axis in range(3):
-            self._put(self.ctx, fields["nctaid"] + 4 * axis, np.uint32, grid[axis])
-        self._put(self.ctx, fields["nsmid"], np.uint32, worker_count())
+        (stop_word, params_word, smid_word, nctaid_x, nctaid_y, nctaid_z, nsmid,
+         fault_address, fault_info, alloc_table, alloc_count, checks) = self._launch_fields
+        stop_word.value, params_word.value = ctypes.addressof(stop), params[0]
+        nctaid_x.value, nctaid_y.value, nctaid_z.value = grid
+        smid_word.value, nsmid.value = smid, smids
         # A fault belongs to the launch that made it: the worker is kept for later launches.
-        self._put(self.ctx, fields["fault_address"], np.uint64, 0)
-        self._put(self.ctx, fields["fault_info"], np.uint64, 0)
+        fault_address.value = fault_info.value = 0
         # Each checked access site's last allocation [start, end) (without allocations to
         # check against, every site accepts everything), and each warp-gang prefetch site's
         # last address (the first word; zero: none yet).
-        if ranges is None:
+        if allocations is None:
             self.site_cache[0::2] = 0
             self.site_cache[1::2] = np.iinfo(np.uint64).max
-            self._put(self.ctx, fields["checks"], np.uint32, 0)
-        else:
-            self.site_cache[:] = 0
-            table = _disjoint(ranges + self.own_ranges)
-            self.table = np.array(table, dtype=np.uint64).reshape(-1)
-            self._put(self.ctx, fields["alloc_table"], np.uint64, self.table.ctypes.data)
-            self._put(self.ctx, fields["alloc_count"], np.uint32, len(table))
-            self._put(self.ctx, fields["checks"], np.uint32, 1)
+            checks.value = 0
+            return
+        ctypes.memset(self._site_cache_address, 0, self.site_cache.nbytes)
+        # (the backend passes the same allocations object while none was made or freed)
+        made_of = self._table_of
+        if made_of is None or made_of[0] is not allocations \
+                or made_of[1] is not global_ranges or made_of[2] != params:
+            ranges = [(a, a + n) for a, n in (*allocations, *global_ranges, params) if n > 0]
+            self.table = np.array(_disjoint(ranges + self.own_ranges),
+                                  dtype=np.uint64).reshape(-1)
+            self._table_address = self.table.ctypes.data
+            self._table_of = (allocations, global_ranges, params)
+        alloc_table.value, alloc_count.value = self._table_address, self.table.size // 2
+        checks.value = 1
 
     @staticmethod
     def _put(buffer: np.ndarray, offset: int, dtype, value: int) -> None:
         struct.pack_into(_FORMATS[dtype], buffer, offset, value)
 
-    def set_smid(self, smid: int) -> None:
-        self._put(self.ctx, CTX.fields["smid"], np.uint32, smid)
-
-    def run_claimed_waiting_blocks(self, counter: np.ndarray, total: int, chunk: int,
+    def run_claimed_waiting_blocks(self, counter: ctypes.c_int64, total: int, chunk: int,
                                    grid) -> None:
         """Claims chunks of blocks from `counter` (shared with the other workers) until the
         grid is done; blocks whose waits the native code cannot complete go on in Python."""
-        end = ctypes.c_int64(0)
+        end = self._end
         while True:
             stopped = self.binary.run_claimed_waiting_blocks(
-                *self._args(), counter.ctypes.data, total, chunk, ctypes.addressof(end))
+                *self._block_args, ctypes.addressof(counter), total, chunk,
+                ctypes.addressof(end))
             if stopped < 0:
                 return
             self._python_block(stopped, grid)
@@ -169,15 +202,11 @@ class _Worker:
         while the waits are the common ones, in Python for a block whose waits are not."""
         end = first + count
         while first < end:
-            stopped = self.binary.run_waiting_blocks(*self._args(), first, end - first)
+            stopped = self.binary.run_waiting_blocks(*self._block_args, first, end - first)
             if stopped < 0:
                 return
             self._python_block(stopped, grid)
             first = stopped + 1
-
-    def _args(self) -> tuple:
-        return (self.ctx.ctypes.data, self.frames.ctypes.data, self.plan.frame_size,
-                self.points.ctypes.data, self.statuses.ctypes.data, self.nthreads)
 
     def run_block(self, ctaid: tuple[int, int, int]) -> None:
         fields = CTX.fields
@@ -190,10 +219,10 @@ class _Worker:
 
     def _finish_block(self, ctaid, started: bool) -> None:
         """Run the block's threads to the end; `started`: they already ran a first round."""
-        args = self._args()
+        args = self._block_args
         native = self.binary.run_block if self.binary.native_waits else None
         while True:
-            if self.stop[0]:
+            if self.stop.value:
                 raise _Stopped
             if started:
                 started = False
@@ -218,14 +247,16 @@ class _Worker:
                                     BLOCKED, RUNNABLE, EXITED):
                 raise KernelExecutionError(self._deadlock_message(ctaid))
 
-    def run_claimed_blocks(self, counter: np.ndarray, total: int, chunk: int, grid) -> None:
+    def run_claimed_blocks(self, counter: ctypes.c_int64, total: int, chunk: int,
+                           grid) -> None:
         """Claims chunks of blocks of a kernel without barriers or warp operations from
         `counter` (shared with the other workers) and runs them, all in one native call."""
-        status = ctypes.c_int32(0)
-        end = ctypes.c_int64(0)
+        status = self._status
+        status.value = 0
+        ctx, frames, frame_size, _, _, nthreads = self._block_args
         failed = self.binary.run_claimed_blocks(
-            self.ctx.ctypes.data, self.frames.ctypes.data, self.plan.frame_size, self.nthreads,
-            counter.ctypes.data, total, chunk, ctypes.addressof(end), ctypes.addressof(status))
+            ctx, frames, frame_size, nthreads, ctypes.addressof(counter), total, chunk,
+            ctypes.addressof(self._end), ctypes.addressof(status))
         self._raise_failure(failed, status, grid)
         self.fault_after_run(f"one of blocks 0..{total - 1}")
 
@@ -285,9 +316,7 @@ class _Worker:
     def fault_after_run(self, ctaid) -> None:
         """Device functions record a bad access and go on; report it after the block (which
         thread made it is not recorded)."""
-        fields = CTX.fields
-        info = int(self.ctx[fields["fault_info"]:fields["fault_info"] + 8].view(np.uint64)[0])
-        if info:
+        if self._fault_info.value:
             raise IllegalAddressError(self._fault_message(ctaid, None))
 
     def _deadlock_message(self, ctaid) -> str:
@@ -320,7 +349,7 @@ class _Stopped(Exception):
 
 
 # The stop words of the launches running now (id -> word).
-_RUNNING: dict[int, np.ndarray] = {}
+_RUNNING: dict[int, ctypes.c_int32] = {}
 
 
 def _stop_running_launches() -> None:
@@ -328,30 +357,96 @@ def _stop_running_launches() -> None:
     are joined then, and one running a kernel that never ends would keep the process from
     exiting (after Ctrl-C, say)."""
     for stop in list(_RUNNING.values()):
-        stop.fill(1)
+        stop.value = 1
 
 
-# (called before the threads are joined, and before concurrent.futures' own hook, which joins
-# the pool's threads: such hooks run in reverse order of registration)
+# (called before the helper threads are joined)
 threading._register_atexit(_stop_running_launches)
 
 
-_POOL: ThreadPoolExecutor | None = None
-_POOL_SIZE = 0
 _POOL_LOCK = threading.Lock()
 
 
-def _pool(size: int) -> ThreadPoolExecutor:
-    """The process's worker threads (kept between launches: starting threads for every
-    launch cost more than short kernels run)."""
-    global _POOL, _POOL_SIZE
-    with _POOL_LOCK:
-        if _POOL is None or _POOL_SIZE < size:
-            if _POOL is not None:
-                _POOL.shutdown(wait=False)
-            _POOL = ThreadPoolExecutor(max_workers=size, thread_name_prefix="ptxport-cpu")
-            _POOL_SIZE = size
-        return _POOL
+class _Launch:
+    """A launch that helper threads may join while it runs. The launching thread works on
+    it from the start and calls helpers in a widening wave (each that joins calls two more,
+    up to `helpers`), so that a grid keeps waking threads only while it still runs; once the
+    blocks are all claimed, the launching thread waits only for the helpers that joined (one
+    that comes later leaves at once). A short grid then costs no thread wake-ups."""
+
+    def __init__(self, work: Callable[[int], None], helpers: int):
+        self.work = work
+        self._state = threading.Condition(threading.Lock())
+        self._open, self._running, self._next_smid = True, 0, 1
+        self._uncalled = helpers
+
+    def call_helpers(self, most: int) -> None:
+        """Offer the launch to up to `most` more helper threads."""
+        with self._state:
+            count = min(most, self._uncalled)
+            self._uncalled -= count
+        _HELPERS.offer(self, count)
+
+    def join(self) -> None:
+        """Run the launch's work on this helper thread, if it still takes helpers."""
+        with self._state:
+            if not self._open:
+                return
+            smid, self._next_smid = self._next_smid, self._next_smid + 1
+            self._running += 1
+        try:
+            self.call_helpers(2)
+            self.work(smid)
+        finally:
+            with self._state:
+                self._running -= 1
+                if not self._running:
+                    self._state.notify_all()
+
+    def close(self) -> None:
+        """Take no more helpers, and wait for those working."""
+        with self._state:
+            self._open = False
+            self._state.wait_for(lambda: not self._running)
+
+
+class _Helpers:
+    """The process's helper threads (kept between launches: starting threads for every
+    launch cost more than short kernels run), which take launches offered to them."""
+
+    def __init__(self) -> None:
+        self._offers: queue.SimpleQueue[_Launch | None] = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+
+    def start(self, count: int) -> None:
+        """Have at least `count` threads."""
+        with _POOL_LOCK:
+            while len(self._threads) < count:
+                thread = threading.Thread(target=self._run, daemon=False,
+                                          name=f"ptxport-cpu_{len(self._threads)}")
+                thread.start()
+                self._threads.append(thread)
+
+    def offer(self, launch: _Launch, count: int) -> None:
+        """Let `count` threads join `launch`."""
+        for _ in range(count):
+            self._offers.put(launch)
+
+    def _run(self) -> None:
+        while (launch := self._offers.get()) is not None:
+            launch.join()
+            launch = None       # (it holds the launch's memory alive)
+
+    def end(self) -> None:
+        """Let the threads end (at the interpreter's exit, which joins them)."""
+        for _ in self._threads:
+            self._offers.put(None)
+
+
+_HELPERS = _Helpers()
+# (before the threads are joined; a helper that runs a kernel leaves it once
+# _stop_running_launches has stopped it)
+threading._register_atexit(_HELPERS.end)
 
 
 def _worker(binary, block, dynamic_shared: int) -> _Worker:
@@ -375,8 +470,9 @@ def run_grid(binary, grid, block, dynamic_shared: int, params: bytes,
     """Run every block of the grid on the workers; raise the first failure, or
     KernelTimeoutError when the launch ran longer than `timeout` seconds and was stopped."""
     # The stop word compiled code looks at; the watchdog sets it.
-    stop = np.zeros(1, np.int32)
-    watchdog = None if timeout is None else threading.Timer(timeout, stop.fill, (1,))
+    stop = ctypes.c_int32(0)
+    watchdog = None if timeout is None else threading.Timer(timeout, setattr,
+                                                            (stop, "value", 1))
     if watchdog is not None:
         watchdog.daemon = True
         watchdog.start()
@@ -387,11 +483,11 @@ def run_grid(binary, grid, block, dynamic_shared: int, params: bytes,
         del _RUNNING[id(stop)]
         if watchdog is not None:
             watchdog.cancel()
-    if stop[0] and watchdog is None:
+    if stop.value and watchdog is None:
         raise KernelTimeoutError(
             f"kernel '{binary.plan.name}' (grid {grid}, block {block}) was stopped because the "
             "process is exiting", kernels=(binary.plan.name,), stopped=True)
-    if stop[0]:
+    if stop.value:
         raise KernelTimeoutError(
             f"kernel '{binary.plan.name}' (grid {grid}, block {block}) ran longer than its "
             f"timeout of {timeout:g} s and was stopped; what it wrote is undefined, and the "
@@ -401,15 +497,18 @@ def run_grid(binary, grid, block, dynamic_shared: int, params: bytes,
 
 
 def _run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocations,
-              stop: np.ndarray) -> None:
-    param_buffer = ctypes.create_string_buffer(bytes(params), max(len(params), 8))
+              stop: ctypes.c_int32) -> None:
+    param_buffer = _take_param_buffer(len(params))
+    ctypes.memmove(param_buffer, params, len(params))
     params_address = ctypes.addressof(param_buffer)
-    printf_log = cpu_printf.open_log(params_address)
+    # (only kernels that call printf or assert have a log to collect and print)
+    printf_log = cpu_printf.open_log(params_address) if _calls_printf(binary) else None
     blocks = grid[0] * grid[1] * grid[2]
     errors: list[BaseException] = []
-    workers = min(worker_count(), blocks)
+    smids = worker_count()
+    workers = min(smids, blocks)
     # The next block to claim, shared by the workers (claimed with atomic adds natively).
-    counter = np.zeros(1, np.int64)
+    counter = ctypes.c_int64(0)
     claim_lock = threading.Lock()
 
     # Workers claim chunks of blocks; kernels without barriers or warp operations run a
@@ -418,22 +517,21 @@ def _run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocatio
     python_rounds = bool(binary.plan.sync_points) and not binary.native_waits
     if python_rounds:
         chunk = 1
-
-    # the [start, end) of the memory every worker may touch (each adds its own)
-    ranges = None if allocations is None else [
-        (a, a + n) for a, n in list(allocations) + binary.global_ranges()
-        + [(params_address, len(params))] if n > 0]
+    # (a tuple: workers keep their allocation table while the same one comes again)
+    if allocations is not None and not isinstance(allocations, tuple):
+        allocations = tuple(allocations)
+    global_ranges = _global_ranges(binary)
 
     def work(smid: int) -> None:
         try:
             worker = _worker(binary, block, dynamic_shared)
-            worker.prepare(params_address, grid, ranges, stop)
-            worker.set_smid(smid)
+            worker.prepare((params_address, len(params)), grid, allocations, global_ranges,
+                           stop, smid, smids)
             if python_rounds:
-                while not errors and not stop[0]:
+                while not errors and not stop.value:
                     with claim_lock:
-                        n = int(counter[0])
-                        counter[0] = n + 1
+                        n = counter.value
+                        counter.value = n + 1
                     if n >= blocks:
                         return
                     worker.run_block((n % grid[0], (n // grid[0]) % grid[1],
@@ -444,16 +542,55 @@ def _run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocatio
                 worker.run_claimed_blocks(counter, blocks, chunk, grid)
         except BaseException as e:  # reported to the launching thread below
             errors.append(e)
-            counter[0] = blocks           # the other workers stop after their chunk
+            counter.value = blocks        # the other workers stop after their chunk
 
     if workers <= 1:
         work(0)
     else:
-        for future in [_pool(workers).submit(work, i) for i in range(workers)]:
-            future.result()
-    errors += cpu_printf.close_log(params_address, printf_log)   # printed after the launch
-    if stop[0]:
+        _HELPERS.start(workers - 1)
+        joinable = _Launch(work, workers - 1)
+        joinable.call_helpers(2)
+        work(0)
+        joinable.close()
+    if printf_log is not None:      # printed after the launch
+        errors += cpu_printf.close_log(params_address, printf_log)
+    _PARAM_BUFFERS.setdefault(len(param_buffer), []).append(param_buffer)
+    if stop.value:
         return          # the workers' errors come of the stop: run_grid reports that
     if errors:
         raise errors[0]
-    del param_buffer
+
+
+# Parameter buffers of finished launches, by size, for later launches: a launch then finds
+# its parameters at the address of the last one's, and its workers keep their allocation
+# table. (A buffer is one launch's at a time: the printf log is found by its address.)
+_PARAM_BUFFERS: dict[int, list[ctypes.Array]] = {}
+
+
+def _take_param_buffer(size: int) -> ctypes.Array:
+    size = max(size, 8)
+    kept = _PARAM_BUFFERS.get(size)
+    try:
+        return kept.pop() if kept else ctypes.create_string_buffer(size)
+    except IndexError:      # another launch took the last one first
+        return ctypes.create_string_buffer(size)
+
+
+def _calls_printf(binary) -> bool:
+    """Whether the kernel's code calls printf or assert's callbacks (known once per binary:
+    its object file names them as undefined symbols)."""
+    calls = binary.__dict__.get("_calls_printf")
+    if calls is None:
+        symbols = set(undefined_symbols(binary.object_code))
+        calls = binary._calls_printf = bool(
+            symbols & {cpu_printf.SYMBOL, cpu_printf.ASSERT_SYMBOL})
+    return calls
+
+
+def _global_ranges(binary) -> tuple[tuple[int, int], ...]:
+    """The binary's .global and .const variables' (address, size), asked for once: they stay
+    where its code was loaded."""
+    ranges = binary.__dict__.get("_global_ranges")
+    if ranges is None:
+        ranges = binary._global_ranges = tuple(binary.global_ranges())
+    return ranges

@@ -19,6 +19,7 @@ import ctypes
 import os
 import platform
 import threading
+import weakref
 from collections.abc import Callable
 from functools import cache
 
@@ -110,6 +111,12 @@ class Backend(BackendBase):
         # id(allocation) -> (address, size) of host memory registered and not freed (apart:
         # it may overlap an allocation, e.g. a wrapped view of a buffer)
         self._registered: dict[int, tuple[int, int]] = {}
+        # both as one tuple, made at a launch after they changed (None: not made yet): the
+        # executor keeps its allocation tables while the same tuple comes again
+        self._ranges: tuple[tuple[int, int], ...] | None = None
+        # binary -> the block shapes it was prepared for
+        self._prepared: weakref.WeakKeyDictionary[KernelBinary, set[tuple[int, int, int]]] = \
+            weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
 
     def availability(self) -> tuple[bool, str]:
@@ -133,6 +140,7 @@ class Backend(BackendBase):
         allocation = Allocation(raw.ctypes.data + start, nbytes, owner)
         with self._lock:
             self._live[allocation.address] = nbytes
+            self._ranges = None
         return allocation
 
     def free(self, allocation: Allocation) -> None:
@@ -141,18 +149,21 @@ class Backend(BackendBase):
         with self._lock:
             if self._registered.pop(id(allocation), None) is None:
                 self._live.pop(allocation.address, None)
+            self._ranges = None
 
     def register_host_memory(self, ordinal: int, memory: np.ndarray) -> Allocation:
         # The memory stays the owner's: freeing the allocation only stops kernels using it.
         allocation = Allocation(memory.ctypes.data, memory.nbytes, memory)
         with self._lock:
             self._registered[id(allocation)] = (allocation.address, allocation.size)
+            self._ranges = None
         return allocation
 
     def register_host(self, ordinal: int, address: int, nbytes: int) -> Allocation:
         # Host memory is the device's: registering it only admits it to the access checks.
         with self._lock:
             self._live[address] = nbytes
+            self._ranges = None
         return Allocation(address, nbytes)
 
     def copy(self, dst: int, src: int, nbytes: int, kind: str) -> None:
@@ -171,9 +182,16 @@ class Backend(BackendBase):
         return {name: compile_kernel(module, name) for name in kernels}
 
     def prepare(self, binary: KernelBinary, block: tuple[int, int, int]) -> bool:
+        # (asked at every launch: the shapes a binary is ready for are kept, so that only a
+        # new shape reaches the binary's locks)
+        shapes = self._prepared.get(binary)
+        if shapes is not None and block in shapes:
+            return False
         # warp-gang kernels have code per block shape (a test's stand-in binary has none)
         prepare = getattr(binary, "prepare", None)
-        return prepare is not None and prepare(block)
+        compiled = prepare is not None and prepare(block)
+        self._prepared.setdefault(binary, set()).add(block)
+        return compiled
 
     def launch(self, ordinal: int, binary: KernelBinary, grid: tuple[int, int, int],
                block: tuple[int, int, int], dynamic_shared: int, params: bytes,
@@ -182,7 +200,9 @@ class Backend(BackendBase):
         # address past a buffer's end) raises IllegalAddressError instead of corrupting the
         # process.
         with self._lock:
-            live = list(self._live.items()) + list(self._registered.values())
+            if self._ranges is None:
+                self._ranges = (*self._live.items(), *self._registered.values())
+            live = self._ranges
         binary.launch(grid, block, dynamic_shared, params, live, timeout=timeout)
 
 
