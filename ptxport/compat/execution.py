@@ -141,8 +141,9 @@ def cuModuleGetFunction(hfunc: int, hmod: int, name: int) -> int:
     return SUCCESS
 
 
-def _global(module: Module, name: str) -> tuple[int, int]:
-    """(address, size) of the module's .global or .const variable `name` on the device."""
+def _global(module: Module, name: str, managed: bool = False) -> tuple[int, int]:
+    """(address, size) of the module's .global or .const variable `name` on the device
+    (with `managed`, only a `__managed__` one: PTX `.attribute(.managed)`)."""
     if state.device.backend != "cpu":
         raise CudaError(NOT_SUPPORTED, f"__device__ and __constant__ variables ({name!r}) "
                                        f"are supported on the cpu device only, not on "
@@ -152,11 +153,14 @@ def _global(module: Module, name: str) -> tuple[int, int]:
     from ptxport.codegen.targets.cpu import module_storage
 
     for code in module.codes:
+        variable = code.module.globals.get(name)
+        if managed and (variable is None or not variable.managed):
+            continue
         found = module_storage(code.module).get(name)
         if found is not None:
             return found
-    raise CudaError(NOT_FOUND, f"no __device__ or __constant__ variable named {name!r} in "
-                               "the module")
+    kind = "__managed__" if managed else "__device__ or __constant__"
+    raise CudaError(NOT_FOUND, f"no {kind} variable named {name!r} in the module")
 
 
 def cuModuleGetGlobal_v2(dptr: int, nbytes: int, hmod: int, name: int) -> int:
@@ -190,6 +194,18 @@ def cuLibraryGetKernel(pkernel: int, library: int, name: int) -> int:
 
 def cuLibraryGetGlobal(dptr: int, nbytes: int, library: int, name: int) -> int:
     return cuModuleGetGlobal_v2(dptr, nbytes, library, name)
+
+
+def cuLibraryGetManaged(dptr: int, nbytes: int, library: int, name: int) -> int:
+    """A `__managed__` variable's memory: on the CPU device, host memory already, so the host
+    reads and writes it at the address the kernels use."""
+    address, size = _global(state.lookup(library, Module, "CUlibrary"), read_string(name),
+                            managed=True)
+    if dptr:
+        put(ctypes.c_uint64, dptr, address)
+    if nbytes:
+        put(ctypes.c_size_t, nbytes, size)
+    return SUCCESS
 
 
 def cuKernelGetFunction(pfunc: int, kernel: int) -> int:
