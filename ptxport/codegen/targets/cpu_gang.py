@@ -300,6 +300,14 @@ def _refusal(module: ir.Module, kernel: ir.Function) -> str | None:
     """Why the gang path does not take `kernel` (None: it does)."""
     if any(v.space == "local" for v in kernel.variables.values()):
         return ".local memory"
+    named = _variables_named(kernel)
+    tables = [v.name for v in module.globals.values()
+              if v.name in named and any(isinstance(item, ir.SymbolAddress) and
+                                         isinstance(item.target, ir.Function)
+                                         for item in v.init or [])]
+    if tables:
+        # its entries are the addresses of the device functions compiled with the kernel
+        return f"'{tables[0]}': a table of function addresses (a C++ vtable)"
     for inst in kernel.instructions():
         op, spec = inst.opcode, inst.spec
         types = spec.types
@@ -355,6 +363,27 @@ def _refusal(module: ir.Module, kernel: ir.Function) -> str | None:
             continue
         return f"{spec.text}: not lowered for warp gangs yet"
     return None
+
+
+def _variables_named(kernel: ir.Function) -> set[str]:
+    """The names of the variables the kernel's instructions name (or take addresses of)."""
+    names: set[str] = set()
+
+    def visit(value) -> None:
+        if isinstance(value, ir.Variable):
+            names.add(value.name)
+        elif isinstance(value, ir.SymbolAddress):
+            visit(value.target)
+        elif isinstance(value, ir.Address):
+            visit(value.base)
+        elif isinstance(value, ir.VectorValue | ir.ListValue):
+            for element in value.elements:
+                visit(element)
+
+    for inst in kernel.instructions():
+        for operand in inst.operands:
+            visit(operand)
+    return names
 
 
 def _uniform_address(operand) -> bool:
@@ -2091,8 +2120,9 @@ def build(module: ir.Module, kernel_name: str, block: tuple[int, int, int]):
     llmod.triple = llvm.get_process_triple()
     plan = cpu._plan(module, kernel)
     plan.spills.clear()
+    # (the module's other variables are in its storage, bound when the code is loaded; the
+    # tables of function addresses the kernel does not name are left out of its code)
     globals_ = cpu._declare_globals(module, llmod)
-    cpu._initialize_globals(module, globals_, {})
     target = _gang_target_class()(module, llmod, plan, globals_, {})
     gang = ll.Function(llmod, ll.FunctionType(I32, [PTR, PTR, I32, I32, I1]), name="gang")
     gang.linkage = "internal"
