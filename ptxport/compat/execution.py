@@ -26,6 +26,7 @@ from ptxport.compat.state import (
     read_string,
     state,
 )
+from ptxport.ptx.link import link_text
 from ptxport.runtime import Kernel, LaunchConfig, ObjectCode, Program, ProgramOptions
 from ptxport.runtime.launch import launch_packed
 
@@ -69,14 +70,20 @@ def load_module(image: int, name: str) -> int:
     if isinstance(content, str):
         codes.append(Program(content, "ptx", ProgramOptions(name=name)).compile())
     else:
+        texts, labels = [], []
         for index, entries in enumerate(content):
             try:
-                ptx = fatbin.best_ptx(entries, sm)
+                texts.append(fatbin.best_ptx(entries, sm))
             except Exception as e:  # a part without PTX: its kernels cannot be found
                 missing.append(str(e))
                 continue
-            label = f"{name}.ptx" if len(content) == 1 else f"{name}[{index}].ptx"
-            codes.append(Program(ptx, "ptx", ProgramOptions(name=label)).compile())
+            labels.append(f"{name}.ptx" if len(content) == 1 else f"{name}[{index}].ptx")
+        if len(texts) > 1:
+            # the relocatable units of an `nvcc -rdc=true` program (a wrapper listing several
+            # fat binaries): linked into one module, as nvlink links their code
+            texts, labels = [link_text(texts, labels)], [f"{name}.ptx"]
+        codes += [Program(text, "ptx", ProgramOptions(name=label)).compile()
+                  for text, label in zip(texts, labels, strict=True)]
     return state.handle(Module(codes, missing))
 
 
