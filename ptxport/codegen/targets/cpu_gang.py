@@ -879,8 +879,11 @@ def _converge(fl: GangLowering, inst: ir.Instruction, members) -> None:
     fl.mask = ll.IRBuilder.phi(b, alone_mask.type)
     fl.mask.add_incoming(alone_mask, alone_block)
     fl.mask.add_incoming(ready, gathered_block)
-    outside = fl.bits(b.and_(fl.mask, ll.IRBuilder.icmp_unsigned(
-        b, "==", b.and_(members, _LANE_BITS), ll.Constant(_vec(I32), [0] * W))))
+    if _is_vec(members):        # each lane must be in its own mask
+        outside = fl.bits(b.and_(fl.mask, ll.IRBuilder.icmp_unsigned(
+            b, "==", b.and_(members, _LANE_BITS), ll.Constant(_vec(I32), [0] * W))))
+    else:
+        outside = b.and_(fl.bits(fl.mask), b.not_(members))
     bad = fl.llfn.append_basic_block("not_member")
     go = fl.llfn.append_basic_block("warp_op")
     ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", outside, I32(0)), bad, go)
