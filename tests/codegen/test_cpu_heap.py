@@ -14,7 +14,7 @@ import pytest
 from cpu_harness import run_ptx
 from ptxport.codegen.targets import cpu_heap
 from ptxport.codegen.targets.cpu_heap import DeviceHeap
-from ptxport.errors import IllegalAddressError, InvalidValueError
+from ptxport.errors import IllegalAddressError, InvalidValueError, OutOfMemoryError
 
 # alloc: thread t mallocs `size` bytes, stores t there (when not NULL) and the address in
 # ptrs[t]. use_free: reads the u32 at ptrs[t] into res[t] (-1 for NULL) and frees it.
@@ -148,3 +148,8 @@ def test_freed_blocks_merge_with_both_neighbours():
     heap.free(b)
     assert heap.malloc(160) == a                     # one block again
     assert not heap.free(a + 16) and heap.free(0)
+
+
+def test_a_heap_larger_than_host_memory_is_an_out_of_memory_error():
+    with pytest.raises(OutOfMemoryError, match="cudaLimitMallocHeapSize"):
+        DeviceHeap(1 << 62).reserve()

@@ -29,7 +29,7 @@ import numpy as np
 from llvmlite import ir as ll
 
 from ptxport.codegen.lower import I32, I64, FunctionLowering
-from ptxport.errors import InvalidValueError
+from ptxport.errors import InvalidValueError, OutOfMemoryError
 from ptxport.ir import nodes as ir
 
 __all__ = ["DEFAULT_SIZE", "FREE_SYMBOL", "HEAP", "MALLOC_SYMBOL", "DeviceHeap",
@@ -75,7 +75,12 @@ class DeviceHeap:
         with self._lock:
             if self._memory is not None:
                 return
-            raw = np.zeros(self._size + ALIGNMENT, np.uint8)
+            try:
+                raw = np.zeros(self._size + ALIGNMENT, np.uint8)
+            except MemoryError:
+                raise OutOfMemoryError(
+                    f"the device heap of {self._size} bytes (cudaLimitMallocHeapSize) does "
+                    "not fit in host memory; set a smaller limit") from None
             start = -raw.ctypes.data % ALIGNMENT
             self._memory, self._base = raw, raw.ctypes.data + start
             self._free_starts, self._free_sizes = ([0], {0: self._size}) if self._size \
