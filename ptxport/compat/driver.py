@@ -419,10 +419,16 @@ def cuCtxGetLimit(value: int, limit: int) -> int:
     return SUCCESS
 
 
+_MALLOC_HEAP_SIZE = 2     # CU_LIMIT_MALLOC_HEAP_SIZE
+
+
 def cuCtxSetLimit(limit: int, value: int) -> int:
     if limit not in _limits:
         raise CudaError(NOT_SUPPORTED, f"limit {limit} is not supported")
-    _limits[limit] = value   # accepted: the CPU has no fixed stack or heap to size
+    if limit == _MALLOC_HEAP_SIZE and state.device.backend == "cpu":
+        # the device heap of kernels' malloc (InvalidValueError once a kernel used it)
+        state.device._backend.set_heap_size(value)
+    _limits[limit] = value   # accepted: the CPU has no fixed stack to size
     return SUCCESS
 
 

@@ -26,6 +26,7 @@ from ptxport.compat.state import (
     read_string,
     state,
 )
+from ptxport.ptx.link import link_text
 from ptxport.runtime import Kernel, LaunchConfig, ObjectCode, Program, ProgramOptions
 from ptxport.runtime.launch import launch_packed
 
@@ -69,14 +70,20 @@ def load_module(image: int, name: str) -> int:
     if isinstance(content, str):
         codes.append(Program(content, "ptx", ProgramOptions(name=name)).compile())
     else:
+        texts, labels = [], []
         for index, entries in enumerate(content):
             try:
-                ptx = fatbin.best_ptx(entries, sm)
+                texts.append(fatbin.best_ptx(entries, sm))
             except Exception as e:  # a part without PTX: its kernels cannot be found
                 missing.append(str(e))
                 continue
-            label = f"{name}.ptx" if len(content) == 1 else f"{name}[{index}].ptx"
-            codes.append(Program(ptx, "ptx", ProgramOptions(name=label)).compile())
+            labels.append(f"{name}.ptx" if len(content) == 1 else f"{name}[{index}].ptx")
+        if len(texts) > 1:
+            # the relocatable units of an `nvcc -rdc=true` program (a wrapper listing several
+            # fat binaries): linked into one module, as nvlink links their code
+            texts, labels = [link_text(texts, labels)], [f"{name}.ptx"]
+        codes += [Program(text, "ptx", ProgramOptions(name=label)).compile()
+                  for text, label in zip(texts, labels, strict=True)]
     return state.handle(Module(codes, missing))
 
 
@@ -141,8 +148,9 @@ def cuModuleGetFunction(hfunc: int, hmod: int, name: int) -> int:
     return SUCCESS
 
 
-def _global(module: Module, name: str) -> tuple[int, int]:
-    """(address, size) of the module's .global or .const variable `name` on the device."""
+def _global(module: Module, name: str, managed: bool = False) -> tuple[int, int]:
+    """(address, size) of the module's .global or .const variable `name` on the device
+    (with `managed`, only a `__managed__` one: PTX `.attribute(.managed)`)."""
     if state.device.backend != "cpu":
         raise CudaError(NOT_SUPPORTED, f"__device__ and __constant__ variables ({name!r}) "
                                        f"are supported on the cpu device only, not on "
@@ -152,11 +160,14 @@ def _global(module: Module, name: str) -> tuple[int, int]:
     from ptxport.codegen.targets.cpu import module_storage
 
     for code in module.codes:
+        variable = code.module.globals.get(name)
+        if managed and (variable is None or not variable.managed):
+            continue
         found = module_storage(code.module).get(name)
         if found is not None:
             return found
-    raise CudaError(NOT_FOUND, f"no __device__ or __constant__ variable named {name!r} in "
-                               "the module")
+    kind = "__managed__" if managed else "__device__ or __constant__"
+    raise CudaError(NOT_FOUND, f"no {kind} variable named {name!r} in the module")
 
 
 def cuModuleGetGlobal_v2(dptr: int, nbytes: int, hmod: int, name: int) -> int:
@@ -190,6 +201,18 @@ def cuLibraryGetKernel(pkernel: int, library: int, name: int) -> int:
 
 def cuLibraryGetGlobal(dptr: int, nbytes: int, library: int, name: int) -> int:
     return cuModuleGetGlobal_v2(dptr, nbytes, library, name)
+
+
+def cuLibraryGetManaged(dptr: int, nbytes: int, library: int, name: int) -> int:
+    """A `__managed__` variable's memory: on the CPU device, host memory already, so the host
+    reads and writes it at the address the kernels use."""
+    address, size = _global(state.lookup(library, Module, "CUlibrary"), read_string(name),
+                            managed=True)
+    if dptr:
+        put(ctypes.c_uint64, dptr, address)
+    if nbytes:
+        put(ctypes.c_size_t, nbytes, size)
+    return SUCCESS
 
 
 def cuKernelGetFunction(pfunc: int, kernel: int) -> int:

@@ -91,6 +91,12 @@ class Variable:
         return self.type.size * (self.vector or 1)
 
     @property
+    def managed(self) -> bool:
+        """A `__managed__` variable (`.global .attribute(.managed)`, PTX ISA 5.4.8): memory the
+        host reaches at the same address as the device (cuLibraryGetManaged)."""
+        return "managed" in self.attributes
+
+    @property
     def size(self) -> int:
         """Size in bytes (0 for an unsized extern array)."""
         return 0 if self.unsized else self.element_size * self.elements

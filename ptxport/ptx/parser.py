@@ -320,17 +320,34 @@ class _Parser:
     def _string(self) -> str:
         return self._expect("str", "a string")[1][1:-1]
 
-    # attributes := {'.attribute' '(' DOT {',' DOT} ')'}
+    # attributes := {'.attribute' attribute-list}
     def _attributes(self) -> tuple[str, ...]:
-        out = []
+        out: list[str] = []
         while self._accept_dot("attribute"):
-            self._expect("(", "'(' after .attribute")
-            names = [self._expect("dot", "an attribute such as .managed")[1][1:]]
-            while self._accept(","):
-                names.append(self._expect("dot", "an attribute")[1][1:])
-            self._expect(")", "')'")
-            out.extend(names)
+            out.extend(self._attribute_list())
         return tuple(out)
+
+    # attribute-list := '(' attribute {',' attribute} ')'
+    # attribute := DOT ['(' INT {',' INT} ')']       e.g. .managed, .unified(19, 95)
+    # (PTX ISA 5.4.8, "Variable Attribute Directive: .attribute",
+    # https://docs.nvidia.com/cuda/parallel-thread-execution/#variable-attribute-directive-attribute)
+    def _attribute_list(self) -> list[str]:
+        self._expect("(", "'(' after .attribute")
+        names = [self._attribute()]
+        while self._accept(","):
+            names.append(self._attribute())
+        self._expect(")", "')'")
+        return names
+
+    def _attribute(self) -> str:
+        name = self._expect("dot", "an attribute such as .managed")[1][1:]
+        if not self._accept("("):
+            return name
+        values = [self._int("a number")]
+        while self._accept(","):
+            values.append(self._int("a number"))
+        self._expect(")", "')'")
+        return f"{name}({','.join(str(v) for v in values)})"
 
     # entry := '.entry' ID ['(' params ')'] directive* (';' | '{' body '}')
     # func  := '.func' ['(' params ')'] ID ['(' params ')'] attribute* (';' | '{' body '}')
@@ -398,11 +415,11 @@ class _Parser:
             name = self._expect("id", "a variable name")[1]
             variables.append(self._declarator_tail(
                 ast.Variable(space, first.type, name, linkage, first.align, first.vector,
-                             attributes=attributes, pos=name_pos)))
+                             attributes=first.attributes, pos=name_pos)))
         self._expect(";", "';' after the declaration")
         return variables
 
-    # declarator := {'.align' INT | '.vN' | TYPE | '.ptr' | space | '.attribute(...)'} ID
+    # declarator := {'.align' INT | '.vN' | TYPE | '.ptr' | space | '.attribute' attribute-list} ID
     #               ['<' INT '>'] {'[' [expr] ']'} ['=' initializer]
     def _declarator(self, space, linkage, attributes, pos, in_signature=False) -> ast.Variable:
         var = ast.Variable(space, "", "", linkage, attributes=attributes, pos=pos)
@@ -424,8 +441,8 @@ class _Parser:
                 var.ptr = True
             elif var.ptr and word in _VARIABLE_SPACES:
                 var.ptr_space = word
-            elif word == "attribute":
-                raise _Error(at, ".attribute must come before the state space", text)
+            elif word == "attribute" and not in_signature:
+                var.attributes += tuple(self._attribute_list())
             else:
                 raise _Error(at, f"unexpected '.{word}' in a .{space} declaration", text)
         if not var.type:

@@ -102,8 +102,8 @@ def print_instruction(i: ast.Instruction) -> str:
 
 def _variable(v: ast.Variable) -> str:
     parts = [f".{w}" for w in v.linkage]
-    parts += [f".attribute(.{a})" for a in v.attributes]
     parts.append(f".{v.space}")
+    parts += [f".attribute(.{a})" for a in v.attributes]   # where the ISA's examples put it
     if v.align is not None:
         parts.append(f".align {v.align}")
     if v.vector:

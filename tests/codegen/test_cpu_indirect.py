@@ -45,6 +45,13 @@ extern "C" __global__ void virtual_ops(const int* x, int* y, int n)
     const Op* op = (v & 1) ? (const Op*)&add : (const Op*)&mul;
     y[i] = op->apply(v) + table[v & 1](v);
 }
+
+extern "C" __global__ void plain(int* y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        y[i] = 7 * i;
+}
 """
 
 
@@ -68,6 +75,26 @@ def test_virtual_calls_and_function_pointer_tables():
     odd = (v & 1) == 1
     want = np.where(odd, v + 3, v * 5) + np.where(odd, v * v, 2 * v)
     np.testing.assert_array_equal(y, ((want + 2**31) % 2**32 - 2**31).astype(np.int32))
+
+
+
+@pytest.mark.skipif(not _NVRTC, reason=f"CUDA C++ input needs NVRTC: {_NO_NVRTC}")
+def test_a_kernel_beside_vtables_runs_as_warp_gangs():
+    """The module's vtables hold the addresses of functions that kernel does not call: it
+    compiles (as warp gangs, without the tables) and runs."""
+    n = 300
+    dev = Device("cpu")
+    stream = dev.create_stream()
+    kernel = Program(SOURCE, code_type="c++").compile("native").get_kernel("plain")
+    by = dev.allocate(4 * n, stream=stream)
+    launch(stream, LaunchConfig(grid=3, block=128), kernel, by, np.int32(n))
+    y = np.zeros(n, np.int32)
+    by.copy_to(y, stream=stream)
+    stream.sync()
+    np.testing.assert_array_equal(y, 7 * np.arange(n))
+    assert kernel._binary(dev).for_block((128, 1, 1)).gang_refusal is None
+    vtable_user = Program(SOURCE, code_type="c++").compile("native").get_kernel("virtual_ops")
+    assert vtable_user._binary(dev).for_block((128, 1, 1)).gang_refusal is not None
 
 
 FUNCTION = """

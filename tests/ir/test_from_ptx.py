@@ -88,6 +88,13 @@ def test_unsized_global_takes_its_size_from_the_initializer():
     assert module.globals["a"].elements == 3 and module.globals["a"].size == 12
 
 
+def test_managed_attribute_is_kept():
+    module = _build(_kernel("ret;", extra=".global .attribute(.managed) .align 4 .u32 m;\n"
+                                          ".global .align 4 .u32 g;"))
+    assert module.globals["m"].managed and module.globals["m"].attributes == ("managed",)
+    assert not module.globals["g"].managed
+
+
 def test_extern_shared_is_unsized():
     module = _build(_kernel("ret;", extra=".extern .shared .align 16 .b8 dyn[];"))
     assert module.globals["dyn"].unsized and module.globals["dyn"].size == 0

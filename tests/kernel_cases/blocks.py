@@ -432,6 +432,33 @@ WARP = [
                _reduce_args, _reduce_ref, notes="exact"),
 ]
 
+# warp_tiles.cu ---------------------------------------------------------------------------------
+
+
+def _tiles_args(rng):
+    x = rng.integers(-1000, 1000, N_WARP).astype(np.int32)
+    x[:4] = np.abs(x[:4]) + 1     # a tile where every lane is positive
+    return [inp(x), out(poison(5 * N_WARP, np.int32)), scalar(np.int32(N_WARP))]
+
+
+def _tiles_ref(args):
+    x = args[0].value.astype(np.int64)
+    i, lane, _ = _lanes()
+    quads = x.reshape(-1, 4)
+    odd = (quads & 1).astype(np.int64) << (lane.reshape(-1, 4) % 32)
+    tile = lane // 4
+    parts = [np.repeat(quads.sum(axis=1), 4), np.repeat(odd.sum(axis=1), 4),
+             np.repeat((quads > 0).all(axis=1), 4), np.repeat(quads[:, 3], 4),
+             np.where(tile % 2 == 1, tile, 0)]
+    return {1: np.concatenate([(np.asarray(q) + 2**31) % 2**32 - 2**31 for q in parts])
+            .astype(np.int32)}
+
+
+TILES = [
+    KernelCase("warp_tiles.cu", "tile_ops", (N_WARP // 128, 1, 1), (128, 1, 1), 0,
+               _tiles_args, _tiles_ref, notes="exact: integer arithmetic and masks"),
+]
+
 # mbarrier_sync.cu ------------------------------------------------------------------------------
 
 G_MB, B_MB = 4, 128
@@ -453,4 +480,4 @@ MBARRIER = [
                _mbarrier_ref, notes="exact: integer arithmetic"),
 ]
 
-CASES = BARRIER_LOOP + SORTS + SCANS + COMPACTION + WARP + MBARRIER
+CASES = BARRIER_LOOP + SORTS + SCANS + COMPACTION + WARP + TILES + MBARRIER

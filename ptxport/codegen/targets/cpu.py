@@ -42,7 +42,7 @@ from ptxport.codegen.lower import (
     const_int,
     value_type,
 )
-from ptxport.codegen.targets import cpu_gang, cpu_image, cpu_runtime
+from ptxport.codegen.targets import cpu_gang, cpu_heap, cpu_image, cpu_runtime
 from ptxport.codegen.targets.cpu_stop import STOPPED, branch_on_stop, poll_stop
 from ptxport.errors import CompileError, UnsupportedFeatureError
 from ptxport.ir import nodes as ir
@@ -84,6 +84,8 @@ cpu_image.stored(LineTable)
 FAULTED = -(1 << 24)
 # The access size a fault records for a call through an address that is no function.
 CALL_FAULT = 0x7FFF
+# ... and for a device free of an address that is no live allocation of the heap.
+FREE_FAULT = 0x7FFE
 
 
 @cpu_image.stored
@@ -120,6 +122,8 @@ class KernelPlan:
                                                  metadata={"build_only": True})
     # warp gangs (cpu_gang.py): frames are per warp, 32 * frame_size bytes each
     gang: bool = False
+    # calls device malloc or free: the device heap is reserved before its launches
+    uses_heap: bool = False
 
     def frame_slot(self, reg: ir.Register) -> int:
         """The frame offset where `reg` is saved across waits (allocated on first use; the
@@ -376,7 +380,10 @@ class CpuTarget(Target):
             pointers.append(self.variable_pointer(fl, value))
         if callee.is_declaration:
             # .extern functions the CUDA driver provides: printf's vprintf, assert's
-            # __assertfail (which ends the kernel: a trap after it)
+            # __assertfail (which ends the kernel: a trap after it), the heap's malloc, free
+            if callee.name in ("malloc", "free"):
+                self._heap_call(fl, inst, callee.name, pointers)
+                return
             if callee.name not in ("vprintf", "__assertfail"):
                 raise fl.unsupported(inst, f"a call of '{callee.name}', which the module "
                                            "declares but does not define")
@@ -391,6 +398,25 @@ class CpuTarget(Target):
             return
         llcallee = self.functions[callee.name]
         fl.b.call(llcallee, [fl.llfn.args[0], fl.llfn.args[1], *pointers])
+
+    def _heap_call(self, fl: FunctionLowering, inst: ir.Instruction, name: str,
+                   pointers: list) -> None:
+        """Device malloc and free (cpu_heap.py); a free of no live allocation faults."""
+        from ptxport.codegen.targets import cpu_heap
+
+        self.plan.uses_heap = True
+        if name == "malloc":
+            cpu_heap.lower_malloc(fl, inst, pointers)
+            return
+        address, bad = cpu_heap.lower_free(fl, inst, pointers)
+        faulted = fl.llfn.append_basic_block("free_fault")
+        freed = fl.llfn.append_basic_block("freed")
+        fl.b.cbranch(bad, faulted, freed)
+        fl.b.position_at_end(faulted)
+        self._fault(fl, fl.b.inttoptr(address, PTR), FREE_FAULT, True)
+        if fl.b.block.terminator is None:
+            fl.b.branch(freed)
+        fl.b.position_at_end(freed)
 
     def function_address(self, fl: FunctionLowering, function: ir.Function) -> ll.Value:
         llfn = self.functions.get(function.name)
@@ -1195,9 +1221,15 @@ class CpuKernelBinary:
         kernel may reach; every global or generic access is then checked against them (and
         the module's variables, shared and local memory), and an access outside all of them
         raises IllegalAddressError. None runs without checks. A launch still running after
-        `timeout` seconds is stopped and raises KernelTimeoutError."""
+        `timeout` seconds is stopped and raises KernelTimeoutError. The device heap, once a
+        kernel using malloc or free reserves it, is one more allocation of every launch."""
         from ptxport.codegen.targets.cpu_executor import run_grid
 
+        if self.plan.uses_heap:
+            cpu_heap.HEAP.reserve()
+        heap = cpu_heap.HEAP.range()
+        if allocations is not None and heap is not None:
+            allocations = [*allocations, heap]
         run_grid(self, tuple(grid), tuple(block), dynamic_shared, params, allocations,
                  timeout)
 

@@ -39,6 +39,7 @@ from ptxport.codegen.targets.cpu import (
     EXITED,
     FAULTED,
     FRAME,
+    FREE_FAULT,
     RUNNABLE,
     TRAPPED,
 )
@@ -309,6 +310,10 @@ class _Worker:
             return (f"kernel '{self.plan.name}' called address {address:#x}, which is no "
                     f"function of the module, at {self._where(line)} in {where}; nothing "
                     "was run there and the device is still usable")
+        if size == FREE_FAULT:
+            return (f"kernel '{self.plan.name}' freed address {address:#x}, which device "
+                    f"malloc did not return or which was freed before, at {self._where(line)} "
+                    f"in {where}; nothing was freed and the device is still usable")
         return (f"kernel '{self.plan.name}' {'wrote' if write else 'read'} {size} bytes at "
                 f"address {address:#x}, outside every allocation, at {self._where(line)} in "
                 f"{where}; nothing was written there and the device is still usable")

@@ -300,6 +300,14 @@ def _refusal(module: ir.Module, kernel: ir.Function) -> str | None:
     """Why the gang path does not take `kernel` (None: it does)."""
     if any(v.space == "local" for v in kernel.variables.values()):
         return ".local memory"
+    named = _variables_named(kernel)
+    tables = [v.name for v in module.globals.values()
+              if v.name in named and any(isinstance(item, ir.SymbolAddress) and
+                                         isinstance(item.target, ir.Function)
+                                         for item in v.init or [])]
+    if tables:
+        # its entries are the addresses of the device functions compiled with the kernel
+        return f"'{tables[0]}': a table of function addresses (a C++ vtable)"
     for inst in kernel.instructions():
         op, spec = inst.opcode, inst.spec
         types = spec.types
@@ -355,6 +363,27 @@ def _refusal(module: ir.Module, kernel: ir.Function) -> str | None:
             continue
         return f"{spec.text}: not lowered for warp gangs yet"
     return None
+
+
+def _variables_named(kernel: ir.Function) -> set[str]:
+    """The names of the variables the kernel's instructions name (or take addresses of)."""
+    names: set[str] = set()
+
+    def visit(value) -> None:
+        if isinstance(value, ir.Variable):
+            names.add(value.name)
+        elif isinstance(value, ir.SymbolAddress):
+            visit(value.target)
+        elif isinstance(value, ir.Address):
+            visit(value.base)
+        elif isinstance(value, ir.VectorValue | ir.ListValue):
+            for element in value.elements:
+                visit(element)
+
+    for inst in kernel.instructions():
+        for operand in inst.operands:
+            visit(operand)
+    return names
 
 
 def _uniform_address(operand) -> bool:
@@ -797,20 +826,22 @@ def _barrier(fl: GangLowering, inst: ir.Instruction) -> None:
 
 
 def _member_mask(fl: GangLowering, inst: ir.Instruction, index: int) -> ll.Value:
-    """The member mask (an i32), as the first lane of the mask has it."""
+    """The member mask: one i32 where every lane holds the same, else a vector of each lane's
+    (cooperative groups' tiles: lane l of a 4-lane tile names 0xF << (l & ~3))."""
     if len(inst.operands) <= index or isinstance(inst.operands[index], Sink):
         return I32(FULL)
-    operand = inst.operands[index]
-    value = fl.read(operand, "b32")
-    if not _is_vec(value):
-        return value
-    first = fl.cttz(fl.bits(fl.mask))
-    return ll.IRBuilder.extract_element(fl.b, value, first)
+    return fl.read(inst.operands[index], "b32")
+
+
+_LANE_BITS = ll.Constant(_vec(I32), [1 << lane for lane in range(W)])
 
 
 def _converge(fl: GangLowering, inst: ir.Instruction, members) -> None:
-    """Before a warp operation: when members named in the mask are still elsewhere, the
-    mask's lanes park here until those come (the segment starts at this instruction)."""
+    """Before a warp operation: each lane of the mask waits for the live lanes its own
+    member mask names (PTX ISA 9.7.9.6, 9.7.13: "until all non-exited threads corresponding
+    to membermask have executed" it). Lanes whose members are still elsewhere park here
+    until those come (the segment starts at this instruction); the others go on. A lane
+    whose mask does not name it is an error (undefined in PTX)."""
     b = fl.b
     segment = fl.segment_at[id(inst)]
     alone_mask = fl.mask
@@ -831,24 +862,28 @@ def _converge(fl: GangLowering, inst: ir.Instruction, members) -> None:
     b.store(b.and_(parked, b.not_(here)), fl.parked_slot)
     gathered = b.or_(fl.mask, fl.lanes(here))
     b.store(gathered, fl.mask_slot)
-    mask_bits = fl.bits(gathered)
     alive = fl.bits(ll.IRBuilder.icmp_unsigned(b, "!=", pc, fl.exit_pcs))
-    missing = b.and_(b.and_(members, alive), b.not_(mask_bits))
+    ready = _members_here(fl, gathered, members, alive)
     park = fl.llfn.append_basic_block("park")
     check = fl.llfn.append_basic_block("members_here")
     gathered_block = b.block
-    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", missing, I32(0)), park, check)
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "==", fl.bits(ready), I32(0)), park,
+                         check)
     b.position_at_end(park)
     _set_pc(fl, gathered, I32(segment.number))
-    b.store(b.or_(b.load(fl.parked_slot), mask_bits), fl.parked_slot)
+    b.store(b.or_(b.load(fl.parked_slot), fl.bits(gathered)), fl.parked_slot)
     b.branch(fl.dispatch)
     b.position_at_end(alone)
     b.branch(check)
     b.position_at_end(check)
     fl.mask = ll.IRBuilder.phi(b, alone_mask.type)
     fl.mask.add_incoming(alone_mask, alone_block)
-    fl.mask.add_incoming(gathered, gathered_block)
-    outside = b.and_(fl.bits(fl.mask), b.not_(members))
+    fl.mask.add_incoming(ready, gathered_block)
+    if _is_vec(members):        # each lane must be in its own mask
+        outside = fl.bits(b.and_(fl.mask, ll.IRBuilder.icmp_unsigned(
+            b, "==", b.and_(members, _LANE_BITS), ll.Constant(_vec(I32), [0] * W))))
+    else:
+        outside = b.and_(fl.bits(fl.mask), b.not_(members))
     bad = fl.llfn.append_basic_block("not_member")
     go = fl.llfn.append_basic_block("warp_op")
     ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", outside, I32(0)), bad, go)
@@ -856,6 +891,25 @@ def _converge(fl: GangLowering, inst: ir.Instruction, members) -> None:
     b.store(fl.cttz(outside), fl.scratch_lane)
     b.ret(I32(NOT_MEMBER))
     b.position_at_end(go)
+
+
+def _members_here(fl: GangLowering, gathered, members, alive) -> ll.Value:
+    """The lanes of `gathered` whose live members are all in it. Those go on; the others of
+    `gathered` park at the current segment (their pc is set to it), until their members come."""
+    b = fl.b
+    absent = b.and_(alive, b.not_(fl.bits(gathered)))
+    if not _is_vec(members):
+        waits = ll.IRBuilder.icmp_unsigned(b, "!=", b.and_(members, absent), I32(0))
+        return ll.IRBuilder.select(b, waits, ll.Constant(gathered.type, [I1(0)] * W),
+                                   gathered)
+    ready = b.and_(gathered, ll.IRBuilder.icmp_unsigned(
+        b, "==", b.and_(members, absent), ll.Constant(_vec(I32), [0] * W)))
+    waiting = b.and_(gathered, b.not_(ready))
+    segment = fl.segment_at[id(fl.inst)]
+    _set_pc(fl, waiting, I32(segment.number))
+    b.store(b.or_(b.load(fl.parked_slot), fl.bits(waiting)), fl.parked_slot)
+    b.store(ready, fl.mask_slot)
+    return ready
 
 
 def _warp_barrier(fl: GangLowering, inst: ir.Instruction) -> None:
@@ -870,19 +924,21 @@ def _vote(fl: GangLowering, inst: ir.Instruction) -> None:
     b = fl.b
     members = _member_mask(fl, inst, 2)
     _converge(fl, inst, members)
+    # each lane's own members (a vector where the lanes' masks differ)
     part = b.and_(members, fl.bits(fl.mask))
     true = fl.bits(b.and_(fl.read(inst.operands[1], "pred"), fl.mask))
     mode = inst.spec.get("mode")
     if mode == "ballot":
-        fl.write(inst.operands[0], b.and_(true, part), "b32")
+        fl.write(inst.operands[0], b.and_(part, true), "b32")
         return
+    zero = I32(0)
     if mode == "all":
-        result = ll.IRBuilder.icmp_unsigned(b, "==", b.and_(part, b.not_(true)), I32(0))
+        result = b.icmp_unsigned("==", b.and_(part, b.not_(true)), zero)
     elif mode == "any":
-        result = ll.IRBuilder.icmp_unsigned(b, "!=", b.and_(part, true), I32(0))
+        result = b.icmp_unsigned("!=", b.and_(part, true), zero)
     else:
-        result = b.or_(ll.IRBuilder.icmp_unsigned(b, "==", b.and_(part, true), I32(0)),
-                       ll.IRBuilder.icmp_unsigned(b, "==", b.and_(part, b.not_(true)), I32(0)))
+        result = b.or_(b.icmp_unsigned("==", b.and_(part, true), zero),
+                       b.icmp_unsigned("==", b.and_(part, b.not_(true)), zero))
     fl.write(inst.operands[0], result, "pred")
 
 
@@ -2067,8 +2123,9 @@ def build(module: ir.Module, kernel_name: str, block: tuple[int, int, int]):
     llmod.triple = llvm.get_process_triple()
     plan = cpu._plan(module, kernel)
     plan.spills.clear()
+    # (the module's other variables are in its storage, bound when the code is loaded; the
+    # tables of function addresses the kernel does not name are left out of its code)
     globals_ = cpu._declare_globals(module, llmod)
-    cpu._initialize_globals(module, globals_, {})
     target = _gang_target_class()(module, llmod, plan, globals_, {})
     gang = ll.Function(llmod, ll.FunctionType(I32, [PTR, PTR, I32, I32, I1]), name="gang")
     gang.linkage = "internal"

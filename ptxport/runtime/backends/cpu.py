@@ -151,6 +151,14 @@ class Backend(BackendBase):
                 self._live.pop(allocation.address, None)
             self._ranges = None
 
+    def set_heap_size(self, nbytes: int) -> None:
+        """The size of the device heap that kernels' malloc and new allocate from
+        (cudaLimitMallocHeapSize; the codegen's cpu_heap.py). Raises InvalidValueError once a
+        kernel using malloc or free has been launched, as CUDA does."""
+        from ptxport.codegen.targets.cpu_heap import HEAP
+
+        HEAP.set_size(nbytes)
+
     def register_host_memory(self, ordinal: int, memory: np.ndarray) -> Allocation:
         # The memory stays the owner's: freeing the allocation only stops kernels using it.
         allocation = Allocation(memory.ctypes.data, memory.nbytes, memory)
