@@ -35,7 +35,8 @@ _BF16 = np.dtype("<u2")               # bfloat16 is stored as its 16 bits here
 # cudaDataType (library_types.h) -> how its elements are stored
 _DATA_TYPES = {0: np.dtype(np.float32), 1: np.dtype(np.float64), 2: np.dtype(np.float16),
                14: _BF16}
-_NAMES = {0: "CUDA_R_32F", 1: "CUDA_R_64F", 2: "CUDA_R_16F", 14: "CUDA_R_16BF"}
+_NAMES = {0: "CUDA_R_32F", 1: "CUDA_R_64F", 2: "CUDA_R_16F", 14: "CUDA_R_16BF", 3: "CUDA_R_8I",
+          10: "CUDA_R_32I"}
 # cublasComputeType_t -> the precision ptxport computes in. 32F_FAST_16F, _16BF and _TF32
 # allow cuBLAS to round inputs to less precision; computing in FP32 is within what they allow.
 _COMPUTE = {68: np.dtype(np.float32), 69: np.dtype(np.float32), 74: np.dtype(np.float32),
@@ -135,10 +136,9 @@ def _gemm_work(c_t: np.ndarray, b_t: np.ndarray | None, a_t: np.ndarray | None,
 
     def work() -> None:
         alpha, beta = read_alpha(), read_beta()
-        native = c_t.dtype == compute
         if a_t is None or alpha == 0:
             product = None
-        elif native and alpha == 1 and beta == 0:
+        elif alpha == 1 and beta == 0 and a_t.dtype == b_t.dtype == c_t.dtype == compute:
             np.matmul(b_t, a_t, out=c_t)   # straight into C: the common case, no temporary
             return
         else:
