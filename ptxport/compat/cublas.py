@@ -224,12 +224,13 @@ def device_array(address: int, dtype: np.dtype, count: int, what: str) -> np.nda
     return np.frombuffer((ctypes.c_byte * nbytes).from_address(address), dtype)
 
 
-def scalar_reader(h: Handle, address: int, dtype: np.dtype, what: str) -> Callable[[], object]:
-    """A function giving the scalar at `address` as the handle's pointer mode says: read now
-    from host memory, or from device memory when the work runs (stream order)."""
+def scalar_reader(on_device: bool, address: int, dtype: np.dtype,
+                  what: str) -> Callable[[], object]:
+    """A function giving the scalar at `address` as the pointer mode says: read now from
+    host memory, or (`on_device`) from device memory when the work runs (stream order)."""
     if not address:
         raise CublasError(INVALID_VALUE, f"{what} is NULL")
-    if h.pointer_mode == POINTER_MODE_HOST:
+    if not on_device:
         value = np.frombuffer((ctypes.c_byte * dtype.itemsize).from_address(address), dtype)[0]
         return lambda: value
     cell = device_array(address, dtype, 1, what)
@@ -293,7 +294,7 @@ def _dot(dtype: np.dtype, handle: int, n: int, x: int, incx: int, y: int, incy: 
 
 def _scal(dtype: np.dtype, handle: int, n: int, alpha: int, x: int, incx: int) -> int:
     h = handle_of(handle)
-    read_alpha = scalar_reader(h, alpha, dtype, "alpha")
+    read_alpha = scalar_reader(h.pointer_mode == POINTER_MODE_DEVICE, alpha, dtype, "alpha")
     if n <= 0 or incx <= 0:   # BLAS's quick return
         return SUCCESS
     xs = _vector(x, dtype, n, incx, "x")
@@ -307,7 +308,7 @@ def _scal(dtype: np.dtype, handle: int, n: int, alpha: int, x: int, incx: int) -
 def _axpy(dtype: np.dtype, handle: int, n: int, alpha: int, x: int, incx: int, y: int,
           incy: int) -> int:
     h = handle_of(handle)
-    read_alpha = scalar_reader(h, alpha, dtype, "alpha")
+    read_alpha = scalar_reader(h.pointer_mode == POINTER_MODE_DEVICE, alpha, dtype, "alpha")
     if n <= 0:
         return SUCCESS
     xs, ys = _vector(x, dtype, n, incx, "x"), _vector(y, dtype, n, incy, "y")

@@ -20,6 +20,7 @@ from ptxport.compat import streams
 from ptxport.compat.cublas import (
     INVALID_VALUE,
     NOT_SUPPORTED,
+    POINTER_MODE_DEVICE,
     SUCCESS,
     CublasError,
     device_array,
@@ -112,44 +113,78 @@ def gemm(handle: int, transa: int, transb: int, m: int, n: int, k: int, alpha: i
     `stride` elements apart; alpha and beta are `compute` values."""
     h = handle_of(handle)
     _check(transa, transb, m, n, k, a, b, c, batch)
-    read_alpha = scalar_reader(h, alpha, compute, "alpha")
-    read_beta = scalar_reader(h, beta, compute, "beta")
-    if m == 0 or n == 0 or batch == 0:
-        return SUCCESS
-    c_t = _matrices(c, m, n, batch, "C")
-    a_t = b_t = None
-    if k > 0:
-        a_t = _matrices(a, *((k, m) if _OPS[transa] else (m, k)), batch, "A")
-        b_t = _matrices(b, *((n, k) if _OPS[transb] else (k, n)), batch, "B")
-        # op(A)^T is A^T (the view) for N, A itself for T: swap the view's last two axes.
-        a_t = a_t.swapaxes(1, 2) if _OPS[transa] else a_t
-        b_t = b_t.swapaxes(1, 2) if _OPS[transb] else b_t
-    streams.enqueue(h.stream, _gemm_work(c_t, b_t, a_t, read_alpha, read_beta, compute),
-                    sync=False)
+    on_device = h.pointer_mode == POINTER_MODE_DEVICE
+    product = Product(transa, transb, m, n, k, a, b, batch, compute)
+    queue(h.stream, product, scalar_reader(on_device, alpha, compute, "alpha"),
+          scalar_reader(on_device, beta, compute, "beta"), c, c)
     return SUCCESS
 
 
-def _gemm_work(c_t: np.ndarray, b_t: np.ndarray | None, a_t: np.ndarray | None,
+@dataclass(frozen=True)
+class Product:
+    """op(A) op(B): m x k times k x n, `batch` times, computed in `compute` precision."""
+
+    transa: int
+    transb: int
+    m: int
+    n: int
+    k: int
+    a: Operand
+    b: Operand
+    batch: int
+    compute: np.dtype
+
+    def views(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """(op(B)^T, op(A)^T) as views of device memory, or None when k = 0."""
+        if self.k == 0:
+            return None
+        m, n, k, batch = self.m, self.n, self.k, self.batch
+        a_t = _matrices(self.a, *((k, m) if _OPS[self.transa] else (m, k)), batch, "A")
+        b_t = _matrices(self.b, *((n, k) if _OPS[self.transb] else (k, n)), batch, "B")
+        # op(A)^T is the view (A^T) for N, A itself for T: swap the view's last two axes.
+        return (b_t.swapaxes(1, 2) if _OPS[self.transb] else b_t,
+                a_t.swapaxes(1, 2) if _OPS[self.transa] else a_t)
+
+
+def queue(stream: int, product: Product, read_alpha: Callable[[], object],
+          read_beta: Callable[[], object], c: Operand, d: Operand,
+          bias: np.ndarray | None = None) -> None:
+    """Queue D = alpha op(A) op(B) + beta C (+ bias, one value per row of D) on CUstream
+    `stream`; C and D may be the same matrices."""
+    if product.m == 0 or product.n == 0 or product.batch == 0:
+        return
+    m, n, batch = product.m, product.n, product.batch
+    d_t = _matrices(d, m, n, batch, "D" if d is not c else "C")
+    c_t = d_t if c is d else _matrices(c, m, n, batch, "C")
+    streams.enqueue(stream, _gemm_work(d_t, c_t, product.views(), read_alpha, read_beta,
+                                       product.compute, bias), sync=False)
+
+
+def _gemm_work(d_t: np.ndarray, c_t: np.ndarray, views: tuple[np.ndarray, np.ndarray] | None,
                read_alpha: Callable[[], object], read_beta: Callable[[], object],
-               compute: np.dtype) -> Callable[[], None]:
-    """The work of one GEMM call: C^T = alpha B^T A^T + beta C^T (b_t, a_t None: k = 0)."""
+               compute: np.dtype, bias: np.ndarray | None) -> Callable[[], None]:
+    """The work of one GEMM call on transposed views: D^T = alpha B^T A^T + beta C^T, plus
+    the bias along D^T's rows (`views` None: k = 0)."""
 
     def work() -> None:
         alpha, beta = read_alpha(), read_beta()
-        if a_t is None or alpha == 0:
+        if views is None or alpha == 0:
             product = None
-        elif alpha == 1 and beta == 0 and a_t.dtype == b_t.dtype == c_t.dtype == compute:
-            np.matmul(b_t, a_t, out=c_t)   # straight into C: the common case, no temporary
+        elif alpha == 1 and beta == 0 and bias is None and \
+                views[0].dtype == views[1].dtype == d_t.dtype == compute:
+            np.matmul(*views, out=d_t)   # straight into D: the common case, no temporary
             return
         else:
-            product = np.matmul(_to_float(b_t, compute), _to_float(a_t, compute))
+            product = np.matmul(_to_float(views[0], compute), _to_float(views[1], compute))
             if alpha != 1:
                 product *= alpha
-        if beta == 0:   # C is not read: NaN or garbage in it must not propagate
-            _store(c_t, product if product is not None else np.zeros((), compute))
-            return
-        scaled = _to_float(c_t, compute) * beta
-        _store(c_t, scaled if product is None else scaled + product)
+        # With beta = 0, C is not read: NaN or garbage in it must not propagate.
+        total = product if product is not None else np.zeros((), compute)
+        if beta != 0:
+            total = _to_float(c_t, compute) * beta + total
+        if bias is not None:
+            total = total + _to_float(bias, compute)
+        _store(d_t, total)
 
     return work
 
