@@ -1,7 +1,7 @@
 """Building the native shims: native/shim.c plus typed entry points generated from a table of
 signatures, compiled with the system C compiler into one drop-in library per NativeLibrary
-(libcuda.so.1 from signatures.py, libcublas.so.13 from cublas_signatures.py) in one directory
-under ptxport's cache.
+(libcuda.so.1 from signatures.py, libcublas.so.13 and libcublasLt.so.13 from
+cublas_signatures.py) in one directory under ptxport's cache.
 
 The library embeds this Python (its libpython, its home), so it is built per Python
 installation, at first use, and kept under a key made of the sources, the generated code and
@@ -127,6 +127,9 @@ LIBRARIES = (
                   unsupported_names(), 3, 999, stub_pool=True),
     NativeLibrary(("libcublas.so.13", "libcublas.so"), "ptxport.compat.cublas_dispatch",
                   cublas_signatures.ENTRY_POINTS, cublas_signatures.unsupported_names(),
+                  1, 14),
+    NativeLibrary(("libcublasLt.so.13", "libcublasLt.so"), "ptxport.compat.cublaslt_dispatch",
+                  cublas_signatures.LT_ENTRY_POINTS, cublas_signatures.lt_unsupported_names(),
                   1, 14),
 )
 

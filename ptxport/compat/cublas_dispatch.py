@@ -1,5 +1,6 @@
 """Where the drop-in libcublas.so.13 enters Python: `start` gives it one handler per entry
-point of cublas_signatures.py (found in cublas.py or cublas_gemm.py).
+point of cublas_signatures.py (found in cublas.py or cublas_gemm.py); libcublasLt.so.13's
+(cublaslt_dispatch.py) are made the same way.
 
 Each handler is wrapped once here, as dispatch.py wraps the driver's: a CublasError becomes
 its status, ptxport's other errors the status cuBLAS would return, with ptxport's
@@ -12,9 +13,11 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from types import ModuleType
 
 from ptxport.compat import cublas, cublas_gemm, cublas_signatures
 from ptxport.compat.dispatch import traced
+from ptxport.compat.signatures import Signature
 from ptxport.compat.state import CudaError, state
 from ptxport.errors import (
     InvalidValueError,
@@ -23,9 +26,8 @@ from ptxport.errors import (
     UnsupportedFeatureError,
 )
 
-__all__ = ["start"]
+__all__ = ["handlers_for", "start", "status_of"]
 
-_MODULES = (cublas, cublas_gemm)
 # ptxport's errors as cublasStatus_t; the first match counts.
 _CODES: tuple[tuple[type, int], ...] = (
     (OutOfMemoryError, cublas.ALLOC_FAILED),
@@ -65,29 +67,30 @@ def _wrap(name: str, handler: Callable[..., int]) -> Callable[..., int]:
     return call
 
 
-def _handler(name: str) -> Callable[..., int]:
-    for module in _MODULES:
+def _handler(name: str, modules: tuple[ModuleType, ...]) -> Callable[..., int]:
+    for module in modules:
         handler = getattr(module, name, None)
         if handler is not None:
             return handler
     raise PtxportError(f"ptxport.compat: cuBLAS entry point {name} has no handler: define "
-                       f"it in one of {', '.join(m.__name__ for m in _MODULES)}")
+                       f"it in one of {', '.join(m.__name__ for m in modules)}")
 
 
-def start(library_path: str) -> tuple[list[Callable[..., int]], Callable[[int], int]]:
-    """Called once by libcublas.so.13: the handlers in cublas_signatures.ENTRY_POINTS order,
-    and the handler of its stubs (stub PTXPORT_STUB_COUNT + i is unsupported name i)."""
+def handlers_for(entry_points: tuple[Signature, ...], stub_names: tuple[str, ...],
+                 modules: tuple[ModuleType, ...]) \
+        -> tuple[list[Callable[..., int]], Callable[[int], int]]:
+    """The handlers of `entry_points` (found in `modules`), wrapped and traced, and the
+    handler of the stubs (stub PTXPORT_STUB_COUNT + i is `stub_names[i]`)."""
     trace_path = os.environ.get("PTXPORT_TRACE")
     trace = open(trace_path, "a", buffering=1) if trace_path else None
     handlers = []
-    for sig in cublas_signatures.ENTRY_POINTS:
-        call = _wrap(sig.name, _handler(sig.name))
+    for sig in entry_points:
+        call = _wrap(sig.name, _handler(sig.name, modules))
         handlers.append(traced(sig, call, trace) if trace else call)
-    names = cublas_signatures.unsupported_names()
     reported: set[str] = set()
 
     def unsupported(k: int) -> int:
-        name = names[k - _STUB_COUNT]
+        name = stub_names[k - _STUB_COUNT]
         if name not in reported:
             reported.add(name)
             print(f"ptxport: {name} is not supported yet; it returns "
@@ -97,6 +100,13 @@ def start(library_path: str) -> tuple[list[Callable[..., int]], Callable[[int], 
         return cublas.NOT_SUPPORTED
 
     return handlers, unsupported
+
+
+def start(library_path: str) -> tuple[list[Callable[..., int]], Callable[[int], int]]:
+    """Called once by libcublas.so.13: the handlers in cublas_signatures.ENTRY_POINTS order,
+    and the handler of its stubs."""
+    return handlers_for(cublas_signatures.ENTRY_POINTS, cublas_signatures.unsupported_names(),
+                        (cublas, cublas_gemm))
 
 
 _STUB_COUNT = 1024   # PTXPORT_STUB_COUNT in shim.c: named stubs are numbered after it

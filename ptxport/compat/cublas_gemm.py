@@ -28,13 +28,13 @@ from ptxport.compat.cublas import (
     scalar_reader,
 )
 
-__all__ = ["Operand"]
+__all__ = ["DATA_TYPES", "Operand", "Product", "ex_types", "gemm", "queue"]
 
 _OPS = {0: False, 1: True, 2: True}   # CUBLAS_OP_N, _T, _C (C is T for real data)
 _BF16 = np.dtype("<u2")               # bfloat16 is stored as its 16 bits here
 
 # cudaDataType (library_types.h) -> how its elements are stored
-_DATA_TYPES = {0: np.dtype(np.float32), 1: np.dtype(np.float64), 2: np.dtype(np.float16),
+DATA_TYPES = {0: np.dtype(np.float32), 1: np.dtype(np.float64), 2: np.dtype(np.float16),
                14: _BF16}
 _NAMES = {0: "CUDA_R_32F", 1: "CUDA_R_64F", 2: "CUDA_R_16F", 14: "CUDA_R_16BF", 3: "CUDA_R_8I",
           10: "CUDA_R_32I"}
@@ -223,7 +223,7 @@ def cublasDgemmStridedBatched(*args: int) -> int:
     return _typed(_F64, *args)
 
 
-def _ex_types(atype: int, btype: int, ctype: int, compute_type: int) -> np.dtype:
+def ex_types(atype: int, btype: int, ctype: int, compute_type: int) -> np.dtype:
     """The compute precision of a GemmEx call, or CUBLAS_STATUS_NOT_SUPPORTED for a
     combination of types this library does not run (cuBLAS answers the same for one it
     does not support)."""
@@ -254,7 +254,7 @@ def cublasGemmStridedBatchedEx(handle: int, transa: int, transb: int, m: int, n:
                                algo: int) -> int:
     # `algo` picks among GPU kernels; every value names the same computation here.
     handle_of(handle)
-    compute = _ex_types(atype, btype, ctype, compute_type)
-    return gemm(handle, transa, transb, m, n, k, alpha, Operand(a, _DATA_TYPES[atype], lda, sa),
-                Operand(b, _DATA_TYPES[btype], ldb, sb), beta,
-                Operand(c, _DATA_TYPES[ctype], ldc, sc), batch, compute)
+    compute = ex_types(atype, btype, ctype, compute_type)
+    return gemm(handle, transa, transb, m, n, k, alpha, Operand(a, DATA_TYPES[atype], lda, sa),
+                Operand(b, DATA_TYPES[btype], ldb, sb), beta,
+                Operand(c, DATA_TYPES[ctype], ldc, sc), batch, compute)

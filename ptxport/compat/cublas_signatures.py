@@ -8,10 +8,10 @@ cublas_names.NAMES is exported as a stub returning CUBLAS_STATUS_NOT_SUPPORTED.
 
 from __future__ import annotations
 
-from ptxport.compat.cublas_names import NAMES
+from ptxport.compat.cublas_names import LT_NAMES, NAMES
 from ptxport.compat.signatures import Signature, parse
 
-__all__ = ["ENTRY_POINTS", "unsupported_names"]
+__all__ = ["ENTRY_POINTS", "LT_ENTRY_POINTS", "lt_unsupported_names", "unsupported_names"]
 
 _CUBLAS = """
 cublasStatus_t cublasCreate_v2(cublasHandle_t *handle)
@@ -46,11 +46,44 @@ cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa, cub
 cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const void *alpha, const void *A, cudaDataType Atype, int lda, long long int strideA, const void *B, cudaDataType Btype, int ldb, long long int strideB, const void *beta, void *C, cudaDataType Ctype, int ldc, long long int strideC, int batchCount, cublasComputeType_t computeType, cublasGemmAlgo_t algo)
 """
 
-ENTRY_POINTS: tuple[Signature, ...] = tuple(
-    parse(line) for line in _CUBLAS.splitlines() if line.strip())
+# libcublasLt.so.13 (cublasLt.h); handlers in cublaslt.py
+_CUBLASLT = """
+cublasStatus_t cublasLtCreate(cublasLtHandle_t *lightHandle)
+cublasStatus_t cublasLtDestroy(cublasLtHandle_t lightHandle)
+size_t cublasLtGetVersion(void)
+cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *matmulDesc, cublasComputeType_t computeType, cudaDataType_t scaleType)
+cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t matmulDesc)
+cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t matmulDesc, cublasLtMatmulDescAttributes_t attr, const void *buf, size_t sizeInBytes)
+cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *matLayout, cudaDataType type, uint64_t rows, uint64_t cols, int64_t ld)
+cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t matLayout)
+cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t matLayout, cublasLtMatrixLayoutAttribute_t attr, const void *buf, size_t sizeInBytes)
+cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t *pref)
+cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t pref)
+cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttributes_t attr, const void *buf, size_t sizeInBytes)
+cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t operationDesc, cublasLtMatrixLayout_t Adesc, cublasLtMatrixLayout_t Bdesc, cublasLtMatrixLayout_t Cdesc, cublasLtMatrixLayout_t Ddesc, cublasLtMatmulPreference_t preference, int requestedAlgoCount, cublasLtMatmulHeuristicResult_t *heuristicResultsArray, int *returnAlgoCount)
+cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc, const void *alpha, const void *A, cublasLtMatrixLayout_t Adesc, const void *B, cublasLtMatrixLayout_t Bdesc, const void *beta, const void *C, cublasLtMatrixLayout_t Cdesc, void *D, cublasLtMatrixLayout_t Ddesc, const cublasLtMatmulAlgo_t *algo, void *workspace, size_t workspaceSizeInBytes, cudaStream_t stream)
+"""
+
+
+def _parse(prototypes: str) -> tuple[Signature, ...]:
+    return tuple(parse(line) for line in prototypes.splitlines() if line.strip())
+
+
+ENTRY_POINTS: tuple[Signature, ...] = _parse(_CUBLAS)
+LT_ENTRY_POINTS: tuple[Signature, ...] = _parse(_CUBLASLT)
+
+
+def _unimplemented(names: tuple[str, ...], entry_points: tuple[Signature, ...]) \
+        -> tuple[str, ...]:
+    implemented = {sig.name for sig in entry_points}
+    return tuple(name for name in names if name not in implemented)
 
 
 def unsupported_names() -> tuple[str, ...]:
     """The names of cuBLAS's API that libcublas.so.13 exports as stubs, in stub order."""
-    implemented = {sig.name for sig in ENTRY_POINTS}
-    return tuple(name for name in NAMES if name not in implemented)
+    return _unimplemented(NAMES, ENTRY_POINTS)
+
+
+def lt_unsupported_names() -> tuple[str, ...]:
+    """The names of cuBLASLt's API that libcublasLt.so.13 exports as stubs, in stub order."""
+    return _unimplemented(LT_NAMES, LT_ENTRY_POINTS)

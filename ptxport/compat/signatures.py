@@ -43,7 +43,11 @@ _C_TYPES = {
     "cublasOperation_t": "int", "cublasPointerMode_t": "int", "cublasMath_t": "int",
     "cublasAtomicsMode_t": "int", "cudaDataType": "int", "cublasComputeType_t": "int",
     "cublasGemmAlgo_t": "int", "libraryPropertyType": "int", "long long int": "long long",
-    "int64_t": "long long",
+    "int64_t": "long long", "uint64_t": "unsigned long long", "cudaDataType_t": "int",
+    "cublasLtHandle_t": "void *", "cublasLtMatmulDesc_t": "void *",
+    "cublasLtMatrixLayout_t": "void *", "cublasLtMatmulPreference_t": "void *",
+    "cublasLtMatmulDescAttributes_t": "int", "cublasLtMatrixLayoutAttribute_t": "int",
+    "cublasLtMatmulPreferenceAttributes_t": "int",
 }
 _UNSIGNED = {"unsigned int", "unsigned char", "unsigned short", "size_t", "unsigned long long",
              "void *"}

@@ -16,10 +16,10 @@ INCLUDE = Path(ptxport.compat.__file__).parent / "native" / "include"
 
 @pytest.fixture(scope="session")
 def build_cublas(build):
-    """build_cublas(name) -> tests/compat/programs/NAME.cu built with -lcublas."""
+    """build_cublas(name) -> tests/compat/programs/NAME.cu built with -lcublasLt -lcublas."""
 
     def build_program(name: str) -> Path:
-        return build(name, f"-I{INCLUDE}", f"-L{shim_directory()}", "-lcublas")
+        return build(name, f"-I{INCLUDE}", f"-L{shim_directory()}", "-lcublasLt", "-lcublas")
 
     return build_program
 
@@ -49,6 +49,15 @@ def test_level1_modes_and_unsupported_calls(build_cublas, ptxport_run):
         "bad mode: CUBLAS_STATUS_INVALID_VALUE", "destroy: CUBLAS_STATUS_SUCCESS"], \
         result.stderr
     assert result.stderr.count("cublasSgeam is not supported yet") == 1, result.stderr
+
+
+def test_cublaslt_matmul_with_bias_epilogue(build_cublas, ptxport_run):
+    result = ptxport_run(build_cublas("cublaslt_matmul"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "create: 0", "heuristic: 0 found 1 state 0", "matmul bias: 0 PASS",
+        "gelu: CUBLAS_STATUS_NOT_SUPPORTED", "destroy: 0"], result.stderr
+    assert "epilogue 32 is not supported" in result.stderr
 
 
 def test_cublas_is_refused_by_name_on_other_devices(build_cublas, ptxport_run):
