@@ -31,8 +31,9 @@ def test_gemms_against_a_host_reference(build_cublas, ptxport_run):
     assert result.stdout.splitlines() == [
         "create: CUBLAS_STATUS_SUCCESS", *(f"sgemm {op}: PASS" for op in ops),
         "beta 0 over NaN: PASS", "k 0 scales C: PASS", "strided batched: PASS",
-        "gemmex half: PASS", "stream order: PASS", "lda < m: CUBLAS_STATUS_INVALID_VALUE",
-        "bad type: CUBLAS_STATUS_NOT_SUPPORTED", "destroy: CUBLAS_STATUS_SUCCESS"], \
+        "gemmex half: PASS", "gemmex bf16: PASS", "stream order: PASS",
+        "lda < m: CUBLAS_STATUS_INVALID_VALUE", "bad type: CUBLAS_STATUS_NOT_SUPPORTED",
+        "destroy: CUBLAS_STATUS_SUCCESS"], \
         result.stderr
     assert "lda = 4 is less than the 8 rows" in result.stderr
     assert "CUDA_R_8I" in result.stderr

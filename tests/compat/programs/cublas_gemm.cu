@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <cublas_v2.h>
@@ -134,6 +135,35 @@ static bool gemm_ex_half(cublasHandle_t h) {
     return s == CUBLAS_STATUS_SUCCESS && error(got, want, k) < 1e-6;
 }
 
+// bf16 A, B and C, FP32 compute (alpha 2, beta 1): C is read and written as bf16, within
+// bf16's rounding (2^-8 relative) of the double reference.
+static bool gemm_ex_bf16(cublasHandle_t h) {
+    const int m = 9, n = 7, k = 12;
+    auto a = random_values(m * k, 9), b = random_values(k * n, 10), c = random_values(m * n, 11);
+    std::vector<__nv_bfloat16> ah(a.size()), bh(b.size()), ch(c.size());
+    for (size_t i = 0; i < a.size(); i++) { ah[i] = __float2bfloat16(a[i]); a[i] = __bfloat162float(ah[i]); }
+    for (size_t i = 0; i < b.size(); i++) { bh[i] = __float2bfloat16(b[i]); b[i] = __bfloat162float(bh[i]); }
+    for (size_t i = 0; i < c.size(); i++) { ch[i] = __float2bfloat16(c[i]); c[i] = __bfloat162float(ch[i]); }
+    std::vector<double> want(c.begin(), c.end());
+    Case cs = {m, n, k, m, k, m, CUBLAS_OP_N, CUBLAS_OP_N};
+    float alpha = 2, beta = 1;
+    reference(cs, alpha, a, b, beta, want);
+    __nv_bfloat16 *da, *db, *dc;
+    cudaMalloc(&da, ah.size() * 2); cudaMalloc(&db, bh.size() * 2); cudaMalloc(&dc, ch.size() * 2);
+    cudaMemcpy(da, ah.data(), ah.size() * 2, cudaMemcpyHostToDevice);
+    cudaMemcpy(db, bh.data(), bh.size() * 2, cudaMemcpyHostToDevice);
+    cudaMemcpy(dc, ch.data(), ch.size() * 2, cudaMemcpyHostToDevice);
+    cublasStatus_t s = cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &alpha, da, CUDA_R_16BF,
+                                    m, db, CUDA_R_16BF, k, &beta, dc, CUDA_R_16BF, m,
+                                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    cudaMemcpy(ch.data(), dc, ch.size() * 2, cudaMemcpyDeviceToHost);
+    cudaFree(da); cudaFree(db); cudaFree(dc);
+    int wrong = 0;
+    for (size_t i = 0; i < ch.size(); i++)
+        wrong += !(fabs(__bfloat162float(ch[i]) - want[i]) <= fabs(want[i]) / 256 + 1e-6);
+    return s == CUBLAS_STATUS_SUCCESS && wrong == 0;
+}
+
 static bool ordered_on_stream(cublasHandle_t h) {
     // copies and the GEMM queued on one stream: the GEMM sees the upload, the download the GEMM
     const int n = 64;
@@ -176,6 +206,7 @@ int main() {
     printf("k 0 scales C: %s\n", gemm_case(h, empty, 1.0f, 3.0f, false) ? "PASS" : "FAIL");
     printf("strided batched: %s\n", strided_batched(h) ? "PASS" : "FAIL");
     printf("gemmex half: %s\n", gemm_ex_half(h) ? "PASS" : "FAIL");
+    printf("gemmex bf16: %s\n", gemm_ex_bf16(h) ? "PASS" : "FAIL");
     printf("stream order: %s\n", ordered_on_stream(h) ? "PASS" : "FAIL");
     float one = 1, *d;
     cudaMalloc(&d, 64 * 4);
