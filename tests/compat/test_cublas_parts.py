@@ -24,7 +24,7 @@ def test_every_cublas_name_is_exported_once():
         assert len(exported) == len(names) + len(library.stub_names)
     # GemmStridedBatchedEx has 23 parameters: every one reaches the handler
     body = build.entry_points_source(build.LIBRARIES[1]).split(
-        "cublasGemmStridedBatchedEx(")[1].split("}")[0]
+        "cublasGemmStridedBatchedEx(")[1].split("\n}\n")[0]
     assert ", 23, args," in body
 
 
