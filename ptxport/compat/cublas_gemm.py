@@ -16,7 +16,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ptxport.compat import streams
 from ptxport.compat.cublas import (
     INVALID_VALUE,
     NOT_SUPPORTED,
@@ -25,6 +24,7 @@ from ptxport.compat.cublas import (
     CublasError,
     device_array,
     handle_of,
+    in_stream_order,
     scalar_reader,
 )
 
@@ -156,8 +156,8 @@ def queue(stream: int, product: Product, read_alpha: Callable[[], object],
     m, n, batch = product.m, product.n, product.batch
     d_t = _matrices(d, m, n, batch, "D" if d is not c else "C")
     c_t = d_t if c is d else _matrices(c, m, n, batch, "C")
-    streams.enqueue(stream, _gemm_work(d_t, c_t, product.views(), read_alpha, read_beta,
-                                       product.compute, bias), sync=False)
+    in_stream_order(stream, _gemm_work(d_t, c_t, product.views(), read_alpha, read_beta,
+                                       product.compute, bias))
 
 
 def _gemm_work(d_t: np.ndarray, c_t: np.ndarray, views: tuple[np.ndarray, np.ndarray] | None,
