@@ -1,5 +1,7 @@
-"""Building the native shim: native/shim.c plus typed entry points generated from
-signatures.py, compiled with the system C compiler into libcuda.so.1 under ptxport's cache.
+"""Building the native shims: native/shim.c plus typed entry points generated from a table of
+signatures, compiled with the system C compiler into one drop-in library per NativeLibrary
+(libcuda.so.1 from signatures.py, libcublas.so.13 and libcublasLt.so.13 from
+cublas_signatures.py) in one directory under ptxport's cache.
 
 The library embeds this Python (its libpython, its home), so it is built per Python
 installation, at first use, and kept under a key made of the sources, the generated code and
@@ -16,20 +18,51 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from ptxport.cache import cache_path
+from ptxport.compat import cublas_signatures
 from ptxport.compat.driver_names import NAMES
-from ptxport.compat.signatures import ENTRY_POINTS, Signature
+from ptxport.compat.signatures import ENTRY_POINTS, Signature, c_type
 from ptxport.errors import BackendUnavailableError, CompileError
 
-__all__ = ["entry_points_source", "shim_directory", "unsupported_names"]
+__all__ = ["LIBRARIES", "NativeLibrary", "entry_points_source", "shim_directory",
+           "unsupported_names"]
 
 _SOURCE = Path(__file__).parent / "native" / "shim.c"
-LIBRARY_NAMES = ("libcuda.so.1", "libcuda.so")
 
 
-_MAX_ARGS = 16   # PTXPORT_MAX_ARGS in shim.c
+@dataclass(frozen=True)
+class NativeLibrary:
+    """One drop-in library: shim.c compiled with these entry points.
+
+    Attributes
+    ----------
+    names : tuple of str
+        The soname first, then the names linked to it (`-lcuda` looks for libcuda.so).
+    dispatch : str
+        The Python module whose start(library_path) gives the handlers.
+    entry_points : tuple of Signature
+        The implemented functions, in the order of the handlers.
+    stub_names : tuple of str
+        Further exported names, each returning the library's "not supported" status.
+    not_initialized, failed : int
+        The status a call returns when Python cannot start, and when a handler raises.
+    stub_pool : bool
+        Whether the library carries the anonymous stubs cuGetProcAddress hands out.
+    """
+
+    names: tuple[str, ...]
+    dispatch: str
+    entry_points: tuple[Signature, ...]
+    stub_names: tuple[str, ...]
+    not_initialized: int
+    failed: int
+    stub_pool: bool = False
+
+
+_MAX_ARGS = 32   # PTXPORT_MAX_ARGS in shim.c
 
 
 def _entry_point(index: int, sig: Signature) -> str:
@@ -54,7 +87,7 @@ def _entry_point(index: int, sig: Signature) -> str:
             args.append(f"{cast}a{i}")
     array = f"uint64_t args[] = {{{', '.join(args)}}};" if args else "uint64_t *args = NULL;"
     call = f"ptxport_call({index}, {len(args)}, args, {signed:#x}u, {floats:#x}u, {doubles:#x}u)"
-    c_ret = "int" if sig.ret == "CUresult" else sig.ret
+    c_ret = sig.ret if "*" in sig.ret else c_type(sig.ret)
     body = f"{call};" if c_ret == "void" else f"return ({c_ret}){call};"
     return f"EXPORT {c_ret} {sig.name}({params}) {{\n    {array}\n    {body}\n}}\n"
 
@@ -66,23 +99,39 @@ def unsupported_names() -> tuple[str, ...]:
     return tuple(name for name in NAMES if name not in implemented)
 
 
-def _named_stubs() -> str:
+def _named_stubs(names: tuple[str, ...]) -> str:
     """An exported stub per unsupported name: stub number STUB_COUNT + i names itself."""
     return "".join(f"EXPORT int {name}(void) {{ return ptxport_unsupported("
                    f"PTXPORT_STUB_COUNT + {i}); }}\n"
-                   for i, name in enumerate(unsupported_names()))
+                   for i, name in enumerate(names))
 
 
-def entry_points_source() -> str:
-    """The C source of every entry point of signatures.ENTRY_POINTS, in order, and of the
-    stubs of the driver API names ptxport does not implement."""
+def entry_points_source(library: NativeLibrary | None = None) -> str:
+    """The C source of every entry point of `library` (the driver's by default), in order,
+    and of the stubs of the names of its API that ptxport does not implement."""
+    library = library or LIBRARIES[0]
     helpers = (
         "static inline uint64_t ptxport_float_bits(float f) {\n"
         "    uint32_t b; memcpy(&b, &f, sizeof b); return b;\n}\n"
         "static inline uint64_t ptxport_double_bits(double d) {\n"
         "    uint64_t b; memcpy(&b, &d, sizeof b); return b;\n}\n")
-    return (helpers + "\n".join(_entry_point(i, sig) for i, sig in enumerate(ENTRY_POINTS))
-            + _named_stubs())
+    return (helpers + "\n".join(_entry_point(i, sig)
+                                for i, sig in enumerate(library.entry_points))
+            + _named_stubs(library.stub_names))
+
+
+# CUDA_ERROR_NOT_INITIALIZED and CUDA_ERROR_UNKNOWN; CUBLAS_STATUS_NOT_INITIALIZED and
+# CUBLAS_STATUS_INTERNAL_ERROR.
+LIBRARIES = (
+    NativeLibrary(("libcuda.so.1", "libcuda.so"), "ptxport.compat.dispatch", ENTRY_POINTS,
+                  unsupported_names(), 3, 999, stub_pool=True),
+    NativeLibrary(("libcublas.so.13", "libcublas.so"), "ptxport.compat.cublas_dispatch",
+                  cublas_signatures.ENTRY_POINTS, cublas_signatures.unsupported_names(),
+                  1, 14),
+    NativeLibrary(("libcublasLt.so.13", "libcublasLt.so"), "ptxport.compat.cublaslt_dispatch",
+                  cublas_signatures.LT_ENTRY_POINTS, cublas_signatures.lt_unsupported_names(),
+                  1, 14),
+)
 
 
 def _libpython() -> tuple[str, str]:
@@ -114,6 +163,8 @@ def _compiler() -> list[str]:
 
 
 def _key(generated: str, libpython: str, home: str) -> str:
+    """The cache key of the libraries built from `generated` (all their entry points) for
+    this interpreter."""
     digest = hashlib.sha256()
     for part in (_SOURCE.read_bytes(), generated.encode(), libpython.encode(), home.encode(),
                  sysconfig.get_paths()["include"].encode()):
@@ -123,46 +174,57 @@ def _key(generated: str, libpython: str, home: str) -> str:
 
 
 def shim_directory() -> Path:
-    """The directory holding libcuda.so.1 for this Python, built first if need be; raises
-    BackendUnavailableError (no compiler, no shared libpython) or CompileError."""
-    generated = entry_points_source()
+    """The directory holding the drop-in libraries (libcuda.so.1, libcublas.so.13) for this
+    Python, built first if need be; raises BackendUnavailableError (no compiler, no shared
+    libpython) or CompileError."""
+    sources = {library.names[0]: entry_points_source(library) for library in LIBRARIES}
     libpython, home = _libpython()
-    directory = cache_path("compat", _key(generated, libpython, home))
-    if (directory / LIBRARY_NAMES[0]).exists():
+    directory = cache_path("compat", _key("\0".join(sources.values()), libpython, home))
+    if all((directory / library.names[0]).exists() for library in LIBRARIES):
         return directory
     directory.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=directory.parent) as work:
         work_dir = Path(work)
-        (work_dir / "entry_points.h").write_text(generated)
         shutil.copy(_SOURCE, work_dir / "shim.c")
-        _compile(work_dir, libpython, home)
-        for alias in LIBRARY_NAMES[1:]:
-            (work_dir / alias).symlink_to(LIBRARY_NAMES[0])
+        for library in LIBRARIES:
+            generated = work_dir / f"{library.names[0]}.d"   # its own entry_points.h
+            generated.mkdir()
+            (generated / "entry_points.h").write_text(sources[library.names[0]])
+            _compile(work_dir, generated, library, libpython, home)
+            for alias in library.names[1:]:
+                (work_dir / alias).symlink_to(library.names[0])
         try:
             os.rename(work_dir, directory)
         except OSError:
-            if not (directory / LIBRARY_NAMES[0]).exists():  # not a concurrent build's
+            if not (directory / LIBRARIES[0].names[0]).exists():  # not a concurrent build's
                 raise
         work_dir.mkdir(exist_ok=True)  # TemporaryDirectory removes what is left there
     return directory
 
 
-def _compile(work: Path, libpython: str, home: str) -> None:
+def _compile(work: Path, generated: Path, library: NativeLibrary, libpython: str,
+             home: str) -> None:
+    """Compile work/shim.c with the entry points in `generated` into `library`'s soname."""
     include = sysconfig.get_paths()["include"]
     if not (Path(include) / "Python.h").exists():
         raise BackendUnavailableError(
             f"`ptxport run` compiles a small C library against Python's headers, and "
             f"{include}/Python.h is missing: install them (Debian: apt install python3-dev)")
+    soname = library.names[0]
     command = [
         *_compiler(), "-shared", "-fPIC", "-O2", "-fvisibility=hidden",
-        f"-I{include}", f"-I{work}",
-        f"-DPTXPORT_ENTRY_COUNT={len(ENTRY_POINTS)}",
+        f"-I{include}", f"-I{generated}",
+        f"-DPTXPORT_ENTRY_COUNT={len(library.entry_points)}",
         f'-DPTXPORT_LIBPYTHON="{libpython}"', f'-DPTXPORT_PYTHONHOME="{home}"',
-        "-Wl,-soname,libcuda.so.1", "-o", str(work / LIBRARY_NAMES[0]), str(work / "shim.c"),
+        f'-DPTXPORT_DISPATCH="{library.dispatch}"',
+        f"-DPTXPORT_STATUS_NOT_INITIALIZED={library.not_initialized}",
+        f"-DPTXPORT_STATUS_FAILED={library.failed}",
+        f"-DPTXPORT_STUB_POOL={int(library.stub_pool)}",
+        f"-Wl,-soname,{soname}", "-o", str(work / soname), str(work / "shim.c"),
         libpython, f"-Wl,-rpath,{Path(libpython).parent}", "-ldl", "-lpthread",
     ]
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
         raise CompileError(
-            f"compiling ptxport's CUDA driver shim failed ({' '.join(command)})",
+            f"compiling ptxport's {soname} failed ({' '.join(command)})",
             log=result.stderr)

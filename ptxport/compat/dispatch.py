@@ -54,7 +54,7 @@ from ptxport.errors import (
     UnsupportedFeatureError,
 )
 
-__all__ = ["start"]
+__all__ = ["start", "traced"]
 
 _MODULES = (driver, memory, pitched, streams, graphs, execution, hidden)
 
@@ -122,9 +122,11 @@ def _slot_names() -> dict[str, str]:
             for index, symbol in slots.items() if symbol.startswith("ptxport_")}
 
 
-def _traced(name: str, call: Callable[..., int], trace) -> Callable[..., int]:
-    params = next(s.params for s in signatures.ENTRY_POINTS if s.name == name)
-    label = _slot_names().get(name, name)
+def traced(sig: signatures.Signature, call: Callable[..., int], trace) -> Callable[..., int]:
+    """`call` (the handler of `sig`) writing each call with its arguments and result to
+    the file `trace` (cublas_dispatch.py traces cuBLAS's calls with it too)."""
+    params = sig.params
+    label = _slot_names().get(sig.name, sig.name)
 
     def traced(*args: int) -> int:
         result = call(*args)
@@ -170,7 +172,7 @@ def start(library_path: str) -> tuple[list[Callable[..., int]], Callable[[int], 
     handlers = []
     for sig in signatures.ENTRY_POINTS:
         call = _wrap(sig.name, _handler(sig.name))
-        handlers.append(_traced(sig.name, call, trace) if trace else call)
+        handlers.append(traced(sig, call, trace) if trace else call)
 
     def unsupported(k: int) -> int:
         lib.report_unsupported(k)

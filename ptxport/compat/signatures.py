@@ -38,11 +38,21 @@ _C_TYPES = {
     "CUhostFn": "void *", "CUstreamCallback": "void *",
     # Passed by value: two ints, which the x86-64 and AArch64 ABIs pass in one register.
     "CUmemLocation": "unsigned long long",
+    # cuBLAS's (cublas_api.h, library_types.h), for cublas_signatures.py.
+    "cublasStatus_t": "int", "cublasHandle_t": "void *", "cudaStream_t": "void *",
+    "cublasOperation_t": "int", "cublasPointerMode_t": "int", "cublasMath_t": "int",
+    "cublasAtomicsMode_t": "int", "cudaDataType": "int", "cublasComputeType_t": "int",
+    "cublasGemmAlgo_t": "int", "libraryPropertyType": "int", "long long int": "long long",
+    "int64_t": "long long", "uint64_t": "unsigned long long", "cudaDataType_t": "int",
+    "cublasLtHandle_t": "void *", "cublasLtMatmulDesc_t": "void *",
+    "cublasLtMatrixLayout_t": "void *", "cublasLtMatmulPreference_t": "void *",
+    "cublasLtMatmulDescAttributes_t": "int", "cublasLtMatrixLayoutAttribute_t": "int",
+    "cublasLtMatmulPreferenceAttributes_t": "int",
 }
 _UNSIGNED = {"unsigned int", "unsigned char", "unsigned short", "size_t", "unsigned long long",
              "void *"}
 
-_PROTOTYPE = re.compile(r"^\s*(?P<ret>[\w ]+?)\s+(?P<name>\w+)\((?P<params>.*)\)\s*$")
+_PROTOTYPE = re.compile(r"^\s*(?P<ret>[\w *]+?)\s+(?P<name>\w+)\((?P<params>.*)\)\s*$")
 
 
 @dataclass(frozen=True)

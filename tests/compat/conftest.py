@@ -65,8 +65,11 @@ def build(nvcc, tmp_path_factory):
         sources = [PROGRAMS / f"{unit}.cu" for unit in units or (name,)]
         if not any(flag.startswith("-gencode") for flag in flags):
             flags = ("-arch=sm_80", *flags)
+        headers = [h.read_text() for flag in flags if flag.startswith("-I")
+                   for h in sorted(Path(flag[2:]).glob("*.h"))]   # ptxport's own headers
         key = hashlib.sha256("\0".join(
-            [*(s.read_text() for s in sources), *flags, version]).encode()).hexdigest()[:24]
+            [*(s.read_text() for s in sources), *headers, *flags, version]).encode()
+        ).hexdigest()[:24]
         binary = cache_path("compat-programs", key, f".{name}")
         if not binary.exists():
             binary.parent.mkdir(parents=True, exist_ok=True)

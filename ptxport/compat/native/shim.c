@@ -1,15 +1,19 @@
-/* ptxport's drop-in CUDA driver library (libcuda.so.1): a thin layer between C callers and
- * ptxport.compat.dispatch, which owns every decision.
+/* ptxport's drop-in CUDA libraries (libcuda.so.1, libcublas.so.13, ...): a thin layer between
+ * C callers and a Python dispatch module (ptxport.compat.dispatch for the driver), which owns
+ * every decision. Each library is this file compiled with its own entry points; all of them
+ * share one interpreter (the first to be called starts it, the others join it).
  *
  * What is here: starting (or joining) the Python interpreter on the first call, calling the
  * Python handler of an entry point with its arguments as Python ints, and a pool of stubs
  * that cuGetProcAddress hands out for names ptxport does not know. The typed entry points
- * (from ptxport/compat/signatures.py) and a named stub for every other driver API name
- * (compat/driver_names.py) are generated into entry_points.h; the build (compat/build.py)
- * passes PTXPORT_ENTRY_COUNT, PTXPORT_LIBPYTHON and PTXPORT_PYTHONHOME as macros.
+ * (from ptxport/compat/signatures.py) and a named stub for every other name of the library's
+ * API (compat/driver_names.py) are generated into entry_points.h; the build (compat/build.py)
+ * passes PTXPORT_ENTRY_COUNT, PTXPORT_LIBPYTHON, PTXPORT_PYTHONHOME, PTXPORT_DISPATCH (the
+ * module), PTXPORT_STATUS_NOT_INITIALIZED and PTXPORT_STATUS_FAILED (the library's status
+ * codes) as macros, and PTXPORT_STUB_POOL=1 for the driver (cuGetProcAddress's stubs).
  *
  * Nothing here may crash the host program: a handler that raises is reported on stderr and
- * the call returns CUDA_ERROR_UNKNOWN.
+ * the call returns PTXPORT_STATUS_FAILED (CUDA_ERROR_UNKNOWN for the driver).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -21,10 +25,8 @@
 #include <string.h>
 
 #define EXPORT __attribute__((visibility("default")))
-#define CUDA_ERROR_NOT_INITIALIZED 3
-#define CUDA_ERROR_UNKNOWN 999
 #define PTXPORT_STUB_COUNT 1024
-#define PTXPORT_MAX_ARGS 16
+#define PTXPORT_MAX_ARGS 32  /* the masks are 32-bit unsigned */
 
 static pthread_once_t started = PTHREAD_ONCE_INIT;
 static PyObject *handlers[PTXPORT_ENTRY_COUNT];
@@ -80,16 +82,16 @@ static int load_handlers(void) {
             "sys.path[:0] = [p for p in os.environ.get('PTXPORT_PYTHONPATH', '')"
             ".split(os.pathsep) if p and p not in sys.path]\n") != 0)
         return -1;
-    PyObject *module = PyImport_ImportModule("ptxport.compat.dispatch");
+    PyObject *module = PyImport_ImportModule(PTXPORT_DISPATCH);
     if (!module) {
-        report_python_error("cannot import ptxport.compat.dispatch (is ptxport on "
+        report_python_error("cannot import " PTXPORT_DISPATCH " (is ptxport on "
                             "PTXPORT_PYTHONPATH? `ptxport env` prints it)");
         return -1;
     }
     PyObject *table = PyObject_CallMethod(module, "start", "s", library_path());
     Py_DECREF(module);
     if (!table) {
-        report_python_error("ptxport.compat.dispatch.start failed");
+        report_python_error(PTXPORT_DISPATCH ".start failed");
         return -1;
     }
     /* (handlers in entry-point order, the handler of the stubs) */
@@ -162,14 +164,14 @@ static int64_t call_handler(PyObject *handler, int nargs, const uint64_t *args,
     PyObject *result = PyObject_Vectorcall(handler, argv, nargs, NULL);
     for (int i = 0; i < nargs; i++)
         Py_XDECREF(argv[i]);
-    int64_t value = CUDA_ERROR_UNKNOWN;
+    int64_t value = PTXPORT_STATUS_FAILED;
     if (result) {
         value = PyLong_AsLongLong(result);
         Py_DECREF(result);
     }
     if (PyErr_Occurred()) {
         report_python_error("a CUDA call failed inside ptxport (a bug: please report it)");
-        value = CUDA_ERROR_UNKNOWN;
+        value = PTXPORT_STATUS_FAILED;
     }
     return value;
 }
@@ -193,7 +195,7 @@ static int64_t ptxport_call(int index, int nargs, const uint64_t *args, unsigned
                             unsigned float_mask, unsigned double_mask) {
     pthread_once(&started, start);
     if (!ready)
-        return CUDA_ERROR_NOT_INITIALIZED;
+        return PTXPORT_STATUS_NOT_INITIALIZED;
     PyGILState_STATE gil = enter_python();
     int64_t value = call_handler(handlers[index], nargs, args, signed_mask, float_mask,
                                  double_mask);
@@ -206,7 +208,7 @@ static int64_t ptxport_call(int index, int nargs, const uint64_t *args, unsigned
 static int ptxport_unsupported(int k) {
     pthread_once(&started, start);
     if (!ready)
-        return CUDA_ERROR_NOT_INITIALIZED;
+        return PTXPORT_STATUS_NOT_INITIALIZED;
     PyGILState_STATE gil = enter_python();
     uint64_t arg = (uint64_t)k;
     int value = (int)call_handler(unsupported_handler, 1, &arg, 0, 0, 0);
@@ -214,6 +216,7 @@ static int ptxport_unsupported(int k) {
     return value;
 }
 
+#if PTXPORT_STUB_POOL
 /* A stub's name holds its index as five base-4 digits after a leading 1, written as a
  * decimal literal (stub_100213 is index 0*256 + 0*64 + 2*16 + 1*4 + 3). */
 static int stub_index(int literal) {
@@ -245,5 +248,7 @@ EXPORT void *ptxport_stub_address(int k) {
 }
 
 EXPORT int ptxport_stub_count(void) { return PTXPORT_STUB_COUNT; }
+
+#endif
 
 #include "entry_points.h"

@@ -1,0 +1,289 @@
+"""cuBLASLt's handlers: matmul descriptors, matrix layouts, preferences, the algorithm
+heuristic and cublasLtMatmul, D = epilogue(alpha op(A) op(B) + beta C), on the GEMM core of
+cublas_gemm.py (the same views of device memory, the same stream order).
+
+Descriptors and layouts are Python objects behind opaque handles (state.handle). Attributes
+that change what is computed and are not implemented here (scale pointers, auxiliary
+epilogue outputs, other epilogues, orders other than column-major) are refused with
+CUBLAS_STATUS_NOT_SUPPORTED, by name, rather than ignored; attributes that only steer the
+choice of a GPU kernel (preferences, SM count, fast accumulation, workspace) are accepted and
+change nothing here. cublaslt_dispatch.py gives the shim these handlers.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ptxport.compat.cublas import (
+    INVALID_VALUE,
+    NOT_SUPPORTED,
+    SUCCESS,
+    VERSION,
+    CublasError,
+    device_array,
+    scalar_reader,
+)
+from ptxport.compat.cublas_gemm import DATA_TYPES, Operand, Product, ex_types, queue
+from ptxport.compat.state import put, state
+
+__all__ = ["MatmulDesc", "MatrixLayout"]
+
+EPILOGUE_DEFAULT, EPILOGUE_BIAS = 1, 4
+ORDER_COL = 0
+_SCALE_TYPES = {np.dtype(np.float32): 0, np.dtype(np.float64): 1}   # CUDA_R_32F, _64F
+
+
+@dataclass
+class MatmulDesc:
+    """A cublasLtMatmulDesc_t: the operation's types, transposes and epilogue."""
+
+    compute_type: int
+    scale_type: int
+    pointer_mode: int = 0        # CUBLASLT_POINTER_MODE_HOST; 1: _DEVICE
+    transa: int = 0
+    transb: int = 0
+    transc: int = 0
+    epilogue: int = EPILOGUE_DEFAULT
+    bias: int = 0
+    bias_type: int | None = None  # None: D's type, as cuBLASLt's default
+
+
+@dataclass
+class MatrixLayout:
+    """A cublasLtMatrixLayout_t: a (batch of) column-major matrices as stored."""
+
+    data_type: int
+    rows: int
+    cols: int
+    ld: int
+    order: int = ORDER_COL
+    batch: int = 1
+    stride: int = 0
+
+
+class _Preference:
+    """A cublasLtMatmulPreference_t: constraints on the GPU kernel chosen, none of which
+    changes what the CPU computes."""
+
+
+class _LtHandle:
+    """A cublasLtHandle_t: cuBLASLt keeps no state in it that ptxport needs."""
+
+
+# attribute -> (field, C type of its value); fields None are hints, accepted and unused.
+_DESC_ATTRIBUTES = {
+    0: ("compute_type", ctypes.c_int32), 1: ("scale_type", ctypes.c_int32),
+    2: ("pointer_mode", ctypes.c_int32), 3: ("transa", ctypes.c_int32),
+    4: ("transb", ctypes.c_int32), 5: ("transc", ctypes.c_int32),
+    7: ("epilogue", ctypes.c_uint32), 8: ("bias", ctypes.c_uint64),
+    15: (None, ctypes.c_int32),   # SM_COUNT_TARGET
+    25: (None, ctypes.c_int8),    # FAST_ACCUM: allows, does not require, less precision
+    26: ("bias_type", ctypes.c_int32),
+}
+_LAYOUT_ATTRIBUTES = {
+    0: ("data_type", ctypes.c_uint32), 1: ("order", ctypes.c_int32),
+    2: ("rows", ctypes.c_uint64), 3: ("cols", ctypes.c_uint64), 4: ("ld", ctypes.c_int64),
+    5: ("batch", ctypes.c_int32), 6: ("stride", ctypes.c_int64),
+}
+
+
+def _set_attribute(obj: object, table: dict, attribute: int, buf: int, size: int,
+                   what: str) -> int:
+    if attribute not in table:
+        raise CublasError(NOT_SUPPORTED, f"{what} attribute {attribute} is not supported")
+    field, ctype = table[attribute]
+    if not buf or size != ctypes.sizeof(ctype):
+        raise CublasError(INVALID_VALUE, f"{what} attribute {attribute} takes "
+                                         f"{ctypes.sizeof(ctype)} bytes, not {size} at "
+                                         f"{buf:#x}")
+    if field is not None:
+        setattr(obj, field, ctype.from_address(buf).value)
+    return SUCCESS
+
+
+def _create(out: int, obj: object) -> int:
+    if not out:
+        raise CublasError(INVALID_VALUE, "the pointer for the new handle is NULL")
+    put(ctypes.c_void_p, out, state.handle(obj))
+    return SUCCESS
+
+
+def _lookup(handle: int, kind: type, what: str):
+    obj = state.objects.get(handle)
+    if not isinstance(obj, kind):
+        raise CublasError(INVALID_VALUE, f"{handle:#x} is not a {what}")
+    return obj
+
+
+def _destroy(handle: int, kind: type, what: str) -> int:
+    _lookup(handle, kind, what)
+    del state.objects[handle]
+    return SUCCESS
+
+
+# -- handles, descriptors, layouts, preferences ----------------------------------------------
+
+def cublasLtCreate(out: int) -> int:
+    device = state.device
+    if device.backend != "cpu":
+        raise CublasError(NOT_SUPPORTED, f"cuBLASLt runs only on ptxport's cpu device so "
+                                         f"far, not on {device}: run with --device cpu")
+    return _create(out, _LtHandle())
+
+
+def cublasLtDestroy(handle: int) -> int:
+    return _destroy(handle, _LtHandle, "cublasLtHandle_t")
+
+
+def cublasLtGetVersion() -> int:
+    major, minor, patch = VERSION
+    return major * 10000 + minor * 100 + patch
+
+
+def cublasLtMatmulDescCreate(out: int, compute_type: int, scale_type: int) -> int:
+    return _create(out, MatmulDesc(compute_type, scale_type))
+
+
+def cublasLtMatmulDescDestroy(desc: int) -> int:
+    return _destroy(desc, MatmulDesc, "cublasLtMatmulDesc_t")
+
+
+def cublasLtMatmulDescSetAttribute(desc: int, attribute: int, buf: int, size: int) -> int:
+    return _set_attribute(_lookup(desc, MatmulDesc, "cublasLtMatmulDesc_t"), _DESC_ATTRIBUTES,
+                          attribute, buf, size, "cublasLtMatmulDesc")
+
+
+def cublasLtMatrixLayoutCreate(out: int, data_type: int, rows: int, cols: int,
+                               ld: int) -> int:
+    return _create(out, MatrixLayout(data_type, rows, cols, ld))
+
+
+def cublasLtMatrixLayoutDestroy(layout: int) -> int:
+    return _destroy(layout, MatrixLayout, "cublasLtMatrixLayout_t")
+
+
+def cublasLtMatrixLayoutSetAttribute(layout: int, attribute: int, buf: int,
+                                     size: int) -> int:
+    return _set_attribute(_lookup(layout, MatrixLayout, "cublasLtMatrixLayout_t"),
+                          _LAYOUT_ATTRIBUTES, attribute, buf, size, "cublasLtMatrixLayout")
+
+
+def cublasLtMatmulPreferenceCreate(out: int) -> int:
+    return _create(out, _Preference())
+
+
+def cublasLtMatmulPreferenceDestroy(pref: int) -> int:
+    return _destroy(pref, _Preference, "cublasLtMatmulPreference_t")
+
+
+def cublasLtMatmulPreferenceSetAttribute(pref: int, attribute: int, buf: int,
+                                         size: int) -> int:
+    _lookup(pref, _Preference, "cublasLtMatmulPreference_t")
+    if not buf:
+        raise CublasError(INVALID_VALUE, "the attribute's value pointer is NULL")
+    return SUCCESS
+
+
+# -- the matmul -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Plan:
+    """A matmul's shape and types, checked: the product, and C's and D's layouts."""
+
+    product: Product
+    c: MatrixLayout
+    d: MatrixLayout
+
+
+def _plan(desc: MatmulDesc, a: MatrixLayout, b: MatrixLayout, c: MatrixLayout,
+          d: MatrixLayout) -> _Plan:
+    """Check a matmul as cuBLASLt does: CUBLAS_STATUS_INVALID_VALUE for shapes that do not
+    fit, CUBLAS_STATUS_NOT_SUPPORTED for what ptxport does not run."""
+    if (c.data_type, c.rows, c.cols) != (d.data_type, d.rows, d.cols):
+        raise CublasError(NOT_SUPPORTED if c.data_type != d.data_type else INVALID_VALUE,
+                          "C and D must have the same type and shape")
+    compute = ex_types(a.data_type, b.data_type, d.data_type, desc.compute_type)
+    if _SCALE_TYPES.get(compute) != desc.scale_type:
+        raise CublasError(NOT_SUPPORTED, f"scale type {desc.scale_type} with compute type "
+                                         f"{desc.compute_type}: ptxport runs the scale type "
+                                         "of the compute type (CUDA_R_32F or CUDA_R_64F)")
+    if desc.pointer_mode not in (0, 1) or desc.transc != 0:
+        raise CublasError(NOT_SUPPORTED, "pointer modes other than HOST and DEVICE, and a "
+                                         "transposed C, are not supported")
+    if any(layout.order != ORDER_COL for layout in (a, b, c, d)):
+        raise CublasError(NOT_SUPPORTED, "only CUBLASLT_ORDER_COL layouts are supported")
+    m, n = d.rows, d.cols
+    rows_a, k = (a.cols, a.rows) if desc.transa else (a.rows, a.cols)
+    k_b, cols_b = (b.cols, b.rows) if desc.transb else (b.rows, b.cols)
+    if (rows_a, k_b, cols_b) != (m, k, n):
+        raise CublasError(INVALID_VALUE, f"op(A) is {rows_a} x {k}, op(B) {k_b} x {cols_b}, "
+                                         f"D {m} x {n}: they do not multiply")
+    if len({a.batch, b.batch, c.batch, d.batch}) != 1:
+        raise CublasError(INVALID_VALUE, "the layouts' batch counts differ")
+    for name, layout in zip("ABCD", (a, b, c, d), strict=True):
+        if layout.ld < max(1, layout.rows):
+            raise CublasError(INVALID_VALUE, f"{name}'s ld {layout.ld} is less than its "
+                                             f"{layout.rows} rows")
+    product = Product(desc.transa, desc.transb, m, n, k, _operand(0, a), _operand(0, b),
+                      d.batch, compute)
+    return _Plan(product, c, d)
+
+
+def _operand(address: int, layout: MatrixLayout) -> Operand:
+    return Operand(address, DATA_TYPES[layout.data_type], layout.ld, layout.stride)
+
+
+def _bias(desc: MatmulDesc, plan: _Plan) -> np.ndarray | None:
+    """The bias vector (one value per row of D) of the BIAS epilogue, or None."""
+    if desc.epilogue == EPILOGUE_DEFAULT:
+        return None
+    if desc.epilogue != EPILOGUE_BIAS:
+        raise CublasError(NOT_SUPPORTED, f"epilogue {desc.epilogue} is not supported "
+                                         "(DEFAULT and BIAS are)")
+    data_type = plan.d.data_type if desc.bias_type is None else desc.bias_type
+    if data_type not in DATA_TYPES:
+        raise CublasError(NOT_SUPPORTED, f"bias data type {data_type} is not supported")
+    return device_array(desc.bias, DATA_TYPES[data_type], plan.product.m, "the bias vector")
+
+
+def _layouts(*handles: int) -> list[MatrixLayout]:
+    return [_lookup(h, MatrixLayout, "cublasLtMatrixLayout_t") for h in handles]
+
+
+def cublasLtMatmulAlgoGetHeuristic(handle: int, desc: int, a: int, b: int, c: int, d: int,
+                                   pref: int, requested: int, results: int,
+                                   count_out: int) -> int:
+    _lookup(handle, _LtHandle, "cublasLtHandle_t")
+    _lookup(pref, _Preference, "cublasLtMatmulPreference_t")
+    if requested <= 0 or not results or not count_out:
+        raise CublasError(INVALID_VALUE, "requestedAlgoCount must be positive, and the "
+                                         "result pointers not NULL")
+    _plan(_lookup(desc, MatmulDesc, "cublasLtMatmulDesc_t"), *_layouts(a, b, c, d))
+    # One algorithm, needing no workspace: cublasLtMatmulHeuristicResult_t is the algo
+    # (8 x uint64), workspaceSize (size_t), state (cublasStatus_t), wavesCount (float) and
+    # 4 reserved ints, 96 bytes.
+    ctypes.memset(results, 0, 96)
+    ctypes.c_float.from_address(results + 76).value = 1.0
+    put(ctypes.c_int, count_out, 1)
+    return SUCCESS
+
+
+def cublasLtMatmul(handle: int, desc: int, alpha: int, a: int, a_layout: int, b: int,
+                   b_layout: int, beta: int, c: int, c_layout: int, d: int, d_layout: int,
+                   algo: int, workspace: int, workspace_size: int, stream: int) -> int:
+    # `algo` and the workspace pick and feed a GPU kernel; every choice computes the same.
+    _lookup(handle, _LtHandle, "cublasLtHandle_t")
+    matmul = _lookup(desc, MatmulDesc, "cublasLtMatmulDesc_t")
+    layouts = _layouts(a_layout, b_layout, c_layout, d_layout)
+    plan = _plan(matmul, *layouts)
+    product = replace(plan.product, a=_operand(a, layouts[0]), b=_operand(b, layouts[1]))
+    d_op = _operand(d, plan.d)
+    c_op = d_op if (c, c_layout) == (d, d_layout) else _operand(c, plan.c)
+    on_device = matmul.pointer_mode == 1
+    queue(stream, product, scalar_reader(on_device, alpha, product.compute, "alpha"),
+          scalar_reader(on_device, beta, product.compute, "beta"), c_op, d_op,
+          _bias(matmul, plan))
+    return SUCCESS

@@ -1,0 +1,71 @@
+"""Programs calling cuBLAS (linked against ptxport's own libcublas.so.13 and built with its
+cublas_v2.h, so NVIDIA's cuBLAS is never needed) under `ptxport run --device cpu`; each
+checks its results against a host reference and prints one line per case."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import ptxport.compat
+from ptxport.compat.build import shim_directory
+
+INCLUDE = Path(ptxport.compat.__file__).parent / "native" / "include"
+
+
+@pytest.fixture(scope="session")
+def build_cublas(build):
+    """build_cublas(name) -> tests/compat/programs/NAME.cu built with -lcublasLt -lcublas."""
+
+    def build_program(name: str) -> Path:
+        return build(name, f"-I{INCLUDE}", f"-L{shim_directory()}", "-lcublasLt", "-lcublas")
+
+    return build_program
+
+
+def test_gemms_against_a_host_reference(build_cublas, ptxport_run):
+    result = ptxport_run(build_cublas("cublas_gemm"))
+    assert result.returncode == 0, result.stderr
+    ops = [a + b for a in "NTC" for b in "NTC"]
+    assert result.stdout.splitlines() == [
+        "create: CUBLAS_STATUS_SUCCESS", *(f"sgemm {op}: PASS" for op in ops),
+        "beta 0 over NaN: PASS", "k 0 scales C: PASS", "strided batched: PASS",
+        "gemmex half: PASS", "gemmex bf16: PASS", "stream order: PASS",
+        "lda < m: CUBLAS_STATUS_INVALID_VALUE", "bad type: CUBLAS_STATUS_NOT_SUPPORTED",
+        "destroy: CUBLAS_STATUS_SUCCESS"], \
+        result.stderr
+    assert "lda = 4 is less than the 8 rows" in result.stderr
+    assert "CUDA_R_8I" in result.stderr
+
+
+def test_level1_modes_and_unsupported_calls(build_cublas, ptxport_run):
+    result = ptxport_run(build_cublas("cublas_level1"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "version: CUBLAS_STATUS_SUCCESS 1", "modes: 3 0", "dot: CUBLAS_STATUS_SUCCESS PASS",
+        "nrm2: PASS", "axpy: wrong 0", "device mode 1: scal+dot PASS",
+        "geam: CUBLAS_STATUS_NOT_SUPPORTED", "geam again: CUBLAS_STATUS_NOT_SUPPORTED",
+        "string: an invalid numeric value was used as an argument",
+        "bad mode: CUBLAS_STATUS_INVALID_VALUE", "destroy: CUBLAS_STATUS_SUCCESS"], \
+        result.stderr
+    assert result.stderr.count("cublasSgeam is not supported yet") == 1, result.stderr
+
+
+def test_cublaslt_matmul_with_bias_epilogue(build_cublas, ptxport_run):
+    result = ptxport_run(build_cublas("cublaslt_matmul"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "create: 0", "heuristic: 0 found 1 state 0", "matmul bias: 0 PASS",
+        "gelu: CUBLAS_STATUS_NOT_SUPPORTED", "destroy: 0"], result.stderr
+    assert "epilogue 32 is not supported" in result.stderr
+
+
+def test_cublas_is_refused_by_name_on_other_devices(build_cublas, ptxport_run):
+    from ptxport.runtime import backends
+
+    ok, why = backends.availability("opencl")
+    if not ok:
+        pytest.skip(f"no OpenCL device: {why}")
+    result = ptxport_run(build_cublas("cublas_level1"), device="opencl:0")
+    assert "cuBLAS runs only on ptxport's cpu device so far" in result.stderr

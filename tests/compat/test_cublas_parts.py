@@ -1,0 +1,66 @@
+"""Parts of the cuBLAS libraries that need no CUDA program: the generated entry points, the
+argument checks of the GEMMs, and bfloat16 rounding."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ptxport.compat import build, cublas_signatures
+from ptxport.compat.cublas import INVALID_VALUE, NOT_SUPPORTED, CublasError
+from ptxport.compat.cublas_gemm import Operand, _check, _to_bf16, _to_float, ex_types
+
+_F32 = np.dtype(np.float32)
+
+
+def test_every_cublas_name_is_exported_once():
+    for library, names in ((build.LIBRARIES[1], cublas_signatures.ENTRY_POINTS),
+                           (build.LIBRARIES[2], cublas_signatures.LT_ENTRY_POINTS)):
+        source = build.entry_points_source(library)
+        exported = {line.split("(")[0].split()[-1] for line in source.splitlines()
+                    if line.startswith("EXPORT")}
+        assert {sig.name for sig in names} <= exported
+        assert set(library.stub_names) <= exported
+        assert len(exported) == len(names) + len(library.stub_names)
+    # GemmStridedBatchedEx has 23 parameters: every one reaches the handler
+    body = build.entry_points_source(build.LIBRARIES[1]).split(
+        "cublasGemmStridedBatchedEx(")[1].split("\n}\n")[0]
+    assert ", 23, args," in body
+
+
+@pytest.mark.parametrize("args, message", [
+    ((0, 0, -1, 4, 4), "negative size"),
+    ((0, 0, 4, 4, 4, 3), "lda = 3 is less than the 4 rows"),
+    ((1, 0, 4, 4, 6, 5), "lda = 5 is less than the 6 rows"),    # A is k x m when transposed
+    ((0, 1, 4, 4, 4, 4, 3), "ldb = 3 is less than the 4 rows"),  # B is n x k when transposed
+    ((0, 0, 4, 4, 4, 4, 4, 3), "ldc = 3 is less than the 4 rows"),
+    ((3, 0, 4, 4, 4), "transa = 3"),
+])
+def test_gemm_argument_checks(args, message):
+    transa, transb, m, n, k, lda, ldb, ldc = (*args, 8, 8, 8)[:8]
+    with pytest.raises(CublasError, match=message) as error:
+        _check(transa, transb, m, n, k, Operand(0, _F32, lda), Operand(0, _F32, ldb),
+               Operand(0, _F32, ldc), 1)
+    assert error.value.status == INVALID_VALUE
+
+
+def test_gemm_ex_type_combinations():
+    assert ex_types(2, 2, 0, 68) == _F32            # f16 inputs, f32 output, 32F compute
+    assert ex_types(0, 0, 0, 77) == _F32            # FAST_TF32 computed in FP32
+    for combination in ((2, 2, 0, 77), (0, 0, 0, 64), (1, 1, 1, 68), (3, 3, 10, 72)):
+        with pytest.raises(CublasError) as error:
+            ex_types(*combination)
+        assert error.value.status == NOT_SUPPORTED
+
+
+def test_bfloat16_rounds_to_nearest_even():
+    values = np.array([1 + 2 ** -8, 1 + 3 * 2 ** -8, -(1 + 2 ** -9), 65504.0, np.inf,
+                       np.nan, 3.0e38], np.float32)
+    bits = _to_bf16(values)
+    back = _to_float(bits, _F32)
+    assert back[0] == 1.0                      # a tie goes to the even neighbour
+    assert back[1] == 1 + 2 ** -6              # a tie goes to the even neighbour, upward
+    assert back[2] == -1.0
+    assert back[3] == 65536.0
+    assert back[4] == np.inf and np.isnan(back[5])
+    assert abs(back[6] / np.float32(3.0e38) - 1) <= 2 ** -8
