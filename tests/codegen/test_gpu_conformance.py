@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 from test_memory_ops import CP_ASYNC_BODY, expected_cp_async
 
-from cpu_harness import kernel_ptx
+from corpus import ptxas_errors, ptxas_path
+from cpu_harness import kernel_ptx, run_ptx
 from ptxport import Device, LaunchConfig, Program, launch
-from ptxport.codegen.targets import amdgpu, spirv
+from ptxport.codegen.targets import amdgpu, nvptx, spirv
 from ptxport.ir.from_ptx import build
 from ptxport.ir.verify import verify
 from ptxport.ptx.parser import parse
@@ -68,3 +69,51 @@ def test_cp_async_on_opencl():
     dst = np.zeros((64, 16), np.uint8)
     _run_opencl(CP_ASYNC, 64, [src, dst])
     assert (dst == expected_cp_async(src)).all()
+
+
+# --- %envreg and %reserved_smem_* ---------------------------------------------------------------
+
+DRIVER_REGISTERS = ["%reserved_smem_offset_begin", "%reserved_smem_offset_end",
+                    "%reserved_smem_offset_cap", "%reserved_smem_offset_0",
+                    "%reserved_smem_offset_1", "%envreg0", "%envreg17", "%envreg31"]
+
+
+def _driver_registers_ptx() -> str:
+    """k(out): out[i] = the i-th of DRIVER_REGISTERS, and out[len] their OR."""
+    body = [".reg .b32 %r<4>; .reg .b64 %rd<2>;",
+            "ld.param.u64 %rd1, [out]; cvta.to.global.u64 %rd1, %rd1;", "mov.b32 %r2, 0;"]
+    for i, name in enumerate(DRIVER_REGISTERS):
+        body += [f"mov.b32 %r1, {name};", f"st.global.u32 [%rd1+{4 * i}], %r1;",
+                 "or.b32 %r2, %r2, %r1;"]
+    body += [f"st.global.u32 [%rd1+{4 * len(DRIVER_REGISTERS)}], %r2;", "ret;"]
+    return kernel_ptx("\n".join(body), ".param .u64 out", target="sm_80", version="7.6")
+
+
+def test_driver_registers_read_zero_on_the_cpu():
+    """No driver sets an environment register, and no shared memory is reserved: an empty
+    region at offset 0 (PTX ISA 10.24, 10.26-10.29)."""
+    out = np.full(len(DRIVER_REGISTERS) + 1, 0xDEAD, np.uint32)
+    run_ptx(_driver_registers_ptx(), "k", 1, 1, [out])
+    assert out.tolist() == [0] * len(out)
+
+
+@needs_opencl
+def test_driver_registers_read_zero_on_opencl():
+    out = np.full(len(DRIVER_REGISTERS) + 1, 0xDEAD, np.uint32)
+    _run_opencl(_driver_registers_ptx(), 1, [out])
+    assert out.tolist() == [0] * len(out)
+
+
+def test_driver_registers_read_zero_on_amdgpu():
+    _, optimized = amdgpu._optimized(_module(_driver_registers_ptx()), "gfx942")
+    stores = [line for line in str(optimized).splitlines() if "store " in line]
+    assert stores and all(line.strip().startswith("store i32 0,") for line in stores), stores
+
+
+def test_nvptx_reads_the_drivers_registers():
+    """On NVIDIA the driver's values are the truth: the registers pass through to ptxas."""
+    ptx = nvptx.compile_module(_module(_driver_registers_ptx()))
+    for name in DRIVER_REGISTERS:
+        assert f"{name};" in ptx
+    if ptxas_path() is not None:
+        assert ptxas_errors(ptx, "sm_80") == ""

@@ -48,6 +48,7 @@ from ptxport.ir.abi import param_layout
 from ptxport.ir.analysis import live_after, modified_before, uses_and_defs
 from ptxport.ir.inline import inline_waiting_calls, is_wait
 from ptxport.ir.lines import LineTable
+from ptxport.ir.special_registers import ZERO_WITHOUT_DRIVER
 from ptxport.ptx.ast import FloatImm, IntImm
 
 __all__ = ["compile_kernel", "emit_object", "CpuKernelBinary", "SyncPoint", "CTX", "FRAME",
@@ -207,6 +208,8 @@ class CpuTarget(Target):
             return fl.b.trunc(nanoseconds, I32)
         if name in ("%gridid", "%current_graph_exec"):
             return I64(0)
+        if name in ZERO_WITHOUT_DRIVER:
+            return I32(0)
         if name == "%is_explicit_cluster":
             return ll.Constant(ll.IntType(1), 0)
         if name in ("%clusterid", "%cluster_ctaid"):

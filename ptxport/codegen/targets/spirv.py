@@ -58,6 +58,7 @@ from ptxport.errors import CompileError, UnsupportedFeatureError
 from ptxport.ir import nodes as ir
 from ptxport.ir.abi import param_layout
 from ptxport.ir.inline import functions_that, inline_calls, uses_shared_memory
+from ptxport.ir.special_registers import ZERO_WITHOUT_DRIVER
 from ptxport.ir.types import TYPES
 
 __all__ = ["KernelLayout", "build_llvm", "compile_module", "unsupported_instructions", "TRIPLE"]
@@ -276,6 +277,8 @@ class SpirvTarget(GpuTarget):
             if reg.name == "%clock_hi":
                 counter = fl.b.lshr(counter, I64(32))
             return _fit(fl, counter, want)
+        if reg.name in ZERO_WITHOUT_DRIVER:
+            return const_int(want, 0)
         raise fl.unsupported(fl.inst, f"the special register {reg.text}: OpenCL has no "
                                       "equivalent")
 
