@@ -5,6 +5,8 @@ amdgpu and spirv (and ptxas for nvptx); kernels run on opencl:0 where a device i
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from test_memory_ops import CP_ASYNC_BODY, expected_cp_async
@@ -13,6 +15,7 @@ from corpus import ptxas_errors, ptxas_path
 from cpu_harness import kernel_ptx, run_ptx
 from ptxport import Device, LaunchConfig, Program, launch
 from ptxport.codegen.targets import amdgpu, nvptx, spirv
+from ptxport.frontends import nvrtc
 from ptxport.ir.from_ptx import build
 from ptxport.ir.verify import verify
 from ptxport.ptx.parser import parse
@@ -20,6 +23,8 @@ from ptxport.runtime.backends import availability
 
 _OPENCL, _WHY = availability("opencl")
 needs_opencl = pytest.mark.skipif(not _OPENCL, reason=f"no OpenCL device for SPIR-V: {_WHY}")
+_NVRTC, _NO_NVRTC = nvrtc.available()
+needs_nvrtc = pytest.mark.skipif(not _NVRTC, reason=f"CUDA C++ input needs NVRTC: {_NO_NVRTC}")
 
 
 def _module(ptx: str):
@@ -28,20 +33,22 @@ def _module(ptx: str):
     return module
 
 
-def _run_opencl(ptx: str, block: int, arrays: list[np.ndarray]) -> None:
-    """Run k(arrays...) on opencl:0 in one block of `block` threads; arrays are copied in and
-    back."""
+def _run_opencl(ptx: str, block: int, args: list, kernel: str = "k") -> None:
+    """Run kernel(args...) on opencl:0 in one block of `block` threads; arrays among `args`
+    are copied in and back, numpy scalars passed as they are."""
     device = Device("opencl:0")
     stream = device.create_stream()
-    kernel = Program(ptx, code_type="ptx").compile("native").get_kernel("k")
-    buffers = [device.allocate(a.nbytes, stream=stream) for a in arrays]
-    for buffer, a in zip(buffers, arrays, strict=True):
-        buffer.copy_from(a, stream=stream)
-    launch(stream, LaunchConfig(grid=1, block=block), kernel, *buffers)
-    for buffer, a in zip(buffers, arrays, strict=True):
-        buffer.copy_to(a, stream=stream)
+    function = Program(ptx, code_type="ptx").compile("native").get_kernel(kernel)
+    arrays = [a for a in args if isinstance(a, np.ndarray)]
+    buffers = {id(a): device.allocate(a.nbytes, stream=stream) for a in arrays}
+    for a in arrays:
+        buffers[id(a)].copy_from(a, stream=stream)
+    launch(stream, LaunchConfig(grid=1, block=block), function,
+           *[buffers.get(id(a), a) for a in args])
+    for a in arrays:
+        buffers[id(a)].copy_to(a, stream=stream)
     stream.sync()
-    for buffer in buffers:
+    for buffer in buffers.values():
         buffer.close()
 
 
@@ -117,3 +124,65 @@ def test_nvptx_reads_the_drivers_registers():
         assert f"{name};" in ptx
     if ptxas_path() is not None:
         assert ptxas_errors(ptx, "sm_80") == ""
+
+
+# --- calls through a register -------------------------------------------------------------------
+
+POINTERS = r"""
+typedef int (*unary_t)(int);
+__device__ __noinline__ int twice(int x) { return 2 * x; }
+__device__ __noinline__ int square(int x) { return x * x; }
+__device__ __noinline__ int negate(int x) { return -x; }
+__device__ __noinline__ long long widen(int x) { return 3ll * x; }
+
+extern "C" __global__ void pointers(const int* x, int* y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n)
+        return;
+    int v = x[i];
+    // volatile: a pointer NVRTC cannot fold into direct calls
+    volatile unary_t f = (v % 3 == 0) ? twice : (v % 3 == 1) ? square : negate;
+    long long (*volatile g)(int) = widen;
+    y[i] = f(v) + (int)g(v);
+}
+"""
+
+
+def _pointers_ptx() -> str:
+    return nvrtc.compile_to_ptx(POINTERS, "pointers.cu")
+
+
+def _pointers_expected(x: np.ndarray) -> np.ndarray:
+    v = x.astype(np.int64)
+    rest = np.fmod(v, 3)                           # C's %, which keeps the dividend's sign
+    called = np.where(rest == 0, 2 * v, np.where(rest == 1, v * v, -v))
+    return (called + 3 * v).astype(np.int32)
+
+
+@needs_nvrtc
+def test_nvptx_calls_through_registers():
+    """LLVM's indirect call: a .callprototype and `call (r), %rd, (a), prototype`."""
+    ptx = nvptx.compile_module(_module(_pointers_ptx()))
+    assert ".callprototype" in ptx and "mov.b64" in ptx
+    if ptxas_path() is not None:
+        assert ptxas_errors(ptx, "sm_80") == ""
+
+
+@needs_nvrtc
+def test_amdgpu_dispatches_over_address_taken_functions():
+    """A function's address is its number; each candidate of the prototype's type is
+    compared and called directly (no indirect call reaches the code object)."""
+    text = amdgpu.compile_llvm_ir(_module(_pointers_ptx()), "gfx942")
+    assert re.search(r'call i32 @"_Z6squarei"', text)
+    assert not re.search(r"call [^@]*%", text)     # no call through a value
+    assert amdgpu.compile_object(_module(_pointers_ptx()), "gfx942")
+
+
+@needs_nvrtc
+@needs_opencl
+def test_calls_through_registers_on_opencl():
+    x = np.arange(-40, 40, dtype=np.int32)
+    y = np.zeros_like(x)
+    _run_opencl(_pointers_ptx(), len(x), [x, y, np.int32(len(x))], kernel="pointers")
+    np.testing.assert_array_equal(y, _pointers_expected(x))

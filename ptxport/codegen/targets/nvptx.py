@@ -190,6 +190,7 @@ _REDUX = {"add": "add", "and": "and", "or": "or", "xor": "xor"}
 class NvptxTarget(GpuTarget):
     name = "nvptx"
     no_function = "whose parameters NVPTX cannot pass"
+    function_pointers = True   # LLVM NVPTX calls through registers with a .callprototype
 
     def own_lowering(self, inst: ir.Instruction):
         """NVPTX's lowering of `inst` where it replaces the shared one, else None."""

@@ -340,6 +340,9 @@ class SpirvTarget(GpuTarget):
     def trap(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
         raise fl.unsupported(inst, "OpenCL has no way to abort a kernel (trap, assert)")
 
+    def call_of_no_function(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
+        """Undefined in PTX; OpenCL cannot abort the kernel, so the call does nothing."""
+
     def call(self, fl, inst, callee: ir.Function, returns: list, args: list) -> None:
         if callee.is_declaration:
             if callee.name != "vprintf":
