@@ -9,6 +9,7 @@ import re
 
 import numpy as np
 import pytest
+from test_cpu_indirect import SOURCE as VIRTUAL
 from test_memory_ops import CP_ASYNC_BODY, expected_cp_async
 
 from corpus import ptxas_errors, ptxas_path
@@ -186,3 +187,33 @@ def test_calls_through_registers_on_opencl():
     y = np.zeros_like(x)
     _run_opencl(_pointers_ptx(), len(x), [x, y, np.int32(len(x))], kernel="pointers")
     np.testing.assert_array_equal(y, _pointers_expected(x))
+
+
+def _virtual_expected(x: np.ndarray) -> np.ndarray:
+    """test_cpu_indirect.SOURCE's virtual_ops: op->apply(v) + table[v & 1](v)."""
+    v = x.astype(np.int64)
+    odd = (v & 1) == 1
+    want = np.where(odd, v + 3, v * 5) + np.where(odd, v * v, 2 * v)
+    return ((want + 2**31) % 2**32 - 2**31).astype(np.int32)
+
+
+@needs_nvrtc
+def test_vtables_and_function_tables_hold_function_addresses():
+    """Initializers with functions' addresses: NVPTX writes the functions' names (ptxas
+    resolves them); AMDGPU and SPIR-V write the functions' numbers."""
+    module = _module(nvrtc.compile_to_ptx(VIRTUAL, "virtual.cu"))
+    ptx = nvptx.compile_module(module)
+    assert ".u64 table[2] = {_Z5twicei, _Z6squarei};" in ptx
+    if ptxas_path() is not None:
+        assert ptxas_errors(ptx, "sm_80") == ""
+    assert amdgpu.compile_object(module, "gfx1100")
+
+
+@needs_nvrtc
+@needs_opencl
+def test_virtual_calls_on_opencl():
+    x = np.random.default_rng(3).integers(-50000, 50000, 96).astype(np.int32)
+    y = np.zeros_like(x)
+    _run_opencl(nvrtc.compile_to_ptx(VIRTUAL, "virtual.cu"), len(x),
+                [x, y, np.int32(len(x))], kernel="virtual_ops")
+    np.testing.assert_array_equal(y, _virtual_expected(x))

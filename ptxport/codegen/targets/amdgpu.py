@@ -57,6 +57,7 @@ from ptxport.codegen.targets.gpu import (
     lower_device_function,
     lower_return,
     module_variable,
+    numbered_address,
     opaque_variable,
     parse_verified,
     target_machine,
@@ -280,7 +281,8 @@ def _declare_variables(module: ir.Module, llmod: ll.Module,
         if var.space != "shared" and not var.is_extern:
             pending.append((var, g, element))
     for var, g, element in pending:
-        initialize(module, var, g, element, out, "amdgpu", collecting)
+        initialize(module, var, g, element, out, "amdgpu", collecting,
+                   numbered_address(module))
     return out
 
 

@@ -35,7 +35,7 @@ from ptxport.ptx.ast import FloatImm, IntImm
 __all__ = ["GpuLowering", "GpuTarget", "copy_kernel_parameters", "declare_functions",
            "function_numbers", "function_type", "generic", "initialize", "initializer",
            "kernel_parameters", "lower_body", "lower_device_function", "lower_return",
-           "module_variable", "opaque_variable", "parse_verified", "pass_type",
+           "module_variable", "numbered_address", "opaque_variable", "parse_verified", "pass_type",
            "return_results", "signature", "target_machine"]
 
 
@@ -393,6 +393,16 @@ def signature(results: list[ll.Type], params: list[ll.Type]) -> ll.FunctionType:
     return ll.FunctionType(ret, params)
 
 
+def numbered_address(module: ir.Module) -> FunctionAddress:
+    """A function's address in an initializer, on a target that calls through numbers."""
+    numbers = function_numbers(module)
+
+    def address(function: ir.Function) -> ll.Constant | None:
+        number = numbers.get(function.name)
+        return None if number is None else const_int(I64, number)
+    return address
+
+
 def function_numbers(module: ir.Module) -> dict[str, int]:
     """The address of each device function whose address is taken, on a target that calls
     through numbers: 1, 2, ... in the order address_taken finds them (0 stays the null
@@ -437,12 +447,18 @@ def module_variable(llmod: ll.Module, var: ir.Variable, name: str, element: ll.T
     return g
 
 
+# How a target writes a function's address in an initializer (None: it cannot).
+FunctionAddress = Callable[[ir.Function], ll.Constant | None]
+
+
 def initialize(module: ir.Module, var: ir.Variable, g: ll.GlobalVariable, element: ll.Type,
-               globals_: dict, target: str, collecting: bool) -> None:
+               globals_: dict, target: str, collecting: bool,
+               function_address: FunctionAddress | None = None) -> None:
     """Give `g` the initial value of `var` (initializer); one that cannot be made raises, or
     when `collecting` is zero (the instructions using the variable report the problem)."""
     try:
-        g.initializer = initializer(module, var, g.value_type, element, globals_, target)
+        g.initializer = initializer(module, var, g.value_type, element, globals_, target,
+                                    function_address)
     except UnsupportedFeatureError:
         if not collecting:
             raise
@@ -451,12 +467,14 @@ def initialize(module: ir.Module, var: ir.Variable, g: ll.GlobalVariable, elemen
 
 
 def initializer(module: ir.Module, var: ir.Variable, typ: ll.Type, element: ll.Type,
-                globals_: dict, target: str) -> ll.Constant:
+                globals_: dict, target: str,
+                function_address: FunctionAddress | None = None) -> ll.Constant:
     """The initial value; with addresses of variables among the items, a literal struct whose
-    address fields are pointers (what NVPTX prints as `generic(var)+offset` or `var+offset`)."""
+    address fields are pointers (what NVPTX prints as `generic(var)+offset` or `var+offset`).
+    A function's address (a vtable's or a table's entry) is `function_address(function)`."""
     if var.init is None:
         return ll.Constant(typ, None)
-    values = [_initial_item(module, var, item, element, globals_, target)
+    values = [_initial_item(module, var, item, element, globals_, target, function_address)
               for item in var.init]
     if not isinstance(typ, ll.ArrayType):
         return values[0]
@@ -467,7 +485,8 @@ def initializer(module: ir.Module, var: ir.Variable, typ: ll.Type, element: ll.T
 
 
 def _initial_item(module: ir.Module, var: ir.Variable, item, element: ll.Type,
-                  globals_: dict, target: str) -> ll.Constant:
+                  globals_: dict, target: str,
+                  function_address: FunctionAddress | None) -> ll.Constant:
     if isinstance(item, IntImm):
         return (const_int(element, item.value) if isinstance(element, ll.IntType)
                 else ll.Constant(element, float(item.value)))
@@ -485,6 +504,12 @@ def _initial_item(module: ir.Module, var: ir.Variable, item, element: ll.Type,
             return ll.FormattedConstant(PTR, f"addrspacecast ({target.type} {expression} "
                                              "to ptr)")
         return ll.FormattedConstant(target.type, expression)
+    if isinstance(item, ir.SymbolAddress) and isinstance(item.target, ir.Function) \
+            and not (item.offset or item.generic) and element == I64 \
+            and function_address is not None:
+        address = function_address(item.target)
+        if address is not None:
+            return address
     raise UnsupportedFeatureError("initializer", target, module.location(var.pos),
                                   f"cannot initialize '{var.name}' with {item!r}")
 

@@ -51,6 +51,7 @@ from ptxport.codegen.targets.gpu import (
     lower_body,
     lower_device_function,
     lower_return,
+    numbered_address,
     opaque_variable,
     parse_verified,
 )
@@ -455,7 +456,8 @@ def _declare_variables(module: ir.Module, llmod: ll.Module,
                                               module.location(var.pos),
                                               "SPIR-V modules are not linked with others")
             continue
-        initialize(module, var, g, element, out, "spirv", collecting)
+        initialize(module, var, g, element, out, "spirv", collecting,
+                   numbered_address(module))
         g.global_constant = var.space == "const" and var.init is not None
         out[var.name] = g
     return out, offsets
