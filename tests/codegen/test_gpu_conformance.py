@@ -16,6 +16,7 @@ from corpus import ptxas_errors, ptxas_path
 from cpu_harness import kernel_ptx, run_ptx
 from ptxport import Device, LaunchConfig, Program, launch
 from ptxport.codegen.targets import amdgpu, nvptx, spirv
+from ptxport.errors import UnsupportedFeatureError
 from ptxport.frontends import nvrtc
 from ptxport.ir.from_ptx import build
 from ptxport.ir.verify import verify
@@ -217,3 +218,41 @@ def test_virtual_calls_on_opencl():
     _run_opencl(nvrtc.compile_to_ptx(VIRTUAL, "virtual.cu"), len(x),
                 [x, y, np.int32(len(x))], kernel="virtual_ops")
     np.testing.assert_array_equal(y, _virtual_expected(x))
+
+
+SHARED_CALLEE = """
+.shared .align 4 .b32 counter;
+.func (.param .b32 r) bump(.param .b32 a)
+{
+.reg .b32 %r<3>;
+ld.param.b32 %r1, [a];
+atom.shared.add.u32 %r2, [counter], %r1;
+st.param.b32 [r], %r2;
+ret;
+}
+.global .align 8 .u64 pointer = bump;
+"""
+CALL_THROUGH = """
+.reg .b32 %r<2>; .reg .b64 %rd<2>;
+ld.global.u64 %rd1, [pointer];
+{
+.param .b32 a; .param .b32 r;
+prototype_0 : .callprototype (.param .b32 _) _ (.param .b32 _);
+st.param.b32 [a], 1;
+call (r), %rd1, (a), prototype_0;
+ld.param.b32 %r1, [r];
+}
+ret;
+"""
+
+
+def test_spirv_refuses_a_call_that_may_reach_a_function_it_only_inlines():
+    """SPIR-V runs functions that use shared memory inlined only: one of those whose address
+    is taken cannot be called through it, and the call says so rather than do nothing (the
+    address in a register is refused too)."""
+    module = _module(kernel_ptx(CALL_THROUGH, "", extra=SHARED_CALLEE))
+    with pytest.raises(UnsupportedFeatureError, match="may be 'bump'"):
+        spirv.compile_module(module)
+    taken = CALL_THROUGH.replace("ld.global.u64 %rd1, [pointer];", "mov.u64 %rd1, bump;")
+    with pytest.raises(UnsupportedFeatureError, match="the address of 'bump'"):
+        spirv.compile_module(_module(kernel_ptx(taken, "", extra=SHARED_CALLEE)))

@@ -205,6 +205,10 @@ class GpuTarget(Target):
         done = fl.llfn.append_basic_block("indirect_done")
         for name, number in self.function_numbers.items():
             callee = self.functions.get(name)
+            if callee is None and self._of_type(fl, name, prototype):
+                raise fl.unsupported(inst, f"a call through an address that may be '{name}', "
+                                           "a function the target does not compile on its "
+                                           "own")
             if callee is None or callee.function_type != prototype:
                 continue
             hit = fl.llfn.append_basic_block(f"indirect_{name}")
@@ -218,6 +222,13 @@ class GpuTarget(Target):
         if fl.b.block.terminator is None:
             fl.b.branch(done)
         fl.b.position_at_end(done)
+
+    def _of_type(self, fl: GpuLowering, name: str, prototype: ll.FunctionType) -> bool:
+        """Whether the function `name` would have the LLVM type `prototype`."""
+        try:
+            return function_type(self.module.functions[name], fl.pass_type) == prototype
+        except UnsupportedFeatureError:
+            return False
 
     def call_of_no_function(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
         """A call through an address that is no function of the prototype's type (undefined
