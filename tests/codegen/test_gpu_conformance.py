@@ -256,3 +256,93 @@ def test_spirv_refuses_a_call_that_may_reach_a_function_it_only_inlines():
     taken = CALL_THROUGH.replace("ld.global.u64 %rd1, [pointer];", "mov.u64 %rd1, bump;")
     with pytest.raises(UnsupportedFeatureError, match="the address of 'bump'"):
         spirv.compile_module(_module(kernel_ptx(taken, "", extra=SHARED_CALLEE)))
+
+
+# --- wmma without tensor cores ------------------------------------------------------------------
+
+WMMA = r"""
+#include <mma.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+using namespace nvcuda;
+
+// bf16 from shared memory (the CUDA samples' bf16TensorCoreGemm): row-major a, column-major
+// b, f32 accumulators that are scaled element by element, stored row-major.
+extern "C" __global__ void wmma_bf16(const __nv_bfloat16 *a, const __nv_bfloat16 *b,
+                                     float *d)
+{
+    __shared__ __nv_bfloat16 sa[16 * 16], sb[16 * 16];
+    for (int i = threadIdx.x; i < 256; i += 32) { sa[i] = a[i]; sb[i] = b[i]; }
+    __syncthreads();
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> fa;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> fb;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> fc;
+    wmma::fill_fragment(fc, 1.0f);
+    wmma::load_matrix_sync(fa, sa, 16);
+    wmma::load_matrix_sync(fb, sb, 16);
+    wmma::mma_sync(fc, fa, fb, fc);
+    for (int t = 0; t < fc.num_elements; t++)
+        fc.x[t] *= 2.0f;
+    wmma::store_matrix_sync(d, fc, 16, wmma::mem_row_major);
+}
+
+// f16 from global memory with strides: column-major a (ld 24), row-major b (ld 20), f16
+// accumulators loaded column-major, stored column-major (ld 18).
+extern "C" __global__ void wmma_f16(const half *a, const half *b, const half *c, half *d)
+{
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::col_major> fa;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::row_major> fb;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, half> fc;
+    wmma::load_matrix_sync(fa, a, 24);
+    wmma::load_matrix_sync(fb, b, 20);
+    wmma::load_matrix_sync(fc, c, 18, wmma::mem_col_major);
+    wmma::mma_sync(fc, fa, fb, fc);
+    wmma::store_matrix_sync(d, fc, 18, wmma::mem_col_major);
+}
+"""
+
+
+def _bf16(x: np.ndarray) -> np.ndarray:
+    """float32 values exactly representable in bf16, as bf16 bits."""
+    return (x.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+
+
+def _wmma_inputs(seed: int):
+    rng = np.random.default_rng(seed)
+    # small integers and halves: every product and sum is exact in f32 and in f16
+    return [rng.integers(-4, 5, (16, 16)).astype(np.float32) / 2 for _ in range(3)]
+
+
+@needs_nvrtc
+def test_wmma_compiles_for_amdgpu():
+    module = _module(nvrtc.compile_to_ptx(WMMA, "wmma.cu"))
+    for chip in ("gfx1100", "gfx942"):
+        assert amdgpu.compile_object(module, chip)
+
+
+@needs_nvrtc
+@needs_opencl
+def test_wmma_bf16_from_shared_memory_on_opencl():
+    a, b, _ = _wmma_inputs(1)
+    d = np.zeros((16, 16), np.float32)
+    _run_opencl(nvrtc.compile_to_ptx(WMMA, "wmma.cu"), 32,
+                [_bf16(a), _bf16(b.T.copy()), d], kernel="wmma_bf16")
+    np.testing.assert_array_equal(d, 2 * (a @ b + 1))
+
+
+@needs_nvrtc
+@needs_opencl
+def test_wmma_f16_with_strides_and_layouts_on_opencl():
+    a, b, c = _wmma_inputs(2)
+    a_mem = np.zeros((16, 24), np.float16)          # column-major: column j at a_mem[j]
+    a_mem[:, :16] = a.T
+    b_mem = np.zeros((16, 20), np.float16)          # row-major
+    b_mem[:, :16] = b
+    c_mem = np.zeros((16, 18), np.float16)          # column-major
+    c_mem[:, :16] = c.T
+    d_mem = np.full((16, 18), 7, np.float16)
+    _run_opencl(nvrtc.compile_to_ptx(WMMA, "wmma.cu"), 32,
+                [a_mem.view(np.uint16), b_mem.view(np.uint16), c_mem.view(np.uint16),
+                 d_mem.view(np.uint16)], kernel="wmma_f16")
+    np.testing.assert_array_equal(d_mem[:, :16].T.astype(np.float32), a @ b + c)
+    assert (d_mem[:, 16:] == 7).all()                # the padding is left alone

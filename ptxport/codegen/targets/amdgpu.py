@@ -62,6 +62,7 @@ from ptxport.codegen.targets.gpu import (
     parse_verified,
     target_machine,
 )
+from ptxport.codegen.targets.gpu_wmma import lower_wmma
 from ptxport.errors import CompileError
 from ptxport.ir import nodes as ir
 from ptxport.ir.abi import ParamSlot
@@ -198,7 +199,7 @@ def _stackrestore(fl: AmdgpuLowering, inst: ir.Instruction) -> None:
 
 
 _OWN_LOWERINGS = {"ret": lower_return, "alloca": _alloca, "stacksave": _stacksave,
-                  "stackrestore": _stackrestore}
+                  "stackrestore": _stackrestore, "wmma": lower_wmma}
 
 
 # --- the target ---------------------------------------------------------------------------
@@ -246,6 +247,14 @@ class AmdgpuTarget(GpuTarget):
 
     def synchronize(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
         self.warp.synchronize(fl, inst)
+
+    def lane(self, fl: FunctionLowering) -> ll.Value:
+        """The thread's lane in its CUDA warp (for gpu_wmma)."""
+        return self.warp.laneid(fl)
+
+    def read_lane(self, fl: FunctionLowering, value: ll.Value, lane: ll.Value) -> ll.Value:
+        """`value` as lane `lane` of the thread's CUDA warp holds it (for gpu_wmma)."""
+        return self.warp.read_lane(fl, value, lane)
 
     def call(self, fl: GpuLowering, inst: ir.Instruction, callee: ir.Function,
              returns: list, args: list) -> None:

@@ -55,6 +55,7 @@ from ptxport.codegen.targets.gpu import (
     opaque_variable,
     parse_verified,
 )
+from ptxport.codegen.targets.gpu_wmma import lower_wmma
 from ptxport.errors import CompileError, UnsupportedFeatureError
 from ptxport.ir import nodes as ir
 from ptxport.ir.abi import param_layout
@@ -203,7 +204,8 @@ def _atom(fl: SpirvLowering, inst: ir.Instruction) -> None:
 
 
 _OWN_LOWERINGS = {"ret": lower_return, "exit": _exit, "alloca": _alloca, "atom": _atom,
-                  "red": _atom, "stacksave": _no_stack, "stackrestore": _no_stack}
+                  "red": _atom, "stacksave": _no_stack, "stackrestore": _no_stack,
+                  "wmma": lower_wmma}
 
 
 # --- the target ---------------------------------------------------------------------------
@@ -292,6 +294,12 @@ class SpirvTarget(GpuTarget):
     def lane(self, fl: FunctionLowering) -> ll.Value:
         self.uses_warp = True
         return self.call_builtin(fl, "_Z22get_sub_group_local_idv", I32, [])
+
+    def read_lane(self, fl: FunctionLowering, value: ll.Value, lane: ll.Value) -> ll.Value:
+        """`value` as work-item `lane` of the sub-group holds it (for gpu_wmma)."""
+        from ptxport.codegen.targets import spirv_warp
+
+        return spirv_warp.shuffle(self, fl, value, lane)
 
     @property
     def static_shared(self) -> int:
@@ -468,7 +476,7 @@ def _element_type(var: ir.Variable) -> ll.Type:
 
 
 def _uses_warp(function: ir.Function) -> bool:
-    warp_ops = ("shfl", "vote", "match", "redux", "activemask", "elect")
+    warp_ops = ("shfl", "vote", "match", "redux", "activemask", "elect", "wmma")
     for inst in function.instructions():
         if inst.opcode in warp_ops or (inst.opcode == "bar" and inst.spec.has("warp")):
             return True
