@@ -9,6 +9,7 @@ import re
 
 import numpy as np
 import pytest
+from test_cpu_indirect import BAD_CALL, FUNCTION
 from test_cpu_indirect import SOURCE as VIRTUAL
 from test_memory_ops import CP_ASYNC_BODY, expected_cp_async
 
@@ -346,3 +347,12 @@ def test_wmma_f16_with_strides_and_layouts_on_opencl():
                  d_mem.view(np.uint16)], kernel="wmma_f16")
     np.testing.assert_array_equal(d_mem[:, :16].T.astype(np.float32), a @ b + c)
     assert (d_mem[:, 16:] == 7).all()                # the padding is left alone
+
+
+def test_amdgpu_traps_on_a_call_of_an_address_that_is_no_function():
+    """f is the only candidate; any other address reaches llvm.trap, never a jump."""
+    ptx = kernel_ptx(BAD_CALL + "ret;", ".param .u64 pf", extra=FUNCTION)
+    text = amdgpu.compile_llvm_ir(_module(ptx), "gfx1100")
+    kernel = text[text.index('define amdgpu_kernel void @"k"'):]
+    assert "icmp eq i64" in kernel and 'call void @"llvm.trap"()' in kernel
+    assert re.search(r'call i32 @"f"', kernel)
