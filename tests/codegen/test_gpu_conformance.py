@@ -1,7 +1,8 @@
 """Device code that issue 16 found the GPU targets crashing on or refusing: cp.async into
-shared memory (the CUDA samples' tensor-core GEMMs), the reserved shared memory and
-environment special registers, and calls through a register. Code generation is checked for
-amdgpu and spirv (and ptxas for nvptx); kernels run on opencl:0 where a device is present."""
+shared memory and wmma (the CUDA samples' tensor-core GEMMs), the reserved shared memory and
+environment special registers, and calls through a register (function pointers, virtual
+functions). Code generation is checked for amdgpu and spirv (and ptxas for nvptx); kernels
+run on opencl:0 where a device is present."""
 
 from __future__ import annotations
 
