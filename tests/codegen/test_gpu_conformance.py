@@ -316,13 +316,6 @@ def _wmma_inputs(seed: int):
 
 
 @needs_nvrtc
-def test_wmma_compiles_for_amdgpu():
-    module = _module(nvrtc.compile_to_ptx(WMMA, "wmma.cu"))
-    for chip in ("gfx1100", "gfx942"):
-        assert amdgpu.compile_object(module, chip)
-
-
-@needs_nvrtc
 @needs_opencl
 def test_wmma_bf16_from_shared_memory_on_opencl():
     a, b, _ = _wmma_inputs(1)
@@ -357,3 +350,115 @@ def test_amdgpu_traps_on_a_call_of_an_address_that_is_no_function():
     kernel = text[text.index('define amdgpu_kernel void @"k"'):]
     assert "icmp eq i64" in kernel and 'call void @"llvm.trap"()' in kernel
     assert re.search(r'call i32 @"f"', kernel)
+
+
+WMMA_FORMS = r"""
+#include <mma.h>
+using namespace nvcuda;
+
+// m32n8k16 f16 -> f32, every matrix packed row-major (a 32 x 16, b 16 x 8, d 32 x 8)
+extern "C" __global__ void wmma_tall(const half *a, const half *b, float *d)
+{
+    wmma::fragment<wmma::matrix_a, 32, 8, 16, half, wmma::row_major> fa;
+    wmma::fragment<wmma::matrix_b, 32, 8, 16, half, wmma::row_major> fb;
+    wmma::fragment<wmma::accumulator, 32, 8, 16, float> fc;
+    wmma::fill_fragment(fc, 0.5f);
+    wmma::load_matrix_sync(fa, a, 16);
+    wmma::load_matrix_sync(fb, b, 8);
+    wmma::mma_sync(fc, fa, fb, fc);
+    wmma::store_matrix_sync(d, fc, 8, wmma::mem_row_major);
+}
+
+// m16n16k16 s8 -> s32 with saturation, c loaded row-major
+extern "C" __global__ void wmma_s8(const signed char *a, const signed char *b, const int *c,
+                                   int *d)
+{
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, signed char, wmma::row_major> fa;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, signed char, wmma::col_major> fb;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, int> fc;
+    wmma::load_matrix_sync(fa, a, 16);
+    wmma::load_matrix_sync(fb, b, 16);
+    wmma::load_matrix_sync(fc, c, 16, wmma::mem_row_major);
+    wmma::mma_sync(fc, fa, fb, fc, true);
+    wmma::store_matrix_sync(d, fc, 16, wmma::mem_row_major);
+}
+
+// m16n16k8 tf32 -> f32 and m8n8k4 f64
+extern "C" __global__ void wmma_tf32(const float *a, const float *b, float *d)
+{
+    wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::row_major> fa;
+    wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::row_major> fb;
+    wmma::fragment<wmma::accumulator, 16, 16, 8, float> fc;
+    wmma::fill_fragment(fc, 0.0f);
+    wmma::load_matrix_sync(fa, a, 8);
+    wmma::load_matrix_sync(fb, b, 16);
+    wmma::mma_sync(fc, fa, fb, fc);
+    wmma::store_matrix_sync(d, fc, 16, wmma::mem_row_major);
+}
+
+extern "C" __global__ void wmma_f64(const double *a, const double *b, double *d)
+{
+    wmma::fragment<wmma::matrix_a, 8, 8, 4, double, wmma::row_major> fa;
+    wmma::fragment<wmma::matrix_b, 8, 8, 4, double, wmma::col_major> fb;
+    wmma::fragment<wmma::accumulator, 8, 8, 4, double> fc;
+    wmma::fill_fragment(fc, 1.0);
+    wmma::load_matrix_sync(fa, a, 4);
+    wmma::load_matrix_sync(fb, b, 4);
+    wmma::mma_sync(fc, fa, fb, fc);
+    wmma::store_matrix_sync(d, fc, 8, wmma::mem_row_major);
+}
+"""
+
+
+@needs_nvrtc
+@needs_opencl
+def test_wmma_shapes_and_types_on_opencl():
+    """m32n8k16 f16, s8 with .satfinite, tf32 (its low 13 mantissa bits ignored) and f64."""
+    ptx = nvrtc.compile_to_ptx(WMMA_FORMS, "wmma_forms.cu")
+    rng = np.random.default_rng(5)
+    a, b = rng.integers(-4, 5, (32, 16)) / 2, rng.integers(-4, 5, (16, 8)) / 2
+    d = np.zeros((32, 8), np.float32)
+    _run_opencl(ptx, 32, [a.astype(np.float16).view(np.uint16),
+                          b.astype(np.float16).view(np.uint16), d], kernel="wmma_tall")
+    np.testing.assert_array_equal(d, a @ b + 0.5)
+
+    a, b = rng.integers(-128, 128, (16, 16)), rng.integers(-128, 128, (16, 16))
+    c = rng.integers(-1000, 1000, (16, 16))
+    c[0] = 2**31 - 100                               # row 0 saturates one way or the other
+    c[1] = -(2**31) + 100
+    d = np.zeros((16, 16), np.int32)
+    _run_opencl(ptx, 32, [a.astype(np.int8), b.T.astype(np.int8).copy(), c.astype(np.int32),
+                          d], kernel="wmma_s8")
+    np.testing.assert_array_equal(d, np.clip(a @ b + c, -(2**31), 2**31 - 1))
+
+    a = rng.integers(-4, 5, (16, 8)).astype(np.float32) / 2
+    a[0, 0] = np.float32(1 + 2**-20)                 # below tf32's precision: read as 1
+    b = rng.integers(-4, 5, (8, 16)).astype(np.float32) / 2
+    d = np.zeros((16, 16), np.float32)
+    _run_opencl(ptx, 32, [a, b, d], kernel="wmma_tf32")
+    a[0, 0] = 1
+    np.testing.assert_array_equal(d, a @ b)
+
+    a, b = rng.standard_normal((8, 4)), rng.standard_normal((4, 8))
+    d = np.zeros((8, 8))
+    _run_opencl(ptx, 32, [a, b.T.copy(), d], kernel="wmma_f64")
+    np.testing.assert_allclose(d, a @ b + 1, rtol=1e-14)
+
+
+@needs_nvrtc
+def test_wmma_compiles_for_amdgpu():
+    for source in (WMMA, WMMA_FORMS):
+        module = _module(nvrtc.compile_to_ptx(source, "wmma.cu"))
+        for chip in ("gfx1100", "gfx942"):
+            assert amdgpu.compile_object(module, chip)
+
+
+def test_sub_byte_wmma_is_refused_by_name():
+    body = """.reg .b32 %r<2>; .reg .b64 %rd<2>;
+ld.param.u64 %rd1, [p];
+wmma.load.a.sync.aligned.row.m8n8k32.global.s4 {%r1}, [%rd1], 32;
+ret;"""
+    module = _module(kernel_ptx(body, ".param .u64 p", target="sm_80", version="7.0"))
+    for compile_ in (spirv.compile_module, lambda m: amdgpu.compile_object(m, "gfx1100")):
+        with pytest.raises(UnsupportedFeatureError, match=r"\.s4 a fragments"):
+            compile_(module)
