@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from ptxport import __version__
+from ptxport.compat import cli as compat_cli
 from ptxport.errors import BackendUnavailableError, CompileError, InternalError, PtxportError
 
 __all__ = ["main"]
@@ -57,6 +58,7 @@ def _parser() -> argparse.ArgumentParser:
     compile_.add_argument("--arch", help="architecture NVRTC compiles .cu files for "
                                          "(default: the nvptx target's, else sm_90)")
     _add_cuda_options(compile_)
+    compat_cli.add_commands(commands)
     return parser
 
 
@@ -103,6 +105,10 @@ def _run(args) -> int:
         return _devices(args)
     if args.command == "compile":
         return _compile(args)
+    if args.command == "run":
+        return compat_cli.run_command(args)
+    if args.command == "env":
+        return compat_cli.env_command(args)
     return 2
 
 
@@ -120,6 +126,7 @@ def _devices(args) -> int:
             # whether kernels may find device addresses anywhere (in structs, in device
             # memory) or only in pointer parameters (OpenCL devices without SVM)
             "unified_addressing": p.unified_addressing,
+            **_opencl_bounds_checks(dev),
         })
     absent = {name: why for name, why in system.backends.items() if why}
     if args.json:
@@ -131,11 +138,23 @@ def _devices(args) -> int:
               f"{d['shared_memory_per_block'] // 1024} KiB shared memory per block"
               + ("" if d["unified_addressing"] else
                  "; device addresses only in pointer parameters (no unified addressing)"))
+        if "bounds_checks" in d:
+            print(f"{d['device']}: bounds checks: {d['bounds_checks']}")
     for name, why in absent.items():
         print(f"{name}: absent: {why}")
     for name, why in _opencl_devices_skipped():
         print(f"opencl: {name}: not used: {why}")
     return 0
+
+
+def _opencl_bounds_checks(dev) -> dict[str, str]:
+    """{"bounds_checks": what an opencl device checks kernels' accesses against}; {} for
+    other devices."""
+    if not str(dev).startswith("opencl:"):
+        return {}
+    from ptxport.runtime.backends import get
+
+    return {"bounds_checks": get("opencl").bounds_checks(dev.device_id)}
 
 
 def _opencl_devices_skipped() -> list[tuple[str, str]]:

@@ -22,12 +22,14 @@ __all__ = [
     "InvalidValueError",
     "OutOfMemoryError",
     "KernelNotFoundError",
+    "TimingIncludesCompileWarning",
     "LaunchError",
     "ArgumentError",
     "KernelExecutionError",
     "IllegalAddressError",
     "KernelTrapError",
     "KernelAssertError",
+    "KernelTimeoutError",
 ]
 
 
@@ -184,3 +186,18 @@ class KernelAssertError(KernelTrapError):
     """A device-side `assert` failed (CUDA's cudaErrorAssert); the message holds the text
     CUDA prints for it: `file:line: function: block: [x,y,z], thread: [x,y,z] Assertion
     `expression` failed.`"""
+
+
+class KernelTimeoutError(KernelExecutionError, TimeoutError):
+    """A kernel ran longer than it was given: a launch's watchdog (LaunchConfig(timeout=...))
+    stopped it (`stopped` is True; the device is usable), or a sync(timeout=...) gave up
+    waiting while it still runs (`stopped` is False). `kernels` names the kernels concerned."""
+
+    def __init__(self, message: str, kernels: tuple[str, ...] = (), stopped: bool = False):
+        self.kernels, self.stopped = tuple(kernels), stopped
+        super().__init__(message)
+
+
+class TimingIncludesCompileWarning(UserWarning):
+    """The time between two Events includes compiling a kernel at its first launch (on the
+    launching thread, while the stream had nothing else to do): launch once before timing."""

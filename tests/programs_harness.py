@@ -97,11 +97,18 @@ class Program:
 
     @property
     def shared_cudart(self) -> bool:
-        return "shared" in self.flags and "-cudart" in self.flags
+        """Built with `-cudart shared`: it needs libcudart.so.13 at run time."""
+        pairs = zip(self.flags, self.flags[1:], strict=False)  # each flag and the next
+        return "-cudart=shared" in self.flags or ("-cudart", "shared") in pairs
 
     def expected_outputs(self) -> dict[str, str]:
         """Each accepted stdout by its file name (the first is what NVIDIA's runtime prints)."""
         return {name: (PROGRAM_DIR / "expected" / name).read_text() for name in self.expected}
+
+    def matching_output(self, stdout: str) -> str | None:
+        """The expected file that `stdout` equals (a run passes when one does and the exit
+        status is 0), or None."""
+        return next((n for n, text in self.expected_outputs().items() if text == stdout), None)
 
 
 def load_manifest() -> dict[str, Program]:
@@ -125,8 +132,8 @@ def toolkit_root() -> Path:
     Raises ToolkitMissingError saying what to install when a part is missing."""
     spec = importlib.util.find_spec("nvidia")
     locations = list(spec.submodule_search_locations or ()) if spec else []
-    roots = sorted((p for loc in locations for p in Path(loc).glob("cu*") if (p / "bin" / "nvcc")
-                    .is_file()), reverse=True)
+    trees = (tree for location in locations for tree in Path(location).glob("cu*"))
+    roots = sorted((tree for tree in trees if (tree / "bin" / "nvcc").is_file()), reverse=True)
     if not roots:
         raise ToolkitMissingError(f"no nvcc from the nvidia-cuda-nvcc wheel: {_WHEEL_HINT}")
     root = roots[0]
@@ -365,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             for name, path in build_all(args.names or None, args.jobs).items():
                 print(f"{name}: {path}")
-    except ToolkitMissingError as e:
+    except (ToolkitMissingError, RuntimeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     print(f"built in {time.perf_counter() - start:.1f} s", file=sys.stderr)

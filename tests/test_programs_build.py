@@ -48,6 +48,14 @@ def test_corpus_has_thirty_programs_that_end_with_pass():
             assert text.endswith("\nPASS\n"), name
 
 
+def test_outputs_match_by_whole_text():
+    graphs = MANIFEST["graph_capture"]
+    refusal = (harness.PROGRAM_DIR / "expected" / "graph_capture.unsupported.txt").read_text()
+    assert graphs.matching_output(refusal) == "graph_capture.unsupported.txt"
+    assert graphs.matching_output(refusal.replace("PASS\n", "")) is None
+    assert graphs.matching_output(refusal + "PASS\n") is None
+
+
 def test_alternatives_are_clean_refusals():
     """A second expected output accepts only cudaErrorNotSupported, and says so."""
     for program in MANIFEST.values():

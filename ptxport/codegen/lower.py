@@ -29,7 +29,7 @@ from ptxport.ptx.ast import FloatImm, IntImm, Sink
 
 __all__ = [
     "LOWERINGS", "lowering", "FunctionLowering", "Target", "BFloatType", "value_type",
-    "I1", "I8", "I16", "I32", "I64", "PTR", "const_int", "declare",
+    "I1", "I8", "I16", "I32", "I64", "PTR", "const_int", "declare", "loop_headers",
 ]
 
 I1, I8, I16, I32, I64 = (ll.IntType(n) for n in (1, 8, 16, 32, 64))
@@ -158,6 +158,12 @@ class Target(ABC):
         raise fl.unsupported(inst, f"{inst.opcode} (a warp's matrix instruction) is not "
                                    f"implemented on target {self.name}")
 
+    def loop_header(self, fl: FunctionLowering) -> None:
+        """Code at the start of a block that a branch reaches from itself or a later block
+        (every loop passes one): where a target can stop a running launch, it looks there
+        whether it was asked to. Nothing by default."""
+        return
+
     def poll(self, fl: FunctionLowering, inst: ir.Instruction, test) -> ll.Value:
         """A non-blocking test of something other threads complete (mbarrier.test_wait):
         `test()` emits the test and gives an i1. Where threads run at the same time, the
@@ -174,6 +180,14 @@ class Target(ABC):
         fl.b.position_at_end(loop)
         fl.b.cbranch(test(), done, loop)
         fl.b.position_at_end(done)
+
+
+def loop_headers(function: ir.Function) -> set[int]:
+    """id() of every block a branch reaches from that block or a later one (blocks are in
+    program order, so every cycle of the control flow passes one of these)."""
+    index = {id(block): i for i, block in enumerate(function.blocks)}
+    return {id(successor) for i, block in enumerate(function.blocks)
+            for successor in block.successors if index.get(id(successor), i + 1) <= i}
 
 
 class FunctionLowering:
@@ -246,8 +260,11 @@ class FunctionLowering:
 
     def lower_body(self) -> None:
         """Lower every block (after create_blocks; the caller links the entry block)."""
+        headers = loop_headers(self.function)
         for i, block in enumerate(self.function.blocks):
             self.b.position_at_end(self.blocks[id(block)])
+            if id(block) in headers:
+                self.target.loop_header(self)
             for inst in block.instructions:
                 self.lower_instruction(inst)
             if not self.b.block.is_terminated:

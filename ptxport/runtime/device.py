@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import operator
 import threading
+import time
 import weakref
 from typing import NamedTuple
 
 from ptxport.errors import BackendUnavailableError, InvalidValueError
 from ptxport.runtime import backends
 from ptxport.runtime.backends import DeviceProperties
-from ptxport.runtime.event import Event, EventOptions
+from ptxport.runtime.event import Event, EventOptions, timeout_seconds
 from ptxport.runtime.memory import Buffer
 from ptxport.runtime.memory_resource import DeviceMemoryResource
 from ptxport.runtime.stream import Stream
@@ -201,13 +202,20 @@ class Device:
             raise InvalidValueError(f"stream= takes a Stream, not {type(stream).__name__}")
         return Buffer(self, self._backend.allocate(self._ordinal, size), stream)
 
-    def sync(self) -> None:
+    def sync(self, timeout: float | None = None) -> None:
         """Wait until the work of every stream of this device has run; raise the first
-        failure found (the other streams keep theirs for their own sync)."""
+        failure found (the other streams keep theirs for their own sync). With `timeout`
+        (seconds, for all streams together), give up then and raise KernelTimeoutError
+        naming what still runs (the work goes on)."""
+        seconds = timeout_seconds(timeout)
+        deadline = None if seconds is None else time.monotonic() + seconds
         with self._workers_lock:
             workers = list(self._workers)
         for worker in workers:
-            worker.wait_idle()
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not worker.wait_idle(left):
+                raise worker.timeout_error(f"{self!r}.sync(timeout={seconds:g})", seconds,
+                                           self)
         for worker in workers:
             error = worker.take_error()
             if error is not None:

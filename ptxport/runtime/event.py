@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import threading
 import time
+import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ptxport.errors import InvalidValueError
+from ptxport.errors import InvalidValueError, TimingIncludesCompileWarning
 
 if TYPE_CHECKING:
     from ptxport.runtime.device import Device
@@ -49,21 +50,48 @@ def as_event_options(options: EventOptions | dict | None) -> EventOptions:
         f"event options must be an EventOptions or a dict, not {type(options).__name__}")
 
 
+def timeout_seconds(timeout: float | None) -> float | None:
+    """A sync's timeout, checked: None or a number of seconds, not negative."""
+    if timeout is None:
+        return None
+    try:
+        seconds = float(timeout)
+    except (TypeError, ValueError):
+        raise InvalidValueError(f"timeout= takes seconds (a number) or None, not "
+                                f"{timeout!r}") from None
+    if not seconds >= 0:    # (NaN too)
+        raise InvalidValueError(f"timeout= must not be negative, not {timeout!r}")
+    return seconds
+
+
 class _Marker:
-    """One recorded point of a stream: set when the stream's worker reaches it. `error` is
-    the failure of earlier work on that stream, if any, so that waiting on it reports it."""
+    """One recorded point of a stream: set when the stream's worker (`worker`; None for an
+    event never recorded) reaches it. `error` is the failure of earlier work on that
+    stream, if any, so that waiting on it reports it."""
 
-    __slots__ = ("done", "time", "error")
+    __slots__ = ("done", "time", "error", "worker", "compiled", "compiled_count")
 
-    def __init__(self):
+    def __init__(self, worker=None):
         self.done = threading.Event()
         self.time: float | None = None
         self.error: BaseException | None = None
+        self.worker = worker
+        self.compiled: list[str] = []      # the stream's kernels compiled at first launch
+        self.compiled_count = 0            # how many of them were before this point
 
-    def complete(self, error: BaseException | None) -> None:
+    def complete(self, error: BaseException | None, compiled: list[str] | None = None) -> None:
         self.time = time.perf_counter()
         self.error = error
+        if compiled is not None:
+            self.compiled, self.compiled_count = compiled, len(compiled)
         self.done.set()
+
+
+def _compiled_between(start: _Marker, end: _Marker) -> list[str]:
+    """The kernels compiled by launches queued between two points of one stream."""
+    if start.compiled is not end.compiled or not start.compiled:
+        return []
+    return end.compiled[start.compiled_count:end.compiled_count]
 
 
 def _completed_marker() -> _Marker:
@@ -97,10 +125,20 @@ class Event:
         """Whether the work before the event's latest record has all run."""
         return self._marker.done.is_set()
 
-    def sync(self) -> None:
-        """Wait until the event completes; raise the failure of work before it, if any."""
-        marker = self._marker
-        marker.done.wait()
+    def sync(self, timeout: float | None = None) -> None:
+        """Wait until the event completes; raise the failure of work before it, if any.
+
+        Parameters
+        ----------
+        timeout : float, optional
+            Give up after this many seconds and raise KernelTimeoutError naming the kernels
+            still running before the event (they go on running). None: wait as long as it
+            takes.
+        """
+        marker, seconds = self._marker, timeout_seconds(timeout)
+        if not marker.done.wait(seconds):
+            raise marker.worker.timeout_error(f"{self!r}.sync(timeout={seconds:g})", seconds,
+                                              self._device)
         if marker.error is not None:
             raise marker.error
 
@@ -116,6 +154,12 @@ class Event:
             if not event.is_done:
                 raise InvalidValueError(
                     "an event has not completed yet: call sync() on the later event first")
+        compiled = _compiled_between(other._marker, self._marker)
+        if compiled:
+            warnings.warn(
+                f"the time between these events includes compiling {', '.join(compiled)} "
+                f"for {self._device} at its first launch: launch once before timing",
+                TimingIncludesCompileWarning, stacklevel=2)
         return (self._marker.time - other._marker.time) * 1000.0
 
     def __repr__(self) -> str:

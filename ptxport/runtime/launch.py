@@ -34,7 +34,7 @@ from ptxport.runtime.memory import Buffer
 from ptxport.runtime.program import Kernel, ParamInfo
 from ptxport.runtime.stream import Stream
 
-__all__ = ["LaunchConfig", "launch", "check_config", "pack_arguments"]
+__all__ = ["LaunchConfig", "launch", "launch_packed", "check_config", "pack_arguments"]
 
 
 def _dims(value, what: str) -> tuple[int, int, int]:
@@ -73,12 +73,18 @@ class LaunchConfig:
         Lets the kernel overlap the previous one in its stream (programmatic dependent
         launch). Accepted: it only permits overlap, and ptxport runs a stream's kernels one
         after the other, which PDL kernels must handle anyway.
+    timeout : float, optional
+        A watchdog, in seconds: a launch still running after that long is stopped, and
+        its stream's next sync() raises KernelTimeoutError naming the kernel; the device
+        stays usable. Only devices that can stop a running kernel take it (the cpu device);
+        elsewhere the launch is refused. None (the default): no limit.
 
     `grid`, `block` and `cluster` (when given) are kept as 3-tuples.
     """
 
     def __init__(self, grid=None, cluster=None, block=None, shmem_size: int | None = None,
-                 is_cooperative: bool = False, programmatic_stream_serialization: bool = False):
+                 is_cooperative: bool = False, programmatic_stream_serialization: bool = False,
+                 timeout: float | None = None):
         self.grid = _dims(grid, "grid")
         self.cluster = None if cluster is None else _dims(cluster, "cluster")
         self.block = _dims(block, "block")
@@ -91,11 +97,13 @@ class LaunchConfig:
                 from None
         if self.shmem_size < 0:
             raise LaunchError(f"shmem_size must not be negative, not {self.shmem_size}")
+        self.timeout = _timeout(timeout)
 
     def __repr__(self) -> str:
         cluster = "" if self.cluster is None else f", cluster={self.cluster}"
+        timeout = "" if self.timeout is None else f", timeout={self.timeout:g}"
         return (f"LaunchConfig(grid={self.grid}{cluster}, block={self.block}, "
-                f"shmem_size={self.shmem_size})")
+                f"shmem_size={self.shmem_size}{timeout})")
 
 
 def _check_unsupported(config: LaunchConfig, kernel: Kernel, device: Device) -> None:
@@ -113,10 +121,28 @@ def _check_unsupported(config: LaunchConfig, kernel: Kernel, device: Device) -> 
                 "the kernel at its grid-wide synchronisations into several launches"))
 
 
+def _timeout(value) -> float | None:
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise LaunchError(f"timeout must be a number of seconds, not {value!r}") from None
+    if not seconds > 0:     # (NaN too)
+        raise LaunchError(f"timeout must be a positive number of seconds, not {value!r}")
+    return seconds
+
+
 def check_config(config: LaunchConfig, kernel: Kernel, device: Device) -> None:
     """Raise LaunchError if `device` (as CUDA would) refuses to launch `kernel` so, and
     UnsupportedFeatureError for a cluster or cooperative launch."""
     _check_unsupported(config, kernel, device)
+    if config.timeout is not None and not device._backend.stops_launches:
+        raise LaunchError(
+            f"cannot launch {kernel.name} on {device} with timeout={config.timeout:g}: "
+            f"{device} cannot stop a running kernel (its API has no way short of ending the "
+            "process); launch without timeout= and use stream.sync(timeout=...) to find out "
+            "that a kernel hangs")
     p: DeviceProperties = device.properties
     where = f"cannot launch {kernel.name} on {device} with block={config.block}"
     threads = prod(config.block)
@@ -252,20 +278,45 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args) -> None:
     if not isinstance(kernel, Kernel):
         raise InvalidValueError(f"launch(): kernel must be a Kernel (ObjectCode.get_kernel), "
                                 f"not {type(kernel).__name__}")
+    check_config(config, kernel, stream.device)
+    params, keep = pack_arguments(kernel, args, stream.device)
+    _queue(stream, config, kernel, params, keep)
+
+
+def launch_packed(stream: Stream, config: LaunchConfig, kernel: Kernel, params: bytes,
+                  keep: list[Allocation] | tuple = ()) -> None:
+    """Queue `kernel` on `stream` with an already packed parameter buffer (layout from
+    ptxport.ir.abi.param_layout, device addresses inside, as CUDA's cuLaunchKernel takes
+    it), after checking `config` against the device; `keep` is memory the kernel uses, kept
+    alive until it ran. For callers that hold raw arguments (ptxport.compat); others call
+    launch(), which checks every argument first.
+    """
+    check_config(config, kernel, stream.device)
+    if len(params) != kernel.param_buffer_size:
+        raise ArgumentError(f"kernel {kernel.name} takes {kernel.param_buffer_size} bytes of "
+                            f"parameters, not {len(params)}")
+    _queue(stream, config, kernel, params, keep)
+
+
+def _queue(stream: Stream, config: LaunchConfig, kernel: Kernel, params: bytes, keep) -> None:
     device = stream.device
-    check_config(config, kernel, device)
-    params, keep = pack_arguments(kernel, args, device)
     binary = kernel._binary(device)
     backend, ordinal = device._backend, device.device_id
     grid, block, shmem_size = config.grid, config.block, config.shmem_size
+    watchdog = {} if config.timeout is None else {"timeout": config.timeout}
+    # Compiles (or loads) code for this block shape now; Events around this launch then
+    # say that their time includes it.
+    compiled = backend.prepare(binary, block)
 
     def run(keep=keep) -> None:  # `keep`: the buffers' memory lives until the kernel ran
         try:
-            backend.launch(ordinal, binary, grid, block, shmem_size, params)
+            backend.launch(ordinal, binary, grid, block, shmem_size, params, **watchdog)
         except PtxportError:
             raise
         except Exception as e:
             raise KernelExecutionError(
                 f"kernel {kernel.name} failed on {device}: {type(e).__name__}: {e}") from e
 
-    stream._submit(run)
+    limit = "" if config.timeout is None else f", stopped after {config.timeout:g} s"
+    stream._submit(run, what=f"kernel {kernel.name} (grid {grid}, block {block}{limit})",
+                   kernel=kernel.name, compiled=bool(compiled))

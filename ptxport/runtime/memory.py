@@ -8,12 +8,20 @@ while work is pending is safe.
 
 Where the host can address the device's memory (the CPU device), a buffer is also a numpy
 array without a copy: `np.asarray(buf)` and `buf.view(np.float32)` view its bytes, and DLPack
-(`np.from_dlpack(buf)`, torch.from_dlpack, ...) exports them as a 1-D uint8 tensor on kDLCPU.
+(`np.from_dlpack(buf)`, torch.from_dlpack, ...) exports them as a 1-D uint8 tensor on kDLCPU;
+`buf.view(dtype, shape)` is a typed array, itself a DLPack producer, for a typed export.
 These read memory directly: sync the streams that write it first.
+
+The other way, host memory made elsewhere becomes a Buffer without a copy on the CPU device:
+Buffer.from_dlpack(obj) (a numpy array, a torch CPU tensor, any DLPack producer on kDLCPU)
+and Buffer.from_handle(address, size, owner=...). Kernels then read and write that memory in
+place; the buffer keeps its producer (or owner) alive, and exports it with the producer's
+dtype and shape. Closing such a buffer only stops kernels using the memory.
 """
 
 from __future__ import annotations
 
+import ctypes
 import operator
 import weakref
 from typing import TYPE_CHECKING
@@ -33,11 +41,14 @@ __all__ = ["Buffer"]
 class Buffer:
     """Device memory; made by Device.allocate."""
 
-    def __init__(self, device: Device, allocation: Allocation, stream: Stream):
+    def __init__(self, device: Device, allocation: Allocation, stream: Stream,
+                 typed: np.ndarray | None = None):
         self._device = device
         self._allocation: Allocation | None = allocation
         self._size = allocation.size
         self._stream = stream
+        # what the buffer exports (DLPack, __array_interface__) when it wraps a typed array
+        self._typed = typed
         # A buffer dropped without close() is freed in its stream's order all the same.
         self._free = weakref.finalize(self, _free_in_order, device, allocation, stream)
 
@@ -86,6 +97,60 @@ class Buffer:
     def _host_view(self) -> np.ndarray | None:
         return self._device._backend.host_view(self._live())
 
+    # -- host memory made elsewhere ---------------------------------------------------------
+
+    @classmethod
+    def from_dlpack(cls, obj, *, device: Device | None = None) -> Buffer:
+        """The host memory of `obj` (a numpy array, a torch CPU tensor, any DLPack producer
+        on kDLCPU, contiguous and writeable) as a Buffer of `device` (the cpu device if
+        None), without a copy.
+
+        Kernels read and write the memory in place; the buffer keeps `obj`'s memory alive,
+        and exports it (np.from_dlpack, np.asarray) with `obj`'s dtype and shape. Only the
+        cpu device can: its kernels address the host's memory.
+
+        Raises
+        ------
+        InvalidValueError
+            `obj` is no DLPack producer, not on the host, not contiguous or read-only, or
+            `device` cannot address host memory; the message says what to do instead.
+        """
+        device = _device_or_cpu(device)
+        array = _host_array_of(obj)
+        memory = array.ravel(order="K").view(np.uint8)   # a view: C or F order is contiguous
+        allocation = device._backend.register_host_memory(device.device_id, memory)
+        return cls(device, allocation, device.default_stream, typed=array)
+
+    @classmethod
+    def from_handle(cls, ptr: int, size: int, mr: Device | None = None, *,
+                    owner: object = None) -> Buffer:
+        """`size` bytes of host memory at address `ptr` as a Buffer of the device `mr` (a
+        Device, or an object with a `.device`; the cpu device if None), without a copy:
+        cuda.core's Buffer.from_handle, for memory from C code or ctypes.
+
+        `owner` is kept alive as long as the buffer and any work that uses it (the object
+        that owns the memory); without one, the caller keeps the memory valid. Only the cpu
+        device can wrap host memory.
+        """
+        device = _device_or_cpu(getattr(mr, "device", mr))
+        try:
+            ptr, size = operator.index(ptr), operator.index(size)
+        except TypeError:
+            raise InvalidValueError(
+                f"Buffer.from_handle takes an address and a size (ints), not "
+                f"{type(ptr).__name__} and {type(size).__name__}") from None
+        if size < 0 or (ptr <= 0 and size > 0):
+            raise InvalidValueError(
+                f"Buffer.from_handle: bad memory range (address {ptr:#x}, {size} bytes)")
+        if size:
+            window = (ctypes.c_char * size).from_address(ptr)
+            window._ptxport_owner = owner     # the byte view's base holds the owner
+            memory = np.frombuffer(window, np.uint8)
+        else:
+            memory = np.zeros(0, np.uint8)
+        allocation = device._backend.register_host_memory(device.device_id, memory)
+        return cls(device, allocation, device.default_stream)
+
     # -- lifetime -------------------------------------------------------------------------------
 
     def close(self, stream: Stream | None = None) -> None:
@@ -109,11 +174,13 @@ class Buffer:
         if isinstance(src, Buffer):
             source = _same_device(src, self)._live()
             _check_sizes("source buffer", source.size, "destination buffer", dst.size)
-            stream._submit(lambda: backend.copy(dst.address, source.address, dst.size, "dtod"))
+            stream._submit(lambda: backend.copy(dst.address, source.address, dst.size, "dtod"),
+                           what=f"a copy of {dst.size} bytes")
             return
         array = _host_array(src, "copy_from", writeable=False)
         _check_sizes("host array", array.nbytes, "buffer", dst.size)
-        stream._submit(lambda: backend.copy(dst.address, array.ctypes.data, dst.size, "htod"))
+        stream._submit(lambda: backend.copy(dst.address, array.ctypes.data, dst.size, "htod"),
+                       what=f"a copy of {dst.size} bytes")
 
     def copy_to(self, dst: Buffer | np.ndarray | None = None, *, stream: Stream):
         """Copy this buffer into `dst` (a Buffer or writeable host array of its size; a new
@@ -126,11 +193,13 @@ class Buffer:
         if isinstance(dst, Buffer):
             target = _same_device(dst, self)._live()
             _check_sizes("source buffer", src.size, "destination buffer", target.size)
-            stream._submit(lambda: backend.copy(target.address, src.address, src.size, "dtod"))
+            stream._submit(lambda: backend.copy(target.address, src.address, src.size, "dtod"),
+                           what=f"a copy of {src.size} bytes")
             return dst
         array = _host_array(dst, "copy_to", writeable=True)
         _check_sizes("buffer", src.size, "host array", array.nbytes)
-        stream._submit(lambda: backend.copy(array.ctypes.data, src.address, src.size, "dtoh"))
+        stream._submit(lambda: backend.copy(array.ctypes.data, src.address, src.size, "dtoh"),
+                       what=f"a copy of {src.size} bytes")
         return dst
 
     def fill(self, value: int, width: int, *, stream: Stream) -> None:
@@ -154,7 +223,8 @@ class Buffer:
                 f"cannot fill {dst.size} bytes with {width}-byte words: the size is not a "
                 f"multiple of {width}")
         backend = self._device._backend
-        stream._submit(lambda: backend.fill(dst.address, dst.size, value, width))
+        stream._submit(lambda: backend.fill(dst.address, dst.size, value, width),
+                       what=f"a fill of {dst.size} bytes")
 
     # -- host views and DLPack -----------------------------------------------------------------
 
@@ -166,20 +236,44 @@ class Buffer:
                 "a numpy array with copy_to(array, stream=...)")
         return view
 
-    def view(self, dtype=np.uint8) -> np.ndarray:
-        """The buffer's bytes as a 1-D numpy array of `dtype`, without a copy (host-
-        accessible devices only). Sync the streams that write the buffer before reading."""
+    def view(self, dtype=np.uint8, shape: int | tuple[int, ...] | None = None) -> np.ndarray:
+        """The buffer's bytes as a numpy array of `dtype` (1-D, or of `shape` in C order),
+        without a copy (host-accessible devices only). The array is a typed DLPack producer
+        and has __array_interface__: torch.from_dlpack(buf.view(np.float32, (n, m))). Sync
+        the streams that write the buffer before reading."""
         dtype = np.dtype(dtype)
         if dtype.itemsize == 0 or self._size % dtype.itemsize:
             raise InvalidValueError(
                 f"cannot view {self._size} bytes as {dtype}: the size is not a multiple of "
                 f"{dtype.itemsize}")
-        return self._require_host_view().view(dtype)
+        flat = self._require_host_view().view(dtype)
+        if shape is None:
+            return flat
+        try:
+            return flat.reshape(shape)
+        except (TypeError, ValueError):
+            raise InvalidValueError(
+                f"cannot view {self._size} bytes as {dtype} of shape {shape!r}: that shape "
+                f"holds a different number of elements than {flat.size}") from None
+
+    def _export(self) -> np.ndarray:
+        """What DLPack and numpy see: the wrapped array (its dtype and shape) for a buffer
+        made from one, else the bytes."""
+        view = self._require_host_view()
+        return view if self._typed is None else self._typed
+
+    @property
+    def __array_interface__(self) -> dict:
+        if not self.is_host_accessible:
+            # (an AttributeError, so that hasattr() probes say no; np.asarray then reaches
+            # __array__, which says why)
+            raise AttributeError("this buffer is closed or not addressable from the host")
+        return self._export().__array_interface__
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
-        """The bytes as uint8 without a copy (numpy's protocol: a dtype converts values;
-        use view() to reinterpret the bytes)."""
-        view = self._require_host_view()
+        """The bytes as uint8 (or a wrapped array's values) without a copy (numpy's
+        protocol: a dtype converts values; use view() to reinterpret the bytes)."""
+        view = self._export()
         if dtype is not None and np.dtype(dtype) != view.dtype:
             if copy is False:
                 raise ValueError(f"a buffer's bytes cannot become {np.dtype(dtype)} without a "
@@ -188,11 +282,50 @@ class Buffer:
         return view.copy() if copy else view
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        return self._require_host_view().__dlpack__(
+        return self._export().__dlpack__(
             stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
 
     def __dlpack_device__(self) -> tuple[int, int]:
         return self._device._backend.dlpack_device_type, self._device.device_id
+
+
+def _device_or_cpu(device) -> Device:
+    from ptxport.runtime.device import Device  # (device.py imports this module)
+
+    if device is None:
+        return Device("cpu")
+    if not isinstance(device, Device):
+        raise InvalidValueError(f"device= takes a Device, not {type(device).__name__}")
+    return device
+
+
+def _host_array_of(obj) -> np.ndarray:
+    """`obj`'s memory as a numpy array, through DLPack (no copy), checked for wrapping."""
+    if not hasattr(obj, "__dlpack__"):
+        raise InvalidValueError(
+            f"Buffer.from_dlpack takes a DLPack producer (a numpy array, a torch tensor, ...), "
+            f"not {type(obj).__name__}; wrap raw memory with Buffer.from_handle(address, size)")
+    kind, _ = obj.__dlpack_device__()
+    if kind != 1:   # kDLCPU
+        raise InvalidValueError(
+            f"Buffer.from_dlpack wraps host memory (DLPack device kDLCPU), but this "
+            f"{type(obj).__name__} is on DLPack device type {kind}: copy it to the host first")
+    try:
+        array = np.from_dlpack(obj)
+    except (BufferError, TypeError, ValueError, RuntimeError) as e:
+        raise InvalidValueError(
+            f"numpy cannot view this {type(obj).__name__} through DLPack ({e}); wrap its "
+            "memory with Buffer.from_handle(address, size, owner=obj)") from None
+    if not (array.flags.c_contiguous or array.flags.f_contiguous):
+        raise InvalidValueError(
+            f"Buffer.from_dlpack needs contiguous memory, but this {type(obj).__name__} of "
+            f"shape {array.shape} has strides {array.strides}: wrap a contiguous copy "
+            "(np.ascontiguousarray(a)) and copy the results back")
+    if not array.flags.writeable:
+        raise InvalidValueError(
+            f"this {type(obj).__name__} is read-only, and kernels may write a buffer: wrap a "
+            "writeable array (or a copy, a.copy())")
+    return array
 
 
 def _check_stream(stream, device: Device) -> Stream:
@@ -208,7 +341,8 @@ def _check_stream(stream, device: Device) -> Stream:
 def _free_in_order(device: Device, allocation: Allocation, stream: Stream) -> None:
     backend = device._backend
     try:
-        stream._submit(lambda: backend.free(allocation), skippable=False)
+        stream._submit(lambda: backend.free(allocation), skippable=False,
+                       what="the free of a buffer")
     except InvalidValueError:  # the stream is closed: nothing is queued on it any more
         backend.free(allocation)
 

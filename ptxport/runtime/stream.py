@@ -9,18 +9,24 @@ is usable again.
 
 The worker holds the queue, not the Stream, so a stream that is dropped still finishes its
 work, and its thread ends once the queue is empty.
+
+sync(timeout=...) gives up waiting after that long and raises KernelTimeoutError naming what
+still runs (the kernel, or the stream a wait waits for, and the kernel running there); the
+work goes on. Stopping a launch that runs too long is the launch's watchdog's job
+(LaunchConfig(timeout=...)).
 """
 
 from __future__ import annotations
 
 import queue
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ptxport.errors import InvalidValueError
-from ptxport.runtime.event import Event, EventOptions, _Marker
+from ptxport.errors import InvalidValueError, KernelTimeoutError
+from ptxport.runtime.event import Event, EventOptions, _Marker, timeout_seconds
 
 if TYPE_CHECKING:
     from ptxport.runtime.device import Device
@@ -37,6 +43,12 @@ class _Worker:
         self._pending = 0
         self._error: BaseException | None = None
         self._skipped = 0
+        # what runs now: (words for it, its kernel's name or None, the worker it waits
+        # for or None, when it started)
+        self._current: tuple[str, str | None, _Worker | None, float] | None = None
+        # kernels whose first launch, queued here, compiled them (in stream order; Events
+        # recorded here say when their time includes one)
+        self.compiled: list[str] = []
         self._thread = threading.Thread(target=self._run, name=f"ptxport {label}", daemon=True)
         self._thread.start()
 
@@ -44,35 +56,80 @@ class _Worker:
     def error(self) -> BaseException | None:
         return self._error
 
-    def submit(self, work: Callable[[], None], skippable: bool) -> None:
+    def submit(self, work: Callable[[], None], skippable: bool, what: str,
+               kernel: str | None = None, waits_for: _Worker | None = None,
+               compiled: bool = False) -> None:
         with self._state:
             self._pending += 1
-        self._queue.put((work, skippable))
+        self._queue.put((work, skippable, (what, kernel, waits_for), compiled))
 
     def stop(self) -> None:
         self._queue.put(None)
 
     def _run(self) -> None:
         while (item := self._queue.get()) is not None:
-            work, skippable = item
+            work, skippable, about, compiled = item
             failure = None
+            if compiled:   # a launch whose kernel was compiled for it
+                self.compiled.append(about[1])
             if skippable and self._error is not None:
                 with self._state:
                     self._skipped += 1
             else:
+                with self._state:
+                    self._current = (*about, time.monotonic())
                 try:
                     work()
                 except BaseException as e:  # kept and raised by sync() on the user's thread
                     failure = e
+            # (dropped before waiting for the next: the work holds memory it used alive)
+            item = work = about = None
             with self._state:
+                self._current = None
                 if failure is not None and self._error is None:
                     self._error = failure
                 self._pending -= 1
                 self._state.notify_all()
 
-    def wait_idle(self) -> None:
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Wait until the queue is empty (True), or `timeout` seconds pass first (False)."""
         with self._state:
-            self._state.wait_for(lambda: self._pending == 0)
+            return self._state.wait_for(lambda: self._pending == 0, timeout)
+
+    def still_running(self) -> tuple[str, tuple[str, ...]]:
+        """Words for what this worker runs now (following waits to the streams they wait
+        for), and the names of the kernels among it."""
+        parts, kernels, worker, seen = [], [], self, set()
+        while worker is not None and id(worker) not in seen:
+            seen.add(id(worker))
+            with worker._state:
+                current, pending = worker._current, worker._pending
+            if current is None:
+                parts.append(f"{pending} operation(s) not started yet" if pending else
+                             "nothing (it has just finished)")
+                break
+            what, kernel, worker, started = current
+            parts.append(f"{what}, running for {time.monotonic() - started:.1f} s")
+            if kernel is not None:
+                kernels.append(kernel)
+            if pending > 1:
+                parts[-1] += f" ({pending - 1} later operation(s) wait behind it)"
+        return "; that waits for ".join(parts), tuple(kernels)
+
+    def timeout_error(self, waiting: str, timeout: float, device) -> KernelTimeoutError:
+        """The error of a sync that gave up after `timeout` seconds waiting for this worker
+        (`waiting`: what waited, in words)."""
+        running, kernels = self.still_running()
+        if device._backend.stops_launches:
+            advice = ("sync() again to wait longer, or launch with LaunchConfig(timeout="
+                      "seconds) so that a launch running longer is stopped")
+        else:
+            advice = (f"ptxport cannot stop a kernel running on {device} (its API has no "
+                      "way short of ending the process): if it never ends, the stream never "
+                      "finishes and the device may stay busy until the process exits")
+        return KernelTimeoutError(
+            f"{waiting} gave up after {timeout:g} s: still running: {running}. The work goes "
+            f"on; {advice}", kernels=kernels, stopped=False)
 
     def take_error(self) -> BaseException | None:
         """The kept error, if any, forgotten so that the stream is usable again."""
@@ -101,17 +158,33 @@ class Stream:
     def handle(self) -> int:
         return id(self._worker)
 
-    def _submit(self, work: Callable[[], None], skippable: bool = True) -> None:
+    def _submit(self, work: Callable[[], None], skippable: bool = True,
+                what: str = "an operation", kernel: str | None = None,
+                waits_for: _Worker | None = None, compiled: bool = False) -> None:
         """Queue `work` (a callable that must keep alive whatever it uses). Copies, fills
-        and launches are skippable after a failure; records and waits are not."""
+        and launches are skippable after a failure; records and waits are not. `what`
+        names the work for an error (`kernel`: the kernel it runs; `waits_for`: the worker
+        of the stream it waits for; `compiled`: the kernel was compiled for this launch, which
+        Events recorded around it say)."""
         if not self._close.alive:
             raise InvalidValueError(f"{self!r} is closed: create a new stream")
-        self._worker.submit(work, skippable)
+        self._worker.submit(work, skippable, what, kernel, waits_for, compiled)
 
-    def sync(self) -> None:
+    def sync(self, timeout: float | None = None) -> None:
         """Wait until all work queued so far has run; raise the first failure among it (once:
-        the stream is usable afterwards)."""
-        self._worker.wait_idle()
+        the stream is usable afterwards).
+
+        Parameters
+        ----------
+        timeout : float, optional
+            Give up after this many seconds and raise KernelTimeoutError naming the kernels
+            still running (the work goes on; a later sync waits for it again). None: wait
+            as long as it takes.
+        """
+        seconds = timeout_seconds(timeout)
+        if not self._worker.wait_idle(seconds):
+            raise self._worker.timeout_error(f"{self!r}.sync(timeout={seconds:g})", seconds,
+                                             self._device)
         error = self._worker.take_error()
         if error is not None:
             raise error
@@ -127,10 +200,11 @@ class Stream:
         elif event.device is not self._device:
             raise InvalidValueError(
                 f"cannot record an event of {event.device} on a stream of {self._device}")
-        marker = _Marker()
-        event._marker = marker
         worker = self._worker
-        self._submit(lambda: marker.complete(worker.error), skippable=False)
+        marker = _Marker(worker)
+        event._marker = marker
+        self._submit(lambda: marker.complete(worker.error, worker.compiled), skippable=False,
+                     what="an event record")
         return event
 
     def wait(self, event_or_stream: Event | Stream) -> None:
@@ -153,7 +227,8 @@ class Stream:
             if marker.error is not None:
                 raise marker.error
 
-        self._submit(wait_for_marker, skippable=False)
+        self._submit(wait_for_marker, skippable=False,
+                     what="a wait for an event of another stream", waits_for=marker.worker)
 
     def close(self) -> None:
         """Let queued work finish, then end the worker thread; the stream takes no more."""

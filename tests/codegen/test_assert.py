@@ -1,8 +1,9 @@
-"""Device-side assert (CUDA's `__assertfail`): on the CPU a failed assert prints CUDA's text to
-stderr and fails the launch with KernelAssertError, and the device stays usable; a true one
-changes nothing. NVPTX keeps the call for the CUDA driver (ptxas accepts it), AMDGPU traps,
-SPIR-V refuses it by name. The corpus case (assert_kernel.cu) runs with indices in range on
-every backend; here one thread of one block gets a bad one."""
+"""Device-side assert (CUDA's `__assertfail`): on the CPU and on opencl:0 (the SPIR-V target on
+Intel's OpenCL CPU runtime) a failed assert prints CUDA's text (the CPU to stderr, as CUDA
+does; opencl where its printf writes, stdout) and fails the launch with KernelAssertError,
+and the device stays usable; a true one changes nothing. NVPTX keeps the call for the CUDA
+driver (ptxas accepts it), AMDGPU traps. The corpus case (assert_kernel.cu) runs with indices
+in range on every backend; here one thread of one block gets a bad one."""
 
 from __future__ import annotations
 
@@ -13,8 +14,18 @@ import pytest
 
 from corpus import KERNEL_DIR, corpus_ptx, ptxas_errors, ptxas_path
 from ptxport import Device, LaunchConfig, Program, ProgramOptions, launch
-from ptxport.errors import KernelAssertError, KernelTrapError, UnsupportedFeatureError
+from ptxport.errors import (
+    IllegalAddressError,
+    KernelAssertError,
+    KernelTrapError,
+    UnsupportedFeatureError,
+)
 from ptxport.frontends.nvrtc import NvrtcOptions, compile_to_ptx
+from ptxport.runtime.backends import availability
+
+_OPENCL, _WHY = availability("opencl")
+DEVICES = ["cpu", pytest.param("opencl:0", marks=pytest.mark.skipif(
+    not _OPENCL, reason=f"no OpenCL device for SPIR-V: {_WHY}"))]
 
 SOURCE = KERNEL_DIR / "assert_kernel.cu"
 N, LIMIT, BLOCK = 250, 300, 64
@@ -43,10 +54,15 @@ def _kernel(lineinfo: bool):
     return _KERNELS[lineinfo]
 
 
-def _gather(stream, kernel, idx: np.ndarray, src: np.ndarray) -> np.ndarray:
-    """dst after checked_gather(idx, src, dst, N, LIMIT); raises what the launch raises."""
-    dev = Device("cpu")
-    buffers = [dev.allocate(a.nbytes, stream=stream) for a in (idx, src, src[:N])]
+def _gather(stream, kernel, idx: np.ndarray, src: np.ndarray, dst=None) -> np.ndarray:
+    """dst after checked_gather(idx, src, dst, N, LIMIT) (dst: a device buffer, zeros
+    without one); raises what the launch raises."""
+    dev = stream.device
+    buffers = [dev.allocate(a.nbytes, stream=stream) for a in (idx, src)]
+    if dst is None:
+        dst = dev.allocate(4 * N, stream=stream)
+        dst.copy_from(np.zeros(N, np.float32), stream=stream)
+    buffers.append(dst)
     buffers[0].copy_from(idx, stream=stream)
     buffers[1].copy_from(src, stream=stream)
     launch(stream, LaunchConfig(grid=(N + BLOCK - 1) // BLOCK, block=BLOCK), kernel,
@@ -63,40 +79,51 @@ def _inputs():
             rng.uniform(-100, 100, LIMIT).astype(np.float32))
 
 
-def test_true_assert_changes_nothing(capfd):
+def _printed(device: str, captured) -> str:
+    """What a device printed for failed asserts: the CPU on stderr as CUDA does, opencl
+    where its printf writes (stdout)."""
+    return captured.err if device == "cpu" else captured.out
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_true_assert_changes_nothing(capfd, device):
     idx, src = _inputs()
-    stream = Device("cpu").create_stream()
+    stream = Device(device).create_stream()
     assert np.array_equal(_gather(stream, _kernel(False), idx, src), src[idx] * 2)
-    assert capfd.readouterr().err == ""
+    assert capfd.readouterr() == ("", "")
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("lineinfo", [False, True], ids=["plain", "lineinfo"])
-def test_failed_assert_in_one_thread_prints_cudas_text_and_fails_the_launch(capfd, lineinfo):
+def test_failed_assert_in_one_thread_prints_cudas_text_and_fails_the_launch(capfd, lineinfo,
+                                                                            device):
     idx, src = _inputs()
     idx[2 * BLOCK + 5] = LIMIT                  # block 2, thread 5 fails its assert
-    stream = Device("cpu").create_stream()
+    stream = Device(device).create_stream()
     with pytest.raises(KernelAssertError) as caught:
         _gather(stream, _kernel(lineinfo), idx, src)
     text = (f"assert_kernel.cu:{ASSERT_LINE}: {FUNCTION}: block: [2,0,0], thread: [5,0,0] "
             "Assertion `j >= 0 && j < limit` failed.")
     assert isinstance(caught.value, KernelTrapError)
     assert text in str(caught.value)
-    assert capfd.readouterr().err == text + "\n"
+    assert _printed(device, capfd.readouterr()) == text + "\n"
     # where: the user's line first, then the PTX line, when the PTX has line information
     place = re.search(r"at (.*?): assert_kernel", str(caught.value))[1]
     assert re.fullmatch(rf"assert_kernel\.cu:{ASSERT_LINE} \(PTX line \d+\)" if lineinfo
                         else r"line \d+", place), place
 
 
-def test_device_is_usable_after_a_failed_assert(capfd):
+@pytest.mark.parametrize("device", DEVICES)
+def test_device_is_usable_after_a_failed_assert(capfd, device):
     idx, src = _inputs()
     bad = idx.copy()
     bad[0] = -1
-    stream = Device("cpu").create_stream()
+    stream = Device(device).create_stream()
     with pytest.raises(KernelAssertError):
         _gather(stream, _kernel(False), bad, src)
     assert np.array_equal(_gather(stream, _kernel(False), idx, src), src[idx] * 2)
-    assert capfd.readouterr().err.count("Assertion") == 1   # the assert belongs to one launch
+    # the assert belongs to one launch
+    assert _printed(device, capfd.readouterr()).count("Assertion") == 1
 
 
 @pytest.mark.parametrize("native", [True, False], ids=["native", "resolver"])
@@ -146,7 +173,179 @@ def test_amdgpu_traps_after_a_failed_assert():
     assert "__assertfail" not in llvm_ir
 
 
-def test_spirv_refuses_assert_by_name():
-    with pytest.raises(UnsupportedFeatureError, match="__assertfail") as caught:
-        Program(_ptx(True), code_type="ptx").compile("spirv")
-    assert caught.value.source == ("assert_kernel.cu", ASSERT_LINE)
+# --- opencl: what stops, what goes on -------------------------------------------------------
+
+opencl_only = pytest.mark.skipif(not _OPENCL, reason=f"no OpenCL device for SPIR-V: {_WHY}")
+
+# v % 2 puts a '%' in the message (OpenCL's printf format must double it)
+THROUGH_FUNCTIONS = r"""
+__device__ __noinline__ int checked(int v)
+{
+    assert(v % 2 == 0);
+    return v * 2;
+}
+
+__device__ __noinline__ int twice_checked(int v)
+{
+    return checked(v) + 1;
+}
+
+extern "C" __global__ void through_functions(const int* x, int* y)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    y[i] = twice_checked(x[i]);
+}
+
+extern "C" __global__ void poke_then_assert(int* p, long long offset)
+{
+    p[offset] = 1;
+    assert(offset == 0);
+}
+"""
+
+
+def _opencl_program(source: str, name: str):
+    ptx = compile_to_ptx(source, name, NvrtcOptions(arch="sm_80", extra=["-lineinfo"]))
+    return Program(ptx, code_type="ptx").compile("native")
+
+
+@opencl_only
+def test_opencl_thread_whose_assert_fails_stops_there_and_the_others_go_on(capfd):
+    idx, src = _inputs()
+    idx[BLOCK + 9] = -3
+    stream = Device("opencl:0").create_stream()
+    dst = stream.device.allocate(4 * N, stream=stream)
+    dst.copy_from(np.full(N, -1, np.float32), stream=stream)
+    with pytest.raises(KernelAssertError, match=r"block: \[1,0,0\], thread: \[9,0,0\]"):
+        _gather(stream, _kernel(False), idx, src, dst)
+    out = np.empty(N, np.float32)
+    dst.copy_to(out, stream=stream)
+    stream.sync()
+    assert out[BLOCK + 9] == -1                 # not written after its assert
+    others = np.arange(N) != BLOCK + 9
+    assert np.array_equal(out[others], src[idx[others]] * 2)
+    capfd.readouterr()
+
+
+@opencl_only
+def test_opencl_assert_in_a_device_function_stops_its_callers(capfd):
+    program = _opencl_program(THROUGH_FUNCTIONS, "through.cu")
+    dev = Device("opencl:0")
+    stream = dev.create_stream()
+    x = np.arange(0, 128, 2, dtype=np.int32)
+    x[37] = 5
+    xs, ys = dev.allocate(x.nbytes, stream=stream), dev.allocate(x.nbytes, stream=stream)
+    xs.copy_from(x, stream=stream)
+    ys.copy_from(np.full(64, -1, np.int32), stream=stream)
+    launch(stream, LaunchConfig(grid=2, block=32), program.get_kernel("through_functions"),
+           xs, ys)
+    text = ("through.cu:4: int checked(int): block: [1,0,0], thread: [5,0,0] Assertion "
+            "`v % 2 == 0` failed.")
+    with pytest.raises(KernelAssertError) as caught:
+        stream.sync()
+    assert str(caught.value) == ("kernel 'through_functions' failed a device-side assert at "
+                                 f"{re.search(r'at (through.cu:4 .*?):', str(caught.value))[1]}"
+                                 f": {text}")
+    assert capfd.readouterr().out == text + "\n"
+    y = np.empty(64, np.int32)
+    ys.copy_to(y, stream=stream)
+    stream.sync()
+    # its callers returned at once: the kernel did not store what they would have returned
+    assert y[37] == -1
+    # threads that did not fail may have stopped after a call too (CUDA stops the grid)
+    done = (y != -1) & (np.arange(64) != 37)
+    assert np.array_equal(y[done], x[done] * 2 + 1)
+    # the next launch is clean
+    x[37] = 6
+    xs.copy_from(x, stream=stream)
+    launch(stream, LaunchConfig(grid=2, block=32), program.get_kernel("through_functions"),
+           xs, ys)
+    ys.copy_to(y, stream=stream)
+    stream.sync()
+    assert np.array_equal(y, x * 2 + 1)
+
+
+@opencl_only
+def test_opencl_launch_reports_its_first_fault_whether_access_or_assert(capfd):
+    program = _opencl_program(THROUGH_FUNCTIONS, "through.cu")
+    dev = Device("opencl:0")
+    stream = dev.create_stream()
+    p = dev.allocate(16, stream=stream)
+    kernel = program.get_kernel("poke_then_assert")
+    # the bad write comes first: it is what the launch reports; the assert still prints
+    launch(stream, LaunchConfig(grid=1, block=1), kernel, p, np.int64(1 << 24))
+    with pytest.raises(IllegalAddressError, match=r"at through.cu:21 \(PTX line \d+\) in "
+                                                  r"block \(0, 0, 0\), thread 0;"):
+        stream.sync()
+    assert "Assertion `offset == 0` failed." in capfd.readouterr().out
+    # an assert alone is an assert, not an illegal address
+    launch(stream, LaunchConfig(grid=1, block=1), kernel, p, np.int64(1))
+    with pytest.raises(KernelAssertError):
+        stream.sync()
+    launch(stream, LaunchConfig(grid=1, block=1), kernel, p, np.int64(0))
+    stream.sync()
+
+
+@opencl_only
+def test_opencl_assert_after_a_barrier_in_a_kernel_with_warp_shuffles(capfd):
+    kernel = Program(_ptx(False), code_type="ptx").compile("native") \
+        .get_kernel("checked_reverse")
+    dev = Device("opencl:0")
+    stream = dev.create_stream()
+    x = np.arange(512, dtype=np.int32)
+    x[2 * 128 + 10] = -1
+    xs, ys = dev.allocate(x.nbytes, stream=stream), dev.allocate(x.nbytes, stream=stream)
+    xs.copy_from(x, stream=stream)
+    launch(stream, LaunchConfig(grid=4, block=128), kernel, xs, ys)
+    with pytest.raises(KernelAssertError, match=r"block: \[2,0,0\], thread: \[117,0,0\] "
+                                                r"Assertion `v >= 0` failed\."):
+        stream.sync()
+    x[2 * 128 + 10] = 7
+    xs.copy_from(x, stream=stream)
+    launch(stream, LaunchConfig(grid=4, block=128), kernel, xs, ys)
+    y = np.empty(512, np.int32)
+    ys.copy_to(y, stream=stream)
+    stream.sync()
+    v = x.reshape(4, 128)[:, ::-1]
+    assert np.array_equal(y, (v + v[:, np.arange(128) ^ 1]).reshape(-1))
+    assert capfd.readouterr().out.count("Assertion") == 1
+
+
+# __assertfail with its message read from a kernel parameter
+_RUN_TIME_MESSAGE = """
+.version 8.0
+.target sm_80
+.address_size 64
+
+.global .align 1 .b8 file_name[5] = {107, 46, 99, 117, 0};
+.extern .func __assertfail(.param .b64 m, .param .b64 f, .param .b32 l, .param .b64 fn,
+                           .param .b64 c);
+
+.visible .entry k(.param .u64 message)
+{
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [message];
+    mov.u64 %rd2, file_name;
+    cvta.global.u64 %rd3, %rd2;
+    {
+    .param .b64 p0;
+    st.param.b64 [p0], %rd1;
+    .param .b64 p1;
+    st.param.b64 [p1], %rd3;
+    .param .b32 p2;
+    st.param.b32 [p2], 3;
+    .param .b64 p3;
+    st.param.b64 [p3], %rd3;
+    .param .b64 p4;
+    st.param.b64 [p4], 1;
+    call.uni __assertfail, (p0, p1, p2, p3, p4);
+    }
+    ret;
+}
+"""
+
+
+def test_spirv_refuses_an_assert_whose_text_is_known_only_at_run_time():
+    with pytest.raises(UnsupportedFeatureError, match="assert's message is not the address "
+                                                      "of a string constant"):
+        Program(_RUN_TIME_MESSAGE, code_type="ptx").compile("spirv")

@@ -147,7 +147,7 @@ class FakeBinary:
         self._slots, _ = param_layout(function)
         self._body, self._calls = body, calls
 
-    def launch(self, grid, block, dynamic_shared, params, allocations=None):
+    def launch(self, grid, block, dynamic_shared, params, allocations=None, timeout=None):
         args = []
         for slot in self._slots:
             raw = params[slot.offset:slot.offset + slot.size]

@@ -74,7 +74,8 @@ def test_current_device_is_per_thread():
 
 
 def test_system_lists_devices_and_why_backends_are_missing():
-    # Intel's OpenCL CPU runtime (intel-opencl-rt, registered by conftest.py) may add opencl:0
+    # Intel's OpenCL CPU runtime (intel-opencl-rt, which the opencl backend finds itself) may
+    # add opencl:0
     assert Device("cpu") in system.devices
     assert system.num_devices == len(system.devices)
     reasons = system.backends

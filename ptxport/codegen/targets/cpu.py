@@ -24,6 +24,7 @@ import struct
 import threading
 import weakref
 from dataclasses import dataclass, field
+from functools import cache
 
 import llvmlite.binding as llvm
 import numpy as np
@@ -41,7 +42,8 @@ from ptxport.codegen.lower import (
     const_int,
     value_type,
 )
-from ptxport.codegen.targets import cpu_gang, cpu_runtime
+from ptxport.codegen.targets import cpu_gang, cpu_image, cpu_runtime
+from ptxport.codegen.targets.cpu_stop import STOPPED, branch_on_stop, poll_stop
 from ptxport.errors import CompileError, UnsupportedFeatureError
 from ptxport.ir import nodes as ir
 from ptxport.ir.abi import param_layout
@@ -67,7 +69,7 @@ class _Layout:
 CTX = _Layout({"params": 0, "shared": 8, "ntid": 16, "ctaid": 28, "nctaid": 40,
                "nwarpid": 52, "dynamic_smem": 56, "smid": 60, "nsmid": 64,
                "total_smem": 68, "alloc_table": 72, "alloc_count": 80, "checks": 84,
-               "site_cache": 104,
+               "site_cache": 104, "stop": 112,
                "fault_address": 88, "fault_info": 96, "scratch": 128}, 384)
 # The start of each thread's frame; registers and local memory follow.
 FRAME = _Layout({"tid": 0, "laneid": 12, "warpid": 16,
@@ -76,12 +78,16 @@ FRAME = _Layout({"tid": 0, "laneid": 12, "warpid": 16,
 
 # Statuses run_threads leaves for each thread.
 RUNNABLE, BLOCKED, EXITED, TRAPPED = 0, 1, 2, 3
+# A plan's line table (ir/lines.py, plain data) is stored in kernel images with the plan.
+cpu_image.stored(LineTable)
+
 # What the thread function returns when it stopped at an access outside every allocation.
 FAULTED = -(1 << 24)
 # The access size a fault records for a call through an address that is no function.
 CALL_FAULT = 0x7FFF
 
 
+@cpu_image.stored
 @dataclass
 class SyncPoint:
     """Where a thread waits: the instruction, and what the executor needs to complete it."""
@@ -91,9 +97,12 @@ class SyncPoint:
     line: int
 
 
+@cpu_image.stored
 @dataclass
 class KernelPlan:
-    """Everything about a kernel's compiled form that the executor needs."""
+    """Everything about a kernel's compiled form that the executor needs. It is stored with
+    the kernel's object code (cpu_image.py): a field added here is stored too, unless its
+    metadata says `build_only` (needed only while lowering)."""
 
     name: str
     param_size: int
@@ -108,7 +117,8 @@ class KernelPlan:
     source_lines: LineTable = field(default_factory=LineTable)
     register_offsets: dict[str, int] = field(default_factory=dict)
     # id(waiting instruction) -> (registers it saves, registers it restores when resumed)
-    spills: dict[int, tuple[list, list]] = field(default_factory=dict)
+    spills: dict[int, tuple[list, list]] = field(default_factory=dict,
+                                                 metadata={"build_only": True})
     # warp gangs (cpu_gang.py): frames are per warp, 32 * frame_size bytes each
     gang: bool = False
 
@@ -330,6 +340,20 @@ class CpuTarget(Target):
         fl.b.store(I64(info), fault_info)
         if fl.function.is_kernel:
             fl.b.ret(I32(FAULTED))
+
+    def loop_header(self, fl: FunctionLowering) -> None:
+        """Every loop looks at the launch's stop word, so that a launch spinning forever
+        (on a flag no one sets) can be stopped: a kernel returns STOPPED, a device function
+        returns to the kernel, which stops at its next loop or ends."""
+        stopping = fl.llfn.append_basic_block("stopping")
+        going_on = fl.llfn.append_basic_block("going_on")
+        poll_stop(fl, self._ctx_field(fl, "stop", typ=PTR), stopping, going_on)
+        fl.b.position_at_end(stopping)
+        if fl.function.is_kernel:
+            fl.b.ret(I32(STOPPED))
+        else:
+            fl.b.ret_void()
+        fl.b.position_at_end(going_on)
 
     def exit(self, fl: FunctionLowering) -> None:
         if fl.function.is_kernel:
@@ -886,8 +910,8 @@ def _build_run_blocks(llmod: ll.Module, thread: ll.Function) -> None:
 def open_block_loop(b: ll.IRBuilder, ctx, first, count):
     """Opens `for n in first..first+count` over linear block numbers in b's function: the
     builder is left in the loop's body with block n's %ctaid stored in the context, and the
-    loop returns -1 when done. Returns (n, the body block, the block to branch to for the
-    next block number)."""
+    loop returns -1 when done (or asked to stop: the context's stop word is set). Returns
+    (n, the body block, the block to branch to for the next block number)."""
     fn = b.function
 
     def field(name: str, index: int = 0):
@@ -895,15 +919,18 @@ def open_block_loop(b: ll.IRBuilder, ctx, first, count):
 
     gx = b.zext(b.load(field("nctaid", 0), typ=I32), I64)
     gy = b.zext(b.load(field("nctaid", 1), typ=I32), I64)
+    stop = b.load(field("stop"), typ=PTR)
     end = b.add(first, count)
-    head, body, block_next, done = (fn.append_basic_block(name) for name in (
-        "block_head", "block_body", "block_next", "done"))
+    head, body, block_next, done, more = (fn.append_basic_block(name) for name in (
+        "block_head", "block_body", "block_next", "done", "more_blocks"))
     entry = b.block
     b.branch(head)
     b.position_at_end(head)
     n = b.phi(I64, "block")
     n.add_incoming(first, entry)
-    b.cbranch(b.icmp_unsigned("<", n, end), body, done)
+    b.cbranch(b.icmp_unsigned("<", n, end), more, done)
+    b.position_at_end(more)
+    branch_on_stop(b, stop, done, body)   # (a stopped launch: its caller finds the word set)
     b.position_at_end(done)
     b.ret(I64(-1))
     b.position_at_end(block_next)
@@ -920,11 +947,11 @@ def build_claiming(llmod: ll.Module, inner: ll.Function, at: int, name: str) -> 
     """i64 name(<inner's arguments before `at`>, counter*, total, chunk, end*, <inner's
     arguments after first and count>): the workers of a launch share `counter`, the next
     block number to run; each claims `chunk` blocks at a time with an atomic add and runs
-    them with inner(..., first, count, ...) until the grid (`total` blocks) is done
-    (returns -1), or returns inner's first result other than -1 after storing the end of
-    the chunk it was running in *end (the caller handles that block and the rest of the
-    chunk, then calls again). Claiming in native code keeps workers off Python's lock
-    between chunks."""
+    them with inner(..., first, count, ...) until the grid (`total` blocks) is done or the
+    launch is asked to stop (returns -1), or returns inner's first result other than -1
+    after storing the end of the chunk it was running in *end (the caller handles that
+    block and the rest of the chunk, then calls again). Claiming in native code keeps
+    workers off Python's lock between chunks."""
     before, after = inner.args[:at], inner.args[at + 2:]
     types = [a.type for a in before] + [PTR, I64, I64, PTR] + [a.type for a in after]
     fn = ll.Function(llmod, ll.FunctionType(I64, types), name=name)
@@ -932,10 +959,13 @@ def build_claiming(llmod: ll.Module, inner: ll.Function, at: int, name: str) -> 
     lead, (counter, total, chunk, end_out), trail = (args[:at], args[at:at + 4],
                                                      args[at + 4:])
     b = ll.IRBuilder(fn.append_basic_block("entry"))
-    loop, run, done, stopped = (fn.append_basic_block(x) for x in ("claim", "run", "done",
-                                                                   "stopped"))
+    loop, claim, run, done, stopped = (fn.append_basic_block(x) for x in (
+        "loop", "claim", "run", "done", "stopped"))
+    stop = b.load(b.gep(lead[0], [I64(CTX.fields["stop"])], source_etype=I8), typ=PTR)
     b.branch(loop)
     b.position_at_end(loop)
+    branch_on_stop(b, stop, done, claim)
+    b.position_at_end(claim)
     first = b.atomic_rmw("add", counter, chunk, "monotonic")
     b.cbranch(b.icmp_unsigned(">=", first, total), done, run)
     b.position_at_end(run)
@@ -1068,19 +1098,26 @@ def _initial_bytes(var: ir.Variable, where: dict) -> bytes:
 
 
 class CpuKernelBinary:
-    """A kernel compiled for the host: `launch` runs a whole grid on the calling thread."""
+    """A kernel compiled for the host: `launch` runs a whole grid on the calling thread. Made
+    from the kernel's object code and plan, fresh from the lowering or from its image."""
 
-    def __init__(self, name: str, llvm_ir: str, plan: KernelPlan, module: ir.Module):
+    def __init__(self, name: str, object_code: bytes, plan: KernelPlan, module: ir.Module,
+                 gang_refusal: str | None = None):
         self.name, self.plan, self.module = name, plan, module
-        self.llvm_ir = llvm_ir
+        # why the kernel runs thread by thread (None: it runs as warp gangs)
+        self.gang_refusal = gang_refusal
+        self._prepared = False
+        # The object file reads its bytes in place: they must live as long as the engine.
+        self.object_code = object_code
         storage = module_storage(module)
+        # printf's calls name a callback that importing cpu_printf registers (a process that
+        # loads an image has not lowered a printf, which imports it)
+        from ptxport.codegen.targets import cpu_printf  # noqa: F401
         with _LLVM_LOCK:
-            tm = _target_machine()
-            obj = _object_code(llvm_ir, tm)
             # this module's variables, for the symbols the object leaves undefined
             for var_name, (address, _) in storage.items():
                 llvm.add_symbol(f"ptx.{var_name}", address)
-            missing = [symbol for symbol in cpu_runtime.undefined_symbols(obj)
+            missing = [symbol for symbol in cpu_runtime.undefined_symbols(object_code)
                        if not llvm.address_of_symbol(symbol)]
             if missing:
                 raise CompileError(
@@ -1088,29 +1125,41 @@ class CpuKernelBinary:
                     "provide (a compiler runtime function); please report this to ptxport")
             empty = llvm.parse_assembly("")
             empty.triple = llvm.get_process_triple()
-            self._engine = llvm.create_mcjit_compiler(empty, tm)
-            # The object file reads its bytes in place: they must live as long as the engine.
-            self._object = obj
-            self._object_file = llvm.ObjectFileRef.from_data(obj)
+            self._engine = llvm.create_mcjit_compiler(empty, _target_machine())
+            self._object_file = llvm.ObjectFileRef.from_data(object_code)
             self._engine.add_object_file(self._object_file)
             self._engine.finalize_object()
-            # (warp gangs have no run_threads: the executor never calls it for them)
-            self.run_threads = RunThreads(self._engine.get_function_address("run_threads"))
-            self.run_blocks = RunBlocks(self._engine.get_function_address("run_blocks"))
-            self.run_claimed_blocks = RunClaimedBlocks(
-                self._engine.get_function_address("run_claimed_blocks"))
-            # Completes the common waits natively (cpu_native.py); tests turn it off to
-            # compare with the general resolver.
-            self.run_block = (RunBlock(self._engine.get_function_address("run_block"))
-                              if plan.sync_points else None)
-            self.run_waiting_blocks = (
-                RunWaitingBlocks(self._engine.get_function_address("run_waiting_blocks"))
-                if plan.sync_points else None)
-            self.run_claimed_waiting_blocks = (
-                RunClaimedWaitingBlocks(
-                    self._engine.get_function_address("run_claimed_waiting_blocks"))
-                if plan.sync_points else None)
-            self.native_waits = True
+            self._bind_entry_points()
+
+    def _bind_entry_points(self) -> None:
+        address = self._engine.get_function_address
+        waits = bool(self.plan.sync_points)
+        # (warp gangs have no run_threads: the executor never calls it for them)
+        self.run_threads = RunThreads(address("run_threads"))
+        self.run_blocks = RunBlocks(address("run_blocks"))
+        self.run_claimed_blocks = RunClaimedBlocks(address("run_claimed_blocks"))
+        # Completes the common waits natively (cpu_native.py); tests turn it off to
+        # compare with the general resolver.
+        self.run_block = RunBlock(address("run_block")) if waits else None
+        self.run_waiting_blocks = (RunWaitingBlocks(address("run_waiting_blocks"))
+                                   if waits else None)
+        self.run_claimed_waiting_blocks = (
+            RunClaimedWaitingBlocks(address("run_claimed_waiting_blocks")) if waits else None)
+        self.native_waits = True
+
+    def image(self) -> cpu_image.Image:
+        """What a later process needs to run this kernel without compiling it."""
+        return cpu_image.Image(self.plan, self.object_code, self.gang_refusal)
+
+    def for_block(self, block) -> CpuKernelBinary:
+        """The code for blocks of shape `block`: this one, for every shape."""
+        return self
+
+    def prepare(self, block) -> bool:
+        """Ready for a launch with blocks of shape `block`: True the first time (the code was
+        compiled or loaded for it, just before)."""
+        first, self._prepared = not self._prepared, True
+        return first
 
     def global_ranges(self) -> list[tuple[int, int]]:
         """(address, size) of the module's .global and .const variables in this binary."""
@@ -1124,21 +1173,50 @@ class CpuKernelBinary:
         return ranges
 
     def launch(self, grid, block, dynamic_shared: int, params: bytes,
-               allocations: list[tuple[int, int]] | None = None) -> None:
+               allocations: list[tuple[int, int]] | None = None,
+               timeout: float | None = None) -> None:
         """Run the grid. `allocations` lists the (address, size) of the device buffers the
         kernel may reach; every global or generic access is then checked against them (and
         the module's variables, shared and local memory), and an access outside all of them
-        raises IllegalAddressError. None runs without checks."""
+        raises IllegalAddressError. None runs without checks. A launch still running after
+        `timeout` seconds is stopped and raises KernelTimeoutError."""
         from ptxport.codegen.targets.cpu_executor import run_grid
 
-        run_grid(self, tuple(grid), tuple(block), dynamic_shared, params, allocations)
+        run_grid(self, tuple(grid), tuple(block), dynamic_shared, params, allocations,
+                 timeout)
+
+
+def _binary(name: str, llmod: ll.Module, plan: KernelPlan, module: ir.Module,
+            gang_refusal: str | None = None) -> CpuKernelBinary:
+    """The binary of a freshly lowered kernel."""
+    with _LLVM_LOCK:
+        object_code = _object_code(str(llmod), _target_machine())
+    return CpuKernelBinary(name, object_code, plan, module, gang_refusal)
+
+
+def _from_image(name: str, image: cpu_image.Image, module: ir.Module) -> CpuKernelBinary:
+    return CpuKernelBinary(name, image.object_code, image.plan, module, image.gang_refusal)
+
+
+@cache
+def _host() -> tuple[str, str, str]:
+    """What machine code depends on besides its input: the host CPU, its features, LLVM."""
+    return (llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten(),
+            repr(llvm.llvm_version_info))
+
+
+def _image_key(module: ir.Module, kernel: str, block: tuple | None) -> str | None:
+    """The key of `kernel`'s image for blocks of shape `block` (None: any shape)."""
+    options = {"codegen": _CODEGEN_VERSION, **cpu_gang.switches()}
+    return cpu_image.kernel_key(module, kernel, block, options, _host())
 
 
 class GangKernelBinary:
     """A kernel that runs as warp gangs (cpu_gang.py), compiled for each block shape it is
     launched with, on that shape's first launch: thread indices, the block's size and the
     registers every lane of a warp holds alike (threadIdx.y in 32-wide blocks) are then
-    constants of the code."""
+    constants of the code. Each shape's code is stored as an image (cpu_image.py), which
+    later processes load instead of compiling."""
 
     def __init__(self, name: str, module: ir.Module):
         self.name, self.module = name, module
@@ -1148,43 +1226,75 @@ class GangKernelBinary:
         self._lock = threading.Lock()
 
     def for_block(self, block) -> CpuKernelBinary:
-        """The compiled code for blocks of this shape (compiled now if it is the first)."""
+        """The compiled code for blocks of this shape (loaded or compiled now if it is the
+        first)."""
         block = tuple(block)
         with self._lock:
             binary = self._shapes.get(block)
             if binary is None:
-                binary = self._shapes[block] = self._compile(block)
+                binary = self._shapes[block] = self._load_or_compile(block)
             return binary
+
+    def prepare(self, block) -> bool:
+        """Compile (or load) the code for blocks of shape `block` now, if not yet: True if
+        it did."""
+        with self._lock:
+            first = tuple(block) not in self._shapes
+        self.for_block(block)
+        return first
+
+    def _load_or_compile(self, block: tuple) -> CpuKernelBinary:
+        key = _image_key(self.module, self.name, block)
+        image = cpu_image.load(key)
+        if image is not None and image.plan is not None:
+            binary = _from_image(self.name, image, self.module)
+        else:
+            binary = self._compile(block)
+            cpu_image.store(key, binary.image())
+        if binary.gang_refusal is not None:
+            self.gang_refusal = binary.gang_refusal
+        return binary
 
     def _compile(self, block: tuple) -> CpuKernelBinary:
         if self._scalar is None:
             try:
                 llmod, plan = cpu_gang.build(self.module, self.name, block)
-                binary = CpuKernelBinary(self.name, str(llmod), plan, self.module)
+                return _binary(self.name, llmod, plan, self.module)
             except cpu_gang.GangUnsupported as e:     # (compile_kernel's check passed)
                 self.gang_refusal = f"for blocks of {block}: {e}"
             except RuntimeError as e:    # LLVM refused the module: a gap in cpu_gang's checks
                 self.gang_refusal = f"LLVM rejected the gang code: {str(e).splitlines()[0]}"
-            else:
-                binary.gang_refusal = None
-                return binary
             # thread by thread from now on, for every shape
             llmod, plan = build_llvm(self.module, self.name)
-            self._scalar = CpuKernelBinary(self.name, str(llmod), plan, self.module)
-            self._scalar.gang_refusal = self.gang_refusal
+            self._scalar = _binary(self.name, llmod, plan, self.module, self.gang_refusal)
         return self._scalar
 
     def launch(self, grid, block, dynamic_shared: int, params: bytes,
-               allocations: list[tuple[int, int]] | None = None) -> None:
+               allocations: list[tuple[int, int]] | None = None,
+               timeout: float | None = None) -> None:
         """CpuKernelBinary.launch with the code for this block shape."""
-        self.for_block(block).launch(grid, block, dynamic_shared, params, allocations)
+        self.for_block(block).launch(grid, block, dynamic_shared, params, allocations, timeout)
 
 
 def compile_kernel(module: ir.Module, kernel: str,
                    options=None) -> CpuKernelBinary | GangKernelBinary:
     """Compile `kernel` of a verified IR module for the host CPU: as warp gangs
     (cpu_gang.py; machine code per block shape, at its first launch) where that path takes
-    the kernel, else thread by thread."""
+    the kernel, else thread by thread. A kernel compiled before (in any process) is loaded
+    from its image (cpu_image.py) instead: nothing is lowered."""
+    key = _image_key(module, kernel, None)
+    image = cpu_image.load(key)
+    if image is not None:
+        return GangKernelBinary(kernel, module) if image.plan is None else \
+            _from_image(kernel, image, module)
+    binary = _compile_kernel(module, kernel)
+    # a gang kernel's image only says so: its code is stored per block shape
+    cpu_image.store(key, cpu_image.Image(None, b"", None)
+                    if isinstance(binary, GangKernelBinary) else binary.image())
+    return binary
+
+
+def _compile_kernel(module: ir.Module, kernel: str) -> CpuKernelBinary | GangKernelBinary:
     refusal = "turned off (PTXPORT_CPU_GANG=0)"
     if cpu_gang.enabled():
         try:
@@ -1194,9 +1304,7 @@ def compile_kernel(module: ir.Module, kernel: str,
         else:
             return GangKernelBinary(kernel, module)
     llmod, plan = build_llvm(module, kernel)
-    binary = CpuKernelBinary(kernel, str(llmod), plan, module)
-    binary.gang_refusal = refusal
-    return binary
+    return _binary(kernel, llmod, plan, module, refusal)
 
 
 def unsupported_instructions(module: ir.Module) -> dict[int, str]:

@@ -7,6 +7,11 @@ completes the operations threads wait at, until every thread has exited. A kerne
 raises KernelTrapError (KernelAssertError after a failed assert); threads that wait for each
 other forever raise KernelExecutionError. Messages name the user's source line first where the
 PTX has line information (.loc), then the PTX line.
+
+A launch with a timeout is stopped by a watchdog timer: it sets the launch's stop word, which
+compiled kernels look at in every loop and between blocks (cpu_stop.py), and the
+workers leave their blocks as they would for a trap; the launch then raises
+KernelTimeoutError. Workers set every block up afresh, so later launches run normally.
 """
 
 from __future__ import annotations
@@ -30,10 +35,12 @@ from ptxport.codegen.targets.cpu import (
     RUNNABLE,
     TRAPPED,
 )
+from ptxport.codegen.targets.cpu_stop import STOPPED
 from ptxport.errors import (
     IllegalAddressError,
     KernelAssertError,
     KernelExecutionError,
+    KernelTimeoutError,
     KernelTrapError,
 )
 from ptxport.ir.lines import where
@@ -100,12 +107,15 @@ class _Worker:
                                                    (self.frames.ctypes.data, self.frames.size))
                            if n > 0]
 
-    def prepare(self, params_address: int, grid, ranges) -> None:
-        """Set up a launch: its parameters, grid and the [start, end) ranges of the memory it
-        may touch besides this worker's own (None: unchecked). A worker is kept for the next
-        launch of the same binary and block shape on the same host thread: allocating and
-        filling its memory cost more than short kernels run, under the GIL."""
+    def prepare(self, params_address: int, grid, ranges, stop: np.ndarray) -> None:
+        """Set up a launch: its parameters, grid, the [start, end) ranges of the memory it
+        may touch besides this worker's own (None: unchecked) and its stop word. A worker
+        is kept for the next launch of the same binary and block shape on the same host
+        thread: allocating and filling its memory cost more than short kernels run, under
+        the GIL."""
         fields = CTX.fields
+        self.stop = stop
+        self._put(self.ctx, fields["stop"], np.uint64, stop.ctypes.data)
         self._put(self.ctx, fields["params"], np.uint64, params_address)
         for axis in range(3):
             self._put(self.ctx, fields["nctaid"] + 4 * axis, np.uint32, grid[axis])
@@ -122,7 +132,7 @@ class _Worker:
             self._put(self.ctx, fields["checks"], np.uint32, 0)
         else:
             self.site_cache[:] = 0
-            table = sorted(ranges + self.own_ranges)
+            table = _disjoint(ranges + self.own_ranges)
             self.table = np.array(table, dtype=np.uint64).reshape(-1)
             self._put(self.ctx, fields["alloc_table"], np.uint64, self.table.ctypes.data)
             self._put(self.ctx, fields["alloc_count"], np.uint32, len(table))
@@ -183,6 +193,8 @@ class _Worker:
         args = self._args()
         native = self.binary.run_block if self.binary.native_waits else None
         while True:
+            if self.stop[0]:
+                raise _Stopped
             if started:
                 started = False
             elif native is not None:
@@ -195,6 +207,8 @@ class _Worker:
                 self.fault_after_run(ctaid)
                 return
             trapped = np.nonzero(self.statuses == TRAPPED)[0]
+            if trapped.size and int(self.points[trapped[0]]) == STOPPED:
+                raise _Stopped
             if trapped.size and int(self.points[trapped[0]]) == FAULTED:
                 raise IllegalAddressError(self._fault_message(ctaid, int(trapped[0])))
             if trapped.size:
@@ -217,6 +231,8 @@ class _Worker:
 
     def _raise_failure(self, failed: int, status, grid) -> None:
         """After run_blocks: the error for the thread that trapped or faulted, if any."""
+        if failed >= 0 and status.value == STOPPED:
+            raise _Stopped
         if failed >= 0:
             n, t = failed >> 32, failed & 0xFFFFFFFF
             ctaid = (n % grid[0], (n // grid[0]) % grid[1], n // (grid[0] * grid[1]))
@@ -285,6 +301,41 @@ class _Worker:
                 f"forever (a GPU would hang): {waits}")
 
 
+def _disjoint(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """[start, end) ranges, sorted, with overlapping ones merged: the access check looks at
+    the last range starting at or below an address only, so a range inside another (host
+    memory wrapped twice, a buffer's view wrapped as a buffer) must not hide the outer one.
+    Ranges that only touch stay apart (an access across both is still outside each)."""
+    merged: list[list[int]] = []
+    for start, end in sorted(ranges):
+        if merged and start < merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return [(start, end) for start, end in merged]
+
+
+class _Stopped(Exception):
+    """A worker left its blocks because the launch was asked to stop (run_grid reports it)."""
+
+
+# The stop words of the launches running now (id -> word).
+_RUNNING: dict[int, np.ndarray] = {}
+
+
+def _stop_running_launches() -> None:
+    """At the interpreter's exit, stop the launches still running: the worker pool's threads
+    are joined then, and one running a kernel that never ends would keep the process from
+    exiting (after Ctrl-C, say)."""
+    for stop in list(_RUNNING.values()):
+        stop.fill(1)
+
+
+# (called before the threads are joined, and before concurrent.futures' own hook, which joins
+# the pool's threads: such hooks run in reverse order of registration)
+threading._register_atexit(_stop_running_launches)
+
+
 _POOL: ThreadPoolExecutor | None = None
 _POOL_SIZE = 0
 _POOL_LOCK = threading.Lock()
@@ -320,7 +371,37 @@ def _worker(binary, block, dynamic_shared: int) -> _Worker:
 
 
 def run_grid(binary, grid, block, dynamic_shared: int, params: bytes,
-             allocations=None) -> None:
+             allocations=None, timeout: float | None = None) -> None:
+    """Run every block of the grid on the workers; raise the first failure, or
+    KernelTimeoutError when the launch ran longer than `timeout` seconds and was stopped."""
+    # The stop word compiled code looks at; the watchdog sets it.
+    stop = np.zeros(1, np.int32)
+    watchdog = None if timeout is None else threading.Timer(timeout, stop.fill, (1,))
+    if watchdog is not None:
+        watchdog.daemon = True
+        watchdog.start()
+    _RUNNING[id(stop)] = stop
+    try:
+        _run_grid(binary, grid, block, dynamic_shared, params, allocations, stop)
+    finally:
+        del _RUNNING[id(stop)]
+        if watchdog is not None:
+            watchdog.cancel()
+    if stop[0] and watchdog is None:
+        raise KernelTimeoutError(
+            f"kernel '{binary.plan.name}' (grid {grid}, block {block}) was stopped because the "
+            "process is exiting", kernels=(binary.plan.name,), stopped=True)
+    if stop[0]:
+        raise KernelTimeoutError(
+            f"kernel '{binary.plan.name}' (grid {grid}, block {block}) ran longer than its "
+            f"timeout of {timeout:g} s and was stopped; what it wrote is undefined, and the "
+            "device is usable: fix the kernel (a loop that never ends, a flag no one sets) "
+            "or give it a longer LaunchConfig(timeout=...)",
+            kernels=(binary.plan.name,), stopped=True)
+
+
+def _run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocations,
+              stop: np.ndarray) -> None:
     param_buffer = ctypes.create_string_buffer(bytes(params), max(len(params), 8))
     params_address = ctypes.addressof(param_buffer)
     printf_log = cpu_printf.open_log(params_address)
@@ -346,10 +427,10 @@ def run_grid(binary, grid, block, dynamic_shared: int, params: bytes,
     def work(smid: int) -> None:
         try:
             worker = _worker(binary, block, dynamic_shared)
-            worker.prepare(params_address, grid, ranges)
+            worker.prepare(params_address, grid, ranges, stop)
             worker.set_smid(smid)
             if python_rounds:
-                while not errors:
+                while not errors and not stop[0]:
                     with claim_lock:
                         n = int(counter[0])
                         counter[0] = n + 1
@@ -371,6 +452,8 @@ def run_grid(binary, grid, block, dynamic_shared: int, params: bytes,
         for future in [_pool(workers).submit(work, i) for i in range(workers)]:
             future.result()
     errors += cpu_printf.close_log(params_address, printf_log)   # printed after the launch
+    if stop[0]:
+        return          # the workers' errors come of the stop: run_grid reports that
     if errors:
         raise errors[0]
     del param_buffer

@@ -48,6 +48,7 @@ from ptxport.codegen.lower import (
     PTR,
     FunctionLowering,
     const_int,
+    loop_headers,
     value_type,
 )
 from ptxport.codegen.ops.data import instruction_type, state_space, vector_count
@@ -86,6 +87,11 @@ def enabled() -> bool:
     """Whether kernels run as warp gangs (PTXPORT_CPU_GANG=0 turns it off, e.g. to compare
     with the scalar path)."""
     return os.environ.get("PTXPORT_CPU_GANG", "1") != "0"
+
+
+def switches() -> dict[str, bool]:
+    """The settings that change the code this path makes (part of kernel images' keys)."""
+    return {"gang": enabled(), "full_mask_copies": _FULL_MASK_COPIES}
 
 
 class GangUnsupported(Exception):
@@ -1783,8 +1789,10 @@ def _lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, targe
     fl.shuffle_array = shuffle_array
     fl.exit_pcs = ll.Constant(vi32, [I32(EXIT_PC)] * W)
     from ptxport.codegen.targets.cpu import CTX
+    from ptxport.codegen.targets.cpu_stop import STOPPED, poll_stop
 
     fl.scratch_lane = b.gep(ctx, [I64(_SCRATCH_LANE)], source_etype=I8)
+    stop_word = b.load(b.gep(ctx, [I64(CTX.fields["stop"])], source_etype=I8), typ=PTR)
     assert CTX.fields["scratch"] == _SCRATCH_LANE
     # lane numbers, thread indices
     fl.lane = ll.Constant(vi32, [I32(i) for i in range(W)])
@@ -1945,8 +1953,17 @@ def _lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, targe
     # the segments: each twice, for all 32 lanes (the mask a constant: no selects, plain
     # vector loads and stores, lane 0 first) and for any other mask
     full = ll.Constant(_vec(I1), [I1(1)] * W)
+    # every loop passes the first segment of a loop header: a launch asked to stop ends there
+    looped = {fl.first_segment[h].number for h in loop_headers(kernel) if h in fl.first_segment}
     for i, s in enumerate(segments):
         b.position_at_end(s.llblock)
+        if s.number in looped:
+            stopping = gang.append_basic_block(f"seg{s.number}_stopping")
+            going_on = gang.append_basic_block(f"seg{s.number}_going_on")
+            poll_stop(fl, stop_word, stopping, going_on)
+            b.position_at_end(stopping)
+            b.ret(I32(STOPPED))
+            b.position_at_end(going_on)
         mask = b.load(fl.mask_slot)
         copies = [(mask, b.block)]
         if _FULL_MASK_COPIES:

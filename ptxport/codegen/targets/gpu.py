@@ -151,6 +151,15 @@ class GpuTarget(Target):
                                  "at module scope")
         return pointer
 
+    def hidden_arguments(self, fl: GpuLowering) -> list[ll.Value]:
+        """What the target passes device functions after PTX's parameters (declared with
+        declare_functions' `hidden`): nothing unless the target says otherwise."""
+        return []
+
+    def enter_function(self, fl: GpuLowering) -> None:
+        """Set up a device function's lowering at its entry, once its parameters are in
+        their slots (nothing unless the target needs it)."""
+
     def trap(self, fl: GpuLowering, inst: ir.Instruction) -> None:
         """llvm.trap, which ends the kernel with an error."""
         fl.b.call(declare(self.llmod, "llvm.trap", ll.VoidType(), []), [])
@@ -172,10 +181,12 @@ class GpuTarget(Target):
     def _call_value(self, fl: GpuLowering, callee: ll.Value, returns: list,
                     args: list) -> None:
         """Call `callee` (with its `function_type`) with the values of the .param variables
-        `args`, and store its results into `returns`."""
+        `args` and the target's hidden arguments, and store its results into `returns`."""
+        hidden = self.hidden_arguments(fl)
+        types = callee.function_type.args[:len(callee.function_type.args) - len(hidden)]
         values = [fl.b.load(self.own_pointer(fl, arg), typ=typ)
-                  for arg, typ in zip(args, callee.function_type.args, strict=True)]
-        result = fl.b.call(callee, values, cconv=self.function_convention)
+                  for arg, typ in zip(args, types, strict=True)]
+        result = fl.b.call(callee, values + hidden, cconv=self.function_convention)
         for i, var in enumerate(returns):
             value = result if len(returns) == 1 else fl.b.extract_value(result, i)
             fl.b.store(value, self.own_pointer(fl, var))
@@ -195,8 +206,9 @@ class GpuTarget(Target):
         the number of each function of the prototype's LLVM type and calling that one."""
         if not all(isinstance(v, ir.Variable) for v in list(returns) + list(args)):
             raise fl.unsupported(inst, "call arguments must be .param variables")
+        hidden = [value.type for value in self.hidden_arguments(fl)]
         prototype = signature([fl.pass_type(v) for v in returns],
-                              [fl.pass_type(v) for v in args])
+                              [fl.pass_type(v) for v in args] + hidden)
         if self.function_pointers:
             callee = _CalleeAddress(fl.b.block, address, prototype)
             fl.b._insert(callee)    # llvmlite has no public way to insert an instruction
@@ -205,7 +217,7 @@ class GpuTarget(Target):
         done = fl.llfn.append_basic_block("indirect_done")
         for name, number in self.function_numbers.items():
             callee = self.functions.get(name)
-            if callee is None and self._of_type(fl, name, prototype):
+            if callee is None and self._of_type(fl, name, prototype, hidden):
                 raise fl.unsupported(inst, f"a call through an address that may be '{name}', "
                                            "a function the target does not compile on its "
                                            "own")
@@ -223,10 +235,13 @@ class GpuTarget(Target):
             fl.b.branch(done)
         fl.b.position_at_end(done)
 
-    def _of_type(self, fl: GpuLowering, name: str, prototype: ll.FunctionType) -> bool:
-        """Whether the function `name` would have the LLVM type `prototype`."""
+    def _of_type(self, fl: GpuLowering, name: str, prototype: ll.FunctionType,
+                 hidden: list[ll.Type]) -> bool:
+        """Whether the function `name` would have the LLVM type `prototype` (declared with
+        the target's `hidden` parameters)."""
         try:
-            return function_type(self.module.functions[name], fl.pass_type) == prototype
+            typ = function_type(self.module.functions[name], fl.pass_type)
+            return ll.FunctionType(typ.return_type, [*typ.args, *hidden]) == prototype
         except UnsupportedFeatureError:
             return False
 
@@ -274,26 +289,30 @@ def lower_device_function(fl: GpuLowering, problems: list | None) -> None:
     """A device function whose parameters are copied into, and whose results are returned
     from, stack slots that the body's ld.param/st.param use (SROA makes registers of them
     again)."""
-    for var, arg in zip(fl.function.params, fl.llfn.args, strict=True):
+    for var, arg in zip(fl.function.params, fl.llfn.args[:len(fl.function.params)],
+                        strict=True):
         slot = fl.entry_alloca(arg.type, var.name, max(var.alignment, 1))
         fl.b.store(arg, slot)
         fl.param_pointers[var.name] = slot
     for var in fl.function.returns:
         fl.param_pointers[var.name] = fl.entry_alloca(fl.pass_type(var), var.name,
                                                       max(var.alignment, 1))
+    fl.target.enter_function(fl)
     lower_body(fl, problems)
 
 
 def declare_functions(module: ir.Module, llmod: ll.Module, functions: Iterable[ir.Function],
                       pass_as: Callable[[ir.Variable], ll.Type],
-                      problems: list | None) -> dict[str, ll.Function]:
+                      problems: list | None,
+                      hidden: tuple[ll.Type, ...] = ()) -> dict[str, ll.Function]:
     """An LLVM function of function_type's type for each of `functions` (device functions),
-    by name; one whose parameters or results the target cannot pass is refused (see
-    _passable)."""
+    by name, with the target's `hidden` parameters after PTX's (see GpuTarget.hidden_arguments);
+    one whose parameters or results the target cannot pass is refused (see _passable)."""
     declared = {}
     for f in functions:
         typ = _passable(module, f, problems, lambda f=f: function_type(f, pass_as))
         if typ is not None:
+            typ = ll.FunctionType(typ.return_type, [*typ.args, *hidden])
             declared[f.name] = ll.Function(llmod, typ, name=f.name)
     return declared
 

@@ -21,8 +21,13 @@ shared memory), generic 4. Addresses keep PTX's meaning:
   the offset into it; `space_base("shared")` is its generic address;
 - .local variables are private allocas, addressed generically.
 
+Every global, const, generic and shared access is checked (spirv_checks.py; a bad one is
+skipped and reported after the launch). CUDA's assert (a call of `__assertfail`) prints
+CUDA's text, is recorded like a bad access and returns (spirv_assert.py).
+
 The kernel ABI (what KernelLayout describes to the backend): `(global i8 *params,
-local i8 *shared, uint shared_bytes, global i8 *base_0, ..., global i8 *base_k)`. `params` holds
+local i8 *shared, uint shared_bytes, global i64 *checks, global i8 *base_0, ...,
+global i8 *base_k)`; `checks` is the launch's bounds-checks buffer. `params` holds
 the PTX parameter buffer (ir.abi.param_layout), copied into private memory at entry. Every
 8-byte parameter slot k may hold a device address: the runtime passes the cl.Buffer it lies
 in as base_k and the offset into it in the slot; where base_k is NULL the slot holds a plain
@@ -43,6 +48,7 @@ from ptxport.codegen import ops  # noqa: F401  (registers the lowerings)
 from ptxport.codegen.lower import I8, I32, I64, FunctionLowering, const_int, value_type
 from ptxport.codegen.ops import atomic
 from ptxport.codegen.ops.data import state_space, vector_count
+from ptxport.codegen.targets import spirv_assert, spirv_checks
 from ptxport.codegen.targets.gpu import (
     GpuLowering,
     GpuTarget,
@@ -69,6 +75,8 @@ TRIPLE = "spirv64-unknown-unknown"
 PRIVATE, GLOBAL, CONSTANT, LOCAL, GENERIC = 0, 1, 2, 3, 4
 _SPACE_OF = {"global": GLOBAL, "const": GLOBAL, "shared": LOCAL}
 WARP = 32
+# The kernel's arguments: params, shared, shared_bytes, checks, then one base per pointer slot.
+_CHECKS, _FIRST_BASE = 3, 4
 # barrier() flags: CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE
 _BOTH_FENCES = 3
 
@@ -88,8 +96,9 @@ class KernelLayout:
     """What the runtime needs to call a compiled kernel: the parameter buffer's size, the
     offsets of the 8-byte slots that get a buffer argument each, the static shared bytes
     (the dynamic part starts there), whether the kernel needs 32-wide sub-groups, and
-    whether its module calls printf (`prints`), passing it doubles (`prints_doubles`,
-    which needs a device with fp64)."""
+    whether its module calls printf (`prints`, also for assert), passing it doubles
+    (`prints_doubles`, which needs a device with fp64), and the module's asserts by number
+    (`assertions`, spirv_assert.py)."""
 
     name: str
     params_size: int
@@ -98,6 +107,7 @@ class KernelLayout:
     needs_warp: bool
     prints: bool = False
     prints_doubles: bool = False
+    assertions: tuple[spirv_assert.Assertion, ...] = ()
 
 
 # --- the function lowering --------------------------------------------------------------------
@@ -110,6 +120,12 @@ class SpirvLowering(GpuLowering):
     opaque_reason = "texture, sampler and surface references have no SPIR-V form in ptxport"
     shared: ll.Value | None = None        # local i8*: the CTA's shared memory
     shared_bytes: ll.Value | None = None  # its size (static + dynamic), i32
+    # Bounds checks (spirv_checks.py): the launch's checks buffer, this function's node, and
+    # in kernels the parameter slots' allocations
+    checks: ll.Value | None = None
+    check_node: ll.Value | None = None
+    slot_ranges: list = []
+    windows: list = []
 
     def _lower_instruction(self, inst: ir.Instruction) -> None:
         start, count, blocks = self.b.block, len(self.b.block.instructions), \
@@ -125,7 +141,10 @@ class SpirvLowering(GpuLowering):
                                          "select")
 
     def lowering_for(self, inst: ir.Instruction):
-        return _OWN_LOWERINGS.get(inst.opcode) or super().lowering_for(inst)
+        lower = _OWN_LOWERINGS.get(inst.opcode) or super().lowering_for(inst)
+        if lower is None or not self.target.bounds_checks:
+            return lower
+        return spirv_checks.checked(lower)
 
     def variable_in(self, var: ir.Variable, space: str | None) -> ll.Value:
         pointer = self.target.own_pointer(self, var)
@@ -235,9 +254,12 @@ class SpirvTarget(GpuTarget):
         # Report the first comparison wider than 64 bits (after LLVM failed on one: most
         # are optimized away, so they are not refused up front).
         self.find_wide = False
+        self.bounds_checks = True     # check memory accesses (spirv_checks.py)
         self.prints = self.prints_doubles = False      # printf (spirv_printf.py)
         self.printf_tracers: dict[int, object] = {}   # by id(function)
         self._strings: dict[bytes, ll.GlobalVariable] = {}
+        self.assertions: list[spirv_assert.Assertion] = []     # spirv_assert.py
+        self.asserting = spirv_assert.asserting_functions(module)
 
     def builtin(self, name: str, ret: ll.Type, args: list, convergent: bool = False):
         fn = self.llmod.globals.get(name)
@@ -284,6 +306,12 @@ class SpirvTarget(GpuTarget):
             return const_int(want, 0)
         raise fl.unsupported(fl.inst, f"the special register {reg.text}: OpenCL has no "
                                       "equivalent")
+
+    def hidden_arguments(self, fl: FunctionLowering) -> list[ll.Value]:
+        return [fl.checks, fl.check_node]
+
+    def enter_function(self, fl: FunctionLowering) -> None:
+        spirv_checks.enter_device_function(fl)
 
     def poll(self, fl: FunctionLowering, inst: ir.Instruction, test) -> ll.Value:
         raise fl.unsupported(inst, _NO_SPINNING)
@@ -347,13 +375,17 @@ class SpirvTarget(GpuTarget):
         _exit(fl, fl.inst)
 
     def trap(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
-        raise fl.unsupported(inst, "OpenCL has no way to abort a kernel (trap, assert)")
+        raise fl.unsupported(inst, "OpenCL has no way to abort a kernel (trap, __trap(); "
+                                   "CUDA's assert is lowered apart)")
 
     def call_of_no_function(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
         """Undefined in PTX; OpenCL cannot abort the kernel, so the call does nothing."""
 
     def call(self, fl, inst, callee: ir.Function, returns: list, args: list) -> None:
         if callee.is_declaration:
+            if callee.name == "__assertfail":
+                spirv_assert.lower_assertfail(self, fl, inst, list(args))
+                return
             if callee.name != "vprintf":
                 raise fl.unsupported(inst, f"a call of the external '{callee.name}'")
             from ptxport.codegen.targets import spirv_printf
@@ -361,6 +393,8 @@ class SpirvTarget(GpuTarget):
             spirv_printf.lower_vprintf(self, fl, inst, list(returns), list(args))
             return
         super().call(fl, inst, callee, returns, args)
+        if callee.name in self.asserting:   # the stop of a failed assert goes on up
+            spirv_assert.stop_if_asserted(fl)
 
     # --- printf (spirv_printf.py) --------------------------------------------------------------
 
@@ -487,11 +521,13 @@ def _uses_warp(function: ir.Function) -> bool:
 
 
 def build_llvm(module: ir.Module, problems: list | None = None,
-               kernels: list[str] | None = None,
-               find_wide: bool = False) -> tuple[ll.Module, dict[str, KernelLayout]]:
+               kernels: list[str] | None = None, find_wide: bool = False,
+               bounds_checks: bool = True) -> tuple[ll.Module, dict[str, KernelLayout]]:
     """The LLVM module (spirv64) of the named kernels (all without `kernels`) and every
     device function of `module`, and each kernel's layout. With `problems` (a list), what
-    the target cannot compile is collected there instead of raising."""
+    the target cannot compile is collected there instead of raising. `bounds_checks`:
+    whether memory accesses are checked (spirv_checks.py); the kernel ABI is the same
+    either way."""
     llmod = ll.Module(name="ptxport.spirv")
     llmod.triple = TRIPLE
     globals_, offsets = _declare_variables(module, llmod, problems is not None)
@@ -501,12 +537,12 @@ def build_llvm(module: ir.Module, problems: list | None = None,
     functions = declare_functions(
         module, llmod, [f for f in module.functions.values()
                         if not (f.is_kernel or f.is_declaration or f.name in inlined_only)],
-        SpirvLowering.pass_type, problems)
+        SpirvLowering.pass_type, problems, tuple(spirv_checks.hidden_types()))
     for fn in functions.values():
         fn.calling_convention = "spir_func"
         fn.linkage = "internal"
     target = SpirvTarget(module, llmod, globals_, offsets, functions)
-    target.find_wide = find_wide
+    target.find_wide, target.bounds_checks = find_wide, bounds_checks
     layouts = {}
     for f in list(module.functions.values()):
         if f.is_declaration or not (f.is_kernel or f.name in functions):
@@ -520,7 +556,8 @@ def build_llvm(module: ir.Module, problems: list | None = None,
             lower_device_function(SpirvLowering(module, f, functions[f.name], target),
                                   problems)
     if target.prints:   # known once every function is lowered
-        layouts = {name: replace(layout, prints=True, prints_doubles=target.prints_doubles)
+        layouts = {name: replace(layout, prints=True, prints_doubles=target.prints_doubles,
+                                 assertions=tuple(target.assertions))
                    for name, layout in layouts.items()}
     return llmod, layouts
 
@@ -549,7 +586,7 @@ def _lower_kernel(module: ir.Module, kernel: ir.Function, llmod: ll.Module,
                   target: SpirvTarget, problems: list | None) -> KernelLayout:
     slots, size = param_layout(kernel)
     pointer_slots = tuple(s.offset for s in slots if s.size == 8 and s.offset % 8 == 0)
-    args = [_ptr(GLOBAL), _ptr(LOCAL), I32] + [_ptr(GLOBAL)] * len(pointer_slots)
+    args = [_ptr(GLOBAL), _ptr(LOCAL), I32, _ptr(GLOBAL)] + [_ptr(GLOBAL)] * len(pointer_slots)
     fn = ll.Function(llmod, ll.FunctionType(ll.VoidType(), args), name=kernel.name)
     fn.calling_convention = "spir_kernel"
     # warp semantics in the kernel or in a function it calls
@@ -571,11 +608,12 @@ def _lower_kernel(module: ir.Module, kernel: ir.Function, llmod: ll.Module,
             else ll.IntType(slot.size * 8)
         value = fl.b.load(source, typ=typ, align=1)
         if slot.offset in pointer_slots:
-            base = fn.args[3 + pointer_slots.index(slot.offset)]
+            base = fn.args[_FIRST_BASE + pointer_slots.index(slot.offset)]
             value = fl.b.select(fl.b.icmp_unsigned("==", base, ll.Constant(_ptr(GLOBAL), None)),
                                 value, fl.b.add(value, fl.b.ptrtoint(base, I64)))
         fl.b.store(value, at, align=1)
         fl.param_pointers[slot.name] = at
+    spirv_checks.enter_kernel(fl, fn.args[_CHECKS], list(fn.args[_FIRST_BASE:]), size)
     lower_body(fl, problems)
     return KernelLayout(kernel.name, size, pointer_slots, target.static_shared,
                         needs_warp or target.uses_warp)
@@ -583,12 +621,13 @@ def _lower_kernel(module: ir.Module, kernel: ir.Function, llmod: ll.Module,
 
 # --- compiling ------------------------------------------------------------------------------
 
-def compile_module(module: ir.Module, kernels: list[str] | None = None) \
-        -> tuple[bytes, dict[str, KernelLayout]]:
+def compile_module(module: ir.Module, kernels: list[str] | None = None,
+                   bounds_checks: bool = True) -> tuple[bytes, dict[str, KernelLayout]]:
     """The SPIR-V binary of the named kernels (all without `kernels`) of a verified IR module,
-    and each kernel's layout. Raises UnsupportedFeatureError naming the first instruction
-    SPIR-V cannot express, CompileError where LLVM's SPIR-V backend fails."""
-    llmod, layouts = build_llvm(module, kernels=kernels)
+    and each kernel's layout; `bounds_checks` as for build_llvm. Raises
+    UnsupportedFeatureError naming the first instruction SPIR-V cannot express,
+    CompileError where LLVM's SPIR-V backend fails."""
+    llmod, layouts = build_llvm(module, kernels=kernels, bounds_checks=bounds_checks)
     text = str(llmod)
     parse_verified(text, "SPIR-V")
     # The script alone (not `-m`, which would import all of ptxport first): only llvmlite.
@@ -596,7 +635,7 @@ def compile_module(module: ir.Module, kernels: list[str] | None = None) \
                           input=text.encode(), capture_output=True, check=False)
     if done.returncode != 0:
         if b"s128" in done.stderr:  # name the instruction that needed 128-bit comparisons
-            build_llvm(module, kernels=kernels, find_wide=True)
+            build_llvm(module, kernels=kernels, find_wide=True, bounds_checks=bounds_checks)
         names = ", ".join(layouts)
         raise CompileError(f"LLVM's SPIR-V backend failed on {names}",
                            done.stderr.decode(errors="replace").strip())

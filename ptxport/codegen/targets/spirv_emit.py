@@ -14,8 +14,12 @@ import llvmlite.binding as llvm
 
 TRIPLE = "spirv64-unknown-unknown"
 # SPIR-V extensions the output may use (Intel's OpenCL runtimes read them all).
+# SPV_EXT_relaxed_printf_string_address_space: LLVM 22's SPIR-V backend loses track of the
+# constant address space of a printf format (always an addrspace(2) constant here) in a
+# module with another function that it does not inline (the bounds checks' search), and
+# refuses the module without it.
 EXTENSIONS = ("SPV_ALTERA_arbitrary_precision_integers", "SPV_KHR_shader_clock",
-              "SPV_KHR_bit_instructions")
+              "SPV_KHR_bit_instructions", "SPV_EXT_relaxed_printf_string_address_space")
 
 
 def emit(text: str, opt: int = 2) -> bytes:

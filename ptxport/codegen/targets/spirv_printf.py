@@ -48,7 +48,7 @@ from ptxport.codegen.lower import I8, I32, I64, FunctionLowering
 from ptxport.ir import nodes as ir
 from ptxport.ir.types import TYPES
 
-__all__ = ["Conversion", "lower_vprintf", "parse_format"]
+__all__ = ["Conversion", "call_printf", "lower_vprintf", "parse_format", "string_constant"]
 
 MAX_ARGUMENTS = 32
 GENERIC = 4                         # LLVM's SPIR-V generic address space (spirv.py)
@@ -196,13 +196,13 @@ class _Tracer:
                 found[id(hit)] = hit
                 continue
             if block is self.function.blocks[0]:
-                raise _Unknown("nothing sets it on every path to printf")
+                raise _Unknown("nothing sets it on every path to the call")
             for predecessor in self.predecessors[id(block)]:
                 if id(predecessor) not in scanned:
                     scanned.add(id(predecessor))
                     work.append((predecessor, len(predecessor.instructions)))
         if len(found) != 1:
-            raise _Unknown("different paths to printf set it differently")
+            raise _Unknown("different paths to the call set it differently")
         return next(iter(found.values()))
 
     def value(self, operand, at: ir.Instruction, depth: int = 0):
@@ -261,7 +261,7 @@ class _Tracer:
                 callee = inst.operands[1] if len(inst.operands) > 1 else None
                 if isinstance(callee, ir.Function) and callee.name == "vprintf":
                     return False
-                raise _Unknown("a call between its store and printf may change it")
+                raise _Unknown("another call between its store and this one may change it")
             if inst.opcode == "st":
                 return self._written(inst, where, size) is not None
             if inst.opcode in _READERS or not _may_reach(inst.spec.get("space"),
@@ -353,9 +353,7 @@ def lower_vprintf(target, fl: FunctionLowering, inst: ir.Instruction, returns: l
             not all(isinstance(v, ir.Variable) for v in returns + args):
         raise fl.unsupported(inst, "vprintf takes a format and an argument buffer (.param "
                                    "variables) and returns one .b32")
-    tracer = target.printf_tracers.get(id(fl.function))
-    if tracer is None:
-        tracer = target.printf_tracers[id(fl.function)] = _Tracer(fl.function)
+    tracer = _tracer(target, fl)
     result = I32(-1)
     fmt = _format_text(fl, inst, tracer, args[0])
     if fmt is not None:
@@ -365,6 +363,32 @@ def lower_vprintf(target, fl: FunctionLowering, inst: ir.Instruction, returns: l
         result = _emit(target, fl, call, args[1])
     if returns:
         fl.b.store(result, target.own_pointer(fl, returns[0]))
+
+
+def _tracer(target, fl: FunctionLowering) -> _Tracer:
+    tracer = target.printf_tracers.get(id(fl.function))
+    if tracer is None:
+        tracer = target.printf_tracers[id(fl.function)] = _Tracer(fl.function)
+    return tracer
+
+
+def string_constant(target, fl: FunctionLowering, inst: ir.Instruction, param: ir.Variable,
+                    what: str) -> bytes | None:
+    """The string constant whose address the 8-byte .param `param` holds when the call
+    `inst` is made (None for a null pointer), followed back as printf's format is; raises
+    UnsupportedFeatureError naming `what` where it is not such a constant."""
+    try:
+        value = _tracer(target, fl).stored(_Address(param, 0), 8, inst)
+    except _Unknown as e:
+        raise fl.unsupported(inst, f"{what} cannot be followed to a string constant ({e}): "
+                                   "OpenCL's printf needs it at compile time") from None
+    if value == 0:
+        return None
+    text = _string(value) if isinstance(value, _Address) else None
+    if text is None:
+        raise fl.unsupported(inst, f"{what} is not the address of a string constant of the "
+                                   "module: OpenCL's printf needs it at compile time")
+    return text
 
 
 def _format_text(fl: FunctionLowering, inst: ir.Instruction, tracer: _Tracer,
@@ -495,9 +519,9 @@ def _emit(target, fl: FunctionLowering, call: _Printf, args_param: ir.Variable) 
     written."""
     b = fl.b
     if not call.arguments:
-        printed = _call_printf(target, fl, call.format, [])
+        printed = call_printf(target, fl, call.format, [])
     elif not call.maybe_null:
-        printed = _call_printf(target, fl, call.format, _arguments(target, fl, call,
+        printed = call_printf(target, fl, call.format, _arguments(target, fl, call,
                                                                    args_param))
     else:
         address = b.load(target.own_pointer(fl, args_param), typ=I64)
@@ -507,10 +531,10 @@ def _emit(target, fl: FunctionLowering, call: _Printf, args_param: ir.Variable) 
         done = fl.llfn.append_basic_block("printf.done")
         b.cbranch(null, without, with_buffer)
         b.position_at_end(without)
-        plain = _call_printf(target, fl, call.as_written, [])
+        plain = call_printf(target, fl, call.as_written, [])
         b.branch(done)
         b.position_at_end(with_buffer)
-        full = _call_printf(target, fl, call.format, _arguments(target, fl, call, args_param))
+        full = call_printf(target, fl, call.format, _arguments(target, fl, call, args_param))
         end = b.block
         b.branch(done)
         b.position_at_end(done)
@@ -540,6 +564,7 @@ def _argument(fl: FunctionLowering, buffer: ll.Value, offset: int, kind: str) ->
     return b.trunc(value, I32) if kind == "char64" else value
 
 
-def _call_printf(target, fl: FunctionLowering, fmt: bytes, values: list) -> ll.Value:
+def call_printf(target, fl: FunctionLowering, fmt: bytes, values: list) -> ll.Value:
+    """OpenCL's printf of `fmt` (OpenCL C's format, written as a constant) and `values`."""
     return fl.b.call(target.printf(fl), [target.constant_string(fmt), *values],
                      cconv="spir_func")

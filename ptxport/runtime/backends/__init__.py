@@ -21,7 +21,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Protocol
 
-from ptxport.errors import BackendUnavailableError
+from ptxport.errors import BackendUnavailableError, InvalidValueError
 from ptxport.ir.nodes import Module
 
 __all__ = [
@@ -95,7 +95,8 @@ class KernelBinary(Protocol):
 
     def launch(self, grid: tuple[int, int, int], block: tuple[int, int, int],
                dynamic_shared: int, params: bytes,
-               allocations: list[tuple[int, int]] | None = None) -> None: ...
+               allocations: list[tuple[int, int]] | None = None,
+               timeout: float | None = None) -> None: ...
 
 
 class BackendBase(ABC):
@@ -104,6 +105,9 @@ class BackendBase(ABC):
     name: str = ""
     # DLPack's device type (DLDeviceType): 1 kDLCPU, 2 kDLCUDA, 10 kDLROCM, 14 kDLOneAPI.
     dlpack_device_type: int = 0
+    # Whether a running launch can be stopped (launch's `timeout`): GPU APIs have no way to
+    # end a running kernel short of ending the process.
+    stops_launches: bool = False
 
     @abstractmethod
     def availability(self) -> tuple[bool, str]:
@@ -135,10 +139,28 @@ class BackendBase(ABC):
     def fill(self, address: int, nbytes: int, value: int, width: int) -> None:
         """Set `nbytes` at `address` to `value`, repeated as `width`-byte (1, 2, 4) words."""
 
+    def register_host(self, ordinal: int, address: int, nbytes: int) -> Allocation:
+        """Let kernels use `nbytes` of host memory at `address` (CUDA's cudaHostRegister),
+        at the same address; free() the Allocation to end that. Raises
+        UnsupportedFeatureError where the device cannot address host memory."""
+        from ptxport.errors import UnsupportedFeatureError
+
+        raise UnsupportedFeatureError("registered host memory", self.name, None,
+                                      "the device cannot address host memory")
+
     def host_view(self, allocation: Allocation):
         """A zero-copy numpy uint8 array over the allocation, or None when the host cannot
         address device memory."""
         return None
+
+    def register_host_memory(self, ordinal: int, memory) -> Allocation:
+        """Host memory (`memory`: a 1-D uint8 numpy array over it, which keeps it alive)
+        made addressable by the device's kernels in place, as an Allocation whose free()
+        forgets it. Only devices whose kernels address the host's memory can."""
+        raise InvalidValueError(
+            f"{self.name}:{ordinal} cannot address host memory in place (its kernels see "
+            "device memory only): allocate a buffer and copy the array into it, "
+            "buf = dev.allocate(a.nbytes, stream=s); buf.copy_from(a, stream=s)")
 
     @abstractmethod
     def compile(self, module: Module, kernels: list[str]) -> dict[str, KernelBinary]:
@@ -146,11 +168,21 @@ class BackendBase(ABC):
         once per (device, kernel) and caches the result; raises CompileError or
         UnsupportedFeatureError."""
 
+    def prepare(self, binary: KernelBinary, block: tuple[int, int, int]) -> bool:
+        """Ready `binary` for blocks of shape `block`, on the launching thread before the
+        launch is queued (code made per block shape is compiled or loaded here, so that a
+        kernel that cannot compile fails in launch()). True if this launch is the first of
+        the binary (for that shape), which compiled or loaded it: Events timing it say so.
+        Nothing to do, and False, by default."""
+        return False
+
     @abstractmethod
     def launch(self, ordinal: int, binary: KernelBinary, grid: tuple[int, int, int],
                block: tuple[int, int, int], dynamic_shared: int, params: bytes) -> None:
         """Run the whole grid and return when it is done; `params` is the packed parameter
-        buffer (layout from ptxport.ir.abi.param_layout) with device addresses inside."""
+        buffer (layout from ptxport.ir.abi.param_layout) with device addresses inside.
+        Backends whose `stops_launches` is True also take `timeout=` (seconds): a launch
+        still running then is stopped and raises KernelTimeoutError."""
 
 
 _lock = threading.Lock()

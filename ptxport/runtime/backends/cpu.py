@@ -99,6 +99,7 @@ def _bytes_at(address: int, nbytes: int, dtype=np.uint8) -> np.ndarray:
 class Backend(BackendBase):
     name = "cpu"
     dlpack_device_type = 1  # kDLCPU
+    stops_launches = True   # compiled kernels look at a stop word in every loop
 
     # Compiles one kernel of a verified IR module: (module, kernel name) -> KernelBinary.
     # None means ptxport.codegen.targets.cpu.compile_kernel; tests put a fake here.
@@ -106,6 +107,9 @@ class Backend(BackendBase):
 
     def __init__(self) -> None:
         self._live: dict[int, int] = {}   # address -> size of every allocation not freed
+        # id(allocation) -> (address, size) of host memory registered and not freed (apart:
+        # it may overlap an allocation, e.g. a wrapped view of a buffer)
+        self._registered: dict[int, tuple[int, int]] = {}
         self._lock = threading.Lock()
 
     def availability(self) -> tuple[bool, str]:
@@ -135,7 +139,21 @@ class Backend(BackendBase):
         # The memory is the owner array's: it goes when the last reference (this allocation,
         # a numpy view, a DLPack consumer) does. Kernels may no longer touch it.
         with self._lock:
-            self._live.pop(allocation.address, None)
+            if self._registered.pop(id(allocation), None) is None:
+                self._live.pop(allocation.address, None)
+
+    def register_host_memory(self, ordinal: int, memory: np.ndarray) -> Allocation:
+        # The memory stays the owner's: freeing the allocation only stops kernels using it.
+        allocation = Allocation(memory.ctypes.data, memory.nbytes, memory)
+        with self._lock:
+            self._registered[id(allocation)] = (allocation.address, allocation.size)
+        return allocation
+
+    def register_host(self, ordinal: int, address: int, nbytes: int) -> Allocation:
+        # Host memory is the device's: registering it only admits it to the access checks.
+        with self._lock:
+            self._live[address] = nbytes
+        return Allocation(address, nbytes)
 
     def copy(self, dst: int, src: int, nbytes: int, kind: str) -> None:
         if nbytes:
@@ -152,14 +170,20 @@ class Backend(BackendBase):
         compile_kernel = self.kernel_compiler or _codegen_compile_kernel()
         return {name: compile_kernel(module, name) for name in kernels}
 
+    def prepare(self, binary: KernelBinary, block: tuple[int, int, int]) -> bool:
+        # warp-gang kernels have code per block shape (a test's stand-in binary has none)
+        prepare = getattr(binary, "prepare", None)
+        return prepare is not None and prepare(block)
+
     def launch(self, ordinal: int, binary: KernelBinary, grid: tuple[int, int, int],
-               block: tuple[int, int, int], dynamic_shared: int, params: bytes) -> None:
+               block: tuple[int, int, int], dynamic_shared: int, params: bytes,
+               timeout: float | None = None) -> None:
         # Kernels may touch the live allocations only: anything else (a freed buffer, an
         # address past a buffer's end) raises IllegalAddressError instead of corrupting the
         # process.
         with self._lock:
-            live = list(self._live.items())
-        binary.launch(grid, block, dynamic_shared, params, live)
+            live = list(self._live.items()) + list(self._registered.values())
+        binary.launch(grid, block, dynamic_shared, params, live, timeout=timeout)
 
 
 def _codegen_compile_kernel() -> Callable[[Module, str], KernelBinary]:

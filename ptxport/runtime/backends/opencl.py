@@ -25,6 +25,15 @@ properties say unified_addressing for the first):
   pointers as parameters (a structure argument holding an address is refused).
 Work is done in stream order: every hook waits for what it enqueued.
 
+Kernels check their memory accesses (the SPIR-V target's spirv_checks.py): each launch gives
+the kernel a checks buffer with the table of the device's allocations ("svm"; none on
+"translated") and each pointer parameter's allocation, and reads its fault record back after
+the kernel: a bad access raises IllegalAddressError, in the CPU device's words, naming the
+user's source line where the PTX has line information (the module's line table, kept with
+each kernel's binary). A failed device-side assert (spirv_assert.py) prints CUDA's text with
+OpenCL's printf while the kernel runs and is recorded in the same record: the launch raises
+KernelAssertError with that text.
+
 Kernels that call printf (OpenCL C's, which the SPIR-V target makes of CUDA's vprintf) write
 to the process's standard output, as the OpenCL runtime does it: Intel's CPU runtime writes
 each call's text through C's stdout while the kernel runs. A launch of such a kernel flushes
@@ -34,27 +43,46 @@ prints floating-point values (CUDA passes printf a double for each) needs a devi
 cl_khr_fp64; on others its launch raises UnsupportedFeatureError.
 
 Intel's OpenCL CPU runtime from PyPI (intel-opencl-rt) is found when this Python environment
-has it: `wheel_icd_directory()` writes an ICD file naming its libintelocl.so for the loader
-(OCL_ICD_VENDORS; the test suite sets it), and its libraries are preloaded with ctypes, so
-that no LD_LIBRARY_PATH is needed. It has every kind of SVM, and so uses the "svm" scheme.
+has it, beside the system's ICDs: before pyopencl is first imported, OCL_ICD_VENDORS (unless
+the user set it) names a directory with the system's ICD files and one naming the wheel's
+libintelocl.so (`wheel_icd_directory()`), whose libraries are preloaded with ctypes, so that
+no LD_LIBRARY_PATH is needed. It has every kind of SVM, and so uses the "svm" scheme.
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import hashlib
+import os
 import sys
 import tempfile
 import threading
 import warnings
 from bisect import bisect_right
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 
 import numpy as np
 
-from ptxport.errors import CompileError, LaunchError, OutOfMemoryError, UnsupportedFeatureError
+from ptxport.cache import cache_path, read_entry, write_entry
+from ptxport.codegen.targets.spirv_checks import (
+    CHECKS_HEADER,
+    CHECKS_TABLE,
+    Fault,
+    read_fault,
+)
+from ptxport.errors import (
+    CompileError,
+    IllegalAddressError,
+    KernelAssertError,
+    KernelExecutionError,
+    LaunchError,
+    OutOfMemoryError,
+    UnsupportedFeatureError,
+)
+from ptxport.ir.lines import LineTable, where
 from ptxport.ir.nodes import Module
 from ptxport.runtime.backends import Allocation, BackendBase, DeviceProperties
 
@@ -67,6 +95,7 @@ _SVM_ALIGNMENT = 128
 _FIRST_ADDRESS = 1 << 40
 _KERNEL_EXEC_INFO_SVM_PTRS = 0x11B6   # CL_KERNEL_EXEC_INFO_SVM_PTRS (cl.h, OpenCL 2.0)
 _INSTALL_HINT = "pip install 'ptxport[opencl]'"
+_SYSTEM_VENDORS = "/etc/OpenCL/vendors"
 # Libraries of intel-opencl-rt / intel-cmplr-lib-rt / tbb that libintelocl.so needs.
 _WHEEL_LIBRARIES = ("libtbb.so.12", "libtbbmalloc.so.2", "libsvml.so", "libirng.so",
                     "libimf.so", "libintlc.so.5")
@@ -79,23 +108,80 @@ def _wheel_library_dir() -> Path | None:
 
 @cache
 def wheel_icd_directory() -> str | None:
-    """A directory holding an ICD file that names intel-opencl-rt's libintelocl.so (for
-    OCL_ICD_VENDORS), with the wheel's libraries preloaded; None without the wheel."""
+    """A directory of ICD files for OCL_ICD_VENDORS: the system's (those of
+    OPENCL_VENDOR_PATH, else /etc/OpenCL/vendors) and, unless one of them is already Intel's
+    OpenCL CPU runtime, one naming intel-opencl-rt's libintelocl.so, whose libraries are
+    preloaded. None without the wheel."""
     lib = _wheel_library_dir()
     if lib is None:
         return None
+    system = _system_icds()
+    icds = dict(system)
+    if not any("libintelocl" in text for text in system.values()):
+        icds["ptxport-intel-opencl-rt.icd"] = str(lib / "libintelocl.so") + "\n"
+        _preload_wheel_libraries(lib)
+    return _icd_directory(icds)
+
+
+def _system_icds() -> dict[str, str]:
+    """The ICD files the loader would read without OCL_ICD_VENDORS: name -> contents."""
+    vendors = Path(os.environ.get("OPENCL_VENDOR_PATH") or _SYSTEM_VENDORS)
+    icds = {}
+    for path in sorted(vendors.glob("*.icd")) if vendors.is_dir() else ():
+        try:
+            icds[path.name] = path.read_text()
+        except (OSError, UnicodeDecodeError):
+            continue    # the loader would skip it as well
+    return icds
+
+
+def _preload_wheel_libraries(lib: Path) -> None:
+    """Load the libraries libintelocl.so needs from the wheel's lib/ (it has no RUNPATH), so
+    that the loader's dlopen finds them without LD_LIBRARY_PATH."""
     for name in _WHEEL_LIBRARIES:
         if (lib / name).exists():
             try:
                 ctypes.CDLL(str(lib / name), mode=ctypes.RTLD_GLOBAL)
             except OSError:
                 pass
-    directory = tempfile.mkdtemp(prefix="ptxport-icd-")
-    (Path(directory) / "intel-cpu.icd").write_text(str(lib / "libintelocl.so") + "\n")
-    return directory
+
+
+def _icd_directory(icds: dict[str, str]) -> str:
+    """A directory holding exactly `icds` (name -> contents): one in ptxport's cache named by
+    its contents, written once and shared by processes; a temporary one where the cache
+    cannot be written."""
+    key = hashlib.sha256(repr(sorted(icds.items())).encode()).hexdigest()[:16]
+    directory = cache_path("opencl-icd", key)
+    for name, text in icds.items():
+        if read_entry(directory / name) != text.encode():
+            write_entry(directory / name, text.encode())
+    if all(read_entry(directory / name) == text.encode() for name, text in icds.items()):
+        return str(directory)
+    directory = Path(tempfile.mkdtemp(prefix="ptxport-icd-"))
+    for name, text in icds.items():
+        (directory / name).write_text(text)
+    return str(directory)
+
+
+@cache
+def _register_wheel_runtime() -> bool:
+    """Make the ICD loader see intel-opencl-rt (when this environment has it) besides the
+    system's ICDs. ocl-icd (which pyopencl's wheels bundle) reads OCL_ICD_VENDORS once, when
+    platforms are first enumerated, and it replaces the system's vendors directory; so it
+    names a directory with the system's ICD files and the wheel's, and is set before
+    pyopencl is first imported here. A user's own OCL_ICD_VENDORS is left as it is.
+    Returns whether pyopencl was imported before (then the loader may have listed its
+    platforms already, without the wheel's)."""
+    imported_before = "pyopencl" in sys.modules
+    if not os.environ.get("OCL_ICD_VENDORS"):
+        directory = wheel_icd_directory()
+        if directory is not None:
+            os.environ["OCL_ICD_VENDORS"] = directory
+    return imported_before
 
 
 def _cl():
+    _register_wheel_runtime()
     import pyopencl
 
     return pyopencl
@@ -134,12 +220,14 @@ def skipped_devices() -> list[tuple[str, str]]:
 
 @dataclass
 class OpenclKernelBinary:
-    """A kernel's SPIR-V module and layout; cl.Programs are built per device on first use."""
+    """A kernel's SPIR-V module and layout, and its module's source lines (for run-time
+    errors); cl.Programs are built per device on first use."""
 
     name: str
     spirv: bytes
     layout: object
     programs: dict
+    lines: LineTable = field(default_factory=LineTable)
 
 
 @dataclass
@@ -163,10 +251,14 @@ class Backend(BackendBase):
         self._contexts: dict[int, tuple] = {}
         self._live: dict[int, _Memory] = {}
         self._starts: list[int] = []
+        self._tables: dict[int, np.ndarray] = {}   # by ordinal, for launches (_table)
         self._next = _FIRST_ADDRESS
         # False puts every device on the "translated" scheme (to test it where SVM exists);
         # it decides for allocations and launches made after it changes
         self._svm_allowed = True
+        # False compiles kernels without bounds checks (to measure what they cost; a
+        # faulting access then goes unnoticed); it decides for kernels compiled after it
+        self._bounds_checks = True
 
     def availability(self) -> tuple[bool, str]:
         with self._lock:
@@ -183,10 +275,13 @@ class Backend(BackendBase):
         if self._devices:
             return True, ""
         why = "; ".join(f"{name} {reason}" for name, reason in skipped)
+        if not why and _register_wheel_runtime() and wheel_icd_directory() is not None:
+            why = ("no OpenCL platform found: intel-opencl-rt is installed, but pyopencl was "
+                   "imported before ptxport could make the ICD loader see it; set "
+                   f"OCL_ICD_VENDORS={wheel_icd_directory()} before the program's first "
+                   "OpenCL call")
         return False, ("no OpenCL device accepts SPIR-V" + (f" ({why})" if why else
-                       " (no OpenCL platform found; Intel's CPU runtime: pip install "
-                       "intel-opencl-rt, and point OCL_ICD_VENDORS at an ICD file naming its "
-                       "libintelocl.so)"))
+                       f" (no OpenCL platform found; Intel's CPU runtime: {_INSTALL_HINT})"))
 
     def device_count(self) -> int:
         return len(self._devices)
@@ -214,6 +309,14 @@ class Backend(BackendBase):
         address is the SVM pointer) or "translated" (buffers, addresses in 8-byte parameters
         translated at launch); see the module's docstring."""
         return "svm" if self._uses_svm(ordinal) else "translated"
+
+    def bounds_checks(self, ordinal: int) -> str:
+        """What device `ordinal` checks a kernel's memory accesses against, in words."""
+        allocations = ("every allocation of the device" if self._uses_svm(ordinal) else
+                       "the allocation each pointer parameter lies in")
+        return (f"global, const, generic and shared accesses, against {allocations}, the "
+                "block's shared memory, the kernel's parameters, local variables and module "
+                "variables; a bad access is skipped and raises IllegalAddressError")
 
     def _uses_svm(self, ordinal: int) -> bool:
         return self._svm_allowed and _has_coarse_svm(self._devices[ordinal])
@@ -252,6 +355,7 @@ class Backend(BackendBase):
                 self._next += (max(nbytes, 1) + 2 * _ALIGNMENT - 1) // _ALIGNMENT * _ALIGNMENT
             self._live[address] = _Memory(memory, nbytes, ordinal, svm)
             self._starts.insert(bisect_right(self._starts, address), address)
+            self._tables.clear()
         return Allocation(address, nbytes, (ordinal, memory))
 
     def free(self, allocation: Allocation) -> None:
@@ -260,19 +364,23 @@ class Backend(BackendBase):
             if memory is None:
                 return
             self._starts.remove(allocation.address)
+            self._tables.clear()
             memory.memory.release()
 
-    def _find(self, address: int) -> tuple[_Memory, int] | None:
-        """(allocation, offset) of the allocation `address` lies in (its end included)."""
-        with self._lock:
-            i = bisect_right(self._starts, address) - 1
-            if i < 0:
-                return None
-            start = self._starts[i]
-            memory = self._live[start]
-            if address - start > memory.size:
-                return None
-            return memory, address - start
+    def _find(self, address: int, locked: bool = False) -> tuple[_Memory, int] | None:
+        """(allocation, offset) of the allocation `address` lies in (its end included);
+        `locked`: the caller holds the lock."""
+        if not locked:
+            with self._lock:
+                return self._find(address, locked=True)
+        i = bisect_right(self._starts, address) - 1
+        if i < 0:
+            return None
+        start = self._starts[i]
+        memory = self._live[start]
+        if address - start > memory.size:
+            return None
+        return memory, address - start
 
     def _located(self, address: int, nbytes: int) -> tuple[_Memory, int]:
         found = self._find(address)
@@ -329,8 +437,8 @@ class Backend(BackendBase):
 
         binaries = {}
         for name in kernels:  # one SPIR-V module each: a kernel LLVM fails on fails alone
-            spirv, layouts = compile_module(module, [name])
-            binaries[name] = OpenclKernelBinary(name, spirv, layouts[name], {})
+            spirv, layouts = compile_module(module, [name], self._bounds_checks)
+            binaries[name] = OpenclKernelBinary(name, spirv, layouts[name], {}, module.lines)
         return binaries
 
     def _kernel(self, ordinal: int, binary: OpenclKernelBinary):
@@ -377,12 +485,15 @@ class Backend(BackendBase):
         kernel.set_arg(1, cl.LocalMemory(max(shared, 16)))
         kernel.set_arg(2, np.uint32(shared))
         for i, base in enumerate(bases):
-            kernel.set_arg(3 + i, base)
+            kernel.set_arg(4 + i, base)
         global_size = tuple(g * b for g, b in zip(grid, block, strict=True))
         if layout.prints:   # what Python printed before comes first
             sys.stdout.flush()
-        # no allocation named to the kernel is freed before the kernel is enqueued
+        # no allocation named to the kernel is freed before the kernel is enqueued (nor
+        # before its table of allocations is made)
         with self._lock:
+            checks = self._checks_buffer(context, ordinal, layout, packed, bases)
+            kernel.set_arg(3, checks)
             if svm:
                 _name_svm_pointers(kernel, [memory.memory.svm_ptr for memory in self._live.values()
                                             if memory.svm and memory.ordinal == ordinal])
@@ -391,6 +502,49 @@ class Backend(BackendBase):
         parameters.release()
         if layout.prints:
             _flush_c_stdio()
+        record = np.empty(CHECKS_HEADER, np.uint64)
+        cl.enqueue_copy(queue, record, checks).wait()
+        checks.release()
+        fault = read_fault(record)
+        if fault is not None:
+            raise _fault_error(binary, fault, block, shared)
+
+    def _checks_buffer(self, context, ordinal: int, layout, packed: bytearray, bases: list):
+        """The launch's checks buffer (spirv_checks.py): an empty fault record, the table
+        of the device's allocations ("svm" scheme; the caller holds the lock), and each
+        parameter slot's allocation: absolute where the slot holds an SVM address, relative
+        to its buffer argument where it got one, else empty."""
+        table = self._table(ordinal)
+        sizes = {id(memory.memory): memory.size for memory in self._live.values()} \
+            if any(base is not None for base in bases) else {}
+        slots = []
+        for offset, base in zip(layout.pointer_slots, bases, strict=True):
+            value = int.from_bytes(packed[offset:offset + 8], "little")
+            found = self._find(value, locked=True) if base is None else None
+            if base is not None:
+                slots.append((0, sizes[id(base)]))
+            elif found is not None and found[0].svm:
+                slots.append((value - found[1], value - found[1] + found[0].size))
+            else:
+                slots.append((0, 0))
+        words = np.zeros(CHECKS_HEADER + table.size + 2 * len(slots), np.uint64)
+        words[CHECKS_TABLE] = len(table)
+        words[CHECKS_HEADER:CHECKS_HEADER + table.size] = table.ravel()
+        words[CHECKS_HEADER + table.size:] = [v for pair in slots for v in pair]
+        cl = _cl()
+        return cl.Buffer(context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+                         hostbuf=words)
+
+    def _table(self, ordinal: int) -> np.ndarray:
+        """The [start, end) pairs of device `ordinal`'s SVM allocations, sorted (made once
+        per change of the allocations; the caller holds the lock)."""
+        table = self._tables.get(ordinal)
+        if table is None:
+            pairs = [(start, start + memory.size) for start in self._starts
+                     if (memory := self._live[start]).svm and memory.ordinal == ordinal
+                     and memory.size]
+            table = self._tables[ordinal] = np.array(pairs, np.uint64).reshape(-1, 2)
+        return table
 
 
     def _translate_addresses(self, binary: OpenclKernelBinary, packed: bytearray) -> list:
@@ -423,6 +577,28 @@ class Backend(BackendBase):
     def _buffer_at(self, value: int) -> tuple[_Memory, int] | None:
         found = self._find(value) if value >= _FIRST_ADDRESS else None
         return found if found is not None and not found[0].svm else None
+
+
+def _fault_error(binary: OpenclKernelBinary, fault: Fault, block: tuple[int, int, int],
+                 shared: int) -> KernelExecutionError:
+    """The error a launch's fault record makes, in the CPU device's words: the place is
+    the user's file and line, then the PTX line (`k.cu:7 (PTX line 29)`), or the PTX line
+    alone without line information."""
+    place = where(binary.lines.source_line(fault.line), fault.line)
+    if fault.assertion is not None:
+        text = binary.layout.assertions[fault.assertion].text(fault.assert_line, fault.group,
+                                                              fault.local)
+        return KernelAssertError(f"kernel '{binary.name}' failed a device-side assert at "
+                                 f"{place}: {text}")
+    x, y, z = fault.local
+    thread = x + block[0] * (y + block[1] * z)
+    what = (f"shared memory address {fault.address:#x}, outside the block's {shared} bytes "
+            "of shared memory" if fault.shared else
+            f"address {fault.address:#x}, outside every allocation")
+    return IllegalAddressError(
+        f"kernel '{binary.name}' {'wrote' if fault.write else 'read'} {fault.size} bytes at "
+        f"{what}, at {place} in block {fault.group}, thread {thread}; nothing was "
+        f"{'written' if fault.write else 'read'} there and the device is still usable")
 
 
 def _host_bytes(address: int, nbytes: int) -> np.ndarray:

@@ -1,0 +1,127 @@
+"""CUDA's device-side assert on the SPIR-V target.
+
+CUDA C++'s assert(e) calls the driver's `__assertfail(message, file, line, function,
+charSize)` where e is false (`call.uni __assertfail, (p0, p1, p2, p3, p4)` in PTX). The CUDA
+driver prints `file:line: function: block: [x,y,z], thread: [x,y,z] Assertion `message`
+failed.` for the thread, ends the kernel, and the launch fails with cudaErrorAssert. OpenCL
+has no way to end a kernel, so the call becomes, for the work-item that makes it:
+- OpenCL C's printf of that text (where printf writes on this device: Intel's CPU runtime
+  writes to standard output, where CUDA writes it to standard error); message, file and
+  function are string constants, followed back at compile time as printf's %s strings are
+  (spirv_printf.string_constant), and the line and the ids are printed at run time;
+- a fault record of its own kind in the launch's checks buffer (spirv_checks.record_assert:
+  the launch's first fault, access or assert, is the one recorded), and the word that says
+  an assert failed;
+- a return from its function. After every call of a device function that may assert
+  (directly or through the functions it calls), a work-item returns as well where that word
+  is set, so that the one whose assert failed returns all the way out of the kernel.
+
+What goes on: the other work-items run until they fail an assert themselves, return from a
+call of a function that may assert after one failed (any work-item's), or end; CUDA would
+stop the whole grid, leaving memory as undefined as this does. Once the launch completes,
+the opencl backend raises KernelAssertError with the recorded assert's text (the layout's
+`assertions` hold the constant parts).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llvmlite import ir as ll
+
+from ptxport.codegen.lower import I32, I64, FunctionLowering
+from ptxport.codegen.targets import spirv_checks, spirv_printf
+from ptxport.ir import nodes as ir
+from ptxport.ir.inline import functions_that
+
+__all__ = ["Assertion", "asserting_functions", "lower_assertfail", "stop_if_asserted"]
+
+_GROUP_ID, _LOCAL_ID = "_Z12get_group_idj", "_Z12get_local_idj"
+# CUDA's text (cpu_printf's, to the byte)
+_TEXT = ("{file}:{line}: {function}: block: [{block}], thread: [{thread}] Assertion "
+         "`{message}` failed.")
+
+
+@dataclass(frozen=True)
+class Assertion:
+    """The parts of an assert's text known at compile time."""
+
+    file: str
+    function: str
+    message: str
+
+    def text(self, line: int, block: tuple[int, int, int], thread: tuple[int, int, int]) -> str:
+        """CUDA's text for the thread `thread` of block `block`, as the CPU device writes it."""
+        return _TEXT.format(file=self.file, line=line, function=self.function,
+                            block=",".join(map(str, block)),
+                            thread=",".join(map(str, thread)), message=self.message)
+
+    def printf_format(self) -> bytes:
+        """The OpenCL printf format of the text and a newline, given the line, then the
+        block's and the thread's ids (ints)."""
+        def escaped(text: str) -> str:
+            return text.replace("%", "%%")
+
+        return (_TEXT.format(file=escaped(self.file), line="%d",
+                             function=escaped(self.function), block="%u,%u,%u",
+                             thread="%u,%u,%u", message=escaped(self.message)) + "\n").encode()
+
+
+def _calls_assertfail(function: ir.Function) -> bool:
+    return any(inst.opcode == "call" and any(isinstance(o, ir.Function) and
+                                             o.name == "__assertfail" for o in inst.operands)
+               for inst in function.instructions())
+
+
+def asserting_functions(module: ir.Module) -> set[str]:
+    """The device functions that may fail an assert, themselves or in a function they call."""
+    return functions_that(module, _calls_assertfail)
+
+
+def lower_assertfail(target, fl: FunctionLowering, inst: ir.Instruction, args: list) -> None:
+    """`call __assertfail, (message, file, line, function, charSize)`: print CUDA's text,
+    record the assert, and return from the function."""
+    if len(args) != 5 or not all(isinstance(v, ir.Variable) for v in args):
+        raise fl.unsupported(inst, "__assertfail takes a message, a file name, a line, a "
+                                   "function name and a character size (.param variables), "
+                                   "and returns nothing")
+    message, file, function = (
+        (spirv_printf.string_constant(target, fl, inst, args[i], what) or b"")
+        .decode("utf-8", "replace") for i, what in ((0, "assert's message"),
+                                                    (1, "assert's file name"),
+                                                    (3, "assert's function name")))
+    assertion = Assertion(file, function, message)
+    number = len(target.assertions)
+    target.assertions.append(assertion)
+    target.prints = True
+    b = fl.b
+    line = b.load(target.own_pointer(fl, args[2]), typ=I32)
+    ids = [b.trunc(target.call_builtin(fl, builtin, I64, [I32(axis)]), I32)
+           for builtin in (_GROUP_ID, _LOCAL_ID) for axis in range(3)]
+    spirv_printf.call_printf(target, fl, assertion.printf_format(), [line, *ids])
+    spirv_checks.record_assert(fl, inst, number, line)
+    _return_now(fl)
+    b.position_at_end(fl.llfn.append_basic_block("after_assert"))
+
+
+def stop_if_asserted(fl: FunctionLowering) -> None:
+    """After a call of a function that may assert: return where an assert failed."""
+    b = fl.b
+    flag = b.load_atomic(b.gep(fl.checks, [I64(spirv_checks.CHECKS_ASSERTED)],
+                               source_etype=I64), "monotonic", 8, typ=I64)
+    stop = fl.llfn.append_basic_block("assert_stop")
+    going_on = fl.llfn.append_basic_block("assert_not_failed")
+    b.cbranch(b.icmp_unsigned("!=", flag, I64(0)), stop, going_on)
+    b.position_at_end(stop)
+    _return_now(fl)
+    b.position_at_end(going_on)
+
+
+def _return_now(fl: FunctionLowering) -> None:
+    """Return from the function, its results undefined (nobody reads them: every caller
+    returns in turn)."""
+    result = fl.llfn.function_type.return_type
+    if isinstance(result, ll.VoidType):
+        fl.b.ret_void()
+    else:
+        fl.b.ret(ll.Constant(result, ll.Undefined))

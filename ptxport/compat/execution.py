@@ -1,0 +1,382 @@
+"""The driver API's handlers for modules, libraries, kernels and launches.
+
+A module is what a program's fat binary (or PTX text) holds: for each fat binary in the
+image, the best PTX for the device, read through ptxport's Program -> ObjectCode path (the
+runtime compiles each kernel for the device at its first launch, through ptxport's cache).
+A CUlibrary is the same object as its CUmodule, and a CUkernel the same as its CUfunction:
+CUDA lets either stand for the other in launches. Kernel parameter sizes come from the PTX
+.entry parameter list, as CUDA's do from the cubin.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from dataclasses import dataclass, field
+from math import prod
+
+from ptxport.compat import fatbin, streams
+from ptxport.compat.state import (
+    INVALID_VALUE,
+    NOT_FOUND,
+    NOT_SUPPORTED,
+    SUCCESS,
+    CudaError,
+    put,
+    read_string,
+    state,
+)
+from ptxport.runtime import Kernel, LaunchConfig, ObjectCode, Program, ProgramOptions
+from ptxport.runtime.launch import launch_packed
+
+NO_BINARY_FOR_GPU = 209   # CUDA_ERROR_NO_BINARY_FOR_GPU
+
+
+@dataclass
+class Module:
+    """The object codes of one image, and why parts of it could not be loaded."""
+
+    codes: list[ObjectCode]
+    missing: list[str] = field(default_factory=list)
+    functions: dict[str, int] = field(default_factory=dict)   # name -> handle
+
+
+@dataclass
+class Function:
+    """A kernel and what a launch needs of it: (offset, size) of each parameter."""
+
+    kernel: Kernel
+    module: Module
+    params: tuple[tuple[int, int], ...]
+
+
+def program_name() -> str:
+    """The running program's file name, to name the PTX of its fat binaries in messages."""
+    try:
+        return os.path.basename(os.readlink("/proc/self/exe"))
+    except OSError:
+        return "program"
+
+
+def load_module(image: int, name: str) -> int:
+    """Read the image at `image`, return the handle of a new Module; `name` names its PTX
+    in messages (NAME[i].ptx for the i-th fat binary of an image that holds several)."""
+    if not image:
+        raise CudaError(INVALID_VALUE, "the module image is NULL")
+    content = fatbin.read_image(image)
+    sm = int(state.device.arch)
+    codes, missing = [], []
+    if isinstance(content, str):
+        codes.append(Program(content, "ptx", ProgramOptions(name=name)).compile())
+    else:
+        for index, entries in enumerate(content):
+            try:
+                ptx = fatbin.best_ptx(entries, sm)
+            except Exception as e:  # a part without PTX: its kernels cannot be found
+                missing.append(str(e))
+                continue
+            label = f"{name}.ptx" if len(content) == 1 else f"{name}[{index}].ptx"
+            codes.append(Program(ptx, "ptx", ProgramOptions(name=label)).compile())
+    return state.handle(Module(codes, missing))
+
+
+def _function(module: Module, name: str) -> int:
+    handle = module.functions.get(name)
+    if handle is not None:
+        return handle
+    for code in module.codes:
+        if name in code.kernel_names:
+            kernel = code.get_kernel(name)
+            params = tuple((p.offset, p.size) for p in kernel.arguments_info)
+            handle = module.functions[name] = state.handle(Function(kernel, module, params))
+            return handle
+    if module.missing:   # CUDA's answer when the binary has no code for the device
+        raise CudaError(NO_BINARY_FOR_GPU, f"no kernel named {name!r} in the module's PTX "
+                                           f"({'; '.join(module.missing)})")
+    raise CudaError(NOT_FOUND, f"no kernel named {name!r} in the module")
+
+
+# -- modules and libraries ----------------------------------------------------------------
+
+def cuModuleLoadData(module: int, image: int) -> int:
+    put(ctypes.c_void_p, module, load_module(image, "cuModuleLoadData"))
+    return SUCCESS
+
+
+def cuModuleLoadFatBinary(module: int, image: int) -> int:
+    return cuModuleLoadData(module, image)
+
+
+def cuModuleLoadDataEx(module: int, image: int, count: int, options: int,
+                       values: int) -> int:
+    return cuModuleLoadData(module, image)   # JIT options tune NVIDIA's compiler: not ours
+
+
+def cuModuleLoad(module: int, fname: int) -> int:
+    path = read_string(fname)
+    try:
+        with open(path, "rb") as f:
+            image = ctypes.create_string_buffer(f.read())   # NUL-terminated for PTX text
+    except OSError as e:
+        raise CudaError(301, f"cannot read module file {path}: {e.strerror}") from None
+    put(ctypes.c_void_p, module, load_module(ctypes.addressof(image), path))
+    return SUCCESS
+
+
+def cuModuleUnload(handle: int) -> int:
+    module = state.release(handle, Module, "CUmodule")
+    for function in module.functions.values():
+        state.objects.pop(function, None)
+    return SUCCESS
+
+
+def cuModuleGetLoadingMode(mode: int) -> int:
+    put(ctypes.c_int, mode, 1)   # CU_MODULE_EAGER_LOADING: modules are read when loaded
+    return SUCCESS
+
+
+def cuModuleGetFunction(hfunc: int, hmod: int, name: int) -> int:
+    module = state.lookup(hmod, Module, "CUmodule")
+    put(ctypes.c_void_p, hfunc, _function(module, read_string(name)))
+    return SUCCESS
+
+
+def _global(module: Module, name: str) -> tuple[int, int]:
+    """(address, size) of the module's .global or .const variable `name` on the device."""
+    if state.device.backend != "cpu":
+        raise CudaError(NOT_SUPPORTED, f"__device__ and __constant__ variables ({name!r}) "
+                                       f"are supported on the cpu device only, not on "
+                                       f"{state.device} yet")
+    # The CPU target keeps a module's variables in host memory shared by all its kernels.
+    # TODO(issue 14): a runtime hook (ObjectCode.get_global(name, device)) for every backend.
+    from ptxport.codegen.targets.cpu import module_storage
+
+    for code in module.codes:
+        found = module_storage(code.module).get(name)
+        if found is not None:
+            return found
+    raise CudaError(NOT_FOUND, f"no __device__ or __constant__ variable named {name!r} in "
+                               "the module")
+
+
+def cuModuleGetGlobal_v2(dptr: int, nbytes: int, hmod: int, name: int) -> int:
+    address, size = _global(state.lookup(hmod, Module, "CUmodule"), read_string(name))
+    if dptr:
+        put(ctypes.c_uint64, dptr, address)
+    if nbytes:
+        put(ctypes.c_size_t, nbytes, size)
+    return SUCCESS
+
+
+def cuLibraryLoadData(library: int, code: int, jit_options: int, jit_values: int,
+                      n_jit: int, options: int, values: int, n_options: int) -> int:
+    put(ctypes.c_void_p, library, load_module(code, program_name()))
+    return SUCCESS
+
+
+def cuLibraryUnload(handle: int) -> int:
+    return cuModuleUnload(handle)
+
+
+def cuLibraryGetModule(pmod: int, library: int) -> int:
+    state.lookup(library, Module, "CUlibrary")
+    put(ctypes.c_void_p, pmod, library)
+    return SUCCESS
+
+
+def cuLibraryGetKernel(pkernel: int, library: int, name: int) -> int:
+    return cuModuleGetFunction(pkernel, library, name)
+
+
+def cuLibraryGetGlobal(dptr: int, nbytes: int, library: int, name: int) -> int:
+    return cuModuleGetGlobal_v2(dptr, nbytes, library, name)
+
+
+def cuKernelGetFunction(pfunc: int, kernel: int) -> int:
+    state.lookup(kernel, Function, "CUkernel")
+    put(ctypes.c_void_p, pfunc, kernel)
+    return SUCCESS
+
+
+# -- function attributes --------------------------------------------------------------------
+
+def _attribute(function: Function, attribute: int) -> int:
+    kernel, p = function.kernel, state.device.properties
+    bound = kernel.directives.get("maxntid") or kernel.directives.get("reqntid")
+    values = {
+        0: min(p.max_threads_per_block, prod(bound) if bound else p.max_threads_per_block),
+        1: kernel.static_shared_bytes,         # SHARED_SIZE_BYTES
+        2: 0,                                  # CONST_SIZE_BYTES
+        3: 0,                                  # LOCAL_SIZE_BYTES
+        4: 32,                                 # NUM_REGS
+        5: 90, 6: int(state.device.arch),      # PTX_VERSION, BINARY_VERSION
+        7: 0,                                  # CACHE_MODE_CA
+        8: p.max_shared_memory_per_block_optin - kernel.static_shared_bytes,
+        9: -1,                                 # PREFERRED_SHARED_MEMORY_CARVEOUT
+        **dict.fromkeys(range(10, 18), 0),     # clusters and node updates: none
+    }
+    if attribute not in values:
+        raise CudaError(INVALID_VALUE, f"function attribute {attribute} is not supported yet")
+    return values[attribute]
+
+
+def cuFuncGetAttribute(pi: int, attribute: int, hfunc: int) -> int:
+    put(ctypes.c_int, pi, _attribute(state.lookup(hfunc, Function, "CUfunction"), attribute))
+    return SUCCESS
+
+
+def cuKernelGetAttribute(pi: int, attribute: int, kernel: int, dev: int) -> int:
+    return cuFuncGetAttribute(pi, attribute, kernel)
+
+
+def cuFuncSetAttribute(hfunc: int, attribute: int, value: int) -> int:
+    state.lookup(hfunc, Function, "CUfunction")
+    return SUCCESS   # limits are the device's; ptxport needs no opt-in (runtime/backends)
+
+
+def cuKernelSetAttribute(attribute: int, value: int, kernel: int, dev: int) -> int:
+    return cuFuncSetAttribute(kernel, attribute, value)
+
+
+def cuFuncSetCacheConfig(hfunc: int, config: int) -> int:
+    state.lookup(hfunc, Function, "CUfunction")
+    return SUCCESS
+
+
+def cuKernelSetCacheConfig(kernel: int, config: int, dev: int) -> int:
+    return cuFuncSetCacheConfig(kernel, config)
+
+
+_names: dict[int, ctypes.Array] = {}   # kept alive: callers keep the pointers
+
+
+def cuFuncGetName(name: int, hfunc: int) -> int:
+    function = state.lookup(hfunc, Function, "CUfunction")
+    text = _names.setdefault(hfunc, ctypes.create_string_buffer(function.kernel.name.encode()))
+    put(ctypes.c_void_p, name, ctypes.addressof(text))
+    return SUCCESS
+
+
+def cuKernelGetName(name: int, kernel: int) -> int:
+    return cuFuncGetName(name, kernel)
+
+
+def cuFuncGetModule(hmod: int, hfunc: int) -> int:
+    function = state.lookup(hfunc, Function, "CUfunction")
+    put(ctypes.c_void_p, hmod, id(function.module))
+    return SUCCESS
+
+
+def cuFuncGetParamInfo(hfunc: int, index: int, offset: int, size: int) -> int:
+    params = state.lookup(hfunc, Function, "CUfunction").params
+    if index >= len(params):
+        raise CudaError(INVALID_VALUE, f"the kernel has {len(params)} parameters; there is "
+                                       f"no parameter {index}")
+    if offset:
+        put(ctypes.c_size_t, offset, params[index][0])
+    if size:
+        put(ctypes.c_size_t, size, params[index][1])
+    return SUCCESS
+
+
+def cuKernelGetParamInfo(kernel: int, index: int, offset: int, size: int) -> int:
+    return cuFuncGetParamInfo(kernel, index, offset, size)
+
+
+def cuFuncGetParamCount(hfunc: int, count: int) -> int:
+    put(ctypes.c_size_t, count, len(state.lookup(hfunc, Function, "CUfunction").params))
+    return SUCCESS
+
+
+def cuKernelGetParamCount(kernel: int, count: int) -> int:
+    return cuFuncGetParamCount(kernel, count)
+
+
+def cuOccupancyAvailableDynamicSMemPerBlock(size: int, hfunc: int, blocks: int,
+                                            block_size: int) -> int:
+    function = state.lookup(hfunc, Function, "CUfunction")
+    p = state.device.properties
+    per_block = p.max_shared_memory_per_multiprocessor // max(blocks, 1)
+    available = min(per_block, p.max_shared_memory_per_block_optin)
+    put(ctypes.c_size_t, size, max(available - function.kernel.static_shared_bytes, 0))
+    return SUCCESS
+
+
+def cuOccupancyMaxActiveBlocksPerMultiprocessor(blocks: int, hfunc: int, block_size: int,
+                                                dynamic_shared: int) -> int:
+    function = state.lookup(hfunc, Function, "CUfunction")
+    p = state.device.properties
+    if block_size <= 0:
+        raise CudaError(INVALID_VALUE, "the block size must be positive")
+    by_threads = p.max_threads_per_multiprocessor // block_size
+    shared = function.kernel.static_shared_bytes + dynamic_shared
+    by_shared = p.max_shared_memory_per_multiprocessor // shared if shared else by_threads
+    put(ctypes.c_int, blocks, max(min(by_threads, by_shared, 32), 0))
+    return SUCCESS
+
+
+def cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+        blocks: int, hfunc: int, block_size: int, dynamic_shared: int, flags: int) -> int:
+    return cuOccupancyMaxActiveBlocksPerMultiprocessor(blocks, hfunc, block_size,
+                                                       dynamic_shared)
+
+
+# -- launches -------------------------------------------------------------------------------
+
+_BUFFER_POINTER, _BUFFER_SIZE = 1, 2   # CU_LAUNCH_PARAM_BUFFER_POINTER / _SIZE; 0 ends
+
+
+def _parameters(function: Function, kernel_params: int, extra: int) -> bytes:
+    size = function.kernel.param_buffer_size
+    if kernel_params:
+        pointers = (ctypes.c_void_p * len(function.params)).from_address(kernel_params)
+        buffer = bytearray(size)
+        for (offset, nbytes), pointer in zip(function.params, pointers, strict=True):
+            buffer[offset:offset + nbytes] = ctypes.string_at(pointer, nbytes)
+        return bytes(buffer)
+    if extra:
+        words = ctypes.cast(extra, ctypes.POINTER(ctypes.c_void_p))
+        found: dict[int, int] = {}
+        i = 0
+        while (key := words[i] or 0) != 0:
+            found[key] = words[i + 1] or 0
+            i += 2
+        if _BUFFER_POINTER in found:
+            given = ctypes.c_size_t.from_address(found[_BUFFER_SIZE]).value \
+                if found.get(_BUFFER_SIZE) else size
+            return ctypes.string_at(found[_BUFFER_POINTER], min(given, size)).ljust(size, b"\0")
+    if size:
+        raise CudaError(INVALID_VALUE, f"kernel {function.kernel.name} takes {size} bytes of "
+                                       "parameters and the launch gave none")
+    return b""
+
+
+def cuLaunchKernel(f: int, gx: int, gy: int, gz: int, bx: int, by: int, bz: int,
+                   shared: int, stream: int, kernel_params: int, extra: int) -> int:
+    function = state.lookup(f, Function, "CUfunction")
+    params = _parameters(function, kernel_params, extra)
+    config = LaunchConfig(grid=(gx, gy, gz), block=(bx, by, bz), shmem_size=shared)
+    target = streams.ordered(stream)
+    if streams.LAUNCH_BLOCKING and streams.idle(target):
+        launch_packed(streams.Inline(target), config, function.kernel, params)
+        return SUCCESS
+    launch_packed(target, config, function.kernel, params)
+    if streams.LAUNCH_BLOCKING and not isinstance(target, streams.Capture):
+        target.sync()
+    return SUCCESS
+
+
+class _LaunchConfigStruct(ctypes.Structure):
+    _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3),
+                ("shared", ctypes.c_uint), ("stream", ctypes.c_void_p),
+                ("attrs", ctypes.c_void_p), ("num_attrs", ctypes.c_uint)]
+
+
+def cuLaunchKernelEx(config: int, f: int, kernel_params: int, extra: int) -> int:
+    if not config:
+        raise CudaError(INVALID_VALUE, "the config is NULL")
+    c = _LaunchConfigStruct.from_address(config)
+    if c.num_attrs:
+        raise CudaError(801, "launch attributes (clusters, cooperative "
+                             "launches, ...) are not supported yet")
+    return cuLaunchKernel(f, *c.grid, *c.block, c.shared, c.stream or 0, kernel_params, extra)

@@ -1,0 +1,343 @@
+"""The driver API's memory handlers: allocation, copies, fills, pointer queries.
+
+Memory comes from the runtime (Device.allocate), so kernels may touch it and the CPU
+backend's access checks know it. Pinned host and managed memory are device allocations too:
+on the CPU device, and wherever the device shares the host's address space, a device
+pointer is a host pointer, which is what both kinds promise. Copies and fills run in stream
+order through the device's backend; the synchronous forms wait for their stream, as CUDA's
+do (streams.py has the ordering).
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+from ptxport.compat import streams
+from ptxport.compat.state import (
+    INVALID_VALUE,
+    NOT_SUPPORTED,
+    SUCCESS,
+    CudaError,
+    put,
+    state,
+)
+from ptxport.errors import OutOfMemoryError
+
+
+def allocate(address_out: int, nbytes: int, ctype=ctypes.c_uint64) -> int:
+    """Allocate `nbytes` of device memory and store its address at `address_out`."""
+    if not address_out:
+        raise CudaError(INVALID_VALUE, "the pointer for the allocation's address is NULL")
+    if nbytes == 0:
+        raise CudaError(INVALID_VALUE, "cannot allocate 0 bytes")
+    try:
+        buffer = state.device.allocate(nbytes)
+    except OutOfMemoryError as e:
+        raise CudaError(2, str(e)) from None
+    put(ctype, address_out, state.add_allocation(buffer))
+    return SUCCESS
+
+
+def _free(address: int) -> int:
+    if address == 0:
+        return SUCCESS
+    streams.legacy_sync()   # cuMemFree synchronises, as CUDA's does
+    state.remove_allocation(address).close()
+    return SUCCESS
+
+
+def cuMemAlloc_v2(dptr: int, nbytes: int) -> int:
+    return allocate(dptr, nbytes)
+
+
+def cuMemFree_v2(dptr: int) -> int:
+    return _free(dptr)
+
+
+def cuMemAllocHost_v2(pp: int, nbytes: int) -> int:
+    return allocate(pp, nbytes, ctypes.c_void_p)
+
+
+def cuMemHostAlloc(pp: int, nbytes: int, flags: int) -> int:
+    return allocate(pp, nbytes, ctypes.c_void_p)
+
+
+def cuMemFreeHost(p: int) -> int:
+    return _free(p)
+
+
+def cuMemAllocManaged(dptr: int, nbytes: int, flags: int) -> int:
+    if not state.device.properties.unified_addressing:
+        raise CudaError(NOT_SUPPORTED, f"managed memory needs unified addressing, which "
+                                       f"{state.device} does not have")
+    return allocate(dptr, nbytes)
+
+
+def cuMemHostGetDevicePointer_v2(pdptr: int, p: int, flags: int) -> int:
+    if state.allocation_at(p) is None:
+        raise CudaError(INVALID_VALUE, f"{p:#x} is not memory from cuMemHostAlloc")
+    put(ctypes.c_uint64, pdptr, p)
+    return SUCCESS
+
+
+def cuMemGetInfo_v2(free: int, total: int) -> int:
+    size = state.device.properties.total_global_memory
+    used = sum(b.size for b in state.allocations.values())
+    put(ctypes.c_size_t, free, max(size - used, 0))
+    put(ctypes.c_size_t, total, size)
+    return SUCCESS
+
+
+def cuMemGetAddressRange_v2(pbase: int, psize: int, dptr: int) -> int:
+    buffer = state.allocation_at(dptr)
+    if buffer is None:
+        raise CudaError(NOT_SUPPORTED if dptr else INVALID_VALUE,
+                        f"{dptr:#x} is not in any allocation")
+    if pbase:
+        put(ctypes.c_uint64, pbase, buffer.handle)
+    if psize:
+        put(ctypes.c_size_t, psize, buffer.size)
+    return SUCCESS
+
+
+# -- copies ---------------------------------------------------------------------------------
+
+def _kind(dst: int, src: int) -> str:
+    """Which side of a copy between two addresses is on the device (cudaMemcpyDefault)."""
+    on_device = (state.allocation_at(src) is not None, state.allocation_at(dst) is not None)
+    return {(True, True): "dtod", (True, False): "dtoh", (False, True): "htod"}.get(
+        on_device, "htoh")
+
+
+def move_bytes(dst: int, src: int, nbytes: int, kind: str, keep: object = None) -> None:
+    """Copy bytes: host to host is the host's memmove; the rest is the backend's. `keep`:
+    what must live until the copy ran (a staging buffer)."""
+    if kind == "htoh":
+        ctypes.memmove(dst, src, nbytes)
+    else:
+        state.device._backend.copy(dst, src, nbytes, kind)
+
+
+def _copy(dst: int, src: int, nbytes: int, kind: str, stream: int, sync: bool) -> int:
+    """Copy in stream order. An asynchronous copy from pageable host memory (not allocated
+    through CUDA) is staged at the call, so the program may reuse its buffer at once; one to
+    pageable memory, or between two host buffers, completes before the call returns: what
+    CUDA documents for pageable memory ("API synchronization behavior")."""
+    if nbytes and not (dst and src):
+        raise CudaError(INVALID_VALUE, "a copy's source or destination is NULL")
+    if not sync and kind in ("htod", "htoh") and state.allocation_at(src) is None:
+        staged = ctypes.create_string_buffer(ctypes.string_at(src, nbytes), nbytes)
+        source = ctypes.addressof(staged)
+        streams.enqueue(stream, lambda: move_bytes(dst, source, nbytes, kind, staged),
+                        kind == "htoh")
+        return SUCCESS
+    if kind == "dtoh" and state.allocation_at(dst) is None:
+        sync = True
+    streams.enqueue(stream, lambda: move_bytes(dst, src, nbytes, kind), sync)
+    return SUCCESS
+
+
+def cuMemcpy(dst: int, src: int, nbytes: int) -> int:
+    return _copy(dst, src, nbytes, _kind(dst, src), 0, True)
+
+
+def cuMemcpyAsync(dst: int, src: int, nbytes: int, stream: int) -> int:
+    return _copy(dst, src, nbytes, _kind(dst, src), stream, False)
+
+
+def cuMemcpyHtoD_v2(dst: int, src: int, nbytes: int) -> int:
+    return _copy(dst, src, nbytes, "htod", 0, True)
+
+
+def cuMemcpyDtoH_v2(dst: int, src: int, nbytes: int) -> int:
+    return _copy(dst, src, nbytes, "dtoh", 0, True)
+
+
+def cuMemcpyDtoD_v2(dst: int, src: int, nbytes: int) -> int:
+    return _copy(dst, src, nbytes, "dtod", 0, False)   # asynchronous, as CUDA's
+
+
+def cuMemcpyHtoDAsync_v2(dst: int, src: int, nbytes: int, stream: int) -> int:
+    return _copy(dst, src, nbytes, "htod", stream, False)
+
+
+def cuMemcpyDtoHAsync_v2(dst: int, src: int, nbytes: int, stream: int) -> int:
+    return _copy(dst, src, nbytes, "dtoh", stream, False)
+
+
+def cuMemcpyDtoDAsync_v2(dst: int, src: int, nbytes: int, stream: int) -> int:
+    return _copy(dst, src, nbytes, "dtod", stream, False)
+
+
+# -- fills ----------------------------------------------------------------------------------
+
+def _fill(dst: int, value: int, count: int, width: int, stream: int, sync: bool) -> int:
+    if count and not dst:
+        raise CudaError(INVALID_VALUE, "a memset's destination is NULL")
+    streams.enqueue(
+        stream, lambda: state.device._backend.fill(dst, count * width, value, width), sync)
+    return SUCCESS
+
+
+def cuMemsetD8_v2(dst: int, value: int, count: int) -> int:
+    return _fill(dst, value, count, 1, 0, True)
+
+
+def cuMemsetD16_v2(dst: int, value: int, count: int) -> int:
+    return _fill(dst, value, count, 2, 0, True)
+
+
+def cuMemsetD32_v2(dst: int, value: int, count: int) -> int:
+    return _fill(dst, value, count, 4, 0, True)
+
+
+def cuMemsetD8Async(dst: int, value: int, count: int, stream: int) -> int:
+    return _fill(dst, value, count, 1, stream, False)
+
+
+def cuMemsetD16Async(dst: int, value: int, count: int, stream: int) -> int:
+    return _fill(dst, value, count, 2, stream, False)
+
+
+def cuMemsetD32Async(dst: int, value: int, count: int, stream: int) -> int:
+    return _fill(dst, value, count, 4, stream, False)
+
+
+# -- stream-ordered allocation, peers, hints ------------------------------------------------
+
+def cuMemAllocAsync(dptr: int, nbytes: int, stream: int) -> int:
+    streams.ordered(stream)   # the memory exists at once, which also satisfies stream order
+    return allocate(dptr, nbytes)
+
+
+def cuMemFreeAsync(dptr: int, stream: int) -> int:
+    state.remove_allocation(dptr).close(streams.ordered(stream))
+    return SUCCESS
+
+
+def cuMemcpyPeer(dst: int, dst_ctx: int, src: int, src_ctx: int, nbytes: int) -> int:
+    return _copy(dst, src, nbytes, "dtod", 0, True)   # one device: its own peer
+
+
+def cuMemcpyPeerAsync(dst: int, dst_ctx: int, src: int, src_ctx: int, nbytes: int,
+                      stream: int) -> int:
+    return _copy(dst, src, nbytes, "dtod", stream, False)
+
+
+def cuMemPrefetchAsync_v2(ptr: int, count: int, location: int, flags: int,
+                          stream: int) -> int:
+    streams.ordered(stream)
+    return SUCCESS   # managed memory is where the device reads it already
+
+
+def cuMemAdvise_v2(ptr: int, count: int, advice: int, location: int) -> int:
+    return SUCCESS   # a hint; ptxport's managed memory does not migrate
+
+
+class _Registered:
+    """Host memory registered with cuMemHostRegister, kept in the allocation table (for
+    address lookups) like a Buffer: its start, its size, and close() to unregister it."""
+
+    def __init__(self, allocation):
+        self._allocation = allocation
+        self.handle, self.size = allocation.address, allocation.size
+
+    def close(self) -> None:
+        state.device._backend.free(self._allocation)
+
+
+def cuMemHostRegister_v2(p: int, nbytes: int, flags: int) -> int:
+    if not p or not nbytes:
+        raise CudaError(INVALID_VALUE, "cannot register a NULL pointer or 0 bytes")
+    if state.allocation_at(p) is not None or state.allocation_at(p + nbytes - 1) is not None:
+        raise CudaError(712, f"{p:#x} overlaps memory registered or allocated already")
+    backend = state.device._backend
+    state.add_allocation(_Registered(backend.register_host(state.device.device_id, p, nbytes)))
+    return SUCCESS
+
+
+def cuMemHostUnregister(p: int) -> int:
+    if not isinstance(state.allocations.get(p), _Registered):
+        raise CudaError(713, f"{p:#x} is not the start of memory registered with "
+                             "cuMemHostRegister")
+    streams.legacy_sync()   # kernels queued before may still use it
+    state.remove_allocation(p).close()
+    return SUCCESS
+
+
+def cuMemHostGetFlags(flags: int, p: int) -> int:
+    if state.allocation_at(p) is None:
+        raise CudaError(INVALID_VALUE, f"{p:#x} is not memory from cuMemHostAlloc")
+    put(ctypes.c_uint, flags, 0)
+    return SUCCESS
+
+
+def cuDeviceCanAccessPeer(can: int, dev: int, peer: int) -> int:
+    put(ctypes.c_int, can, 0)   # ptxport shows one device, which has no peer
+    return SUCCESS
+
+
+# -- pointer attributes ---------------------------------------------------------------------
+
+_MEMORYTYPE_DEVICE = 2
+
+
+def _pointer_values(ptr: int) -> dict[int, tuple[type, object]]:
+    """CUpointer_attribute -> (C type, value) for `ptr`; NULLs and zeros (CUDA's defaults)
+    for memory ptxport did not allocate."""
+    buffer = state.allocation_at(ptr)
+    if buffer is None:
+        return {1: (ctypes.c_void_p, None), 2: (ctypes.c_uint, 0), 3: (ctypes.c_uint64, 0),
+                4: (ctypes.c_void_p, None), 6: (ctypes.c_int, 0), 8: (ctypes.c_int, 0),
+                9: (ctypes.c_int, -2), 11: (ctypes.c_uint64, 0), 12: (ctypes.c_size_t, 0),
+                13: (ctypes.c_int, 0)}
+    from ptxport.compat.driver import context_handle
+
+    return {
+        1: (ctypes.c_void_p, context_handle()),           # CONTEXT (the primary one)
+        2: (ctypes.c_uint, _MEMORYTYPE_DEVICE),           # MEMORY_TYPE
+        3: (ctypes.c_uint64, ptr),                        # DEVICE_POINTER
+        4: (ctypes.c_void_p, ptr if state.device.properties.integrated else None),
+        6: (ctypes.c_int, 1),                             # SYNC_MEMOPS
+        8: (ctypes.c_int, 0),                             # IS_MANAGED
+        9: (ctypes.c_int, 0),                             # DEVICE_ORDINAL
+        11: (ctypes.c_uint64, buffer.handle),             # RANGE_START_ADDR
+        12: (ctypes.c_size_t, buffer.size),               # RANGE_SIZE
+        13: (ctypes.c_int, 1),                            # MAPPED
+        14: (ctypes.c_ulonglong, 0),                      # ALLOWED_HANDLE_TYPES
+        15: (ctypes.c_int, 0),                            # IS_GPU_DIRECT_RDMA_CAPABLE
+        16: (ctypes.c_int, 3),                            # ACCESS_FLAGS: read and write
+        17: (ctypes.c_void_p, None),                      # MEMPOOL_HANDLE
+        18: (ctypes.c_size_t, buffer.size),               # MAPPING_SIZE
+        19: (ctypes.c_void_p, buffer.handle),             # MAPPING_BASE_ADDR
+        20: (ctypes.c_ulonglong, buffer.handle),          # MEMORY_BLOCK_ID
+        21: (ctypes.c_int, 0),                            # IS_HW_DECOMPRESS_CAPABLE
+        22: (ctypes.c_int, 0),                            # LOCALITY_DOMAIN_ORDINAL
+    }
+
+
+def cuPointerGetAttribute(data: int, attribute: int, ptr: int) -> int:
+    if state.allocation_at(ptr) is None:
+        raise CudaError(INVALID_VALUE)   # what CUDA answers; cudart asks this of host memory
+    values = _pointer_values(ptr)
+    if attribute not in values:
+        raise CudaError(INVALID_VALUE, f"pointer attribute {attribute} is not supported yet")
+    ctype, value = values[attribute]
+    put(ctype, data, value)
+    return SUCCESS
+
+
+def cuPointerGetAttributes(count: int, attributes: int, data: int, ptr: int) -> int:
+    """Several attributes at once; unlike cuPointerGetAttribute, memory CUDA does not know
+    is no error: its attributes are NULL or 0 (CUDA's documented behaviour)."""
+    if count and not (attributes and data):
+        raise CudaError(INVALID_VALUE, "NULL attribute or data array")
+    values = _pointer_values(ptr)
+    kinds = (ctypes.c_int * count).from_address(attributes) if count else ()
+    slots = (ctypes.c_void_p * count).from_address(data) if count else ()
+    for kind, slot in zip(kinds, slots, strict=True):
+        if kind not in values:
+            raise CudaError(INVALID_VALUE, f"pointer attribute {kind} is not supported yet")
+        ctype, value = values[kind]
+        put(ctype, slot or 0, value)
+    return SUCCESS
