@@ -340,12 +340,20 @@ def _report_unsupported(path: Path, target: str, module, error) -> None:
         for inst in f.instructions():
             reason = reasons.get(id(inst))
             if reason is not None:
-                lines.append(f"{module.location(inst.pos) or path}: error: '{inst.spec.text}' "
-                             f"is not supported on target {target}: {reason}")
+                where = _place(module.location(inst.pos) or path, module.source_line(inst.pos))
+                lines.append(f"{where}: error: '{inst.spec.text}' is not supported on target "
+                             f"{target}: {reason}")
     if not lines:
-        lines.append(f"{error.location or path}: error: '{error.feature}' is not supported on "
-                     f"target {error.target}: {error.reason}")
+        lines.append(f"{_place(error.location or path, error.source)}: error: "
+                     f"'{error.feature}' is not supported on target {error.target}: "
+                     f"{error.reason}")
     print("\n".join(lines), file=sys.stderr)
+
+
+def _place(ptx, source: tuple[str, int] | None) -> str:
+    """The user's `file:line` then the PTX place, where the PTX has line information (as
+    runtime errors name them); else the PTX place."""
+    return f"{source[0]}:{source[1]} (PTX {ptx})" if source is not None else str(ptx)
 
 
 if __name__ == "__main__":

@@ -144,8 +144,12 @@ def _target_support(module: ir.Module, target: str) -> dict:
             reason = reasons.get(id(inst))
             if reason is not None:
                 entry = unsupported.setdefault(inst.spec.text, {
-                    "instruction": inst.spec.text, "reason": reason, "lines": []})
+                    "instruction": inst.spec.text, "reason": reason, "lines": [],
+                    "source_lines": []})
                 entry["lines"].append(_line(module, inst.pos))
+                source = module.source_line(inst.pos)
+                entry["source_lines"].append(
+                    None if source is None else {"file": source[0], "line": source[1]})
     return {
         "implemented": support.implemented(target),
         "unsupported_count": sum(len(e["lines"]) for e in unsupported.values()),
@@ -201,8 +205,21 @@ def render_text(report: dict) -> str:
             continue
         out.append(f"target {target}: {info['unsupported_count']} instructions not supported")
         for entry in info["unsupported"]:
-            lines = entry["lines"]
-            shown = ", ".join(map(str, lines[:8])) + (f", ... ({len(lines)} in all)"
-                                                      if len(lines) > 8 else "")
-            out.append(f"  {entry['instruction']}: line {shown}")
+            out.append(f"  {entry['instruction']}: {_places(entry)}")
     return "\n".join(out) + "\n"
+
+
+def _places(entry: dict) -> str:
+    """Where an unsupported instruction appears: `line 3, 9` in the PTX, or, where the PTX
+    has line information, `kernel.cu:42 (PTX line 3), ...` (the user's line first); eight
+    places at most, then the count."""
+    lines, sources = entry["lines"], entry["source_lines"]
+    if any(sources):
+        places = [f"line {line}" if source is None else
+                  f"{source['file']}:{source['line']} (PTX line {line})"
+                  for line, source in zip(lines, sources, strict=True)]
+    else:
+        places = [str(line) for line in lines]
+        places[0] = f"line {places[0]}"
+    shown = ", ".join(places[:8])
+    return shown + (f", ... ({len(lines)} in all)" if len(lines) > 8 else "")

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from ptxport.ir import nodes as ir
 
-__all__ = ["live_after", "pointer_parameters", "uses_and_defs"]
+__all__ = ["address_taken", "live_after", "pointer_parameters", "uses_and_defs"]
 
 
 def pointer_parameters(f: ir.Function) -> dict[str, str]:
@@ -210,3 +212,22 @@ def modified_before(function: ir.Function, waits: set[int],
     for block in function.blocks:
         through(block, clean_in[id(block)], True)
     return result
+
+
+def address_taken(module: ir.Module, functions: Iterable[ir.Function]) -> list[ir.Function]:
+    """The functions among `functions` whose address a kernel may call through: named
+    other than as a direct call's callee."""
+    taken: dict[str, ir.Function] = {}
+    for var in module.globals.values():
+        for item in var.init or []:
+            if isinstance(item, ir.SymbolAddress) and isinstance(item.target, ir.Function):
+                taken[item.target.name] = item.target
+    for f in module.functions.values():
+        for inst in f.instructions():
+            operands = inst.operands[1:] if inst.opcode == "call" else inst.operands
+            for value in operands:
+                target = value.target if isinstance(value, ir.SymbolAddress) else value
+                if isinstance(target, ir.Function):
+                    taken[target.name] = target
+    names = {f.name for f in functions}
+    return [f for name, f in taken.items() if name in names and not f.is_kernel]

@@ -39,6 +39,18 @@ SPECIAL_REGISTERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "%current_graph_exec": ("u64", ()),
 }
 
+# What a GPU whose driver sets no environment and reserves no shared memory reads. %envreg<32>
+# (10.24) are initialized by the driver, read-only, zero where it sets nothing; no driver of
+# ptxport's targets sets them. %reserved_smem_offset_begin/_end/_cap and %reserved_smem_offset_<2>
+# (10.26-10.29) bound and index the shared memory reserved for NVIDIA's system software, which
+# these targets do not reserve: an empty region at offset 0, so begin = end = cap = 0 and
+# %aggr_smem_size equals %total_smem_size. NVPTX reads the driver's real values instead.
+ZERO_WITHOUT_DRIVER: frozenset[str] = frozenset((
+    *(f"%envreg{i}" for i in range(32)),
+    "%reserved_smem_offset_begin", "%reserved_smem_offset_end", "%reserved_smem_offset_cap",
+    *(f"%reserved_smem_offset_{i}" for i in range(2)),
+))
+
 # Predefined identifiers that are constants (PTX ISA 4.4 "Predefined identifiers"): the
 # warp size is a compile-time constant, and ptxport, like every CUDA target, keeps it 32.
 PREDEFINED_CONSTANTS: dict[str, int] = {"WARP_SZ": 32}

@@ -185,7 +185,7 @@ UNSUPPORTED = """
 {
     .reg .b32 %r<3>;
     bar.sync 0;
-    mov.u32 %r1, %envreg3;
+    mov.u32 %r1, %pm3;
     ret;
 }
 .visible .entry k()
@@ -200,5 +200,5 @@ UNSUPPORTED = """
 def test_problems_inside_inlined_functions_name_the_original_instruction():
     module = _module(UNSUPPORTED)
     problems = cpu.unsupported_instructions(module)
-    envreg = next(i for i in module.functions["f"].instructions() if i.opcode == "mov")
-    assert set(problems) == {id(envreg)}
+    counter = next(i for i in module.functions["f"].instructions() if i.opcode == "mov")
+    assert set(problems) == {id(counter)}

@@ -97,6 +97,11 @@ def test_cp_async():
     src = np.arange(64 * 16, dtype=np.uint8).reshape(64, 16) + np.uint8(1)
     dst = np.zeros((64, 16), np.uint8)
     run_ptx(ptx, "k", 1, 64, [src, dst])
+    assert (dst == expected_cp_async(src)).all()
+
+
+def expected_cp_async(src: np.ndarray) -> np.ndarray:
+    """What CP_ASYNC_BODY's 64 threads leave in dst, given src (64 rows of 16 bytes)."""
     expected = np.full((64, 16), 0xFF, np.uint8)
     copied = {0: 4, 1: 8, 2: 16, 3: 5, 4: 4, 5: 0, 6: 16, 7: 0}   # bytes taken from src
     sizes = {0: 4, 1: 8, 2: 16, 3: 16, 4: 8, 5: 16, 6: 16, 7: 16}   # cp-size
@@ -104,7 +109,7 @@ def test_cp_async():
         n, size = copied[t % 8], sizes[t % 8]
         expected[t, :size] = 0
         expected[t, :n] = src[t, :n]
-    assert (dst == expected).all()
+    return expected
 
 
 CLUSTER_BODY = """.reg .b32 %r<8>; .reg .b64 %rd<4>;

@@ -145,8 +145,11 @@ def _copy_async(fl: FunctionLowering, inst: ir.Instruction) -> None:
     extra = list(inst.operands[3:])
     if inst.spec.get("l2hint") and extra:
         extra.pop()                                    # the cache policy: a hint
+    # The intrinsics are overloaded on their pointers' address spaces: the destination is
+    # .shared's space, the source .global's, wherever the target gives those their own.
     llmod = fl.llfn.module
-    memcpy = declare(llmod, "llvm.memcpy.p0.p0.i64", ll.VoidType(), [PTR, PTR, I64, I1])
+    memcpy = declare(llmod, f"llvm.memcpy.{_overload(dst)}.{_overload(src)}.i64",
+                     ll.VoidType(), [dst.type, src.type, I64, I1])
     if not extra:
         b.call(memcpy, [dst, src, const_int(I64, size), I1(0)])
         return
@@ -157,10 +160,16 @@ def _copy_async(fl: FunctionLowering, inst: ir.Instruction) -> None:
         given = b.zext(fl.read(operand, "u32"), I64)
         count = b.select(b.icmp_unsigned("<", given, const_int(I64, size)), given,
                          const_int(I64, size))
-    memset = declare(llmod, "llvm.memset.p0.i64", ll.VoidType(), [PTR, I8, I64, I1])
+    memset = declare(llmod, f"llvm.memset.{_overload(dst)}.i64", ll.VoidType(),
+                     [dst.type, I8, I64, I1])
     b.call(memcpy, [dst, src, count, I1(0)])
     rest = b.gep(dst, [count], source_etype=I8)
     b.call(memset, [rest, ll.Constant(I8, 0), b.sub(const_int(I64, size), count), I1(0)])
+
+
+def _overload(pointer: ll.Value) -> str:
+    """The name part of an intrinsic overloaded on `pointer`'s type: p<address space>."""
+    return f"p{pointer.type.addrspace}"
 
 
 # --- cache policies, clusters, sleeping ----------------------------------------------------------

@@ -57,10 +57,12 @@ from ptxport.codegen.targets.gpu import (
     lower_device_function,
     lower_return,
     module_variable,
+    numbered_address,
     opaque_variable,
     parse_verified,
     target_machine,
 )
+from ptxport.codegen.targets.gpu_wmma import lower_wmma
 from ptxport.errors import CompileError
 from ptxport.ir import nodes as ir
 from ptxport.ir.abi import ParamSlot
@@ -197,7 +199,7 @@ def _stackrestore(fl: AmdgpuLowering, inst: ir.Instruction) -> None:
 
 
 _OWN_LOWERINGS = {"ret": lower_return, "alloca": _alloca, "stacksave": _stacksave,
-                  "stackrestore": _stackrestore}
+                  "stackrestore": _stackrestore, "wmma": lower_wmma}
 
 
 # --- the target ---------------------------------------------------------------------------
@@ -246,6 +248,14 @@ class AmdgpuTarget(GpuTarget):
     def synchronize(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
         self.warp.synchronize(fl, inst)
 
+    def lane(self, fl: FunctionLowering) -> ll.Value:
+        """The thread's lane in its CUDA warp (for gpu_wmma)."""
+        return self.warp.laneid(fl)
+
+    def read_lane(self, fl: FunctionLowering, value: ll.Value, lane: ll.Value) -> ll.Value:
+        """`value` as lane `lane` of the thread's CUDA warp holds it (for gpu_wmma)."""
+        return self.warp.read_lane(fl, value, lane)
+
     def call(self, fl: GpuLowering, inst: ir.Instruction, callee: ir.Function,
              returns: list, args: list) -> None:
         """CUDA's assert calls the driver's `__assertfail`, which ends the kernel with an
@@ -280,7 +290,8 @@ def _declare_variables(module: ir.Module, llmod: ll.Module,
         if var.space != "shared" and not var.is_extern:
             pending.append((var, g, element))
     for var, g, element in pending:
-        initialize(module, var, g, element, out, "amdgpu", collecting)
+        initialize(module, var, g, element, out, "amdgpu", collecting,
+                   numbered_address(module))
     return out
 
 

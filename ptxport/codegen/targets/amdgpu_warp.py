@@ -24,6 +24,7 @@ from ptxport.codegen.lower import I1, I16, I32, I64, FunctionLowering, declare
 from ptxport.codegen.ops.data import instruction_type
 from ptxport.codegen.ops.sync import shuffle_source
 from ptxport.ir import nodes as ir
+from ptxport.ir.special_registers import ZERO_WITHOUT_DRIVER
 
 __all__ = ["WarpModel"]
 
@@ -135,6 +136,8 @@ class WarpModel:
         if name == "%dynamic_smem_size":
             static = self.call(fl, "llvm.amdgcn.groupstaticsize", I32, [])
             return b.sub(self.dispatch_field(fl, 24, I32), static)
+        if name in ZERO_WITHOUT_DRIVER:
+            return ll.Constant(ll.IntType(reg.type.bits), 0)
         raise fl.unsupported(fl.inst, f"the special register {name} has no AMDGPU equivalent")
 
     def _block_threads(self, fl: FunctionLowering) -> ll.Value:

@@ -47,9 +47,10 @@ from ptxport.codegen.targets.cpu_stop import STOPPED, branch_on_stop, poll_stop
 from ptxport.errors import CompileError, UnsupportedFeatureError
 from ptxport.ir import nodes as ir
 from ptxport.ir.abi import param_layout
-from ptxport.ir.analysis import live_after, modified_before, uses_and_defs
+from ptxport.ir.analysis import address_taken, live_after, modified_before, uses_and_defs
 from ptxport.ir.inline import inline_waiting_calls, is_wait
 from ptxport.ir.lines import LineTable
+from ptxport.ir.special_registers import ZERO_WITHOUT_DRIVER
 from ptxport.ptx.ast import FloatImm, IntImm
 
 __all__ = ["compile_kernel", "emit_object", "CpuKernelBinary", "SyncPoint", "CTX", "FRAME",
@@ -221,6 +222,8 @@ class CpuTarget(Target):
             return fl.b.trunc(nanoseconds, I32)
         if name in ("%gridid", "%current_graph_exec"):
             return I64(0)
+        if name in ZERO_WITHOUT_DRIVER:
+            return I32(0)
         if name == "%is_explicit_cluster":
             return ll.Constant(ll.IntType(1), 0)
         if name in ("%clusterid", "%cluster_ctaid"):
@@ -833,25 +836,6 @@ def _reachable_functions(kernel: ir.Function,
             for value in inst.operands:
                 reach(value)
     return [f for f in seen.values() if not f.is_kernel]
-
-
-def address_taken(module: ir.Module, functions) -> list[ir.Function]:
-    """The functions among `functions` whose address a kernel may call through: named
-    other than as a direct call's callee."""
-    taken: dict[str, ir.Function] = {}
-    for var in module.globals.values():
-        for item in var.init or []:
-            if isinstance(item, ir.SymbolAddress) and isinstance(item.target, ir.Function):
-                taken[item.target.name] = item.target
-    for f in module.functions.values():
-        for inst in f.instructions():
-            operands = inst.operands[1:] if inst.opcode == "call" else inst.operands
-            for value in operands:
-                target = value.target if isinstance(value, ir.SymbolAddress) else value
-                if isinstance(target, ir.Function):
-                    taken[target.name] = target
-    names = {f.name for f in functions}
-    return [f for name, f in taken.items() if name in names and not f.is_kernel]
 
 
 def _lower_device_function(module, f: ir.Function, llfn: ll.Function, target: CpuTarget,

@@ -29,13 +29,14 @@ from ptxport.codegen.lower import (
 from ptxport.errors import CompileError, UnsupportedFeatureError
 from ptxport.ir import nodes as ir
 from ptxport.ir.abi import ParamSlot, param_layout
+from ptxport.ir.analysis import address_taken
 from ptxport.ptx.ast import FloatImm, IntImm
 
 __all__ = ["GpuLowering", "GpuTarget", "copy_kernel_parameters", "declare_functions",
-           "function_type", "generic", "initialize", "initializer", "kernel_parameters",
-           "lower_body", "lower_device_function", "lower_return", "module_variable",
-           "opaque_variable", "parse_verified", "pass_type", "return_results",
-           "target_machine"]
+           "function_numbers", "function_type", "generic", "initialize", "initializer",
+           "kernel_parameters", "lower_body", "lower_device_function", "lower_return",
+           "module_variable", "numbered_address", "opaque_variable", "parse_verified", "pass_type",
+           "return_results", "signature", "target_machine"]
 
 
 class GpuLowering(FunctionLowering, ABC):
@@ -118,17 +119,24 @@ class GpuTarget(Target):
     """What the GPU targets' Target objects share: the module's variables (`globals`, their
     LLVM globals) and device functions (`functions`, LLVM functions by name), and calls of
     device functions, which take their parameters and give their results by value, as PTX
-    passes them (so that a recursion's frames are no larger than the original's)."""
+    passes them (so that a recursion's frames are no larger than the original's).
+
+    Calls through an address (function pointers, virtual functions) are LLVM's indirect calls
+    where the target has function pointers (`function_pointers`); elsewhere a function's
+    address is its number among the module's address-taken functions (function_numbers), and
+    a call compares the address with each candidate's number and calls that one directly."""
 
     # Why a callee has no LLVM function, in the target's words; the calling convention of
     # device functions (None: LLVM's default).
     no_function = "whose parameters the target cannot pass"
     function_convention: str | None = None
+    function_pointers = False
 
     def __init__(self, module: ir.Module, llmod: ll.Module, globals_: dict,
                  functions: dict[str, ll.Function]):
         self.module, self.llmod = module, llmod
         self.globals, self.functions = globals_, functions
+        self.function_numbers = function_numbers(module)
 
     @abstractmethod
     def own_pointer(self, fl: GpuLowering, var: ir.Variable) -> ll.Value:
@@ -168,14 +176,90 @@ class GpuTarget(Target):
         llcallee = self.functions.get(callee.name)
         if llcallee is None:
             raise fl.unsupported(inst, f"a call of '{callee.name}', {self.no_function}")
+        self._call_value(fl, llcallee, returns, args)
+
+    def _call_value(self, fl: GpuLowering, callee: ll.Value, returns: list,
+                    args: list) -> None:
+        """Call `callee` (with its `function_type`) with the values of the .param variables
+        `args` and the target's hidden arguments, and store its results into `returns`."""
         hidden = self.hidden_arguments(fl)
-        types = llcallee.function_type.args[:len(llcallee.function_type.args) - len(hidden)]
+        types = callee.function_type.args[:len(callee.function_type.args) - len(hidden)]
         values = [fl.b.load(self.own_pointer(fl, arg), typ=typ)
                   for arg, typ in zip(args, types, strict=True)]
-        result = fl.b.call(llcallee, values + hidden, cconv=self.function_convention)
+        result = fl.b.call(callee, values + hidden, cconv=self.function_convention)
         for i, var in enumerate(returns):
             value = result if len(returns) == 1 else fl.b.extract_value(result, i)
             fl.b.store(value, self.own_pointer(fl, var))
+
+    def function_address(self, fl: FunctionLowering, function: ir.Function) -> ll.Value:
+        """`mov.u64 %rd, func`: the function's address, or its number."""
+        if function.name not in self.functions or function.is_kernel:
+            raise fl.unsupported(fl.inst, f"the address of '{function.name}', a function "
+                                          "the target does not compile on its own")
+        if self.function_pointers:
+            return fl.b.ptrtoint(self.functions[function.name], I64)
+        return const_int(I64, self.function_numbers[function.name])
+
+    def indirect_call(self, fl: FunctionLowering, inst: ir.Instruction, address: ll.Value,
+                      returns: list, args: list) -> None:
+        """`call (ret), %rd, (args), prototype`: through the address, or by comparing it with
+        the number of each function of the prototype's LLVM type and calling that one."""
+        if not all(isinstance(v, ir.Variable) for v in list(returns) + list(args)):
+            raise fl.unsupported(inst, "call arguments must be .param variables")
+        hidden = [value.type for value in self.hidden_arguments(fl)]
+        prototype = signature([fl.pass_type(v) for v in returns],
+                              [fl.pass_type(v) for v in args] + hidden)
+        if self.function_pointers:
+            callee = _CalleeAddress(fl.b.block, address, prototype)
+            fl.b._insert(callee)    # llvmlite has no public way to insert an instruction
+            self._call_value(fl, callee, returns, args)
+            return
+        done = fl.llfn.append_basic_block("indirect_done")
+        for name, number in self.function_numbers.items():
+            callee = self.functions.get(name)
+            if callee is None and self._of_type(fl, name, prototype, hidden):
+                raise fl.unsupported(inst, f"a call through an address that may be '{name}', "
+                                           "a function the target does not compile on its "
+                                           "own")
+            if callee is None or callee.function_type != prototype:
+                continue
+            hit = fl.llfn.append_basic_block(f"indirect_{name}")
+            miss = fl.llfn.append_basic_block("indirect_next")
+            fl.b.cbranch(fl.b.icmp_unsigned("==", address, const_int(I64, number)), hit, miss)
+            fl.b.position_at_end(hit)
+            self._call_value(fl, callee, returns, args)
+            fl.b.branch(done)
+            fl.b.position_at_end(miss)
+        self.call_of_no_function(fl, inst)
+        if fl.b.block.terminator is None:
+            fl.b.branch(done)
+        fl.b.position_at_end(done)
+
+    def _of_type(self, fl: GpuLowering, name: str, prototype: ll.FunctionType,
+                 hidden: list[ll.Type]) -> bool:
+        """Whether the function `name` would have the LLVM type `prototype` (declared with
+        the target's `hidden` parameters)."""
+        try:
+            typ = function_type(self.module.functions[name], fl.pass_type)
+            return ll.FunctionType(typ.return_type, [*typ.args, *hidden]) == prototype
+        except UnsupportedFeatureError:
+            return False
+
+    def call_of_no_function(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
+        """A call through an address that is no function of the prototype's type (undefined
+        in PTX): the kernel traps rather than jump anywhere."""
+        self.trap(fl, inst)
+
+
+class _CalleeAddress(ll.instructions.CastInstr):
+    """`inttoptr` of an address into a function pointer of `function_type` (what llvmlite's
+    call reads of its callee; its own reads a typed pointer, which LLVM's IR no longer has)."""
+
+    function_type = None
+
+    def __init__(self, parent: ll.Block, address: ll.Value, prototype: ll.FunctionType):
+        super().__init__(parent, "inttoptr", address, PTR)
+        self.function_type = prototype
 
 
 def generic(constant: ll.Constant) -> ll.Constant:
@@ -326,12 +410,36 @@ def pass_type(var: ir.Variable, target: str, opaque_reason: str,
 
 
 def function_type(f: ir.Function, pass_as: Callable[[ir.Variable], ll.Type]) -> ll.FunctionType:
-    """A device function's LLVM type: its parameters by value, its results returned (one,
-    or a struct of several)."""
-    results = [pass_as(v) for v in f.returns]
+    """A device function's LLVM type (signature of how the target passes its results and
+    parameters)."""
+    return signature([pass_as(v) for v in f.returns], [pass_as(p) for p in f.params])
+
+
+def signature(results: list[ll.Type], params: list[ll.Type]) -> ll.FunctionType:
+    """The LLVM type of a function that takes `params` by value and returns its results: none,
+    one, or a struct of several."""
     ret = (ll.VoidType() if not results else results[0] if len(results) == 1
            else ll.LiteralStructType(results))
-    return ll.FunctionType(ret, [pass_as(p) for p in f.params])
+    return ll.FunctionType(ret, params)
+
+
+def numbered_address(module: ir.Module) -> FunctionAddress:
+    """A function's address in an initializer, on a target that calls through numbers."""
+    numbers = function_numbers(module)
+
+    def address(function: ir.Function) -> ll.Constant | None:
+        number = numbers.get(function.name)
+        return None if number is None else const_int(I64, number)
+    return address
+
+
+def function_numbers(module: ir.Module) -> dict[str, int]:
+    """The address of each device function whose address is taken, on a target that calls
+    through numbers: 1, 2, ... in the order address_taken finds them (0 stays the null
+    pointer, which calls nothing)."""
+    return {f.name: number for number, f in enumerate(
+        address_taken(module, (f for f in module.functions.values() if not f.is_declaration)),
+        start=1)}
 
 
 def opaque_variable(module: ir.Module, var: ir.Variable, target: str, reason: str,
@@ -369,12 +477,18 @@ def module_variable(llmod: ll.Module, var: ir.Variable, name: str, element: ll.T
     return g
 
 
+# How a target writes a function's address in an initializer (None: it cannot).
+FunctionAddress = Callable[[ir.Function], ll.Constant | None]
+
+
 def initialize(module: ir.Module, var: ir.Variable, g: ll.GlobalVariable, element: ll.Type,
-               globals_: dict, target: str, collecting: bool) -> None:
+               globals_: dict, target: str, collecting: bool,
+               function_address: FunctionAddress | None = None) -> None:
     """Give `g` the initial value of `var` (initializer); one that cannot be made raises, or
     when `collecting` is zero (the instructions using the variable report the problem)."""
     try:
-        g.initializer = initializer(module, var, g.value_type, element, globals_, target)
+        g.initializer = initializer(module, var, g.value_type, element, globals_, target,
+                                    function_address)
     except UnsupportedFeatureError:
         if not collecting:
             raise
@@ -383,12 +497,14 @@ def initialize(module: ir.Module, var: ir.Variable, g: ll.GlobalVariable, elemen
 
 
 def initializer(module: ir.Module, var: ir.Variable, typ: ll.Type, element: ll.Type,
-                globals_: dict, target: str) -> ll.Constant:
+                globals_: dict, target: str,
+                function_address: FunctionAddress | None = None) -> ll.Constant:
     """The initial value; with addresses of variables among the items, a literal struct whose
-    address fields are pointers (what NVPTX prints as `generic(var)+offset` or `var+offset`)."""
+    address fields are pointers (what NVPTX prints as `generic(var)+offset` or `var+offset`).
+    A function's address (a vtable's or a table's entry) is `function_address(function)`."""
     if var.init is None:
         return ll.Constant(typ, None)
-    values = [_initial_item(module, var, item, element, globals_, target)
+    values = [_initial_item(module, var, item, element, globals_, target, function_address)
               for item in var.init]
     if not isinstance(typ, ll.ArrayType):
         return values[0]
@@ -399,7 +515,8 @@ def initializer(module: ir.Module, var: ir.Variable, typ: ll.Type, element: ll.T
 
 
 def _initial_item(module: ir.Module, var: ir.Variable, item, element: ll.Type,
-                  globals_: dict, target: str) -> ll.Constant:
+                  globals_: dict, target: str,
+                  function_address: FunctionAddress | None) -> ll.Constant:
     if isinstance(item, IntImm):
         return (const_int(element, item.value) if isinstance(element, ll.IntType)
                 else ll.Constant(element, float(item.value)))
@@ -417,6 +534,12 @@ def _initial_item(module: ir.Module, var: ir.Variable, item, element: ll.Type,
             return ll.FormattedConstant(PTR, f"addrspacecast ({target.type} {expression} "
                                              "to ptr)")
         return ll.FormattedConstant(target.type, expression)
+    if isinstance(item, ir.SymbolAddress) and isinstance(item.target, ir.Function) \
+            and not (item.offset or item.generic) and element == I64 \
+            and function_address is not None:
+        address = function_address(item.target)
+        if address is not None:
+            return address
     raise UnsupportedFeatureError("initializer", target, module.location(var.pos),
                                   f"cannot initialize '{var.name}' with {item!r}")
 

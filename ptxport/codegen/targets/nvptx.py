@@ -190,6 +190,7 @@ _REDUX = {"add": "add", "and": "and", "or": "or", "xor": "xor"}
 class NvptxTarget(GpuTarget):
     name = "nvptx"
     no_function = "whose parameters NVPTX cannot pass"
+    function_pointers = True   # LLVM NVPTX calls through registers with a .callprototype
 
     def own_lowering(self, inst: ir.Instruction):
         """NVPTX's lowering of `inst` where it replaces the shared one, else None."""
@@ -371,12 +372,18 @@ _OWN_LOWERINGS = {"ret": lower_return, "ld": _load, "ldu": _load, "st": _store, 
 
 # --- module-level lowering ----------------------------------------------------------------------
 
-def _declare_variables(module: ir.Module, llmod: ll.Module,
-                       collecting: bool) -> dict[object, ll.Value]:
+def _declare_variables(module: ir.Module, llmod: ll.Module, collecting: bool,
+                       functions: dict[str, ll.Function]) -> dict[object, ll.Value]:
     """One LLVM global per .global/.const/.shared variable, in its address space, under its
     PTX name (so that cuModuleGetGlobal finds it), keyed by that name ((function, name) for a
-    function's own .shared variables). `collecting`: leave out the variables
-    NVPTX cannot have (the instructions using them report it) instead of raising."""
+    function's own .shared variables); a device function's address among the initial values
+    is the function's (of `functions`). `collecting`: leave out the variables NVPTX cannot
+    have (the instructions using them report it) instead of raising."""
+    def function_address(function: ir.Function) -> ll.Constant | None:
+        llfn = functions.get(function.name)
+        return None if llfn is None else \
+            ll.FormattedConstant(I64, f"ptrtoint (ptr {llfn.get_reference()} to i64)")
+
     out: dict[object, ll.Value] = {}
     variables = [(var.name, var.name, var) for var in module.globals.values()]
     for f in module.functions.values():  # a function's own .shared variables, by function
@@ -395,7 +402,7 @@ def _declare_variables(module: ir.Module, llmod: ll.Module,
             if var.space == "const":
                 g.global_constant = True
     for var, g, element in pending:
-        initialize(module, var, g, element, out, "nvptx", collecting)
+        initialize(module, var, g, element, out, "nvptx", collecting, function_address)
     return out
 
 
@@ -422,10 +429,10 @@ def build_llvm(module: ir.Module, problems: list | None = None) -> ll.Module:
     of raising."""
     llmod = ll.Module(name="ptxport.nvptx")
     llmod.triple = TRIPLE
-    globals_ = _declare_variables(module, llmod, problems is not None)
     functions = declare_functions(module, llmod,
                                   [f for f in module.functions.values() if not f.is_kernel],
                                   NvptxLowering.pass_type, problems)
+    globals_ = _declare_variables(module, llmod, problems is not None, functions)
     for f in module.functions.values():
         if f.name in functions and not f.is_declaration and "visible" not in f.linkage:
             functions[f.name].linkage = "internal"

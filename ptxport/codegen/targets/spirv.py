@@ -57,13 +57,16 @@ from ptxport.codegen.targets.gpu import (
     lower_body,
     lower_device_function,
     lower_return,
+    numbered_address,
     opaque_variable,
     parse_verified,
 )
+from ptxport.codegen.targets.gpu_wmma import lower_wmma
 from ptxport.errors import CompileError, UnsupportedFeatureError
 from ptxport.ir import nodes as ir
 from ptxport.ir.abi import param_layout
 from ptxport.ir.inline import functions_that, inline_calls, uses_shared_memory
+from ptxport.ir.special_registers import ZERO_WITHOUT_DRIVER
 from ptxport.ir.types import TYPES
 
 __all__ = ["KernelLayout", "build_llvm", "compile_module", "unsupported_instructions", "TRIPLE"]
@@ -220,7 +223,8 @@ def _atom(fl: SpirvLowering, inst: ir.Instruction) -> None:
 
 
 _OWN_LOWERINGS = {"ret": lower_return, "exit": _exit, "alloca": _alloca, "atom": _atom,
-                  "red": _atom, "stacksave": _no_stack, "stackrestore": _no_stack}
+                  "red": _atom, "stacksave": _no_stack, "stackrestore": _no_stack,
+                  "wmma": lower_wmma}
 
 
 # --- the target ---------------------------------------------------------------------------
@@ -298,6 +302,8 @@ class SpirvTarget(GpuTarget):
             if reg.name == "%clock_hi":
                 counter = fl.b.lshr(counter, I64(32))
             return _fit(fl, counter, want)
+        if reg.name in ZERO_WITHOUT_DRIVER:
+            return const_int(want, 0)
         raise fl.unsupported(fl.inst, f"the special register {reg.text}: OpenCL has no "
                                       "equivalent")
 
@@ -316,6 +322,12 @@ class SpirvTarget(GpuTarget):
     def lane(self, fl: FunctionLowering) -> ll.Value:
         self.uses_warp = True
         return self.call_builtin(fl, "_Z22get_sub_group_local_idv", I32, [])
+
+    def read_lane(self, fl: FunctionLowering, value: ll.Value, lane: ll.Value) -> ll.Value:
+        """`value` as work-item `lane` of the sub-group holds it (for gpu_wmma)."""
+        from ptxport.codegen.targets import spirv_warp
+
+        return spirv_warp.shuffle(self, fl, value, lane)
 
     @property
     def static_shared(self) -> int:
@@ -365,6 +377,9 @@ class SpirvTarget(GpuTarget):
     def trap(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
         raise fl.unsupported(inst, "OpenCL has no way to abort a kernel (trap, __trap(); "
                                    "CUDA's assert is lowered apart)")
+
+    def call_of_no_function(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
+        """Undefined in PTX; OpenCL cannot abort the kernel, so the call does nothing."""
 
     def call(self, fl, inst, callee: ir.Function, returns: list, args: list) -> None:
         if callee.is_declaration:
@@ -483,7 +498,8 @@ def _declare_variables(module: ir.Module, llmod: ll.Module,
                                               module.location(var.pos),
                                               "SPIR-V modules are not linked with others")
             continue
-        initialize(module, var, g, element, out, "spirv", collecting)
+        initialize(module, var, g, element, out, "spirv", collecting,
+                   numbered_address(module))
         g.global_constant = var.space == "const" and var.init is not None
         out[var.name] = g
     return out, offsets
@@ -494,7 +510,7 @@ def _element_type(var: ir.Variable) -> ll.Type:
 
 
 def _uses_warp(function: ir.Function) -> bool:
-    warp_ops = ("shfl", "vote", "match", "redux", "activemask", "elect")
+    warp_ops = ("shfl", "vote", "match", "redux", "activemask", "elect", "wmma")
     for inst in function.instructions():
         if inst.opcode in warp_ops or (inst.opcode == "bar" and inst.spec.has("warp")):
             return True

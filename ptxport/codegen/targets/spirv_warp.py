@@ -36,11 +36,11 @@ def synchronize(target, fl: FunctionLowering, inst: ir.Instruction) -> None:
     lower(target, fl, inst)
 
 
-def _shuffle(target, fl: FunctionLowering, value: ll.Value, lane: ll.Value) -> ll.Value:
+def shuffle(target, fl: FunctionLowering, value: ll.Value, lane: ll.Value) -> ll.Value:
     """`value` of work-item `lane` of the sub-group (an i32 or i64)."""
     if value.type == I64:
-        low = _shuffle(target, fl, fl.b.trunc(value, I32), lane)
-        high = _shuffle(target, fl, fl.b.trunc(fl.b.lshr(value, I64(32)), I32), lane)
+        low = shuffle(target, fl, fl.b.trunc(value, I32), lane)
+        high = shuffle(target, fl, fl.b.trunc(fl.b.lshr(value, I64(32)), I32), lane)
         return fl.b.or_(fl.b.zext(low, I64), fl.b.shl(fl.b.zext(high, I64), I64(32)))
     target.uses_warp = True
     return target.call_builtin(fl, _SHUFFLE, I32, [value, lane], convergent=True)
@@ -54,7 +54,7 @@ def _reduce(target, fl: FunctionLowering, value: ll.Value, mask: ll.Value, ident
     b = fl.b
     result = None
     for lane in range(32):
-        other = _shuffle(target, fl, value, I32(lane))
+        other = shuffle(target, fl, value, I32(lane))
         member = b.icmp_unsigned("!=", b.and_(mask, I32(1 << lane)), I32(0))
         other = b.select(member, other, ll.Constant(value.type, identity))
         result = other if result is None else combine(result, other)
@@ -68,7 +68,7 @@ def _ballot(target, fl: FunctionLowering, predicate: ll.Value,
     value = b.zext(predicate, I32)
     bits = I32(0)
     for lane in range(32):
-        true = b.icmp_unsigned("!=", _shuffle(target, fl, value, I32(lane)), I32(0))
+        true = b.icmp_unsigned("!=", shuffle(target, fl, value, I32(lane)), I32(0))
         bits = b.or_(bits, b.select(true, I32(1 << lane), I32(0)))
     return b.and_(bits, mask)
 
@@ -126,7 +126,7 @@ def _shfl(target, fl: FunctionLowering, inst: ir.Instruction) -> None:
     mode = inst.spec.get("mode")
     source, valid = shuffle_source(b, mode, target.lane(fl), fl.read(bval, "b32"),
                                    fl.read(c, "b32"))
-    result = _shuffle(target, fl, fl.read(a, "b32"), source)
+    result = shuffle(target, fl, fl.read(a, "b32"), source)
     if isinstance(dest, ir.PairValue):
         fl.write(dest.first, result, "b32")
         fl.write(dest.second, valid, "pred")
@@ -185,7 +185,7 @@ def _match(target, fl: FunctionLowering, inst: ir.Instruction) -> None:
     mask = fl.read(m, "b32")
     same = I32(0)
     for lane in range(32):
-        other = _shuffle(target, fl, value, I32(lane))
+        other = shuffle(target, fl, value, I32(lane))
         bit = b.select(b.icmp_unsigned("==", other, value), I32(1 << lane), I32(0))
         same = b.or_(same, bit)
     same = b.and_(same, mask)
