@@ -48,6 +48,7 @@ class Function:
     kernel: Kernel
     module: Module
     params: tuple[tuple[int, int], ...]
+    settings: dict[int, int] = field(default_factory=dict)   # cuFuncSetAttribute's, by number
 
 
 def program_name() -> str:
@@ -214,6 +215,7 @@ def _attribute(function: Function, attribute: int) -> int:
         8: p.max_shared_memory_per_block_optin - kernel.static_shared_bytes,
         9: -1,                                 # PREFERRED_SHARED_MEMORY_CARVEOUT
         **dict.fromkeys(range(10, 18), 0),     # clusters and node updates: none
+        **function.settings,
     }
     if attribute not in values:
         raise CudaError(INVALID_VALUE, f"function attribute {attribute} is not supported yet")
@@ -229,9 +231,25 @@ def cuKernelGetAttribute(pi: int, attribute: int, kernel: int, dev: int) -> int:
     return cuFuncGetAttribute(pi, attribute, kernel)
 
 
+_MAX_DYNAMIC_SHARED, _CARVEOUT = 8, 9   # the attributes a program sets and reads back
+
+
 def cuFuncSetAttribute(hfunc: int, attribute: int, value: int) -> int:
-    state.lookup(hfunc, Function, "CUfunction")
-    return SUCCESS   # limits are the device's; ptxport needs no opt-in (runtime/backends)
+    """Keep the dynamic shared memory limit and the carveout, which read back as set (the
+    limit within what the device allows); ptxport needs no opt-in to use more shared memory,
+    and the other settable attributes (clusters) are accepted and not used."""
+    function = state.lookup(hfunc, Function, "CUfunction")
+    if attribute == _MAX_DYNAMIC_SHARED:
+        most = _attribute(function, _MAX_DYNAMIC_SHARED)
+        if not 0 <= value <= most:
+            raise CudaError(INVALID_VALUE, f"{value} bytes of dynamic shared memory: the "
+                                           f"kernel may use 0 to {most}")
+    elif attribute == _CARVEOUT and not -1 <= value <= 100:
+        raise CudaError(INVALID_VALUE, f"a shared memory carveout of {value}%: give -1 "
+                                       "(the default) or a percentage")
+    if attribute in (_MAX_DYNAMIC_SHARED, _CARVEOUT):
+        function.settings[attribute] = value
+    return SUCCESS
 
 
 def cuKernelSetAttribute(attribute: int, value: int, kernel: int, dev: int) -> int:

@@ -38,15 +38,8 @@ _MANAGED = ("the PTX parser rejects `.global .attribute(.managed)` (__managed__ 
 _SYMBOLS = ("__device__ and __constant__ variables (cuModuleGetGlobal) on devices other than "
             "cpu: the runtime has no hook for a module's globals yet")
 _COMMON = {
-    "device_limits": "cudaStreamGetPriority reads 0, not the priority the stream was made with",
-    "memcpy_peer": "cuMemcpy3DPeer is not implemented",
-    "pinned_memory": "pinned host memory reads as device memory (cudaPointerGetAttributes), "
-                     "cudaHostGetFlags lacks cudaHostAllocMapped",
     "managed_memory": _MANAGED,
     "rdc": "-rdc=true: the units' PTX in __nv_relfatbin is not read and linked",
-    "driver_proc_address": "cuGetProcAddress of an unknown name answers a stub, not "
-                           "CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND",
-    "occupancy": "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES) does not read back",
     "thrust_cub": "cuLaunchKernelEx with launch attributes is refused",
 }
 # device -> program -> why it does not pass there yet
