@@ -390,11 +390,49 @@ class _LaunchConfigStruct(ctypes.Structure):
                 ("attrs", ctypes.c_void_p), ("num_attrs", ctypes.c_uint)]
 
 
+class _LaunchAttribute(ctypes.Structure):
+    """CUlaunchAttribute (cuda.h): an id, padding, and a 64-byte union of values."""
+
+    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4),
+                ("value", ctypes.c_uint * 16)]
+
+
+# CUlaunchAttributeID values that only tune how a launch is scheduled: honoured by running
+# the launch in plain stream order. PROGRAMMATIC_STREAM_SERIALIZATION (6) allows a kernel to
+# overlap the one before it; waiting for that one to finish is one of the orders it allows.
+_HINTS = {0: "IGNORE", 1: "ACCESS_POLICY_WINDOW", 3: "SYNCHRONIZATION_POLICY",
+          5: "CLUSTER_SCHEDULING_POLICY_PREFERENCE", 6: "PROGRAMMATIC_STREAM_SERIALIZATION",
+          8: "PRIORITY", 9: "MEM_SYNC_DOMAIN_MAP", 10: "MEM_SYNC_DOMAIN",
+          11: "PREFERRED_CLUSTER_DIMENSION", 14: "PREFERRED_SHARED_MEMORY_CARVEOUT",
+          16: "NVLINK_UTIL_CENTRIC_SCHEDULING", 17: "PORTABLE_CLUSTER_SIZE_MODE"}
+_COOPERATIVE, _CLUSTER_DIMENSION = 2, 4
+
+
+def _check_launch_attributes(address: int, count: int) -> None:
+    """Accept the attributes a launch in stream order satisfies; refuse the others with
+    CUDA_ERROR_NOT_SUPPORTED, naming them."""
+    for attribute in (_LaunchAttribute * count).from_address(address):
+        value = attribute.value
+        if attribute.id in _HINTS:
+            continue
+        if attribute.id == _COOPERATIVE and value[0] == 0:
+            continue
+        if attribute.id == _CLUSTER_DIMENSION and max(value[0], value[1], value[2]) <= 1:
+            continue   # a cluster of one block is what every launch has
+        what = {_COOPERATIVE: "cooperative launches",
+                _CLUSTER_DIMENSION: f"thread block clusters ({value[0]}x{value[1]}x"
+                                    f"{value[2]})"}.get(attribute.id,
+                                                         f"launch attribute {attribute.id}")
+        raise CudaError(NOT_SUPPORTED, f"{what} are not supported yet")
+
+
 def cuLaunchKernelEx(config: int, f: int, kernel_params: int, extra: int) -> int:
     if not config:
         raise CudaError(INVALID_VALUE, "the config is NULL")
     c = _LaunchConfigStruct.from_address(config)
     if c.num_attrs:
-        raise CudaError(801, "launch attributes (clusters, cooperative "
-                             "launches, ...) are not supported yet")
+        if not c.attrs:
+            raise CudaError(INVALID_VALUE, f"the config names {c.num_attrs} attributes and "
+                                           "gives no array")
+        _check_launch_attributes(c.attrs, c.num_attrs)
     return cuLaunchKernel(f, *c.grid, *c.block, c.shared, c.stream or 0, kernel_params, extra)
