@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass, field
 from math import prod
 
-from ptxport.compat import fatbin, streams
+from ptxport.compat import fatbin, link, streams
 from ptxport.compat.state import (
     INVALID_VALUE,
     NOT_FOUND,
@@ -59,25 +59,30 @@ def program_name() -> str:
         return "program"
 
 
+def _compiled(ptx: str, name: str) -> ObjectCode:
+    return Program(ptx, "ptx", ProgramOptions(name=name)).compile()
+
+
 def load_module(image: int, name: str) -> int:
     """Read the image at `image`, return the handle of a new Module; `name` names its PTX
     in messages (NAME[i].ptx for the i-th fat binary of an image that holds several)."""
     if not image:
         raise CudaError(INVALID_VALUE, "the module image is NULL")
     content = fatbin.read_image(image)
-    sm = int(state.device.arch)
-    codes, missing = [], []
     if isinstance(content, str):
-        codes.append(Program(content, "ptx", ProgramOptions(name=name)).compile())
-    else:
-        for index, entries in enumerate(content):
-            try:
-                ptx = fatbin.best_ptx(entries, sm)
-            except Exception as e:  # a part without PTX: its kernels cannot be found
-                missing.append(str(e))
-                continue
-            label = f"{name}.ptx" if len(content) == 1 else f"{name}[{index}].ptx"
-            codes.append(Program(ptx, "ptx", ProgramOptions(name=label)).compile())
+        return state.handle(Module([_compiled(content, name)]))
+    sm = int(state.device.arch)
+    units, missing = [], []
+    for index, entries in enumerate(content):
+        try:
+            units.append((index, fatbin.best_ptx(entries, sm)))
+        except Exception as e:  # a part without PTX: its kernels cannot be found
+            missing.append(str(e))
+    texts = [ptx for _, ptx in units]
+    if link.needs_linking(texts):   # -rdc=true: the units' PTX, linked into one module
+        return state.handle(Module([_compiled(link.link_ptx(texts), f"{name}.ptx")], missing))
+    codes = [_compiled(ptx, f"{name}.ptx" if len(content) == 1 else f"{name}[{index}].ptx")
+             for index, ptx in units]
     return state.handle(Module(codes, missing))
 
 

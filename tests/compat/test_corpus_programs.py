@@ -39,7 +39,6 @@ _SYMBOLS = ("__device__ and __constant__ variables (cuModuleGetGlobal) on device
             "cpu: the runtime has no hook for a module's globals yet")
 _COMMON = {
     "managed_memory": _MANAGED,
-    "rdc": "-rdc=true: the units' PTX in __nv_relfatbin is not read and linked",
     "thrust_cub": "cub's DeviceScanKernel (thrust::inclusive_scan) reads 8 bytes outside "
                   "every allocation, in its look-back over the tile states",
 }
@@ -59,7 +58,7 @@ NOT_YET: dict[str, dict[str, str]] = {
                      "clEnqueueSVMMemcpy refuses overlapping ranges",
         "pinned_memory": "cudaHostRegister: the opencl device cannot address host memory",
         "symbols": _SYMBOLS, "symbols_shared_cudart": _SYMBOLS, "separate_units": _SYMBOLS,
-        "driver_api": _SYMBOLS,
+        "driver_api": _SYMBOLS, "rdc": _SYMBOLS,
         "cooperative_groups": _SPIRV + "coalesced_threads() ranks and sizes are wrong",
         "error_assert": _SPIRV + "__assertfail (OpenCL has no way to end a kernel with an "
                                  "error)",
