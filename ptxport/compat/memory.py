@@ -129,10 +129,17 @@ def _kind(dst: int, src: int) -> str:
 def move_bytes(dst: int, src: int, nbytes: int, kind: str, keep: object = None) -> None:
     """Copy bytes: host to host is the host's memmove; the rest is the backend's. `keep`:
     what must live until the copy ran (a staging buffer)."""
+    backend = state.device._backend
     if kind == "htoh":
         ctypes.memmove(dst, src, nbytes)
+    elif kind == "dtod" and src != dst and src < dst + nbytes and dst < src + nbytes:
+        # CUDA leaves overlapping copies undefined; ptxport gives memmove's result on every
+        # device (OpenCL refuses overlapping SVM copies), through host memory.
+        staging = ctypes.create_string_buffer(nbytes)
+        backend.copy(ctypes.addressof(staging), src, nbytes, "dtoh")
+        backend.copy(dst, ctypes.addressof(staging), nbytes, "htod")
     else:
-        state.device._backend.copy(dst, src, nbytes, kind)
+        backend.copy(dst, src, nbytes, kind)
 
 
 def _copy(dst: int, src: int, nbytes: int, kind: str, stream: int, sync: bool) -> int:

@@ -54,8 +54,6 @@ NOT_YET: dict[str, dict[str, str]] = {
     },
     "opencl:0": {
         **_COMMON,
-        "memcpy_1d": "an overlapping device-to-device copy within one buffer: "
-                     "clEnqueueSVMMemcpy refuses overlapping ranges",
         "pinned_memory": "cudaHostRegister: the opencl device cannot address host memory",
         "symbols": _SYMBOLS, "symbols_shared_cudart": _SYMBOLS, "separate_units": _SYMBOLS,
         "driver_api": _SYMBOLS, "rdc": _SYMBOLS,
