@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 from dataclasses import dataclass, field
 from math import prod
 
@@ -48,6 +49,7 @@ class Function:
     kernel: Kernel
     module: Module
     params: tuple[tuple[int, int], ...]
+    ptx_arch: int   # the PTX's .target (80 for sm_80): cudaFuncAttributes.ptxVersion
     settings: dict[int, int] = field(default_factory=dict)   # cuFuncSetAttribute's, by number
 
 
@@ -86,6 +88,12 @@ def load_module(image: int, name: str) -> int:
     return state.handle(Module(codes, missing))
 
 
+def _target_arch(target: tuple[str, ...]) -> int:
+    """80 for `.target sm_80` (90 for sm_90a): the architecture the PTX was written for."""
+    match = next((re.fullmatch(r"sm_(\d+)\w*", t) for t in target if t.startswith("sm_")), None)
+    return int(match[1]) if match else 0
+
+
 def _function(module: Module, name: str) -> int:
     handle = module.functions.get(name)
     if handle is not None:
@@ -94,7 +102,8 @@ def _function(module: Module, name: str) -> int:
         if name in code.kernel_names:
             kernel = code.get_kernel(name)
             params = tuple((p.offset, p.size) for p in kernel.arguments_info)
-            handle = module.functions[name] = state.handle(Function(kernel, module, params))
+            handle = module.functions[name] = state.handle(
+                Function(kernel, module, params, _target_arch(code.module.target)))
             return handle
     if module.missing:   # CUDA's answer when the binary has no code for the device
         raise CudaError(NO_BINARY_FOR_GPU, f"no kernel named {name!r} in the module's PTX "
@@ -215,7 +224,10 @@ def _attribute(function: Function, attribute: int) -> int:
         2: 0,                                  # CONST_SIZE_BYTES
         3: 0,                                  # LOCAL_SIZE_BYTES
         4: 32,                                 # NUM_REGS
-        5: 90, 6: int(state.device.arch),      # PTX_VERSION, BINARY_VERSION
+        # PTX_VERSION: what the PTX targets (CUB picks its tuning policy by it, and the
+        # device code was compiled with the policy of that architecture); BINARY_VERSION:
+        # the device's, for which ptxport compiles it
+        5: function.ptx_arch, 6: int(state.device.arch),
         7: 0,                                  # CACHE_MODE_CA
         8: p.max_shared_memory_per_block_optin - kernel.static_shared_bytes,
         9: -1,                                 # PREFERRED_SHARED_MEMORY_CARVEOUT
