@@ -16,6 +16,7 @@ import threading
 
 from ptxport.compat import attributes, dark_api, signatures
 from ptxport.compat import library as library_module
+from ptxport.compat.driver_names import NAMES
 from ptxport.compat.state import (
     INVALID_CONTEXT,
     INVALID_VALUE,
@@ -26,6 +27,7 @@ from ptxport.compat.state import (
     read_string,
     state,
 )
+from ptxport.compat.streams import GREATEST_PRIORITY, LEAST_PRIORITY
 from ptxport.errors import PtxportError
 
 # The CUDA version ptxport's driver reports (cuda.h's CUDA_VERSION of the release whose
@@ -80,15 +82,15 @@ def _exported_symbols() -> dict[str, str]:
 
 
 _SYMBOLS = _exported_symbols()
+_DRIVER_NAMES = frozenset(NAMES)
 _PER_THREAD = 0x2   # CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
+_FOUND, _SYMBOL_NOT_FOUND = 0, 1   # CUdriverProcAddressQueryResult
 
 
-def cuGetProcAddress_v2(symbol: int, pfn: int, cuda_version: int, flags: int,
-                        status: int) -> int:
-    """Every name gets a function: ptxport's (its per-thread-default-stream variant when
-    `flags` asks for it), or a stub that reports itself when called (so that cudart, which
-    asks for ~480 names at start, starts)."""
-    name = read_string(symbol)
+def _proc_address(name: str, flags: int) -> int | None:
+    """ptxport's function for driver API function `name` (its per-thread-default-stream
+    variant when `flags` asks for it), a stub that reports itself when called for a name
+    ptxport does not implement, or None for a name that is no driver API function."""
     lib = library_module.library
     address = None
     if name in _SYMBOLS and flags & _PER_THREAD:
@@ -96,11 +98,21 @@ def cuGetProcAddress_v2(symbol: int, pfn: int, cuda_version: int, flags: int,
             address = address or lib.address_of(_SYMBOLS[name] + suffix)
     if address is None and name in _SYMBOLS:
         address = lib.address_of(_SYMBOLS[name])
-    if address is None:
+    if address is None and name in _DRIVER_NAMES:
         address = lib.stub_for(name)
+    return address
+
+
+def cuGetProcAddress_v2(symbol: int, pfn: int, cuda_version: int, flags: int,
+                        status: int) -> int:
+    """Every driver API name gets a function (cudart, which asks for ~480 names at start,
+    starts with stubs for those ptxport lacks). A name the driver API does not have gets
+    NULL and the status CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND, and the call succeeds, as
+    NVIDIA's driver answers."""
+    address = _proc_address(read_string(symbol), flags)
     put(ctypes.c_void_p, pfn, address)
     if status:
-        put(ctypes.c_int, status, 0)   # CU_GET_PROC_ADDRESS_SUCCESS
+        put(ctypes.c_int, status, _FOUND if address else _SYMBOL_NOT_FOUND)
     return SUCCESS
 
 
@@ -443,7 +455,7 @@ def cuCtxSetCacheConfig(config: int) -> int:
 
 def cuCtxGetStreamPriorityRange(least: int, greatest: int) -> int:
     if least:
-        put(ctypes.c_int, least, 0)
+        put(ctypes.c_int, least, LEAST_PRIORITY)
     if greatest:
-        put(ctypes.c_int, greatest, -5)
+        put(ctypes.c_int, greatest, GREATEST_PRIORITY)
     return SUCCESS

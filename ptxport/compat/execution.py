@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 from dataclasses import dataclass, field
 from math import prod
 
@@ -49,6 +50,8 @@ class Function:
     kernel: Kernel
     module: Module
     params: tuple[tuple[int, int], ...]
+    ptx_arch: int   # the PTX's .target (80 for sm_80): cudaFuncAttributes.ptxVersion
+    settings: dict[int, int] = field(default_factory=dict)   # cuFuncSetAttribute's, by number
 
 
 def program_name() -> str:
@@ -59,32 +62,41 @@ def program_name() -> str:
         return "program"
 
 
+def _compiled(ptx: str, name: str) -> ObjectCode:
+    return Program(ptx, "ptx", ProgramOptions(name=name)).compile()
+
+
 def load_module(image: int, name: str) -> int:
     """Read the image at `image`, return the handle of a new Module; `name` names its PTX
     in messages (NAME[i].ptx for the i-th fat binary of an image that holds several)."""
     if not image:
         raise CudaError(INVALID_VALUE, "the module image is NULL")
     content = fatbin.read_image(image)
-    sm = int(state.device.arch)
-    codes, missing = [], []
     if isinstance(content, str):
-        codes.append(Program(content, "ptx", ProgramOptions(name=name)).compile())
-    else:
-        texts, labels = [], []
-        for index, entries in enumerate(content):
-            try:
-                texts.append(fatbin.best_ptx(entries, sm))
-            except Exception as e:  # a part without PTX: its kernels cannot be found
-                missing.append(str(e))
-                continue
-            labels.append(f"{name}.ptx" if len(content) == 1 else f"{name}[{index}].ptx")
-        if len(texts) > 1:
-            # the relocatable units of an `nvcc -rdc=true` program (a wrapper listing several
-            # fat binaries): linked into one module, as nvlink links their code
-            texts, labels = [link_text(texts, labels)], [f"{name}.ptx"]
-        codes += [Program(text, "ptx", ProgramOptions(name=label)).compile()
-                  for text, label in zip(texts, labels, strict=True)]
+        return state.handle(Module([_compiled(content, name)]))
+    sm = int(state.device.arch)
+    units, missing = [], []
+    for index, entries in enumerate(content):
+        try:
+            units.append((index, fatbin.best_ptx(entries, sm)))
+        except Exception as e:  # a part without PTX: its kernels cannot be found
+            missing.append(str(e))
+    if len(units) > 1:
+        # the relocatable units of an `nvcc -rdc=true` program (a wrapper listing several fat
+        # binaries): linked into one module, as nvlink links their code
+        texts = [ptx for _, ptx in units]
+        labels = [f"{name}[{index}].ptx" for index, _ in units]
+        return state.handle(Module([_compiled(link_text(texts, labels), f"{name}.ptx")],
+                                   missing))
+    codes = [_compiled(ptx, f"{name}.ptx" if len(content) == 1 else f"{name}[{index}].ptx")
+             for index, ptx in units]
     return state.handle(Module(codes, missing))
+
+
+def _target_arch(target: tuple[str, ...]) -> int:
+    """80 for `.target sm_80` (90 for sm_90a): the architecture the PTX was written for."""
+    match = next((re.fullmatch(r"sm_(\d+)\w*", t) for t in target if t.startswith("sm_")), None)
+    return int(match[1]) if match else 0
 
 
 def _function(module: Module, name: str) -> int:
@@ -95,7 +107,8 @@ def _function(module: Module, name: str) -> int:
         if name in code.kernel_names:
             kernel = code.get_kernel(name)
             params = tuple((p.offset, p.size) for p in kernel.arguments_info)
-            handle = module.functions[name] = state.handle(Function(kernel, module, params))
+            handle = module.functions[name] = state.handle(
+                Function(kernel, module, params, _target_arch(code.module.target)))
             return handle
     if module.missing:   # CUDA's answer when the binary has no code for the device
         raise CudaError(NO_BINARY_FOR_GPU, f"no kernel named {name!r} in the module's PTX "
@@ -232,11 +245,15 @@ def _attribute(function: Function, attribute: int) -> int:
         2: 0,                                  # CONST_SIZE_BYTES
         3: 0,                                  # LOCAL_SIZE_BYTES
         4: 32,                                 # NUM_REGS
-        5: 90, 6: int(state.device.arch),      # PTX_VERSION, BINARY_VERSION
+        # PTX_VERSION: what the PTX targets (CUB picks its tuning policy by it, and the
+        # device code was compiled with the policy of that architecture); BINARY_VERSION:
+        # the device's, for which ptxport compiles it
+        5: function.ptx_arch, 6: int(state.device.arch),
         7: 0,                                  # CACHE_MODE_CA
         8: p.max_shared_memory_per_block_optin - kernel.static_shared_bytes,
         9: -1,                                 # PREFERRED_SHARED_MEMORY_CARVEOUT
         **dict.fromkeys(range(10, 18), 0),     # clusters and node updates: none
+        **function.settings,
     }
     if attribute not in values:
         raise CudaError(INVALID_VALUE, f"function attribute {attribute} is not supported yet")
@@ -252,9 +269,25 @@ def cuKernelGetAttribute(pi: int, attribute: int, kernel: int, dev: int) -> int:
     return cuFuncGetAttribute(pi, attribute, kernel)
 
 
+_MAX_DYNAMIC_SHARED, _CARVEOUT = 8, 9   # the attributes a program sets and reads back
+
+
 def cuFuncSetAttribute(hfunc: int, attribute: int, value: int) -> int:
-    state.lookup(hfunc, Function, "CUfunction")
-    return SUCCESS   # limits are the device's; ptxport needs no opt-in (runtime/backends)
+    """Keep the dynamic shared memory limit and the carveout, which read back as set (the
+    limit within what the device allows); ptxport needs no opt-in to use more shared memory,
+    and the other settable attributes (clusters) are accepted and not used."""
+    function = state.lookup(hfunc, Function, "CUfunction")
+    if attribute == _MAX_DYNAMIC_SHARED:
+        most = _attribute(function, _MAX_DYNAMIC_SHARED)
+        if not 0 <= value <= most:
+            raise CudaError(INVALID_VALUE, f"{value} bytes of dynamic shared memory: the "
+                                           f"kernel may use 0 to {most}")
+    elif attribute == _CARVEOUT and not -1 <= value <= 100:
+        raise CudaError(INVALID_VALUE, f"a shared memory carveout of {value}%: give -1 "
+                                       "(the default) or a percentage")
+    if attribute in (_MAX_DYNAMIC_SHARED, _CARVEOUT):
+        function.settings[attribute] = value
+    return SUCCESS
 
 
 def cuKernelSetAttribute(attribute: int, value: int, kernel: int, dev: int) -> int:
@@ -395,11 +428,49 @@ class _LaunchConfigStruct(ctypes.Structure):
                 ("attrs", ctypes.c_void_p), ("num_attrs", ctypes.c_uint)]
 
 
+class _LaunchAttribute(ctypes.Structure):
+    """CUlaunchAttribute (cuda.h): an id, padding, and a 64-byte union of values."""
+
+    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4),
+                ("value", ctypes.c_uint * 16)]
+
+
+# CUlaunchAttributeID values that only tune how a launch is scheduled: honoured by running
+# the launch in plain stream order. PROGRAMMATIC_STREAM_SERIALIZATION (6) allows a kernel to
+# overlap the one before it; waiting for that one to finish is one of the orders it allows.
+_HINTS = {0: "IGNORE", 1: "ACCESS_POLICY_WINDOW", 3: "SYNCHRONIZATION_POLICY",
+          5: "CLUSTER_SCHEDULING_POLICY_PREFERENCE", 6: "PROGRAMMATIC_STREAM_SERIALIZATION",
+          8: "PRIORITY", 9: "MEM_SYNC_DOMAIN_MAP", 10: "MEM_SYNC_DOMAIN",
+          11: "PREFERRED_CLUSTER_DIMENSION", 14: "PREFERRED_SHARED_MEMORY_CARVEOUT",
+          16: "NVLINK_UTIL_CENTRIC_SCHEDULING", 17: "PORTABLE_CLUSTER_SIZE_MODE"}
+_COOPERATIVE, _CLUSTER_DIMENSION = 2, 4
+
+
+def _check_launch_attributes(address: int, count: int) -> None:
+    """Accept the attributes a launch in stream order satisfies; refuse the others with
+    CUDA_ERROR_NOT_SUPPORTED, naming them."""
+    for attribute in (_LaunchAttribute * count).from_address(address):
+        value = attribute.value
+        if attribute.id in _HINTS:
+            continue
+        if attribute.id == _COOPERATIVE and value[0] == 0:
+            continue
+        if attribute.id == _CLUSTER_DIMENSION and max(value[0], value[1], value[2]) <= 1:
+            continue   # a cluster of one block is what every launch has
+        what = {_COOPERATIVE: "cooperative launches",
+                _CLUSTER_DIMENSION: f"thread block clusters ({value[0]}x{value[1]}x"
+                                    f"{value[2]})"}.get(attribute.id,
+                                                         f"launch attribute {attribute.id}")
+        raise CudaError(NOT_SUPPORTED, f"{what} are not supported yet")
+
+
 def cuLaunchKernelEx(config: int, f: int, kernel_params: int, extra: int) -> int:
     if not config:
         raise CudaError(INVALID_VALUE, "the config is NULL")
     c = _LaunchConfigStruct.from_address(config)
     if c.num_attrs:
-        raise CudaError(801, "launch attributes (clusters, cooperative "
-                             "launches, ...) are not supported yet")
+        if not c.attrs:
+            raise CudaError(INVALID_VALUE, f"the config names {c.num_attrs} attributes and "
+                                           "gives no array")
+        _check_launch_attributes(c.attrs, c.num_attrs)
     return cuLaunchKernel(f, *c.grid, *c.block, c.shared, c.stream or 0, kernel_params, extra)

@@ -38,11 +38,24 @@ def allocate(address_out: int, nbytes: int, ctype=ctypes.c_uint64) -> int:
     return SUCCESS
 
 
+# What CUDA tells apart and ptxport's device memory does not: pinned or registered host
+# memory (its flags, which cuMemHostGetFlags reads back) and managed memory, by start address.
+_host_flags: dict[int, int] = {}
+_managed: set[int] = set()
+
+
+def _allocated(address_out: int, ctype) -> int:
+    """The address an allocate() call just stored at `address_out`."""
+    return ctype.from_address(address_out).value
+
+
 def _free(address: int) -> int:
     if address == 0:
         return SUCCESS
     streams.legacy_sync()   # cuMemFree synchronises, as CUDA's does
     state.remove_allocation(address).close()
+    _host_flags.pop(address, None)
+    _managed.discard(address)
     return SUCCESS
 
 
@@ -55,11 +68,13 @@ def cuMemFree_v2(dptr: int) -> int:
 
 
 def cuMemAllocHost_v2(pp: int, nbytes: int) -> int:
-    return allocate(pp, nbytes, ctypes.c_void_p)
+    return cuMemHostAlloc(pp, nbytes, 0)
 
 
 def cuMemHostAlloc(pp: int, nbytes: int, flags: int) -> int:
-    return allocate(pp, nbytes, ctypes.c_void_p)
+    allocate(pp, nbytes, ctypes.c_void_p)
+    _host_flags[_allocated(pp, ctypes.c_void_p)] = flags
+    return SUCCESS
 
 
 def cuMemFreeHost(p: int) -> int:
@@ -70,7 +85,9 @@ def cuMemAllocManaged(dptr: int, nbytes: int, flags: int) -> int:
     if not state.device.properties.unified_addressing:
         raise CudaError(NOT_SUPPORTED, f"managed memory needs unified addressing, which "
                                        f"{state.device} does not have")
-    return allocate(dptr, nbytes)
+    allocate(dptr, nbytes)
+    _managed.add(_allocated(dptr, ctypes.c_uint64))
+    return SUCCESS
 
 
 def cuMemHostGetDevicePointer_v2(pdptr: int, p: int, flags: int) -> int:
@@ -112,10 +129,17 @@ def _kind(dst: int, src: int) -> str:
 def move_bytes(dst: int, src: int, nbytes: int, kind: str, keep: object = None) -> None:
     """Copy bytes: host to host is the host's memmove; the rest is the backend's. `keep`:
     what must live until the copy ran (a staging buffer)."""
+    backend = state.device._backend
     if kind == "htoh":
         ctypes.memmove(dst, src, nbytes)
+    elif kind == "dtod" and src != dst and src < dst + nbytes and dst < src + nbytes:
+        # CUDA leaves overlapping copies undefined; ptxport gives memmove's result on every
+        # device (OpenCL refuses overlapping SVM copies), through host memory.
+        staging = ctypes.create_string_buffer(nbytes)
+        backend.copy(ctypes.addressof(staging), src, nbytes, "dtoh")
+        backend.copy(dst, ctypes.addressof(staging), nbytes, "htod")
     else:
-        state.device._backend.copy(dst, src, nbytes, kind)
+        backend.copy(dst, src, nbytes, kind)
 
 
 def _copy(dst: int, src: int, nbytes: int, kind: str, stream: int, sync: bool) -> int:
@@ -253,6 +277,7 @@ def cuMemHostRegister_v2(p: int, nbytes: int, flags: int) -> int:
         raise CudaError(712, f"{p:#x} overlaps memory registered or allocated already")
     backend = state.device._backend
     state.add_allocation(_Registered(backend.register_host(state.device.device_id, p, nbytes)))
+    _host_flags[p] = flags
     return SUCCESS
 
 
@@ -262,13 +287,15 @@ def cuMemHostUnregister(p: int) -> int:
                              "cuMemHostRegister")
     streams.legacy_sync()   # kernels queued before may still use it
     state.remove_allocation(p).close()
+    _host_flags.pop(p, None)
     return SUCCESS
 
 
 def cuMemHostGetFlags(flags: int, p: int) -> int:
-    if state.allocation_at(p) is None:
+    buffer = state.allocation_at(p)
+    if buffer is None or buffer.handle not in _host_flags:
         raise CudaError(INVALID_VALUE, f"{p:#x} is not memory from cuMemHostAlloc")
-    put(ctypes.c_uint, flags, 0)
+    put(ctypes.c_uint, flags, _host_flags[buffer.handle])
     return SUCCESS
 
 
@@ -279,7 +306,7 @@ def cuDeviceCanAccessPeer(can: int, dev: int, peer: int) -> int:
 
 # -- pointer attributes ---------------------------------------------------------------------
 
-_MEMORYTYPE_DEVICE = 2
+_MEMORYTYPE_HOST, _MEMORYTYPE_DEVICE = 1, 2
 
 
 def _pointer_values(ptr: int) -> dict[int, tuple[type, object]]:
@@ -293,13 +320,15 @@ def _pointer_values(ptr: int) -> dict[int, tuple[type, object]]:
                 13: (ctypes.c_int, 0)}
     from ptxport.compat.driver import context_handle
 
+    host = buffer.handle in _host_flags
+    shared = host or state.device.properties.integrated
     return {
         1: (ctypes.c_void_p, context_handle()),           # CONTEXT (the primary one)
-        2: (ctypes.c_uint, _MEMORYTYPE_DEVICE),           # MEMORY_TYPE
+        2: (ctypes.c_uint, _MEMORYTYPE_HOST if host else _MEMORYTYPE_DEVICE),
         3: (ctypes.c_uint64, ptr),                        # DEVICE_POINTER
-        4: (ctypes.c_void_p, ptr if state.device.properties.integrated else None),
+        4: (ctypes.c_void_p, ptr if shared else None),    # HOST_POINTER
         6: (ctypes.c_int, 1),                             # SYNC_MEMOPS
-        8: (ctypes.c_int, 0),                             # IS_MANAGED
+        8: (ctypes.c_int, int(buffer.handle in _managed)),   # IS_MANAGED
         9: (ctypes.c_int, 0),                             # DEVICE_ORDINAL
         11: (ctypes.c_uint64, buffer.handle),             # RANGE_START_ADDR
         12: (ctypes.c_size_t, buffer.size),               # RANGE_SIZE

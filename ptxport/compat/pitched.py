@@ -1,6 +1,6 @@
-"""The driver API's pitched, 2D and 3D memory handlers: cuMemAllocPitch, cuMemcpy2D and
-cuMemcpy3D (between host and device memory; CUDA arrays are not supported yet), and the 2D
-memsets. A copy or fill of many rows is one piece of work in its stream's order.
+"""The driver API's pitched, 2D and 3D memory handlers: cuMemAllocPitch, cuMemcpy2D,
+cuMemcpy3D and cuMemcpy3DPeer (between host and device memory; CUDA arrays are not supported
+yet), and the 2D memsets. A copy or fill of many rows is one piece of work in its stream's order.
 """
 
 from __future__ import annotations
@@ -180,4 +180,14 @@ def cuMemcpy3D_v2(copy: int) -> int:
 
 
 def cuMemcpy3DAsync_v2(copy: int, stream: int) -> int:
+    return _copy_3d(copy, stream, False)
+
+
+# CUDA_MEMCPY3D_PEER is CUDA_MEMCPY3D with each side's CUcontext where CUDA_MEMCPY3D has a
+# reserved pointer; ptxport's contexts all share the one device's memory.
+def cuMemcpy3DPeer(copy: int) -> int:
+    return _copy_3d(copy, 0, True)
+
+
+def cuMemcpy3DPeerAsync(copy: int, stream: int) -> int:
     return _copy_3d(copy, stream, False)

@@ -33,6 +33,9 @@ _NON_BLOCKING = 0x1            # CU_STREAM_NON_BLOCKING
 _DISABLE_TIMING = 0x2          # CU_EVENT_DISABLE_TIMING
 _blocking: dict[int, Stream] = {}   # handle -> created blocking stream
 _flags: dict[int, int] = {}
+_priorities: dict[int, int] = {}    # handle -> priority given at creation (0 otherwise)
+# cuCtxGetStreamPriorityRange's answer: lower numbers are higher priorities, as in CUDA.
+LEAST_PRIORITY, GREATEST_PRIORITY = 0, -5
 
 
 class Capture:
@@ -148,7 +151,12 @@ def cuStreamCreate(phStream: int, flags: int) -> int:
 
 
 def cuStreamCreateWithPriority(phStream: int, flags: int, priority: int) -> int:
-    return cuStreamCreate(phStream, flags)   # priorities are accepted and not used
+    """Priorities are kept to read back and not used to schedule; one outside the range is
+    clamped to it, as CUDA documents."""
+    cuStreamCreate(phStream, flags)
+    handle = ctypes.c_void_p.from_address(phStream).value
+    _priorities[handle] = min(max(priority, GREATEST_PRIORITY), LEAST_PRIORITY)
+    return SUCCESS
 
 
 def cuStreamDestroy_v2(handle: int) -> int:
@@ -157,6 +165,7 @@ def cuStreamDestroy_v2(handle: int) -> int:
     stream = state.release(handle, Stream, "CUstream")
     _blocking.pop(handle, None)
     _flags.pop(handle, None)
+    _priorities.pop(handle, None)
     stream.close()   # queued work still runs, as CUDA's cuStreamDestroy promises
     return SUCCESS
 
@@ -195,7 +204,7 @@ def cuStreamGetFlags(handle: int, flags: int) -> int:
 
 def cuStreamGetPriority(handle: int, priority: int) -> int:
     state.stream(handle)
-    put(ctypes.c_int, priority, 0)
+    put(ctypes.c_int, priority, _priorities.get(handle, LEAST_PRIORITY))
     return SUCCESS
 
 

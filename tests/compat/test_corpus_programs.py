@@ -1,0 +1,160 @@
+"""The whole-program corpus (tests/programs/, issue 14) under `ptxport run`, on cpu and opencl:0.
+
+Each program is built once by tests/programs_harness.py (cached on disk) and run unmodified
+as `ptxport run --device D -- ./program`; it passes when it exits 0 and its stdout equals one
+of its accepted outputs (NVIDIA's, or a clean refusal the manifest allows). The runs of the
+session's selected tests start together, two at a time (this machine's cores), and each test
+waits for its own.
+
+A program that does not pass on a device yet is listed in NOT_YET with the reason, and its
+test asserts that it still fails: when it starts passing, the test fails until the program
+is taken off the list.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import subprocess
+import sys
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+
+import programs_harness as harness
+import pytest
+
+from ptxport.runtime.backends import availability
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+DEVICES = ("cpu", "opencl:0")
+MANIFEST = harness.load_manifest()
+PARALLEL_RUNS = 2
+TIMEOUT_S = 300
+
+_DEVICE_CODE = "device code the CPU target does not lower yet (branch h11-cpu-device-code): "
+_SPIRV = "device code the SPIR-V target does not lower yet: "
+_MANAGED = ("the PTX parser rejects `.global .attribute(.managed)` (__managed__ variables; "
+            "branch h11-cpu-device-code)")
+_SYMBOLS = ("__device__ and __constant__ variables (cuModuleGetGlobal) on devices other than "
+            "cpu: the runtime has no hook for a module's globals yet")
+_COMMON = {
+    "managed_memory": _MANAGED,
+}
+# device -> program -> why it does not pass there yet
+NOT_YET: dict[str, dict[str, str]] = {
+    "cpu": {
+        **_COMMON,
+        "cooperative_groups": _DEVICE_CODE + "cg::tiled_partition<4>'s warp operations get a "
+                                             "member mask that does not name the lane",
+        "device_malloc": _DEVICE_CODE + "device-side malloc/free (new/delete)",
+        "cpp_features": _DEVICE_CODE + "virtual functions (a vtable initialised with function "
+                                       "addresses) and device-side free",
+    },
+    "opencl:0": {
+        **_COMMON,
+        "pinned_memory": "cudaHostRegister: the opencl device cannot address host memory",
+        "symbols": _SYMBOLS, "symbols_shared_cudart": _SYMBOLS, "separate_units": _SYMBOLS,
+        "driver_api": _SYMBOLS, "rdc": _SYMBOLS,
+        "thrust_cub": "clEnqueueNDRangeKernel answers OUT_OF_RESOURCES for cub's "
+                      "DeviceRadixSortInitKernel (then Intel's runtime aborts)",
+        "cooperative_groups": _SPIRV + "coalesced_threads() ranks and sizes are wrong",
+        "error_assert": _SPIRV + "__assertfail (OpenCL has no way to end a kernel with an "
+                                 "error)",
+        "math_functions": _SPIRV + "LLVM's SPIR-V backend aborts on the double-precision "
+                                   "kernel (an APInt wider than 64 bits)",
+        "device_malloc": _SPIRV + "device-side malloc/free (new/delete)",
+        "cpp_features": _SPIRV + "virtual functions (a vtable initialised with function "
+                                 "addresses)",
+    },
+}
+# device -> program -> why it is not run there at all
+SKIPPED: dict[str, dict[str, str]] = {
+    "cpu": {},
+    "opencl:0": {
+        "kernel_params": "Intel's OpenCL compiler spent over 200 s (in LLVM's SelectionDAG) on "
+                         "the kernel that sums a 2 KiB struct parameter, which would hold the "
+                         "suite for as long",
+    },
+}
+
+
+def _available(device: str) -> tuple[bool, str]:
+    return availability(device.partition(":")[0])
+
+
+def _run(binary: Path, device: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "ptxport.cli", "run", "--device", device, "--", str(binary)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(REPOSITORY), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    try:
+        return subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_S,
+                              env=env, cwd=binary.parent)
+    except subprocess.TimeoutExpired as e:
+        stderr = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else ""
+        return subprocess.CompletedProcess(command, -1, "", f"{stderr}\n(timed out after "
+                                                            f"{TIMEOUT_S} s)")
+
+
+def _runs(device: str, name: str) -> bool:
+    """Whether the test of `name` on `device` runs the program (the device is here, and the
+    program is not SKIPPED there)."""
+    return _available(device)[0] and name not in SKIPPED[device]
+
+
+def _selected(session: pytest.Session) -> list[tuple[str, str]]:
+    """(device, program) of this file's tests that the session will run, in their order."""
+    pairs = [(item.callspec.params["device"], item.callspec.params["name"])
+             for item in session.items
+             if item.path == Path(__file__) and hasattr(item, "callspec")]
+    return [pair for pair in pairs if _runs(*pair)]
+
+
+@pytest.fixture(scope="session")
+def corpus_runs(request) -> dict[tuple[str, str], Future]:
+    """The runs of every selected (device, program), started at once, PARALLEL_RUNS at a
+    time: each future is the finished process."""
+    try:
+        harness.toolkit_root()
+    except harness.ToolkitMissingError as e:
+        pytest.skip(f"cannot build the corpus here: {e}")
+    wanted = _selected(request.session)
+    binaries = harness.build_all(sorted({name for _, name in wanted}))
+    with ThreadPoolExecutor(max_workers=PARALLEL_RUNS) as pool:
+        yield {(device, name): pool.submit(_run, binaries[name], device)
+               for device, name in wanted}
+        pool.shutdown(cancel_futures=True)
+
+
+def _explained(name: str, result: subprocess.CompletedProcess) -> str:
+    expected = next(iter(MANIFEST[name].expected_outputs().values()))
+    diff = "".join(difflib.unified_diff(expected.splitlines(keepends=True),
+                                        result.stdout.splitlines(keepends=True),
+                                        "expected", "got"))
+    return (f"{name}: exit status {result.returncode}\n{diff or '(stdout as expected)'}\n"
+            f"stderr:\n{result.stderr[-3000:]}")
+
+
+def _passed(name: str, result: subprocess.CompletedProcess) -> bool:
+    return result.returncode == 0 and MANIFEST[name].matching_output(result.stdout) is not None
+
+
+@pytest.mark.parametrize("name", list(MANIFEST))
+@pytest.mark.parametrize("device", DEVICES)
+def test_program_under_ptxport_run(device: str, name: str, corpus_runs):
+    available, why = _available(device)
+    if not available:
+        pytest.skip(f"no {device} here: {why}")
+    if name in SKIPPED[device]:
+        pytest.skip(SKIPPED[device][name])
+    result = corpus_runs[device, name].result()
+    if name in NOT_YET[device]:
+        assert not _passed(name, result), \
+            f"{name} passes on {device} now: take it off NOT_YET[{device!r}]"
+        return
+    assert _passed(name, result), _explained(name, result)
+
+
+def test_lists_name_programs_of_the_manifest():
+    for listed in (NOT_YET, SKIPPED):
+        for device, programs in listed.items():
+            assert set(programs) <= set(MANIFEST), device
