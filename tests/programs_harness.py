@@ -37,6 +37,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -218,7 +219,9 @@ def _shared_cudart_link_dir(root: Path) -> Path:
     link = link_dir / "libcudart.so"
     if not link.exists():
         link_dir.mkdir(parents=True, exist_ok=True)
-        tmp = link_dir / f".libcudart.so.{os.getpid()}"
+        # (unique per thread too: builds run in parallel threads of one process, and two of
+        # them making the link at once renamed each other's)
+        tmp = link_dir / f".libcudart.so.{os.getpid()}.{threading.get_ident()}"
         tmp.unlink(missing_ok=True)
         tmp.symlink_to(root / "lib" / "libcudart.so.13")
         os.replace(tmp, link)

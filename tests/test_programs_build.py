@@ -131,3 +131,20 @@ def test_a_build_is_cached_and_keyed_by_its_flags(binaries):
     before = binaries["saxpy"].stat().st_mtime_ns
     assert harness.build("saxpy") == binaries["saxpy"]
     assert binaries["saxpy"].stat().st_mtime_ns == before
+
+
+def test_the_shared_cudart_link_is_made_once_by_parallel_builds(tmp_path, monkeypatch):
+    # Builds run in threads of one process; each made the link under a name of the process
+    # alone, and one thread's rename took the other's file away (a cold CI run failed so).
+    from concurrent.futures import ThreadPoolExecutor
+
+    monkeypatch.setenv("PTXPORT_CACHE_DIR", str(tmp_path))
+    root = tmp_path / "toolkit"
+    (root / "lib").mkdir(parents=True)
+    (root / "lib" / "libcudart.so.13").write_bytes(b"")
+    for _attempt in range(20):
+        shutil.rmtree(tmp_path / "programs", ignore_errors=True)
+        with ThreadPoolExecutor(8) as pool:
+            dirs = set(pool.map(lambda _: harness._shared_cudart_link_dir(root), range(16)))
+        (link_dir,) = dirs
+        assert (link_dir / "libcudart.so").resolve() == (root / "lib" / "libcudart.so.13")
