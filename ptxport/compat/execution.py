@@ -27,6 +27,7 @@ from ptxport.compat.state import (
     read_string,
     state,
 )
+from ptxport.errors import UnsupportedFeatureError
 from ptxport.ptx.link import link_text
 from ptxport.runtime import Kernel, LaunchConfig, ObjectCode, Program, ProgramOptions
 from ptxport.runtime.launch import launch_packed
@@ -164,21 +165,16 @@ def cuModuleGetFunction(hfunc: int, hmod: int, name: int) -> int:
 def _global(module: Module, name: str, managed: bool = False) -> tuple[int, int]:
     """(address, size) of the module's .global or .const variable `name` on the device
     (with `managed`, only a `__managed__` one: PTX `.attribute(.managed)`)."""
-    if state.device.backend != "cpu":
-        raise CudaError(NOT_SUPPORTED, f"__device__ and __constant__ variables ({name!r}) "
-                                       f"are supported on the cpu device only, not on "
-                                       f"{state.device} yet")
-    # The CPU target keeps a module's variables in host memory shared by all its kernels.
-    # TODO(issue 14): a runtime hook (ObjectCode.get_global(name, device)) for every backend.
-    from ptxport.codegen.targets.cpu import module_storage
-
     for code in module.codes:
         variable = code.module.globals.get(name)
-        if managed and (variable is None or not variable.managed):
+        if variable is None or variable.space not in ("global", "const") or (
+                managed and not variable.managed):
             continue
-        found = module_storage(code.module).get(name)
-        if found is not None:
-            return found
+        try:
+            return code.get_global(name, state.device)
+        except UnsupportedFeatureError as e:
+            raise CudaError(NOT_SUPPORTED, f"the module variable {name!r} on {state.device}: "
+                                           f"{e.reason}") from None
     kind = "__managed__" if managed else "__device__ or __constant__"
     raise CudaError(NOT_FOUND, f"no {kind} variable named {name!r} in the module")
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import ctypes
 
+import numpy as np
+
 from ptxport.compat import streams
 from ptxport.compat.state import (
     INVALID_VALUE,
@@ -21,7 +23,7 @@ from ptxport.compat.state import (
     put,
     state,
 )
-from ptxport.errors import OutOfMemoryError
+from ptxport.errors import InvalidValueError, OutOfMemoryError
 
 
 def allocate(address_out: int, nbytes: int, ctype=ctypes.c_uint64) -> int:
@@ -275,8 +277,13 @@ def cuMemHostRegister_v2(p: int, nbytes: int, flags: int) -> int:
         raise CudaError(INVALID_VALUE, "cannot register a NULL pointer or 0 bytes")
     if state.allocation_at(p) is not None or state.allocation_at(p + nbytes - 1) is not None:
         raise CudaError(712, f"{p:#x} overlaps memory registered or allocated already")
-    backend = state.device._backend
-    state.add_allocation(_Registered(backend.register_host(state.device.device_id, p, nbytes)))
+    # a view of the caller's memory (owned by the caller, so the view owns nothing)
+    memory = np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(p))
+    try:
+        allocation = state.device._backend.register_host_memory(state.device.device_id, memory)
+    except InvalidValueError as e:      # a device whose kernels cannot address host memory
+        raise CudaError(NOT_SUPPORTED, str(e)) from None
+    state.add_allocation(_Registered(allocation))
     _host_flags[p] = flags
     return SUCCESS
 

@@ -185,6 +185,17 @@ class ObjectCode:
                     'name_expressions=[...]) or ask for the mangled name')
         return f"{self.name}: no kernel named {name!r}; the kernels are: {there}{hint}"
 
+    def get_global(self, name: str, device: Device) -> tuple[int, int]:
+        """(address, size) on `device` of the module's .global or .const variable `name`
+        (a `__device__`, `__constant__` or `__managed__` variable), shared by the module's
+        kernels there. Raises KernelNotFoundError if the module has no such variable, and
+        UnsupportedFeatureError where the device cannot say."""
+        variable = self.module.globals.get(name)
+        if variable is None or variable.space not in ("global", "const"):
+            raise KernelNotFoundError(f"{self.name}: no .global or .const variable named "
+                                      f"{name!r}")
+        return device._backend.module_global(device.device_id, self.module, name)
+
     def _binary(self, device: Device, kernel: str) -> KernelBinary:
         """The kernel compiled for `device`, compiled on first use and kept."""
         key = (str(device), kernel)

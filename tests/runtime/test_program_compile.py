@@ -127,3 +127,17 @@ def test_cubin_compiles_every_kernel_for_the_current_device_now():
 def test_targets_ptxport_cannot_make_are_refused(target):
     with pytest.raises(UnsupportedFeatureError, match=target):
         Program(PTX, "ptx").compile(target)
+
+
+def test_get_global_finds_a_module_variable_on_the_cpu_device():
+    import ctypes
+
+    from ptxport.errors import KernelNotFoundError
+
+    code = Program('__device__ int counter = 5;\n'
+                   'extern "C" __global__ void bump() { counter += 1; }', "c++").compile()
+    dev = Device("cpu")
+    address, size = code.get_global("counter", dev)
+    assert size == 4 and ctypes.c_int.from_address(address).value == 5
+    with pytest.raises(KernelNotFoundError, match="no .global or .const variable named"):
+        code.get_global("missing", dev)

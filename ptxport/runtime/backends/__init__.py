@@ -139,15 +139,6 @@ class BackendBase(ABC):
     def fill(self, address: int, nbytes: int, value: int, width: int) -> None:
         """Set `nbytes` at `address` to `value`, repeated as `width`-byte (1, 2, 4) words."""
 
-    def register_host(self, ordinal: int, address: int, nbytes: int) -> Allocation:
-        """Let kernels use `nbytes` of host memory at `address` (CUDA's cudaHostRegister),
-        at the same address; free() the Allocation to end that. Raises
-        UnsupportedFeatureError where the device cannot address host memory."""
-        from ptxport.errors import UnsupportedFeatureError
-
-        raise UnsupportedFeatureError("registered host memory", self.name, None,
-                                      "the device cannot address host memory")
-
     def host_view(self, allocation: Allocation):
         """A zero-copy numpy uint8 array over the allocation, or None when the host cannot
         address device memory."""
@@ -161,6 +152,17 @@ class BackendBase(ABC):
             f"{self.name}:{ordinal} cannot address host memory in place (its kernels see "
             "device memory only): allocate a buffer and copy the array into it, "
             "buf = dev.allocate(a.nbytes, stream=s); buf.copy_from(a, stream=s)")
+
+    def module_global(self, ordinal: int, module: Module, name: str) -> tuple[int, int]:
+        """(device address, size) of the module's .global or .const variable `name`, shared
+        by every kernel of `module` on this device. Raises UnsupportedFeatureError where
+        the backend keeps no module variables apart from its kernels' code."""
+        from ptxport.errors import UnsupportedFeatureError
+
+        raise UnsupportedFeatureError(
+            f"the module variable {name!r}", self.name, None,
+            "this device's kernels keep module variables in their own code, where the host "
+            "cannot find them yet")
 
     @abstractmethod
     def compile(self, module: Module, kernels: list[str]) -> dict[str, KernelBinary]:

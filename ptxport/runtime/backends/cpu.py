@@ -167,13 +167,6 @@ class Backend(BackendBase):
             self._ranges = None
         return allocation
 
-    def register_host(self, ordinal: int, address: int, nbytes: int) -> Allocation:
-        # Host memory is the device's: registering it only admits it to the access checks.
-        with self._lock:
-            self._live[address] = nbytes
-            self._ranges = None
-        return Allocation(address, nbytes)
-
     def copy(self, dst: int, src: int, nbytes: int, kind: str) -> None:
         if nbytes:
             ctypes.memmove(dst, src, nbytes)
@@ -184,6 +177,19 @@ class Backend(BackendBase):
 
     def host_view(self, allocation: Allocation) -> np.ndarray:
         return allocation.owner
+
+    def module_global(self, ordinal: int, module: Module, name: str) -> tuple[int, int]:
+        # The CPU target keeps a module's variables in host memory shared by its kernels.
+        from ptxport.codegen.targets.cpu import module_storage
+
+        found = module_storage(module).get(name)
+        if found is None:
+            from ptxport.errors import UnsupportedFeatureError
+
+            raise UnsupportedFeatureError(
+                f"the module variable {name!r}", self.name, None,
+                "it holds function addresses (a vtable), which each kernel's code keeps")
+        return found
 
     def compile(self, module: Module, kernels: list[str]) -> dict[str, KernelBinary]:
         compile_kernel = self.kernel_compiler or _codegen_compile_kernel()
