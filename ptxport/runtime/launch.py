@@ -350,6 +350,8 @@ def _queue(stream: Stream, config: LaunchConfig, kernel: Kernel, params: bytes, 
             raise KernelExecutionError(
                 f"kernel {kernel.name} failed on {device}: {type(e).__name__}: {e}") from e
 
-    limit = "" if config.timeout is None else f", stopped after {config.timeout:g} s"
-    stream._submit(run, what=f"kernel {kernel.name} (grid {grid}, block {block}{limit})",
-                   kernel=kernel.name, compiled=bool(compiled))
+    def what() -> str:   # words for a timeout's message, made only when one needs them
+        limit = "" if config.timeout is None else f", stopped after {config.timeout:g} s"
+        return f"kernel {kernel.name} (grid {grid}, block {block}{limit})"
+
+    stream._submit(run, what=what, kernel=kernel.name, compiled=bool(compiled))

@@ -56,7 +56,7 @@ class _Worker:
     def error(self) -> BaseException | None:
         return self._error
 
-    def submit(self, work: Callable[[], None], skippable: bool, what: str,
+    def submit(self, work: Callable[[], None], skippable: bool, what: str | Callable[[], str],
                kernel: str | None = None, waits_for: _Worker | None = None,
                compiled: bool = False) -> None:
         with self._state:
@@ -109,6 +109,7 @@ class _Worker:
                              "nothing (it has just finished)")
                 break
             what, kernel, worker, started = current
+            what = what() if callable(what) else what
             parts.append(f"{what}, running for {time.monotonic() - started:.1f} s")
             if kernel is not None:
                 kernels.append(kernel)
@@ -159,13 +160,13 @@ class Stream:
         return id(self._worker)
 
     def _submit(self, work: Callable[[], None], skippable: bool = True,
-                what: str = "an operation", kernel: str | None = None,
+                what: str | Callable[[], str] = "an operation", kernel: str | None = None,
                 waits_for: _Worker | None = None, compiled: bool = False) -> None:
         """Queue `work` (a callable that must keep alive whatever it uses). Copies, fills
-        and launches are skippable after a failure; records and waits are not. `what`
-        names the work for an error (`kernel`: the kernel it runs; `waits_for`: the worker
-        of the stream it waits for; `compiled`: the kernel was compiled for this launch, which
-        Events recorded around it say)."""
+        and launches are skippable after a failure; records and waits are not. `what` (or a
+        function giving it, called only when needed) names the work for an error
+        (`kernel`: the kernel it runs; `waits_for`: the worker of the stream it waits for;
+        `compiled`: the kernel was compiled for this launch, which Events around it say)."""
         if not self._close.alive:
             raise InvalidValueError(f"{self!r} is closed: create a new stream")
         self._worker.submit(work, skippable, what, kernel, waits_for, compiled)
