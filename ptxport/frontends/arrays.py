@@ -151,7 +151,7 @@ def staged(obj, device: Device, what: str) -> DeviceArray:
     if isinstance(obj, DeviceArray):
         if obj.device is not device:
             raise ArgumentError(f"{what} is on {obj.device} but the launch is on {device}; "
-                                f"make it with device_array(..., device={device!r})")
+                                f"make it with device_array(..., device)")
         return obj
     try:
         array = device_array(obj, device)

@@ -140,18 +140,15 @@ def _copy_async(fl: FunctionLowering, inst: ir.Instruction) -> None:
     spaces = inst.spec.get("space") or ("shared", "global")
     dst_space = "shared" if spaces[0].startswith("shared") else spaces[0]
     dst = fl.pointer(inst.operands[0], dst_space)
-    src = fl.pointer(inst.operands[1], spaces[1] if len(spaces) > 1 else "global")
+    src_space = spaces[1] if len(spaces) > 1 else "global"
     size = inst.operands[2].value
     extra = list(inst.operands[3:])
     if inst.spec.get("l2hint") and extra:
         extra.pop()                                    # the cache policy: a hint
-    # The intrinsics are overloaded on their pointers' address spaces: the destination is
-    # .shared's space, the source .global's, wherever the target gives those their own.
     llmod = fl.llfn.module
-    memcpy = declare(llmod, f"llvm.memcpy.{_overload(dst)}.{_overload(src)}.i64",
-                     ll.VoidType(), [dst.type, src.type, I64, I1])
     if not extra:
-        b.call(memcpy, [dst, src, const_int(I64, size), I1(0)])
+        src = fl.pointer(inst.operands[1], src_space)
+        b.call(_memcpy(llmod, dst, src), [dst, src, const_int(I64, size), I1(0)])
         return
     operand = extra[0]
     if isinstance(operand, ir.NotValue) or getattr(operand, "type", None) is TYPES["pred"]:
@@ -162,9 +159,22 @@ def _copy_async(fl: FunctionLowering, inst: ir.Instruction) -> None:
                          const_int(I64, size))
     memset = declare(llmod, f"llvm.memset.{_overload(dst)}.i64", ll.VoidType(),
                      [dst.type, I8, I64, I1])
-    b.call(memcpy, [dst, src, count, I1(0)])
+    # A src-size of 0 (or ignore-src) reads nothing: the source is only an address then, and
+    # may be one no allocation holds (Triton points masked-off lanes anywhere), so it is
+    # neither checked nor touched.
+    with b.if_then(b.icmp_unsigned("!=", count, const_int(I64, 0))):
+        src = fl.pointer(inst.operands[1], src_space)
+        b.call(_memcpy(llmod, dst, src), [dst, src, count, I1(0)])
     rest = b.gep(dst, [count], source_etype=I8)
     b.call(memset, [rest, ll.Constant(I8, 0), b.sub(const_int(I64, size), count), I1(0)])
+
+
+def _memcpy(llmod: ll.Module, dst: ll.Value, src: ll.Value) -> ll.Function:
+    """llvm.memcpy for these pointers: the intrinsic is overloaded on their address spaces
+    (the destination is .shared's, the source .global's, wherever the target gives those
+    their own)."""
+    return declare(llmod, f"llvm.memcpy.{_overload(dst)}.{_overload(src)}.i64",
+                   ll.VoidType(), [dst.type, src.type, I64, I1])
 
 
 def _overload(pointer: ll.Value) -> str:
