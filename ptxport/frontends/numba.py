@@ -1,0 +1,156 @@
+"""numba-cuda kernels on ptxport devices: a `jit` decorator shaped like numba.cuda.jit.
+
+    from ptxport.frontends import numba as pnb
+
+    @pnb.jit
+    def saxpy(a, x, y, out):
+        i = cuda.grid(1)                  # numba.cuda's own device API inside kernels
+        if i < x.size:
+            out[i] = a * x[i] + y[i]
+
+    saxpy[blocks, threads](np.float32(2), x, y, out)          # numpy arrays or DeviceArrays
+
+numba-cuda compiles kernels to PTX with no GPU (numba.cuda.compile_ptx, for sm_80 by
+default), but it launches them only through NVIDIA's driver, and its launch path has no
+hook for another one; so this module types the arguments as numba would, compiles the
+kernel once per signature with compile_ptx, and launches the PTX through ptxport with
+numba's argument ABI: each array is passed as (meminfo, parent, nitems, itemsize, data,
+shape..., strides...), a scalar as itself.
+
+Arrays: numpy arrays (wrapped in place on the cpu device; copied in and back elsewhere, as
+numba does for host arrays), and DeviceArrays (`to_device`, `device_array`) that stay on
+their device. A launch returns once the kernel ran. Device functions are numba's own:
+`@numba.cuda.jit(device=True)`.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+from numba import cuda, typeof
+from numba import types as nbtypes
+from numba.np import numpy_support
+
+from ptxport.errors import ArgumentError, InvalidValueError
+from ptxport.frontends.arrays import DeviceArray, copy_back, device_array, staged
+from ptxport.runtime import Device, LaunchConfig, Program, Stream, launch
+
+__all__ = ["Kernel", "jit", "to_device", "device_array", "DeviceArray"]
+
+_ENTRY = re.compile(r"\.entry\s+([\w$]+)\s*\(")
+
+
+def to_device(array, device: Device | None = None) -> DeviceArray:
+    """A copy of host `array` on `device` (the current device if None), as
+    numba.cuda.to_device; `.numpy()` copies it back."""
+    device = Device() if device is None else device
+    out = device_array(array.shape, device, dtype=array.dtype) if device.backend == "cpu" \
+        else device_array(np.ascontiguousarray(array), device)
+    if device.backend == "cpu":
+        out.numpy()[...] = array
+    return out
+
+
+class Kernel:
+    """A numba-cuda kernel, compiled once per argument signature; launch it with
+    kernel[grid, block], kernel[grid, block, stream] or kernel[grid, block, stream,
+    dynamic_shared_bytes] as in numba."""
+
+    def __init__(self, func, cc: tuple[int, int] = (8, 0), **options):
+        self.py_func = func
+        self.cc = cc
+        self.options = options
+        self._kernels: dict[tuple, object] = {}
+
+    def __getitem__(self, config):
+        if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
+            raise InvalidValueError(
+                f"launch {self.py_func.__name__} as kernel[grid, block], kernel[grid, block, "
+                "stream] or kernel[grid, block, stream, dynamic_shared_bytes]")
+        grid, block, *rest = config
+        stream = rest[0] if rest and rest[0] not in (None, 0) else None
+        shared = int(rest[1]) if len(rest) > 1 else 0
+        if stream is not None and not isinstance(stream, Stream):
+            raise InvalidValueError(f"the stream of {self.py_func.__name__}[...] must be a "
+                                    f"ptxport Stream, not {type(stream).__name__}")
+        return lambda *args: self._launch(grid, block, stream, shared, args)
+
+    def __call__(self, *args):
+        raise InvalidValueError(f"kernel {self.py_func.__name__} needs a launch "
+                                "configuration: call it as kernel[grid, block](...)")
+
+    def compile(self, signature: tuple):
+        """The ptxport Kernel for numba argument types `signature` (compiled on first use)."""
+        kernel = self._kernels.get(signature)
+        if kernel is None:
+            ptx, _ = cuda.compile_ptx(self.py_func, signature, cc=self.cc, **self.options)
+            names = _ENTRY.findall(ptx)
+            code = Program(ptx, code_type="ptx").compile("native")
+            kernel = self._kernels[signature] = code.get_kernel(names[0])
+        return kernel
+
+    def _launch(self, grid, block, stream, shared, args) -> None:
+        device = Device() if stream is None else stream.device
+        stream = device.default_stream if stream is None else stream
+        name = self.py_func.__name__
+        values, types, temporaries = [], [], []
+        for index, arg in enumerate(args):
+            what = f"kernel {name}, argument {index}"
+            if isinstance(arg, (DeviceArray, np.ndarray)) or hasattr(arg, "__dlpack__") \
+                    and not isinstance(arg, np.generic):
+                array = staged(arg, device, what)
+                if array is not arg:
+                    temporaries.append(array)
+                types.append(nbtypes.Array(numpy_support.from_dtype(array.dtype),
+                                           array.ndim, "C"))
+                values.append(array)
+            else:
+                types.append(_scalar_type(arg, what))
+                values.append(arg)
+        kernel = self.compile(tuple(types))
+        params = _marshal(kernel, values, types)
+        launch(stream, LaunchConfig(grid=grid, block=block, shmem_size=shared), kernel,
+               *params)
+        stream.sync()
+        copy_back(temporaries)
+
+
+def _scalar_type(arg, what: str):
+    try:
+        ty = typeof(arg)
+    except ValueError:
+        ty = None
+    if not isinstance(ty, (nbtypes.Number, nbtypes.Boolean)):
+        raise ArgumentError(f"{what}: cannot pass a {type(arg).__name__} (pass numpy arrays, "
+                            "DeviceArrays, or numbers)")
+    return ty
+
+
+def _marshal(kernel, values: list, types: list) -> list:
+    """The PTX parameters of numba's ABI for the arguments."""
+    info = kernel.arguments_info
+    params: list = []
+    for value, ty in zip(values, types, strict=True):
+        if isinstance(ty, nbtypes.Array):
+            data_is_pointer = info[len(params) + 4].pointer is not False
+            params += [np.uint64(0), np.uint64(0), np.int64(value.numel()),
+                       np.int64(value.element_size()),
+                       value.buffer if data_is_pointer else np.uint64(value.data_ptr())]
+            params += [np.int64(n) for n in value.shape]
+            params += [np.int64(s) for s in value.strides]
+        else:
+            params.append(numpy_support.as_dtype(ty).type(value))
+    return params
+
+
+def jit(func=None, *, device: bool = False, cc: tuple[int, int] = (8, 0), **options):
+    """numba.cuda.jit for ptxport devices: `@jit` or `@jit(fastmath=True, ...)` (options
+    go to numba.cuda.compile_ptx). `device=True` gives numba's own device function, which
+    kernels call as in numba."""
+    if device:
+        return cuda.jit(device=True, **options) if func is None else \
+            cuda.jit(device=True, **options)(func)
+    if func is None:
+        return lambda f: Kernel(f, cc, **options)
+    return Kernel(func, cc, **options)
