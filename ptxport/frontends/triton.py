@@ -202,11 +202,10 @@ class Driver(DriverBase):
     target : the GPUTarget Triton compiles for (sm_80 by default; ptxport reads its PTX).
     """
 
-    def __init__(self, device: Device | None = None,
-                 target: GPUTarget = GPUTarget("cuda", 80, 32)):
+    def __init__(self, device: Device | None = None, target: GPUTarget | None = None):
         super().__init__()
         self.device = Device("cpu") if device is None else device
-        self.target = target
+        self.target = GPUTarget("cuda", 80, 32) if target is None else target
         self.utils = _Utils(self)
         self.launcher_cls = Launcher
 
@@ -256,7 +255,7 @@ def activate(device: Device | None = None, target: GPUTarget | None = None) -> D
     """Make ptxport on `device` (the cpu device if None) Triton's active driver."""
     if isinstance(device, str):
         device = Device(device)
-    driver = Driver(device) if target is None else Driver(device, target)
+    driver = Driver(device, target)
     triton.runtime.driver.set_active(driver)
     return driver
 

@@ -11,12 +11,12 @@ import pytest
 pytest.importorskip("numba.cuda", reason="numba-cuda is not installed (pip install "
                                          "'ptxport[numba]')")
 
-from numba import cuda, float32  # noqa: E402
+from numba import cuda, float32
 
-from ptxport import Device  # noqa: E402
-from ptxport.errors import ArgumentError, InvalidValueError  # noqa: E402
-from ptxport.frontends import numba as pnb  # noqa: E402
-from ptxport.runtime.backends import availability  # noqa: E402
+from ptxport import Device
+from ptxport.errors import ArgumentError, InvalidValueError
+from ptxport.frontends import numba as pnb
+from ptxport.runtime.backends import availability
 
 _OPENCL, _WHY = availability("opencl")
 DEVICES = ["cpu", pytest.param("opencl:0", marks=pytest.mark.skipif(

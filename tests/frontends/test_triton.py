@@ -14,10 +14,6 @@ import pytest
 triton = pytest.importorskip("triton", reason="triton is not installed (pip install "
                                               "'ptxport[triton]')")
 
-import ptxport.frontends.triton as pt  # noqa: E402
-from ptxport import Device  # noqa: E402
-from ptxport.errors import ArgumentError, UnsupportedFeatureError  # noqa: E402
-from ptxport.runtime.backends import availability  # noqa: E402
 from triton_kernels import (  # noqa: E402
     add_kernel,
     dropout_kernel,
@@ -27,6 +23,11 @@ from triton_kernels import (  # noqa: E402
     scale_kernel,
     softmax_kernel,
 )
+
+import ptxport.frontends.triton as pt  # noqa: E402
+from ptxport import Device  # noqa: E402
+from ptxport.errors import ArgumentError, UnsupportedFeatureError  # noqa: E402
+from ptxport.runtime.backends import availability  # noqa: E402
 
 _OPENCL, _WHY = availability("opencl")
 DEVICES = ["cpu", pytest.param("opencl:0", marks=pytest.mark.skipif(
@@ -74,7 +75,8 @@ def test_an_array_of_another_device_is_refused():
     x = pt.device_array(np.zeros(4, np.float32), Device("cpu"))
     pt.activate(Device("opencl:0"))
     try:
-        with pytest.raises(ArgumentError, match="argument x_ptr is on cpu:0 but the launch is on opencl:0"):
+        with pytest.raises(ArgumentError,
+                           match="argument x_ptr is on cpu:0 but the launch is on opencl:0"):
             add_kernel[(1,)](x, x, x, 4, BLOCK=512)
     finally:
         pt.deactivate()
