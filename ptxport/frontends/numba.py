@@ -121,9 +121,9 @@ def _scalar_type(arg, what: str):
         ty = typeof(arg)
     except ValueError:
         ty = None
-    if not isinstance(ty, (nbtypes.Number, nbtypes.Boolean)):
+    if not isinstance(ty, (nbtypes.Integer, nbtypes.Float, nbtypes.Boolean)):
         raise ArgumentError(f"{what}: cannot pass a {type(arg).__name__} (pass numpy arrays, "
-                            "DeviceArrays, or numbers)")
+                            "DeviceArrays, or integer, float or bool scalars)")
     return ty
 
 
