@@ -16,7 +16,9 @@ triton = pytest.importorskip("triton", reason="triton is not installed (pip inst
 
 from triton_kernels import (  # noqa: E402
     add_kernel,
+    attention_forward_kernel,
     dropout_kernel,
+    layernorm_backward_kernel,
     layernorm_kernel,
     matmul_kernel,
     rand_kernel,
@@ -136,6 +138,44 @@ def test_layernorm_forward(device):
     np.testing.assert_allclose(drstd.numpy(), rstd, rtol=1e-5)
     expected = (x - mean[:, None]) * rstd[:, None] * w + b
     np.testing.assert_allclose(dy.numpy(), expected, rtol=1e-4, atol=1e-5)
+
+
+def test_layernorm_backward_with_atomics(device):
+    rng = np.random.default_rng(5)
+    rows, cols = 8, 100
+    x = rng.standard_normal((rows, cols), dtype=np.float32)
+    dy = rng.standard_normal((rows, cols), dtype=np.float32)
+    w = rng.standard_normal(cols, dtype=np.float32)
+    mean = x.mean(axis=1, dtype=np.float32)
+    rstd = (1 / np.sqrt(x.var(axis=1) + 1e-5)).astype(np.float32)
+    arrays = _arrays(device, dy, x, w, mean, rstd, np.zeros_like(x),
+                     np.zeros(cols, np.float32), np.zeros(cols, np.float32))
+    layernorm_backward_kernel[(rows,)](*arrays, cols, cols, BLOCK=128)
+    xhat = (x - mean[:, None]) * rstd[:, None]
+    wdy = w * dy
+    dx = (wdy - (xhat * (xhat * wdy).mean(axis=1, keepdims=True)
+                 + wdy.mean(axis=1, keepdims=True))) * rstd[:, None]
+    np.testing.assert_allclose(arrays[5].numpy(), dx, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(arrays[6].numpy(), (dy * xhat).sum(axis=0), rtol=1e-4,
+                               atol=1e-5)
+    np.testing.assert_allclose(arrays[7].numpy(), dy.sum(axis=0), rtol=1e-5, atol=1e-5)
+
+
+# On opencl:0 this kernel runs too, but Intel's OpenCL CPU runtime took 70-80 s to finalize
+# its SPIR-V at the first launch (measured 2026-11-25), over this file's time budget.
+@pytest.mark.parametrize("device", ["cpu"], indirect=True)
+def test_flash_attention_forward(device):
+    rng = np.random.default_rng(6)
+    seq, head = 40, 16                      # not a multiple of the 16-key blocks
+    q, k, v = (rng.standard_normal((seq, head), dtype=np.float32) for _ in range(3))
+    dq, dk, dv, out = _arrays(device, q, k, v, np.zeros_like(q))
+    scale = 1 / np.sqrt(head)
+    attention_forward_kernel[(triton.cdiv(seq, 16),)](dq, dk, dv, out, seq, scale, HEAD=head,
+                                                      BLOCK_M=16, BLOCK_N=16, num_warps=1)
+    s = (q.astype(np.float64) @ k.T.astype(np.float64)) * scale
+    p = np.exp(s - s.max(axis=1, keepdims=True))
+    expected = (p / p.sum(axis=1, keepdims=True)) @ v
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-4, atol=1e-5)
 
 
 def _philox_uniform(seed: int, offsets: np.ndarray) -> np.ndarray:

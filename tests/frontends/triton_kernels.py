@@ -104,3 +104,54 @@ def scale_kernel(x_ptr, out_ptr, n, alpha, BLOCK: tl.constexpr):
     offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offsets < n
     tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) * alpha, mask=mask)
+
+
+@triton.jit
+def layernorm_backward_kernel(dy_ptr, x_ptr, w_ptr, mean_ptr, rstd_ptr, dx_ptr, dw_ptr,
+                              db_ptr, stride, n_cols, BLOCK: tl.constexpr):
+    # one row per program; dw and db summed over rows with float atomics
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * stride + cols, mask=mask, other=0.0)
+    dy = tl.load(dy_ptr + row * stride + cols, mask=mask, other=0.0)
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0)
+    mean = tl.load(mean_ptr + row)
+    rstd = tl.load(rstd_ptr + row)
+    xhat = tl.where(mask, (x - mean) * rstd, 0.0)
+    wdy = w * dy
+    c1 = tl.sum(xhat * wdy, axis=0) / n_cols
+    c2 = tl.sum(wdy, axis=0) / n_cols
+    tl.store(dx_ptr + row * stride + cols, (wdy - (xhat * c1 + c2)) * rstd, mask=mask)
+    tl.atomic_add(dw_ptr + cols, dy * xhat, mask=mask)
+    tl.atomic_add(db_ptr + cols, dy, mask=mask)
+
+
+@triton.jit
+def attention_forward_kernel(q_ptr, k_ptr, v_ptr, o_ptr, seq_len, scale,
+                             HEAD: tl.constexpr, BLOCK_M: tl.constexpr,
+                             BLOCK_N: tl.constexpr):
+    # flash attention: one block of queries per program, online softmax over key blocks
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    dims = tl.arange(0, HEAD)
+    q = tl.load(q_ptr + rows[:, None] * HEAD + dims[None, :], mask=rows[:, None] < seq_len,
+                other=0.0)
+    m_i = tl.full([BLOCK_M], -float("inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD], tl.float32)
+    for start in range(0, seq_len, BLOCK_N):
+        keys = start + tl.arange(0, BLOCK_N)
+        k = tl.load(k_ptr + keys[None, :] * HEAD + dims[:, None], mask=keys[None, :] < seq_len,
+                    other=0.0)
+        s = tl.dot(q, k, input_precision="ieee") * scale
+        s = tl.where(keys[None, :] < seq_len, s, -float("inf"))
+        m_new = tl.maximum(m_i, tl.max(s, axis=1))
+        p = tl.exp(s - m_new[:, None])
+        alpha = tl.exp(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+        v = tl.load(v_ptr + keys[:, None] * HEAD + dims[None, :], mask=keys[:, None] < seq_len,
+                    other=0.0)
+        acc = tl.dot(p, v, acc * alpha[:, None], input_precision="ieee")
+        m_i = m_new
+    tl.store(o_ptr + rows[:, None] * HEAD + dims[None, :], acc / l_i[:, None],
+             mask=rows[:, None] < seq_len)
