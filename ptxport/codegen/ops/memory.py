@@ -157,16 +157,38 @@ def _copy_async(fl: FunctionLowering, inst: ir.Instruction) -> None:
         given = b.zext(fl.read(operand, "u32"), I64)
         count = b.select(b.icmp_unsigned("<", given, const_int(I64, size)), given,
                          const_int(I64, size))
-    memset = declare(llmod, f"llvm.memset.{_overload(dst)}.i64", ll.VoidType(),
-                     [dst.type, I8, I64, I1])
     # A src-size of 0 (or ignore-src) reads nothing: the source is only an address then, and
     # may be one no allocation holds (Triton points masked-off lanes anywhere), so it is
-    # neither checked nor touched.
-    with b.if_then(b.icmp_unsigned("!=", count, const_int(I64, 0))):
-        src = fl.pointer(inst.operands[1], src_space)
-        b.call(_memcpy(llmod, dst, src), [dst, src, count, I1(0)])
-    rest = b.gep(dst, [count], source_etype=I8)
-    b.call(memset, [rest, ll.Constant(I8, 0), b.sub(const_int(I64, size), count), I1(0)])
+    # neither checked nor touched. Every memcpy/memset has a constant length: a variable
+    # one becomes a call to the C library, which compiled CPU kernels do not link against.
+    with b.if_else(b.icmp_unsigned("==", count, const_int(I64, size))) as (full, partial):
+        with full:
+            src = fl.pointer(inst.operands[1], src_space)
+            b.call(_memcpy(llmod, dst, src), [dst, src, const_int(I64, size), I1(0)])
+        with partial:
+            memset = declare(llmod, f"llvm.memset.{_overload(dst)}.i64", ll.VoidType(),
+                             [dst.type, I8, I64, I1])
+            b.call(memset, [dst, ll.Constant(I8, 0), const_int(I64, size), I1(0)])
+            with b.if_then(b.icmp_unsigned("!=", count, const_int(I64, 0))):
+                _copy_bytes(fl, dst, fl.pointer(inst.operands[1], src_space), count, size)
+
+
+def _copy_bytes(fl: FunctionLowering, dst: ll.Value, src: ll.Value, count: ll.Value,
+                size: int) -> None:
+    """Copy the first `count` bytes of src to dst, one by one (0 < count < size <= 16)."""
+    b = fl.b
+    done = fl.llfn.append_basic_block("cp_async_copied")
+    for i in range(size - 1):
+        offset = const_int(I64, i)
+        byte = b.load(b.gep(src, [offset], source_etype=I8), typ=I8)
+        b.store(byte, b.gep(dst, [offset], source_etype=I8))
+        if i == size - 2:
+            b.branch(done)
+        else:
+            more = fl.llfn.append_basic_block("cp_async_byte")
+            b.cbranch(b.icmp_unsigned("<", const_int(I64, i + 1), count), more, done)
+            b.position_at_end(more)
+    b.position_at_end(done)
 
 
 def _memcpy(llmod: ll.Module, dst: ll.Value, src: ll.Value) -> ll.Function:
