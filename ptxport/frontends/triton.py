@@ -30,7 +30,7 @@ from triton.runtime.cache import get_cache_manager
 
 from ptxport.errors import InvalidValueError, UnsupportedFeatureError
 from ptxport.frontends.arrays import DeviceArray, copy_back, device_array, staged
-from ptxport.runtime import Device, LaunchConfig, Program, launch
+from ptxport.runtime import Buffer, Device, LaunchConfig, Program, launch
 
 __all__ = ["Driver", "activate", "deactivate", "device_array", "DeviceArray"]
 
@@ -99,9 +99,9 @@ class Launcher:
         if grid_x * grid_y * grid_z == 0:
             return
         device = stream.device
-        values, temporaries = [], []
+        values, temporaries, registered = [], [], []
         for (name, ty), arg in zip(self.params, args, strict=True):
-            self._convert(name, ty, arg, device, values, temporaries)
+            self._convert(name, ty, arg, device, values, (temporaries, registered))
         blocks = grid_x * grid_y * grid_z
         for size, _align in self.scratch:
             values.append(_scratch(device, blocks * size) if size else np.uint64(0))
@@ -112,21 +112,23 @@ class Launcher:
         launch(stream, config, self.kernel, *values)
         stream.sync()
         copy_back(temporaries)
+        for buffer in registered:
+            buffer.close()
         if exit_hook is not None:
             exit_hook(launch_metadata)
 
-    def _convert(self, name, ty, arg, device, values, temporaries) -> None:
+    def _convert(self, name, ty, arg, device, values, held) -> None:
         """Append the launch values of one Triton argument (tuples flattened, constexprs
-        dropped)."""
+        dropped); `held`: the staged arrays and registered buffers of the launch."""
         if isinstance(ty, tuple):
             for index, (sub_ty, sub_arg) in enumerate(zip(ty, arg, strict=True)):
-                self._convert(f"{name}[{index}]", sub_ty, sub_arg, device, values, temporaries)
+                self._convert(f"{name}[{index}]", sub_ty, sub_arg, device, values, held)
             return
         if ty == "constexpr":
             return
         what = f"Triton kernel {self.name}, argument {name}"
         if ty.startswith("*"):
-            values.append(_pointer(arg, device, what, temporaries))
+            values.append(_pointer(arg, device, what, *held))
         elif ty == "bf16":
             values.append(_bf16_bits(arg))
         elif ty in _SCALARS:
@@ -136,17 +138,29 @@ class Launcher:
                                           reason=f"{what} has a type ptxport cannot pass")
 
 
-def _pointer(arg, device: Device, what: str, temporaries: list):
-    """A pointer argument's launch value: a Buffer, or a raw address (np.uint64)."""
+def _pointer(arg, device: Device, what: str, temporaries: list, registered: list):
+    """A pointer argument's launch value: a Buffer, or an address (np.uint64)."""
     if arg is None:
         return np.uint64(0)
     if isinstance(arg, DeviceArray):
         return staged(arg, device, what).buffer
-    if device.backend == "cpu" and not hasattr(arg, "__dlpack__"):
-        return np.uint64(arg.data_ptr())    # host memory made elsewhere (ctypes, C code)
+    if device.backend == "cpu":
+        return _host_address(arg, device, registered)
     array = staged(arg, device, what)
     temporaries.append(array)
     return array.buffer
+
+
+def _host_address(arg, device: Device, registered: list) -> np.uint64:
+    """The address of a host tensor on the cpu device, whose memory (the whole storage, so
+    that strided views work) is registered with the device for the launch. An object with
+    data_ptr() but no storage (memory from C code) is passed as its address, unchecked."""
+    storage = getattr(arg, "untyped_storage", None)
+    if storage is not None:
+        memory = storage()
+        registered.append(Buffer.from_handle(memory.data_ptr(), memory.nbytes(), device,
+                                             owner=arg))
+    return np.uint64(arg.data_ptr())
 
 
 _SCRATCH: dict[tuple[Device, int], object] = {}
