@@ -4,8 +4,10 @@ Triton's vector add and fused softmax (GB/s: bytes read + written per second) an
 (tl.dot, f32 in IEEE mode; GFLOP/s) from tests/frontends/triton_kernels.py, launched through
 ptxport as Triton's driver on Device("cpu"), next to the same operation in numpy, in torch
 (CPU) where torch is installed, and in Triton's own interpreter (TRITON_INTERPRET=1, which
-takes torch tensors: torch needed). Each figure is the median of --runs timed calls after
-one warm-up call (Triton's compile and ptxport's are cached, so not timed).
+takes torch tensors: torch needed). Each figure is from the fastest of --runs timed calls
+after one untimed call, ptxport, numpy and torch taking turns in one process (Triton's
+compile and ptxport's are cached, so not timed; the interpreter runs in a process of its
+own, with fewer runs).
 
     python benchmarks/python_kernels.py [--runs 5] [--small]
 
@@ -18,7 +20,6 @@ import argparse
 import json
 import os
 import platform
-import statistics
 import subprocess
 import sys
 import time
@@ -34,14 +35,19 @@ SIZES = {"add": 1 << 22, "softmax": (4096, 1024), "matmul": 256}
 SMALL = {"add": 1 << 16, "softmax": (256, 512), "matmul": 64}
 
 
-def _median_seconds(call, runs: int) -> float:
-    call()
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
+def _best_seconds(calls: dict, runs: int) -> dict[str, float]:
+    """The fastest of `runs` timed calls of each callable, after one untimed call each;
+    the callables take turns, so that load from elsewhere on a shared machine falls on all
+    of them alike."""
+    for call in calls.values():
         call()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    best = {name: float("inf") for name in calls}
+    for _ in range(runs):
+        for name, call in calls.items():
+            start = time.perf_counter()
+            call()
+            best[name] = min(best[name], time.perf_counter() - start)
+    return best
 
 
 def _inputs(sizes):
@@ -117,38 +123,47 @@ def _torch_calls(data):
             "matmul": lambda: a @ b}
 
 
-def _measure(engine: str, sizes, runs: int) -> dict[str, float]:
-    """Seconds per call of each operation in `engine` (this process)."""
-    data = _inputs(sizes)
+def _engine_calls(engine: str, data) -> dict:
     if engine == "ptxport":
         import ptxport.frontends.triton as pt
         from ptxport import Device
 
         device = Device("cpu")
         pt.activate(device)
-        calls = _triton_calls(data, lambda v: pt.device_array(v, device), lambda: None)
-    elif engine == "interpreter":
+        return _triton_calls(data, lambda v: pt.device_array(v, device), lambda: None)
+    if engine == "interpreter":
         import torch
 
-        calls = _triton_calls(data, torch.from_numpy, lambda: None)
-    elif engine == "torch":
-        calls = _torch_calls(data)
-    else:
-        calls = _numpy_calls(data)
-    return {op: _median_seconds(call, runs) for op, call in calls.items()}
+        return _triton_calls(data, torch.from_numpy, lambda: None)
+    if engine == "torch":
+        return _torch_calls(data)
+    return _numpy_calls(data)
 
 
-def _in_subprocess(engine: str, small: bool, runs: int) -> dict[str, float] | str:
-    """_measure in a fresh process (the interpreter is chosen by TRITON_INTERPRET at
-    import), or why it could not run."""
+def _measure(engines: list[str], sizes, runs: int) -> dict[str, dict[str, float]]:
+    """Seconds per call, per engine and operation, measured in this process."""
+    data = _inputs(sizes)
+    calls = {engine: _engine_calls(engine, data) for engine in engines}
+    results: dict[str, dict[str, float]] = {engine: {} for engine in engines}
+    for op in ("add", "softmax", "matmul"):
+        best = _best_seconds({engine: calls[engine][op] for engine in engines}, runs)
+        for engine, seconds in best.items():
+            results[engine][op] = seconds
+    return results
+
+
+def _in_subprocess(engines: list[str], small: bool, runs: int) -> dict:
+    """_measure in a fresh process (Triton's interpreter is chosen by TRITON_INTERPRET at
+    import), or for each engine why it could not run."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    if engine == "interpreter":
+    if engines == ["interpreter"]:
         env["TRITON_INTERPRET"] = "1"
-    args = [sys.executable, __file__, "--engine", engine, "--runs", str(runs)]
+    args = [sys.executable, __file__, "--engines", ",".join(engines), "--runs", str(runs)]
     out = subprocess.run(args + (["--small"] if small else []), env=env, capture_output=True,
                          text=True)
     if out.returncode:
-        return out.stderr.strip().splitlines()[-1] if out.stderr.strip() else "failed"
+        why = out.stderr.strip().splitlines()[-1] if out.stderr.strip() else "failed"
+        return {engine: why for engine in engines}
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -162,14 +177,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--small", action="store_true", help="small sizes (a quick check)")
-    parser.add_argument("--engine", help=argparse.SUPPRESS)
+    parser.add_argument("--engines", help=argparse.SUPPRESS)
     options = parser.parse_args()
     sizes = SMALL if options.small else SIZES
-    if options.engine:
-        print(json.dumps(_measure(options.engine, sizes, options.runs)))
+    if options.engines:
+        print(json.dumps(_measure(options.engines.split(","), sizes, options.runs)))
         return
-    engines = ["ptxport", "numpy"] + (["torch", "interpreter"] if _have("torch") else [])
-    results = {e: _in_subprocess(e, options.small, options.runs) for e in engines}
+    together = ["ptxport", "numpy"] + (["torch"] if _have("torch") else [])
+    results = _in_subprocess(together, options.small, options.runs)
+    if _have("torch"):
+        results.update(_in_subprocess(["interpreter"], options.small, max(1, options.runs // 3)))
+    engines = list(results)
     work = _work(sizes)
     print(f"Triton kernels on the CPU ({platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} cores); sizes {sizes}")
