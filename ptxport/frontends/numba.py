@@ -19,8 +19,8 @@ shape..., strides...), a scalar as itself.
 
 Arrays: numpy arrays (wrapped in place on the cpu device; copied in and back elsewhere, as
 numba does for host arrays), and DeviceArrays (`to_device`, `device_array`) that stay on
-their device. A launch returns once the kernel ran. Device functions are numba's own:
-`@numba.cuda.jit(device=True)`.
+their device. A launch returns once the kernel ran. Device functions are not supported:
+numba-cuda asks NVIDIA's driver for the device when it compiles a kernel that calls one.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from numba import cuda, typeof
 from numba import types as nbtypes
 from numba.np import numpy_support
 
-from ptxport.errors import ArgumentError, InvalidValueError
+from ptxport.errors import ArgumentError, InvalidValueError, UnsupportedFeatureError
 from ptxport.frontends.arrays import DeviceArray, copy_back, device_array, staged
 from ptxport.runtime import Device, LaunchConfig, Program, Stream, launch
 
@@ -146,11 +146,15 @@ def _marshal(kernel, values: list, types: list) -> list:
 
 def jit(func=None, *, device: bool = False, cc: tuple[int, int] = (8, 0), **options):
     """numba.cuda.jit for ptxport devices: `@jit` or `@jit(fastmath=True, ...)` (options
-    go to numba.cuda.compile_ptx). `device=True` gives numba's own device function, which
-    kernels call as in numba."""
+    go to numba.cuda.compile_ptx). `device=True` is refused (UnsupportedFeatureError):
+    numba-cuda needs NVIDIA's driver to compile a call of a device function."""
     if device:
-        return cuda.jit(device=True, **options) if func is None else \
-            cuda.jit(device=True, **options)(func)
+        raise UnsupportedFeatureError(
+            "numba device functions (jit(device=True))", "ptxport", reason=(
+                "numba-cuda 0.30 compiles a device function when a kernel calling it is "
+                "compiled, and asks NVIDIA's driver for the current device's compute "
+                "capability then (also through register_jitable/overload), which fails "
+                "without a GPU; write the helper's code in the kernel for now"))
     if func is None:
         return lambda f: Kernel(f, cc, **options)
     return Kernel(func, cc, **options)

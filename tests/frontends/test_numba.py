@@ -14,7 +14,7 @@ pytest.importorskip("numba.cuda", reason="numba-cuda is not installed (pip insta
 from numba import cuda, float32
 
 from ptxport import Device
-from ptxport.errors import ArgumentError, InvalidValueError
+from ptxport.errors import ArgumentError, InvalidValueError, UnsupportedFeatureError
 from ptxport.frontends import numba as pnb
 from ptxport.runtime.backends import availability
 
@@ -77,6 +77,30 @@ def dynamic_shared_reverse(x, out):
     buf[t] = x[t]
     cuda.syncthreads()
     out[t] = buf[cuda.blockDim.x - 1 - t]
+
+
+@pnb.jit
+def clamp_with_local_array(x, out):
+    # a per-thread local array
+    i = cuda.grid(1)
+    bounds = cuda.local.array(2, float32)
+    bounds[0], bounds[1] = -1, 1
+    if i < x.size:
+        out[i] = min(max(x[i], bounds[0]), bounds[1])
+
+
+def test_local_array(device):
+    x = np.linspace(-3, 3, 100).astype(np.float32)
+    out = np.zeros_like(x)
+    clamp_with_local_array[1, 128](x, out)
+    np.testing.assert_array_equal(out, np.clip(x, -1, 1))
+
+
+def test_device_functions_are_refused_with_the_reason():
+    with pytest.raises(UnsupportedFeatureError, match="compute capability"):
+        @pnb.jit(device=True)
+        def helper(v):
+            return v
 
 
 def test_grid_stride_loop(device):
