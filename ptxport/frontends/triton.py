@@ -88,6 +88,10 @@ class Launcher:
         self.name = metadata.name
         self.block = metadata.num_warps * metadata.warp_size
         self.shared = metadata.shared
+        # launch_cooperative_grid: a cooperative launch, which launch() refuses with the
+        # reason; launch_pdl: programmatic dependent launch, which ptxport allows
+        self.kinds = {"is_cooperative": bool(metadata.launch_cooperative_grid),
+                      "programmatic_stream_serialization": bool(metadata.launch_pdl)}
         self.scratch = ((metadata.global_scratch_size, metadata.global_scratch_align),
                         (metadata.profile_scratch_size, metadata.profile_scratch_align))
         names = src.fn.arg_names if hasattr(src, "fn") else list(src.signature)
@@ -108,7 +112,7 @@ class Launcher:
         if enter_hook is not None:
             enter_hook(launch_metadata)
         config = LaunchConfig(grid=(grid_x, grid_y, grid_z), block=self.block,
-                              shmem_size=self.shared)
+                              shmem_size=self.shared, **self.kinds)
         launch(stream, config, self.kernel, *values)
         stream.sync()
         copy_back(temporaries)

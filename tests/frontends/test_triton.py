@@ -84,6 +84,16 @@ def test_an_array_of_another_device_is_refused():
         pt.deactivate()
 
 
+def test_a_cooperative_launch_is_refused_with_the_reason():
+    pt.activate(Device("cpu"))
+    try:
+        x = pt.device_array(np.zeros(4, np.float32))
+        with pytest.raises(UnsupportedFeatureError, match="is_cooperative"):
+            add_kernel[(1,)](x, x, x, 4, BLOCK=128, launch_cooperative_grid=True)
+    finally:
+        pt.deactivate()
+
+
 def _softmax(x):
     e = np.exp(x - x.max(axis=1, keepdims=True))
     return e / e.sum(axis=1, keepdims=True)
