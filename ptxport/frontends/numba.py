@@ -17,10 +17,11 @@ kernel once per signature with compile_ptx, and launches the PTX through ptxport
 numba's argument ABI: each array is passed as (meminfo, parent, nitems, itemsize, data,
 shape..., strides...), a scalar as itself.
 
-Arrays: numpy arrays (wrapped in place on the cpu device; copied in and back elsewhere, as
-numba does for host arrays), and DeviceArrays (`to_device`, `device_array`) that stay on
-their device. A launch returns once the kernel ran. Device functions are not supported:
-numba-cuda asks NVIDIA's driver for the device when it compiles a kernel that calls one.
+Arrays: numpy arrays (wrapped in place on the cpu device, non-contiguous ones in numba's
+"A" layout; copied in and back elsewhere, as numba does for host arrays), and DeviceArrays
+(`to_device`, `device_array`) that stay on their device. A launch returns once the kernel
+ran. Device functions are not supported: numba-cuda asks NVIDIA's driver for the device
+when it compiles a kernel that calls one.
 """
 
 from __future__ import annotations
@@ -32,9 +33,14 @@ from numba import cuda, typeof
 from numba import types as nbtypes
 from numba.np import numpy_support
 
+try:
+    from numpy.lib.array_utils import byte_bounds
+except ImportError:          # numpy < 2
+    from numpy import byte_bounds
+
 from ptxport.errors import ArgumentError, InvalidValueError, UnsupportedFeatureError
 from ptxport.frontends.arrays import DeviceArray, copy_back, device_array, staged
-from ptxport.runtime import Device, LaunchConfig, Program, Stream, launch
+from ptxport.runtime import Buffer, Device, LaunchConfig, Program, Stream, launch
 
 __all__ = ["Kernel", "jit", "to_device", "device_array", "DeviceArray"]
 
@@ -94,26 +100,78 @@ class Kernel:
         device = Device() if stream is None else stream.device
         stream = device.default_stream if stream is None else stream
         name = self.py_func.__name__
-        values, types, temporaries = [], [], []
+        values, types, held = [], [], _Held()
         for index, arg in enumerate(args):
             what = f"kernel {name}, argument {index}"
             if isinstance(arg, (DeviceArray, np.ndarray)) or hasattr(arg, "__dlpack__") \
                     and not isinstance(arg, np.generic):
-                array = staged(arg, device, what)
-                if array is not arg:
-                    temporaries.append(array)
+                array, layout = _array_argument(arg, device, what, held)
                 types.append(nbtypes.Array(numpy_support.from_dtype(array.dtype),
-                                           array.ndim, "C"))
+                                           len(array.shape), layout))
                 values.append(array)
             else:
                 types.append(_scalar_type(arg, what))
                 values.append(arg)
         kernel = self.compile(tuple(types))
         params = _marshal(kernel, values, types)
-        launch(stream, LaunchConfig(grid=grid, block=block, shmem_size=shared), kernel,
-               *params)
-        stream.sync()
-        copy_back(temporaries)
+        try:
+            launch(stream, LaunchConfig(grid=grid, block=block, shmem_size=shared), kernel,
+                   *params)
+            stream.sync()
+        finally:
+            held.release()
+
+
+class _Held:
+    """What one launch holds: staged copies of host arrays (copied back after it), strided
+    host arrays with their staged copies, and host memory registered with the device."""
+
+    def __init__(self):
+        self.staged: list[DeviceArray] = []
+        self.strided: list[tuple[np.ndarray, DeviceArray]] = []
+        self.registered: list[Buffer] = []
+
+    def release(self) -> None:
+        copy_back(self.staged)
+        for target, copy in self.strided:
+            target[...] = copy.numpy()
+        for buffer in self.registered:
+            buffer.close()
+
+
+class _StridedHostArray:
+    """A non-contiguous numpy array passed in place (numba's "A" layout) on the cpu device,
+    its memory registered with the device for the launch."""
+
+    def __init__(self, array: np.ndarray, device: Device, held: _Held):
+        low, high = byte_bounds(array)
+        held.registered.append(Buffer.from_handle(low, high - low, device, owner=array))
+        self.buffer, self.dtype, self.shape, self.strides = None, array.dtype, array.shape, \
+            array.strides
+        self._array = array
+
+    def data_ptr(self) -> int:
+        return self._array.ctypes.data
+
+    def numel(self) -> int:
+        return self._array.size
+
+    def element_size(self) -> int:
+        return self._array.itemsize
+
+
+def _array_argument(arg, device: Device, what: str, held: _Held):
+    """(the array to marshal, numba's layout: "C" or "A") for an array argument."""
+    if isinstance(arg, np.ndarray) and not arg.flags.c_contiguous and arg.size:
+        if device.backend == "cpu":
+            return _StridedHostArray(arg, device, held), "A"
+        copy = staged(np.ascontiguousarray(arg), device, what)
+        held.strided.append((arg, copy))
+        return copy, "C"
+    array = staged(arg, device, what)
+    if array is not arg:
+        held.staged.append(array)
+    return array, "C"
 
 
 def _scalar_type(arg, what: str):
@@ -134,9 +192,10 @@ def _marshal(kernel, values: list, types: list) -> list:
     for value, ty in zip(values, types, strict=True):
         if isinstance(ty, nbtypes.Array):
             data_is_pointer = info[len(params) + 4].pointer is not False
+            data = value.buffer if data_is_pointer and value.buffer is not None else \
+                np.uint64(value.data_ptr())
             params += [np.uint64(0), np.uint64(0), np.int64(value.numel()),
-                       np.int64(value.element_size()),
-                       value.buffer if data_is_pointer else np.uint64(value.data_ptr())]
+                       np.int64(value.element_size()), data]
             params += [np.int64(n) for n in value.shape]
             params += [np.int64(s) for s in value.strides]
         else:

@@ -110,6 +110,16 @@ def test_grid_stride_loop(device):
     np.testing.assert_array_equal(out, np.float32(1.5) * x)
 
 
+def test_strided_arrays(device):
+    """Non-contiguous arrays (numba's "A" layout on the cpu device, in place; copied in and
+    back elsewhere): a reversed every-other view in, one column of a 2-D array out."""
+    x = np.arange(200, dtype=np.float32)[::-2]
+    out = np.zeros((100, 3), np.float32)
+    scale_grid_stride[2, 32](x, out[:, 1], np.float32(2))
+    np.testing.assert_array_equal(out[:, 1], 2 * x)
+    assert not out[:, 0].any() and not out[:, 2].any()
+
+
 def test_shared_memory_reduction_and_atomics(device):
     rng = np.random.default_rng(0)
     x = rng.random(1000).astype(np.float32)
