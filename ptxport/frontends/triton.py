@@ -44,6 +44,8 @@ _SCALARS = {
 
 def _bf16_bits(value: float) -> np.uint16:
     """A float as bfloat16's bits, rounded to nearest even, as Triton's launcher does."""
+    if np.isnan(value):
+        return np.uint16(0x7FC0)
     bits = int(np.float32(value).view(np.uint32))
     bits += 0x7FFF + ((bits >> 16) & 1)
     return np.uint16((bits >> 16) & 0xFFFF)
@@ -51,9 +53,6 @@ def _bf16_bits(value: float) -> np.uint16:
 
 class _Utils:
     """What Triton asks of `driver.active.utils`: loading binaries and device properties."""
-
-    def __init__(self, driver: Driver):
-        self._driver = driver
 
     def load_binary(self, name, kernel, shared, device):
         """(module, function, n_regs, n_spills, n_max_threads). The binary Triton passes is
@@ -65,6 +64,8 @@ class _Utils:
         pass
 
     def get_device_properties(self, device) -> dict:
+        """Triton reads max_shared_mem (to refuse a kernel that needs more); the others feed
+        only triton.testing's performance models, and have no meaning off a GPU."""
         p = device.properties
         return {"max_shared_mem": p.max_shared_memory_per_block_optin,
                 "multiprocessor_count": p.multiprocessor_count,
@@ -224,7 +225,7 @@ class Driver(DriverBase):
         super().__init__()
         self.device = Device("cpu") if device is None else device
         self.target = GPUTarget("cuda", 80, 32) if target is None else target
-        self.utils = _Utils(self)
+        self.utils = _Utils()
         self.launcher_cls = Launcher
 
     @classmethod
