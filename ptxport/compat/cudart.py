@@ -30,6 +30,7 @@ __all__ = ["last_error", "record_error"]
 
 RUNTIME_VERSION = 13050          # CUDART_VERSION of cuda_runtime_api.h, CUDA 13.5
 INVALID_VALUE = 1
+INVALID_PITCH = 12              # cudaErrorInvalidPitchValue
 INVALID_MEMCPY_DIRECTION = 21    # cudaErrorInvalidMemcpyDirection
 NOT_READY = 600
 
@@ -306,6 +307,9 @@ def cudaMalloc3D(pitched_ptr: int, width: int, height: int, depth: int) -> int:
 def _copy_2d(dst: int, dpitch: int, src: int, spitch: int, width: int, height: int,
              kind: int, stream: int, sync: bool) -> int:
     _check_kind(kind)
+    if width > dpitch or width > spitch:
+        raise CudaError(INVALID_PITCH, f"rows of {width} bytes are wider than a pitch "
+                                       f"(source {spitch}, destination {dpitch})")
     copy = pitched._Memcpy2D(srcMemoryType=4, srcHost=src, srcDevice=src, srcPitch=spitch,
                              dstMemoryType=4, dstHost=dst, dstDevice=dst, dstPitch=dpitch,
                              WidthInBytes=width, Height=height)

@@ -171,6 +171,18 @@ def cudaLaunchKernel(func: int, gx: int, gy: int, gz: int, bx: int, by: int, bz:
     return __cudaLaunchKernel(func, gx, gy, gz, bx, by, bz, args, shared, stream)
 
 
+def cudaLaunchKernelExC(config: int, func: int, args: int) -> int:
+    """cudaLaunchConfig_t has CUlaunchConfig's layout but for dynamicSmemBytes, a size_t
+    where the driver's is an unsigned int (the same offset; its padding follows): the driver
+    handler reads it in place."""
+    if not config:
+        raise CudaError(1, "the cudaLaunchConfig_t pointer is NULL")
+    shared = ctypes.c_size_t.from_address(config + 24).value
+    if shared >= 1 << 32:
+        raise CudaError(1, f"{shared} bytes of dynamic shared memory")
+    return execution.cuLaunchKernelEx(config, function_of(func), args, 0)
+
+
 # -- function queries -----------------------------------------------------------------------
 
 class _FuncAttributes(ctypes.Structure):
