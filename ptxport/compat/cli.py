@@ -49,6 +49,7 @@ def environment(device: str | None, trace: str | None) -> dict[str, str]:
     directory first; where ptxport's Python finds its modules, and that Python; the device;
     the trace)."""
     from ptxport.compat.build import shim_directory
+    from ptxport.compat.real_driver import SHIM_DIRECTORY_VARIABLE
 
     if device:
         _check_device(device)
@@ -58,6 +59,7 @@ def environment(device: str | None, trace: str | None) -> dict[str, str]:
         "LD_LIBRARY_PATH": ":".join(path),
         "PTXPORT_PYTHONPATH": os.pathsep.join(p for p in sys.path if p and os.path.exists(p)),
         "PTXPORT_PYTHON": sys.executable,
+        SHIM_DIRECTORY_VARIABLE: directory,   # where the cuda device must not load libcuda
     }
     if device:
         env["PTXPORT_DEVICE"] = device
