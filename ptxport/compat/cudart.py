@@ -33,6 +33,7 @@ INVALID_VALUE = 1
 INVALID_PITCH = 12              # cudaErrorInvalidPitchValue
 INVALID_MEMCPY_DIRECTION = 21    # cudaErrorInvalidMemcpyDirection
 NOT_READY = 600
+NOT_SUPPORTED = 801
 
 _thread = threading.local()      # .error: the thread's last error; .device: its device
 _texts: dict[int, ctypes.Array] = {}   # error -> its name and text, kept for the caller
@@ -351,6 +352,44 @@ def cudaMemset3D(ptr: int, pitch: int, xsize: int, ysize: int, value: int, width
     return SUCCESS
 
 
+class _Memcpy3DParms(ctypes.Structure):
+    """struct cudaMemcpy3DParms (driver_types.h): arrays, positions (x in bytes for linear
+    memory), cudaPitchedPtrs, the extent (width in bytes) and the kind."""
+
+    _fields_ = [("srcArray", ctypes.c_void_p), ("srcPos", ctypes.c_size_t * 3),
+                ("srcPtr", ctypes.c_size_t * 4), ("dstArray", ctypes.c_void_p),
+                ("dstPos", ctypes.c_size_t * 3), ("dstPtr", ctypes.c_size_t * 4),
+                ("extent", ctypes.c_size_t * 3), ("kind", ctypes.c_int)]
+
+
+def _copy_3d(parms: int, stream: int, sync: bool) -> int:
+    if not parms:
+        raise CudaError(INVALID_VALUE, "the cudaMemcpy3DParms pointer is NULL")
+    p = _Memcpy3DParms.from_address(parms)
+    if p.srcArray or p.dstArray:
+        raise CudaError(NOT_SUPPORTED, "3D copies to or from CUDA arrays are not supported "
+                                       "yet")
+    _check_kind(p.kind)
+    (sx, sy, sz), (dx, dy, dz) = p.srcPos, p.dstPos
+    src, src_pitch, _, src_height = p.srcPtr
+    dst, dst_pitch, _, dst_height = p.dstPtr
+    copy = pitched._Memcpy3D(
+        srcXInBytes=sx, srcY=sy, srcZ=sz, srcMemoryType=4, srcHost=src, srcDevice=src,
+        srcPitch=src_pitch, srcHeight=src_height,
+        dstXInBytes=dx, dstY=dy, dstZ=dz, dstMemoryType=4, dstHost=dst, dstDevice=dst,
+        dstPitch=dst_pitch, dstHeight=dst_height,
+        WidthInBytes=p.extent[0], Height=p.extent[1], Depth=p.extent[2])
+    return pitched._copy_3d(ctypes.addressof(copy), stream, sync)
+
+
+def cudaMemcpy3D(parms: int) -> int:
+    return _copy_3d(parms, 0, True)
+
+
+def cudaMemcpy3DAsync(parms: int, stream: int) -> int:
+    return _copy_3d(parms, stream, False)
+
+
 def cudaMemPrefetchAsync(pointer: int, count: int, location: int, flags: int,
                          stream: int) -> int:
     return memory.cuMemPrefetchAsync_v2(pointer, count, location, flags, stream)
@@ -358,6 +397,35 @@ def cudaMemPrefetchAsync(pointer: int, count: int, location: int, flags: int,
 
 def cudaMemAdvise(pointer: int, count: int, advice: int, location: int) -> int:
     return memory.cuMemAdvise_v2(pointer, count, advice, location)
+
+
+# -- the driver's entry points ----------------------------------------------------------------
+
+library_directory = ""   # where this libcudart.so.13 is, and ptxport's libcuda.so.1 beside it
+
+
+def cudaGetDriverEntryPointByVersion(symbol: int, function: int, version: int, flags: int,
+                                     status: int) -> int:
+    """A driver function of ptxport's libcuda.so.1 (loaded from this library's directory if
+    the program has not loaded it), as cuGetProcAddress gives it: the flags (default, legacy
+    stream, per-thread stream) and the query result have the driver's values."""
+    from ptxport.compat import library as library_module
+
+    if library_module.library is None:
+        library_module.library = library_module.Library(f"{library_directory}/libcuda.so.1")
+    return driver.cuGetProcAddress_v2(symbol, function, version, flags, status)
+
+
+def cudaGetDriverEntryPoint(symbol: int, function: int, flags: int, status: int) -> int:
+    return cudaGetDriverEntryPointByVersion(symbol, function, RUNTIME_VERSION, flags, status)
+
+
+def cudaProfilerStart() -> int:
+    return driver.cuProfilerStart()
+
+
+def cudaProfilerStop() -> int:
+    return driver.cuProfilerStop()
 
 
 # -- streams, events, graphs -----------------------------------------------------------------

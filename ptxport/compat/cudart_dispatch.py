@@ -90,6 +90,7 @@ def _handler(name: str) -> Callable[..., int]:
 def start(library_path: str) -> tuple[list[Callable[..., int]], Callable[[int], int]]:
     """Called once by libcudart.so.13: the handlers in cudart_signatures.ENTRY_POINTS order,
     and the handler of its stubs (stub STUB_COUNT + i is unsupported_names()[i])."""
+    cudart.library_directory = os.path.dirname(library_path)
     trace_path = os.environ.get("PTXPORT_TRACE")
     trace = open(trace_path, "a", buffering=1) if trace_path else None
     handlers = []

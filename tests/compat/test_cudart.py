@@ -148,3 +148,20 @@ def test_unsupported_runtime_call_is_named_once(shared_builds, tmp_path):
     assert result.stderr.count("ptxport: cudaMallocArray is not supported yet; it returns "
                                "cudaErrorNotSupported") == 1
     assert "cudaMallocArray(...) -> 801" in (tmp_path / "trace").read_text()
+
+
+def test_runtime_calls_beyond_the_corpus(build, ptxport_run):
+    binary = build("runtime_extras", "-cudart", "shared")
+    result = ptxport_run(binary)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "managed: cudaSuccess 69",
+        "symbol: size 32, 0 20 80",
+        "overrun: cudaErrorInvalidValue",
+        "3d: cudaSuccess cudaSuccess pitch>=40 1, 1 59",
+        "function: max threads >= 256 1",
+        "pointers: device 1 host 1",
+        "entry point: 1 0 1",
+        "errors: cudaErrorIllegalAddress / an illegal memory access was encountered",
+        "last error: cudaErrorMemoryAllocation then cudaSuccess",
+    ], result.stderr
