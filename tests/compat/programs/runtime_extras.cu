@@ -74,8 +74,8 @@ int main() {
          cudaGetErrorString(cudaErrorIllegalAddress));
   void *p = nullptr;
   cudaMalloc(&p, (size_t)1 << 62);
-  printf("last error: %s then %s\n", cudaGetErrorName(cudaGetLastError()),
-         cudaGetErrorName(cudaGetLastError()));
+  cudaError_t first = cudaGetLastError(), second = cudaGetLastError();
+  printf("last error: %s then %s\n", cudaGetErrorName(first), cudaGetErrorName(second));
   cudaFree(d_out);
   cudaFree(box.ptr);
   return 0;
