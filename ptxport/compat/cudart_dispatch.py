@@ -41,39 +41,39 @@ _NO_STATUS = ("__cudaRegister", "__cudaUnregister", "__cudaInitModule",
 
 def _make_current() -> None:
     """The runtime's implicit initialisation: the primary context, current on this thread."""
-    if getattr(state.current, "context", None) is None:
-        handle = ctypes.c_void_p()
-        driver.cuInit(0)
-        driver.cuDevicePrimaryCtxRetain(ctypes.addressof(handle), 0)
-        driver.cuCtxSetCurrent(handle.value)
+    handle = ctypes.c_void_p()
+    driver.cuInit(0)
+    driver.cuDevicePrimaryCtxRetain(ctypes.addressof(handle), 0)
+    driver.cuCtxSetCurrent(handle.value)
 
 
 def _wrap(name: str, handler: Callable[..., int]) -> Callable[..., int]:
     device_call = not name.startswith(_NOT_STICKY)
     has_status = not name.startswith(_NO_STATUS)
+    current, record = state.current, cudart.record_error
 
     def call(*args: int) -> int:
-        if state.sticky and device_call:
+        if device_call and state.sticky:
+            record(state.sticky)
             return state.sticky
         try:
-            if device_call:
+            if device_call and getattr(current, "context", None) is None:
                 _make_current()
-            return handler(*args)
+            code = handler(*args)
         except PtxportError as e:
             code = code_of(e)
             if code in _STICKY:
                 state.sticky = code
             if str(e):
                 print(f"ptxport: {name}: {e}", file=sys.stderr, flush=True)
-            return code if has_status else 0
-
-    def recording(*args: int) -> int:
-        code = call(*args)
-        cudart.record_error(code)
+            if not has_status:
+                return 0
+        if code and has_status:
+            record(code)
         return code
 
-    call.__name__ = recording.__name__ = name
-    return recording if has_status else call
+    call.__name__ = name
+    return call
 
 
 def _handler(name: str) -> Callable[..., int]:
