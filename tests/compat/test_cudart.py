@@ -165,3 +165,33 @@ def test_runtime_calls_beyond_the_corpus(build, ptxport_run):
         "errors: cudaErrorIllegalAddress / an illegal memory access was encountered",
         "last error: cudaErrorMemoryAllocation then cudaSuccess",
     ], result.stderr
+
+
+def test_stream_attach_mem_async_checks_as_cuda_does(monkeypatch):
+    """cuStreamAttachMemAsync (under cudaStreamAttachMemAsync): a managed allocation's start,
+    length 0 or its size, one of the three flags, SINGLE not on the NULL stream."""
+    from ptxport.compat import memory, streams
+    from ptxport.compat.state import CudaError, state
+    from ptxport.runtime import Device
+
+    if state._device is None:
+        monkeypatch.setattr(state, "_device", Device("cpu"))
+    managed, plain, stream = ctypes.c_uint64(), ctypes.c_uint64(), ctypes.c_void_p()
+    memory.cuMemAllocManaged(ctypes.addressof(managed), 64, 1)
+    memory.cuMemAlloc_v2(ctypes.addressof(plain), 64)
+    streams.cuStreamCreate(ctypes.addressof(stream), 0)
+    try:
+        for flags in (1, 2, 4):
+            assert memory.cuStreamAttachMemAsync(stream.value, managed.value, 0, flags) == 0
+        assert memory.cuStreamAttachMemAsync(stream.value, managed.value, 64, 4) == 0
+        for args in ((stream.value, managed.value, 0, 3), (0, managed.value, 0, 4),
+                     (stream.value, plain.value, 0, 1), (stream.value, managed.value + 8, 0, 1),
+                     (stream.value, managed.value, 32, 1)):
+            with pytest.raises(CudaError) as refused:
+                memory.cuStreamAttachMemAsync(*args)
+            assert refused.value.code == 1, args
+        assert streams.cuStreamSynchronize(stream.value) == 0
+    finally:
+        streams.cuStreamDestroy_v2(stream.value)
+        memory.cuMemFree_v2(managed.value)
+        memory.cuMemFree_v2(plain.value)
