@@ -490,6 +490,28 @@ def cudaStreamIsCapturing(stream: int, status: int) -> int:
     return graphs.cuStreamIsCapturing(stream, status)
 
 
+def cudaStreamGetCaptureInfo(stream: int, status: int, capture_id: int, graph: int,
+                             dependencies: int, edges: int, count: int) -> int:
+    return graphs.cuStreamGetCaptureInfo_v3(stream, status, capture_id, graph, dependencies,
+                                            edges, count)
+
+
+def cudaThreadExchangeStreamCaptureMode(mode: int) -> int:
+    return graphs.cuThreadExchangeStreamCaptureMode(mode)
+
+
+def cudaStreamGetId(stream: int, stream_id: int) -> int:
+    return streams.cuStreamGetId(stream, stream_id)
+
+
+def cudaStreamGetDevice(stream: int, device: int) -> int:
+    return streams.cuStreamGetDevice(stream, device)
+
+
+def cudaGraphUpload(graph_exec: int, stream: int) -> int:
+    return graphs.cuGraphUpload(graph_exec, stream)
+
+
 def cudaGraphInstantiate(graph_exec: int, graph: int, flags: int) -> int:
     return graphs.cuGraphInstantiateWithFlags(graph_exec, graph, flags)
 

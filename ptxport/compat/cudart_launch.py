@@ -225,6 +225,14 @@ def cudaFuncGetName(name: int, func: int) -> int:
     return execution.cuFuncGetName(name, function_of(func))
 
 
+def cudaFuncGetParamInfo(func: int, index: int, offset: int, size: int) -> int:
+    return execution.cuFuncGetParamInfo(function_of(func), index, offset, size)
+
+
+def cudaFuncGetParamCount(func: int, count: int) -> int:
+    return execution.cuFuncGetParamCount(function_of(func), count)
+
+
 def cudaGetFuncBySymbol(function: int, symbol: int) -> int:
     put(ctypes.c_void_p, function, function_of(symbol))
     return SUCCESS

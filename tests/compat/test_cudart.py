@@ -160,6 +160,8 @@ def test_runtime_calls_beyond_the_corpus(build, ptxport_run):
         "overrun: cudaErrorInvalidValue",
         "3d: cudaSuccess cudaSuccess pitch>=40 1, 1 59",
         "function: max threads >= 256 1",
+        "parameters: 1, at 0, 4 bytes",
+        "stream device: 0",
         "pointers: device 1 host 1",
         "entry point: 1 0 1",
         "errors: cudaErrorIllegalAddress / an illegal memory access was encountered",

@@ -56,6 +56,13 @@ int main() {
   cudaFuncAttributes attributes;
   cudaFuncGetAttributes(&attributes, read_table);
   printf("function: max threads >= 256 %d\n", attributes.maxThreadsPerBlock >= 256);
+  size_t params = 0, offset = 1, param_size = 0;
+  cudaFuncGetParamCount((const void *)bump, &params);
+  cudaFuncGetParamInfo((const void *)bump, 0, &offset, &param_size);
+  printf("parameters: %zu, at %zu, %zu bytes\n", params, offset, param_size);
+  int stream_device = -1;
+  cudaStreamGetDevice(0, &stream_device);
+  printf("stream device: %d\n", stream_device);
 
   cudaPointerAttributes pointer;
   cudaPointerGetAttributes(&pointer, d_out);
