@@ -260,6 +260,30 @@ def cuMemAdvise_v2(ptr: int, count: int, advice: int, location: int) -> int:
     return SUCCESS   # a hint; ptxport's managed memory does not migrate
 
 
+_ATTACH_FLAGS = (1, 2, 4)   # CU_MEM_ATTACH_GLOBAL, _HOST, _SINGLE
+
+
+def cuStreamAttachMemAsync(stream: int, dptr: int, length: int, flags: int) -> int:
+    """Attach managed memory to a stream, in the stream's order. ptxport's managed memory is
+    where both host and device reach it at any time (host memory on the cpu device), so the
+    attachment changes no access; its checks are CUDA's: `dptr` starts a managed allocation
+    (length 0 or its whole size), flags is one of GLOBAL, HOST, SINGLE, and SINGLE needs a
+    stream of its own (not the NULL stream)."""
+    if flags not in _ATTACH_FLAGS:
+        raise CudaError(INVALID_VALUE, f"flags {flags:#x} are not one of CU_MEM_ATTACH_GLOBAL, "
+                                       "_HOST or _SINGLE")
+    if flags == 4 and stream == 0:
+        raise CudaError(INVALID_VALUE, "CU_MEM_ATTACH_SINGLE cannot attach to the NULL stream")
+    buffer = state.allocations.get(dptr)
+    if buffer is None or dptr not in _managed:
+        raise CudaError(INVALID_VALUE, f"{dptr:#x} is not the start of a managed allocation")
+    if length not in (0, buffer.size):
+        raise CudaError(INVALID_VALUE, f"length {length} is neither 0 nor the allocation's "
+                                       f"size ({buffer.size} bytes)")
+    streams.enqueue(stream, lambda: None, sync=False)
+    return SUCCESS
+
+
 class _Registered:
     """Host memory registered with cuMemHostRegister, kept in the allocation table (for
     address lookups) like a Buffer: its start, its size, and close() to unregister it."""

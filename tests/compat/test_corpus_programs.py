@@ -36,10 +36,7 @@ _SYMBOLS = ("__device__ and __constant__ variables (cuModuleGetGlobal) on device
             "cpu: the runtime has no hook for a module's globals yet")
 # device -> program -> why it does not pass there yet
 NOT_YET: dict[str, dict[str, str]] = {
-    "cpu": {
-        "managed_memory": "cudaStreamAttachMemAsync (cuStreamAttachMemAsync) is not "
-                          "implemented yet",
-    },
+    "cpu": {},
     "opencl:0": {
         "managed_memory": "__managed__ variables are module globals (cuLibraryGetManaged): "
                           + _SYMBOLS,

@@ -75,7 +75,17 @@ _NOT_JITTABLE = ("CUDA_ERROR_UNSUPPORTED_PTX_VERSION", "CUDA_ERROR_INVALID_PTX",
 def _driver():
     from cuda.bindings import driver
 
+    if not _redirected:
+        # Inside `ptxport run` the process holds ptxport's libcuda.so.1: cuda-bindings must
+        # load NVIDIA's by path (ptxport/compat/real_driver.py).
+        from ptxport.compat.real_driver import redirect_cuda_bindings
+
+        redirect_cuda_bindings()
+        _redirected.append(True)
     return driver
+
+
+_redirected: list[bool] = []
 
 
 def _error_name(code) -> str:
@@ -560,6 +570,8 @@ def _probe() -> tuple[bool, str]:
         driver = _driver()
     except ImportError:
         return False, f"cuda-bindings is not installed ({_INSTALL_HINT})"
+    except BackendUnavailableError as e:   # inside the shim, and no NVIDIA driver here
+        return False, str(e)
     try:
         (code,) = driver.cuInit(0)
     except RuntimeError:  # cuda.pathfinder found no libcuda
