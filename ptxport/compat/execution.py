@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from math import prod
 
-from ptxport.compat import fatbin, streams
+from ptxport.compat import fatbin, memory, streams
 from ptxport.compat.state import (
     INVALID_VALUE,
     NOT_FOUND,
@@ -171,10 +171,12 @@ def _global(module: Module, name: str, managed: bool = False) -> tuple[int, int]
                 managed and not variable.managed):
             continue
         try:
-            return code.get_global(name, state.device)
+            address, size = code.get_global(name, state.device)
         except UnsupportedFeatureError as e:
             raise CudaError(NOT_SUPPORTED, f"the module variable {name!r} on {state.device}: "
                                            f"{e.reason}") from None
+        memory.note_module_variable(address, size, variable.managed)
+        return address, size
     kind = "__managed__" if managed else "__device__ or __constant__"
     raise CudaError(NOT_FOUND, f"no {kind} variable named {name!r} in the module")
 

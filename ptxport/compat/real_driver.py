@@ -96,6 +96,33 @@ def find_real_libcuda(shim_directory: str, library_path: str | None = None,
         f"{DRIVER_VARIABLE}")
 
 
+MINIMUM_BINDINGS = "13.4.1"
+
+
+def _cuda_bindings_loader():
+    """cuda.bindings._internal.driver, whose load_library asks cuda-pathfinder for the
+    driver; cuda-bindings before 13.4.1 has none (it dlopens "libcuda.so.1" by name, which
+    inside the shim is ptxport's library), and cannot be redirected."""
+    try:
+        from cuda.bindings._internal import driver as module
+    except ImportError:
+        module = None
+    if module is None or not hasattr(module, "load_nvidia_dynamic_lib"):
+        raise BackendUnavailableError(outdated_bindings_message())
+    return module
+
+
+def outdated_bindings_message() -> str:
+    try:
+        from cuda.bindings import __version__ as version
+    except ImportError:
+        version = "of unknown version"
+    return (f"the cuda device inside `ptxport run` needs cuda-bindings >= {MINIMUM_BINDINGS}, "
+            f"which loads NVIDIA's driver through cuda-pathfinder; this one ({version}) "
+            f"dlopens {SONAME} by name, which inside `ptxport run` is ptxport's own library: "
+            f"pip install 'cuda-bindings>={MINIMUM_BINDINGS}' (or 'ptxport[cuda]')")
+
+
 class _Loaded:
     """cuda-pathfinder's LoadedDL, as much of it as cuda-bindings reads."""
 
@@ -117,7 +144,7 @@ def redirect_cuda_bindings(module=None) -> str | None:
     if not shim_directory:
         return None
     if module is None:
-        from cuda.bindings._internal import driver as module
+        module = _cuda_bindings_loader()
     path = find_real_libcuda(shim_directory)
     original = module.load_nvidia_dynamic_lib
     if getattr(original, "ptxport_real_driver", None) == path:

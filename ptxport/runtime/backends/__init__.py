@@ -144,6 +144,18 @@ class BackendBase(ABC):
         address device memory."""
         return None
 
+    def allocate_host(self, ordinal: int, nbytes: int, flags: int = 0) -> Allocation:
+        """Page-locked host memory of `nbytes` that the host reads and writes at its
+        address and the device's kernels address too (cuMemHostAlloc; `flags` are its
+        CU_MEMHOSTALLOC_ bits). By default device memory, which is what it promises where
+        the device shares the host's address space (the cpu device)."""
+        return self.allocate(ordinal, nbytes)
+
+    def allocate_managed(self, ordinal: int, nbytes: int) -> Allocation:
+        """Managed memory of `nbytes` (cuMemAllocManaged): one address that the host and
+        the device's kernels both use. By default device memory, as allocate_host."""
+        return self.allocate(ordinal, nbytes)
+
     def register_host_memory(self, ordinal: int, memory) -> Allocation:
         """Host memory (`memory`: a 1-D uint8 numpy array over it, which keeps it alive)
         made addressable by the device's kernels in place, as an Allocation whose free()
