@@ -57,6 +57,7 @@ class FakeDriver:
     and every call is recorded as (name, args)."""
 
     CU_STREAM_PER_THREAD = 2
+    CUlimit = types.SimpleNamespace(CU_LIMIT_MALLOC_HEAP_SIZE=2)
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, tuple]] = []
@@ -166,6 +167,22 @@ def test_copies_touching_host_addressable_memory_let_the_driver_tell_the_directi
     assert bytes(backend.host_view(pinned)) == bytes(range(8))
     backend.copy(device.address, source.ctypes.data, 8, "htod")
     assert driver.names()[-2] == "cuMemcpyHtoDAsync"       # device memory: as before
+
+
+def test_fills_of_pinned_memory_are_the_hosts_and_of_device_memory_the_drivers(fake):
+    driver, backend = fake
+    pinned, device = backend.allocate_host(0, 16), backend.allocate(0, 16)
+    backend.fill(pinned.address, 16, 0xABCD, 2)
+    assert bytes(backend.host_view(pinned)) == bytes([0xCD, 0xAB]) * 8
+    assert "cuMemsetD16Async" not in driver.names()
+    backend.fill(device.address, 16, 0xABCD, 2)
+    assert driver.names()[-2] == "cuMemsetD16Async"
+
+
+def test_heap_size_is_the_drivers_limit(fake):
+    driver, backend = fake
+    backend.set_heap_size(64 << 20)
+    assert driver.calls[-1] == ("cuCtxSetLimit", (2, 64 << 20))
 
 
 def test_module_variables_come_from_one_module_shared_by_its_kernels(fake):

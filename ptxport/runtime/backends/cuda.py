@@ -532,13 +532,32 @@ class Backend(BackendBase):
         if not nbytes:
             return
         driver = _driver()
-        ordinal = self._ordinal_of(address)
+        ordinal, kind = self._find(address) or (self._ordinal_of(address), DEVICE)
+        if kind in (HOST, REGISTERED):
+            # page-locked host memory: the host fills it (the work queued before, which
+            # this thread waited for, is done)
+            dtype = {1: np.uint8, 2: np.uint16, 4: np.uint32}[width]
+            np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(address)) \
+                .view(dtype).fill(value)
+            return
         stream = self._contexts.enter(ordinal)
         memset = {1: driver.cuMemsetD8Async, 2: driver.cuMemsetD16Async,
                   4: driver.cuMemsetD32Async}[width]
         doing = f"cannot fill {nbytes} bytes on cuda:{ordinal}"
         _check(memset(address, value, nbytes // width, stream), doing)
         _check(driver.cuStreamSynchronize(stream), doing)
+
+    def set_heap_size(self, nbytes: int) -> None:
+        """The device heap of kernels' malloc and new (cudaLimitMallocHeapSize) on every
+        device: the driver's limit. Raises InvalidValueError where the driver refuses it
+        (once a kernel using malloc has run, as CUDA does)."""
+        driver = _driver()
+        for ordinal in range(self.device_count()):
+            self._contexts.enter(ordinal)
+            code, *_ = driver.cuCtxSetLimit(driver.CUlimit.CU_LIMIT_MALLOC_HEAP_SIZE, nbytes)
+            if code != 0:
+                raise InvalidValueError(f"cuda:{ordinal} cannot make its malloc heap {nbytes} "
+                                        f"bytes: {_error_name(code)}")
 
     def module_global(self, ordinal: int, module: Module, name: str) -> tuple[int, int]:
         """The variable in the module the kernels of `module` run from on this device (one
