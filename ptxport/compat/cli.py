@@ -77,6 +77,15 @@ def _check_device(device: str) -> None:
     ok, why = backends.availability(name)
     if not ok:
         raise BackendUnavailableError(f"--device {device}: {why}")
+    if name == "cuda":
+        # Inside the shim cuda-bindings must load NVIDIA's driver by path: say now, not from
+        # inside the program, when this cuda-bindings cannot.
+        from ptxport.compat.real_driver import bindings_loader
+
+        try:
+            bindings_loader()
+        except BackendUnavailableError as e:
+            raise BackendUnavailableError(f"--device {device}: {e}") from None
 
 
 def wheel_cudart_directory() -> str | None:

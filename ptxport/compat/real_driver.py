@@ -27,7 +27,8 @@ from pathlib import Path
 
 from ptxport.errors import BackendUnavailableError
 
-__all__ = ["SHIM_DIRECTORY_VARIABLE", "find_real_libcuda", "redirect_cuda_bindings"]
+__all__ = ["SHIM_DIRECTORY_VARIABLE", "bindings_loader", "find_real_libcuda",
+           "redirect_cuda_bindings"]
 
 SHIM_DIRECTORY_VARIABLE = "PTXPORT_SHIM_DIRECTORY"
 DRIVER_VARIABLE = "PTXPORT_CUDA_DRIVER"
@@ -99,7 +100,7 @@ def find_real_libcuda(shim_directory: str, library_path: str | None = None,
 MINIMUM_BINDINGS = "13.4.1"
 
 
-def _cuda_bindings_loader():
+def bindings_loader():
     """cuda.bindings._internal.driver, whose load_library asks cuda-pathfinder for the
     driver; cuda-bindings before 13.4.1 has none (it dlopens "libcuda.so.1" by name, which
     inside the shim is ptxport's library), and cannot be redirected."""
@@ -144,7 +145,7 @@ def redirect_cuda_bindings(module=None) -> str | None:
     if not shim_directory:
         return None
     if module is None:
-        module = _cuda_bindings_loader()
+        module = bindings_loader()
     path = find_real_libcuda(shim_directory)
     original = module.load_nvidia_dynamic_lib
     if getattr(original, "ptxport_real_driver", None) == path:

@@ -251,3 +251,21 @@ def test_old_bindings_inside_the_shim_say_what_to_install(monkeypatch, tmp_path)
     monkeypatch.setattr(internal, "driver", old, raising=False)
     with pytest.raises(BackendUnavailableError, match="dlopens libcuda.so.1 by name"):
         real_driver.redirect_cuda_bindings()
+
+
+def test_ptxport_run_refuses_old_bindings_before_the_program_starts(monkeypatch):
+    try:
+        import cuda.bindings._internal as internal
+    except ImportError:
+        pytest.skip("needs cuda-bindings (pip install 'ptxport[cuda]')")
+    from ptxport.compat import cli
+    from ptxport.runtime import backends
+
+    monkeypatch.setattr(backends, "availability", lambda name: (True, ""))
+    cli._check_device("cuda:0")     # this venv's cuda-bindings has the loader
+    old = types.SimpleNamespace()
+    monkeypatch.setitem(sys.modules, "cuda.bindings._internal.driver", old)
+    monkeypatch.setattr(internal, "driver", old, raising=False)
+    with pytest.raises(BackendUnavailableError, match=r"--device cuda:0: .*>= 13\.4\.1"):
+        cli._check_device("cuda:0")
+    cli._check_device("cpu")
