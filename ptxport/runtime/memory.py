@@ -12,8 +12,8 @@ array without a copy: `np.asarray(buf)` and `buf.view(np.float32)` view its byte
 `buf.view(dtype, shape)` is a typed array, itself a DLPack producer, for a typed export.
 These read memory directly: sync the streams that write it first.
 
-The other way, host memory made elsewhere becomes a Buffer without a copy on the CPU device:
-Buffer.from_dlpack(obj) (a numpy array, a torch CPU tensor, any DLPack producer on kDLCPU)
+The other way, host memory made elsewhere becomes a Buffer without a copy on the CPU device
+(and on cuda:N, which registers it with the driver): Buffer.from_dlpack(obj) (a numpy array, a torch CPU tensor, any DLPack producer on kDLCPU)
 and Buffer.from_handle(address, size, owner=...). Kernels then read and write that memory in
 place; the buffer keeps its producer (or owner) alive, and exports it with the producer's
 dtype and shape. Closing such a buffer only stops kernels using the memory.
@@ -106,8 +106,9 @@ class Buffer:
         None), without a copy.
 
         Kernels read and write the memory in place; the buffer keeps `obj`'s memory alive,
-        and exports it (np.from_dlpack, np.asarray) with `obj`'s dtype and shape. Only the
-        cpu device can: its kernels address the host's memory.
+        and exports it (np.from_dlpack, np.asarray) with `obj`'s dtype and shape. Only
+        devices whose kernels address the host's memory in place can: the cpu device, and
+        cuda:N (the memory is registered with the driver, cuMemHostRegister).
 
         Raises
         ------
@@ -130,7 +131,7 @@ class Buffer:
 
         `owner` is kept alive as long as the buffer and any work that uses it (the object
         that owns the memory); without one, the caller keeps the memory valid. Only the cpu
-        device can wrap host memory.
+        device and cuda:N (registering it with the driver) can wrap host memory.
         """
         device = _device_or_cpu(getattr(mr, "device", mr))
         try:
@@ -286,7 +287,12 @@ class Buffer:
             stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
 
     def __dlpack_device__(self) -> tuple[int, int]:
-        return self._device._backend.dlpack_device_type, self._device.device_id
+        backend = self._device._backend
+        if backend.dlpack_device_type != 1 and self.is_host_accessible:
+            # host memory of a GPU (pinned, managed, registered): exported as the host's,
+            # which is what the capsule from __dlpack__ (numpy's) says
+            return 1, 0
+        return backend.dlpack_device_type, self._device.device_id
 
 
 def _device_or_cpu(device) -> Device:
