@@ -13,9 +13,10 @@ array without a copy: `np.asarray(buf)` and `buf.view(np.float32)` view its byte
 These read memory directly: sync the streams that write it first.
 
 The other way, host memory made elsewhere becomes a Buffer without a copy on the CPU device
-(and on cuda:N, which registers it with the driver): Buffer.from_dlpack(obj) (a numpy array, a torch CPU tensor, any DLPack producer on kDLCPU)
-and Buffer.from_handle(address, size, owner=...). Kernels then read and write that memory in
-place; the buffer keeps its producer (or owner) alive, and exports it with the producer's
+(and on cuda:N, which registers it with the driver): Buffer.from_dlpack(obj) (a numpy array,
+a torch CPU tensor, any DLPack producer on kDLCPU) and Buffer.from_handle(address, size,
+owner=...). Kernels then read and write that memory in place; the buffer keeps its producer
+(or owner) alive, and exports it with the producer's
 dtype and shape. Closing such a buffer only stops kernels using the memory.
 """
 

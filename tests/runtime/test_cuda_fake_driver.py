@@ -208,11 +208,13 @@ def test_module_variables_come_from_one_module_shared_by_its_kernels(fake):
 
 def test_managed_variables_keep_their_attribute_in_ptxports_ptx():
     module = Program(MODULE_PTX, "ptx").compile().module
-    emitted = (".visible .global .align 4 .u32 counter = 42;\n"
+    emitted = (".visible .global .align 8 .u64 pointer = weights;\n"
+               ".visible .global .align 4 .u32 counter = 42;\n"
                ".visible .global .align 4 .b8 weights[32];\n"
                ".visible .global .align 4 .b8 weights_other[32];\n")
     marked = cuda.mark_managed(emitted, module)
     assert marked.splitlines() == [
+        ".visible .global .align 8 .u64 pointer = weights;",
         ".visible .global .align 4 .u32 counter = 42;",
         ".visible .global .attribute(.managed) .align 4 .b8 weights[32];",
         ".visible .global .align 4 .b8 weights_other[32];"]

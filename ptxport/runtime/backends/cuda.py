@@ -650,7 +650,7 @@ def mark_managed(ptx: str, module: Module) -> str:
             continue
         declaration = re.compile(
             rf"^(\s*(?:\.(?:visible|weak|common)\s+)?\.global)"
-            rf"(?!\s+\.attribute)(?=[^;\n]*\s{re.escape(variable.name)}\s*[\[;=])",
+            rf"(?!\s+\.attribute)(?=[^;=\n]*\s{re.escape(variable.name)}\s*[\[;=])",
             re.MULTILINE)
         ptx = declaration.sub(r"\1 .attribute(.managed)", ptx, count=1)
     return ptx
