@@ -25,7 +25,7 @@ import numpy as np
 from cpu_kernels import CASES, RESULTS, PtxportRun
 
 from ptxport import Device, LaunchConfig, Program, launch
-from ptxport.codegen.targets import cpu_executor
+from ptxport.runtime.backends.cpu import executor as cpu_executor
 
 TIGHT_PTX = """
 .version 8.0

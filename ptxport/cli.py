@@ -275,7 +275,7 @@ def _compile_cpu(module, kernel: str | None, output: Path) -> int:
     """One LLVM IR or object file per kernel (the CPU target compiles kernels one by one)."""
     import llvmlite.binding as llvm
 
-    from ptxport.codegen.targets.cpu import build_llvm, emit_object
+    from ptxport.codegen.targets.cpu.module import build_llvm, emit_object
 
     names = [f.name for f in module.kernels]
     if kernel is not None and kernel not in names:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ptxport.codegen.targets.cpu import compile_kernel
+from ptxport.codegen.targets.cpu.module import compile_kernel
 from ptxport.ir.abi import param_layout
 from ptxport.ir.from_ptx import build
 from ptxport.ir.verify import verify

@@ -36,7 +36,7 @@ def compile_for_target(module: Module, target: str) -> str | bytes | dict[str, s
 
         return spirv.compile_module(module)[0]
     if family == "cpu" and not arch:
-        from ptxport.codegen.targets.cpu import build_llvm
+        from ptxport.codegen.targets.cpu.module import build_llvm
 
         return {f.name: str(build_llvm(module, f.name)[0]) for f in module.kernels}
     raise InvalidValueError(f"unknown target {target!r}: the targets are "

@@ -17,7 +17,9 @@ import pytest
 
 import ptxport
 from ptxport import Device, LaunchConfig, Program, launch
-from ptxport.codegen.targets import cpu, cpu_gang, cpu_image
+from ptxport.codegen.targets.cpu import image as cpu_image
+from ptxport.codegen.targets.cpu import module as cpu
+from ptxport.codegen.targets.cpu.gang import lowering as cpu_gang
 from ptxport.errors import InternalError, TimingIncludesCompileWarning
 
 # Each thread stores its index in shared memory; after a barrier it reads the thread's
@@ -231,7 +233,7 @@ ret;
 _PROCESS = """
 import json, sys
 from ptxport import Device, LaunchConfig, Program, launch
-from ptxport.codegen.targets import cpu_image
+from ptxport.codegen.targets.cpu import image as cpu_image
 dev = Device("cpu")
 stream = dev.create_stream()
 launch(stream, LaunchConfig(grid=1, block=1),

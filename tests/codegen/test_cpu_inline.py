@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from cpu_harness import run_ptx
-from ptxport.codegen.targets import cpu
+from ptxport.codegen.targets.cpu import module as cpu
 from ptxport.errors import UnsupportedFeatureError
 from ptxport.ir.from_ptx import build
-from ptxport.ir.inline import inline_waiting_calls
 from ptxport.ir.verify import verify
+from ptxport.passes.inline import inline_waiting_calls
 from ptxport.ptx.parser import parse
 
 # rotate(v, shift): through a function-scope shared array, with a barrier between the

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from cpu_harness import kernel_ptx, run_ptx
-from ptxport.codegen.targets import cpu_sync
+from ptxport.codegen.targets.cpu import waits as cpu_sync
 from ptxport.errors import KernelExecutionError
 
 PARAMS = ".param .u64 px, .param .u64 pout, .param .u32 pcount"

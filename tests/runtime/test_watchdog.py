@@ -235,7 +235,7 @@ def test_a_process_with_a_hung_launch_still_exits(tmp_path):
     script.write_text(f"""
 import numpy as np
 from ptxport import Device, LaunchConfig, Program, launch
-from ptxport.codegen.targets import cpu_executor
+from ptxport.runtime.backends.cpu import executor as cpu_executor
 from ptxport.errors import KernelTimeoutError
 cpu_executor.set_workers(2)
 dev = Device("cpu")

@@ -32,7 +32,7 @@ from ptxport.runtime.backends import Allocation, BackendBase, DeviceProperties, 
 __all__ = ["Backend"]
 
 _ALIGNMENT = 256  # what cudaMalloc guarantees; kernels compiled from CUDA may rely on it
-_CODEGEN = "ptxport.codegen.targets.cpu"
+_CODEGEN = "ptxport.codegen.targets.cpu.module"
 
 
 def _cpuinfo() -> dict[str, str]:
@@ -155,7 +155,7 @@ class Backend(BackendBase):
         """The size of the device heap that kernels' malloc and new allocate from
         (cudaLimitMallocHeapSize; the codegen's cpu_heap.py). Raises InvalidValueError once a
         kernel using malloc or free has been launched, as CUDA does."""
-        from ptxport.codegen.targets.cpu_heap import HEAP
+        from ptxport.runtime.backends.cpu.heap import HEAP
 
         HEAP.set_size(nbytes)
 
@@ -180,7 +180,7 @@ class Backend(BackendBase):
 
     def module_global(self, ordinal: int, module: Module, name: str) -> tuple[int, int]:
         # The CPU target keeps a module's variables in host memory shared by its kernels.
-        from ptxport.codegen.targets.cpu import module_storage
+        from ptxport.codegen.targets.cpu.module import module_storage
 
         found = module_storage(module).get(name)
         if found is None:
@@ -225,7 +225,7 @@ def _codegen_compile_kernel() -> Callable[[Module, str], KernelBinary]:
     # the code generator and LLVM, and a missing code generator is reported when a kernel
     # is first needed.
     try:
-        from ptxport.codegen.targets.cpu import compile_kernel
+        from ptxport.codegen.targets.cpu.module import compile_kernel
     except ModuleNotFoundError as e:
         if e.name is None or not _CODEGEN.startswith(e.name):
             raise

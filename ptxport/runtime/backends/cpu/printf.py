@@ -48,7 +48,7 @@ import llvmlite.binding as llvm
 from llvmlite import ir as ll
 
 from ptxport.codegen.lower import I32, I64, PTR, FunctionLowering
-from ptxport.codegen.targets.cpu import CTX, FRAME
+from ptxport.codegen.targets.cpu.module import CTX, FRAME
 from ptxport.errors import KernelExecutionError
 from ptxport.ir import nodes as ir
 

@@ -18,7 +18,7 @@ from llvmlite import ir as ll
 
 from ptxport.codegen.lower import I8, I32, I64, PTR
 from ptxport.codegen.ops.sync import shuffle_source
-from ptxport.codegen.targets.cpu import BLOCKED, CTX, EXITED, FRAME, RUNNABLE, TRAPPED
+from ptxport.codegen.targets.cpu.module import BLOCKED, CTX, EXITED, FRAME, RUNNABLE, TRAPPED
 from ptxport.ptx.ast import IntImm
 
 __all__ = ["build_run_block", "build_run_waiting_blocks", "NATIVE_KINDS"]

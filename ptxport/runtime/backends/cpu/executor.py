@@ -31,8 +31,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ptxport.codegen.targets import cpu_gang, cpu_printf, cpu_sync
-from ptxport.codegen.targets.cpu import (
+from ptxport.codegen.targets.cpu import waits as cpu_sync
+from ptxport.codegen.targets.cpu.gang import lowering as cpu_gang
+from ptxport.codegen.targets.cpu.module import (
     BLOCKED,
     CALL_FAULT,
     CTX,
@@ -43,8 +44,8 @@ from ptxport.codegen.targets.cpu import (
     RUNNABLE,
     TRAPPED,
 )
-from ptxport.codegen.targets.cpu_runtime import undefined_symbols
-from ptxport.codegen.targets.cpu_stop import STOPPED
+from ptxport.codegen.targets.cpu.runtime_functions import undefined_symbols
+from ptxport.codegen.targets.cpu.stop import STOPPED
 from ptxport.errors import (
     IllegalAddressError,
     KernelAssertError,
@@ -53,6 +54,7 @@ from ptxport.errors import (
     KernelTrapError,
 )
 from ptxport.ir.lines import where
+from ptxport.runtime.backends.cpu import printf as cpu_printf
 
 __all__ = ["run_grid", "set_workers", "worker_count"]
 

@@ -53,16 +53,16 @@ from ptxport.codegen.lower import (
 )
 from ptxport.codegen.ops.data import instruction_type, state_space, vector_count
 from ptxport.codegen.ops.sync import shuffle_source
-from ptxport.codegen.targets.cpu_uniform import (
+from ptxport.errors import InternalError, UnsupportedFeatureError
+from ptxport.ir import nodes as ir
+from ptxport.ir.analysis import live_after, live_before, may_write, uses_and_defs
+from ptxport.ir.types import TYPES, Type
+from ptxport.passes.uniformity import (
     thread_x_copies,
     uniform_registers,
     warp_index_of,
     warp_uniform_indices,
 )
-from ptxport.errors import InternalError, UnsupportedFeatureError
-from ptxport.ir import nodes as ir
-from ptxport.ir.analysis import live_after, live_before, may_write, uses_and_defs
-from ptxport.ir.types import TYPES, Type
 from ptxport.ptx.ast import IntImm, Sink
 
 __all__ = ["build", "check", "W", "BARRIER", "NOT_MEMBER", "DEADLOCK", "enabled"]
@@ -429,7 +429,7 @@ def _segments(kernel: ir.Function) -> list[_Segment]:
 # --- the target: special registers and windows ------------------------------------------------
 
 def _gang_target_class():
-    from ptxport.codegen.targets.cpu import CpuTarget
+    from ptxport.codegen.targets.cpu.module import CpuTarget
 
     class GangTarget(CpuTarget):
         """CpuTarget's answers, per lane where they differ by lane."""
@@ -948,7 +948,7 @@ def _shuffle_sources(mode: str, bval: int, c: int) -> tuple[list[int], list[bool
     range (cpu_sync.shuffle_sources, the thread-by-thread path's)."""
     import numpy as np
 
-    from ptxport.codegen.targets.cpu_sync import shuffle_sources
+    from ptxport.codegen.targets.cpu.waits import shuffle_sources
 
     sources, valid = shuffle_sources(mode, np.arange(W, dtype=np.int64), bval & 0x1F, c)
     return [int(j) for j in sources], [bool(v) for v in valid]
@@ -1034,7 +1034,7 @@ def _addresses(fl: GangLowering, operand, space: str | None, lanes: bool = True)
 
 
 def _fault(fl: GangLowering, lane, address, size: int, write: bool) -> None:
-    from ptxport.codegen.targets.cpu import CTX, FAULTED, _line
+    from ptxport.codegen.targets.cpu.module import CTX, FAULTED, _line
 
     b = fl.b
     ctx = fl.llfn.args[0]
@@ -1063,7 +1063,7 @@ def _check_access(fl: GangLowering, host, offsets, size: int, write: bool, span=
     """Check the mask's lanes' accesses of `size` bytes at `host` (`span`: the (low, high)
     the lanes touch, when known; else the lowest and highest address). A bad lane stops the
     kernel there."""
-    from ptxport.codegen.targets.cpu import _check_function
+    from ptxport.codegen.targets.cpu.module import _check_function
 
     b = fl.b
     llfn = fl.llfn
@@ -1390,7 +1390,7 @@ def _group_check(fl: GangLowering, place: _Place, size: int, low, high):
     low = b.add(low, ll.Constant(et, first))
     high = b.add(high, ll.Constant(et, last))
     ordered = ll.IRBuilder.icmp_unsigned(b, "<=", low, high)
-    from ptxport.codegen.targets.cpu import _check_function
+    from ptxport.codegen.targets.cpu.module import _check_function
 
     site = fl.plan.check_sites
     fl.plan.check_sites += 1
@@ -1844,8 +1844,8 @@ def _lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, targe
 
     fl.shuffle_array = shuffle_array
     fl.exit_pcs = ll.Constant(vi32, [I32(EXIT_PC)] * W)
-    from ptxport.codegen.targets.cpu import CTX
-    from ptxport.codegen.targets.cpu_stop import STOPPED, poll_stop
+    from ptxport.codegen.targets.cpu.module import CTX
+    from ptxport.codegen.targets.cpu.stop import STOPPED, poll_stop
 
     fl.scratch_lane = b.gep(ctx, [I64(_SCRATCH_LANE)], source_etype=I8)
     stop_word = b.load(b.gep(ctx, [I64(CTX.fields["stop"])], source_etype=I8), typ=PTR)
@@ -2050,7 +2050,7 @@ def _build_run_blocks(llmod: ll.Module, gang: ll.Function, warp_frame: int,
     first..first+count-1, each warp by warp in rounds until every warp has exited (a round
     ends when each warp has exited or waits at a barrier); -1, or (block << 32 | thread) of
     the lane that faulted or waits forever, its status in *status."""
-    from ptxport.codegen.targets import cpu
+    from ptxport.codegen.targets.cpu import module as cpu
 
     fn = ll.Function(llmod, ll.FunctionType(I64, [PTR, PTR, I64, I32, I64, I64, PTR]),
                      name="run_blocks")
@@ -2113,7 +2113,8 @@ def build(module: ir.Module, kernel_name: str, block: tuple[int, int, int]):
     take."""
     import llvmlite.binding as llvm
 
-    from ptxport.codegen.targets import cpu, cpu_runtime
+    from ptxport.codegen.targets.cpu import module as cpu
+    from ptxport.codegen.targets.cpu import runtime_functions as cpu_runtime
 
     kernel = module.functions[kernel_name]
     reason = _refusal(module, kernel)

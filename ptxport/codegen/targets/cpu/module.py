@@ -42,16 +42,19 @@ from ptxport.codegen.lower import (
     const_int,
     value_type,
 )
-from ptxport.codegen.targets import cpu_gang, cpu_heap, cpu_image, cpu_runtime
-from ptxport.codegen.targets.cpu_stop import STOPPED, branch_on_stop, poll_stop
+from ptxport.codegen.targets.cpu import image as cpu_image
+from ptxport.codegen.targets.cpu import runtime_functions as cpu_runtime
+from ptxport.codegen.targets.cpu.gang import lowering as cpu_gang
+from ptxport.codegen.targets.cpu.stop import STOPPED, branch_on_stop, poll_stop
 from ptxport.errors import CompileError, UnsupportedFeatureError
 from ptxport.ir import nodes as ir
 from ptxport.ir.abi import param_layout
 from ptxport.ir.analysis import address_taken, live_after, modified_before, uses_and_defs
-from ptxport.ir.inline import inline_waiting_calls, is_wait
 from ptxport.ir.lines import LineTable
 from ptxport.ir.special_registers import ZERO_WITHOUT_DRIVER
+from ptxport.passes.inline import inline_waiting_calls, is_wait
 from ptxport.ptx.ast import FloatImm, IntImm
+from ptxport.runtime.backends.cpu import heap as cpu_heap
 
 __all__ = ["compile_kernel", "emit_object", "CpuKernelBinary", "SyncPoint", "CTX", "FRAME",
            "CROSS_TRIPLES"]
@@ -390,7 +393,7 @@ class CpuTarget(Target):
             if callee.name not in ("vprintf", "__assertfail"):
                 raise fl.unsupported(inst, f"a call of '{callee.name}', which the module "
                                            "declares but does not define")
-            from ptxport.codegen.targets import cpu_printf
+            from ptxport.runtime.backends.cpu import printf as cpu_printf
 
             if callee.name == "vprintf":
                 cpu_printf.lower_vprintf(fl, inst, list(returns), pointers)
@@ -405,7 +408,7 @@ class CpuTarget(Target):
     def _heap_call(self, fl: FunctionLowering, inst: ir.Instruction, name: str,
                    pointers: list) -> None:
         """Device malloc and free (cpu_heap.py); a free of no live allocation faults."""
-        from ptxport.codegen.targets import cpu_heap
+        from ptxport.runtime.backends.cpu import heap as cpu_heap
 
         self.plan.uses_heap = True
         if name == "malloc":
@@ -466,7 +469,7 @@ class CpuTarget(Target):
                                        "that was not inlined")
         number = len(self.plan.sync_points) + 1
         self.plan.sync_points[number] = SyncPoint(number, inst, _line(self.module, inst.pos))
-        from ptxport.codegen.targets import cpu_sync
+        from ptxport.codegen.targets.cpu import waits as cpu_sync
 
         cpu_sync.lower_wait(self, fl, inst, number)
 
@@ -803,7 +806,7 @@ def build_llvm(module: ir.Module, kernel_name: str,
     build_claiming(llmod, llmod.globals["run_blocks"], 4, "run_claimed_blocks")
     cpu_runtime.add_conversions(llmod)
     if plan.sync_points:
-        from ptxport.codegen.targets.cpu_native import build_run_block, build_run_waiting_blocks
+        from ptxport.codegen.targets.cpu.native import build_run_block, build_run_waiting_blocks
 
         build_run_block(llmod, llmod.globals["run_threads"], plan)
         build_run_waiting_blocks(llmod, llmod.globals["run_block_from"])
@@ -1138,7 +1141,7 @@ class CpuKernelBinary:
         storage = module_storage(module)
         # printf's calls name a callback that importing cpu_printf registers (a process that
         # loads an image has not lowered a printf, which imports it)
-        from ptxport.codegen.targets import cpu_printf  # noqa: F401
+        from ptxport.runtime.backends.cpu import printf as cpu_printf  # noqa: F401
         with _LLVM_LOCK:
             # this module's variables, for the symbols the object leaves undefined
             for var_name, (address, _) in storage.items():
@@ -1207,7 +1210,7 @@ class CpuKernelBinary:
         raises IllegalAddressError. None runs without checks. A launch still running after
         `timeout` seconds is stopped and raises KernelTimeoutError. The device heap, once a
         kernel using malloc or free reserves it, is one more allocation of every launch."""
-        from ptxport.codegen.targets.cpu_executor import run_grid
+        from ptxport.runtime.backends.cpu.executor import run_grid
 
         if self.plan.uses_heap:
             cpu_heap.HEAP.reserve()

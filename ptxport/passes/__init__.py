@@ -1,0 +1,1 @@
+"""Whole-function transformations of the IR, one per module."""
