@@ -27,12 +27,12 @@ registers varying until nothing changes.
 
 from __future__ import annotations
 
-from ptxport.codegen.ops.data import state_space
 from ptxport.ir import nodes as ir
-from ptxport.ir.analysis import may_write, uses_and_defs
+from ptxport.ir.analysis import may_write, state_space, uses_and_defs
+from ptxport.passes import PassResult
 from ptxport.ptx.ast import IntImm
 
-__all__ = ["thread_x_copies", "uniform_registers", "warp_index_of", "warp_uniform_indices"]
+__all__ = ["run", "thread_x_copies", "uniform_registers", "warp_index_of", "warp_uniform_indices"]
 
 # Instructions whose result is the same in every lane when their operands are.
 _VALUE_OPS = {"add", "sub", "mul", "mad", "mul24", "mad24", "sad", "div", "rem", "abs", "neg",
@@ -247,3 +247,11 @@ def uniform_registers(kernel: ir.Function, block: tuple[int, int, int] | None = 
         if grown == varying:
             return registers - varying
         varying = grown
+
+
+def run(module: ir.Module, kernel: ir.Function, block=None) -> PassResult:
+    """The kernel unchanged; a note naming the registers every lane of a warp holds alike
+    (for blocks of shape `block`, or of any shape)."""
+    uniform = sorted(r.name for r in uniform_registers(kernel, block))
+    shape = "any block shape" if block is None else f"blocks of {tuple(block)}"
+    return PassResult(kernel, [f"uniform in a warp, for {shape}: {', '.join(uniform) or 'none'}"])

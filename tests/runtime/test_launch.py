@@ -138,7 +138,7 @@ def test_program_options_reach_nvrtc():
 
 
 def test_missing_code_generator_is_a_clear_error(monkeypatch, saxpy_ptx, stream):
-    monkeypatch.setitem(sys.modules, "ptxport.codegen.targets.cpu.module", None)
+    monkeypatch.setitem(sys.modules, "ptxport.codegen.targets.cpu", None)
     kernel = Program(saxpy_ptx, code_type="ptx").compile("native").get_kernel("saxpy")
     buf = stream.device.allocate(16)
     with pytest.raises(CompileError, match="CPU code generator"):

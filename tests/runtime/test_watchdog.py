@@ -109,8 +109,8 @@ def gang_kernels():
 
 
 @pytest.fixture
-def scalar_kernels(monkeypatch):
-    monkeypatch.setenv("PTXPORT_CPU_GANG", "0")
+def scalar_kernels(cpu_options):
+    cpu_options(gang=False)
     return _kernels()
 
 

@@ -31,9 +31,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ptxport.codegen.targets.cpu import waits as cpu_sync
-from ptxport.codegen.targets.cpu.gang import lowering as cpu_gang
-from ptxport.codegen.targets.cpu.module import (
+from ptxport.codegen.targets.cpu.abi import (
     BLOCKED,
     CALL_FAULT,
     CTX,
@@ -44,6 +42,8 @@ from ptxport.codegen.targets.cpu.module import (
     RUNNABLE,
     TRAPPED,
 )
+from ptxport.codegen.targets.cpu.calls import ASSERT_SYMBOL, PRINTF_SYMBOL
+from ptxport.codegen.targets.cpu.gang.lanes import DEADLOCK, NOT_MEMBER
 from ptxport.codegen.targets.cpu.runtime_functions import undefined_symbols
 from ptxport.codegen.targets.cpu.stop import STOPPED
 from ptxport.errors import (
@@ -54,7 +54,7 @@ from ptxport.errors import (
     KernelTrapError,
 )
 from ptxport.ir.lines import where
-from ptxport.runtime.backends.cpu import printf as cpu_printf
+from ptxport.runtime.backends.cpu import printf, warps
 
 __all__ = ["run_grid", "set_workers", "worker_count"]
 
@@ -111,7 +111,7 @@ class _Worker:
                         t // (block[0] * block[1]), t % 32, t // 32], axis=1).astype(np.uint32)
         if not plan.gang:
             header[:, FRAME.fields["tid"]:FRAME.fields["tid"] + 20] = tid.view(np.uint8)
-        self.slots = cpu_sync.Slots(self.frames, plan.frame_size, self.nthreads, FRAME.fields)
+        self.slots = warps.Slots(self.frames, plan.frame_size, self.nthreads, FRAME.fields)
         self.site_cache = np.zeros(2 * max(plan.check_sites, 1), dtype=np.uint64)
         self._site_cache_address = self.site_cache.ctypes.data
         self._put(self.ctx, fields["site_cache"], np.uint64, self._site_cache_address)
@@ -246,7 +246,7 @@ class _Worker:
             if trapped.size:
                 t = int(trapped[0])
                 raise self._trap_error(ctaid, t, -1 - int(self.points[t]))
-            if not cpu_sync.resolve(self.plan, self.points, self.statuses, self.slots,
+            if not warps.resolve(self.plan, self.points, self.statuses, self.slots,
                                     BLOCKED, RUNNABLE, EXITED):
                 raise KernelExecutionError(self._deadlock_message(ctaid))
 
@@ -272,11 +272,11 @@ class _Worker:
             ctaid = (n % grid[0], (n // grid[0]) % grid[1], n // (grid[0] * grid[1]))
             if status.value == FAULTED:
                 raise IllegalAddressError(self._fault_message(ctaid, t))
-            if status.value in (cpu_gang.DEADLOCK, cpu_gang.NOT_MEMBER):
+            if status.value in (DEADLOCK, NOT_MEMBER):
                 raise KernelExecutionError(
                     f"kernel '{self.plan.name}', block {ctaid}, thread {t}: " + (
                         "it waits at a warp operation for lanes of its member mask that "
-                        "never arrive (a GPU would hang)" if status.value == cpu_gang.DEADLOCK
+                        "never arrive (a GPU would hang)" if status.value == DEADLOCK
                         else "it executes a warp operation whose member mask does not name "
                              "its lane (undefined in PTX)"))
             raise self._trap_error(ctaid, t, -1 - status.value)
@@ -292,7 +292,7 @@ class _Worker:
         x, y = self.block[0], self.block[1]
         tid = (thread % x, thread // x % y, thread // (x * y))
         params = int(self.ctx[CTX.fields["params"]:CTX.fields["params"] + 8].view(np.uint64)[0])
-        assertion = cpu_printf.assertion_of(params, tuple(ctaid), tid)
+        assertion = printf.assertion_of(params, tuple(ctaid), tid)
         if assertion is not None:
             return KernelAssertError(
                 f"kernel '{self.plan.name}' failed a device-side assert at {place}: "
@@ -509,7 +509,7 @@ def _run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocatio
     ctypes.memmove(param_buffer, params, len(params))
     params_address = ctypes.addressof(param_buffer)
     # (only kernels that call printf or assert have a log to collect and print)
-    printf_log = cpu_printf.open_log(params_address) if _calls_printf(binary) else None
+    printf_log = printf.open_log(params_address) if _calls_printf(binary) else None
     blocks = grid[0] * grid[1] * grid[2]
     errors: list[BaseException] = []
     smids = worker_count()
@@ -560,7 +560,7 @@ def _run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocatio
         work(0)
         joinable.close()
     if printf_log is not None:      # printed after the launch
-        errors += cpu_printf.close_log(params_address, printf_log)
+        errors += printf.close_log(params_address, printf_log)
     _PARAM_BUFFERS.setdefault(len(param_buffer), []).append(param_buffer)
     if stop.value:
         return          # the workers' errors come of the stop: run_grid reports that
@@ -590,7 +590,7 @@ def _calls_printf(binary) -> bool:
     if calls is None:
         symbols = set(undefined_symbols(binary.object_code))
         calls = binary._calls_printf = bool(
-            symbols & {cpu_printf.SYMBOL, cpu_printf.ASSERT_SYMBOL})
+            symbols & {PRINTF_SYMBOL, ASSERT_SYMBOL})
     return calls
 
 
