@@ -24,6 +24,7 @@ from ptxport.codegen.targets.cpu.machine import (
 )
 from ptxport.codegen.targets.cpu.module import build_llvm
 from ptxport.codegen.targets.cpu.options import CpuOptions
+from ptxport.errors import InternalError
 from ptxport.ir import nodes as ir
 
 __all__ = ["compile_image", "image_key", "emit_object", "CROSS_TRIPLES"]
@@ -64,17 +65,23 @@ def _compile(module: ir.Module, kernel: str, options: CpuOptions,
         llmod, plan = build_gang(module, kernel, block, options)
     except GangUnsupported as e:     # something only this shape brings (check_gang passed)
         return _scalar(module, kernel, f"for blocks of {block}: {e}")
-    return images.Image(plan, _object_code(str(llmod)), None)
+    return images.Image(plan, _object_code(str(llmod), kernel, f"as warp gangs for {block}"),
+                        None)
 
 
 def _scalar(module: ir.Module, kernel: str, refusal: str) -> images.Image:
     llmod, plan = build_llvm(module, kernel)
-    return images.Image(plan, _object_code(str(llmod)), refusal)
+    return images.Image(plan, _object_code(str(llmod), kernel, "thread by thread"), refusal)
 
 
-def _object_code(llvm_ir: str) -> bytes:
-    with LLVM_LOCK:
-        return object_code(llvm_ir, target_machine())
+def _object_code(llvm_ir: str, kernel: str, how: str) -> bytes:
+    try:
+        with LLVM_LOCK:
+            return object_code(llvm_ir, target_machine())
+    except RuntimeError as e:      # LLVM rejected the module ptxport made: ptxport's bug
+        raise InternalError(f"LLVM rejected the CPU code of kernel '{kernel}' ({how}): "
+                            f"{str(e).splitlines()[0]}; please report this to ptxport") \
+            from e
 
 
 # Other CPUs the code generator is checked to compile for (an object file, not run here).
