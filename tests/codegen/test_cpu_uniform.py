@@ -1,4 +1,4 @@
-"""cpu_uniform.py: which registers a warp gang keeps as one scalar. Each case is a kernel
+"""passes/uniformity.py: which registers a warp gang keeps as one scalar. Each case is a kernel
 whose registers' classification is asserted, and run on the gang path against numpy where a
 wrong "uniform" would give every lane one lane's value."""
 

@@ -87,7 +87,7 @@ class KernelPlan:
     # id(waiting instruction) -> (registers it saves, registers it restores when resumed)
     spills: dict[int, tuple[list, list]] = field(default_factory=dict,
                                                  metadata={"build_only": True})
-    # warp gangs (cpu_gang.py): frames are per warp, 32 * frame_size bytes each
+    # warp gangs (codegen/targets/cpu/gang/): frames are per warp, 32 * frame_size bytes each
     gang: bool = False
     # calls device malloc or free: the device heap is reserved before its launches
     uses_heap: bool = False

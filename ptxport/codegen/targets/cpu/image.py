@@ -5,7 +5,7 @@ instead of compiling: its object code and its plan (the frame layout, the sync p
 trap lines, the access-check sites...: what the executor needs at run time), keyed by the
 *input* — the PTX text, the kernel's name, the block shape (warp gangs have code per shape),
 the switches that change code generation, ptxport's own code, the host CPU and LLVM — so
-that neither the lowering (cpu.py, cpu_gang.py) nor LLVM runs. cpu.py's older cache of
+that neither the lowering (module.py, gang/) nor LLVM runs. machine.py's cache of
 object code keyed by LLVM IR (`_object_code`) still spares LLVM where the input differs but
 the IR does not.
 

@@ -7,9 +7,9 @@
   - then a barrier every live thread waits at (bar.sync / barrier.sync naming one barrier,
     without a thread count or with a count equal to the live threads).
 It returns 0 when every thread has exited, 1 when the waits need the general resolver
-(cpu_sync.resolve, in Python: partial masks, divergent warps, named barriers, and every other
-operation), 2 when a thread trapped or faulted. Both paths follow the same PTX rules; tests
-run kernels both ways and compare.
+(runtime/backends/cpu/warps.py's resolve, in Python: partial masks, divergent warps, named
+barriers, and every other operation), 2 when a thread trapped or faulted. Both paths follow the
+same PTX rules; tests run kernels both ways and compare.
 """
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ class CpuTarget(Target):
 
     # --- per-function values ---------------------------------------------------------------
 
-    def _ctx_field(self, fl: FunctionLowering, name: str, index: int = 0, typ=I32):
+    def ctx_field(self, fl: FunctionLowering, name: str, index: int = 0, typ=I32):
         """A field of the block context, loaded once at the function's entry: none changes
         while a thread runs, but LLVM cannot know that the kernel's stores leave them be,
         and would load them again after every store."""
@@ -79,13 +79,13 @@ class CpuTarget(Target):
         if name == "%tid":
             return self._frame_field(fl, "tid", index=axis) if axis < 3 else I32(0)
         if name in ("%ntid", "%ctaid", "%nctaid"):
-            return self._ctx_field(fl, name[1:], axis) if axis < 3 else I32(0)
+            return self.ctx_field(fl, name[1:], axis) if axis < 3 else I32(0)
         if name == "%laneid":
             return self._frame_field(fl, "laneid")
         if name == "%warpid":
             return self._frame_field(fl, "warpid")
         if name == "%nwarpid":
-            return self._ctx_field(fl, "nwarpid")
+            return self.ctx_field(fl, "nwarpid")
         if name.startswith("%lanemask_"):
             lane = self._frame_field(fl, "laneid")
             one = fl.b.shl(I32(1), lane)
@@ -95,13 +95,13 @@ class CpuTarget(Target):
                     "le": lambda: fl.b.or_(below, one), "gt": lambda: fl.b.not_(
                         fl.b.or_(below, one)), "ge": lambda: fl.b.not_(below)}[kind]()
         if name in ("%smid",):
-            return self._ctx_field(fl, "smid")
+            return self.ctx_field(fl, "smid")
         if name in ("%nsmid",):
-            return self._ctx_field(fl, "nsmid")
+            return self.ctx_field(fl, "nsmid")
         if name in ("%dynamic_smem_size",):
-            return self._ctx_field(fl, "dynamic_smem")
+            return self.ctx_field(fl, "dynamic_smem")
         if name in ("%total_smem_size", "%aggr_smem_size"):
-            return self._ctx_field(fl, "total_smem")
+            return self.ctx_field(fl, "total_smem")
         if name in ("%clock", "%clock_hi", "%clock64"):
             counter = fl.b.call(intrinsic(self.llmod, "llvm.readcyclecounter", I64, []), [])
             if name == "%clock64":
@@ -123,10 +123,10 @@ class CpuTarget(Target):
         if name == "%is_explicit_cluster":
             return ll.Constant(ll.IntType(1), 0)
         if name in ("%clusterid", "%cluster_ctaid"):
-            return self._ctx_field(fl, "ctaid", axis) if name == "%clusterid" and axis < 3 \
+            return self.ctx_field(fl, "ctaid", axis) if name == "%clusterid" and axis < 3 \
                 else I32(0)
         if name in ("%nclusterid",):
-            return self._ctx_field(fl, "nctaid", axis) if axis < 3 else I32(1)
+            return self.ctx_field(fl, "nctaid", axis) if axis < 3 else I32(1)
         if name in ("%cluster_nctaid",):
             return I32(1 if axis < 3 else 0)
         if name == "%cluster_ctarank":
@@ -137,11 +137,11 @@ class CpuTarget(Target):
 
     def space_base(self, fl: FunctionLowering, space: str | None):
         if space == "shared":
-            return self._ctx_field(fl, "shared", typ=PTR)
+            return self.ctx_field(fl, "shared", typ=PTR)
         if space == "local":
             return self._local_base(fl)
         if space == "param" and fl.function.is_kernel:
-            return self._ctx_field(fl, "params", typ=PTR)
+            return self.ctx_field(fl, "params", typ=PTR)
         return None
 
     def _local_base(self, fl: FunctionLowering):
@@ -153,14 +153,14 @@ class CpuTarget(Target):
             return self.globals[var.name]
         if var.space == "shared":
             offset = self.plan.shared_offsets[var.name]
-            base = self._ctx_field(fl, "shared", typ=PTR)
+            base = self.ctx_field(fl, "shared", typ=PTR)
             return fl.b.gep(base, [const_int(I64, offset)], source_etype=I8)
         if var.name in fl.param_pointers:
             return fl.param_pointers[var.name]
         if var.space == "param" and fl.function.is_kernel and var in fl.function.params:
             slots, _ = param_layout(fl.function)
             offset = next(s.offset for s in slots if s.variable is var)
-            base = self._ctx_field(fl, "params", typ=PTR)
+            base = self.ctx_field(fl, "params", typ=PTR)
             return fl.b.gep(base, [const_int(I64, offset)], source_etype=I8)
         offset = self.plan.register_offsets.get(f"local:{var.name}")
         if offset is not None and fl.function.is_kernel:
@@ -181,16 +181,16 @@ class CpuTarget(Target):
             return pointer
         ctx = fl.llfn.args[0]
         if space == "shared":
-            base = self._ctx_field(fl, "shared", typ=PTR)
+            base = self.ctx_field(fl, "shared", typ=PTR)
             offset = fl.b.sub(fl.b.ptrtoint(pointer, I64), fl.b.ptrtoint(base, I64))
-            limit = fl.b.zext(self._ctx_field(fl, "total_smem"), I64)
+            limit = fl.b.zext(self.ctx_field(fl, "total_smem"), I64)
             ok = fl.b.icmp_unsigned("<=", fl.b.add(offset, I64(size)), limit)
         else:
             # Each access site remembers the allocation it last hit (per worker, in the
             # launch's site cache): usually the same one, so the search is rarely needed.
             site = self.plan.check_sites
             self.plan.check_sites += 1
-            cache = self._ctx_field(fl, "site_cache", typ=PTR)
+            cache = self.ctx_field(fl, "site_cache", typ=PTR)
             slot = fl.b.gep(cache, [I64(16 * site)], source_etype=I8)
             lo = fl.b.load(slot, typ=I64)
             hi = fl.b.load(fl.b.gep(slot, [I64(8)], source_etype=I8), typ=I64)
@@ -247,7 +247,7 @@ class CpuTarget(Target):
         returns to the kernel, which stops at its next loop or ends."""
         stopping = fl.llfn.append_basic_block("stopping")
         going_on = fl.llfn.append_basic_block("going_on")
-        poll_stop(fl, self._ctx_field(fl, "stop", typ=PTR), stopping, going_on)
+        poll_stop(fl, self.ctx_field(fl, "stop", typ=PTR), stopping, going_on)
         fl.b.position_at_end(stopping)
         if fl.function.is_kernel:
             fl.b.ret(I32(STOPPED))
@@ -366,7 +366,7 @@ class CpuTarget(Target):
 
     def warp_matrix(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
         """A warp operation like the others: the lanes leave their fragments (or row
-        addresses) in their frames and the executor computes (cpu_sync.py)."""
+        addresses) in their frames and the executor computes (runtime/backends/cpu/warps.py)."""
         self.synchronize(fl, inst)
 
     def poll(self, fl: FunctionLowering, inst: ir.Instruction, test) -> ll.Value:
@@ -409,7 +409,7 @@ class CpuTarget(Target):
         self.plan.sync_points[number] = SyncPoint(number, inst, source_line(self.module, inst.pos))
         self.spill_and_return(fl, number)
 
-    # --- helpers for cpu_sync ---------------------------------------------------------------
+    # --- helpers for waits.py ---------------------------------------------------------------
 
     def frame_slot(self, fl: FunctionLowering, name: str):
         frame = fl.llfn.args[1]

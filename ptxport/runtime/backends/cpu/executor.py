@@ -3,14 +3,14 @@
 Each worker (a Python thread: the launching thread, and helper threads that join while the
 grid runs; the native calls release the GIL, so workers run in parallel) takes the next
 block number from a shared counter, sets up the block's context, and runs the
-block: `run_threads` runs every runnable thread until it waits or exits, then cpu_sync
+block: `run_threads` runs every runnable thread until it waits or exits, then warps.py
 completes the operations threads wait at, until every thread has exited. A kernel that traps
 raises KernelTrapError (KernelAssertError after a failed assert); threads that wait for each
 other forever raise KernelExecutionError. Messages name the user's source line first where the
 PTX has line information (.loc), then the PTX line.
 
 A launch with a timeout is stopped by a watchdog timer: it sets the launch's stop word, which
-compiled kernels look at in every loop and between blocks (cpu_stop.py), and the
+compiled kernels look at in every loop and between blocks (codegen/targets/cpu/stop.py), and the
 workers leave their blocks as they would for a trap; the launch then raises
 KernelTimeoutError. Workers set every block up afresh, so later launches run normally.
 
@@ -42,9 +42,7 @@ from ptxport.codegen.targets.cpu.abi import (
     RUNNABLE,
     TRAPPED,
 )
-from ptxport.codegen.targets.cpu.calls import ASSERT_SYMBOL, PRINTF_SYMBOL
 from ptxport.codegen.targets.cpu.gang.lanes import DEADLOCK, NOT_MEMBER
-from ptxport.codegen.targets.cpu.runtime_functions import undefined_symbols
 from ptxport.codegen.targets.cpu.stop import STOPPED
 from ptxport.errors import (
     IllegalAddressError,
@@ -509,7 +507,7 @@ def _run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocatio
     ctypes.memmove(param_buffer, params, len(params))
     params_address = ctypes.addressof(param_buffer)
     # (only kernels that call printf or assert have a log to collect and print)
-    printf_log = printf.open_log(params_address) if _calls_printf(binary) else None
+    printf_log = printf.open_log(params_address) if binary.calls_printf else None
     blocks = grid[0] * grid[1] * grid[2]
     errors: list[BaseException] = []
     smids = worker_count()
@@ -527,7 +525,7 @@ def _run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocatio
     # (a tuple: workers keep their allocation table while the same one comes again)
     if allocations is not None and not isinstance(allocations, tuple):
         allocations = tuple(allocations)
-    global_ranges = _global_ranges(binary)
+    global_ranges = binary.global_ranges
 
     def work(smid: int) -> None:
         try:
@@ -581,23 +579,3 @@ def _take_param_buffer(size: int) -> ctypes.Array:
         return kept.pop() if kept else ctypes.create_string_buffer(size)
     except IndexError:      # another launch took the last one first
         return ctypes.create_string_buffer(size)
-
-
-def _calls_printf(binary) -> bool:
-    """Whether the kernel's code calls printf or assert's callbacks (known once per binary:
-    its object file names them as undefined symbols)."""
-    calls = binary.__dict__.get("_calls_printf")
-    if calls is None:
-        symbols = set(undefined_symbols(binary.object_code))
-        calls = binary._calls_printf = bool(
-            symbols & {PRINTF_SYMBOL, ASSERT_SYMBOL})
-    return calls
-
-
-def _global_ranges(binary) -> tuple[tuple[int, int], ...]:
-    """The binary's .global and .const variables' (address, size), asked for once: they stay
-    where its code was loaded."""
-    ranges = binary.__dict__.get("_global_ranges")
-    if ranges is None:
-        ranges = binary._global_ranges = tuple(binary.global_ranges())
-    return ranges

@@ -12,7 +12,7 @@ On the CPU the calls become native calls of `ptxport_malloc(size)` and `ptxport_
 ctypes callbacks (they take the GIL and a lock: blocks on several cores allocate safely) into
 one process-wide heap: a first-fit allocator over host memory reserved when a kernel that uses
 malloc or free is first launched. The whole heap is one range of the launch's access checks
-(runtime/backends/cpu.py adds it to every launch once it exists), so a kernel may read memory
+(runtime/backends/cpu/jit.py adds it to every launch once it exists), so a kernel may read memory
 another kernel allocated; as on a GPU, an access to freed heap memory is not caught. A `free`
 of an address that malloc did not return (or that was freed already) frees nothing and stops
 the kernel with IllegalAddressError naming the address.

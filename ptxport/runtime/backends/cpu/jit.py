@@ -8,12 +8,14 @@ import ctypes
 import struct
 import threading
 import weakref
+from functools import cached_property
 
 import llvmlite.binding as llvm
 import numpy as np
 
 from ptxport.codegen import ops  # noqa: F401  (registers the lowerings)
 from ptxport.codegen.targets.cpu import runtime_functions as cpu_runtime
+from ptxport.codegen.targets.cpu.calls import ASSERT_SYMBOL, PRINTF_SYMBOL
 from ptxport.codegen.targets.cpu.image import Image
 from ptxport.codegen.targets.cpu.machine import LLVM_LOCK, target_machine
 from ptxport.codegen.targets.cpu.module import holds_function_addresses
@@ -142,7 +144,7 @@ class CpuKernelBinary:
         self.run_threads = RunThreads(address("run_threads"))
         self.run_blocks = RunBlocks(address("run_blocks"))
         self.run_claimed_blocks = RunClaimedBlocks(address("run_claimed_blocks"))
-        # Completes the common waits natively (cpu_native.py); tests turn it off to
+        # Completes the common waits natively (codegen/targets/cpu/native.py); tests turn it off to
         # compare with the general resolver.
         self.run_block = RunBlock(address("run_block")) if waits else None
         self.run_waiting_blocks = (RunWaitingBlocks(address("run_waiting_blocks"))
@@ -165,8 +167,17 @@ class CpuKernelBinary:
         first, self._prepared = not self._prepared, True
         return first
 
-    def global_ranges(self) -> list[tuple[int, int]]:
-        """(address, size) of the module's .global and .const variables in this binary."""
+    @cached_property
+    def calls_printf(self) -> bool:
+        """Whether the kernel's code calls printf's or assert's callbacks (its object file
+        names them as undefined symbols)."""
+        symbols = set(cpu_runtime.undefined_symbols(self.object_code))
+        return bool(symbols & {PRINTF_SYMBOL, ASSERT_SYMBOL})
+
+    @cached_property
+    def global_ranges(self) -> tuple[tuple[int, int], ...]:
+        """(address, size) of the module's .global and .const variables in this binary (they
+        stay where its code was loaded)."""
         ranges = []
         storage = module_storage(self.module)
         for var in self.module.globals.values():
@@ -174,7 +185,7 @@ class CpuKernelBinary:
                 address = storage[var.name][0] if var.name in storage else \
                     self._engine.get_global_value_address(f"ptx.{var.name}")
                 ranges.append((address, var.size))
-        return ranges
+        return tuple(ranges)
 
     def launch(self, grid, block, dynamic_shared: int, params: bytes,
                allocations: list[tuple[int, int]] | None = None,

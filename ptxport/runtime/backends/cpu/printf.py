@@ -30,8 +30,8 @@ charSize)`, which the CUDA headers' assert() calls when its expression is false.
 it is `ptxport_assertfail(ctx, frame, message, file, line, function)`, a callback like
 vprintf's: it records CUDA's text for the failing thread, `file:line: function: block:
 [x,y,z], thread: [x,y,z] Assertion `message` failed.`, in the launch's log, and the thread
-then traps (cpu.py). When the launch ends, the text goes to sys.stderr, where CUDA prints it,
-and the executor raises KernelAssertError with it.
+then traps (codegen/targets/cpu/target.py). When the launch ends, the text goes to
+sys.stderr, where CUDA prints it, and the executor raises KernelAssertError with it.
 """
 
 from __future__ import annotations

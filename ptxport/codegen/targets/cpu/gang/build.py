@@ -11,8 +11,9 @@ from ptxport.codegen.lower import I1, I8, I32, I64, PTR
 from ptxport.codegen.targets.cpu.abi import FRAME, KernelPlan
 from ptxport.codegen.targets.cpu.entry import build_claiming, open_block_loop
 from ptxport.codegen.targets.cpu.gang.lanes import BARRIER, SCRATCH_LANE, STATUS, GangUnsupported, W
-from ptxport.codegen.targets.cpu.gang.lowering import gang_target_class, lower_gang
+from ptxport.codegen.targets.cpu.gang.lowering import lower_gang
 from ptxport.codegen.targets.cpu.gang.refusals import refusal
+from ptxport.codegen.targets.cpu.gang.state import gang_target_class
 from ptxport.codegen.targets.cpu.module import declare_globals, plan_kernel
 from ptxport.codegen.targets.cpu.options import CpuOptions
 from ptxport.codegen.targets.cpu.runtime_functions import add_conversions

@@ -5,8 +5,6 @@ and prefetches of the ranges ahead.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from llvmlite import ir as ll
 
 from ptxport.codegen.lower import (
@@ -19,12 +17,9 @@ from ptxport.codegen.lower import (
 )
 from ptxport.codegen.targets.cpu.abi import CTX, FAULTED
 from ptxport.codegen.targets.cpu.gang.lanes import FULL, GangUnsupported, W, declare
+from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.codegen.targets.cpu.target import check_function, source_line
 from ptxport.ir import nodes as ir
-
-if TYPE_CHECKING:     # (the lowering imports this module)
-    from ptxport.codegen.targets.cpu.gang.lowering import GangLowering
-
 
 # --- memory -----------------------------------------------------------------------------------
 
@@ -100,7 +95,7 @@ def check_access(fl: GangLowering, host, offsets, size: int, write: bool, span=N
     llfn = fl.llfn
     ok_block = llfn.append_basic_block("access_ok")
     if offsets is not None:
-        limit = b.zext(fl.target._ctx_field(fl, "total_smem"), I64)
+        limit = b.zext(fl.target.ctx_field(fl, "total_smem"), I64)
         fits = ll.IRBuilder.icmp_unsigned(b, "<=", b.add(offsets, b.splat(I64(size))),
                                           b.splat(limit))
         inside = ll.IRBuilder.icmp_unsigned(b, "<", offsets, b.splat(limit))
@@ -122,7 +117,7 @@ def check_access(fl: GangLowering, host, offsets, size: int, write: bool, span=N
                    I64(size))
     site = fl.plan.check_sites
     fl.plan.check_sites += 1
-    cache = fl.target._ctx_field(fl, "site_cache", typ=PTR)
+    cache = fl.target.ctx_field(fl, "site_cache", typ=PTR)
     slot = b.gep(cache, [I64(16 * site)], source_etype=I8)
     c_lo = b.load(slot, typ=I64)
     c_hi = b.load(b.gep(slot, [I64(8)], source_etype=I8), typ=I64)
@@ -165,7 +160,7 @@ def check_shared32(fl: GangLowering, offsets, size: int, write: bool):
     """check_access for 32-bit offsets into the shared window, computed in 32 bits."""
     b = fl.b
     llfn = fl.llfn
-    limit = fl.target._ctx_field(fl, "total_smem")
+    limit = fl.target.ctx_field(fl, "total_smem")
     room = b.sub(limit, I32(size))
     fits = b.and_(ll.IRBuilder.icmp_unsigned(b, "<=", offsets, b.splat(room)),
                   b.splat(ll.IRBuilder.icmp_unsigned(b, ">=", limit, I32(size))))
@@ -194,7 +189,7 @@ def check_place(fl: GangLowering, place: Place, size: int, write: bool, kind, lo
     if not place.shared:
         check_access(fl, addrs, None, size, write, span=(low, high))
         return
-    limit = fl.target._ctx_field(fl, "total_smem")
+    limit = fl.target.ctx_field(fl, "total_smem")
     if et.width == 64:
         limit = b.zext(limit, I64)
     inside = b.and_(ll.IRBuilder.icmp_unsigned(b, "<=", high, limit),
@@ -229,7 +224,7 @@ def group_check(fl: GangLowering, place: Place, size: int, low, high):
     first, last = fl.group_span[group]
     et = place.addrs.type.element
     if place.shared:       # lane by lane in one vector test: exact however they lie
-        limit = fl.target._ctx_field(fl, "total_smem")
+        limit = fl.target.ctx_field(fl, "total_smem")
         if et.width == 64:
             limit = b.zext(limit, I64)
         start = b.add(place.addrs, b.splat(ll.Constant(et, first))) if first else place.addrs
@@ -245,7 +240,7 @@ def group_check(fl: GangLowering, place: Place, size: int, low, high):
     ordered = ll.IRBuilder.icmp_unsigned(b, "<=", low, high)
     site = fl.plan.check_sites
     fl.plan.check_sites += 1
-    slot = b.gep(fl.target._ctx_field(fl, "site_cache", typ=PTR), [I64(16 * site)],
+    slot = b.gep(fl.target.ctx_field(fl, "site_cache", typ=PTR), [I64(16 * site)],
                  source_etype=I8)
     hit = b.and_(ordered, b.and_(
         ll.IRBuilder.icmp_unsigned(b, ">=", low, b.load(slot, typ=I64)),
@@ -289,7 +284,7 @@ def prefetch(fl: GangLowering, low, span: int) -> None:
         ll.IRBuilder.store(b, I64(0), mine)
     site = fl.plan.check_sites
     fl.plan.check_sites += 1
-    shared = b.gep(fl.target._ctx_field(fl, "site_cache", typ=PTR), [I64(16 * site)],
+    shared = b.gep(fl.target.ctx_field(fl, "site_cache", typ=PTR), [I64(16 * site)],
                    source_etype=I8)
     own = b.load(mine)
     before = ll.IRBuilder.select(b, ll.IRBuilder.icmp_unsigned(b, "!=", own, I64(0)), own,

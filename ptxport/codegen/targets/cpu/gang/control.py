@@ -4,8 +4,6 @@ meeting of a warp operation's member lanes.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from llvmlite import ir as ll
 
 from ptxport.codegen.lower import (
@@ -23,13 +21,10 @@ from ptxport.codegen.targets.cpu.gang.lanes import (
     is_vec,
     vec,
 )
+from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.ir import nodes as ir
+from ptxport.passes.segment import Segment
 from ptxport.ptx.ast import Sink
-
-if TYPE_CHECKING:     # (the lowering imports this module)
-    from ptxport.codegen.targets.cpu.gang.lowering import GangLowering
-    from ptxport.passes.segment import Segment
-
 
 # --- control ----------------------------------------------------------------------------------
 

@@ -5,8 +5,6 @@ else a gather or scatter), once per base register in a segment.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from llvmlite import ir as ll
 
 from ptxport.codegen.lower import (
@@ -35,13 +33,10 @@ from ptxport.codegen.targets.cpu.gang.checks import (
     type_name,
 )
 from ptxport.codegen.targets.cpu.gang.lanes import GangUnsupported, W, declare, is_vec, vec
+from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import may_write, uses_and_defs
 from ptxport.ir.types import Type
-
-if TYPE_CHECKING:     # (the lowering imports this module)
-    from ptxport.codegen.targets.cpu.gang.lowering import GangLowering
-
 
 _HALF = 16      # a half warp: a 16-wide block dimension makes each half a row
 
@@ -369,7 +364,7 @@ def _gather_or_scatter(fl: GangLowering, place: Place, t: Type, value, offset):
 
 def _uniform_load(fl: GangLowering, operand, space, t: Type, count: int) -> list:
     """The `count` elements of type t that every lane reads at one address (the destination
-    is uniform, so cpu_uniform.py found the address uniform): checked once, loaded once."""
+    is uniform, so passes/uniformity.py found the address uniform): checked once, loaded once."""
     b = fl.b
     element = value_type(t)
     host, offsets = lane_addresses(fl, operand, space, lanes=False)

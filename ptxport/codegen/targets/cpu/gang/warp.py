@@ -4,8 +4,6 @@ operations of the mask's lanes.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 from llvmlite import ir as ll
 
@@ -18,11 +16,9 @@ from ptxport.codegen.lower import (
 from ptxport.codegen.ops.sync import shuffle_source
 from ptxport.codegen.targets.cpu.gang.control import converge, member_mask
 from ptxport.codegen.targets.cpu.gang.lanes import W, declare, vec
+from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.codegen.targets.cpu.waits import shuffle_sources
 from ptxport.ir import nodes as ir
-
-if TYPE_CHECKING:     # (the lowering imports this module)
-    from ptxport.codegen.targets.cpu.gang.lowering import GangLowering
 
 
 def lower_warp_barrier(fl: GangLowering, inst: ir.Instruction) -> None:
@@ -58,7 +54,7 @@ def lower_vote(fl: GangLowering, inst: ir.Instruction) -> None:
 def _shuffle_sources(mode: str, bval: int, c: int) -> tuple[list[int], list[bool]]:
     """For shfl.sync.mode with lane operand b and clamp/segment operand c, both known: each
     lane's source lane (its own when the source is out of range) and whether it is in
-    range (cpu_sync.shuffle_sources, the thread-by-thread path's)."""
+    range (waits.shuffle_sources, the thread-by-thread path's)."""
     sources, valid = shuffle_sources(mode, np.arange(W, dtype=np.int64), bval & 0x1F, c)
     return [int(j) for j in sources], [bool(v) for v in valid]
 
