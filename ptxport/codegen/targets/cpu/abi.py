@@ -15,9 +15,7 @@ from dataclasses import dataclass, field
 from llvmlite import ir as ll
 
 from ptxport.codegen import ops  # noqa: F401  (registers the lowerings)
-from ptxport.codegen.lower import (
-    value_type,
-)
+from ptxport.codegen.lower import value_type
 from ptxport.codegen.targets.cpu.image import stored
 from ptxport.ir import nodes as ir
 from ptxport.ir.lines import LineTable

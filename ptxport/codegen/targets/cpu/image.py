@@ -4,9 +4,9 @@ A process that launches a kernel compiled before (by any process) loads the kern
 instead of compiling: its object code and its plan (the frame layout, the sync points, the
 trap lines, the access-check sites...: what the executor needs at run time), keyed by the
 *input* — the PTX text, the kernel's name, the block shape (warp gangs have code per shape),
-the switches that change code generation, ptxport's own code, the host CPU and LLVM — so
+the options that change code generation (CpuOptions), ptxport's own code, the host CPU and LLVM — so
 that neither the lowering (module.py, gang/) nor LLVM runs. machine.py's cache of
-object code keyed by LLVM IR (`_object_code`) still spares LLVM where the input differs but
+object code keyed by LLVM IR (`object_code`) still spares LLVM where the input differs but
 the IR does not.
 
 An image is one file, `cpu/<key>.img` under the cache root (ptxport/cache.py): MAGIC, the

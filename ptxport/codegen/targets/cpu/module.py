@@ -1,19 +1,17 @@
-"""The CPU target: PTX kernels as native host code, through LLVM's JIT (llvmlite).
+"""A kernel's LLVM module for the thread-by-thread path (DESIGN.md, "Executing a thread block
+on the CPU").
 
-How a thread block runs (DESIGN.md, "Executing a thread block on the CPU"). Each kernel
-becomes a *thread function* `i32 thread(ctx, frame, point)` that runs one CUDA thread from a
-resume point until it must wait for other threads — a barrier or a warp-level operation — or
-until it exits. At such a point it spills its registers into its frame (per-thread memory
-that also holds its .local memory), leaves the operation's inputs in the frame's exchange
-slots, and returns the point's number. `run_threads`, also generated, calls the thread
-function for every runnable thread of a block; the block executor (cpu_executor.py) then
-completes the operations the threads wait at, with PTX's exact semantics, and runs them on.
-Kernels with no such operations run each thread start to finish in one call.
-
-Memory: global and const addresses are host addresses. Shared memory is a per-block window;
-a shared address is an offset into it (as PTX's 32-bit shared addresses are), and cvta adds
-the window's base. Local memory likewise is an offset into the thread's local area, which is
-the tail of its frame (so it survives barriers).
+Each kernel becomes a *thread function* `i32 thread(ctx, frame, point)` that runs one CUDA
+thread from a resume point until it must wait for other threads — a barrier or a warp-level
+operation — or until it exits. At such a point it spills its registers into its frame
+(per-thread memory that also holds its .local memory; layouts in abi.py), leaves the
+operation's inputs in the frame's exchange slots, and returns the point's number.
+`run_threads`, also generated (entry.py), calls the thread function for every runnable thread
+of a block; the block executor (runtime/backends/cpu/executor.py) then completes the
+operations the threads wait at, with PTX's exact semantics, and runs them on. Kernels with no
+such operations run each thread start to finish in one call. Also here: the module's
+variables, the device functions a kernel may reach, and `unsupported_instructions` for
+`ptxport inspect`.
 """
 
 from __future__ import annotations
