@@ -87,3 +87,13 @@ def test_llvm_rejecting_the_code_is_an_internal_error(cache_dir, monkeypatch):
     monkeypatch.setattr(cpu_compile, "object_code", rejecting)
     with pytest.raises(InternalError, match="kernel 'k' .*thread by thread.*LLVM ERROR: bad"):
         cpu_compile.compile_image(_module(), "k", CpuOptions(gang=False))
+
+
+def test_a_bug_lowering_an_instruction_on_lanes_names_the_instruction(cache_dir, monkeypatch):
+    from ptxport.codegen.targets.cpu.gang import lowering
+
+    def broken(fl, inst):
+        raise KeyError("a bug")
+    monkeypatch.setitem(lowering._GANG_LOWERINGS, "st", broken)
+    with pytest.raises(InternalError, match="'st.global.u32' as warp gangs .*KeyError"):
+        cpu_compile.compile_image(_module(), "k", CpuOptions())

@@ -26,6 +26,7 @@ from ptxport.codegen.targets.cpu.gang.lanes import (
 )
 from ptxport.codegen.targets.cpu.options import CpuOptions
 from ptxport.codegen.targets.cpu.target import CpuTarget
+from ptxport.errors import InternalError, PtxportError
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import may_write, uses_and_defs
 from ptxport.ir.types import TYPES, Type
@@ -280,6 +281,18 @@ class GangLowering(FunctionLowering):
         return own or LOWERINGS.get(inst.opcode)
 
     def _lower_instruction(self, inst):
+        try:
+            self._lower_on_lanes(inst)
+        except (PtxportError, GangUnsupported):
+            raise
+        except Exception as e:   # a bug of ours: said as one, with the instruction at fault
+            where = self.module.location(inst.pos)
+            raise InternalError(
+                f"{where or self.function.name}: ptxport failed to compile '{inst.spec.text}' "
+                f"as warp gangs ({type(e).__name__}: {e}); this is a bug in ptxport: please "
+                "report it with the PTX") from e
+
+    def _lower_on_lanes(self, inst):
         self.inst = inst
         self.guard = None
         lower = self.lowering_for(inst)
