@@ -302,6 +302,10 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args) -> None:
     A failure while the kernel runs is raised by the stream's next sync().
     """
     if not isinstance(stream, Stream):
+        group = getattr(stream, "_group", None)     # a device group's stream (group.py)
+        if group is not None and isinstance(config, LaunchConfig):
+            group.launch(config, kernel, *args)
+            return
         raise InvalidValueError(
             f"launch(stream, config, kernel, *args): stream must be a Stream, not "
             f"{type(stream).__name__}")
