@@ -213,6 +213,9 @@ class DeviceGroup:
                         for m in devices]
         if not self.members:
             raise InvalidValueError("a DeviceGroup needs at least one device")
+        for index, member in enumerate(self.members):
+            if hasattr(member, "on_lost"):
+                member.on_lost = lambda keys, m=index: self._member_lost(m, keys)
         self.strict = strict
         self._lock = threading.RLock()
         self._buffers: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
@@ -229,8 +232,8 @@ class DeviceGroup:
         (ptxport.runtime.group_ray.RayMember; `options` go to it)."""
         from ptxport.runtime.group_ray import ray_members
 
-        return cls(ray_members(num_workers, device, **options),
-                   strict=options.pop("strict", False))
+        strict = options.pop("strict", False)
+        return cls(ray_members(num_workers, device, **options), strict=strict)
 
     def __str__(self) -> str:
         return "group:" + ",".join(m.name for m in self.members)
@@ -293,6 +296,15 @@ class DeviceGroup:
             buffer._valid.add(member)
         else:
             buffer._valid.discard(member)
+
+    def _member_lost(self, member: int, keys) -> None:
+        """A replaced member no longer holds what it wrote into `keys` (called from the
+        member's thread while a launch holds the lock: the tables are only marked)."""
+        for key in keys:
+            buffer = self._buffers.get(key)
+            if buffer is not None:
+                buffer._valid.discard(member)
+                buffer._patch.pop(member, None)
 
     def _forget(self, buffer: GroupBuffer) -> None:
         with self._lock:
