@@ -115,6 +115,9 @@ class GroupBuffer:
         # member -> byte ranges its copy lacks (it holds the rest), after a "ranges" merge
         self._patch: dict[int, list[tuple[int, int]]] = {}
         self._closed = False
+        self._held: set[int] = set()      # members that have a copy, current or not
+        # a buffer dropped without close() frees its members' copies all the same
+        self._free = weakref.finalize(self, group._dropped.append, (self.key, self._held))
 
     @property
     def size(self) -> int:
@@ -173,7 +176,8 @@ class GroupBuffer:
     def close(self, stream=None) -> None:
         if not self._closed:
             self._closed = True
-            self._group._forget(self)
+            self._free()
+            self._group._free_dropped()
 
 
 class GroupStream:
@@ -219,6 +223,7 @@ class DeviceGroup:
         self.strict = strict
         self._lock = threading.RLock()
         self._buffers: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+        self._dropped: list[tuple[int, set[int]]] = []
         self._speeds: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._runs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._pool = ThreadPoolExecutor(len(self.members), thread_name_prefix="ptxport-group")
@@ -247,7 +252,6 @@ class DeviceGroup:
         if not isinstance(size, int | np.integer) or size < 0:
             raise InvalidValueError(f"allocate() takes a size in bytes, not {size!r}")
         buffer = GroupBuffer(self, int(size))
-        buffer._held = set()
         self._buffers[buffer.key] = buffer
         return buffer
 
@@ -306,11 +310,15 @@ class DeviceGroup:
                 buffer._valid.discard(member)
                 buffer._patch.pop(member, None)
 
-    def _forget(self, buffer: GroupBuffer) -> None:
+    def _free_dropped(self) -> None:
+        """Free the members' copies of buffers closed or dropped (a dropped buffer's
+        finalizer only lists it, as it may run on any thread, at any time)."""
         with self._lock:
-            for member in getattr(buffer, "_held", ()):
-                self.members[member].discard(buffer.key)
-            self._buffers.pop(buffer.key, None)
+            while self._dropped:
+                key, held = self._dropped.pop()
+                for member in held:
+                    self.members[member].discard(key)
+                self._buffers.pop(key, None)
 
     # -- launches ----------------------------------------------------------------------------
 
@@ -340,6 +348,7 @@ class DeviceGroup:
     def launch(self, config, kernel, *args) -> None:
         """Run `kernel` over the group: split by whole blocks where its IR allows, else
         whole on one member (SplitRefusedError instead when strict). Done on return."""
+        self._free_dropped()
         with self._lock:
             keys, values = self._arguments(kernel, args)
             sizes = {key: self._buffers[key].size for key in keys.values()}
