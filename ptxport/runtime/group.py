@@ -371,14 +371,20 @@ class DeviceGroup:
         member = max(range(len(self.members)), key=lambda m: speeds[m])
         for key in set(keys.values()):
             self._send(self._buffers[key], member)
+        written = [self._buffers[key] for key in plan.written or ()]
         try:
             self.members[member].run(kernel, config, (0, 0, 0), config.grid, values)
-        finally:
-            for key in plan.written or ():
-                self._buffers[key]._valid, self._buffers[key]._patch = {member}, {}
-            if not getattr(self.members[member], "keeps_results", True):
-                for key in plan.written or ():   # (so that a lost member loses nothing)
-                    self._host_copy(self._buffers[key])
+        except BaseException:
+            for buffer in written:     # the member's copy may be partly written
+                if buffer._valid != {member}:
+                    buffer._valid.discard(member)
+                    buffer._patch.pop(member, None)
+            raise
+        for buffer in written:
+            buffer._valid, buffer._patch = {member}, {}
+        if not getattr(self.members[member], "keeps_results", True):
+            for buffer in written:     # (so that a lost member loses nothing)
+                self._host_copy(buffer)
 
     def _run_split(self, plan: Plan, kernel, config, values, keys) -> None:
         befores = {key: self._host_copy(self._buffers[key]) for key in plan.merges}
