@@ -39,6 +39,7 @@ ATOMIC_MERGES = {("add", "int"): "add", ("add", "float"): "add", ("min", "int"):
 _OPAQUE_WRITES = frozenset(("sust", "sured", "st.async", "cp.reduce.async.bulk", "multimem",
                             "red.async", "tensormap", "cp.async.bulk", "stmatrix"))
 _GLOBALISH = (None, "global", "generic")
+_MERGED_TYPES = frozenset(("u32", "s32", "b32", "u64", "s64", "b64", "f32", "f64"))
 _WIDE_SCOPES = ("gpu", "sys", "gl", "cluster")
 
 
@@ -181,6 +182,7 @@ def kernel_writes(module: ir.Module, kernel_name: str, pointers: set[str]) -> Ke
         f = _inlined(module, module.functions[kernel_name])
     except UnsupportedFeatureError as e:
         result.refusal = f"its device functions cannot be inlined ({e.reason})"
+        result.opaque_writes = True        # (what it writes is not known)
         return result
     result.function = f
     prov = _Provenance(f, pointers)
@@ -224,12 +226,15 @@ def _atomic(inst: ir.Instruction, bases: frozenset, used: set) -> Atomic:
     params = [b for b in bases if b not in (LOCAL, MODULE, UNKNOWN)]
     param = params[0] if len(params) == 1 and len(bases) == 1 else None
     merge = ATOMIC_MERGES.get((op, _type_kind(type_name)))
+    if type_name not in _MERGED_TYPES:
+        merge = None
     why = ""
     if param is None:
         why = "its address does not come from one pointer parameter"
     elif merge is None:
-        why = (f"atom.{op}.{type_name}: the result depends on the order of blocks (only "
-               "add, min, max, and, or, xor on integers and add on floats are combined)")
+        why = (f"atom.{op}.{type_name}: only add, min, max, and, or, xor on 32- and 64-bit "
+               "integers and add on f32/f64 are combined; with others the result depends on "
+               "the order of blocks")
     elif inst.opcode == "atom" and isinstance(inst.operands[0], ir.Register) and \
             id(inst.operands[0]) in used:
         why = f"atom.{op}.{type_name} returns a value the kernel uses, which depends on the " \
