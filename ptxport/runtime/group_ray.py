@@ -134,6 +134,7 @@ class RayMember:
         self._last_run: tuple | None = None
         self._codes: set[str] = set()
         self.recoveries: list[float] = []  # seconds each replacement took, launch re-run included
+        self.retransfers = 0               # transfers sent again after a checksum mismatch
         self.on_lost = None                # group callback: keys this member no longer holds
         self._spawn()
 
@@ -157,13 +158,17 @@ class RayMember:
             try:
                 return call()
             except lost as e:
-                cause = e.cause if isinstance(e, ray.exceptions.RayTaskError) else e
+                corrupted = isinstance(e, ChecksumError)
                 if attempt == self.max_restarts:
+                    what = "sent corrupted data" if corrupted else "was lost"
                     raise GroupMemberError(
-                        f"{self.name} was lost {attempt + 1} time(s) and could not be replaced "
-                        f"({type(cause).__name__}); the launch did not complete and its "
-                        "outputs are as they were before it") from e
-                self._replace(rerun)
+                        f"{self.name} {what} {attempt + 1} time(s) and could not be replaced "
+                        f"({type(e).__name__}); the launch did not complete and its outputs "
+                        "are as they were before it") from e
+                if corrupted:           # the worker is fine: send the bytes again
+                    self.retransfers += 1
+                else:
+                    self._replace(rerun)
 
     def _replace(self, rerun: bool) -> None:
         """A new actor holding what the lost one was sent; with `rerun`, the last launch
@@ -189,19 +194,25 @@ class RayMember:
 
     def upload(self, key: int, data: np.ndarray) -> None:
         ray = _ray()
-        crc = checksum(data)
         ref = ray.put(data)
-        self._lineage[key] = (ref, crc)
+        self._last_run = None       # (a re-run would now read these new contents)
         self._stale.discard(key)
-        self._recovering(lambda: ray.get(self.actor.upload.remote(key, ref, crc)))
+
+        def send():
+            self._lineage[key] = (ref, checksum(data))
+            return ray.get(self.actor.upload.remote(key, ref, self._lineage[key][1]))
+
+        self._recovering(send)
 
     def upload_ranges(self, key: int, ranges, data: np.ndarray) -> None:
         ray = _ray()
         pieces = [data[lo:hi] for lo, hi in ranges]
-        crc = checksum(np.concatenate(pieces) if pieces else np.zeros(0, np.uint8))
+        joined = np.concatenate(pieces) if pieces else np.zeros(0, np.uint8)
         self._lineage[key] = (ray.put(data), checksum(data))
+        self._last_run = None
         self._stale.discard(key)
-        self._recovering(lambda: ray.get(self.actor.patch.remote(key, ranges, pieces, crc)))
+        self._recovering(lambda: ray.get(self.actor.patch.remote(key, ranges, pieces,
+                                                                 checksum(joined))))
 
     def download(self, key: int, ranges=None):
         ray = _ray()

@@ -104,7 +104,7 @@ def test_a_member_that_cannot_be_replaced_fails_the_launch_cleanly(group, tmp_pa
         member.max_restarts = 2
 
 
-def test_a_corrupted_transfer_is_detected_and_fetched_again(group, monkeypatch):
+def test_a_corrupted_transfer_is_detected_and_sent_again(group, monkeypatch):
     from ptxport.runtime import group_ray
 
     real, calls = group_ray.checksum, []
@@ -114,7 +114,7 @@ def test_a_corrupted_transfer_is_detected_and_fetched_again(group, monkeypatch):
         return real(data) + (1 if len(calls) == 1 else 0)
 
     member = group.members[1]
-    before = len(member.recoveries)
+    before = member.retransfers
     x = np.full(N, 3, np.float32)
     a = group.allocate(x.nbytes)
     a.copy_from(x)
@@ -124,7 +124,7 @@ def test_a_corrupted_transfer_is_detected_and_fetched_again(group, monkeypatch):
     monkeypatch.setattr(group_ray, "checksum", once_wrong)
     data = member.download(out.key)            # the driver's check of the first copy fails
     monkeypatch.undo()
-    assert len(member.recoveries) == before + 1
+    assert member.retransfers == before + 1
     _, first, grid = group.last_plan.boxes[1]
     mine = slice(first[0] * 128, min(N, (first[0] + grid[0]) * 128))
     assert (data.view(np.float32)[mine] == 7).all()
