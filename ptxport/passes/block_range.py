@@ -38,6 +38,7 @@ _SNIPPET = """.version 7.0
     .reg .b32 %r<3>;
     ld.param.u32 %r1, [p];
     add.u32 %r2, %r1, %r1;
+    mov.u32 %r2, %ctaid.x;
     ret;
 }
 """
@@ -45,13 +46,13 @@ _SNIPPET = """.version 7.0
 
 @cache
 def _specs():
-    """The specs of `ld.param.u32` and `add.u32`, as the front end makes them."""
+    """The specs of `ld.param.u32`, `add.u32` and `mov.u32`, as the front end makes them."""
     from ptxport.ir.from_ptx import build
     from ptxport.ptx.parser import parse
 
     kernel = build(parse(_SNIPPET, "<block_range>")).functions["snippet"]
-    load, add = list(kernel.instructions())[:2]
-    return load.spec, add.spec
+    load, add, mov = list(kernel.instructions())[:3]
+    return load.spec, add.spec, mov.spec
 
 
 def _is_block_register(value) -> bool:
@@ -79,7 +80,7 @@ def run(module: ir.Module, kernel_name: str) -> ir.Module:
     u32 = TYPES["u32"]
     params = [ir.Variable(name, "param", u32) for name in HIDDEN_PARAMS]
     values = [ir.Register(f"%{name}", u32) for name in HIDDEN_PARAMS]
-    load_spec, add_spec = _specs()
+    load_spec, add_spec, mov_spec = _specs()
     f = dataclasses.replace(inlined, params=[*inlined.params, *params],
                             registers=dict(inlined.registers), blocks=[])
     for register in values:
@@ -95,7 +96,7 @@ def run(module: ir.Module, kernel_name: str) -> ir.Module:
             out += [ir.Instruction(load_spec, (register, ir.Address(param)), pos=kernel.pos)
                     for register, param in zip(values, params, strict=True)]
         for inst in block.instructions:
-            out += _rewrite(inst, f, values, add_spec, twins, module)
+            out += _rewrite(inst, f, values, (add_spec, mov_spec), twins, module)
     for block, twin in zip(inlined.blocks, f.blocks, strict=True):
         twin.successors = [twins[id(s)] for s in block.successors]
     functions = dict(module.functions)
@@ -114,10 +115,12 @@ def _retarget(value, twins):
     return value
 
 
-def _rewrite(inst: ir.Instruction, f: ir.Function, values: list[ir.Register], add_spec,
+def _rewrite(inst: ir.Instruction, f: ir.Function, values: list[ir.Register], specs,
              twins: dict, module: ir.Module) -> list[ir.Instruction]:
     """`inst` (branch targets moved to the copied blocks), after the additions its block
-    index reads need."""
+    index reads need: `mov %read, %ctaid.c; add %total, %read, first_c` (the special
+    register read by a mov, the form every target lowers)."""
+    add_spec, mov_spec = specs
     before, operands = [], []
     for operand in inst.operands:
         operand = _retarget(operand, twins)
@@ -130,11 +133,12 @@ def _rewrite(inst: ir.Instruction, f: ir.Function, values: list[ir.Register], ad
             if operand.name in _WHOLE:
                 operand = values[_WHOLE[operand.name] + axis]
             else:
-                total = ir.Register(f"%__ptxport_{operand.name[1:]}_{operand.component}"
-                                    f"_{len(f.registers)}", TYPES["u32"])
-                f.registers[total.name] = total
-                before.append(ir.Instruction(add_spec, (total, operand, values[axis]),
-                                             pos=inst.pos))
+                read, total = (ir.Register(f"%__ptxport_{operand.name[1:]}_{operand.component}"
+                                           f"_{len(f.registers) + k}", TYPES["u32"])
+                               for k in range(2))
+                f.registers[read.name], f.registers[total.name] = read, total
+                before += [ir.Instruction(mov_spec, (read, operand), pos=inst.pos),
+                           ir.Instruction(add_spec, (total, read, values[axis]), pos=inst.pos)]
                 operand = total
         operands.append(operand)
     if not before and all(a is b for a, b in zip(operands, inst.operands, strict=True)):

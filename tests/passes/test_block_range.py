@@ -30,12 +30,20 @@ def test_pass_adds_hidden_parameters_and_leaves_the_module_alone():
     kernel = module.functions["where"]
     assert [p.name for p in kernel.params[-6:]] == list(block_range.HIDDEN_PARAMS)
     assert len(code.module.functions["where"].params) == 1
-    # no read of %ctaid is left unadjusted: each feeds an add with the first block
-    for inst in kernel.instructions():
+    # no read of %ctaid is left unadjusted: each is a mov that the next instruction adds
+    # the first block to; %nctaid is not read at all
+    hidden = {f"%{name}" for name in block_range.HIDDEN_PARAMS}
+    instructions = list(kernel.instructions())
+    reads = 0
+    for inst, following in zip(instructions, instructions[1:], strict=False):
         for operand in inst.operands:
             if isinstance(operand, ir.SpecialRegister) and operand.name == "%ctaid":
-                assert inst.opcode == "add"
+                reads += 1
+                assert inst.opcode == "mov" and following.opcode == "add"
+                assert following.operands[1] is inst.operands[0]
+                assert following.operands[2].name in hidden
             assert not (isinstance(operand, ir.SpecialRegister) and operand.name == "%nctaid")
+    assert reads == 3          # x and z in the kernel, y in the inlined row()
 
 
 @pytest.mark.parametrize("device", ["cpu", "opencl:0"])
