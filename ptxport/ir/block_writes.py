@@ -289,9 +289,15 @@ class _Affine:
                  pointers: set[str]):
         self.grid, self.block, self.scalars, self.pointers = grid, block, scalars, pointers
         self.defs: dict[int, list[ir.Instruction]] = {}
-        for inst in f.instructions():
-            if inst.operands and isinstance(inst.operands[0], ir.Register) and _defines(inst):
-                self.defs.setdefault(id(inst.operands[0]), []).append(inst)
+        self.before: dict[int, dict[int, ir.Instruction]] = {}  # the def reaching each use
+        for block in f.blocks:
+            last: dict[int, ir.Instruction] = {}
+            for inst in block.instructions:
+                self.before[id(inst)] = dict(last)
+                if inst.operands and isinstance(inst.operands[0], ir.Register) and \
+                        _defines(inst):
+                    self.defs.setdefault(id(inst.operands[0]), []).append(inst)
+                    last[id(inst.operands[0])] = inst
         self.memo: dict[int, dict | None] = {}
 
     def range(self, form: dict) -> tuple[int, int]:
@@ -311,7 +317,9 @@ class _Affine:
             return form if type_name[1:] == "64" else None
         return form if _fits(*self.range(form), type_name) else None
 
-    def value(self, v) -> dict | None:
+    def value(self, v, at: ir.Instruction) -> dict | None:
+        """The value of operand `v` when instruction `at` runs: a register's definition is
+        the last one before `at` in its block, else its only one."""
         if isinstance(v, ir.IntImm):
             return {"const": v.value}
         if isinstance(v, ir.SpecialRegister) and v.component in ("x", "y", "z"):
@@ -321,11 +329,16 @@ class _Affine:
                     "%nctaid": {"const": self.grid[axis]}}.get(v.name)
         if not isinstance(v, ir.Register):
             return None
-        key = id(v)
+        definition = self.before[id(at)].get(id(v))
+        if definition is None:
+            defs = self.defs.get(id(v), [])
+            definition = defs[0] if len(defs) == 1 else None
+        if definition is None or definition.guard is not None:
+            return None
+        key = id(definition)
         if key not in self.memo:
-            self.memo[key] = None          # (a cycle through this register: not affine)
-            defs = self.defs.get(key, [])
-            self.memo[key] = self._definition(defs[0]) if len(defs) == 1 else None
+            self.memo[key] = None          # (a cycle through this definition: not affine)
+            self.memo[key] = self._definition(definition)
         return self.memo[key]
 
     def _definition(self, inst: ir.Instruction) -> dict | None:
@@ -339,9 +352,9 @@ class _Affine:
             value = self.scalars.get(base.name)
             return None if value is None else {"const": value}
         if op == "mov" or (op == "cvta" and inst.spec.get("space") in ("global", None)):
-            return self.value(ops[1])
+            return self.value(ops[1], inst)
         if op == "cvt" and len(types) == 2 and types[0][0] in "us" and types[1][0] in "us":
-            source = self._checked(self.value(ops[1]), types[1])
+            source = self._checked(self.value(ops[1], inst), types[1])
             return self._checked(source, types[0])
         if op in ("add", "sub", "mul", "mad", "shl") and types and not inst.spec.has("cc"):
             return self._arithmetic(inst, types[0])
@@ -349,7 +362,7 @@ class _Affine:
 
     def _arithmetic(self, inst: ir.Instruction, type_name: str) -> dict | None:
         op, ops = inst.opcode, inst.operands
-        args = [self._checked(self.value(v), type_name) for v in ops[1:]]
+        args = [self._checked(self.value(v, inst), type_name) for v in ops[1:]]
         if any(a is None for a in args):
             return None
         wide = inst.spec.get("mode") == "wide"
@@ -400,7 +413,7 @@ def store_offsets(writes: KernelWrites, grid, block, scalars: dict[str, int],
     forms = []
     for inst, bases in writes.stores:
         address = inst.operands[0]
-        form = affine.value(address.base) if isinstance(address, ir.Address) else None
+        form = affine.value(address.base, inst) if isinstance(address, ir.Address) else None
         params = [k for k in (form or {}) if k != "const" and k[0] == "param"]
         if form is None or len(params) != 1 or form[params[0]] != 1 or \
                 bases != frozenset((params[0][1],)):

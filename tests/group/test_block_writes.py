@@ -114,3 +114,20 @@ def test_split_units_follows_speeds_and_keeps_every_member():
     assert split_units(10, [3.0, 1.0]) == [(0, 8), (8, 10)] or \
         split_units(10, [3.0, 1.0]) == [(0, 7), (7, 10)]
     assert split_units(4, [100.0, 1.0]) == [(0, 3), (3, 4)]
+
+
+def test_tiled_gemm_store_is_affine_though_its_registers_are_reused():
+    # NVRTC reuses the register holding threadIdx.y as the tile loop's counter: the store's
+    # address reads the definition before the loop, in the same block
+    from corpus import KERNEL_DIR, corpus_ptx
+
+    from ptxport import Program
+
+    code = Program(corpus_ptx(KERNEL_DIR / "gemm_tiled.cu", "sm_80"), "ptx").compile()
+    kernel = code.get_kernel("sgemm_tiled")
+    names = [a.name for a in kernel.arguments_info]
+    pointers = {a.name for a in kernel.arguments_info if a.pointer}
+    writes = kernel_writes(code.module, "sgemm_tiled", pointers)
+    forms = store_offsets(writes, (8, 8, 1), (16, 16, 1), dict.fromkeys(names[:3], 128),
+                          pointers)
+    assert forms == [StoreForm(names[7], 0, (64, 8192, 0), (4, 512, 0), 4)]
