@@ -227,6 +227,7 @@ class DeviceGroup:
         self._speeds: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._runs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._pool = ThreadPoolExecutor(len(self.members), thread_name_prefix="ptxport-group")
+        self._stats_lock = threading.Lock()
         self.stats = {"bytes_sent": 0, "bytes_received": 0, "launches": 0, "split": 0}
         self.last_plan: Plan | None = None
         self._default_stream = GroupStream(self)
@@ -280,7 +281,7 @@ class DeviceGroup:
         if HOST not in buffer._valid:
             member = min(buffer._valid)
             buffer._host = self.members[member].download(buffer.key)
-            self.stats["bytes_received"] += buffer.size
+            self._count("bytes_received", buffer.size)
             buffer._valid.add(HOST)
         return buffer._host
 
@@ -291,15 +292,19 @@ class DeviceGroup:
         patch = buffer._patch.pop(member, None)
         if patch is not None and data is None:
             self.members[member].upload_ranges(buffer.key, patch, content)
-            self.stats["bytes_sent"] += sum(hi - lo for lo, hi in patch)
+            self._count("bytes_sent", sum(hi - lo for lo, hi in patch))
         else:
             self.members[member].upload(buffer.key, content)
-            self.stats["bytes_sent"] += buffer.size
+            self._count("bytes_sent", buffer.size)
         buffer._held.add(member)
         if data is None:
             buffer._valid.add(member)
         else:
             buffer._valid.discard(member)
+
+    def _count(self, what: str, n: int) -> None:
+        with self._stats_lock:
+            self.stats[what] += n
 
     def _member_lost(self, member: int, keys) -> None:
         """A replaced member no longer holds what it wrote into `keys` (called from the
@@ -386,9 +391,21 @@ class DeviceGroup:
             for buffer in written:     # (so that a lost member loses nothing)
                 self._host_copy(buffer)
 
+    def _each(self, plan: Plan, work) -> dict:
+        """work(member, first, grid) for every box, on the members' threads at once; each
+        result by member. All finish before the first failure is raised."""
+        futures = {member: self._pool.submit(work, member, first, grid)
+                   for member, first, grid in plan.boxes}
+        wait(list(futures.values()))
+        return {member: future.result() for member, future in futures.items()}
+
     def _run_split(self, plan: Plan, kernel, config, values, keys) -> None:
         befores = {key: self._host_copy(self._buffers[key]) for key in plan.merges}
-        for member, _, _ in plan.boxes:
+        for key in set(keys.values()):      # (once here, not by every member's thread)
+            if any(m not in self._buffers[key]._valid for m, _, _ in plan.boxes):
+                self._host_copy(self._buffers[key])
+
+        def send(member, first, grid) -> None:
             for key in set(keys.values()):
                 merge = plan.merges.get(key)
                 if merge is not None and merge.mode == "atomic":
@@ -396,24 +413,28 @@ class DeviceGroup:
                                identity(merge.op, merge.dtype, sizes_of(self, key)))
                 else:
                     self._send(self._buffers[key], member)
-        for key in plan.merges:   # from here on only the host holds what was there before
-            self._buffers[key]._valid, self._buffers[key]._patch = {HOST}, {}
-        def timed(member, first, grid) -> float:    # a member's speed, as the group sees it
+
+        def run(member, first, grid) -> float:    # a member's speed, as the group sees it
             start = time.perf_counter()
             self.members[member].run(kernel, config, first, grid, values)
             return time.perf_counter() - start
 
-        futures = {member: self._pool.submit(timed, member, first, grid)
-                   for member, first, grid in plan.boxes}
-        wait(list(futures.values()))     # (all of them, before the first failure is raised)
-        seconds = {member: future.result() for member, future in futures.items()}
-        for key, merge in plan.merges.items():
+        def fetch(member, first, grid) -> dict:
             parts = {}
-            for member, _, _ in plan.boxes:
+            for key, merge in plan.merges.items():
                 ranges = merge.ranges[member] if merge.mode == "ranges" else None
-                parts[member] = self.members[member].download(key, ranges)
-                self.stats["bytes_received"] += sum(hi - lo for lo, hi in ranges) \
-                    if ranges is not None else self._buffers[key].size
+                parts[key] = self.members[member].download(key, ranges)
+                self._count("bytes_received", self._buffers[key].size if ranges is None
+                            else sum(hi - lo for lo, hi in ranges))
+            return parts
+
+        self._each(plan, send)
+        for key in plan.merges:   # from here on only the host holds what was there before
+            self._buffers[key]._valid, self._buffers[key]._patch = {HOST}, {}
+        seconds = self._each(plan, run)
+        fetched = self._each(plan, fetch)
+        for key, merge in plan.merges.items():
+            parts = {member: fetched[member][key] for member in fetched}
             self._buffers[key]._host = merge_buffer(merge, befores[key], parts, kernel.name)
             if merge.mode == "ranges":     # each member's copy lacks the others' ranges only
                 for member, _, _ in plan.boxes:
