@@ -156,10 +156,12 @@ def _atomic_merges(writes, by_param, sizes) -> dict[int, BufferMerge] | str:
                     f"operations or types ({found.op}.{found.dtype}, {atomic.merge}.{dtype})")
         if sizes[key] % dtype.itemsize:
             return f"parameter {atomic.param}'s buffer is not a whole number of {dtype}"
-    atomic_params = {a.param for a in writes.atomics}
+    atomic_keys = set(merges)      # (by buffer: two parameters may pass the same one)
+    if not atomic_keys:
+        return merges
     plain = [b for _, b in writes.stores] + list(writes.loads)
     for bases in plain:
-        if UNKNOWN in bases or bases & atomic_params:
+        if UNKNOWN in bases or {by_param[p] for p in bases if p in by_param} & atomic_keys:
             return ("a buffer updated by atomics may also be read or written plainly, which "
                     "would see the partial results")
     return merges

@@ -131,3 +131,13 @@ def test_tiled_gemm_store_is_affine_though_its_registers_are_reused():
     forms = store_offsets(writes, (8, 8, 1), (16, 16, 1), dict.fromkeys(names[:3], 128),
                           pointers)
     assert forms == [StoreForm(names[7], 0, (64, 8192, 0), (4, 512, 0), 4)]
+
+
+def test_a_buffer_updated_by_atomics_and_read_through_another_parameter_is_not_split():
+    # (the same group buffer passed twice: the analysis works per buffer, not per name)
+    kernel = group_code().get_kernel("atomics")
+    keys = {0: 100, 1: 101, 2: 102, 3: 103, 4: 104, 5: 105, 6: 100}
+    args = [None] * 7 + [np.int32(4)]
+    plan = plan_launch(kernel, LaunchConfig(grid=4, block=32), args, keys,
+                       {k: 64 for k in set(keys.values())}, [1.0, 1.0])
+    assert not plan.split and "updated by atomics" in plan.reason
