@@ -235,7 +235,8 @@ class DeviceGroup:
     @classmethod
     def ray(cls, num_workers: int = 2, device: str = "cpu", **options) -> DeviceGroup:
         """A group of `num_workers` Ray actors, each running kernels on its own `device`
-        (ptxport.runtime.group_ray.RayMember; `options` go to it)."""
+        (ptxport.runtime.group_ray). `options`: strict (as for DeviceGroup), and
+        group_ray.ray_members' pin_cores, max_restarts and object_store_mb."""
         from ptxport.runtime.group_ray import ray_members
 
         strict = options.pop("strict", False)

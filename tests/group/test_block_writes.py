@@ -120,7 +120,6 @@ def test_tiled_gemm_store_is_affine_though_its_registers_are_reused():
     # NVRTC reuses the register holding threadIdx.y as the tile loop's counter: the store's
     # address reads the definition before the loop, in the same block
     from corpus import KERNEL_DIR, corpus_ptx
-
     from ptxport import Program
 
     code = Program(corpus_ptx(KERNEL_DIR / "gemm_tiled.cu", "sm_80"), "ptx").compile()
