@@ -84,6 +84,10 @@ def _skip_reason(case: KernelCase, pair) -> str | None:
         return "pointers inside a struct argument are not translated per member"
     if case.kernel in CPU_NOT_YET:
         return f"the cpu device cannot run it: {CPU_NOT_YET[case.kernel]}"
+    for name in pair:
+        backend = name.partition(":")[0]
+        if not availability(backend)[0]:
+            return f"no {backend} device: {availability(backend)[1]}"
     if "opencl:0" in pair:
         if not _OPENCL:
             return f"no OpenCL device for SPIR-V: {_WHY}"
@@ -93,8 +97,13 @@ def _skip_reason(case: KernelCase, pair) -> str | None:
     return None
 
 
-@pytest.mark.parametrize("pair", [("cpu", "cpu"), ("cpu", "opencl:0")],
-                         ids=["cpu+cpu", "cpu+opencl"])
+# PTXPORT_GROUP_PAIR="cuda:0,cpu" adds a pair of one's choice (on the GPU machine)
+_EXTRA = tuple(os.environ.get("PTXPORT_GROUP_PAIR", "").split(",")) \
+    if os.environ.get("PTXPORT_GROUP_PAIR") else None
+PAIRS = [("cpu", "cpu"), ("cpu", "opencl:0")] + ([_EXTRA] if _EXTRA else [])
+
+
+@pytest.mark.parametrize("pair", PAIRS, ids=["+".join(p) for p in PAIRS])
 @pytest.mark.parametrize("case", list(_cases()))
 def test_kernel_on_group(case: KernelCase, pair):
     reason = _skip_reason(case, pair)
