@@ -8,6 +8,9 @@ passes' own functions (inline_waiting_calls, uniform_registers, ...); `run` show
 those give.
 
 A new pass is a module here with a `run`, and one line in PASSES (in pipeline order).
+block_range (a kernel that computes a box of a launch's blocks, for device groups) is a
+pass of the group runtime, not of a target's pipeline: its `run(module, kernel)` returns the
+rewritten module, and it is not in PASSES.
 """
 
 from __future__ import annotations
