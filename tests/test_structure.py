@@ -21,7 +21,10 @@ PACKAGE = ROOT / "ptxport"
 STAGES = ("frontends", "ptx", "ir", "passes", "codegen", "runtime")
 # Below every stage (imported by all), and above every stage (may import everything).
 BASE = {"ptxport.errors", "ptxport.cache", "ptxport.version"}
-TOP = ("ptxport.compat", "ptxport.cli", "ptxport.inspection", "ptxport.__init__")
+# Triton's and numba's front ends are adapters over the whole system, as compat is: their
+# languages compile to PTX (the front end) and their launch APIs are driven by the runtime.
+TOP = ("ptxport.compat", "ptxport.cli", "ptxport.inspection", "ptxport.__init__",
+       "ptxport.frontends.triton", "ptxport.frontends.numba", "ptxport.frontends.arrays")
 CPU_PACKAGES = ("ptxport.codegen.targets.cpu", "ptxport.runtime.backends.cpu",
                 "ptxport.passes")
 
