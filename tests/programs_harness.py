@@ -90,6 +90,9 @@ class Program:
     flags: tuple[str, ...] = ()
     expected: tuple[str, ...] = ()
     note: str = field(default="", compare=False)
+    # CUDA libraries linked from ptxport's drop-ins (e.g. "cublas": -lcublas, built against
+    # ptxport's headers and libcublas.so.13, so that NVIDIA's cuBLAS is not needed to build)
+    libraries: tuple[str, ...] = ()
 
     @property
     def relocatable(self) -> bool:
@@ -122,6 +125,7 @@ def load_manifest() -> dict[str, Program]:
             flags=tuple(entry.get("flags", ())),
             expected=tuple(entry.get("expected", (f"{name}.txt",))),
             note=entry.get("note", ""),
+            libraries=tuple(entry.get("libraries", ())),
         )
         for name, entry in entries.items()
     }
@@ -199,15 +203,35 @@ def nvcc_command(program: Program, root: Path, link_dir: Path, output: str) -> l
     Sources are named relative to the build directory, so that __FILE__ (in assert messages
     and the programs' own failure lines) is the bare file name wherever the corpus lives."""
     return [str(root / "bin" / "nvcc"), *ARCH_FLAGS, *program.flags, f"-L{link_dir}",
-            "-o", output, *program.sources]
+            *_library_flags(program), "-o", output, *program.sources]
+
+
+def _library_flags(program: Program) -> list[str]:
+    """-I, -L and -l for the drop-in libraries `program` links (ptxport's cublas_v2.h and
+    libcublas.so.13, ...), built first if need be."""
+    if not program.libraries:
+        return []
+    from ptxport.compat.build import shim_directory
+
+    include = Path(ptxport_include_dir())
+    return [f"-I{include}", f"-L{shim_directory()}", *(f"-l{lib}" for lib in program.libraries)]
+
+
+def ptxport_include_dir() -> Path:
+    """ptxport's headers for its drop-in libraries (cublas_v2.h, cublasLt.h)."""
+    import ptxport.compat
+
+    return Path(ptxport.compat.__file__).parent / "native" / "include"
 
 
 def build_key(program: Program, root: Path, version: str) -> str:
     """A digest of everything the binary depends on: sources, headers, flags, nvcc."""
     digest = hashlib.sha256()
-    for part in (version, " ".join(ARCH_FLAGS), " ".join(program.flags)):
+    for part in (version, " ".join(ARCH_FLAGS), " ".join(program.flags),
+                 " ".join(program.libraries)):
         digest.update(part.encode() + b"\0")
-    for path in [*(PROGRAM_DIR / s for s in program.sources), *_headers()]:
+    library_headers = sorted(ptxport_include_dir().glob("*.h")) if program.libraries else []
+    for path in [*(PROGRAM_DIR / s for s in program.sources), *_headers(), *library_headers]:
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:20]
 

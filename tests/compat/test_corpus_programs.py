@@ -55,6 +55,8 @@ NOT_YET: dict[str, dict[str, str]] = {
                                    "kernel (an APInt wider than 64 bits)",
         "device_malloc": _SPIRV + "device-side malloc/free (new/delete)",
         "cpp_features": _SPIRV + "device-side free (delete)",
+        "gpt_trainer": "cuBLAS runs only on ptxport's cpu device so far (cublasCreate "
+                       "returns CUBLAS_STATUS_NOT_SUPPORTED; docs/compat.md)",
     },
 }
 # device -> program -> why it is not run there at all
