@@ -182,7 +182,7 @@ def build_cuda(name: str, tree: Path, out: Path) -> tuple[Path | None, str]:
 
     root = harness.toolkit_root()
     source, precision = PROGRAMS[name]
-    include = harness.ptxport_include_dir()
+    include = harness.CUBLAS_INCLUDE
     flags = [*NVCC_FLAGS, *precision, f"-I{include}"]
     key = _digest(_tree_digest(tree), " ".join(flags).encode(),
                   harness.nvcc_version(root).encode(),

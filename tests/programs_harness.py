@@ -18,6 +18,10 @@ flags; everything else about a build is decided here:
   version, and built in parallel.
 - Programs built with `-cudart shared` need libcudart.so.13 at run time: the wheel's, or
   ptxport's drop-in (`ptxport run` puts its own first on LD_LIBRARY_PATH).
+- Programs whose flags link cuBLAS (`-lcublas`, `-lcublasLt`) are built with ptxport's own
+  cublas_v2.h / cublasLt.h and linked against its drop-in libcublas.so.13 / libcublasLt.so.13
+  (same sonames and symbols as NVIDIA's), so NVIDIA's cuBLAS is never needed to build them;
+  natively they run with NVIDIA's libraries of those sonames.
 
     python tests/programs_harness.py --out DIR [NAME ...]
 
@@ -61,6 +65,7 @@ __all__ = [
 
 PROGRAM_DIR = Path(__file__).resolve().parent / "programs"
 MANIFEST = PROGRAM_DIR / "manifest.json"
+CUBLAS_INCLUDE = Path(__file__).resolve().parents[1] / "ptxport" / "compat" / "native" / "include"
 ARCH_FLAGS = (
     "-gencode", "arch=compute_80,code=[compute_80,sm_80]",
     "-gencode", "arch=compute_90,code=sm_90",
@@ -90,14 +95,16 @@ class Program:
     flags: tuple[str, ...] = ()
     expected: tuple[str, ...] = ()
     note: str = field(default="", compare=False)
-    # CUDA libraries linked from ptxport's drop-ins (e.g. "cublas": -lcublas, built against
-    # ptxport's headers and libcublas.so.13, so that NVIDIA's cuBLAS is not needed to build)
-    libraries: tuple[str, ...] = ()
 
     @property
     def relocatable(self) -> bool:
         """Built with -rdc=true: its PTX is only in __nv_relfatbin (see FATBIN_SECTIONS)."""
         return "-rdc=true" in self.flags
+
+    @property
+    def links_cublas(self) -> bool:
+        """Linked with -lcublas / -lcublasLt: built against ptxport's cuBLAS (see above)."""
+        return any(flag.startswith("-lcublas") for flag in self.flags)
 
     @property
     def shared_cudart(self) -> bool:
@@ -125,7 +132,6 @@ def load_manifest() -> dict[str, Program]:
             flags=tuple(entry.get("flags", ())),
             expected=tuple(entry.get("expected", (f"{name}.txt",))),
             note=entry.get("note", ""),
-            libraries=tuple(entry.get("libraries", ())),
         )
         for name, entry in entries.items()
     }
@@ -202,36 +208,22 @@ def nvcc_command(program: Program, root: Path, link_dir: Path, output: str) -> l
 
     Sources are named relative to the build directory, so that __FILE__ (in assert messages
     and the programs' own failure lines) is the bare file name wherever the corpus lives."""
-    return [str(root / "bin" / "nvcc"), *ARCH_FLAGS, *program.flags, f"-L{link_dir}",
-            *_library_flags(program), "-o", output, *program.sources]
+    cublas = []
+    if program.links_cublas:
+        from ptxport.compat.build import shim_directory
 
-
-def _library_flags(program: Program) -> list[str]:
-    """-I, -L and -l for the drop-in libraries `program` links (ptxport's cublas_v2.h and
-    libcublas.so.13, ...), built first if need be."""
-    if not program.libraries:
-        return []
-    from ptxport.compat.build import shim_directory
-
-    include = Path(ptxport_include_dir())
-    return [f"-I{include}", f"-L{shim_directory()}", *(f"-l{lib}" for lib in program.libraries)]
-
-
-def ptxport_include_dir() -> Path:
-    """ptxport's headers for its drop-in libraries (cublas_v2.h, cublasLt.h)."""
-    import ptxport.compat
-
-    return Path(ptxport.compat.__file__).parent / "native" / "include"
+        cublas = [f"-I{CUBLAS_INCLUDE}", f"-L{shim_directory()}"]
+    return [str(root / "bin" / "nvcc"), *ARCH_FLAGS, *program.flags, *cublas, f"-L{link_dir}",
+            "-o", output, *program.sources]
 
 
 def build_key(program: Program, root: Path, version: str) -> str:
     """A digest of everything the binary depends on: sources, headers, flags, nvcc."""
     digest = hashlib.sha256()
-    for part in (version, " ".join(ARCH_FLAGS), " ".join(program.flags),
-                 " ".join(program.libraries)):
+    for part in (version, " ".join(ARCH_FLAGS), " ".join(program.flags)):
         digest.update(part.encode() + b"\0")
-    library_headers = sorted(ptxport_include_dir().glob("*.h")) if program.libraries else []
-    for path in [*(PROGRAM_DIR / s for s in program.sources), *_headers(), *library_headers]:
+    cublas_headers = sorted(CUBLAS_INCLUDE.glob("*.h")) if program.links_cublas else []
+    for path in [*(PROGRAM_DIR / s for s in program.sources), *_headers(), *cublas_headers]:
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:20]
 

@@ -41,6 +41,8 @@ NOT_YET: dict[str, dict[str, str]] = {
                           "implemented yet",
     },
     "opencl:0": {
+        "gpt_trainer": "cuBLAS runs only on ptxport's cpu device so far (cublasCreate "
+                       "returns CUBLAS_STATUS_NOT_SUPPORTED; docs/compat.md)",
         "managed_memory": "__managed__ variables are module globals (cuLibraryGetManaged): "
                           + _SYMBOLS,
         "pinned_memory": "cudaHostRegister: the opencl device cannot address host memory",
@@ -55,8 +57,6 @@ NOT_YET: dict[str, dict[str, str]] = {
                                    "kernel (an APInt wider than 64 bits)",
         "device_malloc": _SPIRV + "device-side malloc/free (new/delete)",
         "cpp_features": _SPIRV + "device-side free (delete)",
-        "gpt_trainer": "cuBLAS runs only on ptxport's cpu device so far (cublasCreate "
-                       "returns CUBLAS_STATUS_NOT_SUPPORTED; docs/compat.md)",
     },
 }
 # device -> program -> why it is not run there at all
