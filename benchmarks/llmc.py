@@ -37,6 +37,7 @@ import json
 import os
 import platform
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -72,6 +73,7 @@ class Config:
     seq: int = 64
     steps: int = 10
     seed: int = 1337
+    gelu_fusion: int = 0     # the bf16 programs' -ge: 1 and 2 use cuBLASLt's GELU epilogues
 
 
 # ---- llm.c's files ----
@@ -176,26 +178,48 @@ def _tree_digest(tree: Path) -> bytes:
     return b"".join(f.name.encode() + f.read_bytes() for f in files if f.is_file())
 
 
-def build_cuda(name: str, tree: Path, out: Path) -> tuple[Path | None, str]:
-    """(binary, "") or (None, nvcc's complaint); cached by sources, flags and nvcc."""
+CUDA12_COMPAT = ROOT / "benchmarks" / "c" / "llmc_cuda12.h"
+_HEADER_WHEELS = {"nvtx3/nvToolsExt.h": "nvidia-nvtx",
+                  "cuda_profiler_api.h": "nvidia-cuda-profiler-api"}
+
+
+def _hint(log: str) -> str:
+    """What to install when nvcc missed a header that one of NVIDIA's wheels ships."""
+    missing = [wheel for header, wheel in _HEADER_WHEELS.items() if f"{header}: No such" in log]
+    return (f"\nhint: install the {' and '.join(missing)} wheel(s) (headers into the nvcc "
+            "wheel's include/), or pass --include DIR" if missing else "")
+
+
+def build_cuda(name: str, tree: Path, out: Path, includes: list[Path]) -> tuple[Path | None, str]:
+    """(binary, "") or (None, nvcc's complaint); cached by sources, flags and nvcc.
+
+    Without the nvcc wheels (a machine that runs what was built elsewhere) the last build
+    copied to OUT/NAME is used."""
     from ptxport.compat.build import shim_directory
 
-    root = harness.toolkit_root()
+    try:
+        root = harness.toolkit_root()
+    except harness.ToolkitMissingError as e:
+        prebuilt = out / name
+        return (prebuilt, "") if prebuilt.is_file() else (None, f"cannot build here: {e}")
     source, precision = PROGRAMS[name]
     include = harness.CUBLAS_INCLUDE
-    flags = [*NVCC_FLAGS, *precision, f"-I{include}"]
+    flags = [*NVCC_FLAGS, *precision, "-include", str(CUDA12_COMPAT),
+             *(f"-I{d.resolve()}" for d in includes), f"-I{include}"]
     key = _digest(_tree_digest(tree), " ".join(flags).encode(),
-                  harness.nvcc_version(root).encode(),
-                  b"".join(h.read_bytes() for h in sorted(include.glob("*.h"))))
+                  harness.nvcc_version(root).encode(), CUDA12_COMPAT.read_bytes(),
+                  *(h.read_bytes() for d in [*includes, include] for h in sorted(d.glob("*.h"))))
     binary = out / f"{name}-{key}"
-    if binary.is_file():
-        return binary, ""
-    command = [str(root / "bin" / "nvcc"), *flags, source, "-lcublas", "-lcublasLt",
-               f"-L{shim_directory()}", "-o", str(binary)]
-    done = subprocess.run(command, cwd=tree, env=harness.build_env(root), capture_output=True,
-                          text=True)
-    if done.returncode != 0:
-        return None, (done.stdout + done.stderr)[-3000:]
+    if not binary.is_file():
+        command = [str(root / "bin" / "nvcc"), *flags, source, "-lcublas", "-lcublasLt",
+                   f"-L{shim_directory()}", "-o", str(binary)]
+        done = subprocess.run(command, cwd=tree, env=harness.build_env(root),
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            log = done.stdout + done.stderr
+            errors = [line for line in log.splitlines() if "error" in line]
+            return None, "\n".join(errors[:20])[-3000:] + _hint(log)
+    shutil.copy2(binary, out / name)   # for --llmc runs on a machine without the wheels
     return binary, ""
 
 
@@ -294,7 +318,7 @@ def run_trainer(name: str, binary: Path | None, device: str, cfg: Config, run_di
     args = ["-i", "train.bin", "-j", "val.bin", "-b", str(cfg.batch), "-t", str(cfg.seq),
             "-v", "1000000", "-m", "1", "-s", "1000000", "-g", "1", "-l", "3e-4"]
     if name == "train_gpt2cu":
-        args += ["-e", "gpt2_124M_bf16.bin", "-x", str(cfg.steps)]
+        args += ["-e", "gpt2_124M_bf16.bin", "-x", str(cfg.steps), "-ge", str(cfg.gelu_fusion)]
     out = _execute(_ptxport_command(binary, device, args, cores, trace), run_dir,
                    _ptxport_env(), run)
     for line in out.splitlines():
@@ -306,7 +330,7 @@ def run_trainer(name: str, binary: Path | None, device: str, cfg: Config, run_di
     return run
 
 
-def run_test(name: str, binary: Path | None, device: str, run_dir: Path,
+def run_test(name: str, binary: Path | None, device: str, cfg: Config, run_dir: Path,
              reference: list[float], cores: int | None, trace: Path | None) -> Run:
     """The test's own checks against the debug state (logits, the first loss, gradients;
     not its hard-coded losses, which are the pretrained GPT-2's), and its ten losses against
@@ -315,7 +339,8 @@ def run_test(name: str, binary: Path | None, device: str, run_dir: Path,
     if binary is None:
         run.status = "build failed"
         return run
-    out = _execute(_ptxport_command(binary, device, [], cores, trace), run_dir,
+    args = [] if "fp32" in name else ["-ge", str(cfg.gelu_fusion)]
+    out = _execute(_ptxport_command(binary, device, args, cores, trace), run_dir,
                    _ptxport_env(), run)
     run.losses = [float(m.group(1)) for m in
                   re.finditer(r"^step \d+: loss (\S+)", out, re.MULTILINE)][:10]
@@ -405,9 +430,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--channels", type=int, default=Config.channels)
     parser.add_argument("--batch", type=int, default=Config.batch)
     parser.add_argument("--seq", type=int, default=Config.seq)
+    parser.add_argument("--gelu-fusion", type=int, default=0, choices=(0, 1, 2),
+                        help="the bf16 programs' -ge (llm.c's default 0; 1 and 2 fuse GELU "
+                        "into cuBLASLt epilogues: GELU_AUX_BIAS, and DGELU backward)")
     parser.add_argument("--cores", type=int, help="pin every run to cores 0..N-1 (taskset)")
     parser.add_argument("--trace", action="store_true",
                         help="ptxport run --trace into the work directory")
+    parser.add_argument("--include", type=Path, action="append", default=[],
+                        help="an include directory searched before ptxport's (repeatable)")
     parser.add_argument("--work", type=Path, default=ROOT / "build" / "llmc-work")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
@@ -416,7 +446,8 @@ def main(argv: list[str] | None = None) -> int:
     unknown = set(programs) - set(PROGRAMS)
     if unknown:
         parser.error(f"unknown programs: {', '.join(sorted(unknown))}")
-    cfg = Config(args.layers, args.heads, args.channels, args.batch, args.seq, args.steps)
+    cfg = Config(args.layers, args.heads, args.channels, args.batch, args.seq, args.steps,
+                 gelu_fusion=args.gelu_fusion)
     work = args.work.resolve()
     (work / "bin").mkdir(parents=True, exist_ok=True)
     tree = llmc_tree(args.llmc, work)
@@ -425,7 +456,7 @@ def main(argv: list[str] | None = None) -> int:
     binaries, build_errors = {}, {}
     for name in programs:
         start = time.perf_counter()
-        binaries[name], build_errors[name] = build_cuda(name, tree, work / "bin")
+        binaries[name], build_errors[name] = build_cuda(name, tree, work / "bin", args.include)
         state = "built" if binaries[name] else "FAILED to build"
         print(f"{name}: {state} ({time.perf_counter() - start:.0f} s)", file=sys.stderr)
     reference = run_reference(build_reference(tree, work / "bin"), cfg, run_dir, args.cores)
@@ -438,7 +469,7 @@ def main(argv: list[str] | None = None) -> int:
                                   reference[name].losses, args.cores, trace)
             else:
                 variant = "fp32" if "fp32" in name else "bf16"
-                run = run_test(name, binaries[name], device, run_dir,
+                run = run_test(name, binaries[name], device, cfg, run_dir,
                                reference[f"test_{variant}"], args.cores, trace)
             if build_errors[name]:
                 run.tail = build_errors[name]
