@@ -416,7 +416,7 @@ def print_report(runs: list[Run], reference: dict, cfg: Config) -> None:
             print("      " + run.tail.strip().replace("\n", "\n      ")[-1500:])
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--llmc", type=Path, required=True,
                         help="llm.c: a checkout's directory, or a (bare) git directory")
@@ -440,25 +440,34 @@ def main(argv: list[str] | None = None) -> int:
                         help="an include directory searched before ptxport's (repeatable)")
     parser.add_argument("--work", type=Path, default=ROOT / "build" / "llmc-work")
     parser.add_argument("--json", type=Path)
-    args = parser.parse_args(argv)
+    parser.add_argument("--build-only", action="store_true",
+                        help="build the programs into WORK/bin (to carry to a machine "
+                        "without the nvcc wheels) and stop")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_arguments(argv)
     devices = [d for item in args.device or ["cpu"] for d in item.split(",") if d]
     programs = [p for p in args.programs.split(",") if p]
     unknown = set(programs) - set(PROGRAMS)
     if unknown:
-        parser.error(f"unknown programs: {', '.join(sorted(unknown))}")
+        raise SystemExit(f"error: unknown programs: {', '.join(sorted(unknown))}")
     cfg = Config(args.layers, args.heads, args.channels, args.batch, args.seq, args.steps,
                  gelu_fusion=args.gelu_fusion)
     work = args.work.resolve()
     (work / "bin").mkdir(parents=True, exist_ok=True)
     tree = llmc_tree(args.llmc, work)
     run_dir = work / "run"
-    write_inputs(run_dir, cfg)
     binaries, build_errors = {}, {}
     for name in programs:
         start = time.perf_counter()
         binaries[name], build_errors[name] = build_cuda(name, tree, work / "bin", args.include)
-        state = "built" if binaries[name] else "FAILED to build"
+        state = "built" if binaries[name] else "FAILED to build:\n" + build_errors[name]
         print(f"{name}: {state} ({time.perf_counter() - start:.0f} s)", file=sys.stderr)
+    if args.build_only:
+        return 0 if all(binaries.values()) else 1
+    write_inputs(run_dir, cfg)
     reference = run_reference(build_reference(tree, work / "bin"), cfg, run_dir, args.cores)
     runs = []
     for device in devices:
