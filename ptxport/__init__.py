@@ -29,8 +29,7 @@ from ptxport.runtime import (
     launch,
     system,
 )
-
-__version__ = "0.1.0"
+from ptxport.version import __version__
 
 __all__ = [
     "__version__",

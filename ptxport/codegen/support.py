@@ -17,7 +17,7 @@ TARGETS: tuple[str, ...] = ("cpu", "nvptx", "amdgpu", "spirv")
 
 
 def _cpu(module: Module) -> dict[int, str]:
-    from ptxport.codegen.targets.cpu import unsupported_instructions
+    from ptxport.codegen.targets.cpu.module import unsupported_instructions
 
     return unsupported_instructions(module)
 

@@ -299,9 +299,15 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args) -> None:
     CompileError, UnsupportedFeatureError
         The kernel could not be compiled for the stream's device (first launch there).
 
-    A failure while the kernel runs is raised by the stream's next sync().
+    A failure while the kernel runs is raised by the stream's next sync(). On a stream of a
+    device group (Device("group:...")), the launch runs over the group and is done on return
+    (runtime/group.py).
     """
     if not isinstance(stream, Stream):
+        group = getattr(stream, "_group", None)     # a device group's stream (group.py)
+        if group is not None and isinstance(config, LaunchConfig):
+            group.launch(config, kernel, *args)
+            return
         raise InvalidValueError(
             f"launch(stream, config, kernel, *args): stream must be a Stream, not "
             f"{type(stream).__name__}")

@@ -65,9 +65,9 @@ from ptxport.codegen.targets.gpu_wmma import lower_wmma
 from ptxport.errors import CompileError, UnsupportedFeatureError
 from ptxport.ir import nodes as ir
 from ptxport.ir.abi import param_layout
-from ptxport.ir.inline import functions_that, inline_calls, uses_shared_memory
 from ptxport.ir.special_registers import ZERO_WITHOUT_DRIVER
 from ptxport.ir.types import TYPES
+from ptxport.passes.inline import functions_that, inline_calls, uses_shared_memory
 
 __all__ = ["KernelLayout", "build_llvm", "compile_module", "unsupported_instructions", "TRIPLE"]
 

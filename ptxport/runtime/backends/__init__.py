@@ -1,6 +1,6 @@
 """Backends: the few hooks through which the runtime reaches a kind of processor.
 
-Every backend is one file here (cpu.py, cuda.py, opencl.py, later hip.py) defining a class
+Every backend is one module here (cpu/, cuda.py, opencl.py, hip.py) defining a class
 `Backend` that subclasses `BackendBase` below and fills in the same hooks: whether it can run
 here and why not, its devices' properties, allocate/free, copy, fill, compile (IR module ->
 one binary per kernel) and launch. Adding a backend means reading one neighbour; the runtime

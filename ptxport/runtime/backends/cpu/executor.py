@@ -3,14 +3,14 @@
 Each worker (a Python thread: the launching thread, and helper threads that join while the
 grid runs; the native calls release the GIL, so workers run in parallel) takes the next
 block number from a shared counter, sets up the block's context, and runs the
-block: `run_threads` runs every runnable thread until it waits or exits, then cpu_sync
+block: `run_threads` runs every runnable thread until it waits or exits, then warps.py
 completes the operations threads wait at, until every thread has exited. A kernel that traps
 raises KernelTrapError (KernelAssertError after a failed assert); threads that wait for each
 other forever raise KernelExecutionError. Messages name the user's source line first where the
 PTX has line information (.loc), then the PTX line.
 
 A launch with a timeout is stopped by a watchdog timer: it sets the launch's stop word, which
-compiled kernels look at in every loop and between blocks (cpu_stop.py), and the
+compiled kernels look at in every loop and between blocks (codegen/targets/cpu/stop.py), and the
 workers leave their blocks as they would for a trap; the launch then raises
 KernelTimeoutError. Workers set every block up afresh, so later launches run normally.
 
@@ -31,8 +31,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ptxport.codegen.targets import cpu_gang, cpu_printf, cpu_sync
-from ptxport.codegen.targets.cpu import (
+from ptxport.codegen.targets.cpu.abi import (
     BLOCKED,
     CALL_FAULT,
     CTX,
@@ -43,8 +42,8 @@ from ptxport.codegen.targets.cpu import (
     RUNNABLE,
     TRAPPED,
 )
-from ptxport.codegen.targets.cpu_runtime import undefined_symbols
-from ptxport.codegen.targets.cpu_stop import STOPPED
+from ptxport.codegen.targets.cpu.gang.lanes import DEADLOCK, NOT_MEMBER
+from ptxport.codegen.targets.cpu.stop import STOPPED
 from ptxport.errors import (
     IllegalAddressError,
     KernelAssertError,
@@ -53,6 +52,7 @@ from ptxport.errors import (
     KernelTrapError,
 )
 from ptxport.ir.lines import where
+from ptxport.runtime.backends.cpu import printf, warps
 
 __all__ = ["run_grid", "set_workers", "worker_count"]
 
@@ -109,7 +109,7 @@ class _Worker:
                         t // (block[0] * block[1]), t % 32, t // 32], axis=1).astype(np.uint32)
         if not plan.gang:
             header[:, FRAME.fields["tid"]:FRAME.fields["tid"] + 20] = tid.view(np.uint8)
-        self.slots = cpu_sync.Slots(self.frames, plan.frame_size, self.nthreads, FRAME.fields)
+        self.slots = warps.Slots(self.frames, plan.frame_size, self.nthreads, FRAME.fields)
         self.site_cache = np.zeros(2 * max(plan.check_sites, 1), dtype=np.uint64)
         self._site_cache_address = self.site_cache.ctypes.data
         self._put(self.ctx, fields["site_cache"], np.uint64, self._site_cache_address)
@@ -244,7 +244,7 @@ class _Worker:
             if trapped.size:
                 t = int(trapped[0])
                 raise self._trap_error(ctaid, t, -1 - int(self.points[t]))
-            if not cpu_sync.resolve(self.plan, self.points, self.statuses, self.slots,
+            if not warps.resolve(self.plan, self.points, self.statuses, self.slots,
                                     BLOCKED, RUNNABLE, EXITED):
                 raise KernelExecutionError(self._deadlock_message(ctaid))
 
@@ -270,11 +270,11 @@ class _Worker:
             ctaid = (n % grid[0], (n // grid[0]) % grid[1], n // (grid[0] * grid[1]))
             if status.value == FAULTED:
                 raise IllegalAddressError(self._fault_message(ctaid, t))
-            if status.value in (cpu_gang.DEADLOCK, cpu_gang.NOT_MEMBER):
+            if status.value in (DEADLOCK, NOT_MEMBER):
                 raise KernelExecutionError(
                     f"kernel '{self.plan.name}', block {ctaid}, thread {t}: " + (
                         "it waits at a warp operation for lanes of its member mask that "
-                        "never arrive (a GPU would hang)" if status.value == cpu_gang.DEADLOCK
+                        "never arrive (a GPU would hang)" if status.value == DEADLOCK
                         else "it executes a warp operation whose member mask does not name "
                              "its lane (undefined in PTX)"))
             raise self._trap_error(ctaid, t, -1 - status.value)
@@ -290,7 +290,7 @@ class _Worker:
         x, y = self.block[0], self.block[1]
         tid = (thread % x, thread // x % y, thread // (x * y))
         params = int(self.ctx[CTX.fields["params"]:CTX.fields["params"] + 8].view(np.uint64)[0])
-        assertion = cpu_printf.assertion_of(params, tuple(ctaid), tid)
+        assertion = printf.assertion_of(params, tuple(ctaid), tid)
         if assertion is not None:
             return KernelAssertError(
                 f"kernel '{self.plan.name}' failed a device-side assert at {place}: "
@@ -507,7 +507,7 @@ def _run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocatio
     ctypes.memmove(param_buffer, params, len(params))
     params_address = ctypes.addressof(param_buffer)
     # (only kernels that call printf or assert have a log to collect and print)
-    printf_log = cpu_printf.open_log(params_address) if _calls_printf(binary) else None
+    printf_log = printf.open_log(params_address) if binary.calls_printf else None
     blocks = grid[0] * grid[1] * grid[2]
     errors: list[BaseException] = []
     smids = worker_count()
@@ -525,7 +525,7 @@ def _run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocatio
     # (a tuple: workers keep their allocation table while the same one comes again)
     if allocations is not None and not isinstance(allocations, tuple):
         allocations = tuple(allocations)
-    global_ranges = _global_ranges(binary)
+    global_ranges = binary.global_ranges
 
     def work(smid: int) -> None:
         try:
@@ -558,7 +558,7 @@ def _run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocatio
         work(0)
         joinable.close()
     if printf_log is not None:      # printed after the launch
-        errors += cpu_printf.close_log(params_address, printf_log)
+        errors += printf.close_log(params_address, printf_log)
     _PARAM_BUFFERS.setdefault(len(param_buffer), []).append(param_buffer)
     if stop.value:
         return          # the workers' errors come of the stop: run_grid reports that
@@ -579,23 +579,3 @@ def _take_param_buffer(size: int) -> ctypes.Array:
         return kept.pop() if kept else ctypes.create_string_buffer(size)
     except IndexError:      # another launch took the last one first
         return ctypes.create_string_buffer(size)
-
-
-def _calls_printf(binary) -> bool:
-    """Whether the kernel's code calls printf or assert's callbacks (known once per binary:
-    its object file names them as undefined symbols)."""
-    calls = binary.__dict__.get("_calls_printf")
-    if calls is None:
-        symbols = set(undefined_symbols(binary.object_code))
-        calls = binary._calls_printf = bool(
-            symbols & {cpu_printf.SYMBOL, cpu_printf.ASSERT_SYMBOL})
-    return calls
-
-
-def _global_ranges(binary) -> tuple[tuple[int, int], ...]:
-    """The binary's .global and .const variables' (address, size), asked for once: they stay
-    where its code was loaded."""
-    ranges = binary.__dict__.get("_global_ranges")
-    if ranges is None:
-        ranges = binary._global_ranges = tuple(binary.global_ranges())
-    return ranges

@@ -7,9 +7,9 @@
   - then a barrier every live thread waits at (bar.sync / barrier.sync naming one barrier,
     without a thread count or with a count equal to the live threads).
 It returns 0 when every thread has exited, 1 when the waits need the general resolver
-(cpu_sync.resolve, in Python: partial masks, divergent warps, named barriers, and every other
-operation), 2 when a thread trapped or faulted. Both paths follow the same PTX rules; tests
-run kernels both ways and compare.
+(runtime/backends/cpu/warps.py's resolve, in Python: partial masks, divergent warps, named
+barriers, and every other operation), 2 when a thread trapped or faulted. Both paths follow the
+same PTX rules; tests run kernels both ways and compare.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from llvmlite import ir as ll
 
 from ptxport.codegen.lower import I8, I32, I64, PTR
 from ptxport.codegen.ops.sync import shuffle_source
-from ptxport.codegen.targets.cpu import BLOCKED, CTX, EXITED, FRAME, RUNNABLE, TRAPPED
+from ptxport.codegen.targets.cpu.abi import BLOCKED, CTX, EXITED, FRAME, RUNNABLE, TRAPPED
 from ptxport.ptx.ast import IntImm
 
 __all__ = ["build_run_block", "build_run_waiting_blocks", "NATIVE_KINDS"]
@@ -40,53 +40,79 @@ def _kind(inst) -> str | None:
 NATIVE_KINDS = ("barrier", "shfl")
 
 
+class _RunBlockFrom:
+    """run_block_from while it is built: its arguments, its blocks, and the `point` phi of
+    the uniform round (each native wait that completes for every thread adds itself)."""
+
+    def __init__(self, llmod: ll.Module, plan):
+        self.llmod, self.plan = llmod, plan
+        self.fn = fn = ll.Function(
+            llmod, ll.FunctionType(I32, [PTR, PTR, I64, PTR, PTR, I32, I32]),
+            name="run_block_from")
+        fn.linkage = "internal"
+        (self.ctx, self.frames, self.frame_size, self.points, self.statuses, self.n,
+         self.start) = fn.args
+        self.b = ll.IRBuilder(fn.append_basic_block("entry"))
+        self.progress = self.b.alloca(ll.IntType(1), name="progress")
+        self.loop, self.fast, self.done, self.general, self.failed, self.waits = (
+            fn.append_basic_block(x) for x in ("loop", "fast", "done", "general", "failed",
+                                               "waits"))
+        self.point = None
+
+    def native_points(self, kind: str | None = None):
+        """(number, sync point) of the plan's waits completed natively (of one kind)."""
+        for number, sync_point in self.plan.sync_points.items():
+            found = _kind(sync_point.inst)
+            if found is not None and (kind is None or found == kind):
+                yield number, sync_point
+
+
 def build_run_block(llmod: ll.Module, run_threads: ll.Function, plan) -> None:
     """run_block, and run_block_from(..., start): the same from a fresh block whose threads
     all start at point `start` (a uniform round from the first instruction), or from any
     state (start < 0)."""
-    fn = ll.Function(llmod, ll.FunctionType(I32, [PTR, PTR, I64, PTR, PTR, I32, I32]),
-                     name="run_block_from")
-    fn.linkage = "internal"
-    ctx, frames, frame_size, points, statuses, n, start = fn.args
-    b = ll.IRBuilder(fn.append_basic_block("entry"))
-    progress = b.alloca(ll.IntType(1), name="progress")
-    loop, fast, done, general, failed, waits = (
-        fn.append_basic_block(x) for x in ("loop", "fast", "done", "general", "failed",
-                                           "waits"))
+    r = _RunBlockFrom(llmod, plan)
+    fn, b = r.fn, r.b
     entry = b.block
-    b.cbranch(b.icmp_signed("<", start, I32(0)), loop, fast)
-    for block, value in ((done, 0), (general, 1), (failed, 2)):
+    b.cbranch(b.icmp_signed("<", r.start, I32(0)), r.loop, r.fast)
+    for block, value in ((r.done, 0), (r.general, 1), (r.failed, 2)):
         b.position_at_end(block)
         b.ret(I32(value))
     # The general round: every runnable thread from its own resume point.
-    b.position_at_end(loop)
-    b.call(run_threads, [ctx, frames, frame_size, points, statuses, n])
-    common, live, trapped = _scan(fn, b, points, statuses, n)
-    b.cbranch(trapped, failed, fn.append_basic_block("not_trapped"))
+    b.position_at_end(r.loop)
+    b.call(run_threads, [r.ctx, r.frames, r.frame_size, r.points, r.statuses, r.n])
+    common, live, trapped = _scan(fn, b, r.points, r.statuses, r.n)
+    b.cbranch(trapped, r.failed, fn.append_basic_block("not_trapped"))
     b.position_at_end(fn.blocks[-1])
-    b.cbranch(b.icmp_signed("==", live, I32(0)), done, waits)
+    b.cbranch(b.icmp_signed("==", live, I32(0)), r.done, r.waits)
     # The uniform round (after a barrier or shuffle completed for every live thread): all
     # of them resume at one point, so the bookkeeping is done as they return.
-    b.position_at_end(fast)
-    point = b.phi(I32, "point")
-    point.add_incoming(start, entry)
-    # One loop per resume point, each calling the thread function with that constant point:
-    # LLVM then inlines only the code reachable from it, without the resume switch.
-    # A uniform round starts at the first instruction or after a native wait, nowhere else.
+    b.position_at_end(r.fast)
+    r.point = b.phi(I32, "point")
+    r.point.add_incoming(r.start, entry)
+    _uniform_round_at_each_point(r)
+    _general_waits(r, common, live)
+    _wrapper(llmod, fn)
+
+
+def _uniform_round_at_each_point(r: _RunBlockFrom) -> None:
+    """One loop per resume point, each calling the thread function with that constant point:
+    LLVM then inlines only the code reachable from it, without the resume switch. A uniform
+    round starts at the first instruction or after a native wait, nowhere else; after it,
+    the wait every live thread reached is completed here when it can be."""
+    fn, b = r.fn, r.b
     joined = fn.append_basic_block("uniform_joined")
     nowhere = fn.append_basic_block("uniform_nowhere")
-    dispatch = b.switch(point, nowhere)
+    dispatch = b.switch(r.point, nowhere)
     b.position_at_end(nowhere)
     b.unreachable()
     rounds = []
-    starts = [0] + [number for number, sync_point in plan.sync_points.items()
-                    if _kind(sync_point.inst) is not None]
-    for number in starts:
+    for number in [0] + [number for number, _ in r.native_points()]:
         case = fn.append_basic_block(f"uniform_at_{number}")
         dispatch.add_case(I32(number), case)
         b.position_at_end(case)
-        results = _uniform_round(fn, b, llmod.globals["thread"], ctx, frames, frame_size,
-                                 points, statuses, n, I32(number))
+        results = _uniform_round(fn, b, r.llmod.globals["thread"], r.ctx, r.frames,
+                                 r.frame_size, r.points, r.statuses, r.n, I32(number))
         rounds.append((b.block, results))
         b.branch(joined)
     b.position_at_end(joined)
@@ -95,80 +121,83 @@ def build_run_block(llmod: ll.Module, run_threads: ll.Function, plan) -> None:
     for block, results in rounds:
         for phi, value in zip((fcommon, flive, ftrapped), results, strict=True):
             phi.add_incoming(value, block)
-    b.cbranch(ftrapped, failed, fn.append_basic_block("fast_not_trapped"))
+    b.cbranch(ftrapped, r.failed, fn.append_basic_block("fast_not_trapped"))
     b.position_at_end(fn.blocks[-1])
     fast_waits = fn.append_basic_block("fast_waits")
-    b.cbranch(b.icmp_signed("==", flive, I32(0)), done, fast_waits)
+    b.cbranch(b.icmp_signed("==", flive, I32(0)), r.done, fast_waits)
     b.position_at_end(fast_waits)
-    switch = b.switch(fcommon, loop)
-    for number, sync_point in plan.sync_points.items():
-        kind = _kind(sync_point.inst)
-        if kind is None:
-            continue
+    switch = b.switch(fcommon, r.loop)
+    for number, sync_point in r.native_points():
         case = fn.append_basic_block(f"uniform_{number}")
         switch.add_case(I32(number), case)
         b.position_at_end(case)
-        if kind == "barrier" and _static_barrier(sync_point.inst):
+        if _kind(sync_point.inst) == "barrier" and _static_barrier(sync_point.inst):
             # one barrier named by a constant, no thread count: every live thread is here
-            point.add_incoming(I32(number), case)
-            b.branch(fast)
-        elif kind == "barrier":
+            r.point.add_incoming(I32(number), case)
+            b.branch(r.fast)
+        elif _kind(sync_point.inst) == "barrier":
             resolved = fn.append_basic_block(f"uniform_resolved_{number}")
-            _barrier(fn, b, frames, frame_size, statuses, n, flive, resolved, general)
+            _barrier(fn, b, r.frames, r.frame_size, r.statuses, r.n, flive, resolved,
+                     r.general)
             b.position_at_end(resolved)
-            point.add_incoming(I32(number), resolved)
-            b.branch(fast)
+            r.point.add_incoming(I32(number), resolved)
+            b.branch(r.fast)
         else:
-            # every thread of the block waits at this shuffle: complete it for all warps
-            # when they are whole and give full masks, else warp by warp below
-            whole = fn.append_basic_block(f"uniform_whole_{number}")
-            b.cbranch(b.and_(b.icmp_signed("==", flive, n),
-                             b.icmp_signed("==", b.and_(n, I32(31)), I32(0))), whole, loop)
-            b.position_at_end(whole)
-            full = fn.append_basic_block(f"uniform_full_{number}")
-            t, head, after = _loop(fn, b, n, f"uniform_mask_{number}")
-            ok = fn.append_basic_block(f"uniform_mask_ok_{number}")
-            mask = b.trunc(b.load(_slot(b, frames, frame_size, t, "in3"), typ=I64), I32)
-            b.cbranch(b.icmp_unsigned("==", mask, I32(FULL)), ok, loop)
-            b.position_at_end(ok)
-            t.add_incoming(b.add(t, I32(1)), ok)
-            b.branch(head)
-            b.position_at_end(after)
-            b.branch(full)
-            b.position_at_end(full)
-            w, whead, wafter = _loop(fn, b, b.lshr(n, I32(5)), f"uniform_warp_{number}")
-            _shfl_warp(fn, b, sync_point.inst, frames, frame_size, statuses,
-                       b.shl(w, I32(5)))
-            w.add_incoming(b.add(w, I32(1)), b.block)
-            b.branch(whead)
-            b.position_at_end(wafter)
-            point.add_incoming(I32(number), b.block)
-            b.branch(fast)
-    # Shuffles first, warp by warp: a warp whose 32 lanes wait at one full-mask shuffle goes
-    # on, whatever the other warps wait at (`if (warp == 0) { ...shuffles... }` is common).
-    b.position_at_end(waits)
-    shuffles = {number: sync_point for number, sync_point in plan.sync_points.items()
-                if _kind(sync_point.inst) == "shfl"}
+            _uniform_shuffle(r, number, sync_point, flive)
+
+
+def _uniform_shuffle(r: _RunBlockFrom, number: int, sync_point, flive) -> None:
+    """Every thread of the block waits at this shuffle: complete it for all warps when they
+    are whole and give full masks, else warp by warp (the general waits)."""
+    fn, b, n = r.fn, r.b, r.n
+    whole = fn.append_basic_block(f"uniform_whole_{number}")
+    b.cbranch(b.and_(b.icmp_signed("==", flive, n),
+                     b.icmp_signed("==", b.and_(n, I32(31)), I32(0))), whole, r.loop)
+    b.position_at_end(whole)
+    full = fn.append_basic_block(f"uniform_full_{number}")
+    t, head, after = _loop(fn, b, n, f"uniform_mask_{number}")
+    ok = fn.append_basic_block(f"uniform_mask_ok_{number}")
+    mask = b.trunc(b.load(_slot(b, r.frames, r.frame_size, t, "in3"), typ=I64), I32)
+    b.cbranch(b.icmp_unsigned("==", mask, I32(FULL)), ok, r.loop)
+    b.position_at_end(ok)
+    t.add_incoming(b.add(t, I32(1)), ok)
+    b.branch(head)
+    b.position_at_end(after)
+    b.branch(full)
+    b.position_at_end(full)
+    w, whead, wafter = _loop(fn, b, b.lshr(n, I32(5)), f"uniform_warp_{number}")
+    _shfl_warp(fn, b, sync_point.inst, r.frames, r.frame_size, r.statuses, b.shl(w, I32(5)))
+    w.add_incoming(b.add(w, I32(1)), b.block)
+    b.branch(whead)
+    b.position_at_end(wafter)
+    r.point.add_incoming(I32(number), b.block)
+    b.branch(r.fast)
+
+
+def _general_waits(r: _RunBlockFrom, common, live) -> None:
+    """After a general round: shuffles first, warp by warp (a warp whose 32 lanes wait at one
+    full-mask shuffle goes on, whatever the other warps wait at: `if (warp == 0) {
+    ...shuffles... }` is common), then a barrier every live thread waits at."""
+    fn, b = r.fn, r.b
+    b.position_at_end(r.waits)
+    shuffles = dict(r.native_points("shfl"))
     if shuffles:
-        b.store(ll.Constant(ll.IntType(1), 0), progress)
-        _warp_shuffles(fn, b, shuffles, frames, frame_size, points, statuses, n, progress)
+        b.store(ll.Constant(ll.IntType(1), 0), r.progress)
+        _warp_shuffles(fn, b, shuffles, r.frames, r.frame_size, r.points, r.statuses, r.n,
+                       r.progress)
         barriers = fn.append_basic_block("barriers")
-        b.cbranch(b.load(progress), loop, barriers)
+        b.cbranch(b.load(r.progress), r.loop, barriers)
         b.position_at_end(barriers)
-    # Then a barrier every live thread waits at.
-    switch = b.switch(common, general)
-    for number, sync_point in plan.sync_points.items():
-        if _kind(sync_point.inst) != "barrier":
-            continue
+    switch = b.switch(common, r.general)
+    for number, _ in r.native_points("barrier"):
         case = fn.append_basic_block(f"point_{number}")
         switch.add_case(I32(number), case)
         b.position_at_end(case)
         resolved = fn.append_basic_block(f"resolved_{number}")
-        _barrier(fn, b, frames, frame_size, statuses, n, live, resolved, general)
+        _barrier(fn, b, r.frames, r.frame_size, r.statuses, r.n, live, resolved, r.general)
         b.position_at_end(resolved)
-        point.add_incoming(I32(number), resolved)
-        b.branch(fast)
-    _wrapper(llmod, fn)
+        r.point.add_incoming(I32(number), resolved)
+        b.branch(r.fast)
 
 
 def _wrapper(llmod: ll.Module, run_block_from: ll.Function) -> None:

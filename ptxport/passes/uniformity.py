@@ -1,7 +1,7 @@
-"""Which registers of a warp-gang kernel hold one value for the whole warp (cpu_gang.py keeps
-those as scalars instead of 32-lane vectors).
+"""Which registers of a warp-gang kernel hold one value for the whole warp (the CPU's warp
+gangs, codegen/targets/cpu/gang/, keep those as scalars instead of 32-lane vectors).
 
-A register is *uniform* when every lane that reads it reads the same value. cpu_gang stores
+A register is *uniform* when every lane that reads it reads the same value. the gang lowering stores
 such a register once per warp, so every write of it must be made by all the warp's running
 lanes together, with a value that is the same in each. Here a register is uniform when all
 its writes
@@ -13,11 +13,11 @@ its writes
 - lie in *converged* blocks: blocks that the warp's live lanes only ever run all together.
 
 A block is not converged when it lies in the region of a *divergent* branch (one whose
-predicate is not uniform). The min-PC scheduler (cpu_gang.py) runs the lanes with the lowest
-segment number first, so lanes that split at a branch in block B meet again, all of them, at
-its immediate post-dominator P when every block of the region between them (the blocks
-reachable from B without passing P) lies after B and before P in program order, the region
-is entered only from B, and no lane can stop in it at a barrier or a warp operation: then the
+predicate is not uniform). The min-PC scheduler (codegen/targets/cpu/gang/) runs the lanes with
+the lowest segment number first, so lanes that split at a branch in block B meet again, all of
+them, at its immediate post-dominator P when every block of the region between them (the blocks
+reachable from B without passing P) lies after B and before P in program order, the region is
+entered only from B, and no lane can stop in it at a barrier or a warp operation: then the
 region's blocks are not converged and P is. A branch whose other side only returns (`@p bra
 RET` to a block holding just `ret`) splits nothing: those lanes exit. For any other divergent
 branch, everything reachable from it is not converged. Uniformity of registers and of
@@ -27,12 +27,12 @@ registers varying until nothing changes.
 
 from __future__ import annotations
 
-from ptxport.codegen.ops.data import state_space
 from ptxport.ir import nodes as ir
-from ptxport.ir.analysis import may_write, uses_and_defs
+from ptxport.ir.analysis import may_write, state_space, uses_and_defs
+from ptxport.passes import PassResult
 from ptxport.ptx.ast import IntImm
 
-__all__ = ["thread_x_copies", "uniform_registers", "warp_index_of", "warp_uniform_indices"]
+__all__ = ["run", "thread_x_copies", "uniform_registers", "warp_index_of", "warp_uniform_indices"]
 
 # Instructions whose result is the same in every lane when their operands are.
 _VALUE_OPS = {"add", "sub", "mul", "mad", "mul24", "mad24", "sad", "div", "rem", "abs", "neg",
@@ -247,3 +247,11 @@ def uniform_registers(kernel: ir.Function, block: tuple[int, int, int] | None = 
         if grown == varying:
             return registers - varying
         varying = grown
+
+
+def run(module: ir.Module, kernel: ir.Function, block=None) -> PassResult:
+    """The kernel unchanged; a note naming the registers every lane of a warp holds alike
+    (for blocks of shape `block`, or of any shape)."""
+    uniform = sorted(r.name for r in uniform_registers(kernel, block))
+    shape = "any block shape" if block is None else f"blocks of {tuple(block)}"
+    return PassResult(kernel, [f"uniform in a warp, for {shape}: {', '.join(uniform) or 'none'}"])

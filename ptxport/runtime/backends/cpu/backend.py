@@ -1,4 +1,4 @@
-"""The CPU backend: kernels compiled for the host by ptxport.codegen.targets.cpu.
+"""The CPU backend: kernel images of ptxport.codegen.targets.cpu, loaded and run on the host.
 
 Device memory is host memory: an allocation is a numpy array (so its address is a real host
 address a compiled kernel can use, and a Buffer gets a zero-copy numpy view), and copies are
@@ -22,12 +22,16 @@ import threading
 import weakref
 from collections.abc import Callable
 from functools import cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ptxport.errors import CompileError, OutOfMemoryError
 from ptxport.ir.nodes import Module
 from ptxport.runtime.backends import Allocation, BackendBase, DeviceProperties, KernelBinary
+
+if TYPE_CHECKING:
+    from ptxport.codegen.targets.cpu.options import CpuOptions
 
 __all__ = ["Backend"]
 
@@ -103,8 +107,12 @@ class Backend(BackendBase):
     stops_launches = True   # compiled kernels look at a stop word in every loop
 
     # Compiles one kernel of a verified IR module: (module, kernel name) -> KernelBinary.
-    # None means ptxport.codegen.targets.cpu.compile_kernel; tests put a fake here.
+    # None means kernels.compile_kernel; tests put a fake here.
     kernel_compiler: Callable[[Module, str], KernelBinary] | None = None
+    # What the code generator may do for kernels compiled from now on (e.g.
+    # CpuOptions(gang=False) runs every kernel thread by thread, to compare the two paths);
+    # None: CpuOptions()'s defaults.
+    options: CpuOptions | None = None
 
     def __init__(self) -> None:
         self._live: dict[int, int] = {}   # address -> size of every allocation not freed
@@ -153,9 +161,9 @@ class Backend(BackendBase):
 
     def set_heap_size(self, nbytes: int) -> None:
         """The size of the device heap that kernels' malloc and new allocate from
-        (cudaLimitMallocHeapSize; the codegen's cpu_heap.py). Raises InvalidValueError once a
+        (cudaLimitMallocHeapSize; heap.py). Raises InvalidValueError once a
         kernel using malloc or free has been launched, as CUDA does."""
-        from ptxport.codegen.targets.cpu_heap import HEAP
+        from ptxport.runtime.backends.cpu.heap import HEAP
 
         HEAP.set_size(nbytes)
 
@@ -180,7 +188,7 @@ class Backend(BackendBase):
 
     def module_global(self, ordinal: int, module: Module, name: str) -> tuple[int, int]:
         # The CPU target keeps a module's variables in host memory shared by its kernels.
-        from ptxport.codegen.targets.cpu import module_storage
+        from ptxport.runtime.backends.cpu.jit import module_storage
 
         found = module_storage(module).get(name)
         if found is None:
@@ -192,8 +200,10 @@ class Backend(BackendBase):
         return found
 
     def compile(self, module: Module, kernels: list[str]) -> dict[str, KernelBinary]:
-        compile_kernel = self.kernel_compiler or _codegen_compile_kernel()
-        return {name: compile_kernel(module, name) for name in kernels}
+        if self.kernel_compiler is not None:
+            return {name: self.kernel_compiler(module, name) for name in kernels}
+        compile_kernel = _codegen_compile_kernel()
+        return {name: compile_kernel(module, name, self.options) for name in kernels}
 
     def prepare(self, binary: KernelBinary, block: tuple[int, int, int]) -> bool:
         # (asked at every launch: the shapes a binary is ready for are kept, so that only a
@@ -225,7 +235,8 @@ def _codegen_compile_kernel() -> Callable[[Module, str], KernelBinary]:
     # the code generator and LLVM, and a missing code generator is reported when a kernel
     # is first needed.
     try:
-        from ptxport.codegen.targets.cpu import compile_kernel
+        import ptxport.codegen.targets.cpu  # noqa: F401  (the code generator: is it here?)
+        from ptxport.runtime.backends.cpu.kernels import compile_kernel
     except ModuleNotFoundError as e:
         if e.name is None or not _CODEGEN.startswith(e.name):
             raise

@@ -4,9 +4,9 @@ A process that launches a kernel compiled before (by any process) loads the kern
 instead of compiling: its object code and its plan (the frame layout, the sync points, the
 trap lines, the access-check sites...: what the executor needs at run time), keyed by the
 *input* — the PTX text, the kernel's name, the block shape (warp gangs have code per shape),
-the switches that change code generation, ptxport's own code, the host CPU and LLVM — so
-that neither the lowering (cpu.py, cpu_gang.py) nor LLVM runs. cpu.py's older cache of
-object code keyed by LLVM IR (`_object_code`) still spares LLVM where the input differs but
+the options that change code generation (CpuOptions), ptxport's own code, the host CPU and LLVM — so
+that neither the lowering (module.py, gang/) nor LLVM runs. machine.py's cache of
+object code keyed by LLVM IR (`object_code`) still spares LLVM where the input differs but
 the IR does not.
 
 An image is one file, `cpu/<key>.img` under the cache root (ptxport/cache.py): MAGIC, the
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-import ptxport
+from ptxport import version
 from ptxport.cache import cache_path, read_entry, write_entry
 from ptxport.errors import InternalError
 from ptxport.ir import nodes as ir
@@ -69,8 +69,8 @@ def code_fingerprint() -> str:
     """ptxport's version and the path, size and modification time of every one of its
     Python files: any edit to ptxport makes new keys (checked by stat only, once per
     process, so that a warm start does not read ptxport's sources)."""
-    root = Path(ptxport.__file__).resolve().parent
-    digest = hashlib.sha256(ptxport.__version__.encode())
+    root = Path(__file__).resolve().parents[3]       # the ptxport package
+    digest = hashlib.sha256(version.__version__.encode())
     for path in sorted(root.rglob("*.py")):
         info = path.stat()
         digest.update(f"\0{path.relative_to(root)}\0{info.st_size}\0{info.st_mtime_ns}"

@@ -1,6 +1,6 @@
 """Stopping a running CPU launch: the code compiled kernels run to look at the launch's stop
 word, which a watchdog (LaunchConfig(timeout=...)) sets through the block context's "stop"
-field (cpu.py's CTX). Loops look at it (cpu.py's loop_header, cpu_gang.py's loop-header
+field (abi.py's CTX). Loops look at it (target.py's loop_header, gang/'s loop-header
 segments), and so do the block loops between blocks; cpu_executor.py then leaves the blocks
 and reports KernelTimeoutError.
 """

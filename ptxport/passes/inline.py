@@ -24,9 +24,10 @@ import dataclasses
 from ptxport.errors import UnsupportedFeatureError
 from ptxport.ir import nodes as ir
 from ptxport.ir.from_ptx import link_blocks
+from ptxport.passes import PassResult
 from ptxport.ptx.ast import Spec
 
-__all__ = ["inline_calls", "inline_waiting_calls", "functions_that", "uses_shared_memory",
+__all__ = ["run", "inline_calls", "inline_waiting_calls", "functions_that", "uses_shared_memory",
            "Inlined", "WAIT_OPCODES", "is_wait"]
 
 # Operations where a thread waits for other threads (PTX ISA 9.7.13).
@@ -301,3 +302,11 @@ def _copy_body(call: ir.Instruction, callee: ir.Function, names: _Renamed,
         origin[id(made)] = call
         out[-1].instructions.append(made)
     return out
+
+
+def run(module: ir.Module, kernel: ir.Function, block=None) -> PassResult:
+    """The kernel with its calls of device functions that wait inlined (the module is not
+    changed); a note naming the functions inlined."""
+    inlined = inline_waiting_calls(module, kernel)
+    called = sorted(functions_that(module, waits))
+    return PassResult(inlined.function, [f"functions that wait: {', '.join(called) or 'none'}"])

@@ -30,8 +30,8 @@ charSize)`, which the CUDA headers' assert() calls when its expression is false.
 it is `ptxport_assertfail(ctx, frame, message, file, line, function)`, a callback like
 vprintf's: it records CUDA's text for the failing thread, `file:line: function: block:
 [x,y,z], thread: [x,y,z] Assertion `message` failed.`, in the launch's log, and the thread
-then traps (cpu.py). When the launch ends, the text goes to sys.stderr, where CUDA prints it,
-and the executor raises KernelAssertError with it.
+then traps (codegen/targets/cpu/target.py). When the launch ends, the text goes to
+sys.stderr, where CUDA prints it, and the executor raises KernelAssertError with it.
 """
 
 from __future__ import annotations
@@ -45,18 +45,14 @@ import threading
 from dataclasses import dataclass, field, replace
 
 import llvmlite.binding as llvm
-from llvmlite import ir as ll
 
-from ptxport.codegen.lower import I32, I64, PTR, FunctionLowering
-from ptxport.codegen.targets.cpu import CTX, FRAME
+from ptxport.codegen.targets.cpu.abi import CTX, FRAME
+from ptxport.codegen.targets.cpu.calls import ASSERT_SYMBOL, PRINTF_SYMBOL
 from ptxport.errors import KernelExecutionError
-from ptxport.ir import nodes as ir
 
-__all__ = ["ASSERT_SYMBOL", "SYMBOL", "Assertion", "Log", "Record", "assertion_of", "close_log",
-           "format_record", "lower_assertfail", "lower_vprintf", "open_log", "parse_format"]
+__all__ = ["Assertion", "Log", "Record", "assertion_of", "close_log", "format_record",
+           "open_log", "parse_format"]
 
-SYMBOL = "ptxport_vprintf"
-ASSERT_SYMBOL = "ptxport_assertfail"
 MAX_ARGUMENTS = 32
 _MAX_FORMAT = 1 << 16
 
@@ -359,7 +355,7 @@ def _vprintf(ctx: int | None, fmt: int | None, args: int | None) -> int:
 
 _CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p,
                              ctypes.c_void_p)(_vprintf)
-llvm.add_symbol(SYMBOL, ctypes.cast(_CALLBACK, ctypes.c_void_p).value)
+llvm.add_symbol(PRINTF_SYMBOL, ctypes.cast(_CALLBACK, ctypes.c_void_p).value)
 
 
 def _assertfail(ctx: int | None, frame: int | None, message: int | None, file: int | None,
@@ -440,37 +436,3 @@ def close_log(params_address: int, log: Log) -> list[KernelExecutionError]:
     _write([a.text.encode() + b"\n" for a in log.assertions], sys.stderr)
     return [KernelExecutionError(f"printf or assert could not read its arguments: {e}")
             for e in log.errors[:1]]
-
-
-# --- the compile-time side --------------------------------------------------------------------
-
-def lower_vprintf(fl: FunctionLowering, inst: ir.Instruction, returns: list,
-                  pointers: list) -> None:
-    """`call (ret), vprintf, (format, args)`, given pointers to the call's .param variables:
-    ret = ptxport_vprintf(ctx, format, args)."""
-    if len(pointers) != len(returns) + 2 or len(returns) > 1:
-        raise fl.unsupported(inst, "vprintf takes a format and an argument buffer and "
-                                   "returns one .b32")
-    llmod = fl.llfn.module
-    callee = llmod.globals.get(SYMBOL) or ll.Function(
-        llmod, ll.FunctionType(I32, [PTR, PTR, PTR]), SYMBOL)
-    fmt, args = (fl.b.inttoptr(fl.b.load(p, typ=I64), PTR) for p in pointers[-2:])
-    result = fl.b.call(callee, [fl.llfn.args[0], fmt, args])
-    if returns:
-        fl.b.store(result, fl.b.bitcast(pointers[0], PTR))
-
-
-def lower_assertfail(fl: FunctionLowering, inst: ir.Instruction, pointers: list) -> None:
-    """`call __assertfail, (message, file, line, function, charSize)`, given pointers to the
-    call's .param variables: ptxport_assertfail(ctx, frame, message, file, line, function).
-    The caller then traps, as the driver's __assertfail ends the kernel."""
-    if len(pointers) != 5:
-        raise fl.unsupported(inst, "__assertfail takes a message, a file name, a line, a "
-                                   "function name and a character size, and returns nothing")
-    llmod = fl.llfn.module
-    callee = llmod.globals.get(ASSERT_SYMBOL) or ll.Function(
-        llmod, ll.FunctionType(ll.VoidType(), [PTR, PTR, PTR, PTR, I32, PTR]), ASSERT_SYMBOL)
-    message, file, function = (fl.b.inttoptr(fl.b.load(pointers[i], typ=I64), PTR)
-                               for i in (0, 1, 3))
-    line = fl.b.load(pointers[2], typ=I32)
-    fl.b.call(callee, [fl.llfn.args[0], fl.llfn.args[1], message, file, line, function])

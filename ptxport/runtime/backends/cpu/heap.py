@@ -12,7 +12,7 @@ On the CPU the calls become native calls of `ptxport_malloc(size)` and `ptxport_
 ctypes callbacks (they take the GIL and a lock: blocks on several cores allocate safely) into
 one process-wide heap: a first-fit allocator over host memory reserved when a kernel that uses
 malloc or free is first launched. The whole heap is one range of the launch's access checks
-(runtime/backends/cpu.py adds it to every launch once it exists), so a kernel may read memory
+(runtime/backends/cpu/jit.py adds it to every launch once it exists), so a kernel may read memory
 another kernel allocated; as on a GPU, an access to freed heap memory is not caught. A `free`
 of an address that malloc did not return (or that was freed already) frees nothing and stops
 the kernel with IllegalAddressError naming the address.
@@ -26,17 +26,12 @@ import threading
 
 import llvmlite.binding as llvm
 import numpy as np
-from llvmlite import ir as ll
 
-from ptxport.codegen.lower import I32, I64, FunctionLowering
+from ptxport.codegen.targets.cpu.calls import FREE_SYMBOL, MALLOC_SYMBOL
 from ptxport.errors import InvalidValueError, OutOfMemoryError
-from ptxport.ir import nodes as ir
 
-__all__ = ["DEFAULT_SIZE", "FREE_SYMBOL", "HEAP", "MALLOC_SYMBOL", "DeviceHeap",
-           "lower_free", "lower_malloc"]
+__all__ = ["DeviceHeap", "HEAP", "DEFAULT_SIZE", "ALIGNMENT"]
 
-MALLOC_SYMBOL = "ptxport_malloc"
-FREE_SYMBOL = "ptxport_free"
 DEFAULT_SIZE = 8 << 20           # cudaLimitMallocHeapSize's default
 ALIGNMENT = 16                   # what CUDA's device malloc guarantees
 
@@ -150,30 +145,3 @@ _MALLOC_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_uint64)(_malloc)
 _FREE_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_uint64)(_free)
 llvm.add_symbol(MALLOC_SYMBOL, ctypes.cast(_MALLOC_CALLBACK, ctypes.c_void_p).value)
 llvm.add_symbol(FREE_SYMBOL, ctypes.cast(_FREE_CALLBACK, ctypes.c_void_p).value)
-
-
-# --- the compile-time side --------------------------------------------------------------------
-
-def _callee(llmod: ll.Module, name: str, ret: ll.Type) -> ll.Function:
-    return llmod.globals.get(name) or ll.Function(llmod, ll.FunctionType(ret, [I64]), name)
-
-
-def lower_malloc(fl: FunctionLowering, inst: ir.Instruction, pointers: list) -> None:
-    """`call (ret), malloc, (size)`, given pointers to the call's .param variables:
-    ret = ptxport_malloc(size)."""
-    if len(pointers) != 2:
-        raise fl.unsupported(inst, "malloc takes a size and returns a .b64 address")
-    size = fl.b.load(pointers[1], typ=I64)
-    address = fl.b.call(_callee(fl.llfn.module, MALLOC_SYMBOL, I64), [size])
-    fl.b.store(address, pointers[0])
-
-
-def lower_free(fl: FunctionLowering, inst: ir.Instruction,
-               pointers: list) -> tuple[ll.Value, ll.Value]:
-    """`call free, (address)`: ptxport_free(address); returns the address (an i64) and an i1
-    that is true when it was no live allocation (the caller reports the fault)."""
-    if len(pointers) != 1:
-        raise fl.unsupported(inst, "free takes one .b64 address and returns nothing")
-    address = fl.b.load(pointers[0], typ=I64)
-    status = fl.b.call(_callee(fl.llfn.module, FREE_SYMBOL, I32), [address])
-    return address, fl.b.icmp_unsigned("!=", status, I32(0))
