@@ -49,7 +49,7 @@ def environment(device: str | None, trace: str | None) -> dict[str, str]:
     directory first; where ptxport's Python finds its modules, and that Python; the device;
     the trace)."""
     from ptxport.compat.build import shim_directory
-    from ptxport.compat.real_driver import SHIM_DIRECTORY_VARIABLE
+    from ptxport.runtime.backends.real_driver import SHIM_DIRECTORY_VARIABLE
 
     if device:
         _check_device(device)
@@ -80,7 +80,7 @@ def _check_device(device: str) -> None:
     if name == "cuda":
         # Inside the shim cuda-bindings must load NVIDIA's driver by path: say now, not from
         # inside the program, when this cuda-bindings cannot.
-        from ptxport.compat.real_driver import bindings_loader
+        from ptxport.runtime.backends.real_driver import bindings_loader
 
         try:
             bindings_loader()

@@ -1,5 +1,5 @@
-"""Finding NVIDIA's libcuda.so.1 for the cuda device inside the shim (compat/real_driver.py),
-with fake directories: no GPU needed."""
+"""Finding NVIDIA's libcuda.so.1 for the cuda device inside the shim
+(runtime/backends/real_driver.py), with fake directories: no GPU needed."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ptxport.compat import real_driver
 from ptxport.errors import BackendUnavailableError
+from ptxport.runtime.backends import real_driver
 
 
 def _library(directory: Path) -> Path:

@@ -13,10 +13,9 @@ import types
 import numpy as np
 import pytest
 
-from ptxport.compat import real_driver
 from ptxport.errors import BackendUnavailableError, UnsupportedFeatureError
 from ptxport.runtime import Program
-from ptxport.runtime.backends import cuda
+from ptxport.runtime.backends import cuda, real_driver
 
 MODULE_PTX = """
 .version 7.8

@@ -82,8 +82,8 @@ def _driver():
 
     if not _redirected:
         # Inside `ptxport run` the process holds ptxport's libcuda.so.1: cuda-bindings must
-        # load NVIDIA's by path (ptxport/compat/real_driver.py).
-        from ptxport.compat.real_driver import redirect_cuda_bindings
+        # load NVIDIA's by path (ptxport/runtime/backends/real_driver.py).
+        from ptxport.runtime.backends.real_driver import redirect_cuda_bindings
 
         redirect_cuda_bindings()
         _redirected.append(True)
