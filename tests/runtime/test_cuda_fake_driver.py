@@ -13,7 +13,7 @@ import types
 import numpy as np
 import pytest
 
-from ptxport.errors import BackendUnavailableError, UnsupportedFeatureError
+from ptxport.errors import BackendUnavailableError, InvalidValueError, UnsupportedFeatureError
 from ptxport.runtime import Program
 from ptxport.runtime.backends import cuda, real_driver
 
@@ -49,6 +49,7 @@ MODULE_PTX = """
 class _Code(enum.IntEnum):
     CUDA_SUCCESS = 0
     CUDA_ERROR_NOT_FOUND = 500
+    CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712
 
 
 class FakeDriver:
@@ -62,6 +63,7 @@ class FakeDriver:
         self.calls: list[tuple[str, tuple]] = []
         self.memory: dict[int, ctypes.Array] = {}
         self.globals = {b"counter": (0x7000_0000, 4), b"weights": (0x7000_1000, 32)}
+        self.refuse: dict[str, _Code] = {}   # call name -> the error it answers
 
     def __getattr__(self, name: str):
         if not name.startswith("cu"):
@@ -85,6 +87,8 @@ class FakeDriver:
 
     def _answer(self, name: str, args: tuple):
         ok = _Code.CUDA_SUCCESS
+        if name in self.refuse:
+            return self.refuse[name], None
         if name in ("cuMemAlloc", "cuMemAllocManaged"):
             return ok, self._block(args[0])
         if name == "cuMemHostAlloc":
@@ -155,6 +159,13 @@ def test_registered_host_memory_is_mapped_in_place(fake):
     assert backend.host_view(allocation) is memory
     backend.free(allocation)
     assert driver.calls[-1] == ("cuMemHostUnregister", (memory.ctypes.data,))
+
+
+def test_a_refused_registration_is_the_callers_error_not_a_kernel_failure(fake):
+    driver, backend = fake
+    driver.refuse["cuMemHostRegister"] = _Code.CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED
+    with pytest.raises(InvalidValueError, match="cannot register 32 bytes"):
+        backend.register_host_memory(0, np.zeros(32, np.uint8))
 
 
 def test_copies_touching_host_addressable_memory_let_the_driver_tell_the_direction(fake):

@@ -137,6 +137,18 @@ def _check(result: tuple, doing: str):
     return values[0] if len(values) == 1 else tuple(values)
 
 
+def _check_request(result: tuple, doing: str):
+    """_check for a call that runs no kernel (an allocation, a registration, a lookup): a
+    refusal is the caller's InvalidValueError (or OutOfMemoryError), never a kernel failure
+    that would leave the program's context unusable; a fault of earlier work it reports stays
+    what it is."""
+    code = result[0]
+    name = getattr(code, "name", "")
+    if code != 0 and name not in _STICKY and name != "CUDA_ERROR_OUT_OF_MEMORY":
+        raise InvalidValueError(f"{doing}: {_error_name(code)}")
+    return _check(result, doing)
+
+
 # -- ptxas and the cubin cache --------------------------------------------------------------------
 
 def wheel_ptxas() -> Path | None:
@@ -433,8 +445,8 @@ class Backend(BackendBase):
 
     def _allocated(self, ordinal: int, nbytes: int, kind: str, call) -> Allocation:
         self._contexts.enter(ordinal)
-        address = int(_check(call(_driver()),
-                             f"cuda:{ordinal} could not allocate {nbytes} bytes ({kind} memory)"))
+        address = int(_check_request(
+            call(_driver()), f"cuda:{ordinal} could not allocate {nbytes} bytes ({kind} memory)"))
         self._track(address, nbytes, ordinal, kind)
         return Allocation(address, nbytes, _DeviceMemory(ordinal, address, kind))
 
@@ -453,9 +465,9 @@ class Backend(BackendBase):
             driver = _driver()
             doing = (f"cannot register {nbytes} bytes of host memory at {address:#x} with "
                      f"cuda:{ordinal}")
-            _check(driver.cuMemHostRegister(address, nbytes,
-                                            _MEMHOSTREGISTER_PORTABLE_DEVICEMAP), doing)
-            mapped = int(_check(driver.cuMemHostGetDevicePointer(address, 0), doing))
+            _check_request(driver.cuMemHostRegister(address, nbytes,
+                                                    _MEMHOSTREGISTER_PORTABLE_DEVICEMAP), doing)
+            mapped = int(_check_request(driver.cuMemHostGetDevicePointer(address, 0), doing))
             if mapped != address:
                 _check(driver.cuMemHostUnregister(address), doing)
                 raise InvalidValueError(
@@ -572,9 +584,8 @@ class Backend(BackendBase):
                 f"the module variable {name!r}", self.name, None,
                 f"the {image.source} PTX of {image.name} does not define it (no kernel uses "
                 "it, or the target could not keep it)")
-        if code != 0:
-            raise _failure(code, f"cannot find the module variable {name!r} on cuda:{ordinal}")
-        address, size = int(values[0]), int(values[1])
+        address, size = map(int, _check_request(
+            (code, *values), f"cannot find the module variable {name!r} on cuda:{ordinal}"))
         variable = module.globals.get(name)
         kind = MANAGED if variable is not None and variable.managed else MODULE
         self._track(address, size, ordinal, kind)
