@@ -6,7 +6,7 @@ block indices and grid size of the whole launch: this pass gives the kernel six 
 `.u32` parameters after its own (the first block of the box, x/y/z, and the whole grid's
 size, x/y/z) and rewrites every read of %ctaid.* into %ctaid.* plus the first block, and of
 %nctaid.* into the whole grid's size. %clusterid and %nclusterid read the same (launches are
-of one-block clusters). Device functions that read them are inlined first (ptxport.ir.inline),
+of one-block clusters). Device functions that read them are inlined first (ptxport.passes.inline),
 so that every read is in the kernel. Targets are not touched: the result is an ordinary IR
 module compiled like any other.
 """
@@ -18,8 +18,8 @@ from functools import cache
 
 from ptxport.errors import UnsupportedFeatureError
 from ptxport.ir import nodes as ir
-from ptxport.ir.inline import functions_that, inline_calls
 from ptxport.ir.types import TYPES
+from ptxport.passes.inline import functions_that, inline_calls
 
 __all__ = ["HIDDEN_PARAMS", "run", "reads_block_index"]
 

@@ -1,6 +1,6 @@
 """How a device group splits one launch, and how it merges its members' writes.
 
-plan_launch() decides, from the kernel's IR (ptxport.ir.block_writes) and the launch's
+plan_launch() decides, from the kernel's IR (ptxport.passes.block_writes) and the launch's
 arguments, whether the launch is split, into which boxes of blocks (whole blocks, along the
 grid's outermost axis of more than one block, in proportion to each member's speed), and how
 each buffer the kernel writes is merged:
@@ -25,7 +25,7 @@ import numpy as np
 
 from ptxport.errors import WriteConflictError
 from ptxport.ir import nodes as ir
-from ptxport.ir.block_writes import UNKNOWN, kernel_writes, store_offsets
+from ptxport.passes.block_writes import UNKNOWN, kernel_writes, store_offsets
 
 __all__ = ["BufferMerge", "Plan", "identity", "merge_buffer", "plan_launch", "split_units"]
 

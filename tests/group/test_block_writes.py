@@ -1,4 +1,4 @@
-"""The write analysis (ir/block_writes.py) and the plans made from it (group_plan.py), on the
+"""The write analysis (passes/block_writes.py) and the plans made from it (group_plan.py), on the
 purpose-built kernels of group_kernels.py: which launches split, and how writes merge."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from group_kernels import group_code
 
 from ptxport import LaunchConfig
 from ptxport.frontends import nvrtc
-from ptxport.ir.block_writes import StoreForm, kernel_writes, store_offsets
+from ptxport.passes.block_writes import StoreForm, kernel_writes, store_offsets
 from ptxport.runtime.group_plan import identity, merge_buffer, plan_launch, split_units
 
 pytestmark = pytest.mark.skipif(not nvrtc.available()[0], reason="NVRTC builds the kernels")

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from ptxport.errors import UnsupportedFeatureError
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import uses_and_defs
-from ptxport.ir.inline import functions_that, inline_calls
+from ptxport.passes.inline import functions_that, inline_calls
 
 __all__ = ["ATOMIC_MERGES", "Atomic", "KernelWrites", "StoreForm", "kernel_writes",
            "store_offsets"]
