@@ -1,6 +1,6 @@
 """Where the drop-in libcublas.so.13 enters Python: `start` gives it one handler per entry
-point of cublas_signatures.py (found in cublas.py or cublas_gemm.py); libcublasLt.so.13's
-(cublaslt_dispatch.py) are made the same way.
+point of cublas_signatures.py (found in cublas.py, cublas_gemm.py or cublas_level2.py);
+libcublasLt.so.13's (cublaslt_dispatch.py) are made the same way.
 
 Each handler is wrapped once here, as dispatch.py wraps the driver's: a CublasError becomes
 its status, ptxport's other errors the status cuBLAS would return, with ptxport's
