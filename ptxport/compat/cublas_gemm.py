@@ -28,8 +28,8 @@ from ptxport.compat.cublas import (
     scalar_reader,
 )
 
-__all__ = ["DATA_TYPES", "Epilogue", "Operand", "Product", "ex_types", "gemm", "matrices",
-           "queue", "store", "to_float", "work_of"]
+__all__ = ["DATA_TYPES", "Epilogue", "Operand", "Product", "ex_types", "gemm", "gemm_work",
+           "matrices", "queue", "store", "to_float", "work_of"]
 
 _OPS = {0: False, 1: True, 2: True}   # CUBLAS_OP_N, _T, _C (C is T for real data)
 _BF16 = np.dtype("<u2")               # bfloat16 is stored as its 16 bits here
@@ -195,8 +195,8 @@ def work_of(product: Product, read_alpha: Callable[[], object],
     m, n, batch = product.m, product.n, product.batch
     d_t = matrices(d, m, n, batch, "D" if d is not c else "C")
     c_t = d_t if c is d else matrices(c, m, n, batch, "C")
-    return _gemm_work(d_t, c_t, product.views(), read_alpha, read_beta, product.compute,
-                      epilogue)
+    return gemm_work(d_t, c_t, product.views(), read_alpha, read_beta, product.compute,
+                     epilogue)
 
 
 def _matmul(views: tuple[np.ndarray, np.ndarray], compute: np.dtype) -> np.ndarray:
@@ -208,9 +208,9 @@ def _matmul(views: tuple[np.ndarray, np.ndarray], compute: np.dtype) -> np.ndarr
     return np.matmul(to_float(views[0], compute), to_float(views[1], compute))
 
 
-def _gemm_work(d_t: np.ndarray, c_t: np.ndarray, views: tuple[np.ndarray, np.ndarray] | None,
-               read_alpha: Callable[[], object], read_beta: Callable[[], object],
-               compute: np.dtype, epilogue: Epilogue | None) -> Callable[[], None]:
+def gemm_work(d_t: np.ndarray, c_t: np.ndarray, views: tuple[np.ndarray, np.ndarray] | None,
+              read_alpha: Callable[[], object], read_beta: Callable[[], object],
+              compute: np.dtype, epilogue: Epilogue | None) -> Callable[[], None]:
     """The work of one GEMM call on transposed views: D^T = alpha B^T A^T + beta C^T, then
     the epilogue (`views` None: k = 0)."""
 
