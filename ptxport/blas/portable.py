@@ -82,7 +82,7 @@ def _uses_mma(device: Device, in_type: np.dtype) -> bool:
     return device.backend == "cpu"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def kernel_for(arch: str, config: TileConfig, ta: bool, tb: bool, in_kind: int, out_kind: int,
                vec: bool) -> Kernel:
     """The compiled kernel of one variant (NVRTC's PTX, which ptxport lowers per device at
