@@ -101,17 +101,22 @@ def _arch(device: Device, mma: bool) -> str:
     return "sm_80" if mma and device.backend != "cuda" else arch
 
 
-def _aligned(problem, buffers: tuple[Buffer, ...], elements: int) -> bool:
+def _address(pointer: Buffer | np.uint64) -> int:
+    return pointer.handle if isinstance(pointer, Buffer) else int(pointer)
+
+
+def _aligned(problem, pointers: tuple[Buffer | np.uint64, ...], elements: int) -> bool:
     """16-byte vector loads are safe: leading dimensions, batch strides and addresses are
     multiples of 16 bytes (`elements` of the type)."""
     return all(v % elements == 0 for v in (*problem.lds[:2], *problem.strides[:2])) and \
-        all(buf.handle % 16 == 0 for buf in buffers)
+        all(_address(p) % 16 == 0 for p in pointers)
 
 
-def launch_gemm(stream: Stream, config: TileConfig, problem, a: Buffer, b: Buffer, c: Buffer,
-                in_type: np.dtype, out_type: np.dtype, alpha: float, beta: float) -> None:
-    """Queue the kernel of `config` for `problem` (ptxport.blas._Gemm, checked) on
-    `stream`."""
+def launch_gemm(stream: Stream, config: TileConfig, problem, a: Buffer | np.uint64,
+                b: Buffer | np.uint64, c: Buffer | np.uint64, in_type: np.dtype,
+                out_type: np.dtype, alpha: float, beta: float) -> None:
+    """Queue the kernel of `config` for `problem` (ptxport.blas._Gemm, checked) on `stream`;
+    the matrices are Buffers, or device addresses (np.uint64) that ptxport.compat passes."""
     vec = config.mma and _aligned(problem, (a, b), 8)
     kernel = kernel_for(_arch(stream.device, config.mma), config, problem.ta, problem.tb,
                         _kind(in_type), _kind(out_type), vec)

@@ -6,7 +6,9 @@ A handle is bound to a CUDA stream (cublasSetStream), and its work runs in that 
 order through the driver shim's own stream rules (streams.enqueue), so a cuBLAS call and the
 program's kernels and copies see each other's results as on a GPU. On the cpu device a device
 pointer is a host pointer: the routines run numpy (its OpenBLAS, multi-threaded) on views of
-device memory, without copies. Other devices are refused at cublasCreate, by name.
+device memory, without copies. On GPU devices (cuda, hip, opencl) the GEMMs run ptxport's
+portable GEMM kernels (ptxport.blas.portable); the other routines, which read device memory
+on the host, return CUBLAS_STATUS_NOT_SUPPORTED there and say why (device_array).
 """
 
 from __future__ import annotations
@@ -96,10 +98,6 @@ def handle_of(handle: int) -> Handle:
 def cublasCreate_v2(handle_out: int) -> int:
     if not handle_out:
         raise CublasError(INVALID_VALUE, "the pointer for the handle is NULL")
-    device = state.device
-    if device.backend != "cpu":
-        raise CublasError(NOT_SUPPORTED, f"cuBLAS runs only on ptxport's cpu device so far, "
-                                         f"not on {device}: run with --device cpu")
     put(ctypes.c_void_p, handle_out, state.handle(Handle()))
     return SUCCESS
 
@@ -213,6 +211,11 @@ def device_array(address: int, dtype: np.dtype, count: int, what: str) -> np.nda
     nbytes = count * dtype.itemsize
     if nbytes == 0:
         return np.empty(0, dtype)
+    if state.device.backend != "cpu":
+        raise CublasError(NOT_SUPPORTED, f"on {state.device} only GEMMs run (ptxport's portable "
+                                         "GEMM kernels, FP32/FP64/FP16/BF16, host pointer "
+                                         f"mode, no epilogue); {what} would be read on the "
+                                         "host, which needs --device cpu")
     buffer = state.allocation_at(address) if address else None
     if buffer is None or address + nbytes > buffer.handle + buffer.size:
         where = "is NULL" if not address else \

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ptxport.compat import streams
 from ptxport.compat.cublas import (
     INVALID_VALUE,
     NOT_SUPPORTED,
@@ -27,6 +28,7 @@ from ptxport.compat.cublas import (
     in_stream_order,
     scalar_reader,
 )
+from ptxport.compat.state import state
 
 __all__ = ["DATA_TYPES", "Epilogue", "Operand", "Product", "ex_types", "gemm", "gemm_work",
            "matrices", "queue", "store", "to_float", "work_of"]
@@ -147,6 +149,9 @@ def gemm(handle: int, transa: int, transb: int, m: int, n: int, k: int, alpha: i
     on_device = h.pointer_mode == POINTER_MODE_DEVICE
     scale = compute if scale is None else scale
     product = Product(transa, transb, m, n, k, a, b, batch, compute)
+    if state.device.backend != "cpu":
+        return _on_gpu(h, product, scalar_reader(on_device, alpha, scale, "alpha"),
+                       scalar_reader(on_device, beta, scale, "beta"), c)
     queue(h.stream, product, scalar_reader(on_device, alpha, scale, "alpha"),
           scalar_reader(on_device, beta, scale, "beta"), c, c)
     return SUCCESS
@@ -197,6 +202,33 @@ def work_of(product: Product, read_alpha: Callable[[], object],
     c_t = d_t if c is d else matrices(c, m, n, batch, "C")
     return gemm_work(d_t, c_t, product.views(), read_alpha, read_beta, product.compute,
                      epilogue)
+
+
+def _on_gpu(h, product: Product, read_alpha: Callable[[], object],
+            read_beta: Callable[[], object], c: Operand) -> int:
+    """Queue the GEMM on a GPU device with ptxport's portable GEMM kernels (host pointer
+    mode: the scalars are read now; the device pointer mode's are refused by scalar_reader,
+    which cannot read device memory on the host)."""
+    from ptxport.blas import _Gemm, portable
+
+    a, b = product.a, product.b
+    if product.compute.kind == "i" or a.dtype != b.dtype:
+        raise CublasError(NOT_SUPPORTED, f"on {state.device} the portable GEMM runs f32, f64, "
+                                         "f16 and bf16 data (A and B of one type), not "
+                                         f"{a.dtype.name}/{b.dtype.name}")
+    alpha, beta = float(read_alpha()), float(read_beta())
+    if product.m == 0 or product.n == 0 or product.batch == 0:
+        return SUCCESS
+    stream = streams.ordered(h.stream)
+    if isinstance(stream, streams.Capture):
+        raise CublasError(NOT_SUPPORTED, "GEMMs on GPU devices cannot be captured into a graph "
+                                         "yet")
+    problem = _Gemm(_OPS[product.transa], _OPS[product.transb], product.m, product.n,
+                    product.k, (a.ld, b.ld, c.ld), (a.stride, b.stride, c.stride),
+                    product.batch)
+    portable.gemm(stream, problem, np.uint64(a.address), np.uint64(b.address),
+                  np.uint64(c.address), a.dtype, c.dtype, alpha, beta)
+    return SUCCESS
 
 
 def _matmul(views: tuple[np.ndarray, np.ndarray], compute: np.dtype) -> np.ndarray:

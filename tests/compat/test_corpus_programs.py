@@ -34,8 +34,8 @@ TIMEOUT_S = 300
 _SPIRV = "device code the SPIR-V target does not lower yet: "
 _SYMBOLS = ("__device__ and __constant__ variables (cuModuleGetGlobal) on devices other than "
             "cpu: the runtime has no hook for a module's globals yet")
-_CUBLAS = ("the drop-in cuBLAS runs its work on the cpu device only (cublasCreate refuses "
-           "other devices by name) until the portable GEMM kernels serve it there")
+_CUBLAS = ("on GPU devices the drop-in cuBLAS runs GEMMs only (the portable GEMM kernels); "
+           "Level 1/2, int8, device pointer mode and cuBLASLt are refused there by name")
 # device -> program -> why it does not pass there yet
 NOT_YET: dict[str, dict[str, str]] = {
     "cpu": {

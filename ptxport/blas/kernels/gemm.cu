@@ -162,11 +162,14 @@ ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long str
     }
   };
 
+  // (zero from a parameter: a constant zero-fill may become a call to memset, which the
+  // CPU target's kernels cannot make)
+  const Acc zero = (Acc)(m < 0);
   Acc acc[TM][TN];
 #pragma unroll
   for (int r = 0; r < TM; ++r)
 #pragma unroll
-    for (int q = 0; q < TN; ++q) acc[r][q] = 0;
+    for (int q = 0; q < TN; ++q) acc[r][q] = zero;
 
   fetch(0);
   stash(0);
@@ -312,13 +315,14 @@ ptxport_gemm(int m, int n, int k, float alpha, const In *a, int lda, long long s
     }
   };
 
+  const float zero = (float)(m < 0);   // not a constant: see the SIMT kernel
   float acc[MT][NTL][4];
 #pragma unroll
   for (int x = 0; x < MT; ++x)
 #pragma unroll
     for (int y = 0; y < NTL; ++y)
 #pragma unroll
-      for (int z = 0; z < 4; ++z) acc[x][y][z] = 0.0f;
+      for (int z = 0; z < 4; ++z) acc[x][y][z] = zero;
 
   fetch(0);
   stash(0);
