@@ -9,11 +9,11 @@ f32 accumulation (mma.sync.m16n8k16), used where the target lowers mma.sync: NVI
 vectorisation) is one NVRTC compilation, made once per process and cached on disk by
 ptxport's compiler caches.
 
-The autotuner times each candidate tile shape once on a problem of the device's scale the
-first time a (device, kernel, types) is used, and keeps the fastest in
+The autotuner times each candidate tile shape once on a 2048^3 problem the first time a
+(GPU, kernel, accumulator type) is used, and keeps the fastest in
 $PTXPORT_CACHE_DIR/blas/autotune.json (else ~/.cache/ptxport/...), keyed by the device's
-backend and name. The cpu device is not tuned (ptxport.blas runs BLAS there; the kernels
-run on it for tests and the report of benchmarks/gemm.py).
+backend and name. cpu and opencl devices take the first candidate untuned (see
+tuned_config).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ __all__ = ["MMA_CANDIDATES", "SIMT_CANDIDATES", "TileConfig", "gemm", "kernel_fo
 
 SOURCE = Path(__file__).resolve().parent / "kernels" / "gemm.cu"
 _KINDS = {"float32": 0, "float64": 1, "float16": 2, "uint16": 3}   # uint16: bfloat16 bits
-_TUNE_SIZE = {"cuda": 2048, "hip": 2048, "opencl": 512}
+_TUNE_SIZE = {"cuda": 2048, "hip": 2048}
 
 
 @dataclass(frozen=True)
@@ -164,11 +164,15 @@ def _save(key: str, config: TileConfig) -> None:
 
 
 def tuned_config(device: Device, mma: bool, in_type: np.dtype, out_type: np.dtype) -> TileConfig:
-    """The fastest candidate tile shape on `device` for this kernel and types, timed on first
-    use and cached on disk; on the cpu device, the first candidate (not tuned)."""
+    """The fastest candidate tile shape on `device` for this kernel and its accumulator
+    (f32 or f64; 16-bit data share f32's choice), timed on first use and cached on disk. On
+    cpu and opencl devices, the first candidate, untuned: there each candidate's compile
+    (the OpenCL runtime's, seconds) costs more than tuning gains at the sizes they run."""
     candidates = MMA_CANDIDATES if mma else SIMT_CANDIDATES
     if device.backend not in _TUNE_SIZE:
         return candidates[0]
+    if not mma:
+        in_type = out_type = np.dtype(np.float64 if in_type == np.float64 else np.float32)
     key = f"{device.backend}|{device.name}|{'mma' if mma else 'simt'}|{in_type.name}|" \
           f"{out_type.name}"
     cached = _load().get(key)
