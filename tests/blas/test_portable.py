@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ptxport import Device
+from ptxport import Device, blas
 from ptxport.blas import _Gemm, portable
 from ptxport.blas.portable import TileConfig
 from ptxport.runtime.backends import availability
@@ -105,3 +105,22 @@ def test_simt_16_bit_on_opencl():
 def test_tensor_cores_only_where_the_target_has_mma():
     assert portable._uses_mma(Device("cpu"), np.dtype(np.float16))
     assert not portable._uses_mma(Device("cpu"), np.dtype(np.float32))
+
+
+def test_blas_gemm_on_opencl_runs_the_portable_kernel():
+    device = _device("opencl:0")
+    stream = device.create_stream()
+    m, n, k = 21, 13, 9
+    a = (RNG.integers(-8, 9, (k, m)) / 8).astype(np.float32)   # column-major m x k
+    b = (RNG.integers(-8, 9, (n, k)) / 8).astype(np.float32)   # column-major k x n
+    buffers = []
+    for values in (a, b, np.zeros((n, m), np.float32)):
+        buf = device.allocate(values.nbytes, stream=stream)
+        buf.copy_from(np.ascontiguousarray(values).ravel(), stream=stream)
+        buffers.append(buf)
+    blas.gemm("N", "N", m, n, k, 1.0, buffers[0], m, buffers[1], k, 0.0, buffers[2], m,
+              stream=stream)
+    got = np.empty((n, m), np.float32)
+    buffers[2].copy_to(got, stream=stream)
+    stream.sync()
+    np.testing.assert_array_equal(got.T, a.T.astype(np.float64) @ b.T)
