@@ -63,7 +63,8 @@ class TileConfig:
 
 
 SIMT_CANDIDATES = (TileConfig(False, 64, 64, 8, 4, 4), TileConfig(False, 128, 128, 8, 8, 8),
-                   TileConfig(False, 128, 64, 8, 8, 4), TileConfig(False, 32, 32, 8, 2, 2))
+                   TileConfig(False, 64, 64, 16, 4, 4), TileConfig(False, 128, 64, 8, 8, 4),
+                   TileConfig(False, 32, 32, 8, 2, 2))
 MMA_CANDIDATES = (TileConfig(True, 128, 128, 32, wm=2, wn=4),
                   TileConfig(True, 128, 64, 32, wm=2, wn=2),
                   TileConfig(True, 64, 64, 32, wm=2, wn=2))
@@ -117,7 +118,8 @@ def launch_gemm(stream: Stream, config: TileConfig, problem, a: Buffer | np.uint
                 out_type: np.dtype, alpha: float, beta: float) -> None:
     """Queue the kernel of `config` for `problem` (ptxport.blas._Gemm, checked) on `stream`;
     the matrices are Buffers, or device addresses (np.uint64) that ptxport.compat passes."""
-    vec = config.mma and _aligned(problem, (a, b), 8)
+    vec = _aligned(problem, (a, b), 8) if config.mma else \
+        in_type == np.float32 and _aligned(problem, (a, b), 4)
     kernel = kernel_for(_arch(stream.device, config.mma), config, problem.ta, problem.tb,
                         _kind(in_type), _kind(out_type), vec)
     scalar = np.float64 if in_type == np.float64 else np.float32

@@ -43,11 +43,13 @@ def _widened(values: np.ndarray, dtype) -> np.ndarray:
 
 
 def _check(device: Device, config: TileConfig, ta: bool, tb: bool, m: int, n: int, k: int,
-           in_type, out_type, batch: int = 1) -> None:
+           in_type, out_type, batch: int = 1, aligned: bool = False) -> None:
+    """aligned: leading dimensions and batch strides multiples of 16 bytes, so that the
+    kernels take their vector loads (partial groups at the edges stay element-wise)."""
     stream = device.create_stream()
     ra, ca = (k, m) if ta else (m, k)
     rb, cb = (n, k) if tb else (k, n)
-    lds = (ra + 1, rb + 3, m + 2)
+    lds = tuple(-(-x // 8) * 8 + 8 for x in (ra, rb, m)) if aligned else (ra + 1, rb + 3, m + 2)
     # A is shared by every batch (stride 0); B and C have one matrix per batch
     a = RNG.integers(-8, 9, (ca, lds[0])) / 8
     b = RNG.integers(-8, 9, (batch, cb, lds[1])) / 8
@@ -80,6 +82,16 @@ def _check(device: Device, config: TileConfig, ta: bool, tb: bool, m: int, n: in
 @pytest.mark.parametrize("ta, tb", [(False, False), (True, True)])
 def test_simt_f32_on_cpu(ta, tb):
     _check(_device("cpu"), SIMT, ta, tb, 37, 29, 19, np.float32, np.float32, batch=2)
+
+
+SIMT_VEC = TileConfig(False, 64, 64, 16, 4, 4)   # 4 floats a thread per tile: float4 loads
+
+
+@pytest.mark.parametrize("device", ["cpu", "opencl:0"])
+@pytest.mark.parametrize("ta, tb", [(False, True), (True, False)])
+def test_simt_f32_vector_loads(device, ta, tb):
+    _check(_device(device), SIMT_VEC, ta, tb, 37, 29, 19, np.float32, np.float32, batch=2,
+           aligned=True)
 
 
 def test_simt_f64_on_cpu():

@@ -13,8 +13,9 @@
 //
 // Both kernels double-buffer shared memory: the next k-step's tile is loaded from global
 // memory into registers while the current one is multiplied out of shared memory, then
-// stored into the other buffer, one barrier per step. Loads are vectorised (16 bytes) along
-// the contiguous dimension where alignment allows (VEC: the host checked ld and pointers),
+// stored into the other buffer, one barrier per step. Loads are vectorised (16 bytes: float4
+// in the SIMT kernel for f32, 8 halves in the mma kernel) along the contiguous dimension
+// where alignment allows (VEC: the host checked ld, batch strides and pointers),
 // element-wise with zero fill at the matrix edges otherwise.
 
 #ifndef IN_KIND
@@ -110,6 +111,9 @@ __device__ __forceinline__ In load_b(const In *b, int ldb, int k, int n, int p, 
 #define NT ((BM / TM) * (BN / TN))
 #define A_PER_THREAD (BM * BK / NT)
 #define B_PER_THREAD (BK * BN / NT)
+// float4 loads when the data are f32, the host found them aligned (VEC), and every thread
+// moves whole groups of 4
+#define SIMT_VEC4 (VEC && IN_KIND == 0 && A_PER_THREAD % 4 == 0 && B_PER_THREAD % 4 == 0)
 
 // Element e of a tile of R x K (R rows, K along k), laid out so that consecutive e run along
 // the stored matrix's contiguous dimension: along rows when not transposed, along k when.
@@ -132,6 +136,65 @@ ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long str
   b += blockIdx.z * stride_b;
   c += blockIdx.z * stride_c;
 
+#if SIMT_VEC4
+  // 16-byte loads: each thread moves groups of 4 floats along the stored matrices'
+  // contiguous dimension (element-wise where a group crosses a matrix edge)
+  float4 ra[A_PER_THREAD / 4], rb[B_PER_THREAD / 4];
+  auto fetch = [&](int k0) {
+#pragma unroll
+    for (int x = 0; x < A_PER_THREAD / 4; ++x) {
+      int g = t + x * NT, i, p;
+      if (TRANS_A) { p = (g % (BK / 4)) * 4; i = g / (BK / 4); }
+      else { i = (g % (BM / 4)) * 4; p = g / (BM / 4); }
+      int gi = bm + i, gp = k0 + p;
+      float *v = (float *)&ra[x];
+      if (TRANS_A ? (gi < m && gp + 3 < k) : (gi + 3 < m && gp < k)) {
+        ra[x] = *(const float4 *)(TRANS_A ? a + gp + (long long)gi * lda : a + gi + (long long)gp * lda);
+      } else {
+#pragma unroll
+        for (int y = 0; y < 4; ++y)
+          v[y] = TRANS_A ? load_a(a, lda, m, k, gi, gp + y) : load_a(a, lda, m, k, gi + y, gp);
+      }
+    }
+#pragma unroll
+    for (int x = 0; x < B_PER_THREAD / 4; ++x) {
+      int g = t + x * NT, p, j;
+      if (TRANS_B) { j = (g % (BN / 4)) * 4; p = g / (BN / 4); }
+      else { p = (g % (BK / 4)) * 4; j = g / (BK / 4); }
+      int gp = k0 + p, gj = bn + j;
+      float *v = (float *)&rb[x];
+      if (TRANS_B ? (gp < k && gj + 3 < n) : (gp + 3 < k && gj < n)) {
+        rb[x] = *(const float4 *)(TRANS_B ? b + gj + (long long)gp * ldb : b + gp + (long long)gj * ldb);
+      } else {
+#pragma unroll
+        for (int y = 0; y < 4; ++y)
+          v[y] = TRANS_B ? load_b(b, ldb, k, n, gp, gj + y) : load_b(b, ldb, k, n, gp + y, gj);
+      }
+    }
+  };
+  auto stash = [&](int s) {
+#pragma unroll
+    for (int x = 0; x < A_PER_THREAD / 4; ++x) {
+      int g = t + x * NT;
+      const float *v = (const float *)&ra[x];
+#pragma unroll
+      for (int y = 0; y < 4; ++y) {
+        if (TRANS_A) as[s][(g % (BK / 4)) * 4 + y][g / (BK / 4)] = v[y];
+        else as[s][g / (BM / 4)][(g % (BM / 4)) * 4 + y] = v[y];
+      }
+    }
+#pragma unroll
+    for (int x = 0; x < B_PER_THREAD / 4; ++x) {
+      int g = t + x * NT;
+      const float *v = (const float *)&rb[x];
+#pragma unroll
+      for (int y = 0; y < 4; ++y) {
+        if (TRANS_B) bs[s][g / (BN / 4)][(g % (BN / 4)) * 4 + y] = v[y];
+        else bs[s][(g % (BK / 4)) * 4 + y][g / (BK / 4)] = v[y];
+      }
+    }
+  };
+#else
   In ra[A_PER_THREAD], rb[B_PER_THREAD];
   auto fetch = [&](int k0) {
 #pragma unroll
@@ -161,6 +224,7 @@ ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long str
       bs[s][p][j] = to_acc<IN_KIND>(rb[x]);
     }
   };
+#endif
 
   // (zero from a parameter: a constant zero-fill may become a call to memset, which the
   // CPU target's kernels cannot make)
