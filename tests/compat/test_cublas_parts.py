@@ -8,7 +8,7 @@ import pytest
 
 from ptxport.compat import build, cublas_signatures
 from ptxport.compat.cublas import INVALID_VALUE, NOT_SUPPORTED, CublasError
-from ptxport.compat.cublas_gemm import Operand, _check, _to_bf16, _to_float, ex_types
+from ptxport.compat.cublas_gemm import Operand, _check, _to_bf16, ex_types, to_float
 
 _F32 = np.dtype(np.float32)
 
@@ -45,9 +45,14 @@ def test_gemm_argument_checks(args, message):
 
 
 def test_gemm_ex_type_combinations():
-    assert ex_types(2, 2, 0, 68) == _F32            # f16 inputs, f32 output, 32F compute
-    assert ex_types(0, 0, 0, 77) == _F32            # FAST_TF32 computed in FP32
-    for combination in ((2, 2, 0, 77), (0, 0, 0, 64), (1, 1, 1, 68), (3, 3, 10, 72)):
+    assert ex_types(2, 2, 0, 68) == (_F32, _F32)    # f16 inputs, f32 output, 32F compute
+    assert ex_types(0, 0, 0, 77) == (_F32, _F32)    # FAST_TF32 computed in FP32
+    # int8 inputs, int32 output: alpha and beta are int32, the sums exact in int64
+    assert ex_types(3, 3, 10, 72) == (np.dtype(np.int32), np.dtype(np.int64))
+    # 16F: alpha and beta are half, computed in FP32
+    assert ex_types(2, 2, 2, 64) == (np.dtype(np.float16), _F32)
+    for combination in ((2, 2, 0, 77), (0, 0, 0, 64), (1, 1, 1, 68), (3, 3, 0, 72),
+                        (3, 3, 10, 68)):
         with pytest.raises(CublasError) as error:
             ex_types(*combination)
         assert error.value.status == NOT_SUPPORTED
@@ -57,7 +62,7 @@ def test_bfloat16_rounds_to_nearest_even():
     values = np.array([1 + 2 ** -8, 1 + 3 * 2 ** -8, -(1 + 2 ** -9), 65504.0, np.inf,
                        np.nan, 3.0e38], np.float32)
     bits = _to_bf16(values)
-    back = _to_float(bits, _F32)
+    back = to_float(bits, _F32)
     assert back[0] == 1.0                      # a tie goes to the even neighbour
     assert back[1] == 1 + 2 ** -6              # a tie goes to the even neighbour, upward
     assert back[2] == -1.0
