@@ -1,0 +1,1 @@
+"""Transformations of the IR, one per file, each exposing `run`."""
