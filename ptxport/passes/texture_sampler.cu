@@ -213,7 +213,13 @@ static __device__ unsigned char *surface_address(unsigned long long handle, unsi
     unsigned int mode = (op >> SU_CLAMP_SHIFT) & 3;
     for (int k = 0; k < 3; ++k) {
         if (at[k] >= 0 && at[k] <= limit[k]) continue;
-        if (mode == 0) __trap();
+        if (mode == 0) {
+            // CUDA's assert (NVRTC declares it): every target lowers it, and it fails the
+            // launch with cudaErrorAssert and this message where CUDA's surface unit faults.
+            __assertfail("surface access out of bounds under .trap (cudaBoundaryModeTrap)",
+                         __FILE__, __LINE__, "surface_address", 1);
+            return nullptr;
+        }
         if (mode == 2) return nullptr;
         at[k] = at[k] < 0 ? 0 : limit[k];
     }

@@ -44,7 +44,7 @@ _CLAMP = {"trap": 0, "clamp": 1, "zero": 2}
 _SAMPLER = Path(__file__).with_name("texture_sampler.cu")
 # The SHA-256 of texture_sampler.ptx, written by regenerate(): an edit of the PTX changes this
 # file, and with it the keys of compiled kernels in the caches (which hash ptxport's .py files).
-SAMPLER_DIGEST = "f414932970f0f63f11acd81439d7e6483cd752e5e5536a18248a2ba9c0a833f3"
+SAMPLER_DIGEST = "f672bce6f9cc01aa531d40ce37f865360ae4cf10e22c9811fff38a3559c39069"
 
 
 def uses_textures(module: ir.Module) -> bool:
@@ -78,19 +78,32 @@ def _sampler_ast() -> ast.Module:
 
 
 def _link_sampler(module: ir.Module) -> dict[str, ir.Function]:
-    """Add the sampler's functions to `module` (built afresh: passes may change them)."""
+    """Add the sampler's functions to `module` (built afresh: passes may change them). Its
+    declarations (__assertfail) become the module's own where the module has them, and its
+    variables (assert's strings) get names of their own."""
     from ptxport.ir.from_ptx import build
 
     sampler = build(_sampler_ast())
-    functions = {f.name: f for f in sampler.functions.values()}
-    for name, function in functions.items():
-        if name in module.functions:
+    same = {}
+    for name, function in sampler.functions.items():
+        existing = module.functions.get(name)
+        if existing is not None and function.is_declaration and existing.is_declaration:
+            same[id(function)] = existing
+        elif existing is not None:
             raise UnsupportedFeatureError(name, "ptxport", reason="the module defines a "
                                           "function with the texture sampler's name")
-        function.linkage = ()
-        module.functions[name] = function
-    for name, var in sampler.globals.items():
-        module.globals.setdefault(name, var)
+    functions = {}
+    for name, function in sampler.functions.items():
+        if id(function) not in same:
+            function.linkage = () if not function.is_declaration else function.linkage
+            module.functions[name] = functions[name] = function
+    for function in functions.values():
+        for inst in function.instructions():
+            if any(id(o) in same for o in inst.operands):
+                inst.operands = tuple(same.get(id(o), o) for o in inst.operands)
+    for var in sampler.globals.values():
+        var.name = f"__ptxport_sampler{var.name}"
+        module.globals[var.name] = var
     return functions
 
 
