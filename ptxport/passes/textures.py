@@ -44,7 +44,7 @@ _CLAMP = {"trap": 0, "clamp": 1, "zero": 2}
 _SAMPLER = Path(__file__).with_name("texture_sampler.cu")
 # The SHA-256 of texture_sampler.ptx, written by regenerate(): an edit of the PTX changes this
 # file, and with it the keys of compiled kernels in the caches (which hash ptxport's .py files).
-SAMPLER_DIGEST = "f672bce6f9cc01aa531d40ce37f865360ae4cf10e22c9811fff38a3559c39069"
+SAMPLER_DIGEST = "4854cda46f768903c825bf437f83de1bfa0a127876f6d43ed2430538a0279df2"
 
 
 def uses_textures(module: ir.Module) -> bool:
@@ -198,7 +198,9 @@ class _Rewriter:
                           ir.Address(result, n * stride))
 
     def handle(self, operand) -> tuple[ir.Register, tuple]:
-        """(object handle register, the rest) of `[handle, coordinates]`."""
+        """(object handle register, the rest) of `[handle, coordinates]` (or `[handle]`)."""
+        if isinstance(operand, ir.Address) and operand.offset == 0 and not operand.unified:
+            operand = ir.ListValue((operand.base,), True)
         if not isinstance(operand, ir.ListValue) or not operand.elements:
             raise self.refuse(self.inst.spec.text, "a texture operand other than [a, c]")
         handle, *rest = operand.elements
@@ -307,7 +309,9 @@ class _Rewriter:
     def lower_suld(self, inst: ir.Instruction) -> None:
         """suld.b.geom{.cop}.vec.dtype.clamp d, [a, b]: x in bytes, y and z in rows/slices."""
         args = self.surface_arguments(inst, inst.operands[1])
-        self.results(inst.operands[0], self.call("__ptxport_suld", args, 32), 8)
+        result = self.call("__ptxport_suld", args, 48)
+        self.results(inst.operands[0], result, 8)
+        self.fault_if_out_of_bounds(ir.Address(result, 32))
 
     def lower_sust(self, inst: ir.Instruction) -> None:
         """sust.b.geom{.cop}.vec.ctype.clamp [a, b], c"""
@@ -316,10 +320,80 @@ class _Rewriter:
         bits = inst.spec.types[0]
         args += [self.argument(values[n] if n < len(values) else ir.IntImm(0), bits)
                  for n in range(4)]
-        self.call("__ptxport_sust", args)
+        self.fault_if_out_of_bounds(ir.Address(self.call("__ptxport_sust", args, 4)))
+
+    def register(self, type_name: str) -> ir.Register:
+        self.count += 1
+        register = ir.Register(f"%__ptxport_texture{self.count}", TYPES[type_name])
+        self.function.registers[register.name] = register
+        return register
+
+    def fault_if_out_of_bounds(self, status: ir.Address) -> None:
+        """Where the sampler says a .trap access was out of bounds, CUDA's surface unit
+        faults: here CUDA's assert does (every target lowers it, with this message, and the
+        launch fails as cudaErrorAssert)."""
+        flag, out = self.register("u32"), self.register("pred")
+        inst = self.inst
+        self.inst = ir.Instruction(inst.spec, inst.operands, pos=inst.pos)   # unguarded
+        self.emit("mov.u32 %r0, 0", flag, ir.IntImm(0))
+        self.inst = inst
+        self.emit("ld.param.u32 %r0, [r]", flag, status)
+        self.inst = ir.Instruction(inst.spec, inst.operands, pos=inst.pos)
+        self.emit("setp.ne.u32 %p0, %r0, 0", out, flag, ir.IntImm(0))
+        file, line = self.place()
+        args = [self.string_argument(_FAULT_MESSAGE), self.string_argument(file),
+                self.argument(ir.IntImm(line), "b32"),
+                self.string_argument(self.inst.spec.text)]
+        args.append(self.argument(ir.IntImm(1), "b64"))
+        self.inst = ir.Instruction(inst.spec, inst.operands, out, False, inst.pos)
+        self.emit("call.uni f, (a)", self.assertfail(), ir.ListValue(tuple(args)))
+        self.inst = inst
+
+    def place(self) -> tuple[str, int]:
+        """The user's file and line of the instruction (else the PTX's)."""
+        where = self.module.source_line(self.inst.pos)
+        if where:
+            return where
+        location = self.module.location(self.inst.pos)
+        name = self.module.source.name if self.module.source else "<ptx>"
+        return name, location.line if location else 0
+
+    def string_argument(self, text: str) -> ir.Variable:
+        """A .param holding the generic address of a constant string (as NVRTC passes
+        assert's strings: mov, cvta.global, st.param)."""
+        name = f"__ptxport_string_{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+        var = self.module.globals.get(name)
+        if var is None:
+            data = text.encode() + b"\0"
+            var = ir.Variable(name, "global", TYPES["b8"], elements=len(data), align=1,
+                              dims=(len(data),), init=[ir.IntImm(b) for b in data])
+            self.module.globals[name] = var
+        address, generic = self.register("b64"), self.register("b64")
+        self.emit("mov.u64 %rd0, s", address, var)
+        self.emit("cvta.global.u64 %rd0, %rd0", generic, address)
+        return self.argument(generic, "b64")
+
+    def assertfail(self) -> ir.Function:
+        function = self.module.functions.get("__assertfail")
+        if function is None:
+            from ptxport.ir.from_ptx import build
+            from ptxport.ptx.parser import parse
+
+            declaration = build(parse(_ASSERTFAIL, "<textures>")).functions["__assertfail"]
+            function = self.module.functions["__assertfail"] = declaration
+        return function
 
     def lower_sured(self, inst: ir.Instruction) -> None:
         raise self.refuse(inst.spec.text, "surface reductions (sured)")
+
+
+_FAULT_MESSAGE = "surface access out of bounds under .trap (cudaBoundaryModeTrap)"
+_ASSERTFAIL = """.version 8.0
+.target sm_80
+.address_size 64
+.extern .func __assertfail(.param .b64 a, .param .b64 b, .param .b32 c, .param .b64 d,
+                           .param .b64 e);
+"""
 
 
 def _coordinate(coords: tuple, k: int, ctype: str):
