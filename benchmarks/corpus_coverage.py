@@ -40,12 +40,22 @@ RESULTS = ROOT / "benchmarks" / "results" / "corpus_coverage.json"
 
 
 def nvcc_ptx(source: Path, includes: list[str], timeout: float) -> str:
-    """The PTX nvcc makes of `source` for sm_80 (cached by content and flags)."""
-    from programs_harness import build_env, cache_root, toolkit_root
+    """The PTX nvcc makes of `source` for sm_80 (cached by content and flags), with -rdc=true
+    where nvcc needs it."""
+    from programs_harness import toolkit_root
 
     root = toolkit_root()
-    flags = ["-arch=sm_80", "--ptx", "-std=c++17", f"-I{root / 'include' / 'cccl'}",
-             f"-I{source.parent}", *(f"-I{d}" for d in includes)]
+    flags = ["-arch=sm_80", "--ptx", "-std=c++17", "--extended-lambda",
+             f"-I{root / 'include' / 'cccl'}", f"-I{source.parent}", *(f"-I{d}" for d in includes)]
+    try:
+        return _nvcc(source, root, flags, timeout)
+    except RuntimeError:   # device-side launches and extern device code need -rdc=true
+        return _nvcc(source, root, [*flags, "-rdc=true"], timeout)
+
+
+def _nvcc(source: Path, root: Path, flags: list[str], timeout: float) -> str:
+    from programs_harness import build_env, cache_root
+
     key = hashlib.sha256(source.read_bytes() + " ".join(flags).encode()).hexdigest()[:24]
     cached = cache_root().parent / "coverage" / f"{key}.ptx"
     if cached.is_file():
@@ -99,6 +109,9 @@ def refusal(error: Exception) -> str:
     feature = getattr(error, "feature", None)
     if feature:
         what = str(feature).split()[0].split(".")[0]
+        reason = getattr(error, "reason", "")
+        if reason:
+            what = f"{what} ({reason[:48]})"
     else:
         match = _OPCODE.search(str(error))
         what = (match.group(1) or match.group(2)) if match else str(error)[:60]
