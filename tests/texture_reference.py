@@ -144,7 +144,9 @@ def fetch(data: np.ndarray, fmt, dims: int, mode: str, normalized: bool, idx) ->
     out = np.zeros((len(idx[0]), 4), values.dtype)
     out[:, 3] = 1 if not floats else np.float32(1)
     out[:, :channels] = values
-    border = np.array(BORDER, np.float32)
+    # a border texel is the border color: (0, 0, 0, 0) for integer results here (what CUDA
+    # does with another color for them is not settled: benchmarks/texture_check.py tells)
+    border = np.array(BORDER if floats else (0.0,) * 4, np.float32)
     out[outside] = border if floats else border.view(np.uint32)
     return out
 
@@ -177,3 +179,55 @@ def sample(data: np.ndarray, fmt, dims: int, mode: str, filt: str, normalized: b
         t = fetch(data, fmt, dims, mode, normalized, idx)
         total = (total + w[:, None] * t).astype(np.float32)
     return total.view(np.uint32)
+
+
+def is_float_result(fmt) -> bool:
+    return fmt[1] in (np.float32, np.float16) or fmt[3] == "normalized_float"
+
+
+def launch_fetch(device, kernels, dims, fmt, handle: int, coords: np.ndarray) -> np.ndarray:
+    """Run the fetch kernel of `dims` on texture `handle` at `coords`: (n, 4) uint32 bits."""
+    from ptxport import LaunchConfig, launch
+
+    stream = device.create_stream()
+    n = len(coords)
+    c = device.allocate(coords.nbytes, stream=stream)
+    c.copy_from(coords, stream=stream)
+    out = device.allocate(n * 16, stream=stream)
+    kernel = kernels.get_kernel(f"{'f' if is_float_result(fmt) else 'i'}{dims}")
+    launch(stream, LaunchConfig(grid=(n + 63) // 64, block=64), kernel, np.uint64(handle), c,
+           out, np.int32(n))
+    got = np.empty((n, 4), np.uint32)
+    out.copy_to(got, stream=stream)
+    stream.sync()
+    c.close()
+    out.close()
+    return got
+
+
+def run_on_ptxport(device, kernels, dims, fmt, mode, filt, normalized):
+    """(got, expected): one case on a ptxport device with texture objects of its own
+    (ptxport.runtime.textures) and in this model, as (n, 4) uint32 bits."""
+    from ptxport.runtime.textures import (
+        Array,
+        ChannelFormat,
+        ResourceDesc,
+        TextureDesc,
+        TextureObject,
+    )
+
+    stream = device.create_stream()
+    data = texels(dims, fmt)
+    width, height, depth = (SIZES[dims] + (0, 0))[:3]
+    array = Array(device, ChannelFormat.from_dtype(fmt[1], fmt[2]), width, height, depth,
+                  stream=stream)
+    array.copy_from(data, stream=stream)
+    border = BORDER if is_float_result(fmt) else (0.0,) * 4
+    desc = TextureDesc(address_mode=(mode,) * 3, filter_mode=filt, read_mode=fmt[3],
+                       normalized_coords=normalized, border_color=border)
+    texture = TextureObject(device, ResourceDesc.from_array(array), desc, stream=stream)
+    coords = coordinates(dims, normalized)
+    got = launch_fetch(device, kernels, dims, fmt, texture.handle, coords)
+    texture.close()
+    array.close()
+    return got, sample(data, fmt, dims, mode, filt, normalized, coords)

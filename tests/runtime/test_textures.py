@@ -42,34 +42,9 @@ def fetch_kernels():
 
 
 def run_case(device, kernels, dims, fmt, mode, filt, normalized):
-    """(got, expected) uint32 bits of one texture-fetch case."""
-    stream = device.create_stream()
-    data = ref.texels(dims, fmt)
-    width, height, depth = (ref.SIZES[dims] + (0, 0))[:3]
-    array = Array(device, ChannelFormat.from_dtype(fmt[1], fmt[2]), width, height, depth,
-                  stream=stream)
-    array.copy_from(data, stream=stream)
-    desc = TextureDesc(address_mode=(mode,) * 3, filter_mode=filt, read_mode=fmt[3],
-                       normalized_coords=normalized,
-                       border_color=ref.BORDER)
-    texture = TextureObject(device, ResourceDesc.from_array(array), desc, stream=stream)
-    coords = ref.coordinates(dims, normalized)
-    n = len(coords)
-    c = device.allocate(coords.nbytes, stream=stream)
-    c.copy_from(coords, stream=stream)
-    out = device.allocate(n * 16, stream=stream)
-    floats = fmt[1] in (np.float32, np.float16) or fmt[3] == "normalized_float"
-    kernel = kernels.get_kernel(f"{'f' if floats else 'i'}{dims}")
-    launch(stream, LaunchConfig(grid=(n + 63) // 64, block=64), kernel,
-           np.uint64(texture.handle), c, out, np.int32(n))
-    got = np.empty((n, 4), np.uint32)
-    out.copy_to(got, stream=stream)
-    stream.sync()
-    for thing in (texture, array, c, out):
-        thing.close()
-    expected = ref.sample(data, fmt, dims, mode, filt, normalized, coords)
-    channels = fmt[2]
-    return got[:, :channels], expected[:, :channels]
+    """(got, expected) uint32 bits of one texture-fetch case, the format's channels."""
+    got, expected = ref.run_on_ptxport(device, kernels, dims, fmt, mode, filt, normalized)
+    return got[:, :fmt[2]], expected[:, :fmt[2]]
 
 
 @pytest.mark.parametrize("dims", [1, 2, 3])
