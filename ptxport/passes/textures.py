@@ -30,7 +30,7 @@ from ptxport.ir import nodes as ir
 from ptxport.ir.types import TYPES
 from ptxport.ptx import ast
 
-__all__ = ["run", "OPCODES", "QUERIES", "uses_textures"]
+__all__ = ["run", "lower_for_checks", "OPCODES", "QUERIES", "uses_textures"]
 
 OPCODES = frozenset(("tex", "tld4", "txq", "suld", "sust", "suq", "sured"))
 
@@ -55,18 +55,34 @@ def uses_textures(module: ir.Module) -> bool:
 def run(module: ir.Module, target: str = "portable") -> ir.Module:
     """`module` with its texture and surface instructions lowered to sampler calls (the
     module itself when it has none). `target` names the target in errors."""
+    return _lower(module, target, None)[0]
+
+
+def lower_for_checks(module: ir.Module, target: str) \
+        -> tuple[ir.Module, dict[int, ir.Instruction], dict[int, str]]:
+    """For `ptxport inspect`'s checkers (codegen/support.py): the lowered copy, the original
+    of each copied instruction (by id of the copy), and why each instruction the pass
+    refuses is refused (by id of the original), instead of raising at the first."""
+    problems: dict[int, str] = {}
+    lowered, originals = _lower(module, target, problems)
+    return lowered, originals, problems
+
+
+def _lower(module: ir.Module, target: str, problems: dict[int, str] | None):
     if not uses_textures(module):
-        return module
+        return module, {id(i): i for f in module.functions.values() for i in f.instructions()}
     memo = {id(module.source): module.source, id(module.lines): module.lines}
     for f in module.functions.values():
         for inst in f.instructions():
             memo[id(inst.spec)] = inst.spec
-    module = copy.deepcopy(module, memo)
-    library = _link_sampler(module)
-    for function in list(module.functions.values()):
+    lowered = copy.deepcopy(module, memo)
+    originals = {id(memo[id(i)]): i for f in module.functions.values()
+                 for i in f.instructions()}
+    library = _link_sampler(lowered)
+    for function in list(lowered.functions.values()):
         if function.name not in library:
-            _Rewriter(module, function, library, target).run()
-    return module
+            _Rewriter(lowered, function, library, target).run(problems, originals)
+    return lowered, originals
 
 
 @functools.cache
@@ -132,17 +148,26 @@ class _Rewriter:
         self.out: list[ir.Instruction] = []
         self.inst: ir.Instruction | None = None
 
-    def run(self) -> None:
+    def run(self, problems: dict[int, str] | None, originals: dict) -> None:
+        """Rewrite the function's blocks; with `problems`, an instruction the pass refuses
+        stays as it is and why is recorded there (by id of its original)."""
         for block in self.function.blocks:
             if not any(inst.opcode in OPCODES for inst in block.instructions):
                 continue
             self.out = []
             for inst in block.instructions:
-                if inst.opcode in OPCODES:
-                    self.inst = inst
-                    getattr(self, f"lower_{inst.opcode}")(inst)
-                else:
+                if inst.opcode not in OPCODES:
                     self.out.append(inst)
+                    continue
+                self.inst, mark = inst, len(self.out)
+                try:
+                    getattr(self, f"lower_{inst.opcode}")(inst)
+                except UnsupportedFeatureError as refusal:
+                    if problems is None:
+                        raise
+                    del self.out[mark:]
+                    self.out.append(inst)
+                    problems[id(originals[id(inst)])] = refusal.reason
             block.instructions = self.out
 
     # --- building call sequences -------------------------------------------------------------
