@@ -29,6 +29,14 @@ from ptxport.runtime import (
     launch,
     system,
 )
+from ptxport.runtime.textures import (
+    Array,
+    ChannelFormat,
+    ResourceDesc,
+    SurfaceObject,
+    TextureDesc,
+    TextureObject,
+)
 
 __version__ = "0.1.0"
 
@@ -53,4 +61,10 @@ __all__ = [
     "System",
     "launch",
     "system",
+    "Array",
+    "ChannelFormat",
+    "ResourceDesc",
+    "SurfaceObject",
+    "TextureDesc",
+    "TextureObject",
 ]
