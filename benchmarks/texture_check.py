@@ -12,7 +12,14 @@ It prints, per format and dimension, how many cases agree bit for bit, the first
 (channels beyond the format's are counted apart: what CUDA returns there is a convention the
 model assumes), and writes benchmarks/results/texture_check.json.
 
-    python benchmarks/texture_check.py [--device cpu] [--show 10]
+Two steps on two machines, as benchmarks/gpu_check.py (the GPU machine has neither NVRTC nor
+a ptxas for NVRTC 13.5's PTX):
+
+    python benchmarks/texture_check.py build [--out build/texture_check]
+        here: the kernels' PTX (NVRTC), and ptxport's NVPTX output of it assembled into the
+        cubin cache that the cuda backend reads (<out>/cache)
+    python benchmarks/texture_check.py run [--build build/texture_check] [--device cpu]
+        on the GPU machine (numpy, llvmlite, cuda-bindings, a driver); exits 1 on a mismatch
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -32,6 +40,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 import texture_reference as ref  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "texture_check.json"
+ARCH = "sm_90"
 ADDRESS_MODES = {"wrap": 0, "clamp": 1, "mirror": 2, "border": 3}   # CUaddress_mode
 
 
@@ -111,15 +120,28 @@ def compare(name, got, want, channels):
             f"format's); first at {where}: {got[where].tolist()} vs {want[where].tolist()}")
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--device", default="cpu", help="the ptxport device to compare")
-    parser.add_argument("--show", type=int, default=10, help="mismatches to print")
-    args = parser.parse_args(argv)
+def build(out: Path) -> int:
+    from ptxport import Program
+    from ptxport.codegen.targets.nvptx import compile_module
+    from ptxport.frontends.nvrtc import NvrtcOptions, compile_to_ptx
+    from ptxport.runtime.backends.cuda import assemble
+
+    out.mkdir(parents=True, exist_ok=True)
+    ptx = compile_to_ptx(ref.KERNELS, "texture_check.cu", NvrtcOptions(arch=ARCH))
+    (out / "kernels.ptx").write_text(ptx)
+    ours = compile_module(Program(ptx, "ptx").compile().module, ARCH)
+    os.environ["PTXPORT_CACHE_DIR"] = str(out / "cache")
+    assemble(ours, ARCH, "texture_check")
+    print(f"kernels and their cubin in {out}")
+    return 0
+
+
+def run(build_dir: Path, device: str, show: int) -> int:
+    os.environ["PTXPORT_CACHE_DIR"] = str(build_dir / "cache")
     from ptxport import Device, Program
 
-    cuda, other = Device("cuda:0"), Device(args.device)
-    kernels = Program(ref.KERNELS, code_type="c++").compile("native")
+    cuda, other = Device("cuda:0"), Device(device)
+    kernels = Program((build_dir / "kernels.ptx").read_text(), "ptx").compile("native")
     tally = collections.defaultdict(lambda: [0, 0, 0, 0])
     lines = []
     for case in ref.cases():
@@ -141,13 +163,28 @@ def main(argv=None) -> int:
           f"{'(format channels only)':>22}")
     for (name, dims), (cases, model, ported, channels) in sorted(tally.items()):
         print(f"{name:12} {dims:>4} {cases:>6} {model:>10} {ported:>12} {channels:>22}")
-    for line in lines[:args.show]:
+    for line in lines[:show]:
         print(line)
     print(f"{len(lines)} mismatches in all")
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps({"tally": {f"{n} {d}D": v for (n, d), v in tally.items()},
                                    "mismatches": lines}, indent=1))
     return 0 if not lines else 1
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    steps = parser.add_subparsers(dest="step", required=True)
+    step = steps.add_parser("build")
+    step.add_argument("--out", type=Path, default=ROOT / "build" / "texture_check")
+    step = steps.add_parser("run")
+    step.add_argument("--build", type=Path, default=ROOT / "build" / "texture_check")
+    step.add_argument("--device", default="cpu", help="the ptxport device to compare")
+    step.add_argument("--show", type=int, default=10, help="mismatches to print")
+    args = parser.parse_args(argv)
+    if args.step == "build":
+        return build(args.out)
+    return run(args.build, args.device, args.show)
 
 
 if __name__ == "__main__":
