@@ -73,11 +73,13 @@ def _nvcc(source: Path, root: Path, flags: list[str], timeout: float) -> str:
 
 
 def kernel_module(module, kernel):
-    """`module` cut down to `kernel` and the device functions it reaches (calls and
-    function addresses), sharing everything else."""
+    """`module` cut down to `kernel` and the device functions it may reach (calls, function
+    addresses, and the functions that globals' initializers name: vtables, function-pointer
+    tables), sharing everything else."""
     from ptxport.ir import nodes as ir
 
-    reached, todo = {}, [kernel]
+    named = [item for var in module.globals.values() for item in var.init or ()]
+    reached, todo = {}, [kernel] + [f for f in _flat(named) if isinstance(f, ir.Function)]
     while todo:
         function = todo.pop()
         if function.name in reached:
@@ -87,7 +89,8 @@ def kernel_module(module, kernel):
             for operand in _flat(inst.operands):
                 if isinstance(operand, ir.Function) and not operand.is_kernel:
                     todo.append(operand)
-    functions = {name: f for name, f in module.functions.items() if name in reached}
+    functions = {name: f for name, f in module.functions.items()
+                 if name in reached and (f is kernel or not f.is_kernel)}
     return dataclasses.replace(module, functions=functions)
 
 
@@ -97,6 +100,10 @@ def _flat(operands):
     for operand in operands:
         if isinstance(operand, ir.ListValue | ir.VectorValue):
             yield from _flat(operand.elements)
+        elif isinstance(operand, ir.SymbolAddress):
+            yield operand.target
+        elif isinstance(operand, tuple):     # an initializer's (target, offset, generic)
+            yield operand[0]
         else:
             yield operand
 
