@@ -2,7 +2,7 @@
 // units (cpu, spirv, amdgpu). passes/textures.py replaces each tex, tld4, txq, suld, sust and
 // suq instruction by a call of one of these functions, linked from texture_sampler.ptx, which
 // is this file compiled by NVRTC (python -m ptxport.passes.textures --regenerate; the pass
-// keeps the PTX's digest, which tests/passes/test_textures.py checks).
+// keeps the PTX's digest, which tests/passes/test_texture_pass.py checks).
 // Built with -fmad=false, so that
 // the filtering arithmetic is the fp32 sequence written here and in the tests' reference.
 //
