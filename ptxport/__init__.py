@@ -29,6 +29,14 @@ from ptxport.runtime import (
     launch,
     system,
 )
+from ptxport.runtime.textures import (
+    Array,
+    ChannelFormat,
+    ResourceDesc,
+    SurfaceObject,
+    TextureDesc,
+    TextureObject,
+)
 from ptxport.version import __version__
 
 __all__ = [
@@ -52,4 +60,10 @@ __all__ = [
     "System",
     "launch",
     "system",
+    "Array",
+    "ChannelFormat",
+    "ResourceDesc",
+    "SurfaceObject",
+    "TextureDesc",
+    "TextureObject",
 ]

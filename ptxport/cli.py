@@ -260,6 +260,10 @@ def _compile(args) -> int:
         return loaded
     module = loaded[0]
     try:
+        if family != "nvptx":   # textures and surfaces through ptxport's sampler
+            from ptxport.passes import textures
+
+            module = textures.run(module, family)
         if family == "nvptx":
             from ptxport.codegen.targets.nvptx import compile_module
 

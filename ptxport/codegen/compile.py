@@ -19,6 +19,10 @@ def compile_for_target(module: Module, target: str) -> str | bytes | dict[str, s
     amdgpu, a SPIR-V module for spirv, and LLVM IR text per kernel for cpu (the CPU target
     compiles kernels one by one, and JIT-compiles them when they are launched)."""
     family, _, arch = target.partition(":")
+    if family != "nvptx":   # NVIDIA's texture units do what the sampler does elsewhere
+        from ptxport.passes import textures
+
+        module = textures.run(module, family)
     if family == "nvptx":
         from ptxport.codegen.targets import nvptx
 

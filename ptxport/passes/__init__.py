@@ -10,7 +10,9 @@ those give.
 A new pass is a module here with a `run`, and one line in PASSES (in pipeline order).
 block_range (a kernel that computes a box of a launch's blocks, for device groups) is a
 pass of the group runtime, not of a target's pipeline: its `run(module, kernel)` returns the
-rewritten module, and it is not in PASSES.
+rewritten module, and it is not in PASSES. Nor is textures (texture and surface instructions
+as calls of a sampler, for every target but NVPTX): its `run(module)` rewrites a whole module
+before code generation (codegen/compile.py).
 """
 
 from __future__ import annotations
