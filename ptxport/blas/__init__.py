@@ -22,6 +22,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ptxport.blas.host import gemm_work
 from ptxport.errors import InvalidValueError
 from ptxport.runtime.memory import Buffer
 from ptxport.runtime.stream import Stream
@@ -184,8 +185,6 @@ class _Gemm:
 
     def host_work(self, a: Buffer, b: Buffer, c: Buffer, in_type: np.dtype,
                   out_type: np.dtype, alpha: float, beta: float) -> Callable[[], None]:
-        from ptxport.compat.cublas_gemm import gemm_work
-
         m, n, k = self.m, self.n, self.k
         c_t = self._transposed(c, out_type, 2, m, n, "C")
         views = None

@@ -6,16 +6,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from ptxport.blas.host import _to_bf16
 from ptxport.compat import build, cublas_signatures
 from ptxport.compat.cublas import INVALID_VALUE, NOT_SUPPORTED, CublasError
-from ptxport.compat.cublas_gemm import Operand, _check, _to_bf16, ex_types, to_float
+from ptxport.compat.cublas_gemm import Operand, _check, ex_types, to_float
 
 _F32 = np.dtype(np.float32)
 
 
 def test_every_cublas_name_is_exported_once():
-    for library, names in ((build.LIBRARIES[1], cublas_signatures.ENTRY_POINTS),
-                           (build.LIBRARIES[2], cublas_signatures.LT_ENTRY_POINTS)):
+    libraries = {library.names[0]: library for library in build.LIBRARIES}
+    for library, names in ((libraries["libcublas.so.13"], cublas_signatures.ENTRY_POINTS),
+                           (libraries["libcublasLt.so.13"], cublas_signatures.LT_ENTRY_POINTS)):
         source = build.entry_points_source(library)
         exported = {line.split("(")[0].split()[-1] for line in source.splitlines()
                     if line.startswith("EXPORT")}
@@ -23,7 +25,7 @@ def test_every_cublas_name_is_exported_once():
         assert set(library.stub_names) <= exported
         assert len(exported) == len(names) + len(library.stub_names)
     # GemmStridedBatchedEx has 23 parameters: every one reaches the handler
-    body = build.entry_points_source(build.LIBRARIES[1]).split(
+    body = build.entry_points_source(libraries["libcublas.so.13"]).split(
         "cublasGemmStridedBatchedEx(")[1].split("\n}\n")[0]
     assert ", 23, args," in body
 
