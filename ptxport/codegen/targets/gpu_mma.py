@@ -151,12 +151,14 @@ def lower_mma(fl: FunctionLowering, inst: ir.Instruction) -> None:
     shuffled: dict = {}
 
     def element(words, kind, spot, source_key, source):
-        """Element number `spot` of the lane `source` (memoized by `source_key`)."""
+        """Element number `spot` of the lane `source`, widened; one shuffle per register
+        and source (`source_key`), one conversion per element."""
         per = _register_bits(kind) // BITS[kind]
-        key = (kind, id(words), spot // per, source_key)
+        key = (id(words), spot // per, source_key)
         if key not in shuffled:
-            shuffled[key] = fl.target.read_lane(fl, words[spot // per], source)
-        return widen(fl, unpack_elements(fl, [shuffled[key]], kind)[spot % per], kind)
+            word = fl.target.read_lane(fl, words[spot // per], source)
+            shuffled[key] = [widen(fl, v, kind) for v in unpack_elements(fl, [word], kind)]
+        return shuffled[key][spot % per]
 
     results = []
     for (row, column), total in zip(c_spots, c, strict=True):
