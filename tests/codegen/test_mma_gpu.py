@@ -133,6 +133,31 @@ extern "C" __global__ void store_matrices(const unsigned short* M, unsigned shor
 """
 
 
+# ldmatrix alone: four 8x8 b16 matrices in shared memory (matrix j at 64 j, row-major); lane
+# 8j + r gives row r of matrix j; every lane writes its registers out (4 a lane)
+LDMATRIX = r"""
+extern "C" __global__ void load_matrices(const unsigned short* M, unsigned* out)
+{
+    __shared__ __align__(16) unsigned short tile[4 * 64];
+    int l = threadIdx.x;
+    for (int i = l; i < 256; i += 32)
+        tile[i] = M[i];
+    __syncwarp();
+    unsigned at = (unsigned)__cvta_generic_to_shared(&tile[64 * (l / 8) + 8 * (l % 8)]);
+    unsigned r[4] = {0, 0, 0, 0};
+#if COUNT == 1
+    asm volatile("ldmatrix.sync.aligned.m8n8.x1" TRANS ".shared.b16 {%0}, [%1];"
+                 : "=r"(r[0]) : "r"(at));
+#else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4" TRANS ".shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(at));
+#endif
+    for (int j = 0; j < 4; j++)
+        out[4 * l + j] = r[j];
+}
+"""
+
+
 def _ptx(source: str, name: str, arch: str = "sm_80") -> str:
     return nvrtc.compile_to_ptx(source, name, NvrtcOptions(arch=arch))
 
@@ -263,6 +288,29 @@ def test_stmatrix_on_opencl(trans):
     matrices = m.reshape(4, 8, 8)
     np.testing.assert_array_equal(out.reshape(4, 8, 8),
                                   matrices.transpose(0, 2, 1) if trans else matrices)
+
+
+@needs_nvrtc
+@needs_opencl
+@pytest.mark.parametrize("count,trans", [(1, False), (1, True), (4, True)])
+def test_ldmatrix_registers_on_opencl(count, trans):
+    """Lane l's register j: elements (l / 4, 2 (l % 4)) and (l / 4, 2 (l % 4) + 1) of
+    matrix j (of its transpose with .trans), the lower column in the low half."""
+    trans_text = '".trans"' if trans else '""'
+    source = f"#define COUNT {count}\n#define TRANS {trans_text}\n{LDMATRIX}"
+    m = (np.arange(256, dtype=np.uint32) * 2654435761 >> 16).astype(np.uint16)
+    out = np.zeros((32, 4), np.uint32)
+    _run_opencl(_ptx(source, f"ldmatrix{count}{trans}.cu"), 32, [m, out],
+                kernel="load_matrices")
+    matrices = m.reshape(4, 8, 8)
+    if trans:
+        matrices = matrices.transpose(0, 2, 1)
+    lane = np.arange(32)
+    for j in range(4):
+        low = matrices[j, lane // 4, 2 * (lane % 4)].astype(np.uint32)
+        high = matrices[j, lane // 4, 2 * (lane % 4) + 1].astype(np.uint32)
+        want = low | (high << 16) if j < count else np.zeros(32, np.uint32)
+        np.testing.assert_array_equal(out[:, j], want)
 
 
 @needs_nvrtc
