@@ -109,6 +109,48 @@ extern "C" __global__ void mma_f64(const double* A, const double* B, const doubl
     D[g * 8 + 2 * q] = d0;
     D[g * 8 + 2 * q + 1] = d1;
 }
+
+// m8n8k16 u8 x s8: A 8x16 (a_i at row g, column 4q + i), B 16x8 (b_i at row 4q + i,
+// column g), C and D 8x8 (row g, column 2q + i)
+extern "C" __global__ void mma_u8_s8_m8(const unsigned char* A, const signed char* B,
+                                        const int* C, int* D)
+{
+    LANE
+    unsigned a = 0, b = 0;
+    for (int i = 0; i < 4; i++) {
+        a |= (unsigned)A[g * 16 + 4 * q + i] << (8 * i);
+        b |= (unsigned)(unsigned char)B[(4 * q + i) * 8 + g] << (8 * i);
+    }
+    int d0, d1;
+    asm volatile("mma.sync.aligned.m8n8k16.row.col.s32.u8.s8.s32 {%0, %1}, {%2}, {%3}, "
+                 "{%4, %5};" : "=r"(d0), "=r"(d1)
+                 : "r"(a), "r"(b), "r"(C[g * 8 + 2 * q]), "r"(C[g * 8 + 2 * q + 1]));
+    D[g * 8 + 2 * q] = d0;
+    D[g * 8 + 2 * q + 1] = d1;
+}
+"""
+
+# m16n8k8 f64 (sm_90)
+F64_SM90 = r"""
+#define LANE int g = threadIdx.x >> 2, q = threadIdx.x & 3;
+#define CD16(i) ((g + 8 * ((i) / 2)) * 8 + 2 * q + (i) % 2)
+// m16n8k8 f64: A 16x8 (a_i at row g + 8 (i % 2), column q + 4 (i / 2)), B 8x8 (b_i at row
+// q + 4 i, column g)
+extern "C" __global__ void mma_f64_k8(const double* A, const double* B, const double* C,
+                                      double* D)
+{
+    LANE
+    double a[4], b[2], c[4], d[4];
+    for (int i = 0; i < 4; i++) a[i] = A[(g + 8 * (i % 2)) * 8 + q + 4 * (i / 2)];
+    for (int i = 0; i < 2; i++) b[i] = B[(q + 4 * i) * 8 + g];
+    for (int i = 0; i < 4; i++) c[i] = C[CD16(i)];
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, "
+                 "{%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};"
+                 : "=d"(d[0]), "=d"(d[1]), "=d"(d[2]), "=d"(d[3])
+                 : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]), "d"(b[1]),
+                   "d"(c[0]), "d"(c[1]), "d"(c[2]), "d"(c[3]));
+    for (int i = 0; i < 4; i++) D[CD16(i)] = d[i];
+}
 """
 
 # stmatrix (sm_90): each lane holds its fragment of four 8x8 b16 matrices (register j:
@@ -279,6 +321,28 @@ def test_f64_mma_on_opencl():
 
 @needs_nvrtc
 @needs_opencl
+def test_f64_m16n8k8_mma_on_opencl():
+    rng = np.random.default_rng(9)
+    a, b, c = (rng.standard_normal(s) for s in ((16, 8), (8, 8), (16, 8)))
+    d = np.zeros((16, 8))
+    _run_opencl(_ptx(F64_SM90, "mma_f64.cu", "sm_90"), 32, [a, b, c, d], kernel="mma_f64_k8")
+    np.testing.assert_allclose(d, a @ b + c, rtol=1e-13, atol=1e-13)
+
+
+@needs_nvrtc
+@needs_opencl
+def test_integer_m8n8k16_mma_on_opencl():
+    rng = np.random.default_rng(10)
+    a = rng.integers(0, 256, (8, 16)).astype(np.uint8)
+    b = rng.integers(-128, 128, (16, 8)).astype(np.int8)
+    c = rng.integers(-1000, 1000, (8, 8)).astype(np.int32)
+    d = np.zeros_like(c)
+    _run_opencl(_ptx(SOURCE, "mma_forms.cu"), 32, [a, b, c, d], kernel="mma_u8_s8_m8")
+    np.testing.assert_array_equal(d, a.astype(np.int64) @ b.astype(np.int64) + c)
+
+
+@needs_nvrtc
+@needs_opencl
 @pytest.mark.parametrize("trans", [False, True])
 def test_stmatrix_on_opencl(trans):
     source = STMATRIX.replace("TRANS", '".trans"' if trans else '""')
@@ -319,7 +383,8 @@ def test_the_forms_compile_for_amdgpu(chip):
     for source, name, arch in ((SOURCE, "mma_forms.cu", "sm_80"),
                                ((KERNELS / "ldmatrix_mma.cu").read_text(), "ldmatrix_mma.cu",
                                 "sm_80"),
-                               (STMATRIX.replace("TRANS", '".trans"'), "stmatrix.cu", "sm_90")):
+                               (STMATRIX.replace("TRANS", '".trans"'), "stmatrix.cu", "sm_90"),
+                               (F64_SM90, "mma_f64.cu", "sm_90")):
         assert amdgpu.compile_object(_module(_ptx(source, name, arch)), chip)
 
 
