@@ -1,8 +1,10 @@
 """mma.sync.aligned, ldmatrix and stmatrix on the GPU targets without tensor cores
 (codegen/targets/gpu_mma.py): kernels run on opencl:0 against numpy, each lane loading and
-storing its fragments by the PTX ISA's layouts ("Matrix Fragments for mma.mMnNkK"), and the
-same kernels compiled for amdgpu. f32-accumulated results are compared with a tolerance (the
-ISA leaves the accumulation order open), integer and f64-exact ones exactly."""
+storing its fragments by the PTX ISA's layouts ("Matrix Fragments for mma.mMnNkK"); on a
+machine with an NVIDIA GPU the same tests run on cuda:0, which checks these layouts against
+the tensor cores. The kernels are also compiled for amdgpu. f32-accumulated results are
+compared with a tolerance (the ISA leaves the accumulation order open), integer and
+f64-exact ones exactly."""
 
 from __future__ import annotations
 
@@ -10,15 +12,26 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_gpu_conformance import _module, _run_opencl, needs_nvrtc, needs_opencl
+from test_gpu_conformance import _module, needs_nvrtc
 
 from ptxport import Device, LaunchConfig, Program, launch
 from ptxport.codegen.targets import amdgpu, spirv
 from ptxport.errors import UnsupportedFeatureError
 from ptxport.frontends import nvrtc
 from ptxport.frontends.nvrtc import NvrtcOptions
+from ptxport.runtime.backends import availability
 
 KERNELS = Path(__file__).parent.parent / "kernels"
+
+
+def _device_param(name: str):
+    """opencl:0 checks the lowering; cuda:0 (an NVIDIA GPU, on the lead's GPU machine) checks
+    these tests' own reading of the fragment layouts against the tensor cores."""
+    ok, why = availability(name.partition(":")[0])
+    return pytest.param(name, marks=pytest.mark.skipif(not ok, reason=f"no {name}: {why}"))
+
+
+DEVICES = [_device_param("opencl:0"), _device_param("cuda:0")]
 
 # Forms beyond tests/kernels/mma_sync.cu's; g = lane / 4, q = lane % 4 as in the ISA.
 SOURCE = r"""
@@ -220,11 +233,11 @@ def _bf16_values(x: np.ndarray) -> np.ndarray:
 
 
 @needs_nvrtc
-@needs_opencl
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("kernel,kind,k", [("mma_m16n8k16_f16_f32", "f16", 16),
                                            ("mma_m16n8k16_bf16_f32", "bf16", 16),
                                            ("mma_m16n8k8_f16_f32", "f16", 8)])
-def test_16_bit_mma_of_the_corpus_on_opencl(kernel, kind, k):
+def test_16_bit_mma_of_the_corpus(device, kernel, kind, k):
     rng = np.random.default_rng(k)
     a = rng.standard_normal((2, 16, k)).astype(np.float32)
     b = rng.standard_normal((2, k, 8)).astype(np.float32)
@@ -233,28 +246,28 @@ def test_16_bit_mma_of_the_corpus_on_opencl(kernel, kind, k):
     c = rng.standard_normal((2, 16, 8)).astype(np.float32)
     d = np.zeros_like(c)
     ptx = _ptx((KERNELS / "mma_sync.cu").read_text(), "mma_sync.cu")
-    _run_opencl_grid(ptx, kernel, 2, [_bits(a, kind), _bits(b, kind), c, d])
+    _run(device, ptx, kernel, [_bits(a, kind), _bits(b, kind), c, d], tiles=2)
     np.testing.assert_allclose(d, a.astype(np.float64) @ b + c, rtol=1e-5, atol=1e-5)
 
 
 @needs_nvrtc
-@needs_opencl
-def test_mma_with_f16_accumulators_on_opencl():
+@pytest.mark.parametrize("device", DEVICES)
+def test_mma_with_f16_accumulators(device):
     rng = np.random.default_rng(3)
     # small integers: every sum is exact in f16, so the result is too
     a, b = (rng.integers(-3, 4, shape).astype(np.float16) for shape in ((16, 16), (16, 8)))
     c = rng.integers(-8, 9, (16, 8)).astype(np.float16)
     d = np.zeros((16, 8), np.float16)
     ptx = _ptx((KERNELS / "mma_sync.cu").read_text(), "mma_sync.cu")
-    _run_opencl(ptx, 32, [a.view(np.uint16), b.view(np.uint16), c.view(np.uint16),
-                          d.view(np.uint16)], kernel="mma_m16n8k16_f16_f16")
+    _run(device, ptx, "mma_m16n8k16_f16_f16",
+         [a.view(np.uint16), b.view(np.uint16), c.view(np.uint16), d.view(np.uint16)])
     np.testing.assert_array_equal(d, a.astype(np.float32) @ b.astype(np.float32) + c)
 
 
 @needs_nvrtc
-@needs_opencl
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("kernel", ["ldmatrix_gemm_f16", "ldmatrix_trans_gemm_f16"])
-def test_ldmatrix_feeding_mma_on_opencl(kernel):
+def test_ldmatrix_feeding_mma(device, kernel):
     """ldmatrix .x4 for A and .x2 (or .x2.trans) for B, as CUTLASS and Triton load them."""
     rng = np.random.default_rng(4)
     K = 48
@@ -263,38 +276,38 @@ def test_ldmatrix_feeding_mma_on_opencl(kernel):
     b_mem = b if "trans" in kernel else b.transpose(0, 2, 1).copy()
     d = np.zeros((2, 16, 8), np.float32)
     ptx = _ptx((KERNELS / "ldmatrix_mma.cu").read_text(), "ldmatrix_mma.cu")
-    _run_opencl_grid(ptx, kernel, 2, [a.view(np.uint16), b_mem.view(np.uint16), d,
-                                      np.int32(K)])
+    _run(device, ptx, kernel, [a.view(np.uint16), b_mem.view(np.uint16), d, np.int32(K)],
+         tiles=2)
     expected = a.astype(np.float64) @ b.astype(np.float64)
     np.testing.assert_allclose(d, expected, rtol=1e-5, atol=1e-5)
 
 
 @needs_nvrtc
-@needs_opencl
-def test_tf32_mma_on_opencl():
+@pytest.mark.parametrize("device", DEVICES)
+def test_tf32_mma(device):
     rng = np.random.default_rng(5)
     a, b = _tf32(rng.standard_normal((16, 8))), _tf32(rng.standard_normal((8, 8)))
     c = rng.standard_normal((16, 8)).astype(np.float32)
     d = np.zeros_like(c)
-    _run_opencl(_ptx(SOURCE, "mma_forms.cu"), 32, [a, b, c, d], kernel="mma_tf32")
+    _run(device, _ptx(SOURCE, "mma_forms.cu"), "mma_tf32", [a, b, c, d])
     np.testing.assert_allclose(d, a.astype(np.float64) @ b + c, rtol=1e-5, atol=1e-5)
 
 
 @needs_nvrtc
-@needs_opencl
-def test_bf16_m16n8k8_mma_on_opencl():
+@pytest.mark.parametrize("device", DEVICES)
+def test_bf16_m16n8k8_mma(device):
     rng = np.random.default_rng(6)
     a, b = (_bf16_values(rng.standard_normal(s)) for s in ((16, 8), (8, 8)))
     c = rng.standard_normal((16, 8)).astype(np.float32)
     d = np.zeros_like(c)
-    _run_opencl(_ptx(SOURCE, "mma_forms.cu"), 32, [_bits(a, "bf16"), _bits(b, "bf16"), c, d],
-                kernel="mma_bf16_k8")
+    _run(device, _ptx(SOURCE, "mma_forms.cu"), "mma_bf16_k8",
+         [_bits(a, "bf16"), _bits(b, "bf16"), c, d])
     np.testing.assert_allclose(d, a.astype(np.float64) @ b + c, rtol=1e-5, atol=1e-5)
 
 
 @needs_nvrtc
-@needs_opencl
-def test_integer_mma_wraps_and_saturates_on_opencl():
+@pytest.mark.parametrize("device", DEVICES)
+def test_integer_mma_wraps_and_saturates(device):
     rng = np.random.default_rng(7)
     a = rng.integers(-128, 128, (16, 32)).astype(np.int8)
     b = rng.integers(0, 256, (32, 8)).astype(np.uint8)
@@ -302,7 +315,7 @@ def test_integer_mma_wraps_and_saturates_on_opencl():
     c[0, :] = 2**31 - 1                  # these rows overflow unless the products are small
     c[9, :] = -2**31
     d, s = np.zeros_like(c), np.zeros_like(c)
-    _run_opencl(_ptx(SOURCE, "mma_forms.cu"), 32, [a, b, c, d, s], kernel="mma_s8_u8")
+    _run(device, _ptx(SOURCE, "mma_forms.cu"), "mma_s8_u8", [a, b, c, d, s])
     exact = a.astype(np.int64) @ b.astype(np.int64) + c
     np.testing.assert_array_equal(d, exact.astype(np.uint64).astype(np.uint32).view(np.int32))
     np.testing.assert_array_equal(s, np.clip(exact, -2**31, 2**31 - 1))
@@ -310,62 +323,61 @@ def test_integer_mma_wraps_and_saturates_on_opencl():
 
 
 @needs_nvrtc
-@needs_opencl
-def test_f64_mma_on_opencl():
+@pytest.mark.parametrize("device", DEVICES)
+def test_f64_mma(device):
     rng = np.random.default_rng(8)
     a, b, c = rng.standard_normal((8, 4)), rng.standard_normal((4, 8)), rng.standard_normal((8, 8))
     d = np.zeros((8, 8))
-    _run_opencl(_ptx(SOURCE, "mma_forms.cu"), 32, [a, b, c, d], kernel="mma_f64")
+    _run(device, _ptx(SOURCE, "mma_forms.cu"), "mma_f64", [a, b, c, d])
     np.testing.assert_allclose(d, a @ b + c, rtol=1e-14, atol=1e-14)
 
 
 @needs_nvrtc
-@needs_opencl
-def test_f64_m16n8k8_mma_on_opencl():
+@pytest.mark.parametrize("device", DEVICES)
+def test_f64_m16n8k8_mma(device):
     rng = np.random.default_rng(9)
     a, b, c = (rng.standard_normal(s) for s in ((16, 8), (8, 8), (16, 8)))
     d = np.zeros((16, 8))
-    _run_opencl(_ptx(F64_SM90, "mma_f64.cu", "sm_90"), 32, [a, b, c, d], kernel="mma_f64_k8")
+    _run(device, _ptx(F64_SM90, "mma_f64.cu", "sm_90"), "mma_f64_k8", [a, b, c, d])
     np.testing.assert_allclose(d, a @ b + c, rtol=1e-13, atol=1e-13)
 
 
 @needs_nvrtc
-@needs_opencl
-def test_integer_m8n8k16_mma_on_opencl():
+@pytest.mark.parametrize("device", DEVICES)
+def test_integer_m8n8k16_mma(device):
     rng = np.random.default_rng(10)
     a = rng.integers(0, 256, (8, 16)).astype(np.uint8)
     b = rng.integers(-128, 128, (16, 8)).astype(np.int8)
     c = rng.integers(-1000, 1000, (8, 8)).astype(np.int32)
     d = np.zeros_like(c)
-    _run_opencl(_ptx(SOURCE, "mma_forms.cu"), 32, [a, b, c, d], kernel="mma_u8_s8_m8")
+    _run(device, _ptx(SOURCE, "mma_forms.cu"), "mma_u8_s8_m8", [a, b, c, d])
     np.testing.assert_array_equal(d, a.astype(np.int64) @ b.astype(np.int64) + c)
 
 
 @needs_nvrtc
-@needs_opencl
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("trans", [False, True])
-def test_stmatrix_on_opencl(trans):
+def test_stmatrix(device, trans):
     source = STMATRIX.replace("TRANS", '".trans"' if trans else '""')
     m = np.arange(256, dtype=np.uint16) * np.uint16(7) + np.uint16(3)
     out = np.zeros(256, np.uint16)
-    _run_opencl(_ptx(source, "stmatrix.cu", "sm_90"), 32, [m, out], kernel="store_matrices")
+    _run(device, _ptx(source, "stmatrix.cu", "sm_90"), "store_matrices", [m, out])
     matrices = m.reshape(4, 8, 8)
     np.testing.assert_array_equal(out.reshape(4, 8, 8),
                                   matrices.transpose(0, 2, 1) if trans else matrices)
 
 
 @needs_nvrtc
-@needs_opencl
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("count,trans", [(1, False), (1, True), (4, True)])
-def test_ldmatrix_registers_on_opencl(count, trans):
+def test_ldmatrix_registers(device, count, trans):
     """Lane l's register j: elements (l / 4, 2 (l % 4)) and (l / 4, 2 (l % 4) + 1) of
     matrix j (of its transpose with .trans), the lower column in the low half."""
     trans_text = '".trans"' if trans else '""'
     source = f"#define COUNT {count}\n#define TRANS {trans_text}\n{LDMATRIX}"
     m = (np.arange(256, dtype=np.uint32) * 2654435761 >> 16).astype(np.uint16)
     out = np.zeros((32, 4), np.uint32)
-    _run_opencl(_ptx(source, f"ldmatrix{count}{trans}.cu"), 32, [m, out],
-                kernel="load_matrices")
+    _run(device, _ptx(source, f"ldmatrix{count}{trans}.cu"), "load_matrices", [m, out])
     matrices = m.reshape(4, 8, 8)
     if trans:
         matrices = matrices.transpose(0, 2, 1)
@@ -404,13 +416,14 @@ ret;
         spirv.compile_module(_module(ptx))
 
 
-def _run_opencl_grid(ptx: str, kernel: str, tiles: int, args: list) -> None:
-    """_run_opencl over `tiles` blocks of one warp."""
-    device = Device("opencl:0")
-    stream = device.create_stream()
+def _run(device: str, ptx: str, kernel: str, args: list, tiles: int = 1) -> None:
+    """kernel(args...) on `device` over `tiles` blocks of one warp; arrays among `args` are
+    copied in and back, numpy scalars passed as they are."""
+    target = Device(device)
+    stream = target.create_stream()
     function = Program(ptx, code_type="ptx").compile("native").get_kernel(kernel)
     arrays = [a for a in args if isinstance(a, np.ndarray)]
-    buffers = {id(a): device.allocate(a.nbytes, stream=stream) for a in arrays}
+    buffers = {id(a): target.allocate(a.nbytes, stream=stream) for a in arrays}
     for a in arrays:
         buffers[id(a)].copy_from(a, stream=stream)
     launch(stream, LaunchConfig(grid=tiles, block=32), function,
