@@ -110,7 +110,8 @@ def test_fused_softmax(device):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 def test_matmul_with_tl_dot(device, dtype):
-    """tl.dot lowers to mma.sync on sm_80 (f16 inputs) and FMA loops for f32 in IEEE mode."""
+    """tl.dot lowers to ldmatrix + mma.sync on sm_80 (f16 inputs) and FMA loops for f32 in
+    IEEE mode."""
     rng = np.random.default_rng(2)
     m, n, k = 32, 32, 48
     a = rng.standard_normal((m, k)).astype(dtype)
@@ -122,11 +123,7 @@ def test_matmul_with_tl_dot(device, dtype):
             da, db, dc, m, n, k, k, 1, n, 1, n, 1, BLOCK_M=16, BLOCK_N=16, BLOCK_K=16,
             num_warps=1)
 
-    if dtype == np.float16 and device.backend == "opencl":
-        # issue 19, item 3: the SPIR-V target has no warp matrix instructions yet
-        with pytest.raises(UnsupportedFeatureError, match="ldmatrix.*spirv"):
-            run()
-        return
+    # on opencl:0, the f16 form's ldmatrix and mma.sync run as sub-group shuffles and FMAs
     run()
     expected = a.astype(np.float64) @ b.astype(np.float64)
     np.testing.assert_allclose(dc.numpy(), expected, rtol=1e-4, atol=1e-4)

@@ -61,6 +61,7 @@ from ptxport.codegen.targets.gpu import (
     opaque_variable,
     parse_verified,
 )
+from ptxport.codegen.targets.gpu_mma import MATRIX_LOWERINGS
 from ptxport.codegen.targets.gpu_wmma import lower_wmma
 from ptxport.errors import CompileError, UnsupportedFeatureError
 from ptxport.ir import nodes as ir
@@ -224,7 +225,7 @@ def _atom(fl: SpirvLowering, inst: ir.Instruction) -> None:
 
 _OWN_LOWERINGS = {"ret": lower_return, "exit": _exit, "alloca": _alloca, "atom": _atom,
                   "red": _atom, "stacksave": _no_stack, "stackrestore": _no_stack,
-                  "wmma": lower_wmma}
+                  "wmma": lower_wmma, **MATRIX_LOWERINGS}
 
 
 # --- the target ---------------------------------------------------------------------------
@@ -510,7 +511,7 @@ def _element_type(var: ir.Variable) -> ll.Type:
 
 
 def _uses_warp(function: ir.Function) -> bool:
-    warp_ops = ("shfl", "vote", "match", "redux", "activemask", "elect", "wmma")
+    warp_ops = ("shfl", "vote", "match", "redux", "activemask", "elect", "wmma", *MATRIX_LOWERINGS)
     for inst in function.instructions():
         if inst.opcode in warp_ops or (inst.opcode == "bar" and inst.spec.has("warp")):
             return True
