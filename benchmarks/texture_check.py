@@ -138,10 +138,17 @@ def build(out: Path) -> int:
 
 def run(build_dir: Path, device: str, show: int) -> int:
     os.environ["PTXPORT_CACHE_DIR"] = str(build_dir / "cache")
+    from cuda.bindings import driver
+
     from ptxport import Device, Program
 
     cuda, other = Device("cuda:0"), Device(device)
     kernels = Program((build_dir / "kernels.ptx").read_text(), "ptx").compile("native")
+    # The arrays and texture objects below are made through the driver directly, in the
+    # device's primary context (the one ptxport's cuda backend uses).
+    _check(driver.cuInit(0))
+    _check(driver.cuCtxSetCurrent(_check(driver.cuDevicePrimaryCtxRetain(_check(
+        driver.cuDeviceGet(0))))))
     tally = collections.defaultdict(lambda: [0, 0, 0, 0])
     lines = []
     for case in ref.cases():
