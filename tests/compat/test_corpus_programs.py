@@ -40,8 +40,6 @@ _CUBLAS = ("on GPU devices the drop-in cuBLAS runs GEMMs only (the portable GEMM
 NOT_YET: dict[str, dict[str, str]] = {
     "cpu": {},
     "opencl:0": {
-        "gpt_trainer": "cuBLAS runs only on ptxport's cpu device so far (cublasCreate "
-                       "returns CUBLAS_STATUS_NOT_SUPPORTED; docs/compat.md)",
         "managed_memory": "__managed__ variables are module globals (cuLibraryGetManaged): "
                           + _SYMBOLS,
         "pinned_memory": "cudaHostRegister: the opencl device cannot address host memory",
