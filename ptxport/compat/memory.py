@@ -260,6 +260,28 @@ def cuMemAdvise_v2(ptr: int, count: int, advice: int, location: int) -> int:
     return SUCCESS   # a hint; ptxport's managed memory does not migrate
 
 
+# CU_MEM_ATTACH_GLOBAL, CU_MEM_ATTACH_HOST, CU_MEM_ATTACH_SINGLE
+_ATTACH_FLAGS = (1, 2, 4)
+
+
+def cuStreamAttachMemAsync(stream: int, dptr: int, length: int, flags: int) -> int:
+    """Which streams may touch managed memory: CUDA uses it to decide what to migrate and
+    when; ptxport's managed memory is where the host and the device both reach it, so only
+    the arguments are checked (as CUDA's documentation states them) and the stream ordered."""
+    if flags not in _ATTACH_FLAGS:
+        raise CudaError(INVALID_VALUE, f"cuStreamAttachMemAsync: flags {flags:#x} are not one "
+                                       "of CU_MEM_ATTACH_GLOBAL, HOST or SINGLE")
+    buffer = state.allocation_at(dptr)
+    if buffer is not None and buffer.handle not in _managed:
+        raise CudaError(INVALID_VALUE, f"cuStreamAttachMemAsync: {dptr:#x} is not managed "
+                                       "memory")
+    if buffer is not None and length:
+        raise CudaError(INVALID_VALUE, "cuStreamAttachMemAsync: the length must be 0 for "
+                                       "cuMemAllocManaged memory (the whole allocation)")
+    streams.ordered(stream)
+    return SUCCESS
+
+
 class _Registered:
     """Host memory registered with cuMemHostRegister, kept in the allocation table (for
     address lookups) like a Buffer: its start, its size, and close() to unregister it."""

@@ -32,20 +32,11 @@ PARALLEL_RUNS = 2
 TIMEOUT_S = 300
 
 _SPIRV = "device code the SPIR-V target does not lower yet: "
-_SYMBOLS = ("__device__ and __constant__ variables (cuModuleGetGlobal) on devices other than "
-            "cpu: the runtime has no hook for a module's globals yet")
 # device -> program -> why it does not pass there yet
 NOT_YET: dict[str, dict[str, str]] = {
-    "cpu": {
-        "managed_memory": "cudaStreamAttachMemAsync (cuStreamAttachMemAsync) is not "
-                          "implemented yet",
-    },
+    "cpu": {},
     "opencl:0": {
-        "managed_memory": "__managed__ variables are module globals (cuLibraryGetManaged): "
-                          + _SYMBOLS,
         "pinned_memory": "cudaHostRegister: the opencl device cannot address host memory",
-        "symbols": _SYMBOLS, "symbols_shared_cudart": _SYMBOLS, "separate_units": _SYMBOLS,
-        "driver_api": _SYMBOLS, "rdc": _SYMBOLS,
         "thrust_cub": "clEnqueueNDRangeKernel answers OUT_OF_RESOURCES for cub's "
                       "DeviceRadixSortInitKernel (then Intel's runtime aborts)",
         "cooperative_groups": _SPIRV + "coalesced_threads() ranks and sizes are wrong",

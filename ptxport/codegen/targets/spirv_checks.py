@@ -15,7 +15,9 @@ An access is allowed when it lies inside one of:
 - a window of the thread's own memory: the CTA's shared memory and the kernel's parameters
   (generic addresses), and each function's .local variables, linked from the function to its
   callers (`nodes`, below), so that a device function may use a caller's local array;
-- an allocation of the table (binary search), or a .global/.const variable of the module.
+- the module's .global/.const variables (its variable block, spirv_globals.py), checked
+  inline as well;
+- an allocation of the table (binary search).
 Shared-space addresses are offsets into the CTA's shared memory, checked against its size.
 .param and .local accesses are not checked (as on the CPU device).
 
@@ -117,6 +119,7 @@ def enter_kernel(fl: FunctionLowering, checks: ll.Value, bases: list[ll.Value],
     if not fl.target.bounds_checks:
         fl.check_node = ll.Constant(_PRIVATE_PTR, None)
         return
+    fl.block_window = _block_window(fl)
     slots_at = b.add(b.mul(_word(b, checks, I64(CHECKS_TABLE)), I64(2)), I64(CHECKS_HEADER))
     ranges = []
     for k, base in enumerate(bases):
@@ -143,9 +146,19 @@ def enter_device_function(fl: FunctionLowering) -> None:
     fl.check_node = parent
     if not fl.target.bounds_checks:
         return
+    fl.block_window = _block_window(fl)
     fl.windows = windows = _local_windows(fl)
     fl.check_node = parent if not windows and not _allocates(fl.function) else \
         _node(fl, parent, windows)
+
+
+def _block_window(fl: FunctionLowering) -> list[tuple[ll.Value, ll.Value]]:
+    """The module's variable block (spirv_globals.py) as a window, where it has variables."""
+    size = fl.target.variables.size
+    if not size:
+        return []
+    lo = _generic_address(fl, fl.variable_block)
+    return [(lo, fl.b.add(lo, I64(size)))]
 
 
 def _local_windows(fl: FunctionLowering) -> list[tuple[ll.Value, ll.Value]]:
@@ -280,7 +293,7 @@ def _inside(fl: FunctionLowering, address: ll.Value, space: str | None,
         limit = b.zext(fl.shared_bytes, I64) if fl.shared_bytes is not None else I64(0)
         return b.and_(b.icmp_unsigned("<=", end, limit), b.icmp_unsigned(">=", end, address))
     hit = ll.Constant(ll.IntType(1), 0)
-    for lo, hi in fl.slot_ranges + (fl.windows if space is None else []):
+    for lo, hi in fl.slot_ranges + fl.block_window + (fl.windows if space is None else []):
         hit = b.or_(hit, b.and_(b.icmp_unsigned(">=", address, lo),
                                 b.icmp_unsigned("<=", end, hi)))
     hit = b.and_(hit, b.icmp_unsigned(">=", end, address))
@@ -341,7 +354,7 @@ def _zero_destinations(fl: FunctionLowering, inst: ir.Instruction) -> None:
 
 def _search_function(fl: FunctionLowering) -> ll.Function:
     """i1 search(checks, node, address, size): whether [address, address + size) lies in a
-    window of the node or its callers', an allocation of the table, or a module variable."""
+    window of the node or its callers', or an allocation of the table."""
     llmod = fl.llfn.module
     existing = llmod.globals.get("ptxport.check_search")
     if existing is not None:
@@ -362,7 +375,6 @@ def _search_function(fl: FunctionLowering) -> ll.Function:
     b.position_at_end(windows)
     unknown = _search_windows(fn, b, node, address, end, yes)
     _search_table(fn, b, checks, address, end, yes)
-    _search_variables(fl, b, address, end, yes)
     b.ret(unknown)
     return fn
 
@@ -435,21 +447,6 @@ def _search_table(fn: ll.Function, b: ll.IRBuilder, checks: ll.Value, address: l
     limit = _word(b, checks, b.add(b.mul(lo, I64(2)), I64(CHECKS_HEADER - 1)))
     b.cbranch(b.icmp_unsigned("<=", end, limit), yes, after)
     b.position_at_end(after)
-
-
-def _search_variables(fl: FunctionLowering, b: ll.IRBuilder, address: ll.Value, end: ll.Value,
-                      yes: ll.Block) -> None:
-    """The module's .global and .const variables (each known to the kernel by address)."""
-    for name, variable in fl.target.globals.items():
-        var = fl.module.globals.get(name)
-        if var is None or not var.size:
-            continue
-        lo = b.ptrtoint(b.addrspacecast(variable, ll.PointerType(addrspace=GENERIC)), I64)
-        inside = b.and_(b.icmp_unsigned(">=", address, lo),
-                        b.icmp_unsigned("<=", end, b.add(lo, I64(var.size))))
-        after = b.function.append_basic_block("variable")
-        b.cbranch(inside, yes, after)
-        b.position_at_end(after)
 
 
 def _store_fault(fl: FunctionLowering, b: ll.IRBuilder, checks: ll.Value, address: ll.Value,

@@ -85,6 +85,7 @@ from ptxport.errors import (
 from ptxport.ir.lines import LineTable, where
 from ptxport.ir.nodes import Module
 from ptxport.runtime.backends import Allocation, BackendBase, DeviceProperties
+from ptxport.runtime.backends.opencl_blocks import VariableBlocks
 
 __all__ = ["Backend", "OpenclKernelBinary", "wheel_icd_directory", "skipped_devices"]
 
@@ -228,6 +229,7 @@ class OpenclKernelBinary:
     layout: object
     programs: dict
     lines: LineTable = field(default_factory=LineTable)
+    variables: object = None    # the module's ModuleVariables (spirv_globals.py)
 
 
 @dataclass
@@ -252,6 +254,7 @@ class Backend(BackendBase):
         self._live: dict[int, _Memory] = {}
         self._starts: list[int] = []
         self._tables: dict[int, np.ndarray] = {}   # by ordinal, for launches (_table)
+        self._variable_blocks = VariableBlocks(self)
         self._next = _FIRST_ADDRESS
         # False puts every device on the "translated" scheme (to test it where SVM exists);
         # it decides for allocations and launches made after it changes
@@ -433,13 +436,20 @@ class Backend(BackendBase):
     # -- kernels --------------------------------------------------------------------------------
 
     def compile(self, module: Module, kernels: list[str]) -> dict[str, OpenclKernelBinary]:
-        from ptxport.codegen.targets.spirv import compile_module
+        from ptxport.codegen.targets.spirv import compile_module, variable_block
 
         binaries = {}
+        variables = variable_block(module)
         for name in kernels:  # one SPIR-V module each: a kernel LLVM fails on fails alone
             spirv, layouts = compile_module(module, [name], self._bounds_checks)
-            binaries[name] = OpenclKernelBinary(name, spirv, layouts[name], {}, module.lines)
+            binaries[name] = OpenclKernelBinary(name, spirv, layouts[name], {}, module.lines,
+                                                variables)
         return binaries
+
+    def module_global(self, ordinal: int, module: Module, name: str) -> tuple[int, int]:
+        from ptxport.codegen.targets.spirv import variable_block
+
+        return self._variable_blocks.address(ordinal, variable_block(module), name)
 
     def _kernel(self, ordinal: int, binary: OpenclKernelBinary):
         cl = _cl()
@@ -484,8 +494,9 @@ class Backend(BackendBase):
         kernel.set_arg(0, parameters)
         kernel.set_arg(1, cl.LocalMemory(max(shared, 16)))
         kernel.set_arg(2, np.uint32(shared))
+        kernel.set_arg(4, self._variables_argument(ordinal, binary))
         for i, base in enumerate(bases):
-            kernel.set_arg(4 + i, base)
+            kernel.set_arg(5 + i, base)
         global_size = tuple(g * b for g, b in zip(grid, block, strict=True))
         if layout.prints:   # what Python printed before comes first
             sys.stdout.flush()
@@ -508,6 +519,16 @@ class Backend(BackendBase):
         fault = read_fault(record)
         if fault is not None:
             raise _fault_error(binary, fault, block, shared)
+
+    def _variables_argument(self, ordinal: int, binary: OpenclKernelBinary):
+        """The kernel's argument for its module's variable block: the SVM pointer, the
+        block's cl.Buffer, or None (NULL) for a module without variables."""
+        block = self._variable_blocks.block(ordinal, binary.variables)
+        if block is None:
+            return None
+        memory, _ = self._located(block.address, block.size)
+        return self._device_side(memory, block.address, 0, block.size) if memory.svm \
+            else memory.memory
 
     def _checks_buffer(self, context, ordinal: int, layout, packed: bytearray, bases: list):
         """The launch's checks buffer (spirv_checks.py): an empty fault record, the table
