@@ -36,7 +36,6 @@ _SPIRV = "device code the SPIR-V target does not lower yet: "
 NOT_YET: dict[str, dict[str, str]] = {
     "cpu": {},
     "opencl:0": {
-        "pinned_memory": "cudaHostRegister: the opencl device cannot address host memory",
         "thrust_cub": "clEnqueueNDRangeKernel answers OUT_OF_RESOURCES for cub's "
                       "DeviceRadixSortInitKernel (then Intel's runtime aborts)",
         "cooperative_groups": _SPIRV + "coalesced_threads() ranks and sizes are wrong",

@@ -76,6 +76,7 @@ from ptxport.codegen.targets.spirv_checks import (
 from ptxport.errors import (
     CompileError,
     IllegalAddressError,
+    InvalidValueError,
     KernelAssertError,
     KernelExecutionError,
     LaunchError,
@@ -361,6 +362,26 @@ class Backend(BackendBase):
             self._tables.clear()
         return Allocation(address, nbytes, (ordinal, memory))
 
+    def register_host_memory(self, ordinal: int, memory: np.ndarray) -> Allocation:
+        # With fine-grained system SVM a kernel may use any host address as it is; the
+        # memory is entered like an SVM allocation, so that copies, fills and bounds checks
+        # know it, and stays its owner's (free() only forgets it).
+        if not (self._uses_svm(ordinal) and _has_system_svm(self._devices[ordinal])):
+            return super().register_host_memory(ordinal, memory)
+        address = memory.ctypes.data
+        if not memory.nbytes:   # nothing a kernel could reach, and no address to keep
+            return Allocation(0, 0, memory)
+        with self._lock:
+            i = bisect_right(self._starts, address + memory.nbytes - 1) - 1
+            if i >= 0 and self._starts[i] + self._live[self._starts[i]].size > address:
+                raise InvalidValueError(f"the {memory.nbytes} bytes of host memory at "
+                                        f"{address:#x} overlap memory opencl:{ordinal} "
+                                        "knows already")
+            self._live[address] = _Memory(_HostMemory(memory), memory.nbytes, ordinal, True)
+            self._starts.insert(bisect_right(self._starts, address), address)
+            self._tables.clear()
+        return Allocation(address, memory.nbytes, memory)
+
     def free(self, allocation: Allocation) -> None:
         with self._lock:   # released inside, so that a launch never names freed memory
             memory = self._live.pop(allocation.address, None)
@@ -507,7 +528,8 @@ class Backend(BackendBase):
             kernel.set_arg(3, checks)
             if svm:
                 _name_svm_pointers(kernel, [memory.memory.svm_ptr for memory in self._live.values()
-                                            if memory.svm and memory.ordinal == ordinal])
+                                            if memory.svm and memory.ordinal == ordinal
+                                            and not isinstance(memory.memory, _HostMemory)])
             done = cl.enqueue_nd_range_kernel(queue, kernel, global_size, tuple(block))
         done.wait()
         parameters.release()
@@ -625,6 +647,29 @@ def _fault_error(binary: OpenclKernelBinary, fault: Fault, block: tuple[int, int
 def _host_bytes(address: int, nbytes: int) -> np.ndarray:
     """A uint8 array over `nbytes` at `address` (reads and writes nothing by itself)."""
     return np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(address))
+
+
+class _HostMemory:
+    """Host memory registered on a device with fine-grained system SVM (kept as `array`, a
+    uint8 numpy array over it); releasing it leaves it to its owner."""
+
+    def __init__(self, array: np.ndarray) -> None:
+        self.array = array
+
+    def release(self) -> None:
+        self.array = None
+
+
+@cache
+def _has_system_svm(device) -> bool:
+    """Whether the device's kernels may use any host address (CL_DEVICE_SVM_FINE_GRAIN_SYSTEM;
+    OpenCL 2.0)."""
+    cl = _cl()
+    try:
+        capabilities = device.get_info(cl.device_info.SVM_CAPABILITIES)
+    except (cl.Error, AttributeError):
+        return False
+    return bool(capabilities & cl.device_svm_capabilities.FINE_GRAIN_SYSTEM)
 
 
 @cache
