@@ -38,13 +38,6 @@ NOT_YET: dict[str, dict[str, str]] = {
     "opencl:0": {
         "thrust_cub": "clEnqueueNDRangeKernel answers OUT_OF_RESOURCES for cub's "
                       "DeviceRadixSortInitKernel (then Intel's runtime aborts)",
-        "cooperative_groups": _SPIRV + "coalesced_threads() ranks and sizes are wrong",
-        "error_assert": "the failed assertion's text goes to stdout, where Intel's OpenCL "
-                        "runtime prints device printf, not to stderr as CUDA prints it",
-        "math_functions": _SPIRV + "LLVM's SPIR-V backend aborts on the double-precision "
-                                   "kernel (an APInt wider than 64 bits)",
-        "device_malloc": _SPIRV + "device-side malloc/free (new/delete)",
-        "cpp_features": _SPIRV + "device-side free (delete)",
     },
 }
 # device -> program -> why it is not run there at all

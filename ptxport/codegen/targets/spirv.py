@@ -50,7 +50,7 @@ from ptxport.codegen import ops  # noqa: F401  (registers the lowerings)
 from ptxport.codegen.lower import I8, I32, I64, FunctionLowering, const_int
 from ptxport.codegen.ops import atomic
 from ptxport.codegen.ops.data import state_space, vector_count
-from ptxport.codegen.targets import spirv_assert, spirv_checks
+from ptxport.codegen.targets import spirv_assert, spirv_checks, spirv_heap
 from ptxport.codegen.targets.gpu import (
     GpuLowering,
     GpuTarget,
@@ -100,9 +100,11 @@ class KernelLayout:
     """What the runtime needs to call a compiled kernel: the parameter buffer's size, the
     offsets of the 8-byte slots that get a buffer argument each, the static shared bytes
     (the dynamic part starts there), whether the kernel needs 32-wide sub-groups, and
-    whether its module calls printf (`prints`, also for assert), passing it doubles
-    (`prints_doubles`, which needs a device with fp64), and the module's asserts by number
-    (`assertions`, spirv_assert.py)."""
+    whether its module calls printf (`prints`), passing it doubles
+    (`prints_doubles`, which needs a device with fp64), the module's asserts by number
+    (`assertions`, spirv_assert.py), whether it asks which lanes are active
+    (`needs_ballot`: cl_khr_subgroup_ballot), and whether its module calls malloc or free
+    (`uses_heap`: the launch gives it the device heap, spirv_heap.py)."""
 
     name: str
     params_size: int
@@ -112,6 +114,8 @@ class KernelLayout:
     prints: bool = False
     prints_doubles: bool = False
     assertions: tuple[spirv_assert.Assertion, ...] = ()
+    needs_ballot: bool = False
+    uses_heap: bool = False
 
 
 # --- the function lowering --------------------------------------------------------------------
@@ -249,6 +253,10 @@ _REDUCE_OPS = {"add": "add", "and": "and", "or": "or", "xor": "xor", "min": "min
 
 class SpirvTarget(GpuTarget):
     name = "spirv"
+    # LLVM's SPIR-V backend computes with wider integers (SPV_ALTERA_arbitrary_precision_
+    # integers) but aborts on a constant of more than 64 significant bits, which LLVM folds
+    # out of a 64-bit mul.hi by a constant (an APInt that getZExtValue refuses)
+    widest_integer = 64
     no_function = "whose parameters SPIR-V cannot pass"
     function_convention = "spir_func"
 
@@ -258,6 +266,7 @@ class SpirvTarget(GpuTarget):
         self.shared_offsets = shared_offsets
         self.variables: ModuleVariables = module_variables(module, self.function_numbers)
         self.uses_warp = False
+        self.uses_ballot = False   # sub_group_ballot (spirv_warp.active_lanes)
         # Report the first comparison wider than 64 bits (after LLVM failed on one: most
         # are optimized away, so they are not refused up front).
         self.find_wide = False
@@ -393,6 +402,11 @@ class SpirvTarget(GpuTarget):
         if callee.is_declaration:
             if callee.name == "__assertfail":
                 spirv_assert.lower_assertfail(self, fl, inst, list(args))
+                return
+            if callee.name in ("malloc", "free"):
+                heap = fl.b.load(fl.b.gep(fl.checks, [I64(spirv_checks.CHECKS_HEAP)],
+                                          source_etype=I64), typ=I64)
+                spirv_heap.lower_call(fl, inst, callee.name, heap, list(returns), list(args))
                 return
             if callee.name != "vprintf":
                 raise fl.unsupported(inst, f"a call of the external '{callee.name}'")
@@ -532,6 +546,11 @@ def build_llvm(module: ir.Module, problems: list | None = None,
         fn.linkage = "internal"
     target = SpirvTarget(module, llmod, offsets, functions)
     target.find_wide, target.bounds_checks = find_wide, bounds_checks
+    if bounds_checks:   # before the kernels (see search_function)
+        spirv_checks.search_function(llmod)
+    heap = spirv_heap.uses_heap(module)
+    if heap:
+        spirv_heap.define_functions(llmod)
     layouts = {}
     for f in list(module.functions.values()):
         if f.is_declaration or not (f.is_kernel or f.name in functions):
@@ -544,8 +563,9 @@ def build_llvm(module: ir.Module, problems: list | None = None,
         else:
             lower_device_function(SpirvLowering(module, f, functions[f.name], target),
                                   problems)
-    if target.prints:   # known once every function is lowered
-        layouts = {name: replace(layout, prints=True, prints_doubles=target.prints_doubles,
+    if target.prints or target.assertions or heap:   # known once every function is lowered
+        layouts = {name: replace(layout, prints=target.prints, uses_heap=heap,
+                                 prints_doubles=target.prints_doubles,
                                  assertions=tuple(target.assertions))
                    for name, layout in layouts.items()}
     return llmod, layouts
@@ -607,7 +627,7 @@ def _lower_kernel(module: ir.Module, kernel: ir.Function, llmod: ll.Module,
     spirv_checks.enter_kernel(fl, fn.args[_CHECKS], list(fn.args[_FIRST_BASE:]), size)
     lower_body(fl, problems)
     return KernelLayout(kernel.name, size, pointer_slots, target.static_shared,
-                        needs_warp or target.uses_warp)
+                        needs_warp or target.uses_warp, needs_ballot=target.uses_ballot)
 
 
 # --- compiling ------------------------------------------------------------------------------

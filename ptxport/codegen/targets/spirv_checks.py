@@ -46,17 +46,25 @@ from ptxport.codegen.ops.data import instruction_type, state_space, vector_count
 from ptxport.ir import nodes as ir
 from ptxport.ir.types import TYPES
 
-__all__ = ["CHECKS_ASSERTED", "CHECKS_HEADER", "CHECKS_TABLE", "Fault", "checked",
+__all__ = ["CHECKS_ASSERTED", "CHECKS_HEADER", "CHECKS_HEAP", "CHECKS_LOG", "CHECKS_TABLE",
+           "LOG_ENTRY", "Fault", "checked", "search_function",
            "hidden_types", "enter_device_function", "enter_kernel", "read_fault",
            "record_assert"]
 
 # The checks buffer, in 8-byte words: the fault record, the word that says an assert failed
-# (set by every failed assert, not only the recorded one), then the table (its length at
-# CHECKS_TABLE, its pairs after it), then the parameter slots' ranges.
+# (set by every failed assert, not only the recorded one), where the assert log starts (0:
+# none), the device heap's address (spirv_heap.py; 0: none), then the table (its length at
+# CHECKS_TABLE, its pairs after it), then the parameter slots' ranges, then the assert log.
 CHECKS_INFO, CHECKS_ADDRESS, CHECKS_GROUP, CHECKS_LOCAL = 0, 1, 2, 5
 CHECKS_ASSERTED = 8
-CHECKS_TABLE = 9
+CHECKS_LOG = 9
+CHECKS_HEAP = 10
+CHECKS_TABLE = 11
 CHECKS_HEADER = CHECKS_TABLE + 1
+# The assert log: [count, capacity], then `capacity` entries of LOG_ENTRY words, one per failed
+# assert (every work-item's, while there is room): the assert's number << 32 | the line
+# __assertfail was given, the work-group's ids, the work-item's.
+LOG_ENTRY = 7
 # The record's info word: line << 19 | assert << 18 | shared << 17 | size << 1 | write, never
 # 0 (an access has size >= 1, an assert its bit). An assert's address word holds the line
 # __assertfail was given << 32 | the assert's number (KernelLayout.assertions).
@@ -302,7 +310,7 @@ def _inside(fl: FunctionLowering, address: ll.Value, space: str | None,
     searched = fl.llfn.append_basic_block("access_searched")
     b.cbranch(hit, searched, search)
     b.position_at_end(search)
-    found = b.call(_search_function(fl), [b.ptrtoint(fl.checks, I64),
+    found = b.call(search_function(fl.llfn.module), [b.ptrtoint(fl.checks, I64),
                                           b.ptrtoint(fl.check_node, I64), address, I64(size)],
                    cconv="spir_func")
     b.branch(searched)
@@ -335,6 +343,31 @@ def record_assert(fl: FunctionLowering, inst: ir.Instruction, number: int,
     # (an atomic store: llvmlite's store_atomic wants typed pointers)
     b.atomic_rmw("xchg", b.gep(fl.checks, [I64(CHECKS_ASSERTED)], source_etype=I64), I64(1),
                  "monotonic")
+    _log_assert(fl, b, b.or_(b.shl(b.zext(assert_line, I64), I64(32)), I64(number)))
+
+
+def _log_assert(fl: FunctionLowering, b: ll.IRBuilder, what: ll.Value) -> None:
+    """Add the failed assert (`what`: its number and line) and the work-item's ids to the
+    launch's assert log, where it has room (the runtime prints the log on stderr)."""
+    log = _word(b, fl.checks, I64(CHECKS_LOG))
+    has_log = b.function.append_basic_block("assert_has_log")
+    room = b.function.append_basic_block("assert_log")
+    done = b.function.append_basic_block("assert_logged")
+    b.cbranch(b.icmp_unsigned("!=", log, I64(0)), has_log, done)
+    b.position_at_end(has_log)
+    index = b.atomic_rmw("add", b.gep(fl.checks, [log], source_etype=I64), I64(1), "monotonic")
+    capacity = _word(b, fl.checks, b.add(log, I64(1)))
+    b.cbranch(b.icmp_unsigned("<", index, capacity), room, done)
+    b.position_at_end(room)
+    entry = b.add(b.add(log, I64(2)), b.mul(index, I64(LOG_ENTRY)))
+    values = [what] + [b.call(fl.target.builtin(builtin, I64, [I32]), [I32(axis)],
+                              cconv="spir_func")
+                       for builtin in ("_Z12get_group_idj", "_Z12get_local_idj")
+                       for axis in range(3)]
+    for i, value in enumerate(values):
+        b.store(value, b.gep(fl.checks, [b.add(entry, I64(i))], source_etype=I64))
+    b.branch(done)
+    b.position_at_end(done)
 
 
 def _zero_destinations(fl: FunctionLowering, inst: ir.Instruction) -> None:
@@ -352,10 +385,12 @@ def _zero_destinations(fl: FunctionLowering, inst: ir.Instruction) -> None:
 
 # --- the module's check functions ---------------------------------------------------------------
 
-def _search_function(fl: FunctionLowering) -> ll.Function:
+def search_function(llmod: ll.Module) -> ll.Function:
     """i1 search(checks, node, address, size): whether [address, address + size) lies in a
-    window of the node or its callers', or an allocation of the table."""
-    llmod = fl.llfn.module
+    window of the node or its callers', or an allocation of the table. Made before the
+    module's kernels (build_llvm): LLVM 22's SPIR-V backend puts the initializers of constants
+    a kernel uses (printf's formats) into the function defined after it as well, and its
+    module analysis then fails on them where that function does not use them."""
     existing = llmod.globals.get("ptxport.check_search")
     if existing is not None:
         return existing

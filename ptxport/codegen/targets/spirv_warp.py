@@ -25,6 +25,7 @@ from ptxport.codegen.ops.sync import shuffle_source
 from ptxport.ir import nodes as ir
 
 _SHUFFLE = "_Z17sub_group_shufflejj"
+_BALLOT = "_Z16sub_group_balloti"   # cl_khr_subgroup_ballot: uint4 sub_group_ballot(int)
 _FENCES = 3  # CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE
 _FULL = I32(0xFFFFFFFF)
 
@@ -73,11 +74,21 @@ def _ballot(target, fl: FunctionLowering, predicate: ll.Value,
     return b.and_(bits, mask)
 
 
+def active_lanes(target, fl: FunctionLowering) -> ll.Value:
+    """The lanes of the warp that execute this instruction (PTX's activemask): OpenCL's
+    non-uniform `sub_group_ballot` of true (cl_khr_subgroup_ballot), which counts only the
+    work-items that reach it. (A ballot of true built from shuffles would read the inactive
+    lanes' copies of the constant: all 32 lanes.)"""
+    target.uses_warp = target.uses_ballot = True
+    words = target.call_builtin(fl, _BALLOT, ll.VectorType(I32, 4), [I32(1)], convergent=True)
+    return fl.b.extract_element(words, I32(0))
+
+
 def _member_mask(target, fl: FunctionLowering, inst: ir.Instruction, operand) -> ll.Value:
     """The member mask; the forms without .sync take the active lanes."""
     if operand is not None and inst.spec.has("sync"):
         return fl.read(operand, "b32")
-    return _ballot(target, fl, I1(1))
+    return active_lanes(target, fl)
 
 
 # --- barriers -----------------------------------------------------------------------------------
@@ -151,7 +162,7 @@ def _vote(target, fl: FunctionLowering, inst: ir.Instruction) -> None:
 
 
 def _activemask(target, fl: FunctionLowering, inst: ir.Instruction) -> None:
-    fl.write(inst.operands[0], _ballot(target, fl, I1(1)), "b32")
+    fl.write(inst.operands[0], active_lanes(target, fl), "b32")
 
 
 def _redux(target, fl: FunctionLowering, inst: ir.Instruction) -> None:
@@ -203,7 +214,7 @@ def _elect(target, fl: FunctionLowering, inst: ir.Instruction) -> None:
     """elect.sync d|p, membermask: the lowest active member is the leader."""
     b = fl.b
     dest, m = inst.operands
-    members = b.and_(fl.read(m, "b32"), _ballot(target, fl, I1(1)))
+    members = b.and_(fl.read(m, "b32"), active_lanes(target, fl))
     cttz = declare(fl.llfn.module, "llvm.cttz.i32", I32, [I32, I1])
     leader = b.call(cttz, [members, I1(0)])
     first, second = (dest.first, dest.second) if isinstance(dest, ir.PairValue) \

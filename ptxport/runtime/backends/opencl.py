@@ -30,9 +30,10 @@ the kernel a checks buffer with the table of the device's allocations ("svm"; no
 "translated") and each pointer parameter's allocation, and reads its fault record back after
 the kernel: a bad access raises IllegalAddressError, in the CPU device's words, naming the
 user's source line where the PTX has line information (the module's line table, kept with
-each kernel's binary). A failed device-side assert (spirv_assert.py) prints CUDA's text with
-OpenCL's printf while the kernel runs and is recorded in the same record: the launch raises
-KernelAssertError with that text.
+each kernel's binary). A failed device-side assert (spirv_assert.py) is logged in the checks
+buffer, whose log the launch prints on stderr in CUDA's words (opencl_records.py), and is
+recorded in the same record: the launch raises KernelAssertError with its text. Module
+variables live in a block per (device, module) that opencl_blocks.py keeps.
 
 Kernels that call printf (OpenCL C's, which the SPIR-V target makes of CUDA's vprintf) write
 to the process's standard output, as the OpenCL runtime does it: Intel's CPU runtime writes
@@ -69,24 +70,27 @@ import numpy as np
 from ptxport.cache import cache_path, read_entry, write_entry
 from ptxport.codegen.targets.spirv_checks import (
     CHECKS_HEADER,
+    CHECKS_HEAP,
     CHECKS_TABLE,
-    Fault,
     read_fault,
 )
 from ptxport.errors import (
     CompileError,
-    IllegalAddressError,
     InvalidValueError,
-    KernelAssertError,
-    KernelExecutionError,
     LaunchError,
     OutOfMemoryError,
     UnsupportedFeatureError,
 )
-from ptxport.ir.lines import LineTable, where
+from ptxport.ir.lines import LineTable
 from ptxport.ir.nodes import Module
 from ptxport.runtime.backends import Allocation, BackendBase, DeviceProperties
-from ptxport.runtime.backends.opencl_blocks import VariableBlocks
+from ptxport.runtime.backends.opencl_blocks import DeviceHeaps, VariableBlocks
+from ptxport.runtime.backends.opencl_records import (
+    fault_error,
+    print_assert_log,
+    read_records,
+    with_assert_log,
+)
 
 __all__ = ["Backend", "OpenclKernelBinary", "wheel_icd_directory", "skipped_devices"]
 
@@ -256,6 +260,7 @@ class Backend(BackendBase):
         self._starts: list[int] = []
         self._tables: dict[int, np.ndarray] = {}   # by ordinal, for launches (_table)
         self._variable_blocks = VariableBlocks(self)
+        self._heaps = DeviceHeaps(self)
         self._next = _FIRST_ADDRESS
         # False puts every device on the "translated" scheme (to test it where SVM exists);
         # it decides for allocations and launches made after it changes
@@ -479,6 +484,13 @@ class Backend(BackendBase):
                 f"kernel {binary.name}", "spirv", None,
                 f"it uses warp operations, and opencl:{ordinal} "
                 f"({self._devices[ordinal].name}) cannot run sub-groups of 32 work-items")
+        if binary.layout.needs_ballot and "cl_khr_subgroup_ballot" not in \
+                self._devices[ordinal].extensions.split():
+            raise UnsupportedFeatureError(
+                f"kernel {binary.name}", "spirv", None,
+                f"it asks which lanes of a warp are active (activemask, elect, or vote "
+                f"without .sync), and opencl:{ordinal} ({self._devices[ordinal].name}) "
+                "has no cl_khr_subgroup_ballot")
         if binary.layout.prints_doubles and not self.fp64_capable(ordinal):
             raise UnsupportedFeatureError(
                 f"kernel {binary.name}", "spirv", None,
@@ -516,6 +528,7 @@ class Backend(BackendBase):
         kernel.set_arg(1, cl.LocalMemory(max(shared, 16)))
         kernel.set_arg(2, np.uint32(shared))
         kernel.set_arg(4, self._variables_argument(ordinal, binary))
+        heap = self._heaps.heap(ordinal).address if layout.uses_heap else 0
         for i, base in enumerate(bases):
             kernel.set_arg(5 + i, base)
         global_size = tuple(g * b for g, b in zip(grid, block, strict=True))
@@ -524,7 +537,7 @@ class Backend(BackendBase):
         # no allocation named to the kernel is freed before the kernel is enqueued (nor
         # before its table of allocations is made)
         with self._lock:
-            checks = self._checks_buffer(context, ordinal, layout, packed, bases)
+            checks = self._checks_buffer(context, ordinal, layout, packed, bases, heap)
             kernel.set_arg(3, checks)
             if svm:
                 _name_svm_pointers(kernel, [memory.memory.svm_ptr for memory in self._live.values()
@@ -535,12 +548,12 @@ class Backend(BackendBase):
         parameters.release()
         if layout.prints:
             _flush_c_stdio()
-        record = np.empty(CHECKS_HEADER, np.uint64)
-        cl.enqueue_copy(queue, record, checks).wait()
+        record, log = read_records(cl, queue, checks, layout)
         checks.release()
+        print_assert_log(layout, log)
         fault = read_fault(record)
         if fault is not None:
-            raise _fault_error(binary, fault, block, shared)
+            raise fault_error(binary, fault, block, shared)
 
     def _variables_argument(self, ordinal: int, binary: OpenclKernelBinary):
         """The kernel's argument for its module's variable block: the SVM pointer, the
@@ -552,7 +565,14 @@ class Backend(BackendBase):
         return self._device_side(memory, block.address, 0, block.size) if memory.svm \
             else memory.memory
 
-    def _checks_buffer(self, context, ordinal: int, layout, packed: bytearray, bases: list):
+    def set_heap_size(self, nbytes: int) -> None:
+        """The size of the device heap that kernels' malloc and new allocate from
+        (cudaLimitMallocHeapSize). Raises InvalidValueError once a kernel using malloc or
+        free has been launched, as CUDA does."""
+        self._heaps.set_size(nbytes)
+
+    def _checks_buffer(self, context, ordinal: int, layout, packed: bytearray, bases: list,
+                       heap: int):
         """The launch's checks buffer (spirv_checks.py): an empty fault record, the table
         of the device's allocations ("svm" scheme; the caller holds the lock), and each
         parameter slot's allocation: absolute where the slot holds an SVM address, relative
@@ -570,10 +590,13 @@ class Backend(BackendBase):
                 slots.append((value - found[1], value - found[1] + found[0].size))
             else:
                 slots.append((0, 0))
-        words = np.zeros(CHECKS_HEADER + table.size + 2 * len(slots), np.uint64)
+        ranges = CHECKS_HEADER + table.size
+        words = np.zeros(ranges + 2 * len(slots), np.uint64)
         words[CHECKS_TABLE] = len(table)
-        words[CHECKS_HEADER:CHECKS_HEADER + table.size] = table.ravel()
-        words[CHECKS_HEADER + table.size:] = [v for pair in slots for v in pair]
+        words[CHECKS_HEAP] = heap
+        words[CHECKS_HEADER:ranges] = table.ravel()
+        words[ranges:] = [v for pair in slots for v in pair]
+        words = with_assert_log(layout, words)
         cl = _cl()
         return cl.Buffer(context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
                          hostbuf=words)
@@ -620,28 +643,6 @@ class Backend(BackendBase):
     def _buffer_at(self, value: int) -> tuple[_Memory, int] | None:
         found = self._find(value) if value >= _FIRST_ADDRESS else None
         return found if found is not None and not found[0].svm else None
-
-
-def _fault_error(binary: OpenclKernelBinary, fault: Fault, block: tuple[int, int, int],
-                 shared: int) -> KernelExecutionError:
-    """The error a launch's fault record makes, in the CPU device's words: the place is
-    the user's file and line, then the PTX line (`k.cu:7 (PTX line 29)`), or the PTX line
-    alone without line information."""
-    place = where(binary.lines.source_line(fault.line), fault.line)
-    if fault.assertion is not None:
-        text = binary.layout.assertions[fault.assertion].text(fault.assert_line, fault.group,
-                                                              fault.local)
-        return KernelAssertError(f"kernel '{binary.name}' failed a device-side assert at "
-                                 f"{place}: {text}")
-    x, y, z = fault.local
-    thread = x + block[0] * (y + block[1] * z)
-    what = (f"shared memory address {fault.address:#x}, outside the block's {shared} bytes "
-            "of shared memory" if fault.shared else
-            f"address {fault.address:#x}, outside every allocation")
-    return IllegalAddressError(
-        f"kernel '{binary.name}' {'wrote' if fault.write else 'read'} {fault.size} bytes at "
-        f"{what}, at {place} in block {fault.group}, thread {thread}; nothing was "
-        f"{'written' if fault.write else 'read'} there and the device is still usable")
 
 
 def _host_bytes(address: int, nbytes: int) -> np.ndarray:

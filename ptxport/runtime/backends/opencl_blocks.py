@@ -1,7 +1,8 @@
 """Memory the opencl backend owns on behalf of kernels: each module's variable block (its
 .global and .const variables, which the SPIR-V target's kernels take as a hidden argument;
 codegen/targets/spirv_globals.py), one per (device, module), allocated and filled with the
-variables' initial values on first use, and given back when the module is gone.
+variables' initial values on first use, and given back when the module is gone; and each
+device's heap for device-side malloc and free (codegen/targets/spirv_heap.py).
 
 The blocks are ordinary allocations of the backend (Backend.allocate), so copies, fills,
 bounds checks and the SVM pointers named to kernels treat them like any other memory; a
@@ -17,10 +18,10 @@ import weakref
 import numpy as np
 
 from ptxport.codegen.targets.spirv_globals import ModuleVariables
-from ptxport.errors import UnsupportedFeatureError
+from ptxport.errors import InvalidValueError, UnsupportedFeatureError
 from ptxport.runtime.backends import Allocation
 
-__all__ = ["VariableBlocks"]
+__all__ = ["DeviceHeaps", "VariableBlocks"]
 
 
 class VariableBlocks:
@@ -74,3 +75,52 @@ class VariableBlocks:
         block = self.block(ordinal, variables)
         offset, size = found
         return (block.address + offset if block is not None else 0), size
+
+
+class DeviceHeaps:
+    """The device heap of each device (CUDA's device-side malloc and free, the SPIR-V
+    target's spirv_heap.py): allocated with its header on the first launch of a kernel whose
+    module calls malloc or free, `size` bytes (cudaLimitMallocHeapSize), which is fixed from
+    then on, as CUDA fixes it."""
+
+    def __init__(self, backend) -> None:
+        from ptxport.codegen.targets.spirv_heap import DEFAULT_SIZE
+
+        self._backend = backend
+        self._lock = threading.Lock()
+        self._heaps: dict[int, Allocation] = {}
+        self.size = DEFAULT_SIZE
+
+    def set_size(self, nbytes: int) -> None:
+        from ptxport.codegen.targets.spirv_heap import MAX_SIZE
+
+        with self._lock:
+            if self._heaps:
+                raise InvalidValueError(
+                    "the device heap's size cannot change once a kernel that uses malloc or "
+                    "free has been launched (CUDA fixes cudaLimitMallocHeapSize then)")
+            if not 0 <= nbytes <= MAX_SIZE:
+                raise InvalidValueError(f"a device heap of {nbytes} bytes: the opencl "
+                                        f"backend's heap holds at most {MAX_SIZE} bytes")
+            self.size = nbytes
+
+    def heap(self, ordinal: int) -> Allocation:
+        """Device `ordinal`'s heap, made on first use."""
+        from ptxport.codegen.targets.spirv_heap import HEADER, initial_header
+
+        with self._lock:
+            found = self._heaps.get(ordinal)
+            if found is not None:
+                return found
+            if self._backend.address_scheme(ordinal) != "svm":
+                raise UnsupportedFeatureError(
+                    "device-side malloc and free", "spirv", None,
+                    f"opencl:{ordinal} has no shared virtual memory, so the host cannot know "
+                    "the device addresses malloc returns")
+            allocation = self._backend.allocate(ordinal, HEADER + self.size)
+            header = np.zeros(HEADER // 8, np.uint64)
+            words = initial_header(self.size)
+            header[:len(words)] = words
+            self._backend.copy(allocation.address, header.ctypes.data, HEADER, "htod")
+            self._heaps[ordinal] = allocation
+            return allocation
