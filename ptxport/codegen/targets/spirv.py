@@ -260,10 +260,10 @@ class SpirvTarget(GpuTarget):
     no_function = "whose parameters SPIR-V cannot pass"
     function_convention = "spir_func"
 
-    def __init__(self, module: ir.Module, llmod: ll.Module, shared_offsets: dict[str, int],
-                 functions: dict[str, ll.Function]):
+    def __init__(self, module: ir.Module, llmod: ll.Module, functions: dict[str, ll.Function]):
         super().__init__(module, llmod, {}, functions)
-        self.shared_offsets = shared_offsets
+        # the shared buffer of the kernel being lowered (_shared_offsets)
+        self.shared_offsets: dict[str, int] = {"": 0}
         self.variables: ModuleVariables = module_variables(module, self.function_numbers)
         self.uses_warp = False
         self.uses_ballot = False   # sub_group_ballot (spirv_warp.active_lanes)
@@ -474,34 +474,11 @@ def _lanemask(fl: FunctionLowering, kind: str, lane: ll.Value) -> ll.Value:
 
 # --- module-level lowering ----------------------------------------------------------------------
 
-def _declare_variables(module: ir.Module, collecting: bool) -> dict[str, int]:
-    """Offsets in the shared buffer for .shared variables (static ones in order, each aligned;
-    "" holds the static total, where the dynamic `extern .shared` arrays start). .global and
-    .const variables live in the module's variable block (spirv_globals.py); those SPIR-V
-    cannot have are refused here, or left to the instructions using them when
+def _check_variables(module: ir.Module, collecting: bool) -> None:
+    """.global and .const variables live in the module's variable block (spirv_globals.py);
+    those SPIR-V cannot have are refused here, or left to the instructions using them when
     `collecting`."""
-    offsets: dict[str, int] = {}
-    variables = list(module.globals.values())
-    for f in module.functions.values():
-        variables += [v for v in f.variables.values() if v.space == "shared"]
-    size, dynamic = 0, []
-    for var in variables:
-        if var.space == "shared":
-            if var.name in offsets:
-                continue
-            if var.unsized or var.is_extern:
-                dynamic.append(var)
-                offsets[var.name] = -1
-                continue
-            align = max(var.alignment, 1)
-            size = (size + align - 1) // align * align
-            offsets[var.name] = size
-            size += var.size
-    static = (size + 15) // 16 * 16
-    for var in dynamic:
-        offsets[var.name] = static
-    offsets[""] = static
-    for var in variables:
+    for var in module.globals.values():
         if var.space not in ("global", "const") or opaque_variable(
                 module, var, "spirv", "texture, sampler and surface references", collecting):
             continue
@@ -509,7 +486,52 @@ def _declare_variables(module: ir.Module, collecting: bool) -> dict[str, int]:
             raise UnsupportedFeatureError(f".extern .{var.space} {var.name}", "spirv",
                                           module.location(var.pos),
                                           "SPIR-V modules are not linked with others")
+
+
+def _shared_offsets(module: ir.Module, kernel: ir.Function) -> dict[str, int]:
+    """Offsets in the kernel's shared buffer for the .shared variables it uses (`kernel` with
+    the functions that name shared memory inlined: its own and the module's that its
+    instructions name; static ones in declaration order, each aligned; "" holds the static
+    total, where the dynamic `extern .shared` arrays start). Only those: a module's kernels
+    together may declare more shared memory than one work-group has."""
+    named: dict[str, ir.Variable] = {}   # in the order the instructions name them
+    for inst in kernel.instructions():
+        for operand in inst.operands:
+            named.update((v.name, v) for v in _shared_variables(operand))
+    variables = [v for v in module.globals.values() if v.space == "shared" and v.name in named]
+    variables += [v for v in kernel.variables.values() if v.space == "shared"]
+    variables += named.values()     # (a function's own, inlined into the kernel)
+    offsets: dict[str, int] = {}
+    size, dynamic = 0, []
+    for var in variables:
+        if var.name in offsets:
+            continue
+        if var.unsized or var.is_extern:
+            dynamic.append(var)
+            offsets[var.name] = -1
+            continue
+        align = max(var.alignment, 1)
+        size = (size + align - 1) // align * align
+        offsets[var.name] = size
+        size += var.size
+    static = (size + 15) // 16 * 16
+    for var in dynamic:
+        offsets[var.name] = static
+    offsets[""] = static
     return offsets
+
+
+def _shared_variables(operand) -> list[ir.Variable]:
+    """The .shared variables an operand names."""
+    if isinstance(operand, ir.Variable):
+        return [operand] if operand.space == "shared" else []
+    if isinstance(operand, ir.Address):
+        return _shared_variables(operand.base)
+    if isinstance(operand, ir.SymbolAddress):
+        return _shared_variables(operand.target)
+    if isinstance(operand, ir.VectorValue | ir.ListValue):
+        return [v for e in operand.elements for v in _shared_variables(e)]
+    return []
 
 
 def _uses_warp(function: ir.Function) -> bool:
@@ -533,7 +555,7 @@ def build_llvm(module: ir.Module, problems: list | None = None,
     either way."""
     llmod = ll.Module(name="ptxport.spirv")
     llmod.triple = TRIPLE
-    offsets = _declare_variables(module, problems is not None)
+    _check_variables(module, problems is not None)
     # OpenCL gives local memory to kernels only: functions that name shared memory run
     # inlined into each kernel that calls them (and are not compiled on their own)
     inlined_only = functions_that(module, uses_shared_memory)
@@ -544,7 +566,7 @@ def build_llvm(module: ir.Module, problems: list | None = None,
     for fn in functions.values():
         fn.calling_convention = "spir_func"
         fn.linkage = "internal"
-    target = SpirvTarget(module, llmod, offsets, functions)
+    target = SpirvTarget(module, llmod, functions)
     target.find_wide, target.bounds_checks = find_wide, bounds_checks
     if bounds_checks:   # before the kernels (see search_function)
         spirv_checks.search_function(llmod)
@@ -607,6 +629,7 @@ def _lower_kernel(module: ir.Module, kernel: ir.Function, llmod: ll.Module,
         for inst in kernel.instructions())
     if needs_warp:
         fn.set_metadata("intel_reqd_sub_group_size", llmod.add_metadata([I32(WARP)]))
+    target.shared_offsets = _shared_offsets(module, kernel)
     fl = SpirvLowering(module, kernel, fn, target)
     params, fl.shared, fl.shared_bytes = fn.args[:3]
     fl.variable_block = fn.args[_VARIABLES]
