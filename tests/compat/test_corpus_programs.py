@@ -31,13 +31,13 @@ MANIFEST = harness.load_manifest()
 PARALLEL_RUNS = 2
 TIMEOUT_S = 300
 
-_SPIRV = "device code the SPIR-V target does not lower yet: "
 # device -> program -> why it does not pass there yet
 NOT_YET: dict[str, dict[str, str]] = {
     "cpu": {},
     "opencl:0": {
-        "thrust_cub": "clEnqueueNDRangeKernel answers OUT_OF_RESOURCES for cub's "
-                      "DeviceRadixSortInitKernel (then Intel's runtime aborts)",
+        "thrust_cub": "Intel's OpenCL compiler builds cub's DeviceRadixSortOnesweepKernel for "
+                      "minutes (557 KB of SPIR-V: 144 s without bounds checks, over 400 s "
+                      "with them, on a loaded 2-core machine), past the test's time limit",
     },
 }
 # device -> program -> why it is not run there at all

@@ -33,7 +33,13 @@ user's source line where the PTX has line information (the module's line table, 
 each kernel's binary). A failed device-side assert (spirv_assert.py) is logged in the checks
 buffer, whose log the launch prints on stderr in CUDA's words (opencl_records.py), and is
 recorded in the same record: the launch raises KernelAssertError with its text. Module
-variables live in a block per (device, module) that opencl_blocks.py keeps.
+variables live in a block per (device, module), and device-side malloc allocates from a heap
+per device, both kept by opencl_blocks.py.
+
+Host memory that kernels use in place (register_host_memory: cudaHostRegister,
+Buffer.from_dlpack) needs fine-grained system SVM, where a host address is valid in kernels
+as it is; it joins the device's allocations (copies, fills, bounds checks) and stays its
+owner's.
 
 Kernels that call printf (OpenCL C's, which the SPIR-V target makes of CUDA's vprintf) write
 to the process's standard output, as the OpenCL runtime does it: Intel's CPU runtime writes
