@@ -102,7 +102,7 @@ class KernelLayout:
     (the dynamic part starts there), whether the kernel needs 32-wide sub-groups, and
     whether its module calls printf (`prints`), passing it doubles
     (`prints_doubles`, which needs a device with fp64), the module's asserts by number
-    (`assertions`, spirv_assert.py), whether it asks which lanes are active
+    (`assertions`, spirv_assert.py), whether it takes ballots of a warp's lanes
     (`needs_ballot`: cl_khr_subgroup_ballot), and whether its module calls malloc or free
     (`uses_heap`: the launch gives it the device heap, spirv_heap.py)."""
 

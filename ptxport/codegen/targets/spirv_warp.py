@@ -1,12 +1,14 @@
 """Barriers and warp operations for the SPIR-V target (spirv.py): a CUDA warp is an OpenCL
 sub-group of 32 work-items (the kernel asks for that size with intel_reqd_sub_group_size).
 
-Everything lane-crossing is built from one operation, `sub_group_shuffle` (uint, uint) of
-cl_khr_subgroup_shuffle, so that the exact PTX rules are written here once: shfl's source
-lane arithmetic (PTX ISA 9.7.9.6), member masks of vote/redux/match (a lane outside the mask
-contributes the operation's identity), and elect's lowest member. A ballot is the OR of
-`pred << lane` over the lanes of the member mask. Block barriers are barrier(), bar.red uses
-OpenCL 2.0's work-group collectives.
+Everything lane-crossing is built from two operations, `sub_group_shuffle` (uint, uint) of
+cl_khr_subgroup_shuffle and the non-uniform `sub_group_ballot` (int) of cl_khr_subgroup_ballot,
+so that the exact PTX rules are written here once: shfl's source lane arithmetic (PTX ISA
+9.7.9.6), member masks of vote/redux/match (a lane outside the mask contributes the
+operation's identity), and elect's lowest member. A ballot (vote.ballot, and the active lanes
+of activemask, elect and vote without .sync) is `sub_group_ballot`, in which only the
+work-items that reach it take part, as in PTX, ANDed with the member mask. Block barriers
+are barrier(), bar.red uses OpenCL 2.0's work-group collectives.
 
 OpenCL requires sub-group operations to be reached by every work-item of the sub-group (PTX
 lets a subset named by the member mask take part). Lanes therefore only ever read the other
@@ -64,14 +66,13 @@ def _reduce(target, fl: FunctionLowering, value: ll.Value, mask: ll.Value, ident
 
 def _ballot(target, fl: FunctionLowering, predicate: ll.Value,
             mask: ll.Value = _FULL) -> ll.Value:
-    """The lanes of `mask` whose predicate is true."""
-    b = fl.b
-    value = b.zext(predicate, I32)
-    bits = I32(0)
-    for lane in range(32):
-        true = b.icmp_unsigned("!=", shuffle(target, fl, value, I32(lane)), I32(0))
-        bits = b.or_(bits, b.select(true, I32(1 << lane), I32(0)))
-    return b.and_(bits, mask)
+    """The lanes of `mask` that execute this and whose predicate is true: the non-uniform
+    `sub_group_ballot` (cl_khr_subgroup_ballot), one operation where a ballot of shuffles
+    took 32 (cub's radix sort has 170 ballots in one kernel)."""
+    target.uses_warp = target.uses_ballot = True
+    words = target.call_builtin(fl, _BALLOT, ll.VectorType(I32, 4),
+                                [fl.b.zext(predicate, I32)], convergent=True)
+    return fl.b.and_(fl.b.extract_element(words, I32(0)), mask)
 
 
 def active_lanes(target, fl: FunctionLowering) -> ll.Value:
@@ -79,9 +80,7 @@ def active_lanes(target, fl: FunctionLowering) -> ll.Value:
     non-uniform `sub_group_ballot` of true (cl_khr_subgroup_ballot), which counts only the
     work-items that reach it. (A ballot of true built from shuffles would read the inactive
     lanes' copies of the constant: all 32 lanes.)"""
-    target.uses_warp = target.uses_ballot = True
-    words = target.call_builtin(fl, _BALLOT, ll.VectorType(I32, 4), [I32(1)], convergent=True)
-    return fl.b.extract_element(words, I32(0))
+    return _ballot(target, fl, I1(1))
 
 
 def _member_mask(target, fl: FunctionLowering, inst: ir.Instruction, operand) -> ll.Value:

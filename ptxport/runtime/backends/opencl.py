@@ -494,8 +494,8 @@ class Backend(BackendBase):
                 self._devices[ordinal].extensions.split():
             raise UnsupportedFeatureError(
                 f"kernel {binary.name}", "spirv", None,
-                f"it asks which lanes of a warp are active (activemask, elect, or vote "
-                f"without .sync), and opencl:{ordinal} ({self._devices[ordinal].name}) "
+                f"it takes ballots of a warp's lanes (vote, activemask or elect), and "
+                f"opencl:{ordinal} ({self._devices[ordinal].name}) "
                 "has no cl_khr_subgroup_ballot")
         if binary.layout.prints_doubles and not self.fp64_capable(ordinal):
             raise UnsupportedFeatureError(
