@@ -44,8 +44,8 @@ from pathlib import Path
 import numpy as np
 
 from ptxport import Device, LaunchConfig, Program, launch
-from ptxport.codegen.targets import cpu_executor
 from ptxport.errors import PtxportError, UnsupportedFeatureError
+from ptxport.runtime.backends.cpu import executor as cpu_executor
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS = ROOT / "tests" / "kernels"

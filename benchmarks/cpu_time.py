@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import time
 
@@ -25,7 +24,9 @@ import numpy as np
 from cpu_kernels import CASES, RESULTS, PtxportRun
 
 from ptxport import Device, LaunchConfig, Program, launch
-from ptxport.codegen.targets import cpu_executor
+from ptxport.codegen.targets.cpu.options import CpuOptions
+from ptxport.runtime import backends
+from ptxport.runtime.backends.cpu import executor as cpu_executor
 
 TIGHT_PTX = """
 .version 8.0
@@ -68,7 +69,7 @@ def cpu_ms(run, reps: int, before=None) -> float:
 
 
 def tight_ns_per_pass(device: Device, gang: bool, passes: int, reps: int) -> float:
-    os.environ["PTXPORT_CPU_GANG"] = "1" if gang else "0"   # read when a kernel compiles
+    backends.get("cpu").options = CpuOptions(gang=gang)   # for the kernel compiled next
     kernel = Program(TIGHT_PTX, code_type="ptx").compile("native").get_kernel("tight")
     stream = device.create_stream()
     grid, block = 64, 128

@@ -29,8 +29,15 @@ from ptxport.runtime import (
     launch,
     system,
 )
-
-__version__ = "0.1.0"
+from ptxport.runtime.textures import (
+    Array,
+    ChannelFormat,
+    ResourceDesc,
+    SurfaceObject,
+    TextureDesc,
+    TextureObject,
+)
+from ptxport.version import __version__
 
 __all__ = [
     "__version__",
@@ -53,4 +60,10 @@ __all__ = [
     "System",
     "launch",
     "system",
+    "Array",
+    "ChannelFormat",
+    "ResourceDesc",
+    "SurfaceObject",
+    "TextureDesc",
+    "TextureObject",
 ]

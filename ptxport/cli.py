@@ -14,7 +14,13 @@ from pathlib import Path
 
 from ptxport import __version__
 from ptxport.compat import cli as compat_cli
-from ptxport.errors import BackendUnavailableError, CompileError, InternalError, PtxportError
+from ptxport.errors import (
+    BackendUnavailableError,
+    CompileError,
+    InternalError,
+    InvalidValueError,
+    PtxportError,
+)
 
 __all__ = ["main"]
 
@@ -36,6 +42,11 @@ def _parser() -> argparse.ArgumentParser:
                          help="architecture NVRTC compiles .cu files for (default sm_90)")
     _add_cuda_options(inspect)
     inspect.add_argument("--ir", action="store_true", help="also print the IR")
+    inspect.add_argument("--dump-after", metavar="PASS",
+                         help="instead of the report, print each kernel's IR after the pass "
+                              "PASS of ptxport/passes (uniformity, segment, inline, "
+                              "plan-waits) and what the pass found")
+    inspect.add_argument("--kernel", help="with --dump-after: this kernel only")
     devices = commands.add_parser(
         "devices", help="list the devices ptxport can run on, and why other backends cannot",
         description="List every device of every backend present, with its properties, and "
@@ -176,6 +187,8 @@ def _inspect(args) -> int:
     if isinstance(loaded, int):
         return loaded
     module, source_kind = loaded
+    if args.dump_after:
+        return _dump_after(module, args.dump_after, args.kernel)
     report = inspect_module(module, source_kind)
     if args.json:
         print(json.dumps(report, indent=2))
@@ -185,6 +198,22 @@ def _inspect(args) -> int:
         from ptxport.ir.printer import print_ir
 
         sys.stdout.write(print_ir(module))
+    return 0
+
+
+def _dump_after(module, name: str, only: str | None) -> int:
+    from ptxport.passes import dump, run_until
+
+    kernels = [f.name for f in module.kernels if only is None or f.name == only]
+    try:
+        if not kernels:
+            raise InvalidValueError(f"no kernel named {only!r} in the module")
+        for kernel in kernels:
+            sys.stdout.write(f"// kernel {kernel}\n" + dump(run_until(module, kernel, name),
+                                                             name))
+    except PtxportError as e:
+        print(f"ptxport: {e}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -231,6 +260,10 @@ def _compile(args) -> int:
         return loaded
     module = loaded[0]
     try:
+        if family != "nvptx":   # textures and surfaces through ptxport's sampler
+            from ptxport.passes import textures
+
+            module = textures.run(module, family)
         if family == "nvptx":
             from ptxport.codegen.targets.nvptx import compile_module
 
@@ -275,7 +308,8 @@ def _compile_cpu(module, kernel: str | None, output: Path) -> int:
     """One LLVM IR or object file per kernel (the CPU target compiles kernels one by one)."""
     import llvmlite.binding as llvm
 
-    from ptxport.codegen.targets.cpu import build_llvm, emit_object
+    from ptxport.codegen.targets.cpu.compile import emit_object
+    from ptxport.codegen.targets.cpu.module import build_llvm
 
     names = [f.name for f in module.kernels]
     if kernel is not None and kernel not in names:

@@ -26,6 +26,9 @@ __all__ = [
     "LaunchError",
     "ArgumentError",
     "KernelExecutionError",
+    "SplitRefusedError",
+    "WriteConflictError",
+    "GroupMemberError",
     "IllegalAddressError",
     "KernelTrapError",
     "KernelAssertError",
@@ -171,6 +174,21 @@ class ArgumentError(LaunchError):
 
 class KernelExecutionError(PtxportError):
     """A kernel failed while it ran; raised by the next sync of its stream."""
+
+
+class SplitRefusedError(LaunchError):
+    """A device group was asked to split a launch it must not split (DeviceGroup(strict=
+    True)): the message names the kernel and what in it ties its blocks together."""
+
+
+class WriteConflictError(KernelExecutionError):
+    """Two members of a device group wrote different values to the same byte of a buffer in
+    one launch: the message names the kernel, the argument and the byte."""
+
+
+class GroupMemberError(KernelExecutionError):
+    """A member of a device group was lost or sent corrupted data, and its share of the
+    launch could not be re-run: the launch's outputs are left as they were before it."""
 
 
 class IllegalAddressError(KernelExecutionError):

@@ -16,3 +16,15 @@ def _no_current_device_left_behind():
     from ptxport.runtime import device
 
     device._current.__dict__.pop("device", None)
+
+
+@pytest.fixture
+def cpu_options(monkeypatch):
+    """Choose the CPU code generator's options (CpuOptions) for the kernels this test
+    compiles on Device("cpu"): `cpu_options(gang=False)` runs them thread by thread."""
+    from ptxport.codegen.targets.cpu.options import CpuOptions
+    from ptxport.runtime import backends
+
+    def use(**choices) -> None:
+        monkeypatch.setattr(backends.get("cpu"), "options", CpuOptions(**choices))
+    return use

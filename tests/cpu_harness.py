@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ptxport.codegen.targets.cpu import compile_kernel
 from ptxport.ir.abi import param_layout
 from ptxport.ir.from_ptx import build
 from ptxport.ir.verify import verify
 from ptxport.ptx.parser import parse
+from ptxport.runtime.backends.cpu.kernels import compile_kernel
 
 _CACHE: dict = {}
 

@@ -18,6 +18,10 @@ flags; everything else about a build is decided here:
   version, and built in parallel.
 - Programs built with `-cudart shared` need libcudart.so.13 at run time: the wheel's, or
   ptxport's drop-in (`ptxport run` puts its own first on LD_LIBRARY_PATH).
+- Programs whose flags link cuBLAS (`-lcublas`, `-lcublasLt`) are built with ptxport's own
+  cublas_v2.h / cublasLt.h and linked against its drop-in libcublas.so.13 / libcublasLt.so.13
+  (same sonames and symbols as NVIDIA's), so NVIDIA's cuBLAS is never needed to build them;
+  natively they run with NVIDIA's libraries of those sonames.
 
     python tests/programs_harness.py --out DIR [NAME ...]
 
@@ -61,6 +65,7 @@ __all__ = [
 
 PROGRAM_DIR = Path(__file__).resolve().parent / "programs"
 MANIFEST = PROGRAM_DIR / "manifest.json"
+CUBLAS_INCLUDE = Path(__file__).resolve().parents[1] / "ptxport" / "compat" / "native" / "include"
 ARCH_FLAGS = (
     "-gencode", "arch=compute_80,code=[compute_80,sm_80]",
     "-gencode", "arch=compute_90,code=sm_90",
@@ -95,6 +100,11 @@ class Program:
     def relocatable(self) -> bool:
         """Built with -rdc=true: its PTX is only in __nv_relfatbin (see FATBIN_SECTIONS)."""
         return "-rdc=true" in self.flags
+
+    @property
+    def links_cublas(self) -> bool:
+        """Linked with -lcublas / -lcublasLt: built against ptxport's cuBLAS (see above)."""
+        return any(flag.startswith("-lcublas") for flag in self.flags)
 
     @property
     def shared_cudart(self) -> bool:
@@ -198,7 +208,12 @@ def nvcc_command(program: Program, root: Path, link_dir: Path, output: str) -> l
 
     Sources are named relative to the build directory, so that __FILE__ (in assert messages
     and the programs' own failure lines) is the bare file name wherever the corpus lives."""
-    return [str(root / "bin" / "nvcc"), *ARCH_FLAGS, *program.flags, f"-L{link_dir}",
+    cublas = []
+    if program.links_cublas:
+        from ptxport.compat.build import shim_directory
+
+        cublas = [f"-I{CUBLAS_INCLUDE}", f"-L{shim_directory()}"]
+    return [str(root / "bin" / "nvcc"), *ARCH_FLAGS, *program.flags, *cublas, f"-L{link_dir}",
             "-o", output, *program.sources]
 
 
@@ -207,7 +222,8 @@ def build_key(program: Program, root: Path, version: str) -> str:
     digest = hashlib.sha256()
     for part in (version, " ".join(ARCH_FLAGS), " ".join(program.flags)):
         digest.update(part.encode() + b"\0")
-    for path in [*(PROGRAM_DIR / s for s in program.sources), *_headers()]:
+    cublas_headers = sorted(CUBLAS_INCLUDE.glob("*.h")) if program.links_cublas else []
+    for path in [*(PROGRAM_DIR / s for s in program.sources), *_headers(), *cublas_headers]:
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:20]
 

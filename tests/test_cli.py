@@ -145,3 +145,21 @@ def test_a_reader_that_goes_away_is_no_traceback(tmp_path):
     err = child.stderr.read().decode()
     assert child.wait(timeout=120) == 1
     assert "Traceback" not in err and "BrokenPipeError" not in err, err
+
+
+PASS_INPUT = ROOT / "tests" / "passes" / "golden" / "waiting_call.ptx"
+
+
+def test_inspect_dump_after_a_pass_prints_its_golden_dump(capsys):
+    code, out, err = run(capsys, "inspect", str(PASS_INPUT), "--dump-after", "plan-waits")
+    assert code == 0 and err == ""
+    assert out == PASS_INPUT.with_name("waiting_call.plan-waits.txt").read_text()
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (("--dump-after", "vectorize"), "no pass named 'vectorize'"),
+    (("--dump-after", "inline", "--kernel", "nope"), "no kernel named 'nope'"),
+])
+def test_inspect_dump_after_names_what_is_wrong(capsys, argv, message):
+    code, out, err = run(capsys, "inspect", str(PASS_INPUT), *argv)
+    assert code == 2 and out == "" and message in err

@@ -5,8 +5,8 @@ target does not lower yet is listed in NOT_YET with the reason, and its test ass
 it is still refused with UnsupportedFeatureError (so the list cannot silently go stale:
 when support lands, the test fails until the kernel is taken off the list).
 
-Kernels run as warp gangs where that path takes them (cpu_gang.py); those also run on the
-scalar path (PTXPORT_CPU_GANG=0), so that both stay checked against numpy.
+Kernels run as warp gangs where that path takes them (codegen/targets/cpu/gang/); those also
+run on the scalar path (CpuOptions(gang=False)), so that both stay checked against numpy.
 """
 
 from __future__ import annotations
@@ -62,9 +62,9 @@ def test_kernel_on_cpu(case: KernelCase):
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
-def test_kernel_on_cpu_scalar_path(case: KernelCase, monkeypatch):
+def test_kernel_on_cpu_scalar_path(case: KernelCase, cpu_options):
     if case.kernel in NOT_YET or _binary(case).gang_refusal is not None:
         pytest.skip("runs on the scalar path in test_kernel_on_cpu already")
-    monkeypatch.setenv("PTXPORT_CPU_GANG", "0")
+    cpu_options(gang=False)
     run_case(case, lambda c, args: cpu_launcher(c, args, gang=False))
     assert _program(case.file, False)._binary(Device("cpu"), case.kernel).gang_refusal

@@ -19,11 +19,7 @@ from ptxport.errors import UnsupportedFeatureError
 from ptxport.runtime.backends import availability
 
 # kernel name -> why it cannot run on SPIR-V yet
-_MMA = "mma (tensor-core matrix multiply-accumulate): not implemented for SPIR-V"
 NOT_YET: dict[str, str] = {
-    "mma_m16n8k16_f16_f32": _MMA, "mma_m16n8k16_bf16_f32": _MMA,
-    "mma_m16n8k8_f16_f32": _MMA, "mma_m16n8k16_f16_f16": _MMA,
-    "ldmatrix_gemm_f16": _MMA, "ldmatrix_trans_gemm_f16": _MMA,
     "mbarrier_phases": "mbarrier waits: OpenCL does not promise that a work-group's items "
                        "make progress while one spins (Intel's CPU runtime runs them in turn)",
     "timed_work": "%globaltimer: OpenCL has no global nanosecond timer",

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ptxport.errors import InvalidValueError
 from ptxport.ir.nodes import Module
 
-__all__ = ["compile_for_target", "TARGET_FORMS"]
+__all__ = ["compile_for_target", "compile_cpu_image", "TARGET_FORMS"]
 
 TARGET_FORMS = ("cpu", "nvptx:sm_XX", "amdgpu:gfxNNNN", "spirv")
 
@@ -19,6 +19,10 @@ def compile_for_target(module: Module, target: str) -> str | bytes | dict[str, s
     amdgpu, a SPIR-V module for spirv, and LLVM IR text per kernel for cpu (the CPU target
     compiles kernels one by one, and JIT-compiles them when they are launched)."""
     family, _, arch = target.partition(":")
+    if family != "nvptx":   # NVIDIA's texture units do what the sampler does elsewhere
+        from ptxport.passes import textures
+
+        module = textures.run(module, family)
     if family == "nvptx":
         from ptxport.codegen.targets import nvptx
 
@@ -36,8 +40,17 @@ def compile_for_target(module: Module, target: str) -> str | bytes | dict[str, s
 
         return spirv.compile_module(module)[0]
     if family == "cpu" and not arch:
-        from ptxport.codegen.targets.cpu import build_llvm
+        from ptxport.codegen.targets.cpu.module import build_llvm
 
         return {f.name: str(build_llvm(module, f.name)[0]) for f in module.kernels}
     raise InvalidValueError(f"unknown target {target!r}: the targets are "
                             f"{', '.join(TARGET_FORMS)}")
+
+
+def compile_cpu_image(module: Module, kernel: str, options=None, block=None):
+    """One kernel's CPU image (object code and plan; codegen/targets/cpu/compile.py), for
+    blocks of shape `block` or, with None, for any shape: what the CPU backend loads and
+    runs. `options` is a CpuOptions (None: the defaults)."""
+    from ptxport.codegen.targets.cpu.compile import compile_image
+
+    return compile_image(module, kernel, options, block)

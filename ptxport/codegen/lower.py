@@ -71,8 +71,8 @@ def value_type(t: Type) -> ll.Type:
 
 def one_lane(t: ll.Type) -> ll.Type:
     """The type of one lane's value: `t`, or its element when `t` holds a warp's lanes
-    (cpu_gang computes these lowerings on such vectors, and calls an LLVM intrinsic declared
-    for one lane in its vector form)."""
+    (the CPU's warp gangs compute these lowerings on such vectors, and call an LLVM
+    intrinsic declared for one lane in its vector form)."""
     return t.element if getattr(t, "is_lanes", False) else t
 
 

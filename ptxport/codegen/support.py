@@ -17,7 +17,7 @@ TARGETS: tuple[str, ...] = ("cpu", "nvptx", "amdgpu", "spirv")
 
 
 def _cpu(module: Module) -> dict[int, str]:
-    from ptxport.codegen.targets.cpu import unsupported_instructions
+    from ptxport.codegen.targets.cpu.module import unsupported_instructions
 
     return unsupported_instructions(module)
 
@@ -57,4 +57,14 @@ def unsupported(target: str, module: Module) -> dict[int, str]:
     if checker is None:
         return {id(inst): f"no code generator for {target} yet"
                 for f in module.functions.values() for inst in f.instructions()}
-    return checker(module)
+    if target == "nvptx":
+        return checker(module)
+    # textures and surfaces are the sampler's where NVIDIA's texture units are not
+    from ptxport.passes.textures import lower_for_checks
+
+    lowered, originals, reasons = lower_for_checks(module, target)
+    for copied, reason in checker(lowered).items():
+        original = originals.get(copied)
+        if original is not None:
+            reasons.setdefault(id(original), reason)
+    return reasons

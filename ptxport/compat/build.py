@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ptxport.cache import cache_path
-from ptxport.compat import cublas_signatures
+from ptxport.compat import cublas_signatures, cudart_signatures
 from ptxport.compat.driver_names import NAMES
-from ptxport.compat.signatures import ENTRY_POINTS, Signature, c_type
+from ptxport.compat.signatures import ENTRY_POINTS, STRUCTS, Param, Signature, c_type
 from ptxport.errors import BackendUnavailableError, CompileError
 
 __all__ = ["LIBRARIES", "NativeLibrary", "entry_points_source", "shim_directory",
@@ -51,6 +51,11 @@ class NativeLibrary:
         The status a call returns when Python cannot start, and when a handler raises.
     stub_pool : bool
         Whether the library carries the anonymous stubs cuGetProcAddress hands out.
+    version : str
+        The symbol version its exported names carry (NVIDIA's libcudart.so.13 defines one,
+        and programs linked against it ask for it), or "" for none.
+    native : str
+        C source of functions written in C (added to the generated entry points).
     """
 
     names: tuple[str, ...]
@@ -60,6 +65,8 @@ class NativeLibrary:
     not_initialized: int
     failed: int
     stub_pool: bool = False
+    version: str = ""
+    native: str = ""
 
 
 _MAX_ARGS = 32   # PTXPORT_MAX_ARGS in shim.c
@@ -67,24 +74,29 @@ _MAX_ARGS = 32   # PTXPORT_MAX_ARGS in shim.c
 
 def _entry_point(index: int, sig: Signature) -> str:
     """One exported C function passing its arguments to handler `index`."""
-    if len(sig.params) > _MAX_ARGS:
-        raise CompileError(f"ptxport.compat.signatures: {sig.name} has {len(sig.params)} "
-                           f"parameters; the shim passes at most {_MAX_ARGS}")
     params = ", ".join(f"{p.c_type} a{i}" for i, p in enumerate(sig.params)) or "void"
+    # A struct passed by value reaches the handler as its fields, each one argument.
+    fields = [(p if p.c_type not in STRUCTS else Param(t, ""), f"a{i}" + (f".{n}" if n else ""))
+              for i, p in enumerate(sig.params)
+              for t, n in STRUCTS.get(p.c_type, ((p.type, ""),))]
+    if len(fields) > _MAX_ARGS:
+        raise CompileError(f"ptxport.compat.signatures: {sig.name} has {len(fields)} "
+                           f"arguments with its structs' fields; the shim passes at most "
+                           f"{_MAX_ARGS}")
     args = []
     signed = floats = doubles = 0
-    for i, p in enumerate(sig.params):
+    for i, (p, value) in enumerate(fields):
         if p.c_type == "float":
             floats |= 1 << i
-            args.append(f"ptxport_float_bits(a{i})")
+            args.append(f"ptxport_float_bits({value})")
         elif p.c_type == "double":
             doubles |= 1 << i
-            args.append(f"ptxport_double_bits(a{i})")
+            args.append(f"ptxport_double_bits({value})")
         else:
             signed |= int(p.is_signed) << i
             cast = "(uint64_t)(uintptr_t)" if p.is_pointer else \
                 "(uint64_t)(int64_t)" if p.is_signed else "(uint64_t)"
-            args.append(f"{cast}a{i}")
+            args.append(f"{cast}{value}")
     array = f"uint64_t args[] = {{{', '.join(args)}}};" if args else "uint64_t *args = NULL;"
     call = f"ptxport_call({index}, {len(args)}, args, {signed:#x}u, {floats:#x}u, {doubles:#x}u)"
     c_ret = sig.ret if "*" in sig.ret else c_type(sig.ret)
@@ -110,17 +122,22 @@ def entry_points_source(library: NativeLibrary | None = None) -> str:
     """The C source of every entry point of `library` (the driver's by default), in order,
     and of the stubs of the names of its API that ptxport does not implement."""
     library = library or LIBRARIES[0]
+    structs = "".join(
+        f"typedef struct {{ {' '.join(f'{t} {n};' for t, n in fields)} }} {name};\n"
+        for name, fields in STRUCTS.items())
     helpers = (
+        structs +
         "static inline uint64_t ptxport_float_bits(float f) {\n"
         "    uint32_t b; memcpy(&b, &f, sizeof b); return b;\n}\n"
         "static inline uint64_t ptxport_double_bits(double d) {\n"
         "    uint64_t b; memcpy(&b, &d, sizeof b); return b;\n}\n")
     return (helpers + "\n".join(_entry_point(i, sig)
                                 for i, sig in enumerate(library.entry_points))
-            + _named_stubs(library.stub_names))
+            + _named_stubs(library.stub_names) + library.native)
 
 
-# CUDA_ERROR_NOT_INITIALIZED and CUDA_ERROR_UNKNOWN; CUBLAS_STATUS_NOT_INITIALIZED and
+# CUDA_ERROR_NOT_INITIALIZED and CUDA_ERROR_UNKNOWN (cudaErrorInitializationError and
+# cudaErrorUnknown for the runtime); CUBLAS_STATUS_NOT_INITIALIZED and
 # CUBLAS_STATUS_INTERNAL_ERROR.
 LIBRARIES = (
     NativeLibrary(("libcuda.so.1", "libcuda.so"), "ptxport.compat.dispatch", ENTRY_POINTS,
@@ -128,6 +145,9 @@ LIBRARIES = (
     NativeLibrary(("libcublas.so.13", "libcublas.so"), "ptxport.compat.cublas_dispatch",
                   cublas_signatures.ENTRY_POINTS, cublas_signatures.unsupported_names(),
                   1, 14),
+    NativeLibrary(("libcudart.so.13", "libcudart.so"), "ptxport.compat.cudart_dispatch",
+                  cudart_signatures.ENTRY_POINTS, cudart_signatures.unsupported_names(),
+                  3, 999, version="libcudart.so.13", native=cudart_signatures.NATIVE_SOURCE),
     NativeLibrary(("libcublasLt.so.13", "libcublasLt.so"), "ptxport.compat.cublaslt_dispatch",
                   cublas_signatures.LT_ENTRY_POINTS, cublas_signatures.lt_unsupported_names(),
                   1, 14),
@@ -223,6 +243,10 @@ def _compile(work: Path, generated: Path, library: NativeLibrary, libpython: str
         f"-Wl,-soname,{soname}", "-o", str(work / soname), str(work / "shim.c"),
         libpython, f"-Wl,-rpath,{Path(libpython).parent}", "-ldl", "-lpthread",
     ]
+    if library.version:
+        script = work / f"{soname}.map"
+        script.write_text(f"{library.version} {{ global: *; }};\n")
+        command.append(f"-Wl,--version-script,{script}")
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
         raise CompileError(

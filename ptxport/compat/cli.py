@@ -1,8 +1,8 @@
 """`ptxport run` and `ptxport env`: run an unmodified CUDA program on a ptxport device.
 
 `run` builds the shim if need be (build.py), puts its directory first on LD_LIBRARY_PATH so
-that the program's `dlopen("libcuda.so.1")` finds ptxport's (and the nvidia-cuda-runtime
-wheel's libcudart last, for programs built with `-cudart shared`), and replaces itself with
+that the program's `dlopen("libcuda.so.1")` finds ptxport's, and a program built with
+`-cudart shared` (or one that dlopens libcudart.so.13) ptxport's runtime, and replaces itself with
 the program: exit status, stdout and stderr are the program's. `env` prints the same
 environment as shell assignments, to run a program without the wrapper.
 """
@@ -49,18 +49,17 @@ def environment(device: str | None, trace: str | None) -> dict[str, str]:
     directory first; where ptxport's Python finds its modules, and that Python; the device;
     the trace)."""
     from ptxport.compat.build import shim_directory
+    from ptxport.runtime.backends.real_driver import SHIM_DIRECTORY_VARIABLE
 
     if device:
         _check_device(device)
     directory = str(shim_directory())
     path = [directory] + [p for p in os.environ.get("LD_LIBRARY_PATH", "").split(":") if p]
-    runtime = wheel_cudart_directory()
-    if runtime and runtime not in path:
-        path.append(runtime)   # last: a libcudart the user chose comes first
     env = {
         "LD_LIBRARY_PATH": ":".join(path),
         "PTXPORT_PYTHONPATH": os.pathsep.join(p for p in sys.path if p and os.path.exists(p)),
         "PTXPORT_PYTHON": sys.executable,
+        SHIM_DIRECTORY_VARIABLE: directory,   # where the cuda device must not load libcuda
     }
     if device:
         env["PTXPORT_DEVICE"] = device
@@ -78,12 +77,21 @@ def _check_device(device: str) -> None:
     ok, why = backends.availability(name)
     if not ok:
         raise BackendUnavailableError(f"--device {device}: {why}")
+    if name == "cuda":
+        # Inside the shim cuda-bindings must load NVIDIA's driver by path: say now, not from
+        # inside the program, when this cuda-bindings cannot.
+        from ptxport.runtime.backends.real_driver import bindings_loader
+
+        try:
+            bindings_loader()
+        except BackendUnavailableError as e:
+            raise BackendUnavailableError(f"--device {device}: {e}") from None
 
 
 def wheel_cudart_directory() -> str | None:
     """The directory of the nvidia-cuda-runtime wheel's libcudart.so (the newest release
-    present), or None. Programs built with `nvcc -cudart shared` load it, and NVIDIA's cudart
-    runs over ptxport's libcuda as the static one does."""
+    present), or None: what `nvcc -cudart shared` links against. At run time ptxport's own
+    libcudart.so.13 (first on LD_LIBRARY_PATH) serves the program."""
     try:
         import nvidia
     except ImportError:

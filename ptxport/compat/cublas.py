@@ -6,7 +6,9 @@ A handle is bound to a CUDA stream (cublasSetStream), and its work runs in that 
 order through the driver shim's own stream rules (streams.enqueue), so a cuBLAS call and the
 program's kernels and copies see each other's results as on a GPU. On the cpu device a device
 pointer is a host pointer: the routines run numpy (its OpenBLAS, multi-threaded) on views of
-device memory, without copies. Other devices are refused at cublasCreate, by name.
+device memory, without copies. On GPU devices (cuda, hip, opencl) the GEMMs run ptxport's
+portable GEMM kernels (ptxport.blas.portable); the other routines, which read device memory
+on the host, return CUBLAS_STATUS_NOT_SUPPORTED there and say why (device_array).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from ptxport.compat import streams
 from ptxport.compat.state import put, state
 from ptxport.errors import PtxportError
 
-__all__ = ["CublasError", "Handle", "in_stream_order"]
+__all__ = ["CublasError", "Handle", "in_stream_order", "vector"]
 
 # cublasStatus_t (cublas_api.h)
 SUCCESS = 0
@@ -96,10 +98,6 @@ def handle_of(handle: int) -> Handle:
 def cublasCreate_v2(handle_out: int) -> int:
     if not handle_out:
         raise CublasError(INVALID_VALUE, "the pointer for the handle is NULL")
-    device = state.device
-    if device.backend != "cpu":
-        raise CublasError(NOT_SUPPORTED, f"cuBLAS runs only on ptxport's cpu device so far, "
-                                         f"not on {device}: run with --device cpu")
     put(ctypes.c_void_p, handle_out, state.handle(Handle()))
     return SUCCESS
 
@@ -213,6 +211,11 @@ def device_array(address: int, dtype: np.dtype, count: int, what: str) -> np.nda
     nbytes = count * dtype.itemsize
     if nbytes == 0:
         return np.empty(0, dtype)
+    if state.device.backend != "cpu":
+        raise CublasError(NOT_SUPPORTED, f"on {state.device} only GEMMs run (ptxport's portable "
+                                         "GEMM kernels, FP32/FP64/FP16/BF16, host pointer "
+                                         f"mode, no epilogue); {what} would be read on the "
+                                         "host, which needs --device cpu")
     buffer = state.allocation_at(address) if address else None
     if buffer is None or address + nbytes > buffer.handle + buffer.size:
         where = "is NULL" if not address else \
@@ -237,7 +240,7 @@ def scalar_reader(on_device: bool, address: int, dtype: np.dtype,
     return lambda: cell[0]
 
 
-def _vector(address: int, dtype: np.dtype, n: int, inc: int, what: str) -> np.ndarray:
+def vector(address: int, dtype: np.dtype, n: int, inc: int, what: str) -> np.ndarray:
     """Vector x of a Level-1 routine: n elements |inc| apart; with inc < 0 the first element
     is the last in memory (BLAS's rule: x[(n-1-i)*|inc|] is element i)."""
     step = abs(inc)
@@ -291,7 +294,7 @@ def _nrm2(dtype: np.dtype, handle: int, n: int, x: int, incx: int, result: int) 
     write = _result_writer(h, result, dtype)
     if n <= 0 or incx <= 0:   # BLAS's quick return: the norm is 0
         return _run(h, lambda: write(0), h.pointer_mode == POINTER_MODE_HOST)
-    xs = _vector(x, dtype, n, incx, "x")
+    xs = vector(x, dtype, n, incx, "x")
     # Squares summed in double: a float vector's norm neither overflows nor underflows on
     # the way (cuBLAS scales for the same end).
     return _run(h, lambda: write(np.sqrt(np.sum(np.square(xs, dtype=np.float64)))),
@@ -304,7 +307,7 @@ def _dot(dtype: np.dtype, handle: int, n: int, x: int, incx: int, y: int, incy: 
     write = _result_writer(h, result, dtype)
     if n <= 0:
         return _run(h, lambda: write(0), h.pointer_mode == POINTER_MODE_HOST)
-    xs, ys = _vector(x, dtype, n, incx, "x"), _vector(y, dtype, n, incy, "y")
+    xs, ys = vector(x, dtype, n, incx, "x"), vector(y, dtype, n, incy, "y")
     return _run(h, lambda: write(np.dot(xs, ys)), h.pointer_mode == POINTER_MODE_HOST)
 
 
@@ -313,7 +316,7 @@ def _scal(dtype: np.dtype, handle: int, n: int, alpha: int, x: int, incx: int) -
     read_alpha = scalar_reader(h.pointer_mode == POINTER_MODE_DEVICE, alpha, dtype, "alpha")
     if n <= 0 or incx <= 0:   # BLAS's quick return
         return SUCCESS
-    xs = _vector(x, dtype, n, incx, "x")
+    xs = vector(x, dtype, n, incx, "x")
 
     def work() -> None:
         np.multiply(xs, read_alpha(), out=xs)
@@ -327,12 +330,33 @@ def _axpy(dtype: np.dtype, handle: int, n: int, alpha: int, x: int, incx: int, y
     read_alpha = scalar_reader(h.pointer_mode == POINTER_MODE_DEVICE, alpha, dtype, "alpha")
     if n <= 0:
         return SUCCESS
-    xs, ys = _vector(x, dtype, n, incx, "x"), _vector(y, dtype, n, incy, "y")
+    xs, ys = vector(x, dtype, n, incx, "x"), vector(y, dtype, n, incy, "y")
 
     def work() -> None:
         np.add(ys, read_alpha() * xs, out=ys)
 
     return _run(h, work, False)
+
+
+def _asum(dtype: np.dtype, handle: int, n: int, x: int, incx: int, result: int) -> int:
+    h = handle_of(handle)
+    write = _result_writer(h, result, dtype)
+    if n <= 0 or incx <= 0:   # BLAS's quick return: the sum is 0
+        return _run(h, lambda: write(0), h.pointer_mode == POINTER_MODE_HOST)
+    xs = vector(x, dtype, n, incx, "x")
+    return _run(h, lambda: write(np.sum(np.abs(xs), dtype=np.float64)),
+                h.pointer_mode == POINTER_MODE_HOST)
+
+
+def _iamax(dtype: np.dtype, handle: int, n: int, x: int, incx: int, result: int) -> int:
+    """The 1-based index of the first element of largest magnitude (0 for no elements)."""
+    h = handle_of(handle)
+    write = _result_writer(h, result, np.dtype(np.int32))
+    if n <= 0 or incx <= 0:
+        return _run(h, lambda: write(0), h.pointer_mode == POINTER_MODE_HOST)
+    xs = vector(x, dtype, n, incx, "x")
+    return _run(h, lambda: write(int(np.argmax(np.abs(xs))) + 1),
+                h.pointer_mode == POINTER_MODE_HOST)
 
 
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
@@ -368,3 +392,19 @@ def cublasSaxpy_v2(*args: int) -> int:
 
 def cublasDaxpy_v2(*args: int) -> int:
     return _axpy(_F64, *args)
+
+
+def cublasSasum_v2(*args: int) -> int:
+    return _asum(_F32, *args)
+
+
+def cublasDasum_v2(*args: int) -> int:
+    return _asum(_F64, *args)
+
+
+def cublasIsamax_v2(*args: int) -> int:
+    return _iamax(_F32, *args)
+
+
+def cublasIdamax_v2(*args: int) -> int:
+    return _iamax(_F64, *args)

@@ -1,6 +1,6 @@
 """Where the drop-in libcublas.so.13 enters Python: `start` gives it one handler per entry
-point of cublas_signatures.py (found in cublas.py or cublas_gemm.py); libcublasLt.so.13's
-(cublaslt_dispatch.py) are made the same way.
+point of cublas_signatures.py (found in cublas.py, cublas_gemm.py or cublas_level2.py);
+libcublasLt.so.13's (cublaslt_dispatch.py) are made the same way.
 
 Each handler is wrapped once here, as dispatch.py wraps the driver's: a CublasError becomes
 its status, ptxport's other errors the status cuBLAS would return, with ptxport's
@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable
 from types import ModuleType
 
-from ptxport.compat import cublas, cublas_gemm, cublas_signatures
+from ptxport.compat import cublas, cublas_gemm, cublas_level2, cublas_signatures
 from ptxport.compat.dispatch import traced
 from ptxport.compat.signatures import Signature
 from ptxport.compat.state import CudaError, state
@@ -106,7 +106,7 @@ def start(library_path: str) -> tuple[list[Callable[..., int]], Callable[[int], 
     """Called once by libcublas.so.13: the handlers in cublas_signatures.ENTRY_POINTS order,
     and the handler of its stubs."""
     return handlers_for(cublas_signatures.ENTRY_POINTS, cublas_signatures.unsupported_names(),
-                        (cublas, cublas_gemm))
+                        (cublas, cublas_gemm, cublas_level2))
 
 
 _STUB_COUNT = 1024   # PTXPORT_STUB_COUNT in shim.c: named stubs are numbered after it

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ptxport.blas.host import Epilogue, gemm_work, store, to_float
+from ptxport.compat import streams
 from ptxport.compat.cublas import (
     INVALID_VALUE,
     NOT_SUPPORTED,
@@ -27,29 +29,39 @@ from ptxport.compat.cublas import (
     in_stream_order,
     scalar_reader,
 )
+from ptxport.compat.state import state
 
-__all__ = ["DATA_TYPES", "Operand", "Product", "ex_types", "gemm", "queue"]
+__all__ = ["DATA_TYPES", "Epilogue", "Operand", "Product", "ex_types", "gemm", "gemm_work",
+           "matrices", "queue", "store", "to_float", "work_of"]
 
 _OPS = {0: False, 1: True, 2: True}   # CUBLAS_OP_N, _T, _C (C is T for real data)
 _BF16 = np.dtype("<u2")               # bfloat16 is stored as its 16 bits here
 
 # cudaDataType (library_types.h) -> how its elements are stored
 DATA_TYPES = {0: np.dtype(np.float32), 1: np.dtype(np.float64), 2: np.dtype(np.float16),
-               14: _BF16}
+              14: _BF16, 3: np.dtype(np.int8), 10: np.dtype(np.int32)}
 _NAMES = {0: "CUDA_R_32F", 1: "CUDA_R_64F", 2: "CUDA_R_16F", 14: "CUDA_R_16BF", 3: "CUDA_R_8I",
           10: "CUDA_R_32I"}
-# cublasComputeType_t -> the precision ptxport computes in. 32F_FAST_16F, _16BF and _TF32
-# allow cuBLAS to round inputs to less precision; computing in FP32 is within what they allow.
-_COMPUTE = {68: np.dtype(np.float32), 69: np.dtype(np.float32), 74: np.dtype(np.float32),
-            75: np.dtype(np.float32), 77: np.dtype(np.float32), 70: np.dtype(np.float64),
-            71: np.dtype(np.float64)}
-# (A, B, C) data types cuBLAS allows with each compute precision (cublasGemmEx's table,
-# real types); the FAST modes take FP32 data only.
-_ALLOWED = {
-    np.dtype(np.float32): {(0, 0, 0), (2, 2, 2), (14, 14, 14), (2, 2, 0), (14, 14, 0)},
-    np.dtype(np.float64): {(1, 1, 1)},
+_F16, _I32 = np.dtype(np.float16), np.dtype(np.int32)
+# cublasComputeType_t -> (the type of alpha and beta, the precision ptxport computes in).
+# 32F_FAST_16F, _16BF and _TF32 allow cuBLAS to round inputs to less precision; computing in
+# FP32 is within what they allow. 16F (Hgemm) is computed in FP32 and rounded once to FP16,
+# more precise than FP16 accumulation, which the compute type allows but does not require.
+# 32I is computed exactly in int64 and wraps to int32 as the GPU's 32-bit sums do.
+_COMPUTE = {
+    64: (_F16, np.dtype(np.float32)), 65: (_F16, np.dtype(np.float32)),
+    68: (np.dtype(np.float32),) * 2, 69: (np.dtype(np.float32),) * 2,
+    74: (np.dtype(np.float32),) * 2, 75: (np.dtype(np.float32),) * 2,
+    77: (np.dtype(np.float32),) * 2,
+    70: (np.dtype(np.float64),) * 2, 71: (np.dtype(np.float64),) * 2,
+    72: (_I32, np.dtype(np.int64)), 73: (_I32, np.dtype(np.int64)),
 }
-_FP32_DATA_ONLY = (74, 75, 77)
+# (A, B, C) data types cuBLAS allows with each compute type (cublasGemmEx's table, real
+# types); the FAST modes take FP32 data only.
+_FP32_ALLOWED = {(0, 0, 0), (2, 2, 2), (14, 14, 14), (2, 2, 0), (14, 14, 0), (3, 3, 0)}
+_ALLOWED = {64: {(2, 2, 2)}, 65: {(2, 2, 2)}, 68: _FP32_ALLOWED, 69: _FP32_ALLOWED,
+            74: {(0, 0, 0)}, 75: {(0, 0, 0)}, 77: {(0, 0, 0)}, 70: {(1, 1, 1)},
+            71: {(1, 1, 1)}, 72: {(3, 3, 10)}, 73: {(3, 3, 10)}}
 
 
 @dataclass(frozen=True)
@@ -61,34 +73,25 @@ class Operand:
     dtype: np.dtype
     ld: int
     stride: int = 0
+    row_major: bool = False   # cuBLASLt's CUBLASLT_ORDER_ROW: (i, j) at i*ld + j
 
 
-def _to_float(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """Elements as `dtype` for computing (bfloat16 bits are the high half of a float32)."""
-    if values.dtype == _BF16:
-        return (values.astype(np.uint32) << 16).view(np.float32).astype(dtype, copy=False)
-    return values.astype(dtype, copy=False)
-
-
-def _to_bf16(values: np.ndarray) -> np.ndarray:
-    """float32 values rounded to nearest even bfloat16 bits; NaN stays a (quiet) NaN."""
-    bits = np.ascontiguousarray(values, np.float32).view(np.uint32)
-    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
-    return np.where(np.isnan(values), np.uint16(0x7FC0), rounded)
-
-
-def _store(target: np.ndarray, values: np.ndarray) -> None:
-    target[...] = _to_bf16(values) if target.dtype == _BF16 else values
-
-
-def _matrices(op: Operand, rows: int, cols: int, batch: int, what: str) -> np.ndarray:
+def matrices(op: Operand, rows: int, cols: int, batch: int, what: str) -> np.ndarray:
     """The `batch` stored rows x cols matrices of `op`, transposed: shape (batch, cols, rows),
     a row-major view (row stride ld)."""
     size = op.dtype.itemsize
-    count = (batch - 1) * op.stride + (cols - 1) * op.ld + rows
-    flat = device_array(op.address, op.dtype, count, what)
-    return np.lib.stride_tricks.as_strided(flat, (batch, cols, rows),
-                                           (op.stride * size, op.ld * size, size))
+    if op.row_major:
+        count = (batch - 1) * op.stride + (rows - 1) * op.ld + cols
+        steps = (op.stride * size, size, op.ld * size)
+    else:
+        count = (batch - 1) * op.stride + (cols - 1) * op.ld + rows
+        steps = (op.stride * size, op.ld * size, size)
+    if batch > 1 and op.stride < 0:
+        raise CublasError(INVALID_VALUE, f"{what}'s batch stride {op.stride} is negative")
+    flat = device_array(op.address, op.dtype, count if rows and cols else 0, what)
+    if not rows or not cols:
+        return np.empty((batch, cols, rows), op.dtype)
+    return np.lib.stride_tricks.as_strided(flat, (batch, cols, rows), steps)
 
 
 def _check(transa: int, transb: int, m: int, n: int, k: int, a: Operand, b: Operand,
@@ -106,17 +109,26 @@ def _check(transa: int, transb: int, m: int, n: int, k: int, a: Operand, b: Oper
                                              "the matrix as stored")
 
 
+# What an epilogue does (cublaslt_epilogue.py): given the (batch, n, m) values of
+# D^T = alpha op(B)^T op(A)^T + beta C^T in compute precision and the product's views
+# (None when k = 0), the values D^T gets; it may write outputs of its own.
+
+
 def gemm(handle: int, transa: int, transb: int, m: int, n: int, k: int, alpha: int,
          a: Operand, b: Operand, beta: int, c: Operand, batch: int,
-         compute: np.dtype) -> int:
+         compute: np.dtype, scale: np.dtype | None = None) -> int:
     """Queue C = alpha op(A) op(B) + beta C on the handle's stream, for `batch` matrices
-    `stride` elements apart; alpha and beta are `compute` values."""
+    `stride` elements apart; alpha and beta are `scale` values (default: `compute`)."""
     h = handle_of(handle)
     _check(transa, transb, m, n, k, a, b, c, batch)
     on_device = h.pointer_mode == POINTER_MODE_DEVICE
+    scale = compute if scale is None else scale
     product = Product(transa, transb, m, n, k, a, b, batch, compute)
-    queue(h.stream, product, scalar_reader(on_device, alpha, compute, "alpha"),
-          scalar_reader(on_device, beta, compute, "beta"), c, c)
+    if state.device.backend != "cpu":
+        return _on_gpu(h, product, scalar_reader(on_device, alpha, scale, "alpha"),
+                       scalar_reader(on_device, beta, scale, "beta"), c)
+    queue(h.stream, product, scalar_reader(on_device, alpha, scale, "alpha"),
+          scalar_reader(on_device, beta, scale, "beta"), c, c)
     return SUCCESS
 
 
@@ -139,8 +151,8 @@ class Product:
         if self.k == 0:
             return None
         m, n, k, batch = self.m, self.n, self.k, self.batch
-        a_t = _matrices(self.a, *((k, m) if _OPS[self.transa] else (m, k)), batch, "A")
-        b_t = _matrices(self.b, *((n, k) if _OPS[self.transb] else (k, n)), batch, "B")
+        a_t = matrices(self.a, *((k, m) if _OPS[self.transa] else (m, k)), batch, "A")
+        b_t = matrices(self.b, *((n, k) if _OPS[self.transb] else (k, n)), batch, "B")
         # op(A)^T is the view (A^T) for N, A itself for T: swap the view's last two axes.
         return (b_t.swapaxes(1, 2) if _OPS[self.transb] else b_t,
                 a_t.swapaxes(1, 2) if _OPS[self.transa] else a_t)
@@ -148,45 +160,50 @@ class Product:
 
 def queue(stream: int, product: Product, read_alpha: Callable[[], object],
           read_beta: Callable[[], object], c: Operand, d: Operand,
-          bias: np.ndarray | None = None) -> None:
-    """Queue D = alpha op(A) op(B) + beta C (+ bias, one value per row of D) on CUstream
-    `stream`; C and D may be the same matrices."""
+          epilogue: Epilogue | None = None) -> None:
+    """Queue D = epilogue(alpha op(A) op(B) + beta C) on CUstream `stream`; C and D may be
+    the same matrices."""
+    in_stream_order(stream, work_of(product, read_alpha, read_beta, c, d, epilogue))
+
+
+def work_of(product: Product, read_alpha: Callable[[], object],
+            read_beta: Callable[[], object], c: Operand, d: Operand,
+            epilogue: Epilogue | None = None) -> Callable[[], None]:
+    """The work of one GEMM call (views of device memory made and checked now)."""
     if product.m == 0 or product.n == 0 or product.batch == 0:
-        return
+        return lambda: None
     m, n, batch = product.m, product.n, product.batch
-    d_t = _matrices(d, m, n, batch, "D" if d is not c else "C")
-    c_t = d_t if c is d else _matrices(c, m, n, batch, "C")
-    in_stream_order(stream, _gemm_work(d_t, c_t, product.views(), read_alpha, read_beta,
-                                       product.compute, bias))
+    d_t = matrices(d, m, n, batch, "D" if d is not c else "C")
+    c_t = d_t if c is d else matrices(c, m, n, batch, "C")
+    return gemm_work(d_t, c_t, product.views(), read_alpha, read_beta, product.compute,
+                     epilogue)
 
 
-def _gemm_work(d_t: np.ndarray, c_t: np.ndarray, views: tuple[np.ndarray, np.ndarray] | None,
-               read_alpha: Callable[[], object], read_beta: Callable[[], object],
-               compute: np.dtype, bias: np.ndarray | None) -> Callable[[], None]:
-    """The work of one GEMM call on transposed views: D^T = alpha B^T A^T + beta C^T, plus
-    the bias along D^T's rows (`views` None: k = 0)."""
+def _on_gpu(h, product: Product, read_alpha: Callable[[], object],
+            read_beta: Callable[[], object], c: Operand) -> int:
+    """Queue the GEMM on a GPU device with ptxport's portable GEMM kernels (host pointer
+    mode: the scalars are read now; the device pointer mode's are refused by scalar_reader,
+    which cannot read device memory on the host)."""
+    from ptxport.blas import _Gemm, portable
 
-    def work() -> None:
-        alpha, beta = read_alpha(), read_beta()
-        if views is None or alpha == 0:
-            product = None
-        elif alpha == 1 and beta == 0 and bias is None and \
-                views[0].dtype == views[1].dtype == d_t.dtype == compute:
-            np.matmul(*views, out=d_t)   # straight into D: the common case, no temporary
-            return
-        else:
-            product = np.matmul(_to_float(views[0], compute), _to_float(views[1], compute))
-            if alpha != 1:
-                product *= alpha
-        # With beta = 0, C is not read: NaN or garbage in it must not propagate.
-        total = product if product is not None else np.zeros((), compute)
-        if beta != 0:
-            total = _to_float(c_t, compute) * beta + total
-        if bias is not None:
-            total = total + _to_float(bias, compute)
-        _store(d_t, total)
-
-    return work
+    a, b = product.a, product.b
+    if product.compute.kind == "i" or a.dtype != b.dtype:
+        raise CublasError(NOT_SUPPORTED, f"on {state.device} the portable GEMM runs f32, f64, "
+                                         "f16 and bf16 data (A and B of one type), not "
+                                         f"{a.dtype.name}/{b.dtype.name}")
+    alpha, beta = float(read_alpha()), float(read_beta())
+    if product.m == 0 or product.n == 0 or product.batch == 0:
+        return SUCCESS
+    stream = streams.ordered(h.stream)
+    if isinstance(stream, streams.Capture):
+        raise CublasError(NOT_SUPPORTED, "GEMMs on GPU devices cannot be captured into a graph "
+                                         "yet")
+    problem = _Gemm(_OPS[product.transa], _OPS[product.transb], product.m, product.n,
+                    product.k, (a.ld, b.ld, c.ld), (a.stride, b.stride, c.stride),
+                    product.batch)
+    portable.gemm(stream, problem, np.uint64(a.address), np.uint64(b.address),
+                  np.uint64(c.address), a.dtype, c.dtype, alpha, beta)
+    return SUCCESS
 
 
 # -- entry points -----------------------------------------------------------------------------
@@ -223,20 +240,33 @@ def cublasDgemmStridedBatched(*args: int) -> int:
     return _typed(_F64, *args)
 
 
-def ex_types(atype: int, btype: int, ctype: int, compute_type: int) -> np.dtype:
-    """The compute precision of a GemmEx call, or CUBLAS_STATUS_NOT_SUPPORTED for a
-    combination of types this library does not run (cuBLAS answers the same for one it
-    does not support)."""
-    compute = _COMPUTE.get(compute_type)
+def cublasHgemm(handle: int, transa: int, transb: int, m: int, n: int, k: int, alpha: int,
+                a: int, lda: int, b: int, ldb: int, beta: int, c: int, ldc: int) -> int:
+    return cublasHgemmStridedBatched(handle, transa, transb, m, n, k, alpha, a, lda, 0, b, ldb,
+                                     0, beta, c, ldc, 0, 1)
+
+
+def cublasHgemmStridedBatched(handle: int, transa: int, transb: int, m: int, n: int, k: int,
+                              alpha: int, a: int, lda: int, sa: int, b: int, ldb: int, sb: int,
+                              beta: int, c: int, ldc: int, sc: int, batch: int) -> int:
+    scale, compute = _COMPUTE[64]
+    return gemm(handle, transa, transb, m, n, k, alpha, Operand(a, _F16, lda, sa),
+                Operand(b, _F16, ldb, sb), beta, Operand(c, _F16, ldc, sc), batch, compute,
+                scale)
+
+
+def ex_types(atype: int, btype: int, ctype: int, compute_type: int) \
+        -> tuple[np.dtype, np.dtype]:
+    """(the type of alpha and beta, the compute precision) of a GemmEx call, or
+    CUBLAS_STATUS_NOT_SUPPORTED for a combination of types cuBLAS does not allow (cuBLAS
+    answers the same)."""
     types = (atype, btype, ctype)
-    if compute is None or types not in _ALLOWED[compute] or \
-            compute_type in _FP32_DATA_ONLY and types != (0, 0, 0):
+    if types not in _ALLOWED.get(compute_type, ()):
         names = "/".join(_NAMES.get(t, str(t)) for t in types)
         raise CublasError(NOT_SUPPORTED, f"GemmEx with A/B/C types {names} and "
-                                         f"cublasComputeType_t {compute_type} is not "
-                                         "supported (ptxport runs 32F and 64F compute types "
-                                         "with 32F, 64F, 16F and 16BF data)")
-    return compute
+                                         f"cublasComputeType_t {compute_type} is not a "
+                                         "combination cuBLAS allows (cublasGemmEx's table)")
+    return _COMPUTE[compute_type]
 
 
 def cublasGemmEx(handle: int, transa: int, transb: int, m: int, n: int, k: int, alpha: int,
@@ -254,7 +284,89 @@ def cublasGemmStridedBatchedEx(handle: int, transa: int, transb: int, m: int, n:
                                algo: int) -> int:
     # `algo` picks among GPU kernels; every value names the same computation here.
     handle_of(handle)
-    compute = ex_types(atype, btype, ctype, compute_type)
+    scale, compute = ex_types(atype, btype, ctype, compute_type)
     return gemm(handle, transa, transb, m, n, k, alpha, Operand(a, DATA_TYPES[atype], lda, sa),
                 Operand(b, DATA_TYPES[btype], ldb, sb), beta,
-                Operand(c, DATA_TYPES[ctype], ldc, sc), batch, compute)
+                Operand(c, DATA_TYPES[ctype], ldc, sc), batch, compute, scale)
+
+
+# -- batches given as arrays of pointers ------------------------------------------------------
+
+@dataclass(frozen=True)
+class _PointerBatch:
+    """A GEMM over `batch` matrices whose addresses are in device arrays of pointers (read
+    when the work runs, in stream order, as the GPU kernel reads them)."""
+
+    transa: int
+    transb: int
+    m: int
+    n: int
+    k: int
+    types: tuple[np.dtype, np.dtype, np.dtype]
+    lds: tuple[int, int, int]
+    arrays: tuple[int, int, int]
+    batch: int
+    compute: np.dtype
+
+    def work(self, read_alpha: Callable[[], object],
+             read_beta: Callable[[], object]) -> Callable[[], None]:
+        tables = [device_array(address, np.dtype(np.uint64), self.batch, f"{name}array")
+                  for name, address in zip("ABC", self.arrays, strict=True)]
+
+        def run() -> None:
+            for i in range(self.batch):
+                a, b, c = (Operand(int(table[i]), dtype, ld) for table, dtype, ld in
+                           zip(tables, self.types, self.lds, strict=True))
+                product = Product(self.transa, self.transb, self.m, self.n, self.k, a, b, 1,
+                                  self.compute)
+                work_of(product, read_alpha, read_beta, c, c)()
+
+        return run
+
+
+def _pointer_batched(handle: int, transa: int, transb: int, m: int, n: int, k: int,
+                     alpha: int, arrays: tuple[int, int, int], lds: tuple[int, int, int],
+                     beta: int, types: tuple[np.dtype, np.dtype, np.dtype], batch: int,
+                     compute: np.dtype, scale: np.dtype) -> int:
+    h = handle_of(handle)
+    a, b, c = (Operand(0, dtype, ld) for dtype, ld in zip(types, lds, strict=True))
+    _check(transa, transb, m, n, k, a, b, c, batch)
+    on_device = h.pointer_mode == POINTER_MODE_DEVICE
+    read_alpha = scalar_reader(on_device, alpha, scale, "alpha")
+    read_beta = scalar_reader(on_device, beta, scale, "beta")
+    if m == 0 or n == 0 or batch == 0:
+        return SUCCESS
+    job = _PointerBatch(transa, transb, m, n, k, types, lds, arrays, batch, compute)
+    in_stream_order(h.stream, job.work(read_alpha, read_beta))
+    return SUCCESS
+
+
+def cublasGemmBatchedEx(handle: int, transa: int, transb: int, m: int, n: int, k: int,
+                        alpha: int, a: int, atype: int, lda: int, b: int, btype: int, ldb: int,
+                        beta: int, c: int, ctype: int, ldc: int, batch: int, compute_type: int,
+                        algo: int) -> int:
+    handle_of(handle)
+    scale, compute = ex_types(atype, btype, ctype, compute_type)
+    types = (DATA_TYPES[atype], DATA_TYPES[btype], DATA_TYPES[ctype])
+    return _pointer_batched(handle, transa, transb, m, n, k, alpha, (a, b, c), (lda, ldb, ldc),
+                            beta, types, batch, compute, scale)
+
+
+def _typed_batched(dtype: np.dtype, compute_type: int, handle: int, transa: int, transb: int,
+                   m: int, n: int, k: int, alpha: int, a: int, lda: int, b: int, ldb: int,
+                   beta: int, c: int, ldc: int, batch: int) -> int:
+    scale, compute = _COMPUTE[compute_type]
+    return _pointer_batched(handle, transa, transb, m, n, k, alpha, (a, b, c), (lda, ldb, ldc),
+                            beta, (dtype,) * 3, batch, compute, scale)
+
+
+def cublasSgemmBatched(*args: int) -> int:
+    return _typed_batched(_F32, 68, *args)
+
+
+def cublasDgemmBatched(*args: int) -> int:
+    return _typed_batched(_F64, 70, *args)
+
+
+def cublasHgemmBatched(*args: int) -> int:
+    return _typed_batched(_F16, 64, *args)

@@ -2,10 +2,10 @@
 heuristic and cublasLtMatmul, D = epilogue(alpha op(A) op(B) + beta C), on the GEMM core of
 cublas_gemm.py (the same views of device memory, the same stream order).
 
-Descriptors and layouts are Python objects behind opaque handles (state.handle). Attributes
-that change what is computed and are not implemented here (scale pointers, auxiliary
-epilogue outputs, other epilogues, orders other than column-major) are refused with
-CUBLAS_STATUS_NOT_SUPPORTED, by name, rather than ignored; attributes that only steer the
+Descriptors and layouts are Python objects behind opaque handles (state.handle). Epilogues
+are cublaslt_epilogue.py's. Attributes that change what is computed and are not implemented
+here (scale pointers, ReLU bit masks, orders other than column- and row-major) are refused
+with CUBLAS_STATUS_NOT_SUPPORTED, by name, rather than ignored; attributes that only steer the
 choice of a GPU kernel (preferences, SM count, fast accumulation, workspace) are accepted and
 change nothing here. cublaslt_dispatch.py gives the shim these handlers.
 """
@@ -23,17 +23,19 @@ from ptxport.compat.cublas import (
     SUCCESS,
     VERSION,
     CublasError,
-    device_array,
     scalar_reader,
 )
 from ptxport.compat.cublas_gemm import DATA_TYPES, Operand, Product, ex_types, queue
+from ptxport.compat.cublaslt_epilogue import EpilogueSpec, epilogue_of
 from ptxport.compat.state import put, state
 
 __all__ = ["MatmulDesc", "MatrixLayout"]
 
-EPILOGUE_DEFAULT, EPILOGUE_BIAS = 1, 4
-ORDER_COL = 0
-_SCALE_TYPES = {np.dtype(np.float32): 0, np.dtype(np.float64): 1}   # CUDA_R_32F, _64F
+EPILOGUE_DEFAULT = 1
+ORDER_COL, ORDER_ROW = 0, 1
+# alpha's and beta's type -> its cudaDataType (CUDA_R_32F, _64F, _16F, _32I)
+_SCALE_TYPES = {np.dtype(np.float32): 0, np.dtype(np.float64): 1, np.dtype(np.float16): 2,
+                np.dtype(np.int32): 10}
 
 
 @dataclass
@@ -48,7 +50,18 @@ class MatmulDesc:
     transc: int = 0
     epilogue: int = EPILOGUE_DEFAULT
     bias: int = 0
-    bias_type: int | None = None  # None: D's type, as cuBLASLt's default
+    bias_type: int | None = None  # None or -1: D's type, as cuBLASLt's default
+    bias_stride: int = 0
+    aux: int = 0
+    aux_ld: int = 0
+    aux_stride: int = 0
+    aux_type: int | None = None   # None or -1: D's type
+
+    def epilogue_spec(self, d_type: int, m: int, n: int) -> EpilogueSpec:
+        return EpilogueSpec.check(self.epilogue, {
+            "bias": self.bias, "bias_type": self.bias_type, "bias_stride": self.bias_stride,
+            "aux": self.aux, "aux_type": self.aux_type, "aux_ld": self.aux_ld,
+            "aux_stride": self.aux_stride}, d_type, m, n)
 
 
 @dataclass
@@ -79,7 +92,10 @@ _DESC_ATTRIBUTES = {
     2: ("pointer_mode", ctypes.c_int32), 3: ("transa", ctypes.c_int32),
     4: ("transb", ctypes.c_int32), 5: ("transc", ctypes.c_int32),
     7: ("epilogue", ctypes.c_uint32), 8: ("bias", ctypes.c_uint64),
+    10: ("bias_stride", ctypes.c_int64), 11: ("aux", ctypes.c_uint64),
+    12: ("aux_ld", ctypes.c_int64), 13: ("aux_stride", ctypes.c_int64),
     15: (None, ctypes.c_int32),   # SM_COUNT_TARGET
+    22: ("aux_type", ctypes.c_int32),
     25: (None, ctypes.c_int8),    # FAST_ACCUM: allows, does not require, less precision
     26: ("bias_type", ctypes.c_int32),
 }
@@ -205,16 +221,17 @@ def _plan(desc: MatmulDesc, a: MatrixLayout, b: MatrixLayout, c: MatrixLayout,
     if (c.data_type, c.rows, c.cols) != (d.data_type, d.rows, d.cols):
         raise CublasError(NOT_SUPPORTED if c.data_type != d.data_type else INVALID_VALUE,
                           "C and D must have the same type and shape")
-    compute = ex_types(a.data_type, b.data_type, d.data_type, desc.compute_type)
-    if _SCALE_TYPES.get(compute) != desc.scale_type:
+    scale, compute = ex_types(a.data_type, b.data_type, d.data_type, desc.compute_type)
+    if _SCALE_TYPES.get(scale) != desc.scale_type:
         raise CublasError(NOT_SUPPORTED, f"scale type {desc.scale_type} with compute type "
                                          f"{desc.compute_type}: ptxport runs the scale type "
                                          "of the compute type (CUDA_R_32F or CUDA_R_64F)")
     if desc.pointer_mode not in (0, 1) or desc.transc != 0:
         raise CublasError(NOT_SUPPORTED, "pointer modes other than HOST and DEVICE, and a "
                                          "transposed C, are not supported")
-    if any(layout.order != ORDER_COL for layout in (a, b, c, d)):
-        raise CublasError(NOT_SUPPORTED, "only CUBLASLT_ORDER_COL layouts are supported")
+    if any(layout.order not in (ORDER_COL, ORDER_ROW) for layout in (a, b, c, d)):
+        raise CublasError(NOT_SUPPORTED, "only CUBLASLT_ORDER_COL and _ROW layouts are "
+                                         "supported (not the tiled orders COL32, ...)")
     m, n = d.rows, d.cols
     rows_a, k = (a.cols, a.rows) if desc.transa else (a.rows, a.cols)
     k_b, cols_b = (b.cols, b.rows) if desc.transb else (b.rows, b.cols)
@@ -224,29 +241,19 @@ def _plan(desc: MatmulDesc, a: MatrixLayout, b: MatrixLayout, c: MatrixLayout,
     if len({a.batch, b.batch, c.batch, d.batch}) != 1:
         raise CublasError(INVALID_VALUE, "the layouts' batch counts differ")
     for name, layout in zip("ABCD", (a, b, c, d), strict=True):
-        if layout.ld < max(1, layout.rows):
+        lines, what = (layout.cols, "columns") if layout.order == ORDER_ROW else \
+            (layout.rows, "rows")
+        if layout.ld < max(1, lines):
             raise CublasError(INVALID_VALUE, f"{name}'s ld {layout.ld} is less than its "
-                                             f"{layout.rows} rows")
+                                             f"{lines} {what}")
     product = Product(desc.transa, desc.transb, m, n, k, _operand(0, a), _operand(0, b),
                       d.batch, compute)
     return _Plan(product, c, d)
 
 
 def _operand(address: int, layout: MatrixLayout) -> Operand:
-    return Operand(address, DATA_TYPES[layout.data_type], layout.ld, layout.stride)
-
-
-def _bias(desc: MatmulDesc, plan: _Plan) -> np.ndarray | None:
-    """The bias vector (one value per row of D) of the BIAS epilogue, or None."""
-    if desc.epilogue == EPILOGUE_DEFAULT:
-        return None
-    if desc.epilogue != EPILOGUE_BIAS:
-        raise CublasError(NOT_SUPPORTED, f"epilogue {desc.epilogue} is not supported "
-                                         "(DEFAULT and BIAS are)")
-    data_type = plan.d.data_type if desc.bias_type is None else desc.bias_type
-    if data_type not in DATA_TYPES:
-        raise CublasError(NOT_SUPPORTED, f"bias data type {data_type} is not supported")
-    return device_array(desc.bias, DATA_TYPES[data_type], plan.product.m, "the bias vector")
+    return Operand(address, DATA_TYPES[layout.data_type], layout.ld, layout.stride,
+                   layout.order == ORDER_ROW)
 
 
 def _layouts(*handles: int) -> list[MatrixLayout]:
@@ -261,7 +268,9 @@ def cublasLtMatmulAlgoGetHeuristic(handle: int, desc: int, a: int, b: int, c: in
     if requested <= 0 or not results or not count_out:
         raise CublasError(INVALID_VALUE, "requestedAlgoCount must be positive, and the "
                                          "result pointers not NULL")
-    _plan(_lookup(desc, MatmulDesc, "cublasLtMatmulDesc_t"), *_layouts(a, b, c, d))
+    matmul = _lookup(desc, MatmulDesc, "cublasLtMatmulDesc_t")
+    plan = _plan(matmul, *_layouts(a, b, c, d))
+    matmul.epilogue_spec(plan.d.data_type, plan.product.m, plan.product.n)
     # One algorithm, needing no workspace: cublasLtMatmulHeuristicResult_t is the algo
     # (8 x uint64), workspaceSize (size_t), state (cublasStatus_t), wavesCount (float) and
     # 4 reserved ints, 96 bytes.
@@ -283,7 +292,9 @@ def cublasLtMatmul(handle: int, desc: int, alpha: int, a: int, a_layout: int, b:
     d_op = _operand(d, plan.d)
     c_op = d_op if (c, c_layout) == (d, d_layout) else _operand(c, plan.c)
     on_device = matmul.pointer_mode == 1
-    queue(stream, product, scalar_reader(on_device, alpha, product.compute, "alpha"),
-          scalar_reader(on_device, beta, product.compute, "beta"), c_op, d_op,
-          _bias(matmul, plan))
+    scale = DATA_TYPES[matmul.scale_type]
+    spec = matmul.epilogue_spec(plan.d.data_type, product.m, product.n)
+    queue(stream, product, scalar_reader(on_device, alpha, scale, "alpha"),
+          scalar_reader(on_device, beta, scale, "beta"), c_op, d_op,
+          epilogue_of(spec, product.m, product.n, product.batch))
     return SUCCESS

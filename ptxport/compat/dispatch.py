@@ -24,6 +24,7 @@ from ptxport.compat import (
     pitched,
     signatures,
     streams,
+    textures,
 )
 from ptxport.compat import library as library_module
 from ptxport.compat.state import (
@@ -56,7 +57,7 @@ from ptxport.errors import (
 
 __all__ = ["start", "traced"]
 
-_MODULES = (driver, memory, pitched, streams, graphs, execution, hidden)
+_MODULES = (driver, memory, pitched, streams, graphs, execution, hidden, textures)
 
 # ptxport's errors as CUresults; the first match counts (subclasses before their bases).
 _CODES: tuple[tuple[type, int], ...] = (

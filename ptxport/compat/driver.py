@@ -439,7 +439,8 @@ def cuCtxSetLimit(limit: int, value: int) -> int:
         raise CudaError(NOT_SUPPORTED, f"limit {limit} is not supported")
     set_heap_size = getattr(state.device._backend, "set_heap_size", None)
     if limit == _MALLOC_HEAP_SIZE and set_heap_size is not None:
-        # the device heap of kernels' malloc (InvalidValueError once a kernel used it)
+        # the device heap of kernels' malloc (InvalidValueError once a kernel used it); on
+        # cuda:N the real driver's limit
         set_heap_size(value)
     _limits[limit] = value   # accepted: the CPU has no fixed stack to size
     return SUCCESS

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from math import prod
 
-from ptxport.compat import fatbin, streams
+from ptxport.compat import fatbin, memory, streams
 from ptxport.compat.state import (
     INVALID_VALUE,
     NOT_FOUND,
@@ -30,7 +30,7 @@ from ptxport.compat.state import (
 from ptxport.errors import UnsupportedFeatureError
 from ptxport.ptx.link import link_text
 from ptxport.runtime import Kernel, LaunchConfig, ObjectCode, Program, ProgramOptions
-from ptxport.runtime.launch import launch_packed
+from ptxport.runtime.launch import check_config, launch_packed
 
 NO_BINARY_FOR_GPU = 209   # CUDA_ERROR_NO_BINARY_FOR_GPU
 
@@ -171,10 +171,12 @@ def _global(module: Module, name: str, managed: bool = False) -> tuple[int, int]
                 managed and not variable.managed):
             continue
         try:
-            return code.get_global(name, state.device)
+            address, size = code.get_global(name, state.device)
         except UnsupportedFeatureError as e:
             raise CudaError(NOT_SUPPORTED, f"the module variable {name!r} on {state.device}: "
                                            f"{e.reason}") from None
+        memory.note_module_variable(address, size, variable.managed)
+        return address, size
     kind = "__managed__" if managed else "__device__ or __constant__"
     raise CudaError(NOT_FOUND, f"no {kind} variable named {name!r} in the module")
 
@@ -403,16 +405,35 @@ def _parameters(function: Function, kernel_params: int, extra: int) -> bytes:
     return b""
 
 
+# Launch shapes already checked against the device, per kernel: a program launches the same
+# kernel with the same shape over and over, and the checks (check_config) cost more than the
+# rest of queueing a launch. (function handle, grid, block, shared) -> (kernel, config).
+_checked: dict[tuple, tuple[Kernel, LaunchConfig]] = {}
+_CHECKED_MOST = 1024
+
+
+def _config(f: int, function: Function, shape: tuple[int, ...], shared: int) -> LaunchConfig:
+    key = (f, shape, shared)
+    kernel, config = _checked.get(key, (None, None))
+    if kernel is not function.kernel:   # (a handle reused by another function: not it)
+        config = LaunchConfig(grid=shape[:3], block=shape[3:], shmem_size=shared)
+        check_config(config, function.kernel, state.device)
+        if len(_checked) >= _CHECKED_MOST:
+            _checked.clear()
+        _checked[key] = (function.kernel, config)
+    return config
+
+
 def cuLaunchKernel(f: int, gx: int, gy: int, gz: int, bx: int, by: int, bz: int,
                    shared: int, stream: int, kernel_params: int, extra: int) -> int:
     function = state.lookup(f, Function, "CUfunction")
     params = _parameters(function, kernel_params, extra)
-    config = LaunchConfig(grid=(gx, gy, gz), block=(bx, by, bz), shmem_size=shared)
+    config = _config(f, function, (gx, gy, gz, bx, by, bz), shared)
     target = streams.ordered(stream)
     if streams.LAUNCH_BLOCKING and streams.idle(target):
-        launch_packed(streams.Inline(target), config, function.kernel, params)
+        launch_packed(streams.Inline(target), config, function.kernel, params, checked=True)
         return SUCCESS
-    launch_packed(target, config, function.kernel, params)
+    launch_packed(target, config, function.kernel, params, checked=True)
     if streams.LAUNCH_BLOCKING and not isinstance(target, streams.Capture):
         target.sync()
     return SUCCESS

@@ -1,9 +1,11 @@
 """The driver API's memory handlers: allocation, copies, fills, pointer queries.
 
-Memory comes from the runtime (Device.allocate), so kernels may touch it and the CPU
-backend's access checks know it. Pinned host and managed memory are device allocations too:
-on the CPU device, and wherever the device shares the host's address space, a device
-pointer is a host pointer, which is what both kinds promise. Copies and fills run in stream
+Memory comes from the runtime (Device.allocate, and the backend's allocate_host and
+allocate_managed for pinned host and managed memory), so kernels may touch it and the CPU
+backend's access checks know it. On the CPU device, and wherever the device shares the
+host's address space, pinned and managed memory are device memory, whose pointer is a host
+pointer; on cuda:N they are the real driver's (cuMemHostAlloc, cuMemAllocManaged), which the
+host reads and writes at the address kernels use. Copies and fills run in stream
 order through the device's backend; the synchronous forms wait for their stream, as CUDA's
 do (streams.py has the ordering).
 """
@@ -24,16 +26,29 @@ from ptxport.compat.state import (
     state,
 )
 from ptxport.errors import InvalidValueError, OutOfMemoryError
+from ptxport.runtime import Buffer
 
 
-def allocate(address_out: int, nbytes: int, ctype=ctypes.c_uint64) -> int:
-    """Allocate `nbytes` of device memory and store its address at `address_out`."""
+def allocate(address_out: int, nbytes: int, ctype=ctypes.c_uint64, kind: str = "device",
+             flags: int = 0) -> int:
+    """Allocate `nbytes` of device memory (`kind` "device"), page-locked host memory
+    ("host", with cuMemHostAlloc's `flags`) or managed memory ("managed"), through the
+    device's backend, and store its address at `address_out`."""
     if not address_out:
         raise CudaError(INVALID_VALUE, "the pointer for the allocation's address is NULL")
     if nbytes == 0:
         raise CudaError(INVALID_VALUE, "cannot allocate 0 bytes")
+    device = state.device
     try:
-        buffer = state.device.allocate(nbytes)
+        if kind == "device":
+            buffer = device.allocate(nbytes)
+        else:
+            # Host-addressable memory: the backend's own kind (the real driver's on cuda:N),
+            # device memory where that is host memory already (the backends' default).
+            backend, ordinal = device._backend, device.device_id
+            allocation = backend.allocate_host(ordinal, nbytes, flags) if kind == "host" \
+                else backend.allocate_managed(ordinal, nbytes)
+            buffer = Buffer(device, allocation, device.default_stream)
     except OutOfMemoryError as e:
         raise CudaError(2, str(e)) from None
     put(ctype, address_out, state.add_allocation(buffer))
@@ -51,9 +66,33 @@ def _allocated(address_out: int, ctype) -> int:
     return ctype.from_address(address_out).value
 
 
+class ModuleVariable:
+    """A module's `__device__`, `__constant__` or `__managed__` variable in the allocation
+    table, so that copies, fills and pointer queries treat its address as device memory (on
+    cuda:N it is, and the host cannot touch it); the module owns it, and cuMemFree refuses
+    it."""
+
+    def __init__(self, address: int, size: int):
+        self.handle, self.size = address, size
+
+    def close(self, stream=None) -> None:
+        pass
+
+
+def note_module_variable(address: int, size: int, managed: bool) -> None:
+    """Enter a module variable found by cuModuleGetGlobal (and the like) in the table."""
+    if state.allocation_at(address) is None:
+        state.add_allocation(ModuleVariable(address, size))
+        if managed:
+            _managed.add(address)
+
+
 def _free(address: int) -> int:
     if address == 0:
         return SUCCESS
+    if isinstance(state.allocations.get(address), ModuleVariable):
+        raise CudaError(INVALID_VALUE, f"{address:#x} is a module's variable, which cuMemFree "
+                                       "cannot free")
     streams.legacy_sync()   # cuMemFree synchronises, as CUDA's does
     state.remove_allocation(address).close()
     _host_flags.pop(address, None)
@@ -74,7 +113,7 @@ def cuMemAllocHost_v2(pp: int, nbytes: int) -> int:
 
 
 def cuMemHostAlloc(pp: int, nbytes: int, flags: int) -> int:
-    allocate(pp, nbytes, ctypes.c_void_p)
+    allocate(pp, nbytes, ctypes.c_void_p, "host", flags)
     _host_flags[_allocated(pp, ctypes.c_void_p)] = flags
     return SUCCESS
 
@@ -87,7 +126,7 @@ def cuMemAllocManaged(dptr: int, nbytes: int, flags: int) -> int:
     if not state.device.properties.unified_addressing:
         raise CudaError(NOT_SUPPORTED, f"managed memory needs unified addressing, which "
                                        f"{state.device} does not have")
-    allocate(dptr, nbytes)
+    allocate(dptr, nbytes, kind="managed")
     _managed.add(_allocated(dptr, ctypes.c_uint64))
     return SUCCESS
 
@@ -260,25 +299,27 @@ def cuMemAdvise_v2(ptr: int, count: int, advice: int, location: int) -> int:
     return SUCCESS   # a hint; ptxport's managed memory does not migrate
 
 
-# CU_MEM_ATTACH_GLOBAL, CU_MEM_ATTACH_HOST, CU_MEM_ATTACH_SINGLE
-_ATTACH_FLAGS = (1, 2, 4)
+_ATTACH_FLAGS = (1, 2, 4)   # CU_MEM_ATTACH_GLOBAL, _HOST, _SINGLE
 
 
 def cuStreamAttachMemAsync(stream: int, dptr: int, length: int, flags: int) -> int:
-    """Which streams may touch managed memory: CUDA uses it to decide what to migrate and
-    when; ptxport's managed memory is where the host and the device both reach it, so only
-    the arguments are checked (as CUDA's documentation states them) and the stream ordered."""
+    """Attach managed memory to a stream, in the stream's order. ptxport's managed memory is
+    where both host and device reach it at any time (host memory on the cpu device), so the
+    attachment changes no access; its checks are CUDA's: `dptr` starts a managed allocation
+    (length 0 or its whole size), flags is one of GLOBAL, HOST, SINGLE, and SINGLE needs a
+    stream of its own (not the NULL stream)."""
     if flags not in _ATTACH_FLAGS:
-        raise CudaError(INVALID_VALUE, f"cuStreamAttachMemAsync: flags {flags:#x} are not one "
-                                       "of CU_MEM_ATTACH_GLOBAL, HOST or SINGLE")
-    buffer = state.allocation_at(dptr)
-    if buffer is not None and buffer.handle not in _managed:
-        raise CudaError(INVALID_VALUE, f"cuStreamAttachMemAsync: {dptr:#x} is not managed "
-                                       "memory")
-    if buffer is not None and length:
-        raise CudaError(INVALID_VALUE, "cuStreamAttachMemAsync: the length must be 0 for "
-                                       "cuMemAllocManaged memory (the whole allocation)")
-    streams.ordered(stream)
+        raise CudaError(INVALID_VALUE, f"flags {flags:#x} are not one of CU_MEM_ATTACH_GLOBAL, "
+                                       "_HOST or _SINGLE")
+    if flags == 4 and stream == 0:
+        raise CudaError(INVALID_VALUE, "CU_MEM_ATTACH_SINGLE cannot attach to the NULL stream")
+    buffer = state.allocations.get(dptr)
+    if buffer is None or dptr not in _managed:
+        raise CudaError(INVALID_VALUE, f"{dptr:#x} is not the start of a managed allocation")
+    if length not in (0, buffer.size):
+        raise CudaError(INVALID_VALUE, f"length {length} is neither 0 nor the allocation's "
+                                       f"size ({buffer.size} bytes)")
+    streams.enqueue(stream, lambda: None, sync=False)
     return SUCCESS
 
 
@@ -350,14 +391,15 @@ def _pointer_values(ptr: int) -> dict[int, tuple[type, object]]:
     from ptxport.compat.driver import context_handle
 
     host = buffer.handle in _host_flags
-    shared = host or state.device.properties.integrated
+    managed = buffer.handle in _managed
+    shared = host or managed or state.device.properties.integrated
     return {
         1: (ctypes.c_void_p, context_handle()),           # CONTEXT (the primary one)
         2: (ctypes.c_uint, _MEMORYTYPE_HOST if host else _MEMORYTYPE_DEVICE),
         3: (ctypes.c_uint64, ptr),                        # DEVICE_POINTER
         4: (ctypes.c_void_p, ptr if shared else None),    # HOST_POINTER
         6: (ctypes.c_int, 1),                             # SYNC_MEMOPS
-        8: (ctypes.c_int, int(buffer.handle in _managed)),   # IS_MANAGED
+        8: (ctypes.c_int, int(managed)),                  # IS_MANAGED
         9: (ctypes.c_int, 0),                             # DEVICE_ORDINAL
         11: (ctypes.c_uint64, buffer.handle),             # RANGE_START_ADDR
         12: (ctypes.c_size_t, buffer.size),               # RANGE_SIZE

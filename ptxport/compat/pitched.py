@@ -1,13 +1,14 @@
 """The driver API's pitched, 2D and 3D memory handlers: cuMemAllocPitch, cuMemcpy2D,
-cuMemcpy3D and cuMemcpy3DPeer (between host and device memory; CUDA arrays are not supported
-yet), and the 2D memsets. A copy or fill of many rows is one piece of work in its stream's order.
+cuMemcpy3D and cuMemcpy3DPeer (between host memory, device memory and CUDA arrays, which
+textures.py keeps), and the 2D memsets. A copy or fill of many rows is one piece of work in
+its stream's order.
 """
 
 from __future__ import annotations
 
 import ctypes
 
-from ptxport.compat import streams
+from ptxport.compat import streams, textures
 from ptxport.compat.memory import allocate, move_bytes
 from ptxport.compat.state import INVALID_VALUE, NOT_SUPPORTED, SUCCESS, CudaError, put, state
 
@@ -42,15 +43,21 @@ class _Memcpy2D(ctypes.Structure):
 _HOST, _DEVICE, _ARRAY, _UNIFIED = 1, 2, 3, 4   # CUmemorytype
 
 
-def _origin(kind: int, host: int, device: int, x: int, y: int, pitch: int) -> tuple[int, str]:
-    """The address of a 2D copy's first byte on one side, and which side it is on."""
+def _origin(kind: int, host: int, device: int, array: int, x: int, y: int, z: int,
+            pitch: int, height: int) -> tuple[int, str, int, int]:
+    """A copy's first byte on one side (byte x of row y of slice z), which side it is on,
+    and that side's pitch and slice size (a CUDA array's own)."""
+    if kind == _ARRAY:
+        address, pitch, slice_ = textures.array_origin(array or 0, x, y, z)
+        return address, "d", pitch, slice_
+    offset = (y + z * height) * pitch + x
     if kind == _HOST:
-        return host + y * pitch + x, "h"
+        return host + offset, "h", pitch, pitch * height
     if kind in (_DEVICE, _UNIFIED):
-        address = device + y * pitch + x
-        return address, "d" if state.allocation_at(address) is not None else "h"
-    raise CudaError(NOT_SUPPORTED, "2D copies to or from CUDA arrays are not supported yet"
-                    if kind == _ARRAY else f"memory type {kind} is not a CUmemorytype")
+        address = device + offset
+        side = "d" if state.allocation_at(address) is not None else "h"
+        return address, side, pitch, pitch * height
+    raise CudaError(NOT_SUPPORTED, f"memory type {kind} is not a CUmemorytype")
 
 
 def _copy_2d(copy: int, stream: int, sync: bool) -> int:
@@ -58,16 +65,15 @@ def _copy_2d(copy: int, stream: int, sync: bool) -> int:
         raise CudaError(INVALID_VALUE, "the CUDA_MEMCPY2D pointer is NULL")
     c = _Memcpy2D.from_address(copy)
     width, height = c.WidthInBytes, c.Height
-    if width > c.srcPitch and height > 1 or width > c.dstPitch and height > 1:
+    src, src_side, src_pitch, _ = _origin(c.srcMemoryType, c.srcHost or 0, c.srcDevice,
+                                          c.srcArray, c.srcXInBytes, c.srcY, 0, c.srcPitch, 0)
+    dst, dst_side, dst_pitch, _ = _origin(c.dstMemoryType, c.dstHost or 0, c.dstDevice,
+                                          c.dstArray, c.dstXInBytes, c.dstY, 0, c.dstPitch, 0)
+    if width > src_pitch and height > 1 or width > dst_pitch and height > 1:
         raise CudaError(INVALID_VALUE, f"a 2D copy of rows of {width} bytes needs pitches of "
-                                       f"at least that (source {c.srcPitch}, destination "
-                                       f"{c.dstPitch})")
-    src, src_side = _origin(c.srcMemoryType, c.srcHost or 0, c.srcDevice, c.srcXInBytes,
-                            c.srcY, c.srcPitch)
-    dst, dst_side = _origin(c.dstMemoryType, c.dstHost or 0, c.dstDevice, c.dstXInBytes,
-                            c.dstY, c.dstPitch)
+                                       f"at least that (source {src_pitch}, destination "
+                                       f"{dst_pitch})")
     kind = f"{src_side}to{dst_side}"
-    src_pitch, dst_pitch = c.srcPitch, c.dstPitch
 
     def rows() -> None:
         for row in range(height):
@@ -157,13 +163,13 @@ def _copy_3d(copy: int, stream: int, sync: bool) -> int:
         raise CudaError(INVALID_VALUE, "the CUDA_MEMCPY3D pointer is NULL")
     c = _Memcpy3D.from_address(copy)
     width, height, depth = c.WidthInBytes, c.Height, c.Depth
-    src_slice, dst_slice = c.srcPitch * c.srcHeight, c.dstPitch * c.dstHeight
-    src, src_side = _origin(c.srcMemoryType, c.srcHost or 0, c.srcDevice, c.srcXInBytes,
-                            c.srcY + c.srcZ * c.srcHeight, c.srcPitch)
-    dst, dst_side = _origin(c.dstMemoryType, c.dstHost or 0, c.dstDevice, c.dstXInBytes,
-                            c.dstY + c.dstZ * c.dstHeight, c.dstPitch)
+    src, src_side, src_pitch, src_slice = _origin(
+        c.srcMemoryType, c.srcHost or 0, c.srcDevice, c.srcArray, c.srcXInBytes, c.srcY,
+        c.srcZ, c.srcPitch, c.srcHeight)
+    dst, dst_side, dst_pitch, dst_slice = _origin(
+        c.dstMemoryType, c.dstHost or 0, c.dstDevice, c.dstArray, c.dstXInBytes, c.dstY,
+        c.dstZ, c.dstPitch, c.dstHeight)
     kind = f"{src_side}to{dst_side}"
-    src_pitch, dst_pitch = c.srcPitch, c.dstPitch
 
     def rows() -> None:
         for z in range(depth):

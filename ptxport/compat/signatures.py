@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from ptxport.compat.driver_names import NAMES
 from ptxport.errors import PtxportError
 
-__all__ = ["ENTRY_POINTS", "PER_THREAD_SUFFIXES", "Param", "Signature", "c_type", "parse"]
+__all__ = ["ENTRY_POINTS", "PER_THREAD_SUFFIXES", "STRUCTS", "Param", "Signature", "c_type",
+           "flat", "parse"]
 
 # CUDA's scalar types, as C types the shim compiles; everything with a `*` is a pointer.
 _C_TYPES = {
@@ -29,7 +30,8 @@ _C_TYPES = {
     # Handles: opaque pointers.
     "CUcontext": "void *", "CUmodule": "void *", "CUfunction": "void *", "CUstream": "void *",
     "CUevent": "void *", "CUlibrary": "void *", "CUkernel": "void *", "CUgraph": "void *",
-    "CUgraphExec": "void *",
+    "CUgraphExec": "void *", "CUarray": "void *",
+    "CUtexObject": "unsigned long long", "CUsurfObject": "unsigned long long",
     # Enums: int-sized.
     "CUdevice_attribute": "int", "CUfunction_attribute": "int", "CUpointer_attribute": "int",
     "CUlimit": "int", "CUfunc_cache": "int", "CUsharedconfig": "int", "CUjit_option": "int",
@@ -38,6 +40,16 @@ _C_TYPES = {
     "CUhostFn": "void *", "CUstreamCallback": "void *",
     # Passed by value: two ints, which the x86-64 and AArch64 ABIs pass in one register.
     "CUmemLocation": "unsigned long long",
+    # Structs passed by value (STRUCTS): the handler gets their fields as arguments.
+    "dim3": "dim3", "cudaExtent": "cudaExtent", "cudaPitchedPtr": "cudaPitchedPtr",
+    # The runtime's (cuda_runtime_api.h, driver_types.h), for cudart_signatures.py.
+    "cudaError_t": "int", "cudaEvent_t": "void *", "cudaMemcpyKind": "int",
+    "cudaDeviceAttr": "int", "cudaFuncAttribute": "int", "cudaFuncCache": "int",
+    "cudaLimit": "int", "cudaStreamCaptureMode": "int", "cudaGraph_t": "void *",
+    "cudaGraphExec_t": "void *", "cudaKernel_t": "void *", "cudaHostFn_t": "void *",
+    "cudaStreamCallback_t": "void *", "cudaPointerAttributes": "void *",
+    "cudaMemoryAdvise": "int", "cudaMemLocation": "unsigned long long",
+    "cudaSharedMemConfig": "int", "unsigned": "unsigned int", "char": "char",
     # cuBLAS's (cublas_api.h, library_types.h), for cublas_signatures.py.
     "cublasStatus_t": "int", "cublasHandle_t": "void *", "cudaStream_t": "void *",
     "cublasOperation_t": "int", "cublasPointerMode_t": "int", "cublasMath_t": "int",
@@ -51,6 +63,15 @@ _C_TYPES = {
 }
 _UNSIGNED = {"unsigned int", "unsigned char", "unsigned short", "size_t", "unsigned long long",
              "void *"}
+
+# Structs passed by value: C type -> its fields (C type, name) in order. build.py declares
+# them, and the handler of a function taking one gets its fields as separate arguments.
+STRUCTS: dict[str, tuple[tuple[str, str], ...]] = {
+    "dim3": (("unsigned int", "x"), ("unsigned int", "y"), ("unsigned int", "z")),
+    "cudaExtent": (("size_t", "width"), ("size_t", "height"), ("size_t", "depth")),
+    "cudaPitchedPtr": (("void *", "ptr"), ("size_t", "pitch"), ("size_t", "xsize"),
+                       ("size_t", "ysize")),
+}
 
 _PROTOTYPE = re.compile(r"^\s*(?P<ret>[\w *]+?)\s+(?P<name>\w+)\((?P<params>.*)\)\s*$")
 
@@ -87,6 +108,17 @@ class Signature:
     def prototype(self) -> str:
         params = ", ".join(f"{p.type} {p.name}" for p in self.params) or "void"
         return f"{self.ret} {self.name}({params})"
+
+
+def flat(sig: Signature) -> Signature:
+    """`sig` with each struct passed by value replaced by its fields (`grid.x`, ...): the
+    arguments its handler gets, as the trace names them."""
+    params = []
+    for p in sig.params:
+        fields = STRUCTS.get(p.c_type)
+        params.extend(Param(t, f"{p.name}.{n}") for t, n in fields) if fields else \
+            params.append(p)
+    return Signature(sig.ret, sig.name, tuple(params))
 
 
 def c_type(cuda_type: str) -> str:
@@ -217,6 +249,15 @@ CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D *pCopy)
 CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *pCopy, CUstream hStream)
 CUresult cuMemcpy3DPeer(const CUDA_MEMCPY3D_PEER *pCopy)
 CUresult cuMemcpy3DPeerAsync(const CUDA_MEMCPY3D_PEER *pCopy, CUstream hStream)
+CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *pAllocateArray)
+CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pAllocateArray)
+CUresult cuArrayDestroy(CUarray hArray)
+CUresult cuArrayGetDescriptor_v2(CUDA_ARRAY_DESCRIPTOR *pArrayDescriptor, CUarray hArray)
+CUresult cuArray3DGetDescriptor_v2(CUDA_ARRAY3D_DESCRIPTOR *pArrayDescriptor, CUarray hArray)
+CUresult cuTexObjectCreate(CUtexObject *pTexObject, const CUDA_RESOURCE_DESC *pResDesc, const CUDA_TEXTURE_DESC *pTexDesc, const CUDA_RESOURCE_VIEW_DESC *pResViewDesc)
+CUresult cuTexObjectDestroy(CUtexObject texObject)
+CUresult cuSurfObjectCreate(CUsurfObject *pSurfObject, const CUDA_RESOURCE_DESC *pResDesc)
+CUresult cuSurfObjectDestroy(CUsurfObject surfObject)
 CUresult cuMemsetD2D8_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width, size_t Height)
 CUresult cuMemsetD2D16_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width, size_t Height)
 CUresult cuMemsetD2D32_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width, size_t Height)

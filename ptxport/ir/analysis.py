@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from ptxport.ir import nodes as ir
 
-__all__ = ["address_taken", "live_after", "pointer_parameters", "uses_and_defs"]
+__all__ = ["address_taken", "live_after", "pointer_parameters", "state_space", "uses_and_defs"]
 
 
 def pointer_parameters(f: ir.Function) -> dict[str, str]:
@@ -231,3 +231,13 @@ def address_taken(module: ir.Module, functions: Iterable[ir.Function]) -> list[i
                     taken[target.name] = target
     names = {f.name for f in functions}
     return [f for name, f in taken.items() if name in names and not f.is_kernel]
+
+
+def state_space(inst: ir.Instruction) -> str | None:
+    """The state space an ld/st/atom names (None: generic), with the cluster forms folded
+    into their CTA space: one CTA per cluster on the CPU."""
+    space = inst.spec.get("space")
+    if isinstance(space, tuple):
+        space = space[0]
+    return {"shared::cta": "shared", "shared::cluster": "shared", "param::entry": "param",
+            "param::func": "param"}.get(space, space)

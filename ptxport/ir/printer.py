@@ -13,7 +13,7 @@ from ptxport.ir import nodes as ir
 from ptxport.ptx import ast
 from ptxport.ptx.printer import print_operand
 
-__all__ = ["print_ir", "format_value"]
+__all__ = ["print_ir", "print_function", "format_value"]
 
 
 def print_ir(module: ir.Module) -> str:
@@ -25,6 +25,11 @@ def print_ir(module: ir.Module) -> str:
         out.append("")
         out.extend(_function(function))
     return "\n".join(out) + "\n"
+
+
+def print_function(function: ir.Function) -> str:
+    """One function's IR, as print_ir prints it."""
+    return "\n".join(_function(function)) + "\n"
 
 
 def _natural(name: str):

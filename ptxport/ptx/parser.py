@@ -1,6 +1,7 @@
 """PTX text -> syntax tree (ast.py), by hand-written recursive descent.
 
-Each method has the grammar rule it reads as a comment above it (PTX ISA chapters 4-11).
+Each method has the grammar rule it reads as a comment above it (PTX ISA chapters 4-11); the
+operand and constant-expression rules are in operands.py.
 
 Speed: most statements of a kernel body are simple instructions (`add.s32 %r1, %r2, 4;`).
 Those are recognised by one regular expression straight from the text, and each distinct
@@ -18,13 +19,13 @@ from __future__ import annotations
 
 import gc
 import re
-import struct
 
 from ptxport.errors import Diagnostic, PtxSyntaxError
 from ptxport.ptx import ast
 from ptxport.ptx.isa import OPS
-from ptxport.ptx.isa._base import ALL_TYPES, STATE_SPACES, Op
-from ptxport.ptx.lexer import EOF, MODIFIER, Lexer, int_value
+from ptxport.ptx.isa._base import ALL_TYPES, STATE_SPACES
+from ptxport.ptx.lexer import EOF, MODIFIER, Lexer
+from ptxport.ptx.operands import OperandRules, StatementError, classify
 
 __all__ = ["parse", "parse_operand"]
 
@@ -70,13 +71,6 @@ def _never(text: str, pos: int) -> None:
     return None
 
 
-class _Error(Exception):
-    """One syntax error; caught at the statement it happened in."""
-
-    def __init__(self, pos: int, message: str, text: str = ""):
-        super().__init__(message)
-        self.pos, self.message, self.text = pos, message, text
-
 
 def parse(text: str, filename: str = "<ptx>", *, fast_path: bool = True) -> ast.Module:
     """Parse a PTX module; raise PtxSyntaxError listing every error found.
@@ -103,7 +97,7 @@ def parse_operand(text: str) -> ast.Operand:
     try:
         operand = parser._operand()
         parser._expect(";", "end of operand")
-    except _Error as e:
+    except StatementError as e:
         parser._report(e)
     except RecursionError:
         raise parser._too_deep() from None
@@ -112,7 +106,7 @@ def parse_operand(text: str) -> ast.Operand:
     return operand
 
 
-class _Parser:
+class _Parser(OperandRules):
     def __init__(self, text: str, filename: str, fast_path: bool = True):
         self.text = text
         self.fast_path = fast_path
@@ -152,23 +146,23 @@ class _Parser:
             return True
         return False
 
-    def _unexpected(self, message: str) -> _Error:
+    def _unexpected(self, message: str) -> StatementError:
         kind, text, pos = self.tok
         if kind == EOF:
-            return _Error(pos, f"{message}, found the end of the file")
+            return StatementError(pos, f"{message}, found the end of the file")
         if kind == "bad":
             if text.startswith("unterminated"):
-                return _Error(pos, text)
-            return _Error(pos, f"{message}; '{text}' cannot start a PTX token", text)
-        return _Error(pos, f"{message}, found '{text}'", text)
+                return StatementError(pos, text)
+            return StatementError(pos, f"{message}; '{text}' cannot start a PTX token", text)
+        return StatementError(pos, f"{message}, found '{text}'", text)
 
-    def _report(self, e: _Error) -> None:
+    def _report(self, e: StatementError) -> None:
         self.errors.append(ast_diag(self.source, e.pos, e.message, e.text))
 
     def _too_deep(self) -> PtxSyntaxError:
         """The error for brackets, blocks or unary operators nested deeper than Python's
         recursion limit lets the recursive descent go (hundreds of levels)."""
-        self._report(_Error(self.tok[2], "nesting too deep: brackets, braces or unary "
+        self._report(StatementError(self.tok[2], "nesting too deep: brackets, braces or unary "
                                          "operators nested hundreds of levels deep"))
         return PtxSyntaxError(self.errors)
 
@@ -217,18 +211,19 @@ class _Parser:
                 elif self._accept_dot("address_size"):
                     module.address_size = self._int("an address size (32 or 64)")
                     if module.address_size not in (32, 64):
-                        raise _Error(start, "address size must be 32 or 64")
+                        raise StatementError(start, "address size must be 32 or 64")
                 else:
                     item = self._top_level()
                     if item is not None:
                         module.items.append(item)
-            except _Error as e:
+            except StatementError as e:
                 self._report(e)
                 self._recover(start)
                 if self.tok[0] == "}":  # no body to close here: skip it, or the loop stalls
                     self._advance()
         if not seen_version and not self.errors:
-            self._report(_Error(0, "missing '.version' directive at the start of the module"))
+            self._report(StatementError(
+                0, "missing '.version' directive at the start of the module"))
         if self.errors:
             raise PtxSyntaxError(self.errors)
         return module
@@ -282,7 +277,7 @@ class _Parser:
         if kind == "dot" and text[1:] in _VARIABLE_SPACES:
             variables = self._variable_statement(tuple(linkage), attributes)
             if len(variables) != 1:
-                raise _Error(pos, "declare one module-level variable per statement")
+                raise StatementError(pos, "declare one module-level variable per statement")
             return variables[0]
         raise self._unexpected("expected .entry, .func or a variable declaration")
 
@@ -304,7 +299,7 @@ class _Parser:
         while depth:
             kind = self._advance()[0]
             if kind == EOF:
-                raise _Error(start, "unterminated .section: missing '}'")
+                raise StatementError(start, "unterminated .section: missing '}'")
             depth += {"{": 1, "}": -1}.get(kind, 0)
         return self.text[start:self.tok[2]].strip()
 
@@ -435,7 +430,8 @@ class _Parser:
                 var.vector = word
             elif word in _VARIABLE_TYPES:
                 if var.type:
-                    raise _Error(at, f"two types in one declaration: .{var.type}, .{word}", text)
+                    raise StatementError(
+                        at, f"two types in one declaration: .{var.type}, .{word}", text)
                 var.type = word
             elif word == "ptr" and in_signature:
                 var.ptr = True
@@ -444,7 +440,7 @@ class _Parser:
             elif word == "attribute" and not in_signature:
                 var.attributes += tuple(self._attribute_list())
             else:
-                raise _Error(at, f"unexpected '.{word}' in a .{space} declaration", text)
+                raise StatementError(at, f"unexpected '.{word}' in a .{space} declaration", text)
         if not var.type:
             raise self._unexpected(f"expected a type in the .{space} declaration")
         var.pos = self.tok[2]
@@ -506,7 +502,7 @@ class _Parser:
             if m is not None and m.group(3) in OPS:
                 try:
                     statements.append(self._simple_instruction(m))
-                except _Error as e:
+                except StatementError as e:
                     self._report(e)
                 pos = m.end()
                 continue
@@ -526,14 +522,14 @@ class _Parser:
                 self._advance()
                 return statements
             if kind == EOF:
-                raise _Error(self.tok[2], "missing '}' at the end of the function body")
+                raise StatementError(self.tok[2], "missing '}' at the end of the function body")
             try:
                 statement = self._statement()
                 if isinstance(statement, list):
                     statements.extend(statement)
                 elif statement is not None:
                     statements.append(statement)
-            except _Error as e:
+            except StatementError as e:
                 self._report(e)
                 self._recover(pos, in_body=True)
             pos = self.tok[2]
@@ -673,7 +669,7 @@ class _Parser:
     def _spec(self, opcode: str, modifiers: str, pos: int) -> ast.Spec:
         spec = self._specs.get((opcode, modifiers))
         if spec is None:
-            spec = _classify(opcode, modifiers, pos)
+            spec = classify(opcode, modifiers, pos)
             self._specs[(opcode, modifiers)] = spec
         return spec
 
@@ -681,239 +677,8 @@ class _Parser:
         counts = OPS[spec.opcode].operands
         if counts is not None and not counts[0] <= len(operands) <= counts[1]:
             want = str(counts[0]) if counts[0] == counts[1] else f"{counts[0]} to {counts[1]}"
-            raise _Error(pos, f"'{spec.text}' takes {want} operands, found {len(operands)}",
+            raise StatementError(pos, f"'{spec.text}' takes {want} operands, found {len(operands)}",
                          spec.text)
-
-    # --- operands --------------------------------------------------------------------------
-
-    # operand := primary ['|' value]
-    def _operand(self) -> ast.Operand:
-        first = self._primary()
-        if self._accept("|"):
-            return ast.PredPair(first, self._value())
-        return first
-
-    # primary := '!' operand | '_' | '{' operand {',' operand} '}' | '[' bracketed ']'
-    #          | '(' [operand {',' operand}] ')' | value
-    def _primary(self) -> ast.Operand:
-        kind = self.tok[0]
-        if kind == "!":
-            self._advance()
-            return ast.Not(self._primary())
-        if kind == "_":
-            self._advance()
-            return ast.SINK
-        if kind == "{":
-            self._advance()
-            return ast.Vector(self._operand_list("}"))
-        if kind == "[":
-            self._advance()
-            elements = self._operand_list("]")
-            if len(elements) != 1:
-                return ast.Bracketed(elements)
-            address = self._address(elements[0])
-            if isinstance(address, ast.Address) and self.tok[1] == ".unified":
-                self._advance()  # `[a].unified`: a generic address known to be unified
-                return ast.Address(address.base, address.offset, unified=True)
-            return address
-        if kind == "(":
-            self._advance()
-            if self._accept(")"):
-                return ast.Parenthesized(())
-            return ast.Parenthesized(self._operand_list(")"))
-        return self._value()
-
-    def _operand_list(self, close: str) -> tuple:
-        items = [self._operand()]
-        while self._accept(","):
-            items.append(self._operand())
-        self._expect(close, f"',' or '{close}'")
-        return tuple(items)
-
-    def _address(self, inner: ast.Operand) -> ast.Operand:
-        """`[x]` with one element: a register or variable plus offset, or an absolute address."""
-        if isinstance(inner, ast.Name):
-            return ast.Address(inner, 0)
-        if isinstance(inner, ast.SymbolOffset):
-            return ast.Address(ast.Name(inner.name), inner.offset)
-        if isinstance(inner, ast.IntImm):
-            return ast.Address(None, inner.value)
-        return ast.Bracketed((inner,))
-
-    # value := ID ['.' component] [('+' | '-') expr] | FLOAT | ['-'] FLOAT | expr
-    def _value(self) -> ast.Operand:
-        kind, text, pos = self.tok
-        if kind == "id":
-            self._advance()
-            component = None
-            if self.tok[0] == "dot" and self.tok[2] == pos + len(text):
-                component = self._advance()[1][1:]
-            offset = self._offset()
-            if offset or self.tok[0] in ("+", "-"):
-                return ast.SymbolOffset(text, offset)
-            return ast.Name(text, component)
-        if kind in ("hexf", "flt") or (kind == "-" and self._peek_kind() in ("hexf", "flt")):
-            negative = self._accept("-")
-            return _float(self._advance()[1], negative)
-        if kind == "-" and self._peek_kind() == "id":
-            self._advance()
-            return ast.Neg(self._value())
-        return ast.IntImm(self._const_expr())
-
-    def _peek_kind(self) -> str:
-        return Lexer(self.text, self.lexer.pos).next()[0]
-
-    def _offset(self) -> int:
-        """An optional `+expr` / `-expr` after a symbol or register."""
-        if self.tok[0] == "+":
-            self._advance()
-            return self._const_expr()
-        if self.tok[0] == "-":
-            self._advance()
-            return -self._const_unary()
-        return 0
-
-    def _int(self, what: str) -> int:
-        kind, text, pos = self.tok
-        if kind != "int":
-            raise self._unexpected(f"expected {what}")
-        self._advance()
-        return _int(text, pos)
-
-    # --- constant expressions (PTX ISA 4.6: C's operators and precedence) ---------------------
-
-    _BINARY = {
-        "||": 1, "&&": 2, "|": 3, "^": 4, "&": 5, "==": 6, "!=": 6,
-        "<": 7, ">": 7, "<=": 7, ">=": 7, "<<": 8, ">>": 8, "+": 9, "-": 9,
-        "*": 10, "/": 10, "%": 10,
-    }
-
-    def _const_expr(self, min_prec: int = 0) -> int:
-        value = self._const_unary()
-        while True:
-            op = self.tok[0]
-            prec = self._BINARY.get(op)
-            if op == "?" and min_prec == 0:
-                self._advance()
-                then = self._const_expr()
-                self._expect(":", "':' in a conditional expression")
-                other = self._const_expr()
-                value = then if value else other
-                continue
-            if prec is None or prec <= min_prec:
-                return value
-            pos = self._advance()[2]
-            value = _fold(op, value, self._const_expr(prec), pos)
-
-    def _const_unary(self) -> int:
-        kind, text, pos = self.tok
-        if kind == "int":
-            self._advance()
-            return _int(text, pos)
-        if kind == "(":
-            self._advance()
-            value = self._const_expr()
-            self._expect(")", "')'")
-            return value
-        if kind in ("-", "+", "~", "!"):
-            self._advance()
-            value = self._const_unary()
-            return _wrap64({"-": -value, "+": value, "~": ~value, "!": int(not value)}[kind])
-        raise self._unexpected("expected an operand")
-
-
-def _fold(op: str, a: int, b: int, pos: int) -> int:
-    if op in ("/", "%") and b == 0:
-        raise _Error(pos, "division by zero in a constant expression", op)
-    if op in ("<<", ">>") and not 0 <= b < 64:
-        raise _Error(pos, f"shift by {b} in a constant expression", op)
-    if op in ("/", "%"):
-        # C truncates toward zero; exactly, in integers (a float quotient is wrong past 2**53).
-        quotient = abs(a) // abs(b) if (a < 0) == (b < 0) else -(abs(a) // abs(b))
-        return quotient if op == "/" else a - quotient * b
-    return _wrap64({
-        "||": lambda: int(bool(a or b)), "&&": lambda: int(bool(a and b)),
-        "|": lambda: a | b, "^": lambda: a ^ b, "&": lambda: a & b,
-        "==": lambda: int(a == b), "!=": lambda: int(a != b), "<": lambda: int(a < b),
-        ">": lambda: int(a > b), "<=": lambda: int(a <= b), ">=": lambda: int(a >= b),
-        "<<": lambda: a << b, ">>": lambda: a >> b, "+": lambda: a + b, "-": lambda: a - b,
-        "*": lambda: a * b,
-    }[op]())
-
-
-def _wrap64(value: int) -> int:
-    """Constant expressions are evaluated in 64 bits (PTX ISA 4.6.2): a result outside
-    [-2**63, 2**64) wraps around, as it would in a 64-bit register."""
-    if -(1 << 63) <= value < (1 << 64):
-        return value
-    value &= (1 << 64) - 1
-    return value
-
-
-def _int(text: str, pos: int) -> int:
-    try:
-        value = int_value(text)
-    except ValueError:
-        raise _Error(pos, f"malformed integer constant '{text}'", text) from None
-    if value >= 1 << 64:
-        raise _Error(pos, f"integer constant '{text}' does not fit in 64 bits", text)
-    return value
-
-
-def _float(text: str, negative: bool) -> ast.FloatImm:
-    if text[:2] in ("0f", "0F"):
-        bits, width = int(text[2:], 16), 32
-    elif text[:2] in ("0d", "0D"):
-        bits, width = int(text[2:], 16), 64
-    else:
-        bits, width = struct.unpack("<Q", struct.pack("<d", float(text)))[0], 64
-    if negative:
-        bits ^= 1 << (width - 1)
-    return ast.FloatImm(bits, width)
-
-
-# --- modifier classification ---------------------------------------------------------------------
-
-_INDEX: dict[str, dict[str, str]] = {}
-
-
-def _modifier_index(op: Op) -> dict[str, str]:
-    """modifier value -> group name ('' for a type) for one opcode."""
-    index = _INDEX.get(op.name)
-    if index is None:
-        index = {t: "" for t in op.types}
-        for group, values in op.groups.items():
-            for value in values.values:
-                index.setdefault(value, group)
-        _INDEX[op.name] = index
-    return index
-
-
-def _classify(opcode: str, modifiers: str, pos: int) -> ast.Spec:
-    op = OPS.get(opcode)
-    if op is None:
-        raise _Error(pos, f"unknown instruction '{opcode}'", opcode)
-    words = tuple(modifiers[1:].split(".")) if modifiers else ()
-    index = _modifier_index(op)
-    types: list[str] = []
-    groups: dict[str, str | tuple[str, ...]] = {}
-    for word in words:
-        group = index.get(word)
-        if group is None:
-            raise _Error(pos, f"'.{word}' is not a modifier of '{opcode}' "
-                              f"(see {op.url})", f"{opcode}{modifiers}")
-        if group == "":
-            types.append(word)
-        elif op.groups[group].multi:
-            # Repeats are kept: `wmma.mma.row.row` gives the layouts of A and B in order.
-            groups[group] = groups.get(group, ()) + (word,)
-        elif group in groups:
-            raise _Error(pos, f"'.{groups[group]}' and '.{word}' both given to '{opcode}' "
-                              f"(at most one {group} modifier)", f"{opcode}{modifiers}")
-        else:
-            groups[group] = word
-    return ast.Spec(opcode, words, tuple(types), groups)
-
 
 def ast_diag(source: ast.Source, pos: int, message: str, text: str = "") -> Diagnostic:
     return Diagnostic(source.location(pos), message, text)

@@ -78,7 +78,8 @@ class Device:
     device_id : str, int or None
         "cpu", "cuda:0", "hip:1", "opencl:0" ("<backend>" means ordinal 0); an int is an
         ordinal of the best backend present; None is this thread's current device, or else
-        the best device present.
+        the best device present. "group:cpu,opencl:0" gives a DeviceGroup of those devices
+        (runtime/group.py), which has the methods used to allocate, copy and launch.
 
     Raises
     ------
@@ -89,6 +90,10 @@ class Device:
     """
 
     def __new__(cls, device_id: str | int | None = None) -> Device:
+        if isinstance(device_id, str) and device_id.strip().lower().startswith("group:"):
+            from ptxport.runtime.group import group_from_name
+
+            return group_from_name(device_id.strip().lower()[len("group:"):])
         key = _parse(device_id)
         with _devices_lock:
             device = _devices.get(key)

@@ -299,9 +299,15 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args) -> None:
     CompileError, UnsupportedFeatureError
         The kernel could not be compiled for the stream's device (first launch there).
 
-    A failure while the kernel runs is raised by the stream's next sync().
+    A failure while the kernel runs is raised by the stream's next sync(). On a stream of a
+    device group (Device("group:...")), the launch runs over the group and is done on return
+    (runtime/group.py).
     """
     if not isinstance(stream, Stream):
+        group = getattr(stream, "_group", None)     # a device group's stream (group.py)
+        if group is not None and isinstance(config, LaunchConfig):
+            group.launch(config, kernel, *args)
+            return
         raise InvalidValueError(
             f"launch(stream, config, kernel, *args): stream must be a Stream, not "
             f"{type(stream).__name__}")
@@ -317,14 +323,16 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args) -> None:
 
 
 def launch_packed(stream: Stream, config: LaunchConfig, kernel: Kernel, params: bytes,
-                  keep: list[Allocation] | tuple = ()) -> None:
+                  keep: list[Allocation] | tuple = (), checked: bool = False) -> None:
     """Queue `kernel` on `stream` with an already packed parameter buffer (layout from
     ptxport.ir.abi.param_layout, device addresses inside, as CUDA's cuLaunchKernel takes
-    it), after checking `config` against the device; `keep` is memory the kernel uses, kept
-    alive until it ran. For callers that hold raw arguments (ptxport.compat); others call
+    it), after checking `config` against the device (`checked`: the caller did, with
+    check_config, for this kernel and device); `keep` is memory the kernel uses, kept alive
+    until it ran. For callers that hold raw arguments (ptxport.compat); others call
     launch(), which checks every argument first.
     """
-    check_config(config, kernel, stream.device)
+    if not checked:
+        check_config(config, kernel, stream.device)
     if len(params) != kernel.param_buffer_size:
         raise ArgumentError(f"kernel {kernel.name} takes {kernel.param_buffer_size} bytes of "
                             f"parameters, not {len(params)}")

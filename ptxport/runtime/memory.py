@@ -12,10 +12,11 @@ array without a copy: `np.asarray(buf)` and `buf.view(np.float32)` view its byte
 `buf.view(dtype, shape)` is a typed array, itself a DLPack producer, for a typed export.
 These read memory directly: sync the streams that write it first.
 
-The other way, host memory made elsewhere becomes a Buffer without a copy on the CPU device:
-Buffer.from_dlpack(obj) (a numpy array, a torch CPU tensor, any DLPack producer on kDLCPU)
-and Buffer.from_handle(address, size, owner=...). Kernels then read and write that memory in
-place; the buffer keeps its producer (or owner) alive, and exports it with the producer's
+The other way, host memory made elsewhere becomes a Buffer without a copy on the CPU device
+(and on cuda:N, which registers it with the driver): Buffer.from_dlpack(obj) (a numpy array,
+a torch CPU tensor, any DLPack producer on kDLCPU) and Buffer.from_handle(address, size,
+owner=...). Kernels then read and write that memory in place; the buffer keeps its producer
+(or owner) alive, and exports it with the producer's
 dtype and shape. Closing such a buffer only stops kernels using the memory.
 """
 
@@ -106,8 +107,9 @@ class Buffer:
         None), without a copy.
 
         Kernels read and write the memory in place; the buffer keeps `obj`'s memory alive,
-        and exports it (np.from_dlpack, np.asarray) with `obj`'s dtype and shape. Only the
-        cpu device can: its kernels address the host's memory.
+        and exports it (np.from_dlpack, np.asarray) with `obj`'s dtype and shape. Only
+        devices whose kernels address the host's memory in place can: the cpu device, and
+        cuda:N (the memory is registered with the driver, cuMemHostRegister).
 
         Raises
         ------
@@ -130,7 +132,7 @@ class Buffer:
 
         `owner` is kept alive as long as the buffer and any work that uses it (the object
         that owns the memory); without one, the caller keeps the memory valid. Only the cpu
-        device can wrap host memory.
+        device and cuda:N (registering it with the driver) can wrap host memory.
         """
         device = _device_or_cpu(getattr(mr, "device", mr))
         try:
@@ -167,13 +169,18 @@ class Buffer:
 
     def copy_from(self, src: Buffer | np.ndarray, *, stream: Stream) -> None:
         """Copy all of `src` (a Buffer or host array of this buffer's size) into this
-        buffer, in `stream`'s order."""
-        _check_stream(stream, self._device)
+        buffer, in `stream`'s order. `src` may be on another device (a peer copy, staged
+        through host memory where neither side is the host's): order the stream after the
+        work that writes `src` on its own device first (sync it, or an event)."""
+        _check_stream(stream, self._device, src)
         dst = self._live()
         backend = self._device._backend
         if isinstance(src, Buffer):
-            source = _same_device(src, self)._live()
+            source = src._live()
             _check_sizes("source buffer", source.size, "destination buffer", dst.size)
+            if src._device is not self._device:
+                _submit_peer_copy(stream, src._device, source, self._device, dst)
+                return
             stream._submit(lambda: backend.copy(dst.address, source.address, dst.size, "dtod"),
                            what=f"a copy of {dst.size} bytes")
             return
@@ -184,15 +191,19 @@ class Buffer:
 
     def copy_to(self, dst: Buffer | np.ndarray | None = None, *, stream: Stream):
         """Copy this buffer into `dst` (a Buffer or writeable host array of its size; a new
-        Buffer on this device if None), in `stream`'s order, and return `dst`."""
-        _check_stream(stream, self._device)
+        Buffer on this device if None), in `stream`'s order, and return `dst`. `dst` may be
+        on another device (a peer copy, as copy_from)."""
+        _check_stream(stream, self._device, dst)
         if dst is None:
             dst = self._device.allocate(self._size, stream=stream)
         src = self._live()
         backend = self._device._backend
         if isinstance(dst, Buffer):
-            target = _same_device(dst, self)._live()
+            target = dst._live()
             _check_sizes("source buffer", src.size, "destination buffer", target.size)
+            if dst._device is not self._device:
+                _submit_peer_copy(stream, self._device, src, dst._device, target)
+                return dst
             stream._submit(lambda: backend.copy(target.address, src.address, src.size, "dtod"),
                            what=f"a copy of {src.size} bytes")
             return dst
@@ -286,7 +297,12 @@ class Buffer:
             stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
 
     def __dlpack_device__(self) -> tuple[int, int]:
-        return self._device._backend.dlpack_device_type, self._device.device_id
+        backend = self._device._backend
+        if backend.dlpack_device_type != 1 and self.is_host_accessible:
+            # host memory of a GPU (pinned, managed, registered): exported as the host's,
+            # which is what the capsule from __dlpack__ (numpy's) says
+            return 1, 0
+        return backend.dlpack_device_type, self._device.device_id
 
 
 def _device_or_cpu(device) -> Device:
@@ -328,10 +344,14 @@ def _host_array_of(obj) -> np.ndarray:
     return array
 
 
-def _check_stream(stream, device: Device) -> Stream:
+def _check_stream(stream, device: Device, peer=None) -> Stream:
+    """`stream`, checked to be one of `device` (or, for a copy with the Buffer `peer` of
+    another device, of that device)."""
     if not isinstance(stream, Stream):
         raise InvalidValueError(
             f"stream= takes a Stream (Device.create_stream()), not {type(stream).__name__}")
+    if isinstance(peer, Buffer) and stream.device is peer._device:
+        return stream
     if stream.device is not device:
         raise InvalidValueError(
             f"a buffer on {device} needs a stream of {device}, not one of {stream.device}")
@@ -347,12 +367,27 @@ def _free_in_order(device: Device, allocation: Allocation, stream: Stream) -> No
         backend.free(allocation)
 
 
-def _same_device(other: Buffer, this: Buffer) -> Buffer:
-    if other._device is not this._device:
-        raise InvalidValueError(
-            f"cannot copy between buffers of {other._device} and {this._device} directly: "
-            "copy through a host numpy array")
-    return other
+def _submit_peer_copy(stream: Stream, src_device: Device, src: Allocation,
+                      dst_device: Device, dst: Allocation) -> None:
+    """Queue a copy between buffers of two devices on `stream` (one of either device's),
+    as cudaMemcpyPeerAsync: ordered after the stream's earlier work only. Where one side's
+    memory is the host's (the cpu device) the other backend copies straight from or into
+    it; otherwise the bytes are staged through host memory."""
+    src_backend, dst_backend = src_device._backend, dst_device._backend
+    src_host = src_backend.host_view(src) is not None
+    dst_host = dst_backend.host_view(dst) is not None
+
+    def copy() -> None:
+        if src_host:
+            dst_backend.copy(dst.address, src.address, src.size, "htod")
+        elif dst_host:
+            src_backend.copy(dst.address, src.address, src.size, "dtoh")
+        else:
+            staging = np.empty(src.size, np.uint8)
+            src_backend.copy(staging.ctypes.data, src.address, src.size, "dtoh")
+            dst_backend.copy(dst.address, staging.ctypes.data, src.size, "htod")
+
+    stream._submit(copy, what=f"a copy of {src.size} bytes from {src_device} to {dst_device}")
 
 
 def _check_sizes(src_what: str, src_size: int, dst_what: str, dst_size: int) -> None:

@@ -156,6 +156,7 @@ class ObjectCode:
         self._kernels: dict[str, Kernel] = {}
         self._binaries: dict[tuple[str, str], KernelBinary] = {}
         self._lock = threading.Lock()
+        self._portable: ir.Module | None = None
 
     @property
     def kernel_names(self) -> tuple[str, ...]:
@@ -194,7 +195,20 @@ class ObjectCode:
         if variable is None or variable.space not in ("global", "const"):
             raise KernelNotFoundError(f"{self.name}: no .global or .const variable named "
                                       f"{name!r}")
-        return device._backend.module_global(device.device_id, self.module, name)
+        with self._lock:
+            module = self._module_for(device)
+        return device._backend.module_global(device.device_id, module, name)
+
+    def _module_for(self, device: Device) -> ir.Module:
+        """What `device` compiles: the module, or, where there are no NVIDIA texture units,
+        the module with its texture and surface instructions lowered (passes/textures.py)."""
+        if device._backend.name == "cuda":
+            return self.module
+        if self._portable is None:
+            from ptxport.passes import textures
+
+            self._portable = textures.run(self.module, device._backend.name)
+        return self._portable
 
     def _binary(self, device: Device, kernel: str) -> KernelBinary:
         """The kernel compiled for `device`, compiled on first use and kept."""
@@ -202,7 +216,7 @@ class ObjectCode:
         with self._lock:
             binary = self._binaries.get(key)
             if binary is None:
-                binary = device._backend.compile(self.module, [kernel])[kernel]
+                binary = device._backend.compile(self._module_for(device), [kernel])[kernel]
                 self._binaries[key] = binary
             return binary
 

@@ -1,11 +1,13 @@
 """Streams: ordered queues of device work (copies, fills, launches, event records, waits).
 
 Each stream has a worker thread that runs its work in the order it was queued, so calls
-return at once and different streams may overlap. When a piece of work fails, its error is
-kept and raised by the stream's next sync(); the stream's later copies and launches queued
-before that sync are skipped (they would read what the failed work did not write), event
-records and waits still happen so that no one waits forever, and after the sync the stream
-is usable again.
+return at once and different streams may overlap; a thread that waits for the stream
+(sync() without a timeout) runs the work the worker has not started yet itself, in the same
+order, which spares a launch followed by a sync two thread switches. When a piece of work
+fails, its error is kept and raised by the stream's next sync(); the stream's later copies
+and launches queued before that sync are skipped (they would read what the failed work did
+not write), event records and waits still happen so that no one waits forever, and after the
+sync the stream is usable again.
 
 The worker holds the queue, not the Stream, so a stream that is dropped still finishes its
 work, and its thread ends once the queue is empty.
@@ -18,7 +20,7 @@ work goes on. Stopping a launch that runs too long is the launch's watchdog's jo
 
 from __future__ import annotations
 
-import queue
+import collections
 import threading
 import time
 import weakref
@@ -38,7 +40,11 @@ class _Worker:
     """A thread running queued work in order, and what went wrong."""
 
     def __init__(self, label: str):
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        # queued work, and whether one piece of it runs now (on the worker's thread, or on
+        # a thread waiting in wait_idle that took it): one at a time, in queue order
+        self._items: collections.deque = collections.deque()
+        self._running = False
+        self._stopped = False
         self._state = threading.Condition()
         self._pending = 0
         self._error: BaseException | None = None
@@ -61,40 +67,78 @@ class _Worker:
                compiled: bool = False) -> None:
         with self._state:
             self._pending += 1
-        self._queue.put((work, skippable, (what, kernel, waits_for), compiled))
+            self._items.append((work, skippable, (what, kernel, waits_for), compiled))
+            self._state.notify_all()
 
     def stop(self) -> None:
-        self._queue.put(None)
+        """End the thread once the queued work has run."""
+        with self._state:
+            self._stopped = True
+            self._state.notify_all()
+
+    def _take(self) -> tuple | None:
+        """The next piece of work, marked running, if none runs now (under self._state)."""
+        if self._running or not self._items:
+            return None
+        self._running = True
+        return self._items.popleft()
 
     def _run(self) -> None:
-        while (item := self._queue.get()) is not None:
-            work, skippable, about, compiled = item
-            failure = None
-            if compiled:   # a launch whose kernel was compiled for it
-                self.compiled.append(about[1])
-            if skippable and self._error is not None:
-                with self._state:
-                    self._skipped += 1
-            else:
-                with self._state:
-                    self._current = (*about, time.monotonic())
-                try:
-                    work()
-                except BaseException as e:  # kept and raised by sync() on the user's thread
-                    failure = e
-            # (dropped before waiting for the next: the work holds memory it used alive)
-            item = work = about = None
+        while True:
             with self._state:
-                self._current = None
-                if failure is not None and self._error is None:
-                    self._error = failure
-                self._pending -= 1
-                self._state.notify_all()
+                self._state.wait_for(lambda: not self._running and (
+                    self._items or self._stopped))
+                item = self._take()
+                if item is None:   # stopped, and nothing is left
+                    return
+            self._execute(item)
+            # (dropped before waiting for the next: the work holds memory it used alive)
+            item = None
+
+    def _execute(self, item: tuple) -> None:
+        work, skippable, about, compiled = item
+        failure = None
+        if compiled:   # a launch whose kernel was compiled for it
+            self.compiled.append(about[1])
+        if skippable and self._error is not None:
+            with self._state:
+                self._skipped += 1
+        else:
+            with self._state:
+                self._current = (*about, time.monotonic())
+            try:
+                work()
+            except BaseException as e:  # kept and raised by sync() on the user's thread
+                failure = e
+        item = work = about = None
+        with self._state:
+            self._current = None
+            self._running = False
+            if failure is not None and self._error is None:
+                self._error = failure
+            self._pending -= 1
+            self._state.notify_all()
 
     def wait_idle(self, timeout: float | None = None) -> bool:
-        """Wait until the queue is empty (True), or `timeout` seconds pass first (False)."""
-        with self._state:
-            return self._state.wait_for(lambda: self._pending == 0, timeout)
+        """Wait until the queue is empty (True), or `timeout` seconds pass first (False).
+
+        Without a timeout, the waiting thread runs queued work itself when the worker has
+        not started it yet (in queue order, one piece at a time, as the worker would): a
+        launch followed by a sync then costs no hand-over to the worker's thread and back.
+        With a timeout, it only waits, so that it can give up in time."""
+        if timeout is not None or threading.current_thread() is self._thread:
+            with self._state:
+                return self._state.wait_for(lambda: self._pending == 0, timeout)
+        while True:
+            with self._state:
+                self._state.wait_for(
+                    lambda: self._pending == 0 or self._items and not self._running)
+                if self._pending == 0:
+                    return True
+                item = self._take()
+            if item is not None:
+                self._execute(item)
+                item = None
 
     def still_running(self) -> tuple[str, tuple[str, ...]]:
         """Words for what this worker runs now (following waits to the streams they wait

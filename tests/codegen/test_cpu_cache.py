@@ -1,4 +1,4 @@
-"""CPU kernel images (codegen/targets/cpu_image.py): a later process loads a kernel's object
+"""CPU kernel images (codegen/targets/cpu/image.py): a later process loads a kernel's object
 code and plan by the input's key without lowering it; a change of the PTX, the block shape
 or ptxport's version is a miss; the plan's encoding; compiling happens in launch(), and
 Events whose time includes it say so."""
@@ -17,8 +17,10 @@ import pytest
 
 import ptxport
 from ptxport import Device, LaunchConfig, Program, launch
-from ptxport.codegen.targets import cpu, cpu_gang, cpu_image
+from ptxport.codegen.targets.cpu import compile as cpu_compile
+from ptxport.codegen.targets.cpu import image as cpu_image
 from ptxport.errors import InternalError, TimingIncludesCompileWarning
+from ptxport.runtime.backends.cpu.kernels import GangKernelBinary
 
 # Each thread stores its index in shared memory; after a barrier it reads the thread's
 # mirrored in the block (ntid - 1 - tid) and adds its warp neighbour's value (shfl.bfly 1).
@@ -87,15 +89,15 @@ def lowerings(monkeypatch) -> list[str]:
             return original(*args, **kwargs)
         monkeypatch.setattr(owner, name, wrapper)
 
-    counting(cpu, "build_llvm")
-    counting(cpu_gang, "build")
-    counting(cpu, "_object_code")
+    for name in ("build_llvm", "check_gang", "build_gang", "object_code"):
+        counting(cpu_compile, name)
     return called
 
 
 @pytest.mark.parametrize("gang", ["1", "0"])
-def test_a_second_process_loads_the_image_without_lowering(cache_dir, monkeypatch, gang):
-    monkeypatch.setenv("PTXPORT_CPU_GANG", gang)
+def test_a_second_process_loads_the_image_without_lowering(cache_dir, monkeypatch, gang,
+                                                           cpu_options):
+    cpu_options(gang=gang == "1")
     out, binary = _run()
     assert (out == _expected(64)).all()
     assert (binary.gang_refusal is None) == (gang == "1")
@@ -103,8 +105,8 @@ def test_a_second_process_loads_the_image_without_lowering(cache_dir, monkeypatc
 
     def refuse(*args, **kwargs):
         raise AssertionError("a cached kernel was lowered again")
-    for owner, name in ((cpu, "build_llvm"), (cpu_gang, "build"), (cpu, "_object_code")):
-        monkeypatch.setattr(owner, name, refuse)
+    for name in ("build_llvm", "check_gang", "build_gang", "object_code"):
+        monkeypatch.setattr(cpu_compile, name, refuse)
     # the general resolver too, which reads the sync points' instructions from the plan
     for native in (True, False):
         out, again = _run(native_waits=native)
@@ -125,15 +127,15 @@ def test_a_change_of_the_input_misses(cache_dir, monkeypatch, lowerings, change)
     elif change == "block":
         block = 32
     else:
-        monkeypatch.setattr(ptxport, "__version__", "0.0.0+other")
+        monkeypatch.setattr(ptxport.version, "__version__", "0.0.0+other")
         cpu_image.code_fingerprint.cache_clear()
     out, _ = _run(block=block, xor=xor)
     assert (out == _expected(block, xor)).all()
     assert lowerings, f"a change of the {change} found the old image"
 
 
-def test_a_plan_survives_encoding(cache_dir, monkeypatch):
-    monkeypatch.setenv("PTXPORT_CPU_GANG", "0")
+def test_a_plan_survives_encoding(cache_dir, monkeypatch, cpu_options):
+    cpu_options(gang=False)
     _, binary = _run()
     plan = binary.plan
     assert plan.sync_points and plan.spills          # what the round trip must carry
@@ -168,12 +170,12 @@ def test_a_damaged_image_is_a_miss(cache_dir, lowerings):
 
 def test_code_per_block_shape_is_compiled_in_launch_not_in_the_stream(cache_dir, monkeypatch):
     threads = []
-    original = cpu.GangKernelBinary._load_or_compile
+    original = GangKernelBinary._load_or_compile
 
     def recording(self, block):
         threads.append(threading.get_ident())
         return original(self, block)
-    monkeypatch.setattr(cpu.GangKernelBinary, "_load_or_compile", recording)
+    monkeypatch.setattr(GangKernelBinary, "_load_or_compile", recording)
     dev = Device("cpu")
     stream = dev.create_stream()
     kernel = Program(PTX.replace("XOR", "1"), code_type="ptx").compile().get_kernel("k")
@@ -231,7 +233,7 @@ ret;
 _PROCESS = """
 import json, sys
 from ptxport import Device, LaunchConfig, Program, launch
-from ptxport.codegen.targets import cpu_image
+from ptxport.codegen.targets.cpu import image as cpu_image
 dev = Device("cpu")
 stream = dev.create_stream()
 launch(stream, LaunchConfig(grid=1, block=1),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from corpus import KERNEL_DIR, corpus_ptx
-from ptxport.codegen.targets.cpu import CROSS_TRIPLES, emit_object
+from ptxport.codegen.targets.cpu.compile import CROSS_TRIPLES, emit_object
 from ptxport.ir.from_ptx import build
 from ptxport.ir.verify import verify
 from ptxport.ptx.parser import parse

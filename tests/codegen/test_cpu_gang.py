@@ -1,4 +1,4 @@
-"""Warp gangs (codegen/targets/cpu_gang.py): control flow that diverges inside a warp, warp
+"""Warp gangs (codegen/targets/cpu/gang/): control flow that diverges inside a warp, warp
 operations after divergence, partial warps, bad accesses and the scalar-path fallback, each
 against an exact numpy reference."""
 

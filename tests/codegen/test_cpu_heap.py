@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from cpu_harness import run_ptx
-from ptxport.codegen.targets import cpu_heap
-from ptxport.codegen.targets.cpu_heap import DeviceHeap
 from ptxport.errors import IllegalAddressError, InvalidValueError, OutOfMemoryError
+from ptxport.runtime.backends.cpu import heap as cpu_heap
+from ptxport.runtime.backends.cpu.heap import DeviceHeap
 
 # alloc: thread t mallocs `size` bytes, stores t there (when not NULL) and the address in
 # ptrs[t]. use_free: reads the u32 at ptrs[t] into res[t] (-1 for NULL) and frees it.

@@ -9,12 +9,13 @@ import numpy as np
 import pytest
 
 from cpu_harness import run_ptx
-from ptxport.codegen.targets import cpu
+from ptxport.codegen.targets.cpu.module import unsupported_instructions
 from ptxport.errors import UnsupportedFeatureError
 from ptxport.ir.from_ptx import build
-from ptxport.ir.inline import inline_waiting_calls
 from ptxport.ir.verify import verify
+from ptxport.passes.inline import inline_waiting_calls
 from ptxport.ptx.parser import parse
+from ptxport.runtime.backends.cpu.kernels import compile_kernel
 
 # rotate(v, shift): through a function-scope shared array, with a barrier between the
 # write and the read and another after it; the shift (a parameter) is read after the first
@@ -163,7 +164,7 @@ RECURSIVE = """
 def test_a_recursive_function_that_waits_is_refused_with_its_line():
     module = _module(RECURSIVE)
     with pytest.raises(UnsupportedFeatureError, match="recursively") as info:
-        cpu.compile_kernel(module, "k")
+        compile_kernel(module, "k")
     # the recursive call inside `down`
     assert info.value.location is not None and info.value.location.line == 16
 
@@ -172,7 +173,7 @@ def test_the_refusal_names_the_source_line_when_the_ptx_has_one():
     text = RECURSIVE.replace("    sub.u32 %r2", "    .loc 1 42 7\n    sub.u32 %r2") \
         + '.file 1 "/src/down.cu"\n'
     with pytest.raises(UnsupportedFeatureError, match="recursively") as info:
-        cpu.compile_kernel(_module(text), "k")
+        compile_kernel(_module(text), "k")
     assert info.value.source == ("down.cu", 42)
     assert str(info.value).startswith(f"down.cu:42 (PTX {info.value.location}): ")
 
@@ -199,6 +200,6 @@ UNSUPPORTED = """
 
 def test_problems_inside_inlined_functions_name_the_original_instruction():
     module = _module(UNSUPPORTED)
-    problems = cpu.unsupported_instructions(module)
+    problems = unsupported_instructions(module)
     counter = next(i for i in module.functions["f"].instructions() if i.opcode == "mov")
     assert set(problems) == {id(counter)}

@@ -9,7 +9,7 @@ import numpy as np
 from llvmlite import ir as ll
 
 from cpu_harness import kernel_ptx, run_ptx
-from ptxport.codegen.targets.cpu_runtime import undefined_symbols
+from ptxport.codegen.targets.cpu.runtime_functions import undefined_symbols
 
 
 def bf16_from_f64(x: float) -> int:
@@ -56,7 +56,7 @@ ret;""", ".param .u64 out, .param .u64 inp", target="sm_90", version="8.0")
 def test_undefined_symbols_of_an_object_file():
     import llvmlite.binding as llvm
 
-    from ptxport.codegen.targets.cpu import _target_machine
+    from ptxport.codegen.targets.cpu.machine import target_machine
 
     module = ll.Module()
     fn = ll.Function(module, ll.FunctionType(ll.VoidType(), []), "f")
@@ -64,5 +64,5 @@ def test_undefined_symbols_of_an_object_file():
     b = ll.IRBuilder(fn.append_basic_block())
     b.call(ext, [])
     b.ret_void()
-    obj = _target_machine().emit_object(llvm.parse_assembly(str(module)))
+    obj = target_machine().emit_object(llvm.parse_assembly(str(module)))
     assert undefined_symbols(obj) == ["ptxport_test_missing"]

@@ -1,4 +1,4 @@
-"""cpu_uniform.py: which registers a warp gang keeps as one scalar. Each case is a kernel
+"""passes/uniformity.py: which registers a warp gang keeps as one scalar. Each case is a kernel
 whose registers' classification is asserted, and run on the gang path against numpy where a
 wrong "uniform" would give every lane one lane's value."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ptxport import Device, LaunchConfig, Program, launch
-from ptxport.codegen.targets.cpu_uniform import uniform_registers
+from ptxport.passes.uniformity import uniform_registers
 
 HEADER = ".version 7.8\n.target sm_80\n.address_size 64\n"
 

@@ -1,5 +1,6 @@
-"""Barriers and shuffles through the CPU executor: the native fast path (cpu_native.py) and
-the general resolver (cpu_sync.py) must give the same, exact PTX results."""
+"""Barriers and shuffles through the CPU executor: the native fast path
+(codegen/targets/cpu/native.py) and the general resolver (runtime/backends/cpu/warps.py) must
+give the same, exact PTX results."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""mbarrier on the CPU (ptxport/codegen/ops/mbarrier.py, yields in targets/cpu.py): arrivals,
+"""mbarrier on the CPU (ptxport/codegen/ops/mbarrier.py, yields in targets/cpu/target.py): arrivals,
 phases, parity waits, arrive_drop, transaction counts, test_wait spin loops, and a phase that
 never completes reported instead of hanging. tests/kernels/mbarrier_sync.cu checks the same
 semantics against an H100 (benchmarks/gpu_check.py)."""
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from cpu_harness import kernel_ptx, run_ptx
-from ptxport.codegen.targets import cpu_sync
 from ptxport.errors import KernelExecutionError
+from ptxport.runtime.backends.cpu import warps
 
 PARAMS = ".param .u64 px, .param .u64 pout, .param .u32 pcount"
 HEAD = """
@@ -144,7 +144,7 @@ def test_arrive_drop_and_transaction_counts():
 
 
 def test_a_phase_that_never_completes_is_reported(monkeypatch):
-    monkeypatch.setattr(cpu_sync, "YIELD_ROUNDS", 50)
+    monkeypatch.setattr(warps, "YIELD_ROUNDS", 50)
     n = 32
     out = np.zeros(n, np.uint32)
     with pytest.raises(KernelExecutionError, match="mbarrier whose phase never completes"):

@@ -183,3 +183,30 @@ def test_bulk_copies_are_unsupported():
     ptx = kernel_ptx(body, ".param .u64 p", target="sm_90", version="8.0")
     with pytest.raises(UnsupportedFeatureError, match="bulk"):
         run_ptx(ptx, "k", 1, 1, [np.zeros(16, np.uint32)])
+
+
+def test_cp_async_that_reads_nothing_ignores_its_source_address():
+    """A src-size of 0 (here in a register, as Triton's masked loads write it) or ignore-src
+    reads no byte of the source: its address may be one no allocation holds (PTX ISA 9.7.9.25,
+    cp.async), and the destination is only zero-filled."""
+    body = """.reg .b32 %r<4>; .reg .b64 %rd<4>; .reg .pred %p<2>;
+.shared .align 16 .b8 buf[32];
+ld.param.u64 %rd1, [out];
+mov.u32 %r1, buf;
+st.shared.v4.u32 [%r1], {-1, -1, -1, -1};
+st.shared.v4.u32 [%r1+16], {-1, -1, -1, -1};
+mov.u64 %rd2, 16;
+mov.u32 %r2, 0;
+setp.eq.u32 %p1, %r2, 0;
+cp.async.cg.shared.global [%r1], [%rd2], 16, %r2;
+cp.async.ca.shared.global [%r1+16], [%rd2], 8, %p1;
+cp.async.wait_all;
+ld.shared.v4.u32 {%r0, %r1, %r2, %r3}, [buf];
+st.global.v4.u32 [%rd1], {%r0, %r1, %r2, %r3};
+ld.shared.v4.u32 {%r0, %r1, %r2, %r3}, [buf+16];
+st.global.v4.u32 [%rd1+16], {%r0, %r1, %r2, %r3};
+ret;"""
+    ptx = kernel_ptx(body, ".param .u64 out", target="sm_80", version="8.0")
+    out = np.zeros(8, np.uint32)
+    run_ptx(ptx, "k", 1, 1, [out])
+    assert out.tolist() == [0, 0, 0, 0, 0, 0, 0xFFFFFFFF, 0xFFFFFFFF]

@@ -1,5 +1,6 @@
-"""mma.sync.aligned and ldmatrix on the CPU (cpu_sync.py): the forms it computes are checked against
-an H100 by the corpus (tests/kernels/mma_sync.cu, ldmatrix_mma.cu); here, what it refuses."""
+"""mma.sync.aligned and ldmatrix on the CPU (runtime/backends/cpu/warps.py): the forms it
+computes are checked against an H100 by the corpus (tests/kernels/mma_sync.cu,
+ldmatrix_mma.cu); here, what it refuses."""
 
 from __future__ import annotations
 

@@ -13,8 +13,8 @@ import pytest
 
 from corpus import KERNEL_DIR, corpus_ptx
 from cpu_harness import kernel_ptx, run_ptx
-from ptxport.codegen.targets.cpu_printf import Record, format_record, parse_format
 from ptxport.errors import KernelExecutionError
+from ptxport.runtime.backends.cpu.printf import Record, format_record, parse_format
 
 # --- whole kernels ------------------------------------------------------------------------------
 

@@ -6,16 +6,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from ptxport.blas.host import _to_bf16
 from ptxport.compat import build, cublas_signatures
 from ptxport.compat.cublas import INVALID_VALUE, NOT_SUPPORTED, CublasError
-from ptxport.compat.cublas_gemm import Operand, _check, _to_bf16, _to_float, ex_types
+from ptxport.compat.cublas_gemm import Operand, _check, ex_types, to_float
 
 _F32 = np.dtype(np.float32)
 
 
 def test_every_cublas_name_is_exported_once():
-    for library, names in ((build.LIBRARIES[1], cublas_signatures.ENTRY_POINTS),
-                           (build.LIBRARIES[2], cublas_signatures.LT_ENTRY_POINTS)):
+    libraries = {library.names[0]: library for library in build.LIBRARIES}
+    for library, names in ((libraries["libcublas.so.13"], cublas_signatures.ENTRY_POINTS),
+                           (libraries["libcublasLt.so.13"], cublas_signatures.LT_ENTRY_POINTS)):
         source = build.entry_points_source(library)
         exported = {line.split("(")[0].split()[-1] for line in source.splitlines()
                     if line.startswith("EXPORT")}
@@ -23,7 +25,7 @@ def test_every_cublas_name_is_exported_once():
         assert set(library.stub_names) <= exported
         assert len(exported) == len(names) + len(library.stub_names)
     # GemmStridedBatchedEx has 23 parameters: every one reaches the handler
-    body = build.entry_points_source(build.LIBRARIES[1]).split(
+    body = build.entry_points_source(libraries["libcublas.so.13"]).split(
         "cublasGemmStridedBatchedEx(")[1].split("\n}\n")[0]
     assert ", 23, args," in body
 
@@ -45,9 +47,14 @@ def test_gemm_argument_checks(args, message):
 
 
 def test_gemm_ex_type_combinations():
-    assert ex_types(2, 2, 0, 68) == _F32            # f16 inputs, f32 output, 32F compute
-    assert ex_types(0, 0, 0, 77) == _F32            # FAST_TF32 computed in FP32
-    for combination in ((2, 2, 0, 77), (0, 0, 0, 64), (1, 1, 1, 68), (3, 3, 10, 72)):
+    assert ex_types(2, 2, 0, 68) == (_F32, _F32)    # f16 inputs, f32 output, 32F compute
+    assert ex_types(0, 0, 0, 77) == (_F32, _F32)    # FAST_TF32 computed in FP32
+    # int8 inputs, int32 output: alpha and beta are int32, the sums exact in int64
+    assert ex_types(3, 3, 10, 72) == (np.dtype(np.int32), np.dtype(np.int64))
+    # 16F: alpha and beta are half, computed in FP32
+    assert ex_types(2, 2, 2, 64) == (np.dtype(np.float16), _F32)
+    for combination in ((2, 2, 0, 77), (0, 0, 0, 64), (1, 1, 1, 68), (3, 3, 0, 72),
+                        (3, 3, 10, 68)):
         with pytest.raises(CublasError) as error:
             ex_types(*combination)
         assert error.value.status == NOT_SUPPORTED
@@ -57,7 +64,7 @@ def test_bfloat16_rounds_to_nearest_even():
     values = np.array([1 + 2 ** -8, 1 + 3 * 2 ** -8, -(1 + 2 ** -9), 65504.0, np.inf,
                        np.nan, 3.0e38], np.float32)
     bits = _to_bf16(values)
-    back = _to_float(bits, _F32)
+    back = to_float(bits, _F32)
     assert back[0] == 1.0                      # a tie goes to the even neighbour
     assert back[1] == 1 + 2 ** -6              # a tie goes to the even neighbour, upward
     assert back[2] == -1.0

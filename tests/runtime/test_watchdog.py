@@ -109,8 +109,8 @@ def gang_kernels():
 
 
 @pytest.fixture
-def scalar_kernels(monkeypatch):
-    monkeypatch.setenv("PTXPORT_CPU_GANG", "0")
+def scalar_kernels(cpu_options):
+    cpu_options(gang=False)
     return _kernels()
 
 
@@ -235,7 +235,7 @@ def test_a_process_with_a_hung_launch_still_exits(tmp_path):
     script.write_text(f"""
 import numpy as np
 from ptxport import Device, LaunchConfig, Program, launch
-from ptxport.codegen.targets import cpu_executor
+from ptxport.runtime.backends.cpu import executor as cpu_executor
 from ptxport.errors import KernelTimeoutError
 cpu_executor.set_workers(2)
 dev = Device("cpu")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ptxport.codegen.lower import I8, I64, FunctionLowering, const_int, lowering, value_type
 from ptxport.ir import nodes as ir
+from ptxport.ir.analysis import state_space
 from ptxport.ir.types import TYPES, Type
 
 
@@ -36,16 +37,6 @@ def mov(fl: FunctionLowering, inst: ir.Instruction) -> None:
             fl.write(element, fl.b.trunc(shifted, value_type(TYPES[f"b{width}"])), f"b{width}")
     else:
         fl.write(dest, fl.read(src, t), t)
-
-
-def state_space(inst: ir.Instruction) -> str | None:
-    """The state space an ld/st/atom names (None: generic), with the cluster forms folded
-    into their CTA space: one CTA per cluster on the CPU."""
-    space = inst.spec.get("space")
-    if isinstance(space, tuple):
-        space = space[0]
-    return {"shared::cta": "shared", "shared::cluster": "shared", "param::entry": "param",
-            "param::func": "param"}.get(space, space)
 
 
 def vector_count(inst: ir.Instruction) -> int:

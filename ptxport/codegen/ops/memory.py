@@ -140,18 +140,15 @@ def _copy_async(fl: FunctionLowering, inst: ir.Instruction) -> None:
     spaces = inst.spec.get("space") or ("shared", "global")
     dst_space = "shared" if spaces[0].startswith("shared") else spaces[0]
     dst = fl.pointer(inst.operands[0], dst_space)
-    src = fl.pointer(inst.operands[1], spaces[1] if len(spaces) > 1 else "global")
+    src_space = spaces[1] if len(spaces) > 1 else "global"
     size = inst.operands[2].value
     extra = list(inst.operands[3:])
     if inst.spec.get("l2hint") and extra:
         extra.pop()                                    # the cache policy: a hint
-    # The intrinsics are overloaded on their pointers' address spaces: the destination is
-    # .shared's space, the source .global's, wherever the target gives those their own.
     llmod = fl.llfn.module
-    memcpy = declare(llmod, f"llvm.memcpy.{_overload(dst)}.{_overload(src)}.i64",
-                     ll.VoidType(), [dst.type, src.type, I64, I1])
     if not extra:
-        b.call(memcpy, [dst, src, const_int(I64, size), I1(0)])
+        src = fl.pointer(inst.operands[1], src_space)
+        b.call(_memcpy(llmod, dst, src), [dst, src, const_int(I64, size), I1(0)])
         return
     operand = extra[0]
     if isinstance(operand, ir.NotValue) or getattr(operand, "type", None) is TYPES["pred"]:
@@ -160,11 +157,46 @@ def _copy_async(fl: FunctionLowering, inst: ir.Instruction) -> None:
         given = b.zext(fl.read(operand, "u32"), I64)
         count = b.select(b.icmp_unsigned("<", given, const_int(I64, size)), given,
                          const_int(I64, size))
-    memset = declare(llmod, f"llvm.memset.{_overload(dst)}.i64", ll.VoidType(),
-                     [dst.type, I8, I64, I1])
-    b.call(memcpy, [dst, src, count, I1(0)])
-    rest = b.gep(dst, [count], source_etype=I8)
-    b.call(memset, [rest, ll.Constant(I8, 0), b.sub(const_int(I64, size), count), I1(0)])
+    # A src-size of 0 (or ignore-src) reads nothing: the source is only an address then, and
+    # may be one no allocation holds (Triton points masked-off lanes anywhere), so it is
+    # neither checked nor touched. Every memcpy/memset has a constant length: a variable
+    # one becomes a call to the C library, which compiled CPU kernels do not link against.
+    with b.if_else(b.icmp_unsigned("==", count, const_int(I64, size))) as (full, partial):
+        with full:
+            src = fl.pointer(inst.operands[1], src_space)
+            b.call(_memcpy(llmod, dst, src), [dst, src, const_int(I64, size), I1(0)])
+        with partial:
+            memset = declare(llmod, f"llvm.memset.{_overload(dst)}.i64", ll.VoidType(),
+                             [dst.type, I8, I64, I1])
+            b.call(memset, [dst, ll.Constant(I8, 0), const_int(I64, size), I1(0)])
+            with b.if_then(b.icmp_unsigned("!=", count, const_int(I64, 0))):
+                _copy_bytes(fl, dst, fl.pointer(inst.operands[1], src_space), count, size)
+
+
+def _copy_bytes(fl: FunctionLowering, dst: ll.Value, src: ll.Value, count: ll.Value,
+                size: int) -> None:
+    """Copy the first `count` bytes of src to dst, one by one (0 < count < size <= 16)."""
+    b = fl.b
+    done = fl.llfn.append_basic_block("cp_async_copied")
+    for i in range(size - 1):
+        offset = const_int(I64, i)
+        byte = b.load(b.gep(src, [offset], source_etype=I8), typ=I8)
+        b.store(byte, b.gep(dst, [offset], source_etype=I8))
+        if i == size - 2:
+            b.branch(done)
+        else:
+            more = fl.llfn.append_basic_block("cp_async_byte")
+            b.cbranch(b.icmp_unsigned("<", const_int(I64, i + 1), count), more, done)
+            b.position_at_end(more)
+    b.position_at_end(done)
+
+
+def _memcpy(llmod: ll.Module, dst: ll.Value, src: ll.Value) -> ll.Function:
+    """llvm.memcpy for these pointers: the intrinsic is overloaded on their address spaces
+    (the destination is .shared's, the source .global's, wherever the target gives those
+    their own)."""
+    return declare(llmod, f"llvm.memcpy.{_overload(dst)}.{_overload(src)}.i64",
+                   ll.VoidType(), [dst.type, src.type, I64, I1])
 
 
 def _overload(pointer: ll.Value) -> str:

@@ -11,8 +11,8 @@ def shuffle_source(b, mode: str, lane, offset, c):
     """(source lane, in range) of shfl.sync.mode for `lane` with lane operand `offset` (only
     its bits 4:0 count) and clamp/segment operand `c`, as i32 values built with `b` (PTX ISA
     9.7.9.6: maxLane = (lane & segmask) | (c & ~segmask), minLane = lane & segmask); a lane
-    whose source is out of range reads its own. Works on vectors of lanes too (cpu_gang's
-    builder); cpu_sync.shuffle_sources is the same rule on numpy arrays."""
+    whose source is out of range reads its own. Works on vectors of lanes too (the CPU's warp gangs'
+    builder); waits.shuffle_sources is the same rule on numpy arrays."""
     offset = b.and_(offset, I32(0x1F))
     clamp, segmask = b.and_(c, I32(0x1F)), b.and_(b.lshr(c, I32(8)), I32(0x1F))
     min_lane = b.and_(lane, segmask)

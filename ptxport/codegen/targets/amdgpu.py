@@ -62,6 +62,7 @@ from ptxport.codegen.targets.gpu import (
     parse_verified,
     target_machine,
 )
+from ptxport.codegen.targets.gpu_mma import MATRIX_LOWERINGS
 from ptxport.codegen.targets.gpu_wmma import lower_wmma
 from ptxport.errors import CompileError
 from ptxport.ir import nodes as ir
@@ -199,7 +200,7 @@ def _stackrestore(fl: AmdgpuLowering, inst: ir.Instruction) -> None:
 
 
 _OWN_LOWERINGS = {"ret": lower_return, "alloca": _alloca, "stacksave": _stacksave,
-                  "stackrestore": _stackrestore, "wmma": lower_wmma}
+                  "stackrestore": _stackrestore, "wmma": lower_wmma, **MATRIX_LOWERINGS}
 
 
 # --- the target ---------------------------------------------------------------------------

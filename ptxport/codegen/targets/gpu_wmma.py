@@ -32,7 +32,7 @@ from llvmlite import ir as ll
 from ptxport.codegen.lower import I8, I32, I64, FunctionLowering, const_int, declare
 from ptxport.ir import nodes as ir
 
-__all__ = ["lower_wmma"]
+__all__ = ["lower_wmma", "multiply_add", "narrow", "pack_elements", "unpack_elements", "widen"]
 
 F16, F32, F64 = ll.HalfType(), ll.FloatType(), ll.DoubleType()
 BITS = {"f16": 16, "bf16": 16, "s8": 8, "u8": 8, "tf32": 32, "f32": 32, "s32": 32, "f64": 64}
@@ -100,7 +100,7 @@ def _write_words(fl: FunctionLowering, operand, element: str, words: list[ll.Val
     fl.write_vector(operand, words, f"b{_register_bits(element)}")
 
 
-def _unpack(fl: FunctionLowering, words: list[ll.Value], element: str) -> list[ll.Value]:
+def unpack_elements(fl: FunctionLowering, words: list[ll.Value], element: str) -> list[ll.Value]:
     """Each register's elements (integers of the element's width), low bits first."""
     bits, typ = BITS[element], ll.IntType(BITS[element])
     out = []
@@ -111,8 +111,8 @@ def _unpack(fl: FunctionLowering, words: list[ll.Value], element: str) -> list[l
     return out
 
 
-def _pack(fl: FunctionLowering, values: list[ll.Value], element: str) -> list[ll.Value]:
-    """Registers of `values` (integers of the element's width), `_unpack`'s inverse."""
+def pack_elements(fl: FunctionLowering, values: list[ll.Value], element: str) -> list[ll.Value]:
+    """Registers of `values` (integers of the element's width), `unpack_elements`'s inverse."""
     per, register = _per_register(element), ll.IntType(_register_bits(element))
     words = []
     for first in range(0, len(values), per):
@@ -162,7 +162,7 @@ def _load(fl: FunctionLowering, inst: ir.Instruction, m: int, n: int, k: int) ->
     values = [fl.b.load(p, typ=typ, align=size)
               for p in _pointers(fl, inst, inst.operands[1], fragment, element, per_lane,
                                  m, n, k)]
-    _write_words(fl, inst.operands[0], element, _pack(fl, values, element))
+    _write_words(fl, inst.operands[0], element, pack_elements(fl, values, element))
 
 
 def _store(fl: FunctionLowering, inst: ir.Instruction, m: int, n: int, k: int) -> None:
@@ -171,7 +171,7 @@ def _store(fl: FunctionLowering, inst: ir.Instruction, m: int, n: int, k: int) -
     per_lane = _per_lane(fl, inst, inst.operands[1], "d", element, m, n, k)
     words = _read_words(fl, inst.operands[1], element, per_lane // _per_register(element))
     pointers = _pointers(fl, inst, inst.operands[0], "d", element, per_lane, m, n, k)
-    for pointer, value in zip(pointers, _unpack(fl, words, element), strict=True):
+    for pointer, value in zip(pointers, unpack_elements(fl, words, element), strict=True):
         fl.b.store(value, pointer, align=BITS[element] // 8)
 
 
@@ -217,7 +217,7 @@ def _mma(fl: FunctionLowering, inst: ir.Instruction, m: int, n: int, k: int) -> 
     a_words = _read_words(fl, inst.operands[1], atype, a_count // _per_register(atype))
     b_words = _read_words(fl, inst.operands[2], btype, b_count // _per_register(btype))
     c_words = _read_words(fl, inst.operands[3], ctype, d_count // _per_register(ctype))
-    c = [_widen(fl, v, ctype) for v in _unpack(fl, c_words, ctype)]
+    c = [widen(fl, v, ctype) for v in unpack_elements(fl, c_words, ctype)]
     # the lane's d elements: row (l * E) / n, columns (l * E) mod n + e
     first = b.mul(fl.target.lane(fl), I32(d_count))
     row, column0 = b.udiv(first, I32(n)), b.urem(first, I32(n))
@@ -229,9 +229,9 @@ def _mma(fl: FunctionLowering, inst: ir.Instruction, m: int, n: int, k: int) -> 
         for kk in range(k):
             factor = _element(fl, b_words, btype, b_count,
                               b.add(b.mul(column, I32(k)), I32(kk)), kk)
-            total = _multiply_add(fl, a[kk], factor, total)
-        results.append(_narrow(fl, total, dtype, bool(inst.spec.get("satfinite"))))
-    _write_words(fl, inst.operands[0], dtype, _pack(fl, results, dtype))
+            total = multiply_add(fl, a[kk], factor, total)
+        results.append(narrow(fl, total, dtype, bool(inst.spec.get("satfinite"))))
+    _write_words(fl, inst.operands[0], dtype, pack_elements(fl, results, dtype))
 
 
 def _element(fl: FunctionLowering, words: list[ll.Value], element: str, per_lane: int,
@@ -243,10 +243,10 @@ def _element(fl: FunctionLowering, words: list[ll.Value], element: str, per_lane
     source = fl.b.udiv(index, I32(per_lane))
     per = _per_register(element)
     word = fl.target.read_lane(fl, words[number // per], source)
-    return _widen(fl, _unpack(fl, [word], element)[number % per], element)
+    return widen(fl, unpack_elements(fl, [word], element)[number % per], element)
 
 
-def _widen(fl: FunctionLowering, bits: ll.Value, element: str) -> ll.Value:
+def widen(fl: FunctionLowering, bits: ll.Value, element: str) -> ll.Value:
     """An element's bits as the accumulation's value: f32, f64 or (integers) i64; exact."""
     b = fl.b
     if element == "f16":
@@ -262,7 +262,7 @@ def _widen(fl: FunctionLowering, bits: ll.Value, element: str) -> ll.Value:
     return b.zext(bits, I64) if element == "u8" else b.sext(bits, I64)
 
 
-def _narrow(fl: FunctionLowering, value: ll.Value, element: str, saturate: bool) -> ll.Value:
+def narrow(fl: FunctionLowering, value: ll.Value, element: str, saturate: bool) -> ll.Value:
     """The accumulation's value as the d element's bits."""
     b = fl.b
     if element == "f16":
@@ -277,7 +277,7 @@ def _narrow(fl: FunctionLowering, value: ll.Value, element: str, saturate: bool)
     return b.trunc(value, I32)
 
 
-def _multiply_add(fl: FunctionLowering, x: ll.Value, y: ll.Value, z: ll.Value) -> ll.Value:
+def multiply_add(fl: FunctionLowering, x: ll.Value, y: ll.Value, z: ll.Value) -> ll.Value:
     if isinstance(z.type, ll.IntType):
         return fl.b.add(z, fl.b.mul(x, y))
     name = "llvm.fma.f64" if z.type == F64 else "llvm.fma.f32"

@@ -62,14 +62,15 @@ from ptxport.codegen.targets.gpu import (
     opaque_variable,
     parse_verified,
 )
+from ptxport.codegen.targets.gpu_mma import MATRIX_LOWERINGS
 from ptxport.codegen.targets.gpu_wmma import lower_wmma
 from ptxport.codegen.targets.spirv_globals import ModuleVariables, module_variables
 from ptxport.errors import CompileError, UnsupportedFeatureError
 from ptxport.ir import nodes as ir
 from ptxport.ir.abi import param_layout
-from ptxport.ir.inline import functions_that, inline_calls, uses_shared_memory
 from ptxport.ir.special_registers import ZERO_WITHOUT_DRIVER
 from ptxport.ir.types import TYPES
+from ptxport.passes.inline import functions_that, inline_calls, uses_shared_memory
 
 __all__ = ["KernelLayout", "build_llvm", "compile_module", "unsupported_instructions",
            "variable_block", "TRIPLE"]
@@ -234,7 +235,7 @@ def _atom(fl: SpirvLowering, inst: ir.Instruction) -> None:
 
 _OWN_LOWERINGS = {"ret": lower_return, "exit": _exit, "alloca": _alloca, "atom": _atom,
                   "red": _atom, "stacksave": _no_stack, "stackrestore": _no_stack,
-                  "wmma": lower_wmma}
+                  "wmma": lower_wmma, **MATRIX_LOWERINGS}
 
 
 # --- the target ---------------------------------------------------------------------------
@@ -535,7 +536,7 @@ def _shared_variables(operand) -> list[ir.Variable]:
 
 
 def _uses_warp(function: ir.Function) -> bool:
-    warp_ops = ("shfl", "vote", "match", "redux", "activemask", "elect", "wmma")
+    warp_ops = ("shfl", "vote", "match", "redux", "activemask", "elect", "wmma", *MATRIX_LOWERINGS)
     for inst in function.instructions():
         if inst.opcode in warp_ops or (inst.opcode == "bar" and inst.spec.has("warp")):
             return True

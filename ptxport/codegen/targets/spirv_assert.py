@@ -34,7 +34,7 @@ from llvmlite import ir as ll
 from ptxport.codegen.lower import I32, I64, FunctionLowering
 from ptxport.codegen.targets import spirv_checks, spirv_printf
 from ptxport.ir import nodes as ir
-from ptxport.ir.inline import functions_that
+from ptxport.passes.inline import functions_that
 
 __all__ = ["Assertion", "asserting_functions", "lower_assertfail", "stop_if_asserted"]
 

@@ -225,6 +225,8 @@ def checked(lower: Callable) -> Callable:
         for address, space, size, write in accesses:
             value = _address_value(fl, address, space)
             ok = _inside(fl, value, space, size)
+            if not write and inst.opcode == "cp":
+                ok = _or_reads_nothing(fl, inst, ok)
             bad = fl.llfn.append_basic_block("access_fault")
             good = fl.llfn.append_basic_block("access_ok")
             b.cbranch(ok, good, bad)
@@ -262,6 +264,20 @@ def _accesses(inst: ir.Instruction) -> list[_Access]:
     if op == "mbarrier":
         return [(o, state_space(inst), 8, True) for o in operands if isinstance(o, ir.Address)]
     return []
+
+
+def _or_reads_nothing(fl: FunctionLowering, inst: ir.Instruction, ok: ll.Value) -> ll.Value:
+    """`ok`, or: this cp.async reads no source bytes (a src-size of 0, or ignore-src set),
+    where its source address is only a placeholder (Triton's masked-off lanes)."""
+    extra = list(inst.operands[3:])
+    if inst.spec.get("l2hint") and extra:
+        extra.pop()
+    if not extra:
+        return ok
+    operand, b = extra[0], fl.b
+    if isinstance(operand, ir.NotValue) or getattr(operand, "type", None) is TYPES["pred"]:
+        return b.or_(ok, fl.read(operand, "pred"))
+    return b.or_(ok, b.icmp_unsigned("==", fl.read(operand, "u32"), I32(0)))
 
 
 def _statically_inside(address, space: str | None, size: int) -> bool:

@@ -1,6 +1,6 @@
 """Backends: the few hooks through which the runtime reaches a kind of processor.
 
-Every backend is one file here (cpu.py, cuda.py, opencl.py, later hip.py) defining a class
+Every backend is one module here (cpu/, cuda.py, opencl.py, hip.py) defining a class
 `Backend` that subclasses `BackendBase` below and fills in the same hooks: whether it can run
 here and why not, its devices' properties, allocate/free, copy, fill, compile (IR module ->
 one binary per kernel) and launch. Adding a backend means reading one neighbour; the runtime
@@ -143,6 +143,18 @@ class BackendBase(ABC):
         """A zero-copy numpy uint8 array over the allocation, or None when the host cannot
         address device memory."""
         return None
+
+    def allocate_host(self, ordinal: int, nbytes: int, flags: int = 0) -> Allocation:
+        """Page-locked host memory of `nbytes` that the host reads and writes at its
+        address and the device's kernels address too (cuMemHostAlloc; `flags` are its
+        CU_MEMHOSTALLOC_ bits). By default device memory, which is what it promises where
+        the device shares the host's address space (the cpu device)."""
+        return self.allocate(ordinal, nbytes)
+
+    def allocate_managed(self, ordinal: int, nbytes: int) -> Allocation:
+        """Managed memory of `nbytes` (cuMemAllocManaged): one address that the host and
+        the device's kernels both use. By default device memory, as allocate_host."""
+        return self.allocate(ordinal, nbytes)
 
     def register_host_memory(self, ordinal: int, memory) -> Allocation:
         """Host memory (`memory`: a 1-D uint8 numpy array over it, which keeps it alive)

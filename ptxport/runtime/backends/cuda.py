@@ -36,6 +36,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+import numpy as np
+
 from ptxport.cache import cache_path, read_entry, write_entry
 from ptxport.errors import (
     BackendUnavailableError,
@@ -48,6 +50,7 @@ from ptxport.errors import (
     LaunchError,
     OutOfMemoryError,
     PtxportError,
+    UnsupportedFeatureError,
 )
 from ptxport.ir.abi import param_layout
 from ptxport.ir.nodes import Module
@@ -58,6 +61,8 @@ __all__ = ["Backend", "CudaKernelBinary", "assemble", "wheel_ptxas", "PTX_SOURCE
 PTX_SOURCES = ("ptxport", "native")
 _NVPTX = "ptxport.codegen.targets.nvptx"
 _INSTALL_HINT = "pip install 'ptxport[cuda]'"
+# The names a ModuleNotFoundError carries when cuda-bindings itself is absent.
+_BINDINGS_MODULES = ("cuda", "cuda.bindings", "cuda.bindings.driver")
 
 # CUresult values, by name (looked up in the driver's enum once it is imported).
 _ILLEGAL_ADDRESS = ("CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_MISALIGNED_ADDRESS",
@@ -75,7 +80,17 @@ _NOT_JITTABLE = ("CUDA_ERROR_UNSUPPORTED_PTX_VERSION", "CUDA_ERROR_INVALID_PTX",
 def _driver():
     from cuda.bindings import driver
 
+    if not _redirected:
+        # Inside `ptxport run` the process holds ptxport's libcuda.so.1: cuda-bindings must
+        # load NVIDIA's by path (ptxport/runtime/backends/real_driver.py).
+        from ptxport.runtime.backends.real_driver import redirect_cuda_bindings
+
+        redirect_cuda_bindings()
+        _redirected.append(True)
     return driver
+
+
+_redirected: list[bool] = []
 
 
 def _error_name(code) -> str:
@@ -120,6 +135,18 @@ def _check(result: tuple, doing: str):
     if not values:
         return None
     return values[0] if len(values) == 1 else tuple(values)
+
+
+def _check_request(result: tuple, doing: str):
+    """_check for a call that runs no kernel (an allocation, a registration, a lookup): a
+    refusal is the caller's InvalidValueError (or OutOfMemoryError), never a kernel failure
+    that would leave the program's context unusable; a fault of earlier work it reports stays
+    what it is."""
+    code = result[0]
+    name = getattr(code, "name", "")
+    if code != 0 and name not in _STICKY and name != "CUDA_ERROR_OUT_OF_MEMORY":
+        raise InvalidValueError(f"{doing}: {_error_name(code)}")
+    return _check(result, doing)
 
 
 # -- ptxas and the cubin cache --------------------------------------------------------------------
@@ -222,12 +249,24 @@ _ATTRIBUTES = {  # DeviceProperties field -> CU_DEVICE_ATTRIBUTE_ suffix
 _BOOLEANS = ("integrated", "unified_addressing")
 
 
+# What an allocation of this backend is, which says how it is freed and whether the host
+# addresses it: device memory (cuMemAlloc), page-locked host memory (cuMemHostAlloc), managed
+# memory (cuMemAllocManaged), host memory registered in place (cuMemHostRegister), and a
+# module's variable (cuModuleGetGlobal: the module owns it).
+DEVICE, HOST, MANAGED, REGISTERED, MODULE = "device", "host", "managed", "registered", "module"
+_HOST_ADDRESSABLE = (HOST, MANAGED, REGISTERED)
+_MEMHOSTREGISTER_PORTABLE_DEVICEMAP = 0x1 | 0x2
+_MEM_ATTACH_GLOBAL = 0x1
+
+
 @dataclass(frozen=True)
 class _DeviceMemory:
-    """What an Allocation of this backend owns: device memory of one device."""
+    """What an Allocation of this backend owns: memory of one device, of one kind."""
 
     ordinal: int
     address: int
+    kind: str = DEVICE
+    keep: object = None   # registered host memory: the array that keeps it alive
 
 
 class _Contexts:
@@ -363,7 +402,8 @@ class Backend(BackendBase):
         self._lock = threading.Lock()
         self._availability: tuple[bool, str] | None = None
         self._starts: list[int] = []                 # sorted addresses of live allocations
-        self._live: dict[int, tuple[int, int]] = {}  # address -> (size, ordinal)
+        # address -> (size, ordinal, kind) of live allocations and module variables found
+        self._live: dict[int, tuple[int, int, str]] = {}
         self._images: dict[tuple[int, str, str], _Image] = {}  # (id(module), arch, source)
 
     # -- presence and properties ------------------------------------------------------------------
@@ -387,42 +427,110 @@ class Backend(BackendBase):
     # -- memory -----------------------------------------------------------------------------------
 
     def allocate(self, ordinal: int, nbytes: int) -> Allocation:
-        self._contexts.enter(ordinal)
         # cuMemAlloc refuses 0 bytes; an empty buffer still gets an address of its own.
-        address = int(_check(_driver().cuMemAlloc(max(nbytes, 1)),
-                             f"cuda:{ordinal} could not allocate {nbytes} bytes"))
+        return self._allocated(ordinal, nbytes, DEVICE, lambda d: d.cuMemAlloc(max(nbytes, 1)))
+
+    def allocate_host(self, ordinal: int, nbytes: int, flags: int = 0) -> Allocation:
+        # The driver's page-locked memory: the host writes it at its address and, with
+        # unified addressing, kernels and copies use the same address.
+        return self._allocated(ordinal, nbytes, HOST,
+                               lambda d: d.cuMemHostAlloc(max(nbytes, 1), flags))
+
+    def allocate_managed(self, ordinal: int, nbytes: int) -> Allocation:
+        # Attached globally: ptxport's streams are not the driver's, so a stream attachment
+        # (cuStreamAttachMemAsync) cannot be passed on, and global is what every kernel may
+        # touch on any device.
+        return self._allocated(ordinal, nbytes, MANAGED,
+                               lambda d: d.cuMemAllocManaged(max(nbytes, 1), _MEM_ATTACH_GLOBAL))
+
+    def _allocated(self, ordinal: int, nbytes: int, kind: str, call) -> Allocation:
+        self._contexts.enter(ordinal)
+        address = int(_check_request(
+            call(_driver()), f"cuda:{ordinal} could not allocate {nbytes} bytes ({kind} memory)"))
+        self._track(address, nbytes, ordinal, kind)
+        return Allocation(address, nbytes, _DeviceMemory(ordinal, address, kind))
+
+    def _track(self, address: int, nbytes: int, ordinal: int, kind: str) -> None:
         with self._lock:
-            self._live[address] = (nbytes, ordinal)
-            self._starts.insert(bisect_right(self._starts, address), address)
-        return Allocation(address, nbytes, _DeviceMemory(ordinal, address))
+            if address not in self._live:
+                self._starts.insert(bisect_right(self._starts, address), address)
+            self._live[address] = (nbytes, ordinal, kind)
+
+    def register_host_memory(self, ordinal: int, memory) -> Allocation:
+        """The host memory of `memory` page-locked and mapped for the device
+        (cuMemHostRegister, portable and mapped); kernels use it at its host address."""
+        address, nbytes = memory.ctypes.data, memory.nbytes
+        if nbytes:
+            self._contexts.enter(ordinal)
+            driver = _driver()
+            doing = (f"cannot register {nbytes} bytes of host memory at {address:#x} with "
+                     f"cuda:{ordinal}")
+            _check_request(driver.cuMemHostRegister(address, nbytes,
+                                                    _MEMHOSTREGISTER_PORTABLE_DEVICEMAP), doing)
+            mapped = int(_check_request(driver.cuMemHostGetDevicePointer(address, 0), doing))
+            if mapped != address:
+                _check(driver.cuMemHostUnregister(address), doing)
+                raise InvalidValueError(
+                    f"{doing}: the device addresses it at {mapped:#x}, not at its host address "
+                    "(the device cannot use host pointers for registered memory): allocate a "
+                    "buffer and copy the array into it")
+            self._track(address, nbytes, ordinal, REGISTERED)
+        return Allocation(address, nbytes, _DeviceMemory(ordinal, address, REGISTERED, memory))
 
     def free(self, allocation: Allocation) -> None:
-        ordinal = allocation.owner.ordinal
+        owner = allocation.owner
         with self._lock:
             if self._live.pop(allocation.address, None) is None:
                 return
             self._starts.remove(allocation.address)
-        self._contexts.enter(ordinal)
-        _check(_driver().cuMemFree(allocation.address), f"cannot free memory on cuda:{ordinal}")
+        self._contexts.enter(owner.ordinal)
+        driver = _driver()
+        free = {DEVICE: driver.cuMemFree, MANAGED: driver.cuMemFree,
+                HOST: driver.cuMemFreeHost, REGISTERED: driver.cuMemHostUnregister}[owner.kind]
+        _check(free(allocation.address), f"cannot free memory on cuda:{owner.ordinal}")
 
-    def _ordinal_of(self, address: int) -> int:
-        """The device owning the allocation that holds `address`."""
+    def host_view(self, allocation: Allocation):
+        owner = allocation.owner
+        if getattr(owner, "kind", DEVICE) not in _HOST_ADDRESSABLE:
+            return None
+        if owner.keep is not None:
+            return owner.keep
+        if not allocation.size:
+            return np.zeros(0, np.uint8)
+        return np.ctypeslib.as_array(
+            (ctypes.c_uint8 * allocation.size).from_address(allocation.address))
+
+    def _find(self, address: int) -> tuple[int, str] | None:
+        """(ordinal, kind) of the allocation that holds `address`, or None."""
         with self._lock:
             index = bisect_right(self._starts, address) - 1
             if index >= 0:
                 start = self._starts[index]
-                size, ordinal = self._live[start]
+                size, ordinal, kind = self._live[start]
                 if address < start + max(size, 1):
-                    return ordinal
-        raise InvalidValueError(f"{address:#x} is not in any live allocation of the cuda backend")
+                    return ordinal, kind
+        return None
+
+    def _ordinal_of(self, address: int) -> int:
+        """The device owning the allocation that holds `address`."""
+        found = self._find(address)
+        if found is None:
+            raise InvalidValueError(
+                f"{address:#x} is not in any live allocation of the cuda backend")
+        return found[0]
 
     def copy(self, dst: int, src: int, nbytes: int, kind: str) -> None:
         if not nbytes:
             return
         driver = _driver()
+        ends = self._find(dst), self._find(src)
         ordinal = self._ordinal_of(src if kind == "dtoh" else dst)
         stream = self._contexts.enter(ordinal)
-        if kind == "htod":
+        if any(end is not None and end[1] in _HOST_ADDRESSABLE for end in ends):
+            # host-addressable memory on either side: the driver tells the direction from
+            # the addresses (unified addressing), as cudaMemcpyDefault
+            result = driver.cuMemcpyAsync(dst, src, nbytes, stream)
+        elif kind == "htod":
             result = driver.cuMemcpyHtoDAsync(dst, src, nbytes, stream)
         elif kind == "dtoh":
             result = driver.cuMemcpyDtoHAsync(dst, src, nbytes, stream)
@@ -436,7 +544,14 @@ class Backend(BackendBase):
         if not nbytes:
             return
         driver = _driver()
-        ordinal = self._ordinal_of(address)
+        ordinal, kind = self._find(address) or (self._ordinal_of(address), DEVICE)
+        if kind in (HOST, REGISTERED):
+            # page-locked host memory: the host fills it (the work queued before, which
+            # this thread waited for, is done)
+            dtype = {1: np.uint8, 2: np.uint16, 4: np.uint32}[width]
+            np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(address)) \
+                .view(dtype).fill(value)
+            return
         stream = self._contexts.enter(ordinal)
         memset = {1: driver.cuMemsetD8Async, 2: driver.cuMemsetD16Async,
                   4: driver.cuMemsetD32Async}[width]
@@ -444,14 +559,42 @@ class Backend(BackendBase):
         _check(memset(address, value, nbytes // width, stream), doing)
         _check(driver.cuStreamSynchronize(stream), doing)
 
+    def set_heap_size(self, nbytes: int) -> None:
+        """The device heap of kernels' malloc and new (cudaLimitMallocHeapSize) on every
+        device: the driver's limit. Raises InvalidValueError where the driver refuses it
+        (once a kernel using malloc has run, as CUDA does)."""
+        driver = _driver()
+        for ordinal in range(self.device_count()):
+            self._contexts.enter(ordinal)
+            code, *_ = driver.cuCtxSetLimit(driver.CUlimit.CU_LIMIT_MALLOC_HEAP_SIZE, nbytes)
+            if code != 0:
+                raise InvalidValueError(f"cuda:{ordinal} cannot make its malloc heap {nbytes} "
+                                        f"bytes: {_error_name(code)}")
+
+    def module_global(self, ordinal: int, module: Module, name: str) -> tuple[int, int]:
+        """The variable in the module the kernels of `module` run from on this device (one
+        CUmodule per IR module and device, loaded here if no kernel loaded it yet): its
+        initial value is the PTX's, and every kernel of the module shares it."""
+        image = self._image(module, self.arch(ordinal), self._source())
+        self._contexts.enter(ordinal)
+        cumodule = image.module(ordinal)
+        code, *values = _driver().cuModuleGetGlobal(cumodule, name.encode())
+        if getattr(code, "name", "") == "CUDA_ERROR_NOT_FOUND":
+            raise UnsupportedFeatureError(
+                f"the module variable {name!r}", self.name, None,
+                f"the {image.source} PTX of {image.name} does not define it (no kernel uses "
+                "it, or the target could not keep it)")
+        address, size = map(int, _check_request(
+            (code, *values), f"cannot find the module variable {name!r} on cuda:{ordinal}"))
+        variable = module.globals.get(name)
+        kind = MANAGED if variable is not None and variable.managed else MODULE
+        self._track(address, size, ordinal, kind)
+        return address, size
+
     # -- kernels ----------------------------------------------------------------------------------
 
     def compile(self, module: Module, kernels: list[str]) -> dict[str, CudaKernelBinary]:
-        if self.ptx_source not in PTX_SOURCES:
-            raise InvalidValueError(
-                f"the cuda backend's ptx_source must be one of {', '.join(PTX_SOURCES)}, "
-                f"not {self.ptx_source!r}")
-        source = self.ptx_source
+        source = self._source()
         first_of_arch: dict[str, int] = {}
         for ordinal in range(self.device_count()):
             first_of_arch.setdefault(self.arch(ordinal), ordinal)
@@ -467,6 +610,13 @@ class Backend(BackendBase):
                 binary.function(ordinal)
         return binaries
 
+    def _source(self) -> str:
+        if self.ptx_source not in PTX_SOURCES:
+            raise InvalidValueError(
+                f"the cuda backend's ptx_source must be one of {', '.join(PTX_SOURCES)}, "
+                f"not {self.ptx_source!r}")
+        return self.ptx_source
+
     def _image(self, module: Module, arch: str, source: str) -> _Image:
         """The image of `module` for `arch`, made once and shared by its kernels."""
         key = (id(module), arch, source)
@@ -481,7 +631,7 @@ class Backend(BackendBase):
                     "use the cuda backend's ptx_source 'ptxport'")
             ptx = module.source.text
         else:
-            ptx = _nvptx_compile_module()(module, arch)
+            ptx = mark_managed(_nvptx_compile_module()(module, arch), module)
         with self._lock:
             if key not in self._images:
                 self._images[key] = _Image(ptx, arch, source, _name(module))
@@ -499,6 +649,22 @@ class Backend(BackendBase):
         """The CUstream this thread's work on device `ordinal` goes to (its context made
         current): for callers that time kernels with CUDA events."""
         return self._contexts.enter(ordinal)
+
+
+def mark_managed(ptx: str, module: Module) -> str:
+    """`ptx` (NVPTX's, which writes every module variable as plain .global) with
+    `.attribute(.managed)` on the module's `__managed__` variables, as the program's own PTX
+    has them: the driver then places them in managed memory, which the host reads and
+    writes at the address cuModuleGetGlobal gives."""
+    for variable in module.globals.values():
+        if variable.space != "global" or not variable.managed:
+            continue
+        declaration = re.compile(
+            rf"^(\s*(?:\.(?:visible|weak|common)\s+)?\.global)"
+            rf"(?!\s+\.attribute)(?=[^;=\n]*\s{re.escape(variable.name)}\s*[\[;=])",
+            re.MULTILINE)
+        ptx = declaration.sub(r"\1 .attribute(.managed)", ptx, count=1)
+    return ptx
 
 
 def _param_bytes(function) -> int:
@@ -558,8 +724,14 @@ def _probe() -> tuple[bool, str]:
     """(True, "") when a driver and a GPU are present, else (False, why)."""
     try:
         driver = _driver()
-    except ImportError:
+    except ModuleNotFoundError as e:
+        if e.name not in _BINDINGS_MODULES:   # something cuda-bindings itself needs
+            return False, f"cuda-bindings cannot be imported ({e}): reinstall it ({_INSTALL_HINT})"
         return False, f"cuda-bindings is not installed ({_INSTALL_HINT})"
+    except ImportError as e:   # installed, but broken or of another layout
+        return False, f"cuda-bindings cannot be imported ({e}): reinstall it ({_INSTALL_HINT})"
+    except BackendUnavailableError as e:   # inside the shim: no NVIDIA driver, or old bindings
+        return False, str(e)
     try:
         (code,) = driver.cuInit(0)
     except RuntimeError:  # cuda.pathfinder found no libcuda

@@ -1,6 +1,6 @@
 // cuBLASLt matmuls against a host reference in double, as llm.c calls them: D = op(A) B + bias
 // with A transposed (weights stored k x m), out of place with beta = 1, strided batches, the
-// heuristic, and an epilogue ptxport does not run (GELU) refused by name.
+// heuristic, and an epilogue ptxport does not run (DRELU) refused by name.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -83,11 +83,11 @@ int main() {
     }
     printf("matmul bias: %d %s\n", (int)s, worst < 1e-5 ? "PASS" : "FAIL");
 
-    epilogue = CUBLASLT_EPILOGUE_GELU;
+    epilogue = CUBLASLT_EPILOGUE_DRELU;
     cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue);
     s = cublasLtMatmul(lt, desc, &alpha, da, la, db, lb, &beta, dc, lc, dd, ld, nullptr, nullptr,
                        0, 0);
-    printf("gelu: %s\n", cublasGetStatusName(s));
+    printf("drelu: %s\n", cublasGetStatusName(s));
     cublasLtMatmulPreferenceDestroy(pref);
     cublasLtMatrixLayoutDestroy(la); cublasLtMatrixLayoutDestroy(lb);
     cublasLtMatrixLayoutDestroy(lc); cublasLtMatrixLayoutDestroy(ld);

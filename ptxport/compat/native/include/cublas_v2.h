@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <cuda_runtime.h>
 #include <library_types.h>
+#include <cuda_fp16.h>
 
 #define CUBLAS_VER_MAJOR 13
 #define CUBLAS_VER_MINOR 0
@@ -102,6 +103,61 @@ cublasStatus_t cublasSaxpy_v2(cublasHandle_t handle, int n, const float *alpha,
 cublasStatus_t cublasDaxpy_v2(cublasHandle_t handle, int n, const double *alpha,
                               const double *x, int incx, double *y, int incy);
 
+cublasStatus_t cublasSasum_v2(cublasHandle_t handle, int n, const float *x, int incx,
+                              float *result);
+cublasStatus_t cublasDasum_v2(cublasHandle_t handle, int n, const double *x, int incx,
+                              double *result);
+cublasStatus_t cublasIsamax_v2(cublasHandle_t handle, int n, const float *x, int incx,
+                               int *result);
+cublasStatus_t cublasIdamax_v2(cublasHandle_t handle, int n, const double *x, int incx,
+                               int *result);
+
+cublasStatus_t cublasSgemv_v2(cublasHandle_t handle, cublasOperation_t trans, int m, int n,
+                              const float *alpha, const float *A, int lda, const float *x,
+                              int incx, const float *beta, float *y, int incy);
+cublasStatus_t cublasDgemv_v2(cublasHandle_t handle, cublasOperation_t trans, int m, int n,
+                              const double *alpha, const double *A, int lda, const double *x,
+                              int incx, const double *beta, double *y, int incy);
+cublasStatus_t cublasSgeam(cublasHandle_t handle, cublasOperation_t transa,
+                           cublasOperation_t transb, int m, int n, const float *alpha,
+                           const float *A, int lda, const float *beta, const float *B, int ldb,
+                           float *C, int ldc);
+cublasStatus_t cublasDgeam(cublasHandle_t handle, cublasOperation_t transa,
+                           cublasOperation_t transb, int m, int n, const double *alpha,
+                           const double *A, int lda, const double *beta, const double *B,
+                           int ldb, double *C, int ldc);
+
+cublasStatus_t cublasHgemm(cublasHandle_t handle, cublasOperation_t transa,
+                           cublasOperation_t transb, int m, int n, int k, const __half *alpha,
+                           const __half *A, int lda, const __half *B, int ldb,
+                           const __half *beta, __half *C, int ldc);
+cublasStatus_t cublasHgemmStridedBatched(
+    cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n,
+    int k, const __half *alpha, const __half *A, int lda, long long int strideA,
+    const __half *B, int ldb, long long int strideB, const __half *beta, __half *C, int ldc,
+    long long int strideC, int batchCount);
+cublasStatus_t cublasSgemmBatched(cublasHandle_t handle, cublasOperation_t transa,
+                                  cublasOperation_t transb, int m, int n, int k,
+                                  const float *alpha, const float *const Aarray[], int lda,
+                                  const float *const Barray[], int ldb, const float *beta,
+                                  float *const Carray[], int ldc, int batchCount);
+cublasStatus_t cublasDgemmBatched(cublasHandle_t handle, cublasOperation_t transa,
+                                  cublasOperation_t transb, int m, int n, int k,
+                                  const double *alpha, const double *const Aarray[], int lda,
+                                  const double *const Barray[], int ldb, const double *beta,
+                                  double *const Carray[], int ldc, int batchCount);
+cublasStatus_t cublasHgemmBatched(cublasHandle_t handle, cublasOperation_t transa,
+                                  cublasOperation_t transb, int m, int n, int k,
+                                  const __half *alpha, const __half *const Aarray[], int lda,
+                                  const __half *const Barray[], int ldb, const __half *beta,
+                                  __half *const Carray[], int ldc, int batchCount);
+cublasStatus_t cublasGemmBatchedEx(
+    cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n,
+    int k, const void *alpha, const void *const Aarray[], cudaDataType Atype, int lda,
+    const void *const Barray[], cudaDataType Btype, int ldb, const void *beta,
+    void *const Carray[], cudaDataType Ctype, int ldc, int batchCount,
+    cublasComputeType_t computeType, cublasGemmAlgo_t algo);
+
 cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transa,
                               cublasOperation_t transb, int m, int n, int k,
                               const float *alpha, const float *A, int lda, const float *B,
@@ -154,6 +210,12 @@ cublasStatus_t cublasGemmStridedBatchedEx(
 #define cublasSaxpy cublasSaxpy_v2
 #define cublasDaxpy cublasDaxpy_v2
 #define cublasSgemm cublasSgemm_v2
+#define cublasSasum cublasSasum_v2
+#define cublasDasum cublasDasum_v2
+#define cublasIsamax cublasIsamax_v2
+#define cublasIdamax cublasIdamax_v2
+#define cublasSgemv cublasSgemv_v2
+#define cublasDgemv cublasDgemv_v2
 #define cublasDgemm cublasDgemm_v2
 
 #endif

@@ -1,0 +1,340 @@
+"""GEMM speed: ptxport's BLAS routes and its portable GEMM kernels next to the vendor's, ratios
+side by side in one run (issue 17).
+
+CPU mode (default):
+  (a) n x n x n GEMMs (C = A B, column-major NN) through the drop-in libcublas
+      (cublasSgemm/Dgemm under `ptxport run --device cpu`, each call followed by
+      cudaDeviceSynchronize) and through ptxport.blas.gemm on the cpu device (each call
+      followed by stream.sync), against numpy's own matmul (its OpenBLAS) in this process:
+      f32 and f64 at --sizes (default 256 512 1024 2048 4096); goal >= 0.95 of numpy.
+  (b) the portable GEMM kernel (ptxport/blas/kernels/gemm.cu, SIMT, f32) compiled for the
+      CPU target, launched on the cpu device, against numpy at --kernel-sizes (default
+      256 512 1024), for its candidate tile shapes of up to 4x4 accumulators a thread.
+GPU mode (--gpu, for an NVIDIA GPU such as the H100):
+  (c) the portable GEMM through ptxport's NVPTX (Device("cuda:0")) against cuBLAS (through
+      torch, else cupy) at FP32 (SIMT kernel; cuBLAS with TF32 off) and BF16 (mma.sync kernel,
+      bf16 in and out, f32 accumulate), n = --gpu-sizes (default 1024 2048 4096 8192), layout
+      TN (op(A) = A^T, as llm.c calls it), in TFLOP/s, with a correctness check at the first
+      size. The tile shape is the autotuner's (tuned on first use, cached).
+
+Times are medians of --repeats calls after a warm-up call. Results go to
+benchmarks/results/gemm.json (gemm_gpu.json for --gpu).
+
+    python benchmarks/gemm.py [--repeats 5] [--sizes ...] [--kernel-sizes ...]
+    python benchmarks/gemm.py --gpu [--gpu-sizes 1024 2048 4096 8192]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+INCLUDE = HERE.parent / "ptxport" / "compat" / "native" / "include"
+
+
+def _median_ms(call, repeats: int) -> float:
+    call()   # warm-up (and compile)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        call()
+        times.append((time.perf_counter() - start) * 1e3)
+    return float(np.median(times))
+
+
+def _gflops(n: int, ms: float) -> float:
+    return 2 * n ** 3 / ms / 1e6
+
+
+# -- (a) BLAS routes on the CPU ---------------------------------------------------------------
+
+def build_shim_program() -> Path:
+    """benchmarks/compat/gemm_shim.cu built against ptxport's libcublas (again when changed)."""
+    from compat_overhead import _nvcc
+
+    from ptxport.compat.build import shim_directory
+
+    source, binary = HERE / "compat" / "gemm_shim.cu", HERE / "build" / "gemm_shim"
+    if binary.exists() and binary.stat().st_mtime > source.stat().st_mtime:
+        return binary
+    binary.parent.mkdir(exist_ok=True)
+    nvcc = _nvcc()
+    env = {**os.environ, "PATH": f"{nvcc.parent}:{os.environ.get('PATH', '')}"}
+    subprocess.run([str(nvcc), "-arch=sm_80", f"-I{INCLUDE}", str(source), "-o", str(binary),
+                    f"-L{shim_directory()}", "-lcublas"], check=True, env=env)
+    return binary
+
+
+def shim_ms(precision: str, sizes: list[int], repeats: int) -> dict[int, float]:
+    result = subprocess.run(
+        [sys.executable, "-m", "ptxport.cli", "run", "--device", "cpu", "--",
+         str(build_shim_program()), str(repeats), precision, *map(str, sizes)],
+        capture_output=True, text=True, check=True)
+    return {int(line.split()[0]): float(line.split()[1]) for line in result.stdout.splitlines()}
+
+
+def blas_ms(dtype, n: int, repeats: int) -> float:
+    from ptxport import Device, blas
+
+    dev = Device("cpu")
+    stream = dev.create_stream()
+    size = n * n * np.dtype(dtype).itemsize
+    a, b, c = (dev.allocate(size, stream=stream) for _ in range(3))
+    a.fill(0, 4, stream=stream)
+    b.fill(0, 4, stream=stream)
+
+    def call() -> None:
+        blas.gemm("N", "N", n, n, n, 1.0, a, n, b, n, 0.0, c, n, stream=stream,
+                  dtype=np.dtype(dtype).name)
+        stream.sync()
+
+    return _median_ms(call, repeats)
+
+
+def numpy_ms(dtype, n: int, repeats: int) -> float:
+    a = np.ones((n, n), dtype)
+    b, c = a.copy(), a.copy()
+    return _median_ms(lambda: np.matmul(a, b, out=c), repeats)
+
+
+def cpu_routes(sizes: list[int], repeats: int) -> list[dict]:
+    rows = []
+    print(f"{'dtype':>7} {'n':>5} {'numpy GF/s':>11} {'shim GF/s':>10} {'ratio':>6} "
+          f"{'blas GF/s':>10} {'ratio':>6}")
+    for dtype, precision in ((np.float32, "s"), (np.float64, "d")):
+        shim = shim_ms(precision, sizes, repeats)
+        for n in sizes:
+            ref, via_blas = numpy_ms(dtype, n, repeats), blas_ms(dtype, n, repeats)
+            row = {"dtype": np.dtype(dtype).name, "n": n, "numpy_ms": ref, "shim_ms": shim[n],
+                   "blas_ms": via_blas, "shim_ratio": ref / shim[n], "blas_ratio": ref / via_blas}
+            rows.append(row)
+            print(f"{row['dtype']:>7} {n:5d} {_gflops(n, ref):11.1f} {_gflops(n, shim[n]):10.1f} "
+                  f"{row['shim_ratio']:6.2f} {_gflops(n, via_blas):10.1f} {row['blas_ratio']:6.2f}",
+                  flush=True)
+    return rows
+
+
+# -- (b) the portable kernel on the CPU target ------------------------------------------------
+
+def _kernel_ms(device, config, n: int, in_type: np.dtype, out_type: np.dtype, ta: bool,
+               repeats: int, buffers) -> float:
+    from ptxport.blas import _Gemm, portable
+
+    stream, a, b, c = buffers
+    problem = _Gemm(ta, False, n, n, n, (n, n, n), (0, 0, 0), 1)
+
+    def call() -> None:
+        portable.launch_gemm(stream, config, problem, a, b, c, in_type, out_type, 1.0, 0.0)
+        stream.sync()
+
+    return _median_ms(call, repeats)
+
+
+def _buffers(device, n: int, in_type: np.dtype, out_type: np.dtype, values: np.ndarray | None):
+    stream = device.create_stream()
+    a, b = (device.allocate(n * n * in_type.itemsize, stream=stream) for _ in range(2))
+    c = device.allocate(n * n * out_type.itemsize, stream=stream)
+    for buf in (a, b):
+        if values is None:   # bytes 0x3c: 0.0115 in f32 and bf16 (not zeros, which may run
+            buf.fill(0x3C, 1, stream=stream)   # cooler on tensor cores)
+        else:
+            buf.copy_from(values, stream=stream)
+    stream.sync()
+    return stream, a, b, c
+
+
+def cpu_kernel(sizes: list[int], repeats: int) -> list[dict]:
+    from ptxport import Device
+    from ptxport.blas.portable import SIMT_CANDIDATES
+
+    # tiles of at most 16 accumulators a thread: LLVM spends many minutes on the CPU target's
+    # version of the 8x8 micro-tiles (their unrolled loops times the CPU target's gangs)
+    tiles = [config for config in SIMT_CANDIDATES if config.tm * config.tn <= 16]
+    device, f32 = Device("cpu"), np.dtype(np.float32)
+    rows = []
+    print(f"\n{'n':>5} {'tile':>16} {'numpy GF/s':>11} {'kernel GF/s':>12} {'ratio':>6}")
+    for n in sizes:
+        ref = numpy_ms(np.float32, n, repeats)
+        buffers = _buffers(device, n, f32, f32, None)
+        for config in tiles:
+            tile = f"{config.bm}x{config.bn}x{config.bk}/{config.tm}x{config.tn}"
+            try:
+                ms = _kernel_ms(device, config, n, f32, f32, False, repeats, buffers)
+            except Exception as e:   # a tile the CPU target refuses: reported, not fatal
+                rows.append({"n": n, "tile": tile, "error": f"{type(e).__name__}: {e}"})
+                print(f"{n:5d} {tile:>16} failed: {type(e).__name__}: {str(e)[:80]}")
+                continue
+            rows.append({"n": n, "tile": tile, "numpy_ms": ref, "kernel_ms": ms,
+                         "ratio": ref / ms})
+            print(f"{n:5d} {tile:>16} {_gflops(n, ref):11.1f} {_gflops(n, ms):12.1f} "
+                  f"{ref / ms:6.3f}", flush=True)
+    return rows
+
+
+# -- (c) the portable kernel on an NVIDIA GPU against cuBLAS -------------------------------
+
+def _vendor_ms(n: int, dtype: str, repeats: int) -> tuple[str, float]:
+    """cuBLAS through torch (else cupy): C = A^T B, n x n x n, CUDA events, median ms."""
+    try:
+        import torch
+
+        torch.backends.cuda.matmul.allow_tf32 = False   # FP32 means FP32 (no TF32)
+        kind = torch.float32 if dtype == "float32" else torch.bfloat16
+        a = torch.randn(n, n, device="cuda", dtype=kind)
+        b = torch.randn(n, n, device="cuda", dtype=kind)
+        times = []
+        for r in range(repeats + 1):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            torch.matmul(a.t(), b)
+            end.record()
+            end.synchronize()
+            if r:
+                times.append(start.elapsed_time(end))
+        del a, b
+        torch.cuda.empty_cache()
+        return "torch", float(np.median(times))
+    except ImportError:
+        import cupy
+
+        kind = cupy.float32 if dtype == "float32" else cupy.dtype("bfloat16")
+        a = cupy.random.standard_normal((n, n)).astype(kind)
+        b = cupy.random.standard_normal((n, n)).astype(kind)
+        times = []
+        for r in range(repeats + 1):
+            start, end = cupy.cuda.Event(), cupy.cuda.Event()
+            start.record()
+            cupy.matmul(a.T, b)
+            end.record()
+            end.synchronize()
+            if r:
+                times.append(cupy.cuda.get_elapsed_time(start, end))
+        return "cupy", float(np.median(times))
+
+
+def _ours_ms(device, n: int, dtype: str, repeats: int) -> tuple[str, float]:
+    """The portable GEMM on `device`, TN, tuned tile: the median of three groups of `repeats`
+    launches timed between two events (a launch's host cost hides behind the previous
+    kernel, except where kernels are shorter than it: small sizes are launch-bound)."""
+    from ptxport.blas import _Gemm, portable
+
+    in_type = np.dtype(np.float32) if dtype == "float32" else np.dtype("<u2")
+    mma = portable._uses_mma(device, in_type)
+    config = portable.tuned_config(device, mma, in_type, in_type)
+    stream, a, b, c = _buffers(device, n, in_type, in_type, None)
+    problem = _Gemm(True, False, n, n, n, (n, n, n), (0, 0, 0), 1)
+    portable.launch_gemm(stream, config, problem, a, b, c, in_type, in_type, 1.0, 0.0)
+    stream.sync()
+    group = []
+    for _ in range(3):
+        start = stream.record(options={"enable_timing": True})
+        for _ in range(repeats):
+            portable.launch_gemm(stream, config, problem, a, b, c, in_type, in_type, 1.0, 0.0)
+        end = stream.record(options={"enable_timing": True})
+        end.sync()
+        group.append((end - start) / repeats)
+    for buf in (a, b, c):
+        buf.close(stream)
+    tile = f"{'mma' if config.mma else 'simt'} {config.bm}x{config.bn}x{config.bk}"
+    return tile, float(np.median(group))
+
+
+def _check_gpu(device, n: int, dtype: str) -> float:
+    """Max relative error of the portable GEMM against numpy (f64) at n, TN."""
+    from ptxport.blas import _Gemm, portable
+
+    rng = np.random.default_rng(0)
+    a = rng.integers(-8, 9, (n, n)).astype(np.float32) / 8
+    b = rng.integers(-8, 9, (n, n)).astype(np.float32) / 8
+    in_type = np.dtype(np.float32) if dtype == "float32" else np.dtype("<u2")
+
+    def stored(x: np.ndarray) -> np.ndarray:
+        return x if dtype == "float32" else (x.view(np.uint32) >> 16).astype(np.uint16)
+
+    stream = device.create_stream()
+    bufs = []
+    for x in (a, b, np.zeros_like(a)):
+        buf = device.allocate(x.nbytes if dtype == "float32" else x.nbytes // 2, stream=stream)
+        buf.copy_from(np.ascontiguousarray(stored(x)).ravel(), stream=stream)
+        bufs.append(buf)
+    mma = portable._uses_mma(device, in_type)
+    config = portable.tuned_config(device, mma, in_type, in_type)
+    portable.launch_gemm(stream, config, _Gemm(True, False, n, n, n, (n, n, n), (0, 0, 0), 1),
+                         *bufs, in_type, in_type, 1.0, 0.0)
+    got = np.empty(n * n, in_type)
+    bufs[2].copy_to(got, stream=stream)
+    stream.sync()
+    if dtype != "float32":
+        got = (got.astype(np.uint32) << 16).view(np.float32)
+    # column-major: A stored k x m is a.T's row-major bytes... compare in the same convention
+    want = (a.astype(np.float64) @ b.T.astype(np.float64)).T   # C(i,j) = sum_p A(p,i) B(p,j)
+    got = got.reshape(n, n)
+    return float(np.max(np.abs(got - want)) / max(1.0, np.max(np.abs(want))))
+
+
+def gpu(sizes: list[int], repeats: int) -> dict:
+    from ptxport import Device
+
+    device = Device("cuda:0")
+    report = {"device": device.name, "rows": [], "errors": []}
+    print(f"{'dtype':>9} {'n':>5} {'cuBLAS TF/s':>12} {'ptxport TF/s':>13} {'ratio':>6}  tile")
+    for dtype in ("float32", "bfloat16"):
+        try:
+            report[f"check_{dtype}_max_rel_err"] = _check_gpu(device, sizes[0], dtype)
+            print(f"check {dtype} n={sizes[0]}: max rel err "
+                  f"{report[f'check_{dtype}_max_rel_err']:.2e}", flush=True)
+        except Exception:
+            report["errors"].append(f"check {dtype}: {traceback.format_exc(limit=3)}")
+        for n in sizes:
+            row = {"dtype": dtype, "n": n}
+            try:
+                row["vendor"], row["vendor_ms"] = _vendor_ms(n, dtype, repeats)
+                row["tile"], row["ptxport_ms"] = _ours_ms(device, n, dtype, repeats)
+            except Exception:
+                report["errors"].append(f"{dtype} n={n}: {traceback.format_exc(limit=3)}")
+                print(f"{dtype:>9} {n:5d} failed: {report['errors'][-1].splitlines()[-1]}")
+                continue
+            tf = 2 * n ** 3 / 1e9
+            row["vendor_tflops"] = tf / row["vendor_ms"]
+            row["ptxport_tflops"] = tf / row["ptxport_ms"]
+            row["ratio"] = row["vendor_ms"] / row["ptxport_ms"]
+            report["rows"].append(row)
+            print(f"{dtype:>9} {n:5d} {row['vendor_tflops']:12.1f} {row['ptxport_tflops']:13.1f} "
+                  f"{row['ratio']:6.2f}  {row['tile']}", flush=True)
+    return report
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[256, 512, 1024, 2048, 4096])
+    parser.add_argument("--kernel-sizes", type=int, nargs="+", default=[256, 512, 1024])
+    parser.add_argument("--gpu", action="store_true")
+    parser.add_argument("--gpu-sizes", type=int, nargs="+", default=[1024, 2048, 4096, 8192])
+    args = parser.parse_args()
+    out_dir = HERE / "results"
+    out_dir.mkdir(exist_ok=True)
+    machine = {"machine": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
+               "loadavg": os.getloadavg()}
+    if args.gpu:
+        report = {**machine, **gpu(args.gpu_sizes, args.repeats)}
+        (out_dir / "gemm_gpu.json").write_text(json.dumps(report, indent=1))
+        return
+    report = {**machine, "routes": cpu_routes(args.sizes, args.repeats),
+              "cpu_kernel": cpu_kernel(args.kernel_sizes, args.repeats)}
+    (out_dir / "gemm.json").write_text(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()

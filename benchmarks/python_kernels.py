@@ -1,0 +1,226 @@
+"""How fast do Triton kernels run on the CPU through ptxport?
+
+Triton's vector add (`add`: BLOCK=1024 with 4 warps, 8 elements per thread, as Triton's
+tutorial; `add_1`: BLOCK=128, one element per thread) and fused softmax (GB/s: bytes read +
+written per second) and its matmul
+(tl.dot, f32 in IEEE mode; GFLOP/s) from tests/frontends/triton_kernels.py, launched through
+ptxport as Triton's driver on Device("cpu"), next to the same operation in numpy, in torch
+(CPU) where torch is installed, and in Triton's own interpreter (TRITON_INTERPRET=1, which
+takes torch tensors: torch needed). Each figure is from the fastest of --runs timed calls
+after one untimed call, ptxport, numpy and torch taking turns in one process (Triton's
+compile and ptxport's are cached, so not timed; the interpreter runs in a process of its
+own, with fewer runs).
+
+    python benchmarks/python_kernels.py [--runs 5] [--small]
+
+prints a table and writes benchmarks/results/python_kernels.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = Path(__file__).resolve().parent / "results"
+sys.path.insert(0, str(ROOT / "tests" / "frontends"))
+
+SIZES = {"add": 1 << 22, "softmax": (4096, 1024), "matmul": 256}
+SMALL = {"add": 1 << 16, "softmax": (256, 512), "matmul": 64}
+
+
+def _best_seconds(calls: dict, runs: int) -> dict[str, float]:
+    """The fastest of `runs` timed calls of each callable, after one untimed call each;
+    the callables take turns, so that load from elsewhere on a shared machine falls on all
+    of them alike."""
+    for call in calls.values():
+        call()
+    best = {name: float("inf") for name in calls}
+    for _ in range(runs):
+        for name, call in calls.items():
+            start = time.perf_counter()
+            call()
+            best[name] = min(best[name], time.perf_counter() - start)
+    return best
+
+
+def _inputs(sizes):
+    rng = np.random.default_rng(0)
+    n, (rows, cols), m = sizes["add"], sizes["softmax"], sizes["matmul"]
+    return {"add": (rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)),
+            "softmax": rng.standard_normal((rows, cols), dtype=np.float32),
+            "matmul": (rng.standard_normal((m, m), dtype=np.float32),
+                       rng.standard_normal((m, m), dtype=np.float32))}
+
+
+def _work(sizes) -> dict[str, tuple[float, str]]:
+    """Per operation: the amount of work per call and its unit's name."""
+    n, (rows, cols), m = sizes["add"], sizes["softmax"], sizes["matmul"]
+    return {"add": (3 * 4 * n / 1e9, "GB/s"), "add_1": (3 * 4 * n / 1e9, "GB/s"),
+            "softmax": (2 * 4 * rows * cols / 1e9, "GB/s"),
+            "matmul": (2 * m ** 3 / 1e9, "GFLOP/s")}
+
+
+def _triton_calls(data, make_array, sync):
+    """Callables running each Triton kernel; `make_array` puts a host array where the
+    kernel can use it (a DeviceArray for ptxport, a torch tensor for the interpreter)."""
+    import triton
+    from triton_kernels import add_kernel, matmul_kernel, softmax_kernel
+
+    x, y = (make_array(a) for a in data["add"])
+    out = make_array(np.zeros_like(data["add"][0]))
+    n = data["add"][0].size
+    s_in = make_array(data["softmax"])
+    s_out = make_array(np.zeros_like(data["softmax"]))
+    rows, cols = data["softmax"].shape
+    a, b = (make_array(v) for v in data["matmul"])
+    m = data["matmul"][0].shape[0]
+    c = make_array(np.zeros((m, m), np.float32))
+    programs = min(rows, 4 * (os.cpu_count() or 1))
+
+    def add():
+        add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
+        sync()
+
+    def add_1():    # one element per thread: BLOCK = 32 * num_warps
+        add_kernel[(triton.cdiv(n, 128),)](x, y, out, n, BLOCK=128, num_warps=4)
+        sync()
+
+    def softmax():
+        softmax_kernel[(programs,)](s_out, s_in, cols, cols, rows, cols,
+                                    BLOCK=triton.next_power_of_2(cols), num_warps=4)
+        sync()
+
+    def matmul():
+        matmul_kernel[(triton.cdiv(m, 32), triton.cdiv(m, 32))](
+            a, b, c, m, m, m, m, 1, m, 1, m, 1, BLOCK_M=32, BLOCK_N=32, BLOCK_K=32,
+            num_warps=4)
+        sync()
+
+    return {"add": add, "add_1": add_1, "softmax": softmax, "matmul": matmul}
+
+
+def _numpy_calls(data):
+    x, y = data["add"]
+    s = data["softmax"]
+    a, b = data["matmul"]
+
+    def softmax():
+        e = np.exp(s - s.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+    return {"add": lambda: np.add(x, y), "add_1": lambda: np.add(x, y), "softmax": softmax,
+            "matmul": lambda: a @ b}
+
+
+def _torch_calls(data):
+    import torch
+
+    x, y = (torch.from_numpy(v) for v in data["add"])
+    s = torch.from_numpy(data["softmax"])
+    a, b = (torch.from_numpy(v) for v in data["matmul"])
+    return {"add": lambda: torch.add(x, y), "add_1": lambda: torch.add(x, y),
+            "softmax": lambda: torch.softmax(s, dim=1), "matmul": lambda: a @ b}
+
+
+def _engine_calls(engine: str, data) -> dict:
+    if engine == "ptxport":
+        import ptxport.frontends.triton as pt
+        from ptxport import Device
+
+        device = Device("cpu")
+        pt.activate(device)
+        return _triton_calls(data, lambda v: pt.device_array(v, device), lambda: None)
+    if engine == "interpreter":
+        import torch
+
+        return _triton_calls(data, torch.from_numpy, lambda: None)
+    if engine == "torch":
+        return _torch_calls(data)
+    return _numpy_calls(data)
+
+
+def _measure(engines: list[str], sizes, runs: int) -> dict[str, dict[str, float]]:
+    """Seconds per call, per engine and operation, measured in this process."""
+    data = _inputs(sizes)
+    calls = {engine: _engine_calls(engine, data) for engine in engines}
+    results: dict[str, dict[str, float]] = {engine: {} for engine in engines}
+    for op in ("add", "add_1", "softmax", "matmul"):
+        best = _best_seconds({engine: calls[engine][op] for engine in engines}, runs)
+        for engine, seconds in best.items():
+            results[engine][op] = seconds
+    return results
+
+
+def _in_subprocess(engines: list[str], small: bool, runs: int) -> dict:
+    """_measure in a fresh process (Triton's interpreter is chosen by TRITON_INTERPRET at
+    import), or for each engine why it could not run."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    if engines == ["interpreter"]:
+        env["TRITON_INTERPRET"] = "1"
+    args = [sys.executable, __file__, "--engines", ",".join(engines), "--runs", str(runs)]
+    out = subprocess.run(args + (["--small"] if small else []), env=env, capture_output=True,
+                         text=True)
+    if out.returncode:
+        why = out.stderr.strip().splitlines()[-1] if out.stderr.strip() else "failed"
+        return {engine: why for engine in engines}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _have(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--small", action="store_true", help="small sizes (a quick check)")
+    parser.add_argument("--engines", help=argparse.SUPPRESS)
+    options = parser.parse_args()
+    sizes = SMALL if options.small else SIZES
+    if options.engines:
+        print(json.dumps(_measure(options.engines.split(","), sizes, options.runs)))
+        return
+    together = ["ptxport", "numpy"] + (["torch"] if _have("torch") else [])
+    results = _in_subprocess(together, options.small, options.runs)
+    if _have("torch"):
+        results.update(_in_subprocess(["interpreter"], options.small, max(1, options.runs // 3)))
+    engines = list(results)
+    work = _work(sizes)
+    print(f"Triton kernels on the CPU ({platform.processor() or platform.machine()}, "
+          f"{os.cpu_count()} cores); sizes {sizes}")
+    print(f"{'operation':10} {'unit':8} " + " ".join(f"{e:>12}" for e in engines)
+          + "   ptxport/numpy" + ("   ptxport/torch" if "torch" in engines else ""))
+    table = {}
+    for op, (amount, unit) in work.items():
+        rates = {e: (amount / r[op] if isinstance(r, dict) else None)
+                 for e, r in results.items()}
+        table[op] = {"unit": unit, **rates}
+        cells = " ".join(f"{rates[e]:12.2f}" if rates[e] else f"{'n/a':>12}" for e in engines)
+        ratios = [f"{rates['ptxport'] / rates[e]:15.2f}" if rates["ptxport"] and rates[e]
+                  else f"{'n/a':>15}" for e in ("numpy", "torch") if e in engines]
+        print(f"{op:10} {unit:8} {cells} " + " ".join(ratios))
+    for e, r in results.items():
+        if not isinstance(r, dict):
+            print(f"{e}: not measured: {r}")
+    if not _have("torch"):
+        print("torch and Triton's interpreter (which takes torch tensors): not measured, "
+              "torch is not installed")
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "python_kernels.json").write_text(json.dumps(
+        {"sizes": {k: v for k, v in sizes.items()}, "runs": options.runs, "rates": table},
+        indent=1))
+
+
+if __name__ == "__main__":
+    main()

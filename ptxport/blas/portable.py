@@ -1,0 +1,204 @@
+"""ptxport's portable GEMM: kernels/gemm.cu, compiled by ptxport for the stream's device, with
+a tile shape chosen per device by a small autotuner whose choice is cached.
+
+Two kernels come from the one source (see its header): a SIMT kernel for every element type
+(f32, f64, and f16/bf16 widened to f32) and a tensor-core kernel for f16/bf16 inputs with
+f32 accumulation (mma.sync.m16n8k16), used where the target lowers mma.sync: NVIDIA GPUs
+(ptxport's NVPTX) and the CPU target (in a slow resolver: correctness, not speed); SPIR-V
+(opencl) runs the SIMT kernel for 16-bit data. Each (kernel, transposes, types, tile shape,
+vectorisation) is one NVRTC compilation, made once per process and cached on disk by
+ptxport's compiler caches.
+
+The autotuner times each candidate tile shape once on a 2048^3 problem the first time a
+(GPU, kernel, accumulator type) is used, and keeps the fastest in
+$PTXPORT_CACHE_DIR/blas/autotune.json (else ~/.cache/ptxport/...), keyed by the device's
+backend and name. cpu and opencl devices take the first candidate untuned (see
+tuned_config).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ptxport.cache import cache_path
+from ptxport.runtime.device import Device
+from ptxport.runtime.launch import LaunchConfig, launch
+from ptxport.runtime.memory import Buffer
+from ptxport.runtime.program import Kernel, Program
+from ptxport.runtime.program_options import ProgramOptions
+from ptxport.runtime.stream import Stream
+
+__all__ = ["MMA_CANDIDATES", "SIMT_CANDIDATES", "TileConfig", "gemm", "kernel_for",
+           "tuned_config"]
+
+SOURCE = Path(__file__).resolve().parent / "kernels" / "gemm.cu"
+_KINDS = {"float32": 0, "float64": 1, "float16": 2, "uint16": 3}   # uint16: bfloat16 bits
+_TUNE_SIZE = {"cuda": 2048, "hip": 2048}
+
+
+@dataclass(frozen=True)
+class TileConfig:
+    """A kernel and its tile shape: the block's BM x BN tile of C and its k step BK, and
+    either each thread's TM x TN micro-tile (SIMT) or the block's WM x WN warps (mma)."""
+
+    mma: bool
+    bm: int
+    bn: int
+    bk: int
+    tm: int = 0
+    tn: int = 0
+    wm: int = 0
+    wn: int = 0
+
+    @property
+    def threads(self) -> int:
+        return self.wm * self.wn * 32 if self.mma else (self.bm // self.tm) * (self.bn // self.tn)
+
+
+SIMT_CANDIDATES = (TileConfig(False, 64, 64, 8, 4, 4), TileConfig(False, 128, 128, 8, 8, 8),
+                   TileConfig(False, 64, 64, 16, 4, 4), TileConfig(False, 128, 64, 8, 8, 4),
+                   TileConfig(False, 32, 32, 8, 2, 2))
+MMA_CANDIDATES = (TileConfig(True, 128, 128, 32, wm=2, wn=4),
+                  TileConfig(True, 128, 64, 32, wm=2, wn=2),
+                  TileConfig(True, 64, 64, 32, wm=2, wn=2))
+
+
+def _kind(dtype: np.dtype) -> int:
+    return _KINDS[dtype.name]
+
+
+def _uses_mma(device: Device, in_type: np.dtype) -> bool:
+    """The tensor-core kernel for 16-bit inputs where the target lowers mma.sync."""
+    if in_type.itemsize != 2:
+        return False
+    if device.backend == "cuda":
+        return tuple(device.compute_capability) >= (8, 0)
+    return device.backend == "cpu"
+
+
+@functools.cache
+def kernel_for(arch: str, config: TileConfig, ta: bool, tb: bool, in_kind: int, out_kind: int,
+               vec: bool) -> Kernel:
+    """The compiled kernel of one variant (NVRTC's PTX, which ptxport lowers per device at
+    first launch)."""
+    macros = {"GEMM_MMA": int(config.mma), "TRANS_A": int(ta), "TRANS_B": int(tb),
+              "IN_KIND": in_kind, "OUT_KIND": out_kind, "VEC": int(vec), "BM": config.bm,
+              "BN": config.bn, "BK": config.bk, "TM": config.tm or 1, "TN": config.tn or 1,
+              "WM": config.wm or 1, "WN": config.wn or 1}
+    options = ProgramOptions(arch=arch, define_macro=[(k, str(v)) for k, v in macros.items()],
+                             name="ptxport_gemm.cu")
+    return Program(SOURCE.read_text(), "c++", options).compile().get_kernel("ptxport_gemm")
+
+
+def _arch(device: Device, mma: bool) -> str:
+    arch = f"sm_{device.arch}"
+    return "sm_80" if mma and device.backend != "cuda" else arch
+
+
+def _address(pointer: Buffer | np.uint64) -> int:
+    return pointer.handle if isinstance(pointer, Buffer) else int(pointer)
+
+
+def _aligned(problem, pointers: tuple[Buffer | np.uint64, ...], elements: int) -> bool:
+    """16-byte vector loads are safe: leading dimensions, batch strides and addresses are
+    multiples of 16 bytes (`elements` of the type)."""
+    return all(v % elements == 0 for v in (*problem.lds[:2], *problem.strides[:2])) and \
+        all(_address(p) % 16 == 0 for p in pointers)
+
+
+def launch_gemm(stream: Stream, config: TileConfig, problem, a: Buffer | np.uint64,
+                b: Buffer | np.uint64, c: Buffer | np.uint64, in_type: np.dtype,
+                out_type: np.dtype, alpha: float, beta: float) -> None:
+    """Queue the kernel of `config` for `problem` (ptxport.blas._Gemm, checked) on `stream`;
+    the matrices are Buffers, or device addresses (np.uint64) that ptxport.compat passes."""
+    vec = _aligned(problem, (a, b), 8) if config.mma else \
+        in_type == np.float32 and _aligned(problem, (a, b), 4)
+    kernel = kernel_for(_arch(stream.device, config.mma), config, problem.ta, problem.tb,
+                        _kind(in_type), _kind(out_type), vec)
+    scalar = np.float64 if in_type == np.float64 else np.float32
+    grid = (-(-problem.m // config.bm), -(-problem.n // config.bn), problem.batch)
+    (lda, ldb, ldc), (sa, sb, sc) = problem.lds, problem.strides
+    i32, i64 = np.int32, np.int64
+    launch(stream, LaunchConfig(grid=grid, block=config.threads), kernel,
+           i32(problem.m), i32(problem.n), i32(problem.k), scalar(alpha), a, i32(lda), i64(sa),
+           b, i32(ldb), i64(sb), scalar(beta), c, i32(ldc), i64(sc))
+
+
+def gemm(stream: Stream, problem, a: Buffer, b: Buffer, c: Buffer, in_type: np.dtype,
+         out_type: np.dtype, alpha: float, beta: float,
+         config: TileConfig | None = None) -> None:
+    """C = alpha op(A) op(B) + beta C on the stream's device with the portable kernels; the
+    tile shape is `config`, else the tuned one for the device."""
+    if config is None:
+        config = tuned_config(stream.device, _uses_mma(stream.device, in_type), in_type,
+                              out_type)
+    launch_gemm(stream, config, problem, a, b, c, in_type, out_type, alpha, beta)
+
+
+# -- the autotuner ----------------------------------------------------------------------------
+
+def _tune_file() -> Path:
+    return cache_path("blas", "autotune", ".json")
+
+
+def _load() -> dict:
+    try:
+        return json.loads(_tune_file().read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _save(key: str, config: TileConfig) -> None:
+    path = _tune_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    table = _load()
+    table[key] = asdict(config)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(table, indent=1, sort_keys=True))
+    os.replace(tmp, path)
+
+
+def tuned_config(device: Device, mma: bool, in_type: np.dtype, out_type: np.dtype) -> TileConfig:
+    """The fastest candidate tile shape on `device` for this kernel and its accumulator
+    (f32 or f64; 16-bit data share f32's choice), timed on first use and cached on disk. On
+    cpu and opencl devices, the first candidate, untuned: there each candidate's compile
+    (the OpenCL runtime's, seconds) costs more than tuning gains at the sizes they run."""
+    candidates = MMA_CANDIDATES if mma else SIMT_CANDIDATES
+    if device.backend not in _TUNE_SIZE:
+        return candidates[0]
+    if not mma:
+        in_type = out_type = np.dtype(np.float64 if in_type == np.float64 else np.float32)
+    key = f"{device.backend}|{device.name}|{'mma' if mma else 'simt'}|{in_type.name}|" \
+          f"{out_type.name}"
+    cached = _load().get(key)
+    if cached is not None:
+        return TileConfig(**cached)
+    best = min(candidates, key=lambda cfg: _time(device, cfg, in_type, out_type))
+    _save(key, best)
+    return best
+
+
+def _time(device: Device, config: TileConfig, in_type: np.dtype, out_type: np.dtype) -> float:
+    """Seconds one GEMM of the device's tuning size takes with `config` (after a warm-up
+    launch that compiles it), NN layout."""
+    from ptxport.blas import _Gemm
+
+    size = _TUNE_SIZE[device.backend]
+    stream = device.create_stream()
+    a = device.allocate(size * size * in_type.itemsize, stream=stream)
+    c = device.allocate(size * size * out_type.itemsize, stream=stream)
+    a.fill(0x3C, 1, stream=stream)   # 0.0115 in f32 and bf16: ordinary values
+    problem = _Gemm(False, False, size, size, size, (size, size, size), (0, 0, 0), 1)
+    launch_gemm(stream, config, problem, a, a, c, in_type, out_type, 1.0, 0.0)
+    stream.sync()
+    start = time.perf_counter()
+    launch_gemm(stream, config, problem, a, a, c, in_type, out_type, 1.0, 0.0)
+    stream.sync()
+    return time.perf_counter() - start

@@ -1,0 +1,1 @@
+"""The CPU target: PTX kernels as native host code (docs/cpu-target.md)."""

@@ -1,0 +1,327 @@
+"""Warp gangs' memory checks: the lanes' addresses against the launch's allocations, one
+range per warp and base register (with a per-site cache), faults with the first bad lane,
+and prefetches of the ranges ahead.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir as ll
+
+from ptxport.codegen.lower import (
+    I1,
+    I8,
+    I32,
+    I64,
+    PTR,
+    const_int,
+)
+from ptxport.codegen.targets.cpu.abi import CTX, FAULTED
+from ptxport.codegen.targets.cpu.gang.lanes import FULL, GangUnsupported, W, declare
+from ptxport.codegen.targets.cpu.gang.state import GangLowering
+from ptxport.codegen.targets.cpu.target import check_function, source_line
+from ptxport.ir import nodes as ir
+
+# --- memory -----------------------------------------------------------------------------------
+
+_NAMES = {"half": "f16", "bfloat": "bf16", "float": "f32", "double": "f64"}
+
+
+def type_name(t: ll.Type) -> str:
+    return f"i{t.width}" if isinstance(t, ll.IntType) else _NAMES[str(t)]
+
+
+def lane_addresses(fl: GangLowering, operand, space: str | None, lanes: bool = True):
+    """(host addresses i64, offsets into the shared window or None), or (None, 32-bit shared
+    offsets): vectors of the lanes' values, or (lanes False) scalars where every lane's
+    address is the same (a uniform base register, a variable, an absolute address)."""
+    b = fl.b
+    if not isinstance(operand, ir.Address):
+        raise GangUnsupported("a memory operand that is not [address]")
+    base, offset = operand.base, operand.offset
+    window = fl.target.space_base(fl, space) if space == "shared" else None
+    if isinstance(base, ir.Variable):
+        pointer = fl.target.variable_pointer(fl, base)
+        address = ll.IRBuilder.ptrtoint(b, pointer, I64)
+        if window is not None:
+            address = b.sub(address, ll.IRBuilder.ptrtoint(b, window, I64))
+    elif base is None:
+        address = I64(0)
+    else:
+        address = fl.read(base, "u64" if base.type.bits == 64 else "u32")
+        if base.type.bits != 64:
+            if window is not None:      # a 32-bit shared address: stays 32-bit (cheaper)
+                if offset:
+                    address = b.add(address, const_int(I32, offset))
+                return None, b.splat(address) if lanes else address
+            address = b.zext(address, I64)
+    if offset:
+        address = b.add(address, const_int(I64, offset))
+    host = address if window is None else b.add(address, ll.IRBuilder.ptrtoint(b, window, I64))
+    offsets = None if window is None else address
+    if not lanes:
+        return host, offsets
+    return b.splat(host), None if offsets is None else b.splat(offsets)
+
+
+def _fault(fl: GangLowering, lane, address, size: int, write: bool) -> None:
+    b = fl.b
+    ctx = fl.llfn.args[0]
+    line = source_line(fl.module, fl.inst.pos)
+    b.store(address, b.gep(ctx, [I64(CTX.fields["fault_address"])], source_etype=I8))
+    b.store(I64((line << 16) | (size << 1) | int(write)),
+            b.gep(ctx, [I64(CTX.fields["fault_info"])], source_etype=I8))
+    b.store(lane, fl.scratch_lane)
+    b.ret(I32(FAULTED))
+
+
+def pattern(fl: GangLowering, addrs, size: int):
+    """(consecutive i1, start): whether the mask's lanes' addresses (host i64 or 32-bit shared
+    offsets) are `size` apart in lane order, and the address lane 0 would then have."""
+    b = fl.b
+    element = addrs.type.element
+    start = b.sub(addrs, ll.Constant(addrs.type, [size * i for i in range(W)]))
+    s = ll.IRBuilder.extract_element(b, start, fl.cttz(fl.bits(fl.mask)))
+    differ = ll.IRBuilder.select(b, fl.mask, ll.IRBuilder.icmp_unsigned(
+        b, "!=", start, b.splat(s)), b.splat(I1(0)))
+    assert s.type == element
+    return ll.IRBuilder.icmp_unsigned(b, "==", fl.bits(differ), I32(0)), s
+
+
+def check_access(fl: GangLowering, host, offsets, size: int, write: bool, span=None):
+    """Check the mask's lanes' accesses of `size` bytes at `host` (`span`: the (low, high)
+    the lanes touch, when known; else the lowest and highest address). A bad lane stops the
+    kernel there."""
+    b = fl.b
+    llfn = fl.llfn
+    ok_block = llfn.append_basic_block("access_ok")
+    if offsets is not None:
+        limit = b.zext(fl.target.ctx_field(fl, "total_smem"), I64)
+        fits = ll.IRBuilder.icmp_unsigned(b, "<=", b.add(offsets, b.splat(I64(size))),
+                                          b.splat(limit))
+        inside = ll.IRBuilder.icmp_unsigned(b, "<", offsets, b.splat(limit))
+        good = fl.bits(ll.IRBuilder.select(b, fl.mask, b.and_(fits, inside), b.splat(I1(1))))
+        bad_block = llfn.append_basic_block("shared_fault")
+        ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "==", good, I32(FULL)), ok_block,
+                             bad_block)
+        b.position_at_end(bad_block)
+        lane = fl.cttz(b.not_(good))
+        _fault(fl, lane, ll.IRBuilder.extract_element(b, host, lane), size, write)
+        b.position_at_end(ok_block)
+        return
+    # the range the active lanes touch, as one access, against the site's cached allocation
+    if span is not None:
+        lo, hi = span
+    else:
+        lo = fl.reduce("umin", ll.IRBuilder.select(b, fl.mask, host, b.splat(I64(-1))))
+        hi = b.add(fl.reduce("umax", ll.IRBuilder.select(b, fl.mask, host, b.splat(I64(0)))),
+                   I64(size))
+    site = fl.plan.check_sites
+    fl.plan.check_sites += 1
+    cache = fl.target.ctx_field(fl, "site_cache", typ=PTR)
+    slot = b.gep(cache, [I64(16 * site)], source_etype=I8)
+    c_lo = b.load(slot, typ=I64)
+    c_hi = b.load(b.gep(slot, [I64(8)], source_etype=I8), typ=I64)
+    hit = b.and_(ll.IRBuilder.icmp_unsigned(b, ">=", lo, c_lo),
+                 b.and_(ll.IRBuilder.icmp_unsigned(b, "<=", hi, c_hi),
+                        ll.IRBuilder.icmp_unsigned(b, ">=", hi, lo)))
+    search = llfn.append_basic_block("access_search")
+    ll.IRBuilder.cbranch(b, hit, ok_block, search)
+    b.position_at_end(search)
+    check = check_function(fl.llfn.module)
+    ctx = llfn.args[0]
+    found = ll.IRBuilder.call(b, check, [ctx, lo, b.sub(hi, lo), slot])
+    lanes = llfn.append_basic_block("access_lanes")
+    ll.IRBuilder.cbranch(b, found, ok_block, lanes)
+    # the range spans more than one allocation: each lane on its own
+    b.position_at_end(lanes)
+    head, body, test, nxt, bad = (llfn.append_basic_block(n) for n in (
+        "lane_head", "lane_body", "lane_test", "lane_next", "lane_fault"))
+    b.branch(head)
+    b.position_at_end(head)
+    i = ll.IRBuilder.phi(b, I32)
+    i.add_incoming(I32(0), lanes)
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "<", i, I32(W)), body, ok_block)
+    b.position_at_end(body)
+    active = ll.IRBuilder.extract_element(b, fl.mask, i)
+    ll.IRBuilder.cbranch(b, active, test, nxt)
+    b.position_at_end(test)
+    address = ll.IRBuilder.extract_element(b, host, i)
+    lane_ok = ll.IRBuilder.call(b, check, [ctx, address, I64(size), slot])
+    ll.IRBuilder.cbranch(b, lane_ok, nxt, bad)
+    b.position_at_end(nxt)
+    i.add_incoming(b.add(i, I32(1)), nxt)
+    b.branch(head)
+    b.position_at_end(bad)
+    _fault(fl, i, address, size, write)
+    b.position_at_end(ok_block)
+
+
+def check_shared32(fl: GangLowering, offsets, size: int, write: bool):
+    """check_access for 32-bit offsets into the shared window, computed in 32 bits."""
+    b = fl.b
+    llfn = fl.llfn
+    limit = fl.target.ctx_field(fl, "total_smem")
+    room = b.sub(limit, I32(size))
+    fits = b.and_(ll.IRBuilder.icmp_unsigned(b, "<=", offsets, b.splat(room)),
+                  b.splat(ll.IRBuilder.icmp_unsigned(b, ">=", limit, I32(size))))
+    good = fl.bits(ll.IRBuilder.select(b, fl.mask, fits, b.splat(I1(1))))
+    window = ll.IRBuilder.ptrtoint(b, fl.target.space_base(fl, "shared"), I64)
+    ok_block, bad_block = llfn.append_basic_block("shared_ok"), llfn.append_basic_block(
+        "shared_fault")
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "==", good, I32(FULL)), ok_block,
+                         bad_block)
+    b.position_at_end(bad_block)
+    lane = fl.cttz(b.not_(good))
+    _fault(fl, lane, b.add(window, b.zext(ll.IRBuilder.extract_element(b, offsets, lane), I64)),
+           size, write)
+    b.position_at_end(ok_block)
+
+
+def check_place(fl: GangLowering, place: Place, size: int, write: bool, kind, low, high):
+    """Check the mask's lanes' accesses, which lie in [low, high) (shared: offsets into the
+    window): shared memory by one range test, with the exact per-lane test when that fails
+    or the lanes are scattered; the rest by check_access (the per-site cache, then the
+    allocation table)."""
+    b = fl.b
+    et = place.addrs.type.element
+    addrs = b.add(place.addrs, b.splat(ll.Constant(et, place.offset))) if place.offset \
+        else place.addrs
+    if not place.shared:
+        check_access(fl, addrs, None, size, write, span=(low, high))
+        return
+    limit = fl.target.ctx_field(fl, "total_smem")
+    if et.width == 64:
+        limit = b.zext(limit, I64)
+    inside = b.and_(ll.IRBuilder.icmp_unsigned(b, "<=", high, limit),
+                    ll.IRBuilder.icmp_unsigned(b, "<=", low, high))
+    inside = b.and_(inside, ll.IRBuilder.icmp_unsigned(b, "!=", kind, I32(SCATTERED)))
+    exact, ok = fl.llfn.append_basic_block("shared_exact"), fl.llfn.append_basic_block(
+        "shared_inside")
+    ll.IRBuilder.cbranch(b, inside, ok, exact)
+    b.position_at_end(exact)
+    if et.width == 32:
+        check_shared32(fl, addrs, size, write)
+    else:
+        window = ll.IRBuilder.ptrtoint(b, fl.target.space_base(fl, "shared"), I64)
+        check_access(fl, b.add(addrs, b.splat(window)), addrs, size, write)
+    b.branch(ok)
+    b.position_at_end(ok)
+
+
+def group_check(fl: GangLowering, place: Place, size: int, low, high):
+    """i1: whether every access of the current instruction's group (access_groups) by the
+    mask's lanes lies inside memory the kernel may touch, checked once where the group's
+    first access classifies its lanes (so it holds for the rest of the segment); None for
+    an access in no group. A false check makes each access check itself (the exact fault,
+    in program order). Global accesses also prefetch here, for the whole group."""
+    group = fl.group_of.get(id(fl.inst))
+    if group is None:
+        return None
+    memo = (group, id(fl.mask))
+    if memo in fl.group_ok:
+        return fl.group_ok[memo], None
+    b = fl.b
+    first, last = fl.group_span[group]
+    et = place.addrs.type.element
+    if place.shared:       # lane by lane in one vector test: exact however they lie
+        limit = fl.target.ctx_field(fl, "total_smem")
+        if et.width == 64:
+            limit = b.zext(limit, I64)
+        start = b.add(place.addrs, b.splat(ll.Constant(et, first))) if first else place.addrs
+        end = b.add(place.addrs, b.splat(ll.Constant(et, last + size)))
+        good = b.and_(ll.IRBuilder.icmp_unsigned(b, "<=", start, end),
+                      ll.IRBuilder.icmp_unsigned(b, "<=", end, b.splat(limit)))
+        bad = fl.bits(b.and_(fl.mask, b.not_(good)))
+        ok = ll.IRBuilder.icmp_unsigned(b, "==", bad, I32(0))
+        fl.group_ok[memo] = ok
+        return ok, None
+    low = b.add(low, ll.Constant(et, first))
+    high = b.add(high, ll.Constant(et, last))
+    ordered = ll.IRBuilder.icmp_unsigned(b, "<=", low, high)
+    site = fl.plan.check_sites
+    fl.plan.check_sites += 1
+    slot = b.gep(fl.target.ctx_field(fl, "site_cache", typ=PTR), [I64(16 * site)],
+                 source_etype=I8)
+    hit = b.and_(ordered, b.and_(
+        ll.IRBuilder.icmp_unsigned(b, ">=", low, b.load(slot, typ=I64)),
+        ll.IRBuilder.icmp_unsigned(b, "<=", high, b.load(
+            b.gep(slot, [I64(8)], source_etype=I8), typ=I64))))
+    idle = ll.IRBuilder.icmp_unsigned(b, "==", fl.bits(fl.mask), I32(0))
+    before = b.block
+    search, done = fl.llfn.append_basic_block("group_search"), fl.llfn.append_basic_block(
+        "group_checked")
+    ll.IRBuilder.cbranch(b, b.or_(hit, idle), done, search)
+    b.position_at_end(search)
+    found = ll.IRBuilder.call(b, check_function(fl.llfn.module),
+                              [fl.llfn.args[0], low, b.sub(high, low), slot])
+    searched = b.block
+    b.branch(done)
+    b.position_at_end(done)
+    ok = ll.IRBuilder.phi(b, I1)
+    ok.add_incoming(I1(1), before)
+    ok.add_incoming(found, searched)
+    fl.group_ok[memo] = ok
+    return ok, low
+
+
+_AHEAD = 3      # how many strides ahead prefetch fetches
+_NEAR = 1 << 26
+
+
+def prefetch(fl: GangLowering, low, span: int) -> None:
+    """A software stride prefetcher for one access site: the warp's accesses there move by
+    a stride (a grid-stride loop moves by gridDim * blockDim elements, too far for the
+    hardware's prefetchers; and from one warp or block to the next); fetch the lines of the
+    `span` bytes from `low` _AHEAD strides on. The stride is the last move at this site: in
+    this warp's call when it has been here before (a loop), else by the warps this worker
+    ran before in this launch (the site's last address is also kept in a slot of the
+    worker's site cache, zero at each launch). A wrong guess costs a prefetch, never a
+    fault."""
+    b = fl.b
+    mine = fl.entry_alloca(I64, "last_address")
+    with b.goto_block(fl.entry):
+        b.position_after(mine)
+        ll.IRBuilder.store(b, I64(0), mine)
+    site = fl.plan.check_sites
+    fl.plan.check_sites += 1
+    shared = b.gep(fl.target.ctx_field(fl, "site_cache", typ=PTR), [I64(16 * site)],
+                   source_etype=I8)
+    own = b.load(mine)
+    before = ll.IRBuilder.select(b, ll.IRBuilder.icmp_unsigned(b, "!=", own, I64(0)), own,
+                                 b.load(shared, typ=I64))
+    step = b.sub(low, before)
+    b.store(low, mine)
+    b.store(low, shared)
+    # only after a first access here in this launch, and for strides under 64 MiB
+    near = ll.IRBuilder.icmp_unsigned(b, "<", b.add(step, I64(_NEAR)), I64(2 * _NEAR))
+    fetch, done = fl.llfn.append_basic_block("prefetch"), fl.llfn.append_basic_block(
+        "prefetched")
+    ll.IRBuilder.cbranch(b, b.and_(near, ll.IRBuilder.icmp_unsigned(b, "!=", before, I64(0))),
+                         fetch, done)
+    b.position_at_end(fetch)
+    ahead = b.add(low, b.mul(step, I64(_AHEAD)))
+    fn = declare(fl.llfn.module, "llvm.prefetch.p0", ll.VoidType(), [PTR, I32, I32, I32])
+    for line in range(0, min(span, 256), 64):
+        ll.IRBuilder.call(b, fn, [ll.IRBuilder.inttoptr(b, b.add(ahead, I64(line)), PTR),
+                                  I32(0), I32(3), I32(1)])
+    b.branch(done)
+    b.position_at_end(done)
+
+
+# How the mask's lanes' addresses lie (_classify): consecutive; consecutive within each half
+# warp; one address per half warp; anything else.
+CONSECUTIVE, HALVES, HALF_UNIFORM, SCATTERED = range(4)
+
+
+class Place:
+    """Where the mask's lanes access memory: `addrs` (a vector of host addresses, or of
+    offsets into the shared window when `shared`) plus `offset` bytes; `key` names the
+    base (register or variable) it was read from, for _classify's memo."""
+
+    __slots__ = ("addrs", "shared", "offset", "key")
+
+    def __init__(self, addrs, shared: bool, offset: int, key):
+        self.addrs, self.shared, self.offset, self.key = addrs, shared, offset, key
+
+    def moved(self, step: int) -> Place:
+        return Place(self.addrs, self.shared, self.offset + step, self.key)

@@ -1,0 +1,413 @@
+"""The CPU target's warp-gang code: the 32 lanes of a warp run together in vector registers.
+
+DESIGN.md's second design for executing a block ("a warp-gang vectoriser"). A PTX register
+becomes a vector of 32 lanes (`<32 x T>`), or one scalar where every lane holds the same value
+(passes/uniformity.py finds those); an instruction computes all lanes at once. A lane that is not
+executing keeps its old value where another lane may read it later (the write is a `select`
+on the *execution mask*). Memory accesses find out at run time how the active lanes'
+addresses lie (consecutive, a CUDA warp's coalesced access: one masked vector load or store;
+consecutive per half warp, a 16-wide block: two; one address per half warp: two scalar
+loads; else a gather or scatter), once per base register in a segment. The accesses from one
+base in a segment are checked as one range per warp against the launch's allocations (the
+per-site cache of target.py); an access outside them stops the kernel with the first bad lane's
+address, as on the scalar path. The code is made for one block shape (thread indices are
+constants), and each segment twice: for a full mask (a constant) and for any other.
+
+Control flow is general (any CFG, divergent or not) by *min-PC scheduling*: every lane has a
+program counter (the number of the code segment it runs next); the warp runs the segment with
+the lowest counter among its waiting lanes, with the lanes at that segment as the mask. Blocks
+are numbered in program order, so lanes that leave a loop wait at a higher number until the
+others have finished it, and lanes that took different sides of an `if` meet again where they
+join. While every live lane is in the mask and a branch goes one way for all, the warp jumps
+straight to the target without looking at counters.
+
+Waits: `bar.sync` (a whole-block barrier) parks the lanes that reach it; when no lane of the
+warp can go on, the warp returns to the block loop (`run_blocks`), which runs the other warps
+and resumes it once all have arrived or exited; registers live across the barrier are saved in
+the warp's frame. Warp operations (shfl.sync, vote.sync, activemask, bar.warp.sync) are
+vector operations of the mask's lanes; lanes that arrive before the other members of their
+member mask park until those come.
+
+Kernels that use anything this path does not lower yet (a device-function call, .local memory,
+counted or reducing barriers, atomics other than the common read-modify-writes, ...) run on
+the thread-by-thread path, per kernel: refusals.py says why (build.py's check_gang).
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir as ll
+
+from ptxport.codegen.lower import (
+    I1,
+    I8,
+    I32,
+    I64,
+    PTR,
+    loop_headers,
+)
+from ptxport.codegen.targets.cpu.abi import CTX
+from ptxport.codegen.targets.cpu.gang.control import (
+    block_barrier,
+    goto_segment,
+    lower_bra,
+    lower_exit,
+    set_pc,
+)
+from ptxport.codegen.targets.cpu.gang.lanes import (
+    BARRIER,
+    DEADLOCK,
+    EXIT_PC,
+    FULL,
+    PARKED,
+    PC,
+    REGISTERS,
+    RESUME,
+    RESUME_LANES,
+    SCRATCH_LANE,
+    W,
+    is_vec,
+    vec,
+)
+from ptxport.codegen.targets.cpu.gang.memory import access_groups, lower_atom, lower_ld, lower_st
+from ptxport.codegen.targets.cpu.gang.state import GangLowering
+from ptxport.codegen.targets.cpu.gang.warp import (
+    lower_activemask,
+    lower_shfl,
+    lower_vote,
+    lower_warp_barrier,
+)
+from ptxport.codegen.targets.cpu.options import CpuOptions
+from ptxport.codegen.targets.cpu.stop import STOPPED, poll_stop
+from ptxport.ir import nodes as ir
+from ptxport.ir.analysis import live_after, live_before, uses_and_defs
+from ptxport.passes.segment import Segment, is_barrier, is_warp_op, segments_of
+from ptxport.passes.uniformity import (
+    warp_uniform_indices,
+)
+
+__all__ = ["lower_gang"]
+
+
+def lower_bar(fl: GangLowering, inst: ir.Instruction) -> None:
+    if inst.spec.has("warp"):
+        lower_warp_barrier(fl, inst)
+    else:
+        block_barrier(fl, inst)
+
+
+_GANG_LOWERINGS = {"ld": lower_ld, "ldu": lower_ld, "st": lower_st, "atom": lower_atom,
+                   "red": lower_atom, "bra": lower_bra, "ret": lower_exit, "exit": lower_exit,
+                   "shfl": lower_shfl, "vote": lower_vote, "activemask": lower_activemask}
+
+
+_GANG_LOWERINGS["bar"] = _GANG_LOWERINGS["barrier"] = lower_bar
+
+
+# --- the gang function and its block loop ------------------------------------------------------
+
+def _saved_registers(kernel: ir.Function) -> list[ir.Register]:
+    """Registers live where a warp may resume after returning: after barriers, and at warp
+    operations where lanes park."""
+    points = {id(i) for i in kernel.instructions() if is_barrier(i) or is_warp_op(i)}
+    if not points:
+        return []
+    live = live_after(kernel, points)
+    saved: set = set()
+    for inst in kernel.instructions():
+        if id(inst) in points:
+            saved |= live[id(inst)]
+            if is_warp_op(inst):
+                saved |= uses_and_defs(inst)[0]
+    return sorted(saved, key=lambda r: r.name)
+
+
+def _frame_layout(fl: GangLowering, registers) -> dict[str, int]:
+    offsets, at = {}, REGISTERS
+    for reg in registers:
+        typ = fl.storage_type(reg)
+        element = typ.element if isinstance(typ, ll.ArrayType) else typ
+        if reg in fl.uniform:       # one scalar (8 bytes hold any)
+            offsets[reg.name] = at
+            at += 8 * (reg.vector or 1)
+            continue
+        width = element.element.width if isinstance(element.element, ll.IntType) else \
+            {"half": 16, "bfloat": 16, "float": 32, "double": 64}[str(element.element)]
+        size = max(width // 8, 1) * W * (reg.vector or 1) if width > 1 else 4 * (reg.vector or 1)
+        at = (at + 127) // 128 * 128
+        offsets[reg.name] = at
+        at += size
+    offsets[""] = (at + 127) // 128 * 128
+    return offsets
+
+
+def lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, target, plan,
+               block: tuple[int, int, int], options: CpuOptions) -> GangLowering:
+    """Lower `kernel` into the gang function `gang` (ctx, frame, warp, nthreads, start) for
+    blocks of shape `block`: its entry and resumption, the min-PC dispatcher, and every code
+    segment."""
+    fl = GangLowering(module, kernel, gang, target, plan, block, options, _GANG_LOWERINGS,
+                      access_groups)
+    ctx, frame, warp, _nthreads, start = gang.args
+    fl.declare_registers()
+    _declare_slots(fl)
+    fl.scratch_lane = fl.b.gep(ctx, [I64(SCRATCH_LANE)], source_etype=I8)
+    stop_word = fl.b.load(fl.b.gep(ctx, [I64(CTX.fields["stop"])], source_etype=I8), typ=PTR)
+    assert CTX.fields["scratch"] == SCRATCH_LANE
+    live = _thread_indices(fl, frame, warp, block)
+    segments, exit_segment = _lay_out_segments(fl, kernel, gang)
+    _frame_registers(fl, kernel, segments, frame)
+    dispatch = _entry(fl, gang, start, live)
+    _dispatcher(fl, gang, segments, dispatch)
+    fl.b.position_at_end(exit_segment.llblock)
+    fl.mask = fl.b.load(fl.mask_slot)
+    set_pc(fl, fl.mask, I32(EXIT_PC))
+    fl.b.branch(dispatch)
+    _lower_segments(fl, kernel, gang, segments, exit_segment, stop_word)
+    return fl
+
+
+def _declare_slots(fl: GangLowering) -> None:
+    """The gang function's own variables: the lanes' counters, the mask, the parked and
+    waiting lanes, and arrays for exchanging values between lanes."""
+    vi32 = vec(I32)
+    fl.pc_slot = fl.entry_alloca(vi32, "pc")
+    fl.mask_slot = fl.entry_alloca(vec(I1), "mask")
+    fl.parked_slot = fl.entry_alloca(I32, "parked")
+    fl.barrier_slot = fl.entry_alloca(I32, "at_barrier")
+    fl.retry_slot = fl.entry_alloca(I32, "alive_at_retry")
+    fl.others_slot = fl.entry_alloca(I32, "others")
+    fl.others_min_slot = fl.entry_alloca(I32, "others_from")
+    fl.shuffle_slot = fl.entry_alloca(ll.ArrayType(I32, W), "shuffle", 64)
+    arrays: dict[str, ll.Value] = {}
+
+    def shuffle_array(element):
+        key = str(element)
+        if key not in arrays:
+            arrays[key] = fl.entry_alloca(ll.ArrayType(element, W), f"lanes_{key}", 64)
+        return arrays[key]
+
+    fl.shuffle_array = shuffle_array
+    fl.exit_pcs = ll.Constant(vi32, [I32(EXIT_PC)] * W)
+
+
+def _thread_indices(fl: GangLowering, frame, warp, block: tuple[int, int, int]) -> ll.Value:
+    """Lane numbers and thread indices (fl.lane, fl.thread_index), the warp frame's fields
+    (fl.frame_field); returns which lanes are threads of the block."""
+    b = fl.b
+    fl.lane = ll.Constant(vec(I32), [I32(i) for i in range(W)])
+    fl.warp_number = warp
+    linear = b.add(b.splat(b.mul(warp, I32(W))), fl.lane)
+    # thread indices: divisions by constants (shifts for powers of two), a scalar where the
+    # warp's lanes hold one value (computed where read: cheaper than keeping them)
+    nthreads = I32(block[0] * block[1] * block[2])
+    first = b.mul(warp, I32(W))
+    alike = warp_uniform_indices(block)
+    tid = []
+    for axis, (below, size) in enumerate(((1, block[0]), (block[0], block[1]),
+                                           (block[0] * block[1], block[2]))):
+        of = first if "xyz"[axis] in alike else linear
+        index = ll.IRBuilder.udiv(b, of, b.splat(I32(below)) if is_vec(of) else I32(below))
+        if axis < 2:
+            index = ll.IRBuilder.urem(b, index, b.splat(I32(size)) if is_vec(index)
+                                      else I32(size))
+        tid.append(index)
+
+    def frame_field(offset, typ=I32):
+        pointer = ll.IRBuilder.gep(b, frame, [I64(offset)], source_etype=I8)
+        pointer.type = ll.PointerType(typ)
+        return pointer
+
+    fl.frame_field, fl.thread_index = frame_field, tid.__getitem__
+    return ll.IRBuilder.icmp_unsigned(b, "<", linear, b.splat(nthreads))
+
+
+def _lay_out_segments(fl: GangLowering, kernel: ir.Function,
+                      gang: ll.Function) -> tuple[list[Segment], Segment]:
+    """The kernel's segments, each with its LLVM block, and the segment past the end."""
+    segments = segments_of(kernel)
+    for s in segments:
+        s.llblock = gang.append_basic_block(f"seg{s.number}")
+    fl.first_segment = {}
+    fl.segment_at = {}
+    after: dict[int, Segment] = {}
+    for i, s in enumerate(segments):
+        fl.first_segment.setdefault(id(s.block), s)
+        if s.start < s.end:
+            fl.segment_at[id(s.block.instructions[s.start])] = s
+            after[id(s.block.instructions[s.end - 1])] = segments[i + 1] if i + 1 < len(
+                segments) else None
+    exit_segment = Segment(len(segments), None, 0, 0)
+    exit_segment.llblock = gang.append_basic_block("fall_off")
+
+    def next_segment(inst):
+        found = after.get(id(inst))
+        if found is None or found.block is None:
+            return exit_segment
+        return found
+
+    fl.next_segment = next_segment
+    return segments, exit_segment
+
+
+def _frame_registers(fl: GangLowering, kernel: ir.Function, segments: list[Segment],
+                     frame) -> None:
+    """Registers live where a warp resumes live in its frame (128-byte aligned, as the vector
+    loads LLVM makes of them assume): a warp leaving at a barrier copies nothing."""
+    b = fl.b
+    registers = _saved_registers(kernel)
+    starts = live_before(kernel, {(id(s.block), s.start) for s in segments})
+    fl.crossing = set().union(*starts.values())
+    offsets = _frame_layout(fl, registers)
+    fl.frame_bytes = offsets[""]
+    with b.goto_entry_block():
+        b.position_at_start(fl.entry)
+        for reg in registers:
+            slot = ll.IRBuilder.gep(b, frame, [I64(offsets[reg.name])], source_etype=I8)
+            slot.type = ll.PointerType(fl.storage_type(reg))
+            fl.registers[id(reg)] = slot
+
+
+def _entry(fl: GangLowering, gang: ll.Function, start, live) -> ll.Block:
+    """A fresh warp's start and a waiting warp's resumption; returns the dispatcher's block
+    (empty yet), where both go on."""
+    b, vi32, frame_field = fl.b, vec(I32), fl.frame_field
+    fresh, resume, dispatch = (gang.append_basic_block(n) for n in ("fresh", "resume",
+                                                                    "dispatch"))
+    fl.dispatch = dispatch
+    b.store(I32(0), fl.barrier_slot)
+    b.store(I32(-1), fl.retry_slot)     # all 32 alive: none has exited, a retry cannot help
+    b.cbranch(start, fresh, resume)
+    b.position_at_end(fresh)
+    b.store(I32(-1), fl.frame_field(RESUME))
+    b.store(ll.IRBuilder.select(b, live, b.splat(I32(0)), fl.exit_pcs), fl.pc_slot)
+    b.store(I32(0), fl.parked_slot)
+    b.branch(dispatch)
+    b.position_at_end(resume)
+    # all live lanes left together at one barrier (block_barrier): straight back there
+    at = b.load(fl.frame_field(RESUME))
+    fast, slow = gang.append_basic_block("resume_fast"), gang.append_basic_block(
+        "resume_slow")
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_signed(b, ">=", at, I32(0)), fast, slow)
+    b.position_at_end(slow)
+    b.store(b.load(frame_field(PC, vi32), align=16), fl.pc_slot)
+    b.store(b.load(frame_field(PARKED)), fl.parked_slot)
+    b.branch(dispatch)
+    b.position_at_end(fast)
+    b.store(I32(-1), fl.frame_field(RESUME))
+    lanes = fl.lanes(b.load(fl.frame_field(RESUME_LANES)))
+    b.store(ll.IRBuilder.select(b, lanes, b.splat(at), fl.exit_pcs), fl.pc_slot)
+    b.store(I32(0), fl.parked_slot)
+    b.store(lanes, fl.mask_slot)
+    b.store(I32(0), fl.others_slot)
+    b.store(I32(EXIT_PC), fl.others_min_slot)
+    fl.resume_switch = ll.IRBuilder.switch(b, at, dispatch)
+    fl.resumed_at = set()
+    return dispatch
+
+
+def _dispatcher(fl: GangLowering, gang: ll.Function, segments: list[Segment],
+                dispatch: ll.Block) -> None:
+    """The dispatcher: the segment of the lowest counter among the lanes that may run, with
+    the lanes at that segment as the mask."""
+    b = fl.b
+    b.position_at_end(dispatch)
+    pc = b.load(fl.pc_slot)
+    parked = b.load(fl.parked_slot)
+    waiting = b.load(fl.barrier_slot)
+    alive = fl.bits(ll.IRBuilder.icmp_unsigned(b, "!=", pc, fl.exit_pcs))
+    candidates = b.and_(alive, b.not_(b.or_(parked, waiting)))
+    pick, stop = gang.append_basic_block("pick"), gang.append_basic_block("stop")
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "==", candidates, I32(0)), stop, pick)
+    b.position_at_end(pick)
+    lowest = fl.reduce("umin", ll.IRBuilder.select(b, fl.lanes(candidates), pc, fl.exit_pcs))
+    mask = b.and_(ll.IRBuilder.icmp_unsigned(b, "==", pc, b.splat(lowest)),
+                  fl.lanes(b.not_(waiting)))
+    b.store(mask, fl.mask_slot)
+    b.store(b.and_(parked, b.not_(fl.bits(mask))), fl.parked_slot)
+    others = b.and_(candidates, b.not_(fl.bits(mask)))
+    b.store(others, fl.others_slot)
+    b.store(fl.reduce("umin", ll.IRBuilder.select(b, fl.lanes(others), pc, fl.exit_pcs)),
+            fl.others_min_slot)
+    unreachable = gang.append_basic_block("bad_pc")
+    switch = ll.IRBuilder.switch(b, lowest, unreachable)
+    for s in segments:
+        switch.add_case(I32(s.number), s.llblock)
+    b.position_at_end(unreachable)
+    b.unreachable()
+    b.position_at_end(stop)
+    _no_lane_goes_on(fl, gang, dispatch, pc, parked, waiting, alive)
+
+
+def _no_lane_goes_on(fl: GangLowering, gang: ll.Function, dispatch: ll.Block, pc, parked,
+                     waiting, alive) -> None:
+    """No lane can go on: all exited, or waiting at a barrier (save and return), or stuck."""
+    b = fl.b
+    at_barrier, not_barrier = gang.append_basic_block("at_barrier"), gang.append_basic_block(
+        "not_barrier")
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", waiting, I32(0)), at_barrier,
+                         not_barrier)
+    b.position_at_end(at_barrier)
+    b.store(pc, fl.frame_field(PC, vec(I32)), align=16)
+    b.store(parked, fl.frame_field(PARKED))
+    b.ret(I32(BARRIER))
+    b.position_at_end(not_barrier)
+    some_parked, done = gang.append_basic_block("some_parked"), gang.append_basic_block(
+        "all_exited")
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", parked, I32(0)), some_parked,
+                         done)
+    # Lanes parked at a warp operation for members that have exited since (a member that
+    # returns before a shfl.sync does not take part): when lanes exited since the last such
+    # retry, every parked lane tries its warp operation again; else they wait forever.
+    b.position_at_end(some_parked)
+    retry, stuck = gang.append_basic_block("retry"), gang.append_basic_block("stuck")
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", alive, b.load(fl.retry_slot)),
+                         retry, stuck)
+    b.position_at_end(retry)
+    b.store(alive, fl.retry_slot)
+    b.store(I32(0), fl.parked_slot)
+    b.branch(dispatch)
+    b.position_at_end(stuck)
+    b.store(fl.cttz(parked), fl.scratch_lane)
+    b.ret(I32(DEADLOCK))
+    b.position_at_end(done)
+    b.ret(I32(-1))
+
+
+def _lower_segments(fl: GangLowering, kernel: ir.Function, gang: ll.Function,
+                    segments: list[Segment], exit_segment: Segment, stop_word) -> None:
+    """The segments: each twice, for all 32 lanes (the mask a constant: no selects, plain
+    vector loads and stores, lane 0 first) and for any other mask."""
+    b = fl.b
+    full = ll.Constant(vec(I1), [I1(1)] * W)
+    # every loop passes the first segment of a loop header: a launch asked to stop ends there
+    looped = {fl.first_segment[h].number for h in loop_headers(kernel) if h in fl.first_segment}
+    for i, s in enumerate(segments):
+        b.position_at_end(s.llblock)
+        if s.number in looped:
+            stopping = gang.append_basic_block(f"seg{s.number}_stopping")
+            going_on = gang.append_basic_block(f"seg{s.number}_going_on")
+            poll_stop(fl, stop_word, stopping, going_on)
+            b.position_at_end(stopping)
+            b.ret(I32(STOPPED))
+            b.position_at_end(going_on)
+        mask = b.load(fl.mask_slot)
+        copies = [(mask, b.block)]
+        if fl.options.full_mask_copies:
+            whole, partial = (gang.append_basic_block(f"seg{s.number}_{n}")
+                              for n in ("all", "some"))
+            ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(
+                b, "==", fl.bits(mask), I32(FULL)), whole, partial)
+            copies = [(full, whole), (mask, partial)]
+        for lanes, block in copies:
+            b.position_at_end(block)
+            fl.mask = lanes
+            fl.forget_segment(s.block.instructions[s.start:s.end])
+            for inst in s.block.instructions[s.start:s.end]:
+                fl.lower_instruction(inst)
+            if not b.block.is_terminated:
+                following = segments[i + 1] if i + 1 < len(segments) else exit_segment
+                if following.block is None:
+                    set_pc(fl, fl.mask, I32(EXIT_PC))
+                    b.branch(fl.dispatch)
+                else:       # lanes may wait there already: meet them
+                    goto_segment(fl, following)

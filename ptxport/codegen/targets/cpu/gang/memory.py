@@ -1,0 +1,524 @@
+"""Warp gangs' loads, stores and atomics: how the active lanes' addresses lie is found at run
+time (consecutive: one masked vector access; per half warp: two; one address: a scalar;
+else a gather or scatter), once per base register in a segment.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir as ll
+
+from ptxport.codegen.lower import (
+    I1,
+    I8,
+    I32,
+    I64,
+    PTR,
+    FunctionLowering,
+    value_type,
+)
+from ptxport.codegen.ops.data import instruction_type, state_space, vector_count
+from ptxport.codegen.targets.cpu.gang.checks import (
+    CONSECUTIVE,
+    HALF_UNIFORM,
+    HALVES,
+    SCATTERED,
+    Place,
+    check_access,
+    check_place,
+    check_shared32,
+    group_check,
+    lane_addresses,
+    pattern,
+    prefetch,
+    type_name,
+)
+from ptxport.codegen.targets.cpu.gang.lanes import GangUnsupported, W, declare, is_vec, vec
+from ptxport.codegen.targets.cpu.gang.state import GangLowering
+from ptxport.ir import nodes as ir
+from ptxport.ir.analysis import may_write, uses_and_defs
+from ptxport.ir.types import Type
+
+_HALF = 16      # a half warp: a 16-wide block dimension makes each half a row
+
+
+def _halves(fl: GangLowering, addrs, size: int):
+    """(each half consecutive i1, (start0, start1)): whether within each half warp the
+    mask's lanes' addresses are `size` apart (size 0: all the same), and each half's lane-0
+    address. A half without active lanes counts as consecutive (its start is unused)."""
+    b = fl.b
+    bits = fl.bits(fl.mask)
+    step = ll.Constant(addrs.type, [size * (i % _HALF) for i in range(W)])
+    start = b.sub(addrs, step) if size else addrs
+    starts = []
+    for half in range(2):
+        lanes = b.lshr(bits, I32(_HALF * half)) if half else bits
+        at = fl.cttz(b.or_(lanes, I32(1 << (_HALF - 1))))
+        starts.append(ll.IRBuilder.extract_element(
+            b, start, b.add(at, I32(_HALF * half)) if half else at))
+    expected = ll.IRBuilder.select(b, _LOW_HALF, b.splat(starts[0]), b.splat(starts[1]))
+    differ = ll.IRBuilder.select(b, fl.mask, ll.IRBuilder.icmp_unsigned(
+        b, "!=", start, expected), b.splat(I1(0)))
+    return ll.IRBuilder.icmp_unsigned(b, "==", fl.bits(differ), I32(0)), starts
+
+
+_LOW_HALF = ll.Constant(ll.VectorType(I1, W), [I1(i < _HALF) for i in range(W)])
+
+
+def _half_mask(fl: GangLowering, half: int):
+    b = fl.b
+    lanes = ll.Constant(ll.VectorType(I32, _HALF), list(range(_HALF * half, _HALF * half + _HALF)))
+    return ll.IRBuilder.shuffle_vector(b, fl.mask, ll.Constant(fl.mask.type, None), lanes)
+
+
+def _vector_access(fl: GangLowering, inst: ir.Instruction):
+    """(address operand, space, element type, count) of a ld or st that _access lowers lane
+    by lane (not a parameter, not a load every lane makes alike), else None."""
+    if inst.opcode not in ("ld", "st"):
+        return None
+    space = state_space(inst)
+    if inst.opcode == "ld":
+        defs = uses_and_defs(inst)[1]
+        if space == "param" or (defs and defs <= fl.uniform):
+            return None
+    operand = inst.operands[1] if inst.opcode == "ld" else inst.operands[0]
+    if not isinstance(operand, ir.Address):
+        return None
+    return operand, space, instruction_type(inst), vector_count(inst)
+
+
+def access_groups(fl: GangLowering, instructions) -> tuple[dict, dict]:
+    """The unguarded accesses of a segment that read the same base (before it is written
+    again) with elements of one size: id(instruction) -> group, and group -> (lowest,
+    highest) offset. Their lanes' addresses differ by constants only, so one range check
+    covers the group (group_check)."""
+    written: dict = {}
+    group_of, span = {}, {}
+    for inst in instructions:
+        found = _vector_access(fl, inst) if inst.guard is None else None
+        if found is not None:
+            operand, space, t, count = found
+            base = id(operand.base)
+            group = ((base, space), t.size, written.get(base, 0))
+            group_of[id(inst)] = group
+            low, high = span.get(group, (operand.offset, operand.offset))
+            span[group] = (min(low, operand.offset),
+                           max(high, operand.offset + (count - 1) * t.size))
+        for reg in may_write(inst):
+            written[id(reg)] = written.get(id(reg), 0) + 1
+    return group_of, span
+
+
+def _place(fl: GangLowering, operand, space) -> Place:
+    """The Place of a memory operand; the base's lanes are read once per segment while the
+    base register is not written."""
+    if not isinstance(operand, ir.Address):
+        raise GangUnsupported("a memory operand that is not [address]")
+    key = (id(operand.base), space)
+    addrs = fl.places.get(key)
+    if addrs is None:
+        host, offsets = lane_addresses(fl, ir.Address(operand.base, 0), space)
+        addrs = host if offsets is None else offsets
+        fl.places[key] = addrs
+    return Place(addrs, space == "shared", operand.offset, key)
+
+
+def _classify(fl: GangLowering, place: Place, size: int):
+    """(kind, start0, start1, low, high) of the mask's lanes' accesses of `size` bytes at
+    place.addrs (before place.offset): the kind (CONSECUTIVE...), the lane-0 address of
+    each half warp (kind HALF_UNIFORM: each half's one address), and the range the active
+    lanes touch. Computed once per base, size and mask in a segment (a tile loop reads
+    As[ty][k] for 16 values of k: one classification)."""
+    memo = (place.key, size, id(fl.mask))
+    if memo in fl.patterns:
+        return fl.patterns[memo]
+    b = fl.b
+    llfn = fl.llfn
+    addrs = place.addrs
+    et = addrs.type.element
+    bits = fl.bits(fl.mask)
+    entry = b.block
+    run, halves_test, uniform_test, scattered, done = (llfn.append_basic_block(n) for n in (
+        "classify", "classify_halves", "classify_uniform", "classify_scattered",
+        "classified"))
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", bits, I32(0)), run, done)
+    incoming = [(I32(SCATTERED), ll.Constant(et, 0), ll.Constant(et, 0), ll.Constant(et, 0),
+                 ll.Constant(et, 0), entry)]
+    b.position_at_end(run)
+    contiguous, s = pattern(fl, addrs, size)
+    first = b.zext(fl.cttz(bits), et)
+    after = b.zext(b.sub(I32(W), fl.ctlz(bits)), et)
+    incoming.append((I32(CONSECUTIVE), s, b.add(s, ll.Constant(et, size * _HALF)),
+                     b.add(s, b.mul(first, ll.Constant(et, size))),
+                     b.add(s, b.mul(after, ll.Constant(et, size))), b.block))
+    low_idle = ll.IRBuilder.icmp_unsigned(b, "==", b.and_(bits, I32(0xFFFF)), I32(0))
+    high_idle = ll.IRBuilder.icmp_unsigned(b, "==", b.lshr(bits, I32(_HALF)), I32(0))
+    ll.IRBuilder.cbranch(b, contiguous, done, halves_test)
+
+    def both(starts):
+        # an idle half's start is not an address: it takes the other half's
+        h0, h1 = starts
+        h0, h1 = (ll.IRBuilder.select(b, low_idle, h1, h0),
+                  ll.IRBuilder.select(b, high_idle, h0, h1))
+        less = ll.IRBuilder.icmp_unsigned(b, "<", h0, h1)
+        return h0, h1, ll.IRBuilder.select(b, less, h0, h1), ll.IRBuilder.select(b, less, h1, h0)
+    b.position_at_end(halves_test)
+    halves, starts = _halves(fl, addrs, size)
+    h0, h1, low, high = both(starts)
+    incoming.append((I32(HALVES), h0, h1, low, b.add(high, ll.Constant(et, size * _HALF)),
+                     b.block))
+    ll.IRBuilder.cbranch(b, halves, done, uniform_test)
+    b.position_at_end(uniform_test)
+    same, starts = _halves(fl, addrs, 0)
+    u0, u1, low, high = both(starts)
+    incoming.append((I32(HALF_UNIFORM), u0, u1, low, b.add(high, ll.Constant(et, size)),
+                     b.block))
+    ll.IRBuilder.cbranch(b, same, done, scattered)
+    b.position_at_end(scattered)
+    if place.shared:        # (check_place tests scattered shared lanes one by one)
+        low = high = ll.Constant(et, 0)
+    else:
+        ones = ll.Constant(et, (1 << et.width) - 1)
+        low = fl.reduce("umin", ll.IRBuilder.select(b, fl.mask, addrs, b.splat(ones)))
+        high = b.add(fl.reduce("umax", ll.IRBuilder.select(
+            b, fl.mask, addrs, b.splat(ll.Constant(et, 0)))), ll.Constant(et, size))
+    incoming.append((I32(SCATTERED), low, low, low, high, b.block))
+    b.branch(done)
+    b.position_at_end(done)
+    result = []
+    for i, typ in enumerate((I32, et, et, et, et)):
+        phi = ll.IRBuilder.phi(b, typ)
+        for values in incoming:
+            phi.add_incoming(values[i], values[5])
+        result.append(phi)
+    fl.patterns[memo] = tuple(result)
+    return fl.patterns[memo]
+
+
+def _access(fl: GangLowering, place: Place, t: Type, value=None):
+    """Load (value None) or store `value` of type t for the mask's lanes at `place`: one
+    masked vector access when the lanes' addresses are consecutive, two half-warp ones when
+    each half's are (a 16-wide block), two scalar loads when each half reads one address,
+    else a gather or scatter."""
+    b = fl.b
+    vt = vec(value_type(t))
+    load = value is None
+    kind, s0, s1, low, high = _classify(fl, place, t.size)
+    offset = ll.Constant(place.addrs.type.element, place.offset)
+    vector_block, halves_block, uniform_block, lanes_block, done = (
+        fl.llfn.append_basic_block(n) for n in (
+            "access_vector", "access_halves", "access_uniform", "access_gather",
+            "access_done"))
+    skipped = _check_access_place(fl, place, t, load, kind, low, high, done)
+    pointer = _pointer_maker(fl, place, offset)
+    switch = ll.IRBuilder.switch(b, kind, lanes_block)
+    switch.add_case(I32(CONSECUTIVE), vector_block)
+    switch.add_case(I32(HALVES), halves_block)
+    if load:
+        switch.add_case(I32(HALF_UNIFORM), uniform_block)
+    incoming = []
+    for block, part in ((vector_block, _consecutive), (halves_block, _consecutive_halves),
+                        (uniform_block, _one_per_half)):
+        b.position_at_end(block)
+        loaded = part(fl, t, value, pointer, s0, s1)
+        if loaded is not None:
+            incoming.append((loaded, b.block))
+        if not b.block.is_terminated:
+            b.branch(done)
+    b.position_at_end(lanes_block)
+    loaded = _gather_or_scatter(fl, place, t, value, offset)
+    if loaded is not None:
+        incoming.append((loaded, b.block))
+    b.branch(done)
+    b.position_at_end(done)
+    if load:
+        result = ll.IRBuilder.phi(b, vt)
+        for v, block in incoming:
+            result.add_incoming(v, block)
+        result.add_incoming(ll.Constant(vt, None), skipped)
+        return result
+    return None
+
+
+def _check_access_place(fl: GangLowering, place: Place, t: Type, load: bool, kind, low,
+                        high, done: ll.Block) -> ll.Block:
+    """Branch to `done` when no lane is active, else check the lanes' range (with the
+    group's check where there is one) and prefetch ahead; returns the block that skips."""
+    b = fl.b
+    offset = ll.Constant(place.addrs.type.element, place.offset)
+    checked, group_low = group_check(fl, place, t.size, low, high) if fl.guard is None \
+        else (None, None)
+    active = fl.llfn.append_basic_block("access_active")
+    skipped = b.block          # no lane active (a guard false everywhere): no access at all
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", fl.bits(fl.mask), I32(0)),
+                         active, done)
+    b.position_at_end(active)
+    if checked is None:
+        check_place(fl, place, t.size, not load, kind, b.add(low, offset),
+                    b.add(high, offset))
+        if not place.shared:
+            prefetch(fl, b.add(low, offset), t.size * W)
+    else:       # the group's check failed: this access on its own
+        if group_low is not None:       # the group's first global access
+            prefetch(fl, group_low, 256)
+        exact, ok = fl.llfn.append_basic_block("access_exact"), fl.llfn.append_basic_block(
+            "access_checked")
+        ll.IRBuilder.cbranch(b, checked, ok, exact)
+        b.position_at_end(exact)
+        check_place(fl, place, t.size, not load, kind, b.add(low, offset),
+                    b.add(high, offset))
+        b.branch(ok)
+        b.position_at_end(ok)
+    return skipped
+
+
+def _pointer_maker(fl: GangLowering, place: Place, offset):
+    """A function from a lane's address (place's register) to its pointer."""
+    b = fl.b
+    if place.shared:
+        window = fl.target.space_base(fl, "shared")
+        wide = place.addrs.type.element.width != 32
+
+        def pointer(at):
+            at = b.add(at, offset)
+            return ll.IRBuilder.gep(b, window, [at if wide else b.sext(at, I64)],
+                                    source_etype=I8)
+        return pointer
+
+    def pointer(at):
+        return ll.IRBuilder.inttoptr(b, b.add(at, offset), PTR)
+    return pointer
+
+
+def _consecutive(fl: GangLowering, t: Type, value, pointer, s0, s1):
+    """Consecutive addresses: one masked vector access."""
+    b, element = fl.b, value_type(t)
+    vt, name = vec(element), type_name(element)
+    if value is None:
+        fn = declare(fl.llfn.module, f"llvm.masked.load.v{W}{name}.p0", vt,
+                     [PTR, I32, vec(I1), vt])
+        return ll.IRBuilder.call(b, fn, [pointer(s0), I32(t.size), fl.mask,
+                                         ll.Constant(vt, None)])
+    fn = declare(fl.llfn.module, f"llvm.masked.store.v{W}{name}.p0", ll.VoidType(),
+                 [vt, PTR, I32, vec(I1)])
+    ll.IRBuilder.call(b, fn, [value, pointer(s0), I32(t.size), fl.mask])
+    return None
+
+
+def _consecutive_halves(fl: GangLowering, t: Type, value, pointer, s0, s1):
+    """Each half warp consecutive: two masked half-vector accesses."""
+    b, element = fl.b, value_type(t)
+    vt, ht, name = vec(element), ll.VectorType(element, _HALF), type_name(element)
+    masks = [_half_mask(fl, 0), _half_mask(fl, 1)]
+    if value is None:
+        fn = declare(fl.llfn.module, f"llvm.masked.load.v{_HALF}{name}.p0", ht,
+                     [PTR, I32, ll.VectorType(I1, _HALF), ht])
+        parts = [ll.IRBuilder.call(b, fn, [pointer(h), I32(t.size), m, ll.Constant(ht, None)])
+                 for h, m in ((s0, masks[0]), (s1, masks[1]))]
+        return ll.IRBuilder.shuffle_vector(
+            b, parts[0], parts[1], ll.Constant(ll.VectorType(I32, W), list(range(W))))
+    fn = declare(fl.llfn.module, f"llvm.masked.store.v{_HALF}{name}.p0", ll.VoidType(),
+                 [ht, PTR, I32, ll.VectorType(I1, _HALF)])
+    for half, (h, m) in enumerate(((s0, masks[0]), (s1, masks[1]))):
+        part = ll.IRBuilder.shuffle_vector(b, value, ll.Constant(vt, None), ll.Constant(
+            ll.VectorType(I32, _HALF), list(range(_HALF * half, _HALF * half + _HALF))))
+        ll.IRBuilder.call(b, fn, [part, pointer(h), I32(t.size), m])
+    return None
+
+
+def _one_per_half(fl: GangLowering, t: Type, value, pointer, s0, s1):
+    """Each half warp reads one address (a row's element in a 16-wide block): two loads
+    (stores never come here)."""
+    b = fl.b
+    if value is not None:
+        b.unreachable()
+        return None
+    x0, x1 = (ll.IRBuilder.load(b, pointer(a), typ=value_type(t), align=t.size)
+              for a in (s0, s1))
+    return ll.IRBuilder.select(b, _LOW_HALF, b.splat(x0), b.splat(x1))
+
+
+def _gather_or_scatter(fl: GangLowering, place: Place, t: Type, value, offset):
+    """Anything else: lane by lane in one gather or scatter."""
+    b, element = fl.b, value_type(t)
+    vt, name = vec(element), type_name(element)
+    lanes = b.add(place.addrs, b.splat(offset)) if place.offset else place.addrs
+    if place.shared:
+        window = fl.target.space_base(fl, "shared")
+        # (checked offsets are below 2^31: sign-extended, x86 gathers them as dwords)
+        pointers = ll.IRBuilder.gep(b, window, [
+            lanes if place.addrs.type.element.width == 64 else b.sext(lanes, vec(I64))],
+            source_etype=I8)
+        pointers.type = vec(PTR)
+    else:
+        pointers = b.inttoptr(lanes, vec(PTR))
+    if value is None:
+        fn = declare(fl.llfn.module, f"llvm.masked.gather.v{W}{name}.v{W}p0", vt,
+                     [vec(PTR), I32, vec(I1), vt])
+        return ll.IRBuilder.call(b, fn, [pointers, I32(t.size), fl.mask,
+                                         ll.Constant(vt, None)])
+    fn = declare(fl.llfn.module, f"llvm.masked.scatter.v{W}{name}.v{W}p0", ll.VoidType(),
+                 [vt, vec(PTR), I32, vec(I1)])
+    ll.IRBuilder.call(b, fn, [value, pointers, I32(t.size), fl.mask])
+    return None
+
+
+def _uniform_load(fl: GangLowering, operand, space, t: Type, count: int) -> list:
+    """The `count` elements of type t that every lane reads at one address (the destination
+    is uniform, so passes/uniformity.py found the address uniform): checked once, loaded once."""
+    b = fl.b
+    element = value_type(t)
+    host, offsets = lane_addresses(fl, operand, space, lanes=False)
+    size = t.size * count
+    skipped = b.block
+    active, done = fl.llfn.append_basic_block("load_once"), fl.llfn.append_basic_block(
+        "loaded_once")
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", fl.bits(fl.mask), I32(0)),
+                         active, done)
+    b.position_at_end(active)
+    if host is None:
+        check_shared32(fl, b.splat(offsets), size, False)
+        pointer = ll.IRBuilder.gep(b, fl.target.space_base(fl, "shared"),
+                                   [b.sext(offsets, I64)], source_etype=I8)
+    else:
+        check_access(fl, b.splat(host), None if offsets is None else b.splat(offsets), size,
+                      False, span=(host, b.add(host, I64(size))))
+        pointer = ll.IRBuilder.inttoptr(b, host, PTR)
+    values = [ll.IRBuilder.load(b, b.gep(pointer, [I64(i * t.size)], source_etype=I8),
+                                typ=element, align=t.size) for i in range(count)]
+    loaded = b.block
+    b.branch(done)
+    b.position_at_end(done)
+    out = []
+    for v in values:
+        phi = ll.IRBuilder.phi(b, element)
+        phi.add_incoming(v, loaded)
+        phi.add_incoming(ll.Constant(element, None), skipped)
+        out.append(phi)
+    return out
+
+
+def lower_ld(fl: GangLowering, inst: ir.Instruction) -> None:
+    t = instruction_type(inst)
+    count = vector_count(inst)
+    space = state_space(inst)
+    operand = inst.operands[1]
+    if _vector_access(fl, inst) is not None:
+        place = _place(fl, operand, space)
+        values = [_access(fl, place.moved(i * t.size), t) for i in range(count)]
+    elif space == "param":      # a kernel parameter: the same for every lane
+        pointer = FunctionLowering.pointer(fl, operand, "param", t.size * count)
+        values = [ll.IRBuilder.load(
+            fl.b, fl.b.gep(pointer, [I64(i * t.size)], source_etype=I8), typ=value_type(t),
+            align=t.size) for i in range(count)]
+    else:       # every lane loads alike (or not an [address]: refused there)
+        values = _uniform_load(fl, operand, space, t, count)
+    if count == 1 and not isinstance(inst.operands[0], ir.VectorValue):
+        fl.write(inst.operands[0], values[0], t)
+    else:
+        fl.write_vector(inst.operands[0], values, t)
+
+
+def lower_st(fl: GangLowering, inst: ir.Instruction) -> None:
+    t = instruction_type(inst)
+    count = vector_count(inst)
+    space = state_space(inst)
+    place = _place(fl, inst.operands[0], space)
+    if count == 1 and not isinstance(inst.operands[1], ir.VectorValue):
+        values = [fl.read(inst.operands[1], t)]
+    else:
+        values = fl.read_vector(inst.operands[1], t, count)
+    for i, v in enumerate(values):
+        _access(fl, place.moved(i * t.size), t,
+                fl.convert(v, t, t) if is_vec(v) else fl.b.splat(v))
+
+
+def lower_atom(fl: GangLowering, inst: ir.Instruction) -> None:
+    """atom/red{.space}.op.type: lane after lane (in lane order), each a real atomic
+    instruction on its own address (shared memory: a plain read-modify-write), checked
+    like any access."""
+    b = fl.b
+    llfn = fl.llfn
+    t = instruction_type(inst)
+    op = inst.spec.get("op")
+    space = state_space(inst)
+    is_red = inst.opcode == "red"
+    operands = list(inst.operands)
+    dest = None if is_red else operands.pop(0)
+    if not isinstance(dest, ir.Register) or dest not in fl.read_somewhere:
+        dest = None         # the old values are never read: an atom is a red
+    host, offsets = lane_addresses(fl, operands[0], space)
+    if host is None:
+        window = ll.IRBuilder.ptrtoint(b, fl.target.space_base(fl, "shared"), I64)
+        offsets = b.zext(offsets, vec(I64))
+        host = b.add(b.splat(window), offsets)
+    value = fl.read_lanes(operands[1], t)
+    swap = fl.read_lanes(operands[2], t) if op == "cas" else None
+    element = value_type(t)
+    is_float = t.kind == "float"
+    if is_float and op not in ("add", "exch", "min", "max"):
+        raise GangUnsupported(f"{inst.spec.text}: float atomics other than add/exch/min/max")
+    if is_float and op in ("min", "max"):
+        raise GangUnsupported(f"{inst.spec.text}: float atomic min/max")
+    # the lanes' operands go to memory once; the loop visits the mask's lanes by their bits
+    results = fl.shuffle_array(element)
+    addresses = fl.entry_alloca(ll.ArrayType(I64, W), "atom_addresses", 64)
+    values = fl.entry_alloca(ll.ArrayType(element, W), "atom_values", 64)
+    swaps = fl.entry_alloca(ll.ArrayType(element, W), "atom_swaps", 64) if swap else None
+    start, head, run, done = (llfn.append_basic_block(n) for n in (
+        "atom_start", "atom_head", "atom_run", "atom_done"))
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", fl.bits(fl.mask), I32(0)),
+                         start, done)
+    b.position_at_end(start)
+    check_access(fl, host, offsets, t.size, True)
+    for array, lanes in ((addresses, host), (values, value), (swaps, swap)):
+        if array is not None:
+            b.store(lanes, array, align=64)
+    lanes_to_do = fl.bits(fl.mask)
+    entry = b.block
+    b.branch(head)
+    b.position_at_end(head)
+    todo = ll.IRBuilder.phi(b, I32)
+    todo.add_incoming(lanes_to_do, entry)
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", todo, I32(0)), run, done)
+    b.position_at_end(run)
+    i = fl.cttz(todo)
+    todo.add_incoming(b.and_(todo, b.sub(todo, I32(1))), run)
+
+    def lane_of(array, typ):
+        return b.load(b.gep(array, [b.zext(i, I64)], source_etype=typ), typ=typ)
+    pointer = ll.IRBuilder.inttoptr(b, lane_of(addresses, I64), PTR)
+    x = lane_of(values, element)
+    y = lane_of(swaps, element) if swap else None
+    if space == "shared":
+        # A block's shared memory is only ever touched by the host thread running the block
+        # (its warps take turns), so a plain read-modify-write is atomic here.
+        old = ll.IRBuilder.load(b, pointer, typ=element, align=t.size)
+        ll.IRBuilder.store(b, _combine(b, op, t, old, x, y), pointer, align=t.size)
+    elif op == "cas":
+        pair = ll.IRBuilder.cmpxchg(b, pointer, x, y, "monotonic", "monotonic")
+        old = ll.IRBuilder.extract_value(b, pair, 0)
+    else:
+        rmw = {"add": "fadd" if is_float else "add", "exch": "xchg", "and": "and", "or": "or",
+               "xor": "xor", "min": "min" if t.kind == "signed" else "umin",
+               "max": "max" if t.kind == "signed" else "umax"}[op]
+        old = ll.IRBuilder.atomic_rmw(b, rmw, pointer, x, "monotonic")
+    if dest is not None:
+        b.store(old, b.gep(results, [b.zext(i, I64)], source_etype=element))
+    b.branch(head)
+    b.position_at_end(done)
+    if dest is not None:
+        fl.write(dest, b.load(results, typ=vec(element)), t)
+
+
+def _combine(b: ll.IRBuilder, op: str, t: Type, old, x, y):
+    """The value an atomic `op` leaves where `old` was (cas: y where old equals x)."""
+    if op == "exch":
+        return x
+    if op == "cas":
+        return ll.IRBuilder.select(b, ll.IRBuilder.icmp_unsigned(b, "==", old, x), y, old)
+    if op == "add":
+        return ll.IRBuilder.fadd(b, old, x) if t.kind == "float" else ll.IRBuilder.add(b, old, x)
+    if op in ("and", "or", "xor"):
+        return getattr(ll.IRBuilder, {"and": "and_", "or": "or_", "xor": "xor"}[op])(b, old, x)
+    compare = ll.IRBuilder.icmp_signed if t.kind == "signed" else ll.IRBuilder.icmp_unsigned
+    return ll.IRBuilder.select(b, compare(b, "<" if op == "min" else ">", x, old), x, old)

@@ -1,0 +1,330 @@
+"""The warp-gang lowering's state for one kernel: GangLowering, the shared FunctionLowering
+made to work on a warp's lanes (the execution mask, guards, registers as vectors or uniform
+scalars, the address patterns known in the current segment), and the target hooks that
+differ per lane. lowering.py makes one and passes it the instruction lowerings of control.py,
+warp.py and memory.py, which take it as their .
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir as ll
+
+from ptxport.codegen.lower import (
+    I1,
+    I32,
+    LOWERINGS,
+    FunctionLowering,
+    value_type,
+)
+from ptxport.codegen.targets.cpu.gang.lanes import (
+    GangBuilder,
+    GangUnsupported,
+    W,
+    declare,
+    is_vec,
+    vec,
+)
+from ptxport.codegen.targets.cpu.options import CpuOptions
+from ptxport.codegen.targets.cpu.target import CpuTarget
+from ptxport.errors import InternalError, PtxportError
+from ptxport.ir import nodes as ir
+from ptxport.ir.analysis import may_write, uses_and_defs
+from ptxport.ir.types import TYPES, Type
+from ptxport.passes.uniformity import (
+    thread_x_copies,
+    uniform_registers,
+    warp_index_of,
+)
+from ptxport.ptx.ast import IntImm, Sink
+
+# --- the target: special registers and windows ------------------------------------------------
+
+def gang_target_class():
+    class GangTarget(CpuTarget):
+        """CpuTarget's answers, per lane where they differ by lane."""
+
+        def special_register(self, fl, reg):
+            name = reg.name
+            axis = "xyzw".find(reg.component) if reg.component else 0
+            b = fl.b
+            if name == "%tid":
+                if axis >= 3:
+                    return I32(0)
+                return fl.thread_index(axis)
+            if name == "%ntid":
+                return I32(fl.block[axis] if axis < 3 else 0)
+            if name == "%nwarpid":
+                return I32((fl.block[0] * fl.block[1] * fl.block[2] + W - 1) // W)
+            if name == "%laneid":
+                return fl.lane
+            if name == "%warpid":
+                return fl.warp_number
+            if name.startswith("%lanemask_"):
+                one = b.shl(b.splat(I32(1)), fl.lane)
+                below = b.sub(one, b.splat(I32(1)))
+                kind = name[len("%lanemask_"):]
+                return {"eq": lambda: one, "lt": lambda: below,
+                        "le": lambda: b.or_(below, one),
+                        "gt": lambda: b.not_(b.or_(below, one)),
+                        "ge": lambda: b.not_(below)}[kind]()
+            return super().special_register(fl, reg)
+
+        def space_base(self, fl, space):
+            if space == "local":
+                raise GangUnsupported("local memory")
+            return super().space_base(fl, space)
+
+        def exit(self, fl):
+            raise GangUnsupported("exit through the shared lowering")
+
+        def trap(self, fl, inst):
+            raise GangUnsupported("trap")
+
+        def synchronize(self, fl, inst):
+            raise GangUnsupported("a wait through the shared lowering")
+
+    return GangTarget
+
+
+# --- lowering ---------------------------------------------------------------------------------
+
+class GangLowering(FunctionLowering):
+    """FunctionLowering with every register a vector of the warp's lanes."""
+
+    def __init__(self, module, function, llfn, target, plan, block, options: CpuOptions,
+                 lowerings: dict, group_accesses):
+        super().__init__(module, function, llfn, target)
+        self.options = options
+        # opcode -> the gang's own lowering (lowering.py's table; else the shared one), and
+        # memory.py's grouping of a segment's accesses by base register
+        self.lowerings, self.group_accesses = lowerings, group_accesses
+        self.b = GangBuilder(self.entry)
+        self.plan = plan
+        self.mask = None
+        self.guard = None
+        self.block = block      # the block shape the code is for
+        self.thread_x = thread_x_copies(function)
+        self.uniform = uniform_registers(function, block, self.thread_x)
+        # within a segment: the lanes' addresses read from a base, and how they lie
+        # (_place, _classify); a write of the base register forgets them
+        self.places: dict = {}
+        self.patterns: dict = {}
+        # within a segment: which unguarded accesses share a base (until it is written) and
+        # size, and the span of their offsets (memory.py's access_groups); each group's accesses are
+        # checked together once (group_check)
+        self.group_of: dict = {}
+        self.group_span: dict = {}
+        self.group_ok: dict = {}
+        self.constants = _constant_registers(function)
+        self.read_somewhere = set().union(
+            *(uses_and_defs(inst)[0] for inst in function.instructions()))
+
+    # registers and values
+
+    def storage_type(self, reg: ir.Register) -> ll.Type:
+        if reg in self.uniform:     # one value for the whole warp (passes/uniformity.py)
+            return super().storage_type(reg)
+        element = vec(value_type(reg.type))
+        return ll.ArrayType(element, reg.vector) if reg.vector else element
+
+    def carry_flag(self):
+        raise GangUnsupported("the carry flag")
+
+    def unsupported(self, inst, reason):
+        return GangUnsupported(f"{inst.spec.text}: {reason}")
+
+    def read(self, value, t):
+        """A vector of the lanes' values, or one scalar where every lane has the same (a
+        uniform register, a constant, a parameter...): GangBuilder splats it where it meets
+        a vector."""
+        return super().read(value, TYPES[t] if isinstance(t, str) else t)
+
+    def read_lanes(self, value, t):
+        """read, as a vector of the lanes' values."""
+        return self.b.splat(self.read(value, t))
+
+    def as_int(self, v):
+        if not is_vec(v):
+            return super().as_int(v)
+        element = v.type.element
+        if isinstance(element, ll.IntType):
+            return v
+        width = {"half": 16, "bfloat": 16, "float": 32, "double": 64}[str(element)]
+        return self.b.bitcast(v, vec(ll.IntType(width)))
+
+    def _resize(self, v, have: Type, want: Type, signed_from: Type):
+        target = vec(value_type(want))
+        if v.type == target:
+            return v
+        bits = self.as_int(v)
+        width = want.bits
+        if bits.type.element.width > width:
+            bits = self.b.trunc(bits, vec(ll.IntType(width)))
+        elif bits.type.element.width < width:
+            extend = self.b.sext if signed_from.kind == "signed" else self.b.zext
+            bits = extend(bits, vec(ll.IntType(width)))
+        return bits if bits.type == target else self.b.bitcast(bits, target)
+
+    def convert(self, v, have, want):
+        if not is_vec(v):
+            return super().convert(v, have, want)
+        return self._resize(v, have, want, have)
+
+    def convert_out(self, v, have, register):
+        if not is_vec(v):
+            v = self.b.splat(v)
+        return self._resize(v, have, register, have)
+
+    def forget_segment(self, instructions=()):
+        self.places.clear()
+        self.patterns.clear()
+        self.group_ok.clear()
+        self.group_of, self.group_span = self.group_accesses(self, instructions)
+
+    def constant_of(self, operand) -> int | None:
+        """The value of an immediate operand, or of a register whose one definition in the
+        kernel is an unguarded mov of an immediate (what NVRTC makes of shuffle offsets);
+        None otherwise. (Reading that register before its mov reads an undefined value.)"""
+        if isinstance(operand, IntImm):
+            return operand.value
+        if isinstance(operand, ir.Register):
+            return self.constants.get(operand)
+        return None
+
+    def _forget(self, reg: ir.Register) -> None:
+        for key in [k for k in self.places if k[0] == id(reg)]:
+            del self.places[key]
+        for key in [k for k in self.patterns if k[0][0] == id(reg)]:
+            del self.patterns[key]
+
+    def write(self, dest, v, t):
+        t = TYPES[t] if isinstance(t, str) else t
+        if isinstance(dest, Sink):
+            return
+        self._forget(dest.register if isinstance(dest, ir.RegisterElement) else dest)
+        if isinstance(dest, ir.Register) and dest in self.uniform:
+            if is_vec(v) and warp_index_of(self.inst, self.block, self.thread_x):
+                # threadIdx.x / 32 in 32-wide rows: computed per lane, alike in all (every
+                # lane's threadIdx.x is computed, active or not)
+                v = ll.IRBuilder.extract_element(self.b, v, I32(0))
+            if is_vec(v) or (self.guard is not None and is_vec(self.guard)):
+                raise GangUnsupported(
+                    f"{self.inst.spec.text}: a per-lane value for the uniform register "
+                    f"{dest.name} (a gap in passes/uniformity.py's analysis)")
+            value = FunctionLowering.convert_out(self, v, t, dest.type)
+            slot = self.register_slot(dest)
+            if self.guard is not None:
+                value = self.b.select(self.guard, value, self.b.load(slot))
+            self.b.store(value, slot)
+            return
+        if isinstance(dest, ir.Register) and not dest.vector:
+            value = self.convert_out(v, t, dest.type)
+            slot = self.register_slot(dest)
+            if self._keeps_old(dest):
+                value = self.b.select(self.mask, value, self.b.load(slot))
+            self.b.store(value, slot)
+            return
+        if isinstance(dest, ir.RegisterElement):
+            reg = dest.register
+            index = "xyzw".find(dest.component)
+            if not reg.vector or index < 0:
+                raise GangUnsupported(f"the selector .{dest.component}")
+            slot = self.register_slot(reg)
+            array = self.b.load(slot)
+            value = self.convert_out(v, t, reg.type)
+            if self._keeps_old(reg):
+                value = self.b.select(self.mask, value, self.b.extract_value(array, index))
+            self.b.store(self.b.insert_value(array, value, index), slot)
+            return
+        raise GangUnsupported(f"a result into {dest!r}")
+
+    def _keeps_old(self, reg: ir.Register) -> bool:
+        """Whether a write of `reg` must keep the old value in the lanes outside the mask:
+        when the instruction is guarded (the mask's other lanes go on reading it), or when
+        `reg` is live where a segment starts (lanes elsewhere may read it when they come).
+        Else every lane that reads `reg` later reads this write's value or a later one."""
+        return self.inst.guard is not None or reg in self.crossing
+
+    def write_vector(self, dest, values, t):
+        if isinstance(dest, ir.Register) and dest.vector == len(values):
+            for i, v in enumerate(values):
+                self.write(ir.RegisterElement(dest, "xyzw"[i]), v, t)
+            return
+        super().write_vector(dest, values, t)
+
+    # lane masks as integers
+
+    def bits(self, mask) -> ll.Value:
+        return ll.IRBuilder.bitcast(self.b, mask, I32)
+
+    def lanes(self, bits) -> ll.Value:
+        return ll.IRBuilder.bitcast(self.b, bits, vec(I1))
+
+    def cttz(self, v):
+        fn = declare(self.llfn.module, "llvm.cttz.i32", I32, [I32, I1])
+        return ll.IRBuilder.call(self.b, fn, [v, I1(0)])
+
+    def ctlz(self, v):
+        fn = declare(self.llfn.module, "llvm.ctlz.i32", I32, [I32, I1])
+        return ll.IRBuilder.call(self.b, fn, [v, I1(0)])
+
+    def reduce(self, op: str, v):
+        element = v.type.element
+        fn = declare(self.llfn.module, f"llvm.vector.reduce.{op}.v{W}i{element.width}",
+                      element, [v.type])
+        return ll.IRBuilder.call(self.b, fn, [v])
+
+    # instructions
+
+    def lowering_for(self, inst):
+        own = self.lowerings.get(inst.opcode)
+        return own or LOWERINGS.get(inst.opcode)
+
+    def _lower_instruction(self, inst):
+        try:
+            self._lower_on_lanes(inst)
+        except (PtxportError, GangUnsupported):
+            raise
+        except Exception as e:   # a bug of ours: said as one, with the instruction at fault
+            where = self.module.location(inst.pos)
+            raise InternalError(
+                f"{where or self.function.name}: ptxport failed to compile '{inst.spec.text}' "
+                f"as warp gangs ({type(e).__name__}: {e}); this is a bug in ptxport: please "
+                "report it with the PTX") from e
+
+    def _lower_on_lanes(self, inst):
+        self.inst = inst
+        self.guard = None
+        lower = self.lowering_for(inst)
+        if lower is None:
+            raise GangUnsupported(f"{inst.spec.text}: no lowering")
+        if inst.guard is None or inst.opcode == "bra":
+            lower(self, inst)
+            return
+        guard = self.guard_value(inst)
+        outer = self.mask
+        self.mask = self.b.and_(outer, guard)
+        self.guard = guard
+        lower(self, inst)
+        self.guard = None
+        if inst.opcode in ("ret", "exit"):      # the lanes that did not exit go on
+            outer = self.b.and_(outer, self.b.not_(guard))
+            self.b.store(outer, self.mask_slot)
+        self.mask = outer
+
+
+def _constant_registers(kernel: ir.Function) -> dict:
+    """Registers whose only write is an unguarded mov of an integer immediate -> its value."""
+    writes: dict = {}
+    for inst in kernel.instructions():
+        for reg in may_write(inst):
+            writes.setdefault(reg, []).append(inst)
+    found = {}
+    for reg, insts in writes.items():
+        if len(insts) != 1:
+            continue
+        inst = insts[0]
+        if inst.opcode == "mov" and inst.guard is None and len(inst.operands) == 2 \
+                and inst.operands[0] is reg and isinstance(inst.operands[1], IntImm):
+            found[reg] = inst.operands[1].value
+    return found

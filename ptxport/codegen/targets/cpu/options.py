@@ -1,0 +1,29 @@
+"""What the CPU code generator may do, chosen by the caller (part of every kernel image's key)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+__all__ = ["CpuOptions"]
+
+
+@dataclass(frozen=True)
+class CpuOptions:
+    """Code generation choices for the CPU target.
+
+    Parameters
+    ----------
+    gang : bool
+        Run kernels the warp-gang path takes as warp gangs (gang/); False runs every kernel
+        thread by thread (the scalar path), e.g. to compare the two.
+    full_mask_copies : bool
+        Lower each gang code segment twice, once for a full execution mask (a constant) and
+        once for any other; False lowers it once (to measure what the copies gain).
+    """
+
+    gang: bool = True
+    full_mask_copies: bool = True
+
+    def key(self) -> dict[str, bool]:
+        """The choices as plain data, for cache keys."""
+        return asdict(self)

@@ -1,0 +1,219 @@
+"""numba-cuda kernels on ptxport devices: a `jit` decorator shaped like numba.cuda.jit.
+
+    from ptxport.frontends import numba as pnb
+
+    @pnb.jit
+    def saxpy(a, x, y, out):
+        i = cuda.grid(1)                  # numba.cuda's own device API inside kernels
+        if i < x.size:
+            out[i] = a * x[i] + y[i]
+
+    saxpy[blocks, threads](np.float32(2), x, y, out)          # numpy arrays or DeviceArrays
+
+numba-cuda compiles kernels to PTX with no GPU (numba.cuda.compile_ptx, for sm_80 by
+default), but it launches them only through NVIDIA's driver, and its launch path has no
+hook for another one; so this module types the arguments as numba would, compiles the
+kernel once per signature with compile_ptx, and launches the PTX through ptxport with
+numba's argument ABI: each array is passed as (meminfo, parent, nitems, itemsize, data,
+shape..., strides...), a scalar as itself.
+
+Arrays: numpy arrays (wrapped in place on the cpu device, non-contiguous ones in numba's
+"A" layout; copied in and back elsewhere, as numba does for host arrays), and DeviceArrays
+(`to_device`, `device_array`) that stay on their device. A launch returns once the kernel
+ran. Device functions are not supported: numba-cuda asks NVIDIA's driver for the device
+when it compiles a kernel that calls one.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+from numba import cuda, typeof
+from numba import types as nbtypes
+from numba.np import numpy_support
+
+try:
+    from numpy.lib.array_utils import byte_bounds
+except ImportError:          # numpy < 2
+    from numpy import byte_bounds
+
+from ptxport.errors import ArgumentError, InvalidValueError, UnsupportedFeatureError
+from ptxport.frontends.arrays import DeviceArray, copy_back, device_array, staged
+from ptxport.runtime import Buffer, Device, LaunchConfig, Program, Stream, launch
+
+__all__ = ["Kernel", "jit", "to_device", "device_array", "DeviceArray"]
+
+_ENTRY = re.compile(r"\.entry\s+([\w$]+)\s*\(")
+
+
+def to_device(array, device: Device | None = None) -> DeviceArray:
+    """A copy of host `array` on `device` (the current device if None), as
+    numba.cuda.to_device; `.numpy()` copies it back."""
+    device = Device() if device is None else device
+    out = device_array(array.shape, device, dtype=array.dtype) if device.backend == "cpu" \
+        else device_array(np.ascontiguousarray(array), device)
+    if device.backend == "cpu":
+        out.numpy()[...] = array
+    return out
+
+
+class Kernel:
+    """A numba-cuda kernel, compiled once per argument signature; launch it with
+    kernel[grid, block], kernel[grid, block, stream] or kernel[grid, block, stream,
+    dynamic_shared_bytes] as in numba."""
+
+    def __init__(self, func, cc: tuple[int, int] = (8, 0), **options):
+        self.py_func = func
+        self.cc = cc
+        self.options = options
+        self._kernels: dict[tuple, object] = {}
+
+    def __getitem__(self, config):
+        if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
+            raise InvalidValueError(
+                f"launch {self.py_func.__name__} as kernel[grid, block], kernel[grid, block, "
+                "stream] or kernel[grid, block, stream, dynamic_shared_bytes]")
+        grid, block, *rest = config
+        stream = rest[0] if rest and rest[0] not in (None, 0) else None
+        shared = int(rest[1]) if len(rest) > 1 else 0
+        if stream is not None and not isinstance(stream, Stream):
+            raise InvalidValueError(f"the stream of {self.py_func.__name__}[...] must be a "
+                                    f"ptxport Stream, not {type(stream).__name__}")
+        return lambda *args: self._launch(grid, block, stream, shared, args)
+
+    def __call__(self, *args):
+        raise InvalidValueError(f"kernel {self.py_func.__name__} needs a launch "
+                                "configuration: call it as kernel[grid, block](...)")
+
+    def compile(self, signature: tuple):
+        """The ptxport Kernel for numba argument types `signature` (compiled on first use)."""
+        kernel = self._kernels.get(signature)
+        if kernel is None:
+            ptx, _ = cuda.compile_ptx(self.py_func, signature, cc=self.cc, **self.options)
+            names = _ENTRY.findall(ptx)
+            code = Program(ptx, code_type="ptx").compile("native")
+            kernel = self._kernels[signature] = code.get_kernel(names[0])
+        return kernel
+
+    def _launch(self, grid, block, stream, shared, args) -> None:
+        device = Device() if stream is None else stream.device
+        stream = device.default_stream if stream is None else stream
+        name = self.py_func.__name__
+        values, types, held = [], [], _Held()
+        for index, arg in enumerate(args):
+            what = f"kernel {name}, argument {index}"
+            if isinstance(arg, (DeviceArray, np.ndarray)) or hasattr(arg, "__dlpack__") \
+                    and not isinstance(arg, np.generic):
+                array, layout = _array_argument(arg, device, what, held)
+                types.append(nbtypes.Array(numpy_support.from_dtype(array.dtype),
+                                           len(array.shape), layout))
+                values.append(array)
+            else:
+                types.append(_scalar_type(arg, what))
+                values.append(arg)
+        kernel = self.compile(tuple(types))
+        params = _marshal(kernel, values, types)
+        try:
+            launch(stream, LaunchConfig(grid=grid, block=block, shmem_size=shared), kernel,
+                   *params)
+            stream.sync()
+        finally:
+            held.release()
+
+
+class _Held:
+    """What one launch holds: staged copies of host arrays (copied back after it), strided
+    host arrays with their staged copies, and host memory registered with the device."""
+
+    def __init__(self):
+        self.staged: list[DeviceArray] = []
+        self.strided: list[tuple[np.ndarray, DeviceArray]] = []
+        self.registered: list[Buffer] = []
+
+    def release(self) -> None:
+        copy_back(self.staged)
+        for target, copy in self.strided:
+            target[...] = copy.numpy()
+        for buffer in self.registered:
+            buffer.close()
+
+
+class _StridedHostArray:
+    """A non-contiguous numpy array passed in place (numba's "A" layout) on the cpu device,
+    its memory registered with the device for the launch."""
+
+    def __init__(self, array: np.ndarray, device: Device, held: _Held):
+        low, high = byte_bounds(array)
+        held.registered.append(Buffer.from_handle(low, high - low, device, owner=array))
+        self.buffer, self.dtype, self.shape, self.strides = None, array.dtype, array.shape, \
+            array.strides
+        self._array = array
+
+    def data_ptr(self) -> int:
+        return self._array.ctypes.data
+
+    def numel(self) -> int:
+        return self._array.size
+
+    def element_size(self) -> int:
+        return self._array.itemsize
+
+
+def _array_argument(arg, device: Device, what: str, held: _Held):
+    """(the array to marshal, numba's layout: "C" or "A") for an array argument."""
+    if isinstance(arg, np.ndarray) and not arg.flags.c_contiguous and arg.size:
+        if device.backend == "cpu":
+            return _StridedHostArray(arg, device, held), "A"
+        copy = staged(np.ascontiguousarray(arg), device, what)
+        held.strided.append((arg, copy))
+        return copy, "C"
+    array = staged(arg, device, what)
+    if array is not arg:
+        held.staged.append(array)
+    return array, "C"
+
+
+def _scalar_type(arg, what: str):
+    try:
+        ty = typeof(arg)
+    except ValueError:
+        ty = None
+    if not isinstance(ty, (nbtypes.Integer, nbtypes.Float, nbtypes.Boolean)):
+        raise ArgumentError(f"{what}: cannot pass a {type(arg).__name__} (pass numpy arrays, "
+                            "DeviceArrays, or integer, float or bool scalars)")
+    return ty
+
+
+def _marshal(kernel, values: list, types: list) -> list:
+    """The PTX parameters of numba's ABI for the arguments."""
+    info = kernel.arguments_info
+    params: list = []
+    for value, ty in zip(values, types, strict=True):
+        if isinstance(ty, nbtypes.Array):
+            data_is_pointer = info[len(params) + 4].pointer is not False
+            data = value.buffer if data_is_pointer and value.buffer is not None else \
+                np.uint64(value.data_ptr())
+            params += [np.uint64(0), np.uint64(0), np.int64(value.numel()),
+                       np.int64(value.element_size()), data]
+            params += [np.int64(n) for n in value.shape]
+            params += [np.int64(s) for s in value.strides]
+        else:
+            params.append(numpy_support.as_dtype(ty).type(value))
+    return params
+
+
+def jit(func=None, *, device: bool = False, cc: tuple[int, int] = (8, 0), **options):
+    """numba.cuda.jit for ptxport devices: `@jit` or `@jit(fastmath=True, ...)` (options
+    go to numba.cuda.compile_ptx). `device=True` is refused (UnsupportedFeatureError):
+    numba-cuda needs NVIDIA's driver to compile a call of a device function."""
+    if device:
+        raise UnsupportedFeatureError(
+            "numba device functions (jit(device=True))", "ptxport", reason=(
+                "numba-cuda 0.30 compiles a device function when a kernel calling it is "
+                "compiled, and asks NVIDIA's driver for the current device's compute "
+                "capability then (also through register_jitable/overload), which fails "
+                "without a GPU; write the helper's code in the kernel for now"))
+    if func is None:
+        return lambda f: Kernel(f, cc, **options)
+    return Kernel(func, cc, **options)

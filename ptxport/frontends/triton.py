@@ -1,0 +1,286 @@
+"""Triton kernels on ptxport devices: ptxport as Triton's active driver.
+
+    import ptxport.frontends.triton as pt
+    pt.activate(Device("cpu"))          # triton.runtime.driver.set_active(pt.Driver(...))
+    add_kernel[grid](x, y, out, n, BLOCK=1024)
+
+Triton's own NVIDIA compiler makes the PTX (for GPUTarget("cuda", 80, 32) by default: no GPU
+is needed to compile), Triton's cache keeps it, and this driver loads it into a ptxport
+Program and launches it with Triton's metadata: num_warps * 32 threads per block, the
+kernel's shared memory as dynamic shared memory (Triton's `global_smem` is an extern
+array), and the trailing global- and profile-scratch pointers Triton appends to every
+kernel. Nothing of Triton is patched: DriverBase's hooks are the whole interface.
+
+Arguments: DeviceArrays (ptxport.frontends.arrays.device_array, which wraps numpy arrays and
+Buffers), torch CPU tensors, and other objects with data_ptr() on the cpu device; numpy
+arrays have no data_ptr(), which Triton's specializer needs, so wrap them with
+device_array(). A launch returns once the kernel ran (as a CPU library call does), so
+results can be read at once and a kernel's fault is raised at its launch.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.backends.driver import DriverBase
+from triton.runtime.cache import get_cache_manager
+
+from ptxport.errors import InvalidValueError, UnsupportedFeatureError
+from ptxport.frontends.arrays import DeviceArray, copy_back, device_array, staged
+from ptxport.runtime import Buffer, Device, LaunchConfig, Program, launch
+
+__all__ = ["Driver", "activate", "deactivate", "device_array", "DeviceArray"]
+
+# Scalar parameters by Triton's type name; pointers are u64 device addresses.
+_SCALARS = {
+    "i1": np.int8, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
+    "u1": np.uint8, "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64,
+    "fp16": np.float16, "fp32": np.float32, "f32": np.float32, "fp64": np.float64,
+}
+
+
+def _bf16_bits(value: float) -> np.uint16:
+    """A float as bfloat16's bits, rounded to nearest even, as Triton's launcher does."""
+    if np.isnan(value):
+        return np.uint16(0x7FC0)
+    bits = int(np.float32(value).view(np.uint32))
+    bits += 0x7FFF + ((bits >> 16) & 1)
+    return np.uint16((bits >> 16) & 0xFFFF)
+
+
+class _Utils:
+    """What Triton asks of `driver.active.utils`: loading binaries and device properties."""
+
+    def load_binary(self, name, kernel, shared, device):
+        """(module, function, n_regs, n_spills, n_max_threads). The binary Triton passes is
+        its cubin; ptxport reads the PTX, which the launcher finds in Triton's cache."""
+        limit = device.properties.max_threads_per_block
+        return None, name, 0, 0, limit
+
+    def unload_module(self, module) -> None:
+        pass
+
+    def get_device_properties(self, device) -> dict:
+        """Triton reads max_shared_mem (to refuse a kernel that needs more); the others feed
+        only triton.testing's performance models, and have no meaning off a GPU."""
+        p = device.properties
+        return {"max_shared_mem": p.max_shared_memory_per_block_optin,
+                "multiprocessor_count": p.multiprocessor_count,
+                "sm_clock_rate": p.clock_rate, "mem_clock_rate": p.clock_rate,
+                "mem_bus_width": 64, "max_num_regs": 65536, "warpSize": p.warp_size}
+
+
+class Launcher:
+    """Triton's launcher_cls: made once per compiled kernel, called for every launch."""
+
+    def __init__(self, src, metadata):
+        if getattr(metadata, "num_ctas", 1) != 1:
+            raise UnsupportedFeatureError(
+                f"num_ctas={metadata.num_ctas}", "ptxport", reason=(
+                    f"Triton kernel {metadata.name} asks for thread block clusters, which no "
+                    "ptxport backend launches yet; use num_ctas=1"))
+        if getattr(metadata, "tensordesc_meta", None):
+            raise UnsupportedFeatureError(
+                "tensor descriptors (TMA)", "ptxport", reason=(
+                    f"Triton kernel {metadata.name} takes host tensor descriptors"))
+        self.name = metadata.name
+        self.block = metadata.num_warps * metadata.warp_size
+        self.shared = metadata.shared
+        # launch_cooperative_grid: a cooperative launch, which launch() refuses with the
+        # reason; launch_pdl: programmatic dependent launch, which ptxport allows
+        self.kinds = {"is_cooperative": bool(metadata.launch_cooperative_grid),
+                      "programmatic_stream_serialization": bool(metadata.launch_pdl)}
+        self.scratch = ((metadata.global_scratch_size, metadata.global_scratch_align),
+                        (metadata.profile_scratch_size, metadata.profile_scratch_align))
+        names = src.fn.arg_names if hasattr(src, "fn") else list(src.signature)
+        self.params = list(zip(names, src.signature.values(), strict=True))
+        self.kernel = _load_ptx(metadata)
+
+    def __call__(self, grid_x, grid_y, grid_z, stream, function, kernel_metadata,
+                 launch_metadata, enter_hook, exit_hook, *args):
+        if grid_x * grid_y * grid_z == 0:
+            return
+        device = stream.device
+        values, temporaries, registered = [], [], []
+        for (name, ty), arg in zip(self.params, args, strict=True):
+            self._convert(name, ty, arg, device, values, (temporaries, registered))
+        blocks = grid_x * grid_y * grid_z
+        for size, _align in self.scratch:
+            values.append(_scratch(device, blocks * size) if size else np.uint64(0))
+        if enter_hook is not None:
+            enter_hook(launch_metadata)
+        config = LaunchConfig(grid=(grid_x, grid_y, grid_z), block=self.block,
+                              shmem_size=self.shared, **self.kinds)
+        launch(stream, config, self.kernel, *values)
+        stream.sync()
+        copy_back(temporaries)
+        for buffer in registered:
+            buffer.close()
+        if exit_hook is not None:
+            exit_hook(launch_metadata)
+
+    def _convert(self, name, ty, arg, device, values, held) -> None:
+        """Append the launch values of one Triton argument (tuples flattened, constexprs
+        dropped); `held`: the staged arrays and registered buffers of the launch."""
+        if isinstance(ty, tuple):
+            for index, (sub_ty, sub_arg) in enumerate(zip(ty, arg, strict=True)):
+                self._convert(f"{name}[{index}]", sub_ty, sub_arg, device, values, held)
+            return
+        if ty == "constexpr":
+            return
+        what = f"Triton kernel {self.name}, argument {name}"
+        if ty.startswith("*"):
+            values.append(_pointer(arg, device, what, *held))
+        elif ty == "bf16":
+            values.append(_bf16_bits(arg))
+        elif ty in _SCALARS:
+            values.append(_SCALARS[ty](arg))
+        else:
+            raise UnsupportedFeatureError(f"Triton argument type {ty}", str(device),
+                                          reason=f"{what} has a type ptxport cannot pass")
+
+
+def _pointer(arg, device: Device, what: str, temporaries: list, registered: list):
+    """A pointer argument's launch value: a Buffer, or an address (np.uint64)."""
+    if arg is None:
+        return np.uint64(0)
+    if isinstance(arg, DeviceArray):
+        return staged(arg, device, what).buffer
+    if device.backend == "cpu":
+        return _host_address(arg, device, registered)
+    array = staged(arg, device, what)
+    temporaries.append(array)
+    return array.buffer
+
+
+def _host_address(arg, device: Device, registered: list) -> np.uint64:
+    """The address of a host tensor on the cpu device, whose memory (the whole storage, so
+    that strided views work) is registered with the device for the launch. An object with
+    data_ptr() but no storage (memory from C code) is passed as its address, unchecked."""
+    storage = getattr(arg, "untyped_storage", None)
+    if storage is not None:
+        memory = storage()
+        registered.append(Buffer.from_handle(memory.data_ptr(), memory.nbytes(), device,
+                                             owner=arg))
+    return np.uint64(arg.data_ptr())
+
+
+_SCRATCH: dict[tuple[Device, int], object] = {}
+
+
+def _scratch(device: Device, nbytes: int):
+    """Scratch memory for one launch at a time (launches through this driver are
+    synchronous, so one buffer per device and size is enough)."""
+    key = (device, nbytes)
+    if key not in _SCRATCH:
+        _SCRATCH[key] = device.allocate(nbytes, stream=device.default_stream)
+    return _SCRATCH[key]
+
+
+_PROGRAMS: dict[str, object] = {}
+
+
+def _load_ptx(metadata):
+    """The ptxport Kernel for a compiled Triton kernel, from the PTX in Triton's cache."""
+    key = f"{metadata.hash}/{metadata.name}"
+    if key not in _PROGRAMS:
+        path = get_cache_manager(metadata.hash).get_file(f"{metadata.name}.ptx")
+        if path is None:
+            raise InvalidValueError(
+                f"Triton's cache has no PTX for kernel {metadata.name} (hash "
+                f"{metadata.hash}): ptxport launches Triton's PTX, so unset "
+                "TRITON_STORE_BINARY_ONLY")
+        with open(path) as f:
+            ptx = f.read()
+        code = Program(ptx, code_type="ptx").compile("native")
+        _PROGRAMS[key] = code.get_kernel(metadata.name)
+    return _PROGRAMS[key]
+
+
+def _benchmark(kernel_call, *, quantiles=None, warmup: int = 1, rep: int = 5, **_):
+    """Triton's Benchmarker: milliseconds per call (each launch ends when the kernel ran)."""
+    kernel_call()
+    for _ in range(warmup - 1):
+        kernel_call()
+    times = []
+    for _ in range(rep):
+        start = time.perf_counter()
+        kernel_call()
+        times.append((time.perf_counter() - start) * 1e3)
+    if quantiles is None:
+        return float(np.mean(times))
+    return [float(q) for q in np.quantile(times, quantiles)]
+
+
+class Driver(DriverBase):
+    """A Triton driver whose current device is one ptxport Device.
+
+    target : the GPUTarget Triton compiles for (sm_80 by default; ptxport reads its PTX).
+    """
+
+    def __init__(self, device: Device | None = None, target: GPUTarget | None = None):
+        super().__init__()
+        self.device = Device("cpu") if device is None else device
+        self.target = GPUTarget("cuda", 80, 32) if target is None else target
+        self.utils = _Utils()
+        self.launcher_cls = Launcher
+
+    @classmethod
+    def is_active(cls) -> bool:
+        return False     # made active by activate(), never picked by Triton on its own
+
+    def map_python_to_cpp_type(self, ty: str) -> str:
+        return "CUdeviceptr" if ty.startswith("*") else ty
+
+    def get_current_target(self) -> GPUTarget:
+        return self.target
+
+    def get_current_device(self) -> Device:
+        return self.device
+
+    def set_current_device(self, device: Device) -> None:
+        if device is not self.device:
+            raise InvalidValueError(f"this Triton driver runs on {self.device}; call "
+                                    f"ptxport.frontends.triton.activate({device!r})")
+
+    def get_current_stream(self, device=None):
+        return self.device.default_stream
+
+    def get_device_capability(self, device=None) -> tuple[int, int]:
+        return divmod(self.target.arch, 10)
+
+    def get_active_torch_device(self):
+        import torch
+
+        return torch.device("cpu")
+
+    def get_benchmarker(self):
+        return _benchmark
+
+    def get_empty_cache_for_benchmark(self):
+        return device_array(1 << 20, self.device, dtype=np.int8)
+
+    def clear_cache(self, cache) -> None:
+        pass
+
+    def allocate_default_profile_scratch(self, size: int, alignment: int, stream):
+        return _scratch(self.device, size)
+
+
+def activate(device: Device | None = None, target: GPUTarget | None = None) -> Driver:
+    """Make ptxport on `device` (the cpu device if None) Triton's active driver."""
+    if isinstance(device, str):
+        device = Device(device)
+    driver = Driver(device, target)
+    triton.runtime.driver.set_active(driver)
+    return driver
+
+
+def deactivate() -> None:
+    """Give Triton back its default driver (a GPU's, where one is present), chosen when
+    Triton next asks for one."""
+    triton.runtime.driver.set_active(None)
+

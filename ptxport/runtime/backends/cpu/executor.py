@@ -1,0 +1,581 @@
+"""Runs a grid of a compiled CPU kernel: blocks on all cores, threads of a block in rounds.
+
+Each worker (a Python thread: the launching thread, and helper threads that join while the
+grid runs; the native calls release the GIL, so workers run in parallel) takes the next
+block number from a shared counter, sets up the block's context, and runs the
+block: `run_threads` runs every runnable thread until it waits or exits, then warps.py
+completes the operations threads wait at, until every thread has exited. A kernel that traps
+raises KernelTrapError (KernelAssertError after a failed assert); threads that wait for each
+other forever raise KernelExecutionError. Messages name the user's source line first where the
+PTX has line information (.loc), then the PTX line.
+
+A launch with a timeout is stopped by a watchdog timer: it sets the launch's stop word, which
+compiled kernels look at in every loop and between blocks (codegen/targets/cpu/stop.py), and the
+workers leave their blocks as they would for a trap; the launch then raises
+KernelTimeoutError. Workers set every block up afresh, so later launches run normally.
+
+A launch's fixed cost is Python under the GIL, which short kernels take longer than their
+blocks: what does not change between launches (a worker's memory and context, its
+allocation table while the allocations are the same) is kept, per host thread, binary and
+block shape.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import queue
+import struct
+import threading
+from collections.abc import Callable
+
+import numpy as np
+
+from ptxport.codegen.targets.cpu.abi import (
+    BLOCKED,
+    CALL_FAULT,
+    CTX,
+    EXITED,
+    FAULTED,
+    FRAME,
+    FREE_FAULT,
+    RUNNABLE,
+    TRAPPED,
+)
+from ptxport.codegen.targets.cpu.gang.lanes import DEADLOCK, NOT_MEMBER
+from ptxport.codegen.targets.cpu.stop import STOPPED
+from ptxport.errors import (
+    IllegalAddressError,
+    KernelAssertError,
+    KernelExecutionError,
+    KernelTimeoutError,
+    KernelTrapError,
+)
+from ptxport.ir.lines import where
+from ptxport.runtime.backends.cpu import printf, warps
+
+__all__ = ["run_grid", "set_workers", "worker_count"]
+
+
+_WORKERS: int | None = None
+_FORMATS = {np.uint32: "<I", np.uint64: "<Q", np.int32: "<i", np.int64: "<q"}
+
+
+def worker_count() -> int:
+    """How many host threads run blocks: set_workers' value, else the cores this process may
+    use."""
+    if _WORKERS is not None:
+        return _WORKERS
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
+        (os.cpu_count() or 1)
+
+
+def set_workers(count: int | None) -> None:
+    """Run blocks on `count` host threads (None: one per core), e.g. to measure one core."""
+    global _WORKERS
+    if count is not None and count < 1:
+        raise ValueError("the worker count must be at least 1")
+    _WORKERS = count
+
+
+class _Worker:
+    """One worker's memory for running blocks of one launch."""
+
+    def __init__(self, binary, block, dynamic_shared: int):
+        plan = binary.plan
+        self.binary, self.plan, self.block = binary, plan, tuple(block)
+        self.nthreads = block[0] * block[1] * block[2]
+        # (warp gangs: a frame of 32 * frame_size bytes per warp, the last one whole too)
+        frames = (self.nthreads + 31) // 32 * 32 if plan.gang else self.nthreads
+        # 128-byte aligned: warp gangs keep vector registers in their frames
+        raw = np.zeros(frames * plan.frame_size + 64 + 128, dtype=np.uint8)
+        start = (-raw.ctypes.data) % 128
+        self.frames = raw[start:start + frames * plan.frame_size + 64]
+        self.shared = np.zeros(plan.static_shared + dynamic_shared + 16, dtype=np.uint8)
+        self.ctx = np.zeros(CTX.size, dtype=np.uint8)
+        self.points = np.zeros(self.nthreads, dtype=np.int32)
+        self.statuses = np.zeros(self.nthreads, dtype=np.int32)
+        fields = CTX.fields
+        self._put(self.ctx, fields["shared"], np.uint64, self.shared.ctypes.data)
+        for axis in range(3):
+            self._put(self.ctx, fields["ntid"] + 4 * axis, np.uint32, block[axis])
+        self._put(self.ctx, fields["nwarpid"], np.uint32, (self.nthreads + 31) // 32)
+        self._put(self.ctx, fields["dynamic_smem"], np.uint32, dynamic_shared)
+        self._put(self.ctx, fields["total_smem"], np.uint32, plan.static_shared + dynamic_shared)
+        t = np.arange(self.nthreads)
+        header = np.ndarray((self.nthreads, plan.frame_size), np.uint8, self.frames, 0,
+                            (plan.frame_size, 1))
+        tid = np.stack([t % block[0], (t // block[0]) % block[1],
+                        t // (block[0] * block[1]), t % 32, t // 32], axis=1).astype(np.uint32)
+        if not plan.gang:
+            header[:, FRAME.fields["tid"]:FRAME.fields["tid"] + 20] = tid.view(np.uint8)
+        self.slots = warps.Slots(self.frames, plan.frame_size, self.nthreads, FRAME.fields)
+        self.site_cache = np.zeros(2 * max(plan.check_sites, 1), dtype=np.uint64)
+        self._site_cache_address = self.site_cache.ctypes.data
+        self._put(self.ctx, fields["site_cache"], np.uint64, self._site_cache_address)
+        self.own_ranges = [(a, a + n) for a, n in ((self.shared.ctypes.data, self.shared.size),
+                                                   (self.frames.ctypes.data, self.frames.size))
+                           if n > 0]
+        # The fields every launch sets, as ctypes views of the context (cheaper to set than
+        # packing bytes, which costs more than an empty kernel runs).
+        self._launch_fields = [
+            ctype.from_buffer(self.ctx, fields[name] + extra) for name, extra, ctype in (
+                ("stop", 0, ctypes.c_uint64), ("params", 0, ctypes.c_uint64),
+                ("smid", 0, ctypes.c_uint32),
+                ("nctaid", 0, ctypes.c_uint32), ("nctaid", 4, ctypes.c_uint32),
+                ("nctaid", 8, ctypes.c_uint32), ("nsmid", 0, ctypes.c_uint32),
+                ("fault_address", 0, ctypes.c_uint64), ("fault_info", 0, ctypes.c_uint64),
+                ("alloc_table", 0, ctypes.c_uint64), ("alloc_count", 0, ctypes.c_uint32),
+                ("checks", 0, ctypes.c_uint32))]
+        # what the allocation table was made from (the same objects: it is made again
+        # only when they change) and the table
+        self._table_of: tuple | None = None
+        self.table = np.zeros(0, dtype=np.uint64)
+        self._table_address = 0
+        self._fault_info = self._launch_fields[8]
+        # the native entry points' first arguments, and their results' words
+        self._block_args = (self.ctx.ctypes.data, self.frames.ctypes.data, plan.frame_size,
+                            self.points.ctypes.data, self.statuses.ctypes.data, self.nthreads)
+        self._status, self._end = ctypes.c_int32(0), ctypes.c_int64(0)
+
+    def prepare(self, params: tuple[int, int], grid, allocations, global_ranges,
+                stop: ctypes.c_int32, smid: int, smids: int) -> None:
+        """Set up a launch: its parameters' (address, size), grid, the (address, size) of
+        the memory it may touch besides this worker's own (None: unchecked) and its stop
+        word; `smid`: this worker's number (%smid) of `smids`. A worker is kept for the
+        next launch of the same binary and block shape on the same host thread: allocating
+        and filling its memory cost more than short kernels run, under the GIL."""
+        self.stop = stop
+        (stop_word, params_word, smid_word, nctaid_x, nctaid_y, nctaid_z, nsmid,
+         fault_address, fault_info, alloc_table, alloc_count, checks) = self._launch_fields
+        stop_word.value, params_word.value = ctypes.addressof(stop), params[0]
+        nctaid_x.value, nctaid_y.value, nctaid_z.value = grid
+        smid_word.value, nsmid.value = smid, smids
+        # A fault belongs to the launch that made it: the worker is kept for later launches.
+        fault_address.value = fault_info.value = 0
+        # Each checked access site's last allocation [start, end) (without allocations to
+        # check against, every site accepts everything), and each warp-gang prefetch site's
+        # last address (the first word; zero: none yet).
+        if allocations is None:
+            self.site_cache[0::2] = 0
+            self.site_cache[1::2] = np.iinfo(np.uint64).max
+            checks.value = 0
+            return
+        ctypes.memset(self._site_cache_address, 0, self.site_cache.nbytes)
+        # (the backend passes the same allocations object while none was made or freed)
+        made_of = self._table_of
+        if made_of is None or made_of[0] is not allocations \
+                or made_of[1] is not global_ranges or made_of[2] != params:
+            ranges = [(a, a + n) for a, n in (*allocations, *global_ranges, params) if n > 0]
+            self.table = np.array(_disjoint(ranges + self.own_ranges),
+                                  dtype=np.uint64).reshape(-1)
+            self._table_address = self.table.ctypes.data
+            self._table_of = (allocations, global_ranges, params)
+        alloc_table.value, alloc_count.value = self._table_address, self.table.size // 2
+        checks.value = 1
+
+    @staticmethod
+    def _put(buffer: np.ndarray, offset: int, dtype, value: int) -> None:
+        struct.pack_into(_FORMATS[dtype], buffer, offset, value)
+
+    def run_claimed_waiting_blocks(self, counter: ctypes.c_int64, total: int, chunk: int,
+                                   grid) -> None:
+        """Claims chunks of blocks from `counter` (shared with the other workers) until the
+        grid is done; blocks whose waits the native code cannot complete go on in Python."""
+        end = self._end
+        while True:
+            stopped = self.binary.run_claimed_waiting_blocks(
+                *self._block_args, ctypes.addressof(counter), total, chunk,
+                ctypes.addressof(end))
+            if stopped < 0:
+                return
+            self._python_block(stopped, grid)
+            self.run_waiting_blocks(stopped + 1, end.value - stopped - 1, grid)
+
+    def _python_block(self, number: int, grid) -> None:
+        ctaid = (number % grid[0], (number // grid[0]) % grid[1],
+                 number // (grid[0] * grid[1]))
+        self.slots.start_block()
+        self._finish_block(ctaid, started=True)
+
+    def run_waiting_blocks(self, first: int, count: int, grid) -> None:
+        """Blocks first..first+count-1 of a kernel with barriers or warp operations: natively
+        while the waits are the common ones, in Python for a block whose waits are not."""
+        end = first + count
+        while first < end:
+            stopped = self.binary.run_waiting_blocks(*self._block_args, first, end - first)
+            if stopped < 0:
+                return
+            self._python_block(stopped, grid)
+            first = stopped + 1
+
+    def run_block(self, ctaid: tuple[int, int, int]) -> None:
+        fields = CTX.fields
+        for axis in range(3):
+            self._put(self.ctx, fields["ctaid"] + 4 * axis, np.uint32, ctaid[axis])
+        self.points[:] = 0
+        self.statuses[:] = RUNNABLE
+        self.slots.start_block()
+        self._finish_block(ctaid, started=False)
+
+    def _finish_block(self, ctaid, started: bool) -> None:
+        """Run the block's threads to the end; `started`: they already ran a first round."""
+        args = self._block_args
+        native = self.binary.run_block if self.binary.native_waits else None
+        while True:
+            if self.stop.value:
+                raise _Stopped
+            if started:
+                started = False
+            elif native is not None:
+                if native(*args) == 0:    # every thread exited
+                    self.fault_after_run(ctaid)
+                    return
+            else:
+                self.binary.run_threads(*args)
+            if (self.statuses == EXITED).all():
+                self.fault_after_run(ctaid)
+                return
+            trapped = np.nonzero(self.statuses == TRAPPED)[0]
+            if trapped.size and int(self.points[trapped[0]]) == STOPPED:
+                raise _Stopped
+            if trapped.size and int(self.points[trapped[0]]) == FAULTED:
+                raise IllegalAddressError(self._fault_message(ctaid, int(trapped[0])))
+            if trapped.size:
+                t = int(trapped[0])
+                raise self._trap_error(ctaid, t, -1 - int(self.points[t]))
+            if not warps.resolve(self.plan, self.points, self.statuses, self.slots,
+                                    BLOCKED, RUNNABLE, EXITED):
+                raise KernelExecutionError(self._deadlock_message(ctaid))
+
+    def run_claimed_blocks(self, counter: ctypes.c_int64, total: int, chunk: int,
+                           grid) -> None:
+        """Claims chunks of blocks of a kernel without barriers or warp operations from
+        `counter` (shared with the other workers) and runs them, all in one native call."""
+        status = self._status
+        status.value = 0
+        ctx, frames, frame_size, _, _, nthreads = self._block_args
+        failed = self.binary.run_claimed_blocks(
+            ctx, frames, frame_size, nthreads, ctypes.addressof(counter), total, chunk,
+            ctypes.addressof(self._end), ctypes.addressof(status))
+        self._raise_failure(failed, status, grid)
+        self.fault_after_run(f"one of blocks 0..{total - 1}")
+
+    def _raise_failure(self, failed: int, status, grid) -> None:
+        """After run_blocks: the error for the thread that trapped or faulted, if any."""
+        if failed >= 0 and status.value == STOPPED:
+            raise _Stopped
+        if failed >= 0:
+            n, t = failed >> 32, failed & 0xFFFFFFFF
+            ctaid = (n % grid[0], (n // grid[0]) % grid[1], n // (grid[0] * grid[1]))
+            if status.value == FAULTED:
+                raise IllegalAddressError(self._fault_message(ctaid, t))
+            if status.value in (DEADLOCK, NOT_MEMBER):
+                raise KernelExecutionError(
+                    f"kernel '{self.plan.name}', block {ctaid}, thread {t}: " + (
+                        "it waits at a warp operation for lanes of its member mask that "
+                        "never arrive (a GPU would hang)" if status.value == DEADLOCK
+                        else "it executes a warp operation whose member mask does not name "
+                             "its lane (undefined in PTX)"))
+            raise self._trap_error(ctaid, t, -1 - status.value)
+
+    def _where(self, line: int) -> str:
+        """`check.cu:5 (PTX line 62)`, or `line 62` without line information."""
+        return where(self.plan.source_lines.source_line(line), line)
+
+    def _trap_error(self, ctaid, thread: int, number: int) -> KernelTrapError:
+        """The error for `thread` of block `ctaid`, which executed trap number `number`: a
+        KernelAssertError with CUDA's text when the trap ended a failed assert."""
+        place = self._where(self.plan.trap_lines.get(number, 0))
+        x, y = self.block[0], self.block[1]
+        tid = (thread % x, thread // x % y, thread // (x * y))
+        params = int(self.ctx[CTX.fields["params"]:CTX.fields["params"] + 8].view(np.uint64)[0])
+        assertion = printf.assertion_of(params, tuple(ctaid), tid)
+        if assertion is not None:
+            return KernelAssertError(
+                f"kernel '{self.plan.name}' failed a device-side assert at {place}: "
+                f"{assertion.text}")
+        return KernelTrapError(f"kernel '{self.plan.name}' executed trap at {place} in block "
+                               f"{ctaid}, thread {thread}")
+
+    def _fault_message(self, ctaid, thread: int | None) -> str:
+        fields = CTX.fields
+        address = int(self.ctx[fields["fault_address"]:fields["fault_address"] + 8]
+                      .view(np.uint64)[0])
+        info = int(self.ctx[fields["fault_info"]:fields["fault_info"] + 8].view(np.uint64)[0])
+        line, size, write = info >> 16, (info >> 1) & 0x7FFF, info & 1
+        where = (ctaid if isinstance(ctaid, str) else f"block {ctaid}") + (
+            "" if thread is None else f", thread {thread}")
+        if size == CALL_FAULT:
+            return (f"kernel '{self.plan.name}' called address {address:#x}, which is no "
+                    f"function of the module, at {self._where(line)} in {where}; nothing "
+                    "was run there and the device is still usable")
+        if size == FREE_FAULT:
+            return (f"kernel '{self.plan.name}' freed address {address:#x}, which device "
+                    f"malloc did not return or which was freed before, at {self._where(line)} "
+                    f"in {where}; nothing was freed and the device is still usable")
+        return (f"kernel '{self.plan.name}' {'wrote' if write else 'read'} {size} bytes at "
+                f"address {address:#x}, outside every allocation, at {self._where(line)} in "
+                f"{where}; nothing was written there and the device is still usable")
+
+    def fault_after_run(self, ctaid) -> None:
+        """Device functions record a bad access and go on; report it after the block (which
+        thread made it is not recorded)."""
+        if self._fault_info.value:
+            raise IllegalAddressError(self._fault_message(ctaid, None))
+
+    def _deadlock_message(self, ctaid) -> str:
+        waiting = {}
+        for t in np.nonzero(self.statuses == BLOCKED)[0]:
+            point = self.plan.sync_points[int(self.points[t])]
+            waiting.setdefault((point.line, point.inst.spec.text), []).append(int(t))
+        waits = "; ".join(f"{len(ts)} thread(s) at {self._where(line)} ('{text}'), e.g. "
+                          f"thread {ts[0]}" for (line, text), ts in sorted(waiting.items()))
+        return (f"kernel '{self.plan.name}', block {ctaid}: threads wait for each other "
+                f"forever (a GPU would hang): {waits}")
+
+
+def _disjoint(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """[start, end) ranges, sorted, with overlapping ones merged: the access check looks at
+    the last range starting at or below an address only, so a range inside another (host
+    memory wrapped twice, a buffer's view wrapped as a buffer) must not hide the outer one.
+    Ranges that only touch stay apart (an access across both is still outside each)."""
+    merged: list[list[int]] = []
+    for start, end in sorted(ranges):
+        if merged and start < merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return [(start, end) for start, end in merged]
+
+
+class _Stopped(Exception):
+    """A worker left its blocks because the launch was asked to stop (run_grid reports it)."""
+
+
+# The stop words of the launches running now (id -> word).
+_RUNNING: dict[int, ctypes.c_int32] = {}
+
+
+def _stop_running_launches() -> None:
+    """At the interpreter's exit, stop the launches still running: the worker pool's threads
+    are joined then, and one running a kernel that never ends would keep the process from
+    exiting (after Ctrl-C, say)."""
+    for stop in list(_RUNNING.values()):
+        stop.value = 1
+
+
+# (called before the helper threads are joined)
+threading._register_atexit(_stop_running_launches)
+
+
+_POOL_LOCK = threading.Lock()
+
+
+class _Launch:
+    """A launch that helper threads may join while it runs. The launching thread works on
+    it from the start and calls helpers in a widening wave (each that joins calls two more,
+    up to `helpers`), so that a grid keeps waking threads only while it still runs; once the
+    blocks are all claimed, the launching thread waits only for the helpers that joined (one
+    that comes later leaves at once). A short grid then costs no thread wake-ups."""
+
+    def __init__(self, work: Callable[[int], None], helpers: int):
+        self.work = work
+        self._state = threading.Condition(threading.Lock())
+        self._open, self._running, self._next_smid = True, 0, 1
+        self._uncalled = helpers
+
+    def call_helpers(self, most: int) -> None:
+        """Offer the launch to up to `most` more helper threads."""
+        with self._state:
+            count = min(most, self._uncalled)
+            self._uncalled -= count
+        _HELPERS.offer(self, count)
+
+    def join(self) -> None:
+        """Run the launch's work on this helper thread, if it still takes helpers."""
+        with self._state:
+            if not self._open:
+                return
+            smid, self._next_smid = self._next_smid, self._next_smid + 1
+            self._running += 1
+        try:
+            self.call_helpers(2)
+            self.work(smid)
+        finally:
+            with self._state:
+                self._running -= 1
+                if not self._running:
+                    self._state.notify_all()
+
+    def close(self) -> None:
+        """Take no more helpers, and wait for those working."""
+        with self._state:
+            self._open = False
+            self._state.wait_for(lambda: not self._running)
+
+
+class _Helpers:
+    """The process's helper threads (kept between launches: starting threads for every
+    launch cost more than short kernels run), which take launches offered to them."""
+
+    def __init__(self) -> None:
+        self._offers: queue.SimpleQueue[_Launch | None] = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+
+    def start(self, count: int) -> None:
+        """Have at least `count` threads."""
+        with _POOL_LOCK:
+            while len(self._threads) < count:
+                thread = threading.Thread(target=self._run, daemon=False,
+                                          name=f"ptxport-cpu_{len(self._threads)}")
+                thread.start()
+                self._threads.append(thread)
+
+    def offer(self, launch: _Launch, count: int) -> None:
+        """Let `count` threads join `launch`."""
+        for _ in range(count):
+            self._offers.put(launch)
+
+    def _run(self) -> None:
+        while (launch := self._offers.get()) is not None:
+            launch.join()
+            launch = None       # (it holds the launch's memory alive)
+
+    def end(self) -> None:
+        """Let the threads end (at the interpreter's exit, which joins them)."""
+        for _ in self._threads:
+            self._offers.put(None)
+
+
+_HELPERS = _Helpers()
+# (before the threads are joined; a helper that runs a kernel leaves it once
+# _stop_running_launches has stopped it)
+threading._register_atexit(_HELPERS.end)
+
+
+def _worker(binary, block, dynamic_shared: int) -> _Worker:
+    """This host thread's worker for the binary and block shape, kept on the binary (so it
+    goes with it) for the next launch. A host thread runs one block at a time, so no other
+    launch uses a worker while its thread does."""
+    key = (threading.get_ident(), tuple(block), dynamic_shared)
+    with _POOL_LOCK:
+        kept = binary.__dict__.setdefault("_workers", {})
+        worker = kept.get(key)
+    if worker is None:
+        worker = _Worker(binary, block, dynamic_shared)
+        with _POOL_LOCK:
+            if len(kept) < 4 * max(worker_count(), 1):
+                kept[key] = worker
+    return worker
+
+
+def run_grid(binary, grid, block, dynamic_shared: int, params: bytes,
+             allocations=None, timeout: float | None = None) -> None:
+    """Run every block of the grid on the workers; raise the first failure, or
+    KernelTimeoutError when the launch ran longer than `timeout` seconds and was stopped."""
+    # The stop word compiled code looks at; the watchdog sets it.
+    stop = ctypes.c_int32(0)
+    watchdog = None if timeout is None else threading.Timer(timeout, setattr,
+                                                            (stop, "value", 1))
+    if watchdog is not None:
+        watchdog.daemon = True
+        watchdog.start()
+    _RUNNING[id(stop)] = stop
+    try:
+        _run_grid(binary, grid, block, dynamic_shared, params, allocations, stop)
+    finally:
+        del _RUNNING[id(stop)]
+        if watchdog is not None:
+            watchdog.cancel()
+    if stop.value and watchdog is None:
+        raise KernelTimeoutError(
+            f"kernel '{binary.plan.name}' (grid {grid}, block {block}) was stopped because the "
+            "process is exiting", kernels=(binary.plan.name,), stopped=True)
+    if stop.value:
+        raise KernelTimeoutError(
+            f"kernel '{binary.plan.name}' (grid {grid}, block {block}) ran longer than its "
+            f"timeout of {timeout:g} s and was stopped; what it wrote is undefined, and the "
+            "device is usable: fix the kernel (a loop that never ends, a flag no one sets) "
+            "or give it a longer LaunchConfig(timeout=...)",
+            kernels=(binary.plan.name,), stopped=True)
+
+
+def _run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocations,
+              stop: ctypes.c_int32) -> None:
+    param_buffer = _take_param_buffer(len(params))
+    ctypes.memmove(param_buffer, params, len(params))
+    params_address = ctypes.addressof(param_buffer)
+    # (only kernels that call printf or assert have a log to collect and print)
+    printf_log = printf.open_log(params_address) if binary.calls_printf else None
+    blocks = grid[0] * grid[1] * grid[2]
+    errors: list[BaseException] = []
+    smids = worker_count()
+    workers = min(smids, blocks)
+    # The next block to claim, shared by the workers (claimed with atomic adds natively).
+    counter = ctypes.c_int64(0)
+    claim_lock = threading.Lock()
+
+    # Workers claim chunks of blocks; kernels without barriers or warp operations run a
+    # chunk in one native call, others block by block in rounds.
+    chunk = max(1, blocks // (workers * 16))
+    python_rounds = bool(binary.plan.sync_points) and not binary.native_waits
+    if python_rounds:
+        chunk = 1
+    # (a tuple: workers keep their allocation table while the same one comes again)
+    if allocations is not None and not isinstance(allocations, tuple):
+        allocations = tuple(allocations)
+    global_ranges = binary.global_ranges
+
+    def work(smid: int) -> None:
+        try:
+            worker = _worker(binary, block, dynamic_shared)
+            worker.prepare((params_address, len(params)), grid, allocations, global_ranges,
+                           stop, smid, smids)
+            if python_rounds:
+                while not errors and not stop.value:
+                    with claim_lock:
+                        n = counter.value
+                        counter.value = n + 1
+                    if n >= blocks:
+                        return
+                    worker.run_block((n % grid[0], (n // grid[0]) % grid[1],
+                                      n // (grid[0] * grid[1])))
+            elif binary.plan.sync_points:
+                worker.run_claimed_waiting_blocks(counter, blocks, chunk, grid)
+            else:
+                worker.run_claimed_blocks(counter, blocks, chunk, grid)
+        except BaseException as e:  # reported to the launching thread below
+            errors.append(e)
+            counter.value = blocks        # the other workers stop after their chunk
+
+    if workers <= 1:
+        work(0)
+    else:
+        _HELPERS.start(workers - 1)
+        joinable = _Launch(work, workers - 1)
+        joinable.call_helpers(2)
+        work(0)
+        joinable.close()
+    if printf_log is not None:      # printed after the launch
+        errors += printf.close_log(params_address, printf_log)
+    _PARAM_BUFFERS.setdefault(len(param_buffer), []).append(param_buffer)
+    if stop.value:
+        return          # the workers' errors come of the stop: run_grid reports that
+    if errors:
+        raise errors[0]
+
+
+# Parameter buffers of finished launches, by size, for later launches: a launch then finds
+# its parameters at the address of the last one's, and its workers keep their allocation
+# table. (A buffer is one launch's at a time: the printf log is found by its address.)
+_PARAM_BUFFERS: dict[int, list[ctypes.Array]] = {}
+
+
+def _take_param_buffer(size: int) -> ctypes.Array:
+    size = max(size, 8)
+    kept = _PARAM_BUFFERS.get(size)
+    try:
+        return kept.pop() if kept else ctypes.create_string_buffer(size)
+    except IndexError:      # another launch took the last one first
+        return ctypes.create_string_buffer(size)

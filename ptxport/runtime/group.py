@@ -1,0 +1,478 @@
+"""Device groups: one launch over several devices (and, through group_ray.py, machines).
+
+A DeviceGroup holds members (a Device each; one device may be a member twice) and group
+buffers. A launch on the group is planned by group_plan.py: split into boxes of whole blocks,
+one per member, each member running the kernel made by ptxport.passes.block_range (which
+sees the whole grid's block index) on its box, and the members' writes merged on the host;
+or, where the kernel's blocks are tied together, run whole on one member.
+
+Group buffers keep a coherence table: which members (and the host) hold the buffer's current
+contents. A member gets a buffer before a launch that passes it only if it does not hold it
+yet, so inputs are sent once and kept until they are written. Group operations are
+synchronous: they are done when the call returns (a group stream's sync() has nothing to
+wait for).
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+import weakref
+from concurrent.futures import ThreadPoolExecutor, wait
+
+import numpy as np
+
+from ptxport.errors import ArgumentError, InvalidValueError, SplitRefusedError
+from ptxport.runtime.group_plan import Plan, identity, merge_buffer, plan_launch
+
+__all__ = ["DeviceGroup", "GroupBuffer", "GroupStream", "LocalMember"]
+
+HOST = -1                      # the coherence table's name for the host's copy
+_keys = itertools.count(1)
+
+
+class LocalMember:
+    """A member that is a device of this process: buffers by key, one stream."""
+
+    def __init__(self, device):
+        from ptxport.runtime.device import Device
+
+        self.device = device if isinstance(device, Device) else Device(device)
+        self.name = str(self.device)
+        self._stream = self.device.create_stream()
+        self._buffers: dict[int, object] = {}
+
+    def upload(self, key: int, data: np.ndarray) -> None:
+        buffer = self._buffers.get(key)
+        if buffer is None:
+            buffer = self._buffers[key] = self.device.allocate(max(data.size, 1),
+                                                               stream=self._stream)
+        if data.size:
+            buffer.copy_from(data, stream=self._stream)
+        self._stream.sync()
+
+    def download(self, key: int, ranges=None):
+        buffer = self._buffers[key]
+        host = np.empty(buffer.size, np.uint8)
+        buffer.copy_to(host, stream=self._stream)
+        self._stream.sync()
+        return host if ranges is None else [host[lo:hi] for lo, hi in ranges]
+
+    def upload_ranges(self, key: int, ranges, data: np.ndarray) -> None:
+        """Write `data`'s bytes of `ranges` into the member's copy (the rest is current)."""
+        host = self.download(key)
+        for lo, hi in ranges:
+            host[lo:hi] = data[lo:hi]
+        self.upload(key, host)
+
+    def discard(self, key: int) -> None:
+        buffer = self._buffers.pop(key, None)
+        if buffer is not None:
+            buffer.close()
+
+    def run(self, kernel, config, first, grid, args) -> float:
+        """Run the blocks first + (0..grid) of `config`'s launch; the seconds it took."""
+        from ptxport.runtime.launch import LaunchConfig, launch
+
+        ranged = _ranged_kernel(kernel)
+        values = [self._buffers[a[1]] if isinstance(a, tuple) else a for a in args]
+        hidden = [np.uint32(v) for v in (*first, *config.grid)]
+        sub = LaunchConfig(grid=grid, block=config.block, shmem_size=config.shmem_size)
+        start = time.perf_counter()
+        launch(self._stream, sub, ranged, *values, *hidden)
+        self._stream.sync()
+        return time.perf_counter() - start
+
+
+_RANGED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_RANGED_LOCK = threading.Lock()
+
+
+def _ranged_kernel(kernel):
+    """`kernel` made by the block_range pass (cached per kernel)."""
+    from ptxport.passes import block_range
+    from ptxport.runtime.program import ObjectCode
+
+    with _RANGED_LOCK:
+        found = _RANGED.get(kernel._function)
+        if found is None:
+            code = kernel.object_code
+            module = block_range.run(code.module, kernel.name)
+            found = ObjectCode(code.ptx, module, f"{code.name} (block range)").get_kernel(
+                kernel.name)
+            _RANGED[kernel._function] = found
+        return found
+
+
+class GroupBuffer:
+    """Memory of a device group: one logical buffer, copies on the members that need it."""
+
+    def __init__(self, group: DeviceGroup, size: int):
+        self._group, self._size, self.key = group, size, next(_keys)
+        self._host = np.zeros(size, np.uint8)
+        self._valid = {HOST}
+        # member -> byte ranges its copy lacks (it holds the rest), after a "ranges" merge
+        self._patch: dict[int, list[tuple[int, int]]] = {}
+        self._closed = False
+        self._held: set[int] = set()      # members that have a copy, current or not
+        # a buffer dropped without close() frees its members' copies all the same
+        self._free = weakref.finalize(self, group._dropped.append, (self.key, self._held))
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    @property
+    def device(self) -> DeviceGroup:
+        return self._group
+
+    @property
+    def valid_on(self) -> frozenset[str]:
+        """Where the current contents are: member names, and "host"."""
+        return frozenset("host" if m == HOST else self._group.members[m].name
+                         for m in self._valid)
+
+    def __repr__(self) -> str:
+        return f"<GroupBuffer of {self._size} bytes on {self._group}>"
+
+    def _array(self, obj, method: str, writeable: bool) -> np.ndarray:
+        if self._closed:
+            raise InvalidValueError(f"this group buffer of {self._size} bytes is closed")
+        if not isinstance(obj, np.ndarray) or not obj.flags.c_contiguous or \
+                (writeable and not obj.flags.writeable):
+            raise InvalidValueError(f"GroupBuffer.{method} takes a C-contiguous"
+                                    f"{' writeable' if writeable else ''} numpy array")
+        if obj.nbytes != self._size:
+            raise InvalidValueError(f"the array has {obj.nbytes} bytes but the group buffer "
+                                    f"has {self._size}")
+        return obj.reshape(-1).view(np.uint8)
+
+    def copy_from(self, src, *, stream=None) -> None:
+        """Set the contents from a host array (or another group buffer of the group)."""
+        if isinstance(src, GroupBuffer):
+            src = src.copy_to(np.empty(src.size, np.uint8))
+        with self._group._lock:
+            self._host = self._array(src, "copy_from", False).copy()
+            self._valid, self._patch = {HOST}, {}
+
+    def copy_to(self, dst=None, *, stream=None) -> np.ndarray:
+        """Copy the contents into `dst` (a host array of the buffer's size; a new uint8
+        array if None) and return it."""
+        if dst is None:
+            dst = np.empty(self._size, np.uint8)
+        view = self._array(dst, "copy_to", True)
+        with self._group._lock:
+            view[:] = self._group._host_copy(self)
+        return dst
+
+    def fill(self, value: int, width: int, *, stream=None) -> None:
+        """Set every `width`-byte word (1, 2, 4) to `value`, as Buffer.fill."""
+        if width not in (1, 2, 4) or self._size % width:
+            raise InvalidValueError(f"cannot fill {self._size} bytes with {width}-byte words")
+        words = np.full(self._size // width, value, f"u{width}")
+        self.copy_from(words.view(np.uint8))
+
+    def close(self, stream=None) -> None:
+        if not self._closed:
+            self._closed = True
+            self._free()
+            self._group._free_dropped()
+
+
+class GroupStream:
+    """A stream of a device group: group operations finish before they return, so this
+    only gives launch() and the copies the group to work on."""
+
+    def __init__(self, group: DeviceGroup):
+        self._group = group
+
+    @property
+    def device(self) -> DeviceGroup:
+        return self._group
+
+    def sync(self, timeout: float | None = None) -> None:
+        """Nothing to wait for: the group's work is done when its calls return."""
+
+
+class DeviceGroup:
+    """Devices that run one launch together, split by whole blocks.
+
+    Parameters
+    ----------
+    devices : sequence of Device, device names or members
+        The members, in order (the order partial results of float atomics combine in). A
+        device may appear more than once: each appearance is a member with its own memory.
+    strict : bool
+        Raise SplitRefusedError for a launch that cannot be split, instead of running it
+        whole on one member.
+
+    Buffers come from allocate(); launches from launch(config, kernel, *args) (or
+    ptxport.launch on a group stream). `last_plan` tells how the last launch ran, `stats`
+    how many bytes moved between the host and the members.
+    """
+
+    def __init__(self, devices, *, strict: bool = False):
+        self.members = [m if hasattr(m, "run") and hasattr(m, "upload") else LocalMember(m)
+                        for m in devices]
+        if not self.members:
+            raise InvalidValueError("a DeviceGroup needs at least one device")
+        for index, member in enumerate(self.members):
+            if hasattr(member, "on_lost"):
+                member.on_lost = lambda keys, m=index: self._member_lost(m, keys)
+        self.strict = strict
+        self._lock = threading.RLock()
+        self._buffers: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+        self._dropped: list[tuple[int, set[int]]] = []
+        self._speeds: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._runs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._pool = ThreadPoolExecutor(len(self.members), thread_name_prefix="ptxport-group")
+        self._stats_lock = threading.Lock()
+        self.stats = {"bytes_sent": 0, "bytes_received": 0, "launches": 0, "split": 0}
+        self.last_plan: Plan | None = None
+        self._default_stream = GroupStream(self)
+
+    @classmethod
+    def ray(cls, num_workers: int = 2, device: str = "cpu", **options) -> DeviceGroup:
+        """A group of `num_workers` Ray actors, each running kernels on its own `device`
+        (ptxport.runtime.group_ray). `options`: strict (as for DeviceGroup), and
+        group_ray.ray_members' pin_cores, max_restarts and object_store_mb."""
+        from ptxport.runtime.group_ray import ray_members
+
+        strict = options.pop("strict", False)
+        return cls(ray_members(num_workers, device, **options), strict=strict)
+
+    def __str__(self) -> str:
+        return "group:" + ",".join(m.name for m in self.members)
+
+    def __repr__(self) -> str:
+        return f"<DeviceGroup {self}>"
+
+    # -- the Device-like surface ------------------------------------------------------------
+
+    def allocate(self, size: int, stream=None) -> GroupBuffer:
+        if not isinstance(size, int | np.integer) or size < 0:
+            raise InvalidValueError(f"allocate() takes a size in bytes, not {size!r}")
+        buffer = GroupBuffer(self, int(size))
+        self._buffers[buffer.key] = buffer
+        return buffer
+
+    def create_stream(self) -> GroupStream:
+        return GroupStream(self)
+
+    @property
+    def default_stream(self) -> GroupStream:
+        return self._default_stream
+
+    def sync(self, timeout: float | None = None) -> None:
+        """Nothing to wait for: group operations finish before they return."""
+
+    def close(self) -> None:
+        """Free every member's copies and stop the members (Ray actors end)."""
+        with self._lock:
+            for buffer in list(self._buffers.values()):
+                buffer.close()
+            for member in self.members:
+                getattr(member, "close", lambda: None)()
+        self._pool.shutdown(wait=False)
+
+    # -- coherence ---------------------------------------------------------------------------
+
+    def _host_copy(self, buffer: GroupBuffer) -> np.ndarray:
+        if HOST not in buffer._valid:
+            member = min(buffer._valid)
+            buffer._host = self.members[member].download(buffer.key)
+            self._count("bytes_received", buffer.size)
+            buffer._valid.add(HOST)
+        return buffer._host
+
+    def _send(self, buffer: GroupBuffer, member: int, data: np.ndarray | None = None) -> None:
+        if data is None and member in buffer._valid:
+            return
+        content = self._host_copy(buffer) if data is None else data
+        patch = buffer._patch.pop(member, None)
+        if patch is not None and data is None:
+            self.members[member].upload_ranges(buffer.key, patch, content)
+            self._count("bytes_sent", sum(hi - lo for lo, hi in patch))
+        else:
+            self.members[member].upload(buffer.key, content)
+            self._count("bytes_sent", buffer.size)
+        buffer._held.add(member)
+        if data is None:
+            buffer._valid.add(member)
+        else:
+            buffer._valid.discard(member)
+
+    def _count(self, what: str, n: int) -> None:
+        with self._stats_lock:
+            self.stats[what] += n
+
+    def _member_lost(self, member: int, keys) -> None:
+        """A replaced member no longer holds what it wrote into `keys` (called from the
+        member's thread while a launch holds the lock: the tables are only marked)."""
+        for key in keys:
+            buffer = self._buffers.get(key)
+            if buffer is not None:
+                buffer._valid.discard(member)
+                buffer._patch.pop(member, None)
+
+    def _free_dropped(self) -> None:
+        """Free the members' copies of buffers closed or dropped (a dropped buffer's
+        finalizer only lists it, as it may run on any thread, at any time)."""
+        with self._lock:
+            while self._dropped:
+                key, held = self._dropped.pop()
+                for member in held:
+                    self.members[member].discard(key)
+                self._buffers.pop(key, None)
+
+    # -- launches ----------------------------------------------------------------------------
+
+    def _arguments(self, kernel, args) -> tuple[dict[int, int], list]:
+        infos = kernel.arguments_info
+        if len(args) != len(infos):
+            raise ArgumentError(f"kernel {kernel.name} takes {len(infos)} argument(s) but was "
+                                f"given {len(args)}")
+        keys, values = {}, []
+        for index, (arg, info) in enumerate(zip(args, infos, strict=True)):
+            if isinstance(arg, GroupBuffer):
+                if arg._group is not self or arg._closed:
+                    raise ArgumentError(f"kernel {kernel.name}, argument {index} "
+                                        f"({info.name}): the buffer is closed or of another "
+                                        "group")
+                keys[index] = arg.key
+                values.append(("buffer", arg.key))
+            elif info.pointer and not isinstance(arg, np.void):
+                raise ArgumentError(
+                    f"kernel {kernel.name}, argument {index} ({info.name}) is a pointer: "
+                    f"pass a GroupBuffer of {self} (group.allocate), not "
+                    f"{type(arg).__name__}")
+            else:
+                values.append(arg)
+        return keys, values
+
+    def launch(self, config, kernel, *args) -> None:
+        """Run `kernel` over the group: split by whole blocks where its IR allows, else
+        whole on one member (SplitRefusedError instead when strict). Done on return."""
+        self._free_dropped()
+        with self._lock:
+            keys, values = self._arguments(kernel, args)
+            sizes = {key: self._buffers[key].size for key in keys.values()}
+            speeds = self._speeds.setdefault(kernel._function, [None] * len(self.members))
+            known = [s for s in speeds if s is not None]
+            guess = sum(known) / len(known) if known else 1.0
+            speeds = [guess if s is None else s for s in speeds]
+            plan = plan_launch(kernel, config, list(args), keys, sizes, speeds)
+            self.last_plan = plan
+            self.stats["launches"] += 1
+            if plan.split:
+                self.stats["split"] += 1
+                self._run_split(plan, kernel, config, values, keys)
+            elif self.strict:
+                raise SplitRefusedError(f"cannot split this launch: {plan.reason}")
+            else:
+                self._run_whole(plan, kernel, config, values, keys, speeds)
+
+    def _run_whole(self, plan: Plan, kernel, config, values, keys, speeds) -> None:
+        member = max(range(len(self.members)), key=lambda m: speeds[m])
+        for key in set(keys.values()):
+            self._send(self._buffers[key], member)
+        written = [self._buffers[key] for key in plan.written or ()]
+        try:
+            self.members[member].run(kernel, config, (0, 0, 0), config.grid, values)
+        except BaseException:
+            for buffer in written:     # the member's copy may be partly written
+                if buffer._valid != {member}:
+                    buffer._valid.discard(member)
+                    buffer._patch.pop(member, None)
+            raise
+        for buffer in written:
+            buffer._valid, buffer._patch = {member}, {}
+        if not getattr(self.members[member], "keeps_results", True):
+            for buffer in written:     # (so that a lost member loses nothing)
+                self._host_copy(buffer)
+
+    def _each(self, plan: Plan, work) -> dict:
+        """work(member, first, grid) for every box, on the members' threads at once; each
+        result by member. All finish before the first failure is raised."""
+        futures = {member: self._pool.submit(work, member, first, grid)
+                   for member, first, grid in plan.boxes}
+        wait(list(futures.values()))
+        return {member: future.result() for member, future in futures.items()}
+
+    def _run_split(self, plan: Plan, kernel, config, values, keys) -> None:
+        befores = {key: self._host_copy(self._buffers[key]) for key in plan.merges}
+        for key in set(keys.values()):      # (once here, not by every member's thread)
+            if any(m not in self._buffers[key]._valid for m, _, _ in plan.boxes):
+                self._host_copy(self._buffers[key])
+
+        def send(member, first, grid) -> None:
+            for key in set(keys.values()):
+                merge = plan.merges.get(key)
+                if merge is not None and merge.mode == "atomic":
+                    self._send(self._buffers[key], member,
+                               identity(merge.op, merge.dtype, sizes_of(self, key)))
+                else:
+                    self._send(self._buffers[key], member)
+
+        def run(member, first, grid) -> float:    # a member's speed, as the group sees it
+            start = time.perf_counter()
+            self.members[member].run(kernel, config, first, grid, values)
+            return time.perf_counter() - start
+
+        def fetch(member, first, grid) -> dict:
+            parts = {}
+            for key, merge in plan.merges.items():
+                ranges = merge.ranges[member] if merge.mode == "ranges" else None
+                parts[key] = self.members[member].download(key, ranges)
+                self._count("bytes_received", self._buffers[key].size if ranges is None
+                            else sum(hi - lo for lo, hi in ranges))
+            return parts
+
+        self._each(plan, send)
+        for key in plan.merges:   # from here on only the host holds what was there before
+            self._buffers[key]._valid, self._buffers[key]._patch = {HOST}, {}
+        seconds = self._each(plan, run)
+        fetched = self._each(plan, fetch)
+        for key, merge in plan.merges.items():
+            parts = {member: fetched[member][key] for member in fetched}
+            self._buffers[key]._host = merge_buffer(merge, befores[key], parts, kernel.name)
+            if merge.mode == "ranges":     # each member's copy lacks the others' ranges only
+                for member, _, _ in plan.boxes:
+                    self._buffers[key]._patch[member] = [
+                        r for other, ranges in merge.ranges.items() if other != member
+                        for r in ranges]
+        self._calibrate(kernel, plan, seconds)
+
+    def _calibrate(self, kernel, plan: Plan, seconds: dict[int, float]) -> None:
+        """Blocks per second of each member on this kernel, averaged over launches."""
+        speeds = self._speeds[kernel._function]
+        runs = self._runs.setdefault(kernel._function, [0] * len(self.members))
+        for member, _, grid in plan.boxes:
+            runs[member] += 1
+            if runs[member] == 1:
+                continue     # (a member's first run of a kernel includes compiling it)
+            measured = grid[0] * grid[1] * grid[2] / max(seconds[member], 1e-6)
+            old = speeds[member]
+            speeds[member] = measured if old is None else 0.5 * old + 0.5 * measured
+
+
+def sizes_of(group: DeviceGroup, key: int) -> int:
+    return group._buffers[key].size
+
+
+def group_from_name(names: str) -> DeviceGroup:
+    """The group Device("group:cpu,opencl:0") names (one group per name, kept)."""
+    with _NAMED_LOCK:
+        group = _NAMED.get(names)
+        if group is None:
+            parts = [p.strip() for p in names.split(",") if p.strip()]
+            if not parts:
+                raise InvalidValueError("write 'group:<device>,<device>,...', e.g. "
+                                        "'group:cpu,opencl:0'")
+            group = _NAMED[names] = DeviceGroup(parts)
+        return group
+
+
+_NAMED: dict[str, DeviceGroup] = {}
+_NAMED_LOCK = threading.Lock()

@@ -1,0 +1,245 @@
+"""Texture and surface objects for devices without texture hardware of ptxport's (cpu, opencl,
+hip): CUDA arrays, resource and texture descriptions, and the objects kernels read.
+
+Shaped after CUDA's runtime API (cudaCreateChannelDesc, cudaMallocArray, cudaResourceDesc,
+cudaTextureDesc, cudaCreateTextureObject, cudaCreateSurfaceObject) and CuPy's
+cupy.cuda.texture. A texture or surface object is the device address of a 128-byte descriptor
+in device memory; that 64-bit number is what a kernel takes as `cudaTextureObject_t`, and
+the sampler that passes/textures.py links into kernels reads it (texture_sampler.cu's
+Descriptor: the same layout, field for field).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+from ptxport.errors import InvalidValueError, UnsupportedFeatureError
+
+__all__ = ["ChannelFormat", "Array", "ResourceDesc", "TextureDesc", "TextureObject",
+           "SurfaceObject", "ADDRESS_MODES", "FILTER_MODES", "READ_MODES", "CHANNEL_KINDS"]
+
+# CUDA's enumerations (cudaAddressMode, cudaFilterMode, cudaTextureReadMode,
+# cudaChannelFormatKind, cudaResourceType): the descriptor holds these numbers.
+ADDRESS_MODES = {"wrap": 0, "clamp": 1, "mirror": 2, "border": 3}
+FILTER_MODES = {"point": 0, "linear": 1}
+READ_MODES = {"element_type": 0, "normalized_float": 1}
+CHANNEL_KINDS = {"signed": 0, "unsigned": 1, "float": 2}
+_RESOURCES = {"array": 0, "linear": 2, "pitch2d": 3}
+_LAYOUT = struct.Struct("<3Q4I6I3II4fI")      # texture_sampler.cu's Descriptor
+DESCRIPTOR_SIZE = 128
+
+
+@dataclass(frozen=True)
+class ChannelFormat:
+    """What one texel holds: `channels` (1, 2 or 4) channels of `bits` (8, 16, 32) each, of
+    `kind` "signed", "unsigned" or "float" (16-bit floats are halves). cudaChannelFormatDesc."""
+
+    kind: str
+    bits: int
+    channels: int = 1
+
+    def __post_init__(self):
+        if self.kind not in CHANNEL_KINDS:
+            raise InvalidValueError(f"channel kind {self.kind!r}: one of {list(CHANNEL_KINDS)}")
+        if self.bits not in (8, 16, 32) or (self.kind == "float" and self.bits == 8):
+            raise InvalidValueError(f"{self.bits}-bit {self.kind} channels are not a CUDA format")
+        if self.channels not in (1, 2, 4):
+            raise InvalidValueError(f"{self.channels} channels: CUDA formats have 1, 2 or 4")
+
+    @classmethod
+    def from_dtype(cls, dtype, channels: int = 1) -> ChannelFormat:
+        """The format of numpy `dtype` elements (float32, float16, int8 ... uint32)."""
+        dtype = np.dtype(dtype)
+        kind = {"f": "float", "i": "signed", "u": "unsigned"}.get(dtype.kind)
+        if kind is None:
+            raise InvalidValueError(f"no channel format for {dtype}")
+        return cls(kind, dtype.itemsize * 8, channels)
+
+    @property
+    def texel_size(self) -> int:
+        return self.bits // 8 * self.channels
+
+
+class Array:
+    """A CUDA array: texels of one format in `width` x `height` x `depth` (0 for an absent
+    dimension, as cudaExtent has it), laid out row after row; `layered` makes `depth` the
+    number of layers (cudaArrayLayered). cudaMalloc3DArray."""
+
+    def __init__(self, device, format: ChannelFormat, width: int, height: int = 0,
+                 depth: int = 0, *, layered: bool = False, stream=None):
+        if width <= 0 or height < 0 or depth < 0 or (depth and not height and not layered):
+            raise InvalidValueError(f"array extent ({width}, {height}, {depth}) is not one "
+                                    "CUDA allows")
+        self.device, self.format, self.layered = device, format, layered
+        self.width, self.height, self.depth = width, height, depth
+        self.pitch = width * format.texel_size
+        self.slice = self.pitch * max(height, 1)
+        self.buffer = device.allocate(self.slice * max(depth, 1), stream=stream)
+
+    @property
+    def dims(self) -> int:
+        """1, 2 or 3: the dimensions of one layer."""
+        if self.layered:
+            return 2 if self.height else 1
+        return 3 if self.depth else (2 if self.height else 1)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The numpy shape of the whole array: (depth or layers, height, width, channels)
+        without absent dimensions and without a channel axis for one channel."""
+        shape = tuple(n for n in (self.depth, self.height) if n) + (self.width,)
+        return shape + ((self.format.channels,) if self.format.channels > 1 else ())
+
+    def copy_from(self, host: np.ndarray, *, stream) -> None:
+        """The whole array from host memory (cudaMemcpy3D / cudaMemcpy2DToArray)."""
+        self.buffer.copy_from(self._bytes(host), stream=stream)
+
+    def copy_to(self, host: np.ndarray, *, stream) -> None:
+        out = np.empty(self.buffer.size, np.uint8)
+        self.buffer.copy_to(out, stream=stream)
+        stream.sync()
+        host[...] = out.view(host.dtype).reshape(host.shape)
+
+    def _bytes(self, host: np.ndarray) -> np.ndarray:
+        host = np.ascontiguousarray(host)
+        if host.nbytes != self.buffer.size:
+            raise InvalidValueError(f"{host.nbytes} bytes for an array of {self.buffer.size}")
+        return host.reshape(-1).view(np.uint8)
+
+    def close(self) -> None:
+        self.buffer.close()
+
+
+@dataclass(frozen=True)
+class ResourceDesc:
+    """What a texture reads (cudaResourceDesc): an Array, linear memory (`buffer` of `width`
+    texels, read with integer coordinates by tex1Dfetch) or pitched 2D memory."""
+
+    kind: str
+    array: Array | None = None
+    buffer: object = None
+    format: ChannelFormat | None = None
+    width: int = 0
+    height: int = 0
+    pitch: int = 0
+
+    @classmethod
+    def from_array(cls, array: Array) -> ResourceDesc:
+        return cls("array", array=array, format=array.format)
+
+    @classmethod
+    def linear(cls, buffer, format: ChannelFormat, nbytes: int) -> ResourceDesc:
+        return cls("linear", buffer=buffer, format=format, width=nbytes // format.texel_size)
+
+    @classmethod
+    def pitch2d(cls, buffer, format: ChannelFormat, width: int, height: int,
+                pitch: int) -> ResourceDesc:
+        if pitch < width * format.texel_size:
+            raise InvalidValueError(f"pitch {pitch} is less than a row ({width} texels)")
+        return cls("pitch2d", buffer=buffer, format=format, width=width, height=height,
+                   pitch=pitch)
+
+    def geometry(self) -> tuple:
+        """(address, pitch, slice, (width, height, depth), layers, dims)."""
+        if self.kind == "array":
+            a = self.array
+            layers = a.depth if a.layered else 0
+            depth = 1 if a.layered else max(a.depth, 1)
+            return (a.buffer.handle, a.pitch, a.slice, (a.width, max(a.height, 1), depth),
+                    layers, a.dims)
+        if self.kind == "linear":
+            row = self.width * self.format.texel_size
+            return self.buffer.handle, row, row, (self.width, 1, 1), 0, 1
+        return (self.buffer.handle, self.pitch, self.pitch * self.height,
+                (self.width, self.height, 1), 0, 2)
+
+
+@dataclass(frozen=True)
+class TextureDesc:
+    """How a texture is read (cudaTextureDesc): address mode per dimension ("wrap", "clamp",
+    "mirror", "border"), "point" or "linear" filtering, "element_type" or "normalized_float"
+    reads, normalized coordinates, and the border color."""
+
+    address_mode: tuple[str, ...] = ("clamp", "clamp", "clamp")
+    filter_mode: str = "point"
+    read_mode: str = "element_type"
+    normalized_coords: bool = False
+    border_color: tuple[float, ...] = (0.0, 0.0, 0.0, 0.0)
+
+
+def _check(resource: ResourceDesc, desc: TextureDesc) -> None:
+    """cudaCreateTextureObject's refusals (cudaErrorInvalidValue)."""
+    for mode in desc.address_mode:
+        if mode not in ADDRESS_MODES:
+            raise InvalidValueError(f"address mode {mode!r}: one of {list(ADDRESS_MODES)}")
+    if desc.filter_mode not in FILTER_MODES or desc.read_mode not in READ_MODES:
+        raise InvalidValueError(f"filter mode {desc.filter_mode!r} or read mode "
+                                f"{desc.read_mode!r} is not one CUDA has")
+    fmt = resource.format
+    normalized = desc.read_mode == "normalized_float"
+    if normalized and (fmt.kind == "float" or fmt.bits == 32):
+        raise InvalidValueError("normalized-float reads are for 8- and 16-bit integer formats")
+    if desc.filter_mode == "linear" and fmt.kind != "float" and not normalized:
+        raise InvalidValueError("linear filtering needs a float result: a float format or "
+                                "normalized-float reads")
+
+
+def _descriptor(resource: ResourceDesc, desc: TextureDesc | None) -> bytes:
+    address, pitch, slice_, size, layers, dims = resource.geometry()
+    fmt = resource.format
+    desc = desc or TextureDesc()
+    modes = (tuple(desc.address_mode) + ("clamp",) * 3)[:3]
+    border = (tuple(desc.border_color) + (0.0,) * 4)[:4]
+    packed = _LAYOUT.pack(address, pitch, slice_, *size, layers, CHANNEL_KINDS[fmt.kind],
+                          fmt.bits, fmt.channels, READ_MODES[desc.read_mode],
+                          int(desc.normalized_coords), FILTER_MODES[desc.filter_mode],
+                          *(ADDRESS_MODES[m] for m in modes), _RESOURCES[resource.kind],
+                          *border, dims)
+    return packed.ljust(DESCRIPTOR_SIZE, b"\0")
+
+
+class _DescriptorObject:
+    def __init__(self, device, data: bytes, stream):
+        if device._backend.name == "cuda":
+            raise UnsupportedFeatureError(
+                "texture and surface objects", "cuda", reason="on NVIDIA devices create them "
+                "with the CUDA driver (cuTexObjectCreate; CuPy's cupy.cuda.texture): "
+                "ptxport's NVPTX target keeps the native texture instructions")
+        stream = stream or device.default_stream
+        self.device = device
+        self._buffer = device.allocate(DESCRIPTOR_SIZE, stream=stream)
+        self._buffer.copy_from(np.frombuffer(data, np.uint8), stream=stream)
+        stream.sync()
+
+    @property
+    def handle(self) -> int:
+        """The 64-bit object a kernel takes (cudaTextureObject_t / cudaSurfaceObject_t)."""
+        return self._buffer.handle
+
+    def close(self) -> None:
+        self._buffer.close()
+
+
+class TextureObject(_DescriptorObject):
+    """cudaCreateTextureObject(resource, texture description)."""
+
+    def __init__(self, device, resource: ResourceDesc, desc: TextureDesc | None = None, *,
+                 stream=None):
+        _check(resource, desc or TextureDesc())
+        self.resource, self.desc = resource, desc or TextureDesc()
+        super().__init__(device, _descriptor(resource, self.desc), stream)
+
+
+class SurfaceObject(_DescriptorObject):
+    """cudaCreateSurfaceObject: byte-addressed reads and writes of an Array."""
+
+    def __init__(self, device, resource: ResourceDesc | Array, *, stream=None):
+        if isinstance(resource, Array):
+            resource = ResourceDesc.from_array(resource)
+        if resource.kind != "array":
+            raise InvalidValueError("a surface object needs a CUDA array")
+        self.resource = resource
+        super().__init__(device, _descriptor(resource, None), stream)

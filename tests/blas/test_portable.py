@@ -1,0 +1,138 @@
+"""The portable GEMM kernels (ptxport/blas/kernels/gemm.cu) compiled by ptxport for the cpu
+and opencl:0 devices, against numpy in f64: odd sizes that leave partial tiles, transposes,
+leading dimensions above the rows (which must stay untouched), batches with a zero stride,
+alpha and beta, and the tensor-core (mma.sync) kernel on the CPU target. Inputs are
+multiples of 1/8 so that every type computes the exact result. Each kernel variant is one
+NVRTC + ptxport compilation, cached on disk after the first run."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ptxport import Device, blas
+from ptxport.blas import _Gemm, portable
+from ptxport.blas.portable import TileConfig
+from ptxport.runtime.backends import availability
+
+RNG = np.random.default_rng(3)
+BF16 = np.dtype("<u2")
+SIMT = TileConfig(False, 32, 32, 8, 2, 2)
+MMA = TileConfig(True, 64, 64, 32, wm=2, wn=2)
+
+
+def _device(name: str) -> Device:
+    ok, why = availability(name.partition(":")[0])
+    if not ok:
+        pytest.skip(f"no {name} here: {why}")
+    return Device(name)
+
+
+def _stored(values: np.ndarray, dtype) -> np.ndarray:
+    """`values` rounded to nearest even in `dtype` (bfloat16: its 16 bits)."""
+    if dtype == BF16:
+        bits = values.astype(np.float32).view(np.uint32)
+        return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    return values.astype(dtype)
+
+
+def _widened(values: np.ndarray, dtype) -> np.ndarray:
+    if dtype == BF16:
+        return (values.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    return values.astype(np.float64)
+
+
+def _check(device: Device, config: TileConfig, ta: bool, tb: bool, m: int, n: int, k: int,
+           in_type, out_type, batch: int = 1, aligned: bool = False) -> None:
+    """aligned: leading dimensions and batch strides multiples of 16 bytes, so that the
+    kernels take their vector loads (partial groups at the edges stay element-wise)."""
+    stream = device.create_stream()
+    ra, ca = (k, m) if ta else (m, k)
+    rb, cb = (n, k) if tb else (k, n)
+    lds = tuple(-(-x // 8) * 8 + 8 for x in (ra, rb, m)) if aligned else (ra + 1, rb + 3, m + 2)
+    # A is shared by every batch (stride 0); B and C have one matrix per batch
+    a = RNG.integers(-8, 9, (ca, lds[0])) / 8
+    b = RNG.integers(-8, 9, (batch, cb, lds[1])) / 8
+    c = RNG.integers(-8, 9, (batch, n, lds[2])) / 8
+    buffers = []
+    for values, dtype in ((a, in_type), (b, in_type), (c, out_type)):
+        data = np.ascontiguousarray(_stored(values, dtype)).ravel()
+        buf = device.allocate(data.nbytes, stream=stream)
+        buf.copy_from(data, stream=stream)
+        buffers.append(buf)
+    problem = _Gemm(ta, tb, m, n, k, lds, (0, cb * lds[1], n * lds[2]), batch)
+    portable.launch_gemm(stream, config, problem, *buffers, np.dtype(in_type),
+                         np.dtype(out_type), 0.5, -2.0)
+    got = np.empty(c.size, out_type)
+    buffers[2].copy_to(got, stream=stream)
+    stream.sync()
+    got = _widened(got.reshape(c.shape), out_type)
+    op_a = a[:, :ra].T
+    op_a = op_a.T if ta else op_a
+    for t in range(batch):
+        op_b = b[t, :, :rb].T
+        op_b = op_b.T if tb else op_b
+        want = 0.5 * op_a @ op_b - 2 * c[t, :, :m].T   # exact; rounded once when stored
+        np.testing.assert_array_equal(got[t, :, :m].T,
+                                      _widened(_stored(want, out_type), out_type))
+        # rows between m and ldc are not C's: untouched
+        np.testing.assert_array_equal(got[t, :, m:], c[t, :, m:])
+
+
+@pytest.mark.parametrize("ta, tb", [(False, False), (True, True)])
+def test_simt_f32_on_cpu(ta, tb):
+    _check(_device("cpu"), SIMT, ta, tb, 37, 29, 19, np.float32, np.float32, batch=2)
+
+
+SIMT_VEC = TileConfig(False, 64, 64, 16, 4, 4)   # 4 floats a thread per tile: float4 loads
+
+
+@pytest.mark.parametrize("device", ["cpu", "opencl:0"])
+@pytest.mark.parametrize("ta, tb", [(False, True), (True, False)])
+def test_simt_f32_vector_loads(device, ta, tb):
+    _check(_device(device), SIMT_VEC, ta, tb, 37, 29, 19, np.float32, np.float32, batch=2,
+           aligned=True)
+
+
+def test_simt_f64_on_cpu():
+    _check(_device("cpu"), SIMT, True, False, 33, 17, 9, np.float64, np.float64)
+
+
+@pytest.mark.parametrize("in_type, out_type", [(BF16, np.float32), (np.float16, np.float16)])
+def test_mma_kernel_on_cpu(in_type, out_type):
+    # mma.sync runs in the CPU target's resolver: small, but odd in every dimension
+    _check(_device("cpu"), MMA, True, False, 37, 29, 40, in_type, out_type)
+
+
+@pytest.mark.parametrize("ta, tb", [(False, True), (True, False)])
+def test_simt_f32_on_opencl(ta, tb):
+    _check(_device("opencl:0"), SIMT, ta, tb, 37, 29, 19, np.float32, np.float32, batch=2)
+
+
+def test_simt_16_bit_on_opencl():
+    # SPIR-V lowers no mma.sync: the SIMT kernel widens bf16 to f32
+    _check(_device("opencl:0"), SIMT, False, True, 37, 29, 40, BF16, BF16)
+
+
+def test_tensor_cores_only_where_the_target_has_mma():
+    assert portable._uses_mma(Device("cpu"), np.dtype(np.float16))
+    assert not portable._uses_mma(Device("cpu"), np.dtype(np.float32))
+
+
+def test_blas_gemm_on_opencl_runs_the_portable_kernel():
+    device = _device("opencl:0")
+    stream = device.create_stream()
+    m, n, k = 21, 13, 9
+    a = (RNG.integers(-8, 9, (k, m)) / 8).astype(np.float32)   # column-major m x k
+    b = (RNG.integers(-8, 9, (n, k)) / 8).astype(np.float32)   # column-major k x n
+    buffers = []
+    for values in (a, b, np.zeros((n, m), np.float32)):
+        buf = device.allocate(values.nbytes, stream=stream)
+        buf.copy_from(np.ascontiguousarray(values).ravel(), stream=stream)
+        buffers.append(buf)
+    blas.gemm("N", "N", m, n, k, 1.0, buffers[0], m, buffers[1], k, 0.0, buffers[2], m,
+              stream=stream)
+    got = np.empty((n, m), np.float32)
+    buffers[2].copy_to(got, stream=stream)
+    stream.sync()
+    np.testing.assert_array_equal(got.T, a.T.astype(np.float64) @ b.T)

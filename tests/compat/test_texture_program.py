@@ -1,0 +1,39 @@
+"""tests/programs/texture_object.cu under `ptxport run` uses real textures on cpu and
+opencl:0: cudaMallocArray, cudaMemcpy2DToArray and cudaCreateTextureObject reach
+compat/textures.py through cudart, and the kernels' tex instructions the sampler. (The corpus
+test also accepts a clean refusal from a runtime without textures; this one does not.)"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import programs_harness as harness
+import pytest
+
+from ptxport.runtime.backends import availability
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+DEVICES = ["cpu", pytest.param("opencl:0", marks=pytest.mark.skipif(
+    not availability("opencl")[0], reason="no OpenCL device for SPIR-V: "
+                                          f"{availability('opencl')[1]}"))]
+
+
+@pytest.fixture(scope="module")
+def binary() -> Path:
+    try:
+        return harness.build("texture_object")
+    except harness.ToolkitMissingError as e:
+        pytest.skip(f"cannot build the program here: {e}")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_texture_object_program_uses_textures(binary, device):
+    env = {**os.environ, "PYTHONPATH": str(REPOSITORY)}
+    done = subprocess.run([sys.executable, "-m", "ptxport.cli", "run", "--device", device, "--",
+                           str(binary)], capture_output=True, text=True, timeout=300, env=env,
+                          cwd=binary.parent)
+    expected = (harness.PROGRAM_DIR / "expected" / "texture_object.txt").read_text()
+    assert (done.returncode, done.stdout) == (0, expected), done.stderr[-2000:]

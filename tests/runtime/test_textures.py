@@ -1,0 +1,253 @@
+"""Texture and surface objects on devices without NVIDIA's texture units (cpu, opencl:0):
+every address mode x filter mode x normalized/texel coordinates x read mode x channel
+format on 1D, 2D and 3D textures against texture_reference.py (CUDA's texture-fetch formulas
+in numpy), bit for bit; layered, linear and pitched resources; surfaces; the refusals.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import texture_reference as ref
+
+from ptxport import Device, LaunchConfig, Program, launch
+from ptxport.errors import InvalidValueError, KernelAssertError, UnsupportedFeatureError
+from ptxport.frontends import nvrtc
+from ptxport.runtime.backends import availability
+from ptxport.runtime.textures import (
+    Array,
+    ChannelFormat,
+    ResourceDesc,
+    SurfaceObject,
+    TextureDesc,
+    TextureObject,
+)
+
+_NVRTC, _NVRTC_WHY = nvrtc.available()
+_OPENCL, _OPENCL_WHY = availability("opencl")
+pytestmark = pytest.mark.skipif(not _NVRTC, reason=f"kernels come from NVRTC: {_NVRTC_WHY}")
+
+DEVICES = ["cpu", pytest.param("opencl:0", marks=pytest.mark.skipif(
+    not _OPENCL, reason=f"no OpenCL device for SPIR-V: {_OPENCL_WHY}"))]
+
+
+@pytest.fixture(scope="module", params=DEVICES)
+def device(request):
+    return Device(request.param)
+
+
+@pytest.fixture(scope="module")
+def fetch_kernels():
+    return Program(ref.KERNELS, code_type="c++").compile("native")
+
+
+def run_case(device, kernels, dims, fmt, mode, filt, normalized):
+    """(got, expected) uint32 bits of one texture-fetch case, the format's channels."""
+    got, expected = ref.run_on_ptxport(device, kernels, dims, fmt, mode, filt, normalized)
+    return got[:, :fmt[2]], expected[:, :fmt[2]]
+
+
+@pytest.mark.parametrize("dims", [1, 2, 3])
+@pytest.mark.parametrize("fmt", ref.FORMATS, ids=[f[0] for f in ref.FORMATS])
+def test_fetch_matches_reference(device, fetch_kernels, dims, fmt):
+    failures = []
+    for case in ref.cases([dims]):
+        if case[1] is not fmt:
+            continue
+        got, expected = run_case(device, fetch_kernels, *case)
+        bad = np.nonzero((got != expected).any(axis=1))[0]
+        if len(bad):
+            failures.append(f"{case[2]} {case[3]} normalized={case[4]}: {len(bad)} of "
+                            f"{len(got)} differ, first at {bad[0]}: {got[bad[0]]} != "
+                            f"{expected[bad[0]]}")
+    assert not failures, "\n".join(failures)
+
+
+def test_the_reference_sees_filtering():
+    """The cases are not vacuous: linear filtering and the address modes change results."""
+    fmt = ref.FORMATS[0]
+    data = ref.texels(2, fmt)
+    coords = ref.coordinates(2, True)
+    results = {(mode, filt): ref.sample(data, fmt, 2, mode, filt, True, coords).tobytes()
+               for mode in ref.ADDRESS_MODES for filt in ref.FILTER_MODES}
+    assert len(set(results.values())) == len(results)
+
+
+OTHER_KERNELS = r"""
+extern "C" {
+__global__ void layered(cudaTextureObject_t t1, cudaTextureObject_t t2, float *out) {
+  int i = threadIdx.x;
+  out[i] = tex1DLayered<float>(t1, i + 0.5f, i % 3);
+  out[32 + i] = tex2DLayered<float>(t2, (i % 4) + 0.5f, (i / 4 % 2) + 0.5f, i % 3);
+  out[64 + i] = tex2DLod<float>(t2, (i % 4) + 0.5f, 0.5f, 2.0f);
+}
+__global__ void linear_fetch(cudaTextureObject_t t, int *out, int n) {
+  int i = threadIdx.x;
+  out[i] = tex1Dfetch<int>(t, i - 2);
+}
+__global__ void pitched(cudaTextureObject_t t, float *out) {
+  int x = threadIdx.x, y = blockIdx.x;
+  out[y * 8 + x] = tex2D<float>(t, x + 0.5f, y + 0.5f);
+}
+__global__ void surfaces(cudaSurfaceObject_t s, int w, int h) {
+  int x = threadIdx.x, y = blockIdx.x;
+  float4 v = surf2Dread<float4>(s, x * 16, y);
+  surf2Dwrite(make_float4(v.w, v.z, v.y, v.x + 1.0f), s, x * 16, y);
+}
+__global__ void surface_zero(cudaSurfaceObject_t s, int *out) {
+  int x = threadIdx.x;
+  out[x] = surf1Dread<int>(s, (x - 2) * 4, cudaBoundaryModeZero);
+  out[32 + x] = surf1Dread<int>(s, (x - 2) * 4, cudaBoundaryModeClamp);
+}
+__global__ void surface_trap(cudaSurfaceObject_t s, int *out) {
+  out[0] = surf1Dread<int>(s, 4096);
+}
+__global__ void queries(cudaTextureObject_t t, cudaSurfaceObject_t s, int *out) {
+  int w, h, d;
+  asm("txq.width.b32 %0, [%1];" : "=r"(w) : "l"(t));
+  asm("txq.height.b32 %0, [%1];" : "=r"(h) : "l"(t));
+  asm("suq.depth.b32 %0, [%1];" : "=r"(d) : "l"(s));
+  out[0] = w; out[1] = h; out[2] = d;
+}
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def other_kernels():
+    return Program(OTHER_KERNELS, code_type="c++").compile("native")
+
+
+def _run(device, kernel, grid, block, *args):
+    stream = device.create_stream()
+    launch(stream, LaunchConfig(grid=grid, block=block), kernel, *args)
+    stream.sync()
+    return stream
+
+
+def _download(buffer, shape, dtype):
+    host = np.empty(shape, dtype)
+    stream = buffer.device.create_stream()
+    buffer.copy_to(host, stream=stream)
+    stream.sync()
+    return host
+
+
+def test_layered_and_level(device, other_kernels):
+    """tex1DLayered/tex2DLayered read the layer asked for; tex2DLod of a texture without
+    mipmaps reads level 0 (as CUDA does)."""
+    stream = device.create_stream()
+    f32 = ChannelFormat.from_dtype(np.float32)
+    data1 = np.arange(3 * 32, dtype=np.float32).reshape(3, 32)
+    a1 = Array(device, f32, 32, 0, 3, layered=True, stream=stream)
+    a1.copy_from(data1, stream=stream)
+    data2 = np.arange(3 * 2 * 4, dtype=np.float32).reshape(3, 2, 4) * 10
+    a2 = Array(device, f32, 4, 2, 3, layered=True, stream=stream)
+    a2.copy_from(data2, stream=stream)
+    t1 = TextureObject(device, ResourceDesc.from_array(a1), stream=stream)
+    t2 = TextureObject(device, ResourceDesc.from_array(a2), stream=stream)
+    out = device.allocate(96 * 4, stream=stream)
+    _run(device, other_kernels.get_kernel("layered"), 1, 32, np.uint64(t1.handle),
+         np.uint64(t2.handle), out)
+    got = _download(out, 96, np.float32)
+    i = np.arange(32)
+    np.testing.assert_array_equal(got[:32], data1[i % 3, i])
+    np.testing.assert_array_equal(got[32:64], data2[i % 3, i // 4 % 2, i % 4])
+    np.testing.assert_array_equal(got[64:], data2[0, 0, i % 4])
+
+
+def test_linear_memory_fetch(device, other_kernels):
+    """tex1Dfetch of linear memory: integer coordinates, zero outside."""
+    stream = device.create_stream()
+    values = np.arange(100, 124, dtype=np.int32)
+    buffer = device.allocate(values.nbytes, stream=stream)
+    buffer.copy_from(values, stream=stream)
+    texture = TextureObject(device, ResourceDesc.linear(
+        buffer, ChannelFormat.from_dtype(np.int32), values.nbytes), stream=stream)
+    out = device.allocate(32 * 4, stream=stream)
+    _run(device, other_kernels.get_kernel("linear_fetch"), 1, 32, np.uint64(texture.handle),
+         out, np.int32(24))
+    index = np.arange(32) - 2
+    expected = np.where((index >= 0) & (index < 24), 100 + index, 0)
+    np.testing.assert_array_equal(_download(out, 32, np.int32), expected)
+
+
+def test_pitched_2d(device, other_kernels):
+    stream = device.create_stream()
+    image = np.arange(4 * 16, dtype=np.float32).reshape(4, 16)   # pitch: 16 floats, width 8
+    buffer = device.allocate(image.nbytes, stream=stream)
+    buffer.copy_from(image, stream=stream)
+    texture = TextureObject(device, ResourceDesc.pitch2d(
+        buffer, ChannelFormat.from_dtype(np.float32), 8, 4, 64), stream=stream)
+    out = device.allocate(32 * 4, stream=stream)
+    _run(device, other_kernels.get_kernel("pitched"), 4, 8, np.uint64(texture.handle), out)
+    np.testing.assert_array_equal(_download(out, (4, 8), np.float32), image[:, :8])
+
+
+def test_surface_read_write(device, other_kernels):
+    """surf2Dread/surf2Dwrite with byte x coordinates on a float4 array."""
+    stream = device.create_stream()
+    data = np.arange(3 * 5 * 4, dtype=np.float32).reshape(3, 5, 4)
+    array = Array(device, ChannelFormat.from_dtype(np.float32, 4), 5, 3, stream=stream)
+    array.copy_from(data, stream=stream)
+    surface = SurfaceObject(device, array, stream=stream)
+    _run(device, other_kernels.get_kernel("surfaces"), 3, 5, np.uint64(surface.handle),
+         np.int32(5), np.int32(3))
+    got = np.empty_like(data)
+    array.copy_to(got, stream=stream)
+    expected = data[..., ::-1].copy()
+    expected[..., 3] += 1
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_surface_boundary_modes(device, other_kernels):
+    stream = device.create_stream()
+    values = np.arange(7, 7 + 16, dtype=np.int32)
+    array = Array(device, ChannelFormat.from_dtype(np.int32), 16, stream=stream)
+    array.copy_from(values, stream=stream)
+    surface = SurfaceObject(device, array, stream=stream)
+    out = device.allocate(64 * 4, stream=stream)
+    _run(device, other_kernels.get_kernel("surface_zero"), 1, 32, np.uint64(surface.handle),
+         out)
+    got = _download(out, 64, np.int32)
+    x = np.arange(32) - 2
+    inside = (x >= 0) & (x < 16)
+    np.testing.assert_array_equal(got[:32], np.where(inside, values[np.clip(x, 0, 15)], 0))
+    np.testing.assert_array_equal(got[32:], values[np.clip(x, 0, 15)])
+    with pytest.raises(KernelAssertError, match="out of bounds"):
+        _run(device, other_kernels.get_kernel("surface_trap"), 1, 1,
+             np.uint64(surface.handle), out)
+
+
+def test_queries(device, other_kernels):
+    stream = device.create_stream()
+    f32 = ChannelFormat.from_dtype(np.float32)
+    a2 = Array(device, f32, 6, 5, stream=stream)
+    a3 = Array(device, f32, 2, 3, 4, stream=stream)
+    texture = TextureObject(device, ResourceDesc.from_array(a2), stream=stream)
+    surface = SurfaceObject(device, a3, stream=stream)
+    out = device.allocate(12, stream=stream)
+    _run(device, other_kernels.get_kernel("queries"), 1, 1, np.uint64(texture.handle),
+         np.uint64(surface.handle), out)
+    np.testing.assert_array_equal(_download(out, 3, np.int32), [6, 5, 4])
+
+
+def test_refusals():
+    device = Device("cpu")
+    f32, u8 = ChannelFormat.from_dtype(np.float32), ChannelFormat.from_dtype(np.uint8)
+    array = Array(device, u8, 4)
+    with pytest.raises(InvalidValueError, match="linear filtering"):
+        TextureObject(device, ResourceDesc.from_array(array), TextureDesc(filter_mode="linear"))
+    with pytest.raises(InvalidValueError, match="normalized-float"):
+        TextureObject(device, ResourceDesc.from_array(Array(device, f32, 4)),
+                      TextureDesc(read_mode="normalized_float"))
+    with pytest.raises(InvalidValueError):
+        ChannelFormat("float", 8)
+    cube = """
+extern "C" __global__ void k(cudaTextureObject_t t, float *out) {
+  out[0] = texCubemap<float>(t, 1.0f, 0.0f, 0.0f);
+}"""
+    kernel = Program(cube, code_type="c++").compile("native").get_kernel("k")
+    with pytest.raises(UnsupportedFeatureError, match="cube maps"):
+        launch(device.create_stream(), LaunchConfig(grid=1, block=1), kernel, np.uint64(0),
+               device.allocate(4))
