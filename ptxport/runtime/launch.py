@@ -362,4 +362,9 @@ def _queue(stream: Stream, config: LaunchConfig, kernel: Kernel, params: bytes, 
         limit = "" if config.timeout is None else f", stopped after {config.timeout:g} s"
         return f"kernel {kernel.name} (grid {grid}, block {block}{limit})"
 
-    stream._submit(run, what=what, kernel=kernel.name, compiled=bool(compiled))
+    # A kernel that cannot wait for anything (backend.runs_at_once) runs on this thread now
+    # when its stream is idle, sparing two hand-overs between threads; a failure is still
+    # raised by the next sync. Its first launch is queued, for Events to say it compiled.
+    if compiled or not backend.runs_at_once(binary) or \
+            not stream._run_now(run, what=what, kernel=kernel.name):
+        stream._submit(run, what=what, kernel=kernel.name, compiled=bool(compiled))

@@ -45,7 +45,12 @@ class _Worker:
         self._items: collections.deque = collections.deque()
         self._running = False
         self._stopped = False
-        self._state = threading.Condition()
+        # one lock, two conditions: the worker thread waits on `_work` (for work to take),
+        # threads in wait_idle on `_state` (for the stream to empty, or work to take), so
+        # that work run on a waiting thread does not wake the idle worker for nothing
+        lock = threading.Lock()
+        self._state = threading.Condition(lock)
+        self._work = threading.Condition(lock)
         self._pending = 0
         self._error: BaseException | None = None
         self._skipped = 0
@@ -68,13 +73,39 @@ class _Worker:
         with self._state:
             self._pending += 1
             self._items.append((work, skippable, (what, kernel, waits_for), compiled))
+            self._work.notify()
             self._state.notify_all()
+
+    def run_now(self, work: Callable[[], None], what: str | Callable[[], str],
+                kernel: str | None = None) -> bool:
+        """Run skippable `work` on this thread at once if the stream is idle (nothing queued,
+        nothing running, no kept error), as if the worker had taken it: False, having done
+        nothing, when it is not. A failure is kept for the next sync, as the worker keeps it."""
+        with self._state:
+            if self._running or self._items or self._error is not None or self._stopped:
+                return False
+            self._running = True
+            self._pending += 1
+            self._current = (what, kernel, None, time.monotonic())
+        failure = None
+        try:
+            work()
+        except BaseException as e:  # kept and raised by sync() on the user's thread
+            failure = e
+        with self._state:
+            self._current = None
+            self._running = False
+            if failure is not None:
+                self._error = failure
+            self._pending -= 1
+            self._done()
+        return True
 
     def stop(self) -> None:
         """End the thread once the queued work has run."""
         with self._state:
             self._stopped = True
-            self._state.notify_all()
+            self._work.notify()
 
     def _take(self) -> tuple | None:
         """The next piece of work, marked running, if none runs now (under self._state)."""
@@ -86,7 +117,7 @@ class _Worker:
     def _run(self) -> None:
         while True:
             with self._state:
-                self._state.wait_for(lambda: not self._running and (
+                self._work.wait_for(lambda: not self._running and (
                     self._items or self._stopped))
                 item = self._take()
                 if item is None:   # stopped, and nothing is left
@@ -117,7 +148,13 @@ class _Worker:
             if failure is not None and self._error is None:
                 self._error = failure
             self._pending -= 1
-            self._state.notify_all()
+            self._done()
+
+    def _done(self) -> None:
+        """After a piece of work ran (under self._state): wake the threads that wait for it."""
+        if self._items:
+            self._work.notify()
+        self._state.notify_all()
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Wait until the queue is empty (True), or `timeout` seconds pass first (False).
@@ -202,6 +239,16 @@ class Stream:
     @property
     def handle(self) -> int:
         return id(self._worker)
+
+    def _run_now(self, work: Callable[[], None], what: str | Callable[[], str],
+                 kernel: str | None = None) -> bool:
+        """Run skippable `work` now, on this thread, if the stream is idle (True); else do
+        nothing (False: queue it with _submit). For work that cannot wait for anything the
+        caller does later (a loop-free kernel): running it at once is then one of the orders
+        an asynchronous stream may run it in, without the hand-over to the worker thread."""
+        if not self._close.alive:
+            raise InvalidValueError(f"{self!r} is closed: create a new stream")
+        return self._worker.run_now(work, what, kernel)
 
     def _submit(self, work: Callable[[], None], skippable: bool = True,
                 what: str | Callable[[], str] = "an operation", kernel: str | None = None,

@@ -130,6 +130,8 @@ class _Worker:
         # what the allocation table was made from (the same objects: it is made again
         # only when they change) and the table
         self._table_of: tuple | None = None
+        # what prepare() last put in the context's launch fields
+        self._shape: tuple | None = None
         self.table = np.zeros(0, dtype=np.uint64)
         self._table_address = 0
         self._fault_info = self._launch_fields[8]
@@ -148,9 +150,13 @@ class _Worker:
         self.stop = stop
         (stop_word, params_word, smid_word, nctaid_x, nctaid_y, nctaid_z, nsmid,
          fault_address, fault_info, alloc_table, alloc_count, checks) = self._launch_fields
-        stop_word.value, params_word.value = ctypes.addressof(stop), params[0]
-        nctaid_x.value, nctaid_y.value, nctaid_z.value = grid
-        smid_word.value, nsmid.value = smid, smids
+        # (the same stop word, parameter buffer and grid come again launch after launch)
+        shape = (ctypes.addressof(stop), params[0], grid, smid, smids)
+        if shape != self._shape:
+            stop_word.value, params_word.value = shape[0], params[0]
+            nctaid_x.value, nctaid_y.value, nctaid_z.value = grid
+            smid_word.value, nsmid.value = smid, smids
+            self._shape = shape
         # A fault belongs to the launch that made it: the worker is kept for later launches.
         fault_address.value = fault_info.value = 0
         # Each checked access site's last allocation [start, end) (without allocations to
@@ -458,10 +464,12 @@ def _worker(binary, block, dynamic_shared: int) -> _Worker:
     """This host thread's worker for the binary and block shape, kept on the binary (so it
     goes with it) for the next launch. A host thread runs one block at a time, so no other
     launch uses a worker while its thread does."""
-    key = (threading.get_ident(), tuple(block), dynamic_shared)
-    with _POOL_LOCK:
-        kept = binary.__dict__.setdefault("_workers", {})
-        worker = kept.get(key)
+    key = (threading.get_ident(), block, dynamic_shared)
+    kept = binary.__dict__.get("_workers")
+    if kept is None:
+        with _POOL_LOCK:
+            kept = binary.__dict__.setdefault("_workers", {})
+    worker = kept.get(key)      # (one dict read: atomic)
     if worker is None:
         worker = _Worker(binary, block, dynamic_shared)
         with _POOL_LOCK:
@@ -474,8 +482,9 @@ def run_grid(binary, grid, block, dynamic_shared: int, params: bytes,
              allocations=None, timeout: float | None = None) -> None:
     """Run every block of the grid on the workers; raise the first failure, or
     KernelTimeoutError when the launch ran longer than `timeout` seconds and was stopped."""
-    # The stop word compiled code looks at; the watchdog sets it.
-    stop = ctypes.c_int32(0)
+    # The stop word compiled code looks at; the watchdog sets it. (Kept for later launches
+    # when no watchdog had it: workers then keep its address in their context.)
+    stop = _STOPS.pop() if _STOPS and timeout is None else ctypes.c_int32(0)
     watchdog = None if timeout is None else threading.Timer(timeout, setattr,
                                                             (stop, "value", 1))
     if watchdog is not None:
@@ -499,6 +508,12 @@ def run_grid(binary, grid, block, dynamic_shared: int, params: bytes,
             "device is usable: fix the kernel (a loop that never ends, a flag no one sets) "
             "or give it a longer LaunchConfig(timeout=...)",
             kernels=(binary.plan.name,), stopped=True)
+    if watchdog is None:
+        _STOPS.append(stop)
+
+
+# stop words of finished launches that no watchdog could still set, for later launches
+_STOPS: list[ctypes.c_int32] = []
 
 
 def _run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocations,
@@ -514,7 +529,6 @@ def _run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocatio
     workers = min(smids, blocks)
     # The next block to claim, shared by the workers (claimed with atomic adds natively).
     counter = ctypes.c_int64(0)
-    claim_lock = threading.Lock()
 
     # Workers claim chunks of blocks; kernels without barriers or warp operations run a
     # chunk in one native call, others block by block in rounds.
@@ -522,6 +536,7 @@ def _run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocatio
     python_rounds = bool(binary.plan.sync_points) and not binary.native_waits
     if python_rounds:
         chunk = 1
+        claim_lock = threading.Lock()
     # (a tuple: workers keep their allocation table while the same one comes again)
     if allocations is not None and not isinstance(allocations, tuple):
         allocations = tuple(allocations)
