@@ -273,6 +273,8 @@ def pack_arguments(kernel: Kernel, args: tuple, device: Device) \
     """The parameter buffer for `args`, and the allocations the launch must keep alive;
     raises ArgumentError naming the first argument that does not fit."""
     slots, total = _param_layout(kernel._function)
+    if not args and not slots:
+        return b"", []
     if len(args) != len(slots):
         params = ", ".join(f".{a.type} {a.name}" for a in kernel.arguments_info)
         raise ArgumentError(f"kernel {kernel.name} takes {len(slots)} argument(s) ({params}) "
@@ -317,9 +319,22 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args) -> None:
     if not isinstance(kernel, Kernel):
         raise InvalidValueError(f"launch(): kernel must be a Kernel (ObjectCode.get_kernel), "
                                 f"not {type(kernel).__name__}")
-    check_config(config, kernel, stream.device)
+    _check_once(config, kernel, stream.device)
     params, keep = pack_arguments(kernel, args, stream.device)
     _queue(stream, config, kernel, params, keep)
+
+
+def _check_once(config: LaunchConfig, kernel: Kernel, device: Device) -> None:
+    """check_config, for a configuration not yet accepted for this kernel and device (a
+    program launches a kernel with the same few configurations over and over)."""
+    key = (device, config.grid, config.block, config.shmem_size, config.timeout,
+           config.cluster, config.is_cooperative)
+    accepted = kernel._accepted
+    if key not in accepted:
+        check_config(config, kernel, device)
+        if len(accepted) >= 64:     # (a program sweeping over shapes: keep the newest)
+            accepted.clear()
+        accepted.add(key)
 
 
 def launch_packed(stream: Stream, config: LaunchConfig, kernel: Kernel, params: bytes,
@@ -332,7 +347,7 @@ def launch_packed(stream: Stream, config: LaunchConfig, kernel: Kernel, params: 
     launch(), which checks every argument first.
     """
     if not checked:
-        check_config(config, kernel, stream.device)
+        _check_once(config, kernel, stream.device)
     if len(params) != kernel.param_buffer_size:
         raise ArgumentError(f"kernel {kernel.name} takes {kernel.param_buffer_size} bytes of "
                             f"parameters, not {len(params)}")

@@ -163,6 +163,8 @@ class _Worker:
         not started it yet (in queue order, one piece at a time, as the worker would): a
         launch followed by a sync then costs no hand-over to the worker's thread and back.
         With a timeout, it only waits, so that it can give up in time."""
+        if not self._pending:   # (this thread's own work is counted when it was queued)
+            return True
         if timeout is not None or threading.current_thread() is self._thread:
             with self._state:
                 return self._state.wait_for(lambda: self._pending == 0, timeout)
@@ -215,6 +217,8 @@ class _Worker:
 
     def take_error(self) -> BaseException | None:
         """The kept error, if any, forgotten so that the stream is usable again."""
+        if self._error is None:     # (set before the work counts as done: seen by then)
+            return None
         with self._state:
             error, skipped = self._error, self._skipped
             self._error, self._skipped = None, 0
