@@ -52,6 +52,7 @@ class _Worker:
         self._state = threading.Condition(lock)
         self._work = threading.Condition(lock)
         self._pending = 0
+        self._waiters = 0   # threads waiting on _state (in wait_idle)
         self._error: BaseException | None = None
         self._skipped = 0
         # what runs now: (words for it, its kernel's name or None, the worker it waits
@@ -74,7 +75,8 @@ class _Worker:
             self._pending += 1
             self._items.append((work, skippable, (what, kernel, waits_for), compiled))
             self._work.notify()
-            self._state.notify_all()
+            if self._waiters:
+                self._state.notify_all()
 
     def run_now(self, work: Callable[[], None], what: str | Callable[[], str],
                 kernel: str | None = None) -> bool:
@@ -154,7 +156,8 @@ class _Worker:
         """After a piece of work ran (under self._state): wake the threads that wait for it."""
         if self._items:
             self._work.notify()
-        self._state.notify_all()
+        if self._waiters:   # (notify_all costs more than a kernel runs, even for no one)
+            self._state.notify_all()
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Wait until the queue is empty (True), or `timeout` seconds pass first (False).
@@ -167,17 +170,24 @@ class _Worker:
             return True
         if timeout is not None or threading.current_thread() is self._thread:
             with self._state:
-                return self._state.wait_for(lambda: self._pending == 0, timeout)
+                return self._wait(lambda: self._pending == 0, timeout)
         while True:
             with self._state:
-                self._state.wait_for(
-                    lambda: self._pending == 0 or self._items and not self._running)
+                self._wait(lambda: self._pending == 0 or self._items and not self._running)
                 if self._pending == 0:
                     return True
                 item = self._take()
             if item is not None:
                 self._execute(item)
                 item = None
+
+    def _wait(self, predicate: Callable[[], bool], timeout: float | None = None) -> bool:
+        """self._state.wait_for, counted in self._waiters (under self._state)."""
+        self._waiters += 1
+        try:
+            return self._state.wait_for(predicate, timeout)
+        finally:
+            self._waiters -= 1
 
     def still_running(self) -> tuple[str, tuple[str, ...]]:
         """Words for what this worker runs now (following waits to the streams they wait

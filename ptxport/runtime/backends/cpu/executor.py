@@ -28,6 +28,7 @@ import queue
 import struct
 import threading
 from collections.abc import Callable
+from functools import cache
 
 import numpy as np
 
@@ -66,6 +67,12 @@ def worker_count() -> int:
     use."""
     if _WORKERS is not None:
         return _WORKERS
+    return _cores()
+
+
+@cache
+def _cores() -> int:
+    # (once: a system call at every launch costs more than an empty kernel runs)
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
         (os.cpu_count() or 1)
 
@@ -112,6 +119,7 @@ class _Worker:
         self.slots = warps.Slots(self.frames, plan.frame_size, self.nthreads, FRAME.fields)
         self.site_cache = np.zeros(2 * max(plan.check_sites, 1), dtype=np.uint64)
         self._site_cache_address = self.site_cache.ctypes.data
+        self._site_cache_bytes = self.site_cache.nbytes
         self._put(self.ctx, fields["site_cache"], np.uint64, self._site_cache_address)
         self.own_ranges = [(a, a + n) for a, n in ((self.shared.ctypes.data, self.shared.size),
                                                    (self.frames.ctypes.data, self.frames.size))
@@ -130,8 +138,10 @@ class _Worker:
         # what the allocation table was made from (the same objects: it is made again
         # only when they change) and the table
         self._table_of: tuple | None = None
-        # what prepare() last put in the context's launch fields
+        # what prepare() last put in the context's launch fields, and the `_table_of` whose
+        # table the context's table fields point at (None: unchecked)
         self._shape: tuple | None = None
+        self._table_set: tuple | None = None
         self.table = np.zeros(0, dtype=np.uint64)
         self._table_address = 0
         self._fault_info = self._launch_fields[8]
@@ -139,6 +149,8 @@ class _Worker:
         self._block_args = (self.ctx.ctypes.data, self.frames.ctypes.data, plan.frame_size,
                             self.points.ctypes.data, self.statuses.ctypes.data, self.nthreads)
         self._status, self._end = ctypes.c_int32(0), ctypes.c_int64(0)
+        # run_claimed_blocks' arguments after the counter's address and the block counts
+        self._claim_words = (ctypes.addressof(self._end), ctypes.addressof(self._status))
 
     def prepare(self, params: tuple[int, int], grid, allocations, global_ranges,
                 stop: ctypes.c_int32, smid: int, smids: int) -> None:
@@ -166,9 +178,11 @@ class _Worker:
             self.site_cache[0::2] = 0
             self.site_cache[1::2] = np.iinfo(np.uint64).max
             checks.value = 0
+            self._table_set = None
             return
-        ctypes.memset(self._site_cache_address, 0, self.site_cache.nbytes)
-        # (the backend passes the same allocations object while none was made or freed)
+        ctypes.memset(self._site_cache_address, 0, self._site_cache_bytes)
+        # (the backend passes the same allocations object while none was made or freed;
+        # the context's table fields still point at the table made for them then)
         made_of = self._table_of
         if made_of is None or made_of[0] is not allocations \
                 or made_of[1] is not global_ranges or made_of[2] != params:
@@ -176,9 +190,11 @@ class _Worker:
             self.table = np.array(_disjoint(ranges + self.own_ranges),
                                   dtype=np.uint64).reshape(-1)
             self._table_address = self.table.ctypes.data
-            self._table_of = (allocations, global_ranges, params)
-        alloc_table.value, alloc_count.value = self._table_address, self.table.size // 2
-        checks.value = 1
+            self._table_of = made_of = (allocations, global_ranges, params)
+        if self._table_set is not made_of:
+            alloc_table.value, alloc_count.value = self._table_address, self.table.size // 2
+            checks.value = 1
+            self._table_set = made_of
 
     @staticmethod
     def _put(buffer: np.ndarray, offset: int, dtype, value: int) -> None:
@@ -263,9 +279,11 @@ class _Worker:
         ctx, frames, frame_size, _, _, nthreads = self._block_args
         failed = self.binary.run_claimed_blocks(
             ctx, frames, frame_size, nthreads, ctypes.addressof(counter), total, chunk,
-            ctypes.addressof(self._end), ctypes.addressof(status))
-        self._raise_failure(failed, status, grid)
-        self.fault_after_run(f"one of blocks 0..{total - 1}")
+            *self._claim_words)
+        if failed >= 0:
+            self._raise_failure(failed, status, grid)
+        if self._fault_info.value:
+            self.fault_after_run(f"one of blocks 0..{total - 1}")
 
     def _raise_failure(self, failed: int, status, grid) -> None:
         """After run_blocks: the error for the thread that trapped or faulted, if any."""
@@ -519,7 +537,8 @@ _STOPS: list[ctypes.c_int32] = []
 def _run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocations,
               stop: ctypes.c_int32) -> None:
     param_buffer = _take_param_buffer(len(params))
-    ctypes.memmove(param_buffer, params, len(params))
+    if params:
+        ctypes.memmove(param_buffer, params, len(params))
     params_address = ctypes.addressof(param_buffer)
     # (only kernels that call printf or assert have a log to collect and print)
     printf_log = printf.open_log(params_address) if binary.calls_printf else None
