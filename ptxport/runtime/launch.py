@@ -356,17 +356,27 @@ def launch_packed(stream: Stream, config: LaunchConfig, kernel: Kernel, params: 
 
 def _queue(stream: Stream, config: LaunchConfig, kernel: Kernel, params: bytes, keep) -> None:
     device = stream.device
-    binary = kernel._binary(device)
+    grid, block, shmem_size, timeout = config.grid, config.block, config.shmem_size, \
+        config.timeout
     backend, ordinal = device._backend, device.device_id
-    grid, block, shmem_size = config.grid, config.block, config.shmem_size
-    watchdog = {} if config.timeout is None else {"timeout": config.timeout}
-    # Compiles (or loads) code for this block shape now; Events around this launch then
-    # say that their time includes it.
-    compiled = backend.prepare(binary, block)
+    ready = kernel._ready.get((device, block))
+    if ready is None:
+        binary = kernel._binary(device)
+        # Compiles (or loads) code for this block shape now; Events around this launch
+        # then say that their time includes it.
+        compiled = backend.prepare(binary, block)
+        at_once = backend.runs_at_once(binary)
+        kernel._ready[(device, block)] = (binary, at_once)
+    else:
+        (binary, at_once), compiled = ready, False
 
     def run(keep=keep) -> None:  # `keep`: the buffers' memory lives until the kernel ran
         try:
-            backend.launch(ordinal, binary, grid, block, shmem_size, params, **watchdog)
+            if timeout is None:
+                backend.launch(ordinal, binary, grid, block, shmem_size, params)
+            else:
+                backend.launch(ordinal, binary, grid, block, shmem_size, params,
+                               timeout=timeout)
         except PtxportError:
             raise
         except Exception as e:
@@ -374,12 +384,11 @@ def _queue(stream: Stream, config: LaunchConfig, kernel: Kernel, params: bytes, 
                 f"kernel {kernel.name} failed on {device}: {type(e).__name__}: {e}") from e
 
     def what() -> str:   # words for a timeout's message, made only when one needs them
-        limit = "" if config.timeout is None else f", stopped after {config.timeout:g} s"
+        limit = "" if timeout is None else f", stopped after {timeout:g} s"
         return f"kernel {kernel.name} (grid {grid}, block {block}{limit})"
 
     # A kernel that cannot wait for anything (backend.runs_at_once) runs on this thread now
     # when its stream is idle, sparing two hand-overs between threads; a failure is still
     # raised by the next sync. Its first launch is queued, for Events to say it compiled.
-    if compiled or not backend.runs_at_once(binary) or \
-            not stream._run_now(run, what=what, kernel=kernel.name):
+    if compiled or not at_once or not stream._run_now(run, what=what, kernel=kernel.name):
         stream._submit(run, what=what, kernel=kernel.name, compiled=bool(compiled))

@@ -312,6 +312,9 @@ class Kernel:
             for slot in slots)
         self._static_shared = _static_shared_bytes(function)
         self._last_binary: tuple[Device, KernelBinary] | None = None
+        # (device, block shape) -> (binary, whether a launch may run at once) of the
+        # shapes prepared for a launch (runtime/launch.py)
+        self._ready: dict[tuple, tuple[KernelBinary, bool]] = {}
         # launch configurations check_config accepted, by device (runtime/launch.py)
         self._accepted: set[tuple] = set()
 
