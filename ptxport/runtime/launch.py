@@ -15,7 +15,6 @@ their size is not known: the message says which numpy type to use.
 from __future__ import annotations
 
 import operator
-import weakref
 from math import prod
 
 import numpy as np
@@ -28,8 +27,7 @@ from ptxport.errors import (
     PtxportError,
     UnsupportedFeatureError,
 )
-from ptxport.ir.abi import ParamSlot, param_layout
-from ptxport.ir.nodes import Function
+from ptxport.ir.abi import param_layout
 from ptxport.runtime.backends import Allocation, DeviceProperties
 from ptxport.runtime.device import Device
 from ptxport.runtime.memory import Buffer
@@ -256,37 +254,56 @@ def _argument_bytes(kernel: Kernel, index: int, info: ParamInfo, variable, arg,
     raise ArgumentError(f"{where()}: cannot pass a {type(arg).__name__}; pass {suggestion()}")
 
 
-# each kernel's parameter layout, made at its first launch (it is the same at every launch)
-_LAYOUTS: weakref.WeakKeyDictionary[Function, tuple[list[ParamSlot], int]] = \
-    weakref.WeakKeyDictionary()
+class _Packer:
+    """A kernel's argument packing, made at its first launch: its parameters' places, and
+    for each the numpy dtypes already accepted there (the same dtype passes the same checks,
+    so a repeated launch copies its bytes without them)."""
 
+    def __init__(self, kernel: Kernel):
+        slots, self.total = param_layout(kernel._function)
+        self.slots = tuple((slot.offset, slot.offset + slot.size, info, slot.variable)
+                           for slot, info in zip(slots, kernel.arguments_info, strict=True))
+        self.accepted: tuple[set, ...] = tuple(set() for _ in slots)
 
-def _param_layout(function: Function) -> tuple[list[ParamSlot], int]:
-    layout = _LAYOUTS.get(function)
-    if layout is None:
-        layout = _LAYOUTS[function] = param_layout(function)
-    return layout
+    def pack(self, kernel: Kernel, args: tuple, device: Device) \
+            -> tuple[bytes, list[Allocation]]:
+        slots = self.slots
+        if len(args) != len(slots):
+            params = ", ".join(f".{a.type} {a.name}" for a in kernel.arguments_info)
+            raise ArgumentError(f"kernel {kernel.name} takes {len(slots)} argument(s) "
+                                f"({params}) but was given {len(args)}")
+        if not slots:
+            return b"", []
+        buffer, keep = bytearray(self.total), []
+        for index, arg in enumerate(args):
+            start, end, info, variable = slots[index]
+            if isinstance(arg, Buffer) and info.pointer is not False \
+                    and arg.device is device and not arg.is_closed:
+                allocation = arg._live()
+                buffer[start:end] = allocation.address.to_bytes(end - start, "little")
+                keep.append(allocation)
+                continue
+            accepted = self.accepted[index]
+            if isinstance(arg, np.generic) and arg.dtype in accepted:
+                buffer[start:end] = arg.tobytes()
+                continue
+            raw, allocation = _argument_bytes(kernel, index, info, variable, arg, device)
+            buffer[start:end] = raw
+            if allocation is not None:
+                keep.append(allocation)
+            elif isinstance(arg, np.generic):
+                accepted.add(arg.dtype)
+        return bytes(buffer), keep
 
 
 def pack_arguments(kernel: Kernel, args: tuple, device: Device) \
         -> tuple[bytes, list[Allocation]]:
     """The parameter buffer for `args`, and the allocations the launch must keep alive;
     raises ArgumentError naming the first argument that does not fit."""
-    slots, total = _param_layout(kernel._function)
-    if not args and not slots:
-        return b"", []
-    if len(args) != len(slots):
-        params = ", ".join(f".{a.type} {a.name}" for a in kernel.arguments_info)
-        raise ArgumentError(f"kernel {kernel.name} takes {len(slots)} argument(s) ({params}) "
-                            f"but was given {len(args)}")
-    buffer = bytearray(total)
-    keep = []
-    for index, (slot, info, arg) in enumerate(zip(slots, kernel.arguments_info, args, strict=True)):
-        raw, allocation = _argument_bytes(kernel, index, info, slot.variable, arg, device)
-        buffer[slot.offset:slot.offset + slot.size] = raw
-        if allocation is not None:
-            keep.append(allocation)
-    return bytes(buffer), keep
+    packer = kernel._packer
+    if packer is None:
+        packer = kernel._packer = _Packer(kernel)
+    return packer.pack(kernel, args, device)
 
 
 def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args) -> None:

@@ -315,6 +315,7 @@ class Kernel:
         # (device, block shape) -> (binary, whether a launch may run at once) of the
         # shapes prepared for a launch (runtime/launch.py)
         self._ready: dict[tuple, tuple[KernelBinary, bool]] = {}
+        self._packer = None     # how launch() packs arguments (runtime/launch.py)
         # launch configurations check_config accepted, by device (runtime/launch.py)
         self._accepted: set[tuple] = set()
 

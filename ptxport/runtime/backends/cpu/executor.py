@@ -502,7 +502,7 @@ def run_grid(binary, grid, block, dynamic_shared: int, params: bytes,
     KernelTimeoutError when the launch ran longer than `timeout` seconds and was stopped."""
     # The stop word compiled code looks at; the watchdog sets it. (Kept for later launches
     # when no watchdog had it: workers then keep its address in their context.)
-    stop = _STOPS.pop() if _STOPS and timeout is None else ctypes.c_int32(0)
+    stop = _take_stop() if timeout is None else ctypes.c_int32(0)
     watchdog = None if timeout is None else threading.Timer(timeout, setattr,
                                                             (stop, "value", 1))
     if watchdog is not None:
@@ -532,6 +532,13 @@ def run_grid(binary, grid, block, dynamic_shared: int, params: bytes,
 
 # stop words of finished launches that no watchdog could still set, for later launches
 _STOPS: list[ctypes.c_int32] = []
+
+
+def _take_stop() -> ctypes.c_int32:
+    try:
+        return _STOPS.pop()
+    except IndexError:      # none kept (or another launch took the last one first)
+        return ctypes.c_int32(0)
 
 
 def _run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocations,
