@@ -119,7 +119,8 @@ class _Worker:
         self.slots = warps.Slots(self.frames, plan.frame_size, self.nthreads, FRAME.fields)
         self.site_cache = np.zeros(2 * max(plan.check_sites, 1), dtype=np.uint64)
         self._site_cache_address = self.site_cache.ctypes.data
-        self._site_cache_bytes = self.site_cache.nbytes
+        # (zeroed at every checked launch; a kernel without sites has none to zero)
+        self._site_cache_bytes = self.site_cache.nbytes if plan.check_sites else 0
         self._put(self.ctx, fields["site_cache"], np.uint64, self._site_cache_address)
         self.own_ranges = [(a, a + n) for a, n in ((self.shared.ctypes.data, self.shared.size),
                                                    (self.frames.ctypes.data, self.frames.size))
@@ -180,7 +181,8 @@ class _Worker:
             checks.value = 0
             self._table_set = None
             return
-        ctypes.memset(self._site_cache_address, 0, self._site_cache_bytes)
+        if self._site_cache_bytes:
+            ctypes.memset(self._site_cache_address, 0, self._site_cache_bytes)
         # (the backend passes the same allocations object while none was made or freed;
         # the context's table fields still point at the table made for them then)
         made_of = self._table_of
@@ -550,7 +552,6 @@ def _run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocatio
     # (only kernels that call printf or assert have a log to collect and print)
     printf_log = printf.open_log(params_address) if binary.calls_printf else None
     blocks = grid[0] * grid[1] * grid[2]
-    errors: list[BaseException] = []
     smids = worker_count()
     workers = min(smids, blocks)
     # The next block to claim, shared by the workers (claimed with atomic adds natively).
@@ -560,44 +561,21 @@ def _run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocatio
     # chunk in one native call, others block by block in rounds.
     chunk = max(1, blocks // (workers * 16))
     python_rounds = bool(binary.plan.sync_points) and not binary.native_waits
-    if python_rounds:
-        chunk = 1
-        claim_lock = threading.Lock()
     # (a tuple: workers keep their allocation table while the same one comes again)
     if allocations is not None and not isinstance(allocations, tuple):
         allocations = tuple(allocations)
-    global_ranges = binary.global_ranges
-
-    def work(smid: int) -> None:
-        try:
-            worker = _worker(binary, block, dynamic_shared)
-            worker.prepare((params_address, len(params)), grid, allocations, global_ranges,
-                           stop, smid, smids)
-            if python_rounds:
-                while not errors and not stop.value:
-                    with claim_lock:
-                        n = counter.value
-                        counter.value = n + 1
-                    if n >= blocks:
-                        return
-                    worker.run_block((n % grid[0], (n // grid[0]) % grid[1],
-                                      n // (grid[0] * grid[1])))
-            elif binary.plan.sync_points:
-                worker.run_claimed_waiting_blocks(counter, blocks, chunk, grid)
-            else:
-                worker.run_claimed_blocks(counter, blocks, chunk, grid)
-        except BaseException as e:  # reported to the launching thread below
-            errors.append(e)
-            counter.value = blocks        # the other workers stop after their chunk
-
+    launch = _Grid(binary, grid, block, dynamic_shared, (params_address, len(params)),
+                   allocations, stop, smids, counter, blocks, 1 if python_rounds else chunk,
+                   python_rounds)
     if workers <= 1:
-        work(0)
+        launch.work(0)
     else:
         _HELPERS.start(workers - 1)
-        joinable = _Launch(work, workers - 1)
+        joinable = _Launch(launch.work, workers - 1)
         joinable.call_helpers(2)
-        work(0)
+        launch.work(0)
         joinable.close()
+    errors = launch.errors
     if printf_log is not None:      # printed after the launch
         errors += printf.close_log(params_address, printf_log)
     _PARAM_BUFFERS.setdefault(len(param_buffer), []).append(param_buffer)
@@ -605,6 +583,48 @@ def _run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocatio
         return          # the workers' errors come of the stop: run_grid reports that
     if errors:
         raise errors[0]
+
+
+class _Grid:
+    """One launch's shared state: what each of its workers runs (`work`), and their errors."""
+
+    def __init__(self, binary, grid, block, dynamic_shared: int, params: tuple[int, int],
+                 allocations, stop: ctypes.c_int32, smids: int, counter: ctypes.c_int64,
+                 blocks: int, chunk: int, python_rounds: bool):
+        self.binary, self.grid, self.block, self.dynamic_shared = \
+            binary, grid, block, dynamic_shared
+        self.params, self.allocations, self.stop, self.smids = params, allocations, stop, smids
+        self.counter, self.blocks, self.chunk = counter, blocks, chunk
+        self.python_rounds = python_rounds
+        self.claim_lock = threading.Lock() if python_rounds else None
+        self.errors: list[BaseException] = []
+
+    def work(self, smid: int) -> None:
+        """Run blocks as worker number `smid` until none is left (or one failed)."""
+        binary, grid, counter, blocks = self.binary, self.grid, self.counter, self.blocks
+        try:
+            worker = _worker(binary, self.block, self.dynamic_shared)
+            worker.prepare(self.params, grid, self.allocations, binary.global_ranges,
+                           self.stop, smid, self.smids)
+            if self.python_rounds:
+                self._python_rounds(worker)
+            elif binary.plan.sync_points:
+                worker.run_claimed_waiting_blocks(counter, blocks, self.chunk, grid)
+            else:
+                worker.run_claimed_blocks(counter, blocks, self.chunk, grid)
+        except BaseException as e:  # reported to the launching thread by _run_grid
+            self.errors.append(e)
+            counter.value = blocks        # the other workers stop after their chunk
+
+    def _python_rounds(self, worker: _Worker) -> None:
+        grid, counter, blocks, stop = self.grid, self.counter, self.blocks, self.stop
+        while not self.errors and not stop.value:
+            with self.claim_lock:
+                n = counter.value
+                counter.value = n + 1
+            if n >= blocks:
+                return
+            worker.run_block((n % grid[0], (n // grid[0]) % grid[1], n // (grid[0] * grid[1])))
 
 
 # Parameter buffers of finished launches, by size, for later launches: a launch then finds

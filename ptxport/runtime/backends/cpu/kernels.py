@@ -40,6 +40,9 @@ class GangKernelBinary:
         """The compiled code for blocks of this shape (loaded or compiled now if it is the
         first)."""
         block = tuple(block)
+        binary = self._shapes.get(block)    # (one dict read, atomic: asked at every launch)
+        if binary is not None:
+            return binary
         with self._lock:
             binary = self._shapes.get(block)
             if binary is None:
