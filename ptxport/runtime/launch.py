@@ -371,6 +371,12 @@ def launch_packed(stream: Stream, config: LaunchConfig, kernel: Kernel, params: 
     _queue(stream, config, kernel, params, keep)
 
 
+# the most threads a grid run at once on the launching thread may have (a loop-free kernel
+# of that many runs in tens of microseconds; a larger grid is queued, for the caller's work
+# to overlap it)
+_AT_ONCE_THREADS = 1 << 15
+
+
 def _queue(stream: Stream, config: LaunchConfig, kernel: Kernel, params: bytes, keep) -> None:
     device = stream.device
     grid, block, shmem_size, timeout = config.grid, config.block, config.shmem_size, \
@@ -404,8 +410,10 @@ def _queue(stream: Stream, config: LaunchConfig, kernel: Kernel, params: bytes, 
         limit = "" if timeout is None else f", stopped after {timeout:g} s"
         return f"kernel {kernel.name} (grid {grid}, block {block}{limit})"
 
-    # A kernel that cannot wait for anything (backend.runs_at_once) runs on this thread now
-    # when its stream is idle, sparing two hand-overs between threads; a failure is still
-    # raised by the next sync. Its first launch is queued, for Events to say it compiled.
-    if compiled or not at_once or not stream._run_now(run, what=what, kernel=kernel.name):
+    # A small grid of a kernel that cannot wait for anything (backend.runs_at_once) runs on
+    # this thread now when its stream is idle, sparing two hand-overs between threads; a
+    # failure is still raised by the next sync. Its first launch is queued, for Events to
+    # say it compiled; a larger grid too, so that the caller's work overlaps it.
+    if compiled or not at_once or prod(grid) * prod(block) > _AT_ONCE_THREADS or \
+            not stream._run_now(run, what=what, kernel=kernel.name):
         stream._submit(run, what=what, kernel=kernel.name, compiled=bool(compiled))

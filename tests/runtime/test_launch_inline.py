@@ -5,6 +5,7 @@ still order and time it. And which kernels may run so: ptxport.ir.analysis.runs_
 
 from __future__ import annotations
 
+import importlib
 import threading
 
 import numpy as np
@@ -146,3 +147,24 @@ def test_events_around_inline_launches_complete_and_time_them(store):
     end = stream.record(options={"enable_timing": True})
     end.sync()
     assert start.is_done and end.is_done and end - start >= 0
+
+
+def test_a_large_grid_is_queued_not_run_at_once(store, monkeypatch):
+    launch_module = importlib.import_module("ptxport.runtime.launch")
+    dev = Device("cpu")
+    stream = dev.create_stream()
+    out = dev.allocate(4, stream=stream)
+    launch(stream, ONE, store, out, np.uint32(0), np.uint32(1))
+    stream.sync()
+    ran_now = []
+    real = stream._run_now
+    monkeypatch.setattr(stream, "_run_now", lambda *a, **k: ran_now.append(1) or real(*a, **k))
+    launch(stream, ONE, store, out, np.uint32(0), np.uint32(2))
+    monkeypatch.setattr(launch_module, "_AT_ONCE_THREADS", 0)
+    launch(stream, ONE, store, out, np.uint32(0), np.uint32(3))
+    stream.sync()
+    assert ran_now == [1]
+    host = np.zeros(1, np.uint32)
+    out.copy_to(host, stream=stream)
+    stream.sync()
+    assert host[0] == 3
