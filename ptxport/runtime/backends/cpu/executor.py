@@ -53,7 +53,7 @@ from ptxport.errors import (
     KernelTrapError,
 )
 from ptxport.ir.lines import where
-from ptxport.runtime.backends.cpu import printf, warps
+from ptxport.runtime.backends.cpu import entry, printf, warps
 
 __all__ = ["run_grid", "set_workers", "worker_count"]
 
@@ -150,8 +150,12 @@ class _Worker:
         self._block_args = (self.ctx.ctypes.data, self.frames.ctypes.data, plan.frame_size,
                             self.points.ctypes.data, self.statuses.ctypes.data, self.nthreads)
         self._status, self._end = ctypes.c_int32(0), ctypes.c_int64(0)
-        # run_claimed_blocks' arguments after the counter's address and the block counts
-        self._claim_words = (ctypes.addressof(self._end), ctypes.addressof(self._status))
+        # run_claimed_blocks' arguments, kept in memory for entry.call_claimed: a launch
+        # sets only the counter's address and the block counts
+        self._claim_args = entry.ClaimedArgs(
+            self.ctx.ctypes.data, self.frames.ctypes.data, plan.frame_size, self.nthreads,
+            0, 0, 0, ctypes.addressof(self._end), ctypes.addressof(self._status))
+        self._claim_args_address = ctypes.addressof(self._claim_args)
 
     def prepare(self, params: tuple[int, int], grid, allocations, global_ranges,
                 stop: ctypes.c_int32, smid: int, smids: int) -> None:
@@ -278,10 +282,11 @@ class _Worker:
         `counter` (shared with the other workers) and runs them, all in one native call."""
         status = self._status
         status.value = 0
-        ctx, frames, frame_size, _, _, nthreads = self._block_args
-        failed = self.binary.run_claimed_blocks(
-            ctx, frames, frame_size, nthreads, ctypes.addressof(counter), total, chunk,
-            *self._claim_words)
+        args = self._claim_args
+        args[entry.COUNTER], args[entry.TOTAL], args[entry.CHUNK] = \
+            ctypes.addressof(counter), total, chunk
+        failed = entry.call_claimed()(self.binary.run_claimed_blocks_address,
+                                      self._claim_args_address)
         if failed >= 0:
             self._raise_failure(failed, status, grid)
         if self._fault_info.value:

@@ -145,6 +145,8 @@ class CpuKernelBinary:
         self.run_threads = RunThreads(address("run_threads"))
         self.run_blocks = RunBlocks(address("run_blocks"))
         self.run_claimed_blocks = RunClaimedBlocks(address("run_claimed_blocks"))
+        # (the executor calls it through entry.call_claimed, with its arguments in memory)
+        self.run_claimed_blocks_address = address("run_claimed_blocks")
         # Completes the common waits natively (codegen/targets/cpu/native.py); tests turn it off to
         # compare with the general resolver.
         self.run_block = RunBlock(address("run_block")) if waits else None
