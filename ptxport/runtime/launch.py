@@ -3,8 +3,9 @@
 A launch is checked on the caller's thread against the device's limits (the ones CUDA
 refuses too) and the kernel's parameters, its arguments are packed into the parameter buffer
 (layout from ptxport.ir.abi.param_layout), the kernel is compiled for the device if it is not
-yet, and only then is it queued on the stream. So a bad launch raises at once, and the values
-of scalar arguments are taken at the call, as in CUDA.
+yet, and only then is it queued on the stream (or, for a small grid of a kernel that cannot
+wait for anything, run at once when the stream is idle: see _queue). So a bad launch raises
+at once, and the values of scalar arguments are taken at the call, as in CUDA.
 
 Arguments: a Buffer (its device address) for a pointer; a numpy scalar of the parameter's
 size for a value (np.float32(2), np.int32(n)); a numpy structured scalar (np.void) of the

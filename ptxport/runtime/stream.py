@@ -3,7 +3,9 @@
 Each stream has a worker thread that runs its work in the order it was queued, so calls
 return at once and different streams may overlap; a thread that waits for the stream
 (sync() without a timeout) runs the work the worker has not started yet itself, in the same
-order, which spares a launch followed by a sync two thread switches. When a piece of work
+order, which spares a launch followed by a sync two thread switches; and work that cannot
+wait for anything its caller does later (a small grid of a loop-free kernel, launch.py) runs
+on the caller's thread at once when the stream is idle (_run_now). When a piece of work
 fails, its error is kept and raised by the stream's next sync(); the stream's later copies
 and launches queued before that sync are skipped (they would read what the failed work did
 not write), event records and waits still happen so that no one waits forever, and after the
