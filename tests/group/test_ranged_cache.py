@@ -85,3 +85,20 @@ def test_ranged_module_has_its_own_image_key():
     # error messages still point into the program's PTX
     pos = module.functions["reduce_sum_i32"].pos
     assert ranged.location(pos) == module.location(pos)
+
+
+def test_member_running_native_ptx_is_refused(monkeypatch):
+    """cuda's ptx_source 'native' compiles the module's source text, which is the program's
+    kernel, not the pass's: a member there would run every block of the whole grid."""
+    from ptxport.errors import UnsupportedFeatureError
+    from ptxport.runtime.backends import get
+
+    monkeypatch.setattr(get("cpu"), "ptx_source", "native", raising=False)
+    group = DeviceGroup(["cpu", "cpu"])
+    try:
+        x = _input()
+        gx, out = group.allocate(x.nbytes), group.allocate(4)
+        with pytest.raises(UnsupportedFeatureError, match="ptx_source"):
+            group.launch(CONFIG, _code().get_kernel("reduce_sum_i32"), gx, out, np.int32(N))
+    finally:
+        group.close()
