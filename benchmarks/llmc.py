@@ -10,7 +10,7 @@ HEAD is exported; nothing of llm.c is part of this repository) and
    cublasLt.h and drop-in libraries (no NVIDIA cuBLAS needed). The Makefile's `-lnvidia-ml`
    is left out: the wheels have no nvml.h, so llm.c's mfu.h compiles without NVML;
 2. builds llm.c's `train_gpt2.c` (the plain-C trainer) with gcc -O3 -march=native -fopenmp,
-   driven by benchmarks/c/llmc_reference.c as the CUDA programs train (the reference);
+   driven by benchmarks/c/llmc/llmc_reference.c as the CUDA programs train (the reference);
 3. writes a randomly initialised small GPT-2 (GPT-2's vocabulary 50257, padded to 50304) in
    llm.c's checkpoint format (magic 20240326; version 3 fp32, version 5 bf16, the same
    values, all representable in bf16), random token files in llm.c's data format (magic
@@ -178,7 +178,7 @@ def _tree_digest(tree: Path) -> bytes:
     return b"".join(f.name.encode() + f.read_bytes() for f in files if f.is_file())
 
 
-CUDA12_COMPAT = ROOT / "benchmarks" / "c" / "llmc_cuda12.h"
+CUDA12_COMPAT = ROOT / "benchmarks" / "c" / "llmc" / "llmc_cuda12.h"
 _HEADER_WHEELS = {"nvtx3/nvToolsExt.h": "nvidia-nvtx",
                   "cuda_profiler_api.h": "nvidia-cuda-profiler-api"}
 
@@ -224,7 +224,7 @@ def build_cuda(name: str, tree: Path, out: Path, includes: list[Path]) -> tuple[
 
 
 def build_reference(tree: Path, out: Path) -> Path:
-    source = ROOT / "benchmarks" / "c" / "llmc_reference.c"
+    source = ROOT / "benchmarks" / "c" / "llmc" / "llmc_reference.c"
     flags = ["-O3", "-march=native", "-fopenmp", "-DOMP", f"-I{tree}"]
     key = _digest(_tree_digest(tree), source.read_bytes(), " ".join(flags).encode())
     binary = out / f"llmc_reference-{key}"
