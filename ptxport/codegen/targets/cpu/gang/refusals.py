@@ -5,6 +5,7 @@ lowered, naming what the path does not lower (the kernel then runs thread by thr
 from __future__ import annotations
 
 from ptxport.codegen.ops.data import state_space, vector_count
+from ptxport.codegen.targets.cpu.gang.mma import ldmatrix_refusal, mma_refusal
 from ptxport.ir import nodes as ir
 
 # --- which kernels ----------------------------------------------------------------------------
@@ -34,6 +35,11 @@ def refusal(module: ir.Module, kernel: ir.Function) -> str | None:
     for inst in kernel.instructions():
         op, spec = inst.opcode, inst.spec
         types = spec.types
+        if op in ("mma", "ldmatrix"):      # 16-bit floats in 32-bit registers: gang/mma.py
+            why = mma_refusal(inst) if op == "mma" else ldmatrix_refusal(inst)
+            if why is not None:
+                return why
+            continue
         if any(t.endswith(("x2", "x4")) or t in ("f16", "bf16") for t in types):
             return f"{spec.text}: 16-bit float or packed types"
         if spec.get("cc") or op in ("addc", "subc", "madc"):
