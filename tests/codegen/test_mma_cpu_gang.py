@@ -275,3 +275,17 @@ def test_ldmatrix_matches_numpy(count, trans):
         low = rows[lane // 4, 2 * (lane % 4)].astype(np.uint32)
         high = rows[lane // 4, 2 * (lane % 4) + 1].astype(np.uint32)
         np.testing.assert_array_equal(out[:, j], low | (high << 16), err_msg=f"matrix {j}")
+
+
+def test_a_long_matrix_kernel_runs_thread_by_thread():
+    # over MATRIX_KERNEL_LIMIT instructions: its gang code would take LLVM minutes
+    from ptxport.codegen.targets.cpu.gang.refusals import MATRIX_KERNEL_LIMIT
+    form = ("m16n8k16", "f32", "f16", "f16", "f32")
+    ptx, words, out, expected = _case(form)
+    padding = "add.u32 %r78, %r78, 1;\n" * MATRIX_KERNEL_LIMIT
+    ptx = ptx.replace("mov.u32 %r79, %tid.x;", "mov.u32 %r79, %tid.x;\nmov.u32 %r78, 0;\n"
+                      + padding)
+    binary = _run(ptx, [*words, out], gang=True)
+    assert "warp matrix instructions" in binary.gang_refusal
+    got = _unpack(out[:32], "f32", "m16n8k16", 16, 8)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=4e-5)
