@@ -47,6 +47,8 @@ FORMS = {
     ("m16n8k32", "s32", "s8", "s8", "s32"): (16, 8, 32),
     ("m16n8k32", "s32", "u8", "s8", "s32"): (16, 8, 32),
     ("m16n8k32", "s32", "u8", "u8", "s32"): (16, 8, 32),
+    ("m16n8k16", "s32", "s8", "u8", "s32"): (16, 8, 16),
+    ("m16n8k4", "f32", "tf32", "tf32", "f32"): (16, 8, 4),
     ("m8n8k4", "f64", "f64", "f64", "f64"): (8, 8, 4),
 }
 BITS = {"f16": 16, "bf16": 16, "tf32": 32, "f32": 32, "s8": 8, "u8": 8, "s32": 32, "f64": 64}
@@ -60,6 +62,10 @@ def _positions(which: str, kind: str, shape: str):
             return {"a": (g, q), "b": (q, g), "c": (g, 2 * q + e)}[which]
         if which == "c":
             return (g if e < 2 else g + 8), 2 * q + e % 2
+        if shape == "m16n8k4":
+            return (g + 8 * e, q) if which == "a" else (q, g)
+        if shape == "m16n8k16" and kind in ("s8", "u8"):
+            return (g + 8 * (e // 4), 4 * q + e % 4) if which == "a" else (4 * q + e, g)
         if kind == "tf32":
             return (g + 8 * (e % 2), q + 4 * (e // 2)) if which == "a" else (q + 4 * e, g)
         if kind in ("s8", "u8"):

@@ -36,8 +36,10 @@ GANG_MMA_FORMS = {
     for shape in ("m16n8k16", "m16n8k8") for a in ("f16", "bf16")
     for d, c in (("f32", "f32"), ("f16", "f16"))
     if a == "f16" or d == "f32"
-} | {("m16n8k8", "f32", "tf32", "tf32", "f32"), ("m8n8k4", "f64", "f64", "f64", "f64")} | {
-    ("m16n8k32", "s32", a, b, "s32") for a in _INTS for b in _INTS}
+} | {("m16n8k8", "f32", "tf32", "tf32", "f32"), ("m16n8k4", "f32", "tf32", "tf32", "f32"),
+     ("m8n8k4", "f64", "f64", "f64", "f64")} | {
+    (shape, "s32", a, b, "s32") for shape in ("m16n8k32", "m16n8k16") for a in _INTS
+    for b in _INTS}
 
 
 def mma_refusal(inst: ir.Instruction) -> str | None:
@@ -75,7 +77,19 @@ def _layout(shape: str, kind: str) -> tuple:
     def cd(e, g, q):
         return g + 8 * (e >> 1), 2 * q + (e & 1)
     k = int(shape.split("k")[1])
-    if kind == "tf32":
+    if kind == "tf32" and k == 4:
+        def a(e, g, q):
+            return g + 8 * e, q
+
+        def b(e, g, q):
+            return q, g
+    elif kind in _INTS and k == 16:
+        def a(e, g, q):
+            return g + 8 * (e >> 2), 4 * q + (e & 3)
+
+        def b(e, g, q):
+            return 4 * q + e, g
+    elif kind == "tf32":
         def a(e, g, q):
             return g + 8 * (e & 1), q + 4 * (e >> 1)
 
