@@ -27,7 +27,7 @@ def is_barrier(inst: ir.Instruction) -> bool:
 
 
 def is_warp_op(inst: ir.Instruction) -> bool:
-    return inst.opcode in ("shfl", "vote", "activemask") or (
+    return inst.opcode in ("shfl", "vote", "activemask", "mma", "ldmatrix") or (
         inst.opcode in ("bar", "barrier") and inst.spec.has("warp"))
 
 

@@ -45,7 +45,8 @@ def test_a_form_it_does_not_compute_is_refused():
 
 def test_a_warp_with_missing_lanes_is_an_error():
     guard = "setp.ge.u32 %p1, %r1, 16;\n@%p1 bra DONE;"
-    with pytest.raises(KernelExecutionError, match="all 32 lanes"):
+    # the gang path: the lanes wait for the warp's others, which exited (never arrive)
+    with pytest.raises(KernelExecutionError, match="all 32 lanes|never arrive"):
         run_ptx(_ptx("m16n8k16.row.col.f32.f16.f16.f32", guard), "k", 1, 32,
                 [np.zeros(32, np.float32)])
 

@@ -69,6 +69,7 @@ from ptxport.codegen.targets.cpu.gang.lanes import (
     vec,
 )
 from ptxport.codegen.targets.cpu.gang.memory import access_groups, lower_atom, lower_ld, lower_st
+from ptxport.codegen.targets.cpu.gang.mma import lower_ldmatrix, lower_mma
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.codegen.targets.cpu.gang.warp import (
     lower_activemask,
@@ -97,7 +98,8 @@ def lower_bar(fl: GangLowering, inst: ir.Instruction) -> None:
 
 _GANG_LOWERINGS = {"ld": lower_ld, "ldu": lower_ld, "st": lower_st, "atom": lower_atom,
                    "red": lower_atom, "bra": lower_bra, "ret": lower_exit, "exit": lower_exit,
-                   "shfl": lower_shfl, "vote": lower_vote, "activemask": lower_activemask}
+                   "shfl": lower_shfl, "vote": lower_vote, "activemask": lower_activemask,
+                   "mma": lower_mma, "ldmatrix": lower_ldmatrix}
 
 
 _GANG_LOWERINGS["bar"] = _GANG_LOWERINGS["barrier"] = lower_bar

@@ -5,6 +5,7 @@ lowered, naming what the path does not lower (the kernel then runs thread by thr
 from __future__ import annotations
 
 from ptxport.codegen.ops.data import state_space, vector_count
+from ptxport.codegen.targets.cpu.gang.mma import ldmatrix_refusal, mma_refusal
 from ptxport.ir import nodes as ir
 
 # --- which kernels ----------------------------------------------------------------------------
@@ -17,6 +18,13 @@ _SIMPLE = {"add", "sub", "mul", "mad", "mul24", "mad24", "sad", "div", "rem", "a
            "szext", "bmsk"}
 _MEMORY_GROUPS = {"space", "sem", "scope", "nc", "vec", "cop"}
 _ATOMIC_OPS = {"add", "min", "max", "and", "or", "xor", "exch", "cas"}
+# Kernels with warp matrix instructions (mma, ldmatrix) longer than this run thread by
+# thread, where their code compiles in seconds: the gang code of blas/kernels/gemm.cu's mma
+# kernel (1550 PTX instructions, most of them the unrolled, bounds-checked tile loads and
+# 16-bit shared stores around 16 mma) is ~150k lines of LLVM IR, which LLVM's optimizer
+# took 517 s on here (thread by thread: 7 s). Kernels of this size ran thread by thread
+# before the gang lowered mma, so this limit keeps their compile time.
+MATRIX_KERNEL_LIMIT = 600
 
 
 def refusal(module: ir.Module, kernel: ir.Function) -> str | None:
@@ -31,9 +39,19 @@ def refusal(module: ir.Module, kernel: ir.Function) -> str | None:
     if tables:
         # its entries are the addresses of the device functions compiled with the kernel
         return f"'{tables[0]}': a table of function addresses (a C++ vtable)"
-    for inst in kernel.instructions():
+    instructions = list(kernel.instructions())
+    if len(instructions) > MATRIX_KERNEL_LIMIT and any(
+            i.opcode in ("mma", "ldmatrix") for i in instructions):
+        return (f"warp matrix instructions in a kernel of {len(instructions)} instructions "
+                f"(over {MATRIX_KERNEL_LIMIT}: its gang code would take LLVM minutes)")
+    for inst in instructions:
         op, spec = inst.opcode, inst.spec
         types = spec.types
+        if op in ("mma", "ldmatrix"):      # 16-bit floats in 32-bit registers: gang/mma.py
+            why = mma_refusal(inst) if op == "mma" else ldmatrix_refusal(inst)
+            if why is not None:
+                return why
+            continue
         if any(t.endswith(("x2", "x4")) or t in ("f16", "bf16") for t in types):
             return f"{spec.text}: 16-bit float or packed types"
         if spec.get("cc") or op in ("addc", "subc", "madc"):
