@@ -56,7 +56,6 @@ NOT_YET: dict[str, dict[str, str]] = {
                                    "kernel (an APInt wider than 64 bits)",
         "device_malloc": _SPIRV + "device-side malloc/free (new/delete)",
         "cpp_features": _SPIRV + "device-side free (delete)",
-        "cublaslt_epilogues": _CUBLAS,
     },
 }
 # device -> program -> why it is not run there at all
