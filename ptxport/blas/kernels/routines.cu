@@ -227,11 +227,13 @@ extern "C" __global__ void gemv(int trans, int m, int n, T alpha, const T *alpha
 extern "C" __global__ void geam(int ta, int tb, int m, int n, T alpha, const T *alpha_p,
                                 const T *a, int lda, T beta, const T *beta_p, const T *b,
                                 int ldb, T *c, int ldc) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x, j = blockIdx.y;
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= m) return;
   T al = scalar(alpha, alpha_p), be = scalar(beta, beta_p);
-  T v = 0;
-  if (al != 0) v = al * (ta ? a[j + (i64)i * lda] : a[i + (i64)j * lda]);
-  if (be != 0) v += be * (tb ? b[j + (i64)i * ldb] : b[i + (i64)j * ldb]);
-  c[i + (i64)j * ldc] = v;
+  for (int j = blockIdx.y; j < n; j += gridDim.y) {
+    T v = 0;
+    if (al != 0) v = al * (ta ? a[j + (i64)i * lda] : a[i + (i64)j * lda]);
+    if (be != 0) v += be * (tb ? b[j + (i64)i * ldb] : b[i + (i64)j * ldb]);
+    c[i + (i64)j * ldc] = v;
+  }
 }
