@@ -213,10 +213,10 @@ def device_array(address: int, dtype: np.dtype, count: int, what: str) -> np.nda
     if nbytes == 0:
         return np.empty(0, dtype)
     if state.device.backend != "cpu":
-        raise CublasError(NOT_SUPPORTED, f"on {state.device} only GEMMs run (ptxport's portable "
-                                         "GEMM kernels, FP32/FP64/FP16/BF16, host pointer "
-                                         f"mode, no epilogue); {what} would be read on the "
-                                         "host, which needs --device cpu")
+        raise CublasError(NOT_SUPPORTED, f"on {state.device} {what} would be read on the host "
+                                         "by a routine that runs only on the cpu device "
+                                         "(docs/compat.md lists what runs on GPU devices): "
+                                         "run with --device cpu")
     buffer = state.allocation_at(address) if address else None
     if buffer is None or address + nbytes > buffer.handle + buffer.size:
         where = "is NULL" if not address else \

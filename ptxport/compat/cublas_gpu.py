@@ -30,8 +30,7 @@ from ptxport.compat.state import state
 
 __all__ = ["axpy", "geam", "gemv", "reduce", "scal"]
 
-_i32, _u64 = np.int32, np.uint64
-_BLOCK = routines.BLOCK
+_u64 = np.uint64
 
 
 def _stream(h: Handle):
@@ -52,28 +51,24 @@ def _scalar(h: Handle, address: int, dtype: np.dtype, what: str) -> tuple:
     return dtype.type(cell[0]), _u64(0)
 
 
-def _double(dtype: np.dtype) -> bool:
+def _dtype(dtype: np.dtype) -> np.dtype:
     if dtype not in (np.float32, np.float64):
         raise CublasError(NOT_SUPPORTED, f"{dtype.name} Level 1/2 routines on {state.device}")
-    return dtype == np.float64
+    return dtype
 
 
 def axpy(h: Handle, dtype: np.dtype, n: int, alpha: int, x: int, incx: int, y: int,
          incy: int) -> int:
     """y += alpha x (n > 0, checked by the caller)."""
-    stream = _stream(h)
-    routines.run(stream, "axpy", routines.elementwise_grid(n), _BLOCK, _i32(n),
-                 *_scalar(h, alpha, dtype, "alpha"), _u64(x), _i32(incx), _u64(y), _i32(incy),
-                 double=_double(dtype))
+    routines.axpy(_stream(h), _dtype(dtype), n, _scalar(h, alpha, dtype, "alpha"), _u64(x),
+                  incx, _u64(y), incy)
     return SUCCESS
 
 
 def scal(h: Handle, dtype: np.dtype, n: int, alpha: int, x: int, incx: int) -> int:
     """x *= alpha (n > 0 and incx > 0, checked by the caller)."""
-    stream = _stream(h)
-    routines.run(stream, "scal", routines.elementwise_grid(n), _BLOCK, _i32(n),
-                 *_scalar(h, alpha, dtype, "alpha"), _u64(x), _i32(incx),
-                 double=_double(dtype))
+    routines.scal(_stream(h), _dtype(dtype), n, _scalar(h, alpha, dtype, "alpha"), _u64(x),
+                  incx)
     return SUCCESS
 
 
@@ -82,43 +77,26 @@ def reduce(h: Handle, op: str, dtype: np.dtype, n: int, x: int, incx: int, y: in
     """dot, nrm2, asum or iamax of n elements (n = 0: the result is 0) into `result`."""
     if not result:
         raise CublasError(INVALID_VALUE, "the result pointer is NULL")
-    stream = _stream(h)
-    out_type = np.dtype(np.int32) if op == "iamax" else dtype
-    on_device = h.pointer_mode == POINTER_MODE_DEVICE
-    cell = None if on_device else stream.device.allocate(8, stream=stream)
-    target = _u64(result) if on_device else cell
-    value_out, index_out = (_u64(0), target) if op == "iamax" else (target, _u64(0))
-    routines.run(stream, "reduce", 1, _BLOCK, _i32(routines.REDUCE_OPS[op]), _i32(max(n, 0)),
-                 _u64(x), _i32(incx), _u64(y), _i32(incy), value_out, index_out,
-                 double=_double(dtype))
-    if not on_device:
-        host = np.zeros(8, np.uint8)
-        cell.copy_to(host, stream=stream)
-        stream.sync()
-        cell.close(stream=stream)
-        ctypes.memmove(result, host.ctypes.data, out_type.itemsize)
+    stream, dtype = _stream(h), _dtype(dtype)
+    if h.pointer_mode == POINTER_MODE_DEVICE:
+        routines.reduce(stream, op, dtype, n, _u64(x), incx, _u64(y), incy, _u64(result))
+        return SUCCESS
+    value = routines.reduce_to_host(stream, op, dtype, n, _u64(x), incx, _u64(y), incy)
+    ctypes.memmove(result, value.tobytes(), value.itemsize)
     return SUCCESS
 
 
 def gemv(h: Handle, dtype: np.dtype, trans: bool, m: int, n: int, alpha: int, a: int,
          lda: int, x: int, incx: int, beta: int, y: int, incy: int) -> int:
     """y = alpha op(A) x + beta y (checked, m and n > 0)."""
-    stream = _stream(h)
-    rows = n if trans else m
-    routines.run(stream, "gemv", -(-rows // _BLOCK), _BLOCK, _i32(trans), _i32(m), _i32(n),
-                 *_scalar(h, alpha, dtype, "alpha"), *_scalar(h, beta, dtype, "beta"),
-                 _u64(a), _i32(lda), _u64(x), _i32(incx), _u64(y), _i32(incy),
-                 double=_double(dtype))
+    routines.gemv(_stream(h), _dtype(dtype), trans, m, n, _scalar(h, alpha, dtype, "alpha"),
+                  _u64(a), lda, _u64(x), incx, _scalar(h, beta, dtype, "beta"), _u64(y), incy)
     return SUCCESS
 
 
 def geam(h: Handle, dtype: np.dtype, ta: bool, tb: bool, m: int, n: int, alpha: int, a: int,
          lda: int, beta: int, b: int, ldb: int, c: int, ldc: int) -> int:
     """C = alpha op(A) + beta op(B) (checked, m and n > 0)."""
-    stream = _stream(h)
-    grid = (-(-m // _BLOCK), min(n, 65535))   # the kernel loops over columns past the grid
-    routines.run(stream, "geam", grid, _BLOCK, _i32(ta), _i32(tb), _i32(m), _i32(n),
-                 *_scalar(h, alpha, dtype, "alpha"), _u64(a), _i32(lda),
-                 *_scalar(h, beta, dtype, "beta"), _u64(b), _i32(ldb), _u64(c), _i32(ldc),
-                 double=_double(dtype))
+    routines.geam(_stream(h), _dtype(dtype), ta, tb, m, n, _scalar(h, alpha, dtype, "alpha"),
+                  _u64(a), lda, _scalar(h, beta, dtype, "beta"), _u64(b), ldb, _u64(c), ldc)
     return SUCCESS
