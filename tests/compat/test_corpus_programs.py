@@ -34,14 +34,10 @@ TIMEOUT_S = 300
 _SPIRV = "device code the SPIR-V target does not lower yet: "
 _SYMBOLS = ("__device__ and __constant__ variables (cuModuleGetGlobal): the opencl backend "
             "does not implement the module_global hook yet (cpu and cuda do)")
-_CUBLAS = ("on GPU devices the drop-in cuBLAS runs GEMMs only (the portable GEMM kernels); "
-           "Level 1/2, int8, device pointer mode and cuBLASLt are refused there by name")
 # device -> program -> why it does not pass there yet
 NOT_YET: dict[str, dict[str, str]] = {
     "cpu": {},
     "opencl:0": {
-        "gpt_trainer": "cuBLAS runs only on ptxport's cpu device so far (cublasCreate "
-                       "returns CUBLAS_STATUS_NOT_SUPPORTED; docs/compat.md)",
         "managed_memory": "__managed__ variables are module globals (cuLibraryGetManaged): "
                           + _SYMBOLS,
         "pinned_memory": "cudaHostRegister: the opencl device cannot address host memory",
@@ -65,9 +61,6 @@ SKIPPED: dict[str, dict[str, str]] = {
         "kernel_params": "Intel's OpenCL compiler spent over 200 s (in LLVM's SelectionDAG) on "
                          "the kernel that sums a 2 KiB struct parameter, which would hold the "
                          "suite for as long",
-        "cublas_routines": _CUBLAS + "; its GEMMs pass there, but each of their kernel "
-                           "variants (types, transposes) is an OpenCL compile of seconds, "
-                           "minutes in all before the first refusal",
     },
 }
 
