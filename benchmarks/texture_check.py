@@ -1,16 +1,19 @@
 """Does ptxport's texture sampler fetch what an NVIDIA GPU's texture unit fetches?
 
 Every case of tests/texture_reference.py (1D/2D/3D x 9 channel formats x address mode x
-filter mode x normalized coordinates; 760 cases of 96 fetches each) runs three ways:
+filter mode x normalized coordinates; 360 cases of 96 fetches each) runs three ways:
 - natively: a CUDA array and texture object made with the CUDA driver (cuda-bindings'
   cuArray3DCreate, cuMemcpy3D, cuTexObjectCreate), read by the test kernels compiled by
   ptxport's NVPTX target (which keeps the tex instructions) on cuda:0;
 - through ptxport on `--device` (default cpu): its own arrays and texture objects
   (ptxport.runtime.textures), the kernels' tex lowered to the sampler (passes/textures.py);
 - in the numpy model (tests/texture_reference.py) the tests hold ptxport to.
-It prints, per format and dimension, how many cases agree bit for bit, the first mismatches
-(channels beyond the format's are counted apart: what CUDA returns there is a convention the
-model assumes), and writes benchmarks/results/texture_check.json.
+It prints a summary first (per format and dimension, how many cases agree bit for bit in all
+channels and in the format's own; per category of filter, address mode, coordinates and
+format kind, how many cases and fetches differ), then a few example fetches per category with
+their coordinates and each channel as GPU|model (floats, ulps apart), all within about 10 KB;
+it writes benchmarks/results/texture_check.json and every GPU fetch to
+benchmarks/results/texture_check_gpu.npz (for fitting the model to).
 
 Two steps on two machines, as benchmarks/gpu_check.py (the GPU machine has neither NVRTC nor
 a ptxas for NVRTC 13.5's PTX):
@@ -109,15 +112,37 @@ def run_native(cuda, kernels, case):
         _check(driver.cuArrayDestroy(array))
 
 
-def compare(name, got, want, channels):
-    """None when equal, else a line saying where and how they differ."""
-    bad = np.nonzero((got[:, :channels] != want[:, :channels]).any(axis=1))[0]
-    extra = np.nonzero((got[:, channels:] != want[:, channels:]).any(axis=1))[0]
-    if not len(bad) and not len(extra):
-        return None
-    where = bad[0] if len(bad) else extra[0]
-    return (f"{name}: {len(bad)} fetches differ ({len(extra)} only in channels beyond the "
-            f"format's); first at {where}: {got[where].tolist()} vs {want[where].tolist()}")
+def differing(got, want, channels):
+    """Indices of fetches that differ in the format's channels, and of those that differ only
+    in the channels beyond it."""
+    bad = (got[:, :channels] != want[:, :channels]).any(axis=1)
+    extra = (got[:, channels:] != want[:, channels:]).any(axis=1) & ~bad
+    return np.nonzero(bad)[0], np.nonzero(extra)[0]
+
+
+def _float_text(bits, floats):
+    if not floats:
+        return str(int(bits))
+    value = np.array([bits], np.uint32).view(np.float32)[0]
+    return f"{float(value):.9g}"
+
+
+def describe(case, index, coords, got, want):
+    """One mismatching fetch: where, the coordinates, and each channel as the GPU and the
+    model give it (floats as values, with their distance in ulps)."""
+    dims, fmt, *_ = case
+    floats = ref.is_float_result(fmt)
+    where = ",".join(f"{float(c):.9g}" for c in coords[index][:dims])
+    parts = []
+    for c in range(4):
+        g, w = got[index, c], want[index, c]
+        if g == w:
+            parts.append(_float_text(g, floats))
+            continue
+        apart = int(np.int64(g.view(np.int32)) - np.int64(w.view(np.int32)))
+        ulps = f" {apart:+d}ulp" if floats and (g ^ w) >> 31 == 0 and abs(apart) < 1000 else ""
+        parts.append(f"{_float_text(g, floats)}|{_float_text(w, floats)}{ulps}")
+    return f"  {dims}D {fmt[0]} #{index} at ({where}): GPU|model " + " ".join(parts)
 
 
 def build(out: Path) -> int:
@@ -136,40 +161,104 @@ def build(out: Path) -> int:
     return 0
 
 
-def run(build_dir: Path, device: str, show: int) -> int:
+def _category(case):
+    dims, fmt, mode, filt, normalized = case
+    dtype = np.dtype(fmt[1])
+    kind = (f"f{dtype.itemsize * 8}" if dtype.kind == "f" else
+            f"{'u' if dtype.kind == 'u' else 's'}norm" if fmt[3] == "normalized_float" else
+            "int")
+    return f"{filt} {mode} {'norm' if normalized else 'texel'} {kind}"
+
+
+BUDGET = 10_500      # characters of output: the GPU machine's answer keeps the last 12 KB
+
+
+def _tally(results):
+    tally = collections.defaultdict(lambda: [0, 0, 0, 0])
+    categories = collections.defaultdict(lambda: [0, 0, 0, 0, []])
+    for case, coords, native, ported, model in results:
+        dims, fmt = case[:2]
+        bad, extra = differing(native, model, fmt[2])
+        row = tally[(fmt[0], dims)]
+        cat = categories[_category(case)]
+        row[0] += 1
+        row[1] += int(not len(bad) and not len(extra))
+        row[2] += int(not len(bad))
+        row[3] += int(np.array_equal(ported, model))
+        cat[0] += 1
+        cat[1] += int(bool(len(bad) or len(extra)))
+        cat[2] += len(bad)
+        cat[3] += len(extra)
+        cat[4].extend(describe(case, k, coords, native, model)[:200]
+                      for k in (bad[:2] if len(bad) else extra[:1]))
+    return tally, categories
+
+
+def report(results, show):
+    """The summary first (per format and dimensions, then per category), then up to `show`
+    example fetches per category, as many as BUDGET leaves room for."""
+    tally, categories = _tally(results)
+    out = ["cases where the GPU equals the model (all 4 channels / the format's channels), "
+           "and ptxport the model; per format, dims 1 2 3"]
+    for name in sorted({name for name, _ in tally}):
+        cells = [tally[(name, d)] for d in (1, 2, 3)]
+        out.append(f"{name:11} " + "  ".join(f"{c[1]:>2}/{c[2]:>2}/{c[0]:>2} ptx={c[3]:>2}"
+                                           for c in cells))
+    out.append("per category: cases with a mismatch / cases; fetches differing in the "
+               "format's channels; fetches differing only beyond them")
+    for name, (cases, failing, bad, extra, _) in sorted(categories.items()):
+        if failing:
+            out.append(f"  {name:26} {failing:>3}/{cases:<3} fetches {bad:>4} beyond {extra:>4}")
+    failing = sum(c[1] for c in categories.values())
+    ported_bad = sum(c[0] - c[3] for c in tally.values())
+    last = (f"{failing} of {len(results)} cases differ from the GPU; ptxport differs from the "
+            f"model in {ported_bad}")
+    room = BUDGET - sum(len(line) + 1 for line in out) - len(last)
+    examples = [(name, c[4]) for name, c in sorted(categories.items()) if c[4]]
+    while show > 1 and sum(len(line) + 1 for _, e in examples for line in e[:show]) > room:
+        show -= 1
+    for name, lines in examples:
+        block = [f"{name}: {len(lines)} examples, first {min(show, len(lines))}"] + lines[:show]
+        room -= sum(len(line) + 1 for line in block)
+        if room < 100:
+            out.append("(no room for more examples: --show, or the .npz)")
+            break
+        out.extend(block)
+    print("\n".join(out + [last]))
+    return tally, failing, ported_bad
+
+
+def run(build_dir: Path, device: str, show: int, dump: Path) -> int:
     os.environ["PTXPORT_CACHE_DIR"] = str(build_dir / "cache")
+    from cuda.bindings import driver
+
     from ptxport import Device, Program
 
     cuda, other = Device("cuda:0"), Device(device)
     kernels = Program((build_dir / "kernels.ptx").read_text(), "ptx").compile("native")
-    tally = collections.defaultdict(lambda: [0, 0, 0, 0])
-    lines = []
+    # The arrays and texture objects below are made through the driver directly, in the
+    # device's primary context (the one ptxport's cuda backend uses).
+    _check(driver.cuInit(0))
+    _check(driver.cuCtxSetCurrent(_check(driver.cuDevicePrimaryCtxRetain(_check(
+        driver.cuDeviceGet(0))))))
+    results = []
     for case in ref.cases():
-        dims, fmt, mode, filt, normalized = case
         native = run_native(cuda, kernels, case)
         ported, model = ref.run_on_ptxport(other, kernels, *case)
-        row = tally[(fmt[0], dims)]
-        row[0] += 1
-        label = f"{dims}D {fmt[0]} {mode} {filt} normalized={normalized}"
-        for k, (name, got, want) in enumerate((("GPU vs model", native, model),
-                                               ("GPU vs ptxport", native, ported))):
-            problem = compare(name, got, want, fmt[2])
-            if problem is None:
-                row[1 + k] += 1
-            else:
-                lines.append(f"{label}: {problem}")
-        row[3] += int(compare("", native[:, :fmt[2]], model[:, :fmt[2]], fmt[2]) is None)
-    print(f"{'format':12} {'dims':>4} {'cases':>6} {'GPU=model':>10} {'GPU=ptxport':>12} "
-          f"{'(format channels only)':>22}")
-    for (name, dims), (cases, model, ported, channels) in sorted(tally.items()):
-        print(f"{name:12} {dims:>4} {cases:>6} {model:>10} {ported:>12} {channels:>22}")
-    for line in lines[:show]:
-        print(line)
-    print(f"{len(lines)} mismatches in all")
+        results.append((case, ref.coordinates(case[0], case[4]), native, ported, model))
+    tally, failing, ported_bad = report(results, show)
+    # every fetch the GPU made, for fitting a formula to them (tests/texture_reference.py
+    # regenerates the texels and coordinates)
+    dump.parent.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(dump, **{
+        f"{c[0]}D {c[1][0]} {c[2]} {c[3]} {int(c[4])}": native
+        for c, _, native, _, _ in results})
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({"tally": {f"{n} {d}D": v for (n, d), v in tally.items()},
-                                   "mismatches": lines}, indent=1))
-    return 0 if not lines else 1
+    RESULTS.write_text(json.dumps({
+        "tally": {f"{n} {d}D": v for (n, d), v in tally.items()},
+        "failing_cases": failing, "ptxport_vs_model": ported_bad}, indent=1))
+    print(f"GPU fetches in {dump}")
+    return 0 if not failing and not ported_bad else 1
 
 
 def main(argv=None) -> int:
@@ -180,11 +269,14 @@ def main(argv=None) -> int:
     step = steps.add_parser("run")
     step.add_argument("--build", type=Path, default=ROOT / "build" / "texture_check")
     step.add_argument("--device", default="cpu", help="the ptxport device to compare")
-    step.add_argument("--show", type=int, default=10, help="mismatches to print")
+    step.add_argument("--show", type=int, default=3,
+                      help="example fetches to print per category")
+    step.add_argument("--dump", type=Path, default=RESULTS.with_name("texture_check_gpu.npz"),
+                      help="where to write every GPU fetch")
     args = parser.parse_args(argv)
     if args.step == "build":
         return build(args.out)
-    return run(args.build, args.device, args.show)
+    return run(args.build, args.device, args.show, args.dump)
 
 
 if __name__ == "__main__":

@@ -1,13 +1,18 @@
 """CUDA's texture fetch in numpy, and the kernels and cases that compare a device with it.
 
-The formulas are the CUDA C++ Programming Guide's appendix "Texture Fetching": nearest-point
-sampling reads T[floor(x)]; linear filtering reads the 2, 4 or 8 texels around x - 0.5 with
-weights frac(x - 0.5) kept in 9-bit fixed point with 8 fractional bits; normalized
-coordinates are scaled by the size; wrap and mirror apply to normalized coordinates only
-(clamp otherwise); border texels read the border color. The arithmetic is float32 in the
-order passes/texture_sampler.cu uses (no fused multiply-adds), so that a device running
-ptxport's sampler must agree bit for bit; benchmarks/texture_check.py holds both against an
-NVIDIA GPU's texture unit.
+The formulas are the CUDA C++ Programming Guide's appendix "Texture Fetching" with the details
+measured on an H100 (driver 580, benchmarks/texture_check.py; docs/textures.md):
+- normalized coordinates are first cut to fixed point with 24 fractional bits (rounded toward
+  -inf), then scaled by the size exactly (no float32 rounding of x * width);
+- nearest-point sampling reads T[floor(x)];
+- linear filtering reads the texels around x - 0.5 with weights frac(x - 0.5) rounded to 8
+  fractional bits (half up); the weighted sum is exact and rounded once to float32, to
+  nearest with ties away from zero; a 1D texture filters as a 2D one of height 1 read at
+  y = 0, so that in border mode half of each result is the border color;
+- wrap and mirror apply to normalized coordinates only (clamp otherwise); border texels
+  read the border color; channels beyond the format's read 0 (border texels included).
+passes/texture_sampler.cu does the same, so that a device running ptxport's sampler must
+agree bit for bit; benchmarks/texture_check.py holds both against an NVIDIA GPU.
 """
 
 from __future__ import annotations
@@ -142,43 +147,78 @@ def fetch(data: np.ndarray, fmt, dims: int, mode: str, normalized: bool, idx) ->
     values = _channel_values(cube[addressed[2], addressed[1], addressed[0]], fmt)
     floats = values.dtype == np.float32
     out = np.zeros((len(idx[0]), 4), values.dtype)
-    out[:, 3] = 1 if not floats else np.float32(1)
     out[:, :channels] = values
     # a border texel is the border color: (0, 0, 0, 0) for integer results here (what CUDA
     # does with another color for them is not settled: benchmarks/texture_check.py tells)
     border = np.array(BORDER if floats else (0.0,) * 4, np.float32)
+    border[channels:] = 0
     out[outside] = border if floats else border.view(np.uint32)
     return out
+
+
+COORDINATE_BITS = 24        # fractional bits of a normalized coordinate
+
+
+def texel_coordinates(coords: np.ndarray, dims: int, normalized: bool) -> np.ndarray:
+    """(n, 3) float64 texel coordinates: normalized ones cut to COORDINATE_BITS fractional
+    bits (toward -inf) and scaled by the size exactly."""
+    u = coords[:, :3].astype(np.float32).astype(np.float64)
+    if normalized:
+        size = np.array((SIZES[dims] + (1, 1))[:3], np.float64)
+        u = np.floor(u * 2.0 ** COORDINATE_BITS) / 2.0 ** COORDINATE_BITS * size
+    return u
+
+
+def round_float32(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
+    """hi + lo (float64, |lo| below half an ulp of hi) to float32: nearest, ties away from
+    zero."""
+    t = hi.astype(np.float32)
+    over = np.abs(t.astype(np.float64)) > np.abs(hi)
+    t[over] = np.nextafter(t[over], np.float32(0))           # hi cut toward zero
+    rest = np.abs(hi - t.astype(np.float64))                  # exact
+    half = np.abs(np.spacing(t)).astype(np.float64) / 2
+    same = np.sign(lo) == np.sign(hi)
+    up = (rest > half) | ((rest == half) & (same | (lo == 0)))
+    t[up] = np.nextafter(t[up], np.copysign(np.float32(np.inf), hi[up]).astype(np.float32))
+    return t
+
+
+def _two_sum(a, b):
+    s = a + b
+    v = s - a
+    return s, (a - (s - v)) + (b - v)
 
 
 def sample(data: np.ndarray, fmt, dims: int, mode: str, filt: str, normalized: bool,
            coords: np.ndarray) -> np.ndarray:
     """What tex{1,2,3}D<float4 or uint4> returns at `coords`, as (n, 4) uint32 bits."""
-    size = np.array((SIZES[dims] + (1, 1))[:3], np.float32)
-    u = coords[:, :3].astype(np.float32)
-    if normalized:
-        u = (u * size).astype(np.float32)
+    u = texel_coordinates(coords, dims, normalized)
+    u[:, dims:] = 0
     floats = fmt[1] in (np.float32, np.float16) or fmt[3] == "normalized_float"
     if filt == "point" or not floats:
         idx = [np.floor(u[:, k]).astype(np.int64) if k < dims else np.zeros(len(u), np.int64)
                for k in range(3)]
         return fetch(data, fmt, dims, mode, normalized, idx).view(np.uint32)
-    b = (u - np.float32(0.5)).astype(np.float32)
+    axes = max(dims, 2)               # a 1D texture filters as 2D of height 1 at y = 0
+    b = u - 0.5
     f = np.floor(b)
     base = f.astype(np.int64)
-    a = (np.rint((b - f) * np.float32(256)) * np.float32(1 / 256)).astype(np.float32)
-    total = np.zeros((len(u), 4), np.float32)
-    for corner in range(1 << dims):
-        w = np.ones(len(u), np.float32)
+    q = np.floor((b - f) * 256 + 0.5)
+    hi = np.zeros((len(u), 4))
+    lo = np.zeros((len(u), 4))
+    for corner in range(1 << axes):
+        w = np.ones(len(u))
         idx = []
         for k in range(3):
-            bit = (corner >> k) & 1 if k < dims else 0
-            if k < dims:
-                w = (w * (a[:, k] if bit else np.float32(1) - a[:, k])).astype(np.float32)
-            idx.append(base[:, k] + bit if k < dims else np.zeros(len(u), np.int64))
-        t = fetch(data, fmt, dims, mode, normalized, idx)
-        total = (total + w[:, None] * t).astype(np.float32)
-    return total.view(np.uint32)
+            bit = (corner >> k) & 1 if k < axes else 0
+            if k < axes:
+                w = w * (q[:, k] if bit else 256 - q[:, k]) / 256
+            idx.append(base[:, k] + bit if k < axes else np.zeros(len(u), np.int64))
+        t = fetch(data, fmt, dims, mode, normalized, idx).astype(np.float64)
+        hi, err = _two_sum(hi, w[:, None] * t)      # each product is exact in float64
+        lo = lo + err
+        hi, lo = _two_sum(hi, lo)
+    return round_float32(hi, lo).view(np.uint32)
 
 
 def is_float_result(fmt) -> bool:

@@ -109,6 +109,9 @@ class Target(ABC):
     whose builder is positioned where the code goes."""
 
     name = "abstract"
+    # The widest integers the target's code may compute with (products twice as wide as
+    # their operands are built from narrower ones beyond it).
+    widest_integer = 128
 
     @abstractmethod
     def special_register(self, fl: FunctionLowering, reg: ir.SpecialRegister) -> ll.Value:

@@ -437,10 +437,11 @@ _MALLOC_HEAP_SIZE = 2     # CU_LIMIT_MALLOC_HEAP_SIZE
 def cuCtxSetLimit(limit: int, value: int) -> int:
     if limit not in _limits:
         raise CudaError(NOT_SUPPORTED, f"limit {limit} is not supported")
-    if limit == _MALLOC_HEAP_SIZE and state.device.backend in ("cpu", "cuda"):
+    set_heap_size = getattr(state.device._backend, "set_heap_size", None)
+    if limit == _MALLOC_HEAP_SIZE and set_heap_size is not None:
         # the device heap of kernels' malloc (InvalidValueError once a kernel used it); on
         # cuda:N the real driver's limit
-        state.device._backend.set_heap_size(value)
+        set_heap_size(value)
     _limits[limit] = value   # accepted: the CPU has no fixed stack to size
     return SUCCESS
 

@@ -6,7 +6,8 @@ from collections.abc import Iterable
 
 from ptxport.ir import nodes as ir
 
-__all__ = ["address_taken", "live_after", "pointer_parameters", "state_space", "uses_and_defs"]
+__all__ = ["address_taken", "live_after", "pointer_parameters", "runs_to_completion",
+           "state_space", "uses_and_defs"]
 
 
 def pointer_parameters(f: ir.Function) -> dict[str, str]:
@@ -241,3 +242,35 @@ def state_space(inst: ir.Instruction) -> str | None:
         space = space[0]
     return {"shared::cta": "shared", "shared::cluster": "shared", "param::entry": "param",
             "param::func": "param"}.get(space, space)
+
+
+# instructions a loop-free kernel may still wait at for something outside its grid, or for
+# an unbounded time (calls may recurse or print; printf's output must appear at the sync)
+_UNBOUNDED = frozenset({"call", "nanosleep", "brkpt", "pmevent"})
+
+
+def runs_to_completion(function: ir.Function) -> bool:
+    """Whether `function` (a kernel) ends by itself in a time bounded by its size: no
+    backward branch (its control flow graph has no cycle), no call and nothing that waits
+    for the host. A launch of such a kernel may run at once, on the launching thread: no
+    host action it could wait for exists (runtime/launch.py)."""
+    if function.is_declaration or not function.blocks:
+        return False
+    if any(inst.opcode in _UNBOUNDED for inst in function.instructions()):
+        return False
+    # a depth-first search for a back edge (iterative: kernels may have many blocks)
+    state: dict[int, int] = {}          # id(block) -> 1 on the path, 2 done
+    stack = [(function.blocks[0], iter(function.blocks[0].successors))]
+    state[id(function.blocks[0])] = 1
+    while stack:
+        block, successors = stack[-1]
+        following = next(successors, None)
+        if following is None:
+            state[id(block)] = 2
+            stack.pop()
+        elif state.get(id(following)) == 1:
+            return False
+        elif id(following) not in state:
+            state[id(following)] = 1
+            stack.append((following, iter(following.successors)))
+    return True

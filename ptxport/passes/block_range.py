@@ -8,7 +8,8 @@ size, x/y/z) and rewrites every read of %ctaid.* into %ctaid.* plus the first bl
 %nctaid.* into the whole grid's size. %clusterid and %nclusterid read the same (launches are
 of one-block clusters). Device functions that read them are inlined first (ptxport.passes.inline),
 so that every read is in the kernel. Targets are not touched: the result is an ordinary IR
-module compiled like any other.
+module compiled like any other, whose source is the program's PTX with a line appended that
+names the pass (so that its compiled images are cached apart from the program's kernel's).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from ptxport.errors import UnsupportedFeatureError
 from ptxport.ir import nodes as ir
 from ptxport.ir.types import TYPES
 from ptxport.passes.inline import functions_that, inline_calls
+from ptxport.ptx.ast import Source
 
 __all__ = ["HIDDEN_PARAMS", "run", "reads_block_index"]
 
@@ -102,7 +104,19 @@ def run(module: ir.Module, kernel_name: str) -> ir.Module:
     functions = dict(module.functions)
     functions[kernel_name] = f
     return ir.Module(module.version, module.target, module.address_size, module.globals,
-                     functions, module.source, module.lines)
+                     functions, _own_source(module.source, kernel_name), module.lines)
+
+
+def _own_source(source: Source | None, kernel_name: str) -> Source | None:
+    """The new module's source: the program's PTX text (positions, hence error locations,
+    stay valid) with a line saying what the pass did appended. Not `source` itself: a
+    module's source is also what identifies its code (the CPU target's on-disk image cache
+    keys images by its text and the kernel's name), and the pass's kernel is not the
+    program's: sharing the key loaded either kernel's image for the other."""
+    if source is None:
+        return None
+    return Source(f"{source.text}\n// {kernel_name}: block_range pass (hidden parameters "
+                  f"{', '.join(HIDDEN_PARAMS)})\n", source.name)
 
 
 def _retarget(value, twins):

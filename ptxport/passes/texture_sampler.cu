@@ -3,8 +3,11 @@
 // suq instruction by a call of one of these functions, linked from texture_sampler.ptx, which
 // is this file compiled by NVRTC (python -m ptxport.passes.textures --regenerate; the pass
 // keeps the PTX's digest, which tests/passes/test_texture_pass.py checks).
-// Built with -fmad=false, so that
-// the filtering arithmetic is the fp32 sequence written here and in the tests' reference.
+// Built with -fmad=false. The arithmetic is what an H100 does (measured with
+// benchmarks/texture_check.py, docs/textures.md) and what tests/texture_reference.py models:
+// normalized coordinates cut to 24 fractional bits, weights rounded to 8 fractional bits
+// (half up), the weighted sum exact (float64 products, two-sum accumulation) and rounded once
+// to float32, to nearest with ties away from zero; 1D textures filter as 2D at y = 0.
 //
 // A texture or surface object (a 64-bit handle) is the device address of a Descriptor that the
 // runtime writes (ptxport/runtime/textures.py; the same layout, field for field). Enumerations
@@ -101,7 +104,8 @@ static __device__ unsigned int channel_value(const Descriptor *d, unsigned int r
     return __float_as_uint(f < -1.0f ? -1.0f : f);
 }
 
-// Texel (x, y, z) of `layer`, addressed: four channels as returned (missing ones (0, 0, 0, 1)).
+// Texel (x, y, z) of `layer`, addressed: four channels as returned (missing ones 0, border
+// texels included: what an H100 returns).
 extern "C" __device__ __noinline__ Texel __ptxport_fetch(const Descriptor *d, int x, int y, int z, int layer) {
     bool outside = false;
     Texel t;
@@ -112,23 +116,41 @@ extern "C" __device__ __noinline__ Texel __ptxport_fetch(const Descriptor *d, in
     x = address(x, (int)d->size[0], d->address[0], d->normalized_coords, &outside);
     y = address(y, (int)d->size[1], d->address[1], d->normalized_coords, &outside);
     z = address(z, (int)d->size[2], d->address[2], d->normalized_coords, &outside);
-    bool as_float = returns_float(d);
     if (outside) {
         for (int c = 0; c < 4; ++c)
-            t.v[c] = d->resource == 2 ? 0u : __float_as_uint(d->border[c]);
+            t.v[c] = d->resource == 2 || c >= (int)d->channels ? 0u : __float_as_uint(d->border[c]);
         return t;
     }
     const unsigned char *p = texel_address(d, x, y, z, layer);
     for (int c = 0; c < 4; ++c) {
         if (c < (int)d->channels) t.v[c] = channel_value(d, channel_bits(d, p, c));
-        else t.v[c] = c < 3 ? 0u : (as_float ? __float_as_uint(1.0f) : 1u);
+        else t.v[c] = 0u;
     }
     return t;
 }
 
-// A filtering weight: the fractional part in 9-bit fixed point with 8 fractional bits.
-static __device__ float weight(float fraction) {
-    return rintf(fraction * 256.0f) * (1.0f / 256.0f);
+// A filtering weight's numerator: the fractional part in 8 fractional bits, rounded half up.
+static __device__ double weight(double fraction) {
+    return floor(fraction * 256.0 + 0.5);
+}
+
+// Knuth's two-sum: s + *err == a + b exactly.
+static __device__ double two_sum(double a, double b, double *err) {
+    double s = a + b;
+    double v = s - a;
+    *err = (a - (s - v)) + (b - v);
+    return s;
+}
+
+// hi + lo (|lo| below half an ulp of hi) to float32: nearest, ties away from zero.
+static __device__ float round_away(double hi, double lo) {
+    float t = __double2float_rz(hi);
+    double rest = fabs(hi - (double)t);             // exact
+    float next = nextafterf(t, hi < 0.0 ? -__int_as_float(0x7f800000) : __int_as_float(0x7f800000));
+    if (t == 0.0f && hi == 0.0) return 0.0f;
+    double half = fabs((double)next - (double)t) * 0.5;
+    bool same = lo == 0.0 || ((lo < 0.0) == (hi < 0.0));
+    return rest > half || (rest == half && same) ? next : t;
 }
 
 static __device__ int layer_index(const Descriptor *d, unsigned int layer) {
@@ -137,29 +159,38 @@ static __device__ int layer_index(const Descriptor *d, unsigned int layer) {
     return l < 0 ? 0 : (l > last ? (last < 0 ? 0 : last) : l);
 }
 
-static __device__ float texel_coordinate(const Descriptor *d, float c, int dim) {
-    return d->normalized_coords ? c * (float)d->size[dim] : c;
+// A texel coordinate: a normalized one cut to 24 fractional bits (toward -inf) and scaled by
+// the size exactly, as an H100 does.
+static __device__ double texel_coordinate(const Descriptor *d, float c, int dim) {
+    if (!d->normalized_coords) return (double)c;
+    double cut = floor((double)c * 16777216.0) * (1.0 / 16777216.0);
+    return cut * (double)d->size[dim];
 }
 
-static __device__ Texel sample_linear(const Descriptor *d, const float *u, int dims, int layer) {
+// Linear filtering over `axes` dimensions (2 for a 1D texture: y = 0 in a texture of height 1).
+static __device__ Texel sample_linear(const Descriptor *d, const double *u, int axes, int layer) {
     int i[3] = {0, 0, 0};
-    float a[3] = {0.0f, 0.0f, 0.0f};
-    for (int k = 0; k < dims; ++k) {
-        float b = u[k] - 0.5f;
-        float f = floorf(b);
-        i[k] = __float2int_rd(b);
-        a[k] = weight(b - f);
+    double q[3] = {0.0, 0.0, 0.0};
+    for (int k = 0; k < axes; ++k) {
+        double b = u[k] - 0.5;
+        double f = floor(b);
+        i[k] = (int)f;
+        q[k] = weight(b - f);
     }
-    float sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    int corners = 1 << dims;
-    for (int n = 0; n < corners; ++n) {
-        float w = 1.0f;
-        for (int k = 0; k < dims; ++k) w = w * (((n >> k) & 1) ? a[k] : 1.0f - a[k]);
+    double hi[4] = {0.0, 0.0, 0.0, 0.0}, lo[4] = {0.0, 0.0, 0.0, 0.0};
+    for (int n = 0; n < (1 << axes); ++n) {
+        double w = 1.0;
+        for (int k = 0; k < axes; ++k) w = w * ((((n >> k) & 1) ? q[k] : 256.0 - q[k]) * (1.0 / 256.0));
         Texel t = __ptxport_fetch(d, i[0] + (n & 1), i[1] + ((n >> 1) & 1), i[2] + ((n >> 2) & 1), layer);
-        for (int c = 0; c < 4; ++c) sum[c] = sum[c] + w * __uint_as_float(t.v[c]);
+        for (int c = 0; c < 4; ++c) {
+            double err, err2;
+            hi[c] = two_sum(hi[c], w * (double)__uint_as_float(t.v[c]), &err);   // exact product
+            hi[c] = two_sum(hi[c], lo[c] + err, &err2);
+            lo[c] = err2;
+        }
     }
     Texel out;
-    for (int c = 0; c < 4; ++c) out.v[c] = __float_as_uint(sum[c]);
+    for (int c = 0; c < 4; ++c) out.v[c] = __float_as_uint(round_away(hi[c], lo[c]));
     return out;
 }
 
@@ -172,10 +203,10 @@ extern "C" __device__ __noinline__ Texel __ptxport_tex(unsigned long long handle
     unsigned int c[3] = {c0, c1, c2};
     if (op & OP_INTEGER)
         return __ptxport_fetch(d, (int)c0, dims > 1 ? (int)c1 : 0, dims > 2 ? (int)c2 : 0, l);
-    float u[3] = {0.0f, 0.0f, 0.0f};
+    double u[3] = {0.0, 0.0, 0.0};
     for (int k = 0; k < dims; ++k) u[k] = texel_coordinate(d, __uint_as_float(c[k]), k);
-    if (d->filter == 1 && returns_float(d)) return sample_linear(d, u, dims, l);
-    return __ptxport_fetch(d, __float2int_rd(u[0]), __float2int_rd(u[1]), __float2int_rd(u[2]), l);
+    if (d->filter == 1 && returns_float(d)) return sample_linear(d, u, dims < 2 ? 2 : dims, l);
+    return __ptxport_fetch(d, (int)floor(u[0]), (int)floor(u[1]), (int)floor(u[2]), l);
 }
 
 // tld4.comp.2d: component `comp` of the four texels that bilinear filtering at (x, y) reads,
@@ -185,8 +216,8 @@ extern "C" __device__ __noinline__ Texel __ptxport_tld4(unsigned long long handl
                                                        unsigned int c1, unsigned int layer) {
     const Descriptor *d = descriptor(handle);
     int l = (op & OP_LAYERED) ? layer_index(d, layer) : 0;
-    int i = __float2int_rd(texel_coordinate(d, __uint_as_float(c0), 0) - 0.5f);
-    int j = __float2int_rd(texel_coordinate(d, __uint_as_float(c1), 1) - 0.5f);
+    int i = (int)floor(texel_coordinate(d, __uint_as_float(c0), 0) - 0.5);
+    int j = (int)floor(texel_coordinate(d, __uint_as_float(c1), 1) - 0.5);
     const int di[4] = {0, 1, 1, 0}, dj[4] = {1, 1, 0, 0};
     Texel out;
     for (int n = 0; n < 4; ++n) out.v[n] = __ptxport_fetch(d, i + di[n], j + dj[n], 0, l).v[comp];

@@ -23,7 +23,12 @@ from concurrent.futures import ThreadPoolExecutor, wait
 
 import numpy as np
 
-from ptxport.errors import ArgumentError, InvalidValueError, SplitRefusedError
+from ptxport.errors import (
+    ArgumentError,
+    InvalidValueError,
+    SplitRefusedError,
+    UnsupportedFeatureError,
+)
 from ptxport.runtime.group_plan import Plan, identity, merge_buffer, plan_launch
 
 __all__ = ["DeviceGroup", "GroupBuffer", "GroupStream", "LocalMember"]
@@ -75,6 +80,11 @@ class LocalMember:
         """Run the blocks first + (0..grid) of `config`'s launch; the seconds it took."""
         from ptxport.runtime.launch import LaunchConfig, launch
 
+        if getattr(self.device._backend, "ptx_source", None) == "native":
+            raise UnsupportedFeatureError(
+                "a device group member running the program's own PTX", str(self.device),
+                reason="the member needs the block_range pass's kernel, which only ptxport's "
+                       "code generation makes: set the backend's ptx_source to 'ptxport'")
         ranged = _ranged_kernel(kernel)
         values = [self._buffers[a[1]] if isinstance(a, tuple) else a for a in args]
         hidden = [np.uint32(v) for v in (*first, *config.grid)]

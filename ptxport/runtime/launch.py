@@ -3,8 +3,9 @@
 A launch is checked on the caller's thread against the device's limits (the ones CUDA
 refuses too) and the kernel's parameters, its arguments are packed into the parameter buffer
 (layout from ptxport.ir.abi.param_layout), the kernel is compiled for the device if it is not
-yet, and only then is it queued on the stream. So a bad launch raises at once, and the values
-of scalar arguments are taken at the call, as in CUDA.
+yet, and only then is it queued on the stream (or, for a small grid of a kernel that cannot
+wait for anything, run at once when the stream is idle: see _queue). So a bad launch raises
+at once, and the values of scalar arguments are taken at the call, as in CUDA.
 
 Arguments: a Buffer (its device address) for a pointer; a numpy scalar of the parameter's
 size for a value (np.float32(2), np.int32(n)); a numpy structured scalar (np.void) of the
@@ -15,7 +16,6 @@ their size is not known: the message says which numpy type to use.
 from __future__ import annotations
 
 import operator
-import weakref
 from math import prod
 
 import numpy as np
@@ -28,8 +28,7 @@ from ptxport.errors import (
     PtxportError,
     UnsupportedFeatureError,
 )
-from ptxport.ir.abi import ParamSlot, param_layout
-from ptxport.ir.nodes import Function
+from ptxport.ir.abi import param_layout
 from ptxport.runtime.backends import Allocation, DeviceProperties
 from ptxport.runtime.device import Device
 from ptxport.runtime.memory import Buffer
@@ -256,35 +255,56 @@ def _argument_bytes(kernel: Kernel, index: int, info: ParamInfo, variable, arg,
     raise ArgumentError(f"{where()}: cannot pass a {type(arg).__name__}; pass {suggestion()}")
 
 
-# each kernel's parameter layout, made at its first launch (it is the same at every launch)
-_LAYOUTS: weakref.WeakKeyDictionary[Function, tuple[list[ParamSlot], int]] = \
-    weakref.WeakKeyDictionary()
+class _Packer:
+    """A kernel's argument packing, made at its first launch: its parameters' places, and
+    for each the numpy dtypes already accepted there (the same dtype passes the same checks,
+    so a repeated launch copies its bytes without them)."""
 
+    def __init__(self, kernel: Kernel):
+        slots, self.total = param_layout(kernel._function)
+        self.slots = tuple((slot.offset, slot.offset + slot.size, info, slot.variable)
+                           for slot, info in zip(slots, kernel.arguments_info, strict=True))
+        self.accepted: tuple[set, ...] = tuple(set() for _ in slots)
 
-def _param_layout(function: Function) -> tuple[list[ParamSlot], int]:
-    layout = _LAYOUTS.get(function)
-    if layout is None:
-        layout = _LAYOUTS[function] = param_layout(function)
-    return layout
+    def pack(self, kernel: Kernel, args: tuple, device: Device) \
+            -> tuple[bytes, list[Allocation]]:
+        slots = self.slots
+        if len(args) != len(slots):
+            params = ", ".join(f".{a.type} {a.name}" for a in kernel.arguments_info)
+            raise ArgumentError(f"kernel {kernel.name} takes {len(slots)} argument(s) "
+                                f"({params}) but was given {len(args)}")
+        if not slots:
+            return b"", []
+        buffer, keep = bytearray(self.total), []
+        for index, arg in enumerate(args):
+            start, end, info, variable = slots[index]
+            if isinstance(arg, Buffer) and info.pointer is not False \
+                    and arg.device is device and not arg.is_closed:
+                allocation = arg._live()
+                buffer[start:end] = allocation.address.to_bytes(end - start, "little")
+                keep.append(allocation)
+                continue
+            accepted = self.accepted[index]
+            if isinstance(arg, np.generic) and arg.dtype in accepted:
+                buffer[start:end] = arg.tobytes()
+                continue
+            raw, allocation = _argument_bytes(kernel, index, info, variable, arg, device)
+            buffer[start:end] = raw
+            if allocation is not None:
+                keep.append(allocation)
+            elif isinstance(arg, np.generic):
+                accepted.add(arg.dtype)
+        return bytes(buffer), keep
 
 
 def pack_arguments(kernel: Kernel, args: tuple, device: Device) \
         -> tuple[bytes, list[Allocation]]:
     """The parameter buffer for `args`, and the allocations the launch must keep alive;
     raises ArgumentError naming the first argument that does not fit."""
-    slots, total = _param_layout(kernel._function)
-    if len(args) != len(slots):
-        params = ", ".join(f".{a.type} {a.name}" for a in kernel.arguments_info)
-        raise ArgumentError(f"kernel {kernel.name} takes {len(slots)} argument(s) ({params}) "
-                            f"but was given {len(args)}")
-    buffer = bytearray(total)
-    keep = []
-    for index, (slot, info, arg) in enumerate(zip(slots, kernel.arguments_info, args, strict=True)):
-        raw, allocation = _argument_bytes(kernel, index, info, slot.variable, arg, device)
-        buffer[slot.offset:slot.offset + slot.size] = raw
-        if allocation is not None:
-            keep.append(allocation)
-    return bytes(buffer), keep
+    packer = kernel._packer
+    if packer is None:
+        packer = kernel._packer = _Packer(kernel)
+    return packer.pack(kernel, args, device)
 
 
 def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args) -> None:
@@ -317,9 +337,22 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args) -> None:
     if not isinstance(kernel, Kernel):
         raise InvalidValueError(f"launch(): kernel must be a Kernel (ObjectCode.get_kernel), "
                                 f"not {type(kernel).__name__}")
-    check_config(config, kernel, stream.device)
+    _check_once(config, kernel, stream.device)
     params, keep = pack_arguments(kernel, args, stream.device)
     _queue(stream, config, kernel, params, keep)
+
+
+def _check_once(config: LaunchConfig, kernel: Kernel, device: Device) -> None:
+    """check_config, for a configuration not yet accepted for this kernel and device (a
+    program launches a kernel with the same few configurations over and over)."""
+    key = (device, config.grid, config.block, config.shmem_size, config.timeout,
+           config.cluster, config.is_cooperative)
+    accepted = kernel._accepted
+    if key not in accepted:
+        check_config(config, kernel, device)
+        if len(accepted) >= 64:     # (a program sweeping over shapes: keep the newest)
+            accepted.clear()
+        accepted.add(key)
 
 
 def launch_packed(stream: Stream, config: LaunchConfig, kernel: Kernel, params: bytes,
@@ -332,26 +365,42 @@ def launch_packed(stream: Stream, config: LaunchConfig, kernel: Kernel, params: 
     launch(), which checks every argument first.
     """
     if not checked:
-        check_config(config, kernel, stream.device)
+        _check_once(config, kernel, stream.device)
     if len(params) != kernel.param_buffer_size:
         raise ArgumentError(f"kernel {kernel.name} takes {kernel.param_buffer_size} bytes of "
                             f"parameters, not {len(params)}")
     _queue(stream, config, kernel, params, keep)
 
 
+# the most threads a grid run at once on the launching thread may have (a loop-free kernel
+# of that many runs in tens of microseconds; a larger grid is queued, for the caller's work
+# to overlap it)
+_AT_ONCE_THREADS = 1 << 15
+
+
 def _queue(stream: Stream, config: LaunchConfig, kernel: Kernel, params: bytes, keep) -> None:
     device = stream.device
-    binary = kernel._binary(device)
+    grid, block, shmem_size, timeout = config.grid, config.block, config.shmem_size, \
+        config.timeout
     backend, ordinal = device._backend, device.device_id
-    grid, block, shmem_size = config.grid, config.block, config.shmem_size
-    watchdog = {} if config.timeout is None else {"timeout": config.timeout}
-    # Compiles (or loads) code for this block shape now; Events around this launch then
-    # say that their time includes it.
-    compiled = backend.prepare(binary, block)
+    ready = kernel._ready.get((device, block))
+    if ready is None:
+        binary = kernel._binary(device)
+        # Compiles (or loads) code for this block shape now; Events around this launch
+        # then say that their time includes it.
+        compiled = backend.prepare(binary, block)
+        at_once = backend.runs_at_once(binary)
+        kernel._ready[(device, block)] = (binary, at_once)
+    else:
+        (binary, at_once), compiled = ready, False
 
     def run(keep=keep) -> None:  # `keep`: the buffers' memory lives until the kernel ran
         try:
-            backend.launch(ordinal, binary, grid, block, shmem_size, params, **watchdog)
+            if timeout is None:
+                backend.launch(ordinal, binary, grid, block, shmem_size, params)
+            else:
+                backend.launch(ordinal, binary, grid, block, shmem_size, params,
+                               timeout=timeout)
         except PtxportError:
             raise
         except Exception as e:
@@ -359,7 +408,13 @@ def _queue(stream: Stream, config: LaunchConfig, kernel: Kernel, params: bytes, 
                 f"kernel {kernel.name} failed on {device}: {type(e).__name__}: {e}") from e
 
     def what() -> str:   # words for a timeout's message, made only when one needs them
-        limit = "" if config.timeout is None else f", stopped after {config.timeout:g} s"
+        limit = "" if timeout is None else f", stopped after {timeout:g} s"
         return f"kernel {kernel.name} (grid {grid}, block {block}{limit})"
 
-    stream._submit(run, what=what, kernel=kernel.name, compiled=bool(compiled))
+    # A small grid of a kernel that cannot wait for anything (backend.runs_at_once) runs on
+    # this thread now when its stream is idle, sparing two hand-overs between threads; a
+    # failure is still raised by the next sync. Its first launch is queued, for Events to
+    # say it compiled; a larger grid too, so that the caller's work overlaps it.
+    if compiled or not at_once or prod(grid) * prod(block) > _AT_ONCE_THREADS or \
+            not stream._run_now(run, what=what, kernel=kernel.name):
+        stream._submit(run, what=what, kernel=kernel.name, compiled=bool(compiled))

@@ -311,6 +311,13 @@ class Kernel:
                 evidence=pointers.get(slot.name, ""))
             for slot in slots)
         self._static_shared = _static_shared_bytes(function)
+        self._last_binary: tuple[Device, KernelBinary] | None = None
+        # (device, block shape) -> (binary, whether a launch may run at once) of the
+        # shapes prepared for a launch (runtime/launch.py)
+        self._ready: dict[tuple, tuple[KernelBinary, bool]] = {}
+        self._packer = None     # how launch() packs arguments (runtime/launch.py)
+        # launch configurations check_config accepted, by device (runtime/launch.py)
+        self._accepted: set[tuple] = set()
 
     @property
     def name(self) -> str:
@@ -343,7 +350,13 @@ class Kernel:
         return dict(self._function.directives)
 
     def _binary(self, device: Device) -> KernelBinary:
-        return self._object_code._binary(device, self.name)
+        # (asked at every launch: the last device's binary is kept here, as one tuple)
+        last = self._last_binary
+        if last is not None and last[0] is device:
+            return last[1]
+        binary = self._object_code._binary(device, self.name)
+        self._last_binary = (device, binary)
+        return binary
 
     def __getitem__(self, launch_spec):
         """kernel[grid, block], kernel[grid, block, stream] or kernel[grid, block, stream,

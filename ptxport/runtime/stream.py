@@ -3,7 +3,9 @@
 Each stream has a worker thread that runs its work in the order it was queued, so calls
 return at once and different streams may overlap; a thread that waits for the stream
 (sync() without a timeout) runs the work the worker has not started yet itself, in the same
-order, which spares a launch followed by a sync two thread switches. When a piece of work
+order, which spares a launch followed by a sync two thread switches; and work that cannot
+wait for anything its caller does later (a small grid of a loop-free kernel, launch.py) runs
+on the caller's thread at once when the stream is idle (_run_now). When a piece of work
 fails, its error is kept and raised by the stream's next sync(); the stream's later copies
 and launches queued before that sync are skipped (they would read what the failed work did
 not write), event records and waits still happen so that no one waits forever, and after the
@@ -45,8 +47,14 @@ class _Worker:
         self._items: collections.deque = collections.deque()
         self._running = False
         self._stopped = False
-        self._state = threading.Condition()
+        # one lock, two conditions: the worker thread waits on `_work` (for work to take),
+        # threads in wait_idle on `_state` (for the stream to empty, or work to take), so
+        # that work run on a waiting thread does not wake the idle worker for nothing
+        lock = threading.Lock()
+        self._state = threading.Condition(lock)
+        self._work = threading.Condition(lock)
         self._pending = 0
+        self._waiters = 0   # threads waiting on _state (in wait_idle)
         self._error: BaseException | None = None
         self._skipped = 0
         # what runs now: (words for it, its kernel's name or None, the worker it waits
@@ -68,13 +76,40 @@ class _Worker:
         with self._state:
             self._pending += 1
             self._items.append((work, skippable, (what, kernel, waits_for), compiled))
-            self._state.notify_all()
+            self._work.notify()
+            if self._waiters:
+                self._state.notify_all()
+
+    def run_now(self, work: Callable[[], None], what: str | Callable[[], str],
+                kernel: str | None = None) -> bool:
+        """Run skippable `work` on this thread at once if the stream is idle (nothing queued,
+        nothing running, no kept error), as if the worker had taken it: False, having done
+        nothing, when it is not. A failure is kept for the next sync, as the worker keeps it."""
+        with self._state:
+            if self._running or self._items or self._error is not None or self._stopped:
+                return False
+            self._running = True
+            self._pending += 1
+            self._current = (what, kernel, None, time.monotonic())
+        failure = None
+        try:
+            work()
+        except BaseException as e:  # kept and raised by sync() on the user's thread
+            failure = e
+        with self._state:
+            self._current = None
+            self._running = False
+            if failure is not None:
+                self._error = failure
+            self._pending -= 1
+            self._done()
+        return True
 
     def stop(self) -> None:
         """End the thread once the queued work has run."""
         with self._state:
             self._stopped = True
-            self._state.notify_all()
+            self._work.notify()
 
     def _take(self) -> tuple | None:
         """The next piece of work, marked running, if none runs now (under self._state)."""
@@ -86,7 +121,7 @@ class _Worker:
     def _run(self) -> None:
         while True:
             with self._state:
-                self._state.wait_for(lambda: not self._running and (
+                self._work.wait_for(lambda: not self._running and (
                     self._items or self._stopped))
                 item = self._take()
                 if item is None:   # stopped, and nothing is left
@@ -117,6 +152,13 @@ class _Worker:
             if failure is not None and self._error is None:
                 self._error = failure
             self._pending -= 1
+            self._done()
+
+    def _done(self) -> None:
+        """After a piece of work ran (under self._state): wake the threads that wait for it."""
+        if self._items:
+            self._work.notify()
+        if self._waiters:   # (notify_all costs more than a kernel runs, even for no one)
             self._state.notify_all()
 
     def wait_idle(self, timeout: float | None = None) -> bool:
@@ -126,19 +168,28 @@ class _Worker:
         not started it yet (in queue order, one piece at a time, as the worker would): a
         launch followed by a sync then costs no hand-over to the worker's thread and back.
         With a timeout, it only waits, so that it can give up in time."""
+        if not self._pending:   # (this thread's own work is counted when it was queued)
+            return True
         if timeout is not None or threading.current_thread() is self._thread:
             with self._state:
-                return self._state.wait_for(lambda: self._pending == 0, timeout)
+                return self._wait(lambda: self._pending == 0, timeout)
         while True:
             with self._state:
-                self._state.wait_for(
-                    lambda: self._pending == 0 or self._items and not self._running)
+                self._wait(lambda: self._pending == 0 or self._items and not self._running)
                 if self._pending == 0:
                     return True
                 item = self._take()
             if item is not None:
                 self._execute(item)
                 item = None
+
+    def _wait(self, predicate: Callable[[], bool], timeout: float | None = None) -> bool:
+        """self._state.wait_for, counted in self._waiters (under self._state)."""
+        self._waiters += 1
+        try:
+            return self._state.wait_for(predicate, timeout)
+        finally:
+            self._waiters -= 1
 
     def still_running(self) -> tuple[str, tuple[str, ...]]:
         """Words for what this worker runs now (following waits to the streams they wait
@@ -178,6 +229,8 @@ class _Worker:
 
     def take_error(self) -> BaseException | None:
         """The kept error, if any, forgotten so that the stream is usable again."""
+        if self._error is None:     # (set before the work counts as done: seen by then)
+            return None
         with self._state:
             error, skipped = self._error, self._skipped
             self._error, self._skipped = None, 0
@@ -202,6 +255,16 @@ class Stream:
     @property
     def handle(self) -> int:
         return id(self._worker)
+
+    def _run_now(self, work: Callable[[], None], what: str | Callable[[], str],
+                 kernel: str | None = None) -> bool:
+        """Run skippable `work` now, on this thread, if the stream is idle (True); else do
+        nothing (False: queue it with _submit). For work that cannot wait for anything the
+        caller does later (a loop-free kernel): running it at once is then one of the orders
+        an asynchronous stream may run it in, without the hand-over to the worker thread."""
+        if not self._close.alive:
+            raise InvalidValueError(f"{self!r} is closed: create a new stream")
+        return self._worker.run_now(work, what, kernel)
 
     def _submit(self, work: Callable[[], None], skippable: bool = True,
                 what: str | Callable[[], str] = "an operation", kernel: str | None = None,

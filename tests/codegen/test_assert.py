@@ -1,6 +1,6 @@
 """Device-side assert (CUDA's `__assertfail`): on the CPU and on opencl:0 (the SPIR-V target on
-Intel's OpenCL CPU runtime) a failed assert prints CUDA's text (the CPU to stderr, as CUDA
-does; opencl where its printf writes, stdout) and fails the launch with KernelAssertError,
+Intel's OpenCL CPU runtime) a failed assert prints CUDA's text on stderr, as CUDA does (the
+opencl backend from the launch's assert log), and fails the launch with KernelAssertError,
 and the device stays usable; a true one changes nothing. NVPTX keeps the call for the CUDA
 driver (ptxas accepts it), AMDGPU traps. The corpus case (assert_kernel.cu) runs with indices
 in range on every backend; here one thread of one block gets a bad one."""
@@ -79,10 +79,11 @@ def _inputs():
             rng.uniform(-100, 100, LIMIT).astype(np.float32))
 
 
-def _printed(device: str, captured) -> str:
-    """What a device printed for failed asserts: the CPU on stderr as CUDA does, opencl
-    where its printf writes (stdout)."""
-    return captured.err if device == "cpu" else captured.out
+def _printed(captured) -> str:
+    """What a device printed for failed asserts: on stderr, as CUDA does, and nothing on
+    stdout."""
+    assert captured.out == ""
+    return captured.err
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -106,7 +107,7 @@ def test_failed_assert_in_one_thread_prints_cudas_text_and_fails_the_launch(capf
             "Assertion `j >= 0 && j < limit` failed.")
     assert isinstance(caught.value, KernelTrapError)
     assert text in str(caught.value)
-    assert _printed(device, capfd.readouterr()) == text + "\n"
+    assert _printed(capfd.readouterr()) == text + "\n"
     # where: the user's line first, then the PTX line, when the PTX has line information
     place = re.search(r"at (.*?): assert_kernel", str(caught.value))[1]
     assert re.fullmatch(rf"assert_kernel\.cu:{ASSERT_LINE} \(PTX line \d+\)" if lineinfo
@@ -123,7 +124,7 @@ def test_device_is_usable_after_a_failed_assert(capfd, device):
         _gather(stream, _kernel(False), bad, src)
     assert np.array_equal(_gather(stream, _kernel(False), idx, src), src[idx] * 2)
     # the assert belongs to one launch
-    assert _printed(device, capfd.readouterr()).count("Assertion") == 1
+    assert _printed(capfd.readouterr()).count("Assertion") == 1
 
 
 def _fail_then_recover_after_a_barrier(device: str, kernel, capfd) -> None:
@@ -147,7 +148,7 @@ def _fail_then_recover_after_a_barrier(device: str, kernel, capfd) -> None:
     stream.sync()
     v = x.reshape(4, 128)[:, ::-1]
     assert np.array_equal(y, (v + v[:, np.arange(128) ^ 1]).reshape(-1))
-    assert _printed(device, capfd.readouterr()).count("Assertion") == 1
+    assert _printed(capfd.readouterr()).count("Assertion") == 1
 
 
 @pytest.mark.parametrize("native", [True, False], ids=["native", "resolver"])
@@ -183,7 +184,7 @@ def test_amdgpu_traps_after_a_failed_assert():
 
 opencl_only = pytest.mark.skipif(not _OPENCL, reason=f"no OpenCL device for SPIR-V: {_WHY}")
 
-# v % 2 puts a '%' in the message (OpenCL's printf format must double it)
+# v % 2 puts a '%' in the message (where it must stay as it is)
 THROUGH_FUNCTIONS = r"""
 __device__ __noinline__ int checked(int v)
 {
@@ -252,7 +253,7 @@ def test_opencl_assert_in_a_device_function_stops_its_callers(capfd):
     assert str(caught.value) == ("kernel 'through_functions' failed a device-side assert at "
                                  f"{re.search(r'at (through.cu:4 .*?):', str(caught.value))[1]}"
                                  f": {text}")
-    assert capfd.readouterr().out == text + "\n"
+    assert _printed(capfd.readouterr()) == text + "\n"
     y = np.empty(64, np.int32)
     ys.copy_to(y, stream=stream)
     stream.sync()
@@ -283,7 +284,7 @@ def test_opencl_launch_reports_its_first_fault_whether_access_or_assert(capfd):
     with pytest.raises(IllegalAddressError, match=r"at through.cu:21 \(PTX line \d+\) in "
                                                   r"block \(0, 0, 0\), thread 0;"):
         stream.sync()
-    assert "Assertion `offset == 0` failed." in capfd.readouterr().out
+    assert "Assertion `offset == 0` failed." in _printed(capfd.readouterr())
     # an assert alone is an assert, not an illegal address
     launch(stream, LaunchConfig(grid=1, block=1), kernel, p, np.int64(1))
     with pytest.raises(KernelAssertError):
@@ -337,3 +338,31 @@ def test_spirv_refuses_an_assert_whose_text_is_known_only_at_run_time():
     with pytest.raises(UnsupportedFeatureError, match="assert's message is not the address "
                                                       "of a string constant"):
         Program(_RUN_TIME_MESSAGE, code_type="ptx").compile("spirv")
+
+
+@opencl_only
+def test_opencl_prints_every_failed_assert_up_to_the_logs_room(capfd):
+    from ptxport.runtime.backends.opencl_records import ASSERT_LOG_CAPACITY
+
+    program = _opencl_program(THROUGH_FUNCTIONS, "through.cu")
+    dev = Device("opencl:0")
+    stream = dev.create_stream()
+    for blocks in (2, ASSERT_LOG_CAPACITY // 32 + 2):
+        n = 32 * blocks
+        xs, ys = dev.allocate(4 * n, stream=stream), dev.allocate(4 * n, stream=stream)
+        xs.copy_from(np.ones(n, np.int32), stream=stream)    # every thread fails
+        launch(stream, LaunchConfig(grid=blocks, block=32),
+               program.get_kernel("through_functions"), xs, ys)
+        with pytest.raises(KernelAssertError):
+            stream.sync()
+        lines = _printed(capfd.readouterr()).splitlines()
+        kept = min(n, ASSERT_LOG_CAPACITY)
+        assert len(lines) == kept + (n > kept)
+        assert all(line.endswith("Assertion `v % 2 == 0` failed.") for line in lines[:kept])
+        if n > kept:
+            assert lines[-1] == (f"ptxport: {n - kept} more failed asserts in this launch "
+                                 f"(only the first {kept} are kept)")
+        else:   # in order of block and thread
+            assert lines[0].startswith("through.cu:4: int checked(int): block: [0,0,0], "
+                                       "thread: [0,0,0]")
+            assert "block: [1,0,0], thread: [31,0,0]" in lines[-1]

@@ -115,6 +115,19 @@ def test_bar_sync_becomes_bar_sync():
     assert re.search(r"\bbarrier\.sync\s+2;", text)
 
 
+def test_constant_memory_is_read_at_run_time():
+    """The host may write `__constant__` variables (cudaMemcpyToSymbol) after compiling, so
+    their loads are never folded to the initializer, zero or not (an LLVM `constant` global
+    would let it fold them: on the H100 a struct's field read at a fixed offset became 0)."""
+    extra = (".const .align 4 .b8 c_poly[20];\n"
+             ".const .align 4 .u32 c_init[2] = {7, 9};\n")
+    ptx = _compile(REGS + "ld.const.u32 %r2, [c_poly+16];\nld.const.u32 %r3, [c_init+4];\n"
+                   "add.u32 %r1, %r2, %r3;\n" + _store_r1(), extra=extra)
+    text = "\n".join(_instructions(ptx))
+    assert re.search(r"\bld\.const\.[ub]32\s+%r\d+, \[c_poly\+16\];", text), ptx
+    assert re.search(r"\bld\.const\.[ub]32\s+%r\d+, \[c_init\+4\];", text), ptx
+
+
 def test_warp_operations_become_their_sync_instructions():
     ptx = _compile(REGS + "mov.u32 %r2, %laneid;\n"
                    "shfl.sync.bfly.b32 %r3|%p1, %r2, 1, 31, -1;\n"

@@ -108,6 +108,42 @@ def test_warp_kernels_ask_for_sub_groups_of_32():
     assert layouts["warp_sum"].static_shared == 128
 
 
+TWO_TILES = _HEADER + """
+.shared .align 4 .b8 module_tile[40000];
+.visible .entry first(.param .u64 out)
+{
+    .reg .b32 %r<2>;
+    .reg .b64 %rd<2>;
+    .shared .align 16 .b8 own[30000];
+    ld.param.u64 %rd1, [out];
+    ld.shared.u32 %r1, [own+16];
+    st.global.u32 [%rd1], %r1;
+    ret;
+}
+.visible .entry second(.param .u64 out)
+{
+    .reg .b32 %r<2>;
+    .reg .b64 %rd<2>;
+    ld.param.u64 %rd1, [out];
+    ld.shared.u32 %r1, [module_tile+8];
+    st.global.u32 [%rd1], %r1;
+    ret;
+}
+.visible .entry neither()
+{
+    ret;
+}
+"""
+
+
+def test_each_kernel_lays_out_only_the_shared_memory_it_names():
+    # (a module's kernels together may declare more than a work-group's local memory)
+    _, layouts = spirv.build_llvm(_module(TWO_TILES))
+    assert layouts["first"].static_shared == 30000
+    assert layouts["second"].static_shared == 40000
+    assert layouts["neither"].static_shared == 0
+
+
 def test_emits_spirv():
     binary, _ = spirv.compile_module(_module(SAXPY))
     assert struct.unpack("<I", binary[:4])[0] == 0x07230203  # SPIR-V's magic number

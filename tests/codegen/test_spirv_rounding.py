@@ -204,3 +204,69 @@ def test_video_intermediates_on_opencl_match_the_cpu_target():
         pytest.fail(f"{len(differ)} results differ; the first: result {k + 1} (%r{k + 1}) for "
                     f"a={a:#x} b={b:#x} c={c:#x}: opencl:0 {int(on_opencl[thread, k]):#x}, "
                     f"cpu {int(on_cpu[thread, k]):#x}")
+
+
+# 64-bit mul.hi and mad.hi: the SPIR-V target (widest_integer 64) builds the high half from
+# 32-bit halves; a product by a constant is what nvcc makes of a division by a constant.
+MULHI = """
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry mulhi(.param .u64 ops, .param .u64 out)
+{
+    .reg .u32 %t;
+    .reg .u64 %p, %q, %a, %b, %r<6>;
+    ld.param.u64 %p, [ops];
+    ld.param.u64 %q, [out];
+    mov.u32 %t, %tid.x;
+    mad.wide.u32 %p, %t, 16, %p;
+    mad.wide.u32 %q, %t, 40, %q;
+    ld.global.v2.u64 {%a, %b}, [%p];
+    mul.hi.u64 %r1, %a, %b;
+    mul.hi.s64 %r2, %a, %b;
+    mad.hi.s64 %r3, %a, %b, %a;
+    mul.hi.s64 %r4, %a, -5270498306774157605;
+    mul.hi.u64 %r5, %a, 13176245766935394011;
+    st.global.v2.u64 [%q], {%r1, %r2};
+    st.global.v2.u64 [%q+16], {%r3, %r4};
+    st.global.u64 [%q+32], %r5;
+    ret;
+}
+"""
+
+
+def _mulhi_reference(a: int, b: int) -> list[int]:
+    def signed(v: int) -> int:
+        return v - (1 << 64) if v >> 63 else v
+
+    mask = (1 << 64) - 1
+    sa, sb = signed(a), signed(b)
+    return [(a * b) >> 64 & mask, (sa * sb) >> 64 & mask, ((sa * sb >> 64) + sa) & mask,
+            (sa * -5270498306774157605) >> 64 & mask, (a * 13176245766935394011) >> 64 & mask]
+
+
+def test_64bit_mul_hi_stays_within_64_bits():
+    _assert_narrow_and_compiles(_module(MULHI, "mulhi.ptx"), "mulhi")
+
+
+@pytest.mark.skipif(not _OPENCL, reason=f"no OpenCL device for SPIR-V: {_NO_OPENCL}")
+def test_64bit_mul_hi_on_opencl_is_exact():
+    edges = [0, 1, 2, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, 0x100000000, (1 << 63) - 1,
+             1 << 63, (1 << 63) + 1, (1 << 64) - 1, (1 << 64) - 2]
+    rows = list(itertools.product(edges, repeat=2))
+    rng = np.random.default_rng(64)
+    rows += [tuple(int(v) for v in rng.integers(0, 1 << 63, 2, dtype=np.uint64) * 2 + 1)
+             for _ in range(256 - len(rows))]
+    operands = np.array(rows, dtype=np.uint64)
+    device = Device("opencl:0")
+    kernel = Program(MULHI, code_type="ptx").compile("native").get_kernel("mulhi")
+    stream = device.create_stream()
+    source = device.allocate(operands.nbytes, stream=stream)
+    source.copy_from(operands, stream=stream)
+    results = np.zeros((len(rows), 5), dtype=np.uint64)
+    target = device.allocate(results.nbytes, stream=stream)
+    launch(stream, LaunchConfig(grid=1, block=len(rows)), kernel, source, target)
+    target.copy_to(results, stream=stream)
+    stream.sync()
+    for (a, b), got in zip(rows, results, strict=True):
+        assert [int(v) for v in got] == _mulhi_reference(a, b), (hex(a), hex(b))

@@ -197,3 +197,17 @@ def test_stream_attach_mem_async_checks_as_cuda_does(monkeypatch):
         streams.cuStreamDestroy_v2(stream.value)
         memory.cuMemFree_v2(managed.value)
         memory.cuMemFree_v2(plain.value)
+
+
+def test_a_python_host_exits_cleanly_after_loading_the_library():
+    """A Python program that loads ptxport's library (as CuPy and numba do) joins its own
+    interpreter; at exit the library must not touch that interpreter after Python finalised
+    it (it did: a segmentation fault after the program's last line)."""
+    code = ("import ctypes, sys; lib = ctypes.CDLL(sys.argv[1]); "
+            "lib.cudaGetErrorName.restype = ctypes.c_char_p; "
+            "print(lib.cudaGetErrorName(1).decode())")
+    result = subprocess.run([sys.executable, "-c", code,
+                             str(shim_directory() / "libcudart.so.13")],
+                            capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "PYTHONPATH": str(REPOSITORY)})
+    assert (result.returncode, result.stdout) == (0, "cudaErrorInvalidValue\n"), result.stderr

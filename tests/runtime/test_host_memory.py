@@ -165,13 +165,43 @@ def test_memory_that_cannot_be_wrapped_is_refused(obj, message):
         Buffer.from_dlpack(obj)
 
 
-def test_devices_without_host_access_refuse_to_wrap_host_memory():
-    # (the cuda, hip and opencl backends inherit this refusal)
+def test_devices_without_host_access_refuse_to_wrap_host_memory(monkeypatch):
+    # (the cuda and hip backends inherit this refusal; opencl where it has no fine-grained
+    # system SVM, which the translated address scheme stands for here)
     gpu_like = backends.get("cpu")
     with pytest.raises(InvalidValueError, match="cannot address host memory in place.*"
                                                 "copy_from"):
         backends.BackendBase.register_host_memory(gpu_like, 0, np.zeros(4, np.uint8))
     ok, _ = backends.availability("opencl")
     if ok:
+        monkeypatch.setattr(backends.get("opencl"), "_svm_allowed", False)
         with pytest.raises(InvalidValueError, match="cannot address host memory"):
             Buffer.from_dlpack(np.zeros(4, np.float32), device=Device("opencl"))
+
+
+def test_opencl_kernels_use_host_memory_in_place_with_system_svm(saxpy):
+    ok, why = backends.availability("opencl")
+    if not ok:
+        pytest.skip(f"no OpenCL device for SPIR-V: {why}")
+    import pyopencl as cl
+
+    backend = backends.get("opencl")
+    capabilities = backend._devices[0].get_info(cl.device_info.SVM_CAPABILITIES)
+    if not capabilities & cl.device_svm_capabilities.FINE_GRAIN_SYSTEM:
+        pytest.skip("opencl:0 has no fine-grained system SVM")
+    dev = Device("opencl:0")
+    stream = dev.create_stream()
+    x, y = np.arange(1000, dtype=np.float32), np.ones(1000, dtype=np.float32)
+    bx, by = (Buffer.from_dlpack(a, device=dev) for a in (x, y))
+    assert (bx.handle, by.size) == (x.ctypes.data, y.nbytes)
+    _saxpy(stream, saxpy, 2, bx, by, 1000)
+    stream.sync()
+    np.testing.assert_array_equal(y, 2 * x + 1)
+    with pytest.raises(IllegalAddressError):   # its bounds are known like an allocation's
+        _saxpy(stream, saxpy, 2, bx, by, 1001)
+        stream.sync()
+    with pytest.raises(InvalidValueError, match="overlap"):
+        Buffer.from_handle(y.ctypes.data + 4, 8, dev, owner=y)
+    by.close(stream)
+    stream.sync()
+    Buffer.from_handle(y.ctypes.data + 4, 8, dev, owner=y).close()   # forgotten: free again

@@ -73,6 +73,40 @@ def test_the_reference_sees_filtering():
     assert len(set(results.values())) == len(results)
 
 
+# Fetches an H100 (driver 580) made in benchmarks/texture_check.py's first run, where the
+# reference's earlier assumptions differed: (dims, format, address mode, filter, normalized,
+# fetch index, the four channels' bits).
+H100_FETCHES = [
+    (1, "f32x1", "wrap", "point", False, 0, [1066155951, 0, 0, 0]),
+    (1, "f32x1", "wrap", "point", True, 2, [1066155951, 0, 0, 0]),
+    (1, "f32x1", "clamp", "linear", False, 10, [3223002527, 0, 0, 0]),
+    (1, "f32x1", "wrap", "linear", True, 3, [1063905981, 0, 0, 0]),
+    (1, "f32x1", "mirror", "linear", True, 8, [3202996177, 0, 0, 0]),
+    (1, "f32x1", "border", "linear", False, 0, [1055670191, 0, 0, 0]),
+    (1, "f32x1", "border", "linear", True, 0, [1055670191, 0, 0, 0]),
+    (1, "f32x4", "wrap", "point", True, 2, [1066155951, 3219897608, 3228239237, 3229059505]),
+    (1, "f32x4", "wrap", "linear", False, 2, [1072071885, 1060826206, 3216272526, 3212970271]),
+]
+
+
+@pytest.mark.parametrize("dims, name, mode, filt, normalized, index, bits", H100_FETCHES)
+def test_the_reference_fetches_what_an_h100_fetched(dims, name, mode, filt, normalized, index,
+                                                    bits):
+    fmt = next(f for f in ref.FORMATS if f[0] == name)
+    got = ref.sample(ref.texels(dims, fmt), fmt, dims, mode, filt, normalized,
+                     ref.coordinates(dims, normalized))
+    assert got[index].tolist() == bits
+
+
+def test_rounding_ties_go_away_from_zero():
+    one = np.float64(1.0)
+    half_ulp = 2.0 ** -24
+    got = ref.round_float32(np.array([one + half_ulp, -one - half_ulp, one + half_ulp]),
+                            np.array([0.0, 0.0, -1e-30]))
+    assert got.tolist() == [np.nextafter(np.float32(1), np.float32(2)),
+                            np.nextafter(np.float32(-1), np.float32(-2)), np.float32(1)]
+
+
 OTHER_KERNELS = r"""
 extern "C" {
 __global__ void layered(cudaTextureObject_t t1, cudaTextureObject_t t2, float *out) {

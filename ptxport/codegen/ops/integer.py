@@ -175,9 +175,33 @@ def _product(fl: FunctionLowering, inst: ir.Instruction, t: Type, a, b):
     if mode == "wide":
         wide = _wide_type(fl, inst, t)
         return fl.b.mul(_extend(fl, a, signed, wide.bits), _extend(fl, b, signed, wide.bits)), wide
+    if 2 * t.bits > fl.target.widest_integer:
+        return _high_half(fl, a, b, signed), t
     product = fl.b.mul(_extend(fl, a, signed, 2 * t.bits), _extend(fl, b, signed, 2 * t.bits))
     high = fl.b.lshr(product, const_int(product.type, t.bits))
     return fl.b.trunc(high, ll.IntType(t.bits)), t
+
+
+def _high_half(fl: FunctionLowering, a: ll.Value, b: ll.Value, signed: bool) -> ll.Value:
+    """The high half of the full product of two integers, from products of their halves (no
+    integer twice as wide): unsigned, then corrected for negative operands when `signed`
+    (a's sign subtracts b, b's sign subtracts a, modulo 2**bits)."""
+    bld = fl.b
+    typ = a.type
+    half = typ.width // 2
+    mask, shift = const_int(typ, (1 << half) - 1), const_int(typ, half)
+    a_lo, a_hi = bld.and_(a, mask), bld.lshr(a, shift)
+    b_lo, b_hi = bld.and_(b, mask), bld.lshr(b, shift)
+    low, cross_a, cross_b = bld.mul(a_lo, b_lo), bld.mul(a_lo, b_hi), bld.mul(a_hi, b_lo)
+    middle = bld.add(bld.add(bld.lshr(low, shift), bld.and_(cross_a, mask)),
+                     bld.and_(cross_b, mask))
+    high = bld.add(bld.add(bld.mul(a_hi, b_hi), bld.lshr(cross_a, shift)),
+                   bld.add(bld.lshr(cross_b, shift), bld.lshr(middle, shift)))
+    if not signed:
+        return high
+    zero = ll.Constant(typ, 0)
+    high = bld.sub(high, bld.select(bld.icmp_signed("<", a, zero), b, zero))
+    return bld.sub(high, bld.select(bld.icmp_signed("<", b, zero), a, zero))
 
 
 @lowering("mul")

@@ -398,9 +398,10 @@ def _declare_variables(module: ir.Module, llmod: ll.Module, collecting: bool,
         element = I8 if var.type.kind == "pred" else value_type(var.type)
         g = out[key] = module_variable(llmod, var, name, element, _SPACES[var.space])
         if var.space != "shared" and not var.is_extern:
+            # Not an LLVM `constant`, .const included: the host writes __constant__ variables
+            # (cudaMemcpyToSymbol) after compiling, so their loads must not fold to the
+            # initializer. addrspace(4) alone makes them ld.const.
             pending.append((var, g, element))
-            if var.space == "const":
-                g.global_constant = True
     for var, g, element in pending:
         initialize(module, var, g, element, out, "nvptx", collecting, function_address)
     return out

@@ -15,7 +15,7 @@ this file adds is where a CUDA thread's world comes from in OpenCL:
 Address spaces (LLVM's SPIR-V convention): private 0, global 1, constant 2, local 3 (CUDA's
 shared memory), generic 4. Addresses keep PTX's meaning:
 - global and generic addresses are generic addresses (.global/.const variables live in
-  addrspace(1), so that a generic pointer may reach them);
+  the module's variable block, global memory, so that a generic pointer may reach them);
 - the CTA's shared memory is one `local` buffer, a kernel argument the runtime sizes (static
   variables at fixed offsets, then the dynamic `extern .shared` part), and a shared address is
   the offset into it; `space_base("shared")` is its generic address;
@@ -26,8 +26,10 @@ skipped and reported after the launch). CUDA's assert (a call of `__assertfail`)
 CUDA's text, is recorded like a bad access and returns (spirv_assert.py).
 
 The kernel ABI (what KernelLayout describes to the backend): `(global i8 *params,
-local i8 *shared, uint shared_bytes, global i64 *checks, global i8 *base_0, ...,
-global i8 *base_k)`; `checks` is the launch's bounds-checks buffer. `params` holds
+local i8 *shared, uint shared_bytes, global i64 *checks, global i8 *variables,
+global i8 *base_0, ..., global i8 *base_k)`; `checks` is the launch's bounds-checks buffer,
+`variables` the module's variable block (its .global and .const variables, spirv_globals.py;
+device functions get it as a hidden parameter, before the checks' two). `params` holds
 the PTX parameter buffer (ir.abi.param_layout), copied into private memory at entry. Every
 8-byte parameter slot k may hold a device address: the runtime passes the cl.Buffer it lies
 in as base_k and the offset into it in the slot; where base_k is NULL the slot holds a plain
@@ -45,24 +47,24 @@ from pathlib import Path
 from llvmlite import ir as ll
 
 from ptxport.codegen import ops  # noqa: F401  (registers the lowerings)
-from ptxport.codegen.lower import I8, I32, I64, FunctionLowering, const_int, value_type
+from ptxport.codegen.lower import I8, I32, I64, FunctionLowering, const_int
 from ptxport.codegen.ops import atomic
 from ptxport.codegen.ops.data import state_space, vector_count
-from ptxport.codegen.targets import spirv_assert, spirv_checks
+from ptxport.codegen.targets import spirv_assert, spirv_checks, spirv_heap
 from ptxport.codegen.targets.gpu import (
     GpuLowering,
     GpuTarget,
     declare_functions,
-    initialize,
+    function_numbers,
     lower_body,
     lower_device_function,
     lower_return,
-    numbered_address,
     opaque_variable,
     parse_verified,
 )
 from ptxport.codegen.targets.gpu_mma import MATRIX_LOWERINGS
 from ptxport.codegen.targets.gpu_wmma import lower_wmma
+from ptxport.codegen.targets.spirv_globals import ModuleVariables, module_variables
 from ptxport.errors import CompileError, UnsupportedFeatureError
 from ptxport.ir import nodes as ir
 from ptxport.ir.abi import param_layout
@@ -70,14 +72,16 @@ from ptxport.ir.special_registers import ZERO_WITHOUT_DRIVER
 from ptxport.ir.types import TYPES
 from ptxport.passes.inline import functions_that, inline_calls, uses_shared_memory
 
-__all__ = ["KernelLayout", "build_llvm", "compile_module", "unsupported_instructions", "TRIPLE"]
+__all__ = ["KernelLayout", "build_llvm", "compile_module", "unsupported_instructions",
+           "variable_block", "TRIPLE"]
 
 TRIPLE = "spirv64-unknown-unknown"
 PRIVATE, GLOBAL, CONSTANT, LOCAL, GENERIC = 0, 1, 2, 3, 4
 _SPACE_OF = {"global": GLOBAL, "const": GLOBAL, "shared": LOCAL}
 WARP = 32
-# The kernel's arguments: params, shared, shared_bytes, checks, then one base per pointer slot.
-_CHECKS, _FIRST_BASE = 3, 4
+# The kernel's arguments: params, shared, shared_bytes, checks, the module's variable block,
+# then one base per pointer slot.
+_CHECKS, _VARIABLES, _FIRST_BASE = 3, 4, 5
 # barrier() flags: CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE
 _BOTH_FENCES = 3
 
@@ -97,9 +101,11 @@ class KernelLayout:
     """What the runtime needs to call a compiled kernel: the parameter buffer's size, the
     offsets of the 8-byte slots that get a buffer argument each, the static shared bytes
     (the dynamic part starts there), whether the kernel needs 32-wide sub-groups, and
-    whether its module calls printf (`prints`, also for assert), passing it doubles
-    (`prints_doubles`, which needs a device with fp64), and the module's asserts by number
-    (`assertions`, spirv_assert.py)."""
+    whether its module calls printf (`prints`), passing it doubles
+    (`prints_doubles`, which needs a device with fp64), the module's asserts by number
+    (`assertions`, spirv_assert.py), whether it takes ballots of a warp's lanes
+    (`needs_ballot`: cl_khr_subgroup_ballot), and whether its module calls malloc or free
+    (`uses_heap`: the launch gives it the device heap, spirv_heap.py)."""
 
     name: str
     params_size: int
@@ -109,6 +115,8 @@ class KernelLayout:
     prints: bool = False
     prints_doubles: bool = False
     assertions: tuple[spirv_assert.Assertion, ...] = ()
+    needs_ballot: bool = False
+    uses_heap: bool = False
 
 
 # --- the function lowering --------------------------------------------------------------------
@@ -126,7 +134,9 @@ class SpirvLowering(GpuLowering):
     checks: ll.Value | None = None
     check_node: ll.Value | None = None
     slot_ranges: list = []
+    block_window: list = []
     windows: list = []
+    variable_block: ll.Value | None = None   # global i8*: the module's variables
 
     def _lower_instruction(self, inst: ir.Instruction) -> None:
         start, count, blocks = self.b.block, len(self.b.block.instructions), \
@@ -244,14 +254,20 @@ _REDUCE_OPS = {"add": "add", "and": "and", "or": "or", "xor": "xor", "min": "min
 
 class SpirvTarget(GpuTarget):
     name = "spirv"
+    # LLVM's SPIR-V backend computes with wider integers (SPV_ALTERA_arbitrary_precision_
+    # integers) but aborts on a constant of more than 64 significant bits, which LLVM folds
+    # out of a 64-bit mul.hi by a constant (an APInt that getZExtValue refuses)
+    widest_integer = 64
     no_function = "whose parameters SPIR-V cannot pass"
     function_convention = "spir_func"
 
-    def __init__(self, module: ir.Module, llmod: ll.Module, globals_: dict[str, ll.Value],
-                 shared_offsets: dict[str, int], functions: dict[str, ll.Function]):
-        super().__init__(module, llmod, globals_, functions)
-        self.shared_offsets = shared_offsets
+    def __init__(self, module: ir.Module, llmod: ll.Module, functions: dict[str, ll.Function]):
+        super().__init__(module, llmod, {}, functions)
+        # the shared buffer of the kernel being lowered (_shared_offsets)
+        self.shared_offsets: dict[str, int] = {"": 0}
+        self.variables: ModuleVariables = module_variables(module, self.function_numbers)
         self.uses_warp = False
+        self.uses_ballot = False   # sub_group_ballot (spirv_warp.active_lanes)
         # Report the first comparison wider than 64 bits (after LLVM failed on one: most
         # are optimized away, so they are not refused up front).
         self.find_wide = False
@@ -309,9 +325,10 @@ class SpirvTarget(GpuTarget):
                                       "equivalent")
 
     def hidden_arguments(self, fl: FunctionLowering) -> list[ll.Value]:
-        return [fl.checks, fl.check_node]
+        return [fl.variable_block, fl.checks, fl.check_node]
 
     def enter_function(self, fl: FunctionLowering) -> None:
+        fl.variable_block = fl.llfn.args[-3]
         spirv_checks.enter_device_function(fl)
 
     def poll(self, fl: FunctionLowering, inst: ir.Instruction, test) -> ll.Value:
@@ -355,12 +372,12 @@ class SpirvTarget(GpuTarget):
                 raise fl.unsupported(fl.inst, f"the .shared variable '{var.name}'")
             return fl.b.gep(self.shared_pointer(fl), [I64(offset)], source_etype=I8)
         if var.space in ("global", "const"):
-            pointer = self.globals.get(var.name)
-            if pointer is None:
+            found = self.variables.offsets.get(var.name)
+            if found is None:
                 raise fl.unsupported(fl.inst, f"the .{var.space} variable '{var.name}' "
                                               "(texture, sampler and surface references "
                                               "have no OpenCL equivalent here)")
-            return pointer
+            return fl.b.gep(fl.variable_block, [I64(found[0])], source_etype=I8)
         return fl.frame_variable(var)
 
     def variable_pointer(self, fl: FunctionLowering, var: ir.Variable) -> ll.Value:
@@ -386,6 +403,11 @@ class SpirvTarget(GpuTarget):
         if callee.is_declaration:
             if callee.name == "__assertfail":
                 spirv_assert.lower_assertfail(self, fl, inst, list(args))
+                return
+            if callee.name in ("malloc", "free"):
+                heap = fl.b.load(fl.b.gep(fl.checks, [I64(spirv_checks.CHECKS_HEAP)],
+                                          source_etype=I64), typ=I64)
+                spirv_heap.lower_call(fl, inst, callee.name, heap, list(returns), list(args))
                 return
             if callee.name != "vprintf":
                 raise fl.unsupported(inst, f"a call of the external '{callee.name}'")
@@ -453,61 +475,64 @@ def _lanemask(fl: FunctionLowering, kind: str, lane: ll.Value) -> ll.Value:
 
 # --- module-level lowering ----------------------------------------------------------------------
 
-def _declare_variables(module: ir.Module, llmod: ll.Module,
-                       collecting: bool) -> tuple[dict[str, ll.Value], dict[str, int]]:
-    """addrspace(1) globals for .global/.const variables; offsets in the shared buffer for
-    .shared ones (static ones in order, each aligned; "" holds the static total, where the
-    dynamic `extern .shared` arrays start)."""
-    out: dict[str, ll.Value] = {}
+def _check_variables(module: ir.Module, collecting: bool) -> None:
+    """.global and .const variables live in the module's variable block (spirv_globals.py);
+    those SPIR-V cannot have are refused here, or left to the instructions using them when
+    `collecting`."""
+    for var in module.globals.values():
+        if var.space not in ("global", "const") or opaque_variable(
+                module, var, "spirv", "texture, sampler and surface references", collecting):
+            continue
+        if var.is_extern and not collecting:
+            raise UnsupportedFeatureError(f".extern .{var.space} {var.name}", "spirv",
+                                          module.location(var.pos),
+                                          "SPIR-V modules are not linked with others")
+
+
+def _shared_offsets(module: ir.Module, kernel: ir.Function) -> dict[str, int]:
+    """Offsets in the kernel's shared buffer for the .shared variables it uses (`kernel` with
+    the functions that name shared memory inlined: its own and the module's that its
+    instructions name; static ones in declaration order, each aligned; "" holds the static
+    total, where the dynamic `extern .shared` arrays start). Only those: a module's kernels
+    together may declare more shared memory than one work-group has."""
+    named: dict[str, ir.Variable] = {}   # in the order the instructions name them
+    for inst in kernel.instructions():
+        for operand in inst.operands:
+            named.update((v.name, v) for v in _shared_variables(operand))
+    variables = [v for v in module.globals.values() if v.space == "shared" and v.name in named]
+    variables += [v for v in kernel.variables.values() if v.space == "shared"]
+    variables += named.values()     # (a function's own, inlined into the kernel)
     offsets: dict[str, int] = {}
-    variables = list(module.globals.values())
-    for f in module.functions.values():
-        variables += [v for v in f.variables.values() if v.space == "shared"]
     size, dynamic = 0, []
     for var in variables:
-        if var.space == "shared":
-            if var.name in offsets:
-                continue
-            if var.unsized or var.is_extern:
-                dynamic.append(var)
-                offsets[var.name] = -1
-                continue
-            align = max(var.alignment, 1)
-            size = (size + align - 1) // align * align
-            offsets[var.name] = size
-            size += var.size
+        if var.name in offsets:
+            continue
+        if var.unsized or var.is_extern:
+            dynamic.append(var)
+            offsets[var.name] = -1
+            continue
+        align = max(var.alignment, 1)
+        size = (size + align - 1) // align * align
+        offsets[var.name] = size
+        size += var.size
     static = (size + 15) // 16 * 16
     for var in dynamic:
         offsets[var.name] = static
     offsets[""] = static
-    for var in variables:
-        if var.space not in ("global", "const") or var.name in out:
-            continue
-        if opaque_variable(module, var, "spirv", "texture, sampler and surface references",
-                           collecting):
-            continue
-        element = I8 if var.type.kind == "pred" else _element_type(var)
-        count = var.elements * (var.vector or 1)
-        typ = ll.ArrayType(element, count) if (var.dims or var.vector or count > 1) \
-            else element
-        g = ll.GlobalVariable(llmod, typ, name=var.name, addrspace=GLOBAL)
-        g.align = max(var.alignment, 1)
-        g.type = _ptr(GLOBAL)
-        if var.is_extern:
-            if not collecting:
-                raise UnsupportedFeatureError(f".extern .{var.space} {var.name}", "spirv",
-                                              module.location(var.pos),
-                                              "SPIR-V modules are not linked with others")
-            continue
-        initialize(module, var, g, element, out, "spirv", collecting,
-                   numbered_address(module))
-        g.global_constant = var.space == "const" and var.init is not None
-        out[var.name] = g
-    return out, offsets
+    return offsets
 
 
-def _element_type(var: ir.Variable) -> ll.Type:
-    return value_type(var.type)
+def _shared_variables(operand) -> list[ir.Variable]:
+    """The .shared variables an operand names."""
+    if isinstance(operand, ir.Variable):
+        return [operand] if operand.space == "shared" else []
+    if isinstance(operand, ir.Address):
+        return _shared_variables(operand.base)
+    if isinstance(operand, ir.SymbolAddress):
+        return _shared_variables(operand.target)
+    if isinstance(operand, ir.VectorValue | ir.ListValue):
+        return [v for e in operand.elements for v in _shared_variables(e)]
+    return []
 
 
 def _uses_warp(function: ir.Function) -> bool:
@@ -531,19 +556,24 @@ def build_llvm(module: ir.Module, problems: list | None = None,
     either way."""
     llmod = ll.Module(name="ptxport.spirv")
     llmod.triple = TRIPLE
-    globals_, offsets = _declare_variables(module, llmod, problems is not None)
+    _check_variables(module, problems is not None)
     # OpenCL gives local memory to kernels only: functions that name shared memory run
     # inlined into each kernel that calls them (and are not compiled on their own)
     inlined_only = functions_that(module, uses_shared_memory)
     functions = declare_functions(
         module, llmod, [f for f in module.functions.values()
                         if not (f.is_kernel or f.is_declaration or f.name in inlined_only)],
-        SpirvLowering.pass_type, problems, tuple(spirv_checks.hidden_types()))
+        SpirvLowering.pass_type, problems, (_ptr(GLOBAL), *spirv_checks.hidden_types()))
     for fn in functions.values():
         fn.calling_convention = "spir_func"
         fn.linkage = "internal"
-    target = SpirvTarget(module, llmod, globals_, offsets, functions)
+    target = SpirvTarget(module, llmod, functions)
     target.find_wide, target.bounds_checks = find_wide, bounds_checks
+    if bounds_checks:   # before the kernels (see search_function)
+        spirv_checks.search_function(llmod)
+    heap = spirv_heap.uses_heap(module)
+    if heap:
+        spirv_heap.define_functions(llmod)
     layouts = {}
     for f in list(module.functions.values()):
         if f.is_declaration or not (f.is_kernel or f.name in functions):
@@ -556,8 +586,9 @@ def build_llvm(module: ir.Module, problems: list | None = None,
         else:
             lower_device_function(SpirvLowering(module, f, functions[f.name], target),
                                   problems)
-    if target.prints:   # known once every function is lowered
-        layouts = {name: replace(layout, prints=True, prints_doubles=target.prints_doubles,
+    if target.prints or target.assertions or heap:   # known once every function is lowered
+        layouts = {name: replace(layout, prints=target.prints, uses_heap=heap,
+                                 prints_doubles=target.prints_doubles,
                                  assertions=tuple(target.assertions))
                    for name, layout in layouts.items()}
     return llmod, layouts
@@ -587,7 +618,8 @@ def _lower_kernel(module: ir.Module, kernel: ir.Function, llmod: ll.Module,
                   target: SpirvTarget, problems: list | None) -> KernelLayout:
     slots, size = param_layout(kernel)
     pointer_slots = tuple(s.offset for s in slots if s.size == 8 and s.offset % 8 == 0)
-    args = [_ptr(GLOBAL), _ptr(LOCAL), I32, _ptr(GLOBAL)] + [_ptr(GLOBAL)] * len(pointer_slots)
+    args = [_ptr(GLOBAL), _ptr(LOCAL), I32, _ptr(GLOBAL), _ptr(GLOBAL)] + \
+        [_ptr(GLOBAL)] * len(pointer_slots)
     fn = ll.Function(llmod, ll.FunctionType(ll.VoidType(), args), name=kernel.name)
     fn.calling_convention = "spir_kernel"
     # warp semantics in the kernel or in a function it calls
@@ -598,8 +630,10 @@ def _lower_kernel(module: ir.Module, kernel: ir.Function, llmod: ll.Module,
         for inst in kernel.instructions())
     if needs_warp:
         fn.set_metadata("intel_reqd_sub_group_size", llmod.add_metadata([I32(WARP)]))
+    target.shared_offsets = _shared_offsets(module, kernel)
     fl = SpirvLowering(module, kernel, fn, target)
     params, fl.shared, fl.shared_bytes = fn.args[:3]
+    fl.variable_block = fn.args[_VARIABLES]
     fl.param_buffer = fl.entry_alloca(ll.ArrayType(I8, max(size, 1)), "params", 16)
     fl.param_buffer.type = _ptr(PRIVATE)
     for slot in slots:
@@ -617,7 +651,7 @@ def _lower_kernel(module: ir.Module, kernel: ir.Function, llmod: ll.Module,
     spirv_checks.enter_kernel(fl, fn.args[_CHECKS], list(fn.args[_FIRST_BASE:]), size)
     lower_body(fl, problems)
     return KernelLayout(kernel.name, size, pointer_slots, target.static_shared,
-                        needs_warp or target.uses_warp)
+                        needs_warp or target.uses_warp, needs_ballot=target.uses_ballot)
 
 
 # --- compiling ------------------------------------------------------------------------------
@@ -641,6 +675,11 @@ def compile_module(module: ir.Module, kernels: list[str] | None = None,
         raise CompileError(f"LLVM's SPIR-V backend failed on {names}",
                            done.stderr.decode(errors="replace").strip())
     return done.stdout, layouts
+
+
+def variable_block(module: ir.Module) -> ModuleVariables:
+    """Where the kernels of `module` find its .global and .const variables (spirv_globals)."""
+    return module_variables(module, function_numbers(module))
 
 
 def unsupported_instructions(module: ir.Module) -> dict[int, str]:

@@ -5,10 +5,12 @@ charSize)` where e is false (`call.uni __assertfail, (p0, p1, p2, p3, p4)` in PT
 driver prints `file:line: function: block: [x,y,z], thread: [x,y,z] Assertion `message`
 failed.` for the thread, ends the kernel, and the launch fails with cudaErrorAssert. OpenCL
 has no way to end a kernel, so the call becomes, for the work-item that makes it:
-- OpenCL C's printf of that text (where printf writes on this device: Intel's CPU runtime
-  writes to standard output, where CUDA writes it to standard error); message, file and
-  function are string constants, followed back at compile time as printf's %s strings are
-  (spirv_printf.string_constant), and the line and the ids are printed at run time;
+- an entry in the launch's assert log (in the checks buffer, spirv_checks.py): the assert's
+  number, the line and the work-item's ids, from which the opencl backend prints CUDA's text
+  on standard error once the launch is done, as CUDA does (OpenCL's printf writes where the
+  runtime likes: Intel's CPU runtime writes to standard output). Message, file and function
+  are string constants, followed back at compile time as printf's %s strings are
+  (spirv_printf.string_constant), and kept in the kernel's layout (`Assertion`);
 - a fault record of its own kind in the launch's checks buffer (spirv_checks.record_assert:
   the launch's first fault, access or assert, is the one recorded), and the word that says
   an assert failed;
@@ -36,7 +38,6 @@ from ptxport.passes.inline import functions_that
 
 __all__ = ["Assertion", "asserting_functions", "lower_assertfail", "stop_if_asserted"]
 
-_GROUP_ID, _LOCAL_ID = "_Z12get_group_idj", "_Z12get_local_idj"
 # CUDA's text (cpu_printf's, to the byte)
 _TEXT = ("{file}:{line}: {function}: block: [{block}], thread: [{thread}] Assertion "
          "`{message}` failed.")
@@ -56,16 +57,6 @@ class Assertion:
                             block=",".join(map(str, block)),
                             thread=",".join(map(str, thread)), message=self.message)
 
-    def printf_format(self) -> bytes:
-        """The OpenCL printf format of the text and a newline, given the line, then the
-        block's and the thread's ids (ints)."""
-        def escaped(text: str) -> str:
-            return text.replace("%", "%%")
-
-        return (_TEXT.format(file=escaped(self.file), line="%d",
-                             function=escaped(self.function), block="%u,%u,%u",
-                             thread="%u,%u,%u", message=escaped(self.message)) + "\n").encode()
-
 
 def _calls_assertfail(function: ir.Function) -> bool:
     return any(inst.opcode == "call" and any(isinstance(o, ir.Function) and
@@ -79,8 +70,8 @@ def asserting_functions(module: ir.Module) -> set[str]:
 
 
 def lower_assertfail(target, fl: FunctionLowering, inst: ir.Instruction, args: list) -> None:
-    """`call __assertfail, (message, file, line, function, charSize)`: print CUDA's text,
-    record the assert, and return from the function."""
+    """`call __assertfail, (message, file, line, function, charSize)`: log and record the
+    assert, and return from the function."""
     if len(args) != 5 or not all(isinstance(v, ir.Variable) for v in args):
         raise fl.unsupported(inst, "__assertfail takes a message, a file name, a line, a "
                                    "function name and a character size (.param variables), "
@@ -93,15 +84,10 @@ def lower_assertfail(target, fl: FunctionLowering, inst: ir.Instruction, args: l
     assertion = Assertion(file, function, message)
     number = len(target.assertions)
     target.assertions.append(assertion)
-    target.prints = True
-    b = fl.b
-    line = b.load(target.own_pointer(fl, args[2]), typ=I32)
-    ids = [b.trunc(target.call_builtin(fl, builtin, I64, [I32(axis)]), I32)
-           for builtin in (_GROUP_ID, _LOCAL_ID) for axis in range(3)]
-    spirv_printf.call_printf(target, fl, assertion.printf_format(), [line, *ids])
+    line = fl.b.load(target.own_pointer(fl, args[2]), typ=I32)
     spirv_checks.record_assert(fl, inst, number, line)
     _return_now(fl)
-    b.position_at_end(fl.llfn.append_basic_block("after_assert"))
+    fl.b.position_at_end(fl.llfn.append_basic_block("after_assert"))
 
 
 def stop_if_asserted(fl: FunctionLowering) -> None:

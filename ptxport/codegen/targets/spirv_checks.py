@@ -15,7 +15,9 @@ An access is allowed when it lies inside one of:
 - a window of the thread's own memory: the CTA's shared memory and the kernel's parameters
   (generic addresses), and each function's .local variables, linked from the function to its
   callers (`nodes`, below), so that a device function may use a caller's local array;
-- an allocation of the table (binary search), or a .global/.const variable of the module.
+- the module's .global/.const variables (its variable block, spirv_globals.py), checked
+  inline as well;
+- an allocation of the table (binary search).
 Shared-space addresses are offsets into the CTA's shared memory, checked against its size.
 .param and .local accesses are not checked (as on the CPU device).
 
@@ -44,17 +46,25 @@ from ptxport.codegen.ops.data import instruction_type, state_space, vector_count
 from ptxport.ir import nodes as ir
 from ptxport.ir.types import TYPES
 
-__all__ = ["CHECKS_ASSERTED", "CHECKS_HEADER", "CHECKS_TABLE", "Fault", "checked",
+__all__ = ["CHECKS_ASSERTED", "CHECKS_HEADER", "CHECKS_HEAP", "CHECKS_LOG", "CHECKS_TABLE",
+           "LOG_ENTRY", "Fault", "checked", "search_function",
            "hidden_types", "enter_device_function", "enter_kernel", "read_fault",
            "record_assert"]
 
 # The checks buffer, in 8-byte words: the fault record, the word that says an assert failed
-# (set by every failed assert, not only the recorded one), then the table (its length at
-# CHECKS_TABLE, its pairs after it), then the parameter slots' ranges.
+# (set by every failed assert, not only the recorded one), where the assert log starts (0:
+# none), the device heap's address (spirv_heap.py; 0: none), then the table (its length at
+# CHECKS_TABLE, its pairs after it), then the parameter slots' ranges, then the assert log.
 CHECKS_INFO, CHECKS_ADDRESS, CHECKS_GROUP, CHECKS_LOCAL = 0, 1, 2, 5
 CHECKS_ASSERTED = 8
-CHECKS_TABLE = 9
+CHECKS_LOG = 9
+CHECKS_HEAP = 10
+CHECKS_TABLE = 11
 CHECKS_HEADER = CHECKS_TABLE + 1
+# The assert log: [count, capacity], then `capacity` entries of LOG_ENTRY words, one per failed
+# assert (every work-item's, while there is room): the assert's number << 32 | the line
+# __assertfail was given, the work-group's ids, the work-item's.
+LOG_ENTRY = 7
 # The record's info word: line << 19 | assert << 18 | shared << 17 | size << 1 | write, never
 # 0 (an access has size >= 1, an assert its bit). An assert's address word holds the line
 # __assertfail was given << 32 | the assert's number (KernelLayout.assertions).
@@ -117,6 +127,7 @@ def enter_kernel(fl: FunctionLowering, checks: ll.Value, bases: list[ll.Value],
     if not fl.target.bounds_checks:
         fl.check_node = ll.Constant(_PRIVATE_PTR, None)
         return
+    fl.block_window = _block_window(fl)
     slots_at = b.add(b.mul(_word(b, checks, I64(CHECKS_TABLE)), I64(2)), I64(CHECKS_HEADER))
     ranges = []
     for k, base in enumerate(bases):
@@ -143,9 +154,19 @@ def enter_device_function(fl: FunctionLowering) -> None:
     fl.check_node = parent
     if not fl.target.bounds_checks:
         return
+    fl.block_window = _block_window(fl)
     fl.windows = windows = _local_windows(fl)
     fl.check_node = parent if not windows and not _allocates(fl.function) else \
         _node(fl, parent, windows)
+
+
+def _block_window(fl: FunctionLowering) -> list[tuple[ll.Value, ll.Value]]:
+    """The module's variable block (spirv_globals.py) as a window, where it has variables."""
+    size = fl.target.variables.size
+    if not size:
+        return []
+    lo = _generic_address(fl, fl.variable_block)
+    return [(lo, fl.b.add(lo, I64(size)))]
 
 
 def _local_windows(fl: FunctionLowering) -> list[tuple[ll.Value, ll.Value]]:
@@ -296,7 +317,7 @@ def _inside(fl: FunctionLowering, address: ll.Value, space: str | None,
         limit = b.zext(fl.shared_bytes, I64) if fl.shared_bytes is not None else I64(0)
         return b.and_(b.icmp_unsigned("<=", end, limit), b.icmp_unsigned(">=", end, address))
     hit = ll.Constant(ll.IntType(1), 0)
-    for lo, hi in fl.slot_ranges + (fl.windows if space is None else []):
+    for lo, hi in fl.slot_ranges + fl.block_window + (fl.windows if space is None else []):
         hit = b.or_(hit, b.and_(b.icmp_unsigned(">=", address, lo),
                                 b.icmp_unsigned("<=", end, hi)))
     hit = b.and_(hit, b.icmp_unsigned(">=", end, address))
@@ -305,7 +326,7 @@ def _inside(fl: FunctionLowering, address: ll.Value, space: str | None,
     searched = fl.llfn.append_basic_block("access_searched")
     b.cbranch(hit, searched, search)
     b.position_at_end(search)
-    found = b.call(_search_function(fl), [b.ptrtoint(fl.checks, I64),
+    found = b.call(search_function(fl.llfn.module), [b.ptrtoint(fl.checks, I64),
                                           b.ptrtoint(fl.check_node, I64), address, I64(size)],
                    cconv="spir_func")
     b.branch(searched)
@@ -338,6 +359,31 @@ def record_assert(fl: FunctionLowering, inst: ir.Instruction, number: int,
     # (an atomic store: llvmlite's store_atomic wants typed pointers)
     b.atomic_rmw("xchg", b.gep(fl.checks, [I64(CHECKS_ASSERTED)], source_etype=I64), I64(1),
                  "monotonic")
+    _log_assert(fl, b, b.or_(b.shl(b.zext(assert_line, I64), I64(32)), I64(number)))
+
+
+def _log_assert(fl: FunctionLowering, b: ll.IRBuilder, what: ll.Value) -> None:
+    """Add the failed assert (`what`: its number and line) and the work-item's ids to the
+    launch's assert log, where it has room (the runtime prints the log on stderr)."""
+    log = _word(b, fl.checks, I64(CHECKS_LOG))
+    has_log = b.function.append_basic_block("assert_has_log")
+    room = b.function.append_basic_block("assert_log")
+    done = b.function.append_basic_block("assert_logged")
+    b.cbranch(b.icmp_unsigned("!=", log, I64(0)), has_log, done)
+    b.position_at_end(has_log)
+    index = b.atomic_rmw("add", b.gep(fl.checks, [log], source_etype=I64), I64(1), "monotonic")
+    capacity = _word(b, fl.checks, b.add(log, I64(1)))
+    b.cbranch(b.icmp_unsigned("<", index, capacity), room, done)
+    b.position_at_end(room)
+    entry = b.add(b.add(log, I64(2)), b.mul(index, I64(LOG_ENTRY)))
+    values = [what] + [b.call(fl.target.builtin(builtin, I64, [I32]), [I32(axis)],
+                              cconv="spir_func")
+                       for builtin in ("_Z12get_group_idj", "_Z12get_local_idj")
+                       for axis in range(3)]
+    for i, value in enumerate(values):
+        b.store(value, b.gep(fl.checks, [b.add(entry, I64(i))], source_etype=I64))
+    b.branch(done)
+    b.position_at_end(done)
 
 
 def _zero_destinations(fl: FunctionLowering, inst: ir.Instruction) -> None:
@@ -355,10 +401,12 @@ def _zero_destinations(fl: FunctionLowering, inst: ir.Instruction) -> None:
 
 # --- the module's check functions ---------------------------------------------------------------
 
-def _search_function(fl: FunctionLowering) -> ll.Function:
+def search_function(llmod: ll.Module) -> ll.Function:
     """i1 search(checks, node, address, size): whether [address, address + size) lies in a
-    window of the node or its callers', an allocation of the table, or a module variable."""
-    llmod = fl.llfn.module
+    window of the node or its callers', or an allocation of the table. Made before the
+    module's kernels (build_llvm): LLVM 22's SPIR-V backend puts the initializers of constants
+    a kernel uses (printf's formats) into the function defined after it as well, and its
+    module analysis then fails on them where that function does not use them."""
     existing = llmod.globals.get("ptxport.check_search")
     if existing is not None:
         return existing
@@ -378,7 +426,6 @@ def _search_function(fl: FunctionLowering) -> ll.Function:
     b.position_at_end(windows)
     unknown = _search_windows(fn, b, node, address, end, yes)
     _search_table(fn, b, checks, address, end, yes)
-    _search_variables(fl, b, address, end, yes)
     b.ret(unknown)
     return fn
 
@@ -451,21 +498,6 @@ def _search_table(fn: ll.Function, b: ll.IRBuilder, checks: ll.Value, address: l
     limit = _word(b, checks, b.add(b.mul(lo, I64(2)), I64(CHECKS_HEADER - 1)))
     b.cbranch(b.icmp_unsigned("<=", end, limit), yes, after)
     b.position_at_end(after)
-
-
-def _search_variables(fl: FunctionLowering, b: ll.IRBuilder, address: ll.Value, end: ll.Value,
-                      yes: ll.Block) -> None:
-    """The module's .global and .const variables (each known to the kernel by address)."""
-    for name, variable in fl.target.globals.items():
-        var = fl.module.globals.get(name)
-        if var is None or not var.size:
-            continue
-        lo = b.ptrtoint(b.addrspacecast(variable, ll.PointerType(addrspace=GENERIC)), I64)
-        inside = b.and_(b.icmp_unsigned(">=", address, lo),
-                        b.icmp_unsigned("<=", end, b.add(lo, I64(var.size))))
-        after = b.function.append_basic_block("variable")
-        b.cbranch(inside, yes, after)
-        b.position_at_end(after)
 
 
 def _store_fault(fl: FunctionLowering, b: ll.IRBuilder, checks: ll.Value, address: ll.Value,

@@ -1,12 +1,14 @@
 """Barriers and warp operations for the SPIR-V target (spirv.py): a CUDA warp is an OpenCL
 sub-group of 32 work-items (the kernel asks for that size with intel_reqd_sub_group_size).
 
-Everything lane-crossing is built from one operation, `sub_group_shuffle` (uint, uint) of
-cl_khr_subgroup_shuffle, so that the exact PTX rules are written here once: shfl's source
-lane arithmetic (PTX ISA 9.7.9.6), member masks of vote/redux/match (a lane outside the mask
-contributes the operation's identity), and elect's lowest member. A ballot is the OR of
-`pred << lane` over the lanes of the member mask. Block barriers are barrier(), bar.red uses
-OpenCL 2.0's work-group collectives.
+Everything lane-crossing is built from two operations, `sub_group_shuffle` (uint, uint) of
+cl_khr_subgroup_shuffle and the non-uniform `sub_group_ballot` (int) of cl_khr_subgroup_ballot,
+so that the exact PTX rules are written here once: shfl's source lane arithmetic (PTX ISA
+9.7.9.6), member masks of vote/redux/match (a lane outside the mask contributes the
+operation's identity), and elect's lowest member. A ballot (vote.ballot, and the active lanes
+of activemask, elect and vote without .sync) is `sub_group_ballot`, in which only the
+work-items that reach it take part, as in PTX, ANDed with the member mask. Block barriers
+are barrier(), bar.red uses OpenCL 2.0's work-group collectives.
 
 OpenCL requires sub-group operations to be reached by every work-item of the sub-group (PTX
 lets a subset named by the member mask take part). Lanes therefore only ever read the other
@@ -25,6 +27,7 @@ from ptxport.codegen.ops.sync import shuffle_source
 from ptxport.ir import nodes as ir
 
 _SHUFFLE = "_Z17sub_group_shufflejj"
+_BALLOT = "_Z16sub_group_balloti"   # cl_khr_subgroup_ballot: uint4 sub_group_ballot(int)
 _FENCES = 3  # CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE
 _FULL = I32(0xFFFFFFFF)
 
@@ -63,21 +66,28 @@ def _reduce(target, fl: FunctionLowering, value: ll.Value, mask: ll.Value, ident
 
 def _ballot(target, fl: FunctionLowering, predicate: ll.Value,
             mask: ll.Value = _FULL) -> ll.Value:
-    """The lanes of `mask` whose predicate is true."""
-    b = fl.b
-    value = b.zext(predicate, I32)
-    bits = I32(0)
-    for lane in range(32):
-        true = b.icmp_unsigned("!=", shuffle(target, fl, value, I32(lane)), I32(0))
-        bits = b.or_(bits, b.select(true, I32(1 << lane), I32(0)))
-    return b.and_(bits, mask)
+    """The lanes of `mask` that execute this and whose predicate is true: the non-uniform
+    `sub_group_ballot` (cl_khr_subgroup_ballot), one operation where a ballot of shuffles
+    took 32 (cub's radix sort has 170 ballots in one kernel)."""
+    target.uses_warp = target.uses_ballot = True
+    words = target.call_builtin(fl, _BALLOT, ll.VectorType(I32, 4),
+                                [fl.b.zext(predicate, I32)], convergent=True)
+    return fl.b.and_(fl.b.extract_element(words, I32(0)), mask)
+
+
+def active_lanes(target, fl: FunctionLowering) -> ll.Value:
+    """The lanes of the warp that execute this instruction (PTX's activemask): OpenCL's
+    non-uniform `sub_group_ballot` of true (cl_khr_subgroup_ballot), which counts only the
+    work-items that reach it. (A ballot of true built from shuffles would read the inactive
+    lanes' copies of the constant: all 32 lanes.)"""
+    return _ballot(target, fl, I1(1))
 
 
 def _member_mask(target, fl: FunctionLowering, inst: ir.Instruction, operand) -> ll.Value:
     """The member mask; the forms without .sync take the active lanes."""
     if operand is not None and inst.spec.has("sync"):
         return fl.read(operand, "b32")
-    return _ballot(target, fl, I1(1))
+    return active_lanes(target, fl)
 
 
 # --- barriers -----------------------------------------------------------------------------------
@@ -151,7 +161,7 @@ def _vote(target, fl: FunctionLowering, inst: ir.Instruction) -> None:
 
 
 def _activemask(target, fl: FunctionLowering, inst: ir.Instruction) -> None:
-    fl.write(inst.operands[0], _ballot(target, fl, I1(1)), "b32")
+    fl.write(inst.operands[0], active_lanes(target, fl), "b32")
 
 
 def _redux(target, fl: FunctionLowering, inst: ir.Instruction) -> None:
@@ -203,7 +213,7 @@ def _elect(target, fl: FunctionLowering, inst: ir.Instruction) -> None:
     """elect.sync d|p, membermask: the lowest active member is the leader."""
     b = fl.b
     dest, m = inst.operands
-    members = b.and_(fl.read(m, "b32"), _ballot(target, fl, I1(1)))
+    members = b.and_(fl.read(m, "b32"), active_lanes(target, fl))
     cttz = declare(fl.llfn.module, "llvm.cttz.i32", I32, [I32, I1])
     leader = b.call(cttz, [members, I1(0)])
     first, second = (dest.first, dest.second) if isinstance(dest, ir.PairValue) \

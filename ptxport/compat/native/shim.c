@@ -32,6 +32,7 @@ static pthread_once_t started = PTHREAD_ONCE_INIT;
 static PyObject *handlers[PTXPORT_ENTRY_COUNT];
 static PyObject *unsupported_handler;
 static int ready;
+static int joined;  /* the host is a Python program: its interpreter is ptxport's */
 
 static void report_python_error(const char *what) {
     fprintf(stderr, "ptxport: %s:\n", what);
@@ -46,8 +47,10 @@ static int start_interpreter(void) {
         fprintf(stderr, "ptxport: cannot load %s: %s\n", PTXPORT_LIBPYTHON, dlerror());
         return -1;
     }
-    if (Py_IsInitialized())
+    if (Py_IsInitialized()) {
+        joined = 1;
         return 0;  /* the host is a Python program (numba, CuPy, ctypes): join it */
+    }
     PyConfig config;
     PyConfig_InitPythonConfig(&config);
     config.install_signal_handlers = 0;  /* signals stay the host program's */
@@ -113,6 +116,8 @@ static int load_handlers(void) {
 }
 
 static void flush_python_output(void) {
+    if (!Py_IsInitialized())
+        return;
     PyGILState_STATE gil = PyGILState_Ensure();
     PyObject *sys_module = PyImport_ImportModule("sys");
     const char *names[] = {"stdout", "stderr"};
@@ -134,8 +139,10 @@ static void start(void) {
     ready = load_handlers() == 0;
     PyGILState_Release(gil);
     /* Python is never finalised (the host may call CUDA from its own exit handlers), so
-     * what ptxport printed is flushed when the process exits. */
-    if (ready)
+     * what ptxport printed is flushed when the process exits. A Python host finalises its
+     * interpreter (and flushes its streams) itself before C's exit handlers run, and a
+     * flush after that would touch a finalised interpreter (a crash at exit). */
+    if (ready && !joined)
         atexit(flush_python_output);
 }
 

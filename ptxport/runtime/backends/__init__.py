@@ -109,6 +109,12 @@ class BackendBase(ABC):
     # end a running kernel short of ending the process.
     stops_launches: bool = False
 
+    def runs_at_once(self, binary: KernelBinary) -> bool:
+        """Whether a launch of `binary` may run on the launching thread when its stream is
+        idle: only kernels that end by themselves, soon (no loop, no call; see
+        ptxport.ir.analysis.runs_to_completion), on a backend whose launch() runs them."""
+        return False
+
     @abstractmethod
     def availability(self) -> tuple[bool, str]:
         """(True, "") when this backend can run here, else (False, why and what to do)."""

@@ -30,9 +30,16 @@ the kernel a checks buffer with the table of the device's allocations ("svm"; no
 "translated") and each pointer parameter's allocation, and reads its fault record back after
 the kernel: a bad access raises IllegalAddressError, in the CPU device's words, naming the
 user's source line where the PTX has line information (the module's line table, kept with
-each kernel's binary). A failed device-side assert (spirv_assert.py) prints CUDA's text with
-OpenCL's printf while the kernel runs and is recorded in the same record: the launch raises
-KernelAssertError with that text.
+each kernel's binary). A failed device-side assert (spirv_assert.py) is logged in the checks
+buffer, whose log the launch prints on stderr in CUDA's words (opencl_records.py), and is
+recorded in the same record: the launch raises KernelAssertError with its text. Module
+variables live in a block per (device, module), and device-side malloc allocates from a heap
+per device, both kept by opencl_blocks.py.
+
+Host memory that kernels use in place (register_host_memory: cudaHostRegister,
+Buffer.from_dlpack) needs fine-grained system SVM, where a host address is valid in kernels
+as it is; it joins the device's allocations (copies, fills, bounds checks) and stays its
+owner's.
 
 Kernels that call printf (OpenCL C's, which the SPIR-V target makes of CUDA's vprintf) write
 to the process's standard output, as the OpenCL runtime does it: Intel's CPU runtime writes
@@ -69,22 +76,27 @@ import numpy as np
 from ptxport.cache import cache_path, read_entry, write_entry
 from ptxport.codegen.targets.spirv_checks import (
     CHECKS_HEADER,
+    CHECKS_HEAP,
     CHECKS_TABLE,
-    Fault,
     read_fault,
 )
 from ptxport.errors import (
     CompileError,
-    IllegalAddressError,
-    KernelAssertError,
-    KernelExecutionError,
+    InvalidValueError,
     LaunchError,
     OutOfMemoryError,
     UnsupportedFeatureError,
 )
-from ptxport.ir.lines import LineTable, where
+from ptxport.ir.lines import LineTable
 from ptxport.ir.nodes import Module
 from ptxport.runtime.backends import Allocation, BackendBase, DeviceProperties
+from ptxport.runtime.backends.opencl_blocks import DeviceHeaps, VariableBlocks
+from ptxport.runtime.backends.opencl_records import (
+    fault_error,
+    print_assert_log,
+    read_records,
+    with_assert_log,
+)
 
 __all__ = ["Backend", "OpenclKernelBinary", "wheel_icd_directory", "skipped_devices"]
 
@@ -228,6 +240,7 @@ class OpenclKernelBinary:
     layout: object
     programs: dict
     lines: LineTable = field(default_factory=LineTable)
+    variables: object = None    # the module's ModuleVariables (spirv_globals.py)
 
 
 @dataclass
@@ -252,6 +265,8 @@ class Backend(BackendBase):
         self._live: dict[int, _Memory] = {}
         self._starts: list[int] = []
         self._tables: dict[int, np.ndarray] = {}   # by ordinal, for launches (_table)
+        self._variable_blocks = VariableBlocks(self)
+        self._heaps = DeviceHeaps(self)
         self._next = _FIRST_ADDRESS
         # False puts every device on the "translated" scheme (to test it where SVM exists);
         # it decides for allocations and launches made after it changes
@@ -358,6 +373,26 @@ class Backend(BackendBase):
             self._tables.clear()
         return Allocation(address, nbytes, (ordinal, memory))
 
+    def register_host_memory(self, ordinal: int, memory: np.ndarray) -> Allocation:
+        # With fine-grained system SVM a kernel may use any host address as it is; the
+        # memory is entered like an SVM allocation, so that copies, fills and bounds checks
+        # know it, and stays its owner's (free() only forgets it).
+        if not (self._uses_svm(ordinal) and _has_system_svm(self._devices[ordinal])):
+            return super().register_host_memory(ordinal, memory)
+        address = memory.ctypes.data
+        if not memory.nbytes:   # nothing a kernel could reach, and no address to keep
+            return Allocation(0, 0, memory)
+        with self._lock:
+            i = bisect_right(self._starts, address + memory.nbytes - 1) - 1
+            if i >= 0 and self._starts[i] + self._live[self._starts[i]].size > address:
+                raise InvalidValueError(f"the {memory.nbytes} bytes of host memory at "
+                                        f"{address:#x} overlap memory opencl:{ordinal} "
+                                        "knows already")
+            self._live[address] = _Memory(_HostMemory(memory), memory.nbytes, ordinal, True)
+            self._starts.insert(bisect_right(self._starts, address), address)
+            self._tables.clear()
+        return Allocation(address, memory.nbytes, memory)
+
     def free(self, allocation: Allocation) -> None:
         with self._lock:   # released inside, so that a launch never names freed memory
             memory = self._live.pop(allocation.address, None)
@@ -433,13 +468,20 @@ class Backend(BackendBase):
     # -- kernels --------------------------------------------------------------------------------
 
     def compile(self, module: Module, kernels: list[str]) -> dict[str, OpenclKernelBinary]:
-        from ptxport.codegen.targets.spirv import compile_module
+        from ptxport.codegen.targets.spirv import compile_module, variable_block
 
         binaries = {}
+        variables = variable_block(module)
         for name in kernels:  # one SPIR-V module each: a kernel LLVM fails on fails alone
             spirv, layouts = compile_module(module, [name], self._bounds_checks)
-            binaries[name] = OpenclKernelBinary(name, spirv, layouts[name], {}, module.lines)
+            binaries[name] = OpenclKernelBinary(name, spirv, layouts[name], {}, module.lines,
+                                                variables)
         return binaries
+
+    def module_global(self, ordinal: int, module: Module, name: str) -> tuple[int, int]:
+        from ptxport.codegen.targets.spirv import variable_block
+
+        return self._variable_blocks.address(ordinal, variable_block(module), name)
 
     def _kernel(self, ordinal: int, binary: OpenclKernelBinary):
         cl = _cl()
@@ -448,6 +490,13 @@ class Backend(BackendBase):
                 f"kernel {binary.name}", "spirv", None,
                 f"it uses warp operations, and opencl:{ordinal} "
                 f"({self._devices[ordinal].name}) cannot run sub-groups of 32 work-items")
+        if binary.layout.needs_ballot and "cl_khr_subgroup_ballot" not in \
+                self._devices[ordinal].extensions.split():
+            raise UnsupportedFeatureError(
+                f"kernel {binary.name}", "spirv", None,
+                f"it takes ballots of a warp's lanes (vote, activemask or elect), and "
+                f"opencl:{ordinal} ({self._devices[ordinal].name}) "
+                "has no cl_khr_subgroup_ballot")
         if binary.layout.prints_doubles and not self.fp64_capable(ordinal):
             raise UnsupportedFeatureError(
                 f"kernel {binary.name}", "spirv", None,
@@ -484,32 +533,52 @@ class Backend(BackendBase):
         kernel.set_arg(0, parameters)
         kernel.set_arg(1, cl.LocalMemory(max(shared, 16)))
         kernel.set_arg(2, np.uint32(shared))
+        kernel.set_arg(4, self._variables_argument(ordinal, binary))
+        heap = self._heaps.heap(ordinal).address if layout.uses_heap else 0
         for i, base in enumerate(bases):
-            kernel.set_arg(4 + i, base)
+            kernel.set_arg(5 + i, base)
         global_size = tuple(g * b for g, b in zip(grid, block, strict=True))
         if layout.prints:   # what Python printed before comes first
             sys.stdout.flush()
         # no allocation named to the kernel is freed before the kernel is enqueued (nor
         # before its table of allocations is made)
         with self._lock:
-            checks = self._checks_buffer(context, ordinal, layout, packed, bases)
+            checks = self._checks_buffer(context, ordinal, layout, packed, bases, heap)
             kernel.set_arg(3, checks)
             if svm:
                 _name_svm_pointers(kernel, [memory.memory.svm_ptr for memory in self._live.values()
-                                            if memory.svm and memory.ordinal == ordinal])
+                                            if memory.svm and memory.ordinal == ordinal
+                                            and not isinstance(memory.memory, _HostMemory)])
             done = cl.enqueue_nd_range_kernel(queue, kernel, global_size, tuple(block))
         done.wait()
         parameters.release()
         if layout.prints:
             _flush_c_stdio()
-        record = np.empty(CHECKS_HEADER, np.uint64)
-        cl.enqueue_copy(queue, record, checks).wait()
+        record, log = read_records(cl, queue, checks, layout)
         checks.release()
+        print_assert_log(layout, log)
         fault = read_fault(record)
         if fault is not None:
-            raise _fault_error(binary, fault, block, shared)
+            raise fault_error(binary, fault, block, shared)
 
-    def _checks_buffer(self, context, ordinal: int, layout, packed: bytearray, bases: list):
+    def _variables_argument(self, ordinal: int, binary: OpenclKernelBinary):
+        """The kernel's argument for its module's variable block: the SVM pointer, the
+        block's cl.Buffer, or None (NULL) for a module without variables."""
+        block = self._variable_blocks.block(ordinal, binary.variables)
+        if block is None:
+            return None
+        memory, _ = self._located(block.address, block.size)
+        return self._device_side(memory, block.address, 0, block.size) if memory.svm \
+            else memory.memory
+
+    def set_heap_size(self, nbytes: int) -> None:
+        """The size of the device heap that kernels' malloc and new allocate from
+        (cudaLimitMallocHeapSize). Raises InvalidValueError once a kernel using malloc or
+        free has been launched, as CUDA does."""
+        self._heaps.set_size(nbytes)
+
+    def _checks_buffer(self, context, ordinal: int, layout, packed: bytearray, bases: list,
+                       heap: int):
         """The launch's checks buffer (spirv_checks.py): an empty fault record, the table
         of the device's allocations ("svm" scheme; the caller holds the lock), and each
         parameter slot's allocation: absolute where the slot holds an SVM address, relative
@@ -527,10 +596,13 @@ class Backend(BackendBase):
                 slots.append((value - found[1], value - found[1] + found[0].size))
             else:
                 slots.append((0, 0))
-        words = np.zeros(CHECKS_HEADER + table.size + 2 * len(slots), np.uint64)
+        ranges = CHECKS_HEADER + table.size
+        words = np.zeros(ranges + 2 * len(slots), np.uint64)
         words[CHECKS_TABLE] = len(table)
-        words[CHECKS_HEADER:CHECKS_HEADER + table.size] = table.ravel()
-        words[CHECKS_HEADER + table.size:] = [v for pair in slots for v in pair]
+        words[CHECKS_HEAP] = heap
+        words[CHECKS_HEADER:ranges] = table.ravel()
+        words[ranges:] = [v for pair in slots for v in pair]
+        words = with_assert_log(layout, words)
         cl = _cl()
         return cl.Buffer(context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
                          hostbuf=words)
@@ -579,31 +651,32 @@ class Backend(BackendBase):
         return found if found is not None and not found[0].svm else None
 
 
-def _fault_error(binary: OpenclKernelBinary, fault: Fault, block: tuple[int, int, int],
-                 shared: int) -> KernelExecutionError:
-    """The error a launch's fault record makes, in the CPU device's words: the place is
-    the user's file and line, then the PTX line (`k.cu:7 (PTX line 29)`), or the PTX line
-    alone without line information."""
-    place = where(binary.lines.source_line(fault.line), fault.line)
-    if fault.assertion is not None:
-        text = binary.layout.assertions[fault.assertion].text(fault.assert_line, fault.group,
-                                                              fault.local)
-        return KernelAssertError(f"kernel '{binary.name}' failed a device-side assert at "
-                                 f"{place}: {text}")
-    x, y, z = fault.local
-    thread = x + block[0] * (y + block[1] * z)
-    what = (f"shared memory address {fault.address:#x}, outside the block's {shared} bytes "
-            "of shared memory" if fault.shared else
-            f"address {fault.address:#x}, outside every allocation")
-    return IllegalAddressError(
-        f"kernel '{binary.name}' {'wrote' if fault.write else 'read'} {fault.size} bytes at "
-        f"{what}, at {place} in block {fault.group}, thread {thread}; nothing was "
-        f"{'written' if fault.write else 'read'} there and the device is still usable")
-
-
 def _host_bytes(address: int, nbytes: int) -> np.ndarray:
     """A uint8 array over `nbytes` at `address` (reads and writes nothing by itself)."""
     return np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(address))
+
+
+class _HostMemory:
+    """Host memory registered on a device with fine-grained system SVM (kept as `array`, a
+    uint8 numpy array over it); releasing it leaves it to its owner."""
+
+    def __init__(self, array: np.ndarray) -> None:
+        self.array = array
+
+    def release(self) -> None:
+        self.array = None
+
+
+@cache
+def _has_system_svm(device) -> bool:
+    """Whether the device's kernels may use any host address (CL_DEVICE_SVM_FINE_GRAIN_SYSTEM;
+    OpenCL 2.0)."""
+    cl = _cl()
+    try:
+        capabilities = device.get_info(cl.device_info.SVM_CAPABILITIES)
+    except (cl.Error, AttributeError):
+        return False
+    return bool(capabilities & cl.device_svm_capabilities.FINE_GRAIN_SYSTEM)
 
 
 @cache

@@ -217,16 +217,22 @@ class Backend(BackendBase):
         self._prepared.setdefault(binary, set()).add(block)
         return compiled
 
+    def runs_at_once(self, binary: KernelBinary) -> bool:
+        # (a test's stand-in binary does not say, and may do anything: it is queued)
+        return getattr(binary, "runs_to_completion", False)
+
     def launch(self, ordinal: int, binary: KernelBinary, grid: tuple[int, int, int],
                block: tuple[int, int, int], dynamic_shared: int, params: bytes,
                timeout: float | None = None) -> None:
         # Kernels may touch the live allocations only: anything else (a freed buffer, an
         # address past a buffer's end) raises IllegalAddressError instead of corrupting the
         # process.
-        with self._lock:
-            if self._ranges is None:
-                self._ranges = (*self._live.items(), *self._registered.values())
-            live = self._ranges
+        live = self._ranges     # (one read: a tuple, replaced whole, never changed)
+        if live is None:
+            with self._lock:
+                if self._ranges is None:
+                    self._ranges = (*self._live.items(), *self._registered.values())
+                live = self._ranges
         binary.launch(grid, block, dynamic_shared, params, live, timeout=timeout)
 
 

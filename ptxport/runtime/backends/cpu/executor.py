@@ -28,6 +28,7 @@ import queue
 import struct
 import threading
 from collections.abc import Callable
+from functools import cache
 
 import numpy as np
 
@@ -52,7 +53,7 @@ from ptxport.errors import (
     KernelTrapError,
 )
 from ptxport.ir.lines import where
-from ptxport.runtime.backends.cpu import printf, warps
+from ptxport.runtime.backends.cpu import entry, printf, warps
 
 __all__ = ["run_grid", "set_workers", "worker_count"]
 
@@ -66,6 +67,12 @@ def worker_count() -> int:
     use."""
     if _WORKERS is not None:
         return _WORKERS
+    return _cores()
+
+
+@cache
+def _cores() -> int:
+    # (once: a system call at every launch costs more than an empty kernel runs)
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
         (os.cpu_count() or 1)
 
@@ -112,6 +119,8 @@ class _Worker:
         self.slots = warps.Slots(self.frames, plan.frame_size, self.nthreads, FRAME.fields)
         self.site_cache = np.zeros(2 * max(plan.check_sites, 1), dtype=np.uint64)
         self._site_cache_address = self.site_cache.ctypes.data
+        # (zeroed at every checked launch; a kernel without sites has none to zero)
+        self._site_cache_bytes = self.site_cache.nbytes if plan.check_sites else 0
         self._put(self.ctx, fields["site_cache"], np.uint64, self._site_cache_address)
         self.own_ranges = [(a, a + n) for a, n in ((self.shared.ctypes.data, self.shared.size),
                                                    (self.frames.ctypes.data, self.frames.size))
@@ -130,6 +139,10 @@ class _Worker:
         # what the allocation table was made from (the same objects: it is made again
         # only when they change) and the table
         self._table_of: tuple | None = None
+        # what prepare() last put in the context's launch fields, and the `_table_of` whose
+        # table the context's table fields point at (None: unchecked)
+        self._shape: tuple | None = None
+        self._table_set: tuple | None = None
         self.table = np.zeros(0, dtype=np.uint64)
         self._table_address = 0
         self._fault_info = self._launch_fields[8]
@@ -137,6 +150,12 @@ class _Worker:
         self._block_args = (self.ctx.ctypes.data, self.frames.ctypes.data, plan.frame_size,
                             self.points.ctypes.data, self.statuses.ctypes.data, self.nthreads)
         self._status, self._end = ctypes.c_int32(0), ctypes.c_int64(0)
+        # run_claimed_blocks' arguments, kept in memory for entry.call_claimed: a launch
+        # sets only the counter's address and the block counts
+        self._claim_args = entry.ClaimedArgs(
+            self.ctx.ctypes.data, self.frames.ctypes.data, plan.frame_size, self.nthreads,
+            0, 0, 0, ctypes.addressof(self._end), ctypes.addressof(self._status))
+        self._claim_args_address = ctypes.addressof(self._claim_args)
 
     def prepare(self, params: tuple[int, int], grid, allocations, global_ranges,
                 stop: ctypes.c_int32, smid: int, smids: int) -> None:
@@ -148,9 +167,13 @@ class _Worker:
         self.stop = stop
         (stop_word, params_word, smid_word, nctaid_x, nctaid_y, nctaid_z, nsmid,
          fault_address, fault_info, alloc_table, alloc_count, checks) = self._launch_fields
-        stop_word.value, params_word.value = ctypes.addressof(stop), params[0]
-        nctaid_x.value, nctaid_y.value, nctaid_z.value = grid
-        smid_word.value, nsmid.value = smid, smids
+        # (the same stop word, parameter buffer and grid come again launch after launch)
+        shape = (ctypes.addressof(stop), params[0], grid, smid, smids)
+        if shape != self._shape:
+            stop_word.value, params_word.value = shape[0], params[0]
+            nctaid_x.value, nctaid_y.value, nctaid_z.value = grid
+            smid_word.value, nsmid.value = smid, smids
+            self._shape = shape
         # A fault belongs to the launch that made it: the worker is kept for later launches.
         fault_address.value = fault_info.value = 0
         # Each checked access site's last allocation [start, end) (without allocations to
@@ -160,9 +183,12 @@ class _Worker:
             self.site_cache[0::2] = 0
             self.site_cache[1::2] = np.iinfo(np.uint64).max
             checks.value = 0
+            self._table_set = None
             return
-        ctypes.memset(self._site_cache_address, 0, self.site_cache.nbytes)
-        # (the backend passes the same allocations object while none was made or freed)
+        if self._site_cache_bytes:
+            ctypes.memset(self._site_cache_address, 0, self._site_cache_bytes)
+        # (the backend passes the same allocations object while none was made or freed;
+        # the context's table fields still point at the table made for them then)
         made_of = self._table_of
         if made_of is None or made_of[0] is not allocations \
                 or made_of[1] is not global_ranges or made_of[2] != params:
@@ -170,9 +196,11 @@ class _Worker:
             self.table = np.array(_disjoint(ranges + self.own_ranges),
                                   dtype=np.uint64).reshape(-1)
             self._table_address = self.table.ctypes.data
-            self._table_of = (allocations, global_ranges, params)
-        alloc_table.value, alloc_count.value = self._table_address, self.table.size // 2
-        checks.value = 1
+            self._table_of = made_of = (allocations, global_ranges, params)
+        if self._table_set is not made_of:
+            alloc_table.value, alloc_count.value = self._table_address, self.table.size // 2
+            checks.value = 1
+            self._table_set = made_of
 
     @staticmethod
     def _put(buffer: np.ndarray, offset: int, dtype, value: int) -> None:
@@ -254,12 +282,15 @@ class _Worker:
         `counter` (shared with the other workers) and runs them, all in one native call."""
         status = self._status
         status.value = 0
-        ctx, frames, frame_size, _, _, nthreads = self._block_args
-        failed = self.binary.run_claimed_blocks(
-            ctx, frames, frame_size, nthreads, ctypes.addressof(counter), total, chunk,
-            ctypes.addressof(self._end), ctypes.addressof(status))
-        self._raise_failure(failed, status, grid)
-        self.fault_after_run(f"one of blocks 0..{total - 1}")
+        args = self._claim_args
+        args[entry.COUNTER], args[entry.TOTAL], args[entry.CHUNK] = \
+            ctypes.addressof(counter), total, chunk
+        failed = entry.call_claimed()(self.binary.run_claimed_blocks_address,
+                                      self._claim_args_address)
+        if failed >= 0:
+            self._raise_failure(failed, status, grid)
+        if self._fault_info.value:
+            self.fault_after_run(f"one of blocks 0..{total - 1}")
 
     def _raise_failure(self, failed: int, status, grid) -> None:
         """After run_blocks: the error for the thread that trapped or faulted, if any."""
@@ -458,10 +489,12 @@ def _worker(binary, block, dynamic_shared: int) -> _Worker:
     """This host thread's worker for the binary and block shape, kept on the binary (so it
     goes with it) for the next launch. A host thread runs one block at a time, so no other
     launch uses a worker while its thread does."""
-    key = (threading.get_ident(), tuple(block), dynamic_shared)
-    with _POOL_LOCK:
-        kept = binary.__dict__.setdefault("_workers", {})
-        worker = kept.get(key)
+    key = (threading.get_ident(), block, dynamic_shared)
+    kept = binary.__dict__.get("_workers")
+    if kept is None:
+        with _POOL_LOCK:
+            kept = binary.__dict__.setdefault("_workers", {})
+    worker = kept.get(key)      # (one dict read: atomic)
     if worker is None:
         worker = _Worker(binary, block, dynamic_shared)
         with _POOL_LOCK:
@@ -474,8 +507,9 @@ def run_grid(binary, grid, block, dynamic_shared: int, params: bytes,
              allocations=None, timeout: float | None = None) -> None:
     """Run every block of the grid on the workers; raise the first failure, or
     KernelTimeoutError when the launch ran longer than `timeout` seconds and was stopped."""
-    # The stop word compiled code looks at; the watchdog sets it.
-    stop = ctypes.c_int32(0)
+    # The stop word compiled code looks at; the watchdog sets it. (Kept for later launches
+    # when no watchdog had it: workers then keep its address in their context.)
+    stop = _take_stop() if timeout is None else ctypes.c_int32(0)
     watchdog = None if timeout is None else threading.Timer(timeout, setattr,
                                                             (stop, "value", 1))
     if watchdog is not None:
@@ -499,64 +533,54 @@ def run_grid(binary, grid, block, dynamic_shared: int, params: bytes,
             "device is usable: fix the kernel (a loop that never ends, a flag no one sets) "
             "or give it a longer LaunchConfig(timeout=...)",
             kernels=(binary.plan.name,), stopped=True)
+    if watchdog is None:
+        _STOPS.append(stop)
+
+
+# stop words of finished launches that no watchdog could still set, for later launches
+_STOPS: list[ctypes.c_int32] = []
+
+
+def _take_stop() -> ctypes.c_int32:
+    try:
+        return _STOPS.pop()
+    except IndexError:      # none kept (or another launch took the last one first)
+        return ctypes.c_int32(0)
 
 
 def _run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocations,
               stop: ctypes.c_int32) -> None:
     param_buffer = _take_param_buffer(len(params))
-    ctypes.memmove(param_buffer, params, len(params))
+    if params:
+        ctypes.memmove(param_buffer, params, len(params))
     params_address = ctypes.addressof(param_buffer)
     # (only kernels that call printf or assert have a log to collect and print)
     printf_log = printf.open_log(params_address) if binary.calls_printf else None
     blocks = grid[0] * grid[1] * grid[2]
-    errors: list[BaseException] = []
     smids = worker_count()
     workers = min(smids, blocks)
     # The next block to claim, shared by the workers (claimed with atomic adds natively).
     counter = ctypes.c_int64(0)
-    claim_lock = threading.Lock()
 
     # Workers claim chunks of blocks; kernels without barriers or warp operations run a
     # chunk in one native call, others block by block in rounds.
     chunk = max(1, blocks // (workers * 16))
     python_rounds = bool(binary.plan.sync_points) and not binary.native_waits
-    if python_rounds:
-        chunk = 1
     # (a tuple: workers keep their allocation table while the same one comes again)
     if allocations is not None and not isinstance(allocations, tuple):
         allocations = tuple(allocations)
-    global_ranges = binary.global_ranges
-
-    def work(smid: int) -> None:
-        try:
-            worker = _worker(binary, block, dynamic_shared)
-            worker.prepare((params_address, len(params)), grid, allocations, global_ranges,
-                           stop, smid, smids)
-            if python_rounds:
-                while not errors and not stop.value:
-                    with claim_lock:
-                        n = counter.value
-                        counter.value = n + 1
-                    if n >= blocks:
-                        return
-                    worker.run_block((n % grid[0], (n // grid[0]) % grid[1],
-                                      n // (grid[0] * grid[1])))
-            elif binary.plan.sync_points:
-                worker.run_claimed_waiting_blocks(counter, blocks, chunk, grid)
-            else:
-                worker.run_claimed_blocks(counter, blocks, chunk, grid)
-        except BaseException as e:  # reported to the launching thread below
-            errors.append(e)
-            counter.value = blocks        # the other workers stop after their chunk
-
+    launch = _Grid(binary, grid, block, dynamic_shared, (params_address, len(params)),
+                   allocations, stop, smids, counter, blocks, 1 if python_rounds else chunk,
+                   python_rounds)
     if workers <= 1:
-        work(0)
+        launch.work(0)
     else:
         _HELPERS.start(workers - 1)
-        joinable = _Launch(work, workers - 1)
+        joinable = _Launch(launch.work, workers - 1)
         joinable.call_helpers(2)
-        work(0)
+        launch.work(0)
         joinable.close()
+    errors = launch.errors
     if printf_log is not None:      # printed after the launch
         errors += printf.close_log(params_address, printf_log)
     _PARAM_BUFFERS.setdefault(len(param_buffer), []).append(param_buffer)
@@ -564,6 +588,48 @@ def _run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocatio
         return          # the workers' errors come of the stop: run_grid reports that
     if errors:
         raise errors[0]
+
+
+class _Grid:
+    """One launch's shared state: what each of its workers runs (`work`), and their errors."""
+
+    def __init__(self, binary, grid, block, dynamic_shared: int, params: tuple[int, int],
+                 allocations, stop: ctypes.c_int32, smids: int, counter: ctypes.c_int64,
+                 blocks: int, chunk: int, python_rounds: bool):
+        self.binary, self.grid, self.block, self.dynamic_shared = \
+            binary, grid, block, dynamic_shared
+        self.params, self.allocations, self.stop, self.smids = params, allocations, stop, smids
+        self.counter, self.blocks, self.chunk = counter, blocks, chunk
+        self.python_rounds = python_rounds
+        self.claim_lock = threading.Lock() if python_rounds else None
+        self.errors: list[BaseException] = []
+
+    def work(self, smid: int) -> None:
+        """Run blocks as worker number `smid` until none is left (or one failed)."""
+        binary, grid, counter, blocks = self.binary, self.grid, self.counter, self.blocks
+        try:
+            worker = _worker(binary, self.block, self.dynamic_shared)
+            worker.prepare(self.params, grid, self.allocations, binary.global_ranges,
+                           self.stop, smid, self.smids)
+            if self.python_rounds:
+                self._python_rounds(worker)
+            elif binary.plan.sync_points:
+                worker.run_claimed_waiting_blocks(counter, blocks, self.chunk, grid)
+            else:
+                worker.run_claimed_blocks(counter, blocks, self.chunk, grid)
+        except BaseException as e:  # reported to the launching thread by _run_grid
+            self.errors.append(e)
+            counter.value = blocks        # the other workers stop after their chunk
+
+    def _python_rounds(self, worker: _Worker) -> None:
+        grid, counter, blocks, stop = self.grid, self.counter, self.blocks, self.stop
+        while not self.errors and not stop.value:
+            with self.claim_lock:
+                n = counter.value
+                counter.value = n + 1
+            if n >= blocks:
+                return
+            worker.run_block((n % grid[0], (n // grid[0]) % grid[1], n // (grid[0] * grid[1])))
 
 
 # Parameter buffers of finished launches, by size, for later launches: a launch then finds

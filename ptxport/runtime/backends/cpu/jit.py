@@ -8,7 +8,7 @@ import ctypes
 import struct
 import threading
 import weakref
-from functools import cached_property
+from functools import cache, cached_property
 
 import llvmlite.binding as llvm
 import numpy as np
@@ -21,6 +21,7 @@ from ptxport.codegen.targets.cpu.machine import LLVM_LOCK, target_machine
 from ptxport.codegen.targets.cpu.module import holds_function_addresses
 from ptxport.errors import CompileError, UnsupportedFeatureError
 from ptxport.ir import nodes as ir
+from ptxport.ir.analysis import runs_to_completion
 from ptxport.ptx.ast import FloatImm, IntImm
 from ptxport.runtime.backends.cpu import heap as cpu_heap
 
@@ -144,6 +145,8 @@ class CpuKernelBinary:
         self.run_threads = RunThreads(address("run_threads"))
         self.run_blocks = RunBlocks(address("run_blocks"))
         self.run_claimed_blocks = RunClaimedBlocks(address("run_claimed_blocks"))
+        # (the executor calls it through entry.call_claimed, with its arguments in memory)
+        self.run_claimed_blocks_address = address("run_claimed_blocks")
         # Completes the common waits natively (codegen/targets/cpu/native.py); tests turn it off to
         # compare with the general resolver.
         self.run_block = RunBlock(address("run_block")) if waits else None
@@ -166,6 +169,11 @@ class CpuKernelBinary:
         compiled or loaded for it, just before)."""
         first, self._prepared = not self._prepared, True
         return first
+
+    @cached_property
+    def runs_to_completion(self) -> bool:
+        """Whether the kernel ends by itself, soon (ptxport.ir.analysis.runs_to_completion)."""
+        return runs_to_completion(self.module.functions[self.name])
 
     @cached_property
     def calls_printf(self) -> bool:
@@ -196,12 +204,19 @@ class CpuKernelBinary:
         raises IllegalAddressError. None runs without checks. A launch still running after
         `timeout` seconds is stopped and raises KernelTimeoutError. The device heap, once a
         kernel using malloc or free reserves it, is one more allocation of every launch."""
-        from ptxport.runtime.backends.cpu.executor import run_grid
-
         if self.plan.uses_heap:
             cpu_heap.HEAP.reserve()
         heap = cpu_heap.HEAP.range()
         if allocations is not None and heap is not None:
             allocations = [*allocations, heap]
-        run_grid(self, tuple(grid), tuple(block), dynamic_shared, params, allocations,
-                 timeout)
+        _executor().run_grid(self, tuple(grid), tuple(block), dynamic_shared, params,
+                             allocations, timeout)
+
+
+@cache
+def _executor():
+    # (imported at the first launch, not at the top: the executor imports this module's
+    # users; a function-level import statement costs a microsecond at every launch)
+    from ptxport.runtime.backends.cpu import executor
+
+    return executor

@@ -6,10 +6,12 @@ that shape's first launch and kept.
 from __future__ import annotations
 
 import threading
+from functools import cached_property
 
 from ptxport.codegen.compile import compile_cpu_image
 from ptxport.codegen.targets.cpu.options import CpuOptions
 from ptxport.ir import nodes as ir
+from ptxport.ir.analysis import runs_to_completion
 from ptxport.runtime.backends.cpu.jit import CpuKernelBinary
 
 __all__ = ["compile_kernel", "GangKernelBinary"]
@@ -29,10 +31,18 @@ class GangKernelBinary:
         self._scalar: CpuKernelBinary | None = None
         self._lock = threading.Lock()
 
+    @cached_property
+    def runs_to_completion(self) -> bool:
+        """Whether the kernel ends by itself, soon (ptxport.ir.analysis.runs_to_completion)."""
+        return runs_to_completion(self.module.functions[self.name])
+
     def for_block(self, block) -> CpuKernelBinary:
         """The compiled code for blocks of this shape (loaded or compiled now if it is the
         first)."""
         block = tuple(block)
+        binary = self._shapes.get(block)    # (one dict read, atomic: asked at every launch)
+        if binary is not None:
+            return binary
         with self._lock:
             binary = self._shapes.get(block)
             if binary is None:
