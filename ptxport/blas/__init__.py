@@ -12,7 +12,9 @@ Where the work runs: on the cpu device, a device buffer is host memory and the r
 numpy's BLAS (OpenBLAS, multi-threaded) on views of it, without copies, through the same GEMM
 core as the drop-in library (ptxport.compat.cublas_gemm); on GPU devices (cuda, hip,
 opencl), GEMMs run ptxport's portable GEMM kernels (ptxport.blas.portable: CUDA C++ in this
-package, compiled by ptxport for the device, tile shapes tuned per device).
+package, compiled by ptxport for the device, tile shapes tuned per device) and the other
+routines the kernels of ptxport.blas.routines (float32 and float64; nrm2 of float32 sums its
+squares in float32 there).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ptxport.blas import routines
 from ptxport.blas.host import gemm_work
 from ptxport.errors import InvalidValueError
 from ptxport.runtime.memory import Buffer
@@ -217,13 +220,21 @@ def _vector(buf: Buffer, dtype: np.dtype, n: int, inc: int, what: str) -> np.nda
     return view[::-1] if inc < 0 else view
 
 
-def _host_only(stream: Stream, what: str) -> None:
-    if not _on_cpu(stream):
-        from ptxport.errors import UnsupportedFeatureError
+def _fits(buf: Buffer, dtype: np.dtype, shape: tuple[int, ...], steps: tuple[int, ...],
+          what: str) -> Buffer:
+    """`buf`, checked to hold the elements of `shape` and `steps` (GPU devices, where the
+    kernels read it: ptxport.blas.routines)."""
+    if 0 not in shape:
+        count = 1 + sum((n - 1) * abs(s) for n, s in zip(shape, steps, strict=True))
+        if count * dtype.itemsize > buf.size:
+            raise InvalidValueError(f"{what} needs {count} elements of {dtype.name} "
+                                    f"({count * dtype.itemsize} bytes); its buffer has "
+                                    f"{buf.size}")
+    return buf
 
-        raise UnsupportedFeatureError(f"ptxport.blas.{what}", str(stream.device),
-                                      reason="only GEMMs have GPU kernels so far; run it "
-                                             "on Device('cpu')")
+
+def _scalar(dtype: np.dtype, value: float) -> tuple[np.generic, np.uint64]:
+    return dtype.type(value), np.uint64(0)
 
 
 def gemv(trans: str, m: int, n: int, alpha: float, a: Buffer, lda: int, x: Buffer, incx: int,
@@ -238,10 +249,16 @@ def gemv(trans: str, m: int, n: int, alpha: float, a: Buffer, lda: int, x: Buffe
             not s["incy"]:
         raise InvalidValueError(f"gemv: m={m} n={n} lda={lda} incx={incx} incy={incy}: sizes "
                                 "must be >= 0, lda >= max(1, m), increments not 0")
-    _host_only(stream, "gemv")
     if s["m"] == 0 or s["n"] == 0:
         return
     dt = _dtype(dtype)
+    if not _on_cpu(stream):
+        lx, ly = (s["m"], s["n"]) if t else (s["n"], s["m"])
+        routines.gemv(stream, dt, t, s["m"], s["n"], _scalar(dt, alpha),
+                      _fits(a, dt, (s["m"], s["n"]), (1, s["lda"]), "A"), s["lda"],
+                      _fits(x, dt, (lx,), (s["incx"],), "x"), s["incx"], _scalar(dt, beta),
+                      _fits(y, dt, (ly,), (s["incy"],), "y"), s["incy"])
+        return
     matrix = _matrix(a, dt, s["m"], s["n"], s["lda"], "A")
     op_a = matrix.T if t else matrix
     xs = _vector(x, dt, op_a.shape[1], s["incx"], "x")
@@ -269,10 +286,16 @@ def geam(transa: str, transb: str, m: int, n: int, alpha: float, a: Buffer, lda:
         if s[name] < max(1, rows):
             raise InvalidValueError(f"{name} = {s[name]} is less than the {rows} rows of the "
                                     "matrix as stored")
-    _host_only(stream, "geam")
     if m == 0 or n == 0:
         return
     dt = _dtype(dtype)
+    if not _on_cpu(stream):
+        shape_a, shape_b = ((n, m) if ta else (m, n)), ((n, m) if tb else (m, n))
+        routines.geam(stream, dt, ta, tb, m, n, _scalar(dt, alpha),
+                      _fits(a, dt, shape_a, (1, s["lda"]), "A"), s["lda"], _scalar(dt, beta),
+                      _fits(b, dt, shape_b, (1, s["ldb"]), "B"), s["ldb"],
+                      _fits(c, dt, (m, n), (1, s["ldc"]), "C"), s["ldc"])
+        return
     out = _matrix(c, dt, m, n, s["ldc"], "C")
 
     def term(buf: Buffer, t: bool, ld: int, what: str) -> np.ndarray:
@@ -293,8 +316,7 @@ def geam(transa: str, transb: str, m: int, n: int, alpha: float, a: Buffer, lda:
 # -- Level 1 ----------------------------------------------------------------------------------
 
 def _level1(stream: Stream, what: str, n: int, *buffers: Buffer) -> int:
-    stream = _stream_of(stream, *buffers)
-    _host_only(stream, what)
+    _stream_of(stream, *buffers)
     return _ints(n=n)["n"]
 
 
@@ -305,6 +327,10 @@ def axpy(n: int, alpha: float, x: Buffer, incx: int, y: Buffer, incy: int, *,
     if n <= 0:
         return
     dt = _dtype(dtype)
+    if not _on_cpu(stream):
+        routines.axpy(stream, dt, n, _scalar(dt, alpha), _fits(x, dt, (n,), (incx,), "x"),
+                      incx, _fits(y, dt, (n,), (incy,), "y"), incy)
+        return
     xs, ys = _vector(x, dt, n, incx, "x"), _vector(y, dt, n, incy, "y")
     _submit(stream, lambda: np.add(ys, dt.type(alpha) * xs, out=ys), "axpy")
 
@@ -316,6 +342,10 @@ def scal(n: int, alpha: float, x: Buffer, incx: int, *, stream: Stream,
     if n <= 0 or incx <= 0:
         return
     dt = _dtype(dtype)
+    if not _on_cpu(stream):
+        routines.scal(stream, dt, n, _scalar(dt, alpha), _fits(x, dt, (n,), (incx,), "x"),
+                      incx)
+        return
     xs = _vector(x, dt, n, incx, "x")
     _submit(stream, lambda: np.multiply(xs, dt.type(alpha), out=xs), "scal")
 
@@ -335,6 +365,10 @@ def dot(n: int, x: Buffer, incx: int, y: Buffer, incy: int, *, stream: Stream,
     if n <= 0:
         return 0.0
     dt = _dtype(dtype)
+    if not _on_cpu(stream):
+        return float(routines.reduce_to_host(stream, "dot", dt, n,
+                                             _fits(x, dt, (n,), (incx,), "x"), incx,
+                                             _fits(y, dt, (n,), (incy,), "y"), incy))
     xs, ys = _vector(x, dt, n, incx, "x"), _vector(y, dt, n, incy, "y")
     return float(_reduce(stream, "dot", lambda: np.dot(xs, ys)))
 
@@ -344,6 +378,10 @@ def nrm2(n: int, x: Buffer, incx: int, *, stream: Stream, dtype: object = "float
     n = _level1(stream, "nrm2", n, x)
     if n <= 0 or incx <= 0:
         return 0.0
+    if not _on_cpu(stream):
+        dt = _dtype(dtype)
+        return float(routines.reduce_to_host(stream, "nrm2", dt, n,
+                                                     _fits(x, dt, (n,), (incx,), "x"), incx))
     xs = _vector(x, _dtype(dtype), n, incx, "x")
     return float(_reduce(stream, "nrm2",
                          lambda: np.sqrt(np.sum(np.square(xs, dtype=np.float64)))))
@@ -354,6 +392,10 @@ def asum(n: int, x: Buffer, incx: int, *, stream: Stream, dtype: object = "float
     n = _level1(stream, "asum", n, x)
     if n <= 0 or incx <= 0:
         return 0.0
+    if not _on_cpu(stream):
+        dt = _dtype(dtype)
+        return float(routines.reduce_to_host(stream, "asum", dt, n,
+                                                     _fits(x, dt, (n,), (incx,), "x"), incx))
     xs = _vector(x, _dtype(dtype), n, incx, "x")
     return float(_reduce(stream, "asum", lambda: np.sum(np.abs(xs), dtype=np.float64)))
 
@@ -364,5 +406,9 @@ def iamax(n: int, x: Buffer, incx: int, *, stream: Stream, dtype: object = "floa
     n = _level1(stream, "iamax", n, x)
     if n <= 0 or incx <= 0:
         return 0
+    if not _on_cpu(stream):
+        dt = _dtype(dtype)
+        return int(routines.reduce_to_host(stream, "iamax", dt, n,
+                                                     _fits(x, dt, (n,), (incx,), "x"), incx))
     xs = _vector(x, _dtype(dtype), n, incx, "x")
     return int(_reduce(stream, "iamax", lambda: np.argmax(np.abs(xs)))) + 1

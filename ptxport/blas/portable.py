@@ -6,7 +6,8 @@ Two kernels come from the one source (see its header): a SIMT kernel for every e
 f32 accumulation (mma.sync.m16n8k16), used where the target lowers mma.sync: NVIDIA GPUs
 (ptxport's NVPTX) and the CPU target (in a slow resolver: correctness, not speed); SPIR-V
 (opencl) runs the SIMT kernel for 16-bit data. Each (kernel, transposes, types, tile shape,
-vectorisation) is one NVRTC compilation, made once per process and cached on disk by
+vectorisation) is one NVRTC compilation (on opencl, transposes are a kernel argument instead:
+each OpenCL compile costs seconds), made once per process and cached on disk by
 ptxport's compiler caches.
 
 The autotuner times each candidate tile shape once on a 2048^3 problem the first time a
@@ -39,8 +40,11 @@ __all__ = ["MMA_CANDIDATES", "SIMT_CANDIDATES", "TileConfig", "gemm", "kernel_fo
            "tuned_config"]
 
 SOURCE = Path(__file__).resolve().parent / "kernels" / "gemm.cu"
-_KINDS = {"float32": 0, "float64": 1, "float16": 2, "uint16": 3}   # uint16: bfloat16 bits
+# uint16: bfloat16 bits; int8 in with int32 out: cuBLAS's 32I compute (SIMT kernel)
+_KINDS = {"float32": 0, "float64": 1, "float16": 2, "uint16": 3, "int8": 4, "int32": 5}
 _TUNE_SIZE = {"cuda": 2048, "hip": 2048}
+# backends whose kernels take the transposes as an argument: one compile for all four pairs
+_RUNTIME_TRANSPOSES = ("opencl",)
 
 
 @dataclass(frozen=True)
@@ -84,10 +88,11 @@ def _uses_mma(device: Device, in_type: np.dtype) -> bool:
 
 
 @functools.cache
-def kernel_for(arch: str, config: TileConfig, ta: bool, tb: bool, in_kind: int, out_kind: int,
+def kernel_for(arch: str, config: TileConfig, ta: int, tb: int, in_kind: int, out_kind: int,
                vec: bool) -> Kernel:
     """The compiled kernel of one variant (NVRTC's PTX, which ptxport lowers per device at
-    first launch)."""
+    first launch); ta/tb 0 or 1 fix a transpose at compile time, -1 leaves it to the kernel's
+    `trans` argument."""
     macros = {"GEMM_MMA": int(config.mma), "TRANS_A": int(ta), "TRANS_B": int(tb),
               "IN_KIND": in_kind, "OUT_KIND": out_kind, "VEC": int(vec), "BM": config.bm,
               "BN": config.bn, "BK": config.bk, "TM": config.tm or 1, "TN": config.tn or 1,
@@ -120,15 +125,20 @@ def launch_gemm(stream: Stream, config: TileConfig, problem, a: Buffer | np.uint
     the matrices are Buffers, or device addresses (np.uint64) that ptxport.compat passes."""
     vec = _aligned(problem, (a, b), 8) if config.mma else \
         in_type == np.float32 and _aligned(problem, (a, b), 4)
-    kernel = kernel_for(_arch(stream.device, config.mma), config, problem.ta, problem.tb,
-                        _kind(in_type), _kind(out_type), vec)
-    scalar = np.float64 if in_type == np.float64 else np.float32
+    # transposes as a kernel argument where each variant is a slow compile (opencl)
+    ta, tb = (-1, -1) if stream.device.backend in _RUNTIME_TRANSPOSES else \
+        (int(problem.ta), int(problem.tb))
+    kernel = kernel_for(_arch(stream.device, config.mma), config, ta, tb, _kind(in_type),
+                        _kind(out_type), vec)
+    scalar = np.float64 if in_type == np.float64 else np.int32 if in_type == np.int8 else \
+        np.float32
     grid = (-(-problem.m // config.bm), -(-problem.n // config.bn), problem.batch)
     (lda, ldb, ldc), (sa, sb, sc) = problem.lds, problem.strides
     i32, i64 = np.int32, np.int64
     launch(stream, LaunchConfig(grid=grid, block=config.threads), kernel,
            i32(problem.m), i32(problem.n), i32(problem.k), scalar(alpha), a, i32(lda), i64(sa),
-           b, i32(ldb), i64(sb), scalar(beta), c, i32(ldc), i64(sc))
+           b, i32(ldb), i64(sb), scalar(beta), c, i32(ldc), i64(sc),
+           i32(int(problem.ta) | int(problem.tb) << 1))
 
 
 def gemm(stream: Stream, problem, a: Buffer, b: Buffer, c: Buffer, in_type: np.dtype,

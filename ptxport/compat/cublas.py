@@ -7,8 +7,9 @@ order through the driver shim's own stream rules (streams.enqueue), so a cuBLAS 
 program's kernels and copies see each other's results as on a GPU. On the cpu device a device
 pointer is a host pointer: the routines run numpy (its OpenBLAS, multi-threaded) on views of
 device memory, without copies. On GPU devices (cuda, hip, opencl) the GEMMs run ptxport's
-portable GEMM kernels (ptxport.blas.portable); the other routines, which read device memory
-on the host, return CUBLAS_STATUS_NOT_SUPPORTED there and say why (device_array).
+portable GEMM kernels (ptxport.blas.portable) and the other routines kernels of their own
+(cublas_gpu.py); what runs only on the host there is refused with CUBLAS_STATUS_NOT_SUPPORTED
+and says why (device_array).
 """
 
 from __future__ import annotations
@@ -212,10 +213,10 @@ def device_array(address: int, dtype: np.dtype, count: int, what: str) -> np.nda
     if nbytes == 0:
         return np.empty(0, dtype)
     if state.device.backend != "cpu":
-        raise CublasError(NOT_SUPPORTED, f"on {state.device} only GEMMs run (ptxport's portable "
-                                         "GEMM kernels, FP32/FP64/FP16/BF16, host pointer "
-                                         f"mode, no epilogue); {what} would be read on the "
-                                         "host, which needs --device cpu")
+        raise CublasError(NOT_SUPPORTED, f"on {state.device} {what} would be read on the host "
+                                         "by a routine that runs only on the cpu device "
+                                         "(docs/compat.md lists what runs on GPU devices): "
+                                         "run with --device cpu")
     buffer = state.allocation_at(address) if address else None
     if buffer is None or address + nbytes > buffer.handle + buffer.size:
         where = "is NULL" if not address else \
@@ -289,8 +290,21 @@ def _run(h: Handle, work: Callable[[], None], waits_for_host: bool) -> int:
 
 # -- Level 1 ----------------------------------------------------------------------------------
 
+def _on_gpu() -> bool:
+    return state.device.backend != "cpu"
+
+
+def _gpu():
+    """cublas_gpu.py, the routines' kernels for GPU devices (imported on first use: it
+    imports this module)."""
+    from ptxport.compat import cublas_gpu
+    return cublas_gpu
+
+
 def _nrm2(dtype: np.dtype, handle: int, n: int, x: int, incx: int, result: int) -> int:
     h = handle_of(handle)
+    if _on_gpu():
+        return _gpu().reduce(h, "nrm2", dtype, n if incx > 0 else 0, x, incx, 0, 0, result)
     write = _result_writer(h, result, dtype)
     if n <= 0 or incx <= 0:   # BLAS's quick return: the norm is 0
         return _run(h, lambda: write(0), h.pointer_mode == POINTER_MODE_HOST)
@@ -304,6 +318,8 @@ def _nrm2(dtype: np.dtype, handle: int, n: int, x: int, incx: int, result: int) 
 def _dot(dtype: np.dtype, handle: int, n: int, x: int, incx: int, y: int, incy: int,
          result: int) -> int:
     h = handle_of(handle)
+    if _on_gpu():
+        return _gpu().reduce(h, "dot", dtype, n, x, incx, y, incy, result)
     write = _result_writer(h, result, dtype)
     if n <= 0:
         return _run(h, lambda: write(0), h.pointer_mode == POINTER_MODE_HOST)
@@ -313,6 +329,8 @@ def _dot(dtype: np.dtype, handle: int, n: int, x: int, incx: int, y: int, incy: 
 
 def _scal(dtype: np.dtype, handle: int, n: int, alpha: int, x: int, incx: int) -> int:
     h = handle_of(handle)
+    if _on_gpu():
+        return SUCCESS if n <= 0 or incx <= 0 else _gpu().scal(h, dtype, n, alpha, x, incx)
     read_alpha = scalar_reader(h.pointer_mode == POINTER_MODE_DEVICE, alpha, dtype, "alpha")
     if n <= 0 or incx <= 0:   # BLAS's quick return
         return SUCCESS
@@ -327,6 +345,8 @@ def _scal(dtype: np.dtype, handle: int, n: int, alpha: int, x: int, incx: int) -
 def _axpy(dtype: np.dtype, handle: int, n: int, alpha: int, x: int, incx: int, y: int,
           incy: int) -> int:
     h = handle_of(handle)
+    if _on_gpu():
+        return SUCCESS if n <= 0 else _gpu().axpy(h, dtype, n, alpha, x, incx, y, incy)
     read_alpha = scalar_reader(h.pointer_mode == POINTER_MODE_DEVICE, alpha, dtype, "alpha")
     if n <= 0:
         return SUCCESS
@@ -340,6 +360,8 @@ def _axpy(dtype: np.dtype, handle: int, n: int, alpha: int, x: int, incx: int, y
 
 def _asum(dtype: np.dtype, handle: int, n: int, x: int, incx: int, result: int) -> int:
     h = handle_of(handle)
+    if _on_gpu():
+        return _gpu().reduce(h, "asum", dtype, n if incx > 0 else 0, x, incx, 0, 0, result)
     write = _result_writer(h, result, dtype)
     if n <= 0 or incx <= 0:   # BLAS's quick return: the sum is 0
         return _run(h, lambda: write(0), h.pointer_mode == POINTER_MODE_HOST)
@@ -351,6 +373,8 @@ def _asum(dtype: np.dtype, handle: int, n: int, x: int, incx: int, result: int) 
 def _iamax(dtype: np.dtype, handle: int, n: int, x: int, incx: int, result: int) -> int:
     """The 1-based index of the first element of largest magnitude (0 for no elements)."""
     h = handle_of(handle)
+    if _on_gpu():
+        return _gpu().reduce(h, "iamax", dtype, n if incx > 0 else 0, x, incx, 0, 0, result)
     write = _result_writer(h, result, np.dtype(np.int32))
     if n <= 0 or incx <= 0:
         return _run(h, lambda: write(0), h.pointer_mode == POINTER_MODE_HOST)

@@ -125,8 +125,7 @@ def gemm(handle: int, transa: int, transb: int, m: int, n: int, k: int, alpha: i
     scale = compute if scale is None else scale
     product = Product(transa, transb, m, n, k, a, b, batch, compute)
     if state.device.backend != "cpu":
-        return _on_gpu(h, product, scalar_reader(on_device, alpha, scale, "alpha"),
-                       scalar_reader(on_device, beta, scale, "beta"), c)
+        return _on_gpu(h, product, (alpha, beta), scale, c)
     queue(h.stream, product, scalar_reader(on_device, alpha, scale, "alpha"),
           scalar_reader(on_device, beta, scale, "beta"), c, c)
     return SUCCESS
@@ -179,19 +178,31 @@ def work_of(product: Product, read_alpha: Callable[[], object],
                      epilogue)
 
 
-def _on_gpu(h, product: Product, read_alpha: Callable[[], object],
-            read_beta: Callable[[], object], c: Operand) -> int:
-    """Queue the GEMM on a GPU device with ptxport's portable GEMM kernels (host pointer
-    mode: the scalars are read now; the device pointer mode's are refused by scalar_reader,
-    which cannot read device memory on the host)."""
+def _on_gpu(h, product: Product, scalars: tuple[int, int], scale: np.dtype,
+            c: Operand) -> int:
+    """Queue the GEMM on a GPU device with ptxport's portable GEMM kernels. Host pointer
+    mode: alpha and beta are read now and passed to the GEMM kernel. Device pointer mode
+    (FP32 scalars): the product goes to a workspace and cublaslt_gpu's epilogue kernel reads
+    alpha and beta in stream order as it stores C."""
     from ptxport.blas import _Gemm, portable
+    from ptxport.compat import cublaslt_gpu
 
     a, b = product.a, product.b
-    if product.compute.kind == "i" or a.dtype != b.dtype:
+    if a.dtype != b.dtype:
         raise CublasError(NOT_SUPPORTED, f"on {state.device} the portable GEMM runs f32, f64, "
-                                         "f16 and bf16 data (A and B of one type), not "
+                                         "f16, bf16 and int8 data (A and B of one type), not "
                                          f"{a.dtype.name}/{b.dtype.name}")
-    alpha, beta = float(read_alpha()), float(read_beta())
+    if h.pointer_mode == POINTER_MODE_DEVICE:
+        if scale != np.float32:
+            raise CublasError(NOT_SUPPORTED, f"on {state.device} device pointer mode GEMMs take "
+                                             f"FP32 alpha and beta, not {scale.name}")
+        alpha, beta = (cublaslt_gpu.scalar_args(True, p, w) for p, w in
+                       zip(scalars, ("alpha", "beta"), strict=True))
+        cublaslt_gpu.matmul(h.stream, product, alpha, beta, c, c, None)
+        return SUCCESS
+    number = int if scale.kind == "i" else float
+    alpha, beta = (number(scalar_reader(False, p, scale, w)()) for p, w in
+                   zip(scalars, ("alpha", "beta"), strict=True))
     if product.m == 0 or product.n == 0 or product.batch == 0:
         return SUCCESS
     stream = streams.ordered(h.stream)
@@ -203,6 +214,24 @@ def _on_gpu(h, product: Product, read_alpha: Callable[[], object],
                     product.batch)
     portable.gemm(stream, problem, np.uint64(a.address), np.uint64(b.address),
                   np.uint64(c.address), a.dtype, c.dtype, alpha, beta)
+    return SUCCESS
+
+
+def _pointers_on_gpu(h, job: _PointerBatch, scalars: tuple[int, int], scale: np.dtype) -> int:
+    """A batch given as device arrays of pointers on a GPU device: the arrays are read once
+    the stream reaches the call (the call waits for that), then one GEMM per matrix."""
+    tables = np.zeros((3, job.batch), np.uint64)
+    backend = state.device._backend
+    for row, address in zip(tables, job.arrays, strict=True):
+        if not address:
+            raise CublasError(INVALID_VALUE, "an array of matrix pointers is NULL")
+        streams.enqueue(h.stream, lambda r=row, p=address: backend.copy(
+            r.ctypes.data, p, r.nbytes, "dtoh"), sync=True)
+    for i in range(job.batch):
+        a, b, c = (Operand(int(table[i]), dtype, ld) for table, dtype, ld in
+                   zip(tables, job.types, job.lds, strict=True))
+        _on_gpu(h, Product(job.transa, job.transb, job.m, job.n, job.k, a, b, 1, job.compute),
+                scalars, scale, c)
     return SUCCESS
 
 
@@ -331,6 +360,11 @@ def _pointer_batched(handle: int, transa: int, transb: int, m: int, n: int, k: i
     h = handle_of(handle)
     a, b, c = (Operand(0, dtype, ld) for dtype, ld in zip(types, lds, strict=True))
     _check(transa, transb, m, n, k, a, b, c, batch)
+    if state.device.backend != "cpu":
+        if m == 0 or n == 0 or batch == 0:
+            return SUCCESS
+        job = _PointerBatch(transa, transb, m, n, k, types, lds, arrays, batch, compute)
+        return _pointers_on_gpu(h, job, (alpha, beta), scale)
     on_device = h.pointer_mode == POINTER_MODE_DEVICE
     read_alpha = scalar_reader(on_device, alpha, scale, "alpha")
     read_beta = scalar_reader(on_device, beta, scale, "beta")

@@ -4,7 +4,8 @@ in S and D, on the same views of device memory and stream order as cublas_gemm.p
 gemv: y = alpha op(A) x + beta y, A m x n column-major; geam: C = alpha op(A) + beta op(B),
 C m x n. As cuBLAS (and reference BLAS) define them: with beta = 0, y (or B) is not read;
 gemv with m = 0 or n = 0 returns without touching y; geam may work in place (C = A with
-transa N and lda = ldc, likewise B) and refuses any other aliasing of C.
+transa N and lda = ldc, likewise B) and refuses any other aliasing of C. On GPU devices the
+work is cublas_gpu.py's kernels, after the same checks.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ptxport.compat import cublas_gpu
 from ptxport.compat.cublas import (
     INVALID_VALUE,
     POINTER_MODE_DEVICE,
@@ -24,6 +26,7 @@ from ptxport.compat.cublas import (
     scalar_reader,
     vector,
 )
+from ptxport.compat.state import state
 
 __all__ = ["geam", "gemv"]
 
@@ -58,7 +61,7 @@ def _readers(handle: int, alpha: int, beta: int, dtype: np.dtype) \
 def gemv(dtype: np.dtype, handle: int, trans: int, m: int, n: int, alpha: int, a: int,
          lda: int, x: int, incx: int, beta: int, y: int, incy: int) -> int:
     """Queue y = alpha op(A) x + beta y (cublas<t>gemv's argument checks first)."""
-    stream, read_alpha, read_beta = _readers(handle, alpha, beta, dtype)
+    handle_of(handle)
     transposed = _op("trans", trans)
     if m < 0 or n < 0:
         raise CublasError(INVALID_VALUE, f"negative size: m={m} n={n}")
@@ -68,6 +71,10 @@ def gemv(dtype: np.dtype, handle: int, trans: int, m: int, n: int, alpha: int, a
         raise CublasError(INVALID_VALUE, f"incx = {incx}, incy = {incy}: neither may be 0")
     if m == 0 or n == 0:   # BLAS's quick return: y is left as it is
         return SUCCESS
+    if state.device.backend != "cpu":
+        return cublas_gpu.gemv(handle_of(handle), dtype, transposed, m, n, alpha, a, lda, x,
+                               incx, beta, y, incy)
+    stream, read_alpha, read_beta = _readers(handle, alpha, beta, dtype)
     matrix = _matrix(a, dtype, m, n, lda, "A")
     op_a = matrix.T if transposed else matrix
     xs = vector(x, dtype, op_a.shape[1], incx, "x")
@@ -95,7 +102,7 @@ def _check_alias(name: str, address: int, transposed: bool, ld: int, c: int,
 def geam(dtype: np.dtype, handle: int, transa: int, transb: int, m: int, n: int, alpha: int,
          a: int, lda: int, beta: int, b: int, ldb: int, c: int, ldc: int) -> int:
     """Queue C = alpha op(A) + beta op(B) (cublas<t>geam's argument checks first)."""
-    stream, read_alpha, read_beta = _readers(handle, alpha, beta, dtype)
+    handle_of(handle)
     trans_a, trans_b = _op("transa", transa), _op("transb", transb)
     if m < 0 or n < 0:
         raise CublasError(INVALID_VALUE, f"negative size: m={m} n={n}")
@@ -108,6 +115,10 @@ def geam(dtype: np.dtype, handle: int, transa: int, transb: int, m: int, n: int,
     _check_alias("B", b, trans_b, ldb, c, ldc)
     if m == 0 or n == 0:
         return SUCCESS
+    if state.device.backend != "cpu":
+        return cublas_gpu.geam(handle_of(handle), dtype, trans_a, trans_b, m, n, alpha, a, lda,
+                               beta, b, ldb, c, ldc)
+    stream, read_alpha, read_beta = _readers(handle, alpha, beta, dtype)
     stored = ((n, m) if trans_a else (m, n)), ((n, m) if trans_b else (m, n))
 
     def operand(address: int, ld: int, shape: tuple[int, int], transposed: bool,

@@ -3,7 +3,8 @@ heuristic and cublasLtMatmul, D = epilogue(alpha op(A) op(B) + beta C), on the G
 cublas_gemm.py (the same views of device memory, the same stream order).
 
 Descriptors and layouts are Python objects behind opaque handles (state.handle). Epilogues
-are cublaslt_epilogue.py's. Attributes that change what is computed and are not implemented
+are cublaslt_epilogue.py's. On the cpu device the matmul is numpy's (cublas_gemm.py); on GPU
+devices, cublaslt_gpu.py's kernels. Attributes that change what is computed and are not implemented
 here (scale pointers, ReLU bit masks, orders other than column- and row-major) are refused
 with CUBLAS_STATUS_NOT_SUPPORTED, by name, rather than ignored; attributes that only steer the
 choice of a GPU kernel (preferences, SM count, fast accumulation, workspace) are accepted and
@@ -17,6 +18,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ptxport.compat import cublaslt_gpu
 from ptxport.compat.cublas import (
     INVALID_VALUE,
     NOT_SUPPORTED,
@@ -143,10 +145,6 @@ def _destroy(handle: int, kind: type, what: str) -> int:
 # -- handles, descriptors, layouts, preferences ----------------------------------------------
 
 def cublasLtCreate(out: int) -> int:
-    device = state.device
-    if device.backend != "cpu":
-        raise CublasError(NOT_SUPPORTED, f"cuBLASLt runs only on ptxport's cpu device so "
-                                         f"far, not on {device}: run with --device cpu")
     return _create(out, _LtHandle())
 
 
@@ -294,6 +292,11 @@ def cublasLtMatmul(handle: int, desc: int, alpha: int, a: int, a_layout: int, b:
     on_device = matmul.pointer_mode == 1
     scale = DATA_TYPES[matmul.scale_type]
     spec = matmul.epilogue_spec(plan.d.data_type, product.m, product.n)
+    if state.device.backend != "cpu":
+        cublaslt_gpu.matmul(stream, product, cublaslt_gpu.scalar_args(on_device, alpha, "alpha"),
+                            cublaslt_gpu.scalar_args(on_device, beta, "beta"), c_op, d_op,
+                            None if spec.epilogue == EPILOGUE_DEFAULT else spec)
+        return SUCCESS
     queue(stream, product, scalar_reader(on_device, alpha, scale, "alpha"),
           scalar_reader(on_device, beta, scale, "beta"), c_op, d_op,
           epilogue_of(spec, product.m, product.n, product.batch))

@@ -9,6 +9,7 @@ import pytest
 
 from ptxport import Device, blas
 from ptxport.errors import InvalidValueError
+from ptxport.runtime.backends import availability
 
 RNG = np.random.default_rng(17)
 
@@ -18,9 +19,19 @@ def stream():
     return Device("cpu").create_stream()
 
 
+@pytest.fixture(scope="module", params=["cpu", "opencl:0"])
+def any_stream(request):
+    """A stream of the cpu device, then of opencl:0 (where the routines are the kernels of
+    ptxport/blas/kernels/routines.cu)."""
+    ok, why = availability(request.param.partition(":")[0])
+    if not ok:
+        pytest.skip(f"no {request.param} here: {why}")
+    return Device(request.param).create_stream()
+
+
 def _upload(values: np.ndarray, stream):
     flat = np.ascontiguousarray(values).ravel()
-    buf = Device("cpu").allocate(max(flat.nbytes, 1), stream=stream)
+    buf = stream.device.allocate(max(flat.nbytes, 1), stream=stream)
     if flat.nbytes:
         buf.copy_from(flat, stream=stream)
     return buf
@@ -127,7 +138,8 @@ def test_matmul_is_row_major_and_in_stream_order(stream):
 
 
 @pytest.mark.parametrize("trans", "NT")
-def test_gemv_with_strides(stream, trans):
+def test_gemv_with_strides(any_stream, trans):
+    stream = any_stream
     m, n, lda = 7, 4, 9
     a = _stored(m, n, lda)
     lx, ly = (m, n) if trans == "T" else (n, m)
@@ -140,18 +152,29 @@ def test_gemv_with_strides(stream, trans):
     np.testing.assert_allclose(_download(yb, np.float64, stream), want, rtol=1e-12)
 
 
-def test_geam_transposes(stream):
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_geam_transposes(any_stream, dtype):
+    stream = any_stream
     m, n = 5, 3
     a, b = _stored(n, m, n + 1), _stored(m, n, m)
-    c = np.zeros(m * n)
+    a, b = a.astype(dtype), b.astype(dtype)
+    c = np.zeros(m * n, dtype)
     ab, bb, cb = (_upload(v, stream) for v in (a, b, c))
     blas.geam("T", "N", m, n, 1.5, ab, n + 1, -1.0, bb, m, cb, m, stream=stream,
-              dtype="float64")
+              dtype=np.dtype(dtype).name)
     want = 1.5 * _as_matrix(a, n, m, n + 1).T - _as_matrix(b, m, n, m)
-    np.testing.assert_allclose(_download(cb, np.float64, stream).reshape(n, m).T, want)
+    np.testing.assert_allclose(_download(cb, dtype, stream).reshape(n, m).T, want,
+                               rtol=1e-6)
+    # beta = 0: B is not read (NaN there stays out of C)
+    bb.copy_from(np.full(b.size, np.nan, dtype), stream=stream)
+    blas.geam("T", "N", m, n, 2.0, ab, n + 1, 0.0, bb, m, cb, m, stream=stream,
+              dtype=np.dtype(dtype).name)
+    np.testing.assert_allclose(_download(cb, dtype, stream).reshape(n, m).T,
+                               2 * _as_matrix(a, n, m, n + 1).T, rtol=1e-6)
 
 
-def test_level1(stream):
+def test_level1(any_stream):
+    stream = any_stream
     x = np.array([1, -7, 2, 5, -3, 7, 4, 0], np.float32)
     y = np.arange(8, dtype=np.float32)
     xb, yb = _upload(x, stream), _upload(y, stream)
@@ -160,6 +183,17 @@ def test_level1(stream):
     assert blas.asum(4, xb, 2, stream=stream) == pytest.approx(10.0)
     assert blas.iamax(8, xb, 1, stream=stream) == 2    # |-7| first, 1-based
     assert blas.iamax(0, xb, 1, stream=stream) == 0
+    assert blas.iamax(4, xb, -2, stream=stream) == 0   # incx < 0: BLAS's quick return
+    assert blas.dot(3, xb, -1, yb, 2, stream=stream) == pytest.approx(
+        float(x[:3][::-1] @ y[::2][:3]))
+    big = RNG.standard_normal(1000)
+    bigb = _upload(big, stream)
+    assert blas.asum(1000, bigb, 1, stream=stream, dtype="float64") == \
+        pytest.approx(np.abs(big).sum(), rel=1e-12)
+    assert blas.nrm2(500, bigb, 2, stream=stream, dtype="float64") == \
+        pytest.approx(np.linalg.norm(big[::2]), rel=1e-12)
+    assert blas.iamax(1000, bigb, 1, stream=stream, dtype="float64") == \
+        np.argmax(np.abs(big)) + 1
     blas.axpy(8, 2.0, xb, 1, yb, 1, stream=stream)
     blas.scal(4, -1.0, yb, 2, stream=stream)
     want = y + 2 * x

@@ -31,13 +31,10 @@ MANIFEST = harness.load_manifest()
 PARALLEL_RUNS = 2
 TIMEOUT_S = 300
 
-_CUBLAS = ("on GPU devices the drop-in cuBLAS runs GEMMs only (the portable GEMM kernels); "
-           "Level 1/2, int8, device pointer mode and cuBLASLt are refused there by name")
 # device -> program -> why it does not pass there yet
 NOT_YET: dict[str, dict[str, str]] = {
     "cpu": {},
     "opencl:0": {
-        "cublaslt_epilogues": _CUBLAS,
     },
 }
 # device -> program -> why it is not run there at all
@@ -50,9 +47,6 @@ SKIPPED: dict[str, dict[str, str]] = {
         "kernel_params": "Intel's OpenCL compiler spent over 200 s (in LLVM's SelectionDAG) on "
                          "the kernel that sums a 2 KiB struct parameter, which would hold the "
                          "suite for as long",
-        "cublas_routines": _CUBLAS + "; its GEMMs pass there, but each of their kernel "
-                           "variants (types, transposes) is an OpenCL compile of seconds, "
-                           "minutes in all before the first refusal",
     },
 }
 

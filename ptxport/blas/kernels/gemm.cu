@@ -6,8 +6,9 @@
 //
 //   GEMM_MMA       0: the SIMT kernel (any element type, FMA in the accumulator type);
 //                  1: the tensor-core kernel (f16 / bf16 in, f32 accumulate, mma.sync m16n8k16)
-//   TRANS_A/_B     op(A) / op(B) transposed (A stored k x m, B stored n x k)
-//   IN_KIND        A's and B's type: 0 f32, 1 f64, 2 f16, 3 bf16; OUT_KIND: C's type
+//   TRANS_A/_B     op(A) / op(B) transposed (A stored k x m, B stored n x k); -1: at run time
+//   IN_KIND        A's and B's type: 0 f32, 1 f64, 2 f16, 3 bf16, 4 int8 (SIMT only);
+//                  OUT_KIND: C's type, as IN_KIND or 5 int32 (with int8 in: int32 sums)
 //   BM, BN, BK     the block's tile of C (BM x BN) and its step along k
 //   TM, TN         (SIMT) each thread's micro-tile; WM, WN (MMA) the block's warps as a grid
 //
@@ -18,6 +19,17 @@
 // where alignment allows (VEC: the host checked ld, batch strides and pointers),
 // element-wise with zero fill at the matrix edges otherwise.
 
+#ifndef TRANS_A
+#define TRANS_A 0
+#endif
+#ifndef TRANS_B
+#define TRANS_B 0
+#endif
+// op(A) / op(B) transposed: fixed at compile time (TRANS_x 0 or 1), or -1: read from the
+// kernel's `trans` argument (bit 0: A, bit 1: B), one compilation for every transpose pair
+// where compiles are dear (OpenCL); helpers take `trans` so that both forms read the same.
+#define TA (TRANS_A >= 0 ? TRANS_A : (trans & 1))
+#define TB (TRANS_B >= 0 ? TRANS_B : (trans >> 1 & 1))
 #ifndef IN_KIND
 #define IN_KIND 0
 #endif
@@ -54,6 +66,8 @@ __device__ __forceinline__ u16 f32_to_bf16(float f) {   // round to nearest even
 typedef float In;
 #elif IN_KIND == 1
 typedef double In;
+#elif IN_KIND == 4
+typedef signed char In;
 #else
 typedef u16 In;
 #endif
@@ -61,11 +75,15 @@ typedef u16 In;
 typedef float Out;
 #elif OUT_KIND == 1
 typedef double Out;
+#elif OUT_KIND == 5
+typedef int Out;
 #else
 typedef u16 Out;
 #endif
 #if IN_KIND == 1
 typedef double Acc;
+#elif IN_KIND == 4
+typedef int Acc;   // int8 products summed in 32-bit integers (wrapping, as cuBLAS's 32I)
 #else
 typedef float Acc;
 #endif
@@ -92,13 +110,13 @@ __device__ __forceinline__ void store_c(Out *c, int ldc, int m, int n, int i, in
 }
 
 // op(A)(i, p) and op(B)(p, j), or 0 outside the matrices.
-__device__ __forceinline__ In load_a(const In *a, int lda, int m, int k, int i, int p) {
+__device__ __forceinline__ In load_a(const In *a, int lda, int m, int k, int i, int p, int trans) {
   if (i >= m || p >= k) return (In)0;
-  return TRANS_A ? a[p + (long long)i * lda] : a[i + (long long)p * lda];
+  return TA ? a[p + (long long)i * lda] : a[i + (long long)p * lda];
 }
-__device__ __forceinline__ In load_b(const In *b, int ldb, int k, int n, int p, int j) {
+__device__ __forceinline__ In load_b(const In *b, int ldb, int k, int n, int p, int j, int trans) {
   if (p >= k || j >= n) return (In)0;
-  return TRANS_B ? b[j + (long long)p * ldb] : b[p + (long long)j * ldb];
+  return TB ? b[j + (long long)p * ldb] : b[p + (long long)j * ldb];
 }
 
 #if !GEMM_MMA
@@ -117,17 +135,17 @@ __device__ __forceinline__ In load_b(const In *b, int ldb, int k, int n, int p, 
 
 // Element e of a tile of R x K (R rows, K along k), laid out so that consecutive e run along
 // the stored matrix's contiguous dimension: along rows when not transposed, along k when.
-__device__ __forceinline__ void a_coords(int e, int &i, int &p) {
-  if (TRANS_A) { p = e % BK; i = e / BK; } else { i = e % BM; p = e / BM; }
+__device__ __forceinline__ void a_coords(int e, int &i, int &p, int trans) {
+  if (TA) { p = e % BK; i = e / BK; } else { i = e % BM; p = e / BM; }
 }
-__device__ __forceinline__ void b_coords(int e, int &p, int &j) {
-  if (TRANS_B) { j = e % BN; p = e / BN; } else { p = e % BK; j = e / BK; }
+__device__ __forceinline__ void b_coords(int e, int &p, int &j, int trans) {
+  if (TB) { j = e % BN; p = e / BN; } else { p = e % BK; j = e / BK; }
 }
 
 extern "C" __global__ void __launch_bounds__(NT)
 ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long stride_a,
              const In *b, int ldb, long long stride_b, Acc beta, Out *c, int ldc,
-             long long stride_c) {
+             long long stride_c, int trans) {
   __shared__ Acc as[2][BK][BM + 1];
   __shared__ Acc bs[2][BK][BN + 1];
   const int t = threadIdx.x, tr = t % (BM / TM), tc = t / (BM / TM);
@@ -144,31 +162,31 @@ ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long str
 #pragma unroll
     for (int x = 0; x < A_PER_THREAD / 4; ++x) {
       int g = t + x * NT, i, p;
-      if (TRANS_A) { p = (g % (BK / 4)) * 4; i = g / (BK / 4); }
+      if (TA) { p = (g % (BK / 4)) * 4; i = g / (BK / 4); }
       else { i = (g % (BM / 4)) * 4; p = g / (BM / 4); }
       int gi = bm + i, gp = k0 + p;
       float *v = (float *)&ra[x];
-      if (TRANS_A ? (gi < m && gp + 3 < k) : (gi + 3 < m && gp < k)) {
-        ra[x] = *(const float4 *)(TRANS_A ? a + gp + (long long)gi * lda : a + gi + (long long)gp * lda);
+      if (TA ? (gi < m && gp + 3 < k) : (gi + 3 < m && gp < k)) {
+        ra[x] = *(const float4 *)(TA ? a + gp + (long long)gi * lda : a + gi + (long long)gp * lda);
       } else {
 #pragma unroll
         for (int y = 0; y < 4; ++y)
-          v[y] = TRANS_A ? load_a(a, lda, m, k, gi, gp + y) : load_a(a, lda, m, k, gi + y, gp);
+          v[y] = TA ? load_a(a, lda, m, k, gi, gp + y, trans) : load_a(a, lda, m, k, gi + y, gp, trans);
       }
     }
 #pragma unroll
     for (int x = 0; x < B_PER_THREAD / 4; ++x) {
       int g = t + x * NT, p, j;
-      if (TRANS_B) { j = (g % (BN / 4)) * 4; p = g / (BN / 4); }
+      if (TB) { j = (g % (BN / 4)) * 4; p = g / (BN / 4); }
       else { p = (g % (BK / 4)) * 4; j = g / (BK / 4); }
       int gp = k0 + p, gj = bn + j;
       float *v = (float *)&rb[x];
-      if (TRANS_B ? (gp < k && gj + 3 < n) : (gp + 3 < k && gj < n)) {
-        rb[x] = *(const float4 *)(TRANS_B ? b + gj + (long long)gp * ldb : b + gp + (long long)gj * ldb);
+      if (TB ? (gp < k && gj + 3 < n) : (gp + 3 < k && gj < n)) {
+        rb[x] = *(const float4 *)(TB ? b + gj + (long long)gp * ldb : b + gp + (long long)gj * ldb);
       } else {
 #pragma unroll
         for (int y = 0; y < 4; ++y)
-          v[y] = TRANS_B ? load_b(b, ldb, k, n, gp, gj + y) : load_b(b, ldb, k, n, gp + y, gj);
+          v[y] = TB ? load_b(b, ldb, k, n, gp, gj + y, trans) : load_b(b, ldb, k, n, gp + y, gj, trans);
       }
     }
   };
@@ -179,7 +197,7 @@ ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long str
       const float *v = (const float *)&ra[x];
 #pragma unroll
       for (int y = 0; y < 4; ++y) {
-        if (TRANS_A) as[s][(g % (BK / 4)) * 4 + y][g / (BK / 4)] = v[y];
+        if (TA) as[s][(g % (BK / 4)) * 4 + y][g / (BK / 4)] = v[y];
         else as[s][g / (BM / 4)][(g % (BM / 4)) * 4 + y] = v[y];
       }
     }
@@ -189,7 +207,7 @@ ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long str
       const float *v = (const float *)&rb[x];
 #pragma unroll
       for (int y = 0; y < 4; ++y) {
-        if (TRANS_B) bs[s][g / (BN / 4)][(g % (BN / 4)) * 4 + y] = v[y];
+        if (TB) bs[s][g / (BN / 4)][(g % (BN / 4)) * 4 + y] = v[y];
         else bs[s][(g % (BK / 4)) * 4 + y][g / (BK / 4)] = v[y];
       }
     }
@@ -200,27 +218,27 @@ ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long str
 #pragma unroll
     for (int x = 0; x < A_PER_THREAD; ++x) {
       int i, p;
-      a_coords(t + x * NT, i, p);
-      ra[x] = load_a(a, lda, m, k, bm + i, k0 + p);
+      a_coords(t + x * NT, i, p, trans);
+      ra[x] = load_a(a, lda, m, k, bm + i, k0 + p, trans);
     }
 #pragma unroll
     for (int x = 0; x < B_PER_THREAD; ++x) {
       int p, j;
-      b_coords(t + x * NT, p, j);
-      rb[x] = load_b(b, ldb, k, n, k0 + p, bn + j);
+      b_coords(t + x * NT, p, j, trans);
+      rb[x] = load_b(b, ldb, k, n, k0 + p, bn + j, trans);
     }
   };
   auto stash = [&](int s) {
 #pragma unroll
     for (int x = 0; x < A_PER_THREAD; ++x) {
       int i, p;
-      a_coords(t + x * NT, i, p);
+      a_coords(t + x * NT, i, p, trans);
       as[s][p][i] = to_acc<IN_KIND>(ra[x]);
     }
 #pragma unroll
     for (int x = 0; x < B_PER_THREAD; ++x) {
       int p, j;
-      b_coords(t + x * NT, p, j);
+      b_coords(t + x * NT, p, j, trans);
       bs[s][p][j] = to_acc<IN_KIND>(rb[x]);
     }
   };
@@ -290,34 +308,34 @@ struct Chunk { u16 v[8]; };
 // Chunk e of the tile: 8 consecutive elements along the stored matrix's contiguous
 // dimension, loaded as one 16-byte vector where VEC allows and all 8 are inside.
 __device__ __forceinline__ void load_chunk_a(const In *a, int lda, int m, int k, int bm, int k0,
-                                             int e, Chunk &out) {
+                                             int e, Chunk &out, int trans) {
   int i, p;
-  if (TRANS_A) { p = (e % (BK / 8)) * 8; i = e / (BK / 8); }   // contiguous along k
+  if (TA) { p = (e % (BK / 8)) * 8; i = e / (BK / 8); }   // contiguous along k
   else { i = (e % (BM / 8)) * 8; p = e / (BM / 8); }           // contiguous along rows
   int gi = bm + i, gp = k0 + p;
-  if (VEC && (TRANS_A ? (gi < m && gp + 7 < k) : (gi + 7 < m && gp < k))) {
-    const In *src = TRANS_A ? a + gp + (long long)gi * lda : a + gi + (long long)gp * lda;
+  if (VEC && (TA ? (gi < m && gp + 7 < k) : (gi + 7 < m && gp < k))) {
+    const In *src = TA ? a + gp + (long long)gi * lda : a + gi + (long long)gp * lda;
     *(uint4 *)out.v = *(const uint4 *)src;
     return;
   }
 #pragma unroll
   for (int x = 0; x < 8; ++x)
-    out.v[x] = TRANS_A ? load_a(a, lda, m, k, gi, gp + x) : load_a(a, lda, m, k, gi + x, gp);
+    out.v[x] = TA ? load_a(a, lda, m, k, gi, gp + x, trans) : load_a(a, lda, m, k, gi + x, gp, trans);
 }
 __device__ __forceinline__ void load_chunk_b(const In *b, int ldb, int k, int n, int k0, int bn,
-                                             int e, Chunk &out) {
+                                             int e, Chunk &out, int trans) {
   int p, j;
-  if (TRANS_B) { j = (e % (BN / 8)) * 8; p = e / (BN / 8); }   // contiguous along columns
+  if (TB) { j = (e % (BN / 8)) * 8; p = e / (BN / 8); }   // contiguous along columns
   else { p = (e % (BK / 8)) * 8; j = e / (BK / 8); }           // contiguous along k
   int gp = k0 + p, gj = bn + j;
-  if (VEC && (TRANS_B ? (gp < k && gj + 7 < n) : (gp + 7 < k && gj < n))) {
-    const In *src = TRANS_B ? b + gj + (long long)gp * ldb : b + gp + (long long)gj * ldb;
+  if (VEC && (TB ? (gp < k && gj + 7 < n) : (gp + 7 < k && gj < n))) {
+    const In *src = TB ? b + gj + (long long)gp * ldb : b + gp + (long long)gj * ldb;
     *(uint4 *)out.v = *(const uint4 *)src;
     return;
   }
 #pragma unroll
   for (int x = 0; x < 8; ++x)
-    out.v[x] = TRANS_B ? load_b(b, ldb, k, n, gp, gj + x) : load_b(b, ldb, k, n, gp + x, gj);
+    out.v[x] = TB ? load_b(b, ldb, k, n, gp, gj + x, trans) : load_b(b, ldb, k, n, gp + x, gj, trans);
 }
 
 __device__ __forceinline__ void mma_16816(float *d, const u32 *fa, const u32 *fb) {
@@ -337,7 +355,7 @@ __device__ __forceinline__ void mma_16816(float *d, const u32 *fa, const u32 *fb
 extern "C" __global__ void __launch_bounds__(NTHREADS)
 ptxport_gemm(int m, int n, int k, float alpha, const In *a, int lda, long long stride_a,
              const In *b, int ldb, long long stride_b, float beta, Out *c, int ldc,
-             long long stride_c) {
+             long long stride_c, int trans) {
   __shared__ __align__(16) u16 as[2][BM][PITCH];
   __shared__ __align__(16) u16 bs[2][BN][PITCH];
   const int t = threadIdx.x, warp = t / 32, lane = t % 32;
@@ -350,15 +368,15 @@ ptxport_gemm(int m, int n, int k, float alpha, const In *a, int lda, long long s
   Chunk ra[A_CHUNKS], rb[B_CHUNKS];
   auto fetch = [&](int k0) {
 #pragma unroll
-    for (int x = 0; x < A_CHUNKS; ++x) load_chunk_a(a, lda, m, k, bm, k0, t + x * NTHREADS, ra[x]);
+    for (int x = 0; x < A_CHUNKS; ++x) load_chunk_a(a, lda, m, k, bm, k0, t + x * NTHREADS, ra[x], trans);
 #pragma unroll
-    for (int x = 0; x < B_CHUNKS; ++x) load_chunk_b(b, ldb, k, n, k0, bn, t + x * NTHREADS, rb[x]);
+    for (int x = 0; x < B_CHUNKS; ++x) load_chunk_b(b, ldb, k, n, k0, bn, t + x * NTHREADS, rb[x], trans);
   };
   auto stash = [&](int s) {
 #pragma unroll
     for (int x = 0; x < A_CHUNKS; ++x) {
       int e = t + x * NTHREADS;
-      if (TRANS_A) {
+      if (TA) {
         *(uint4 *)&as[s][e / (BK / 8)][(e % (BK / 8)) * 8] = *(uint4 *)ra[x].v;
       } else {
         int i = (e % (BM / 8)) * 8, p = e / (BM / 8);
@@ -369,7 +387,7 @@ ptxport_gemm(int m, int n, int k, float alpha, const In *a, int lda, long long s
 #pragma unroll
     for (int x = 0; x < B_CHUNKS; ++x) {
       int e = t + x * NTHREADS;
-      if (TRANS_B) {
+      if (TB) {
         int j = (e % (BN / 8)) * 8, p = e / (BN / 8);
 #pragma unroll
         for (int y = 0; y < 8; ++y) bs[s][j + y][p] = rb[x].v[y];
