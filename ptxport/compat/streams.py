@@ -51,6 +51,11 @@ class Capture:
         node that queues the same work, described alike, on the stream a launch gives."""
         self.nodes.append(lambda stream: stream._submit(work, skippable, **about))
 
+    def _run_now(self, work: Callable[[], None], **about) -> bool:
+        """Stream._run_now's interface: captured work never runs at once (it is kept as a
+        node by _submit)."""
+        return False
+
     def record(self, event: Event) -> Event:
         self.nodes.append(lambda stream: stream.record(event))
         recorded_in[id(event)] = self

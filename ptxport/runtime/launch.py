@@ -415,8 +415,6 @@ def _queue(stream: Stream, config: LaunchConfig, kernel: Kernel, params: bytes, 
     # this thread now when its stream is idle, sparing two hand-overs between threads; a
     # failure is still raised by the next sync. Its first launch is queued, for Events to
     # say it compiled; a larger grid too, so that the caller's work overlaps it.
-    # (A stream capture, compat's graphs, records launches and has no _run_now.)
-    run_now = getattr(stream, "_run_now", None)
     if compiled or not at_once or prod(grid) * prod(block) > _AT_ONCE_THREADS or \
-            run_now is None or not run_now(run, what=what, kernel=kernel.name):
+            not stream._run_now(run, what=what, kernel=kernel.name):
         stream._submit(run, what=what, kernel=kernel.name, compiled=bool(compiled))
