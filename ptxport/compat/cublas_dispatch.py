@@ -16,7 +16,7 @@ from collections.abc import Callable
 from types import ModuleType
 
 from ptxport.compat import cublas, cublas_gemm, cublas_level2, cublas_signatures
-from ptxport.compat.dispatch import traced
+from ptxport.compat.dispatch import find_handler, traced
 from ptxport.compat.signatures import Signature
 from ptxport.compat.state import CudaError, state
 from ptxport.errors import (
@@ -67,15 +67,6 @@ def _wrap(name: str, handler: Callable[..., int]) -> Callable[..., int]:
     return call
 
 
-def _handler(name: str, modules: tuple[ModuleType, ...]) -> Callable[..., int]:
-    for module in modules:
-        handler = getattr(module, name, None)
-        if handler is not None:
-            return handler
-    raise PtxportError(f"ptxport.compat: cuBLAS entry point {name} has no handler: define "
-                       f"it in one of {', '.join(m.__name__ for m in modules)}")
-
-
 def handlers_for(entry_points: tuple[Signature, ...], stub_names: tuple[str, ...],
                  modules: tuple[ModuleType, ...]) \
         -> tuple[list[Callable[..., int]], Callable[[int], int]]:
@@ -85,7 +76,7 @@ def handlers_for(entry_points: tuple[Signature, ...], stub_names: tuple[str, ...
     trace = open(trace_path, "a", buffering=1) if trace_path else None
     handlers = []
     for sig in entry_points:
-        call = _wrap(sig.name, _handler(sig.name, modules))
+        call = _wrap(sig.name, find_handler(sig.name, modules))
         handlers.append(traced(sig, call, trace) if trace else call)
     reported: set[str] = set()
 

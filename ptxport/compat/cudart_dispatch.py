@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable
 
 from ptxport.compat import cudart, cudart_launch, cudart_signatures, driver
-from ptxport.compat.dispatch import _per_thread, code_of, traced
+from ptxport.compat.dispatch import code_of, find_handler, traced
 from ptxport.compat.signatures import flat
 from ptxport.compat.state import NOT_SUPPORTED, state
 from ptxport.errors import PtxportError
@@ -76,17 +76,6 @@ def _wrap(name: str, handler: Callable[..., int]) -> Callable[..., int]:
     return call
 
 
-def _handler(name: str) -> Callable[..., int]:
-    if name.endswith(cudart_signatures.PER_THREAD):
-        return _per_thread(_handler(name.rsplit("_", 1)[0]))
-    for module in _MODULES:
-        handler = getattr(module, name, None)
-        if handler is not None:
-            return handler
-    raise PtxportError(f"ptxport.compat: runtime entry point {name} has no handler: define "
-                       f"it in one of {', '.join(m.__name__ for m in _MODULES)}")
-
-
 def start(library_path: str) -> tuple[list[Callable[..., int]], Callable[[int], int]]:
     """Called once by libcudart.so.13: the handlers in cudart_signatures.ENTRY_POINTS order,
     and the handler of its stubs (stub STUB_COUNT + i is unsupported_names()[i])."""
@@ -95,7 +84,7 @@ def start(library_path: str) -> tuple[list[Callable[..., int]], Callable[[int], 
     trace = open(trace_path, "a", buffering=1) if trace_path else None
     handlers = []
     for sig in cudart_signatures.ENTRY_POINTS:
-        call = _wrap(sig.name, _handler(sig.name))
+        call = _wrap(sig.name, find_handler(sig.name, _MODULES, cudart_signatures.PER_THREAD))
         handlers.append(traced(flat(sig), call, trace) if trace else call)
     names = cudart_signatures.unsupported_names()
     reported: set[str] = set()

@@ -152,15 +152,18 @@ def _per_thread(handler: Callable[..., int]) -> Callable[..., int]:
     return call
 
 
-def _handler(name: str) -> Callable[..., int]:
-    if name.endswith(signatures.PER_THREAD_SUFFIXES):
-        return _per_thread(_handler(name.rsplit("_", 1)[0]))
-    for module in _MODULES:
+def find_handler(name: str, modules, per_thread: tuple[str, ...] = ()) -> Callable[..., int]:
+    """The Python handler of entry point `name`: the function of that name in the first of
+    `modules` that has one; a name ending in one of `per_thread` is its base name's handler
+    run with the calling thread's default stream (every drop-in library resolves alike)."""
+    if per_thread and name.endswith(per_thread):
+        return _per_thread(find_handler(name.rsplit("_", 1)[0], modules, per_thread))
+    for module in modules:
         handler = getattr(module, name, None)
         if handler is not None:
             return handler
     raise PtxportError(f"ptxport.compat: entry point {name} has no handler: define it in "
-                       f"one of {', '.join(m.__name__ for m in _MODULES)}")
+                       f"one of {', '.join(m.__name__ for m in modules)}")
 
 
 def start(library_path: str) -> tuple[list[Callable[..., int]], Callable[[int], int]]:
@@ -172,7 +175,7 @@ def start(library_path: str) -> tuple[list[Callable[..., int]], Callable[[int], 
     lib.trace = trace
     handlers = []
     for sig in signatures.ENTRY_POINTS:
-        call = _wrap(sig.name, _handler(sig.name))
+        call = _wrap(sig.name, find_handler(sig.name, _MODULES, signatures.PER_THREAD_SUFFIXES))
         handlers.append(traced(sig, call, trace) if trace else call)
 
     def unsupported(k: int) -> int:

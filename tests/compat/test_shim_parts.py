@@ -15,7 +15,8 @@ from ptxport.errors import InvalidValueError, PtxportError
 
 def test_every_entry_point_has_a_handler():
     for sig in signatures.ENTRY_POINTS:
-        assert callable(dispatch._handler(sig.name)), sig.name
+        assert callable(dispatch.find_handler(sig.name, dispatch._MODULES,
+                                              signatures.PER_THREAD_SUFFIXES)), sig.name
 
 
 def test_prototypes_parse_with_c_types():
