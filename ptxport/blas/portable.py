@@ -39,7 +39,15 @@ from ptxport.runtime.stream import Stream
 __all__ = ["MMA_CANDIDATES", "SIMT_CANDIDATES", "TileConfig", "gemm", "kernel_for",
            "tuned_config"]
 
-SOURCE = Path(__file__).resolve().parent / "kernels" / "gemm.cu"
+KERNELS = Path(__file__).resolve().parent / "kernels"
+SOURCE = KERNELS / "gemm.cu"
+
+
+def kernel_source(path: Path) -> str:
+    """A kernel file of kernels/ with the element-type helpers both share (elements.cuh) in
+    front; `#line` keeps the file's own line numbers in messages and line tables."""
+    return ((KERNELS / "elements.cuh").read_text() + f'#line 1 "{path.name}"\n'
+            + path.read_text())
 # uint16: bfloat16 bits; int8 in with int32 out: cuBLAS's 32I compute (SIMT kernel)
 _KINDS = {"float32": 0, "float64": 1, "float16": 2, "uint16": 3, "int8": 4, "int32": 5}
 _TUNE_SIZE = {"cuda": 2048, "hip": 2048}
@@ -99,7 +107,7 @@ def kernel_for(arch: str, config: TileConfig, ta: int, tb: int, in_kind: int, ou
               "WM": config.wm or 1, "WN": config.wn or 1}
     options = ProgramOptions(arch=arch, define_macro=[(k, str(v)) for k, v in macros.items()],
                              name="ptxport_gemm.cu")
-    return Program(SOURCE.read_text(), "c++", options).compile().get_kernel("ptxport_gemm")
+    return Program(kernel_source(SOURCE), "c++", options).compile().get_kernel("ptxport_gemm")
 
 
 def _arch(device: Device, mma: bool) -> str:

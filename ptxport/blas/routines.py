@@ -11,10 +11,10 @@ for one compile (on OpenCL, seconds each).
 from __future__ import annotations
 
 import functools
-from pathlib import Path
 
 import numpy as np
 
+from ptxport.blas.portable import KERNELS, kernel_source
 from ptxport.errors import UnsupportedFeatureError
 from ptxport.runtime.launch import LaunchConfig, launch
 from ptxport.runtime.memory import Buffer
@@ -25,7 +25,7 @@ from ptxport.runtime.stream import Stream
 __all__ = ["BLOCK", "KINDS", "REDUCE_OPS", "axpy", "elementwise_grid", "geam", "gemv", "kernel",
            "reduce", "reduce_to_host", "run", "scal"]
 
-SOURCE = Path(__file__).resolve().parent / "kernels" / "routines.cu"
+SOURCE = KERNELS / "routines.cu"
 # element type -> the kernels' kind argument (bfloat16 is stored as its bits, uint16)
 KINDS = {"float32": 0, "float16": 2, "uint16": 3}
 REDUCE_OPS = {"dot": 0, "nrm2": 1, "asum": 2, "iamax": 3}
@@ -37,7 +37,7 @@ _GRID_LIMIT = 1024
 def _module(arch: str, double: bool):
     options = ProgramOptions(arch=arch, define_macro=[("ACC_KIND", str(int(double)))],
                              name="ptxport_blas_routines.cu")
-    return Program(SOURCE.read_text(), "c++", options).compile()
+    return Program(kernel_source(SOURCE), "c++", options).compile()
 
 
 def kernel(stream: Stream, name: str, double: bool = False) -> Kernel:
