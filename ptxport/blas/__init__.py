@@ -373,42 +373,38 @@ def dot(n: int, x: Buffer, incx: int, y: Buffer, incy: int, *, stream: Stream,
     return float(_reduce(stream, "dot", lambda: np.dot(xs, ys)))
 
 
+def _one_vector(name: str, n: int, x: Buffer, incx: int, stream: Stream, dtype: object,
+                on_host: Callable[[np.ndarray], object]) -> object | None:
+    """A reduction of one vector (nrm2, asum, iamax): None for n <= 0 or incx <= 0 (the
+    caller's zero), else the routine's kernel on GPU devices, `on_host(x)` on the cpu."""
+    n = _level1(stream, name, n, x)
+    if n <= 0 or incx <= 0:
+        return None
+    dt = _dtype(dtype)
+    if not _on_cpu(stream):
+        return routines.reduce_to_host(stream, name, dt, n, _fits(x, dt, (n,), (incx,), "x"),
+                                       incx)
+    xs = _vector(x, dt, n, incx, "x")
+    return _reduce(stream, name, lambda: on_host(xs))
+
+
 def nrm2(n: int, x: Buffer, incx: int, *, stream: Stream, dtype: object = "float32") -> float:
     """The Euclidean norm of x (0 for n <= 0 or incx <= 0), squares summed in double."""
-    n = _level1(stream, "nrm2", n, x)
-    if n <= 0 or incx <= 0:
-        return 0.0
-    if not _on_cpu(stream):
-        dt = _dtype(dtype)
-        return float(routines.reduce_to_host(stream, "nrm2", dt, n,
-                                                     _fits(x, dt, (n,), (incx,), "x"), incx))
-    xs = _vector(x, _dtype(dtype), n, incx, "x")
-    return float(_reduce(stream, "nrm2",
-                         lambda: np.sqrt(np.sum(np.square(xs, dtype=np.float64)))))
+    result = _one_vector("nrm2", n, x, incx, stream, dtype,
+                         lambda xs: np.sqrt(np.sum(np.square(xs, dtype=np.float64))))
+    return 0.0 if result is None else float(result)
 
 
 def asum(n: int, x: Buffer, incx: int, *, stream: Stream, dtype: object = "float32") -> float:
     """The sum of |x_i| (0 for n <= 0 or incx <= 0)."""
-    n = _level1(stream, "asum", n, x)
-    if n <= 0 or incx <= 0:
-        return 0.0
-    if not _on_cpu(stream):
-        dt = _dtype(dtype)
-        return float(routines.reduce_to_host(stream, "asum", dt, n,
-                                                     _fits(x, dt, (n,), (incx,), "x"), incx))
-    xs = _vector(x, _dtype(dtype), n, incx, "x")
-    return float(_reduce(stream, "asum", lambda: np.sum(np.abs(xs), dtype=np.float64)))
+    result = _one_vector("asum", n, x, incx, stream, dtype,
+                         lambda xs: np.sum(np.abs(xs), dtype=np.float64))
+    return 0.0 if result is None else float(result)
 
 
 def iamax(n: int, x: Buffer, incx: int, *, stream: Stream, dtype: object = "float32") -> int:
     """The 1-based index of the first element of largest magnitude (0 for n <= 0 or
     incx <= 0), as cublasI<t>amax."""
-    n = _level1(stream, "iamax", n, x)
-    if n <= 0 or incx <= 0:
-        return 0
-    if not _on_cpu(stream):
-        dt = _dtype(dtype)
-        return int(routines.reduce_to_host(stream, "iamax", dt, n,
-                                                     _fits(x, dt, (n,), (incx,), "x"), incx))
-    xs = _vector(x, _dtype(dtype), n, incx, "x")
-    return int(_reduce(stream, "iamax", lambda: np.argmax(np.abs(xs)))) + 1
+    result = _one_vector("iamax", n, x, incx, stream, dtype,
+                         lambda xs: int(np.argmax(np.abs(xs))) + 1)
+    return 0 if result is None else int(result)
