@@ -318,18 +318,16 @@ __device__ __forceinline__ void load_chunk_b(const In *b, int ldb, int k, int n,
     out.v[x] = TB ? load_b(b, ldb, k, n, gp, gj + x, trans) : load_b(b, ldb, k, n, gp + x, gj, trans);
 }
 
-__device__ __forceinline__ void mma_16816(float *d, const u32 *fa, const u32 *fb) {
 #if IN_KIND == 3
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-               "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(fa[0]), "r"(fa[1]), "r"(fa[2]), "r"(fa[3]), "r"(fb[0]), "r"(fb[1]));
+#define MMA_IN "bf16"
 #else
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+#define MMA_IN "f16"
+#endif
+__device__ __forceinline__ void mma_16816(float *d, const u32 *fa, const u32 *fb) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." MMA_IN "." MMA_IN ".f32 "
                "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                : "r"(fa[0]), "r"(fa[1]), "r"(fa[2]), "r"(fa[3]), "r"(fb[0]), "r"(fb[1]));
-#endif
 }
 
 extern "C" __global__ void __launch_bounds__(NTHREADS)
