@@ -22,38 +22,29 @@ __all__ = ["ClaimedArgs", "call_claimed"]
 ClaimedArgs = ctypes.c_int64 * 9
 COUNTER, TOTAL, CHUNK = 4, 5, 6
 
-_IR = """
-define i64 @ptxport_call_claimed(i8* %fn, i64* %args) {
-  %p0 = getelementptr i64, i64* %args, i64 0
-  %a0 = load i64, i64* %p0
-  %p1 = getelementptr i64, i64* %args, i64 1
-  %a1 = load i64, i64* %p1
-  %p2 = getelementptr i64, i64* %args, i64 2
-  %a2 = load i64, i64* %p2
-  %p3 = getelementptr i64, i64* %args, i64 3
-  %w3 = load i64, i64* %p3
-  %a3 = trunc i64 %w3 to i32
-  %p4 = getelementptr i64, i64* %args, i64 4
-  %a4 = load i64, i64* %p4
-  %p5 = getelementptr i64, i64* %args, i64 5
-  %a5 = load i64, i64* %p5
-  %p6 = getelementptr i64, i64* %args, i64 6
-  %a6 = load i64, i64* %p6
-  %p7 = getelementptr i64, i64* %args, i64 7
-  %a7 = load i64, i64* %p7
-  %p8 = getelementptr i64, i64* %args, i64 8
-  %a8 = load i64, i64* %p8
-  %c0 = inttoptr i64 %a0 to i8*
-  %c1 = inttoptr i64 %a1 to i8*
-  %c4 = inttoptr i64 %a4 to i8*
-  %c7 = inttoptr i64 %a7 to i8*
-  %c8 = inttoptr i64 %a8 to i8*
-  %f = bitcast i8* %fn to i64 (i8*, i8*, i64, i32, i8*, i64, i64, i8*, i8*)*
-  %r = call i64 %f(i8* %c0, i8* %c1, i64 %a2, i32 %a3, i8* %c4, i64 %a5, i64 %a6, i8* %c7,
-                   i8* %c8)
-  ret i64 %r
-}
-"""
+# run_claimed_blocks' parameter types (as jit.RunClaimedBlocks declares them), in LLVM's words.
+_PARAMETERS = ("i8*", "i8*", "i64", "i32", "i8*", "i64", "i64", "i8*", "i8*")
+
+
+def _trampoline_ir() -> str:
+    """ptxport_call_claimed(fn, args): load each word of args, narrow or cast it to its
+    parameter's type, and call fn with them."""
+    lines, values = [], []
+    for i, kind in enumerate(_PARAMETERS):
+        lines += [f"  %p{i} = getelementptr i64, i64* %args, i64 {i}",
+                  f"  %w{i} = load i64, i64* %p{i}"]
+        if kind == "i64":
+            values.append(f"i64 %w{i}")
+            continue
+        cast = "trunc" if kind == "i32" else "inttoptr"
+        lines.append(f"  %a{i} = {cast} i64 %w{i} to {kind}")
+        values.append(f"{kind} %a{i}")
+    signature = ", ".join(_PARAMETERS)
+    return "\n".join([
+        "define i64 @ptxport_call_claimed(i8* %fn, i64* %args) {", *lines,
+        f"  %f = bitcast i8* %fn to i64 ({signature})*",
+        f"  %r = call i64 %f({', '.join(values)})", "  ret i64 %r", "}", ""])
+
 
 CallClaimed = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p)
 _KEPT: list = []     # the engine that holds the trampoline's code, for the process's life
@@ -64,7 +55,7 @@ def call_claimed() -> ctypes._CFuncPtr:
     """call_claimed()(entry_address, args_address): run_claimed_blocks at `entry_address`
     with the nine words at `args_address`; its result."""
     with LLVM_LOCK:
-        module = llvm.parse_assembly(_IR.replace(",\n                   ", ", "))
+        module = llvm.parse_assembly(_trampoline_ir())
         module.triple = llvm.get_process_triple()
         engine = llvm.create_mcjit_compiler(module, target_machine())
         engine.finalize_object()
