@@ -260,10 +260,9 @@ def _compile(args) -> int:
         return loaded
     module = loaded[0]
     try:
-        if family != "nvptx":   # textures and surfaces through ptxport's sampler
-            from ptxport.passes import textures
+        from ptxport.codegen.compile import sampler_lowered
 
-            module = textures.run(module, family)
+        module = sampler_lowered(module, family)
         if family == "nvptx":
             from ptxport.codegen.targets.nvptx import compile_module
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ptxport.errors import InvalidValueError
 from ptxport.ir.nodes import Module
 
-__all__ = ["compile_for_target", "compile_cpu_image", "TARGET_FORMS"]
+__all__ = ["compile_for_target", "compile_cpu_image", "sampler_lowered", "TARGET_FORMS"]
 
 TARGET_FORMS = ("cpu", "nvptx:sm_XX", "amdgpu:gfxNNNN", "spirv")
 
@@ -19,10 +19,7 @@ def compile_for_target(module: Module, target: str) -> str | bytes | dict[str, s
     amdgpu, a SPIR-V module for spirv, and LLVM IR text per kernel for cpu (the CPU target
     compiles kernels one by one, and JIT-compiles them when they are launched)."""
     family, _, arch = target.partition(":")
-    if family != "nvptx":   # NVIDIA's texture units do what the sampler does elsewhere
-        from ptxport.passes import textures
-
-        module = textures.run(module, family)
+    module = sampler_lowered(module, family)
     if family == "nvptx":
         from ptxport.codegen.targets import nvptx
 
@@ -45,6 +42,17 @@ def compile_for_target(module: Module, target: str) -> str | bytes | dict[str, s
         return {f.name: str(build_llvm(module, f.name)[0]) for f in module.kernels}
     raise InvalidValueError(f"unknown target {target!r}: the targets are "
                             f"{', '.join(TARGET_FORMS)}")
+
+
+def sampler_lowered(module: Module, family: str) -> Module:
+    """What a target family compiles: `module` itself where NVIDIA's texture units do the
+    sampling (nvptx, the cuda device), else its texture and surface instructions lowered to
+    calls of ptxport's sampler (passes/textures.py; the module itself when it has none)."""
+    if family in ("nvptx", "cuda"):
+        return module
+    from ptxport.passes import textures
+
+    return textures.run(module, family)
 
 
 def compile_cpu_image(module: Module, kernel: str, options=None, block=None):

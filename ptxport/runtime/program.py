@@ -205,9 +205,9 @@ class ObjectCode:
         if device._backend.name == "cuda":
             return self.module
         if self._portable is None:
-            from ptxport.passes import textures
+            from ptxport.codegen.compile import sampler_lowered
 
-            self._portable = textures.run(self.module, device._backend.name)
+            self._portable = sampler_lowered(self.module, device._backend.name)
         return self._portable
 
     def _binary(self, device: Device, kernel: str) -> KernelBinary:
