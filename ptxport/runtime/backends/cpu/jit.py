@@ -145,8 +145,11 @@ class CpuKernelBinary:
         self.run_threads = RunThreads(address("run_threads"))
         self.run_blocks = RunBlocks(address("run_blocks"))
         self.run_claimed_blocks = RunClaimedBlocks(address("run_claimed_blocks"))
-        # (the executor calls it through entry.call_claimed, with its arguments in memory)
+        # (the executor's workers call the claiming entry points through entry.py's
+        # trampolines, with their arguments in memory)
         self.run_claimed_blocks_address = address("run_claimed_blocks")
+        self.run_claimed_waiting_blocks_address = address("run_claimed_waiting_blocks") \
+            if waits else 0
         # Completes the common waits natively (codegen/targets/cpu/native.py); tests turn it off to
         # compare with the general resolver.
         self.run_block = RunBlock(address("run_block")) if waits else None

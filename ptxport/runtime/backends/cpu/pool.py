@@ -1,0 +1,303 @@
+"""Native worker threads that run a launch's blocks on every core, with no Python between
+blocks or between workers.
+
+A pool is a set of threads parked on a condition variable (POSIX threads, started once and
+kept; they never run Python). A launch hands a pool a job: a claiming entry point, its
+trampoline (entry.py), one row of argument words per worker and a word for each worker's
+result. `run` is ONE ctypes call (the GIL is released for its whole length): it wakes the
+pool's threads with one broadcast, runs worker 0's share on the calling thread, and returns
+once every worker has claimed its last chunk. Each worker claims chunks of blocks from the
+launch's shared counter with atomic adds inside the compiled kernel (codegen/targets/cpu/
+entry.py). A worker whose block failed (trap, fault, stop) sets the counter to the grid's end
+when the job says so, so that the others stop after their chunk.
+
+A pool runs one launch at a time: a launching thread takes a free pool (or makes one) for the
+launch and gives it back after, so that launches from several streams at once each have their
+own threads (a kernel may wait for a flag another stream's kernel sets, as on a GPU). The pool
+code is LLVM IR built here and compiled once per process; its pthread functions are resolved
+by ctypes from the process, so a missing one is a clear error, not a crash.
+
+Why native threads: with Python threads as workers, each worker took the GIL to wake, to set
+up and again to finish, one after the other, and a worker that had to wait for the GIL behind
+a busy thread waited up to the interpreter's switch interval (5 ms): on 16 cores the
+launches of benchmarks/cpu_kernels.py took at least that long, barely faster than on one.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from functools import cache
+
+import llvmlite.binding as llvm
+import numpy as np
+from llvmlite import ir as ll
+
+from ptxport.codegen.lower import I32, I64, PTR
+from ptxport.codegen.targets.cpu.machine import LLVM_LOCK, target_machine
+from ptxport.errors import PtxportError
+
+__all__ = ["JOB_WORDS", "Job", "Pool", "give", "take"]
+
+# A pool's memory (bytes): the pthread objects (opaque; 128 bytes is more than any libc's),
+# the generation (bumped for each job) and the job's address on one cache line, the count of
+# workers still running on another (the workers write it; the launching thread reads it).
+_MUTEX, _WORK, _DONE, _GENERATION, _JOB, _REMAINING, _SIZE = 0, 128, 256, 384, 392, 448, 512
+
+# A job's words (Job below).
+TRAMPOLINE, ENTRY, ARGS, STRIDE, RESULTS, WORKERS, COUNTER, TOTAL, STOP_ON_FAILURE = range(9)
+JOB_WORDS = 9
+
+_PTHREADS = ("pthread_mutex_lock", "pthread_mutex_unlock", "pthread_cond_wait",
+             "pthread_cond_broadcast", "pthread_cond_signal")
+
+
+class Job:
+    """What a pool runs: worker i calls trampoline(entry, args + i * stride words) and stores
+    the result in results[i]. The words live in a numpy array so that a launch sets the few
+    that change (the grid's block count) without rebuilding anything."""
+
+    def __init__(self) -> None:
+        self.words = np.zeros(JOB_WORDS, dtype=np.int64)
+        self.address = self.words.ctypes.data
+
+
+def _declare(module: ll.Module) -> dict[str, ll.Function]:
+    """The pthread functions, by their names in the process (pointers as opaque `ptr`)."""
+    one, two = ll.FunctionType(I32, [PTR]), ll.FunctionType(I32, [PTR, PTR])
+    return {name: ll.Function(module, two if name == "pthread_cond_wait" else one,
+                              f"ptxport.{name}") for name in _PTHREADS}
+
+
+def _word(b: ll.IRBuilder, base, index: int | ll.Value):
+    return b.gep(base, [index if isinstance(index, ll.Value) else I64(index)],
+                 source_etype=I64)
+
+
+def _field(b: ll.IRBuilder, pool, offset: int):
+    return b.gep(pool, [I64(offset)], source_etype=ll.IntType(8))
+
+
+def _build_share(module: ll.Module) -> ll.Function:
+    """void share(job, index): worker `index`'s part of the job (see Job)."""
+    fn = ll.Function(module, ll.FunctionType(ll.VoidType(), [PTR, I64]), "ptxport_pool_share")
+    fn.linkage = "internal"
+    job, index = fn.args
+    b = ll.IRBuilder(fn.append_basic_block("entry"))
+    trampoline = b.inttoptr(b.load(_word(b, job, TRAMPOLINE), typ=I64),
+                            ll.FunctionType(I64, [PTR, PTR]).as_pointer())
+    entry = b.inttoptr(b.load(_word(b, job, ENTRY), typ=I64), PTR)
+    args = b.inttoptr(b.add(b.load(_word(b, job, ARGS), typ=I64),
+                            b.mul(b.mul(index, b.load(_word(b, job, STRIDE), typ=I64)), I64(8))),
+                      PTR)
+    result = b.call(trampoline, [entry, args])
+    results = b.inttoptr(b.load(_word(b, job, RESULTS), typ=I64), PTR)
+    b.store(result, _word(b, results, index))
+    failed = b.and_(b.icmp_signed(">=", result, I64(0)),
+                    b.icmp_unsigned("!=", b.load(_word(b, job, STOP_ON_FAILURE), typ=I64),
+                                    I64(0)))
+    with b.if_then(failed):
+        counter = b.inttoptr(b.load(_word(b, job, COUNTER), typ=I64), PTR)
+        b.atomic_rmw("xchg", counter, b.load(_word(b, job, TOTAL), typ=I64), "seq_cst")
+    b.ret_void()
+    return fn
+
+
+def _build_thread(module: ll.Module, share: ll.Function, pthread: dict) -> None:
+    """void *ptxport_pool_thread(arg): arg = {pool, index, generation seen}: park on the
+    pool's `work` condition until the generation changes, run its share of the job when the
+    job has that many workers, tell the launching thread when it was the last, park again."""
+    fn = ll.Function(module, ll.FunctionType(PTR, [PTR]), "ptxport_pool_thread")
+    b = ll.IRBuilder(fn.append_basic_block("entry"))
+    (arg,) = fn.args
+    pool = b.inttoptr(b.load(_word(b, arg, 0), typ=I64), PTR)
+    index = b.load(_word(b, arg, 1), typ=I64)
+    seen = b.alloca(I64)
+    b.store(b.load(_word(b, arg, 2), typ=I64), seen)
+    mutex, work, done = (_field(b, pool, o) for o in (_MUTEX, _WORK, _DONE))
+    generation, job_slot = _field(b, pool, _GENERATION), _field(b, pool, _JOB)
+    remaining = _field(b, pool, _REMAINING)
+    park, check, wait, woken = (fn.append_basic_block(n) for n in ("park", "check", "wait",
+                                                                   "woken"))
+    b.branch(park)
+    b.position_at_end(park)
+    b.call(pthread["pthread_mutex_lock"], [mutex])
+    b.branch(check)
+    b.position_at_end(check)
+    now = b.load(generation, typ=I64)
+    b.cbranch(b.icmp_unsigned("==", now, b.load(seen, typ=I64)), wait, woken)
+    b.position_at_end(wait)
+    b.call(pthread["pthread_cond_wait"], [work, mutex])
+    b.branch(check)
+    b.position_at_end(woken)
+    b.store(now, seen)
+    job = b.load(job_slot, typ=PTR)
+    b.call(pthread["pthread_mutex_unlock"], [mutex])
+    with b.if_then(b.icmp_signed("<", index, b.load(_word(b, job, WORKERS), typ=I64))):
+        b.call(share, [job, index])
+        last = b.icmp_signed("==", b.atomic_rmw("sub", remaining, I64(1), "seq_cst"), I64(1))
+        with b.if_then(last):
+            # (under the mutex: the launching thread checks `remaining` under it before it
+            # waits, so this signal cannot come between its check and its wait)
+            b.call(pthread["pthread_mutex_lock"], [mutex])
+            b.call(pthread["pthread_cond_signal"], [done])
+            b.call(pthread["pthread_mutex_unlock"], [mutex])
+    b.branch(park)
+
+
+def _build_run(module: ll.Module, share: ll.Function, pthread: dict) -> None:
+    """void ptxport_pool_run(pool, job): wake the pool's threads for the job (when it has more
+    than one worker), run worker 0's share, wait until the other workers are done."""
+    fn = ll.Function(module, ll.FunctionType(ll.VoidType(), [PTR, PTR]), "ptxport_pool_run")
+    pool, job = fn.args
+    b = ll.IRBuilder(fn.append_basic_block("entry"))
+    mutex, work, done = (_field(b, pool, o) for o in (_MUTEX, _WORK, _DONE))
+    remaining = _field(b, pool, _REMAINING)
+    helpers = b.sub(b.load(_word(b, job, WORKERS), typ=I64), I64(1))
+    several = b.icmp_signed(">", helpers, I64(0))
+    with b.if_then(several):
+        b.call(pthread["pthread_mutex_lock"], [mutex])
+        b.store(job, _field(b, pool, _JOB))
+        b.atomic_rmw("xchg", remaining, helpers, "seq_cst")
+        generation = _field(b, pool, _GENERATION)
+        b.store(b.add(b.load(generation, typ=I64), I64(1)), generation)
+        b.call(pthread["pthread_cond_broadcast"], [work])
+        b.call(pthread["pthread_mutex_unlock"], [mutex])
+    b.call(share, [job, I64(0)])
+    check, wait, out = (fn.append_basic_block(n) for n in ("check", "wait", "out"))
+    wait_for_helpers = fn.append_basic_block("wait_for_helpers")
+    b.cbranch(several, wait_for_helpers, out)
+    b.position_at_end(wait_for_helpers)
+    b.call(pthread["pthread_mutex_lock"], [mutex])
+    b.branch(check)
+    b.position_at_end(check)
+    left = b.atomic_rmw("add", remaining, I64(0), "seq_cst")   # (an atomic read)
+    unlock = fn.append_basic_block("unlock")
+    b.cbranch(b.icmp_signed("==", left, I64(0)), unlock, wait)
+    b.position_at_end(wait)
+    b.call(pthread["pthread_cond_wait"], [done, mutex])
+    b.branch(check)
+    b.position_at_end(unlock)
+    b.call(pthread["pthread_mutex_unlock"], [mutex])
+    b.branch(out)
+    b.position_at_end(out)
+    b.ret_void()
+
+
+class _Native:
+    """The pool's compiled code and the libc functions Python calls to set pools up."""
+
+    def __init__(self) -> None:
+        libc = ctypes.CDLL(None)
+        try:
+            functions = {name: getattr(libc, name) for name in (
+                *_PTHREADS, "pthread_mutex_init", "pthread_cond_init", "pthread_create",
+                "pthread_detach")}
+        except AttributeError as e:
+            raise PtxportError(
+                f"the CPU device runs blocks on POSIX threads, and this process has no {e}: "
+                "run with set_workers(1)") from None
+        module = ll.Module("ptxport_pool")
+        pthread = _declare(module)
+        share = _build_share(module)
+        _build_thread(module, share, pthread)
+        _build_run(module, share, pthread)
+        with LLVM_LOCK:
+            for name in _PTHREADS:
+                llvm.add_symbol(f"ptxport.{name}",
+                                ctypes.cast(functions[name], ctypes.c_void_p).value)
+            parsed = llvm.parse_assembly(str(module))
+            parsed.triple = llvm.get_process_triple()
+            self._engine = llvm.create_mcjit_compiler(parsed, target_machine())
+            self._engine.finalize_object()
+            self.thread = self._engine.get_function_address("ptxport_pool_thread")
+            # (ctypes releases the GIL for the call)
+            self.run = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(
+                self._engine.get_function_address("ptxport_pool_run"))
+        self.init_mutex, self.init_cond = (functions["pthread_mutex_init"],
+                                           functions["pthread_cond_init"])
+        self.create, self.detach = functions["pthread_create"], functions["pthread_detach"]
+        self.detach.argtypes = [ctypes.c_void_p]
+
+
+@cache
+def _native() -> _Native:
+    return _Native()
+
+
+class Pool:
+    """Threads that run jobs (see the module's note). `number` tells pools apart (the
+    executor keeps each pool's workers' memory under it)."""
+
+    def __init__(self, number: int):
+        self.number, self.threads, self.forks = number, 0, _FORKS[0]
+        self._native = _native()
+        raw = np.zeros(_SIZE + 64, dtype=np.uint8)
+        start = (-raw.ctypes.data) % 64
+        self._memory = raw[start:start + _SIZE]
+        self.address = self._memory.ctypes.data
+        if self._native.init_mutex(ctypes.c_void_p(self.address + _MUTEX), None) or any(
+                self._native.init_cond(ctypes.c_void_p(self.address + o), None)
+                for o in (_WORK, _DONE)):
+            raise PtxportError("the CPU device could not set up its worker threads' "
+                               "mutex and conditions (pthread_*_init failed)")
+        self._thread_args: list[np.ndarray] = []
+
+    def grow(self, helpers: int) -> None:
+        """Have at least `helpers` threads (worker numbers 1..helpers)."""
+        generation = int(self._memory[_GENERATION:_GENERATION + 8].view(np.int64)[0])
+        while self.threads < helpers:
+            arg = np.array([self.address, self.threads + 1, generation], dtype=np.int64)
+            handle = ctypes.c_uint64(0)
+            failed = self._native.create(ctypes.byref(handle), None,
+                                         ctypes.c_void_p(self._native.thread),
+                                         ctypes.c_void_p(arg.ctypes.data))
+            if failed:
+                raise PtxportError(
+                    f"the CPU device could not start worker thread {self.threads + 1} "
+                    f"(pthread_create returned {os.strerror(failed)}); use set_workers() "
+                    "with fewer workers")
+            self._native.detach(ctypes.c_void_p(handle.value))
+            self._thread_args.append(arg)     # (the thread reads it for its life)
+            self.threads += 1
+
+    def run(self, job: Job) -> None:
+        """Run the job on this pool's threads and the calling thread (which must hold the
+        pool, and have grown it to the job's workers - 1)."""
+        self._native.run(self.address, job.address)
+
+
+# Pools no launch holds now; the count ever made (pools are numbered from 0, in a forked
+# child on from its parent's count); how many forks this process is from the first one.
+_FREE: list[Pool] = []
+_MADE = [0]
+_FORKS = [0]
+_LOCK = threading.Lock()
+
+
+def take() -> Pool:
+    """A pool for one launch, that no other launch uses until it is given back."""
+    try:
+        return _FREE.pop()
+    except IndexError:
+        with _LOCK:
+            number, _MADE[0] = _MADE[0], _MADE[0] + 1
+        return Pool(number)
+
+
+def give(pool: Pool) -> None:
+    """Give back a pool taken for a launch that has ended (one taken before a fork is
+    dropped: its threads stayed in the parent)."""
+    if pool.forks == _FORKS[0]:
+        _FREE.append(pool)
+
+
+def _forget_after_fork() -> None:
+    """A forked child has none of its parent's threads: its pools are new ones."""
+    _FREE.clear()
+    _FORKS[0] += 1
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_after_fork)
