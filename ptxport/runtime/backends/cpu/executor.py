@@ -398,6 +398,7 @@ class _Team:
         # its worker's claiming: Python goes on with it after)
         words[pool_threads.STOP_ON_FAILURE] = layout is entry.CLAIMED
         self.args = self.results = np.zeros(0, dtype=np.int64)
+        self._last: tuple[int, int, int] | None = None     # what run() last set
 
     def size_for(self, count: int) -> None:
         """Have at least `count` workers."""
@@ -408,6 +409,7 @@ class _Team:
         self.args = np.array([w.claim_words[self.layout] for w in self.workers], np.int64)
         self.args[:, self.layout.counter] = self.counter_address
         self.results = np.zeros(count, dtype=np.int64)
+        self._last = None
         words = self.job.words
         words[pool_threads.ARGS] = self.args.ctypes.data
         words[pool_threads.RESULTS] = self.results.ctypes.data
@@ -415,10 +417,14 @@ class _Team:
     def run(self, pool, count: int, total: int, chunk: int) -> np.ndarray:
         """Run blocks from the counter's value to `total` on `count` workers, `chunk` at a
         time; each worker's result (-1: it ran to the end of the grid)."""
-        self.args[:count, self.layout.total] = total
-        self.args[:count, self.layout.chunk] = chunk
-        words = self.job.words
-        words[pool_threads.WORKERS], words[pool_threads.TOTAL] = count, total
+        # (the same grid comes again launch after launch: numpy's stores cost more than
+        # an empty kernel runs)
+        if (count, total, chunk) != self._last:
+            self.args[:count, self.layout.total] = total
+            self.args[:count, self.layout.chunk] = chunk
+            words = self.job.words
+            words[pool_threads.WORKERS], words[pool_threads.TOTAL] = count, total
+            self._last = (count, total, chunk)
         pool.run(self.job)
         return self.results[:count]
 

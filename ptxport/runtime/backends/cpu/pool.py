@@ -41,16 +41,20 @@ from ptxport.errors import PtxportError
 __all__ = ["JOB_WORDS", "Job", "Pool", "give", "take"]
 
 # A pool's memory (bytes): the pthread objects (opaque; 128 bytes is more than any libc's),
-# the generation (bumped for each job) and the job's address on one cache line, the count of
-# workers still running on another (the workers write it; the launching thread reads it).
-_MUTEX, _WORK, _DONE, _GENERATION, _JOB, _REMAINING, _SIZE = 0, 128, 256, 384, 392, 448, 512
+# then, read and written under the mutex only, the generation (bumped for each job), the
+# job's address (null: none open), how many threads run a share of it now, and the address
+# of a table of each thread's condition (by worker number; the threads park on their own).
+_MUTEX, _DONE, _GENERATION, _JOB, _RUNNING, _CONDS, _SIZE = 0, 128, 256, 264, 272, 280, 320
+# A thread's words: the pool's address, its worker number, the generation it saw last; its
+# condition (opaque) from byte _THREAD_COND on.
+_THREAD_COND, _THREAD_SIZE = 64, 256
 
 # A job's words (Job below).
 TRAMPOLINE, ENTRY, ARGS, STRIDE, RESULTS, WORKERS, COUNTER, TOTAL, STOP_ON_FAILURE = range(9)
 JOB_WORDS = 9
 
 _PTHREADS = ("pthread_mutex_lock", "pthread_mutex_unlock", "pthread_cond_wait",
-             "pthread_cond_broadcast", "pthread_cond_signal")
+             "pthread_cond_signal")
 
 
 class Job:
@@ -104,10 +108,32 @@ def _build_share(module: ll.Module) -> ll.Function:
     return fn
 
 
-def _build_thread(module: ll.Module, share: ll.Function, pthread: dict) -> None:
-    """void *ptxport_pool_thread(arg): arg = {pool, index, generation seen}: park on the
-    pool's `work` condition until the generation changes, run its share of the job when the
-    job has that many workers, tell the launching thread when it was the last, park again."""
+def _build_wake(module: ll.Module, pthread: dict) -> ll.Function:
+    """void wake(pool, job, index), under the pool's mutex: wake the threads of worker numbers
+    2 * index + 1 and 2 * index + 2, those the job has. The launching thread (worker 0) wakes
+    two threads, each thread that takes the job two more: a grid that ends before they come
+    wakes few threads, and a long one has every worker after log2(workers) wake-ups."""
+    fn = ll.Function(module, ll.FunctionType(ll.VoidType(), [PTR, PTR, I64]), "ptxport_wake")
+    fn.linkage = "internal"
+    pool, job, index = fn.args
+    b = ll.IRBuilder(fn.append_basic_block("entry"))
+    conds = b.inttoptr(b.load(_field(b, pool, _CONDS), typ=I64), PTR)
+    workers = b.load(_word(b, job, WORKERS), typ=I64)
+    for offset in (1, 2):
+        child = b.add(b.mul(index, I64(2)), I64(offset))
+        with b.if_then(b.icmp_signed("<", child, workers)):
+            cond = b.inttoptr(b.load(_word(b, conds, child), typ=I64), PTR)
+            b.call(pthread["pthread_cond_signal"], [cond])
+    b.ret_void()
+    return fn
+
+
+def _build_thread(module: ll.Module, share: ll.Function, wake: ll.Function,
+                  pthread: dict) -> None:
+    """void *ptxport_pool_thread(arg): arg: the thread's words (_THREAD_*): park on its own
+    condition until the generation changes; take the job if it is still open and has that
+    many workers (counted in `running`), wake two more threads, run its share, tell the
+    launching thread when it was the last to finish; park again."""
     fn = ll.Function(module, ll.FunctionType(PTR, [PTR]), "ptxport_pool_thread")
     b = ll.IRBuilder(fn.append_basic_block("entry"))
     (arg,) = fn.args
@@ -115,11 +141,11 @@ def _build_thread(module: ll.Module, share: ll.Function, pthread: dict) -> None:
     index = b.load(_word(b, arg, 1), typ=I64)
     seen = b.alloca(I64)
     b.store(b.load(_word(b, arg, 2), typ=I64), seen)
-    mutex, work, done = (_field(b, pool, o) for o in (_MUTEX, _WORK, _DONE))
+    mutex, done = _field(b, pool, _MUTEX), _field(b, pool, _DONE)
     generation, job_slot = _field(b, pool, _GENERATION), _field(b, pool, _JOB)
-    remaining = _field(b, pool, _REMAINING)
-    park, check, wait, woken = (fn.append_basic_block(n) for n in ("park", "check", "wait",
-                                                                   "woken"))
+    running, own = _field(b, pool, _RUNNING), _field(b, arg, _THREAD_COND)
+    park, check, wait, woken, take = (fn.append_basic_block(n) for n in (
+        "park", "check", "wait", "woken", "take"))
     b.branch(park)
     b.position_at_end(park)
     b.call(pthread["pthread_mutex_lock"], [mutex])
@@ -128,53 +154,67 @@ def _build_thread(module: ll.Module, share: ll.Function, pthread: dict) -> None:
     now = b.load(generation, typ=I64)
     b.cbranch(b.icmp_unsigned("==", now, b.load(seen, typ=I64)), wait, woken)
     b.position_at_end(wait)
-    b.call(pthread["pthread_cond_wait"], [work, mutex])
+    b.call(pthread["pthread_cond_wait"], [own, mutex])
     b.branch(check)
     b.position_at_end(woken)
     b.store(now, seen)
     job = b.load(job_slot, typ=PTR)
+    # (a closed job, null: the launching thread found every block claimed before this
+    # thread came, and waits only for the threads that took it)
+    leave, is_open = fn.append_basic_block("leave"), fn.append_basic_block("open")
+    b.cbranch(b.icmp_unsigned("==", b.ptrtoint(job, I64), I64(0)), leave, is_open)
+    b.position_at_end(is_open)
+    b.cbranch(b.icmp_signed("<", index, b.load(_word(b, job, WORKERS), typ=I64)), take, leave)
+    b.position_at_end(leave)
     b.call(pthread["pthread_mutex_unlock"], [mutex])
-    with b.if_then(b.icmp_signed("<", index, b.load(_word(b, job, WORKERS), typ=I64))):
-        b.call(share, [job, index])
-        last = b.icmp_signed("==", b.atomic_rmw("sub", remaining, I64(1), "seq_cst"), I64(1))
-        with b.if_then(last):
-            # (under the mutex: the launching thread checks `remaining` under it before it
-            # waits, so this signal cannot come between its check and its wait)
-            b.call(pthread["pthread_mutex_lock"], [mutex])
-            b.call(pthread["pthread_cond_signal"], [done])
-            b.call(pthread["pthread_mutex_unlock"], [mutex])
+    b.branch(park)
+    b.position_at_end(take)
+    b.store(b.add(b.load(running, typ=I64), I64(1)), running)
+    b.call(wake, [pool, job, index])
+    b.call(pthread["pthread_mutex_unlock"], [mutex])
+    b.call(share, [job, index])
+    b.call(pthread["pthread_mutex_lock"], [mutex])
+    left = b.sub(b.load(running, typ=I64), I64(1))
+    b.store(left, running)
+    with b.if_then(b.icmp_signed("==", left, I64(0))):
+        b.call(pthread["pthread_cond_signal"], [done])
+    b.call(pthread["pthread_mutex_unlock"], [mutex])
     b.branch(park)
 
 
-def _build_run(module: ll.Module, share: ll.Function, pthread: dict) -> None:
-    """void ptxport_pool_run(pool, job): wake the pool's threads for the job (when it has more
-    than one worker), run worker 0's share, wait until the other workers are done."""
+def _build_run(module: ll.Module, share: ll.Function, wake: ll.Function,
+               pthread: dict) -> None:
+    """void ptxport_pool_run(pool, job): open the job to the pool's threads (when it has more
+    than one worker), run worker 0's share, close the job and wait for the threads that took
+    it. Every worker's result is -1 until its share stores one."""
     fn = ll.Function(module, ll.FunctionType(ll.VoidType(), [PTR, PTR]), "ptxport_pool_run")
     pool, job = fn.args
     b = ll.IRBuilder(fn.append_basic_block("entry"))
-    mutex, work, done = (_field(b, pool, o) for o in (_MUTEX, _WORK, _DONE))
-    remaining = _field(b, pool, _REMAINING)
-    helpers = b.sub(b.load(_word(b, job, WORKERS), typ=I64), I64(1))
-    several = b.icmp_signed(">", helpers, I64(0))
+    mutex, done = _field(b, pool, _MUTEX), _field(b, pool, _DONE)
+    job_slot, running = _field(b, pool, _JOB), _field(b, pool, _RUNNING)
+    workers = b.load(_word(b, job, WORKERS), typ=I64)
+    results = b.inttoptr(b.load(_word(b, job, RESULTS), typ=I64), PTR)
+    with _counting(b, workers) as i:
+        b.store(I64(-1), _word(b, results, i))
+    several = b.icmp_signed(">", workers, I64(1))
     with b.if_then(several):
         b.call(pthread["pthread_mutex_lock"], [mutex])
-        b.store(job, _field(b, pool, _JOB))
-        b.atomic_rmw("xchg", remaining, helpers, "seq_cst")
+        b.store(job, job_slot)
         generation = _field(b, pool, _GENERATION)
         b.store(b.add(b.load(generation, typ=I64), I64(1)), generation)
-        b.call(pthread["pthread_cond_broadcast"], [work])
+        b.call(wake, [pool, job, I64(0)])
         b.call(pthread["pthread_mutex_unlock"], [mutex])
     b.call(share, [job, I64(0)])
-    check, wait, out = (fn.append_basic_block(n) for n in ("check", "wait", "out"))
-    wait_for_helpers = fn.append_basic_block("wait_for_helpers")
-    b.cbranch(several, wait_for_helpers, out)
-    b.position_at_end(wait_for_helpers)
+    check, wait, unlock, out = (fn.append_basic_block(n) for n in ("check", "wait", "unlock",
+                                                                   "out"))
+    close = fn.append_basic_block("close")
+    b.cbranch(several, close, out)
+    b.position_at_end(close)
     b.call(pthread["pthread_mutex_lock"], [mutex])
+    b.store(ll.Constant(PTR, None), job_slot)
     b.branch(check)
     b.position_at_end(check)
-    left = b.atomic_rmw("add", remaining, I64(0), "seq_cst")   # (an atomic read)
-    unlock = fn.append_basic_block("unlock")
-    b.cbranch(b.icmp_signed("==", left, I64(0)), unlock, wait)
+    b.cbranch(b.icmp_signed("==", b.load(running, typ=I64), I64(0)), unlock, wait)
     b.position_at_end(wait)
     b.call(pthread["pthread_cond_wait"], [done, mutex])
     b.branch(check)
@@ -183,6 +223,33 @@ def _build_run(module: ll.Module, share: ll.Function, pthread: dict) -> None:
     b.branch(out)
     b.position_at_end(out)
     b.ret_void()
+
+
+class _counting:
+    """`with _counting(b, n) as i:` a loop over i in 0..n-1 in b's function."""
+
+    def __init__(self, b: ll.IRBuilder, count: ll.Value):
+        self.b, self.count = b, count
+
+    def __enter__(self) -> ll.Value:
+        b = self.b
+        fn = b.function
+        self.head, self.body, self.after = (fn.append_basic_block(n) for n in (
+            "count_head", "count_body", "count_after"))
+        before = b.block
+        b.branch(self.head)
+        b.position_at_end(self.head)
+        self.i = b.phi(I64)
+        self.i.add_incoming(I64(0), before)
+        b.cbranch(b.icmp_signed("<", self.i, self.count), self.body, self.after)
+        b.position_at_end(self.body)
+        return self.i
+
+    def __exit__(self, *exc) -> None:
+        b = self.b
+        self.i.add_incoming(b.add(self.i, I64(1)), b.block)
+        b.branch(self.head)
+        b.position_at_end(self.after)
 
 
 class _Native:
@@ -200,9 +267,9 @@ class _Native:
                 "run with set_workers(1)") from None
         module = ll.Module("ptxport_pool")
         pthread = _declare(module)
-        share = _build_share(module)
-        _build_thread(module, share, pthread)
-        _build_run(module, share, pthread)
+        share, wake = _build_share(module), _build_wake(module, pthread)
+        _build_thread(module, share, wake, pthread)
+        _build_run(module, share, wake, pthread)
         with LLVM_LOCK:
             for name in _PTHREADS:
                 llvm.add_symbol(f"ptxport.{name}",
@@ -231,36 +298,48 @@ class Pool:
     executor keeps each pool's workers' memory under it)."""
 
     def __init__(self, number: int):
-        self.number, self.threads, self.forks = number, 0, _FORKS[0]
+        self.number, self.forks = number, _FORKS[0]
         self._native = _native()
         raw = np.zeros(_SIZE + 64, dtype=np.uint8)
         start = (-raw.ctypes.data) % 64
         self._memory = raw[start:start + _SIZE]
         self.address = self._memory.ctypes.data
-        if self._native.init_mutex(ctypes.c_void_p(self.address + _MUTEX), None) or any(
-                self._native.init_cond(ctypes.c_void_p(self.address + o), None)
-                for o in (_WORK, _DONE)):
+        if self._native.init_mutex(ctypes.c_void_p(self.address + _MUTEX), None) \
+                or self._native.init_cond(ctypes.c_void_p(self.address + _DONE), None):
             raise PtxportError("the CPU device could not set up its worker threads' "
-                               "mutex and conditions (pthread_*_init failed)")
-        self._thread_args: list[np.ndarray] = []
+                               "mutex and condition (pthread_*_init failed)")
+        self._threads: list[np.ndarray] = []      # each thread's words (it reads them)
+        self._conds = np.zeros(1, dtype=np.int64)
 
     def grow(self, helpers: int) -> None:
-        """Have at least `helpers` threads (worker numbers 1..helpers)."""
-        generation = int(self._memory[_GENERATION:_GENERATION + 8].view(np.int64)[0])
-        while self.threads < helpers:
-            arg = np.array([self.address, self.threads + 1, generation], dtype=np.int64)
+        """Have at least `helpers` threads (worker numbers 1..helpers). Only while no job
+        runs: the pool's holder calls it before run()."""
+        if len(self._threads) >= helpers:
+            return
+        words = self._memory.view(np.int64)
+        conds = np.zeros(helpers + 1, dtype=np.int64)
+        conds[:self._conds.size] = self._conds
+        self._conds = conds
+        words[_CONDS // 8] = conds.ctypes.data
+        while len(self._threads) < helpers:
+            number = len(self._threads) + 1
+            words_of_thread = np.zeros(_THREAD_SIZE // 8, dtype=np.int64)
+            words_of_thread[:3] = (self.address, number, words[_GENERATION // 8])
+            address = words_of_thread.ctypes.data
+            if self._native.init_cond(ctypes.c_void_p(address + _THREAD_COND), None):
+                raise PtxportError("the CPU device could not set up a worker thread's "
+                                   "condition (pthread_cond_init failed)")
+            conds[number] = address + _THREAD_COND
             handle = ctypes.c_uint64(0)
             failed = self._native.create(ctypes.byref(handle), None,
                                          ctypes.c_void_p(self._native.thread),
-                                         ctypes.c_void_p(arg.ctypes.data))
+                                         ctypes.c_void_p(address))
             if failed:
                 raise PtxportError(
-                    f"the CPU device could not start worker thread {self.threads + 1} "
-                    f"(pthread_create returned {os.strerror(failed)}); use set_workers() "
-                    "with fewer workers")
+                    f"the CPU device could not start worker thread {number} (pthread_create "
+                    f"returned {os.strerror(failed)}); use set_workers() with fewer workers")
             self._native.detach(ctypes.c_void_p(handle.value))
-            self._thread_args.append(arg)     # (the thread reads it for its life)
-            self.threads += 1
+            self._threads.append(words_of_thread)
 
     def run(self, job: Job) -> None:
         """Run the job on this pool's threads and the calling thread (which must hold the
