@@ -99,10 +99,11 @@ class _Worker:
         raw = np.zeros(frames * plan.frame_size + 64 + 128, dtype=np.uint8)
         start = (-raw.ctypes.data) % 128
         self.frames = raw[start:start + frames * plan.frame_size + 64]
-        self.shared = np.zeros(plan.static_shared + dynamic_shared + 16, dtype=np.uint8)
-        self.ctx = np.zeros(CTX.size, dtype=np.uint8)
-        self.points = np.zeros(self.nthreads, dtype=np.int32)
-        self.statuses = np.zeros(self.nthreads, dtype=np.int32)
+        # (each on cache lines of its own: the workers write theirs at once)
+        self.shared = _on_lines(plan.static_shared + dynamic_shared + 16, np.uint8)
+        self.ctx = _on_lines(CTX.size, np.uint8)
+        self.points = _on_lines(self.nthreads, np.int32)
+        self.statuses = _on_lines(self.nthreads, np.int32)
         fields = CTX.fields
         self._put(self.ctx, fields["shared"], np.uint64, self.shared.ctypes.data)
         for axis in range(3):
@@ -118,7 +119,7 @@ class _Worker:
         if not plan.gang:
             header[:, FRAME.fields["tid"]:FRAME.fields["tid"] + 20] = tid.view(np.uint8)
         self.slots = warps.Slots(self.frames, plan.frame_size, self.nthreads, FRAME.fields)
-        self.site_cache = np.zeros(2 * max(plan.check_sites, 1), dtype=np.uint64)
+        self.site_cache = _on_lines(2 * max(plan.check_sites, 1), np.uint64)
         self._site_cache_address = self.site_cache.ctypes.data
         # (zeroed at every checked launch; a kernel without sites has none to zero)
         self._site_cache_bytes = self.site_cache.nbytes if plan.check_sites else 0
@@ -150,7 +151,9 @@ class _Worker:
         # the native entry points' first arguments, and their results' words
         self._block_args = (self.ctx.ctypes.data, self.frames.ctypes.data, plan.frame_size,
                             self.points.ctypes.data, self.statuses.ctypes.data, self.nthreads)
-        self._status, self._end = ctypes.c_int32(0), ctypes.c_int64(0)
+        words = _on_lines(2, np.int64)
+        self._status = ctypes.c_int32.from_buffer(words, 0)
+        self._end = ctypes.c_int64.from_buffer(words, 8)
         # the claiming entry points' arguments before the launch's words (entry.Layout)
         self.claim_words = {
             entry.CLAIMED: (self.ctx.ctypes.data, self.frames.ctypes.data, plan.frame_size,
@@ -337,6 +340,20 @@ class _Worker:
                 f"forever (a GPU would hang): {waits}")
 
 
+def _on_lines(count: int, dtype) -> np.ndarray:
+    """`count` zeros of `dtype` on cache lines no other array shares (a worker's memory, which
+    other workers must not slow down by writing next to it)."""
+    nbytes = count * np.dtype(dtype).itemsize
+    raw = np.zeros(nbytes + 128, dtype=np.uint8)
+    start = (-raw.ctypes.data) % 64
+    return raw[start:start + nbytes].view(dtype)
+
+
+def _stop_word() -> ctypes.c_int32:
+    """A launch's stop word, which every worker reads in every loop: on a line of its own."""
+    return ctypes.c_int32.from_buffer(_on_lines(1, np.int32))
+
+
 def _disjoint(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """[start, end) ranges, sorted, with overlapping ones merged: the access check looks at
     the last range starting at or below an address only, so a range inside another (host
@@ -382,9 +399,7 @@ class _Team:
         self.layout = layout
         self.workers: list[_Worker] = []
         # (the counter alone on its cache line: the workers add to it)
-        raw = np.zeros(16, dtype=np.int64)
-        start = (-raw.ctypes.data) % 64 // 8
-        self.counter = raw[start:start + 8]
+        self.counter = _on_lines(1, np.int64)
         self.counter_address = self.counter.ctypes.data
         self.job = pool_threads.Job()
         words = self.job.words
@@ -408,7 +423,7 @@ class _Team:
             self.workers.append(_Worker(self.binary, self.block, self.dynamic_shared))
         self.args = np.array([w.claim_words[self.layout] for w in self.workers], np.int64)
         self.args[:, self.layout.counter] = self.counter_address
-        self.results = np.zeros(count, dtype=np.int64)
+        self.results = _on_lines(count, np.int64)
         self._last = None
         words = self.job.words
         words[pool_threads.ARGS] = self.args.ctypes.data
@@ -448,7 +463,7 @@ def run_grid(binary, grid, block, dynamic_shared: int, params: bytes,
     KernelTimeoutError when the launch ran longer than `timeout` seconds and was stopped."""
     # The stop word compiled code looks at; the watchdog sets it. (Kept for later launches
     # when no watchdog had it: workers then keep its address in their context.)
-    stop = _take_stop() if timeout is None else ctypes.c_int32(0)
+    stop = _take_stop() if timeout is None else _stop_word()
     watchdog = None if timeout is None else threading.Timer(timeout, setattr,
                                                             (stop, "value", 1))
     if watchdog is not None:
@@ -484,7 +499,7 @@ def _take_stop() -> ctypes.c_int32:
     try:
         return _STOPS.pop()
     except IndexError:      # none kept (or another launch took the last one first)
-        return ctypes.c_int32(0)
+        return _stop_word()
 
 
 def _run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocations,
