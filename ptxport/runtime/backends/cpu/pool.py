@@ -1,26 +1,29 @@
 """Native worker threads that run a launch's blocks on every core, with no Python between
 blocks or between workers.
 
-A pool is a set of threads parked on a condition variable (POSIX threads, started once and
-kept; they never run Python). A launch hands a pool a job: a claiming entry point, its
-trampoline (entry.py), one row of argument words per worker and a word for each worker's
-result. `run` is ONE ctypes call (the GIL is released for its whole length): it wakes the
-pool's threads with one broadcast, runs worker 0's share on the calling thread, and returns
-once every worker has claimed its last chunk. Each worker claims chunks of blocks from the
-launch's shared counter with atomic adds inside the compiled kernel (codegen/targets/cpu/
-entry.py). A worker whose block failed (trap, fault, stop) sets the counter to the grid's end
-when the job says so, so that the others stop after their chunk.
+A pool is a set of POSIX threads, started once and kept, each parked on a condition variable
+of its own; they never run Python. A launch hands a pool a job (Job): a claiming entry point,
+its trampoline (entry.py), one row of argument words per worker and a word for each worker's
+result. `run` is ONE ctypes call (the GIL is released for its whole length): it opens the job,
+wakes threads 1 and 2 (each thread that takes the job wakes two more: 2i+1 and 2i+2), runs
+worker 0's share on the calling thread, then closes the job and waits for the threads that
+took it; a thread that wakes after the close leaves it. So a grid that the launching thread
+finishes alone wakes a thread or two and waits for none, and a long one has all its workers
+after log2(workers) wake-ups. Each worker claims chunks of blocks from the launch's shared
+counter with atomic adds inside the compiled kernel (codegen/targets/cpu/entry.py). A worker
+whose block failed (trap, fault, stop) sets the counter to the grid's end when the job says
+so, so that the others stop after their chunk.
 
-A pool runs one launch at a time: a launching thread takes a free pool (or makes one) for the
-launch and gives it back after, so that launches from several streams at once each have their
-own threads (a kernel may wait for a flag another stream's kernel sets, as on a GPU). The pool
-code is LLVM IR built here and compiled once per process; its pthread functions are resolved
-by ctypes from the process, so a missing one is a clear error, not a crash.
+A pool runs one launch at a time: a launching thread takes a free pool (or makes one) and
+gives it back after, so that launches from several streams at once have threads of their own
+(a kernel may wait for a flag another stream's kernel sets, as on a GPU). The pool's code is
+LLVM IR built here and compiled once per process; the pthread functions are found by ctypes
+in the process, so a missing one is a clear error, not a crash. A forked child makes new
+pools (its parent's threads are not in it).
 
-Why native threads: with Python threads as workers, each worker took the GIL to wake, to set
-up and again to finish, one after the other, and a worker that had to wait for the GIL behind
-a busy thread waited up to the interpreter's switch interval (5 ms): on 16 cores the
-launches of benchmarks/cpu_kernels.py took at least that long, barely faster than on one.
+Why native threads: with Python threads as workers, every worker took the GIL to wake, to set
+up and to finish, one after another, and on 16 cores the launches of
+benchmarks/cpu_kernels.py took at least about 5 ms, barely faster than on one core.
 """
 
 from __future__ import annotations
