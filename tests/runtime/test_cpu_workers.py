@@ -3,6 +3,9 @@ threads (runtime/backends/cpu/pool.py), each block on one worker (%smid), with t
 results as on one worker, failures reported as on one, and launches from two streams at once
 on threads of their own."""
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -192,3 +195,40 @@ def test_results_are_the_same_on_any_number_of_workers(dev, workers, count):
     _, total = _run_corpus(dev, "reduce_shared", "reduce_sum_i32", 256, 256,
                            [values, np.zeros(1, np.int32), np.int32(n)])
     assert int(total[0]) == int(values.sum())
+
+
+def test_a_forked_child_runs_launches_on_workers_of_its_own(tmp_path):
+    # (the child has none of its parent's pool threads: it must not wait for them)
+    script = tmp_path / "fork.py"
+    script.write_text(f"""
+import os
+import numpy as np
+from ptxport import Device, LaunchConfig, Program, launch
+from ptxport.runtime.backends.cpu import executor as cpu_executor
+cpu_executor.set_workers(2)
+dev = Device("cpu")
+stream = dev.create_stream()
+gather = Program({PTX!r}, code_type="ptx").compile("native").get_kernel("gather")
+
+def run():
+    arrived, smids = dev.allocate(4, stream=stream), dev.allocate(8, stream=stream)
+    arrived.fill(0, 4, stream=stream)
+    launch(stream, LaunchConfig(grid=2, block=1, timeout=30), gather, arrived, smids,
+           np.uint32(2))
+    out = np.empty(2, np.uint32)
+    smids.copy_to(out, stream=stream)
+    stream.sync()
+    return sorted(out.tolist())
+
+assert run() == [0, 1]
+child = os.fork()
+if child == 0:
+    os._exit(0 if run() == [0, 1] else 1)
+_, status = os.waitpid(child, 0)
+print("child", os.waitstatus_to_exitcode(status), "parent", run())
+""")
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert "child 0 parent [0, 1]" in done.stdout, done.stderr
