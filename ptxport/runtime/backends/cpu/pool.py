@@ -56,6 +56,11 @@ _THREAD_COND, _THREAD_SIZE = 64, 256
 TRAMPOLINE, ENTRY, ARGS, STRIDE, RESULTS, WORKERS, COUNTER, TOTAL, STOP_ON_FAILURE = range(9)
 JOB_WORDS = 9
 
+# Threads each waking thread wakes; rounds the launching thread spins for its helpers to end
+# (a few microseconds each) before it waits on the condition.
+FANOUT = 4
+_SPINS = 4096
+
 _PTHREADS = ("pthread_mutex_lock", "pthread_mutex_unlock", "pthread_cond_wait",
              "pthread_cond_signal")
 
@@ -113,17 +118,18 @@ def _build_share(module: ll.Module) -> ll.Function:
 
 def _build_wake(module: ll.Module, pthread: dict) -> ll.Function:
     """void wake(pool, job, index), under the pool's mutex: wake the threads of worker numbers
-    2 * index + 1 and 2 * index + 2, those the job has. The launching thread (worker 0) wakes
-    two threads, each thread that takes the job two more: a grid that ends before they come
-    wakes few threads, and a long one has every worker after log2(workers) wake-ups."""
+    FANOUT * index + 1 ... FANOUT * index + FANOUT, those the job has. The launching thread
+    (worker 0) wakes FANOUT threads, each thread that takes the job FANOUT more: a grid that
+    ends before they come wakes few threads, and a long one has all its workers after
+    log_FANOUT(workers) wake-ups (two for 16 workers)."""
     fn = ll.Function(module, ll.FunctionType(ll.VoidType(), [PTR, PTR, I64]), "ptxport_wake")
     fn.linkage = "internal"
     pool, job, index = fn.args
     b = ll.IRBuilder(fn.append_basic_block("entry"))
     conds = b.inttoptr(b.load(_field(b, pool, _CONDS), typ=I64), PTR)
     workers = b.load(_word(b, job, WORKERS), typ=I64)
-    for offset in (1, 2):
-        child = b.add(b.mul(index, I64(2)), I64(offset))
+    for offset in range(1, FANOUT + 1):
+        child = b.add(b.mul(index, I64(FANOUT)), I64(offset))
         with b.if_then(b.icmp_signed("<", child, workers)):
             cond = b.inttoptr(b.load(_word(b, conds, child), typ=I64), PTR)
             b.call(pthread["pthread_cond_signal"], [cond])
@@ -172,13 +178,12 @@ def _build_thread(module: ll.Module, share: ll.Function, wake: ll.Function,
     b.call(pthread["pthread_mutex_unlock"], [mutex])
     b.branch(park)
     b.position_at_end(take)
-    b.store(b.add(b.load(running, typ=I64), I64(1)), running)
+    b.atomic_rmw("add", running, I64(1), "seq_cst")
     b.call(wake, [pool, job, index])
     b.call(pthread["pthread_mutex_unlock"], [mutex])
     b.call(share, [job, index])
     b.call(pthread["pthread_mutex_lock"], [mutex])
-    left = b.sub(b.load(running, typ=I64), I64(1))
-    b.store(left, running)
+    left = b.sub(b.atomic_rmw("sub", running, I64(1), "seq_cst"), I64(1))
     with b.if_then(b.icmp_signed("==", left, I64(0))):
         b.call(pthread["pthread_cond_signal"], [done])
     b.call(pthread["pthread_mutex_unlock"], [mutex])
@@ -215,9 +220,23 @@ def _build_run(module: ll.Module, share: ll.Function, wake: ll.Function,
     b.position_at_end(close)
     b.call(pthread["pthread_mutex_lock"], [mutex])
     b.store(ll.Constant(PTR, None), job_slot)
+    b.call(pthread["pthread_mutex_unlock"], [mutex])
+    # (the helpers usually end within microseconds of this thread: waiting for them on the
+    # condition would add a wake-up, tens of microseconds, to every launch)
+    with _counting(b, I64(_SPINS)) as _:
+        finished = fn.append_basic_block("finished")
+        spin = fn.append_basic_block("spin")
+        left = b.load_atomic(running, "acquire", 8, typ=I64)
+        b.cbranch(b.icmp_signed("==", left, I64(0)), finished, spin)
+        b.position_at_end(spin)
+        _pause(b)
+    b.call(pthread["pthread_mutex_lock"], [mutex])
     b.branch(check)
+    b.position_at_end(finished)
+    b.ret_void()
     b.position_at_end(check)
-    b.cbranch(b.icmp_signed("==", b.load(running, typ=I64), I64(0)), unlock, wait)
+    left = b.load_atomic(running, "acquire", 8, typ=I64)
+    b.cbranch(b.icmp_signed("==", left, I64(0)), unlock, wait)
     b.position_at_end(wait)
     b.call(pthread["pthread_cond_wait"], [done, mutex])
     b.branch(check)
@@ -226,6 +245,21 @@ def _build_run(module: ll.Module, share: ll.Function, wake: ll.Function,
     b.branch(out)
     b.position_at_end(out)
     b.ret_void()
+
+
+def _pause(b: ll.IRBuilder) -> None:
+    """The processor's spin-wait hint (x86's `pause`, AArch64's `yield`), if it has one."""
+    machine = llvm.get_process_triple().split("-")[0]
+    module = b.module
+    if machine in ("x86_64", "i686", "i386"):
+        name, args = "llvm.x86.sse2.pause", []
+    elif machine in ("aarch64", "arm64"):
+        name, args = "llvm.aarch64.hint", [I32(1)]
+    else:
+        return
+    hint = module.globals.get(name) or ll.Function(
+        module, ll.FunctionType(ll.VoidType(), [a.type for a in args]), name)
+    b.call(hint, args)
 
 
 class _counting:
