@@ -5,11 +5,11 @@ A pool is a set of POSIX threads, started once and kept, each parked on a condit
 of its own; they never run Python. A launch hands a pool a job (Job): a claiming entry point,
 its trampoline (entry.py), one row of argument words per worker and a word for each worker's
 result. `run` is ONE ctypes call (the GIL is released for its whole length): it opens the job,
-wakes threads 1 and 2 (each thread that takes the job wakes two more: 2i+1 and 2i+2), runs
-worker 0's share on the calling thread, then closes the job and waits for the threads that
-took it; a thread that wakes after the close leaves it. So a grid that the launching thread
-finishes alone wakes a thread or two and waits for none, and a long one has all its workers
-after log2(workers) wake-ups. Each worker claims chunks of blocks from the launch's shared
+wakes threads 1 to FANOUT (each thread that takes the job wakes FANOUT more), runs worker 0's
+share on the calling thread, then closes the job and waits for the threads that took it
+(spinning a little first); a thread that wakes after the close leaves it. So a grid that the
+launching thread finishes alone wakes a few threads and waits for none, and a long one has
+all its workers after two wake-ups (16 workers). Each worker claims chunks of blocks from the launch's shared
 counter with atomic adds inside the compiled kernel (codegen/targets/cpu/entry.py). A worker
 whose block failed (trap, fault, stop) sets the counter to the grid's end when the job says
 so, so that the others stop after their chunk.
