@@ -25,8 +25,8 @@ __all__ = ["CLAIMED", "CLAIMED_WAITING", "Layout", "Trampoline"]
 
 @dataclass(frozen=True)
 class Layout:
-    """A claiming entry point's parameters (jit.RunClaimedBlocks and
-    jit.RunClaimedWaitingBlocks declare the same), each passed in one 64-bit word, and the
+    """A claiming entry point's parameters (as codegen/targets/cpu/entry.py's build_claiming
+    makes them from run_blocks' and run_waiting_blocks'), each passed in one 64-bit word, and the
     words a launch sets: the shared block counter's address, the grid's block count and the
     chunk a worker claims at a time."""
 

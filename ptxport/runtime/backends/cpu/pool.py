@@ -9,10 +9,10 @@ wakes threads 1 to FANOUT (each thread that takes the job wakes FANOUT more), ru
 share on the calling thread, then closes the job and waits for the threads that took it
 (spinning a little first); a thread that wakes after the close leaves it. So a grid that the
 launching thread finishes alone wakes a few threads and waits for none, and a long one has
-all its workers after two wake-ups (16 workers). Each worker claims chunks of blocks from the launch's shared
-counter with atomic adds inside the compiled kernel (codegen/targets/cpu/entry.py). A worker
-whose block failed (trap, fault, stop) sets the counter to the grid's end when the job says
-so, so that the others stop after their chunk.
+all its workers after two wake-ups (16 workers). Each worker claims chunks of blocks from
+the launch's shared counter with atomic adds inside the compiled kernel
+(codegen/targets/cpu/entry.py). A worker whose block failed (trap, fault, stop) sets the
+counter to the grid's end when the job says so, so that the others stop after their chunk.
 
 A pool runs one launch at a time: a launching thread takes a free pool (or makes one) and
 gives it back after, so that launches from several streams at once have threads of their own
