@@ -300,8 +300,8 @@ class _Native:
                 "pthread_detach")}
         except AttributeError as e:
             raise PtxportError(
-                f"the CPU device runs blocks on POSIX threads, and this process has no {e}: "
-                "run with set_workers(1)") from None
+                "the CPU device runs blocks on POSIX threads (pthread_create and friends), "
+                f"which this process does not have: {e}") from None
         module = ll.Module("ptxport_pool")
         pthread = _declare(module)
         share, wake = _build_share(module), _build_wake(module, pthread)
