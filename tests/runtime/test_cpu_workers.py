@@ -232,3 +232,20 @@ print("child", os.waitstatus_to_exitcode(status), "parent", run())
     done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
                           text=True, timeout=120)
     assert "child 0 parent [0, 1]" in done.stdout, done.stderr
+
+
+def test_many_launches_of_every_size_on_many_workers(dev, kernels, workers):
+    # (grids that end before the pool's threads wake, and grids they join: the threads that
+    # come late, and those that take the job, must leave each launch finished and the pool
+    # ready for the next)
+    workers(8)
+    stream = dev.create_stream()
+    out = _zeros(dev, stream, 64)
+    trap_at = kernels.get_kernel("trap_at")
+    for launch_number in range(400):
+        blocks = 1 + launch_number % 64
+        launch(stream, LaunchConfig(grid=blocks, block=32), trap_at, out, np.uint32(1 << 30))
+        if launch_number % 50 == 49:
+            got = _read(out, stream, blocks)
+            assert (got == np.arange(1, blocks + 1)).all()
+    stream.sync()
