@@ -418,6 +418,10 @@ class _Team:
         # (a trap ends the grid; a waiting block the native code cannot complete ends only
         # its worker's claiming: Python goes on with it after)
         words[pool_threads.STOP_ON_FAILURE] = layout is entry.CLAIMED
+        # (kernels without waits: a fault a device function recorded fails the launch after
+        # it; with waits, Python looks at the blocks it finishes)
+        words[pool_threads.FAULT_FIELD] = \
+            CTX.fields["fault_info"] + 1 if layout is entry.CLAIMED else 0
         self.args = self.results = np.zeros(0, dtype=np.int64)
         self._last: tuple[int, int, int] | None = None     # what run() last set
         # what the workers were prepared for at the last launch, if it succeeded
@@ -437,9 +441,9 @@ class _Team:
         words[pool_threads.ARGS] = self.args.ctypes.data
         words[pool_threads.RESULTS] = self.results.ctypes.data
 
-    def run(self, pool, count: int, total: int, chunk: int) -> np.ndarray:
-        """Run blocks from the counter's value to `total` on `count` workers, `chunk` at a
-        time; each worker's result (-1: it ran to the end of the grid)."""
+    def run(self, pool, count: int, total: int, chunk: int, start: int = 0) -> int:
+        """Run blocks `start` to `total` on `count` workers, `chunk` at a time; how many
+        workers failed (their results are in self.results; -1: it ran to the grid's end)."""
         # (the same grid comes again launch after launch: numpy's stores cost more than
         # an empty kernel runs)
         if (count, total, chunk) != self._last:
@@ -448,8 +452,13 @@ class _Team:
             words = self.job.words
             words[pool_threads.WORKERS], words[pool_threads.TOTAL] = count, total
             self._last = (count, total, chunk)
-        pool.run(self.job)
-        return self.results[:count]
+        if start:
+            self.job.words[pool_threads.START] = start
+            try:
+                return pool.run(self.job)
+            finally:
+                self.job.words[pool_threads.START] = 0
+        return pool.run(self.job)
 
 
 def _team(binary, pool, block, dynamic_shared: int, layout: entry.Layout) -> _Team:
@@ -578,7 +587,6 @@ class _Grid:
                 worker.prepare(self.params, self.grid, self.allocations,
                                self.binary.global_ranges, self.stop, smid, self.smids)
         team.last_launch = None
-        team.counter[0] = 0
         if self.python_rounds:
             self._python_rounds(team.workers[0])
         elif self.layout is entry.CLAIMED_WAITING:
@@ -590,8 +598,10 @@ class _Grid:
 
     def _run_claimed(self, pool, team: _Team) -> None:
         """Kernels without barriers or warp operations: every block natively."""
-        results = team.run(pool, self.workers, self.blocks, self.chunk)
-        for worker, failed in zip(team.workers, results.tolist(), strict=False):
+        if not team.run(pool, self.workers, self.blocks, self.chunk):
+            return      # (no worker failed or recorded a fault)
+        results = team.results[:self.workers].tolist()
+        for worker, failed in zip(team.workers, results, strict=False):
             if failed >= 0:
                 worker._raise_failure(failed, worker._status, self.grid)
         for worker in team.workers[:self.workers]:
@@ -601,16 +611,20 @@ class _Grid:
         """Kernels with waits: natively while the waits are the common ones; a worker that
         meets a block whose waits are not leaves it (and the rest of its chunk) to Python,
         here after the others ran the grid to its end."""
-        while True:
-            results = team.run(pool, self.workers, self.blocks, self.chunk).tolist()
-            left = [(w, n) for w, n in zip(team.workers, results, strict=False) if n >= 0]
-            for worker, number in left:
+        start = 0
+        while team.run(pool, self.workers, self.blocks, self.chunk, start):
+            results = team.results[:self.workers].tolist()
+            for worker, number in zip(team.workers, results, strict=False):
+                if number < 0:
+                    continue
                 if self.stop.value:
                     raise _Stopped
                 worker._python_block(number, self.grid)
                 worker.run_waiting_blocks(number + 1, worker._end.value - number - 1,
                                           self.grid)
-            if not left or int(team.counter[0]) >= self.blocks:
+            # (every worker left a block to Python before the grid's end: the rest again)
+            start = int(team.counter[0])
+            if start >= self.blocks:
                 return
 
     def _python_rounds(self, worker: _Worker) -> None:

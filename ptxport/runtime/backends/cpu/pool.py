@@ -53,8 +53,9 @@ _MUTEX, _DONE, _GENERATION, _JOB, _RUNNING, _CONDS, _SIZE = 0, 128, 256, 264, 27
 _THREAD_COND, _THREAD_SIZE = 64, 256
 
 # A job's words (Job below).
-TRAMPOLINE, ENTRY, ARGS, STRIDE, RESULTS, WORKERS, COUNTER, TOTAL, STOP_ON_FAILURE = range(9)
-JOB_WORDS = 9
+(TRAMPOLINE, ENTRY, ARGS, STRIDE, RESULTS, WORKERS, COUNTER, START, TOTAL, STOP_ON_FAILURE,
+ FAULT_FIELD, FAILURES) = range(12)
+JOB_WORDS = 12
 
 # Threads each waking thread wakes; rounds the launching thread spins for its helpers to end
 # (a few microseconds each) before it waits on the condition.
@@ -66,8 +67,11 @@ _PTHREADS = ("pthread_mutex_lock", "pthread_mutex_unlock", "pthread_cond_wait",
 
 
 class Job:
-    """What a pool runs: worker i calls trampoline(entry, args + i * stride words) and stores
-    the result in results[i]. The words live in a numpy array so that a launch sets the few
+    """What a pool runs: the counter starts at START; worker i calls trampoline(entry, args +
+    i * stride words) and stores the result in results[i]. A worker failed when its result is
+    not negative, or (FAULT_FIELD: 1 + the offset of a word in the memory its first argument
+    points at, 0 for none) when that word is not 0 (a fault it recorded and went on); run()
+    returns how many failed. The words live in a numpy array so that a launch sets the few
     that change (the grid's block count) without rebuilding anything."""
 
     def __init__(self) -> None:
@@ -92,8 +96,8 @@ def _field(b: ll.IRBuilder, pool, offset: int):
 
 
 def _build_share(module: ll.Module) -> ll.Function:
-    """void share(job, index): worker `index`'s part of the job (see Job)."""
-    fn = ll.Function(module, ll.FunctionType(ll.VoidType(), [PTR, I64]), "ptxport_pool_share")
+    """i64 share(job, index): worker `index`'s part of the job; 1 if it failed (see Job)."""
+    fn = ll.Function(module, ll.FunctionType(I64, [PTR, I64]), "ptxport_pool_share")
     fn.linkage = "internal"
     job, index = fn.args
     b = ll.IRBuilder(fn.append_basic_block("entry"))
@@ -112,7 +116,15 @@ def _build_share(module: ll.Module) -> ll.Function:
     with b.if_then(failed):
         counter = b.inttoptr(b.load(_word(b, job, COUNTER), typ=I64), PTR)
         b.atomic_rmw("xchg", counter, b.load(_word(b, job, TOTAL), typ=I64), "seq_cst")
-    b.ret_void()
+    field = b.load(_word(b, job, FAULT_FIELD), typ=I64)
+    faulted = b.alloca(ll.IntType(1))
+    b.store(ll.Constant(ll.IntType(1), 0), faulted)
+    with b.if_then(b.icmp_unsigned("!=", field, I64(0))):
+        first = b.inttoptr(b.load(args, typ=I64), PTR)
+        word = b.gep(first, [b.sub(field, I64(1))], source_etype=ll.IntType(8))
+        b.store(b.icmp_unsigned("!=", b.load(word, typ=I64), I64(0)), faulted)
+    b.ret(b.zext(b.or_(b.icmp_signed(">=", result, I64(0)), b.load(faulted, typ=ll.IntType(1))),
+                 I64))
     return fn
 
 
@@ -181,7 +193,7 @@ def _build_thread(module: ll.Module, share: ll.Function, wake: ll.Function,
     b.atomic_rmw("add", running, I64(1), "seq_cst")
     b.call(wake, [pool, job, index])
     b.call(pthread["pthread_mutex_unlock"], [mutex])
-    b.call(share, [job, index])
+    b.atomic_rmw("add", _word(b, job, FAILURES), b.call(share, [job, index]), "seq_cst")
     b.call(pthread["pthread_mutex_lock"], [mutex])
     left = b.sub(b.atomic_rmw("sub", running, I64(1), "seq_cst"), I64(1))
     with b.if_then(b.icmp_signed("==", left, I64(0))):
@@ -192,10 +204,11 @@ def _build_thread(module: ll.Module, share: ll.Function, wake: ll.Function,
 
 def _build_run(module: ll.Module, share: ll.Function, wake: ll.Function,
                pthread: dict) -> None:
-    """void ptxport_pool_run(pool, job): open the job to the pool's threads (when it has more
-    than one worker), run worker 0's share, close the job and wait for the threads that took
-    it. Every worker's result is -1 until its share stores one."""
-    fn = ll.Function(module, ll.FunctionType(ll.VoidType(), [PTR, PTR]), "ptxport_pool_run")
+    """i64 ptxport_pool_run(pool, job): start the job's counter, open the job to the pool's
+    threads (when it has more than one worker), run worker 0's share, close the job and wait
+    for the threads that took it; how many workers failed. Every worker's result is -1 until
+    its share stores one."""
+    fn = ll.Function(module, ll.FunctionType(I64, [PTR, PTR]), "ptxport_pool_run")
     pool, job = fn.args
     b = ll.IRBuilder(fn.append_basic_block("entry"))
     mutex, done = _field(b, pool, _MUTEX), _field(b, pool, _DONE)
@@ -204,6 +217,9 @@ def _build_run(module: ll.Module, share: ll.Function, wake: ll.Function,
     results = b.inttoptr(b.load(_word(b, job, RESULTS), typ=I64), PTR)
     with _counting(b, workers) as i:
         b.store(I64(-1), _word(b, results, i))
+    counter = b.inttoptr(b.load(_word(b, job, COUNTER), typ=I64), PTR)
+    b.store(b.load(_word(b, job, START), typ=I64), counter)
+    b.store(I64(0), _word(b, job, FAILURES))
     several = b.icmp_signed(">", workers, I64(1))
     with b.if_then(several):
         b.call(pthread["pthread_mutex_lock"], [mutex])
@@ -212,7 +228,7 @@ def _build_run(module: ll.Module, share: ll.Function, wake: ll.Function,
         b.store(b.add(b.load(generation, typ=I64), I64(1)), generation)
         b.call(wake, [pool, job, I64(0)])
         b.call(pthread["pthread_mutex_unlock"], [mutex])
-    b.call(share, [job, I64(0)])
+    own = b.call(share, [job, I64(0)])
     check, wait, unlock, out = (fn.append_basic_block(n) for n in ("check", "wait", "unlock",
                                                                    "out"))
     close = fn.append_basic_block("close")
@@ -233,7 +249,7 @@ def _build_run(module: ll.Module, share: ll.Function, wake: ll.Function,
     b.call(pthread["pthread_mutex_lock"], [mutex])
     b.branch(check)
     b.position_at_end(finished)
-    b.ret_void()
+    b.ret(b.add(own, b.load_atomic(_word(b, job, FAILURES), "acquire", 8, typ=I64)))
     b.position_at_end(check)
     left = b.load_atomic(running, "acquire", 8, typ=I64)
     b.cbranch(b.icmp_signed("==", left, I64(0)), unlock, wait)
@@ -244,7 +260,8 @@ def _build_run(module: ll.Module, share: ll.Function, wake: ll.Function,
     b.call(pthread["pthread_mutex_unlock"], [mutex])
     b.branch(out)
     b.position_at_end(out)
-    b.ret_void()
+    # (the helpers' failures: all counted once `running` was 0)
+    b.ret(b.add(own, b.load_atomic(_word(b, job, FAILURES), "acquire", 8, typ=I64)))
 
 
 def _pause(b: ll.IRBuilder) -> None:
@@ -317,7 +334,7 @@ class _Native:
             self._engine.finalize_object()
             self.thread = self._engine.get_function_address("ptxport_pool_thread")
             # (ctypes releases the GIL for the call)
-            self.run = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(
+            self.run = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p)(
                 self._engine.get_function_address("ptxport_pool_run"))
         self.init_mutex, self.init_cond = (functions["pthread_mutex_init"],
                                            functions["pthread_cond_init"])
@@ -378,10 +395,10 @@ class Pool:
             self._native.detach(ctypes.c_void_p(handle.value))
             self._threads.append(words_of_thread)
 
-    def run(self, job: Job) -> None:
+    def run(self, job: Job) -> int:
         """Run the job on this pool's threads and the calling thread (which must hold the
-        pool, and have grown it to the job's workers - 1)."""
-        self._native.run(self.address, job.address)
+        pool, and have grown it to the job's workers - 1); how many workers failed."""
+        return self._native.run(self.address, job.address)
 
 
 # Pools no launch holds now; the count ever made (pools are numbered from 0, in a forked
