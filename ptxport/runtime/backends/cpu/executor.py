@@ -383,14 +383,14 @@ _RUNNING: dict[int, ctypes.c_int32] = {}
 
 
 def _stop_running_launches() -> None:
-    """At the interpreter's exit, stop the launches still running: the worker pool's threads
-    are joined then, and one running a kernel that never ends would keep the process from
-    exiting (after Ctrl-C, say)."""
+    """At the interpreter's exit, stop the launches still running: a kernel that never ends
+    (after Ctrl-C, say) would keep its stream's thread, which the interpreter may wait for,
+    and the pool's threads busy."""
     for stop in list(_RUNNING.values()):
         stop.value = 1
 
 
-# (called before the helper threads are joined)
+# (called before the interpreter joins its threads)
 threading._register_atexit(_stop_running_launches)
 
 
