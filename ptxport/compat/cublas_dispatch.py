@@ -3,7 +3,8 @@ point of cublas_signatures.py (found in cublas.py, cublas_gemm.py or cublas_leve
 libcublasLt.so.13's (cublaslt_dispatch.py) are made the same way.
 
 Each handler is wrapped once here, as dispatch.py wraps the driver's: a CublasError becomes
-its status, ptxport's other errors the status cuBLAS would return, with ptxport's
+its status (an illegal argument also prints cuBLAS's own xerbla line on stdout, as NVIDIA's
+library does), ptxport's other errors the status cuBLAS would return, with ptxport's
 explanation on stderr; a stub (an unimplemented name) returns CUBLAS_STATUS_NOT_SUPPORTED
 and names itself once. Calls are traced with the driver's (`ptxport run --trace FILE`).
 """
@@ -59,6 +60,8 @@ def _wrap(name: str, handler: Callable[..., int]) -> Callable[..., int]:
         try:
             return handler(*args)
         except PtxportError as e:
+            if isinstance(e, cublas.CublasError) and e.xerbla:
+                cublas.xerbla(*e.xerbla)
             if str(e):
                 print(f"ptxport: {name}: {e}", file=sys.stderr, flush=True)
             return status_of(e)

@@ -75,6 +75,7 @@ cublasStatus_t cublasGetProperty(libraryPropertyType type, int *value);
 size_t cublasGetCudartVersion(void);
 const char *cublasGetStatusName(cublasStatus_t status);
 const char *cublasGetStatusString(cublasStatus_t status);
+void cublasXerbla(const char *srName, int info);
 cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t handle, void *workspace,
                                      size_t workspaceSizeInBytes);
 cublasStatus_t cublasSetStream_v2(cublasHandle_t handle, cudaStream_t streamId);
