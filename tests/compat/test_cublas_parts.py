@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from ptxport.blas.host import _to_bf16
-from ptxport.compat import build, cublas_signatures
-from ptxport.compat.cublas import INVALID_VALUE, NOT_SUPPORTED, CublasError
+from ptxport.compat import build, cublas_helpers, cublas_signatures
+from ptxport.compat.cublas import INVALID_VALUE, MAPPING_ERROR, NOT_SUPPORTED, CublasError
 from ptxport.compat.cublas_gemm import Numbering, Operand, _check, ex_types, to_float
 
 _F32 = np.dtype(np.float32)
@@ -86,3 +86,22 @@ def test_bfloat16_rounds_to_nearest_even():
     assert back[3] == 65536.0
     assert back[4] == np.inf and np.isnan(back[5])
     assert abs(back[6] / np.float32(3.0e38) - 1) <= 2 ** -8
+
+
+@pytest.mark.parametrize("call, status", [
+    (lambda: cublas_helpers.cublasSetVector(4, 4, 8, 0, 8, 1), INVALID_VALUE),    # incx 0
+    (lambda: cublas_helpers.cublasGetVector(4, 0, 8, 1, 8, 1), INVALID_VALUE),    # elemSize 0
+    (lambda: cublas_helpers.cublasSetMatrix(4, 4, 4, 8, 0, 8, 4), INVALID_VALUE),  # lda 0
+    (lambda: cublas_helpers.cublasGetMatrix(-1, 4, 4, 8, 4, 8, 4), INVALID_VALUE),
+    (lambda: cublas_helpers.cublasSetMatrix(8, 4, 4, 8, 4, 8, 8), MAPPING_ERROR),  # rows > lda
+    (lambda: cublas_helpers.cublasSetVector(4, 4, 0, 1, 8, 1), MAPPING_ERROR),     # NULL x
+])
+def test_set_and_get_helpers_refuse_as_cublas_documents(call, status):
+    with pytest.raises(CublasError) as error:
+        call()
+    assert error.value.status == status
+
+
+def test_set_and_get_helpers_with_nothing_to_copy_succeed():
+    assert cublas_helpers.cublasSetVector(0, 4, 0, 1, 0, 1) == 0
+    assert cublas_helpers.cublasGetMatrix(0, 3, 4, 0, 1, 0, 1) == 0

@@ -394,6 +394,35 @@ static void bad_arguments(cublasHandle_t h) {
                 CUBLAS_STATUS_NOT_SUPPORTED);
 }
 
+// The helpers that move vectors and matrices between host and device: a 5 x 3 tile with
+// leading dimensions 7 (host), 6 (device) and 8 (host again); a vector with increments 2 and
+// 3, back through the Async form on a stream.
+static void set_and_get(cublasHandle_t h) {
+  (void)h;
+  std::vector<float> a(7 * 3), back(8 * 3, -9.0f), want(8 * 3, -9.0f);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = (float)next_value();
+  for (int j = 0; j < 3; ++j)
+    for (int i = 0; i < 5; ++i) want[i + j * 8] = a[i + j * 7];
+  float *dev;
+  CHECK(cudaMalloc(&dev, 6 * 3 * sizeof(float)));
+  CUBLAS(cublasSetMatrix(5, 3, sizeof(float), a.data(), 7, dev, 6));
+  CUBLAS(cublasGetMatrix(5, 3, sizeof(float), dev, 6, back.data(), 8));
+  expect_equal("set and get matrix", back.data(), want.data(), back.size());
+
+  std::vector<double> x(2 * 6), y(3 * 6, 5.0), wanty(3 * 6, 5.0);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = next_value();
+  for (int i = 0; i < 6; ++i) wanty[3 * i] = x[2 * i];
+  double *dv;
+  CHECK(cudaMalloc(&dv, 6 * sizeof(double)));
+  cudaStream_t stream;
+  CHECK(cudaStreamCreate(&stream));
+  CUBLAS(cublasSetVector(6, sizeof(double), x.data(), 2, dv, 1));
+  CUBLAS(cublasGetVectorAsync(6, sizeof(double), dv, 1, y.data(), 3, stream));
+  CHECK(cudaStreamSynchronize(stream));
+  expect_equal("set and get vector", y.data(), wanty.data(), y.size());
+  CHECK(cudaStreamDestroy(stream));
+}
+
 // gemv with incx = 0. cuBLAS's documentation lists it as invalid; NVIDIA's cuBLAS 13 runs it
 // (every element of x is x[0]). Either outcome passes, checked: y as computed, or untouched.
 static void gemv_increment_zero(cublasHandle_t h) {
@@ -428,6 +457,7 @@ int main() {
   level1(h);
   bad_arguments(h);
   gemv_increment_zero(h);
+  set_and_get(h);
   expect_status("destroy", cublasDestroy(h), CUBLAS_STATUS_SUCCESS);
   return finish();
 }
