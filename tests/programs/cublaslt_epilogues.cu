@@ -382,11 +382,35 @@ static void llmc_batched(cublasLtHandle_t lt) {
   cublasLtMatmulDescDestroy(desc);
 }
 
+// Attributes read back (sizeInBytes 0 asks for the size), defaults included, and status names.
+static void attributes() {
+  cublasLtMatrixLayout_t l = layout(CUDA_R_16BF, 6, 4, 8, 3, 40);
+  size_t need = 0, wrote = 0;
+  int64_t ld = 0, stride = 0;
+  LT(cublasLtMatrixLayoutGetAttribute(l, CUBLASLT_MATRIX_LAYOUT_LD, nullptr, 0, &need));
+  LT(cublasLtMatrixLayoutGetAttribute(l, CUBLASLT_MATRIX_LAYOUT_LD, &ld, sizeof ld, &wrote));
+  LT(cublasLtMatrixLayoutGetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride, nullptr));
+  printf("layout ld: %zu bytes, %zu written, %lld; stride %lld\n", need, wrote, (long long)ld, (long long)stride);
+  cublasLtMatmulDesc_t desc = describe(CUBLASLT_EPILOGUE_GELU_BIAS, false);
+  int32_t trans = -7, bias_type = 0;
+  uint32_t epilogue = 0;
+  LT(cublasLtMatmulDescGetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof trans, &wrote));
+  LT(cublasLtMatmulDescGetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue, &wrote));
+  LT(cublasLtMatmulDescGetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof bias_type, &wrote));
+  printf("desc: transa %d, epilogue %u, bias type %d (default)\n", trans, epilogue, bias_type);
+  cublasStatus_t s = cublasLtMatrixLayoutGetAttribute(l, CUBLASLT_MATRIX_LAYOUT_LD, &ld, 4, &wrote);
+  printf("ld read into 4 bytes: %s\n", cublasLtGetStatusName(s));
+  fprintf(stderr, "note: %s\n", cublasLtGetStatusString(s));
+  cublasLtMatmulDescDestroy(desc);
+  cublasLtMatrixLayoutDestroy(l);
+}
+
 int main() {
   cublasLtHandle_t lt;
   cublasStatus_t s = cublasLtCreate(&lt);
   printf("create: %s\n", cublasGetStatusName(s));
   if (s != CUBLAS_STATUS_SUCCESS) return 1;
+  attributes();
   fp32_epilogues(lt);
   llmc_bf16(lt);
   llmc_batched(lt);
