@@ -160,7 +160,7 @@ def cuMemGetAddressRange_v2(pbase: int, psize: int, dptr: int) -> int:
 
 # -- copies ---------------------------------------------------------------------------------
 
-def _kind(dst: int, src: int) -> str:
+def copy_kind(dst: int, src: int) -> str:
     """Which side of a copy between two addresses is on the device (cudaMemcpyDefault)."""
     on_device = (state.allocation_at(src) is not None, state.allocation_at(dst) is not None)
     return {(True, True): "dtod", (True, False): "dtoh", (False, True): "htod"}.get(
@@ -203,11 +203,11 @@ def _copy(dst: int, src: int, nbytes: int, kind: str, stream: int, sync: bool) -
 
 
 def cuMemcpy(dst: int, src: int, nbytes: int) -> int:
-    return _copy(dst, src, nbytes, _kind(dst, src), 0, True)
+    return _copy(dst, src, nbytes, copy_kind(dst, src), 0, True)
 
 
 def cuMemcpyAsync(dst: int, src: int, nbytes: int, stream: int) -> int:
-    return _copy(dst, src, nbytes, _kind(dst, src), stream, False)
+    return _copy(dst, src, nbytes, copy_kind(dst, src), stream, False)
 
 
 def cuMemcpyHtoD_v2(dst: int, src: int, nbytes: int) -> int:
