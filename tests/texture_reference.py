@@ -246,8 +246,9 @@ def _filter_floats(texels: dict, w: dict, fmt) -> np.ndarray:
         corners = [c for c in texels if c & 4 == slab]
         if not corners:
             continue
-        top = np.max([np.where(w[c][:, None] > 0, np.frexp(texels[c])[1], -1000)
-                      for c in corners], axis=0)
+        counted = [(w[c][:, None] > 0) & (texels[c] != 0) for c in corners]
+        top = np.max([np.where(n, np.frexp(texels[c])[1], -1000)
+                      for c, n in zip(corners, counted, strict=True)], axis=0)
         grid = np.ldexp(1.0, np.maximum(top, -900) - bits)
         for c in corners:
             term = w[c][:, None] / 256 * (np.trunc(texels[c] / grid) * grid)    # exact
