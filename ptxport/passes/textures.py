@@ -44,7 +44,7 @@ _CLAMP = {"trap": 0, "clamp": 1, "zero": 2}
 _SAMPLER = Path(__file__).with_name("texture_sampler.cu")
 # The SHA-256 of texture_sampler.ptx, written by regenerate(): an edit of the PTX changes this
 # file, and with it the keys of compiled kernels in the caches (which hash ptxport's .py files).
-SAMPLER_DIGEST = "5693f22e7bc3d689c7cfdfe0d3b58700ce10bc0dea9d15f4429513c9244c5b61"
+SAMPLER_DIGEST = "9f3129c4a71256a782449a1d6a2213eeae7cb90d9ae670b918caba0e64f2a866"
 
 
 def uses_textures(module: ir.Module) -> bool:
