@@ -3,7 +3,8 @@ benchmarks/data/texture_check_h100.npz holds every fetch of every case of
 tests/texture_reference.py (benchmarks/texture_check.py run --dump), and the reference and
 the sampler on cpu must reproduce them bit for bit. The one exception is the linear filtering
 of 8-bit signed normalized texels, whose rounding to 16 bits is not modelled exactly
-(docs/textures.md): those fetches may be 1/32767 apart, in at most KNOWN_S8 of them.
+(docs/textures.md): those fetches may be 1/32767 apart, in at most KNOWN_S8 of them
+(per dimensions).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from ptxport import Device, Program
 from ptxport.frontends import nvrtc
 
 RECORDED = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "texture_check_h100.npz"
-KNOWN_S8 = 82           # fetches of s8x1_norm linear cases that differ from the H100's
+KNOWN_S8 = {1: 37, 2: 20, 3: 25}     # s8x1_norm linear fetches unlike the H100's
 
 _NVRTC, _NVRTC_WHY = nvrtc.available()
 
@@ -63,7 +64,7 @@ def test_the_reference_fetches_what_the_h100_fetched(recorded):
                for dims, fmt, mode, filt, normalized in cases]
     unexplained, known = _differences(cases, results, recorded)
     assert not unexplained, "\n".join(unexplained)
-    assert known <= KNOWN_S8
+    assert known <= sum(KNOWN_S8.values())
 
 
 @pytest.mark.skipif(not _NVRTC, reason=f"the fetch kernels come from NVRTC: {_NVRTC_WHY}")
@@ -75,4 +76,4 @@ def test_the_cpu_sampler_fetches_what_the_h100_fetched(recorded, dims):
     results = [ref.run_on_ptxport(device, kernels, *case)[0] for case in cases]
     unexplained, known = _differences(cases, results, recorded)
     assert not unexplained, "\n".join(unexplained)
-    assert known <= KNOWN_S8
+    assert known <= KNOWN_S8[dims]
