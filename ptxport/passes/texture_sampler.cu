@@ -117,7 +117,7 @@ static __device__ unsigned int channel_value(const Descriptor *d, unsigned int r
 
 // Border color channel c of a format read as normalized floats, converted to the format:
 // scaled, rounded to nearest with ties down and clamped (an H100 reads 0.5 as 127/255).
-static __device__ int border_int(const Descriptor *d, int c) {
+static __device__ __noinline__ int border_int(const Descriptor *d, int c) {
     int scale = norm_scale(d);
     double v = ceil((double)d->border[c] * (double)scale - 0.5);
     double low = d->kind == 1 ? 0.0 : -(double)scale;
@@ -160,8 +160,8 @@ extern "C" __device__ __noinline__ Texel __ptxport_fetch(const Descriptor *d, in
 
 // Texel (x, y, z) of `layer` as linear filtering reads it, in the format's own terms: the
 // float, or the integer (border texels: the border color, converted for integers).
-static __device__ void stored_texel(const Descriptor *d, int x, int y, int z, int layer,
-                                    double *v) {
+static __device__ __noinline__ void stored_texel(const Descriptor *d, int x, int y, int z,
+                                                 int layer, double *v) {
     bool outside = locate(d, &x, &y, &z);
     const unsigned char *p = texel_address(d, x, y, z, layer);
     for (int c = 0; c < 4; ++c) {
@@ -181,13 +181,23 @@ static __device__ double two_sum(double a, double b, double *err) {
     return s;
 }
 
+// frexp's exponent of a nonzero normal double (v = m 2^e, 0.5 <= |m| < 1), and 2^e for a
+// normal e: bit fields, so that the sampler needs no libdevice ilogb or ldexp.
+static __device__ int exponent_of(double v) {
+    return ((__double2hiint(v) >> 20) & 0x7ff) - 1022;
+}
+
+static __device__ double pow2(int e) {
+    return __hiloint2double((e + 1023) << 20, 0);
+}
+
 // hi + lo (|lo| below half an ulp of hi) rounded to a float of `digits` significant bits
 // whose smallest normal exponent is `min_exp` (float32: 24, -126; float16: 11, -14): nearest,
 // ties away from zero.
 static __device__ double round_away(double hi, double lo, int digits, int min_exp) {
     if (hi == 0.0) return 0.0;
-    int e = ilogb(hi);
-    double ulp = ldexp(1.0, (e < min_exp ? min_exp : e) - (digits - 1));
+    int e = exponent_of(hi) - 1;
+    double ulp = pow2((e < min_exp ? min_exp : e) - (digits - 1));
     double t = trunc(hi / ulp) * ulp;               // exact
     double rest = fabs(hi - t);                     // exact
     bool same = lo == 0.0 || ((lo < 0.0) == (hi < 0.0));
@@ -238,17 +248,18 @@ static __device__ void weights(const int *q, int axes, int *w) {
 // Float texels: in each z slice, cut toward zero to `bits` bits below the largest exponent
 // of the weighted nonzero texels (the significand and 4 bits more); the weighted sum is
 // exact (two-sum) and rounded once.
-static __device__ float filter_float(double (*v)[4], const int *w, int corners, int c,
-                                     bool half) {
+static __device__ __noinline__ float filter_float(double (*v)[4], const int *w, int corners,
+                                                  int c, bool half) {
     int bits = half ? 15 : 28;
     double hi = 0.0, lo = 0.0;
     for (int slab = 0; slab < corners; slab += 4) {
         int top = -100000;
         for (int n = slab; n < slab + 4; ++n)
-            if (w[n] > 0 && v[n][c] != 0.0 && ilogb(v[n][c]) + 1 > top) top = ilogb(v[n][c]) + 1;
+            if (w[n] > 0 && v[n][c] != 0.0 && exponent_of(v[n][c]) > top)
+                top = exponent_of(v[n][c]);
         if (top == -100000) continue;
         for (int n = slab; n < slab + 4; ++n) {
-            double cut = ldexp(trunc(ldexp(v[n][c], bits - top)), top - bits);
+            double cut = trunc(v[n][c] * pow2(bits - top)) * pow2(top - bits);     // exact
             double err, err2;
             hi = two_sum(hi, (double)w[n] * (1.0 / 256.0) * cut, &err);     // exact product
             hi = two_sum(hi, lo + err, &err2);
@@ -261,8 +272,8 @@ static __device__ float filter_float(double (*v)[4], const int *w, int corners, 
 // Integers read as normalized floats filter in 16-bit fixed point: 8-bit unsigned texels
 // widened by 257, the sum rounded to a 16-bit integer (ties up); 8-bit signed texels filter
 // as they are and scale by 32767/32512 to nearest (94% of an H100's fetches: docs/textures.md).
-static __device__ float filter_normalized(const Descriptor *d, double (*v)[4], const int *w,
-                                          int corners, int c) {
+static __device__ __noinline__ float filter_normalized(const Descriptor *d, double (*v)[4],
+                                                       const int *w, int corners, int c) {
     long long total = 0;
     for (int n = 0; n < corners; ++n) total += (long long)w[n] * (long long)v[n][c];
     long long value;

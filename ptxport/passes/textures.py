@@ -44,7 +44,7 @@ _CLAMP = {"trap": 0, "clamp": 1, "zero": 2}
 _SAMPLER = Path(__file__).with_name("texture_sampler.cu")
 # The SHA-256 of texture_sampler.ptx, written by regenerate(): an edit of the PTX changes this
 # file, and with it the keys of compiled kernels in the caches (which hash ptxport's .py files).
-SAMPLER_DIGEST = "9f3129c4a71256a782449a1d6a2213eeae7cb90d9ae670b918caba0e64f2a866"
+SAMPLER_DIGEST = "9aefa56e4d88f04398ec15187f526318372f07212a447f76ecb3cfdd3a9fe17d"
 
 
 def uses_textures(module: ir.Module) -> bool:
