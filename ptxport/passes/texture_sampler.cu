@@ -36,6 +36,7 @@ struct Descriptor {
     unsigned int resource;            // cudaResourceType
     float border[4];
     unsigned int dims;                // 1, 2 or 3: the resource's dimensions
+    unsigned int cubemap;             // faces are layers: face f of cube c is layer 6 c + f
 };
 
 struct __align__(16) Texel { unsigned int v[4]; };
@@ -45,6 +46,7 @@ struct __align__(16) SurfaceWords { unsigned long long v[4]; unsigned int out_of
 #define OP_DIMS 3u            // 1, 2, 3
 #define OP_INTEGER 4u         // integer (texel) coordinates
 #define OP_LAYERED 8u
+#define OP_CUBE 16u           // x, y, z: a direction (tex.cube, tex.acube)
 
 static __device__ const Descriptor *descriptor(unsigned long long handle) {
     return reinterpret_cast<const Descriptor *>(handle);
@@ -289,12 +291,13 @@ static __device__ __noinline__ float filter_normalized(const Descriptor *d, doub
 
 // Linear filtering over `axes` dimensions (2 for a 1D texture: y = 0 in a texture of height
 // 1) of the `dims` coordinates u; clamp mode clamps them to [0.5, size - 0.5] first.
-static __device__ Texel sample_linear(const Descriptor *d, double *u, int dims, int layer) {
+static __device__ Texel sample_linear(const Descriptor *d, double *u, int dims, int layer,
+                                      bool clamp) {
     int axes = dims < 2 ? 2 : dims;
     int i[3] = {0, 0, 0}, q[3] = {0, 0, 0};
     for (int k = 0; k < axes; ++k) {
         unsigned int mode = d->address[k];
-        if (k < dims && (mode == 1 || (!d->normalized_coords && mode != 3))) {
+        if (k < dims && (clamp || mode == 1 || (!d->normalized_coords && mode != 3))) {
             double top = (double)d->size[k] - 0.5;
             u[k] = u[k] < 0.5 ? 0.5 : (u[k] > top ? top : u[k]);
         }
@@ -316,6 +319,37 @@ static __device__ Texel sample_linear(const Descriptor *d, double *u, int dims, 
     return out;
 }
 
+// A cube map fetch, as the CUDA C++ Programming Guide's "Cubemap Textures" defines it: the
+// face of the major axis of the direction (x, y, z) (ties go to x, then y) and the face
+// coordinates ((s / m + 1) / 2, (t / m + 1) / 2) of its table, read as a 2D texture with
+// normalized coordinates clamped to the face (no filtering across faces: seamlessCubemap
+// off). Not measured on a GPU (docs/textures.md).
+static __device__ Texel sample_cube(const Descriptor *d, float x, float y, float z, int cube) {
+    float ax = fabsf(x), ay = fabsf(y), az = fabsf(z);
+    int face;
+    float m, s, t;
+    if (ax >= ay && ax >= az) {
+        face = x >= 0.0f ? 0 : 1, m = ax, s = x >= 0.0f ? -z : z, t = -y;
+    } else if (ay >= az) {
+        face = y >= 0.0f ? 2 : 3, m = ay, s = x, t = y >= 0.0f ? z : -z;
+    } else {
+        face = z >= 0.0f ? 4 : 5, m = az, s = z >= 0.0f ? x : -x, t = -y;
+    }
+    float face_uv[2] = {m > 0.0f ? (s / m + 1.0f) * 0.5f : 0.5f,
+                        m > 0.0f ? (t / m + 1.0f) * 0.5f : 0.5f};
+    double u[3] = {0.0, 0.0, 0.0};
+    for (int k = 0; k < 2; ++k)
+        u[k] = floor((double)face_uv[k] * 16777216.0) * (1.0 / 16777216.0) * (double)d->size[k];
+    int layer = 6 * cube + face;
+    if (d->filter == 1 && returns_float(d)) return sample_linear(d, u, 2, layer, true);
+    int i[2];
+    for (int k = 0; k < 2; ++k) {
+        i[k] = (int)floor(u[k]);
+        i[k] = i[k] < 0 ? 0 : (i[k] >= (int)d->size[k] ? (int)d->size[k] - 1 : i[k]);
+    }
+    return __ptxport_fetch(d, i[0], i[1], 0, layer);
+}
+
 extern "C" __device__ __noinline__ Texel __ptxport_tex(unsigned long long handle, unsigned int op,
                                                       unsigned int c0, unsigned int c1,
                                                       unsigned int c2, unsigned int layer) {
@@ -323,11 +357,17 @@ extern "C" __device__ __noinline__ Texel __ptxport_tex(unsigned long long handle
     int dims = (int)(op & OP_DIMS);
     int l = (op & OP_LAYERED) ? layer_index(d, layer) : 0;
     unsigned int c[3] = {c0, c1, c2};
+    if (op & OP_CUBE) {
+        int last = (int)d->layers / 6 - 1, cube = (op & OP_LAYERED) ? (int)layer : 0;
+        cube = cube > last ? last : cube;
+        return sample_cube(d, __uint_as_float(c0), __uint_as_float(c1), __uint_as_float(c2),
+                           cube < 0 ? 0 : cube);
+    }
     if (op & OP_INTEGER)
         return __ptxport_fetch(d, (int)c0, dims > 1 ? (int)c1 : 0, dims > 2 ? (int)c2 : 0, l);
     double u[3] = {0.0, 0.0, 0.0};
     for (int k = 0; k < dims; ++k) u[k] = texel_coordinate(d, __uint_as_float(c[k]), k);
-    if (d->filter == 1 && returns_float(d)) return sample_linear(d, u, dims, l);
+    if (d->filter == 1 && returns_float(d)) return sample_linear(d, u, dims, l, false);
     return __ptxport_fetch(d, (int)floor(u[0]), (int)floor(u[1]), (int)floor(u[2]), l);
 }
 
