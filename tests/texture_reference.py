@@ -66,6 +66,10 @@ __global__ void i2(cudaTextureObject_t t, const float *coords, unsigned *out, in
 { BODY(tex2D<uint4>(t, c[0], c[1]), STOREI) }
 __global__ void i3(cudaTextureObject_t t, const float *coords, unsigned *out, int n)
 { BODY(tex3D<uint4>(t, c[0], c[1], c[2]), STOREI) }
+__global__ void fc(cudaTextureObject_t t, const float *coords, unsigned *out, int n)
+{ BODY(texCubemap<float4>(t, c[0], c[1], c[2]), STORE4) }
+__global__ void ic(cudaTextureObject_t t, const float *coords, unsigned *out, int n)
+{ BODY(texCubemap<uint4>(t, c[0], c[1], c[2]), STOREI) }
 }
 """
 
@@ -185,12 +189,13 @@ def fetch(data: np.ndarray, fmt, dims: int, mode: str, normalized: bool, idx) ->
 COORDINATE_BITS = 24        # fractional bits of a normalized coordinate
 
 
-def texel_coordinates(coords: np.ndarray, dims: int, normalized: bool) -> np.ndarray:
+def texel_coordinates(coords: np.ndarray, dims: int, normalized: bool,
+                      sizes: tuple = ()) -> np.ndarray:
     """(n, 3) float64 texel coordinates: normalized ones cut to COORDINATE_BITS fractional
-    bits (toward -inf) and scaled by the size exactly."""
+    bits (toward -inf) and scaled by the size exactly (`sizes`, or SIZES[dims])."""
     u = coords[:, :3].astype(np.float32).astype(np.float64)
     if normalized:
-        size = np.array((SIZES[dims] + (1, 1))[:3], np.float64)
+        size = np.array((tuple(sizes or SIZES[dims]) + (1, 1))[:3], np.float64)
         u = np.floor(u * 2.0 ** COORDINATE_BITS) / 2.0 ** COORDINATE_BITS * size
     return u
 
@@ -275,6 +280,68 @@ def _filter_normalized(texels: dict, w: dict, fmt) -> np.ndarray:
     return np.maximum(out, np.float32(-1)).view(np.uint32)
 
 
+CUBE_SIZE = 4               # texels along each edge of a cube map's faces
+CUBE_FORMATS = tuple(f for f in FORMATS if f[0] in ("f32x4", "f16x2", "u8x4_norm", "u16x4_elem"))
+
+
+def cube_cases():
+    """(format, filter mode) of the cube map cases."""
+    for fmt, filt in itertools.product(CUBE_FORMATS, FILTER_MODES):
+        if filt == "point" or is_float_result(fmt):
+            yield fmt, filt
+
+
+def cube_texels(fmt, seed: int = 2) -> np.ndarray:
+    """(6, CUBE_SIZE, CUBE_SIZE[, channels]) texels of a cube map's faces."""
+    _, dtype, channels, _ = fmt
+    shape = (6, CUBE_SIZE, CUBE_SIZE) + ((channels,) if channels > 1 else ())
+    rng = np.random.default_rng(seed)
+    if np.dtype(dtype).kind == "f":
+        return rng.uniform(-4, 4, shape).astype(dtype)
+    info = np.iinfo(dtype)
+    return rng.integers(info.min, info.max, shape, endpoint=True).astype(dtype)
+
+
+def cube_directions(count: int = 96, seed: int = 4) -> np.ndarray:
+    """(count, 3) float32 directions: the six axes, the 12 edge and 8 corner directions (ties
+    between major axes), then random ones."""
+    rng = np.random.default_rng(seed)
+    out = rng.uniform(-1, 1, (count, 3)).astype(np.float32)
+    special = [v for v in itertools.product((-1.0, 0.0, 1.0), repeat=3) if any(v)]
+    out[:len(special)] = np.array(special, np.float32)
+    return out
+
+
+def cube_faces(directions: np.ndarray):
+    """The CUDA C++ Programming Guide's cube map table ("Cubemap Textures") in float32: the
+    face of each direction's major axis (ties go to x, then y) and the face's normalized
+    coordinates ((s / m + 1) / 2, (t / m + 1) / 2)."""
+    x, y, z = (directions[:, k].astype(np.float32) for k in range(3))
+    ax, ay, az = np.abs(x), np.abs(y), np.abs(z)
+    on_x = (ax >= ay) & (ax >= az)
+    on_y = ~on_x & (ay >= az)
+    face = np.where(on_x, np.where(x >= 0, 0, 1),
+                    np.where(on_y, np.where(y >= 0, 2, 3), np.where(z >= 0, 4, 5)))
+    m = np.where(on_x, ax, np.where(on_y, ay, az))
+    s = np.where(on_x, np.where(x >= 0, -z, z), np.where(on_y, x, np.where(z >= 0, x, -x)))
+    t = np.where(on_x, -y, np.where(on_y, np.where(y >= 0, z, -z), -y))
+    one, half = np.float32(1), np.float32(0.5)
+    return face, (s / m + one) * half, (t / m + one) * half
+
+
+def sample_cube(data: np.ndarray, fmt, filt: str, directions: np.ndarray) -> np.ndarray:
+    """What texCubemap<float4 or uint4> returns, (n, 4) uint32 bits: the face a 2D texture
+    read at normalized coordinates, clamped to it (no filtering across faces)."""
+    face, s, t = cube_faces(directions)
+    out = np.zeros((len(directions), 4), np.uint32)
+    for f in range(6):
+        chosen = face == f
+        coords = np.zeros((int(chosen.sum()), 3), np.float32)
+        coords[:, 0], coords[:, 1] = s[chosen], t[chosen]
+        out[chosen] = sample(data[f], fmt, 2, "clamp", filt, True, coords)
+    return out
+
+
 def is_float_result(fmt) -> bool:
     return fmt[1] in (np.float32, np.float16) or fmt[3] == "normalized_float"
 
@@ -282,15 +349,15 @@ def is_float_result(fmt) -> bool:
 def sample(data: np.ndarray, fmt, dims: int, mode: str, filt: str, normalized: bool,
            coords: np.ndarray) -> np.ndarray:
     """What tex{1,2,3}D<float4 or uint4> returns at `coords`, as (n, 4) uint32 bits."""
-    u = texel_coordinates(coords, dims, normalized)
+    sizes = tuple(reversed(data.shape[:dims]))
+    u = texel_coordinates(coords, dims, normalized, sizes)
     u[:, dims:] = 0
     if filt == "point" or not is_float_result(fmt):
         idx = [np.floor(u[:, k]).astype(np.int64) if k < dims else np.zeros(len(u), np.int64)
                for k in range(3)]
         return fetch(data, fmt, dims, mode, normalized, idx)
     if mode == "clamp" or (not normalized and mode in ("wrap", "mirror")):
-        size = np.array((SIZES[dims] + (1, 1))[:dims], np.float64)
-        u[:, :dims] = np.clip(u[:, :dims], 0.5, size - 0.5)
+        u[:, :dims] = np.clip(u[:, :dims], 0.5, np.array(sizes, np.float64) - 0.5)
     axes = max(dims, 2)               # a 1D texture filters as 2D of height 1 at y = 0
     b = u - 0.5
     base = np.floor(b).astype(np.int64)
@@ -307,7 +374,8 @@ def sample(data: np.ndarray, fmt, dims: int, mode: str, filt: str, normalized: b
 
 
 def launch_fetch(device, kernels, dims, fmt, handle: int, coords: np.ndarray) -> np.ndarray:
-    """Run the fetch kernel of `dims` on texture `handle` at `coords`: (n, 4) uint32 bits."""
+    """Run the fetch kernel of `dims` (1, 2, 3 or "c" for a cube map) on texture `handle` at
+    `coords`: (n, 4) uint32 bits."""
     from ptxport import LaunchConfig, launch
 
     stream = device.create_stream()
@@ -352,3 +420,28 @@ def run_on_ptxport(device, kernels, dims, fmt, mode, filt, normalized):
     texture.close()
     array.close()
     return got, sample(data, fmt, dims, mode, filt, normalized, coords)
+
+
+def run_cube_on_ptxport(device, kernels, fmt, filt):
+    """(got, expected) of one cube map case on a ptxport device and in this model."""
+    from ptxport.runtime.textures import (
+        Array,
+        ChannelFormat,
+        ResourceDesc,
+        TextureDesc,
+        TextureObject,
+    )
+
+    stream = device.create_stream()
+    data = cube_texels(fmt)
+    array = Array(device, ChannelFormat.from_dtype(fmt[1], fmt[2]), CUBE_SIZE, CUBE_SIZE, 6,
+                  cubemap=True, stream=stream)
+    array.copy_from(data, stream=stream)
+    desc = TextureDesc(address_mode=("clamp",) * 3, filter_mode=filt, read_mode=fmt[3],
+                       normalized_coords=True)
+    texture = TextureObject(device, ResourceDesc.from_array(array), desc, stream=stream)
+    directions = cube_directions()
+    got = launch_fetch(device, kernels, "c", fmt, texture.handle, directions)
+    texture.close()
+    array.close()
+    return got, sample_cube(data, fmt, filt, directions)
