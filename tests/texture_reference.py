@@ -266,7 +266,7 @@ def _filter_floats(texels: dict, w: dict, fmt) -> np.ndarray:
 def _filter_normalized(texels: dict, w: dict, fmt) -> np.ndarray:
     """Integer texels read as normalized floats filter in 16 bits: 8-bit unsigned ones
     widened by 257, the sum rounded to a 16-bit integer (ties up); 8-bit signed ones filter
-    as they are and scale by 32767/32512 to nearest (which reproduces 94% of the H100's
+    as they are and scale by 32767/32512 to nearest (which reproduces 96% of the H100's
     fetches: docs/textures.md)."""
     signed = np.dtype(fmt[1]).kind == "i"
     widen = 257 if np.dtype(fmt[1]) == np.uint8 else 1

@@ -273,7 +273,7 @@ static __device__ __noinline__ float filter_float(double (*v)[4], const int *w, 
 
 // Integers read as normalized floats filter in 16-bit fixed point: 8-bit unsigned texels
 // widened by 257, the sum rounded to a 16-bit integer (ties up); 8-bit signed texels filter
-// as they are and scale by 32767/32512 to nearest (94% of an H100's fetches: docs/textures.md).
+// as they are and scale by 32767/32512 to nearest (96% of an H100's fetches: docs/textures.md).
 static __device__ __noinline__ float filter_normalized(const Descriptor *d, double (*v)[4],
                                                        const int *w, int corners, int c) {
     long long total = 0;
