@@ -49,7 +49,7 @@ def object_code(llvm_ir: str, tm) -> bytes:
 
 # Part of every cache key: bump when the generated code's meaning changes without the LLVM IR
 # changing (e.g. the executor's protocol).
-CODEGEN_VERSION = "cpu-7"
+CODEGEN_VERSION = "cpu-6"
 
 
 @cache
