@@ -19,13 +19,13 @@ A kernel the CPU target cannot compile yet is reported as "unsupported: <reason>
 benchmark can be re-run as support lands. It also times a launch of one block that does no
 work, which is the fixed cost every launch pays.
 
-Beside ptxport it times the same PTX through ptxport's SPIR-V target on Intel's OpenCL CPU
-runtime (Device("opencl:0")) where an OpenCL device is present: columns "SPIR-V ms" and
-"SPV/C". This is not issue 15's yardstick (Intel's runtime on the kernels ported to OpenCL
-C, which this benchmark does not have yet): ptxport's SPIR-V carries its bounds checks and
-32-lane sub-groups, and ran gemm at 30x C here. Intel's runtime chooses its thread count
-when it starts, so each core count runs in a child process (one core: pinned to one CPU,
-DPCPP_CPU_NUM_CUS=1), alternating with C there. --no-opencl leaves it out.
+Beside ptxport it times Intel's OpenCL CPU runtime on the same algorithms where an OpenCL
+CPU device is present (issue 15's yardstick: no kernel slower than it): the kernels ported
+line for line to OpenCL C (benchmarks/opencl/kernels.cl; warp shuffles as 32-lane sub-group
+reductions and scans), same launches, checked against C; columns "OCL ms" and "OCL/C".
+Intel's runtime chooses its thread count when it starts, so each core count runs in a child
+process (one core: pinned to one CPU, DPCPP_CPU_NUM_CUS=1), alternating with C there.
+--no-opencl leaves it out.
 
     python benchmarks/cpu_kernels.py [--quick] [--kernels saxpy,gemm] [--reps 9] [--budget 2.5]
                                    [--slow 10] [--no-opencl]
@@ -511,24 +511,91 @@ def launch_overhead(device, objects, core_counts, reps: int = 51) -> dict[str, f
     return result
 
 
-# --- Intel's OpenCL CPU runtime on the same PTX -------------------------------------------------
+# --- Intel's OpenCL CPU runtime on the OpenCL C ports ---------------------------------------------
+
+OPENCL_SOURCE = Path(__file__).resolve().parent / "opencl" / "kernels.cl"
+
+
+class OpenclContext:
+    """Intel's OpenCL CPU device (through ptxport's OpenCL backend, which registers the
+    runtime from PyPI), a queue, and opencl/kernels.cl built for it."""
+
+    def __init__(self):
+        Device("opencl:0")          # (registers the wheel's runtime before pyopencl loads)
+        import pyopencl as cl
+
+        devices = [d for p in cl.get_platforms() for d in p.get_devices()
+                   if d.type & cl.device_type.CPU]
+        if not devices:
+            raise NotRunnable("no OpenCL CPU device")
+        self.cl, self.device = cl, devices[0]
+        self.context = cl.Context([self.device])
+        self.queue = cl.CommandQueue(self.context)
+        self.program = cl.Program(self.context, OPENCL_SOURCE.read_text()).build()
+
+
+class OpenclRun:
+    """A problem's buffers on the OpenCL CPU device and its OpenCL C port: the same launches
+    (a kernel with dynamic shared memory gets it as a last __local argument), timed as
+    enqueue + finish."""
+
+    def __init__(self, case: Case, problem: Problem, ocl: OpenclContext):
+        cl = ocl.cl
+        self.cl, self.queue, self.problem = cl, ocl.queue, problem
+        self.kernel = getattr(ocl.program, case.kernel)
+        flags = cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR
+        self.buffers = {name: cl.Buffer(ocl.context, flags, hostbuf=array)
+                        for name, array in problem.arrays.items()}
+
+    def reset(self) -> None:
+        for name in self.problem.outputs:
+            self.cl.enqueue_copy(self.queue, self.buffers[name], self.problem.arrays[name])
+        self.queue.finish()
+
+    def run(self) -> float:
+        start = time.perf_counter()
+        for config, args in self.problem.launches:
+            dims = 3 if config.block[2] > 1 or config.grid[2] > 1 else \
+                2 if config.block[1] > 1 or config.grid[1] > 1 else 1
+            local = tuple(config.block[:dims])
+            size = tuple(g * b for g, b in zip(config.grid[:dims], local, strict=True))
+            values = [self.buffers[a] if isinstance(a, str) else a for a in args]
+            if config.shmem_size:
+                values.append(self.cl.LocalMemory(config.shmem_size))
+            self.kernel(self.queue, size, local, *values)
+        self.queue.finish()
+        return time.perf_counter() - start
+
+    def first_run(self) -> float:
+        self.reset()
+        return self.run()
+
+    def results(self) -> dict[str, np.ndarray]:
+        out = {name: np.empty_like(self.problem.arrays[name]) for name in self.problem.outputs}
+        for name, array in out.items():
+            self.cl.enqueue_copy(self.queue, array, self.buffers[name])
+        self.queue.finish()
+        return out
+
+    def close(self) -> None:
+        for buffer in self.buffers.values():
+            buffer.release()
+
 
 def opencl_child(cases: list[Case], settings: argparse.Namespace, cores: int) -> None:
-    """In a child process (the runtime's thread count is set as it starts): each case on
-    Device("opencl:0") alternating with C on `cores` threads; prints one JSON object,
-    kernel -> {"c_ms", "opencl_ms", "ratio", "runs", "status"}."""
+    """In a child process (the runtime's thread count is set as it starts): each case's
+    OpenCL C port on Intel's OpenCL CPU runtime, alternating with C on `cores` threads;
+    prints one JSON object, kernel -> {"c_ms", "opencl_ms", "ratio", "runs", "status"}."""
     lib = build_c_library()
     lib.bench_set_threads(cores)
-    device = Device("opencl:0")
-    objects: dict = {}
+    ocl = OpenclContext()
     out = {}
     for case in cases:
         problem = case.make(case.quick if settings.quick else case.full,
                             np.random.default_rng(0))
-        c_run, stream = CRun(problem, lib), device.create_stream()
-        cell: dict = {"status": "ok"}
+        c_run, cell = CRun(problem, lib), {"status": "ok"}
         try:
-            run = PtxportRun(case, problem, device, stream, objects)
+            run = OpenclRun(case, problem, ocl)
             try:
                 run.first_run()
                 c_run.reset()
@@ -542,9 +609,8 @@ def opencl_child(cases: list[Case], settings: argparse.Namespace, cores: int) ->
                             runs=len(c_times))
             finally:
                 run.close()
-        except (NotRunnable, PtxportError) as e:
+        except (NotRunnable, ocl.cl.Error) as e:
             cell["status"] = _first_line(e)
-        stream.close()
         out[case.name] = cell
     print(json.dumps(out))
 
@@ -626,7 +692,7 @@ def print_table(rows, means, core_counts, overhead) -> None:
         label = f"{cores} core{'s' * (cores > 1)}"
         header += f" | {label + ': C ms':>15} {'ptxport ms':>10} {'ratio':>9}"
         if opencl:
-            header += f" {'SPIR-V ms':>9} {'SPV/C':>6}"
+            header += f" {'OCL ms':>9} {'OCL/C':>6}"
     print(header)
     print("-" * len(header))
     for row in rows:
@@ -644,7 +710,7 @@ def print_table(rows, means, core_counts, overhead) -> None:
         if row["status"] != "ok":
             print(f"{'':<14} {row['status']}")
         for cores, status in row.get("opencl_status", {}).items():
-            print(f"{'':<14} SPIR-V on OpenCL, {cores} core(s): {status}")
+            print(f"{'':<14} OpenCL C port, {cores} core(s): {status}")
     print("-" * len(header))
     for cores in map(str, core_counts):
         mean = means[cores]
@@ -654,10 +720,10 @@ def print_table(rows, means, core_counts, overhead) -> None:
               f"{mean['kernels']} of {mean['of']} kernels{goal}")
         if mean["opencl_geomean_ratio"]:
             slower = ", ".join(mean["slower_than_opencl"]) or "none"
-            print(f"  ptxport's SPIR-V on Intel's OpenCL runtime / C on {cores} core(s): "
+            print(f"  Intel OpenCL (OpenCL C ports) / C on {cores} core(s): "
                   f"{mean['opencl_geomean_ratio']:.2f}x over {mean['opencl_kernels']} kernels "
-                  f"(ptxport on those {mean['ptxport_geomean_on_those']:.2f}x); ptxport's CPU "
-                  f"device slower than that (ratio to C): {slower}")
+                  f"(ptxport on those {mean['ptxport_geomean_on_those']:.2f}x); ptxport "
+                  f"slower than Intel OpenCL (ratio to C): {slower}")
     runs = {cell.get("runs", 3) for row in rows for cell in row["cores"].values()}
     if runs & {1, 2}:
         print("* fewer than 3 timed runs: the first took more than half of --budget")
@@ -696,7 +762,7 @@ def main() -> None:
                         help="seconds: a kernel whose first launch takes longer is not "
                              "launched again (its one-core time is that launch's)")
     parser.add_argument("--no-opencl", action="store_true",
-                        help="leave out the column of ptxport's SPIR-V on Intel's OpenCL runtime")
+                        help="leave out Intel's OpenCL CPU runtime (the OpenCL C ports)")
     parser.add_argument("--opencl-child", type=int, metavar="CORES", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.budget is None:
