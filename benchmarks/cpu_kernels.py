@@ -12,15 +12,23 @@ otherwise). Then for each core count (one core: set_workers(1) and omp_set_num_t
 then every core this process may use) it times C and ptxport alternately, resetting the
 outputs untimed before each run, and reports the median of each and ptxport / C (the last
 run at every further core count is checked too). A ptxport run is launch() + stream.sync().
-The geometric mean of the ratios per core count is the headline (goal: <= 3 on one core).
+The geometric mean of the ratios per core count is the headline (goal: <= 1.5 on one core).
 A kernel whose first launch takes more than --slow seconds is not launched again: its
 one-core time is that launch's (JIT included), so that the whole benchmark stays short.
 A kernel the CPU target cannot compile yet is reported as "unsupported: <reason>", so the
 benchmark can be re-run as support lands. It also times a launch of one block that does no
 work, which is the fixed cost every launch pays.
 
+Beside ptxport it times Intel's OpenCL CPU runtime on the same algorithms where an OpenCL
+CPU device is present (issue 15's yardstick: no kernel slower than it): the kernels ported
+line for line to OpenCL C (benchmarks/opencl/kernels.cl; warp shuffles as 32-lane sub-group
+reductions and scans), same launches, checked against C; columns "OCL ms" and "OCL/C".
+Intel's runtime chooses its thread count when it starts, so each core count runs in a child
+process (one core: pinned to one CPU, DPCPP_CPU_NUM_CUS=1), alternating with C there.
+--no-opencl leaves it out.
+
     python benchmarks/cpu_kernels.py [--quick] [--kernels saxpy,gemm] [--reps 9] [--budget 2.5]
-                                   [--slow 10]
+                                   [--slow 10] [--no-opencl]
 
 prints a table and writes benchmarks/results/cpu_kernels.json.
 """
@@ -29,9 +37,11 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import functools
 import hashlib
 import json
 import math
+import os
 import platform
 import statistics
 import subprocess
@@ -501,15 +511,174 @@ def launch_overhead(device, objects, core_counts, reps: int = 51) -> dict[str, f
     return result
 
 
+# --- Intel's OpenCL CPU runtime on the OpenCL C ports ---------------------------------------------
+
+OPENCL_SOURCE = Path(__file__).resolve().parent / "opencl" / "kernels.cl"
+
+
+class OpenclContext:
+    """Intel's OpenCL CPU device (through ptxport's OpenCL backend, which registers the
+    runtime from PyPI), a queue, and opencl/kernels.cl built for it."""
+
+    def __init__(self):
+        Device("opencl:0")          # (registers the wheel's runtime before pyopencl loads)
+        import pyopencl as cl
+
+        devices = [d for p in cl.get_platforms() for d in p.get_devices()
+                   if d.type & cl.device_type.CPU]
+        if not devices:
+            raise NotRunnable("no OpenCL CPU device")
+        self.cl, self.device = cl, devices[0]
+        self.context = cl.Context([self.device])
+        self.queue = cl.CommandQueue(self.context)
+        self.program = cl.Program(self.context, OPENCL_SOURCE.read_text()).build()
+
+
+class OpenclRun:
+    """A problem's buffers on the OpenCL CPU device and its OpenCL C port: the same launches
+    (a kernel with dynamic shared memory gets it as a last __local argument), timed as
+    enqueue + finish."""
+
+    def __init__(self, case: Case, problem: Problem, ocl: OpenclContext):
+        cl = ocl.cl
+        self.cl, self.queue, self.problem = cl, ocl.queue, problem
+        self.kernel = getattr(ocl.program, case.kernel)
+        flags = cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR
+        self.buffers = {name: cl.Buffer(ocl.context, flags, hostbuf=array)
+                        for name, array in problem.arrays.items()}
+
+    def reset(self) -> None:
+        for name in self.problem.outputs:
+            self.cl.enqueue_copy(self.queue, self.buffers[name], self.problem.arrays[name])
+        self.queue.finish()
+
+    def run(self) -> float:
+        start = time.perf_counter()
+        for config, args in self.problem.launches:
+            dims = 3 if config.block[2] > 1 or config.grid[2] > 1 else \
+                2 if config.block[1] > 1 or config.grid[1] > 1 else 1
+            local = tuple(config.block[:dims])
+            size = tuple(g * b for g, b in zip(config.grid[:dims], local, strict=True))
+            values = [self.buffers[a] if isinstance(a, str) else a for a in args]
+            if config.shmem_size:
+                values.append(self.cl.LocalMemory(config.shmem_size))
+            self.kernel(self.queue, size, local, *values)
+        self.queue.finish()
+        return time.perf_counter() - start
+
+    def first_run(self) -> float:
+        self.reset()
+        return self.run()
+
+    def results(self) -> dict[str, np.ndarray]:
+        out = {name: np.empty_like(self.problem.arrays[name]) for name in self.problem.outputs}
+        for name, array in out.items():
+            self.cl.enqueue_copy(self.queue, array, self.buffers[name])
+        self.queue.finish()
+        return out
+
+    def close(self) -> None:
+        for buffer in self.buffers.values():
+            buffer.release()
+
+
+def opencl_child(cases: list[Case], settings: argparse.Namespace, cores: int) -> None:
+    """In a child process (the runtime's thread count is set as it starts): each case's
+    OpenCL C port on Intel's OpenCL CPU runtime, alternating with C on `cores` threads;
+    prints one JSON object, kernel -> {"c_ms", "opencl_ms", "ratio", "runs", "status"}."""
+    lib = build_c_library()
+    lib.bench_set_threads(cores)
+    ocl = OpenclContext()
+    out = {}
+    for case in cases:
+        problem = case.make(case.quick if settings.quick else case.full,
+                            np.random.default_rng(0))
+        c_run, cell = CRun(problem, lib), {"status": "ok"}
+        try:
+            run = OpenclRun(case, problem, ocl)
+            try:
+                run.first_run()
+                c_run.reset()
+                c_run.run()
+                cell["status"] = mismatch(problem, run.results(), c_run.results()) or "ok"
+                c_times, ocl_times = time_side_by_side(c_run, run, settings.reps,
+                                                       settings.budget)
+                c_ms = statistics.median(c_times) * 1e3
+                ocl_ms = statistics.median(ocl_times) * 1e3
+                cell.update(c_ms=c_ms, opencl_ms=ocl_ms, ratio=ocl_ms / c_ms,
+                            runs=len(c_times))
+            finally:
+                run.close()
+        except (NotRunnable, ocl.cl.Error) as e:
+            cell["status"] = _first_line(e)
+        out[case.name] = cell
+    print(json.dumps(out))
+
+
+def opencl_columns(cases: list[Case], settings: argparse.Namespace, core_counts) \
+        -> dict[str, dict]:
+    """cores -> the child's results (opencl_child) for each core count; {} without an
+    OpenCL device. One core: the child is pinned to one CPU and DPCPP_CPU_NUM_CUS=1 (Intel's
+    runtime's worker count)."""
+    try:
+        Device("opencl:0")
+    except PtxportError as e:
+        print(f"  no OpenCL column: {_first_line(e)}", file=sys.stderr)
+        return {}
+    columns = {}
+    for cores in core_counts:
+        command = [sys.executable, __file__, "--opencl-child", str(cores),
+                   "--kernels", ",".join(c.name for c in cases), "--reps", str(settings.reps),
+                   "--budget", str(settings.budget)] + (["--quick"] if settings.quick else [])
+        env = dict(os.environ, DPCPP_CPU_NUM_CUS=str(cores))
+        pin = None
+        if cores == 1 and hasattr(os, "sched_setaffinity"):
+            pin = functools.partial(os.sched_setaffinity, 0, sorted(os.sched_getaffinity(0))[:1])
+        done = subprocess.run(command, env=env, capture_output=True, text=True,
+                              preexec_fn=pin)
+        if done.returncode != 0:
+            tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            print(f"  OpenCL on {cores} core(s) failed: {tail}", file=sys.stderr)
+            continue
+        columns[str(cores)] = json.loads(done.stdout.strip().splitlines()[-1])
+        print(f"  measured OpenCL on {cores} core(s)", file=sys.stderr)
+    return columns
+
+
+def merge_opencl(rows: list[dict], columns: dict[str, dict]) -> None:
+    """Each row's OpenCL time and ratio to C (the child's own C runs) per core count."""
+    for row in rows:
+        for cores, results in columns.items():
+            cell = results.get(row["kernel"], {})
+            if cell.get("status") != "ok" or "opencl_ms" not in cell:
+                row.setdefault("opencl_status", {})[cores] = cell.get("status", "not run")
+                continue
+            row["cores"].setdefault(cores, {}).update(
+                opencl_ms=cell["opencl_ms"], opencl_ratio=cell["ratio"],
+                opencl_c_ms=cell["c_ms"], opencl_runs=cell["runs"])
+
+
 # --- reporting -------------------------------------------------------------------------------
 
+def _geomean(values: list[float]) -> float | None:
+    return math.exp(statistics.fmean(map(math.log, values))) if values else None
+
+
 def geometric_means(rows: list[dict], core_counts) -> dict[str, dict]:
+    """Per core count: the geometric mean of ptxport / C, of OpenCL / C over the kernels
+    both ran, and the kernels where ptxport's ratio to C is above OpenCL's."""
     means = {}
     for cores in map(str, core_counts):
-        ratios = [r["cores"][cores]["ratio"] for r in rows
-                  if r["status"] == "ok" and "ratio" in r["cores"].get(cores, {})]
-        means[cores] = {"geomean_ratio": math.exp(statistics.fmean(map(math.log, ratios)))
-                        if ratios else None, "kernels": len(ratios), "of": len(rows)}
+        cells = [(r["kernel"], r["cores"][cores]) for r in rows
+                 if r["status"] == "ok" and "ratio" in r["cores"].get(cores, {})]
+        both = [(k, c) for k, c in cells if "opencl_ratio" in c]
+        means[cores] = {"geomean_ratio": _geomean([c["ratio"] for _, c in cells]),
+                        "kernels": len(cells), "of": len(rows),
+                        "opencl_geomean_ratio": _geomean([c["opencl_ratio"] for _, c in both]),
+                        "ptxport_geomean_on_those": _geomean([c["ratio"] for _, c in both]),
+                        "opencl_kernels": len(both),
+                        "slower_than_opencl": [k for k, c in both
+                                               if c["ratio"] > c["opencl_ratio"]]}
     return means
 
 
@@ -517,10 +686,13 @@ def print_table(rows, means, core_counts, overhead) -> None:
     def ms(value):
         return f"{value:9.2f}" if value is not None else f"{'-':>9}"
 
+    opencl = any("opencl_ms" in c for r in rows for c in r["cores"].values())
     header = f"{'kernel':<14} {'size':<18} {'blocks':>6}"
     for cores in core_counts:
         label = f"{cores} core{'s' * (cores > 1)}"
         header += f" | {label + ': C ms':>15} {'ptxport ms':>10} {'ratio':>9}"
+        if opencl:
+            header += f" {'OCL ms':>9} {'OCL/C':>6}"
     print(header)
     print("-" * len(header))
     for row in rows:
@@ -531,16 +703,27 @@ def print_table(rows, means, core_counts, overhead) -> None:
             runs = cell.get("runs", 3)
             ratio += "~" if runs == 0 else "*" if runs < 3 else " "
             line += f" | {ms(cell.get('c_ms')):>15} {ms(cell.get('ptxport_ms')):>10} {ratio}"
+            if opencl:
+                ocl = f"{cell['opencl_ratio']:6.2f}" if "opencl_ratio" in cell else f"{'-':>6}"
+                line += f" {ms(cell.get('opencl_ms'))} {ocl}"
         print(line)
         if row["status"] != "ok":
             print(f"{'':<14} {row['status']}")
+        for cores, status in row.get("opencl_status", {}).items():
+            print(f"{'':<14} OpenCL C port, {cores} core(s): {status}")
     print("-" * len(header))
     for cores in map(str, core_counts):
         mean = means[cores]
         value = f"{mean['geomean_ratio']:.2f}x" if mean["geomean_ratio"] else "n/a"
-        goal = "   (goal <= 3x)" if cores == "1" else ""
+        goal = "   (goal <= 1.5x)" if cores == "1" else ""
         print(f"geometric mean of ptxport / C on {cores} core(s): {value} over "
               f"{mean['kernels']} of {mean['of']} kernels{goal}")
+        if mean["opencl_geomean_ratio"]:
+            slower = ", ".join(mean["slower_than_opencl"]) or "none"
+            print(f"  Intel OpenCL (OpenCL C ports) / C on {cores} core(s): "
+                  f"{mean['opencl_geomean_ratio']:.2f}x over {mean['opencl_kernels']} kernels "
+                  f"(ptxport on those {mean['ptxport_geomean_on_those']:.2f}x); ptxport "
+                  f"slower than Intel OpenCL (ratio to C): {slower}")
     runs = {cell.get("runs", 3) for row in rows for cell in row["cores"].values()}
     if runs & {1, 2}:
         print("* fewer than 3 timed runs: the first took more than half of --budget")
@@ -578,6 +761,9 @@ def main() -> None:
     parser.add_argument("--slow", type=float, default=10.0,
                         help="seconds: a kernel whose first launch takes longer is not "
                              "launched again (its one-core time is that launch's)")
+    parser.add_argument("--no-opencl", action="store_true",
+                        help="leave out Intel's OpenCL CPU runtime (the OpenCL C ports)")
+    parser.add_argument("--opencl-child", type=int, metavar="CORES", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.budget is None:
         args.budget = 0.5 if args.quick else 2.5
@@ -589,6 +775,9 @@ def main() -> None:
             parser.error(f"unknown kernel(s) {', '.join(unknown)}; choose from "
                          f"{', '.join(c.name for c in CASES)}")
         cases = [c for c in CASES if c.name in wanted]
+    if args.opencl_child is not None:
+        opencl_child(cases, args, args.opencl_child)
+        return
 
     all_cores = cpu_executor.worker_count()
     core_counts = [1] if all_cores == 1 else [1, all_cores]
@@ -606,6 +795,8 @@ def main() -> None:
         overhead = launch_overhead(device, objects, core_counts)
     finally:
         cpu_executor.set_workers(None)
+    if not args.no_opencl:
+        merge_opencl(rows, opencl_columns(cases, args, core_counts))
     means = geometric_means(rows, core_counts)
     print(f"ptxport CPU device vs C (gcc {' '.join(CFLAGS[:3])}), median of up to "
           f"{args.reps} alternating runs{' (quick sizes)' if args.quick else ''}")
