@@ -28,6 +28,8 @@ __all__ = ["ATOMIC_MERGES", "Atomic", "KernelWrites", "StoreForm", "kernel_write
            "store_offsets"]
 
 UNKNOWN = "?"          # provenance: an address that may come from anywhere (memory, ...)
+INDIRECT = "struct"    # provenance: a 64-bit value of a parameter that is no pointer (a field
+                       # of a structure argument)
 LOCAL = "local"        # provenance: shared, local or parameter memory (not global)
 MODULE = "module"      # provenance: a module variable (.global/.const)
 
@@ -63,6 +65,9 @@ class KernelWrites:
     refusal: str | None = None
     opaque_writes: bool = False       # writes the analysis cannot place: masks everywhere
     function: ir.Function | None = None
+    # global accesses whose address derives from no pointer parameter (loaded from memory or
+    # from a structure argument): a group cannot give a member its own copy of that memory
+    untranslated: list[ir.Instruction] = field(default_factory=list)
 
     def written_params(self) -> frozenset | None:
         """The pointer parameters stores may write through (None: any of them)."""
@@ -70,7 +75,7 @@ class KernelWrites:
             return None
         found = set()
         for _, bases in self.stores:
-            if UNKNOWN in bases:
+            if UNKNOWN in bases or INDIRECT in bases:
                 return None
             found |= {b for b in bases if b not in (LOCAL, MODULE)}
         return frozenset(found)
@@ -115,9 +120,12 @@ class _Provenance:
                 base = _address_base(ops[1])
                 if isinstance(base, ir.Variable) and base.name in self.pointers:
                     return frozenset((base.name,))
+                return frozenset((INDIRECT,)) if _wide(inst) else frozenset()
+            if not _wide(inst):
                 return frozenset()
-            wide = any(t.endswith("64") for t in inst.spec.types)
-            return frozenset((UNKNOWN,)) if wide else frozenset()
+            # An address kept in a module variable names module memory (initialisers such as
+            # `int *p = &table[1]`), which each member holds a copy of, like the variable.
+            return frozenset((MODULE,)) if self.of(ops[1]) == {MODULE} else frozenset((UNKNOWN,))
         if inst.opcode in ("atom", "shfl", "ldu", "prmt", "call"):
             return frozenset((UNKNOWN,)) if inst.opcode != "prmt" else frozenset()
         found = frozenset()
@@ -140,6 +148,18 @@ class _Provenance:
         if isinstance(value, ir.RegisterElement):
             return self.of(value.register)
         return frozenset()
+
+
+def _wide(inst: ir.Instruction) -> bool:
+    return any(t.endswith("64") for t in inst.spec.types)
+
+
+def _untranslated(bases: frozenset, space: str | None) -> bool:
+    """Whether an access at an address of provenance `bases` in state space `space` (global
+    or generic) reaches memory that is not a pointer parameter's."""
+    if bases - {UNKNOWN, INDIRECT, LOCAL, MODULE}:
+        return False               # derived from a pointer parameter (maybe plus an index)
+    return bool(bases & {UNKNOWN, INDIRECT}) or (space == "global" and not bases)
 
 
 def _defines(inst: ir.Instruction) -> bool:
@@ -206,6 +226,10 @@ def _classify(inst: ir.Instruction, prov: _Provenance, used: set, result: Kernel
     if op in _OPAQUE_WRITES or (op == "cp" and inst.spec.has("bulk")):
         result.opaque_writes = True
     space = _space(inst)
+    if op in ("atom", "red", "st", "ld") and space in _GLOBALISH:
+        address = inst.operands[1 if op in ("atom", "ld") else 0]
+        if _untranslated(prov.of(address), space):
+            result.untranslated.append(inst)
     if op in ("atom", "red") and space in _GLOBALISH:
         bases = prov.of(inst.operands[1 if op == "atom" else 0])
         if space is None and bases <= {LOCAL}:

@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ptxport.errors import WriteConflictError
+from ptxport.errors import UnsupportedFeatureError, WriteConflictError
 from ptxport.ir import nodes as ir
-from ptxport.passes.block_writes import UNKNOWN, kernel_writes, store_offsets
+from ptxport.passes.block_writes import INDIRECT, UNKNOWN, kernel_writes, store_offsets
 
 __all__ = ["BufferMerge", "Plan", "identity", "merge_buffer", "plan_launch", "split_units"]
 
@@ -110,6 +110,8 @@ def plan_launch(kernel, config, args: list, keys: dict[int, int], sizes: dict[in
     def whole(reason: str) -> Plan:
         return Plan(False, f"kernel {kernel.name}: {reason}", written=whole_written)
 
+    if writes.untranslated:
+        _refuse_untranslated(kernel, writes.untranslated[0])
     if config.is_cooperative:
         return whole("a cooperative launch (grid-wide synchronisation) is never split")
     if writes.refusal is not None:
@@ -143,6 +145,20 @@ def plan_launch(kernel, config, args: list, keys: dict[int, int], sizes: dict[in
     return Plan(True, boxes=boxes, merges=merges, written=set(merges))
 
 
+def _refuse_untranslated(kernel, inst: ir.Instruction) -> None:
+    """A group gives each member its own copies of the buffers passed as pointer parameters;
+    an address the kernel finds in memory or in a structure argument names none of them, so
+    the launch can run neither split nor whole on one member."""
+    module = kernel.object_code.module
+    raise UnsupportedFeatureError(
+        f"{inst.spec.text} at an address that is no pointer parameter", "a device group",
+        module.location(inst.pos), source=module.source_line(inst.pos),
+        reason=f"kernel {kernel.name} reaches global memory through an address it loads from "
+               "memory or from a structure argument, which a device group does not translate "
+               "to its members' copies of the buffers: pass each buffer as a pointer "
+               "parameter, or launch the kernel on one device")
+
+
 def _atomic_merges(writes, by_param, sizes) -> dict[int, BufferMerge] | str:
     merges: dict[int, BufferMerge] = {}
     for atomic in writes.atomics:
@@ -161,7 +177,8 @@ def _atomic_merges(writes, by_param, sizes) -> dict[int, BufferMerge] | str:
         return merges
     plain = [b for _, b in writes.stores] + list(writes.loads)
     for bases in plain:
-        if UNKNOWN in bases or {by_param[p] for p in bases if p in by_param} & atomic_keys:
+        buffers = {by_param[p] for p in bases if p in by_param}
+        if bases & {UNKNOWN, INDIRECT} or buffers & atomic_keys:
             return ("a buffer updated by atomics may also be read or written plainly, which "
                     "would see the partial results")
     return merges
@@ -178,7 +195,7 @@ def _store_merges(writes, config, boxes, by_param, keys, sizes, scalars, merges)
     for key in targets - set(merges):
         params = {p for p, k in by_param.items() if k == key}
         stores = [form for form, (_, bases) in zip(forms, writes.stores, strict=True)
-                  if bases & params or UNKNOWN in bases]
+                  if bases & params or bases & {UNKNOWN, INDIRECT}]
         merge = BufferMerge("mask", arg=args_of[key])
         if stores and not writes.opaque_writes and all(f is not None for f in stores):
             merge = _ranges(stores, boxes, config.block, sizes[key], args_of[key]) or merge

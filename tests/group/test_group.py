@@ -11,7 +11,12 @@ import pytest
 from group_kernels import group_code
 
 from ptxport import Device, LaunchConfig, launch
-from ptxport.errors import ArgumentError, SplitRefusedError, WriteConflictError
+from ptxport.errors import (
+    ArgumentError,
+    SplitRefusedError,
+    UnsupportedFeatureError,
+    WriteConflictError,
+)
 from ptxport.frontends import nvrtc
 from ptxport.runtime.backends import availability
 from ptxport.runtime.group import DeviceGroup, GroupBuffer, LocalMember
@@ -95,6 +100,15 @@ def test_conflicting_writes_are_refused_and_leave_the_buffer_as_it_was():
         group.launch(LaunchConfig(grid=4, block=32), group_code().get_kernel("conflicting"),
                      out)
     assert (_read(out, np.int32, 32) == 5).all()
+
+
+def test_a_kernel_reaching_memory_through_a_loaded_address_is_refused():
+    group = DeviceGroup(["cpu", "cpu"])
+    table = _buffer(group, np.zeros(4, np.uint64))
+    with pytest.raises(UnsupportedFeatureError, match="kernel via_table reaches global memory"):
+        group.launch(LaunchConfig(grid=4, block=32), group_code().get_kernel("via_table"),
+                     table, np.int32(4))
+    assert (_read(table, np.uint64, 4) == 0).all()
 
 
 @pytest.mark.parametrize("pair", PAIRS)
