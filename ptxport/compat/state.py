@@ -182,8 +182,12 @@ def devices_named(names: str) -> list[Device]:
     device may be named twice, as two CUDA devices), one group ("group:cpu,opencl:0": one
     CUDA device whose launches the group splits), or "" for the best device present."""
     text = names.strip()
-    if text.lower().startswith("group:") or not text:
-        return [Device(text or None)]
+    if text.lower().startswith("group:"):
+        from ptxport.runtime.group_device import group_device
+
+        return [group_device(text.lower())]
+    if not text:
+        return [Device()]
     parts = [part.strip() for part in text.split(",")]
     if not all(parts):
         raise InvalidValueError(f"PTXPORT_DEVICE={names!r}: write device names separated by "

@@ -96,9 +96,10 @@ def split_units(units: int, speeds: list[float]) -> list[tuple[int, int]]:
 
 
 def plan_launch(kernel, config, args: list, keys: dict[int, int], sizes: dict[int, int],
-                speeds: list[float]) -> Plan:
+                speeds: list[float], offsets: dict[int, int] | None = None) -> Plan:
     """The plan of one launch. `args` are the launch's arguments; `keys` maps an argument
-    index to the key of the group buffer it passes, `sizes` a key to the buffer's size."""
+    index to the key of the group buffer it passes, `sizes` a key to the buffer's size,
+    `offsets` an argument index to the byte of its buffer it points at (0 if absent)."""
     writes = _writes(kernel)
     names = [a.name for a in kernel.arguments_info]
     by_param = {names[i]: key for i, key in keys.items()}
@@ -141,7 +142,8 @@ def plan_launch(kernel, config, args: list, keys: dict[int, int], sizes: dict[in
         return whole("one member gets every block")
     scalars = {names[i]: int(v) for i, v in enumerate(args)
                if isinstance(v, np.integer | np.bool_) and i not in keys}
-    _store_merges(writes, config, boxes, by_param, keys, sizes, scalars, merges)
+    at = {names[i]: offset for i, offset in (offsets or {}).items()}
+    _store_merges(writes, config, boxes, by_param, keys, sizes, scalars, merges, at)
     return Plan(True, boxes=boxes, merges=merges, written=set(merges))
 
 
@@ -184,7 +186,8 @@ def _atomic_merges(writes, by_param, sizes) -> dict[int, BufferMerge] | str:
     return merges
 
 
-def _store_merges(writes, config, boxes, by_param, keys, sizes, scalars, merges) -> None:
+def _store_merges(writes, config, boxes, by_param, keys, sizes, scalars, merges,
+                  at: dict[str, int]) -> None:
     written = writes.written_params()
     targets = set(keys.values()) if written is None else \
         {by_param[p] for p in written if p in by_param}
@@ -198,16 +201,18 @@ def _store_merges(writes, config, boxes, by_param, keys, sizes, scalars, merges)
                   if bases & params or bases & {UNKNOWN, INDIRECT}]
         merge = BufferMerge("mask", arg=args_of[key])
         if stores and not writes.opaque_writes and all(f is not None for f in stores):
-            merge = _ranges(stores, boxes, config.block, sizes[key], args_of[key]) or merge
+            merge = _ranges(stores, boxes, config.block, sizes[key], args_of[key], at) or merge
         merges[key] = merge
 
 
-def _ranges(stores, boxes, block, size, arg) -> BufferMerge | None:
-    """A "ranges" merge when the members' write ranges are disjoint, else None."""
+def _ranges(stores, boxes, block, size, arg, at: dict[str, int]) -> BufferMerge | None:
+    """A "ranges" merge when the members' write ranges are disjoint, else None; `at`: the
+    byte of its buffer each pointer parameter points at."""
     ranges: dict[int, list[tuple[int, int]]] = {}
     for member, first, grid in boxes:
         box = [(f, f + n - 1) for f, n in zip(first, grid, strict=True)]
-        spans = [form.hull(box, block) for form in stores]
+        spans = [tuple(end + at.get(form.param, 0) for end in form.hull(box, block))
+                 for form in stores]
         ranges[member] = [(max(0, lo), min(size, hi)) for lo, hi in spans if hi > 0 and lo < size]
     members = list(ranges)
     for i, a in enumerate(members):
