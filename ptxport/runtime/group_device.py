@@ -10,8 +10,11 @@ it changed. A launch (launch_packed, what ptxport.compat calls) reads the packed
 back into arguments: an address inside a buffer becomes that buffer (with its offset), other
 scalars numpy values; then DeviceGroup.launch splits it (or runs it whole) in stream order.
 
-Pinned host memory (cudaMallocHost) is the host's own, for copies: a kernel given its address,
-or any address that is not a buffer of the group, is refused by name. Managed memory, module
+Managed memory is a group buffer that the host also reads and writes in place, between
+launches (the device reports no concurrent managed access, so a program synchronises first):
+a launch given one sends it to the members again and brings its host copy up to date when it
+has run. Pinned host memory (cudaMallocHost) is the host's own, for copies: a kernel given its
+address, or any address that is not a buffer of the group, is refused by name. Module
 variables and registered host memory are refused too: the group keeps memory coherent only
 through its own calls.
 """
@@ -64,6 +67,7 @@ class GroupMemory:
         self._lock = threading.Lock()
         self._buffers: dict[int, GroupBuffer] = {}   # address -> buffer
         self._starts: list[int] = []
+        self.managed: set[int] = set()               # keys of managed buffers
 
     # -- memory --------------------------------------------------------------------------------
 
@@ -80,10 +84,9 @@ class GroupMemory:
         return Allocation(memory.ctypes.data, nbytes, memory)
 
     def allocate_managed(self, ordinal: int, nbytes: int) -> Allocation:
-        raise UnsupportedFeatureError(
-            "managed memory", str(self.group), reason="a device group keeps its buffers "
-            "coherent through its own copies, and the host would read managed memory in "
-            "place: use cudaMalloc and cudaMemcpy")
+        allocation = self.allocate(ordinal, nbytes)
+        self.managed.add(allocation.owner.key)
+        return allocation
 
     def register_host_memory(self, ordinal: int, memory) -> Allocation:
         raise UnsupportedFeatureError(
@@ -97,6 +100,7 @@ class GroupMemory:
 
     def free(self, allocation: Allocation) -> None:
         if isinstance(allocation.owner, GroupBuffer):
+            self.managed.discard(allocation.owner.key)
             with self._lock:
                 self._buffers.pop(allocation.address, None)
                 del self._starts[bisect.bisect_left(self._starts, allocation.address)]
@@ -170,8 +174,18 @@ class GroupDevice(Device):
         it when the stream gets there."""
         args = self.arguments(kernel, params)
         group = self.group
-        stream._submit(lambda: group.launch(config, kernel, *args),
-                       what=f"kernel {kernel.name} on {self}")
+        buffers = {a.buffer if isinstance(a, GroupPointer) else a for a in args
+                   if isinstance(a, GroupBuffer | GroupPointer)}
+        managed = [b for b in buffers if b.key in self._backend.managed]
+
+        def run() -> None:
+            for buffer in managed:    # the host may have written it in place
+                buffer.host_changed()
+            group.launch(config, kernel, *args)
+            for buffer in managed:    # the host reads it in place after synchronising
+                buffer.host_current()
+
+        stream._submit(run, what=f"kernel {kernel.name} on {self}")
 
     def arguments(self, kernel, params: bytes) -> list:
         """The group launch's arguments of a packed parameter buffer."""

@@ -105,13 +105,30 @@ def test_an_address_outside_the_group_is_refused_by_name(group):
     try:
         with pytest.raises(ArgumentError, match=r"argument 1 .*is not memory of group:cpu:0,cpu:0"):
             _launch(_function(), 8, out, host.value, ctypes.c_float(1), ctypes.c_int32(1024))
-        managed = ctypes.c_uint64()
-        with pytest.raises(UnsupportedFeatureError, match="managed memory"):
-            memory.cuMemAllocManaged(ctypes.addressof(managed), 64, 1)
+        with pytest.raises(UnsupportedFeatureError, match="module variable"):
+            group._backend.module_global(0, None, "counter")
         assert code_of(UnsupportedFeatureError("x", "y")) == 801
     finally:
         memory.cuMemFree_v2(out)
         memory.cuMemFreeHost(host.value)
+
+
+def test_managed_memory_is_current_on_the_host_after_a_launch(group):
+    n = 1000
+    managed = ctypes.c_uint64()
+    memory.cuMemAllocManaged(ctypes.addressof(managed), 8 * n, 1)
+    try:
+        host = np.ctypeslib.as_array((ctypes.c_float * (2 * n)).from_address(managed.value))
+        host[n:] = np.arange(n)           # written in place by the host, as CUDA allows
+        function = _function()
+        for a in (2.0, 5.0):
+            _launch(function, (n + 127) // 128, managed.value, managed.value + 4 * n,
+                    ctypes.c_float(a), ctypes.c_int32(n))
+            driver.cuCtxSynchronize()
+            assert group.group.last_plan.split
+            np.testing.assert_array_equal(host[:n], a * np.arange(n) + 1)
+    finally:
+        memory.cuMemFree_v2(managed.value)
 
 
 def test_a_program_on_a_group_device():
