@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import itertools
 import re
 import threading
 
@@ -43,6 +44,7 @@ class Context:
 
     def __init__(self, ordinal: int) -> None:
         self.ordinal = ordinal
+        self.id = next(_context_ids)        # cuCtxGetId's: unique in the process
         self.storage: dict[int, int] = {}   # cudart's context-local storage: key -> value
         self.flags = 0
         self.retained = 0
@@ -51,6 +53,7 @@ class Context:
 
 _primary: dict[int, Context] = {}
 _lock = threading.Lock()
+_context_ids = itertools.count(1)
 
 
 def _check_device(dev: int) -> None:
@@ -423,8 +426,7 @@ def cuCtxGetApiVersion(ctx: int, version: int) -> int:
 
 
 def cuCtxGetId(ctx: int, ctx_id: int) -> int:
-    _context_of(ctx)
-    put(ctypes.c_ulonglong, ctx_id, 1)
+    put(ctypes.c_ulonglong, ctx_id, _context_of(ctx).id)
     return SUCCESS
 
 
