@@ -26,6 +26,7 @@ import numpy as np
 from ptxport.errors import (
     ArgumentError,
     InvalidValueError,
+    OutOfMemoryError,
     SplitRefusedError,
     UnsupportedFeatureError,
 )
@@ -297,7 +298,11 @@ class DeviceGroup:
     def allocate(self, size: int, stream=None) -> GroupBuffer:
         if not isinstance(size, int | np.integer) or size < 0:
             raise InvalidValueError(f"allocate() takes a size in bytes, not {size!r}")
-        buffer = GroupBuffer(self, int(size))
+        try:
+            buffer = GroupBuffer(self, int(size))
+        except MemoryError:
+            raise OutOfMemoryError(f"{self} could not allocate {size} bytes (its host copy "
+                                   "does not fit in the host's memory)") from None
         self._buffers[buffer.key] = buffer
         return buffer
 

@@ -29,7 +29,7 @@ import weakref
 
 import numpy as np
 
-from ptxport.errors import ArgumentError, UnsupportedFeatureError
+from ptxport.errors import ArgumentError, OutOfMemoryError, UnsupportedFeatureError
 from ptxport.runtime.backends import Allocation, DeviceProperties
 from ptxport.runtime.device import Device
 from ptxport.runtime.group import DeviceGroup, GroupBuffer, GroupPointer
@@ -80,7 +80,11 @@ class GroupMemory:
         return Allocation(address, nbytes, buffer)
 
     def allocate_host(self, ordinal: int, nbytes: int, flags: int = 0) -> Allocation:
-        memory = np.zeros(max(nbytes, 1), np.uint8)
+        try:
+            memory = np.zeros(max(nbytes, 1), np.uint8)
+        except MemoryError:
+            raise OutOfMemoryError(f"the host could not allocate {nbytes} bytes of pinned "
+                                   "memory") from None
         return Allocation(memory.ctypes.data, nbytes, memory)
 
     def allocate_managed(self, ordinal: int, nbytes: int) -> Allocation:
