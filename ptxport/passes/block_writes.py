@@ -30,6 +30,8 @@ __all__ = ["ATOMIC_MERGES", "Atomic", "KernelWrites", "StoreForm", "kernel_write
 UNKNOWN = "?"          # provenance: an address that may come from anywhere (memory, ...)
 INDIRECT = "struct"    # provenance: a 64-bit value of a parameter that is no pointer (a field
                        # of a structure argument)
+HOSTMEM = "memory"     # provenance: a 64-bit value read from a buffer a pointer parameter
+                       # passes (an address there is one the host wrote)
 LOCAL = "local"        # provenance: shared, local or parameter memory (not global)
 MODULE = "module"      # provenance: a module variable (.global/.const)
 
@@ -75,7 +77,7 @@ class KernelWrites:
             return None
         found = set()
         for _, bases in self.stores:
-            if UNKNOWN in bases or INDIRECT in bases:
+            if bases & {UNKNOWN, INDIRECT, HOSTMEM}:
                 return None
             found |= {b for b in bases if b not in (LOCAL, MODULE)}
         return frozenset(found)
@@ -95,23 +97,52 @@ def _address_base(value) -> ir.Register | ir.Variable | None:
 
 
 class _Provenance:
-    """Which pointer parameters (or UNKNOWN/LOCAL/MODULE) each register may hold an address
-    from, to a fixed point over every definition."""
+    """Which pointer parameters (or UNKNOWN/LOCAL/MODULE/INDIRECT/HOSTMEM) each register may
+    hold an address from, to a fixed point over every definition. The kernel's own local and
+    shared memory is one cell: a value loaded from it may be anything stored into it."""
 
     def __init__(self, f: ir.Function, pointers: set[str]):
         self.f, self.pointers = f, pointers
+        self.params = {p.name for p in f.params}
         self.bases: dict[int, frozenset] = {}
+        self.in_local: frozenset = frozenset()
         changed = True
         while changed:
             changed = False
             for inst in f.instructions():
                 ops = inst.operands
+                if inst.opcode == "st" and len(ops) > 1 and self._local(inst):
+                    new = self.in_local | self.of(ops[1])
+                    changed |= new != self.in_local
+                    self.in_local = new
+                    continue
                 if not ops or not isinstance(ops[0], ir.Register) or not _defines(inst):
                     continue
                 new = self.bases.get(id(ops[0]), frozenset()) | self._of_definition(inst)
                 if new != self.bases.get(id(ops[0]), frozenset()):
                     self.bases[id(ops[0])] = new
                     changed = True
+
+    def _local(self, inst: ir.Instruction) -> bool:
+        """Whether a store writes the kernel's own local or shared memory."""
+        space = _space(inst)
+        if space in ("local", "shared"):
+            return True
+        where = self.of(inst.operands[0])
+        return space is None and bool(where) and where <= {LOCAL}
+
+    def _of_load(self, inst: ir.Instruction) -> frozenset:
+        """What a 64-bit value loaded from global, local or generic memory may address."""
+        where = self.of(inst.operands[1])
+        if where == {MODULE}:
+            # an address kept in a module variable names module memory (initialisers such as
+            # `int *p = &table[1]`), which each member holds a copy of, like the variable
+            return frozenset((MODULE,))
+        if where and where <= {LOCAL}:
+            return self.in_local | {UNKNOWN}
+        if where - {UNKNOWN, INDIRECT, HOSTMEM, LOCAL, MODULE}:
+            return frozenset((HOSTMEM,))
+        return frozenset((UNKNOWN,))
 
     def _of_definition(self, inst: ir.Instruction) -> frozenset:
         ops = inst.operands
@@ -120,12 +151,12 @@ class _Provenance:
                 base = _address_base(ops[1])
                 if isinstance(base, ir.Variable) and base.name in self.pointers:
                     return frozenset((base.name,))
-                return frozenset((INDIRECT,)) if _wide(inst) else frozenset()
-            if not _wide(inst):
-                return frozenset()
-            # An address kept in a module variable names module memory (initialisers such as
-            # `int *p = &table[1]`), which each member holds a copy of, like the variable.
-            return frozenset((MODULE,)) if self.of(ops[1]) == {MODULE} else frozenset((UNKNOWN,))
+                if not _wide(inst):
+                    return frozenset()
+                # a kernel parameter's field; else a call's result (malloc's: member memory)
+                own = isinstance(base, ir.Variable) and base.name in self.params
+                return frozenset((INDIRECT if own else UNKNOWN,))
+            return self._of_load(inst) if _wide(inst) else frozenset()
         if inst.opcode in ("atom", "shfl", "ldu", "prmt", "call"):
             return frozenset((UNKNOWN,)) if inst.opcode != "prmt" else frozenset()
         found = frozenset()
@@ -147,19 +178,28 @@ class _Provenance:
             return self.of(value.base)
         if isinstance(value, ir.RegisterElement):
             return self.of(value.register)
+        if isinstance(value, tuple | list):
+            found = frozenset()
+            for element in value:
+                found |= self.of(element)
+            return found
         return frozenset()
 
 
 def _wide(inst: ir.Instruction) -> bool:
-    return any(t.endswith("64") for t in inst.spec.types)
+    """Whether a load's value may be an address (a 64-bit integer: f64 data is no address)."""
+    return any(t in ("u64", "s64", "b64") for t in inst.spec.types)
 
 
 def _untranslated(bases: frozenset, space: str | None) -> bool:
     """Whether an access at an address of provenance `bases` in state space `space` (global
-    or generic) reaches memory that is not a pointer parameter's."""
-    if bases - {UNKNOWN, INDIRECT, LOCAL, MODULE}:
-        return False               # derived from a pointer parameter (maybe plus an index)
-    return bool(bases & {UNKNOWN, INDIRECT}) or (space == "global" and not bases)
+    or generic) reaches memory through an address the host gave other than as a pointer
+    parameter (in a structure argument, in a buffer, as an integer). Addresses the kernel
+    made itself (device malloc, its own local memory) are not: they name member memory."""
+    if bases - {UNKNOWN, INDIRECT, HOSTMEM}:
+        return False     # based on a pointer parameter or the kernel's own memory (a value
+                         # from memory or a structure is then an index into it)
+    return bool(bases & {INDIRECT, HOSTMEM}) or (space == "global" and not bases)
 
 
 def _defines(inst: ir.Instruction) -> bool:

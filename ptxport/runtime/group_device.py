@@ -110,6 +110,14 @@ class GroupMemory:
                 del self._starts[bisect.bisect_left(self._starts, allocation.address)]
             allocation.owner.close()
 
+    def compile(self, module, kernels: list[str]):
+        """Kernels run on the members (DeviceGroup.launch, through GroupDevice.launch_packed);
+        this device has no code of its own to compile, e.g. for ptxport's cuBLAS kernels."""
+        raise UnsupportedFeatureError(
+            f"compiling {', '.join(kernels)} for the group itself", str(self.group),
+            reason="a device group runs the kernels a program launches, split over its "
+                   "members; ptxport's own library kernels (cuBLAS) do not run on groups yet")
+
     def host_view(self, allocation: Allocation):
         return None   # a buffer's host copy may be stale: it is read through copy()
 

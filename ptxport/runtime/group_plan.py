@@ -25,7 +25,13 @@ import numpy as np
 
 from ptxport.errors import UnsupportedFeatureError, WriteConflictError
 from ptxport.ir import nodes as ir
-from ptxport.passes.block_writes import INDIRECT, UNKNOWN, kernel_writes, store_offsets
+from ptxport.passes.block_writes import (
+    HOSTMEM,
+    INDIRECT,
+    UNKNOWN,
+    kernel_writes,
+    store_offsets,
+)
 
 __all__ = ["BufferMerge", "Plan", "identity", "merge_buffer", "plan_launch", "split_units"]
 
@@ -180,7 +186,7 @@ def _atomic_merges(writes, by_param, sizes) -> dict[int, BufferMerge] | str:
     plain = [b for _, b in writes.stores] + list(writes.loads)
     for bases in plain:
         buffers = {by_param[p] for p in bases if p in by_param}
-        if bases & {UNKNOWN, INDIRECT} or buffers & atomic_keys:
+        if bases & {UNKNOWN, INDIRECT, HOSTMEM} or buffers & atomic_keys:
             return ("a buffer updated by atomics may also be read or written plainly, which "
                     "would see the partial results")
     return merges
@@ -198,7 +204,7 @@ def _store_merges(writes, config, boxes, by_param, keys, sizes, scalars, merges,
     for key in targets - set(merges):
         params = {p for p, k in by_param.items() if k == key}
         stores = [form for form, (_, bases) in zip(forms, writes.stores, strict=True)
-                  if bases & params or bases & {UNKNOWN, INDIRECT}]
+                  if bases & params or bases & {UNKNOWN, INDIRECT, HOSTMEM}]
         merge = BufferMerge("mask", arg=args_of[key])
         if stores and not writes.opaque_writes and all(f is not None for f in stores):
             merge = _ranges(stores, boxes, config.block, sizes[key], args_of[key], at) or merge

@@ -163,3 +163,10 @@ def test_an_index_loaded_from_memory_is_no_address_of_its_own():
     plan = _plan("gather_wide", (4, 1, 1), (32, 1, 1), [None, None, None],
                  {0: 512, 1: 512, 2: 1024})
     assert plan.split and plan.merges[100].mode == "mask"
+
+
+def test_addresses_the_kernel_makes_itself_are_its_members_own():
+    # a stack array of pointer parameters, and device malloc: split, not refused
+    assert _plan("via_stack", (4, 1, 1), (32, 1, 1), [None, None, np.int32(1)],
+                 {0: 512, 1: 512}).split
+    assert _plan("via_malloc", (4, 1, 1), (32, 1, 1), [None], {0: 512}).split
