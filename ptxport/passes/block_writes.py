@@ -24,12 +24,10 @@ from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import uses_and_defs
 from ptxport.passes.inline import functions_that, inline_calls
 
-__all__ = ["ATOMIC_MERGES", "Atomic", "KernelWrites", "StoreForm", "kernel_writes",
-           "store_offsets"]
+__all__ = ["ATOMIC_MERGES", "Atomic", "KernelWrites", "StoreForm", "field_token", "is_field",
+           "kernel_writes", "store_offsets"]
 
 UNKNOWN = "?"          # provenance: an address that may come from anywhere (memory, ...)
-INDIRECT = "struct"    # provenance: a 64-bit value of a parameter that is no pointer (a field
-                       # of a structure argument)
 HOSTMEM = "memory"     # provenance: a 64-bit value read from a buffer a pointer parameter
                        # passes (an address there is one the host wrote)
 LOCAL = "local"        # provenance: shared, local or parameter memory (not global)
@@ -67,9 +65,13 @@ class KernelWrites:
     refusal: str | None = None
     opaque_writes: bool = False       # writes the analysis cannot place: masks everywhere
     function: ir.Function | None = None
-    # global accesses whose address derives from no pointer parameter (loaded from memory or
-    # from a structure argument): a group cannot give a member its own copy of that memory
+    # global accesses whose address derives from no pointer parameter (loaded from a buffer,
+    # an integer): a group cannot give a member its own copy of that memory
     untranslated: list[ir.Instruction] = field(default_factory=list)
+    # accesses whose address comes only from fields of structure arguments (field_token):
+    # a launch that gives those fields group buffers translates them, others are refused
+    field_accesses: list[tuple[ir.Instruction, frozenset]] = field(default_factory=list)
+    fields: set = field(default_factory=set)     # every field token an address comes from
 
     def written_params(self) -> frozenset | None:
         """The pointer parameters stores may write through (None: any of them)."""
@@ -77,7 +79,7 @@ class KernelWrites:
             return None
         found = set()
         for _, bases in self.stores:
-            if bases & {UNKNOWN, INDIRECT, HOSTMEM}:
+            if bases & {UNKNOWN, HOSTMEM}:
                 return None
             found |= {b for b in bases if b not in (LOCAL, MODULE)}
         return frozenset(found)
@@ -97,7 +99,7 @@ def _address_base(value) -> ir.Register | ir.Variable | None:
 
 
 class _Provenance:
-    """Which pointer parameters (or UNKNOWN/LOCAL/MODULE/INDIRECT/HOSTMEM) each register may
+    """Which pointer parameters (or fields, or UNKNOWN/LOCAL/MODULE/HOSTMEM) each register may
     hold an address from, to a fixed point over every definition. The kernel's own local and
     shared memory is one cell: a value loaded from it may be anything stored into it."""
 
@@ -140,7 +142,7 @@ class _Provenance:
             return frozenset((MODULE,))
         if where and where <= {LOCAL}:
             return self.in_local | {UNKNOWN}
-        if where - {UNKNOWN, INDIRECT, HOSTMEM, LOCAL, MODULE}:
+        if where - {UNKNOWN, HOSTMEM, LOCAL, MODULE}:
             return frozenset((HOSTMEM,))
         return frozenset((UNKNOWN,))
 
@@ -154,8 +156,9 @@ class _Provenance:
                 if not _wide(inst):
                     return frozenset()
                 # a kernel parameter's field; else a call's result (malloc's: member memory)
-                own = isinstance(base, ir.Variable) and base.name in self.params
-                return frozenset((INDIRECT if own else UNKNOWN,))
+                if isinstance(base, ir.Variable) and base.name in self.params:
+                    return frozenset((field_token(base.name, ops[1].offset),))
+                return frozenset((UNKNOWN,))
             return self._of_load(inst) if _wide(inst) else frozenset()
         if inst.opcode in ("atom", "shfl", "ldu", "prmt", "call"):
             return frozenset((UNKNOWN,)) if inst.opcode != "prmt" else frozenset()
@@ -191,15 +194,24 @@ def _wide(inst: ir.Instruction) -> bool:
     return any(t in ("u64", "s64", "b64") for t in inst.spec.types)
 
 
+def field_token(param: str, offset: int) -> str:
+    """The provenance of the 64-bit field at byte `offset` of structure parameter `param`."""
+    return f"{param}+{offset}"
+
+
+def is_field(token) -> bool:
+    return isinstance(token, str) and "+" in token   # (no PTX identifier has a '+')
+
+
 def _untranslated(bases: frozenset, space: str | None) -> bool:
     """Whether an access at an address of provenance `bases` in state space `space` (global
     or generic) reaches memory through an address the host gave other than as a pointer
-    parameter (in a structure argument, in a buffer, as an integer). Addresses the kernel
+    parameter or a structure's field (in a buffer, as an integer). Addresses the kernel
     made itself (device malloc, its own local memory) are not: they name member memory."""
-    if bases - {UNKNOWN, INDIRECT, HOSTMEM}:
-        return False     # based on a pointer parameter or the kernel's own memory (a value
-                         # from memory or a structure is then an index into it)
-    return bool(bases & {INDIRECT, HOSTMEM}) or (space == "global" and not bases)
+    if bases - {UNKNOWN, HOSTMEM}:
+        return False     # based on a parameter, a field or the kernel's own memory (a value
+                         # from memory is then an index into it)
+    return HOSTMEM in bases or (space == "global" and not bases)
 
 
 def _defines(inst: ir.Instruction) -> bool:
@@ -267,9 +279,13 @@ def _classify(inst: ir.Instruction, prov: _Provenance, used: set, result: Kernel
         result.opaque_writes = True
     space = _space(inst)
     if op in ("atom", "red", "st", "ld") and space in _GLOBALISH:
-        address = inst.operands[1 if op in ("atom", "ld") else 0]
-        if _untranslated(prov.of(address), space):
+        bases = prov.of(inst.operands[1 if op in ("atom", "ld") else 0])
+        if _untranslated(bases, space):
             result.untranslated.append(inst)
+        own = bases - {UNKNOWN, HOSTMEM}
+        result.fields |= {b for b in own if is_field(b)}
+        if own and all(is_field(b) for b in own):
+            result.field_accesses.append((inst, frozenset(own)))
     if op in ("atom", "red") and space in _GLOBALISH:
         bases = prov.of(inst.operands[1 if op == "atom" else 0])
         if space is None and bases <= {LOCAL}:

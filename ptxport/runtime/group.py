@@ -30,9 +30,11 @@ from ptxport.errors import (
     SplitRefusedError,
     UnsupportedFeatureError,
 )
+from ptxport.passes.block_writes import field_token
 from ptxport.runtime.group_plan import Plan, identity, merge_buffer, plan_launch
 
-__all__ = ["DeviceGroup", "GroupBuffer", "GroupPointer", "GroupStream", "LocalMember"]
+__all__ = ["DeviceGroup", "GroupBuffer", "GroupPointer", "GroupStream", "GroupStruct",
+           "LocalMember", "argument_keys"]
 
 HOST = -1                      # the coherence table's name for the host's copy
 _ALIGNMENT = 256
@@ -98,9 +100,15 @@ class LocalMember:
 
     def _argument(self, arg):
         """A launch argument: ("buffer", key) is this member's copy of a group buffer,
-        ("buffer", key, offset) the address `offset` bytes into it."""
+        ("buffer", key, offset) the address `offset` bytes into it, ("struct", bytes,
+        fields) a structure whose (field offset, key, offset) fields get such addresses."""
         if not isinstance(arg, tuple):
             return arg
+        if arg[0] == "struct":
+            data = bytearray(arg[1])
+            for field, key, offset in arg[2]:
+                data[field:field + 8] = (self._buffers[key].handle + offset).to_bytes(8, "little")
+            return np.frombuffer(bytes(data), np.dtype((np.void, len(data))))[0]
         buffer = self._buffers[arg[1]]
         return buffer if len(arg) == 2 else np.uint64(buffer.handle + arg[2])
 
@@ -223,6 +231,25 @@ class GroupPointer:
         if not 0 <= offset <= buffer.size:
             raise InvalidValueError(f"offset {offset} is outside {buffer!r}")
         self.buffer, self.offset = buffer, offset
+
+
+class GroupStruct:
+    """A structure argument (its bytes) whose 64-bit fields at `pointers`' offsets hold
+    addresses of group buffers (a GroupBuffer or GroupPointer each): each member gets the
+    structure with its own copies' addresses there. Only fields the kernel uses as
+    addresses are translated (block_writes.KernelWrites.fields)."""
+
+    def __init__(self, data: bytes, pointers: dict[int, GroupBuffer | GroupPointer]):
+        self.data, self.pointers = bytes(data), dict(pointers)
+
+
+def argument_keys(values) -> tuple[int, ...]:
+    """The group buffer keys a member's launch arguments name."""
+    keys = []
+    for value in values:
+        if isinstance(value, tuple):
+            keys += [key for _, key, _ in value[2]] if value[0] == "struct" else [value[1]]
+    return tuple(keys)
 
 
 class GroupStream:
@@ -377,23 +404,38 @@ class DeviceGroup:
 
     # -- launches ----------------------------------------------------------------------------
 
-    def _arguments(self, kernel, args) -> tuple[dict[int, int], list, dict[int, int]]:
+    def _own(self, kernel, index: int, info, arg) -> tuple[GroupBuffer, int]:
+        """The buffer and offset of a GroupBuffer or GroupPointer argument of this group."""
+        buffer, offset = (arg.buffer, arg.offset) if isinstance(arg, GroupPointer) else (arg, 0)
+        if buffer._group is not self or buffer._closed:
+            raise ArgumentError(f"kernel {kernel.name}, argument {index} ({info.name}): the "
+                                "buffer is closed or of another group")
+        return buffer, offset
+
+    def _struct(self, kernel, index: int, info, arg: GroupStruct, fields: dict) -> tuple:
+        entries = []
+        for field, target in sorted(arg.pointers.items()):
+            buffer, offset = self._own(kernel, index, info, target)
+            fields[field_token(info.name, field)] = (index, buffer.key, offset)
+            entries.append((field, buffer.key, offset))
+        return ("struct", arg.data, tuple(entries))
+
+    def _arguments(self, kernel, args) -> tuple[dict[int, int], list, dict[int, int], dict]:
         """The group buffer key of each buffer argument (by index), the values the members
-        are given, and the byte offset of each GroupPointer argument (by index)."""
+        are given, the byte offset of each GroupPointer argument (by index), and
+        plan_launch's `fields` of GroupStruct arguments."""
         infos = kernel.arguments_info
         if len(args) != len(infos):
             raise ArgumentError(f"kernel {kernel.name} takes {len(infos)} argument(s) but was "
                                 f"given {len(args)}")
-        keys, values, offsets = {}, [], {}
+        keys, values, offsets, fields = {}, [], {}, {}
         for index, (arg, info) in enumerate(zip(args, infos, strict=True)):
             offset = 0
-            if isinstance(arg, GroupPointer):
-                arg, offset = arg.buffer, arg.offset
-            if isinstance(arg, GroupBuffer):
-                if arg._group is not self or arg._closed:
-                    raise ArgumentError(f"kernel {kernel.name}, argument {index} "
-                                        f"({info.name}): the buffer is closed or of another "
-                                        "group")
+            if isinstance(arg, GroupStruct):
+                values.append(self._struct(kernel, index, info, arg, fields))
+                continue
+            if isinstance(arg, GroupBuffer | GroupPointer):
+                arg, offset = self._own(kernel, index, info, arg)
                 keys[index] = arg.key
                 values.append(("buffer", arg.key, offset) if offset else ("buffer", arg.key))
                 if offset:
@@ -405,29 +447,31 @@ class DeviceGroup:
                     f"{type(arg).__name__}")
             else:
                 values.append(arg)
-        return keys, values, offsets
+        return keys, values, offsets, fields
 
     def launch(self, config, kernel, *args) -> None:
         """Run `kernel` over the group: split by whole blocks where its IR allows, else
         whole on one member (SplitRefusedError instead when strict). Done on return."""
         self._free_dropped()
         with self._lock:
-            keys, values, offsets = self._arguments(kernel, args)
-            sizes = {key: self._buffers[key].size for key in keys.values()}
+            keys, values, offsets, fields = self._arguments(kernel, args)
+            passed = {**keys, **{token: key for token, (_, key, _) in fields.items()}}
+            sizes = {key: self._buffers[key].size for key in passed.values()}
             speeds = self._speeds.setdefault(kernel._function, [None] * len(self.members))
             known = [s for s in speeds if s is not None]
             guess = sum(known) / len(known) if known else 1.0
             speeds = [guess if s is None else s for s in speeds]
-            plan = plan_launch(kernel, config, list(args), keys, sizes, speeds, offsets)
+            plan = plan_launch(kernel, config, list(args), keys, sizes, speeds, offsets,
+                               fields)
             self.last_plan = plan
             self.stats["launches"] += 1
             if plan.split:
                 self.stats["split"] += 1
-                self._run_split(plan, kernel, config, values, keys)
+                self._run_split(plan, kernel, config, values, passed)
             elif self.strict:
                 raise SplitRefusedError(f"cannot split this launch: {plan.reason}")
             else:
-                self._run_whole(plan, kernel, config, values, keys, speeds)
+                self._run_whole(plan, kernel, config, values, passed, speeds)
 
     def _run_whole(self, plan: Plan, kernel, config, values, keys, speeds) -> None:
         member = max(range(len(self.members)), key=lambda m: speeds[m])

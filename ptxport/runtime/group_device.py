@@ -32,7 +32,7 @@ import numpy as np
 from ptxport.errors import ArgumentError, OutOfMemoryError, UnsupportedFeatureError
 from ptxport.runtime.backends import Allocation, DeviceProperties
 from ptxport.runtime.device import Device
-from ptxport.runtime.group import DeviceGroup, GroupBuffer, GroupPointer
+from ptxport.runtime.group import DeviceGroup, GroupBuffer, GroupPointer, GroupStruct
 
 __all__ = ["GroupDevice", "GroupMemory", "group_device"]
 
@@ -186,8 +186,7 @@ class GroupDevice(Device):
         it when the stream gets there."""
         args = self.arguments(kernel, params)
         group = self.group
-        buffers = {a.buffer if isinstance(a, GroupPointer) else a for a in args
-                   if isinstance(a, GroupBuffer | GroupPointer)}
+        buffers = {a.buffer if isinstance(a, GroupPointer) else a for a in _targets(args)}
         managed = [b for b in buffers if b.key in self._backend.managed]
 
         def run() -> None:
@@ -201,14 +200,34 @@ class GroupDevice(Device):
 
     def arguments(self, kernel, params: bytes) -> list:
         """The group launch's arguments of a packed parameter buffer."""
+        from ptxport.runtime.group_plan import address_fields
+
+        fields = address_fields(kernel)
         args = []
         for index, info in enumerate(kernel.arguments_info):
             raw = params[info.offset:info.offset + info.size]
             if info.size == 8 and info.pointer:
                 args.append(self._pointer(kernel, index, info, int.from_bytes(raw, "little")))
-            else:
-                args.append(_scalar(raw, info.type))
+                continue
+            used = [int(t.rpartition("+")[2]) for t in fields
+                    if t.rpartition("+")[0] == info.name]
+            args.append(self._struct(kernel, index, info, raw, used) if used
+                        else _scalar(raw, info.type))
         return args
+
+    def _struct(self, kernel, index: int, info, raw: bytes, used: list[int]):
+        """A structure argument whose fields at `used` offsets the kernel uses as
+        addresses: those holding addresses in the group's buffers are translated (a field
+        that holds another address leaves the launch to be refused by the plan)."""
+        pointers = {}
+        for field in used:
+            if field + 8 <= len(raw):
+                address = int.from_bytes(raw[field:field + 8], "little")
+                found = self._backend.buffer_at(address) if address else None
+                if found is not None:
+                    buffer, offset = found
+                    pointers[field] = buffer if offset == 0 else GroupPointer(buffer, offset)
+        return GroupStruct(raw, pointers)
 
     def _pointer(self, kernel, index: int, info, address: int):
         if address == 0:
@@ -221,6 +240,17 @@ class GroupDevice(Device):
                 "allocations, not pinned host memory or another device's)")
         buffer, offset = found
         return buffer if offset == 0 else GroupPointer(buffer, offset)
+
+
+def _targets(args) -> list:
+    """The GroupBuffers and GroupPointers of launch arguments, a GroupStruct's too."""
+    found = []
+    for arg in args:
+        if isinstance(arg, GroupStruct):
+            found += arg.pointers.values()
+        elif isinstance(arg, GroupBuffer | GroupPointer):
+            found.append(arg)
+    return found
 
 
 def _scalar(raw: bytes, ptx_type: str):

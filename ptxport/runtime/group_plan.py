@@ -25,13 +25,7 @@ import numpy as np
 
 from ptxport.errors import UnsupportedFeatureError, WriteConflictError
 from ptxport.ir import nodes as ir
-from ptxport.passes.block_writes import (
-    HOSTMEM,
-    INDIRECT,
-    UNKNOWN,
-    kernel_writes,
-    store_offsets,
-)
+from ptxport.passes.block_writes import HOSTMEM, UNKNOWN, kernel_writes, store_offsets
 
 __all__ = ["BufferMerge", "Plan", "identity", "merge_buffer", "plan_launch", "split_units"]
 
@@ -71,6 +65,11 @@ def _writes(kernel):
     return found
 
 
+def address_fields(kernel) -> set[str]:
+    """The structure fields (block_writes.field_token) `kernel` uses as addresses."""
+    return _writes(kernel).fields
+
+
 def _mentions_module_globals(f: ir.Function) -> bool:
     def named(v) -> bool:
         if isinstance(v, ir.Address):
@@ -102,15 +101,24 @@ def split_units(units: int, speeds: list[float]) -> list[tuple[int, int]]:
 
 
 def plan_launch(kernel, config, args: list, keys: dict[int, int], sizes: dict[int, int],
-                speeds: list[float], offsets: dict[int, int] | None = None) -> Plan:
+                speeds: list[float], offsets: dict[int, int] | None = None,
+                fields: dict[str, tuple[int, int, int]] | None = None) -> Plan:
     """The plan of one launch. `args` are the launch's arguments; `keys` maps an argument
     index to the key of the group buffer it passes, `sizes` a key to the buffer's size,
-    `offsets` an argument index to the byte of its buffer it points at (0 if absent)."""
+    `offsets` an argument index to the byte of its buffer it points at (0 if absent),
+    `fields` a structure field's token (block_writes.field_token) to (argument index, key,
+    offset) of the group buffer it holds the address of."""
     writes = _writes(kernel)
     names = [a.name for a in kernel.arguments_info]
     by_param = {names[i]: key for i, key in keys.items()}
+    by_param.update({token: key for token, (_, key, _) in (fields or {}).items()})
+    for inst, tokens in writes.field_accesses:
+        if not tokens & set(by_param):    # (other fields may be sizes or pitches in it)
+            _refuse_untranslated(kernel, inst)
+    # (argument index, key) of every buffer the launch passes, a structure's fields' too
+    passed = [*keys.items(), *((index, key) for index, key, _ in (fields or {}).values())]
     written = writes.written_params()
-    whole_written = set(keys.values()) if written is None else \
+    whole_written = {key for _, key in passed} if written is None else \
         {by_param[p] for p in written if p in by_param}
     whole_written |= {by_param[a.param] for a in writes.atomics if a.param in by_param}
 
@@ -149,7 +157,8 @@ def plan_launch(kernel, config, args: list, keys: dict[int, int], sizes: dict[in
     scalars = {names[i]: int(v) for i, v in enumerate(args)
                if isinstance(v, np.integer | np.bool_) and i not in keys}
     at = {names[i]: offset for i, offset in (offsets or {}).items()}
-    _store_merges(writes, config, boxes, by_param, keys, sizes, scalars, merges, at)
+    at.update({token: offset for token, (_, _, offset) in (fields or {}).items()})
+    _store_merges(writes, config, boxes, by_param, passed, sizes, scalars, merges, at)
     return Plan(True, boxes=boxes, merges=merges, written=set(merges))
 
 
@@ -162,9 +171,10 @@ def _refuse_untranslated(kernel, inst: ir.Instruction) -> None:
         f"{inst.spec.text} at an address that is no pointer parameter", "a device group",
         module.location(inst.pos), source=module.source_line(inst.pos),
         reason=f"kernel {kernel.name} reaches global memory through an address it loads from "
-               "memory or from a structure argument, which a device group does not translate "
-               "to its members' copies of the buffers: pass each buffer as a pointer "
-               "parameter, or launch the kernel on one device")
+               "a buffer, or from a structure argument field that holds no buffer of the "
+               "group, which a device group does not translate to its members' copies of the "
+               "buffers: pass each buffer as a pointer parameter, or launch the kernel on "
+               "one device")
 
 
 def _atomic_merges(writes, by_param, sizes) -> dict[int, BufferMerge] | str:
@@ -186,25 +196,25 @@ def _atomic_merges(writes, by_param, sizes) -> dict[int, BufferMerge] | str:
     plain = [b for _, b in writes.stores] + list(writes.loads)
     for bases in plain:
         buffers = {by_param[p] for p in bases if p in by_param}
-        if bases & {UNKNOWN, INDIRECT, HOSTMEM} or buffers & atomic_keys:
+        if bases & {UNKNOWN, HOSTMEM} or buffers & atomic_keys:
             return ("a buffer updated by atomics may also be read or written plainly, which "
                     "would see the partial results")
     return merges
 
 
-def _store_merges(writes, config, boxes, by_param, keys, sizes, scalars, merges,
+def _store_merges(writes, config, boxes, by_param, passed, sizes, scalars, merges,
                   at: dict[str, int]) -> None:
     written = writes.written_params()
-    targets = set(keys.values()) if written is None else \
+    targets = {key for _, key in passed} if written is None else \
         {by_param[p] for p in written if p in by_param}
     forms = store_offsets(writes, config.grid, config.block, scalars, set(by_param))
     args_of = {}
-    for index, key in keys.items():
+    for index, key in passed:
         args_of.setdefault(key, index)
     for key in targets - set(merges):
         params = {p for p, k in by_param.items() if k == key}
         stores = [form for form, (_, bases) in zip(forms, writes.stores, strict=True)
-                  if bases & params or bases & {UNKNOWN, INDIRECT, HOSTMEM}]
+                  if bases & params or bases & {UNKNOWN, HOSTMEM}]
         merge = BufferMerge("mask", arg=args_of[key])
         if stores and not writes.opaque_writes and all(f is not None for f in stores):
             merge = _ranges(stores, boxes, config.block, sizes[key], args_of[key], at) or merge
