@@ -217,6 +217,11 @@ class _DescriptorObject:
                 "texture and surface objects", "cuda", reason="on NVIDIA devices create them "
                 "with the CUDA driver (cuTexObjectCreate; CuPy's cupy.cuda.texture): "
                 "ptxport's NVPTX target keeps the native texture instructions")
+        if device._backend.name == "group":
+            raise UnsupportedFeatureError(
+                "texture and surface objects", str(device), reason="a descriptor holds the "
+                "address of its array in one device's memory, which a device group's members "
+                "do not share: read the array through a pointer parameter")
         stream = stream or device.default_stream
         self.device = device
         self._buffer = device.allocate(DESCRIPTOR_SIZE, stream=stream)

@@ -37,7 +37,7 @@ PTX = b"""
 @pytest.fixture
 def device(monkeypatch):
     device = Device("cpu")
-    monkeypatch.setattr(state, "_device", device)
+    monkeypatch.setattr(state, "_devices", [device])
     return device
 
 
