@@ -25,7 +25,6 @@ binary and block shape.
 from __future__ import annotations
 
 import ctypes
-import os
 import struct
 import threading
 from functools import cache
@@ -55,6 +54,7 @@ from ptxport.errors import (
 from ptxport.ir.lines import where
 from ptxport.runtime.backends.cpu import entry, printf, warps
 from ptxport.runtime.backends.cpu import pool as pool_threads
+from ptxport.runtime.backends.cpu.cores import usable_cores
 
 __all__ = ["SCHEDULES", "run_grid", "set_schedule", "set_workers", "worker_count"]
 
@@ -74,8 +74,7 @@ def worker_count() -> int:
 @cache
 def _cores() -> int:
     # (once: a system call at every launch costs more than an empty kernel runs)
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
-        (os.cpu_count() or 1)
+    return usable_cores()
 
 
 def set_workers(count: int | None) -> None:
