@@ -9,7 +9,8 @@ shared library in benchmarks/build/ and called through ctypes on the same numpy 
 For each kernel it launches once untimed (this compiles the kernel for the CPU) and checks
 that ptxport's result agrees with C's (exactly for integer results, within float tolerance
 otherwise). Then for each core count (one core: set_workers(1) and omp_set_num_threads(1);
-then every core this process may use) it times C and ptxport alternately, resetting the
+then every core this process may use) it times C and ptxport (all of C's runs, then all of
+ptxport's: --order; alternating, libgomp's spinning threads slowed ptxport), resetting the
 outputs untimed before each run, and reports the median of each and ptxport / C (the last
 run at every further core count is checked too). A ptxport run is launch() + stream.sync().
 The geometric mean of the ratios per core count is the headline (goal: <= 3 on one core).
@@ -81,8 +82,8 @@ def add_machine_flags(parser: argparse.ArgumentParser) -> None:
     """The flags cpu_kernels.py and cpu_scaling.py share: run order, libgomp's waiting,
     ptxport's schedule, and cores kept busy by other processes (to see how each side copes)."""
     parser.add_argument("--order", choices=ORDERS, default=ORDERS[0],
-                        help="C and ptxport runs alternately, or all of C's then all of "
-                             "ptxport's (see ORDERS)")
+                        help="all of C's runs, then all of ptxport's, or C and ptxport "
+                             "runs alternately (see ORDERS)")
     parser.add_argument("--omp-wait", choices=("default", "active", "passive"),
                         default="default",
                         help="OMP_WAIT_POLICY for the C baseline (set before libgomp loads): "
@@ -432,15 +433,17 @@ def set_cores(lib: ctypes.CDLL, cores: int) -> None:
     cpu_executor.set_workers(cores)
 
 
-# How the C and ptxport runs of one kernel and core count follow each other (--order):
-# "alternate": C, ptxport, C, ... (the machine's noise falls on both); "separate": every C
-# run, a pause (SETTLE_S), then every ptxport run. After a parallel loop libgomp's threads
-# spin for a while (GOMP_SPINCOUNT, 300000 pauses by default: milliseconds) before they
-# sleep; alternating, they spin through the ptxport run that follows and take the cores
-# that ptxport's workers need once C and ptxport together use more threads than there are
-# cores. Separate runs time each side alone, and C with its threads as hot as a program
-# that runs parallel loops back to back has them.
-ORDERS = ("alternate", "separate")
+# How the C and ptxport runs of one kernel and core count follow each other (--order; the
+# first is the default): "separate", every C run, a pause (SETTLE_S), then every ptxport run;
+# "alternate", C, ptxport, C, ... After a parallel loop libgomp's threads spin for a while
+# (GOMP_SPINCOUNT: 300000 pauses by default, milliseconds) before they sleep; alternating,
+# they spin through the ptxport run that follows and take the cores that ptxport's workers
+# need once both together have more threads than there are cores. On the GPU machine's 16
+# vCPUs that made ptxport on 16 workers slower than on 8 (gemm 7.97 ms against 6.60; with
+# OMP_WAIT_POLICY=passive 3.29, separate 3.54: data/cpu_scaling_h100host_2fd2abf.txt).
+# Separate runs time each side alone, C with libgomp's default waiting (its threads as hot
+# as in a program that runs parallel loops back to back).
+ORDERS = ("separate", "alternate")
 SETTLE_S = 0.1
 
 
@@ -693,7 +696,7 @@ def main() -> None:
             cpu_executor.set_workers(None)
     means = geometric_means(rows, core_counts)
     print(f"ptxport CPU device vs C (gcc {' '.join(CFLAGS[:3])}), median of up to "
-          f"{args.reps} alternating runs{' (quick sizes)' if args.quick else ''}")
+          f"{args.reps} runs per side ({args.order}){' (quick sizes)' if args.quick else ''}")
     print_table(rows, means, core_counts, overhead)
 
     result = {"machine": machine(), "settings": machine_settings(args),

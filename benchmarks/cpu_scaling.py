@@ -11,7 +11,7 @@ the last run at each worker count is checked against C's.
 
     python benchmarks/cpu_scaling.py [--kernels saxpy,vector_add,gemm] [--reps 7]
                                      [--budget 2.0] [--workers 1,2,4,8,16] [--json PATH]
-                                     [--order alternate|separate] [--schedule chunks|guided]
+                                     [--order separate|alternate] [--schedule guided|chunks]
                                      [--omp-wait default|active|passive] [--busy N]
 
 prints a table and writes benchmarks/results/cpu_scaling.json (or --json). --order,

@@ -85,12 +85,17 @@ def set_workers(count: int | None) -> None:
     _WORKERS = count
 
 
-# How workers share a grid's blocks: "chunks", equal chunks of about 1/16 of a worker's share
-# (a worker that started late or ran slower blocks still finds some left); "guided",
-# decreasing chunks (half a worker's share of the blocks left, down to 1/64 of its share of
-# the grid), which are large while many blocks are left and small at the grid's end.
-SCHEDULES = ("chunks", "guided")
-_SCHEDULE = ["chunks"]
+# How workers share a grid's blocks (the first is the default): "guided", decreasing chunks
+# (half a worker's share of the blocks left, down to 1/64 of its share of the grid), large
+# while many blocks are left and small at the grid's end, so that a worker slowed by a core
+# that something else uses holds only a small chunk when the others have finished; "chunks",
+# equal chunks of about 1/16 of a worker's share. On the GPU machine's 16 vCPUs
+# (benchmarks/cpu_scaling.py: benchmarks/data/cpu_scaling_h100host_2fd2abf.txt) both ran the
+# large kernels equally fast on idle cores (guided / chunks 0.97-1.03, geometric mean over 7
+# kernels at 8, 12, 15 and 16 workers), and with two cores kept busy by other processes
+# guided was faster (0.88-0.94).
+SCHEDULES = ("guided", "chunks")
+_SCHEDULE = [SCHEDULES[0]]
 
 
 def set_schedule(kind: str) -> None:
