@@ -9,7 +9,8 @@ shared library in benchmarks/build/ and called through ctypes on the same numpy 
 For each kernel it launches once untimed (this compiles the kernel for the CPU) and checks
 that ptxport's result agrees with C's (exactly for integer results, within float tolerance
 otherwise). Then for each core count (one core: set_workers(1) and omp_set_num_threads(1);
-then every core this process may use) it times C and ptxport alternately, resetting the
+then every core this process may use) it times C and ptxport (all of C's runs, then all of
+ptxport's: --order; alternating, libgomp's spinning threads slowed ptxport), resetting the
 outputs untimed before each run, and reports the median of each and ptxport / C (the last
 run at every further core count is checked too). A ptxport run is launch() + stream.sync().
 The geometric mean of the ratios per core count is the headline (goal: <= 1.5 on one core).
@@ -82,6 +83,48 @@ _C_SIGNATURES = {
 }
 _CTYPES = {"v": None, "p": ctypes.c_void_p, "i": ctypes.c_int,
            "l": ctypes.c_long, "f": ctypes.c_float, "d": ctypes.c_double}
+
+
+# --- how the two sides share the machine -----------------------------------------------------
+
+def add_machine_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags cpu_kernels.py and cpu_scaling.py share: run order, libgomp's waiting,
+    ptxport's schedule, and cores kept busy by other processes (to see how each side copes)."""
+    parser.add_argument("--order", choices=ORDERS, default=ORDERS[0],
+                        help="all of C's runs, then all of ptxport's, or C and ptxport "
+                             "runs alternately (see ORDERS)")
+    parser.add_argument("--omp-wait", choices=("default", "active", "passive"),
+                        default="default",
+                        help="OMP_WAIT_POLICY for the C baseline (set before libgomp loads): "
+                             "passive threads sleep at once after a parallel loop")
+    parser.add_argument("--schedule", choices=cpu_executor.SCHEDULES,
+                        default=cpu_executor.SCHEDULES[0],
+                        help="how ptxport's workers share a grid's blocks (set_schedule)")
+    parser.add_argument("--busy", type=int, default=0,
+                        help="run this many other processes that spin on the CPU meanwhile "
+                             "(cores that something else takes)")
+
+
+class MachineSettings:
+    """`with MachineSettings(args):` the flags of add_machine_flags in force (the C library
+    is loaded inside, after OMP_WAIT_POLICY is set)."""
+
+    def __init__(self, args: argparse.Namespace):
+        self.args, self.spinners = args, []
+
+    def __enter__(self) -> MachineSettings:
+        if self.args.omp_wait != "default":
+            os.environ["OMP_WAIT_POLICY"] = self.args.omp_wait
+        cpu_executor.set_schedule(self.args.schedule)
+        self.spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+                         for _ in range(self.args.busy)]
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for spinner in self.spinners:
+            spinner.kill()
+            spinner.wait()
+        cpu_executor.set_schedule(cpu_executor.SCHEDULES[0])
 
 
 # --- the C baselines -------------------------------------------------------------------------
@@ -399,11 +442,29 @@ def set_cores(lib: ctypes.CDLL, cores: int) -> None:
     cpu_executor.set_workers(cores)
 
 
-def time_side_by_side(c_run: CRun, ptx_run: PtxportRun, reps: int, budget: float) \
-        -> tuple[list[float], list[float]]:
-    """Alternate C and ptxport runs (so that the machine's noise falls on both) until `reps`
-    pairs, or at least 3 once `budget` seconds have passed; only one if a single pair takes
-    more than half the budget (a kernel ptxport runs very slowly must not hold up the rest)."""
+# How the C and ptxport runs of one kernel and core count follow each other (--order; the
+# first is the default): "separate", every C run, a pause (SETTLE_S), then every ptxport run;
+# "alternate", C, ptxport, C, ... After a parallel loop libgomp's threads spin for a while
+# (GOMP_SPINCOUNT: 300000 pauses by default, milliseconds) before they sleep; alternating,
+# they spin through the ptxport run that follows and take the cores that ptxport's workers
+# need once both together have more threads than there are cores. On the GPU machine's 16
+# vCPUs that made ptxport on 16 workers slower than on 8 (gemm 7.97 ms against 6.60; with
+# OMP_WAIT_POLICY=passive 3.29, separate 3.54: data/cpu_scaling_h100host_2fd2abf.txt).
+# Separate runs time each side alone, C with libgomp's default waiting (its threads as hot
+# as in a program that runs parallel loops back to back).
+ORDERS = ("separate", "alternate")
+SETTLE_S = 0.1
+
+
+def time_side_by_side(c_run: CRun, ptx_run: PtxportRun, reps: int, budget: float,
+                      order: str = ORDERS[0]) -> tuple[list[float], list[float]]:
+    """C's and ptxport's run times, in `order` (ORDERS), until `reps` each, or at least 3
+    once `budget` seconds have passed; only one if a single run (or pair) takes more than
+    half the budget (a kernel ptxport runs very slowly must not hold up the rest)."""
+    if order == "separate":
+        c_times = _time_alone(c_run, reps, budget / 2)
+        time.sleep(SETTLE_S)
+        return c_times, _time_alone(ptx_run, reps, budget / 2)
     c_times, ptx_times = [], []
     start = time.perf_counter()
     least = 3
@@ -418,6 +479,22 @@ def time_side_by_side(c_run: CRun, ptx_run: PtxportRun, reps: int, budget: float
         ptx_run.reset()
         ptx_times.append(ptx_run.run())
     return c_times, ptx_times
+
+
+def _time_alone(run: CRun | PtxportRun, reps: int, budget: float) -> list[float]:
+    """One side's run times (see time_side_by_side)."""
+    times: list[float] = []
+    start = time.perf_counter()
+    least = 3
+    while len(times) < reps:
+        elapsed = time.perf_counter() - start
+        if len(times) == 1 and elapsed > budget / 2:
+            least = 1
+        if len(times) >= least and elapsed >= budget:
+            break
+        run.reset()
+        times.append(run.run())
+    return times
 
 
 def measure_case(case: Case, problem: Problem, lib, device, objects, core_counts,
@@ -465,7 +542,8 @@ def measure_side_by_side(row: dict, problem: Problem, c_run: CRun, ptx_run: Ptxp
                 row["cores"][str(cores)] = {"c_ms": c_ms, "ptxport_ms": ptx_ms,
                                             "ratio": ptx_ms / c_ms, "runs": 0}
                 return
-        c_times, ptx_times = time_side_by_side(c_run, ptx_run, settings.reps, settings.budget)
+        c_times, ptx_times = time_side_by_side(c_run, ptx_run, settings.reps, settings.budget,
+                                                settings.order)
         if not first:
             check(row, problem, ptx_run, c_run, cores)
         c_ms, ptx_ms = statistics.median(c_times) * 1e3, statistics.median(ptx_times) * 1e3
@@ -749,6 +827,12 @@ def machine() -> dict:
             "python": platform.python_version()}
 
 
+def machine_settings(args: argparse.Namespace) -> dict:
+    """add_machine_flags' values, for the results file."""
+    return {"order": args.order, "omp_wait": args.omp_wait, "schedule": args.schedule,
+            "busy": args.busy}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke test")
@@ -764,6 +848,7 @@ def main() -> None:
     parser.add_argument("--no-opencl", action="store_true",
                         help="leave out Intel's OpenCL CPU runtime (the OpenCL C ports)")
     parser.add_argument("--opencl-child", type=int, metavar="CORES", help=argparse.SUPPRESS)
+    add_machine_flags(parser)
     args = parser.parse_args()
     if args.budget is None:
         args.budget = 0.5 if args.quick else 2.5
@@ -781,28 +866,31 @@ def main() -> None:
 
     all_cores = cpu_executor.worker_count()
     core_counts = [1] if all_cores == 1 else [1, all_cores]
-    lib = build_c_library()
     device = Device("cpu")
     device.set_current()
     objects: dict = {}
     rows = []
-    try:
-        for case in cases:
-            problem = case.make(case.quick if args.quick else case.full,
-                                np.random.default_rng(0))
-            rows.append(measure_case(case, problem, lib, device, objects, core_counts, args))
-            print(f"  measured {case.name}: {rows[-1]['status']}", file=sys.stderr)
-        overhead = launch_overhead(device, objects, core_counts)
-    finally:
-        cpu_executor.set_workers(None)
+    with MachineSettings(args):
+        lib = build_c_library()
+        try:
+            for case in cases:
+                problem = case.make(case.quick if args.quick else case.full,
+                                    np.random.default_rng(0))
+                rows.append(measure_case(case, problem, lib, device, objects, core_counts,
+                                         args))
+                print(f"  measured {case.name}: {rows[-1]['status']}", file=sys.stderr)
+            overhead = launch_overhead(device, objects, core_counts)
+        finally:
+            cpu_executor.set_workers(None)
     if not args.no_opencl:
         merge_opencl(rows, opencl_columns(cases, args, core_counts))
     means = geometric_means(rows, core_counts)
     print(f"ptxport CPU device vs C (gcc {' '.join(CFLAGS[:3])}), median of up to "
-          f"{args.reps} alternating runs{' (quick sizes)' if args.quick else ''}")
+          f"{args.reps} runs per side ({args.order}){' (quick sizes)' if args.quick else ''}")
     print_table(rows, means, core_counts, overhead)
 
-    result = {"machine": machine(), "quick": args.quick, "reps": args.reps,
+    result = {"machine": machine(), "settings": machine_settings(args),
+              "quick": args.quick, "reps": args.reps,
               "budget_s": args.budget, "slow_s": args.slow,
               "core_counts": core_counts, "kernels": rows, "geomean": means,
               "launch_overhead_ms": overhead}

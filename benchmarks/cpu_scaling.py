@@ -2,17 +2,20 @@
 1, 2, 4, ... workers up to every core this process may use (set_workers(k), and
 omp_set_num_threads(k) for the C baseline), side by side with C+OpenMP.
 
-For each kernel and worker count it times C and ptxport alternately (launch() + stream.sync(),
-outputs reset untimed before each run) and reports the median of each, ptxport / C, and the
-parallel efficiency of each: t(1) / (k * t(k)), 1.0 when k workers are k times faster than
-one. Issue 15's goals on 16 cores: ptxport at most 1.5x C on 16 threads, and ptxport's own
-efficiency from 1 to 16 cores at least 0.8 on these sizes. The result of the last run at
-each worker count is checked against C's.
+For each kernel and worker count it times C and ptxport (launch() + stream.sync(), outputs
+reset untimed before each run; in the order --order says) and reports the median of each,
+ptxport / C, and the parallel efficiency of each: t(1) / (k * t(k)), 1.0 when k workers are
+k times faster than one. Issue 15's goals on 16 cores: ptxport at most 1.5x C on 16 threads,
+and ptxport's own efficiency from 1 to 16 cores at least 0.8 on these sizes. The result of
+the last run at each worker count is checked against C's.
 
     python benchmarks/cpu_scaling.py [--kernels saxpy,vector_add,gemm] [--reps 7]
-                                     [--budget 2.0] [--workers 1,2,4,8,16]
+                                     [--budget 2.0] [--workers 1,2,4,8,16] [--json PATH]
+                                     [--order separate|alternate] [--schedule guided|chunks]
+                                     [--omp-wait default|active|passive] [--busy N]
 
-prints a table and writes benchmarks/results/cpu_scaling.json.
+prints a table and writes benchmarks/results/cpu_scaling.json (or --json). --order,
+--omp-wait, --schedule and --busy are cpu_kernels.py's (add_machine_flags).
 """
 
 from __future__ import annotations
@@ -31,10 +34,13 @@ from cpu_kernels import (  # (a sibling script: benchmarks/ is on sys.path above
     CASES,
     RESULTS,
     CRun,
+    MachineSettings,
     NotRunnable,
     PtxportRun,
+    add_machine_flags,
     build_c_library,
     machine,
+    machine_settings,
     mismatch,
     set_cores,
     time_side_by_side,
@@ -69,7 +75,7 @@ def measure(case, lib, device, objects, counts, settings) -> dict:
             for k in counts:
                 set_cores(lib, k)
                 c_times, ptx_times = time_side_by_side(c_run, ptx_run, settings.reps,
-                                                       settings.budget)
+                                                       settings.budget, settings.order)
                 wrong = mismatch(problem, ptx_run.results(), c_run.results())
                 if wrong and row["status"] == "ok":
                     row["status"] = f"{wrong} ({k} workers)"
@@ -120,6 +126,9 @@ def main() -> None:
                              "stops at 3 runs or more")
     parser.add_argument("--workers", help="comma-separated worker counts (default 1, 2, 4, "
                                           "... up to every core)")
+    parser.add_argument("--json", type=Path, default=RESULTS / "cpu_scaling.json",
+                        help="where to write the results")
+    add_machine_flags(parser)
     args = parser.parse_args()
     wanted = [k.strip() for k in args.kernels.split(",") if k.strip()]
     unknown = sorted(set(wanted) - {c.name for c in CASES})
@@ -129,24 +138,26 @@ def main() -> None:
         worker_counts(cpu_executor.worker_count())
     if counts[0] != 1:
         counts = [1, *counts]       # (efficiency is measured against one worker)
-    lib = build_c_library()
     device = Device("cpu")
     device.set_current()
     objects: dict = {}
     rows = []
-    try:
-        for case in (c for c in CASES if c.name in wanted):
-            rows.append(measure(case, lib, device, objects, counts, args))
-            print(f"  measured {case.name}: {rows[-1]['status']}", file=sys.stderr)
-    finally:
-        cpu_executor.set_workers(None)
+    with MachineSettings(args):
+        lib = build_c_library()
+        try:
+            for case in (c for c in CASES if c.name in wanted):
+                rows.append(measure(case, lib, device, objects, counts, args))
+                print(f"  measured {case.name}: {rows[-1]['status']}", file=sys.stderr)
+        finally:
+            cpu_executor.set_workers(None)
+    settings = machine_settings(args)
     print(f"ptxport CPU device and C (OpenMP) at 1..{counts[-1]} workers, median of up to "
-          f"{args.reps} alternating runs")
+          f"{args.reps} runs; " + ", ".join(f"{k} {v}" for k, v in settings.items()))
     print_table(rows, counts)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "cpu_scaling.json").write_text(json.dumps(
-        {"machine": machine(), "reps": args.reps, "budget_s": args.budget,
-         "workers": counts, "kernels": rows}, indent=2))
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(
+        {"machine": machine(), "settings": settings, "reps": args.reps,
+         "budget_s": args.budget, "workers": counts, "kernels": rows}, indent=2))
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ HEADER = """
 # gather(arrived, smids, n): each block counts itself in *arrived, waits until n blocks have
 # (so it ends only if n blocks run at once), then stores its %smid in smids[%ctaid.x].
 # meet(mine, theirs, n): the same, counting in *mine and waiting for *theirs to reach n.
+# count_runs(out): each block k adds 1 to out[k].
 # trap_at(out, bad): block `bad` traps, every other block k stores k + 1 in out[k].
 PTX = HEADER + """
 .visible .entry gather(.param .u64 arrived, .param .u64 smids, .param .u32 n)
@@ -61,6 +62,17 @@ $L_wait:
   ret;
 }
 
+.visible .entry count_runs(.param .u64 out)
+{
+  .reg .b32 %r<3>; .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %ctaid.x;
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  atom.global.add.u32 %r2, [%rd3], 1;
+  ret;
+}
+
 .visible .entry trap_at(.param .u64 out, .param .u32 bad)
 {
   .reg .pred %p<2>; .reg .b32 %r<4>; .reg .b64 %rd<4>;
@@ -83,6 +95,14 @@ def workers():
     """set_workers(n) for the test, the default again after it."""
     yield cpu_executor.set_workers
     cpu_executor.set_workers(None)
+
+
+@pytest.fixture(params=cpu_executor.SCHEDULES)
+def schedule(request):
+    """Each of set_schedule's ways to share blocks for the test, the default again after."""
+    cpu_executor.set_schedule(request.param)
+    yield request.param
+    cpu_executor.set_schedule(cpu_executor.SCHEDULES[0])
 
 
 @pytest.fixture(scope="module")
@@ -147,7 +167,8 @@ def test_launches_from_two_streams_run_at_the_same_time(dev, kernels, workers):
     assert _read(a, first, 1)[0] == 2 and _read(b, first, 1)[0] == 2
 
 
-def test_a_trap_on_one_worker_fails_the_launch_and_the_next_runs(dev, kernels, workers):
+def test_a_trap_on_one_worker_fails_the_launch_and_the_next_runs(dev, kernels, workers,
+                                                                  schedule):
     workers(4)
     stream = dev.create_stream()
     blocks = 256
@@ -182,7 +203,7 @@ def _run_corpus(dev, source: str, name: str, grid: int, block: int, args):
 
 
 @pytest.mark.parametrize("count", [1, 3, 8])
-def test_results_are_the_same_on_any_number_of_workers(dev, workers, count):
+def test_results_are_the_same_on_any_number_of_workers(dev, workers, schedule, count):
     workers(count)
     rng = np.random.default_rng(1)
     n = 1 << 18
@@ -252,3 +273,24 @@ def test_many_launches_of_every_size_on_many_workers(dev, kernels, workers):
             got = _read(out, stream, 64)
             assert (got[:blocks] == np.arange(1, blocks + 1)).all() and not got[blocks:].any()
     stream.sync()
+
+
+@pytest.mark.parametrize("count", [3, 16])
+def test_each_block_runs_once_whatever_the_schedule(dev, kernels, workers, schedule, count):
+    # (guided chunks shrink as the grid runs out, down to one block: every size of grid, up
+    # to more blocks than the chunks' divisor and least size, must be claimed exactly once)
+    workers(count)
+    stream = dev.create_stream()
+    sizes = [*range(1, 70), 257, 1000, 4099]
+    out = _zeros(dev, stream, max(sizes))
+    count_runs = kernels.get_kernel("count_runs")
+    for blocks in sizes:
+        out.fill(0, 4, stream=stream)
+        launch(stream, LaunchConfig(grid=blocks, block=1, timeout=60), count_runs, out)
+        got = _read(out, stream, max(sizes))
+        assert (got[:blocks] == 1).all() and not got[blocks:].any(), blocks
+
+
+def test_an_unknown_schedule_is_refused():
+    with pytest.raises(ValueError, match="unknown schedule 'static'"):
+        cpu_executor.set_schedule("static")

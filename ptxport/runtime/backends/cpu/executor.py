@@ -25,7 +25,6 @@ binary and block shape.
 from __future__ import annotations
 
 import ctypes
-import os
 import struct
 import threading
 from functools import cache
@@ -55,8 +54,9 @@ from ptxport.errors import (
 from ptxport.ir.lines import where
 from ptxport.runtime.backends.cpu import entry, printf, warps
 from ptxport.runtime.backends.cpu import pool as pool_threads
+from ptxport.runtime.backends.cpu.cores import usable_cores
 
-__all__ = ["run_grid", "set_workers", "worker_count"]
+__all__ = ["SCHEDULES", "run_grid", "set_schedule", "set_workers", "worker_count"]
 
 
 _WORKERS: int | None = None
@@ -74,8 +74,7 @@ def worker_count() -> int:
 @cache
 def _cores() -> int:
     # (once: a system call at every launch costs more than an empty kernel runs)
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
-        (os.cpu_count() or 1)
+    return usable_cores()
 
 
 def set_workers(count: int | None) -> None:
@@ -84,6 +83,35 @@ def set_workers(count: int | None) -> None:
     if count is not None and count < 1:
         raise ValueError("the worker count must be at least 1")
     _WORKERS = count
+
+
+# How workers share a grid's blocks (the first is the default): "guided", decreasing chunks
+# (half a worker's share of the blocks left, down to 1/64 of its share of the grid), large
+# while many blocks are left and small at the grid's end, so that a worker slowed by a core
+# that something else uses holds only a small chunk when the others have finished; "chunks",
+# equal chunks of about 1/16 of a worker's share. On the GPU machine's 16 vCPUs
+# (benchmarks/cpu_scaling.py: benchmarks/data/cpu_scaling_h100host_2fd2abf.txt) both ran the
+# large kernels equally fast on idle cores (guided / chunks 0.97-1.03, geometric mean over 7
+# kernels at 8, 12, 15 and 16 workers), and with two cores kept busy by other processes
+# guided was faster (0.88-0.94).
+SCHEDULES = ("guided", "chunks")
+_SCHEDULE = [SCHEDULES[0]]
+
+
+def set_schedule(kind: str) -> None:
+    """Share blocks among workers by `kind` (one of SCHEDULES) from the next launch on."""
+    if kind not in SCHEDULES:
+        raise ValueError(f"unknown schedule {kind!r}: one of {', '.join(SCHEDULES)}")
+    _SCHEDULE[0] = kind
+
+
+def _chunk(blocks: int, workers: int) -> int:
+    """The claiming entry points' `chunk` word (codegen/targets/cpu/entry.py's
+    build_claiming) for the schedule chosen now."""
+    if _SCHEDULE[0] == "guided" and workers > 1:
+        least = max(1, blocks // (workers * 64))
+        return -((2 * workers) << 32 | least)
+    return max(1, blocks // (workers * 16))
 
 
 class _Worker:
@@ -564,9 +592,7 @@ class _Grid:
         # the GIL: on the launching thread alone
         self.python_rounds = waits and not binary.native_waits
         self.workers = 1 if self.python_rounds else min(self.smids, self.blocks)
-        # workers claim chunks of blocks: 16 per worker and grid, so that a worker that
-        # started late or ran slower blocks still finds some left
-        self.chunk = max(1, self.blocks // (self.workers * 16))
+        self.chunk = _chunk(self.blocks, self.workers)
         self.layout = entry.CLAIMED_WAITING if waits else entry.CLAIMED
 
     def run(self, pool) -> None:
