@@ -139,6 +139,7 @@ def _check(transa: int, transb: int, m: int, n: int, k: int, lds: tuple[int, int
 
 def _check_arguments(transa: int, transb: int, m: int, n: int, k: int,
                      lds: tuple[int, int, int], numbering: Numbering) -> None:
+    """transa to k and the leading dimensions, in parameter order (the first illegal one)."""
     def fail(position: int, message: str) -> CublasError:
         return illegal(numbering.routine, position, message)
 
