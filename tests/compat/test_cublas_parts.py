@@ -9,7 +9,14 @@ import numpy as np
 import pytest
 
 from ptxport.blas.host import _to_bf16
-from ptxport.compat import build, cublas, cublas_gemm, cublas_helpers, cublas_signatures
+from ptxport.compat import (
+    build,
+    cublas,
+    cublas_gemm,
+    cublas_helpers,
+    cublas_level2,
+    cublas_signatures,
+)
 from ptxport.compat.cublas import (
     EXECUTION_FAILED,
     INVALID_VALUE,
@@ -161,3 +168,16 @@ def test_set_and_get_helpers_refuse_as_cublas_documents(call, status):
 def test_set_and_get_helpers_with_nothing_to_copy_succeed():
     assert cublas_helpers.cublasSetVector(0, 4, 0, 1, 0, 1) == 0
     assert cublas_helpers.cublasGetMatrix(0, 3, 4, 0, 1, 0, 1) == 0
+
+
+@pytest.mark.parametrize("trans, m, incy", [(0, -1, 1), (7, 4, 1), (0, 4, 0)])
+def test_gemv_keeps_the_documented_invalid_value(handle, trans, m, incy):
+    """m < 0, a trans that is no cublasOperation_t and incy = 0 are INVALID_VALUE as cuBLAS
+    documents (NVIDIA's cuBLAS 13 returned SUCCESS on the H100: a deliberate difference that
+    docs/compat.md lists and the stderr line names), without a xerbla line."""
+    alpha = ctypes.addressof(_ONE)
+    with pytest.raises(CublasError) as error:
+        cublas_level2.gemv(_F32, handle, trans, m, 4, alpha, 0, 4, 0, 1, alpha, 0, incy)
+    assert error.value.status == INVALID_VALUE
+    assert error.value.xerbla is None
+    assert "NVIDIA's cuBLAS 13 returns CUBLAS_STATUS_SUCCESS" in str(error.value)
