@@ -118,9 +118,10 @@ class Numbering:
         return Numbering(routine, 8, 10, 13, 14 if batched else 0)
 
     @staticmethod
-    def ex() -> Numbering:
-        """GemmEx, GemmStridedBatchedEx and GemmBatchedEx alike."""
-        return Numbering("GEMM_EX ", 9, 12, 16)
+    def ex(strided: bool = False) -> Numbering:
+        """GemmEx and GemmBatchedEx (lda 9, ldb 12, ldc 16); GemmStridedBatchedEx counts its
+        strides (ldb 13, ldc 18), though reporting under GemmEx's name (seen on the H100)."""
+        return Numbering("GEMM_EX ", 9, 13, 18) if strided else Numbering("GEMM_EX ", 9, 12, 16)
 
 
 def _check(transa: int, transb: int, m: int, n: int, k: int, lds: tuple[int, int, int],
@@ -352,25 +353,31 @@ def ex_types(atype: int, btype: int, ctype: int, compute_type: int) \
 
 
 def _ex_checks(transa: int, transb: int, m: int, n: int, k: int, lds: tuple[int, int, int],
-               types: tuple[int, int, int, int], batch: int) -> tuple[np.dtype, np.dtype]:
+               types: tuple[int, int, int, int], batch: int,
+               numbering: Numbering) -> tuple[np.dtype, np.dtype]:
     """An Ex form's checks in the order NVIDIA's cuBLAS 13 makes them (seen on the H100):
     the arguments first (an int8 GemmEx with lda < m is INVALID_VALUE and GEMM_EX's xerbla
-    line, not NOT_SUPPORTED), then the data types, then the batch count; ex_types' answer."""
-    _check_arguments(transa, transb, m, n, k, lds, Numbering.ex())
+    line, not NOT_SUPPORTED), then the data types, then the batch count, which an empty
+    product (m or n 0) never reaches (it returns CUBLAS_STATUS_SUCCESS); ex_types' answer."""
+    _check_arguments(transa, transb, m, n, k, lds, numbering)
     scale_and_compute = ex_types(*types)
-    _check(transa, transb, m, n, k, lds, batch, Numbering.ex())
+    if m and n:
+        _check(transa, transb, m, n, k, lds, batch, numbering)
     return scale_and_compute
 
 
 def _ex(handle: int, transa: int, transb: int, m: int, n: int, k: int,
         alpha: int, a: int, atype: int, lda: int, sa: int, b: int, btype: int, ldb: int,
         sb: int, beta: int, c: int, ctype: int, ldc: int, sc: int, batch: int,
-        compute_type: int, algo: int) -> int:
+        compute_type: int, algo: int, strided: bool = True) -> int:
     # `algo` picks among GPU kernels; every value names the same computation here.
     handle_of(handle)
+    numbering = Numbering.ex(strided)
     scale, compute = _ex_checks(transa, transb, m, n, k, (lda, ldb, ldc),
-                                (atype, btype, ctype, compute_type), batch)
-    return gemm(handle, Numbering.ex(), transa, transb, m, n, k, alpha,
+                                (atype, btype, ctype, compute_type), batch, numbering)
+    if batch < 0:
+        return SUCCESS      # an empty product with a negative count: nothing to do
+    return gemm(handle, numbering, transa, transb, m, n, k, alpha,
                 Operand(a, DATA_TYPES[atype], lda, sa), Operand(b, DATA_TYPES[btype], ldb, sb),
                 beta, Operand(c, DATA_TYPES[ctype], ldc, sc), batch, compute, scale)
 
@@ -379,7 +386,7 @@ def cublasGemmEx(handle: int, transa: int, transb: int, m: int, n: int, k: int, 
                  a: int, atype: int, lda: int, b: int, btype: int, ldb: int, beta: int,
                  c: int, ctype: int, ldc: int, compute_type: int, algo: int) -> int:
     return _ex(handle, transa, transb, m, n, k, alpha, a, atype, lda, 0, b, btype, ldb, 0,
-               beta, c, ctype, ldc, 0, 1, compute_type, algo)
+               beta, c, ctype, ldc, 0, 1, compute_type, algo, strided=False)
 
 
 def cublasGemmStridedBatchedEx(*args: int) -> int:
@@ -448,7 +455,9 @@ def cublasGemmBatchedEx(handle: int, transa: int, transb: int, m: int, n: int, k
                         algo: int) -> int:
     handle_of(handle)
     scale, compute = _ex_checks(transa, transb, m, n, k, (lda, ldb, ldc),
-                                (atype, btype, ctype, compute_type), batch)
+                                (atype, btype, ctype, compute_type), batch, Numbering.ex())
+    if batch < 0:
+        return SUCCESS      # an empty product with a negative count: nothing to do
     types = (DATA_TYPES[atype], DATA_TYPES[btype], DATA_TYPES[ctype])
     return _pointer_batched(Numbering.ex(), handle, transa, transb, m, n, k, alpha, (a, b, c),
                             (lda, ldb, ldc), beta, types, batch, compute, scale)

@@ -22,6 +22,7 @@ from ptxport.compat.cublas import (
     INVALID_VALUE,
     MAPPING_ERROR,
     NOT_SUPPORTED,
+    SUCCESS,
     CublasError,
 )
 from ptxport.compat.cublas_gemm import Numbering, _check, ex_types, to_float
@@ -102,10 +103,11 @@ def _batched_ex(handle, k=2, lds=(2, 2, 2), types=(0, 0, 0, 68), batch=1):
 
 
 @pytest.mark.parametrize("call, status, xerbla", [
-    # the batched Ex forms report as GemmEx does: GEMM_EX and GemmEx's numbers (H100, cuBLAS 13)
+    # the batched Ex forms report under GemmEx's name; the strided one counts its strides
+    # (lda 9, ldb 13, ldc 18), the pointer-array one does not (H100, cuBLAS 13)
     (lambda h: _strided_ex(h, m=8, lds=(4, 8, 8)), INVALID_VALUE, ("GEMM_EX ", 9)),
-    (lambda h: _strided_ex(h, k=8, lds=(8, 4, 8)), INVALID_VALUE, ("GEMM_EX ", 12)),
-    (lambda h: _strided_ex(h, m=8, lds=(8, 8, 4)), INVALID_VALUE, ("GEMM_EX ", 16)),
+    (lambda h: _strided_ex(h, k=8, lds=(8, 4, 8)), INVALID_VALUE, ("GEMM_EX ", 13)),
+    (lambda h: _strided_ex(h, m=8, lds=(8, 8, 4)), INVALID_VALUE, ("GEMM_EX ", 18)),
     (lambda h: _batched_ex(h, k=8, lds=(2, 4, 2)), INVALID_VALUE, ("GEMM_EX ", 12)),
     # a negative batch count: EXECUTION_FAILED and no xerbla line, after the other arguments
     (lambda h: _strided_ex(h, batch=-1), EXECUTION_FAILED, None),
@@ -181,3 +183,9 @@ def test_gemv_keeps_the_documented_invalid_value(handle, trans, m, incy):
     assert error.value.status == INVALID_VALUE
     assert error.value.xerbla is None
     assert "NVIDIA's cuBLAS 13 returns CUBLAS_STATUS_SUCCESS" in str(error.value)
+
+
+def test_an_empty_ex_product_with_a_negative_count_succeeds(handle):
+    """NVIDIA's cuBLAS 13 returns CUBLAS_STATUS_SUCCESS for GemmStridedBatchedEx with m = 0
+    and a negative batch count (seen on the H100): the empty product comes first."""
+    assert _strided_ex(handle, m=0, batch=-1) == SUCCESS
