@@ -314,12 +314,14 @@ def cube_directions(count: int = 96, seed: int = 4) -> np.ndarray:
 
 def cube_faces(directions: np.ndarray):
     """The CUDA C++ Programming Guide's cube map table ("Cubemap Textures") in float32: the
-    face of each direction's major axis (ties go to x, then y) and the face's normalized
-    coordinates ((s / m + 1) / 2, (t / m + 1) / 2)."""
+    face of each direction's major axis and the face's normalized
+    coordinates ((s / m + 1) / 2, (t / m + 1) / 2). Ties between major axes go to z, then y
+    (the H100 reads (1, 1, 1) from face 4, +z, and (1, 1, 0) from face 2, +y)."""
     x, y, z = (directions[:, k].astype(np.float32) for k in range(3))
     ax, ay, az = np.abs(x), np.abs(y), np.abs(z)
-    on_x = (ax >= ay) & (ax >= az)
-    on_y = ~on_x & (ay >= az)
+    on_z = (az >= ax) & (az >= ay)
+    on_y = ~on_z & (ay >= ax)
+    on_x = ~on_z & ~on_y
     face = np.where(on_x, np.where(x >= 0, 0, 1),
                     np.where(on_y, np.where(y >= 0, 2, 3), np.where(z >= 0, 4, 5)))
     m = np.where(on_x, ax, np.where(on_y, ay, az))

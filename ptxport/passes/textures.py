@@ -45,7 +45,7 @@ _CLAMP = {"trap": 0, "clamp": 1, "zero": 2}
 _SAMPLER = Path(__file__).with_name("texture_sampler.cu")
 # The SHA-256 of texture_sampler.ptx, written by regenerate(): an edit of the PTX changes this
 # file, and with it the keys of compiled kernels in the caches (which hash ptxport's .py files).
-SAMPLER_DIGEST = "64dc57f27ed0e62ca6d60f1b56d30e2fbba065dac233cc05917f2e5ab8bc9a93"
+SAMPLER_DIGEST = "351744b5439e068cf8fedbfee0ad5b04d5d13efcdfe5433b2e59f82eaaaac1b6"
 
 
 def uses_textures(module: ir.Module) -> bool:

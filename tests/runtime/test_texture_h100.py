@@ -4,8 +4,8 @@ tests/texture_reference.py (benchmarks/texture_check.py run --dump), and the ref
 the sampler on cpu must reproduce them bit for bit. The one exception is the linear filtering
 of 8-bit signed normalized texels, whose rounding to 16 bits is not modelled exactly
 (docs/textures.md): those fetches may be 1/32767 apart, in at most KNOWN_S8 of them
-(per dimensions). Cube map fetches are replayed too once a run of texture_check has recorded
-them (it has cube cases since the recorded file was made).
+(per dimensions). The 7 cube map cases (4 formats x point/linear) are replayed too, every
+fetch exactly.
 """
 
 from __future__ import annotations
@@ -54,16 +54,14 @@ def _differences(cases, results, recorded) -> tuple[list[str], int]:
     return unexplained, known
 
 
+def _cube_keys() -> list[tuple]:
+    """(key, format, filter) of every cube map case, as texture_check names them."""
+    return [(f"cube {fmt[0]} {filt}", fmt, filt) for fmt, filt in ref.cube_cases()]
+
+
 def test_every_case_was_recorded(recorded):
     assert {_key(*case) for case in ref.cases()} <= set(recorded)
-
-
-def _cube_keys(recorded) -> list[tuple]:
-    """(key, format, filter) of the recorded cube map cases (runs of texture_check before
-    it had them recorded none)."""
-    formats = {f[0]: f for f in ref.FORMATS}
-    return [(key, formats[key.split()[1]], key.split()[2]) for key in sorted(recorded)
-            if key.startswith("cube ")]
+    assert {key for key, _, _ in _cube_keys()} <= set(recorded)
 
 
 def test_the_reference_fetches_what_the_h100_fetched(recorded):
@@ -74,7 +72,7 @@ def test_the_reference_fetches_what_the_h100_fetched(recorded):
     unexplained, known = _differences(cases, results, recorded)
     assert not unexplained, "\n".join(unexplained)
     assert known <= sum(KNOWN_S8.values())
-    for key, fmt, filt in _cube_keys(recorded):
+    for key, fmt, filt in _cube_keys():
         got = ref.sample_cube(ref.cube_texels(fmt), fmt, filt, ref.cube_directions())
         assert got.tolist() == recorded[key].tolist(), key
 
@@ -93,12 +91,8 @@ def test_the_cpu_sampler_fetches_what_the_h100_fetched(recorded, dims):
 
 @pytest.mark.skipif(not _NVRTC, reason=f"the fetch kernels come from NVRTC: {_NVRTC_WHY}")
 def test_the_cpu_sampler_fetches_the_recorded_cube_maps(recorded):
-    cubes = _cube_keys(recorded)
-    if not cubes:
-        pytest.skip("no cube map fetches recorded yet: benchmarks/texture_check.py run --dump "
-                    "on a GPU machine records them")
     device = Device("cpu")
     kernels = Program(ref.KERNELS, code_type="c++").compile("native")
-    for key, fmt, filt in cubes:
+    for key, fmt, filt in _cube_keys():
         got, _ = ref.run_cube_on_ptxport(device, kernels, fmt, filt)
         assert got.tolist() == recorded[key].tolist(), key
