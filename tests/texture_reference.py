@@ -266,14 +266,14 @@ def _filter_floats(texels: dict, w: dict, fmt) -> np.ndarray:
 def _filter_normalized(texels: dict, w: dict, fmt) -> np.ndarray:
     """Integer texels read as normalized floats filter in 16 bits: 8-bit unsigned ones
     widened by 257, the sum rounded to a 16-bit integer (ties up); 8-bit signed ones filter
-    as they are and scale by 32767/32512 to nearest (which reproduces 96% of the H100's
-    fetches: docs/textures.md)."""
+    as they are, to s = sum w t (8 fractional bits), and scale by about 32767/32512 as the
+    H100 does: s + round((s >> 4) * 257 / 2^11), the shift toward -inf (docs/textures.md)."""
     signed = np.dtype(fmt[1]).kind == "i"
     widen = 257 if np.dtype(fmt[1]) == np.uint8 else 1
     total = sum(w[c][:, None].astype(np.int64) * texels[c].astype(np.int64) * widen
                 for c in texels)
     if np.dtype(fmt[1]) == np.int8:
-        value = np.floor((total * 32767 * 2 + 32512) / (2 * 32512))
+        value = total + (((total >> 4) * 257 + 1024) >> 11)
     else:
         value = np.floor((total + 128) / 256)
     out = (value / (32767 if signed else 65535)).astype(np.float32)

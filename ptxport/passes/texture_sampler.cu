@@ -273,15 +273,15 @@ static __device__ __noinline__ float filter_float(double (*v)[4], const int *w, 
 
 // Integers read as normalized floats filter in 16-bit fixed point: 8-bit unsigned texels
 // widened by 257, the sum rounded to a 16-bit integer (ties up); 8-bit signed texels filter
-// as they are and scale by 32767/32512 to nearest (96% of an H100's fetches: docs/textures.md).
+// as they are, to s = sum w t (8 fractional bits), and scale by about 32767/32512 as an H100
+// does: s + round((s >> 4) * 257 / 2^11), the shift toward -inf (docs/textures.md).
 static __device__ __noinline__ float filter_normalized(const Descriptor *d, double (*v)[4],
                                                        const int *w, int corners, int c) {
     long long total = 0;
     for (int n = 0; n < corners; ++n) total += (long long)w[n] * (long long)v[n][c];
     long long value;
     if (d->bits == 8 && d->kind == 0) {
-        long long num = total * 65534 + 32512, den = 65024;
-        value = num / den - (num % den != 0 && num < 0 ? 1 : 0);
+        value = total + (((total >> 4) * 257 + 1024) >> 11);
     } else {
         value = ((d->bits == 8 ? total * 257 : total) + 128) >> 8;
     }

@@ -45,7 +45,7 @@ _CLAMP = {"trap": 0, "clamp": 1, "zero": 2}
 _SAMPLER = Path(__file__).with_name("texture_sampler.cu")
 # The SHA-256 of texture_sampler.ptx, written by regenerate(): an edit of the PTX changes this
 # file, and with it the keys of compiled kernels in the caches (which hash ptxport's .py files).
-SAMPLER_DIGEST = "351744b5439e068cf8fedbfee0ad5b04d5d13efcdfe5433b2e59f82eaaaac1b6"
+SAMPLER_DIGEST = "2e0478e2bd9f96f54483f6e32e74e336b66a1c18b7219f97f7afd630ba7147db"
 
 
 def uses_textures(module: ir.Module) -> bool:

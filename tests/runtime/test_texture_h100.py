@@ -1,11 +1,8 @@
 """ptxport's texture sampling against what an H100's texture unit fetched (driver 580):
 benchmarks/data/texture_check_h100.npz holds every fetch of every case of
 tests/texture_reference.py (benchmarks/texture_check.py run --dump), and the reference and
-the sampler on cpu must reproduce them bit for bit. The one exception is the linear filtering
-of 8-bit signed normalized texels, whose rounding to 16 bits is not modelled exactly
-(docs/textures.md): those fetches may be 1/32767 apart, in at most KNOWN_S8 of them
-(per dimensions). The 7 cube map cases (4 formats x point/linear) are replayed too, every
-fetch exactly.
+the sampler on cpu must reproduce them bit for bit, every fetch: the 360 cases of
+1D/2D/3D textures and the 7 cube map cases (4 formats x point/linear).
 """
 
 from __future__ import annotations
@@ -20,7 +17,6 @@ from ptxport import Device, Program
 from ptxport.frontends import nvrtc
 
 RECORDED = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "texture_check_h100.npz"
-KNOWN_S8 = {1: 37, 2: 20, 3: 25}     # s8x1_norm linear fetches unlike the H100's
 
 _NVRTC, _NVRTC_WHY = nvrtc.available()
 
@@ -35,23 +31,17 @@ def _key(dims, fmt, mode, filt, normalized) -> str:
     return f"{dims}D {fmt[0]} {mode} {filt} {int(normalized)}"
 
 
-def _differences(cases, results, recorded) -> tuple[list[str], int]:
-    """Mismatches outside the known 8-bit signed one (described), and the known ones."""
-    unexplained, known = [], 0
+def _differences(cases, results, recorded) -> list[str]:
+    """The cases whose fetches differ from the H100's, described."""
+    differences = []
     for case, got in zip(cases, results, strict=True):
         gpu = recorded[_key(*case)]
         bad = np.nonzero((got != gpu).any(axis=1))[0]
-        if not len(bad):
-            continue
-        if case[1][0] == "s8x1_norm" and case[3] == "linear":
-            ours = np.round(got[bad].view(np.float32).astype(np.float64) * 32767)
-            theirs = np.round(gpu[bad].view(np.float32).astype(np.float64) * 32767)
-            if np.abs(ours - theirs).max() <= 1:
-                known += len(bad)
-                continue
-        unexplained.append(f"{_key(*case)}: {len(bad)} of {len(got)} differ, first #{bad[0]}: "
-                           f"H100 {gpu[bad[0]].tolist()} ptxport {got[bad[0]].tolist()}")
-    return unexplained, known
+        if len(bad):
+            differences.append(f"{_key(*case)}: {len(bad)} of {len(got)} differ, first "
+                               f"#{bad[0]}: H100 {gpu[bad[0]].tolist()} ptxport "
+                               f"{got[bad[0]].tolist()}")
+    return differences
 
 
 def _cube_keys() -> list[tuple]:
@@ -69,9 +59,8 @@ def test_the_reference_fetches_what_the_h100_fetched(recorded):
     results = [ref.sample(ref.texels(dims, fmt), fmt, dims, mode, filt, normalized,
                           ref.coordinates(dims, normalized))
                for dims, fmt, mode, filt, normalized in cases]
-    unexplained, known = _differences(cases, results, recorded)
-    assert not unexplained, "\n".join(unexplained)
-    assert known <= sum(KNOWN_S8.values())
+    differences = _differences(cases, results, recorded)
+    assert not differences, "\n".join(differences)
     for key, fmt, filt in _cube_keys():
         got = ref.sample_cube(ref.cube_texels(fmt), fmt, filt, ref.cube_directions())
         assert got.tolist() == recorded[key].tolist(), key
@@ -84,9 +73,8 @@ def test_the_cpu_sampler_fetches_what_the_h100_fetched(recorded, dims):
     kernels = Program(ref.KERNELS, code_type="c++").compile("native")
     cases = list(ref.cases([dims]))
     results = [ref.run_on_ptxport(device, kernels, *case)[0] for case in cases]
-    unexplained, known = _differences(cases, results, recorded)
-    assert not unexplained, "\n".join(unexplained)
-    assert known <= KNOWN_S8[dims]
+    differences = _differences(cases, results, recorded)
+    assert not differences, "\n".join(differences)
 
 
 @pytest.mark.skipif(not _NVRTC, reason=f"the fetch kernels come from NVRTC: {_NVRTC_WHY}")
