@@ -239,24 +239,99 @@ def _access(fl: GangLowering, place: Place, t: Type, value=None):
     return None
 
 
+def _vector_elements(fl: GangLowering, place: Place, t: Type, count: int, values=None):
+    """Load (values None) or store the `count` elements of a .v2/.v4 access for the mask's
+    lanes, each lane's elements `t.size` apart from its address: one check of the range
+    they all touch, then, when the lanes' vectors lie one after another (a lane's elements
+    followed by the next lane's: what Triton's and CUDA's float4 accesses are), one masked
+    access of the warp's W * count elements, else a gather or scatter per element."""
+    b = fl.b
+    load = values is None
+    kind, s0, _s1, low, high = _classify(fl, place, t.size * count)
+    offset = ll.Constant(place.addrs.type.element, place.offset)
+    whole, lanes_block, done = (fl.llfn.append_basic_block(n) for n in (
+        "access_vectors", "access_elements", "access_vectors_done"))
+    skipped = _check_access_place(fl, place, t, load, kind, low, high, done, count)
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "==", kind, I32(CONSECUTIVE)),
+                         whole, lanes_block)
+    b.position_at_end(whole)
+    pointer = _pointer_maker(fl, place, offset)(s0)
+    loaded = _interleaved(fl, t, count, pointer, values)
+    whole = b.block
+    b.branch(done)
+    b.position_at_end(lanes_block)
+    one_by_one = [_gather_or_scatter(fl, place.moved(i * t.size), t,
+                                     None if load else values[i],
+                                     ll.Constant(offset.type, place.offset + i * t.size))
+                  for i in range(count)]
+    lanes_block = b.block
+    b.branch(done)
+    b.position_at_end(done)
+    if not load:
+        return None
+    vt = vec(value_type(t))
+    out = []
+    for i in range(count):
+        phi = ll.IRBuilder.phi(b, vt)
+        phi.add_incoming(loaded[i], whole)
+        phi.add_incoming(one_by_one[i], lanes_block)
+        phi.add_incoming(ll.Constant(vt, None), skipped)
+        out.append(phi)
+    return out
+
+
+def _interleaved(fl: GangLowering, t: Type, count: int, pointer, values=None):
+    """One masked access of W * count elements at `pointer`, lane l's element i at l * count
+    + i: loaded, the count vectors of the lanes' elements (taken apart by shuffles); stored,
+    `values` (count vectors of the lanes) interleaved likewise."""
+    b, element = fl.b, value_type(t)
+    n = W * count
+    wide = ll.VectorType(element, n)
+    name = type_name(element)
+    mask = ll.IRBuilder.shuffle_vector(b, fl.mask, ll.Constant(fl.mask.type, None), ll.Constant(
+        ll.VectorType(I32, n), [i // count for i in range(n)]))
+    if values is None:
+        fn = declare(fl.llfn.module, f"llvm.masked.load.v{n}{name}.p0", wide,
+                     [PTR, I32, mask.type, wide])
+        v = ll.IRBuilder.call(b, fn, [pointer, I32(t.size), mask, ll.Constant(wide, None)])
+        return [ll.IRBuilder.shuffle_vector(b, v, ll.Constant(wide, None), ll.Constant(
+            ll.VectorType(I32, W), [lane * count + i for lane in range(W)]))
+            for i in range(count)]
+    values = [fl.b.splat(v) for v in values]
+    while len(values) > 2:      # pairs joined: [v0 v1], [v2 v3] (count is 2 or 4)
+        values = [ll.IRBuilder.shuffle_vector(b, values[i], values[i + 1], ll.Constant(
+            ll.VectorType(I32, 2 * W), list(range(2 * W)))) for i in range(0, len(values), 2)]
+    # element i of lane l sits at i * W + l of the two halves side by side
+    joined = ll.IRBuilder.shuffle_vector(b, values[0], values[1], ll.Constant(
+        ll.VectorType(I32, n), [(i % count) * W + i // count for i in range(n)]))
+    fn = declare(fl.llfn.module, f"llvm.masked.store.v{n}{name}.p0", ll.VoidType(),
+                 [wide, PTR, I32, mask.type])
+    ll.IRBuilder.call(b, fn, [joined, pointer, I32(t.size), mask])
+    return None
+
+
 def _check_access_place(fl: GangLowering, place: Place, t: Type, load: bool, kind, low,
-                        high, done: ll.Block) -> ll.Block:
-    """Branch to `done` when no lane is active, else check the lanes' range (with the
-    group's check where there is one) and prefetch ahead; returns the block that skips."""
+                        high, done: ll.Block, count: int = 1) -> ll.Block:
+    """Branch to `done` when no lane is active, else check the lanes' range [low, high) of
+    `count` elements of type t each (with the group's check where there is one) and
+    prefetch ahead; returns the block that skips."""
     b = fl.b
     offset = ll.Constant(place.addrs.type.element, place.offset)
-    checked, group_low = group_check(fl, place, t.size, low, high) if fl.guard is None \
-        else (None, None)
+    size = t.size * count
+    # the group's span counts the offsets of a vector's further elements itself
+    group_high = b.sub(high, ll.Constant(high.type, size - t.size)) if count > 1 else high
+    checked, group_low = group_check(fl, place, t.size, low, group_high) \
+        if fl.guard is None else (None, None)
     active = fl.llfn.append_basic_block("access_active")
     skipped = b.block          # no lane active (a guard false everywhere): no access at all
     ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", fl.bits(fl.mask), I32(0)),
                          active, done)
     b.position_at_end(active)
     if checked is None:
-        check_place(fl, place, t.size, not load, kind, b.add(low, offset),
+        check_place(fl, place, size, not load, kind, b.add(low, offset),
                     b.add(high, offset))
         if not place.shared:
-            prefetch(fl, b.add(low, offset), t.size * W)
+            prefetch(fl, b.add(low, offset), size * W)
     else:       # the group's check failed: this access on its own
         if group_low is not None:       # the group's first global access
             prefetch(fl, group_low, 256)
@@ -264,7 +339,7 @@ def _check_access_place(fl: GangLowering, place: Place, t: Type, load: bool, kin
             "access_checked")
         ll.IRBuilder.cbranch(b, checked, ok, exact)
         b.position_at_end(exact)
-        check_place(fl, place, t.size, not load, kind, b.add(low, offset),
+        check_place(fl, place, size, not load, kind, b.add(low, offset),
                     b.add(high, offset))
         b.branch(ok)
         b.position_at_end(ok)
@@ -404,7 +479,8 @@ def lower_ld(fl: GangLowering, inst: ir.Instruction) -> None:
     operand = inst.operands[1]
     if _vector_access(fl, inst) is not None:
         place = _place(fl, operand, space)
-        values = [_access(fl, place.moved(i * t.size), t) for i in range(count)]
+        values = [_access(fl, place, t)] if count == 1 else \
+            _vector_elements(fl, place, t, count)
     elif space == "param":      # a kernel parameter: the same for every lane
         pointer = FunctionLowering.pointer(fl, operand, "param", t.size * count)
         values = [ll.IRBuilder.load(
@@ -427,9 +503,11 @@ def lower_st(fl: GangLowering, inst: ir.Instruction) -> None:
         values = [fl.read(inst.operands[1], t)]
     else:
         values = fl.read_vector(inst.operands[1], t, count)
-    for i, v in enumerate(values):
-        _access(fl, place.moved(i * t.size), t,
-                fl.convert(v, t, t) if is_vec(v) else fl.b.splat(v))
+    values = [fl.convert(v, t, t) if is_vec(v) else fl.b.splat(v) for v in values]
+    if count == 1:
+        _access(fl, place, t, values[0])
+    else:
+        _vector_elements(fl, place, t, count, values)
 
 
 def lower_atom(fl: GangLowering, inst: ir.Instruction) -> None:
