@@ -10,9 +10,10 @@ manual states: reciprocals and square roots correctly rounded (1/sqrt rounded tw
 likewise, in float_arith.py), sin cos lg2 ex2 tanh by f64 polynomials here (no libm: the same
 code on every target); ex2.approx.f32 (Triton's exp, hot in its kernels) in f32 arithmetic,
 within an ulp too (0.85 at most over 350,000 operands). So they differ from an H100's in last
-bits. Two are gross approximations by definition, modelled on what they compute: rcp.approx.ftz.f64 and
-rsqrt.approx.ftz.f64 read the upper 32 bits of their operand and give 32 result bits (equal to
-the H100's on 93% of operands, one unit of the 32nd bit off otherwise).
+bits. Two are gross approximations by definition, modelled on what they compute:
+rcp.approx.ftz.f64 and rsqrt.approx.ftz.f64 read the upper 32 bits of their operand and give
+32 result bits (equal to the H100's on 93% of operands, one unit of the 32nd bit off
+otherwise).
 """
 
 from __future__ import annotations
