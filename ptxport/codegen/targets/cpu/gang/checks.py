@@ -272,11 +272,11 @@ def prefetch(fl: GangLowering, low, span: int) -> None:
     """A software stride prefetcher for one access site: the warp's accesses there move by
     a stride (a grid-stride loop moves by gridDim * blockDim elements, too far for the
     hardware's prefetchers; and from one warp or block to the next); fetch the lines of the
-    `span` bytes from `low` _AHEAD strides on. The stride is the last move at this site: in
-    this warp's call when it has been here before (a loop), else by the warps this worker
-    ran before in this launch (the site's last address is also kept in a slot of the
-    worker's site cache, zero at each launch). A wrong guess costs a prefetch, never a
-    fault."""
+    `span` bytes (up to 512: a warp's .v4 access) from `low` _AHEAD strides on. The stride
+    is the last move at this site: in this warp's call when it has been here before (a
+    loop), else by the warps this worker ran before in this launch (the site's last address
+    is also kept in a slot of the worker's site cache, zero at each launch). A wrong guess
+    costs a prefetch, never a fault."""
     b = fl.b
     mine = fl.entry_alloca(I64, "last_address")
     with b.goto_block(fl.entry):
@@ -301,7 +301,7 @@ def prefetch(fl: GangLowering, low, span: int) -> None:
     b.position_at_end(fetch)
     ahead = b.add(low, b.mul(step, I64(_AHEAD)))
     fn = declare(fl.llfn.module, "llvm.prefetch.p0", ll.VoidType(), [PTR, I32, I32, I32])
-    for line in range(0, min(span, 256), 64):
+    for line in range(0, min(span, 512), 64):
         ll.IRBuilder.call(b, fn, [ll.IRBuilder.inttoptr(b, b.add(ahead, I64(line)), PTR),
                                   I32(0), I32(3), I32(1)])
     b.branch(done)
