@@ -1,0 +1,151 @@
+"""Warp gangs' .v2/.v4 loads and stores (codegen/targets/cpu/gang/memory.py): lanes whose
+vectors lie one after another (Triton's and CUDA's float4 accesses) take one masked access
+of the warp's elements, anything else a gather or scatter per element; both against numpy,
+with partial masks, shared memory, and an access past the end of a buffer."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ptxport import Device, LaunchConfig, Program, launch
+from ptxport.codegen.targets.cpu.gang.build import build_gang
+from ptxport.codegen.targets.cpu.options import CpuOptions
+from ptxport.errors import IllegalAddressError
+from ptxport.ir.from_ptx import build
+from ptxport.ptx.parser import parse
+
+HEADER = ".version 7.8\n.target sm_80\n.address_size 64\n"
+PARAMS = ".param .u64 src, .param .u64 dst, .param .u32 n"
+
+
+def _ptx(body: str) -> str:
+    return HEADER + f".visible .entry k({PARAMS})\n{{\n{body}\n}}\n"
+
+
+def _run(body: str, block: int, src: np.ndarray, dst: np.ndarray, n: int):
+    dev = Device("cpu")
+    stream = dev.create_stream()
+    kernel = Program(_ptx(body), code_type="ptx").compile("native").get_kernel("k")
+    buffers = []
+    for a in (src, dst):
+        buf = dev.allocate(a.nbytes, stream=stream)
+        buf.copy_from(a, stream=stream)
+        buffers.append(buf)
+    launch(stream, LaunchConfig(grid=1, block=block), kernel, *buffers, np.uint32(n))
+    buffers[1].copy_to(dst, stream=stream)
+    stream.sync()
+    return kernel._binary(dev)
+
+
+def _gang_ir(body: str, block: int) -> str:
+    llmod, _ = build_gang(build(parse(_ptx(body))), "k", (block, 1, 1), CpuOptions())
+    return str(llmod)
+
+
+# Thread t (t < n) reads the 4 floats at src + STRIDE * t and writes them reversed at
+# dst + STRIDE * t: STRIDE 16 makes the lanes' vectors consecutive, 32 leaves gaps.
+COPY_V4 = """
+.reg .pred %p<2>; .reg .b32 %r<4>; .reg .f32 %f<5>; .reg .b64 %rd<6>;
+ld.param.u64 %rd1, [src]; ld.param.u64 %rd2, [dst]; ld.param.u32 %r1, [n];
+mov.u32 %r2, %tid.x;
+setp.lt.u32 %p1, %r2, %r1;
+mul.wide.u32 %rd3, %r2, STRIDE;
+add.s64 %rd4, %rd1, %rd3; add.s64 %rd5, %rd2, %rd3;
+@%p1 ld.global.v4.f32 {%f1, %f2, %f3, %f4}, [%rd4+OFFSET];
+@%p1 st.global.v4.f32 [%rd5+OFFSET], {%f4, %f3, %f2, %f1};
+ret;"""
+
+
+def _copy_v4(stride: int, offset: int = 0) -> str:
+    return COPY_V4.replace("STRIDE", str(stride)).replace("OFFSET", str(offset))
+
+
+def _expected_copy(src, dst, stride: int, n: int, offset: int = 0):
+    want = dst.copy()
+    floats, first = stride // 4, offset // 4
+    for t in range(n):
+        at = t * floats + first
+        want[at:at + 4] = src[at:at + 4][::-1]
+    return want
+
+
+@pytest.mark.parametrize("n", [64, 45, 3])
+def test_consecutive_v4_is_one_masked_access_of_the_warp(n):
+    """All lanes, a partial warp and a few lanes: the lanes' vectors back to back."""
+    src = np.arange(64 * 4 + 8, dtype=np.float32)
+    dst = np.full(64 * 4 + 8, -1.0, np.float32)
+    binary = _run(_copy_v4(16, 16), 64, src, dst, n)
+    assert binary.gang_refusal is None
+    np.testing.assert_array_equal(dst, _expected_copy(src, np.full_like(dst, -1.0), 16, n, 16))
+    text = _gang_ir(_copy_v4(16), 64)
+    assert "llvm.masked.load.v128f32" in text and "llvm.masked.store.v128f32" in text
+
+
+def test_v4_with_gaps_between_lanes_gathers_and_scatters():
+    src = np.arange(40 * 8, dtype=np.float32)
+    dst = np.full(40 * 8, -1.0, np.float32)
+    binary = _run(_copy_v4(32), 40, src, dst, 37)
+    assert binary.gang_refusal is None
+    np.testing.assert_array_equal(dst, _expected_copy(src, np.full_like(dst, -1.0), 32, 37))
+
+
+COPY_V2_F64 = """
+.reg .pred %p<2>; .reg .b32 %r<4>; .reg .f64 %d<3>; .reg .b64 %rd<6>;
+ld.param.u64 %rd1, [src]; ld.param.u64 %rd2, [dst]; ld.param.u32 %r1, [n];
+mov.u32 %r2, %tid.x;
+setp.lt.u32 %p1, %r2, %r1;
+mul.wide.u32 %rd3, %r2, 16;
+add.s64 %rd4, %rd1, %rd3; add.s64 %rd5, %rd2, %rd3;
+@%p1 ld.global.v2.f64 {%d1, %d2}, [%rd4];
+add.f64 %d1, %d1, %d2;
+@%p1 st.global.v2.f64 [%rd5], {%d2, %d1};
+ret;"""
+
+
+def test_consecutive_v2_f64():
+    src = np.linspace(-3, 7, 96 * 2)
+    dst = np.zeros(96 * 2)
+    _run(COPY_V2_F64, 96, src, dst, 90)
+    pairs = src.reshape(-1, 2)
+    want = np.stack([pairs[:, 1], pairs[:, 0] + pairs[:, 1]], axis=1)
+    want[90:] = 0
+    np.testing.assert_array_equal(dst.reshape(-1, 2), want)
+
+
+# Each thread stores its 4 values to shared memory as one .v4, and after the barrier reads
+# its neighbour's (thread t + 1, wrapping) vector.
+SHARED_V4 = """
+.reg .b32 %r<12>; .reg .b64 %rd<5>;
+.shared .align 16 .b8 tile[1024];
+ld.param.u64 %rd1, [src]; ld.param.u64 %rd2, [dst];
+mov.u32 %r1, %tid.x;
+mul.wide.u32 %rd3, %r1, 16;
+add.s64 %rd4, %rd1, %rd3;
+ld.global.v4.u32 {%r2, %r3, %r4, %r5}, [%rd4];
+mov.u32 %r6, tile;
+shl.b32 %r7, %r1, 4; add.u32 %r8, %r6, %r7;
+st.shared.v4.u32 [%r8], {%r2, %r3, %r4, %r5};
+bar.sync 0;
+add.u32 %r9, %r1, 1; and.b32 %r9, %r9, 63;
+shl.b32 %r9, %r9, 4; add.u32 %r9, %r6, %r9;
+ld.shared.v4.u32 {%r2, %r3, %r4, %r5}, [%r9];
+add.s64 %rd4, %rd2, %rd3;
+st.global.v4.u32 [%rd4], {%r2, %r3, %r4, %r5};
+ret;"""
+
+
+def test_shared_memory_v4():
+    src = np.arange(64 * 4, dtype=np.uint32) * 7
+    dst = np.zeros(64 * 4, np.uint32)
+    binary = _run(SHARED_V4, 64, src, dst, 0)
+    assert binary.gang_refusal is None
+    np.testing.assert_array_equal(dst.reshape(64, 4), np.roll(src.reshape(64, 4), -1, axis=0))
+
+
+def test_v4_past_the_end_faults_at_its_thread():
+    """The last active lane's vector ends 16 bytes past the source buffer."""
+    src = np.arange(33 * 4 - 4, dtype=np.float32)
+    dst = np.zeros(33 * 4, np.float32)
+    with pytest.raises(IllegalAddressError, match="thread 32"):
+        _run(_copy_v4(16), 64, src, dst, 33)
