@@ -149,3 +149,44 @@ def test_v4_past_the_end_faults_at_its_thread():
     dst = np.zeros(33 * 4, np.float32)
     with pytest.raises(IllegalAddressError, match="thread 32"):
         _run(_copy_v4(16), 64, src, dst, 33)
+
+
+# cp.async of 16 bytes per thread into shared memory with a src-size per thread (src[n + t]
+# as a byte count: 16, 0 or in between), then each thread copies its shared vector out.
+CP_ASYNC = """
+.reg .b32 %r<12>; .reg .b64 %rd<8>;
+.shared .align 16 .b8 tile[1024];
+ld.param.u64 %rd1, [src]; ld.param.u64 %rd2, [dst]; ld.param.u32 %r1, [n];
+mov.u32 %r2, %tid.x;
+add.u32 %r3, %r1, %r2; mul.wide.u32 %rd3, %r3, 4; add.s64 %rd4, %rd1, %rd3;
+ld.global.u32 %r4, [%rd4];
+mul.wide.u32 %rd5, %r2, 16; add.s64 %rd6, %rd1, %rd5;
+mov.u32 %r5, tile; shl.b32 %r6, %r2, 4; add.u32 %r7, %r5, %r6;
+cp.async.cg.shared.global [%r7], [%rd6], 16, %r4;
+cp.async.commit_group;
+cp.async.wait_group 0;
+bar.sync 0;
+ld.shared.v4.u32 {%r8, %r9, %r10, %r11}, [%r7];
+add.s64 %rd7, %rd2, %rd5;
+st.global.v4.u32 [%rd7], {%r8, %r9, %r10, %r11};
+ret;"""
+
+
+@pytest.mark.parametrize("counts", ["whole_or_none", "partial"])
+def test_cp_async_copies_its_source_bytes_and_zero_fills(counts):
+    """Whole copies and src-size 0 (Triton's masked lanes) as vectors; partial byte counts
+    lane by lane."""
+    threads = 64
+    rng = np.random.default_rng(3)
+    sizes = rng.choice([0, 16], threads) if counts == "whole_or_none" else \
+        rng.integers(0, 17, threads)
+    data = rng.integers(1, 2**32, threads * 4, dtype=np.uint64).astype(np.uint32)
+    src = np.concatenate([data, sizes.astype(np.uint32)])
+    dst = np.full(threads * 4, 7, np.uint32)
+    binary = _run(CP_ASYNC, threads, src, dst, threads * 4)
+    assert binary.gang_refusal is None
+    want = np.zeros(threads * 16, np.uint8)
+    raw = data.view(np.uint8)
+    for t, size in enumerate(sizes):
+        want[16 * t:16 * t + size] = raw[16 * t:16 * t + size]
+    np.testing.assert_array_equal(dst.view(np.uint8), want)

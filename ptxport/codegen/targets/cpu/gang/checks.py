@@ -63,7 +63,7 @@ def lane_addresses(fl: GangLowering, operand, space: str | None, lanes: bool = T
     return b.splat(host), None if offsets is None else b.splat(offsets)
 
 
-def _fault(fl: GangLowering, lane, address, size: int, write: bool) -> None:
+def fault(fl: GangLowering, lane, address, size: int, write: bool) -> None:
     b = fl.b
     ctx = fl.llfn.args[0]
     line = source_line(fl.module, fl.inst.pos)
@@ -105,7 +105,7 @@ def check_access(fl: GangLowering, host, offsets, size: int, write: bool, span=N
                              bad_block)
         b.position_at_end(bad_block)
         lane = fl.cttz(b.not_(good))
-        _fault(fl, lane, ll.IRBuilder.extract_element(b, host, lane), size, write)
+        fault(fl, lane, ll.IRBuilder.extract_element(b, host, lane), size, write)
         b.position_at_end(ok_block)
         return
     # the range the active lanes touch, as one access, against the site's cached allocation
@@ -152,7 +152,7 @@ def check_access(fl: GangLowering, host, offsets, size: int, write: bool, span=N
     i.add_incoming(b.add(i, I32(1)), nxt)
     b.branch(head)
     b.position_at_end(bad)
-    _fault(fl, i, address, size, write)
+    fault(fl, i, address, size, write)
     b.position_at_end(ok_block)
 
 
@@ -172,7 +172,7 @@ def check_shared32(fl: GangLowering, offsets, size: int, write: bool):
                          bad_block)
     b.position_at_end(bad_block)
     lane = fl.cttz(b.not_(good))
-    _fault(fl, lane, b.add(window, b.zext(ll.IRBuilder.extract_element(b, offsets, lane), I64)),
+    fault(fl, lane, b.add(window, b.zext(ll.IRBuilder.extract_element(b, offsets, lane), I64)),
            size, write)
     b.position_at_end(ok_block)
 

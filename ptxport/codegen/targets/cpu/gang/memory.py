@@ -108,7 +108,7 @@ def access_groups(fl: GangLowering, instructions) -> tuple[dict, dict]:
     return group_of, span
 
 
-def _place(fl: GangLowering, operand, space) -> Place:
+def place_of(fl: GangLowering, operand, space) -> Place:
     """The Place of a memory operand; the base's lanes are read once per segment while the
     base register is not written."""
     if not isinstance(operand, ir.Address):
@@ -239,6 +239,17 @@ def _access(fl: GangLowering, place: Place, t: Type, value=None):
     return None
 
 
+def lane_vectors(fl: GangLowering, place: Place, t: Type, count: int, values=None):
+    """Load (values None: the `count` vectors of the lanes' elements) or store `values` for
+    the mask's lanes, each lane's `count` elements of type t at `place`."""
+    if count > 1:
+        return _vector_elements(fl, place, t, count, values)
+    if values is None:
+        return [_access(fl, place, t)]
+    _access(fl, place, t, values[0])
+    return None
+
+
 def _vector_elements(fl: GangLowering, place: Place, t: Type, count: int, values=None):
     """Load (values None) or store the `count` elements of a .v2/.v4 access for the mask's
     lanes, each lane's elements `t.size` apart from its address: one check of the range
@@ -320,8 +331,9 @@ def _check_access_place(fl: GangLowering, place: Place, t: Type, load: bool, kin
     size = t.size * count
     # the group's span counts the offsets of a vector's further elements itself
     group_high = b.sub(high, ll.Constant(high.type, size - t.size)) if count > 1 else high
-    checked, group_low = group_check(fl, place, t.size, low, group_high) \
-        if fl.guard is None else (None, None)
+    # (an access in no group, a guarded one or cp.async's, checks itself)
+    checked, group_low = (group_check(fl, place, t.size, low, group_high)
+                          if fl.guard is None else None) or (None, None)
     active = fl.llfn.append_basic_block("access_active")
     skipped = b.block          # no lane active (a guard false everywhere): no access at all
     ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", fl.bits(fl.mask), I32(0)),
@@ -478,9 +490,7 @@ def lower_ld(fl: GangLowering, inst: ir.Instruction) -> None:
     space = state_space(inst)
     operand = inst.operands[1]
     if _vector_access(fl, inst) is not None:
-        place = _place(fl, operand, space)
-        values = [_access(fl, place, t)] if count == 1 else \
-            _vector_elements(fl, place, t, count)
+        values = lane_vectors(fl, place_of(fl, operand, space), t, count)
     elif space == "param":      # a kernel parameter: the same for every lane
         pointer = FunctionLowering.pointer(fl, operand, "param", t.size * count)
         values = [ll.IRBuilder.load(
@@ -498,16 +508,13 @@ def lower_st(fl: GangLowering, inst: ir.Instruction) -> None:
     t = instruction_type(inst)
     count = vector_count(inst)
     space = state_space(inst)
-    place = _place(fl, inst.operands[0], space)
+    place = place_of(fl, inst.operands[0], space)
     if count == 1 and not isinstance(inst.operands[1], ir.VectorValue):
         values = [fl.read(inst.operands[1], t)]
     else:
         values = fl.read_vector(inst.operands[1], t, count)
     values = [fl.convert(v, t, t) if is_vec(v) else fl.b.splat(v) for v in values]
-    if count == 1:
-        _access(fl, place, t, values[0])
-    else:
-        _vector_elements(fl, place, t, count, values)
+    lane_vectors(fl, place, t, count, values)
 
 
 def lower_atom(fl: GangLowering, inst: ir.Instruction) -> None:

@@ -81,6 +81,11 @@ def refusal(module: ir.Module, kernel: ir.Function) -> str | None:
                     or spec.get("op") not in _ATOMIC_OPS or vector_count(inst) != 1:
                 return f"{spec.text}: this atomic form"
             continue
+        if op == "cp":
+            why = _copy_refusal(spec)
+            if why is not None:
+                return why
+            continue
         if op in ("bra",):
             continue
         if op in ("ret", "exit"):
@@ -104,6 +109,19 @@ def refusal(module: ir.Module, kernel: ir.Function) -> str | None:
             continue
         return f"{spec.text}: not lowered for warp gangs yet"
     return None
+
+
+def _copy_refusal(spec) -> str | None:
+    """cp.async from global to shared memory (gang/async_copy.py), its commit and waits."""
+    kind = spec.get("kind") or ()
+    if kind in (("async", "commit_group"), ("async", "wait_group"), ("async", "wait_all")):
+        return None
+    if kind == ("async", "mbarrier", "arrive") and not spec.get("noinc"):
+        return None
+    spaces = spec.get("space") or ("shared", "global")
+    if kind == ("async",) and spaces[0].startswith("shared") and spaces[-1] == "global":
+        return None
+    return f"{spec.text}: not lowered for warp gangs yet"
 
 
 def _variables_named(kernel: ir.Function) -> set[str]:
