@@ -81,10 +81,7 @@ def refusal(module: ir.Module, kernel: ir.Function) -> str | None:
                     or spec.get("op") not in _ATOMIC_OPS or vector_count(inst) != 1:
                 return f"{spec.text}: this atomic form"
             continue
-        if op == "cp":
-            why = _copy_refusal(spec)
-            if why is not None:
-                return why
+        if op == "cp" and _copy_lowered(spec):
             continue
         if op in ("bra",):
             continue
@@ -111,17 +108,16 @@ def refusal(module: ir.Module, kernel: ir.Function) -> str | None:
     return None
 
 
-def _copy_refusal(spec) -> str | None:
-    """cp.async from global to shared memory (gang/async_copy.py), its commit and waits."""
+def _copy_lowered(spec) -> bool:
+    """Whether gang/async_copy.py lowers this cp: cp.async from global to shared memory, its
+    commit and waits."""
     kind = spec.get("kind") or ()
     if kind in (("async", "commit_group"), ("async", "wait_group"), ("async", "wait_all")):
-        return None
-    if kind == ("async", "mbarrier", "arrive") and not spec.get("noinc"):
-        return None
+        return True
+    if kind == ("async", "mbarrier", "arrive"):
+        return not spec.get("noinc")
     spaces = spec.get("space") or ("shared", "global")
-    if kind == ("async",) and spaces[0].startswith("shared") and spaces[-1] == "global":
-        return None
-    return f"{spec.text}: not lowered for warp gangs yet"
+    return kind == ("async",) and spaces[0].startswith("shared") and spaces[-1] == "global"
 
 
 def _variables_named(kernel: ir.Function) -> set[str]:
