@@ -190,3 +190,42 @@ def test_cp_async_copies_its_source_bytes_and_zero_fills(counts):
     for t, size in enumerate(sizes):
         want[16 * t:16 * t + size] = raw[16 * t:16 * t + size]
     np.testing.assert_array_equal(dst.view(np.uint8), want)
+
+
+# Triton's layout for a size not known to be a multiple of 16: thread t loads elements
+# 4t..4t+3 one by one, each under its own predicate (element < n), zero where not loaded,
+# and stores their sum at dst[t].
+PREDICATED_RUN = """
+.reg .pred %p<5>; .reg .b32 %r<12>; .reg .f32 %f<8>; .reg .b64 %rd<6>;
+ld.param.u64 %rd1, [src]; ld.param.u64 %rd2, [dst]; ld.param.u32 %r1, [n];
+mov.u32 %r2, %tid.x; shl.b32 %r3, %r2, 2;
+or.b32 %r4, %r3, 1; or.b32 %r5, %r3, 2; or.b32 %r6, %r3, 3;
+setp.lt.u32 %p1, %r3, %r1; setp.lt.u32 %p2, %r4, %r1;
+setp.lt.u32 %p3, %r5, %r1; setp.lt.u32 %p4, %r6, %r1;
+mul.wide.u32 %rd3, %r3, 4; add.s64 %rd4, %rd1, %rd3;
+mov.f32 %f1, 0f00000000;
+@%p1 ld.global.f32 %f1, [%rd4];
+mov.f32 %f2, 0f00000000;
+@%p2 ld.global.f32 %f2, [%rd4+4];
+mov.f32 %f3, 0f00000000;
+@%p3 ld.global.f32 %f3, [%rd4+8];
+mov.f32 %f4, 0f00000000;
+@%p4 ld.global.f32 %f4, [%rd4+12];
+add.f32 %f5, %f1, %f2; add.f32 %f6, %f3, %f4; add.f32 %f7, %f5, %f6;
+mul.wide.u32 %rd3, %r2, 4; add.s64 %rd5, %rd2, %rd3;
+st.global.f32 [%rd5], %f7;
+ret;"""
+
+
+@pytest.mark.parametrize("n", [256, 150, 149, 1])
+def test_predicated_scalar_loads_of_a_run_load_together(n):
+    """Four predicated loads of consecutive elements per thread: one masked access of the
+    warp's 128 elements; a source of exactly n floats, so the last lanes' runs end past
+    it (149: three of a lane's four elements) without a fault."""
+    src = np.arange(1, n + 1, dtype=np.float32)
+    dst = np.full(64, -1.0, np.float32)
+    assert _run(PREDICATED_RUN, 64, src, dst, n).gang_refusal is None
+    padded = np.zeros(256, np.float32)
+    padded[:n] = src
+    np.testing.assert_array_equal(dst, padded.reshape(64, 4).sum(axis=1))
+    assert "llvm.masked.load.v128f32" in _gang_ir(PREDICATED_RUN, 64)

@@ -32,6 +32,11 @@ from ptxport.codegen.targets.cpu.gang.checks import (
     prefetch,
     type_name,
 )
+from ptxport.codegen.targets.cpu.gang.coalesce import (
+    find_runs,
+    inside_one_allocation,
+    interleaved_load,
+)
 from ptxport.codegen.targets.cpu.gang.lanes import GangUnsupported, W, declare, is_vec, vec
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.ir import nodes as ir
@@ -91,6 +96,7 @@ def access_groups(fl: GangLowering, instructions) -> tuple[dict, dict]:
     again) with elements of one size: id(instruction) -> group, and group -> (lowest,
     highest) offset. Their lanes' addresses differ by constants only, so one range check
     covers the group (group_check)."""
+    fl.runs, fl.pending = find_runs(fl, instructions), {}
     written: dict = {}
     group_of, span = {}, {}
     for inst in instructions:
@@ -484,12 +490,62 @@ def _uniform_load(fl: GangLowering, operand, space, t: Type, count: int) -> list
     return out
 
 
+def _lower_run(fl: GangLowering, members: list) -> None:
+    """Load a run of scalar loads (coalesce.py) at its first load; fl.pending gets each
+    load's vector of the lanes."""
+    b = fl.b
+    first = members[0]
+    t = instruction_type(first)
+    count = len(members)
+    outer = fl.unguarded_mask        # (fl.mask has the first load's predicate)
+    masks = [outer if m.guard is None else b.and_(outer, fl.guard_value(m)) for m in members]
+    union = masks[0]
+    for m in masks[1:]:
+        union = b.or_(union, m)
+    place = place_of(fl, first.operands[1], "global")
+    fl.mask = union
+    kind, s0, _s1, low, high = _classify(fl, place, t.size * count)
+    offset = ll.Constant(place.addrs.type.element, place.offset)
+    inside = inside_one_allocation(fl, b.add(low, offset), b.add(high, offset))
+    fl.mask = masks[0]
+    whole, apart, done = (fl.llfn.append_basic_block(n) for n in (
+        "run_whole", "run_apart", "run_done"))
+    ll.IRBuilder.cbranch(b, b.and_(inside, ll.IRBuilder.icmp_unsigned(
+        b, "==", kind, I32(CONSECUTIVE))), whole, apart)
+    memos = dict(fl.patterns), dict(fl.group_ok)
+    b.position_at_end(whole)
+    prefetch(fl, b.add(low, offset), t.size * count * W)
+    together = interleaved_load(fl, t, masks, ll.IRBuilder.inttoptr(b, b.add(s0, offset), PTR))
+    whole = b.block
+    b.branch(done)
+    b.position_at_end(apart)
+    alone = []
+    for k, member in enumerate(members):
+        fl.mask, fl.inst = masks[k], member
+        alone.append(_access(fl, place.moved(k * t.size), t))
+        fl.patterns, fl.group_ok = dict(memos[0]), dict(memos[1])
+    fl.mask, fl.inst = masks[0], first
+    apart = b.block
+    b.branch(done)
+    b.position_at_end(done)
+    fl.patterns, fl.group_ok = memos
+    for member, x, y in zip(members, together, alone, strict=True):
+        phi = ll.IRBuilder.phi(b, x.type)
+        phi.add_incoming(x, whole)
+        phi.add_incoming(y, apart)
+        fl.pending[id(member)] = phi
+
+
 def lower_ld(fl: GangLowering, inst: ir.Instruction) -> None:
     t = instruction_type(inst)
     count = vector_count(inst)
     space = state_space(inst)
     operand = inst.operands[1]
-    if _vector_access(fl, inst) is not None:
+    if id(inst) in fl.runs:         # a run of loads, loaded together here (coalesce.py)
+        _lower_run(fl, fl.runs[id(inst)])
+    if id(inst) in fl.pending:
+        values = [fl.pending.pop(id(inst))]
+    elif _vector_access(fl, inst) is not None:
         values = lane_vectors(fl, place_of(fl, operand, space), t, count)
     elif space == "param":      # a kernel parameter: the same for every lane
         pointer = FunctionLowering.pointer(fl, operand, "param", t.size * count)

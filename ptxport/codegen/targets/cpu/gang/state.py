@@ -299,10 +299,11 @@ class GangLowering(FunctionLowering):
         if lower is None:
             raise GangUnsupported(f"{inst.spec.text}: no lowering")
         if inst.guard is None or inst.opcode == "bra":
+            self.unguarded_mask = self.mask
             lower(self, inst)
             return
         guard = self.guard_value(inst)
-        outer = self.mask
+        outer = self.unguarded_mask = self.mask
         self.mask = self.b.and_(outer, guard)
         self.guard = guard
         lower(self, inst)
