@@ -229,3 +229,31 @@ def test_predicated_scalar_loads_of_a_run_load_together(n):
     padded[:n] = src
     np.testing.assert_array_equal(dst, padded.reshape(64, 4).sum(axis=1))
     assert "llvm.masked.load.v128f32" in _gang_ir(PREDICATED_RUN, 64)
+
+
+# The stores' counterpart: thread t writes t + k / 4 to element 4t + k (k < 4) of dst, each
+# under its own predicate (element < n).
+PREDICATED_STORES = """
+.reg .pred %p<5>; .reg .b32 %r<12>; .reg .f32 %f<6>; .reg .b64 %rd<6>;
+ld.param.u64 %rd2, [dst]; ld.param.u32 %r1, [n];
+mov.u32 %r2, %tid.x; shl.b32 %r3, %r2, 2;
+or.b32 %r4, %r3, 1; or.b32 %r5, %r3, 2; or.b32 %r6, %r3, 3;
+setp.lt.u32 %p1, %r3, %r1; setp.lt.u32 %p2, %r4, %r1;
+setp.lt.u32 %p3, %r5, %r1; setp.lt.u32 %p4, %r6, %r1;
+cvt.rn.f32.u32 %f1, %r2;
+add.f32 %f2, %f1, 0f3E800000; add.f32 %f3, %f1, 0f3F000000; add.f32 %f4, %f1, 0f3F400000;
+mul.wide.u32 %rd3, %r3, 4; add.s64 %rd4, %rd2, %rd3;
+@%p1 st.global.f32 [%rd4], %f1;
+@%p2 st.global.f32 [%rd4+4], %f2;
+@%p3 st.global.f32 [%rd4+8], %f3;
+@%p4 st.global.f32 [%rd4+12], %f4;
+ret;"""
+
+
+@pytest.mark.parametrize("n", [256, 149, 2])
+def test_predicated_scalar_stores_of_a_run_store_together(n):
+    src = np.zeros(1, np.float32)
+    dst = np.full(n, -1.0, np.float32)
+    _run(PREDICATED_STORES, 64, src, dst, n)
+    np.testing.assert_array_equal(dst, (np.arange(256) / 4).astype(np.float32)[:n])
+    assert "llvm.masked.store.v128f32" in _gang_ir(PREDICATED_STORES, 64)

@@ -27,52 +27,80 @@ from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import may_write
 
 _WRITES_MEMORY = {"st", "atom", "red", "cp", "call", "ret", "exit", "bar", "barrier", "trap"}
+_MEMORY = _WRITES_MEMORY | {"ld", "ldu", "ldmatrix", "tex", "tld4", "suld", "prefetch"}
 
 
-def _scalar_load(fl: GangLowering, inst: ir.Instruction):
-    """(base register, offset, type) of a per-lane scalar ld.global from [register+offset]."""
-    if inst.opcode != "ld" or state_space(inst) != "global" or vector_count(inst) != 1:
+def _scalar_access(fl: GangLowering, inst: ir.Instruction):
+    """(opcode, base register, offset, type) of a per-lane scalar ld/st.global at
+    [register+offset], else None."""
+    if inst.opcode not in ("ld", "st") or state_space(inst) != "global" \
+            or vector_count(inst) != 1:
         return None
-    operand = inst.operands[1]
-    dest = inst.operands[0]
-    if isinstance(dest, ir.VectorValue) and len(dest.elements) == 1:
-        dest = dest.elements[0]
-    if not isinstance(operand, ir.Address) or not isinstance(operand.base, ir.Register) \
-            or not isinstance(dest, ir.Register) or dest.vector or dest in fl.uniform:
+    address, data = inst.operands if inst.opcode == "st" else inst.operands[::-1]
+    if isinstance(data, ir.VectorValue) and len(data.elements) == 1:
+        data = data.elements[0]
+    if not isinstance(address, ir.Address) or not isinstance(address.base, ir.Register):
+        return None
+    if isinstance(data, ir.Register) and data.vector:
+        return None
+    if inst.opcode == "ld" and (not isinstance(data, ir.Register) or data in fl.uniform):
         return None
     t = instruction_type(inst)
-    return (operand.base, operand.offset, t) if t.size in (4, 8) else None
+    return (inst.opcode, address.base, address.offset, t) if t.size in (4, 8) else None
+
+
+def _reads(inst: ir.Instruction) -> set:
+    """The registers a run's store reads when the run is stored at its last: its value and
+    its predicate."""
+    value = inst.operands[1]
+    values = value.elements if isinstance(value, ir.VectorValue) else [value]
+    return {id(v) for v in [*values, inst.guard] if isinstance(v, ir.Register)}
 
 
 def find_runs(fl: GangLowering, instructions) -> dict:
-    """id(first load) -> the loads of each run in a segment's `instructions`."""
+    """id(instruction) -> the accesses of its run, for a segment's `instructions`: a load
+    run under its first load (loaded there), a store run under its last store (stored
+    there; its other stores map to None)."""
     runs: dict = {}
-    claimed: set = set()
     code = list(instructions)
     for i, inst in enumerate(code):
-        first = _scalar_load(fl, inst) if id(inst) not in claimed else None
+        first = _scalar_access(fl, inst) if id(inst) not in runs else None
         if first is None:
             continue
-        base, offset, t = first
-        members = [inst]
-        written = {id(r) for r in may_write(inst)}
-        for later in code[i + 1:]:
-            if id(base) in written or len(members) == 4:
-                break
-            found = _scalar_load(fl, later)
-            if found is not None and found[0] is base and found[2] == t \
-                    and found[1] == offset + len(members) * t.size:
-                if later.guard is not None and id(later.guard) in written:
-                    break       # its predicate would be read before it is set
-                members.append(later)
-            elif later.opcode in _WRITES_MEMORY:
-                break
-            written |= {id(r) for r in may_write(later)}
-        members = members[:4 if len(members) == 4 else 2]
-        if len(members) > 1:
+        members = _run_from(fl, code[i:], first)
+        if len(members) < 2:
+            continue
+        if first[0] == "ld":
+            runs.update({id(m): [] for m in members[1:]})
             runs[id(inst)] = members
-            claimed |= {id(m) for m in members}
-    return runs
+        else:
+            runs.update({id(m): None for m in members[:-1]})
+            runs[id(members[-1])] = members
+    return {k: v for k, v in runs.items() if v != []}
+
+
+def _run_from(fl: GangLowering, code: list, first) -> list:
+    """The run that starts with code[0] (2 or 4 accesses, or fewer: none)."""
+    op, base, offset, t = first
+    members = [code[0]]
+    written = {id(r) for r in may_write(code[0])}
+    needed = _reads(code[0]) if op == "st" else set()
+    for later in code[1:]:
+        if id(base) in written or len(members) == 4:
+            break
+        found = _scalar_access(fl, later)
+        if found is not None and found[:2] == (op, base) and found[3] == t \
+                and found[2] == offset + len(members) * t.size:
+            if op == "ld" and later.guard is not None and id(later.guard) in written:
+                break       # its predicate would be read before it is set
+            members.append(later)
+            needed |= _reads(later) if op == "st" else set()
+        elif later.opcode in (_WRITES_MEMORY if op == "ld" else _MEMORY):
+            break
+        written |= {id(r) for r in may_write(later)}
+        if written & needed:
+            break
+    return members[:4 if len(members) == 4 else 2]
 
 
 def inside_one_allocation(fl: GangLowering, low, high):
@@ -102,21 +130,35 @@ def inside_one_allocation(fl: GangLowering, low, high):
     return ok
 
 
-def interleaved_load(fl: GangLowering, t, masks: list, pointer) -> list:
-    """One masked load of W * len(masks) elements at `pointer` (lane l's element k under
-    masks[k] of lane l), taken apart into one vector of the lanes per element."""
+def interleaved_access(fl: GangLowering, t, masks: list, pointer, values=None):
+    """One masked access of W * len(masks) elements at `pointer` (lane l's element k under
+    masks[k] of lane l): loaded (values None), taken apart into one vector of the lanes per
+    element; stored, `values` (a vector of the lanes per element) put together likewise."""
     b, element = fl.b, value_type(t)
     count = len(masks)
     n = W * count
     wide = ll.VectorType(element, n)
-    parts = list(masks)
+    mask = _interleave(b, masks)
+    name = type_name(element)
+    if values is None:
+        fn = declare(fl.llfn.module, f"llvm.masked.load.v{n}{name}.p0", wide,
+                     [PTR, I32, mask.type, wide])
+        v = ll.IRBuilder.call(b, fn, [pointer, I32(t.size), mask, ll.Constant(wide, None)])
+        return [ll.IRBuilder.shuffle_vector(b, v, ll.Constant(wide, None), ll.Constant(
+            ll.VectorType(I32, W), [lane * count + k for lane in range(W)]))
+            for k in range(count)]
+    fn = declare(fl.llfn.module, f"llvm.masked.store.v{n}{name}.p0", ll.VoidType(),
+                 [wide, PTR, I32, mask.type])
+    ll.IRBuilder.call(b, fn, [_interleave(b, values), pointer, I32(t.size), mask])
+    return None
+
+
+def _interleave(b, vectors: list):
+    """2 or 4 vectors of the lanes as one: lane l's element k at l * count + k."""
+    count = len(vectors)
+    parts = list(vectors)
     while len(parts) > 2:
         parts = [ll.IRBuilder.shuffle_vector(b, parts[i], parts[i + 1], ll.Constant(
             ll.VectorType(I32, 2 * W), list(range(2 * W)))) for i in range(0, len(parts), 2)]
-    mask = ll.IRBuilder.shuffle_vector(b, parts[0], parts[1], ll.Constant(
-        ll.VectorType(I32, n), [(i % count) * W + i // count for i in range(n)]))
-    fn = declare(fl.llfn.module, f"llvm.masked.load.v{n}{type_name(element)}.p0", wide,
-                 [PTR, I32, mask.type, wide])
-    v = ll.IRBuilder.call(b, fn, [pointer, I32(t.size), mask, ll.Constant(wide, None)])
-    return [ll.IRBuilder.shuffle_vector(b, v, ll.Constant(wide, None), ll.Constant(
-        ll.VectorType(I32, W), [lane * count + k for lane in range(W)])) for k in range(count)]
+    return ll.IRBuilder.shuffle_vector(b, parts[0], parts[1], ll.Constant(
+        ll.VectorType(I32, W * count), [(i % count) * W + i // count for i in range(W * count)]))

@@ -35,7 +35,7 @@ from ptxport.codegen.targets.cpu.gang.checks import (
 from ptxport.codegen.targets.cpu.gang.coalesce import (
     find_runs,
     inside_one_allocation,
-    interleaved_load,
+    interleaved_access,
 )
 from ptxport.codegen.targets.cpu.gang.lanes import GangUnsupported, W, declare, is_vec, vec
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
@@ -490,46 +490,52 @@ def _uniform_load(fl: GangLowering, operand, space, t: Type, count: int) -> list
     return out
 
 
+def _only(value):
+    """The one element of `{%r}`, or the value itself."""
+    return value.elements[0] if isinstance(value, ir.VectorValue) else value
+
+
 def _lower_run(fl: GangLowering, members: list) -> None:
-    """Load a run of scalar loads (coalesce.py) at its first load; fl.pending gets each
-    load's vector of the lanes."""
+    """A run of scalar accesses (coalesce.py) together: loads at the first (fl.pending gets
+    each load's vector of the lanes), stores at the last."""
     b = fl.b
     first = members[0]
     t = instruction_type(first)
-    count = len(members)
-    outer = fl.unguarded_mask        # (fl.mask has the first load's predicate)
+    load = first.opcode == "ld"
+    outer = fl.unguarded_mask        # (fl.mask has the current access's predicate)
     masks = [outer if m.guard is None else b.and_(outer, fl.guard_value(m)) for m in members]
+    values = None if load else [fl.read_lanes(_only(m.operands[1]), t) for m in members]
     union = masks[0]
     for m in masks[1:]:
         union = b.or_(union, m)
-    place = place_of(fl, first.operands[1], "global")
-    fl.mask = union
-    kind, s0, _s1, low, high = _classify(fl, place, t.size * count)
+    place = place_of(fl, first.operands[1 if load else 0], "global")
+    here, fl.mask = fl.mask, union
+    kind, s0, _s1, low, high = _classify(fl, place, t.size * len(members))
     offset = ll.Constant(place.addrs.type.element, place.offset)
     inside = inside_one_allocation(fl, b.add(low, offset), b.add(high, offset))
-    fl.mask = masks[0]
     whole, apart, done = (fl.llfn.append_basic_block(n) for n in (
         "run_whole", "run_apart", "run_done"))
     ll.IRBuilder.cbranch(b, b.and_(inside, ll.IRBuilder.icmp_unsigned(
         b, "==", kind, I32(CONSECUTIVE))), whole, apart)
-    memos = dict(fl.patterns), dict(fl.group_ok)
+    memos, inst = (dict(fl.patterns), dict(fl.group_ok)), fl.inst
     b.position_at_end(whole)
-    prefetch(fl, b.add(low, offset), t.size * count * W)
-    together = interleaved_load(fl, t, masks, ll.IRBuilder.inttoptr(b, b.add(s0, offset), PTR))
+    prefetch(fl, b.add(low, offset), t.size * len(members) * W)
+    together = interleaved_access(fl, t, masks, ll.IRBuilder.inttoptr(b, b.add(s0, offset), PTR),
+                                  values)
     whole = b.block
     b.branch(done)
     b.position_at_end(apart)
     alone = []
-    for k, member in enumerate(members):
+    for k, member in enumerate(members):        # (each checked on its own: exact faults)
         fl.mask, fl.inst = masks[k], member
-        alone.append(_access(fl, place.moved(k * t.size), t))
+        alone.append(_access(fl, place.moved(k * t.size), t, None if load else values[k]))
         fl.patterns, fl.group_ok = dict(memos[0]), dict(memos[1])
-    fl.mask, fl.inst = masks[0], first
+    fl.mask, fl.inst = here, inst
     apart = b.block
     b.branch(done)
     b.position_at_end(done)
     fl.patterns, fl.group_ok = memos
-    for member, x, y in zip(members, together, alone, strict=True):
+    for member, x, y in zip(members, together, alone, strict=True) if load else ():
         phi = ll.IRBuilder.phi(b, x.type)
         phi.add_incoming(x, whole)
         phi.add_incoming(y, apart)
@@ -561,6 +567,10 @@ def lower_ld(fl: GangLowering, inst: ir.Instruction) -> None:
 
 
 def lower_st(fl: GangLowering, inst: ir.Instruction) -> None:
+    if id(inst) in fl.runs:         # a run of stores, stored together at its last
+        if fl.runs[id(inst)] is not None:
+            _lower_run(fl, fl.runs[id(inst)])
+        return
     t = instruction_type(inst)
     count = vector_count(inst)
     space = state_space(inst)
