@@ -9,18 +9,27 @@ shared library in benchmarks/build/ and called through ctypes on the same numpy 
 For each kernel it launches once untimed (this compiles the kernel for the CPU) and checks
 that ptxport's result agrees with C's (exactly for integer results, within float tolerance
 otherwise). Then for each core count (one core: set_workers(1) and omp_set_num_threads(1);
-then every core this process may use) it times C and ptxport alternately, resetting the
+then every core this process may use) it times C and ptxport (all of C's runs, then all of
+ptxport's: --order; alternating, libgomp's spinning threads slowed ptxport), resetting the
 outputs untimed before each run, and reports the median of each and ptxport / C (the last
 run at every further core count is checked too). A ptxport run is launch() + stream.sync().
-The geometric mean of the ratios per core count is the headline (goal: <= 3 on one core).
+The geometric mean of the ratios per core count is the headline (goal: <= 1.5 on one core).
 A kernel whose first launch takes more than --slow seconds is not launched again: its
 one-core time is that launch's (JIT included), so that the whole benchmark stays short.
 A kernel the CPU target cannot compile yet is reported as "unsupported: <reason>", so the
 benchmark can be re-run as support lands. It also times a launch of one block that does no
 work, which is the fixed cost every launch pays.
 
+Beside ptxport it times Intel's OpenCL CPU runtime on the same algorithms where an OpenCL
+CPU device is present (issue 15's yardstick: no kernel slower than it): the kernels ported
+line for line to OpenCL C (benchmarks/opencl/kernels.cl; warp shuffles as 32-lane sub-group
+reductions and scans), same launches, checked against C; columns "OCL ms" and "OCL/C".
+Intel's runtime chooses its thread count when it starts, so each core count runs in a child
+process (one core: pinned to one CPU, DPCPP_CPU_NUM_CUS=1), alternating with C there.
+--no-opencl leaves it out.
+
     python benchmarks/cpu_kernels.py [--quick] [--kernels saxpy,gemm] [--reps 9] [--budget 2.5]
-                                   [--slow 10]
+                                   [--slow 10] [--no-opencl]
 
 prints a table and writes benchmarks/results/cpu_kernels.json.
 """
@@ -29,9 +38,11 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import functools
 import hashlib
 import json
 import math
+import os
 import platform
 import statistics
 import subprocess
@@ -72,6 +83,48 @@ _C_SIGNATURES = {
 }
 _CTYPES = {"v": None, "p": ctypes.c_void_p, "i": ctypes.c_int,
            "l": ctypes.c_long, "f": ctypes.c_float, "d": ctypes.c_double}
+
+
+# --- how the two sides share the machine -----------------------------------------------------
+
+def add_machine_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags cpu_kernels.py and cpu_scaling.py share: run order, libgomp's waiting,
+    ptxport's schedule, and cores kept busy by other processes (to see how each side copes)."""
+    parser.add_argument("--order", choices=ORDERS, default=ORDERS[0],
+                        help="all of C's runs, then all of ptxport's, or C and ptxport "
+                             "runs alternately (see ORDERS)")
+    parser.add_argument("--omp-wait", choices=("default", "active", "passive"),
+                        default="default",
+                        help="OMP_WAIT_POLICY for the C baseline (set before libgomp loads): "
+                             "passive threads sleep at once after a parallel loop")
+    parser.add_argument("--schedule", choices=cpu_executor.SCHEDULES,
+                        default=cpu_executor.SCHEDULES[0],
+                        help="how ptxport's workers share a grid's blocks (set_schedule)")
+    parser.add_argument("--busy", type=int, default=0,
+                        help="run this many other processes that spin on the CPU meanwhile "
+                             "(cores that something else takes)")
+
+
+class MachineSettings:
+    """`with MachineSettings(args):` the flags of add_machine_flags in force (the C library
+    is loaded inside, after OMP_WAIT_POLICY is set)."""
+
+    def __init__(self, args: argparse.Namespace):
+        self.args, self.spinners = args, []
+
+    def __enter__(self) -> MachineSettings:
+        if self.args.omp_wait != "default":
+            os.environ["OMP_WAIT_POLICY"] = self.args.omp_wait
+        cpu_executor.set_schedule(self.args.schedule)
+        self.spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+                         for _ in range(self.args.busy)]
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for spinner in self.spinners:
+            spinner.kill()
+            spinner.wait()
+        cpu_executor.set_schedule(cpu_executor.SCHEDULES[0])
 
 
 # --- the C baselines -------------------------------------------------------------------------
@@ -389,11 +442,29 @@ def set_cores(lib: ctypes.CDLL, cores: int) -> None:
     cpu_executor.set_workers(cores)
 
 
-def time_side_by_side(c_run: CRun, ptx_run: PtxportRun, reps: int, budget: float) \
-        -> tuple[list[float], list[float]]:
-    """Alternate C and ptxport runs (so that the machine's noise falls on both) until `reps`
-    pairs, or at least 3 once `budget` seconds have passed; only one if a single pair takes
-    more than half the budget (a kernel ptxport runs very slowly must not hold up the rest)."""
+# How the C and ptxport runs of one kernel and core count follow each other (--order; the
+# first is the default): "separate", every C run, a pause (SETTLE_S), then every ptxport run;
+# "alternate", C, ptxport, C, ... After a parallel loop libgomp's threads spin for a while
+# (GOMP_SPINCOUNT: 300000 pauses by default, milliseconds) before they sleep; alternating,
+# they spin through the ptxport run that follows and take the cores that ptxport's workers
+# need once both together have more threads than there are cores. On the GPU machine's 16
+# vCPUs that made ptxport on 16 workers slower than on 8 (gemm 7.97 ms against 6.60; with
+# OMP_WAIT_POLICY=passive 3.29, separate 3.54: data/cpu_scaling_h100host_2fd2abf.txt).
+# Separate runs time each side alone, C with libgomp's default waiting (its threads as hot
+# as in a program that runs parallel loops back to back).
+ORDERS = ("separate", "alternate")
+SETTLE_S = 0.1
+
+
+def time_side_by_side(c_run: CRun, ptx_run: PtxportRun, reps: int, budget: float,
+                      order: str = ORDERS[0]) -> tuple[list[float], list[float]]:
+    """C's and ptxport's run times, in `order` (ORDERS), until `reps` each, or at least 3
+    once `budget` seconds have passed; only one if a single run (or pair) takes more than
+    half the budget (a kernel ptxport runs very slowly must not hold up the rest)."""
+    if order == "separate":
+        c_times = _time_alone(c_run, reps, budget / 2)
+        time.sleep(SETTLE_S)
+        return c_times, _time_alone(ptx_run, reps, budget / 2)
     c_times, ptx_times = [], []
     start = time.perf_counter()
     least = 3
@@ -408,6 +479,22 @@ def time_side_by_side(c_run: CRun, ptx_run: PtxportRun, reps: int, budget: float
         ptx_run.reset()
         ptx_times.append(ptx_run.run())
     return c_times, ptx_times
+
+
+def _time_alone(run: CRun | PtxportRun, reps: int, budget: float) -> list[float]:
+    """One side's run times (see time_side_by_side)."""
+    times: list[float] = []
+    start = time.perf_counter()
+    least = 3
+    while len(times) < reps:
+        elapsed = time.perf_counter() - start
+        if len(times) == 1 and elapsed > budget / 2:
+            least = 1
+        if len(times) >= least and elapsed >= budget:
+            break
+        run.reset()
+        times.append(run.run())
+    return times
 
 
 def measure_case(case: Case, problem: Problem, lib, device, objects, core_counts,
@@ -455,7 +542,8 @@ def measure_side_by_side(row: dict, problem: Problem, c_run: CRun, ptx_run: Ptxp
                 row["cores"][str(cores)] = {"c_ms": c_ms, "ptxport_ms": ptx_ms,
                                             "ratio": ptx_ms / c_ms, "runs": 0}
                 return
-        c_times, ptx_times = time_side_by_side(c_run, ptx_run, settings.reps, settings.budget)
+        c_times, ptx_times = time_side_by_side(c_run, ptx_run, settings.reps, settings.budget,
+                                                settings.order)
         if not first:
             check(row, problem, ptx_run, c_run, cores)
         c_ms, ptx_ms = statistics.median(c_times) * 1e3, statistics.median(ptx_times) * 1e3
@@ -501,15 +589,174 @@ def launch_overhead(device, objects, core_counts, reps: int = 51) -> dict[str, f
     return result
 
 
+# --- Intel's OpenCL CPU runtime on the OpenCL C ports ---------------------------------------------
+
+OPENCL_SOURCE = Path(__file__).resolve().parent / "opencl" / "kernels.cl"
+
+
+class OpenclContext:
+    """Intel's OpenCL CPU device (through ptxport's OpenCL backend, which registers the
+    runtime from PyPI), a queue, and opencl/kernels.cl built for it."""
+
+    def __init__(self):
+        Device("opencl:0")          # (registers the wheel's runtime before pyopencl loads)
+        import pyopencl as cl
+
+        devices = [d for p in cl.get_platforms() for d in p.get_devices()
+                   if d.type & cl.device_type.CPU]
+        if not devices:
+            raise NotRunnable("no OpenCL CPU device")
+        self.cl, self.device = cl, devices[0]
+        self.context = cl.Context([self.device])
+        self.queue = cl.CommandQueue(self.context)
+        self.program = cl.Program(self.context, OPENCL_SOURCE.read_text()).build()
+
+
+class OpenclRun:
+    """A problem's buffers on the OpenCL CPU device and its OpenCL C port: the same launches
+    (a kernel with dynamic shared memory gets it as a last __local argument), timed as
+    enqueue + finish."""
+
+    def __init__(self, case: Case, problem: Problem, ocl: OpenclContext):
+        cl = ocl.cl
+        self.cl, self.queue, self.problem = cl, ocl.queue, problem
+        self.kernel = getattr(ocl.program, case.kernel)
+        flags = cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR
+        self.buffers = {name: cl.Buffer(ocl.context, flags, hostbuf=array)
+                        for name, array in problem.arrays.items()}
+
+    def reset(self) -> None:
+        for name in self.problem.outputs:
+            self.cl.enqueue_copy(self.queue, self.buffers[name], self.problem.arrays[name])
+        self.queue.finish()
+
+    def run(self) -> float:
+        start = time.perf_counter()
+        for config, args in self.problem.launches:
+            dims = 3 if config.block[2] > 1 or config.grid[2] > 1 else \
+                2 if config.block[1] > 1 or config.grid[1] > 1 else 1
+            local = tuple(config.block[:dims])
+            size = tuple(g * b for g, b in zip(config.grid[:dims], local, strict=True))
+            values = [self.buffers[a] if isinstance(a, str) else a for a in args]
+            if config.shmem_size:
+                values.append(self.cl.LocalMemory(config.shmem_size))
+            self.kernel(self.queue, size, local, *values)
+        self.queue.finish()
+        return time.perf_counter() - start
+
+    def first_run(self) -> float:
+        self.reset()
+        return self.run()
+
+    def results(self) -> dict[str, np.ndarray]:
+        out = {name: np.empty_like(self.problem.arrays[name]) for name in self.problem.outputs}
+        for name, array in out.items():
+            self.cl.enqueue_copy(self.queue, array, self.buffers[name])
+        self.queue.finish()
+        return out
+
+    def close(self) -> None:
+        for buffer in self.buffers.values():
+            buffer.release()
+
+
+def opencl_child(cases: list[Case], settings: argparse.Namespace, cores: int) -> None:
+    """In a child process (the runtime's thread count is set as it starts): each case's
+    OpenCL C port on Intel's OpenCL CPU runtime, alternating with C on `cores` threads;
+    prints one JSON object, kernel -> {"c_ms", "opencl_ms", "ratio", "runs", "status"}."""
+    lib = build_c_library()
+    lib.bench_set_threads(cores)
+    ocl = OpenclContext()
+    out = {}
+    for case in cases:
+        problem = case.make(case.quick if settings.quick else case.full,
+                            np.random.default_rng(0))
+        c_run, cell = CRun(problem, lib), {"status": "ok"}
+        try:
+            run = OpenclRun(case, problem, ocl)
+            try:
+                run.first_run()
+                c_run.reset()
+                c_run.run()
+                cell["status"] = mismatch(problem, run.results(), c_run.results()) or "ok"
+                c_times, ocl_times = time_side_by_side(c_run, run, settings.reps,
+                                                       settings.budget)
+                c_ms = statistics.median(c_times) * 1e3
+                ocl_ms = statistics.median(ocl_times) * 1e3
+                cell.update(c_ms=c_ms, opencl_ms=ocl_ms, ratio=ocl_ms / c_ms,
+                            runs=len(c_times))
+            finally:
+                run.close()
+        except (NotRunnable, ocl.cl.Error) as e:
+            cell["status"] = _first_line(e)
+        out[case.name] = cell
+    print(json.dumps(out))
+
+
+def opencl_columns(cases: list[Case], settings: argparse.Namespace, core_counts) \
+        -> dict[str, dict]:
+    """cores -> the child's results (opencl_child) for each core count; {} without an
+    OpenCL device. One core: the child is pinned to one CPU and DPCPP_CPU_NUM_CUS=1 (Intel's
+    runtime's worker count)."""
+    try:
+        Device("opencl:0")
+    except PtxportError as e:
+        print(f"  no OpenCL column: {_first_line(e)}", file=sys.stderr)
+        return {}
+    columns = {}
+    for cores in core_counts:
+        command = [sys.executable, __file__, "--opencl-child", str(cores),
+                   "--kernels", ",".join(c.name for c in cases), "--reps", str(settings.reps),
+                   "--budget", str(settings.budget)] + (["--quick"] if settings.quick else [])
+        env = dict(os.environ, DPCPP_CPU_NUM_CUS=str(cores))
+        pin = None
+        if cores == 1 and hasattr(os, "sched_setaffinity"):
+            pin = functools.partial(os.sched_setaffinity, 0, sorted(os.sched_getaffinity(0))[:1])
+        done = subprocess.run(command, env=env, capture_output=True, text=True,
+                              preexec_fn=pin)
+        if done.returncode != 0:
+            tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            print(f"  OpenCL on {cores} core(s) failed: {tail}", file=sys.stderr)
+            continue
+        columns[str(cores)] = json.loads(done.stdout.strip().splitlines()[-1])
+        print(f"  measured OpenCL on {cores} core(s)", file=sys.stderr)
+    return columns
+
+
+def merge_opencl(rows: list[dict], columns: dict[str, dict]) -> None:
+    """Each row's OpenCL time and ratio to C (the child's own C runs) per core count."""
+    for row in rows:
+        for cores, results in columns.items():
+            cell = results.get(row["kernel"], {})
+            if cell.get("status") != "ok" or "opencl_ms" not in cell:
+                row.setdefault("opencl_status", {})[cores] = cell.get("status", "not run")
+                continue
+            row["cores"].setdefault(cores, {}).update(
+                opencl_ms=cell["opencl_ms"], opencl_ratio=cell["ratio"],
+                opencl_c_ms=cell["c_ms"], opencl_runs=cell["runs"])
+
+
 # --- reporting -------------------------------------------------------------------------------
 
+def _geomean(values: list[float]) -> float | None:
+    return math.exp(statistics.fmean(map(math.log, values))) if values else None
+
+
 def geometric_means(rows: list[dict], core_counts) -> dict[str, dict]:
+    """Per core count: the geometric mean of ptxport / C, of OpenCL / C over the kernels
+    both ran, and the kernels where ptxport's ratio to C is above OpenCL's."""
     means = {}
     for cores in map(str, core_counts):
-        ratios = [r["cores"][cores]["ratio"] for r in rows
-                  if r["status"] == "ok" and "ratio" in r["cores"].get(cores, {})]
-        means[cores] = {"geomean_ratio": math.exp(statistics.fmean(map(math.log, ratios)))
-                        if ratios else None, "kernels": len(ratios), "of": len(rows)}
+        cells = [(r["kernel"], r["cores"][cores]) for r in rows
+                 if r["status"] == "ok" and "ratio" in r["cores"].get(cores, {})]
+        both = [(k, c) for k, c in cells if "opencl_ratio" in c]
+        means[cores] = {"geomean_ratio": _geomean([c["ratio"] for _, c in cells]),
+                        "kernels": len(cells), "of": len(rows),
+                        "opencl_geomean_ratio": _geomean([c["opencl_ratio"] for _, c in both]),
+                        "ptxport_geomean_on_those": _geomean([c["ratio"] for _, c in both]),
+                        "opencl_kernels": len(both),
+                        "slower_than_opencl": [k for k, c in both
+                                               if c["ratio"] > c["opencl_ratio"]]}
     return means
 
 
@@ -517,10 +764,13 @@ def print_table(rows, means, core_counts, overhead) -> None:
     def ms(value):
         return f"{value:9.2f}" if value is not None else f"{'-':>9}"
 
+    opencl = any("opencl_ms" in c for r in rows for c in r["cores"].values())
     header = f"{'kernel':<14} {'size':<18} {'blocks':>6}"
     for cores in core_counts:
         label = f"{cores} core{'s' * (cores > 1)}"
         header += f" | {label + ': C ms':>15} {'ptxport ms':>10} {'ratio':>9}"
+        if opencl:
+            header += f" {'OCL ms':>9} {'OCL/C':>6}"
     print(header)
     print("-" * len(header))
     for row in rows:
@@ -531,16 +781,27 @@ def print_table(rows, means, core_counts, overhead) -> None:
             runs = cell.get("runs", 3)
             ratio += "~" if runs == 0 else "*" if runs < 3 else " "
             line += f" | {ms(cell.get('c_ms')):>15} {ms(cell.get('ptxport_ms')):>10} {ratio}"
+            if opencl:
+                ocl = f"{cell['opencl_ratio']:6.2f}" if "opencl_ratio" in cell else f"{'-':>6}"
+                line += f" {ms(cell.get('opencl_ms'))} {ocl}"
         print(line)
         if row["status"] != "ok":
             print(f"{'':<14} {row['status']}")
+        for cores, status in row.get("opencl_status", {}).items():
+            print(f"{'':<14} OpenCL C port, {cores} core(s): {status}")
     print("-" * len(header))
     for cores in map(str, core_counts):
         mean = means[cores]
         value = f"{mean['geomean_ratio']:.2f}x" if mean["geomean_ratio"] else "n/a"
-        goal = "   (goal <= 3x)" if cores == "1" else ""
+        goal = "   (goal <= 1.5x)" if cores == "1" else ""
         print(f"geometric mean of ptxport / C on {cores} core(s): {value} over "
               f"{mean['kernels']} of {mean['of']} kernels{goal}")
+        if mean["opencl_geomean_ratio"]:
+            slower = ", ".join(mean["slower_than_opencl"]) or "none"
+            print(f"  Intel OpenCL (OpenCL C ports) / C on {cores} core(s): "
+                  f"{mean['opencl_geomean_ratio']:.2f}x over {mean['opencl_kernels']} kernels "
+                  f"(ptxport on those {mean['ptxport_geomean_on_those']:.2f}x); ptxport "
+                  f"slower than Intel OpenCL (ratio to C): {slower}")
     runs = {cell.get("runs", 3) for row in rows for cell in row["cores"].values()}
     if runs & {1, 2}:
         print("* fewer than 3 timed runs: the first took more than half of --budget")
@@ -566,6 +827,12 @@ def machine() -> dict:
             "python": platform.python_version()}
 
 
+def machine_settings(args: argparse.Namespace) -> dict:
+    """add_machine_flags' values, for the results file."""
+    return {"order": args.order, "omp_wait": args.omp_wait, "schedule": args.schedule,
+            "busy": args.busy}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke test")
@@ -578,6 +845,10 @@ def main() -> None:
     parser.add_argument("--slow", type=float, default=10.0,
                         help="seconds: a kernel whose first launch takes longer is not "
                              "launched again (its one-core time is that launch's)")
+    parser.add_argument("--no-opencl", action="store_true",
+                        help="leave out Intel's OpenCL CPU runtime (the OpenCL C ports)")
+    parser.add_argument("--opencl-child", type=int, metavar="CORES", help=argparse.SUPPRESS)
+    add_machine_flags(parser)
     args = parser.parse_args()
     if args.budget is None:
         args.budget = 0.5 if args.quick else 2.5
@@ -589,29 +860,37 @@ def main() -> None:
             parser.error(f"unknown kernel(s) {', '.join(unknown)}; choose from "
                          f"{', '.join(c.name for c in CASES)}")
         cases = [c for c in CASES if c.name in wanted]
+    if args.opencl_child is not None:
+        opencl_child(cases, args, args.opencl_child)
+        return
 
     all_cores = cpu_executor.worker_count()
     core_counts = [1] if all_cores == 1 else [1, all_cores]
-    lib = build_c_library()
     device = Device("cpu")
     device.set_current()
     objects: dict = {}
     rows = []
-    try:
-        for case in cases:
-            problem = case.make(case.quick if args.quick else case.full,
-                                np.random.default_rng(0))
-            rows.append(measure_case(case, problem, lib, device, objects, core_counts, args))
-            print(f"  measured {case.name}: {rows[-1]['status']}", file=sys.stderr)
-        overhead = launch_overhead(device, objects, core_counts)
-    finally:
-        cpu_executor.set_workers(None)
+    with MachineSettings(args):
+        lib = build_c_library()
+        try:
+            for case in cases:
+                problem = case.make(case.quick if args.quick else case.full,
+                                    np.random.default_rng(0))
+                rows.append(measure_case(case, problem, lib, device, objects, core_counts,
+                                         args))
+                print(f"  measured {case.name}: {rows[-1]['status']}", file=sys.stderr)
+            overhead = launch_overhead(device, objects, core_counts)
+        finally:
+            cpu_executor.set_workers(None)
+    if not args.no_opencl:
+        merge_opencl(rows, opencl_columns(cases, args, core_counts))
     means = geometric_means(rows, core_counts)
     print(f"ptxport CPU device vs C (gcc {' '.join(CFLAGS[:3])}), median of up to "
-          f"{args.reps} alternating runs{' (quick sizes)' if args.quick else ''}")
+          f"{args.reps} runs per side ({args.order}){' (quick sizes)' if args.quick else ''}")
     print_table(rows, means, core_counts, overhead)
 
-    result = {"machine": machine(), "quick": args.quick, "reps": args.reps,
+    result = {"machine": machine(), "settings": machine_settings(args),
+              "quick": args.quick, "reps": args.reps,
               "budget_s": args.budget, "slow_s": args.slow,
               "core_counts": core_counts, "kernels": rows, "geomean": means,
               "launch_overhead_ms": overhead}

@@ -14,10 +14,17 @@ Recovery: with 2 workers, worker 1 is killed (SIGKILL) while it runs its blocks 
 the launch's time against a normal launch's is the price of replacing the worker, sending it
 its inputs again from the object store and re-running its blocks.
 
-    python benchmarks/multidevice.py [--quick] [--workers 1,2,4] [--kernels gemm,saxpy]
-                                    [--reps 5]
+With --local (no Ray needed) the members are cpu devices of this process instead: W members,
+each launch's blocks on cores/W host threads (the CPU executor's worker count), so that W
+members at once use the machine's cores as one device does; the members' copies are host
+memory, so this measures the group's own costs (split, send, merge) without the object
+store. There is no recovery to measure there.
 
-prints a table and writes benchmarks/results/multidevice.json.
+    python benchmarks/multidevice.py [--quick] [--local] [--workers 1,2,4]
+                                    [--kernels gemm,saxpy] [--reps 5]
+
+prints a table and writes benchmarks/results/multidevice.json (multidevice_local.json with
+--local).
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cpu_kernels import CASES, KERNELS
 
 from ptxport import Device, Program, launch
+from ptxport.runtime.backends.cpu import executor as cpu_executor
 from ptxport.runtime.group import DeviceGroup
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -104,7 +112,19 @@ def _agree(problem, got: dict, want: dict) -> bool:
                            atol=max(problem.atol, 1e-6)) for k in want)
 
 
-def measure(cases, workers: list[int], reps: int, quick: bool) -> list[dict]:
+def _group(count: int, local: bool) -> DeviceGroup:
+    """`count` members: Ray workers, or (local) cpu devices of this process sharing the
+    cores, each launch of a member running on cores/count host threads."""
+    if not local:
+        return DeviceGroup.ray(num_workers=count, device="cpu", object_store_mb=512)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
+        (os.cpu_count() or 1)
+    cpu_executor.set_workers(max(1, cores // count))
+    return DeviceGroup(["cpu"] * count)
+
+
+def measure(cases, workers: list[int], reps: int, quick: bool,
+            local: bool = False) -> list[dict]:
     objects, rows = {}, []
     problems = {c.name: c.make(c.quick if quick else c.full, np.random.default_rng(1))
                 for c in cases}
@@ -116,7 +136,7 @@ def measure(cases, workers: list[int], reps: int, quick: bool) -> list[dict]:
                      "cpu_device_s": _single_device(kernel, problems[case.name], reps),
                      "seconds": {}, "split": {}, "agrees": {}})
     for count in workers:
-        group = DeviceGroup.ray(num_workers=count, device="cpu", object_store_mb=512)
+        group = _group(count, local)
         try:
             for case, row in zip(cases, rows, strict=True):
                 run = GroupRun(group, _kernel(case, objects), problems[case.name])
@@ -129,6 +149,7 @@ def measure(cases, workers: list[int], reps: int, quick: bool) -> list[dict]:
                 row["agrees"][count] = _agree(problems[case.name], got, reference[case.name])
         finally:
             group.close()
+            cpu_executor.set_workers(None)
     return rows
 
 
@@ -197,17 +218,22 @@ def main() -> None:
     parser.add_argument("--kernels", default=",".join(DEFAULT_KERNELS))
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--no-recovery", action="store_true")
+    parser.add_argument("--local", action="store_true",
+                        help="cpu members in this process, no Ray (and no recovery)")
     options = parser.parse_args()
     workers = [int(w) for w in options.workers.split(",")]
     names = options.kernels.split(",")
     cases = [c for c in CASES if c.name in names]
-    rows = measure(cases, workers, options.reps, options.quick)
-    recovery = None if options.no_recovery else measure_recovery(options.quick)
+    rows = measure(cases, workers, options.reps, options.quick, options.local)
+    recovery = None if options.no_recovery or options.local else \
+        measure_recovery(options.quick)
     print(_table(rows, workers, recovery))
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "multidevice.json").write_text(json.dumps({
+    name = "multidevice_local.json" if options.local else "multidevice.json"
+    (RESULTS / name).write_text(json.dumps({
         "machine": platform.node(), "cores": len(os.sched_getaffinity(0)),
-        "workers": workers, "rows": rows, "recovery": recovery}, indent=1, default=str))
+        "members": "local" if options.local else "ray", "workers": workers, "rows": rows,
+        "recovery": recovery}, indent=1, default=str))
 
 
 if __name__ == "__main__":

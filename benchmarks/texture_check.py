@@ -1,7 +1,8 @@
 """Does ptxport's texture sampler fetch what an NVIDIA GPU's texture unit fetches?
 
 Every case of tests/texture_reference.py (1D/2D/3D x 9 channel formats x address mode x
-filter mode x normalized coordinates; 360 cases of 96 fetches each) runs three ways:
+filter mode x normalized coordinates; 360 cases of 96 fetches each, and 7 cube map cases:
+4 formats x point/linear) runs three ways:
 - natively: a CUDA array and texture object made with the CUDA driver (cuda-bindings'
   cuArray3DCreate, cuMemcpy3D, cuTexObjectCreate), read by the test kernels compiled by
   ptxport's NVPTX target (which keeps the tex instructions) on cuda:0;
@@ -97,6 +98,64 @@ def native_texture(dims, fmt, data, mode, filt, normalized):
     tex.flags = (0x1 if integer else 0) | (0x2 if normalized else 0)
     tex.borderColor = list(ref.BORDER if ref.is_float_result(fmt) else (0.0,) * 4)
     return int(_check(driver.cuTexObjectCreate(resource, tex, None))), array
+
+
+def native_cube(fmt, data, filt):
+    """(texture object, array) of a cube map (CUDA_ARRAY3D_CUBEMAP, 6 faces) made by the
+    CUDA driver, clamped, normalized coordinates."""
+    from cuda.bindings import driver
+
+    desc = driver.CUDA_ARRAY3D_DESCRIPTOR()
+    desc.Width = desc.Height = ref.CUBE_SIZE
+    desc.Depth = 6
+    desc.Format, desc.NumChannels, desc.Flags = _array_format(fmt), fmt[2], 0x4
+    array = _check(driver.cuArray3DCreate(desc))
+    row = np.dtype(fmt[1]).itemsize * fmt[2] * ref.CUBE_SIZE
+    host = np.ascontiguousarray(data)
+    copy = driver.CUDA_MEMCPY3D()
+    copy.srcMemoryType = driver.CUmemorytype.CU_MEMORYTYPE_HOST
+    copy.srcHost = host.ctypes.data
+    copy.srcPitch, copy.srcHeight = row, ref.CUBE_SIZE
+    copy.dstMemoryType = driver.CUmemorytype.CU_MEMORYTYPE_ARRAY
+    copy.dstArray = array
+    copy.WidthInBytes, copy.Height, copy.Depth = row, ref.CUBE_SIZE, 6
+    _check(driver.cuMemcpy3D(copy))
+    resource = driver.CUDA_RESOURCE_DESC()
+    resource.resType = driver.CUresourcetype.CU_RESOURCE_TYPE_ARRAY
+    resource.res.array.hArray = array
+    tex = driver.CUDA_TEXTURE_DESC()
+    tex.addressMode = [driver.CUaddress_mode(ADDRESS_MODES["clamp"])] * 3
+    tex.filterMode = driver.CUfilter_mode(0 if filt == "point" else 1)
+    integer = np.dtype(fmt[1]).kind != "f" and fmt[3] == "element_type"
+    tex.flags = (0x1 if integer else 0) | 0x2
+    return int(_check(driver.cuTexObjectCreate(resource, tex, None))), array
+
+
+def run_cubes(cuda, other, kernels) -> tuple[dict, int]:
+    """Every cube map case natively, through ptxport on `other` and in the model: the GPU's
+    fetches by key, and how many cases differ (printed one line each)."""
+    from cuda.bindings import driver
+
+    fetched, failing = {}, 0
+    for fmt, filt in ref.cube_cases():
+        data = ref.cube_texels(fmt)
+        texture, array = native_cube(fmt, data, filt)
+        try:
+            native = ref.launch_fetch(cuda, kernels, "c", fmt, texture, ref.cube_directions())
+        finally:
+            _check(driver.cuTexObjectDestroy(driver.CUtexObject(texture)))
+            _check(driver.cuArrayDestroy(array))
+        ported, model = ref.run_cube_on_ptxport(other, kernels, fmt, filt)
+        gpu_bad = int((native != model).any(axis=1).sum())
+        ported_bad = int((ported != model).any(axis=1).sum())
+        failing += int(gpu_bad > 0 or ported_bad > 0)
+        first = np.nonzero((native != model).any(axis=1))[0]
+        example = (f", first #{first[0]}: GPU {native[first[0]].tolist()} model "
+                   f"{model[first[0]].tolist()}" if len(first) else "")
+        print(f"cube {fmt[0]} {filt}: GPU vs model {gpu_bad}/{len(native)} differ, ptxport vs "
+              f"model {ported_bad}{example}"[:200])
+        fetched[f"cube {fmt[0]} {filt}"] = native
+    return fetched, failing
 
 
 def run_native(cuda, kernels, case):
@@ -247,10 +306,12 @@ def run(build_dir: Path, device: str, show: int, dump: Path) -> int:
         ported, model = ref.run_on_ptxport(other, kernels, *case)
         results.append((case, ref.coordinates(case[0], case[4]), native, ported, model))
     tally, failing, ported_bad = report(results, show)
+    cubes, cube_failing = run_cubes(cuda, other, kernels)
+    failing += cube_failing
     # every fetch the GPU made, for fitting a formula to them (tests/texture_reference.py
     # regenerates the texels and coordinates)
     dump.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(dump, **{
+    np.savez_compressed(dump, **cubes, **{
         f"{c[0]}D {c[1][0]} {c[2]} {c[3]} {int(c[4])}": native
         for c, _, native, _, _ in results})
     RESULTS.parent.mkdir(parents=True, exist_ok=True)

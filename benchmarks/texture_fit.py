@@ -41,16 +41,23 @@ def fit_npz(path: Path) -> int:
     """Every recorded fetch against the reference, tallied per filter/mode/format."""
     tally = collections.defaultdict(lambda: [0, 0, None])
     for key, gpu in np.load(path).items():
-        dims, name, mode, filt, normalized = key.split()
-        dims, normalized = int(dims[0]), normalized == "1"
-        want = model(dims, name, mode, filt, normalized)
+        if key.startswith("cube "):         # "cube FORMAT FILTER"
+            _, name, filt = key.split()
+            dims, want = "cube", ref.sample_cube(ref.cube_texels(FORMATS[name]), FORMATS[name],
+                                                 filt, ref.cube_directions())
+            row = tally[f"{filt} cube {name}"]
+        else:
+            dims, name, mode, filt, normalized = key.split()
+            dims, normalized = int(dims[0]), normalized == "1"
+            want = model(dims, name, mode, filt, normalized)
+            row = tally[f"{filt} {mode} {'norm' if normalized else 'texel'} {name}"]
         same = (want == gpu).all(axis=1)
-        row = tally[f"{filt} {mode} {'norm' if normalized else 'texel'} {name}"]
         row[0] += len(same)
         row[1] += int(same.sum())
         if row[2] is None and not same.all():
             k = int(np.nonzero(~same)[0][0])
-            row[2] = f"{dims}D #{k}: GPU {gpu[k].tolist()} model {want[k].tolist()}"
+            where = "cube" if dims == "cube" else f"{dims}D"
+            row[2] = f"{where} #{k}: GPU {gpu[k].tolist()} model {want[k].tolist()}"
     missed = 0
     for name, (fetches, same, first) in sorted(tally.items()):
         missed += fetches - same

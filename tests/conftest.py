@@ -28,3 +28,15 @@ def cpu_options(monkeypatch):
     def use(**choices) -> None:
         monkeypatch.setattr(backends.get("cpu"), "options", CpuOptions(**choices))
     return use
+
+
+# Fixtures that build the whole CUDA program corpus with nvcc (tests/programs_harness.py) take
+# many minutes on a cold cache and a 2-core machine; the builds are cached, so only the first
+# test to ask pays. pytest-timeout counts fixture setup, so those tests get a longer limit.
+_CORPUS_BUILDING_FIXTURES = {"corpus_runs", "binaries"}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if _CORPUS_BUILDING_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.timeout(1800))

@@ -1,16 +1,23 @@
 """CUDA's texture fetch in numpy, and the kernels and cases that compare a device with it.
 
 The formulas are the CUDA C++ Programming Guide's appendix "Texture Fetching" with the details
-measured on an H100 (driver 580, benchmarks/texture_check.py; docs/textures.md):
+fitted to every fetch an H100 made (driver 580, benchmarks/texture_check.py, replayed by
+benchmarks/texture_fit.py; docs/textures.md):
 - normalized coordinates are first cut to fixed point with 24 fractional bits (rounded toward
   -inf), then scaled by the size exactly (no float32 rounding of x * width);
 - nearest-point sampling reads T[floor(x)];
-- linear filtering reads the texels around x - 0.5 with weights frac(x - 0.5) rounded to 8
-  fractional bits (half up); the weighted sum is exact and rounded once to float32, to
-  nearest with ties away from zero; a 1D texture filters as a 2D one of height 1 read at
-  y = 0, so that in border mode half of each result is the border color;
-- wrap and mirror apply to normalized coordinates only (clamp otherwise); border texels
-  read the border color; channels beyond the format's read 0 (border texels included).
+- linear filtering clamps x to [0.5, size - 0.5] in clamp mode, reads the texels around
+  x - 0.5 with fractions q = frac(x - 0.5) rounded to 8 bits (half up), and weighs them with
+  integer weights of 256 (`weights`: the product weights rounded, not separable);
+- float texels are cut toward zero to 4 bits below their significand, aligned to the largest
+  of each z slice, and the exact weighted sum is rounded once to float32 (float16 for half
+  textures), to nearest with ties away from zero;
+- integer texels read as normalized floats filter in 16-bit fixed point (_filter_normalized);
+- a 1D texture filters as a 2D one of height 1 read at y = 0, so that in border mode half of
+  each result is the border color;
+- wrap and mirror apply to normalized coordinates only (clamp otherwise); border texels read
+  the border color, converted to the format for normalized integers; channels beyond the
+  format's read 0 (border texels included).
 passes/texture_sampler.cu does the same, so that a device running ptxport's sampler must
 agree bit for bit; benchmarks/texture_check.py holds both against an NVIDIA GPU.
 """
@@ -59,6 +66,10 @@ __global__ void i2(cudaTextureObject_t t, const float *coords, unsigned *out, in
 { BODY(tex2D<uint4>(t, c[0], c[1]), STOREI) }
 __global__ void i3(cudaTextureObject_t t, const float *coords, unsigned *out, int n)
 { BODY(tex3D<uint4>(t, c[0], c[1], c[2]), STOREI) }
+__global__ void fc(cudaTextureObject_t t, const float *coords, unsigned *out, int n)
+{ BODY(texCubemap<float4>(t, c[0], c[1], c[2]), STORE4) }
+__global__ void ic(cudaTextureObject_t t, const float *coords, unsigned *out, int n)
+{ BODY(texCubemap<uint4>(t, c[0], c[1], c[2]), STOREI) }
 }
 """
 
@@ -118,23 +129,31 @@ def _address(i: np.ndarray, n: int, mode: str, normalized: bool):
     return np.clip(i, 0, n - 1), outside
 
 
-def _channel_values(raw: np.ndarray, fmt) -> np.ndarray:
-    """Texels as the texture returns them: float32, or int bits as uint32."""
-    _, dtype, _, read_mode = fmt
-    kind = np.dtype(dtype).kind
-    if kind == "f":
-        return raw.astype(np.float32)
-    if read_mode == "element_type":
-        return raw.astype(np.int64).astype(np.uint32)
-    bits = np.dtype(dtype).itemsize * 8
-    if kind == "u":
-        return raw.astype(np.float32) / np.float32(2 ** bits - 1)
-    return np.maximum(raw.astype(np.float32) / np.float32(2 ** (bits - 1) - 1), np.float32(-1))
+def _norm_scale(fmt) -> int:
+    """The integer a normalized-float read maps to 1.0: 2^n - 1 or 2^(n-1) - 1."""
+    bits = np.dtype(fmt[1]).itemsize * 8
+    return 2 ** bits - 1 if np.dtype(fmt[1]).kind == "u" else 2 ** (bits - 1) - 1
 
 
-def fetch(data: np.ndarray, fmt, dims: int, mode: str, normalized: bool, idx) -> np.ndarray:
-    """The texels at integer indices idx (tuple of arrays x, y, z), addressed: (n, 4) of
-    float32 (float results) or uint32."""
+def border_texel(fmt) -> np.ndarray:
+    """(4,) float64: what a border texel holds, in the format's own terms. A float format
+    holds the border color; an integer format read as normalized floats holds the color
+    converted to the format (scaled, rounded to nearest with ties down, clamped: the H100
+    reads 0.5 as 127/255); element-type integers read 0 (BORDER is not set for them)."""
+    out = np.zeros(4)
+    channels = fmt[2]
+    if np.dtype(fmt[1]).kind == "f":
+        out[:channels] = BORDER[:channels]
+    elif fmt[3] == "normalized_float":
+        scale = _norm_scale(fmt)
+        low = 0 if np.dtype(fmt[1]).kind == "u" else -scale
+        out[:channels] = np.clip(np.ceil(np.array(BORDER[:channels]) * scale - 0.5), low, scale)
+    return out
+
+
+def gather(data: np.ndarray, fmt, dims: int, mode: str, normalized: bool, idx) -> np.ndarray:
+    """(n, 4) float64: the stored texels at integer indices idx (tuple of arrays x, y, z),
+    addressed, border texels from border_texel, missing channels 0."""
     channels = fmt[2]
     cube = data.reshape((1,) * (3 - dims) + data.shape[:dims] + (channels,))
     depth, height, width = cube.shape[:3]
@@ -144,43 +163,55 @@ def fetch(data: np.ndarray, fmt, dims: int, mode: str, normalized: bool, idx) ->
         a, o = _address(idx[k], n, mode, normalized)
         addressed.append(a)
         outside |= o
-    values = _channel_values(cube[addressed[2], addressed[1], addressed[0]], fmt)
-    floats = values.dtype == np.float32
-    out = np.zeros((len(idx[0]), 4), values.dtype)
-    out[:, :channels] = values
-    # a border texel is the border color: (0, 0, 0, 0) for integer results here (what CUDA
-    # does with another color for them is not settled: benchmarks/texture_check.py tells)
-    border = np.array(BORDER if floats else (0.0,) * 4, np.float32)
-    border[channels:] = 0
-    out[outside] = border if floats else border.view(np.uint32)
+    out = np.zeros((len(idx[0]), 4))
+    out[:, :channels] = cube[addressed[2], addressed[1], addressed[0]].astype(np.float64)
+    out[outside] = border_texel(fmt)
     return out
+
+
+def _read(stored: np.ndarray, fmt) -> np.ndarray:
+    """Stored texels as a point fetch returns them: (n, 4) uint32 bits of float32 or int."""
+    kind = np.dtype(fmt[1]).kind
+    if kind == "f":
+        return stored.astype(np.float32).view(np.uint32)
+    if fmt[3] == "element_type":
+        return stored.astype(np.int64).astype(np.uint32)
+    values = stored.astype(np.float32) / np.float32(_norm_scale(fmt))
+    return np.maximum(values, np.float32(-1)).view(np.uint32)
+
+
+def fetch(data: np.ndarray, fmt, dims: int, mode: str, normalized: bool, idx) -> np.ndarray:
+    """The texels at integer indices idx, addressed, as a point fetch returns them: (n, 4)
+    uint32 bits."""
+    return _read(gather(data, fmt, dims, mode, normalized, idx), fmt)
 
 
 COORDINATE_BITS = 24        # fractional bits of a normalized coordinate
 
 
-def texel_coordinates(coords: np.ndarray, dims: int, normalized: bool) -> np.ndarray:
+def texel_coordinates(coords: np.ndarray, dims: int, normalized: bool,
+                      sizes: tuple = ()) -> np.ndarray:
     """(n, 3) float64 texel coordinates: normalized ones cut to COORDINATE_BITS fractional
-    bits (toward -inf) and scaled by the size exactly."""
+    bits (toward -inf) and scaled by the size exactly (`sizes`, or SIZES[dims])."""
     u = coords[:, :3].astype(np.float32).astype(np.float64)
     if normalized:
-        size = np.array((SIZES[dims] + (1, 1))[:3], np.float64)
+        size = np.array((tuple(sizes or SIZES[dims]) + (1, 1))[:3], np.float64)
         u = np.floor(u * 2.0 ** COORDINATE_BITS) / 2.0 ** COORDINATE_BITS * size
     return u
 
 
-def round_float32(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
-    """hi + lo (float64, |lo| below half an ulp of hi) to float32: nearest, ties away from
-    zero."""
-    t = hi.astype(np.float32)
+def round_float32(hi: np.ndarray, lo: np.ndarray, dtype=np.float32) -> np.ndarray:
+    """hi + lo (float64, |lo| below half an ulp of hi) to float32 (or float16, returned as
+    float32): nearest, ties away from zero."""
+    t = hi.astype(dtype)
     over = np.abs(t.astype(np.float64)) > np.abs(hi)
-    t[over] = np.nextafter(t[over], np.float32(0))           # hi cut toward zero
-    rest = np.abs(hi - t.astype(np.float64))                  # exact
+    t[over] = np.nextafter(t[over], dtype(0))                  # hi cut toward zero
+    rest = np.abs(hi - t.astype(np.float64))                    # exact
     half = np.abs(np.spacing(t)).astype(np.float64) / 2
     same = np.sign(lo) == np.sign(hi)
     up = (rest > half) | ((rest == half) & (same | (lo == 0)))
-    t[up] = np.nextafter(t[up], np.copysign(np.float32(np.inf), hi[up]).astype(np.float32))
-    return t
+    t[up] = np.nextafter(t[up], np.copysign(dtype(np.inf), hi[up]).astype(dtype))
+    return t.astype(np.float32)
 
 
 def _two_sum(a, b):
@@ -189,44 +220,162 @@ def _two_sum(a, b):
     return s, (a - (s - v)) + (b - v)
 
 
-def sample(data: np.ndarray, fmt, dims: int, mode: str, filt: str, normalized: bool,
-           coords: np.ndarray) -> np.ndarray:
-    """What tex{1,2,3}D<float4 or uint4> returns at `coords`, as (n, 4) uint32 bits."""
-    u = texel_coordinates(coords, dims, normalized)
-    u[:, dims:] = 0
-    floats = fmt[1] in (np.float32, np.float16) or fmt[3] == "normalized_float"
-    if filt == "point" or not floats:
-        idx = [np.floor(u[:, k]).astype(np.int64) if k < dims else np.zeros(len(u), np.int64)
-               for k in range(3)]
-        return fetch(data, fmt, dims, mode, normalized, idx).view(np.uint32)
-    axes = max(dims, 2)               # a 1D texture filters as 2D of height 1 at y = 0
-    b = u - 0.5
-    f = np.floor(b)
-    base = f.astype(np.int64)
-    q = np.floor((b - f) * 256 + 0.5)
-    hi = np.zeros((len(u), 4))
-    lo = np.zeros((len(u), 4))
-    for corner in range(1 << axes):
-        w = np.ones(len(u))
-        idx = []
-        for k in range(3):
-            bit = (corner >> k) & 1 if k < axes else 0
-            if k < axes:
-                w = w * (q[:, k] if bit else 256 - q[:, k]) / 256
-            idx.append(base[:, k] + bit if k < axes else np.zeros(len(u), np.int64))
-        t = fetch(data, fmt, dims, mode, normalized, idx).astype(np.float64)
-        hi, err = _two_sum(hi, w[:, None] * t)      # each product is exact in float64
-        lo = lo + err
-        hi, lo = _two_sum(hi, lo)
-    return round_float32(hi, lo).view(np.uint32)
+def weights(q: np.ndarray, axes: int) -> dict:
+    """{corner: (n,) integer weight of 256} of the 2 x 2 (x 2) texels around a sample whose
+    fractions are q (n, 3), 8-bit fixed point. A bilinear weight rounds q_x q_y / 256 to
+    nearest (ties up) and gives the others what is left of q_x, q_y and 256; a trilinear one
+    takes the bilinear weights of x and z and splits each between y0 and y1, rounding
+    w q_y / 256 to nearest even. Corner bit k is the upper texel on axis k."""
+    def bilinear(qa, qb, a, b):
+        both = np.floor(qa * qb / 256 + 0.5)
+        return {0: 256 - qa - qb + both, 1 << a: qa - both, 1 << b: qb - both,
+                (1 << a) | (1 << b): both}
+    if axes == 2:
+        return bilinear(q[:, 0], q[:, 1], 0, 1)
+    out = {}
+    for corner, w in bilinear(q[:, 0], q[:, 2], 0, 2).items():
+        upper = np.round(w * q[:, 1] / 256)
+        out[corner], out[corner | 2] = w - upper, upper
+    return out
+
+
+# Float texels are filtered after each z slice's are cut to a common exponent: toward zero
+# to this many bits below the largest one's (the format's significand and 4 more).
+FILTER_BITS = {4: 28, 2: 15}
+
+
+def _filter_floats(texels: dict, w: dict, fmt) -> np.ndarray:
+    bits = FILTER_BITS[np.dtype(fmt[1]).itemsize]
+    hi = lo = np.zeros_like(texels[0])
+    for slab in (0, 4):
+        corners = [c for c in texels if c & 4 == slab]
+        if not corners:
+            continue
+        counted = [(w[c][:, None] > 0) & (texels[c] != 0) for c in corners]
+        top = np.max([np.where(n, np.frexp(texels[c])[1], -1000)
+                      for c, n in zip(corners, counted, strict=True)], axis=0)
+        grid = np.ldexp(1.0, np.maximum(top, -900) - bits)
+        for c in corners:
+            term = w[c][:, None] / 256 * (np.trunc(texels[c] / grid) * grid)    # exact
+            hi, err = _two_sum(hi, term)
+            lo = lo + err
+            hi, lo = _two_sum(hi, lo)
+    return round_float32(hi, lo, np.float16 if bits == 15 else np.float32).view(np.uint32)
+
+
+def _filter_normalized(texels: dict, w: dict, fmt) -> np.ndarray:
+    """Integer texels read as normalized floats filter in 16 bits: 8-bit unsigned ones
+    widened by 257, the sum rounded to a 16-bit integer (ties up); 8-bit signed ones filter
+    as they are and scale by 32767/32512 to nearest (which reproduces 96% of the H100's
+    fetches: docs/textures.md)."""
+    signed = np.dtype(fmt[1]).kind == "i"
+    widen = 257 if np.dtype(fmt[1]) == np.uint8 else 1
+    total = sum(w[c][:, None].astype(np.int64) * texels[c].astype(np.int64) * widen
+                for c in texels)
+    if np.dtype(fmt[1]) == np.int8:
+        value = np.floor((total * 32767 * 2 + 32512) / (2 * 32512))
+    else:
+        value = np.floor((total + 128) / 256)
+    out = (value / (32767 if signed else 65535)).astype(np.float32)
+    return np.maximum(out, np.float32(-1)).view(np.uint32)
+
+
+CUBE_SIZE = 4               # texels along each edge of a cube map's faces
+CUBE_FORMATS = tuple(f for f in FORMATS if f[0] in ("f32x4", "f16x2", "u8x4_norm", "u16x4_elem"))
+
+
+def cube_cases():
+    """(format, filter mode) of the cube map cases."""
+    for fmt, filt in itertools.product(CUBE_FORMATS, FILTER_MODES):
+        if filt == "point" or is_float_result(fmt):
+            yield fmt, filt
+
+
+def cube_texels(fmt, seed: int = 2) -> np.ndarray:
+    """(6, CUBE_SIZE, CUBE_SIZE[, channels]) texels of a cube map's faces."""
+    _, dtype, channels, _ = fmt
+    shape = (6, CUBE_SIZE, CUBE_SIZE) + ((channels,) if channels > 1 else ())
+    rng = np.random.default_rng(seed)
+    if np.dtype(dtype).kind == "f":
+        return rng.uniform(-4, 4, shape).astype(dtype)
+    info = np.iinfo(dtype)
+    return rng.integers(info.min, info.max, shape, endpoint=True).astype(dtype)
+
+
+def cube_directions(count: int = 96, seed: int = 4) -> np.ndarray:
+    """(count, 3) float32 directions: the six axes, the 12 edge and 8 corner directions (ties
+    between major axes), then random ones."""
+    rng = np.random.default_rng(seed)
+    out = rng.uniform(-1, 1, (count, 3)).astype(np.float32)
+    special = [v for v in itertools.product((-1.0, 0.0, 1.0), repeat=3) if any(v)]
+    out[:len(special)] = np.array(special, np.float32)
+    return out
+
+
+def cube_faces(directions: np.ndarray):
+    """The CUDA C++ Programming Guide's cube map table ("Cubemap Textures") in float32: the
+    face of each direction's major axis (ties go to x, then y) and the face's normalized
+    coordinates ((s / m + 1) / 2, (t / m + 1) / 2)."""
+    x, y, z = (directions[:, k].astype(np.float32) for k in range(3))
+    ax, ay, az = np.abs(x), np.abs(y), np.abs(z)
+    on_x = (ax >= ay) & (ax >= az)
+    on_y = ~on_x & (ay >= az)
+    face = np.where(on_x, np.where(x >= 0, 0, 1),
+                    np.where(on_y, np.where(y >= 0, 2, 3), np.where(z >= 0, 4, 5)))
+    m = np.where(on_x, ax, np.where(on_y, ay, az))
+    s = np.where(on_x, np.where(x >= 0, -z, z), np.where(on_y, x, np.where(z >= 0, x, -x)))
+    t = np.where(on_x, -y, np.where(on_y, np.where(y >= 0, z, -z), -y))
+    one, half = np.float32(1), np.float32(0.5)
+    return face, (s / m + one) * half, (t / m + one) * half
+
+
+def sample_cube(data: np.ndarray, fmt, filt: str, directions: np.ndarray) -> np.ndarray:
+    """What texCubemap<float4 or uint4> returns, (n, 4) uint32 bits: the face a 2D texture
+    read at normalized coordinates, clamped to it (no filtering across faces)."""
+    face, s, t = cube_faces(directions)
+    out = np.zeros((len(directions), 4), np.uint32)
+    for f in range(6):
+        chosen = face == f
+        coords = np.zeros((int(chosen.sum()), 3), np.float32)
+        coords[:, 0], coords[:, 1] = s[chosen], t[chosen]
+        out[chosen] = sample(data[f], fmt, 2, "clamp", filt, True, coords)
+    return out
 
 
 def is_float_result(fmt) -> bool:
     return fmt[1] in (np.float32, np.float16) or fmt[3] == "normalized_float"
 
 
+def sample(data: np.ndarray, fmt, dims: int, mode: str, filt: str, normalized: bool,
+           coords: np.ndarray) -> np.ndarray:
+    """What tex{1,2,3}D<float4 or uint4> returns at `coords`, as (n, 4) uint32 bits."""
+    sizes = tuple(reversed(data.shape[:dims]))
+    u = texel_coordinates(coords, dims, normalized, sizes)
+    u[:, dims:] = 0
+    if filt == "point" or not is_float_result(fmt):
+        idx = [np.floor(u[:, k]).astype(np.int64) if k < dims else np.zeros(len(u), np.int64)
+               for k in range(3)]
+        return fetch(data, fmt, dims, mode, normalized, idx)
+    if mode == "clamp" or (not normalized and mode in ("wrap", "mirror")):
+        u[:, :dims] = np.clip(u[:, :dims], 0.5, np.array(sizes, np.float64) - 0.5)
+    axes = max(dims, 2)               # a 1D texture filters as 2D of height 1 at y = 0
+    b = u - 0.5
+    base = np.floor(b).astype(np.int64)
+    q = np.floor((b - np.floor(b)) * 256 + 0.5)
+    w = weights(q, axes)
+    texels = {}
+    for corner in w:
+        idx = [base[:, k] + ((corner >> k) & 1) if k < axes else np.zeros(len(u), np.int64)
+               for k in range(3)]
+        texels[corner] = gather(data, fmt, dims, mode, normalized, idx)
+    if np.dtype(fmt[1]).kind == "f":
+        return _filter_floats(texels, w, fmt)
+    return _filter_normalized(texels, w, fmt)
+
+
 def launch_fetch(device, kernels, dims, fmt, handle: int, coords: np.ndarray) -> np.ndarray:
-    """Run the fetch kernel of `dims` on texture `handle` at `coords`: (n, 4) uint32 bits."""
+    """Run the fetch kernel of `dims` (1, 2, 3 or "c" for a cube map) on texture `handle` at
+    `coords`: (n, 4) uint32 bits."""
     from ptxport import LaunchConfig, launch
 
     stream = device.create_stream()
@@ -271,3 +420,28 @@ def run_on_ptxport(device, kernels, dims, fmt, mode, filt, normalized):
     texture.close()
     array.close()
     return got, sample(data, fmt, dims, mode, filt, normalized, coords)
+
+
+def run_cube_on_ptxport(device, kernels, fmt, filt):
+    """(got, expected) of one cube map case on a ptxport device and in this model."""
+    from ptxport.runtime.textures import (
+        Array,
+        ChannelFormat,
+        ResourceDesc,
+        TextureDesc,
+        TextureObject,
+    )
+
+    stream = device.create_stream()
+    data = cube_texels(fmt)
+    array = Array(device, ChannelFormat.from_dtype(fmt[1], fmt[2]), CUBE_SIZE, CUBE_SIZE, 6,
+                  cubemap=True, stream=stream)
+    array.copy_from(data, stream=stream)
+    desc = TextureDesc(address_mode=("clamp",) * 3, filter_mode=filt, read_mode=fmt[3],
+                       normalized_coords=True)
+    texture = TextureObject(device, ResourceDesc.from_array(array), desc, stream=stream)
+    directions = cube_directions()
+    got = launch_fetch(device, kernels, "c", fmt, texture.handle, directions)
+    texture.close()
+    array.close()
+    return got, sample_cube(data, fmt, filt, directions)

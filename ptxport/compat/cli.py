@@ -15,9 +15,9 @@ import shlex
 import sys
 from pathlib import Path
 
-from ptxport.errors import PtxportError
+from ptxport.errors import InvalidValueError, PtxportError
 
-__all__ = ["add_commands", "environment", "run_command"]
+__all__ = ["add_commands", "device_names", "environment", "joined_devices", "run_command"]
 
 
 def add_commands(commands) -> None:
@@ -38,8 +38,13 @@ def add_commands(commands) -> None:
 
 
 def _device_options(parser) -> None:
-    parser.add_argument("--device", help="cpu, opencl:N, hip:N or cuda:N (default: the best "
-                                         "device present)")
+    parser.add_argument(
+        "--device", action="append",
+        help="cpu, opencl:N, hip:N or cuda:N (default: the best device present). Several "
+             "devices, comma-separated or --device repeated (cpu,opencl:0), are the "
+             "program's CUDA devices 0, 1, ... (cudaSetDevice, cudaMemcpyPeer); one device "
+             "may be named twice. group:cpu,opencl:0 is one CUDA device whose launches are "
+             "split over those devices (docs/multidevice.md)")
     parser.add_argument("--trace", metavar="FILE",
                         help="write every CUDA call, its arguments and result to FILE")
 
@@ -52,7 +57,8 @@ def environment(device: str | None, trace: str | None) -> dict[str, str]:
     from ptxport.runtime.backends.real_driver import SHIM_DIRECTORY_VARIABLE
 
     if device:
-        _check_device(device)
+        for name in device_names(device):
+            _check_device(name)
     directory = str(shim_directory())
     path = [directory] + [p for p in os.environ.get("LD_LIBRARY_PATH", "").split(":") if p]
     env = {
@@ -66,6 +72,29 @@ def environment(device: str | None, trace: str | None) -> dict[str, str]:
     if trace:
         env["PTXPORT_TRACE"] = os.path.abspath(trace)
     return env
+
+
+def joined_devices(devices: list[str] | None) -> str | None:
+    """One PTXPORT_DEVICE value from the --device options (each may list several)."""
+    if not devices:
+        return None
+    names = [name.strip() for name in devices]
+    if len(names) > 1 and any(name.lower().startswith("group:") for name in names):
+        raise InvalidValueError("a group (--device group:...) is the program's only device: "
+                                "name its members inside it, e.g. --device group:cpu,opencl:0")
+    return ",".join(names)
+
+
+def device_names(device: str) -> list[str]:
+    """The names of the devices of a PTXPORT_DEVICE value (a group's members)."""
+    text = device.strip()
+    if text.lower().startswith("group:"):
+        text = text[len("group:"):]
+    names = [name.strip() for name in text.split(",")]
+    if not all(names):
+        raise InvalidValueError(f"--device {device}: an empty device name; write names "
+                                "separated by commas, e.g. cpu,opencl:0")
+    return names
 
 
 def _check_device(device: str) -> None:
@@ -113,7 +142,7 @@ def run_command(args) -> int:
               file=sys.stderr)
         return 2
     try:
-        env = {**os.environ, **environment(args.device, args.trace)}
+        env = {**os.environ, **environment(joined_devices(args.device), args.trace)}
     except PtxportError as e:
         print(f"ptxport run: {e}", file=sys.stderr)
         return 2
@@ -130,7 +159,7 @@ def run_command(args) -> int:
 def env_command(args) -> int:
     """`ptxport env`: print the environment as `export NAME=value` lines."""
     try:
-        env = environment(args.device, args.trace)
+        env = environment(joined_devices(args.device), args.trace)
     except PtxportError as e:
         print(f"ptxport env: {e}", file=sys.stderr)
         return 2

@@ -23,7 +23,7 @@ from ptxport.compat import streams
 from ptxport.compat.state import put, state
 from ptxport.errors import PtxportError
 
-__all__ = ["CublasError", "Handle", "in_stream_order", "vector"]
+__all__ = ["CublasError", "Handle", "illegal", "in_stream_order", "vector", "xerbla"]
 
 # cublasStatus_t (cublas_api.h)
 SUCCESS = 0
@@ -68,11 +68,40 @@ _STATUS_STRINGS: dict[int, tuple[ctypes.Array, ctypes.Array]] = {}
 
 
 class CublasError(PtxportError):
-    """A cuBLAS call fails with `status`; the message (if any) goes to stderr."""
+    """A cuBLAS call fails with `status`; the message (if any) goes to stderr. `xerbla`,
+    (routine, parameter number), is the report cuBLAS itself prints on stdout for an illegal
+    argument (see xerbla)."""
 
-    def __init__(self, status: int, message: str = ""):
+    def __init__(self, status: int, message: str = "", xerbla: tuple[str, int] | None = None):
         super().__init__(message)
         self.status = status
+        self.xerbla = xerbla
+
+
+def illegal(routine: str, position: int, message: str) -> CublasError:
+    """CUBLAS_STATUS_INVALID_VALUE for parameter `position` (counted as reference BLAS counts:
+    the handle is not a parameter) of `routine`, with cuBLAS's xerbla report."""
+    return CublasError(INVALID_VALUE, message, (routine, position))
+
+
+# -- cuBLAS's report of an illegal argument -----------------------------------------------------
+
+_XERBLA = " ** On entry to %s parameter number %d had an illegal value\n"
+
+
+def xerbla(routine: str, position: int) -> None:
+    """Print cuBLAS's line for an illegal argument, as NVIDIA's library does: with the
+    program's own C stdio `printf` (libcuBLAS's format string), so that it lands in the
+    program's stdout buffer between the program's own lines. Routine names follow cuBLAS's
+    ("SGEMM ", with the blank that pads BLAS's six-letter names; "SgemmStridedBatched")."""
+    ctypes.CDLL(None).printf(_XERBLA.encode(), routine.encode(), ctypes.c_int(position))
+
+
+def cublasXerbla(routine: int, info: int) -> int:
+    """void cublasXerbla(const char *srName, int info): the report itself, for programs that
+    call it (legacy cublas.h documents it)."""
+    xerbla(ctypes.string_at(routine).decode(errors="replace") if routine else "", info)
+    return SUCCESS
 
 
 class Handle:

@@ -1,9 +1,11 @@
 """Where the drop-in libcublas.so.13 enters Python: `start` gives it one handler per entry
-point of cublas_signatures.py (found in cublas.py, cublas_gemm.py or cublas_level2.py);
+point of cublas_signatures.py (found in cublas.py, cublas_gemm.py, cublas_level2.py or
+cublas_helpers.py);
 libcublasLt.so.13's (cublaslt_dispatch.py) are made the same way.
 
 Each handler is wrapped once here, as dispatch.py wraps the driver's: a CublasError becomes
-its status, ptxport's other errors the status cuBLAS would return, with ptxport's
+its status (an illegal argument also prints cuBLAS's own xerbla line on stdout, as NVIDIA's
+library does), ptxport's other errors the status cuBLAS would return, with ptxport's
 explanation on stderr; a stub (an unimplemented name) returns CUBLAS_STATUS_NOT_SUPPORTED
 and names itself once. Calls are traced with the driver's (`ptxport run --trace FILE`).
 """
@@ -15,7 +17,13 @@ import sys
 from collections.abc import Callable
 from types import ModuleType
 
-from ptxport.compat import cublas, cublas_gemm, cublas_level2, cublas_signatures
+from ptxport.compat import (
+    cublas,
+    cublas_gemm,
+    cublas_helpers,
+    cublas_level2,
+    cublas_signatures,
+)
 from ptxport.compat.dispatch import find_handler, traced
 from ptxport.compat.signatures import Signature
 from ptxport.compat.state import CudaError, state
@@ -59,6 +67,8 @@ def _wrap(name: str, handler: Callable[..., int]) -> Callable[..., int]:
         try:
             return handler(*args)
         except PtxportError as e:
+            if isinstance(e, cublas.CublasError) and e.xerbla:
+                cublas.xerbla(*e.xerbla)
             if str(e):
                 print(f"ptxport: {name}: {e}", file=sys.stderr, flush=True)
             return status_of(e)
@@ -97,7 +107,7 @@ def start(library_path: str) -> tuple[list[Callable[..., int]], Callable[[int], 
     """Called once by libcublas.so.13: the handlers in cublas_signatures.ENTRY_POINTS order,
     and the handler of its stubs."""
     return handlers_for(cublas_signatures.ENTRY_POINTS, cublas_signatures.unsupported_names(),
-                        (cublas, cublas_gemm, cublas_level2))
+                        (cublas, cublas_gemm, cublas_level2, cublas_helpers))
 
 
 _STUB_COUNT = 1024   # PTXPORT_STUB_COUNT in shim.c: named stubs are numbered after it

@@ -26,13 +26,14 @@ from ptxport.compat.cublas import (
     CublasError,
     device_array,
     handle_of,
+    illegal,
     in_stream_order,
     scalar_reader,
 )
 from ptxport.compat.state import state
 
-__all__ = ["DATA_TYPES", "Epilogue", "Operand", "Product", "ex_types", "gemm", "gemm_work",
-           "matrices", "queue", "store", "to_float", "work_of"]
+__all__ = ["DATA_TYPES", "Epilogue", "Numbering", "Operand", "Product", "ex_types", "gemm",
+           "gemm_work", "matrices", "queue", "store", "to_float", "work_of"]
 
 _OPS = {0: False, 1: True, 2: True}   # CUBLAS_OP_N, _T, _C (C is T for real data)
 _BF16 = np.dtype("<u2")               # bfloat16 is stored as its 16 bits here
@@ -94,19 +95,51 @@ def matrices(op: Operand, rows: int, cols: int, batch: int, what: str) -> np.nda
     return np.lib.stride_tricks.as_strided(flat, (batch, cols, rows), steps)
 
 
+@dataclass(frozen=True)
+class Numbering:
+    """How cuBLAS reports an illegal argument of one GEMM entry point (its xerbla line): the
+    routine's name as cuBLAS prints it and the numbers of lda, ldb, ldc and the batch count
+    among its parameters (transa to k are 1 to 5 in every GEMM). cuBLAS counts as reference
+    BLAS does: the handle is not a parameter, and neither are the strides of a strided batch
+    (SgemmStridedBatched's batchCount is number 14); the data types of the Ex forms are."""
+
+    routine: str
+    lda: int
+    ldb: int
+    ldc: int
+    batch: int = 0   # 0: the routine has no batch count
+
+    @staticmethod
+    def typed(routine: str, batched: bool = False) -> Numbering:
+        return Numbering(routine, 8, 10, 13, 14 if batched else 0)
+
+    @staticmethod
+    def ex(routine: str, batched: bool = False) -> Numbering:
+        return Numbering(routine, 9, 12, 16, 17 if batched else 0)
+
+
 def _check(transa: int, transb: int, m: int, n: int, k: int, a: Operand, b: Operand,
-           c: Operand, batch: int) -> None:
-    """cuBLAS's argument checks: CUBLAS_STATUS_INVALID_VALUE for each failed one."""
-    for name, op in (("transa", transa), ("transb", transb)):
+           c: Operand, batch: int, numbering: Numbering) -> None:
+    """cuBLAS's argument checks, in parameter order: CUBLAS_STATUS_INVALID_VALUE and the
+    xerbla line naming the first illegal parameter."""
+    def fail(position: int, message: str) -> CublasError:
+        return illegal(numbering.routine, position, message)
+
+    for position, name, op in ((1, "transa", transa), (2, "transb", transb)):
         if op not in _OPS:
-            raise CublasError(INVALID_VALUE, f"{name} = {op} is not CUBLAS_OP_N, _T or _C")
-    if min(m, n, k) < 0 or batch < 0:
-        raise CublasError(INVALID_VALUE, f"negative size: m={m} n={n} k={k} batch={batch}")
-    for name, ld, rows in (("lda", a.ld, k if _OPS[transa] else m),
-                           ("ldb", b.ld, n if _OPS[transb] else k), ("ldc", c.ld, m)):
+            raise fail(position, f"{name} = {op} is not CUBLAS_OP_N, _T or _C")
+    for position, name, size in ((3, "m", m), (4, "n", n), (5, "k", k)):
+        if size < 0:
+            raise fail(position, f"negative size: {name} = {size}")
+    for position, name, ld, rows in (
+            (numbering.lda, "lda", a.ld, k if _OPS[transa] else m),
+            (numbering.ldb, "ldb", b.ld, n if _OPS[transb] else k),
+            (numbering.ldc, "ldc", c.ld, m)):
         if ld < max(1, rows):
-            raise CublasError(INVALID_VALUE, f"{name} = {ld} is less than the {rows} rows of "
-                                             "the matrix as stored")
+            raise fail(position, f"{name} = {ld} is less than the {rows} rows of the matrix "
+                                 "as stored")
+    if batch < 0:
+        raise fail(numbering.batch, f"negative batch count {batch}")
 
 
 # What an epilogue does (cublaslt_epilogue.py): given the (batch, n, m) values of
@@ -114,13 +147,13 @@ def _check(transa: int, transb: int, m: int, n: int, k: int, a: Operand, b: Oper
 # (None when k = 0), the values D^T gets; it may write outputs of its own.
 
 
-def gemm(handle: int, transa: int, transb: int, m: int, n: int, k: int, alpha: int,
-         a: Operand, b: Operand, beta: int, c: Operand, batch: int,
+def gemm(handle: int, numbering: Numbering, transa: int, transb: int, m: int, n: int, k: int,
+         alpha: int, a: Operand, b: Operand, beta: int, c: Operand, batch: int,
          compute: np.dtype, scale: np.dtype | None = None) -> int:
     """Queue C = alpha op(A) op(B) + beta C on the handle's stream, for `batch` matrices
     `stride` elements apart; alpha and beta are `scale` values (default: `compute`)."""
     h = handle_of(handle)
-    _check(transa, transb, m, n, k, a, b, c, batch)
+    _check(transa, transb, m, n, k, a, b, c, batch, numbering)
     on_device = h.pointer_mode == POINTER_MODE_DEVICE
     scale = compute if scale is None else scale
     product = Product(transa, transb, m, n, k, a, b, batch, compute)
@@ -240,48 +273,52 @@ def _pointers_on_gpu(h, job: _PointerBatch, scalars: tuple[int, int], scale: np.
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 
 
-def _typed(dtype: np.dtype, handle: int, transa: int, transb: int, m: int, n: int, k: int,
-           alpha: int, a: int, lda: int, sa: int, b: int, ldb: int, sb: int, beta: int,
-           c: int, ldc: int, sc: int, batch: int) -> int:
-    return gemm(handle, transa, transb, m, n, k, alpha, Operand(a, dtype, lda, sa),
+def _typed(dtype: np.dtype, numbering: Numbering, handle: int, transa: int, transb: int,
+           m: int, n: int, k: int, alpha: int, a: int, lda: int, sa: int, b: int, ldb: int,
+           sb: int, beta: int, c: int, ldc: int, sc: int, batch: int) -> int:
+    return gemm(handle, numbering, transa, transb, m, n, k, alpha, Operand(a, dtype, lda, sa),
                 Operand(b, dtype, ldb, sb), beta, Operand(c, dtype, ldc, sc), batch, dtype)
 
 
 def cublasSgemm_v2(handle: int, transa: int, transb: int, m: int, n: int, k: int,
                    alpha: int, a: int, lda: int, b: int, ldb: int, beta: int, c: int,
                    ldc: int) -> int:
-    return _typed(_F32, handle, transa, transb, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta,
-                  c, ldc, 0, 1)
+    return _typed(_F32, Numbering.typed("SGEMM "), handle, transa, transb, m, n, k, alpha, a,
+                  lda, 0, b, ldb, 0, beta, c, ldc, 0, 1)
 
 
 def cublasDgemm_v2(handle: int, transa: int, transb: int, m: int, n: int, k: int,
                    alpha: int, a: int, lda: int, b: int, ldb: int, beta: int, c: int,
                    ldc: int) -> int:
-    return _typed(_F64, handle, transa, transb, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta,
-                  c, ldc, 0, 1)
+    return _typed(_F64, Numbering.typed("DGEMM "), handle, transa, transb, m, n, k, alpha, a,
+                  lda, 0, b, ldb, 0, beta, c, ldc, 0, 1)
 
 
 def cublasSgemmStridedBatched(*args: int) -> int:
-    return _typed(_F32, *args)
+    return _typed(_F32, Numbering.typed("SgemmStridedBatched", batched=True), *args)
 
 
 def cublasDgemmStridedBatched(*args: int) -> int:
-    return _typed(_F64, *args)
+    return _typed(_F64, Numbering.typed("DgemmStridedBatched", batched=True), *args)
+
+
+def _half(numbering: Numbering, handle: int, transa: int, transb: int, m: int, n: int, k: int,
+          alpha: int, a: int, lda: int, sa: int, b: int, ldb: int, sb: int, beta: int, c: int,
+          ldc: int, sc: int, batch: int) -> int:
+    scale, compute = _COMPUTE[64]
+    return gemm(handle, numbering, transa, transb, m, n, k, alpha, Operand(a, _F16, lda, sa),
+                Operand(b, _F16, ldb, sb), beta, Operand(c, _F16, ldc, sc), batch, compute,
+                scale)
 
 
 def cublasHgemm(handle: int, transa: int, transb: int, m: int, n: int, k: int, alpha: int,
                 a: int, lda: int, b: int, ldb: int, beta: int, c: int, ldc: int) -> int:
-    return cublasHgemmStridedBatched(handle, transa, transb, m, n, k, alpha, a, lda, 0, b, ldb,
-                                     0, beta, c, ldc, 0, 1)
+    return _half(Numbering.typed("HGEMM "), handle, transa, transb, m, n, k, alpha, a, lda, 0,
+                 b, ldb, 0, beta, c, ldc, 0, 1)
 
 
-def cublasHgemmStridedBatched(handle: int, transa: int, transb: int, m: int, n: int, k: int,
-                              alpha: int, a: int, lda: int, sa: int, b: int, ldb: int, sb: int,
-                              beta: int, c: int, ldc: int, sc: int, batch: int) -> int:
-    scale, compute = _COMPUTE[64]
-    return gemm(handle, transa, transb, m, n, k, alpha, Operand(a, _F16, lda, sa),
-                Operand(b, _F16, ldb, sb), beta, Operand(c, _F16, ldc, sc), batch, compute,
-                scale)
+def cublasHgemmStridedBatched(*args: int) -> int:
+    return _half(Numbering.typed("HgemmStridedBatched", batched=True), *args)
 
 
 def ex_types(atype: int, btype: int, ctype: int, compute_type: int) \
@@ -298,25 +335,27 @@ def ex_types(atype: int, btype: int, ctype: int, compute_type: int) \
     return _COMPUTE[compute_type]
 
 
-def cublasGemmEx(handle: int, transa: int, transb: int, m: int, n: int, k: int, alpha: int,
-                 a: int, atype: int, lda: int, b: int, btype: int, ldb: int, beta: int,
-                 c: int, ctype: int, ldc: int, compute_type: int, algo: int) -> int:
-    return cublasGemmStridedBatchedEx(handle, transa, transb, m, n, k, alpha, a, atype, lda,
-                                      0, b, btype, ldb, 0, beta, c, ctype, ldc, 0, 1,
-                                      compute_type, algo)
-
-
-def cublasGemmStridedBatchedEx(handle: int, transa: int, transb: int, m: int, n: int, k: int,
-                               alpha: int, a: int, atype: int, lda: int, sa: int, b: int,
-                               btype: int, ldb: int, sb: int, beta: int, c: int, ctype: int,
-                               ldc: int, sc: int, batch: int, compute_type: int,
-                               algo: int) -> int:
+def _ex(numbering: Numbering, handle: int, transa: int, transb: int, m: int, n: int, k: int,
+        alpha: int, a: int, atype: int, lda: int, sa: int, b: int, btype: int, ldb: int,
+        sb: int, beta: int, c: int, ctype: int, ldc: int, sc: int, batch: int,
+        compute_type: int, algo: int) -> int:
     # `algo` picks among GPU kernels; every value names the same computation here.
     handle_of(handle)
     scale, compute = ex_types(atype, btype, ctype, compute_type)
-    return gemm(handle, transa, transb, m, n, k, alpha, Operand(a, DATA_TYPES[atype], lda, sa),
-                Operand(b, DATA_TYPES[btype], ldb, sb), beta,
-                Operand(c, DATA_TYPES[ctype], ldc, sc), batch, compute, scale)
+    return gemm(handle, numbering, transa, transb, m, n, k, alpha,
+                Operand(a, DATA_TYPES[atype], lda, sa), Operand(b, DATA_TYPES[btype], ldb, sb),
+                beta, Operand(c, DATA_TYPES[ctype], ldc, sc), batch, compute, scale)
+
+
+def cublasGemmEx(handle: int, transa: int, transb: int, m: int, n: int, k: int, alpha: int,
+                 a: int, atype: int, lda: int, b: int, btype: int, ldb: int, beta: int,
+                 c: int, ctype: int, ldc: int, compute_type: int, algo: int) -> int:
+    return _ex(Numbering.ex("GEMM_EX "), handle, transa, transb, m, n, k, alpha, a, atype, lda,
+               0, b, btype, ldb, 0, beta, c, ctype, ldc, 0, 1, compute_type, algo)
+
+
+def cublasGemmStridedBatchedEx(*args: int) -> int:
+    return _ex(Numbering.ex("GemmStridedBatchedEx", batched=True), *args)
 
 
 # -- batches given as arrays of pointers ------------------------------------------------------
@@ -353,13 +392,14 @@ class _PointerBatch:
         return run
 
 
-def _pointer_batched(handle: int, transa: int, transb: int, m: int, n: int, k: int,
-                     alpha: int, arrays: tuple[int, int, int], lds: tuple[int, int, int],
-                     beta: int, types: tuple[np.dtype, np.dtype, np.dtype], batch: int,
+def _pointer_batched(numbering: Numbering, handle: int, transa: int, transb: int, m: int,
+                     n: int, k: int, alpha: int, arrays: tuple[int, int, int],
+                     lds: tuple[int, int, int], beta: int,
+                     types: tuple[np.dtype, np.dtype, np.dtype], batch: int,
                      compute: np.dtype, scale: np.dtype) -> int:
     h = handle_of(handle)
     a, b, c = (Operand(0, dtype, ld) for dtype, ld in zip(types, lds, strict=True))
-    _check(transa, transb, m, n, k, a, b, c, batch)
+    _check(transa, transb, m, n, k, a, b, c, batch, numbering)
     if state.device.backend != "cpu":
         if m == 0 or n == 0 or batch == 0:
             return SUCCESS
@@ -382,25 +422,27 @@ def cublasGemmBatchedEx(handle: int, transa: int, transb: int, m: int, n: int, k
     handle_of(handle)
     scale, compute = ex_types(atype, btype, ctype, compute_type)
     types = (DATA_TYPES[atype], DATA_TYPES[btype], DATA_TYPES[ctype])
-    return _pointer_batched(handle, transa, transb, m, n, k, alpha, (a, b, c), (lda, ldb, ldc),
-                            beta, types, batch, compute, scale)
+    return _pointer_batched(Numbering.ex("GemmBatchedEx", batched=True), handle, transa,
+                            transb, m, n, k, alpha, (a, b, c), (lda, ldb, ldc), beta, types,
+                            batch, compute, scale)
 
 
-def _typed_batched(dtype: np.dtype, compute_type: int, handle: int, transa: int, transb: int,
-                   m: int, n: int, k: int, alpha: int, a: int, lda: int, b: int, ldb: int,
-                   beta: int, c: int, ldc: int, batch: int) -> int:
+def _typed_batched(dtype: np.dtype, compute_type: int, routine: str, handle: int,
+                   transa: int, transb: int, m: int, n: int, k: int, alpha: int, a: int,
+                   lda: int, b: int, ldb: int, beta: int, c: int, ldc: int, batch: int) -> int:
     scale, compute = _COMPUTE[compute_type]
-    return _pointer_batched(handle, transa, transb, m, n, k, alpha, (a, b, c), (lda, ldb, ldc),
-                            beta, (dtype,) * 3, batch, compute, scale)
+    return _pointer_batched(Numbering.typed(routine, batched=True), handle, transa, transb, m,
+                            n, k, alpha, (a, b, c), (lda, ldb, ldc), beta, (dtype,) * 3, batch,
+                            compute, scale)
 
 
 def cublasSgemmBatched(*args: int) -> int:
-    return _typed_batched(_F32, 68, *args)
+    return _typed_batched(_F32, 68, "SgemmBatched", *args)
 
 
 def cublasDgemmBatched(*args: int) -> int:
-    return _typed_batched(_F64, 70, *args)
+    return _typed_batched(_F64, 70, "DgemmBatched", *args)
 
 
 def cublasHgemmBatched(*args: int) -> int:
-    return _typed_batched(_F16, 64, *args)
+    return _typed_batched(_F16, 64, "HgemmBatched", *args)

@@ -6,6 +6,11 @@ C m x n. As cuBLAS (and reference BLAS) define them: with beta = 0, y (or B) is 
 gemv with m = 0 or n = 0 returns without touching y; geam may work in place (C = A with
 transa N and lda = ldc, likewise B) and refuses any other aliasing of C. On GPU devices the
 work is cublas_gpu.py's kernels, after the same checks.
+
+Where NVIDIA's cuBLAS 13 differs from its documentation, this follows the library: gemv
+takes incx = 0 (every element of x is x[0]; the documentation lists it as invalid, the H100's
+cuBLAS returned CUBLAS_STATUS_SUCCESS) and reports its invalid arguments without a xerbla
+line, while geam prints one for its sizes and leading dimensions but not for an aliased C.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from ptxport.compat.cublas import (
     CublasError,
     device_array,
     handle_of,
+    illegal,
     in_stream_order,
     scalar_reader,
     vector,
@@ -37,6 +43,12 @@ _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 def _op(name: str, op: int) -> bool:
     if op not in _OPS:
         raise CublasError(INVALID_VALUE, f"{name} = {op} is not CUBLAS_OP_N, _T or _C")
+    return _OPS[op]
+
+
+def _geam_op(routine: str, position: int, name: str, op: int) -> bool:
+    if op not in _OPS:
+        raise illegal(routine, position, f"{name} = {op} is not CUBLAS_OP_N, _T or _C")
     return _OPS[op]
 
 
@@ -67,8 +79,9 @@ def gemv(dtype: np.dtype, handle: int, trans: int, m: int, n: int, alpha: int, a
         raise CublasError(INVALID_VALUE, f"negative size: m={m} n={n}")
     if lda < max(1, m):
         raise CublasError(INVALID_VALUE, f"lda = {lda} is less than the {m} rows of A")
-    if incx == 0 or incy == 0:
-        raise CublasError(INVALID_VALUE, f"incx = {incx}, incy = {incy}: neither may be 0")
+    if incy == 0:
+        raise CublasError(INVALID_VALUE, "incy = 0: every element of y would be one location "
+                                         "(cuBLAS documents it as invalid)")
     if m == 0 or n == 0:   # BLAS's quick return: y is left as it is
         return SUCCESS
     if state.device.backend != "cpu":
@@ -101,15 +114,20 @@ def _check_alias(name: str, address: int, transposed: bool, ld: int, c: int,
 
 def geam(dtype: np.dtype, handle: int, transa: int, transb: int, m: int, n: int, alpha: int,
          a: int, lda: int, beta: int, b: int, ldb: int, c: int, ldc: int) -> int:
-    """Queue C = alpha op(A) + beta op(B) (cublas<t>geam's argument checks first)."""
+    """Queue C = alpha op(A) + beta op(B) (cublas<t>geam's argument checks first, numbered
+    for xerbla: transa 1, transb 2, m 3, n 4, lda 7, ldb 10, ldc 12)."""
     handle_of(handle)
-    trans_a, trans_b = _op("transa", transa), _op("transb", transb)
-    if m < 0 or n < 0:
-        raise CublasError(INVALID_VALUE, f"negative size: m={m} n={n}")
-    for name, ld, rows in (("lda", lda, n if trans_a else m), ("ldb", ldb, n if trans_b else m),
-                           ("ldc", ldc, m)):
+    routine = "SGEAM " if dtype == _F32 else "DGEAM "
+    trans_a = _geam_op(routine, 1, "transa", transa)
+    trans_b = _geam_op(routine, 2, "transb", transb)
+    for position, name, size in ((3, "m", m), (4, "n", n)):
+        if size < 0:
+            raise illegal(routine, position, f"negative size: {name} = {size}")
+    for position, name, ld, rows in ((7, "lda", lda, n if trans_a else m),
+                                     (10, "ldb", ldb, n if trans_b else m),
+                                     (12, "ldc", ldc, m)):
         if ld < max(1, rows):
-            raise CublasError(INVALID_VALUE, f"{name} = {ld} is less than the {rows} rows of "
+            raise illegal(routine, position, f"{name} = {ld} is less than the {rows} rows of "
                                              "the matrix as stored")
     _check_alias("A", a, trans_a, lda, c, ldc)
     _check_alias("B", b, trans_b, ldb, c, ldc)

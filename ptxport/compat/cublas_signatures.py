@@ -2,7 +2,8 @@
 
 Prototypes as cublas_api.h writes them, for the exact symbols its macros select (cublasCreate
 is cublasCreate_v2); build.py turns them into typed C functions passing their arguments to
-the handler of the same name in cublas.py (cublas_dispatch.py finds it). Every other name of
+the handler of the same name in cublas.py, cublas_gemm.py, cublas_level2.py or
+cublas_helpers.py (cublas_dispatch.py finds it). Every other name of
 cublas_names.NAMES is exported as a stub returning CUBLAS_STATUS_NOT_SUPPORTED.
 """
 
@@ -21,6 +22,15 @@ cublasStatus_t cublasGetProperty(libraryPropertyType type, int *value)
 size_t cublasGetCudartVersion(void)
 const char * cublasGetStatusName(cublasStatus_t status)
 const char * cublasGetStatusString(cublasStatus_t status)
+void cublasXerbla(const char *srName, int info)
+cublasStatus_t cublasSetVector(int n, int elemSize, const void *x, int incx, void *devicePtr, int incy)
+cublasStatus_t cublasGetVector(int n, int elemSize, const void *x, int incx, void *y, int incy)
+cublasStatus_t cublasSetMatrix(int rows, int cols, int elemSize, const void *A, int lda, void *B, int ldb)
+cublasStatus_t cublasGetMatrix(int rows, int cols, int elemSize, const void *A, int lda, void *B, int ldb)
+cublasStatus_t cublasSetVectorAsync(int n, int elemSize, const void *hostPtr, int incx, void *devicePtr, int incy, cudaStream_t stream)
+cublasStatus_t cublasGetVectorAsync(int n, int elemSize, const void *devicePtr, int incx, void *hostPtr, int incy, cudaStream_t stream)
+cublasStatus_t cublasSetMatrixAsync(int rows, int cols, int elemSize, const void *A, int lda, void *B, int ldb, cudaStream_t stream)
+cublasStatus_t cublasGetMatrixAsync(int rows, int cols, int elemSize, const void *A, int lda, void *B, int ldb, cudaStream_t stream)
 cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t handle, void *workspace, size_t workspaceSizeInBytes)
 cublasStatus_t cublasSetStream_v2(cublasHandle_t handle, cudaStream_t streamId)
 cublasStatus_t cublasGetStream_v2(cublasHandle_t handle, cudaStream_t *streamId)
@@ -65,6 +75,12 @@ _CUBLASLT = """
 cublasStatus_t cublasLtCreate(cublasLtHandle_t *lightHandle)
 cublasStatus_t cublasLtDestroy(cublasLtHandle_t lightHandle)
 size_t cublasLtGetVersion(void)
+size_t cublasLtGetCudartVersion(void)
+cublasStatus_t cublasLtGetProperty(libraryPropertyType type, int *value)
+const char * cublasLtGetStatusName(cublasStatus_t status)
+const char * cublasLtGetStatusString(cublasStatus_t status)
+cublasStatus_t cublasLtMatmulDescGetAttribute(cublasLtMatmulDesc_t matmulDesc, cublasLtMatmulDescAttributes_t attr, void *buf, size_t sizeInBytes, size_t *sizeWritten)
+cublasStatus_t cublasLtMatrixLayoutGetAttribute(cublasLtMatrixLayout_t matLayout, cublasLtMatrixLayoutAttribute_t attr, void *buf, size_t sizeInBytes, size_t *sizeWritten)
 cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *matmulDesc, cublasComputeType_t computeType, cudaDataType_t scaleType)
 cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t matmulDesc)
 cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t matmulDesc, cublasLtMatmulDescAttributes_t attr, const void *buf, size_t sizeInBytes)

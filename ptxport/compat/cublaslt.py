@@ -14,17 +14,21 @@ change nothing here. cublaslt_dispatch.py gives the shim these handlers.
 from __future__ import annotations
 
 import ctypes
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from ptxport.compat import cublaslt_gpu
 from ptxport.compat.cublas import (
+    CUDART_VERSION,
     INVALID_VALUE,
     NOT_SUPPORTED,
     SUCCESS,
     VERSION,
     CublasError,
+    cublasGetProperty,
+    cublasGetStatusName,
+    cublasGetStatusString,
     scalar_reader,
 )
 from ptxport.compat.cublas_gemm import DATA_TYPES, Operand, Product, ex_types, queue
@@ -58,6 +62,7 @@ class MatmulDesc:
     aux_ld: int = 0
     aux_stride: int = 0
     aux_type: int | None = None   # None or -1: D's type
+    hints: dict[int, int] = field(default_factory=dict)   # attributes that only steer kernels
 
     def epilogue_spec(self, d_type: int, m: int, n: int) -> EpilogueSpec:
         return EpilogueSpec.check(self.epilogue, {
@@ -88,7 +93,8 @@ class _LtHandle:
     """A cublasLtHandle_t: cuBLASLt keeps no state in it that ptxport needs."""
 
 
-# attribute -> (field, C type of its value); fields None are hints, accepted and unused.
+# attribute -> (field, C type of its value); field None: a hint that only steers the choice of
+# a GPU kernel, kept (in MatmulDesc.hints) for GetAttribute and otherwise unused.
 _DESC_ATTRIBUTES = {
     0: ("compute_type", ctypes.c_int32), 1: ("scale_type", ctypes.c_int32),
     2: ("pointer_mode", ctypes.c_int32), 3: ("transa", ctypes.c_int32),
@@ -112,13 +118,40 @@ def _set_attribute(obj: object, table: dict, attribute: int, buf: int, size: int
                    what: str) -> int:
     if attribute not in table:
         raise CublasError(NOT_SUPPORTED, f"{what} attribute {attribute} is not supported")
-    field, ctype = table[attribute]
+    name, ctype = table[attribute]
     if not buf or size != ctypes.sizeof(ctype):
         raise CublasError(INVALID_VALUE, f"{what} attribute {attribute} takes "
                                          f"{ctypes.sizeof(ctype)} bytes, not {size} at "
                                          f"{buf:#x}")
-    if field is not None:
-        setattr(obj, field, ctype.from_address(buf).value)
+    value = ctype.from_address(buf).value
+    if name is None:
+        obj.hints[attribute] = value
+    else:
+        setattr(obj, name, value)
+    return SUCCESS
+
+
+def _get_attribute(obj: object, table: dict, attribute: int, buf: int, size: int,
+                   written: int, what: str) -> int:
+    """cublasLt*GetAttribute: with sizeInBytes 0, the size the value needs; else the value
+    (an attribute never set reads as its default: 0, or -1 for the data types that default
+    to D's)."""
+    if attribute not in table:
+        raise CublasError(NOT_SUPPORTED, f"{what} attribute {attribute} is not supported")
+    name, ctype = table[attribute]
+    needed = ctypes.sizeof(ctype)
+    if size == 0:
+        if not written:
+            raise CublasError(INVALID_VALUE, "sizeInBytes is 0 and sizeWritten is NULL")
+        put(ctypes.c_size_t, written, needed)
+        return SUCCESS
+    if not buf or size != needed:
+        raise CublasError(INVALID_VALUE, f"{what} attribute {attribute} takes {needed} bytes, "
+                                         f"not {size} at {buf:#x}")
+    value = obj.hints.get(attribute, 0) if name is None else getattr(obj, name)
+    put(ctype, buf, -1 if value is None else value)
+    if written:
+        put(ctypes.c_size_t, written, needed)
     return SUCCESS
 
 
@@ -157,6 +190,22 @@ def cublasLtGetVersion() -> int:
     return major * 10000 + minor * 100 + patch
 
 
+def cublasLtGetCudartVersion() -> int:
+    return CUDART_VERSION
+
+
+def cublasLtGetProperty(kind: int, value: int) -> int:
+    return cublasGetProperty(kind, value)
+
+
+def cublasLtGetStatusName(status: int) -> int:
+    return cublasGetStatusName(status)
+
+
+def cublasLtGetStatusString(status: int) -> int:
+    return cublasGetStatusString(status)
+
+
 def cublasLtMatmulDescCreate(out: int, compute_type: int, scale_type: int) -> int:
     return _create(out, MatmulDesc(compute_type, scale_type))
 
@@ -168,6 +217,12 @@ def cublasLtMatmulDescDestroy(desc: int) -> int:
 def cublasLtMatmulDescSetAttribute(desc: int, attribute: int, buf: int, size: int) -> int:
     return _set_attribute(_lookup(desc, MatmulDesc, "cublasLtMatmulDesc_t"), _DESC_ATTRIBUTES,
                           attribute, buf, size, "cublasLtMatmulDesc")
+
+
+def cublasLtMatmulDescGetAttribute(desc: int, attribute: int, buf: int, size: int,
+                                   written: int) -> int:
+    return _get_attribute(_lookup(desc, MatmulDesc, "cublasLtMatmulDesc_t"), _DESC_ATTRIBUTES,
+                          attribute, buf, size, written, "cublasLtMatmulDesc")
 
 
 def cublasLtMatrixLayoutCreate(out: int, data_type: int, rows: int, cols: int,
@@ -183,6 +238,13 @@ def cublasLtMatrixLayoutSetAttribute(layout: int, attribute: int, buf: int,
                                      size: int) -> int:
     return _set_attribute(_lookup(layout, MatrixLayout, "cublasLtMatrixLayout_t"),
                           _LAYOUT_ATTRIBUTES, attribute, buf, size, "cublasLtMatrixLayout")
+
+
+def cublasLtMatrixLayoutGetAttribute(layout: int, attribute: int, buf: int, size: int,
+                                     written: int) -> int:
+    return _get_attribute(_lookup(layout, MatrixLayout, "cublasLtMatrixLayout_t"),
+                          _LAYOUT_ATTRIBUTES, attribute, buf, size, written,
+                          "cublasLtMatrixLayout")
 
 
 def cublasLtMatmulPreferenceCreate(out: int) -> int:

@@ -30,6 +30,7 @@ __all__ = ["last_error", "record_error"]
 
 RUNTIME_VERSION = 13050          # CUDART_VERSION of cuda_runtime_api.h, CUDA 13.5
 INVALID_VALUE = 1
+INVALID_DEVICE = 101             # cudaErrorInvalidDevice
 INVALID_PITCH = 12              # cudaErrorInvalidPitchValue
 INVALID_MEMCPY_DIRECTION = 21    # cudaErrorInvalidMemcpyDirection
 NOT_READY = 600
@@ -82,14 +83,32 @@ def cudaGetDeviceCount(count: int) -> int:
     return driver.cuDeviceGetCount(count)
 
 
+def current_device() -> int:
+    """The calling thread's device: its current context's, else the one cudaSetDevice chose
+    (0 by default)."""
+    if getattr(state.current, "context", None):
+        return state.ordinal
+    return getattr(_thread, "device", 0)
+
+
+def make_current(device: int) -> None:
+    """Make `device`'s primary context current on this thread (retained once per process,
+    as cudart does at a device's first use)."""
+    context = driver.primary_context(device)
+    if not context.retained:
+        context.retained = 1
+    driver.cuCtxSetCurrent(driver.context_handle(device))
+
+
 def cudaGetDevice(device: int) -> int:
-    put(ctypes.c_int, device, getattr(_thread, "device", 0))
+    put(ctypes.c_int, device, current_device())
     return SUCCESS
 
 
 def cudaSetDevice(device: int) -> int:
-    driver._check_device(device)   # cudaErrorInvalidDevice (101) for any but 0
+    driver._check_device(device)   # cudaErrorInvalidDevice (101) for an ordinal not shown
     _thread.device = device
+    make_current(device)
     return SUCCESS
 
 
@@ -99,7 +118,8 @@ def cudaInitDevice(device: int, device_flags: int, flags: int) -> int:
 
 
 def cudaSetDeviceFlags(flags: int) -> int:
-    return driver.cuDevicePrimaryCtxSetFlags_v2(0, flags & ~0x8)   # less cudaDeviceMapHost
+    # (less cudaDeviceMapHost)
+    return driver.cuDevicePrimaryCtxSetFlags_v2(current_device(), flags & ~0x8)
 
 
 def cudaGetDeviceFlags(flags: int) -> int:
@@ -131,7 +151,7 @@ def cudaDeviceSynchronize() -> int:
 
 def cudaDeviceReset() -> int:
     _thread.error = SUCCESS
-    return driver.cuDevicePrimaryCtxReset_v2(0)
+    return driver.cuDevicePrimaryCtxReset_v2(current_device())
 
 
 def cudaDeviceGetLimit(value: int, limit: int) -> int:
@@ -156,6 +176,29 @@ def cudaDeviceGetStreamPriorityRange(least: int, greatest: int) -> int:
 
 def cudaDeviceCanAccessPeer(can: int, device: int, peer: int) -> int:
     return memory.cuDeviceCanAccessPeer(can, device, peer)
+
+
+def cudaDeviceEnablePeerAccess(peer: int, flags: int) -> int:
+    """Let the current device's kernels use device `peer`'s memory (memory.can_access_peer
+    says where ptxport can)."""
+    if peer == current_device():
+        raise CudaError(INVALID_DEVICE, f"device {peer} is the current device, not a peer")
+    try:
+        return memory.cuCtxEnablePeerAccess(driver.context_handle(peer), flags)
+    except CudaError as e:   # the runtime's documented code where access cannot be enabled
+        if e.code == memory.PEER_ACCESS_UNSUPPORTED:
+            raise CudaError(INVALID_DEVICE, str(e)) from None
+        raise
+
+
+def cudaDeviceDisablePeerAccess(peer: int) -> int:
+    if peer == current_device():
+        raise CudaError(INVALID_DEVICE, f"device {peer} is the current device, not a peer")
+    return memory.cuCtxDisablePeerAccess(driver.context_handle(peer))
+
+
+def cudaDeviceGetP2PAttribute(value: int, attribute: int, src: int, dst: int) -> int:
+    return memory.cuDeviceGetP2PAttribute(value, attribute, src, dst)
 
 
 def cudaDriverGetVersion(version: int) -> int:
@@ -247,6 +290,7 @@ def cudaPointerGetAttributes(attributes: int, pointer: int) -> int:
         managed, kind = values[8][1], values[2][1]
         result.type = _MANAGED if managed else _HOST if kind == 1 else _DEVICE
         result.devicePointer, result.hostPointer = values[3][1], values[4][1]
+        result.device = values[9][1]
     ctypes.memmove(attributes, ctypes.addressof(result), ctypes.sizeof(result))
     return SUCCESS
 
@@ -267,16 +311,14 @@ def cudaMemcpyAsync(dst: int, src: int, count: int, kind: int, stream: int) -> i
 
 
 def cudaMemcpyPeer(dst: int, dst_device: int, src: int, src_device: int, count: int) -> int:
-    driver._check_device(dst_device)
-    driver._check_device(src_device)
-    return memory.cuMemcpyPeer(dst, 0, src, 0, count)
+    return memory.cuMemcpyPeer(dst, driver.context_handle(dst_device), src,
+                               driver.context_handle(src_device), count)
 
 
 def cudaMemcpyPeerAsync(dst: int, dst_device: int, src: int, src_device: int, count: int,
                         stream: int) -> int:
-    driver._check_device(dst_device)
-    driver._check_device(src_device)
-    return memory.cuMemcpyPeerAsync(dst, 0, src, 0, count, stream)
+    return memory.cuMemcpyPeerAsync(dst, driver.context_handle(dst_device), src,
+                                    driver.context_handle(src_device), count, stream)
 
 
 def cudaMemset(pointer: int, value: int, count: int) -> int:

@@ -87,24 +87,18 @@ _ATTRIBUTES: dict[str, int | tuple[int, ...]] = {
 }
 
 
-def _attribute(attribute: int) -> int:
-    value = ctypes.c_int()
-    driver.cuDeviceGetAttribute(ctypes.addressof(value), attribute, 0)
-    return value.value
-
-
 def properties(device: int) -> DeviceProp:
-    """The struct for `device` (0: the only one; driver._check_device refuses others)."""
+    """The struct for device ordinal `device` (driver._check_device refuses one not shown)."""
     driver._check_device(device)
     prop = DeviceProp()
-    prop.name = driver.device_name().encode()[:255]
-    prop.uuid[:] = list(driver.device_uuid())
+    prop.name = driver.device_name(device).encode()[:255]
+    prop.uuid[:] = list(driver.device_uuid(device))
     total = ctypes.c_size_t()
-    driver.cuDeviceTotalMem_v2(ctypes.addressof(total), 0)
+    driver.cuDeviceTotalMem_v2(ctypes.addressof(total), device)
     prop.totalGlobalMem = total.value
     for field, attribute in _ATTRIBUTES.items():
         if isinstance(attribute, tuple):
-            getattr(prop, field)[:] = [_attribute(a) for a in attribute]
+            getattr(prop, field)[:] = [driver.device_attribute(a, device) for a in attribute]
         else:
-            setattr(prop, field, _attribute(attribute))
+            setattr(prop, field, driver.device_attribute(attribute, device))
     return prop

@@ -11,7 +11,6 @@ are traced with the driver's (`ptxport run --trace FILE`).
 
 from __future__ import annotations
 
-import ctypes
 import os
 import sys
 from collections.abc import Callable
@@ -40,11 +39,10 @@ _NO_STATUS = ("__cudaRegister", "__cudaUnregister", "__cudaInitModule",
 
 
 def _make_current() -> None:
-    """The runtime's implicit initialisation: the primary context, current on this thread."""
-    handle = ctypes.c_void_p()
+    """The runtime's implicit initialisation: the primary context of the thread's device
+    (cudaSetDevice's, else 0), current on this thread."""
     driver.cuInit(0)
-    driver.cuDevicePrimaryCtxRetain(ctypes.addressof(handle), 0)
-    driver.cuCtxSetCurrent(handle.value)
+    cudart.make_current(cudart.current_device())
 
 
 def _wrap(name: str, handler: Callable[..., int]) -> Callable[..., int]:

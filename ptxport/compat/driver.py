@@ -3,14 +3,17 @@ and export tables (memory.py and execution.py hold the rest).
 
 Each handler takes the C arguments as Python ints (pointers as addresses) and returns a
 CUresult, or raises CudaError; dispatch.py turns ptxport's other errors into CUresults.
-One device is visible: ptxport's Device chosen by `ptxport run --device` (PTXPORT_DEVICE),
-else the best one present; its primary context is the only context.
+The devices visible are ptxport's Devices chosen by `ptxport run --device` (PTXPORT_DEVICE:
+"cpu,opencl:0" shows two), else the best one present. Each has a primary context; a context
+(primary or made by cuCtxCreate) names its device's ordinal, and the thread's current context
+decides which device "the device" is for the other handlers (state.device).
 """
 
 from __future__ import annotations
 
 import ctypes
 import hashlib
+import itertools
 import re
 import threading
 
@@ -36,22 +39,33 @@ DRIVER_VERSION = 13050
 
 
 class Context:
-    """The primary context of the device (the only context ptxport has)."""
+    """A context of device `ordinal`: its primary context, or one made by cuCtxCreate
+    (sharing the device's memory and streams: ptxport has one address space per device)."""
 
-    def __init__(self) -> None:
+    def __init__(self, ordinal: int) -> None:
+        self.ordinal = ordinal
+        self.id = next(_context_ids)        # cuCtxGetId's: unique in the process
         self.storage: dict[int, int] = {}   # cudart's context-local storage: key -> value
         self.flags = 0
         self.retained = 0
+        self.peers: set[int] = set()        # ordinals whose memory its kernels may access
 
 
-_context = Context()
+_primary: dict[int, Context] = {}
 _lock = threading.Lock()
+_context_ids = itertools.count(1)
 
 
 def _check_device(dev: int) -> None:
-    if dev != 0:
-        raise CudaError(101, f"there is no device {dev}: ptxport shows one device, 0 "
-                             f"({state.device})")
+    state.device_at(dev)   # CUDA_ERROR_INVALID_DEVICE for an ordinal not shown
+
+
+def primary_context(ordinal: int | None = None) -> Context:
+    """The primary context of device `ordinal` (the current device's if None)."""
+    ordinal = state.ordinal if ordinal is None else ordinal
+    _check_device(ordinal)
+    with _lock:
+        return _primary.setdefault(ordinal, Context(ordinal))
 
 
 # -- init and versions -------------------------------------------------------------------------
@@ -59,7 +73,7 @@ def _check_device(dev: int) -> None:
 def cuInit(flags: int) -> int:
     if flags != 0:
         raise CudaError(INVALID_VALUE, f"flags must be 0, not {flags}")
-    _ = state.device  # choose the device now, so that a bad --device fails here
+    _ = state.devices  # choose the devices now, so that a bad --device fails here
     return SUCCESS
 
 
@@ -204,38 +218,40 @@ def cuGetErrorString(error: int, out: int) -> int:
 # -- devices --------------------------------------------------------------------------------
 
 def cuDeviceGetCount(count: int) -> int:
-    put(ctypes.c_int, count, 1)
+    put(ctypes.c_int, count, len(state.devices))
     return SUCCESS
 
 
 def cuDeviceGet(device: int, ordinal: int) -> int:
     _check_device(ordinal)
-    put(ctypes.c_int, device, 0)
+    put(ctypes.c_int, device, ordinal)
     return SUCCESS
 
 
-def device_name() -> str:
-    return f"ptxport {state.device} ({state.device.name})"
+def device_name(ordinal: int = 0) -> str:
+    device = state.device_at(ordinal)
+    return f"ptxport {device} ({device.name})"
 
 
 def cuDeviceGetName(name: int, length: int, dev: int) -> int:
-    _check_device(dev)
     if length <= 0:
         raise CudaError(INVALID_VALUE, "the length must be positive")
-    text = device_name().encode()[:length - 1] + b"\0"
+    text = device_name(dev).encode()[:length - 1] + b"\0"
     ctypes.memmove(name, text, len(text))
     return SUCCESS
 
 
-def device_uuid() -> bytes:
-    return hashlib.md5(f"ptxport:{state.device}".encode()).digest()
+def device_uuid(ordinal: int = 0) -> bytes:
+    """Each ordinal's own (one device named twice shows two devices, and cudart tells
+    devices apart by UUID)."""
+    suffix = f"#{ordinal}" if ordinal else ""
+    return hashlib.md5(f"ptxport:{state.device_at(ordinal)}{suffix}".encode()).digest()
 
 
 def cuDeviceGetUuid(uuid: int, dev: int) -> int:
-    _check_device(dev)
     if not uuid:
         raise CudaError(INVALID_VALUE)
-    ctypes.memmove(uuid, device_uuid(), 16)
+    ctypes.memmove(uuid, device_uuid(dev), 16)
     return SUCCESS
 
 
@@ -243,20 +259,27 @@ cuDeviceGetUuid_v2 = cuDeviceGetUuid
 
 
 def cuDeviceTotalMem_v2(total: int, dev: int) -> int:
-    _check_device(dev)
-    put(ctypes.c_size_t, total, state.device.properties.total_global_memory)
+    put(ctypes.c_size_t, total, state.device_at(dev).properties.total_global_memory)
     return SUCCESS
 
 
+_PCI_BUS_ID = 33   # CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: the ordinal, so that devices differ
+
+
+def device_attribute(attribute: int, ordinal: int) -> int:
+    if attribute == _PCI_BUS_ID:
+        _check_device(ordinal)
+        return ordinal
+    return attributes.attribute(attribute, state.device_at(ordinal).properties)
+
+
 def cuDeviceGetAttribute(value: int, attribute: int, dev: int) -> int:
-    _check_device(dev)
-    put(ctypes.c_int, value, attributes.attribute(attribute, state.device.properties))
+    put(ctypes.c_int, value, device_attribute(attribute, dev))
     return SUCCESS
 
 
 def cuDeviceComputeCapability(major: int, minor: int, dev: int) -> int:
-    _check_device(dev)
-    p = state.device.properties
+    p = state.device_at(dev).properties
     put(ctypes.c_int, major, p.compute_capability_major)
     put(ctypes.c_int, minor, p.compute_capability_minor)
     return SUCCESS
@@ -264,27 +287,27 @@ def cuDeviceComputeCapability(major: int, minor: int, dev: int) -> int:
 
 def cuDeviceGetPCIBusId(bus_id: int, length: int, dev: int) -> int:
     _check_device(dev)
-    text = b"0000:00:00.0"[:max(length - 1, 0)] + b"\0"
+    text = f"0000:{dev:02x}:00.0".encode()[:max(length - 1, 0)] + b"\0"
     ctypes.memmove(bus_id, text, len(text))
     return SUCCESS
 
 
 # -- contexts -------------------------------------------------------------------------------
 
-def context_handle() -> int:
-    return state.handle(_context)
+def context_handle(ordinal: int | None = None) -> int:
+    """The handle of device `ordinal`'s primary context (the current device's if None)."""
+    return state.handle(primary_context(ordinal))
 
 
 def cuDevicePrimaryCtxRetain(pctx: int, dev: int) -> int:
-    _check_device(dev)
-    _context.retained += 1
-    put(ctypes.c_void_p, pctx, context_handle())
+    primary_context(dev).retained += 1
+    put(ctypes.c_void_p, pctx, context_handle(dev))
     return SUCCESS
 
 
 def cuDevicePrimaryCtxRelease_v2(dev: int) -> int:
-    _check_device(dev)
-    _context.retained = max(_context.retained - 1, 0)
+    context = primary_context(dev)
+    context.retained = max(context.retained - 1, 0)
     return SUCCESS
 
 
@@ -292,37 +315,38 @@ def cuDevicePrimaryCtxReset_v2(dev: int) -> int:
     """Wait for all work, free every allocation and forget the sticky error (cudaDeviceReset,
     the way a program recovers from a kernel fault). Modules stay loaded: cudart keeps the
     handles of the program's kernels."""
-    _check_device(dev)
+    device = state.device_at(dev)
     for _ in range(1 + len(state.objects)):   # each sync reports one stream's failure
         try:
-            state.device.sync()
+            device.sync()
             break
         except PtxportError:
             continue   # failures of work before the reset die with it, as in CUDA
-    for address in list(state.allocations):
-        state.remove_allocation(address).close()
+    for address, home in list(state.homes.items()):
+        if home == dev:
+            state.remove_allocation(address).close()
+    primary_context(dev).peers.clear()
     state.sticky = 0
     return SUCCESS
 
 
 def cuDevicePrimaryCtxGetState(dev: int, flags: int, active: int) -> int:
-    _check_device(dev)
-    put(ctypes.c_uint, flags, _context.flags)
-    put(ctypes.c_int, active, int(_context.retained > 0))
+    context = primary_context(dev)
+    put(ctypes.c_uint, flags, context.flags)
+    put(ctypes.c_int, active, int(context.retained > 0))
     return SUCCESS
 
 
 def cuDevicePrimaryCtxSetFlags_v2(dev: int, flags: int) -> int:
-    _check_device(dev)
-    _context.flags = flags
+    primary_context(dev).flags = flags
     return SUCCESS
 
 
 def cuCtxCreate_v2(pctx: int, flags: int, dev: int) -> int:
-    """A context of its own handle on the one device (sharing its memory and streams: ptxport
+    """A context of its own handle on device `dev` (sharing its memory and streams: ptxport
     has one address space per device), pushed as the thread's current context."""
     _check_device(dev)
-    context = Context()
+    context = Context(dev)
     context.flags = flags
     handle = state.handle(context)
     cuCtxPushCurrent_v2(handle)
@@ -338,11 +362,11 @@ def cuCtxCreate_v4(pctx: int, params: int, flags: int, dev: int) -> int:
 
 
 def cuCtxDestroy_v2(ctx: int) -> int:
-    if ctx == context_handle():
-        raise CudaError(INVALID_CONTEXT, "the primary context cannot be destroyed: use "
+    if any(ctx == id(context) for context in _primary.values()):
+        raise CudaError(INVALID_CONTEXT, "a primary context cannot be destroyed: use "
                                          "cuDevicePrimaryCtxRelease")
-    state.release(ctx, Context, "CUcontext")
-    state.device.sync()
+    context = state.release(ctx, Context, "CUcontext")
+    state.device_at(context.ordinal).sync()
     if getattr(state.current, "context", None) == ctx:
         stack = state.current.__dict__.get("stack") or [None]
         state.current.context = stack.pop()
@@ -387,12 +411,12 @@ def cuCtxPopCurrent_v2(pctx: int) -> int:
 
 
 def cuCtxGetDevice(device: int) -> int:
-    put(ctypes.c_int, device, 0)
+    put(ctypes.c_int, device, state.ordinal)
     return SUCCESS
 
 
 def cuCtxGetFlags(flags: int) -> int:
-    put(ctypes.c_uint, flags, _context.flags)
+    put(ctypes.c_uint, flags, primary_context().flags)
     return SUCCESS
 
 
@@ -402,8 +426,7 @@ def cuCtxGetApiVersion(ctx: int, version: int) -> int:
 
 
 def cuCtxGetId(ctx: int, ctx_id: int) -> int:
-    _context_of(ctx)
-    put(ctypes.c_ulonglong, ctx_id, 1)
+    put(ctypes.c_ulonglong, ctx_id, _context_of(ctx).id)
     return SUCCESS
 
 

@@ -407,17 +407,18 @@ def _parameters(function: Function, kernel_params: int, extra: int) -> bytes:
 
 # Launch shapes already checked against the device, per kernel: a program launches the same
 # kernel with the same shape over and over, and the checks (check_config) cost more than the
-# rest of queueing a launch. (function handle, grid, block, shared) -> (kernel, config).
+# rest of queueing a launch. (function handle, grid, block, shared, device) -> (kernel, config).
 _checked: dict[tuple, tuple[Kernel, LaunchConfig]] = {}
 _CHECKED_MOST = 1024
 
 
 def _config(f: int, function: Function, shape: tuple[int, ...], shared: int) -> LaunchConfig:
-    key = (f, shape, shared)
+    device = state.device
+    key = (f, shape, shared, id(device))
     kernel, config = _checked.get(key, (None, None))
     if kernel is not function.kernel:   # (a handle reused by another function: not it)
         config = LaunchConfig(grid=shape[:3], block=shape[3:], shmem_size=shared)
-        check_config(config, function.kernel, state.device)
+        check_config(config, function.kernel, device)
         if len(_checked) >= _CHECKED_MOST:
             _checked.clear()
         _checked[key] = (function.kernel, config)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 
-from ptxport.compat import attributes, dark_api, driver, execution
+from ptxport.compat import dark_api, driver, execution
 from ptxport.compat.state import INVALID_HANDLE, NOT_SUPPORTED, SUCCESS, CudaError, put, state
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c"))
@@ -103,14 +103,14 @@ def ptxport_device_extended_13(result: int, dev: int) -> int:
 
 def ptxport_integrity_check(version: int, unix_seconds: int, result: int) -> int:
     tables = driver.export_tables()
-    p = state.device.properties
-    identity = dark_api.DeviceIdentity(
-        driver.device_uuid(), attributes.attribute(50, p), attributes.attribute(33, p),
-        attributes.attribute(34, p))
+    identities = [dark_api.DeviceIdentity(
+        driver.device_uuid(ordinal), driver.device_attribute(50, ordinal),
+        driver.device_attribute(33, ordinal), driver.device_attribute(34, ordinal))
+        for ordinal in range(len(state.devices))]
     answer = dark_api.integrity_check(
         version, unix_seconds, driver.DRIVER_VERSION,
         _libc.pthread_self(), tables.addresses["CUDART_INTERFACE"],
-        tables.addresses["INTEGRITY_CHECK"], tables.slot("INTEGRITY_CHECK", 1), [identity])
+        tables.addresses["INTEGRITY_CHECK"], tables.slot("INTEGRITY_CHECK", 1), identities)
     if not result:
         raise CudaError(1, "the integrity check's result pointer is NULL")
     ctypes.memmove(result, answer, 16)

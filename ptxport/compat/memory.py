@@ -6,8 +6,11 @@ backend's access checks know it. On the CPU device, and wherever the device shar
 host's address space, pinned and managed memory are device memory, whose pointer is a host
 pointer; on cuda:N they are the real driver's (cuMemHostAlloc, cuMemAllocManaged), which the
 host reads and writes at the address kernels use. Copies and fills run in stream
-order through the device's backend; the synchronous forms wait for their stream, as CUDA's
-do (streams.py has the ordering).
+order through the backend of the device whose memory they touch; the synchronous forms wait
+for their stream, as CUDA's do (streams.py has the ordering). With several devices (`ptxport
+run --device cpu,opencl:0`) every allocation belongs to the device current at its allocation
+(state.homes), and a copy between two devices' memory (cuMemcpyPeer, or cuMemcpy with unified
+addressing) goes straight between them where one side is host memory, else through the host.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import numpy as np
 
 from ptxport.compat import streams
 from ptxport.compat.state import (
+    INVALID_CONTEXT,
+    INVALID_DEVICE,
     INVALID_VALUE,
     NOT_SUPPORTED,
     SUCCESS,
@@ -139,8 +144,9 @@ def cuMemHostGetDevicePointer_v2(pdptr: int, p: int, flags: int) -> int:
 
 
 def cuMemGetInfo_v2(free: int, total: int) -> int:
-    size = state.device.properties.total_global_memory
-    used = sum(b.size for b in state.allocations.values())
+    size, ordinal = state.device.properties.total_global_memory, state.ordinal
+    used = sum(b.size for a, b in list(state.allocations.items())
+               if state.homes.get(a) == ordinal)
     put(ctypes.c_size_t, free, max(size - used, 0))
     put(ctypes.c_size_t, total, size)
     return SUCCESS
@@ -160,7 +166,7 @@ def cuMemGetAddressRange_v2(pbase: int, psize: int, dptr: int) -> int:
 
 # -- copies ---------------------------------------------------------------------------------
 
-def _kind(dst: int, src: int) -> str:
+def copy_kind(dst: int, src: int) -> str:
     """Which side of a copy between two addresses is on the device (cudaMemcpyDefault)."""
     on_device = (state.allocation_at(src) is not None, state.allocation_at(dst) is not None)
     return {(True, True): "dtod", (True, False): "dtoh", (False, True): "htod"}.get(
@@ -168,19 +174,48 @@ def _kind(dst: int, src: int) -> str:
 
 
 def move_bytes(dst: int, src: int, nbytes: int, kind: str, keep: object = None) -> None:
-    """Copy bytes: host to host is the host's memmove; the rest is the backend's. `keep`:
-    what must live until the copy ran (a staging buffer)."""
-    backend = state.device._backend
+    """Copy bytes: host to host is the host's memmove; the rest is the backend's of the
+    device whose memory it touches. `keep`: what must live until the copy ran (a staging
+    buffer)."""
     if kind == "htoh":
         ctypes.memmove(dst, src, nbytes)
-    elif kind == "dtod" and src != dst and src < dst + nbytes and dst < src + nbytes:
+        return
+    if kind == "htod":
+        state.device_of(dst)._backend.copy(dst, src, nbytes, kind)
+        return
+    if kind == "dtoh":
+        state.device_of(src)._backend.copy(dst, src, nbytes, kind)
+        return
+    to, source = state.device_of(dst), state.device_of(src)
+    if to is not source:
+        _copy_between_devices(dst, to, src, source, nbytes)
+    elif src != dst and src < dst + nbytes and dst < src + nbytes:
         # CUDA leaves overlapping copies undefined; ptxport gives memmove's result on every
         # device (OpenCL refuses overlapping SVM copies), through host memory.
         staging = ctypes.create_string_buffer(nbytes)
-        backend.copy(ctypes.addressof(staging), src, nbytes, "dtoh")
-        backend.copy(dst, ctypes.addressof(staging), nbytes, "htod")
+        to._backend.copy(ctypes.addressof(staging), src, nbytes, "dtoh")
+        to._backend.copy(dst, ctypes.addressof(staging), nbytes, "htod")
     else:
-        backend.copy(dst, src, nbytes, kind)
+        to._backend.copy(dst, src, nbytes, kind)
+
+
+def _host_memory(address: int, device) -> bool:
+    """Whether the host reads and writes `address` (of `device`'s memory) in place."""
+    buffer = state.allocation_at(address)
+    return device.backend == "cpu" or buffer is not None and buffer.handle in _host_flags
+
+
+def _copy_between_devices(dst: int, to, src: int, source, nbytes: int) -> None:
+    """A peer copy: where one side is host memory the other device's backend copies from or
+    into it; otherwise the bytes are staged through host memory."""
+    if _host_memory(src, source):
+        to._backend.copy(dst, src, nbytes, "htod")
+    elif _host_memory(dst, to):
+        source._backend.copy(dst, src, nbytes, "dtoh")
+    else:
+        staging = ctypes.create_string_buffer(nbytes)
+        source._backend.copy(ctypes.addressof(staging), src, nbytes, "dtoh")
+        to._backend.copy(dst, ctypes.addressof(staging), nbytes, "htod")
 
 
 def _copy(dst: int, src: int, nbytes: int, kind: str, stream: int, sync: bool) -> int:
@@ -198,16 +233,27 @@ def _copy(dst: int, src: int, nbytes: int, kind: str, stream: int, sync: bool) -
         return SUCCESS
     if kind == "dtoh" and state.allocation_at(dst) is None:
         sync = True
+    if sync and kind == "dtod":
+        _after_peer_work(stream, dst, src)
     streams.enqueue(stream, lambda: move_bytes(dst, src, nbytes, kind), sync)
     return SUCCESS
 
 
+def _after_peer_work(stream: int, dst: int, src: int) -> None:
+    """A synchronous copy between two devices' memory serialises with the work of both
+    devices (cudaMemcpyPeer's rule), not only with the current device's: the stream waits
+    for the other devices' default and blocking streams."""
+    current = state.device
+    for device in {state.device_of(dst), state.device_of(src)} - {current}:
+        streams.wait_for_device(stream, device)
+
+
 def cuMemcpy(dst: int, src: int, nbytes: int) -> int:
-    return _copy(dst, src, nbytes, _kind(dst, src), 0, True)
+    return _copy(dst, src, nbytes, copy_kind(dst, src), 0, True)
 
 
 def cuMemcpyAsync(dst: int, src: int, nbytes: int, stream: int) -> int:
-    return _copy(dst, src, nbytes, _kind(dst, src), stream, False)
+    return _copy(dst, src, nbytes, copy_kind(dst, src), stream, False)
 
 
 def cuMemcpyHtoD_v2(dst: int, src: int, nbytes: int) -> int:
@@ -239,8 +285,8 @@ def cuMemcpyDtoDAsync_v2(dst: int, src: int, nbytes: int, stream: int) -> int:
 def _fill(dst: int, value: int, count: int, width: int, stream: int, sync: bool) -> int:
     if count and not dst:
         raise CudaError(INVALID_VALUE, "a memset's destination is NULL")
-    streams.enqueue(
-        stream, lambda: state.device._backend.fill(dst, count * width, value, width), sync)
+    backend = state.device_of(dst)._backend
+    streams.enqueue(stream, lambda: backend.fill(dst, count * width, value, width), sync)
     return SUCCESS
 
 
@@ -327,12 +373,12 @@ class _Registered:
     """Host memory registered with cuMemHostRegister, kept in the allocation table (for
     address lookups) like a Buffer: its start, its size, and close() to unregister it."""
 
-    def __init__(self, allocation):
-        self._allocation = allocation
+    def __init__(self, allocation, device):
+        self._allocation, self._device = allocation, device
         self.handle, self.size = allocation.address, allocation.size
 
     def close(self) -> None:
-        state.device._backend.free(self._allocation)
+        self._device._backend.free(self._allocation)
 
 
 def cuMemHostRegister_v2(p: int, nbytes: int, flags: int) -> int:
@@ -342,11 +388,12 @@ def cuMemHostRegister_v2(p: int, nbytes: int, flags: int) -> int:
         raise CudaError(712, f"{p:#x} overlaps memory registered or allocated already")
     # a view of the caller's memory (owned by the caller, so the view owns nothing)
     memory = np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(p))
+    device = state.device
     try:
-        allocation = state.device._backend.register_host_memory(state.device.device_id, memory)
+        allocation = device._backend.register_host_memory(device.device_id, memory)
     except InvalidValueError as e:      # a device whose kernels cannot address host memory
         raise CudaError(NOT_SUPPORTED, str(e)) from None
-    state.add_allocation(_Registered(allocation))
+    state.add_allocation(_Registered(allocation, device))
     _host_flags[p] = flags
     return SUCCESS
 
@@ -369,8 +416,81 @@ def cuMemHostGetFlags(flags: int, p: int) -> int:
     return SUCCESS
 
 
+# -- peers ----------------------------------------------------------------------------------
+
+PEER_ACCESS_UNSUPPORTED, PEER_ACCESS_ALREADY_ENABLED, PEER_ACCESS_NOT_ENABLED = 217, 704, 705
+
+
+def can_access_peer(dev: int, peer: int) -> bool:
+    """Whether kernels on device `dev` may use addresses of device `peer`'s memory: only
+    where both ordinals are one ptxport device (`--device cpu,cpu`). Between two devices
+    (cpu and opencl:0) kernels reach only their own device's memory; copies between them
+    (cudaMemcpyPeer) work all the same."""
+    return dev != peer and state.device_at(dev) is state.device_at(peer)
+
+
 def cuDeviceCanAccessPeer(can: int, dev: int, peer: int) -> int:
-    put(ctypes.c_int, can, 0)   # ptxport shows one device, which has no peer
+    put(ctypes.c_int, can, int(can_access_peer(dev, peer)))
+    return SUCCESS
+
+
+# CU_DEVICE_P2P_ATTRIBUTE_ values: 1 performance rank, 2 access supported, 3 native atomics,
+# 4 CUDA array access, 5 only some native atomics
+_P2P_ATTRIBUTES = (1, 2, 3, 4, 5)
+
+
+def cuDeviceGetP2PAttribute(value: int, attribute: int, src: int, dst: int) -> int:
+    if src == dst:
+        state.device_at(src)
+        raise CudaError(INVALID_DEVICE, f"device {src} and itself have no link")
+    if attribute not in _P2P_ATTRIBUTES:
+        raise CudaError(INVALID_VALUE, f"{attribute} is not a CUdevice_P2PAttribute")
+    access = can_access_peer(src, dst)
+    put(ctypes.c_int, value, {1: 0, 5: 0}.get(attribute, int(access)))
+    return SUCCESS
+
+
+def _current_context():
+    from ptxport.compat.driver import Context
+
+    handle = getattr(state.current, "context", None)
+    if not handle:
+        raise CudaError(INVALID_CONTEXT, "no context is current")
+    return state.lookup(handle, Context, "CUcontext")
+
+
+def cuCtxEnablePeerAccess(peer_context: int, flags: int) -> int:
+    """Let the current context's kernels use the memory of `peer_context`'s device (one
+    way, as in CUDA)."""
+    from ptxport.compat.driver import Context
+
+    current = _current_context()
+    peer = state.lookup(peer_context, Context, "CUcontext")
+    if flags:
+        raise CudaError(INVALID_VALUE, f"flags must be 0, not {flags}")
+    if peer is current:
+        raise CudaError(INVALID_CONTEXT, "a context cannot be its own peer")
+    if not can_access_peer(current.ordinal, peer.ordinal):
+        raise CudaError(PEER_ACCESS_UNSUPPORTED, f"kernels on {state.device_at(current.ordinal)}"
+                                                 f" cannot use memory of "
+                                                 f"{state.device_at(peer.ordinal)}: copy "
+                                                 "between them (cudaMemcpyPeer) instead")
+    if peer.ordinal in current.peers:
+        raise CudaError(PEER_ACCESS_ALREADY_ENABLED, f"access to device {peer.ordinal} is "
+                                                     "enabled already")
+    current.peers.add(peer.ordinal)
+    return SUCCESS
+
+
+def cuCtxDisablePeerAccess(peer_context: int) -> int:
+    from ptxport.compat.driver import Context
+
+    current = _current_context()
+    peer = state.lookup(peer_context, Context, "CUcontext")
+    if peer.ordinal not in current.peers:
+        raise CudaError(PEER_ACCESS_NOT_ENABLED, f"access to device {peer.ordinal} was not "
+                                                 "enabled")
+    current.peers.discard(peer.ordinal)
     return SUCCESS
 
 
@@ -390,17 +510,18 @@ def _pointer_values(ptr: int) -> dict[int, tuple[type, object]]:
                 13: (ctypes.c_int, 0)}
     from ptxport.compat.driver import context_handle
 
+    ordinal = state.homes.get(buffer.handle, 0)
     host = buffer.handle in _host_flags
     managed = buffer.handle in _managed
-    shared = host or managed or state.device.properties.integrated
+    shared = host or managed or state.devices[ordinal].properties.integrated
     return {
-        1: (ctypes.c_void_p, context_handle()),           # CONTEXT (the primary one)
+        1: (ctypes.c_void_p, context_handle(ordinal)),    # CONTEXT (the primary one)
         2: (ctypes.c_uint, _MEMORYTYPE_HOST if host else _MEMORYTYPE_DEVICE),
         3: (ctypes.c_uint64, ptr),                        # DEVICE_POINTER
         4: (ctypes.c_void_p, ptr if shared else None),    # HOST_POINTER
         6: (ctypes.c_int, 1),                             # SYNC_MEMOPS
         8: (ctypes.c_int, int(managed)),                  # IS_MANAGED
-        9: (ctypes.c_int, 0),                             # DEVICE_ORDINAL
+        9: (ctypes.c_int, ordinal),                       # DEVICE_ORDINAL
         11: (ctypes.c_uint64, buffer.handle),             # RANGE_START_ADDR
         12: (ctypes.c_size_t, buffer.size),               # RANGE_SIZE
         13: (ctypes.c_int, 1),                            # MAPPED

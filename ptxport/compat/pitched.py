@@ -100,7 +100,7 @@ def _fill_2d(dst: int, pitch: int, value: int, width: int, height: int, size: in
     if height > 1 and width * size > pitch:
         raise CudaError(INVALID_VALUE, f"a 2D memset of rows of {width * size} bytes needs a "
                                        f"pitch of at least that, not {pitch}")
-    backend = state.device._backend
+    backend = state.device_of(dst)._backend
 
     def rows() -> None:
         for row in range(height):

@@ -37,6 +37,7 @@ _C_TYPES = {
     "CUlimit": "int", "CUfunc_cache": "int", "CUsharedconfig": "int", "CUjit_option": "int",
     "CUlibraryOption": "int", "CUstreamCaptureMode": "int", "CUmemAttach_flags": "int",
     "CUdriverProcAddressQueryResult": "int", "CUmem_advise": "int",
+    "CUdevice_P2PAttribute": "int", "cudaDeviceP2PAttr": "int",
     "CUhostFn": "void *", "CUstreamCallback": "void *",
     # Passed by value: two ints, which the x86-64 and AArch64 ABIs pass in one register.
     "CUmemLocation": "unsigned long long",
@@ -271,6 +272,9 @@ CUresult cuMemHostGetFlags(unsigned int *pFlags, void *p)
 CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
 CUresult cuMemHostUnregister(void *p)
 CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDev)
+CUresult cuDeviceGetP2PAttribute(int *value, CUdevice_P2PAttribute attrib, CUdevice srcDevice, CUdevice dstDevice)
+CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags)
+CUresult cuCtxDisablePeerAccess(CUcontext peerContext)
 CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
 CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute *attributes, void **data, CUdeviceptr ptr)
 CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags)

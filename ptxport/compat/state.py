@@ -1,5 +1,9 @@
-"""What the driver shim remembers: the device it runs on, the objects behind CUDA's opaque
-handles, allocations by address, the current context per thread, and the sticky error.
+"""What the driver shim remembers: the devices it shows (CUDA ordinal -> ptxport Device), the
+objects behind CUDA's opaque handles, allocations by address (and the ordinal of the device
+each belongs to), the current context per thread, and the sticky error.
+
+The calling thread's device (`state.device`) is that of its current context, so the handlers
+that act "on the device" act on the one the program chose with cudaSetDevice / cuCtxSetCurrent.
 
 Handles are the `id()` of the Python object they stand for (never 0, and no two live objects
 share one); `objects` keeps each alive until its destroy call. Small helpers read and write C
@@ -13,16 +17,17 @@ import ctypes
 import os
 import threading
 
-from ptxport.errors import PtxportError
+from ptxport.errors import InvalidValueError, PtxportError
 from ptxport.runtime import Buffer, Device, Stream
 
-__all__ = ["CudaError", "State", "put", "read_string", "state"]
+__all__ = ["CudaError", "State", "devices_named", "put", "read_string", "state"]
 
 # CUresult values used here (cuda.h's cudaError_enum)
 SUCCESS = 0
 INVALID_VALUE = 1
 OUT_OF_MEMORY = 2
 NOT_INITIALIZED = 3
+INVALID_DEVICE = 101
 INVALID_CONTEXT = 201
 INVALID_PTX = 218
 INVALID_HANDLE = 400
@@ -52,9 +57,10 @@ class State:
     """The driver's state for one process; `state` below is the one instance."""
 
     def __init__(self) -> None:
-        self._device: Device | None = None
+        self._devices: list[Device] | None = None
         self.objects: dict[int, object] = {}
         self.allocations: dict[int, Buffer] = {}    # start address -> buffer
+        self.homes: dict[int, int] = {}             # start address -> its device's ordinal
         self._starts: list[int] = []                # sorted starts, for address lookups
         self._lock = threading.Lock()
         self.current = threading.local()
@@ -62,10 +68,32 @@ class State:
         self.per_thread_streams: list[Stream] = []  # each thread's default stream
 
     @property
+    def devices(self) -> list[Device]:
+        """The devices the program sees, CUDA ordinal i being devices[i]: those PTXPORT_DEVICE
+        names (`ptxport run --device cpu,opencl:0`), else the best device present."""
+        if self._devices is None:
+            self._devices = devices_named(os.environ.get("PTXPORT_DEVICE") or "")
+        return self._devices
+
+    def device_at(self, ordinal: int) -> Device:
+        """The device of CUDA ordinal `ordinal`; CUDA_ERROR_INVALID_DEVICE for no such one."""
+        devices = self.devices
+        if not 0 <= ordinal < len(devices):
+            shown = ", ".join(f"{i} ({d})" for i, d in enumerate(devices))
+            raise CudaError(INVALID_DEVICE, f"there is no device {ordinal}: ptxport shows "
+                                            f"{len(devices)}: {shown}")
+        return devices[ordinal]
+
+    @property
+    def ordinal(self) -> int:
+        """The ordinal of the device of the calling thread's current context (0 if none)."""
+        handle = getattr(self.current, "context", None)
+        return getattr(self.objects.get(handle), "ordinal", 0) if handle else 0
+
+    @property
     def device(self) -> Device:
-        if self._device is None:
-            self._device = Device(os.environ.get("PTXPORT_DEVICE") or None)
-        return self._device
+        """The device of the calling thread's current context (device 0 if none)."""
+        return self.devices[self.ordinal]
 
     # -- handles ------------------------------------------------------------------------------
 
@@ -95,9 +123,11 @@ class State:
         return self.lookup(handle, Stream, "CUstream")
 
     def per_thread_stream(self) -> Stream:
-        stream = getattr(self.current, "stream", None)
+        """The calling thread's default stream on its current device."""
+        streams = self.current.__dict__.setdefault("streams", {})
+        stream = streams.get(self.ordinal)
         if stream is None:
-            stream = self.current.stream = self.device.create_stream()
+            stream = streams[self.ordinal] = self.device.create_stream()
             self.per_thread_streams.append(stream)
         return stream
 
@@ -106,10 +136,12 @@ class State:
     # Host threads call CUDA at once, and Python may switch threads between two statements:
     # the table and its sorted index change together under a lock.
 
-    def add_allocation(self, buffer: Buffer) -> int:
+    def add_allocation(self, buffer: Buffer, ordinal: int | None = None) -> int:
+        """Enter `buffer` (memory of device `ordinal`, the current one if None)."""
         address = buffer.handle
         with self._lock:
             self.allocations[address] = buffer
+            self.homes[address] = self.ordinal if ordinal is None else ordinal
             bisect.insort(self._starts, address)
         return address
 
@@ -117,6 +149,7 @@ class State:
         with self._lock:
             buffer = self.allocations.pop(address, None)
             if buffer is not None:
+                del self.homes[address]
                 del self._starts[bisect.bisect_left(self._starts, address)]
         if buffer is None:
             raise CudaError(INVALID_VALUE, f"{address:#x} is not the start of an allocation "
@@ -132,6 +165,34 @@ class State:
             start = self._starts[i]
             buffer = self.allocations[start]
         return buffer if address < start + max(buffer.size, 1) else None
+
+    def home_of(self, address: int) -> int | None:
+        """The ordinal of the device whose allocation holds `address`, or None."""
+        buffer = self.allocation_at(address)
+        return None if buffer is None else self.homes.get(buffer.handle)
+
+    def device_of(self, address: int) -> Device:
+        """The device whose memory `address` is in (the current device for other memory)."""
+        ordinal = self.home_of(address)
+        return self.device if ordinal is None else self.devices[ordinal]
+
+
+def devices_named(names: str) -> list[Device]:
+    """The devices of a PTXPORT_DEVICE value: comma-separated names ("cpu,opencl:0"; one
+    device may be named twice, as two CUDA devices), one group ("group:cpu,opencl:0": one
+    CUDA device whose launches the group splits), or "" for the best device present."""
+    text = names.strip()
+    if text.lower().startswith("group:"):
+        from ptxport.runtime.group_device import group_device
+
+        return [group_device(text.lower())]
+    if not text:
+        return [Device()]
+    parts = [part.strip() for part in text.split(",")]
+    if not all(parts):
+        raise InvalidValueError(f"PTXPORT_DEVICE={names!r}: write device names separated by "
+                           "commas, e.g. cpu,opencl:0")
+    return [Device(part) for part in parts]
 
 
 state = State()

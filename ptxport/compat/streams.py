@@ -3,9 +3,8 @@
 The legacy default stream (handle 0 or CU_STREAM_LEGACY) waits for all work queued before on
 blocking streams (those created without CU_STREAM_NON_BLOCKING), and they wait for it: here,
 work queued on the default stream first waits for every busy blocking stream, and work queued
-on a blocking stream first waits for the default stream when it is busy. The per-thread
-default stream is the same stream for now (ptxport's runtime has one default stream per
-device).
+on a blocking stream first waits for the default stream when it is busy. Each device has its
+own default stream, and these rules hold among the streams of one device.
 
 A synchronous call on an idle stream runs its work on the caller's thread: nothing is queued
 before it, so the order is the same, and a 4-byte cudaMemcpy costs no thread switch. With
@@ -34,6 +33,7 @@ _DISABLE_TIMING = 0x2          # CU_EVENT_DISABLE_TIMING
 _blocking: dict[int, Stream] = {}   # handle -> created blocking stream
 _flags: dict[int, int] = {}
 _priorities: dict[int, int] = {}    # handle -> priority given at creation (0 otherwise)
+_ordinals: dict[int, int] = {}      # handle -> ordinal of the device it was created on
 # cuCtxGetStreamPriorityRange's answer: lower numbers are higher priorities, as in CUDA.
 LEAST_PRIORITY, GREATEST_PRIORITY = 0, -5
 
@@ -90,14 +90,25 @@ def ordered(handle: int) -> Stream | Capture:
     if capture is not None:
         return capture
     stream = state.stream(handle)
-    default = state.device.default_stream
+    default = stream.device.default_stream
     if stream is default:
         for other in (*_blocking.values(), *state.per_thread_streams):
-            if _busy(other):
+            if other.device is stream.device and _busy(other):
                 stream.wait(other)
     elif (handle in _blocking or handle in DEFAULT_STREAMS) and _busy(default):
         stream.wait(default)   # a blocking stream, or a thread's own default stream
     return stream
+
+
+def wait_for_device(handle: int, device) -> None:
+    """Make stream `handle` wait for the work queued so far on `device`'s default stream and
+    blocking streams (a synchronous copy between devices waits for both devices)."""
+    stream = ordered(handle)
+    if isinstance(stream, Capture):
+        return
+    for other in (device.default_stream, *_blocking.values(), *state.per_thread_streams):
+        if other.device is device and other is not stream and _busy(other):
+            stream.wait(other)
 
 
 # CUDA's own switch (documented for debugging): every launch completes before it returns.
@@ -149,6 +160,7 @@ def cuStreamCreate(phStream: int, flags: int) -> int:
     stream = state.device.create_stream()
     handle = state.handle(stream)
     _flags[handle] = flags
+    _ordinals[handle] = state.ordinal
     if not flags & _NON_BLOCKING:
         _blocking[handle] = stream
     put(ctypes.c_void_p, phStream, handle)
@@ -171,6 +183,7 @@ def cuStreamDestroy_v2(handle: int) -> int:
     _blocking.pop(handle, None)
     _flags.pop(handle, None)
     _priorities.pop(handle, None)
+    _ordinals.pop(handle, None)
     stream.close()   # queued work still runs, as CUDA's cuStreamDestroy promises
     return SUCCESS
 
@@ -218,17 +231,21 @@ def cuStreamGetId(handle: int, stream_id: int) -> int:
     return SUCCESS
 
 
+def _ordinal_of(handle: int) -> int:
+    """The ordinal of the device of stream `handle` (a default stream: the current one's)."""
+    state.stream(handle)
+    return _ordinals.get(handle, state.ordinal)
+
+
 def cuStreamGetCtx(handle: int, pctx: int) -> int:
     from ptxport.compat.driver import context_handle
 
-    state.stream(handle)
-    put(ctypes.c_void_p, pctx, context_handle())
+    put(ctypes.c_void_p, pctx, context_handle(_ordinal_of(handle)))
     return SUCCESS
 
 
 def cuStreamGetDevice(handle: int, device: int) -> int:
-    state.stream(handle)
-    put(ctypes.c_int, device, 0)
+    put(ctypes.c_int, device, _ordinal_of(handle))
     return SUCCESS
 
 

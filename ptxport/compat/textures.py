@@ -6,8 +6,9 @@ cuSurfObjectCreate/Destroy over arrays, linear and pitched memory. cudart's runt
 The objects are ptxport.runtime.textures': an array is device memory laid out row after row,
 a texture or surface object the device address of the descriptor that the sampler linked
 into kernels reads (passes/textures.py). pitched.py copies to and from arrays through
-`array_origin`. Mipmapped arrays, cube maps, resource views and the packed formats CUDA 13
-added are refused with CUDA_ERROR_NOT_SUPPORTED and a line on stderr.
+`array_origin`; cube maps (CUDA_ARRAY3D_CUBEMAP) are arrays of 6 layers per cube. Mipmapped
+arrays, resource views and the packed formats CUDA 13 added are refused with
+CUDA_ERROR_NOT_SUPPORTED and a line on stderr.
 """
 
 from __future__ import annotations
@@ -85,11 +86,8 @@ def _create(out: int, width: int, height: int, depth: int, code: int, channels: 
             flags: int) -> int:
     if not out:
         raise CudaError(INVALID_VALUE, "the pointer for the array's handle is NULL")
-    if flags & _CUBEMAP:
-        raise CudaError(NOT_SUPPORTED, "cube map arrays (CUDA_ARRAY3D_CUBEMAP) are not "
-                                       "supported")
     array = Array(state.device, _format(code, channels), width, height, depth,
-                  layered=bool(flags & _LAYERED))
+                  layered=bool(flags & _LAYERED), cubemap=bool(flags & _CUBEMAP))
     _arrays[array.buffer.handle] = array
     put(ctypes.c_void_p, out, array.buffer.handle)
     return SUCCESS

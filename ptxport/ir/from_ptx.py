@@ -407,6 +407,7 @@ class _FunctionBuilder:
                 if value is None:
                     value = memo[id(o)] = self.operand(o, node.pos)
             values.append(value)
+        _check_special_register_reads(node, values)
         inst = ir.Instruction(node.spec, tuple(values), guard, node.guard_negated, node.pos)
         if self.block is None:
             self.synthetic += 1
@@ -490,6 +491,25 @@ class _FunctionBuilder:
         if block is None:
             raise _Problem(pos, f"undefined label '{name}'", name)
         return block
+
+
+def _check_special_register_reads(node: ast.Instruction, values: list) -> None:
+    """Special registers are read by `mov` (also inside a vector) and by integer-to-integer
+    `cvt` only: ptxas refuses any other instruction ("Special register argument not allowed
+    for instruction 'add'"), so such PTX is malformed rather than a variant to compute."""
+    spec = node.spec
+    if spec.opcode == "mov" or (spec.opcode == "cvt" and all(
+            t[0] in "usb" for t in spec.types)):
+        return
+    for value in values:
+        found = value.elements if isinstance(value, ir.VectorValue) else (value,)
+        for v in found:
+            if isinstance(v, ir.SpecialRegister):
+                shown = v.name + ("." + v.component if v.component else "")
+                raise _Problem(node.pos, f"special register '{shown}' cannot be an operand of "
+                                         f"'{spec.text}': PTX reads special registers only with "
+                                         "mov or an integer cvt; copy it into a register first",
+                               v.name)
 
 
 def link_blocks(f: ir.Function) -> None:

@@ -31,6 +31,7 @@ __all__ = ["PASSES", "PassResult", "run_until", "dump"]
 PASSES = {
     "uniformity": "ptxport.passes.uniformity",    # registers alike in a warp's lanes
     "segment": "ptxport.passes.segment",          # warp-gang code segments
+    "lane-offsets": "ptxport.passes.lane_offsets",  # lanes apart by constants (warp gangs)
     "inline": "ptxport.passes.inline",            # device functions that wait, inlined
     "plan-waits": "ptxport.passes.plan_waits",    # registers each wait saves and restores
 }

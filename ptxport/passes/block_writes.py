@@ -24,10 +24,12 @@ from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import uses_and_defs
 from ptxport.passes.inline import functions_that, inline_calls
 
-__all__ = ["ATOMIC_MERGES", "Atomic", "KernelWrites", "StoreForm", "kernel_writes",
-           "store_offsets"]
+__all__ = ["ATOMIC_MERGES", "Atomic", "KernelWrites", "StoreForm", "field_token", "is_field",
+           "kernel_writes", "store_offsets"]
 
 UNKNOWN = "?"          # provenance: an address that may come from anywhere (memory, ...)
+HOSTMEM = "memory"     # provenance: a 64-bit value read from a buffer a pointer parameter
+                       # passes (an address there is one the host wrote)
 LOCAL = "local"        # provenance: shared, local or parameter memory (not global)
 MODULE = "module"      # provenance: a module variable (.global/.const)
 
@@ -63,6 +65,13 @@ class KernelWrites:
     refusal: str | None = None
     opaque_writes: bool = False       # writes the analysis cannot place: masks everywhere
     function: ir.Function | None = None
+    # global accesses whose address derives from no pointer parameter (loaded from a buffer,
+    # an integer): a group cannot give a member its own copy of that memory
+    untranslated: list[ir.Instruction] = field(default_factory=list)
+    # accesses whose address comes only from fields of structure arguments (field_token):
+    # a launch that gives those fields group buffers translates them, others are refused
+    field_accesses: list[tuple[ir.Instruction, frozenset]] = field(default_factory=list)
+    fields: set = field(default_factory=set)     # every field token an address comes from
 
     def written_params(self) -> frozenset | None:
         """The pointer parameters stores may write through (None: any of them)."""
@@ -70,7 +79,7 @@ class KernelWrites:
             return None
         found = set()
         for _, bases in self.stores:
-            if UNKNOWN in bases:
+            if bases & {UNKNOWN, HOSTMEM}:
                 return None
             found |= {b for b in bases if b not in (LOCAL, MODULE)}
         return frozenset(found)
@@ -90,23 +99,52 @@ def _address_base(value) -> ir.Register | ir.Variable | None:
 
 
 class _Provenance:
-    """Which pointer parameters (or UNKNOWN/LOCAL/MODULE) each register may hold an address
-    from, to a fixed point over every definition."""
+    """Which pointer parameters (or fields, or UNKNOWN/LOCAL/MODULE/HOSTMEM) each register may
+    hold an address from, to a fixed point over every definition. The kernel's own local and
+    shared memory is one cell: a value loaded from it may be anything stored into it."""
 
     def __init__(self, f: ir.Function, pointers: set[str]):
         self.f, self.pointers = f, pointers
+        self.params = {p.name for p in f.params}
         self.bases: dict[int, frozenset] = {}
+        self.in_local: frozenset = frozenset()
         changed = True
         while changed:
             changed = False
             for inst in f.instructions():
                 ops = inst.operands
+                if inst.opcode == "st" and len(ops) > 1 and self._local(inst):
+                    new = self.in_local | self.of(ops[1])
+                    changed |= new != self.in_local
+                    self.in_local = new
+                    continue
                 if not ops or not isinstance(ops[0], ir.Register) or not _defines(inst):
                     continue
                 new = self.bases.get(id(ops[0]), frozenset()) | self._of_definition(inst)
                 if new != self.bases.get(id(ops[0]), frozenset()):
                     self.bases[id(ops[0])] = new
                     changed = True
+
+    def _local(self, inst: ir.Instruction) -> bool:
+        """Whether a store writes the kernel's own local or shared memory."""
+        space = _space(inst)
+        if space in ("local", "shared"):
+            return True
+        where = self.of(inst.operands[0])
+        return space is None and bool(where) and where <= {LOCAL}
+
+    def _of_load(self, inst: ir.Instruction) -> frozenset:
+        """What a 64-bit value loaded from global, local or generic memory may address."""
+        where = self.of(inst.operands[1])
+        if where == {MODULE}:
+            # an address kept in a module variable names module memory (initialisers such as
+            # `int *p = &table[1]`), which each member holds a copy of, like the variable
+            return frozenset((MODULE,))
+        if where and where <= {LOCAL}:
+            return self.in_local | {UNKNOWN}
+        if where - {UNKNOWN, HOSTMEM, LOCAL, MODULE}:
+            return frozenset((HOSTMEM,))
+        return frozenset((UNKNOWN,))
 
     def _of_definition(self, inst: ir.Instruction) -> frozenset:
         ops = inst.operands
@@ -115,9 +153,13 @@ class _Provenance:
                 base = _address_base(ops[1])
                 if isinstance(base, ir.Variable) and base.name in self.pointers:
                     return frozenset((base.name,))
-                return frozenset()
-            wide = any(t.endswith("64") for t in inst.spec.types)
-            return frozenset((UNKNOWN,)) if wide else frozenset()
+                if not _wide(inst):
+                    return frozenset()
+                # a kernel parameter's field; else a call's result (malloc's: member memory)
+                if isinstance(base, ir.Variable) and base.name in self.params:
+                    return frozenset((field_token(base.name, ops[1].offset),))
+                return frozenset((UNKNOWN,))
+            return self._of_load(inst) if _wide(inst) else frozenset()
         if inst.opcode in ("atom", "shfl", "ldu", "prmt", "call"):
             return frozenset((UNKNOWN,)) if inst.opcode != "prmt" else frozenset()
         found = frozenset()
@@ -139,7 +181,37 @@ class _Provenance:
             return self.of(value.base)
         if isinstance(value, ir.RegisterElement):
             return self.of(value.register)
+        if isinstance(value, tuple | list):
+            found = frozenset()
+            for element in value:
+                found |= self.of(element)
+            return found
         return frozenset()
+
+
+def _wide(inst: ir.Instruction) -> bool:
+    """Whether a load's value may be an address (a 64-bit integer: f64 data is no address)."""
+    return any(t in ("u64", "s64", "b64") for t in inst.spec.types)
+
+
+def field_token(param: str, offset: int) -> str:
+    """The provenance of the 64-bit field at byte `offset` of structure parameter `param`."""
+    return f"{param}+{offset}"
+
+
+def is_field(token) -> bool:
+    return isinstance(token, str) and "+" in token   # (no PTX identifier has a '+')
+
+
+def _untranslated(bases: frozenset, space: str | None) -> bool:
+    """Whether an access at an address of provenance `bases` in state space `space` (global
+    or generic) reaches memory through an address the host gave other than as a pointer
+    parameter or a structure's field (in a buffer, as an integer). Addresses the kernel
+    made itself (device malloc, its own local memory) are not: they name member memory."""
+    if bases - {UNKNOWN, HOSTMEM}:
+        return False     # based on a parameter, a field or the kernel's own memory (a value
+                         # from memory is then an index into it)
+    return HOSTMEM in bases or (space == "global" and not bases)
 
 
 def _defines(inst: ir.Instruction) -> bool:
@@ -206,6 +278,14 @@ def _classify(inst: ir.Instruction, prov: _Provenance, used: set, result: Kernel
     if op in _OPAQUE_WRITES or (op == "cp" and inst.spec.has("bulk")):
         result.opaque_writes = True
     space = _space(inst)
+    if op in ("atom", "red", "st", "ld") and space in _GLOBALISH:
+        bases = prov.of(inst.operands[1 if op in ("atom", "ld") else 0])
+        if _untranslated(bases, space):
+            result.untranslated.append(inst)
+        own = bases - {UNKNOWN, HOSTMEM}
+        result.fields |= {b for b in own if is_field(b)}
+        if own and all(is_field(b) for b in own):
+            result.field_accesses.append((inst, frozenset(own)))
     if op in ("atom", "red") and space in _GLOBALISH:
         bases = prov.of(inst.operands[1 if op == "atom" else 0])
         if space is None and bases <= {LOCAL}:

@@ -3,11 +3,13 @@
 // suq instruction by a call of one of these functions, linked from texture_sampler.ptx, which
 // is this file compiled by NVRTC (python -m ptxport.passes.textures --regenerate; the pass
 // keeps the PTX's digest, which tests/passes/test_texture_pass.py checks).
-// Built with -fmad=false. The arithmetic is what an H100 does (measured with
-// benchmarks/texture_check.py, docs/textures.md) and what tests/texture_reference.py models:
-// normalized coordinates cut to 24 fractional bits, weights rounded to 8 fractional bits
-// (half up), the weighted sum exact (float64 products, two-sum accumulation) and rounded once
-// to float32, to nearest with ties away from zero; 1D textures filter as 2D at y = 0.
+// Built with -fmad=false. The arithmetic is what an H100 does (every fetch of
+// benchmarks/texture_check.py replayed by benchmarks/texture_fit.py, docs/textures.md) and what
+// tests/texture_reference.py models: normalized coordinates cut to 24 fractional bits; linear
+// filtering with integer weights of 256 made from 8-bit fractions (weights()); float texels
+// aligned per z slice to 4 bits below their significand and summed exactly, rounded once to
+// float32 (float16 for half textures), to nearest with ties away from zero; integers read as
+// normalized floats filtered in 16-bit fixed point; 1D textures filter as 2D at y = 0.
 //
 // A texture or surface object (a 64-bit handle) is the device address of a Descriptor that the
 // runtime writes (ptxport/runtime/textures.py; the same layout, field for field). Enumerations
@@ -34,6 +36,7 @@ struct Descriptor {
     unsigned int resource;            // cudaResourceType
     float border[4];
     unsigned int dims;                // 1, 2 or 3: the resource's dimensions
+    unsigned int cubemap;             // faces are layers: face f of cube c is layer 6 c + f
 };
 
 struct __align__(16) Texel { unsigned int v[4]; };
@@ -43,6 +46,7 @@ struct __align__(16) SurfaceWords { unsigned long long v[4]; unsigned int out_of
 #define OP_DIMS 3u            // 1, 2, 3
 #define OP_INTEGER 4u         // integer (texel) coordinates
 #define OP_LAYERED 8u
+#define OP_CUBE 16u           // x, y, z: a direction (tex.cube, tex.acube)
 
 static __device__ const Descriptor *descriptor(unsigned long long handle) {
     return reinterpret_cast<const Descriptor *>(handle);
@@ -91,34 +95,61 @@ static __device__ float half_to_float(unsigned short h) {
     return f;
 }
 
+// The integer a normalized-float read maps to 1.0: 2^n - 1 (unsigned) or 2^(n-1) - 1.
+static __device__ int norm_scale(const Descriptor *d) {
+    return d->kind == 1 ? (1 << d->bits) - 1 : (1 << (d->bits - 1)) - 1;
+}
+
+// A channel's integer, sign-extended for signed formats.
+static __device__ int channel_int(const Descriptor *d, unsigned int raw) {
+    int shift = 32 - (int)d->bits;
+    return d->kind == 0 ? ((int)(raw << shift) >> shift) : (int)raw;
+}
+
 // One channel as the texture returns it: the float, or the integer read as a normalized
 // float (unsigned: v / (2^n - 1); signed: max(v / (2^(n-1) - 1), -1)), or the integer.
 static __device__ unsigned int channel_value(const Descriptor *d, unsigned int raw) {
     if (d->kind == 2)
         return d->bits == 16 ? __float_as_uint(half_to_float((unsigned short)raw)) : raw;
-    int shift = 32 - (int)d->bits;
-    int value = d->kind == 0 ? ((int)(raw << shift) >> shift) : (int)raw;
+    int value = channel_int(d, raw);
     if (!d->normalized_read) return (unsigned int)value;
-    if (d->kind == 1) return __float_as_uint((float)(unsigned int)value / (float)((1u << d->bits) - 1));
-    float f = (float)value / (float)((1 << (d->bits - 1)) - 1);
+    float f = (float)value / (float)norm_scale(d);
     return __float_as_uint(f < -1.0f ? -1.0f : f);
+}
+
+// Border color channel c of a format read as normalized floats, converted to the format:
+// scaled, rounded to nearest with ties down and clamped (an H100 reads 0.5 as 127/255).
+static __device__ __noinline__ int border_int(const Descriptor *d, int c) {
+    int scale = norm_scale(d);
+    double v = ceil((double)d->border[c] * (double)scale - 0.5);
+    double low = d->kind == 1 ? 0.0 : -(double)scale;
+    return (int)(v < low ? low : (v > (double)scale ? (double)scale : v));
+}
+
+// Addresses texel (x, y, z) in place; whether it is a border texel.
+static __device__ bool locate(const Descriptor *d, int *x, int *y, int *z) {
+    bool outside = false;
+    if (d->resource == 2 && (*x < 0 || *x >= (int)d->size[0])) {
+        outside = true;     // linear memory: no addressing, nothing outside
+        *x = 0;
+    }
+    *x = address(*x, (int)d->size[0], d->address[0], d->normalized_coords, &outside);
+    *y = address(*y, (int)d->size[1], d->address[1], d->normalized_coords, &outside);
+    *z = address(*z, (int)d->size[2], d->address[2], d->normalized_coords, &outside);
+    return outside;
 }
 
 // Texel (x, y, z) of `layer`, addressed: four channels as returned (missing ones 0, border
 // texels included: what an H100 returns).
 extern "C" __device__ __noinline__ Texel __ptxport_fetch(const Descriptor *d, int x, int y, int z, int layer) {
-    bool outside = false;
     Texel t;
-    if (d->resource == 2 && (x < 0 || x >= (int)d->size[0])) {
-        outside = true;     // linear memory: no addressing, nothing outside
-        x = 0;
-    }
-    x = address(x, (int)d->size[0], d->address[0], d->normalized_coords, &outside);
-    y = address(y, (int)d->size[1], d->address[1], d->normalized_coords, &outside);
-    z = address(z, (int)d->size[2], d->address[2], d->normalized_coords, &outside);
-    if (outside) {
-        for (int c = 0; c < 4; ++c)
-            t.v[c] = d->resource == 2 || c >= (int)d->channels ? 0u : __float_as_uint(d->border[c]);
+    if (locate(d, &x, &y, &z)) {
+        for (int c = 0; c < 4; ++c) {
+            if (d->resource == 2 || c >= (int)d->channels) t.v[c] = 0u;
+            else if (d->kind != 2 && d->normalized_read)
+                t.v[c] = __float_as_uint((float)border_int(d, c) / (float)norm_scale(d));
+            else t.v[c] = __float_as_uint(d->border[c]);
+        }
         return t;
     }
     const unsigned char *p = texel_address(d, x, y, z, layer);
@@ -129,9 +160,19 @@ extern "C" __device__ __noinline__ Texel __ptxport_fetch(const Descriptor *d, in
     return t;
 }
 
-// A filtering weight's numerator: the fractional part in 8 fractional bits, rounded half up.
-static __device__ double weight(double fraction) {
-    return floor(fraction * 256.0 + 0.5);
+// Texel (x, y, z) of `layer` as linear filtering reads it, in the format's own terms: the
+// float, or the integer (border texels: the border color, converted for integers).
+static __device__ __noinline__ void stored_texel(const Descriptor *d, int x, int y, int z,
+                                                 int layer, double *v) {
+    bool outside = locate(d, &x, &y, &z);
+    const unsigned char *p = texel_address(d, x, y, z, layer);
+    for (int c = 0; c < 4; ++c) {
+        if (c >= (int)d->channels) v[c] = 0.0;
+        else if (outside) v[c] = d->kind == 2 ? (double)d->border[c] : (double)border_int(d, c);
+        else if (d->kind != 2) v[c] = (double)channel_int(d, channel_bits(d, p, c));
+        else if (d->bits == 16) v[c] = (double)half_to_float((unsigned short)channel_bits(d, p, c));
+        else v[c] = (double)__uint_as_float(channel_bits(d, p, c));
+    }
 }
 
 // Knuth's two-sum: s + *err == a + b exactly.
@@ -142,15 +183,27 @@ static __device__ double two_sum(double a, double b, double *err) {
     return s;
 }
 
-// hi + lo (|lo| below half an ulp of hi) to float32: nearest, ties away from zero.
-static __device__ float round_away(double hi, double lo) {
-    float t = __double2float_rz(hi);
-    double rest = fabs(hi - (double)t);             // exact
-    float next = nextafterf(t, hi < 0.0 ? -__int_as_float(0x7f800000) : __int_as_float(0x7f800000));
-    if (t == 0.0f && hi == 0.0) return 0.0f;
-    double half = fabs((double)next - (double)t) * 0.5;
+// frexp's exponent of a nonzero normal double (v = m 2^e, 0.5 <= |m| < 1), and 2^e for a
+// normal e: bit fields, so that the sampler needs no libdevice ilogb or ldexp.
+static __device__ int exponent_of(double v) {
+    return ((__double2hiint(v) >> 20) & 0x7ff) - 1022;
+}
+
+static __device__ double pow2(int e) {
+    return __hiloint2double((e + 1023) << 20, 0);
+}
+
+// hi + lo (|lo| below half an ulp of hi) rounded to a float of `digits` significant bits
+// whose smallest normal exponent is `min_exp` (float32: 24, -126; float16: 11, -14): nearest,
+// ties away from zero.
+static __device__ double round_away(double hi, double lo, int digits, int min_exp) {
+    if (hi == 0.0) return 0.0;
+    int e = exponent_of(hi) - 1;
+    double ulp = pow2((e < min_exp ? min_exp : e) - (digits - 1));
+    double t = trunc(hi / ulp) * ulp;               // exact
+    double rest = fabs(hi - t);                     // exact
     bool same = lo == 0.0 || ((lo < 0.0) == (hi < 0.0));
-    return rest > half || (rest == half && same) ? next : t;
+    return rest > 0.5 * ulp || (rest == 0.5 * ulp && same) ? t + copysign(ulp, hi) : t;
 }
 
 static __device__ int layer_index(const Descriptor *d, unsigned int layer) {
@@ -167,31 +220,134 @@ static __device__ double texel_coordinate(const Descriptor *d, float c, int dim)
     return cut * (double)d->size[dim];
 }
 
-// Linear filtering over `axes` dimensions (2 for a 1D texture: y = 0 in a texture of height 1).
-static __device__ Texel sample_linear(const Descriptor *d, const double *u, int axes, int layer) {
-    int i[3] = {0, 0, 0};
-    double q[3] = {0.0, 0.0, 0.0};
+// n / 256 rounded to nearest, ties to even (n >= 0).
+static __device__ int div256_even(int n) {
+    int r = n >> 8, rest = n & 255;
+    return rest > 128 || (rest == 128 && (r & 1)) ? r + 1 : r;
+}
+
+// Integer weights of 256 (w[corner], bit k of corner: the upper texel along axis k) from the
+// 8-bit fractions q, as an H100 makes them. Bilinear: q_x q_y / 256 rounded to nearest (ties
+// up) for the upper corner, the rest of q_x, q_y and 256 for the others. Trilinear: the
+// bilinear weights of x and z, each split between y0 and y1 by w q_y / 256 rounded to nearest
+// even (the weights are not separable).
+static __device__ void weights(const int *q, int axes, int *w) {
+    int b = axes == 2 ? 1 : 2;
+    int both = (q[0] * q[b] + 128) >> 8;
+    int plane[4] = {256 - q[0] - q[b] + both, q[0] - both, q[b] - both, both};
+    int corner[4] = {0, 1, 1 << b, 1 | (1 << b)};
+    for (int n = 0; n < 4; ++n) {
+        if (axes == 2) {
+            w[corner[n]] = plane[n];
+            continue;
+        }
+        int upper = div256_even(plane[n] * q[1]);
+        w[corner[n]] = plane[n] - upper;
+        w[corner[n] | 2] = upper;
+    }
+}
+
+// Float texels: in each z slice, cut toward zero to `bits` bits below the largest exponent
+// of the weighted nonzero texels (the significand and 4 bits more); the weighted sum is
+// exact (two-sum) and rounded once.
+static __device__ __noinline__ float filter_float(double (*v)[4], const int *w, int corners,
+                                                  int c, bool half) {
+    int bits = half ? 15 : 28;
+    double hi = 0.0, lo = 0.0;
+    for (int slab = 0; slab < corners; slab += 4) {
+        int top = -100000;
+        for (int n = slab; n < slab + 4; ++n)
+            if (w[n] > 0 && v[n][c] != 0.0 && exponent_of(v[n][c]) > top)
+                top = exponent_of(v[n][c]);
+        if (top == -100000) continue;
+        for (int n = slab; n < slab + 4; ++n) {
+            double cut = trunc(v[n][c] * pow2(bits - top)) * pow2(top - bits);     // exact
+            double err, err2;
+            hi = two_sum(hi, (double)w[n] * (1.0 / 256.0) * cut, &err);     // exact product
+            hi = two_sum(hi, lo + err, &err2);
+            lo = err2;
+        }
+    }
+    return (float)(half ? round_away(hi, lo, 11, -14) : round_away(hi, lo, 24, -126));
+}
+
+// Integers read as normalized floats filter in 16-bit fixed point: 8-bit unsigned texels
+// widened by 257, the sum rounded to a 16-bit integer (ties up); 8-bit signed texels filter
+// as they are and scale by 32767/32512 to nearest (96% of an H100's fetches: docs/textures.md).
+static __device__ __noinline__ float filter_normalized(const Descriptor *d, double (*v)[4],
+                                                       const int *w, int corners, int c) {
+    long long total = 0;
+    for (int n = 0; n < corners; ++n) total += (long long)w[n] * (long long)v[n][c];
+    long long value;
+    if (d->bits == 8 && d->kind == 0) {
+        long long num = total * 65534 + 32512, den = 65024;
+        value = num / den - (num % den != 0 && num < 0 ? 1 : 0);
+    } else {
+        value = ((d->bits == 8 ? total * 257 : total) + 128) >> 8;
+    }
+    float f = (float)((double)value / (d->kind == 0 ? 32767.0 : 65535.0));
+    return f < -1.0f ? -1.0f : f;
+}
+
+// Linear filtering over `axes` dimensions (2 for a 1D texture: y = 0 in a texture of height
+// 1) of the `dims` coordinates u; clamp mode clamps them to [0.5, size - 0.5] first.
+static __device__ Texel sample_linear(const Descriptor *d, double *u, int dims, int layer,
+                                      bool clamp) {
+    int axes = dims < 2 ? 2 : dims;
+    int i[3] = {0, 0, 0}, q[3] = {0, 0, 0};
     for (int k = 0; k < axes; ++k) {
+        unsigned int mode = d->address[k];
+        if (k < dims && (clamp || mode == 1 || (!d->normalized_coords && mode != 3))) {
+            double top = (double)d->size[k] - 0.5;
+            u[k] = u[k] < 0.5 ? 0.5 : (u[k] > top ? top : u[k]);
+        }
         double b = u[k] - 0.5;
         double f = floor(b);
         i[k] = (int)f;
-        q[k] = weight(b - f);
+        q[k] = (int)floor((b - f) * 256.0 + 0.5);
     }
-    double hi[4] = {0.0, 0.0, 0.0, 0.0}, lo[4] = {0.0, 0.0, 0.0, 0.0};
-    for (int n = 0; n < (1 << axes); ++n) {
-        double w = 1.0;
-        for (int k = 0; k < axes; ++k) w = w * ((((n >> k) & 1) ? q[k] : 256.0 - q[k]) * (1.0 / 256.0));
-        Texel t = __ptxport_fetch(d, i[0] + (n & 1), i[1] + ((n >> 1) & 1), i[2] + ((n >> 2) & 1), layer);
-        for (int c = 0; c < 4; ++c) {
-            double err, err2;
-            hi[c] = two_sum(hi[c], w * (double)__uint_as_float(t.v[c]), &err);   // exact product
-            hi[c] = two_sum(hi[c], lo[c] + err, &err2);
-            lo[c] = err2;
-        }
-    }
+    int w[8];
+    weights(q, axes, w);
+    double v[8][4];
+    int corners = 1 << axes;
+    for (int n = 0; n < corners; ++n)
+        stored_texel(d, i[0] + (n & 1), i[1] + ((n >> 1) & 1), i[2] + ((n >> 2) & 1), layer, v[n]);
     Texel out;
-    for (int c = 0; c < 4; ++c) out.v[c] = __float_as_uint(round_away(hi[c], lo[c]));
+    for (int c = 0; c < 4; ++c)
+        out.v[c] = __float_as_uint(d->kind == 2 ? filter_float(v, w, corners, c, d->bits == 16)
+                                                : filter_normalized(d, v, w, corners, c));
     return out;
+}
+
+// A cube map fetch, as the CUDA C++ Programming Guide's "Cubemap Textures" defines it: the
+// face of the major axis of the direction (x, y, z) (ties go to x, then y) and the face
+// coordinates ((s / m + 1) / 2, (t / m + 1) / 2) of its table, read as a 2D texture with
+// normalized coordinates clamped to the face (no filtering across faces: seamlessCubemap
+// off). Not measured on a GPU (docs/textures.md).
+static __device__ Texel sample_cube(const Descriptor *d, float x, float y, float z, int cube) {
+    float ax = fabsf(x), ay = fabsf(y), az = fabsf(z);
+    int face;
+    float m, s, t;
+    if (ax >= ay && ax >= az) {
+        face = x >= 0.0f ? 0 : 1, m = ax, s = x >= 0.0f ? -z : z, t = -y;
+    } else if (ay >= az) {
+        face = y >= 0.0f ? 2 : 3, m = ay, s = x, t = y >= 0.0f ? z : -z;
+    } else {
+        face = z >= 0.0f ? 4 : 5, m = az, s = z >= 0.0f ? x : -x, t = -y;
+    }
+    float face_uv[2] = {m > 0.0f ? (s / m + 1.0f) * 0.5f : 0.5f,
+                        m > 0.0f ? (t / m + 1.0f) * 0.5f : 0.5f};
+    double u[3] = {0.0, 0.0, 0.0};
+    for (int k = 0; k < 2; ++k)
+        u[k] = floor((double)face_uv[k] * 16777216.0) * (1.0 / 16777216.0) * (double)d->size[k];
+    int layer = 6 * cube + face;
+    if (d->filter == 1 && returns_float(d)) return sample_linear(d, u, 2, layer, true);
+    int i[2];
+    for (int k = 0; k < 2; ++k) {
+        i[k] = (int)floor(u[k]);
+        i[k] = i[k] < 0 ? 0 : (i[k] >= (int)d->size[k] ? (int)d->size[k] - 1 : i[k]);
+    }
+    return __ptxport_fetch(d, i[0], i[1], 0, layer);
 }
 
 extern "C" __device__ __noinline__ Texel __ptxport_tex(unsigned long long handle, unsigned int op,
@@ -201,11 +357,17 @@ extern "C" __device__ __noinline__ Texel __ptxport_tex(unsigned long long handle
     int dims = (int)(op & OP_DIMS);
     int l = (op & OP_LAYERED) ? layer_index(d, layer) : 0;
     unsigned int c[3] = {c0, c1, c2};
+    if (op & OP_CUBE) {
+        int last = (int)d->layers / 6 - 1, cube = (op & OP_LAYERED) ? (int)layer : 0;
+        cube = cube > last ? last : cube;
+        return sample_cube(d, __uint_as_float(c0), __uint_as_float(c1), __uint_as_float(c2),
+                           cube < 0 ? 0 : cube);
+    }
     if (op & OP_INTEGER)
         return __ptxport_fetch(d, (int)c0, dims > 1 ? (int)c1 : 0, dims > 2 ? (int)c2 : 0, l);
     double u[3] = {0.0, 0.0, 0.0};
     for (int k = 0; k < dims; ++k) u[k] = texel_coordinate(d, __uint_as_float(c[k]), k);
-    if (d->filter == 1 && returns_float(d)) return sample_linear(d, u, dims < 2 ? 2 : dims, l);
+    if (d->filter == 1 && returns_float(d)) return sample_linear(d, u, dims, l, false);
     return __ptxport_fetch(d, (int)floor(u[0]), (int)floor(u[1]), (int)floor(u[2]), l);
 }
 

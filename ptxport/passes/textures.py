@@ -8,7 +8,7 @@ NVRTC) is linked into the copy. The sampler reads the descriptor that a texture 
 object's 64-bit handle points to (runtime/textures.py writes it), so what a target compiles
 after this pass is plain loads, stores and arithmetic. The module itself is not changed.
 
-What is not done raises UnsupportedFeatureError naming the instruction: cube maps and
+What is not done raises UnsupportedFeatureError naming the instruction: tld4 of cube maps,
 multisample geometries, texture references and independent samplers (.texref/.samplerref:
 CUDA 12 removed them), texel offsets and depth compare, f16 results, formatted surface stores
 (sust.p), sured, and queries of channel formats and mipmap levels.
@@ -40,11 +40,12 @@ QUERIES = {"width": 0, "height": 1, "depth": 2, "array_size": 3, "normalized_coo
            "num_mipmap_levels": 9}
 
 _DIMS = {"1d": 1, "2d": 2, "3d": 3, "a1d": 1, "a2d": 2}
+_CUBES = {"cube": 2 | 16, "acube": 2 | 16}        # texture_sampler.cu's OP_CUBE
 _CLAMP = {"trap": 0, "clamp": 1, "zero": 2}
 _SAMPLER = Path(__file__).with_name("texture_sampler.cu")
 # The SHA-256 of texture_sampler.ptx, written by regenerate(): an edit of the PTX changes this
 # file, and with it the keys of compiled kernels in the caches (which hash ptxport's .py files).
-SAMPLER_DIGEST = "5693f22e7bc3d689c7cfdfe0d3b58700ce10bc0dea9d15f4429513c9244c5b61"
+SAMPLER_DIGEST = "64dc57f27ed0e62ca6d60f1b56d30e2fbba065dac233cc05917f2e5ab8bc9a93"
 
 
 def uses_textures(module: ir.Module) -> bool:
@@ -241,11 +242,16 @@ class _Rewriter:
     def lower_tex(self, inst: ir.Instruction) -> None:
         """tex{.mip}.geom.v4.dtype.ctype d{|p}, [a, c]{, lod | dPdx, dPdy}: textures have no
         mipmap levels here, so .level and .grad read level 0 (as CUDA does for a texture
-        without mipmaps)."""
+        without mipmaps). A cube map's c is a direction (x, y, z), after the cube's index in
+        a cube map array (.acube)."""
         spec = inst.spec
         geom, dtype, ctype = spec.get("geom"), spec.types[0], spec.types[-1]
         expected = {None: 2, "base": 2, "level": 3, "grad": 4}[spec.get("mip")]
-        self.check_geometry(geom)
+        cube = geom in _CUBES
+        if not cube:
+            self.check_geometry(geom)
+        elif ctype != "f32":
+            raise self.refuse(spec.text, "integer coordinates of a cube map")
         if dtype.startswith("f16"):
             raise self.refuse(spec.text, "f16 texture results")
         if len(inst.operands) != expected:
@@ -254,7 +260,8 @@ class _Rewriter:
         layered = geom.startswith("a")
         layer = coords[0] if layered else ir.IntImm(0)
         coords = coords[1:] if layered else coords
-        op = _DIMS[geom] | (4 if ctype == "s32" else 0) | (8 if layered else 0)
+        op = (_CUBES[geom] if cube else _DIMS[geom]) | (4 if ctype == "s32" else 0) | (
+            8 if layered else 0)
         args = [self.argument(handle, "b64"), self.argument(ir.IntImm(op), "b32")]
         args += [self.argument(_coordinate(coords, k, ctype), ctype) for k in range(3)]
         args.append(self.argument(layer, "b32"))

@@ -32,7 +32,8 @@ from ptxport.ir.analysis import may_write, state_space, uses_and_defs
 from ptxport.passes import PassResult
 from ptxport.ptx.ast import IntImm
 
-__all__ = ["run", "thread_x_copies", "uniform_registers", "warp_index_of", "warp_uniform_indices"]
+__all__ = ["converged_writers", "run", "thread_x_copies", "uniform_registers", "warp_index_of",
+           "warp_uniform_indices"]
 
 # Instructions whose result is the same in every lane when their operands are.
 _VALUE_OPS = {"add", "sub", "mul", "mad", "mul24", "mad24", "sad", "div", "rem", "abs", "neg",
@@ -247,6 +248,21 @@ def uniform_registers(kernel: ir.Function, block: tuple[int, int, int] | None = 
         if grown == varying:
             return registers - varying
         varying = grown
+
+
+def converged_writers(kernel: ir.Function, uniform: set) -> set[int]:
+    """ids of the instructions that the warp's live lanes all run together (in converged
+    blocks, unguarded or guarded by a uniform predicate), given the kernel's `uniform`
+    registers: their writes leave no lane with an older value."""
+    varying = set(kernel.registers.values()) - uniform
+    post = _post_dominators(kernel.blocks)
+    predecessors: dict[int, list] = {id(b): [] for b in kernel.blocks}
+    for b in kernel.blocks:
+        for s in b.successors:
+            predecessors[id(s)].append(b)
+    split = _not_converged(kernel, varying, post, predecessors)
+    return {id(inst) for bb in kernel.blocks if id(bb) not in split
+            for inst in bb.instructions if inst.guard is None or inst.guard in uniform}
 
 
 def run(module: ir.Module, kernel: ir.Function, block=None) -> PassResult:

@@ -26,14 +26,18 @@ import numpy as np
 from ptxport.errors import (
     ArgumentError,
     InvalidValueError,
+    OutOfMemoryError,
     SplitRefusedError,
     UnsupportedFeatureError,
 )
+from ptxport.passes.block_writes import field_token
 from ptxport.runtime.group_plan import Plan, identity, merge_buffer, plan_launch
 
-__all__ = ["DeviceGroup", "GroupBuffer", "GroupStream", "LocalMember"]
+__all__ = ["DeviceGroup", "GroupBuffer", "GroupPointer", "GroupStream", "GroupStruct",
+           "LocalMember", "argument_keys"]
 
 HOST = -1                      # the coherence table's name for the host's copy
+_ALIGNMENT = 256
 _keys = itertools.count(1)
 
 
@@ -86,13 +90,27 @@ class LocalMember:
                 reason="the member needs the block_range pass's kernel, which only ptxport's "
                        "code generation makes: set the backend's ptx_source to 'ptxport'")
         ranged = _ranged_kernel(kernel)
-        values = [self._buffers[a[1]] if isinstance(a, tuple) else a for a in args]
+        values = [self._argument(a) for a in args]
         hidden = [np.uint32(v) for v in (*first, *config.grid)]
         sub = LaunchConfig(grid=grid, block=config.block, shmem_size=config.shmem_size)
         start = time.perf_counter()
         launch(self._stream, sub, ranged, *values, *hidden)
         self._stream.sync()
         return time.perf_counter() - start
+
+    def _argument(self, arg):
+        """A launch argument: ("buffer", key) is this member's copy of a group buffer,
+        ("buffer", key, offset) the address `offset` bytes into it, ("struct", bytes,
+        fields) a structure whose (field offset, key, offset) fields get such addresses."""
+        if not isinstance(arg, tuple):
+            return arg
+        if arg[0] == "struct":
+            data = bytearray(arg[1])
+            for field, key, offset in arg[2]:
+                data[field:field + 8] = (self._buffers[key].handle + offset).to_bytes(8, "little")
+            return np.frombuffer(bytes(data), np.dtype((np.void, len(data))))[0]
+        buffer = self._buffers[arg[1]]
+        return buffer if len(arg) == 2 else np.uint64(buffer.handle + arg[2])
 
 
 _RANGED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -120,7 +138,11 @@ class GroupBuffer:
 
     def __init__(self, group: DeviceGroup, size: int):
         self._group, self._size, self.key = group, size, next(_keys)
-        self._host = np.zeros(size, np.uint8)
+        # the host's copy, updated in place: its address stays the same (GroupDevice gives
+        # it to programs as the buffer's address), aligned as cudaMalloc's
+        raw = np.zeros(size + _ALIGNMENT, np.uint8)
+        start = -raw.ctypes.data % _ALIGNMENT
+        self._host = raw[start:start + size]
         self._valid = {HOST}
         # member -> byte ranges its copy lacks (it holds the rest), after a "ranges" merge
         self._patch: dict[int, list[tuple[int, int]]] = {}
@@ -163,7 +185,7 @@ class GroupBuffer:
         if isinstance(src, GroupBuffer):
             src = src.copy_to(np.empty(src.size, np.uint8))
         with self._group._lock:
-            self._host = self._array(src, "copy_from", False).copy()
+            self._host[:] = self._array(src, "copy_from", False)
             self._valid, self._patch = {HOST}, {}
 
     def copy_to(self, dst=None, *, stream=None) -> np.ndarray:
@@ -188,6 +210,46 @@ class GroupBuffer:
             self._closed = True
             self._free()
             self._group._free_dropped()
+
+    def host_current(self) -> np.ndarray:
+        """The host's copy, brought up to date (fetched from a member that holds the
+        current contents): read or change it in place, then call host_changed()."""
+        with self._group._lock:
+            return self._group._host_copy(self)
+
+    def host_changed(self) -> None:
+        """The host's copy was changed in place: the members' copies are stale."""
+        with self._group._lock:
+            self._valid, self._patch = {HOST}, {}
+
+
+class GroupPointer:
+    """A kernel argument `offset` bytes into a group buffer (a CUDA program's `p + n`): the
+    members get the address of that byte of their copies."""
+
+    def __init__(self, buffer: GroupBuffer, offset: int):
+        if not 0 <= offset <= buffer.size:
+            raise InvalidValueError(f"offset {offset} is outside {buffer!r}")
+        self.buffer, self.offset = buffer, offset
+
+
+class GroupStruct:
+    """A structure argument (its bytes) whose 64-bit fields at `pointers`' offsets hold
+    addresses of group buffers (a GroupBuffer or GroupPointer each): each member gets the
+    structure with its own copies' addresses there. Only fields the kernel uses as
+    addresses are translated (block_writes.KernelWrites.fields)."""
+
+    def __init__(self, data: bytes, pointers: dict[int, GroupBuffer | GroupPointer]):
+        self.data, self.pointers = bytes(data), dict(pointers)
+
+
+def argument_keys(values) -> tuple[int, ...]:
+    """The group buffer keys a member's launch arguments name."""
+    keys = []
+    for value in values:
+        if isinstance(value, tuple):
+            keys += [key for _, key, _ in value[2]] if value[0] == "struct" else [value[1]]
+    return tuple(keys)
 
 
 class GroupStream:
@@ -263,7 +325,11 @@ class DeviceGroup:
     def allocate(self, size: int, stream=None) -> GroupBuffer:
         if not isinstance(size, int | np.integer) or size < 0:
             raise InvalidValueError(f"allocate() takes a size in bytes, not {size!r}")
-        buffer = GroupBuffer(self, int(size))
+        try:
+            buffer = GroupBuffer(self, int(size))
+        except MemoryError:
+            raise OutOfMemoryError(f"{self} could not allocate {size} bytes (its host copy "
+                                   "does not fit in the host's memory)") from None
         self._buffers[buffer.key] = buffer
         return buffer
 
@@ -291,7 +357,7 @@ class DeviceGroup:
     def _host_copy(self, buffer: GroupBuffer) -> np.ndarray:
         if HOST not in buffer._valid:
             member = min(buffer._valid)
-            buffer._host = self.members[member].download(buffer.key)
+            buffer._host[:] = self.members[member].download(buffer.key)
             self._count("bytes_received", buffer.size)
             buffer._valid.add(HOST)
         return buffer._host
@@ -338,50 +404,74 @@ class DeviceGroup:
 
     # -- launches ----------------------------------------------------------------------------
 
-    def _arguments(self, kernel, args) -> tuple[dict[int, int], list]:
+    def _own(self, kernel, index: int, info, arg) -> tuple[GroupBuffer, int]:
+        """The buffer and offset of a GroupBuffer or GroupPointer argument of this group."""
+        buffer, offset = (arg.buffer, arg.offset) if isinstance(arg, GroupPointer) else (arg, 0)
+        if buffer._group is not self or buffer._closed:
+            raise ArgumentError(f"kernel {kernel.name}, argument {index} ({info.name}): the "
+                                "buffer is closed or of another group")
+        return buffer, offset
+
+    def _struct(self, kernel, index: int, info, arg: GroupStruct, fields: dict) -> tuple:
+        entries = []
+        for field, target in sorted(arg.pointers.items()):
+            buffer, offset = self._own(kernel, index, info, target)
+            fields[field_token(info.name, field)] = (index, buffer.key, offset)
+            entries.append((field, buffer.key, offset))
+        return ("struct", arg.data, tuple(entries))
+
+    def _arguments(self, kernel, args) -> tuple[dict[int, int], list, dict[int, int], dict]:
+        """The group buffer key of each buffer argument (by index), the values the members
+        are given, the byte offset of each GroupPointer argument (by index), and
+        plan_launch's `fields` of GroupStruct arguments."""
         infos = kernel.arguments_info
         if len(args) != len(infos):
             raise ArgumentError(f"kernel {kernel.name} takes {len(infos)} argument(s) but was "
                                 f"given {len(args)}")
-        keys, values = {}, []
+        keys, values, offsets, fields = {}, [], {}, {}
         for index, (arg, info) in enumerate(zip(args, infos, strict=True)):
-            if isinstance(arg, GroupBuffer):
-                if arg._group is not self or arg._closed:
-                    raise ArgumentError(f"kernel {kernel.name}, argument {index} "
-                                        f"({info.name}): the buffer is closed or of another "
-                                        "group")
+            offset = 0
+            if isinstance(arg, GroupStruct):
+                values.append(self._struct(kernel, index, info, arg, fields))
+                continue
+            if isinstance(arg, GroupBuffer | GroupPointer):
+                arg, offset = self._own(kernel, index, info, arg)
                 keys[index] = arg.key
-                values.append(("buffer", arg.key))
-            elif info.pointer and not isinstance(arg, np.void):
+                values.append(("buffer", arg.key, offset) if offset else ("buffer", arg.key))
+                if offset:
+                    offsets[index] = offset
+            elif info.pointer and not isinstance(arg, np.void) and not _null(arg):
                 raise ArgumentError(
                     f"kernel {kernel.name}, argument {index} ({info.name}) is a pointer: "
                     f"pass a GroupBuffer of {self} (group.allocate), not "
                     f"{type(arg).__name__}")
             else:
                 values.append(arg)
-        return keys, values
+        return keys, values, offsets, fields
 
     def launch(self, config, kernel, *args) -> None:
         """Run `kernel` over the group: split by whole blocks where its IR allows, else
         whole on one member (SplitRefusedError instead when strict). Done on return."""
         self._free_dropped()
         with self._lock:
-            keys, values = self._arguments(kernel, args)
-            sizes = {key: self._buffers[key].size for key in keys.values()}
+            keys, values, offsets, fields = self._arguments(kernel, args)
+            passed = {**keys, **{token: key for token, (_, key, _) in fields.items()}}
+            sizes = {key: self._buffers[key].size for key in passed.values()}
             speeds = self._speeds.setdefault(kernel._function, [None] * len(self.members))
             known = [s for s in speeds if s is not None]
             guess = sum(known) / len(known) if known else 1.0
             speeds = [guess if s is None else s for s in speeds]
-            plan = plan_launch(kernel, config, list(args), keys, sizes, speeds)
+            plan = plan_launch(kernel, config, list(args), keys, sizes, speeds, offsets,
+                               fields)
             self.last_plan = plan
             self.stats["launches"] += 1
             if plan.split:
                 self.stats["split"] += 1
-                self._run_split(plan, kernel, config, values, keys)
+                self._run_split(plan, kernel, config, values, passed)
             elif self.strict:
                 raise SplitRefusedError(f"cannot split this launch: {plan.reason}")
             else:
-                self._run_whole(plan, kernel, config, values, keys, speeds)
+                self._run_whole(plan, kernel, config, values, passed, speeds)
 
     def _run_whole(self, plan: Plan, kernel, config, values, keys, speeds) -> None:
         member = max(range(len(self.members)), key=lambda m: speeds[m])
@@ -446,7 +536,7 @@ class DeviceGroup:
         fetched = self._each(plan, fetch)
         for key, merge in plan.merges.items():
             parts = {member: fetched[member][key] for member in fetched}
-            self._buffers[key]._host = merge_buffer(merge, befores[key], parts, kernel.name)
+            self._buffers[key]._host[:] = merge_buffer(merge, befores[key], parts, kernel.name)
             if merge.mode == "ranges":     # each member's copy lacks the others' ranges only
                 for member, _, _ in plan.boxes:
                     self._buffers[key]._patch[member] = [
@@ -465,6 +555,11 @@ class DeviceGroup:
             measured = grid[0] * grid[1] * grid[2] / max(seconds[member], 1e-6)
             old = speeds[member]
             speeds[member] = measured if old is None else 0.5 * old + 0.5 * measured
+
+
+def _null(arg) -> bool:
+    """A NULL pointer argument (np.uint64(0)), passed to the members as it is."""
+    return isinstance(arg, np.uint64) and arg == 0
 
 
 def sizes_of(group: DeviceGroup, key: int) -> int:

@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ptxport.errors import WriteConflictError
+from ptxport.errors import UnsupportedFeatureError, WriteConflictError
 from ptxport.ir import nodes as ir
-from ptxport.passes.block_writes import UNKNOWN, kernel_writes, store_offsets
+from ptxport.passes.block_writes import HOSTMEM, UNKNOWN, kernel_writes, store_offsets
 
 __all__ = ["BufferMerge", "Plan", "identity", "merge_buffer", "plan_launch", "split_units"]
 
@@ -65,6 +65,11 @@ def _writes(kernel):
     return found
 
 
+def address_fields(kernel) -> set[str]:
+    """The structure fields (block_writes.field_token) `kernel` uses as addresses."""
+    return _writes(kernel).fields
+
+
 def _mentions_module_globals(f: ir.Function) -> bool:
     def named(v) -> bool:
         if isinstance(v, ir.Address):
@@ -96,20 +101,32 @@ def split_units(units: int, speeds: list[float]) -> list[tuple[int, int]]:
 
 
 def plan_launch(kernel, config, args: list, keys: dict[int, int], sizes: dict[int, int],
-                speeds: list[float]) -> Plan:
+                speeds: list[float], offsets: dict[int, int] | None = None,
+                fields: dict[str, tuple[int, int, int]] | None = None) -> Plan:
     """The plan of one launch. `args` are the launch's arguments; `keys` maps an argument
-    index to the key of the group buffer it passes, `sizes` a key to the buffer's size."""
+    index to the key of the group buffer it passes, `sizes` a key to the buffer's size,
+    `offsets` an argument index to the byte of its buffer it points at (0 if absent),
+    `fields` a structure field's token (block_writes.field_token) to (argument index, key,
+    offset) of the group buffer it holds the address of."""
     writes = _writes(kernel)
     names = [a.name for a in kernel.arguments_info]
     by_param = {names[i]: key for i, key in keys.items()}
+    by_param.update({token: key for token, (_, key, _) in (fields or {}).items()})
+    for inst, tokens in writes.field_accesses:
+        if not tokens & set(by_param):    # (other fields may be sizes or pitches in it)
+            _refuse_untranslated(kernel, inst)
+    # (argument index, key) of every buffer the launch passes, a structure's fields' too
+    passed = [*keys.items(), *((index, key) for index, key, _ in (fields or {}).values())]
     written = writes.written_params()
-    whole_written = set(keys.values()) if written is None else \
+    whole_written = {key for _, key in passed} if written is None else \
         {by_param[p] for p in written if p in by_param}
     whole_written |= {by_param[a.param] for a in writes.atomics if a.param in by_param}
 
     def whole(reason: str) -> Plan:
         return Plan(False, f"kernel {kernel.name}: {reason}", written=whole_written)
 
+    if writes.untranslated:
+        _refuse_untranslated(kernel, writes.untranslated[0])
     if config.is_cooperative:
         return whole("a cooperative launch (grid-wide synchronisation) is never split")
     if writes.refusal is not None:
@@ -139,8 +156,25 @@ def plan_launch(kernel, config, args: list, keys: dict[int, int], sizes: dict[in
         return whole("one member gets every block")
     scalars = {names[i]: int(v) for i, v in enumerate(args)
                if isinstance(v, np.integer | np.bool_) and i not in keys}
-    _store_merges(writes, config, boxes, by_param, keys, sizes, scalars, merges)
+    at = {names[i]: offset for i, offset in (offsets or {}).items()}
+    at.update({token: offset for token, (_, _, offset) in (fields or {}).items()})
+    _store_merges(writes, config, boxes, by_param, passed, sizes, scalars, merges, at)
     return Plan(True, boxes=boxes, merges=merges, written=set(merges))
+
+
+def _refuse_untranslated(kernel, inst: ir.Instruction) -> None:
+    """A group gives each member its own copies of the buffers passed as pointer parameters;
+    an address the kernel finds in memory or in a structure argument names none of them, so
+    the launch can run neither split nor whole on one member."""
+    module = kernel.object_code.module
+    raise UnsupportedFeatureError(
+        f"{inst.spec.text} at an address that is no pointer parameter", "a device group",
+        module.location(inst.pos), source=module.source_line(inst.pos),
+        reason=f"kernel {kernel.name} reaches global memory through an address it loads from "
+               "a buffer, or from a structure argument field that holds no buffer of the "
+               "group, which a device group does not translate to its members' copies of the "
+               "buffers: pass each buffer as a pointer parameter, or launch the kernel on "
+               "one device")
 
 
 def _atomic_merges(writes, by_param, sizes) -> dict[int, BufferMerge] | str:
@@ -161,36 +195,40 @@ def _atomic_merges(writes, by_param, sizes) -> dict[int, BufferMerge] | str:
         return merges
     plain = [b for _, b in writes.stores] + list(writes.loads)
     for bases in plain:
-        if UNKNOWN in bases or {by_param[p] for p in bases if p in by_param} & atomic_keys:
+        buffers = {by_param[p] for p in bases if p in by_param}
+        if bases & {UNKNOWN, HOSTMEM} or buffers & atomic_keys:
             return ("a buffer updated by atomics may also be read or written plainly, which "
                     "would see the partial results")
     return merges
 
 
-def _store_merges(writes, config, boxes, by_param, keys, sizes, scalars, merges) -> None:
+def _store_merges(writes, config, boxes, by_param, passed, sizes, scalars, merges,
+                  at: dict[str, int]) -> None:
     written = writes.written_params()
-    targets = set(keys.values()) if written is None else \
+    targets = {key for _, key in passed} if written is None else \
         {by_param[p] for p in written if p in by_param}
     forms = store_offsets(writes, config.grid, config.block, scalars, set(by_param))
     args_of = {}
-    for index, key in keys.items():
+    for index, key in passed:
         args_of.setdefault(key, index)
     for key in targets - set(merges):
         params = {p for p, k in by_param.items() if k == key}
         stores = [form for form, (_, bases) in zip(forms, writes.stores, strict=True)
-                  if bases & params or UNKNOWN in bases]
+                  if bases & params or bases & {UNKNOWN, HOSTMEM}]
         merge = BufferMerge("mask", arg=args_of[key])
         if stores and not writes.opaque_writes and all(f is not None for f in stores):
-            merge = _ranges(stores, boxes, config.block, sizes[key], args_of[key]) or merge
+            merge = _ranges(stores, boxes, config.block, sizes[key], args_of[key], at) or merge
         merges[key] = merge
 
 
-def _ranges(stores, boxes, block, size, arg) -> BufferMerge | None:
-    """A "ranges" merge when the members' write ranges are disjoint, else None."""
+def _ranges(stores, boxes, block, size, arg, at: dict[str, int]) -> BufferMerge | None:
+    """A "ranges" merge when the members' write ranges are disjoint, else None; `at`: the
+    byte of its buffer each pointer parameter points at."""
     ranges: dict[int, list[tuple[int, int]]] = {}
     for member, first, grid in boxes:
         box = [(f, f + n - 1) for f, n in zip(first, grid, strict=True)]
-        spans = [form.hull(box, block) for form in stores]
+        spans = [tuple(end + at.get(form.param, 0) for end in form.hull(box, block))
+                 for form in stores]
         ranges[member] = [(max(0, lo), min(size, hi)) for lo, hi in spans if hi > 0 and lo < size]
     members = list(ranges)
     for i, a in enumerate(members):

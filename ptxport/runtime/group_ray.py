@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from ptxport.errors import BackendUnavailableError, GroupMemberError, PtxportError
+from ptxport.runtime.group import argument_keys
 
 __all__ = ["RayMember", "checksum", "ray_members"]
 
@@ -243,7 +244,7 @@ class RayMember:
         code = kernel.object_code
         digest = f"{id(code)}:{hash(code.ptx)}"
         launch = (config.grid, config.block, config.shmem_size, first, grid)
-        keys = tuple(a[1] for a in args if isinstance(a, tuple))
+        keys = argument_keys(args)
         self._last_run = (digest, code.ptx, kernel.name, launch, args, keys)
         seconds = self._recovering(lambda: self._run_once(digest, code.ptx, kernel.name,
                                                           launch, args))

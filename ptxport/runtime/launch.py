@@ -369,6 +369,10 @@ def launch_packed(stream: Stream, config: LaunchConfig, kernel: Kernel, params: 
     if len(params) != kernel.param_buffer_size:
         raise ArgumentError(f"kernel {kernel.name} takes {kernel.param_buffer_size} bytes of "
                             f"parameters, not {len(params)}")
+    group_launch = getattr(stream.device, "launch_packed", None)
+    if group_launch is not None:   # a device group as one device (runtime/group_device.py)
+        group_launch(stream, config, kernel, params)
+        return
     _queue(stream, config, kernel, params, keep)
 
 

@@ -28,7 +28,7 @@ FILTER_MODES = {"point": 0, "linear": 1}
 READ_MODES = {"element_type": 0, "normalized_float": 1}
 CHANNEL_KINDS = {"signed": 0, "unsigned": 1, "float": 2}
 _RESOURCES = {"array": 0, "linear": 2, "pitch2d": 3}
-_LAYOUT = struct.Struct("<3Q4I6I3II4fI")      # texture_sampler.cu's Descriptor
+_LAYOUT = struct.Struct("<3Q4I6I3II4f2I")     # texture_sampler.cu's Descriptor
 DESCRIPTOR_SIZE = 128
 
 
@@ -66,13 +66,20 @@ class ChannelFormat:
 class Array:
     """A CUDA array: texels of one format in `width` x `height` x `depth` (0 for an absent
     dimension, as cudaExtent has it), laid out row after row; `layered` makes `depth` the
-    number of layers (cudaArrayLayered). cudaMalloc3DArray."""
+    number of layers (cudaArrayLayered). `cubemap` makes it a cube map (cudaArrayCubemap):
+    width == height, depth 6 faces (+x, -x, +y, -y, +z, -z), or 6 per cube with `layered`
+    (a cube map array); the faces are its layers. cudaMalloc3DArray."""
 
     def __init__(self, device, format: ChannelFormat, width: int, height: int = 0,
-                 depth: int = 0, *, layered: bool = False, stream=None):
+                 depth: int = 0, *, layered: bool = False, cubemap: bool = False, stream=None):
         if width <= 0 or height < 0 or depth < 0 or (depth and not height and not layered):
             raise InvalidValueError(f"array extent ({width}, {height}, {depth}) is not one "
                                     "CUDA allows")
+        if cubemap and (width != height or not depth or depth % 6 or (depth > 6 and
+                                                                      not layered)):
+            raise InvalidValueError(f"a cube map of ({width}, {height}, {depth}): square "
+                                    "faces, depth 6 (or 6 per cube of a layered one)")
+        self.cubemap, layered = cubemap, layered or cubemap
         self.device, self.format, self.layered = device, format, layered
         self.width, self.height, self.depth = width, height, depth
         self.pitch = width * format.texel_size
@@ -143,7 +150,8 @@ class ResourceDesc:
                    pitch=pitch)
 
     def geometry(self) -> tuple:
-        """(address, pitch, slice, (width, height, depth), layers, dims)."""
+        """(address, pitch, slice, (width, height, depth), layers, dims); cube map or not is
+        the array's `cubemap`."""
         if self.kind == "array":
             a = self.array
             layers = a.depth if a.layered else 0
@@ -197,7 +205,8 @@ def _descriptor(resource: ResourceDesc, desc: TextureDesc | None) -> bytes:
                           fmt.bits, fmt.channels, READ_MODES[desc.read_mode],
                           int(desc.normalized_coords), FILTER_MODES[desc.filter_mode],
                           *(ADDRESS_MODES[m] for m in modes), _RESOURCES[resource.kind],
-                          *border, dims)
+                          *border, dims, int(resource.kind == "array" and
+                                             resource.array.cubemap))
     return packed.ljust(DESCRIPTOR_SIZE, b"\0")
 
 
@@ -208,6 +217,11 @@ class _DescriptorObject:
                 "texture and surface objects", "cuda", reason="on NVIDIA devices create them "
                 "with the CUDA driver (cuTexObjectCreate; CuPy's cupy.cuda.texture): "
                 "ptxport's NVPTX target keeps the native texture instructions")
+        if device._backend.name == "group":
+            raise UnsupportedFeatureError(
+                "texture and surface objects", str(device), reason="a descriptor holds the "
+                "address of its array in one device's memory, which a device group's members "
+                "do not share: read the array through a pointer parameter")
         stream = stream or device.default_stream
         self.device = device
         self._buffer = device.allocate(DESCRIPTOR_SIZE, stream=stream)

@@ -176,8 +176,8 @@ def test_stream_attach_mem_async_checks_as_cuda_does(monkeypatch):
     from ptxport.compat.state import CudaError, state
     from ptxport.runtime import Device
 
-    if state._device is None:
-        monkeypatch.setattr(state, "_device", Device("cpu"))
+    if state._devices is None:
+        monkeypatch.setattr(state, "_devices", [Device("cpu")])
     managed, plain, stream = ctypes.c_uint64(), ctypes.c_uint64(), ctypes.c_void_p()
     memory.cuMemAllocManaged(ctypes.addressof(managed), 64, 1)
     memory.cuMemAlloc_v2(ctypes.addressof(plain), 64)

@@ -37,7 +37,7 @@ PTX = b"""
 @pytest.fixture
 def device(monkeypatch):
     device = Device("cpu")
-    monkeypatch.setattr(state, "_device", device)
+    monkeypatch.setattr(state, "_devices", [device])
     return device
 
 
@@ -87,7 +87,7 @@ def test_module_variables_are_device_memory_in_the_allocation_table(device):
         entry = state.allocation_at(address.value)
         assert isinstance(entry, memory.ModuleVariable)
         host = ctypes.c_uint32(7)
-        assert memory._kind(address.value, ctypes.addressof(host)) == "htod"
+        assert memory.copy_kind(address.value, ctypes.addressof(host)) == "htod"
         assert memory.cuMemcpy(address.value, ctypes.addressof(host), 4) == 0
         back = ctypes.c_uint32()
         assert memory.cuMemcpy(ctypes.addressof(back), address.value, 4) == 0

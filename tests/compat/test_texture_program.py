@@ -1,6 +1,7 @@
-"""tests/programs/texture_object.cu under `ptxport run` uses real textures on cpu and
-opencl:0: cudaMallocArray, cudaMemcpy2DToArray and cudaCreateTextureObject reach
-compat/textures.py through cudart, and the kernels' tex instructions the sampler. (The corpus
+"""tests/programs/texture_object.cu and texture_cubemap.cu under `ptxport run` use real
+textures on cpu and opencl:0: cudaMallocArray, cudaMalloc3DArray (cube maps included),
+cudaMemcpy2DToArray, cudaMemcpy3D and cudaCreateTextureObject reach compat/textures.py
+through cudart, and the kernels' tex instructions the sampler. (The corpus
 test also accepts a clean refusal from a runtime without textures; this one does not.)"""
 
 from __future__ import annotations
@@ -21,19 +22,20 @@ DEVICES = ["cpu", pytest.param("opencl:0", marks=pytest.mark.skipif(
                                           f"{availability('opencl')[1]}"))]
 
 
-@pytest.fixture(scope="module")
-def binary() -> Path:
+@pytest.fixture(scope="module", params=["texture_object", "texture_cubemap"])
+def program(request) -> tuple[str, Path]:
     try:
-        return harness.build("texture_object")
+        return request.param, harness.build(request.param)
     except harness.ToolkitMissingError as e:
         pytest.skip(f"cannot build the program here: {e}")
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_texture_object_program_uses_textures(binary, device):
+def test_texture_programs_use_textures(program, device):
+    name, binary = program
     env = {**os.environ, "PYTHONPATH": str(REPOSITORY)}
     done = subprocess.run([sys.executable, "-m", "ptxport.cli", "run", "--device", device, "--",
                            str(binary)], capture_output=True, text=True, timeout=300, env=env,
                           cwd=binary.parent)
-    expected = (harness.PROGRAM_DIR / "expected" / "texture_object.txt").read_text()
+    expected = (harness.PROGRAM_DIR / "expected" / f"{name}.txt").read_text()
     assert (done.returncode, done.stdout) == (0, expected), done.stderr[-2000:]

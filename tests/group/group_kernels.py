@@ -66,6 +66,29 @@ __device__ int device_counter;
 extern "C" __global__ void module_variable(int *out) {
     out[blockIdx.x] = device_counter;
 }
+struct Pointers { const float *in; float *out; int n; };
+extern "C" __global__ void via_struct(Pointers p) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < p.n) p.out[i] = p.in[i] + 1.0f;
+}
+extern "C" __global__ void via_table(float *const *rows, int width) {
+    rows[blockIdx.x][threadIdx.x % width] = blockIdx.x;
+}
+extern "C" __global__ void via_stack(float *a, float *b, int pick) {
+    float *both[2] = {a, b};
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    both[(i + pick) & 1][i] = i;
+}
+extern "C" __global__ void via_malloc(int *out) {
+    int *box = (int *)malloc(sizeof(int));
+    *box = threadIdx.x;
+    out[blockIdx.x * blockDim.x + threadIdx.x] = *box;
+    free(box);
+}
+extern "C" __global__ void gather_wide(float *out, const float *in, const long long *index) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    out[index[i]] = in[i];
+}
 """
 
 

@@ -8,6 +8,7 @@ import pytest
 from group_kernels import group_code
 
 from ptxport import LaunchConfig
+from ptxport.errors import UnsupportedFeatureError
 from ptxport.frontends import nvrtc
 from ptxport.passes.block_writes import StoreForm, kernel_writes, store_offsets
 from ptxport.runtime.group_plan import identity, merge_buffer, plan_launch, split_units
@@ -140,3 +141,32 @@ def test_a_buffer_updated_by_atomics_and_read_through_another_parameter_is_not_s
     plan = plan_launch(kernel, LaunchConfig(grid=4, block=32), args, keys,
                        {k: 64 for k in set(keys.values())}, [1.0, 1.0])
     assert not plan.split and "updated by atomics" in plan.reason
+
+
+def test_addresses_from_structs_or_memory_are_refused_with_the_place():
+    """A member holds its own copies of the buffers passed as pointer parameters; an address
+    the kernel finds in a structure argument or in memory names none of them, so such a
+    launch is refused (not split and not run whole), naming the access and its line."""
+    record = np.zeros(1, dtype=[("in", "u8"), ("out", "u8"), ("n", "i4")])[0]
+    for name, args, sizes, access in (
+            ("via_struct", [record], {}, "ld.global.f32"),
+            ("via_table", [None, np.int32(4)], {0: 64}, "st.global.f32")):
+        with pytest.raises(UnsupportedFeatureError) as refused:
+            _plan(name, (4, 1, 1), (32, 1, 1), args, sizes)
+        message = str(refused.value)
+        assert f"kernel {name}" in message and access in message, message
+        assert "default_program:" in message and "pointer parameter" in message, message
+
+
+def test_an_index_loaded_from_memory_is_no_address_of_its_own():
+    # out[index[i]] = in[i]: the 64-bit index comes from memory, the address from `out`
+    plan = _plan("gather_wide", (4, 1, 1), (32, 1, 1), [None, None, None],
+                 {0: 512, 1: 512, 2: 1024})
+    assert plan.split and plan.merges[100].mode == "mask"
+
+
+def test_addresses_the_kernel_makes_itself_are_its_members_own():
+    # a stack array of pointer parameters, and device malloc: split, not refused
+    assert _plan("via_stack", (4, 1, 1), (32, 1, 1), [None, None, np.int32(1)],
+                 {0: 512, 1: 512}).split
+    assert _plan("via_malloc", (4, 1, 1), (32, 1, 1), [None], {0: 512}).split

@@ -11,10 +11,21 @@ import pytest
 from group_kernels import group_code
 
 from ptxport import Device, LaunchConfig, launch
-from ptxport.errors import ArgumentError, SplitRefusedError, WriteConflictError
+from ptxport.errors import (
+    ArgumentError,
+    SplitRefusedError,
+    UnsupportedFeatureError,
+    WriteConflictError,
+)
 from ptxport.frontends import nvrtc
 from ptxport.runtime.backends import availability
-from ptxport.runtime.group import DeviceGroup, GroupBuffer, LocalMember
+from ptxport.runtime.group import (
+    DeviceGroup,
+    GroupBuffer,
+    GroupPointer,
+    GroupStruct,
+    LocalMember,
+)
 
 pytestmark = pytest.mark.skipif(not nvrtc.available()[0], reason="NVRTC builds the kernels")
 _OPENCL, _WHY = availability("opencl")
@@ -95,6 +106,34 @@ def test_conflicting_writes_are_refused_and_leave_the_buffer_as_it_was():
         group.launch(LaunchConfig(grid=4, block=32), group_code().get_kernel("conflicting"),
                      out)
     assert (_read(out, np.int32, 32) == 5).all()
+
+
+def test_a_kernel_reaching_memory_through_a_loaded_address_is_refused():
+    group = DeviceGroup(["cpu", "cpu"])
+    table = _buffer(group, np.zeros(4, np.uint64))
+    with pytest.raises(UnsupportedFeatureError, match="kernel via_table reaches global memory"):
+        group.launch(LaunchConfig(grid=4, block=32), group_code().get_kernel("via_table"),
+                     table, np.int32(4))
+    assert (_read(table, np.uint64, 4) == 0).all()
+
+
+@pytest.mark.parametrize("pair", PAIRS)
+def test_structure_fields_holding_group_buffers_are_translated_per_member(pair):
+    group = DeviceGroup(pair)
+    n = 1000
+    data = np.arange(2 * n, dtype=np.float32)
+    source, out = _buffer(group, data), _buffer(group, np.zeros(n, np.float32))
+    record = np.zeros(1, dtype=[("in", "u8"), ("out", "u8"), ("n", "i4"), ("pad", "i4")])
+    record["n"] = n
+    # in = source + n floats (a pointer into the buffer), out = the whole of `out`
+    argument = GroupStruct(record.tobytes(), {0: GroupPointer(source, 4 * n), 8: out})
+    group.launch(LaunchConfig(grid=8, block=128), group_code().get_kernel("via_struct"),
+                 argument)
+    assert group.last_plan.split
+    np.testing.assert_array_equal(_read(out, np.float32, n), data[n:] + 1)
+    with pytest.raises(UnsupportedFeatureError, match="kernel via_struct"):
+        group.launch(LaunchConfig(grid=8, block=128), group_code().get_kernel("via_struct"),
+                     GroupStruct(record.tobytes(), {}))
 
 
 @pytest.mark.parametrize("pair", PAIRS)

@@ -160,3 +160,23 @@ def test_warp_size_is_a_constant():
     module = _build(_kernel(".reg .b32 %r1;\nmov.u32 %r1, WARP_SZ;\nret;"))
     mov = next(module.functions["k"].instructions())
     assert mov.operands[1] == ir.IntImm(32)
+
+
+@pytest.mark.parametrize("instruction, readable", [
+    ("mov.u32 %r1, %ctaid.y;", True),
+    ("cvt.u64.u32 %rd1, %tid.x;", True),
+    ("mov.b64 %rd1, {%r1, %ctaid.x};", True),
+    ("add.u32 %r1, %ctaid.y, 100;", False),      # ptxas: "Special register argument not
+    ("cvt.rn.f32.u32 %f1, %tid.x;", False),       # allowed for instruction 'add'" (and 'cvt')
+    ("setp.eq.u32 %p1, %laneid, 0;", False),
+    ("st.global.u32 [%rd1], %ctaid.x;", False),
+])
+def test_special_registers_are_read_only_by_mov_and_integer_cvt(instruction, readable):
+    body = (".reg .b32 %r<3>;\n.reg .b64 %rd<3>;\n.reg .f32 %f<2>;\n.reg .pred %p<2>;\n"
+            f"{instruction}\nret;")
+    if readable:
+        _build(_kernel(body))
+        return
+    with pytest.raises(PtxSemanticError, match="special register '%[a-z]+(\\.[xyz])?' cannot be "
+                                               "an operand"):
+        _build(_kernel(body))

@@ -86,7 +86,9 @@ def test_nvptx_keeps_native_textures():
 
 
 REFUSED = [
-    ("tex.cube.v4.f32.f32 {%f1, %f1, %f1, %f1}, [%rd1, {%f1, %f1, %f1, %f1}]", "cube maps"),
+    ("tex.2dms.v4.f32.s32 {%f1, %f1, %f1, %f1}, [%rd1, {%r1, %r1, %r1, %r1}]", "multisample"),
+    ("tex.cube.v4.f32.s32 {%f1, %f1, %f1, %f1}, [%rd1, {%r1, %r1, %r1, %r1}]",
+     "integer coordinates of a cube map"),
     ("tex.2d.v4.f32.f32 {%f1, %f1, %f1, %f1}, [%rd1, %rd1, {%f1, %f1}]",
      "independent sampler"),
     ("tex.2d.v4.f32.f32 {%f1, %f1, %f1, %f1}, [tr, {%f1, %f1}]", "texture and surface references"),

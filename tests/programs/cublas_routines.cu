@@ -2,7 +2,9 @@
 // sizes, every transpose pair, leading dimensions larger than the matrices, alpha and beta
 // zero and not, batches with a zero stride (one matrix broadcast), pointer arrays, device
 // pointer mode, half / bfloat16 / int8 data, TF32 modes, and bad arguments, which cuBLAS
-// answers with CUBLAS_STATUS_INVALID_VALUE (or _NOT_SUPPORTED for a type combination).
+// answers with CUBLAS_STATUS_INVALID_VALUE (or _NOT_SUPPORTED for a type combination). For
+// most illegal arguments cuBLAS also prints its xerbla line on stdout (" ** On entry to SGEMM
+// parameter number 3 had an illegal value"), which the expected output holds.
 //
 // Inputs are multiples of 1/8 in [-1, 1]: every product and sum here is exact in FP32, TF32,
 // FP16 and BF16 alike, so each result must equal the reference whatever precision a library
@@ -373,10 +375,12 @@ static void bad_arguments(cublasHandle_t h) {
                 CUBLAS_STATUS_INVALID_VALUE);
   expect_status("sgemm ldc < m", cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 8, 4, 4, &one, a.dev, 8, b.dev, 8, &one, c.dev, 7),
                 CUBLAS_STATUS_INVALID_VALUE);
+  Matrix<double> dm(8, 8, 8);
+  double done = 1;
+  expect_status("dgemm ldb < k", cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 4, &done, dm.dev, 2, dm.dev, 3, &done, dm.dev, 2),
+                CUBLAS_STATUS_INVALID_VALUE);
   expect_status("strided batched count < 0",
                 cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &one, a.dev, 2, 4, b.dev, 2, 4, &one, c.dev, 2, 4, -1),
-                CUBLAS_STATUS_INVALID_VALUE);
-  expect_status("sgemv incx 0", cublasSgemv(h, CUBLAS_OP_N, 4, 4, &one, a.dev, 8, b.dev, 0, &one, c.dev, 1),
                 CUBLAS_STATUS_INVALID_VALUE);
   expect_status("sgemv lda < m", cublasSgemv(h, CUBLAS_OP_T, 8, 4, &one, a.dev, 4, b.dev, 1, &one, c.dev, 1),
                 CUBLAS_STATUS_INVALID_VALUE);
@@ -388,6 +392,54 @@ static void bad_arguments(cublasHandle_t h) {
   expect_status("gemmex int8 out with 32I", cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, 4, 4, 4, &ione, a.dev, CUDA_R_8I, 4, b.dev,
                                                          CUDA_R_8I, 4, &ione, c.dev, CUDA_R_8I, 4, CUBLAS_COMPUTE_32I, CUBLAS_GEMM_DEFAULT),
                 CUBLAS_STATUS_NOT_SUPPORTED);
+}
+
+// The helpers that move vectors and matrices between host and device: a 5 x 3 tile with
+// leading dimensions 7 (host), 6 (device) and 8 (host again); a vector with increments 2 and
+// 3, back through the Async form on a stream.
+static void set_and_get(cublasHandle_t h) {
+  (void)h;
+  std::vector<float> a(7 * 3), back(8 * 3, -9.0f), want(8 * 3, -9.0f);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = (float)next_value();
+  for (int j = 0; j < 3; ++j)
+    for (int i = 0; i < 5; ++i) want[i + j * 8] = a[i + j * 7];
+  float *dev;
+  CHECK(cudaMalloc(&dev, 6 * 3 * sizeof(float)));
+  CUBLAS(cublasSetMatrix(5, 3, sizeof(float), a.data(), 7, dev, 6));
+  CUBLAS(cublasGetMatrix(5, 3, sizeof(float), dev, 6, back.data(), 8));
+  expect_equal("set and get matrix", back.data(), want.data(), back.size());
+
+  std::vector<double> x(2 * 6), y(3 * 6, 5.0), wanty(3 * 6, 5.0);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = next_value();
+  for (int i = 0; i < 6; ++i) wanty[3 * i] = x[2 * i];
+  double *dv;
+  CHECK(cudaMalloc(&dv, 6 * sizeof(double)));
+  cudaStream_t stream;
+  CHECK(cudaStreamCreate(&stream));
+  CUBLAS(cublasSetVector(6, sizeof(double), x.data(), 2, dv, 1));
+  CUBLAS(cublasGetVectorAsync(6, sizeof(double), dv, 1, y.data(), 3, stream));
+  CHECK(cudaStreamSynchronize(stream));
+  expect_equal("set and get vector", y.data(), wanty.data(), y.size());
+  CHECK(cudaStreamDestroy(stream));
+}
+
+// gemv with incx = 0. cuBLAS's documentation lists it as invalid; NVIDIA's cuBLAS 13 runs it
+// (every element of x is x[0]). Either outcome passes, checked: y as computed, or untouched.
+static void gemv_increment_zero(cublasHandle_t h) {
+  const int m = 5, n = 4;
+  Matrix<float> a(m, n, m + 1), x(1, 1, 1), y(1, m, 1);
+  float alpha = 0.5f, beta = 2;
+  cublasStatus_t s = cublasSgemv(h, CUBLAS_OP_N, m, n, &alpha, a.dev, a.ld, x.dev, 0, &beta, y.dev, 1);
+  fprintf(stderr, "note: sgemv incx 0: %s\n", cublasGetStatusName(s));
+  std::vector<double> want(y.host.size());
+  for (int i = 0; i < m; ++i) {
+    double sum = 0;
+    for (int p = 0; p < n; ++p) sum += a.at(0, i, p) * x.at(0, 0, 0);
+    want[i] = s == CUBLAS_STATUS_SUCCESS ? 0.5 * sum + 2 * y.at(0, 0, i) : y.at(0, 0, i);
+  }
+  require(s == CUBLAS_STATUS_SUCCESS || s == CUBLAS_STATUS_INVALID_VALUE,
+          "sgemv with incx 0 runs or is refused as invalid");
+  expect_matrix("sgemv incx 0 (x[0] for every element, or refused)", y, want);
 }
 
 int main() {
@@ -404,6 +456,8 @@ int main() {
   geams(h);
   level1(h);
   bad_arguments(h);
+  gemv_increment_zero(h);
+  set_and_get(h);
   expect_status("destroy", cublasDestroy(h), CUBLAS_STATUS_SUCCESS);
   return finish();
 }

@@ -230,7 +230,8 @@ def test_a_sync_timeout_says_when_the_device_cannot_stop_kernels(dev, monkeypatc
 
 
 def test_a_process_with_a_hung_launch_still_exits(tmp_path):
-    # The launch runs on the worker pool's threads, which the interpreter joins at exit.
+    # The launch runs on the stream's thread and the worker pool's native threads; at the
+    # interpreter's exit its stop word is set, so that they leave the kernel.
     script = tmp_path / "hang.py"
     script.write_text(f"""
 import numpy as np

@@ -130,7 +130,13 @@ def build_claiming(llmod: ll.Module, inner: ll.Function, at: int, name: str) -> 
     launch is asked to stop (returns -1), or returns inner's first result other than -1
     after storing the end of the chunk it was running in *end (the caller handles that
     block and the rest of the chunk, then calls again). Claiming in native code keeps
-    workers off Python's lock between chunks."""
+    workers off Python's lock between chunks.
+
+    A negative `chunk`, -(divisor << 32 | least), claims decreasing chunks (OpenMP's guided
+    schedule): max(least, blocks left / divisor) blocks, the blocks left as a plain read of
+    the counter saw them (a claim that others overtook is a little larger, never wrong).
+    The last chunks are small, so that a worker that runs slowly (its core busy with
+    something else) does not hold a large one while the others have finished."""
     before, after = inner.args[:at], inner.args[at + 2:]
     types = [a.type for a in before] + [PTR, I64, I64, PTR] + [a.type for a in after]
     fn = ll.Function(llmod, ll.FunctionType(I64, types), name=name)
@@ -145,10 +151,11 @@ def build_claiming(llmod: ll.Module, inner: ll.Function, at: int, name: str) -> 
     b.position_at_end(loop)
     branch_on_stop(b, stop, done, claim)
     b.position_at_end(claim)
-    first = b.atomic_rmw("add", counter, chunk, "monotonic")
+    size = _claim_size(b, counter, total, chunk)
+    first = b.atomic_rmw("add", counter, size, "monotonic")
     b.cbranch(b.icmp_unsigned(">=", first, total), done, run)
     b.position_at_end(run)
-    end = b.add(first, chunk)
+    end = b.add(first, size)
     end = b.select(b.icmp_unsigned("<", end, total), end, total)
     result = b.call(inner, [*lead, first, b.sub(end, first), *trail])
     b.cbranch(b.icmp_signed("==", result, I64(-1)), loop, stopped)
@@ -157,3 +164,24 @@ def build_claiming(llmod: ll.Module, inner: ll.Function, at: int, name: str) -> 
     b.position_at_end(stopped)
     b.store(end, end_out)
     b.ret(result)
+
+
+def _claim_size(b: ll.IRBuilder, counter, total, chunk) -> ll.Value:
+    """How many blocks the next claim takes (build_claiming: `chunk`, or a guided chunk)."""
+    fn = b.function
+    guided, claim = fn.append_basic_block("guided"), fn.append_basic_block("claim_size")
+    fixed = b.block
+    b.cbranch(b.icmp_signed("<", chunk, I64(0)), guided, claim)
+    b.position_at_end(guided)
+    code = b.sub(I64(0), chunk)
+    least = b.and_(code, I64(0xFFFFFFFF))
+    seen = b.load_atomic(counter, "monotonic", 8, typ=I64)
+    left = b.select(b.icmp_unsigned("<", seen, total), b.sub(total, seen), I64(0))
+    share = b.udiv(left, b.lshr(code, I64(32)))
+    decreasing = b.select(b.icmp_unsigned(">", share, least), share, least)
+    b.branch(claim)
+    b.position_at_end(claim)
+    size = b.phi(I64)
+    size.add_incoming(chunk, fixed)
+    size.add_incoming(decreasing, guided)
+    return size

@@ -75,6 +75,22 @@ cublasStatus_t cublasGetProperty(libraryPropertyType type, int *value);
 size_t cublasGetCudartVersion(void);
 const char *cublasGetStatusName(cublasStatus_t status);
 const char *cublasGetStatusString(cublasStatus_t status);
+void cublasXerbla(const char *srName, int info);
+cublasStatus_t cublasSetVector(int n, int elemSize, const void *x, int incx, void *devicePtr,
+                               int incy);
+cublasStatus_t cublasGetVector(int n, int elemSize, const void *x, int incx, void *y, int incy);
+cublasStatus_t cublasSetMatrix(int rows, int cols, int elemSize, const void *A, int lda, void *B,
+                               int ldb);
+cublasStatus_t cublasGetMatrix(int rows, int cols, int elemSize, const void *A, int lda, void *B,
+                               int ldb);
+cublasStatus_t cublasSetVectorAsync(int n, int elemSize, const void *hostPtr, int incx,
+                                    void *devicePtr, int incy, cudaStream_t stream);
+cublasStatus_t cublasGetVectorAsync(int n, int elemSize, const void *devicePtr, int incx,
+                                    void *hostPtr, int incy, cudaStream_t stream);
+cublasStatus_t cublasSetMatrixAsync(int rows, int cols, int elemSize, const void *A, int lda,
+                                    void *B, int ldb, cudaStream_t stream);
+cublasStatus_t cublasGetMatrixAsync(int rows, int cols, int elemSize, const void *A, int lda,
+                                    void *B, int ldb, cudaStream_t stream);
 cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t handle, void *workspace,
                                      size_t workspaceSizeInBytes);
 cublasStatus_t cublasSetStream_v2(cublasHandle_t handle, cudaStream_t streamId);

@@ -1,63 +1,82 @@
-"""One native call into a kernel's run_claimed_blocks with its arguments in memory.
+"""Native calls into a kernel's claiming entry points with their arguments in memory.
 
-ctypes converts every argument of a call (about 0.1 us each, under the GIL): the executor's
-call into run_claimed_blocks has nine, most of them the same at every launch. `call_claimed`
-is a two-argument trampoline, compiled once per process, that loads the nine from an array
-the executor keeps per worker (ClaimedArgs) and calls the kernel's entry point with them.
+ctypes converts every argument of a call (about 0.1 us each, under the GIL), and the
+worker pool's threads (pool.py) are no Python threads at all: so every claiming entry point
+(run_claimed_blocks, run_claimed_waiting_blocks) is called through a two-argument
+trampoline, `trampoline(fn, args)`, compiled once per process, that loads fn's arguments
+from a row of 64-bit words the executor keeps per worker (most of them the same launch after
+launch) and calls fn with them.
 """
 
 from __future__ import annotations
 
 import ctypes
+from dataclasses import dataclass
 from functools import cache
 
 import llvmlite.binding as llvm
+from llvmlite import ir as ll
 
+from ptxport.codegen.lower import I32, I64, PTR
 from ptxport.codegen.targets.cpu.machine import LLVM_LOCK, target_machine
 
-__all__ = ["ClaimedArgs", "call_claimed"]
-
-# run_claimed_blocks' arguments, in order, each in one 64-bit word (jit.RunClaimedBlocks):
-# ctx, frames, frame_size, nthreads (i32), counter, total, chunk, end, status
-ClaimedArgs = ctypes.c_int64 * 9
-COUNTER, TOTAL, CHUNK = 4, 5, 6
-
-# run_claimed_blocks' parameter types (as jit.RunClaimedBlocks declares them), in LLVM's words.
-_PARAMETERS = ("i8*", "i8*", "i64", "i32", "i8*", "i64", "i64", "i8*", "i8*")
+__all__ = ["CLAIMED", "CLAIMED_WAITING", "Layout", "Trampoline"]
 
 
-def _trampoline_ir() -> str:
-    """ptxport_call_claimed(fn, args): load each word of args, narrow or cast it to its
+@dataclass(frozen=True)
+class Layout:
+    """A claiming entry point's parameters (as codegen/targets/cpu/entry.py's build_claiming
+    makes them from run_blocks' and run_waiting_blocks'), each passed in one 64-bit word, and the
+    words a launch sets: the shared block counter's address, the grid's block count and the
+    chunk a worker claims at a time."""
+
+    name: str
+    parameters: tuple[ll.Type, ...]
+    counter: int
+    total: int
+    chunk: int
+
+    @property
+    def words(self) -> int:
+        return len(self.parameters)
+
+
+# ctx, frames, frame_size, nthreads, counter*, total, chunk, end*, status*
+CLAIMED = Layout("claimed", (PTR, PTR, I64, I32, PTR, I64, I64, PTR, PTR), 4, 5, 6)
+# ctx, frames, frame_size, points*, statuses*, nthreads, counter*, total, chunk, end*
+CLAIMED_WAITING = Layout("claimed_waiting", (PTR, PTR, I64, PTR, PTR, I32, PTR, I64, I64, PTR),
+                         6, 7, 8)
+
+# trampoline(fn, args): fn's result
+Trampoline = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p)
+_KEPT: list = []     # the engines that hold the trampolines' code, for the process's life
+
+
+def _build(layout: Layout) -> ll.Module:
+    """ptxport_call_<name>(fn, args): load each word of args, narrow or cast it to its
     parameter's type, and call fn with them."""
-    lines, values = [], []
-    for i, kind in enumerate(_PARAMETERS):
-        lines += [f"  %p{i} = getelementptr i64, i64* %args, i64 {i}",
-                  f"  %w{i} = load i64, i64* %p{i}"]
-        if kind == "i64":
-            values.append(f"i64 %w{i}")
-            continue
-        cast = "trunc" if kind == "i32" else "inttoptr"
-        lines.append(f"  %a{i} = {cast} i64 %w{i} to {kind}")
-        values.append(f"{kind} %a{i}")
-    signature = ", ".join(_PARAMETERS)
-    return "\n".join([
-        "define i64 @ptxport_call_claimed(i8* %fn, i64* %args) {", *lines,
-        f"  %f = bitcast i8* %fn to i64 ({signature})*",
-        f"  %r = call i64 %f({', '.join(values)})", "  ret i64 %r", "}", ""])
-
-
-CallClaimed = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p)
-_KEPT: list = []     # the engine that holds the trampoline's code, for the process's life
+    module = ll.Module(f"ptxport_call_{layout.name}")
+    called = ll.FunctionType(I64, list(layout.parameters))
+    fn = ll.Function(module, ll.FunctionType(I64, [called.as_pointer(), PTR]),
+                     f"ptxport_call_{layout.name}")
+    target, args = fn.args
+    b = ll.IRBuilder(fn.append_basic_block("entry"))
+    values = []
+    for i, kind in enumerate(layout.parameters):
+        word = b.load(b.gep(args, [I64(i)], source_etype=I64), typ=I64)
+        values.append(word if kind == I64 else b.trunc(word, kind) if kind == I32
+                      else b.inttoptr(word, kind))
+    b.ret(b.call(target, values))
+    return module
 
 
 @cache
-def call_claimed() -> ctypes._CFuncPtr:
-    """call_claimed()(entry_address, args_address): run_claimed_blocks at `entry_address`
-    with the nine words at `args_address`; its result."""
+def trampoline_address(layout: Layout) -> int:
+    """The address of `layout`'s trampoline, compiled at the first use."""
     with LLVM_LOCK:
-        module = llvm.parse_assembly(_trampoline_ir())
+        module = llvm.parse_assembly(str(_build(layout)))
         module.triple = llvm.get_process_triple()
         engine = llvm.create_mcjit_compiler(module, target_machine())
         engine.finalize_object()
         _KEPT.append(engine)
-        return CallClaimed(engine.get_function_address("ptxport_call_claimed"))
+        return engine.get_function_address(f"ptxport_call_{layout.name}")

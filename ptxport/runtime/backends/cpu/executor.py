@@ -1,13 +1,15 @@
 """Runs a grid of a compiled CPU kernel: blocks on all cores, threads of a block in rounds.
 
-Each worker (a Python thread: the launching thread, and helper threads that join while the
-grid runs; the native calls release the GIL, so workers run in parallel) takes the next
-block number from a shared counter, sets up the block's context, and runs the
-block: `run_threads` runs every runnable thread until it waits or exits, then warps.py
-completes the operations threads wait at, until every thread has exited. A kernel that traps
-raises KernelTrapError (KernelAssertError after a failed assert); threads that wait for each
-other forever raise KernelExecutionError. Messages name the user's source line first where the
-PTX has line information (.loc), then the PTX line.
+The launching thread sets up one worker per core (its memory and context, kept for later
+launches) and hands the grid to a pool of native threads (pool.py) in one call: each worker
+claims chunks of blocks from a shared counter with atomic adds and runs them in compiled code,
+with no Python between blocks. In a block, `run_threads` runs every runnable thread until it
+waits or exits, and native.py completes the common waits; a block whose waits need the
+general resolver (warps.py, in Python) is left by its worker and finished here after the
+others ran the rest of the grid. A kernel that traps raises KernelTrapError
+(KernelAssertError after a failed assert); threads that wait for each other forever raise
+KernelExecutionError. Messages name the user's source line first where the PTX has line
+information (.loc), then the PTX line.
 
 A launch with a timeout is stopped by a watchdog timer: it sets the launch's stop word, which
 compiled kernels look at in every loop and between blocks (codegen/targets/cpu/stop.py), and the
@@ -15,19 +17,16 @@ workers leave their blocks as they would for a trap; the launch then raises
 KernelTimeoutError. Workers set every block up afresh, so later launches run normally.
 
 A launch's fixed cost is Python under the GIL, which short kernels take longer than their
-blocks: what does not change between launches (a worker's memory and context, its
-allocation table while the allocations are the same) is kept, per host thread, binary and
-block shape.
+blocks: what does not change between launches (the workers' memory and contexts, their
+allocation tables while the allocations are the same, the pool's job) is kept, per pool,
+binary and block shape.
 """
 
 from __future__ import annotations
 
 import ctypes
-import os
-import queue
 import struct
 import threading
-from collections.abc import Callable
 from functools import cache
 
 import numpy as np
@@ -54,8 +53,10 @@ from ptxport.errors import (
 )
 from ptxport.ir.lines import where
 from ptxport.runtime.backends.cpu import entry, printf, warps
+from ptxport.runtime.backends.cpu import pool as pool_threads
+from ptxport.runtime.backends.cpu.cores import usable_cores
 
-__all__ = ["run_grid", "set_workers", "worker_count"]
+__all__ = ["SCHEDULES", "run_grid", "set_schedule", "set_workers", "worker_count"]
 
 
 _WORKERS: int | None = None
@@ -73,8 +74,7 @@ def worker_count() -> int:
 @cache
 def _cores() -> int:
     # (once: a system call at every launch costs more than an empty kernel runs)
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
-        (os.cpu_count() or 1)
+    return usable_cores()
 
 
 def set_workers(count: int | None) -> None:
@@ -83,6 +83,35 @@ def set_workers(count: int | None) -> None:
     if count is not None and count < 1:
         raise ValueError("the worker count must be at least 1")
     _WORKERS = count
+
+
+# How workers share a grid's blocks (the first is the default): "guided", decreasing chunks
+# (half a worker's share of the blocks left, down to 1/64 of its share of the grid), large
+# while many blocks are left and small at the grid's end, so that a worker slowed by a core
+# that something else uses holds only a small chunk when the others have finished; "chunks",
+# equal chunks of about 1/16 of a worker's share. On the GPU machine's 16 vCPUs
+# (benchmarks/cpu_scaling.py: benchmarks/data/cpu_scaling_h100host_2fd2abf.txt) both ran the
+# large kernels equally fast on idle cores (guided / chunks 0.97-1.03, geometric mean over 7
+# kernels at 8, 12, 15 and 16 workers), and with two cores kept busy by other processes
+# guided was faster (0.88-0.94).
+SCHEDULES = ("guided", "chunks")
+_SCHEDULE = [SCHEDULES[0]]
+
+
+def set_schedule(kind: str) -> None:
+    """Share blocks among workers by `kind` (one of SCHEDULES) from the next launch on."""
+    if kind not in SCHEDULES:
+        raise ValueError(f"unknown schedule {kind!r}: one of {', '.join(SCHEDULES)}")
+    _SCHEDULE[0] = kind
+
+
+def _chunk(blocks: int, workers: int) -> int:
+    """The claiming entry points' `chunk` word (codegen/targets/cpu/entry.py's
+    build_claiming) for the schedule chosen now."""
+    if _SCHEDULE[0] == "guided" and workers > 1:
+        least = max(1, blocks // (workers * 64))
+        return -((2 * workers) << 32 | least)
+    return max(1, blocks // (workers * 16))
 
 
 class _Worker:
@@ -98,10 +127,11 @@ class _Worker:
         raw = np.zeros(frames * plan.frame_size + 64 + 128, dtype=np.uint8)
         start = (-raw.ctypes.data) % 128
         self.frames = raw[start:start + frames * plan.frame_size + 64]
-        self.shared = np.zeros(plan.static_shared + dynamic_shared + 16, dtype=np.uint8)
-        self.ctx = np.zeros(CTX.size, dtype=np.uint8)
-        self.points = np.zeros(self.nthreads, dtype=np.int32)
-        self.statuses = np.zeros(self.nthreads, dtype=np.int32)
+        # (each on cache lines of its own: the workers write theirs at once)
+        self.shared = _on_lines(plan.static_shared + dynamic_shared + 16, np.uint8)
+        self.ctx = _on_lines(CTX.size, np.uint8)
+        self.points = _on_lines(self.nthreads, np.int32)
+        self.statuses = _on_lines(self.nthreads, np.int32)
         fields = CTX.fields
         self._put(self.ctx, fields["shared"], np.uint64, self.shared.ctypes.data)
         for axis in range(3):
@@ -117,7 +147,7 @@ class _Worker:
         if not plan.gang:
             header[:, FRAME.fields["tid"]:FRAME.fields["tid"] + 20] = tid.view(np.uint8)
         self.slots = warps.Slots(self.frames, plan.frame_size, self.nthreads, FRAME.fields)
-        self.site_cache = np.zeros(2 * max(plan.check_sites, 1), dtype=np.uint64)
+        self.site_cache = _on_lines(2 * max(plan.check_sites, 1), np.uint64)
         self._site_cache_address = self.site_cache.ctypes.data
         # (zeroed at every checked launch; a kernel without sites has none to zero)
         self._site_cache_bytes = self.site_cache.nbytes if plan.check_sites else 0
@@ -149,13 +179,15 @@ class _Worker:
         # the native entry points' first arguments, and their results' words
         self._block_args = (self.ctx.ctypes.data, self.frames.ctypes.data, plan.frame_size,
                             self.points.ctypes.data, self.statuses.ctypes.data, self.nthreads)
-        self._status, self._end = ctypes.c_int32(0), ctypes.c_int64(0)
-        # run_claimed_blocks' arguments, kept in memory for entry.call_claimed: a launch
-        # sets only the counter's address and the block counts
-        self._claim_args = entry.ClaimedArgs(
-            self.ctx.ctypes.data, self.frames.ctypes.data, plan.frame_size, self.nthreads,
-            0, 0, 0, ctypes.addressof(self._end), ctypes.addressof(self._status))
-        self._claim_args_address = ctypes.addressof(self._claim_args)
+        words = _on_lines(2, np.int64)
+        self._status = ctypes.c_int32.from_buffer(words, 0)
+        self._end = ctypes.c_int64.from_buffer(words, 8)
+        # the claiming entry points' arguments before the launch's words (entry.Layout)
+        self.claim_words = {
+            entry.CLAIMED: (self.ctx.ctypes.data, self.frames.ctypes.data, plan.frame_size,
+                            self.nthreads, 0, 0, 0, ctypes.addressof(self._end),
+                            ctypes.addressof(self._status)),
+            entry.CLAIMED_WAITING: (*self._block_args, 0, 0, 0, ctypes.addressof(self._end))}
 
     def prepare(self, params: tuple[int, int], grid, allocations, global_ranges,
                 stop: ctypes.c_int32, smid: int, smids: int) -> None:
@@ -202,23 +234,15 @@ class _Worker:
             checks.value = 1
             self._table_set = made_of
 
+    def restart(self) -> None:
+        """prepare() again for a launch with what the last one had, which ended without a
+        failure (so no fault is recorded): only the access sites' cache starts afresh."""
+        if self._site_cache_bytes and self._table_set is not None:
+            ctypes.memset(self._site_cache_address, 0, self._site_cache_bytes)
+
     @staticmethod
     def _put(buffer: np.ndarray, offset: int, dtype, value: int) -> None:
         struct.pack_into(_FORMATS[dtype], buffer, offset, value)
-
-    def run_claimed_waiting_blocks(self, counter: ctypes.c_int64, total: int, chunk: int,
-                                   grid) -> None:
-        """Claims chunks of blocks from `counter` (shared with the other workers) until the
-        grid is done; blocks whose waits the native code cannot complete go on in Python."""
-        end = self._end
-        while True:
-            stopped = self.binary.run_claimed_waiting_blocks(
-                *self._block_args, ctypes.addressof(counter), total, chunk,
-                ctypes.addressof(end))
-            if stopped < 0:
-                return
-            self._python_block(stopped, grid)
-            self.run_waiting_blocks(stopped + 1, end.value - stopped - 1, grid)
 
     def _python_block(self, number: int, grid) -> None:
         ctaid = (number % grid[0], (number // grid[0]) % grid[1],
@@ -275,22 +299,6 @@ class _Worker:
             if not warps.resolve(self.plan, self.points, self.statuses, self.slots,
                                     BLOCKED, RUNNABLE, EXITED):
                 raise KernelExecutionError(self._deadlock_message(ctaid))
-
-    def run_claimed_blocks(self, counter: ctypes.c_int64, total: int, chunk: int,
-                           grid) -> None:
-        """Claims chunks of blocks of a kernel without barriers or warp operations from
-        `counter` (shared with the other workers) and runs them, all in one native call."""
-        status = self._status
-        status.value = 0
-        args = self._claim_args
-        args[entry.COUNTER], args[entry.TOTAL], args[entry.CHUNK] = \
-            ctypes.addressof(counter), total, chunk
-        failed = entry.call_claimed()(self.binary.run_claimed_blocks_address,
-                                      self._claim_args_address)
-        if failed >= 0:
-            self._raise_failure(failed, status, grid)
-        if self._fault_info.value:
-            self.fault_after_run(f"one of blocks 0..{total - 1}")
 
     def _raise_failure(self, failed: int, status, grid) -> None:
         """After run_blocks: the error for the thread that trapped or faulted, if any."""
@@ -366,6 +374,20 @@ class _Worker:
                 f"forever (a GPU would hang): {waits}")
 
 
+def _on_lines(count: int, dtype) -> np.ndarray:
+    """`count` zeros of `dtype` on cache lines no other array shares (a worker's memory, which
+    other workers must not slow down by writing next to it)."""
+    nbytes = count * np.dtype(dtype).itemsize
+    raw = np.zeros(nbytes + 128, dtype=np.uint8)
+    start = (-raw.ctypes.data) % 64
+    return raw[start:start + nbytes].view(dtype)
+
+
+def _stop_word() -> ctypes.c_int32:
+    """A launch's stop word, which every worker reads in every loop: on a line of its own."""
+    return ctypes.c_int32.from_buffer(_on_lines(1, np.int32))
+
+
 def _disjoint(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """[start, end) ranges, sorted, with overlapping ones merged: the access check looks at
     the last range starting at or below an address only, so a range inside another (host
@@ -389,118 +411,95 @@ _RUNNING: dict[int, ctypes.c_int32] = {}
 
 
 def _stop_running_launches() -> None:
-    """At the interpreter's exit, stop the launches still running: the worker pool's threads
-    are joined then, and one running a kernel that never ends would keep the process from
-    exiting (after Ctrl-C, say)."""
+    """At the interpreter's exit, stop the launches still running: a kernel that never ends
+    (after Ctrl-C, say) would keep its stream's thread, which the interpreter may wait for,
+    and the pool's threads busy."""
     for stop in list(_RUNNING.values()):
         stop.value = 1
 
 
-# (called before the helper threads are joined)
+# (called before the interpreter joins its threads)
 threading._register_atexit(_stop_running_launches)
 
 
-_POOL_LOCK = threading.Lock()
+class _Team:
+    """The workers that run one binary's blocks of one shape on one pool's threads, and what
+    the pool runs for them (pool.Job): one row of the claiming entry point's arguments per
+    worker, a result word per worker, and the shared block counter. Kept on the binary for
+    later launches: the pool is one launch's at a time, so its team is too."""
+
+    def __init__(self, binary, block, dynamic_shared: int, layout: entry.Layout):
+        self.binary, self.block, self.dynamic_shared = binary, block, dynamic_shared
+        self.layout = layout
+        self.workers: list[_Worker] = []
+        # (the counter alone on its cache line: the workers add to it)
+        self.counter = _on_lines(1, np.int64)
+        self.counter_address = self.counter.ctypes.data
+        self.job = pool_threads.Job()
+        words = self.job.words
+        words[pool_threads.TRAMPOLINE] = entry.trampoline_address(layout)
+        words[pool_threads.ENTRY] = (binary.run_claimed_waiting_blocks_address
+                                     if layout is entry.CLAIMED_WAITING
+                                     else binary.run_claimed_blocks_address)
+        words[pool_threads.STRIDE] = layout.words
+        words[pool_threads.COUNTER] = self.counter_address
+        # (a trap ends the grid; a waiting block the native code cannot complete ends only
+        # its worker's claiming: Python goes on with it after)
+        words[pool_threads.STOP_ON_FAILURE] = layout is entry.CLAIMED
+        # (kernels without waits: a fault a device function recorded fails the launch after
+        # it; with waits, Python looks at the blocks it finishes)
+        words[pool_threads.FAULT_FIELD] = \
+            CTX.fields["fault_info"] + 1 if layout is entry.CLAIMED else 0
+        self.args = self.results = np.zeros(0, dtype=np.int64)
+        self._last: tuple[int, int, int] | None = None     # what run() last set
+        # what the workers were prepared for at the last launch, if it succeeded
+        self.last_launch: tuple | None = None
+
+    def size_for(self, count: int) -> None:
+        """Have at least `count` workers."""
+        if len(self.workers) >= count:
+            return
+        while len(self.workers) < count:
+            self.workers.append(_Worker(self.binary, self.block, self.dynamic_shared))
+        self.args = np.array([w.claim_words[self.layout] for w in self.workers], np.int64)
+        self.args[:, self.layout.counter] = self.counter_address
+        self.results = _on_lines(count, np.int64)
+        self._last = None
+        words = self.job.words
+        words[pool_threads.ARGS] = self.args.ctypes.data
+        words[pool_threads.RESULTS] = self.results.ctypes.data
+
+    def run(self, pool, count: int, total: int, chunk: int, start: int = 0) -> int:
+        """Run blocks `start` to `total` on `count` workers, `chunk` at a time; how many
+        workers failed (their results are in self.results; -1: it ran to the grid's end)."""
+        # (the same grid comes again launch after launch: numpy's stores cost more than
+        # an empty kernel runs)
+        if (count, total, chunk) != self._last:
+            self.args[:count, self.layout.total] = total
+            self.args[:count, self.layout.chunk] = chunk
+            words = self.job.words
+            words[pool_threads.WORKERS], words[pool_threads.TOTAL] = count, total
+            self._last = (count, total, chunk)
+        if start:
+            self.job.words[pool_threads.START] = start
+            try:
+                return pool.run(self.job)
+            finally:
+                self.job.words[pool_threads.START] = 0
+        return pool.run(self.job)
 
 
-class _Launch:
-    """A launch that helper threads may join while it runs. The launching thread works on
-    it from the start and calls helpers in a widening wave (each that joins calls two more,
-    up to `helpers`), so that a grid keeps waking threads only while it still runs; once the
-    blocks are all claimed, the launching thread waits only for the helpers that joined (one
-    that comes later leaves at once). A short grid then costs no thread wake-ups."""
-
-    def __init__(self, work: Callable[[int], None], helpers: int):
-        self.work = work
-        self._state = threading.Condition(threading.Lock())
-        self._open, self._running, self._next_smid = True, 0, 1
-        self._uncalled = helpers
-
-    def call_helpers(self, most: int) -> None:
-        """Offer the launch to up to `most` more helper threads."""
-        with self._state:
-            count = min(most, self._uncalled)
-            self._uncalled -= count
-        _HELPERS.offer(self, count)
-
-    def join(self) -> None:
-        """Run the launch's work on this helper thread, if it still takes helpers."""
-        with self._state:
-            if not self._open:
-                return
-            smid, self._next_smid = self._next_smid, self._next_smid + 1
-            self._running += 1
-        try:
-            self.call_helpers(2)
-            self.work(smid)
-        finally:
-            with self._state:
-                self._running -= 1
-                if not self._running:
-                    self._state.notify_all()
-
-    def close(self) -> None:
-        """Take no more helpers, and wait for those working."""
-        with self._state:
-            self._open = False
-            self._state.wait_for(lambda: not self._running)
-
-
-class _Helpers:
-    """The process's helper threads (kept between launches: starting threads for every
-    launch cost more than short kernels run), which take launches offered to them."""
-
-    def __init__(self) -> None:
-        self._offers: queue.SimpleQueue[_Launch | None] = queue.SimpleQueue()
-        self._threads: list[threading.Thread] = []
-
-    def start(self, count: int) -> None:
-        """Have at least `count` threads."""
-        with _POOL_LOCK:
-            while len(self._threads) < count:
-                thread = threading.Thread(target=self._run, daemon=False,
-                                          name=f"ptxport-cpu_{len(self._threads)}")
-                thread.start()
-                self._threads.append(thread)
-
-    def offer(self, launch: _Launch, count: int) -> None:
-        """Let `count` threads join `launch`."""
-        for _ in range(count):
-            self._offers.put(launch)
-
-    def _run(self) -> None:
-        while (launch := self._offers.get()) is not None:
-            launch.join()
-            launch = None       # (it holds the launch's memory alive)
-
-    def end(self) -> None:
-        """Let the threads end (at the interpreter's exit, which joins them)."""
-        for _ in self._threads:
-            self._offers.put(None)
-
-
-_HELPERS = _Helpers()
-# (before the threads are joined; a helper that runs a kernel leaves it once
-# _stop_running_launches has stopped it)
-threading._register_atexit(_HELPERS.end)
-
-
-def _worker(binary, block, dynamic_shared: int) -> _Worker:
-    """This host thread's worker for the binary and block shape, kept on the binary (so it
-    goes with it) for the next launch. A host thread runs one block at a time, so no other
-    launch uses a worker while its thread does."""
-    key = (threading.get_ident(), block, dynamic_shared)
-    kept = binary.__dict__.get("_workers")
-    if kept is None:
-        with _POOL_LOCK:
-            kept = binary.__dict__.setdefault("_workers", {})
-    worker = kept.get(key)      # (one dict read: atomic)
-    if worker is None:
-        worker = _Worker(binary, block, dynamic_shared)
-        with _POOL_LOCK:
-            if len(kept) < 4 * max(worker_count(), 1):
-                kept[key] = worker
-    return worker
+def _team(binary, pool, block, dynamic_shared: int, layout: entry.Layout) -> _Team:
+    """The pool's team for the binary and block shape, kept on the binary (so that it goes
+    with it) for the next launch."""
+    kept = binary.__dict__.setdefault("_teams", {})     # (one dict call: atomic)
+    key = (pool.number, block, dynamic_shared)
+    team = kept.get(key)
+    if team is None:
+        team = _Team(binary, block, dynamic_shared, layout)
+        if len(kept) < 16:      # (more: pools of many streams at once, or many shapes)
+            kept[key] = team
+    return team
 
 
 def run_grid(binary, grid, block, dynamic_shared: int, params: bytes,
@@ -509,7 +508,7 @@ def run_grid(binary, grid, block, dynamic_shared: int, params: bytes,
     KernelTimeoutError when the launch ran longer than `timeout` seconds and was stopped."""
     # The stop word compiled code looks at; the watchdog sets it. (Kept for later launches
     # when no watchdog had it: workers then keep its address in their context.)
-    stop = _take_stop() if timeout is None else ctypes.c_int32(0)
+    stop = _take_stop() if timeout is None else _stop_word()
     watchdog = None if timeout is None else threading.Timer(timeout, setattr,
                                                             (stop, "value", 1))
     if watchdog is not None:
@@ -545,7 +544,7 @@ def _take_stop() -> ctypes.c_int32:
     try:
         return _STOPS.pop()
     except IndexError:      # none kept (or another launch took the last one first)
-        return ctypes.c_int32(0)
+        return _stop_word()
 
 
 def _run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocations,
@@ -556,31 +555,18 @@ def _run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocatio
     params_address = ctypes.addressof(param_buffer)
     # (only kernels that call printf or assert have a log to collect and print)
     printf_log = printf.open_log(params_address) if binary.calls_printf else None
-    blocks = grid[0] * grid[1] * grid[2]
-    smids = worker_count()
-    workers = min(smids, blocks)
-    # The next block to claim, shared by the workers (claimed with atomic adds natively).
-    counter = ctypes.c_int64(0)
-
-    # Workers claim chunks of blocks; kernels without barriers or warp operations run a
-    # chunk in one native call, others block by block in rounds.
-    chunk = max(1, blocks // (workers * 16))
-    python_rounds = bool(binary.plan.sync_points) and not binary.native_waits
     # (a tuple: workers keep their allocation table while the same one comes again)
     if allocations is not None and not isinstance(allocations, tuple):
         allocations = tuple(allocations)
-    launch = _Grid(binary, grid, block, dynamic_shared, (params_address, len(params)),
-                   allocations, stop, smids, counter, blocks, 1 if python_rounds else chunk,
-                   python_rounds)
-    if workers <= 1:
-        launch.work(0)
-    else:
-        _HELPERS.start(workers - 1)
-        joinable = _Launch(launch.work, workers - 1)
-        joinable.call_helpers(2)
-        launch.work(0)
-        joinable.close()
-    errors = launch.errors
+    errors: list[BaseException] = []
+    pool = pool_threads.take()
+    try:
+        _Grid(binary, grid, block, dynamic_shared, (params_address, len(params)),
+              allocations, stop).run(pool)
+    except BaseException as e:      # reported after the printf log is printed
+        errors.append(e)
+    finally:
+        pool_threads.give(pool)
     if printf_log is not None:      # printed after the launch
         errors += printf.close_log(params_address, printf_log)
     _PARAM_BUFFERS.setdefault(len(param_buffer), []).append(param_buffer)
@@ -591,43 +577,86 @@ def _run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocatio
 
 
 class _Grid:
-    """One launch's shared state: what each of its workers runs (`work`), and their errors."""
+    """One launch: its workers (a team of the pool it runs on) and how they share the
+    blocks."""
 
     def __init__(self, binary, grid, block, dynamic_shared: int, params: tuple[int, int],
-                 allocations, stop: ctypes.c_int32, smids: int, counter: ctypes.c_int64,
-                 blocks: int, chunk: int, python_rounds: bool):
+                 allocations, stop: ctypes.c_int32):
         self.binary, self.grid, self.block, self.dynamic_shared = \
             binary, grid, block, dynamic_shared
-        self.params, self.allocations, self.stop, self.smids = params, allocations, stop, smids
-        self.counter, self.blocks, self.chunk = counter, blocks, chunk
-        self.python_rounds = python_rounds
-        self.claim_lock = threading.Lock() if python_rounds else None
-        self.errors: list[BaseException] = []
+        self.params, self.allocations, self.stop = params, allocations, stop
+        self.blocks = grid[0] * grid[1] * grid[2]
+        self.smids = worker_count()
+        waits = bool(binary.plan.sync_points)
+        # the general resolver (tests compare it with the native one) runs in Python, under
+        # the GIL: on the launching thread alone
+        self.python_rounds = waits and not binary.native_waits
+        self.workers = 1 if self.python_rounds else min(self.smids, self.blocks)
+        self.chunk = _chunk(self.blocks, self.workers)
+        self.layout = entry.CLAIMED_WAITING if waits else entry.CLAIMED
 
-    def work(self, smid: int) -> None:
-        """Run blocks as worker number `smid` until none is left (or one failed)."""
-        binary, grid, counter, blocks = self.binary, self.grid, self.counter, self.blocks
-        try:
-            worker = _worker(binary, self.block, self.dynamic_shared)
-            worker.prepare(self.params, grid, self.allocations, binary.global_ranges,
-                           self.stop, smid, self.smids)
-            if self.python_rounds:
-                self._python_rounds(worker)
-            elif binary.plan.sync_points:
-                worker.run_claimed_waiting_blocks(counter, blocks, self.chunk, grid)
-            else:
-                worker.run_claimed_blocks(counter, blocks, self.chunk, grid)
-        except BaseException as e:  # reported to the launching thread by _run_grid
-            self.errors.append(e)
-            counter.value = blocks        # the other workers stop after their chunk
+    def run(self, pool) -> None:
+        """Run every block (raise the first failure)."""
+        team = _team(self.binary, pool, self.block, self.dynamic_shared, self.layout)
+        team.size_for(self.workers)
+        pool.grow(self.workers - 1)
+        # (a launch like the team's last, which succeeded, finds every worker's context
+        # set: preparing 16 workers costs more than an empty grid runs)
+        like = (self.params, self.grid, self.smids, self.workers)
+        last = team.last_launch
+        if last is not None and last[0] is self.allocations and last[1] is self.stop \
+                and last[2] == like:
+            for worker in team.workers[:self.workers]:
+                worker.restart()
+        else:
+            for smid, worker in enumerate(team.workers[:self.workers]):
+                worker.prepare(self.params, self.grid, self.allocations,
+                               self.binary.global_ranges, self.stop, smid, self.smids)
+        team.last_launch = None
+        if self.python_rounds:
+            self._python_rounds(team.workers[0])
+        elif self.layout is entry.CLAIMED_WAITING:
+            self._run_waiting(pool, team)
+        else:
+            self._run_claimed(pool, team)
+        if not self.stop.value:
+            team.last_launch = (self.allocations, self.stop, like)
+
+    def _run_claimed(self, pool, team: _Team) -> None:
+        """Kernels without barriers or warp operations: every block natively."""
+        if not team.run(pool, self.workers, self.blocks, self.chunk):
+            return      # (no worker failed or recorded a fault)
+        results = team.results[:self.workers].tolist()
+        for worker, failed in zip(team.workers, results, strict=False):
+            if failed >= 0:
+                worker._raise_failure(failed, worker._status, self.grid)
+        for worker in team.workers[:self.workers]:
+            worker.fault_after_run(f"one of blocks 0..{self.blocks - 1}")
+
+    def _run_waiting(self, pool, team: _Team) -> None:
+        """Kernels with waits: natively while the waits are the common ones; a worker that
+        meets a block whose waits are not leaves it (and the rest of its chunk) to Python,
+        here after the others ran the grid to its end."""
+        start = 0
+        while team.run(pool, self.workers, self.blocks, self.chunk, start):
+            results = team.results[:self.workers].tolist()
+            for worker, number in zip(team.workers, results, strict=False):
+                if number < 0:
+                    continue
+                if self.stop.value:
+                    raise _Stopped
+                worker._python_block(number, self.grid)
+                worker.run_waiting_blocks(number + 1, worker._end.value - number - 1,
+                                          self.grid)
+            # (every worker left a block to Python before the grid's end: the rest again)
+            start = int(team.counter[0])
+            if start >= self.blocks:
+                return
 
     def _python_rounds(self, worker: _Worker) -> None:
-        grid, counter, blocks, stop = self.grid, self.counter, self.blocks, self.stop
-        while not self.errors and not stop.value:
-            with self.claim_lock:
-                n = counter.value
-                counter.value = n + 1
-            if n >= blocks:
+        grid = self.grid
+        for n in range(self.blocks):
+            if self.stop.value:
                 return
             worker.run_block((n % grid[0], (n // grid[0]) % grid[1], n // (grid[0] * grid[1])))
 

@@ -38,14 +38,6 @@ RunBlocks = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, c
                              ctypes.c_int32, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
 
 
-RunClaimedBlocks = ctypes.CFUNCTYPE(
-    ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32,
-    ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p)
-RunClaimedWaitingBlocks = ctypes.CFUNCTYPE(
-    ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
-    ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
-    ctypes.c_void_p)
-
 
 _STORAGE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _STORAGE_LOCK = threading.Lock()
@@ -144,16 +136,16 @@ class CpuKernelBinary:
         # (warp gangs have no run_threads: the executor never calls it for them)
         self.run_threads = RunThreads(address("run_threads"))
         self.run_blocks = RunBlocks(address("run_blocks"))
-        self.run_claimed_blocks = RunClaimedBlocks(address("run_claimed_blocks"))
-        # (the executor calls it through entry.call_claimed, with its arguments in memory)
+        # (the executor's workers call the claiming entry points through entry.py's
+        # trampolines, with their arguments in memory)
         self.run_claimed_blocks_address = address("run_claimed_blocks")
+        self.run_claimed_waiting_blocks_address = address("run_claimed_waiting_blocks") \
+            if waits else 0
         # Completes the common waits natively (codegen/targets/cpu/native.py); tests turn it off to
         # compare with the general resolver.
         self.run_block = RunBlock(address("run_block")) if waits else None
         self.run_waiting_blocks = (RunWaitingBlocks(address("run_waiting_blocks"))
                                    if waits else None)
-        self.run_claimed_waiting_blocks = (
-            RunClaimedWaitingBlocks(address("run_claimed_waiting_blocks")) if waits else None)
         self.native_waits = True
 
     def image(self) -> Image:

@@ -208,12 +208,14 @@ def check_place(fl: GangLowering, place: Place, size: int, write: bool, kind, lo
     b.position_at_end(ok)
 
 
-def group_check(fl: GangLowering, place: Place, size: int, low, high):
+def group_check(fl: GangLowering, place: Place, size: int, low, high, known: bool = False):
     """i1: whether every access of the current instruction's group (access_groups) by the
     mask's lanes lies inside memory the kernel may touch, checked once where the group's
     first access classifies its lanes (so it holds for the rest of the segment); None for
     an access in no group. A false check makes each access check itself (the exact fault,
-    in program order). Global accesses also prefetch here, for the whole group."""
+    in program order). Global accesses also prefetch here, for the whole group. `known`:
+    the lanes lie as _classify found when compiling, so [low, high) holds every lane's
+    access (shared memory is then one scalar test)."""
     group = fl.group_of.get(id(fl.inst))
     if group is None:
         return None
@@ -223,6 +225,15 @@ def group_check(fl: GangLowering, place: Place, size: int, low, high):
     b = fl.b
     first, last = fl.group_span[group]
     et = place.addrs.type.element
+    if place.shared and known:      # the group's span, from the lowest lane to the highest
+        limit = fl.target.ctx_field(fl, "total_smem")
+        if et.width == 64:
+            limit = b.zext(limit, I64)
+        start, end = b.add(low, ll.Constant(et, first)), b.add(high, ll.Constant(et, last))
+        ok = b.and_(ll.IRBuilder.icmp_unsigned(b, "<=", start, end),
+                    ll.IRBuilder.icmp_unsigned(b, "<=", end, limit))
+        fl.group_ok[memo] = ok
+        return ok, None
     if place.shared:       # lane by lane in one vector test: exact however they lie
         limit = fl.target.ctx_field(fl, "total_smem")
         if et.width == 64:
@@ -276,7 +287,11 @@ def prefetch(fl: GangLowering, low, span: int) -> None:
     is the last move at this site: in this warp's call when it has been here before (a
     loop), else by the warps this worker ran before in this launch (the site's last address
     is also kept in a slot of the worker's site cache, zero at each launch). A wrong guess
-    costs a prefetch, never a fault."""
+    costs a prefetch, never a fault. Only where all 32 lanes run (the segment's full-mask
+    copy): partial masks are a grid's edges, halos and tails, whose lines full warps nearby
+    fetch anyway (a stencil's halo loads prefetching cost it 5% here)."""
+    if not isinstance(fl.mask, ll.Constant):
+        return
     b = fl.b
     mine = fl.entry_alloca(I64, "last_address")
     with b.goto_block(fl.entry):
@@ -316,12 +331,15 @@ CONSECUTIVE, HALVES, HALF_UNIFORM, SCATTERED = range(4)
 class Place:
     """Where the mask's lanes access memory: `addrs` (a vector of host addresses, or of
     offsets into the shared window when `shared`) plus `offset` bytes; `key` names the
-    base (register or variable) it was read from, for _classify's memo."""
+    base (register or variable) it was read from, for _classify's memo; `lanes` the
+    constant offsets between the lanes' addrs where known when compiling
+    (passes/lane_offsets.py), else None."""
 
-    __slots__ = ("addrs", "shared", "offset", "key")
+    __slots__ = ("addrs", "shared", "offset", "key", "lanes")
 
-    def __init__(self, addrs, shared: bool, offset: int, key):
+    def __init__(self, addrs, shared: bool, offset: int, key, lanes=None):
         self.addrs, self.shared, self.offset, self.key = addrs, shared, offset, key
+        self.lanes = lanes
 
     def moved(self, step: int) -> Place:
-        return Place(self.addrs, self.shared, self.offset + step, self.key)
+        return Place(self.addrs, self.shared, self.offset + step, self.key, self.lanes)

@@ -130,7 +130,15 @@ def lower_exit(fl: GangLowering, inst: ir.Instruction) -> None:
     b = fl.b
     set_pc(fl, fl.mask, I32(EXIT_PC))
     if inst.guard is None:
-        b.branch(fl.dispatch)
+        # no live lane elsewhere (none waiting to run, parked or at a barrier): the warp has
+        # exited, without asking the dispatcher
+        elsewhere = b.or_(b.load(fl.others_slot),
+                          b.or_(b.load(fl.parked_slot), b.load(fl.barrier_slot)))
+        done = fl.llfn.append_basic_block("warp_exited")
+        ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "==", elsewhere, I32(0)), done,
+                             fl.dispatch)
+        b.position_at_end(done)
+        b.ret(I32(-1))
         b.position_at_end(fl.llfn.append_basic_block("after_ret"))
 
 

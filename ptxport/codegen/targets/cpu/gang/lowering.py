@@ -159,7 +159,7 @@ def lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, target
     live = _thread_indices(fl, frame, warp, block)
     segments, exit_segment = _lay_out_segments(fl, kernel, gang)
     _frame_registers(fl, kernel, segments, frame)
-    dispatch = _entry(fl, gang, start, live)
+    dispatch = _entry(fl, gang, start, live, segments[0])
     _dispatcher(fl, gang, segments, dispatch)
     fl.b.position_at_end(exit_segment.llblock)
     fl.mask = fl.b.load(fl.mask_slot)
@@ -270,9 +270,10 @@ def _frame_registers(fl: GangLowering, kernel: ir.Function, segments: list[Segme
             fl.registers[id(reg)] = slot
 
 
-def _entry(fl: GangLowering, gang: ll.Function, start, live) -> ll.Block:
-    """A fresh warp's start and a waiting warp's resumption; returns the dispatcher's block
-    (empty yet), where both go on."""
+def _entry(fl: GangLowering, gang: ll.Function, start, live, first: Segment) -> ll.Block:
+    """A fresh warp's start (straight into the first segment with its live lanes, as the
+    dispatcher would choose) and a waiting warp's resumption; returns the dispatcher's block
+    (empty yet), where resumptions go on."""
     b, vi32, frame_field = fl.b, vec(I32), fl.frame_field
     fresh, resume, dispatch = (gang.append_basic_block(n) for n in ("fresh", "resume",
                                                                     "dispatch"))
@@ -282,9 +283,13 @@ def _entry(fl: GangLowering, gang: ll.Function, start, live) -> ll.Block:
     b.cbranch(start, fresh, resume)
     b.position_at_end(fresh)
     b.store(I32(-1), fl.frame_field(RESUME))
-    b.store(ll.IRBuilder.select(b, live, b.splat(I32(0)), fl.exit_pcs), fl.pc_slot)
+    b.store(ll.IRBuilder.select(b, live, b.splat(I32(first.number)), fl.exit_pcs), fl.pc_slot)
     b.store(I32(0), fl.parked_slot)
-    b.branch(dispatch)
+    # (a warp has a live lane, all of them at the first segment: no lane elsewhere)
+    b.store(live, fl.mask_slot)
+    b.store(I32(0), fl.others_slot)
+    b.store(I32(EXIT_PC), fl.others_min_slot)
+    b.branch(first.llblock)
     b.position_at_end(resume)
     # all live lanes left together at one barrier (block_barrier): straight back there
     at = b.load(fl.frame_field(RESUME))

@@ -125,7 +125,36 @@ def place_of(fl: GangLowering, operand, space) -> Place:
         host, offsets = lane_addresses(fl, ir.Address(operand.base, 0), space)
         addrs = host if offsets is None else offsets
         fl.places[key] = addrs
-    return Place(addrs, space == "shared", operand.offset, key)
+    lanes = fl.lane_offsets.get(operand.base) if isinstance(operand.base, ir.Register) else None
+    if lanes is not None and addrs.type.element.width != operand.base.type.bits:
+        lanes = None        # (a 32-bit global address, widened: the offsets need not hold)
+    return Place(addrs, space == "shared", operand.offset, key, lanes)
+
+
+def _known_pattern(fl: GangLowering, place: Place, size: int):
+    """_classify's answer for all 32 lanes (the mask the constant full one) where the
+    lanes' offsets are known when compiling (CONSECUTIVE, HALVES or HALF_UNIFORM), else
+    None: the starts are lane 0's and lane 16's addresses, no test at run time."""
+    if place.lanes is None or not isinstance(fl.mask, ll.Constant):
+        return None
+    b = fl.b
+    addrs = place.addrs
+    et = addrs.type.element
+    wrap = (1 << et.width) - 1
+    d = [(c - place.lanes[0]) & wrap for c in place.lanes]
+    s0 = ll.IRBuilder.extract_element(b, addrs, I32(0))
+    if d == [size * i for i in range(W)]:
+        return (I32(CONSECUTIVE), s0, b.add(s0, ll.Constant(et, size * _HALF)), s0,
+                b.add(s0, ll.Constant(et, size * W)))
+    gap = d[_HALF]
+    for kind, step, span in ((HALVES, size, size * _HALF), (HALF_UNIFORM, 0, size)):
+        if d == [step * (i % _HALF) + gap * (i // _HALF) for i in range(W)]:
+            s1 = ll.IRBuilder.extract_element(b, addrs, I32(_HALF))
+            less = ll.IRBuilder.icmp_unsigned(b, "<", s0, s1)
+            low = ll.IRBuilder.select(b, less, s0, s1)
+            high = b.add(ll.IRBuilder.select(b, less, s1, s0), ll.Constant(et, span))
+            return I32(kind), s0, s1, low, high
+    return None
 
 
 def _classify(fl: GangLowering, place: Place, size: int):
@@ -137,6 +166,10 @@ def _classify(fl: GangLowering, place: Place, size: int):
     memo = (place.key, size, id(fl.mask))
     if memo in fl.patterns:
         return fl.patterns[memo]
+    known = _known_pattern(fl, place, size)
+    if known is not None:
+        fl.patterns[memo] = known
+        return known
     b = fl.b
     llfn = fl.llfn
     addrs = place.addrs
@@ -338,7 +371,8 @@ def _check_access_place(fl: GangLowering, place: Place, t: Type, load: bool, kin
     # the group's span counts the offsets of a vector's further elements itself
     group_high = b.sub(high, ll.Constant(high.type, size - t.size)) if count > 1 else high
     # (an access in no group, a guarded one or cp.async's, checks itself)
-    checked, group_low = (group_check(fl, place, t.size, low, group_high)
+    checked, group_low = (group_check(fl, place, t.size, low, group_high,
+                                      isinstance(kind, ll.Constant))
                           if fl.guard is None else None) or (None, None)
     active = fl.llfn.append_basic_block("access_active")
     skipped = b.block          # no lane active (a guard false everywhere): no access at all
@@ -507,7 +541,7 @@ def _lower_run(fl: GangLowering, members: list) -> None:
     values = None if load else [fl.read_lanes(_only(m.operands[1]), t) for m in members]
     union = masks[0]
     for m in masks[1:]:
-        union = b.or_(union, m)
+        union = union if m is union else b.or_(union, m)
     place = place_of(fl, first.operands[1 if load else 0], "global")
     here, fl.mask = fl.mask, union
     kind, s0, _s1, low, high = _classify(fl, place, t.size * len(members))

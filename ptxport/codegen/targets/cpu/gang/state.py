@@ -30,6 +30,7 @@ from ptxport.errors import InternalError, PtxportError
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import may_write, uses_and_defs
 from ptxport.ir.types import TYPES, Type
+from ptxport.passes.lane_offsets import lane_offsets
 from ptxport.passes.uniformity import (
     thread_x_copies,
     uniform_registers,
@@ -105,6 +106,8 @@ class GangLowering(FunctionLowering):
         self.block = block      # the block shape the code is for
         self.thread_x = thread_x_copies(function)
         self.uniform = uniform_registers(function, block, self.thread_x)
+        # registers whose lanes lie constant offsets apart (passes/lane_offsets.py)
+        self.lane_offsets = lane_offsets(function, block, self.uniform)
         # within a segment: the lanes' addresses read from a base, and how they lie
         # (_place, _classify); a write of the base register forgets them
         self.places: dict = {}

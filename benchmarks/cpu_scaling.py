@@ -1,0 +1,164 @@
+"""How well does ptxport's CPU device use more cores? The large kernels of cpu_kernels.py at
+1, 2, 4, ... workers up to every core this process may use (set_workers(k), and
+omp_set_num_threads(k) for the C baseline), side by side with C+OpenMP.
+
+For each kernel and worker count it times C and ptxport (launch() + stream.sync(), outputs
+reset untimed before each run; in the order --order says) and reports the median of each,
+ptxport / C, and the parallel efficiency of each: t(1) / (k * t(k)), 1.0 when k workers are
+k times faster than one. Issue 15's goals on 16 cores: ptxport at most 1.5x C on 16 threads,
+and ptxport's own efficiency from 1 to 16 cores at least 0.8 on these sizes. The result of
+the last run at each worker count is checked against C's.
+
+    python benchmarks/cpu_scaling.py [--kernels saxpy,vector_add,gemm] [--reps 7]
+                                     [--budget 2.0] [--workers 1,2,4,8,16] [--json PATH]
+                                     [--order separate|alternate] [--schedule guided|chunks]
+                                     [--omp-wait default|active|passive] [--busy N]
+
+prints a table and writes benchmarks/results/cpu_scaling.json (or --json). --order,
+--omp-wait, --schedule and --busy are cpu_kernels.py's (add_machine_flags).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from cpu_kernels import (  # (a sibling script: benchmarks/ is on sys.path above)
+    CASES,
+    RESULTS,
+    CRun,
+    MachineSettings,
+    NotRunnable,
+    PtxportRun,
+    add_machine_flags,
+    build_c_library,
+    machine,
+    machine_settings,
+    mismatch,
+    set_cores,
+    time_side_by_side,
+)
+
+from ptxport import Device
+from ptxport.runtime.backends.cpu import executor as cpu_executor
+
+DEFAULT_KERNELS = ("saxpy", "vector_add", "reduce_shared", "gemm", "transpose", "softmax",
+                   "stencil")
+
+
+def worker_counts(cores: int) -> list[int]:
+    """1, 2, 4, ... below `cores`, then `cores`."""
+    counts, k = [], 1
+    while k < cores:
+        counts.append(k)
+        k *= 2
+    return [*counts, cores]
+
+
+def measure(case, lib, device, objects, counts, settings) -> dict:
+    """One kernel's row: per worker count, C's and ptxport's medians and their ratio."""
+    problem = case.make(case.full, np.random.default_rng(0))
+    row = {"kernel": case.name, "size": problem.size, "blocks": problem.blocks,
+           "status": "ok", "workers": {}}
+    c_run, stream = CRun(problem, lib), device.create_stream()
+    try:
+        ptx_run = PtxportRun(case, problem, device, stream, objects)
+        try:
+            ptx_run.first_run()     # (compiles the kernel)
+            for k in counts:
+                set_cores(lib, k)
+                c_times, ptx_times = time_side_by_side(c_run, ptx_run, settings.reps,
+                                                       settings.budget, settings.order)
+                wrong = mismatch(problem, ptx_run.results(), c_run.results())
+                if wrong and row["status"] == "ok":
+                    row["status"] = f"{wrong} ({k} workers)"
+                c_ms = statistics.median(c_times) * 1e3
+                ptx_ms = statistics.median(ptx_times) * 1e3
+                row["workers"][str(k)] = {"c_ms": c_ms, "ptxport_ms": ptx_ms,
+                                          "ratio": ptx_ms / c_ms, "runs": len(c_times)}
+        finally:
+            ptx_run.close()
+    except NotRunnable as e:
+        row["status"] = str(e)
+    stream.close()
+    one = row["workers"].get("1")
+    for k, cell in row["workers"].items():
+        cell["ptxport_efficiency"] = one["ptxport_ms"] / (int(k) * cell["ptxport_ms"])
+        cell["c_efficiency"] = one["c_ms"] / (int(k) * cell["c_ms"])
+    return row
+
+
+def print_table(rows, counts) -> None:
+    header = f"{'kernel':<14} {'blocks':>6} {'workers':>7} | {'C ms':>8} {'C eff':>6} | " \
+             f"{'ptxport ms':>10} {'eff':>6} | {'ptxport/C':>9}"
+    print(header)
+    print("-" * len(header))
+    for row in rows:
+        if row["status"] != "ok" and not row["workers"]:
+            print(f"{row['kernel']:<14} {row['status']}")
+            continue
+        for k in map(str, counts):
+            cell = row["workers"][k]
+            print(f"{row['kernel']:<14} {row['blocks']:>6} {k:>7} | {cell['c_ms']:8.3f} "
+                  f"{cell['c_efficiency']:6.2f} | {cell['ptxport_ms']:10.3f} "
+                  f"{cell['ptxport_efficiency']:6.2f} | {cell['ratio']:8.2f}x")
+        if row["status"] != "ok":
+            print(f"{'':<14} {row['status']}")
+    print("-" * len(header))
+    print("eff: parallel efficiency t(1) / (workers * t(workers)); goals on 16 cores: "
+          "ptxport eff >= 0.8, ptxport/C <= 1.5")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--kernels", default=",".join(DEFAULT_KERNELS),
+                        help="comma-separated names: " + ",".join(c.name for c in CASES))
+    parser.add_argument("--reps", type=int, default=7, help="timed runs per side (median)")
+    parser.add_argument("--budget", type=float, default=2.0,
+                        help="seconds of timing per kernel and worker count, after which it "
+                             "stops at 3 runs or more")
+    parser.add_argument("--workers", help="comma-separated worker counts (default 1, 2, 4, "
+                                          "... up to every core)")
+    parser.add_argument("--json", type=Path, default=RESULTS / "cpu_scaling.json",
+                        help="where to write the results")
+    add_machine_flags(parser)
+    args = parser.parse_args()
+    wanted = [k.strip() for k in args.kernels.split(",") if k.strip()]
+    unknown = sorted(set(wanted) - {c.name for c in CASES})
+    if unknown:
+        parser.error(f"unknown kernel(s) {', '.join(unknown)}")
+    counts = [int(k) for k in args.workers.split(",")] if args.workers else \
+        worker_counts(cpu_executor.worker_count())
+    if counts[0] != 1:
+        counts = [1, *counts]       # (efficiency is measured against one worker)
+    device = Device("cpu")
+    device.set_current()
+    objects: dict = {}
+    rows = []
+    with MachineSettings(args):
+        lib = build_c_library()
+        try:
+            for case in (c for c in CASES if c.name in wanted):
+                rows.append(measure(case, lib, device, objects, counts, args))
+                print(f"  measured {case.name}: {rows[-1]['status']}", file=sys.stderr)
+        finally:
+            cpu_executor.set_workers(None)
+    settings = machine_settings(args)
+    print(f"ptxport CPU device and C (OpenMP) at 1..{counts[-1]} workers, median of up to "
+          f"{args.reps} runs; " + ", ".join(f"{k} {v}" for k, v in settings.items()))
+    print_table(rows, counts)
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(
+        {"machine": machine(), "settings": settings, "reps": args.reps,
+         "budget_s": args.budget, "workers": counts, "kernels": rows}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

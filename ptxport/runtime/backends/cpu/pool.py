@@ -1,0 +1,436 @@
+"""Native worker threads that run a launch's blocks on every core, with no Python between
+blocks or between workers.
+
+A pool is a set of POSIX threads, started once and kept, each parked on a condition variable
+of its own; they never run Python. A launch hands a pool a job (Job): a claiming entry point,
+its trampoline (entry.py), one row of argument words per worker and a word for each worker's
+result. `run` is ONE ctypes call (the GIL is released for its whole length): it opens the job,
+wakes threads 1 to FANOUT (each thread that takes the job wakes FANOUT more), runs worker 0's
+share on the calling thread, then closes the job and waits for the threads that took it
+(spinning a little first); a thread that wakes after the close leaves it. So a grid that the
+launching thread finishes alone wakes a few threads and waits for none, and a long one has
+all its workers after two wake-ups (16 workers). Each worker claims chunks of blocks from
+the launch's shared counter with atomic adds inside the compiled kernel
+(codegen/targets/cpu/entry.py). A worker whose block failed (trap, fault, stop) sets the
+counter to the grid's end when the job says so, so that the others stop after their chunk.
+
+A pool runs one launch at a time: a launching thread takes a free pool (or makes one) and
+gives it back after, so that launches from several streams at once have threads of their own
+(a kernel may wait for a flag another stream's kernel sets, as on a GPU). The pool's code is
+LLVM IR built here and compiled once per process; the pthread functions are found by ctypes
+in the process, so a missing one is a clear error, not a crash. A forked child makes new
+pools (its parent's threads are not in it).
+
+Why native threads: with Python threads as workers, every worker took the GIL to wake, to set
+up and to finish, one after another, and on 16 cores the launches of
+benchmarks/cpu_kernels.py took at least about 5 ms, barely faster than on one core.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from functools import cache
+
+import llvmlite.binding as llvm
+import numpy as np
+from llvmlite import ir as ll
+
+from ptxport.codegen.lower import I32, I64, PTR
+from ptxport.codegen.targets.cpu.machine import LLVM_LOCK, target_machine
+from ptxport.errors import PtxportError
+
+__all__ = ["JOB_WORDS", "Job", "Pool", "give", "take"]
+
+# A pool's memory (bytes): the pthread objects (opaque; 128 bytes is more than any libc's),
+# then, read and written under the mutex only, the generation (bumped for each job), the
+# job's address (null: none open), how many threads run a share of it now, and the address
+# of a table of each thread's condition (by worker number; the threads park on their own).
+_MUTEX, _DONE, _GENERATION, _JOB, _RUNNING, _CONDS, _SIZE = 0, 128, 256, 264, 272, 280, 320
+# A thread's words: the pool's address, its worker number, the generation it saw last; its
+# condition (opaque) from byte _THREAD_COND on.
+_THREAD_COND, _THREAD_SIZE = 64, 256
+
+# A job's words (Job below).
+(TRAMPOLINE, ENTRY, ARGS, STRIDE, RESULTS, WORKERS, COUNTER, START, TOTAL, STOP_ON_FAILURE,
+ FAULT_FIELD, FAILURES) = range(12)
+JOB_WORDS = 12
+
+# Threads each waking thread wakes; rounds the launching thread spins for its helpers to end
+# (a few microseconds each) before it waits on the condition.
+FANOUT = 4
+_SPINS = 4096
+
+_PTHREADS = ("pthread_mutex_lock", "pthread_mutex_unlock", "pthread_cond_wait",
+             "pthread_cond_signal")
+
+
+class Job:
+    """What a pool runs: the counter starts at START; worker i calls trampoline(entry, args +
+    i * stride words) and stores the result in results[i]. A worker failed when its result is
+    not negative, or (FAULT_FIELD: 1 + the offset of a word in the memory its first argument
+    points at, 0 for none) when that word is not 0 (a fault it recorded and went on); run()
+    returns how many failed. The words live in a numpy array so that a launch sets the few
+    that change (the grid's block count) without rebuilding anything."""
+
+    def __init__(self) -> None:
+        self.words = np.zeros(JOB_WORDS, dtype=np.int64)
+        self.address = self.words.ctypes.data
+
+
+def _declare(module: ll.Module) -> dict[str, ll.Function]:
+    """The pthread functions, by their names in the process (pointers as opaque `ptr`)."""
+    one, two = ll.FunctionType(I32, [PTR]), ll.FunctionType(I32, [PTR, PTR])
+    return {name: ll.Function(module, two if name == "pthread_cond_wait" else one,
+                              f"ptxport.{name}") for name in _PTHREADS}
+
+
+def _word(b: ll.IRBuilder, base, index: int | ll.Value):
+    return b.gep(base, [index if isinstance(index, ll.Value) else I64(index)],
+                 source_etype=I64)
+
+
+def _field(b: ll.IRBuilder, pool, offset: int):
+    return b.gep(pool, [I64(offset)], source_etype=ll.IntType(8))
+
+
+def _build_share(module: ll.Module) -> ll.Function:
+    """i64 share(job, index): worker `index`'s part of the job; 1 if it failed (see Job)."""
+    fn = ll.Function(module, ll.FunctionType(I64, [PTR, I64]), "ptxport_pool_share")
+    fn.linkage = "internal"
+    job, index = fn.args
+    b = ll.IRBuilder(fn.append_basic_block("entry"))
+    trampoline = b.inttoptr(b.load(_word(b, job, TRAMPOLINE), typ=I64),
+                            ll.FunctionType(I64, [PTR, PTR]).as_pointer())
+    entry = b.inttoptr(b.load(_word(b, job, ENTRY), typ=I64), PTR)
+    args = b.inttoptr(b.add(b.load(_word(b, job, ARGS), typ=I64),
+                            b.mul(b.mul(index, b.load(_word(b, job, STRIDE), typ=I64)), I64(8))),
+                      PTR)
+    result = b.call(trampoline, [entry, args])
+    results = b.inttoptr(b.load(_word(b, job, RESULTS), typ=I64), PTR)
+    b.store(result, _word(b, results, index))
+    failed = b.and_(b.icmp_signed(">=", result, I64(0)),
+                    b.icmp_unsigned("!=", b.load(_word(b, job, STOP_ON_FAILURE), typ=I64),
+                                    I64(0)))
+    with b.if_then(failed):
+        counter = b.inttoptr(b.load(_word(b, job, COUNTER), typ=I64), PTR)
+        b.atomic_rmw("xchg", counter, b.load(_word(b, job, TOTAL), typ=I64), "seq_cst")
+    field = b.load(_word(b, job, FAULT_FIELD), typ=I64)
+    faulted = b.alloca(ll.IntType(1))
+    b.store(ll.Constant(ll.IntType(1), 0), faulted)
+    with b.if_then(b.icmp_unsigned("!=", field, I64(0))):
+        first = b.inttoptr(b.load(args, typ=I64), PTR)
+        word = b.gep(first, [b.sub(field, I64(1))], source_etype=ll.IntType(8))
+        b.store(b.icmp_unsigned("!=", b.load(word, typ=I64), I64(0)), faulted)
+    b.ret(b.zext(b.or_(b.icmp_signed(">=", result, I64(0)), b.load(faulted, typ=ll.IntType(1))),
+                 I64))
+    return fn
+
+
+def _build_wake(module: ll.Module, pthread: dict) -> ll.Function:
+    """void wake(pool, job, index), under the pool's mutex: wake the threads of worker numbers
+    FANOUT * index + 1 ... FANOUT * index + FANOUT, those the job has. The launching thread
+    (worker 0) wakes FANOUT threads, each thread that takes the job FANOUT more: a grid that
+    ends before they come wakes few threads, and a long one has all its workers after
+    log_FANOUT(workers) wake-ups (two for 16 workers)."""
+    fn = ll.Function(module, ll.FunctionType(ll.VoidType(), [PTR, PTR, I64]), "ptxport_wake")
+    fn.linkage = "internal"
+    pool, job, index = fn.args
+    b = ll.IRBuilder(fn.append_basic_block("entry"))
+    conds = b.inttoptr(b.load(_field(b, pool, _CONDS), typ=I64), PTR)
+    workers = b.load(_word(b, job, WORKERS), typ=I64)
+    for offset in range(1, FANOUT + 1):
+        child = b.add(b.mul(index, I64(FANOUT)), I64(offset))
+        with b.if_then(b.icmp_signed("<", child, workers)):
+            cond = b.inttoptr(b.load(_word(b, conds, child), typ=I64), PTR)
+            b.call(pthread["pthread_cond_signal"], [cond])
+    b.ret_void()
+    return fn
+
+
+def _build_thread(module: ll.Module, share: ll.Function, wake: ll.Function,
+                  pthread: dict) -> None:
+    """void *ptxport_pool_thread(arg): arg: the thread's words (_THREAD_*): park on its own
+    condition until the generation changes; take the job if it is still open and has that
+    many workers (counted in `running`), wake two more threads, run its share, tell the
+    launching thread when it was the last to finish; park again."""
+    fn = ll.Function(module, ll.FunctionType(PTR, [PTR]), "ptxport_pool_thread")
+    b = ll.IRBuilder(fn.append_basic_block("entry"))
+    (arg,) = fn.args
+    pool = b.inttoptr(b.load(_word(b, arg, 0), typ=I64), PTR)
+    index = b.load(_word(b, arg, 1), typ=I64)
+    seen = b.alloca(I64)
+    b.store(b.load(_word(b, arg, 2), typ=I64), seen)
+    mutex, done = _field(b, pool, _MUTEX), _field(b, pool, _DONE)
+    generation, job_slot = _field(b, pool, _GENERATION), _field(b, pool, _JOB)
+    running, own = _field(b, pool, _RUNNING), _field(b, arg, _THREAD_COND)
+    park, check, wait, woken, take = (fn.append_basic_block(n) for n in (
+        "park", "check", "wait", "woken", "take"))
+    b.branch(park)
+    b.position_at_end(park)
+    b.call(pthread["pthread_mutex_lock"], [mutex])
+    b.branch(check)
+    b.position_at_end(check)
+    now = b.load(generation, typ=I64)
+    b.cbranch(b.icmp_unsigned("==", now, b.load(seen, typ=I64)), wait, woken)
+    b.position_at_end(wait)
+    b.call(pthread["pthread_cond_wait"], [own, mutex])
+    b.branch(check)
+    b.position_at_end(woken)
+    b.store(now, seen)
+    job = b.load(job_slot, typ=PTR)
+    # (a closed job, null: the launching thread found every block claimed before this
+    # thread came, and waits only for the threads that took it)
+    leave, is_open = fn.append_basic_block("leave"), fn.append_basic_block("open")
+    b.cbranch(b.icmp_unsigned("==", b.ptrtoint(job, I64), I64(0)), leave, is_open)
+    b.position_at_end(is_open)
+    b.cbranch(b.icmp_signed("<", index, b.load(_word(b, job, WORKERS), typ=I64)), take, leave)
+    b.position_at_end(leave)
+    b.call(pthread["pthread_mutex_unlock"], [mutex])
+    b.branch(park)
+    b.position_at_end(take)
+    b.atomic_rmw("add", running, I64(1), "seq_cst")
+    b.call(wake, [pool, job, index])
+    b.call(pthread["pthread_mutex_unlock"], [mutex])
+    b.atomic_rmw("add", _word(b, job, FAILURES), b.call(share, [job, index]), "seq_cst")
+    b.call(pthread["pthread_mutex_lock"], [mutex])
+    left = b.sub(b.atomic_rmw("sub", running, I64(1), "seq_cst"), I64(1))
+    with b.if_then(b.icmp_signed("==", left, I64(0))):
+        b.call(pthread["pthread_cond_signal"], [done])
+    b.call(pthread["pthread_mutex_unlock"], [mutex])
+    b.branch(park)
+
+
+def _build_run(module: ll.Module, share: ll.Function, wake: ll.Function,
+               pthread: dict) -> None:
+    """i64 ptxport_pool_run(pool, job): start the job's counter, open the job to the pool's
+    threads (when it has more than one worker), run worker 0's share, close the job and wait
+    for the threads that took it; how many workers failed. Every worker's result is -1 until
+    its share stores one."""
+    fn = ll.Function(module, ll.FunctionType(I64, [PTR, PTR]), "ptxport_pool_run")
+    pool, job = fn.args
+    b = ll.IRBuilder(fn.append_basic_block("entry"))
+    mutex, done = _field(b, pool, _MUTEX), _field(b, pool, _DONE)
+    job_slot, running = _field(b, pool, _JOB), _field(b, pool, _RUNNING)
+    workers = b.load(_word(b, job, WORKERS), typ=I64)
+    results = b.inttoptr(b.load(_word(b, job, RESULTS), typ=I64), PTR)
+    with _counting(b, workers) as i:
+        b.store(I64(-1), _word(b, results, i))
+    counter = b.inttoptr(b.load(_word(b, job, COUNTER), typ=I64), PTR)
+    b.store(b.load(_word(b, job, START), typ=I64), counter)
+    b.store(I64(0), _word(b, job, FAILURES))
+    several = b.icmp_signed(">", workers, I64(1))
+    with b.if_then(several):
+        b.call(pthread["pthread_mutex_lock"], [mutex])
+        b.store(job, job_slot)
+        generation = _field(b, pool, _GENERATION)
+        b.store(b.add(b.load(generation, typ=I64), I64(1)), generation)
+        b.call(wake, [pool, job, I64(0)])
+        b.call(pthread["pthread_mutex_unlock"], [mutex])
+    own = b.call(share, [job, I64(0)])
+    check, wait, unlock, out = (fn.append_basic_block(n) for n in ("check", "wait", "unlock",
+                                                                   "out"))
+    close = fn.append_basic_block("close")
+    b.cbranch(several, close, out)
+    b.position_at_end(close)
+    b.call(pthread["pthread_mutex_lock"], [mutex])
+    b.store(ll.Constant(PTR, None), job_slot)
+    b.call(pthread["pthread_mutex_unlock"], [mutex])
+    # (the helpers usually end within microseconds of this thread: waiting for them on the
+    # condition would add a wake-up, tens of microseconds, to every launch)
+    with _counting(b, I64(_SPINS)) as _:
+        finished = fn.append_basic_block("finished")
+        spin = fn.append_basic_block("spin")
+        left = b.load_atomic(running, "acquire", 8, typ=I64)
+        b.cbranch(b.icmp_signed("==", left, I64(0)), finished, spin)
+        b.position_at_end(spin)
+        _pause(b)
+    b.call(pthread["pthread_mutex_lock"], [mutex])
+    b.branch(check)
+    b.position_at_end(finished)
+    b.ret(b.add(own, b.load_atomic(_word(b, job, FAILURES), "acquire", 8, typ=I64)))
+    b.position_at_end(check)
+    left = b.load_atomic(running, "acquire", 8, typ=I64)
+    b.cbranch(b.icmp_signed("==", left, I64(0)), unlock, wait)
+    b.position_at_end(wait)
+    b.call(pthread["pthread_cond_wait"], [done, mutex])
+    b.branch(check)
+    b.position_at_end(unlock)
+    b.call(pthread["pthread_mutex_unlock"], [mutex])
+    b.branch(out)
+    b.position_at_end(out)
+    # (the helpers' failures: all counted once `running` was 0)
+    b.ret(b.add(own, b.load_atomic(_word(b, job, FAILURES), "acquire", 8, typ=I64)))
+
+
+def _pause(b: ll.IRBuilder) -> None:
+    """The processor's spin-wait hint (x86's `pause`, AArch64's `yield`), if it has one."""
+    machine = llvm.get_process_triple().split("-")[0]
+    module = b.module
+    if machine in ("x86_64", "i686", "i386"):
+        name, args = "llvm.x86.sse2.pause", []
+    elif machine in ("aarch64", "arm64"):
+        name, args = "llvm.aarch64.hint", [I32(1)]
+    else:
+        return
+    hint = module.globals.get(name) or ll.Function(
+        module, ll.FunctionType(ll.VoidType(), [a.type for a in args]), name)
+    b.call(hint, args)
+
+
+class _counting:
+    """`with _counting(b, n) as i:` a loop over i in 0..n-1 in b's function."""
+
+    def __init__(self, b: ll.IRBuilder, count: ll.Value):
+        self.b, self.count = b, count
+
+    def __enter__(self) -> ll.Value:
+        b = self.b
+        fn = b.function
+        self.head, self.body, self.after = (fn.append_basic_block(n) for n in (
+            "count_head", "count_body", "count_after"))
+        before = b.block
+        b.branch(self.head)
+        b.position_at_end(self.head)
+        self.i = b.phi(I64)
+        self.i.add_incoming(I64(0), before)
+        b.cbranch(b.icmp_signed("<", self.i, self.count), self.body, self.after)
+        b.position_at_end(self.body)
+        return self.i
+
+    def __exit__(self, *exc) -> None:
+        b = self.b
+        self.i.add_incoming(b.add(self.i, I64(1)), b.block)
+        b.branch(self.head)
+        b.position_at_end(self.after)
+
+
+class _Native:
+    """The pool's compiled code and the libc functions Python calls to set pools up."""
+
+    def __init__(self) -> None:
+        libc = ctypes.CDLL(None)
+        try:
+            functions = {name: getattr(libc, name) for name in (
+                *_PTHREADS, "pthread_mutex_init", "pthread_cond_init", "pthread_create",
+                "pthread_detach")}
+        except AttributeError as e:
+            raise PtxportError(
+                "the CPU device runs blocks on POSIX threads (pthread_create and friends), "
+                f"which this process does not have: {e}") from None
+        module = ll.Module("ptxport_pool")
+        pthread = _declare(module)
+        share, wake = _build_share(module), _build_wake(module, pthread)
+        _build_thread(module, share, wake, pthread)
+        _build_run(module, share, wake, pthread)
+        with LLVM_LOCK:
+            for name in _PTHREADS:
+                llvm.add_symbol(f"ptxport.{name}",
+                                ctypes.cast(functions[name], ctypes.c_void_p).value)
+            parsed = llvm.parse_assembly(str(module))
+            parsed.triple = llvm.get_process_triple()
+            self._engine = llvm.create_mcjit_compiler(parsed, target_machine())
+            self._engine.finalize_object()
+            self.thread = self._engine.get_function_address("ptxport_pool_thread")
+            # (ctypes releases the GIL for the call)
+            self.run = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p)(
+                self._engine.get_function_address("ptxport_pool_run"))
+        self.init_mutex, self.init_cond = (functions["pthread_mutex_init"],
+                                           functions["pthread_cond_init"])
+        self.create, self.detach = functions["pthread_create"], functions["pthread_detach"]
+        self.detach.argtypes = [ctypes.c_void_p]
+
+
+@cache
+def _native() -> _Native:
+    return _Native()
+
+
+class Pool:
+    """Threads that run jobs (see the module's note). `number` tells pools apart (the
+    executor keeps each pool's workers' memory under it)."""
+
+    def __init__(self, number: int):
+        self.number, self.forks = number, _FORKS[0]
+        self._native = _native()
+        raw = np.zeros(_SIZE + 64, dtype=np.uint8)
+        start = (-raw.ctypes.data) % 64
+        self._memory = raw[start:start + _SIZE]
+        self.address = self._memory.ctypes.data
+        if self._native.init_mutex(ctypes.c_void_p(self.address + _MUTEX), None) \
+                or self._native.init_cond(ctypes.c_void_p(self.address + _DONE), None):
+            raise PtxportError("the CPU device could not set up its worker threads' "
+                               "mutex and condition (pthread_*_init failed)")
+        self._threads: list[np.ndarray] = []      # each thread's words (it reads them)
+        self._conds = np.zeros(1, dtype=np.int64)
+
+    def grow(self, helpers: int) -> None:
+        """Have at least `helpers` threads (worker numbers 1..helpers). Only while no job
+        runs: the pool's holder calls it before run()."""
+        if len(self._threads) >= helpers:
+            return
+        words = self._memory.view(np.int64)
+        conds = np.zeros(helpers + 1, dtype=np.int64)
+        conds[:self._conds.size] = self._conds
+        self._conds = conds
+        words[_CONDS // 8] = conds.ctypes.data
+        while len(self._threads) < helpers:
+            number = len(self._threads) + 1
+            words_of_thread = np.zeros(_THREAD_SIZE // 8, dtype=np.int64)
+            words_of_thread[:3] = (self.address, number, words[_GENERATION // 8])
+            address = words_of_thread.ctypes.data
+            if self._native.init_cond(ctypes.c_void_p(address + _THREAD_COND), None):
+                raise PtxportError("the CPU device could not set up a worker thread's "
+                                   "condition (pthread_cond_init failed)")
+            conds[number] = address + _THREAD_COND
+            handle = ctypes.c_uint64(0)
+            failed = self._native.create(ctypes.byref(handle), None,
+                                         ctypes.c_void_p(self._native.thread),
+                                         ctypes.c_void_p(address))
+            if failed:
+                raise PtxportError(
+                    f"the CPU device could not start worker thread {number} (pthread_create "
+                    f"returned {os.strerror(failed)}); use set_workers() with fewer workers")
+            self._native.detach(ctypes.c_void_p(handle.value))
+            self._threads.append(words_of_thread)
+
+    def run(self, job: Job) -> int:
+        """Run the job on this pool's threads and the calling thread (which must hold the
+        pool, and have grown it to the job's workers - 1); how many workers failed."""
+        return self._native.run(self.address, job.address)
+
+
+# Pools no launch holds now; the count ever made (pools are numbered from 0, in a forked
+# child on from its parent's count); how many forks this process is from the first one.
+_FREE: list[Pool] = []
+_MADE = [0]
+_FORKS = [0]
+_LOCK = threading.Lock()
+
+
+def take() -> Pool:
+    """A pool for one launch, that no other launch uses until it is given back."""
+    try:
+        return _FREE.pop()
+    except IndexError:
+        with _LOCK:
+            number, _MADE[0] = _MADE[0], _MADE[0] + 1
+        return Pool(number)
+
+
+def give(pool: Pool) -> None:
+    """Give back a pool taken for a launch that has ended (one taken before a fork is
+    dropped: its threads stayed in the parent)."""
+    if pool.forks == _FORKS[0]:
+        _FREE.append(pool)
+
+
+def _forget_after_fork() -> None:
+    """A forked child has none of its parent's threads: its pools are new ones."""
+    _FREE.clear()
+    _FORKS[0] += 1
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_after_fork)

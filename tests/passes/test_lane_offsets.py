@@ -1,0 +1,77 @@
+"""passes/lane_offsets.py: which registers' lanes lie constant offsets apart, per block
+shape, and which writes break that (a varying guard, a divergent branch, a product of
+lanes, a widening)."""
+
+from __future__ import annotations
+
+from ptxport.ir.from_ptx import build
+from ptxport.ir.verify import verify
+from ptxport.passes.lane_offsets import lane_offsets, tid_offsets
+from ptxport.ptx.parser import parse
+
+PTX = """.version 7.8
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u32 n)
+{
+.reg .pred %p<3>; .reg .b32 %r<16>; .reg .b64 %rd<4>;
+.shared .align 4 .b32 s[512];
+ld.param.u32 %r9, [n];
+mov.u32 %r1, %tid.x;
+mov.u32 %r2, %tid.y;
+shl.b32 %r3, %r1, 2;
+mad.lo.s32 %r4, %r2, 64, %r3;
+mov.u32 %r5, s;
+add.s32 %r6, %r5, %r4;
+mov.u32 %r7, %r1;
+setp.eq.s32 %p1, %r1, 0;
+@%p1 mov.u32 %r7, 5;
+mul.lo.s32 %r8, %r1, %r2;
+mul.lo.s32 %r10, %r1, %r9;
+mul.wide.u32 %rd1, %r1, 4;
+sub.s32 %r12, %r6, %r3;
+@%p1 bra SKIP;
+add.s32 %r11, %r1, 1;
+SKIP:
+st.shared.u32 [%r6], %r7;
+st.shared.u32 [%r12], %r11;
+ret;
+}
+"""
+
+
+def _offsets(block):
+    module = build(parse(PTX, "lane_offsets.ptx"))
+    verify(module)
+    found = lane_offsets(module.functions["k"], block)
+    return {reg.name: c for reg, c in found.items()}
+
+
+def test_a_16_by_16_tile():
+    found = _offsets((16, 16, 1))
+    assert found["%r1"] == tuple(i % 16 for i in range(32))
+    assert found["%r2"] == tuple(i // 16 for i in range(32))
+    assert found["%r6"] == tuple(4 * (i % 16) + 64 * (i // 16) for i in range(32))
+    assert found["%r12"] == tuple(64 * (i // 16) for i in range(32))
+    # a varying guard, a product of two lanes' values, a product with a value known only at
+    # run time, a widening and a write in a divergent branch: no constant offsets
+    for name in ("%r7", "%r8", "%r10", "%rd1", "%r11"):
+        assert name not in found, name
+
+
+def test_rows_of_whole_warps():
+    found = _offsets((64, 2, 1))
+    assert found["%r4"] == tuple(4 * i for i in range(32))
+    assert "%r2" not in found           # uniform (a scalar), not a vector with offsets
+
+
+def test_without_a_block_shape_nothing_from_tid():
+    assert _offsets(None) == {}
+
+
+def test_tid_offsets_of_block_shapes():
+    assert tid_offsets((8, 8, 1), "y") == tuple(i // 8 for i in range(32))
+    assert tid_offsets((4, 4, 4), "z") == tuple(i // 16 for i in range(32))
+    assert tid_offsets((24, 4, 1), "x") is None       # rows straddle warps unevenly
+    assert tid_offsets((16, 1, 2), "y") == (0,) * 32  # one row per plane: y alike
+    assert tid_offsets((16, 3, 1), "y") is None       # a warp's rows may wrap into z

@@ -1,0 +1,296 @@
+"""The CPU device's workers: a launch's blocks run at the same time on set_workers() native
+threads (runtime/backends/cpu/pool.py), each block on one worker (%smid), with the same
+results as on one worker, failures reported as on one, and launches from two streams at once
+on threads of their own."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ptxport import Device, LaunchConfig, Program, launch
+from ptxport.errors import KernelTimeoutError, KernelTrapError
+from ptxport.runtime.backends.cpu import executor as cpu_executor
+
+KERNELS = Path(__file__).resolve().parents[1] / "kernels"
+
+HEADER = """
+.version 8.0
+.target sm_80
+.address_size 64
+"""
+
+# gather(arrived, smids, n): each block counts itself in *arrived, waits until n blocks have
+# (so it ends only if n blocks run at once), then stores its %smid in smids[%ctaid.x].
+# meet(mine, theirs, n): the same, counting in *mine and waiting for *theirs to reach n.
+# count_runs(out): each block k adds 1 to out[k].
+# trap_at(out, bad): block `bad` traps, every other block k stores k + 1 in out[k].
+PTX = HEADER + """
+.visible .entry gather(.param .u64 arrived, .param .u64 smids, .param .u32 n)
+{
+  .reg .pred %p<2>; .reg .b32 %r<6>; .reg .b64 %rd<5>;
+  ld.param.u64 %rd1, [arrived];
+  ld.param.u64 %rd2, [smids];
+  ld.param.u32 %r1, [n];
+  atom.global.add.u32 %r2, [%rd1], 1;
+$L_wait:
+  atom.global.add.u32 %r3, [%rd1], 0;
+  setp.lt.u32 %p1, %r3, %r1;
+  @%p1 bra $L_wait;
+  mov.u32 %r4, %smid;
+  mov.u32 %r5, %ctaid.x;
+  mul.wide.u32 %rd3, %r5, 4;
+  add.s64 %rd4, %rd2, %rd3;
+  st.global.u32 [%rd4], %r4;
+  ret;
+}
+
+.visible .entry meet(.param .u64 mine, .param .u64 theirs, .param .u32 n)
+{
+  .reg .pred %p<2>; .reg .b32 %r<4>; .reg .b64 %rd<3>;
+  ld.param.u64 %rd1, [mine];
+  ld.param.u64 %rd2, [theirs];
+  ld.param.u32 %r1, [n];
+  atom.global.add.u32 %r2, [%rd1], 1;
+$L_wait:
+  atom.global.add.u32 %r3, [%rd2], 0;
+  setp.lt.u32 %p1, %r3, %r1;
+  @%p1 bra $L_wait;
+  ret;
+}
+
+.visible .entry count_runs(.param .u64 out)
+{
+  .reg .b32 %r<3>; .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %ctaid.x;
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  atom.global.add.u32 %r2, [%rd3], 1;
+  ret;
+}
+
+.visible .entry trap_at(.param .u64 out, .param .u32 bad)
+{
+  .reg .pred %p<2>; .reg .b32 %r<4>; .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  ld.param.u32 %r1, [bad];
+  mov.u32 %r2, %ctaid.x;
+  setp.eq.u32 %p1, %r2, %r1;
+  @%p1 trap;
+  add.u32 %r3, %r2, 1;
+  mul.wide.u32 %rd2, %r2, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r3;
+  ret;
+}
+"""
+
+
+@pytest.fixture
+def workers():
+    """set_workers(n) for the test, the default again after it."""
+    yield cpu_executor.set_workers
+    cpu_executor.set_workers(None)
+
+
+@pytest.fixture(params=cpu_executor.SCHEDULES)
+def schedule(request):
+    """Each of set_schedule's ways to share blocks for the test, the default again after."""
+    cpu_executor.set_schedule(request.param)
+    yield request.param
+    cpu_executor.set_schedule(cpu_executor.SCHEDULES[0])
+
+
+@pytest.fixture(scope="module")
+def dev():
+    device = Device("cpu")
+    device.set_current()
+    return device
+
+
+@pytest.fixture(scope="module")
+def kernels(dev):
+    return Program(PTX, code_type="ptx").compile("native")
+
+
+def _zeros(dev, stream, count: int, dtype=np.uint32):
+    buffer = dev.allocate(count * np.dtype(dtype).itemsize, stream=stream)
+    buffer.fill(0, 4, stream=stream)
+    return buffer
+
+
+def _read(buffer, stream, count: int, dtype=np.uint32) -> np.ndarray:
+    out = np.empty(count, dtype)
+    buffer.copy_to(out, stream=stream)
+    stream.sync()
+    return out
+
+
+@pytest.mark.parametrize("count", [2, 4])
+def test_blocks_run_at_the_same_time_one_per_worker(dev, kernels, workers, count):
+    workers(count)
+    stream = dev.create_stream()
+    arrived, smids = _zeros(dev, stream, 1), _zeros(dev, stream, count)
+    # (each block waits for all: it ends only if `count` workers run blocks at once)
+    launch(stream, LaunchConfig(grid=count, block=1, timeout=60), kernels.get_kernel("gather"),
+           arrived, smids, np.uint32(count))
+    stream.sync()
+    assert sorted(_read(smids, stream, count)) == list(range(count))
+
+
+def test_one_worker_runs_blocks_one_after_another(dev, kernels, workers):
+    # (what makes the test above able to fail: without parallel workers, gather never ends)
+    workers(1)
+    stream = dev.create_stream()
+    arrived, smids = _zeros(dev, stream, 1), _zeros(dev, stream, 2)
+    launch(stream, LaunchConfig(grid=2, block=1, timeout=0.3), kernels.get_kernel("gather"),
+           arrived, smids, np.uint32(2))
+    with pytest.raises(KernelTimeoutError):
+        stream.sync()
+
+
+def test_launches_from_two_streams_run_at_the_same_time(dev, kernels, workers):
+    workers(2)
+    first, second = dev.create_stream(), dev.create_stream()
+    a, b = _zeros(dev, first, 1), _zeros(dev, first, 1)
+    first.sync()
+    meet = kernels.get_kernel("meet")
+    # (each waits for the other's blocks: both grids must run at once, each on 2 workers)
+    launch(first, LaunchConfig(grid=2, block=1, timeout=60), meet, a, b, np.uint32(2))
+    launch(second, LaunchConfig(grid=2, block=1, timeout=60), meet, b, a, np.uint32(2))
+    first.sync()
+    second.sync()
+    assert _read(a, first, 1)[0] == 2 and _read(b, first, 1)[0] == 2
+
+
+def test_a_trap_on_one_worker_fails_the_launch_and_the_next_runs(dev, kernels, workers,
+                                                                  schedule):
+    workers(4)
+    stream = dev.create_stream()
+    blocks = 256
+    out = _zeros(dev, stream, blocks)
+    trap_at = kernels.get_kernel("trap_at")
+    launch(stream, LaunchConfig(grid=blocks, block=32), trap_at, out, np.uint32(77))
+    with pytest.raises(KernelTrapError, match=r"block \(77, 0, 0\)"):
+        stream.sync()
+    launch(stream, LaunchConfig(grid=blocks, block=32), trap_at, out, np.uint32(blocks))
+    stream.sync()
+    assert (_read(out, stream, blocks) == np.arange(1, blocks + 1)).all()
+
+
+def _run_corpus(dev, source: str, name: str, grid: int, block: int, args):
+    """Launch tests/kernels/<source>.cu's `name` with `args` (arrays go as copies in device
+    buffers); the arrays' contents after, in order."""
+    kernel = Program((KERNELS / f"{source}.cu").read_text(),
+                     code_type="c++").compile("native").get_kernel(name)
+    stream = dev.create_stream()
+    arrays = [a for a in args if isinstance(a, np.ndarray) and a.ndim == 1]
+    buffers = {}
+    for array in arrays:
+        buffers[id(array)] = dev.allocate(array.nbytes, stream=stream)
+        buffers[id(array)].copy_from(array, stream=stream)
+    launch(stream, LaunchConfig(grid=grid, block=block), kernel,
+           *(buffers.get(id(a), a) for a in args))
+    results = [np.empty_like(array) for array in arrays]
+    for array, result in zip(arrays, results, strict=True):
+        buffers[id(array)].copy_to(result, stream=stream)
+    stream.sync()
+    return results
+
+
+@pytest.mark.parametrize("count", [1, 3, 8])
+def test_results_are_the_same_on_any_number_of_workers(dev, workers, schedule, count):
+    workers(count)
+    rng = np.random.default_rng(1)
+    n = 1 << 18
+    x, y = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
+    # a kernel without waits (every block in one native call per chunk) ...
+    _, got = _run_corpus(dev, "saxpy", "saxpy", 512, 256, [np.float32(2.5), x, y, np.int32(n)])
+    np.testing.assert_allclose(got, np.float32(2.5) * x + y, rtol=1e-6)
+    # ... and one with barriers (blocks in rounds, the waits completed natively)
+    values = rng.integers(0, 10, n, dtype=np.int32)
+    _, total = _run_corpus(dev, "reduce_shared", "reduce_sum_i32", 256, 256,
+                           [values, np.zeros(1, np.int32), np.int32(n)])
+    assert int(total[0]) == int(values.sum())
+
+
+def test_a_forked_child_runs_launches_on_workers_of_its_own(tmp_path):
+    # (the child has none of its parent's pool threads: it must not wait for them)
+    script = tmp_path / "fork.py"
+    script.write_text(f"""
+import os
+import numpy as np
+from ptxport import Device, LaunchConfig, Program, launch
+from ptxport.runtime.backends.cpu import executor as cpu_executor
+cpu_executor.set_workers(2)
+dev = Device("cpu")
+stream = dev.create_stream()
+gather = Program({PTX!r}, code_type="ptx").compile("native").get_kernel("gather")
+
+def run():
+    arrived, smids = dev.allocate(4, stream=stream), dev.allocate(8, stream=stream)
+    arrived.fill(0, 4, stream=stream)
+    launch(stream, LaunchConfig(grid=2, block=1, timeout=30), gather, arrived, smids,
+           np.uint32(2))
+    out = np.empty(2, np.uint32)
+    smids.copy_to(out, stream=stream)
+    stream.sync()
+    return sorted(out.tolist())
+
+assert run() == [0, 1]
+child = os.fork()
+if child == 0:
+    os._exit(0 if run() == [0, 1] else 1)
+_, status = os.waitpid(child, 0)
+print("child", os.waitstatus_to_exitcode(status), "parent", run())
+""")
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert "child 0 parent [0, 1]" in done.stdout, done.stderr
+
+
+def test_many_launches_of_every_size_on_many_workers(dev, kernels, workers):
+    # (grids that end before the pool's threads wake, and grids they join: the threads that
+    # come late, and those that take the job, must leave each launch finished and the pool
+    # ready for the next)
+    workers(8)
+    stream = dev.create_stream()
+    out = _zeros(dev, stream, 64)
+    trap_at = kernels.get_kernel("trap_at")
+    for launch_number in range(400):
+        blocks = 1 + launch_number % 64
+        launch(stream, LaunchConfig(grid=blocks, block=32), trap_at, out, np.uint32(1 << 30))
+        if launch_number % 50 == 49:
+            out.fill(0, 4, stream=stream)
+            launch(stream, LaunchConfig(grid=blocks, block=32), trap_at, out,
+                   np.uint32(1 << 30))
+            got = _read(out, stream, 64)
+            assert (got[:blocks] == np.arange(1, blocks + 1)).all() and not got[blocks:].any()
+    stream.sync()
+
+
+@pytest.mark.parametrize("count", [3, 16])
+def test_each_block_runs_once_whatever_the_schedule(dev, kernels, workers, schedule, count):
+    # (guided chunks shrink as the grid runs out, down to one block: every size of grid, up
+    # to more blocks than the chunks' divisor and least size, must be claimed exactly once)
+    workers(count)
+    stream = dev.create_stream()
+    sizes = [*range(1, 70), 257, 1000, 4099]
+    out = _zeros(dev, stream, max(sizes))
+    count_runs = kernels.get_kernel("count_runs")
+    for blocks in sizes:
+        out.fill(0, 4, stream=stream)
+        launch(stream, LaunchConfig(grid=blocks, block=1, timeout=60), count_runs, out)
+        got = _read(out, stream, max(sizes))
+        assert (got[:blocks] == 1).all() and not got[blocks:].any(), blocks
+
+
+def test_an_unknown_schedule_is_refused():
+    with pytest.raises(ValueError, match="unknown schedule 'static'"):
+        cpu_executor.set_schedule("static")
