@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from llvmlite import ir as ll
 
-from ptxport.codegen.lower import I1, I8, I32, I64, PTR
+from ptxport.codegen.lower import I8, I32, I64, PTR
 from ptxport.codegen.targets.cpu.gang.checks import fault
-from ptxport.codegen.targets.cpu.gang.lanes import GangUnsupported, declare
+from ptxport.codegen.targets.cpu.gang.lanes import GangUnsupported
 from ptxport.codegen.targets.cpu.gang.memory import lane_vectors, place_of
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.codegen.targets.cpu.target import check_function
@@ -102,8 +102,8 @@ def _copy_lanes(fl: GangLowering, src, dst, count, size: int) -> None:
     fl.plan.check_sites += 1
     lanes = fl.bits(fl.mask)
     entry = b.block
-    head, run, copy, next_lane, done = (llfn.append_basic_block(n) for n in (
-        "cp_lane_head", "cp_lane_run", "cp_lane_copy", "cp_lane_next", "cp_lanes_done"))
+    head, run, next_lane, done = (llfn.append_basic_block(n) for n in (
+        "cp_lane_head", "cp_lane_run", "cp_lane_next", "cp_lanes_done"))
     b.branch(head)
     b.position_at_end(head)
     todo = ll.IRBuilder.phi(b, I32)
@@ -121,19 +121,17 @@ def _copy_lanes(fl: GangLowering, src, dst, count, size: int) -> None:
               True)
     found = ll.IRBuilder.call(b, check_function(llfn.module), [llfn.args[0], source, n, slot])
     _or_fault(fl, lane, source, b.or_(found, b.icmp_unsigned("==", n, I64(0))), size, False)
-    memset = declare(llfn.module, "llvm.memset.p0.i64", ll.VoidType(), [PTR, I8, I64, I1])
-    ll.IRBuilder.call(b, memset, [pointer, ll.Constant(I8, 0), I64(size), I1(0)])
+    b.store(ll.Constant(ll.VectorType(I8, size), None), pointer, align=1)
+    # byte after byte while below the count, unrolled: a loop with a variable count becomes
+    # a call of the C library's memcpy, which compiled CPU kernels do not link against
     reading = ll.IRBuilder.inttoptr(b, source, PTR)
-    before = b.block
-    ll.IRBuilder.cbranch(b, b.icmp_unsigned("!=", n, I64(0)), copy, next_lane)
-    b.position_at_end(copy)         # (fewer than `size` bytes: a short loop)
-    at = ll.IRBuilder.phi(b, I64)
-    at.add_incoming(I64(0), before)
-    b.store(b.load(b.gep(reading, [at], source_etype=I8), typ=I8),
-            b.gep(pointer, [at], source_etype=I8))
-    after = b.add(at, I64(1))
-    at.add_incoming(after, copy)
-    ll.IRBuilder.cbranch(b, b.icmp_unsigned("<", after, n), copy, next_lane)
+    for j in range(size):
+        more = llfn.append_basic_block("cp_lane_byte")
+        b.cbranch(b.icmp_unsigned("<", I64(j), n), more, next_lane)
+        b.position_at_end(more)
+        b.store(b.load(b.gep(reading, [I64(j)], source_etype=I8), typ=I8),
+                b.gep(pointer, [I64(j)], source_etype=I8))
+    b.branch(next_lane)
     b.position_at_end(next_lane)
     todo.add_incoming(b.and_(todo, b.sub(todo, I32(1))), next_lane)
     b.branch(head)
