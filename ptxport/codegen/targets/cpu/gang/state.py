@@ -103,6 +103,7 @@ class GangLowering(FunctionLowering):
         self.plan = plan
         self.mask = None
         self.guard = None
+        self.unguarded_mask = None      # the mask before the current instruction's guard
         self.block = block      # the block shape the code is for
         self.thread_x = thread_x_copies(function)
         self.uniform = uniform_registers(function, block, self.thread_x)
