@@ -1,17 +1,19 @@
 """How fast do Triton kernels run on the CPU through ptxport?
 
 Triton's vector add (`add`: BLOCK=1024 with 4 warps, 8 elements per thread, as Triton's
-tutorial; `add_1`: BLOCK=128, one element per thread) and fused softmax (GB/s: bytes read +
-written per second) and its matmul
+tutorial: n a multiple of 16, so each thread's 4 contiguous elements are one predicated
+ld/st.v4; `add_odd`: n - 1 elements, one predicated scalar ld/st per element; `add_1`:
+BLOCK=128, one element per thread) and fused softmax (GB/s: bytes read + written per
+second) and its matmul
 (tl.dot, f32 in IEEE mode; GFLOP/s) from tests/frontends/triton_kernels.py, launched through
 ptxport as Triton's driver on Device("cpu"), next to the same operation in numpy, in torch
 (CPU) where torch is installed, and in Triton's own interpreter (TRITON_INTERPRET=1, which
 takes torch tensors: torch needed). Each figure is from the fastest of --runs timed calls
 after one untimed call, ptxport, numpy and torch taking turns in one process (Triton's
 compile and ptxport's are cached, so not timed; the interpreter runs in a process of its
-own, with fewer runs).
+own, with fewer runs, and is given up after --interpreter-limit seconds).
 
-    python benchmarks/python_kernels.py [--runs 5] [--small]
+    python benchmarks/python_kernels.py [--runs 5] [--small] [--interpreter-limit 600]
 
 prints a table and writes benchmarks/results/python_kernels.json.
 """
@@ -64,7 +66,8 @@ def _inputs(sizes):
 def _work(sizes) -> dict[str, tuple[float, str]]:
     """Per operation: the amount of work per call and its unit's name."""
     n, (rows, cols), m = sizes["add"], sizes["softmax"], sizes["matmul"]
-    return {"add": (3 * 4 * n / 1e9, "GB/s"), "add_1": (3 * 4 * n / 1e9, "GB/s"),
+    return {"add": (3 * 4 * n / 1e9, "GB/s"), "add_odd": (3 * 4 * (n - 1) / 1e9, "GB/s"),
+            "add_1": (3 * 4 * n / 1e9, "GB/s"),
             "softmax": (2 * 4 * rows * cols / 1e9, "GB/s"),
             "matmul": (2 * m ** 3 / 1e9, "GFLOP/s")}
 
@@ -90,6 +93,10 @@ def _triton_calls(data, make_array, sync):
         add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
         sync()
 
+    def add_odd():  # n - 1: not a multiple of 16, so Triton loads element by element
+        add_kernel[(triton.cdiv(n - 1, 1024),)](x, y, out, n - 1, BLOCK=1024)
+        sync()
+
     def add_1():    # one element per thread: BLOCK = 32 * num_warps
         add_kernel[(triton.cdiv(n, 128),)](x, y, out, n, BLOCK=128, num_warps=4)
         sync()
@@ -105,7 +112,8 @@ def _triton_calls(data, make_array, sync):
             num_warps=4)
         sync()
 
-    return {"add": add, "add_1": add_1, "softmax": softmax, "matmul": matmul}
+    return {"add": add, "add_odd": add_odd, "add_1": add_1, "softmax": softmax,
+            "matmul": matmul}
 
 
 def _numpy_calls(data):
@@ -117,8 +125,8 @@ def _numpy_calls(data):
         e = np.exp(s - s.max(axis=1, keepdims=True))
         return e / e.sum(axis=1, keepdims=True)
 
-    return {"add": lambda: np.add(x, y), "add_1": lambda: np.add(x, y), "softmax": softmax,
-            "matmul": lambda: a @ b}
+    return {"add": lambda: np.add(x, y), "add_odd": lambda: np.add(x[:-1], y[:-1]),
+            "add_1": lambda: np.add(x, y), "softmax": softmax, "matmul": lambda: a @ b}
 
 
 def _torch_calls(data):
@@ -127,7 +135,8 @@ def _torch_calls(data):
     x, y = (torch.from_numpy(v) for v in data["add"])
     s = torch.from_numpy(data["softmax"])
     a, b = (torch.from_numpy(v) for v in data["matmul"])
-    return {"add": lambda: torch.add(x, y), "add_1": lambda: torch.add(x, y),
+    return {"add": lambda: torch.add(x, y), "add_odd": lambda: torch.add(x[:-1], y[:-1]),
+            "add_1": lambda: torch.add(x, y),
             "softmax": lambda: torch.softmax(s, dim=1), "matmul": lambda: a @ b}
 
 
@@ -153,22 +162,26 @@ def _measure(engines: list[str], sizes, runs: int) -> dict[str, dict[str, float]
     data = _inputs(sizes)
     calls = {engine: _engine_calls(engine, data) for engine in engines}
     results: dict[str, dict[str, float]] = {engine: {} for engine in engines}
-    for op in ("add", "add_1", "softmax", "matmul"):
+    for op in ("add", "add_odd", "add_1", "softmax", "matmul"):
         best = _best_seconds({engine: calls[engine][op] for engine in engines}, runs)
         for engine, seconds in best.items():
             results[engine][op] = seconds
     return results
 
 
-def _in_subprocess(engines: list[str], small: bool, runs: int) -> dict:
+def _in_subprocess(engines: list[str], small: bool, runs: int,
+                   limit: float | None = None) -> dict:
     """_measure in a fresh process (Triton's interpreter is chosen by TRITON_INTERPRET at
-    import), or for each engine why it could not run."""
+    import), or for each engine why it could not run (or finish within `limit` seconds)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     if engines == ["interpreter"]:
         env["TRITON_INTERPRET"] = "1"
     args = [sys.executable, __file__, "--engines", ",".join(engines), "--runs", str(runs)]
-    out = subprocess.run(args + (["--small"] if small else []), env=env, capture_output=True,
-                         text=True)
+    try:
+        out = subprocess.run(args + (["--small"] if small else []), env=env,
+                             capture_output=True, text=True, timeout=limit)
+    except subprocess.TimeoutExpired:
+        return {engine: f"did not finish in {limit:.0f} s" for engine in engines}
     if out.returncode:
         why = out.stderr.strip().splitlines()[-1] if out.stderr.strip() else "failed"
         return {engine: why for engine in engines}
@@ -185,6 +198,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--small", action="store_true", help="small sizes (a quick check)")
+    parser.add_argument("--interpreter-limit", type=float, default=600,
+                        help="seconds Triton's interpreter may take (default 600)")
     parser.add_argument("--engines", help=argparse.SUPPRESS)
     options = parser.parse_args()
     sizes = SMALL if options.small else SIZES
@@ -194,7 +209,8 @@ def main() -> None:
     together = ["ptxport", "numpy"] + (["torch"] if _have("torch") else [])
     results = _in_subprocess(together, options.small, options.runs)
     if _have("torch"):
-        results.update(_in_subprocess(["interpreter"], options.small, max(1, options.runs // 3)))
+        results.update(_in_subprocess(["interpreter"], options.small, max(1, options.runs // 3),
+                                      options.interpreter_limit))
     engines = list(results)
     work = _work(sizes)
     print(f"Triton kernels on the CPU ({platform.processor() or platform.machine()}, "

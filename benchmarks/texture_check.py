@@ -23,7 +23,9 @@ a ptxas for NVRTC 13.5's PTX):
         here: the kernels' PTX (NVRTC), and ptxport's NVPTX output of it assembled into the
         cubin cache that the cuda backend reads (<out>/cache)
     python benchmarks/texture_check.py run [--build build/texture_check] [--device cpu]
-        on the GPU machine (numpy, llvmlite, cuda-bindings, a driver); exits 1 on a mismatch
+                                           [--seed N]
+        on the GPU machine (numpy, llvmlite, cuda-bindings, a driver); exits 1 on a mismatch;
+        --seed N draws other texels and coordinates than the recorded ones (0)
 """
 
 from __future__ import annotations
@@ -287,8 +289,9 @@ def report(results, show):
     return tally, failing, ported_bad
 
 
-def run(build_dir: Path, device: str, show: int, dump: Path) -> int:
+def run(build_dir: Path, device: str, show: int, dump: Path, seed: int = 0) -> int:
     os.environ["PTXPORT_CACHE_DIR"] = str(build_dir / "cache")
+    ref.SEED = seed
     from cuda.bindings import driver
 
     from ptxport import Device, Program
@@ -311,7 +314,7 @@ def run(build_dir: Path, device: str, show: int, dump: Path) -> int:
     # every fetch the GPU made, for fitting a formula to them (tests/texture_reference.py
     # regenerates the texels and coordinates)
     dump.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(dump, **cubes, **{
+    np.savez_compressed(dump, seed=np.int64(seed), **cubes, **{
         f"{c[0]}D {c[1][0]} {c[2]} {c[3]} {int(c[4])}": native
         for c, _, native, _, _ in results})
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
@@ -334,10 +337,12 @@ def main(argv=None) -> int:
                       help="example fetches to print per category")
     step.add_argument("--dump", type=Path, default=RESULTS.with_name("texture_check_gpu.npz"),
                       help="where to write every GPU fetch")
+    step.add_argument("--seed", type=int, default=0,
+                      help="draw other texels and coordinates (0: the recorded ones)")
     args = parser.parse_args(argv)
     if args.step == "build":
         return build(args.out)
-    return run(args.build, args.device, args.show, args.dump)
+    return run(args.build, args.device, args.show, args.dump, args.seed)
 
 
 if __name__ == "__main__":

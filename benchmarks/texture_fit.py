@@ -40,7 +40,9 @@ def model(dims, name, mode, filt, normalized):
 def fit_npz(path: Path) -> int:
     """Every recorded fetch against the reference, tallied per filter/mode/format."""
     tally = collections.defaultdict(lambda: [0, 0, None])
-    for key, gpu in np.load(path).items():
+    recorded = dict(np.load(path).items())
+    ref.SEED = int(recorded.pop("seed", 0))        # texture_check run --seed
+    for key, gpu in recorded.items():
         if key.startswith("cube "):         # "cube FORMAT FILTER"
             _, name, filt = key.split()
             dims, want = "cube", ref.sample_cube(ref.cube_texels(FORMATS[name]), FORMATS[name],

@@ -19,6 +19,7 @@ import numpy as np
 from ptxport.blas.host import Epilogue, gemm_work, store, to_float
 from ptxport.compat import streams
 from ptxport.compat.cublas import (
+    EXECUTION_FAILED,
     INVALID_VALUE,
     NOT_SUPPORTED,
     POINTER_MODE_DEVICE,
@@ -101,27 +102,45 @@ class Numbering:
     routine's name as cuBLAS prints it and the numbers of lda, ldb, ldc and the batch count
     among its parameters (transa to k are 1 to 5 in every GEMM). cuBLAS counts as reference
     BLAS does: the handle is not a parameter, and neither are the strides of a strided batch
-    (SgemmStridedBatched's batchCount is number 14); the data types of the Ex forms are."""
+    (SgemmStridedBatched's batchCount is number 14); the data types of the Ex forms are.
+    NVIDIA's cuBLAS 13 reports GemmStridedBatchedEx's and GemmBatchedEx's illegal arguments
+    as cublasGemmEx's (`GEMM_EX `, its numbers: lda 9, ldb 12), and gives a negative batch
+    count of theirs no xerbla line but CUBLAS_STATUS_EXECUTION_FAILED (seen on the H100)."""
 
     routine: str
     lda: int
     ldb: int
     ldc: int
-    batch: int = 0   # 0: the routine has no batch count
+    batch: int = 0   # 0: no xerbla for the batch count (no batch, or an Ex form)
 
     @staticmethod
     def typed(routine: str, batched: bool = False) -> Numbering:
         return Numbering(routine, 8, 10, 13, 14 if batched else 0)
 
     @staticmethod
-    def ex(routine: str, batched: bool = False) -> Numbering:
-        return Numbering(routine, 9, 12, 16, 17 if batched else 0)
+    def ex(strided: bool = False) -> Numbering:
+        """GemmEx and GemmBatchedEx (lda 9, ldb 12, ldc 16); GemmStridedBatchedEx counts its
+        strides (ldb 13, ldc 18), though reporting under GemmEx's name (seen on the H100)."""
+        return Numbering("GEMM_EX ", 9, 13, 18) if strided else Numbering("GEMM_EX ", 9, 12, 16)
 
 
-def _check(transa: int, transb: int, m: int, n: int, k: int, a: Operand, b: Operand,
-           c: Operand, batch: int, numbering: Numbering) -> None:
+def _check(transa: int, transb: int, m: int, n: int, k: int, lds: tuple[int, int, int],
+           batch: int, numbering: Numbering) -> None:
     """cuBLAS's argument checks, in parameter order: CUBLAS_STATUS_INVALID_VALUE and the
-    xerbla line naming the first illegal parameter."""
+    xerbla line naming the first illegal parameter (`lds`: lda, ldb, ldc). A negative batch
+    count of an Ex form is CUBLAS_STATUS_EXECUTION_FAILED, without a xerbla line, as NVIDIA's
+    cuBLAS 13 answers; the Ex forms check it after their data types (_ex_checks)."""
+    _check_arguments(transa, transb, m, n, k, lds, numbering)
+    if batch < 0:
+        if numbering.batch:
+            raise illegal(numbering.routine, numbering.batch, f"negative batch count {batch}")
+        raise CublasError(EXECUTION_FAILED, f"negative batch count {batch} (NVIDIA's cuBLAS 13 "
+                                            "answers CUBLAS_STATUS_EXECUTION_FAILED)")
+
+
+def _check_arguments(transa: int, transb: int, m: int, n: int, k: int,
+                     lds: tuple[int, int, int], numbering: Numbering) -> None:
+    """transa to k and the leading dimensions, in parameter order (the first illegal one)."""
     def fail(position: int, message: str) -> CublasError:
         return illegal(numbering.routine, position, message)
 
@@ -132,14 +151,12 @@ def _check(transa: int, transb: int, m: int, n: int, k: int, a: Operand, b: Oper
         if size < 0:
             raise fail(position, f"negative size: {name} = {size}")
     for position, name, ld, rows in (
-            (numbering.lda, "lda", a.ld, k if _OPS[transa] else m),
-            (numbering.ldb, "ldb", b.ld, n if _OPS[transb] else k),
-            (numbering.ldc, "ldc", c.ld, m)):
+            (numbering.lda, "lda", lds[0], k if _OPS[transa] else m),
+            (numbering.ldb, "ldb", lds[1], n if _OPS[transb] else k),
+            (numbering.ldc, "ldc", lds[2], m)):
         if ld < max(1, rows):
             raise fail(position, f"{name} = {ld} is less than the {rows} rows of the matrix "
                                  "as stored")
-    if batch < 0:
-        raise fail(numbering.batch, f"negative batch count {batch}")
 
 
 # What an epilogue does (cublaslt_epilogue.py): given the (batch, n, m) values of
@@ -153,7 +170,7 @@ def gemm(handle: int, numbering: Numbering, transa: int, transb: int, m: int, n:
     """Queue C = alpha op(A) op(B) + beta C on the handle's stream, for `batch` matrices
     `stride` elements apart; alpha and beta are `scale` values (default: `compute`)."""
     h = handle_of(handle)
-    _check(transa, transb, m, n, k, a, b, c, batch, numbering)
+    _check(transa, transb, m, n, k, (a.ld, b.ld, c.ld), batch, numbering)
     on_device = h.pointer_mode == POINTER_MODE_DEVICE
     scale = compute if scale is None else scale
     product = Product(transa, transb, m, n, k, a, b, batch, compute)
@@ -335,13 +352,31 @@ def ex_types(atype: int, btype: int, ctype: int, compute_type: int) \
     return _COMPUTE[compute_type]
 
 
-def _ex(numbering: Numbering, handle: int, transa: int, transb: int, m: int, n: int, k: int,
+def _ex_checks(transa: int, transb: int, m: int, n: int, k: int, lds: tuple[int, int, int],
+               types: tuple[int, int, int, int], batch: int,
+               numbering: Numbering) -> tuple[np.dtype, np.dtype]:
+    """An Ex form's checks in the order NVIDIA's cuBLAS 13 makes them (seen on the H100):
+    the arguments first (an int8 GemmEx with lda < m is INVALID_VALUE and GEMM_EX's xerbla
+    line, not NOT_SUPPORTED), then the data types, then the batch count, which an empty
+    product (m or n 0) never reaches (it returns CUBLAS_STATUS_SUCCESS); ex_types' answer."""
+    _check_arguments(transa, transb, m, n, k, lds, numbering)
+    scale_and_compute = ex_types(*types)
+    if m and n:
+        _check(transa, transb, m, n, k, lds, batch, numbering)
+    return scale_and_compute
+
+
+def _ex(handle: int, transa: int, transb: int, m: int, n: int, k: int,
         alpha: int, a: int, atype: int, lda: int, sa: int, b: int, btype: int, ldb: int,
         sb: int, beta: int, c: int, ctype: int, ldc: int, sc: int, batch: int,
-        compute_type: int, algo: int) -> int:
+        compute_type: int, algo: int, strided: bool = True) -> int:
     # `algo` picks among GPU kernels; every value names the same computation here.
     handle_of(handle)
-    scale, compute = ex_types(atype, btype, ctype, compute_type)
+    numbering = Numbering.ex(strided)
+    scale, compute = _ex_checks(transa, transb, m, n, k, (lda, ldb, ldc),
+                                (atype, btype, ctype, compute_type), batch, numbering)
+    if batch < 0:
+        return SUCCESS      # an empty product with a negative count: nothing to do
     return gemm(handle, numbering, transa, transb, m, n, k, alpha,
                 Operand(a, DATA_TYPES[atype], lda, sa), Operand(b, DATA_TYPES[btype], ldb, sb),
                 beta, Operand(c, DATA_TYPES[ctype], ldc, sc), batch, compute, scale)
@@ -350,12 +385,12 @@ def _ex(numbering: Numbering, handle: int, transa: int, transb: int, m: int, n: 
 def cublasGemmEx(handle: int, transa: int, transb: int, m: int, n: int, k: int, alpha: int,
                  a: int, atype: int, lda: int, b: int, btype: int, ldb: int, beta: int,
                  c: int, ctype: int, ldc: int, compute_type: int, algo: int) -> int:
-    return _ex(Numbering.ex("GEMM_EX "), handle, transa, transb, m, n, k, alpha, a, atype, lda,
-               0, b, btype, ldb, 0, beta, c, ctype, ldc, 0, 1, compute_type, algo)
+    return _ex(handle, transa, transb, m, n, k, alpha, a, atype, lda, 0, b, btype, ldb, 0,
+               beta, c, ctype, ldc, 0, 1, compute_type, algo, strided=False)
 
 
 def cublasGemmStridedBatchedEx(*args: int) -> int:
-    return _ex(Numbering.ex("GemmStridedBatchedEx", batched=True), *args)
+    return _ex(*args)
 
 
 # -- batches given as arrays of pointers ------------------------------------------------------
@@ -398,8 +433,7 @@ def _pointer_batched(numbering: Numbering, handle: int, transa: int, transb: int
                      types: tuple[np.dtype, np.dtype, np.dtype], batch: int,
                      compute: np.dtype, scale: np.dtype) -> int:
     h = handle_of(handle)
-    a, b, c = (Operand(0, dtype, ld) for dtype, ld in zip(types, lds, strict=True))
-    _check(transa, transb, m, n, k, a, b, c, batch, numbering)
+    _check(transa, transb, m, n, k, lds, batch, numbering)
     if state.device.backend != "cpu":
         if m == 0 or n == 0 or batch == 0:
             return SUCCESS
@@ -420,11 +454,13 @@ def cublasGemmBatchedEx(handle: int, transa: int, transb: int, m: int, n: int, k
                         beta: int, c: int, ctype: int, ldc: int, batch: int, compute_type: int,
                         algo: int) -> int:
     handle_of(handle)
-    scale, compute = ex_types(atype, btype, ctype, compute_type)
+    scale, compute = _ex_checks(transa, transb, m, n, k, (lda, ldb, ldc),
+                                (atype, btype, ctype, compute_type), batch, Numbering.ex())
+    if batch < 0:
+        return SUCCESS      # an empty product with a negative count: nothing to do
     types = (DATA_TYPES[atype], DATA_TYPES[btype], DATA_TYPES[ctype])
-    return _pointer_batched(Numbering.ex("GemmBatchedEx", batched=True), handle, transa,
-                            transb, m, n, k, alpha, (a, b, c), (lda, ldb, ldc), beta, types,
-                            batch, compute, scale)
+    return _pointer_batched(Numbering.ex(), handle, transa, transb, m, n, k, alpha, (a, b, c),
+                            (lda, ldb, ldc), beta, types, batch, compute, scale)
 
 
 def _typed_batched(dtype: np.dtype, compute_type: int, routine: str, handle: int,

@@ -56,9 +56,11 @@ class _Utils:
 
     def load_binary(self, name, kernel, shared, device):
         """(module, function, n_regs, n_spills, n_max_threads). The binary Triton passes is
-        its cubin; ptxport reads the PTX, which the launcher finds in Triton's cache."""
+        its cubin; ptxport reads the PTX, which the launcher finds in Triton's cache. The
+        module handle is the kernel's name: Triton takes a None module for one not loaded
+        yet, and would make its launcher again at every launch."""
         limit = device.properties.max_threads_per_block
-        return None, name, 0, 0, limit
+        return name, name, 0, 0, limit
 
     def unload_module(self, module) -> None:
         pass

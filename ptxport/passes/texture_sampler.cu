@@ -273,15 +273,15 @@ static __device__ __noinline__ float filter_float(double (*v)[4], const int *w, 
 
 // Integers read as normalized floats filter in 16-bit fixed point: 8-bit unsigned texels
 // widened by 257, the sum rounded to a 16-bit integer (ties up); 8-bit signed texels filter
-// as they are and scale by 32767/32512 to nearest (96% of an H100's fetches: docs/textures.md).
+// as they are, to s = sum w t (8 fractional bits), and scale by about 32767/32512 as an H100
+// does: s + round((s >> 4) * 257 / 2^11), the shift toward -inf (docs/textures.md).
 static __device__ __noinline__ float filter_normalized(const Descriptor *d, double (*v)[4],
                                                        const int *w, int corners, int c) {
     long long total = 0;
     for (int n = 0; n < corners; ++n) total += (long long)w[n] * (long long)v[n][c];
     long long value;
     if (d->bits == 8 && d->kind == 0) {
-        long long num = total * 65534 + 32512, den = 65024;
-        value = num / den - (num % den != 0 && num < 0 ? 1 : 0);
+        value = total + (((total >> 4) * 257 + 1024) >> 11);
     } else {
         value = ((d->bits == 8 ? total * 257 : total) + 128) >> 8;
     }
@@ -320,20 +320,20 @@ static __device__ Texel sample_linear(const Descriptor *d, double *u, int dims, 
 }
 
 // A cube map fetch, as the CUDA C++ Programming Guide's "Cubemap Textures" defines it: the
-// face of the major axis of the direction (x, y, z) (ties go to x, then y) and the face
-// coordinates ((s / m + 1) / 2, (t / m + 1) / 2) of its table, read as a 2D texture with
-// normalized coordinates clamped to the face (no filtering across faces: seamlessCubemap
-// off). Not measured on a GPU (docs/textures.md).
+// face of the major axis of the direction (x, y, z) (ties go to z, then y, as on the H100)
+// and the face coordinates ((s / m + 1) / 2, (t / m + 1) / 2) of its table, read as a 2D
+// texture with normalized coordinates clamped to the face (no filtering across faces:
+// seamlessCubemap off). Every cube fetch of texture_check on an H100 agrees (docs/textures.md).
 static __device__ Texel sample_cube(const Descriptor *d, float x, float y, float z, int cube) {
     float ax = fabsf(x), ay = fabsf(y), az = fabsf(z);
     int face;
     float m, s, t;
-    if (ax >= ay && ax >= az) {
-        face = x >= 0.0f ? 0 : 1, m = ax, s = x >= 0.0f ? -z : z, t = -y;
-    } else if (ay >= az) {
+    if (az >= ax && az >= ay) {
+        face = z >= 0.0f ? 4 : 5, m = az, s = z >= 0.0f ? x : -x, t = -y;
+    } else if (ay >= ax) {
         face = y >= 0.0f ? 2 : 3, m = ay, s = x, t = y >= 0.0f ? z : -z;
     } else {
-        face = z >= 0.0f ? 4 : 5, m = az, s = z >= 0.0f ? x : -x, t = -y;
+        face = x >= 0.0f ? 0 : 1, m = ax, s = x >= 0.0f ? -z : z, t = -y;
     }
     float face_uv[2] = {m > 0.0f ? (s / m + 1.0f) * 0.5f : 0.5f,
                         m > 0.0f ? (t / m + 1.0f) * 0.5f : 0.5f};

@@ -45,7 +45,7 @@ _CLAMP = {"trap": 0, "clamp": 1, "zero": 2}
 _SAMPLER = Path(__file__).with_name("texture_sampler.cu")
 # The SHA-256 of texture_sampler.ptx, written by regenerate(): an edit of the PTX changes this
 # file, and with it the keys of compiled kernels in the caches (which hash ptxport's .py files).
-SAMPLER_DIGEST = "64dc57f27ed0e62ca6d60f1b56d30e2fbba065dac233cc05917f2e5ab8bc9a93"
+SAMPLER_DIGEST = "2e0478e2bd9f96f54483f6e32e74e336b66a1c18b7219f97f7afd630ba7147db"
 
 
 def uses_textures(module: ir.Module) -> bool:

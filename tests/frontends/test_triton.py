@@ -27,7 +27,9 @@ from triton_kernels import (  # noqa: E402
 )
 
 import ptxport.frontends.triton as pt  # noqa: E402
-from ptxport import Device  # noqa: E402
+from ptxport import Device, Program  # noqa: E402
+from ptxport.codegen.targets.cpu.gang.build import build_gang  # noqa: E402
+from ptxport.codegen.targets.cpu.options import CpuOptions  # noqa: E402
 from ptxport.errors import ArgumentError, UnsupportedFeatureError  # noqa: E402
 from ptxport.runtime.backends import availability  # noqa: E402
 
@@ -92,6 +94,31 @@ def test_a_cooperative_launch_is_refused_with_the_reason():
             add_kernel[(1,)](x, x, x, 4, BLOCK=128, launch_cooperative_grid=True)
     finally:
         pt.deactivate()
+
+
+def test_vector_add_runs_as_warp_gangs_with_whole_vector_accesses():
+    """Triton's vector add (n a multiple of 16: four contiguous floats per thread, predicated
+    ld/st.global.v4.b32 from inline asm) runs on the cpu device as warp gangs, not thread by
+    thread, and each warp's .v4 access is one masked access of its 128 elements, not four
+    gathers (codegen/targets/cpu/gang/memory.py)."""
+    dev = Device("cpu")
+    pt.activate(dev)
+    try:
+        n = 1 << 14
+        x, y = np.arange(n, dtype=np.float32), np.full(n, 0.5, np.float32)
+        dx, dy, out = _arrays(dev, x, y, np.zeros(n, np.float32))
+        compiled = add_kernel[(triton.cdiv(n, 1024),)](dx, dy, out, n, BLOCK=1024)
+        np.testing.assert_array_equal(out.numpy(), x + y)
+    finally:
+        pt.deactivate()
+    ptx = compiled.asm["ptx"]
+    assert "ld.global.v4.b32" in ptx and "st.global.v4.b32" in ptx
+    program = Program(ptx, code_type="ptx").compile("native")
+    assert program.get_kernel("add_kernel")._binary(dev).gang_refusal is None
+    llmod, _ = build_gang(program.module, "add_kernel", (compiled.metadata.num_warps * 32, 1, 1),
+                          CpuOptions())
+    text = str(llmod)
+    assert "llvm.masked.load.v128i32" in text and "llvm.masked.store.v128i32" in text
 
 
 def _softmax(x):

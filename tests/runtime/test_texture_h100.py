@@ -1,11 +1,8 @@
 """ptxport's texture sampling against what an H100's texture unit fetched (driver 580):
 benchmarks/data/texture_check_h100.npz holds every fetch of every case of
 tests/texture_reference.py (benchmarks/texture_check.py run --dump), and the reference and
-the sampler on cpu must reproduce them bit for bit. The one exception is the linear filtering
-of 8-bit signed normalized texels, whose rounding to 16 bits is not modelled exactly
-(docs/textures.md): those fetches may be 1/32767 apart, in at most KNOWN_S8 of them
-(per dimensions). Cube map fetches are replayed too once a run of texture_check has recorded
-them (it has cube cases since the recorded file was made).
+the sampler on cpu must reproduce them bit for bit, every fetch: the 360 cases of
+1D/2D/3D textures and the 7 cube map cases (4 formats x point/linear).
 """
 
 from __future__ import annotations
@@ -20,7 +17,6 @@ from ptxport import Device, Program
 from ptxport.frontends import nvrtc
 
 RECORDED = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "texture_check_h100.npz"
-KNOWN_S8 = {1: 37, 2: 20, 3: 25}     # s8x1_norm linear fetches unlike the H100's
 
 _NVRTC, _NVRTC_WHY = nvrtc.available()
 
@@ -35,35 +31,27 @@ def _key(dims, fmt, mode, filt, normalized) -> str:
     return f"{dims}D {fmt[0]} {mode} {filt} {int(normalized)}"
 
 
-def _differences(cases, results, recorded) -> tuple[list[str], int]:
-    """Mismatches outside the known 8-bit signed one (described), and the known ones."""
-    unexplained, known = [], 0
+def _differences(cases, results, recorded) -> list[str]:
+    """The cases whose fetches differ from the H100's, described."""
+    differences = []
     for case, got in zip(cases, results, strict=True):
         gpu = recorded[_key(*case)]
         bad = np.nonzero((got != gpu).any(axis=1))[0]
-        if not len(bad):
-            continue
-        if case[1][0] == "s8x1_norm" and case[3] == "linear":
-            ours = np.round(got[bad].view(np.float32).astype(np.float64) * 32767)
-            theirs = np.round(gpu[bad].view(np.float32).astype(np.float64) * 32767)
-            if np.abs(ours - theirs).max() <= 1:
-                known += len(bad)
-                continue
-        unexplained.append(f"{_key(*case)}: {len(bad)} of {len(got)} differ, first #{bad[0]}: "
-                           f"H100 {gpu[bad[0]].tolist()} ptxport {got[bad[0]].tolist()}")
-    return unexplained, known
+        if len(bad):
+            differences.append(f"{_key(*case)}: {len(bad)} of {len(got)} differ, first "
+                               f"#{bad[0]}: H100 {gpu[bad[0]].tolist()} ptxport "
+                               f"{got[bad[0]].tolist()}")
+    return differences
+
+
+def _cube_keys() -> list[tuple]:
+    """(key, format, filter) of every cube map case, as texture_check names them."""
+    return [(f"cube {fmt[0]} {filt}", fmt, filt) for fmt, filt in ref.cube_cases()]
 
 
 def test_every_case_was_recorded(recorded):
     assert {_key(*case) for case in ref.cases()} <= set(recorded)
-
-
-def _cube_keys(recorded) -> list[tuple]:
-    """(key, format, filter) of the recorded cube map cases (runs of texture_check before
-    it had them recorded none)."""
-    formats = {f[0]: f for f in ref.FORMATS}
-    return [(key, formats[key.split()[1]], key.split()[2]) for key in sorted(recorded)
-            if key.startswith("cube ")]
+    assert {key for key, _, _ in _cube_keys()} <= set(recorded)
 
 
 def test_the_reference_fetches_what_the_h100_fetched(recorded):
@@ -71,10 +59,9 @@ def test_the_reference_fetches_what_the_h100_fetched(recorded):
     results = [ref.sample(ref.texels(dims, fmt), fmt, dims, mode, filt, normalized,
                           ref.coordinates(dims, normalized))
                for dims, fmt, mode, filt, normalized in cases]
-    unexplained, known = _differences(cases, results, recorded)
-    assert not unexplained, "\n".join(unexplained)
-    assert known <= sum(KNOWN_S8.values())
-    for key, fmt, filt in _cube_keys(recorded):
+    differences = _differences(cases, results, recorded)
+    assert not differences, "\n".join(differences)
+    for key, fmt, filt in _cube_keys():
         got = ref.sample_cube(ref.cube_texels(fmt), fmt, filt, ref.cube_directions())
         assert got.tolist() == recorded[key].tolist(), key
 
@@ -86,19 +73,14 @@ def test_the_cpu_sampler_fetches_what_the_h100_fetched(recorded, dims):
     kernels = Program(ref.KERNELS, code_type="c++").compile("native")
     cases = list(ref.cases([dims]))
     results = [ref.run_on_ptxport(device, kernels, *case)[0] for case in cases]
-    unexplained, known = _differences(cases, results, recorded)
-    assert not unexplained, "\n".join(unexplained)
-    assert known <= KNOWN_S8[dims]
+    differences = _differences(cases, results, recorded)
+    assert not differences, "\n".join(differences)
 
 
 @pytest.mark.skipif(not _NVRTC, reason=f"the fetch kernels come from NVRTC: {_NVRTC_WHY}")
 def test_the_cpu_sampler_fetches_the_recorded_cube_maps(recorded):
-    cubes = _cube_keys(recorded)
-    if not cubes:
-        pytest.skip("no cube map fetches recorded yet: benchmarks/texture_check.py run --dump "
-                    "on a GPU machine records them")
     device = Device("cpu")
     kernels = Program(ref.KERNELS, code_type="c++").compile("native")
-    for key, fmt, filt in cubes:
+    for key, fmt, filt in _cube_keys():
         got, _ = ref.run_cube_on_ptxport(device, kernels, fmt, filt)
         assert got.tolist() == recorded[key].tolist(), key

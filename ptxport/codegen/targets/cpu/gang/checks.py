@@ -63,7 +63,7 @@ def lane_addresses(fl: GangLowering, operand, space: str | None, lanes: bool = T
     return b.splat(host), None if offsets is None else b.splat(offsets)
 
 
-def _fault(fl: GangLowering, lane, address, size: int, write: bool) -> None:
+def fault(fl: GangLowering, lane, address, size: int, write: bool) -> None:
     b = fl.b
     ctx = fl.llfn.args[0]
     line = source_line(fl.module, fl.inst.pos)
@@ -105,7 +105,7 @@ def check_access(fl: GangLowering, host, offsets, size: int, write: bool, span=N
                              bad_block)
         b.position_at_end(bad_block)
         lane = fl.cttz(b.not_(good))
-        _fault(fl, lane, ll.IRBuilder.extract_element(b, host, lane), size, write)
+        fault(fl, lane, ll.IRBuilder.extract_element(b, host, lane), size, write)
         b.position_at_end(ok_block)
         return
     # the range the active lanes touch, as one access, against the site's cached allocation
@@ -152,7 +152,7 @@ def check_access(fl: GangLowering, host, offsets, size: int, write: bool, span=N
     i.add_incoming(b.add(i, I32(1)), nxt)
     b.branch(head)
     b.position_at_end(bad)
-    _fault(fl, i, address, size, write)
+    fault(fl, i, address, size, write)
     b.position_at_end(ok_block)
 
 
@@ -172,7 +172,7 @@ def check_shared32(fl: GangLowering, offsets, size: int, write: bool):
                          bad_block)
     b.position_at_end(bad_block)
     lane = fl.cttz(b.not_(good))
-    _fault(fl, lane, b.add(window, b.zext(ll.IRBuilder.extract_element(b, offsets, lane), I64)),
+    fault(fl, lane, b.add(window, b.zext(ll.IRBuilder.extract_element(b, offsets, lane), I64)),
            size, write)
     b.position_at_end(ok_block)
 
@@ -283,14 +283,16 @@ def prefetch(fl: GangLowering, low, span: int) -> None:
     """A software stride prefetcher for one access site: the warp's accesses there move by
     a stride (a grid-stride loop moves by gridDim * blockDim elements, too far for the
     hardware's prefetchers; and from one warp or block to the next); fetch the lines of the
-    `span` bytes from `low` _AHEAD strides on. The stride is the last move at this site: in
-    this warp's call when it has been here before (a loop), else by the warps this worker
-    ran before in this launch (the site's last address is also kept in a slot of the
-    worker's site cache, zero at each launch). A wrong guess costs a prefetch, never a
-    fault. Only where all 32 lanes run (the segment's full-mask copy): partial masks are a
-    grid's edges, halos and tails, whose lines full warps nearby fetch anyway (a stencil's
-    halo loads prefetching cost it 5% here)."""
-    if not isinstance(fl.mask, ll.Constant):
+    `span` bytes (up to 512: a warp's .v4 access) from `low` _AHEAD strides on. The stride
+    is the last move at this site: in this warp's call when it has been here before (a
+    loop), else by the warps this worker ran before in this launch (the site's last address
+    is also kept in a slot of the worker's site cache, zero at each launch). A wrong guess
+    costs a prefetch, never a fault. Only where all 32 lanes run (the segment's full-mask
+    copy; under a guard too: Triton predicates every access by its bounds, and its vector
+    add ran 25% faster per CPU-second with these prefetches): partial masks are a grid's
+    edges, halos and tails, whose lines full warps nearby fetch anyway (a stencil's halo
+    loads prefetching cost it 5% here)."""
+    if not isinstance(fl.unguarded_mask, ll.Constant):
         return
     b = fl.b
     mine = fl.entry_alloca(I64, "last_address")
@@ -316,7 +318,7 @@ def prefetch(fl: GangLowering, low, span: int) -> None:
     b.position_at_end(fetch)
     ahead = b.add(low, b.mul(step, I64(_AHEAD)))
     fn = declare(fl.llfn.module, "llvm.prefetch.p0", ll.VoidType(), [PTR, I32, I32, I32])
-    for line in range(0, min(span, 256), 64):
+    for line in range(0, min(span, 512), 64):
         ll.IRBuilder.call(b, fn, [ll.IRBuilder.inttoptr(b, b.add(ahead, I64(line)), PTR),
                                   I32(0), I32(3), I32(1)])
     b.branch(done)

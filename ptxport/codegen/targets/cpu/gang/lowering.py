@@ -46,6 +46,7 @@ from ptxport.codegen.lower import (
     loop_headers,
 )
 from ptxport.codegen.targets.cpu.abi import CTX
+from ptxport.codegen.targets.cpu.gang.async_copy import lower_cp
 from ptxport.codegen.targets.cpu.gang.control import (
     block_barrier,
     goto_segment,
@@ -99,7 +100,7 @@ def lower_bar(fl: GangLowering, inst: ir.Instruction) -> None:
 _GANG_LOWERINGS = {"ld": lower_ld, "ldu": lower_ld, "st": lower_st, "atom": lower_atom,
                    "red": lower_atom, "bra": lower_bra, "ret": lower_exit, "exit": lower_exit,
                    "shfl": lower_shfl, "vote": lower_vote, "activemask": lower_activemask,
-                   "mma": lower_mma, "ldmatrix": lower_ldmatrix}
+                   "mma": lower_mma, "ldmatrix": lower_ldmatrix, "cp": lower_cp}
 
 
 _GANG_LOWERINGS["bar"] = _GANG_LOWERINGS["barrier"] = lower_bar

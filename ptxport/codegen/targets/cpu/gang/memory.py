@@ -32,6 +32,11 @@ from ptxport.codegen.targets.cpu.gang.checks import (
     prefetch,
     type_name,
 )
+from ptxport.codegen.targets.cpu.gang.coalesce import (
+    find_runs,
+    inside_one_allocation,
+    interleaved_access,
+)
 from ptxport.codegen.targets.cpu.gang.lanes import GangUnsupported, W, declare, is_vec, vec
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.ir import nodes as ir
@@ -91,6 +96,7 @@ def access_groups(fl: GangLowering, instructions) -> tuple[dict, dict]:
     again) with elements of one size: id(instruction) -> group, and group -> (lowest,
     highest) offset. Their lanes' addresses differ by constants only, so one range check
     covers the group (group_check)."""
+    fl.runs, fl.pending = find_runs(fl, instructions), {}
     written: dict = {}
     group_of, span = {}, {}
     for inst in instructions:
@@ -108,7 +114,7 @@ def access_groups(fl: GangLowering, instructions) -> tuple[dict, dict]:
     return group_of, span
 
 
-def _place(fl: GangLowering, operand, space) -> Place:
+def place_of(fl: GangLowering, operand, space) -> Place:
     """The Place of a memory operand; the base's lanes are read once per segment while the
     base register is not written."""
     if not isinstance(operand, ir.Address):
@@ -272,25 +278,112 @@ def _access(fl: GangLowering, place: Place, t: Type, value=None):
     return None
 
 
+def lane_vectors(fl: GangLowering, place: Place, t: Type, count: int, values=None):
+    """Load (values None: the `count` vectors of the lanes' elements) or store `values` for
+    the mask's lanes, each lane's `count` elements of type t at `place`."""
+    if count > 1:
+        return _vector_elements(fl, place, t, count, values)
+    if values is None:
+        return [_access(fl, place, t)]
+    _access(fl, place, t, values[0])
+    return None
+
+
+def _vector_elements(fl: GangLowering, place: Place, t: Type, count: int, values=None):
+    """Load (values None) or store the `count` elements of a .v2/.v4 access for the mask's
+    lanes, each lane's elements `t.size` apart from its address: one check of the range
+    they all touch, then, when the lanes' vectors lie one after another (a lane's elements
+    followed by the next lane's: what Triton's and CUDA's float4 accesses are), one masked
+    access of the warp's W * count elements, else a gather or scatter per element."""
+    b = fl.b
+    load = values is None
+    kind, s0, _s1, low, high = _classify(fl, place, t.size * count)
+    offset = ll.Constant(place.addrs.type.element, place.offset)
+    whole, lanes_block, done = (fl.llfn.append_basic_block(n) for n in (
+        "access_vectors", "access_elements", "access_vectors_done"))
+    skipped = _check_access_place(fl, place, t, load, kind, low, high, done, count)
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "==", kind, I32(CONSECUTIVE)),
+                         whole, lanes_block)
+    b.position_at_end(whole)
+    pointer = _pointer_maker(fl, place, offset)(s0)
+    loaded = _interleaved(fl, t, count, pointer, values)
+    whole = b.block
+    b.branch(done)
+    b.position_at_end(lanes_block)
+    one_by_one = [_gather_or_scatter(fl, place.moved(i * t.size), t,
+                                     None if load else values[i],
+                                     ll.Constant(offset.type, place.offset + i * t.size))
+                  for i in range(count)]
+    lanes_block = b.block
+    b.branch(done)
+    b.position_at_end(done)
+    if not load:
+        return None
+    vt = vec(value_type(t))
+    out = []
+    for i in range(count):
+        phi = ll.IRBuilder.phi(b, vt)
+        phi.add_incoming(loaded[i], whole)
+        phi.add_incoming(one_by_one[i], lanes_block)
+        phi.add_incoming(ll.Constant(vt, None), skipped)
+        out.append(phi)
+    return out
+
+
+def _interleaved(fl: GangLowering, t: Type, count: int, pointer, values=None):
+    """One masked access of W * count elements at `pointer`, lane l's element i at l * count
+    + i: loaded, the count vectors of the lanes' elements (taken apart by shuffles); stored,
+    `values` (count vectors of the lanes) interleaved likewise."""
+    b, element = fl.b, value_type(t)
+    n = W * count
+    wide = ll.VectorType(element, n)
+    name = type_name(element)
+    mask = ll.IRBuilder.shuffle_vector(b, fl.mask, ll.Constant(fl.mask.type, None), ll.Constant(
+        ll.VectorType(I32, n), [i // count for i in range(n)]))
+    if values is None:
+        fn = declare(fl.llfn.module, f"llvm.masked.load.v{n}{name}.p0", wide,
+                     [PTR, I32, mask.type, wide])
+        v = ll.IRBuilder.call(b, fn, [pointer, I32(t.size), mask, ll.Constant(wide, None)])
+        return [ll.IRBuilder.shuffle_vector(b, v, ll.Constant(wide, None), ll.Constant(
+            ll.VectorType(I32, W), [lane * count + i for lane in range(W)]))
+            for i in range(count)]
+    values = [fl.b.splat(v) for v in values]
+    while len(values) > 2:      # pairs joined: [v0 v1], [v2 v3] (count is 2 or 4)
+        values = [ll.IRBuilder.shuffle_vector(b, values[i], values[i + 1], ll.Constant(
+            ll.VectorType(I32, 2 * W), list(range(2 * W)))) for i in range(0, len(values), 2)]
+    # element i of lane l sits at i * W + l of the two halves side by side
+    joined = ll.IRBuilder.shuffle_vector(b, values[0], values[1], ll.Constant(
+        ll.VectorType(I32, n), [(i % count) * W + i // count for i in range(n)]))
+    fn = declare(fl.llfn.module, f"llvm.masked.store.v{n}{name}.p0", ll.VoidType(),
+                 [wide, PTR, I32, mask.type])
+    ll.IRBuilder.call(b, fn, [joined, pointer, I32(t.size), mask])
+    return None
+
+
 def _check_access_place(fl: GangLowering, place: Place, t: Type, load: bool, kind, low,
-                        high, done: ll.Block) -> ll.Block:
-    """Branch to `done` when no lane is active, else check the lanes' range (with the
-    group's check where there is one) and prefetch ahead; returns the block that skips."""
+                        high, done: ll.Block, count: int = 1) -> ll.Block:
+    """Branch to `done` when no lane is active, else check the lanes' range [low, high) of
+    `count` elements of type t each (with the group's check where there is one) and
+    prefetch ahead; returns the block that skips."""
     b = fl.b
     offset = ll.Constant(place.addrs.type.element, place.offset)
-    checked, group_low = group_check(fl, place, t.size, low, high,
-                                     isinstance(kind, ll.Constant)) if fl.guard is None \
-        else (None, None)
+    size = t.size * count
+    # the group's span counts the offsets of a vector's further elements itself
+    group_high = b.sub(high, ll.Constant(high.type, size - t.size)) if count > 1 else high
+    # (an access in no group, a guarded one or cp.async's, checks itself)
+    checked, group_low = (group_check(fl, place, t.size, low, group_high,
+                                      isinstance(kind, ll.Constant))
+                          if fl.guard is None else None) or (None, None)
     active = fl.llfn.append_basic_block("access_active")
     skipped = b.block          # no lane active (a guard false everywhere): no access at all
     ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", fl.bits(fl.mask), I32(0)),
                          active, done)
     b.position_at_end(active)
     if checked is None:
-        check_place(fl, place, t.size, not load, kind, b.add(low, offset),
+        check_place(fl, place, size, not load, kind, b.add(low, offset),
                     b.add(high, offset))
         if not place.shared:
-            prefetch(fl, b.add(low, offset), t.size * W)
+            prefetch(fl, b.add(low, offset), size * W)
     else:       # the group's check failed: this access on its own
         if group_low is not None:       # the group's first global access
             prefetch(fl, group_low, 256)
@@ -298,7 +391,7 @@ def _check_access_place(fl: GangLowering, place: Place, t: Type, load: bool, kin
             "access_checked")
         ll.IRBuilder.cbranch(b, checked, ok, exact)
         b.position_at_end(exact)
-        check_place(fl, place, t.size, not load, kind, b.add(low, offset),
+        check_place(fl, place, size, not load, kind, b.add(low, offset),
                     b.add(high, offset))
         b.branch(ok)
         b.position_at_end(ok)
@@ -431,14 +524,69 @@ def _uniform_load(fl: GangLowering, operand, space, t: Type, count: int) -> list
     return out
 
 
+def _only(value):
+    """The one element of `{%r}`, or the value itself."""
+    return value.elements[0] if isinstance(value, ir.VectorValue) else value
+
+
+def _lower_run(fl: GangLowering, members: list) -> None:
+    """A run of scalar accesses (coalesce.py) together: loads at the first (fl.pending gets
+    each load's vector of the lanes), stores at the last."""
+    b = fl.b
+    first = members[0]
+    t = instruction_type(first)
+    load = first.opcode == "ld"
+    outer = fl.unguarded_mask        # (fl.mask has the current access's predicate)
+    masks = [outer if m.guard is None else b.and_(outer, fl.guard_value(m)) for m in members]
+    values = None if load else [fl.read_lanes(_only(m.operands[1]), t) for m in members]
+    union = masks[0]
+    for m in masks[1:]:
+        union = union if m is union else b.or_(union, m)
+    place = place_of(fl, first.operands[1 if load else 0], "global")
+    here, fl.mask = fl.mask, union
+    kind, s0, _s1, low, high = _classify(fl, place, t.size * len(members))
+    offset = ll.Constant(place.addrs.type.element, place.offset)
+    inside = inside_one_allocation(fl, b.add(low, offset), b.add(high, offset))
+    whole, apart, done = (fl.llfn.append_basic_block(n) for n in (
+        "run_whole", "run_apart", "run_done"))
+    ll.IRBuilder.cbranch(b, b.and_(inside, ll.IRBuilder.icmp_unsigned(
+        b, "==", kind, I32(CONSECUTIVE))), whole, apart)
+    memos, inst = (dict(fl.patterns), dict(fl.group_ok)), fl.inst
+    b.position_at_end(whole)
+    prefetch(fl, b.add(low, offset), t.size * len(members) * W)
+    together = interleaved_access(fl, t, masks, ll.IRBuilder.inttoptr(b, b.add(s0, offset), PTR),
+                                  values)
+    whole = b.block
+    b.branch(done)
+    b.position_at_end(apart)
+    alone = []
+    for k, member in enumerate(members):        # (each checked on its own: exact faults)
+        fl.mask, fl.inst = masks[k], member
+        alone.append(_access(fl, place.moved(k * t.size), t, None if load else values[k]))
+        fl.patterns, fl.group_ok = dict(memos[0]), dict(memos[1])
+    fl.mask, fl.inst = here, inst
+    apart = b.block
+    b.branch(done)
+    b.position_at_end(done)
+    fl.patterns, fl.group_ok = memos
+    for member, x, y in zip(members, together, alone, strict=True) if load else ():
+        phi = ll.IRBuilder.phi(b, x.type)
+        phi.add_incoming(x, whole)
+        phi.add_incoming(y, apart)
+        fl.pending[id(member)] = phi
+
+
 def lower_ld(fl: GangLowering, inst: ir.Instruction) -> None:
     t = instruction_type(inst)
     count = vector_count(inst)
     space = state_space(inst)
     operand = inst.operands[1]
-    if _vector_access(fl, inst) is not None:
-        place = _place(fl, operand, space)
-        values = [_access(fl, place.moved(i * t.size), t) for i in range(count)]
+    if id(inst) in fl.runs:         # a run of loads, loaded together here (coalesce.py)
+        _lower_run(fl, fl.runs[id(inst)])
+    if id(inst) in fl.pending:
+        values = [fl.pending.pop(id(inst))]
+    elif _vector_access(fl, inst) is not None:
+        values = lane_vectors(fl, place_of(fl, operand, space), t, count)
     elif space == "param":      # a kernel parameter: the same for every lane
         pointer = FunctionLowering.pointer(fl, operand, "param", t.size * count)
         values = [ll.IRBuilder.load(
@@ -453,17 +601,20 @@ def lower_ld(fl: GangLowering, inst: ir.Instruction) -> None:
 
 
 def lower_st(fl: GangLowering, inst: ir.Instruction) -> None:
+    if id(inst) in fl.runs:         # a run of stores, stored together at its last
+        if fl.runs[id(inst)] is not None:
+            _lower_run(fl, fl.runs[id(inst)])
+        return
     t = instruction_type(inst)
     count = vector_count(inst)
     space = state_space(inst)
-    place = _place(fl, inst.operands[0], space)
+    place = place_of(fl, inst.operands[0], space)
     if count == 1 and not isinstance(inst.operands[1], ir.VectorValue):
         values = [fl.read(inst.operands[1], t)]
     else:
         values = fl.read_vector(inst.operands[1], t, count)
-    for i, v in enumerate(values):
-        _access(fl, place.moved(i * t.size), t,
-                fl.convert(v, t, t) if is_vec(v) else fl.b.splat(v))
+    values = [fl.convert(v, t, t) if is_vec(v) else fl.b.splat(v) for v in values]
+    lane_vectors(fl, place, t, count, values)
 
 
 def lower_atom(fl: GangLowering, inst: ir.Instruction) -> None:

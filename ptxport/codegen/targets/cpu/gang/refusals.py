@@ -81,6 +81,8 @@ def refusal(module: ir.Module, kernel: ir.Function) -> str | None:
                     or spec.get("op") not in _ATOMIC_OPS or vector_count(inst) != 1:
                 return f"{spec.text}: this atomic form"
             continue
+        if op == "cp" and _copy_lowered(spec):
+            continue
         if op in ("bra",):
             continue
         if op in ("ret", "exit"):
@@ -104,6 +106,18 @@ def refusal(module: ir.Module, kernel: ir.Function) -> str | None:
             continue
         return f"{spec.text}: not lowered for warp gangs yet"
     return None
+
+
+def _copy_lowered(spec) -> bool:
+    """Whether gang/async_copy.py lowers this cp: cp.async from global to shared memory, its
+    commit and waits."""
+    kind = spec.get("kind") or ()
+    if kind in (("async", "commit_group"), ("async", "wait_group"), ("async", "wait_all")):
+        return True
+    if kind == ("async", "mbarrier", "arrive"):
+        return not spec.get("noinc")
+    spaces = spec.get("space") or ("shared", "global")
+    return kind == ("async",) and spaces[0].startswith("shared") and spaces[-1] == "global"
 
 
 def _variables_named(kernel: ir.Function) -> set[str]:

@@ -103,6 +103,7 @@ class GangLowering(FunctionLowering):
         self.plan = plan
         self.mask = None
         self.guard = None
+        self.unguarded_mask = None      # the mask before the current instruction's guard
         self.block = block      # the block shape the code is for
         self.thread_x = thread_x_copies(function)
         self.uniform = uniform_registers(function, block, self.thread_x)
@@ -302,10 +303,11 @@ class GangLowering(FunctionLowering):
         if lower is None:
             raise GangUnsupported(f"{inst.spec.text}: no lowering")
         if inst.guard is None or inst.opcode == "bra":
+            self.unguarded_mask = self.mask
             lower(self, inst)
             return
         guard = self.guard_value(inst)
-        outer = self.mask
+        outer = self.unguarded_mask = self.mask
         self.mask = self.b.and_(outer, guard)
         self.guard = guard
         lower(self, inst)

@@ -1,0 +1,149 @@
+"""Warp gangs' cp.async (PTX ISA 9.7.9.25): a copy of 4, 8 or 16 bytes per lane from global to
+shared memory, done at once as the shared lowering does it (ops/memory.py: a copy that
+completes early is one the program may see), so commit_group, wait_group and wait_all have
+nothing left to wait for. Triton's pipelined loads (sm_80) are these, with a src-size of 0
+(masked-off lanes, whose source is only an address: never read nor checked) or the whole
+size: then the warp copies with one masked vector load and store (memory.py's accesses).
+Lanes with a src-size in between (a partial copy, zero-filled) are copied lane by lane.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir as ll
+
+from ptxport.codegen.lower import I8, I32, I64, PTR
+from ptxport.codegen.targets.cpu.gang.checks import fault
+from ptxport.codegen.targets.cpu.gang.lanes import GangUnsupported
+from ptxport.codegen.targets.cpu.gang.memory import lane_vectors, place_of
+from ptxport.codegen.targets.cpu.gang.state import GangLowering
+from ptxport.codegen.targets.cpu.target import check_function
+from ptxport.ir import nodes as ir
+from ptxport.ir.types import TYPES
+
+_WAITS = (("async", "commit_group"), ("async", "wait_group"), ("async", "wait_all"))
+
+
+def lower_cp(fl: GangLowering, inst: ir.Instruction) -> None:
+    kind = inst.spec.get("kind") or ()
+    if kind in _WAITS or (kind == ("async", "mbarrier", "arrive")
+                          and not inst.spec.get("noinc")):
+        return      # (the copies are done: the mbarrier's count stays as it was)
+    if kind != ("async",):
+        raise GangUnsupported(f"{inst.spec.text}: bulk and tensor copies")
+    b = fl.b
+    size = inst.operands[2].value
+    count = _source_bytes(fl, inst, size)
+    src = place_of(fl, inst.operands[1], "global")
+    dst = place_of(fl, inst.operands[0], "shared")
+    whole = ll.IRBuilder.icmp_unsigned(b, "==", count, b.splat(I32(size)))
+    nothing = ll.IRBuilder.icmp_unsigned(b, "==", count, b.splat(I32(0)))
+    partial = fl.bits(b.and_(fl.mask, b.not_(b.or_(whole, nothing))))
+    vectors, lanes, done = (fl.llfn.append_basic_block(n) for n in (
+        "cp_async_vectors", "cp_async_lanes", "cp_async_done"))
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "==", partial, I32(0)), vectors,
+                         lanes)
+    # what the two branches learn of the addresses (memory.py's memos) holds in neither's
+    # successors: forget it at the join
+    memos = dict(fl.patterns), dict(fl.group_ok)
+    b.position_at_end(vectors)
+    _copy_vectors(fl, src, dst, whole, size)
+    b.branch(done)
+    fl.patterns, fl.group_ok = dict(memos[0]), dict(memos[1])
+    b.position_at_end(lanes)
+    _copy_lanes(fl, src, dst, count, size)
+    b.branch(done)
+    fl.patterns, fl.group_ok = memos
+    b.position_at_end(done)
+
+
+def _source_bytes(fl: GangLowering, inst: ir.Instruction, size: int):
+    """Each lane's src-size, at most `size` (ignore-src, a predicate: 0 where it holds)."""
+    b = fl.b
+    extra = list(inst.operands[3:])
+    if inst.spec.get("l2hint") and extra:
+        extra.pop()                         # the cache policy: a hint
+    if not extra:
+        return b.splat(I32(size))
+    operand = extra[0]
+    if isinstance(operand, ir.NotValue) or getattr(operand, "type", None) is TYPES["pred"]:
+        return b.splat(b.select(fl.read(operand, "pred"), I32(0), I32(size)))
+    given = fl.read_lanes(operand, "u32")
+    return ll.IRBuilder.select(b, ll.IRBuilder.icmp_unsigned(b, "<", given, b.splat(I32(size))),
+                               given, b.splat(I32(size)))
+
+
+def _copy_vectors(fl: GangLowering, src, dst, whole, size: int) -> None:
+    """Every active lane copies all `size` bytes or none (zeros then): the lanes that copy
+    load theirs as one access, and all store theirs as one."""
+    b = fl.b
+    t = TYPES["b32"] if size >= 4 else TYPES[f"b{8 * size}"]
+    count = max(size // 4, 1)
+    outer = fl.mask
+    fl.mask = b.and_(outer, whole)
+    loaded = lane_vectors(fl, src, t, count)
+    values = [ll.IRBuilder.select(b, fl.mask, v, ll.Constant(v.type, None)) for v in loaded]
+    fl.mask = outer
+    lane_vectors(fl, dst, t, count, values)
+
+
+def _copy_lanes(fl: GangLowering, src, dst, count, size: int) -> None:
+    """Lane after lane: the destination's `size` bytes zeroed, then `count` bytes copied
+    (the source checked for those bytes only, the destination for all)."""
+    b = fl.b
+    llfn = fl.llfn
+    window = fl.target.space_base(fl, "shared")
+    limit = b.zext(fl.target.ctx_field(fl, "total_smem"), I64)
+    et = dst.addrs.type.element
+    sources = b.add(src.addrs, b.splat(I64(src.offset))) if src.offset else src.addrs
+    targets = b.add(dst.addrs, b.splat(ll.Constant(et, dst.offset))) if dst.offset \
+        else dst.addrs
+    slot = b.gep(fl.target.ctx_field(fl, "site_cache", typ=PTR), [I64(16 * fl.plan.check_sites)],
+                 source_etype=I8)
+    fl.plan.check_sites += 1
+    lanes = fl.bits(fl.mask)
+    entry = b.block
+    head, run, next_lane, done = (llfn.append_basic_block(n) for n in (
+        "cp_lane_head", "cp_lane_run", "cp_lane_next", "cp_lanes_done"))
+    b.branch(head)
+    b.position_at_end(head)
+    todo = ll.IRBuilder.phi(b, I32)
+    todo.add_incoming(lanes, entry)
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", todo, I32(0)), run, done)
+    b.position_at_end(run)
+    lane = fl.cttz(todo)
+    n = b.zext(ll.IRBuilder.extract_element(b, count, lane), I64)
+    source = ll.IRBuilder.extract_element(b, sources, lane)
+    target = ll.IRBuilder.extract_element(b, targets, lane)
+    target = target if et.width == 64 else b.zext(target, I64)
+    pointer = ll.IRBuilder.gep(b, window, [target], source_etype=I8)
+    inside = b.icmp_unsigned("<=", b.add(target, I64(size)), limit)
+    _or_fault(fl, lane, b.add(ll.IRBuilder.ptrtoint(b, window, I64), target), inside, size,
+              True)
+    found = ll.IRBuilder.call(b, check_function(llfn.module), [llfn.args[0], source, n, slot])
+    _or_fault(fl, lane, source, b.or_(found, b.icmp_unsigned("==", n, I64(0))), size, False)
+    b.store(ll.Constant(ll.VectorType(I8, size), None), pointer, align=1)
+    # byte after byte while below the count, unrolled: a loop with a variable count becomes
+    # a call of the C library's memcpy, which compiled CPU kernels do not link against
+    reading = ll.IRBuilder.inttoptr(b, source, PTR)
+    for j in range(size):
+        more = llfn.append_basic_block("cp_lane_byte")
+        b.cbranch(b.icmp_unsigned("<", I64(j), n), more, next_lane)
+        b.position_at_end(more)
+        b.store(b.load(b.gep(reading, [I64(j)], source_etype=I8), typ=I8),
+                b.gep(pointer, [I64(j)], source_etype=I8))
+    b.branch(next_lane)
+    b.position_at_end(next_lane)
+    todo.add_incoming(b.and_(todo, b.sub(todo, I32(1))), next_lane)
+    b.branch(head)
+    b.position_at_end(done)
+
+
+def _or_fault(fl: GangLowering, lane, address, ok, size: int, write: bool) -> None:
+    """Go on where `ok`; else the kernel stops with a fault of `lane` at `address`."""
+    b = fl.b
+    good, bad = fl.llfn.append_basic_block("cp_lane_ok"), fl.llfn.append_basic_block(
+        "cp_lane_fault")
+    ll.IRBuilder.cbranch(b, ok, good, bad)
+    b.position_at_end(bad)
+    fault(fl, lane, address, size, write)
+    b.position_at_end(good)

@@ -1,0 +1,164 @@
+"""Warp gangs' runs of scalar loads: `ld.global` of 2 or 4 consecutive elements from one base
+register (offsets o, o + s, ...), each under its own predicate. Triton's layouts for a size
+not known to be a multiple of 16 load a thread's contiguous elements this way, one
+predicated `ld.global.b32` each; lowered one by one, each is a gather over the warp (the
+lanes' addresses are 4 elements apart). A run is loaded at its first load as one masked
+access of the warp's elements (memory.py's interleaved access: element i of lane l under
+predicate i of lane l), when the lanes' runs lie one after another and the range they touch
+is inside one allocation; else each load on its own, as before (exact faults). Each load of
+the run then writes its register where it stands.
+
+A run's loads are read early, so between its first and last load nothing may write memory
+or change the base register, the predicates, or the mask (segment.py ends segments at
+barriers and warp operations; a branch ends the block).
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir as ll
+
+from ptxport.codegen.lower import I1, I8, I32, I64, PTR, value_type
+from ptxport.codegen.ops.data import instruction_type, state_space, vector_count
+from ptxport.codegen.targets.cpu.gang.checks import type_name
+from ptxport.codegen.targets.cpu.gang.lanes import W, declare
+from ptxport.codegen.targets.cpu.gang.state import GangLowering
+from ptxport.codegen.targets.cpu.target import check_function
+from ptxport.ir import nodes as ir
+from ptxport.ir.analysis import may_write
+
+_WRITES_MEMORY = {"st", "atom", "red", "cp", "call", "ret", "exit", "bar", "barrier", "trap"}
+_MEMORY = _WRITES_MEMORY | {"ld", "ldu", "ldmatrix", "tex", "tld4", "suld", "prefetch"}
+
+
+def _scalar_access(fl: GangLowering, inst: ir.Instruction):
+    """(opcode, base register, offset, type) of a per-lane scalar ld/st.global at
+    [register+offset], else None."""
+    if inst.opcode not in ("ld", "st") or state_space(inst) != "global" \
+            or vector_count(inst) != 1:
+        return None
+    address, data = inst.operands if inst.opcode == "st" else inst.operands[::-1]
+    if isinstance(data, ir.VectorValue) and len(data.elements) == 1:
+        data = data.elements[0]
+    if not isinstance(address, ir.Address) or not isinstance(address.base, ir.Register):
+        return None
+    if isinstance(data, ir.Register) and data.vector:
+        return None
+    if inst.opcode == "ld" and (not isinstance(data, ir.Register) or data in fl.uniform):
+        return None
+    t = instruction_type(inst)
+    return (inst.opcode, address.base, address.offset, t) if t.size in (4, 8) else None
+
+
+def _reads(inst: ir.Instruction) -> set:
+    """The registers a run's store reads when the run is stored at its last: its value and
+    its predicate."""
+    value = inst.operands[1]
+    values = value.elements if isinstance(value, ir.VectorValue) else [value]
+    return {id(v) for v in [*values, inst.guard] if isinstance(v, ir.Register)}
+
+
+def find_runs(fl: GangLowering, instructions) -> dict:
+    """id(instruction) -> the accesses of its run, for a segment's `instructions`: a load
+    run under its first load (loaded there), a store run under its last store (stored
+    there; its other stores map to None)."""
+    runs: dict = {}
+    code = list(instructions)
+    for i, inst in enumerate(code):
+        first = _scalar_access(fl, inst) if id(inst) not in runs else None
+        if first is None:
+            continue
+        members = _run_from(fl, code[i:], first)
+        if len(members) < 2:
+            continue
+        if first[0] == "ld":
+            runs.update({id(m): [] for m in members[1:]})
+            runs[id(inst)] = members
+        else:
+            runs.update({id(m): None for m in members[:-1]})
+            runs[id(members[-1])] = members
+    return {k: v for k, v in runs.items() if v != []}
+
+
+def _run_from(fl: GangLowering, code: list, first) -> list:
+    """The run that starts with code[0] (2 or 4 accesses, or fewer: none)."""
+    op, base, offset, t = first
+    members = [code[0]]
+    written = {id(r) for r in may_write(code[0])}
+    needed = _reads(code[0]) if op == "st" else set()
+    for later in code[1:]:
+        if id(base) in written or len(members) == 4:
+            break
+        found = _scalar_access(fl, later)
+        if found is not None and found[:2] == (op, base) and found[3] == t \
+                and found[2] == offset + len(members) * t.size:
+            if op == "ld" and later.guard is not None and id(later.guard) in written:
+                break       # its predicate would be read before it is set
+            members.append(later)
+            needed |= _reads(later) if op == "st" else set()
+        elif later.opcode in (_WRITES_MEMORY if op == "ld" else _MEMORY):
+            break
+        written |= {id(r) for r in may_write(later)}
+        if written & needed:
+            break
+    return members[:4 if len(members) == 4 else 2]
+
+
+def inside_one_allocation(fl: GangLowering, low, high):
+    """i1: whether [low, high) lies in one allocation (the site's cache, else the table);
+    an empty mask's range counts as inside."""
+    b = fl.b
+    slot = b.gep(fl.target.ctx_field(fl, "site_cache", typ=PTR), [I64(16 * fl.plan.check_sites)],
+                 source_etype=I8)
+    fl.plan.check_sites += 1
+    hit = b.and_(ll.IRBuilder.icmp_unsigned(b, "<=", low, high), b.and_(
+        ll.IRBuilder.icmp_unsigned(b, ">=", low, b.load(slot, typ=I64)),
+        ll.IRBuilder.icmp_unsigned(b, "<=", high, b.load(
+            b.gep(slot, [I64(8)], source_etype=I8), typ=I64))))
+    before = b.block
+    search, done = fl.llfn.append_basic_block("run_search"), fl.llfn.append_basic_block(
+        "run_checked")
+    ll.IRBuilder.cbranch(b, hit, done, search)
+    b.position_at_end(search)
+    found = ll.IRBuilder.call(b, check_function(fl.llfn.module),
+                              [fl.llfn.args[0], low, b.sub(high, low), slot])
+    searched = b.block
+    b.branch(done)
+    b.position_at_end(done)
+    ok = ll.IRBuilder.phi(b, I1)
+    ok.add_incoming(I1(1), before)
+    ok.add_incoming(found, searched)
+    return ok
+
+
+def interleaved_access(fl: GangLowering, t, masks: list, pointer, values=None):
+    """One masked access of W * len(masks) elements at `pointer` (lane l's element k under
+    masks[k] of lane l): loaded (values None), taken apart into one vector of the lanes per
+    element; stored, `values` (a vector of the lanes per element) put together likewise."""
+    b, element = fl.b, value_type(t)
+    count = len(masks)
+    n = W * count
+    wide = ll.VectorType(element, n)
+    mask = _interleave(b, masks)
+    name = type_name(element)
+    if values is None:
+        fn = declare(fl.llfn.module, f"llvm.masked.load.v{n}{name}.p0", wide,
+                     [PTR, I32, mask.type, wide])
+        v = ll.IRBuilder.call(b, fn, [pointer, I32(t.size), mask, ll.Constant(wide, None)])
+        return [ll.IRBuilder.shuffle_vector(b, v, ll.Constant(wide, None), ll.Constant(
+            ll.VectorType(I32, W), [lane * count + k for lane in range(W)]))
+            for k in range(count)]
+    fn = declare(fl.llfn.module, f"llvm.masked.store.v{n}{name}.p0", ll.VoidType(),
+                 [wide, PTR, I32, mask.type])
+    ll.IRBuilder.call(b, fn, [_interleave(b, values), pointer, I32(t.size), mask])
+    return None
+
+
+def _interleave(b, vectors: list):
+    """2 or 4 vectors of the lanes as one: lane l's element k at l * count + k."""
+    count = len(vectors)
+    parts = list(vectors)
+    while len(parts) > 2:
+        parts = [ll.IRBuilder.shuffle_vector(b, parts[i], parts[i + 1], ll.Constant(
+            ll.VectorType(I32, 2 * W), list(range(2 * W)))) for i in range(0, len(parts), 2)]
+    return ll.IRBuilder.shuffle_vector(b, parts[0], parts[1], ll.Constant(
+        ll.VectorType(I32, W * count), [(i % count) * W + i // count for i in range(W * count)]))
