@@ -272,6 +272,59 @@ def test_shared_memory_atomics_of_every_operation():
     np.testing.assert_array_equal(out[8:], expected)
 
 
+FULL_WARP_ATOMICS = r"""
+extern "C" __global__ void k(const unsigned char* data, unsigned* hist, int* old, float* sums)
+{
+    __shared__ unsigned bins[256];
+    __shared__ int counters[4];
+    __shared__ float total[2];
+    int t = threadIdx.x;
+    bins[t] = 0;
+    if (t < 4) counters[t] = 100 * t;
+    if (t < 2) total[t] = 0.0f;
+    __syncthreads();
+    for (int i = t; i < 4096; i += blockDim.x)     // whole warps: increments of 1 by all lanes
+        atomicAdd(&bins[data[i]], 1u);
+    old[t] = atomicAdd(&counters[t % 4], t % 4 + 1);  // lanes collide; old values are read
+    atomicAdd(&total[t & 1], 0.5f);
+    __syncthreads();
+    hist[t] = bins[t];
+    if (t < 4) old[256 + t] = counters[t];
+    if (t < 2) sums[t] = total[t];
+}
+"""
+
+
+def test_shared_atomics_of_whole_warps():
+    """All 32 lanes' shared atomics (the full-mask copy's path): increments of 1 that
+    collide, old values read back, a float operand every lane has alike."""
+    dev = Device("cpu")
+    stream = dev.create_stream()
+    kernel = Program(FULL_WARP_ATOMICS, code_type="c++").compile("native").get_kernel("k")
+    data = np.random.default_rng(7).integers(0, 256, 4096).astype(np.uint8)
+    data[:64] = 3          # two whole warps on one bin
+    hist = np.zeros(256, np.uint32)
+    old = np.zeros(260, np.int32)
+    sums = np.zeros(2, np.float32)
+    buffers = []
+    for a in (data, hist, old, sums):
+        buf = dev.allocate(a.nbytes, stream=stream)
+        buf.copy_from(a, stream=stream)
+        buffers.append(buf)
+    launch(stream, LaunchConfig(grid=1, block=256), kernel, *buffers)
+    for a, buf in zip((hist, old, sums), buffers[1:], strict=True):
+        buf.copy_to(a, stream=stream)
+    stream.sync()
+    assert kernel._binary(dev).gang_refusal is None
+    np.testing.assert_array_equal(hist, np.bincount(data, minlength=256))
+    t = np.arange(256)
+    for c in range(4):      # the 64 threads on counter c each saw one of its 64 values
+        seen = np.sort(old[:256][t % 4 == c])
+        np.testing.assert_array_equal(seen, 100 * c + (c + 1) * np.arange(64))
+        assert old[256 + c] == 100 * c + (c + 1) * 64
+    np.testing.assert_array_equal(sums, [64.0, 64.0])
+
+
 def test_code_per_block_shape():
     """One kernel launched with several block shapes: thread indices are constants of the
     code compiled for each (GangKernelBinary.for_block), which is kept per shape."""
