@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from ptxport.cache import cache_path
+from ptxport.errors import InvalidValueError
 from ptxport.runtime.device import Device
 from ptxport.runtime.launch import LaunchConfig, launch
 from ptxport.runtime.memory import Buffer
@@ -36,8 +37,8 @@ from ptxport.runtime.program import Kernel, Program
 from ptxport.runtime.program_options import ProgramOptions
 from ptxport.runtime.stream import Stream
 
-__all__ = ["MMA_CANDIDATES", "SIMT_CANDIDATES", "TileConfig", "gemm", "kernel_for",
-           "tuned_config"]
+__all__ = ["MMA_CANDIDATES", "SIMT_CANDIDATES", "TileConfig", "candidates", "gemm",
+           "kernel_for", "parse_tiles", "program_for", "tuned_config"]
 
 KERNELS = Path(__file__).resolve().parent / "kernels"
 SOURCE = KERNELS / "gemm.cu"
@@ -51,6 +52,9 @@ def kernel_source(path: Path) -> str:
 # uint16: bfloat16 bits; int8 in with int32 out: cuBLAS's 32I compute (SIMT kernel)
 _KINDS = {"float32": 0, "float64": 1, "float16": 2, "uint16": 3, "int8": 4, "int32": 5}
 _TUNE_SIZE = {"cuda": 2048, "hip": 2048}
+# part of the autotuner's keys: choices made for an earlier version of the kernels (whose
+# tiles may no longer be candidates, or no longer the fastest) are not reused
+_KERNELS_VERSION = "gemm2"
 # backends whose kernels take the transposes as an argument: one compile for all four pairs
 _RUNTIME_TRANSPOSES = ("opencl",)
 
@@ -58,7 +62,8 @@ _RUNTIME_TRANSPOSES = ("opencl",)
 @dataclass(frozen=True)
 class TileConfig:
     """A kernel and its tile shape: the block's BM x BN tile of C and its k step BK, and
-    either each thread's TM x TN micro-tile (SIMT) or the block's WM x WN warps (mma)."""
+    either each thread's TM x TN micro-tile (SIMT) or the block's WM x WN warps and the
+    depth of its cp.async pipeline (mma)."""
 
     mma: bool
     bm: int
@@ -68,18 +73,77 @@ class TileConfig:
     tn: int = 0
     wm: int = 0
     wn: int = 0
+    stages: int = 2
 
     @property
     def threads(self) -> int:
         return self.wm * self.wn * 32 if self.mma else (self.bm // self.tm) * (self.bn // self.tn)
 
+    @property
+    def label(self) -> str:
+        """The tile as benchmarks name it: simt:BMxBNxBK/TMxTN, mma:BMxBNxBK/WMxWN/sSTAGES."""
+        shape = f"{self.bm}x{self.bn}x{self.bk}"
+        if self.mma:
+            return f"mma:{shape}/{self.wm}x{self.wn}/s{self.stages}"
+        return f"simt:{shape}/{self.tm}x{self.tn}"
 
+    @classmethod
+    def parse(cls, label: str) -> TileConfig:
+        """The TileConfig of a label (see `label`)."""
+        try:
+            kind, _, rest = label.partition(":")
+            parts = rest.split("/")
+            bm, bn, bk = (int(x) for x in parts[0].split("x"))
+            x, y = (int(v) for v in parts[1].split("x"))
+            if kind == "mma":
+                stages = int(parts[2].removeprefix("s")) if len(parts) > 2 else 3
+                return cls(True, bm, bn, bk, wm=x, wn=y, stages=stages)
+            if kind == "simt" and len(parts) == 2:
+                return cls(False, bm, bn, bk, x, y)
+        except (IndexError, ValueError):
+            pass
+        raise InvalidValueError(f"tile {label!r} is not simt:BMxBNxBK/TMxTN or "
+                                f"mma:BMxBNxBK/WMxWN/sSTAGES")
+
+    def dynamic_shared(self) -> int:
+        """Bytes of dynamic shared memory a launch needs: the mma kernel's pipeline stages
+        (16-bit A and B tiles), none for the SIMT kernel (static tiles)."""
+        return self.stages * (self.bm + self.bn) * self.bk * 2 if self.mma else 0
+
+    def static_shared(self, acc_bytes: int) -> int:
+        """The SIMT kernel's shared tiles (two buffers, padded rows) with accumulators of
+        `acc_bytes`."""
+        sub_m, sub_n = (4 if x % 4 == 0 else 1 for x in (self.tm, self.tn))
+        return 2 * self.bk * (self.bm + sub_m + self.bn + sub_n) * acc_bytes
+
+
+# 48 KiB: the static shared memory every CUDA device gives a block (and OpenCL devices
+# commonly): SIMT tiles above it for the accumulator type are not candidates
+_STATIC_SHARED = 48 * 1024
 SIMT_CANDIDATES = (TileConfig(False, 64, 64, 8, 4, 4), TileConfig(False, 128, 128, 8, 8, 8),
-                   TileConfig(False, 64, 64, 16, 4, 4), TileConfig(False, 128, 64, 8, 8, 4),
-                   TileConfig(False, 32, 32, 8, 2, 2))
-MMA_CANDIDATES = (TileConfig(True, 128, 128, 32, wm=2, wn=4),
-                  TileConfig(True, 128, 64, 32, wm=2, wn=2),
-                  TileConfig(True, 64, 64, 32, wm=2, wn=2))
+                   TileConfig(False, 128, 128, 16, 8, 8), TileConfig(False, 128, 64, 8, 8, 4),
+                   TileConfig(False, 64, 64, 16, 4, 4), TileConfig(False, 32, 32, 8, 2, 2))
+MMA_CANDIDATES = (TileConfig(True, 128, 128, 32, wm=2, wn=4, stages=3),
+                  TileConfig(True, 128, 256, 32, wm=2, wn=4, stages=3),
+                  TileConfig(True, 256, 128, 32, wm=4, wn=2, stages=3),
+                  TileConfig(True, 128, 128, 32, wm=2, wn=2, stages=4),
+                  TileConfig(True, 128, 128, 64, wm=2, wn=4, stages=3),
+                  TileConfig(True, 64, 64, 32, wm=2, wn=2, stages=4))
+
+
+def candidates(mma: bool, acc: np.dtype) -> tuple[TileConfig, ...]:
+    """The tile shapes the autotuner times for a kernel and accumulator type."""
+    if mma:
+        return MMA_CANDIDATES
+    return tuple(c for c in SIMT_CANDIDATES if c.static_shared(acc.itemsize) <= _STATIC_SHARED)
+
+
+def parse_tiles(labels: list[str], mma: bool) -> list[TileConfig]:
+    """TileConfigs from labels for one kernel ("all": its candidates), as benchmarks take
+    them; labels of the other kernel are left out."""
+    if labels == ["all"]:
+        return list(MMA_CANDIDATES if mma else SIMT_CANDIDATES)
+    return [c for c in map(TileConfig.parse, labels) if c.mma == mma]
 
 
 def _kind(dtype: np.dtype) -> int:
@@ -95,19 +159,26 @@ def _uses_mma(device: Device, in_type: np.dtype) -> bool:
     return device.backend == "cpu"
 
 
+def program_for(arch: str, config: TileConfig, ta: int, tb: int, in_kind: int, out_kind: int,
+                vec: bool) -> Program:
+    """The Program of one kernel variant (its macros: see gemm.cu's header); ta/tb 0 or 1 fix
+    a transpose at compile time, -1 leaves it to the kernel's `trans` argument."""
+    macros = {"GEMM_MMA": int(config.mma), "TRANS_A": int(ta), "TRANS_B": int(tb),
+              "IN_KIND": in_kind, "OUT_KIND": out_kind, "VEC": int(vec), "BM": config.bm,
+              "BN": config.bn, "BK": config.bk, "TM": config.tm or 1, "TN": config.tn or 1,
+              "WM": config.wm or 1, "WN": config.wn or 1, "STAGES": config.stages}
+    options = ProgramOptions(arch=arch, define_macro=[(k, str(v)) for k, v in macros.items()],
+                             name="ptxport_gemm.cu")
+    return Program(kernel_source(SOURCE), "c++", options)
+
+
 @functools.cache
 def kernel_for(arch: str, config: TileConfig, ta: int, tb: int, in_kind: int, out_kind: int,
                vec: bool) -> Kernel:
     """The compiled kernel of one variant (NVRTC's PTX, which ptxport lowers per device at
-    first launch); ta/tb 0 or 1 fix a transpose at compile time, -1 leaves it to the kernel's
-    `trans` argument."""
-    macros = {"GEMM_MMA": int(config.mma), "TRANS_A": int(ta), "TRANS_B": int(tb),
-              "IN_KIND": in_kind, "OUT_KIND": out_kind, "VEC": int(vec), "BM": config.bm,
-              "BN": config.bn, "BK": config.bk, "TM": config.tm or 1, "TN": config.tn or 1,
-              "WM": config.wm or 1, "WN": config.wn or 1}
-    options = ProgramOptions(arch=arch, define_macro=[(k, str(v)) for k, v in macros.items()],
-                             name="ptxport_gemm.cu")
-    return Program(kernel_source(SOURCE), "c++", options).compile().get_kernel("ptxport_gemm")
+    first launch)."""
+    return program_for(arch, config, ta, tb, in_kind, out_kind, vec).compile() \
+        .get_kernel("ptxport_gemm")
 
 
 def _arch(device: Device, mma: bool) -> str:
@@ -143,7 +214,8 @@ def launch_gemm(stream: Stream, config: TileConfig, problem, a: Buffer | np.uint
     grid = (-(-problem.m // config.bm), -(-problem.n // config.bn), problem.batch)
     (lda, ldb, ldc), (sa, sb, sc) = problem.lds, problem.strides
     i32, i64 = np.int32, np.int64
-    launch(stream, LaunchConfig(grid=grid, block=config.threads), kernel,
+    launch(stream, LaunchConfig(grid=grid, block=config.threads,
+                                shmem_size=config.dynamic_shared()), kernel,
            i32(problem.m), i32(problem.n), i32(problem.k), scalar(alpha), a, i32(lda), i64(sa),
            b, i32(ldb), i64(sb), scalar(beta), c, i32(ldc), i64(sc),
            i32(int(problem.ta) | int(problem.tb) << 1))
@@ -188,17 +260,17 @@ def tuned_config(device: Device, mma: bool, in_type: np.dtype, out_type: np.dtyp
     (f32 or f64; 16-bit data share f32's choice), timed on first use and cached on disk. On
     cpu and opencl devices, the first candidate, untuned: there each candidate's compile
     (the OpenCL runtime's, seconds) costs more than tuning gains at the sizes they run."""
-    candidates = MMA_CANDIDATES if mma else SIMT_CANDIDATES
-    if device.backend not in _TUNE_SIZE:
-        return candidates[0]
     if not mma:
         in_type = out_type = np.dtype(np.float64 if in_type == np.float64 else np.float32)
-    key = f"{device.backend}|{device.name}|{'mma' if mma else 'simt'}|{in_type.name}|" \
-          f"{out_type.name}"
+    tiles = candidates(mma, in_type)
+    if device.backend not in _TUNE_SIZE:
+        return tiles[0]
+    key = f"{_KERNELS_VERSION}|{device.backend}|{device.name}|{'mma' if mma else 'simt'}|" \
+          f"{in_type.name}|{out_type.name}"
     cached = _load().get(key)
     if cached is not None:
         return TileConfig(**cached)
-    best = min(candidates, key=lambda cfg: _time(device, cfg, in_type, out_type))
+    best = min(tiles, key=lambda cfg: _time(device, cfg, in_type, out_type))
     _save(key, best)
     return best
 

@@ -13,6 +13,7 @@ import pytest
 from ptxport import Device, blas
 from ptxport.blas import _Gemm, portable
 from ptxport.blas.portable import TileConfig
+from ptxport.errors import InvalidValueError
 from ptxport.runtime.backends import availability
 
 RNG = np.random.default_rng(3)
@@ -102,6 +103,32 @@ def test_simt_f64_on_cpu():
 def test_mma_kernel_on_cpu(in_type, out_type):
     # mma.sync runs in the CPU target's resolver: small, but odd in every dimension
     _check(_device("cpu"), MMA, True, False, 37, 29, 40, in_type, out_type)
+
+
+# three cp.async stages, wrapped around more than once by k = 100 (four k-steps of 32)
+MMA_PIPELINE = TileConfig(True, 64, 64, 32, wm=2, wn=2, stages=3)
+
+
+@pytest.mark.parametrize("ta, tb", [(False, False), (False, True), (True, False), (True, True)])
+def test_mma_pipeline_on_cpu(ta, tb):
+    # aligned: cp.async with zero fill at the edges, ldmatrix (.trans for A not transposed
+    # and B transposed) from the swizzled tiles
+    _check(_device("cpu"), MMA_PIPELINE, ta, tb, 37, 29, 100, BF16, np.float32, batch=2,
+           aligned=True)
+
+
+def test_tile_labels_round_trip():
+    for config in (*portable.SIMT_CANDIDATES, *portable.MMA_CANDIDATES, MMA_PIPELINE):
+        assert TileConfig.parse(config.label) == config
+    with pytest.raises(InvalidValueError, match="mma:BMxBNxBK"):
+        TileConfig.parse("mma:128x128")
+
+
+def test_simt_candidates_fit_static_shared_memory():
+    # 128 x 128 x 16 tiles of doubles need 67 KB: not a candidate for f64, one for f32
+    big = TileConfig(False, 128, 128, 16, 8, 8)
+    assert big in portable.candidates(False, np.dtype(np.float32))
+    assert big not in portable.candidates(False, np.dtype(np.float64))
 
 
 @pytest.mark.parametrize("ta, tb", [(False, True), (True, False)])
