@@ -139,11 +139,15 @@ def candidates(mma: bool, acc: np.dtype) -> tuple[TileConfig, ...]:
 
 
 def parse_tiles(labels: list[str], mma: bool) -> list[TileConfig]:
-    """TileConfigs from labels for one kernel ("all": its candidates), as benchmarks take
-    them; labels of the other kernel are left out."""
-    if labels == ["all"]:
-        return list(MMA_CANDIDATES if mma else SIMT_CANDIDATES)
-    return [c for c in map(TileConfig.parse, labels) if c.mma == mma]
+    """TileConfigs from labels for one kernel, as benchmarks take them ("all": its
+    candidates); labels of the other kernel are left out."""
+    tiles: list[TileConfig] = []
+    for label in labels:
+        for config in (MMA_CANDIDATES if mma else SIMT_CANDIDATES) if label == "all" else \
+                (TileConfig.parse(label),):
+            if config.mma == mma and config not in tiles:
+                tiles.append(config)
+    return tiles
 
 
 def _kind(dtype: np.dtype) -> int:
