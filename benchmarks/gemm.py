@@ -15,8 +15,9 @@ GPU mode (--gpu, for an NVIDIA GPU such as the H100):
       torch, else cupy) at FP32 (SIMT kernel; cuBLAS with TF32 off) and BF16 (mma.sync kernel,
       bf16 in and out, f32 accumulate), n = --gpu-sizes (default 1024 2048 4096 8192), layout
       TN (op(A) = A^T, as llm.c calls it), in TFLOP/s, with a correctness check at the first
-      size. The tile shape is the autotuner's (tuned on first use, cached), or each of
-      --tiles (one row per tile and size; 'all': every candidate of ptxport.blas.portable).
+      size. The tile shape is the autotuner's for each size (tuned on first use, cached), or
+      each of --tiles (one row per tile and size; 'all': every candidate of
+      ptxport.blas.portable).
 
 Times are medians of --repeats calls after a warm-up call. Results go to
 benchmarks/results/gemm.json (gemm_gpu.json for --gpu).
@@ -228,17 +229,6 @@ def _in_type(dtype: str) -> np.dtype:
     return np.dtype(np.float32) if dtype == "float32" else np.dtype("<u2")
 
 
-def _configs(device, dtype: str, tiles: list[str] | None) -> list:
-    """The tile configurations to measure: those named (of the kernel the dtype runs), else
-    the autotuner's choice."""
-    from ptxport.blas import portable
-
-    mma = portable._uses_mma(device, _in_type(dtype))
-    if tiles:
-        return portable.parse_tiles(tiles, mma)
-    return [portable.tuned_config(device, mma, _in_type(dtype), _in_type(dtype))]
-
-
 def _ours_ms(device, config, n: int, dtype: str, repeats: int) -> float:
     """The portable GEMM on `device`, TN, tile `config`: the median of three groups of
     `repeats` launches timed between two events (a launch's host cost hides behind the
@@ -296,6 +286,7 @@ def _check_gpu(device, config, n: int, dtype: str) -> float:
 
 def gpu(sizes: list[int], repeats: int, tiles: list[str] | None) -> dict:
     from ptxport import Device
+    from ptxport.blas import portable
 
     device = Device("cuda:0")
     report = {"device": device.name, "rows": [], "errors": []}
@@ -307,20 +298,27 @@ def gpu(sizes: list[int], repeats: int, tiles: list[str] | None) -> dict:
                 vendor[n] = _vendor_ms(n, dtype, repeats)
             except Exception:
                 report["errors"].append(f"cuBLAS {dtype} n={n}: {traceback.format_exc(limit=3)}")
-        for config in _configs(device, dtype, tiles):
-            _gpu_tile(device, config, dtype, sizes, repeats, vendor, report)
+        if tiles:
+            for config in portable.parse_tiles(tiles, portable._uses_mma(device, _in_type(dtype))):
+                _gpu_tile(device, config, dtype, sizes, sizes[0], repeats, vendor, report)
+            continue
+        for n in sizes:   # the autotuner's choice for each size (tuned on first use, cached)
+            in_type = _in_type(dtype)
+            config = portable.tuned_config(device, portable._uses_mma(device, in_type), in_type,
+                                           in_type, portable.tune_size(n, n))
+            _gpu_tile(device, config, dtype, [n], min(n, sizes[0]), repeats, vendor, report)
     return report
 
 
-def _gpu_tile(device, config, dtype: str, sizes: list[int], repeats: int, vendor: dict,
-              report: dict) -> None:
-    """One tile configuration of the portable GEMM at every size, next to cuBLAS, with a
-    correctness check at the first size."""
+def _gpu_tile(device, config, dtype: str, sizes: list[int], check_n: int, repeats: int,
+              vendor: dict, report: dict) -> None:
+    """One tile configuration of the portable GEMM at each of `sizes`, next to cuBLAS, after
+    a correctness check at check_n."""
     tile = config.label
     try:
-        err = _check_gpu(device, config, sizes[0], dtype)
-        report["checks"] = {**report.get("checks", {}), f"{dtype} {tile}": err}
-        print(f"check {dtype} {tile} n={sizes[0]}: max rel err {err:.2e}", flush=True)
+        err = _check_gpu(device, config, check_n, dtype)
+        report["checks"] = {**report.get("checks", {}), f"{dtype} {tile} n={check_n}": err}
+        print(f"check {dtype} {tile} n={check_n}: max rel err {err:.2e}", flush=True)
     except Exception:
         report["errors"].append(f"check {dtype} {tile}: {traceback.format_exc(limit=3)}")
         print(f"check {dtype} {tile} failed: {report['errors'][-1].splitlines()[-1]}")

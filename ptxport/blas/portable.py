@@ -10,8 +10,9 @@ vectorisation) is one NVRTC compilation (on opencl, transposes are a kernel argu
 each OpenCL compile costs seconds), made once per process and cached on disk by
 ptxport's compiler caches.
 
-The autotuner times each candidate tile shape once on a 2048^3 problem the first time a
-(GPU, kernel, accumulator type) is used, and keeps the fastest in
+The autotuner times each candidate tile shape on a square problem the first time a (GPU,
+kernel, accumulator type, size class) is used (1024^3, 2048^3 or 4096^3: the one nearest in
+C's area, as small problems want smaller tiles to fill the GPU), and keeps the fastest in
 $PTXPORT_CACHE_DIR/blas/autotune.json (else ~/.cache/ptxport/...), keyed by the device's
 backend and name. cpu and opencl devices take the first candidate untuned (see
 tuned_config).
@@ -21,8 +22,8 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -38,7 +39,7 @@ from ptxport.runtime.program_options import ProgramOptions
 from ptxport.runtime.stream import Stream
 
 __all__ = ["MMA_CANDIDATES", "SIMT_CANDIDATES", "TileConfig", "candidates", "gemm",
-           "kernel_for", "parse_tiles", "program_for", "tuned_config"]
+           "kernel_for", "parse_tiles", "program_for", "tune_size", "tuned_config"]
 
 KERNELS = Path(__file__).resolve().parent / "kernels"
 SOURCE = KERNELS / "gemm.cu"
@@ -51,7 +52,9 @@ def kernel_source(path: Path) -> str:
             + path.read_text())
 # uint16: bfloat16 bits; int8 in with int32 out: cuBLAS's 32I compute (SIMT kernel)
 _KINDS = {"float32": 0, "float64": 1, "float16": 2, "uint16": 3, "int8": 4, "int32": 5}
-_TUNE_SIZE = {"cuda": 2048, "hip": 2048}
+# backends whose devices are tuned, and the square sizes tuned at (see tune_size)
+_TUNED_BACKENDS = ("cuda", "hip")
+_TUNE_SIZES = (1024, 2048, 4096)
 # part of the autotuner's keys: choices made for an earlier version of the kernels (whose
 # tiles may no longer be candidates, or no longer the fastest) are not reused
 _KERNELS_VERSION = "gemm2"
@@ -232,7 +235,7 @@ def gemm(stream: Stream, problem, a: Buffer, b: Buffer, c: Buffer, in_type: np.d
     tile shape is `config`, else the tuned one for the device."""
     if config is None:
         config = tuned_config(stream.device, _uses_mma(stream.device, in_type), in_type,
-                              out_type)
+                              out_type, tune_size(problem.m, problem.n, problem.batch))
     launch_gemm(stream, config, problem, a, b, c, in_type, out_type, alpha, beta)
 
 
@@ -259,40 +262,57 @@ def _save(key: str, config: TileConfig) -> None:
     os.replace(tmp, path)
 
 
-def tuned_config(device: Device, mma: bool, in_type: np.dtype, out_type: np.dtype) -> TileConfig:
+def tune_size(m: int, n: int, batch: int = 1) -> int:
+    """The square size whose tuned tile a problem of m x n (x batch) C takes: the tuning size
+    nearest in C's area. A small C is few blocks of a big tile, too few to fill a GPU, so
+    small and large problems are tuned apart."""
+    area = max(m * n * batch, 1)
+    return min(_TUNE_SIZES, key=lambda s: abs(math.log(area / (s * s))))
+
+
+def tuned_config(device: Device, mma: bool, in_type: np.dtype, out_type: np.dtype,
+                 size: int = 2048) -> TileConfig:
     """The fastest candidate tile shape on `device` for this kernel and its accumulator
-    (f32 or f64; 16-bit data share f32's choice), timed on first use and cached on disk. On
-    cpu and opencl devices, the first candidate, untuned: there each candidate's compile
-    (the OpenCL runtime's, seconds) costs more than tuning gains at the sizes they run."""
+    (f32 or f64; 16-bit data share f32's choice) at the tuning size `size` (one of
+    _TUNE_SIZES: see tune_size), timed on first use and cached on disk. On cpu and opencl
+    devices, the first candidate, untuned: there each candidate's compile (the OpenCL
+    runtime's, seconds) costs more than tuning gains at the sizes they run."""
     if not mma:
         in_type = out_type = np.dtype(np.float64 if in_type == np.float64 else np.float32)
     tiles = candidates(mma, in_type)
-    if device.backend not in _TUNE_SIZE:
+    if device.backend not in _TUNED_BACKENDS:
         return tiles[0]
     key = f"{_KERNELS_VERSION}|{device.backend}|{device.name}|{'mma' if mma else 'simt'}|" \
-          f"{in_type.name}|{out_type.name}"
+          f"{in_type.name}|{out_type.name}|{size}"
     cached = _load().get(key)
     if cached is not None:
         return TileConfig(**cached)
-    best = min(tiles, key=lambda cfg: _time(device, cfg, in_type, out_type))
+    best = min(tiles, key=lambda cfg: _time(device, cfg, in_type, out_type, size))
     _save(key, best)
     return best
 
 
-def _time(device: Device, config: TileConfig, in_type: np.dtype, out_type: np.dtype) -> float:
-    """Seconds one GEMM of the device's tuning size takes with `config` (after a warm-up
-    launch that compiles it), NN layout."""
+def _time(device: Device, config: TileConfig, in_type: np.dtype, out_type: np.dtype,
+          size: int) -> float:
+    """Milliseconds one size^3 GEMM takes with `config`, NN layout: after a warm-up launch
+    that compiles it, the median of three groups of three launches timed between events."""
     from ptxport.blas import _Gemm
 
-    size = _TUNE_SIZE[device.backend]
     stream = device.create_stream()
     a = device.allocate(size * size * in_type.itemsize, stream=stream)
     c = device.allocate(size * size * out_type.itemsize, stream=stream)
     a.fill(0x3C, 1, stream=stream)   # 0.0115 in f32 and bf16: ordinary values
     problem = _Gemm(False, False, size, size, size, (size, size, size), (0, 0, 0), 1)
     launch_gemm(stream, config, problem, a, a, c, in_type, out_type, 1.0, 0.0)
+    groups = []
+    for _ in range(3):
+        start = stream.record(options={"enable_timing": True})
+        for _ in range(3):
+            launch_gemm(stream, config, problem, a, a, c, in_type, out_type, 1.0, 0.0)
+        end = stream.record(options={"enable_timing": True})
+        end.sync()
+        groups.append(end - start)
+    a.close(stream)
+    c.close(stream)
     stream.sync()
-    start = time.perf_counter()
-    launch_gemm(stream, config, problem, a, a, c, in_type, out_type, 1.0, 0.0)
-    stream.sync()
-    return time.perf_counter() - start
+    return float(np.median(groups))

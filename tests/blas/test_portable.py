@@ -131,6 +131,13 @@ def test_simt_candidates_fit_static_shared_memory():
     assert big not in portable.candidates(False, np.dtype(np.float64))
 
 
+def test_small_and_large_problems_are_tuned_apart():
+    assert portable.tune_size(1000, 1000) == 1024
+    assert portable.tune_size(8192, 8192) == 4096
+    assert portable.tune_size(512, 512, batch=16) == 2048   # C's area counts every batch
+    assert portable.tune_size(0, 5) == 1024
+
+
 @pytest.mark.parametrize("ta, tb", [(False, True), (True, False)])
 def test_simt_f32_on_opencl(ta, tb):
     _check(_device("opencl:0"), SIMT, ta, tb, 37, 29, 19, np.float32, np.float32, batch=2)
