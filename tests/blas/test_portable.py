@@ -99,6 +99,14 @@ def test_simt_f64_on_cpu():
     _check(_device("cpu"), SIMT, True, False, 33, 17, 9, np.float64, np.float64)
 
 
+@pytest.mark.parametrize("device", ["cpu", "opencl:0"])
+def test_simt_f64_four_vector_reads(device):
+    # runs of 4 doubles read as one 32-byte vector from shared memory (the first candidate,
+    # which cpu and opencl devices take untuned, has 4 x 4 micro-tiles)
+    _check(_device(device), portable.SIMT_CANDIDATES[0], False, True, 37, 29, 19, np.float64,
+           np.float64)
+
+
 @pytest.mark.parametrize("in_type, out_type", [(BF16, np.float32), (np.float16, np.float16)])
 def test_mma_kernel_on_cpu(in_type, out_type):
     # mma.sync runs in the CPU target's resolver: small, but odd in every dimension
