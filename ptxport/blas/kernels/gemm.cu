@@ -155,6 +155,109 @@ __device__ __forceinline__ void read_run(Acc *out, const Acc *row, int at) {
   }
 }
 
+// The next k-step's tiles on their way from global to shared memory, in registers: groups
+// of 4 floats (SIMT_VEC4) or single elements, in the order of a_coords / b_coords.
+struct Staged {
+#if SIMT_VEC4
+  float4 a[A_PER_THREAD / 4], b[B_PER_THREAD / 4];
+#else
+  In a[A_PER_THREAD], b[B_PER_THREAD];
+#endif
+};
+
+// Thread t's part of the k-step at k0 (zero outside the matrices).
+__device__ __forceinline__ void fetch(Staged &r, const In *a, int lda, const In *b, int ldb,
+                                      int m, int n, int k, int bm, int bn, int k0, int t,
+                                      int trans) {
+#if SIMT_VEC4
+  // 16-byte loads along the stored matrices' contiguous dimension (element-wise where a
+  // group crosses a matrix edge)
+#pragma unroll
+  for (int x = 0; x < A_PER_THREAD / 4; ++x) {
+    int g = t + x * NT, i, p;
+    if (TA) { p = (g % (BK / 4)) * 4; i = g / (BK / 4); }
+    else { i = (g % (BM / 4)) * 4; p = g / (BM / 4); }
+    int gi = bm + i, gp = k0 + p;
+    float *v = (float *)&r.a[x];
+    if (TA ? (gi < m && gp + 3 < k) : (gi + 3 < m && gp < k)) {
+      r.a[x] = *(const float4 *)(TA ? a + gp + (long long)gi * lda : a + gi + (long long)gp * lda);
+    } else {
+#pragma unroll
+      for (int y = 0; y < 4; ++y)
+        v[y] = TA ? load_a(a, lda, m, k, gi, gp + y, trans) : load_a(a, lda, m, k, gi + y, gp, trans);
+    }
+  }
+#pragma unroll
+  for (int x = 0; x < B_PER_THREAD / 4; ++x) {
+    int g = t + x * NT, p, j;
+    if (TB) { j = (g % (BN / 4)) * 4; p = g / (BN / 4); }
+    else { p = (g % (BK / 4)) * 4; j = g / (BK / 4); }
+    int gp = k0 + p, gj = bn + j;
+    float *v = (float *)&r.b[x];
+    if (TB ? (gp < k && gj + 3 < n) : (gp + 3 < k && gj < n)) {
+      r.b[x] = *(const float4 *)(TB ? b + gj + (long long)gp * ldb : b + gp + (long long)gj * ldb);
+    } else {
+#pragma unroll
+      for (int y = 0; y < 4; ++y)
+        v[y] = TB ? load_b(b, ldb, k, n, gp, gj + y, trans) : load_b(b, ldb, k, n, gp + y, gj, trans);
+    }
+  }
+#else
+#pragma unroll
+  for (int x = 0; x < A_PER_THREAD; ++x) {
+    int i, p;
+    a_coords(t + x * NT, i, p, trans);
+    r.a[x] = load_a(a, lda, m, k, bm + i, k0 + p, trans);
+  }
+#pragma unroll
+  for (int x = 0; x < B_PER_THREAD; ++x) {
+    int p, j;
+    b_coords(t + x * NT, p, j, trans);
+    r.b[x] = load_b(b, ldb, k, n, k0 + p, bn + j, trans);
+  }
+#endif
+}
+
+// The staged tiles into one buffer of the k-major shared tiles (widened to Acc).
+__device__ __forceinline__ void stash(const Staged &r, Acc (*as)[PITCH_A], Acc (*bs)[PITCH_B],
+                                      int t, int trans) {
+#if SIMT_VEC4
+#pragma unroll
+  for (int x = 0; x < A_PER_THREAD / 4; ++x) {
+    int g = t + x * NT;
+    const float *v = (const float *)&r.a[x];
+#pragma unroll
+    for (int y = 0; y < 4; ++y) {
+      if (TA) as[(g % (BK / 4)) * 4 + y][g / (BK / 4)] = v[y];
+      else as[g / (BM / 4)][(g % (BM / 4)) * 4 + y] = v[y];
+    }
+  }
+#pragma unroll
+  for (int x = 0; x < B_PER_THREAD / 4; ++x) {
+    int g = t + x * NT;
+    const float *v = (const float *)&r.b[x];
+#pragma unroll
+    for (int y = 0; y < 4; ++y) {
+      if (TB) bs[g / (BN / 4)][(g % (BN / 4)) * 4 + y] = v[y];
+      else bs[(g % (BK / 4)) * 4 + y][g / (BK / 4)] = v[y];
+    }
+  }
+#else
+#pragma unroll
+  for (int x = 0; x < A_PER_THREAD; ++x) {
+    int i, p;
+    a_coords(t + x * NT, i, p, trans);
+    as[p][i] = to_acc<IN_KIND>(r.a[x]);
+  }
+#pragma unroll
+  for (int x = 0; x < B_PER_THREAD; ++x) {
+    int p, j;
+    b_coords(t + x * NT, p, j, trans);
+    bs[p][j] = to_acc<IN_KIND>(r.b[x]);
+  }
+#endif
+}
+
 extern "C" __global__ void __launch_bounds__(NT)
 ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long stride_a,
              const In *b, int ldb, long long stride_b, Acc beta, Out *c, int ldc,
@@ -169,96 +272,6 @@ ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long str
   b += blockIdx.z * stride_b;
   c += blockIdx.z * stride_c;
 
-#if SIMT_VEC4
-  // 16-byte loads: each thread moves groups of 4 floats along the stored matrices'
-  // contiguous dimension (element-wise where a group crosses a matrix edge)
-  float4 ra[A_PER_THREAD / 4], rb[B_PER_THREAD / 4];
-  auto fetch = [&](int k0) {
-#pragma unroll
-    for (int x = 0; x < A_PER_THREAD / 4; ++x) {
-      int g = t + x * NT, i, p;
-      if (TA) { p = (g % (BK / 4)) * 4; i = g / (BK / 4); }
-      else { i = (g % (BM / 4)) * 4; p = g / (BM / 4); }
-      int gi = bm + i, gp = k0 + p;
-      float *v = (float *)&ra[x];
-      if (TA ? (gi < m && gp + 3 < k) : (gi + 3 < m && gp < k)) {
-        ra[x] = *(const float4 *)(TA ? a + gp + (long long)gi * lda : a + gi + (long long)gp * lda);
-      } else {
-#pragma unroll
-        for (int y = 0; y < 4; ++y)
-          v[y] = TA ? load_a(a, lda, m, k, gi, gp + y, trans) : load_a(a, lda, m, k, gi + y, gp, trans);
-      }
-    }
-#pragma unroll
-    for (int x = 0; x < B_PER_THREAD / 4; ++x) {
-      int g = t + x * NT, p, j;
-      if (TB) { j = (g % (BN / 4)) * 4; p = g / (BN / 4); }
-      else { p = (g % (BK / 4)) * 4; j = g / (BK / 4); }
-      int gp = k0 + p, gj = bn + j;
-      float *v = (float *)&rb[x];
-      if (TB ? (gp < k && gj + 3 < n) : (gp + 3 < k && gj < n)) {
-        rb[x] = *(const float4 *)(TB ? b + gj + (long long)gp * ldb : b + gp + (long long)gj * ldb);
-      } else {
-#pragma unroll
-        for (int y = 0; y < 4; ++y)
-          v[y] = TB ? load_b(b, ldb, k, n, gp, gj + y, trans) : load_b(b, ldb, k, n, gp + y, gj, trans);
-      }
-    }
-  };
-  auto stash = [&](int s) {
-#pragma unroll
-    for (int x = 0; x < A_PER_THREAD / 4; ++x) {
-      int g = t + x * NT;
-      const float *v = (const float *)&ra[x];
-#pragma unroll
-      for (int y = 0; y < 4; ++y) {
-        if (TA) as[s][(g % (BK / 4)) * 4 + y][g / (BK / 4)] = v[y];
-        else as[s][g / (BM / 4)][(g % (BM / 4)) * 4 + y] = v[y];
-      }
-    }
-#pragma unroll
-    for (int x = 0; x < B_PER_THREAD / 4; ++x) {
-      int g = t + x * NT;
-      const float *v = (const float *)&rb[x];
-#pragma unroll
-      for (int y = 0; y < 4; ++y) {
-        if (TB) bs[s][g / (BN / 4)][(g % (BN / 4)) * 4 + y] = v[y];
-        else bs[s][(g % (BK / 4)) * 4 + y][g / (BK / 4)] = v[y];
-      }
-    }
-  };
-#else
-  In ra[A_PER_THREAD], rb[B_PER_THREAD];
-  auto fetch = [&](int k0) {
-#pragma unroll
-    for (int x = 0; x < A_PER_THREAD; ++x) {
-      int i, p;
-      a_coords(t + x * NT, i, p, trans);
-      ra[x] = load_a(a, lda, m, k, bm + i, k0 + p, trans);
-    }
-#pragma unroll
-    for (int x = 0; x < B_PER_THREAD; ++x) {
-      int p, j;
-      b_coords(t + x * NT, p, j, trans);
-      rb[x] = load_b(b, ldb, k, n, k0 + p, bn + j, trans);
-    }
-  };
-  auto stash = [&](int s) {
-#pragma unroll
-    for (int x = 0; x < A_PER_THREAD; ++x) {
-      int i, p;
-      a_coords(t + x * NT, i, p, trans);
-      as[s][p][i] = to_acc<IN_KIND>(ra[x]);
-    }
-#pragma unroll
-    for (int x = 0; x < B_PER_THREAD; ++x) {
-      int p, j;
-      b_coords(t + x * NT, p, j, trans);
-      bs[s][p][j] = to_acc<IN_KIND>(rb[x]);
-    }
-  };
-#endif
-
   // (zero from a parameter: a constant zero-fill may become a call to memset, which the
   // CPU target's kernels cannot make)
   const Acc zero = (Acc)(m < 0);
@@ -270,13 +283,15 @@ ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long str
 
   // the first row / column of each of the thread's runs, relative to the block tile
   const int row0 = tr * SUB_M, col0 = tc * SUB_N;
-  fetch(0);
-  stash(0);
+  Staged staged;
+  fetch(staged, a, lda, b, ldb, m, n, k, bm, bn, 0, t, trans);
+  stash(staged, as[0], bs[0], t, trans);
   __syncthreads();
   int s = 0;
   for (int k0 = 0; k0 < k; k0 += BK) {
     const bool more = k0 + BK < k;
-    if (more) fetch(k0 + BK);   // the next tile travels while this one is multiplied
+    if (more)   // the next tile travels while this one is multiplied
+      fetch(staged, a, lda, b, ldb, m, n, k, bm, bn, k0 + BK, t, trans);
 #pragma unroll
     for (int kk = 0; kk < BK; ++kk) {
       Acc fa[TM], fb[TN];
@@ -292,7 +307,7 @@ ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long str
         for (int q = 0; q < TN; ++q) acc[r][q] += fa[r] * fb[q];
     }
     if (more) {
-      stash(s ^ 1);
+      stash(staged, as[s ^ 1], bs[s ^ 1], t, trans);
       __syncthreads();
       s ^= 1;
     }
