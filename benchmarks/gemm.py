@@ -284,14 +284,15 @@ def _check_gpu(device, config, n: int, dtype: str) -> float:
     return float(np.max(np.abs(got - want)) / max(1.0, np.max(np.abs(want))))
 
 
-def gpu(sizes: list[int], repeats: int, tiles: list[str] | None) -> dict:
+def gpu(sizes: list[int], repeats: int, tiles: list[str] | None,
+        dtypes: tuple[str, ...] = ("float32", "bfloat16")) -> dict:
     from ptxport import Device
     from ptxport.blas import portable
 
     device = Device("cuda:0")
     report = {"device": device.name, "rows": [], "errors": []}
     print(f"{'dtype':>9} {'n':>5} {'cuBLAS TF/s':>12} {'ptxport TF/s':>13} {'ratio':>6}  tile")
-    for dtype in ("float32", "bfloat16"):
+    for dtype in dtypes:
         vendor = {}
         for n in sizes:
             try:
@@ -353,13 +354,16 @@ def main() -> None:
                         help="with --gpu: tile configurations to measure instead of the "
                              "autotuner's choice, named simt:BMxBNxBK/TMxTN and "
                              "mma:BMxBNxBK/WMxWN/sSTAGES, or 'all' (every candidate)")
+    parser.add_argument("--dtypes", nargs="+", default=["float32", "bfloat16"],
+                        choices=["float32", "bfloat16"], help="with --gpu: the precisions")
     args = parser.parse_args()
     out_dir = HERE / "results"
     out_dir.mkdir(exist_ok=True)
     machine = {"machine": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
                "loadavg": os.getloadavg()}
     if args.gpu:
-        report = {**machine, **gpu(args.gpu_sizes, args.repeats, args.tiles)}
+        report = {**machine, **gpu(args.gpu_sizes, args.repeats, args.tiles,
+                                   tuple(args.dtypes))}
         (out_dir / "gemm_gpu.json").write_text(json.dumps(report, indent=1))
         return
     report = {**machine, "routes": cpu_routes(args.sizes, args.repeats),
