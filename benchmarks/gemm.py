@@ -353,7 +353,7 @@ def main() -> None:
     parser.add_argument("--tiles", nargs="+",
                         help="with --gpu: tile configurations to measure instead of the "
                              "autotuner's choice, named simt:BMxBNxBK/TMxTN and "
-                             "mma:BMxBNxBK/WMxWN/sSTAGES, or 'all' (every candidate)")
+                             "mma:BMxBNxBK/WMxWN/sSTAGES[/ahead], or 'all' (every candidate)")
     parser.add_argument("--dtypes", nargs="+", default=["float32", "bfloat16"],
                         choices=["float32", "bfloat16"], help="with --gpu: the precisions")
     args = parser.parse_args()

@@ -77,6 +77,7 @@ class TileConfig:
     wm: int = 0
     wn: int = 0
     stages: int = 2
+    ahead: bool = False
 
     @property
     def threads(self) -> int:
@@ -84,10 +85,12 @@ class TileConfig:
 
     @property
     def label(self) -> str:
-        """The tile as benchmarks name it: simt:BMxBNxBK/TMxTN, mma:BMxBNxBK/WMxWN/sSTAGES."""
+        """The tile as benchmarks name it: simt:BMxBNxBK/TMxTN, mma:BMxBNxBK/WMxWN/sSTAGES,
+        with /ahead where the mma kernel reads fragments a k-step ahead."""
         shape = f"{self.bm}x{self.bn}x{self.bk}"
         if self.mma:
-            return f"mma:{shape}/{self.wm}x{self.wn}/s{self.stages}"
+            return f"mma:{shape}/{self.wm}x{self.wn}/s{self.stages}" + \
+                ("/ahead" if self.ahead else "")
         return f"simt:{shape}/{self.tm}x{self.tn}"
 
     @classmethod
@@ -98,15 +101,15 @@ class TileConfig:
             parts = rest.split("/")
             bm, bn, bk = (int(x) for x in parts[0].split("x"))
             x, y = (int(v) for v in parts[1].split("x"))
-            if kind == "mma":
+            if kind == "mma" and len(parts) <= 4 and parts[3:] in ([], ["ahead"]):
                 stages = int(parts[2].removeprefix("s")) if len(parts) > 2 else 3
-                return cls(True, bm, bn, bk, wm=x, wn=y, stages=stages)
+                return cls(True, bm, bn, bk, wm=x, wn=y, stages=stages, ahead=len(parts) == 4)
             if kind == "simt" and len(parts) == 2:
                 return cls(False, bm, bn, bk, x, y)
         except (IndexError, ValueError):
             pass
         raise InvalidValueError(f"tile {label!r} is not simt:BMxBNxBK/TMxTN or "
-                                f"mma:BMxBNxBK/WMxWN/sSTAGES")
+                                f"mma:BMxBNxBK/WMxWN/sSTAGES[/ahead]")
 
     def dynamic_shared(self) -> int:
         """Bytes of dynamic shared memory a launch needs: the mma kernel's pipeline stages
@@ -128,6 +131,7 @@ SIMT_CANDIDATES = (TileConfig(False, 64, 64, 8, 4, 4), TileConfig(False, 128, 12
                    TileConfig(False, 64, 64, 16, 4, 4), TileConfig(False, 32, 32, 8, 2, 2))
 MMA_CANDIDATES = (TileConfig(True, 128, 128, 32, wm=2, wn=4, stages=3),
                   TileConfig(True, 128, 256, 32, wm=2, wn=4, stages=3),
+                  TileConfig(True, 128, 256, 32, wm=2, wn=4, stages=3, ahead=True),
                   TileConfig(True, 256, 128, 32, wm=4, wn=2, stages=3),
                   TileConfig(True, 128, 128, 32, wm=2, wn=2, stages=4),
                   TileConfig(True, 128, 128, 64, wm=2, wn=4, stages=3),
@@ -173,7 +177,8 @@ def program_for(arch: str, config: TileConfig, ta: int, tb: int, in_kind: int, o
     macros = {"GEMM_MMA": int(config.mma), "TRANS_A": int(ta), "TRANS_B": int(tb),
               "IN_KIND": in_kind, "OUT_KIND": out_kind, "VEC": int(vec), "BM": config.bm,
               "BN": config.bn, "BK": config.bk, "TM": config.tm or 1, "TN": config.tn or 1,
-              "WM": config.wm or 1, "WN": config.wn or 1, "STAGES": config.stages}
+              "WM": config.wm or 1, "WN": config.wn or 1, "STAGES": config.stages,
+              "AHEAD": int(config.ahead)}
     options = ProgramOptions(arch=arch, define_macro=[(k, str(v)) for k, v in macros.items()],
                              name="ptxport_gemm.cu")
     return Program(kernel_source(SOURCE), "c++", options)

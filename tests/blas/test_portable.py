@@ -115,6 +115,7 @@ def test_mma_kernel_on_cpu(in_type, out_type):
 
 # three cp.async stages, wrapped around more than once by k = 100 (four k-steps of 32)
 MMA_PIPELINE = TileConfig(True, 64, 64, 32, wm=2, wn=2, stages=3)
+MMA_AHEAD = TileConfig(True, 64, 64, 32, wm=2, wn=2, stages=3, ahead=True)
 
 
 @pytest.mark.parametrize("ta, tb", [(False, False), (False, True), (True, False), (True, True)])
@@ -125,8 +126,15 @@ def test_mma_pipeline_on_cpu(ta, tb):
            aligned=True)
 
 
+@pytest.mark.parametrize("ta, tb", [(False, True), (True, False)])
+def test_mma_fragments_ahead_on_cpu(ta, tb):
+    # the ldmatrix fragments of k-step kk + 16 read before kk's mmas (double-buffered)
+    _check(_device("cpu"), MMA_AHEAD, ta, tb, 37, 29, 100, BF16, np.float32, aligned=True)
+
+
 def test_tile_labels_round_trip():
-    for config in (*portable.SIMT_CANDIDATES, *portable.MMA_CANDIDATES, MMA_PIPELINE):
+    for config in (*portable.SIMT_CANDIDATES, *portable.MMA_CANDIDATES, MMA_PIPELINE,
+                   MMA_AHEAD):
         assert TileConfig.parse(config.label) == config
     with pytest.raises(InvalidValueError, match="mma:BMxBNxBK"):
         TileConfig.parse("mma:128x128")

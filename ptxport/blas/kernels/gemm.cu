@@ -11,13 +11,16 @@
 //                  OUT_KIND: C's type, as IN_KIND or 5 int32 (with int8 in: int32 sums)
 //   BM, BN, BK     the block's tile of C (BM x BN) and its step along k
 //   TM, TN         (SIMT) each thread's micro-tile; WM, WN (MMA) the block's warps as a grid
+//   STAGES, AHEAD  (MMA) the cp.async pipeline's depth; 1: each k-step's ldmatrix fragments
+//                  read while the previous ones are multiplied (double-buffered registers)
 //
-// Both kernels double-buffer shared memory: the next k-step's tile is loaded from global
+// The SIMT kernel double-buffers shared memory: the next k-step's tile is loaded from global
 // memory into registers while the current one is multiplied out of shared memory, then
-// stored into the other buffer, one barrier per step. Loads are vectorised (16 bytes: float4
-// in the SIMT kernel for f32, 8 halves in the mma kernel) along the contiguous dimension
-// where alignment allows (VEC: the host checked ld, batch strides and pointers),
-// element-wise with zero fill at the matrix edges otherwise.
+// stored into the other buffer, one barrier per step; the mma kernel copies global memory to
+// shared with cp.async, STAGES - 1 k-steps ahead. Loads are vectorised (16 bytes: float4 in
+// the SIMT kernel for f32, 8 halves in the mma kernel) along the contiguous dimension where
+// alignment allows (VEC: the host checked ld, batch strides and pointers), element-wise with
+// zero fill at the matrix edges otherwise.
 
 #ifndef TRANS_A
 #define TRANS_A 0
@@ -335,6 +338,9 @@ ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long str
 #ifndef STAGES
 #define STAGES 3
 #endif
+#ifndef AHEAD
+#define AHEAD 0
+#endif
 #define NTHREADS (WM * WN * 32)
 #define WTM (BM / WM)
 #define WTN (BN / WN)
@@ -429,13 +435,13 @@ __device__ __forceinline__ void mma_16816(float *d, const u32 *fa, const u32 *fb
                : "r"(fa[0]), "r"(fa[1]), "r"(fa[2]), "r"(fa[3]), "r"(fb[0]), "r"(fb[1]));
 }
 
-// One k-step of 16 from stage tiles `as`, `bs`: lane l addresses row l % 8 of matrix l / 8
-// of each ldmatrix.x4. A's four matrices are a0..a3 of the fragment (rows +0/+8, k +0/+8);
-// B's are b0, b1 of n-tile y and of y + 1.
-__device__ __forceinline__ void mma_step(float (*acc)[NTL][4], const u16 *as, const u16 *bs,
-                                         int kk, int wm, int wn, int lane, int trans) {
+// The warp's fragments of one k-step of 16 from stage tiles `as`, `bs`: lane l addresses
+// row l % 8 of matrix l / 8 of each ldmatrix.x4. A's four matrices are a0..a3 of the
+// fragment (rows +0/+8, k +0/+8); B's are b0, b1 of n-tile y and of y + 1.
+__device__ __forceinline__ void load_fragments(u32 (*fa)[4], u32 (*fb)[2], const u16 *as,
+                                               const u16 *bs, int kk, int wm, int wn,
+                                               int lane, int trans) {
   const int q = lane / 8, r = lane % 8;
-  u32 fa[MT][4], fb[NTL][2];
 #pragma unroll
   for (int x = 0; x < MT; ++x) {
     const int i = wm * WTM + x * 16 + (q & 1) * 8, p = kk + (q >> 1) * 8;
@@ -450,6 +456,10 @@ __device__ __forceinline__ void mma_step(float (*acc)[NTL][4], const u16 *as, co
     else ldmatrix_x4(v, bs + swz(j + r, p / 8, BK / 8), false);
     fb[y][0] = v[0]; fb[y][1] = v[1]; fb[y + 1][0] = v[2]; fb[y + 1][1] = v[3];
   }
+}
+
+__device__ __forceinline__ void multiply(float (*acc)[NTL][4], const u32 (*fa)[4],
+                                         const u32 (*fb)[2]) {
 #pragma unroll
   for (int x = 0; x < MT; ++x)
 #pragma unroll
@@ -484,6 +494,14 @@ ptxport_gemm(int m, int n, int k, float alpha, const In *a, int lda, long long s
   // multiplied. Every step commits one cp.async group (empty past the end) so that
   // wait_group STAGES - 2 always means "step kt has landed".
   const int steps = (k + BK - 1) / BK;
+  // The copies of k-step kt + STAGES - 1, issued after the first shared reads of step kt
+  // (which may not pass them) so that their address arithmetic runs while the mmas do.
+  auto next_copies = [&](int kt) {
+    const int next = kt + STAGES - 1;
+    if (next < steps)
+      load_stage(smem, next % STAGES, a, lda, b, ldb, m, n, k, bm, bn, next * BK, t, trans);
+    asm volatile("cp.async.commit_group;");
+  };
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
     if (s < steps) load_stage(smem, s, a, lda, b, ldb, m, n, k, bm, bn, s * BK, t, trans);
@@ -492,13 +510,28 @@ ptxport_gemm(int m, int n, int k, float alpha, const In *a, int lda, long long s
   for (int kt = 0; kt < steps; ++kt) {
     asm volatile("cp.async.wait_group %0;" :: "n"(STAGES - 2));
     __syncthreads();   // step kt visible to all; step kt - 1's stage free to refill
-    const int next = kt + STAGES - 1;
-    if (next < steps)
-      load_stage(smem, next % STAGES, a, lda, b, ldb, m, n, k, bm, bn, next * BK, t, trans);
-    asm volatile("cp.async.commit_group;");
     const u16 *as = smem + (kt % STAGES) * STAGE_ELEMS, *bs = as + A_TILE;
+#if AHEAD
+    // fragments double-buffered: those of kk + 16 are read while kk's are multiplied (more
+    // registers: for tiles that fill the register file with one block anyway)
+    u32 fa[2][MT][4], fb[2][NTL][2];
+    load_fragments(fa[0], fb[0], as, bs, 0, wm, wn, lane, trans);
+#else
+    u32 fa[1][MT][4], fb[1][NTL][2];
+#endif
 #pragma unroll
-    for (int kk = 0; kk < BK; kk += 16) mma_step(acc, as, bs, kk, wm, wn, lane, trans);
+    for (int kk = 0; kk < BK; kk += 16) {
+#if AHEAD
+      const int cur = kk / 16 % 2;
+      if (kk + 16 < BK) load_fragments(fa[cur ^ 1], fb[cur ^ 1], as, bs, kk + 16, wm, wn, lane, trans);
+      if (kk == 0) next_copies(kt);
+      multiply(acc, fa[cur], fb[cur]);
+#else
+      load_fragments(fa[0], fb[0], as, bs, kk, wm, wn, lane, trans);
+      multiply(acc, fa[0], fb[0]);
+      if (kk == 0) next_copies(kt);
+#endif
+    }
   }
   asm volatile("cp.async.wait_all;");
 #pragma unroll
