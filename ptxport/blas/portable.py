@@ -126,15 +126,19 @@ class TileConfig:
 # 48 KiB: the static shared memory every CUDA device gives a block (and OpenCL devices
 # commonly): SIMT tiles above it for the accumulator type are not candidates
 _STATIC_SHARED = 48 * 1024
+# Candidates, from the H100 sweep of gemm.py --tiles (benchmarks/gemm.py): the SIMT tiles
+# of 8 x 8 and 8 x 4 per thread led at 2048 and up, 64 x 64 tiles at 1024 (more blocks);
+# the mma tiles with 64 x 64 per warp led (128 x 256 x 64 with 8 warps, 128 x 128 with 4),
+# 64 x 64 tiles at 1024. The first of each is what cpu and opencl devices take untuned.
 SIMT_CANDIDATES = (TileConfig(False, 64, 64, 8, 4, 4), TileConfig(False, 128, 128, 8, 8, 8),
                    TileConfig(False, 128, 128, 16, 8, 8), TileConfig(False, 128, 64, 8, 8, 4),
-                   TileConfig(False, 64, 64, 16, 4, 4), TileConfig(False, 32, 32, 8, 2, 2))
+                   TileConfig(False, 64, 64, 16, 4, 4))
 MMA_CANDIDATES = (TileConfig(True, 128, 128, 32, wm=2, wn=4, stages=3),
+                  TileConfig(True, 128, 256, 64, wm=2, wn=4, stages=3),
                   TileConfig(True, 128, 256, 32, wm=2, wn=4, stages=3),
                   TileConfig(True, 128, 256, 32, wm=2, wn=4, stages=3, ahead=True),
-                  TileConfig(True, 256, 128, 32, wm=4, wn=2, stages=3),
                   TileConfig(True, 128, 128, 32, wm=2, wn=2, stages=4),
-                  TileConfig(True, 128, 128, 64, wm=2, wn=4, stages=3),
+                  TileConfig(True, 128, 128, 64, wm=2, wn=2, stages=3),
                   TileConfig(True, 64, 64, 32, wm=2, wn=2, stages=4))
 
 
