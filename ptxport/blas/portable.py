@@ -86,12 +86,12 @@ class TileConfig:
     @property
     def label(self) -> str:
         """The tile as benchmarks name it: simt:BMxBNxBK/TMxTN, mma:BMxBNxBK/WMxWN/sSTAGES,
-        with /ahead where the mma kernel reads fragments a k-step ahead."""
+        with /ahead where the kernel reads its fragments a k-step ahead."""
         shape = f"{self.bm}x{self.bn}x{self.bk}"
+        ahead = "/ahead" if self.ahead else ""
         if self.mma:
-            return f"mma:{shape}/{self.wm}x{self.wn}/s{self.stages}" + \
-                ("/ahead" if self.ahead else "")
-        return f"simt:{shape}/{self.tm}x{self.tn}"
+            return f"mma:{shape}/{self.wm}x{self.wn}/s{self.stages}{ahead}"
+        return f"simt:{shape}/{self.tm}x{self.tn}{ahead}"
 
     @classmethod
     def parse(cls, label: str) -> TileConfig:
@@ -104,11 +104,11 @@ class TileConfig:
             if kind == "mma" and len(parts) <= 4 and parts[3:] in ([], ["ahead"]):
                 stages = int(parts[2].removeprefix("s")) if len(parts) > 2 else 3
                 return cls(True, bm, bn, bk, wm=x, wn=y, stages=stages, ahead=len(parts) == 4)
-            if kind == "simt" and len(parts) == 2:
-                return cls(False, bm, bn, bk, x, y)
+            if kind == "simt" and parts[2:] in ([], ["ahead"]):
+                return cls(False, bm, bn, bk, x, y, ahead=len(parts) == 3)
         except (IndexError, ValueError):
             pass
-        raise InvalidValueError(f"tile {label!r} is not simt:BMxBNxBK/TMxTN or "
+        raise InvalidValueError(f"tile {label!r} is not simt:BMxBNxBK/TMxTN[/ahead] or "
                                 f"mma:BMxBNxBK/WMxWN/sSTAGES[/ahead]")
 
     def dynamic_shared(self) -> int:

@@ -95,6 +95,14 @@ def test_simt_f32_vector_loads(device, ta, tb):
            aligned=True)
 
 
+@pytest.mark.parametrize("device", ["cpu", "opencl:0"])
+def test_simt_fragments_ahead(device):
+    # shared values read a k-step ahead; the next tile's first ones after the barrier inside
+    # the last k-step (k = 40: three tiles of 16)
+    _check(_device(device), TileConfig(False, 64, 64, 16, 4, 4, ahead=True), True, False, 37,
+           29, 40, np.float32, np.float32, batch=2, aligned=True)
+
+
 def test_simt_f64_on_cpu():
     _check(_device("cpu"), SIMT, True, False, 33, 17, 9, np.float64, np.float64)
 

@@ -11,8 +11,10 @@
 //                  OUT_KIND: C's type, as IN_KIND or 5 int32 (with int8 in: int32 sums)
 //   BM, BN, BK     the block's tile of C (BM x BN) and its step along k
 //   TM, TN         (SIMT) each thread's micro-tile; WM, WN (MMA) the block's warps as a grid
-//   STAGES, AHEAD  (MMA) the cp.async pipeline's depth; 1: each k-step's ldmatrix fragments
-//                  read while the previous ones are multiplied (double-buffered registers)
+//   STAGES         (MMA) the cp.async pipeline's depth
+//   AHEAD          1: each k-step's fragments (SIMT: shared-memory values; MMA: ldmatrix
+//                  results) read while the previous ones are multiplied, double-buffered
+//                  in registers
 //
 // The SIMT kernel double-buffers shared memory: the next k-step's tile is loaded from global
 // memory into registers while the current one is multiplied out of shared memory, then
@@ -41,6 +43,9 @@
 #endif
 #ifndef VEC
 #define VEC 0
+#endif
+#ifndef AHEAD
+#define AHEAD 0
 #endif
 
 // u16, u32 and the f16/bf16 conversions: elements.cuh (kernel_source puts it in front).
@@ -261,7 +266,29 @@ __device__ __forceinline__ void stash(const Staged &r, Acc (*as)[PITCH_A], Acc (
 #endif
 }
 
-extern "C" __global__ void __launch_bounds__(NT)
+// The thread's TM values of op(A) and TN of op(B) at one k of the shared tiles (rows
+// `as_k`, `bs_k`), in runs from row0 / col0.
+__device__ __forceinline__ void read_fragments(Acc *fa, Acc *fb, const Acc *as_k,
+                                               const Acc *bs_k, int row0, int col0) {
+#pragma unroll
+  for (int r = 0; r < TM; r += SUB_M)
+    read_run<SUB_M>(fa + r, as_k, r / SUB_M * (BM * SUB_M / TM) + row0);
+#pragma unroll
+  for (int q = 0; q < TN; q += SUB_N)
+    read_run<SUB_N>(fb + q, bs_k, q / SUB_N * (BN * SUB_N / TN) + col0);
+}
+
+__device__ __forceinline__ void outer_product(Acc (*acc)[TN], const Acc *fa, const Acc *fb) {
+#pragma unroll
+  for (int r = 0; r < TM; ++r)
+#pragma unroll
+    for (int q = 0; q < TN; ++q) acc[r][q] += fa[r] * fb[q];
+}
+
+// Two blocks an SM where the micro-tile leaves room (up to 64 32-bit accumulators: at most
+// 128 registers a thread with 256 threads): the other block's warps run while one waits at
+// its barrier. (f64 accumulators take twice the registers: one block, no cap.)
+extern "C" __global__ void __launch_bounds__(NT, sizeof(Acc) == 4 && TM * TN <= 64 ? 2 : 1)
 ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long stride_a,
              const In *b, int ldb, long long stride_b, Acc beta, Out *c, int ldc,
              long long stride_c, int trans) {
@@ -291,6 +318,31 @@ ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long str
   stash(staged, as[0], bs[0], t, trans);
   __syncthreads();
   int s = 0;
+#if AHEAD
+  // fragments double-buffered in registers: k-step kk + 1's are read while kk's are
+  // multiplied, and the next tile's first ones right after its barrier, while the last
+  // k-step of this tile is multiplied
+  Acc fa[2][TM], fb[2][TN];
+  read_fragments(fa[0], fb[0], as[0][0], bs[0][0], row0, col0);
+  for (int k0 = 0; k0 < k; k0 += BK) {
+    const bool more = k0 + BK < k;
+    if (more)   // the next tile travels while this one is multiplied
+      fetch(staged, a, lda, b, ldb, m, n, k, bm, bn, k0 + BK, t, trans);
+#pragma unroll
+    for (int kk = 0; kk < BK; ++kk) {
+      const int cur = kk % 2;   // BK is even: the next tile's first fragments go to 0
+      if (kk + 1 < BK) {
+        read_fragments(fa[cur ^ 1], fb[cur ^ 1], as[s][kk + 1], bs[s][kk + 1], row0, col0);
+      } else if (more) {
+        stash(staged, as[s ^ 1], bs[s ^ 1], t, trans);
+        __syncthreads();
+        s ^= 1;
+        read_fragments(fa[cur ^ 1], fb[cur ^ 1], as[s][0], bs[s][0], row0, col0);
+      }
+      outer_product(acc, fa[cur], fb[cur]);
+    }
+  }
+#else
   for (int k0 = 0; k0 < k; k0 += BK) {
     const bool more = k0 + BK < k;
     if (more)   // the next tile travels while this one is multiplied
@@ -298,16 +350,8 @@ ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long str
 #pragma unroll
     for (int kk = 0; kk < BK; ++kk) {
       Acc fa[TM], fb[TN];
-#pragma unroll
-      for (int r = 0; r < TM; r += SUB_M)
-        read_run<SUB_M>(fa + r, as[s][kk], r / SUB_M * (BM * SUB_M / TM) + row0);
-#pragma unroll
-      for (int q = 0; q < TN; q += SUB_N)
-        read_run<SUB_N>(fb + q, bs[s][kk], q / SUB_N * (BN * SUB_N / TN) + col0);
-#pragma unroll
-      for (int r = 0; r < TM; ++r)
-#pragma unroll
-        for (int q = 0; q < TN; ++q) acc[r][q] += fa[r] * fb[q];
+      read_fragments(fa, fb, as[s][kk], bs[s][kk], row0, col0);
+      outer_product(acc, fa, fb);
     }
     if (more) {
       stash(staged, as[s ^ 1], bs[s ^ 1], t, trans);
@@ -315,6 +359,7 @@ ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long str
       s ^= 1;
     }
   }
+#endif
 #pragma unroll
   for (int q = 0; q < TN; ++q)
 #pragma unroll
@@ -338,9 +383,7 @@ ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long str
 #ifndef STAGES
 #define STAGES 3
 #endif
-#ifndef AHEAD
-#define AHEAD 0
-#endif
+
 #define NTHREADS (WM * WN * 32)
 #define WTM (BM / WM)
 #define WTN (BN / WN)
