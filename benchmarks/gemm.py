@@ -352,8 +352,8 @@ def main() -> None:
     parser.add_argument("--gpu-sizes", type=int, nargs="+", default=[1024, 2048, 4096, 8192])
     parser.add_argument("--tiles", nargs="+",
                         help="with --gpu: tile configurations to measure instead of the "
-                             "autotuner's choice, named simt:BMxBNxBK/TMxTN and "
-                             "mma:BMxBNxBK/WMxWN/sSTAGES[/ahead], or 'all' (every candidate)")
+                             "autotuner's choice, named simt:BMxBNxBK/TMxTN[/ahead] and "
+                             "mma:BMxBNxBK/WMxWN/sSTAGES[/late], or 'all' (every candidate)")
     parser.add_argument("--dtypes", nargs="+", default=["float32", "bfloat16"],
                         choices=["float32", "bfloat16"], help="with --gpu: the precisions")
     args = parser.parse_args()

@@ -77,7 +77,8 @@ class TileConfig:
     wm: int = 0
     wn: int = 0
     stages: int = 2
-    ahead: bool = False
+    ahead: bool = False   # (SIMT) fragments read a k-step ahead (gemm.cu's AHEAD)
+    late: bool = False    # (mma) copies issued after the first mmas of a k-step (LATE)
 
     @property
     def threads(self) -> int:
@@ -85,13 +86,13 @@ class TileConfig:
 
     @property
     def label(self) -> str:
-        """The tile as benchmarks name it: simt:BMxBNxBK/TMxTN, mma:BMxBNxBK/WMxWN/sSTAGES,
-        with /ahead where the kernel reads its fragments a k-step ahead."""
+        """The tile as benchmarks name it: simt:BMxBNxBK/TMxTN[/ahead] or
+        mma:BMxBNxBK/WMxWN/sSTAGES[/late]."""
         shape = f"{self.bm}x{self.bn}x{self.bk}"
-        ahead = "/ahead" if self.ahead else ""
         if self.mma:
-            return f"mma:{shape}/{self.wm}x{self.wn}/s{self.stages}{ahead}"
-        return f"simt:{shape}/{self.tm}x{self.tn}{ahead}"
+            return f"mma:{shape}/{self.wm}x{self.wn}/s{self.stages}" + \
+                ("/late" if self.late else "")
+        return f"simt:{shape}/{self.tm}x{self.tn}" + ("/ahead" if self.ahead else "")
 
     @classmethod
     def parse(cls, label: str) -> TileConfig:
@@ -101,15 +102,15 @@ class TileConfig:
             parts = rest.split("/")
             bm, bn, bk = (int(x) for x in parts[0].split("x"))
             x, y = (int(v) for v in parts[1].split("x"))
-            if kind == "mma" and len(parts) <= 4 and parts[3:] in ([], ["ahead"]):
+            if kind == "mma" and parts[3:] in ([], ["late"]):
                 stages = int(parts[2].removeprefix("s")) if len(parts) > 2 else 3
-                return cls(True, bm, bn, bk, wm=x, wn=y, stages=stages, ahead=len(parts) == 4)
+                return cls(True, bm, bn, bk, wm=x, wn=y, stages=stages, late=len(parts) == 4)
             if kind == "simt" and parts[2:] in ([], ["ahead"]):
                 return cls(False, bm, bn, bk, x, y, ahead=len(parts) == 3)
         except (IndexError, ValueError):
             pass
         raise InvalidValueError(f"tile {label!r} is not simt:BMxBNxBK/TMxTN[/ahead] or "
-                                f"mma:BMxBNxBK/WMxWN/sSTAGES[/ahead]")
+                                f"mma:BMxBNxBK/WMxWN/sSTAGES[/late]")
 
     def dynamic_shared(self) -> int:
         """Bytes of dynamic shared memory a launch needs: the mma kernel's pipeline stages
@@ -126,19 +127,21 @@ class TileConfig:
 # 48 KiB: the static shared memory every CUDA device gives a block (and OpenCL devices
 # commonly): SIMT tiles above it for the accumulator type are not candidates
 _STATIC_SHARED = 48 * 1024
-# Candidates, from the H100 sweep of gemm.py --tiles (benchmarks/gemm.py): the SIMT tiles
-# of 8 x 8 and 8 x 4 per thread led at 2048 and up, 64 x 64 tiles at 1024 (more blocks);
-# the mma tiles with 64 x 64 per warp led (128 x 256 x 64 with 8 warps, 128 x 128 with 4),
-# 64 x 64 tiles at 1024. The first of each is what cpu and opencl devices take untuned.
-SIMT_CANDIDATES = (TileConfig(False, 64, 64, 8, 4, 4), TileConfig(False, 128, 128, 8, 8, 8),
-                   TileConfig(False, 128, 128, 16, 8, 8), TileConfig(False, 128, 64, 8, 8, 4),
-                   TileConfig(False, 64, 64, 16, 4, 4))
+# Candidates, from two H100 sweeps of gemm.py --tiles (benchmarks/gemm.py; numbers in
+# docs/blas.md): SIMT 128 x 128 x 16 with 8 x 8 a thread led from 2048 up, 64 x 64 tiles at
+# 1024 (more blocks); the mma tiles with 64 x 64 a warp led from 2048 up (128 x 256 x 64
+# with 8 warps, 128 x 128 x 64 with 4, whose copies after the first mmas keep it at 253
+# registers rather than spilling), 64 x 64 tiles at 1024. Tiles that never led are left
+# out. The first of each is what cpu and opencl devices take untuned.
+SIMT_CANDIDATES = (TileConfig(False, 64, 64, 8, 4, 4), TileConfig(False, 128, 128, 16, 8, 8),
+                   TileConfig(False, 128, 128, 8, 8, 8),
+                   TileConfig(False, 128, 128, 8, 8, 8, ahead=True),
+                   TileConfig(False, 128, 64, 8, 8, 4), TileConfig(False, 64, 64, 16, 4, 4))
 MMA_CANDIDATES = (TileConfig(True, 128, 128, 32, wm=2, wn=4, stages=3),
                   TileConfig(True, 128, 256, 64, wm=2, wn=4, stages=3),
-                  TileConfig(True, 128, 256, 32, wm=2, wn=4, stages=3),
-                  TileConfig(True, 128, 256, 32, wm=2, wn=4, stages=3, ahead=True),
+                  TileConfig(True, 128, 256, 64, wm=2, wn=4, stages=4),
+                  TileConfig(True, 128, 128, 64, wm=2, wn=2, stages=3, late=True),
                   TileConfig(True, 128, 128, 32, wm=2, wn=2, stages=4),
-                  TileConfig(True, 128, 128, 64, wm=2, wn=2, stages=3),
                   TileConfig(True, 64, 64, 32, wm=2, wn=2, stages=4))
 
 
@@ -182,7 +185,7 @@ def program_for(arch: str, config: TileConfig, ta: int, tb: int, in_kind: int, o
               "IN_KIND": in_kind, "OUT_KIND": out_kind, "VEC": int(vec), "BM": config.bm,
               "BN": config.bn, "BK": config.bk, "TM": config.tm or 1, "TN": config.tn or 1,
               "WM": config.wm or 1, "WN": config.wn or 1, "STAGES": config.stages,
-              "AHEAD": int(config.ahead)}
+              "AHEAD": int(config.ahead), "LATE": int(config.late)}
     options = ProgramOptions(arch=arch, define_macro=[(k, str(v)) for k, v in macros.items()],
                              name="ptxport_gemm.cu")
     return Program(kernel_source(SOURCE), "c++", options)

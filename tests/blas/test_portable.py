@@ -123,7 +123,6 @@ def test_mma_kernel_on_cpu(in_type, out_type):
 
 # three cp.async stages, wrapped around more than once by k = 100 (four k-steps of 32)
 MMA_PIPELINE = TileConfig(True, 64, 64, 32, wm=2, wn=2, stages=3)
-MMA_AHEAD = TileConfig(True, 64, 64, 32, wm=2, wn=2, stages=3, ahead=True)
 
 
 @pytest.mark.parametrize("ta, tb", [(False, False), (False, True), (True, False), (True, True)])
@@ -134,18 +133,20 @@ def test_mma_pipeline_on_cpu(ta, tb):
            aligned=True)
 
 
-@pytest.mark.parametrize("ta, tb", [(False, True), (True, False)])
-def test_mma_fragments_ahead_on_cpu(ta, tb):
-    # the ldmatrix fragments of k-step kk + 16 read before kk's mmas (double-buffered)
-    _check(_device("cpu"), MMA_AHEAD, ta, tb, 37, 29, 100, BF16, np.float32, aligned=True)
+def test_mma_late_copies_on_cpu():
+    # each k-step's copies issued after its first mmas (BK = 64: four 16-wide steps)
+    _check(_device("cpu"), TileConfig(True, 64, 64, 64, wm=2, wn=2, stages=3, late=True),
+           True, False, 37, 29, 200, BF16, np.float32, aligned=True)
 
 
 def test_tile_labels_round_trip():
-    for config in (*portable.SIMT_CANDIDATES, *portable.MMA_CANDIDATES, MMA_PIPELINE,
-                   MMA_AHEAD):
+    for config in (*portable.SIMT_CANDIDATES, *portable.MMA_CANDIDATES, MMA_PIPELINE):
         assert TileConfig.parse(config.label) == config
     with pytest.raises(InvalidValueError, match="mma:BMxBNxBK"):
         TileConfig.parse("mma:128x128")
+    with pytest.raises(InvalidValueError):   # fragments ahead: a SIMT option only
+        TileConfig.parse("mma:128x128x32/2x4/s3/ahead")
+    assert TileConfig.parse("mma:128x128x64/2x2/s3/late").late
 
 
 def test_simt_candidates_fit_static_shared_memory():

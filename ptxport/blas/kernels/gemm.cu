@@ -11,10 +11,11 @@
 //                  OUT_KIND: C's type, as IN_KIND or 5 int32 (with int8 in: int32 sums)
 //   BM, BN, BK     the block's tile of C (BM x BN) and its step along k
 //   TM, TN         (SIMT) each thread's micro-tile; WM, WN (MMA) the block's warps as a grid
-//   STAGES         (MMA) the cp.async pipeline's depth
-//   AHEAD          1: each k-step's fragments (SIMT: shared-memory values; MMA: ldmatrix
-//                  results) read while the previous ones are multiplied, double-buffered
-//                  in registers
+//   STAGES, LATE   (MMA) the cp.async pipeline's depth; LATE 1: each k-step's copies issued
+//                  after its first 16-wide mmas rather than before (their address arithmetic
+//                  overlaps the mmas; fewer live registers for some tiles, slower for others)
+//   AHEAD          (SIMT) 1: each k-step's shared-memory values read while the previous
+//                  ones are multiplied, double-buffered in registers
 //
 // The SIMT kernel double-buffers shared memory: the next k-step's tile is loaded from global
 // memory into registers while the current one is multiplied out of shared memory, then
@@ -46,6 +47,9 @@
 #endif
 #ifndef AHEAD
 #define AHEAD 0
+#endif
+#ifndef LATE
+#define LATE 0
 #endif
 
 // u16, u32 and the f16/bf16 conversions: elements.cuh (kernel_source puts it in front).
@@ -537,14 +541,6 @@ ptxport_gemm(int m, int n, int k, float alpha, const In *a, int lda, long long s
   // multiplied. Every step commits one cp.async group (empty past the end) so that
   // wait_group STAGES - 2 always means "step kt has landed".
   const int steps = (k + BK - 1) / BK;
-  // The copies of k-step kt + STAGES - 1, issued after the first shared reads of step kt
-  // (which may not pass them) so that their address arithmetic runs while the mmas do.
-  auto next_copies = [&](int kt) {
-    const int next = kt + STAGES - 1;
-    if (next < steps)
-      load_stage(smem, next % STAGES, a, lda, b, ldb, m, n, k, bm, bn, next * BK, t, trans);
-    asm volatile("cp.async.commit_group;");
-  };
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
     if (s < steps) load_stage(smem, s, a, lda, b, ldb, m, n, k, bm, bn, s * BK, t, trans);
@@ -554,26 +550,17 @@ ptxport_gemm(int m, int n, int k, float alpha, const In *a, int lda, long long s
     asm volatile("cp.async.wait_group %0;" :: "n"(STAGES - 2));
     __syncthreads();   // step kt visible to all; step kt - 1's stage free to refill
     const u16 *as = smem + (kt % STAGES) * STAGE_ELEMS, *bs = as + A_TILE;
-#if AHEAD
-    // fragments double-buffered: those of kk + 16 are read while kk's are multiplied (more
-    // registers: for tiles that fill the register file with one block anyway)
-    u32 fa[2][MT][4], fb[2][NTL][2];
-    load_fragments(fa[0], fb[0], as, bs, 0, wm, wn, lane, trans);
-#else
-    u32 fa[1][MT][4], fb[1][NTL][2];
-#endif
 #pragma unroll
     for (int kk = 0; kk < BK; kk += 16) {
-#if AHEAD
-      const int cur = kk / 16 % 2;
-      if (kk + 16 < BK) load_fragments(fa[cur ^ 1], fb[cur ^ 1], as, bs, kk + 16, wm, wn, lane, trans);
-      if (kk == 0) next_copies(kt);
-      multiply(acc, fa[cur], fb[cur]);
-#else
-      load_fragments(fa[0], fb[0], as, bs, kk, wm, wn, lane, trans);
-      multiply(acc, fa[0], fb[0]);
-      if (kk == 0) next_copies(kt);
-#endif
+      if (kk == (LATE ? 16 : 0)) {   // the copies of step kt + STAGES - 1
+        const int next = kt + STAGES - 1;
+        if (next < steps)
+          load_stage(smem, next % STAGES, a, lda, b, ldb, m, n, k, bm, bn, next * BK, t, trans);
+        asm volatile("cp.async.commit_group;");
+      }
+      u32 fa[MT][4], fb[NTL][2];
+      load_fragments(fa, fb, as, bs, kk, wm, wn, lane, trans);
+      multiply(acc, fa, fb);
     }
   }
   asm volatile("cp.async.wait_all;");
