@@ -15,13 +15,15 @@ GPU mode (--gpu, for an NVIDIA GPU such as the H100):
       torch, else cupy) at FP32 (SIMT kernel; cuBLAS with TF32 off) and BF16 (mma.sync kernel,
       bf16 in and out, f32 accumulate), n = --gpu-sizes (default 1024 2048 4096 8192), layout
       TN (op(A) = A^T, as llm.c calls it), in TFLOP/s, with a correctness check at the first
-      size. The tile shape is the autotuner's (tuned on first use, cached).
+      size. The tile shape is the autotuner's for each size (tuned on first use, cached), or
+      each of --tiles (one row per tile and size; 'all': every candidate of
+      ptxport.blas.portable).
 
 Times are medians of --repeats calls after a warm-up call. Results go to
 benchmarks/results/gemm.json (gemm_gpu.json for --gpu).
 
     python benchmarks/gemm.py [--repeats 5] [--sizes ...] [--kernel-sizes ...]
-    python benchmarks/gemm.py --gpu [--gpu-sizes 1024 2048 4096 8192]
+    python benchmarks/gemm.py --gpu [--gpu-sizes 1024 2048 4096 8192] [--tiles all | TILE ...]
 """
 
 from __future__ import annotations
@@ -223,15 +225,17 @@ def _vendor_ms(n: int, dtype: str, repeats: int) -> tuple[str, float]:
         return "cupy", float(np.median(times))
 
 
-def _ours_ms(device, n: int, dtype: str, repeats: int) -> tuple[str, float]:
-    """The portable GEMM on `device`, TN, tuned tile: the median of three groups of `repeats`
-    launches timed between two events (a launch's host cost hides behind the previous
-    kernel, except where kernels are shorter than it: small sizes are launch-bound)."""
+def _in_type(dtype: str) -> np.dtype:
+    return np.dtype(np.float32) if dtype == "float32" else np.dtype("<u2")
+
+
+def _ours_ms(device, config, n: int, dtype: str, repeats: int) -> float:
+    """The portable GEMM on `device`, TN, tile `config`: the median of three groups of
+    `repeats` launches timed between two events (a launch's host cost hides behind the
+    previous kernel, except where kernels are shorter than it: small sizes are launch-bound)."""
     from ptxport.blas import _Gemm, portable
 
-    in_type = np.dtype(np.float32) if dtype == "float32" else np.dtype("<u2")
-    mma = portable._uses_mma(device, in_type)
-    config = portable.tuned_config(device, mma, in_type, in_type)
+    in_type = _in_type(dtype)
     stream, a, b, c = _buffers(device, n, in_type, in_type, None)
     problem = _Gemm(True, False, n, n, n, (n, n, n), (0, 0, 0), 1)
     portable.launch_gemm(stream, config, problem, a, b, c, in_type, in_type, 1.0, 0.0)
@@ -246,18 +250,17 @@ def _ours_ms(device, n: int, dtype: str, repeats: int) -> tuple[str, float]:
         group.append((end - start) / repeats)
     for buf in (a, b, c):
         buf.close(stream)
-    tile = f"{'mma' if config.mma else 'simt'} {config.bm}x{config.bn}x{config.bk}"
-    return tile, float(np.median(group))
+    return float(np.median(group))
 
 
-def _check_gpu(device, n: int, dtype: str) -> float:
+def _check_gpu(device, config, n: int, dtype: str) -> float:
     """Max relative error of the portable GEMM against numpy (f64) at n, TN."""
     from ptxport.blas import _Gemm, portable
 
     rng = np.random.default_rng(0)
     a = rng.integers(-8, 9, (n, n)).astype(np.float32) / 8
     b = rng.integers(-8, 9, (n, n)).astype(np.float32) / 8
-    in_type = np.dtype(np.float32) if dtype == "float32" else np.dtype("<u2")
+    in_type = _in_type(dtype)
 
     def stored(x: np.ndarray) -> np.ndarray:
         return x if dtype == "float32" else (x.view(np.uint32) >> 16).astype(np.uint16)
@@ -268,8 +271,6 @@ def _check_gpu(device, n: int, dtype: str) -> float:
         buf = device.allocate(x.nbytes if dtype == "float32" else x.nbytes // 2, stream=stream)
         buf.copy_from(np.ascontiguousarray(stored(x)).ravel(), stream=stream)
         bufs.append(buf)
-    mma = portable._uses_mma(device, in_type)
-    config = portable.tuned_config(device, mma, in_type, in_type)
     portable.launch_gemm(stream, config, _Gemm(True, False, n, n, n, (n, n, n), (0, 0, 0), 1),
                          *bufs, in_type, in_type, 1.0, 0.0)
     got = np.empty(n * n, in_type)
@@ -283,36 +284,63 @@ def _check_gpu(device, n: int, dtype: str) -> float:
     return float(np.max(np.abs(got - want)) / max(1.0, np.max(np.abs(want))))
 
 
-def gpu(sizes: list[int], repeats: int) -> dict:
+def gpu(sizes: list[int], repeats: int, tiles: list[str] | None,
+        dtypes: tuple[str, ...] = ("float32", "bfloat16")) -> dict:
     from ptxport import Device
+    from ptxport.blas import portable
 
     device = Device("cuda:0")
     report = {"device": device.name, "rows": [], "errors": []}
     print(f"{'dtype':>9} {'n':>5} {'cuBLAS TF/s':>12} {'ptxport TF/s':>13} {'ratio':>6}  tile")
-    for dtype in ("float32", "bfloat16"):
-        try:
-            report[f"check_{dtype}_max_rel_err"] = _check_gpu(device, sizes[0], dtype)
-            print(f"check {dtype} n={sizes[0]}: max rel err "
-                  f"{report[f'check_{dtype}_max_rel_err']:.2e}", flush=True)
-        except Exception:
-            report["errors"].append(f"check {dtype}: {traceback.format_exc(limit=3)}")
+    for dtype in dtypes:
+        vendor = {}
         for n in sizes:
-            row = {"dtype": dtype, "n": n}
             try:
-                row["vendor"], row["vendor_ms"] = _vendor_ms(n, dtype, repeats)
-                row["tile"], row["ptxport_ms"] = _ours_ms(device, n, dtype, repeats)
+                vendor[n] = _vendor_ms(n, dtype, repeats)
             except Exception:
-                report["errors"].append(f"{dtype} n={n}: {traceback.format_exc(limit=3)}")
-                print(f"{dtype:>9} {n:5d} failed: {report['errors'][-1].splitlines()[-1]}")
-                continue
-            tf = 2 * n ** 3 / 1e9
-            row["vendor_tflops"] = tf / row["vendor_ms"]
-            row["ptxport_tflops"] = tf / row["ptxport_ms"]
-            row["ratio"] = row["vendor_ms"] / row["ptxport_ms"]
-            report["rows"].append(row)
-            print(f"{dtype:>9} {n:5d} {row['vendor_tflops']:12.1f} {row['ptxport_tflops']:13.1f} "
-                  f"{row['ratio']:6.2f}  {row['tile']}", flush=True)
+                report["errors"].append(f"cuBLAS {dtype} n={n}: {traceback.format_exc(limit=3)}")
+        if tiles:
+            for config in portable.parse_tiles(tiles, portable._uses_mma(device, _in_type(dtype))):
+                _gpu_tile(device, config, dtype, sizes, sizes[0], repeats, vendor, report)
+            continue
+        for n in sizes:   # the autotuner's choice for each size (tuned on first use, cached)
+            in_type = _in_type(dtype)
+            config = portable.tuned_config(device, portable._uses_mma(device, in_type), in_type,
+                                           in_type, portable.tune_size(n, n))
+            _gpu_tile(device, config, dtype, [n], min(n, sizes[0]), repeats, vendor, report)
     return report
+
+
+def _gpu_tile(device, config, dtype: str, sizes: list[int], check_n: int, repeats: int,
+              vendor: dict, report: dict) -> None:
+    """One tile configuration of the portable GEMM at each of `sizes`, next to cuBLAS, after
+    a correctness check at check_n."""
+    tile = config.label
+    try:
+        err = _check_gpu(device, config, check_n, dtype)
+        report["checks"] = {**report.get("checks", {}), f"{dtype} {tile} n={check_n}": err}
+        print(f"check {dtype} {tile} n={check_n}: max rel err {err:.2e}", flush=True)
+    except Exception:
+        report["errors"].append(f"check {dtype} {tile}: {traceback.format_exc(limit=3)}")
+        print(f"check {dtype} {tile} failed: {report['errors'][-1].splitlines()[-1]}")
+    for n in sizes:
+        row = {"dtype": dtype, "n": n, "tile": tile}
+        try:
+            row["ptxport_ms"] = _ours_ms(device, config, n, dtype, repeats)
+        except Exception:
+            report["errors"].append(f"{dtype} {tile} n={n}: {traceback.format_exc(limit=3)}")
+            print(f"{dtype:>9} {n:5d} failed: {report['errors'][-1].splitlines()[-1]}")
+            continue
+        tf = 2 * n ** 3 / 1e9
+        row["ptxport_tflops"] = tf / row["ptxport_ms"]
+        if n in vendor:
+            row["vendor"], row["vendor_ms"] = vendor[n]
+            row["vendor_tflops"] = tf / row["vendor_ms"]
+            row["ratio"] = row["vendor_ms"] / row["ptxport_ms"]
+        report["rows"].append(row)
+        print(f"{dtype:>9} {n:5d} {row.get('vendor_tflops', float('nan')):12.1f} "
+              f"{row['ptxport_tflops']:13.1f} {row.get('ratio', float('nan')):6.2f}  {tile}",
+              flush=True)
 
 
 def main() -> None:
@@ -322,13 +350,20 @@ def main() -> None:
     parser.add_argument("--kernel-sizes", type=int, nargs="+", default=[256, 512, 1024])
     parser.add_argument("--gpu", action="store_true")
     parser.add_argument("--gpu-sizes", type=int, nargs="+", default=[1024, 2048, 4096, 8192])
+    parser.add_argument("--tiles", nargs="+",
+                        help="with --gpu: tile configurations to measure instead of the "
+                             "autotuner's choice, named simt:BMxBNxBK/TMxTN[/ahead] and "
+                             "mma:BMxBNxBK/WMxWN/sSTAGES[/late], or 'all' (every candidate)")
+    parser.add_argument("--dtypes", nargs="+", default=["float32", "bfloat16"],
+                        choices=["float32", "bfloat16"], help="with --gpu: the precisions")
     args = parser.parse_args()
     out_dir = HERE / "results"
     out_dir.mkdir(exist_ok=True)
     machine = {"machine": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
                "loadavg": os.getloadavg()}
     if args.gpu:
-        report = {**machine, **gpu(args.gpu_sizes, args.repeats)}
+        report = {**machine, **gpu(args.gpu_sizes, args.repeats, args.tiles,
+                                   tuple(args.dtypes))}
         (out_dir / "gemm_gpu.json").write_text(json.dumps(report, indent=1))
         return
     report = {**machine, "routes": cpu_routes(args.sizes, args.repeats),

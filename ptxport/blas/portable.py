@@ -10,8 +10,9 @@ vectorisation) is one NVRTC compilation (on opencl, transposes are a kernel argu
 each OpenCL compile costs seconds), made once per process and cached on disk by
 ptxport's compiler caches.
 
-The autotuner times each candidate tile shape once on a 2048^3 problem the first time a
-(GPU, kernel, accumulator type) is used, and keeps the fastest in
+The autotuner times each candidate tile shape on a square problem the first time a (GPU,
+kernel, accumulator type, size class) is used (1024^3, 2048^3 or 4096^3: the one nearest in
+C's area, as small problems want smaller tiles to fill the GPU), and keeps the fastest in
 $PTXPORT_CACHE_DIR/blas/autotune.json (else ~/.cache/ptxport/...), keyed by the device's
 backend and name. cpu and opencl devices take the first candidate untuned (see
 tuned_config).
@@ -21,14 +22,15 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
 from ptxport.cache import cache_path
+from ptxport.errors import InvalidValueError
 from ptxport.runtime.device import Device
 from ptxport.runtime.launch import LaunchConfig, launch
 from ptxport.runtime.memory import Buffer
@@ -36,8 +38,8 @@ from ptxport.runtime.program import Kernel, Program
 from ptxport.runtime.program_options import ProgramOptions
 from ptxport.runtime.stream import Stream
 
-__all__ = ["MMA_CANDIDATES", "SIMT_CANDIDATES", "TileConfig", "gemm", "kernel_for",
-           "tuned_config"]
+__all__ = ["MMA_CANDIDATES", "SIMT_CANDIDATES", "TileConfig", "candidates", "gemm",
+           "kernel_for", "parse_tiles", "program_for", "tune_size", "tuned_config"]
 
 KERNELS = Path(__file__).resolve().parent / "kernels"
 SOURCE = KERNELS / "gemm.cu"
@@ -50,7 +52,12 @@ def kernel_source(path: Path) -> str:
             + path.read_text())
 # uint16: bfloat16 bits; int8 in with int32 out: cuBLAS's 32I compute (SIMT kernel)
 _KINDS = {"float32": 0, "float64": 1, "float16": 2, "uint16": 3, "int8": 4, "int32": 5}
-_TUNE_SIZE = {"cuda": 2048, "hip": 2048}
+# backends whose devices are tuned, and the square sizes tuned at (see tune_size)
+_TUNED_BACKENDS = ("cuda", "hip")
+_TUNE_SIZES = (1024, 2048, 4096)
+# part of the autotuner's keys: choices made for an earlier version of the kernels (whose
+# tiles may no longer be candidates, or no longer the fastest) are not reused
+_KERNELS_VERSION = "gemm2"
 # backends whose kernels take the transposes as an argument: one compile for all four pairs
 _RUNTIME_TRANSPOSES = ("opencl",)
 
@@ -58,7 +65,8 @@ _RUNTIME_TRANSPOSES = ("opencl",)
 @dataclass(frozen=True)
 class TileConfig:
     """A kernel and its tile shape: the block's BM x BN tile of C and its k step BK, and
-    either each thread's TM x TN micro-tile (SIMT) or the block's WM x WN warps (mma)."""
+    either each thread's TM x TN micro-tile (SIMT) or the block's WM x WN warps and the
+    depth of its cp.async pipeline (mma)."""
 
     mma: bool
     bm: int
@@ -68,18 +76,93 @@ class TileConfig:
     tn: int = 0
     wm: int = 0
     wn: int = 0
+    stages: int = 2
+    ahead: bool = False   # (SIMT) fragments read a k-step ahead (gemm.cu's AHEAD)
+    late: bool = False    # (mma) copies issued after the first mmas of a k-step (LATE)
 
     @property
     def threads(self) -> int:
         return self.wm * self.wn * 32 if self.mma else (self.bm // self.tm) * (self.bn // self.tn)
 
+    @property
+    def label(self) -> str:
+        """The tile as benchmarks name it: simt:BMxBNxBK/TMxTN[/ahead] or
+        mma:BMxBNxBK/WMxWN/sSTAGES[/late]."""
+        shape = f"{self.bm}x{self.bn}x{self.bk}"
+        if self.mma:
+            return f"mma:{shape}/{self.wm}x{self.wn}/s{self.stages}" + \
+                ("/late" if self.late else "")
+        return f"simt:{shape}/{self.tm}x{self.tn}" + ("/ahead" if self.ahead else "")
 
-SIMT_CANDIDATES = (TileConfig(False, 64, 64, 8, 4, 4), TileConfig(False, 128, 128, 8, 8, 8),
-                   TileConfig(False, 64, 64, 16, 4, 4), TileConfig(False, 128, 64, 8, 8, 4),
-                   TileConfig(False, 32, 32, 8, 2, 2))
-MMA_CANDIDATES = (TileConfig(True, 128, 128, 32, wm=2, wn=4),
-                  TileConfig(True, 128, 64, 32, wm=2, wn=2),
-                  TileConfig(True, 64, 64, 32, wm=2, wn=2))
+    @classmethod
+    def parse(cls, label: str) -> TileConfig:
+        """The TileConfig of a label (see `label`)."""
+        try:
+            kind, _, rest = label.partition(":")
+            parts = rest.split("/")
+            bm, bn, bk = (int(x) for x in parts[0].split("x"))
+            x, y = (int(v) for v in parts[1].split("x"))
+            if kind == "mma" and parts[3:] in ([], ["late"]):
+                stages = int(parts[2].removeprefix("s")) if len(parts) > 2 else 3
+                return cls(True, bm, bn, bk, wm=x, wn=y, stages=stages, late=len(parts) == 4)
+            if kind == "simt" and parts[2:] in ([], ["ahead"]):
+                return cls(False, bm, bn, bk, x, y, ahead=len(parts) == 3)
+        except (IndexError, ValueError):
+            pass
+        raise InvalidValueError(f"tile {label!r} is not simt:BMxBNxBK/TMxTN[/ahead] or "
+                                f"mma:BMxBNxBK/WMxWN/sSTAGES[/late]")
+
+    def dynamic_shared(self) -> int:
+        """Bytes of dynamic shared memory a launch needs: the mma kernel's pipeline stages
+        (16-bit A and B tiles), none for the SIMT kernel (static tiles)."""
+        return self.stages * (self.bm + self.bn) * self.bk * 2 if self.mma else 0
+
+    def static_shared(self, acc_bytes: int) -> int:
+        """The SIMT kernel's shared tiles (two buffers, padded rows) with accumulators of
+        `acc_bytes`."""
+        sub_m, sub_n = (4 if x % 4 == 0 else 1 for x in (self.tm, self.tn))
+        return 2 * self.bk * (self.bm + sub_m + self.bn + sub_n) * acc_bytes
+
+
+# 48 KiB: the static shared memory every CUDA device gives a block (and OpenCL devices
+# commonly): SIMT tiles above it for the accumulator type are not candidates
+_STATIC_SHARED = 48 * 1024
+# Candidates, from three H100 sweeps of gemm.py --tiles (benchmarks/gemm.py; numbers in
+# docs/blas.md): SIMT 128 x 128 x 16 with 8 x 8 a thread led from 2048 up, 64 x 64 tiles at
+# 1024 (more blocks); the mma tiles with 64 x 64 a warp led from 2048 up (128 x 256 x 64
+# with 8 warps, 128 x 128 x 64 with 4, whose copies after the first mmas keep it at 253
+# registers rather than spilling), 64 x 64 tiles at 1024. Tiles that never led are left
+# out, and the /ahead and /late forms where they measured no faster (8 x 4 a thread: ahead
+# measured a little faster). The first of each is what cpu and opencl devices take untuned.
+SIMT_CANDIDATES = (TileConfig(False, 64, 64, 8, 4, 4), TileConfig(False, 128, 128, 16, 8, 8),
+                   TileConfig(False, 128, 128, 8, 8, 8),
+                   TileConfig(False, 128, 64, 8, 8, 4, ahead=True),
+                   TileConfig(False, 64, 64, 16, 4, 4))
+MMA_CANDIDATES = (TileConfig(True, 128, 128, 32, wm=2, wn=4, stages=3),
+                  TileConfig(True, 128, 256, 64, wm=2, wn=4, stages=3),
+                  TileConfig(True, 128, 256, 64, wm=2, wn=4, stages=4),
+                  TileConfig(True, 128, 128, 64, wm=2, wn=2, stages=3, late=True),
+                  TileConfig(True, 128, 128, 32, wm=2, wn=2, stages=4),
+                  TileConfig(True, 64, 64, 32, wm=2, wn=2, stages=4))
+
+
+def candidates(mma: bool, acc: np.dtype) -> tuple[TileConfig, ...]:
+    """The tile shapes the autotuner times for a kernel and accumulator type."""
+    if mma:
+        return MMA_CANDIDATES
+    return tuple(c for c in SIMT_CANDIDATES if c.static_shared(acc.itemsize) <= _STATIC_SHARED)
+
+
+def parse_tiles(labels: list[str], mma: bool) -> list[TileConfig]:
+    """TileConfigs from labels for one kernel, as benchmarks take them ("all": its
+    candidates); labels of the other kernel are left out."""
+    tiles: list[TileConfig] = []
+    for label in labels:
+        for config in (MMA_CANDIDATES if mma else SIMT_CANDIDATES) if label == "all" else \
+                (TileConfig.parse(label),):
+            if config.mma == mma and config not in tiles:
+                tiles.append(config)
+    return tiles
 
 
 def _kind(dtype: np.dtype) -> int:
@@ -95,19 +178,27 @@ def _uses_mma(device: Device, in_type: np.dtype) -> bool:
     return device.backend == "cpu"
 
 
+def program_for(arch: str, config: TileConfig, ta: int, tb: int, in_kind: int, out_kind: int,
+                vec: bool) -> Program:
+    """The Program of one kernel variant (its macros: see gemm.cu's header); ta/tb 0 or 1 fix
+    a transpose at compile time, -1 leaves it to the kernel's `trans` argument."""
+    macros = {"GEMM_MMA": int(config.mma), "TRANS_A": int(ta), "TRANS_B": int(tb),
+              "IN_KIND": in_kind, "OUT_KIND": out_kind, "VEC": int(vec), "BM": config.bm,
+              "BN": config.bn, "BK": config.bk, "TM": config.tm or 1, "TN": config.tn or 1,
+              "WM": config.wm or 1, "WN": config.wn or 1, "STAGES": config.stages,
+              "AHEAD": int(config.ahead), "LATE": int(config.late)}
+    options = ProgramOptions(arch=arch, define_macro=[(k, str(v)) for k, v in macros.items()],
+                             name="ptxport_gemm.cu")
+    return Program(kernel_source(SOURCE), "c++", options)
+
+
 @functools.cache
 def kernel_for(arch: str, config: TileConfig, ta: int, tb: int, in_kind: int, out_kind: int,
                vec: bool) -> Kernel:
     """The compiled kernel of one variant (NVRTC's PTX, which ptxport lowers per device at
-    first launch); ta/tb 0 or 1 fix a transpose at compile time, -1 leaves it to the kernel's
-    `trans` argument."""
-    macros = {"GEMM_MMA": int(config.mma), "TRANS_A": int(ta), "TRANS_B": int(tb),
-              "IN_KIND": in_kind, "OUT_KIND": out_kind, "VEC": int(vec), "BM": config.bm,
-              "BN": config.bn, "BK": config.bk, "TM": config.tm or 1, "TN": config.tn or 1,
-              "WM": config.wm or 1, "WN": config.wn or 1}
-    options = ProgramOptions(arch=arch, define_macro=[(k, str(v)) for k, v in macros.items()],
-                             name="ptxport_gemm.cu")
-    return Program(kernel_source(SOURCE), "c++", options).compile().get_kernel("ptxport_gemm")
+    first launch)."""
+    return program_for(arch, config, ta, tb, in_kind, out_kind, vec).compile() \
+        .get_kernel("ptxport_gemm")
 
 
 def _arch(device: Device, mma: bool) -> str:
@@ -143,7 +234,8 @@ def launch_gemm(stream: Stream, config: TileConfig, problem, a: Buffer | np.uint
     grid = (-(-problem.m // config.bm), -(-problem.n // config.bn), problem.batch)
     (lda, ldb, ldc), (sa, sb, sc) = problem.lds, problem.strides
     i32, i64 = np.int32, np.int64
-    launch(stream, LaunchConfig(grid=grid, block=config.threads), kernel,
+    launch(stream, LaunchConfig(grid=grid, block=config.threads,
+                                shmem_size=config.dynamic_shared()), kernel,
            i32(problem.m), i32(problem.n), i32(problem.k), scalar(alpha), a, i32(lda), i64(sa),
            b, i32(ldb), i64(sb), scalar(beta), c, i32(ldc), i64(sc),
            i32(int(problem.ta) | int(problem.tb) << 1))
@@ -156,7 +248,7 @@ def gemm(stream: Stream, problem, a: Buffer, b: Buffer, c: Buffer, in_type: np.d
     tile shape is `config`, else the tuned one for the device."""
     if config is None:
         config = tuned_config(stream.device, _uses_mma(stream.device, in_type), in_type,
-                              out_type)
+                              out_type, tune_size(problem.m, problem.n, problem.batch))
     launch_gemm(stream, config, problem, a, b, c, in_type, out_type, alpha, beta)
 
 
@@ -183,40 +275,57 @@ def _save(key: str, config: TileConfig) -> None:
     os.replace(tmp, path)
 
 
-def tuned_config(device: Device, mma: bool, in_type: np.dtype, out_type: np.dtype) -> TileConfig:
+def tune_size(m: int, n: int, batch: int = 1) -> int:
+    """The square size whose tuned tile a problem of m x n (x batch) C takes: the tuning size
+    nearest in C's area. A small C is few blocks of a big tile, too few to fill a GPU, so
+    small and large problems are tuned apart."""
+    area = max(m * n * batch, 1)
+    return min(_TUNE_SIZES, key=lambda s: abs(math.log(area / (s * s))))
+
+
+def tuned_config(device: Device, mma: bool, in_type: np.dtype, out_type: np.dtype,
+                 size: int = 2048) -> TileConfig:
     """The fastest candidate tile shape on `device` for this kernel and its accumulator
-    (f32 or f64; 16-bit data share f32's choice), timed on first use and cached on disk. On
-    cpu and opencl devices, the first candidate, untuned: there each candidate's compile
-    (the OpenCL runtime's, seconds) costs more than tuning gains at the sizes they run."""
-    candidates = MMA_CANDIDATES if mma else SIMT_CANDIDATES
-    if device.backend not in _TUNE_SIZE:
-        return candidates[0]
+    (f32 or f64; 16-bit data share f32's choice) at the tuning size `size` (one of
+    _TUNE_SIZES: see tune_size), timed on first use and cached on disk. On cpu and opencl
+    devices, the first candidate, untuned: there each candidate's compile (the OpenCL
+    runtime's, seconds) costs more than tuning gains at the sizes they run."""
     if not mma:
         in_type = out_type = np.dtype(np.float64 if in_type == np.float64 else np.float32)
-    key = f"{device.backend}|{device.name}|{'mma' if mma else 'simt'}|{in_type.name}|" \
-          f"{out_type.name}"
+    tiles = candidates(mma, in_type)
+    if device.backend not in _TUNED_BACKENDS:
+        return tiles[0]
+    key = f"{_KERNELS_VERSION}|{device.backend}|{device.name}|{'mma' if mma else 'simt'}|" \
+          f"{in_type.name}|{out_type.name}|{size}"
     cached = _load().get(key)
     if cached is not None:
         return TileConfig(**cached)
-    best = min(candidates, key=lambda cfg: _time(device, cfg, in_type, out_type))
+    best = min(tiles, key=lambda cfg: _time(device, cfg, in_type, out_type, size))
     _save(key, best)
     return best
 
 
-def _time(device: Device, config: TileConfig, in_type: np.dtype, out_type: np.dtype) -> float:
-    """Seconds one GEMM of the device's tuning size takes with `config` (after a warm-up
-    launch that compiles it), NN layout."""
+def _time(device: Device, config: TileConfig, in_type: np.dtype, out_type: np.dtype,
+          size: int) -> float:
+    """Milliseconds one size^3 GEMM takes with `config`, NN layout: after a warm-up launch
+    that compiles it, the median of three groups of three launches timed between events."""
     from ptxport.blas import _Gemm
 
-    size = _TUNE_SIZE[device.backend]
     stream = device.create_stream()
     a = device.allocate(size * size * in_type.itemsize, stream=stream)
     c = device.allocate(size * size * out_type.itemsize, stream=stream)
     a.fill(0x3C, 1, stream=stream)   # 0.0115 in f32 and bf16: ordinary values
     problem = _Gemm(False, False, size, size, size, (size, size, size), (0, 0, 0), 1)
     launch_gemm(stream, config, problem, a, a, c, in_type, out_type, 1.0, 0.0)
+    groups = []
+    for _ in range(3):
+        start = stream.record(options={"enable_timing": True})
+        for _ in range(3):
+            launch_gemm(stream, config, problem, a, a, c, in_type, out_type, 1.0, 0.0)
+        end = stream.record(options={"enable_timing": True})
+        end.sync()
+        groups.append(end - start)
+    a.close(stream)
+    c.close(stream)
     stream.sync()
-    start = time.perf_counter()
-    launch_gemm(stream, config, problem, a, a, c, in_type, out_type, 1.0, 0.0)
-    stream.sync()
-    return time.perf_counter() - start
+    return float(np.median(groups))

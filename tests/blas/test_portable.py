@@ -13,6 +13,7 @@ import pytest
 from ptxport import Device, blas
 from ptxport.blas import _Gemm, portable
 from ptxport.blas.portable import TileConfig
+from ptxport.errors import InvalidValueError
 from ptxport.runtime.backends import availability
 
 RNG = np.random.default_rng(3)
@@ -94,14 +95,72 @@ def test_simt_f32_vector_loads(device, ta, tb):
            aligned=True)
 
 
+@pytest.mark.parametrize("device", ["cpu", "opencl:0"])
+def test_simt_fragments_ahead(device):
+    # shared values read a k-step ahead; the next tile's first ones after the barrier inside
+    # the last k-step (k = 40: three tiles of 16)
+    _check(_device(device), TileConfig(False, 64, 64, 16, 4, 4, ahead=True), True, False, 37,
+           29, 40, np.float32, np.float32, batch=2, aligned=True)
+
+
 def test_simt_f64_on_cpu():
     _check(_device("cpu"), SIMT, True, False, 33, 17, 9, np.float64, np.float64)
+
+
+@pytest.mark.parametrize("device", ["cpu", "opencl:0"])
+def test_simt_f64_four_vector_reads(device):
+    # runs of 4 doubles read as one 32-byte vector from shared memory (the first candidate,
+    # which cpu and opencl devices take untuned, has 4 x 4 micro-tiles)
+    _check(_device(device), portable.SIMT_CANDIDATES[0], False, True, 37, 29, 19, np.float64,
+           np.float64)
 
 
 @pytest.mark.parametrize("in_type, out_type", [(BF16, np.float32), (np.float16, np.float16)])
 def test_mma_kernel_on_cpu(in_type, out_type):
     # mma.sync runs in the CPU target's resolver: small, but odd in every dimension
     _check(_device("cpu"), MMA, True, False, 37, 29, 40, in_type, out_type)
+
+
+# three cp.async stages, wrapped around more than once by k = 100 (four k-steps of 32)
+MMA_PIPELINE = TileConfig(True, 64, 64, 32, wm=2, wn=2, stages=3)
+
+
+@pytest.mark.parametrize("ta, tb", [(False, False), (False, True), (True, False), (True, True)])
+def test_mma_pipeline_on_cpu(ta, tb):
+    # aligned: cp.async with zero fill at the edges, ldmatrix (.trans for A not transposed
+    # and B transposed) from the swizzled tiles
+    _check(_device("cpu"), MMA_PIPELINE, ta, tb, 37, 29, 100, BF16, np.float32, batch=2,
+           aligned=True)
+
+
+def test_mma_late_copies_on_cpu():
+    # each k-step's copies issued after its first mmas (BK = 64: four 16-wide steps)
+    _check(_device("cpu"), TileConfig(True, 64, 64, 64, wm=2, wn=2, stages=3, late=True),
+           True, False, 37, 29, 200, BF16, np.float32, aligned=True)
+
+
+def test_tile_labels_round_trip():
+    for config in (*portable.SIMT_CANDIDATES, *portable.MMA_CANDIDATES, MMA_PIPELINE):
+        assert TileConfig.parse(config.label) == config
+    with pytest.raises(InvalidValueError, match="mma:BMxBNxBK"):
+        TileConfig.parse("mma:128x128")
+    with pytest.raises(InvalidValueError):   # fragments ahead: a SIMT option only
+        TileConfig.parse("mma:128x128x32/2x4/s3/ahead")
+    assert TileConfig.parse("mma:128x128x64/2x2/s3/late").late
+
+
+def test_simt_candidates_fit_static_shared_memory():
+    # 128 x 128 x 16 tiles of doubles need 67 KB: not a candidate for f64, one for f32
+    big = TileConfig(False, 128, 128, 16, 8, 8)
+    assert big in portable.candidates(False, np.dtype(np.float32))
+    assert big not in portable.candidates(False, np.dtype(np.float64))
+
+
+def test_small_and_large_problems_are_tuned_apart():
+    assert portable.tune_size(1000, 1000) == 1024
+    assert portable.tune_size(8192, 8192) == 4096
+    assert portable.tune_size(512, 512, batch=16) == 2048   # C's area counts every batch
+    assert portable.tune_size(0, 5) == 1024
 
 
 @pytest.mark.parametrize("ta, tb", [(False, True), (True, False)])

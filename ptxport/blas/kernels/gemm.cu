@@ -11,13 +11,19 @@
 //                  OUT_KIND: C's type, as IN_KIND or 5 int32 (with int8 in: int32 sums)
 //   BM, BN, BK     the block's tile of C (BM x BN) and its step along k
 //   TM, TN         (SIMT) each thread's micro-tile; WM, WN (MMA) the block's warps as a grid
+//   STAGES, LATE   (MMA) the cp.async pipeline's depth; LATE 1: each k-step's copies issued
+//                  after its first 16-wide mmas rather than before (their address arithmetic
+//                  overlaps the mmas; fewer live registers for some tiles, slower for others)
+//   AHEAD          (SIMT) 1: each k-step's shared-memory values read while the previous
+//                  ones are multiplied, double-buffered in registers
 //
-// Both kernels double-buffer shared memory: the next k-step's tile is loaded from global
+// The SIMT kernel double-buffers shared memory: the next k-step's tile is loaded from global
 // memory into registers while the current one is multiplied out of shared memory, then
-// stored into the other buffer, one barrier per step. Loads are vectorised (16 bytes: float4
-// in the SIMT kernel for f32, 8 halves in the mma kernel) along the contiguous dimension
-// where alignment allows (VEC: the host checked ld, batch strides and pointers),
-// element-wise with zero fill at the matrix edges otherwise.
+// stored into the other buffer, one barrier per step; the mma kernel copies global memory to
+// shared with cp.async, STAGES - 1 k-steps ahead. Loads are vectorised (16 bytes: float4 in
+// the SIMT kernel for f32, 8 halves in the mma kernel) along the contiguous dimension where
+// alignment allows (VEC: the host checked ld, batch strides and pointers), element-wise with
+// zero fill at the matrix edges otherwise.
 
 #ifndef TRANS_A
 #define TRANS_A 0
@@ -38,6 +44,12 @@
 #endif
 #ifndef VEC
 #define VEC 0
+#endif
+#ifndef AHEAD
+#define AHEAD 0
+#endif
+#ifndef LATE
+#define LATE 0
 #endif
 
 // u16, u32 and the f16/bf16 conversions: elements.cuh (kernel_source puts it in front).
@@ -89,6 +101,18 @@ __device__ __forceinline__ void store_c(Out *c, int ldc, int m, int n, int i, in
   *p = from_acc<OUT_KIND, Out>(v);
 }
 
+// The block's tile of C (tm, tn). Blocks are numbered along the grid's x (C's tile rows)
+// first; taken in groups of GROUP_M tile rows, swept column by column, the blocks running at
+// one time share their A and B tiles through L2 rather than each streaming its own.
+#define GROUP_M 8
+__device__ __forceinline__ void block_tile(int &tm, int &tn) {
+  const int tiles_m = gridDim.x, pid = blockIdx.x + blockIdx.y * tiles_m;
+  const int group = GROUP_M * gridDim.y, first = pid / group * GROUP_M;
+  const int rows = min(tiles_m - first, GROUP_M);
+  tm = first + pid % group % rows;
+  tn = pid % group / rows;
+}
+
 // op(A)(i, p) and op(B)(p, j), or 0 outside the matrices.
 __device__ __forceinline__ In load_a(const In *a, int lda, int m, int k, int i, int p, int trans) {
   if (i >= m || p >= k) return (In)0;
@@ -101,17 +125,26 @@ __device__ __forceinline__ In load_b(const In *b, int ldb, int k, int n, int p, 
 
 #if !GEMM_MMA
 // -- the SIMT kernel --------------------------------------------------------------------------
-// NT threads; thread t owns rows tr + r * (BM / TM) and columns tc + c * (BN / TN) of the block
-// tile (tr = t % (BM / TM)): consecutive threads write consecutive rows of C (coalesced) and
-// read consecutive words of the A tile (no bank conflicts). Shared tiles are k-major and hold
-// the accumulator type (16-bit inputs are widened once, on the way in).
+// NT threads; thread t = (tr, tc), tr = t % (BM / TM), owns TM rows and TN columns of the
+// block tile in runs of SUB_M (SUB_N) consecutive ones: rows (r / SUB_M) * (BM * SUB_M / TM)
+// + tr * SUB_M + r % SUB_M. Runs of 4 (where TM / TN are multiples of 4) are read from shared
+// memory as one 4-vector; consecutive threads read consecutive vectors (no bank conflicts)
+// and write consecutive rows of C. Shared tiles are k-major (as[p][i], bs[p][j]) in the
+// accumulator type (16-bit inputs are widened once, on the way in), rows padded against
+// bank conflicts where a transposing store writes them.
 
 #define NT ((BM / TM) * (BN / TN))
 #define A_PER_THREAD (BM * BK / NT)
 #define B_PER_THREAD (BK * BN / NT)
+#define SUB_M (TM % 4 == 0 ? 4 : 1)
+#define SUB_N (TN % 4 == 0 ? 4 : 1)
+#define PITCH_A (BM + SUB_M)
+#define PITCH_B (BN + SUB_N)
 // float4 loads when the data are f32, the host found them aligned (VEC), and every thread
 // moves whole groups of 4
 #define SIMT_VEC4 (VEC && IN_KIND == 0 && A_PER_THREAD % 4 == 0 && B_PER_THREAD % 4 == 0)
+
+struct __align__(4 * sizeof(Acc)) Acc4 { Acc v[4]; };
 
 // Element e of a tile of R x K (R rows, K along k), laid out so that consecutive e run along
 // the stored matrix's contiguous dimension: along rows when not transposed, along k when.
@@ -122,107 +155,156 @@ __device__ __forceinline__ void b_coords(int e, int &p, int &j, int trans) {
   if (TB) { j = e % BN; p = e / BN; } else { p = e % BK; j = e / BK; }
 }
 
-extern "C" __global__ void __launch_bounds__(NT)
+// `count` values of a thread's run from shared row `row` at `at`: one 4-vector or one value.
+template <int SUB>
+__device__ __forceinline__ void read_run(Acc *out, const Acc *row, int at) {
+  if (SUB == 4) {
+    const Acc4 v = *(const Acc4 *)(row + at);
+#pragma unroll
+    for (int y = 0; y < 4; ++y) out[y] = v.v[y];
+  } else {
+    out[0] = row[at];
+  }
+}
+
+// The next k-step's tiles on their way from global to shared memory, in registers: groups
+// of 4 floats (SIMT_VEC4) or single elements, in the order of a_coords / b_coords.
+struct Staged {
+#if SIMT_VEC4
+  float4 a[A_PER_THREAD / 4], b[B_PER_THREAD / 4];
+#else
+  In a[A_PER_THREAD], b[B_PER_THREAD];
+#endif
+};
+
+// Thread t's part of the k-step at k0 (zero outside the matrices).
+__device__ __forceinline__ void fetch(Staged &r, const In *a, int lda, const In *b, int ldb,
+                                      int m, int n, int k, int bm, int bn, int k0, int t,
+                                      int trans) {
+#if SIMT_VEC4
+  // 16-byte loads along the stored matrices' contiguous dimension (element-wise where a
+  // group crosses a matrix edge)
+#pragma unroll
+  for (int x = 0; x < A_PER_THREAD / 4; ++x) {
+    int g = t + x * NT, i, p;
+    if (TA) { p = (g % (BK / 4)) * 4; i = g / (BK / 4); }
+    else { i = (g % (BM / 4)) * 4; p = g / (BM / 4); }
+    int gi = bm + i, gp = k0 + p;
+    float *v = (float *)&r.a[x];
+    if (TA ? (gi < m && gp + 3 < k) : (gi + 3 < m && gp < k)) {
+      r.a[x] = *(const float4 *)(TA ? a + gp + (long long)gi * lda : a + gi + (long long)gp * lda);
+    } else {
+#pragma unroll
+      for (int y = 0; y < 4; ++y)
+        v[y] = TA ? load_a(a, lda, m, k, gi, gp + y, trans) : load_a(a, lda, m, k, gi + y, gp, trans);
+    }
+  }
+#pragma unroll
+  for (int x = 0; x < B_PER_THREAD / 4; ++x) {
+    int g = t + x * NT, p, j;
+    if (TB) { j = (g % (BN / 4)) * 4; p = g / (BN / 4); }
+    else { p = (g % (BK / 4)) * 4; j = g / (BK / 4); }
+    int gp = k0 + p, gj = bn + j;
+    float *v = (float *)&r.b[x];
+    if (TB ? (gp < k && gj + 3 < n) : (gp + 3 < k && gj < n)) {
+      r.b[x] = *(const float4 *)(TB ? b + gj + (long long)gp * ldb : b + gp + (long long)gj * ldb);
+    } else {
+#pragma unroll
+      for (int y = 0; y < 4; ++y)
+        v[y] = TB ? load_b(b, ldb, k, n, gp, gj + y, trans) : load_b(b, ldb, k, n, gp + y, gj, trans);
+    }
+  }
+#else
+#pragma unroll
+  for (int x = 0; x < A_PER_THREAD; ++x) {
+    int i, p;
+    a_coords(t + x * NT, i, p, trans);
+    r.a[x] = load_a(a, lda, m, k, bm + i, k0 + p, trans);
+  }
+#pragma unroll
+  for (int x = 0; x < B_PER_THREAD; ++x) {
+    int p, j;
+    b_coords(t + x * NT, p, j, trans);
+    r.b[x] = load_b(b, ldb, k, n, k0 + p, bn + j, trans);
+  }
+#endif
+}
+
+// The staged tiles into one buffer of the k-major shared tiles (widened to Acc).
+__device__ __forceinline__ void stash(const Staged &r, Acc (*as)[PITCH_A], Acc (*bs)[PITCH_B],
+                                      int t, int trans) {
+#if SIMT_VEC4
+#pragma unroll
+  for (int x = 0; x < A_PER_THREAD / 4; ++x) {
+    int g = t + x * NT;
+    const float *v = (const float *)&r.a[x];
+#pragma unroll
+    for (int y = 0; y < 4; ++y) {
+      if (TA) as[(g % (BK / 4)) * 4 + y][g / (BK / 4)] = v[y];
+      else as[g / (BM / 4)][(g % (BM / 4)) * 4 + y] = v[y];
+    }
+  }
+#pragma unroll
+  for (int x = 0; x < B_PER_THREAD / 4; ++x) {
+    int g = t + x * NT;
+    const float *v = (const float *)&r.b[x];
+#pragma unroll
+    for (int y = 0; y < 4; ++y) {
+      if (TB) bs[g / (BN / 4)][(g % (BN / 4)) * 4 + y] = v[y];
+      else bs[(g % (BK / 4)) * 4 + y][g / (BK / 4)] = v[y];
+    }
+  }
+#else
+#pragma unroll
+  for (int x = 0; x < A_PER_THREAD; ++x) {
+    int i, p;
+    a_coords(t + x * NT, i, p, trans);
+    as[p][i] = to_acc<IN_KIND>(r.a[x]);
+  }
+#pragma unroll
+  for (int x = 0; x < B_PER_THREAD; ++x) {
+    int p, j;
+    b_coords(t + x * NT, p, j, trans);
+    bs[p][j] = to_acc<IN_KIND>(r.b[x]);
+  }
+#endif
+}
+
+// The thread's TM values of op(A) and TN of op(B) at one k of the shared tiles (rows
+// `as_k`, `bs_k`), in runs from row0 / col0.
+__device__ __forceinline__ void read_fragments(Acc *fa, Acc *fb, const Acc *as_k,
+                                               const Acc *bs_k, int row0, int col0) {
+#pragma unroll
+  for (int r = 0; r < TM; r += SUB_M)
+    read_run<SUB_M>(fa + r, as_k, r / SUB_M * (BM * SUB_M / TM) + row0);
+#pragma unroll
+  for (int q = 0; q < TN; q += SUB_N)
+    read_run<SUB_N>(fb + q, bs_k, q / SUB_N * (BN * SUB_N / TN) + col0);
+}
+
+__device__ __forceinline__ void outer_product(Acc (*acc)[TN], const Acc *fa, const Acc *fb) {
+#pragma unroll
+  for (int r = 0; r < TM; ++r)
+#pragma unroll
+    for (int q = 0; q < TN; ++q) acc[r][q] += fa[r] * fb[q];
+}
+
+// Two blocks an SM where the micro-tile leaves room (up to 64 32-bit accumulators: at most
+// 128 registers a thread with 256 threads): the other block's warps run while one waits at
+// its barrier. (f64 accumulators take twice the registers: one block, no cap.)
+extern "C" __global__ void __launch_bounds__(NT, sizeof(Acc) == 4 && TM * TN <= 64 ? 2 : 1)
 ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long stride_a,
              const In *b, int ldb, long long stride_b, Acc beta, Out *c, int ldc,
              long long stride_c, int trans) {
-  __shared__ Acc as[2][BK][BM + 1];
-  __shared__ Acc bs[2][BK][BN + 1];
+  __shared__ __align__(32) Acc as[2][BK][PITCH_A];
+  __shared__ __align__(32) Acc bs[2][BK][PITCH_B];
   const int t = threadIdx.x, tr = t % (BM / TM), tc = t / (BM / TM);
-  const int bm = blockIdx.x * BM, bn = blockIdx.y * BN;
+  int tile_m, tile_n;
+  block_tile(tile_m, tile_n);
+  const int bm = tile_m * BM, bn = tile_n * BN;
   a += blockIdx.z * stride_a;
   b += blockIdx.z * stride_b;
   c += blockIdx.z * stride_c;
-
-#if SIMT_VEC4
-  // 16-byte loads: each thread moves groups of 4 floats along the stored matrices'
-  // contiguous dimension (element-wise where a group crosses a matrix edge)
-  float4 ra[A_PER_THREAD / 4], rb[B_PER_THREAD / 4];
-  auto fetch = [&](int k0) {
-#pragma unroll
-    for (int x = 0; x < A_PER_THREAD / 4; ++x) {
-      int g = t + x * NT, i, p;
-      if (TA) { p = (g % (BK / 4)) * 4; i = g / (BK / 4); }
-      else { i = (g % (BM / 4)) * 4; p = g / (BM / 4); }
-      int gi = bm + i, gp = k0 + p;
-      float *v = (float *)&ra[x];
-      if (TA ? (gi < m && gp + 3 < k) : (gi + 3 < m && gp < k)) {
-        ra[x] = *(const float4 *)(TA ? a + gp + (long long)gi * lda : a + gi + (long long)gp * lda);
-      } else {
-#pragma unroll
-        for (int y = 0; y < 4; ++y)
-          v[y] = TA ? load_a(a, lda, m, k, gi, gp + y, trans) : load_a(a, lda, m, k, gi + y, gp, trans);
-      }
-    }
-#pragma unroll
-    for (int x = 0; x < B_PER_THREAD / 4; ++x) {
-      int g = t + x * NT, p, j;
-      if (TB) { j = (g % (BN / 4)) * 4; p = g / (BN / 4); }
-      else { p = (g % (BK / 4)) * 4; j = g / (BK / 4); }
-      int gp = k0 + p, gj = bn + j;
-      float *v = (float *)&rb[x];
-      if (TB ? (gp < k && gj + 3 < n) : (gp + 3 < k && gj < n)) {
-        rb[x] = *(const float4 *)(TB ? b + gj + (long long)gp * ldb : b + gp + (long long)gj * ldb);
-      } else {
-#pragma unroll
-        for (int y = 0; y < 4; ++y)
-          v[y] = TB ? load_b(b, ldb, k, n, gp, gj + y, trans) : load_b(b, ldb, k, n, gp + y, gj, trans);
-      }
-    }
-  };
-  auto stash = [&](int s) {
-#pragma unroll
-    for (int x = 0; x < A_PER_THREAD / 4; ++x) {
-      int g = t + x * NT;
-      const float *v = (const float *)&ra[x];
-#pragma unroll
-      for (int y = 0; y < 4; ++y) {
-        if (TA) as[s][(g % (BK / 4)) * 4 + y][g / (BK / 4)] = v[y];
-        else as[s][g / (BM / 4)][(g % (BM / 4)) * 4 + y] = v[y];
-      }
-    }
-#pragma unroll
-    for (int x = 0; x < B_PER_THREAD / 4; ++x) {
-      int g = t + x * NT;
-      const float *v = (const float *)&rb[x];
-#pragma unroll
-      for (int y = 0; y < 4; ++y) {
-        if (TB) bs[s][g / (BN / 4)][(g % (BN / 4)) * 4 + y] = v[y];
-        else bs[s][(g % (BK / 4)) * 4 + y][g / (BK / 4)] = v[y];
-      }
-    }
-  };
-#else
-  In ra[A_PER_THREAD], rb[B_PER_THREAD];
-  auto fetch = [&](int k0) {
-#pragma unroll
-    for (int x = 0; x < A_PER_THREAD; ++x) {
-      int i, p;
-      a_coords(t + x * NT, i, p, trans);
-      ra[x] = load_a(a, lda, m, k, bm + i, k0 + p, trans);
-    }
-#pragma unroll
-    for (int x = 0; x < B_PER_THREAD; ++x) {
-      int p, j;
-      b_coords(t + x * NT, p, j, trans);
-      rb[x] = load_b(b, ldb, k, n, k0 + p, bn + j, trans);
-    }
-  };
-  auto stash = [&](int s) {
-#pragma unroll
-    for (int x = 0; x < A_PER_THREAD; ++x) {
-      int i, p;
-      a_coords(t + x * NT, i, p, trans);
-      as[s][p][i] = to_acc<IN_KIND>(ra[x]);
-    }
-#pragma unroll
-    for (int x = 0; x < B_PER_THREAD; ++x) {
-      int p, j;
-      b_coords(t + x * NT, p, j, trans);
-      bs[s][p][j] = to_acc<IN_KIND>(rb[x]);
-    }
-  };
-#endif
 
   // (zero from a parameter: a constant zero-fill may become a call to memset, which the
   // CPU target's kernels cannot make)
@@ -233,89 +315,159 @@ ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long str
 #pragma unroll
     for (int q = 0; q < TN; ++q) acc[r][q] = zero;
 
-  fetch(0);
-  stash(0);
+  // the first row / column of each of the thread's runs, relative to the block tile
+  const int row0 = tr * SUB_M, col0 = tc * SUB_N;
+  Staged staged;
+  fetch(staged, a, lda, b, ldb, m, n, k, bm, bn, 0, t, trans);
+  stash(staged, as[0], bs[0], t, trans);
   __syncthreads();
   int s = 0;
+#if AHEAD
+  // fragments double-buffered in registers: k-step kk + 1's are read while kk's are
+  // multiplied, and the next tile's first ones right after its barrier, while the last
+  // k-step of this tile is multiplied
+  Acc fa[2][TM], fb[2][TN];
+  read_fragments(fa[0], fb[0], as[0][0], bs[0][0], row0, col0);
   for (int k0 = 0; k0 < k; k0 += BK) {
     const bool more = k0 + BK < k;
-    if (more) fetch(k0 + BK);   // the next tile travels while this one is multiplied
+    if (more)   // the next tile travels while this one is multiplied
+      fetch(staged, a, lda, b, ldb, m, n, k, bm, bn, k0 + BK, t, trans);
+#pragma unroll
+    for (int kk = 0; kk < BK; ++kk) {
+      const int cur = kk % 2;   // BK is even: the next tile's first fragments go to 0
+      if (kk + 1 < BK) {
+        read_fragments(fa[cur ^ 1], fb[cur ^ 1], as[s][kk + 1], bs[s][kk + 1], row0, col0);
+      } else if (more) {
+        stash(staged, as[s ^ 1], bs[s ^ 1], t, trans);
+        __syncthreads();
+        s ^= 1;
+        read_fragments(fa[cur ^ 1], fb[cur ^ 1], as[s][0], bs[s][0], row0, col0);
+      }
+      outer_product(acc, fa[cur], fb[cur]);
+    }
+  }
+#else
+  for (int k0 = 0; k0 < k; k0 += BK) {
+    const bool more = k0 + BK < k;
+    if (more)   // the next tile travels while this one is multiplied
+      fetch(staged, a, lda, b, ldb, m, n, k, bm, bn, k0 + BK, t, trans);
 #pragma unroll
     for (int kk = 0; kk < BK; ++kk) {
       Acc fa[TM], fb[TN];
-#pragma unroll
-      for (int r = 0; r < TM; ++r) fa[r] = as[s][kk][tr + r * (BM / TM)];
-#pragma unroll
-      for (int q = 0; q < TN; ++q) fb[q] = bs[s][kk][tc + q * (BN / TN)];
-#pragma unroll
-      for (int r = 0; r < TM; ++r)
-#pragma unroll
-        for (int q = 0; q < TN; ++q) acc[r][q] += fa[r] * fb[q];
+      read_fragments(fa, fb, as[s][kk], bs[s][kk], row0, col0);
+      outer_product(acc, fa, fb);
     }
     if (more) {
-      stash(s ^ 1);
+      stash(staged, as[s ^ 1], bs[s ^ 1], t, trans);
       __syncthreads();
       s ^= 1;
     }
   }
+#endif
 #pragma unroll
   for (int q = 0; q < TN; ++q)
 #pragma unroll
     for (int r = 0; r < TM; ++r)
-      store_c(c, ldc, m, n, bm + tr + r * (BM / TM), bn + tc + q * (BN / TN), acc[r][q],
-              alpha, beta);
+      store_c(c, ldc, m, n, bm + r / SUB_M * (BM * SUB_M / TM) + row0 + r % SUB_M,
+              bn + q / SUB_N * (BN * SUB_N / TN) + col0 + q % SUB_N, acc[r][q], alpha, beta);
 }
 
 #else
 // -- the tensor-core kernel -------------------------------------------------------------------
 // WM x WN warps; warp (wm, wn) computes the (BM / WM) x (BN / WN) part of the block tile as
-// MT x NTL tiles of mma.sync.m16n8k16 (f32 accumulators). Shared tiles keep k contiguous:
-// as[i][p] = op(A)(i, p), bs[j][p] = op(B)(p, j), which is the order the A (.row) and B (.col)
-// fragments pack two elements per register in; rows are padded by 8 elements against bank
-// conflicts. Fragment layouts: PTX ISA 9.7.14.5.8 (m16n8k16 with .f16 / .bf16).
+// MT x NTL tiles of mma.sync.m16n8k16 (f32 accumulators). Shared tiles keep the stored
+// matrices' contiguous dimension (k for op(A) transposed / op(B) not, rows of A or columns of
+// B otherwise) in 16-byte chunks of 8 elements, so that global memory is copied to them
+// unchanged: with cp.async (VEC: 16-byte aligned) in a STAGES-deep pipeline, else element by
+// element with zero fill. ldmatrix.x4 gathers the mma fragments, with .trans where the tile
+// holds the other dimension contiguous. Chunks are placed XOR-swizzled in their row (swz) so
+// that the 8 rows an ldmatrix matrix reads fall in 8 different bank groups.
+// Fragment layouts: PTX ISA 9.7.14.5.8 (m16n8k16 .f16 / .bf16), 9.7.14.5.15 (ldmatrix).
+
+#ifndef STAGES
+#define STAGES 3
+#endif
 
 #define NTHREADS (WM * WN * 32)
 #define WTM (BM / WM)
 #define WTN (BN / WN)
 #define MT (WTM / 16)
 #define NTL (WTN / 8)
-#define PITCH (BK + 8)
-#define A_CHUNKS (BM * BK / 8 / NTHREADS)   // 8-element chunks each thread loads
+#define A_CHUNKS (BM * BK / 8 / NTHREADS)   // 8-element chunks each thread moves a k-step
 #define B_CHUNKS (BN * BK / 8 / NTHREADS)
+#define A_TILE (BM * BK)                    // elements of one stage's A tile
+#define STAGE_ELEMS ((BM + BN) * BK)
 
 struct Chunk { u16 v[8]; };
 
-// Chunk e of the tile: 8 consecutive elements along the stored matrix's contiguous
-// dimension, loaded as one 16-byte vector where VEC allows and all 8 are inside.
-__device__ __forceinline__ void load_chunk_a(const In *a, int lda, int m, int k, int bm, int k0,
-                                             int e, Chunk &out, int trans) {
-  int i, p;
-  if (TA) { p = (e % (BK / 8)) * 8; i = e / (BK / 8); }   // contiguous along k
-  else { i = (e % (BM / 8)) * 8; p = e / (BM / 8); }           // contiguous along rows
-  int gi = bm + i, gp = k0 + p;
-  if (VEC && (TA ? (gi < m && gp + 7 < k) : (gi + 7 < m && gp < k))) {
-    const In *src = TA ? a + gp + (long long)gi * lda : a + gi + (long long)gp * lda;
-    *(uint4 *)out.v = *(const uint4 *)src;
-    return;
-  }
-#pragma unroll
-  for (int x = 0; x < 8; ++x)
-    out.v[x] = TA ? load_a(a, lda, m, k, gi, gp + x, trans) : load_a(a, lda, m, k, gi + x, gp, trans);
+// The element offset of chunk `c` (8 elements along the contiguous dimension) of row `r` in
+// a tile whose rows hold `cpr` chunks: the chunk index is XORed with bits of the row so that
+// the same chunk of 8 consecutive rows lands in 8 different 16-byte bank groups.
+__device__ __forceinline__ int swz(int r, int c, int cpr) {
+  const int f = cpr >= 8 ? (r & 7) : ((r / (8 / cpr)) & (cpr - 1));
+  return (r * cpr + (c ^ f)) * 8;
 }
-__device__ __forceinline__ void load_chunk_b(const In *b, int ldb, int k, int n, int k0, int bn,
-                                             int e, Chunk &out, int trans) {
-  int p, j;
-  if (TB) { j = (e % (BN / 8)) * 8; p = e / (BN / 8); }   // contiguous along columns
-  else { p = (e % (BK / 8)) * 8; j = e / (BK / 8); }           // contiguous along k
-  int gp = k0 + p, gj = bn + j;
-  if (VEC && (TB ? (gp < k && gj + 7 < n) : (gp + 7 < k && gj < n))) {
-    const In *src = TB ? b + gj + (long long)gp * ldb : b + gp + (long long)gj * ldb;
-    *(uint4 *)out.v = *(const uint4 *)src;
-    return;
+
+__device__ __forceinline__ u32 shared_address(const void *p) {
+  return (u32)__cvta_generic_to_shared(p);
+}
+
+// One 16-byte chunk from global to shared memory: cp.async of its `bytes` valid bytes
+// (the rest zero-filled), or element-wise where the data are not 16-byte aligned.
+__device__ __forceinline__ void copy_chunk(u16 *dst, const In *src, int valid, bool inside) {
+#if VEC
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
+               :: "r"(shared_address(dst)), "l"(src), "r"(inside ? min(valid, 8) * 2 : 0));
+#else
+  Chunk v;
+#pragma unroll
+  for (int x = 0; x < 8; ++x) v.v[x] = inside && x < valid ? src[x] : (u16)0;
+  *(uint4 *)dst = *(uint4 *)v.v;
+#endif
+}
+
+// Stage `st`'s tiles for the k-step at k0. A's tile is BM x BK as [i][p] (k contiguous) when
+// op(A) is transposed, else [p][i]; B's is BN x BK as [j][p] when op(B) is not transposed,
+// else [p][j]. Without VEC the strided element loads follow the same chunk order.
+__device__ __forceinline__ void load_stage(u16 *smem, int st, const In *a, int lda,
+                                           const In *b, int ldb, int m, int n, int k, int bm,
+                                           int bn, int k0, int t, int trans) {
+  u16 *as = smem + st * STAGE_ELEMS, *bs = as + A_TILE;
+#pragma unroll
+  for (int x = 0; x < A_CHUNKS; ++x) {
+    const int e = t + x * NTHREADS;
+    if (TA) {   // rows i, chunks along k
+      const int i = e / (BK / 8), c = e % (BK / 8), gi = bm + i, gp = k0 + c * 8;
+      copy_chunk(as + swz(i, c, BK / 8), a + gp + (long long)gi * lda, k - gp,
+                 gi < m && gp < k);
+    } else {    // rows p, chunks along i
+      const int p = e / (BM / 8), c = e % (BM / 8), gi = bm + c * 8, gp = k0 + p;
+      copy_chunk(as + swz(p, c, BM / 8), a + gi + (long long)gp * lda, m - gi,
+                 gp < k && gi < m);
+    }
   }
 #pragma unroll
-  for (int x = 0; x < 8; ++x)
-    out.v[x] = TB ? load_b(b, ldb, k, n, gp, gj + x, trans) : load_b(b, ldb, k, n, gp + x, gj, trans);
+  for (int x = 0; x < B_CHUNKS; ++x) {
+    const int e = t + x * NTHREADS;
+    if (TB) {   // rows p, chunks along j
+      const int p = e / (BN / 8), c = e % (BN / 8), gj = bn + c * 8, gp = k0 + p;
+      copy_chunk(bs + swz(p, c, BN / 8), b + gj + (long long)gp * ldb, n - gj,
+                 gp < k && gj < n);
+    } else {    // rows j, chunks along k
+      const int j = e / (BK / 8), c = e % (BK / 8), gj = bn + j, gp = k0 + c * 8;
+      copy_chunk(bs + swz(j, c, BK / 8), b + gp + (long long)gj * ldb, k - gp,
+                 gj < n && gp < k);
+    }
+  }
+}
+
+__device__ __forceinline__ void ldmatrix_x4(u32 *r, const u16 *p, bool trans) {
+  if (trans)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(shared_address(p)));
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(shared_address(p)));
 }
 
 #if IN_KIND == 3
@@ -330,50 +482,51 @@ __device__ __forceinline__ void mma_16816(float *d, const u32 *fa, const u32 *fb
                : "r"(fa[0]), "r"(fa[1]), "r"(fa[2]), "r"(fa[3]), "r"(fb[0]), "r"(fb[1]));
 }
 
+// The warp's fragments of one k-step of 16 from stage tiles `as`, `bs`: lane l addresses
+// row l % 8 of matrix l / 8 of each ldmatrix.x4. A's four matrices are a0..a3 of the
+// fragment (rows +0/+8, k +0/+8); B's are b0, b1 of n-tile y and of y + 1.
+__device__ __forceinline__ void load_fragments(u32 (*fa)[4], u32 (*fb)[2], const u16 *as,
+                                               const u16 *bs, int kk, int wm, int wn,
+                                               int lane, int trans) {
+  const int q = lane / 8, r = lane % 8;
+#pragma unroll
+  for (int x = 0; x < MT; ++x) {
+    const int i = wm * WTM + x * 16 + (q & 1) * 8, p = kk + (q >> 1) * 8;
+    if (TA) ldmatrix_x4(fa[x], as + swz(i + r, p / 8, BK / 8), false);
+    else ldmatrix_x4(fa[x], as + swz(p + r, i / 8, BM / 8), true);
+  }
+#pragma unroll
+  for (int y = 0; y < NTL; y += 2) {
+    const int j = wn * WTN + y * 8 + (q >> 1) * 8, p = kk + (q & 1) * 8;
+    u32 v[4];
+    if (TB) ldmatrix_x4(v, bs + swz(p + r, j / 8, BN / 8), true);
+    else ldmatrix_x4(v, bs + swz(j + r, p / 8, BK / 8), false);
+    fb[y][0] = v[0]; fb[y][1] = v[1]; fb[y + 1][0] = v[2]; fb[y + 1][1] = v[3];
+  }
+}
+
+__device__ __forceinline__ void multiply(float (*acc)[NTL][4], const u32 (*fa)[4],
+                                         const u32 (*fb)[2]) {
+#pragma unroll
+  for (int x = 0; x < MT; ++x)
+#pragma unroll
+    for (int y = 0; y < NTL; ++y) mma_16816(acc[x][y], fa[x], fb[y]);
+}
+
 extern "C" __global__ void __launch_bounds__(NTHREADS)
 ptxport_gemm(int m, int n, int k, float alpha, const In *a, int lda, long long stride_a,
              const In *b, int ldb, long long stride_b, float beta, Out *c, int ldc,
              long long stride_c, int trans) {
-  __shared__ __align__(16) u16 as[2][BM][PITCH];
-  __shared__ __align__(16) u16 bs[2][BN][PITCH];
+  // STAGES x (A tile, B tile): the host passes their size as the launch's dynamic shared memory
+  extern __shared__ __align__(128) u16 smem[];
   const int t = threadIdx.x, warp = t / 32, lane = t % 32;
   const int wm = warp % WM, wn = warp / WM, g = lane / 4, tig = lane % 4;
-  const int bm = blockIdx.x * BM, bn = blockIdx.y * BN;
+  int tile_m, tile_n;
+  block_tile(tile_m, tile_n);
+  const int bm = tile_m * BM, bn = tile_n * BN;
   a += blockIdx.z * stride_a;
   b += blockIdx.z * stride_b;
   c += blockIdx.z * stride_c;
-
-  Chunk ra[A_CHUNKS], rb[B_CHUNKS];
-  auto fetch = [&](int k0) {
-#pragma unroll
-    for (int x = 0; x < A_CHUNKS; ++x) load_chunk_a(a, lda, m, k, bm, k0, t + x * NTHREADS, ra[x], trans);
-#pragma unroll
-    for (int x = 0; x < B_CHUNKS; ++x) load_chunk_b(b, ldb, k, n, k0, bn, t + x * NTHREADS, rb[x], trans);
-  };
-  auto stash = [&](int s) {
-#pragma unroll
-    for (int x = 0; x < A_CHUNKS; ++x) {
-      int e = t + x * NTHREADS;
-      if (TA) {
-        *(uint4 *)&as[s][e / (BK / 8)][(e % (BK / 8)) * 8] = *(uint4 *)ra[x].v;
-      } else {
-        int i = (e % (BM / 8)) * 8, p = e / (BM / 8);
-#pragma unroll
-        for (int y = 0; y < 8; ++y) as[s][i + y][p] = ra[x].v[y];
-      }
-    }
-#pragma unroll
-    for (int x = 0; x < B_CHUNKS; ++x) {
-      int e = t + x * NTHREADS;
-      if (TB) {
-        int j = (e % (BN / 8)) * 8, p = e / (BN / 8);
-#pragma unroll
-        for (int y = 0; y < 8; ++y) bs[s][j + y][p] = rb[x].v[y];
-      } else {
-        *(uint4 *)&bs[s][e / (BK / 8)][(e % (BK / 8)) * 8] = *(uint4 *)rb[x].v;
-      }
-    }
-  };
 
   const float zero = (float)(m < 0);   // not a constant: see the SIMT kernel
   float acc[MT][NTL][4];
@@ -384,41 +537,33 @@ ptxport_gemm(int m, int n, int k, float alpha, const In *a, int lda, long long s
 #pragma unroll
       for (int z = 0; z < 4; ++z) acc[x][y][z] = zero;
 
-  fetch(0);
-  stash(0);
-  __syncthreads();
-  int s = 0;
-  for (int k0 = 0; k0 < k; k0 += BK) {
-    const bool more = k0 + BK < k;
-    if (more) fetch(k0 + BK);
+  // k-step kt lives in stage kt % STAGES; STAGES - 1 steps are in flight while one is
+  // multiplied. Every step commits one cp.async group (empty past the end) so that
+  // wait_group STAGES - 2 always means "step kt has landed".
+  const int steps = (k + BK - 1) / BK;
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < steps) load_stage(smem, s, a, lda, b, ldb, m, n, k, bm, bn, s * BK, t, trans);
+    asm volatile("cp.async.commit_group;");
+  }
+  for (int kt = 0; kt < steps; ++kt) {
+    asm volatile("cp.async.wait_group %0;" :: "n"(STAGES - 2));
+    __syncthreads();   // step kt visible to all; step kt - 1's stage free to refill
+    const u16 *as = smem + (kt % STAGES) * STAGE_ELEMS, *bs = as + A_TILE;
 #pragma unroll
     for (int kk = 0; kk < BK; kk += 16) {
+      if (kk == (LATE ? 16 : 0)) {   // the copies of step kt + STAGES - 1
+        const int next = kt + STAGES - 1;
+        if (next < steps)
+          load_stage(smem, next % STAGES, a, lda, b, ldb, m, n, k, bm, bn, next * BK, t, trans);
+        asm volatile("cp.async.commit_group;");
+      }
       u32 fa[MT][4], fb[NTL][2];
-#pragma unroll
-      for (int x = 0; x < MT; ++x) {
-        const int r = wm * WTM + x * 16 + g;
-        fa[x][0] = *(const u32 *)&as[s][r][kk + tig * 2];
-        fa[x][1] = *(const u32 *)&as[s][r + 8][kk + tig * 2];
-        fa[x][2] = *(const u32 *)&as[s][r][kk + tig * 2 + 8];
-        fa[x][3] = *(const u32 *)&as[s][r + 8][kk + tig * 2 + 8];
-      }
-#pragma unroll
-      for (int y = 0; y < NTL; ++y) {
-        const int col = wn * WTN + y * 8 + g;
-        fb[y][0] = *(const u32 *)&bs[s][col][kk + tig * 2];
-        fb[y][1] = *(const u32 *)&bs[s][col][kk + tig * 2 + 8];
-      }
-#pragma unroll
-      for (int x = 0; x < MT; ++x)
-#pragma unroll
-        for (int y = 0; y < NTL; ++y) mma_16816(acc[x][y], fa[x], fb[y]);
-    }
-    if (more) {
-      stash(s ^ 1);
-      __syncthreads();
-      s ^= 1;
+      load_fragments(fa, fb, as, bs, kk, wm, wn, lane, trans);
+      multiply(acc, fa, fb);
     }
   }
+  asm volatile("cp.async.wait_all;");
 #pragma unroll
   for (int x = 0; x < MT; ++x)
 #pragma unroll
