@@ -179,15 +179,25 @@ def _tree_digest(tree: Path) -> bytes:
 
 
 CUDA12_COMPAT = ROOT / "benchmarks" / "c" / "llmc" / "llmc_cuda12.h"
-_HEADER_WHEELS = {"nvtx3/nvToolsExt.h": "nvidia-nvtx",
-                  "cuda_profiler_api.h": "nvidia-cuda-profiler-api"}
+# Headers that llm.c's bf16 programs include (llmc/cuda_common.h) and that only NVIDIA's
+# header wheels ship, into the nvcc wheel's include/ (both are in ptxport's test extra).
+HEADER_WHEELS = {"nvtx3/nvToolsExt.h": "nvidia-nvtx",
+                 "cuda_profiler_api.h": "nvidia-cuda-profiler-api"}
 
 
-def _hint(log: str) -> str:
-    """What to install when nvcc missed a header that one of NVIDIA's wheels ships."""
-    missing = [wheel for header, wheel in _HEADER_WHEELS.items() if f"{header}: No such" in log]
-    return (f"\nhint: install the {' and '.join(missing)} wheel(s) (headers into the nvcc "
-            "wheel's include/), or pass --include DIR" if missing else "")
+def missing_header_wheels(root: Path, includes: list[Path]) -> str:
+    """Why the bf16 programs cannot build here ("" when they can): which of HEADER_WHEELS
+    is not installed, named with its header and how to install it."""
+    directories = [root / "include", *includes]
+    missing = [(header, wheel) for header, wheel in HEADER_WHEELS.items()
+               if not any((d / header).is_file() for d in directories)]
+    if not missing:
+        return ""
+    wheels = " ".join(wheel for _, wheel in missing)
+    found = ", ".join(f"{header} (the {wheel} wheel)" for header, wheel in missing)
+    return (f"llm.c's bf16 programs include {found}, not found in {root / 'include'}"
+            f"{' nor in --include' if includes else ''}: pip install {wheels} (or "
+            "pip install -e '.[test]'), or pass --include DIR with those headers")
 
 
 def build_cuda(name: str, tree: Path, out: Path, includes: list[Path]) -> tuple[Path | None, str]:
@@ -203,6 +213,8 @@ def build_cuda(name: str, tree: Path, out: Path, includes: list[Path]) -> tuple[
         prebuilt = out / name
         return (prebuilt, "") if prebuilt.is_file() else (None, f"cannot build here: {e}")
     source, precision = PROGRAMS[name]
+    if precision and (missing := missing_header_wheels(root, includes)):
+        return None, missing
     include = harness.CUBLAS_INCLUDE
     flags = [*NVCC_FLAGS, *precision, "-include", str(CUDA12_COMPAT),
              *(f"-I{d.resolve()}" for d in includes), f"-I{include}"]
@@ -218,7 +230,7 @@ def build_cuda(name: str, tree: Path, out: Path, includes: list[Path]) -> tuple[
         if done.returncode != 0:
             log = done.stdout + done.stderr
             errors = [line for line in log.splitlines() if "error" in line]
-            return None, "\n".join(errors[:20])[-3000:] + _hint(log)
+            return None, "\n".join(errors[:20])[-3000:]
     shutil.copy2(binary, out / name)   # for --llmc runs on a machine without the wheels
     return binary, ""
 
