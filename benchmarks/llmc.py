@@ -432,6 +432,23 @@ def print_report(runs: list[Run], reference: dict, cfg: Config) -> None:
                   f" tok/s: ratio {run.tokens_per_s / ref.tokens_per_s:.2f}")
         if run.status != "ok" or run.passed is False:
             print("      " + run.tail.strip().replace("\n", "\n      ")[-1500:])
+    print_summary(runs, reference)
+
+
+def print_summary(runs: list[Run], reference: dict) -> None:
+    """One line per run: device, program, verdict, max relative error of the losses against
+    the C reference, tokens/s (trainers) and the ratio to train_gpt2.c on the same cores."""
+    print(f"\n{'device':9s} {'program':17s} {'result':6s} {'max rel err':>11s} {'tok/s':>9s} "
+          f"{'C tok/s':>9s} {'ratio':>6s}")
+    for run in runs:
+        ref = reference.get(run.program)
+        ref_rate = ref.tokens_per_s if isinstance(ref, Run) else None
+        error = f"{run.max_relative_error:.1e}" if run.max_relative_error is not None else "-"
+        rate = f"{run.tokens_per_s:,.0f}" if run.tokens_per_s else "-"
+        ratio = f"{run.tokens_per_s / ref_rate:.2f}" if run.tokens_per_s and ref_rate else "-"
+        verdict = {True: "PASS", False: "FAIL", None: "-"}[run.passed]
+        print(f"{run.device:9s} {run.program:17s} {verdict:6s} {error:>11s} {rate:>9s} "
+              f"{f'{ref_rate:,.0f}' if ref_rate else '-':>9s} {ratio:>6s}")
 
 
 def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
