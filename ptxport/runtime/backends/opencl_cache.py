@@ -1,9 +1,10 @@
 """The opencl backend's on-disk caches (ptxport.cache), so that a program's second run does
 not compile its kernels again:
 
-- "spirv": a kernel's SPIR-V module and layout, keyed by its module's PTX text, the kernel's
-  name, whether bounds checks are compiled in, and ptxport's code (code_fingerprint: any
-  edit to ptxport makes new keys). Modules built in memory (no PTX text) are not stored.
+- "spirv": a kernel's SPIR-V module and layout, keyed by its module's PTX text (not its
+  name), the kernel's name, whether bounds checks are compiled in, and ptxport's code
+  (code_fingerprint: any edit to ptxport makes new keys). Modules built in memory (no PTX
+  text) are not stored.
 - "opencl-binary": what the OpenCL runtime built of a SPIR-V module for a device
   (CL_PROGRAM_BINARIES), keyed by the SPIR-V and the device, driver and platform versions.
   Intel's CPU runtime takes seconds to a minute per large kernel (llm.c's, the portable
@@ -36,8 +37,9 @@ def spirv_key(module: Module, kernel: str, bounds_checks: bool) -> str | None:
     """The SPIR-V cache key of `kernel` of `module`; None for a module without PTX text."""
     if module.source is None:
         return None
-    parts = (_FORMAT, module.source.name, module.source.text, kernel, str(bounds_checks),
-             code_fingerprint())
+    # not the source's name (`ptxport run` names a program's PTX after its file): the SPIR-V
+    # does not depend on it, and a program rebuilt with the same PTX finds its kernels
+    parts = (_FORMAT, module.source.text, kernel, str(bounds_checks), code_fingerprint())
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
