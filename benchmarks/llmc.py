@@ -235,10 +235,22 @@ def build_cuda(name: str, tree: Path, out: Path, includes: list[Path]) -> tuple[
     return binary, ""
 
 
+def _host_cpu() -> str:
+    """The host CPU's model and feature flags (what -march=native compiles for)."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return platform.processor() or platform.machine()
+    return "\n".join(dict.fromkeys(line for line in lines
+                                   if line.startswith(("model name", "flags", "Features"))))
+
+
 def build_reference(tree: Path, out: Path) -> Path:
     source = ROOT / "benchmarks" / "c" / "llmc" / "llmc_reference.c"
     flags = ["-O3", "-march=native", "-fopenmp", "-DOMP", f"-I{tree}"]
-    key = _digest(_tree_digest(tree), source.read_bytes(), " ".join(flags).encode())
+    # -march=native: a binary carried to another machine (--build-only) is not its build
+    key = _digest(_tree_digest(tree), source.read_bytes(), " ".join(flags).encode(),
+                  _host_cpu().encode())
     binary = out / f"llmc_reference-{key}"
     if not binary.is_file():
         subprocess.run(["gcc", *flags, str(source), "-lm", "-o", str(binary)], check=True,
