@@ -179,15 +179,25 @@ def _tree_digest(tree: Path) -> bytes:
 
 
 CUDA12_COMPAT = ROOT / "benchmarks" / "c" / "llmc" / "llmc_cuda12.h"
-_HEADER_WHEELS = {"nvtx3/nvToolsExt.h": "nvidia-nvtx",
-                  "cuda_profiler_api.h": "nvidia-cuda-profiler-api"}
+# Headers that llm.c's bf16 programs include (llmc/cuda_common.h) and that only NVIDIA's
+# header wheels ship, into the nvcc wheel's include/ (both are in ptxport's test extra).
+HEADER_WHEELS = {"nvtx3/nvToolsExt.h": "nvidia-nvtx",
+                 "cuda_profiler_api.h": "nvidia-cuda-profiler-api"}
 
 
-def _hint(log: str) -> str:
-    """What to install when nvcc missed a header that one of NVIDIA's wheels ships."""
-    missing = [wheel for header, wheel in _HEADER_WHEELS.items() if f"{header}: No such" in log]
-    return (f"\nhint: install the {' and '.join(missing)} wheel(s) (headers into the nvcc "
-            "wheel's include/), or pass --include DIR" if missing else "")
+def missing_header_wheels(root: Path, includes: list[Path]) -> str:
+    """Why the bf16 programs cannot build here ("" when they can): which of HEADER_WHEELS
+    is not installed, named with its header and how to install it."""
+    directories = [root / "include", *includes]
+    missing = [(header, wheel) for header, wheel in HEADER_WHEELS.items()
+               if not any((d / header).is_file() for d in directories)]
+    if not missing:
+        return ""
+    wheels = " ".join(wheel for _, wheel in missing)
+    found = ", ".join(f"{header} (the {wheel} wheel)" for header, wheel in missing)
+    return (f"llm.c's bf16 programs include {found}, not found in {root / 'include'}"
+            f"{' nor in --include' if includes else ''}: pip install {wheels} (or "
+            "pip install -e '.[test]'), or pass --include DIR with those headers")
 
 
 def build_cuda(name: str, tree: Path, out: Path, includes: list[Path]) -> tuple[Path | None, str]:
@@ -203,6 +213,8 @@ def build_cuda(name: str, tree: Path, out: Path, includes: list[Path]) -> tuple[
         prebuilt = out / name
         return (prebuilt, "") if prebuilt.is_file() else (None, f"cannot build here: {e}")
     source, precision = PROGRAMS[name]
+    if precision and (missing := missing_header_wheels(root, includes)):
+        return None, missing
     include = harness.CUBLAS_INCLUDE
     flags = [*NVCC_FLAGS, *precision, "-include", str(CUDA12_COMPAT),
              *(f"-I{d.resolve()}" for d in includes), f"-I{include}"]
@@ -218,15 +230,27 @@ def build_cuda(name: str, tree: Path, out: Path, includes: list[Path]) -> tuple[
         if done.returncode != 0:
             log = done.stdout + done.stderr
             errors = [line for line in log.splitlines() if "error" in line]
-            return None, "\n".join(errors[:20])[-3000:] + _hint(log)
+            return None, "\n".join(errors[:20])[-3000:]
     shutil.copy2(binary, out / name)   # for --llmc runs on a machine without the wheels
     return binary, ""
+
+
+def _host_cpu() -> str:
+    """The host CPU's model and feature flags (what -march=native compiles for)."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return platform.processor() or platform.machine()
+    return "\n".join(dict.fromkeys(line for line in lines
+                                   if line.startswith(("model name", "flags", "Features"))))
 
 
 def build_reference(tree: Path, out: Path) -> Path:
     source = ROOT / "benchmarks" / "c" / "llmc" / "llmc_reference.c"
     flags = ["-O3", "-march=native", "-fopenmp", "-DOMP", f"-I{tree}"]
-    key = _digest(_tree_digest(tree), source.read_bytes(), " ".join(flags).encode())
+    # -march=native: a binary carried to another machine (--build-only) is not its build
+    key = _digest(_tree_digest(tree), source.read_bytes(), " ".join(flags).encode(),
+                  _host_cpu().encode())
     binary = out / f"llmc_reference-{key}"
     if not binary.is_file():
         subprocess.run(["gcc", *flags, str(source), "-lm", "-o", str(binary)], check=True,
@@ -420,6 +444,23 @@ def print_report(runs: list[Run], reference: dict, cfg: Config) -> None:
                   f" tok/s: ratio {run.tokens_per_s / ref.tokens_per_s:.2f}")
         if run.status != "ok" or run.passed is False:
             print("      " + run.tail.strip().replace("\n", "\n      ")[-1500:])
+    print_summary(runs, reference)
+
+
+def print_summary(runs: list[Run], reference: dict) -> None:
+    """One line per run: device, program, verdict, max relative error of the losses against
+    the C reference, tokens/s (trainers) and the ratio to train_gpt2.c on the same cores."""
+    print(f"\n{'device':9s} {'program':17s} {'result':6s} {'max rel err':>11s} {'tok/s':>9s} "
+          f"{'C tok/s':>9s} {'ratio':>6s}")
+    for run in runs:
+        ref = reference.get(run.program)
+        ref_rate = ref.tokens_per_s if isinstance(ref, Run) else None
+        error = f"{run.max_relative_error:.1e}" if run.max_relative_error is not None else "-"
+        rate = f"{run.tokens_per_s:,.0f}" if run.tokens_per_s else "-"
+        ratio = f"{run.tokens_per_s / ref_rate:.2f}" if run.tokens_per_s and ref_rate else "-"
+        verdict = {True: "PASS", False: "FAIL", None: "-"}[run.passed]
+        print(f"{run.device:9s} {run.program:17s} {verdict:6s} {error:>11s} {rate:>9s} "
+              f"{f'{ref_rate:,.0f}' if ref_rate else '-':>9s} {ratio:>6s}")
 
 
 def parse_arguments(argv: list[str] | None) -> argparse.Namespace:

@@ -23,7 +23,9 @@ properties say unified_addressing for the first):
   offset into it, which the kernel adds to the buffer's real address. Addresses stored in
   device memory or inside structure arguments are not translated, so kernels must get their
   pointers as parameters (a structure argument holding an address is refused).
-Work is done in stream order: every hook waits for what it enqueued.
+Work is done in stream order: every hook waits for what it enqueued. Kernels' SPIR-V and what
+the OpenCL runtime builds of it are kept on disk (opencl_cache.py), so that a program's second
+run compiles nothing.
 
 Kernels check their memory accesses (the SPIR-V target's spirv_checks.py): each launch gives
 the kernel a checks buffer with the table of the device's allocations ("svm"; none on
@@ -65,7 +67,6 @@ import os
 import sys
 import tempfile
 import threading
-import warnings
 from bisect import bisect_right
 from dataclasses import dataclass, field, replace
 from functools import cache
@@ -469,13 +470,18 @@ class Backend(BackendBase):
 
     def compile(self, module: Module, kernels: list[str]) -> dict[str, OpenclKernelBinary]:
         from ptxport.codegen.targets.spirv import compile_module, variable_block
+        from ptxport.runtime.backends import opencl_cache
 
         binaries = {}
         variables = variable_block(module)
         for name in kernels:  # one SPIR-V module each: a kernel LLVM fails on fails alone
-            spirv, layouts = compile_module(module, [name], self._bounds_checks)
-            binaries[name] = OpenclKernelBinary(name, spirv, layouts[name], {}, module.lines,
-                                                variables)
+            key = opencl_cache.spirv_key(module, name, self._bounds_checks)
+            stored = opencl_cache.load_spirv(key)
+            if stored is None:
+                spirv, layouts = compile_module(module, [name], self._bounds_checks)
+                stored = spirv, layouts[name]
+                opencl_cache.store_spirv(key, *stored)
+            binaries[name] = OpenclKernelBinary(name, *stored, {}, module.lines, variables)
         return binaries
 
     def module_global(self, ordinal: int, module: Module, name: str) -> tuple[int, int]:
@@ -505,11 +511,11 @@ class Backend(BackendBase):
                 "(cl_khr_fp64)")
         program = binary.programs.get(ordinal)
         if program is None:
+            from ptxport.runtime.backends.opencl_cache import build_program
+
             context, _ = self._context(ordinal)
             try:
-                with warnings.catch_warnings():  # the build log of a successful build
-                    warnings.simplefilter("ignore", cl.CompilerWarning)
-                    program = cl.Program(context, binary.spirv).build()
+                program = build_program(cl, context, self._devices[ordinal], binary.spirv)
             except cl.Error as e:
                 raise CompileError(f"opencl:{ordinal} refused ptxport's SPIR-V for "
                                    f"{binary.name}", str(e)) from None

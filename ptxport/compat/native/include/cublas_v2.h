@@ -34,6 +34,8 @@ typedef enum {
     CUBLAS_STATUS_LICENSE_ERROR = 16
 } cublasStatus_t;
 
+/* cuBLAS's own name for CUDA's data types (NVIDIA's cublas_api.h; llm.c's matmul.cuh uses it) */
+typedef cudaDataType cublasDataType_t;
 typedef enum { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1, CUBLAS_OP_C = 2 } cublasOperation_t;
 typedef enum { CUBLAS_POINTER_MODE_HOST = 0, CUBLAS_POINTER_MODE_DEVICE = 1 } cublasPointerMode_t;
 typedef enum { CUBLAS_ATOMICS_NOT_ALLOWED = 0, CUBLAS_ATOMICS_ALLOWED = 1 } cublasAtomicsMode_t;
