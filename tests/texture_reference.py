@@ -226,21 +226,23 @@ def _two_sum(a, b):
 
 def weights(q: np.ndarray, axes: int) -> dict:
     """{corner: (n,) integer weight of 256} of the 2 x 2 (x 2) texels around a sample whose
-    fractions are q (n, 3), 8-bit fixed point. A bilinear weight rounds q_x q_y / 256 to
-    nearest (ties up) and gives the others what is left of q_x, q_y and 256; a trilinear one
-    takes the bilinear weights of x and z and splits each between y0 and y1, rounding
-    w q_y / 256 to nearest even. Corner bit k is the upper texel on axis k."""
-    def bilinear(qa, qb, a, b):
-        both = np.floor(qa * qb / 256 + 0.5)
-        return {0: 256 - qa - qb + both, 1 << a: qa - both, 1 << b: qb - both,
-                (1 << a) | (1 << b): both}
-    if axes == 2:
-        return bilinear(q[:, 0], q[:, 1], 0, 1)
+    fractions are q (n, 3), 8-bit fixed point. Each z slice's weight Z (256 - q_z, q_z; 256 in
+    2D) is split between x0 and x1, X1 = Z q_x / 256, and each of those between y0 and y1:
+    X1 gives its y1 corner X1 q_y / 256, X0 its y0 corner X0 (256 - q_y) / 256, every share
+    rounded to nearest with ties up; the sibling takes what is left, so the diagonal corners
+    (x0, y0) and (x1, y1) are the rounded ones. Corner bit k is the upper texel on axis k."""
+    def share(whole, fraction):
+        return np.floor(whole * fraction / 256 + 0.5)
     out = {}
-    for corner, w in bilinear(q[:, 0], q[:, 2], 0, 2).items():
-        upper = np.round(w * q[:, 1] / 256)
-        out[corner], out[corner | 2] = w - upper, upper
-    return out
+    slices = ((0, 256 - q[:, 2]), (4, q[:, 2])) if axes == 3 else ((0, np.full(len(q), 256.0)),)
+    for z, whole in slices:
+        x1 = share(whole, q[:, 0])
+        x0 = whole - x1
+        out[z | 3] = share(x1, q[:, 1])
+        out[z | 1] = x1 - out[z | 3]
+        out[z] = share(x0, 256 - q[:, 1])
+        out[z | 2] = x0 - out[z]
+    return dict(sorted(out.items()))
 
 
 # Float texels are filtered after each z slice's are cut to a common exponent: toward zero

@@ -220,30 +220,26 @@ static __device__ double texel_coordinate(const Descriptor *d, float c, int dim)
     return cut * (double)d->size[dim];
 }
 
-// n / 256 rounded to nearest, ties to even (n >= 0).
-static __device__ int div256_even(int n) {
-    int r = n >> 8, rest = n & 255;
-    return rest > 128 || (rest == 128 && (r & 1)) ? r + 1 : r;
+// whole * fraction / 256 rounded to nearest, ties up (both >= 0).
+static __device__ int share(int whole, int fraction) {
+    return (whole * fraction + 128) >> 8;
 }
 
 // Integer weights of 256 (w[corner], bit k of corner: the upper texel along axis k) from the
-// 8-bit fractions q, as an H100 makes them. Bilinear: q_x q_y / 256 rounded to nearest (ties
-// up) for the upper corner, the rest of q_x, q_y and 256 for the others. Trilinear: the
-// bilinear weights of x and z, each split between y0 and y1 by w q_y / 256 rounded to nearest
-// even (the weights are not separable).
+// 8-bit fractions q, as an H100 makes them. Each z slice's weight Z (256 - q_z and q_z; 256
+// in 2D) is split between x0 and x1, X1 = Z q_x / 256, and each of those between y0 and y1:
+// X1 gives its y1 corner X1 q_y / 256, X0 its y0 corner X0 (256 - q_y) / 256, every share
+// rounded to nearest with ties up and the sibling taking the rest (so the diagonal corners
+// are the rounded ones; the weights are not separable).
 static __device__ void weights(const int *q, int axes, int *w) {
-    int b = axes == 2 ? 1 : 2;
-    int both = (q[0] * q[b] + 128) >> 8;
-    int plane[4] = {256 - q[0] - q[b] + both, q[0] - both, q[b] - both, both};
-    int corner[4] = {0, 1, 1 << b, 1 | (1 << b)};
-    for (int n = 0; n < 4; ++n) {
-        if (axes == 2) {
-            w[corner[n]] = plane[n];
-            continue;
-        }
-        int upper = div256_even(plane[n] * q[1]);
-        w[corner[n]] = plane[n] - upper;
-        w[corner[n] | 2] = upper;
+    for (int z = 0; z < (axes == 3 ? 2 : 1); ++z) {
+        int whole = axes == 3 ? (z ? q[2] : 256 - q[2]) : 256;
+        int x1 = share(whole, q[0]), x0 = whole - x1;
+        int *slice = w + 4 * z;
+        slice[3] = share(x1, q[1]);
+        slice[1] = x1 - slice[3];
+        slice[0] = share(x0, 256 - q[1]);
+        slice[2] = x0 - slice[0];
     }
 }
 

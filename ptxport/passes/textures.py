@@ -45,7 +45,7 @@ _CLAMP = {"trap": 0, "clamp": 1, "zero": 2}
 _SAMPLER = Path(__file__).with_name("texture_sampler.cu")
 # The SHA-256 of texture_sampler.ptx, written by regenerate(): an edit of the PTX changes this
 # file, and with it the keys of compiled kernels in the caches (which hash ptxport's .py files).
-SAMPLER_DIGEST = "2e0478e2bd9f96f54483f6e32e74e336b66a1c18b7219f97f7afd630ba7147db"
+SAMPLER_DIGEST = "1b8ebb0a1cfd873d0402031314b747af279f9fb8b9bdc49bcf4ea1f3da82c371"
 
 
 def uses_textures(module: ir.Module) -> bool:

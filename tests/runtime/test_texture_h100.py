@@ -1,8 +1,10 @@
 """ptxport's texture sampling against what an H100's texture unit fetched (driver 580):
 benchmarks/data/texture_check_h100.npz holds every fetch of every case of
-tests/texture_reference.py (benchmarks/texture_check.py run --dump), and the reference and
-the sampler on cpu must reproduce them bit for bit, every fetch: the 360 cases of
-1D/2D/3D textures and the 7 cube map cases (4 formats x point/linear).
+tests/texture_reference.py (benchmarks/texture_check.py run --dump), and
+texture_check_h100_seed1.npz the same cases with other texels, coordinates and directions
+(run --seed 1; the file records the seed). The reference and the sampler on cpu must
+reproduce both bit for bit, every fetch: the 360 cases of 1D/2D/3D textures and the 7 cube
+map cases (4 formats x point/linear).
 """
 
 from __future__ import annotations
@@ -16,15 +18,22 @@ import texture_reference as ref
 from ptxport import Device, Program
 from ptxport.frontends import nvrtc
 
-RECORDED = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "texture_check_h100.npz"
+DATA = Path(__file__).resolve().parents[2] / "benchmarks" / "data"
+RECORDINGS = ("texture_check_h100.npz", "texture_check_h100_seed1.npz")
 
 _NVRTC, _NVRTC_WHY = nvrtc.available()
 
 
-@pytest.fixture(scope="module")
-def recorded():
-    with np.load(RECORDED) as data:
-        return dict(data.items())
+@pytest.fixture(scope="module", params=RECORDINGS)
+def recorded(request):
+    """One recording's fetches, with the reference drawing the texels, coordinates and
+    directions of its seed while the tests use it."""
+    with np.load(DATA / request.param) as data:
+        fetches = dict(data.items())
+    seed = ref.SEED
+    ref.SEED = int(fetches.pop("seed", 0))
+    yield fetches
+    ref.SEED = seed
 
 
 def _key(dims, fmt, mode, filt, normalized) -> str:
