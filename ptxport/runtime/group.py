@@ -31,7 +31,7 @@ from ptxport.errors import (
     UnsupportedFeatureError,
 )
 from ptxport.passes.block_writes import field_token
-from ptxport.runtime.group_plan import Plan, identity, merge_buffer, plan_launch
+from ptxport.runtime.group_plan import Plan, changed_ranges, identity, merge_buffer, plan_launch
 
 __all__ = ["DeviceGroup", "GroupBuffer", "GroupPointer", "GroupStream", "GroupStruct",
            "LocalMember", "argument_keys"]
@@ -52,7 +52,9 @@ class LocalMember:
         self._stream = self.device.create_stream()
         self._buffers: dict[int, object] = {}
 
-    def upload(self, key: int, data: np.ndarray) -> None:
+    def upload(self, key: int, data: np.ndarray, version=None) -> None:
+        """Set the member's copy of buffer `key` (`version`: the group buffer's, unused
+        here; a RayMember sends one version's bytes once)."""
         buffer = self._buffers.get(key)
         if buffer is None:
             buffer = self._buffers[key] = self.device.allocate(max(data.size, 1),
@@ -61,19 +63,45 @@ class LocalMember:
             buffer.copy_from(data, stream=self._stream)
         self._stream.sync()
 
+    def _view(self, key: int) -> np.ndarray | None:
+        """The member's copy as host memory, where its device has it (a cpu device)."""
+        view = self._buffers[key]._host_view()
+        return None if view is None else view[:self._buffers[key].size]
+
     def download(self, key: int, ranges=None):
+        view = self._view(key) if ranges is not None else None
+        if view is not None:                 # (only the ranges' bytes are copied)
+            self._stream.sync()
+            return [view[lo:hi].copy() for lo, hi in ranges]
         buffer = self._buffers[key]
         host = np.empty(buffer.size, np.uint8)
         buffer.copy_to(host, stream=self._stream)
         self._stream.sync()
         return host if ranges is None else [host[lo:hi] for lo, hi in ranges]
 
-    def upload_ranges(self, key: int, ranges, data: np.ndarray) -> None:
+    def changes(self, key: int, before: np.ndarray) -> tuple[list, list]:
+        """(ranges, pieces): the member's copy where it may differ from `before` (its
+        contents before the launch), in whole group_plan.CHUNKs."""
+        view = self._view(key)
+        if view is None:
+            view = self.download(key)
+        self._stream.sync()
+        ranges = changed_ranges(before, view)
+        return ranges, [view[lo:hi].copy() for lo, hi in ranges]
+
+    def upload_ranges(self, key: int, ranges, data: np.ndarray, version=None) -> None:
         """Write `data`'s bytes of `ranges` into the member's copy (the rest is current)."""
-        host = self.download(key)
-        for lo, hi in ranges:
-            host[lo:hi] = data[lo:hi]
-        self.upload(key, host)
+        self.write_pieces(key, ranges, [data[lo:hi] for lo, hi in ranges])
+
+    def write_pieces(self, key: int, ranges, pieces) -> None:
+        """Write each piece at its range of the member's copy."""
+        view = self._view(key)
+        host = self.download(key) if view is None else view
+        self._stream.sync()
+        for (lo, hi), piece in zip(ranges, pieces, strict=True):
+            host[lo:hi] = piece
+        if view is None:
+            self.upload(key, host)
 
     def discard(self, key: int) -> None:
         buffer = self._buffers.pop(key, None)
@@ -144,6 +172,7 @@ class GroupBuffer:
         start = -raw.ctypes.data % _ALIGNMENT
         self._host = raw[start:start + size]
         self._valid = {HOST}
+        self._version = 0      # counts the host copy's contents (a RayMember puts each once)
         # member -> byte ranges its copy lacks (it holds the rest), after a "ranges" merge
         self._patch: dict[int, list[tuple[int, int]]] = {}
         self._closed = False
@@ -187,6 +216,7 @@ class GroupBuffer:
         with self._group._lock:
             self._host[:] = self._array(src, "copy_from", False)
             self._valid, self._patch = {HOST}, {}
+            self._version += 1
 
     def copy_to(self, dst=None, *, stream=None) -> np.ndarray:
         """Copy the contents into `dst` (a host array of the buffer's size; a new uint8
@@ -221,6 +251,7 @@ class GroupBuffer:
         """The host's copy was changed in place: the members' copies are stale."""
         with self._group._lock:
             self._valid, self._patch = {HOST}, {}
+            self._version += 1
 
 
 class GroupPointer:
@@ -358,6 +389,7 @@ class DeviceGroup:
         if HOST not in buffer._valid:
             member = min(buffer._valid)
             buffer._host[:] = self.members[member].download(buffer.key)
+            buffer._version += 1
             self._count("bytes_received", buffer.size)
             buffer._valid.add(HOST)
         return buffer._host
@@ -368,10 +400,12 @@ class DeviceGroup:
         content = self._host_copy(buffer) if data is None else data
         patch = buffer._patch.pop(member, None)
         if patch is not None and data is None:
-            self.members[member].upload_ranges(buffer.key, patch, content)
+            self.members[member].upload_ranges(buffer.key, patch, content,
+                                               version=buffer._version)
             self._count("bytes_sent", sum(hi - lo for lo, hi in patch))
         else:
-            self.members[member].upload(buffer.key, content)
+            version = buffer._version if data is None else None
+            self.members[member].upload(buffer.key, content, version=version)
             self._count("bytes_sent", buffer.size)
         buffer._held.add(member)
         if data is None:
@@ -523,8 +557,7 @@ class DeviceGroup:
         def fetch(member, first, grid) -> dict:
             parts = {}
             for key, merge in plan.merges.items():
-                ranges = merge.ranges[member] if merge.mode == "ranges" else None
-                parts[key] = self.members[member].download(key, ranges)
+                parts[key], ranges = self._fetch(member, key, merge, befores[key])
                 self._count("bytes_received", self._buffers[key].size if ranges is None
                             else sum(hi - lo for lo, hi in ranges))
             return parts
@@ -532,17 +565,32 @@ class DeviceGroup:
         self._each(plan, send)
         for key in plan.merges:   # from here on only the host holds what was there before
             self._buffers[key]._valid, self._buffers[key]._patch = {HOST}, {}
+        masks = [key for key, merge in plan.merges.items() if merge.mode == "mask"]
+        for member, _, _ in plan.boxes:
+            getattr(self.members[member], "watch", lambda keys: None)(masks)
         seconds = self._each(plan, run)
         fetched = self._each(plan, fetch)
         for key, merge in plan.merges.items():
             parts = {member: fetched[member][key] for member in fetched}
             self._buffers[key]._host[:] = merge_buffer(merge, befores[key], parts, kernel.name)
+            self._buffers[key]._version += 1
             if merge.mode == "ranges":     # each member's copy lacks the others' ranges only
                 for member, _, _ in plan.boxes:
                     self._buffers[key]._patch[member] = [
                         r for other, ranges in merge.ranges.items() if other != member
                         for r in ranges]
         self._calibrate(kernel, plan, seconds)
+
+    def _fetch(self, member: int, key: int, merge, before: np.ndarray) -> tuple:
+        """A member's part of buffer `key` for merge_buffer, and the byte ranges it is
+        (None: the whole buffer). Of a "mask" buffer, only the chunks that changed."""
+        source = self.members[member]
+        if merge.mode == "ranges":
+            return source.download(key, merge.ranges[member]), merge.ranges[member]
+        if merge.mode == "mask" and hasattr(source, "changes"):
+            part = source.changes(key, before)
+            return part, part[0]
+        return source.download(key), None
 
     def _calibrate(self, kernel, plan: Plan, seconds: dict[int, float]) -> None:
         """Blocks per second of each member on this kernel, averaged over launches."""

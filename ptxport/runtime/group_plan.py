@@ -27,7 +27,8 @@ from ptxport.errors import UnsupportedFeatureError, WriteConflictError
 from ptxport.ir import nodes as ir
 from ptxport.passes.block_writes import HOSTMEM, UNKNOWN, kernel_writes, store_offsets
 
-__all__ = ["BufferMerge", "Plan", "identity", "merge_buffer", "plan_launch", "split_units"]
+__all__ = ["BufferMerge", "Plan", "changed_ranges", "identity", "merge_buffer", "plan_launch",
+           "split_units"]
 
 
 @dataclass
@@ -259,7 +260,8 @@ _COMBINE = {"min": np.minimum, "max": np.maximum, "and": np.bitwise_and,
 def merge_buffer(merge: BufferMerge, before: np.ndarray, parts: dict[int, object],
                  kernel: str) -> np.ndarray:
     """The buffer after the launch, from its contents before (uint8) and each member's
-    part: for "ranges", the list of arrays of its ranges; otherwise its whole copy."""
+    part: for "ranges", the list of arrays of its ranges; for "atomic", its whole copy; for
+    "mask", its whole copy or (ranges, pieces) of the ranges that may have changed."""
     if merge.mode == "ranges":
         result = before.copy()
         for member, pieces in parts.items():
@@ -284,20 +286,56 @@ def merge_buffer(merge: BufferMerge, before: np.ndarray, parts: dict[int, object
 
 
 def _merge_masks(merge: BufferMerge, before: np.ndarray, parts: dict, kernel: str) -> np.ndarray:
+    """A member's part is its whole copy, or (ranges, pieces): the only byte ranges of its
+    copy that may differ from `before` (changed_ranges). Bytes are compared only where
+    two members' ranges meet (CHUNKs both sent); elsewhere a piece is copied whole (its
+    unchanged bytes equal `before`). A byte an earlier member wrote is one that differs
+    from `before` in the result."""
     result = before.copy()
-    written = np.zeros(before.size, bool)
+    touched = np.zeros(-(-before.size // CHUNK), bool)     # chunks an earlier member sent
     for member in sorted(parts):
-        data = parts[member]
-        changed = data != before
-        clash = changed & written & (data != result)
-        if clash.any():
-            offset = int(np.flatnonzero(clash)[0])
-            raise WriteConflictError(
-                f"kernel {kernel}: two members of the device group wrote different values "
-                f"to byte {offset} of argument {merge.arg} (a buffer of {before.size} bytes): "
-                f"{result[offset]:#04x} and {data[offset]:#04x}; the blocks of this launch "
-                "write the same memory, so its result depends on their order: launch it on "
-                "one device")
-        result[changed] = data[changed]
-        written |= changed
+        part = parts[member]
+        ranges, pieces = ([(0, before.size)], [part]) if isinstance(part, np.ndarray) else part
+        for (lo, hi), data in zip(ranges, pieces, strict=True):
+            chunks = slice(lo // CHUNK, -(-hi // CHUNK))
+            if not touched[chunks].any():
+                result[lo:hi] = data
+            else:
+                _merge_bytes(merge, before, result, lo, data, kernel)
+            touched[chunks] = True
     return result
+
+
+def _merge_bytes(merge: BufferMerge, before: np.ndarray, result: np.ndarray, lo: int,
+                 data: np.ndarray, kernel: str) -> None:
+    old, now = before[lo:lo + data.size], result[lo:lo + data.size]
+    changed = data != old
+    clash = changed & (now != old) & (data != now)
+    if clash.any():
+        offset = lo + int(np.flatnonzero(clash)[0])
+        raise WriteConflictError(
+            f"kernel {kernel}: two members of the device group wrote different values to "
+            f"byte {offset} of argument {merge.arg} (a buffer of {before.size} bytes): "
+            f"{result[offset]:#04x} and {data[offset - lo]:#04x}; the blocks of this launch "
+            "write the same memory, so its result depends on their order: launch it on one "
+            "device")
+    np.copyto(now, data, where=changed)
+
+
+CHUNK = 4096       # the granularity at which changed_ranges looks for changes
+
+
+def changed_ranges(before: np.ndarray, after: np.ndarray, chunk: int = CHUNK) -> list:
+    """The [lo, hi) byte ranges, in whole `chunk`s, outside which `after` equals `before`
+    (two uint8 arrays of one size): what a member sends back of a "mask" buffer."""
+    size = before.size
+    whole = size - size % chunk
+    step = 8 if chunk % 8 == 0 else 1
+    word = np.uint64 if step == 8 else np.uint8
+    dirty = (before[:whole].view(word) != after[:whole].view(word)).reshape(
+        -1, chunk // step).any(axis=1)
+    if whole < size:
+        dirty = np.append(dirty, bool((before[whole:] != after[whole:]).any()))
+    edges = np.flatnonzero(np.diff(np.concatenate(([0], dirty.view(np.int8), [0]))))
+    return [(int(lo) * chunk, min(size, int(hi) * chunk))
+            for lo, hi in zip(edges[::2], edges[1::2], strict=True)]

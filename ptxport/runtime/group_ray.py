@@ -27,15 +27,19 @@ import numpy as np
 from ptxport.errors import BackendUnavailableError, GroupMemberError, PtxportError
 from ptxport.runtime.group import argument_keys
 
-__all__ = ["RayMember", "checksum", "ray_members"]
+__all__ = ["Puts", "RayMember", "checksum", "ray_members"]
 
 
 class ChecksumError(PtxportError):
     """Bytes that arrived are not the bytes that were sent."""
 
 
-def checksum(data: np.ndarray) -> int:
-    return zlib.crc32(memoryview(np.ascontiguousarray(data)).cast("B"))
+def checksum(data) -> int:
+    """CRC-32 of an array's bytes, or of a list of arrays' bytes one after the other."""
+    crc = 0
+    for piece in data if isinstance(data, list | tuple) else (data,):
+        crc = zlib.crc32(memoryview(np.ascontiguousarray(piece)).cast("B"), crc)
+    return crc
 
 
 def _ray():
@@ -58,6 +62,7 @@ class _Worker:
         self.member = LocalMember(device)
         self.codes: dict[str, object] = {}
         self.hold: str | None = None
+        self.before: dict[int, np.ndarray] = {}   # copies as they were before the last run
 
     def pid(self) -> int:
         return os.getpid()
@@ -73,25 +78,28 @@ class _Worker:
         self.member.upload(key, data)
 
     def patch(self, key: int, ranges, pieces, crc: int) -> None:
-        joined = np.concatenate([np.asarray(p) for p in pieces]) if pieces else \
-            np.zeros(0, np.uint8)
-        if checksum(joined) != crc:
+        pieces = [np.asarray(p) for p in pieces]
+        if checksum(pieces) != crc:
             raise ChecksumError(f"buffer {key}: the bytes received do not match their CRC")
-        host = self.member.download(key)
-        for (lo, hi), piece in zip(ranges, pieces, strict=True):
-            host[lo:hi] = piece
-        self.member.upload(key, host)
+        self.member.write_pieces(key, ranges, pieces)
 
     def download(self, key: int, ranges):
         data = self.member.download(key, ranges)
-        joined = data if ranges is None else (
-            np.concatenate(data) if data else np.zeros(0, np.uint8))
-        return data, checksum(joined)
+        return data, checksum(data)
+
+    def changes(self, key: int):
+        """(ranges, pieces) where the copy may differ from before the last run, and
+        their CRC."""
+        ranges, pieces = self.member.changes(key, self.before[key])
+        return ranges, pieces, checksum(pieces)
 
     def discard(self, key: int) -> None:
         self.member.discard(key)
 
-    def run(self, digest: str, ptx: str | None, name: str, launch: tuple, args) -> float:
+    def run(self, digest: str, ptx: str | None, name: str, launch: tuple, args,
+            watch=()) -> float:
+        """Run the blocks of `launch`, first keeping a copy of the buffers `watch`
+        (for changes())."""
         if self.hold is not None:
             Path(self.hold).touch()
             time.sleep(300)
@@ -104,6 +112,7 @@ class _Worker:
             code = self.codes[digest] = Program(ptx, "ptx").compile()
         from ptxport.runtime.launch import LaunchConfig
 
+        self.before = {key: self.member.download(key) for key in watch}
         grid, block, shmem, first, sub = launch
         config = LaunchConfig(grid=grid, block=block, shmem_size=shmem)
         return self.member.run(code.get_kernel(name), config, first, sub, args)
@@ -121,14 +130,45 @@ def _actor_class():
         return _ACTOR
 
 
+class Puts:
+    """The object-store copy of each group buffer's current version and its CRC, shared
+    by the members of one group: a version is put (and checksummed) once, not once per
+    member."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._locks: dict[int, threading.Lock] = {}
+        self._refs: dict[int, tuple[object, object, int]] = {}   # key -> (version, ref, crc)
+
+    def get(self, key: int, data: np.ndarray, version=None) -> tuple[object, int]:
+        """(ref, crc) of `data`, the contents of `version` of buffer `key` (None: contents
+        of no version, put every time)."""
+        if version is None:
+            return _ray().put(data), checksum(data)
+        with self._lock:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            found = self._refs.get(key)
+            if found is None or found[0] != version:
+                found = self._refs[key] = (version, _ray().put(data), checksum(data))
+            return found[1], found[2]
+
+    def drop(self, key: int) -> None:
+        with self._lock:
+            self._refs.pop(key, None)
+            self._locks.pop(key, None)
+
+
 class RayMember:
     """A device group member in a Ray actor (see the module's docstring)."""
 
     keeps_results = False     # the group fetches what a whole launch wrote (lineage)
 
     def __init__(self, index: int, device: str, cores: tuple[int, ...] = (),
-                 max_restarts: int = 2):
+                 max_restarts: int = 2, puts: Puts | None = None):
         self.name = f"ray{index}:{device}"
+        self._puts = Puts() if puts is None else puts
+        self._watch: tuple[int, ...] = ()  # mask-merged keys of the next run (changes())
         self._device, self._cores, self.max_restarts = device, cores, max_restarts
         self._lineage: dict[int, tuple[object, int]] = {}   # key -> (ref, crc) it holds
         self._stale: set[int] = set()      # keys a run may have written since their lineage
@@ -193,27 +233,26 @@ class RayMember:
 
     # -- the member interface ----------------------------------------------------------------
 
-    def upload(self, key: int, data: np.ndarray) -> None:
+    def upload(self, key: int, data: np.ndarray, version=None) -> None:
         ray = _ray()
-        ref = ray.put(data)
+        ref, crc = self._puts.get(key, data, version)
         self._last_run = None       # (a re-run would now read these new contents)
         self._stale.discard(key)
 
         def send():
-            self._lineage[key] = (ref, checksum(data))
-            return ray.get(self.actor.upload.remote(key, ref, self._lineage[key][1]))
+            self._lineage[key] = (ref, crc)
+            return ray.get(self.actor.upload.remote(key, ref, crc))
 
         self._recovering(send)
 
-    def upload_ranges(self, key: int, ranges, data: np.ndarray) -> None:
+    def upload_ranges(self, key: int, ranges, data: np.ndarray, version=None) -> None:
         ray = _ray()
         pieces = [data[lo:hi] for lo, hi in ranges]
-        joined = np.concatenate(pieces) if pieces else np.zeros(0, np.uint8)
-        self._lineage[key] = (ray.put(data), checksum(data))
+        self._lineage[key] = self._puts.get(key, data, version)
         self._last_run = None
         self._stale.discard(key)
-        self._recovering(lambda: ray.get(self.actor.patch.remote(key, ranges, pieces,
-                                                                 checksum(joined))))
+        crc = checksum(pieces)
+        self._recovering(lambda: ray.get(self.actor.patch.remote(key, ranges, pieces, crc)))
 
     def download(self, key: int, ranges=None):
         ray = _ray()
@@ -221,9 +260,7 @@ class RayMember:
         def fetch():
             data_ref, crc_ref = self.actor.download.options(num_returns=2).remote(key, ranges)
             data, crc = ray.get([data_ref, crc_ref])
-            joined = data if ranges is None else (
-                np.concatenate(data) if data else np.zeros(0, np.uint8))
-            if checksum(joined) != crc:
+            if checksum(data) != crc:
                 raise ChecksumError(f"{self.name}: buffer {key} arrived corrupted")
             if ranges is None:
                 self._lineage[key] = (data_ref, crc)
@@ -232,7 +269,26 @@ class RayMember:
 
         return self._recovering(fetch, rerun=True)
 
+    def watch(self, keys) -> None:
+        """At the next run, the worker keeps a copy of buffers `keys` as they were, so
+        that changes() sends back only what changed."""
+        self._watch = tuple(keys)
+
+    def changes(self, key: int, before: np.ndarray | None = None) -> tuple[list, list]:
+        """(ranges, pieces): the member's copy of `key` where it may differ from its
+        contents before the last run (kept by the worker; `before` is not sent)."""
+        ray = _ray()
+
+        def fetch():
+            ranges, pieces, crc = ray.get(self.actor.changes.remote(key))
+            if checksum(pieces) != crc:
+                raise ChecksumError(f"{self.name}: buffer {key} arrived corrupted")
+            return ranges, [np.asarray(p) for p in pieces]
+
+        return self._recovering(fetch, rerun=True)
+
     def discard(self, key: int) -> None:
+        self._puts.drop(key)
         self._lineage.pop(key, None)
         self._stale.discard(key)
         try:
@@ -245,18 +301,19 @@ class RayMember:
         digest = f"{id(code)}:{hash(code.ptx)}"
         launch = (config.grid, config.block, config.shmem_size, first, grid)
         keys = argument_keys(args)
-        self._last_run = (digest, code.ptx, kernel.name, launch, args, keys)
+        watch, self._watch = self._watch, ()
+        self._last_run = (digest, code.ptx, kernel.name, launch, args, watch, keys)
         seconds = self._recovering(lambda: self._run_once(digest, code.ptx, kernel.name,
-                                                          launch, args))
+                                                          launch, args, watch))
         self._stale |= set(keys)
         return seconds
 
-    def _run_once(self, digest, ptx, name, launch, args) -> float:
+    def _run_once(self, digest, ptx, name, launch, args, watch=()) -> float:
         ray = _ray()
         sent = ptx if digest not in self._codes else None
-        seconds = ray.get(self.actor.run.remote(digest, sent, name, launch, args))
+        seconds = ray.get(self.actor.run.remote(digest, sent, name, launch, args, watch))
         if seconds < 0:
-            seconds = ray.get(self.actor.run.remote(digest, ptx, name, launch, args))
+            seconds = ray.get(self.actor.run.remote(digest, ptx, name, launch, args, watch))
         self._codes.add(digest)
         return seconds
 
@@ -281,11 +338,11 @@ def ray_members(num_workers: int, device: str = "cpu", *, pin_cores: bool = True
         raise ValueError("num_workers must be at least 1")
     _init_ray(num_workers, object_store_mb)
     cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
-    members = []
+    members, puts = [], Puts()
     for i in range(num_workers):
         share = ()
         if pin_cores and cores:
             per = max(1, len(cores) // num_workers)
             share = tuple(cores[(i * per) % len(cores):(i * per) % len(cores) + per])
-        members.append(RayMember(i, device, share, max_restarts))
+        members.append(RayMember(i, device, share, max_restarts, puts))
     return members
