@@ -41,6 +41,8 @@ ATOMIC_MERGES = {("add", "int"): "add", ("add", "float"): "add", ("min", "int"):
 _OPAQUE_WRITES = frozenset(("sust", "sured", "st.async", "cp.reduce.async.bulk", "multimem",
                             "red.async", "tensormap", "cp.async.bulk", "stmatrix"))
 _GLOBALISH = (None, "global", "generic")
+# opcodes besides ld that may read global memory
+_OTHER_READS = frozenset(("cp", "ldu", "wmma", "tex", "tld4", "suld", "multimem", "ld"))
 _MERGED_TYPES = frozenset(("u32", "s32", "b32", "u64", "s64", "b64", "f32", "f64"))
 _WIDE_SCOPES = ("gpu", "sys", "gl", "cluster")
 
@@ -61,6 +63,9 @@ class KernelWrites:
     kernel: str
     stores: list[tuple[ir.Instruction, frozenset]] = field(default_factory=list)
     loads: list[frozenset] = field(default_factory=list)
+    # global memory read other than by ld (cp.async, ldu, wmma.load, textures): `loads` is
+    # not every read
+    other_reads: bool = False
     atomics: list[Atomic] = field(default_factory=list)
     refusal: str | None = None
     opaque_writes: bool = False       # writes the analysis cannot place: masks everywhere
@@ -297,6 +302,8 @@ def _classify(inst: ir.Instruction, prov: _Provenance, used: set, result: Kernel
             result.stores.append((inst, bases))
     elif op == "ld" and space in _GLOBALISH:
         result.loads.append(prov.of(inst.operands[1]))
+    elif op.split(".")[0] in _OTHER_READS and space not in ("shared", "local", "param", "const"):
+        result.other_reads = True
 
 
 def _atomic(inst: ir.Instruction, bases: frozenset, used: set) -> Atomic:

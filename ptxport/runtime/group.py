@@ -31,7 +31,15 @@ from ptxport.errors import (
     UnsupportedFeatureError,
 )
 from ptxport.passes.block_writes import field_token
-from ptxport.runtime.group_plan import Plan, changed_ranges, identity, merge_buffer, plan_launch
+from ptxport.runtime.group_plan import (
+    Plan,
+    changed_ranges,
+    identity,
+    merge_buffer,
+    plan_launch,
+    subtract_ranges,
+    union_ranges,
+)
 
 __all__ = ["DeviceGroup", "GroupBuffer", "GroupPointer", "GroupStream", "GroupStruct",
            "LocalMember", "argument_keys"]
@@ -90,11 +98,15 @@ class LocalMember:
         return ranges, [view[lo:hi].copy() for lo, hi in ranges]
 
     def upload_ranges(self, key: int, ranges, data: np.ndarray, version=None) -> None:
-        """Write `data`'s bytes of `ranges` into the member's copy (the rest is current)."""
-        self.write_pieces(key, ranges, [data[lo:hi] for lo, hi in ranges])
+        """Write `data`'s bytes of `ranges` into the member's copy (a new one if it has
+        none: its other bytes are not needed)."""
+        self.write_pieces(key, ranges, [data[lo:hi] for lo, hi in ranges], data.size)
 
-    def write_pieces(self, key: int, ranges, pieces) -> None:
-        """Write each piece at its range of the member's copy."""
+    def write_pieces(self, key: int, ranges, pieces, size: int) -> None:
+        """Write each piece at its range of the member's copy of buffer `key` (of `size`
+        bytes: a new copy if the member has none)."""
+        if key not in self._buffers:
+            self._buffers[key] = self.device.allocate(max(size, 1), stream=self._stream)
         view = self._view(key)
         host = self.download(key) if view is None else view
         self._stream.sync()
@@ -413,6 +425,20 @@ class DeviceGroup:
         else:
             buffer._valid.discard(member)
 
+    def _send_ranges(self, buffer: GroupBuffer, member: int, ranges) -> list:
+        """Make `ranges` of `member`'s copy current (a buffer the launch only writes, there
+        only: no more is needed, as the member's part is taken from there); the ranges
+        its copy lacks afterwards."""
+        lacks = [] if member in buffer._valid else \
+            buffer._patch.get(member, [(0, buffer.size)])
+        need = subtract_ranges(lacks, subtract_ranges([(0, buffer.size)], ranges))
+        if need:
+            self.members[member].upload_ranges(buffer.key, need, buffer._host,
+                                               version=buffer._version)
+            self._count("bytes_sent", sum(hi - lo for lo, hi in need))
+            buffer._held.add(member)
+        return subtract_ranges(lacks, ranges)
+
     def _count(self, what: str, n: int) -> None:
         with self._stats_lock:
             self.stats[what] += n
@@ -540,12 +566,17 @@ class DeviceGroup:
             if any(m not in self._buffers[key]._valid for m, _, _ in plan.boxes):
                 self._host_copy(self._buffers[key])
 
+        lacking = {member: {} for member, _, _ in plan.boxes}   # key -> ranges after send
+
         def send(member, first, grid) -> None:
             for key in set(keys.values()):
                 merge = plan.merges.get(key)
                 if merge is not None and merge.mode == "atomic":
                     self._send(self._buffers[key], member,
                                identity(merge.op, merge.dtype, sizes_of(self, key)))
+                elif merge is not None and merge.mode == "ranges" and not merge.read:
+                    lacking[member][key] = self._send_ranges(self._buffers[key], member,
+                                                             merge.ranges[member])
                 else:
                     self._send(self._buffers[key], member)
 
@@ -574,11 +605,11 @@ class DeviceGroup:
             parts = {member: fetched[member][key] for member in fetched}
             self._buffers[key]._host[:] = merge_buffer(merge, befores[key], parts, kernel.name)
             self._buffers[key]._version += 1
-            if merge.mode == "ranges":     # each member's copy lacks the others' ranges only
-                for member, _, _ in plan.boxes:
-                    self._buffers[key]._patch[member] = [
-                        r for other, ranges in merge.ranges.items() if other != member
-                        for r in ranges]
+            if merge.mode == "ranges":     # each member's copy lacks the others' ranges
+                for member, _, _ in plan.boxes:   # (and what it was not sent)
+                    self._buffers[key]._patch[member] = union_ranges(
+                        [r for other, ranges in merge.ranges.items() if other != member
+                         for r in ranges] + lacking[member].get(key, []))
         self._calibrate(kernel, plan, seconds)
 
     def _fetch(self, member: int, key: int, merge, before: np.ndarray) -> tuple:

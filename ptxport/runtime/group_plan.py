@@ -28,7 +28,7 @@ from ptxport.ir import nodes as ir
 from ptxport.passes.block_writes import HOSTMEM, UNKNOWN, kernel_writes, store_offsets
 
 __all__ = ["BufferMerge", "Plan", "changed_ranges", "identity", "merge_buffer", "plan_launch",
-           "split_units"]
+           "split_units", "subtract_ranges", "union_ranges"]
 
 
 @dataclass
@@ -38,6 +38,7 @@ class BufferMerge:
     op: str = ""                                # atomic: add, min, max, and, or, xor
     dtype: np.dtype | None = None               # atomic: the element type
     arg: int = 0                                # an argument index that passes the buffer
+    read: bool = True                           # the kernel may read it (False: only writes)
 
 
 @dataclass
@@ -219,6 +220,8 @@ def _store_merges(writes, config, boxes, by_param, passed, sizes, scalars, merge
         merge = BufferMerge("mask", arg=args_of[key])
         if stores and not writes.opaque_writes and all(f is not None for f in stores):
             merge = _ranges(stores, boxes, config.block, sizes[key], args_of[key], at) or merge
+        merge.read = writes.other_reads or any(
+            bases & params or bases & {UNKNOWN, HOSTMEM} for bases in writes.loads)
         merges[key] = merge
 
 
@@ -339,3 +342,32 @@ def changed_ranges(before: np.ndarray, after: np.ndarray, chunk: int = CHUNK) ->
     edges = np.flatnonzero(np.diff(np.concatenate(([0], dirty.view(np.int8), [0]))))
     return [(int(lo) * chunk, min(size, int(hi) * chunk))
             for lo, hi in zip(edges[::2], edges[1::2], strict=True)]
+
+
+def union_ranges(ranges) -> list[tuple[int, int]]:
+    """[lo, hi) ranges sorted, with those that overlap or touch joined."""
+    out: list[tuple[int, int]] = []
+    for lo, hi in sorted(r for r in ranges if r[1] > r[0]):
+        if out and lo <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return out
+
+
+def subtract_ranges(ranges, cut) -> list[tuple[int, int]]:
+    """The bytes of `ranges` outside `cut` (lists of [lo, hi) ranges)."""
+    out = []
+    cut = union_ranges(cut)
+    for lo, hi in union_ranges(ranges):
+        for c_lo, c_hi in cut:
+            if c_hi <= lo or c_lo >= hi:
+                continue
+            if c_lo > lo:
+                out.append((lo, c_lo))
+            lo = max(lo, c_hi)
+            if lo >= hi:
+                break
+        if lo < hi:
+            out.append((lo, hi))
+    return out

@@ -101,11 +101,11 @@ class _Worker:
             raise ChecksumError(f"buffer {key}: the bytes received do not match their checksum")
         self.member.upload(key, data)
 
-    def patch(self, key: int, ranges, pieces, crc: int) -> None:
+    def patch(self, key: int, size: int, ranges, pieces, crc: int) -> None:
         pieces = [np.asarray(p) for p in pieces]
         if checksum(pieces) != crc:
             raise ChecksumError(f"buffer {key}: the bytes received do not match their checksum")
-        self.member.write_pieces(key, ranges, pieces)
+        self.member.write_pieces(key, ranges, pieces, size)
 
     def download(self, key: int, ranges):
         data = self.member.download(key, ranges)
@@ -276,7 +276,8 @@ class RayMember:
         self._last_run = None
         self._stale.discard(key)
         crc = checksum(pieces)
-        self._recovering(lambda: ray.get(self.actor.patch.remote(key, ranges, pieces, crc)))
+        self._recovering(lambda: ray.get(self.actor.patch.remote(key, data.size, ranges,
+                                                                 pieces, crc)))
 
     def download(self, key: int, ranges=None):
         ray = _ray()
