@@ -426,9 +426,9 @@ class DeviceGroup:
             buffer._valid.discard(member)
 
     def _send_ranges(self, buffer: GroupBuffer, member: int, ranges) -> list:
-        """Make `ranges` of `member`'s copy current (a buffer the launch only writes, there
-        only: no more is needed, as the member's part is taken from there); the ranges
-        its copy lacks afterwards."""
+        """Make `ranges` of `member`'s copy current (Plan.needs: the only bytes its blocks
+        read or may write); the ranges its copy lacks afterwards, as the coherence table
+        keeps them."""
         lacks = [] if member in buffer._valid else \
             buffer._patch.get(member, [(0, buffer.size)])
         need = subtract_ranges(lacks, subtract_ranges([(0, buffer.size)], ranges))
@@ -437,7 +437,14 @@ class DeviceGroup:
                                                version=buffer._version)
             self._count("bytes_sent", sum(hi - lo for lo, hi in need))
             buffer._held.add(member)
-        return subtract_ranges(lacks, ranges)
+        left = subtract_ranges(lacks, ranges)
+        if left:
+            buffer._valid.discard(member)
+            buffer._patch[member] = left
+        else:
+            buffer._valid.add(member)
+            buffer._patch.pop(member, None)
+        return left
 
     def _count(self, what: str, n: int) -> None:
         with self._stats_lock:
@@ -574,9 +581,9 @@ class DeviceGroup:
                 if merge is not None and merge.mode == "atomic":
                     self._send(self._buffers[key], member,
                                identity(merge.op, merge.dtype, sizes_of(self, key)))
-                elif merge is not None and merge.mode == "ranges" and not merge.read:
+                elif key in plan.needs:
                     lacking[member][key] = self._send_ranges(self._buffers[key], member,
-                                                             merge.ranges[member])
+                                                             plan.needs[key][member])
                 else:
                     self._send(self._buffers[key], member)
 

@@ -25,7 +25,13 @@ import numpy as np
 
 from ptxport.errors import UnsupportedFeatureError, WriteConflictError
 from ptxport.ir import nodes as ir
-from ptxport.passes.block_writes import HOSTMEM, UNKNOWN, kernel_writes, store_offsets
+from ptxport.passes.block_writes import (
+    HOSTMEM,
+    UNKNOWN,
+    kernel_writes,
+    load_offsets,
+    store_offsets,
+)
 
 __all__ = ["BufferMerge", "Plan", "changed_ranges", "identity", "merge_buffer", "plan_launch",
            "split_units", "subtract_ranges", "union_ranges"]
@@ -38,7 +44,6 @@ class BufferMerge:
     op: str = ""                                # atomic: add, min, max, and, or, xor
     dtype: np.dtype | None = None               # atomic: the element type
     arg: int = 0                                # an argument index that passes the buffer
-    read: bool = True                           # the kernel may read it (False: only writes)
 
 
 @dataclass
@@ -51,6 +56,9 @@ class Plan:
         default_factory=list)
     merges: dict[int, BufferMerge] = field(default_factory=dict)
     written: set[int] | None = None             # buffer keys a whole launch may write
+    # key -> member -> the byte ranges its blocks may read or write, of the buffers a member
+    # needs only in part (others: whole)
+    needs: dict[int, dict[int, list[tuple[int, int]]]] = field(default_factory=dict)
 
 
 _WRITES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -161,7 +169,8 @@ def plan_launch(kernel, config, args: list, keys: dict[int, int], sizes: dict[in
     at = {names[i]: offset for i, offset in (offsets or {}).items()}
     at.update({token: offset for token, (_, _, offset) in (fields or {}).items()})
     _store_merges(writes, config, boxes, by_param, passed, sizes, scalars, merges, at)
-    return Plan(True, boxes=boxes, merges=merges, written=set(merges))
+    needs = _needs(writes, config, boxes, by_param, passed, sizes, scalars, merges, at)
+    return Plan(True, boxes=boxes, merges=merges, written=set(merges), needs=needs)
 
 
 def _refuse_untranslated(kernel, inst: ir.Instruction) -> None:
@@ -220,9 +229,37 @@ def _store_merges(writes, config, boxes, by_param, passed, sizes, scalars, merge
         merge = BufferMerge("mask", arg=args_of[key])
         if stores and not writes.opaque_writes and all(f is not None for f in stores):
             merge = _ranges(stores, boxes, config.block, sizes[key], args_of[key], at) or merge
-        merge.read = writes.other_reads or any(
-            bases & params or bases & {UNKNOWN, HOSTMEM} for bases in writes.loads)
         merges[key] = merge
+
+
+def _needs(writes, config, boxes, by_param, passed, sizes, scalars, merges,
+           at: dict[str, int]) -> dict:
+    """Plan.needs: the buffers whose every load is affine in the block and thread index
+    and which are not merged by masks or atomics (a member's part of those is its whole
+    copy); a member needs the bytes its blocks load, and those they may write (a ranges
+    merge takes them from its copy, unwritten bytes included)."""
+    if writes.other_reads:
+        return {}
+    forms = load_offsets(writes, config.grid, config.block, scalars, set(by_param))
+    needs = {}
+    for key in {key for _, key in passed}:
+        merge = merges.get(key)
+        if merge is not None and merge.mode != "ranges":
+            continue
+        params = {p for p, k in by_param.items() if k == key}
+        loads = [form for form, (_, bases) in zip(forms, writes.load_insts, strict=True)
+                 if bases & params or bases & {UNKNOWN, HOSTMEM}]
+        if any(form is None for form in loads):
+            continue
+        needs[key] = {}
+        for member, first, grid in boxes:
+            box = [(f, f + n - 1) for f, n in zip(first, grid, strict=True)]
+            spans = [tuple(end + at.get(form.param, 0) for end in form.hull(box, config.block))
+                     for form in loads]
+            spans = [(max(0, lo), min(sizes[key], hi)) for lo, hi in spans
+                     if hi > 0 and lo < sizes[key]]
+            needs[key][member] = union_ranges(spans + (merge.ranges[member] if merge else []))
+    return needs
 
 
 def _ranges(stores, boxes, block, size, arg, at: dict[str, int]) -> BufferMerge | None:

@@ -179,14 +179,17 @@ def test_inputs_are_sent_once_and_outputs_only_where_stale():
     kernel = group_code().get_kernel("disjoint")
     group.launch(LaunchConfig(grid=32, block=128), kernel, out, x, np.int32(n))
     first = group.stats["bytes_sent"]
-    # the input to both members; of the output, which the kernel only writes, each member
-    # gets only the part its blocks write
-    assert first == 2 * 4 * n + 4 * n
-    assert x.valid_on == {"host", "cpu:0"} and out.valid_on == {"host"}
+    # each member gets only the part of the input its blocks read, and of the output the
+    # part they write
+    assert first == 4 * n + 4 * n
+    assert x.valid_on == {"host"} and out.valid_on == {"host"}
+    assert group.last_plan.needs[x.key] == {0: [(0, 2 * n)], 1: [(2 * n, 4 * n)]}
+    group._speeds[kernel._function] = [1.0, 1.0]        # (the same split each time)
     group.launch(LaunchConfig(grid=32, block=128), kernel, out, x, np.int32(n))
     # the input stays, and each member's part of the output is current there
     assert group.stats["bytes_sent"] == first
     out.copy_from(np.zeros(n, np.float32))
+    group._speeds[kernel._function] = [1.0, 1.0]
     group.launch(LaunchConfig(grid=32, block=128), kernel, out, x, np.int32(n))
     assert group.stats["bytes_sent"] - first == 4 * n   # the new output, once in all
 
@@ -246,7 +249,11 @@ def test_an_output_sent_in_parts_is_whole_where_later_read():
     x = _buffer(group, np.arange(n, dtype=np.float32))
     y, z = group.allocate(4 * n), group.allocate(4 * n)
     group.launch(config, disjoint, y, x, np.int32(n))
+    group._speeds[disjoint._function] = [1.0, 1.0]
+    sent = group.stats["bytes_sent"]
     group.launch(config, disjoint, z, y, np.int32(n))    # reads every byte of y
+    # each member reads the part of y it wrote: only z's parts are sent
+    assert group.stats["bytes_sent"] - sent == 4 * n
     expect = np.arange(n, dtype=np.float32) * 2 + 1
     assert (z.copy_to(np.empty(n, np.float32)) == expect * 2 + 1).all()
 
