@@ -143,6 +143,7 @@ class _Worker:
 
 
 _ACTOR = None
+_LINEAGE_STEPS = 8        # pieces sent kept as such in a member's lineage, before one whole
 _ACTOR_LOCK = threading.Lock()
 
 
@@ -194,7 +195,9 @@ class RayMember:
         self._puts = Puts() if puts is None else puts
         self._watch: tuple[int, ...] = ()  # mask-merged keys of the next run (changes())
         self._device, self._cores, self.max_restarts = device, cores, max_restarts
-        self._lineage: dict[int, tuple[object, int]] = {}   # key -> (ref, crc) it holds
+        # key -> what the member was sent, in order: ("whole", ref, crc) and
+        # ("pieces", size, ranges, ref, crc); replayed into a replacement
+        self._lineage: dict[int, list[tuple]] = {}
         self._stale: set[int] = set()      # keys a run may have written since their lineage
         self._last_run: tuple | None = None
         self._codes: set[str] = set()
@@ -245,8 +248,9 @@ class RayMember:
         except Exception:        # (it is gone already)
             pass
         self._spawn()
-        ray.get([self.actor.upload.remote(key, ref, crc)
-                 for key, (ref, crc) in self._lineage.items()])
+        ray.get([self.actor.upload.remote(key, *step[1:]) if step[0] == "whole" else
+                 self.actor.patch.remote(key, *step[1:])
+                 for key, steps in self._lineage.items() for step in steps])
         keep = set(self._last_run[-1]) if rerun and self._last_run else set()
         if self.on_lost is not None and self._stale - keep:
             self.on_lost(self._stale - keep)
@@ -264,7 +268,7 @@ class RayMember:
         self._stale.discard(key)
 
         def send():
-            self._lineage[key] = (ref, crc)
+            self._lineage[key] = [("whole", ref, crc)]
             return ray.get(self.actor.upload.remote(key, ref, crc))
 
         self._recovering(send)
@@ -272,12 +276,16 @@ class RayMember:
     def upload_ranges(self, key: int, ranges, data: np.ndarray, version=None) -> None:
         ray = _ray()
         pieces = [data[lo:hi] for lo, hi in ranges]
-        self._lineage[key] = self._puts.get(key, data, version)
+        ref, crc = ray.put(pieces), checksum(pieces)
+        steps = self._lineage.setdefault(key, [])
+        if len(steps) >= _LINEAGE_STEPS:     # (the host's contents hold what it was sent)
+            steps[:] = [("whole", *self._puts.get(key, data, version))]
+        else:
+            steps.append(("pieces", data.size, ranges, ref, crc))
         self._last_run = None
         self._stale.discard(key)
-        crc = checksum(pieces)
         self._recovering(lambda: ray.get(self.actor.patch.remote(key, data.size, ranges,
-                                                                 pieces, crc)))
+                                                                 ref, crc)))
 
     def download(self, key: int, ranges=None):
         ray = _ray()
@@ -288,7 +296,7 @@ class RayMember:
             if checksum(data) != crc:
                 raise ChecksumError(f"{self.name}: buffer {key} arrived corrupted")
             if ranges is None:
-                self._lineage[key] = (data_ref, crc)
+                self._lineage[key] = [("whole", data_ref, crc)]
                 self._stale.discard(key)
             return data if ranges is None else [np.asarray(d) for d in data]
 
