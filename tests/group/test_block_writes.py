@@ -48,6 +48,22 @@ def test_disjoint_and_strided_stores_merge_by_ranges():
     assert strided.merges[100].ranges == {0: [(4, 4 * 191)], 1: [(4 * 193, 4 * 383)]}
 
 
+def test_members_need_the_bytes_their_blocks_load_and_write():
+    plan = _plan("blur", (8, 1, 1), (64, 1, 1), [None, None, np.int32(512)],
+                 {0: 2048, 1: 2048})
+    assert plan.needs[100] == {0: [(0, 1024)], 1: [(1024, 2048)]}     # what each writes
+    assert plan.needs[101] == {0: [(0, 1028)], 1: [(1020, 2048)]}     # and a float of halo
+    # out[index[i]] = in[i]: a store the analysis cannot place, so every buffer is merged
+    # by masks, which take each member's whole copy: all are sent whole
+    gather = _plan("gather_wide", (2, 1, 1), (32, 1, 1), [None, None, None],
+                   {0: 256, 1: 256, 2: 512})
+    assert gather.split and gather.needs == {}
+    # a grid-stride loop's loads are not affine in the block index: the whole input
+    grid_stride = _plan("grid_stride", (4, 1, 1), (32, 1, 1), [None, np.int32(1000)],
+                        {0: 4000})
+    assert 100 not in grid_stride.needs
+
+
 def test_data_dependent_and_loop_stores_merge_by_masks():
     assert _plan("same_value", (4, 1, 1), (32, 1, 1), [None, None, np.int32(128)],
                  {0: 64, 1: 512}).merges[100].mode == "mask"

@@ -278,3 +278,24 @@ def test_mask_merges_compare_only_where_members_chunks_meet():
     parts[1] = ([(CHUNK, 2 * CHUNK)], [b[CHUNK:2 * CHUNK]])
     with pytest.raises(WriteConflictError, match=f"byte {CHUNK + 1} "):
         merge_buffer(BufferMerge("mask"), before, parts, "k")
+
+
+def test_stencil_sweeps_send_each_member_only_its_halo():
+    group = DeviceGroup(["cpu", "cpu"])
+    n = 64 * 128
+    kernel = group_code().get_kernel("blur")
+    config = LaunchConfig(grid=64, block=128)
+    a = _buffer(group, np.random.default_rng(0).random(n, dtype=np.float32))
+    b = group.allocate(4 * n)
+    want = a.copy_to(np.empty(n, np.float32))
+    for sweep in range(4):
+        group._speeds[kernel._function] = [1.0, 1.0]
+        source, target = (a, b) if sweep % 2 == 0 else (b, a)
+        sent = group.stats["bytes_sent"]
+        group.launch(config, kernel, target, source, np.int32(n))
+        if sweep:       # each member lacks one float of the other's part of its input
+            assert group.stats["bytes_sent"] - sent == 2 * 4
+        padded = np.concatenate(([0], want, [0])).astype(np.float32)
+        want = (padded[1:-1] + padded[:-2]) + padded[2:]
+    got = a.copy_to(np.empty(n, np.float32))
+    np.testing.assert_allclose(got, want, rtol=1e-6)
