@@ -36,6 +36,7 @@ from ptxport.runtime.group_plan import (
     changed_ranges,
     identity,
     merge_buffer,
+    merge_ranges_into,
     plan_launch,
     subtract_ranges,
     union_ranges,
@@ -610,7 +611,11 @@ class DeviceGroup:
         fetched = self._each(plan, fetch)
         for key, merge in plan.merges.items():
             parts = {member: fetched[member][key] for member in fetched}
-            self._buffers[key]._host[:] = merge_buffer(merge, befores[key], parts, kernel.name)
+            if merge.mode == "ranges":       # (in place: no copy of the whole buffer)
+                merge_ranges_into(self._buffers[key]._host, merge, parts)
+            else:
+                self._buffers[key]._host[:] = merge_buffer(merge, befores[key], parts,
+                                                           kernel.name)
             self._buffers[key]._version += 1
             if merge.mode == "ranges":     # each member's copy lacks the others' ranges
                 for member, _, _ in plan.boxes:   # (and what it was not sent)

@@ -33,7 +33,8 @@ from ptxport.passes.block_writes import (
     store_offsets,
 )
 
-__all__ = ["BufferMerge", "Plan", "changed_ranges", "identity", "merge_buffer", "plan_launch",
+__all__ = ["BufferMerge", "Plan", "changed_ranges", "identity", "merge_buffer",
+           "merge_ranges_into", "plan_launch",
            "split_units", "subtract_ranges", "union_ranges"]
 
 
@@ -303,11 +304,7 @@ def merge_buffer(merge: BufferMerge, before: np.ndarray, parts: dict[int, object
     part: for "ranges", the list of arrays of its ranges; for "atomic", its whole copy; for
     "mask", its whole copy or (ranges, pieces) of the ranges that may have changed."""
     if merge.mode == "ranges":
-        result = before.copy()
-        for member, pieces in parts.items():
-            for (lo, hi), piece in zip(merge.ranges[member], pieces, strict=True):
-                result[lo:hi] = piece
-        return result
+        return merge_ranges_into(before.copy(), merge, parts)
     if merge.mode == "atomic":
         dtype = merge.dtype
         result = before.view(dtype).copy()
@@ -323,6 +320,15 @@ def merge_buffer(merge: BufferMerge, before: np.ndarray, parts: dict[int, object
                 result = _COMBINE[merge.op](result, partial)
         return result.view(np.uint8)
     return _merge_masks(merge, before, parts, kernel)
+
+
+def merge_ranges_into(result: np.ndarray, merge: BufferMerge, parts: dict) -> np.ndarray:
+    """Write each member's pieces of a "ranges" merge into `result` (they are disjoint, so
+    the buffer itself may be `result`)."""
+    for member, pieces in parts.items():
+        for (lo, hi), piece in zip(merge.ranges[member], pieces, strict=True):
+            result[lo:hi] = piece
+    return result
 
 
 def _merge_masks(merge: BufferMerge, before: np.ndarray, parts: dict, kernel: str) -> np.ndarray:

@@ -108,7 +108,11 @@ class _Worker:
         self.member.write_pieces(key, ranges, pieces, size)
 
     def download(self, key: int, ranges):
-        data = self.member.download(key, ranges)
+        view = self.member._view(key) if ranges is not None else None
+        # (views of the member's copy where it is host memory: Ray copies them into the
+        # object store as the call returns)
+        data = self.member.download(key, ranges) if view is None else \
+            [view[lo:hi] for lo, hi in ranges]
         return data, checksum(data)
 
     def changes(self, key: int):
