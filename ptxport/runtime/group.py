@@ -8,9 +8,10 @@ or, where the kernel's blocks are tied together, run whole on one member.
 
 Group buffers keep a coherence table: which members (and the host) hold the buffer's current
 contents. A member gets a buffer before a launch that passes it only if it does not hold it
-yet, so inputs are sent once and kept until they are written. Group operations are
-synchronous: they are done when the call returns (a group stream's sync() has nothing to
-wait for).
+yet, so inputs are sent once and kept until they are written; where the plan knows which
+bytes a member's blocks load and store (Plan.needs), only those of them it lacks. Group
+operations are synchronous: they are done when the call returns (a group stream's sync()
+has nothing to wait for).
 """
 
 from __future__ import annotations
