@@ -282,10 +282,12 @@ class RayMember:
         pieces = [data[lo:hi] for lo, hi in ranges]
         ref, crc = ray.put(pieces), checksum(pieces)
         steps = self._lineage.setdefault(key, [])
-        if len(steps) >= _LINEAGE_STEPS:     # (the host's contents hold what it was sent)
+        steps.append(("pieces", data.size, ranges, ref, crc))
+        held = sum(hi - lo for step in steps if step[0] == "pieces" for lo, hi in step[2])
+        if len(steps) > _LINEAGE_STEPS or held > data.size:
+            # the host's contents hold what it was sent: one copy, shared by the members,
+            # instead of pieces adding up to more than the buffer in the object store
             steps[:] = [("whole", *self._puts.get(key, data, version))]
-        else:
-            steps.append(("pieces", data.size, ranges, ref, crc))
         self._last_run = None
         self._stale.discard(key)
         self._recovering(lambda: ray.get(self.actor.patch.remote(key, data.size, ranges,
