@@ -41,8 +41,9 @@ ATOMIC_MERGES = {("add", "int"): "add", ("add", "float"): "add", ("min", "int"):
 _OPAQUE_WRITES = frozenset(("sust", "sured", "st.async", "cp.reduce.async.bulk", "multimem",
                             "red.async", "tensormap", "cp.async.bulk", "stmatrix"))
 _GLOBALISH = (None, "global", "generic")
-# opcodes besides ld that may read global memory
-_OTHER_READS = frozenset(("cp", "ldu", "wmma", "tex", "tld4", "suld", "multimem", "ld"))
+# opcodes besides ld that may read global memory (whatever their state-space modifiers say:
+# cp.async names the shared destination's)
+_OTHER_READS = frozenset(("cp", "ldu", "wmma", "tex", "tld4", "suld", "multimem"))
 _MERGED_TYPES = frozenset(("u32", "s32", "b32", "u64", "s64", "b64", "f32", "f64"))
 _WIDE_SCOPES = ("gpu", "sys", "gl", "cluster")
 
@@ -304,7 +305,7 @@ def _classify(inst: ir.Instruction, prov: _Provenance, used: set, result: Kernel
     elif op == "ld" and space in _GLOBALISH:
         result.loads.append(prov.of(inst.operands[1]))
         result.load_insts.append((inst, result.loads[-1]))
-    elif op.split(".")[0] in _OTHER_READS and space not in ("shared", "local", "param", "const"):
+    elif op.split(".")[0] in _OTHER_READS:
         result.other_reads = True
 
 

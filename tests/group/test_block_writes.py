@@ -186,3 +186,26 @@ def test_addresses_the_kernel_makes_itself_are_its_members_own():
     assert _plan("via_stack", (4, 1, 1), (32, 1, 1), [None, None, np.int32(1)],
                  {0: 512, 1: 512}).split
     assert _plan("via_malloc", (4, 1, 1), (32, 1, 1), [None], {0: 512}).split
+
+
+def test_reads_other_than_ld_mean_whole_buffers():
+    """cp.async reads global memory (its state-space modifier names the shared
+    destination): the loads the analysis sees are not every read, so nothing is sent in
+    part."""
+    from ptxport import Program
+
+    source = r'''
+    extern "C" __global__ void staged(float *out, const float *in) {
+        __shared__ float tile[128];
+        int i = blockIdx.x * 128 + threadIdx.x;
+        unsigned s = (unsigned)__cvta_generic_to_shared(&tile[threadIdx.x]);
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(s), "l"(in + i));
+        asm volatile("cp.async.wait_all;");
+        __syncthreads();
+        out[i] = tile[127 - threadIdx.x];
+    }
+    '''
+    kernel = Program(source, "c++").compile().get_kernel("staged")
+    plan = plan_launch(kernel, LaunchConfig(grid=4, block=128), [None, None], {0: 100, 1: 101},
+                       {100: 2048, 101: 2048}, [1.0, 1.0])
+    assert plan.split and plan.merges[100].mode == "ranges" and plan.needs == {}
