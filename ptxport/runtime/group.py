@@ -602,14 +602,21 @@ class DeviceGroup:
                             else sum(hi - lo for lo, hi in ranges))
             return parts
 
-        self._each(plan, send)
-        for key in plan.merges:   # from here on only the host holds what was there before
-            self._buffers[key]._valid, self._buffers[key]._patch = {HOST}, {}
         masks = [key for key, merge in plan.merges.items() if merge.mode == "mask"]
-        for member, _, _ in plan.boxes:
+
+        def launch_on(member, first, grid) -> tuple[float, dict]:
+            # (each member on its own: one waits for no other between its steps)
+            send(member, first, grid)
             getattr(self.members[member], "watch", lambda keys: None)(masks)
-        seconds = self._each(plan, run)
-        fetched = self._each(plan, fetch)
+            return run(member, first, grid), fetch(member, first, grid)
+
+        try:
+            done = self._each(plan, launch_on)
+        finally:     # only the host holds what the written buffers held before
+            for key in plan.merges:
+                self._buffers[key]._valid, self._buffers[key]._patch = {HOST}, {}
+        seconds = {member: result[0] for member, result in done.items()}
+        fetched = {member: result[1] for member, result in done.items()}
         for key, merge in plan.merges.items():
             parts = {member: fetched[member][key] for member in fetched}
             if merge.mode == "ranges":       # (in place: no copy of the whole buffer)
