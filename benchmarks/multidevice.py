@@ -44,15 +44,39 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cpu_kernels import CASES, KERNELS
+from cpu_kernels import CASES, KERNELS, Case, Problem, _gemm
 
 from ptxport import Device, Program, launch
 from ptxport.runtime.backends.cpu import executor as cpu_executor
 from ptxport.runtime.group import DeviceGroup
+from ptxport.runtime.launch import LaunchConfig
 
 RESULTS = Path(__file__).resolve().parent / "results"
+STENCIL_SWEEPS = 16
+
+
+def _stencil_sweeps(n: int, rng: np.random.Generator) -> Problem:
+    """STENCIL_SWEEPS Jacobi sweeps of the 5-point stencil, ping-ponging between two grids:
+    each launch's input is the last one's output, so the members exchange what the others
+    wrote at every sweep."""
+    arrays = {"a": rng.random((n, n), dtype=np.float32), "b": np.zeros((n, n), np.float32)}
+    config = LaunchConfig(grid=((n + 15) // 16, (n + 15) // 16), block=(16, 16))
+    sweep = [(config, ("a", "b", np.int32(n), np.int32(n))),
+             (config, ("b", "a", np.int32(n), np.int32(n)))]
+    return Problem(f"{n}x{n}, {STENCIL_SWEEPS} sweeps", arrays, ("a", "b"),
+                   sweep * (STENCIL_SWEEPS // 2), None)
+
+
+# Compute-heavy problems, where one worker's launch takes long enough for scaling to show.
+HEAVY = [
+    Case("gemm1024", "tiled GEMM (float)", "gemm_tiled", "sgemm_tiled", 1024, 256, _gemm),
+    Case("gemm2048", "tiled GEMM (float)", "gemm_tiled", "sgemm_tiled", 2048, 384, _gemm),
+    Case("stencil_sweeps", "2D 5-point stencil, sweeps", "stencil_2d", "stencil_2d_5pt", 2048,
+         512, _stencil_sweeps),
+]
+ALL_CASES = CASES + HEAVY
 DEFAULT_KERNELS = ("saxpy", "reduce_shared", "gemm", "transpose", "softmax", "histogram",
-                   "stencil")
+                   "stencil", "gemm1024", "gemm2048", "stencil_sweeps")
 
 
 def _kernel(case, objects: dict):
@@ -187,12 +211,12 @@ def measure_recovery(quick: bool) -> dict:
 
 
 def _table(rows, workers, recovery) -> str:
-    head = f"{'kernel':14} {'size':16} {'cpu dev':>9}" + "".join(
+    head = f"{'kernel':14} {'size':20} {'cpu dev':>9}" + "".join(
         f" {f'{w} worker(s)':>12} {'speed-up':>8} {'eff.':>5}" for w in workers)
     lines = [head, "-" * len(head)]
     for row in rows:
         base = row["seconds"][workers[0]]
-        line = f"{row['kernel']:14} {row['size']:16} {row['cpu_device_s'] * 1e3:7.2f}ms"
+        line = f"{row['kernel']:14} {row['size']:20} {row['cpu_device_s'] * 1e3:7.2f}ms"
         for w in workers:
             t = row["seconds"][w]
             mark = "" if row["agrees"][w] else "!"
@@ -223,7 +247,7 @@ def main() -> None:
     options = parser.parse_args()
     workers = [int(w) for w in options.workers.split(",")]
     names = options.kernels.split(",")
-    cases = [c for c in CASES if c.name in names]
+    cases = [c for c in ALL_CASES if c.name in names]
     rows = measure(cases, workers, options.reps, options.quick, options.local)
     recovery = None if options.no_recovery or options.local else \
         measure_recovery(options.quick)

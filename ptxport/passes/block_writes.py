@@ -25,7 +25,7 @@ from ptxport.ir.analysis import uses_and_defs
 from ptxport.passes.inline import functions_that, inline_calls
 
 __all__ = ["ATOMIC_MERGES", "Atomic", "KernelWrites", "StoreForm", "field_token", "is_field",
-           "kernel_writes", "store_offsets"]
+           "kernel_writes", "load_offsets", "store_offsets"]
 
 UNKNOWN = "?"          # provenance: an address that may come from anywhere (memory, ...)
 HOSTMEM = "memory"     # provenance: a 64-bit value read from a buffer a pointer parameter
@@ -41,6 +41,9 @@ ATOMIC_MERGES = {("add", "int"): "add", ("add", "float"): "add", ("min", "int"):
 _OPAQUE_WRITES = frozenset(("sust", "sured", "st.async", "cp.reduce.async.bulk", "multimem",
                             "red.async", "tensormap", "cp.async.bulk", "stmatrix"))
 _GLOBALISH = (None, "global", "generic")
+# opcodes besides ld that may read global memory (whatever their state-space modifiers say:
+# cp.async names the shared destination's)
+_OTHER_READS = frozenset(("cp", "ldu", "wmma", "tex", "tld4", "suld", "multimem"))
 _MERGED_TYPES = frozenset(("u32", "s32", "b32", "u64", "s64", "b64", "f32", "f64"))
 _WIDE_SCOPES = ("gpu", "sys", "gl", "cluster")
 
@@ -61,6 +64,10 @@ class KernelWrites:
     kernel: str
     stores: list[tuple[ir.Instruction, frozenset]] = field(default_factory=list)
     loads: list[frozenset] = field(default_factory=list)
+    load_insts: list[tuple[ir.Instruction, frozenset]] = field(default_factory=list)  # (ld, bases)
+    # global memory read other than by ld (cp.async, ldu, wmma.load, textures): `loads` is
+    # not every read
+    other_reads: bool = False
     atomics: list[Atomic] = field(default_factory=list)
     refusal: str | None = None
     opaque_writes: bool = False       # writes the analysis cannot place: masks everywhere
@@ -297,6 +304,9 @@ def _classify(inst: ir.Instruction, prov: _Provenance, used: set, result: Kernel
             result.stores.append((inst, bases))
     elif op == "ld" and space in _GLOBALISH:
         result.loads.append(prov.of(inst.operands[1]))
+        result.load_insts.append((inst, result.loads[-1]))
+    elif op.split(".")[0] in _OTHER_READS:
+        result.other_reads = True
 
 
 def _atomic(inst: ir.Instruction, bases: frozenset, used: set) -> Atomic:
@@ -487,12 +497,23 @@ def store_offsets(writes: KernelWrites, grid, block, scalars: dict[str, int],
     """Each store's address at a launch of `grid` x `block` with scalar arguments
     `scalars` (parameter name -> integer value): a StoreForm, or None where it is not an
     affine function of the block and thread index off one pointer parameter."""
+    return _access_offsets(writes, writes.stores, 0, grid, block, scalars, pointers)
+
+
+def load_offsets(writes: KernelWrites, grid, block, scalars: dict[str, int],
+                 pointers: set[str]) -> list[StoreForm | None]:
+    """As store_offsets, of each global load (writes.load_insts): the bytes it reads."""
+    return _access_offsets(writes, writes.load_insts, 1, grid, block, scalars, pointers)
+
+
+def _access_offsets(writes: KernelWrites, accesses, operand: int, grid, block, scalars,
+                    pointers) -> list[StoreForm | None]:
     if writes.function is None:
-        return [None] * len(writes.stores)
+        return [None] * len(accesses)
     affine = _Affine(writes.function, grid, block, scalars, pointers)
     forms = []
-    for inst, bases in writes.stores:
-        address = inst.operands[0]
+    for inst, bases in accesses:
+        address = inst.operands[operand]
         form = affine.value(address.base, inst) if isinstance(address, ir.Address) else None
         params = [k for k in (form or {}) if k != "const" and k[0] == "param"]
         if form is None or len(params) != 1 or form[params[0]] != 1 or \

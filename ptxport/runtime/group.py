@@ -8,9 +8,10 @@ or, where the kernel's blocks are tied together, run whole on one member.
 
 Group buffers keep a coherence table: which members (and the host) hold the buffer's current
 contents. A member gets a buffer before a launch that passes it only if it does not hold it
-yet, so inputs are sent once and kept until they are written. Group operations are
-synchronous: they are done when the call returns (a group stream's sync() has nothing to
-wait for).
+yet, so inputs are sent once and kept until they are written; where the plan knows which
+bytes a member's blocks load and store (Plan.needs), only those of them it lacks. Group
+operations are synchronous: they are done when the call returns (a group stream's sync()
+has nothing to wait for).
 """
 
 from __future__ import annotations
@@ -31,7 +32,16 @@ from ptxport.errors import (
     UnsupportedFeatureError,
 )
 from ptxport.passes.block_writes import field_token
-from ptxport.runtime.group_plan import Plan, identity, merge_buffer, plan_launch
+from ptxport.runtime.group_plan import (
+    Plan,
+    changed_ranges,
+    identity,
+    merge_buffer,
+    merge_ranges_into,
+    plan_launch,
+    subtract_ranges,
+    union_ranges,
+)
 
 __all__ = ["DeviceGroup", "GroupBuffer", "GroupPointer", "GroupStream", "GroupStruct",
            "LocalMember", "argument_keys"]
@@ -52,7 +62,9 @@ class LocalMember:
         self._stream = self.device.create_stream()
         self._buffers: dict[int, object] = {}
 
-    def upload(self, key: int, data: np.ndarray) -> None:
+    def upload(self, key: int, data: np.ndarray, version=None) -> None:
+        """Set the member's copy of buffer `key` (`version`: the group buffer's, unused
+        here; a RayMember sends one version's bytes once)."""
         buffer = self._buffers.get(key)
         if buffer is None:
             buffer = self._buffers[key] = self.device.allocate(max(data.size, 1),
@@ -61,19 +73,49 @@ class LocalMember:
             buffer.copy_from(data, stream=self._stream)
         self._stream.sync()
 
+    def _view(self, key: int) -> np.ndarray | None:
+        """The member's copy as host memory, where its device has it (a cpu device)."""
+        view = self._buffers[key]._host_view()
+        return None if view is None else view[:self._buffers[key].size]
+
     def download(self, key: int, ranges=None):
+        view = self._view(key) if ranges is not None else None
+        if view is not None:                 # (only the ranges' bytes are copied)
+            self._stream.sync()
+            return [view[lo:hi].copy() for lo, hi in ranges]
         buffer = self._buffers[key]
         host = np.empty(buffer.size, np.uint8)
         buffer.copy_to(host, stream=self._stream)
         self._stream.sync()
         return host if ranges is None else [host[lo:hi] for lo, hi in ranges]
 
-    def upload_ranges(self, key: int, ranges, data: np.ndarray) -> None:
-        """Write `data`'s bytes of `ranges` into the member's copy (the rest is current)."""
-        host = self.download(key)
-        for lo, hi in ranges:
-            host[lo:hi] = data[lo:hi]
-        self.upload(key, host)
+    def changes(self, key: int, before: np.ndarray) -> tuple[list, list]:
+        """(ranges, pieces): the member's copy where it may differ from `before` (its
+        contents before the launch), in whole group_plan.CHUNKs."""
+        view = self._view(key)
+        if view is None:
+            view = self.download(key)
+        self._stream.sync()
+        ranges = changed_ranges(before, view)
+        return ranges, [view[lo:hi].copy() for lo, hi in ranges]
+
+    def upload_ranges(self, key: int, ranges, data: np.ndarray, version=None) -> None:
+        """Write `data`'s bytes of `ranges` into the member's copy (a new one if it has
+        none: its other bytes are not needed)."""
+        self.write_pieces(key, ranges, [data[lo:hi] for lo, hi in ranges], data.size)
+
+    def write_pieces(self, key: int, ranges, pieces, size: int) -> None:
+        """Write each piece at its range of the member's copy of buffer `key` (of `size`
+        bytes: a new copy if the member has none)."""
+        if key not in self._buffers:
+            self._buffers[key] = self.device.allocate(max(size, 1), stream=self._stream)
+        view = self._view(key)
+        host = self.download(key) if view is None else view
+        self._stream.sync()
+        for (lo, hi), piece in zip(ranges, pieces, strict=True):
+            host[lo:hi] = piece
+        if view is None:
+            self.upload(key, host)
 
     def discard(self, key: int) -> None:
         buffer = self._buffers.pop(key, None)
@@ -144,6 +186,7 @@ class GroupBuffer:
         start = -raw.ctypes.data % _ALIGNMENT
         self._host = raw[start:start + size]
         self._valid = {HOST}
+        self._version = 0      # counts the host copy's contents (a RayMember puts each once)
         # member -> byte ranges its copy lacks (it holds the rest), after a "ranges" merge
         self._patch: dict[int, list[tuple[int, int]]] = {}
         self._closed = False
@@ -187,6 +230,7 @@ class GroupBuffer:
         with self._group._lock:
             self._host[:] = self._array(src, "copy_from", False)
             self._valid, self._patch = {HOST}, {}
+            self._version += 1
 
     def copy_to(self, dst=None, *, stream=None) -> np.ndarray:
         """Copy the contents into `dst` (a host array of the buffer's size; a new uint8
@@ -221,6 +265,7 @@ class GroupBuffer:
         """The host's copy was changed in place: the members' copies are stale."""
         with self._group._lock:
             self._valid, self._patch = {HOST}, {}
+            self._version += 1
 
 
 class GroupPointer:
@@ -358,6 +403,7 @@ class DeviceGroup:
         if HOST not in buffer._valid:
             member = min(buffer._valid)
             buffer._host[:] = self.members[member].download(buffer.key)
+            buffer._version += 1
             self._count("bytes_received", buffer.size)
             buffer._valid.add(HOST)
         return buffer._host
@@ -368,16 +414,39 @@ class DeviceGroup:
         content = self._host_copy(buffer) if data is None else data
         patch = buffer._patch.pop(member, None)
         if patch is not None and data is None:
-            self.members[member].upload_ranges(buffer.key, patch, content)
+            self.members[member].upload_ranges(buffer.key, patch, content,
+                                               version=buffer._version)
             self._count("bytes_sent", sum(hi - lo for lo, hi in patch))
         else:
-            self.members[member].upload(buffer.key, content)
+            version = buffer._version if data is None else None
+            self.members[member].upload(buffer.key, content, version=version)
             self._count("bytes_sent", buffer.size)
         buffer._held.add(member)
         if data is None:
             buffer._valid.add(member)
         else:
             buffer._valid.discard(member)
+
+    def _send_ranges(self, buffer: GroupBuffer, member: int, ranges) -> list:
+        """Make `ranges` of `member`'s copy current (Plan.needs: the only bytes its blocks
+        read or may write); the ranges its copy lacks afterwards, as the coherence table
+        keeps them."""
+        lacks = [] if member in buffer._valid else \
+            buffer._patch.get(member, [(0, buffer.size)])
+        need = subtract_ranges(lacks, subtract_ranges([(0, buffer.size)], ranges))
+        if need:
+            self.members[member].upload_ranges(buffer.key, need, buffer._host,
+                                               version=buffer._version)
+            self._count("bytes_sent", sum(hi - lo for lo, hi in need))
+            buffer._held.add(member)
+        left = subtract_ranges(lacks, ranges)
+        if left:
+            buffer._valid.discard(member)
+            buffer._patch[member] = left
+        else:
+            buffer._valid.add(member)
+            buffer._patch.pop(member, None)
+        return left
 
     def _count(self, what: str, n: int) -> None:
         with self._stats_lock:
@@ -506,12 +575,17 @@ class DeviceGroup:
             if any(m not in self._buffers[key]._valid for m, _, _ in plan.boxes):
                 self._host_copy(self._buffers[key])
 
+        lacking = {member: {} for member, _, _ in plan.boxes}   # key -> ranges after send
+
         def send(member, first, grid) -> None:
             for key in set(keys.values()):
                 merge = plan.merges.get(key)
                 if merge is not None and merge.mode == "atomic":
                     self._send(self._buffers[key], member,
                                identity(merge.op, merge.dtype, sizes_of(self, key)))
+                elif key in plan.needs:
+                    lacking[member][key] = self._send_ranges(self._buffers[key], member,
+                                                             plan.needs[key][member])
                 else:
                     self._send(self._buffers[key], member)
 
@@ -523,26 +597,51 @@ class DeviceGroup:
         def fetch(member, first, grid) -> dict:
             parts = {}
             for key, merge in plan.merges.items():
-                ranges = merge.ranges[member] if merge.mode == "ranges" else None
-                parts[key] = self.members[member].download(key, ranges)
+                parts[key], ranges = self._fetch(member, key, merge, befores[key])
                 self._count("bytes_received", self._buffers[key].size if ranges is None
                             else sum(hi - lo for lo, hi in ranges))
             return parts
 
-        self._each(plan, send)
-        for key in plan.merges:   # from here on only the host holds what was there before
-            self._buffers[key]._valid, self._buffers[key]._patch = {HOST}, {}
-        seconds = self._each(plan, run)
-        fetched = self._each(plan, fetch)
+        masks = [key for key, merge in plan.merges.items() if merge.mode == "mask"]
+
+        def launch_on(member, first, grid) -> tuple[float, dict]:
+            # (each member on its own: one waits for no other between its steps)
+            send(member, first, grid)
+            getattr(self.members[member], "watch", lambda keys: None)(masks)
+            return run(member, first, grid), fetch(member, first, grid)
+
+        try:
+            done = self._each(plan, launch_on)
+        finally:     # only the host holds what the written buffers held before
+            for key in plan.merges:
+                self._buffers[key]._valid, self._buffers[key]._patch = {HOST}, {}
+        seconds = {member: result[0] for member, result in done.items()}
+        fetched = {member: result[1] for member, result in done.items()}
         for key, merge in plan.merges.items():
             parts = {member: fetched[member][key] for member in fetched}
-            self._buffers[key]._host[:] = merge_buffer(merge, befores[key], parts, kernel.name)
-            if merge.mode == "ranges":     # each member's copy lacks the others' ranges only
-                for member, _, _ in plan.boxes:
-                    self._buffers[key]._patch[member] = [
-                        r for other, ranges in merge.ranges.items() if other != member
-                        for r in ranges]
+            if merge.mode == "ranges":       # (in place: no copy of the whole buffer)
+                merge_ranges_into(self._buffers[key]._host, merge, parts)
+            else:
+                self._buffers[key]._host[:] = merge_buffer(merge, befores[key], parts,
+                                                           kernel.name)
+            self._buffers[key]._version += 1
+            if merge.mode == "ranges":     # each member's copy lacks the others' ranges
+                for member, _, _ in plan.boxes:   # (and what it was not sent)
+                    self._buffers[key]._patch[member] = union_ranges(
+                        [r for other, ranges in merge.ranges.items() if other != member
+                         for r in ranges] + lacking[member].get(key, []))
         self._calibrate(kernel, plan, seconds)
+
+    def _fetch(self, member: int, key: int, merge, before: np.ndarray) -> tuple:
+        """A member's part of buffer `key` for merge_buffer, and the byte ranges it is
+        (None: the whole buffer). Of a "mask" buffer, only the chunks that changed."""
+        source = self.members[member]
+        if merge.mode == "ranges":
+            return source.download(key, merge.ranges[member]), merge.ranges[member]
+        if merge.mode == "mask" and hasattr(source, "changes"):
+            part = source.changes(key, before)
+            return part, part[0]
+        return source.download(key), None
 
     def _calibrate(self, kernel, plan: Plan, seconds: dict[int, float]) -> None:
         """Blocks per second of each member on this kernel, averaged over launches."""

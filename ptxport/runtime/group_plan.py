@@ -25,9 +25,17 @@ import numpy as np
 
 from ptxport.errors import UnsupportedFeatureError, WriteConflictError
 from ptxport.ir import nodes as ir
-from ptxport.passes.block_writes import HOSTMEM, UNKNOWN, kernel_writes, store_offsets
+from ptxport.passes.block_writes import (
+    HOSTMEM,
+    UNKNOWN,
+    kernel_writes,
+    load_offsets,
+    store_offsets,
+)
 
-__all__ = ["BufferMerge", "Plan", "identity", "merge_buffer", "plan_launch", "split_units"]
+__all__ = ["BufferMerge", "Plan", "changed_ranges", "identity", "merge_buffer",
+           "merge_ranges_into", "plan_launch",
+           "split_units", "subtract_ranges", "union_ranges"]
 
 
 @dataclass
@@ -49,6 +57,9 @@ class Plan:
         default_factory=list)
     merges: dict[int, BufferMerge] = field(default_factory=dict)
     written: set[int] | None = None             # buffer keys a whole launch may write
+    # key -> member -> the byte ranges its blocks may read or write, of the buffers a member
+    # needs only in part (others: whole)
+    needs: dict[int, dict[int, list[tuple[int, int]]]] = field(default_factory=dict)
 
 
 _WRITES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -159,7 +170,8 @@ def plan_launch(kernel, config, args: list, keys: dict[int, int], sizes: dict[in
     at = {names[i]: offset for i, offset in (offsets or {}).items()}
     at.update({token: offset for token, (_, _, offset) in (fields or {}).items()})
     _store_merges(writes, config, boxes, by_param, passed, sizes, scalars, merges, at)
-    return Plan(True, boxes=boxes, merges=merges, written=set(merges))
+    needs = _needs(writes, config, boxes, by_param, passed, sizes, scalars, merges, at)
+    return Plan(True, boxes=boxes, merges=merges, written=set(merges), needs=needs)
 
 
 def _refuse_untranslated(kernel, inst: ir.Instruction) -> None:
@@ -221,6 +233,36 @@ def _store_merges(writes, config, boxes, by_param, passed, sizes, scalars, merge
         merges[key] = merge
 
 
+def _needs(writes, config, boxes, by_param, passed, sizes, scalars, merges,
+           at: dict[str, int]) -> dict:
+    """Plan.needs: the buffers whose every load is affine in the block and thread index
+    and which are not merged by masks or atomics (a member's part of those is its whole
+    copy); a member needs the bytes its blocks load, and those they may write (a ranges
+    merge takes them from its copy, unwritten bytes included)."""
+    if writes.other_reads:
+        return {}
+    forms = load_offsets(writes, config.grid, config.block, scalars, set(by_param))
+    needs = {}
+    for key in {key for _, key in passed}:
+        merge = merges.get(key)
+        if merge is not None and merge.mode != "ranges":
+            continue
+        params = {p for p, k in by_param.items() if k == key}
+        loads = [form for form, (_, bases) in zip(forms, writes.load_insts, strict=True)
+                 if bases & params or bases & {UNKNOWN, HOSTMEM}]
+        if any(form is None for form in loads):
+            continue
+        needs[key] = {}
+        for member, first, grid in boxes:
+            box = [(f, f + n - 1) for f, n in zip(first, grid, strict=True)]
+            spans = [tuple(end + at.get(form.param, 0) for end in form.hull(box, config.block))
+                     for form in loads]
+            spans = [(max(0, lo), min(sizes[key], hi)) for lo, hi in spans
+                     if hi > 0 and lo < sizes[key]]
+            needs[key][member] = union_ranges(spans + (merge.ranges[member] if merge else []))
+    return needs
+
+
 def _ranges(stores, boxes, block, size, arg, at: dict[str, int]) -> BufferMerge | None:
     """A "ranges" merge when the members' write ranges are disjoint, else None; `at`: the
     byte of its buffer each pointer parameter points at."""
@@ -259,13 +301,10 @@ _COMBINE = {"min": np.minimum, "max": np.maximum, "and": np.bitwise_and,
 def merge_buffer(merge: BufferMerge, before: np.ndarray, parts: dict[int, object],
                  kernel: str) -> np.ndarray:
     """The buffer after the launch, from its contents before (uint8) and each member's
-    part: for "ranges", the list of arrays of its ranges; otherwise its whole copy."""
+    part: for "ranges", the list of arrays of its ranges; for "atomic", its whole copy; for
+    "mask", its whole copy or (ranges, pieces) of the ranges that may have changed."""
     if merge.mode == "ranges":
-        result = before.copy()
-        for member, pieces in parts.items():
-            for (lo, hi), piece in zip(merge.ranges[member], pieces, strict=True):
-                result[lo:hi] = piece
-        return result
+        return merge_ranges_into(before.copy(), merge, parts)
     if merge.mode == "atomic":
         dtype = merge.dtype
         result = before.view(dtype).copy()
@@ -283,21 +322,95 @@ def merge_buffer(merge: BufferMerge, before: np.ndarray, parts: dict[int, object
     return _merge_masks(merge, before, parts, kernel)
 
 
-def _merge_masks(merge: BufferMerge, before: np.ndarray, parts: dict, kernel: str) -> np.ndarray:
-    result = before.copy()
-    written = np.zeros(before.size, bool)
-    for member in sorted(parts):
-        data = parts[member]
-        changed = data != before
-        clash = changed & written & (data != result)
-        if clash.any():
-            offset = int(np.flatnonzero(clash)[0])
-            raise WriteConflictError(
-                f"kernel {kernel}: two members of the device group wrote different values "
-                f"to byte {offset} of argument {merge.arg} (a buffer of {before.size} bytes): "
-                f"{result[offset]:#04x} and {data[offset]:#04x}; the blocks of this launch "
-                "write the same memory, so its result depends on their order: launch it on "
-                "one device")
-        result[changed] = data[changed]
-        written |= changed
+def merge_ranges_into(result: np.ndarray, merge: BufferMerge, parts: dict) -> np.ndarray:
+    """Write each member's pieces of a "ranges" merge into `result` (they are disjoint, so
+    the buffer itself may be `result`)."""
+    for member, pieces in parts.items():
+        for (lo, hi), piece in zip(merge.ranges[member], pieces, strict=True):
+            result[lo:hi] = piece
     return result
+
+
+def _merge_masks(merge: BufferMerge, before: np.ndarray, parts: dict, kernel: str) -> np.ndarray:
+    """A member's part is its whole copy, or (ranges, pieces): the only byte ranges of its
+    copy that may differ from `before` (changed_ranges). Bytes are compared only where
+    two members' ranges meet (CHUNKs both sent); elsewhere a piece is copied whole (its
+    unchanged bytes equal `before`). A byte an earlier member wrote is one that differs
+    from `before` in the result."""
+    result = before.copy()
+    touched = np.zeros(-(-before.size // CHUNK), bool)     # chunks an earlier member sent
+    for member in sorted(parts):
+        part = parts[member]
+        ranges, pieces = ([(0, before.size)], [part]) if isinstance(part, np.ndarray) else part
+        for (lo, hi), data in zip(ranges, pieces, strict=True):
+            chunks = slice(lo // CHUNK, -(-hi // CHUNK))
+            if not touched[chunks].any():
+                result[lo:hi] = data
+            else:
+                _merge_bytes(merge, before, result, lo, data, kernel)
+            touched[chunks] = True
+    return result
+
+
+def _merge_bytes(merge: BufferMerge, before: np.ndarray, result: np.ndarray, lo: int,
+                 data: np.ndarray, kernel: str) -> None:
+    old, now = before[lo:lo + data.size], result[lo:lo + data.size]
+    changed = data != old
+    clash = changed & (now != old) & (data != now)
+    if clash.any():
+        offset = lo + int(np.flatnonzero(clash)[0])
+        raise WriteConflictError(
+            f"kernel {kernel}: two members of the device group wrote different values to "
+            f"byte {offset} of argument {merge.arg} (a buffer of {before.size} bytes): "
+            f"{result[offset]:#04x} and {data[offset - lo]:#04x}; the blocks of this launch "
+            "write the same memory, so its result depends on their order: launch it on one "
+            "device")
+    np.copyto(now, data, where=changed)
+
+
+CHUNK = 4096       # the granularity at which changed_ranges looks for changes
+
+
+def changed_ranges(before: np.ndarray, after: np.ndarray, chunk: int = CHUNK) -> list:
+    """The [lo, hi) byte ranges, in whole `chunk`s, outside which `after` equals `before`
+    (two uint8 arrays of one size): what a member sends back of a "mask" buffer."""
+    size = before.size
+    whole = size - size % chunk
+    step = 8 if chunk % 8 == 0 else 1
+    word = np.uint64 if step == 8 else np.uint8
+    dirty = (before[:whole].view(word) != after[:whole].view(word)).reshape(
+        -1, chunk // step).any(axis=1)
+    if whole < size:
+        dirty = np.append(dirty, bool((before[whole:] != after[whole:]).any()))
+    edges = np.flatnonzero(np.diff(np.concatenate(([0], dirty.view(np.int8), [0]))))
+    return [(int(lo) * chunk, min(size, int(hi) * chunk))
+            for lo, hi in zip(edges[::2], edges[1::2], strict=True)]
+
+
+def union_ranges(ranges) -> list[tuple[int, int]]:
+    """[lo, hi) ranges sorted, with those that overlap or touch joined."""
+    out: list[tuple[int, int]] = []
+    for lo, hi in sorted(r for r in ranges if r[1] > r[0]):
+        if out and lo <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return out
+
+
+def subtract_ranges(ranges, cut) -> list[tuple[int, int]]:
+    """The bytes of `ranges` outside `cut` (lists of [lo, hi) ranges)."""
+    out = []
+    cut = union_ranges(cut)
+    for lo, hi in union_ranges(ranges):
+        for c_lo, c_hi in cut:
+            if c_hi <= lo or c_lo >= hi:
+                continue
+            if c_lo > lo:
+                out.append((lo, c_lo))
+            lo = max(lo, c_hi)
+            if lo >= hi:
+                break
+        if lo < hi:
+            out.append((lo, hi))
+    return out

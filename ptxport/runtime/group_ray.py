@@ -3,8 +3,8 @@
 Each member is an actor (`_Worker`) that holds its own device (Device("cpu") by default) and
 runs its box of blocks with the same LocalMember code as an in-process member. Buffers move
 through Ray's object store: the driver puts a buffer's contents once per version and sends
-the reference, so members of one machine share one copy. Every transfer carries a CRC-32 of
-its bytes, checked by the side that receives it.
+the reference, so members of one machine share one copy. Every transfer carries a checksum of
+its bytes (checksum()), checked by the side that receives it.
 
 Lineage: the driver keeps, per member and buffer, the reference to the contents the member
 was last sent (or last sent back in full). When an actor dies (a killed process, a lost
@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import threading
 import time
-import zlib
 from pathlib import Path
 
 import numpy as np
@@ -27,15 +26,44 @@ import numpy as np
 from ptxport.errors import BackendUnavailableError, GroupMemberError, PtxportError
 from ptxport.runtime.group import argument_keys
 
-__all__ = ["RayMember", "checksum", "ray_members"]
+__all__ = ["Puts", "RayMember", "checksum", "ray_members"]
 
 
 class ChecksumError(PtxportError):
     """Bytes that arrived are not the bytes that were sent."""
 
 
-def checksum(data: np.ndarray) -> int:
-    return zlib.crc32(memoryview(np.ascontiguousarray(data)).cast("B"))
+_BLOCK = 1 << 18                                   # 64-bit words summed at a time
+_WEIGHTS = np.arange(1, _BLOCK + 1, dtype=np.uint64)
+_MASK = (1 << 64) - 1
+
+
+def checksum(data) -> int:
+    """A Fletcher checksum of an array's bytes (or of each of a list of arrays'), over
+    64-bit words modulo 2**64: the sum of the words and the sum of each word times its
+    position, with the size. Any one changed word changes it, and so do two words swapped
+    (unless their difference times their distance is a multiple of 2**64);
+    numpy computes it at memory speed (zlib.crc32 runs at 1-2 GB/s, the time of a
+    transfer)."""
+    total = 0
+    for piece in data if isinstance(data, list | tuple) else (data,):
+        total = (total * 0x9E3779B97F4A7C15 + _fletcher(piece)) & ((1 << 136) - 1)
+    return total
+
+
+def _fletcher(piece) -> int:
+    raw = np.frombuffer(memoryview(np.ascontiguousarray(piece)).cast("B"), np.uint8)
+    whole = raw.size - raw.size % 8
+    words = raw[:whole].view(np.uint64)
+    plain = weighted = 0
+    for start in range(0, words.size, _BLOCK):
+        block = words[start:start + _BLOCK]
+        block_sum = int(block.sum(dtype=np.uint64))
+        weighted += int(np.dot(block, _WEIGHTS[:block.size])) + start * block_sum
+        plain += block_sum
+    tail = int.from_bytes(raw[whole:].tobytes(), "little")
+    plain, weighted = plain + tail, weighted + (words.size + 1) * tail
+    return ((weighted & _MASK) << 72) | ((plain & _MASK) << 8) | (raw.size & 0xFF)
 
 
 def _ray():
@@ -58,6 +86,7 @@ class _Worker:
         self.member = LocalMember(device)
         self.codes: dict[str, object] = {}
         self.hold: str | None = None
+        self.before: dict[int, np.ndarray] = {}   # copies as they were before the last run
 
     def pid(self) -> int:
         return os.getpid()
@@ -69,29 +98,36 @@ class _Worker:
     def upload(self, key: int, data, crc: int) -> None:
         data = np.asarray(data)
         if checksum(data) != crc:
-            raise ChecksumError(f"buffer {key}: the bytes received do not match their CRC")
+            raise ChecksumError(f"buffer {key}: the bytes received do not match their checksum")
         self.member.upload(key, data)
 
-    def patch(self, key: int, ranges, pieces, crc: int) -> None:
-        joined = np.concatenate([np.asarray(p) for p in pieces]) if pieces else \
-            np.zeros(0, np.uint8)
-        if checksum(joined) != crc:
-            raise ChecksumError(f"buffer {key}: the bytes received do not match their CRC")
-        host = self.member.download(key)
-        for (lo, hi), piece in zip(ranges, pieces, strict=True):
-            host[lo:hi] = piece
-        self.member.upload(key, host)
+    def patch(self, key: int, size: int, ranges, pieces, crc: int) -> None:
+        pieces = [np.asarray(p) for p in pieces]
+        if checksum(pieces) != crc:
+            raise ChecksumError(f"buffer {key}: the bytes received do not match their checksum")
+        self.member.write_pieces(key, ranges, pieces, size)
 
     def download(self, key: int, ranges):
-        data = self.member.download(key, ranges)
-        joined = data if ranges is None else (
-            np.concatenate(data) if data else np.zeros(0, np.uint8))
-        return data, checksum(joined)
+        view = self.member._view(key) if ranges is not None else None
+        # (views of the member's copy where it is host memory: Ray copies them into the
+        # object store as the call returns)
+        data = self.member.download(key, ranges) if view is None else \
+            [view[lo:hi] for lo, hi in ranges]
+        return data, checksum(data)
+
+    def changes(self, key: int):
+        """(ranges, pieces) where the copy may differ from before the last run, and
+        their checksum."""
+        ranges, pieces = self.member.changes(key, self.before[key])
+        return ranges, pieces, checksum(pieces)
 
     def discard(self, key: int) -> None:
         self.member.discard(key)
 
-    def run(self, digest: str, ptx: str | None, name: str, launch: tuple, args) -> float:
+    def run(self, digest: str, ptx: str | None, name: str, launch: tuple, args,
+            watch=()) -> float:
+        """Run the blocks of `launch`, first keeping a copy of the buffers `watch`
+        (for changes())."""
         if self.hold is not None:
             Path(self.hold).touch()
             time.sleep(300)
@@ -104,12 +140,14 @@ class _Worker:
             code = self.codes[digest] = Program(ptx, "ptx").compile()
         from ptxport.runtime.launch import LaunchConfig
 
+        self.before = {key: self.member.download(key) for key in watch}
         grid, block, shmem, first, sub = launch
         config = LaunchConfig(grid=grid, block=block, shmem_size=shmem)
         return self.member.run(code.get_kernel(name), config, first, sub, args)
 
 
 _ACTOR = None
+_LINEAGE_STEPS = 8        # pieces sent kept as such in a member's lineage, before one whole
 _ACTOR_LOCK = threading.Lock()
 
 
@@ -121,16 +159,49 @@ def _actor_class():
         return _ACTOR
 
 
+class Puts:
+    """The object-store copy of each group buffer's current version and its checksum, shared
+    by the members of one group: a version is put (and checksummed) once, not once per
+    member."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._locks: dict[int, threading.Lock] = {}
+        self._refs: dict[int, tuple[object, object, int]] = {}   # key -> (version, ref, crc)
+
+    def get(self, key: int, data: np.ndarray, version=None) -> tuple[object, int]:
+        """(ref, crc) of `data`, the contents of `version` of buffer `key` (None: contents
+        of no version, put every time)."""
+        if version is None:
+            return _ray().put(data), checksum(data)
+        with self._lock:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            found = self._refs.get(key)
+            if found is None or found[0] != version:
+                found = self._refs[key] = (version, _ray().put(data), checksum(data))
+            return found[1], found[2]
+
+    def drop(self, key: int) -> None:
+        with self._lock:
+            self._refs.pop(key, None)
+            self._locks.pop(key, None)
+
+
 class RayMember:
     """A device group member in a Ray actor (see the module's docstring)."""
 
     keeps_results = False     # the group fetches what a whole launch wrote (lineage)
 
     def __init__(self, index: int, device: str, cores: tuple[int, ...] = (),
-                 max_restarts: int = 2):
+                 max_restarts: int = 2, puts: Puts | None = None):
         self.name = f"ray{index}:{device}"
+        self._puts = Puts() if puts is None else puts
+        self._watch: tuple[int, ...] = ()  # mask-merged keys of the next run (changes())
         self._device, self._cores, self.max_restarts = device, cores, max_restarts
-        self._lineage: dict[int, tuple[object, int]] = {}   # key -> (ref, crc) it holds
+        # key -> what the member was sent, in order: ("whole", ref, crc) and
+        # ("pieces", size, ranges, ref, crc); replayed into a replacement
+        self._lineage: dict[int, list[tuple]] = {}
         self._stale: set[int] = set()      # keys a run may have written since their lineage
         self._last_run: tuple | None = None
         self._codes: set[str] = set()
@@ -181,8 +252,9 @@ class RayMember:
         except Exception:        # (it is gone already)
             pass
         self._spawn()
-        ray.get([self.actor.upload.remote(key, ref, crc)
-                 for key, (ref, crc) in self._lineage.items()])
+        ray.get([self.actor.upload.remote(key, *step[1:]) if step[0] == "whole" else
+                 self.actor.patch.remote(key, *step[1:])
+                 for key, steps in self._lineage.items() for step in steps])
         keep = set(self._last_run[-1]) if rerun and self._last_run else set()
         if self.on_lost is not None and self._stale - keep:
             self.on_lost(self._stale - keep)
@@ -193,27 +265,33 @@ class RayMember:
 
     # -- the member interface ----------------------------------------------------------------
 
-    def upload(self, key: int, data: np.ndarray) -> None:
+    def upload(self, key: int, data: np.ndarray, version=None) -> None:
         ray = _ray()
-        ref = ray.put(data)
+        ref, crc = self._puts.get(key, data, version)
         self._last_run = None       # (a re-run would now read these new contents)
         self._stale.discard(key)
 
         def send():
-            self._lineage[key] = (ref, checksum(data))
-            return ray.get(self.actor.upload.remote(key, ref, self._lineage[key][1]))
+            self._lineage[key] = [("whole", ref, crc)]
+            return ray.get(self.actor.upload.remote(key, ref, crc))
 
         self._recovering(send)
 
-    def upload_ranges(self, key: int, ranges, data: np.ndarray) -> None:
+    def upload_ranges(self, key: int, ranges, data: np.ndarray, version=None) -> None:
         ray = _ray()
         pieces = [data[lo:hi] for lo, hi in ranges]
-        joined = np.concatenate(pieces) if pieces else np.zeros(0, np.uint8)
-        self._lineage[key] = (ray.put(data), checksum(data))
+        ref, crc = ray.put(pieces), checksum(pieces)
+        steps = self._lineage.setdefault(key, [])
+        steps.append(("pieces", data.size, ranges, ref, crc))
+        held = sum(hi - lo for step in steps if step[0] == "pieces" for lo, hi in step[2])
+        if len(steps) > _LINEAGE_STEPS or held > data.size:
+            # the host's contents hold what it was sent: one copy, shared by the members,
+            # instead of pieces adding up to more than the buffer in the object store
+            steps[:] = [("whole", *self._puts.get(key, data, version))]
         self._last_run = None
         self._stale.discard(key)
-        self._recovering(lambda: ray.get(self.actor.patch.remote(key, ranges, pieces,
-                                                                 checksum(joined))))
+        self._recovering(lambda: ray.get(self.actor.patch.remote(key, data.size, ranges,
+                                                                 ref, crc)))
 
     def download(self, key: int, ranges=None):
         ray = _ray()
@@ -221,18 +299,35 @@ class RayMember:
         def fetch():
             data_ref, crc_ref = self.actor.download.options(num_returns=2).remote(key, ranges)
             data, crc = ray.get([data_ref, crc_ref])
-            joined = data if ranges is None else (
-                np.concatenate(data) if data else np.zeros(0, np.uint8))
-            if checksum(joined) != crc:
+            if checksum(data) != crc:
                 raise ChecksumError(f"{self.name}: buffer {key} arrived corrupted")
             if ranges is None:
-                self._lineage[key] = (data_ref, crc)
+                self._lineage[key] = [("whole", data_ref, crc)]
                 self._stale.discard(key)
             return data if ranges is None else [np.asarray(d) for d in data]
 
         return self._recovering(fetch, rerun=True)
 
+    def watch(self, keys) -> None:
+        """At the next run, the worker keeps a copy of buffers `keys` as they were, so
+        that changes() sends back only what changed."""
+        self._watch = tuple(keys)
+
+    def changes(self, key: int, before: np.ndarray | None = None) -> tuple[list, list]:
+        """(ranges, pieces): the member's copy of `key` where it may differ from its
+        contents before the last run (kept by the worker; `before` is not sent)."""
+        ray = _ray()
+
+        def fetch():
+            ranges, pieces, crc = ray.get(self.actor.changes.remote(key))
+            if checksum(pieces) != crc:
+                raise ChecksumError(f"{self.name}: buffer {key} arrived corrupted")
+            return ranges, [np.asarray(p) for p in pieces]
+
+        return self._recovering(fetch, rerun=True)
+
     def discard(self, key: int) -> None:
+        self._puts.drop(key)
         self._lineage.pop(key, None)
         self._stale.discard(key)
         try:
@@ -245,18 +340,19 @@ class RayMember:
         digest = f"{id(code)}:{hash(code.ptx)}"
         launch = (config.grid, config.block, config.shmem_size, first, grid)
         keys = argument_keys(args)
-        self._last_run = (digest, code.ptx, kernel.name, launch, args, keys)
+        watch, self._watch = self._watch, ()
+        self._last_run = (digest, code.ptx, kernel.name, launch, args, watch, keys)
         seconds = self._recovering(lambda: self._run_once(digest, code.ptx, kernel.name,
-                                                          launch, args))
+                                                          launch, args, watch))
         self._stale |= set(keys)
         return seconds
 
-    def _run_once(self, digest, ptx, name, launch, args) -> float:
+    def _run_once(self, digest, ptx, name, launch, args, watch=()) -> float:
         ray = _ray()
         sent = ptx if digest not in self._codes else None
-        seconds = ray.get(self.actor.run.remote(digest, sent, name, launch, args))
+        seconds = ray.get(self.actor.run.remote(digest, sent, name, launch, args, watch))
         if seconds < 0:
-            seconds = ray.get(self.actor.run.remote(digest, ptx, name, launch, args))
+            seconds = ray.get(self.actor.run.remote(digest, ptx, name, launch, args, watch))
         self._codes.add(digest)
         return seconds
 
@@ -281,11 +377,11 @@ def ray_members(num_workers: int, device: str = "cpu", *, pin_cores: bool = True
         raise ValueError("num_workers must be at least 1")
     _init_ray(num_workers, object_store_mb)
     cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
-    members = []
+    members, puts = [], Puts()
     for i in range(num_workers):
         share = ()
         if pin_cores and cores:
             per = max(1, len(cores) // num_workers)
             share = tuple(cores[(i * per) % len(cores):(i * per) % len(cores) + per])
-        members.append(RayMember(i, device, share, max_restarts))
+        members.append(RayMember(i, device, share, max_restarts, puts))
     return members

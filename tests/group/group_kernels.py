@@ -89,6 +89,14 @@ extern "C" __global__ void gather_wide(float *out, const float *in, const long l
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     out[index[i]] = in[i];
 }
+extern "C" __global__ void blur(float *out, const float *in, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float v = in[i];
+    if (i > 0) v += in[i - 1];
+    if (i + 1 < n) v += in[i + 1];
+    out[i] = v;
+}
 """
 
 

@@ -48,6 +48,22 @@ def test_disjoint_and_strided_stores_merge_by_ranges():
     assert strided.merges[100].ranges == {0: [(4, 4 * 191)], 1: [(4 * 193, 4 * 383)]}
 
 
+def test_members_need_the_bytes_their_blocks_load_and_write():
+    plan = _plan("blur", (8, 1, 1), (64, 1, 1), [None, None, np.int32(512)],
+                 {0: 2048, 1: 2048})
+    assert plan.needs[100] == {0: [(0, 1024)], 1: [(1024, 2048)]}     # what each writes
+    assert plan.needs[101] == {0: [(0, 1028)], 1: [(1020, 2048)]}     # and a float of halo
+    # out[index[i]] = in[i]: a store the analysis cannot place, so every buffer is merged
+    # by masks, which take each member's whole copy: all are sent whole
+    gather = _plan("gather_wide", (2, 1, 1), (32, 1, 1), [None, None, None],
+                   {0: 256, 1: 256, 2: 512})
+    assert gather.split and gather.needs == {}
+    # a grid-stride loop's loads are not affine in the block index: the whole input
+    grid_stride = _plan("grid_stride", (4, 1, 1), (32, 1, 1), [None, np.int32(1000)],
+                        {0: 4000})
+    assert 100 not in grid_stride.needs
+
+
 def test_data_dependent_and_loop_stores_merge_by_masks():
     assert _plan("same_value", (4, 1, 1), (32, 1, 1), [None, None, np.int32(128)],
                  {0: 64, 1: 512}).merges[100].mode == "mask"
@@ -170,3 +186,26 @@ def test_addresses_the_kernel_makes_itself_are_its_members_own():
     assert _plan("via_stack", (4, 1, 1), (32, 1, 1), [None, None, np.int32(1)],
                  {0: 512, 1: 512}).split
     assert _plan("via_malloc", (4, 1, 1), (32, 1, 1), [None], {0: 512}).split
+
+
+def test_reads_other_than_ld_mean_whole_buffers():
+    """cp.async reads global memory (its state-space modifier names the shared
+    destination): the loads the analysis sees are not every read, so nothing is sent in
+    part."""
+    from ptxport import Program
+
+    source = r'''
+    extern "C" __global__ void staged(float *out, const float *in) {
+        __shared__ float tile[128];
+        int i = blockIdx.x * 128 + threadIdx.x;
+        unsigned s = (unsigned)__cvta_generic_to_shared(&tile[threadIdx.x]);
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(s), "l"(in + i));
+        asm volatile("cp.async.wait_all;");
+        __syncthreads();
+        out[i] = tile[127 - threadIdx.x];
+    }
+    '''
+    kernel = Program(source, "c++").compile().get_kernel("staged")
+    plan = plan_launch(kernel, LaunchConfig(grid=4, block=128), [None, None], {0: 100, 1: 101},
+                       {100: 2048, 101: 2048}, [1.0, 1.0])
+    assert plan.split and plan.merges[100].mode == "ranges" and plan.needs == {}

@@ -179,11 +179,19 @@ def test_inputs_are_sent_once_and_outputs_only_where_stale():
     kernel = group_code().get_kernel("disjoint")
     group.launch(LaunchConfig(grid=32, block=128), kernel, out, x, np.int32(n))
     first = group.stats["bytes_sent"]
-    assert first == 2 * 2 * 4 * n                     # both buffers to both members
-    assert x.valid_on == {"host", "cpu:0"} and out.valid_on == {"host"}
+    # each member gets only the part of the input its blocks read, and of the output the
+    # part they write
+    assert first == 4 * n + 4 * n
+    assert x.valid_on == {"host"} and out.valid_on == {"host"}
+    assert group.last_plan.needs[x.key] == {0: [(0, 2 * n)], 1: [(2 * n, 4 * n)]}
+    group._speeds[kernel._function] = [1.0, 1.0]        # (the same split each time)
     group.launch(LaunchConfig(grid=32, block=128), kernel, out, x, np.int32(n))
-    # the input stays; each member gets only the other's part of the output
-    assert group.stats["bytes_sent"] - first == 4 * n
+    # the input stays, and each member's part of the output is current there
+    assert group.stats["bytes_sent"] == first
+    out.copy_from(np.zeros(n, np.float32))
+    group._speeds[kernel._function] = [1.0, 1.0]
+    group.launch(LaunchConfig(grid=32, block=128), kernel, out, x, np.int32(n))
+    assert group.stats["bytes_sent"] - first == 4 * n   # the new output, once in all
 
 
 def test_split_follows_measured_speed():
@@ -218,3 +226,76 @@ def test_group_device_name_through_the_public_api():
     with pytest.raises(ArgumentError, match="pass a GroupBuffer"):
         launch(stream, LaunchConfig(grid=4, block=64), group_code().get_kernel("disjoint"),
                Device("cpu").allocate(1024), x, np.int32(256))
+
+
+def test_an_output_sent_in_parts_is_whole_where_later_read():
+    """A member gets only its part of a buffer the launch only writes; when the split
+    changes, or a later launch reads the buffer, it gets what its copy lacks."""
+    group = DeviceGroup(["cpu", "cpu"])
+    n = 64 * 128
+    config = LaunchConfig(grid=64, block=128)
+    strided = group_code().get_kernel("strided")       # out[3i + 1] = i: the rest stays 7
+    out = _buffer(group, np.full(3 * n, 7, np.int32))
+    group.launch(config, strided, out, np.int32(n))
+    group._speeds[strided._function] = [3.0, 1.0]       # member 0 gets more blocks
+    group.launch(config, strided, out, np.int32(n))
+    assert group.last_plan.merges[out.key].mode == "ranges"
+    assert group.last_plan.boxes[0][2][0] > 32
+    want = np.full(3 * n, 7, np.int32)
+    want[1::3] = np.arange(n)
+    assert (out.copy_to(np.empty(3 * n, np.int32)) == want).all()
+
+    disjoint = group_code().get_kernel("disjoint")
+    x = _buffer(group, np.arange(n, dtype=np.float32))
+    y, z = group.allocate(4 * n), group.allocate(4 * n)
+    group.launch(config, disjoint, y, x, np.int32(n))
+    group._speeds[disjoint._function] = [1.0, 1.0]
+    sent = group.stats["bytes_sent"]
+    group.launch(config, disjoint, z, y, np.int32(n))    # reads every byte of y
+    # each member reads the part of y it wrote: only z's parts are sent
+    assert group.stats["bytes_sent"] - sent == 4 * n
+    expect = np.arange(n, dtype=np.float32) * 2 + 1
+    assert (z.copy_to(np.empty(n, np.float32)) == expect * 2 + 1).all()
+
+
+def test_mask_merges_compare_only_where_members_chunks_meet():
+    from ptxport.errors import WriteConflictError
+    from ptxport.runtime.group_plan import CHUNK, BufferMerge, changed_ranges, merge_buffer
+
+    before = np.zeros(3 * CHUNK + 10, np.uint8)
+    a, b = before.copy(), before.copy()
+    a[5], a[CHUNK + 1] = 1, 2                  # member 0: chunks 0 and 1
+    b[CHUNK + 2], b[-1] = 3, 4                 # member 1: chunk 1 (shared) and the tail
+    parts = {}
+    for member, copy in ((0, a), (1, b)):
+        ranges = changed_ranges(before, copy)
+        parts[member] = (ranges, [copy[lo:hi] for lo, hi in ranges])
+    assert parts[0][0] == [(0, 2 * CHUNK)] and parts[1][0] == [(CHUNK, 2 * CHUNK),
+                                                              (3 * CHUNK, before.size)]
+    merged = merge_buffer(BufferMerge("mask"), before, parts, "k")
+    assert np.flatnonzero(merged).tolist() == [5, CHUNK + 1, CHUNK + 2, before.size - 1]
+    b[CHUNK + 1] = 9                           # both members wrote byte CHUNK + 1
+    parts[1] = ([(CHUNK, 2 * CHUNK)], [b[CHUNK:2 * CHUNK]])
+    with pytest.raises(WriteConflictError, match=f"byte {CHUNK + 1} "):
+        merge_buffer(BufferMerge("mask"), before, parts, "k")
+
+
+def test_stencil_sweeps_send_each_member_only_its_halo():
+    group = DeviceGroup(["cpu", "cpu"])
+    n = 64 * 128
+    kernel = group_code().get_kernel("blur")
+    config = LaunchConfig(grid=64, block=128)
+    a = _buffer(group, np.random.default_rng(0).random(n, dtype=np.float32))
+    b = group.allocate(4 * n)
+    want = a.copy_to(np.empty(n, np.float32))
+    for sweep in range(4):
+        group._speeds[kernel._function] = [1.0, 1.0]
+        source, target = (a, b) if sweep % 2 == 0 else (b, a)
+        sent = group.stats["bytes_sent"]
+        group.launch(config, kernel, target, source, np.int32(n))
+        if sweep:       # each member lacks one float of the other's part of its input
+            assert group.stats["bytes_sent"] - sent == 2 * 4
+        padded = np.concatenate(([0], want, [0])).astype(np.float32)
+        want = (padded[1:-1] + padded[:-2]) + padded[2:]
+    got = a.copy_to(np.empty(n, np.float32))
+    np.testing.assert_allclose(got, want, rtol=1e-6)
