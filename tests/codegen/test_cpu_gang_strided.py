@@ -1,8 +1,10 @@
 """Warp gangs' accesses of every 2nd or 4th element (a Blelloch scan's lower levels, two
 elements per thread): one masked access of the span and a shuffle, found at run time or, for
-%tid-based shared addresses, when compiling. Results against numpy for several strides and
-partial masks; the elements between the lanes' are left alone (shared and global); a lane
-past the shared memory still stops the kernel at the first bad thread."""
+%tid-based shared addresses, when compiling; and shared accesses at %tid-based addresses
+under partial masks (edges, `if (tid < s)`), whose pattern is known when compiling. Results
+against numpy for several strides and masks; the elements between the lanes' are left alone
+(shared and global); a lane past the shared memory still stops the kernel at the first bad
+thread."""
 
 from __future__ import annotations
 
@@ -38,6 +40,21 @@ extern "C" __global__ void pairs(int* y, int past)
     __syncthreads();
     y[2 * t] = d[2 * t + 1 + past];
     y[2 * t + 1] = d[2 * t + past];
+}
+
+extern "C" __global__ void edges(int* y, int from, int past)
+{
+    extern __shared__ int e[];
+    int t = threadIdx.x;
+    e[t] = 0;
+    __syncthreads();
+    if (t >= from)
+        e[t - from + past] = t;         // lane 0's would-be address is before the window
+    __syncthreads();
+    if (t < 7)
+        e[t + 16] += 1000;              // a few lanes of the first warp only
+    __syncthreads();
+    y[t] = e[t];
 }
 """
 
@@ -95,3 +112,23 @@ def test_pairs_past_shared_memory_stop_at_the_first_bad_thread(program):
     with pytest.raises(IllegalAddressError, match="thread 96"):
         _run(program.get_kernel("pairs"), LaunchConfig(grid=1, block=THREADS,
                                                        shmem_size=8 * THREADS), [y], 64)
+
+
+@pytest.mark.parametrize("start", [1, 5, 40])
+def test_partial_masks_at_known_offsets(program, start):
+    y = np.zeros(THREADS, np.int32)
+    _run(program.get_kernel("edges"), LaunchConfig(grid=1, block=THREADS,
+                                                   shmem_size=4 * THREADS), [y], start, 0)
+    want = np.zeros(THREADS, np.int32)
+    t = np.arange(start, THREADS)
+    want[t - start] = t
+    want[16:23] += 1000
+    assert (y == want).all()
+
+
+def test_partial_mask_past_shared_memory_stops_at_the_first_bad_thread(program):
+    y = np.zeros(THREADS, np.int32)
+    # e[t - 3 + 100] in 128 words: thread 31 (a lane of the first warp) is the first outside
+    with pytest.raises(IllegalAddressError, match="thread 31"):
+        _run(program.get_kernel("edges"), LaunchConfig(grid=1, block=THREADS,
+                                                       shmem_size=4 * THREADS), [y], 3, 100)
