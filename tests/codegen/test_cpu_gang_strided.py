@@ -1,10 +1,10 @@
 """Warp gangs' accesses of every 2nd or 4th element (a Blelloch scan's lower levels, two
 elements per thread): one masked access of the span and a shuffle, found at run time or, for
 %tid-based shared addresses, when compiling; and shared accesses at %tid-based addresses
-under partial masks (edges, `if (tid < s)`), whose pattern is known when compiling. Results
-against numpy for several strides and masks; the elements between the lanes' are left alone
-(shared and global); a lane past the shared memory still stops the kernel at the first bad
-thread."""
+under partial masks (edges, `if (tid < s)`, a padded tile's columns), whose pattern is
+known when compiling. Results against numpy for several strides and masks; the elements
+between the lanes' are left alone (shared and global); a lane past the shared memory still
+stops the kernel at the first bad thread."""
 
 from __future__ import annotations
 
@@ -55,6 +55,20 @@ extern "C" __global__ void edges(int* y, int from, int past)
         e[t + 16] += 1000;              // a few lanes of the first warp only
     __syncthreads();
     y[t] = e[t];
+}
+
+extern "C" __global__ void columns(int* y, int past)
+{
+    extern __shared__ int c[];
+    int t = threadIdx.x;
+    for (int i = t; i < 33 * 32; i += blockDim.x)
+        c[i] = -1;
+    __syncthreads();
+    if (t < 20)
+        c[t * 33 + past] = t;           // a padded tile's column: lanes 33 words apart
+    __syncthreads();
+    if (t < 32)
+        y[t] = c[t * 33];
 }
 """
 
@@ -132,3 +146,20 @@ def test_partial_mask_past_shared_memory_stops_at_the_first_bad_thread(program):
     with pytest.raises(IllegalAddressError, match="thread 31"):
         _run(program.get_kernel("edges"), LaunchConfig(grid=1, block=THREADS,
                                                        shmem_size=4 * THREADS), [y], 3, 100)
+
+
+def test_columns_at_known_offsets(program):
+    y = np.zeros(32, np.int32)
+    _run(program.get_kernel("columns"), LaunchConfig(grid=1, block=THREADS,
+                                                     shmem_size=33 * 32 * 4), [y], 0)
+    want = np.full(32, -1, np.int32)
+    want[:20] = np.arange(20)
+    assert (y == want).all()
+
+
+def test_column_past_shared_memory_stops_at_the_first_bad_thread(program):
+    y = np.zeros(32, np.int32)
+    # c[t * 33 + 429] in 1056 words: thread 19's is the first outside
+    with pytest.raises(IllegalAddressError, match="thread 19"):
+        _run(program.get_kernel("columns"), LaunchConfig(grid=1, block=THREADS,
+                                                         shmem_size=33 * 32 * 4), [y], 429)

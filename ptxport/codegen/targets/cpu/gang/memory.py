@@ -139,7 +139,8 @@ def _known_pattern(fl: GangLowering, place: Place, size: int):
     for any mask in shared memory (an edge's or a tree level's `if (tid < s)`): masked
     accesses keep the idle lanes' places out, and [low, high) is then all 32 lanes' range,
     which holds the mask's (where it leaves the window, each lane is checked on its own).
-    Not HALF_UNIFORM there: its loads would read an idle half's address."""
+    Not HALF_UNIFORM there: its loads would read an idle half's address. Shared lanes in
+    none of these patterns are SCATTERED, found when compiling too."""
     if place.lanes is None or not (place.shared or isinstance(fl.mask, ll.Constant)):
         return None
     whole = isinstance(fl.mask, ll.Constant)
@@ -166,7 +167,13 @@ def _known_pattern(fl: GangLowering, place: Place, size: int):
             low = ll.IRBuilder.select(b, less, s0, s1)
             high = b.add(ll.IRBuilder.select(b, less, s1, s0), ll.Constant(et, span))
             return I32(kind), s0, s1, low, high
-    return None
+    if not place.shared:
+        return None
+    # scattered (a padded tile's column): the run-time tests could not find otherwise;
+    # [low, high) is all 32 lanes' range, from their offsets as signed numbers
+    signed = [c - wrap - 1 if c > wrap >> 1 else c for c in d]
+    return (I32(SCATTERED), s0, s0, b.add(s0, ll.Constant(et, min(signed) & wrap)),
+            b.add(s0, ll.Constant(et, (max(signed) + size) & wrap)))
 
 
 def _classify(fl: GangLowering, place: Place, size: int):
