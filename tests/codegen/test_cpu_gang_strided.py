@@ -1,10 +1,10 @@
 """Warp gangs' accesses of every 2nd or 4th element (a Blelloch scan's lower levels, two
 elements per thread): one masked access of the span and a shuffle, found at run time or, for
-%tid-based shared addresses, when compiling; and shared accesses at %tid-based addresses
-under partial masks (edges, `if (tid < s)`, a padded tile's columns), whose pattern is
-known when compiling. Results against numpy for several strides and masks; the elements
-between the lanes' are left alone (shared and global); a lane past the shared memory still
-stops the kernel at the first bad thread."""
+%tid-based shared addresses, when compiling; and %tid-based shared accesses under partial
+masks (edges, `if (tid < s)`) and in a padded tile's columns (known to be scattered when
+compiling). Results against numpy for several strides and masks; the elements between the
+lanes' are left alone (shared and global); a lane past the shared memory still stops the
+kernel at the first bad thread."""
 
 from __future__ import annotations
 
