@@ -184,9 +184,7 @@ def _classify(fl: GangLowering, place: Place, size: int):
     if known is not None:
         fl.patterns[memo] = known
         return known
-    b = fl.b
-    llfn = fl.llfn
-    addrs = place.addrs
+    b, llfn, addrs = fl.b, fl.llfn, place.addrs
     et = addrs.type.element
     bits = fl.bits(fl.mask)
     entry = b.block
