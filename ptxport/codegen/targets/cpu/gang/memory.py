@@ -184,7 +184,9 @@ def _classify(fl: GangLowering, place: Place, size: int):
     if known is not None:
         fl.patterns[memo] = known
         return known
-    b, llfn, addrs = fl.b, fl.llfn, place.addrs
+    b = fl.b
+    llfn = fl.llfn
+    addrs = place.addrs
     et = addrs.type.element
     bits = fl.bits(fl.mask)
     entry = b.block
