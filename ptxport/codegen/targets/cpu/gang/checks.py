@@ -326,10 +326,8 @@ def prefetch(fl: GangLowering, low, span: int) -> None:
 
 
 # How the mask's lanes' addresses lie (_classify): consecutive; consecutive within each half
-# warp; one address per half warp; anything else; and (STRIDED: kind -> elements between
-# lanes) every 2nd or 4th element, which a tree's lower levels and pairs per thread access.
+# warp; one address per half warp; anything else.
 CONSECUTIVE, HALVES, HALF_UNIFORM, SCATTERED = range(4)
-STRIDED = {4: 2, 5: 4}
 
 
 class Place:

@@ -22,7 +22,6 @@ from ptxport.codegen.targets.cpu.gang.checks import (
     HALF_UNIFORM,
     HALVES,
     SCATTERED,
-    STRIDED,
     Place,
     check_access,
     check_place,
@@ -134,11 +133,8 @@ def place_of(fl: GangLowering, operand, space) -> Place:
 
 def _known_pattern(fl: GangLowering, place: Place, size: int):
     """_classify's answer for all 32 lanes (the mask the constant full one) where the
-    lanes' offsets are known when compiling (CONSECUTIVE, HALVES, STRIDED or HALF_UNIFORM;
-    in shared memory SCATTERED too), else None: the starts are lane 0's and lane 16's
-    addresses, no test at run time. (Also for partial masks in shared memory, masked
-    accesses with all 32 lanes' range checked, it made stencil and transpose 4-5% faster
-    and histogram, whose code it does not touch in its loop, 10% slower on this machine.)"""
+    lanes' offsets are known when compiling (CONSECUTIVE, HALVES or HALF_UNIFORM), else
+    None: the starts are lane 0's and lane 16's addresses, no test at run time."""
     if place.lanes is None or not isinstance(fl.mask, ll.Constant):
         return None
     b = fl.b
@@ -150,10 +146,6 @@ def _known_pattern(fl: GangLowering, place: Place, size: int):
     if d == [size * i for i in range(W)]:
         return (I32(CONSECUTIVE), s0, b.add(s0, ll.Constant(et, size * _HALF)), s0,
                 b.add(s0, ll.Constant(et, size * W)))
-    for kind, step in STRIDED.items():
-        if d == [step * size * i for i in range(W)]:
-            return (I32(kind), s0, s0, s0,
-                    b.add(s0, ll.Constant(et, step * size * (W - 1) + size)))
     gap = d[_HALF]
     for kind, step, span in ((HALVES, size, size * _HALF), (HALF_UNIFORM, 0, size)):
         if d == [step * (i % _HALF) + gap * (i // _HALF) for i in range(W)]:
@@ -162,13 +154,7 @@ def _known_pattern(fl: GangLowering, place: Place, size: int):
             low = ll.IRBuilder.select(b, less, s0, s1)
             high = b.add(ll.IRBuilder.select(b, less, s1, s0), ll.Constant(et, span))
             return I32(kind), s0, s1, low, high
-    if not place.shared:
-        return None
-    # scattered (a padded tile's column): the run-time tests could not find otherwise;
-    # [low, high) is all 32 lanes' range, from their offsets as signed numbers
-    signed = [c - wrap - 1 if c > wrap >> 1 else c for c in d]
-    return (I32(SCATTERED), s0, s0, b.add(s0, ll.Constant(et, min(signed) & wrap)),
-            b.add(s0, ll.Constant(et, (max(signed) + size) & wrap)))
+    return None
 
 
 def _classify(fl: GangLowering, place: Place, size: int):
@@ -225,14 +211,6 @@ def _classify(fl: GangLowering, place: Place, size: int):
     u0, u1, low, high = both(starts)
     incoming.append((I32(HALF_UNIFORM), u0, u1, low, b.add(high, ll.Constant(et, size)),
                      b.block))
-    for kind, step in STRIDED.items():
-        test = llfn.append_basic_block(f"classify_stride{step}")
-        ll.IRBuilder.cbranch(b, same, done, test)
-        b.position_at_end(test)
-        same, s = pattern(fl, addrs, step * size)
-        incoming.append((I32(kind), s, s, b.add(s, b.mul(first, ll.Constant(et, step * size))),
-                         b.add(s, b.add(b.mul(after, ll.Constant(et, step * size)),
-                                        ll.Constant(et, size - step * size))), b.block))
     ll.IRBuilder.cbranch(b, same, done, scattered)
     b.position_at_end(scattered)
     if place.shared:        # (check_place tests scattered shared lanes one by one)
@@ -277,14 +255,6 @@ def _access(fl: GangLowering, place: Place, t: Type, value=None):
     if load:
         switch.add_case(I32(HALF_UNIFORM), uniform_block)
     incoming = []
-    for kind, step in STRIDED.items():
-        block = fl.llfn.append_basic_block(f"access_stride{step}")
-        switch.add_case(I32(kind), block)
-        b.position_at_end(block)
-        loaded = _strided(fl, t, value, pointer(s0), step)
-        if loaded is not None:
-            incoming.append((loaded, b.block))
-        b.branch(done)
     for block, part in ((vector_block, _consecutive), (halves_block, _consecutive_halves),
                         (uniform_block, _one_per_half)):
         b.position_at_end(block)
@@ -479,31 +449,6 @@ def _consecutive_halves(fl: GangLowering, t: Type, value, pointer, s0, s1):
         part = ll.IRBuilder.shuffle_vector(b, value, ll.Constant(vt, None), ll.Constant(
             ll.VectorType(I32, _HALF), list(range(_HALF * half, _HALF * half + _HALF))))
         ll.IRBuilder.call(b, fn, [part, pointer(h), I32(t.size), m])
-    return None
-
-
-def _strided(fl: GangLowering, t: Type, value, pointer, step: int):
-    """Every `step`-th element from `pointer` (lane 0's): one masked access of the W * step
-    elements the lanes span, their elements taken out (put in) by one shuffle; the elements
-    between them are neither read nor written (another thread's, maybe)."""
-    b, element = fl.b, value_type(t)
-    n, name = W * step, type_name(element)
-    wide = ll.VectorType(element, n)
-    # element i of the span: lane i / step's where i is a multiple of step, else nothing's
-    spread = ll.Constant(ll.VectorType(I32, n), [i // step if i % step == 0 else W
-                                                 for i in range(n)])
-    mask = ll.IRBuilder.shuffle_vector(b, fl.mask, ll.Constant(fl.mask.type, [I1(0)] * W),
-                                       spread)
-    if value is None:
-        fn = declare(fl.llfn.module, f"llvm.masked.load.v{n}{name}.p0", wide,
-                     [PTR, I32, ll.VectorType(I1, n), wide])
-        span = ll.IRBuilder.call(b, fn, [pointer, I32(t.size), mask, ll.Constant(wide, None)])
-        return ll.IRBuilder.shuffle_vector(b, span, ll.Constant(wide, None), ll.Constant(
-            ll.VectorType(I32, W), [step * i for i in range(W)]))
-    fn = declare(fl.llfn.module, f"llvm.masked.store.v{n}{name}.p0", ll.VoidType(),
-                 [wide, PTR, I32, ll.VectorType(I1, n)])
-    span = ll.IRBuilder.shuffle_vector(b, value, ll.Constant(value.type, None), spread)
-    ll.IRBuilder.call(b, fn, [span, pointer, I32(t.size), mask])
     return None
 
 
