@@ -45,6 +45,7 @@ from ptxport.codegen.lower import (
     declare,
     value_type,
 )
+from ptxport.codegen.targets import spirv_heap
 from ptxport.codegen.targets.amdgpu_warp import WarpModel
 from ptxport.codegen.targets.gpu import (
     GpuLowering,
@@ -266,6 +267,10 @@ class AmdgpuTarget(GpuTarget):
             self.trap(fl, inst)
             fl.b.position_at_end(fl.llfn.append_basic_block("after_assert"))
             return
+        if callee.is_declaration and callee.name in ("malloc", "free"):
+            heap = fl.b.load(self.llmod.globals[spirv_heap.HEAP_SYMBOL], typ=I64)
+            spirv_heap.lower_call(fl, inst, callee.name, heap, returns, args, convention="")
+            return
         super().call(fl, inst, callee, returns, args)
 
 
@@ -294,6 +299,16 @@ def _declare_variables(module: ir.Module, llmod: ll.Module,
         initialize(module, var, g, element, out, "amdgpu", collecting,
                    numbered_address(module))
     return out
+
+
+def _declare_heap(llmod: ll.Module) -> None:
+    """CUDA's device heap (device-side malloc and free; spirv_heap.py): its functions, and
+    the global holding its address, which the hip backend sets after loading the code object
+    (hipModuleGetGlobal); malloc returns NULL while it is 0."""
+    spirv_heap.define_functions(llmod, convention="")
+    heap = ll.GlobalVariable(llmod, I64, spirv_heap.HEAP_SYMBOL, addrspace=GLOBAL)
+    heap.initializer = I64(0)
+    heap.align = 8
 
 
 def _annotate(fn: ll.Function, kernel: ir.Function) -> None:
@@ -337,6 +352,8 @@ def build_llvm(module: ir.Module, chip: str = "gfx1100",
                                   AmdgpuLowering.pass_type, problems)
     for fn in functions.values():
         fn.linkage = "internal"
+    if spirv_heap.uses_heap(module):
+        _declare_heap(llmod)
     target = AmdgpuTarget(module, llmod, chip, globals_, functions)
     for f in list(module.functions.values()):
         if f.is_declaration:
