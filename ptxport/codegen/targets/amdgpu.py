@@ -45,7 +45,7 @@ from ptxport.codegen.lower import (
     declare,
     value_type,
 )
-from ptxport.codegen.targets import spirv_heap
+from ptxport.codegen.targets import amdgpu_printf, spirv_heap
 from ptxport.codegen.targets.amdgpu_warp import WarpModel
 from ptxport.codegen.targets.gpu import (
     GpuLowering,
@@ -207,13 +207,15 @@ _OWN_LOWERINGS = {"ret": lower_return, "alloca": _alloca, "stacksave": _stacksav
 # --- the target ---------------------------------------------------------------------------
 
 class AmdgpuTarget(GpuTarget):
-    no_function = "which has no AMDGPU body (printf and other system calls have none)"
+    no_function = "which has no AMDGPU body (system calls other than printf, malloc and free "\
+                  "have none)"
 
     def __init__(self, module: ir.Module, llmod: ll.Module, chip: str,
                  globals_: dict[str, ll.Value], functions: dict[str, ll.Function]):
         super().__init__(module, llmod, globals_, functions)
         self.name, self.chip = f"amdgpu:{chip}", chip
         self.warp = WarpModel(llmod, CHIPS[chip], self.name)
+        self.printf_tracers: dict[int, object] = {}   # by id(function), for amdgpu_printf
 
     def special_register(self, fl: FunctionLowering, reg: ir.SpecialRegister) -> ll.Value:
         return self.warp.special_register(fl, reg)
@@ -261,11 +263,13 @@ class AmdgpuTarget(GpuTarget):
     def call(self, fl: GpuLowering, inst: ir.Instruction, callee: ir.Function,
              returns: list, args: list) -> None:
         """CUDA's assert calls the driver's `__assertfail`, which ends the kernel with an
-        error: here a trap, as HIP's own assert ends it (without CUDA's message: printf has
-        no AMDGPU body here)."""
+        error: here a trap, as HIP's own assert ends it (without CUDA's message)."""
         if callee.is_declaration and callee.name == "__assertfail":
             self.trap(fl, inst)
             fl.b.position_at_end(fl.llfn.append_basic_block("after_assert"))
+            return
+        if callee.is_declaration and callee.name == "vprintf":
+            amdgpu_printf.lower_vprintf(self, fl, inst, list(returns), list(args))
             return
         if callee.is_declaration and callee.name in ("malloc", "free"):
             heap = fl.b.load(self.llmod.globals[spirv_heap.HEAP_SYMBOL], typ=I64)
@@ -354,6 +358,8 @@ def build_llvm(module: ir.Module, chip: str = "gfx1100",
         fn.linkage = "internal"
     if spirv_heap.uses_heap(module):
         _declare_heap(llmod)
+    if amdgpu_printf.uses_printf(module):
+        amdgpu_printf.declare_buffer(llmod)
     target = AmdgpuTarget(module, llmod, chip, globals_, functions)
     for f in list(module.functions.values()):
         if f.is_declaration:

@@ -9,7 +9,9 @@ warp is 32 lanes on every AMD GPU (the AMDGPU target makes it so), and `warp_siz
 
 Kernels that call malloc or free (CUDA's device heap, codegen/targets/spirv_heap.py) find the
 heap's address in their code object's global spirv_heap.HEAP_SYMBOL, which `compile` sets
-after loading it; the heap is allocated once per device, `set_heap_size` bytes.
+after loading it; the heap is allocated once per device, `set_heap_size` bytes. printf's
+records (codegen/targets/amdgpu_printf.py) go to a buffer per device, whose address is set the
+same way, and are printed after each launch (hip_printf.py).
 
 Every hook runs synchronously on the device's null stream, as the hook interface asks (the
 runtime's streams order the work).
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+from collections.abc import Callable
 from functools import cache
 
 from ptxport.errors import (
@@ -34,7 +37,7 @@ from ptxport.errors import (
     PtxportError,
 )
 from ptxport.ir.nodes import Module
-from ptxport.runtime.backends import Allocation, BackendBase, DeviceProperties
+from ptxport.runtime.backends import Allocation, BackendBase, DeviceProperties, hip_printf
 
 __all__ = ["Backend", "HipKernelBinary"]
 
@@ -132,8 +135,9 @@ def _properties(ordinal: int) -> DeviceProperties:
 class HipKernelBinary:
     """One kernel, loaded on every device whose chip ptxport compiles for."""
 
-    def __init__(self, name: str, functions: dict[int, object]) -> None:
-        self.name, self.functions = name, functions
+    def __init__(self, name: str, functions: dict[int, object],
+                 drain: Callable[[int], None] | None = None) -> None:
+        self.name, self.functions, self.drain = name, functions, drain
         self.ordinal = min(functions, default=0)
 
     def launch(self, grid: tuple[int, int, int], block: tuple[int, int, int],
@@ -160,6 +164,8 @@ class HipKernelBinary:
         except PtxportError as e:
             raise LaunchError(str(e)) from None
         _check(hip.hipDeviceSynchronize(), f"kernel {self.name} failed on hip:{ordinal}")
+        if self.drain is not None:   # device-side printf's records (hip_printf.py)
+            self.drain(ordinal)
 
 
 class Backend(BackendBase):
@@ -172,6 +178,7 @@ class Backend(BackendBase):
         self._owners: dict[int, int] = {}  # address -> ordinal of every live allocation
         self._modules: list = []           # loaded modules stay loaded while the backend is
         self._heaps: dict[int, Allocation] = {}   # each device's heap (device-side malloc)
+        self._printf_buffers: dict[int, Allocation] = {}   # each device's printf buffer
         self._heap_size = _DEFAULT_HEAP_SIZE
 
     def availability(self) -> tuple[bool, str]:
@@ -239,10 +246,11 @@ class Backend(BackendBase):
     def compile(self, module: Module, kernels: list[str]) -> dict[str, HipKernelBinary]:
         """One code object per chip present, loaded on each device of that chip."""
         from ptxport.codegen.targets import amdgpu
+        from ptxport.codegen.targets.amdgpu_printf import uses_printf
         from ptxport.codegen.targets.spirv_heap import uses_heap as module_uses_heap
 
         self._ready()
-        uses_heap = module_uses_heap(module)
+        uses_heap, prints = module_uses_heap(module), uses_printf(module)
         images: dict[str, bytes] = {}
         functions: dict[str, dict[int, object]] = {name: {} for name in kernels}
         for ordinal in range(self.device_count()):
@@ -257,10 +265,13 @@ class Backend(BackendBase):
             self._modules.append((loaded, images[chip]))
             if uses_heap:
                 self._give_heap(ordinal, loaded)
+            if prints:
+                self._give_printf_buffer(ordinal, loaded)
             for name in kernels:
                 functions[name][ordinal] = _check(hip.hipModuleGetFunction(
                     loaded, name.encode()), f"hipModuleGetFunction({name}) on hip:{ordinal}")
-        return {name: HipKernelBinary(name, functions[name]) for name in kernels}
+        drain = self._drain_printf if prints else None
+        return {name: HipKernelBinary(name, functions[name], drain) for name in kernels}
 
     def set_heap_size(self, nbytes: int) -> None:
         """The size of the device heap that kernels' malloc and new allocate from
@@ -290,11 +301,45 @@ class Backend(BackendBase):
             self.copy(heap.address, ctypes.addressof(header), HEADER, "htod")
             with self._lock:
                 heap = self._heaps.setdefault(ordinal, heap)
-        hip = self._use(ordinal)
-        symbol, _ = _check(hip.hipModuleGetGlobal(loaded, HEAP_SYMBOL.encode()),
-                           f"hipModuleGetGlobal({HEAP_SYMBOL}) on hip:{ordinal}")
-        address = ctypes.c_uint64(heap.address)
-        self.copy(int(symbol), ctypes.addressof(address), 8, "htod")
+        self._set_global(ordinal, loaded, HEAP_SYMBOL, heap.address)
+
+    def _set_global(self, ordinal: int, loaded, name: str, value: int) -> None:
+        """Store the 8-byte `value` into the loaded code object's global `name`."""
+        symbol, _ = _check(self._use(ordinal).hipModuleGetGlobal(loaded, name.encode()),
+                           f"hipModuleGetGlobal({name}) on hip:{ordinal}")
+        data = ctypes.c_uint64(value)
+        self.copy(int(symbol), ctypes.addressof(data), 8, "htod")
+
+    def _give_printf_buffer(self, ordinal: int, loaded) -> None:
+        """Store device `ordinal`'s printf buffer (made on first use, zeroed, with its
+        header: amdgpu_printf.py) into the loaded code object's printf global."""
+        from ptxport.codegen.targets.amdgpu_printf import CAPACITY, HEADER, PRINTF_SYMBOL
+
+        with self._lock:
+            buffer = self._printf_buffers.get(ordinal)
+        if buffer is None:
+            buffer = self.allocate(ordinal, HEADER + CAPACITY)
+            self.fill(buffer.address, HEADER + CAPACITY, 0, 1)
+            self._write(buffer.address, hip_printf.initial_header())
+            with self._lock:
+                buffer = self._printf_buffers.setdefault(ordinal, buffer)
+        self._set_global(ordinal, loaded, PRINTF_SYMBOL, buffer.address)
+
+    def _read(self, address: int, nbytes: int) -> bytes:
+        out = ctypes.create_string_buffer(nbytes)
+        self.copy(ctypes.addressof(out), address, nbytes, "dtoh")
+        return out.raw
+
+    def _write(self, address: int, data: bytes) -> None:
+        source = ctypes.create_string_buffer(data, len(data))
+        self.copy(address, ctypes.addressof(source), len(data), "htod")
+
+    def _drain_printf(self, ordinal: int) -> None:
+        """After a launch: print what the kernel's printf calls recorded."""
+        with self._lock:
+            buffer = self._printf_buffers.get(ordinal)
+        if buffer is not None:
+            hip_printf.drain(buffer.address, self._read, self._write)
 
     def launch(self, ordinal: int, binary: HipKernelBinary, grid: tuple[int, int, int],
                block: tuple[int, int, int], dynamic_shared: int, params: bytes) -> None:
