@@ -12,6 +12,7 @@ from test_amdgpu import read_code_object
 
 from corpus import corpus_ptx, corpus_sources
 from ptxport.codegen.targets import amdgpu, amdgpu_printf
+from ptxport.errors import UnsupportedFeatureError
 from ptxport.frontends import nvrtc
 from ptxport.ir.from_ptx import build
 from ptxport.ir.verify import verify
@@ -118,3 +119,13 @@ def test_records_that_did_not_fit_are_counted_on_stderr(capfd):
     out = capfd.readouterr()
     assert out.out == "line 7\n"
     assert "dropped" in out.err
+
+
+@needs_nvrtc
+def test_a_format_known_only_at_run_time_is_refused_by_name():
+    source = 'extern "C" __global__ void k(const char *fmt, int x) { printf(fmt, x); }\n'
+    module = build(parse(nvrtc.compile_to_ptx(source, "runtime_format.cu"), "f.ptx"))
+    verify(module)
+    with pytest.raises(UnsupportedFeatureError, match=r"printf's format .*AMDGPU target") as e:
+        amdgpu.compile_llvm_ir(module, "gfx1100")
+    assert "amdgpu:gfx1100" in str(e.value) and "call" in str(e.value)

@@ -90,8 +90,9 @@ def lower_vprintf(target, fl: FunctionLowering, inst: ir.Instruction, returns: l
 def _format(target, fl: FunctionLowering, inst: ir.Instruction,
             param: ir.Variable) -> bytes | None:
     """The format's text, known at compile time (None for a null format)."""
-    text = spirv_printf.string_constant(target, fl, inst, param, "printf's format")
-    return text
+    return spirv_printf.string_constant(target, fl, inst, param, "printf's format",
+                                        "the AMDGPU target needs it (for the size of the "
+                                        "argument buffer)")
 
 
 def _append(fl: FunctionLowering, fmt: ll.Value, args: ll.Value, size: int) -> ll.Value:
