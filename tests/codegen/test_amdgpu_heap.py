@@ -61,3 +61,4 @@ def test_the_code_object_exports_the_heap_global():
     info = read_code_object(amdgpu.compile_module(_module(), "gfx1100"))
     assert spirv_heap.HEAP_SYMBOL in info["symbols"]
     assert "lists.kd" in info["symbols"]
+

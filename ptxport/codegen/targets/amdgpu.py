@@ -30,6 +30,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 from pathlib import Path
 
 import llvmlite.binding as llvm
@@ -397,9 +398,30 @@ def _copy_byref(fl: GpuLowering, at: ll.Value, arg: ll.Argument, slot: ParamSlot
 
 # --- compiling and linking ----------------------------------------------------------------------
 
+_ATOMIC_SCAN_LOCK = threading.Lock()
+_ATOMIC_SCAN_SET = False
+
+
+def _choose_atomic_scan() -> None:
+    """LLVM's atomic optimizer combines a wave's atomics on one address into one; its
+    default way ("Iterative", a loop over the active lanes) aborts LLVM 22's gfx11 code
+    generator ("Cannot print this instruction") where a 64-bit atomic with a value that
+    differs per lane is followed by a trap (an assert, a cooperative groups' check):
+    cooperative_launch.cu's grid_sum did. "DPP" (lane scans with DPP moves, LLVM's
+    default before) compiles it on every chip. The option is global to the process and may
+    be set once; only the AMDGPU backend reads it."""
+    global _ATOMIC_SCAN_SET
+    with _ATOMIC_SCAN_LOCK:
+        if not _ATOMIC_SCAN_SET:
+            llvm.set_option("ptxport", "-amdgpu-atomic-optimizer-strategy=DPP")
+            _ATOMIC_SCAN_SET = True
+
+
 def _target_machine(chip: str):
     features = "+wavefrontsize32" if CHIPS[chip] == 32 else "+wavefrontsize64"
-    return target_machine(TRIPLE, cpu=chip, features=features, opt=3, reloc="pic")
+    machine = target_machine(TRIPLE, cpu=chip, features=features, opt=3, reloc="pic")
+    _choose_atomic_scan()
+    return machine
 
 
 def compile_llvm_ir(module: ir.Module, chip: str) -> str:
