@@ -41,12 +41,14 @@ RESULTS = ROOT / "benchmarks" / "results" / "corpus_coverage.json"
 
 def nvcc_ptx(source: Path, includes: list[str], timeout: float) -> str:
     """The PTX nvcc makes of `source` for sm_80 (cached by content and flags), with -rdc=true
-    where nvcc needs it."""
-    from programs_harness import toolkit_root
+    where nvcc needs it. cublas_v2.h and cublasLt.h are ptxport's own (the nvcc wheel has
+    none), as tests/programs_harness.py builds programs that link cuBLAS."""
+    from programs_harness import CUBLAS_INCLUDE, toolkit_root
 
     root = toolkit_root()
     flags = ["-arch=sm_80", "--ptx", "-std=c++17", "--extended-lambda",
-             f"-I{root / 'include' / 'cccl'}", f"-I{source.parent}", *(f"-I{d}" for d in includes)]
+             f"-I{root / 'include' / 'cccl'}", f"-I{source.parent}", *(f"-I{d}" for d in includes),
+             f"-I{CUBLAS_INCLUDE}"]
     try:
         return _nvcc(source, root, flags, timeout)
     except RuntimeError:   # device-side launches and extern device code need -rdc=true

@@ -151,7 +151,7 @@ def _code_object(module, chip: str, pool: ThreadPoolExecutor) -> Future:
 
 
 # Corpus files AMDGPU cannot compile yet, and what the error names.
-NOT_YET = {"printf_kernel.cu": "vprintf"}
+NOT_YET: dict[str, str] = {}
 
 _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="ld.lld")
 _CORPUS: dict[tuple[str, str], tuple[object, Future]] = {}

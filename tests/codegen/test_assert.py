@@ -366,3 +366,51 @@ def test_opencl_prints_every_failed_assert_up_to_the_logs_room(capfd):
             assert lines[0].startswith("through.cu:4: int checked(int): block: [0,0,0], "
                                        "thread: [0,0,0]")
             assert "block: [1,0,0], thread: [31,0,0]" in lines[-1]
+
+
+# --- trap on opencl: recorded like a failed assert -------------------------------------------
+
+TRAPS = r"""
+__device__ __noinline__ int halve(int v)
+{
+    if (v % 2) __trap();
+    return v / 2;
+}
+
+extern "C" __global__ void halves(const int* x, int* y)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    y[i] = halve(x[i]) + 1;
+}
+"""
+
+
+@opencl_only
+def test_opencl_trap_fails_the_launch_and_stops_its_callers(capfd):
+    program = _opencl_program(TRAPS, "traps.cu")
+    dev = Device("opencl:0")
+    stream = dev.create_stream()
+    x = np.arange(0, 128, 2, dtype=np.int32)
+    x[41] = 7
+    xs, ys = dev.allocate(x.nbytes, stream=stream), dev.allocate(x.nbytes, stream=stream)
+    xs.copy_from(x, stream=stream)
+    ys.copy_from(np.full(64, -1, np.int32), stream=stream)
+    launch(stream, LaunchConfig(grid=2, block=32), program.get_kernel("halves"), xs, ys)
+    with pytest.raises(KernelTrapError) as caught:
+        stream.sync()
+    assert not isinstance(caught.value, KernelAssertError)
+    assert re.search(r"kernel 'halves' executed trap at traps\.cu:4 .*in block \(1, 0, 0\), "
+                     r"thread \(9, 0, 0\)", str(caught.value)), str(caught.value)
+    y = np.empty(64, np.int32)
+    ys.copy_to(y, stream=stream)
+    stream.sync()
+    assert y[41] == -1                        # its caller returned at once
+    done = (y != -1) & (np.arange(64) != 41)
+    assert np.array_equal(y[done], x[done] // 2 + 1)
+    x[41] = 8                                 # the device is usable, the next launch clean
+    xs.copy_from(x, stream=stream)
+    launch(stream, LaunchConfig(grid=2, block=32), program.get_kernel("halves"), xs, ys)
+    ys.copy_to(y, stream=stream)
+    stream.sync()
+    assert np.array_equal(y, x // 2 + 1)
+    capfd.readouterr()

@@ -69,10 +69,13 @@ WARP_SUM = _HEADER + """
 }
 """
 
-TRAP = _HEADER + """
-.visible .entry stop()
+GLOBALTIMER = _HEADER + """
+.visible .entry stop(.param .u64 out)
 {
-    trap;
+    .reg .b64 %rd<3>;
+    ld.param.u64 %rd1, [out];
+    mov.u64 %rd2, %globaltimer;
+    st.global.u64 [%rd1], %rd2;
     ret;
 }
 """
@@ -150,10 +153,10 @@ def test_emits_spirv():
 
 
 def test_what_opencl_cannot_do_is_named():
-    with pytest.raises(UnsupportedFeatureError, match="trap.*spirv|spirv.*trap"):
-        spirv.build_llvm(_module(TRAP))
-    problems = support.unsupported("spirv", _module(TRAP))
-    assert any("abort" in reason for reason in problems.values())
+    with pytest.raises(UnsupportedFeatureError, match="globaltimer.*spirv|spirv.*globaltimer"):
+        spirv.build_llvm(_module(GLOBALTIMER))
+    problems = support.unsupported("spirv", _module(GLOBALTIMER))
+    assert any("OpenCL has no" in reason for reason in problems.values())
 
 
 def test_cli_writes_spirv_and_llvm_ir(tmp_path, capsys):
@@ -165,7 +168,7 @@ def test_cli_writes_spirv_and_llvm_ir(tmp_path, capsys):
     assert (tmp_path / "k.spv").read_bytes()[:4] == struct.pack("<I", 0x07230203)
     assert main(["compile", str(source), "--target", "spirv", "-o", str(tmp_path / "k.ll")]) == 0
     assert "spir_kernel" in (tmp_path / "k.ll").read_text()
-    source.write_text(TRAP)
+    source.write_text(GLOBALTIMER)
     assert main(["compile", str(source), "--target", "spirv", "-o", str(tmp_path / "t.spv")]) == 1
     assert "spirv" in capsys.readouterr().err
 

@@ -30,6 +30,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 from pathlib import Path
 
 import llvmlite.binding as llvm
@@ -45,6 +46,7 @@ from ptxport.codegen.lower import (
     declare,
     value_type,
 )
+from ptxport.codegen.targets import amdgpu_printf, spirv_heap
 from ptxport.codegen.targets.amdgpu_warp import WarpModel
 from ptxport.codegen.targets.gpu import (
     GpuLowering,
@@ -206,13 +208,15 @@ _OWN_LOWERINGS = {"ret": lower_return, "alloca": _alloca, "stacksave": _stacksav
 # --- the target ---------------------------------------------------------------------------
 
 class AmdgpuTarget(GpuTarget):
-    no_function = "which has no AMDGPU body (printf and other system calls have none)"
+    no_function = "which has no AMDGPU body (system calls other than printf, malloc and free "\
+                  "have none)"
 
     def __init__(self, module: ir.Module, llmod: ll.Module, chip: str,
                  globals_: dict[str, ll.Value], functions: dict[str, ll.Function]):
         super().__init__(module, llmod, globals_, functions)
         self.name, self.chip = f"amdgpu:{chip}", chip
         self.warp = WarpModel(llmod, CHIPS[chip], self.name)
+        self.printf_tracers: dict[int, object] = {}   # by id(function), for amdgpu_printf
 
     def special_register(self, fl: FunctionLowering, reg: ir.SpecialRegister) -> ll.Value:
         return self.warp.special_register(fl, reg)
@@ -260,11 +264,17 @@ class AmdgpuTarget(GpuTarget):
     def call(self, fl: GpuLowering, inst: ir.Instruction, callee: ir.Function,
              returns: list, args: list) -> None:
         """CUDA's assert calls the driver's `__assertfail`, which ends the kernel with an
-        error: here a trap, as HIP's own assert ends it (without CUDA's message: printf has
-        no AMDGPU body here)."""
+        error: here a trap, as HIP's own assert ends it (without CUDA's message)."""
         if callee.is_declaration and callee.name == "__assertfail":
             self.trap(fl, inst)
             fl.b.position_at_end(fl.llfn.append_basic_block("after_assert"))
+            return
+        if callee.is_declaration and callee.name == "vprintf":
+            amdgpu_printf.lower_vprintf(self, fl, inst, list(returns), list(args))
+            return
+        if callee.is_declaration and callee.name in ("malloc", "free"):
+            heap = fl.b.load(self.llmod.globals[spirv_heap.HEAP_SYMBOL], typ=I64)
+            spirv_heap.lower_call(fl, inst, callee.name, heap, returns, args, convention="")
             return
         super().call(fl, inst, callee, returns, args)
 
@@ -294,6 +304,16 @@ def _declare_variables(module: ir.Module, llmod: ll.Module,
         initialize(module, var, g, element, out, "amdgpu", collecting,
                    numbered_address(module))
     return out
+
+
+def _declare_heap(llmod: ll.Module) -> None:
+    """CUDA's device heap (device-side malloc and free; spirv_heap.py): its functions, and
+    the global holding its address, which the hip backend sets after loading the code object
+    (hipModuleGetGlobal); malloc returns NULL while it is 0."""
+    spirv_heap.define_functions(llmod, convention="")
+    heap = ll.GlobalVariable(llmod, I64, spirv_heap.HEAP_SYMBOL, addrspace=GLOBAL)
+    heap.initializer = I64(0)
+    heap.align = 8
 
 
 def _annotate(fn: ll.Function, kernel: ir.Function) -> None:
@@ -337,6 +357,10 @@ def build_llvm(module: ir.Module, chip: str = "gfx1100",
                                   AmdgpuLowering.pass_type, problems)
     for fn in functions.values():
         fn.linkage = "internal"
+    if spirv_heap.uses_heap(module):
+        _declare_heap(llmod)
+    if amdgpu_printf.uses_printf(module):
+        amdgpu_printf.declare_buffer(llmod)
     target = AmdgpuTarget(module, llmod, chip, globals_, functions)
     for f in list(module.functions.values()):
         if f.is_declaration:
@@ -374,9 +398,30 @@ def _copy_byref(fl: GpuLowering, at: ll.Value, arg: ll.Argument, slot: ParamSlot
 
 # --- compiling and linking ----------------------------------------------------------------------
 
+_ATOMIC_SCAN_LOCK = threading.Lock()
+_ATOMIC_SCAN_SET = False
+
+
+def _choose_atomic_scan() -> None:
+    """LLVM's atomic optimizer combines a wave's atomics on one address into one; its
+    default way ("Iterative", a loop over the active lanes) aborts LLVM 22's gfx11 code
+    generator ("Cannot print this instruction") where a 64-bit atomic with a value that
+    differs per lane is followed by a trap (an assert, a cooperative groups' check):
+    cooperative_launch.cu's grid_sum did. "DPP" (lane scans with DPP moves, LLVM's
+    default before) compiles it on every chip. The option is global to the process and may
+    be set once; only the AMDGPU backend reads it."""
+    global _ATOMIC_SCAN_SET
+    with _ATOMIC_SCAN_LOCK:
+        if not _ATOMIC_SCAN_SET:
+            llvm.set_option("ptxport", "-amdgpu-atomic-optimizer-strategy=DPP")
+            _ATOMIC_SCAN_SET = True
+
+
 def _target_machine(chip: str):
     features = "+wavefrontsize32" if CHIPS[chip] == 32 else "+wavefrontsize64"
-    return target_machine(TRIPLE, cpu=chip, features=features, opt=3, reloc="pic")
+    machine = target_machine(TRIPLE, cpu=chip, features=features, opt=3, reloc="pic")
+    _choose_atomic_scan()
+    return machine
 
 
 def compile_llvm_ir(module: ir.Module, chip: str) -> str:

@@ -393,8 +393,9 @@ class SpirvTarget(GpuTarget):
         _exit(fl, fl.inst)
 
     def trap(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
-        raise fl.unsupported(inst, "OpenCL has no way to abort a kernel (trap, __trap(); "
-                                   "CUDA's assert is lowered apart)")
+        """OpenCL cannot abort a kernel: the work-item records the trap and returns
+        (spirv_assert.lower_trap)."""
+        spirv_assert.lower_trap(fl, inst)
 
     def call_of_no_function(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
         """Undefined in PTX; OpenCL cannot abort the kernel, so the call does nothing."""

@@ -18,6 +18,10 @@ has no way to end a kernel, so the call becomes, for the work-item that makes it
   (directly or through the functions it calls), a work-item returns as well where that word
   is set, so that the one whose assert failed returns all the way out of the kernel.
 
+`trap` (__trap(), and CUDA's cooperative groups where a grid sync is not possible) is lowered
+the same way without the log: a trap record in the checks buffer and a return, and the launch
+raises KernelTrapError.
+
 What goes on: the other work-items run until they fail an assert themselves, return from a
 call of a function that may assert after one failed (any work-item's), or end; CUDA would
 stop the whole grid, leaving memory as undefined as this does. Once the launch completes,
@@ -36,7 +40,8 @@ from ptxport.codegen.targets import spirv_checks, spirv_printf
 from ptxport.ir import nodes as ir
 from ptxport.passes.inline import functions_that
 
-__all__ = ["Assertion", "asserting_functions", "lower_assertfail", "stop_if_asserted"]
+__all__ = ["Assertion", "asserting_functions", "lower_assertfail", "lower_trap",
+           "stop_if_asserted"]
 
 # CUDA's text (cpu_printf's, to the byte)
 _TEXT = ("{file}:{line}: {function}: block: [{block}], thread: [{thread}] Assertion "
@@ -58,15 +63,25 @@ class Assertion:
                             thread=",".join(map(str, thread)), message=self.message)
 
 
-def _calls_assertfail(function: ir.Function) -> bool:
-    return any(inst.opcode == "call" and any(isinstance(o, ir.Function) and
-                                             o.name == "__assertfail" for o in inst.operands)
+def _may_stop(function: ir.Function) -> bool:
+    """Whether the function calls __assertfail or traps (`trap`, and `brx` out of range)."""
+    return any(inst.opcode in ("trap", "brx") or
+               (inst.opcode == "call" and any(isinstance(o, ir.Function) and
+                                              o.name == "__assertfail" for o in inst.operands))
                for inst in function.instructions())
 
 
 def asserting_functions(module: ir.Module) -> set[str]:
-    """The device functions that may fail an assert, themselves or in a function they call."""
-    return functions_that(module, _calls_assertfail)
+    """The device functions that may fail an assert or trap, themselves or in a function
+    they call."""
+    return functions_that(module, _may_stop)
+
+
+def lower_trap(fl: FunctionLowering, inst: ir.Instruction) -> None:
+    """`trap` (__trap()): record the trap in the launch's checks buffer and return, as a
+    failed assert does (the launch then raises KernelTrapError)."""
+    spirv_checks.record_trap(fl, inst)
+    _return_now(fl)
 
 
 def lower_assertfail(target, fl: FunctionLowering, inst: ir.Instruction, args: list) -> None:

@@ -67,8 +67,10 @@ CHECKS_HEADER = CHECKS_TABLE + 1
 LOG_ENTRY = 7
 # The record's info word: line << 19 | assert << 18 | shared << 17 | size << 1 | write, never
 # 0 (an access has size >= 1, an assert its bit). An assert's address word holds the line
-# __assertfail was given << 32 | the assert's number (KernelLayout.assertions).
+# __assertfail was given << 32 | the assert's number (KernelLayout.assertions); a trap's, TRAP.
 _SIZE_BITS, _SHARED_BIT, _ASSERT_BIT, _LINE_SHIFT = 16, 17, 18, 19
+# The number in an assert record that says a `trap` (no assert has it; its line is 0).
+TRAP = 0xFFFFFFFF
 
 GLOBAL, GENERIC = 1, 4
 _GLOBAL_PTR = ll.PointerType(addrspace=GLOBAL)
@@ -92,6 +94,7 @@ class Fault:
     shared: bool = False
     assertion: int | None = None
     assert_line: int = 0
+    trap: bool = False
 
 
 def read_fault(record: Sequence[int]) -> Fault | None:
@@ -102,6 +105,8 @@ def read_fault(record: Sequence[int]) -> Fault | None:
         return None
     group = tuple(int(v) for v in record[CHECKS_GROUP:CHECKS_GROUP + 3])
     local = tuple(int(v) for v in record[CHECKS_LOCAL:CHECKS_LOCAL + 3])
+    if info >> _ASSERT_BIT & 1 and address & 0xFFFFFFFF == TRAP:
+        return Fault(info >> _LINE_SHIFT, group, local, trap=True)
     if info >> _ASSERT_BIT & 1:
         line = address >> 32
         return Fault(info >> _LINE_SHIFT, group, local, assertion=address & 0xFFFFFFFF,
@@ -360,6 +365,18 @@ def record_assert(fl: FunctionLowering, inst: ir.Instruction, number: int,
     b.atomic_rmw("xchg", b.gep(fl.checks, [I64(CHECKS_ASSERTED)], source_etype=I64), I64(1),
                  "monotonic")
     _log_assert(fl, b, b.or_(b.shl(b.zext(assert_line, I64), I64(32)), I64(number)))
+
+
+def record_trap(fl: FunctionLowering, inst: ir.Instruction) -> None:
+    """Record that the work-item executed `trap` (the instruction `inst`) unless the launch
+    has a fault recorded already, and say that the kernel stops (CHECKS_ASSERTED, which the
+    callers of functions that may stop read, spirv_assert.stop_if_asserted)."""
+    b = fl.b
+    location = fl.module.location(inst.pos)
+    info = (location.line if location else 0) << _LINE_SHIFT | 1 << _ASSERT_BIT
+    _store_fault(fl, b, fl.checks, I64(TRAP), I64(info))
+    b.atomic_rmw("xchg", b.gep(fl.checks, [I64(CHECKS_ASSERTED)], source_etype=I64), I64(1),
+                 "monotonic")
 
 
 def _log_assert(fl: FunctionLowering, b: ll.IRBuilder, what: ll.Value) -> None:

@@ -1,5 +1,6 @@
-"""The device heap on the SPIR-V target: CUDA's device-side `malloc` and `free` (and C++'s
-`new` and `delete`, which nvcc builds on them; calls of `.extern .func malloc` / `free`).
+"""The device heap on the SPIR-V and AMDGPU targets: CUDA's device-side `malloc` and `free`
+(and C++'s `new` and `delete`, which nvcc builds on them; calls of `.extern .func malloc` /
+`free`).
 
 CUDA's semantics (Programming Guide, "Dynamic Global Memory Allocation and Operations"): one
 heap per device of cudaLimitMallocHeapSize bytes (8 MiB unless set before the first kernel
@@ -9,10 +10,13 @@ and the host may use it).
 
 The opencl backend allocates the heap (runtime/backends/opencl_blocks.py) on the first launch
 of a kernel whose module calls malloc or free, and gives every launch its address in the
-checks buffer (spirv_checks.CHECKS_HEAP). The heap is self-describing global memory, so that
-what a kernel allocates outlives it; its first HEADER bytes hold, in 8-byte words:
-[0] the bump offset (where never-used memory starts, from the heap's start), [1] the end of
-the heap (HEADER + the size), and [k], 5 <= k <= 31, the free list of blocks of 2**k bytes.
+checks buffer (spirv_checks.CHECKS_HEAP). On the AMDGPU target (amdgpu.py) kernels read the
+heap's address from the code object's global HEAP_SYMBOL (0 until the hip backend, which
+allocates the heap the same way, stores it there after loading the module). The heap is
+self-describing global memory, so that what a kernel allocates outlives it; its first HEADER
+bytes hold, in 8-byte words: [0] the bump offset (where never-used memory starts, from the
+heap's start), [1] the end of the heap (HEADER + the size), and [k], 5 <= k <= 31, the free
+list of blocks of 2**k bytes.
 
 Blocks have power-of-two sizes from 32 bytes: 16 bytes of header (a tag saying the block is
 allocated, and k) and the caller's memory. malloc pops a block of its size class from the
@@ -32,12 +36,13 @@ from llvmlite import ir as ll
 from ptxport.codegen.lower import I1, I64, FunctionLowering, declare
 from ptxport.ir import nodes as ir
 
-__all__ = ["DEFAULT_SIZE", "HEADER", "MAX_SIZE", "initial_header", "define_functions",
-           "lower_call", "uses_heap"]
+__all__ = ["DEFAULT_SIZE", "HEADER", "HEAP_SYMBOL", "MAX_SIZE", "initial_header",
+           "define_functions", "lower_call", "uses_heap"]
 
 DEFAULT_SIZE = 8 << 20          # cudaLimitMallocHeapSize's default
 HEADER = 256                    # the heap's own words, before its first block
 MAX_SIZE = (1 << 32) - HEADER   # offsets are 32-bit in the free lists' heads
+HEAP_SYMBOL = "__ptxport_device_heap"   # AMDGPU: the global holding the heap's address
 _BUMP, _END = 0, 1
 _SMALLEST, _LARGEST = 5, 31     # block sizes 2**k
 _BLOCK_HEADER = 16
@@ -60,34 +65,36 @@ def initial_header(size: int) -> list[int]:
     return [HEADER, HEADER + size]
 
 
-def define_functions(llmod: ll.Module) -> None:
+def define_functions(llmod: ll.Module, convention: str = "spir_func") -> None:
     """`i64 heap_malloc(i64 heap, i64 size)` and `void heap_free(i64 heap, i64 address)`,
-    defined before the module's kernels (see spirv_checks.search_function)."""
+    defined before the module's kernels (see spirv_checks.search_function), with the
+    target's calling convention for device functions ("" for LLVM's default: AMDGPU)."""
     malloc = ll.Function(llmod, ll.FunctionType(I64, [I64, I64]), _MALLOC)
     free = ll.Function(llmod, ll.FunctionType(ll.VoidType(), [I64, I64]), _FREE)
     for fn in (malloc, free):
-        fn.calling_convention, fn.linkage = "spir_func", "internal"
+        fn.calling_convention, fn.linkage = convention, "internal"
         fn.attributes.add("noinline")
     _define_malloc(malloc)
     _define_free(free)
 
 
 def lower_call(fl: FunctionLowering, inst: ir.Instruction, name: str, heap: ll.Value,
-               returns: list, args: list) -> None:
+               returns: list, args: list, convention: str = "spir_func") -> None:
     """`call (ret), malloc, (size)` or `call free, (address)`, the heap at `heap` (an i64)."""
     b = fl.b
     target = fl.target
+    convention = convention or None
     if name == "malloc":
         if len(returns) != 1 or len(args) != 1:
             raise fl.unsupported(inst, "malloc takes a size and returns a .b64 address")
         size = b.load(target.variable_pointer(fl, args[0]), typ=I64)
-        address = b.call(fl.llfn.module.globals[_MALLOC], [heap, size], cconv="spir_func")
+        address = b.call(fl.llfn.module.globals[_MALLOC], [heap, size], cconv=convention)
         b.store(address, target.variable_pointer(fl, returns[0]))
         return
     if returns or len(args) != 1:
         raise fl.unsupported(inst, "free takes one .b64 address and returns nothing")
     address = b.load(target.variable_pointer(fl, args[0]), typ=I64)
-    b.call(fl.llfn.module.globals[_FREE], [heap, address], cconv="spir_func")
+    b.call(fl.llfn.module.globals[_FREE], [heap, address], cconv=convention)
 
 
 def _word(b: ll.IRBuilder, heap: ll.Value, offset: ll.Value) -> ll.Value:

@@ -373,21 +373,22 @@ def _tracer(target, fl: FunctionLowering) -> _Tracer:
 
 
 def string_constant(target, fl: FunctionLowering, inst: ir.Instruction, param: ir.Variable,
-                    what: str) -> bytes | None:
+                    what: str, needs: str = "OpenCL's printf needs it") -> bytes | None:
     """The string constant whose address the 8-byte .param `param` holds when the call
     `inst` is made (None for a null pointer), followed back as printf's format is; raises
-    UnsupportedFeatureError naming `what` where it is not such a constant."""
+    UnsupportedFeatureError naming `what` (and who `needs` it) where it is not such a
+    constant."""
     try:
         value = _tracer(target, fl).stored(_Address(param, 0), 8, inst)
     except _Unknown as e:
         raise fl.unsupported(inst, f"{what} cannot be followed to a string constant ({e}): "
-                                   "OpenCL's printf needs it at compile time") from None
+                                   f"{needs} at compile time") from None
     if value == 0:
         return None
     text = _string(value) if isinstance(value, _Address) else None
     if text is None:
         raise fl.unsupported(inst, f"{what} is not the address of a string constant of the "
-                                   "module: OpenCL's printf needs it at compile time")
+                                   f"module: {needs} at compile time")
     return text
 
 

@@ -7,6 +7,12 @@ hipModuleLaunchKernel and the packed parameter buffer (HIP_LAUNCH_PARAM_BUFFER_P
 the code objects keep the PTX parameter layout, so the runtime's buffer fits as it is. CUDA's
 warp is 32 lanes on every AMD GPU (the AMDGPU target makes it so), and `warp_size` says 32.
 
+Kernels that call malloc or free (CUDA's device heap, codegen/targets/spirv_heap.py) find the
+heap's address in their code object's global spirv_heap.HEAP_SYMBOL, which `compile` sets
+after loading it; the heap is allocated once per device, `set_heap_size` bytes. printf's
+records (codegen/targets/amdgpu_printf.py) go to a buffer per device, whose address is set the
+same way, and are printed after each launch (hip_printf.py).
+
 Every hook runs synchronously on the device's null stream, as the hook interface asks (the
 runtime's streams order the work).
 
@@ -20,15 +26,23 @@ from __future__ import annotations
 
 import ctypes
 import threading
+from collections.abc import Callable
 from functools import cache
 
-from ptxport.errors import BackendUnavailableError, LaunchError, OutOfMemoryError, PtxportError
+from ptxport.errors import (
+    BackendUnavailableError,
+    InvalidValueError,
+    LaunchError,
+    OutOfMemoryError,
+    PtxportError,
+)
 from ptxport.ir.nodes import Module
-from ptxport.runtime.backends import Allocation, BackendBase, DeviceProperties
+from ptxport.runtime.backends import Allocation, BackendBase, DeviceProperties, hip_printf
 
 __all__ = ["Backend", "HipKernelBinary"]
 
 _INSTALL_HINT = "pip install hip-python; it needs ROCm's libamdhip64"
+_DEFAULT_HEAP_SIZE = 8 << 20   # cudaLimitMallocHeapSize's default (spirv_heap.DEFAULT_SIZE)
 # hipModuleLaunchKernel's `extra` markers (hip_runtime_api.h), the same values as CUDA's.
 _BUFFER_POINTER, _BUFFER_SIZE, _END = 1, 2, 3
 # DeviceProperties field -> hipDeviceAttribute_t name (after "hipDeviceAttribute").
@@ -121,8 +135,9 @@ def _properties(ordinal: int) -> DeviceProperties:
 class HipKernelBinary:
     """One kernel, loaded on every device whose chip ptxport compiles for."""
 
-    def __init__(self, name: str, functions: dict[int, object]) -> None:
-        self.name, self.functions = name, functions
+    def __init__(self, name: str, functions: dict[int, object],
+                 drain: Callable[[int], None] | None = None) -> None:
+        self.name, self.functions, self.drain = name, functions, drain
         self.ordinal = min(functions, default=0)
 
     def launch(self, grid: tuple[int, int, int], block: tuple[int, int, int],
@@ -149,6 +164,8 @@ class HipKernelBinary:
         except PtxportError as e:
             raise LaunchError(str(e)) from None
         _check(hip.hipDeviceSynchronize(), f"kernel {self.name} failed on hip:{ordinal}")
+        if self.drain is not None:   # device-side printf's records (hip_printf.py)
+            self.drain(ordinal)
 
 
 class Backend(BackendBase):
@@ -160,6 +177,9 @@ class Backend(BackendBase):
         self._availability: tuple[bool, str] | None = None
         self._owners: dict[int, int] = {}  # address -> ordinal of every live allocation
         self._modules: list = []           # loaded modules stay loaded while the backend is
+        self._heaps: dict[int, Allocation] = {}   # each device's heap (device-side malloc)
+        self._printf_buffers: dict[int, Allocation] = {}   # each device's printf buffer
+        self._heap_size = _DEFAULT_HEAP_SIZE
 
     def availability(self) -> tuple[bool, str]:
         with self._lock:
@@ -226,8 +246,11 @@ class Backend(BackendBase):
     def compile(self, module: Module, kernels: list[str]) -> dict[str, HipKernelBinary]:
         """One code object per chip present, loaded on each device of that chip."""
         from ptxport.codegen.targets import amdgpu
+        from ptxport.codegen.targets.amdgpu_printf import uses_printf
+        from ptxport.codegen.targets.spirv_heap import uses_heap as module_uses_heap
 
         self._ready()
+        uses_heap, prints = module_uses_heap(module), uses_printf(module)
         images: dict[str, bytes] = {}
         functions: dict[str, dict[int, object]] = {name: {} for name in kernels}
         for ordinal in range(self.device_count()):
@@ -240,10 +263,83 @@ class Backend(BackendBase):
             loaded = _check(hip.hipModuleLoadData(images[chip]),
                             f"hipModuleLoadData on hip:{ordinal}")
             self._modules.append((loaded, images[chip]))
+            if uses_heap:
+                self._give_heap(ordinal, loaded)
+            if prints:
+                self._give_printf_buffer(ordinal, loaded)
             for name in kernels:
                 functions[name][ordinal] = _check(hip.hipModuleGetFunction(
                     loaded, name.encode()), f"hipModuleGetFunction({name}) on hip:{ordinal}")
-        return {name: HipKernelBinary(name, functions[name]) for name in kernels}
+        drain = self._drain_printf if prints else None
+        return {name: HipKernelBinary(name, functions[name], drain) for name in kernels}
+
+    def set_heap_size(self, nbytes: int) -> None:
+        """The size of the device heap that kernels' malloc and new allocate from
+        (cudaLimitMallocHeapSize); fixed once a module that uses it is loaded."""
+        from ptxport.codegen.targets.spirv_heap import MAX_SIZE
+
+        with self._lock:
+            if self._heaps:
+                raise InvalidValueError(
+                    "the device heap's size cannot change once a kernel that uses malloc or "
+                    "free has been loaded (CUDA fixes cudaLimitMallocHeapSize then)")
+            if not 0 <= nbytes <= MAX_SIZE:
+                raise InvalidValueError(f"a device heap of {nbytes} bytes: the hip backend's "
+                                        f"heap holds at most {MAX_SIZE} bytes")
+            self._heap_size = nbytes
+
+    def _give_heap(self, ordinal: int, loaded) -> None:
+        """Store device `ordinal`'s heap (made on first use, with its header:
+        spirv_heap.py) into the loaded code object's heap global."""
+        from ptxport.codegen.targets.spirv_heap import HEADER, HEAP_SYMBOL, initial_header
+
+        with self._lock:
+            heap = self._heaps.get(ordinal)
+        if heap is None:
+            heap = self.allocate(ordinal, HEADER + self._heap_size)
+            header = (ctypes.c_uint64 * (HEADER // 8))(*initial_header(self._heap_size))
+            self.copy(heap.address, ctypes.addressof(header), HEADER, "htod")
+            with self._lock:
+                heap = self._heaps.setdefault(ordinal, heap)
+        self._set_global(ordinal, loaded, HEAP_SYMBOL, heap.address)
+
+    def _set_global(self, ordinal: int, loaded, name: str, value: int) -> None:
+        """Store the 8-byte `value` into the loaded code object's global `name`."""
+        symbol, _ = _check(self._use(ordinal).hipModuleGetGlobal(loaded, name.encode()),
+                           f"hipModuleGetGlobal({name}) on hip:{ordinal}")
+        data = ctypes.c_uint64(value)
+        self.copy(int(symbol), ctypes.addressof(data), 8, "htod")
+
+    def _give_printf_buffer(self, ordinal: int, loaded) -> None:
+        """Store device `ordinal`'s printf buffer (made on first use, zeroed, with its
+        header: amdgpu_printf.py) into the loaded code object's printf global."""
+        from ptxport.codegen.targets.amdgpu_printf import CAPACITY, HEADER, PRINTF_SYMBOL
+
+        with self._lock:
+            buffer = self._printf_buffers.get(ordinal)
+        if buffer is None:
+            buffer = self.allocate(ordinal, HEADER + CAPACITY)
+            self.fill(buffer.address, HEADER + CAPACITY, 0, 1)
+            self._write(buffer.address, hip_printf.initial_header())
+            with self._lock:
+                buffer = self._printf_buffers.setdefault(ordinal, buffer)
+        self._set_global(ordinal, loaded, PRINTF_SYMBOL, buffer.address)
+
+    def _read(self, address: int, nbytes: int) -> bytes:
+        out = ctypes.create_string_buffer(nbytes)
+        self.copy(ctypes.addressof(out), address, nbytes, "dtoh")
+        return out.raw
+
+    def _write(self, address: int, data: bytes) -> None:
+        source = ctypes.create_string_buffer(data, len(data))
+        self.copy(address, ctypes.addressof(source), len(data), "htod")
+
+    def _drain_printf(self, ordinal: int) -> None:
+        """After a launch: print what the kernel's printf calls recorded."""
+        with self._lock:
+            buffer = self._printf_buffers.get(ordinal)
+        if buffer is not None:
+            hip_printf.drain(buffer.address, self._read, self._write)
 
     def launch(self, ordinal: int, binary: HipKernelBinary, grid: tuple[int, int, int],
                block: tuple[int, int, int], dynamic_shared: int, params: bytes) -> None:

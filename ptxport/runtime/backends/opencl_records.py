@@ -20,7 +20,12 @@ from ptxport.codegen.targets.spirv_checks import (
     LOG_ENTRY,
     Fault,
 )
-from ptxport.errors import IllegalAddressError, KernelAssertError, KernelExecutionError
+from ptxport.errors import (
+    IllegalAddressError,
+    KernelAssertError,
+    KernelExecutionError,
+    KernelTrapError,
+)
 from ptxport.ir.lines import where
 
 __all__ = ["ASSERT_LOG_CAPACITY", "fault_error", "print_assert_log", "read_records",
@@ -84,6 +89,10 @@ def fault_error(binary, fault: Fault, block: tuple[int, int, int],
     the user's file and line, then the PTX line (`k.cu:7 (PTX line 29)`), or the PTX line
     alone without line information."""
     place = where(binary.lines.source_line(fault.line), fault.line)
+    if fault.trap:
+        return KernelTrapError(f"kernel '{binary.name}' executed trap at {place} in block "
+                               f"{fault.group}, thread {fault.local} (CUDA's "
+                               "cudaErrorLaunchFailure); the device is still usable")
     if fault.assertion is not None:
         text = binary.layout.assertions[fault.assertion].text(fault.assert_line, fault.group,
                                                               fault.local)
