@@ -20,12 +20,14 @@ TRIPLE = "spirv64-unknown-unknown"
 # refuses the module without it.
 EXTENSIONS = ("SPV_ALTERA_arbitrary_precision_integers", "SPV_KHR_shader_clock",
               "SPV_KHR_bit_instructions", "SPV_EXT_relaxed_printf_string_address_space")
-# --disable-lsr: loop strength reduction, which LLVM runs while generating code at -O1 and
-# above, rewrote a loop of llm.c's bf16 layernorm_backward_kernel10 into SPIR-V that Intel's
-# OpenCL runtime (2026.2) translates and then cannot read back ("Linking failed: Invalid
-# binary operator record"); the same IR generated without it loads and computes correctly.
-# The runtime reruns LLVM's loop optimizations, LSR included, for the device it compiles for,
-# so nothing is lost by leaving addressing as the optimized IR has it.
+# --disable-lsr: loop strength reduction (which LLVM runs while generating code, at -O1 and
+# above) writes loop start values with odd-width integers, e.g. `zext (trunc i64
+# get_local_id to i5) to i32` for `threadIdx.x % 32` (llm.c's bf16 layernorm_backward_kernel10);
+# LLVM 22's SPIR-V backend turns that pair into an OpBitwiseAnd of i32 type on the i64 operand,
+# which Intel's OpenCL runtime (2026.2) translates and then cannot read back ("Linking failed:
+# Invalid binary operator record"). The IR optimization before code generation does not
+# make such widths, and the runtime reruns LLVM's loop optimizations, LSR included, for the
+# device it compiles for, so nothing is lost (tests/kernels/bfloat16.cu: bf16_add_sums).
 CODEGEN_OPTIONS = ("--disable-lsr",)
 
 
