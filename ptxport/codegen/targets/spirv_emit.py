@@ -25,8 +25,8 @@ EXTENSIONS = ("SPV_ALTERA_arbitrary_precision_integers", "SPV_KHR_shader_clock",
 # get_local_id to i5) to i32` for `threadIdx.x % 32` (llm.c's bf16 layernorm_backward_kernel10);
 # LLVM 22's SPIR-V backend turns that pair into an OpBitwiseAnd of i32 type on the i64 operand,
 # which Intel's OpenCL runtime (2026.2) translates and then cannot read back ("Linking failed:
-# Invalid binary operator record"). The IR optimization before code generation does not
-# make such widths, and the runtime reruns LLVM's loop optimizations, LSR included, for the
+# Invalid binary operator record"). The -O2 IR of that kernel has no such widths (only LSR
+# made them), and the runtime reruns LLVM's loop optimizations, LSR included, for the
 # device it compiles for, so nothing is lost (tests/kernels/bfloat16.cu: bf16_add_sums).
 CODEGEN_OPTIONS = ("--disable-lsr",)
 
