@@ -198,6 +198,20 @@ def _bf16_dot_ref(args):
     return {2: acc[:1]}
 
 
+N_SUMS = 2000  # 8 chunks of 256 for 4 warps: each warp's loop runs twice
+
+
+def _bf16_add_sums_args(rng):
+    return [inout(_bf16(rng, N_SUMS), bfloat16=True), inout(_bf16(rng, N_SUMS), bfloat16=True),
+            inp(f32(rng.standard_normal(2 * N_SUMS) * 4.0)), scalar(np.int32(N_SUMS))]
+
+
+def _bf16_add_sums_ref(args):
+    sums = args[2].value
+    return {k: bf16_bits_rn(sums[k * N_SUMS:(k + 1) * N_SUMS] + bf16_to_f32(args[k].value))
+            for k in (0, 1)}
+
+
 BF16 = [
     KernelCase("bfloat16.cu", "bf16_axpy", GRID, BLOCK, 0, _bf16_axpy_args, _bf16_axpy_ref,
                notes="exact: a rounded to bf16, then one rounding of a*x + y"),
@@ -209,6 +223,11 @@ BF16 = [
     KernelCase("bfloat16.cu", "bf16_dot", (1, 1, 1), BLOCK, 0, _bf16_dot_args, _bf16_dot_ref,
                notes="exact: bf16 products are exact in float32; the summation order is the "
                      "kernel's (per-thread strided sums, then the fixed tree)"),
+    KernelCase("bfloat16.cu", "bf16_add_sums", (1, 1, 1), (128, 1, 1), 8 * N_SUMS,
+               _bf16_add_sums_args, _bf16_add_sums_ref,
+               notes="exact: a float32 add, then one rounding to bf16; its loop is the one "
+                     "of llm.c's layernorm_backward_kernel10 whose SPIR-V, generated with loop "
+                     "strength reduction, Intel's OpenCL runtime could not load"),
 ]
 
 CASES = HALF + BF16

@@ -20,6 +20,12 @@
 //   launch: grid = (1,), block = (256,), dynamic shared = 0
 //   *out = sum of float(a[i]) * float(b[i]): thread t adds i = t, t+256, ... in order with
 //   fmaf, then a fixed shared-memory tree (s[t] += s[t+h], h = 128 .. 1)
+// bf16_add_sums(__nv_bfloat16* dbias, __nv_bfloat16* dweight, const float* sums, int C)
+//   launch: grid = (1,), block = (32 * warps,), dynamic shared = 8 * C bytes; C % 8 == 0
+//   dbias[i] = bf16_rn(sums[i] + float(dbias[i])), dweight[i] = bf16_rn(sums[C + i] +
+//   float(dweight[i])) (a float add, then one rounding to bf16), through shared memory, with
+//   llm.c's layernorm_backward_kernel10 addressing: warp w handles the 256-element chunks
+//   c = w, w + warps, ..., lane l elements 256c + 8l .. 256c + 8l + 7 (16-byte loads)
 #include <cuda_bf16.h>
 
 extern "C" __global__ void bf16_axpy(float a, const __nv_bfloat16* x, __nv_bfloat16* y, int n)
@@ -73,4 +79,34 @@ extern "C" __global__ void bf16_dot(const __nv_bfloat16* a, const __nv_bfloat16*
     }
     if (threadIdx.x == 0)
         *out = s[0];
+}
+
+struct __align__(16) bf16x8 { __nv_bfloat16 v[8]; };
+struct __align__(16) f32x4 { float v[4]; };
+
+extern "C" __global__ void bf16_add_sums(__nv_bfloat16* dbias, __nv_bfloat16* dweight,
+                                         const float* sums, int C)
+{
+    extern __shared__ float shared[];
+    for (int i = threadIdx.x; i < 2 * C; i += blockDim.x)
+        shared[i] = sums[i];
+    __syncthreads();
+    int warps = blockDim.x / 32, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    int chunks = (C + 255) / 256;
+    for (int c = warp; c < chunks; c += warps) {
+        int g = lane * 8 + c * 256;
+        if (g >= C)
+            break;
+        bf16x8 b = *(bf16x8*)(dbias + g), w = *(bf16x8*)(dweight + g);
+        for (int o = 0; o < 2; o++) {
+            f32x4 sb = *(const f32x4*)(shared + g + 4 * o);
+            f32x4 sw = *(const f32x4*)(shared + C + g + 4 * o);
+            for (int i = 0; i < 4; i++) {
+                b.v[4 * o + i] = __float2bfloat16_rn(sb.v[i] + __bfloat162float(b.v[4 * o + i]));
+                w.v[4 * o + i] = __float2bfloat16_rn(sw.v[i] + __bfloat162float(w.v[4 * o + i]));
+            }
+        }
+        *(bf16x8*)(dbias + g) = b;
+        *(bf16x8*)(dweight + g) = w;
+    }
 }
