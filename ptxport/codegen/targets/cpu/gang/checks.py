@@ -248,29 +248,8 @@ def group_check(fl: GangLowering, place: Place, size: int, low, high, known: boo
         return ok, None
     low = b.add(low, ll.Constant(et, first))
     high = b.add(high, ll.Constant(et, last))
-    ordered = ll.IRBuilder.icmp_unsigned(b, "<=", low, high)
-    site = fl.plan.check_sites
-    fl.plan.check_sites += 1
-    slot = b.gep(fl.target.ctx_field(fl, "site_cache", typ=PTR), [I64(16 * site)],
-                 source_etype=I8)
-    hit = b.and_(ordered, b.and_(
-        ll.IRBuilder.icmp_unsigned(b, ">=", low, b.load(slot, typ=I64)),
-        ll.IRBuilder.icmp_unsigned(b, "<=", high, b.load(
-            b.gep(slot, [I64(8)], source_etype=I8), typ=I64))))
     idle = ll.IRBuilder.icmp_unsigned(b, "==", fl.bits(fl.mask), I32(0))
-    before = b.block
-    search, done = fl.llfn.append_basic_block("group_search"), fl.llfn.append_basic_block(
-        "group_checked")
-    ll.IRBuilder.cbranch(b, b.or_(hit, idle), done, search)
-    b.position_at_end(search)
-    found = ll.IRBuilder.call(b, check_function(fl.llfn.module),
-                              [fl.llfn.args[0], low, b.sub(high, low), slot])
-    searched = b.block
-    b.branch(done)
-    b.position_at_end(done)
-    ok = ll.IRBuilder.phi(b, I1)
-    ok.add_incoming(I1(1), before)
-    ok.add_incoming(found, searched)
+    ok = inside_one_allocation(fl, low, high, skip=idle)
     fl.group_ok[memo] = ok
     return ok, low
 
@@ -345,3 +324,30 @@ class Place:
 
     def moved(self, step: int) -> Place:
         return Place(self.addrs, self.shared, self.offset + step, self.key, self.lanes)
+
+
+def inside_one_allocation(fl: GangLowering, low, high, skip=None):
+    """i1: whether [low, high) lies in one allocation (the site's cache, else the table's
+    search); an empty mask's range counts as inside, and so does any range where `skip`."""
+    b = fl.b
+    slot = b.gep(fl.target.ctx_field(fl, "site_cache", typ=PTR), [I64(16 * fl.plan.check_sites)],
+                 source_etype=I8)
+    fl.plan.check_sites += 1
+    hit = b.and_(ll.IRBuilder.icmp_unsigned(b, "<=", low, high), b.and_(
+        ll.IRBuilder.icmp_unsigned(b, ">=", low, b.load(slot, typ=I64)),
+        ll.IRBuilder.icmp_unsigned(b, "<=", high, b.load(
+            b.gep(slot, [I64(8)], source_etype=I8), typ=I64))))
+    before = b.block
+    search, done = fl.llfn.append_basic_block("range_search"), fl.llfn.append_basic_block(
+        "range_checked")
+    ll.IRBuilder.cbranch(b, hit if skip is None else b.or_(hit, skip), done, search)
+    b.position_at_end(search)
+    found = ll.IRBuilder.call(b, check_function(fl.llfn.module),
+                              [fl.llfn.args[0], low, b.sub(high, low), slot])
+    searched = b.block
+    b.branch(done)
+    b.position_at_end(done)
+    ok = ll.IRBuilder.phi(b, I1)
+    ok.add_incoming(I1(1), before)
+    ok.add_incoming(found, searched)
+    return ok

@@ -17,12 +17,11 @@ from __future__ import annotations
 
 from llvmlite import ir as ll
 
-from ptxport.codegen.lower import I1, I8, I32, I64, PTR, value_type
+from ptxport.codegen.lower import I32, PTR, value_type
 from ptxport.codegen.ops.data import instruction_type, state_space, vector_count
 from ptxport.codegen.targets.cpu.gang.checks import type_name
 from ptxport.codegen.targets.cpu.gang.lanes import W, declare
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
-from ptxport.codegen.targets.cpu.target import check_function
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import may_write
 
@@ -101,33 +100,6 @@ def _run_from(fl: GangLowering, code: list, first) -> list:
         if written & needed:
             break
     return members[:4 if len(members) == 4 else 2]
-
-
-def inside_one_allocation(fl: GangLowering, low, high):
-    """i1: whether [low, high) lies in one allocation (the site's cache, else the table);
-    an empty mask's range counts as inside."""
-    b = fl.b
-    slot = b.gep(fl.target.ctx_field(fl, "site_cache", typ=PTR), [I64(16 * fl.plan.check_sites)],
-                 source_etype=I8)
-    fl.plan.check_sites += 1
-    hit = b.and_(ll.IRBuilder.icmp_unsigned(b, "<=", low, high), b.and_(
-        ll.IRBuilder.icmp_unsigned(b, ">=", low, b.load(slot, typ=I64)),
-        ll.IRBuilder.icmp_unsigned(b, "<=", high, b.load(
-            b.gep(slot, [I64(8)], source_etype=I8), typ=I64))))
-    before = b.block
-    search, done = fl.llfn.append_basic_block("run_search"), fl.llfn.append_basic_block(
-        "run_checked")
-    ll.IRBuilder.cbranch(b, hit, done, search)
-    b.position_at_end(search)
-    found = ll.IRBuilder.call(b, check_function(fl.llfn.module),
-                              [fl.llfn.args[0], low, b.sub(high, low), slot])
-    searched = b.block
-    b.branch(done)
-    b.position_at_end(done)
-    ok = ll.IRBuilder.phi(b, I1)
-    ok.add_incoming(I1(1), before)
-    ok.add_incoming(found, searched)
-    return ok
 
 
 def interleaved_access(fl: GangLowering, t, masks: list, pointer, values=None):

@@ -27,16 +27,13 @@ from ptxport.codegen.targets.cpu.gang.checks import (
     check_place,
     check_shared32,
     group_check,
+    inside_one_allocation,
     lane_addresses,
     pattern,
     prefetch,
     type_name,
 )
-from ptxport.codegen.targets.cpu.gang.coalesce import (
-    find_runs,
-    inside_one_allocation,
-    interleaved_access,
-)
+from ptxport.codegen.targets.cpu.gang.coalesce import find_runs, interleaved_access
 from ptxport.codegen.targets.cpu.gang.lanes import GangUnsupported, W, declare, is_vec, vec
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.ir import nodes as ir
