@@ -31,7 +31,6 @@ from functools import cache
 
 from ptxport.errors import (
     BackendUnavailableError,
-    InvalidValueError,
     LaunchError,
     OutOfMemoryError,
     PtxportError,
@@ -276,16 +275,10 @@ class Backend(BackendBase):
     def set_heap_size(self, nbytes: int) -> None:
         """The size of the device heap that kernels' malloc and new allocate from
         (cudaLimitMallocHeapSize); fixed once a module that uses it is loaded."""
-        from ptxport.codegen.targets.spirv_heap import MAX_SIZE
+        from ptxport.runtime.backends.opencl_blocks import check_heap_size
 
         with self._lock:
-            if self._heaps:
-                raise InvalidValueError(
-                    "the device heap's size cannot change once a kernel that uses malloc or "
-                    "free has been loaded (CUDA fixes cudaLimitMallocHeapSize then)")
-            if not 0 <= nbytes <= MAX_SIZE:
-                raise InvalidValueError(f"a device heap of {nbytes} bytes: the hip backend's "
-                                        f"heap holds at most {MAX_SIZE} bytes")
+            check_heap_size(nbytes, bool(self._heaps), "hip", "loaded")
             self._heap_size = nbytes
 
     def _give_heap(self, ordinal: int, loaded) -> None:

@@ -92,16 +92,8 @@ class DeviceHeaps:
         self.size = DEFAULT_SIZE
 
     def set_size(self, nbytes: int) -> None:
-        from ptxport.codegen.targets.spirv_heap import MAX_SIZE
-
         with self._lock:
-            if self._heaps:
-                raise InvalidValueError(
-                    "the device heap's size cannot change once a kernel that uses malloc or "
-                    "free has been launched (CUDA fixes cudaLimitMallocHeapSize then)")
-            if not 0 <= nbytes <= MAX_SIZE:
-                raise InvalidValueError(f"a device heap of {nbytes} bytes: the opencl "
-                                        f"backend's heap holds at most {MAX_SIZE} bytes")
+            check_heap_size(nbytes, bool(self._heaps), "opencl", "launched")
             self.size = nbytes
 
     def heap(self, ordinal: int) -> Allocation:
@@ -124,3 +116,18 @@ class DeviceHeaps:
             self._backend.copy(allocation.address, header.ctypes.data, HEADER, "htod")
             self._heaps[ordinal] = allocation
             return allocation
+
+
+def check_heap_size(nbytes: int, made: bool, backend: str, when: str) -> None:
+    """cudaLimitMallocHeapSize's checks for a backend whose kernels use the SPIR-V-style device
+    heap (codegen/targets/spirv_heap.py): fixed once a heap is `made` (a kernel using malloc
+    or free was `when`: loaded, launched), and at most the heap's MAX_SIZE."""
+    from ptxport.codegen.targets.spirv_heap import MAX_SIZE
+
+    if made:
+        raise InvalidValueError(
+            "the device heap's size cannot change once a kernel that uses malloc or free has "
+            f"been {when} (CUDA fixes cudaLimitMallocHeapSize then)")
+    if not 0 <= nbytes <= MAX_SIZE:
+        raise InvalidValueError(f"a device heap of {nbytes} bytes: the {backend} backend's "
+                                f"heap holds at most {MAX_SIZE} bytes")
