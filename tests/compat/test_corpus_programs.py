@@ -40,11 +40,6 @@ NOT_YET: dict[str, dict[str, str]] = {
 # device -> program -> why it is not run there at all
 SKIPPED: dict[str, dict[str, str]] = {
     "cpu": {
-        "thrust_cub": "REGRESSION (2026-11-25, after the native worker pool): on 2 workers "
-                      "cub's stable_sort_by_key spins without end (one thread at 100% for 4 "
-                      "min; with guided block claiming already its first sort); it passed "
-                      "before the pool. To fix first: blocks that wait on other blocks' "
-                      "flags (decoupled look-back) under the pool's block claiming",
     },
     "opencl:0": {
         "thrust_cub": "passes, in 9 min 44 s (6 min 31 s of CPU) on a loaded 2-core machine, "

@@ -87,6 +87,39 @@ $L_wait:
   st.global.u32 [%rd3], %r3;
   ret;
 }
+
+.visible .entry handoff(.param .u64 flag, .param .u64 out, .param .u32 fail)
+{
+  .reg .pred %p<5>; .reg .b32 %r<6>; .reg .b64 %rd<5>;
+  ld.param.u64 %rd1, [flag];
+  ld.param.u64 %rd2, [out];
+  ld.param.u32 %r5, [fail];
+  mov.u32 %r1, %ctaid.x;
+  mov.u32 %r2, %tid.x;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra $L_consumer;
+  setp.ge.u32 %p2, %r2, 32;
+  @%p2 bra $L_done;
+  bar.sync 1, 32;
+  setp.ne.u32 %p3, %r5, 0;
+  @%p3 trap;
+  setp.ne.u32 %p2, %r2, 0;
+  @%p2 bra $L_done;
+  st.volatile.global.u32 [%rd1], 1;
+  bra.uni $L_done;
+$L_consumer:
+  setp.ne.u32 %p2, %r2, 0;
+  @%p2 bra $L_done;
+$L_wait:
+  ld.volatile.global.u32 %r3, [%rd1];
+  setp.eq.u32 %p4, %r3, 0;
+  @%p4 bra $L_wait;
+  mul.wide.u32 %rd3, %r1, 4;
+  add.s64 %rd4, %rd2, %rd3;
+  st.global.u32 [%rd4], 1;
+$L_done:
+  ret;
+}
 """
 
 
@@ -100,9 +133,10 @@ def workers():
 @pytest.fixture(params=cpu_executor.SCHEDULES)
 def schedule(request):
     """Each of set_schedule's ways to share blocks for the test, the default again after."""
+    default = cpu_executor._SCHEDULE[0]
     cpu_executor.set_schedule(request.param)
     yield request.param
-    cpu_executor.set_schedule(cpu_executor.SCHEDULES[0])
+    cpu_executor.set_schedule(default)
 
 
 @pytest.fixture(scope="module")
@@ -180,6 +214,34 @@ def test_a_trap_on_one_worker_fails_the_launch_and_the_next_runs(dev, kernels, w
     launch(stream, LaunchConfig(grid=blocks, block=32), trap_at, out, np.uint32(blocks))
     stream.sync()
     assert (_read(out, stream, blocks) == np.arange(1, blocks + 1)).all()
+
+
+@pytest.mark.parametrize("count", [2, 4])
+def test_a_block_finished_in_python_does_not_hold_up_blocks_waiting_for_it(
+        dev, kernels, workers, schedule, count):
+    # Block 0 waits at a barrier for one warp of its two (bar.sync 1, 32): the general
+    # resolver, in Python, completes it; then it sets the flag every other block spins on
+    # (as cub's decoupled look-back waits on earlier tiles). Its worker must finish it at
+    # once: a block left until the others finish would hang the grid.
+    workers(count)
+    stream = dev.create_stream()
+    blocks = 64 * count
+    flag, out = _zeros(dev, stream, 1), _zeros(dev, stream, blocks)
+    handoff = kernels.get_kernel("handoff")
+    launch(stream, LaunchConfig(grid=blocks, block=64, timeout=60), handoff, flag, out,
+           np.uint32(0))
+    stream.sync()
+    assert (_read(out, stream, blocks)[1:] == 1).all()
+    # a trap in that block fails the launch, and the blocks that wait for it end too
+    flag, out = _zeros(dev, stream, 1), _zeros(dev, stream, blocks)
+    launch(stream, LaunchConfig(grid=blocks, block=64, timeout=60), handoff, flag, out,
+           np.uint32(1))
+    with pytest.raises(KernelTrapError, match=r"block \(0, 0, 0\)"):
+        stream.sync()
+    launch(stream, LaunchConfig(grid=blocks, block=64, timeout=60), handoff, flag, out,
+           np.uint32(0))
+    stream.sync()
+    assert (_read(out, stream, blocks)[1:] == 1).all()
 
 
 def _run_corpus(dev, source: str, name: str, grid: int, block: int, args):

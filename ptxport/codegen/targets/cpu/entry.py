@@ -122,7 +122,12 @@ def open_block_loop(b: ll.IRBuilder, ctx, first, count):
     return n, body, block_next
 
 
-def build_claiming(llmod: ll.Module, inner: ll.Function, at: int, name: str) -> None:
+# build_claiming's `finish`: i64 finish(ctx, block, end)
+_FINISH = ll.FunctionType(I64, [PTR, I64, I64])
+
+
+def build_claiming(llmod: ll.Module, inner: ll.Function, at: int, name: str,
+                   finish: bool = False) -> None:
     """i64 name(<inner's arguments before `at`>, counter*, total, chunk, end*, <inner's
     arguments after first and count>): the workers of a launch share `counter`, the next
     block number to run; each claims `chunk` blocks at a time with an atomic add and runs
@@ -132,17 +137,25 @@ def build_claiming(llmod: ll.Module, inner: ll.Function, at: int, name: str) -> 
     block and the rest of the chunk, then calls again). Claiming in native code keeps
     workers off Python's lock between chunks.
 
+    With `finish`, one more parameter after end*: a function i64(ctx, block, end) (or null)
+    that the worker calls itself for such a block: it finishes the block and the rest of the
+    chunk (in Python) and returns -1 to go on claiming, or a failure to return. A block
+    left for later could hang the grid: a block on another worker may spin on a flag it
+    sets (cub's decoupled look-back), as a GPU's resident blocks all make progress.
+
     A negative `chunk`, -(divisor << 32 | least), claims decreasing chunks (OpenMP's guided
     schedule): max(least, blocks left / divisor) blocks, the blocks left as a plain read of
     the counter saw them (a claim that others overtook is a little larger, never wrong).
     The last chunks are small, so that a worker that runs slowly (its core busy with
     something else) does not hold a large one while the others have finished."""
     before, after = inner.args[:at], inner.args[at + 2:]
-    types = [a.type for a in before] + [PTR, I64, I64, PTR] + [a.type for a in after]
+    words = 5 if finish else 4
+    types = [a.type for a in before] + [PTR, I64, I64, PTR, _FINISH.as_pointer()][:words] \
+        + [a.type for a in after]
     fn = ll.Function(llmod, ll.FunctionType(I64, types), name=name)
     args = list(fn.args)
-    lead, (counter, total, chunk, end_out), trail = (args[:at], args[at:at + 4],
-                                                     args[at + 4:])
+    lead, own, trail = args[:at], args[at:at + words], args[at + words:]
+    counter, total, chunk, end_out = own[:4]
     b = ll.IRBuilder(fn.append_basic_block("entry"))
     loop, claim, run, done, stopped = (fn.append_basic_block(x) for x in (
         "loop", "claim", "run", "done", "stopped"))
@@ -163,7 +176,26 @@ def build_claiming(llmod: ll.Module, inner: ll.Function, at: int, name: str) -> 
     b.ret(I64(-1))
     b.position_at_end(stopped)
     b.store(end, end_out)
+    if finish:
+        result = _call_finish(b, own[4], lead[0], result, end, loop)
     b.ret(result)
+
+
+def _call_finish(b: ll.IRBuilder, finish, ctx, block, end, loop) -> ll.Value:
+    """build_claiming: when `finish` is not null, call it for the block and branch to
+    `loop` when it returns -1; its result otherwise (the block's number without one)."""
+    fn = b.function
+    call, out = fn.append_basic_block("finish"), fn.append_basic_block("out")
+    here = b.block
+    b.cbranch(b.icmp_unsigned("==", finish, ll.Constant(finish.type, None)), out, call)
+    b.position_at_end(call)
+    finished = b.call(finish, [ctx, block, end])
+    b.cbranch(b.icmp_signed("==", finished, I64(-1)), loop, out)
+    b.position_at_end(out)
+    result = b.phi(I64)
+    result.add_incoming(block, here)
+    result.add_incoming(finished, call)
+    return result
 
 
 def _claim_size(b: ll.IRBuilder, counter, total, chunk) -> ll.Value:

@@ -211,7 +211,7 @@ def build_llvm(module: ir.Module, kernel_name: str,
         build_run_block(llmod, llmod.globals["run_threads"], plan)
         build_run_waiting_blocks(llmod, llmod.globals["run_block_from"])
         build_claiming(llmod, llmod.globals["run_waiting_blocks"], 6,
-                       "run_claimed_waiting_blocks")
+                       "run_claimed_waiting_blocks", finish=True)
     return llmod, plan
 
 

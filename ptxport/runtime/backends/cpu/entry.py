@@ -43,9 +43,10 @@ class Layout:
 
 # ctx, frames, frame_size, nthreads, counter*, total, chunk, end*, status*
 CLAIMED = Layout("claimed", (PTR, PTR, I64, I32, PTR, I64, I64, PTR, PTR), 4, 5, 6)
-# ctx, frames, frame_size, points*, statuses*, nthreads, counter*, total, chunk, end*
-CLAIMED_WAITING = Layout("claimed_waiting", (PTR, PTR, I64, PTR, PTR, I32, PTR, I64, I64, PTR),
-                         6, 7, 8)
+# ctx, frames, frame_size, points*, statuses*, nthreads, counter*, total, chunk, end*,
+# finish (codegen/targets/cpu/entry.py's build_claiming)
+CLAIMED_WAITING = Layout("claimed_waiting",
+                         (PTR, PTR, I64, PTR, PTR, I32, PTR, I64, I64, PTR, PTR), 6, 7, 8)
 
 # trampoline(fn, args): fn's result
 Trampoline = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p)

@@ -98,7 +98,7 @@ def set_workers(count: int | None) -> None:
 # chunks it gets through sort, reduce and scan (its stable_sort_by_key still spins: see the
 # SKIPPED entry in tests/compat/test_corpus_programs.py).
 SCHEDULES = ("guided", "chunks")
-_SCHEDULE = [SCHEDULES[1]]
+_SCHEDULE = [SCHEDULES[0]]
 
 
 def set_schedule(kind: str) -> None:
@@ -190,7 +190,8 @@ class _Worker:
             entry.CLAIMED: (self.ctx.ctypes.data, self.frames.ctypes.data, plan.frame_size,
                             self.nthreads, 0, 0, 0, ctypes.addressof(self._end),
                             ctypes.addressof(self._status)),
-            entry.CLAIMED_WAITING: (*self._block_args, 0, 0, 0, ctypes.addressof(self._end))}
+            entry.CLAIMED_WAITING: (*self._block_args, 0, 0, 0, ctypes.addressof(self._end),
+                                    0)}
 
     def prepare(self, params: tuple[int, int], grid, allocations, global_ranges,
                 stop: ctypes.c_int32, smid: int, smids: int) -> None:
@@ -455,6 +456,10 @@ class _Team:
             CTX.fields["fault_info"] + 1 if layout is entry.CLAIMED else 0
         self.args = self.results = np.zeros(0, dtype=np.int64)
         self._last: tuple[int, int, int] | None = None     # what run() last set
+        # (waiting blocks the native code cannot complete: the worker finishes them itself
+        # through this, for the launch that runs now)
+        self.grid: _Grid | None = None
+        self._finish = _Finish(self._finish_block) if layout is entry.CLAIMED_WAITING else None
         # what the workers were prepared for at the last launch, if it succeeded
         self.last_launch: tuple | None = None
 
@@ -466,11 +471,30 @@ class _Team:
             self.workers.append(_Worker(self.binary, self.block, self.dynamic_shared))
         self.args = np.array([w.claim_words[self.layout] for w in self.workers], np.int64)
         self.args[:, self.layout.counter] = self.counter_address
+        if self._finish is not None:
+            self.args[:, self.layout.counter + 4] = ctypes.cast(self._finish, ctypes.c_void_p).value
+        self._by_context = {w.ctx.ctypes.data: w for w in self.workers}
         self.results = _on_lines(count, np.int64)
         self._last = None
         words = self.job.words
         words[pool_threads.ARGS] = self.args.ctypes.data
         words[pool_threads.RESULTS] = self.results.ctypes.data
+
+    def _finish_block(self, context: int, number: int, end: int) -> int:
+        """Called by a worker (build_claiming's `finish`) for block `number` of its chunk,
+        which ends at `end`, whose waits the native code cannot complete: finish it and the
+        rest of the chunk here; -1, or `number` after a failure (kept for the launch, which
+        stops: others may wait for this block)."""
+        grid = self.grid
+        try:
+            worker = self._by_context[context]
+            worker._python_block(number, grid.grid)
+            worker.run_waiting_blocks(number + 1, end - number - 1, grid.grid)
+            return -1
+        except BaseException as e:     # (nothing may leave a callback)
+            grid.failures.append(e)
+            grid.stop.value = 1
+            return number
 
     def run(self, pool, count: int, total: int, chunk: int, start: int = 0) -> int:
         """Run blocks `start` to `total` on `count` workers, `chunk` at a time; how many
@@ -490,6 +514,10 @@ class _Team:
             finally:
                 self.job.words[pool_threads.START] = 0
         return pool.run(self.job)
+
+
+# build_claiming's `finish`: i64 finish(ctx, block, end)
+_Finish = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_uint64, ctypes.c_int64, ctypes.c_int64)
 
 
 def _team(binary, pool, block, dynamic_shared: int, layout: entry.Layout) -> _Team:
@@ -597,6 +625,9 @@ class _Grid:
         self.workers = 1 if self.python_rounds else min(self.smids, self.blocks)
         self.chunk = _chunk(self.blocks, self.workers)
         self.layout = entry.CLAIMED_WAITING if waits else entry.CLAIMED
+        # what failed in a block a worker finished in Python (_Team._finish_block); the
+        # first one set the stop word, so that blocks waiting for it end too
+        self.failures: list[BaseException] = []
 
     def run(self, pool) -> None:
         """Run every block (raise the first failure)."""
@@ -638,23 +669,23 @@ class _Grid:
 
     def _run_waiting(self, pool, team: _Team) -> None:
         """Kernels with waits: natively while the waits are the common ones; a worker that
-        meets a block whose waits are not leaves it (and the rest of its chunk) to Python,
-        here after the others ran the grid to its end."""
-        start = 0
-        while team.run(pool, self.workers, self.blocks, self.chunk, start):
-            results = team.results[:self.workers].tolist()
-            for worker, number in zip(team.workers, results, strict=False):
-                if number < 0:
-                    continue
-                if self.stop.value:
-                    raise _Stopped
-                worker._python_block(number, self.grid)
-                worker.run_waiting_blocks(number + 1, worker._end.value - number - 1,
-                                          self.grid)
-            # (every worker left a block to Python before the grid's end: the rest again)
-            start = int(team.counter[0])
-            if start >= self.blocks:
-                return
+        meets a block whose waits are not finishes it (and the rest of its chunk) in
+        Python, through the team's `finish` callback, while the others go on."""
+        team.grid = self
+        try:
+            failed = team.run(pool, self.workers, self.blocks, self.chunk)
+        finally:
+            team.grid = None
+        if self.failures:
+            if not isinstance(self.failures[0], _Stopped):
+                self.stop.value = 0     # (set by the failure, not by a watchdog or exit)
+            raise self.failures[0]
+        if failed and self.stop.value:
+            raise _Stopped
+        if failed:
+            raise KernelExecutionError(
+                f"kernel '{self.binary.plan.name}': a worker ended without finishing its "
+                "blocks (internal error in ptxport's CPU executor)")
 
     def _python_rounds(self, worker: _Worker) -> None:
         grid = self.grid
