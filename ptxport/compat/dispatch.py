@@ -29,6 +29,7 @@ from ptxport.compat import (
 from ptxport.compat import library as library_module
 from ptxport.compat.state import (
     ASSERT,
+    COOPERATIVE_LAUNCH_TOO_LARGE,
     ILLEGAL_ADDRESS,
     INVALID_PTX,
     INVALID_VALUE,
@@ -42,6 +43,7 @@ from ptxport.compat.state import (
 )
 from ptxport.errors import (
     CompileError,
+    CooperativeLaunchTooLargeError,
     IllegalAddressError,
     InvalidValueError,
     KernelExecutionError,
@@ -66,6 +68,7 @@ _CODES: tuple[tuple[type, int], ...] = (
     (KernelExecutionError, LAUNCH_FAILED),
     (OutOfMemoryError, OUT_OF_MEMORY),
     (KernelNotFoundError, NOT_FOUND),
+    (CooperativeLaunchTooLargeError, COOPERATIVE_LAUNCH_TOO_LARGE),
     (LaunchError, INVALID_VALUE),
     (InvalidValueError, INVALID_VALUE),
     (UnsupportedFeatureError, NOT_SUPPORTED),

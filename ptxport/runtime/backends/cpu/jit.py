@@ -189,20 +189,21 @@ class CpuKernelBinary:
 
     def launch(self, grid, block, dynamic_shared: int, params: bytes,
                allocations: list[tuple[int, int]] | None = None,
-               timeout: float | None = None) -> None:
+               timeout: float | None = None, cooperative: bool = False) -> None:
         """Run the grid. `allocations` lists the (address, size) of the device buffers the
         kernel may reach; every global or generic access is then checked against them (and
         the module's variables, shared and local memory), and an access outside all of them
         raises IllegalAddressError. None runs without checks. A launch still running after
         `timeout` seconds is stopped and raises KernelTimeoutError. The device heap, once a
-        kernel using malloc or free reserves it, is one more allocation of every launch."""
+        kernel using malloc or free reserves it, is one more allocation of every launch.
+        `cooperative`: a cooperative launch (executor.run_grid)."""
         if self.plan.uses_heap:
             cpu_heap.HEAP.reserve()
         heap = cpu_heap.HEAP.range()
         if allocations is not None and heap is not None:
             allocations = [*allocations, heap]
         _executor().run_grid(self, tuple(grid), tuple(block), dynamic_shared, params,
-                             allocations, timeout)
+                             allocations, timeout, cooperative)
 
 
 @cache
