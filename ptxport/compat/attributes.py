@@ -79,7 +79,8 @@ ATTRIBUTES: dict[int, tuple[str, Callable[[_P], int]]] = {
     101: ("DIRECT_MANAGED_MEM_ACCESS_FROM_HOST", lambda p: int(p.integrated)),
     106: ("MAX_BLOCKS_PER_MULTIPROCESSOR", lambda p: p.max_blocks_per_multiprocessor),
     111: ("RESERVED_SHARED_MEMORY_PER_BLOCK", lambda p: 0),
-    115: ("MEMORY_POOLS_SUPPORTED", lambda p: 0),
+    115: ("MEMORY_POOLS_SUPPORTED", lambda p: 1),     # (compat/mempools.py)
+    119: ("MEMPOOL_SUPPORTED_HANDLE_TYPES", lambda p: 0),
     120: ("CLUSTER_LAUNCH", lambda p: 0),
     126: ("MEM_SYNC_DOMAIN_COUNT", lambda p: 1),
 }

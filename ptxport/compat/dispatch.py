@@ -21,6 +21,7 @@ from ptxport.compat import (
     graphs,
     hidden,
     memory,
+    mempools,
     pitched,
     signatures,
     streams,
@@ -59,7 +60,7 @@ from ptxport.errors import (
 
 __all__ = ["start", "traced"]
 
-_MODULES = (driver, memory, pitched, streams, graphs, execution, hidden, textures)
+_MODULES = (driver, memory, mempools, pitched, streams, graphs, execution, hidden, textures)
 
 # ptxport's errors as CUresults; the first match counts (subclasses before their bases).
 _CODES: tuple[tuple[type, int], ...] = (
