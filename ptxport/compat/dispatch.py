@@ -18,6 +18,7 @@ from ptxport.compat import (
     dark_api,
     driver,
     execution,
+    graph_nodes,
     graphs,
     hidden,
     memory,
@@ -60,7 +61,8 @@ from ptxport.errors import (
 
 __all__ = ["start", "traced"]
 
-_MODULES = (driver, memory, mempools, pitched, streams, graphs, execution, hidden, textures)
+_MODULES = (driver, memory, mempools, pitched, streams, graphs, graph_nodes, execution, hidden,
+            textures)
 
 # ptxport's errors as CUresults; the first match counts (subclasses before their bases).
 _CODES: tuple[tuple[type, int], ...] = (

@@ -31,6 +31,7 @@ _C_TYPES = {
     "CUcontext": "void *", "CUmodule": "void *", "CUfunction": "void *", "CUstream": "void *",
     "CUevent": "void *", "CUlibrary": "void *", "CUkernel": "void *", "CUgraph": "void *",
     "CUgraphExec": "void *", "CUarray": "void *", "CUmemoryPool": "void *",
+    "CUgraphNode": "void *", "CUgraphNodeType": "int",
     "CUtexObject": "unsigned long long", "CUsurfObject": "unsigned long long",
     # Enums: int-sized.
     "CUdevice_attribute": "int", "CUfunction_attribute": "int", "CUpointer_attribute": "int",
@@ -51,7 +52,7 @@ _C_TYPES = {
     "cudaStreamCallback_t": "void *", "cudaPointerAttributes": "void *",
     "cudaMemoryAdvise": "int", "cudaMemLocation": "unsigned long long",
     "cudaSharedMemConfig": "int", "unsigned": "unsigned int", "char": "char",
-    "cudaMemPool_t": "void *", "cudaMemPoolAttr": "int",
+    "cudaMemPool_t": "void *", "cudaMemPoolAttr": "int", "cudaGraphNode_t": "void *",
     # cuBLAS's (cublas_api.h, library_types.h), for cublas_signatures.py.
     "cublasStatus_t": "int", "cublasHandle_t": "void *", "cudaStream_t": "void *",
     "cublasOperation_t": "int", "cublasPointerMode_t": "int", "cublasMath_t": "int",
@@ -242,6 +243,34 @@ CUresult cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui, size_t N, CUst
 CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height, unsigned int ElementSizeBytes)
 CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
+CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags)
+CUresult cuGraphAddEmptyNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies)
+CUresult cuGraphAddKernelNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS *nodeParams)
+CUresult cuGraphAddKernelNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams)
+CUresult cuGraphAddMemsetNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, const CUDA_MEMSET_NODE_PARAMS *memsetParams, CUcontext ctx)
+CUresult cuGraphAddHostNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, const CUDA_HOST_NODE_PARAMS *nodeParams)
+CUresult cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUgraph childGraph)
+CUresult cuGraphAddEventRecordNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUevent event)
+CUresult cuGraphAddEventWaitNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUevent event)
+CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes)
+CUresult cuGraphGetRootNodes(CUgraph hGraph, CUgraphNode *rootNodes, size_t *numRootNodes)
+CUresult cuGraphGetEdges_v2(CUgraph hGraph, CUgraphNode *from, CUgraphNode *to, CUgraphEdgeData *edgeData, size_t *numEdges)
+CUresult cuGraphGetEdges(CUgraph hGraph, CUgraphNode *from, CUgraphNode *to, size_t *numEdges)
+CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type)
+CUresult cuGraphNodeGetDependencies_v2(CUgraphNode hNode, CUgraphNode *dependencies, CUgraphEdgeData *edgeData, size_t *numDependencies)
+CUresult cuGraphNodeGetDependencies(CUgraphNode hNode, CUgraphNode *dependencies, size_t *numDependencies)
+CUresult cuGraphNodeGetDependentNodes_v2(CUgraphNode hNode, CUgraphNode *dependentNodes, CUgraphEdgeData *edgeData, size_t *numDependentNodes)
+CUresult cuGraphNodeGetDependentNodes(CUgraphNode hNode, CUgraphNode *dependentNodes, size_t *numDependentNodes)
+CUresult cuGraphAddDependencies_v2(CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to, const CUgraphEdgeData *edgeData, size_t numDependencies)
+CUresult cuGraphAddDependencies(CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to, size_t numDependencies)
+CUresult cuGraphRemoveDependencies_v2(CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to, const CUgraphEdgeData *edgeData, size_t numDependencies)
+CUresult cuGraphRemoveDependencies(CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to, size_t numDependencies)
+CUresult cuGraphDestroyNode(CUgraphNode hNode)
+CUresult cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph)
+CUresult cuGraphAddMemcpyNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, const CUDA_MEMCPY3D *copyParams, CUcontext ctx)
+CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode hNode, CUDA_KERNEL_NODE_PARAMS *nodeParams)
+CUresult cuGraphKernelNodeSetParams_v2(CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS *nodeParams)
+CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS *nodeParams)
 CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps)
 CUresult cuMemPoolDestroy(CUmemoryPool pool)
 CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
