@@ -20,8 +20,8 @@ shape..., strides...), a scalar as itself.
 Arrays: numpy arrays (wrapped in place on the cpu device, non-contiguous ones in numba's
 "A" layout; copied in and back elsewhere, as numba does for host arrays), and DeviceArrays
 (`to_device`, `device_array`) that stay on their device. A launch returns once the kernel
-ran. Device functions are not supported: numba-cuda asks NVIDIA's driver for the device
-when it compiles a kernel that calls one.
+ran. Device functions are numba's own, compiled for the kernel's compute capability, which
+numba_target gives numba-cuda in place of NVIDIA's driver.
 """
 
 from __future__ import annotations
@@ -40,6 +40,8 @@ except ImportError:          # numpy < 2
 
 from ptxport.errors import ArgumentError, InvalidValueError, UnsupportedFeatureError
 from ptxport.frontends.arrays import DeviceArray, copy_back, device_array, staged
+from ptxport.frontends.numba_calls import CallGraph, call_graph, refuse_unrunnable_calls
+from ptxport.frontends.numba_target import compiling_for
 from ptxport.runtime import Buffer, Device, LaunchConfig, Program, Stream, launch
 
 __all__ = ["Kernel", "jit", "to_device", "device_array", "DeviceArray"]
@@ -68,6 +70,7 @@ class Kernel:
         self.cc = cc
         self.options = options
         self._kernels: dict[tuple, object] = {}
+        self._calls: dict[tuple, CallGraph] = {}
 
     def __getitem__(self, config):
         if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
@@ -90,9 +93,11 @@ class Kernel:
         """The ptxport Kernel for numba argument types `signature` (compiled on first use)."""
         kernel = self._kernels.get(signature)
         if kernel is None:
-            ptx, _ = cuda.compile_ptx(self.py_func, signature, cc=self.cc, **self.options)
+            with compiling_for(self.cc):
+                ptx, _ = cuda.compile_ptx(self.py_func, signature, cc=self.cc, **self.options)
             names = _ENTRY.findall(ptx)
             code = Program(ptx, code_type="ptx").compile("native")
+            self._calls[signature] = call_graph(ptx)
             kernel = self._kernels[signature] = code.get_kernel(names[0])
         return kernel
 
@@ -113,6 +118,7 @@ class Kernel:
                 types.append(_scalar_type(arg, what))
                 values.append(arg)
         kernel = self.compile(tuple(types))
+        refuse_unrunnable_calls(self._calls[tuple(types)], device.backend, name)
         params = _marshal(kernel, values, types)
         try:
             launch(stream, LaunchConfig(grid=grid, block=block, shmem_size=shared), kernel,
@@ -203,17 +209,31 @@ def _marshal(kernel, values: list, types: list) -> list:
     return params
 
 
-def jit(func=None, *, device: bool = False, cc: tuple[int, int] = (8, 0), **options):
-    """numba.cuda.jit for ptxport devices: `@jit` or `@jit(fastmath=True, ...)` (options
-    go to numba.cuda.compile_ptx). `device=True` is refused (UnsupportedFeatureError):
-    numba-cuda needs NVIDIA's driver to compile a call of a device function."""
+def jit(func_or_sig=None, *, device: bool = False, cc: tuple[int, int] = (8, 0), **options):
+    """numba.cuda.jit for ptxport devices: `@jit` or `@jit(fastmath=True, ...)` for a kernel
+    (options go to numba.cuda.compile_ptx).
+
+    `@jit(device=True)` or `@jit("float32(float32, int64)", device=True)` makes a device
+    function: numba's own dispatcher (as `numba.cuda.jit(device=True)` makes), compiled for
+    `cc` here when a signature is given, else when a kernel calling it is compiled. Kernels
+    may also call numba's `cuda.jit(device=True)` functions, `register_jitable` helpers and
+    `overload`s directly (those with a signature need `jit` here: numba-cuda would compile
+    them at decoration for the GPU in the machine).
+    """
+    func = func_or_sig if callable(func_or_sig) else None
+    signatures = None if func is not None else func_or_sig
     if device:
-        raise UnsupportedFeatureError(
-            "numba device functions (jit(device=True))", "ptxport", reason=(
-                "numba-cuda 0.30 compiles a device function when a kernel calling it is "
-                "compiled, and asks NVIDIA's driver for the current device's compute "
-                "capability then (also through register_jitable/overload), which fails "
-                "without a GPU; write the helper's code in the kernel for now"))
-    if func is None:
-        return lambda f: Kernel(f, cc, **options)
-    return Kernel(func, cc, **options)
+        make = (lambda f: _device_function(f, signatures, cc, options))
+    elif signatures is not None:
+        raise InvalidValueError(
+            "a kernel's signature in jit(...): ptxport compiles a kernel for the types of "
+            "the arguments of each launch; decorate it with @jit or @jit(**options)")
+    else:
+        make = (lambda f: Kernel(f, cc, **options))
+    return make if func is None else make(func)
+
+
+def _device_function(func, signatures, cc: tuple[int, int], options: dict):
+    """numba's device-function dispatcher for `func`, compiled for `cc` if signed."""
+    with compiling_for(cc):
+        return cuda.jit(signatures, device=True, **options)(func)
