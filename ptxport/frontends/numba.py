@@ -38,7 +38,7 @@ try:
 except ImportError:          # numpy < 2
     from numpy import byte_bounds
 
-from ptxport.errors import ArgumentError, InvalidValueError, UnsupportedFeatureError
+from ptxport.errors import ArgumentError, InvalidValueError
 from ptxport.frontends.arrays import DeviceArray, copy_back, device_array, staged
 from ptxport.frontends.numba_calls import CallGraph, call_graph, refuse_unrunnable_calls
 from ptxport.frontends.numba_target import compiling_for
@@ -222,14 +222,14 @@ def jit(func_or_sig=None, *, device: bool = False, cc: tuple[int, int] = (8, 0),
     """
     func = func_or_sig if callable(func_or_sig) else None
     signatures = None if func is not None else func_or_sig
-    if device:
-        make = (lambda f: _device_function(f, signatures, cc, options))
-    elif signatures is not None:
+    if not device and signatures is not None:
         raise InvalidValueError(
             "a kernel's signature in jit(...): ptxport compiles a kernel for the types of "
             "the arguments of each launch; decorate it with @jit or @jit(**options)")
-    else:
-        make = (lambda f: Kernel(f, cc, **options))
+
+    def make(f):
+        return _device_function(f, signatures, cc, options) if device else \
+            Kernel(f, cc, **options)
     return make if func is None else make(func)
 
 

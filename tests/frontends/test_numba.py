@@ -1,6 +1,7 @@
 """numba-cuda kernels through ptxport.frontends.numba on the cpu device and opencl:0,
 checked against numpy (numba compiles each kernel once per signature, in process)."""
 
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -12,10 +13,13 @@ pytest.importorskip("numba.cuda", reason="numba-cuda is not installed (pip insta
                                          "'ptxport[numba]')")
 
 from numba import cuda, float32
+from numba import types as numba_types
+from numba.cuda.extending import overload, register_jitable
 
 from ptxport import Device
 from ptxport.errors import ArgumentError, InvalidValueError, UnsupportedFeatureError
 from ptxport.frontends import numba as pnb
+from ptxport.frontends.numba_target import compiling_for
 from ptxport.runtime.backends import availability
 
 _OPENCL, _WHY = availability("opencl")
@@ -96,11 +100,127 @@ def test_local_array(device):
     np.testing.assert_array_equal(out, np.clip(x, -1, 1))
 
 
-def test_device_functions_are_refused_with_the_reason():
-    with pytest.raises(UnsupportedFeatureError, match="compute capability"):
-        @pnb.jit(device=True)
-        def helper(v):
-            return v
+@register_jitable
+def clamp_unit(v):
+    # a math helper as users write them: register_jitable, called from a device function
+    return min(max(v, -1.0), 1.0)
+
+
+def _smoothstep_impl(v):
+    return v * v * (3 - 2 * v)
+
+
+def smoothstep(v):
+    """Python's version; the kernels use the overload below."""
+    return _smoothstep_impl(v)
+
+
+@overload(smoothstep, target="cuda")
+def _smoothstep_overload(v):
+    return _smoothstep_impl
+
+
+@cuda.jit(device=True)
+def weighted(values, i, weight):
+    # numba's own device function (lazy: typed when a kernel calling it is compiled)
+    return weight * values[i] + clamp_unit(values[i])
+
+
+@pnb.jit(device=True)
+def neighbours(values, i):
+    # ptxport's device function calling numba's, with an array and a scalar
+    left = weighted(values, i - 1, 0.5) if i > 0 else 0.0
+    return left + weighted(values, i, 2.0) + math.exp(values[i])
+
+
+@pnb.jit("int64(int64, int64)", device=True)
+def triangle(n, scale):
+    # compiled at decoration, for the given signature
+    total = 0
+    for k in range(n + 1):
+        total += k
+    return total * scale
+
+
+@pnb.jit
+def device_function_calls(x, out, tri):
+    i = cuda.grid(1)
+    if i < x.size:
+        out[i] = neighbours(x, i) + smoothstep(x[i])
+        tri[i] = triangle(i, 3)
+
+
+def test_device_functions_register_jitable_overload_and_math(device):
+    x = np.linspace(-2, 2, 50).astype(np.float32)
+    out = np.zeros_like(x)
+    tri = np.zeros(x.size, np.int64)
+    device_function_calls[2, 32](x, out, tri)
+    x64 = x.astype(np.float64)
+    weighted_ = 2.0 * x64 + np.clip(x64, -1, 1)
+    left = np.concatenate([[0.0], 0.5 * x64[:-1] + np.clip(x64[:-1], -1, 1)])
+    expected = left + weighted_ + np.exp(x64) + x64 * x64 * (3 - 2 * x64)
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
+    n = np.arange(x.size)
+    np.testing.assert_array_equal(tri, 3 * n * (n + 1) // 2)
+
+
+@pnb.jit("int64(int64)", device=True)
+def factorial(n):
+    if n <= 1:
+        return 1
+    return n * factorial(n - 1)
+
+
+@pnb.jit
+def factorials(out):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = factorial(i)
+
+
+def test_recursive_device_functions_are_refused_by_name(device):
+    with pytest.raises(UnsupportedFeatureError, match="recursive device function "
+                                                      ".*factorial.* kernel factorials"):
+        factorials[1, 8](np.zeros(8, np.int64))
+
+
+@pnb.jit(opt=False)
+def unoptimized_calls(x, out):
+    # NVVM at -opt=0 inlines nothing: `neighbours` calls `weighted` as PTX .funcs
+    i = cuda.grid(1)
+    if i < x.size:
+        out[i] = neighbours(x, i)
+
+
+def test_calls_nvvm_did_not_inline(device):
+    """Run on OpenCL; refused by name on the cpu target (a device function's local memory
+    is not reachable through a generic address there yet)."""
+    x = np.linspace(-2, 2, 40).astype(np.float32)
+    out = np.zeros_like(x)
+    if device.backend == "cpu":
+        with pytest.raises(UnsupportedFeatureError, match="device function .*(neighbours|weighted).* "
+                                                          "address of its local memory"):
+            unoptimized_calls[1, 64](x, out)
+        return
+    unoptimized_calls[1, 64](x, out)
+    x64 = x.astype(np.float64)
+    left = np.concatenate([[0.0], 0.5 * x64[:-1] + np.clip(x64[:-1], -1, 1)])
+    expected = left + 2.0 * x64 + np.clip(x64, -1, 1) + np.exp(x64)
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_the_compile_leaves_numbas_context_as_it_was():
+    from numba.cuda.cudadrv import devices
+
+    assert devices._runtime._get_attached_context() is None
+    factorials.compile((numba_types.int64[::1],))
+    assert devices._runtime._get_attached_context() is None
+    with compiling_for((9, 0)):
+        context = devices._runtime._get_attached_context()
+        assert cuda.get_current_device().compute_capability == (9, 0)
+        with pytest.raises(UnsupportedFeatureError, match="CUDA context's memalloc"):
+            context.memalloc(16)
+    assert devices._runtime._get_attached_context() is None
 
 
 def test_grid_stride_loop(device):
@@ -161,6 +281,8 @@ def test_launch_mistakes_are_named():
         scale_grid_stride(np.zeros(1, np.float32), np.zeros(1, np.float32), 1.0)
     with pytest.raises(ArgumentError, match="argument 2: cannot pass a str"):
         scale_grid_stride[1, 1](np.zeros(1, np.float32), np.zeros(1, np.float32), "x")
+    with pytest.raises(InvalidValueError, match="kernel's signature"):
+        pnb.jit("void(float32[:])")
 
 
 def test_example_numba_saxpy_runs():
