@@ -106,21 +106,14 @@ class Kernel:
         stream = device.default_stream if stream is None else stream
         name = self.py_func.__name__
         values, types, held = [], [], _Held()
-        for index, arg in enumerate(args):
-            what = f"kernel {name}, argument {index}"
-            if isinstance(arg, (DeviceArray, np.ndarray)) or hasattr(arg, "__dlpack__") \
-                    and not isinstance(arg, np.generic):
-                array, layout = _array_argument(arg, device, what, held)
-                types.append(nbtypes.Array(numpy_support.from_dtype(array.dtype),
-                                           len(array.shape), layout))
-                values.append(array)
-            else:
-                types.append(_scalar_type(arg, what))
-                values.append(arg)
-        kernel = self.compile(tuple(types))
-        refuse_unrunnable_calls(self._calls[tuple(types)], device.backend, name)
-        params = _marshal(kernel, values, types)
         try:
+            for index, arg in enumerate(args):
+                ty, value = _argument(arg, device, f"kernel {name}, argument {index}", held)
+                types.append(ty)
+                values.append(value)
+            kernel = self.compile(tuple(types))
+            refuse_unrunnable_calls(self._calls[tuple(types)], device.backend, name)
+            params = _marshal(kernel, values, types)
             launch(stream, LaunchConfig(grid=grid, block=block, shmem_size=shared), kernel,
                    *params)
             stream.sync()
@@ -136,6 +129,7 @@ class _Held:
         self.staged: list[DeviceArray] = []
         self.strided: list[tuple[np.ndarray, DeviceArray]] = []
         self.registered: list[Buffer] = []
+        self.records: list[tuple[np.void, DeviceArray]] = []
 
     def release(self) -> None:
         copy_back(self.staged)
@@ -143,6 +137,10 @@ class _Held:
             target[...] = copy.numpy()
         for buffer in self.registered:
             buffer.close()
+        for record, copy in self.records:
+            values = copy.numpy().view(record.dtype)[0]
+            for field in record.dtype.names:
+                record[field] = values[field]
 
 
 class _StridedHostArray:
@@ -180,33 +178,71 @@ def _array_argument(arg, device: Device, what: str, held: _Held):
     return array, "C"
 
 
+def _argument(arg, device: Device, what: str, held: _Held):
+    """(numba's type, the value to marshal) for one kernel argument: an array (staged on
+    `device` as needed), a record (a numpy structured scalar), a scalar, or a tuple of
+    them (numba flattens tuples)."""
+    if isinstance(arg, (DeviceArray, np.ndarray)) or hasattr(arg, "__dlpack__") \
+            and not isinstance(arg, np.generic):
+        array, layout = _array_argument(arg, device, what, held)
+        return nbtypes.Array(numpy_support.from_dtype(array.dtype), len(array.shape),
+                             layout), array
+    if isinstance(arg, tuple):
+        items = [_argument(item, device, f"{what}, item {k}", held)
+                 for k, item in enumerate(arg)]
+        ty = nbtypes.BaseTuple.from_types([t for t, _ in items], type(arg))
+        return ty, tuple(value for _, value in items)
+    if isinstance(arg, np.void) and arg.dtype.names:
+        # numba passes a record by reference to a copy on the device, copied back after
+        copy = device_array(np.array([arg], arg.dtype).view(np.uint8), device)
+        held.records.append((arg, copy))
+        return typeof(arg), copy
+    return _scalar_type(arg, what), arg
+
+
 def _scalar_type(arg, what: str):
     try:
         ty = typeof(arg)
     except ValueError:
         ty = None
-    if not isinstance(ty, (nbtypes.Integer, nbtypes.Float, nbtypes.Boolean)):
+    if not isinstance(ty, (nbtypes.Integer, nbtypes.Float, nbtypes.Boolean, nbtypes.Complex)):
         raise ArgumentError(f"{what}: cannot pass a {type(arg).__name__} (pass numpy arrays, "
-                            "DeviceArrays, or integer, float or bool scalars)")
+                            "DeviceArrays, integer, float, complex or bool scalars, or "
+                            "tuples of them)")
     return ty
 
 
 def _marshal(kernel, values: list, types: list) -> list:
-    """The PTX parameters of numba's ABI for the arguments."""
-    info = kernel.arguments_info
+    """The PTX parameters of numba's ABI for the arguments: an array as meminfo, parent,
+    nitems, itemsize, data, shape and strides; a complex number as its real and imaginary
+    parts; a record as the address of its copy on the device; a tuple as its items in
+    turn; any other scalar as itself."""
     params: list = []
     for value, ty in zip(values, types, strict=True):
-        if isinstance(ty, nbtypes.Array):
-            data_is_pointer = info[len(params) + 4].pointer is not False
-            data = value.buffer if data_is_pointer and value.buffer is not None else \
-                np.uint64(value.data_ptr())
-            params += [np.uint64(0), np.uint64(0), np.int64(value.numel()),
-                       np.int64(value.element_size()), data]
-            params += [np.int64(n) for n in value.shape]
-            params += [np.int64(s) for s in value.strides]
-        else:
-            params.append(numpy_support.as_dtype(ty).type(value))
+        _flatten(kernel.arguments_info, value, ty, params)
     return params
+
+
+def _flatten(info, value, ty, params: list) -> None:
+    if isinstance(ty, nbtypes.Array):
+        data_is_pointer = info[len(params) + 4].pointer is not False
+        data = value.buffer if data_is_pointer and value.buffer is not None else \
+            np.uint64(value.data_ptr())
+        params += [np.uint64(0), np.uint64(0), np.int64(value.numel()),
+                   np.int64(value.element_size()), data]
+        params += [np.int64(n) for n in value.shape]
+        params += [np.int64(s) for s in value.strides]
+    elif isinstance(ty, nbtypes.BaseTuple):
+        for item, item_ty in zip(value, ty, strict=True):
+            _flatten(info, item, item_ty, params)
+    elif isinstance(ty, nbtypes.Record):
+        params.append(value.buffer if info[len(params)].pointer is not False else
+                      np.uint64(value.data_ptr()))
+    elif isinstance(ty, nbtypes.Complex):
+        part = numpy_support.as_dtype(ty.underlying_float).type
+        params += [part(value.real), part(value.imag)]
+    else:
+        params.append(numpy_support.as_dtype(ty).type(value))
 
 
 def jit(func_or_sig=None, *, device: bool = False, cc: tuple[int, int] = (8, 0), **options):

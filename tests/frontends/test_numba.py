@@ -1,6 +1,7 @@
 """numba-cuda kernels through ptxport.frontends.numba on the cpu device and opencl:0,
 checked against numpy (numba compiles each kernel once per signature, in process)."""
 
+import collections
 import math
 import subprocess
 import sys
@@ -198,8 +199,8 @@ def test_calls_nvvm_did_not_inline(device):
     x = np.linspace(-2, 2, 40).astype(np.float32)
     out = np.zeros_like(x)
     if device.backend == "cpu":
-        with pytest.raises(UnsupportedFeatureError, match="device function .*(neighbours|weighted).* "
-                                                          "address of its local memory"):
+        with pytest.raises(UnsupportedFeatureError, match="device function "
+                           ".*(neighbours|weighted).* address of its local memory"):
             unoptimized_calls[1, 64](x, out)
         return
     unoptimized_calls[1, 64](x, out)
@@ -274,6 +275,48 @@ def test_dynamic_shared_memory(device):
     out = np.zeros_like(x)
     dynamic_shared_reverse[1, 64, device.default_stream, 64 * 4](x, out)
     np.testing.assert_array_equal(out, x[::-1])
+
+
+@pnb.jit
+def complex_axpy_with_tuple(x, out, c, terms):
+    # terms: (a float, an array, an int32), flattened by numba into separate parameters
+    i = cuda.grid(1)
+    if i < x.size:
+        out[i] = x[i] * c + terms[0] * terms[1][i] + terms[2]
+
+
+def test_complex_and_tuple_scalars(device):
+    x = (np.arange(40) * (1 - 0.5j)).astype(np.complex64)
+    y = np.linspace(0, 1, 40).astype(np.float32)
+    out = np.zeros_like(x)
+    complex_axpy_with_tuple[2, 32](x, out, np.complex64(1 + 2j), (2.0, y, np.int32(3)))
+    np.testing.assert_allclose(out, x * np.complex64(1 + 2j) + 2 * y + 3, rtol=1e-6)
+    out128 = np.zeros(40, np.complex128)
+    complex_axpy_with_tuple[2, 32](x.astype(np.complex128), out128, 0.5 - 1j, (1, y, 1.5))
+    np.testing.assert_allclose(out128, x.astype(np.complex128) * (0.5 - 1j) + y + 1.5,
+                               rtol=1e-12)
+
+
+Interval = collections.namedtuple("Interval", "low high")
+
+PARTICLE = np.dtype([("mass", np.float32), ("hits", np.int64), ("spin", np.complex64)],
+                    align=True)
+
+
+@pnb.jit
+def records_and_named_tuples(particle, bounds, out):
+    out[0] = particle.mass * particle.hits + particle.spin.imag
+    out[1] = bounds.high - bounds.low
+    particle.hits = 42            # numba copies a record argument back after the launch
+
+
+def test_records_and_named_tuples(device):
+    particles = np.zeros(3, PARTICLE)
+    particles["mass"], particles["hits"], particles["spin"] = [1, 2, 3], [4, 5, 6], 0.5j
+    out = np.zeros(2, np.float32)
+    records_and_named_tuples[1, 1](particles[1], Interval(np.float32(1.5), 4.0), out)
+    np.testing.assert_array_equal(out, [2 * 5 + 0.5, 2.5])
+    np.testing.assert_array_equal(particles["hits"], [4, 42, 6])
 
 
 def test_launch_mistakes_are_named():
