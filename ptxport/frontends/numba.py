@@ -27,6 +27,7 @@ numba_target gives numba-cuda in place of NVIDIA's driver.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import numpy as np
 from numba import cuda, typeof
@@ -41,6 +42,7 @@ except ImportError:          # numpy < 2
 from ptxport.errors import ArgumentError, InvalidValueError
 from ptxport.frontends.arrays import DeviceArray, copy_back, device_array, staged
 from ptxport.frontends.numba_calls import CallGraph, call_graph, refuse_unrunnable_calls
+from ptxport.frontends.numba_link import linked_ptx
 from ptxport.frontends.numba_target import compiling_for
 from ptxport.runtime import Buffer, Device, LaunchConfig, Program, Stream, launch
 
@@ -65,9 +67,10 @@ class Kernel:
     kernel[grid, block], kernel[grid, block, stream] or kernel[grid, block, stream,
     dynamic_shared_bytes] as in numba."""
 
-    def __init__(self, func, cc: tuple[int, int] = (8, 0), **options):
+    def __init__(self, func, cc: tuple[int, int] = (8, 0), link: Sequence = (), **options):
         self.py_func = func
         self.cc = cc
+        self.link = tuple(link)
         self.options = options
         self._kernels: dict[tuple, object] = {}
         self._calls: dict[tuple, CallGraph] = {}
@@ -96,6 +99,8 @@ class Kernel:
             with compiling_for(self.cc):
                 ptx, _ = cuda.compile_ptx(self.py_func, signature, cc=self.cc, **self.options)
             names = _ENTRY.findall(ptx)
+            if self.link:
+                ptx = linked_ptx(ptx, self.py_func.__name__, self.link, self.cc)
             code = Program(ptx, code_type="ptx").compile("native")
             self._calls[signature] = call_graph(ptx)
             kernel = self._kernels[signature] = code.get_kernel(names[0])
@@ -247,7 +252,8 @@ def _flatten(info, value, ty, params: list) -> None:
 
 def jit(func_or_sig=None, *, device: bool = False, cc: tuple[int, int] = (8, 0), **options):
     """numba.cuda.jit for ptxport devices: `@jit` or `@jit(fastmath=True, ...)` for a kernel
-    (options go to numba.cuda.compile_ptx).
+    (options go to numba.cuda.compile_ptx; `link=[...]` names .ptx and .cu files whose
+    functions the kernel calls through `cuda.declare_device`).
 
     `@jit(device=True)` or `@jit("float32(float32, int64)", device=True)` makes a device
     function: numba's own dispatcher (as `numba.cuda.jit(device=True)` makes), compiled for
@@ -258,6 +264,10 @@ def jit(func_or_sig=None, *, device: bool = False, cc: tuple[int, int] = (8, 0),
     """
     func = func_or_sig if callable(func_or_sig) else None
     signatures = None if func is not None else func_or_sig
+    if device and options.get("link"):
+        raise InvalidValueError(
+            "link= on a device function: ptxport links files into kernels; pass "
+            "link=[...] to the jit of the kernels that call it")
     if not device and signatures is not None:
         raise InvalidValueError(
             "a kernel's signature in jit(...): ptxport compiles a kernel for the types of "

@@ -21,6 +21,7 @@ from ptxport import Device
 from ptxport.errors import ArgumentError, InvalidValueError, UnsupportedFeatureError
 from ptxport.frontends import numba as pnb
 from ptxport.frontends.numba_target import compiling_for
+from ptxport.frontends.nvrtc import available as nvrtc_available
 from ptxport.runtime.backends import availability
 
 _OPENCL, _WHY = availability("opencl")
@@ -317,6 +318,43 @@ def test_records_and_named_tuples(device):
     records_and_named_tuples[1, 1](particles[1], Interval(np.float32(1.5), 4.0), out)
     np.testing.assert_array_equal(out, [2 * 5 + 0.5, 2.5])
     np.testing.assert_array_equal(particles["hits"], [4, 42, 6])
+
+
+LINKED = Path(__file__).with_name("numba_link")
+mul_f32 = cuda.declare_device("mul_f32", "float32(float32, float32)")
+add_f32 = cuda.declare_device("add_f32", "float32(float32, float32)")
+
+
+@pnb.jit(link=[LINKED / "mul.cu", str(LINKED / "add.ptx")])
+def linked_fma(x, out):
+    i = cuda.grid(1)
+    if i < x.size:
+        out[i] = add_f32(mul_f32(x[i], np.float32(3)), np.float32(0.5))
+
+
+@pytest.mark.skipif(not nvrtc_available()[0], reason=f"NVRTC: {nvrtc_available()[1]}")
+def test_link_cu_and_ptx_files(device):
+    x = np.arange(50, dtype=np.float32)
+    out = np.zeros_like(x)
+    linked_fma[2, 32](x, out)
+    np.testing.assert_array_equal(out, 3 * x + 0.5)
+
+
+def test_link_files_ptxport_cannot_link_are_refused():
+    @pnb.jit(link=["helpers.cubin"])
+    def uses_cubin(out):
+        out[0] = mul_f32(out[0], out[0])
+
+    with pytest.raises(UnsupportedFeatureError, match="linking helpers.cubin into kernel "
+                                                      "uses_cubin"):
+        uses_cubin[1, 1](np.zeros(1, np.float32))
+
+    @pnb.jit(link=[LINKED / "missing.ptx"])
+    def uses_missing(out):
+        out[0] = mul_f32(out[0], out[0])
+
+    with pytest.raises(InvalidValueError, match="cannot read link file .*missing.ptx"):
+        uses_missing[1, 1](np.zeros(1, np.float32))
 
 
 def test_launch_mistakes_are_named():
