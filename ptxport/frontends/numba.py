@@ -41,6 +41,7 @@ except ImportError:          # numpy < 2
 
 from ptxport.errors import ArgumentError, InvalidValueError
 from ptxport.frontends.arrays import DeviceArray, copy_back, device_array, staged
+from ptxport.frontends.numba_cache import cache_key, load, store
 from ptxport.frontends.numba_calls import CallGraph, call_graph, refuse_unrunnable_calls
 from ptxport.frontends.numba_link import linked_ptx
 from ptxport.frontends.numba_target import compiling_for
@@ -67,10 +68,12 @@ class Kernel:
     kernel[grid, block], kernel[grid, block, stream] or kernel[grid, block, stream,
     dynamic_shared_bytes] as in numba."""
 
-    def __init__(self, func, cc: tuple[int, int] = (8, 0), link: Sequence = (), **options):
+    def __init__(self, func, cc: tuple[int, int] = (8, 0), link: Sequence = (),
+                 cache: bool = False, **options):
         self.py_func = func
         self.cc = cc
         self.link = tuple(link)
+        self.cache = cache
         self.options = options
         self._kernels: dict[tuple, object] = {}
         self._calls: dict[tuple, CallGraph] = {}
@@ -96,15 +99,27 @@ class Kernel:
         """The ptxport Kernel for numba argument types `signature` (compiled on first use)."""
         kernel = self._kernels.get(signature)
         if kernel is None:
-            with compiling_for(self.cc):
-                ptx, _ = cuda.compile_ptx(self.py_func, signature, cc=self.cc, **self.options)
-            names = _ENTRY.findall(ptx)
-            if self.link:
-                ptx = linked_ptx(ptx, self.py_func.__name__, self.link, self.cc)
+            ptx = self._ptx(signature)
             code = Program(ptx, code_type="ptx").compile("native")
             self._calls[signature] = call_graph(ptx)
-            kernel = self._kernels[signature] = code.get_kernel(names[0])
+            # numba's kernel is the first entry: link files come after its PTX
+            kernel = self._kernels[signature] = code.get_kernel(_ENTRY.search(ptx).group(1))
         return kernel
+
+    def _ptx(self, signature: tuple) -> str:
+        """numba-cuda's PTX for `signature` linked with the link= files; with cache=True
+        from (or into) ptxport's on-disk cache."""
+        key = cache_key(self.py_func, signature, self.cc, self.options, self.link) \
+            if self.cache else None
+        ptx = load(key) if key else None
+        if ptx is None:
+            with compiling_for(self.cc):
+                ptx, _ = cuda.compile_ptx(self.py_func, signature, cc=self.cc, **self.options)
+            if self.link:
+                ptx = linked_ptx(ptx, self.py_func.__name__, self.link, self.cc)
+            if key:
+                store(key, ptx)
+        return ptx
 
     def _launch(self, grid, block, stream, shared, args) -> None:
         device = Device() if stream is None else stream.device
@@ -253,7 +268,8 @@ def _flatten(info, value, ty, params: list) -> None:
 def jit(func_or_sig=None, *, device: bool = False, cc: tuple[int, int] = (8, 0), **options):
     """numba.cuda.jit for ptxport devices: `@jit` or `@jit(fastmath=True, ...)` for a kernel
     (options go to numba.cuda.compile_ptx; `link=[...]` names .ptx and .cu files whose
-    functions the kernel calls through `cuda.declare_device`).
+    functions the kernel calls through `cuda.declare_device`; `cache=True` keeps its PTX
+    in ptxport's on-disk cache across processes).
 
     `@jit(device=True)` or `@jit("float32(float32, int64)", device=True)` makes a device
     function: numba's own dispatcher (as `numba.cuda.jit(device=True)` makes), compiled for

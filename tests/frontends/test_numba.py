@@ -3,6 +3,7 @@ checked against numpy (numba compiles each kernel once per signature, in process
 
 import collections
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -355,6 +356,53 @@ def test_link_files_ptxport_cannot_link_are_refused():
 
     with pytest.raises(InvalidValueError, match="cannot read link file .*missing.ptx"):
         uses_missing[1, 1](np.zeros(1, np.float32))
+
+
+_CACHED_KERNEL = """
+import sys
+import numpy as np
+from numba import cuda
+from ptxport import Device
+from ptxport.frontends import numba as pnb
+
+@pnb.jit(cache=True)
+def scale(x, out):
+    i = cuda.grid(1)
+    if i < x.size:
+        out[i] = FACTOR * x[i]
+
+if sys.argv[1] == "cached":          # numba must not compile: the PTX comes from the cache
+    def refuse(*args, **kwargs):
+        raise AssertionError("numba compiled a kernel that was cached")
+    cuda.compile_ptx = refuse
+Device("cpu").set_current()
+x = np.arange(10, dtype=np.float32)
+out = np.zeros_like(x)
+scale[1, 16](x, out)
+print(out.tolist())
+"""
+
+
+def _run_cached(script: Path, mode: str, cache: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PTXPORT_CACHE_DIR": str(cache),
+           "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    return subprocess.run([sys.executable, str(script), mode], capture_output=True, text=True,
+                          timeout=300, env=env)
+
+
+def test_cache_true_keeps_the_ptx_across_processes(tmp_path):
+    script = tmp_path / "cached_kernel.py"
+    script.write_text(_CACHED_KERNEL.replace("FACTOR", "2"))
+    first = _run_cached(script, "compile", tmp_path / "cache")
+    assert first.returncode == 0, first.stderr
+    assert list((tmp_path / "cache" / "numba").glob("*.ptx")), "nothing was cached"
+    second = _run_cached(script, "cached", tmp_path / "cache")
+    assert second.returncode == 0, second.stderr
+    assert second.stdout == first.stdout == f"{[2.0 * i for i in range(10)]}\n"
+    # an edited source file is compiled again, as numba's cache does
+    script.write_text(_CACHED_KERNEL.replace("FACTOR", "3.0"))
+    edited = _run_cached(script, "cached", tmp_path / "cache")
+    assert "numba compiled a kernel that was cached" in edited.stderr
 
 
 def test_launch_mistakes_are_named():
