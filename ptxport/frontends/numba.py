@@ -15,13 +15,15 @@ default), but it launches them only through NVIDIA's driver, and its launch path
 hook for another one; so this module types the arguments as numba would, compiles the
 kernel once per signature with compile_ptx, and launches the PTX through ptxport with
 numba's argument ABI: each array is passed as (meminfo, parent, nitems, itemsize, data,
-shape..., strides...), a scalar as itself.
+shape..., strides...), a complex number as its two parts, a tuple as its items, a record
+by reference, any other scalar as itself.
 
 Arrays: numpy arrays (wrapped in place on the cpu device, non-contiguous ones in numba's
 "A" layout; copied in and back elsewhere, as numba does for host arrays), and DeviceArrays
 (`to_device`, `device_array`) that stay on their device. A launch returns once the kernel
 ran. Device functions are numba's own, compiled for the kernel's compute capability, which
-numba_target gives numba-cuda in place of NVIDIA's driver.
+numba_target gives numba-cuda in place of NVIDIA's driver; numba_calls refuses the calls a
+target cannot run, numba_link links `link=` files, numba_cache keeps PTX for `cache=True`.
 """
 
 from __future__ import annotations
