@@ -166,8 +166,8 @@ class _Held:
 
 
 class _StridedHostArray:
-    """A non-contiguous numpy array passed in place (numba's "A" layout) on the cpu device,
-    its memory registered with the device for the launch."""
+    """A numpy array passed in place on the cpu device, its memory registered with the
+    device for the launch: a non-contiguous one (numba's "A" layout), or one of records."""
 
     def __init__(self, array: np.ndarray, device: Device, held: _Held):
         low, high = byte_bounds(array)
@@ -188,6 +188,10 @@ class _StridedHostArray:
 
 def _array_argument(arg, device: Device, what: str, held: _Held):
     """(the array to marshal, numba's layout: "C" or "A") for an array argument."""
+    if isinstance(arg, np.ndarray) and arg.dtype.names and arg.size and \
+            device.backend == "cpu":
+        # records: in place, as DLPack (how host arrays are wrapped) has no structured dtypes
+        return _StridedHostArray(arg, device, held), "C" if arg.flags.c_contiguous else "A"
     if isinstance(arg, np.ndarray) and not arg.flags.c_contiguous and arg.size:
         if device.backend == "cpu":
             return _StridedHostArray(arg, device, held), "A"

@@ -312,6 +312,26 @@ def records_and_named_tuples(particle, bounds, out):
     particle.hits = 42            # numba copies a record argument back after the launch
 
 
+@pnb.jit
+def weigh_particles(particles, out):
+    i = cuda.grid(1)
+    if i < particles.size:
+        out[i] = particles[i].mass * particles[i].hits
+        particles[i].hits += i
+
+
+def test_arrays_of_records(device):
+    particles = np.zeros(40, PARTICLE)
+    particles["mass"], particles["hits"] = np.arange(40) / 4, np.arange(40) * 3
+    out = np.zeros(40, np.float32)
+    weigh_particles[2, 32](particles, out)
+    np.testing.assert_array_equal(out, (np.arange(40) / 4 * np.arange(40) * 3))
+    np.testing.assert_array_equal(particles["hits"], np.arange(40) * 4)
+    every_other = np.zeros(20, np.float32)
+    weigh_particles[1, 32](particles[::2], every_other)         # numba's "A" layout on cpu
+    np.testing.assert_array_equal(every_other, out[::2] * 4 / 3)
+
+
 def test_records_and_named_tuples(device):
     particles = np.zeros(3, PARTICLE)
     particles["mass"], particles["hits"], particles["spin"] = [1, 2, 3], [4, 5, 6], 0.5j
