@@ -341,7 +341,7 @@ def test_records_and_named_tuples(device):
     np.testing.assert_array_equal(particles["hits"], [4, 42, 6])
 
 
-LINKED = Path(__file__).with_name("numba_link")
+LINKED = Path(__file__).resolve().parents[2] / "examples" / "numba_link"
 mul_f32 = cuda.declare_device("mul_f32", "float32(float32, float32)")
 add_f32 = cuda.declare_device("add_f32", "float32(float32, float32)")
 
