@@ -51,6 +51,9 @@ from ptxport.runtime import Buffer, Device, LaunchConfig, Program, Stream, launc
 
 __all__ = ["Kernel", "jit", "to_device", "device_array", "DeviceArray"]
 
+# compile_ptx's options for a kernel, and the two Kernel keeps for itself
+_KERNEL_OPTIONS = frozenset(("debug", "lineinfo", "fastmath", "opt", "forceinline",
+                             "launch_bounds", "link", "cache"))
 _ENTRY = re.compile(r"\.entry\s+([\w$]+)\s*\(")
 
 
@@ -294,6 +297,12 @@ def jit(func_or_sig=None, *, device: bool = False, cc: tuple[int, int] = (8, 0),
         raise InvalidValueError(
             "a kernel's signature in jit(...): ptxport compiles a kernel for the types of "
             "the arguments of each launch; decorate it with @jit or @jit(**options)")
+    unknown = sorted(set(options) - _KERNEL_OPTIONS) if not device else []
+    if unknown:
+        raise InvalidValueError(
+            f"jit option {', '.join(unknown)} for a kernel: ptxport's numba kernels take "
+            f"{', '.join(sorted(_KERNEL_OPTIONS))} (numba.cuda.compile_ptx's options, "
+            "link and cache)")
 
     def make(f):
         return _device_function(f, signatures, cc, options) if device else \

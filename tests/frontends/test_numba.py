@@ -432,6 +432,8 @@ def test_launch_mistakes_are_named():
         scale_grid_stride[1, 1](np.zeros(1, np.float32), np.zeros(1, np.float32), "x")
     with pytest.raises(InvalidValueError, match="kernel's signature"):
         pnb.jit("void(float32[:])")
+    with pytest.raises(InvalidValueError, match="jit option lto, max_registers for a kernel"):
+        pnb.jit(lto=True, max_registers=32)
 
 
 def test_example_numba_saxpy_runs():
