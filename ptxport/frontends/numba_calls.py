@@ -2,9 +2,11 @@
 
 NVVM inlines most device functions; those it leaves as PTX `.func`s are called with
 numba's calling convention: the caller passes a generic pointer to its own local memory
-(`cvta.local` of its depot) for the callee to store the result in. Two shapes of that are
-refused by name before a launch rather than failing inside it:
+(`cvta.local` of its depot) for the callee to store the result in. These are refused by name
+before a launch rather than failing inside it:
 
+- grid synchronisation (`cuda.cg.this_grid().sync()`), which calls CUDA's device runtime
+  (cudaCGSynchronize) and needs a cooperative launch, which no ptxport backend makes;
 - recursion (a function that reaches itself through calls) on OpenCL, whose kernels
   (OpenCL C and SPIR-V for it) may not recurse;
 - on the cpu target, a device function that takes the generic address of its own local
@@ -28,11 +30,15 @@ _MANGLED_PART = re.compile(r"(\d+)")
 
 @dataclass(frozen=True)
 class CallGraph:
-    """The device functions of one module: who calls whom, and which take the generic
-    address of their own local memory."""
+    """The kernels and device functions of one module: who calls whom, and which device
+    functions take the generic address of their own local memory."""
 
     calls: dict[str, frozenset[str]]
     local_addresses: frozenset[str]
+
+    def undefined(self) -> set[str]:
+        """The functions called but not defined in the module."""
+        return {name for callees in self.calls.values() for name in callees} - set(self.calls)
 
     def recursive(self) -> list[str]:
         """The functions that reach themselves through calls."""
@@ -58,10 +64,9 @@ def call_graph(ptx: str) -> CallGraph:
         body = _body(ptx, match.end())
         if body is None:
             continue
-        if kind == "func":
-            calls[name] = frozenset(_CALL.findall(body))
-            if "cvta.local" in body:
-                local_addresses.add(name)
+        calls[name] = frozenset(_CALL.findall(body))
+        if kind == "func" and "cvta.local" in body:
+            local_addresses.add(name)
     return CallGraph(calls, frozenset(local_addresses))
 
 
@@ -98,6 +103,14 @@ def python_name(mangled: str) -> str:
 
 def refuse_unrunnable_calls(graph: CallGraph, backend: str, kernel: str) -> None:
     """Raise UnsupportedFeatureError if `backend` cannot run the calls of `graph`."""
+    grid_sync = sorted(name for name in graph.undefined() if name.startswith("cudaCG"))
+    if grid_sync:
+        raise UnsupportedFeatureError(
+            f"grid synchronisation (cuda.cg.this_grid().sync(), calling {grid_sync[0]}) in "
+            f"kernel {kernel}", backend, reason=(
+                "it needs a cooperative launch (every block of the grid resident at once), "
+                "which no ptxport backend makes yet; split the kernel at the grid sync into "
+                "two launches"))
     recursive = graph.recursive()
     if recursive and backend == "opencl":
         raise UnsupportedFeatureError(
