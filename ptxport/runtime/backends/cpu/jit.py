@@ -16,6 +16,7 @@ import numpy as np
 from ptxport.codegen import ops  # noqa: F401  (registers the lowerings)
 from ptxport.codegen.targets.cpu import runtime_functions as cpu_runtime
 from ptxport.codegen.targets.cpu.calls import ASSERT_SYMBOL, PRINTF_SYMBOL
+from ptxport.codegen.targets.cpu.device_runtime import DEVICE_RUNTIME_SYMBOL
 from ptxport.codegen.targets.cpu.image import Image
 from ptxport.codegen.targets.cpu.machine import LLVM_LOCK, target_machine
 from ptxport.codegen.targets.cpu.module import holds_function_addresses
@@ -23,6 +24,7 @@ from ptxport.errors import CompileError, UnsupportedFeatureError
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import runs_to_completion
 from ptxport.ptx.ast import FloatImm, IntImm
+from ptxport.runtime.backends.cpu import device_launch
 from ptxport.runtime.backends.cpu import heap as cpu_heap
 
 RunThreads = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
@@ -175,6 +177,12 @@ class CpuKernelBinary:
         return bool(symbols & {PRINTF_SYMBOL, ASSERT_SYMBOL})
 
     @cached_property
+    def launches_grids(self) -> bool:
+        """Whether the kernel's code calls CUDA's device runtime (dynamic parallelism:
+        device_launch.py runs the grids it launches)."""
+        return DEVICE_RUNTIME_SYMBOL in set(cpu_runtime.undefined_symbols(self.object_code))
+
+    @cached_property
     def global_ranges(self) -> tuple[tuple[int, int], ...]:
         """(address, size) of the module's .global and .const variables in this binary (they
         stay where its code was loaded)."""
@@ -201,8 +209,8 @@ class CpuKernelBinary:
         heap = cpu_heap.HEAP.range()
         if allocations is not None and heap is not None:
             allocations = [*allocations, heap]
-        _executor().run_grid(self, tuple(grid), tuple(block), dynamic_shared, params,
-                             allocations, timeout)
+        run = device_launch.run_grid if self.launches_grids else _executor().run_grid
+        run(self, tuple(grid), tuple(block), dynamic_shared, params, allocations, timeout)
 
 
 @cache
