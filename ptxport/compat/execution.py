@@ -16,8 +16,8 @@ import re
 from dataclasses import dataclass, field
 from math import prod
 
-from ptxport.compat import fatbin, memory, streams
 from ptxport.codegen.device_runtime import is_device_runtime_library
+from ptxport.compat import fatbin, memory, streams
 from ptxport.compat.state import (
     INVALID_VALUE,
     NOT_FOUND,
