@@ -50,8 +50,8 @@ def canonical_name(name: str) -> str | None:
     return None
 
 
-def refusal(name: str, target: str) -> str | None:
-    """Why `target` refuses a call of the device runtime function `name` (None when `name`
+def refusal(name: str) -> str | None:
+    """Why a target refuses a call of the device runtime function `name` (None when `name`
     is none of them)."""
     canonical = canonical_name(name)
     if canonical is None:
@@ -60,8 +60,8 @@ def refusal(name: str, target: str) -> str | None:
         return (f"a device-side '{name}': waiting for child grids in a kernel is CUDA's "
                 "legacy dynamic parallelism (CDP1), removed in CUDA 12 for compute_90; "
                 "ptxport runs CDP2, where child grids complete before their parent grid")
-    return (f"dynamic parallelism ('{name}', a grid launched from the device) on {target}: "
-            "ptxport launches grids from the device on the cpu target only")
+    return (f"dynamic parallelism ('{name}', a grid launched from the device): ptxport "
+            "launches grids from the device on the cpu target only")
 
 
 # cudadevrt's own definition of its launch function, as libcudadevrt.a's PTX has it

@@ -47,6 +47,7 @@ from pathlib import Path
 from llvmlite import ir as ll
 
 from ptxport.codegen import ops  # noqa: F401  (registers the lowerings)
+from ptxport.codegen.device_runtime import refusal
 from ptxport.codegen.lower import I8, I32, I64, FunctionLowering, const_int
 from ptxport.codegen.ops import atomic
 from ptxport.codegen.ops.data import state_space, vector_count
@@ -411,7 +412,8 @@ class SpirvTarget(GpuTarget):
                 spirv_heap.lower_call(fl, inst, callee.name, heap, list(returns), list(args))
                 return
             if callee.name != "vprintf":
-                raise fl.unsupported(inst, f"a call of the external '{callee.name}'")
+                raise fl.unsupported(inst, refusal(callee.name)
+                                     or f"a call of the external '{callee.name}'")
             from ptxport.codegen.targets import spirv_printf
 
             spirv_printf.lower_vprintf(self, fl, inst, list(returns), list(args))

@@ -40,7 +40,7 @@ def lower_device_runtime(fl: FunctionLowering, inst: ir.Instruction, callee: ir.
     if name is None:
         return False
     if name not in FUNCTIONS:
-        raise fl.unsupported(inst, refusal(callee.name, "cpu"))
+        raise fl.unsupported(inst, refusal(callee.name))
     number, sizes = FUNCTIONS[name]
     declared = tuple(p.size for p in callee.returns + callee.params)
     if declared != sizes:
