@@ -32,7 +32,7 @@ CUDA_CORE_FIELDS = {
 }
 
 REFUSED = {
-    "relocatable_device_code": True, "extensible_whole_program": True,
+    "relocatable_device_code": True,
     "link_time_optimization": True, "gen_opt_lto": True, "ptxas_options": "-v",
     "fdevice_syntax_only": True, "extra_sources": [("a", "b")], "use_libdevice": True,
     "numba_debug": True,
