@@ -55,8 +55,9 @@ class ProgramOptions:
         runtime (on the cpu device: docs/dynamic-parallelism.md).
 
     Refused when set (InvalidValueError): relocatable_device_code=True,
-    link_time_optimization, gen_opt_lto (they need a device linker), ptxas_options (no ptxas runs), fdevice_syntax_only (gives no code),
-    extra_sources, use_libdevice, numba_debug (NVVM's).
+    link_time_optimization, gen_opt_lto (they need a device linker), ptxas_options (no
+    ptxas runs), fdevice_syntax_only (gives no code), extra_sources, use_libdevice,
+    numba_debug (NVVM's).
     """
 
     name: str = "default_program"
