@@ -34,6 +34,7 @@ from __future__ import annotations
 import ctypes
 import threading
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import llvmlite.binding as llvm
@@ -83,6 +84,7 @@ class GridLaunches:
     """What the threads of one running grid launched, and their device runtime state."""
 
     module: ir.Module
+    options: object                  # the CpuOptions its kernel was compiled with
     depth: int                       # 0: launched by the host
     children: list[ChildGrid] = field(default_factory=list)
     tails: list[ChildGrid] = field(default_factory=list)
@@ -119,18 +121,17 @@ def detach(params_address: int) -> None:
 
 
 def run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocations,
-             timeout: float | None) -> None:
-    """Run a grid of `binary` (a kernel that calls the device runtime), then the grids it
-    launched (see the module docstring)."""
-    from ptxport.runtime.backends.cpu import executor
-
+             timeout: float | None, run: Callable) -> None:
+    """Run a grid of `binary` (a kernel that calls the device runtime) with `run` (the
+    executor's run_grid), then the grids it launched (see the module docstring)."""
     _ARENA.reserve()
-    record = GridLaunches(binary.module, getattr(_LOCAL, "depth", 0))
+    record = GridLaunches(binary.module, getattr(binary, "options", None),
+                          getattr(_LOCAL, "depth", 0))
     if allocations is not None:
         allocations = (*allocations, _ARENA.range())
     _LOCAL.pending = record
     try:
-        executor.run_grid(binary, grid, block, dynamic_shared, params, allocations, timeout)
+        run(binary, grid, block, dynamic_shared, params, allocations, timeout)
     finally:
         _LOCAL.pending = None
         for raw, _ in record.buffers.values():      # asked for and never launched
@@ -141,7 +142,7 @@ def run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocation
 
 
 def _run_child(parent: GridLaunches, child: ChildGrid, allocations, timeout) -> None:
-    binary = _binary(parent.module, child.kernel.name)
+    binary = _binary(parent, child.kernel.name)
     _LOCAL.depth = parent.depth + 1
     try:
         binary.launch(child.grid, child.block, child.dynamic_shared, child.params,
@@ -150,21 +151,21 @@ def _run_child(parent: GridLaunches, child: ChildGrid, allocations, timeout) -> 
         _LOCAL.depth = parent.depth
 
 
+# kernels.compile_kernel, set when kernels.py is imported (which made every binary that can
+# launch grids; importing it here would close an import cycle)
+compile_kernel: Callable | None = None
 _BINARIES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _BINARIES_LOCK = threading.Lock()
 
 
-def _binary(module: ir.Module, name: str):
-    """The CPU binary of kernel `name` of `module`, compiled (or loaded) at its first
-    device-side launch and kept as long as the module."""
-    from ptxport.runtime.backends.cpu.backend import Backend
-    from ptxport.runtime.backends.cpu.kernels import compile_kernel
-
+def _binary(parent: GridLaunches, name: str):
+    """The CPU binary of kernel `name` of the parent's module, compiled (or loaded) with the
+    parent's options at its first device-side launch and kept as long as the module."""
     with _BINARIES_LOCK:
-        kept = _BINARIES.setdefault(module, {})
-        if name not in kept:
-            kept[name] = compile_kernel(module, name, Backend.options)
-        return kept[name]
+        kept = _BINARIES.setdefault(parent.module, {})
+        if (name, parent.options) not in kept:
+            kept[name, parent.options] = compile_kernel(parent.module, name, parent.options)
+        return kept[name, parent.options]
 
 
 # --- the callback ----------------------------------------------------------------------------

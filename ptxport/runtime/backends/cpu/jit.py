@@ -102,6 +102,10 @@ class CpuKernelBinary:
     """A kernel compiled for the host: `launch` runs a whole grid on the calling thread. Made
     from the kernel's object code and plan, fresh from the lowering or from its image."""
 
+    # the CpuOptions it was compiled with (kernels.py sets them): grids it launches from the
+    # device are compiled with them too
+    options = None
+
     def __init__(self, name: str, image: Image, module: ir.Module):
         object_code, plan = image.object_code, image.plan
         self.name, self.plan, self.module = name, plan, module
@@ -209,8 +213,12 @@ class CpuKernelBinary:
         heap = cpu_heap.HEAP.range()
         if allocations is not None and heap is not None:
             allocations = [*allocations, heap]
-        run = device_launch.run_grid if self.launches_grids else _executor().run_grid
-        run(self, tuple(grid), tuple(block), dynamic_shared, params, allocations, timeout)
+        if self.launches_grids:     # (dynamic parallelism)
+            device_launch.run_grid(self, tuple(grid), tuple(block), dynamic_shared, params,
+                                   allocations, timeout, _executor().run_grid)
+            return
+        _executor().run_grid(self, tuple(grid), tuple(block), dynamic_shared, params,
+                             allocations, timeout)
 
 
 @cache
