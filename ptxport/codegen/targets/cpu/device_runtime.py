@@ -26,10 +26,11 @@ KERNEL_ADDRESS_BASE = 0x7D70_0000_0000_0000
 KERNEL_ADDRESS_STRIDE = 16
 
 
-def kernel_address(module: ir.Module, kernel: ir.Function) -> int:
-    """The address a kernel of `module` has in the CPU's compiled code."""
-    index = next(i for i, k in enumerate(module.kernels) if k.name == kernel.name)
-    return KERNEL_ADDRESS_BASE + KERNEL_ADDRESS_STRIDE * index
+def kernel_address(module: ir.Module, kernel: ir.Function) -> int | None:
+    """The address a kernel of `module` has in the CPU's compiled code (None: `kernel` is
+    not one of the module's)."""
+    index = next((i for i, k in enumerate(module.kernels) if k.name == kernel.name), None)
+    return None if index is None else KERNEL_ADDRESS_BASE + KERNEL_ADDRESS_STRIDE * index
 
 
 def lower_device_runtime(fl: FunctionLowering, inst: ir.Instruction, callee: ir.Function,

@@ -319,7 +319,11 @@ class CpuTarget(Target):
 
     def function_address(self, fl: FunctionLowering, function: ir.Function) -> ll.Value:
         if function.is_kernel:      # what a device-side launch names
-            return I64(kernel_address(self.module, function))
+            address = kernel_address(self.module, function)
+            if address is None:
+                raise fl.unsupported(fl.inst, f"the address of the kernel '{function.name}', "
+                                              "which is not in the module")
+            return I64(address)
         llfn = self.functions.get(function.name)
         if llfn is None:
             raise fl.unsupported(fl.inst, f"the address of '{function.name}', which the "
