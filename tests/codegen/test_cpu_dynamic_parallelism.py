@@ -18,8 +18,8 @@ from ptxport.errors import IllegalAddressError
 from ptxport.frontends import nvrtc
 from ptxport.runtime.backends.cpu.device_launch import MAX_DEPTH
 
-pytestmark = pytest.mark.skipif(not nvrtc.available()[0],
-                                reason="NVRTC compiles the CUDA C++ of these kernels")
+needs_nvrtc = pytest.mark.skipif(not nvrtc.available()[0],
+                                 reason="NVRTC compiles the CUDA C++ of this test's kernels")
 
 SOURCE = textwrap.dedent("""\
     struct Pair { int a; double b; };
@@ -99,6 +99,8 @@ SOURCE = textwrap.dedent("""\
 
 @pytest.fixture(scope="module")
 def code():
+    if not nvrtc.available()[0]:
+        pytest.skip("NVRTC compiles the CUDA C++ of this test's kernels")
     return Program(SOURCE, "c++", ProgramOptions(extensible_whole_program=True)).compile()
 
 
@@ -194,6 +196,7 @@ def test_a_fault_in_a_child_fails_the_hosts_launch(code, stream):
     assert _host(stream, p, np.zeros(1, np.int32))[0] == 1     # the device still works
 
 
+@needs_nvrtc
 def test_other_targets_refuse_device_side_launches_by_name():
     from ptxport.codegen import support
     from ptxport.ir.from_ptx import build
@@ -206,3 +209,61 @@ def test_other_targets_refuse_device_side_launches_by_name():
         reasons = support.unsupported(target, module).values()
         assert reasons and all("dynamic parallelism" in r for r in reasons), target
     assert not support.unsupported("cpu", module)
+
+
+# The Programming Guide's "Device-side Launch from PTX" form: cudaGetParameterBuffer(alignment,
+# size) and cudaLaunchDevice(func, buffer, grid, block, shared, stream), called by name.
+PTX_LAUNCH = """.version 8.0
+.target sm_80
+.address_size 64
+.extern .func (.param .b64 func_retval0) cudaGetParameterBuffer
+(.param .b64 alignment, .param .b64 size);
+.extern .func (.param .b32 func_retval0) cudaLaunchDevice
+(.param .b64 func, .param .b64 parameterBuffer, .param .align 4 .b8 gridDimension[12],
+ .param .align 4 .b8 blockDimension[12], .param .b32 sharedMemSize, .param .b64 stream);
+.visible .entry fill(.param .u64 out, .param .u32 value)
+{
+    .reg .b32 %r<4>; .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [out]; ld.param.u32 %r1, [value];
+    mov.u32 %r2, %tid.x; mov.u32 %r3, %ctaid.x;
+    mad.lo.u32 %r2, %r3, 8, %r2;
+    mul.wide.u32 %rd2, %r2, 4; add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r1;
+    ret;
+}
+.visible .entry launcher(.param .u64 out, .param .u64 status)
+{
+    .reg .b32 %r<2>; .reg .b64 %rd<5>;
+    ld.param.u64 %rd1, [out]; ld.param.u64 %rd4, [status];
+    {
+    .param .b64 a; .param .b64 s; .param .b64 r;
+    st.param.b64 [a], 64; st.param.b64 [s], 16;
+    call.uni (r), cudaGetParameterBuffer, (a, s);
+    ld.param.b64 %rd2, [r];
+    }
+    st.u64 [%rd2], %rd1;
+    st.u32 [%rd2+8], 77;
+    mov.u64 %rd3, fill;
+    {
+    .param .b64 f; .param .b64 b; .param .align 4 .b8 g[12]; .param .align 4 .b8 k[12];
+    .param .b32 m; .param .b64 t; .param .b32 r;
+    st.param.b64 [f], %rd3; st.param.b64 [b], %rd2;
+    st.param.b32 [g], 2; st.param.b32 [g+4], 1; st.param.b32 [g+8], 1;
+    st.param.b32 [k], 8; st.param.b32 [k+4], 1; st.param.b32 [k+8], 1;
+    st.param.b32 [m], 0; st.param.b64 [t], 0;
+    call.uni (r), cudaLaunchDevice, (f, b, g, k, m, t);
+    ld.param.b32 %r1, [r];
+    }
+    st.global.u32 [%rd4], %r1;
+    ret;
+}
+"""
+
+
+def test_the_ptx_interface_of_the_programming_guide(stream):
+    code = Program(PTX_LAUNCH, "ptx").compile()
+    out = _buffer(stream, np.zeros(16, np.int32))
+    status = _buffer(stream, np.full(1, -1, np.int32))
+    launch(stream, LaunchConfig(grid=1, block=1), code.get_kernel("launcher"), out, status)
+    assert _host(stream, status, np.zeros(1, np.int32))[0] == 0
+    assert _host(stream, out, np.zeros(16, np.int32)).tolist() == [77] * 16
