@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["CDP1_ONLY", "FUNCTIONS", "canonical_name", "is_device_runtime_library", "refusal"]
+__all__ = ["CDP1_ONLY", "FUNCTIONS", "HEAP_FUNCTIONS", "canonical_name",
+           "is_device_runtime_library", "refusal"]
 
 # canonical name -> (number the CPU's callback takes, .param sizes of its results and
 # arguments in order: what the PTX declaration must have)
@@ -33,7 +34,11 @@ FUNCTIONS: dict[str, tuple[int, tuple[int, ...]]] = {
     "cudaStreamCreateWithFlags": (7, (4, 8, 4)),
     "cudaStreamDestroy": (8, (4, 8)),
     "cudaGetDevice": (9, (4, 8)),
+    "cudaMalloc": (10, (4, 8, 8)),
+    "cudaFree": (11, (4, 8)),
 }
+# the functions that allocate from the device heap (the one of device malloc and free)
+HEAP_FUNCTIONS = ("cudaMalloc", "cudaFree")
 # Device-side waiting for child grids: CDP1, which CUDA 12 removed for compute_90 and later.
 CDP1_ONLY = ("cudaDeviceSynchronize", "__cudaDeviceSynchronizeDeprecationAvoidance")
 

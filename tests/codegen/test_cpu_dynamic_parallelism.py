@@ -267,3 +267,33 @@ def test_the_ptx_interface_of_the_programming_guide(stream):
     launch(stream, LaunchConfig(grid=1, block=1), code.get_kernel("launcher"), out, status)
     assert _host(stream, status, np.zeros(1, np.int32))[0] == 0
     assert _host(stream, out, np.zeros(16, np.int32)).tolist() == [77] * 16
+
+
+def test_device_side_cuda_malloc_and_free(stream):
+    source = textwrap.dedent("""\
+        extern "C" __global__ void sum_into(const int *x, int n, int *out) {
+          int s = 0;
+          for (int i = 0; i < n; ++i) s += x[i];
+          *out = s;
+        }
+        extern "C" __global__ void scratch(int n, int *out, int *errors) {
+          int *tmp = 0;
+          errors[0] = cudaMalloc((void **)&tmp, n * sizeof(int));
+          for (int i = 0; i < n; ++i) tmp[i] = i;
+          sum_into<<<1, 1>>>(tmp, n, out);       // the child reads what the parent allocated
+          int *none = 0;
+          errors[1] = cudaMalloc((void **)&none, 0);     // cudaErrorInvalidValue
+          errors[2] = cudaGetLastError();
+          errors[3] = cudaMalloc((void **)&none, 1ull << 40);   // more than the heap
+          errors[4] = cudaFree(0);
+        }
+        """)
+    if not nvrtc.available()[0]:
+        pytest.skip("NVRTC compiles the CUDA C++ of this test's kernels")
+    code = Program(source, "c++", ProgramOptions(extensible_whole_program=True)).compile()
+    out = _buffer(stream, np.zeros(1, np.int32))
+    errors = _buffer(stream, np.full(5, -1, np.int32))
+    launch(stream, LaunchConfig(grid=1, block=1), code.get_kernel("scratch"), np.int32(100),
+           out, errors)
+    assert _host(stream, out, np.zeros(1, np.int32))[0] == sum(range(100))
+    assert _host(stream, errors, np.zeros(5, np.int32)).tolist() == [0, 1, 1, 2, 0]

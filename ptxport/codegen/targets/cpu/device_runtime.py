@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from llvmlite import ir as ll
 
-from ptxport.codegen.device_runtime import FUNCTIONS, canonical_name, refusal
+from ptxport.codegen.device_runtime import FUNCTIONS, HEAP_FUNCTIONS, canonical_name, refusal
 from ptxport.codegen.lower import I8, I32, I64, PTR, FunctionLowering
 from ptxport.ir import nodes as ir
 
@@ -43,6 +43,8 @@ def lower_device_runtime(fl: FunctionLowering, inst: ir.Instruction, callee: ir.
     if name not in FUNCTIONS:
         raise fl.unsupported(inst, refusal(callee.name))
     number, sizes = FUNCTIONS[name]
+    if name in HEAP_FUNCTIONS:
+        fl.target.plan.uses_heap = True     # (reserved before the kernel's launches)
     declared = tuple(p.size for p in callee.returns + callee.params)
     if declared != sizes:
         raise fl.unsupported(inst, f"'{callee.name}' declared with .param sizes {declared}; "

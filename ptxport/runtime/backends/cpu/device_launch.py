@@ -48,7 +48,7 @@ from ptxport.codegen.targets.cpu.device_runtime import (
 )
 from ptxport.ir import nodes as ir
 from ptxport.ir.abi import param_layout
-from ptxport.runtime.backends.cpu.heap import DeviceHeap
+from ptxport.runtime.backends.cpu.heap import HEAP, DeviceHeap
 
 __all__ = ["MAX_DEPTH", "GridLaunches", "attach", "detach", "run_grid"]
 
@@ -288,6 +288,21 @@ def _stream_destroy(record, p):
     return SUCCESS if known else INVALID_RESOURCE_HANDLE
 
 
+def _malloc(record, p):
+    # (cudadevrt's own: device malloc from the device heap, the address stored at devPtr)
+    if not _u64(p[1]) or not _u64(p[2]):
+        return INVALID_VALUE
+    address = HEAP.malloc(_u64(p[2]))
+    if not address:
+        return MEMORY_ALLOCATION
+    ctypes.c_uint64.from_address(_u64(p[1])).value = address
+    return SUCCESS
+
+
+def _free(record, p):
+    return SUCCESS if HEAP.free(_u64(p[1])) else INVALID_VALUE
+
+
 def _get_device(record, p):
     if not _u64(p[1]):
         return INVALID_VALUE
@@ -305,6 +320,8 @@ _HANDLERS = {
     FUNCTIONS["cudaStreamCreateWithFlags"][0]: _stream_create,
     FUNCTIONS["cudaStreamDestroy"][0]: _stream_destroy,
     FUNCTIONS["cudaGetDevice"][0]: _get_device,
+    FUNCTIONS["cudaMalloc"][0]: _malloc,
+    FUNCTIONS["cudaFree"][0]: _free,
 }
 _GET_LAST_ERROR = FUNCTIONS["cudaGetLastError"][0]
 _PEEK_AT_LAST_ERROR = FUNCTIONS["cudaPeekAtLastError"][0]
