@@ -36,6 +36,10 @@ FUNCTIONS: dict[str, tuple[int, tuple[int, ...]]] = {
     "cudaGetDevice": (9, (4, 8)),
     "cudaMalloc": (10, (4, 8, 8)),
     "cudaFree": (11, (4, 8)),
+    "cudaEventCreateWithFlags": (12, (4, 8, 4)),
+    "cudaEventRecord": (13, (4, 8, 8)),
+    "cudaStreamWaitEvent": (14, (4, 8, 8, 4)),
+    "cudaEventDestroy": (15, (4, 8)),
 }
 # the functions that allocate from the device heap (the one of device malloc and free)
 HEAP_FUNCTIONS = ("cudaMalloc", "cudaFree")

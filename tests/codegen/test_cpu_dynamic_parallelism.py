@@ -79,6 +79,23 @@ SOURCE = textwrap.dedent("""\
       cudaStreamDestroy(s);
     }
 
+    // add_one in one stream, double_it in another that waits for an event recorded after it
+    extern "C" __global__ void event_order(int *x, int n, int *errors) {
+      cudaStream_t first, second;
+      cudaEvent_t added, timed;
+      cudaStreamCreateWithFlags(&first, cudaStreamNonBlocking);
+      cudaStreamCreateWithFlags(&second, cudaStreamNonBlocking);
+      errors[0] = cudaEventCreateWithFlags(&added, cudaEventDisableTiming);
+      errors[1] = cudaEventCreateWithFlags(&timed, cudaEventDefault);    // no timing on the device
+      add_one<<<(n + 63) / 64, 64, 0, first>>>(x, n);
+      errors[2] = cudaEventRecord(added, first);
+      errors[3] = cudaStreamWaitEvent(second, added, 0);
+      double_it<<<(n + 63) / 64, 64, 0, second>>>(x, n);
+      errors[4] = cudaEventDestroy(added);
+      cudaStreamDestroy(first);
+      cudaStreamDestroy(second);
+    }
+
     extern "C" __global__ void bad_launches(int *errors) {
       int t = threadIdx.x * 5;
       add_one<<<1, 2048>>>(errors, 0);              // more threads than a block may have
@@ -176,6 +193,17 @@ def test_a_stream_created_on_the_device_keeps_launch_order(code, stream):
     launch(stream, LaunchConfig(grid=1, block=1), code.get_kernel("named_stream"), x,
            np.int32(n))
     assert np.array_equal(_host(stream, x, x0), (x0 + 1) * 2)
+
+
+def test_events_order_streams_created_on_the_device(code, stream):
+    n = 200
+    x0 = np.arange(n, dtype=np.int32)
+    x = _buffer(stream, x0)
+    errors = _buffer(stream, np.full(5, -1, np.int32))
+    launch(stream, LaunchConfig(grid=1, block=1), code.get_kernel("event_order"), x,
+           np.int32(n), errors)
+    assert np.array_equal(_host(stream, x, x0), (x0 + 1) * 2)
+    assert _host(stream, errors, np.zeros(5, np.int32)).tolist() == [0, 1, 0, 0, 0]
 
 
 def test_launch_errors_are_each_threads_last_error(code, stream):

@@ -57,7 +57,8 @@ ARENA_SIZE = 4 << 20
 PARAMETER_ALIGNMENT = 64
 # cudaStream_t values with a meaning of their own on the device (driver_types.h)
 NULL_STREAM, PER_THREAD_STREAM, TAIL_LAUNCH, FIRE_AND_FORGET = 0, 2, 3, 4
-_DEVICE_STREAM_BASE = 0x5D00_0000
+_DEVICE_STREAM_BASE, _DEVICE_EVENT_BASE = 0x5D00_0000, 0x5E00_0000
+_EVENT_DISABLE_TIMING = 2
 # cudaError_t
 SUCCESS, INVALID_VALUE, MEMORY_ALLOCATION, INVALID_CONFIGURATION = 0, 1, 2, 9
 MAX_DEPTH_EXCEEDED, INVALID_DEVICE_FUNCTION, INVALID_RESOURCE_HANDLE = 65, 98, 400
@@ -92,7 +93,8 @@ class GridLaunches:
     errors: dict[tuple, int] = field(default_factory=dict)
     # parameter buffer -> (its arena allocation, and for V2 the launch it was asked for)
     buffers: dict[int, tuple[int, tuple | None]] = field(default_factory=dict)
-    streams: set[int] = field(default_factory=set)
+    streams: set[int] = field(default_factory=set)    # created by its threads
+    events: set[int] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def kernel(self, address: int) -> ir.Function | None:
@@ -272,19 +274,44 @@ def _launch_device_v2(record, p):
     return _launch(record, kernel, buffer, grid, block, dynamic_shared, _u64(p[2]))
 
 
-def _stream_create(record, p):
-    if _u32(p[2]) != _STREAM_NON_BLOCKING or not _u64(p[1]):
-        return INVALID_VALUE        # the device has non-blocking streams only
+def _create(record, handles: set, base: int, p, flags: int) -> int:
+    if _u32(p[2]) != flags or not _u64(p[1]):
+        return INVALID_VALUE
     with record.lock:
-        handle = _DEVICE_STREAM_BASE + 8 * (len(record.streams) + 1)
-        record.streams.add(handle)
+        handle = base + 8 * (len(handles) + 1)
+        handles.add(handle)
     ctypes.c_uint64.from_address(_u64(p[1])).value = handle
     return SUCCESS
 
 
+def _stream_create(record, p):      # (the device has non-blocking streams only)
+    return _create(record, record.streams, _DEVICE_STREAM_BASE, p, _STREAM_NON_BLOCKING)
+
+
+def _event_create(record, p):       # (and events without timing)
+    return _create(record, record.events, _DEVICE_EVENT_BASE, p, _EVENT_DISABLE_TIMING)
+
+
 def _stream_destroy(record, p):
-    with record.lock:
-        known = _u64(p[1]) in record.streams
+    return SUCCESS if _u64(p[1]) in record.streams else INVALID_RESOURCE_HANDLE
+
+
+def _event_destroy(record, p):
+    return SUCCESS if _u64(p[1]) in record.events else INVALID_RESOURCE_HANDLE
+
+
+def _a_stream(record, stream: int) -> bool:
+    return stream in (NULL_STREAM, PER_THREAD_STREAM) or stream in record.streams
+
+
+def _event_record(record, p):
+    # (grids run one after another in launch order: every event is complete when recorded)
+    known = _u64(p[1]) in record.events and _a_stream(record, _u64(p[2]))
+    return SUCCESS if known else INVALID_RESOURCE_HANDLE
+
+
+def _stream_wait_event(record, p):
+    known = _a_stream(record, _u64(p[1])) and _u64(p[2]) in record.events
     return SUCCESS if known else INVALID_RESOURCE_HANDLE
 
 
@@ -322,6 +349,10 @@ _HANDLERS = {
     FUNCTIONS["cudaGetDevice"][0]: _get_device,
     FUNCTIONS["cudaMalloc"][0]: _malloc,
     FUNCTIONS["cudaFree"][0]: _free,
+    FUNCTIONS["cudaEventCreateWithFlags"][0]: _event_create,
+    FUNCTIONS["cudaEventRecord"][0]: _event_record,
+    FUNCTIONS["cudaStreamWaitEvent"][0]: _stream_wait_event,
+    FUNCTIONS["cudaEventDestroy"][0]: _event_destroy,
 }
 _GET_LAST_ERROR = FUNCTIONS["cudaGetLastError"][0]
 _PEEK_AT_LAST_ERROR = FUNCTIONS["cudaPeekAtLastError"][0]
