@@ -325,3 +325,31 @@ def test_device_side_cuda_malloc_and_free(stream):
            out, errors)
     assert _host(stream, out, np.zeros(1, np.int32))[0] == sum(range(100))
     assert _host(stream, errors, np.zeros(5, np.int32)).tolist() == [0, 1, 1, 2, 0]
+
+
+def test_device_runtime_functions_not_provided_are_refused_by_name():
+    from ptxport.codegen import support
+    from ptxport.ir.from_ptx import build
+    from ptxport.ptx.parser import parse
+
+    ptx = """.version 8.0
+.target sm_80
+.address_size 64
+.extern .func (.param .b32 func_retval0) __cudaCDP2MemsetAsync
+(.param .b64 a, .param .b32 b, .param .b64 c, .param .b64 d);
+.extern .func (.param .b32 func_retval0) cudaDeviceSynchronize();
+.visible .entry k(.param .u64 p)
+{
+    .reg .b64 %rd<2>;
+    ld.param.u64 %rd1, [p];
+    { .param .b64 a; .param .b32 b; .param .b64 c; .param .b64 d; .param .b32 r;
+      st.param.b64 [a], %rd1; st.param.b32 [b], 0; st.param.b64 [c], 4; st.param.b64 [d], 0;
+      call.uni (r), __cudaCDP2MemsetAsync, (a, b, c, d); }
+    { .param .b32 r; call.uni (r), cudaDeviceSynchronize, (); }
+    ret;
+}
+"""
+    reasons = sorted(support.unsupported("cpu", build(parse(ptx))).values())
+    assert len(reasons) == 2
+    assert "'__cudaCDP2MemsetAsync', which ptxport does not provide" in reasons[1]
+    assert "(CDP1), removed in CUDA 12" in reasons[0]

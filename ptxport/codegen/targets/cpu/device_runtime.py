@@ -38,6 +38,10 @@ def lower_device_runtime(fl: FunctionLowering, inst: ir.Instruction, callee: ir.
     """Lower a call of `callee` if it is a device runtime function (False: it is not),
     given pointers to the call's .param variables."""
     name = canonical_name(callee.name)
+    if name is None and callee.name.startswith("__cudaCDP2"):
+        raise fl.unsupported(inst, f"the device runtime's '{callee.name}', which ptxport does "
+                                   "not provide (docs/dynamic-parallelism.md lists those it "
+                                   "does)")
     if name is None:
         return False
     if name not in FUNCTIONS:
