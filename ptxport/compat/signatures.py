@@ -30,14 +30,14 @@ _C_TYPES = {
     # Handles: opaque pointers.
     "CUcontext": "void *", "CUmodule": "void *", "CUfunction": "void *", "CUstream": "void *",
     "CUevent": "void *", "CUlibrary": "void *", "CUkernel": "void *", "CUgraph": "void *",
-    "CUgraphExec": "void *", "CUarray": "void *",
+    "CUgraphExec": "void *", "CUarray": "void *", "CUmemoryPool": "void *",
     "CUtexObject": "unsigned long long", "CUsurfObject": "unsigned long long",
     # Enums: int-sized.
     "CUdevice_attribute": "int", "CUfunction_attribute": "int", "CUpointer_attribute": "int",
     "CUlimit": "int", "CUfunc_cache": "int", "CUsharedconfig": "int", "CUjit_option": "int",
     "CUlibraryOption": "int", "CUstreamCaptureMode": "int", "CUmemAttach_flags": "int",
     "CUdriverProcAddressQueryResult": "int", "CUmem_advise": "int",
-    "CUdevice_P2PAttribute": "int", "cudaDeviceP2PAttr": "int",
+    "CUdevice_P2PAttribute": "int", "cudaDeviceP2PAttr": "int", "CUmemPool_attribute": "int",
     "CUhostFn": "void *", "CUstreamCallback": "void *",
     # Passed by value: two ints, which the x86-64 and AArch64 ABIs pass in one register.
     "CUmemLocation": "unsigned long long",
@@ -51,6 +51,7 @@ _C_TYPES = {
     "cudaStreamCallback_t": "void *", "cudaPointerAttributes": "void *",
     "cudaMemoryAdvise": "int", "cudaMemLocation": "unsigned long long",
     "cudaSharedMemConfig": "int", "unsigned": "unsigned int", "char": "char",
+    "cudaMemPool_t": "void *", "cudaMemPoolAttr": "int",
     # cuBLAS's (cublas_api.h, library_types.h), for cublas_signatures.py.
     "cublasStatus_t": "int", "cublasHandle_t": "void *", "cudaStream_t": "void *",
     "cublasOperation_t": "int", "cublasPointerMode_t": "int", "cublasMath_t": "int",
@@ -241,6 +242,17 @@ CUresult cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui, size_t N, CUst
 CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height, unsigned int ElementSizeBytes)
 CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
+CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps)
+CUresult cuMemPoolDestroy(CUmemoryPool pool)
+CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
+CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc *map, size_t count)
+CUresult cuMemPoolGetAccess(CUmemAccess_flags *flags, CUmemoryPool memPool, CUmemLocation *location)
+CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream)
+CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev)
+CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
+CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
 CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *pCopy)
 CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *pCopy)
 CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *pCopy, CUstream hStream)
@@ -311,6 +323,7 @@ CUresult cuEventSynchronize(CUevent hEvent)
 CUresult cuEventQuery(CUevent hEvent)
 CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd)
 CUresult cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart, CUevent hEnd)
+CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void **kernelParams)
 CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra)
 CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
 CUresult cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t *paramOffset, size_t *paramSize)

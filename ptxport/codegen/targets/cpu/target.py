@@ -119,6 +119,14 @@ class CpuTarget(Target):
             return fl.b.trunc(nanoseconds, I32)
         if name in ("%gridid", "%current_graph_exec"):
             return I64(0)
+        if name in ("%envreg1", "%envreg2"):
+            # a cooperative launch's grid workspace (cooperative groups' grid.sync() finds
+            # its barrier there), as NVIDIA's driver passes it: %envreg1 the high half of
+            # its address, %envreg2 the low; zero otherwise (the executor sets the field)
+            word = self.ctx_field(fl, "grid_workspace", typ=I64)
+            if name == "%envreg1":
+                word = fl.b.lshr(word, I64(32))
+            return fl.b.trunc(word, I32)
         if name in ZERO_WITHOUT_DRIVER:
             return I32(0)
         if name == "%is_explicit_cluster":

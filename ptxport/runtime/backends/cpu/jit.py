@@ -5,6 +5,7 @@ in host memory shared by its kernels, and binding the entry points the executor 
 from __future__ import annotations
 
 import ctypes
+import functools
 import struct
 import threading
 import weakref
@@ -201,13 +202,14 @@ class CpuKernelBinary:
 
     def launch(self, grid, block, dynamic_shared: int, params: bytes,
                allocations: list[tuple[int, int]] | None = None,
-               timeout: float | None = None) -> None:
+               timeout: float | None = None, cooperative: bool = False) -> None:
         """Run the grid. `allocations` lists the (address, size) of the device buffers the
         kernel may reach; every global or generic access is then checked against them (and
         the module's variables, shared and local memory), and an access outside all of them
         raises IllegalAddressError. None runs without checks. A launch still running after
         `timeout` seconds is stopped and raises KernelTimeoutError. The device heap, once a
-        kernel using malloc or free reserves it, is one more allocation of every launch."""
+        kernel using malloc or free reserves it, is one more allocation of every launch.
+        `cooperative`: a cooperative launch (executor.run_grid)."""
         if self.plan.uses_heap:
             cpu_heap.HEAP.reserve()
         heap = cpu_heap.HEAP.range()
@@ -215,10 +217,12 @@ class CpuKernelBinary:
             allocations = [*allocations, heap]
         if self.launches_grids:     # (dynamic parallelism)
             device_launch.run_grid(self, tuple(grid), tuple(block), dynamic_shared, params,
-                                   allocations, timeout, _executor().run_grid)
+                                   allocations, timeout,
+                                   functools.partial(_executor().run_grid,
+                                                     cooperative=cooperative))
             return
         _executor().run_grid(self, tuple(grid), tuple(block), dynamic_shared, params,
-                             allocations, timeout)
+                             allocations, timeout, cooperative)
 
 
 @cache

@@ -71,9 +71,10 @@ class GangKernelBinary:
 
     def launch(self, grid, block, dynamic_shared: int, params: bytes,
                allocations: list[tuple[int, int]] | None = None,
-               timeout: float | None = None) -> None:
+               timeout: float | None = None, cooperative: bool = False) -> None:
         """CpuKernelBinary.launch with the code for this block shape."""
-        self.for_block(block).launch(grid, block, dynamic_shared, params, allocations, timeout)
+        self.for_block(block).launch(grid, block, dynamic_shared, params, allocations, timeout,
+                                     cooperative)
 
 
 def compile_kernel(module: ir.Module, kernel: str, options: CpuOptions | None = None
