@@ -354,6 +354,7 @@ _HANDLERS = {
     FUNCTIONS["cudaStreamWaitEvent"][0]: _stream_wait_event,
     FUNCTIONS["cudaEventDestroy"][0]: _event_destroy,
 }
+_PARAM_COUNTS = {number: len(sizes) for number, sizes in FUNCTIONS.values()}
 _GET_LAST_ERROR = FUNCTIONS["cudaGetLastError"][0]
 _PEEK_AT_LAST_ERROR = FUNCTIONS["cudaPeekAtLastError"][0]
 _RETURNS_ADDRESS = {FUNCTIONS["cudaGetParameterBuffer"][0],
@@ -362,8 +363,7 @@ _RETURNS_ADDRESS = {FUNCTIONS["cudaGetParameterBuffer"][0],
 
 def _device_runtime(ctx: int, frame: int, number: int, params: int) -> None:
     record = _GRIDS.get(_u64(ctx + CTX.fields["params"]))
-    count = len(next(sizes for n, sizes in FUNCTIONS.values() if n == number))
-    p = list((ctypes.c_uint64 * count).from_address(params))
+    p = list((ctypes.c_uint64 * _PARAM_COUNTS[number]).from_address(params))
     thread = _thread(ctx, frame)
     if record is None:      # (a launch not through run_grid: cannot happen)
         result, error = 0, INVALID_VALUE
