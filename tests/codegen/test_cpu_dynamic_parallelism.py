@@ -353,3 +353,61 @@ def test_device_runtime_functions_not_provided_are_refused_by_name():
     assert len(reasons) == 2
     assert "'__cudaCDP2MemsetAsync', which ptxport does not provide" in reasons[1]
     assert "(CDP1), removed in CUDA 12" in reasons[0]
+
+
+# A recursive quicksort in the manner of NVIDIA's cdpSimpleQuicksort sample: each grid
+# partitions its range and launches one grid per half into streams of its own, down to a
+# depth limit below which it sorts by selection.
+QUICKSORT = textwrap.dedent("""\
+    #define MAX_DEPTH 16
+    #define SELECTION_SORT 32
+
+    __device__ void selection_sort(unsigned *data, int left, int right) {
+      for (int i = left; i <= right; ++i) {
+        unsigned min_val = data[i];
+        int min_idx = i;
+        for (int j = i + 1; j <= right; ++j)
+          if (data[j] < min_val) { min_idx = j; min_val = data[j]; }
+        if (i != min_idx) { data[min_idx] = data[i]; data[i] = min_val; }
+      }
+    }
+
+    extern "C" __global__ void quicksort(unsigned *data, int left, int right, int depth) {
+      if (depth >= MAX_DEPTH || right - left <= SELECTION_SORT) {
+        selection_sort(data, left, right);
+        return;
+      }
+      unsigned *lptr = data + left, *rptr = data + right;
+      unsigned pivot = data[(left + right) / 2];
+      while (lptr <= rptr) {
+        unsigned lval = *lptr, rval = *rptr;
+        while (lval < pivot) { lptr++; lval = *lptr; }
+        while (rval > pivot) { rptr--; rval = *rptr; }
+        if (lptr <= rptr) { *lptr++ = rval; *rptr-- = lval; }
+      }
+      int nright = rptr - data, nleft = lptr - data;
+      if (left < nright) {
+        cudaStream_t s;
+        cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+        quicksort<<<1, 1, 0, s>>>(data, left, nright, depth + 1);
+        cudaStreamDestroy(s);
+      }
+      if (nleft < right) {
+        cudaStream_t s1;
+        cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking);
+        quicksort<<<1, 1, 0, s1>>>(data, nleft, right, depth + 1);
+        cudaStreamDestroy(s1);
+      }
+    }
+    """)
+
+
+def test_a_recursive_quicksort(stream):
+    if not nvrtc.available()[0]:
+        pytest.skip("NVRTC compiles the CUDA C++ of this test's kernels")
+    code = Program(QUICKSORT, "c++", ProgramOptions(extensible_whole_program=True)).compile()
+    values = np.random.default_rng(7).integers(0, 1 << 30, 5000, dtype=np.uint32)
+    data = _buffer(stream, values)
+    launch(stream, LaunchConfig(grid=1, block=1), code.get_kernel("quicksort"), data,
+           np.int32(0), np.int32(len(values) - 1), np.int32(0))
+    assert np.array_equal(_host(stream, data, values), np.sort(values))
