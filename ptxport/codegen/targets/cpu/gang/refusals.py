@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ptxport.codegen.ops.data import state_space, vector_count
 from ptxport.codegen.targets.cpu.gang.mma import ldmatrix_refusal, mma_refusal
+from ptxport.codegen.targets.cpu.gang.wgmma import wgmma_refusal
 from ptxport.ir import nodes as ir
 
 # --- which kernels ----------------------------------------------------------------------------
@@ -49,6 +50,11 @@ def refusal(module: ir.Module, kernel: ir.Function) -> str | None:
         types = spec.types
         if op in ("mma", "ldmatrix"):      # 16-bit floats in 32-bit registers: gang/mma.py
             why = mma_refusal(inst) if op == "mma" else ldmatrix_refusal(inst)
+            if why is not None:
+                return why
+            continue
+        if op == "wgmma":                   # gang/wgmma.py
+            why = wgmma_refusal(inst)
             if why is not None:
                 return why
             continue

@@ -1,0 +1,87 @@
+"""wgmma.mma_async on the CPU's warp gangs (codegen/targets/cpu/gang/wgmma.py): hand-written
+kernels (tests/codegen/wgmma_cases.py) for each swizzle mode, K- and MN-major operands, A in
+registers, bf16, tf32, f16 accumulators, scale-d and negated inputs, against numpy results
+computed from the PTX ISA's descriptor and fragment rules. Inputs are small multiples of powers
+of two, so every sum is exact and the comparison is bit for bit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import wgmma_cases as wc
+
+from ptxport.codegen.targets.cpu.options import CpuOptions
+from ptxport.errors import IllegalAddressError, IrVerificationError, UnsupportedFeatureError
+from ptxport.ir.abi import param_layout
+from ptxport.ir.from_ptx import build
+from ptxport.ir.verify import verify
+from ptxport.ptx.parser import parse
+from ptxport.runtime.backends.cpu.kernels import compile_kernel
+
+_BINARIES: dict = {}
+
+
+def _binary(ptx: str, gang: bool = True):
+    key = (ptx, gang)
+    if key not in _BINARIES:
+        module = build(parse(ptx, "wgmma.ptx"))
+        verify(module)
+        _BINARIES[key] = (module, compile_kernel(module, "wgmma_test", CpuOptions(gang=gang)))
+    return _BINARIES[key]
+
+
+def run_case(case: wc.Case, seed: int = 0, desc_a=None) -> tuple[np.ndarray, np.ndarray]:
+    """(out, want) of one launch of the case's kernel on the CPU (desc_a: another A
+    descriptor)."""
+    args = wc.arguments(case, seed)
+    module, binary = _binary(wc.ptx(case))
+    assert binary.gang_refusal is None, binary.gang_refusal
+    image, out, ain = args["image"], args["out"], args["ain"]
+    desc_a = args["desc_a"] if desc_a is None else desc_a
+    values = [image.ctypes.data, image.size, out.ctypes.data, desc_a, args["desc_b"],
+              ain.ctypes.data, args["scale_d"]]
+    slots, size = param_layout(module.functions["wgmma_test"])
+    buffer = bytearray(size)
+    for slot, value in zip(slots, values, strict=True):
+        width = 4 if slot.size == 4 else 8
+        buffer[slot.offset:slot.offset + width] = int(value).to_bytes(width, "little")
+    binary.launch((1, 1, 1), (wc.THREADS, 1, 1), 0, bytes(buffer),
+                  [(a.ctypes.data, a.nbytes) for a in (image, out, ain)])
+    return out, args["want"]
+
+
+@pytest.mark.parametrize("case", wc.cases(), ids=lambda c: c.name)
+def test_wgmma_against_the_descriptor_rules(case):
+    out, want = run_case(case)
+    np.testing.assert_array_equal(out, want)
+
+
+def test_a_descriptor_outside_the_shared_window_faults():
+    """An SBO that puts A's last rows past the 32 KiB window: the kernel stops with
+    IllegalAddressError instead of reading past the window."""
+    case = wc.cases()[0]
+    bad = wc.descriptor(wc.Operand(0, True, lbo=4096, sbo=8192), 0)
+    with pytest.raises(IllegalAddressError, match="line"):
+        run_case(case, desc_a=bad)
+
+
+@pytest.mark.parametrize("text, why", [
+    ("{%d0}, %rd10, %rd11, %p1, 1, 1, 0, 0", "d needs 32 registers"),
+    ("{%d0}, %rd10, %rd11, %p1, 1, 1, 0",
+     "8 operands for .f16 inputs with A in shared memory, not 7"),
+    ("{%d0}, %rd10, %rd11, %p1, 2, 1, 0, 0", "must be 1 or -1"),
+])
+def test_malformed_forms_are_refused_by_the_verifier(text, why):
+    case = wc.Case(a=wc.Operand(), b=wc.Operand())
+    source = wc.ptx(case)
+    head, tail = source.split("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 ")
+    tail = tail.split(";", 1)[1]
+    bad = head + "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " + text + ";" + tail
+    with pytest.raises(IrVerificationError, match=why):
+        verify(build(parse(bad, "bad.ptx")))
+
+
+def test_thread_by_thread_refuses_wgmma_by_name():
+    case = wc.cases()[0]
+    with pytest.raises(UnsupportedFeatureError, match="wgmma"):
+        compile_kernel(build(parse(wc.ptx(case), "w.ptx")), "wgmma_test", CpuOptions(gang=False))
