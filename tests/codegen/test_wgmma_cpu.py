@@ -85,3 +85,39 @@ def test_thread_by_thread_refuses_wgmma_by_name():
     case = wc.cases()[0]
     with pytest.raises(UnsupportedFeatureError, match="wgmma"):
         compile_kernel(build(parse(wc.ptx(case), "w.ptx")), "wgmma_test", CpuOptions(gang=False))
+
+
+# --- the other targets --------------------------------------------------------------------------
+
+def test_nvptx_keeps_wgmma_for_sm_90a_and_ptxas_accepts_it():
+    """NVPTX passes wgmma through as inline PTX (d tied as input and output) and compiles a
+    module with it for sm_90a when asked for sm_90; ptxas of the nvcc wheel accepts it."""
+    from corpus import ptxas_errors, ptxas_path
+    from ptxport.codegen.targets.nvptx import compile_module
+
+    for case in (wc.cases()[0], wc.Case(a=None, b=wc.Operand())):
+        out = compile_module(build(parse(wc.ptx(case), "w.ptx")), "sm_90")
+        assert ".target sm_90a" in out
+        assert "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {" in out
+        if ptxas_path() is not None:
+            assert ptxas_errors(out, "sm_90a") == ""
+
+
+def test_nvptx_refuses_wgmma_for_other_architectures_by_name():
+    from ptxport.codegen.targets.nvptx import compile_module
+
+    module = build(parse(wc.ptx(wc.cases()[0]), "w.ptx"))
+    with pytest.raises(UnsupportedFeatureError, match="wgmma.*nvptx for sm_80.*sm_90a"):
+        compile_module(module, "sm_80")
+
+
+@pytest.mark.parametrize("target", ["spirv", "amdgpu"])
+def test_gpus_without_wgmma_name_it(target):
+    from ptxport.codegen.support import unsupported
+
+    module = build(parse(wc.ptx(wc.cases()[0]), "w.ptx"))
+    reasons = unsupported(target, module)
+    texts = {inst.spec.text for f in module.functions.values() for block in f.blocks
+             for inst in block.instructions if id(inst) in reasons}
+    assert any(t.startswith("wgmma.mma_async") for t in texts), texts
+    assert all("wgmma" in reasons[i] for i in reasons)

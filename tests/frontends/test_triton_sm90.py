@@ -103,3 +103,51 @@ def test_tutorial_matmul_sm90_wgmma(cpu, kind):
     want = a_used.astype(np.float64) @ b_used.astype(np.float64)
     # products of these inputs are exact in f32; only the f32 sums round
     np.testing.assert_allclose(dc.numpy(), want, rtol=1e-5, atol=1e-5)
+
+
+@triton.jit
+def attention_f16(q_ptr, k_ptr, v_ptr, o_ptr, seq_len, scale, HEAD: tl.constexpr,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """A flash-attention forward in f16 with f32 accumulators: on sm_90 its P @ V is a wgmma
+    whose A (P, converted to f16) comes from registers."""
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    dims = tl.arange(0, HEAD)
+    q = tl.load(q_ptr + rows[:, None] * HEAD + dims[None, :], mask=rows[:, None] < seq_len,
+                other=0.0)
+    m_i = tl.full([BLOCK_M], -float("inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD], tl.float32)
+    for start in range(0, seq_len, BLOCK_N):
+        keys = start + tl.arange(0, BLOCK_N)
+        k = tl.load(k_ptr + keys[None, :] * HEAD + dims[:, None], mask=keys[None, :] < seq_len,
+                    other=0.0)
+        s = tl.dot(q, k) * scale
+        s = tl.where(keys[None, :] < seq_len, s, -float("inf"))
+        m_new = tl.maximum(m_i, tl.max(s, axis=1))
+        p = tl.exp(s - m_new[:, None])
+        alpha = tl.exp(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+        v = tl.load(v_ptr + keys[:, None] * HEAD + dims[None, :], mask=keys[:, None] < seq_len,
+                    other=0.0)
+        acc = tl.dot(p.to(tl.float16), v, acc * alpha[:, None])
+        m_i = m_new
+    tl.store(o_ptr + rows[:, None] * HEAD + dims[None, :], acc / l_i[:, None],
+             mask=rows[:, None] < seq_len)
+
+
+def test_flash_attention_sm90_wgmma_with_a_in_registers(cpu):
+    rng = np.random.default_rng(10)
+    seq, head = 100, 64
+    q, k, v = (rng.standard_normal((seq, head)).astype(np.float16) for _ in range(3))
+    out = np.zeros((seq, head), np.float32)
+    dq, dk, dv, dout = (pt.device_array(x, cpu) for x in (q, k, v, out))
+    scale = 1 / np.sqrt(head)
+    compiled = attention_f16[(triton.cdiv(seq, 64),)](dq, dk, dv, dout, seq, scale, HEAD=head,
+                                                       BLOCK_M=64, BLOCK_N=64, num_warps=4)
+    assert "f32.f16.f16 {" in compiled.asm["ptx"].replace("}, {%r", "} A{%r")  # sanity
+    assert "} A{%r" in compiled.asm["ptx"].replace("}, {%r", "} A{%r")         # A in registers
+    s = (q.astype(np.float64) @ k.T.astype(np.float64)) * scale
+    p = np.exp(s - s.max(axis=1, keepdims=True))
+    # P is rounded to f16 before P @ V, as the kernel does
+    want = (p.astype(np.float16).astype(np.float64) @ v) / p.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(dout.numpy(), want, rtol=2e-3, atol=2e-3)

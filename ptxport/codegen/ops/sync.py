@@ -40,6 +40,13 @@ def warp_matrix(fl: FunctionLowering, inst: ir.Instruction) -> None:
     fl.target.warp_matrix(fl, inst)
 
 
+@lowering("wgmma")
+def warpgroup_matrix(fl: FunctionLowering, inst: ir.Instruction) -> None:
+    """wgmma: the 4 warps of a warpgroup together compute D = A * B + D (the CPU's warp gangs
+    and NVPTX lower it themselves)."""
+    fl.target.warpgroup_matrix(fl, inst)
+
+
 @lowering("membar", "fence")
 def fence(fl: FunctionLowering, inst: ir.Instruction) -> None:
     """membar/fence order this thread's memory accesses as seen by others: a sequentially

@@ -369,6 +369,12 @@ class CpuTarget(Target):
         addresses) in their frames and the executor computes (runtime/backends/cpu/warps.py)."""
         self.synchronize(fl, inst)
 
+    def warpgroup_matrix(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
+        """wgmma runs in warp gangs only (codegen/targets/cpu/gang/wgmma.py)."""
+        raise fl.unsupported(inst, "wgmma runs on the CPU only as warp gangs, and this kernel "
+                                   "runs thread by thread (its compiled kernel's gang_refusal "
+                                   "says why; `ptxport inspect` lists it)")
+
     def poll(self, fl: FunctionLowering, inst: ir.Instruction, test) -> ll.Value:
         """The threads of a block run one at a time: a test that fails lets the others run
         (the thread yields) before it tests again and gives that result."""
