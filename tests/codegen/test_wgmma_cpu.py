@@ -121,3 +121,58 @@ def test_gpus_without_wgmma_name_it(target):
              for inst in block.instructions if id(inst) in reasons}
     assert any(t.startswith("wgmma.mma_async") for t in texts), texts
     assert all("wgmma" in reasons[i] for i in reasons)
+
+
+_PACK = """
+.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry pack(.param .u64 p_in, .param .u64 p_out)
+{
+    .reg .b32 %r<8>;
+    .reg .f32 %f<4>;
+    .reg .b64 %rd<8>;
+    mov.u32 %r0, %tid.x;
+    ld.param.u64 %rd0, [p_in];
+    ld.param.u64 %rd1, [p_out];
+    mul.wide.u32 %rd2, %r0, 8;
+    add.s64 %rd3, %rd0, %rd2;
+    ld.global.v2.f32 {%f0, %f1}, [%rd3];
+    cvt.rn.f16x2.f32 %r1, %f0, %f1;
+    cvt.rz.relu.bf16x2.f32 %r2, %f0, %f1;
+    mul.wide.u32 %rd4, %r0, 8;
+    add.s64 %rd5, %rd1, %rd4;
+    st.global.v2.b32 [%rd5], {%r1, %r2};
+    ret;
+}
+"""
+
+
+def test_packing_two_f32_as_warp_gangs_matches_thread_by_thread():
+    """cvt.{rn,rz.relu}.{f16x2,bf16x2}.f32 (Triton's P before a wgmma with A in registers)
+    runs in warp gangs, bit for bit as the thread-by-thread code on edge values."""
+    rng = np.random.default_rng(3)
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 65504.0, 65520.0, 1e-8, -6e-8,
+                        5.96e-8, 3.0e38, -1.5, 2.0 ** -14, 2.0 ** -24], np.float32)
+    values = np.concatenate([special, rng.standard_normal(256 - len(special)).astype(
+        np.float32) * np.float32(1000)]).astype(np.float32)
+    outs = []
+    for gang in (True, False):
+        module = build(parse(_PACK, "pack.ptx"))
+        binary = compile_kernel(module, "pack", CpuOptions(gang=gang))
+        assert (binary.gang_refusal is None) == gang
+        out = np.zeros(256, np.uint32)
+        slots, size = param_layout(module.functions["pack"])
+        buffer = bytearray(size)
+        for slot, array in zip(slots, (values, out), strict=True):
+            buffer[slot.offset:slot.offset + 8] = int(array.ctypes.data).to_bytes(8, "little")
+        binary.launch((1, 1, 1), (128, 1, 1), 0, bytes(buffer),
+                      [(a.ctypes.data, a.nbytes) for a in (values, out)])
+        outs.append(out)
+    np.testing.assert_array_equal(outs[0], outs[1])
+    halves = outs[0][0::2].copy().view(np.uint16).reshape(-1, 2)     # (low: b, high: a)
+    with np.errstate(over="ignore"):
+        want = np.stack([values[1::2].astype(np.float16).view(np.uint16),
+                         values[0::2].astype(np.float16).view(np.uint16)], axis=1)
+    numbers = ~np.isnan(values[0::2]) & ~np.isnan(values[1::2])     # NaNs: PTX's canonical
+    np.testing.assert_array_equal(halves[numbers], want[numbers])

@@ -58,6 +58,8 @@ def refusal(module: ir.Module, kernel: ir.Function) -> str | None:
             if why is not None:
                 return why
             continue
+        if op == "cvt" and types[1:] == ("f32",) and types[0] in ("f16x2", "bf16x2"):
+            continue        # two f32 packed into a 32-bit register (Triton's P for wgmma)
         if any(t.endswith(("x2", "x4")) or t in ("f16", "bf16") for t in types):
             return f"{spec.text}: 16-bit float or packed types"
         if spec.get("cc") or op in ("addc", "subc", "madc"):
