@@ -33,6 +33,7 @@ from __future__ import annotations
 from llvmlite import ir as ll
 
 from ptxport.codegen.lower import I8, I32, I64, FunctionLowering, const_int
+from ptxport.codegen.targets.gpu_wgmma import lower_wgmma
 from ptxport.codegen.targets.gpu_wmma import (
     multiply_add,
     narrow,
@@ -294,4 +295,5 @@ def lower_stmatrix(fl: FunctionLowering, inst: ir.Instruction) -> None:
     b.position_at_end(done)
 
 
-MATRIX_LOWERINGS = {"mma": lower_mma, "ldmatrix": lower_ldmatrix, "stmatrix": lower_stmatrix}
+MATRIX_LOWERINGS = {"mma": lower_mma, "ldmatrix": lower_ldmatrix, "stmatrix": lower_stmatrix,
+                    "wgmma": lower_wgmma}
