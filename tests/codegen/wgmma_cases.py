@@ -1,5 +1,5 @@
 """Hand-written wgmma.mma_async kernels and their expected results, computed in numpy from
-the PTX ISA's rules (shared by tests/codegen/test_wgmma_cpu.py and, on an H100,
+the PTX ISA's rules (shared by tests/codegen/test_wgmma.py and, on an H100,
 benchmarks/wgmma_gpu_check.py, which checks these same rules against NVIDIA's hardware).
 
 One CTA of 128 threads (one warpgroup) copies a shared-memory image made here (A and B laid
