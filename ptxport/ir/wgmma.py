@@ -72,7 +72,8 @@ def wgmma_form(inst: ir.Instruction) -> WgmmaForm:
     d_type, a_type, b_type = types
     m, rest = shape[1:].split("n")
     n, k = (int(x) for x in rest.split("k"))
-    if a_type not in _K or (a_type != b_type and not {a_type, b_type} <= {"e4m3", "e5m2"}):
+    mixed = {a_type, b_type} <= {"e4m3", "e5m2"} or {a_type, b_type} <= {"s8", "u8"}
+    if a_type not in _K or (a_type != b_type and not mixed):
         raise ValueError(f"input types .{a_type}.{b_type}")
     if d_type not in _D_TYPES[a_type]:
         raise ValueError(f"a .{d_type} accumulator with .{a_type} inputs")
