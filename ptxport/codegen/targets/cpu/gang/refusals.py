@@ -56,7 +56,7 @@ def refusal(module: ir.Module, kernel: ir.Function) -> str | None:
                 return why
             continue
         if any(t.endswith(("x2", "x4")) or t in ("f16", "bf16") for t in types) \
-                and not _packs_two_f32(op, types):
+                and not _packs_two_f32(inst):
             return f"{spec.text}: 16-bit float or packed types"
         if spec.get("cc") or op in ("addc", "subc", "madc"):
             return f"{spec.text}: the carry flag"
@@ -112,10 +112,12 @@ def refusal(module: ir.Module, kernel: ir.Function) -> str | None:
     return None
 
 
-def _packs_two_f32(op: str, types) -> bool:
+def _packs_two_f32(inst: ir.Instruction) -> bool:
     """cvt.{f16x2,bf16x2}.f32 d, a, b: two f32 into one 32-bit register (Triton's P before
     a wgmma whose A is in registers), which the shared lowering computes on lanes."""
-    return op == "cvt" and types[1:] == ("f32",) and types[0] in ("f16x2", "bf16x2")
+    types = inst.spec.types
+    return inst.opcode == "cvt" and types[1:] == ("f32",) and types[0] in ("f16x2", "bf16x2") \
+        and inst.spec.get("rnd") in ("rn", "rz") and len(inst.operands) == 3
 
 
 def _copy_lowered(spec) -> bool:
