@@ -1,5 +1,5 @@
 """wgmma.mma_async on the CPU's warp gangs (codegen/targets/cpu/gang/wgmma.py), SPIR-V and
-AMDGPU (codegen/targets/gpu_wgmma.py) and NVPTX (passed through): hand-written
+AMDGPU (codegen/targets/thread_wgmma.py) and NVPTX (passed through): hand-written
 kernels (tests/codegen/wgmma_cases.py) for each swizzle mode, K- and MN-major operands, A in
 registers, bf16, tf32, f16 accumulators, scale-d and negated inputs, against numpy results
 computed from the PTX ISA's descriptor and fragment rules. Inputs are small multiples of powers
@@ -34,12 +34,13 @@ def _binary(ptx: str, gang: bool = True):
     return _BINARIES[key]
 
 
-def run_case(case: wc.Case, seed: int = 0, desc_a=None) -> tuple[np.ndarray, np.ndarray]:
+def run_case(case: wc.Case, seed: int = 0, desc_a=None, gang: bool = True
+             ) -> tuple[np.ndarray, np.ndarray]:
     """(out, want) of one launch of the case's kernel on the CPU (desc_a: another A
-    descriptor)."""
+    descriptor; gang=False: thread by thread)."""
     args = wc.arguments(case, seed)
-    module, binary = _binary(wc.ptx(case))
-    assert binary.gang_refusal is None, binary.gang_refusal
+    module, binary = _binary(wc.ptx(case), gang)
+    assert (binary.gang_refusal is None) == gang, binary.gang_refusal
     image, out, ain = args["image"], args["out"], args["ain"]
     desc_a = args["desc_a"] if desc_a is None else desc_a
     values = [image.ctypes.data, image.size, out.ctypes.data, desc_a, args["desc_b"],
@@ -85,9 +86,22 @@ def test_malformed_forms_are_refused_by_the_verifier(text, why):
         verify(build(parse(bad, "bad.ptx")))
 
 
-def test_thread_by_thread_refuses_wgmma_by_name():
-    case = wc.cases()[0]
-    with pytest.raises(UnsupportedFeatureError, match="wgmma"):
+@pytest.mark.parametrize("case", [
+    wc.Case(n=8, a=wc.Operand(1, True, lbo=16, sbo=1024, start=32),
+            b=wc.Operand(2, False, lbo=1024, sbo=512)),
+    wc.Case(n=8, ab_type="tf32", a=wc.Operand(3, True, lbo=16, sbo=256),
+            b=wc.Operand(0, True, lbo=4096, sbo=128), scale_b=-1, scale_d=False),
+], ids=lambda c: c.name)
+def test_wgmma_thread_by_thread(case):
+    """Kernels the gang refuses (CpuOptions(gang=False) here) compute wgmma per thread
+    (codegen/targets/thread_wgmma.py), every element's address checked."""
+    out, want = run_case(case, gang=False)
+    np.testing.assert_array_equal(out, want)
+
+
+def test_thread_by_thread_refuses_a_in_registers_by_name():
+    case = wc.Case(n=8, a=None, b=wc.Operand())
+    with pytest.raises(UnsupportedFeatureError, match="wgmma with A in registers"):
         compile_kernel(build(parse(wc.ptx(case), "w.ptx")), "wgmma_test", CpuOptions(gang=False))
 
 
@@ -127,7 +141,7 @@ _N8_CASES = [
 @pytest.mark.skipif(not _OPENCL, reason=f"no OpenCL device for SPIR-V: {_WHY}")
 @pytest.mark.parametrize("case", _N8_CASES, ids=lambda c: c.name)
 def test_wgmma_on_opencl(case):
-    """SPIR-V (codegen/targets/gpu_wgmma.py): each work-item computes its own accumulators,
+    """SPIR-V (codegen/targets/thread_wgmma.py): each work-item computes its own accumulators,
     reading shared memory through the descriptors and A's registers by sub-group shuffles.
     N = 8 keeps Intel's finalization of the SPIR-V to seconds."""
     from ptxport import Device, LaunchConfig, Program, launch

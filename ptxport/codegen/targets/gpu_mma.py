@@ -33,7 +33,6 @@ from __future__ import annotations
 from llvmlite import ir as ll
 
 from ptxport.codegen.lower import I8, I32, I64, FunctionLowering, const_int
-from ptxport.codegen.targets.gpu_wgmma import lower_wgmma
 from ptxport.codegen.targets.gpu_wmma import (
     multiply_add,
     narrow,
@@ -41,6 +40,7 @@ from ptxport.codegen.targets.gpu_wmma import (
     unpack_elements,
     widen,
 )
+from ptxport.codegen.targets.thread_wgmma import lower_wgmma
 from ptxport.ir import nodes as ir
 
 __all__ = ["MATRIX_LOWERINGS", "lower_ldmatrix", "lower_mma", "lower_stmatrix"]
