@@ -161,6 +161,11 @@ class Target(ABC):
         raise fl.unsupported(inst, f"{inst.opcode} (a warp's matrix instruction) is not "
                                    f"implemented on target {self.name}")
 
+    def warpgroup_matrix(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
+        """wgmma (sm_90a's warpgroup matrix multiply and its fence, commit and wait)."""
+        raise fl.unsupported(inst, f"wgmma (a warpgroup's matrix multiply, sm_90a) is not "
+                                   f"implemented on target {self.name}")
+
     def loop_header(self, fl: FunctionLowering) -> None:
         """Code at the start of a block that a branch reaches from itself or a later block
         (every loop passes one): where a target can stop a running launch, it looks there

@@ -84,6 +84,8 @@ def uses_and_defs(inst: ir.Instruction) -> tuple[set, set]:
         _defs(operands[0], defs)
         if isinstance(operands[0], ir.RegisterElement):
             uses.add(operands[0].register)     # the other fields are kept
+        if inst.opcode == "wgmma":             # d = a * b + d (scale-d) reads d too
+            _registers_in(operands[0], uses)
         operands = operands[1:]
     for value in operands:
         _registers_in(value, uses)

@@ -28,7 +28,8 @@ def is_barrier(inst: ir.Instruction) -> bool:
 
 def is_warp_op(inst: ir.Instruction) -> bool:
     return inst.opcode in ("shfl", "vote", "activemask", "mma", "ldmatrix") or (
-        inst.opcode in ("bar", "barrier") and inst.spec.has("warp"))
+        inst.opcode in ("bar", "barrier") and inst.spec.has("warp")) or (
+        inst.opcode == "wgmma" and inst.spec.get("op") == "mma_async")
 
 
 def segments_of(kernel: ir.Function) -> list[Segment]:

@@ -33,6 +33,7 @@ from ptxport.codegen.lower import (
 from ptxport.codegen.targets.cpu import runtime_functions as cpu_runtime
 from ptxport.codegen.targets.cpu.abi import FRAME, KernelPlan, align
 from ptxport.codegen.targets.cpu.entry import build_claiming, build_run_blocks, build_run_threads
+from ptxport.codegen.targets.cpu.gang.refusals import refusal as gang_refusal
 from ptxport.codegen.targets.cpu.native import build_run_block, build_run_waiting_blocks
 from ptxport.codegen.targets.cpu.target import CpuTarget
 from ptxport.errors import UnsupportedFeatureError
@@ -274,7 +275,10 @@ def unsupported_instructions(module: ir.Module) -> dict[int, str]:
     problems: list = []
     reached: set[str] = set()
     for kernel in module.kernels:
+        start = len(problems)
         build_llvm(module, kernel.name, problems)
+        if gang_refusal(module, kernel) is None:    # warp gangs lower wgmma (gang/wgmma.py)
+            problems[start:] = [(i, r) for i, r in problems[start:] if i.opcode != "wgmma"]
         reached.update(f.name for f in reachable_functions(kernel, module))
     # device functions no kernel calls: lowered together, without a kernel
     alone = [f for f in module.functions.values()

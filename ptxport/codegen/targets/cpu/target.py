@@ -35,10 +35,12 @@ from ptxport.codegen.targets.cpu.calls import (
 from ptxport.codegen.targets.cpu.device_runtime import kernel_address, lower_device_runtime
 from ptxport.codegen.targets.cpu.stop import STOPPED, poll_stop
 from ptxport.codegen.targets.cpu.waits import lower_wait
+from ptxport.codegen.targets.thread_wgmma import compute_wgmma
 from ptxport.ir import nodes as ir
 from ptxport.ir.abi import param_layout
 from ptxport.ir.analysis import address_taken
 from ptxport.ir.special_registers import ZERO_WITHOUT_DRIVER
+from ptxport.ir.types import TYPES
 
 
 class CpuTarget(Target):
@@ -385,6 +387,22 @@ class CpuTarget(Target):
         """A warp operation like the others: the lanes leave their fragments (or row
         addresses) in their frames and the executor computes (runtime/backends/cpu/warps.py)."""
         self.synchronize(fl, inst)
+
+    def warpgroup_matrix(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
+        """wgmma thread by thread (warp gangs have their own, gang/wgmma.py): each thread
+        computes its own accumulators from shared memory, every element's address checked
+        (codegen/targets/thread_wgmma.py); A in registers is refused (no lane shuffles)."""
+        b = fl.b
+
+        def shared(address: ll.Value, size: int) -> ll.Value:
+            pointer = b.gep(self.space_base(fl, "shared"), [b.zext(address, I64)],
+                            source_etype=I8)
+            return self.checked_pointer(fl, pointer, "shared", size, False)
+
+        lane = None
+        if inst.spec.get("op") == "mma_async":
+            lane = fl.read(ir.SpecialRegister("%laneid", None, TYPES["u32"]), "u32")
+        compute_wgmma(fl, inst, lane, shared, None)
 
     def poll(self, fl: FunctionLowering, inst: ir.Instruction, test) -> ll.Value:
         """The threads of a block run one at a time: a test that fails lets the others run

@@ -40,6 +40,13 @@ RunWaitingBlocks = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_vo
 RunBlocks = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
                              ctypes.c_int32, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
 
+# LLVM turns long runs of zero stores or copies (a warp frame's registers set before a loop:
+# Triton's 32 accumulators of an sm_90 matmul) into calls of these; the JIT does not search
+# the process for them by itself.
+_LIBC = ctypes.CDLL(None)
+for _name in ("memset", "memcpy", "memmove"):
+    llvm.add_symbol(_name, ctypes.cast(getattr(_LIBC, _name), ctypes.c_void_p).value)
+
 
 
 _STORAGE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

@@ -78,6 +78,7 @@ from ptxport.codegen.targets.cpu.gang.warp import (
     lower_vote,
     lower_warp_barrier,
 )
+from ptxport.codegen.targets.cpu.gang.wgmma import lower_wgmma
 from ptxport.codegen.targets.cpu.options import CpuOptions
 from ptxport.codegen.targets.cpu.stop import STOPPED, poll_stop
 from ptxport.ir import nodes as ir
@@ -100,7 +101,8 @@ def lower_bar(fl: GangLowering, inst: ir.Instruction) -> None:
 _GANG_LOWERINGS = {"ld": lower_ld, "ldu": lower_ld, "st": lower_st, "atom": lower_atom,
                    "red": lower_atom, "bra": lower_bra, "ret": lower_exit, "exit": lower_exit,
                    "shfl": lower_shfl, "vote": lower_vote, "activemask": lower_activemask,
-                   "mma": lower_mma, "ldmatrix": lower_ldmatrix, "cp": lower_cp}
+                   "mma": lower_mma, "ldmatrix": lower_ldmatrix, "cp": lower_cp,
+                   "wgmma": lower_wgmma}
 
 
 _GANG_LOWERINGS["bar"] = _GANG_LOWERINGS["barrier"] = lower_bar
