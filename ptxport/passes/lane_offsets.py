@@ -98,8 +98,11 @@ def uniform_zeros(kernel: ir.Function, uniform: set) -> dict[ir.Register, int]:
     while changed:
         changed = False
         for inst in kernel.instructions():
-            for reg in may_write(inst) & uniform:
-                z = min(zeros[reg], _zeros_written(inst, zeros))
+            written = may_write(inst)
+            # (an unpacking mov writes several registers: not its operand's low bits each)
+            value = _zeros_written(inst, zeros) if len(written) == 1 else 0
+            for reg in written & uniform:
+                z = min(zeros[reg], value)
                 if z != zeros[reg]:
                     zeros[reg], changed = z, True
     return zeros

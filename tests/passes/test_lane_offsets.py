@@ -115,3 +115,17 @@ def test_triton_index_arithmetic():
     assert tuple(v - found["%rd3"][0] for v in found["%rd3"]) == tuple(16 * i for i in range(32))
     # or with a value whose low bits may be set, a shift right: no offsets claimed
     assert "%r8" not in found and "%r10" not in found
+
+
+def test_unpacked_halves_keep_no_low_zeros():
+    # n << 32 has 32 low zero bits, its high half (n) none known: or-ing that half with an
+    # aligned index claims nothing
+    ptx = TRITON.replace(".reg .b64 %rd<6>;", ".reg .b64 %rd<8>;").replace(
+        "or.b32 %r8, %r5, %r9;", """cvt.u64.u32 %rd5, %r9;
+shl.b64 %rd6, %rd5, 32;
+mov.b64 {%r10, %r11}, %rd6;
+or.b32 %r8, %r5, %r11;""").replace("shr.u32 %r10, %r3, 3;", "")
+    module = build(parse(ptx, "triton.ptx"))
+    verify(module)
+    found = {r.name for r in lane_offsets(module.functions["k"], (128, 1, 1))}
+    assert "%r8" not in found and "%r6" in found

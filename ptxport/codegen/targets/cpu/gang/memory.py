@@ -132,8 +132,10 @@ def _known_pattern(fl: GangLowering, place: Place, size: int):
     """_classify's answer for all 32 lanes (the mask the constant full one) where the
     lanes' offsets are known when compiling (CONSECUTIVE, HALVES or HALF_UNIFORM), else
     None: the starts are lane 0's and lane 16's addresses, no test at run time. Global
-    accesses of consecutive lanes are known under any mask (Triton predicates each access
-    by its bounds), their range that of the mask's first and last lanes."""
+    accesses of consecutive lanes are known under a guard too (Triton predicates each
+    access by its bounds), their range that of the mask's first and last lanes, where all
+    32 lanes run the segment: lane 0 then holds its address (a lane that exited before the
+    base register was written would not)."""
     if place.lanes is None:
         return None
     b = fl.b
@@ -143,8 +145,9 @@ def _known_pattern(fl: GangLowering, place: Place, size: int):
     d = [(c - place.lanes[0]) & wrap for c in place.lanes]
     consecutive = d == [size * i for i in range(W)]
     if not isinstance(fl.mask, ll.Constant):
-        return _known_consecutive(fl, place, size) if consecutive and not place.shared \
-            else None
+        whole_warp = isinstance(fl.unguarded_mask, ll.Constant)
+        return _known_consecutive(fl, place, size) \
+            if consecutive and whole_warp and not place.shared else None
     s0 = ll.IRBuilder.extract_element(b, addrs, I32(0))
     if consecutive:
         return (I32(CONSECUTIVE), s0, b.add(s0, ll.Constant(et, size * _HALF)), s0,
