@@ -280,6 +280,7 @@ def _entry(fl: GangLowering, gang: ll.Function, start, live, first: Segment) -> 
     fresh, resume, dispatch = (gang.append_basic_block(n) for n in ("fresh", "resume",
                                                                     "dispatch"))
     fl.dispatch = dispatch
+    fl.fresh_block = fresh
     b.store(I32(0), fl.barrier_slot)
     b.store(I32(-1), fl.retry_slot)     # all 32 alive: none has exited, a retry cannot help
     b.cbranch(start, fresh, resume)
