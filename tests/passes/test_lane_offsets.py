@@ -75,3 +75,57 @@ def test_tid_offsets_of_block_shapes():
     assert tid_offsets((24, 4, 1), "x") is None       # rows straddle warps unevenly
     assert tid_offsets((16, 1, 2), "y") == (0,) * 32  # one row per plane: y alike
     assert tid_offsets((16, 3, 1), "y") is None       # a warp's rows may wrap into z
+
+
+# Triton's vector add (BLOCK=1024, 4 warps): each thread's 4 contiguous elements at
+# ((tid * 4) & 508) | (ctaid << 10), and 512 on; the index widened to 64 bits
+TRITON = """.version 8.8
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 x, .param .u32 n)
+{
+.reg .b32 %r<12>; .reg .b64 %rd<6>;
+ld.param.u64 %rd1, [x];
+ld.param.u32 %r9, [n];
+mov.u32 %r1, %ctaid.x;
+shl.b32 %r2, %r1, 10;
+mov.u32 %r3, %tid.x;
+shl.b32 %r4, %r3, 2;
+and.b32 %r5, %r4, 508;
+or.b32 %r6, %r5, %r2;
+or.b32 %r7, %r6, 512;
+mul.wide.s32 %rd2, %r6, 4;
+add.s64 %rd3, %rd1, %rd2;
+cvt.u64.u32 %rd4, %r7;
+or.b32 %r8, %r5, %r9;
+shr.u32 %r10, %r3, 3;
+ret;
+}
+"""
+
+
+def test_triton_index_arithmetic():
+    module = build(parse(TRITON, "triton.ptx"))
+    verify(module)
+    found = {r.name: c for r, c in lane_offsets(module.functions["k"], (128, 1, 1)).items()}
+    four = tuple(4 * i for i in range(32))
+    for name in ("%r4", "%r5", "%r6", "%r7", "%rd4"):
+        assert tuple(v - found[name][0] for v in found[name]) == four, name
+    # the widened index, scaled to bytes: each lane's float4 16 bytes after the last
+    assert tuple(v - found["%rd3"][0] for v in found["%rd3"]) == tuple(16 * i for i in range(32))
+    # or with a value whose low bits may be set, a shift right: no offsets claimed
+    assert "%r8" not in found and "%r10" not in found
+
+
+def test_unpacked_halves_keep_no_low_zeros():
+    # n << 32 has 32 low zero bits, its high half (n) none known: or-ing that half with an
+    # aligned index claims nothing
+    ptx = TRITON.replace(".reg .b64 %rd<6>;", ".reg .b64 %rd<8>;").replace(
+        "or.b32 %r8, %r5, %r9;", """cvt.u64.u32 %rd5, %r9;
+shl.b64 %rd6, %rd5, 32;
+mov.b64 {%r10, %r11}, %rd6;
+or.b32 %r8, %r5, %r11;""").replace("shr.u32 %r10, %r3, 3;", "")
+    module = build(parse(ptx, "triton.ptx"))
+    verify(module)
+    found = {r.name for r in lane_offsets(module.functions["k"], (128, 1, 1))}
+    assert "%r8" not in found and "%r6" in found

@@ -131,16 +131,25 @@ def place_of(fl: GangLowering, operand, space) -> Place:
 def _known_pattern(fl: GangLowering, place: Place, size: int):
     """_classify's answer for all 32 lanes (the mask the constant full one) where the
     lanes' offsets are known when compiling (CONSECUTIVE, HALVES or HALF_UNIFORM), else
-    None: the starts are lane 0's and lane 16's addresses, no test at run time."""
-    if place.lanes is None or not isinstance(fl.mask, ll.Constant):
+    None: the starts are lane 0's and lane 16's addresses, no test at run time. Global
+    accesses of consecutive lanes are known under a guard too (Triton predicates each
+    access by its bounds), their range that of the mask's first and last lanes, where all
+    32 lanes run the segment: lane 0 then holds its address (a lane that exited before the
+    base register was written would not)."""
+    if place.lanes is None:
         return None
     b = fl.b
     addrs = place.addrs
     et = addrs.type.element
     wrap = (1 << et.width) - 1
     d = [(c - place.lanes[0]) & wrap for c in place.lanes]
+    consecutive = d == [size * i for i in range(W)]
+    if not isinstance(fl.mask, ll.Constant):
+        whole_warp = isinstance(fl.unguarded_mask, ll.Constant)
+        return _known_consecutive(fl, place, size) \
+            if consecutive and whole_warp and not place.shared else None
     s0 = ll.IRBuilder.extract_element(b, addrs, I32(0))
-    if d == [size * i for i in range(W)]:
+    if consecutive:
         return (I32(CONSECUTIVE), s0, b.add(s0, ll.Constant(et, size * _HALF)), s0,
                 b.add(s0, ll.Constant(et, size * W)))
     gap = d[_HALF]
@@ -152,6 +161,20 @@ def _known_pattern(fl: GangLowering, place: Place, size: int):
             high = b.add(ll.IRBuilder.select(b, less, s1, s0), ll.Constant(et, span))
             return I32(kind), s0, s1, low, high
     return None
+
+
+def _known_consecutive(fl: GangLowering, place: Place, size: int):
+    """_known_pattern of consecutive lanes under a mask known only at run time."""
+    b = fl.b
+    et = place.addrs.type.element
+    bits = fl.bits(fl.mask)
+    s0 = ll.IRBuilder.extract_element(b, place.addrs, I32(0))
+    # (no lane active: the access is skipped, its range unused)
+    first = b.zext(fl.cttz(bits), et)
+    after = b.zext(b.sub(I32(W), fl.ctlz(bits)), et)
+    return (I32(CONSECUTIVE), s0, b.add(s0, ll.Constant(et, size * _HALF)),
+            b.add(s0, b.mul(first, ll.Constant(et, size))),
+            b.add(s0, b.mul(after, ll.Constant(et, size))))
 
 
 def _classify(fl: GangLowering, place: Place, size: int):
