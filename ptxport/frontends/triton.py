@@ -91,8 +91,9 @@ class Launcher:
         self.name = metadata.name
         self.block = metadata.num_warps * metadata.warp_size
         self.shared = metadata.shared
-        # launch_cooperative_grid: a cooperative launch, which launch() refuses with the
-        # reason; launch_pdl: programmatic dependent launch, which ptxport allows
+        # launch_cooperative_grid: a cooperative launch (the cpu device makes them, with at
+        # most one block per worker; other devices refuse them with the reason);
+        # launch_pdl: programmatic dependent launch, which ptxport allows
         # (metadata of older Tritons lacks some: 3.6 is run on the GPU machine's host)
         self.kinds = {"is_cooperative": bool(getattr(metadata, "launch_cooperative_grid", 0)),
                       "programmatic_stream_serialization": bool(getattr(metadata, "launch_pdl",
