@@ -30,7 +30,7 @@ _C_TYPES = {
     # Handles: opaque pointers.
     "CUcontext": "void *", "CUmodule": "void *", "CUfunction": "void *", "CUstream": "void *",
     "CUevent": "void *", "CUlibrary": "void *", "CUkernel": "void *", "CUgraph": "void *",
-    "CUgraphExec": "void *", "CUarray": "void *",
+    "CUgraphExec": "void *", "CUarray": "void *", "CUmipmappedArray": "void *",
     "CUtexObject": "unsigned long long", "CUsurfObject": "unsigned long long",
     # Enums: int-sized.
     "CUdevice_attribute": "int", "CUfunction_attribute": "int", "CUpointer_attribute": "int",
@@ -51,6 +51,9 @@ _C_TYPES = {
     "cudaStreamCallback_t": "void *", "cudaPointerAttributes": "void *",
     "cudaMemoryAdvise": "int", "cudaMemLocation": "unsigned long long",
     "cudaSharedMemConfig": "int", "unsigned": "unsigned int", "char": "char",
+    "cudaArray_t": "void *", "cudaArray_const_t": "void *", "cudaMipmappedArray_t": "void *",
+    "cudaMipmappedArray_const_t": "void *", "cudaTextureObject_t": "unsigned long long",
+    "cudaSurfaceObject_t": "unsigned long long",
     # cuBLAS's (cublas_api.h, library_types.h), for cublas_signatures.py.
     "cublasStatus_t": "int", "cublasHandle_t": "void *", "cudaStream_t": "void *",
     "cublasOperation_t": "int", "cublasPointerMode_t": "int", "cublasMath_t": "int",
@@ -253,6 +256,9 @@ CUresult cuMemcpy3DPeerAsync(const CUDA_MEMCPY3D_PEER *pCopy, CUstream hStream)
 CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *pAllocateArray)
 CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pAllocateArray)
 CUresult cuArrayDestroy(CUarray hArray)
+CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pMipmappedArrayDesc, unsigned int numMipmapLevels)
+CUresult cuMipmappedArrayGetLevel(CUarray *pLevelArray, CUmipmappedArray hMipmappedArray, unsigned int level)
+CUresult cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray)
 CUresult cuArrayGetDescriptor_v2(CUDA_ARRAY_DESCRIPTOR *pArrayDescriptor, CUarray hArray)
 CUresult cuArray3DGetDescriptor_v2(CUDA_ARRAY3D_DESCRIPTOR *pArrayDescriptor, CUarray hArray)
 CUresult cuTexObjectCreate(CUtexObject *pTexObject, const CUDA_RESOURCE_DESC *pResDesc, const CUDA_TEXTURE_DESC *pTexDesc, const CUDA_RESOURCE_VIEW_DESC *pResViewDesc)

@@ -108,6 +108,10 @@ class BackendBase(ABC):
     # Whether a running launch can be stopped (launch's `timeout`): GPU APIs have no way to
     # end a running kernel short of ending the process.
     stops_launches: bool = False
+    # CUDA arrays, texture and surface objects of the device's own API (cuda_textures.py's
+    # hooks), for a backend whose kernels keep the texture instructions; None where
+    # runtime/textures.py makes them itself (descriptors the linked sampler reads).
+    textures = None
 
     def runs_at_once(self, binary: KernelBinary) -> bool:
         """Whether a launch of `binary` may run on the launching thread when its stream is
