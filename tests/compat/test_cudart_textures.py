@@ -117,3 +117,119 @@ def test_memcpy_3d_positions_are_texels_on_both_sides(monkeypatch):
     assert (c.srcXInBytes, c.srcY, c.srcZ, c.srcPitch, c.srcHeight) == (4, 1, 1, 32, 6)
     assert (c.dstXInBytes, c.dstY, c.dstZ, c.dstArray) == (16, 3, 2, 0x77)
     assert (c.WidthInBytes, c.Height, c.Depth) == (12, 2, 2)
+
+
+class DriverArrays:
+    """A backend's `textures` hooks holding arrays as the driver does (apart from the
+    device's memory; here numpy arrays), copying as CUDA_MEMCPY3D says: what compat's copies
+    through the driver (textures.copy_native) must do on cuda devices, checked on cpu."""
+
+    def __init__(self) -> None:
+        self.arrays: dict[int, np.ndarray] = {}
+
+    def create_array(self, ordinal, fmt, extent, flags) -> int:
+        width, height, depth = extent
+        data = np.zeros((max(depth, 1), max(height, 1), width * fmt.texel_size), np.uint8)
+        handle = 0x100000 + 0x1000 * len(self.arrays)
+        self.arrays[handle] = data
+        return handle
+
+    def destroy_array(self, ordinal, handle) -> None:
+        del self.arrays[handle]
+
+    def copy(self, ordinal, src, dst, width, height, depth) -> None:
+        for z in range(depth):
+            for y in range(height):
+                self._write(dst, y, z, self._read(src, y, z, width))
+
+    def _read(self, side, y, z, width) -> bytes:
+        if side.array is not None:
+            return self.arrays[side.array][side.z + z, side.y + y,
+                                           side.x:side.x + width].tobytes()
+        return ctypes.string_at(self._address(side, y, z), width)
+
+    def _write(self, side, y, z, data: bytes) -> None:
+        if side.array is not None:
+            row = self.arrays[side.array][side.z + z, side.y + y]
+            row[side.x:side.x + len(data)] = np.frombuffer(data, np.uint8)
+        else:
+            ctypes.memmove(self._address(side, y, z), data, len(data))
+
+    @staticmethod
+    def _address(side, y, z) -> int:
+        return side.address + ((side.z + z) * side.height + side.y + y) * side.pitch + side.x
+
+
+@pytest.fixture
+def driver_arrays(monkeypatch):
+    from ptxport.compat.state import state
+    from ptxport.runtime import Device
+
+    device = Device("cpu")
+    if state._devices is None:
+        monkeypatch.setattr(state, "_devices", [device])
+    hooks = DriverArrays()
+    monkeypatch.setattr(state.device._backend, "textures", hooks)
+    return hooks
+
+
+def _malloc_array(width, height, depth=0, bits=32, channels=1) -> int:
+    handle = ctypes.c_void_p()
+    desc = _desc(*[bits if i < channels else 0 for i in range(4)], f=2 if bits == 32 else 1)
+    if depth:
+        assert rt.cudaMalloc3DArray(ctypes.addressof(handle), ctypes.addressof(desc), width,
+                                    height, depth, 0) == 0
+    else:
+        assert rt.cudaMallocArray(ctypes.addressof(handle), ctypes.addressof(desc), width,
+                                  height, 0) == 0
+    return handle.value
+
+
+def test_copies_with_driver_arrays_go_through_the_driver(driver_arrays):
+    """cudaMemcpy2DToArray (host and device memory, offsets, padded pitch),
+    cudaMemcpy2DFromArray, cudaMemcpyToArray across rows and cudaMemcpy3D with positions,
+    against the same copies in numpy."""
+    from ptxport.compat import memory
+
+    array = _malloc_array(7, 5)
+    assert array in driver_arrays.arrays
+    image = np.arange(5 * 9, dtype=np.float32).reshape(5, 9)       # rows padded to 9
+    assert rt.cudaMemcpy2DToArray(array, 0, 0, image.ctypes.data, 36, 28, 5, 1) == 0
+    model = image[:, :7].copy()
+    device = ctypes.c_uint64()
+    memory.cuMemAlloc_v2(ctypes.addressof(device), 6 * 4)
+    block = np.arange(100, 106, dtype=np.float32).reshape(2, 3)
+    ctypes.memmove(device.value, block.ctypes.data, block.nbytes)
+    assert rt.cudaMemcpy2DToArray(array, 8, 3, device.value, 12, 12, 2, 3) == 0
+    model[3:5, 2:5] = block
+    out = np.full((5, 8), -1, np.float32)
+    assert rt.cudaMemcpy2DFromArray(out.ctypes.data, 32, array, 0, 0, 28, 5, 2) == 0
+    assert (out[:, :7] == model).all() and (out[:, 7] == -1).all()
+    line = np.arange(-1, -11, -1, dtype=np.float32)
+    assert rt.cudaMemcpyToArray(array, 16, 1, line.ctypes.data, 40, 1) == 0
+    flat = model.reshape(-1)
+    flat[7 + 4:7 + 4 + 10] = line
+    back = np.empty(35, np.float32)
+    assert rt.cudaMemcpyFromArray(back.ctypes.data, array, 0, 0, 140, 2) == 0
+    assert (back == flat).all()
+    with pytest.raises(CudaError):
+        rt.cudaMemcpy2DToArray(array, 4, 0, image.ctypes.data, 36, 28, 1, 1)   # too wide
+    memory.cuMemFree_v2(device.value)
+    assert rt.cudaFreeArray(array) == 0 and array not in driver_arrays.arrays
+
+
+def test_memcpy_3d_with_driver_arrays(driver_arrays):
+    array = _malloc_array(4, 3, 2, bits=16, channels=2)
+    volume = np.arange(2 * 3 * 4 * 2, dtype=np.int16).reshape(2, 3, 4, 2)
+    p = cudart._Memcpy3DParms(dstArray=array, kind=1)
+    p.srcPtr[:] = [volume.ctypes.data, 16, 4, 3]
+    p.extent[:] = [4, 3, 2]
+    assert cudart.cudaMemcpy3D(ctypes.addressof(p)) == 0
+    out = np.zeros_like(volume)
+    q = cudart._Memcpy3DParms(srcArray=array, kind=2)
+    q.dstPtr[:] = [out.ctypes.data, 16, 4, 3]
+    q.srcPos[:], q.dstPos[:], q.extent[:] = [1, 1, 0], [2, 0, 1], [2, 2, 1]
+    assert cudart.cudaMemcpy3D(ctypes.addressof(q)) == 0
+    want = np.zeros_like(volume)
+    want[1, 0:2, 2:4] = volume[0, 1:3, 1:3]
+    assert (out == want).all()
