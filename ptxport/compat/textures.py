@@ -8,9 +8,9 @@ CUarray, a CUtexObject: the handle the program sees is the one its kernels give 
 units), and so are copies to and from arrays (`copy_native`) and mipmapped arrays
 (cuMipmappedArrayCreate). Elsewhere an array is device memory laid out row after row, a
 texture or surface object the device address of the descriptor that the sampler linked into
-kernels reads (passes/textures.py); pitched.py copies to and from arrays through
-`array_origin`; cube maps (CUDA_ARRAY3D_CUBEMAP) are arrays of 6 layers per cube. Mipmapped
-arrays there, resource views and the packed formats CUDA 13 added are refused with
+kernels reads (passes/textures.py), a mipmapped array one array per level; pitched.py copies
+to and from arrays through `array_origin`; cube maps (CUDA_ARRAY3D_CUBEMAP) are arrays of 6
+layers per cube. Resource views and the packed formats CUDA 13 added are refused with
 CUDA_ERROR_NOT_SUPPORTED and a line on stderr.
 """
 
@@ -236,7 +236,7 @@ def _resource(address: int) -> ResourceDesc:
     if r.resType == _RESOURCE_ARRAY:
         return ResourceDesc.from_array(array(words[0]))
     if r.resType == _RESOURCE_MIPMAPPED:
-        return ResourceDesc.frommipmapped_array(mipmapped_array(words[0]))
+        return ResourceDesc.from_mipmapped_array(mipmapped_array(words[0]))
     if r.resType in (_RESOURCE_LINEAR, _RESOURCE_PITCH2D):
         fmt = _format(words[1] & 0xFFFFFFFF, words[1] >> 32)
         if r.resType == _RESOURCE_LINEAR:

@@ -37,6 +37,13 @@ struct Descriptor {
     float border[4];
     unsigned int dims;                // 1, 2 or 3: the resource's dimensions
     unsigned int cubemap;             // faces are layers: face f of cube c is layer 6 c + f
+    unsigned int levels;              // mipmap levels (0: none); this Descriptor is level 0's
+    unsigned int mip_filter;          // cudaFilterMode between levels
+    float lod_bias;                   // mipmapLevelBias
+    float min_lod, max_lod;           // min/maxMipmapLevelClamp
+    unsigned int reserved0;
+    unsigned long long level_table;   // `levels` Descriptors, level i's at index i
+    unsigned long long reserved[3];   // 160 bytes in all
 };
 
 struct __align__(16) Texel { unsigned int v[4]; };
@@ -346,10 +353,9 @@ static __device__ Texel sample_cube(const Descriptor *d, float x, float y, float
     return __ptxport_fetch(d, i[0], i[1], 0, layer);
 }
 
-extern "C" __device__ __noinline__ Texel __ptxport_tex(unsigned long long handle, unsigned int op,
-                                                      unsigned int c0, unsigned int c1,
-                                                      unsigned int c2, unsigned int layer) {
-    const Descriptor *d = descriptor(handle);
+static __device__ __noinline__ Texel sample(const Descriptor *d, unsigned int op, unsigned int c0,
+                                             unsigned int c1, unsigned int c2,
+                                             unsigned int layer) {
     int dims = (int)(op & OP_DIMS);
     int l = (op & OP_LAYERED) ? layer_index(d, layer) : 0;
     unsigned int c[3] = {c0, c1, c2};
@@ -365,6 +371,69 @@ extern "C" __device__ __noinline__ Texel __ptxport_tex(unsigned long long handle
     for (int k = 0; k < dims; ++k) u[k] = texel_coordinate(d, __uint_as_float(c[k]), k);
     if (d->filter == 1 && returns_float(d)) return sample_linear(d, u, dims, l, false);
     return __ptxport_fetch(d, (int)floor(u[0]), (int)floor(u[1]), (int)floor(u[2]), l);
+}
+
+extern "C" __device__ __noinline__ Texel __ptxport_tex(unsigned long long handle, unsigned int op,
+                                                      unsigned int c0, unsigned int c1,
+                                                      unsigned int c2, unsigned int layer) {
+    return sample(descriptor(handle), op, c0, c1, c2, layer);    // level 0 of a mipmap
+}
+
+// A fetch at level of detail `lod` (tex.level; tex.grad's computed one): lod + the bias,
+// clamped to [min, max] MipmapLevelClamp and to the levels; point mipmap filtering reads the
+// nearest level, linear blends the two around it by the fraction cut to 8 bits (the texture
+// filter's precision), for float results. Not measured on a GPU (docs/textures.md).
+static __device__ Texel sample_level(const Descriptor *d, unsigned int op, unsigned int c0,
+                                     unsigned int c1, unsigned int c2, unsigned int layer,
+                                     float lod) {
+    if (d->levels == 0) return sample(d, op, c0, c1, c2, layer);   // no mipmaps: level 0
+    float l = lod + d->lod_bias;
+    l = l > d->max_lod ? d->max_lod : l;
+    l = l < d->min_lod ? d->min_lod : l;
+    float last = (float)(d->levels - 1);
+    l = l != l || l < 0.0f ? 0.0f : (l > last ? last : l);
+    const Descriptor *table = descriptor(d->level_table);
+    if (d->mip_filter == 0 || !returns_float(d)) {
+        return sample(&table[(int)floorf(l + 0.5f)], op, c0, c1, c2, layer);
+    }
+    int level = (int)floorf(l);
+    int q = (int)floorf((l - (float)level) * 256.0f + 0.5f);
+    Texel low = sample(&table[level], op, c0, c1, c2, layer);
+    if (q == 0) return low;
+    Texel high = sample(&table[level + 1 < (int)d->levels ? level + 1 : level], op, c0, c1,
+                        c2, layer);
+    Texel out;
+    for (int c = 0; c < 4; ++c) {
+        double a = (double)__uint_as_float(low.v[c]), b = (double)__uint_as_float(high.v[c]);
+        out.v[c] = __float_as_uint((float)((a * (256 - q) + b * q) * (1.0 / 256.0)));
+    }
+    return out;
+}
+
+extern "C" __device__ __noinline__ Texel __ptxport_tex_level(
+        unsigned long long handle, unsigned int op, unsigned int c0, unsigned int c1,
+        unsigned int c2, unsigned int layer, float lod) {
+    return sample_level(descriptor(handle), op, c0, c1, c2, layer, lod);
+}
+
+// tex.grad: the level of detail of the gradients dP/dx and dP/dy, log2 of the longer one
+// in level 0's texels (the isotropic rule of graphics APIs; CUDA does not define it).
+extern "C" __device__ __noinline__ Texel __ptxport_tex_grad(
+        unsigned long long handle, unsigned int op, unsigned int c0, unsigned int c1,
+        unsigned int c2, unsigned int layer, float dx0, float dx1, float dx2, float dy0,
+        float dy1, float dy2) {
+    const Descriptor *d = descriptor(handle);
+    int dims = (op & OP_CUBE) ? 2 : (int)(op & OP_DIMS);
+    float dx[3] = {dx0, dx1, dx2}, dy[3] = {dy0, dy1, dy2};
+    float x2 = 0.0f, y2 = 0.0f;
+    for (int k = 0; k < dims; ++k) {
+        float scale = d->normalized_coords ? (float)d->size[k] : 1.0f;
+        x2 += dx[k] * scale * dx[k] * scale;
+        y2 += dy[k] * scale * dy[k] * scale;
+    }
+    float rho2 = x2 > y2 ? x2 : y2;
+    float lod = rho2 > 0.0f ? 0.5f * log2f(rho2) : -1000.0f;
+    return sample_level(d, op, c0, c1, c2, layer, lod);
 }
 
 // tld4.comp.2d: component `comp` of the four texels that bilinear filtering at (x, y) reads,
@@ -459,7 +528,7 @@ extern "C" __device__ __noinline__ unsigned int __ptxport_query(unsigned long lo
     case 6: return d->address[0];
     case 7: return d->address[1];
     case 8: return d->address[2];
-    case 9: return 0;       // num_mipmap_levels: no mipmapped textures
+    case 9: return d->levels;   // num_mipmap_levels (0 without mipmaps)
     default: return 0;
     }
 }

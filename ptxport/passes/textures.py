@@ -45,7 +45,7 @@ _CLAMP = {"trap": 0, "clamp": 1, "zero": 2}
 _SAMPLER = Path(__file__).with_name("texture_sampler.cu")
 # The SHA-256 of texture_sampler.ptx, written by regenerate(): an edit of the PTX changes this
 # file, and with it the keys of compiled kernels in the caches (which hash ptxport's .py files).
-SAMPLER_DIGEST = "1b8ebb0a1cfd873d0402031314b747af279f9fb8b9bdc49bcf4ea1f3da82c371"
+SAMPLER_DIGEST = "15164122471d74fd8087ce1c733c1a3bea0c8880d0290c7f2f3a247562fb668b"
 
 
 def uses_textures(module: ir.Module) -> bool:
@@ -240,10 +240,10 @@ class _Rewriter:
     # --- the instructions --------------------------------------------------------------------
 
     def lower_tex(self, inst: ir.Instruction) -> None:
-        """tex{.mip}.geom.v4.dtype.ctype d{|p}, [a, c]{, lod | dPdx, dPdy}: textures have no
-        mipmap levels here, so .level and .grad read level 0 (as CUDA does for a texture
-        without mipmaps). A cube map's c is a direction (x, y, z), after the cube's index in
-        a cube map array (.acube)."""
+        """tex{.mip}.geom.v4.dtype.ctype d{|p}, [a, c]{, lod | dPdx, dPdy}: .level and .grad
+        read the mipmap levels of a mipmapped texture (level 0 of any other, as CUDA does;
+        plain tex reads level 0). A cube map's c is a direction (x, y, z), after the cube's
+        index in a cube map array (.acube)."""
         spec = inst.spec
         geom, dtype, ctype = spec.get("geom"), spec.types[0], spec.types[-1]
         expected = {None: 2, "base": 2, "level": 3, "grad": 4}[spec.get("mip")]
@@ -265,7 +265,15 @@ class _Rewriter:
         args = [self.argument(handle, "b64"), self.argument(ir.IntImm(op), "b32")]
         args += [self.argument(_coordinate(coords, k, ctype), ctype) for k in range(3)]
         args.append(self.argument(layer, "b32"))
-        self.finish(inst.operands[0], self.call("__ptxport_tex", args, 16), 4)
+        mip = spec.get("mip")
+        if mip in ("level", "grad"):
+            lod = (inst.operands[2],) if mip == "level" else (
+                *(_coordinate(_elements(inst.operands[2]), k, "f32") for k in range(3)),
+                *(_coordinate(_elements(inst.operands[3]), k, "f32") for k in range(3)))
+            args += [self.argument(value, "f32") for value in lod]
+        name = {"level": "__ptxport_tex_level", "grad": "__ptxport_tex_grad"}.get(mip,
+                                                                                 "__ptxport_tex")
+        self.finish(inst.operands[0], self.call(name, args, 16), 4)
 
     def lower_tld4(self, inst: ir.Instruction) -> None:
         """tld4.comp.geom.v4.dtype.f32 d{|p}, [a, c]: the four texels of a bilinear footprint."""

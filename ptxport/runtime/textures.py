@@ -34,8 +34,8 @@ CHANNEL_KINDS = {"signed": 0, "unsigned": 1, "float": 2}
 _RESOURCES = {"array": 0, "linear": 2, "pitch2d": 3}
 # cudaArray* / CUDA_ARRAY3D_* flags
 LAYERED, SURFACE_LOAD_STORE, CUBEMAP, TEXTURE_GATHER = 0x1, 0x2, 0x4, 0x8
-_LAYOUT = struct.Struct("<3Q4I6I3II4f2I")     # texture_sampler.cu's Descriptor
-DESCRIPTOR_SIZE = 128
+_LAYOUT = struct.Struct("<3Q4I6I3II4f2I2I3fIQ")     # texture_sampler.cu's Descriptor
+DESCRIPTOR_SIZE = 160
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ class Array:
         self._native = device._backend.textures
         self._owned = _level is None
         if self._native is None:
-            self.buffer = device.allocate(self.slice * max(depth, 1), stream=stream)
+            self.buffer = device.allocate(self.nbytes, stream=stream)
         elif _level is not None:
             self._handle, self.buffer = _level, None
         else:
@@ -174,47 +174,66 @@ class Array:
     def close(self) -> None:
         """Free the array (after the work that uses it: sync first). A mipmapped array's
         level is freed with its mipmapped array."""
+        if not self._owned:
+            return
         if self._native is None:
             self.buffer.close()
-        elif self._owned:
+        else:
             self._native.destroy_array(self.device._ordinal, self._handle)
 
 
 class MipmappedArray:
-    """A CUDA mipmapped array (cudaMallocMipmappedArray): `levels` arrays, level 0 of
-    `width` x `height` x `depth` and each next level half as large (rounded down, at least 1)
-    per dimension. `level(i)` is level i as an Array (cudaGetMipmappedArrayLevel), freed with
-    this one. Only where the driver samples (cuda devices): ptxport's own sampler has no
-    mipmap levels, and other devices refuse it."""
+    """A CUDA mipmapped array (cudaMallocMipmappedArray): `levels` arrays (at most
+    1 + log2 of the largest dimension, as CUDA clamps it), level 0 of `width` x `height` x
+    `depth` and each next level half as large (rounded down, at least 1) per dimension (not
+    the layers of a layered one). `level(i)` is level i as an Array
+    (cudaGetMipmappedArrayLevel), freed with this one. `handle` is the
+    cudaMipmappedArray_t."""
 
     def __init__(self, device, format: ChannelFormat, width: int, height: int = 0,
                  depth: int = 0, *, levels: int, layered: bool = False,
-                 cubemap: bool = False, surface: bool = False, gather: bool = False):
+                 cubemap: bool = False, surface: bool = False, gather: bool = False,
+                 stream=None):
         _check_extent(width, height, depth, layered, cubemap)
-        self._native = device._backend.textures
-        if self._native is None:
-            raise UnsupportedFeatureError(
-                "mipmapped arrays", str(device), reason="ptxport's texture sampler has one "
-                "level per texture (tex.level and tex.grad read level 0); only cuda devices, "
-                "whose texture units sample, have them")
-        self.device, self.format, self.levels = device, format, levels
+        self.device, self.format = device, format
         self.width, self.height, self.depth = width, height, depth
         self.layered, self.cubemap = layered or cubemap, cubemap
+        self._shape = dict(layered=layered, cubemap=cubemap, surface=surface, gather=gather)
         self.flags = (LAYERED * self.layered | CUBEMAP * cubemap | SURFACE_LOAD_STORE * surface
                       | TEXTURE_GATHER * gather)
-        self.handle = self._native.create_mipmapped_array(
-            device._ordinal, format, (width, height, depth), self.flags, levels)
+        largest = max(width, height, 0 if self.layered else depth)
+        self.levels = max(1, min(levels, largest.bit_length()))
+        self._native = device._backend.textures
+        if self._native is not None:
+            self.handle = self._native.create_mipmapped_array(
+                device._ordinal, format, (width, height, depth), self.flags, levels)
+            return
+        self._levels = [Array(device, format, *self._extent(i), **self._shape, stream=stream)
+                        for i in range(self.levels)]
+        for array in self._levels:
+            array._owned = False
+        self.handle = self._levels[0].handle
+
+    def _extent(self, index: int) -> tuple[int, int, int]:
+        width, height = (max(n >> index, 1) if n else 0 for n in (self.width, self.height))
+        depth = self.depth if self.layered or not self.depth else max(self.depth >> index, 1)
+        return width, height, depth
 
     def level(self, index: int) -> Array:
+        if not 0 <= index < self.levels:
+            raise InvalidValueError(f"level {index} of a mipmapped array of {self.levels}")
+        if self._native is None:
+            return self._levels[index]
         handle = self._native.mipmap_level(self.device._ordinal, self.handle, index)
-        size = [max(n >> index, 1) if n else 0 for n in (self.width, self.height)]
-        depth = self.depth if self.layered else (max(self.depth >> index, 1) if self.depth
-                                                 else 0)
-        return Array(self.device, self.format, *size, depth, layered=self.layered,
-                     cubemap=self.cubemap, _level=handle)
+        return Array(self.device, self.format, *self._extent(index), **self._shape,
+                     _level=handle)
 
     def close(self) -> None:
-        self._native.destroy_mipmapped_array(self.device._ordinal, self.handle)
+        if self._native is not None:
+            self._native.destroy_mipmapped_array(self.device._ordinal, self.handle)
+            return
+        for array in self._levels:
+            array.buffer.close()
 
 
 @dataclass(frozen=True)
@@ -300,10 +319,10 @@ class ResourceDesc:
 class TextureDesc:
     """How a texture is read (cudaTextureDesc): address mode per dimension ("wrap", "clamp",
     "mirror", "border"), "point" or "linear" filtering, "element_type" or "normalized_float"
-    reads, normalized coordinates, and the border color. The rest is read where the driver
-    samples (cuda devices): mipmap filtering, level bias and clamps, anisotropy, sRGB,
-    seamless cube maps; ptxport's own sampler refuses sRGB and seamless cube maps, and has no
-    mipmap levels (nor anisotropic filtering, which needs them)."""
+    reads, normalized coordinates, and the border color; for mipmapped arrays, the filter
+    between levels, the level bias and clamps. The rest is read where the driver samples
+    (cuda devices): anisotropy, sRGB, seamless cube maps; ptxport's own sampler refuses sRGB
+    and seamless cube maps and filters isotropically (max_anisotropy is ignored)."""
 
     address_mode: tuple[str, ...] = ("clamp", "clamp", "clamp")
     filter_mode: str = "point"
@@ -338,7 +357,10 @@ def _check(resource: ResourceDesc, desc: TextureDesc) -> None:
                                 "normalized-float reads")
 
 
-def _descriptor(resource: ResourceDesc, desc: TextureDesc | None) -> bytes:
+def _descriptor(resource: ResourceDesc, desc: TextureDesc | None, levels: int = 0,
+                table: int = 0) -> bytes:
+    """The sampler's Descriptor; with `levels`, of level 0 of a mipmapped array whose levels'
+    own Descriptors are at address `table`."""
     address, pitch, slice_, size, layers, dims = resource.geometry()
     fmt = resource.format
     desc = desc or TextureDesc()
@@ -349,7 +371,9 @@ def _descriptor(resource: ResourceDesc, desc: TextureDesc | None) -> bytes:
                           int(desc.normalized_coords), FILTER_MODES[desc.filter_mode],
                           *(ADDRESS_MODES[m] for m in modes), _RESOURCES[resource.kind],
                           *border, dims, int(resource.kind == "array" and
-                                             resource.array.cubemap))
+                                             resource.array.cubemap),
+                          levels, FILTER_MODES[desc.mipmap_filter_mode], desc.mipmap_level_bias,
+                          desc.min_mipmap_level_clamp, desc.max_mipmap_level_clamp, 0, table)
     return packed.ljust(DESCRIPTOR_SIZE, b"\0")
 
 
@@ -370,11 +394,8 @@ class _DescriptorObject:
                 "texture and surface objects", str(device), reason="a descriptor holds the "
                 "address of its array in one device's memory, which a device group's members "
                 "do not share: read the array through a pointer parameter")
-        stream = stream or device.default_stream
         self.device = device
-        self._buffer = device.allocate(DESCRIPTOR_SIZE, stream=stream)
-        self._buffer.copy_from(np.frombuffer(data, np.uint8), stream=stream)
-        stream.sync()
+        self._buffer = _upload(device, data, stream)
 
     @property
     def handle(self) -> int:
@@ -383,6 +404,30 @@ class _DescriptorObject:
 
     def close(self) -> None:
         self._buffer.close()
+
+
+def _upload(device, data: bytes, stream):
+    """A buffer of `device` holding `data`."""
+    stream = stream or device.default_stream
+    buffer = device.allocate(len(data), stream=stream)
+    buffer.copy_from(np.frombuffer(data, np.uint8), stream=stream)
+    stream.sync()
+    return buffer
+
+
+class _MipmappedObject(_DescriptorObject):
+    """A texture object of a mipmapped array for ptxport's sampler: level 0's Descriptor,
+    pointing to a table of every level's."""
+
+    def __init__(self, device, mipmap: MipmappedArray, desc: TextureDesc, stream):
+        levels = [ResourceDesc.from_array(mipmap.level(i)) for i in range(mipmap.levels)]
+        self._table = _upload(device, b"".join(_descriptor(r, desc) for r in levels), stream)
+        super().__init__(device, _descriptor(levels[0], desc, mipmap.levels,
+                                             self._table.handle), stream)
+
+    def close(self) -> None:
+        super().close()
+        self._table.close()
 
 
 class _NativeObject:
@@ -413,9 +458,10 @@ class TextureObject:
             handle = native.create_texture(device._ordinal, resource, self.desc)
             self._object = _NativeObject(device, handle, native.destroy_texture)
             return
-        if resource.kind == "mipmapped":
-            raise InvalidValueError("a mipmapped array of another device")
         _check_sampler(device, self.desc)
+        if resource.kind == "mipmapped":
+            self._object = _MipmappedObject(device, resource.array, self.desc, stream)
+            return
         self._object = _DescriptorObject(device, _descriptor(resource, self.desc), stream)
 
     @property

@@ -1,9 +1,10 @@
-"""tests/programs/texture_object.cu and texture_cubemap.cu under `ptxport run` use real
-textures on cpu and opencl:0: cudaMallocArray, cudaMalloc3DArray (cube maps included),
-cudaMemcpy2DToArray, cudaMemcpy3D and cudaCreateTextureObject reach compat/textures.py
-through NVIDIA's static cudart and through ptxport's libcudart.so.13 (the _shared_cudart
-build), and the kernels' tex instructions the sampler. (The corpus
-test also accepts a clean refusal from a runtime without textures; this one does not.)"""
+"""tests/programs/texture_object.cu, texture_cubemap.cu and texture_mipmap.cu under `ptxport
+run` use real textures on cpu and opencl:0: cudaMallocArray, cudaMalloc3DArray (cube maps
+included), cudaMallocMipmappedArray, cudaMemcpy2DToArray, cudaMemcpy3D and
+cudaCreateTextureObject reach compat/textures.py through NVIDIA's static cudart and through
+ptxport's libcudart.so.13 (the _shared_cudart build), and the kernels' tex instructions the
+sampler. (The corpus test also accepts a clean refusal from a runtime without textures; this
+one does not.)"""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ DEVICES = ["cpu", pytest.param("opencl:0", marks=pytest.mark.skipif(
 
 
 @pytest.fixture(scope="module", params=["texture_object", "texture_cubemap",
-                                        "texture_object_shared_cudart"])
+                                        "texture_object_shared_cudart", "texture_mipmap"])
 def program(request) -> tuple[str, Path]:
     try:
         return request.param, harness.build(request.param)

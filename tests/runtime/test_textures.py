@@ -340,3 +340,67 @@ def test_cube_maps_read_the_face_of_the_major_axis(device, filt):
 def test_cube_fetch_matches_reference(device, fetch_kernels, fmt, filt):
     got, expected = ref.run_cube_on_ptxport(device, fetch_kernels, fmt, filt)
     assert got.tobytes() == expected.tobytes()
+
+
+MIPMAP_KERNELS = r"""
+extern "C" __global__ void at_lod(cudaTextureObject_t t, float *out, int w, int h, float lod) {
+  int x = threadIdx.x, y = blockIdx.x;
+  out[y * w + x] = tex2DLod<float>(t, (x + 0.5f) / w, (y + 0.5f) / h, lod);
+}
+extern "C" __global__ void at_gradient(cudaTextureObject_t t, float *out, int w, int h,
+                                       float g) {
+  int x = threadIdx.x, y = blockIdx.x;
+  out[y * w + x] = tex2DGrad<float>(t, (x + 0.5f) / w, (y + 0.5f) / h, make_float2(g, 0),
+                                    make_float2(0, g / 2));
+}
+"""
+
+
+def test_mipmap_levels(device):
+    """tex2DLod at each level (point and linear mipmap filtering), past the last level and
+    below 0, the bias and the clamps, a fraction between levels, and tex2DGrad's level of
+    detail (log2 of the longer gradient in level 0's texels)."""
+    from ptxport.runtime.textures import MipmappedArray
+
+    stream = device.create_stream()
+    kernels = Program(MIPMAP_KERNELS, code_type="c++").compile("native")
+    mipmap = MipmappedArray(device, ChannelFormat("float", 32), 16, 8, levels=9,
+                            stream=stream)
+    assert mipmap.levels == 5                     # 16 x 8 down to 1 x 1, as CUDA clamps it
+    images = []
+    for level in range(mipmap.levels):
+        w, h = max(16 >> level, 1), max(8 >> level, 1)
+        images.append(np.arange(w * h, dtype=np.float32).reshape(h, w) + 1000 * level)
+        mipmap.level(level).copy_from(images[-1], stream=stream)
+    out = device.allocate(16 * 8 * 4, stream=stream)
+
+    def fetch(desc, kernel, level, value):
+        tex = TextureObject(device, ResourceDesc.from_mipmapped_array(mipmap), desc)
+        w, h = images[level].shape[1], images[level].shape[0]
+        launch(stream, LaunchConfig(grid=h, block=w), kernels.get_kernel(kernel),
+               np.uint64(tex.handle), out, np.int32(w), np.int32(h), np.float32(value))
+        got = np.empty(16 * 8, np.float32)
+        out.copy_to(got, stream=stream)
+        stream.sync()
+        tex.close()
+        return got[:w * h].reshape(h, w)
+
+    point = TextureDesc(normalized_coords=True, max_mipmap_level_clamp=10.0)
+    for level in range(mipmap.levels):
+        assert (fetch(point, "at_lod", level, level) == images[level]).all(), level
+    assert (fetch(point, "at_lod", 4, 7.0) == images[4]).all()
+    assert (fetch(point, "at_lod", 0, -3.0) == images[0]).all()
+    clamped = TextureDesc(normalized_coords=True, mipmap_level_bias=1.0,
+                          min_mipmap_level_clamp=2.0, max_mipmap_level_clamp=3.0)
+    assert (fetch(clamped, "at_lod", 2, 0.0) == images[2]).all()
+    assert (fetch(clamped, "at_lod", 3, 3.0) == images[3]).all()
+    linear = TextureDesc(normalized_coords=True, max_mipmap_level_clamp=10.0,
+                         mipmap_filter_mode="linear")
+    # lod 1.25 at level 1's texel centres: level 2 reads texel (x / 2, y / 2) there
+    got = fetch(linear, "at_lod", 1, 1.25)
+    upper = images[2][np.arange(4)[:, None] // 2, np.arange(8)[None, :] // 2]
+    assert (got == (images[1] * 0.75 + upper * 0.25).astype(np.float32)).all()
+    # gradients (1/4, 0) and (0, 1/8) of level 0's 16 x 8: 4 and 1 texels, lod 2
+    assert (fetch(point, "at_gradient", 2, 0.25) == images[2]).all()
+    out.close()
+    mipmap.close()

@@ -125,10 +125,8 @@ def test_mipmapped_arrays_are_the_hooks_or_refused(hooked):
     assert hooks.calls[-1] == ("destroy_mipmapped_array", 0, mipmap.handle)
 
 
-def test_mipmaps_srgb_and_seamless_cube_maps_are_refused_by_ptxports_sampler():
+def test_srgb_and_seamless_cube_maps_are_refused_by_ptxports_sampler():
     device = Device("cpu")
-    with pytest.raises(UnsupportedFeatureError, match="mipmapped arrays"):
-        MipmappedArray(device, ChannelFormat("float", 32), 16, 8, levels=3)
     array = Array(device, ChannelFormat("float", 32), 4, 4)
     for desc in (TextureDesc(srgb=True), TextureDesc(seamless_cubemap=True)):
         with pytest.raises(UnsupportedFeatureError):
