@@ -74,6 +74,12 @@ __global__ void fc(cudaTextureObject_t t, const float *coords, unsigned *out, in
 { BODY(texCubemap<float4>(t, c[0], c[1], c[2]), STORE4) }
 __global__ void ic(cudaTextureObject_t t, const float *coords, unsigned *out, int n)
 { BODY(texCubemap<uint4>(t, c[0], c[1], c[2]), STOREI) }
+// mipmapped 2D textures: c[2] is the level of detail, or both gradients' length
+__global__ void flod(cudaTextureObject_t t, const float *coords, unsigned *out, int n)
+{ BODY(tex2DLod<float4>(t, c[0], c[1], c[2]), STORE4) }
+__global__ void fgrad(cudaTextureObject_t t, const float *coords, unsigned *out, int n)
+{ BODY(tex2DGrad<float4>(t, c[0], c[1], make_float2(c[2], 0.0f), make_float2(0.0f, c[2])),
+       STORE4) }
 }
 """
 
@@ -382,8 +388,8 @@ def sample(data: np.ndarray, fmt, dims: int, mode: str, filt: str, normalized: b
 
 
 def launch_fetch(device, kernels, dims, fmt, handle: int, coords: np.ndarray) -> np.ndarray:
-    """Run the fetch kernel of `dims` (1, 2, 3 or "c" for a cube map) on texture `handle` at
-    `coords`: (n, 4) uint32 bits."""
+    """Run the fetch kernel of `dims` (1, 2, 3, "c" for a cube map, or "flod" / "fgrad" for
+    a mipmapped 2D texture) on texture `handle` at `coords`: (n, 4) uint32 bits."""
     from ptxport import LaunchConfig, launch
 
     stream = device.create_stream()
@@ -391,7 +397,8 @@ def launch_fetch(device, kernels, dims, fmt, handle: int, coords: np.ndarray) ->
     c = device.allocate(coords.nbytes, stream=stream)
     c.copy_from(coords, stream=stream)
     out = device.allocate(n * 16, stream=stream)
-    kernel = kernels.get_kernel(f"{'f' if is_float_result(fmt) else 'i'}{dims}")
+    kernel = kernels.get_kernel(dims if dims in ("flod", "fgrad") else
+                                f"{'f' if is_float_result(fmt) else 'i'}{dims}")
     launch(stream, LaunchConfig(grid=(n + 63) // 64, block=64), kernel, np.uint64(handle), c,
            out, np.int32(n))
     got = np.empty((n, 4), np.uint32)
