@@ -101,6 +101,7 @@ class Array:
         self.pitch = width * format.texel_size
         self.slice = self.pitch * max(height, 1)
         self._native = device._backend.textures
+        # _level: the driver's CUarray of a mipmapped array's level, which that array frees
         self._owned = _level is None
         if self._native is None:
             self.buffer = device.allocate(self.nbytes, stream=stream)
