@@ -322,12 +322,13 @@ static __device__ Texel sample_linear(const Descriptor *d, double *u, int dims, 
     return out;
 }
 
-// A cube map fetch, as the CUDA C++ Programming Guide's "Cubemap Textures" defines it: the
+// The face of a cube map fetch, as the CUDA C++ Programming Guide's "Cubemap Textures"
+// defines it, and its texel coordinates u: the
 // face of the major axis of the direction (x, y, z) (ties go to z, then y, as on the H100)
 // and the face coordinates ((s / m + 1) / 2, (t / m + 1) / 2) of its table, read as a 2D
 // texture with normalized coordinates clamped to the face (no filtering across faces:
 // seamlessCubemap off). Every cube fetch of texture_check on an H100 agrees (docs/textures.md).
-static __device__ Texel sample_cube(const Descriptor *d, float x, float y, float z, int cube) {
+static __device__ int cube_face(const Descriptor *d, float x, float y, float z, double *u) {
     float ax = fabsf(x), ay = fabsf(y), az = fabsf(z);
     int face;
     float m, s, t;
@@ -340,10 +341,14 @@ static __device__ Texel sample_cube(const Descriptor *d, float x, float y, float
     }
     float face_uv[2] = {m > 0.0f ? (s / m + 1.0f) * 0.5f : 0.5f,
                         m > 0.0f ? (t / m + 1.0f) * 0.5f : 0.5f};
-    double u[3] = {0.0, 0.0, 0.0};
     for (int k = 0; k < 2; ++k)
         u[k] = floor((double)face_uv[k] * 16777216.0) * (1.0 / 16777216.0) * (double)d->size[k];
-    int layer = 6 * cube + face;
+    return face;
+}
+
+static __device__ Texel sample_cube(const Descriptor *d, float x, float y, float z, int cube) {
+    double u[3] = {0.0, 0.0, 0.0};
+    int layer = 6 * cube + cube_face(d, x, y, z, u);
     if (d->filter == 1 && returns_float(d)) return sample_linear(d, u, 2, layer, true);
     int i[2];
     for (int k = 0; k < 2; ++k) {
@@ -448,6 +453,29 @@ extern "C" __device__ __noinline__ Texel __ptxport_tld4(unsigned long long handl
     const int di[4] = {0, 1, 1, 0}, dj[4] = {1, 1, 0, 0};
     Texel out;
     for (int n = 0; n < 4; ++n) out.v[n] = __ptxport_fetch(d, i + di[n], j + dj[n], 0, l).v[comp];
+    return out;
+}
+
+// tld4.comp.cube: the footprint of tld4.2d on the face the direction (x, y, z) selects (as
+// texCubemap does), clamped to the face: no texels of the neighbouring faces
+// (seamlessCubemap off). `cube`: the cube of a cube map array (tld4.acube).
+extern "C" __device__ __noinline__ Texel __ptxport_tld4_cube(
+        unsigned long long handle, unsigned int op, unsigned int comp, float x, float y,
+        float z, unsigned int cube) {
+    const Descriptor *d = descriptor(handle);
+    int last = (int)d->layers / 6 - 1, c = (op & OP_LAYERED) ? (int)cube : 0;
+    c = c > last ? last : (c < 0 ? 0 : c);
+    double u[3] = {0.0, 0.0, 0.0};
+    int layer = 6 * c + cube_face(d, x, y, z, u);
+    int i = (int)floor(u[0] - 0.5), j = (int)floor(u[1] - 0.5);
+    const int di[4] = {0, 1, 1, 0}, dj[4] = {1, 1, 0, 0};
+    Texel out;
+    for (int n = 0; n < 4; ++n) {
+        int xi = i + di[n], yj = j + dj[n], top = (int)d->size[0] - 1;
+        xi = xi < 0 ? 0 : (xi > top ? top : xi);
+        yj = yj < 0 ? 0 : (yj > top ? top : yj);
+        out.v[n] = __ptxport_fetch(d, xi, yj, 0, layer).v[comp];
+    }
     return out;
 }
 

@@ -8,8 +8,8 @@ NVRTC) is linked into the copy. The sampler reads the descriptor that a texture 
 object's 64-bit handle points to (runtime/textures.py writes it), so what a target compiles
 after this pass is plain loads, stores and arithmetic. The module itself is not changed.
 
-What is not done raises UnsupportedFeatureError naming the instruction: tld4 of cube maps,
-multisample geometries, texture references and independent samplers (.texref/.samplerref:
+What is not done raises UnsupportedFeatureError naming the instruction: multisample
+geometries, texture references and independent samplers (.texref/.samplerref:
 CUDA 12 removed them), texel offsets and depth compare, f16 results, formatted surface stores
 (sust.p), sured, and queries of channel formats and mipmap levels.
 
@@ -45,7 +45,7 @@ _CLAMP = {"trap": 0, "clamp": 1, "zero": 2}
 _SAMPLER = Path(__file__).with_name("texture_sampler.cu")
 # The SHA-256 of texture_sampler.ptx, written by regenerate(): an edit of the PTX changes this
 # file, and with it the keys of compiled kernels in the caches (which hash ptxport's .py files).
-SAMPLER_DIGEST = "15164122471d74fd8087ce1c733c1a3bea0c8880d0290c7f2f3a247562fb668b"
+SAMPLER_DIGEST = "e9ee432fd716c1c39d1d141d716428e0adf4e38de67323f367633e154ca345c3"
 
 
 def uses_textures(module: ir.Module) -> bool:
@@ -276,23 +276,24 @@ class _Rewriter:
         self.finish(inst.operands[0], self.call(name, args, 16), 4)
 
     def lower_tld4(self, inst: ir.Instruction) -> None:
-        """tld4.comp.geom.v4.dtype.f32 d{|p}, [a, c]: the four texels of a bilinear footprint."""
+        """tld4.comp.geom.v4.dtype.f32 d{|p}, [a, c]: the four texels of a bilinear footprint
+        (of the selected face of a cube map: c a direction after the cube's index for .acube)."""
         spec = inst.spec
         geom = spec.get("geom")
-        if geom not in ("2d", "a2d"):
-            raise self.refuse(spec.text, f"tld4 of .{geom} textures (cube maps)")
         if len(inst.operands) != 2:
             raise self.refuse(spec.text, "texel offsets and depth compare operands")
         handle, coords = self.handle(inst.operands[1])
-        layered = geom == "a2d"
+        layered = geom in ("a2d", "acube")
         layer = coords[0] if layered else ir.IntImm(0)
         coords = coords[1:] if layered else coords
         comp = "rgba".index(spec.get("comp"))
         args = [self.argument(handle, "b64"), self.argument(ir.IntImm(8 if layered else 0), "b32"),
                 self.argument(ir.IntImm(comp), "b32")]
-        args += [self.argument(_coordinate(coords, k, "f32"), "f32") for k in range(2)]
+        axes = 3 if geom in _CUBES else 2
+        args += [self.argument(_coordinate(coords, k, "f32"), "f32") for k in range(axes)]
         args.append(self.argument(layer, "b32"))
-        self.finish(inst.operands[0], self.call("__ptxport_tld4", args, 16), 4)
+        name = "__ptxport_tld4_cube" if geom in _CUBES else "__ptxport_tld4"
+        self.finish(inst.operands[0], self.call(name, args, 16), 4)
 
     def finish(self, dest, result: ir.Variable, stride: int) -> None:
         """The results into `d`, and `p` of `d|p` true: every texel is resident."""

@@ -335,6 +335,67 @@ def test_cube_maps_read_the_face_of_the_major_axis(device, filt):
         assert got[:6].tolist() == faces[np.arange(6), 2, 2].tolist()
 
 
+GATHER_KERNELS = r"""
+#define OUT "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+extern "C" __global__ void cube(cudaTextureObject_t t, const float *d, float4 *out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  float4 v;
+  if (i < n) {
+    asm("tld4.g.cube.v4.f32.f32 {%0, %1, %2, %3}, [%4, {%5, %6, %7, %7}];"
+        : OUT : "l"(t), "f"(d[3 * i]), "f"(d[3 * i + 1]), "f"(d[3 * i + 2]));
+    out[i] = v;
+  }
+}
+extern "C" __global__ void faces(cudaTextureObject_t t, const float *st, const int *face,
+                                 float4 *out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  float4 v;
+  if (i < n) {
+    asm("tld4.g.a2d.v4.f32.f32 {%0, %1, %2, %3}, [%4, {%5, %6, %7, %7}];"
+        : OUT : "l"(t), "r"(face[i]), "f"(st[2 * i]), "f"(st[2 * i + 1]));
+    out[i] = v;
+  }
+}
+"""
+
+
+def test_tld4_of_a_cube_map_gathers_on_the_face_of_the_major_axis(device):
+    """tld4.cube equals tld4.a2d of the face and face coordinates that texCubemap reads
+    (the footprint clamped to the face), channel g of a two-channel cube map."""
+    stream = device.create_stream()
+    rng = np.random.default_rng(5)
+    faces = rng.uniform(-4, 4, (6, 4, 4, 2)).astype(np.float32)
+    fmt = ChannelFormat("float", 32, 2)
+    cube = Array(device, fmt, 4, 4, 6, cubemap=True, stream=stream)
+    layered = Array(device, fmt, 4, 4, 6, layered=True, stream=stream)
+    for array in (cube, layered):
+        array.copy_from(faces, stream=stream)
+    desc = TextureDesc(address_mode=("clamp",) * 3, normalized_coords=True)
+    textures = [TextureObject(device, ResourceDesc.from_array(a), desc) for a in (cube, layered)]
+    directions = np.concatenate([np.eye(3, dtype=np.float32), -np.eye(3, dtype=np.float32),
+                                 rng.uniform(-1, 1, (120, 3)).astype(np.float32)])
+    face, s, t = ref.cube_faces(directions)
+    kernels = Program(GATHER_KERNELS, code_type="c++").compile("native")
+    n = len(directions)
+    results = []
+    for name, texture, inputs in (("cube", textures[0], (directions,)),
+                                  ("faces", textures[1], (np.stack([s, t], 1),
+                                                          face.astype(np.int32)))):
+        buffers = [device.allocate(a.nbytes, stream=stream) for a in inputs]
+        for b, a in zip(buffers, inputs, strict=True):
+            b.copy_from(np.ascontiguousarray(a), stream=stream)
+        out = device.allocate(16 * n, stream=stream)
+        launch(stream, LaunchConfig(grid=(n + 63) // 64, block=64), kernels.get_kernel(name),
+               np.uint64(texture.handle), *buffers, out, np.int32(n))
+        got = np.empty((n, 4), np.float32)
+        out.copy_to(got, stream=stream)
+        stream.sync()
+        results.append(got)
+    assert results[0].tobytes() == results[1].tobytes()
+    # +x hits its face's centre: the 2 x 2 texels around (2, 2), in tld4's order
+    assert results[0][0].tolist() == faces[0, [2, 2, 1, 1], [1, 2, 2, 1], 1].tolist()
+
+
 @pytest.mark.parametrize("fmt, filt", list(ref.cube_cases()),
                          ids=[f"{f[0]}-{filt}" for f, filt in ref.cube_cases()])
 def test_cube_fetch_matches_reference(device, fetch_kernels, fmt, filt):
