@@ -543,9 +543,7 @@ extern "C" __device__ __noinline__ unsigned int __ptxport_sust(
 }
 
 // txq and suq: query numbers as in passes/textures.py's QUERIES.
-extern "C" __device__ __noinline__ unsigned int __ptxport_query(unsigned long long handle,
-                                                               unsigned int query) {
-    const Descriptor *d = descriptor(handle);
+static __device__ unsigned int query_of(const Descriptor *d, unsigned int query) {
     switch (query) {
     case 0: return d->size[0];
     case 1: return d->dims > 1 ? d->size[1] : 0;
@@ -559,4 +557,21 @@ extern "C" __device__ __noinline__ unsigned int __ptxport_query(unsigned long lo
     case 9: return d->levels;   // num_mipmap_levels (0 without mipmaps)
     default: return 0;
     }
+}
+
+extern "C" __device__ __noinline__ unsigned int __ptxport_query(unsigned long long handle,
+                                                               unsigned int query) {
+    return query_of(descriptor(handle), query);
+}
+
+// txq.level: the width, height or depth of mipmap level `level` (clamped to the levels; of
+// level 0 for a texture without mipmaps).
+extern "C" __device__ __noinline__ unsigned int __ptxport_query_level(
+        unsigned long long handle, unsigned int query, int level) {
+    const Descriptor *d = descriptor(handle);
+    if (d->levels > 0 && level > 0) {
+        int last = (int)d->levels - 1;
+        d = &descriptor(d->level_table)[level > last ? last : level];
+    }
+    return query_of(d, query);
 }

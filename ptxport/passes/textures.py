@@ -11,7 +11,7 @@ after this pass is plain loads, stores and arithmetic. The module itself is not 
 What is not done raises UnsupportedFeatureError naming the instruction: multisample
 geometries, texture references and independent samplers (.texref/.samplerref:
 CUDA 12 removed them), texel offsets and depth compare, f16 results, formatted surface stores
-(sust.p), sured, and queries of channel formats and mipmap levels.
+(sust.p), sured, and queries of channel formats.
 
     python -m ptxport.passes.textures --regenerate    rebuilds texture_sampler.ptx
 """
@@ -45,7 +45,7 @@ _CLAMP = {"trap": 0, "clamp": 1, "zero": 2}
 _SAMPLER = Path(__file__).with_name("texture_sampler.cu")
 # The SHA-256 of texture_sampler.ptx, written by regenerate(): an edit of the PTX changes this
 # file, and with it the keys of compiled kernels in the caches (which hash ptxport's .py files).
-SAMPLER_DIGEST = "e9ee432fd716c1c39d1d141d716428e0adf4e38de67323f367633e154ca345c3"
+SAMPLER_DIGEST = "e3046cbbf7d9e2229895e19d87707fc30221aee08c28e0c5aee7696363267c13"
 
 
 def uses_textures(module: ir.Module) -> bool:
@@ -311,10 +311,15 @@ class _Rewriter:
             raise self.refuse(self.inst.spec.text, f"{what} (.{geom})")
 
     def lower_txq(self, inst: ir.Instruction) -> None:
-        """txq.query.b32 d, [a]"""
-        if inst.spec.get("mip") == "level":
-            raise self.refuse(inst.spec.text, "txq.level: mipmapped textures")
-        self.query(inst)
+        """txq{.level}.query.b32 d, [a]{, lod}: .level asks about mipmap level lod."""
+        if inst.spec.get("mip") != "level":
+            self.query(inst)
+            return
+        what = inst.spec.get("query")
+        handle, _ = self.handle(inst.operands[1])
+        args = [self.argument(handle, "b64"), self.argument(ir.IntImm(QUERIES[what]), "b32"),
+                self.argument(inst.operands[2], "b32")]
+        self.results(inst.operands[0], self.call("__ptxport_query_level", args, 4), 4)
 
     def lower_suq(self, inst: ir.Instruction) -> None:
         """suq.query.b32 d, [a]"""

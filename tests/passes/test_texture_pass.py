@@ -96,7 +96,6 @@ REFUSED = [
      "texel offsets"),
     ("tld4.r.2d.v4.f32.f32 {%f1, %f1, %f1, %f1}, [%rd1, {%f1, %f1}], {%r1, %r1}",
      "texel offsets"),
-    ("txq.level.width.b32 %r1, [%rd1], %r1", "mipmapped"),
     ("txq.channel_order.b32 %r1, [%rd1]", "channel_order"),
     ("sust.p.1d.b32.trap [%rd1, {%r1}], {%r1, %r1, %r1, %r1}", "formatted surface"),
     ("sured.b.add.1d.u32.trap [%rd1, {%r1}], %r1", "surface reductions"),

@@ -408,6 +408,14 @@ extern "C" __global__ void at_lod(cudaTextureObject_t t, float *out, int w, int 
   int x = threadIdx.x, y = blockIdx.x;
   out[y * w + x] = tex2DLod<float>(t, (x + 0.5f) / w, (y + 0.5f) / h, lod);
 }
+extern "C" __global__ void level_sizes(cudaTextureObject_t t, unsigned *out) {
+  int l = threadIdx.x;
+  unsigned w, h;
+  asm("txq.level.width.b32 %0, [%1], %2;" : "=r"(w) : "l"(t), "r"(l));
+  asm("txq.level.height.b32 %0, [%1], %2;" : "=r"(h) : "l"(t), "r"(l));
+  out[2 * l] = w;
+  out[2 * l + 1] = h;
+}
 extern "C" __global__ void at_gradient(cudaTextureObject_t t, float *out, int w, int h,
                                        float g) {
   int x = threadIdx.x, y = blockIdx.x;
@@ -463,5 +471,14 @@ def test_mipmap_levels(device):
     assert (got == (images[1] * 0.75 + upper * 0.25).astype(np.float32)).all()
     # gradients (1/4, 0) and (0, 1/8) of level 0's 16 x 8: 4 and 1 texels, lod 2
     assert (fetch(point, "at_gradient", 2, 0.25) == images[2]).all()
+    tex = TextureObject(device, ResourceDesc.from_mipmapped_array(mipmap), point)
+    launch(stream, LaunchConfig(grid=1, block=mipmap.levels), kernels.get_kernel("level_sizes"),
+           np.uint64(tex.handle), out)
+    sizes = np.empty(16 * 8, np.uint32)
+    out.copy_to(sizes, stream=stream)
+    stream.sync()
+    tex.close()
+    assert sizes[:2 * mipmap.levels].reshape(-1, 2).tolist() == [[16, 8], [8, 4], [4, 2],
+                                                                   [2, 1], [1, 1]]
     out.close()
     mipmap.close()
