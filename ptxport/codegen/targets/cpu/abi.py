@@ -33,7 +33,7 @@ class Layout:
 CTX = Layout({"params": 0, "shared": 8, "ntid": 16, "ctaid": 28, "nctaid": 40,
                "nwarpid": 52, "dynamic_smem": 56, "smid": 60, "nsmid": 64,
                "total_smem": 68, "alloc_table": 72, "alloc_count": 80, "checks": 84,
-               "site_cache": 104, "stop": 112,
+               "site_cache": 104, "stop": 112, "grid_workspace": 120,
                "fault_address": 88, "fault_info": 96, "scratch": 128}, 384)
 # The start of each thread's frame; registers and local memory follow.
 FRAME = Layout({"tid": 0, "laneid": 12, "warpid": 16,
