@@ -208,6 +208,9 @@ cudaError_t cudaCreateTextureObject(cudaTextureObject_t *pTexObject, const cudaR
 cudaError_t cudaDestroyTextureObject(cudaTextureObject_t texObject)
 cudaError_t cudaCreateSurfaceObject(cudaSurfaceObject_t *pSurfObject, const cudaResourceDesc *pResDesc)
 cudaError_t cudaDestroySurfaceObject(cudaSurfaceObject_t surfObject)
+cudaError_t cudaGetTextureObjectResourceDesc(cudaResourceDesc *pResDesc, cudaTextureObject_t texObject)
+cudaError_t cudaGetTextureObjectTextureDesc(cudaTextureDesc *pTexDesc, cudaTextureObject_t texObject)
+cudaError_t cudaGetSurfaceObjectResourceDesc(cudaResourceDesc *pResDesc, cudaSurfaceObject_t surfObject)
 """
 
 # Functions written in C in the library itself: pure functions returning a struct by value,

@@ -364,3 +364,58 @@ def cudaCreateSurfaceObject(out: int, resource: int) -> int:
 
 def cudaDestroySurfaceObject(handle: int) -> int:
     return textures.cuSurfObjectDestroy(handle)
+
+
+def _write_resource(address: int, resource: ResourceDesc) -> None:
+    """The cudaResourceDesc of `resource` at `address` (the getters)."""
+    if not address:
+        raise CudaError(INVALID_VALUE, "the cudaResourceDesc pointer is NULL")
+    ctypes.memset(address, 0, ctypes.sizeof(_ResourceDesc))
+    r = _ResourceDesc.from_address(address)
+    r.resType = ("array", "mipmapped", "linear", "pitch2d").index(resource.kind)
+    if resource.kind in ("array", "mipmapped"):
+        r.res.handle = resource.array.handle
+        return
+    fmt = resource.format
+    if resource.kind == "linear":
+        linear = r.res.linear
+        linear.devPtr = resource.buffer.handle
+        linear.sizeInBytes = resource.width * fmt.texel_size
+        _write_format(ctypes.addressof(linear.desc), fmt)
+        return
+    p = r.res.pitch2D
+    p.devPtr, p.width, p.height, p.pitchInBytes = (resource.buffer.handle, resource.width,
+                                                   resource.height, resource.pitch)
+    _write_format(ctypes.addressof(p.desc), fmt)
+
+
+def cudaGetTextureObjectResourceDesc(out: int, handle: int) -> int:
+    _write_resource(out, textures.texture_object("texture", handle).resource)
+    return SUCCESS
+
+
+def cudaGetSurfaceObjectResourceDesc(out: int, handle: int) -> int:
+    _write_resource(out, textures.texture_object("surface", handle).resource)
+    return SUCCESS
+
+
+def cudaGetTextureObjectTextureDesc(out: int, handle: int) -> int:
+    desc = textures.texture_object("texture", handle).desc
+    if not out:
+        raise CudaError(INVALID_VALUE, "the cudaTextureDesc pointer is NULL")
+    ctypes.memset(out, 0, ctypes.sizeof(_TextureDesc))
+    t = _TextureDesc.from_address(out)
+    modes = (tuple(desc.address_mode) + ("clamp",) * 3)[:3]
+    t.addressMode[:] = [textures.ADDRESS_MODES.index(m) for m in modes]
+    t.filterMode = ("point", "linear").index(desc.filter_mode)
+    t.readMode = int(desc.read_mode == "normalized_float")
+    t.sRGB, t.normalizedCoords = int(desc.srgb), int(desc.normalized_coords)
+    t.borderColor[:] = (tuple(desc.border_color) + (0.0,) * 4)[:4]
+    t.maxAnisotropy = desc.max_anisotropy
+    t.mipmapFilterMode = ("point", "linear").index(desc.mipmap_filter_mode)
+    t.mipmapLevelBias = desc.mipmap_level_bias
+    t.minMipmapLevelClamp = desc.min_mipmap_level_clamp
+    t.maxMipmapLevelClamp = desc.max_mipmap_level_clamp
+    t.disableTrilinearOptimization = int(desc.disable_trilinear_optimization)
+    t.seamlessCubemap = int(desc.seamless_cubemap)
+    return SUCCESS

@@ -300,6 +300,65 @@ def create_surface(out: int, resource: ResourceDesc) -> int:
     return SUCCESS
 
 
+def texture_object(kind: str, handle: int):
+    """The live texture or surface object (`kind`) of `handle`."""
+    found = _objects[kind].get(handle)
+    if found is None:
+        raise CudaError(INVALID_VALUE, f"{handle:#x} is not a live {kind} object")
+    return found
+
+
+def _write_resource(address: int, resource: ResourceDesc) -> None:
+    """CUDA_RESOURCE_DESC of `resource` at `address` (the getters)."""
+    if not address:
+        raise CudaError(INVALID_VALUE, "the CUDA_RESOURCE_DESC pointer is NULL")
+    ctypes.memset(address, 0, ctypes.sizeof(_ResourceDesc))
+    r = _ResourceDesc.from_address(address)
+    kinds = {"array": _RESOURCE_ARRAY, "mipmapped": _RESOURCE_MIPMAPPED,
+             "linear": _RESOURCE_LINEAR, "pitch2d": _RESOURCE_PITCH2D}
+    r.resType = kinds[resource.kind]
+    if resource.kind in ("array", "mipmapped"):
+        r.res[0] = resource.array.handle
+        return
+    fmt = resource.format
+    r.res[0], r.res[1] = resource.buffer.handle, format_code(fmt) | fmt.channels << 32
+    if resource.kind == "linear":
+        r.res[2] = resource.width * fmt.texel_size
+    else:
+        r.res[2], r.res[3], r.res[4] = resource.width, resource.height, resource.pitch
+
+
+def cuTexObjectGetResourceDesc(out: int, handle: int) -> int:
+    _write_resource(out, texture_object("texture", handle).resource)
+    return SUCCESS
+
+
+def cuSurfObjectGetResourceDesc(out: int, handle: int) -> int:
+    _write_resource(out, texture_object("surface", handle).resource)
+    return SUCCESS
+
+
+def cuTexObjectGetTextureDesc(out: int, handle: int) -> int:
+    obj = texture_object("texture", handle)
+    if not out:
+        raise CudaError(INVALID_VALUE, "the CUDA_TEXTURE_DESC pointer is NULL")
+    ctypes.memset(out, 0, ctypes.sizeof(_TextureDesc))
+    t, d = _TextureDesc.from_address(out), obj.desc
+    t.addressMode[:] = [ADDRESS_MODES.index(m) for m in (tuple(d.address_mode) +
+                                                          ("clamp",) * 3)[:3]]
+    t.filterMode = ("point", "linear").index(d.filter_mode)
+    t.mipmapFilterMode = ("point", "linear").index(d.mipmap_filter_mode)
+    integer = d.read_mode == "element_type" and obj.resource.format.kind != "float"
+    t.flags = (_READ_AS_INTEGER * integer | _NORMALIZED_COORDINATES * d.normalized_coords |
+               _SRGB * d.srgb | _SEAMLESS_CUBEMAP * d.seamless_cubemap |
+               _DISABLE_TRILINEAR_OPTIMIZATION * d.disable_trilinear_optimization)
+    t.maxAnisotropy, t.mipmapLevelBias = d.max_anisotropy, d.mipmap_level_bias
+    t.minMipmapLevelClamp, t.maxMipmapLevelClamp = (d.min_mipmap_level_clamp,
+                                                    d.max_mipmap_level_clamp)
+    t.borderColor[:] = (tuple(d.border_color) + (0.0,) * 4)[:4]
+    return SUCCESS
+
+
 def _destroy(kind: str, handle: int) -> int:
     obj = _objects[kind].pop(handle, None)
     if obj is None:

@@ -4,7 +4,8 @@
 // cudaMemcpy2DFromArray, cudaMemcpy2DArrayToArray, their Async forms), the deprecated 1D ones
 // (cudaMemcpyToArray, cudaMemcpyFromArray), cudaMemcpy3D to and from arrays with positions,
 // tex2D (point, wrap with normalized coordinates, linear at texel centres and midpoints),
-// tex3D, tex2DLayered, surf2Dwrite/surf2Dread, and cudaFreeArray. Every result is exact, so
+// tex3D, tex2DLayered, surf2Dwrite/surf2Dread, cudaGetTextureObjectResourceDesc and
+// cudaGetTextureObjectTextureDesc, and cudaFreeArray. Every result is exact, so
 // the host computes each one. No refusal is accepted: the program needs all of it.
 #include <vector>
 
@@ -151,6 +152,20 @@ static void copies_1d(cudaArray_t array, const std::vector<float> &model) {
   CHECK(cudaFreeArray(other));
 }
 
+// What cudaGetTextureObjectResourceDesc and cudaGetTextureObjectTextureDesc give back.
+static void check_descriptions(cudaTextureObject_t tex, cudaArray_t array) {
+  cudaResourceDesc resource;
+  CHECK(cudaGetTextureObjectResourceDesc(&resource, tex));
+  cudaTextureDesc desc;
+  CHECK(cudaGetTextureObjectTextureDesc(&desc, tex));
+  bool ok = resource.resType == cudaResourceTypeArray && resource.res.array.array == array &&
+            desc.addressMode[0] == cudaAddressModeWrap &&
+            desc.addressMode[1] == cudaAddressModeWrap &&
+            desc.filterMode == cudaFilterModePoint && desc.normalizedCoords == 1;
+  printf("texture object descriptions: %s\n", ok ? "ok" : "FAIL");
+  if (!ok) ++g_failures;
+}
+
 static void textures_2d(cudaArray_t array, const std::vector<float> &model, float *out) {
   cudaTextureObject_t tex = texture(array, cudaAddressModeClamp, cudaFilterModePoint, 0);
   read_points<<<H, W>>>(tex, out);
@@ -160,6 +175,7 @@ static void textures_2d(cudaArray_t array, const std::vector<float> &model, floa
 
   std::vector<float> want(W * H);
   tex = texture(array, cudaAddressModeWrap, cudaFilterModePoint, 1);
+  check_descriptions(tex, array);
   read_wrapped<<<H, W>>>(tex, out);
   CHECK(cudaDeviceSynchronize());
   for (int y = 0; y < H; ++y)
