@@ -7,15 +7,17 @@
    target) on cuda:0; the two must agree bit for bit.
 2. Mipmapped textures: what the texture units fetch at levels of detail between and beyond
    the levels (tex2DLod and tex2DGrad; point or linear texture and mipmap filtering), against
-   ptxport's sampler on --device, whose rules between levels were not measured
-   (docs/textures.md). Counted apart: fetches at whole levels of detail (CUDA defines
-   them), and the others. ptxport's MipmappedArray on cuda:0 must equal the driver's.
+   ptxport's sampler on --device (fitted to the first recording,
+   benchmarks/data/texture_mipmap_h100.npz: tex2DLod agrees everywhere, tex2DGrad's level of
+   detail between levels not yet; docs/textures.md). Counted apart: fetches at whole levels
+   of detail (CUDA defines them), and the others. ptxport's MipmappedArray on cuda:0 must
+   equal the driver's.
 
     python benchmarks/texture_check.py build [--out build/texture_check]       (here)
     python benchmarks/texture_cuda_check.py [--build build/texture_check] [--device cpu]
                                                                                 (GPU machine)
 Prints a table; writes benchmarks/results/texture_cuda_check.json and every mipmap fetch of
-the GPU to benchmarks/results/texture_mipmap_gpu.npz (for fitting the rules between levels);
+the GPU to benchmarks/results/texture_mipmap_gpu.npz (what the fit was made from);
 exits 1 when ptxport's objects on cuda:0 differ from the driver's anywhere.
 """
 
@@ -39,9 +41,6 @@ import texture_check as check  # noqa: E402
 import texture_reference as ref  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "texture_cuda_check.json"
-MIP_SIZE, MIP_LEVELS = (16, 8), 5      # 16 x 8 down to 1 x 1
-MIP_FORMAT = ref.FORMATS[1]            # f32x4: every channel a weight's witness
-WHOLE_LODS = (-1.0, 0.0, 1.0, 2.0, 3.0, 4.0, 6.0)
 
 
 def objects_on_cuda(cuda, kernels) -> tuple[int, int, list[str]]:
@@ -74,34 +73,15 @@ def _destroy(texture: int, array) -> None:
     check._check(driver.cuArrayDestroy(array))
 
 
-def mip_texels() -> list[np.ndarray]:
-    rng = np.random.default_rng(7)
-    width, height = MIP_SIZE
-    return [rng.uniform(-4, 4, (max(height >> k, 1), max(width >> k, 1), 4)).astype(np.float32)
-            for k in range(MIP_LEVELS)]
-
-
-def mip_coordinates(kernel: str, count: int = 192) -> np.ndarray:
-    """(count, 3): normalized (u, v) and the level of detail (flod), or the gradient whose
-    log2 in level 0's texels is one (fgrad): whole ones, halves, and random ones."""
-    rng = np.random.default_rng(8)
-    points = rng.uniform(0.0, 1.0, (count, 3)).astype(np.float32)
-    lods = rng.uniform(-1.0, 5.5, count)
-    fixed = WHOLE_LODS + (0.25, 0.5, 0.75, 1.5, 2.49, 2.5, 2.51, 3.5)
-    lods[:len(fixed)] = fixed
-    points[:, 2] = lods if kernel == "flod" else np.exp2(lods) / MIP_SIZE[0]
-    return points
-
-
 def native_mipmap(levels: list[np.ndarray], filt: str, mip_filter: str):
     """(texture, mipmapped array) made by the CUDA driver."""
     from cuda.bindings import driver
 
     desc = driver.CUDA_ARRAY3D_DESCRIPTOR()
-    desc.Width, desc.Height = MIP_SIZE
+    desc.Width, desc.Height = ref.MIP_SIZE
     desc.Depth, desc.Format, desc.NumChannels, desc.Flags = 0, check._array_format(
-        MIP_FORMAT), 4, 0
-    mipmap = check._check(driver.cuMipmappedArrayCreate(desc, MIP_LEVELS))
+        ref.MIP_FORMAT), 4, 0
+    mipmap = check._check(driver.cuMipmappedArrayCreate(desc, ref.MIP_LEVELS))
     for k, data in enumerate(levels):
         array = check._check(driver.cuMipmappedArrayGetLevel(mipmap, k))
         copy = driver.CUDA_MEMCPY3D()
@@ -120,51 +100,29 @@ def native_mipmap(levels: list[np.ndarray], filt: str, mip_filter: str):
     tex.filterMode = driver.CUfilter_mode(ref.FILTER_MODES.index(filt))
     tex.mipmapFilterMode = driver.CUfilter_mode(ref.FILTER_MODES.index(mip_filter))
     tex.flags = 0x2
-    tex.maxMipmapLevelClamp = float(MIP_LEVELS - 1)
+    tex.maxMipmapLevelClamp = float(ref.MIP_LEVELS - 1)
     return int(check._check(driver.cuTexObjectCreate(resource, tex, None))), mipmap
-
-
-def ptxport_mipmap(device, levels: list[np.ndarray], filt: str, mip_filter: str):
-    from ptxport.runtime.textures import (
-        ChannelFormat,
-        MipmappedArray,
-        ResourceDesc,
-        TextureDesc,
-        TextureObject,
-    )
-
-    stream = device.create_stream()
-    mipmap = MipmappedArray(device, ChannelFormat("float", 32, 4), *MIP_SIZE,
-                            levels=MIP_LEVELS, stream=stream)
-    for k, data in enumerate(levels):
-        mipmap.level(k).copy_from(data, stream=stream)
-    stream.sync()
-    desc = TextureDesc(filter_mode=filt, mipmap_filter_mode=mip_filter, normalized_coords=True,
-                       max_mipmap_level_clamp=float(MIP_LEVELS - 1))
-    return TextureObject(device, ResourceDesc.from_mipmapped_array(mipmap), desc), mipmap
 
 
 def mipmaps(cuda, other, kernels) -> tuple[list[dict], dict]:
     """Question 2: one row per (kernel, filter, mipmap filter), and the GPU's fetches."""
     from cuda.bindings import driver
 
-    levels, rows, fetched = mip_texels(), [], {}
+    levels, rows, fetched = ref.mip_texels(), [], {}
     for kernel, filt, mip_filter in itertools.product(("flod", "fgrad"), ref.FILTER_MODES,
                                                       ref.FILTER_MODES):
-        coords = mip_coordinates(kernel)
+        coords = ref.mip_coordinates(kernel)
         texture, mipmap = native_mipmap(levels, filt, mip_filter)
-        native = ref.launch_fetch(cuda, kernels, kernel, MIP_FORMAT, texture, coords)
+        native = ref.launch_fetch(cuda, kernels, kernel, ref.MIP_FORMAT, texture, coords)
         check._check(driver.cuTexObjectDestroy(driver.CUtexObject(texture)))
         check._check(driver.cuMipmappedArrayDestroy(mipmap))
         results = {}
         for name, device in (("sampler", other), ("cuda", cuda)):
-            tex, ours = ptxport_mipmap(device, levels, filt, mip_filter)
-            results[name] = ref.launch_fetch(device, kernels, kernel, MIP_FORMAT, tex.handle,
-                                             coords)
-            tex.close()
-            ours.close()
-        lods = coords[:, 2] if kernel == "flod" else np.log2(coords[:, 2] * MIP_SIZE[0])
-        whole = np.isin(np.round(lods, 6), WHOLE_LODS) | (lods >= MIP_LEVELS - 1) | (lods <= 0)
+            results[name] = ref.run_mipmap_on_ptxport(device, kernels, kernel, filt,
+                                                      mip_filter)
+        lods = coords[:, 2] if kernel == "flod" else np.log2(coords[:, 2] * ref.MIP_SIZE[0])
+        whole = (np.isin(np.round(lods, 6), ref.WHOLE_LODS) | (lods >= ref.MIP_LEVELS - 1)
+                 | (lods <= 0))
         bad = (native != results["sampler"]).any(axis=1)
         first = np.nonzero(bad & ~whole)[0]
         rows.append({"kernel": kernel, "filter": filt, "mipmap_filter": mip_filter,
@@ -201,7 +159,7 @@ def main(argv=None) -> int:
     print(f"1. ptxport's texture objects on cuda:0 vs the driver's: {differ} of {total} "
           f"cases differ {examples}")
     rows, fetched = mipmaps(cuda, other, kernels)
-    print(f"2. mipmaps, {MIP_SIZE[0]}x{MIP_SIZE[1]} f32x4, {MIP_LEVELS} levels: GPU vs "
+    print(f"2. mipmaps, {ref.MIP_SIZE[0]}x{ref.MIP_SIZE[1]} f32x4, {ref.MIP_LEVELS} levels: GPU vs "
           f"ptxport's sampler on {args.device} (fetches differing at whole / other levels of "
           "detail), and ptxport's MipmappedArray on cuda:0 vs the driver's")
     print(f"{'kernel':6} {'filter':6} {'mip':6} {'whole':>7} {'between':>9} {'cuda':>5}  example")

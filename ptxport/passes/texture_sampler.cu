@@ -238,9 +238,10 @@ static __device__ int share(int whole, int fraction) {
 // X1 gives its y1 corner X1 q_y / 256, X0 its y0 corner X0 (256 - q_y) / 256, every share
 // rounded to nearest with ties up and the sibling taking the rest (so the diagonal corners
 // are the rounded ones; the weights are not separable).
-static __device__ void weights(const int *q, int axes, int *w) {
+// `all`: the weight of a 2D footprint (256; a mipmap level's share in trilinear filtering).
+static __device__ void weights(const int *q, int axes, int *w, int all) {
     for (int z = 0; z < (axes == 3 ? 2 : 1); ++z) {
-        int whole = axes == 3 ? (z ? q[2] : 256 - q[2]) : 256;
+        int whole = axes == 3 ? (z ? q[2] : 256 - q[2]) : all;
         int x1 = share(whole, q[0]), x0 = whole - x1;
         int *slice = w + 4 * z;
         slice[3] = share(x1, q[1]);
@@ -292,10 +293,11 @@ static __device__ __noinline__ float filter_normalized(const Descriptor *d, doub
     return f < -1.0f ? -1.0f : f;
 }
 
-// Linear filtering over `axes` dimensions (2 for a 1D texture: y = 0 in a texture of height
-// 1) of the `dims` coordinates u; clamp mode clamps them to [0.5, size - 0.5] first.
-static __device__ Texel sample_linear(const Descriptor *d, double *u, int dims, int layer,
-                                      bool clamp) {
+// The texels and weights of linear filtering over `axes` dimensions (2 for a 1D texture: y = 0
+// in a texture of height 1) of the `dims` coordinates u, weighing `all` (of 256) in all; clamp
+// mode clamps u to [0.5, size - 0.5] first. Returns the number of corners (4 or 8).
+static __device__ int footprint(const Descriptor *d, double *u, int dims, int layer, bool clamp,
+                                int all, int *w, double (*v)[4]) {
     int axes = dims < 2 ? 2 : dims;
     int i[3] = {0, 0, 0}, q[3] = {0, 0, 0};
     for (int k = 0; k < axes; ++k) {
@@ -309,17 +311,26 @@ static __device__ Texel sample_linear(const Descriptor *d, double *u, int dims, 
         i[k] = (int)f;
         q[k] = (int)floor((b - f) * 256.0 + 0.5);
     }
-    int w[8];
-    weights(q, axes, w);
-    double v[8][4];
+    weights(q, axes, w, all);
     int corners = 1 << axes;
     for (int n = 0; n < corners; ++n)
         stored_texel(d, i[0] + (n & 1), i[1] + ((n >> 1) & 1), i[2] + ((n >> 2) & 1), layer, v[n]);
+    return corners;
+}
+
+static __device__ Texel filtered(const Descriptor *d, double (*v)[4], const int *w, int corners) {
     Texel out;
     for (int c = 0; c < 4; ++c)
         out.v[c] = __float_as_uint(d->kind == 2 ? filter_float(v, w, corners, c, d->bits == 16)
                                                 : filter_normalized(d, v, w, corners, c));
     return out;
+}
+
+static __device__ Texel sample_linear(const Descriptor *d, double *u, int dims, int layer,
+                                      bool clamp) {
+    int w[8];
+    double v[8][4];
+    return filtered(d, v, w, footprint(d, u, dims, layer, clamp, 256, w, v));
 }
 
 // The face of a cube map fetch, as the CUDA C++ Programming Guide's "Cubemap Textures"
@@ -384,10 +395,53 @@ extern "C" __device__ __noinline__ Texel __ptxport_tex(unsigned long long handle
     return sample(descriptor(handle), op, c0, c1, c2, layer);    // level 0 of a mipmap
 }
 
+// Trilinear filtering of 1D, 2D and cube map textures, as the H100 does it: the two levels'
+// footprints (linear filtering's 2 x 2 texels, or point filtering's one) are the two z slices
+// of a 3D texture's filter, weighing 256 - q and q, each split by its own level's fractions;
+// float texels cut per slice and summed exactly (filter_float). Every tex2DLod fetch of
+// benchmarks/texture_cuda_check.py on an H100 agrees (docs/textures.md).
+static __device__ Texel trilinear(const Descriptor *low, const Descriptor *high, int q,
+                                  unsigned int op, const unsigned int *c, unsigned int layer) {
+    int w[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    double v[8][4];
+    for (int s = 0; s < 2; ++s) {
+        const Descriptor *d = s ? high : low;
+        double u[3] = {0.0, 0.0, 0.0};
+        int dims = 2, l;
+        bool cube = (op & OP_CUBE) != 0;
+        if (cube) {
+            int last = (int)d->layers / 6 - 1, n = (op & OP_LAYERED) ? (int)layer : 0;
+            n = n > last ? last : (n < 0 ? 0 : n);
+            l = 6 * n + cube_face(d, __uint_as_float(c[0]), __uint_as_float(c[1]),
+                                  __uint_as_float(c[2]), u);
+        } else {
+            dims = (int)(op & OP_DIMS);
+            l = (op & OP_LAYERED) ? layer_index(d, layer) : 0;
+            for (int k = 0; k < dims; ++k) u[k] = texel_coordinate(d, __uint_as_float(c[k]), k);
+        }
+        int all = s ? q : 256 - q;
+        if (d->filter == 1) {
+            footprint(d, u, dims, l, cube, all, w + 4 * s, v + 4 * s);
+            continue;
+        }
+        int i[2];
+        for (int k = 0; k < 2; ++k) {
+            i[k] = (int)floor(u[k]);
+            if (cube) i[k] = i[k] < 0 ? 0 : (i[k] >= (int)d->size[k] ? (int)d->size[k] - 1 : i[k]);
+        }
+        stored_texel(d, i[0], i[1], 0, l, v[4 * s]);
+        w[4 * s] = all;
+        for (int n = 1; n < 4; ++n) stored_texel(d, i[0], i[1], 0, l, v[4 * s + n]);
+    }
+    return filtered(low, v, w, 8);
+}
+
 // A fetch at level of detail `lod` (tex.level; tex.grad's computed one): lod + the bias,
-// clamped to [min, max] MipmapLevelClamp and to the levels; point mipmap filtering reads the
-// nearest level, linear blends the two around it by the fraction cut to 8 bits (the texture
-// filter's precision), for float results. Not measured on a GPU (docs/textures.md).
+// clamped to [min, max] MipmapLevelClamp and to the levels. Point mipmap filtering reads the
+// nearest level (ties up); linear filtering weighs the two levels around it by the fraction
+// cut to 8 bits, q/256, in one trilinear filter (3D textures and integer coordinates: the two
+// levels' results blended, q/256 of the upper, rounded once; not measured). Every tex2DLod
+// fetch of an H100 in benchmarks/texture_cuda_check.py agrees.
 static __device__ Texel sample_level(const Descriptor *d, unsigned int op, unsigned int c0,
                                      unsigned int c1, unsigned int c2, unsigned int layer,
                                      float lod) {
@@ -402,11 +456,14 @@ static __device__ Texel sample_level(const Descriptor *d, unsigned int op, unsig
         return sample(&table[(int)floorf(l + 0.5f)], op, c0, c1, c2, layer);
     }
     int level = (int)floorf(l);
-    int q = (int)floorf((l - (float)level) * 256.0f + 0.5f);
+    int q = (int)floorf((l - (float)level) * 256.0f);    // cut, not rounded (the H100)
     Texel low = sample(&table[level], op, c0, c1, c2, layer);
     if (q == 0) return low;
-    Texel high = sample(&table[level + 1 < (int)d->levels ? level + 1 : level], op, c0, c1,
-                        c2, layer);
+    int next = level + 1 < (int)d->levels ? level + 1 : level;
+    unsigned int c[3] = {c0, c1, c2};
+    if ((op & OP_CUBE) || ((op & OP_DIMS) < 3 && !(op & OP_INTEGER)))
+        return trilinear(&table[level], &table[next], q, op, c, layer);
+    Texel high = sample(&table[next], op, c0, c1, c2, layer);
     Texel out;
     for (int c = 0; c < 4; ++c) {
         double a = (double)__uint_as_float(low.v[c]), b = (double)__uint_as_float(high.v[c]);
