@@ -478,8 +478,20 @@ extern "C" __device__ __noinline__ Texel __ptxport_tex_level(
     return sample_level(descriptor(handle), op, c0, c1, c2, layer, lod);
 }
 
-// tex.grad: the level of detail of the gradients dP/dx and dP/dy, log2 of the longer one
-// in level 0's texels (the isotropic rule of graphics APIs; CUDA does not define it).
+// tex.grad: the level of detail of the gradients dP/dx and dP/dy, log2 of the longer one's
+// length in level 0's texels, in 8 fractional bits as fitted to an H100: the exponent of the
+// length, and log2 of the midpoint of its significand's top 8 bits rounded to 1/256 (a
+// 256-entry table), 0 for a power of two (benchmarks/texture_cuda_check.py, docs/textures.md).
+static __device__ float gradient_lod(float rho) {
+    if (!(rho > 0.0f)) return -1000.0f;
+    unsigned int bits = __float_as_uint(rho);
+    int e = (int)((bits >> 23) & 0xffu) - 127;
+    if ((bits & 0x7fffffu) == 0) return (float)e;
+    float top = (float)((bits >> 15) & 0xffu);
+    float t = rintf(256.0f * log2f(1.0f + (top + 0.5f) * (1.0f / 256.0f)));
+    return (float)e + t * (1.0f / 256.0f);
+}
+
 extern "C" __device__ __noinline__ Texel __ptxport_tex_grad(
         unsigned long long handle, unsigned int op, unsigned int c0, unsigned int c1,
         unsigned int c2, unsigned int layer, float dx0, float dx1, float dx2, float dy0,
@@ -493,8 +505,7 @@ extern "C" __device__ __noinline__ Texel __ptxport_tex_grad(
         x2 += dx[k] * scale * dx[k] * scale;
         y2 += dy[k] * scale * dy[k] * scale;
     }
-    float rho2 = x2 > y2 ? x2 : y2;
-    float lod = rho2 > 0.0f ? 0.5f * log2f(rho2) : -1000.0f;
+    float lod = gradient_lod(sqrtf(x2 > y2 ? x2 : y2));
     return sample_level(d, op, c0, c1, c2, layer, lod);
 }
 

@@ -45,7 +45,7 @@ _CLAMP = {"trap": 0, "clamp": 1, "zero": 2}
 _SAMPLER = Path(__file__).with_name("texture_sampler.cu")
 # The SHA-256 of texture_sampler.ptx, written by regenerate(): an edit of the PTX changes this
 # file, and with it the keys of compiled kernels in the caches (which hash ptxport's .py files).
-SAMPLER_DIGEST = "c2b44df8091da4eef484b30c2d35b92d38da3679ea1ae0d1791b55341c662083"
+SAMPLER_DIGEST = "e4c1c90d5dee175341ea282600e6e9329c8f66f1c56a64a9ef3741403178c609"
 
 
 def uses_textures(module: ir.Module) -> bool:

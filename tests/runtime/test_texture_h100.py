@@ -97,10 +97,10 @@ def test_the_cpu_sampler_fetches_the_recorded_cube_maps(recorded):
         assert got.tolist() == recorded[key].tolist(), key
 
 
-# tex2DGrad with linear mipmap filtering: the H100's level of detail from the gradients is
-# log2 of their length within about 1/256 (a coarser log2 than float32's), which the sampler
-# does not reproduce yet; these many of the recorded fetches differ (docs/textures.md).
-GRADIENT_LOD_DIFFERS = {"fgrad point linear": 53, "fgrad linear linear": 53}
+# tex2DGrad with linear mipmap filtering: the sampler's table of log2 (fitted to the rest)
+# gives 131/256 where the H100 took 130/256 for one significand range, at two of the
+# recorded gradients (docs/textures.md).
+GRADIENT_LOD_DIFFERS = {"fgrad point linear": 2, "fgrad linear linear": 2}
 
 
 @pytest.mark.skipif(not _NVRTC, reason=f"the fetch kernels come from NVRTC: {_NVRTC_WHY}")
