@@ -8,13 +8,15 @@
 2. Mipmapped textures: what the texture units fetch at levels of detail between and beyond
    the levels (tex2DLod and tex2DGrad; point or linear texture and mipmap filtering), against
    ptxport's sampler on --device (fitted to the first recording,
-   benchmarks/data/texture_mipmap_h100.npz: tex2DLod agrees everywhere, tex2DGrad's level of
-   detail between levels not yet; docs/textures.md). Counted apart: fetches at whole levels
-   of detail (CUDA defines them), and the others. ptxport's MipmappedArray on cuda:0 must
-   equal the driver's.
+   benchmarks/data/texture_mipmap_h100.npz: every tex2DLod fetch agrees, and every tex2DGrad
+   fetch but 2 per linear mipmap case; --seed N draws other texels, coordinates and levels
+   of detail, to check the fit on fetches it was not made from; docs/textures.md). Counted
+   apart: fetches at whole levels of detail (CUDA defines them), and the others. ptxport's
+   MipmappedArray on cuda:0 must equal the driver's.
 
     python benchmarks/texture_check.py build [--out build/texture_check]       (here)
     python benchmarks/texture_cuda_check.py [--build build/texture_check] [--device cpu]
+                                            [--seed N]
                                                                                 (GPU machine)
 Prints a table; writes benchmarks/results/texture_cuda_check.json and every mipmap fetch of
 the GPU to benchmarks/results/texture_mipmap_gpu.npz (what the fit was made from);
@@ -144,7 +146,11 @@ def main(argv=None) -> int:
     parser.add_argument("--device", default="cpu", help="the device of ptxport's sampler")
     parser.add_argument("--dump", type=Path,
                         default=RESULTS.with_name("texture_mipmap_gpu.npz"))
+    parser.add_argument("--seed", type=int, default=0,
+                        help="draw other texels, coordinates and levels of detail (0: the "
+                             "recorded ones)")
     args = parser.parse_args(argv)
+    ref.SEED = args.seed
     os.environ["PTXPORT_CACHE_DIR"] = str(args.build / "cache")
     from cuda.bindings import driver
 
@@ -169,7 +175,7 @@ def main(argv=None) -> int:
               f"{r['sampler_differs_between']:>4}/{r['between']:<4} "
               f"{r['cuda_objects_differ']:>5}  {r['example']}"[:160])
     args.dump.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(args.dump, **fetched)
+    np.savez_compressed(args.dump, seed=np.int64(args.seed), **fetched)
     RESULTS.write_text(json.dumps({"objects_on_cuda": {"cases": total, "differ": differ,
                                                        "examples": examples},
                                    "mipmaps": rows}, indent=1) + "\n")

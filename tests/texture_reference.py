@@ -470,7 +470,7 @@ WHOLE_LODS = (-1.0, 0.0, 1.0, 2.0, 3.0, 4.0, 6.0)
 
 def mip_texels() -> list[np.ndarray]:
     """Each level's texels, (height, width, 4) float32."""
-    rng = np.random.default_rng(7)
+    rng = np.random.default_rng(7 + 1000 * SEED)
     width, height = MIP_SIZE
     return [rng.uniform(-4, 4, (max(height >> k, 1), max(width >> k, 1), 4)).astype(np.float32)
             for k in range(MIP_LEVELS)]
@@ -479,7 +479,7 @@ def mip_texels() -> list[np.ndarray]:
 def mip_coordinates(kernel: str, count: int = 192) -> np.ndarray:
     """(count, 3): normalized (u, v) and the level of detail (flod), or the gradient whose
     log2 in level 0's texels is one (fgrad): whole ones, halves, and random ones."""
-    rng = np.random.default_rng(8)
+    rng = np.random.default_rng(8 + 1000 * SEED)
     points = rng.uniform(0.0, 1.0, (count, 3)).astype(np.float32)
     lods = rng.uniform(-1.0, 5.5, count)
     fixed = WHOLE_LODS + (0.25, 0.5, 0.75, 1.5, 2.49, 2.5, 2.51, 3.5)
