@@ -31,7 +31,7 @@ _C_TYPES = {
     "CUcontext": "void *", "CUmodule": "void *", "CUfunction": "void *", "CUstream": "void *",
     "CUevent": "void *", "CUlibrary": "void *", "CUkernel": "void *", "CUgraph": "void *",
     "CUgraphExec": "void *", "CUarray": "void *", "CUmemoryPool": "void *",
-    "CUgraphNode": "void *", "CUgraphNodeType": "int",
+    "CUgraphNode": "void *", "CUgraphNodeType": "int", "CUmipmappedArray": "void *",
     "CUtexObject": "unsigned long long", "CUsurfObject": "unsigned long long",
     # Enums: int-sized.
     "CUdevice_attribute": "int", "CUfunction_attribute": "int", "CUpointer_attribute": "int",
@@ -53,6 +53,9 @@ _C_TYPES = {
     "cudaMemoryAdvise": "int", "cudaMemLocation": "unsigned long long",
     "cudaSharedMemConfig": "int", "unsigned": "unsigned int", "char": "char",
     "cudaMemPool_t": "void *", "cudaMemPoolAttr": "int", "cudaGraphNode_t": "void *",
+    "cudaArray_t": "void *", "cudaArray_const_t": "void *", "cudaMipmappedArray_t": "void *",
+    "cudaMipmappedArray_const_t": "void *", "cudaTextureObject_t": "unsigned long long",
+    "cudaSurfaceObject_t": "unsigned long long",
     # cuBLAS's (cublas_api.h, library_types.h), for cublas_signatures.py.
     "cublasStatus_t": "int", "cublasHandle_t": "void *", "cudaStream_t": "void *",
     "cublasOperation_t": "int", "cublasPointerMode_t": "int", "cublasMath_t": "int",
@@ -294,12 +297,18 @@ CUresult cuMemcpy3DPeerAsync(const CUDA_MEMCPY3D_PEER *pCopy, CUstream hStream)
 CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *pAllocateArray)
 CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pAllocateArray)
 CUresult cuArrayDestroy(CUarray hArray)
+CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pMipmappedArrayDesc, unsigned int numMipmapLevels)
+CUresult cuMipmappedArrayGetLevel(CUarray *pLevelArray, CUmipmappedArray hMipmappedArray, unsigned int level)
+CUresult cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray)
 CUresult cuArrayGetDescriptor_v2(CUDA_ARRAY_DESCRIPTOR *pArrayDescriptor, CUarray hArray)
 CUresult cuArray3DGetDescriptor_v2(CUDA_ARRAY3D_DESCRIPTOR *pArrayDescriptor, CUarray hArray)
 CUresult cuTexObjectCreate(CUtexObject *pTexObject, const CUDA_RESOURCE_DESC *pResDesc, const CUDA_TEXTURE_DESC *pTexDesc, const CUDA_RESOURCE_VIEW_DESC *pResViewDesc)
 CUresult cuTexObjectDestroy(CUtexObject texObject)
 CUresult cuSurfObjectCreate(CUsurfObject *pSurfObject, const CUDA_RESOURCE_DESC *pResDesc)
 CUresult cuSurfObjectDestroy(CUsurfObject surfObject)
+CUresult cuTexObjectGetResourceDesc(CUDA_RESOURCE_DESC *pResDesc, CUtexObject texObject)
+CUresult cuTexObjectGetTextureDesc(CUDA_TEXTURE_DESC *pTexDesc, CUtexObject texObject)
+CUresult cuSurfObjectGetResourceDesc(CUDA_RESOURCE_DESC *pResDesc, CUsurfObject surfObject)
 CUresult cuMemsetD2D8_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width, size_t Height)
 CUresult cuMemsetD2D16_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width, size_t Height)
 CUresult cuMemsetD2D32_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width, size_t Height)

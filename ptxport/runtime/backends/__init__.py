@@ -112,6 +112,10 @@ class BackendBase(ABC):
     # Whether a running launch can be stopped (launch's `timeout`): GPU APIs have no way to
     # end a running kernel short of ending the process.
     stops_launches: bool = False
+    # CUDA arrays, texture and surface objects of the device's own API (cuda_textures.py's
+    # hooks), for a backend whose kernels keep the texture instructions; None where
+    # runtime/textures.py makes them itself (descriptors the linked sampler reads).
+    textures = None
 
     def cooperative_blocks(self, ordinal: int, kernel, block: tuple[int, int, int],
                            dynamic_shared: int) -> int | None:

@@ -428,6 +428,9 @@ class Backend(BackendBase):
         # address -> (size, ordinal, kind) of live allocations and module variables found
         self._live: dict[int, tuple[int, int, str]] = {}
         self._images: dict[tuple[int, str, str], _Image] = {}  # (id(module), arch, source)
+        from ptxport.runtime.backends.cuda_textures import CudaTextures
+
+        self.textures = CudaTextures(self)   # the driver's arrays and texture objects
 
     # -- presence and properties ------------------------------------------------------------------
 
