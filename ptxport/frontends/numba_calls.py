@@ -116,13 +116,3 @@ def refuse_unrunnable_calls(graph: CallGraph, backend: str, kernel: str) -> None
         raise UnsupportedFeatureError(
             f"recursive device function {python_name(recursive[0])} (called by kernel "
             f"{kernel})", backend, reason="OpenCL kernels may not recurse; write it as a loop")
-    passing = sorted(graph.local_addresses)
-    if passing and backend == "cpu":
-        what = "recursive device function" if passing[0] in recursive else "device function"
-        raise UnsupportedFeatureError(
-            f"{what} {python_name(passing[0])} using the address of its local memory (in "
-            f"kernel {kernel})", backend, reason=(
-                "numba passes a called function the address of the caller's local memory "
-                "for its result (calls NVVM did not inline), and the cpu target does not "
-                "yet reach a device function's local memory through a generic address; "
-                "write recursion as a loop, and keep NVVM's inlining (the default opt=True)"))
