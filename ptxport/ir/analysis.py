@@ -256,9 +256,9 @@ def calls_of(module: ir.Module, function: ir.Function,
     return found
 
 
-def recursive_call(module: ir.Module,
-                   kernel: ir.Function) -> tuple[ir.Instruction, ir.Function, ir.Function] | None:
-    """A call that closes a cycle among the functions `kernel` may reach through calls (a
+def recursive_call(module: ir.Module, roots: Iterable[ir.Function]
+                   ) -> tuple[ir.Instruction, ir.Function, ir.Function] | None:
+    """A call that closes a cycle among the functions `roots` may reach through calls (a
     function that calls itself, directly or through others), as (call instruction, the
     function making it, its callee); None when there is none."""
     defined = [f for f in module.functions.values() if not f.is_declaration]
@@ -280,7 +280,12 @@ def recursive_call(module: ir.Module,
         done.add(f.name)
         return None
 
-    return visit(kernel)
+    for root in roots:
+        if root.name not in done and not root.is_declaration:
+            found = visit(root)
+            if found is not None:
+                return found
+    return None
 
 
 def state_space(inst: ir.Instruction) -> str | None:
