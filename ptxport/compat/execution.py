@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 from math import prod
 
+from ptxport.codegen.device_runtime import is_device_runtime_library
 from ptxport.compat import fatbin, memory, streams
 from ptxport.compat.state import (
     INVALID_VALUE,
@@ -33,6 +34,7 @@ from ptxport.runtime import Kernel, LaunchConfig, ObjectCode, Program, ProgramOp
 from ptxport.runtime.launch import check_config, launch_packed
 
 NO_BINARY_FOR_GPU = 209   # CUDA_ERROR_NO_BINARY_FOR_GPU
+_ENTRY = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.entry\s+([\w$.]+)", re.MULTILINE)
 
 
 @dataclass
@@ -42,6 +44,9 @@ class Module:
     codes: list[ObjectCode]
     missing: list[str] = field(default_factory=list)
     functions: dict[str, int] = field(default_factory=dict)   # name -> handle
+    # kernels of CUDA's device runtime library (left out: ptxport provides its functions),
+    # which cudart looks up at start and does without
+    library_kernels: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -76,22 +81,27 @@ def load_module(image: int, name: str) -> int:
     if isinstance(content, str):
         return state.handle(Module([_compiled(content, name)]))
     sm = int(state.device.arch)
-    units, missing = [], []
+    units, missing, library_kernels = [], [], set()
     for index, entries in enumerate(content):
         try:
-            units.append((index, fatbin.best_ptx(entries, sm)))
+            ptx = fatbin.best_ptx(entries, sm)
         except Exception as e:  # a part without PTX: its kernels cannot be found
             missing.append(str(e))
+            continue
+        if is_device_runtime_library(ptx):      # (ptxport provides cudadevrt's functions)
+            library_kernels.update(_ENTRY.findall(ptx))
+        else:
+            units.append((index, ptx))
     if len(units) > 1:
         # the relocatable units of an `nvcc -rdc=true` program (a wrapper listing several fat
         # binaries): linked into one module, as nvlink links their code
         texts = [ptx for _, ptx in units]
         labels = [f"{name}[{index}].ptx" for index, _ in units]
         return state.handle(Module([_compiled(link_text(texts, labels), f"{name}.ptx")],
-                                   missing))
+                                   missing, library_kernels=library_kernels))
     codes = [_compiled(ptx, f"{name}.ptx" if len(content) == 1 else f"{name}[{index}].ptx")
              for index, ptx in units]
-    return state.handle(Module(codes, missing))
+    return state.handle(Module(codes, missing, library_kernels=library_kernels))
 
 
 def _target_arch(target: tuple[str, ...]) -> int:
@@ -111,6 +121,8 @@ def _function(module: Module, name: str) -> int:
             handle = module.functions[name] = state.handle(
                 Function(kernel, module, params, _target_arch(code.module.target)))
             return handle
+    if name in module.library_kernels:
+        raise CudaError(NOT_FOUND)     # (no message: cudart asks for each, and goes on)
     if module.missing:   # CUDA's answer when the binary has no code for the device
         raise CudaError(NO_BINARY_FOR_GPU, f"no kernel named {name!r} in the module's PTX "
                                            f"({'; '.join(module.missing)})")

@@ -32,6 +32,7 @@ from ptxport.codegen.targets.cpu.calls import (
     lower_malloc,
     lower_vprintf,
 )
+from ptxport.codegen.targets.cpu.device_runtime import kernel_address, lower_device_runtime
 from ptxport.codegen.targets.cpu.local_stack import LocalStack
 from ptxport.codegen.targets.cpu.stop import STOPPED, poll_stop
 from ptxport.codegen.targets.cpu.waits import lower_wait
@@ -301,6 +302,8 @@ class CpuTarget(Target):
             if callee.name in ("malloc", "free"):
                 self._heap_call(fl, inst, callee.name, pointers)
                 return
+            if lower_device_runtime(fl, inst, callee, pointers):   # dynamic parallelism
+                return
             if callee.name not in ("vprintf", "__assertfail"):
                 raise fl.unsupported(inst, f"a call of '{callee.name}', which the module "
                                            "declares but does not define")
@@ -334,6 +337,12 @@ class CpuTarget(Target):
         fl.b.position_at_end(freed)
 
     def function_address(self, fl: FunctionLowering, function: ir.Function) -> ll.Value:
+        if function.is_kernel:      # what a device-side launch names
+            address = kernel_address(self.module, function)
+            if address is None:
+                raise fl.unsupported(fl.inst, f"the address of the kernel '{function.name}', "
+                                              "which is not in the module")
+            return I64(address)
         llfn = self.functions.get(function.name)
         if llfn is None:
             raise fl.unsupported(fl.inst, f"the address of '{function.name}', which the "

@@ -55,7 +55,7 @@ from ptxport.errors import (
     UnsupportedFeatureError,
 )
 from ptxport.ir.lines import where
-from ptxport.runtime.backends.cpu import entry, printf, warps
+from ptxport.runtime.backends.cpu import device_launch, entry, printf, warps
 from ptxport.runtime.backends.cpu import pool as pool_threads
 from ptxport.runtime.backends.cpu.cores import usable_cores
 
@@ -632,6 +632,8 @@ def _run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocatio
     params_address = ctypes.addressof(param_buffer)
     # (only kernels that call printf or assert have a log to collect and print)
     printf_log = printf.open_log(params_address) if binary.calls_printf else None
+    # (only kernels that launch grids: their threads' launches are collected by address)
+    launching = getattr(binary, "launches_grids", False) and device_launch.attach(params_address)
     # (a tuple: workers keep their allocation table while the same one comes again)
     if allocations is not None and not isinstance(allocations, tuple):
         allocations = tuple(allocations)
@@ -644,6 +646,8 @@ def _run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocatio
         errors.append(e)
     finally:
         pool_threads.give(pool)
+        if launching:
+            device_launch.detach(params_address)
     if printf_log is not None:      # printed after the launch
         errors += printf.close_log(params_address, printf_log)
     _PARAM_BUFFERS.setdefault(len(param_buffer), []).append(param_buffer)

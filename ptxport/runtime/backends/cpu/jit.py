@@ -5,6 +5,7 @@ in host memory shared by its kernels, and binding the entry points the executor 
 from __future__ import annotations
 
 import ctypes
+import functools
 import struct
 import threading
 import weakref
@@ -16,6 +17,7 @@ import numpy as np
 from ptxport.codegen import ops  # noqa: F401  (registers the lowerings)
 from ptxport.codegen.targets.cpu import runtime_functions as cpu_runtime
 from ptxport.codegen.targets.cpu.calls import ASSERT_SYMBOL, PRINTF_SYMBOL
+from ptxport.codegen.targets.cpu.device_runtime import DEVICE_RUNTIME_SYMBOL
 from ptxport.codegen.targets.cpu.image import Image
 from ptxport.codegen.targets.cpu.machine import LLVM_LOCK, target_machine
 from ptxport.codegen.targets.cpu.module import holds_function_addresses
@@ -23,6 +25,7 @@ from ptxport.errors import CompileError, UnsupportedFeatureError
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import runs_to_completion
 from ptxport.ptx.ast import FloatImm, IntImm
+from ptxport.runtime.backends.cpu import device_launch
 from ptxport.runtime.backends.cpu import heap as cpu_heap
 
 RunThreads = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
@@ -100,6 +103,10 @@ class CpuKernelBinary:
     """A kernel compiled for the host: `launch` runs a whole grid on the calling thread. Made
     from the kernel's object code and plan, fresh from the lowering or from its image."""
 
+    # the CpuOptions it was compiled with (kernels.py sets them): grids it launches from the
+    # device are compiled with them too
+    options = None
+
     def __init__(self, name: str, image: Image, module: ir.Module):
         object_code, plan = image.object_code, image.plan
         self.name, self.plan, self.module = name, plan, module
@@ -175,6 +182,12 @@ class CpuKernelBinary:
         return bool(symbols & {PRINTF_SYMBOL, ASSERT_SYMBOL})
 
     @cached_property
+    def launches_grids(self) -> bool:
+        """Whether the kernel's code calls CUDA's device runtime (dynamic parallelism:
+        device_launch.py runs the grids it launches)."""
+        return DEVICE_RUNTIME_SYMBOL in set(cpu_runtime.undefined_symbols(self.object_code))
+
+    @cached_property
     def global_ranges(self) -> tuple[tuple[int, int], ...]:
         """(address, size) of the module's .global and .const variables in this binary (they
         stay where its code was loaded)."""
@@ -202,6 +215,12 @@ class CpuKernelBinary:
         heap = cpu_heap.HEAP.range()
         if allocations is not None and heap is not None:
             allocations = [*allocations, heap]
+        if self.launches_grids:     # (dynamic parallelism)
+            device_launch.run_grid(self, tuple(grid), tuple(block), dynamic_shared, params,
+                                   allocations, timeout,
+                                   functools.partial(_executor().run_grid,
+                                                     cooperative=cooperative))
+            return
         _executor().run_grid(self, tuple(grid), tuple(block), dynamic_shared, params,
                              allocations, timeout, cooperative)
 
