@@ -17,11 +17,16 @@ the call and moves the top back; the callee finds its frame just below the top i
 with. The access checks (target.check_function) accept a generic access inside [stack start,
 top), the frames live now, so that an access past the innermost frame is still reported.
 
-The size of the stack: without recursion, the deepest chain of frames the kernel's calls can
-make; with recursion (through direct calls or calls through addresses), RECURSIVE_STACK
-bytes, and each function on a cycle reserves at least RECURSIVE_FRAME bytes, which bounds
-the depth of any recursion (and so the native stack it uses) whether or not it has local
-memory.
+PTX's stack memory (alloca, stacksave, stackrestore: .local addresses too) is taken from the
+top of the same stack, so that generic addresses reach it as well; a caller's release of its
+callee's frame releases what the callee allocated, and a kernel's thread starts with an
+empty stack (a function with stack memory never waits, memory.py's _check_stack).
+
+The size of the stack: without recursion or stack memory, the deepest chain of frames the
+kernel's calls can make; otherwise RECURSIVE_STACK bytes. Each function on a cycle of calls
+(through direct calls or calls through addresses) reserves at least RECURSIVE_FRAME bytes,
+which bounds the depth of any recursion (and so the native stack it uses) whether or not it
+has local memory.
 """
 
 from __future__ import annotations
@@ -40,6 +45,8 @@ __all__ = ["LocalStack", "RECURSIVE_FRAME", "RECURSIVE_STACK", "plan_local_stack
 RECURSIVE_STACK = 1 << 20
 RECURSIVE_FRAME = 256
 _FRAME_ALIGN = 16
+# PTX's stack memory, which lives on the local stack too
+_STACK_MEMORY = frozenset({"alloca", "stacksave", "stackrestore"})
 
 
 @dataclass
@@ -50,8 +57,12 @@ class LocalStack:
     frames: dict[str, int] = field(default_factory=dict)
     # (function name, variable name) -> offset of the variable in its function's frame
     offsets: dict[tuple[str, str], int] = field(default_factory=dict)
-    # bytes of a worker's stack (0: no device function has a frame)
+    # bytes of a worker's stack (0: no function has a frame or stack memory)
     size: int = 0
+    # the functions (kernel included) with stack memory (alloca, stacksave, stackrestore)
+    dynamic: set[str] = field(default_factory=set)
+    # the kernels' LLVM functions that start their thread with an empty stack
+    _emptied: set = field(default_factory=set)
 
     def variable_pointer(self, target, fl: FunctionLowering, var: ir.Variable):
         """The host pointer of `var` in the frame of the function being lowered (None if
@@ -71,7 +82,10 @@ class LocalStack:
         if frame is None:
             make_call()
             return
-        top = target.ctx_field(fl, "local_stack", typ=PTR)
+        slot = target.ctx_slot(fl, "local_stack")
+        # (a function with stack memory moves the top itself: where it is now)
+        top = fl.b.load(slot, typ=PTR) if fl.function.name in self.dynamic else \
+            target.ctx_field(fl, "local_stack", typ=PTR)
         end = target.ctx_field(fl, "local_stack_end", typ=I64)
         raised = fl.b.gep(top, [I64(frame)], source_etype=I8)
         fits = fl.b.icmp_unsigned("<=", fl.b.ptrtoint(raised, I64), end)
@@ -84,12 +98,64 @@ class LocalStack:
         if fl.b.block.terminator is None:
             fl.b.branch(after)
         fl.b.position_at_end(calling)
-        slot = target.ctx_slot(fl, "local_stack")
         fl.b.store(raised, slot)
         make_call()
         fl.b.store(top, slot)
         fl.b.branch(after)
         fl.b.position_at_end(after)
+
+    def allocate(self, target, fl: FunctionLowering, size, align: int):
+        """`size` (an i64) bytes at the top of the stack, aligned to `align`, for PTX's
+        alloca; where they do not fit, a fault (a kernel stops there; a device function
+        goes on with the stack's start)."""
+        self._empty_in_kernel(target, fl)
+        b = fl.b
+        slot = target.ctx_slot(fl, "local_stack")
+        top = b.ptrtoint(b.load(slot, typ=PTR), I64)
+        start = b.and_(b.add(top, I64(align - 1)), I64(-align))
+        end = b.add(start, size)
+        limit = target.ctx_field(fl, "local_stack_end", typ=I64)
+        fits = b.and_(b.icmp_unsigned("<=", end, limit), b.icmp_unsigned(">=", end, start))
+        reserved = fl.llfn.append_basic_block("stack_memory")
+        overflow = fl.llfn.append_basic_block("stack_memory_overflow")
+        b.cbranch(fits, reserved, overflow)
+        b.position_at_end(overflow)
+        target.fault(fl, b.inttoptr(end, PTR), STACK_FAULT, True)
+        fallback = b.block if b.block.terminator is None else None
+        b.position_at_end(reserved)
+        b.store(b.inttoptr(end, PTR), slot)
+        if fallback is None:            # (a kernel stopped at the fault)
+            return b.inttoptr(start, PTR)
+        done = fl.llfn.append_basic_block("stack_memory_done")
+        b.branch(done)
+        b.position_at_end(fallback)
+        b.branch(done)
+        b.position_at_end(done)
+        address = b.phi(I64)
+        address.add_incoming(start, reserved)
+        address.add_incoming(target.ctx_field(fl, "local_stack_start", typ=I64), fallback)
+        return b.inttoptr(address, PTR)
+
+    def save(self, target, fl: FunctionLowering):
+        """The stack's top now (PTX's stacksave)."""
+        self._empty_in_kernel(target, fl)
+        return fl.b.load(target.ctx_slot(fl, "local_stack"), typ=PTR)
+
+    def restore(self, target, fl: FunctionLowering, pointer) -> None:
+        """Move the stack's top back to `pointer` (PTX's stackrestore)."""
+        self._empty_in_kernel(target, fl)
+        fl.b.store(pointer, target.ctx_slot(fl, "local_stack"))
+
+    def _empty_in_kernel(self, target, fl: FunctionLowering) -> None:
+        """A kernel's stack memory lasts until its thread ends: its thread function starts
+        by emptying the stack (such a kernel never waits, so it runs in one call)."""
+        if not fl.function.is_kernel or fl.llfn in self._emptied:
+            return
+        self._emptied.add(fl.llfn)
+        with fl.b.goto_entry_block():
+            fl.b.position_at_start(fl.entry)
+            start = fl.b.load(target.ctx_slot(fl, "local_stack_start"), typ=PTR)
+            fl.b.store(start, target.ctx_slot(fl, "local_stack"))
 
 
 def plan_local_stack(module: ir.Module, kernel: ir.Function,
@@ -103,6 +169,8 @@ def plan_local_stack(module: ir.Module, kernel: ir.Function,
                              if not c.is_declaration})
              for f in [kernel, *defined]}
     cyclic = _on_cycles(graph)
+    stack.dynamic = {f.name for f in [kernel, *defined]
+                     if any(i.opcode in _STACK_MEMORY for i in f.instructions())}
     for f in defined:
         size = 0
         for var in escaping_locals(f):
@@ -113,9 +181,10 @@ def plan_local_stack(module: ir.Module, kernel: ir.Function,
             size = max(size, RECURSIVE_FRAME)
         if size:
             stack.frames[f.name] = align(size, _FRAME_ALIGN)
-    if not stack.frames:
+    if not stack.frames and not stack.dynamic:
         return stack
-    stack.size = RECURSIVE_STACK if cyclic else _deepest(kernel.name, graph, stack.frames)
+    unbounded = cyclic or stack.dynamic
+    stack.size = RECURSIVE_STACK if unbounded else _deepest(kernel.name, graph, stack.frames)
     return stack
 
 

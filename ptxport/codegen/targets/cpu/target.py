@@ -260,6 +260,15 @@ class CpuTarget(Target):
         if fl.function.is_kernel:
             fl.b.ret(I32(FAULTED))
 
+    def stack_memory(self, fl: FunctionLowering, size: ll.Value, align: int) -> ll.Value:
+        return self.stack.allocate(self, fl, size, align)
+
+    def stack_save(self, fl: FunctionLowering) -> ll.Value:
+        return self.stack.save(self, fl)
+
+    def stack_restore(self, fl: FunctionLowering, pointer: ll.Value) -> None:
+        self.stack.restore(self, fl, pointer)
+
     def loop_header(self, fl: FunctionLowering) -> None:
         """Every loop looks at the launch's stop word, so that a launch spinning forever
         (on a flag no one sets) can be stopped: a kernel returns STOPPED, a device function

@@ -372,10 +372,10 @@ class _Worker:
                     f"malloc did not return or which was freed before, at {self._where(line)} "
                     f"in {where}; nothing was freed and the device is still usable")
         if size == STACK_FAULT:
-            return (f"kernel '{self.plan.name}' ran out of stack for the local memory of "
-                    f"device functions ({self.plan.local_stack} bytes per thread: a "
-                    f"recursion too deep?) in the call at {self._where(line)} in {where}; "
-                    "the call was not made and the device is still usable")
+            return (f"kernel '{self.plan.name}' ran out of stack for local memory (device "
+                    f"functions' frames, alloca; {self.plan.local_stack} bytes per thread: a "
+                    f"recursion too deep?) at {self._where(line)} in {where}; that call or "
+                    "alloca was not made and the device is still usable")
         return (f"kernel '{self.plan.name}' {'wrote' if write else 'read'} {size} bytes at "
                 f"address {address:#x}, outside every allocation, at {self._where(line)} in "
                 f"{where}; nothing was written there and the device is still usable")
