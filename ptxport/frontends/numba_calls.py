@@ -1,17 +1,13 @@
-"""The calls between device functions in numba-cuda's PTX, and those a target cannot run.
+"""The calls between device functions in numba-cuda's PTX, and those no target can run.
 
 NVVM inlines most device functions; those it leaves as PTX `.func`s are called with
 numba's calling convention: the caller passes a generic pointer to its own local memory
-(`cvta.local` of its depot) for the callee to store the result in. These are refused by name
-before a launch rather than failing inside it:
-
-- grid synchronisation (`cuda.cg.this_grid().sync()`), which calls CUDA's device runtime
-  (cudaCGSynchronize) and needs a cooperative launch, which no ptxport backend makes;
-- recursion (a function that reaches itself through calls) on OpenCL, whose kernels
-  (OpenCL C and SPIR-V for it) may not recurse;
-- on the cpu target, a device function that takes the generic address of its own local
-  memory (recursion, or nested calls NVVM did not inline, as with `opt=False`): the cpu
-  target keeps a device function's locals outside the memory a generic address may reach.
+(`cvta.local` of its depot) for the callee to store the result in. Every target runs these
+(the cpu target keeps such local memory on its local stack), and the targets refuse what
+they cannot run themselves, for every front end (the SPIR-V target refuses recursion, which
+OpenCL forbids). Refused here by name, before a launch rather than inside it: grid
+synchronisation (`cuda.cg.this_grid().sync()`), which calls CUDA's device runtime
+(cudaCGSynchronize) and needs a cooperative launch, which no ptxport backend makes.
 """
 
 from __future__ import annotations
@@ -25,49 +21,27 @@ __all__ = ["CallGraph", "call_graph", "refuse_unrunnable_calls"]
 
 _HEADER = re.compile(r"\.(entry|func)\s+(?:\([^)]*\)\s*)?([\w$]+)\s*\(")
 _CALL = re.compile(r"\bcall(?:\.uni)?\s+(?:\([^)]*\)\s*,\s*)?([\w$]+)")
-_MANGLED_PART = re.compile(r"(\d+)")
 
 
 @dataclass(frozen=True)
 class CallGraph:
-    """The kernels and device functions of one module: who calls whom, and which device
-    functions take the generic address of their own local memory."""
+    """The kernels and device functions of one module, and whom each calls."""
 
     calls: dict[str, frozenset[str]]
-    local_addresses: frozenset[str]
 
     def undefined(self) -> set[str]:
         """The functions called but not defined in the module."""
         return {name for callees in self.calls.values() for name in callees} - set(self.calls)
 
-    def recursive(self) -> list[str]:
-        """The functions that reach themselves through calls."""
-        return [name for name in self.calls if name in self._reachable(name)]
-
-    def _reachable(self, start: str) -> set[str]:
-        seen: set[str] = set()
-        todo = list(self.calls.get(start, ()))
-        while todo:
-            name = todo.pop()
-            if name not in seen:
-                seen.add(name)
-                todo.extend(self.calls.get(name, ()))
-        return seen
-
 
 def call_graph(ptx: str) -> CallGraph:
     """The call graph of the functions defined in `ptx` (declarations are skipped)."""
     calls: dict[str, frozenset[str]] = {}
-    local_addresses: set[str] = set()
     for match in _HEADER.finditer(ptx):
-        kind, name = match.groups()
         body = _body(ptx, match.end())
-        if body is None:
-            continue
-        calls[name] = frozenset(_CALL.findall(body))
-        if kind == "func" and "cvta.local" in body:
-            local_addresses.add(name)
-    return CallGraph(calls, frozenset(local_addresses))
+        if body is not None:
+            calls[match.group(2)] = frozenset(_CALL.findall(body))
+    return CallGraph(calls)
 
 
 def _body(ptx: str, start: int) -> str | None:
@@ -88,19 +62,6 @@ def _body(ptx: str, start: int) -> str | None:
     return None
 
 
-def python_name(mangled: str) -> str:
-    """The Python name in numba's Itanium-style mangled name (`_ZN8__main__4factB2v1...`
-    -> `__main__.fact`); the name itself when it is not one."""
-    if not mangled.startswith("_ZN"):
-        return mangled
-    parts, index = [], 3
-    while (match := _MANGLED_PART.match(mangled, index)) is not None:
-        length = int(match.group(1))
-        parts.append(mangled[match.end():match.end() + length])
-        index = match.end() + length
-    return ".".join(parts) or mangled
-
-
 def refuse_unrunnable_calls(graph: CallGraph, backend: str, kernel: str) -> None:
     """Raise UnsupportedFeatureError if `backend` cannot run the calls of `graph`."""
     grid_sync = sorted(name for name in graph.undefined() if name.startswith("cudaCG"))
@@ -111,18 +72,3 @@ def refuse_unrunnable_calls(graph: CallGraph, backend: str, kernel: str) -> None
                 "it needs a cooperative launch (every block of the grid resident at once), "
                 "which no ptxport backend makes yet; split the kernel at the grid sync into "
                 "two launches"))
-    recursive = graph.recursive()
-    if recursive and backend == "opencl":
-        raise UnsupportedFeatureError(
-            f"recursive device function {python_name(recursive[0])} (called by kernel "
-            f"{kernel})", backend, reason="OpenCL kernels may not recurse; write it as a loop")
-    passing = sorted(graph.local_addresses)
-    if passing and backend == "cpu":
-        what = "recursive device function" if passing[0] in recursive else "device function"
-        raise UnsupportedFeatureError(
-            f"{what} {python_name(passing[0])} using the address of its local memory (in "
-            f"kernel {kernel})", backend, reason=(
-                "numba passes a called function the address of the caller's local memory "
-                "for its result (calls NVVM did not inline), and the cpu target does not "
-                "yet reach a device function's local memory through a generic address; "
-                "write recursion as a loop, and keep NVVM's inlining (the default opt=True)"))

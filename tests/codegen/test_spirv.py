@@ -195,3 +195,21 @@ def test_a_param_address_in_a_register_of_a_device_function_is_refused_cleanly()
     with pytest.raises(UnsupportedFeatureError, match="held in a register") as info:
         spirv.build_llvm(module)
     assert info.value.location.line == 9
+
+
+@pytest.mark.parametrize("ptx, function, through, line", [
+    ("FIB_PTX", "fib", "it calls itself", 16),
+    ("RECURSION_PTX", "store_sum", "called again through 'depth_sum'", 20)])
+def test_recursion_is_refused_naming_the_function_and_the_call(ptx, function, through, line):
+    """OpenCL may not recurse (Intel's compiler crashed the process on numba's recursion):
+    refused before LLVM runs, at the call that closes the cycle."""
+    import recursive_ptx
+
+    source = getattr(recursive_ptx, ptx)
+    with pytest.raises(UnsupportedFeatureError, match=f"recursive device function "
+                                                      f"'{function}' \\({through}\\).*may not "
+                                                      "recurse") as info:
+        spirv.build_llvm(_module(source))
+    assert info.value.location.line == line
+    problems = support.unsupported("spirv", _module(source))
+    assert any("may not recurse" in reason for reason in problems.values())

@@ -69,6 +69,7 @@ from ptxport.codegen.targets.spirv_globals import ModuleVariables, module_variab
 from ptxport.errors import CompileError, UnsupportedFeatureError
 from ptxport.ir import nodes as ir
 from ptxport.ir.abi import param_layout
+from ptxport.ir.analysis import recursive_call
 from ptxport.ir.special_registers import ZERO_WITHOUT_DRIVER
 from ptxport.ir.types import TYPES
 from ptxport.passes.inline import functions_that, inline_calls, uses_shared_memory
@@ -517,6 +518,27 @@ def _check_variables(module: ir.Module, collecting: bool) -> None:
                                           "SPIR-V modules are not linked with others")
 
 
+def _refuse_recursion(module: ir.Module, problems: list | None) -> None:
+    """OpenCL C forbids recursion (OpenCL C 6.9), and OpenCL runtimes need not compile it:
+    Intel's CPU runtime ran a plain recursive function but crashed the process (in its
+    compiler) on numba's recursive functions, which pass their results through generic
+    addresses of local memory. A cycle of calls among the module's functions (every device
+    function is compiled into the one module) is refused at the call that closes it (or,
+    `problems` being a list, noted there)."""
+    found = recursive_call(module, list(module.functions.values()))
+    if found is None:
+        return
+    inst, caller, callee = found
+    again = "it calls itself" if caller is callee else f"called again through '{caller.name}'"
+    reason = (f"recursive device function '{callee.name}' ({again}): "
+              "OpenCL kernels may not recurse; write the recursion as a loop")
+    if problems is not None:
+        problems.append((inst, reason))
+        return
+    raise UnsupportedFeatureError(inst.spec.text, "spirv", module.location(inst.pos), reason,
+                                  module.source_line(inst.pos))
+
+
 def _shared_offsets(module: ir.Module, kernel: ir.Function) -> dict[str, int]:
     """Offsets in the kernel's shared buffer for the .shared variables it uses (`kernel` with
     the functions that name shared memory inlined: its own and the module's that its
@@ -585,6 +607,7 @@ def build_llvm(module: ir.Module, problems: list | None = None,
     llmod = ll.Module(name="ptxport.spirv")
     llmod.triple = TRIPLE
     _check_variables(module, problems is not None)
+    _refuse_recursion(module, problems)
     # OpenCL gives local memory to kernels only: functions that name shared memory run
     # inlined into each kernel that calls them (and are not compiled on their own)
     inlined_only = functions_that(module, uses_shared_memory)

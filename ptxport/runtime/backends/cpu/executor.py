@@ -40,6 +40,7 @@ from ptxport.codegen.targets.cpu.abi import (
     FRAME,
     FREE_FAULT,
     RUNNABLE,
+    STACK_FAULT,
     TRAPPED,
 )
 from ptxport.codegen.targets.cpu.gang.lanes import DEADLOCK, NOT_MEMBER
@@ -128,10 +129,13 @@ class _Worker:
         self.nthreads = block[0] * block[1] * block[2]
         # (warp gangs: a frame of 32 * frame_size bytes per warp, the last one whole too)
         frames = (self.nthreads + 31) // 32 * 32 if plan.gang else self.nthreads
-        # 128-byte aligned: warp gangs keep vector registers in their frames
-        raw = np.zeros(frames * plan.frame_size + 64 + 128, dtype=np.uint8)
+        # 128-byte aligned: warp gangs keep vector registers in their frames; device
+        # functions' local stack follows (near: local addresses are offsets from a frame)
+        frames_bytes = frames * plan.frame_size + 64
+        raw = np.zeros(frames_bytes + plan.local_stack + 128, dtype=np.uint8)
         start = (-raw.ctypes.data) % 128
-        self.frames = raw[start:start + frames * plan.frame_size + 64]
+        self.frames = raw[start:start + frames_bytes]
+        self.local_stack = raw[start + frames_bytes:start + frames_bytes + plan.local_stack]
         # (each on cache lines of its own: the workers write theirs at once)
         self.shared = _on_lines(plan.static_shared + dynamic_shared + 16, np.uint8)
         self.ctx = _on_lines(CTX.size, np.uint8)
@@ -144,6 +148,11 @@ class _Worker:
         self._put(self.ctx, fields["nwarpid"], np.uint32, (self.nthreads + 31) // 32)
         self._put(self.ctx, fields["dynamic_smem"], np.uint32, dynamic_shared)
         self._put(self.ctx, fields["total_smem"], np.uint32, plan.static_shared + dynamic_shared)
+        if plan.local_stack:
+            stack = self.local_stack.ctypes.data
+            for name, value in (("local_stack", stack), ("local_stack_start", stack),
+                                ("local_stack_end", stack + plan.local_stack)):
+                self._put(self.ctx, fields[name], np.uint64, value)
         t = np.arange(self.nthreads)
         header = np.ndarray((self.nthreads, plan.frame_size), np.uint8, self.frames, 0,
                             (plan.frame_size, 1))
@@ -362,6 +371,11 @@ class _Worker:
             return (f"kernel '{self.plan.name}' freed address {address:#x}, which device "
                     f"malloc did not return or which was freed before, at {self._where(line)} "
                     f"in {where}; nothing was freed and the device is still usable")
+        if size == STACK_FAULT:
+            return (f"kernel '{self.plan.name}' ran out of stack for local memory (device "
+                    f"functions' frames, alloca; {self.plan.local_stack} bytes per thread: a "
+                    f"recursion too deep?) at {self._where(line)} in {where}; that call or "
+                    "alloca was not made and the device is still usable")
         return (f"kernel '{self.plan.name}' {'wrote' if write else 'read'} {size} bytes at "
                 f"address {address:#x}, outside every allocation, at {self._where(line)} in "
                 f"{where}; nothing was written there and the device is still usable")
