@@ -55,7 +55,9 @@ from ptxport.codegen.targets.cpu.gang.control import (
     set_pc,
 )
 from ptxport.codegen.targets.cpu.gang.lanes import (
+    AT_BARRIER,
     BARRIER,
+    CONTINUE,
     DEADLOCK,
     EXIT_PC,
     FULL,
@@ -81,8 +83,8 @@ from ptxport.codegen.targets.cpu.gang.warp import (
 from ptxport.codegen.targets.cpu.options import CpuOptions
 from ptxport.codegen.targets.cpu.stop import STOPPED, poll_stop
 from ptxport.ir import nodes as ir
-from ptxport.ir.analysis import live_after, live_before, uses_and_defs
-from ptxport.passes.segment import Segment, is_barrier, is_warp_op, segments_of
+from ptxport.ir.analysis import live_before
+from ptxport.passes.segment import Segment, segments_of
 from ptxport.passes.uniformity import (
     warp_uniform_indices,
 )
@@ -107,22 +109,6 @@ _GANG_LOWERINGS["bar"] = _GANG_LOWERINGS["barrier"] = lower_bar
 
 
 # --- the gang function and its block loop ------------------------------------------------------
-
-def _saved_registers(kernel: ir.Function) -> list[ir.Register]:
-    """Registers live where a warp may resume after returning: after barriers, and at warp
-    operations where lanes park."""
-    points = {id(i) for i in kernel.instructions() if is_barrier(i) or is_warp_op(i)}
-    if not points:
-        return []
-    live = live_after(kernel, points)
-    saved: set = set()
-    for inst in kernel.instructions():
-        if id(inst) in points:
-            saved |= live[id(inst)]
-            if is_warp_op(inst):
-                saved |= uses_and_defs(inst)[0]
-    return sorted(saved, key=lambda r: r.name)
-
 
 def _frame_layout(fl: GangLowering, registers) -> dict[str, int]:
     offsets, at = {}, REGISTERS
@@ -150,7 +136,7 @@ def lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, target
     segment."""
     fl = GangLowering(module, kernel, gang, target, plan, block, options, _GANG_LOWERINGS,
                       access_groups)
-    ctx, frame, warp, _nthreads, start = gang.args
+    ctx, frame, warp, _nthreads, start, fl.resume_point = gang.args
     fl.declare_registers()
     _declare_slots(fl)
     fl.scratch_lane = fl.b.gep(ctx, [I64(SCRATCH_LANE)], source_etype=I8)
@@ -254,12 +240,13 @@ def _lay_out_segments(fl: GangLowering, kernel: ir.Function,
 
 def _frame_registers(fl: GangLowering, kernel: ir.Function, segments: list[Segment],
                      frame) -> None:
-    """Registers live where a warp resumes live in its frame (128-byte aligned, as the vector
-    loads LLVM makes of them assume): a warp leaving at a barrier copies nothing."""
+    """Registers live where a segment starts live in its frame (128-byte aligned, as the
+    vector loads LLVM makes of them assume): a warp leaving at a barrier copies nothing, nor
+    does one that leaves a uniform round (rounds.py) wherever its lanes then wait."""
     b = fl.b
-    registers = _saved_registers(kernel)
     starts = live_before(kernel, {(id(s.block), s.start) for s in segments})
     fl.crossing = set().union(*starts.values())
+    registers = sorted(fl.crossing, key=lambda r: r.name)
     offsets = _frame_layout(fl, registers)
     fl.frame_bytes = offsets[""]
     with b.goto_entry_block():
@@ -291,18 +278,24 @@ def _entry(fl: GangLowering, gang: ll.Function, start, live, first: Segment) -> 
     b.store(I32(EXIT_PC), fl.others_min_slot)
     b.branch(first.llblock)
     b.position_at_end(resume)
-    # all live lanes left together at one barrier (block_barrier): straight back there
-    at = b.load(fl.frame_field(RESUME))
+    # all live lanes left together at one barrier (block_barrier): straight back there; the
+    # block loop names that barrier's segment when it knows that every warp waits there
+    # with all 32 lanes (a uniform round: the point is a constant there)
+    point = fl.resume_point
+    known = ll.IRBuilder.icmp_signed(b, ">=", point, I32(0))
+    at = ll.IRBuilder.select(b, known, point, b.load(fl.frame_field(RESUME)))
     fast, slow = gang.append_basic_block("resume_fast"), gang.append_basic_block(
         "resume_slow")
     ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_signed(b, ">=", at, I32(0)), fast, slow)
     b.position_at_end(slow)
     b.store(b.load(frame_field(PC, vi32), align=16), fl.pc_slot)
     b.store(b.load(frame_field(PARKED)), fl.parked_slot)
+    b.store(b.load(frame_field(AT_BARRIER)), fl.barrier_slot)
     b.branch(dispatch)
     b.position_at_end(fast)
     b.store(I32(-1), fl.frame_field(RESUME))
-    lanes = fl.lanes(b.load(fl.frame_field(RESUME_LANES)))
+    lanes = fl.lanes(ll.IRBuilder.select(b, known, I32(FULL),
+                                         b.load(fl.frame_field(RESUME_LANES))))
     b.store(ll.IRBuilder.select(b, lanes, b.splat(at), fl.exit_pcs), fl.pc_slot)
     b.store(I32(0), fl.parked_slot)
     b.store(lanes, fl.mask_slot)
@@ -322,6 +315,14 @@ def _dispatcher(fl: GangLowering, gang: ll.Function, segments: list[Segment],
     pc = b.load(fl.pc_slot)
     parked = b.load(fl.parked_slot)
     waiting = b.load(fl.barrier_slot)
+    # in a uniform round (rounds.py), the warp leaves it here, its state in its frame
+    leave, general = gang.append_basic_block("leave_round"), gang.append_basic_block("general")
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_signed(b, ">=", fl.resume_point, I32(0)), leave,
+                         general)
+    b.position_at_end(leave)
+    _save_counters(fl, pc, parked, waiting)
+    b.ret(I32(CONTINUE))
+    b.position_at_end(general)
     alive = fl.bits(ll.IRBuilder.icmp_unsigned(b, "!=", pc, fl.exit_pcs))
     candidates = b.and_(alive, b.not_(b.or_(parked, waiting)))
     pick, stop = gang.append_basic_block("pick"), gang.append_basic_block("stop")
@@ -355,8 +356,7 @@ def _no_lane_goes_on(fl: GangLowering, gang: ll.Function, dispatch: ll.Block, pc
     ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", waiting, I32(0)), at_barrier,
                          not_barrier)
     b.position_at_end(at_barrier)
-    b.store(pc, fl.frame_field(PC, vec(I32)), align=16)
-    b.store(parked, fl.frame_field(PARKED))
+    _save_counters(fl, pc, parked, I32(0))     # (the barrier completes before it resumes)
     b.ret(I32(BARRIER))
     b.position_at_end(not_barrier)
     some_parked, done = gang.append_basic_block("some_parked"), gang.append_basic_block(
@@ -379,6 +379,15 @@ def _no_lane_goes_on(fl: GangLowering, gang: ll.Function, dispatch: ll.Block, pc
     b.ret(I32(DEADLOCK))
     b.position_at_end(done)
     b.ret(I32(-1))
+
+
+def _save_counters(fl: GangLowering, pc, parked, waiting) -> None:
+    """Leave the lanes' counters, parked lanes and lanes at a barrier in the warp's frame,
+    where the entry's resumption (resume_slow) finds them."""
+    b = fl.b
+    b.store(pc, fl.frame_field(PC, vec(I32)), align=16)
+    b.store(parked, fl.frame_field(PARKED))
+    b.store(waiting, fl.frame_field(AT_BARRIER))
 
 
 def _lower_segments(fl: GangLowering, kernel: ir.Function, gang: ll.Function,
