@@ -83,8 +83,8 @@ from ptxport.codegen.targets.cpu.gang.warp import (
 from ptxport.codegen.targets.cpu.options import CpuOptions
 from ptxport.codegen.targets.cpu.stop import STOPPED, poll_stop
 from ptxport.ir import nodes as ir
-from ptxport.ir.analysis import live_before
-from ptxport.passes.segment import Segment, segments_of
+from ptxport.ir.analysis import live_after, live_before, uses_and_defs
+from ptxport.passes.segment import Segment, is_barrier, is_warp_op, segments_of
 from ptxport.passes.uniformity import (
     warp_uniform_indices,
 )
@@ -109,6 +109,22 @@ _GANG_LOWERINGS["bar"] = _GANG_LOWERINGS["barrier"] = lower_bar
 
 
 # --- the gang function and its block loop ------------------------------------------------------
+
+def _saved_registers(kernel: ir.Function) -> list[ir.Register]:
+    """Registers live where a warp may resume after returning: after barriers, and at warp
+    operations where lanes park."""
+    points = {id(i) for i in kernel.instructions() if is_barrier(i) or is_warp_op(i)}
+    if not points:
+        return []
+    live = live_after(kernel, points)
+    saved: set = set()
+    for inst in kernel.instructions():
+        if id(inst) in points:
+            saved |= live[id(inst)]
+            if is_warp_op(inst):
+                saved |= uses_and_defs(inst)[0]
+    return sorted(saved, key=lambda r: r.name)
+
 
 def _frame_layout(fl: GangLowering, registers) -> dict[str, int]:
     offsets, at = {}, REGISTERS
@@ -240,21 +256,28 @@ def _lay_out_segments(fl: GangLowering, kernel: ir.Function,
 
 def _frame_registers(fl: GangLowering, kernel: ir.Function, segments: list[Segment],
                      frame) -> None:
-    """Registers live where a segment starts live in its frame (128-byte aligned, as the
-    vector loads LLVM makes of them assume): a warp leaving at a barrier copies nothing, nor
-    does one that leaves a uniform round (rounds.py) wherever its lanes then wait."""
+    """Registers live where a warp resumes after returning (after barriers, at warp
+    operations) live in its frame (128-byte aligned, as the vector loads LLVM makes of them
+    assume): a warp leaving at a barrier copies nothing. The others live where a segment
+    starts have a place there too, where a warp that leaves a uniform round (rounds.py)
+    leaves them and its resumption takes them back (fl.kept: (register's slot, place))."""
     b = fl.b
     starts = live_before(kernel, {(id(s.block), s.start) for s in segments})
     fl.crossing = set().union(*starts.values())
-    registers = sorted(fl.crossing, key=lambda r: r.name)
-    offsets = _frame_layout(fl, registers)
+    registers = _saved_registers(kernel)
+    kept = sorted(fl.crossing - set(registers), key=lambda r: r.name)
+    offsets = _frame_layout(fl, registers + kept)
     fl.frame_bytes = offsets[""]
+    fl.kept = []
     with b.goto_entry_block():
         b.position_at_start(fl.entry)
-        for reg in registers:
+        for reg in registers + kept:
             slot = ll.IRBuilder.gep(b, frame, [I64(offsets[reg.name])], source_etype=I8)
             slot.type = ll.PointerType(fl.storage_type(reg))
-            fl.registers[id(reg)] = slot
+            if reg in kept:
+                fl.kept.append((fl.registers[id(reg)], slot))
+            else:
+                fl.registers[id(reg)] = slot
 
 
 def _entry(fl: GangLowering, gang: ll.Function, start, live, first: Segment) -> ll.Block:
@@ -291,6 +314,8 @@ def _entry(fl: GangLowering, gang: ll.Function, start, live, first: Segment) -> 
     b.store(b.load(frame_field(PC, vi32), align=16), fl.pc_slot)
     b.store(b.load(frame_field(PARKED)), fl.parked_slot)
     b.store(b.load(frame_field(AT_BARRIER)), fl.barrier_slot)
+    for register, place in fl.kept:     # (dead unless the warp left a uniform round)
+        b.store(b.load(place), register)
     b.branch(dispatch)
     b.position_at_end(fast)
     b.store(I32(-1), fl.frame_field(RESUME))
@@ -321,6 +346,8 @@ def _dispatcher(fl: GangLowering, gang: ll.Function, segments: list[Segment],
                          general)
     b.position_at_end(leave)
     _save_counters(fl, pc, parked, waiting)
+    for register, place in fl.kept:
+        b.store(b.load(register), place)
     b.ret(I32(CONTINUE))
     b.position_at_end(general)
     alive = fl.bits(ll.IRBuilder.icmp_unsigned(b, "!=", pc, fl.exit_pcs))
