@@ -121,7 +121,7 @@ def _uniform_round(r: _Rounds, point: int, general: ll.Block, general_phis) -> l
     result = b.call(r.gang, [r.ctx, frame, w, r.nthreads, I1(0), I32(point)])
     b.store(result, status)
     b.cbranch(b.icmp_signed("==", result, I32(CONTINUE)), general, stay)
-    for phi, value in zip(general_phis, (w, waiting, I32(-1), I1(0)), strict=True):
+    for phi, value in zip(general_phis, (w, waiting, uniform, I1(0)), strict=True):
         phi.add_incoming(value, body)
     b.position_at_end(stay)
     after = r.ran(w, result, waiting, uniform, step)
