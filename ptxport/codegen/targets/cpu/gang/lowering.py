@@ -265,7 +265,8 @@ def _frame_registers(fl: GangLowering, kernel: ir.Function, segments: list[Segme
     starts = live_before(kernel, {(id(s.block), s.start) for s in segments})
     fl.crossing = set().union(*starts.values())
     registers = _saved_registers(kernel)
-    kept = sorted(fl.crossing - set(registers), key=lambda r: r.name)
+    rounds = any(is_barrier(inst) for inst in kernel.instructions())    # (uniform ones)
+    kept = sorted(fl.crossing - set(registers), key=lambda r: r.name) if rounds else []
     offsets = _frame_layout(fl, registers + kept)
     fl.frame_bytes = offsets[""]
     fl.kept = []
