@@ -11,8 +11,10 @@ each OpenCL compile costs seconds), made once per process and cached on disk by
 ptxport's compiler caches.
 
 The autotuner times each candidate tile shape on a square problem the first time a (GPU,
-kernel, accumulator type, size class) is used (1024^3, 2048^3 or 4096^3: the one nearest in
-C's area, as small problems want smaller tiles to fill the GPU), and keeps the fastest in
+kernel, accumulator type, size class, transposes) is used (1024^3, 2048^3, 4096^3 or
+8192^3: the one nearest in C's area, as small problems want smaller tiles to fill the GPU):
+after about 100 ms of warm-up launches, the median of five groups of about 20 ms, and the
+first candidate within 2% of the fastest is kept (near-ties go the same way every time) in
 $PTXPORT_CACHE_DIR/blas/autotune.json (else ~/.cache/ptxport/...), keyed by the device's
 backend and name. cpu and opencl devices take the first candidate untuned (see
 tuned_config).
@@ -24,6 +26,7 @@ import functools
 import json
 import math
 import os
+import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -39,7 +42,8 @@ from ptxport.runtime.program_options import ProgramOptions
 from ptxport.runtime.stream import Stream
 
 __all__ = ["MMA_CANDIDATES", "SIMT_CANDIDATES", "TileConfig", "candidates", "gemm",
-           "kernel_for", "parse_tiles", "program_for", "tune_size", "tuned_config"]
+           "gemm_launch", "kernel_for", "parse_tiles", "program_for", "time_tile",
+           "tune_size", "tuned_config"]
 
 KERNELS = Path(__file__).resolve().parent / "kernels"
 SOURCE = KERNELS / "gemm.cu"
@@ -54,10 +58,10 @@ def kernel_source(path: Path) -> str:
 _KINDS = {"float32": 0, "float64": 1, "float16": 2, "uint16": 3, "int8": 4, "int32": 5}
 # backends whose devices are tuned, and the square sizes tuned at (see tune_size)
 _TUNED_BACKENDS = ("cuda", "hip")
-_TUNE_SIZES = (1024, 2048, 4096)
+_TUNE_SIZES = (1024, 2048, 4096, 8192)
 # part of the autotuner's keys: choices made for an earlier version of the kernels (whose
 # tiles may no longer be candidates, or no longer the fastest) are not reused
-_KERNELS_VERSION = "gemm2"
+_KERNELS_VERSION = "gemm3"
 # backends whose kernels take the transposes as an argument: one compile for all four pairs
 _RUNTIME_TRANSPOSES = ("opencl",)
 
@@ -217,28 +221,40 @@ def _aligned(problem, pointers: tuple[Buffer | np.uint64, ...], elements: int) -
         all(_address(p) % 16 == 0 for p in pointers)
 
 
-def launch_gemm(stream: Stream, config: TileConfig, problem, a: Buffer | np.uint64,
+def gemm_launch(device: Device, config: TileConfig, problem, a: Buffer | np.uint64,
                 b: Buffer | np.uint64, c: Buffer | np.uint64, in_type: np.dtype,
-                out_type: np.dtype, alpha: float, beta: float) -> None:
-    """Queue the kernel of `config` for `problem` (ptxport.blas._Gemm, checked) on `stream`;
-    the matrices are Buffers, or device addresses (np.uint64) that ptxport.compat passes."""
+                out_type: np.dtype, alpha: float, beta: float) -> tuple[Kernel, LaunchConfig,
+                                                                        tuple]:
+    """What launch_gemm queues for `problem` (ptxport.blas._Gemm, checked) on `device`: the
+    kernel of `config`, its launch configuration and its arguments. The matrices are
+    Buffers, or device addresses (np.uint64) that ptxport.compat passes."""
     vec = _aligned(problem, (a, b), 8) if config.mma else \
         in_type == np.float32 and _aligned(problem, (a, b), 4)
     # transposes as a kernel argument where each variant is a slow compile (opencl)
-    ta, tb = (-1, -1) if stream.device.backend in _RUNTIME_TRANSPOSES else \
+    ta, tb = (-1, -1) if device.backend in _RUNTIME_TRANSPOSES else \
         (int(problem.ta), int(problem.tb))
-    kernel = kernel_for(_arch(stream.device, config.mma), config, ta, tb, _kind(in_type),
+    kernel = kernel_for(_arch(device, config.mma), config, ta, tb, _kind(in_type),
                         _kind(out_type), vec)
     scalar = np.float64 if in_type == np.float64 else np.int32 if in_type == np.int8 else \
         np.float32
     grid = (-(-problem.m // config.bm), -(-problem.n // config.bn), problem.batch)
     (lda, ldb, ldc), (sa, sb, sc) = problem.lds, problem.strides
     i32, i64 = np.int32, np.int64
-    launch(stream, LaunchConfig(grid=grid, block=config.threads,
-                                shmem_size=config.dynamic_shared()), kernel,
-           i32(problem.m), i32(problem.n), i32(problem.k), scalar(alpha), a, i32(lda), i64(sa),
-           b, i32(ldb), i64(sb), scalar(beta), c, i32(ldc), i64(sc),
-           i32(int(problem.ta) | int(problem.tb) << 1))
+    args = (i32(problem.m), i32(problem.n), i32(problem.k), scalar(alpha), a, i32(lda),
+            i64(sa), b, i32(ldb), i64(sb), scalar(beta), c, i32(ldc), i64(sc),
+            i32(int(problem.ta) | int(problem.tb) << 1))
+    return kernel, LaunchConfig(grid=grid, block=config.threads,
+                                shmem_size=config.dynamic_shared()), args
+
+
+def launch_gemm(stream: Stream, config: TileConfig, problem, a: Buffer | np.uint64,
+                b: Buffer | np.uint64, c: Buffer | np.uint64, in_type: np.dtype,
+                out_type: np.dtype, alpha: float, beta: float) -> None:
+    """Queue the kernel of `config` for `problem` (ptxport.blas._Gemm, checked) on `stream`;
+    the matrices are Buffers, or device addresses (np.uint64) that ptxport.compat passes."""
+    kernel, launch_config, args = gemm_launch(stream.device, config, problem, a, b, c, in_type,
+                                              out_type, alpha, beta)
+    launch(stream, launch_config, kernel, *args)
 
 
 def gemm(stream: Stream, problem, a: Buffer, b: Buffer, c: Buffer, in_type: np.dtype,
@@ -247,8 +263,9 @@ def gemm(stream: Stream, problem, a: Buffer, b: Buffer, c: Buffer, in_type: np.d
     """C = alpha op(A) op(B) + beta C on the stream's device with the portable kernels; the
     tile shape is `config`, else the tuned one for the device."""
     if config is None:
+        layout = "NT"[int(problem.ta)] + "NT"[int(problem.tb)]
         config = tuned_config(stream.device, _uses_mma(stream.device, in_type), in_type,
-                              out_type, tune_size(problem.m, problem.n, problem.batch))
+                              out_type, tune_size(problem.m, problem.n, problem.batch), layout)
     launch_gemm(stream, config, problem, a, b, c, in_type, out_type, alpha, beta)
 
 
@@ -284,48 +301,66 @@ def tune_size(m: int, n: int, batch: int = 1) -> int:
 
 
 def tuned_config(device: Device, mma: bool, in_type: np.dtype, out_type: np.dtype,
-                 size: int = 2048) -> TileConfig:
+                 size: int = 2048, layout: str = "NN") -> TileConfig:
     """The fastest candidate tile shape on `device` for this kernel and its accumulator
     (f32 or f64; 16-bit data share f32's choice) at the tuning size `size` (one of
-    _TUNE_SIZES: see tune_size), timed on first use and cached on disk. On cpu and opencl
-    devices, the first candidate, untuned: there each candidate's compile (the OpenCL
-    runtime's, seconds) costs more than tuning gains at the sizes they run."""
+    _TUNE_SIZES: see tune_size) and the transposes `layout` (op(A) op(B): "NN", "TN", ...),
+    timed on first use and cached on disk. On cpu and opencl devices, the first candidate,
+    untuned: there each candidate's compile (the OpenCL runtime's, seconds) costs more than
+    tuning gains at the sizes they run."""
     if not mma:
         in_type = out_type = np.dtype(np.float64 if in_type == np.float64 else np.float32)
     tiles = candidates(mma, in_type)
     if device.backend not in _TUNED_BACKENDS:
         return tiles[0]
     key = f"{_KERNELS_VERSION}|{device.backend}|{device.name}|{'mma' if mma else 'simt'}|" \
-          f"{in_type.name}|{out_type.name}|{size}"
+          f"{in_type.name}|{out_type.name}|{size}|{layout}"
     cached = _load().get(key)
     if cached is not None:
         return TileConfig(**cached)
-    best = min(tiles, key=lambda cfg: _time(device, cfg, in_type, out_type, size))
+    times = [time_tile(device, cfg, in_type, out_type, size, layout) for cfg in tiles]
+    # the first candidate within 2% of the fastest: near-ties (within the timing's noise)
+    # go to the same tile on every tuning, in the candidates' order
+    best = next(cfg for cfg, ms in zip(tiles, times, strict=True) if ms <= min(times) * 1.02)
     _save(key, best)
     return best
 
 
-def _time(device: Device, config: TileConfig, in_type: np.dtype, out_type: np.dtype,
-          size: int) -> float:
-    """Milliseconds one size^3 GEMM takes with `config`, NN layout: after a warm-up launch
-    that compiles it, the median of three groups of three launches timed between events."""
+# the autotuner's timing: launches before timing for about WARM_MS (the GPU's clocks up,
+# caches and the compile done), then GROUPS groups of launches of about GROUP_MS each
+_WARM_MS, _GROUP_MS, _GROUPS = 100.0, 20.0, 5
+
+
+def time_tile(device: Device, config: TileConfig, in_type: np.dtype, out_type: np.dtype,
+              size: int, layout: str = "NN") -> float:
+    """Milliseconds one size^3 GEMM in `layout` takes with `config` on `device`: the median
+    over groups of launches timed between events, after a warm-up."""
     from ptxport.blas import _Gemm
 
     stream = device.create_stream()
     a = device.allocate(size * size * in_type.itemsize, stream=stream)
     c = device.allocate(size * size * out_type.itemsize, stream=stream)
     a.fill(0x3C, 1, stream=stream)   # 0.0115 in f32 and bf16: ordinary values
-    problem = _Gemm(False, False, size, size, size, (size, size, size), (0, 0, 0), 1)
-    launch_gemm(stream, config, problem, a, a, c, in_type, out_type, 1.0, 0.0)
-    groups = []
-    for _ in range(3):
+    problem = _Gemm(layout[0] == "T", layout[1] == "T", size, size, size, (size, size, size),
+                    (0, 0, 0), 1)
+
+    def group(count: int) -> float:
         start = stream.record(options={"enable_timing": True})
-        for _ in range(3):
+        for _ in range(count):
             launch_gemm(stream, config, problem, a, a, c, in_type, out_type, 1.0, 0.0)
         end = stream.record(options={"enable_timing": True})
         end.sync()
-        groups.append(end - start)
+        return (end - start) / count
+
+    with warnings.catch_warnings():   # (the time of this one includes the compile: unused)
+        warnings.simplefilter("ignore")
+        group(1)
+    once = max(group(1), 1e-3)
+    count = max(1, round(_GROUP_MS / once))
+    for _ in range(max(1, round(_WARM_MS / (count * once)))):
+        group(count)
+    times = [group(count) for _ in range(_GROUPS)]
     a.close(stream)
     c.close(stream)
     stream.sync()
-    return float(np.median(groups))
+    return float(np.median(times))

@@ -158,7 +158,9 @@ def test_simt_candidates_fit_static_shared_memory():
 
 def test_small_and_large_problems_are_tuned_apart():
     assert portable.tune_size(1000, 1000) == 1024
-    assert portable.tune_size(8192, 8192) == 4096
+    assert portable.tune_size(8192, 8192) == 8192
+    assert portable.tune_size(16384, 16384) == 8192
+    assert portable.tune_size(4000, 4000) == 4096
     assert portable.tune_size(512, 512, batch=16) == 2048   # C's area counts every batch
     assert portable.tune_size(0, 5) == 1024
 
@@ -195,3 +197,29 @@ def test_blas_gemm_on_opencl_runs_the_portable_kernel():
     buffers[2].copy_to(got, stream=stream)
     stream.sync()
     np.testing.assert_array_equal(got.T, a.T.astype(np.float64) @ b.T)
+
+
+def test_the_autotuner_keeps_the_first_candidate_within_two_percent(monkeypatch, tmp_path):
+    # timings within the noise of the fastest go to the earlier candidate, every time; the
+    # choice is cached per size class and layout
+    from types import SimpleNamespace
+
+    monkeypatch.setenv("PTXPORT_CACHE_DIR", str(tmp_path))
+    tiles = portable.candidates(False, np.dtype(np.float32))
+    times = {tiles[0]: 1.05, tiles[1]: 1.01, tiles[2]: 1.0}
+    timed = []
+
+    def fake_time(device, config, in_type, out_type, size, layout="NN"):
+        timed.append((config, size, layout))
+        return times.get(config, 2.0)
+
+    monkeypatch.setattr(portable, "time_tile", fake_time)
+    gpu = SimpleNamespace(backend="cuda", name="fake GPU")
+    f32 = np.dtype(np.float32)
+    assert portable.tuned_config(gpu, False, f32, f32, 4096, "TN") == tiles[1]
+    assert {(size, layout) for _, size, layout in timed} == {(4096, "TN")}
+    assert len(timed) == len(tiles)
+    assert portable.tuned_config(gpu, False, f32, f32, 4096, "TN") == tiles[1]   # cached
+    assert len(timed) == len(tiles)
+    portable.tuned_config(gpu, False, f32, f32, 4096, "NN")   # another layout: tuned apart
+    assert len(timed) == 2 * len(tiles)
