@@ -156,7 +156,7 @@ def kernel_ms(device, config, n: int, dtype: str, native: bool = False) -> float
             not config.mma and portable._aligned(problem, (a, b), 4)
         k = portable._kind(kind)
         kernel = _native_kernel(device, (portable._arch(device, config.mma), config, 1, 0, k,
-                                         k, vec))
+                                         k, vec, vec and portable._even(problem, config)))
     backend, ordinal = device._backend, device.device_id
     binary = kernel._binary(device)
     params, keep = pack_arguments(kernel, args, device)

@@ -64,6 +64,8 @@ _TUNE_SIZES = (1024, 2048, 4096, 8192)
 _KERNELS_VERSION = "gemm3"
 # backends whose kernels take the transposes as an argument: one compile for all four pairs
 _RUNTIME_TRANSPOSES = ("opencl",)
+# the options a tile's label may end in, by kernel (TileConfig's flags): SIMT, mma
+_OPTIONS = {False: ("ahead", "warp"), True: ("ahead", "late")}
 
 
 @dataclass(frozen=True)
@@ -81,8 +83,9 @@ class TileConfig:
     wm: int = 0
     wn: int = 0
     stages: int = 2
-    ahead: bool = False   # (SIMT) fragments read a k-step ahead (gemm.cu's AHEAD)
+    ahead: bool = False   # fragments read a k-step ahead (gemm.cu's AHEAD)
     late: bool = False    # (mma) copies issued after the first mmas of a k-step (LATE)
+    warp: bool = False    # (SIMT) threads laid out in warp tiles (WARPTILE)
 
     @property
     def threads(self) -> int:
@@ -90,13 +93,12 @@ class TileConfig:
 
     @property
     def label(self) -> str:
-        """The tile as benchmarks name it: simt:BMxBNxBK/TMxTN[/ahead] or
-        mma:BMxBNxBK/WMxWN/sSTAGES[/late]."""
+        """The tile as benchmarks name it: simt:BMxBNxBK/TMxTN[/ahead][/warp] or
+        mma:BMxBNxBK/WMxWN/sSTAGES[/ahead][/late]."""
         shape = f"{self.bm}x{self.bn}x{self.bk}"
-        if self.mma:
-            return f"mma:{shape}/{self.wm}x{self.wn}/s{self.stages}" + \
-                ("/late" if self.late else "")
-        return f"simt:{shape}/{self.tm}x{self.tn}" + ("/ahead" if self.ahead else "")
+        head = f"mma:{shape}/{self.wm}x{self.wn}/s{self.stages}" if self.mma else \
+            f"simt:{shape}/{self.tm}x{self.tn}"
+        return head + "".join(f"/{o}" for o in _OPTIONS[self.mma] if getattr(self, o))
 
     @classmethod
     def parse(cls, label: str) -> TileConfig:
@@ -106,15 +108,18 @@ class TileConfig:
             parts = rest.split("/")
             bm, bn, bk = (int(x) for x in parts[0].split("x"))
             x, y = (int(v) for v in parts[1].split("x"))
-            if kind == "mma" and parts[3:] in ([], ["late"]):
-                stages = int(parts[2].removeprefix("s")) if len(parts) > 2 else 3
-                return cls(True, bm, bn, bk, wm=x, wn=y, stages=stages, late=len(parts) == 4)
-            if kind == "simt" and parts[2:] in ([], ["ahead"]):
-                return cls(False, bm, bn, bk, x, y, ahead=len(parts) == 3)
+            mma = kind == "mma"
+            stages = int(parts[2].removeprefix("s")) if mma and len(parts) > 2 else 3
+            options = parts[3:] if mma else parts[2:]
+            if kind in ("mma", "simt") and len(set(options)) == len(options) and \
+                    set(options) <= set(_OPTIONS[mma]):
+                flags = {o: True for o in options}
+                return cls(True, bm, bn, bk, wm=x, wn=y, stages=stages, **flags) if mma else \
+                    cls(False, bm, bn, bk, x, y, **flags)
         except (IndexError, ValueError):
             pass
-        raise InvalidValueError(f"tile {label!r} is not simt:BMxBNxBK/TMxTN[/ahead] or "
-                                f"mma:BMxBNxBK/WMxWN/sSTAGES[/late]")
+        raise InvalidValueError(f"tile {label!r} is not simt:BMxBNxBK/TMxTN[/ahead][/warp] or "
+                                f"mma:BMxBNxBK/WMxWN/sSTAGES[/ahead][/late]")
 
     def dynamic_shared(self) -> int:
         """Bytes of dynamic shared memory a launch needs: the mma kernel's pipeline stages
@@ -183,14 +188,16 @@ def _uses_mma(device: Device, in_type: np.dtype) -> bool:
 
 
 def program_for(arch: str, config: TileConfig, ta: int, tb: int, in_kind: int, out_kind: int,
-                vec: bool) -> Program:
+                vec: bool, even: bool = False) -> Program:
     """The Program of one kernel variant (its macros: see gemm.cu's header); ta/tb 0 or 1 fix
-    a transpose at compile time, -1 leaves it to the kernel's `trans` argument."""
+    a transpose at compile time, -1 leaves it to the kernel's `trans` argument; `even`: the
+    problem is whole tiles (with `vec`), no edge checks."""
     macros = {"GEMM_MMA": int(config.mma), "TRANS_A": int(ta), "TRANS_B": int(tb),
               "IN_KIND": in_kind, "OUT_KIND": out_kind, "VEC": int(vec), "BM": config.bm,
               "BN": config.bn, "BK": config.bk, "TM": config.tm or 1, "TN": config.tn or 1,
               "WM": config.wm or 1, "WN": config.wn or 1, "STAGES": config.stages,
-              "AHEAD": int(config.ahead), "LATE": int(config.late)}
+              "AHEAD": int(config.ahead), "LATE": int(config.late),
+              "WARPTILE": int(config.warp), "EVEN": int(even)}
     options = ProgramOptions(arch=arch, define_macro=[(k, str(v)) for k, v in macros.items()],
                              name="ptxport_gemm.cu")
     return Program(kernel_source(SOURCE), "c++", options)
@@ -198,10 +205,10 @@ def program_for(arch: str, config: TileConfig, ta: int, tb: int, in_kind: int, o
 
 @functools.cache
 def kernel_for(arch: str, config: TileConfig, ta: int, tb: int, in_kind: int, out_kind: int,
-               vec: bool) -> Kernel:
+               vec: bool, even: bool = False) -> Kernel:
     """The compiled kernel of one variant (NVRTC's PTX, which ptxport lowers per device at
     first launch)."""
-    return program_for(arch, config, ta, tb, in_kind, out_kind, vec).compile() \
+    return program_for(arch, config, ta, tb, in_kind, out_kind, vec, even).compile() \
         .get_kernel("ptxport_gemm")
 
 
@@ -221,6 +228,12 @@ def _aligned(problem, pointers: tuple[Buffer | np.uint64, ...], elements: int) -
         all(_address(p) % 16 == 0 for p in pointers)
 
 
+def _even(problem, config: TileConfig) -> bool:
+    """The problem is whole tiles of `config` (gemm.cu's EVEN)."""
+    return problem.m % config.bm == 0 and problem.n % config.bn == 0 and \
+        problem.k % config.bk == 0
+
+
 def gemm_launch(device: Device, config: TileConfig, problem, a: Buffer | np.uint64,
                 b: Buffer | np.uint64, c: Buffer | np.uint64, in_type: np.dtype,
                 out_type: np.dtype, alpha: float, beta: float) -> tuple[Kernel, LaunchConfig,
@@ -234,7 +247,7 @@ def gemm_launch(device: Device, config: TileConfig, problem, a: Buffer | np.uint
     ta, tb = (-1, -1) if device.backend in _RUNTIME_TRANSPOSES else \
         (int(problem.ta), int(problem.tb))
     kernel = kernel_for(_arch(device, config.mma), config, ta, tb, _kind(in_type),
-                        _kind(out_type), vec)
+                        _kind(out_type), vec, vec and _even(problem, config))
     scalar = np.float64 if in_type == np.float64 else np.int32 if in_type == np.int8 else \
         np.float32
     grid = (-(-problem.m // config.bm), -(-problem.n // config.bn), problem.batch)

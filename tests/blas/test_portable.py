@@ -103,6 +103,24 @@ def test_simt_fragments_ahead(device):
            29, 40, np.float32, np.float32, batch=2, aligned=True)
 
 
+SIMT_WARP = TileConfig(False, 64, 64, 16, 4, 4, warp=True)
+
+
+@pytest.mark.parametrize("device", ["cpu", "opencl:0"])
+@pytest.mark.parametrize("m, n, k", [(37, 29, 40), (64, 128, 48)])
+def test_simt_warp_tiles(device, m, n, k):
+    # threads in 32 x 16 warp tiles; 64 x 128 x 48: whole tiles, the EVEN variant (no edge
+    # checks at all)
+    _check(_device(device), SIMT_WARP, True, False, m, n, k, np.float32, np.float32, batch=2,
+           aligned=True)
+
+
+@pytest.mark.parametrize("device", ["cpu", "opencl:0"])
+def test_simt_whole_tiles(device):
+    _check(_device(device), SIMT_VEC, False, True, 128, 64, 32, np.float32, np.float32,
+           aligned=True)
+
+
 def test_simt_f64_on_cpu():
     _check(_device("cpu"), SIMT, True, False, 33, 17, 9, np.float64, np.float64)
 
@@ -133,6 +151,14 @@ def test_mma_pipeline_on_cpu(ta, tb):
            aligned=True)
 
 
+@pytest.mark.parametrize("m, n, k", [(37, 29, 100), (64, 128, 96)])
+def test_mma_fragments_ahead_on_cpu(m, n, k):
+    # fragments double-buffered, the next stage's first ones read across the barrier;
+    # 64 x 128 x 96: whole tiles (EVEN: cp.async of full chunks, no edge checks)
+    _check(_device("cpu"), TileConfig(True, 64, 64, 32, wm=2, wn=2, stages=3, ahead=True),
+           True, False, m, n, k, BF16, np.float32, aligned=True)
+
+
 def test_mma_late_copies_on_cpu():
     # each k-step's copies issued after its first mmas (BK = 64: four 16-wide steps)
     _check(_device("cpu"), TileConfig(True, 64, 64, 64, wm=2, wn=2, stages=3, late=True),
@@ -144,8 +170,13 @@ def test_tile_labels_round_trip():
         assert TileConfig.parse(config.label) == config
     with pytest.raises(InvalidValueError, match="mma:BMxBNxBK"):
         TileConfig.parse("mma:128x128")
-    with pytest.raises(InvalidValueError):   # fragments ahead: a SIMT option only
-        TileConfig.parse("mma:128x128x32/2x4/s3/ahead")
+    with pytest.raises(InvalidValueError):   # warp tiles: a SIMT option only
+        TileConfig.parse("mma:128x128x32/2x4/s3/warp")
+    with pytest.raises(InvalidValueError):
+        TileConfig.parse("simt:128x128x8/8x8/late")
+    assert TileConfig.parse("mma:128x128x32/2x4/s3/ahead").ahead
+    assert TileConfig.parse("simt:128x128x8/8x8/ahead/warp") == \
+        TileConfig(False, 128, 128, 8, 8, 8, ahead=True, warp=True)
     assert TileConfig.parse("mma:128x128x64/2x2/s3/late").late
 
 
