@@ -15,11 +15,15 @@ bf16 in and out, f32 accumulate), layout TN (op(A) = A^T, as llm.c calls it) and
 Kernel times are GPU times: launches queued straight on the device's CUDA stream
 (ptxport's runtime waits for each launch, which at small sizes adds the host's time between
 kernels), after a warm-up of about --warm-ms (clocks up), as the median over 7 groups of
-launches of about 25 ms each, between CUDA events; cuBLAS is timed the same way.
+launches of about 25 ms each, between CUDA events; cuBLAS is timed the same way. Where the
+host took nearly as long to queue the launches as the GPU to run them (kernels of a few
+microseconds: BF16 at 1024), the GPU may have idled between them: such figures are marked
+"*host-bound" (a lower bound on the kernel's speed).
 """
 
 from __future__ import annotations
 
+import time
 import traceback
 
 import numpy as np
@@ -32,14 +36,25 @@ def in_type(dtype: str) -> np.dtype:
     return np.dtype(np.float32) if dtype == "float32" else np.dtype("<u2")
 
 
-def _median_groups(run, record) -> float:
+# measurements where the host took at least this share of the GPU's time to queue the
+# launches: the GPU may have waited for them (small kernels), marked "*" in the table
+_HOST_BOUND = 0.8
+host_bound: set[str] = set()
+
+
+def _median_groups(run, record, what: str = "") -> float:
     """Median ms of one call of `run` (queues one launch), with `record()` returning a pair
-    of (start, stop-and-elapsed) callables around a group; warm-up first."""
+    of (start, stop-and-elapsed) callables around a group; warm-up first. `what` goes to
+    host_bound when queueing the launches took the host nearly as long as the GPU ran."""
+    host = []
+
     def group(count: int) -> float:
         start, stop = record()
         start()
+        begin = time.perf_counter()
         for _ in range(count):
             run()
+        host.append((time.perf_counter() - begin) * 1e3 / count)
         return stop() / count
 
     group(1)
@@ -47,7 +62,11 @@ def _median_groups(run, record) -> float:
     count = max(1, round(_GROUP_MS / once))
     for _ in range(max(1, round(_WARM_MS / (count * once)))):
         group(count)
-    return float(np.median([group(count) for _ in range(_GROUPS)]))
+    host.clear()
+    ms = float(np.median([group(count) for _ in range(_GROUPS)]))
+    if float(np.median(host)) >= _HOST_BOUND * ms:
+        host_bound.add(what)
+    return ms
 
 
 def _cuda_events(stream):
@@ -89,7 +108,8 @@ def vendor_ms(n: int, dtype: str) -> tuple[str, float]:
                 e.synchronize()
                 return s.elapsed_time(e)
             return s.record, stop
-        ms = _median_groups(lambda: torch.matmul(a.t(), b, out=out), record)
+        ms = _median_groups(lambda: torch.matmul(a.t(), b, out=out), record,
+                            f"cuBLAS {dtype} {n}")
         a = b = out = None
         torch.cuda.empty_cache()
         return "torch", ms
@@ -108,7 +128,8 @@ def vendor_ms(n: int, dtype: str) -> tuple[str, float]:
                 e.synchronize()
                 return cupy.cuda.get_elapsed_time(s, e)
             return s.record, stop
-        return "cupy", _median_groups(lambda: cupy.matmul(a.T, b), record)
+        return "cupy", _median_groups(lambda: cupy.matmul(a.T, b), record,
+                                      f"cuBLAS {dtype} {n}")
 
 
 def _buffers(device, n: int, kind: np.dtype, values=None):
@@ -163,7 +184,8 @@ def kernel_ms(device, config, n: int, dtype: str, native: bool = False) -> float
     cu_stream = backend.stream(ordinal)
     grid, block, shmem = launch_config.grid, launch_config.block, launch_config.shmem_size
     ms = _median_groups(lambda: binary.launch(ordinal, grid, block, shmem, params, cu_stream),
-                        _cuda_events(cu_stream))
+                        _cuda_events(cu_stream),
+                        f"{'native' if native else 'ptxport'} {dtype} {n} {config.label}")
     del keep
     for buf in (a, b, c):
         buf.close(stream)
@@ -262,7 +284,10 @@ def _line(row: dict, vendor: dict, native: bool) -> str:
     if native:
         nat = row.get("native_ms", float("nan"))
         text += f" {flop / nat:12.1f} {ref / nat:6.2f} {nat / row['ptxport_ms']:7.2f}"
-    return f"{text}  {row['tile']}"
+    marks = [who for who in ("cuBLAS", "ptxport", "native")
+             if f"{who} {row['dtype']} {n}" + ("" if who == "cuBLAS" else f" {row['tile']}")
+             in host_bound]
+    return f"{text}  {row['tile']}" + (f"  *host-bound: {', '.join(marks)}" if marks else "")
 
 
 def _picks(device, dtype: str, sizes: list[int], vendor: dict, report: dict) -> None:
