@@ -23,6 +23,7 @@ microseconds: BF16 at 1024), the GPU may have idled between them: such figures a
 
 from __future__ import annotations
 
+import functools
 import time
 import traceback
 
@@ -144,6 +145,7 @@ def _buffers(device, n: int, kind: np.dtype, values=None):
     return stream, bufs
 
 
+@functools.cache
 def _native_kernel(device, variant: tuple):
     """The kernel of `variant` (portable.program_for's arguments: the macros of the ptxport
     route's kernel) whose binary is NVRTC's PTX as written."""
