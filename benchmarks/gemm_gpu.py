@@ -24,7 +24,6 @@ microseconds: BF16 at 1024), the GPU may have idled between them: such figures a
 from __future__ import annotations
 
 import functools
-import time
 import traceback
 
 import numpy as np
@@ -43,51 +42,15 @@ _HOST_BOUND = 0.8
 host_bound: set[str] = set()
 
 
-def _median_groups(run, record, what: str = "") -> float:
-    """Median ms of one call of `run` (queues one launch), with `record()` returning a pair
-    of (start, stop-and-elapsed) callables around a group; warm-up first. `what` goes to
-    host_bound when queueing the launches took the host nearly as long as the GPU ran."""
-    host = []
+def _median_groups(run, record, what: str) -> float:
+    """GPU ms of one launch by ptxport.blas.timing.median_ms; `what` goes to host_bound
+    when queueing the launches took the host nearly as long as the GPU ran them."""
+    from ptxport.blas import timing
 
-    def group(count: int) -> float:
-        start, stop = record()
-        start()
-        begin = time.perf_counter()
-        for _ in range(count):
-            run()
-        host.append((time.perf_counter() - begin) * 1e3 / count)
-        return stop() / count
-
-    group(1)
-    once = max(group(1), 1e-3)
-    count = max(1, round(_GROUP_MS / once))
-    for _ in range(max(1, round(_WARM_MS / (count * once)))):
-        group(count)
-    host.clear()
-    ms = float(np.median([group(count) for _ in range(_GROUPS)]))
-    if float(np.median(host)) >= _HOST_BOUND * ms:
+    ms, host = timing.median_ms((run, record), _WARM_MS, _GROUP_MS, _GROUPS)
+    if host >= _HOST_BOUND * ms:
         host_bound.add(what)
     return ms
-
-
-def _cuda_events(stream):
-    """record() for _median_groups on a CUstream, through cuda-bindings."""
-    from ptxport.runtime.backends.cuda import _check, _driver
-
-    driver = _driver()
-    start = _check(driver.cuEventCreate(0), "cuEventCreate")
-    end = _check(driver.cuEventCreate(0), "cuEventCreate")
-
-    def record():
-        def begin() -> None:
-            _check(driver.cuEventRecord(start, stream), "cuEventRecord")
-
-        def stop() -> float:
-            _check(driver.cuEventRecord(end, stream), "cuEventRecord")
-            _check(driver.cuEventSynchronize(end), "cuEventSynchronize")
-            return _check(driver.cuEventElapsedTime(start, end), "cuEventElapsedTime")
-        return begin, stop
-    return record
 
 
 def vendor_ms(n: int, dtype: str) -> tuple[str, float]:
@@ -164,8 +127,7 @@ def _native_kernel(device, variant: tuple):
 def kernel_ms(device, config, n: int, dtype: str, native: bool = False) -> float:
     """GPU ms of the portable GEMM, TN, tile `config`, launched straight on the device's
     CUDA stream (ptxport's route, or with `native` the NVRTC PTX as written)."""
-    from ptxport.blas import _Gemm, portable
-    from ptxport.runtime.launch import pack_arguments
+    from ptxport.blas import _Gemm, portable, timing
 
     kind = in_type(dtype)
     stream, (a, b, c) = _buffers(device, n, kind)
@@ -180,15 +142,9 @@ def kernel_ms(device, config, n: int, dtype: str, native: bool = False) -> float
         k = portable._kind(kind)
         kernel = _native_kernel(device, (portable._arch(device, config.mma), config, 1, 0, k,
                                          k, vec, vec and portable._even(problem, config)))
-    backend, ordinal = device._backend, device.device_id
-    binary = kernel._binary(device)
-    params, keep = pack_arguments(kernel, args, device)
-    cu_stream = backend.stream(ordinal)
-    grid, block, shmem = launch_config.grid, launch_config.block, launch_config.shmem_size
-    ms = _median_groups(lambda: binary.launch(ordinal, grid, block, shmem, params, cu_stream),
-                        _cuda_events(cu_stream),
+    run, record = timing.direct(device, launch_config, kernel, args)
+    ms = _median_groups(run, record,
                         f"{'native' if native else 'ptxport'} {dtype} {n} {config.label}")
-    del keep
     for buf in (a, b, c):
         buf.close(stream)
     stream.sync()

@@ -26,7 +26,6 @@ import functools
 import json
 import math
 import os
-import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -348,8 +347,9 @@ _WARM_MS, _GROUP_MS, _GROUPS = 100.0, 20.0, 5
 def time_tile(device: Device, config: TileConfig, in_type: np.dtype, out_type: np.dtype,
               size: int, layout: str = "NN") -> float:
     """Milliseconds one size^3 GEMM in `layout` takes with `config` on `device`: the median
-    over groups of launches timed between events, after a warm-up."""
-    from ptxport.blas import _Gemm
+    over groups of launches timed between events, after a warm-up (ptxport.blas.timing; on
+    cuda devices the GPU's time alone)."""
+    from ptxport.blas import _Gemm, timing
 
     stream = device.create_stream()
     a = device.allocate(size * size * in_type.itemsize, stream=stream)
@@ -357,24 +357,14 @@ def time_tile(device: Device, config: TileConfig, in_type: np.dtype, out_type: n
     a.fill(0x3C, 1, stream=stream)   # 0.0115 in f32 and bf16: ordinary values
     problem = _Gemm(layout[0] == "T", layout[1] == "T", size, size, size, (size, size, size),
                     (0, 0, 0), 1)
-
-    def group(count: int) -> float:
-        start = stream.record(options={"enable_timing": True})
-        for _ in range(count):
-            launch_gemm(stream, config, problem, a, a, c, in_type, out_type, 1.0, 0.0)
-        end = stream.record(options={"enable_timing": True})
-        end.sync()
-        return (end - start) / count
-
-    with warnings.catch_warnings():   # (the time of this one includes the compile: unused)
-        warnings.simplefilter("ignore")
-        group(1)
-    once = max(group(1), 1e-3)
-    count = max(1, round(_GROUP_MS / once))
-    for _ in range(max(1, round(_WARM_MS / (count * once)))):
-        group(count)
-    times = [group(count) for _ in range(_GROUPS)]
+    kernel, config_, args = gemm_launch(device, config, problem, a, a, c, in_type, out_type,
+                                        1.0, 0.0)
+    launch(stream, config_, kernel, *args)   # compiles and loads it, untimed
+    stream.sync()
+    timed = timing.direct(device, config_, kernel, args) or \
+        timing.through_stream(stream, config_, kernel, args)
+    ms, _ = timing.median_ms(timed, _WARM_MS, _GROUP_MS, _GROUPS)
     a.close(stream)
     c.close(stream)
     stream.sync()
-    return float(np.median(times))
+    return ms
