@@ -106,7 +106,7 @@ def test_simt_fragments_ahead(device):
 SIMT_WARP = TileConfig(False, 64, 64, 16, 4, 4, warp=True)
 
 
-@pytest.mark.parametrize("device", ["cpu", "opencl:0"])
+@pytest.mark.parametrize("device", ["cpu", "opencl:0", "cuda:0"])
 @pytest.mark.parametrize("m, n, k", [(37, 29, 40), (64, 128, 48)])
 def test_simt_warp_tiles(device, m, n, k):
     # threads in 32 x 16 warp tiles; 64 x 128 x 48: whole tiles, the EVEN variant (no edge
@@ -157,6 +157,22 @@ def test_mma_fragments_ahead_on_cpu(m, n, k):
     # 64 x 128 x 96: whole tiles (EVEN: cp.async of full chunks, no edge checks)
     _check(_device("cpu"), TileConfig(True, 64, 64, 32, wm=2, wn=2, stages=3, ahead=True),
            True, False, m, n, k, BF16, np.float32, aligned=True)
+
+
+@pytest.mark.parametrize("config", [c for c in portable.MMA_CANDIDATES if c.ahead] +
+                         [TileConfig(True, 128, 256, 64, wm=2, wn=4, stages=3, ahead=True)],
+                         ids=lambda c: c.label)
+@pytest.mark.parametrize("m, n, k", [(300, 200, 170), (256, 512, 192)])
+def test_mma_candidates_on_cuda(config, m, n, k):
+    # the tiles the H100 runs, on an NVIDIA GPU: edges, and whole tiles (EVEN)
+    _check(_device("cuda:0"), config, True, False, m, n, k, BF16, BF16, aligned=True)
+
+
+@pytest.mark.parametrize("config", portable.SIMT_CANDIDATES, ids=lambda c: c.label)
+@pytest.mark.parametrize("m, n, k", [(300, 200, 170), (256, 512, 192)])
+def test_simt_candidates_on_cuda(config, m, n, k):
+    _check(_device("cuda:0"), config, True, False, m, n, k, np.float32, np.float32,
+           aligned=True)
 
 
 def test_mma_late_copies_on_cpu():
