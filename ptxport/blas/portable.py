@@ -135,23 +135,22 @@ class TileConfig:
 # 48 KiB: the static shared memory every CUDA device gives a block (and OpenCL devices
 # commonly): SIMT tiles above it for the accumulator type are not candidates
 _STATIC_SHARED = 48 * 1024
-# Candidates, from four H100 sweeps of gemm.py --tiles (benchmarks/gemm.py; numbers in
-# docs/blas.md): SIMT 128 x 128 tiles with 8 x 8 a thread led from 2048 up, 64 x 64 tiles at
-# 1024 (more blocks), the warp-tile layouts (/warp) and 8 x 16 a thread new in the fourth;
-# the mma tiles with 64 x 64 or 64 x 32 a warp led from 2048 up, 64 x 64 tiles at 1024, the
-# fragments read ahead across the barrier (/ahead) new in the fourth. The first of each is
-# what cpu and opencl devices take untuned.
-SIMT_CANDIDATES = (TileConfig(False, 64, 64, 8, 4, 4), TileConfig(False, 128, 128, 16, 8, 8),
-                   TileConfig(False, 128, 128, 16, 8, 8, warp=True),
+# Candidates, from five H100 sweeps of gemm.py --tiles (benchmarks/gemm.py; numbers in
+# docs/blas.md). SIMT: 128 x 128 x 8 tiles with 8 x 8 a thread (warp tiles or not) led from
+# 2048 up (0.87-0.89 of cuBLAS), 64 x 64 x 8 with 4 x 4 at 1024 (more blocks); BK = 16 and
+# 8 x 16 a thread measured slower. mma: 128 x 128 x 32 with 2 x 2 warps and four stages (two
+# blocks an SM) and 128 x 256 x 64 with fragments read ahead led from 2048 up (0.57-0.62),
+# 64 x 64 tiles at 1024. The first of each is what cpu and opencl devices take untuned.
+SIMT_CANDIDATES = (TileConfig(False, 64, 64, 8, 4, 4),
                    TileConfig(False, 128, 128, 8, 8, 8, warp=True),
-                   TileConfig(False, 64, 64, 8, 4, 4, warp=True),
-                   TileConfig(False, 128, 256, 8, 8, 16, warp=True))
+                   TileConfig(False, 128, 128, 8, 8, 8),
+                   TileConfig(False, 128, 128, 16, 8, 8, warp=True))
 MMA_CANDIDATES = (TileConfig(True, 128, 128, 32, wm=2, wn=4, stages=3),
-                  TileConfig(True, 128, 256, 64, wm=2, wn=4, stages=3),
+                  TileConfig(True, 128, 128, 32, wm=2, wn=2, stages=4),
+                  TileConfig(True, 128, 256, 64, wm=2, wn=4, stages=3, ahead=True),
                   TileConfig(True, 128, 256, 64, wm=2, wn=4, stages=4),
                   TileConfig(True, 128, 256, 32, wm=2, wn=4, stages=4, ahead=True),
                   TileConfig(True, 128, 128, 64, wm=2, wn=4, stages=4, ahead=True),
-                  TileConfig(True, 128, 128, 32, wm=2, wn=2, stages=4),
                   TileConfig(True, 64, 64, 32, wm=2, wn=2, stages=4))
 
 

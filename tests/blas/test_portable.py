@@ -198,7 +198,7 @@ def test_tile_labels_round_trip():
 
 def test_simt_candidates_fit_static_shared_memory():
     # 128 x 128 x 16 tiles of doubles need 67 KB: not a candidate for f64, one for f32
-    big = TileConfig(False, 128, 128, 16, 8, 8)
+    big = TileConfig(False, 128, 128, 16, 8, 8, warp=True)
     assert big in portable.candidates(False, np.dtype(np.float32))
     assert big not in portable.candidates(False, np.dtype(np.float64))
 
