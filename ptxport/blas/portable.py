@@ -60,7 +60,7 @@ _TUNED_BACKENDS = ("cuda", "hip")
 _TUNE_SIZES = (1024, 2048, 4096, 8192)
 # part of the autotuner's keys: choices made for an earlier version of the kernels (whose
 # tiles may no longer be candidates, or no longer the fastest) are not reused
-_KERNELS_VERSION = "gemm3"
+_KERNELS_VERSION = "gemm4"
 # backends whose kernels take the transposes as an argument: one compile for all four pairs
 _RUNTIME_TRANSPOSES = ("opencl",)
 # the options a tile's label may end in, by kernel (TileConfig's flags): SIMT, mma
@@ -136,20 +136,22 @@ class TileConfig:
 # commonly): SIMT tiles above it for the accumulator type are not candidates
 _STATIC_SHARED = 48 * 1024
 # Candidates, from five H100 sweeps of gemm.py --tiles (benchmarks/gemm.py; numbers in
-# docs/blas.md). SIMT: 128 x 128 x 8 tiles with 8 x 8 a thread (warp tiles or not) led from
-# 2048 up (0.87-0.89 of cuBLAS), 64 x 64 x 8 with 4 x 4 at 1024 (more blocks); BK = 16 and
-# 8 x 16 a thread measured slower. mma: 128 x 128 x 32 with 2 x 2 warps and four stages (two
-# blocks an SM) and 128 x 256 x 64 with fragments read ahead led from 2048 up (0.57-0.62),
-# 64 x 64 tiles at 1024. The first of each is what cpu and opencl devices take untuned.
+# docs/blas.md). SIMT: 128 x 128 x 8 tiles with 8 x 8 a thread (warp tiles or not, within 1%
+# of each other) led from 2048 up (0.87-0.89 of cuBLAS), 64 x 64 x 8 with 4 x 4 at 1024 (more
+# blocks); BK = 16, fragments ahead, 4 x 16, 8 x 16 and 16 x 8 a thread measured slower
+# (0.68-0.86), as did 128 x 64 and 64 x 128 tiles. mma: 128 x 128 x 32 with 2 x 2 warps and
+# four stages (two blocks an SM; fragments ahead or not, within 1%) and 128 x 256 x 64 with
+# fragments ahead led from 2048 up (0.54-0.62), 64 x 64 tiles at 1024; more stages, BK = 64
+# with 2 x 2 warps, 256 x 128 and 128 x 256 x 32 tiles measured slower. The first of each is
+# what cpu and opencl devices take untuned.
 SIMT_CANDIDATES = (TileConfig(False, 64, 64, 8, 4, 4),
                    TileConfig(False, 128, 128, 8, 8, 8, warp=True),
                    TileConfig(False, 128, 128, 8, 8, 8),
                    TileConfig(False, 128, 128, 16, 8, 8, warp=True))
 MMA_CANDIDATES = (TileConfig(True, 128, 128, 32, wm=2, wn=4, stages=3),
                   TileConfig(True, 128, 128, 32, wm=2, wn=2, stages=4),
+                  TileConfig(True, 128, 128, 32, wm=2, wn=2, stages=4, ahead=True),
                   TileConfig(True, 128, 256, 64, wm=2, wn=4, stages=3, ahead=True),
-                  TileConfig(True, 128, 256, 64, wm=2, wn=4, stages=4),
-                  TileConfig(True, 128, 256, 32, wm=2, wn=4, stages=4, ahead=True),
                   TileConfig(True, 128, 128, 64, wm=2, wn=4, stages=4, ahead=True),
                   TileConfig(True, 64, 64, 32, wm=2, wn=2, stages=4))
 
