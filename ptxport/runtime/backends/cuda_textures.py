@@ -45,10 +45,7 @@ class CudaTextures:
         for an absent dimension), CUDA_ARRAY3D_* `flags`; its CUarray as an int."""
         driver = _driver()
         self._enter(ordinal)
-        desc = driver.CUDA_ARRAY3D_DESCRIPTOR()
-        desc.Width, desc.Height, desc.Depth = extent
-        desc.Format = driver.CUarray_format(FORMATS[(fmt.kind, fmt.bits)])
-        desc.NumChannels, desc.Flags = fmt.channels, flags
+        desc = _descriptor(fmt, extent, flags)
         return int(_check_request(driver.cuArray3DCreate(desc),
                                   f"cannot create a CUDA array of {extent} on cuda:{ordinal}"))
 
@@ -63,10 +60,7 @@ class CudaTextures:
         """A mipmapped array of `levels` levels, level 0 of `extent`; its CUmipmappedArray."""
         driver = _driver()
         self._enter(ordinal)
-        desc = driver.CUDA_ARRAY3D_DESCRIPTOR()
-        desc.Width, desc.Height, desc.Depth = extent
-        desc.Format = driver.CUarray_format(FORMATS[(fmt.kind, fmt.bits)])
-        desc.NumChannels, desc.Flags = fmt.channels, flags
+        desc = _descriptor(fmt, extent, flags)
         return int(_check_request(
             driver.cuMipmappedArrayCreate(desc, levels),
             f"cannot create a mipmapped array of {extent}, {levels} levels, on cuda:{ordinal}"))
@@ -203,3 +197,13 @@ def _resource(driver, resource):
     pitched.width, pitched.height, pitched.pitchInBytes = (resource.width, resource.height,
                                                            resource.pitch)
     return r
+
+
+def _descriptor(fmt, extent: tuple[int, int, int], flags: int):
+    """The CUDA_ARRAY3D_DESCRIPTOR of an array (or a mipmapped array's level 0)."""
+    driver = _driver()
+    desc = driver.CUDA_ARRAY3D_DESCRIPTOR()
+    desc.Width, desc.Height, desc.Depth = extent
+    desc.Format = driver.CUarray_format(FORMATS[(fmt.kind, fmt.bits)])
+    desc.NumChannels, desc.Flags = fmt.channels, flags
+    return desc
