@@ -47,6 +47,7 @@ from ptxport.codegen.lower import (
 )
 from ptxport.codegen.targets.cpu.abi import CTX
 from ptxport.codegen.targets.cpu.gang.async_copy import lower_cp
+from ptxport.codegen.targets.cpu.gang.classify import forget_classes
 from ptxport.codegen.targets.cpu.gang.control import (
     block_barrier,
     goto_segment,
@@ -69,7 +70,13 @@ from ptxport.codegen.targets.cpu.gang.lanes import (
     is_vec,
     vec,
 )
-from ptxport.codegen.targets.cpu.gang.memory import access_groups, lower_atom, lower_ld, lower_st
+from ptxport.codegen.targets.cpu.gang.memory import (
+    access_groups,
+    class_slots,
+    lower_atom,
+    lower_ld,
+    lower_st,
+)
 from ptxport.codegen.targets.cpu.gang.mma import lower_ldmatrix, lower_mma
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.codegen.targets.cpu.gang.warp import (
@@ -159,6 +166,7 @@ def lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, target
     live = _thread_indices(fl, frame, warp, block)
     segments, exit_segment = _lay_out_segments(fl, kernel, gang)
     _frame_registers(fl, kernel, segments, frame)
+    class_slots(fl, segments)
     dispatch = _entry(fl, gang, start, live, segments[0])
     _dispatcher(fl, gang, segments, dispatch)
     fl.b.position_at_end(exit_segment.llblock)
@@ -411,6 +419,7 @@ def _lower_segments(fl: GangLowering, kernel: ir.Function, gang: ll.Function,
             fl.mask = lanes
             fl.forget_segment(s.block.instructions[s.start:s.end])
             for inst in s.block.instructions[s.start:s.end]:
+                forget_classes(fl, inst)
                 fl.lower_instruction(inst)
             if not b.block.is_terminated:
                 following = segments[i + 1] if i + 1 < len(segments) else exit_segment
