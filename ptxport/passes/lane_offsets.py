@@ -11,11 +11,22 @@ that divide 32; %tid.y (z) is u + i // x (i // (x * y)) where a warp's lanes fil
 2**bits). A register has such offsets when every write of it does, with the same c, and is
 made by all the warp's live lanes together (an unguarded or uniformly guarded write in a
 converged block, as uniformity.py defines them): a write by some lanes only would mix two
-values of u. Widening conversions (cvt, mul.wide) are not followed: a sign or zero
-extension of u + c[i] is not the extension of u plus c[i] where the sum wraps.
+values of u.
+
+Two wider forms (lane_forms; lane_offsets keeps to the plain one): *per half warp*, lane i
+holds u[i // 16] + c[i], one unknown per half (a row index times a width known only at run
+time: `y * width + x` in a 16-wide block makes rows of 16 consecutive values, the rows any
+distance apart); a product with a uniform register keeps it where c is the same across each
+half (then c becomes 0). And *widened*: a widening conversion (cvt.{s,u}64.{s,u}32,
+mul.wide.{s,u}32 by an immediate) of u + c[i] is the extension of u plus c[i] unless a lane's
+sum wraps, which the warp gangs check at run time at each widening (widening_guard: the
+reference lanes' values against bounds); a register derived from one holds its offsets only
+while no widening of the warp has wrapped.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import may_write
@@ -28,10 +39,32 @@ from ptxport.passes.uniformity import (
 )
 from ptxport.ptx.ast import IntImm
 
-__all__ = ["lane_offsets", "tid_offsets", "run"]
+__all__ = ["LaneForm", "lane_forms", "lane_offsets", "tid_offsets", "widening",
+           "widening_guard", "written_form", "operand_form", "run"]
 
 W = 32
+HALF = 16
 _VARIES = "varies"      # the analysis' bottom: no constant offsets
+
+
+class LaneForm(NamedTuple):
+    """Lane i of a register holds u + offsets[i] (modulo 2**bits), or with `halves`
+    u[i // 16] + offsets[i] (offsets then taken from each half's first lane); `widened`:
+    only while no widening conversion of the warp wrapped (checked at run time)."""
+
+    offsets: tuple[int, ...]
+    halves: bool = False
+    widened: bool = False
+
+
+_ZERO = LaneForm((0,) * W)
+
+
+def _form(offsets, halves=False, widened=False, bits=64) -> LaneForm:
+    wrap = (1 << bits) - 1
+    if halves:      # each half from its first lane, so equal forms compare equal
+        offsets = [o - offsets[HALF * (i // HALF)] for i, o in enumerate(offsets)]
+    return LaneForm(tuple(o & wrap for o in offsets), halves, widened)
 
 
 def tid_offsets(block: tuple[int, int, int] | None, component: str) -> tuple[int, ...] | None:
@@ -52,69 +85,155 @@ def tid_offsets(block: tuple[int, int, int] | None, component: str) -> tuple[int
     return None
 
 
-def _operand(value, offsets: dict, uniform: set, block) -> tuple[int, ...] | str | None:
-    """The offsets an operand has (None: not known yet, _VARIES: none)."""
+def operand_form(value, forms, uniform: set, block):
+    """The form an operand has (None: not known yet, _VARIES: none); `forms` maps a
+    register to its form (a dict, or a function)."""
     if isinstance(value, IntImm):
-        return (0,) * W
+        return _ZERO
     if isinstance(value, ir.Register):
         if value in uniform:
-            return (0,) * W
-        return offsets.get(value)
+            return _ZERO
+        return forms(value) if callable(forms) else forms.get(value)
     if isinstance(value, ir.SpecialRegister) and value.name == "%tid":
-        return tid_offsets(block, value.component or "x") or _VARIES
+        found = tid_offsets(block, value.component or "x")
+        return _VARIES if found is None else LaneForm(found)
     if isinstance(value, ir.SpecialRegister) and value.name == "%laneid":
-        return tuple(range(W))
+        return LaneForm(tuple(range(W)))
     if isinstance(value, ir.Variable):
-        return (0,) * W
+        return _ZERO
     return _VARIES
 
 
-def _scale(inst: ir.Instruction) -> int | None:
-    """The immediate factor of mul.lo / mad.lo (2**n for shl by n), else None."""
-    operand = inst.operands[2]
-    if not isinstance(operand, IntImm):
-        return None
-    if inst.opcode == "shl":
-        return 1 << operand.value if 0 <= operand.value < 64 else None
-    return operand.value
+def _signed(v: int, bits: int) -> int:
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if v >> (bits - 1) else v
 
 
-def _written(inst: ir.Instruction, offsets: dict, uniform: set, block):
-    """The offsets `inst` writes into its destination (None: not known yet)."""
+def widening(inst: ir.Instruction) -> tuple[bool, int] | None:
+    """(signed, scale) of a widening this analysis follows: cvt.{s,u}64.{s,u}32 (scale 1)
+    or mul.wide.{s,u}32 by an immediate; else None."""
+    types = inst.spec.types
+    if inst.opcode == "cvt" and len(types) == 2 and inst.spec.text == f"cvt.{types[0]}.{types[1]}" \
+            and types[0] in ("u64", "s64") and types[1] in ("u32", "s32"):
+        return types[1] == "s32", 1
+    if inst.opcode == "mul" and inst.spec.text in ("mul.wide.s32", "mul.wide.u32") \
+            and isinstance(inst.operands[2], IntImm):
+        signed = types[0] == "s32"
+        factor = inst.operands[2].value
+        return signed, _signed(factor, 32) if signed else factor & 0xFFFFFFFF
+    return None
+
+
+def widening_guard(inst: ir.Instruction, source: LaneForm) -> list[tuple[int, int, int]]:
+    """For a widening (`widening`) of a register of form `source`: (lane, low, high) per
+    reference lane (0, and 16 for a per-half form) whose 32-bit value must lie in
+    [low, high] (signed or unsigned as the widening reads it) for no lane's sum to wrap;
+    none where every lane of a group holds the reference's value (nothing can wrap)."""
+    signed, _ = widening(inst)
+    low, high = (-(1 << 31), (1 << 31) - 1) if signed else (0, (1 << 32) - 1)
+    out = []
+    for ref in (0, HALF) if source.halves else (0,):
+        lanes = range(ref, ref + HALF) if source.halves else range(W)
+        d = [_signed(source.offsets[i] - source.offsets[ref], 32) for i in lanes]
+        if any(d):
+            out.append((ref, low - min(d), high - max(d)))
+    return out
+
+
+def _widened(inst: ir.Instruction, source: LaneForm) -> LaneForm:
+    """The form a widening writes: the exact offsets from each reference lane, scaled."""
+    _, scale = widening(inst)
+    out = []
+    for i, c in enumerate(source.offsets):
+        ref = HALF * (i // HALF) if source.halves else 0
+        out.append(_signed(c - source.offsets[ref], 32) * scale)
+    constant = not any(out)
+    return _form(out, source.halves, source.widened or not constant)
+
+
+def _half_constant(form: LaneForm) -> bool:
+    """Whether the form's offsets are the same across each half warp."""
+    return all(form.offsets[i] == form.offsets[HALF * (i // HALF)] for i in range(W))
+
+
+def _product(inst: ir.Instruction, args: list, bits: int):
+    """The form of mul.lo/mad.lo/shl's product, before mad's addend."""
     op = inst.opcode
+    factor = inst.operands[2]
+    if isinstance(factor, IntImm):
+        if op == "shl":
+            if not 0 <= factor.value < 64:
+                return _VARIES
+            scale = 1 << factor.value
+        else:
+            scale = factor.value
+        a = args[0]
+        return _form([c * scale for c in a.offsets], a.halves, a.widened, bits)
+    if op == "shl":
+        return _VARIES
+    # a product with a uniform register: a value per half where the other is one per half
+    x, y = args[0], args[1]
+    if x == y == _ZERO:         # (two values alike in every lane)
+        return _ZERO
+    varying = x if y.offsets == _ZERO.offsets and not y.halves else (
+        y if x.offsets == _ZERO.offsets and not x.halves else None)
+    if varying is None or not (_half_constant(varying) or varying.halves and not any(
+            varying.offsets)):
+        return _VARIES
+    return LaneForm((0,) * W, True, varying.widened)
+
+
+def written_form(inst: ir.Instruction, forms, uniform: set, block):
+    """The form `inst` writes into its destination (None: not known yet, _VARIES: none),
+    given the forms of registers (`forms`: a dict or a function)."""
+    op = inst.opcode
+    wide = widening(inst)
+    if wide is not None:
+        source = operand_form(inst.operands[1], forms, uniform, block)
+        return source if source in (None, _VARIES) else _widened(inst, source)
     t = inst.spec.types[-1] if inst.spec.types else ""
     if not t or t[0] not in "usb" or inst.spec.get("cc") \
             or inst.spec.get("sat") or inst.spec.get("mode", "lo") != "lo":
         return _VARIES
     bits = int(t[1:])
-    args = [_operand(o, offsets, uniform, block) for o in inst.operands[1:]]
+    args = [operand_form(o, forms, uniform, block) for o in inst.operands[1:]]
     if _VARIES in args:
         return _VARIES
     if None in args:
         return None
-    wrap = (1 << bits) - 1
+    halves, widened = any(a.halves for a in args), any(a.widened for a in args)
     if op in ("mov", "cvta") and len(args) == 1:
-        return tuple(a & wrap for a in args[0])
+        return _form(args[0].offsets, halves, widened, bits)
     if op in ("add", "sub") and len(args) == 2:
         sign = 1 if op == "add" else -1
-        return tuple((a + sign * b) & wrap for a, b in zip(*args, strict=True))
+        return _form([a + sign * b for a, b in zip(args[0].offsets, args[1].offsets,
+                                                    strict=True)], halves, widened, bits)
     if op in ("mul", "shl", "mad") and len(args) >= 2:
-        scale = _scale(inst)
-        if scale is None:
-            return _VARIES
-        addend = args[2] if op == "mad" else (0,) * W
-        return tuple((a * scale + c) & wrap for a, c in zip(args[0], addend, strict=True))
+        product = _product(inst, args, bits)
+        if product == _VARIES or op != "mad":
+            return product
+        addend = args[2]
+        return _form([a + c for a, c in zip(product.offsets, addend.offsets, strict=True)],
+                     product.halves or addend.halves, product.widened or addend.widened, bits)
     return _VARIES
 
 
-def lane_offsets(kernel: ir.Function, block: tuple[int, int, int] | None,
-                 uniform: set | None = None) -> dict[ir.Register, tuple[int, ...]]:
-    """Non-uniform registers of `kernel` -> their lanes' constant offsets c (c[0] = 0 is not
-    required), for blocks of shape `block` (None: any, where %tid's offsets are unknown)."""
+def _merge(old, new):
+    if old is None or new is None:
+        return new if old is None else old
+    if old == _VARIES or new == _VARIES or old[:2] != new[:2]:
+        return _VARIES
+    return LaneForm(old.offsets, old.halves, old.widened or new.widened)
+
+
+def lane_forms(kernel: ir.Function, block: tuple[int, int, int] | None,
+               uniform: set | None = None) -> dict[ir.Register, LaneForm]:
+    """Non-uniform registers of `kernel` -> their LaneForm, for blocks of shape `block`
+    (None: any, where %tid's offsets are unknown)."""
     if uniform is None:
         uniform = uniform_registers(kernel, block, thread_x_copies(kernel) if block else None)
     together = converged_writers(kernel, uniform)
-    offsets: dict = {}
+    forms: dict = {}
     changed = True
     while changed:
         changed = False
@@ -124,25 +243,37 @@ def lane_offsets(kernel: ir.Function, block: tuple[int, int, int] | None,
                 continue
             value = _VARIES
             if len(written) == 1 and id(inst) in together:
-                value = _written(inst, offsets, uniform, block)
+                value = written_form(inst, forms, uniform, block)
             for reg in written:
-                old = offsets.get(reg)
-                new = value if old is None or old == value or value is None else _VARIES
+                old = forms.get(reg)
+                new = _merge(old, value)
                 if reg.vector:
                     new = _VARIES
                 if new != old and new is not None:
-                    offsets[reg] = new
+                    forms[reg] = new
                     changed = True
-    return {r: c for r, c in offsets.items() if c != _VARIES}
+    return {r: f for r, f in forms.items() if f != _VARIES}
+
+
+def lane_offsets(kernel: ir.Function, block: tuple[int, int, int] | None,
+                 uniform: set | None = None) -> dict[ir.Register, tuple[int, ...]]:
+    """Non-uniform registers of `kernel` -> their lanes' constant offsets c (c[0] = 0 is not
+    required), for blocks of shape `block` (None: any, where %tid's offsets are unknown):
+    the plain forms of lane_forms."""
+    return {r: f.offsets for r, f in lane_forms(kernel, block, uniform).items()
+            if not f.halves and not f.widened}
 
 
 def run(module: ir.Module, kernel: ir.Function, block=None) -> PassResult:
     """The kernel unchanged; a note per register whose lanes differ by known offsets (for
     blocks of shape `block`: with none, only offsets that do not depend on it)."""
     shape = "any block shape" if block is None else f"blocks of {tuple(block)}"
-    found = lane_offsets(kernel, block)
+    found = lane_forms(kernel, block)
     notes = [f"lane offsets, for {shape}: {len(found)} register(s)"]
     for reg in sorted(found, key=lambda r: r.name):
-        c = found[reg]
-        notes.append(f"{reg.name}: " + " ".join(str(v - c[0]) for v in c))
+        form = found[reg]
+        c = form.offsets
+        kind = "".join((" (per half)" if form.halves else "",
+                        " (widened)" if form.widened else ""))
+        notes.append(f"{reg.name}{kind}: " + " ".join(str(v - c[0]) for v in c))
     return PassResult(kernel, notes)

@@ -1,12 +1,19 @@
 """passes/lane_offsets.py: which registers' lanes lie constant offsets apart, per block
 shape, and which writes break that (a varying guard, a divergent branch, a product of
-lanes, a widening)."""
+lanes); the wider forms: per half warp (a row index times a run-time width) and widened
+(with the bounds that the warp gangs check at run time)."""
 
 from __future__ import annotations
 
 from ptxport.ir.from_ptx import build
 from ptxport.ir.verify import verify
-from ptxport.passes.lane_offsets import lane_offsets, tid_offsets
+from ptxport.passes.lane_offsets import (
+    LaneForm,
+    lane_forms,
+    lane_offsets,
+    tid_offsets,
+    widening_guard,
+)
 from ptxport.ptx.parser import parse
 
 PTX = """.version 7.8
@@ -54,7 +61,8 @@ def test_a_16_by_16_tile():
     assert found["%r6"] == tuple(4 * (i % 16) + 64 * (i // 16) for i in range(32))
     assert found["%r12"] == tuple(64 * (i // 16) for i in range(32))
     # a varying guard, a product of two lanes' values, a product with a value known only at
-    # run time, a widening and a write in a divergent branch: no constant offsets
+    # run time, a widening (checked at run time: not plain) and a write in a divergent
+    # branch: no plain constant offsets
     for name in ("%r7", "%r8", "%r10", "%rd1", "%r11"):
         assert name not in found, name
 
@@ -75,3 +83,57 @@ def test_tid_offsets_of_block_shapes():
     assert tid_offsets((24, 4, 1), "x") is None       # rows straddle warps unevenly
     assert tid_offsets((16, 1, 2), "y") == (0,) * 32  # one row per plane: y alike
     assert tid_offsets((16, 3, 1), "y") is None       # a warp's rows may wrap into z
+
+
+FORMS = """.version 7.8
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 p, .param .u32 n)
+{
+.reg .b32 %r<8>; .reg .b64 %rd<6>;
+ld.param.u64 %rd1, [p];
+ld.param.u32 %r1, [n];
+mov.u32 %r2, %tid.x;
+mov.u32 %r3, %tid.y;
+mad.lo.s32 %r4, %r3, %r1, %r2;
+mul.wide.s32 %rd2, %r4, 4;
+add.s64 %rd3, %rd1, %rd2;
+mul.lo.s32 %r5, %r2, %r1;
+mov.u32 %r6, %ctaid.x;
+mad.lo.s32 %r7, %r6, %r1, %r2;
+cvt.u64.u32 %rd4, %r7;
+ret;
+}
+"""
+
+
+def _forms(block):
+    module = build(parse(FORMS, "forms.ptx"))
+    verify(module)
+    kernel = module.functions["k"]
+    found = lane_forms(kernel, block)
+    insts = {i.spec.text + " " + i.operands[0].name: i for i in kernel.instructions()
+             if i.operands and hasattr(i.operands[0], "name")}
+    return {reg.name: form for reg, form in found.items()}, insts
+
+
+def test_rows_of_a_run_time_width_are_per_half_warp_and_widened():
+    found, insts = _forms((16, 16, 1))
+    rows = tuple(i % 16 for i in range(32))
+    # y * n + x: the rows any distance apart, consecutive within each half warp
+    assert found["%r4"] == LaneForm(rows, halves=True)
+    assert found["%rd2"] == LaneForm(tuple(4 * r for r in rows), halves=True, widened=True)
+    assert found["%rd3"] == found["%rd2"]
+    assert "%r5" not in found          # x * n: lanes a run-time multiple apart
+    # ctaid.x * n (alike in every lane) + x: the plain form, then widened
+    assert found["%r7"] == LaneForm(rows)
+    assert found["%rd4"] == LaneForm(rows, widened=True)
+    # the widened forms are not plain lane offsets
+    plain = {r.name for r in lane_offsets(build(parse(FORMS, "forms.ptx")).functions["k"],
+                                          (16, 16, 1))}
+    assert {"%r4", "%rd2", "%rd3", "%rd4"}.isdisjoint(plain) and "%r7" in plain
+    # no lane's sum wraps while each reference lane's value leaves room for its half's
+    assert widening_guard(insts["mul.wide.s32 %rd2"], found["%r4"]) == [
+        (0, -(1 << 31), (1 << 31) - 1 - 15), (16, -(1 << 31), (1 << 31) - 1 - 15)]
+    assert widening_guard(insts["cvt.u64.u32 %rd4"], found["%r7"]) == [
+        (0, 0, (1 << 32) - 1 - 15)]

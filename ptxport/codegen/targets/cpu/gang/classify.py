@@ -24,8 +24,16 @@ from ptxport.codegen.targets.cpu.gang.lanes import W
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import may_write
+from ptxport.passes.lane_offsets import (
+    LaneForm,
+    operand_form,
+    widening,
+    widening_guard,
+    written_form,
+)
 
-__all__ = ["HALF", "LOW_HALF", "classify", "forget_classes", "make_class_slots"]
+__all__ = ["HALF", "LOW_HALF", "check_widening", "classify", "forget_classes", "form_of",
+           "make_class_slots", "track_forms"]
 
 HALF = 16      # a half warp: a 16-wide block dimension makes each half a row
 
@@ -56,19 +64,21 @@ LOW_HALF = ll.Constant(ll.VectorType(I1, W), [I1(i < HALF) for i in range(W)])
 def _known_pattern(fl: GangLowering, place: Place, size: int):
     """_classify's answer for all 32 lanes (the mask the constant full one) where the
     lanes' offsets are known when compiling (CONSECUTIVE, HALVES or HALF_UNIFORM), else
-    None: the starts are lane 0's and lane 16's addresses, no test at run time."""
-    if place.lanes is None or not isinstance(fl.mask, ll.Constant):
+    None: the starts are lane 0's and lane 16's addresses, no test at run time (for a
+    widened form, classify tests the warp's flag first)."""
+    form = place.lanes
+    if form is None or not isinstance(fl.mask, ll.Constant):
         return None
     b = fl.b
     addrs = place.addrs
     et = addrs.type.element
     wrap = (1 << et.width) - 1
-    d = [(c - place.lanes[0]) & wrap for c in place.lanes]
+    d = [(c - form.offsets[0]) & wrap for c in form.offsets]
     s0 = ll.IRBuilder.extract_element(b, addrs, I32(0))
-    if d == [size * i for i in range(W)]:
+    if d == [size * i for i in range(W)] and not form.halves:
         return (I32(CONSECUTIVE), s0, b.add(s0, ll.Constant(et, size * HALF)), s0,
                 b.add(s0, ll.Constant(et, size * W)))
-    gap = d[HALF]
+    gap = d[HALF]       # (per half: each half from its own start, lane 16's)
     for kind, step, span in ((HALVES, size, size * HALF), (HALF_UNIFORM, 0, size)):
         if d == [step * (i % HALF) + gap * (i // HALF) for i in range(W)]:
             s1 = ll.IRBuilder.extract_element(b, addrs, I32(HALF))
@@ -90,14 +100,53 @@ def classify(fl: GangLowering, place: Place, size: int):
     memo = (place.key, size, id(fl.mask))
     if memo not in fl.patterns:
         known = _known_pattern(fl, place, size)
-        slots = fl.class_slots.get((place.key, size))
-        if known is not None:
-            fl.patterns[memo] = known
-        elif slots is not None:
-            fl.patterns[memo] = _remembered(fl, place, size, slots)
-        else:
-            fl.patterns[memo] = _classify_lanes(fl, place, size)
+        if known is not None and place.lanes.widened:
+            known = _if_exact(fl, place, size, known)
+        if known is None:
+            known = _at_run_time(fl, place, size)
+        else:       # (for later segments' partial masks: the halo loads of a stencil)
+            _keep(fl, place, fl.class_slots.get((place.key, size)), known)
+        fl.patterns[memo] = known
     return fl.patterns[memo]
+
+
+def _keep(fl: GangLowering, place: Place, slots, found) -> None:
+    """Keep `found`, the mask's lanes' classification, in the base's slots (if it has
+    any), unless this instruction writes the base (whose slots it emptied)."""
+    if slots is None or place.key[0] in {id(r) for r in may_write(fl.inst)}:
+        return
+    for value, slot in zip(found, slots.values, strict=True):
+        ll.IRBuilder.store(fl.b, value, slot)
+    ll.IRBuilder.store(fl.b, fl.bits(fl.mask), slots.bits)
+
+
+def _at_run_time(fl: GangLowering, place: Place, size: int):
+    slots = fl.class_slots.get((place.key, size))
+    if slots is not None:
+        return _remembered(fl, place, size, slots)
+    return _classify_lanes(fl, place, size)
+
+
+def _if_exact(fl: GangLowering, place: Place, size: int, known):
+    """`known` where no widening of the warp has wrapped (its flag in the warp frame), else
+    the answer found at run time."""
+    b = fl.b
+    exact = ll.IRBuilder.load(b, fl.frame_field(fl.exact_offset), typ=I32)
+    here = b.block
+    again, done = (fl.llfn.append_basic_block(n) for n in ("classify_wrapped", "classified_known"))
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", exact, I32(0)), done, again)
+    b.position_at_end(again)
+    found = _at_run_time(fl, place, size)
+    again = b.block
+    b.branch(done)
+    b.position_at_end(done)
+    result = []
+    for x, y in zip(known, found, strict=True):
+        phi = ll.IRBuilder.phi(b, x.type)
+        phi.add_incoming(x, here)
+        phi.add_incoming(y, again)
+        result.append(phi)
+    return tuple(result)
 
 
 def _classify_lanes(fl: GangLowering, place: Place, size: int):
@@ -223,10 +272,7 @@ def _remembered(fl: GangLowering, place: Place, size: int, slots: _Slots):
     b.branch(done)
     b.position_at_end(again)
     found = _classify_lanes(fl, place, size)
-    if place.key[0] not in {id(r) for r in may_write(fl.inst)}:
-        for value, slot in zip(found, slots.values, strict=True):
-            ll.IRBuilder.store(b, value, slot)
-        ll.IRBuilder.store(b, bits, slots.bits)
+    _keep(fl, place, slots, found)
     again = b.block
     b.branch(done)
     b.position_at_end(done)
@@ -237,3 +283,64 @@ def _remembered(fl: GangLowering, place: Place, size: int, slots: _Slots):
         phi.add_incoming(y, again)
         result.append(phi)
     return tuple(result)
+
+
+# --- lane forms within a segment, and the widenings' run-time check --------------------------
+
+_BROKEN = "broken"      # written in this segment with no known form
+
+
+def form_of(fl: GangLowering, register: ir.Register) -> LaneForm | None:
+    """The register's LaneForm where the segment's code is: its form written in this
+    segment under the full mask, else the kernel's (passes/lane_offsets.py), else None."""
+    local = fl.local_forms.get(id(register))
+    if local is not None:
+        return None if local is _BROKEN else local
+    return fl.lane_forms.get(register)
+
+
+def track_forms(fl: GangLowering, inst: ir.Instruction) -> None:
+    """After `inst`: the forms of the registers it wrote. An unguarded write under the
+    constant full mask is made by all 32 lanes at once, so its form follows from its
+    operands' forms here (in a block that is not converged too); any other write leaves no
+    known form for the rest of the segment."""
+    written = may_write(inst)
+    if not written:
+        return
+    value = None
+    if len(written) == 1 and inst.guard is None and isinstance(fl.mask, ll.Constant):
+        register = next(iter(written))
+        if register not in fl.uniform and not register.vector:
+            value = written_form(inst, lambda r: form_of(fl, r), fl.uniform, fl.block)
+    for register in written:
+        fl.local_forms[id(register)] = value if isinstance(value, LaneForm) else _BROKEN
+
+
+def check_widening(fl: GangLowering, inst: ir.Instruction) -> None:
+    """Before a widening conversion (lane_offsets.widening) of a register with a known form:
+    clear the warp's flag (fl.exact_offset in its frame) when a lane's sum may wrap, so that
+    forms widened from it are no longer trusted (classify then looks at the lanes)."""
+    if widening(inst) is None:
+        return
+    source = inst.operands[1]
+    form = operand_form(source, lambda r: form_of(fl, r), fl.uniform, fl.block)
+    if not isinstance(form, LaneForm):
+        return
+    checks = widening_guard(inst, form)
+    if not checks:
+        return
+    b = fl.b
+    signed = inst.spec.types[-1] == "s32"
+    lanes = fl.read_lanes(source, "s32" if signed else "u32")
+    compare = ll.IRBuilder.icmp_signed if signed else ll.IRBuilder.icmp_unsigned
+    ok = I1(1)
+    def i32(v):     # (as LLVM prints an i32 constant: signed)
+        v &= 0xFFFFFFFF
+        return ll.Constant(I32, v - (1 << 32) if v >> 31 else v)
+    for lane, low, high in checks:
+        value = ll.IRBuilder.extract_element(b, lanes, I32(lane))
+        inside = I1(0) if low > high else b.and_(
+            compare(b, ">=", value, i32(low)), compare(b, "<=", value, i32(high)))
+        ok = b.and_(ok, inside)
+    flag = fl.frame_field(fl.exact_offset)
+    ll.IRBuilder.store(b, b.and_(ll.IRBuilder.load(b, flag, typ=I32), b.zext(ok, I32)), flag)

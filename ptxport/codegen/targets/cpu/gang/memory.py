@@ -35,6 +35,7 @@ from ptxport.codegen.targets.cpu.gang.classify import (
     HALF,
     LOW_HALF,
     classify,
+    form_of,
     make_class_slots,
 )
 from ptxport.codegen.targets.cpu.gang.coalesce import find_runs, interleaved_access
@@ -116,7 +117,7 @@ def place_of(fl: GangLowering, operand, space) -> Place:
         host, offsets = lane_addresses(fl, ir.Address(operand.base, 0), space)
         addrs = host if offsets is None else offsets
         fl.places[key] = addrs
-    lanes = fl.lane_offsets.get(operand.base) if isinstance(operand.base, ir.Register) else None
+    lanes = form_of(fl, operand.base) if isinstance(operand.base, ir.Register) else None
     if lanes is not None and addrs.type.element.width != operand.base.type.bits:
         lanes = None        # (a 32-bit global address, widened: the offsets need not hold)
     return Place(addrs, space == "shared", operand.offset, key, lanes)
