@@ -129,24 +129,18 @@ def _at_run_time(fl: GangLowering, place: Place, size: int):
 
 def _if_exact(fl: GangLowering, place: Place, size: int, known):
     """`known` where no widening of the warp has wrapped (its flag in the warp frame), else
-    the answer found at run time."""
+    a gather or scatter with the whole address space as its range, which no allocation
+    holds, so that each lane is checked on its own (rare: an index that wraps inside a
+    warp). Selects, not a branch to the run-time classification: that branch (and LLVM's
+    copies of the loops around it) cost a grid-stride saxpy 20% of its CPU time."""
     b = fl.b
-    exact = ll.IRBuilder.load(b, fl.frame_field(fl.exact_offset), typ=I32)
-    here = b.block
-    again, done = (fl.llfn.append_basic_block(n) for n in ("classify_wrapped", "classified_known"))
-    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", exact, I32(0)), done, again)
-    b.position_at_end(again)
-    found = _at_run_time(fl, place, size)
-    again = b.block
-    b.branch(done)
-    b.position_at_end(done)
-    result = []
-    for x, y in zip(known, found, strict=True):
-        phi = ll.IRBuilder.phi(b, x.type)
-        phi.add_incoming(x, here)
-        phi.add_incoming(y, again)
-        result.append(phi)
-    return tuple(result)
+    exact = ll.IRBuilder.icmp_unsigned(b, "!=", ll.IRBuilder.load(
+        b, fl.frame_field(fl.exact_offset), typ=I32), I32(0))
+    kind, s0, s1, low, high = known
+    et = low.type
+    return (ll.IRBuilder.select(b, exact, kind, I32(SCATTERED)), s0, s1,
+            ll.IRBuilder.select(b, exact, low, ll.Constant(et, 0)),
+            ll.IRBuilder.select(b, exact, high, ll.Constant(et, (1 << et.width) - 1)))
 
 
 def _classify_lanes(fl: GangLowering, place: Place, size: int):
@@ -227,24 +221,25 @@ class _Slots:
 def make_class_slots(fl: GangLowering, bases) -> None:
     """Slots (fl.class_slots) for each (place key, size) of `bases` (key -> the register and
     the numbers of the segments that access it so), where more than one segment does; all
-    empty when a warp enters the gang function (a resumed warp classifies again)."""
+    emptied where a warp enters the gang function (a resumed warp classifies again). They
+    lie in the warp's frame, past fl.frame_bytes (which grows by them): as values of the
+    function, LLVM kept them in registers across its whole code (its dispatcher joins every
+    segment), which cost the loops spills (scan_blelloch +7% CPU time)."""
     fl.class_slots, fl.slots_of = {}, {}
-    b = fl.b
     for (key, size), (register, segments) in bases.items():
         if len(segments) < 2:
             continue
         et = I32 if key[1] == "shared" and register.type.bits != 64 else I64
         types = (I32, et, et, et, et)
-        made = []
-        for i, typ in enumerate((I32, *types)):
-            slot = fl.entry_alloca(typ, f"class_{register.name}_{size}_{i}")
-            with b.goto_block(fl.entry):
-                b.position_after(slot)
-                ll.IRBuilder.store(b, ll.Constant(typ, 0), slot)
-            made.append(slot)
+        at = (fl.frame_bytes + 7) // 8 * 8
+        made = [fl.frame_field(at, I32), fl.frame_field(at + 4, I32)]
+        made += [fl.frame_field(at + 8 + 8 * i, et) for i in range(4)]
+        fl.frame_bytes = at + 40
+        ll.IRBuilder.store(fl.b, I32(0), made[0])        # (the entry block, every call)
         slots = _Slots(made[0], made[1:], types)
         fl.class_slots[(key, size)] = slots
         fl.slots_of.setdefault(id(register), []).append(slots)
+    fl.frame_bytes = (fl.frame_bytes + 127) // 128 * 128
 
 
 def forget_classes(fl: GangLowering, inst: ir.Instruction) -> None:
