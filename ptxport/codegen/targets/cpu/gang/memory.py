@@ -44,6 +44,7 @@ from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import may_write, uses_and_defs
 from ptxport.ir.types import Type
+from ptxport.passes.segment import is_barrier
 
 
 def _half_mask(fl: GangLowering, half: int):
@@ -93,17 +94,52 @@ def access_groups(fl: GangLowering, instructions) -> tuple[dict, dict]:
 
 def class_slots(fl: GangLowering, segments) -> None:
     """classify.py's slots for the bases of the lane-by-lane accesses that more than one of
-    `segments` makes (with one access size)."""
+    `segments` makes (with one access size) between the same two block barriers (in
+    program order: a warp resuming after a barrier has emptied them), of registers written
+    once (_written_once)."""
     bases: dict = {}
-    for s in segments:
+    region = 0
+    for i, s in enumerate(segments):
+        before = segments[i - 1] if i else None
+        if before is not None and before.end > before.start \
+                and is_barrier(before.block.instructions[before.end - 1]):
+            region += 1
         for inst in s.block.instructions[s.start:s.end]:
             found = _vector_access(fl, inst)
             if found is None or not isinstance(found[0].base, ir.Register):
                 continue
             operand, space, t, count = found
             key = ((id(operand.base), space), t.size * count)
-            bases.setdefault(key, (operand.base, set()))[1].add(s.number)
-    make_class_slots(fl, bases)
+            bases.setdefault(key, (operand.base, {}))[1].setdefault(region, set()).add(
+                s.number)
+    once = _written_once(fl.function)
+    make_class_slots(fl, {key: (register, max(regions.values(), key=len))
+                          for key, (register, regions) in bases.items() if register in once})
+
+
+def _written_once(kernel: ir.Function) -> set:
+    """Registers with one write, outside every loop: a base computed once (a stencil's row
+    pointer), whose classification later segments can reuse; one rewritten in a loop (a
+    grid-stride index) is classified anew each pass, and keeping each answer cost a
+    reduction's loop 4%."""
+    writes: dict = {}
+    for block in kernel.blocks:
+        for inst in block.instructions:
+            for register in may_write(inst):
+                writes.setdefault(register, []).append(block)
+    looping = set()
+    for block in kernel.blocks:
+        seen, todo = set(), list(block.successors)
+        while todo:
+            b = todo.pop()
+            if b is block:
+                looping.add(id(block))
+                break
+            if id(b) not in seen:
+                seen.add(id(b))
+                todo.extend(b.successors)
+    return {r for r, blocks in writes.items()
+            if len(blocks) == 1 and id(blocks[0]) not in looping}
 
 
 def place_of(fl: GangLowering, operand, space) -> Place:
