@@ -82,6 +82,7 @@ def kernel_module(module, kernel):
 
     named = [item for var in module.globals.values() for item in var.init or ()]
     reached, todo = {}, [kernel] + [f for f in _flat(named) if isinstance(f, ir.Function)]
+    launched = set()    # kernels whose address it takes (device-side launches name them)
     while todo:
         function = todo.pop()
         if function.name in reached:
@@ -91,8 +92,10 @@ def kernel_module(module, kernel):
             for operand in _flat(inst.operands):
                 if isinstance(operand, ir.Function) and not operand.is_kernel:
                     todo.append(operand)
+                elif isinstance(operand, ir.Function):
+                    launched.add(operand.name)
     functions = {name: f for name, f in module.functions.items()
-                 if name in reached and (f is kernel or not f.is_kernel)}
+                 if name in launched or (name in reached and (f is kernel or not f.is_kernel))}
     return dataclasses.replace(module, functions=functions)
 
 

@@ -2,9 +2,10 @@
 
 Triton's vector add (`add`: BLOCK=1024 with 4 warps, 8 elements per thread, as Triton's
 tutorial: n a multiple of 16, so each thread's 4 contiguous elements are one predicated
-ld/st.v4; `add_odd`: n - 1 elements, one predicated scalar ld/st per element; `add_1`:
-BLOCK=128, one element per thread) and fused softmax (GB/s: bytes read + written per
-second) and its matmul
+ld/st.v4, a warp's two float4s 2 KiB apart; `add_odd`: n - 1 elements, one predicated
+scalar ld/st per element; `add_1`: BLOCK=128, one element per thread; `add_4`: BLOCK=512,
+one float4 per thread, so that the warps of a block read memory in order) and fused softmax
+(GB/s: bytes read + written per second) and its matmul
 (tl.dot, f32 in IEEE mode; GFLOP/s) from tests/frontends/triton_kernels.py, launched through
 ptxport as Triton's driver on Device("cpu"), next to the same operation in numpy, in torch
 (CPU) where torch is installed, and in Triton's own interpreter (TRITON_INTERPRET=1, which
@@ -67,7 +68,7 @@ def _work(sizes) -> dict[str, tuple[float, str]]:
     """Per operation: the amount of work per call and its unit's name."""
     n, (rows, cols), m = sizes["add"], sizes["softmax"], sizes["matmul"]
     return {"add": (3 * 4 * n / 1e9, "GB/s"), "add_odd": (3 * 4 * (n - 1) / 1e9, "GB/s"),
-            "add_1": (3 * 4 * n / 1e9, "GB/s"),
+            "add_1": (3 * 4 * n / 1e9, "GB/s"), "add_4": (3 * 4 * n / 1e9, "GB/s"),
             "softmax": (2 * 4 * rows * cols / 1e9, "GB/s"),
             "matmul": (2 * m ** 3 / 1e9, "GFLOP/s")}
 
@@ -101,6 +102,10 @@ def _triton_calls(data, make_array, sync):
         add_kernel[(triton.cdiv(n, 128),)](x, y, out, n, BLOCK=128, num_warps=4)
         sync()
 
+    def add_4():    # one float4 per thread: BLOCK = 4 * 32 * num_warps
+        add_kernel[(triton.cdiv(n, 512),)](x, y, out, n, BLOCK=512, num_warps=4)
+        sync()
+
     def softmax():
         softmax_kernel[(programs,)](s_out, s_in, cols, cols, rows, cols,
                                     BLOCK=triton.next_power_of_2(cols), num_warps=4)
@@ -112,8 +117,8 @@ def _triton_calls(data, make_array, sync):
             num_warps=4)
         sync()
 
-    return {"add": add, "add_odd": add_odd, "add_1": add_1, "softmax": softmax,
-            "matmul": matmul}
+    return {"add": add, "add_odd": add_odd, "add_1": add_1, "add_4": add_4,
+            "softmax": softmax, "matmul": matmul}
 
 
 def _numpy_calls(data):
@@ -126,7 +131,8 @@ def _numpy_calls(data):
         return e / e.sum(axis=1, keepdims=True)
 
     return {"add": lambda: np.add(x, y), "add_odd": lambda: np.add(x[:-1], y[:-1]),
-            "add_1": lambda: np.add(x, y), "softmax": softmax, "matmul": lambda: a @ b}
+            "add_1": lambda: np.add(x, y), "add_4": lambda: np.add(x, y), "softmax": softmax,
+            "matmul": lambda: a @ b}
 
 
 def _torch_calls(data):
@@ -136,7 +142,7 @@ def _torch_calls(data):
     s = torch.from_numpy(data["softmax"])
     a, b = (torch.from_numpy(v) for v in data["matmul"])
     return {"add": lambda: torch.add(x, y), "add_odd": lambda: torch.add(x[:-1], y[:-1]),
-            "add_1": lambda: torch.add(x, y),
+            "add_1": lambda: torch.add(x, y), "add_4": lambda: torch.add(x, y),
             "softmax": lambda: torch.softmax(s, dim=1), "matmul": lambda: a @ b}
 
 
@@ -162,7 +168,7 @@ def _measure(engines: list[str], sizes, runs: int) -> dict[str, dict[str, float]
     data = _inputs(sizes)
     calls = {engine: _engine_calls(engine, data) for engine in engines}
     results: dict[str, dict[str, float]] = {engine: {} for engine in engines}
-    for op in ("add", "add_odd", "add_1", "softmax", "matmul"):
+    for op in ("add", "add_odd", "add_1", "add_4", "softmax", "matmul"):
         best = _best_seconds({engine: calls[engine][op] for engine in engines}, runs)
         for engine, seconds in best.items():
             results[engine][op] = seconds

@@ -32,6 +32,7 @@ from ptxport.runtime import (
 from ptxport.runtime.textures import (
     Array,
     ChannelFormat,
+    MipmappedArray,
     ResourceDesc,
     SurfaceObject,
     TextureDesc,
@@ -62,6 +63,7 @@ __all__ = [
     "system",
     "Array",
     "ChannelFormat",
+    "MipmappedArray",
     "ResourceDesc",
     "SurfaceObject",
     "TextureDesc",

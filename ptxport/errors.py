@@ -17,6 +17,7 @@ __all__ = [
     "PtxSemanticError",
     "IrVerificationError",
     "CompileError",
+    "CooperativeLaunchTooLargeError",
     "UnsupportedFeatureError",
     "BackendUnavailableError",
     "InvalidValueError",
@@ -170,6 +171,12 @@ class LaunchError(PtxportError):
 class ArgumentError(LaunchError):
     """A kernel argument does not fit its parameter (count, size, pointer or value); the
     message names the kernel and the parameter."""
+
+
+class CooperativeLaunchTooLargeError(LaunchError):
+    """A cooperative launch has more blocks than the device can run at once (CUDA's
+    cudaErrorCooperativeLaunchTooLarge): its blocks may wait for each other, so all must be
+    resident together."""
 
 
 class KernelExecutionError(PtxportError):

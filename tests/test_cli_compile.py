@@ -38,13 +38,13 @@ KERNELS = """.version 8.0
 }
 """
 
-UNSUPPORTED = """.version 8.0
-.target sm_90a
+UNSUPPORTED = """.version 8.6
+.target sm_100a
 .address_size 64
 
 .visible .entry k()
 {
-    wgmma.fence.sync.aligned;
+    tcgen05.fence::before_thread_sync;
     ret;
 }
 """
@@ -141,7 +141,7 @@ def test_unknown_targets_are_usage_errors(capsys, kernels, tmp_path, target):
     assert code == 2 and err.startswith("ptxport: error:")
 
 
-@pytest.mark.parametrize("target", ["nvptx:sm_90a", "cpu"])
+@pytest.mark.parametrize("target", ["nvptx:sm_100a", "cpu"])
 def test_unsupported_instructions_are_file_line_col_errors(capsys, tmp_path, target):
     source = tmp_path / "bad.ptx"
     source.write_text(UNSUPPORTED)
@@ -149,7 +149,8 @@ def test_unsupported_instructions_are_file_line_col_errors(capsys, tmp_path, tar
     code, _, err = run(capsys, "compile", str(source), "--target", target, "-o", str(out))
     assert code == 1
     family = target.partition(":")[0]
-    assert err.startswith(f"{source}:7:5: error: 'wgmma.fence.sync.aligned' is not supported "
+    assert err.startswith(f"{source}:7:5: error: 'tcgen05.fence::before_thread_sync' is not "
+                          f"supported "
                           f"on target {family}"), err
 
 

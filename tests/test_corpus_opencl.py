@@ -22,7 +22,6 @@ from ptxport.runtime.backends import availability
 NOT_YET: dict[str, str] = {
     "mbarrier_phases": "mbarrier waits: OpenCL does not promise that a work-group's items "
                        "make progress while one spins (Intel's CPU runtime runs them in turn)",
-    "timed_work": "%globaltimer: OpenCL has no global nanosecond timer",
 }
 
 # kernel name -> why it is not run here at all

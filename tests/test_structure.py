@@ -24,7 +24,8 @@ BASE = {"ptxport.errors", "ptxport.cache", "ptxport.version"}
 # Triton's and numba's front ends are adapters over the whole system, as compat is: their
 # languages compile to PTX (the front end) and their launch APIs are driven by the runtime.
 TOP = ("ptxport.compat", "ptxport.cli", "ptxport.inspection", "ptxport.__init__",
-       "ptxport.frontends.triton", "ptxport.frontends.numba", "ptxport.frontends.arrays")
+       "ptxport.frontends.triton", "ptxport.frontends.numba", "ptxport.frontends.arrays",
+       "ptxport.frontends.numba_link")
 CPU_PACKAGES = ("ptxport.codegen.targets.cpu", "ptxport.runtime.backends.cpu",
                 "ptxport.passes")
 

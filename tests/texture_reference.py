@@ -74,6 +74,12 @@ __global__ void fc(cudaTextureObject_t t, const float *coords, unsigned *out, in
 { BODY(texCubemap<float4>(t, c[0], c[1], c[2]), STORE4) }
 __global__ void ic(cudaTextureObject_t t, const float *coords, unsigned *out, int n)
 { BODY(texCubemap<uint4>(t, c[0], c[1], c[2]), STOREI) }
+// mipmapped 2D textures: c[2] is the level of detail, or both gradients' length
+__global__ void flod(cudaTextureObject_t t, const float *coords, unsigned *out, int n)
+{ BODY(tex2DLod<float4>(t, c[0], c[1], c[2]), STORE4) }
+__global__ void fgrad(cudaTextureObject_t t, const float *coords, unsigned *out, int n)
+{ BODY(tex2DGrad<float4>(t, c[0], c[1], make_float2(c[2], 0.0f), make_float2(0.0f, c[2])),
+       STORE4) }
 }
 """
 
@@ -382,8 +388,8 @@ def sample(data: np.ndarray, fmt, dims: int, mode: str, filt: str, normalized: b
 
 
 def launch_fetch(device, kernels, dims, fmt, handle: int, coords: np.ndarray) -> np.ndarray:
-    """Run the fetch kernel of `dims` (1, 2, 3 or "c" for a cube map) on texture `handle` at
-    `coords`: (n, 4) uint32 bits."""
+    """Run the fetch kernel of `dims` (1, 2, 3, "c" for a cube map, or "flod" / "fgrad" for
+    a mipmapped 2D texture) on texture `handle` at `coords`: (n, 4) uint32 bits."""
     from ptxport import LaunchConfig, launch
 
     stream = device.create_stream()
@@ -391,7 +397,8 @@ def launch_fetch(device, kernels, dims, fmt, handle: int, coords: np.ndarray) ->
     c = device.allocate(coords.nbytes, stream=stream)
     c.copy_from(coords, stream=stream)
     out = device.allocate(n * 16, stream=stream)
-    kernel = kernels.get_kernel(f"{'f' if is_float_result(fmt) else 'i'}{dims}")
+    kernel = kernels.get_kernel(dims if dims in ("flod", "fgrad") else
+                                f"{'f' if is_float_result(fmt) else 'i'}{dims}")
     launch(stream, LaunchConfig(grid=(n + 63) // 64, block=64), kernel, np.uint64(handle), c,
            out, np.int32(n))
     got = np.empty((n, 4), np.uint32)
@@ -453,3 +460,57 @@ def run_cube_on_ptxport(device, kernels, fmt, filt):
     texture.close()
     array.close()
     return got, sample_cube(data, fmt, filt, directions)
+
+
+# Mipmapped 2D textures (benchmarks/texture_cuda_check.py; tex2DLod and tex2DGrad)
+MIP_SIZE, MIP_LEVELS = (16, 8), 5      # 16 x 8 down to 1 x 1
+MIP_FORMAT = FORMATS[1]                # f32x4: every channel a weight's witness
+WHOLE_LODS = (-1.0, 0.0, 1.0, 2.0, 3.0, 4.0, 6.0)
+
+
+def mip_texels() -> list[np.ndarray]:
+    """Each level's texels, (height, width, 4) float32."""
+    rng = np.random.default_rng(7 + 1000 * SEED)
+    width, height = MIP_SIZE
+    return [rng.uniform(-4, 4, (max(height >> k, 1), max(width >> k, 1), 4)).astype(np.float32)
+            for k in range(MIP_LEVELS)]
+
+
+def mip_coordinates(kernel: str, count: int = 192) -> np.ndarray:
+    """(count, 3): normalized (u, v) and the level of detail (flod), or the gradient whose
+    log2 in level 0's texels is one (fgrad): whole ones, halves, and random ones."""
+    rng = np.random.default_rng(8 + 1000 * SEED)
+    points = rng.uniform(0.0, 1.0, (count, 3)).astype(np.float32)
+    lods = rng.uniform(-1.0, 5.5, count)
+    fixed = WHOLE_LODS + (0.25, 0.5, 0.75, 1.5, 2.49, 2.5, 2.51, 3.5)
+    lods[:len(fixed)] = fixed
+    points[:, 2] = lods if kernel == "flod" else np.exp2(lods) / MIP_SIZE[0]
+    return points
+
+
+def run_mipmap_on_ptxport(device, kernels, kernel: str, filt: str, mip_filter: str):
+    """The fetches of mipmap case (kernel "flod" or "fgrad", texture filter, mipmap filter)
+    on a ptxport device, as (n, 4) uint32 bits."""
+    from ptxport.runtime.textures import (
+        ChannelFormat,
+        MipmappedArray,
+        ResourceDesc,
+        TextureDesc,
+        TextureObject,
+    )
+
+    stream = device.create_stream()
+    mipmap = MipmappedArray(device, ChannelFormat("float", 32, 4), *MIP_SIZE,
+                            levels=MIP_LEVELS, stream=stream)
+    levels = mip_texels()
+    for k, data in enumerate(levels):
+        mipmap.level(k).copy_from(data, stream=stream)
+    stream.sync()
+    desc = TextureDesc(filter_mode=filt, mipmap_filter_mode=mip_filter, normalized_coords=True,
+                       max_mipmap_level_clamp=float(MIP_LEVELS - 1))
+    texture = TextureObject(device, ResourceDesc.from_mipmapped_array(mipmap), desc)
+    got = launch_fetch(device, kernels, kernel, MIP_FORMAT, texture.handle,
+                       mip_coordinates(kernel))
+    texture.close()
+    mipmap.close()
+    return got

@@ -131,6 +131,22 @@ class Target(ABC):
         """`pointer`, after whatever check the target makes of an access through it."""
         return pointer
 
+    def stack_memory(self, fl: FunctionLowering, size: ll.Value, align: int) -> ll.Value:
+        """`size` (an i64) bytes of the function's stack memory (PTX's alloca), as a host
+        pointer: LLVM's own stack, unless the target keeps stack memory elsewhere."""
+        memory = fl.b.alloca(I8, size=size)
+        memory.align = align
+        return memory
+
+    def stack_save(self, fl: FunctionLowering) -> ll.Value:
+        """Where the function's stack memory ends now (PTX's stacksave), as a pointer."""
+        return fl.b.call(declare(fl.llfn.module, "llvm.stacksave.p0", PTR, []), [])
+
+    def stack_restore(self, fl: FunctionLowering, pointer: ll.Value) -> None:
+        """Release the stack memory allocated since stack_save gave `pointer`."""
+        restore = declare(fl.llfn.module, "llvm.stackrestore.p0", ll.VoidType(), [PTR])
+        fl.b.call(restore, [pointer])
+
     @abstractmethod
     def exit(self, fl: FunctionLowering) -> None:
         """End the thread (a kernel's `exit` or `ret`)."""
@@ -159,6 +175,11 @@ class Target(ABC):
     def warp_matrix(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
         """The warp-collective matrix instructions (mma.sync.aligned, ldmatrix)."""
         raise fl.unsupported(inst, f"{inst.opcode} (a warp's matrix instruction) is not "
+                                   f"implemented on target {self.name}")
+
+    def warpgroup_matrix(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
+        """wgmma (sm_90a's warpgroup matrix multiply and its fence, commit and wait)."""
+        raise fl.unsupported(inst, f"wgmma (a warpgroup's matrix multiply, sm_90a) is not "
                                    f"implemented on target {self.name}")
 
     def loop_header(self, fl: FunctionLowering) -> None:

@@ -18,6 +18,7 @@ import threading
 from ptxport.compat import (
     cudart_device,
     cudart_errors,
+    cudart_textures,
     driver,
     graphs,
     memory,
@@ -409,8 +410,7 @@ def _copy_3d(parms: int, stream: int, sync: bool) -> int:
         raise CudaError(INVALID_VALUE, "the cudaMemcpy3DParms pointer is NULL")
     p = _Memcpy3DParms.from_address(parms)
     if p.srcArray or p.dstArray:
-        raise CudaError(NOT_SUPPORTED, "3D copies to or from CUDA arrays are not supported "
-                                       "yet")
+        return cudart_textures.copy_3d(p, stream, sync)
     _check_kind(p.kind)
     (sx, sy, sz), (dx, dy, dz) = p.srcPos, p.dstPos
     src, src_pitch, _, src_height = p.srcPtr

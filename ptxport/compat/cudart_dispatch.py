@@ -15,7 +15,15 @@ import os
 import sys
 from collections.abc import Callable
 
-from ptxport.compat import cudart, cudart_launch, cudart_signatures, driver
+from ptxport.compat import (
+    cudart,
+    cudart_launch,
+    cudart_signatures,
+    cudart_textures,
+    driver,
+    graph_nodes,
+    mempools,
+)
 from ptxport.compat.dispatch import code_of, find_handler, traced
 from ptxport.compat.signatures import flat
 from ptxport.compat.state import NOT_SUPPORTED, state
@@ -23,7 +31,7 @@ from ptxport.errors import PtxportError
 
 __all__ = ["start"]
 
-_MODULES = (cudart, cudart_launch)
+_MODULES = (cudart, cudart_launch, mempools, graph_nodes, cudart_textures)
 _STICKY = (700, 710, 719)   # illegal address, assert, launch failure
 # Calls that answer after a kernel fault (they do not touch the device), and need no context.
 _NOT_STICKY = ("cudaGetLastError", "cudaPeekAtLastError", "cudaGetErrorName",

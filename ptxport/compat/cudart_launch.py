@@ -171,6 +171,12 @@ def cudaLaunchKernel(func: int, gx: int, gy: int, gz: int, bx: int, by: int, bz:
     return __cudaLaunchKernel(func, gx, gy, gz, bx, by, bz, args, shared, stream)
 
 
+def cudaLaunchCooperativeKernel(func: int, gx: int, gy: int, gz: int, bx: int, by: int,
+                                bz: int, args: int, shared: int, stream: int) -> int:
+    return execution.cuLaunchKernel(function_of(func), gx, gy, gz, bx, by, bz, shared,
+                                    stream, args, 0, cooperative=True)
+
+
 def cudaLaunchKernelExC(config: int, func: int, args: int) -> int:
     """cudaLaunchConfig_t has CUlaunchConfig's layout but for dynamicSmemBytes, a size_t
     where the driver's is an unsigned int (the same offset; its padding follows): the driver

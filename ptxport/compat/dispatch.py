@@ -18,9 +18,11 @@ from ptxport.compat import (
     dark_api,
     driver,
     execution,
+    graph_nodes,
     graphs,
     hidden,
     memory,
+    mempools,
     pitched,
     signatures,
     streams,
@@ -29,6 +31,7 @@ from ptxport.compat import (
 from ptxport.compat import library as library_module
 from ptxport.compat.state import (
     ASSERT,
+    COOPERATIVE_LAUNCH_TOO_LARGE,
     ILLEGAL_ADDRESS,
     INVALID_PTX,
     INVALID_VALUE,
@@ -42,6 +45,7 @@ from ptxport.compat.state import (
 )
 from ptxport.errors import (
     CompileError,
+    CooperativeLaunchTooLargeError,
     IllegalAddressError,
     InvalidValueError,
     KernelExecutionError,
@@ -57,7 +61,8 @@ from ptxport.errors import (
 
 __all__ = ["start", "traced"]
 
-_MODULES = (driver, memory, pitched, streams, graphs, execution, hidden, textures)
+_MODULES = (driver, memory, mempools, pitched, streams, graphs, graph_nodes, execution, hidden,
+            textures)
 
 # ptxport's errors as CUresults; the first match counts (subclasses before their bases).
 _CODES: tuple[tuple[type, int], ...] = (
@@ -66,6 +71,7 @@ _CODES: tuple[tuple[type, int], ...] = (
     (KernelExecutionError, LAUNCH_FAILED),
     (OutOfMemoryError, OUT_OF_MEMORY),
     (KernelNotFoundError, NOT_FOUND),
+    (CooperativeLaunchTooLargeError, COOPERATIVE_LAUNCH_TOO_LARGE),
     (LaunchError, INVALID_VALUE),
     (InvalidValueError, INVALID_VALUE),
     (UnsupportedFeatureError, NOT_SUPPORTED),

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 from math import prod
 
+from ptxport.codegen.device_runtime import is_device_runtime_library
 from ptxport.compat import fatbin, memory, streams
 from ptxport.compat.state import (
     INVALID_VALUE,
@@ -33,6 +34,7 @@ from ptxport.runtime import Kernel, LaunchConfig, ObjectCode, Program, ProgramOp
 from ptxport.runtime.launch import check_config, launch_packed
 
 NO_BINARY_FOR_GPU = 209   # CUDA_ERROR_NO_BINARY_FOR_GPU
+_ENTRY = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.entry\s+([\w$.]+)", re.MULTILINE)
 
 
 @dataclass
@@ -42,6 +44,9 @@ class Module:
     codes: list[ObjectCode]
     missing: list[str] = field(default_factory=list)
     functions: dict[str, int] = field(default_factory=dict)   # name -> handle
+    # kernels of CUDA's device runtime library (left out: ptxport provides its functions),
+    # which cudart looks up at start and does without
+    library_kernels: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -76,22 +81,27 @@ def load_module(image: int, name: str) -> int:
     if isinstance(content, str):
         return state.handle(Module([_compiled(content, name)]))
     sm = int(state.device.arch)
-    units, missing = [], []
+    units, missing, library_kernels = [], [], set()
     for index, entries in enumerate(content):
         try:
-            units.append((index, fatbin.best_ptx(entries, sm)))
+            ptx = fatbin.best_ptx(entries, sm)
         except Exception as e:  # a part without PTX: its kernels cannot be found
             missing.append(str(e))
+            continue
+        if is_device_runtime_library(ptx):      # (ptxport provides cudadevrt's functions)
+            library_kernels.update(_ENTRY.findall(ptx))
+        else:
+            units.append((index, ptx))
     if len(units) > 1:
         # the relocatable units of an `nvcc -rdc=true` program (a wrapper listing several fat
         # binaries): linked into one module, as nvlink links their code
         texts = [ptx for _, ptx in units]
         labels = [f"{name}[{index}].ptx" for index, _ in units]
         return state.handle(Module([_compiled(link_text(texts, labels), f"{name}.ptx")],
-                                   missing))
+                                   missing, library_kernels=library_kernels))
     codes = [_compiled(ptx, f"{name}.ptx" if len(content) == 1 else f"{name}[{index}].ptx")
              for index, ptx in units]
-    return state.handle(Module(codes, missing))
+    return state.handle(Module(codes, missing, library_kernels=library_kernels))
 
 
 def _target_arch(target: tuple[str, ...]) -> int:
@@ -111,6 +121,8 @@ def _function(module: Module, name: str) -> int:
             handle = module.functions[name] = state.handle(
                 Function(kernel, module, params, _target_arch(code.module.target)))
             return handle
+    if name in module.library_kernels:
+        raise CudaError(NOT_FOUND)     # (no message: cudart asks for each, and goes on)
     if module.missing:   # CUDA's answer when the binary has no code for the device
         raise CudaError(NO_BINARY_FOR_GPU, f"no kernel named {name!r} in the module's PTX "
                                            f"({'; '.join(module.missing)})")
@@ -365,7 +377,8 @@ def cuOccupancyMaxActiveBlocksPerMultiprocessor(blocks: int, hfunc: int, block_s
     by_threads = p.max_threads_per_multiprocessor // block_size
     shared = function.kernel.static_shared_bytes + dynamic_shared
     by_shared = p.max_shared_memory_per_multiprocessor // shared if shared else by_threads
-    put(ctypes.c_int, blocks, max(min(by_threads, by_shared, 32), 0))
+    put(ctypes.c_int, blocks,
+        max(min(by_threads, by_shared, p.max_blocks_per_multiprocessor), 0))
     return SUCCESS
 
 
@@ -412,12 +425,14 @@ _checked: dict[tuple, tuple[Kernel, LaunchConfig]] = {}
 _CHECKED_MOST = 1024
 
 
-def _config(f: int, function: Function, shape: tuple[int, ...], shared: int) -> LaunchConfig:
+def _config(f: int, function: Function, shape: tuple[int, ...], shared: int,
+            cooperative: bool = False) -> LaunchConfig:
     device = state.device
-    key = (f, shape, shared, id(device))
+    key = (f, shape, shared, id(device), cooperative)
     kernel, config = _checked.get(key, (None, None))
     if kernel is not function.kernel:   # (a handle reused by another function: not it)
-        config = LaunchConfig(grid=shape[:3], block=shape[3:], shmem_size=shared)
+        config = LaunchConfig(grid=shape[:3], block=shape[3:], shmem_size=shared,
+                              is_cooperative=cooperative)
         check_config(config, function.kernel, device)
         if len(_checked) >= _CHECKED_MOST:
             _checked.clear()
@@ -426,10 +441,11 @@ def _config(f: int, function: Function, shape: tuple[int, ...], shared: int) -> 
 
 
 def cuLaunchKernel(f: int, gx: int, gy: int, gz: int, bx: int, by: int, bz: int,
-                   shared: int, stream: int, kernel_params: int, extra: int) -> int:
+                   shared: int, stream: int, kernel_params: int, extra: int,
+                   cooperative: bool = False) -> int:
     function = state.lookup(f, Function, "CUfunction")
     params = _parameters(function, kernel_params, extra)
-    config = _config(f, function, (gx, gy, gz, bx, by, bz), shared)
+    config = _config(f, function, (gx, gy, gz, bx, by, bz), shared, cooperative)
     target = streams.ordered(stream)
     if streams.LAUNCH_BLOCKING and streams.idle(target):
         launch_packed(streams.Inline(target), config, function.kernel, params, checked=True)
@@ -438,6 +454,12 @@ def cuLaunchKernel(f: int, gx: int, gy: int, gz: int, bx: int, by: int, bz: int,
     if streams.LAUNCH_BLOCKING and not isinstance(target, streams.Capture):
         target.sync()
     return SUCCESS
+
+
+def cuLaunchCooperativeKernel(f: int, gx: int, gy: int, gz: int, bx: int, by: int, bz: int,
+                              shared: int, stream: int, kernel_params: int) -> int:
+    return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shared, stream, kernel_params, 0,
+                          cooperative=True)
 
 
 class _LaunchConfigStruct(ctypes.Structure):
@@ -464,14 +486,16 @@ _HINTS = {0: "IGNORE", 1: "ACCESS_POLICY_WINDOW", 3: "SYNCHRONIZATION_POLICY",
 _COOPERATIVE, _CLUSTER_DIMENSION = 2, 4
 
 
-def _check_launch_attributes(address: int, count: int) -> None:
+def _check_launch_attributes(address: int, count: int) -> bool:
     """Accept the attributes a launch in stream order satisfies; refuse the others with
-    CUDA_ERROR_NOT_SUPPORTED, naming them."""
+    CUDA_ERROR_NOT_SUPPORTED, naming them. Whether the launch is cooperative."""
+    cooperative = False
     for attribute in (_LaunchAttribute * count).from_address(address):
         value = attribute.value
         if attribute.id in _HINTS:
             continue
-        if attribute.id == _COOPERATIVE and value[0] == 0:
+        if attribute.id == _COOPERATIVE:
+            cooperative = value[0] != 0
             continue
         if attribute.id == _CLUSTER_DIMENSION and max(value[0], value[1], value[2]) <= 1:
             continue   # a cluster of one block is what every launch has
@@ -480,15 +504,18 @@ def _check_launch_attributes(address: int, count: int) -> None:
                                     f"{value[2]})"}.get(attribute.id,
                                                          f"launch attribute {attribute.id}")
         raise CudaError(NOT_SUPPORTED, f"{what} are not supported yet")
+    return cooperative
 
 
 def cuLaunchKernelEx(config: int, f: int, kernel_params: int, extra: int) -> int:
     if not config:
         raise CudaError(INVALID_VALUE, "the config is NULL")
     c = _LaunchConfigStruct.from_address(config)
+    cooperative = False
     if c.num_attrs:
         if not c.attrs:
             raise CudaError(INVALID_VALUE, f"the config names {c.num_attrs} attributes and "
                                            "gives no array")
-        _check_launch_attributes(c.attrs, c.num_attrs)
-    return cuLaunchKernel(f, *c.grid, *c.block, c.shared, c.stream or 0, kernel_params, extra)
+        cooperative = _check_launch_attributes(c.attrs, c.num_attrs)
+    return cuLaunchKernel(f, *c.grid, *c.block, c.shared, c.stream or 0, kernel_params, extra,
+                          cooperative)

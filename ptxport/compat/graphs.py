@@ -6,9 +6,9 @@ records) is kept as the graph's nodes instead of run (streams.Capture); a launch
 instantiated graph queues them all, in capture order, on the stream it is given. The
 parameters of each node are those at capture time, as in CUDA. A stream that waits for an
 event recorded in a capture joins it (fork and join across streams); all nodes replay in
-capture order on one stream, which satisfies every dependency the capture recorded. Not yet:
-graphs built node by node (cudaGraphCreate, cudaGraphAdd*Node), updates of instantiated
-graphs.
+capture order on one stream, which satisfies every dependency the capture recorded. Graphs
+built node by node, and the nodes of captured graphs, are graph_nodes.py's. Not yet: updates
+of instantiated graphs (cudaGraphExecUpdate), conditional nodes, graph memory nodes.
 """
 
 from __future__ import annotations
@@ -24,21 +24,40 @@ _mode = threading.local()
 
 
 class Graph:
-    """A captured sequence of work: each node queues its work on a stream."""
+    """A graph: the work a capture kept (`capture`), then the nodes added one by one
+    (`own`, graph_nodes.Node)."""
 
-    def __init__(self, capture: streams.Capture):
+    def __init__(self, capture: streams.Capture | None = None):
         self.capture = capture
+        self.own: list = []
+        self._captured: list = []      # the captured work as nodes, made once each
 
-    @property
-    def nodes(self) -> list:
-        return self.capture.nodes
+    def captured_nodes(self, node_class) -> list:
+        """The captured work as nodes of `node_class` (graph_nodes.Node), each depending on
+        the one captured before it."""
+        work = self.capture.nodes if self.capture is not None else []
+        while len(self._captured) < len(work):
+            i = len(self._captured)
+            node = node_class(self, self.capture.kinds[i], _captured_work(work[i]))
+            node.deps = self._captured[-1:]
+            self._captured.append(node)
+        return list(self._captured)
+
+
+def _captured_work(queue):
+    """A captured node's work(handle): queue it on the stream `handle` names."""
+    return lambda handle: queue(streams.ordered(handle))
 
 
 class GraphExec:
-    """An instantiated graph: its nodes as they were at instantiation."""
+    """An instantiated graph: its nodes' work as it was at instantiation, in an order that
+    puts each after its dependencies; `by_node`: a node's place there."""
 
     def __init__(self, graph: Graph):
-        self.nodes = list(graph.nodes)
+        from ptxport.compat.graph_nodes import instantiate_order
+        order = instantiate_order(graph)
+        self.nodes = [node.work for node in order]
+        self.by_node = {node: i for i, node in enumerate(order)}
 
 
 def cuStreamBeginCapture_v2(handle: int, mode: int) -> int:
@@ -105,9 +124,9 @@ def cuGraphInstantiateWithFlags(exec_out: int, graph: int, flags: int) -> int:
 
 
 def cuGraphLaunch(graph_exec: int, handle: int) -> int:
-    stream = streams.ordered(handle)
-    for node in state.lookup(graph_exec, GraphExec, "CUgraphExec").nodes:
-        node(stream)
+    streams.ordered(handle)
+    for work in state.lookup(graph_exec, GraphExec, "CUgraphExec").nodes:
+        work(handle)
     return SUCCESS
 
 

@@ -317,8 +317,10 @@ def cuMemsetD32Async(dst: int, value: int, count: int, stream: int) -> int:
 # -- stream-ordered allocation, peers, hints ------------------------------------------------
 
 def cuMemAllocAsync(dptr: int, nbytes: int, stream: int) -> int:
-    streams.ordered(stream)   # the memory exists at once, which also satisfies stream order
-    return allocate(dptr, nbytes)
+    """From the current device's current memory pool (mempools.py); the memory exists at
+    once, which also satisfies stream order."""
+    from ptxport.compat import mempools
+    return mempools.allocate_from(mempools.current_pool(state.ordinal), dptr, nbytes, stream)
 
 
 def cuMemFreeAsync(dptr: int, stream: int) -> int:
@@ -528,13 +530,18 @@ def _pointer_values(ptr: int) -> dict[int, tuple[type, object]]:
         14: (ctypes.c_ulonglong, 0),                      # ALLOWED_HANDLE_TYPES
         15: (ctypes.c_int, 0),                            # IS_GPU_DIRECT_RDMA_CAPABLE
         16: (ctypes.c_int, 3),                            # ACCESS_FLAGS: read and write
-        17: (ctypes.c_void_p, None),                      # MEMPOOL_HANDLE
+        17: (ctypes.c_void_p, _pool_of(ptr)),             # MEMPOOL_HANDLE
         18: (ctypes.c_size_t, buffer.size),               # MAPPING_SIZE
         19: (ctypes.c_void_p, buffer.handle),             # MAPPING_BASE_ADDR
         20: (ctypes.c_ulonglong, buffer.handle),          # MEMORY_BLOCK_ID
         21: (ctypes.c_int, 0),                            # IS_HW_DECOMPRESS_CAPABLE
         22: (ctypes.c_int, 0),                            # LOCALITY_DOMAIN_ORDINAL
     }
+
+
+def _pool_of(ptr: int) -> int | None:
+    from ptxport.compat import mempools
+    return mempools.pool_of(ptr)
 
 
 def cuPointerGetAttribute(data: int, attribute: int, ptr: int) -> int:

@@ -60,10 +60,23 @@ def _origin(kind: int, host: int, device: int, array: int, x: int, y: int, z: in
     raise CudaError(NOT_SUPPORTED, f"memory type {kind} is not a CUmemorytype")
 
 
+def _check_arrays(c, depth: int) -> None:
+    """The box of a 2D or 3D copy (CUDA_MEMCPY2D has no Z) lies within the arrays it reads
+    or writes."""
+    for prefix in ("src", "dst"):
+        if getattr(c, f"{prefix}MemoryType") == _ARRAY:
+            textures.check_box(getattr(c, f"{prefix}Array") or 0,
+                               getattr(c, f"{prefix}XInBytes"), getattr(c, f"{prefix}Y"),
+                               getattr(c, f"{prefix}Z", 0), c.WidthInBytes, c.Height, depth)
+
+
 def _copy_2d(copy: int, stream: int, sync: bool) -> int:
     if not copy:
         raise CudaError(INVALID_VALUE, "the CUDA_MEMCPY2D pointer is NULL")
     c = _Memcpy2D.from_address(copy)
+    _check_arrays(c, 1)
+    if textures.copy_native(c, stream, sync):
+        return SUCCESS
     width, height = c.WidthInBytes, c.Height
     src, src_side, src_pitch, _ = _origin(c.srcMemoryType, c.srcHost or 0, c.srcDevice,
                                           c.srcArray, c.srcXInBytes, c.srcY, 0, c.srcPitch, 0)
@@ -162,6 +175,9 @@ def _copy_3d(copy: int, stream: int, sync: bool) -> int:
     if not copy:
         raise CudaError(INVALID_VALUE, "the CUDA_MEMCPY3D pointer is NULL")
     c = _Memcpy3D.from_address(copy)
+    _check_arrays(c, c.Depth)
+    if textures.copy_native(c, stream, sync):
+        return SUCCESS
     width, height, depth = c.WidthInBytes, c.Height, c.Depth
     src, src_side, src_pitch, src_slice = _origin(
         c.srcMemoryType, c.srcHost or 0, c.srcDevice, c.srcArray, c.srcXInBytes, c.srcY,

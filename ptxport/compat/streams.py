@@ -45,11 +45,13 @@ class Capture:
     def __init__(self, stream: Stream):
         self.stream, self.device = stream, stream.device
         self.nodes: list[Callable[[Stream], None]] = []
+        self.kinds: list[int] = []      # each node's CUgraphNodeType (graph_nodes.py)
 
     def _submit(self, work: Callable[[], None], skippable: bool = True, **about) -> None:
         """Stream._submit's interface (what ptxport.runtime queues on a stream): kept as a
         node that queues the same work, described alike, on the stream a launch gives."""
         self.nodes.append(lambda stream: stream._submit(work, skippable, **about))
+        self.kinds.append(_node_kind(about))
 
     def _run_now(self, work: Callable[[], None], **about) -> bool:
         """Stream._run_now's interface: captured work never runs at once (it is kept as a
@@ -58,6 +60,7 @@ class Capture:
 
     def record(self, event: Event) -> Event:
         self.nodes.append(lambda stream: stream.record(event))
+        self.kinds.append(7)        # CU_GRAPH_NODE_TYPE_EVENT_RECORD
         recorded_in[id(event)] = self
         return event
 
@@ -74,6 +77,19 @@ class Capture:
 
 
 CAPTURE_UNSUPPORTED = 900      # CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
+
+
+def _node_kind(about: dict) -> int:
+    """The CUgraphNodeType of captured work, from how the runtime describes it: a kernel,
+    a copy (MEMCPY), a fill (MEMSET), a free (MEM_FREE), else a host function."""
+    if "kernel" in about:
+        return 0
+    what = about.get("what", "")
+    what = what if isinstance(what, str) else ""
+    for start, kind in (("a copy", 1), ("a fill", 2), ("the free", 11)):
+        if what.startswith(start):
+            return kind
+    return 3
 captures: dict[int, Capture] = {}   # stream handle -> its capture in progress
 recorded_in: dict[int, Capture] = {}   # id of an event recorded in a capture -> that capture
 

@@ -15,18 +15,21 @@ default), but it launches them only through NVIDIA's driver, and its launch path
 hook for another one; so this module types the arguments as numba would, compiles the
 kernel once per signature with compile_ptx, and launches the PTX through ptxport with
 numba's argument ABI: each array is passed as (meminfo, parent, nitems, itemsize, data,
-shape..., strides...), a scalar as itself.
+shape..., strides...), a complex number as its two parts, a tuple as its items, a record
+by reference, any other scalar as itself.
 
 Arrays: numpy arrays (wrapped in place on the cpu device, non-contiguous ones in numba's
 "A" layout; copied in and back elsewhere, as numba does for host arrays), and DeviceArrays
 (`to_device`, `device_array`) that stay on their device. A launch returns once the kernel
-ran. Device functions are not supported: numba-cuda asks NVIDIA's driver for the device
-when it compiles a kernel that calls one.
+ran. Device functions are numba's own, compiled for the kernel's compute capability, which
+numba_target gives numba-cuda in place of NVIDIA's driver; numba_calls refuses the calls a
+target cannot run, numba_link links `link=` files, numba_cache keeps PTX for `cache=True`.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import numpy as np
 from numba import cuda, typeof
@@ -38,12 +41,19 @@ try:
 except ImportError:          # numpy < 2
     from numpy import byte_bounds
 
-from ptxport.errors import ArgumentError, InvalidValueError, UnsupportedFeatureError
+from ptxport.errors import ArgumentError, InvalidValueError
 from ptxport.frontends.arrays import DeviceArray, copy_back, device_array, staged
+from ptxport.frontends.numba_cache import cache_key, load, store
+from ptxport.frontends.numba_calls import CallGraph, call_graph, refuse_unrunnable_calls
+from ptxport.frontends.numba_link import linked_ptx
+from ptxport.frontends.numba_target import compiling_for
 from ptxport.runtime import Buffer, Device, LaunchConfig, Program, Stream, launch
 
 __all__ = ["Kernel", "jit", "to_device", "device_array", "DeviceArray"]
 
+# compile_ptx's options for a kernel, and the two Kernel keeps for itself
+_KERNEL_OPTIONS = frozenset(("debug", "lineinfo", "fastmath", "opt", "forceinline",
+                             "launch_bounds", "link", "cache"))
 _ENTRY = re.compile(r"\.entry\s+([\w$]+)\s*\(")
 
 
@@ -63,11 +73,15 @@ class Kernel:
     kernel[grid, block], kernel[grid, block, stream] or kernel[grid, block, stream,
     dynamic_shared_bytes] as in numba."""
 
-    def __init__(self, func, cc: tuple[int, int] = (8, 0), **options):
+    def __init__(self, func, cc: tuple[int, int] = (8, 0), link: Sequence = (),
+                 cache: bool = False, **options):
         self.py_func = func
         self.cc = cc
+        self.link = tuple(link)
+        self.cache = cache
         self.options = options
         self._kernels: dict[tuple, object] = {}
+        self._calls: dict[tuple, CallGraph] = {}
 
     def __getitem__(self, config):
         if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
@@ -90,31 +104,41 @@ class Kernel:
         """The ptxport Kernel for numba argument types `signature` (compiled on first use)."""
         kernel = self._kernels.get(signature)
         if kernel is None:
-            ptx, _ = cuda.compile_ptx(self.py_func, signature, cc=self.cc, **self.options)
-            names = _ENTRY.findall(ptx)
+            ptx = self._ptx(signature)
             code = Program(ptx, code_type="ptx").compile("native")
-            kernel = self._kernels[signature] = code.get_kernel(names[0])
+            self._calls[signature] = call_graph(ptx)
+            # numba's kernel is the first entry: link files come after its PTX
+            kernel = self._kernels[signature] = code.get_kernel(_ENTRY.search(ptx).group(1))
         return kernel
+
+    def _ptx(self, signature: tuple) -> str:
+        """numba-cuda's PTX for `signature` linked with the link= files; with cache=True
+        from (or into) ptxport's on-disk cache."""
+        key = cache_key(self.py_func, signature, self.cc, self.options, self.link) \
+            if self.cache else None
+        ptx = load(key) if key else None
+        if ptx is None:
+            with compiling_for(self.cc):
+                ptx, _ = cuda.compile_ptx(self.py_func, signature, cc=self.cc, **self.options)
+            if self.link:
+                ptx = linked_ptx(ptx, self.py_func.__name__, self.link, self.cc)
+            if key:
+                store(key, ptx)
+        return ptx
 
     def _launch(self, grid, block, stream, shared, args) -> None:
         device = Device() if stream is None else stream.device
         stream = device.default_stream if stream is None else stream
         name = self.py_func.__name__
         values, types, held = [], [], _Held()
-        for index, arg in enumerate(args):
-            what = f"kernel {name}, argument {index}"
-            if isinstance(arg, (DeviceArray, np.ndarray)) or hasattr(arg, "__dlpack__") \
-                    and not isinstance(arg, np.generic):
-                array, layout = _array_argument(arg, device, what, held)
-                types.append(nbtypes.Array(numpy_support.from_dtype(array.dtype),
-                                           len(array.shape), layout))
-                values.append(array)
-            else:
-                types.append(_scalar_type(arg, what))
-                values.append(arg)
-        kernel = self.compile(tuple(types))
-        params = _marshal(kernel, values, types)
         try:
+            for index, arg in enumerate(args):
+                ty, value = _argument(arg, device, f"kernel {name}, argument {index}", held)
+                types.append(ty)
+                values.append(value)
+            kernel = self.compile(tuple(types))
+            refuse_unrunnable_calls(self._calls[tuple(types)], device.backend, name)
+            params = _marshal(kernel, values, types)
             launch(stream, LaunchConfig(grid=grid, block=block, shmem_size=shared), kernel,
                    *params)
             stream.sync()
@@ -130,6 +154,7 @@ class _Held:
         self.staged: list[DeviceArray] = []
         self.strided: list[tuple[np.ndarray, DeviceArray]] = []
         self.registered: list[Buffer] = []
+        self.records: list[tuple[np.void, DeviceArray]] = []
 
     def release(self) -> None:
         copy_back(self.staged)
@@ -137,11 +162,15 @@ class _Held:
             target[...] = copy.numpy()
         for buffer in self.registered:
             buffer.close()
+        for record, copy in self.records:
+            values = copy.numpy().view(record.dtype)[0]
+            for field in record.dtype.names:
+                record[field] = values[field]
 
 
 class _StridedHostArray:
-    """A non-contiguous numpy array passed in place (numba's "A" layout) on the cpu device,
-    its memory registered with the device for the launch."""
+    """A numpy array passed in place on the cpu device, its memory registered with the
+    device for the launch: a non-contiguous one (numba's "A" layout), or one of records."""
 
     def __init__(self, array: np.ndarray, device: Device, held: _Held):
         low, high = byte_bounds(array)
@@ -162,6 +191,10 @@ class _StridedHostArray:
 
 def _array_argument(arg, device: Device, what: str, held: _Held):
     """(the array to marshal, numba's layout: "C" or "A") for an array argument."""
+    if isinstance(arg, np.ndarray) and arg.dtype.names and arg.size and \
+            device.backend == "cpu":
+        # records: in place, as DLPack (how host arrays are wrapped) has no structured dtypes
+        return _StridedHostArray(arg, device, held), "C" if arg.flags.c_contiguous else "A"
     if isinstance(arg, np.ndarray) and not arg.flags.c_contiguous and arg.size:
         if device.backend == "cpu":
             return _StridedHostArray(arg, device, held), "A"
@@ -174,46 +207,110 @@ def _array_argument(arg, device: Device, what: str, held: _Held):
     return array, "C"
 
 
+def _argument(arg, device: Device, what: str, held: _Held):
+    """(numba's type, the value to marshal) for one kernel argument: an array (staged on
+    `device` as needed), a record (a numpy structured scalar), a scalar, or a tuple of
+    them (numba flattens tuples)."""
+    if isinstance(arg, (DeviceArray, np.ndarray)) or hasattr(arg, "__dlpack__") \
+            and not isinstance(arg, np.generic):
+        array, layout = _array_argument(arg, device, what, held)
+        return nbtypes.Array(numpy_support.from_dtype(array.dtype), len(array.shape),
+                             layout), array
+    if isinstance(arg, tuple):
+        items = [_argument(item, device, f"{what}, item {k}", held)
+                 for k, item in enumerate(arg)]
+        ty = nbtypes.BaseTuple.from_types([t for t, _ in items], type(arg))
+        return ty, tuple(value for _, value in items)
+    if isinstance(arg, np.void) and arg.dtype.names:
+        # numba passes a record by reference to a copy on the device, copied back after
+        copy = device_array(np.array([arg], arg.dtype).view(np.uint8), device)
+        held.records.append((arg, copy))
+        return typeof(arg), copy
+    return _scalar_type(arg, what), arg
+
+
 def _scalar_type(arg, what: str):
     try:
         ty = typeof(arg)
     except ValueError:
         ty = None
-    if not isinstance(ty, (nbtypes.Integer, nbtypes.Float, nbtypes.Boolean)):
+    if not isinstance(ty, (nbtypes.Integer, nbtypes.Float, nbtypes.Boolean, nbtypes.Complex)):
         raise ArgumentError(f"{what}: cannot pass a {type(arg).__name__} (pass numpy arrays, "
-                            "DeviceArrays, or integer, float or bool scalars)")
+                            "DeviceArrays, integer, float, complex or bool scalars, or "
+                            "tuples of them)")
     return ty
 
 
 def _marshal(kernel, values: list, types: list) -> list:
-    """The PTX parameters of numba's ABI for the arguments."""
-    info = kernel.arguments_info
+    """The PTX parameters of numba's ABI for the arguments: an array as meminfo, parent,
+    nitems, itemsize, data, shape and strides; a complex number as its real and imaginary
+    parts; a record as the address of its copy on the device; a tuple as its items in
+    turn; any other scalar as itself."""
     params: list = []
     for value, ty in zip(values, types, strict=True):
-        if isinstance(ty, nbtypes.Array):
-            data_is_pointer = info[len(params) + 4].pointer is not False
-            data = value.buffer if data_is_pointer and value.buffer is not None else \
-                np.uint64(value.data_ptr())
-            params += [np.uint64(0), np.uint64(0), np.int64(value.numel()),
-                       np.int64(value.element_size()), data]
-            params += [np.int64(n) for n in value.shape]
-            params += [np.int64(s) for s in value.strides]
-        else:
-            params.append(numpy_support.as_dtype(ty).type(value))
+        _flatten(kernel.arguments_info, value, ty, params)
     return params
 
 
-def jit(func=None, *, device: bool = False, cc: tuple[int, int] = (8, 0), **options):
-    """numba.cuda.jit for ptxport devices: `@jit` or `@jit(fastmath=True, ...)` (options
-    go to numba.cuda.compile_ptx). `device=True` is refused (UnsupportedFeatureError):
-    numba-cuda needs NVIDIA's driver to compile a call of a device function."""
-    if device:
-        raise UnsupportedFeatureError(
-            "numba device functions (jit(device=True))", "ptxport", reason=(
-                "numba-cuda 0.30 compiles a device function when a kernel calling it is "
-                "compiled, and asks NVIDIA's driver for the current device's compute "
-                "capability then (also through register_jitable/overload), which fails "
-                "without a GPU; write the helper's code in the kernel for now"))
-    if func is None:
-        return lambda f: Kernel(f, cc, **options)
-    return Kernel(func, cc, **options)
+def _flatten(info, value, ty, params: list) -> None:
+    if isinstance(ty, nbtypes.Array):
+        data_is_pointer = info[len(params) + 4].pointer is not False
+        data = value.buffer if data_is_pointer and value.buffer is not None else \
+            np.uint64(value.data_ptr())
+        params += [np.uint64(0), np.uint64(0), np.int64(value.numel()),
+                   np.int64(value.element_size()), data]
+        params += [np.int64(n) for n in value.shape]
+        params += [np.int64(s) for s in value.strides]
+    elif isinstance(ty, nbtypes.BaseTuple):
+        for item, item_ty in zip(value, ty, strict=True):
+            _flatten(info, item, item_ty, params)
+    elif isinstance(ty, nbtypes.Record):
+        params.append(value.buffer if info[len(params)].pointer is not False else
+                      np.uint64(value.data_ptr()))
+    elif isinstance(ty, nbtypes.Complex):
+        part = numpy_support.as_dtype(ty.underlying_float).type
+        params += [part(value.real), part(value.imag)]
+    else:
+        params.append(numpy_support.as_dtype(ty).type(value))
+
+
+def jit(func_or_sig=None, *, device: bool = False, cc: tuple[int, int] = (8, 0), **options):
+    """numba.cuda.jit for ptxport devices: `@jit` or `@jit(fastmath=True, ...)` for a kernel
+    (options go to numba.cuda.compile_ptx; `link=[...]` names .ptx and .cu files whose
+    functions the kernel calls through `cuda.declare_device`; `cache=True` keeps its PTX
+    in ptxport's on-disk cache across processes).
+
+    `@jit(device=True)` or `@jit("float32(float32, int64)", device=True)` makes a device
+    function: numba's own dispatcher (as `numba.cuda.jit(device=True)` makes), compiled for
+    `cc` here when a signature is given, else when a kernel calling it is compiled. Kernels
+    may also call numba's `cuda.jit(device=True)` functions, `register_jitable` helpers and
+    `overload`s directly (those with a signature need `jit` here: numba-cuda would compile
+    them at decoration for the GPU in the machine).
+    """
+    func = func_or_sig if callable(func_or_sig) else None
+    signatures = None if func is not None else func_or_sig
+    if device and options.get("link"):
+        raise InvalidValueError(
+            "link= on a device function: ptxport links files into kernels; pass "
+            "link=[...] to the jit of the kernels that call it")
+    if not device and signatures is not None:
+        raise InvalidValueError(
+            "a kernel's signature in jit(...): ptxport compiles a kernel for the types of "
+            "the arguments of each launch; decorate it with @jit or @jit(**options)")
+    unknown = sorted(set(options) - _KERNEL_OPTIONS) if not device else []
+    if unknown:
+        raise InvalidValueError(
+            f"jit option {', '.join(unknown)} for a kernel: ptxport's numba kernels take "
+            f"{', '.join(sorted(_KERNEL_OPTIONS))} (numba.cuda.compile_ptx's options, "
+            "link and cache)")
+
+    def make(f):
+        return _device_function(f, signatures, cc, options) if device else \
+            Kernel(f, cc, **options)
+    return make if func is None else make(func)
+
+
+def _device_function(func, signatures, cc: tuple[int, int], options: dict):
+    """numba's device-function dispatcher for `func`, compiled for `cc` if signed."""
+    with compiling_for(cc):
+        return cuda.jit(signatures, device=True, **options)(func)

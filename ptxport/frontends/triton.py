@@ -91,12 +91,18 @@ class Launcher:
         self.name = metadata.name
         self.block = metadata.num_warps * metadata.warp_size
         self.shared = metadata.shared
-        # launch_cooperative_grid: a cooperative launch, which launch() refuses with the
-        # reason; launch_pdl: programmatic dependent launch, which ptxport allows
-        self.kinds = {"is_cooperative": bool(metadata.launch_cooperative_grid),
-                      "programmatic_stream_serialization": bool(metadata.launch_pdl)}
-        self.scratch = ((metadata.global_scratch_size, metadata.global_scratch_align),
-                        (metadata.profile_scratch_size, metadata.profile_scratch_align))
+        # launch_cooperative_grid: a cooperative launch (the cpu device makes them, with at
+        # most one block per worker; other devices refuse them with the reason);
+        # launch_pdl: programmatic dependent launch, which ptxport allows
+        # (metadata of older Tritons lacks some: 3.6 is run on the GPU machine's host)
+        self.kinds = {"is_cooperative": bool(getattr(metadata, "launch_cooperative_grid", 0)),
+                      "programmatic_stream_serialization": bool(getattr(metadata, "launch_pdl",
+                                                                        0))}
+        # the trailing scratch pointers, as many as this Triton appends to every kernel
+        self.scratch = [(getattr(metadata, f"{kind}_scratch_size"),
+                         getattr(metadata, f"{kind}_scratch_align"))
+                        for kind in ("global", "profile")
+                        if hasattr(metadata, f"{kind}_scratch_size")]
         names = src.fn.arg_names if hasattr(src, "fn") else list(src.signature)
         self.params = list(zip(names, src.signature.values(), strict=True))
         self.kernel = _load_ptx(metadata)

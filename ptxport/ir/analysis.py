@@ -6,8 +6,8 @@ from collections.abc import Iterable
 
 from ptxport.ir import nodes as ir
 
-__all__ = ["address_taken", "live_after", "pointer_parameters", "runs_to_completion",
-           "state_space", "uses_and_defs"]
+__all__ = ["address_taken", "calls_of", "live_after", "pointer_parameters", "recursive_call",
+           "runs_to_completion", "state_space", "uses_and_defs"]
 
 
 def pointer_parameters(f: ir.Function) -> dict[str, str]:
@@ -84,6 +84,8 @@ def uses_and_defs(inst: ir.Instruction) -> tuple[set, set]:
         _defs(operands[0], defs)
         if isinstance(operands[0], ir.RegisterElement):
             uses.add(operands[0].register)     # the other fields are kept
+        if inst.opcode == "wgmma":             # d = a * b + d (scale-d) reads d too
+            _registers_in(operands[0], uses)
         operands = operands[1:]
     for value in operands:
         _registers_in(value, uses)
@@ -232,6 +234,60 @@ def address_taken(module: ir.Module, functions: Iterable[ir.Function]) -> list[i
                     taken[target.name] = target
     names = {f.name for f in functions}
     return [f for name, f in taken.items() if name in names and not f.is_kernel]
+
+
+def calls_of(module: ir.Module, function: ir.Function,
+             taken: list[ir.Function]) -> list[tuple[ir.Instruction, ir.Function]]:
+    """The calls `function` makes, as (call instruction, callee) pairs: a direct call names
+    its callee; a call through an address may reach each function of `taken` (those whose
+    address is taken: address_taken) with as many parameters and results."""
+    found = []
+    for inst in function.instructions():
+        if inst.opcode != "call":
+            continue
+        operands = list(inst.operands)
+        returns = operands.pop(0).elements if isinstance(operands[0], ir.ListValue) else ()
+        callee = operands.pop(0)
+        if isinstance(callee, ir.Function):
+            found.append((inst, callee))
+            continue
+        args = operands[0].elements if operands and isinstance(operands[0], ir.ListValue) \
+            else ()
+        found += [(inst, f) for f in taken
+                  if len(f.params) == len(args) and len(f.returns) == len(returns)]
+    return found
+
+
+def recursive_call(module: ir.Module, roots: Iterable[ir.Function]
+                   ) -> tuple[ir.Instruction, ir.Function, ir.Function] | None:
+    """A call that closes a cycle among the functions `roots` may reach through calls (a
+    function that calls itself, directly or through others), as (call instruction, the
+    function making it, its callee); None when there is none."""
+    defined = [f for f in module.functions.values() if not f.is_declaration]
+    taken = address_taken(module, defined)
+    on_path: set[str] = set()
+    done: set[str] = set()
+
+    def visit(f: ir.Function):
+        on_path.add(f.name)
+        for inst, callee in calls_of(module, f, taken):
+            if callee.is_declaration or callee.name in done:
+                continue
+            if callee.name in on_path:
+                return inst, f, callee
+            found = visit(callee)
+            if found is not None:
+                return found
+        on_path.discard(f.name)
+        done.add(f.name)
+        return None
+
+    for root in roots:
+        if root.name not in done and not root.is_declaration:
+            found = visit(root)
+            if found is not None:
+                return found
+    return None
 
 
 def state_space(inst: ir.Instruction) -> str | None:

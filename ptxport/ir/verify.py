@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from ptxport.errors import Diagnostic, IrVerificationError, SourceLocation
 from ptxport.ir import nodes as ir
+from ptxport.ir.wgmma import wgmma_problem
 from ptxport.ptx.ast import Sink
 
 __all__ = ["verify", "writes_destination"]
@@ -27,7 +28,7 @@ __all__ = ["verify", "writes_destination"]
 _NO_DESTINATION = frozenset((
     "st", "red", "bar", "barrier", "bra", "brx", "call", "ret", "exit", "trap", "brkpt",
     "membar", "fence", "prefetch", "prefetchu", "nanosleep", "pmevent", "cp", "multimem",
-    "applypriority", "discard", "sust", "sured", "stmatrix", "wgmma", "tcgen05", "setmaxnreg",
+    "applypriority", "discard", "sust", "sured", "stmatrix", "tcgen05", "setmaxnreg",
     "griddepcontrol", "stackrestore", "tensormap", "clusterlaunchcontrol", "st_async",
 ))
 # Opcodes whose destination depends on the form; the verifier accepts any first operand.
@@ -38,6 +39,8 @@ _SOMETIMES_DESTINATION = frozenset(("mbarrier", "wmma", "cp", "elect", "barrier"
 def writes_destination(inst: ir.Instruction) -> bool:
     """Whether the first operand of `inst` is a register the instruction writes."""
     op = inst.opcode
+    if op == "wgmma":       # mma_async writes (and may read) d; fence, commit, wait write nothing
+        return inst.spec.get("op") == "mma_async"
     if op in _NO_DESTINATION or op in _SOMETIMES_DESTINATION:
         return False
     return bool(inst.operands)
@@ -126,6 +129,10 @@ def _verify_instruction(module, f, inst: ir.Instruction, blocks: set, report) ->
             fail(f"bra needs one label of {f.name}")
     elif op == "call":
         _verify_call(module, f, inst, fail)
+    elif op == "wgmma":
+        problem = wgmma_problem(inst)
+        if problem is not None:
+            fail(problem)
 
 
 def _verify_call(module, f, inst: ir.Instruction, fail) -> None:

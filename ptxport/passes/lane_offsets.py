@@ -13,20 +13,18 @@ made by all the warp's live lanes together (an unguarded or uniformly guarded wr
 converged block, as uniformity.py defines them): a write by some lanes only would mix two
 values of u.
 
-Two wider forms (lane_forms; lane_offsets keeps to the plain one): *per half warp*, lane i
-holds u[i // 16] + c[i], one unknown per half (a row index times a width known only at run
-time: `y * width + x` in a 16-wide block makes rows of 16 consecutive values, the rows any
-distance apart); a product with a uniform register keeps it where c is the same across each
-half (then c becomes 0). And *widened*: a widening conversion (cvt.{s,u}64.{s,u}32,
-mul.wide.{s,u}32 by an immediate) of u + c[i] is the extension of u plus c[i] unless a lane's
-sum wraps, which the warp gangs check at run time at each widening (widening_guard: the
-reference lanes' values against bounds); a register derived from one holds its offsets only
-while no widening of the warp has wrapped.
+Some registers are also known *aligned* to a power of two A: u is a multiple of A and every
+c[i] lies in [0, A), so u + c[i] is u | c[i] and never carries out of the low bits. %tid.x in
+rows of whole warps (u = 32 * warp) and %laneid are aligned to 32, and Triton's index
+arithmetic keeps it: `shl` by k multiplies A by 2**k, `and`/`or`/`xor` with an immediate act on
+u and c apart, `or`/`add` with a uniform value whose low log2(A) bits are known zero (its
+trailing zeros: `ctaid << 10`) leave c alone. Only aligned registers are followed through a
+widening (cvt to a wider integer, mul.wide, mad.wide): a sign or zero extension of u + c[i]
+is the extension of u plus c[i] where the sum cannot wrap, which alignment guarantees (A at
+most 2**(bits-1)); a sum that may wrap is not extended.
 """
 
 from __future__ import annotations
-
-from typing import NamedTuple
 
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import may_write
@@ -39,32 +37,10 @@ from ptxport.passes.uniformity import (
 )
 from ptxport.ptx.ast import IntImm
 
-__all__ = ["LaneForm", "lane_forms", "lane_offsets", "tid_offsets", "widening",
-           "widening_guard", "written_form", "operand_form", "run"]
+__all__ = ["lane_offsets", "tid_offsets", "run"]
 
 W = 32
-HALF = 16
 _VARIES = "varies"      # the analysis' bottom: no constant offsets
-
-
-class LaneForm(NamedTuple):
-    """Lane i of a register holds u + offsets[i] (modulo 2**bits), or with `halves`
-    u[i // 16] + offsets[i] (offsets then taken from each half's first lane); `widened`:
-    only while no widening conversion of the warp wrapped (checked at run time)."""
-
-    offsets: tuple[int, ...]
-    halves: bool = False
-    widened: bool = False
-
-
-_ZERO = LaneForm((0,) * W)
-
-
-def _form(offsets, halves=False, widened=False, bits=64) -> LaneForm:
-    wrap = (1 << bits) - 1
-    if halves:      # each half from its first lane, so equal forms compare equal
-        offsets = [o - offsets[HALF * (i // HALF)] for i, o in enumerate(offsets)]
-    return LaneForm(tuple(o & wrap for o in offsets), halves, widened)
 
 
 def tid_offsets(block: tuple[int, int, int] | None, component: str) -> tuple[int, ...] | None:
@@ -85,155 +61,186 @@ def tid_offsets(block: tuple[int, int, int] | None, component: str) -> tuple[int
     return None
 
 
-def operand_form(value, forms, uniform: set, block):
-    """The form an operand has (None: not known yet, _VARIES: none); `forms` maps a
-    register to its form (a dict, or a function)."""
-    if isinstance(value, IntImm):
-        return _ZERO
+_ZERO = (0,) * W
+
+
+def _operand(value, offsets: dict, uniform: set, block):
+    """(offsets, alignment) of an operand (offsets None: not known yet, _VARIES: none;
+    alignment 0: none known)."""
+    if isinstance(value, IntImm | ir.Variable):
+        return _ZERO, 0
     if isinstance(value, ir.Register):
         if value in uniform:
-            return _ZERO
-        return forms(value) if callable(forms) else forms.get(value)
+            return _ZERO, 0
+        known = offsets.get(value, (None, 0))
+        return (_VARIES, 0) if known == _VARIES else known
     if isinstance(value, ir.SpecialRegister) and value.name == "%tid":
-        found = tid_offsets(block, value.component or "x")
-        return _VARIES if found is None else LaneForm(found)
+        c = tid_offsets(block, value.component or "x") or _VARIES
+        return c, (W if c == tuple(range(W)) else 0)
     if isinstance(value, ir.SpecialRegister) and value.name == "%laneid":
-        return LaneForm(tuple(range(W)))
-    if isinstance(value, ir.Variable):
-        return _ZERO
+        return tuple(range(W)), W
+    return _VARIES, 0
+
+
+def _trailing_zeros(value, zeros: dict, bits: int) -> int:
+    """How many low bits of a uniform operand are known zero."""
+    if isinstance(value, IntImm):
+        v = value.value & ((1 << bits) - 1)
+        return bits if v == 0 else (v & -v).bit_length() - 1
+    return zeros.get(value, 0) if isinstance(value, ir.Register) else 0
+
+
+def uniform_zeros(kernel: ir.Function, uniform: set) -> dict[ir.Register, int]:
+    """Uniform registers -> how many of their low bits are known zero in every write (from
+    immediates through mov, shl, mul, mad, add, sub, and, or and integer conversions)."""
+    zeros = {r: 64 for r in uniform}
+    changed = True
+    while changed:
+        changed = False
+        for inst in kernel.instructions():
+            written = may_write(inst)
+            # (an unpacking mov writes several registers: not its operand's low bits each)
+            value = _zeros_written(inst, zeros) if len(written) == 1 else 0
+            for reg in written & uniform:
+                z = min(zeros[reg], value)
+                if z != zeros[reg]:
+                    zeros[reg], changed = z, True
+    return zeros
+
+
+def _zeros_written(inst: ir.Instruction, zeros: dict) -> int:
+    t = inst.spec.types[-1] if inst.spec.types else ""
+    if not t or t[0] not in "usb" or inst.spec.get("mode", "lo") not in ("lo", "wide"):
+        return 0
+    bits = int(t[1:])
+    z = [_trailing_zeros(o, zeros, bits) for o in inst.operands[1:]]
+    op = inst.opcode
+    if op in ("mov", "cvt", "cvta") and len(z) == 1:
+        return z[0]
+    if op in ("add", "sub", "or", "xor") and len(z) == 2:
+        return min(z)
+    if op == "and" and len(z) == 2:
+        return max(z)
+    if op == "shl" and len(z) == 2 and isinstance(inst.operands[2], IntImm):
+        return z[0] + inst.operands[2].value
+    if op == "mul" and len(z) == 2:
+        return z[0] + z[1]
+    if op == "mad" and len(z) == 3:
+        return min(z[0] + z[1], z[2])
+    return 0
+
+
+def _scale(inst: ir.Instruction) -> int | None:
+    """The immediate factor of mul.lo / mad.lo (2**n for shl by n), else None."""
+    operand = inst.operands[2]
+    if not isinstance(operand, IntImm):
+        return None
+    if inst.opcode == "shl":
+        return 1 << operand.value if 0 <= operand.value < 64 else None
+    return operand.value
+
+
+def _aligned_after(align: int, other, zeros: dict, bits: int) -> int:
+    """The alignment of u + c combined with a uniform `other` (added, or'ed) that leaves c
+    alone: kept where other's low log2(align) bits are known zero."""
+    if align > 1 and _trailing_zeros(other, zeros, bits) >= align.bit_length() - 1:
+        return align
+    return 0
+
+
+def _bitwise(inst: ir.Instruction, found: list, zeros: dict, bits: int):
+    """and/or/xor of an aligned register with an immediate (acting on u and c apart) or
+    with a uniform value whose low bits are zero (or/xor: c unchanged)."""
+    if len(found) != 2:
+        return _VARIES
+    lanes = 1 if found[0][0] == _ZERO else 0
+    (c, align), other = found[lanes], inst.operands[2 - lanes]
+    if align <= 1:
+        return _VARIES
+    if isinstance(other, IntImm):
+        low = other.value & (align - 1)
+        op = inst.opcode
+        if op == "and":
+            return tuple(a & other.value for a in c), align
+        return tuple((a | low) if op == "or" else (a ^ low) for a in c), align
+    if inst.opcode != "and" and _aligned_after(align, other, zeros, bits):
+        return c, align
     return _VARIES
 
 
-def _signed(v: int, bits: int) -> int:
-    v &= (1 << bits) - 1
-    return v - (1 << bits) if v >> (bits - 1) else v
-
-
-def widening(inst: ir.Instruction) -> tuple[bool, int] | None:
-    """(signed, scale) of a widening this analysis follows: cvt.{s,u}64.{s,u}32 (scale 1)
-    or mul.wide.{s,u}32 by an immediate; else None."""
-    types = inst.spec.types
-    if inst.opcode == "cvt" and len(types) == 2 and inst.spec.text == f"cvt.{types[0]}.{types[1]}" \
-            and types[0] in ("u64", "s64") and types[1] in ("u32", "s32"):
-        return types[1] == "s32", 1
-    if inst.opcode == "mul" and inst.spec.text in ("mul.wide.s32", "mul.wide.u32") \
-            and isinstance(inst.operands[2], IntImm):
-        signed = types[0] == "s32"
-        factor = inst.operands[2].value
-        return signed, _signed(factor, 32) if signed else factor & 0xFFFFFFFF
-    return None
-
-
-def widening_guard(inst: ir.Instruction, source: LaneForm) -> list[tuple[int, int, int]]:
-    """For a widening (`widening`) of a register of form `source`: (lane, low, high) per
-    reference lane (0, and 16 for a per-half form) whose 32-bit value must lie in
-    [low, high] (signed or unsigned as the widening reads it) for no lane's sum to wrap;
-    none where every lane of a group holds the reference's value (nothing can wrap)."""
-    signed, _ = widening(inst)
-    low, high = (-(1 << 31), (1 << 31) - 1) if signed else (0, (1 << 32) - 1)
-    out = []
-    for ref in (0, HALF) if source.halves else (0,):
-        lanes = range(ref, ref + HALF) if source.halves else range(W)
-        d = [_signed(source.offsets[i] - source.offsets[ref], 32) for i in lanes]
-        if any(d):
-            out.append((ref, low - min(d), high - max(d)))
-    return out
-
-
-def _widened(inst: ir.Instruction, source: LaneForm) -> LaneForm:
-    """The form a widening writes: the exact offsets from each reference lane, scaled."""
-    _, scale = widening(inst)
-    out = []
-    for i, c in enumerate(source.offsets):
-        ref = HALF * (i // HALF) if source.halves else 0
-        out.append(_signed(c - source.offsets[ref], 32) * scale)
-    constant = not any(out)
-    return _form(out, source.halves, source.widened or not constant)
-
-
-def _half_constant(form: LaneForm) -> bool:
-    """Whether the form's offsets are the same across each half warp."""
-    return all(form.offsets[i] == form.offsets[HALF * (i // HALF)] for i in range(W))
-
-
-def _product(inst: ir.Instruction, args: list, bits: int):
-    """The form of mul.lo/mad.lo/shl's product, before mad's addend."""
-    op = inst.opcode
-    factor = inst.operands[2]
-    if isinstance(factor, IntImm):
-        if op == "shl":
-            if not 0 <= factor.value < 64:
-                return _VARIES
-            scale = 1 << factor.value
-        else:
-            scale = factor.value
-        a = args[0]
-        return _form([c * scale for c in a.offsets], a.halves, a.widened, bits)
-    if op == "shl":
+def _widened(inst: ir.Instruction, found: list):
+    """cvt of an aligned register to a wider integer: the offsets unchanged."""
+    dest, source = inst.spec.types[0], inst.spec.types[-1]
+    c, align = found[0]
+    if len(found) != 1 or dest[0] not in "usb" or int(dest[1:]) <= int(source[1:]) \
+            or inst.spec.get("rnd") or not _extends(source, align):
         return _VARIES
-    # a product with a uniform register: a value per half where the other is one per half
-    x, y = args[0], args[1]
-    if x == y == _ZERO:         # (two values alike in every lane)
-        return _ZERO
-    varying = x if y.offsets == _ZERO.offsets and not y.halves else (
-        y if x.offsets == _ZERO.offsets and not x.halves else None)
-    if varying is None or not (_half_constant(varying) or varying.halves and not any(
-            varying.offsets)):
-        return _VARIES
-    return LaneForm((0,) * W, True, varying.widened)
+    return c, align
 
 
-def written_form(inst: ir.Instruction, forms, uniform: set, block):
-    """The form `inst` writes into its destination (None: not known yet, _VARIES: none),
-    given the forms of registers (`forms`: a dict or a function)."""
+def _extends(source: str, align: int) -> bool:
+    """Whether extending u + c from type `source` is extending u, plus c."""
+    bits = int(source[1:])
+    return 1 < align <= 1 << (bits - 1 if source[0] == "s" else bits)
+
+
+def _written(inst: ir.Instruction, offsets: dict, uniform: set, zeros: dict, block):
+    """The (offsets, alignment) `inst` writes into its destination (None: not known yet)."""
     op = inst.opcode
-    wide = widening(inst)
-    if wide is not None:
-        source = operand_form(inst.operands[1], forms, uniform, block)
-        return source if source in (None, _VARIES) else _widened(inst, source)
     t = inst.spec.types[-1] if inst.spec.types else ""
-    if not t or t[0] not in "usb" or inst.spec.get("cc") \
-            or inst.spec.get("sat") or inst.spec.get("mode", "lo") != "lo":
+    mode = inst.spec.get("mode", "lo")
+    if not t or t[0] not in "usb" or inst.spec.get("cc") or inst.spec.get("sat") \
+            or mode not in ("lo", "wide"):
         return _VARIES
-    bits = int(t[1:])
-    args = [operand_form(o, forms, uniform, block) for o in inst.operands[1:]]
-    if _VARIES in args:
+    found = [_operand(o, offsets, uniform, block) for o in inst.operands[1:]]
+    args = [c for c, _ in found]
+    if not found or _VARIES in args:
         return _VARIES
     if None in args:
         return None
-    halves, widened = any(a.halves for a in args), any(a.widened for a in args)
+    if op == "cvt":
+        return _widened(inst, found)
+    bits = int(t[1:])
+    if mode == "wide":      # the first operand extended, then as .lo in twice the width
+        if op not in ("mul", "mad") or not _extends(t, found[0][1]):
+            return _VARIES
+        bits *= 2
+    wrap = (1 << bits) - 1
+    align = found[0][1]
     if op in ("mov", "cvta") and len(args) == 1:
-        return _form(args[0].offsets, halves, widened, bits)
+        return tuple(a & wrap for a in args[0]), align
     if op in ("add", "sub") and len(args) == 2:
         sign = 1 if op == "add" else -1
-        return _form([a + sign * b for a, b in zip(args[0].offsets, args[1].offsets,
-                                                    strict=True)], halves, widened, bits)
+        c = tuple((a + sign * b) & wrap for a, b in zip(*args, strict=True))
+        if args[1] == _ZERO:
+            return c, _aligned_after(align, inst.operands[2], zeros, bits)
+        return c, (_aligned_after(found[1][1], inst.operands[1], zeros, bits)
+                   if args[0] == _ZERO and op == "add" else 0)
     if op in ("mul", "shl", "mad") and len(args) >= 2:
-        product = _product(inst, args, bits)
-        if product == _VARIES or op != "mad":
-            return product
-        addend = args[2]
-        return _form([a + c for a, c in zip(product.offsets, addend.offsets, strict=True)],
-                     product.halves or addend.halves, product.widened or addend.widened, bits)
+        scale = _scale(inst)
+        if scale is None:
+            return _VARIES
+        addend = args[2] if op == "mad" else _ZERO
+        c = tuple((a * scale + b) & wrap for a, b in zip(args[0], addend, strict=True))
+        scaled = align * scale if scale > 0 and scale & (scale - 1) == 0 else 0
+        if scaled > 1 << bits or (op == "mad" and (addend != _ZERO or not _aligned_after(
+                scaled, inst.operands[3], zeros, bits))):
+            scaled = 0
+        return c, scaled
+    if op in ("and", "or", "xor") and mode == "lo":
+        return _bitwise(inst, found, zeros, bits)
     return _VARIES
 
 
-def _merge(old, new):
-    if old is None or new is None:
-        return new if old is None else old
-    if old == _VARIES or new == _VARIES or old[:2] != new[:2]:
-        return _VARIES
-    return LaneForm(old.offsets, old.halves, old.widened or new.widened)
-
-
-def lane_forms(kernel: ir.Function, block: tuple[int, int, int] | None,
-               uniform: set | None = None) -> dict[ir.Register, LaneForm]:
-    """Non-uniform registers of `kernel` -> their LaneForm, for blocks of shape `block`
-    (None: any, where %tid's offsets are unknown)."""
+def lane_offsets(kernel: ir.Function, block: tuple[int, int, int] | None,
+                 uniform: set | None = None) -> dict[ir.Register, tuple[int, ...]]:
+    """Non-uniform registers of `kernel` -> their lanes' constant offsets c (c[0] = 0 is not
+    required), for blocks of shape `block` (None: any, where %tid's offsets are unknown)."""
     if uniform is None:
         uniform = uniform_registers(kernel, block, thread_x_copies(kernel) if block else None)
     together = converged_writers(kernel, uniform)
-    forms: dict = {}
+    zeros = uniform_zeros(kernel, uniform)
+    offsets: dict = {}
     changed = True
     while changed:
         changed = False
@@ -243,37 +250,33 @@ def lane_forms(kernel: ir.Function, block: tuple[int, int, int] | None,
                 continue
             value = _VARIES
             if len(written) == 1 and id(inst) in together:
-                value = written_form(inst, forms, uniform, block)
+                value = _written(inst, offsets, uniform, zeros, block)
             for reg in written:
-                old = forms.get(reg)
-                new = _merge(old, value)
-                if reg.vector:
-                    new = _VARIES
+                old = offsets.get(reg)
+                new = _VARIES if reg.vector else _merged(old, value)
                 if new != old and new is not None:
-                    forms[reg] = new
+                    offsets[reg] = new
                     changed = True
-    return {r: f for r, f in forms.items() if f != _VARIES}
+    return {r: v[0] for r, v in offsets.items() if v != _VARIES}
 
 
-def lane_offsets(kernel: ir.Function, block: tuple[int, int, int] | None,
-                 uniform: set | None = None) -> dict[ir.Register, tuple[int, ...]]:
-    """Non-uniform registers of `kernel` -> their lanes' constant offsets c (c[0] = 0 is not
-    required), for blocks of shape `block` (None: any, where %tid's offsets are unknown):
-    the plain forms of lane_forms."""
-    return {r: f.offsets for r, f in lane_forms(kernel, block, uniform).items()
-            if not f.halves and not f.widened}
+def _merged(old, value):
+    """A register's (offsets, alignment) after one more write's (None: not known yet):
+    the same offsets, aligned to the smaller alignment, else none."""
+    if old is None or value is None:
+        return value if old is None else old
+    if old == _VARIES or value == _VARIES or old[0] != value[0]:
+        return _VARIES
+    return old[0], min(old[1], value[1])
 
 
 def run(module: ir.Module, kernel: ir.Function, block=None) -> PassResult:
     """The kernel unchanged; a note per register whose lanes differ by known offsets (for
     blocks of shape `block`: with none, only offsets that do not depend on it)."""
     shape = "any block shape" if block is None else f"blocks of {tuple(block)}"
-    found = lane_forms(kernel, block)
+    found = lane_offsets(kernel, block)
     notes = [f"lane offsets, for {shape}: {len(found)} register(s)"]
     for reg in sorted(found, key=lambda r: r.name):
-        form = found[reg]
-        c = form.offsets
-        kind = "".join((" (per half)" if form.halves else "",
-                        " (widened)" if form.widened else ""))
-        notes.append(f"{reg.name}{kind}: " + " ".join(str(v - c[0]) for v in c))
+        c = found[reg]
+        notes.append(f"{reg.name}: " + " ".join(str(v - c[0]) for v in c))
     return PassResult(kernel, notes)

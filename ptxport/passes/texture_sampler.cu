@@ -37,6 +37,13 @@ struct Descriptor {
     float border[4];
     unsigned int dims;                // 1, 2 or 3: the resource's dimensions
     unsigned int cubemap;             // faces are layers: face f of cube c is layer 6 c + f
+    unsigned int levels;              // mipmap levels (0: none); this Descriptor is level 0's
+    unsigned int mip_filter;          // cudaFilterMode between levels
+    float lod_bias;                   // mipmapLevelBias
+    float min_lod, max_lod;           // min/maxMipmapLevelClamp
+    unsigned int reserved0;
+    unsigned long long level_table;   // `levels` Descriptors, level i's at index i
+    unsigned long long reserved[3];   // 160 bytes in all
 };
 
 struct __align__(16) Texel { unsigned int v[4]; };
@@ -231,9 +238,10 @@ static __device__ int share(int whole, int fraction) {
 // X1 gives its y1 corner X1 q_y / 256, X0 its y0 corner X0 (256 - q_y) / 256, every share
 // rounded to nearest with ties up and the sibling taking the rest (so the diagonal corners
 // are the rounded ones; the weights are not separable).
-static __device__ void weights(const int *q, int axes, int *w) {
+// `all`: the weight of a 2D footprint (256; a mipmap level's share in trilinear filtering).
+static __device__ void weights(const int *q, int axes, int *w, int all) {
     for (int z = 0; z < (axes == 3 ? 2 : 1); ++z) {
-        int whole = axes == 3 ? (z ? q[2] : 256 - q[2]) : 256;
+        int whole = axes == 3 ? (z ? q[2] : 256 - q[2]) : all;
         int x1 = share(whole, q[0]), x0 = whole - x1;
         int *slice = w + 4 * z;
         slice[3] = share(x1, q[1]);
@@ -285,10 +293,11 @@ static __device__ __noinline__ float filter_normalized(const Descriptor *d, doub
     return f < -1.0f ? -1.0f : f;
 }
 
-// Linear filtering over `axes` dimensions (2 for a 1D texture: y = 0 in a texture of height
-// 1) of the `dims` coordinates u; clamp mode clamps them to [0.5, size - 0.5] first.
-static __device__ Texel sample_linear(const Descriptor *d, double *u, int dims, int layer,
-                                      bool clamp) {
+// The texels and weights of linear filtering over `axes` dimensions (2 for a 1D texture: y = 0
+// in a texture of height 1) of the `dims` coordinates u, weighing `all` (of 256) in all; clamp
+// mode clamps u to [0.5, size - 0.5] first. Returns the number of corners (4 or 8).
+static __device__ int footprint(const Descriptor *d, double *u, int dims, int layer, bool clamp,
+                                int all, int *w, double (*v)[4]) {
     int axes = dims < 2 ? 2 : dims;
     int i[3] = {0, 0, 0}, q[3] = {0, 0, 0};
     for (int k = 0; k < axes; ++k) {
@@ -302,12 +311,14 @@ static __device__ Texel sample_linear(const Descriptor *d, double *u, int dims, 
         i[k] = (int)f;
         q[k] = (int)floor((b - f) * 256.0 + 0.5);
     }
-    int w[8];
-    weights(q, axes, w);
-    double v[8][4];
+    weights(q, axes, w, all);
     int corners = 1 << axes;
     for (int n = 0; n < corners; ++n)
         stored_texel(d, i[0] + (n & 1), i[1] + ((n >> 1) & 1), i[2] + ((n >> 2) & 1), layer, v[n]);
+    return corners;
+}
+
+static __device__ Texel filtered(const Descriptor *d, double (*v)[4], const int *w, int corners) {
     Texel out;
     for (int c = 0; c < 4; ++c)
         out.v[c] = __float_as_uint(d->kind == 2 ? filter_float(v, w, corners, c, d->bits == 16)
@@ -315,12 +326,20 @@ static __device__ Texel sample_linear(const Descriptor *d, double *u, int dims, 
     return out;
 }
 
-// A cube map fetch, as the CUDA C++ Programming Guide's "Cubemap Textures" defines it: the
+static __device__ Texel sample_linear(const Descriptor *d, double *u, int dims, int layer,
+                                      bool clamp) {
+    int w[8];
+    double v[8][4];
+    return filtered(d, v, w, footprint(d, u, dims, layer, clamp, 256, w, v));
+}
+
+// The face of a cube map fetch, as the CUDA C++ Programming Guide's "Cubemap Textures"
+// defines it, and its texel coordinates u: the
 // face of the major axis of the direction (x, y, z) (ties go to z, then y, as on the H100)
 // and the face coordinates ((s / m + 1) / 2, (t / m + 1) / 2) of its table, read as a 2D
 // texture with normalized coordinates clamped to the face (no filtering across faces:
 // seamlessCubemap off). Every cube fetch of texture_check on an H100 agrees (docs/textures.md).
-static __device__ Texel sample_cube(const Descriptor *d, float x, float y, float z, int cube) {
+static __device__ int cube_face(const Descriptor *d, float x, float y, float z, double *u) {
     float ax = fabsf(x), ay = fabsf(y), az = fabsf(z);
     int face;
     float m, s, t;
@@ -333,10 +352,14 @@ static __device__ Texel sample_cube(const Descriptor *d, float x, float y, float
     }
     float face_uv[2] = {m > 0.0f ? (s / m + 1.0f) * 0.5f : 0.5f,
                         m > 0.0f ? (t / m + 1.0f) * 0.5f : 0.5f};
-    double u[3] = {0.0, 0.0, 0.0};
     for (int k = 0; k < 2; ++k)
         u[k] = floor((double)face_uv[k] * 16777216.0) * (1.0 / 16777216.0) * (double)d->size[k];
-    int layer = 6 * cube + face;
+    return face;
+}
+
+static __device__ Texel sample_cube(const Descriptor *d, float x, float y, float z, int cube) {
+    double u[3] = {0.0, 0.0, 0.0};
+    int layer = 6 * cube + cube_face(d, x, y, z, u);
     if (d->filter == 1 && returns_float(d)) return sample_linear(d, u, 2, layer, true);
     int i[2];
     for (int k = 0; k < 2; ++k) {
@@ -346,10 +369,9 @@ static __device__ Texel sample_cube(const Descriptor *d, float x, float y, float
     return __ptxport_fetch(d, i[0], i[1], 0, layer);
 }
 
-extern "C" __device__ __noinline__ Texel __ptxport_tex(unsigned long long handle, unsigned int op,
-                                                      unsigned int c0, unsigned int c1,
-                                                      unsigned int c2, unsigned int layer) {
-    const Descriptor *d = descriptor(handle);
+static __device__ __noinline__ Texel sample(const Descriptor *d, unsigned int op, unsigned int c0,
+                                             unsigned int c1, unsigned int c2,
+                                             unsigned int layer) {
     int dims = (int)(op & OP_DIMS);
     int l = (op & OP_LAYERED) ? layer_index(d, layer) : 0;
     unsigned int c[3] = {c0, c1, c2};
@@ -367,6 +389,126 @@ extern "C" __device__ __noinline__ Texel __ptxport_tex(unsigned long long handle
     return __ptxport_fetch(d, (int)floor(u[0]), (int)floor(u[1]), (int)floor(u[2]), l);
 }
 
+extern "C" __device__ __noinline__ Texel __ptxport_tex(unsigned long long handle, unsigned int op,
+                                                      unsigned int c0, unsigned int c1,
+                                                      unsigned int c2, unsigned int layer) {
+    return sample(descriptor(handle), op, c0, c1, c2, layer);    // level 0 of a mipmap
+}
+
+// Trilinear filtering of 1D, 2D and cube map textures, as the H100 does it: the two levels'
+// footprints (linear filtering's 2 x 2 texels, or point filtering's one) are the two z slices
+// of a 3D texture's filter, weighing 256 - q and q, each split by its own level's fractions;
+// float texels cut per slice and summed exactly (filter_float). Every tex2DLod fetch of
+// benchmarks/texture_cuda_check.py on an H100 agrees (docs/textures.md).
+static __device__ Texel trilinear(const Descriptor *low, const Descriptor *high, int q,
+                                  unsigned int op, const unsigned int *c, unsigned int layer) {
+    int w[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    double v[8][4];
+    for (int s = 0; s < 2; ++s) {
+        const Descriptor *d = s ? high : low;
+        double u[3] = {0.0, 0.0, 0.0};
+        int dims = 2, l;
+        bool cube = (op & OP_CUBE) != 0;
+        if (cube) {
+            int last = (int)d->layers / 6 - 1, n = (op & OP_LAYERED) ? (int)layer : 0;
+            n = n > last ? last : (n < 0 ? 0 : n);
+            l = 6 * n + cube_face(d, __uint_as_float(c[0]), __uint_as_float(c[1]),
+                                  __uint_as_float(c[2]), u);
+        } else {
+            dims = (int)(op & OP_DIMS);
+            l = (op & OP_LAYERED) ? layer_index(d, layer) : 0;
+            for (int k = 0; k < dims; ++k) u[k] = texel_coordinate(d, __uint_as_float(c[k]), k);
+        }
+        int all = s ? q : 256 - q;
+        if (d->filter == 1) {
+            footprint(d, u, dims, l, cube, all, w + 4 * s, v + 4 * s);
+            continue;
+        }
+        int i[2];
+        for (int k = 0; k < 2; ++k) {
+            i[k] = (int)floor(u[k]);
+            if (cube) i[k] = i[k] < 0 ? 0 : (i[k] >= (int)d->size[k] ? (int)d->size[k] - 1 : i[k]);
+        }
+        stored_texel(d, i[0], i[1], 0, l, v[4 * s]);
+        w[4 * s] = all;
+        for (int n = 1; n < 4; ++n) stored_texel(d, i[0], i[1], 0, l, v[4 * s + n]);
+    }
+    return filtered(low, v, w, 8);
+}
+
+// A fetch at level of detail `lod` (tex.level; tex.grad's computed one): lod + the bias,
+// clamped to [min, max] MipmapLevelClamp and to the levels. Point mipmap filtering reads the
+// nearest level (ties up); linear filtering weighs the two levels around it by the fraction
+// cut to 8 bits, q/256, in one trilinear filter (3D textures and integer coordinates: the two
+// levels' results blended, q/256 of the upper, rounded once; not measured). Every tex2DLod
+// fetch of an H100 in benchmarks/texture_cuda_check.py agrees.
+static __device__ Texel sample_level(const Descriptor *d, unsigned int op, unsigned int c0,
+                                     unsigned int c1, unsigned int c2, unsigned int layer,
+                                     float lod) {
+    if (d->levels == 0) return sample(d, op, c0, c1, c2, layer);   // no mipmaps: level 0
+    float l = lod + d->lod_bias;
+    l = l > d->max_lod ? d->max_lod : l;
+    l = l < d->min_lod ? d->min_lod : l;
+    float last = (float)(d->levels - 1);
+    l = l != l || l < 0.0f ? 0.0f : (l > last ? last : l);
+    const Descriptor *table = descriptor(d->level_table);
+    if (d->mip_filter == 0 || !returns_float(d)) {
+        return sample(&table[(int)floorf(l + 0.5f)], op, c0, c1, c2, layer);
+    }
+    int level = (int)floorf(l);
+    int q = (int)floorf((l - (float)level) * 256.0f);    // cut, not rounded (the H100)
+    Texel low = sample(&table[level], op, c0, c1, c2, layer);
+    if (q == 0) return low;
+    int next = level + 1 < (int)d->levels ? level + 1 : level;
+    unsigned int c[3] = {c0, c1, c2};
+    if ((op & OP_CUBE) || ((op & OP_DIMS) < 3 && !(op & OP_INTEGER)))
+        return trilinear(&table[level], &table[next], q, op, c, layer);
+    Texel high = sample(&table[next], op, c0, c1, c2, layer);
+    Texel out;
+    for (int c = 0; c < 4; ++c) {
+        double a = (double)__uint_as_float(low.v[c]), b = (double)__uint_as_float(high.v[c]);
+        out.v[c] = __float_as_uint((float)((a * (256 - q) + b * q) * (1.0 / 256.0)));
+    }
+    return out;
+}
+
+extern "C" __device__ __noinline__ Texel __ptxport_tex_level(
+        unsigned long long handle, unsigned int op, unsigned int c0, unsigned int c1,
+        unsigned int c2, unsigned int layer, float lod) {
+    return sample_level(descriptor(handle), op, c0, c1, c2, layer, lod);
+}
+
+// tex.grad: the level of detail of the gradients dP/dx and dP/dy, log2 of the longer one's
+// length in level 0's texels, in 8 fractional bits as fitted to an H100: the exponent of the
+// length, and log2 of the midpoint of its significand's top 8 bits rounded to 1/256 (a
+// 256-entry table), 0 for a power of two (benchmarks/texture_cuda_check.py, docs/textures.md).
+static __device__ float gradient_lod(float rho) {
+    if (!(rho > 0.0f)) return -1000.0f;
+    unsigned int bits = __float_as_uint(rho);
+    int e = (int)((bits >> 23) & 0xffu) - 127;
+    if ((bits & 0x7fffffu) == 0) return (float)e;
+    float top = (float)((bits >> 15) & 0xffu);
+    float t = rintf(256.0f * log2f(1.0f + (top + 0.5f) * (1.0f / 256.0f)));
+    return (float)e + t * (1.0f / 256.0f);
+}
+
+extern "C" __device__ __noinline__ Texel __ptxport_tex_grad(
+        unsigned long long handle, unsigned int op, unsigned int c0, unsigned int c1,
+        unsigned int c2, unsigned int layer, float dx0, float dx1, float dx2, float dy0,
+        float dy1, float dy2) {
+    const Descriptor *d = descriptor(handle);
+    int dims = (op & OP_CUBE) ? 2 : (int)(op & OP_DIMS);
+    float dx[3] = {dx0, dx1, dx2}, dy[3] = {dy0, dy1, dy2};
+    float x2 = 0.0f, y2 = 0.0f;
+    for (int k = 0; k < dims; ++k) {
+        float scale = d->normalized_coords ? (float)d->size[k] : 1.0f;
+        x2 += dx[k] * scale * dx[k] * scale;
+        y2 += dy[k] * scale * dy[k] * scale;
+    }
+    float lod = gradient_lod(sqrtf(x2 > y2 ? x2 : y2));
+    return sample_level(d, op, c0, c1, c2, layer, lod);
+}
+
 // tld4.comp.2d: component `comp` of the four texels that bilinear filtering at (x, y) reads,
 // in the PTX ISA's order: (i, j+1), (i+1, j+1), (i+1, j), (i, j).
 extern "C" __device__ __noinline__ Texel __ptxport_tld4(unsigned long long handle, unsigned int op,
@@ -379,6 +521,29 @@ extern "C" __device__ __noinline__ Texel __ptxport_tld4(unsigned long long handl
     const int di[4] = {0, 1, 1, 0}, dj[4] = {1, 1, 0, 0};
     Texel out;
     for (int n = 0; n < 4; ++n) out.v[n] = __ptxport_fetch(d, i + di[n], j + dj[n], 0, l).v[comp];
+    return out;
+}
+
+// tld4.comp.cube: the footprint of tld4.2d on the face the direction (x, y, z) selects (as
+// texCubemap does), clamped to the face: no texels of the neighbouring faces
+// (seamlessCubemap off). `cube`: the cube of a cube map array (tld4.acube).
+extern "C" __device__ __noinline__ Texel __ptxport_tld4_cube(
+        unsigned long long handle, unsigned int op, unsigned int comp, float x, float y,
+        float z, unsigned int cube) {
+    const Descriptor *d = descriptor(handle);
+    int last = (int)d->layers / 6 - 1, c = (op & OP_LAYERED) ? (int)cube : 0;
+    c = c > last ? last : (c < 0 ? 0 : c);
+    double u[3] = {0.0, 0.0, 0.0};
+    int layer = 6 * c + cube_face(d, x, y, z, u);
+    int i = (int)floor(u[0] - 0.5), j = (int)floor(u[1] - 0.5);
+    const int di[4] = {0, 1, 1, 0}, dj[4] = {1, 1, 0, 0};
+    Texel out;
+    for (int n = 0; n < 4; ++n) {
+        int xi = i + di[n], yj = j + dj[n], top = (int)d->size[0] - 1;
+        xi = xi < 0 ? 0 : (xi > top ? top : xi);
+        yj = yj < 0 ? 0 : (yj > top ? top : yj);
+        out.v[n] = __ptxport_fetch(d, xi, yj, 0, layer).v[comp];
+    }
     return out;
 }
 
@@ -446,9 +611,7 @@ extern "C" __device__ __noinline__ unsigned int __ptxport_sust(
 }
 
 // txq and suq: query numbers as in passes/textures.py's QUERIES.
-extern "C" __device__ __noinline__ unsigned int __ptxport_query(unsigned long long handle,
-                                                               unsigned int query) {
-    const Descriptor *d = descriptor(handle);
+static __device__ unsigned int query_of(const Descriptor *d, unsigned int query) {
     switch (query) {
     case 0: return d->size[0];
     case 1: return d->dims > 1 ? d->size[1] : 0;
@@ -459,7 +622,24 @@ extern "C" __device__ __noinline__ unsigned int __ptxport_query(unsigned long lo
     case 6: return d->address[0];
     case 7: return d->address[1];
     case 8: return d->address[2];
-    case 9: return 0;       // num_mipmap_levels: no mipmapped textures
+    case 9: return d->levels;   // num_mipmap_levels (0 without mipmaps)
     default: return 0;
     }
+}
+
+extern "C" __device__ __noinline__ unsigned int __ptxport_query(unsigned long long handle,
+                                                               unsigned int query) {
+    return query_of(descriptor(handle), query);
+}
+
+// txq.level: the width, height or depth of mipmap level `level` (clamped to the levels; of
+// level 0 for a texture without mipmaps).
+extern "C" __device__ __noinline__ unsigned int __ptxport_query_level(
+        unsigned long long handle, unsigned int query, int level) {
+    const Descriptor *d = descriptor(handle);
+    if (d->levels > 0 && level > 0) {
+        int last = (int)d->levels - 1;
+        d = &descriptor(d->level_table)[level > last ? last : level];
+    }
+    return query_of(d, query);
 }

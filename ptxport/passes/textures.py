@@ -8,10 +8,10 @@ NVRTC) is linked into the copy. The sampler reads the descriptor that a texture 
 object's 64-bit handle points to (runtime/textures.py writes it), so what a target compiles
 after this pass is plain loads, stores and arithmetic. The module itself is not changed.
 
-What is not done raises UnsupportedFeatureError naming the instruction: tld4 of cube maps,
-multisample geometries, texture references and independent samplers (.texref/.samplerref:
+What is not done raises UnsupportedFeatureError naming the instruction: multisample
+geometries, texture references and independent samplers (.texref/.samplerref:
 CUDA 12 removed them), texel offsets and depth compare, f16 results, formatted surface stores
-(sust.p), sured, and queries of channel formats and mipmap levels.
+(sust.p), sured, and queries of channel formats.
 
     python -m ptxport.passes.textures --regenerate    rebuilds texture_sampler.ptx
 """
@@ -45,7 +45,7 @@ _CLAMP = {"trap": 0, "clamp": 1, "zero": 2}
 _SAMPLER = Path(__file__).with_name("texture_sampler.cu")
 # The SHA-256 of texture_sampler.ptx, written by regenerate(): an edit of the PTX changes this
 # file, and with it the keys of compiled kernels in the caches (which hash ptxport's .py files).
-SAMPLER_DIGEST = "1b8ebb0a1cfd873d0402031314b747af279f9fb8b9bdc49bcf4ea1f3da82c371"
+SAMPLER_DIGEST = "e4c1c90d5dee175341ea282600e6e9329c8f66f1c56a64a9ef3741403178c609"
 
 
 def uses_textures(module: ir.Module) -> bool:
@@ -240,10 +240,10 @@ class _Rewriter:
     # --- the instructions --------------------------------------------------------------------
 
     def lower_tex(self, inst: ir.Instruction) -> None:
-        """tex{.mip}.geom.v4.dtype.ctype d{|p}, [a, c]{, lod | dPdx, dPdy}: textures have no
-        mipmap levels here, so .level and .grad read level 0 (as CUDA does for a texture
-        without mipmaps). A cube map's c is a direction (x, y, z), after the cube's index in
-        a cube map array (.acube)."""
+        """tex{.mip}.geom.v4.dtype.ctype d{|p}, [a, c]{, lod | dPdx, dPdy}: .level and .grad
+        read the mipmap levels of a mipmapped texture (level 0 of any other, as CUDA does;
+        plain tex reads level 0). A cube map's c is a direction (x, y, z), after the cube's
+        index in a cube map array (.acube)."""
         spec = inst.spec
         geom, dtype, ctype = spec.get("geom"), spec.types[0], spec.types[-1]
         expected = {None: 2, "base": 2, "level": 3, "grad": 4}[spec.get("mip")]
@@ -265,26 +265,35 @@ class _Rewriter:
         args = [self.argument(handle, "b64"), self.argument(ir.IntImm(op), "b32")]
         args += [self.argument(_coordinate(coords, k, ctype), ctype) for k in range(3)]
         args.append(self.argument(layer, "b32"))
-        self.finish(inst.operands[0], self.call("__ptxport_tex", args, 16), 4)
+        mip = spec.get("mip")
+        if mip in ("level", "grad"):
+            lod = (inst.operands[2],) if mip == "level" else (
+                *(_coordinate(_elements(inst.operands[2]), k, "f32") for k in range(3)),
+                *(_coordinate(_elements(inst.operands[3]), k, "f32") for k in range(3)))
+            args += [self.argument(value, "f32") for value in lod]
+        name = {"level": "__ptxport_tex_level", "grad": "__ptxport_tex_grad"}.get(mip,
+                                                                                 "__ptxport_tex")
+        self.finish(inst.operands[0], self.call(name, args, 16), 4)
 
     def lower_tld4(self, inst: ir.Instruction) -> None:
-        """tld4.comp.geom.v4.dtype.f32 d{|p}, [a, c]: the four texels of a bilinear footprint."""
+        """tld4.comp.geom.v4.dtype.f32 d{|p}, [a, c]: the four texels of a bilinear footprint
+        (of the selected face of a cube map: c a direction after the cube's index for .acube)."""
         spec = inst.spec
         geom = spec.get("geom")
-        if geom not in ("2d", "a2d"):
-            raise self.refuse(spec.text, f"tld4 of .{geom} textures (cube maps)")
         if len(inst.operands) != 2:
             raise self.refuse(spec.text, "texel offsets and depth compare operands")
         handle, coords = self.handle(inst.operands[1])
-        layered = geom == "a2d"
+        layered = geom in ("a2d", "acube")
         layer = coords[0] if layered else ir.IntImm(0)
         coords = coords[1:] if layered else coords
         comp = "rgba".index(spec.get("comp"))
         args = [self.argument(handle, "b64"), self.argument(ir.IntImm(8 if layered else 0), "b32"),
                 self.argument(ir.IntImm(comp), "b32")]
-        args += [self.argument(_coordinate(coords, k, "f32"), "f32") for k in range(2)]
+        axes = 3 if geom in _CUBES else 2
+        args += [self.argument(_coordinate(coords, k, "f32"), "f32") for k in range(axes)]
         args.append(self.argument(layer, "b32"))
-        self.finish(inst.operands[0], self.call("__ptxport_tld4", args, 16), 4)
+        name = "__ptxport_tld4_cube" if geom in _CUBES else "__ptxport_tld4"
+        self.finish(inst.operands[0], self.call(name, args, 16), 4)
 
     def finish(self, dest, result: ir.Variable, stride: int) -> None:
         """The results into `d`, and `p` of `d|p` true: every texel is resident."""
@@ -302,10 +311,15 @@ class _Rewriter:
             raise self.refuse(self.inst.spec.text, f"{what} (.{geom})")
 
     def lower_txq(self, inst: ir.Instruction) -> None:
-        """txq.query.b32 d, [a]"""
-        if inst.spec.get("mip") == "level":
-            raise self.refuse(inst.spec.text, "txq.level: mipmapped textures")
-        self.query(inst)
+        """txq{.level}.query.b32 d, [a]{, lod}: .level asks about mipmap level lod."""
+        if inst.spec.get("mip") != "level":
+            self.query(inst)
+            return
+        what = inst.spec.get("query")
+        handle, _ = self.handle(inst.operands[1])
+        args = [self.argument(handle, "b64"), self.argument(ir.IntImm(QUERIES[what]), "b32"),
+                self.argument(inst.operands[2], "b32")]
+        self.results(inst.operands[0], self.call("__ptxport_query_level", args, 4), 4)
 
     def lower_suq(self, inst: ir.Instruction) -> None:
         """suq.query.b32 d, [a]"""

@@ -136,7 +136,8 @@ def _same_in_every_lane(inst: ir.Instruction, varying: set, alike: set[str],
 
 def _stops_lanes(inst: ir.Instruction) -> bool:
     """A barrier or warp operation: lanes may stop there while others go on."""
-    return inst.opcode in ("bar", "barrier", "shfl", "vote", "activemask", "mma", "ldmatrix")
+    return inst.opcode in ("bar", "barrier", "shfl", "vote", "activemask", "mma", "ldmatrix",
+                           "wgmma")
 
 
 def _only_returns(block: ir.BasicBlock) -> bool:

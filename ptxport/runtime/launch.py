@@ -22,6 +22,7 @@ import numpy as np
 
 from ptxport.errors import (
     ArgumentError,
+    CooperativeLaunchTooLargeError,
     InvalidValueError,
     KernelExecutionError,
     LaunchError,
@@ -69,7 +70,10 @@ class LaunchConfig:
         Blocks per thread block cluster; with it, `grid` counts clusters, as in cuda.core.
         Accepted here and refused by launch(): no backend launches clusters yet.
     is_cooperative : bool
-        A cooperative launch (grid-wide synchronisation); refused by launch() when True.
+        A cooperative launch: its blocks may synchronise grid-wide (cooperative groups'
+        grid.sync()), so all must be resident at once. The cpu device (one block per worker)
+        and cuda devices make them; the grid may have at most as many blocks as the device
+        runs at once (CooperativeLaunchTooLargeError); other devices refuse them.
     programmatic_stream_serialization : bool
         Lets the kernel overlap the previous one in its stream (programmatic dependent
         launch). Accepted: it only permits overlap, and ptxport runs a stream's kernels one
@@ -116,10 +120,24 @@ def _check_unsupported(config: LaunchConfig, kernel: Kernel, device: Device) -> 
                 "launch without cluster= and grid= counting blocks: a kernel then sees "
                 "clusters of one block (%cluster_nctarank is 1)"))
     if config.is_cooperative:
+        _check_cooperative(config, kernel, device)
+
+
+def _check_cooperative(config: LaunchConfig, kernel: Kernel, device: Device) -> None:
+    most = device._backend.cooperative_blocks(device.device_id, kernel, config.block,
+                                              config.shmem_size)
+    if most is None:
         raise UnsupportedFeatureError(
             "LaunchConfig(is_cooperative=True)", str(device), reason=(
-                f"no backend makes cooperative launches yet (kernel {kernel.name}); split "
-                "the kernel at its grid-wide synchronisations into several launches"))
+                f"{device} makes no cooperative launches (kernel {kernel.name}): its blocks "
+                "could not wait for each other; split the kernel at its grid-wide "
+                "synchronisations into several launches, or use the cpu or a cuda device"))
+    blocks = prod(config.grid)
+    if blocks > most:
+        raise CooperativeLaunchTooLargeError(
+            f"cannot launch {kernel.name} on {device} cooperatively with grid={config.grid} "
+            f"({blocks} blocks) and block={config.block}: at most {most} blocks of it run at "
+            "once there, and a cooperative launch needs all of them resident")
 
 
 def _timeout(value) -> float | None:
@@ -398,13 +416,14 @@ def _queue(stream: Stream, config: LaunchConfig, kernel: Kernel, params: bytes, 
     else:
         (binary, at_once), compiled = ready, False
 
+    # (only the backends that take them are given a timeout or a cooperative launch)
+    options = {} if timeout is None else {"timeout": timeout}
+    if config.is_cooperative:
+        options["cooperative"] = True
+
     def run(keep=keep) -> None:  # `keep`: the buffers' memory lives until the kernel ran
         try:
-            if timeout is None:
-                backend.launch(ordinal, binary, grid, block, shmem_size, params)
-            else:
-                backend.launch(ordinal, binary, grid, block, shmem_size, params,
-                               timeout=timeout)
+            backend.launch(ordinal, binary, grid, block, shmem_size, params, **options)
         except PtxportError:
             raise
         except Exception as e:

@@ -49,11 +49,15 @@ class ProgramOptions:
         NVRTC's -lineinfo: `.loc` directives name the source line of each instruction.
     debug : bool
         NVRTC's -G: full debug information and no optimisation.
+    extensible_whole_program : bool
+        NVRTC's -ewp: one whole program that may call CUDA's device runtime, which
+        dynamic parallelism (kernels launching kernels) needs; ptxport provides the device
+        runtime (on the cpu device: docs/dynamic-parallelism.md).
 
     Refused when set (InvalidValueError): relocatable_device_code=True,
-    extensible_whole_program, link_time_optimization, gen_opt_lto (they need a device
-    linker), ptxas_options (no ptxas runs), fdevice_syntax_only (gives no code),
-    extra_sources, use_libdevice, numba_debug (NVVM's).
+    link_time_optimization, gen_opt_lto (they need a device linker), ptxas_options (no
+    ptxas runs), fdevice_syntax_only (gives no code), extra_sources, use_libdevice,
+    numba_debug (NVVM's).
     """
 
     name: str = "default_program"
@@ -117,8 +121,6 @@ class ProgramOptions:
 _REFUSED = {
     "relocatable_device_code": "separately compiled device code needs a device linker, and "
                                "ptxport reads one whole PTX module per Program",
-    "extensible_whole_program": "it produces code meant for a device linker, which ptxport "
-                                "does not have",
     "link_time_optimization": "LTO IR is for nvJitLink; ptxport reads PTX",
     "gen_opt_lto": "LTO IR is for nvJitLink; ptxport reads PTX",
     "ptxas_options": "ptxport does not run ptxas: its code generators take the PTX",
@@ -144,6 +146,9 @@ _SWITCHES = {
     "minimal": "--minimal",
     "no_cache": "--no-cache",
     "pch": "--pch",
+    # a whole program whose only external references are CUDA's device runtime, which
+    # ptxport provides (dynamic parallelism: docs/dynamic-parallelism.md)
+    "extensible_whole_program": "--extensible-whole-program",
 }
 
 # Flags that take the field's value (booleans as NVRTC's true/false); list-valued fields
@@ -244,8 +249,13 @@ def nvrtc_options(options: ProgramOptions, current_arch: Callable[[], str]):
 
     check_supported(options)
     include = options.include_path
+    arch = _arch(options.arch, current_arch)
+    if options.extensible_whole_program and arch.startswith("sm_"):
+        # a real architecture makes NVRTC assemble the PTX too, and ptxas cannot resolve the
+        # device runtime's functions (a device linker adds them); ptxport wants the PTX only
+        arch = "compute_" + arch[len("sm_"):]
     return NvrtcOptions(
-        arch=_arch(options.arch, current_arch),
+        arch=arch,
         std=options.std,
         defines=_defines(options.define_macro),
         include_paths=[include] if isinstance(include, str) else list(include or ()),

@@ -353,3 +353,15 @@ def test_unsupported_instruction_names_itself_its_line_and_the_chip():
 def test_unknown_chip_is_refused():
     with pytest.raises(ValueError, match="gfx1100"):
         amdgpu.wave_size("gfx803")
+
+
+@needs_lld
+@pytest.mark.parametrize("chip", ["gfx1100", "gfx942"])
+def test_recursion_links_with_llvms_stack_for_it(chip):
+    """A recursive device function stays a call (LLVM cannot make fib a loop), and the code
+    object asks for private (scratch) memory for its frames: the stack LLVM assumes for
+    recursion (the HIP runtime allocates what the descriptor asks for)."""
+    from recursive_ptx import FIB_PTX
+
+    assert "s_swappc_b64" in amdgpu.compile_assembly(_module(FIB_PTX), chip)
+    assert _metadata(FIB_PTX, chip)[".private_segment_fixed_size"] >= 16384

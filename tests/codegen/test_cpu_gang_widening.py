@@ -1,4 +1,4 @@
-"""Warp gangs' global accesses at addresses widened from 32-bit indices (passes/lane_offsets.py's
+"""Warp gangs' global accesses at addresses widened from 32-bit indices (passes/lane_forms.py's
 per-half and widened forms; codegen/targets/cpu/gang/classify.py): `in[y * width + x]` in a
 16x16 block is consecutive per half warp with no test of the lanes at run time, a halo load
 under a partial mask reuses that classification, and an index whose sum wraps inside a warp

@@ -302,12 +302,12 @@ def test_texture_references_are_unsupported_by_name():
 
 
 def test_an_instruction_nvptx_cannot_express_names_itself_and_its_line():
-    ptx = kernel_ptx(REGS + "mov.u32 %r1, 0;\nwgmma.fence.sync.aligned;\nret;", "",
-                     target="sm_90a")
+    ptx = kernel_ptx(REGS + "mov.u32 %r1, 0;\ntcgen05.fence::before_thread_sync;\nret;", "",
+                     target="sm_100a")
     module = _module(ptx)
     with pytest.raises(UnsupportedFeatureError) as e:
-        compile_module(module, "sm_90a")
-    assert e.value.feature == "wgmma.fence.sync.aligned"
+        compile_module(module, "sm_100a")
+    assert e.value.feature == "tcgen05.fence::before_thread_sync"
     assert e.value.target == "nvptx"
     assert e.value.location.line == 9
     reasons = support.unsupported("nvptx", module)

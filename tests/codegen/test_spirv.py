@@ -69,13 +69,13 @@ WARP_SUM = _HEADER + """
 }
 """
 
-GLOBALTIMER = _HEADER + """
-.visible .entry stop(.param .u64 out)
+SMID = _HEADER + """
+.visible .entry where(.param .u64 out)
 {
-    .reg .b64 %rd<3>;
+    .reg .b64 %rd<3>; .reg .b32 %r<2>;
     ld.param.u64 %rd1, [out];
-    mov.u64 %rd2, %globaltimer;
-    st.global.u64 [%rd1], %rd2;
+    mov.u32 %r1, %smid;
+    st.global.u32 [%rd1], %r1;
     ret;
 }
 """
@@ -153,9 +153,9 @@ def test_emits_spirv():
 
 
 def test_what_opencl_cannot_do_is_named():
-    with pytest.raises(UnsupportedFeatureError, match="globaltimer.*spirv|spirv.*globaltimer"):
-        spirv.build_llvm(_module(GLOBALTIMER))
-    problems = support.unsupported("spirv", _module(GLOBALTIMER))
+    with pytest.raises(UnsupportedFeatureError, match="smid.*spirv|spirv.*smid"):
+        spirv.build_llvm(_module(SMID))
+    problems = support.unsupported("spirv", _module(SMID))
     assert any("OpenCL has no" in reason for reason in problems.values())
 
 
@@ -168,7 +168,7 @@ def test_cli_writes_spirv_and_llvm_ir(tmp_path, capsys):
     assert (tmp_path / "k.spv").read_bytes()[:4] == struct.pack("<I", 0x07230203)
     assert main(["compile", str(source), "--target", "spirv", "-o", str(tmp_path / "k.ll")]) == 0
     assert "spir_kernel" in (tmp_path / "k.ll").read_text()
-    source.write_text(GLOBALTIMER)
+    source.write_text(SMID)
     assert main(["compile", str(source), "--target", "spirv", "-o", str(tmp_path / "t.spv")]) == 1
     assert "spirv" in capsys.readouterr().err
 
@@ -195,3 +195,21 @@ def test_a_param_address_in_a_register_of_a_device_function_is_refused_cleanly()
     with pytest.raises(UnsupportedFeatureError, match="held in a register") as info:
         spirv.build_llvm(module)
     assert info.value.location.line == 9
+
+
+@pytest.mark.parametrize("ptx, function, through, line", [
+    ("FIB_PTX", "fib", "it calls itself", 16),
+    ("RECURSION_PTX", "store_sum", "called again through 'depth_sum'", 20)])
+def test_recursion_is_refused_naming_the_function_and_the_call(ptx, function, through, line):
+    """OpenCL may not recurse (Intel's compiler crashed the process on numba's recursion):
+    refused before LLVM runs, at the call that closes the cycle."""
+    import recursive_ptx
+
+    source = getattr(recursive_ptx, ptx)
+    with pytest.raises(UnsupportedFeatureError, match=f"recursive device function "
+                                                      f"'{function}' \\({through}\\).*may not "
+                                                      "recurse") as info:
+        spirv.build_llvm(_module(source))
+    assert info.value.location.line == line
+    problems = support.unsupported("spirv", _module(source))
+    assert any("may not recurse" in reason for reason in problems.values())

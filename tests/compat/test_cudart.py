@@ -125,7 +125,7 @@ def shared_builds():
         harness.toolkit_root()
     except harness.ToolkitMissingError as e:
         pytest.skip(f"cannot build the corpus here: {e}")
-    return harness.build_all(["saxpy_shared_cudart", "texture_object_shared_cudart"])
+    return harness.build_all(["saxpy_shared_cudart"])
 
 
 def test_shared_cudart_program_is_served_by_ptxports_runtime(shared_builds, tmp_path):
@@ -142,12 +142,15 @@ def test_shared_cudart_program_is_served_by_ptxports_runtime(shared_builds, tmp_
     assert "cuLaunchKernel" not in calls and "cuGetProcAddress_v2" not in calls
 
 
-def test_unsupported_runtime_call_is_named_once(shared_builds, tmp_path):
-    result = _run(shared_builds["texture_object_shared_cudart"], tmp_path / "trace")
+def test_unsupported_runtime_call_is_named_once(build, ptxport_run, tmp_path):
+    # CUDA IPC is not in the runtime library (texture arrays were until cudart_textures.py)
+    binary = build("unsupported", "-cudart", "shared")
+    result = ptxport_run(binary, trace=tmp_path / "trace")
     assert result.returncode == 0, result.stderr
-    assert result.stderr.count("ptxport: cudaMallocArray is not supported yet; it returns "
+    assert result.stdout.splitlines() == ["ipc: cudaErrorNotSupported", "after: 7 7"]
+    assert result.stderr.count("ptxport: cudaIpcGetMemHandle is not supported yet; it returns "
                                "cudaErrorNotSupported") == 1
-    assert "cudaMallocArray(...) -> 801" in (tmp_path / "trace").read_text()
+    assert "cudaIpcGetMemHandle(...) -> 801" in (tmp_path / "trace").read_text()
 
 
 def test_runtime_calls_beyond_the_corpus(build, ptxport_run):

@@ -1,5 +1,6 @@
 """cuLaunchKernelEx's launch attributes: those that plain stream order satisfies are
-accepted, the others refused by name (CUDA_ERROR_NOT_SUPPORTED), without a program."""
+accepted, COOPERATIVE makes a cooperative launch, the others are refused by name
+(CUDA_ERROR_NOT_SUPPORTED), without a program."""
 
 from __future__ import annotations
 
@@ -23,11 +24,16 @@ def test_hints_and_trivial_values_are_accepted():
     # programmatic stream serialization (cub's launches), priority, cooperative 0,
     # a cluster of 1x1x1, an ignored entry
     array = _attributes((6, (1,)), (8, (3,)), (2, (0,)), (4, (1, 1, 1)), (0, ()))
-    _check_launch_attributes(ctypes.addressof(array), len(array))
+    assert _check_launch_attributes(ctypes.addressof(array), len(array)) is False
+
+
+def test_the_cooperative_attribute_makes_a_cooperative_launch():
+    # (the launch itself then checks that the device makes them: test_cooperative.py)
+    array = _attributes((6, (1,)), (2, (1,)))
+    assert _check_launch_attributes(ctypes.addressof(array), len(array)) is True
 
 
 @pytest.mark.parametrize("pair, named", [
-    ((2, (1,)), "cooperative launches"),
     ((4, (2, 1, 1)), r"thread block clusters \(2x1x1\)"),
     ((12, (0,)), "launch attribute 12"),
 ])

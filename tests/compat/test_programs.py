@@ -37,8 +37,8 @@ def test_streams_and_events(build, ptxport_run):
 def test_unsupported_call_is_named_and_the_program_goes_on(build, ptxport_run):
     result = ptxport_run(build("unsupported"))
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines() == ["graph: cudaErrorNotSupported", "after: 7 7"]
-    assert result.stderr.count("cuGraphCreate is not supported yet") == 1, result.stderr
+    assert result.stdout.splitlines() == ["ipc: cudaErrorNotSupported", "after: 7 7"]
+    assert result.stderr.count("cuIpcGetMemHandle is not supported yet") == 1, result.stderr
 
 
 def test_trace_lists_every_call(build, ptxport_run, tmp_path):

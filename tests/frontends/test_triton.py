@@ -30,7 +30,7 @@ import ptxport.frontends.triton as pt  # noqa: E402
 from ptxport import Device, Program  # noqa: E402
 from ptxport.codegen.targets.cpu.gang.build import build_gang  # noqa: E402
 from ptxport.codegen.targets.cpu.options import CpuOptions  # noqa: E402
-from ptxport.errors import ArgumentError, UnsupportedFeatureError  # noqa: E402
+from ptxport.errors import ArgumentError  # noqa: E402
 from ptxport.runtime.backends import availability  # noqa: E402
 
 _OPENCL, _WHY = availability("opencl")
@@ -86,12 +86,19 @@ def test_an_array_of_another_device_is_refused():
         pt.deactivate()
 
 
-def test_a_cooperative_launch_is_refused_with_the_reason():
+def test_a_cooperative_launch_runs_on_the_cpu_within_its_workers():
+    from ptxport.errors import CooperativeLaunchTooLargeError
+    from ptxport.runtime.backends.cpu.executor import worker_count
+
     pt.activate(Device("cpu"))
     try:
-        x = pt.device_array(np.zeros(4, np.float32))
-        with pytest.raises(UnsupportedFeatureError, match="is_cooperative"):
-            add_kernel[(1,)](x, x, x, 4, BLOCK=128, launch_cooperative_grid=True)
+        x = pt.device_array(np.arange(4, dtype=np.float32))
+        out = pt.device_array(np.zeros(4, np.float32))
+        add_kernel[(1,)](x, x, out, 4, BLOCK=128, launch_cooperative_grid=True)
+        np.testing.assert_array_equal(out.numpy(), 2 * np.arange(4, dtype=np.float32))
+        with pytest.raises(CooperativeLaunchTooLargeError, match="cooperative"):
+            add_kernel[(worker_count() + 1,)](x, x, out, 4, BLOCK=128,
+                                              launch_cooperative_grid=True)
     finally:
         pt.deactivate()
 

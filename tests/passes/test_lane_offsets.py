@@ -1,19 +1,13 @@
 """passes/lane_offsets.py: which registers' lanes lie constant offsets apart, per block
 shape, and which writes break that (a varying guard, a divergent branch, a product of
-lanes); the wider forms: per half warp (a row index times a run-time width) and widened
-(with the bounds that the warp gangs check at run time)."""
+lanes, a widening)."""
 
 from __future__ import annotations
 
 from ptxport.ir.from_ptx import build
 from ptxport.ir.verify import verify
-from ptxport.passes.lane_offsets import (
-    LaneForm,
-    lane_forms,
-    lane_offsets,
-    tid_offsets,
-    widening_guard,
-)
+from ptxport.passes.lane_forms import LaneForm, lane_forms, widening_guard
+from ptxport.passes.lane_offsets import lane_offsets, tid_offsets
 from ptxport.ptx.parser import parse
 
 PTX = """.version 7.8
@@ -61,8 +55,7 @@ def test_a_16_by_16_tile():
     assert found["%r6"] == tuple(4 * (i % 16) + 64 * (i // 16) for i in range(32))
     assert found["%r12"] == tuple(64 * (i // 16) for i in range(32))
     # a varying guard, a product of two lanes' values, a product with a value known only at
-    # run time, a widening (checked at run time: not plain) and a write in a divergent
-    # branch: no plain constant offsets
+    # run time, a widening and a write in a divergent branch: no constant offsets
     for name in ("%r7", "%r8", "%r10", "%rd1", "%r11"):
         assert name not in found, name
 
@@ -83,6 +76,60 @@ def test_tid_offsets_of_block_shapes():
     assert tid_offsets((24, 4, 1), "x") is None       # rows straddle warps unevenly
     assert tid_offsets((16, 1, 2), "y") == (0,) * 32  # one row per plane: y alike
     assert tid_offsets((16, 3, 1), "y") is None       # a warp's rows may wrap into z
+
+
+# Triton's vector add (BLOCK=1024, 4 warps): each thread's 4 contiguous elements at
+# ((tid * 4) & 508) | (ctaid << 10), and 512 on; the index widened to 64 bits
+TRITON = """.version 8.8
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 x, .param .u32 n)
+{
+.reg .b32 %r<12>; .reg .b64 %rd<6>;
+ld.param.u64 %rd1, [x];
+ld.param.u32 %r9, [n];
+mov.u32 %r1, %ctaid.x;
+shl.b32 %r2, %r1, 10;
+mov.u32 %r3, %tid.x;
+shl.b32 %r4, %r3, 2;
+and.b32 %r5, %r4, 508;
+or.b32 %r6, %r5, %r2;
+or.b32 %r7, %r6, 512;
+mul.wide.s32 %rd2, %r6, 4;
+add.s64 %rd3, %rd1, %rd2;
+cvt.u64.u32 %rd4, %r7;
+or.b32 %r8, %r5, %r9;
+shr.u32 %r10, %r3, 3;
+ret;
+}
+"""
+
+
+def test_triton_index_arithmetic():
+    module = build(parse(TRITON, "triton.ptx"))
+    verify(module)
+    found = {r.name: c for r, c in lane_offsets(module.functions["k"], (128, 1, 1)).items()}
+    four = tuple(4 * i for i in range(32))
+    for name in ("%r4", "%r5", "%r6", "%r7", "%rd4"):
+        assert tuple(v - found[name][0] for v in found[name]) == four, name
+    # the widened index, scaled to bytes: each lane's float4 16 bytes after the last
+    assert tuple(v - found["%rd3"][0] for v in found["%rd3"]) == tuple(16 * i for i in range(32))
+    # or with a value whose low bits may be set, a shift right: no offsets claimed
+    assert "%r8" not in found and "%r10" not in found
+
+
+def test_unpacked_halves_keep_no_low_zeros():
+    # n << 32 has 32 low zero bits, its high half (n) none known: or-ing that half with an
+    # aligned index claims nothing
+    ptx = TRITON.replace(".reg .b64 %rd<6>;", ".reg .b64 %rd<8>;").replace(
+        "or.b32 %r8, %r5, %r9;", """cvt.u64.u32 %rd5, %r9;
+shl.b64 %rd6, %rd5, 32;
+mov.b64 {%r10, %r11}, %rd6;
+or.b32 %r8, %r5, %r11;""").replace("shr.u32 %r10, %r3, 3;", "")
+    module = build(parse(ptx, "triton.ptx"))
+    verify(module)
+    found = {r.name for r in lane_offsets(module.functions["k"], (128, 1, 1))}
+    assert "%r8" not in found and "%r6" in found
 
 
 FORMS = """.version 7.8
@@ -125,13 +172,13 @@ def test_rows_of_a_run_time_width_are_per_half_warp_and_widened():
     assert found["%rd2"] == LaneForm(tuple(4 * r for r in rows), halves=True, widened=True)
     assert found["%rd3"] == found["%rd2"]
     assert "%r5" not in found          # x * n: lanes a run-time multiple apart
-    # ctaid.x * n (alike in every lane) + x: the plain form, then widened
+    # ctaid.x * n (alike in every lane) + x: a plain form, then widened
     assert found["%r7"] == LaneForm(rows)
     assert found["%rd4"] == LaneForm(rows, widened=True)
-    # the widened forms are not plain lane offsets
+    # none of them is one of lane_offsets' (exact) plain offsets
     plain = {r.name for r in lane_offsets(build(parse(FORMS, "forms.ptx")).functions["k"],
                                           (16, 16, 1))}
-    assert {"%r4", "%rd2", "%rd3", "%rd4"}.isdisjoint(plain) and "%r7" in plain
+    assert {"%r4", "%rd2", "%rd3", "%rd4"}.isdisjoint(plain)
     # no lane's sum wraps while each reference lane's value leaves room for its half's
     assert widening_guard(insts["mul.wide.s32 %rd2"], found["%r4"]) == [
         (0, -(1 << 31), (1 << 31) - 1 - 15), (16, -(1 << 31), (1 << 31) - 1 - 15)]

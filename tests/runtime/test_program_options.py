@@ -32,7 +32,7 @@ CUDA_CORE_FIELDS = {
 }
 
 REFUSED = {
-    "relocatable_device_code": True, "extensible_whole_program": True,
+    "relocatable_device_code": True,
     "link_time_optimization": True, "gen_opt_lto": True, "ptxas_options": "-v",
     "fdevice_syntax_only": True, "extra_sources": [("a", "b")], "use_libdevice": True,
     "numba_debug": True,
@@ -121,3 +121,13 @@ def test_no_cache_bypasses_the_disk_cache(tmp_path, monkeypatch):
     assert not list(Path(tmp_path).rglob("*.ptx"))
     Program(DIVIDE, "c++", ProgramOptions(arch="sm_80")).compile()
     assert len(list(Path(tmp_path).rglob("*.ptx"))) == 1
+
+
+def test_extensible_whole_program_asks_nvrtc_for_ptx_only():
+    # (dynamic parallelism: ptxas could not resolve the device runtime a real arch would need)
+    converted = nvrtc_options(ProgramOptions(extensible_whole_program=True), _sm90)
+    assert converted.arch == "compute_90"
+    assert converted.extra == ["--extensible-whole-program"]
+    converted = nvrtc_options(ProgramOptions(extensible_whole_program=True, arch="compute_80"),
+                              _sm90)
+    assert converted.arch == "compute_80"

@@ -335,8 +335,150 @@ def test_cube_maps_read_the_face_of_the_major_axis(device, filt):
         assert got[:6].tolist() == faces[np.arange(6), 2, 2].tolist()
 
 
+GATHER_KERNELS = r"""
+#define OUT "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+extern "C" __global__ void cube(cudaTextureObject_t t, const float *d, float4 *out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  float4 v;
+  if (i < n) {
+    asm("tld4.g.cube.v4.f32.f32 {%0, %1, %2, %3}, [%4, {%5, %6, %7, %7}];"
+        : OUT : "l"(t), "f"(d[3 * i]), "f"(d[3 * i + 1]), "f"(d[3 * i + 2]));
+    out[i] = v;
+  }
+}
+extern "C" __global__ void faces(cudaTextureObject_t t, const float *st, const int *face,
+                                 float4 *out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  float4 v;
+  if (i < n) {
+    asm("tld4.g.a2d.v4.f32.f32 {%0, %1, %2, %3}, [%4, {%5, %6, %7, %7}];"
+        : OUT : "l"(t), "r"(face[i]), "f"(st[2 * i]), "f"(st[2 * i + 1]));
+    out[i] = v;
+  }
+}
+"""
+
+
+def test_tld4_of_a_cube_map_gathers_on_the_face_of_the_major_axis(device):
+    """tld4.cube equals tld4.a2d of the face and face coordinates that texCubemap reads
+    (the footprint clamped to the face), channel g of a two-channel cube map."""
+    stream = device.create_stream()
+    rng = np.random.default_rng(5)
+    faces = rng.uniform(-4, 4, (6, 4, 4, 2)).astype(np.float32)
+    fmt = ChannelFormat("float", 32, 2)
+    cube = Array(device, fmt, 4, 4, 6, cubemap=True, stream=stream)
+    layered = Array(device, fmt, 4, 4, 6, layered=True, stream=stream)
+    for array in (cube, layered):
+        array.copy_from(faces, stream=stream)
+    desc = TextureDesc(address_mode=("clamp",) * 3, normalized_coords=True)
+    textures = [TextureObject(device, ResourceDesc.from_array(a), desc) for a in (cube, layered)]
+    directions = np.concatenate([np.eye(3, dtype=np.float32), -np.eye(3, dtype=np.float32),
+                                 rng.uniform(-1, 1, (120, 3)).astype(np.float32)])
+    face, s, t = ref.cube_faces(directions)
+    kernels = Program(GATHER_KERNELS, code_type="c++").compile("native")
+    n = len(directions)
+    results = []
+    for name, texture, inputs in (("cube", textures[0], (directions,)),
+                                  ("faces", textures[1], (np.stack([s, t], 1),
+                                                          face.astype(np.int32)))):
+        buffers = [device.allocate(a.nbytes, stream=stream) for a in inputs]
+        for b, a in zip(buffers, inputs, strict=True):
+            b.copy_from(np.ascontiguousarray(a), stream=stream)
+        out = device.allocate(16 * n, stream=stream)
+        launch(stream, LaunchConfig(grid=(n + 63) // 64, block=64), kernels.get_kernel(name),
+               np.uint64(texture.handle), *buffers, out, np.int32(n))
+        got = np.empty((n, 4), np.float32)
+        out.copy_to(got, stream=stream)
+        stream.sync()
+        results.append(got)
+    assert results[0].tobytes() == results[1].tobytes()
+    # +x hits its face's centre: the 2 x 2 texels around (2, 2), in tld4's order
+    assert results[0][0].tolist() == faces[0, [2, 2, 1, 1], [1, 2, 2, 1], 1].tolist()
+
+
 @pytest.mark.parametrize("fmt, filt", list(ref.cube_cases()),
                          ids=[f"{f[0]}-{filt}" for f, filt in ref.cube_cases()])
 def test_cube_fetch_matches_reference(device, fetch_kernels, fmt, filt):
     got, expected = ref.run_cube_on_ptxport(device, fetch_kernels, fmt, filt)
     assert got.tobytes() == expected.tobytes()
+
+
+MIPMAP_KERNELS = r"""
+extern "C" __global__ void at_lod(cudaTextureObject_t t, float *out, int w, int h, float lod) {
+  int x = threadIdx.x, y = blockIdx.x;
+  out[y * w + x] = tex2DLod<float>(t, (x + 0.5f) / w, (y + 0.5f) / h, lod);
+}
+extern "C" __global__ void level_sizes(cudaTextureObject_t t, unsigned *out) {
+  int l = threadIdx.x;
+  unsigned w, h;
+  asm("txq.level.width.b32 %0, [%1], %2;" : "=r"(w) : "l"(t), "r"(l));
+  asm("txq.level.height.b32 %0, [%1], %2;" : "=r"(h) : "l"(t), "r"(l));
+  out[2 * l] = w;
+  out[2 * l + 1] = h;
+}
+extern "C" __global__ void at_gradient(cudaTextureObject_t t, float *out, int w, int h,
+                                       float g) {
+  int x = threadIdx.x, y = blockIdx.x;
+  out[y * w + x] = tex2DGrad<float>(t, (x + 0.5f) / w, (y + 0.5f) / h, make_float2(g, 0),
+                                    make_float2(0, g / 2));
+}
+"""
+
+
+def test_mipmap_levels(device):
+    """tex2DLod at each level (point and linear mipmap filtering), past the last level and
+    below 0, the bias and the clamps, a fraction between levels, and tex2DGrad's level of
+    detail (log2 of the longer gradient in level 0's texels)."""
+    from ptxport.runtime.textures import MipmappedArray
+
+    stream = device.create_stream()
+    kernels = Program(MIPMAP_KERNELS, code_type="c++").compile("native")
+    mipmap = MipmappedArray(device, ChannelFormat("float", 32), 16, 8, levels=9,
+                            stream=stream)
+    assert mipmap.levels == 5                     # 16 x 8 down to 1 x 1, as CUDA clamps it
+    images = []
+    for level in range(mipmap.levels):
+        w, h = max(16 >> level, 1), max(8 >> level, 1)
+        images.append(np.arange(w * h, dtype=np.float32).reshape(h, w) + 1000 * level)
+        mipmap.level(level).copy_from(images[-1], stream=stream)
+    out = device.allocate(16 * 8 * 4, stream=stream)
+
+    def fetch(desc, kernel, level, value):
+        tex = TextureObject(device, ResourceDesc.from_mipmapped_array(mipmap), desc)
+        w, h = images[level].shape[1], images[level].shape[0]
+        launch(stream, LaunchConfig(grid=h, block=w), kernels.get_kernel(kernel),
+               np.uint64(tex.handle), out, np.int32(w), np.int32(h), np.float32(value))
+        got = np.empty(16 * 8, np.float32)
+        out.copy_to(got, stream=stream)
+        stream.sync()
+        tex.close()
+        return got[:w * h].reshape(h, w)
+
+    point = TextureDesc(normalized_coords=True, max_mipmap_level_clamp=10.0)
+    for level in range(mipmap.levels):
+        assert (fetch(point, "at_lod", level, level) == images[level]).all(), level
+    assert (fetch(point, "at_lod", 4, 7.0) == images[4]).all()
+    assert (fetch(point, "at_lod", 0, -3.0) == images[0]).all()
+    clamped = TextureDesc(normalized_coords=True, mipmap_level_bias=1.0,
+                          min_mipmap_level_clamp=2.0, max_mipmap_level_clamp=3.0)
+    assert (fetch(clamped, "at_lod", 2, 0.0) == images[2]).all()
+    assert (fetch(clamped, "at_lod", 3, 3.0) == images[3]).all()
+    linear = TextureDesc(normalized_coords=True, max_mipmap_level_clamp=10.0,
+                         mipmap_filter_mode="linear")
+    # lod 1.25 at level 1's texel centres: level 2 reads texel (x / 2, y / 2) there
+    got = fetch(linear, "at_lod", 1, 1.25)
+    upper = images[2][np.arange(4)[:, None] // 2, np.arange(8)[None, :] // 2]
+    assert (got == (images[1] * 0.75 + upper * 0.25).astype(np.float32)).all()
+    # gradients (1/4, 0) and (0, 1/8) of level 0's 16 x 8: 4 and 1 texels, lod 2
+    assert (fetch(point, "at_gradient", 2, 0.25) == images[2]).all()
+    tex = TextureObject(device, ResourceDesc.from_mipmapped_array(mipmap), point)
+    launch(stream, LaunchConfig(grid=1, block=mipmap.levels), kernels.get_kernel("level_sizes"),
+           np.uint64(tex.handle), out)
+    sizes = np.empty(16 * 8, np.uint32)
+    out.copy_to(sizes, stream=stream)
+    stream.sync()
+    tex.close()
+    assert sizes[:2 * mipmap.levels].reshape(-1, 2).tolist() == [[16, 8], [8, 4], [4, 2],
+                                                                   [2, 1], [1, 1]]
+    out.close()
+    mipmap.close()

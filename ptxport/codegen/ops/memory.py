@@ -265,20 +265,17 @@ def alloca(fl: FunctionLowering, inst: ir.Instruction) -> None:
     _check_stack(fl, inst)
     size = fl.read(inst.operands[1], "u64")
     align = inst.operands[2].value if len(inst.operands) > 2 else 8
-    memory = fl.b.alloca(I8, size=size)
-    memory.align = max(align, 1)
+    memory = fl.target.stack_memory(fl, size, max(align, 1))
     fl.write(inst.operands[0], _local_address(fl, memory), "u64")
 
 
 @lowering("stacksave")
 def stacksave(fl: FunctionLowering, inst: ir.Instruction) -> None:
     _check_stack(fl, inst)
-    save = declare(fl.llfn.module, "llvm.stacksave.p0", PTR, [])
-    fl.write(inst.operands[0], _local_address(fl, fl.b.call(save, [])), "u64")
+    fl.write(inst.operands[0], _local_address(fl, fl.target.stack_save(fl)), "u64")
 
 
 @lowering("stackrestore")
 def stackrestore(fl: FunctionLowering, inst: ir.Instruction) -> None:
     _check_stack(fl, inst)
-    restore = declare(fl.llfn.module, "llvm.stackrestore.p0", ll.VoidType(), [PTR])
-    fl.b.call(restore, [_host_pointer(fl, fl.read(inst.operands[0], "u64"))])
+    fl.target.stack_restore(fl, _host_pointer(fl, fl.read(inst.operands[0], "u64")))

@@ -40,8 +40,22 @@ def warp_matrix(fl: FunctionLowering, inst: ir.Instruction) -> None:
     fl.target.warp_matrix(fl, inst)
 
 
+@lowering("wgmma")
+def warpgroup_matrix(fl: FunctionLowering, inst: ir.Instruction) -> None:
+    """wgmma: the 4 warps of a warpgroup together compute D = A * B + D (the CPU's warp gangs
+    and NVPTX lower it themselves)."""
+    fl.target.warpgroup_matrix(fl, inst)
+
+
 @lowering("membar", "fence")
 def fence(fl: FunctionLowering, inst: ir.Instruction) -> None:
     """membar/fence order this thread's memory accesses as seen by others: a sequentially
-    consistent fence (the strongest PTX asks for) keeps every ordering PTX promises."""
+    consistent fence (the strongest PTX asks for) keeps every ordering PTX promises.
+    fence.proxy.async{.space} only orders the generic proxy's accesses against the async
+    proxy's (wgmma's and TMA's reads of shared memory) within the thread: where the target
+    has one memory proxy (every target that lowers it here) there is nothing to order."""
+    spec = inst.spec
+    if spec.get("kind") == "proxy" and spec.get("proxy") == "async" \
+            and not spec.get("proxy_dir") and not inst.operands:
+        return
     fl.b.fence("seq_cst")

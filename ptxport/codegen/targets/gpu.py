@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 import llvmlite.binding as llvm
 from llvmlite import ir as ll
 
+from ptxport.codegen.device_runtime import refusal
 from ptxport.codegen.lower import (
     I1,
     I8,
@@ -175,7 +176,8 @@ class GpuTarget(Target):
             raise fl.unsupported(inst, "call arguments must be .param variables")
         llcallee = self.functions.get(callee.name)
         if llcallee is None:
-            raise fl.unsupported(inst, f"a call of '{callee.name}', {self.no_function}")
+            raise fl.unsupported(inst, refusal(callee.name)
+                                 or f"a call of '{callee.name}', {self.no_function}")
         self._call_value(fl, llcallee, returns, args)
 
     def _call_value(self, fl: GpuLowering, callee: ll.Value, returns: list,
@@ -193,7 +195,11 @@ class GpuTarget(Target):
 
     def function_address(self, fl: FunctionLowering, function: ir.Function) -> ll.Value:
         """`mov.u64 %rd, func`: the function's address, or its number."""
-        if function.name not in self.functions or function.is_kernel:
+        if function.is_kernel:
+            raise fl.unsupported(fl.inst, f"the address of the kernel '{function.name}' (what "
+                                          "a device-side launch names: dynamic parallelism, "
+                                          "which ptxport runs on the cpu target only)")
+        if function.name not in self.functions:
             raise fl.unsupported(fl.inst, f"the address of '{function.name}', a function "
                                           "the target does not compile on its own")
         if self.function_pointers:

@@ -40,6 +40,7 @@ from ptxport.codegen.targets.gpu_wmma import (
     unpack_elements,
     widen,
 )
+from ptxport.codegen.targets.thread_wgmma import lower_wgmma
 from ptxport.ir import nodes as ir
 
 __all__ = ["MATRIX_LOWERINGS", "lower_ldmatrix", "lower_mma", "lower_stmatrix"]
@@ -294,4 +295,5 @@ def lower_stmatrix(fl: FunctionLowering, inst: ir.Instruction) -> None:
     b.position_at_end(done)
 
 
-MATRIX_LOWERINGS = {"mma": lower_mma, "ldmatrix": lower_ldmatrix, "stmatrix": lower_stmatrix}
+MATRIX_LOWERINGS = {"mma": lower_mma, "ldmatrix": lower_ldmatrix, "stmatrix": lower_stmatrix,
+                    "wgmma": lower_wgmma}

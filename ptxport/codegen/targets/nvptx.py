@@ -63,6 +63,7 @@ from ptxport.codegen.targets.nvptx_inline import (
     constraint,
     inline_ptx,
 )
+from ptxport.errors import UnsupportedFeatureError
 from ptxport.ir import nodes as ir
 from ptxport.ir.abi import ParamSlot
 
@@ -485,6 +486,7 @@ def compile_module(module: ir.Module, arch: str = "sm_80") -> str:
     NVPTX cannot express, ValueError for an architecture not in ARCHS."""
     if arch not in ARCHS:
         raise ValueError(f"unknown NVIDIA architecture '{arch}' (known: {', '.join(ARCHS)})")
+    arch = _specific_arch(module, arch)
     llmod = build_llvm(module)
     major, minor = ptx_version(module, arch)
     tm = target_machine(TRIPLE, cpu=arch, features=f"+ptx{major}{minor}", opt=3)
@@ -495,6 +497,22 @@ def compile_module(module: ir.Module, arch: str = "sm_80") -> str:
     pb = llvm.create_pass_builder(tm, tuning)
     pb.getModulePassManager().run(parsed, pb)
     return tm.emit_assembly(parsed)
+
+
+def _specific_arch(module: ir.Module, arch: str) -> str:
+    """`arch`, or sm_90a for a module with wgmma on sm_90: the warpgroup instructions exist
+    only in sm_90a's architecture-specific PTX (PTX ISA 9.7.15); other architectures are
+    refused, naming the instruction."""
+    found = next((inst for f in module.functions.values() for block in f.blocks
+                  for inst in block.instructions if inst.opcode == "wgmma"), None)
+    if found is None or arch == "sm_90a":
+        return arch
+    if arch == "sm_90":
+        return "sm_90a"
+    raise UnsupportedFeatureError(found.spec.text, f"nvptx for {arch}",
+                                  module.location(found.pos),
+                                  "wgmma exists only on sm_90a (compile for sm_90 or sm_90a)",
+                                  module.source_line(found.pos))
 
 
 def unsupported_instructions(module: ir.Module) -> dict[int, str]:

@@ -101,6 +101,8 @@ INLINE_PTX: dict[str, tuple[Callable[[ir.Instruction], bool], str]] = {
     # warp-wide matrix operations (tensor cores): every lane takes part
     **{op: (_always, CONVERGENT) for op in ("ldmatrix", "stmatrix", "movmatrix", "mma",
                                              "wmma")},
+    # warpgroup matrix operations (sm_90a's tensor cores: nvptx.py compiles for sm_90a)
+    "wgmma": (_always, CONVERGENT),
     **{op: (_always, MEMORY) for op in ("griddepcontrol", "pmevent", "setmaxnreg")},
     # textures and surfaces through object handles (.u64 registers; .texref variables are
     # refused where they are declared)
@@ -145,10 +147,14 @@ class _InlinePtx:
         for i, operand in enumerate(operands):
             is_destination = i == 0 and inst.opcode not in _NO_DESTINATION or (
                 i == 0 and inst.opcode in ("bar", "barrier") and inst.spec.has("red"))
+            if inst.opcode == "wgmma":
+                is_destination = i == 0 and inst.spec.get("op") == "mma_async"
             if is_destination and not isinstance(operand, ir.Address):
                 texts.append(self.output(operand))
             else:
                 texts.append(self.input(operand))
+        if inst.opcode == "wgmma" and self.outputs:
+            self._tie_outputs()           # wgmma.mma_async reads d too (scale-d)
         text = inst.spec.text + (" " + ", ".join(texts) if texts else "") + ";"
         if self.bytes:
             text = " ".join([f"{{ .reg .b8 %byte<{self.bytes}>;", *self.before, text,
@@ -168,6 +174,13 @@ class _InlinePtx:
         for i, (dest, bits) in enumerate(self.outputs):
             value = result if len(self.outputs) == 1 else fl.b.extract_value(result, i)
             fl.write(dest, value, "pred" if bits == 1 else _register_type(dest))
+
+    def _tie_outputs(self) -> None:
+        """Each output register also an input, tied to it: an instruction that reads and
+        writes its destination (wgmma's accumulators)."""
+        for j, (dest, bits) in enumerate(list(self.outputs)):
+            self.inputs.append(_as_bits(self.fl, self.fl.read(dest, _register_type(dest)), bits))
+            self.input_constraints.append(str(j))
 
     def output(self, operand) -> str:
         if isinstance(operand, Sink):

@@ -47,6 +47,7 @@ from pathlib import Path
 from llvmlite import ir as ll
 
 from ptxport.codegen import ops  # noqa: F401  (registers the lowerings)
+from ptxport.codegen.device_runtime import refusal
 from ptxport.codegen.lower import I8, I32, I64, FunctionLowering, const_int
 from ptxport.codegen.ops import atomic
 from ptxport.codegen.ops.data import state_space, vector_count
@@ -68,6 +69,7 @@ from ptxport.codegen.targets.spirv_globals import ModuleVariables, module_variab
 from ptxport.errors import CompileError, UnsupportedFeatureError
 from ptxport.ir import nodes as ir
 from ptxport.ir.abi import param_layout
+from ptxport.ir.analysis import recursive_call
 from ptxport.ir.special_registers import ZERO_WITHOUT_DRIVER
 from ptxport.ir.types import TYPES
 from ptxport.passes.inline import functions_that, inline_calls, uses_shared_memory
@@ -105,7 +107,8 @@ class KernelLayout:
     (`prints_doubles`, which needs a device with fp64), the module's asserts by number
     (`assertions`, spirv_assert.py), whether it takes ballots of a warp's lanes
     (`needs_ballot`: cl_khr_subgroup_ballot), and whether its module calls malloc or free
-    (`uses_heap`: the launch gives it the device heap, spirv_heap.py)."""
+    (`uses_heap`: the launch gives it the device heap, spirv_heap.py), and whether its
+    module reads %globaltimer (`reads_timer`: the launch gives it the clock's calibration)."""
 
     name: str
     params_size: int
@@ -117,6 +120,7 @@ class KernelLayout:
     assertions: tuple[spirv_assert.Assertion, ...] = ()
     needs_ballot: bool = False
     uses_heap: bool = False
+    reads_timer: bool = False
 
 
 # --- the function lowering --------------------------------------------------------------------
@@ -247,6 +251,7 @@ _SUB_GROUP = {"%laneid": "_Z22get_sub_group_local_idv", "%warpid": "_Z16get_sub_
               "%nwarpid": "_Z18get_num_sub_groupsv"}
 _LANEMASKS = ("%lanemask_eq", "%lanemask_le", "%lanemask_lt", "%lanemask_ge", "%lanemask_gt")
 _CLOCKS = frozenset(("%clock", "%clock64", "%clock_hi"))
+_TIMERS = frozenset(("%globaltimer", "%globaltimer_lo", "%globaltimer_hi"))
 _WARP_REGISTERS = frozenset(_SUB_GROUP) | frozenset(_LANEMASKS)
 _REDUCE_OPS = {"add": "add", "and": "and", "or": "or", "xor": "xor", "min": "min",
                "max": "max"}
@@ -268,6 +273,7 @@ class SpirvTarget(GpuTarget):
         self.variables: ModuleVariables = module_variables(module, self.function_numbers)
         self.uses_warp = False
         self.uses_ballot = False   # sub_group_ballot (spirv_warp.active_lanes)
+        self.reads_timer = False   # %globaltimer (_global_timer)
         # Report the first comparison wider than 64 bits (after LLVM failed on one: most
         # are optimized away, so they are not refused up front).
         self.find_wide = False
@@ -319,6 +325,12 @@ class SpirvTarget(GpuTarget):
             if reg.name == "%clock_hi":
                 counter = fl.b.lshr(counter, I64(32))
             return _fit(fl, counter, want)
+        if reg.name in _TIMERS:
+            self.reads_timer = True
+            nanoseconds = _global_timer(self, fl)
+            if reg.name == "%globaltimer_hi":
+                nanoseconds = fl.b.lshr(nanoseconds, I64(32))
+            return _fit(fl, nanoseconds, want)
         if reg.name in ZERO_WITHOUT_DRIVER:
             return const_int(want, 0)
         raise fl.unsupported(fl.inst, f"the special register {reg.text}: OpenCL has no "
@@ -411,7 +423,8 @@ class SpirvTarget(GpuTarget):
                 spirv_heap.lower_call(fl, inst, callee.name, heap, list(returns), list(args))
                 return
             if callee.name != "vprintf":
-                raise fl.unsupported(inst, f"a call of the external '{callee.name}'")
+                raise fl.unsupported(inst, refusal(callee.name)
+                                     or f"a call of the external '{callee.name}'")
             from ptxport.codegen.targets import spirv_printf
 
             spirv_printf.lower_vprintf(self, fl, inst, list(returns), list(args))
@@ -464,6 +477,21 @@ def _fit(fl: FunctionLowering, value: ll.Value, want: ll.IntType) -> ll.Value:
     return fl.b.zext(value, want)
 
 
+def _global_timer(target: SpirvTarget, fl: FunctionLowering) -> ll.Value:
+    """%globaltimer (nanoseconds since the Unix epoch, as NVIDIA's driver sets it): the device
+    clock (cl_khr_kernel_clock) mapped by the calibration the launch's checks buffer holds
+    (CHECKS_TIMER: the host's nanoseconds and the clock at one moment, nanoseconds per tick
+    in 32.32 fixed point; runtime/backends/opencl_timer.py)."""
+    counter = target.call_builtin(fl, "_Z17clock_read_devicev", I64, [])
+    base_ns, base_clock, per_tick = (
+        fl.b.load(fl.b.gep(fl.checks, [I64(spirv_checks.CHECKS_TIMER + i)], source_etype=I64),
+                  typ=I64) for i in range(3))
+    wide = ll.IntType(128)
+    ticks = fl.b.zext(fl.b.sub(counter, base_clock), wide)
+    elapsed = fl.b.lshr(fl.b.mul(ticks, fl.b.zext(per_tick, wide)), ll.Constant(wide, 32))
+    return fl.b.add(base_ns, fl.b.trunc(elapsed, I64))
+
+
 def _lanemask(fl: FunctionLowering, kind: str, lane: ll.Value) -> ll.Value:
     b = fl.b
     bit = b.shl(I32(1), lane)
@@ -488,6 +516,27 @@ def _check_variables(module: ir.Module, collecting: bool) -> None:
             raise UnsupportedFeatureError(f".extern .{var.space} {var.name}", "spirv",
                                           module.location(var.pos),
                                           "SPIR-V modules are not linked with others")
+
+
+def _refuse_recursion(module: ir.Module, problems: list | None) -> None:
+    """OpenCL C forbids recursion (OpenCL C 6.9), and OpenCL runtimes need not compile it:
+    Intel's CPU runtime ran a plain recursive function but crashed the process (in its
+    compiler) on numba's recursive functions, which pass their results through generic
+    addresses of local memory. A cycle of calls among the module's functions (every device
+    function is compiled into the one module) is refused at the call that closes it (or,
+    `problems` being a list, noted there)."""
+    found = recursive_call(module, list(module.functions.values()))
+    if found is None:
+        return
+    inst, caller, callee = found
+    again = "it calls itself" if caller is callee else f"called again through '{caller.name}'"
+    reason = (f"recursive device function '{callee.name}' ({again}): "
+              "OpenCL kernels may not recurse; write the recursion as a loop")
+    if problems is not None:
+        problems.append((inst, reason))
+        return
+    raise UnsupportedFeatureError(inst.spec.text, "spirv", module.location(inst.pos), reason,
+                                  module.source_line(inst.pos))
 
 
 def _shared_offsets(module: ir.Module, kernel: ir.Function) -> dict[str, int]:
@@ -558,6 +607,7 @@ def build_llvm(module: ir.Module, problems: list | None = None,
     llmod = ll.Module(name="ptxport.spirv")
     llmod.triple = TRIPLE
     _check_variables(module, problems is not None)
+    _refuse_recursion(module, problems)
     # OpenCL gives local memory to kernels only: functions that name shared memory run
     # inlined into each kernel that calls them (and are not compiled on their own)
     inlined_only = functions_that(module, uses_shared_memory)
@@ -587,8 +637,10 @@ def build_llvm(module: ir.Module, problems: list | None = None,
         else:
             lower_device_function(SpirvLowering(module, f, functions[f.name], target),
                                   problems)
-    if target.prints or target.assertions or heap:   # known once every function is lowered
+    if target.prints or target.assertions or heap or target.reads_timer:
+        # (known once every function is lowered)
         layouts = {name: replace(layout, prints=target.prints, uses_heap=heap,
+                                 reads_timer=target.reads_timer,
                                  prints_doubles=target.prints_doubles,
                                  assertions=tuple(target.assertions))
                    for name, layout in layouts.items()}

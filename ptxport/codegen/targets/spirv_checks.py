@@ -47,19 +47,23 @@ from ptxport.ir import nodes as ir
 from ptxport.ir.types import TYPES
 
 __all__ = ["CHECKS_ASSERTED", "CHECKS_HEADER", "CHECKS_HEAP", "CHECKS_LOG", "CHECKS_TABLE",
+           "CHECKS_TIMER",
            "LOG_ENTRY", "Fault", "checked", "search_function",
            "hidden_types", "enter_device_function", "enter_kernel", "read_fault",
            "record_assert"]
 
 # The checks buffer, in 8-byte words: the fault record, the word that says an assert failed
 # (set by every failed assert, not only the recorded one), where the assert log starts (0:
-# none), the device heap's address (spirv_heap.py; 0: none), then the table (its length at
-# CHECKS_TABLE, its pairs after it), then the parameter slots' ranges, then the assert log.
+# none), the device heap's address (spirv_heap.py; 0: none), the device clock's calibration
+# for %globaltimer (3 words, runtime/backends/opencl_timer.py; zeros when the kernel does not
+# read it), then the table (its length at CHECKS_TABLE, its pairs after it), then the
+# parameter slots' ranges, then the assert log.
 CHECKS_INFO, CHECKS_ADDRESS, CHECKS_GROUP, CHECKS_LOCAL = 0, 1, 2, 5
 CHECKS_ASSERTED = 8
 CHECKS_LOG = 9
 CHECKS_HEAP = 10
-CHECKS_TABLE = 11
+CHECKS_TIMER = 11
+CHECKS_TABLE = 14
 CHECKS_HEADER = CHECKS_TABLE + 1
 # The assert log: [count, capacity], then `capacity` entries of LOG_ENTRY words, one per failed
 # assert (every work-item's, while there is room): the assert's number << 32 | the line

@@ -67,6 +67,10 @@ class DeviceProperties:
     compute_capability_minor: int
     integrated: bool                        # shares memory with the host
     unified_addressing: bool
+    # cooperative launches (grid-wide synchronisation; BackendBase.cooperative_blocks)
+    cooperative_launch: bool = False
+    # the most blocks a multiprocessor holds at once (CUDA's maxBlocksPerMultiProcessor)
+    max_blocks_per_multiprocessor: int = 32
 
     @property
     def max_block_dims(self) -> tuple[int, int, int]:
@@ -108,6 +112,17 @@ class BackendBase(ABC):
     # Whether a running launch can be stopped (launch's `timeout`): GPU APIs have no way to
     # end a running kernel short of ending the process.
     stops_launches: bool = False
+    # CUDA arrays, texture and surface objects of the device's own API (cuda_textures.py's
+    # hooks), for a backend whose kernels keep the texture instructions; None where
+    # runtime/textures.py makes them itself (descriptors the linked sampler reads).
+    textures = None
+
+    def cooperative_blocks(self, ordinal: int, kernel, block: tuple[int, int, int],
+                           dynamic_shared: int) -> int | None:
+        """The most blocks a cooperative launch of `kernel` (a runtime Kernel) with this
+        block shape may have on device `ordinal` (all must be resident at once), or None
+        when the backend makes no cooperative launches."""
+        return None
 
     def runs_at_once(self, binary: KernelBinary) -> bool:
         """Whether a launch of `binary` may run on the launching thread when its stream is

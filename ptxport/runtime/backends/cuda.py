@@ -245,8 +245,10 @@ _ATTRIBUTES = {  # DeviceProperties field -> CU_DEVICE_ATTRIBUTE_ suffix
     "compute_capability_minor": "COMPUTE_CAPABILITY_MINOR",
     "integrated": "INTEGRATED",
     "unified_addressing": "UNIFIED_ADDRESSING",
+    "cooperative_launch": "COOPERATIVE_LAUNCH",
+    "max_blocks_per_multiprocessor": "MAX_BLOCKS_PER_MULTIPROCESSOR",
 }
-_BOOLEANS = ("integrated", "unified_addressing")
+_BOOLEANS = ("integrated", "unified_addressing", "cooperative_launch")
 
 
 # What an allocation of this backend is, which says how it is freed and whether the host
@@ -347,9 +349,10 @@ class CudaKernelBinary:
             self._dynamic_limit[ordinal] = limit
 
     def launch(self, ordinal: int, grid: tuple[int, int, int], block: tuple[int, int, int],
-               dynamic_shared: int, params: bytes, stream) -> None:
+               dynamic_shared: int, params: bytes, stream, cooperative: bool = False) -> None:
         """Queue the kernel on `stream` (the context of `ordinal` current) with the packed
-        parameter buffer, as CU_LAUNCH_PARAM_BUFFER_POINTER/SIZE; does not wait."""
+        parameter buffer, as CU_LAUNCH_PARAM_BUFFER_POINTER/SIZE; does not wait (a
+        `cooperative` one through cuLaunchKernelEx, as cuLaunchCooperativeKernel has no `extra`)."""
         driver = _driver()
         function = self.function(ordinal)
         if dynamic_shared:
@@ -361,10 +364,30 @@ class CudaKernelBinary:
             driver.CU_LAUNCH_PARAM_BUFFER_POINTER, ctypes.addressof(buffer),
             driver.CU_LAUNCH_PARAM_BUFFER_SIZE, ctypes.addressof(size),
             driver.CU_LAUNCH_PARAM_END)
+        extra_address = ctypes.addressof(extra) if params else 0
+        doing = (f"cannot launch {self.name} on cuda:{ordinal} with grid={grid}, "
+                 f"block={block}, dynamic shared memory {dynamic_shared} bytes")
+        if cooperative:
+            _check(driver.cuLaunchKernelEx(_cooperative_config(grid, block, dynamic_shared,
+                                                               stream),
+                                           function, None, extra_address),
+                   doing + " (cooperatively)")
+            return
         _check(driver.cuLaunchKernel(function, *grid, *block, dynamic_shared, stream, None,
-                                     ctypes.addressof(extra) if params else 0),
-               f"cannot launch {self.name} on cuda:{ordinal} with grid={grid}, block={block}, "
-               f"dynamic shared memory {dynamic_shared} bytes")
+                                     extra_address), doing)
+
+
+def _cooperative_config(grid, block, dynamic_shared: int, stream):
+    """A CUlaunchConfig for a cooperative launch (cuda-bindings' structs)."""
+    driver = _driver()
+    attribute, config = driver.CUlaunchAttribute(), driver.CUlaunchConfig()
+    attribute.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_COOPERATIVE
+    attribute.value.cooperative = 1
+    config.gridDimX, config.gridDimY, config.gridDimZ = grid
+    config.blockDimX, config.blockDimY, config.blockDimZ = block
+    config.sharedMemBytes, config.hStream = dynamic_shared, stream
+    config.attrs, config.numAttrs = [attribute], 1
+    return config
 
 
 class _Image:
@@ -405,6 +428,9 @@ class Backend(BackendBase):
         # address -> (size, ordinal, kind) of live allocations and module variables found
         self._live: dict[int, tuple[int, int, str]] = {}
         self._images: dict[tuple[int, str, str], _Image] = {}  # (id(module), arch, source)
+        from ptxport.runtime.backends.cuda_textures import CudaTextures
+
+        self.textures = CudaTextures(self)   # the driver's arrays and texture objects
 
     # -- presence and properties ------------------------------------------------------------------
 
@@ -639,11 +665,23 @@ class Backend(BackendBase):
             return self._images[key]
 
     def launch(self, ordinal: int, binary: CudaKernelBinary, grid: tuple[int, int, int],
-               block: tuple[int, int, int], dynamic_shared: int, params: bytes) -> None:
+               block: tuple[int, int, int], dynamic_shared: int, params: bytes,
+               cooperative: bool = False) -> None:
         stream = self._contexts.enter(ordinal)
-        binary.launch(ordinal, grid, block, dynamic_shared, params, stream)
+        binary.launch(ordinal, grid, block, dynamic_shared, params, stream, cooperative)
         _check(_driver().cuStreamSynchronize(stream),
                f"kernel {binary.name} failed on cuda:{ordinal}")
+
+    def cooperative_blocks(self, ordinal: int, kernel, block, dynamic_shared: int) -> int:
+        """The driver's occupancy for the kernel times the multiprocessors: the blocks
+        resident at once, which a cooperative launch may have."""
+        from ptxport.runtime.device import Device
+        binary = kernel._binary(Device(f"cuda:{ordinal}"))
+        self._contexts.enter(ordinal)
+        per_multiprocessor = _check(_driver().cuOccupancyMaxActiveBlocksPerMultiprocessor(
+            binary.function(ordinal), block[0] * block[1] * block[2], dynamic_shared),
+            f"cannot query the occupancy of kernel {binary.name} on cuda:{ordinal}")
+        return per_multiprocessor * _properties(ordinal).multiprocessor_count
 
     def stream(self, ordinal: int):
         """The CUstream this thread's work on device `ordinal` goes to (its context made

@@ -79,6 +79,7 @@ from ptxport.codegen.targets.spirv_checks import (
     CHECKS_HEADER,
     CHECKS_HEAP,
     CHECKS_TABLE,
+    CHECKS_TIMER,
     read_fault,
 )
 from ptxport.errors import (
@@ -263,6 +264,7 @@ class Backend(BackendBase):
         self._availability: tuple[bool, str] | None = None
         self._devices: list = []
         self._contexts: dict[int, tuple] = {}
+        self._timers: dict[int, tuple[int, int, int]] = {}   # ordinal -> %globaltimer's
         self._live: dict[int, _Memory] = {}
         self._starts: list[int] = []
         self._tables: dict[int, np.ndarray] = {}   # by ordinal, for launches (_table)
@@ -546,10 +548,11 @@ class Backend(BackendBase):
         global_size = tuple(g * b for g, b in zip(grid, block, strict=True))
         if layout.prints:   # what Python printed before comes first
             sys.stdout.flush()
+        timer = self._timer(ordinal) if layout.reads_timer else (0, 0, 0)
         # no allocation named to the kernel is freed before the kernel is enqueued (nor
         # before its table of allocations is made)
         with self._lock:
-            checks = self._checks_buffer(context, ordinal, layout, packed, bases, heap)
+            checks = self._checks_buffer(context, ordinal, layout, packed, bases, heap, timer)
             kernel.set_arg(3, checks)
             if svm:
                 _name_svm_pointers(kernel, [memory.memory.svm_ptr for memory in self._live.values()
@@ -583,8 +586,18 @@ class Backend(BackendBase):
         free has been launched, as CUDA does."""
         self._heaps.set_size(nbytes)
 
+    def _timer(self, ordinal: int) -> tuple[int, int, int]:
+        """The device clock's calibration for %globaltimer (opencl_timer.py), made at the
+        first launch that needs it."""
+        timer = self._timers.get(ordinal)
+        if timer is None:
+            from ptxport.runtime.backends.opencl_timer import calibrate
+
+            timer = self._timers[ordinal] = calibrate(_cl(), *self._context(ordinal))
+        return timer
+
     def _checks_buffer(self, context, ordinal: int, layout, packed: bytearray, bases: list,
-                       heap: int):
+                       heap: int, timer: tuple[int, int, int]):
         """The launch's checks buffer (spirv_checks.py): an empty fault record, the table
         of the device's allocations ("svm" scheme; the caller holds the lock), and each
         parameter slot's allocation: absolute where the slot holds an SVM address, relative
@@ -606,6 +619,7 @@ class Backend(BackendBase):
         words = np.zeros(ranges + 2 * len(slots), np.uint64)
         words[CHECKS_TABLE] = len(table)
         words[CHECKS_HEAP] = heap
+        words[CHECKS_TIMER:CHECKS_TIMER + 3] = timer
         words[CHECKS_HEADER:ranges] = table.ravel()
         words[ranges:] = [v for pair in slots for v in pair]
         words = with_assert_log(layout, words)

@@ -5,7 +5,8 @@ besides the object code; stored with it in the kernel's image).
 Memory: global and const addresses are host addresses. Shared memory is a per-block window;
 a shared address is an offset into it (as PTX's 32-bit shared addresses are), and cvta adds
 the window's base. Local memory likewise is an offset into the thread's local area, which is
-the tail of its frame (so it survives barriers).
+the tail of its frame (so it survives barriers); a device function's local memory that a
+generic address may reach is on the worker's local stack (local_stack.py).
 """
 
 from __future__ import annotations
@@ -33,8 +34,11 @@ class Layout:
 CTX = Layout({"params": 0, "shared": 8, "ntid": 16, "ctaid": 28, "nctaid": 40,
                "nwarpid": 52, "dynamic_smem": 56, "smid": 60, "nsmid": 64,
                "total_smem": 68, "alloc_table": 72, "alloc_count": 80, "checks": 84,
-               "site_cache": 104, "stop": 112,
-               "fault_address": 88, "fault_info": 96, "scratch": 128}, 384)
+               "site_cache": 104, "stop": 112, "grid_workspace": 120,
+               "fault_address": 88, "fault_info": 96, "scratch": 128,
+               # device functions' local stack (local_stack.py): the end of the innermost
+               # frame, the stack's start and its end
+               "local_stack": 384, "local_stack_start": 392, "local_stack_end": 400}, 408)
 # The start of each thread's frame; registers and local memory follow.
 FRAME = Layout({"tid": 0, "laneid": 12, "warpid": 16,
                  "in0": 24, "in1": 32, "in2": 40, "in3": 48, "out0": 56, "out1": 64,
@@ -51,6 +55,8 @@ FAULTED = -(1 << 24)
 CALL_FAULT = 0x7FFF
 # ... and for a device free of an address that is no live allocation of the heap.
 FREE_FAULT = 0x7FFE
+# ... and for a call whose callee's local memory does not fit on the local stack.
+STACK_FAULT = 0x7FFD
 
 
 @stored
@@ -89,6 +95,8 @@ class KernelPlan:
     gang: bool = False
     # calls device malloc or free: the device heap is reserved before its launches
     uses_heap: bool = False
+    # bytes of each worker's stack for device functions' local memory (local_stack.py)
+    local_stack: int = 0
 
     def frame_slot(self, reg: ir.Register) -> int:
         """The frame offset where `reg` is saved across waits (allocated on first use; the

@@ -33,6 +33,8 @@ from ptxport.codegen.lower import (
 from ptxport.codegen.targets.cpu import runtime_functions as cpu_runtime
 from ptxport.codegen.targets.cpu.abi import FRAME, KernelPlan, align
 from ptxport.codegen.targets.cpu.entry import build_claiming, build_run_blocks, build_run_threads
+from ptxport.codegen.targets.cpu.gang.refusals import refusal as gang_refusal
+from ptxport.codegen.targets.cpu.local_stack import plan_local_stack
 from ptxport.codegen.targets.cpu.native import build_run_block, build_run_waiting_blocks
 from ptxport.codegen.targets.cpu.target import CpuTarget
 from ptxport.errors import UnsupportedFeatureError
@@ -183,13 +185,16 @@ def build_llvm(module: ir.Module, kernel_name: str,
     plan = plan_kernel(module, kernel)
     globals_ = declare_globals(module, llmod)
     functions: dict[str, ll.Function] = {}
-    for f in reachable_functions(kernel, module):
+    reachable = reachable_functions(kernel, module)
+    for f in reachable:
         if not f.is_declaration:
             fn = ll.Function(llmod, function_type(f), name=f"ptx.func.{f.name}")
             fn.linkage = "internal"
             functions[f.name] = fn
     initialize_globals(module, globals_, functions)
-    target = CpuTarget(module, llmod, plan, globals_, functions)
+    stack = plan_local_stack(module, kernel, reachable)
+    plan.local_stack = stack.size
+    target = CpuTarget(module, llmod, plan, globals_, functions, stack)
     for f in module.functions.values():
         if f.name in functions:
             _lower_device_function(module, f, functions[f.name], target, problems)
@@ -274,7 +279,10 @@ def unsupported_instructions(module: ir.Module) -> dict[int, str]:
     problems: list = []
     reached: set[str] = set()
     for kernel in module.kernels:
+        start = len(problems)
         build_llvm(module, kernel.name, problems)
+        if gang_refusal(module, kernel) is None:    # warp gangs lower wgmma (gang/wgmma.py)
+            problems[start:] = [(i, r) for i, r in problems[start:] if i.opcode != "wgmma"]
         reached.update(f.name for f in reachable_functions(kernel, module))
     # device functions no kernel calls: lowered together, without a kernel
     alone = [f for f in module.functions.values()

@@ -32,21 +32,27 @@ from ptxport.codegen.targets.cpu.calls import (
     lower_malloc,
     lower_vprintf,
 )
+from ptxport.codegen.targets.cpu.device_runtime import kernel_address, lower_device_runtime
+from ptxport.codegen.targets.cpu.local_stack import LocalStack
 from ptxport.codegen.targets.cpu.stop import STOPPED, poll_stop
 from ptxport.codegen.targets.cpu.waits import lower_wait
+from ptxport.codegen.targets.thread_wgmma import compute_wgmma
 from ptxport.ir import nodes as ir
 from ptxport.ir.abi import param_layout
 from ptxport.ir.analysis import address_taken
 from ptxport.ir.special_registers import ZERO_WITHOUT_DRIVER
+from ptxport.ir.types import TYPES
 
 
 class CpuTarget(Target):
     name = "cpu"
 
     def __init__(self, module: ir.Module, llmod: ll.Module, plan: KernelPlan,
-                 globals_: dict[str, ll.GlobalVariable], functions: dict[str, ll.Function]):
+                 globals_: dict[str, ll.GlobalVariable], functions: dict[str, ll.Function],
+                 stack: LocalStack | None = None):
         self.module, self.llmod, self.plan = module, llmod, plan
         self.globals, self.functions = globals_, functions
+        self.stack = stack if stack is not None else LocalStack()
         self._entry_loads: dict = {}   # LLVM function -> the ctx fields loaded at its entry
         self._address_taken: list | None = None   # functions an indirect call may reach
 
@@ -67,6 +73,10 @@ class CpuTarget(Target):
                              source_etype=I8)
                 value = cache[key] = fl.b.load(p, typ=typ)
         return value
+
+    def ctx_slot(self, fl: FunctionLowering, name: str):
+        """The address of a field of the block context."""
+        return fl.b.gep(fl.llfn.args[0], [const_int(I64, CTX.fields[name])], source_etype=I8)
 
     def _frame_field(self, fl: FunctionLowering, name: str, typ=I32, index: int = 0):
         frame = fl.llfn.args[1]
@@ -118,6 +128,14 @@ class CpuTarget(Target):
             return fl.b.trunc(nanoseconds, I32)
         if name in ("%gridid", "%current_graph_exec"):
             return I64(0)
+        if name in ("%envreg1", "%envreg2"):
+            # a cooperative launch's grid workspace (cooperative groups' grid.sync() finds
+            # its barrier there), as NVIDIA's driver passes it: %envreg1 the high half of
+            # its address, %envreg2 the low; zero otherwise (the executor sets the field)
+            word = self.ctx_field(fl, "grid_workspace", typ=I64)
+            if name == "%envreg1":
+                word = fl.b.lshr(word, I64(32))
+            return fl.b.trunc(word, I32)
         if name in ZERO_WITHOUT_DRIVER:
             return I32(0)
         if name == "%is_explicit_cluster":
@@ -165,6 +183,9 @@ class CpuTarget(Target):
         offset = self.plan.register_offsets.get(f"local:{var.name}")
         if offset is not None and fl.function.is_kernel:
             return fl.b.gep(self._local_base(fl), [const_int(I64, offset)], source_etype=I8)
+        on_stack = self.stack.variable_pointer(self, fl, var)
+        if on_stack is not None:
+            return on_stack
         if var.space in ("local", "param"):
             return fl.stack_variable(var, 8)
         raise fl.unsupported(fl.inst, f"a variable in .{var.space} space on the CPU")
@@ -215,7 +236,7 @@ class CpuTarget(Target):
         checked_in = fl.b.block
         fl.b.cbranch(ok, good, bad)
         fl.b.position_at_end(bad)
-        self._fault(fl, pointer, size, write)
+        self.fault(fl, pointer, size, write)
         if fl.function.is_kernel:
             fl.b.position_at_end(good)
             return pointer
@@ -227,7 +248,7 @@ class CpuTarget(Target):
         phi.add_incoming(scratch, bad)
         return phi
 
-    def _fault(self, fl: FunctionLowering, pointer, size: int, write: bool) -> None:
+    def fault(self, fl: FunctionLowering, pointer, size: int, write: bool) -> None:
         """Record a bad access (or, with size CALL_FAULT, a call of an address that is no
         function) in the block context; a kernel stops there (returns FAULTED), a device
         function goes on and the executor reports it after the block."""
@@ -240,6 +261,15 @@ class CpuTarget(Target):
         fl.b.store(I64(info), fault_info)
         if fl.function.is_kernel:
             fl.b.ret(I32(FAULTED))
+
+    def stack_memory(self, fl: FunctionLowering, size: ll.Value, align: int) -> ll.Value:
+        return self.stack.allocate(self, fl, size, align)
+
+    def stack_save(self, fl: FunctionLowering) -> ll.Value:
+        return self.stack.save(self, fl)
+
+    def stack_restore(self, fl: FunctionLowering, pointer: ll.Value) -> None:
+        self.stack.restore(self, fl, pointer)
 
     def loop_header(self, fl: FunctionLowering) -> None:
         """Every loop looks at the launch's stop word, so that a launch spinning forever
@@ -283,6 +313,8 @@ class CpuTarget(Target):
             if callee.name in ("malloc", "free"):
                 self._heap_call(fl, inst, callee.name, pointers)
                 return
+            if lower_device_runtime(fl, inst, callee, pointers):   # dynamic parallelism
+                return
             if callee.name not in ("vprintf", "__assertfail"):
                 raise fl.unsupported(inst, f"a call of '{callee.name}', which the module "
                                            "declares but does not define")
@@ -294,7 +326,8 @@ class CpuTarget(Target):
             fl.b.position_at_end(fl.llfn.append_basic_block("after_assert"))
             return
         llcallee = self.functions[callee.name]
-        fl.b.call(llcallee, [fl.llfn.args[0], fl.llfn.args[1], *pointers])
+        self.stack.call(self, fl, callee.name, lambda: fl.b.call(
+            llcallee, [fl.llfn.args[0], fl.llfn.args[1], *pointers]))
 
     def _heap_call(self, fl: FunctionLowering, inst: ir.Instruction, name: str,
                    pointers: list) -> None:
@@ -309,12 +342,18 @@ class CpuTarget(Target):
         freed = fl.llfn.append_basic_block("freed")
         fl.b.cbranch(bad, faulted, freed)
         fl.b.position_at_end(faulted)
-        self._fault(fl, fl.b.inttoptr(address, PTR), FREE_FAULT, True)
+        self.fault(fl, fl.b.inttoptr(address, PTR), FREE_FAULT, True)
         if fl.b.block.terminator is None:
             fl.b.branch(freed)
         fl.b.position_at_end(freed)
 
     def function_address(self, fl: FunctionLowering, function: ir.Function) -> ll.Value:
+        if function.is_kernel:      # what a device-side launch names
+            address = kernel_address(self.module, function)
+            if address is None:
+                raise fl.unsupported(fl.inst, f"the address of the kernel '{function.name}', "
+                                              "which is not in the module")
+            return I64(address)
         llfn = self.functions.get(function.name)
         if llfn is None:
             raise fl.unsupported(fl.inst, f"the address of '{function.name}', which the "
@@ -345,10 +384,12 @@ class CpuTarget(Target):
                                             fl.b.ptrtoint(self.functions[f.name], I64)),
                          hit, miss)
             fl.b.position_at_end(hit)
-            fl.b.call(self.functions[f.name], [fl.llfn.args[0], fl.llfn.args[1], *pointers])
+            llcallee = self.functions[f.name]
+            self.stack.call(self, fl, f.name, lambda llcallee=llcallee: fl.b.call(
+                llcallee, [fl.llfn.args[0], fl.llfn.args[1], *pointers]))
             fl.b.branch(done)
             fl.b.position_at_end(miss)
-        self._fault(fl, fl.b.inttoptr(address, PTR), CALL_FAULT, False)
+        self.fault(fl, fl.b.inttoptr(address, PTR), CALL_FAULT, False)
         if fl.b.block.terminator is None:
             fl.b.branch(done)
         fl.b.position_at_end(done)
@@ -368,6 +409,22 @@ class CpuTarget(Target):
         """A warp operation like the others: the lanes leave their fragments (or row
         addresses) in their frames and the executor computes (runtime/backends/cpu/warps.py)."""
         self.synchronize(fl, inst)
+
+    def warpgroup_matrix(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
+        """wgmma thread by thread (warp gangs have their own, gang/wgmma.py): each thread
+        computes its own accumulators from shared memory, every element's address checked
+        (codegen/targets/thread_wgmma.py); A in registers is refused (no lane shuffles)."""
+        b = fl.b
+
+        def shared(address: ll.Value, size: int) -> ll.Value:
+            pointer = b.gep(self.space_base(fl, "shared"), [b.zext(address, I64)],
+                            source_etype=I8)
+            return self.checked_pointer(fl, pointer, "shared", size, False)
+
+        lane = None
+        if inst.spec.get("op") == "mma_async":
+            lane = fl.read(ir.SpecialRegister("%laneid", None, TYPES["u32"]), "u32")
+        compute_wgmma(fl, inst, lane, shared, None)
 
     def poll(self, fl: FunctionLowering, inst: ir.Instruction, test) -> ll.Value:
         """The threads of a block run one at a time: a test that fails lets the others run
@@ -456,9 +513,11 @@ def intrinsic(llmod: ll.Module, name: str, ret, args) -> ll.Function:
 
 
 def check_function(llmod: ll.Module) -> ll.Function:
-    """i1 check(ctx, address, size, site): whether [address, address+size) lies inside one
-    entry of the launch's allocation table (pairs of i64 start, end, sorted by start), found
-    by binary search; on success the entry is remembered in the access site's cache slot."""
+    """i1 check(ctx, address, size, site): whether [address, address+size) lies inside the
+    live frames of the worker's local stack (local_stack.py: not remembered, as the frames
+    change) or inside one entry of the launch's allocation table (pairs of i64 start, end,
+    sorted by start), found by binary search; on success the entry is remembered in the
+    access site's cache slot."""
     existing = llmod.globals.get("ptxport.check")
     if existing is not None:
         return existing
@@ -468,6 +527,7 @@ def check_function(llmod: ll.Module) -> ll.Function:
     fn.attributes.add("noinline")
     ctx, address, size, site = fn.args
     b = ll.IRBuilder(fn.append_basic_block("entry"))
+    _accept_local_stack(fn, b, ctx, address, size)
     table = b.load(b.gep(ctx, [I64(CTX.fields["alloc_table"])], source_etype=I8), typ=PTR)
     count = b.zext(b.load(b.gep(ctx, [I64(CTX.fields["alloc_count"])], source_etype=I8),
                           typ=I32), I64)
@@ -506,6 +566,21 @@ def check_function(llmod: ll.Module) -> ll.Function:
     b.position_at_end(done_)
     b.ret(ok)
     return fn
+
+
+def _accept_local_stack(fn: ll.Function, b: ll.IRBuilder, ctx, address, size) -> None:
+    """Return true from the check function `fn` if the access lies in [local stack start,
+    local stack top) (both zero without a local stack: nothing does)."""
+    start = b.load(b.gep(ctx, [I64(CTX.fields["local_stack_start"])], source_etype=I8), typ=I64)
+    top = b.load(b.gep(ctx, [I64(CTX.fields["local_stack"])], source_etype=I8), typ=I64)
+    last = b.add(address, size)
+    inside = b.and_(b.icmp_unsigned(">=", address, start),
+                    b.and_(b.icmp_unsigned("<=", last, top), b.icmp_unsigned(">=", last, address)))
+    accepted, search = fn.append_basic_block("local_stack"), fn.append_basic_block("search")
+    b.cbranch(inside, accepted, search)
+    b.position_at_end(accepted)
+    b.ret(ll.Constant(ll.IntType(1), 1))
+    b.position_at_end(search)
 
 
 def _global_timer(fl: FunctionLowering, llmod: ll.Module) -> ll.Value:

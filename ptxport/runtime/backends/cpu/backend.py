@@ -94,6 +94,10 @@ def _properties() -> DeviceProperties:
         compute_capability_minor=0,
         integrated=True,
         unified_addressing=True,
+        # a worker (a multiprocessor) runs one block at a time, to its end: so one block is
+        # resident per multiprocessor, and a cooperative launch may have one per worker
+        cooperative_launch=True,
+        max_blocks_per_multiprocessor=1,
     )
 
 
@@ -223,7 +227,7 @@ class Backend(BackendBase):
 
     def launch(self, ordinal: int, binary: KernelBinary, grid: tuple[int, int, int],
                block: tuple[int, int, int], dynamic_shared: int, params: bytes,
-               timeout: float | None = None) -> None:
+               timeout: float | None = None, cooperative: bool = False) -> None:
         # Kernels may touch the live allocations only: anything else (a freed buffer, an
         # address past a buffer's end) raises IllegalAddressError instead of corrupting the
         # process.
@@ -233,7 +237,17 @@ class Backend(BackendBase):
                 if self._ranges is None:
                     self._ranges = (*self._live.items(), *self._registered.values())
                 live = self._ranges
-        binary.launch(grid, block, dynamic_shared, params, live, timeout=timeout)
+        if cooperative:
+            binary.launch(grid, block, dynamic_shared, params, live, timeout=timeout,
+                          cooperative=True)
+        else:
+            binary.launch(grid, block, dynamic_shared, params, live, timeout=timeout)
+
+    def cooperative_blocks(self, ordinal: int, kernel, block, dynamic_shared: int) -> int:
+        """One block per worker: a worker runs its block to the end, so blocks that wait
+        for each other must each have one (executor.run_grid checks it again at the run)."""
+        from ptxport.runtime.backends.cpu.executor import worker_count
+        return worker_count()
 
 
 def _codegen_compile_kernel() -> Callable[[Module, str], KernelBinary]:

@@ -40,19 +40,22 @@ from ptxport.codegen.targets.cpu.abi import (
     FRAME,
     FREE_FAULT,
     RUNNABLE,
+    STACK_FAULT,
     TRAPPED,
 )
 from ptxport.codegen.targets.cpu.gang.lanes import DEADLOCK, NOT_MEMBER
 from ptxport.codegen.targets.cpu.stop import STOPPED
 from ptxport.errors import (
+    CooperativeLaunchTooLargeError,
     IllegalAddressError,
     KernelAssertError,
     KernelExecutionError,
     KernelTimeoutError,
     KernelTrapError,
+    UnsupportedFeatureError,
 )
 from ptxport.ir.lines import where
-from ptxport.runtime.backends.cpu import entry, printf, warps
+from ptxport.runtime.backends.cpu import device_launch, entry, printf, warps
 from ptxport.runtime.backends.cpu import pool as pool_threads
 from ptxport.runtime.backends.cpu.cores import usable_cores
 
@@ -126,10 +129,13 @@ class _Worker:
         self.nthreads = block[0] * block[1] * block[2]
         # (warp gangs: a frame of 32 * frame_size bytes per warp, the last one whole too)
         frames = (self.nthreads + 31) // 32 * 32 if plan.gang else self.nthreads
-        # 128-byte aligned: warp gangs keep vector registers in their frames
-        raw = np.zeros(frames * plan.frame_size + 64 + 128, dtype=np.uint8)
+        # 128-byte aligned: warp gangs keep vector registers in their frames; device
+        # functions' local stack follows (near: local addresses are offsets from a frame)
+        frames_bytes = frames * plan.frame_size + 64
+        raw = np.zeros(frames_bytes + plan.local_stack + 128, dtype=np.uint8)
         start = (-raw.ctypes.data) % 128
-        self.frames = raw[start:start + frames * plan.frame_size + 64]
+        self.frames = raw[start:start + frames_bytes]
+        self.local_stack = raw[start + frames_bytes:start + frames_bytes + plan.local_stack]
         # (each on cache lines of its own: the workers write theirs at once)
         self.shared = _on_lines(plan.static_shared + dynamic_shared + 16, np.uint8)
         self.ctx = _on_lines(CTX.size, np.uint8)
@@ -142,6 +148,11 @@ class _Worker:
         self._put(self.ctx, fields["nwarpid"], np.uint32, (self.nthreads + 31) // 32)
         self._put(self.ctx, fields["dynamic_smem"], np.uint32, dynamic_shared)
         self._put(self.ctx, fields["total_smem"], np.uint32, plan.static_shared + dynamic_shared)
+        if plan.local_stack:
+            stack = self.local_stack.ctypes.data
+            for name, value in (("local_stack", stack), ("local_stack_start", stack),
+                                ("local_stack_end", stack + plan.local_stack)):
+                self._put(self.ctx, fields[name], np.uint64, value)
         t = np.arange(self.nthreads)
         header = np.ndarray((self.nthreads, plan.frame_size), np.uint8, self.frames, 0,
                             (plan.frame_size, 1))
@@ -168,7 +179,7 @@ class _Worker:
                 ("nctaid", 8, ctypes.c_uint32), ("nsmid", 0, ctypes.c_uint32),
                 ("fault_address", 0, ctypes.c_uint64), ("fault_info", 0, ctypes.c_uint64),
                 ("alloc_table", 0, ctypes.c_uint64), ("alloc_count", 0, ctypes.c_uint32),
-                ("checks", 0, ctypes.c_uint32))]
+                ("checks", 0, ctypes.c_uint32), ("grid_workspace", 0, ctypes.c_uint64))]
         # what the allocation table was made from (the same objects: it is made again
         # only when they change) and the table
         self._table_of: tuple | None = None
@@ -194,15 +205,18 @@ class _Worker:
                                     0)}
 
     def prepare(self, params: tuple[int, int], grid, allocations, global_ranges,
-                stop: ctypes.c_int32, smid: int, smids: int) -> None:
+                stop: ctypes.c_int32, smid: int, smids: int, workspace: int = 0) -> None:
         """Set up a launch: its parameters' (address, size), grid, the (address, size) of
         the memory it may touch besides this worker's own (None: unchecked) and its stop
-        word; `smid`: this worker's number (%smid) of `smids`. A worker is kept for the
+        word; `smid`: this worker's number (%smid) of `smids`; `workspace`: a cooperative
+        launch's grid workspace (%envreg1:%envreg2), else 0. A worker is kept for the
         next launch of the same binary and block shape on the same host thread: allocating
         and filling its memory cost more than short kernels run, under the GIL."""
         self.stop = stop
         (stop_word, params_word, smid_word, nctaid_x, nctaid_y, nctaid_z, nsmid,
-         fault_address, fault_info, alloc_table, alloc_count, checks) = self._launch_fields
+         fault_address, fault_info, alloc_table, alloc_count, checks,
+         workspace_word) = self._launch_fields
+        workspace_word.value = workspace
         # (the same stop word, parameter buffer and grid come again launch after launch)
         shape = (ctypes.addressof(stop), params[0], grid, smid, smids)
         if shape != self._shape:
@@ -357,6 +371,11 @@ class _Worker:
             return (f"kernel '{self.plan.name}' freed address {address:#x}, which device "
                     f"malloc did not return or which was freed before, at {self._where(line)} "
                     f"in {where}; nothing was freed and the device is still usable")
+        if size == STACK_FAULT:
+            return (f"kernel '{self.plan.name}' ran out of stack for local memory (device "
+                    f"functions' frames, alloca; {self.plan.local_stack} bytes per thread: a "
+                    f"recursion too deep?) at {self._where(line)} in {where}; that call or "
+                    "alloca was not made and the device is still usable")
         return (f"kernel '{self.plan.name}' {'wrote' if write else 'read'} {size} bytes at "
                 f"address {address:#x}, outside every allocation, at {self._where(line)} in "
                 f"{where}; nothing was written there and the device is still usable")
@@ -534,9 +553,17 @@ def _team(binary, pool, block, dynamic_shared: int, layout: entry.Layout) -> _Te
 
 
 def run_grid(binary, grid, block, dynamic_shared: int, params: bytes,
-             allocations=None, timeout: float | None = None) -> None:
+             allocations=None, timeout: float | None = None, cooperative: bool = False) -> None:
     """Run every block of the grid on the workers; raise the first failure, or
-    KernelTimeoutError when the launch ran longer than `timeout` seconds and was stopped."""
+    KernelTimeoutError when the launch ran longer than `timeout` seconds and was stopped.
+    `cooperative`: a cooperative launch, whose blocks may wait for each other (grid.sync()):
+    every block runs at once, one per worker, and the kernel finds a zeroed grid workspace
+    in %envreg1:%envreg2 as on NVIDIA's driver."""
+    workspace = None
+    if cooperative:
+        workspace = _cooperative_workspace(binary, grid)
+        if allocations is not None:
+            allocations = (*allocations, (workspace.ctypes.data, workspace.nbytes))
     # The stop word compiled code looks at; the watchdog sets it. (Kept for later launches
     # when no watchdog had it: workers then keep its address in their context.)
     stop = _take_stop() if timeout is None else _stop_word()
@@ -547,7 +574,8 @@ def run_grid(binary, grid, block, dynamic_shared: int, params: bytes,
         watchdog.start()
     _RUNNING[id(stop)] = stop
     try:
-        _run_grid(binary, grid, block, dynamic_shared, params, allocations, stop)
+        _run_grid(binary, grid, block, dynamic_shared, params, allocations, stop,
+                  0 if workspace is None else workspace.ctypes.data)
     finally:
         del _RUNNING[id(stop)]
         if watchdog is not None:
@@ -567,6 +595,24 @@ def run_grid(binary, grid, block, dynamic_shared: int, params: bytes,
         _STOPS.append(stop)
 
 
+def _cooperative_workspace(binary, grid) -> np.ndarray:
+    """A zeroed grid workspace for a cooperative launch of `binary` on `grid`, after checking
+    that all its blocks can run at once: a worker runs its block to the end, so blocks that
+    wait for each other must each have a worker of their own."""
+    blocks, workers = grid[0] * grid[1] * grid[2], worker_count()
+    if blocks > workers:
+        raise CooperativeLaunchTooLargeError(
+            f"a cooperative launch of kernel '{binary.plan.name}' with {blocks} blocks: the cpu "
+            f"device runs at most {workers} blocks at once (one per worker; "
+            "multiProcessorCount x 1 resident block, as the occupancy API reports)")
+    if binary.plan.sync_points and not binary.native_waits:
+        raise UnsupportedFeatureError(
+            "a cooperative launch", "cpu", reason=(
+                f"kernel '{binary.plan.name}' has waits only the Python resolver completes, "
+                "which runs its blocks one after another: they could not wait for each other"))
+    return _on_lines(4, np.uint64)
+
+
 # stop words of finished launches that no watchdog could still set, for later launches
 _STOPS: list[ctypes.c_int32] = []
 
@@ -579,13 +625,15 @@ def _take_stop() -> ctypes.c_int32:
 
 
 def _run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocations,
-              stop: ctypes.c_int32) -> None:
+              stop: ctypes.c_int32, workspace: int) -> None:
     param_buffer = _take_param_buffer(len(params))
     if params:
         ctypes.memmove(param_buffer, params, len(params))
     params_address = ctypes.addressof(param_buffer)
     # (only kernels that call printf or assert have a log to collect and print)
     printf_log = printf.open_log(params_address) if binary.calls_printf else None
+    # (only kernels that launch grids: their threads' launches are collected by address)
+    launching = getattr(binary, "launches_grids", False) and device_launch.attach(params_address)
     # (a tuple: workers keep their allocation table while the same one comes again)
     if allocations is not None and not isinstance(allocations, tuple):
         allocations = tuple(allocations)
@@ -593,11 +641,13 @@ def _run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocatio
     pool = pool_threads.take()
     try:
         _Grid(binary, grid, block, dynamic_shared, (params_address, len(params)),
-              allocations, stop).run(pool)
+              allocations, stop, workspace).run(pool)
     except BaseException as e:      # reported after the printf log is printed
         errors.append(e)
     finally:
         pool_threads.give(pool)
+        if launching:
+            device_launch.detach(params_address)
     if printf_log is not None:      # printed after the launch
         errors += printf.close_log(params_address, printf_log)
     _PARAM_BUFFERS.setdefault(len(param_buffer), []).append(param_buffer)
@@ -612,10 +662,11 @@ class _Grid:
     blocks."""
 
     def __init__(self, binary, grid, block, dynamic_shared: int, params: tuple[int, int],
-                 allocations, stop: ctypes.c_int32):
+                 allocations, stop: ctypes.c_int32, workspace: int = 0):
         self.binary, self.grid, self.block, self.dynamic_shared = \
             binary, grid, block, dynamic_shared
         self.params, self.allocations, self.stop = params, allocations, stop
+        self.workspace = workspace
         self.blocks = grid[0] * grid[1] * grid[2]
         self.smids = worker_count()
         waits = bool(binary.plan.sync_points)
@@ -636,7 +687,7 @@ class _Grid:
         pool.grow(self.workers - 1)
         # (a launch like the team's last, which succeeded, finds every worker's context
         # set: preparing 16 workers costs more than an empty grid runs)
-        like = (self.params, self.grid, self.smids, self.workers)
+        like = (self.params, self.grid, self.smids, self.workers, self.workspace)
         last = team.last_launch
         if last is not None and last[0] is self.allocations and last[1] is self.stop \
                 and last[2] == like:
@@ -645,7 +696,8 @@ class _Grid:
         else:
             for smid, worker in enumerate(team.workers[:self.workers]):
                 worker.prepare(self.params, self.grid, self.allocations,
-                               self.binary.global_ranges, self.stop, smid, self.smids)
+                               self.binary.global_ranges, self.stop, smid, self.smids,
+                               self.workspace)
         team.last_launch = None
         if self.python_rounds:
             self._python_rounds(team.workers[0])

@@ -5,6 +5,7 @@ in host memory shared by its kernels, and binding the entry points the executor 
 from __future__ import annotations
 
 import ctypes
+import functools
 import struct
 import threading
 import weakref
@@ -16,6 +17,7 @@ import numpy as np
 from ptxport.codegen import ops  # noqa: F401  (registers the lowerings)
 from ptxport.codegen.targets.cpu import runtime_functions as cpu_runtime
 from ptxport.codegen.targets.cpu.calls import ASSERT_SYMBOL, PRINTF_SYMBOL
+from ptxport.codegen.targets.cpu.device_runtime import DEVICE_RUNTIME_SYMBOL
 from ptxport.codegen.targets.cpu.image import Image
 from ptxport.codegen.targets.cpu.machine import LLVM_LOCK, target_machine
 from ptxport.codegen.targets.cpu.module import holds_function_addresses
@@ -23,6 +25,7 @@ from ptxport.errors import CompileError, UnsupportedFeatureError
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import runs_to_completion
 from ptxport.ptx.ast import FloatImm, IntImm
+from ptxport.runtime.backends.cpu import device_launch
 from ptxport.runtime.backends.cpu import heap as cpu_heap
 
 RunThreads = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
@@ -36,6 +39,13 @@ RunWaitingBlocks = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_vo
                                     ctypes.c_int32, ctypes.c_int64, ctypes.c_int64)
 RunBlocks = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
                              ctypes.c_int32, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
+
+# LLVM turns long runs of zero stores or copies (a warp frame's registers set before a loop:
+# Triton's 32 accumulators of an sm_90 matmul) into calls of these; the JIT does not search
+# the process for them by itself.
+_LIBC = ctypes.CDLL(None)
+for _name in ("memset", "memcpy", "memmove"):
+    llvm.add_symbol(_name, ctypes.cast(getattr(_LIBC, _name), ctypes.c_void_p).value)
 
 
 
@@ -99,6 +109,10 @@ def initial_bytes(var: ir.Variable, where: dict) -> bytes:
 class CpuKernelBinary:
     """A kernel compiled for the host: `launch` runs a whole grid on the calling thread. Made
     from the kernel's object code and plan, fresh from the lowering or from its image."""
+
+    # the CpuOptions it was compiled with (kernels.py sets them): grids it launches from the
+    # device are compiled with them too
+    options = None
 
     def __init__(self, name: str, image: Image, module: ir.Module):
         object_code, plan = image.object_code, image.plan
@@ -175,6 +189,12 @@ class CpuKernelBinary:
         return bool(symbols & {PRINTF_SYMBOL, ASSERT_SYMBOL})
 
     @cached_property
+    def launches_grids(self) -> bool:
+        """Whether the kernel's code calls CUDA's device runtime (dynamic parallelism:
+        device_launch.py runs the grids it launches)."""
+        return DEVICE_RUNTIME_SYMBOL in set(cpu_runtime.undefined_symbols(self.object_code))
+
+    @cached_property
     def global_ranges(self) -> tuple[tuple[int, int], ...]:
         """(address, size) of the module's .global and .const variables in this binary (they
         stay where its code was loaded)."""
@@ -189,20 +209,27 @@ class CpuKernelBinary:
 
     def launch(self, grid, block, dynamic_shared: int, params: bytes,
                allocations: list[tuple[int, int]] | None = None,
-               timeout: float | None = None) -> None:
+               timeout: float | None = None, cooperative: bool = False) -> None:
         """Run the grid. `allocations` lists the (address, size) of the device buffers the
         kernel may reach; every global or generic access is then checked against them (and
         the module's variables, shared and local memory), and an access outside all of them
         raises IllegalAddressError. None runs without checks. A launch still running after
         `timeout` seconds is stopped and raises KernelTimeoutError. The device heap, once a
-        kernel using malloc or free reserves it, is one more allocation of every launch."""
+        kernel using malloc or free reserves it, is one more allocation of every launch.
+        `cooperative`: a cooperative launch (executor.run_grid)."""
         if self.plan.uses_heap:
             cpu_heap.HEAP.reserve()
         heap = cpu_heap.HEAP.range()
         if allocations is not None and heap is not None:
             allocations = [*allocations, heap]
+        if self.launches_grids:     # (dynamic parallelism)
+            device_launch.run_grid(self, tuple(grid), tuple(block), dynamic_shared, params,
+                                   allocations, timeout,
+                                   functools.partial(_executor().run_grid,
+                                                     cooperative=cooperative))
+            return
         _executor().run_grid(self, tuple(grid), tuple(block), dynamic_shared, params,
-                             allocations, timeout)
+                             allocations, timeout, cooperative)
 
 
 @cache

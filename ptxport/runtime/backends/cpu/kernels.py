@@ -12,6 +12,7 @@ from ptxport.codegen.compile import compile_cpu_image
 from ptxport.codegen.targets.cpu.options import CpuOptions
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import runs_to_completion
+from ptxport.runtime.backends.cpu import device_launch
 from ptxport.runtime.backends.cpu.jit import CpuKernelBinary
 
 __all__ = ["compile_kernel", "GangKernelBinary"]
@@ -62,6 +63,7 @@ class GangKernelBinary:
             return self._scalar
         image = compile_cpu_image(self.module, self.name, self.options, block)
         binary = CpuKernelBinary(self.name, image, self.module)
+        binary.options = self.options
         if image.gang_refusal is not None:
             self.gang_refusal = image.gang_refusal
             self._scalar = binary
@@ -69,9 +71,10 @@ class GangKernelBinary:
 
     def launch(self, grid, block, dynamic_shared: int, params: bytes,
                allocations: list[tuple[int, int]] | None = None,
-               timeout: float | None = None) -> None:
+               timeout: float | None = None, cooperative: bool = False) -> None:
         """CpuKernelBinary.launch with the code for this block shape."""
-        self.for_block(block).launch(grid, block, dynamic_shared, params, allocations, timeout)
+        self.for_block(block).launch(grid, block, dynamic_shared, params, allocations, timeout,
+                                     cooperative)
 
 
 def compile_kernel(module: ir.Module, kernel: str, options: CpuOptions | None = None
@@ -84,4 +87,9 @@ def compile_kernel(module: ir.Module, kernel: str, options: CpuOptions | None = 
     image = compile_cpu_image(module, kernel, options)
     if image.plan is None:
         return GangKernelBinary(kernel, module, options)
-    return CpuKernelBinary(kernel, image, module)
+    binary = CpuKernelBinary(kernel, image, module)
+    binary.options = options
+    return binary
+
+
+device_launch.compile_kernel = compile_kernel   # (grids that kernels launch: device_launch.py)

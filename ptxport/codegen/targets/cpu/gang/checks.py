@@ -263,9 +263,10 @@ def prefetch(fl: GangLowering, low, span: int) -> None:
     a stride (a grid-stride loop moves by gridDim * blockDim elements, too far for the
     hardware's prefetchers; and from one warp or block to the next); fetch the lines of the
     `span` bytes (up to 512: a warp's .v4 access) from `low` _AHEAD strides on. The stride
-    is the last move at this site: in this warp's call when it has been here before (a
-    loop), else by the warps this worker ran before in this launch (the site's last address
-    is also kept in a slot of the worker's site cache, zero at each launch). A wrong guess
+    is the last move at this site: by this warp of this block when it has been here before
+    (a loop, across barriers too), else by the warps this worker ran before in this launch
+    (the site's last address is also kept in a slot of the worker's site cache, zero at
+    each launch). A wrong guess
     costs a prefetch, never a fault. Only where all 32 lanes run (the segment's full-mask
     copy; under a guard too: Triton predicates every access by its bounds, and its vector
     add ran 25% faster per CPU-second with these prefetches): partial masks are a grid's
@@ -274,9 +275,15 @@ def prefetch(fl: GangLowering, low, span: int) -> None:
     if not isinstance(fl.unguarded_mask, ll.Constant):
         return
     b = fl.b
-    mine = fl.entry_alloca(I64, "last_address")
+    # this warp's last address here, in its frame: kept when the warp returns to the block
+    # loop at a barrier (a softmax's next row at this site is this warp's next access)
+    offset = fl.frame_bytes
+    fl.frame_bytes += 8
     with b.goto_block(fl.entry):
-        b.position_after(mine)
+        b.position_at_start(fl.entry)
+        mine = fl.frame_field(offset, I64)
+    with b.goto_block(fl.fresh_block):
+        b.position_at_start(fl.fresh_block)
         ll.IRBuilder.store(b, I64(0), mine)
     site = fl.plan.check_sites
     fl.plan.check_sites += 1

@@ -24,7 +24,7 @@ from ptxport.codegen.targets.cpu.gang.lanes import W
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import may_write
-from ptxport.passes.lane_offsets import (
+from ptxport.passes.lane_forms import (
     LaneForm,
     operand_form,
     widening,
@@ -65,17 +65,26 @@ def _known_pattern(fl: GangLowering, place: Place, size: int):
     """_classify's answer for all 32 lanes (the mask the constant full one) where the
     lanes' offsets are known when compiling (CONSECUTIVE, HALVES or HALF_UNIFORM), else
     None: the starts are lane 0's and lane 16's addresses, no test at run time (for a
-    widened form, classify tests the warp's flag first)."""
+    widened form, classify tests the warp's flag first). Global accesses of consecutive
+    lanes are known under a guard too (Triton predicates each access by its bounds), their
+    range that of the mask's first and last lanes, where all 32 lanes run the segment: lane
+    0 then holds its address (a lane that exited before the base register was written
+    would not)."""
     form = place.lanes
-    if form is None or not isinstance(fl.mask, ll.Constant):
+    if form is None:
         return None
     b = fl.b
     addrs = place.addrs
     et = addrs.type.element
     wrap = (1 << et.width) - 1
     d = [(c - form.offsets[0]) & wrap for c in form.offsets]
+    consecutive = d == [size * i for i in range(W)] and not form.halves
+    if not isinstance(fl.mask, ll.Constant):
+        whole_warp = isinstance(fl.unguarded_mask, ll.Constant)
+        return _known_consecutive(fl, place, size) \
+            if consecutive and whole_warp and not place.shared else None
     s0 = ll.IRBuilder.extract_element(b, addrs, I32(0))
-    if d == [size * i for i in range(W)] and not form.halves:
+    if consecutive:
         return (I32(CONSECUTIVE), s0, b.add(s0, ll.Constant(et, size * HALF)), s0,
                 b.add(s0, ll.Constant(et, size * W)))
     gap = d[HALF]       # (per half: each half from its own start, lane 16's)
@@ -87,6 +96,20 @@ def _known_pattern(fl: GangLowering, place: Place, size: int):
             high = b.add(ll.IRBuilder.select(b, less, s1, s0), ll.Constant(et, span))
             return I32(kind), s0, s1, low, high
     return None
+
+
+def _known_consecutive(fl: GangLowering, place: Place, size: int):
+    """_known_pattern of consecutive lanes under a mask known only at run time."""
+    b = fl.b
+    et = place.addrs.type.element
+    bits = fl.bits(fl.mask)
+    s0 = ll.IRBuilder.extract_element(b, place.addrs, I32(0))
+    # (no lane active: the access is skipped, its range unused)
+    first = b.zext(fl.cttz(bits), et)
+    after = b.zext(b.sub(I32(W), fl.ctlz(bits)), et)
+    return (I32(CONSECUTIVE), s0, b.add(s0, ll.Constant(et, size * HALF)),
+            b.add(s0, b.mul(first, ll.Constant(et, size))),
+            b.add(s0, b.mul(after, ll.Constant(et, size))))
 
 
 def classify(fl: GangLowering, place: Place, size: int):
@@ -316,6 +339,9 @@ def check_widening(fl: GangLowering, inst: ir.Instruction) -> None:
     clear the warp's flag (fl.exact_offset in its frame) when a lane's sum may wrap, so that
     forms widened from it are no longer trusted (classify then looks at the lanes)."""
     if widening(inst) is None:
+        return
+    exact = fl.lane_forms.get(inst.operands[0])
+    if exact is not None and not exact.widened:     # (lane_offsets': aligned, cannot wrap)
         return
     source = inst.operands[1]
     form = operand_form(source, lambda r: form_of(fl, r), fl.uniform, fl.block)

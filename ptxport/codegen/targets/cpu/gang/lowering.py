@@ -89,12 +89,13 @@ from ptxport.codegen.targets.cpu.gang.warp import (
     lower_vote,
     lower_warp_barrier,
 )
+from ptxport.codegen.targets.cpu.gang.wgmma import lower_wgmma
 from ptxport.codegen.targets.cpu.options import CpuOptions
 from ptxport.codegen.targets.cpu.stop import STOPPED, poll_stop
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import live_after, live_before, uses_and_defs
-from ptxport.passes.lane_offsets import lane_forms, widening
-from ptxport.passes.segment import Segment, is_barrier, is_warp_op, segments_of
+from ptxport.passes.lane_forms import lane_forms, widening
+from ptxport.passes.segment import Segment, inline_warp_ops, is_barrier, is_warp_op, segments_of
 from ptxport.passes.uniformity import (
     warp_uniform_indices,
 )
@@ -112,7 +113,8 @@ def lower_bar(fl: GangLowering, inst: ir.Instruction) -> None:
 _GANG_LOWERINGS = {"ld": lower_ld, "ldu": lower_ld, "st": lower_st, "atom": lower_atom,
                    "red": lower_atom, "bra": lower_bra, "ret": lower_exit, "exit": lower_exit,
                    "shfl": lower_shfl, "vote": lower_vote, "activemask": lower_activemask,
-                   "mma": lower_mma, "ldmatrix": lower_ldmatrix, "cp": lower_cp}
+                   "mma": lower_mma, "ldmatrix": lower_ldmatrix, "cp": lower_cp,
+                   "wgmma": lower_wgmma}
 
 
 _GANG_LOWERINGS["bar"] = _GANG_LOWERINGS["barrier"] = lower_bar
@@ -120,10 +122,11 @@ _GANG_LOWERINGS["bar"] = _GANG_LOWERINGS["barrier"] = lower_bar
 
 # --- the gang function and its block loop ------------------------------------------------------
 
-def _saved_registers(kernel: ir.Function) -> list[ir.Register]:
+def _saved_registers(kernel: ir.Function, inline: frozenset[int]) -> list[ir.Register]:
     """Registers live where a warp may resume after returning: after barriers, and at warp
-    operations where lanes park."""
-    points = {id(i) for i in kernel.instructions() if is_barrier(i) or is_warp_op(i)}
+    operations where lanes park (not those in `inline`, where none do)."""
+    points = {id(i) for i in kernel.instructions()
+              if is_barrier(i) or (is_warp_op(i) and id(i) not in inline)}
     if not points:
         return []
     live = live_after(kernel, points)
@@ -241,7 +244,8 @@ def _thread_indices(fl: GangLowering, frame, warp, block: tuple[int, int, int]) 
 def _lay_out_segments(fl: GangLowering, kernel: ir.Function,
                       gang: ll.Function) -> tuple[list[Segment], Segment]:
     """The kernel's segments, each with its LLVM block, and the segment past the end."""
-    segments = segments_of(kernel)
+    fl.inline_ops = inline_warp_ops(kernel, fl.uniform)
+    segments = segments_of(kernel, fl.inline_ops)
     for s in segments:
         s.llblock = gang.append_basic_block(f"seg{s.number}")
     fl.first_segment = {}
@@ -271,7 +275,7 @@ def _frame_registers(fl: GangLowering, kernel: ir.Function, segments: list[Segme
     """Registers live where a warp resumes live in its frame (128-byte aligned, as the vector
     loads LLVM makes of them assume): a warp leaving at a barrier copies nothing."""
     b = fl.b
-    registers = _saved_registers(kernel)
+    registers = _saved_registers(kernel, fl.inline_ops)
     starts = live_before(kernel, {(id(s.block), s.start) for s in segments})
     fl.crossing = set().union(*starts.values())
     offsets = _frame_layout(fl, registers)
@@ -297,6 +301,7 @@ def _entry(fl: GangLowering, gang: ll.Function, start, live, first: Segment) -> 
     fresh, resume, dispatch = (gang.append_basic_block(n) for n in ("fresh", "resume",
                                                                     "dispatch"))
     fl.dispatch = dispatch
+    fl.fresh_block = fresh
     b.store(I32(0), fl.barrier_slot)
     b.store(I32(-1), fl.retry_slot)     # all 32 alive: none has exited, a retry cannot help
     b.cbranch(start, fresh, resume)

@@ -24,7 +24,9 @@ from ptxport.codegen.targets.cpu.gang.lanes import DEADLOCK, FULL, W, declare, v
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.ir import nodes as ir
 
-__all__ = ["GANG_MMA_FORMS", "ldmatrix_refusal", "lower_ldmatrix", "lower_mma", "mma_refusal"]
+__all__ = ["GANG_MMA_FORMS", "concat", "fragment_elements", "fragment_layout", "fragment_owner",
+           "full_warp", "gathered_lanes", "ldmatrix_refusal", "lower_ldmatrix", "lower_mma",
+           "mma_refusal", "write_fragments"]
 
 F32, F64, HALF = ll.FloatType(), ll.DoubleType(), ll.HalfType()
 _INTS = ("s8", "u8")
@@ -67,7 +69,7 @@ def ldmatrix_refusal(inst: ir.Instruction) -> str | None:
 
 # --- fragment layouts -------------------------------------------------------------------------
 
-def _layout(shape: str, kind: str) -> tuple:
+def fragment_layout(shape: str, kind: str) -> tuple:
     """(M, N, K, a, b, cd): a, b and cd map (element index e, groupID g, threadID_in_group q)
     to the (row, column) of A (M x K), B (K x N) and C/D (M x N) that the element holds."""
     if shape == "m8n8k4":
@@ -114,7 +116,7 @@ def _bits(kind: str) -> int:
     return {"f16": 16, "bf16": 16, "s8": 8, "u8": 8, "f64": 64}.get(kind, 32)
 
 
-def _elements(fl: GangLowering, operand, kind: str, count: int, inst) -> list:
+def fragment_elements(fl: GangLowering, operand, kind: str, count: int, inst) -> list:
     """The operand's `count` fragment elements as vectors of the lanes' values in the
     computing type (f32, f64 or i32), element 0 in the low bits of the first register."""
     b = fl.b
@@ -153,7 +155,7 @@ def _element(b, word, kind: str, part: int, bits: int):
     return extend(b, small, vec(I32))
 
 
-def _gathered(fl: GangLowering, elements: list, where, cache: dict):
+def gathered_lanes(fl: GangLowering, elements: list, where, cache: dict):
     """A vector whose lane l holds the fragment element that `where(l)` names as (element,
     source lane): one constant shuffle per element index involved, joined by selects."""
     sources = [where(lane) for lane in range(W)]
@@ -176,7 +178,7 @@ def _gathered(fl: GangLowering, elements: list, where, cache: dict):
     return result
 
 
-def _full_warp(fl: GangLowering, inst: ir.Instruction) -> None:
+def full_warp(fl: GangLowering, inst: ir.Instruction) -> None:
     """mma and ldmatrix .sync.aligned: every lane of the warp executes the same one (PTX
     leaves anything else undefined). Lanes wait for the others; lanes that have exited
     leave the rest waiting forever, as a GPU would hang."""
@@ -195,17 +197,17 @@ def _full_warp(fl: GangLowering, inst: ir.Instruction) -> None:
 def lower_mma(fl: GangLowering, inst: ir.Instruction) -> None:
     """mma.sync.aligned.shape.row.col.d.a.b.c d, a, b, c (PTX ISA 9.7.14.5.14): D = A * B + C
     for the warp, per the module docstring."""
-    _full_warp(fl, inst)
+    full_warp(fl, inst)
     b = fl.b
     shape = inst.spec.get("shape")
     d_kind, a_kind, b_kind, c_kind = inst.spec.types
-    m, n, k, a_at, b_at, cd_at = _layout(shape, a_kind)
+    m, n, k, a_at, b_at, cd_at = fragment_layout(shape, a_kind)
     d_op, a_op, b_op, c_op = inst.operands
-    av = _elements(fl, a_op, a_kind, m * k // W, inst)
-    bv = _elements(fl, b_op, b_kind, k * n // W, inst)
-    cv = _elements(fl, c_op, c_kind, m * n // W, inst)
-    a_from = _inverse(a_at, m * k // W)
-    b_from = _inverse(b_at, k * n // W)
+    av = fragment_elements(fl, a_op, a_kind, m * k // W, inst)
+    bv = fragment_elements(fl, b_op, b_kind, k * n // W, inst)
+    cv = fragment_elements(fl, c_op, c_kind, m * n // W, inst)
+    a_from = fragment_owner(a_at, m * k // W)
+    b_from = fragment_owner(b_at, k * n // W)
     integer = d_kind == "s32"
     element = cv[0].type
     if not integer:
@@ -215,24 +217,24 @@ def lower_mma(fl: GangLowering, inst: ir.Instruction) -> None:
     results = []
     for i, acc in enumerate(cv):
         for kk in range(k):
-            x = _gathered(fl, av, lambda lane, i=i, kk=kk: a_from[
+            x = gathered_lanes(fl, av, lambda lane, i=i, kk=kk: a_from[
                 (cd_at(i, lane >> 2, lane & 3)[0], kk)], cache)
-            y = _gathered(fl, bv, lambda lane, i=i, kk=kk: b_from[
+            y = gathered_lanes(fl, bv, lambda lane, i=i, kk=kk: b_from[
                 (kk, cd_at(i, lane >> 2, lane & 3)[1])], cache)
             if integer:
                 acc = ll.IRBuilder.add(b, acc, ll.IRBuilder.mul(b, x, y))
             else:
                 acc = ll.IRBuilder.call(b, fma, [x, y, acc])
         results.append(acc)
-    _write_d(fl, d_op, d_kind, results, inst)
+    write_fragments(fl, d_op, d_kind, results, inst)
 
 
-def _inverse(at, count: int) -> dict:
+def fragment_owner(at, count: int) -> dict:
     """(row, column) -> (element index, lane) of the fragment that holds it."""
     return {at(e, lane >> 2, lane & 3): (e, lane) for e in range(count) for lane in range(W)}
 
 
-def _write_d(fl: GangLowering, d_op, d_kind: str, results: list, inst) -> None:
+def write_fragments(fl: GangLowering, d_op, d_kind: str, results: list, inst) -> None:
     b = fl.b
     registers = d_op.elements if isinstance(d_op, ir.VectorValue) else (d_op,)
     if d_kind == "f16":
@@ -263,7 +265,7 @@ def lower_ldmatrix(fl: GangLowering, inst: ir.Instruction) -> None:
     register j, the elements (l / 4, 2 (l % 4)) and (l / 4, 2 (l % 4) + 1) of matrix j (of its
     transpose with .trans), the lower column in the lower half. The other lanes' addresses
     are not read, as PTX ignores them."""
-    _full_warp(fl, inst)
+    full_warp(fl, inst)
     b = fl.b
     count = int(inst.spec.get("num")[1])
     dest, address = inst.operands
@@ -289,7 +291,7 @@ def lower_ldmatrix(fl: GangLowering, inst: ir.Instruction) -> None:
             load = ll.IRBuilder.load(b, ll.IRBuilder.inttoptr(b, at, PTR), typ=row_type)
             load.align = 2
             rows.append(load)
-        matrix = _concat(b, rows)                    # 64 halves, row after row
+        matrix = concat(b, rows)                    # 64 halves, row after row
         if transposed:    # lane l, half h: element (2 (l % 4) + h, l / 4)
             order = [(2 * (x // 2 % 4) + x % 2) * 8 + x // 8 for x in range(2 * W)]
             matrix = ll.IRBuilder.shuffle_vector(b, matrix, ll.Constant(matrix.type, None),
@@ -297,7 +299,7 @@ def lower_ldmatrix(fl: GangLowering, inst: ir.Instruction) -> None:
         fl.write(register, ll.IRBuilder.bitcast(b, matrix, vec(I32)), "b32")
 
 
-def _concat(b, parts: list):
+def concat(b, parts: list):
     """One vector of the parts' elements in order (each part the same type)."""
     while len(parts) > 1:
         joined = []

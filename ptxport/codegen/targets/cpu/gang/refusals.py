@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ptxport.codegen.ops.data import state_space, vector_count
 from ptxport.codegen.targets.cpu.gang.mma import ldmatrix_refusal, mma_refusal
+from ptxport.codegen.targets.cpu.gang.wgmma import wgmma_refusal
 from ptxport.ir import nodes as ir
 
 # --- which kernels ----------------------------------------------------------------------------
@@ -25,6 +26,8 @@ _ATOMIC_OPS = {"add", "min", "max", "and", "or", "xor", "exch", "cas"}
 # took 517 s on here (thread by thread: 7 s). Kernels of this size ran thread by thread
 # before the gang lowered mma, so this limit keeps their compile time.
 MATRIX_KERNEL_LIMIT = 600
+# the matrix instructions gang/mma.py and gang/wgmma.py lower, and which forms they refuse
+_MATRIX_REFUSALS = {"mma": mma_refusal, "ldmatrix": ldmatrix_refusal, "wgmma": wgmma_refusal}
 
 
 def refusal(module: ir.Module, kernel: ir.Function) -> str | None:
@@ -47,12 +50,13 @@ def refusal(module: ir.Module, kernel: ir.Function) -> str | None:
     for inst in instructions:
         op, spec = inst.opcode, inst.spec
         types = spec.types
-        if op in ("mma", "ldmatrix"):      # 16-bit floats in 32-bit registers: gang/mma.py
-            why = mma_refusal(inst) if op == "mma" else ldmatrix_refusal(inst)
+        if op in _MATRIX_REFUSALS:         # 16-bit floats in 32-bit registers: gang/mma.py
+            why = _MATRIX_REFUSALS[op](inst)
             if why is not None:
                 return why
             continue
-        if any(t.endswith(("x2", "x4")) or t in ("f16", "bf16") for t in types):
+        if any(t.endswith(("x2", "x4")) or t in ("f16", "bf16") for t in types) \
+                and not _packs_two_f32(inst):
             return f"{spec.text}: 16-bit float or packed types"
         if spec.get("cc") or op in ("addc", "subc", "madc"):
             return f"{spec.text}: the carry flag"
@@ -106,6 +110,14 @@ def refusal(module: ir.Module, kernel: ir.Function) -> str | None:
             continue
         return f"{spec.text}: not lowered for warp gangs yet"
     return None
+
+
+def _packs_two_f32(inst: ir.Instruction) -> bool:
+    """cvt.{f16x2,bf16x2}.f32 d, a, b: two f32 into one 32-bit register (Triton's P before
+    a wgmma whose A is in registers), which the shared lowering computes on lanes."""
+    types = inst.spec.types
+    return inst.opcode == "cvt" and types[1:] == ("f32",) and types[0] in ("f16x2", "bf16x2") \
+        and inst.spec.get("rnd") in ("rn", "rz") and len(inst.operands) == 3
 
 
 def _copy_lowered(spec) -> bool:

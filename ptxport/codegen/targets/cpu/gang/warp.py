@@ -61,9 +61,12 @@ def _shuffle_sources(mode: str, bval: int, c: int) -> tuple[list[int], list[bool
 
 def lower_shfl(fl: GangLowering, inst: ir.Instruction) -> None:
     """shfl.sync.{up,down,bfly,idx}.b32 d{|p}, a, b, c, membermask (PTX ISA 9.7.9.6); a
-    source lane outside the mask gives whatever its register holds (unpredictable in PTX)."""
+    source lane outside the mask gives whatever its register holds (unpredictable in PTX).
+    A shfl of the whole warp in a converged block (segment.inline_warp_ops) has every live
+    lane in the mask already: no lane waits."""
     b = fl.b
-    converge(fl, inst, member_mask(fl, inst, 4))
+    if id(inst) not in fl.inline_ops:
+        converge(fl, inst, member_mask(fl, inst, 4))
     dest = inst.operands[0]
     dest, pred = (dest.first, dest.second) if isinstance(dest, ir.PairValue) else (dest, None)
     a = fl.read_lanes(inst.operands[1], "b32")

@@ -1,0 +1,242 @@
+"""Device functions' local memory on the CPU: a stack per worker that generic addresses reach.
+
+A kernel's own .local memory is the tail of its thread's frame (abi.py), inside the memory
+the access checks know. A device function that is not inlined runs from its call to its
+return without waiting for other threads (module.py inlines those that wait), so each worker
+has at most one chain of device-function calls live at a time: their local memory is a stack
+per worker, the *local stack*, which the executor places after the worker's frames. The
+.local variables of a device function whose address escapes (taken as a value, as for
+`cvta.local` and numba's result slots, or read through a generic address) get a place in the
+function's frame on that stack; the others stay LLVM stack slots, which LLVM keeps in
+registers.
+
+A caller reserves its callee's frame: it moves the stack's top (a field of the block
+context) up by the frame's size, checked against the stack's end (a call that would run past
+it is reported as a fault and not made: the stack overflow of too deep a recursion), makes
+the call and moves the top back; the callee finds its frame just below the top it starts
+with. The access checks (target.check_function) accept a generic access inside [stack start,
+top), the frames live now, so that an access past the innermost frame is still reported.
+
+PTX's stack memory (alloca, stacksave, stackrestore: .local addresses too) is taken from the
+top of the same stack, so that generic addresses reach it as well; a caller's release of its
+callee's frame releases what the callee allocated, and a kernel's thread starts with an
+empty stack (a function with stack memory never waits, memory.py's _check_stack).
+
+The size of the stack: without recursion or stack memory, the deepest chain of frames the
+kernel's calls can make; otherwise RECURSIVE_STACK bytes. Each function on a cycle of calls
+(through direct calls or calls through addresses) reserves at least RECURSIVE_FRAME bytes,
+which bounds the depth of any recursion (and so the native stack it uses) whether or not it
+has local memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ptxport.codegen.lower import I8, I64, PTR, FunctionLowering
+from ptxport.codegen.targets.cpu.abi import STACK_FAULT, align
+from ptxport.ir import nodes as ir
+from ptxport.ir.analysis import address_taken, calls_of, state_space
+
+__all__ = ["LocalStack", "RECURSIVE_FRAME", "RECURSIVE_STACK", "plan_local_stack"]
+
+# A worker's local stack when the kernel's calls may recurse, and the least each function on
+# a cycle of calls reserves (so at most RECURSIVE_STACK / RECURSIVE_FRAME nested calls).
+RECURSIVE_STACK = 1 << 20
+RECURSIVE_FRAME = 256
+_FRAME_ALIGN = 16
+# PTX's stack memory, which lives on the local stack too
+_STACK_MEMORY = frozenset({"alloca", "stacksave", "stackrestore"})
+
+
+@dataclass
+class LocalStack:
+    """Where device functions' escaping local variables live on the local stack."""
+
+    # function name -> bytes its frame takes (a multiple of 16; absent: no frame)
+    frames: dict[str, int] = field(default_factory=dict)
+    # (function name, variable name) -> offset of the variable in its function's frame
+    offsets: dict[tuple[str, str], int] = field(default_factory=dict)
+    # bytes of a worker's stack (0: no function has a frame or stack memory)
+    size: int = 0
+    # the functions (kernel included) with stack memory (alloca, stacksave, stackrestore)
+    dynamic: set[str] = field(default_factory=set)
+    # the kernels' LLVM functions that start their thread with an empty stack
+    _emptied: set = field(default_factory=set)
+
+    def variable_pointer(self, target, fl: FunctionLowering, var: ir.Variable):
+        """The host pointer of `var` in the frame of the function being lowered (None if
+        it has no place there)."""
+        offset = self.offsets.get((fl.function.name, var.name))
+        if offset is None:
+            return None
+        top = target.ctx_field(fl, "local_stack", typ=PTR)   # (as the function starts)
+        frame = self.frames[fl.function.name]
+        return fl.b.gep(top, [I64(offset - frame)], source_etype=I8)
+
+    def call(self, target, fl: FunctionLowering, callee: str, make_call) -> None:
+        """`make_call()` with the frame of `callee` reserved around it: the top moves up by
+        the frame's size, or, where that passes the stack's end, the call is reported as a
+        fault and not made."""
+        frame = self.frames.get(callee)
+        if frame is None:
+            make_call()
+            return
+        slot = target.ctx_slot(fl, "local_stack")
+        # (a function with stack memory moves the top itself: where it is now)
+        top = fl.b.load(slot, typ=PTR) if fl.function.name in self.dynamic else \
+            target.ctx_field(fl, "local_stack", typ=PTR)
+        end = target.ctx_field(fl, "local_stack_end", typ=I64)
+        raised = fl.b.gep(top, [I64(frame)], source_etype=I8)
+        fits = fl.b.icmp_unsigned("<=", fl.b.ptrtoint(raised, I64), end)
+        calling = fl.llfn.append_basic_block("frame_reserved")
+        overflow = fl.llfn.append_basic_block("stack_overflow")
+        after = fl.llfn.append_basic_block("frame_released")
+        fl.b.cbranch(fits, calling, overflow)
+        fl.b.position_at_end(overflow)
+        target.fault(fl, raised, STACK_FAULT, True)
+        if fl.b.block.terminator is None:
+            fl.b.branch(after)
+        fl.b.position_at_end(calling)
+        fl.b.store(raised, slot)
+        make_call()
+        fl.b.store(top, slot)
+        fl.b.branch(after)
+        fl.b.position_at_end(after)
+
+    def allocate(self, target, fl: FunctionLowering, size, align: int):
+        """`size` (an i64) bytes at the top of the stack, aligned to `align`, for PTX's
+        alloca; where they do not fit, a fault (a kernel stops there; a device function
+        goes on with the stack's start)."""
+        self._empty_in_kernel(target, fl)
+        b = fl.b
+        slot = target.ctx_slot(fl, "local_stack")
+        top = b.ptrtoint(b.load(slot, typ=PTR), I64)
+        start = b.and_(b.add(top, I64(align - 1)), I64(-align))
+        end = b.add(start, size)
+        limit = target.ctx_field(fl, "local_stack_end", typ=I64)
+        fits = b.and_(b.icmp_unsigned("<=", end, limit), b.icmp_unsigned(">=", end, start))
+        reserved = fl.llfn.append_basic_block("stack_memory")
+        overflow = fl.llfn.append_basic_block("stack_memory_overflow")
+        b.cbranch(fits, reserved, overflow)
+        b.position_at_end(overflow)
+        target.fault(fl, b.inttoptr(end, PTR), STACK_FAULT, True)
+        fallback = b.block if b.block.terminator is None else None
+        b.position_at_end(reserved)
+        b.store(b.inttoptr(end, PTR), slot)
+        if fallback is None:            # (a kernel stopped at the fault)
+            return b.inttoptr(start, PTR)
+        done = fl.llfn.append_basic_block("stack_memory_done")
+        b.branch(done)
+        b.position_at_end(fallback)
+        b.branch(done)
+        b.position_at_end(done)
+        address = b.phi(I64)
+        address.add_incoming(start, reserved)
+        address.add_incoming(target.ctx_field(fl, "local_stack_start", typ=I64), fallback)
+        return b.inttoptr(address, PTR)
+
+    def save(self, target, fl: FunctionLowering):
+        """The stack's top now (PTX's stacksave)."""
+        self._empty_in_kernel(target, fl)
+        return fl.b.load(target.ctx_slot(fl, "local_stack"), typ=PTR)
+
+    def restore(self, target, fl: FunctionLowering, pointer) -> None:
+        """Move the stack's top back to `pointer` (PTX's stackrestore)."""
+        self._empty_in_kernel(target, fl)
+        fl.b.store(pointer, target.ctx_slot(fl, "local_stack"))
+
+    def _empty_in_kernel(self, target, fl: FunctionLowering) -> None:
+        """A kernel's stack memory lasts until its thread ends: its thread function starts
+        by emptying the stack (such a kernel never waits, so it runs in one call)."""
+        if not fl.function.is_kernel or fl.llfn in self._emptied:
+            return
+        self._emptied.add(fl.llfn)
+        with fl.b.goto_entry_block():
+            fl.b.position_at_start(fl.entry)
+            start = fl.b.load(target.ctx_slot(fl, "local_stack_start"), typ=PTR)
+            fl.b.store(start, target.ctx_slot(fl, "local_stack"))
+
+
+def plan_local_stack(module: ir.Module, kernel: ir.Function,
+                     functions: list[ir.Function]) -> LocalStack:
+    """The frames of `functions` (the device functions compiled with `kernel`) and the
+    stack a worker needs for the kernel's calls."""
+    stack = LocalStack()
+    defined = [f for f in functions if not f.is_declaration]
+    taken = address_taken(module, defined)
+    graph = {f.name: sorted({c.name for _, c in calls_of(module, f, taken)
+                             if not c.is_declaration})
+             for f in [kernel, *defined]}
+    cyclic = _on_cycles(graph)
+    stack.dynamic = {f.name for f in [kernel, *defined]
+                     if any(i.opcode in _STACK_MEMORY for i in f.instructions())}
+    for f in defined:
+        size = 0
+        for var in escaping_locals(f):
+            size = align(size, max(var.alignment, 1))
+            stack.offsets[(f.name, var.name)] = size
+            size += max(var.size, 1)
+        if f.name in cyclic:
+            size = max(size, RECURSIVE_FRAME)
+        if size:
+            stack.frames[f.name] = align(size, _FRAME_ALIGN)
+    if not stack.frames and not stack.dynamic:
+        return stack
+    unbounded = cyclic or stack.dynamic
+    stack.size = RECURSIVE_STACK if unbounded else _deepest(kernel.name, graph, stack.frames)
+    return stack
+
+
+def escaping_locals(function: ir.Function) -> list[ir.Variable]:
+    """The .local variables of `function` used other than as the address of a .local
+    access (ld.local [var+8]): their address may become a generic one."""
+    escaping: set[str] = set()
+
+    def visit(value, local_access: bool) -> None:
+        if isinstance(value, ir.Variable):
+            if not local_access:
+                escaping.add(value.name)
+        elif isinstance(value, ir.SymbolAddress):
+            visit(value.target, False)
+        elif isinstance(value, ir.Address):
+            visit(value.base, local_access)
+        elif isinstance(value, ir.VectorValue | ir.ListValue):
+            for element in value.elements:
+                visit(element, False)
+
+    for inst in function.instructions():
+        local_access = state_space(inst) == "local"
+        for operand in inst.operands:
+            visit(operand, local_access and isinstance(operand, ir.Address))
+    return [v for v in function.variables.values()
+            if v.space == "local" and v.name in escaping]
+
+
+def _on_cycles(graph: dict[str, list[str]]) -> set[str]:
+    """The functions of `graph` (name -> callees) that reach themselves."""
+    cyclic = set()
+    for start in graph:
+        seen: set[str] = set()
+        todo = list(graph[start])
+        while todo:
+            name = todo.pop()
+            if name == start:
+                cyclic.add(start)
+                break
+            if name not in seen:
+                seen.add(name)
+                todo.extend(graph.get(name, ()))
+    return cyclic
+
+
+def _deepest(name: str, graph: dict[str, list[str]], frames: dict[str, int],
+             memo: dict[str, int] | None = None) -> int:
+    """The most stack a call chain from `name` (a graph without cycles) takes, not counting
+    `name`'s own frame."""
+    memo = {} if memo is None else memo
+    if name not in memo:
+        memo[name] = max((frames.get(c, 0) + _deepest(c, graph, frames, memo)
+                          for c in graph.get(name, ())), default=0)
+    return memo[name]
+

@@ -1,0 +1,105 @@
+"""Warp gangs' float4 accesses in Triton's layout, whose lanes are known consecutive when
+compiling (passes/lane_offsets.py follows `((tid * 4) & 508) | (ctaid << 10)` and its
+widening): predicated by bounds, with a tail block, and after lane 0 has exited (its copy
+of the base register is then stale, so the lanes are classified at run time)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ptxport import Device, LaunchConfig, Program, launch
+from ptxport.errors import IllegalAddressError
+
+HEADER = ".version 8.8\n.target sm_80\n.address_size 64\n"
+
+# out[i] = x[i] + 1 for i < n, each thread's 4 elements at ((tid*4) & 508) | (ctaid << 10)
+# and 512 on: the PTX Triton makes of its tutorial's vector add (BLOCK=1024, 4 warps)
+ADD = HEADER + """.visible .entry k(.param .u64 x, .param .u64 out, .param .u32 n)
+.reqntid 128
+{
+.reg .pred %p<3>; .reg .b32 %r<40>; .reg .f32 %f<9>; .reg .b64 %rd<12>;
+ld.param.u64 %rd7, [x]; ld.param.u64 %rd8, [out]; ld.param.u32 %r27, [n];
+mov.u32 %r25, %ctaid.x; shl.b32 %r26, %r25, 10;
+mov.u32 %r28, %tid.x; shl.b32 %r29, %r28, 2; and.b32 %r30, %r29, 508;
+or.b32 %r31, %r30, %r26; or.b32 %r32, %r31, 512;
+setp.lt.s32 %p1, %r31, %r27; setp.lt.s32 %p2, %r32, %r27;
+mul.wide.s32 %rd10, %r31, 4;
+add.s64 %rd1, %rd7, %rd10; add.s64 %rd2, %rd1, 2048;
+add.s64 %rd3, %rd8, %rd10; add.s64 %rd4, %rd3, 2048;
+mov.f32 %f1, 0f00000000; mov.f32 %f2, 0f00000000; mov.f32 %f3, 0f00000000;
+mov.f32 %f4, 0f00000000;
+@%p1 ld.global.v4.f32 {%f1, %f2, %f3, %f4}, [%rd1];
+add.f32 %f1, %f1, 0f3F800000; add.f32 %f2, %f2, 0f3F800000;
+add.f32 %f3, %f3, 0f3F800000; add.f32 %f4, %f4, 0f3F800000;
+@%p1 st.global.v4.f32 [%rd3], {%f1, %f2, %f3, %f4};
+mov.f32 %f5, 0f00000000; mov.f32 %f6, 0f00000000; mov.f32 %f7, 0f00000000;
+mov.f32 %f8, 0f00000000;
+@%p2 ld.global.v4.f32 {%f5, %f6, %f7, %f8}, [%rd2];
+add.f32 %f5, %f5, 0f3F800000; add.f32 %f6, %f6, 0f3F800000;
+add.f32 %f7, %f7, 0f3F800000; add.f32 %f8, %f8, 0f3F800000;
+@%p2 st.global.v4.f32 [%rd4], {%f5, %f6, %f7, %f8};
+ret;
+}
+"""
+
+# thread 0 returns first; the others write tid at out + 16 * tid after a barrier (the base
+# register, live across it, is written by lanes 1..31 only: lane 0's copy is stale)
+AFTER_EXIT = HEADER + """.visible .entry k(.param .u64 out, .param .u32 n)
+{
+.reg .pred %p<3>; .reg .b32 %r<8>; .reg .b64 %rd<4>;
+ld.param.u64 %rd1, [out]; ld.param.u32 %r5, [n];
+mov.u32 %r1, %tid.x;
+setp.eq.u32 %p1, %r1, 0;
+@%p1 ret;
+shl.b32 %r2, %r1, 2;
+mul.wide.u32 %rd2, %r2, 4;
+add.s64 %rd3, %rd1, %rd2;
+bar.sync 0;
+setp.lt.u32 %p2, %r1, %r5;
+@%p2 st.global.v4.u32 [%rd3], {%r1, %r1, %r1, %r1};
+ret;
+}
+"""
+
+
+def _run(ptx: str, grid: int, block: int, arrays: list, *scalars):
+    dev = Device("cpu")
+    stream = dev.create_stream()
+    kernel = Program(ptx, code_type="ptx").compile("native").get_kernel("k")
+    buffers = []
+    for a in arrays:
+        buffer = dev.allocate(a.nbytes, stream=stream)
+        buffer.copy_from(a, stream=stream)
+        buffers.append(buffer)
+    launch(stream, LaunchConfig(grid=grid, block=block), kernel, *buffers, *scalars)
+    for a, buffer in zip(arrays, buffers, strict=True):
+        buffer.copy_to(a, stream=stream)
+    stream.sync()
+    return kernel._binary(dev)
+
+
+@pytest.mark.parametrize("n", [4096, 4096 - 16, 1040])
+def test_triton_float4_add_with_a_tail(n):
+    x = np.arange(4096, dtype=np.float32)
+    out = np.full(4096, -1, np.float32)
+    binary = _run(ADD, 4, 128, [x, out], np.uint32(n))
+    assert binary.gang_refusal is None
+    assert (out[:n] == x[:n] + 1).all()
+    assert (out[n:] == -1).all()        # the bounds' predicate: nothing past n
+
+
+def test_triton_float4_past_the_allocation_stops_at_the_first_bad_thread():
+    x = np.zeros(2048, np.float32)
+    out = np.zeros(4096, np.float32)
+    with pytest.raises(IllegalAddressError):
+        _run(ADD, 4, 128, [x, out], np.uint32(4096))      # x holds only half of n
+
+
+def test_lanes_after_lane_0_exited():
+    out = np.zeros((64, 4), np.uint32)
+    _run(AFTER_EXIT, 1, 64, [out], np.uint32(40))
+    expect = np.repeat(np.arange(64, dtype=np.uint32)[:, None], 4, axis=1)
+    expect[0] = 0
+    expect[40:] = 0
+    assert (out == expect).all()
