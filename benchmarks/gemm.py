@@ -10,20 +10,18 @@ CPU mode (default):
   (b) the portable GEMM kernel (ptxport/blas/kernels/gemm.cu, SIMT, f32) compiled for the
       CPU target, launched on the cpu device, against numpy at --kernel-sizes (default
       256 512 1024), for its candidate tile shapes of up to 4x4 accumulators a thread.
-GPU mode (--gpu, for an NVIDIA GPU such as the H100):
-  (c) the portable GEMM through ptxport's NVPTX (Device("cuda:0")) against cuBLAS (through
-      torch, else cupy) at FP32 (SIMT kernel; cuBLAS with TF32 off) and BF16 (mma.sync kernel,
-      bf16 in and out, f32 accumulate), n = --gpu-sizes (default 1024 2048 4096 8192), layout
-      TN (op(A) = A^T, as llm.c calls it), in TFLOP/s, with a correctness check at the first
-      size. The tile shape is the autotuner's for each size (tuned on first use, cached), or
-      each of --tiles (one row per tile and size; 'all': every candidate of
-      ptxport.blas.portable).
+GPU mode (--gpu, for an NVIDIA GPU such as the H100): benchmarks/gemm_gpu.py (its docstring
+  says what): (c) the portable GEMM through ptxport's NVPTX (Device("cuda:0")) against cuBLAS
+  at FP32 and BF16, layout TN, n = --gpu-sizes (default 1024 2048 4096 8192), in TFLOP/s, for
+  each tile of --tiles ('all': every candidate of ptxport.blas.portable), with --native the
+  same kernels without ptxport's lowering, and per size the best tile and gemm()'s pick.
 
-Times are medians of --repeats calls after a warm-up call. Results go to
+CPU times are medians of --repeats calls after a warm-up call. Results go to
 benchmarks/results/gemm.json (gemm_gpu.json for --gpu).
 
     python benchmarks/gemm.py [--repeats 5] [--sizes ...] [--kernel-sizes ...]
     python benchmarks/gemm.py --gpu [--gpu-sizes 1024 2048 4096 8192] [--tiles all | TILE ...]
+        [--dtypes float32 bfloat16] [--native]
 """
 
 from __future__ import annotations
@@ -35,7 +33,6 @@ import platform
 import subprocess
 import sys
 import time
-import traceback
 from pathlib import Path
 
 import numpy as np
@@ -184,168 +181,9 @@ def cpu_kernel(sizes: list[int], repeats: int) -> list[dict]:
     return rows
 
 
-# -- (c) the portable kernel on an NVIDIA GPU against cuBLAS -------------------------------
-
-def _vendor_ms(n: int, dtype: str, repeats: int) -> tuple[str, float]:
-    """cuBLAS through torch (else cupy): C = A^T B, n x n x n, CUDA events, median ms."""
-    try:
-        import torch
-
-        torch.backends.cuda.matmul.allow_tf32 = False   # FP32 means FP32 (no TF32)
-        kind = torch.float32 if dtype == "float32" else torch.bfloat16
-        a = torch.randn(n, n, device="cuda", dtype=kind)
-        b = torch.randn(n, n, device="cuda", dtype=kind)
-        times = []
-        for r in range(repeats + 1):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            torch.matmul(a.t(), b)
-            end.record()
-            end.synchronize()
-            if r:
-                times.append(start.elapsed_time(end))
-        del a, b
-        torch.cuda.empty_cache()
-        return "torch", float(np.median(times))
-    except ImportError:
-        import cupy
-
-        kind = cupy.float32 if dtype == "float32" else cupy.dtype("bfloat16")
-        a = cupy.random.standard_normal((n, n)).astype(kind)
-        b = cupy.random.standard_normal((n, n)).astype(kind)
-        times = []
-        for r in range(repeats + 1):
-            start, end = cupy.cuda.Event(), cupy.cuda.Event()
-            start.record()
-            cupy.matmul(a.T, b)
-            end.record()
-            end.synchronize()
-            if r:
-                times.append(cupy.cuda.get_elapsed_time(start, end))
-        return "cupy", float(np.median(times))
-
-
-def _in_type(dtype: str) -> np.dtype:
-    return np.dtype(np.float32) if dtype == "float32" else np.dtype("<u2")
-
-
-def _ours_ms(device, config, n: int, dtype: str, repeats: int) -> float:
-    """The portable GEMM on `device`, TN, tile `config`: the median of three groups of
-    `repeats` launches timed between two events (a launch's host cost hides behind the
-    previous kernel, except where kernels are shorter than it: small sizes are launch-bound)."""
-    from ptxport.blas import _Gemm, portable
-
-    in_type = _in_type(dtype)
-    stream, a, b, c = _buffers(device, n, in_type, in_type, None)
-    problem = _Gemm(True, False, n, n, n, (n, n, n), (0, 0, 0), 1)
-    portable.launch_gemm(stream, config, problem, a, b, c, in_type, in_type, 1.0, 0.0)
-    stream.sync()
-    group = []
-    for _ in range(3):
-        start = stream.record(options={"enable_timing": True})
-        for _ in range(repeats):
-            portable.launch_gemm(stream, config, problem, a, b, c, in_type, in_type, 1.0, 0.0)
-        end = stream.record(options={"enable_timing": True})
-        end.sync()
-        group.append((end - start) / repeats)
-    for buf in (a, b, c):
-        buf.close(stream)
-    return float(np.median(group))
-
-
-def _check_gpu(device, config, n: int, dtype: str) -> float:
-    """Max relative error of the portable GEMM against numpy (f64) at n, TN."""
-    from ptxport.blas import _Gemm, portable
-
-    rng = np.random.default_rng(0)
-    a = rng.integers(-8, 9, (n, n)).astype(np.float32) / 8
-    b = rng.integers(-8, 9, (n, n)).astype(np.float32) / 8
-    in_type = _in_type(dtype)
-
-    def stored(x: np.ndarray) -> np.ndarray:
-        return x if dtype == "float32" else (x.view(np.uint32) >> 16).astype(np.uint16)
-
-    stream = device.create_stream()
-    bufs = []
-    for x in (a, b, np.zeros_like(a)):
-        buf = device.allocate(x.nbytes if dtype == "float32" else x.nbytes // 2, stream=stream)
-        buf.copy_from(np.ascontiguousarray(stored(x)).ravel(), stream=stream)
-        bufs.append(buf)
-    portable.launch_gemm(stream, config, _Gemm(True, False, n, n, n, (n, n, n), (0, 0, 0), 1),
-                         *bufs, in_type, in_type, 1.0, 0.0)
-    got = np.empty(n * n, in_type)
-    bufs[2].copy_to(got, stream=stream)
-    stream.sync()
-    if dtype != "float32":
-        got = (got.astype(np.uint32) << 16).view(np.float32)
-    # column-major: A stored k x m is a.T's row-major bytes... compare in the same convention
-    want = (a.astype(np.float64) @ b.T.astype(np.float64)).T   # C(i,j) = sum_p A(p,i) B(p,j)
-    got = got.reshape(n, n)
-    return float(np.max(np.abs(got - want)) / max(1.0, np.max(np.abs(want))))
-
-
-def gpu(sizes: list[int], repeats: int, tiles: list[str] | None,
-        dtypes: tuple[str, ...] = ("float32", "bfloat16")) -> dict:
-    from ptxport import Device
-    from ptxport.blas import portable
-
-    device = Device("cuda:0")
-    report = {"device": device.name, "rows": [], "errors": []}
-    print(f"{'dtype':>9} {'n':>5} {'cuBLAS TF/s':>12} {'ptxport TF/s':>13} {'ratio':>6}  tile")
-    for dtype in dtypes:
-        vendor = {}
-        for n in sizes:
-            try:
-                vendor[n] = _vendor_ms(n, dtype, repeats)
-            except Exception:
-                report["errors"].append(f"cuBLAS {dtype} n={n}: {traceback.format_exc(limit=3)}")
-        if tiles:
-            for config in portable.parse_tiles(tiles, portable._uses_mma(device, _in_type(dtype))):
-                _gpu_tile(device, config, dtype, sizes, sizes[0], repeats, vendor, report)
-            continue
-        for n in sizes:   # the autotuner's choice for each size (tuned on first use, cached)
-            in_type = _in_type(dtype)
-            config = portable.tuned_config(device, portable._uses_mma(device, in_type), in_type,
-                                           in_type, portable.tune_size(n, n))
-            _gpu_tile(device, config, dtype, [n], min(n, sizes[0]), repeats, vendor, report)
-    return report
-
-
-def _gpu_tile(device, config, dtype: str, sizes: list[int], check_n: int, repeats: int,
-              vendor: dict, report: dict) -> None:
-    """One tile configuration of the portable GEMM at each of `sizes`, next to cuBLAS, after
-    a correctness check at check_n."""
-    tile = config.label
-    try:
-        err = _check_gpu(device, config, check_n, dtype)
-        report["checks"] = {**report.get("checks", {}), f"{dtype} {tile} n={check_n}": err}
-        print(f"check {dtype} {tile} n={check_n}: max rel err {err:.2e}", flush=True)
-    except Exception:
-        report["errors"].append(f"check {dtype} {tile}: {traceback.format_exc(limit=3)}")
-        print(f"check {dtype} {tile} failed: {report['errors'][-1].splitlines()[-1]}")
-    for n in sizes:
-        row = {"dtype": dtype, "n": n, "tile": tile}
-        try:
-            row["ptxport_ms"] = _ours_ms(device, config, n, dtype, repeats)
-        except Exception:
-            report["errors"].append(f"{dtype} {tile} n={n}: {traceback.format_exc(limit=3)}")
-            print(f"{dtype:>9} {n:5d} failed: {report['errors'][-1].splitlines()[-1]}")
-            continue
-        tf = 2 * n ** 3 / 1e9
-        row["ptxport_tflops"] = tf / row["ptxport_ms"]
-        if n in vendor:
-            row["vendor"], row["vendor_ms"] = vendor[n]
-            row["vendor_tflops"] = tf / row["vendor_ms"]
-            row["ratio"] = row["vendor_ms"] / row["ptxport_ms"]
-        report["rows"].append(row)
-        print(f"{dtype:>9} {n:5d} {row.get('vendor_tflops', float('nan')):12.1f} "
-              f"{row['ptxport_tflops']:13.1f} {row.get('ratio', float('nan')):6.2f}  {tile}",
-              flush=True)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=5, help="CPU mode: calls timed")
     parser.add_argument("--sizes", type=int, nargs="+", default=[256, 512, 1024, 2048, 4096])
     parser.add_argument("--kernel-sizes", type=int, nargs="+", default=[256, 512, 1024])
     parser.add_argument("--gpu", action="store_true")
@@ -356,14 +194,19 @@ def main() -> None:
                              "mma:BMxBNxBK/WMxWN/sSTAGES[/late], or 'all' (every candidate)")
     parser.add_argument("--dtypes", nargs="+", default=["float32", "bfloat16"],
                         choices=["float32", "bfloat16"], help="with --gpu: the precisions")
+    parser.add_argument("--native", action="store_true",
+                        help="with --gpu: also time each tile's kernel as NVRTC's PTX, "
+                             "without ptxport's lowering (see gemm_gpu.py)")
     args = parser.parse_args()
     out_dir = HERE / "results"
     out_dir.mkdir(exist_ok=True)
     machine = {"machine": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
                "loadavg": os.getloadavg()}
     if args.gpu:
-        report = {**machine, **gpu(args.gpu_sizes, args.repeats, args.tiles,
-                                   tuple(args.dtypes))}
+        from gemm_gpu import gpu
+
+        report = {**machine, **gpu(args.gpu_sizes, args.tiles, tuple(args.dtypes),
+                                   args.native)}
         (out_dir / "gemm_gpu.json").write_text(json.dumps(report, indent=1))
         return
     report = {**machine, "routes": cpu_routes(args.sizes, args.repeats),

@@ -33,13 +33,14 @@ def ptxas() -> Path:
     raise SystemExit("ptxas not found: install the nvidia-cuda-nvcc wheel")
 
 
-def report(config, arch: str, dtype: str, layout: str, keep: Path | None) -> str:
+def report(config, arch: str, dtype: str, layout: str, keep: Path | None,
+           even: bool = True) -> str:
     from ptxport.blas import portable
 
     in_type = np.dtype(np.float32) if dtype == "float32" else np.dtype("<u2")
     kind = portable._kind(in_type)
     ta, tb = (int(c == "T") for c in layout)
-    program = portable.program_for(arch, config, ta, tb, kind, kind, True)
+    program = portable.program_for(arch, config, ta, tb, kind, kind, True, even)
     ptx = program.compile(f"nvptx:{arch}").code
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(keep or tmp) / f"gemm_{config.label.replace(':', '_').replace('/', '_')}.ptx"
@@ -66,12 +67,15 @@ def main() -> None:
     parser.add_argument("--layout", default="TN", choices=("NN", "NT", "TN", "TT"))
     parser.add_argument("--tiles", nargs="+", default=["all"])
     parser.add_argument("--keep", type=Path, help="write the PTX files here")
+    parser.add_argument("--edges", action="store_true",
+                        help="the variant with edge checks (sizes not whole tiles), not EVEN")
     args = parser.parse_args()
     for dtype in ("float32", "bfloat16") if args.dtype == "both" else (args.dtype,):
         mma = dtype != "float32"
         for config in portable.parse_tiles(args.tiles, mma):
             print(f"{dtype:>9} {args.layout} {config.label:>24}: "
-                  f"{report(config, args.arch, dtype, args.layout, args.keep)}", flush=True)
+                  f"{report(config, args.arch, dtype, args.layout, args.keep, not args.edges)}",
+                  flush=True)
 
 
 if __name__ == "__main__":

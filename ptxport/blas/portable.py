@@ -11,8 +11,10 @@ each OpenCL compile costs seconds), made once per process and cached on disk by
 ptxport's compiler caches.
 
 The autotuner times each candidate tile shape on a square problem the first time a (GPU,
-kernel, accumulator type, size class) is used (1024^3, 2048^3 or 4096^3: the one nearest in
-C's area, as small problems want smaller tiles to fill the GPU), and keeps the fastest in
+kernel, accumulator type, size class, transposes) is used (1024^3, 2048^3, 4096^3 or
+8192^3: the one nearest in C's area, as small problems want smaller tiles to fill the GPU):
+after about 100 ms of warm-up launches, the median of five groups of about 20 ms, and the
+first candidate within 2% of the fastest is kept (near-ties go the same way every time) in
 $PTXPORT_CACHE_DIR/blas/autotune.json (else ~/.cache/ptxport/...), keyed by the device's
 backend and name. cpu and opencl devices take the first candidate untuned (see
 tuned_config).
@@ -39,7 +41,8 @@ from ptxport.runtime.program_options import ProgramOptions
 from ptxport.runtime.stream import Stream
 
 __all__ = ["MMA_CANDIDATES", "SIMT_CANDIDATES", "TileConfig", "candidates", "gemm",
-           "kernel_for", "parse_tiles", "program_for", "tune_size", "tuned_config"]
+           "gemm_launch", "kernel_for", "parse_tiles", "program_for", "time_tile",
+           "tune_size", "tuned_config"]
 
 KERNELS = Path(__file__).resolve().parent / "kernels"
 SOURCE = KERNELS / "gemm.cu"
@@ -54,12 +57,14 @@ def kernel_source(path: Path) -> str:
 _KINDS = {"float32": 0, "float64": 1, "float16": 2, "uint16": 3, "int8": 4, "int32": 5}
 # backends whose devices are tuned, and the square sizes tuned at (see tune_size)
 _TUNED_BACKENDS = ("cuda", "hip")
-_TUNE_SIZES = (1024, 2048, 4096)
+_TUNE_SIZES = (1024, 2048, 4096, 8192)
 # part of the autotuner's keys: choices made for an earlier version of the kernels (whose
 # tiles may no longer be candidates, or no longer the fastest) are not reused
-_KERNELS_VERSION = "gemm2"
+_KERNELS_VERSION = "gemm4"
 # backends whose kernels take the transposes as an argument: one compile for all four pairs
 _RUNTIME_TRANSPOSES = ("opencl",)
+# the options a tile's label may end in, by kernel (TileConfig's flags): SIMT, mma
+_OPTIONS = {False: ("ahead", "warp"), True: ("ahead", "late")}
 
 
 @dataclass(frozen=True)
@@ -77,8 +82,9 @@ class TileConfig:
     wm: int = 0
     wn: int = 0
     stages: int = 2
-    ahead: bool = False   # (SIMT) fragments read a k-step ahead (gemm.cu's AHEAD)
+    ahead: bool = False   # fragments read a k-step ahead (gemm.cu's AHEAD)
     late: bool = False    # (mma) copies issued after the first mmas of a k-step (LATE)
+    warp: bool = False    # (SIMT) threads laid out in warp tiles (WARPTILE)
 
     @property
     def threads(self) -> int:
@@ -86,13 +92,12 @@ class TileConfig:
 
     @property
     def label(self) -> str:
-        """The tile as benchmarks name it: simt:BMxBNxBK/TMxTN[/ahead] or
-        mma:BMxBNxBK/WMxWN/sSTAGES[/late]."""
+        """The tile as benchmarks name it: simt:BMxBNxBK/TMxTN[/ahead][/warp] or
+        mma:BMxBNxBK/WMxWN/sSTAGES[/ahead][/late]."""
         shape = f"{self.bm}x{self.bn}x{self.bk}"
-        if self.mma:
-            return f"mma:{shape}/{self.wm}x{self.wn}/s{self.stages}" + \
-                ("/late" if self.late else "")
-        return f"simt:{shape}/{self.tm}x{self.tn}" + ("/ahead" if self.ahead else "")
+        head = f"mma:{shape}/{self.wm}x{self.wn}/s{self.stages}" if self.mma else \
+            f"simt:{shape}/{self.tm}x{self.tn}"
+        return head + "".join(f"/{o}" for o in _OPTIONS[self.mma] if getattr(self, o))
 
     @classmethod
     def parse(cls, label: str) -> TileConfig:
@@ -102,15 +107,18 @@ class TileConfig:
             parts = rest.split("/")
             bm, bn, bk = (int(x) for x in parts[0].split("x"))
             x, y = (int(v) for v in parts[1].split("x"))
-            if kind == "mma" and parts[3:] in ([], ["late"]):
-                stages = int(parts[2].removeprefix("s")) if len(parts) > 2 else 3
-                return cls(True, bm, bn, bk, wm=x, wn=y, stages=stages, late=len(parts) == 4)
-            if kind == "simt" and parts[2:] in ([], ["ahead"]):
-                return cls(False, bm, bn, bk, x, y, ahead=len(parts) == 3)
+            mma = kind == "mma"
+            stages = int(parts[2].removeprefix("s")) if mma and len(parts) > 2 else 3
+            options = parts[3:] if mma else parts[2:]
+            if kind in ("mma", "simt") and len(set(options)) == len(options) and \
+                    set(options) <= set(_OPTIONS[mma]):
+                flags = {o: True for o in options}
+                return cls(True, bm, bn, bk, wm=x, wn=y, stages=stages, **flags) if mma else \
+                    cls(False, bm, bn, bk, x, y, **flags)
         except (IndexError, ValueError):
             pass
-        raise InvalidValueError(f"tile {label!r} is not simt:BMxBNxBK/TMxTN[/ahead] or "
-                                f"mma:BMxBNxBK/WMxWN/sSTAGES[/late]")
+        raise InvalidValueError(f"tile {label!r} is not simt:BMxBNxBK/TMxTN[/ahead][/warp] or "
+                                f"mma:BMxBNxBK/WMxWN/sSTAGES[/ahead][/late]")
 
     def dynamic_shared(self) -> int:
         """Bytes of dynamic shared memory a launch needs: the mma kernel's pipeline stages
@@ -127,22 +135,24 @@ class TileConfig:
 # 48 KiB: the static shared memory every CUDA device gives a block (and OpenCL devices
 # commonly): SIMT tiles above it for the accumulator type are not candidates
 _STATIC_SHARED = 48 * 1024
-# Candidates, from three H100 sweeps of gemm.py --tiles (benchmarks/gemm.py; numbers in
-# docs/blas.md): SIMT 128 x 128 x 16 with 8 x 8 a thread led from 2048 up, 64 x 64 tiles at
-# 1024 (more blocks); the mma tiles with 64 x 64 a warp led from 2048 up (128 x 256 x 64
-# with 8 warps, 128 x 128 x 64 with 4, whose copies after the first mmas keep it at 253
-# registers rather than spilling), 64 x 64 tiles at 1024. Tiles that never led are left
-# out, and the /ahead and /late forms where they measured no faster (8 x 4 a thread: ahead
-# measured a little faster). The first of each is what cpu and opencl devices take untuned.
-SIMT_CANDIDATES = (TileConfig(False, 64, 64, 8, 4, 4), TileConfig(False, 128, 128, 16, 8, 8),
+# Candidates, from five H100 sweeps of gemm.py --tiles (benchmarks/gemm.py; numbers in
+# docs/blas.md). SIMT: 128 x 128 x 8 tiles with 8 x 8 a thread (warp tiles or not, within 1%
+# of each other) led from 2048 up (0.87-0.89 of cuBLAS), 64 x 64 x 8 with 4 x 4 at 1024 (more
+# blocks); BK = 16, fragments ahead, 4 x 16, 8 x 16 and 16 x 8 a thread measured slower
+# (0.68-0.86), as did 128 x 64 and 64 x 128 tiles. mma: 128 x 128 x 32 with 2 x 2 warps and
+# four stages (two blocks an SM; fragments ahead or not, within 1%) and 128 x 256 x 64 with
+# fragments ahead led from 2048 up (0.54-0.62), 64 x 64 tiles at 1024; more stages, BK = 64
+# with 2 x 2 warps, 256 x 128 and 128 x 256 x 32 tiles measured slower. The first of each is
+# what cpu and opencl devices take untuned.
+SIMT_CANDIDATES = (TileConfig(False, 64, 64, 8, 4, 4),
+                   TileConfig(False, 128, 128, 8, 8, 8, warp=True),
                    TileConfig(False, 128, 128, 8, 8, 8),
-                   TileConfig(False, 128, 64, 8, 8, 4, ahead=True),
-                   TileConfig(False, 64, 64, 16, 4, 4))
+                   TileConfig(False, 128, 128, 16, 8, 8, warp=True))
 MMA_CANDIDATES = (TileConfig(True, 128, 128, 32, wm=2, wn=4, stages=3),
-                  TileConfig(True, 128, 256, 64, wm=2, wn=4, stages=3),
-                  TileConfig(True, 128, 256, 64, wm=2, wn=4, stages=4),
-                  TileConfig(True, 128, 128, 64, wm=2, wn=2, stages=3, late=True),
                   TileConfig(True, 128, 128, 32, wm=2, wn=2, stages=4),
+                  TileConfig(True, 128, 128, 32, wm=2, wn=2, stages=4, ahead=True),
+                  TileConfig(True, 128, 256, 64, wm=2, wn=4, stages=3, ahead=True),
+                  TileConfig(True, 128, 128, 64, wm=2, wn=4, stages=4, ahead=True),
                   TileConfig(True, 64, 64, 32, wm=2, wn=2, stages=4))
 
 
@@ -179,14 +189,16 @@ def _uses_mma(device: Device, in_type: np.dtype) -> bool:
 
 
 def program_for(arch: str, config: TileConfig, ta: int, tb: int, in_kind: int, out_kind: int,
-                vec: bool) -> Program:
+                vec: bool, even: bool = False) -> Program:
     """The Program of one kernel variant (its macros: see gemm.cu's header); ta/tb 0 or 1 fix
-    a transpose at compile time, -1 leaves it to the kernel's `trans` argument."""
+    a transpose at compile time, -1 leaves it to the kernel's `trans` argument; `even`: the
+    problem is whole tiles (with `vec`), no edge checks."""
     macros = {"GEMM_MMA": int(config.mma), "TRANS_A": int(ta), "TRANS_B": int(tb),
               "IN_KIND": in_kind, "OUT_KIND": out_kind, "VEC": int(vec), "BM": config.bm,
               "BN": config.bn, "BK": config.bk, "TM": config.tm or 1, "TN": config.tn or 1,
               "WM": config.wm or 1, "WN": config.wn or 1, "STAGES": config.stages,
-              "AHEAD": int(config.ahead), "LATE": int(config.late)}
+              "AHEAD": int(config.ahead), "LATE": int(config.late),
+              "WARPTILE": int(config.warp), "EVEN": int(even)}
     options = ProgramOptions(arch=arch, define_macro=[(k, str(v)) for k, v in macros.items()],
                              name="ptxport_gemm.cu")
     return Program(kernel_source(SOURCE), "c++", options)
@@ -194,10 +206,10 @@ def program_for(arch: str, config: TileConfig, ta: int, tb: int, in_kind: int, o
 
 @functools.cache
 def kernel_for(arch: str, config: TileConfig, ta: int, tb: int, in_kind: int, out_kind: int,
-               vec: bool) -> Kernel:
+               vec: bool, even: bool = False) -> Kernel:
     """The compiled kernel of one variant (NVRTC's PTX, which ptxport lowers per device at
     first launch)."""
-    return program_for(arch, config, ta, tb, in_kind, out_kind, vec).compile() \
+    return program_for(arch, config, ta, tb, in_kind, out_kind, vec, even).compile() \
         .get_kernel("ptxport_gemm")
 
 
@@ -217,28 +229,46 @@ def _aligned(problem, pointers: tuple[Buffer | np.uint64, ...], elements: int) -
         all(_address(p) % 16 == 0 for p in pointers)
 
 
-def launch_gemm(stream: Stream, config: TileConfig, problem, a: Buffer | np.uint64,
+def _even(problem, config: TileConfig) -> bool:
+    """The problem is whole tiles of `config` (gemm.cu's EVEN)."""
+    return problem.m % config.bm == 0 and problem.n % config.bn == 0 and \
+        problem.k % config.bk == 0
+
+
+def gemm_launch(device: Device, config: TileConfig, problem, a: Buffer | np.uint64,
                 b: Buffer | np.uint64, c: Buffer | np.uint64, in_type: np.dtype,
-                out_type: np.dtype, alpha: float, beta: float) -> None:
-    """Queue the kernel of `config` for `problem` (ptxport.blas._Gemm, checked) on `stream`;
-    the matrices are Buffers, or device addresses (np.uint64) that ptxport.compat passes."""
+                out_type: np.dtype, alpha: float, beta: float) -> tuple[Kernel, LaunchConfig,
+                                                                        tuple]:
+    """What launch_gemm queues for `problem` (ptxport.blas._Gemm, checked) on `device`: the
+    kernel of `config`, its launch configuration and its arguments. The matrices are
+    Buffers, or device addresses (np.uint64) that ptxport.compat passes."""
     vec = _aligned(problem, (a, b), 8) if config.mma else \
         in_type == np.float32 and _aligned(problem, (a, b), 4)
     # transposes as a kernel argument where each variant is a slow compile (opencl)
-    ta, tb = (-1, -1) if stream.device.backend in _RUNTIME_TRANSPOSES else \
+    ta, tb = (-1, -1) if device.backend in _RUNTIME_TRANSPOSES else \
         (int(problem.ta), int(problem.tb))
-    kernel = kernel_for(_arch(stream.device, config.mma), config, ta, tb, _kind(in_type),
-                        _kind(out_type), vec)
+    kernel = kernel_for(_arch(device, config.mma), config, ta, tb, _kind(in_type),
+                        _kind(out_type), vec, vec and _even(problem, config))
     scalar = np.float64 if in_type == np.float64 else np.int32 if in_type == np.int8 else \
         np.float32
     grid = (-(-problem.m // config.bm), -(-problem.n // config.bn), problem.batch)
     (lda, ldb, ldc), (sa, sb, sc) = problem.lds, problem.strides
     i32, i64 = np.int32, np.int64
-    launch(stream, LaunchConfig(grid=grid, block=config.threads,
-                                shmem_size=config.dynamic_shared()), kernel,
-           i32(problem.m), i32(problem.n), i32(problem.k), scalar(alpha), a, i32(lda), i64(sa),
-           b, i32(ldb), i64(sb), scalar(beta), c, i32(ldc), i64(sc),
-           i32(int(problem.ta) | int(problem.tb) << 1))
+    args = (i32(problem.m), i32(problem.n), i32(problem.k), scalar(alpha), a, i32(lda),
+            i64(sa), b, i32(ldb), i64(sb), scalar(beta), c, i32(ldc), i64(sc),
+            i32(int(problem.ta) | int(problem.tb) << 1))
+    return kernel, LaunchConfig(grid=grid, block=config.threads,
+                                shmem_size=config.dynamic_shared()), args
+
+
+def launch_gemm(stream: Stream, config: TileConfig, problem, a: Buffer | np.uint64,
+                b: Buffer | np.uint64, c: Buffer | np.uint64, in_type: np.dtype,
+                out_type: np.dtype, alpha: float, beta: float) -> None:
+    """Queue the kernel of `config` for `problem` (ptxport.blas._Gemm, checked) on `stream`;
+    the matrices are Buffers, or device addresses (np.uint64) that ptxport.compat passes."""
+    kernel, launch_config, args = gemm_launch(stream.device, config, problem, a, b, c, in_type,
+                                              out_type, alpha, beta)
+    launch(stream, launch_config, kernel, *args)
 
 
 def gemm(stream: Stream, problem, a: Buffer, b: Buffer, c: Buffer, in_type: np.dtype,
@@ -247,8 +277,9 @@ def gemm(stream: Stream, problem, a: Buffer, b: Buffer, c: Buffer, in_type: np.d
     """C = alpha op(A) op(B) + beta C on the stream's device with the portable kernels; the
     tile shape is `config`, else the tuned one for the device."""
     if config is None:
+        layout = "NT"[int(problem.ta)] + "NT"[int(problem.tb)]
         config = tuned_config(stream.device, _uses_mma(stream.device, in_type), in_type,
-                              out_type, tune_size(problem.m, problem.n, problem.batch))
+                              out_type, tune_size(problem.m, problem.n, problem.batch), layout)
     launch_gemm(stream, config, problem, a, b, c, in_type, out_type, alpha, beta)
 
 
@@ -284,48 +315,57 @@ def tune_size(m: int, n: int, batch: int = 1) -> int:
 
 
 def tuned_config(device: Device, mma: bool, in_type: np.dtype, out_type: np.dtype,
-                 size: int = 2048) -> TileConfig:
+                 size: int = 2048, layout: str = "NN") -> TileConfig:
     """The fastest candidate tile shape on `device` for this kernel and its accumulator
     (f32 or f64; 16-bit data share f32's choice) at the tuning size `size` (one of
-    _TUNE_SIZES: see tune_size), timed on first use and cached on disk. On cpu and opencl
-    devices, the first candidate, untuned: there each candidate's compile (the OpenCL
-    runtime's, seconds) costs more than tuning gains at the sizes they run."""
+    _TUNE_SIZES: see tune_size) and the transposes `layout` (op(A) op(B): "NN", "TN", ...),
+    timed on first use and cached on disk. On cpu and opencl devices, the first candidate,
+    untuned: there each candidate's compile (the OpenCL runtime's, seconds) costs more than
+    tuning gains at the sizes they run."""
     if not mma:
         in_type = out_type = np.dtype(np.float64 if in_type == np.float64 else np.float32)
     tiles = candidates(mma, in_type)
     if device.backend not in _TUNED_BACKENDS:
         return tiles[0]
     key = f"{_KERNELS_VERSION}|{device.backend}|{device.name}|{'mma' if mma else 'simt'}|" \
-          f"{in_type.name}|{out_type.name}|{size}"
+          f"{in_type.name}|{out_type.name}|{size}|{layout}"
     cached = _load().get(key)
     if cached is not None:
         return TileConfig(**cached)
-    best = min(tiles, key=lambda cfg: _time(device, cfg, in_type, out_type, size))
+    times = [time_tile(device, cfg, in_type, out_type, size, layout) for cfg in tiles]
+    # the first candidate within 2% of the fastest: near-ties (within the timing's noise)
+    # go to the same tile on every tuning, in the candidates' order
+    best = next(cfg for cfg, ms in zip(tiles, times, strict=True) if ms <= min(times) * 1.02)
     _save(key, best)
     return best
 
 
-def _time(device: Device, config: TileConfig, in_type: np.dtype, out_type: np.dtype,
-          size: int) -> float:
-    """Milliseconds one size^3 GEMM takes with `config`, NN layout: after a warm-up launch
-    that compiles it, the median of three groups of three launches timed between events."""
-    from ptxport.blas import _Gemm
+# the autotuner's timing: launches before timing for about WARM_MS (the GPU's clocks up,
+# caches and the compile done), then GROUPS groups of launches of about GROUP_MS each
+_WARM_MS, _GROUP_MS, _GROUPS = 100.0, 20.0, 5
+
+
+def time_tile(device: Device, config: TileConfig, in_type: np.dtype, out_type: np.dtype,
+              size: int, layout: str = "NN") -> float:
+    """Milliseconds one size^3 GEMM in `layout` takes with `config` on `device`: the median
+    over groups of launches timed between events, after a warm-up (ptxport.blas.timing; on
+    cuda devices the GPU's time alone)."""
+    from ptxport.blas import _Gemm, timing
 
     stream = device.create_stream()
     a = device.allocate(size * size * in_type.itemsize, stream=stream)
     c = device.allocate(size * size * out_type.itemsize, stream=stream)
     a.fill(0x3C, 1, stream=stream)   # 0.0115 in f32 and bf16: ordinary values
-    problem = _Gemm(False, False, size, size, size, (size, size, size), (0, 0, 0), 1)
-    launch_gemm(stream, config, problem, a, a, c, in_type, out_type, 1.0, 0.0)
-    groups = []
-    for _ in range(3):
-        start = stream.record(options={"enable_timing": True})
-        for _ in range(3):
-            launch_gemm(stream, config, problem, a, a, c, in_type, out_type, 1.0, 0.0)
-        end = stream.record(options={"enable_timing": True})
-        end.sync()
-        groups.append(end - start)
+    problem = _Gemm(layout[0] == "T", layout[1] == "T", size, size, size, (size, size, size),
+                    (0, 0, 0), 1)
+    kernel, config_, args = gemm_launch(device, config, problem, a, a, c, in_type, out_type,
+                                        1.0, 0.0)
+    launch(stream, config_, kernel, *args)   # compiles and loads it, untimed
+    stream.sync()
+    timed = timing.direct(device, config_, kernel, args) or \
+        timing.through_stream(stream, config_, kernel, args)
+    ms, _ = timing.median_ms(timed, _WARM_MS, _GROUP_MS, _GROUPS)
     a.close(stream)
     c.close(stream)
     stream.sync()
-    return float(np.median(groups))
+    return ms

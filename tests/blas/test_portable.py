@@ -103,6 +103,24 @@ def test_simt_fragments_ahead(device):
            29, 40, np.float32, np.float32, batch=2, aligned=True)
 
 
+SIMT_WARP = TileConfig(False, 64, 64, 16, 4, 4, warp=True)
+
+
+@pytest.mark.parametrize("device", ["cpu", "opencl:0", "cuda:0"])
+@pytest.mark.parametrize("m, n, k", [(37, 29, 40), (64, 128, 48)])
+def test_simt_warp_tiles(device, m, n, k):
+    # threads in 32 x 16 warp tiles; 64 x 128 x 48: whole tiles, the EVEN variant (no edge
+    # checks at all)
+    _check(_device(device), SIMT_WARP, True, False, m, n, k, np.float32, np.float32, batch=2,
+           aligned=True)
+
+
+@pytest.mark.parametrize("device", ["cpu", "opencl:0"])
+def test_simt_whole_tiles(device):
+    _check(_device(device), SIMT_VEC, False, True, 128, 64, 32, np.float32, np.float32,
+           aligned=True)
+
+
 def test_simt_f64_on_cpu():
     _check(_device("cpu"), SIMT, True, False, 33, 17, 9, np.float64, np.float64)
 
@@ -133,6 +151,28 @@ def test_mma_pipeline_on_cpu(ta, tb):
            aligned=True)
 
 
+@pytest.mark.parametrize("m, n, k", [(37, 29, 100), (64, 128, 96)])
+def test_mma_fragments_ahead_on_cpu(m, n, k):
+    # fragments double-buffered, the next stage's first ones read across the barrier;
+    # 64 x 128 x 96: whole tiles (EVEN: cp.async of full chunks, no edge checks)
+    _check(_device("cpu"), TileConfig(True, 64, 64, 32, wm=2, wn=2, stages=3, ahead=True),
+           True, False, m, n, k, BF16, np.float32, aligned=True)
+
+
+@pytest.mark.parametrize("config", portable.MMA_CANDIDATES, ids=lambda c: c.label)
+@pytest.mark.parametrize("m, n, k", [(300, 200, 170), (256, 512, 192)])
+def test_mma_candidates_on_cuda(config, m, n, k):
+    # the tiles the autotuner chooses from, on an NVIDIA GPU: edges, and whole tiles (EVEN)
+    _check(_device("cuda:0"), config, True, False, m, n, k, BF16, BF16, aligned=True)
+
+
+@pytest.mark.parametrize("config", portable.SIMT_CANDIDATES, ids=lambda c: c.label)
+@pytest.mark.parametrize("m, n, k", [(300, 200, 170), (256, 512, 192)])
+def test_simt_candidates_on_cuda(config, m, n, k):
+    _check(_device("cuda:0"), config, True, False, m, n, k, np.float32, np.float32,
+           aligned=True)
+
+
 def test_mma_late_copies_on_cpu():
     # each k-step's copies issued after its first mmas (BK = 64: four 16-wide steps)
     _check(_device("cpu"), TileConfig(True, 64, 64, 64, wm=2, wn=2, stages=3, late=True),
@@ -144,21 +184,28 @@ def test_tile_labels_round_trip():
         assert TileConfig.parse(config.label) == config
     with pytest.raises(InvalidValueError, match="mma:BMxBNxBK"):
         TileConfig.parse("mma:128x128")
-    with pytest.raises(InvalidValueError):   # fragments ahead: a SIMT option only
-        TileConfig.parse("mma:128x128x32/2x4/s3/ahead")
+    with pytest.raises(InvalidValueError):   # warp tiles: a SIMT option only
+        TileConfig.parse("mma:128x128x32/2x4/s3/warp")
+    with pytest.raises(InvalidValueError):
+        TileConfig.parse("simt:128x128x8/8x8/late")
+    assert TileConfig.parse("mma:128x128x32/2x4/s3/ahead").ahead
+    assert TileConfig.parse("simt:128x128x8/8x8/ahead/warp") == \
+        TileConfig(False, 128, 128, 8, 8, 8, ahead=True, warp=True)
     assert TileConfig.parse("mma:128x128x64/2x2/s3/late").late
 
 
 def test_simt_candidates_fit_static_shared_memory():
     # 128 x 128 x 16 tiles of doubles need 67 KB: not a candidate for f64, one for f32
-    big = TileConfig(False, 128, 128, 16, 8, 8)
+    big = TileConfig(False, 128, 128, 16, 8, 8, warp=True)
     assert big in portable.candidates(False, np.dtype(np.float32))
     assert big not in portable.candidates(False, np.dtype(np.float64))
 
 
 def test_small_and_large_problems_are_tuned_apart():
     assert portable.tune_size(1000, 1000) == 1024
-    assert portable.tune_size(8192, 8192) == 4096
+    assert portable.tune_size(8192, 8192) == 8192
+    assert portable.tune_size(16384, 16384) == 8192
+    assert portable.tune_size(4000, 4000) == 4096
     assert portable.tune_size(512, 512, batch=16) == 2048   # C's area counts every batch
     assert portable.tune_size(0, 5) == 1024
 
@@ -195,3 +242,29 @@ def test_blas_gemm_on_opencl_runs_the_portable_kernel():
     buffers[2].copy_to(got, stream=stream)
     stream.sync()
     np.testing.assert_array_equal(got.T, a.T.astype(np.float64) @ b.T)
+
+
+def test_the_autotuner_keeps_the_first_candidate_within_two_percent(monkeypatch, tmp_path):
+    # timings within the noise of the fastest go to the earlier candidate, every time; the
+    # choice is cached per size class and layout
+    from types import SimpleNamespace
+
+    monkeypatch.setenv("PTXPORT_CACHE_DIR", str(tmp_path))
+    tiles = portable.candidates(False, np.dtype(np.float32))
+    times = {tiles[0]: 1.05, tiles[1]: 1.01, tiles[2]: 1.0}
+    timed = []
+
+    def fake_time(device, config, in_type, out_type, size, layout="NN"):
+        timed.append((config, size, layout))
+        return times.get(config, 2.0)
+
+    monkeypatch.setattr(portable, "time_tile", fake_time)
+    gpu = SimpleNamespace(backend="cuda", name="fake GPU")
+    f32 = np.dtype(np.float32)
+    assert portable.tuned_config(gpu, False, f32, f32, 4096, "TN") == tiles[1]
+    assert {(size, layout) for _, size, layout in timed} == {(4096, "TN")}
+    assert len(timed) == len(tiles)
+    assert portable.tuned_config(gpu, False, f32, f32, 4096, "TN") == tiles[1]   # cached
+    assert len(timed) == len(tiles)
+    portable.tuned_config(gpu, False, f32, f32, 4096, "NN")   # another layout: tuned apart
+    assert len(timed) == 2 * len(tiles)

@@ -6,6 +6,7 @@
 //
 //   GEMM_MMA       0: the SIMT kernel (any element type, FMA in the accumulator type);
 //                  1: the tensor-core kernel (f16 / bf16 in, f32 accumulate, mma.sync m16n8k16)
+//   EVEN           1: m, n, k multiples of BM, BN, BK (with VEC): no edge checks
 //   TRANS_A/_B     op(A) / op(B) transposed (A stored k x m, B stored n x k); -1: at run time
 //   IN_KIND        A's and B's type: 0 f32, 1 f64, 2 f16, 3 bf16, 4 int8 (SIMT only);
 //                  OUT_KIND: C's type, as IN_KIND or 5 int32 (with int8 in: int32 sums)
@@ -14,8 +15,9 @@
 //   STAGES, LATE   (MMA) the cp.async pipeline's depth; LATE 1: each k-step's copies issued
 //                  after its first 16-wide mmas rather than before (their address arithmetic
 //                  overlaps the mmas; fewer live registers for some tiles, slower for others)
-//   AHEAD          (SIMT) 1: each k-step's shared-memory values read while the previous
-//                  ones are multiplied, double-buffered in registers
+//   AHEAD          1: each k-step's shared-memory values (SIMT) or mma fragments read while
+//                  the previous ones are multiplied, double-buffered in registers
+//   WARPTILE       (SIMT) 1: threads laid out in warp tiles (see the SIMT kernel)
 //
 // The SIMT kernel double-buffers shared memory: the next k-step's tile is loaded from global
 // memory into registers while the current one is multiplied out of shared memory, then
@@ -44,6 +46,10 @@
 #endif
 #ifndef VEC
 #define VEC 0
+#endif
+// EVEN 1: the host found m, n, k multiples of BM, BN, BK (and VEC): no edge checks at all
+#ifndef EVEN
+#define EVEN 0
 #endif
 #ifndef AHEAD
 #define AHEAD 0
@@ -94,7 +100,7 @@ template <int KIND, typename T> __device__ __forceinline__ T from_acc(Acc v) {
 // C's element (i, j) = alpha acc + beta C (C not read when beta is 0).
 __device__ __forceinline__ void store_c(Out *c, int ldc, int m, int n, int i, int j, Acc acc,
                                         Acc alpha, Acc beta) {
-  if (i >= m || j >= n) return;
+  if (!EVEN && (i >= m || j >= n)) return;
   Out *p = c + i + (long long)j * ldc;
   Acc v = alpha * acc;
   if (beta != (Acc)0) v += beta * to_acc<OUT_KIND>(*p);
@@ -115,25 +121,40 @@ __device__ __forceinline__ void block_tile(int &tm, int &tn) {
 
 // op(A)(i, p) and op(B)(p, j), or 0 outside the matrices.
 __device__ __forceinline__ In load_a(const In *a, int lda, int m, int k, int i, int p, int trans) {
-  if (i >= m || p >= k) return (In)0;
+  if (!EVEN && (i >= m || p >= k)) return (In)0;
   return TA ? a[p + (long long)i * lda] : a[i + (long long)p * lda];
 }
 __device__ __forceinline__ In load_b(const In *b, int ldb, int k, int n, int p, int j, int trans) {
-  if (p >= k || j >= n) return (In)0;
+  if (!EVEN && (p >= k || j >= n)) return (In)0;
   return TB ? b[j + (long long)p * ldb] : b[p + (long long)j * ldb];
 }
 
 #if !GEMM_MMA
 // -- the SIMT kernel --------------------------------------------------------------------------
-// NT threads; thread t = (tr, tc), tr = t % (BM / TM), owns TM rows and TN columns of the
-// block tile in runs of SUB_M (SUB_N) consecutive ones: rows (r / SUB_M) * (BM * SUB_M / TM)
-// + tr * SUB_M + r % SUB_M. Runs of 4 (where TM / TN are multiples of 4) are read from shared
+// NT threads; each owns TM rows and TN columns of the block tile in runs of SUB_M (SUB_N)
+// consecutive ones, SPACE_M (SPACE_N) apart: rows (r / SUB_M) * SPACE_M + row0 + r % SUB_M
+// (the layouts: see WARPTILE). Runs of 4 (where TM / TN are multiples of 4) are read from shared
 // memory as one 4-vector; consecutive threads read consecutive vectors (no bank conflicts)
 // and write consecutive rows of C. Shared tiles are k-major (as[p][i], bs[p][j]) in the
 // accumulator type (16-bit inputs are widened once, on the way in), rows padded against
 // bank conflicts where a transposing store writes them.
 
+#ifndef WARPTILE
+#define WARPTILE 0
+#endif
 #define NT ((BM / TM) * (BN / TN))
+// Thread layout. WARPTILE 0: thread t = (tr, tc), tr = t % (BM / TM), runs spaced SPACE_M
+// = BM * SUB_M / TM apart. WARPTILE 1: each warp owns a (LANES_M TM) x (LANES_N TN) warp
+// tile, its lanes LANES_M x LANES_N; a thread's runs are LANES_M SUB_M apart, so one 4-vector
+// read of a warp touches LANES_M (LANES_N) consecutive vectors: 128 bytes of A, 64 of B,
+// one shared-memory wavefront each (broadcast to the lanes that share them).
+#define LANES_M 8
+#define LANES_N 4
+#if WARPTILE && (BM % (LANES_M * TM) != 0 || BN % (LANES_N * TN) != 0)
+#error "WARPTILE: BM must be a multiple of 8 TM and BN of 4 TN"
+#endif
+#define SPACE_M (WARPTILE ? LANES_M * SUB_M : BM * SUB_M / TM)
+#define SPACE_N (WARPTILE ? LANES_N * SUB_N : BN * SUB_N / TN)
 #define A_PER_THREAD (BM * BK / NT)
 #define B_PER_THREAD (BK * BN / NT)
 #define SUB_M (TM % 4 == 0 ? 4 : 1)
@@ -191,7 +212,7 @@ __device__ __forceinline__ void fetch(Staged &r, const In *a, int lda, const In 
     else { i = (g % (BM / 4)) * 4; p = g / (BM / 4); }
     int gi = bm + i, gp = k0 + p;
     float *v = (float *)&r.a[x];
-    if (TA ? (gi < m && gp + 3 < k) : (gi + 3 < m && gp < k)) {
+    if (EVEN || (TA ? (gi < m && gp + 3 < k) : (gi + 3 < m && gp < k))) {
       r.a[x] = *(const float4 *)(TA ? a + gp + (long long)gi * lda : a + gi + (long long)gp * lda);
     } else {
 #pragma unroll
@@ -206,7 +227,7 @@ __device__ __forceinline__ void fetch(Staged &r, const In *a, int lda, const In 
     else { p = (g % (BK / 4)) * 4; j = g / (BK / 4); }
     int gp = k0 + p, gj = bn + j;
     float *v = (float *)&r.b[x];
-    if (TB ? (gp < k && gj + 3 < n) : (gp + 3 < k && gj < n)) {
+    if (EVEN || (TB ? (gp < k && gj + 3 < n) : (gp + 3 < k && gj < n))) {
       r.b[x] = *(const float4 *)(TB ? b + gj + (long long)gp * ldb : b + gp + (long long)gj * ldb);
     } else {
 #pragma unroll
@@ -276,10 +297,10 @@ __device__ __forceinline__ void read_fragments(Acc *fa, Acc *fb, const Acc *as_k
                                                const Acc *bs_k, int row0, int col0) {
 #pragma unroll
   for (int r = 0; r < TM; r += SUB_M)
-    read_run<SUB_M>(fa + r, as_k, r / SUB_M * (BM * SUB_M / TM) + row0);
+    read_run<SUB_M>(fa + r, as_k, r / SUB_M * SPACE_M + row0);
 #pragma unroll
   for (int q = 0; q < TN; q += SUB_N)
-    read_run<SUB_N>(fb + q, bs_k, q / SUB_N * (BN * SUB_N / TN) + col0);
+    read_run<SUB_N>(fb + q, bs_k, q / SUB_N * SPACE_N + col0);
 }
 
 __device__ __forceinline__ void outer_product(Acc (*acc)[TN], const Acc *fa, const Acc *fb) {
@@ -298,7 +319,7 @@ ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long str
              long long stride_c, int trans) {
   __shared__ __align__(32) Acc as[2][BK][PITCH_A];
   __shared__ __align__(32) Acc bs[2][BK][PITCH_B];
-  const int t = threadIdx.x, tr = t % (BM / TM), tc = t / (BM / TM);
+  const int t = threadIdx.x;
   int tile_m, tile_n;
   block_tile(tile_m, tile_n);
   const int bm = tile_m * BM, bn = tile_n * BN;
@@ -315,8 +336,14 @@ ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long str
 #pragma unroll
     for (int q = 0; q < TN; ++q) acc[r][q] = zero;
 
-  // the first row / column of each of the thread's runs, relative to the block tile
-  const int row0 = tr * SUB_M, col0 = tc * SUB_N;
+  // the first row / column of the thread's first run, relative to the block tile
+#if WARPTILE
+  const int warp = t / 32, lane = t % 32, warps_m = BM / (LANES_M * TM);
+  const int row0 = warp % warps_m * (LANES_M * TM) + lane % LANES_M * SUB_M;
+  const int col0 = warp / warps_m * (LANES_N * TN) + lane / LANES_M * SUB_N;
+#else
+  const int row0 = t % (BM / TM) * SUB_M, col0 = t / (BM / TM) * SUB_N;
+#endif
   Staged staged;
   fetch(staged, a, lda, b, ldb, m, n, k, bm, bn, 0, t, trans);
   stash(staged, as[0], bs[0], t, trans);
@@ -368,8 +395,8 @@ ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long str
   for (int q = 0; q < TN; ++q)
 #pragma unroll
     for (int r = 0; r < TM; ++r)
-      store_c(c, ldc, m, n, bm + r / SUB_M * (BM * SUB_M / TM) + row0 + r % SUB_M,
-              bn + q / SUB_N * (BN * SUB_N / TN) + col0 + q % SUB_N, acc[r][q], alpha, beta);
+      store_c(c, ldc, m, n, bm + r / SUB_M * SPACE_M + row0 + r % SUB_M,
+              bn + q / SUB_N * SPACE_N + col0 + q % SUB_N, acc[r][q], alpha, beta);
 }
 
 #else
@@ -386,6 +413,9 @@ ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long str
 
 #ifndef STAGES
 #define STAGES 3
+#endif
+#if AHEAD && BK % 32 != 0
+#error "AHEAD (mma): BK must be a multiple of 32 (the fragments' two buffers alternate)"
 #endif
 
 #define NTHREADS (WM * WN * 32)
@@ -415,7 +445,10 @@ __device__ __forceinline__ u32 shared_address(const void *p) {
 // One 16-byte chunk from global to shared memory: cp.async of its `bytes` valid bytes
 // (the rest zero-filled), or element-wise where the data are not 16-byte aligned.
 __device__ __forceinline__ void copy_chunk(u16 *dst, const In *src, int valid, bool inside) {
-#if VEC
+#if EVEN
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;"
+               :: "r"(shared_address(dst)), "l"(src));
+#elif VEC
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
                :: "r"(shared_address(dst)), "l"(src), "r"(inside ? min(valid, 8) * 2 : 0));
 #else
@@ -546,6 +579,38 @@ ptxport_gemm(int m, int n, int k, float alpha, const In *a, int lda, long long s
     if (s < steps) load_stage(smem, s, a, lda, b, ldb, m, n, k, bm, bn, s * BK, t, trans);
     asm volatile("cp.async.commit_group;");
   }
+#if AHEAD
+  // fragments double-buffered in registers: kk + 16's read while kk's are multiplied; the
+  // next stage's first ones right after the barrier that ends a k-step, before its last
+  // mmas (so the barrier's wait and the ldmatrix latency hide behind them). Stage kt - 1 is
+  // refilled at kk 0 of step kt: every warp read its last fragments before that barrier.
+  u32 fa[2][MT][4], fb[2][NTL][2];
+  asm volatile("cp.async.wait_group %0;" :: "n"(STAGES - 2));
+  __syncthreads();
+  load_fragments(fa[0], fb[0], smem, smem + A_TILE, 0, wm, wn, lane, trans);
+  for (int kt = 0; kt < steps; ++kt) {
+    const u16 *as = smem + (kt % STAGES) * STAGE_ELEMS, *bs = as + A_TILE;
+#pragma unroll
+    for (int kk = 0; kk < BK; kk += 16) {
+      const int cur = kk / 16 % 2;
+      if (kk == 0) {   // the copies of step kt + STAGES - 1
+        const int next = kt + STAGES - 1;
+        if (next < steps)
+          load_stage(smem, next % STAGES, a, lda, b, ldb, m, n, k, bm, bn, next * BK, t, trans);
+        asm volatile("cp.async.commit_group;");
+      }
+      if (kk + 16 < BK) {
+        load_fragments(fa[cur ^ 1], fb[cur ^ 1], as, bs, kk + 16, wm, wn, lane, trans);
+      } else if (kt + 1 < steps) {   // step kt + 1 landed and visible; its first fragments
+        asm volatile("cp.async.wait_group %0;" :: "n"(STAGES - 2));
+        __syncthreads();
+        const u16 *nas = smem + ((kt + 1) % STAGES) * STAGE_ELEMS;
+        load_fragments(fa[cur ^ 1], fb[cur ^ 1], nas, nas + A_TILE, 0, wm, wn, lane, trans);
+      }
+      multiply(acc, fa[cur], fb[cur]);
+    }
+  }
+#else
   for (int kt = 0; kt < steps; ++kt) {
     asm volatile("cp.async.wait_group %0;" :: "n"(STAGES - 2));
     __syncthreads();   // step kt visible to all; step kt - 1's stage free to refill
@@ -563,6 +628,7 @@ ptxport_gemm(int m, int n, int k, float alpha, const In *a, int lda, long long s
       multiply(acc, fa, fb);
     }
   }
+#endif
   asm volatile("cp.async.wait_all;");
 #pragma unroll
   for (int x = 0; x < MT; ++x)

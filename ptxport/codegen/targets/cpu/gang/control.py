@@ -17,6 +17,7 @@ from ptxport.codegen.targets.cpu.gang.lanes import (
     NOT_MEMBER,
     RESUME,
     RESUME_LANES,
+    WHOLE_AT,
     W,
     is_vec,
     vec,
@@ -162,7 +163,9 @@ def block_barrier(fl: GangLowering, inst: ir.Instruction) -> None:
         # segment after the barrier, the others' exited)
         b.store(I32(following.number), fl.frame_field(RESUME))
         b.store(fl.bits(fl.mask), fl.frame_field(RESUME_LANES))
-        b.ret(I32(BARRIER))
+        # all 32 lanes here: the block loop may resume the warp with the point a constant
+        whole = ll.IRBuilder.icmp_unsigned(b, "==", fl.bits(fl.mask), I32(FULL))
+        b.ret(ll.IRBuilder.select(b, whole, I32(WHOLE_AT + following.number), I32(BARRIER)))
         if following.number not in fl.resumed_at:
             fl.resumed_at.add(following.number)
             fl.resume_switch.add_case(I32(following.number), following.llblock)

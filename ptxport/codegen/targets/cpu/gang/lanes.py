@@ -16,12 +16,17 @@ W = 32
 EXIT_PC = 0x7FFFFFFF
 # What the gang function returns besides -1 (every lane exited) and cpu.FAULTED.
 BARRIER = 1
+# ... or WHOLE_AT + the segment where it resumes, when all 32 lanes wait at one barrier; or
+# CONTINUE, in a uniform round (rounds.py), where its lanes took ways it leaves to the
+# dispatcher (its state is in its frame: the general round's call resumes it at once).
+CONTINUE, WHOLE_AT = 2, 3
 DEADLOCK = -(1 << 25)       # lanes wait at a warp operation for members that never come
 NOT_MEMBER = -(1 << 25) - 1  # a lane executes a warp operation whose mask does not name it
 # The warp frame: run_blocks' status word, the parked lanes, where the warp resumes when all
-# its live lanes wait at one barrier (else -1) and those lanes, the lanes' counters, the
-# registers that live across resume points.
-STATUS, PARKED, RESUME, RESUME_LANES, PC, REGISTERS = 0, 4, 8, 12, 128, 256
+# its live lanes wait at one barrier (else -1) and those lanes, the lanes that wait at a
+# barrier the others have not reached (CONTINUE), the lanes' counters, the registers that
+# live across resume points.
+STATUS, PARKED, RESUME, RESUME_LANES, AT_BARRIER, PC, REGISTERS = 0, 4, 8, 12, 16, 128, 256
 # Where a fault leaves the faulting lane (the block context's scratch area).
 SCRATCH_LANE = 128
 

@@ -60,7 +60,9 @@ from ptxport.codegen.targets.cpu.gang.control import (
     set_pc,
 )
 from ptxport.codegen.targets.cpu.gang.lanes import (
+    AT_BARRIER,
     BARRIER,
+    CONTINUE,
     DEADLOCK,
     EXIT_PC,
     FULL,
@@ -165,7 +167,7 @@ def lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, target
     segment."""
     fl = GangLowering(module, kernel, gang, target, plan, block, options, _GANG_LOWERINGS,
                       access_groups)
-    ctx, frame, warp, _nthreads, start = gang.args
+    ctx, frame, warp, _nthreads, start, fl.resume_point = gang.args
     fl.declare_registers()
     _declare_slots(fl)
     fl.scratch_lane = fl.b.gep(ctx, [I64(SCRATCH_LANE)], source_etype=I8)
@@ -272,25 +274,34 @@ def _lay_out_segments(fl: GangLowering, kernel: ir.Function,
 
 def _frame_registers(fl: GangLowering, kernel: ir.Function, segments: list[Segment],
                      frame) -> None:
-    """Registers live where a warp resumes live in its frame (128-byte aligned, as the vector
-    loads LLVM makes of them assume): a warp leaving at a barrier copies nothing."""
+    """Registers live where a warp resumes after returning (after barriers, at warp
+    operations) live in its frame (128-byte aligned, as the vector loads LLVM makes of them
+    assume): a warp leaving at a barrier copies nothing. The others live where a segment
+    starts have a place there too, where a warp that leaves a uniform round (rounds.py)
+    leaves them and its resumption takes them back (fl.kept: (register's slot, place))."""
     b = fl.b
-    registers = _saved_registers(kernel, fl.inline_ops)
     starts = live_before(kernel, {(id(s.block), s.start) for s in segments})
     fl.crossing = set().union(*starts.values())
-    offsets = _frame_layout(fl, registers)
+    registers = _saved_registers(kernel, fl.inline_ops)
+    rounds = any(is_barrier(inst) for inst in kernel.instructions())    # (uniform ones)
+    kept = sorted(fl.crossing - set(registers), key=lambda r: r.name) if rounds else []
+    offsets = _frame_layout(fl, registers + kept)
     fl.frame_bytes = offsets[""]
     # then, where the kernel widens, the flag of classify.check_widening: no widening of
     # the warp has wrapped
     fl.exact_offset = None
     if any(widening(inst) for inst in kernel.instructions()):
         fl.exact_offset, fl.frame_bytes = offsets[""], offsets[""] + 128
+    fl.kept = []
     with b.goto_entry_block():
         b.position_at_start(fl.entry)
-        for reg in registers:
+        for reg in registers + kept:
             slot = ll.IRBuilder.gep(b, frame, [I64(offsets[reg.name])], source_etype=I8)
             slot.type = ll.PointerType(fl.storage_type(reg))
-            fl.registers[id(reg)] = slot
+            if reg in kept:
+                fl.kept.append((fl.registers[id(reg)], slot))
+            else:
+                fl.registers[id(reg)] = slot
 
 
 def _entry(fl: GangLowering, gang: ll.Function, start, live, first: Segment) -> ll.Block:
@@ -317,18 +328,26 @@ def _entry(fl: GangLowering, gang: ll.Function, start, live, first: Segment) -> 
     b.store(I32(EXIT_PC), fl.others_min_slot)
     b.branch(first.llblock)
     b.position_at_end(resume)
-    # all live lanes left together at one barrier (block_barrier): straight back there
-    at = b.load(fl.frame_field(RESUME))
+    # all live lanes left together at one barrier (block_barrier): straight back there; the
+    # block loop names that barrier's segment when it knows that every warp waits there
+    # with all 32 lanes (a uniform round: the point is a constant there)
+    point = fl.resume_point
+    known = ll.IRBuilder.icmp_signed(b, ">=", point, I32(0))
+    at = ll.IRBuilder.select(b, known, point, b.load(fl.frame_field(RESUME)))
     fast, slow = gang.append_basic_block("resume_fast"), gang.append_basic_block(
         "resume_slow")
     ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_signed(b, ">=", at, I32(0)), fast, slow)
     b.position_at_end(slow)
     b.store(b.load(frame_field(PC, vi32), align=16), fl.pc_slot)
     b.store(b.load(frame_field(PARKED)), fl.parked_slot)
+    b.store(b.load(frame_field(AT_BARRIER)), fl.barrier_slot)
+    for register, place in fl.kept:     # (dead unless the warp left a uniform round)
+        b.store(b.load(place), register)
     b.branch(dispatch)
     b.position_at_end(fast)
     b.store(I32(-1), fl.frame_field(RESUME))
-    lanes = fl.lanes(b.load(fl.frame_field(RESUME_LANES)))
+    lanes = fl.lanes(ll.IRBuilder.select(b, known, I32(FULL),
+                                         b.load(fl.frame_field(RESUME_LANES))))
     b.store(ll.IRBuilder.select(b, lanes, b.splat(at), fl.exit_pcs), fl.pc_slot)
     b.store(I32(0), fl.parked_slot)
     b.store(lanes, fl.mask_slot)
@@ -348,6 +367,16 @@ def _dispatcher(fl: GangLowering, gang: ll.Function, segments: list[Segment],
     pc = b.load(fl.pc_slot)
     parked = b.load(fl.parked_slot)
     waiting = b.load(fl.barrier_slot)
+    # in a uniform round (rounds.py), the warp leaves it here, its state in its frame
+    leave, general = gang.append_basic_block("leave_round"), gang.append_basic_block("general")
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_signed(b, ">=", fl.resume_point, I32(0)), leave,
+                         general)
+    b.position_at_end(leave)
+    _save_counters(fl, pc, parked, waiting)
+    for register, place in fl.kept:
+        b.store(b.load(register), place)
+    b.ret(I32(CONTINUE))
+    b.position_at_end(general)
     alive = fl.bits(ll.IRBuilder.icmp_unsigned(b, "!=", pc, fl.exit_pcs))
     candidates = b.and_(alive, b.not_(b.or_(parked, waiting)))
     pick, stop = gang.append_basic_block("pick"), gang.append_basic_block("stop")
@@ -381,8 +410,7 @@ def _no_lane_goes_on(fl: GangLowering, gang: ll.Function, dispatch: ll.Block, pc
     ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", waiting, I32(0)), at_barrier,
                          not_barrier)
     b.position_at_end(at_barrier)
-    b.store(pc, fl.frame_field(PC, vec(I32)), align=16)
-    b.store(parked, fl.frame_field(PARKED))
+    _save_counters(fl, pc, parked, I32(0))     # (the barrier completes before it resumes)
     b.ret(I32(BARRIER))
     b.position_at_end(not_barrier)
     some_parked, done = gang.append_basic_block("some_parked"), gang.append_basic_block(
@@ -405,6 +433,15 @@ def _no_lane_goes_on(fl: GangLowering, gang: ll.Function, dispatch: ll.Block, pc
     b.ret(I32(DEADLOCK))
     b.position_at_end(done)
     b.ret(I32(-1))
+
+
+def _save_counters(fl: GangLowering, pc, parked, waiting) -> None:
+    """Leave the lanes' counters, parked lanes and lanes at a barrier in the warp's frame,
+    where the entry's resumption (resume_slow) finds them."""
+    b = fl.b
+    b.store(pc, fl.frame_field(PC, vec(I32)), align=16)
+    b.store(parked, fl.frame_field(PARKED))
+    b.store(waiting, fl.frame_field(AT_BARRIER))
 
 
 def _lower_segments(fl: GangLowering, kernel: ir.Function, gang: ll.Function,

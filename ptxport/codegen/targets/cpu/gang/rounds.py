@@ -1,0 +1,185 @@
+"""Warp gangs' block loop, run_blocks: a block's warps run in rounds, each warp until it waits
+at a barrier or exits, until every warp has exited.
+
+A round after which every warp waits at the same barrier with all 32 lanes (the gang function
+returns WHOLE_AT + the segment after that barrier: a loop's `__syncthreads()` in every warp)
+is a *uniform round*: it has a loop of its own for that barrier, which calls the gang function
+with the segment as a constant. LLVM then resumes each warp straight in that segment with its
+lanes, counters and mask known, and, since the gang function leaves a uniform round
+(CONTINUE) wherever it would consult its dispatcher, keeps only the code a warp runs from
+there to the next barrier: what a warp costs in a round where it has nothing to do (most
+warps, in most rounds of a tree reduction or a Blelloch scan) is that code alone. A warp
+that left the round (its lanes took different ways) goes on in the general round's loop,
+which resumes it from its frame, and so do the warps after it.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir as ll
+
+from ptxport.codegen.lower import I1, I8, I32, I64, PTR
+from ptxport.codegen.targets.cpu.entry import open_block_loop
+from ptxport.codegen.targets.cpu.gang.lanes import CONTINUE, SCRATCH_LANE, STATUS, WHOLE_AT, W
+
+__all__ = ["build_run_blocks"]
+
+_NONE_YET = -2      # a round's "uniform" before its first warp: no barrier named yet
+
+
+class _Rounds:
+    """run_blocks while it is built: its arguments, the warp loops, and the failing calls."""
+
+    def __init__(self, llmod: ll.Module, gang: ll.Function, warp_frame: int, warps: int,
+                 nthreads: int):
+        self.fn = fn = ll.Function(
+            llmod, ll.FunctionType(I64, [PTR, PTR, I64, I32, I64, I64, PTR]), name="run_blocks")
+        self.ctx, self.frames = fn.args[0], fn.args[1]
+        self.gang, self.warp_frame = gang, warp_frame
+        self.warps, self.nthreads = I32(warps), I32(nthreads)
+        self.b = ll.IRBuilder(fn.append_basic_block("entry"))
+        self.failed = fn.append_basic_block("failed")
+        self.failures: list = []        # (result, warp, block) of each failing call
+        self.ends: list = []            # (block, waiting, uniform) where a round ends
+
+    def frame(self, w):
+        b = self.b
+        frame = b.gep(self.frames, [b.mul(b.zext(w, I64), I64(self.warp_frame))],
+                      source_etype=I8)
+        return frame, b.gep(frame, [I64(STATUS)], source_etype=I8)
+
+    def ran(self, w, result, waiting, uniform, step: ll.Block):
+        """After a warp's call: note a failure (to `failed`), else go to `step`; returns
+        (waiting, uniform) after this warp."""
+        b = self.b
+        at_barrier = b.icmp_signed(">", result, I32(0))
+        same = b.or_(b.icmp_signed("==", uniform, I32(_NONE_YET)),
+                     b.icmp_signed("==", uniform, result))
+        whole = b.icmp_signed(">=", result, I32(WHOLE_AT))
+        ok = b.or_(b.icmp_signed("==", result, I32(-1)), at_barrier)
+        after = (b.or_(waiting, at_barrier), b.select(b.and_(whole, same), result, I32(-1)))
+        self.failures.append((result, w, b.block))
+        b.cbranch(ok, step, self.failed)
+        return after
+
+
+def _loop_head(r: _Rounds, name: str, phis: tuple) -> tuple:
+    """A warp loop's head block with phis of the given (name, type)s; the builder is left in
+    it."""
+    head = r.fn.append_basic_block(name)
+    r.b.position_at_end(head)
+    return head, tuple(r.b.phi(typ, n) for n, typ in phis)
+
+
+def _general_round(r: _Rounds, head: ll.Block, w, waiting, uniform, fresh) -> None:
+    """The round every warp that has not exited runs in from wherever it waits (the first
+    round of a block: fresh, from the kernel's start)."""
+    b, fn = r.b, r.fn
+    body, run, step, done = (fn.append_basic_block(n) for n in (
+        "warp_body", "warp_run", "warp_next", "round_done"))
+    b.cbranch(b.icmp_unsigned("<", w, r.warps), body, done)
+    b.position_at_end(body)
+    frame, status = r.frame(w)
+    b.cbranch(b.or_(fresh, b.icmp_signed(">", b.load(status, typ=I32), I32(0))), run, step)
+    b.position_at_end(run)
+    result = b.call(r.gang, [r.ctx, frame, w, r.nthreads, fresh, I32(-1)])
+    b.store(result, status)
+    after = r.ran(w, result, waiting, uniform, step)
+    ran = b.block
+    b.position_at_end(step)
+    next_waiting, next_uniform = b.phi(I1), b.phi(I32)
+    next_waiting.add_incoming(waiting, body)
+    next_uniform.add_incoming(I32(-1), body)        # (an exited warp: no uniform round)
+    next_waiting.add_incoming(after[0], ran)
+    next_uniform.add_incoming(after[1], ran)
+    for phi, value in zip((w, waiting, uniform, fresh),
+                          (b.add(w, I32(1)), next_waiting, next_uniform, fresh), strict=True):
+        phi.add_incoming(value, step)
+    b.branch(head)
+    r.ends.append((done, waiting, uniform))
+
+
+def _uniform_round(r: _Rounds, point: int, general: ll.Block, general_phis) -> ll.Block:
+    """The round of warps that all wait at the barrier before segment `point` with all
+    lanes; a warp that leaves it (CONTINUE) goes on in the general round's loop. Returns
+    its entry block."""
+    b, fn = r.b, r.fn
+    entry = fn.append_basic_block(f"uniform_round_{point}")
+    b.position_at_end(entry)
+    start = b.block
+    head, (w, waiting, uniform) = _loop_head(r, f"uniform_warp_{point}", (
+        ("w", I32), ("waiting", I1), ("uniform", I32)))
+    with b.goto_block(start):
+        b.branch(head)
+    for phi, value in zip((w, waiting, uniform), (I32(0), I1(0), I32(_NONE_YET)),
+                          strict=True):
+        phi.add_incoming(value, start)
+    body, stay, step, done = (fn.append_basic_block(f"{n}_{point}") for n in (
+        "uniform_body", "uniform_stay", "uniform_next", "uniform_done"))
+    b.cbranch(b.icmp_unsigned("<", w, r.warps), body, done)
+    b.position_at_end(body)
+    frame, status = r.frame(w)
+    result = b.call(r.gang, [r.ctx, frame, w, r.nthreads, I1(0), I32(point)])
+    b.store(result, status)
+    b.cbranch(b.icmp_signed("==", result, I32(CONTINUE)), general, stay)
+    for phi, value in zip(general_phis, (w, waiting, uniform, I1(0)), strict=True):
+        phi.add_incoming(value, body)
+    b.position_at_end(stay)
+    after = r.ran(w, result, waiting, uniform, step)
+    b.position_at_end(step)
+    for phi, value in zip((w, waiting, uniform), (b.add(w, I32(1)), *after), strict=True):
+        phi.add_incoming(value, step)
+    b.branch(head)
+    r.ends.append((done, waiting, uniform))
+    return entry
+
+
+def build_run_blocks(llmod: ll.Module, gang: ll.Function, warp_frame: int,
+                     block: tuple[int, int, int], points: list[int]) -> None:
+    """i64 run_blocks(ctx, frames, frame_size, nthreads, first, count, status*): blocks
+    first..first+count-1, each warp by warp in rounds until every warp has exited; -1, or
+    (block << 32 | thread) of the lane that faulted or waits forever, its status in *status.
+    `points`: the segments after barriers where warps may wait with all lanes (each gets a
+    uniform round)."""
+    nthreads = block[0] * block[1] * block[2]      # (the executor passes the same)
+    r = _Rounds(llmod, gang, warp_frame, (nthreads + W - 1) // W, nthreads)
+    b, fn = r.b, r.fn
+    n, block_body, block_next = open_block_loop(b, r.ctx, fn.args[4], fn.args[5])
+    start = b.block
+    general, phis = _loop_head(r, "warp_head", (
+        ("w", I32), ("waiting", I1), ("uniform", I32), ("fresh", I1)))
+    with b.goto_block(start):
+        b.branch(general)
+    for phi, value in zip(phis, (I32(0), I1(0), I32(_NONE_YET), I1(1)), strict=True):
+        phi.add_incoming(value, start)
+    _general_round(r, general, *phis)
+    uniform_rounds = [(point, _uniform_round(r, point, general, phis)) for point in points]
+    round_end = fn.append_basic_block("round_end")
+    b.position_at_end(round_end)
+    waiting, uniform = b.phi(I1, "waiting"), b.phi(I32, "uniform")
+    for end, end_waiting, end_uniform in r.ends:
+        waiting.add_incoming(end_waiting, end)
+        uniform.add_incoming(end_uniform, end)
+        with b.goto_block(end):
+            b.branch(round_end)
+    again = fn.append_basic_block("again")
+    b.cbranch(waiting, again, block_next)
+    b.position_at_end(again)
+    for phi, value in zip(phis, (I32(0), I1(0), I32(_NONE_YET), I1(0)), strict=True):
+        phi.add_incoming(value, again)
+    switch = b.switch(uniform, general)
+    for point, entry in uniform_rounds:
+        switch.add_case(I32(WHOLE_AT + point), entry)
+    _failed(r, n)
+
+
+def _failed(r: _Rounds, n) -> None:
+    b = r.b
+    b.position_at_end(r.failed)
+    result, w = b.phi(I32, "failed_result"), b.phi(I32, "failed_warp")
+    for value, warp, source in r.failures:
+        result.add_incoming(value, source)
+        w.add_incoming(warp, source)
+    b.store(result, r.fn.args[6])
+    lane = b.load(b.gep(r.ctx, [I64(SCRATCH_LANE)], source_etype=I8), typ=I32)
+    thread = b.add(b.mul(w, I32(W)), lane)
+    b.ret(b.or_(b.shl(n, I64(32)), b.zext(thread, I64)))
