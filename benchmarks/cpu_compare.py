@@ -5,7 +5,12 @@ checkout's ptxport and with OTHER's (another checkout or worktree), alternating 
 child processes (both use this checkout's cpu_kernels.py and corpus) for --rounds rounds,
 and times each run in *process CPU time* (time.process_time) rather than wall time: on a
 shared, loaded machine other processes' load stretches wall time but not the CPU time the
-run itself uses (cache sharing still adds noise). Prints, per
+run itself uses (cache sharing still adds noise). Each round gives both children the same
+environment padding of a random length and alternates which runs first: where a process's
+stack and arrays land (its environment's size moves the stack) changed one kernel's CPU time
+by up to 20% between two identical checkouts on a 2-core AMD machine (saxpy +22%, stencil
+-18% for the same code under paths of different lengths), so one layout per side is not a
+comparison. Prints, per
 kernel, the least CPU time of C (one thread), of OTHER and of this checkout, their ratios
 to C and the change, and the geometric means. Results are checked against C in each child.
 
@@ -21,6 +26,7 @@ import argparse
 import json
 import math
 import os
+import random
 import subprocess
 import sys
 import time
@@ -64,9 +70,11 @@ def child(kernels: list[str], runs: int) -> None:
     print(json.dumps(out))
 
 
-def _run_child(checkout: Path, kernels: list[str], runs: int) -> dict:
-    # this script and cpu_kernels.py (the same problems for both), ptxport from `checkout`
-    env = dict(os.environ, PYTHONPATH=str(checkout))
+def _run_child(checkout: Path, kernels: list[str], runs: int, pad: int) -> dict:
+    # this script and cpu_kernels.py (the same problems for both), ptxport from `checkout`;
+    # the padding evens out the environments' sizes and moves both stacks alike
+    env = dict(os.environ, PYTHONPATH=str(checkout),
+               CPU_COMPARE_PAD="x" * (pad + 256 - len(str(checkout)) % 256))
     command = [sys.executable, str(HERE / "cpu_compare.py"), "--child",
                "--kernels", ",".join(kernels), "--runs", str(runs)]
     done = subprocess.run(command, env=env, capture_output=True, text=True)
@@ -94,9 +102,11 @@ def main() -> None:
         parser.error("--other CHECKOUT is needed")
     this = HERE.parent
     best: dict = {}
-    for _ in range(args.rounds):
-        for label, checkout in (("other", args.other.resolve()), ("this", this)):
-            for kernel, cell in _run_child(checkout, kernels, args.runs).items():
+    sides = [("other", args.other.resolve()), ("this", this)]
+    for round_number in range(args.rounds):
+        pad = random.randrange(4096)
+        for label, checkout in sides if round_number % 2 == 0 else sides[::-1]:
+            for kernel, cell in _run_child(checkout, kernels, args.runs, pad).items():
                 if cell["check"]:
                     print(f"{label} {kernel}: {cell['check']}", file=sys.stderr)
                 slot = best.setdefault(kernel, {"c": math.inf, "other": math.inf,

@@ -32,6 +32,7 @@ PASSES = {
     "uniformity": "ptxport.passes.uniformity",    # registers alike in a warp's lanes
     "segment": "ptxport.passes.segment",          # warp-gang code segments
     "lane-offsets": "ptxport.passes.lane_offsets",  # lanes apart by constants (warp gangs)
+    "lane-forms": "ptxport.passes.lane_forms",    # and per half warp, widened (warp gangs)
     "inline": "ptxport.passes.inline",            # device functions that wait, inlined
     "plan-waits": "ptxport.passes.plan_waits",    # registers each wait saves and restores
 }

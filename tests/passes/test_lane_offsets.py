@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ptxport.ir.from_ptx import build
 from ptxport.ir.verify import verify
+from ptxport.passes.lane_forms import LaneForm, lane_forms, widening_guard
 from ptxport.passes.lane_offsets import lane_offsets, tid_offsets
 from ptxport.ptx.parser import parse
 
@@ -129,3 +130,57 @@ or.b32 %r8, %r5, %r11;""").replace("shr.u32 %r10, %r3, 3;", "")
     verify(module)
     found = {r.name for r in lane_offsets(module.functions["k"], (128, 1, 1))}
     assert "%r8" not in found and "%r6" in found
+
+
+FORMS = """.version 7.8
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 p, .param .u32 n)
+{
+.reg .b32 %r<8>; .reg .b64 %rd<6>;
+ld.param.u64 %rd1, [p];
+ld.param.u32 %r1, [n];
+mov.u32 %r2, %tid.x;
+mov.u32 %r3, %tid.y;
+mad.lo.s32 %r4, %r3, %r1, %r2;
+mul.wide.s32 %rd2, %r4, 4;
+add.s64 %rd3, %rd1, %rd2;
+mul.lo.s32 %r5, %r2, %r1;
+mov.u32 %r6, %ctaid.x;
+mad.lo.s32 %r7, %r6, %r1, %r2;
+cvt.u64.u32 %rd4, %r7;
+ret;
+}
+"""
+
+
+def _forms(block):
+    module = build(parse(FORMS, "forms.ptx"))
+    verify(module)
+    kernel = module.functions["k"]
+    found = lane_forms(kernel, block)
+    insts = {i.spec.text + " " + i.operands[0].name: i for i in kernel.instructions()
+             if i.operands and hasattr(i.operands[0], "name")}
+    return {reg.name: form for reg, form in found.items()}, insts
+
+
+def test_rows_of_a_run_time_width_are_per_half_warp_and_widened():
+    found, insts = _forms((16, 16, 1))
+    rows = tuple(i % 16 for i in range(32))
+    # y * n + x: the rows any distance apart, consecutive within each half warp
+    assert found["%r4"] == LaneForm(rows, halves=True)
+    assert found["%rd2"] == LaneForm(tuple(4 * r for r in rows), halves=True, widened=True)
+    assert found["%rd3"] == found["%rd2"]
+    assert "%r5" not in found          # x * n: lanes a run-time multiple apart
+    # ctaid.x * n (alike in every lane) + x: a plain form, then widened
+    assert found["%r7"] == LaneForm(rows)
+    assert found["%rd4"] == LaneForm(rows, widened=True)
+    # none of them is one of lane_offsets' (exact) plain offsets
+    plain = {r.name for r in lane_offsets(build(parse(FORMS, "forms.ptx")).functions["k"],
+                                          (16, 16, 1))}
+    assert {"%r4", "%rd2", "%rd3", "%rd4"}.isdisjoint(plain)
+    # no lane's sum wraps while each reference lane's value leaves room for its half's
+    assert widening_guard(insts["mul.wide.s32 %rd2"], found["%r4"]) == [
+        (0, -(1 << 31), (1 << 31) - 1 - 15), (16, -(1 << 31), (1 << 31) - 1 - 15)]
+    assert widening_guard(insts["cvt.u64.u32 %rd4"], found["%r7"]) == [
+        (0, 0, (1 << 32) - 1 - 15)]

@@ -47,6 +47,11 @@ from ptxport.codegen.lower import (
 )
 from ptxport.codegen.targets.cpu.abi import CTX
 from ptxport.codegen.targets.cpu.gang.async_copy import lower_cp
+from ptxport.codegen.targets.cpu.gang.classify import (
+    check_widening,
+    forget_classes,
+    track_forms,
+)
 from ptxport.codegen.targets.cpu.gang.control import (
     block_barrier,
     goto_segment,
@@ -71,7 +76,13 @@ from ptxport.codegen.targets.cpu.gang.lanes import (
     is_vec,
     vec,
 )
-from ptxport.codegen.targets.cpu.gang.memory import access_groups, lower_atom, lower_ld, lower_st
+from ptxport.codegen.targets.cpu.gang.memory import (
+    access_groups,
+    class_slots,
+    lower_atom,
+    lower_ld,
+    lower_st,
+)
 from ptxport.codegen.targets.cpu.gang.mma import lower_ldmatrix, lower_mma
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.codegen.targets.cpu.gang.warp import (
@@ -85,6 +96,7 @@ from ptxport.codegen.targets.cpu.options import CpuOptions
 from ptxport.codegen.targets.cpu.stop import STOPPED, poll_stop
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import live_after, live_before, uses_and_defs
+from ptxport.passes.lane_forms import lane_forms, widening
 from ptxport.passes.segment import Segment, inline_warp_ops, is_barrier, is_warp_op, segments_of
 from ptxport.passes.uniformity import (
     warp_uniform_indices,
@@ -163,7 +175,9 @@ def lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, target
     assert CTX.fields["scratch"] == SCRATCH_LANE
     live = _thread_indices(fl, frame, warp, block)
     segments, exit_segment = _lay_out_segments(fl, kernel, gang)
+    fl.lane_forms, fl.local_forms = lane_forms(kernel, block, fl.uniform), {}
     _frame_registers(fl, kernel, segments, frame)
+    class_slots(fl, segments)
     dispatch = _entry(fl, gang, start, live, segments[0])
     _dispatcher(fl, gang, segments, dispatch)
     fl.b.position_at_end(exit_segment.llblock)
@@ -273,6 +287,11 @@ def _frame_registers(fl: GangLowering, kernel: ir.Function, segments: list[Segme
     kept = sorted(fl.crossing - set(registers), key=lambda r: r.name) if rounds else []
     offsets = _frame_layout(fl, registers + kept)
     fl.frame_bytes = offsets[""]
+    # then, where the kernel widens, the flag of classify.check_widening: no widening of
+    # the warp has wrapped
+    fl.exact_offset = None
+    if any(widening(inst) for inst in kernel.instructions()):
+        fl.exact_offset, fl.frame_bytes = offsets[""], offsets[""] + 128
     fl.kept = []
     with b.goto_entry_block():
         b.position_at_start(fl.entry)
@@ -299,6 +318,8 @@ def _entry(fl: GangLowering, gang: ll.Function, start, live, first: Segment) -> 
     b.cbranch(start, fresh, resume)
     b.position_at_end(fresh)
     b.store(I32(-1), fl.frame_field(RESUME))
+    if fl.exact_offset is not None:
+        b.store(I32(1), fl.frame_field(fl.exact_offset))
     b.store(ll.IRBuilder.select(b, live, b.splat(I32(first.number)), fl.exit_pcs), fl.pc_slot)
     b.store(I32(0), fl.parked_slot)
     # (a warp has a live lane, all of them at the first segment: no lane elsewhere)
@@ -452,8 +473,12 @@ def _lower_segments(fl: GangLowering, kernel: ir.Function, gang: ll.Function,
             b.position_at_end(block)
             fl.mask = lanes
             fl.forget_segment(s.block.instructions[s.start:s.end])
+            fl.local_forms = {}
             for inst in s.block.instructions[s.start:s.end]:
+                forget_classes(fl, inst)
+                check_widening(fl, inst)
                 fl.lower_instruction(inst)
+                track_forms(fl, inst)
             if not b.block.is_terminated:
                 following = segments[i + 1] if i + 1 < len(segments) else exit_segment
                 if following.block is None:

@@ -1,6 +1,6 @@
-"""Warp gangs' loads, stores and atomics: how the active lanes' addresses lie is found at run
-time (consecutive: one masked vector access; per half warp: two; one address: a scalar;
-else a gather or scatter), once per base register in a segment.
+"""Warp gangs' loads, stores and atomics: by how the active lanes' addresses lie
+(classify.py: consecutive: one masked vector access; per half warp: two; one address per
+half warp: two scalars; else a gather or scatter).
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from ptxport.codegen.targets.cpu.gang.checks import (
     CONSECUTIVE,
     HALF_UNIFORM,
     HALVES,
-    SCATTERED,
     Place,
     check_access,
     check_place,
@@ -29,9 +28,15 @@ from ptxport.codegen.targets.cpu.gang.checks import (
     group_check,
     inside_one_allocation,
     lane_addresses,
-    pattern,
     prefetch,
     type_name,
+)
+from ptxport.codegen.targets.cpu.gang.classify import (
+    HALF,
+    LOW_HALF,
+    classify,
+    form_of,
+    make_class_slots,
 )
 from ptxport.codegen.targets.cpu.gang.coalesce import find_runs, interleaved_access
 from ptxport.codegen.targets.cpu.gang.lanes import GangUnsupported, W, declare, is_vec, vec
@@ -39,36 +44,12 @@ from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import may_write, uses_and_defs
 from ptxport.ir.types import Type
-
-_HALF = 16      # a half warp: a 16-wide block dimension makes each half a row
-
-
-def _halves(fl: GangLowering, addrs, size: int):
-    """(each half consecutive i1, (start0, start1)): whether within each half warp the
-    mask's lanes' addresses are `size` apart (size 0: all the same), and each half's lane-0
-    address. A half without active lanes counts as consecutive (its start is unused)."""
-    b = fl.b
-    bits = fl.bits(fl.mask)
-    step = ll.Constant(addrs.type, [size * (i % _HALF) for i in range(W)])
-    start = b.sub(addrs, step) if size else addrs
-    starts = []
-    for half in range(2):
-        lanes = b.lshr(bits, I32(_HALF * half)) if half else bits
-        at = fl.cttz(b.or_(lanes, I32(1 << (_HALF - 1))))
-        starts.append(ll.IRBuilder.extract_element(
-            b, start, b.add(at, I32(_HALF * half)) if half else at))
-    expected = ll.IRBuilder.select(b, _LOW_HALF, b.splat(starts[0]), b.splat(starts[1]))
-    differ = ll.IRBuilder.select(b, fl.mask, ll.IRBuilder.icmp_unsigned(
-        b, "!=", start, expected), b.splat(I1(0)))
-    return ll.IRBuilder.icmp_unsigned(b, "==", fl.bits(differ), I32(0)), starts
-
-
-_LOW_HALF = ll.Constant(ll.VectorType(I1, W), [I1(i < _HALF) for i in range(W)])
+from ptxport.passes.segment import is_barrier
 
 
 def _half_mask(fl: GangLowering, half: int):
     b = fl.b
-    lanes = ll.Constant(ll.VectorType(I32, _HALF), list(range(_HALF * half, _HALF * half + _HALF)))
+    lanes = ll.Constant(ll.VectorType(I32, HALF), list(range(HALF * half, HALF * half + HALF)))
     return ll.IRBuilder.shuffle_vector(b, fl.mask, ll.Constant(fl.mask.type, None), lanes)
 
 
@@ -111,6 +92,56 @@ def access_groups(fl: GangLowering, instructions) -> tuple[dict, dict]:
     return group_of, span
 
 
+def class_slots(fl: GangLowering, segments) -> None:
+    """classify.py's slots for the bases of the lane-by-lane accesses that more than one of
+    `segments` makes (with one access size) between the same two block barriers (in
+    program order: a warp resuming after a barrier has emptied them), of registers written
+    once (_written_once)."""
+    bases: dict = {}
+    region = 0
+    for i, s in enumerate(segments):
+        before = segments[i - 1] if i else None
+        if before is not None and before.end > before.start \
+                and is_barrier(before.block.instructions[before.end - 1]):
+            region += 1
+        for inst in s.block.instructions[s.start:s.end]:
+            found = _vector_access(fl, inst)
+            if found is None or not isinstance(found[0].base, ir.Register):
+                continue
+            operand, space, t, count = found
+            key = ((id(operand.base), space), t.size * count)
+            bases.setdefault(key, (operand.base, {}))[1].setdefault(region, set()).add(
+                s.number)
+    once = _written_once(fl.function)
+    make_class_slots(fl, {key: (register, max(regions.values(), key=len))
+                          for key, (register, regions) in bases.items() if register in once})
+
+
+def _written_once(kernel: ir.Function) -> set:
+    """Registers with one write, outside every loop: a base computed once (a stencil's row
+    pointer), whose classification later segments can reuse; one rewritten in a loop (a
+    grid-stride index) is classified anew each pass, and keeping each answer cost a
+    reduction's loop 4%."""
+    writes: dict = {}
+    for block in kernel.blocks:
+        for inst in block.instructions:
+            for register in may_write(inst):
+                writes.setdefault(register, []).append(block)
+    looping = set()
+    for block in kernel.blocks:
+        seen, todo = set(), list(block.successors)
+        while todo:
+            b = todo.pop()
+            if b is block:
+                looping.add(id(block))
+                break
+            if id(b) not in seen:
+                seen.add(id(b))
+                todo.extend(b.successors)
+    return {r for r, blocks in writes.items()
+            if len(blocks) == 1 and id(blocks[0]) not in looping}
+
+
 def place_of(fl: GangLowering, operand, space) -> Place:
     """The Place of a memory operand; the base's lanes are read once per segment while the
     base register is not written."""
@@ -122,135 +153,10 @@ def place_of(fl: GangLowering, operand, space) -> Place:
         host, offsets = lane_addresses(fl, ir.Address(operand.base, 0), space)
         addrs = host if offsets is None else offsets
         fl.places[key] = addrs
-    lanes = fl.lane_offsets.get(operand.base) if isinstance(operand.base, ir.Register) else None
+    lanes = form_of(fl, operand.base) if isinstance(operand.base, ir.Register) else None
     if lanes is not None and addrs.type.element.width != operand.base.type.bits:
         lanes = None        # (a 32-bit global address, widened: the offsets need not hold)
     return Place(addrs, space == "shared", operand.offset, key, lanes)
-
-
-def _known_pattern(fl: GangLowering, place: Place, size: int):
-    """_classify's answer for all 32 lanes (the mask the constant full one) where the
-    lanes' offsets are known when compiling (CONSECUTIVE, HALVES or HALF_UNIFORM), else
-    None: the starts are lane 0's and lane 16's addresses, no test at run time. Global
-    accesses of consecutive lanes are known under a guard too (Triton predicates each
-    access by its bounds), their range that of the mask's first and last lanes, where all
-    32 lanes run the segment: lane 0 then holds its address (a lane that exited before the
-    base register was written would not)."""
-    if place.lanes is None:
-        return None
-    b = fl.b
-    addrs = place.addrs
-    et = addrs.type.element
-    wrap = (1 << et.width) - 1
-    d = [(c - place.lanes[0]) & wrap for c in place.lanes]
-    consecutive = d == [size * i for i in range(W)]
-    if not isinstance(fl.mask, ll.Constant):
-        whole_warp = isinstance(fl.unguarded_mask, ll.Constant)
-        return _known_consecutive(fl, place, size) \
-            if consecutive and whole_warp and not place.shared else None
-    s0 = ll.IRBuilder.extract_element(b, addrs, I32(0))
-    if consecutive:
-        return (I32(CONSECUTIVE), s0, b.add(s0, ll.Constant(et, size * _HALF)), s0,
-                b.add(s0, ll.Constant(et, size * W)))
-    gap = d[_HALF]
-    for kind, step, span in ((HALVES, size, size * _HALF), (HALF_UNIFORM, 0, size)):
-        if d == [step * (i % _HALF) + gap * (i // _HALF) for i in range(W)]:
-            s1 = ll.IRBuilder.extract_element(b, addrs, I32(_HALF))
-            less = ll.IRBuilder.icmp_unsigned(b, "<", s0, s1)
-            low = ll.IRBuilder.select(b, less, s0, s1)
-            high = b.add(ll.IRBuilder.select(b, less, s1, s0), ll.Constant(et, span))
-            return I32(kind), s0, s1, low, high
-    return None
-
-
-def _known_consecutive(fl: GangLowering, place: Place, size: int):
-    """_known_pattern of consecutive lanes under a mask known only at run time."""
-    b = fl.b
-    et = place.addrs.type.element
-    bits = fl.bits(fl.mask)
-    s0 = ll.IRBuilder.extract_element(b, place.addrs, I32(0))
-    # (no lane active: the access is skipped, its range unused)
-    first = b.zext(fl.cttz(bits), et)
-    after = b.zext(b.sub(I32(W), fl.ctlz(bits)), et)
-    return (I32(CONSECUTIVE), s0, b.add(s0, ll.Constant(et, size * _HALF)),
-            b.add(s0, b.mul(first, ll.Constant(et, size))),
-            b.add(s0, b.mul(after, ll.Constant(et, size))))
-
-
-def _classify(fl: GangLowering, place: Place, size: int):
-    """(kind, start0, start1, low, high) of the mask's lanes' accesses of `size` bytes at
-    place.addrs (before place.offset): the kind (CONSECUTIVE...), the lane-0 address of
-    each half warp (kind HALF_UNIFORM: each half's one address), and the range the active
-    lanes touch. Computed once per base, size and mask in a segment (a tile loop reads
-    As[ty][k] for 16 values of k: one classification)."""
-    memo = (place.key, size, id(fl.mask))
-    if memo in fl.patterns:
-        return fl.patterns[memo]
-    known = _known_pattern(fl, place, size)
-    if known is not None:
-        fl.patterns[memo] = known
-        return known
-    b = fl.b
-    llfn = fl.llfn
-    addrs = place.addrs
-    et = addrs.type.element
-    bits = fl.bits(fl.mask)
-    entry = b.block
-    run, halves_test, uniform_test, scattered, done = (llfn.append_basic_block(n) for n in (
-        "classify", "classify_halves", "classify_uniform", "classify_scattered",
-        "classified"))
-    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", bits, I32(0)), run, done)
-    incoming = [(I32(SCATTERED), ll.Constant(et, 0), ll.Constant(et, 0), ll.Constant(et, 0),
-                 ll.Constant(et, 0), entry)]
-    b.position_at_end(run)
-    contiguous, s = pattern(fl, addrs, size)
-    first = b.zext(fl.cttz(bits), et)
-    after = b.zext(b.sub(I32(W), fl.ctlz(bits)), et)
-    incoming.append((I32(CONSECUTIVE), s, b.add(s, ll.Constant(et, size * _HALF)),
-                     b.add(s, b.mul(first, ll.Constant(et, size))),
-                     b.add(s, b.mul(after, ll.Constant(et, size))), b.block))
-    low_idle = ll.IRBuilder.icmp_unsigned(b, "==", b.and_(bits, I32(0xFFFF)), I32(0))
-    high_idle = ll.IRBuilder.icmp_unsigned(b, "==", b.lshr(bits, I32(_HALF)), I32(0))
-    ll.IRBuilder.cbranch(b, contiguous, done, halves_test)
-
-    def both(starts):
-        # an idle half's start is not an address: it takes the other half's
-        h0, h1 = starts
-        h0, h1 = (ll.IRBuilder.select(b, low_idle, h1, h0),
-                  ll.IRBuilder.select(b, high_idle, h0, h1))
-        less = ll.IRBuilder.icmp_unsigned(b, "<", h0, h1)
-        return h0, h1, ll.IRBuilder.select(b, less, h0, h1), ll.IRBuilder.select(b, less, h1, h0)
-    b.position_at_end(halves_test)
-    halves, starts = _halves(fl, addrs, size)
-    h0, h1, low, high = both(starts)
-    incoming.append((I32(HALVES), h0, h1, low, b.add(high, ll.Constant(et, size * _HALF)),
-                     b.block))
-    ll.IRBuilder.cbranch(b, halves, done, uniform_test)
-    b.position_at_end(uniform_test)
-    same, starts = _halves(fl, addrs, 0)
-    u0, u1, low, high = both(starts)
-    incoming.append((I32(HALF_UNIFORM), u0, u1, low, b.add(high, ll.Constant(et, size)),
-                     b.block))
-    ll.IRBuilder.cbranch(b, same, done, scattered)
-    b.position_at_end(scattered)
-    if place.shared:        # (check_place tests scattered shared lanes one by one)
-        low = high = ll.Constant(et, 0)
-    else:
-        ones = ll.Constant(et, (1 << et.width) - 1)
-        low = fl.reduce("umin", ll.IRBuilder.select(b, fl.mask, addrs, b.splat(ones)))
-        high = b.add(fl.reduce("umax", ll.IRBuilder.select(
-            b, fl.mask, addrs, b.splat(ll.Constant(et, 0)))), ll.Constant(et, size))
-    incoming.append((I32(SCATTERED), low, low, low, high, b.block))
-    b.branch(done)
-    b.position_at_end(done)
-    result = []
-    for i, typ in enumerate((I32, et, et, et, et)):
-        phi = ll.IRBuilder.phi(b, typ)
-        for values in incoming:
-            phi.add_incoming(values[i], values[5])
-        result.append(phi)
-    fl.patterns[memo] = tuple(result)
-    return fl.patterns[memo]
 
 
 def _access(fl: GangLowering, place: Place, t: Type, value=None):
@@ -261,7 +167,7 @@ def _access(fl: GangLowering, place: Place, t: Type, value=None):
     b = fl.b
     vt = vec(value_type(t))
     load = value is None
-    kind, s0, s1, low, high = _classify(fl, place, t.size)
+    kind, s0, s1, low, high = classify(fl, place, t.size)
     offset = ll.Constant(place.addrs.type.element, place.offset)
     vector_block, halves_block, uniform_block, lanes_block, done = (
         fl.llfn.append_basic_block(n) for n in (
@@ -317,7 +223,7 @@ def _vector_elements(fl: GangLowering, place: Place, t: Type, count: int, values
     access of the warp's W * count elements, else a gather or scatter per element."""
     b = fl.b
     load = values is None
-    kind, s0, _s1, low, high = _classify(fl, place, t.size * count)
+    kind, s0, _s1, low, high = classify(fl, place, t.size * count)
     offset = ll.Constant(place.addrs.type.element, place.offset)
     whole, lanes_block, done = (fl.llfn.append_basic_block(n) for n in (
         "access_vectors", "access_elements", "access_vectors_done"))
@@ -454,20 +360,20 @@ def _consecutive(fl: GangLowering, t: Type, value, pointer, s0, s1):
 def _consecutive_halves(fl: GangLowering, t: Type, value, pointer, s0, s1):
     """Each half warp consecutive: two masked half-vector accesses."""
     b, element = fl.b, value_type(t)
-    vt, ht, name = vec(element), ll.VectorType(element, _HALF), type_name(element)
+    vt, ht, name = vec(element), ll.VectorType(element, HALF), type_name(element)
     masks = [_half_mask(fl, 0), _half_mask(fl, 1)]
     if value is None:
-        fn = declare(fl.llfn.module, f"llvm.masked.load.v{_HALF}{name}.p0", ht,
-                     [PTR, I32, ll.VectorType(I1, _HALF), ht])
+        fn = declare(fl.llfn.module, f"llvm.masked.load.v{HALF}{name}.p0", ht,
+                     [PTR, I32, ll.VectorType(I1, HALF), ht])
         parts = [ll.IRBuilder.call(b, fn, [pointer(h), I32(t.size), m, ll.Constant(ht, None)])
                  for h, m in ((s0, masks[0]), (s1, masks[1]))]
         return ll.IRBuilder.shuffle_vector(
             b, parts[0], parts[1], ll.Constant(ll.VectorType(I32, W), list(range(W))))
-    fn = declare(fl.llfn.module, f"llvm.masked.store.v{_HALF}{name}.p0", ll.VoidType(),
-                 [ht, PTR, I32, ll.VectorType(I1, _HALF)])
+    fn = declare(fl.llfn.module, f"llvm.masked.store.v{HALF}{name}.p0", ll.VoidType(),
+                 [ht, PTR, I32, ll.VectorType(I1, HALF)])
     for half, (h, m) in enumerate(((s0, masks[0]), (s1, masks[1]))):
         part = ll.IRBuilder.shuffle_vector(b, value, ll.Constant(vt, None), ll.Constant(
-            ll.VectorType(I32, _HALF), list(range(_HALF * half, _HALF * half + _HALF))))
+            ll.VectorType(I32, HALF), list(range(HALF * half, HALF * half + HALF))))
         ll.IRBuilder.call(b, fn, [part, pointer(h), I32(t.size), m])
     return None
 
@@ -481,7 +387,7 @@ def _one_per_half(fl: GangLowering, t: Type, value, pointer, s0, s1):
         return None
     x0, x1 = (ll.IRBuilder.load(b, pointer(a), typ=value_type(t), align=t.size)
               for a in (s0, s1))
-    return ll.IRBuilder.select(b, _LOW_HALF, b.splat(x0), b.splat(x1))
+    return ll.IRBuilder.select(b, LOW_HALF, b.splat(x0), b.splat(x1))
 
 
 def _gather_or_scatter(fl: GangLowering, place: Place, t: Type, value, offset):
@@ -564,7 +470,7 @@ def _lower_run(fl: GangLowering, members: list) -> None:
         union = union if m is union else b.or_(union, m)
     place = place_of(fl, first.operands[1 if load else 0], "global")
     here, fl.mask = fl.mask, union
-    kind, s0, _s1, low, high = _classify(fl, place, t.size * len(members))
+    kind, s0, _s1, low, high = classify(fl, place, t.size * len(members))
     offset = ll.Constant(place.addrs.type.element, place.offset)
     inside = inside_one_allocation(fl, b.add(low, offset), b.add(high, offset))
     whole, apart, done = (fl.llfn.append_basic_block(n) for n in (
