@@ -290,6 +290,31 @@ def recursive_call(module: ir.Module, roots: Iterable[ir.Function]
     return None
 
 
+def escaping_locals(function: ir.Function) -> list[ir.Variable]:
+    """The .local variables of `function` used other than as the address of a .local
+    access (ld.local [var+8]): their address may become a generic one."""
+    escaping: set[str] = set()
+
+    def visit(value, local_access: bool) -> None:
+        if isinstance(value, ir.Variable):
+            if not local_access:
+                escaping.add(value.name)
+        elif isinstance(value, ir.SymbolAddress):
+            visit(value.target, False)
+        elif isinstance(value, ir.Address):
+            visit(value.base, local_access)
+        elif isinstance(value, ir.VectorValue | ir.ListValue):
+            for element in value.elements:
+                visit(element, False)
+
+    for inst in function.instructions():
+        local_access = state_space(inst) == "local"
+        for operand in inst.operands:
+            visit(operand, local_access and isinstance(operand, ir.Address))
+    return [v for v in function.variables.values()
+            if v.space == "local" and v.name in escaping]
+
+
 def state_space(inst: ir.Instruction) -> str | None:
     """The state space an ld/st/atom names (None: generic), with the cluster forms folded
     into their CTA space: one CTA per cluster on the CPU."""

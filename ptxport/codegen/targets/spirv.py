@@ -69,7 +69,7 @@ from ptxport.codegen.targets.spirv_globals import ModuleVariables, module_variab
 from ptxport.errors import CompileError, UnsupportedFeatureError
 from ptxport.ir import nodes as ir
 from ptxport.ir.abi import param_layout
-from ptxport.ir.analysis import recursive_call
+from ptxport.ir.analysis import escaping_locals, recursive_call
 from ptxport.ir.special_registers import ZERO_WITHOUT_DRIVER
 from ptxport.ir.types import TYPES
 from ptxport.passes.inline import functions_that, inline_calls, uses_shared_memory
@@ -520,12 +520,15 @@ def _check_variables(module: ir.Module, collecting: bool) -> None:
 
 def _refuse_recursion(module: ir.Module, problems: list | None) -> None:
     """OpenCL C forbids recursion (OpenCL C 6.9), and OpenCL runtimes need not compile it:
-    Intel's CPU runtime ran a plain recursive function but crashed the process (in its
-    compiler) on numba's recursive functions, which pass their results through generic
-    addresses of local memory. A cycle of calls among the module's functions (every device
-    function is compiled into the one module) is refused at the call that closes it (or,
-    `problems` being a list, noted there)."""
-    found = recursive_call(module, list(module.functions.values()))
+    Intel's CPU runtime runs plain recursive functions (tests/programs/cpp_features'), but
+    crashed the process (in its compiler) on numba's recursive functions, which pass their
+    results through generic addresses of local memory. So a cycle of calls reachable from a
+    function whose local variables' addresses escape (every device function is compiled
+    into the one module) is refused at the call that closes it (or, `problems` being a list,
+    noted there); plain recursion is left to the runtime."""
+    escaping = [f for f in module.functions.values()
+                if not f.is_declaration and escaping_locals(f)]
+    found = recursive_call(module, escaping) if escaping else None
     if found is None:
         return
     inst, caller, callee = found

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from ptxport.codegen.lower import I8, I64, PTR, FunctionLowering
 from ptxport.codegen.targets.cpu.abi import STACK_FAULT, align
 from ptxport.ir import nodes as ir
-from ptxport.ir.analysis import address_taken, calls_of, state_space
+from ptxport.ir.analysis import address_taken, calls_of, escaping_locals
 
 __all__ = ["LocalStack", "RECURSIVE_FRAME", "RECURSIVE_STACK", "plan_local_stack"]
 
@@ -186,31 +186,6 @@ def plan_local_stack(module: ir.Module, kernel: ir.Function,
     unbounded = cyclic or stack.dynamic
     stack.size = RECURSIVE_STACK if unbounded else _deepest(kernel.name, graph, stack.frames)
     return stack
-
-
-def escaping_locals(function: ir.Function) -> list[ir.Variable]:
-    """The .local variables of `function` used other than as the address of a .local
-    access (ld.local [var+8]): their address may become a generic one."""
-    escaping: set[str] = set()
-
-    def visit(value, local_access: bool) -> None:
-        if isinstance(value, ir.Variable):
-            if not local_access:
-                escaping.add(value.name)
-        elif isinstance(value, ir.SymbolAddress):
-            visit(value.target, False)
-        elif isinstance(value, ir.Address):
-            visit(value.base, local_access)
-        elif isinstance(value, ir.VectorValue | ir.ListValue):
-            for element in value.elements:
-                visit(element, False)
-
-    for inst in function.instructions():
-        local_access = state_space(inst) == "local"
-        for operand in inst.operands:
-            visit(operand, local_access and isinstance(operand, ir.Address))
-    return [v for v in function.variables.values()
-            if v.space == "local" and v.name in escaping]
 
 
 def _on_cycles(graph: dict[str, list[str]]) -> set[str]:
