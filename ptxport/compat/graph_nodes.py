@@ -118,27 +118,45 @@ def cudaGraphAddEmptyNode(out: int, graph: int, deps: int, count: int) -> int:
     return _add(out, graph, deps, count, EMPTY, lambda handle: None)
 
 
-def cudaGraphAddKernelNode(out: int, graph: int, deps: int, count: int, params: int) -> int:
+# How each form names the kernel in its parameters: (the CUfunction to launch, the value
+# KernelNodeGetParams gives back in `func`).
+def _runtime_kernel(params: int) -> tuple[int, int]:
+    """cudaKernelNodeParams: `func` is a kernel's host stub."""
+    func = _KernelParams.from_address(params).func or 0
+    return cudart_launch.function_of(func), func
+
+
+def _driver_kernel(params: int) -> tuple[int, int]:
+    """CUDA_KERNEL_NODE_PARAMS_v2: `func` (a CUfunction) or, when that is NULL, `kern` (a
+    CUkernel, at byte 56: what NVIDIA's runtime passes)."""
+    function = _KernelParams.from_address(params).func or \
+        ctypes.c_void_p.from_address(params + 56).value or 0
+    return function, function
+
+
+def _v1_kernel(params: int) -> tuple[int, int]:
+    """CUDA_KERNEL_NODE_PARAMS_v1: `func` only."""
+    function = _KernelParams.from_address(params).func or 0
+    return function, function
+
+
+def _kernel_node(params: int, naming) -> tuple:
+    """A kernel node's (work, kept parameters) from `params`, named as `naming` reads it."""
+    function, func = naming(params)
     p = _KernelParams.from_address(params)
-    function = cudart_launch.function_of(p.func or 0)
-    return _add(out, graph, deps, count, KERNEL, _kernel_work(function, p),
-                _kernel_node_params(p, p.func))
+    return _kernel_work(function, p), _kernel_node_params(p, func)
+
+
+def cudaGraphAddKernelNode(out: int, graph: int, deps: int, count: int, params: int) -> int:
+    return _add(out, graph, deps, count, KERNEL, *_kernel_node(params, _runtime_kernel))
 
 
 def cuGraphAddKernelNode_v2(out: int, graph: int, deps: int, count: int, params: int) -> int:
-    """CUDA_KERNEL_NODE_PARAMS_v2 names the kernel by `func` (a CUfunction) or, when that is
-    NULL, by `kern` (a CUkernel, at byte 56: what NVIDIA's runtime passes)."""
-    p = _KernelParams.from_address(params)
-    function = p.func or ctypes.c_void_p.from_address(params + 56).value or 0
-    return _add(out, graph, deps, count, KERNEL, _kernel_work(function, p),
-                _kernel_node_params(p, function))
+    return _add(out, graph, deps, count, KERNEL, *_kernel_node(params, _driver_kernel))
 
 
 def cuGraphAddKernelNode(out: int, graph: int, deps: int, count: int, params: int) -> int:
-    """CUDA_KERNEL_NODE_PARAMS_v1: `func` only."""
-    p = _KernelParams.from_address(params)
-    return _add(out, graph, deps, count, KERNEL, _kernel_work(p.func or 0, p),
-                _kernel_node_params(p, p.func))
+    return _add(out, graph, deps, count, KERNEL, *_kernel_node(params, _v1_kernel))
 
 
 def _memset_work(params: int):
@@ -277,20 +295,20 @@ def cudaGraphKernelNodeGetParams(node: int, params: int) -> int:
     return SUCCESS
 
 
-def cudaGraphKernelNodeSetParams(node: int, params: int) -> int:
+def _set_params(node: int, params: int, naming) -> int:
     me = _node(node)
     if me.kind != KERNEL:
         raise CudaError(INVALID_VALUE, "not a kernel node")
-    p = _KernelParams.from_address(params)
-    me.work = _kernel_work(cudart_launch.function_of(p.func or 0), p)
-    me.params = _kernel_node_params(p, p.func)
+    me.work, me.params = _kernel_node(params, naming)
     return SUCCESS
 
 
-def _driver_function(params: int) -> int:
-    """The kernel a CUDA_KERNEL_NODE_PARAMS_v2 names (cuGraphAddKernelNode_v2)."""
-    return _KernelParams.from_address(params).func or \
-        ctypes.c_void_p.from_address(params + 56).value or 0
+def cudaGraphKernelNodeSetParams(node: int, params: int) -> int:
+    return _set_params(node, params, _runtime_kernel)
+
+
+def cuGraphKernelNodeSetParams_v2(node: int, params: int) -> int:
+    return _set_params(node, params, _driver_kernel)
 
 
 def cuGraphKernelNodeGetParams_v2(node: int, params: int) -> int:
@@ -302,33 +320,21 @@ def cuGraphKernelNodeGetParams_v2(node: int, params: int) -> int:
     return SUCCESS
 
 
-def cuGraphKernelNodeSetParams_v2(node: int, params: int) -> int:
+def _exec_set(graph_exec: int, node: int, params: int, naming) -> int:
+    exec_ = state.lookup(graph_exec or 0, graphs.GraphExec, "CUgraphExec")
     me = _node(node)
-    if me.kind != KERNEL:
-        raise CudaError(INVALID_VALUE, "not a kernel node")
-    function = _driver_function(params)
-    p = _KernelParams.from_address(params)
-    me.work, me.params = _kernel_work(function, p), _kernel_node_params(p, function)
+    if me not in exec_.by_node:
+        raise CudaError(INVALID_VALUE, "the node is not in the instantiated graph")
+    exec_.nodes[exec_.by_node[me]] = _kernel_node(params, naming)[0]
     return SUCCESS
-
-
-def cuGraphExecKernelNodeSetParams_v2(graph_exec: int, node: int, params: int) -> int:
-    return _exec_set(graph_exec, node, _driver_function(params), params)
 
 
 def cudaGraphExecKernelNodeSetParams(graph_exec: int, node: int, params: int) -> int:
-    function = cudart_launch.function_of(_KernelParams.from_address(params).func or 0)
-    return _exec_set(graph_exec, node, function, params)
+    return _exec_set(graph_exec, node, params, _runtime_kernel)
 
 
-def _exec_set(graph_exec: int, node: int, function: int, params: int) -> int:
-    exec_ = state.lookup(graph_exec or 0, graphs.GraphExec, "CUgraphExec")
-    me = _node(node)
-    work = _kernel_work(function, _KernelParams.from_address(params))
-    if me not in exec_.by_node:
-        raise CudaError(INVALID_VALUE, "the node is not in the instantiated graph")
-    exec_.nodes[exec_.by_node[me]] = work
-    return SUCCESS
+def cuGraphExecKernelNodeSetParams_v2(graph_exec: int, node: int, params: int) -> int:
+    return _exec_set(graph_exec, node, params, _driver_kernel)
 
 
 # -- edits ----------------------------------------------------------------------------------

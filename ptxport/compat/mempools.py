@@ -318,7 +318,4 @@ cudaDeviceGetMemPool = cuDeviceGetMemPool
 cudaDeviceSetMemPool = cuDeviceSetMemPool
 cudaMemPoolSetAccess = cuMemPoolSetAccess
 cudaMemPoolGetAccess = cuMemPoolGetAccess
-
-
-def cudaMallocFromPoolAsync(dptr: int, nbytes: int, handle: int, stream: int) -> int:
-    return cuMemAllocFromPoolAsync(dptr, nbytes, handle, stream)
+cudaMallocFromPoolAsync = cuMemAllocFromPoolAsync

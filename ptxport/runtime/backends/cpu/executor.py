@@ -216,13 +216,13 @@ class _Worker:
         (stop_word, params_word, smid_word, nctaid_x, nctaid_y, nctaid_z, nsmid,
          fault_address, fault_info, alloc_table, alloc_count, checks,
          workspace_word) = self._launch_fields
-        workspace_word.value = workspace
         # (the same stop word, parameter buffer and grid come again launch after launch)
-        shape = (ctypes.addressof(stop), params[0], grid, smid, smids)
+        shape = (ctypes.addressof(stop), params[0], grid, smid, smids, workspace)
         if shape != self._shape:
             stop_word.value, params_word.value = shape[0], params[0]
             nctaid_x.value, nctaid_y.value, nctaid_z.value = grid
             smid_word.value, nsmid.value = smid, smids
+            workspace_word.value = workspace
             self._shape = shape
         # A fault belongs to the launch that made it: the worker is kept for later launches.
         fault_address.value = fault_info.value = 0
