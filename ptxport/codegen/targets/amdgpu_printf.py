@@ -69,10 +69,7 @@ def argument_size(fmt: bytes) -> int:
 def lower_vprintf(target, fl: FunctionLowering, inst: ir.Instruction, returns: list,
                   args: list) -> None:
     """`call (ret), vprintf, (format, args)` as a record in the printf buffer."""
-    if len(args) != 2 or len(returns) > 1 or \
-            not all(isinstance(v, ir.Variable) for v in returns + args):
-        raise fl.unsupported(inst, "vprintf takes a format and an argument buffer (.param "
-                                   "variables) and returns one .b32")
+    spirv_printf.check_vprintf_call(fl, inst, returns, args)
     fmt = _format(target, fl, inst, args[0])
     result = I32(-1)
     if fmt is not None:

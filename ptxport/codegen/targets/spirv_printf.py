@@ -346,13 +346,20 @@ class _Printf:
     maybe_null: bool           # whether the buffer's address is known only at run time
 
 
-def lower_vprintf(target, fl: FunctionLowering, inst: ir.Instruction, returns: list,
-                  args: list) -> None:
-    """`call (ret), vprintf, (format, args)` as OpenCL's printf; ret as CUDA's vprintf."""
+def check_vprintf_call(fl: FunctionLowering, inst: ir.Instruction, returns: list,
+                       args: list) -> None:
+    """Refuse a vprintf call that is not (format, argument buffer) -> one .b32, as .param
+    variables (the form nvcc and NVRTC emit; amdgpu_printf.py lowers the same calls)."""
     if len(args) != 2 or len(returns) > 1 or \
             not all(isinstance(v, ir.Variable) for v in returns + args):
         raise fl.unsupported(inst, "vprintf takes a format and an argument buffer (.param "
                                    "variables) and returns one .b32")
+
+
+def lower_vprintf(target, fl: FunctionLowering, inst: ir.Instruction, returns: list,
+                  args: list) -> None:
+    """`call (ret), vprintf, (format, args)` as OpenCL's printf; ret as CUDA's vprintf."""
+    check_vprintf_call(fl, inst, returns, args)
     tracer = _tracer(target, fl)
     result = I32(-1)
     fmt = _format_text(fl, inst, tracer, args[0])
