@@ -548,78 +548,126 @@ def lower_atom(fl: GangLowering, inst: ir.Instruction) -> None:
     instruction on its own address (shared memory: a plain read-modify-write), checked
     like any access."""
     b = fl.b
-    llfn = fl.llfn
     t = instruction_type(inst)
     op = inst.spec.get("op")
     space = state_space(inst)
-    is_red = inst.opcode == "red"
     operands = list(inst.operands)
-    dest = None if is_red else operands.pop(0)
+    dest = None if inst.opcode == "red" else operands.pop(0)
     if not isinstance(dest, ir.Register) or dest not in fl.read_somewhere:
         dest = None         # the old values are never read: an atom is a red
-    host, offsets = lane_addresses(fl, operands[0], space)
-    if host is None:
-        window = ll.IRBuilder.ptrtoint(b, fl.target.space_base(fl, "shared"), I64)
-        offsets = b.zext(offsets, vec(I64))
-        host = b.add(b.splat(window), offsets)
-    value = fl.read_lanes(operands[1], t)
-    swap = fl.read_lanes(operands[2], t) if op == "cas" else None
-    element = value_type(t)
-    is_float = t.kind == "float"
-    if is_float and op not in ("add", "exch", "min", "max"):
+    if t.kind == "float" and op not in ("add", "exch", "min", "max"):
         raise GangUnsupported(f"{inst.spec.text}: float atomics other than add/exch/min/max")
-    if is_float and op in ("min", "max"):
+    if t.kind == "float" and op in ("min", "max"):
         raise GangUnsupported(f"{inst.spec.text}: float atomic min/max")
-    # the lanes' operands go to memory once; the loop visits the mask's lanes by their bits
-    results = fl.shuffle_array(element)
-    addresses = fl.entry_alloca(ll.ArrayType(I64, W), "atom_addresses", 64)
-    values = fl.entry_alloca(ll.ArrayType(element, W), "atom_values", 64)
-    swaps = fl.entry_alloca(ll.ArrayType(element, W), "atom_swaps", 64) if swap else None
-    start, head, run, done = (llfn.append_basic_block(n) for n in (
-        "atom_start", "atom_head", "atom_run", "atom_done"))
+    host, offsets = lane_addresses(fl, operands[0], space)
+    # (uniform operands stay scalars: the lanes' loop reads them from no memory)
+    operands = [fl.read(operands[1], t)] + ([fl.read(operands[2], t)] if op == "cas" else [])
+    done = fl.llfn.append_basic_block("atom_done")
+    start = fl.llfn.append_basic_block("atom_start")
     ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", fl.bits(fl.mask), I32(0)),
                          start, done)
     b.position_at_end(start)
-    check_access(fl, host, offsets, t.size, True)
-    for array, lanes in ((addresses, host), (values, value), (swaps, swap)):
-        if array is not None:
-            b.store(lanes, array, align=64)
-    # (a loop even where the mask is constant, a segment's full-mask copy: see _opaque)
-    lanes_to_do = _opaque(b, fl.bits(fl.mask))
-    entry = b.block
-    b.branch(head)
-    b.position_at_end(head)
-    todo = ll.IRBuilder.phi(b, I32)
-    todo.add_incoming(lanes_to_do, entry)
-    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", todo, I32(0)), run, done)
-    b.position_at_end(run)
-    i = fl.cttz(todo)
-    todo.add_incoming(b.and_(todo, b.sub(todo, I32(1))), run)
+    if host is None:        # 32-bit shared offsets: checked and kept in 32 bits
+        check_shared32(fl, offsets, t.size, True)
+        window = ll.IRBuilder.ptrtoint(b, fl.target.space_base(fl, "shared"), I64)
+        lanes = _AtomLanes(fl, offsets, window, operands, value_type(t))
+    else:
+        check_access(fl, host, offsets, t.size, True)
+        lanes = _AtomLanes(fl, host, None, operands, value_type(t))
+    results = fl.shuffle_array(value_type(t)) if dest is not None else None
+    for i in lanes.visit(done):
+        old = _lane_atomic(b, op, t, space, lanes.pointer(i), *lanes.operands(i))
+        if results is not None:
+            b.store(old, b.gep(results, [b.zext(i, I64)], source_etype=value_type(t)))
+    b.position_at_end(done)
+    if dest is not None:
+        fl.write(dest, b.load(results, typ=vec(value_type(t))), t)
 
-    def lane_of(array, typ):
-        return b.load(b.gep(array, [b.zext(i, I64)], source_etype=typ), typ=typ)
-    pointer = ll.IRBuilder.inttoptr(b, lane_of(addresses, I64), PTR)
-    x = lane_of(values, element)
-    y = lane_of(swaps, element) if swap else None
+
+class _AtomLanes:
+    """lower_atom's walk over the mask's lanes in lane order: the lanes' addresses (and
+    operands that differ per lane) go to stack arrays once, and each lane reads its own back.
+    Over a constant full mask (a segment's full-mask copy) the walk is 32 straight-line
+    read-modify-writes, else a loop over the mask's bits."""
+
+    def __init__(self, fl: GangLowering, addresses, window, operands, element):
+        self.fl, self.window, self.element = fl, window, element
+        b = fl.b
+        self.arrays = []
+        for lanes in (addresses, *operands):
+            if not is_vec(lanes):
+                self.arrays.append(lanes)
+                continue
+            typ = lanes.type.element
+            array = fl.entry_alloca(ll.ArrayType(typ, W), "atom_lanes", 64)
+            b.store(lanes, array, align=64)
+            # (read back through a pointer LLVM cannot follow: it would otherwise take each
+            # lane out of the vector register, several instructions a lane)
+            self.arrays.append((_opaque(b, array), typ))
+
+    def visit(self, done):
+        fl, b = self.fl, self.fl.b
+        if _all_lanes(fl.mask):
+            for lane in range(W):
+                yield I32(lane)
+            b.branch(done)
+            return
+        llfn = fl.llfn
+        head, run = llfn.append_basic_block("atom_head"), llfn.append_basic_block("atom_run")
+        lanes, entry = fl.bits(fl.mask), b.block
+        b.branch(head)
+        b.position_at_end(head)
+        todo = ll.IRBuilder.phi(b, I32)
+        todo.add_incoming(lanes, entry)
+        ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", todo, I32(0)), run, done)
+        b.position_at_end(run)
+        i = fl.cttz(todo)
+        todo.add_incoming(b.and_(todo, b.sub(todo, I32(1))), run)
+        yield i
+        b.branch(head)
+
+    def _lane(self, i, array):
+        if not isinstance(array, tuple):
+            return array
+        pointer, typ = array
+        b = self.fl.b
+        return b.load(b.gep(pointer, [b.zext(i, I64)], source_etype=typ), typ=typ)
+
+    def pointer(self, i):
+        b = self.fl.b
+        address = self._lane(i, self.arrays[0])
+        if self.window is not None:
+            address = b.add(self.window, b.zext(address, I64))
+        return ll.IRBuilder.inttoptr(b, address, PTR)
+
+    def operands(self, i):
+        x = self._lane(i, self.arrays[1])
+        y = self._lane(i, self.arrays[2]) if len(self.arrays) > 2 else None
+        return x, y
+
+
+def _all_lanes(mask) -> bool:
+    """Whether `mask` is a constant with every lane set."""
+    return isinstance(mask, ll.Constant) and isinstance(mask.constant, list) \
+        and all(getattr(lane, "constant", 0) == 1 for lane in mask.constant)
+
+
+def _lane_atomic(b: ll.IRBuilder, op: str, t: Type, space: str, pointer, x, y):
+    """One lane's atomic `op` at `pointer`; the old value."""
+    element = value_type(t)
     if space == "shared":
         # A block's shared memory is only ever touched by the host thread running the block
         # (its warps take turns), so a plain read-modify-write is atomic here.
         old = ll.IRBuilder.load(b, pointer, typ=element, align=t.size)
         ll.IRBuilder.store(b, _combine(b, op, t, old, x, y), pointer, align=t.size)
-    elif op == "cas":
+        return old
+    if op == "cas":
         pair = ll.IRBuilder.cmpxchg(b, pointer, x, y, "monotonic", "monotonic")
-        old = ll.IRBuilder.extract_value(b, pair, 0)
-    else:
-        rmw = {"add": "fadd" if is_float else "add", "exch": "xchg", "and": "and", "or": "or",
-               "xor": "xor", "min": "min" if t.kind == "signed" else "umin",
-               "max": "max" if t.kind == "signed" else "umax"}[op]
-        old = ll.IRBuilder.atomic_rmw(b, rmw, pointer, x, "monotonic")
-    if dest is not None:
-        b.store(old, b.gep(results, [b.zext(i, I64)], source_etype=element))
-    b.branch(head)
-    b.position_at_end(done)
-    if dest is not None:
-        fl.write(dest, b.load(results, typ=vec(element)), t)
+        return ll.IRBuilder.extract_value(b, pair, 0)
+    rmw = {"add": "fadd" if t.kind == "float" else "add", "exch": "xchg", "and": "and",
+           "or": "or", "xor": "xor", "min": "min" if t.kind == "signed" else "umin",
+           "max": "max" if t.kind == "signed" else "umax"}[op]
+    return ll.IRBuilder.atomic_rmw(b, rmw, pointer, x, "monotonic")
 
 
 def _opaque(b: ll.IRBuilder, value):
