@@ -57,6 +57,7 @@ import numpy as np
 from ptxport import Device, LaunchConfig, Program, launch
 from ptxport.errors import PtxportError, UnsupportedFeatureError
 from ptxport.runtime.backends.cpu import executor as cpu_executor
+from ptxport.runtime.backends.cpu import pool as cpu_pool
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS = ROOT / "tests" / "kernels"
@@ -100,6 +101,9 @@ def add_machine_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--schedule", choices=cpu_executor.SCHEDULES,
                         default=cpu_executor.SCHEDULES[0],
                         help="how ptxport's workers share a grid's blocks (set_schedule)")
+    parser.add_argument("--spin", type=float, default=None,
+                        help="seconds ptxport's idle workers watch for the next launch "
+                             "before they park (pool.set_spin; default: the pool's)")
     parser.add_argument("--busy", type=int, default=0,
                         help="run this many other processes that spin on the CPU meanwhile "
                              "(cores that something else takes)")
@@ -116,6 +120,8 @@ class MachineSettings:
         if self.args.omp_wait != "default":
             os.environ["OMP_WAIT_POLICY"] = self.args.omp_wait
         cpu_executor.set_schedule(self.args.schedule)
+        if self.args.spin is not None:
+            cpu_pool.set_spin(self.args.spin)
         self.spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
                          for _ in range(self.args.busy)]
         return self

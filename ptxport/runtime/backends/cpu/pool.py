@@ -31,6 +31,7 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
+import time
 from functools import cache
 
 import llvmlite.binding as llvm
@@ -41,29 +42,34 @@ from ptxport.codegen.lower import I32, I64, PTR
 from ptxport.codegen.targets.cpu.machine import LLVM_LOCK, target_machine
 from ptxport.errors import PtxportError
 
-__all__ = ["JOB_WORDS", "Job", "Pool", "give", "take"]
+__all__ = ["JOB_WORDS", "Job", "Pool", "give", "set_spin", "take"]
 
 # A pool's memory (bytes): the pthread objects (opaque; 128 bytes is more than any libc's),
-# then, read and written under the mutex only, the generation (bumped for each job), the
-# job's address (null: none open), how many threads run a share of it now, and the address
-# of a table of each thread's condition (by worker number; the threads park on their own).
-_MUTEX, _DONE, _GENERATION, _JOB, _RUNNING, _CONDS, _SIZE = 0, 128, 256, 264, 272, 280, 320
+# then the generation (bumped for each job: written under the mutex, read by spinning
+# threads without it), the job's address (null: none open), how many threads run a share of
+# it now, the address of a table of each thread's condition (by worker number; the threads
+# park on their own), and how long (ns) a thread that ended its share watches the generation
+# before it parks (set_spin).
+(_MUTEX, _DONE, _GENERATION, _JOB, _RUNNING, _CONDS, _SPIN_NS,
+ _SIZE) = 0, 128, 256, 264, 272, 280, 288, 320
 # A thread's words: the pool's address, its worker number, the generation it saw last; its
 # condition (opaque) from byte _THREAD_COND on.
 _THREAD_COND, _THREAD_SIZE = 64, 256
 
 # A job's words (Job below).
 (TRAMPOLINE, ENTRY, ARGS, STRIDE, RESULTS, WORKERS, COUNTER, START, TOTAL, STOP_ON_FAILURE,
- FAULT_FIELD, FAILURES) = range(12)
-JOB_WORDS = 12
+ FAULT_FIELD, FAILURES, TRACE) = range(13)
+JOB_WORDS = 13
 
-# Threads each waking thread wakes; rounds the launching thread spins for its helpers to end
-# (a few microseconds each) before it waits on the condition.
+# Threads each waking thread wakes; the least time (ns) the launching thread spins for its
+# helpers to end before it waits on the condition (the pool's spin time when longer); the
+# words of a job's trace before the workers' (Job.trace).
 FANOUT = 4
-_SPINS = 4096
+_LAUNCHER_SPIN_NS = 50_000
+_TRACE_HEAD = 3
 
 _PTHREADS = ("pthread_mutex_lock", "pthread_mutex_unlock", "pthread_cond_wait",
-             "pthread_cond_signal")
+             "pthread_cond_signal", "clock_gettime")
 
 
 class Job:
@@ -77,13 +83,62 @@ class Job:
     def __init__(self) -> None:
         self.words = np.zeros(JOB_WORDS, dtype=np.int64)
         self.address = self.words.ctypes.data
+        self._trace: np.ndarray | None = None
+
+    def trace(self, on: bool) -> None:
+        """Record the clock (monotonic, ns) at the job's runs from now on (or stop): when the
+        launching thread opened it, ended its own share and saw every share end, and when
+        each worker's share began and ended (traced())."""
+        self._trace = np.zeros(_TRACE_HEAD + 2 * 1024, dtype=np.int64) if on else None
+        self.words[TRACE] = 0 if self._trace is None else self._trace.ctypes.data
+
+    def traced(self, workers: int) -> dict | None:
+        """The last traced run, in microseconds from its opening: {"own": the launching
+        thread's share ended, "end": every share ended, "shares": [(begin, end) of each
+        worker's share, None for a worker that took none]}; None when not tracing."""
+        if self._trace is None:
+            return None
+        words = self._trace.tolist()
+        opened = words[0]
+
+        def us(t: int) -> float:
+            return (t - opened) / 1000
+
+        shares = [(us(words[i]), us(words[i + 1])) if words[i] >= opened else None
+                  for i in range(_TRACE_HEAD, _TRACE_HEAD + 2 * workers, 2)]
+        return {"own": us(words[1]), "end": us(words[2]), "shares": shares}
 
 
 def _declare(module: ll.Module) -> dict[str, ll.Function]:
     """The pthread functions, by their names in the process (pointers as opaque `ptr`)."""
     one, two = ll.FunctionType(I32, [PTR]), ll.FunctionType(I32, [PTR, PTR])
-    return {name: ll.Function(module, two if name == "pthread_cond_wait" else one,
-                              f"ptxport.{name}") for name in _PTHREADS}
+    types = {"pthread_cond_wait": two, "clock_gettime": ll.FunctionType(I32, [I32, PTR])}
+    return {name: ll.Function(module, types.get(name, one), f"ptxport.{name}")
+            for name in _PTHREADS}
+
+
+def _now(b: ll.IRBuilder, pthread: dict, spec) -> ll.Value:
+    """The monotonic clock in nanoseconds (i64); `spec`: two words of the function's stack
+    (a struct timespec)."""
+    b.call(pthread["clock_gettime"], [I32(time.CLOCK_MONOTONIC), spec])
+    return b.add(b.mul(b.load(_word(b, spec, 0), typ=I64), I64(1_000_000_000)),
+                 b.load(_word(b, spec, 1), typ=I64))
+
+
+def _timespec(b: ll.IRBuilder):
+    """Two words at the function's entry for _now."""
+    with b.goto_entry_block():
+        b.position_at_start(b.function.entry_basic_block)
+        spec = b.alloca(ll.ArrayType(I64, 2))
+    spec.type = PTR         # (llvmlite's typed alloca, used through untyped pointers)
+    return spec
+
+
+def _trace(b: ll.IRBuilder, job, pthread: dict, slot: ll.Value) -> None:
+    """When the job has a trace (Job.trace), store the clock in its word `slot`."""
+    trace = b.load(_word(b, job, TRACE), typ=I64)
+    with b.if_then(b.icmp_unsigned("!=", trace, I64(0))):
+        b.store(_now(b, pthread, _timespec(b)), _word(b, b.inttoptr(trace, PTR), slot))
 
 
 def _word(b: ll.IRBuilder, base, index: int | ll.Value):
@@ -95,12 +150,13 @@ def _field(b: ll.IRBuilder, pool, offset: int):
     return b.gep(pool, [I64(offset)], source_etype=ll.IntType(8))
 
 
-def _build_share(module: ll.Module) -> ll.Function:
+def _build_share(module: ll.Module, pthread: dict) -> ll.Function:
     """i64 share(job, index): worker `index`'s part of the job; 1 if it failed (see Job)."""
     fn = ll.Function(module, ll.FunctionType(I64, [PTR, I64]), "ptxport_pool_share")
     fn.linkage = "internal"
     job, index = fn.args
     b = ll.IRBuilder(fn.append_basic_block("entry"))
+    _trace(b, job, pthread, b.add(I64(_TRACE_HEAD), b.mul(index, I64(2))))
     trampoline = b.inttoptr(b.load(_word(b, job, TRAMPOLINE), typ=I64),
                             ll.FunctionType(I64, [PTR, PTR]).as_pointer())
     entry = b.inttoptr(b.load(_word(b, job, ENTRY), typ=I64), PTR)
@@ -110,6 +166,7 @@ def _build_share(module: ll.Module) -> ll.Function:
     result = b.call(trampoline, [entry, args])
     results = b.inttoptr(b.load(_word(b, job, RESULTS), typ=I64), PTR)
     b.store(result, _word(b, results, index))
+    _trace(b, job, pthread, b.add(I64(_TRACE_HEAD + 1), b.mul(index, I64(2))))
     failed = b.and_(b.icmp_signed(">=", result, I64(0)),
                     b.icmp_unsigned("!=", b.load(_word(b, job, STOP_ON_FAILURE), typ=I64),
                                     I64(0)))
@@ -153,8 +210,10 @@ def _build_thread(module: ll.Module, share: ll.Function, wake: ll.Function,
                   pthread: dict) -> None:
     """void *ptxport_pool_thread(arg): arg: the thread's words (_THREAD_*): park on its own
     condition until the generation changes; take the job if it is still open and has that
-    many workers (counted in `running`), wake two more threads, run its share, tell the
-    launching thread when it was the last to finish; park again."""
+    many workers (counted in `running`), wake FANOUT more threads, run its share, tell the
+    launching thread when it was the last to finish; then watch the generation for the
+    pool's spin time (a launch that comes meanwhile finds it awake: waking a parked thread
+    takes tens of microseconds, more than short grids run) and park again."""
     fn = ll.Function(module, ll.FunctionType(PTR, [PTR]), "ptxport_pool_thread")
     b = ll.IRBuilder(fn.append_basic_block("entry"))
     (arg,) = fn.args
@@ -165,14 +224,14 @@ def _build_thread(module: ll.Module, share: ll.Function, wake: ll.Function,
     mutex, done = _field(b, pool, _MUTEX), _field(b, pool, _DONE)
     generation, job_slot = _field(b, pool, _GENERATION), _field(b, pool, _JOB)
     running, own = _field(b, pool, _RUNNING), _field(b, arg, _THREAD_COND)
-    park, check, wait, woken, take = (fn.append_basic_block(n) for n in (
-        "park", "check", "wait", "woken", "take"))
+    park, check, wait, woken, take, spin = (fn.append_basic_block(n) for n in (
+        "park", "check", "wait", "woken", "take", "spin"))
     b.branch(park)
     b.position_at_end(park)
     b.call(pthread["pthread_mutex_lock"], [mutex])
     b.branch(check)
     b.position_at_end(check)
-    now = b.load(generation, typ=I64)
+    now = b.load_atomic(generation, "monotonic", 8, typ=I64)
     b.cbranch(b.icmp_unsigned("==", now, b.load(seen, typ=I64)), wait, woken)
     b.position_at_end(wait)
     b.call(pthread["pthread_cond_wait"], [own, mutex])
@@ -188,7 +247,7 @@ def _build_thread(module: ll.Module, share: ll.Function, wake: ll.Function,
     b.cbranch(b.icmp_signed("<", index, b.load(_word(b, job, WORKERS), typ=I64)), take, leave)
     b.position_at_end(leave)
     b.call(pthread["pthread_mutex_unlock"], [mutex])
-    b.branch(park)
+    b.branch(spin)
     b.position_at_end(take)
     b.atomic_rmw("add", running, I64(1), "seq_cst")
     b.call(wake, [pool, job, index])
@@ -199,7 +258,35 @@ def _build_thread(module: ll.Module, share: ll.Function, wake: ll.Function,
     with b.if_then(b.icmp_signed("==", left, I64(0))):
         b.call(pthread["pthread_cond_signal"], [done])
     b.call(pthread["pthread_mutex_unlock"], [mutex])
-    b.branch(park)
+    b.branch(spin)
+    b.position_at_end(spin)
+    _spin_until(b, pthread, b.load_atomic(_field(b, pool, _SPIN_NS), "monotonic", 8, typ=I64),
+                park,
+                lambda: b.icmp_unsigned("!=", b.load_atomic(generation, "acquire", 8, typ=I64),
+                                        b.load(seen, typ=I64)))
+
+
+def _spin_until(b: ll.IRBuilder, pthread: dict, spin_ns, out: ll.Block, ready) -> None:
+    """Branch to `out` once `ready()` (an i1 made at the builder) holds or `spin_ns`
+    nanoseconds (i64) have passed (the clock read every 64 rounds of the processor's
+    spin-wait hint); the builder is left with nothing to add."""
+    fn = b.function
+    head, again, rounds = (fn.append_basic_block(n) for n in ("spin_head", "spin_again",
+                                                               "spin_rounds"))
+    spec = _timespec(b)
+    deadline = b.add(_now(b, pthread, spec), spin_ns)
+    b.branch(head)
+    b.position_at_end(head)
+    with _counting(b, I64(64)) as _:
+        looking = fn.append_basic_block("spin_look")
+        b.cbranch(ready(), out, looking)
+        b.position_at_end(looking)
+        _pause(b)
+    b.branch(rounds)
+    b.position_at_end(rounds)
+    b.cbranch(b.icmp_signed(">=", _now(b, pthread, spec), deadline), out, again)
+    b.position_at_end(again)
+    b.branch(head)
 
 
 def _build_run(module: ll.Module, share: ll.Function, wake: ll.Function,
@@ -221,17 +308,20 @@ def _build_run(module: ll.Module, share: ll.Function, wake: ll.Function,
     b.store(b.load(_word(b, job, START), typ=I64), counter)
     b.store(I64(0), _word(b, job, FAILURES))
     several = b.icmp_signed(">", workers, I64(1))
+    _trace(b, job, pthread, I64(0))
     with b.if_then(several):
         b.call(pthread["pthread_mutex_lock"], [mutex])
         b.store(job, job_slot)
         generation = _field(b, pool, _GENERATION)
-        b.store(b.add(b.load(generation, typ=I64), I64(1)), generation)
+        # (threads that spin read it without the mutex; llvmlite has no untyped atomic store)
+        b.atomic_rmw("add", generation, I64(1), "release")
         b.call(wake, [pool, job, I64(0)])
         b.call(pthread["pthread_mutex_unlock"], [mutex])
     own = b.call(share, [job, I64(0)])
+    _trace(b, job, pthread, I64(1))
     check, wait, unlock, out = (fn.append_basic_block(n) for n in ("check", "wait", "unlock",
                                                                    "out"))
-    close = fn.append_basic_block("close")
+    close, slept = fn.append_basic_block("close"), fn.append_basic_block("slept")
     b.cbranch(several, close, out)
     b.position_at_end(close)
     b.call(pthread["pthread_mutex_lock"], [mutex])
@@ -239,17 +329,14 @@ def _build_run(module: ll.Module, share: ll.Function, wake: ll.Function,
     b.call(pthread["pthread_mutex_unlock"], [mutex])
     # (the helpers usually end within microseconds of this thread: waiting for them on the
     # condition would add a wake-up, tens of microseconds, to every launch)
-    with _counting(b, I64(_SPINS)) as _:
-        finished = fn.append_basic_block("finished")
-        spin = fn.append_basic_block("spin")
-        left = b.load_atomic(running, "acquire", 8, typ=I64)
-        b.cbranch(b.icmp_signed("==", left, I64(0)), finished, spin)
-        b.position_at_end(spin)
-        _pause(b)
+    spin_ns = b.load_atomic(_field(b, pool, _SPIN_NS), "monotonic", 8, typ=I64)
+    least = I64(_LAUNCHER_SPIN_NS)
+    _spin_until(b, pthread, b.select(b.icmp_signed("<", spin_ns, least), least, spin_ns),
+                slept, lambda: b.icmp_signed("==", b.load_atomic(running, "acquire", 8,
+                                                                  typ=I64), I64(0)))
+    b.position_at_end(slept)
     b.call(pthread["pthread_mutex_lock"], [mutex])
     b.branch(check)
-    b.position_at_end(finished)
-    b.ret(b.add(own, b.load_atomic(_word(b, job, FAILURES), "acquire", 8, typ=I64)))
     b.position_at_end(check)
     left = b.load_atomic(running, "acquire", 8, typ=I64)
     b.cbranch(b.icmp_signed("==", left, I64(0)), unlock, wait)
@@ -260,6 +347,7 @@ def _build_run(module: ll.Module, share: ll.Function, wake: ll.Function,
     b.call(pthread["pthread_mutex_unlock"], [mutex])
     b.branch(out)
     b.position_at_end(out)
+    _trace(b, job, pthread, I64(2))
     # (the helpers' failures: all counted once `running` was 0)
     b.ret(b.add(own, b.load_atomic(_word(b, job, FAILURES), "acquire", 8, typ=I64)))
 
@@ -321,7 +409,7 @@ class _Native:
                 f"which this process does not have: {e}") from None
         module = ll.Module("ptxport_pool")
         pthread = _declare(module)
-        share, wake = _build_share(module), _build_wake(module, pthread)
+        share, wake = _build_share(module, pthread), _build_wake(module, pthread)
         _build_thread(module, share, wake, pthread)
         _build_run(module, share, wake, pthread)
         with LLVM_LOCK:
@@ -364,6 +452,8 @@ class Pool:
                                "mutex and condition (pthread_*_init failed)")
         self._threads: list[np.ndarray] = []      # each thread's words (it reads them)
         self._conds = np.zeros(1, dtype=np.int64)
+        self._memory.view(np.int64)[_SPIN_NS // 8] = _SPIN[0]
+        _POOLS.append(self)
 
     def grow(self, helpers: int) -> None:
         """Have at least `helpers` threads (worker numbers 1..helpers). Only while no job
@@ -401,6 +491,24 @@ class Pool:
         return self._native.run(self.address, job.address)
 
 
+# How long (ns) a worker thread that ended its share watches for the next job before it
+# parks on its condition (set_spin); every pool this process made.
+_SPIN = [200_000]
+_POOLS: list[Pool] = []
+
+
+def set_spin(seconds: float) -> None:
+    """Have worker threads watch for the next launch for `seconds` after their share of one
+    ends before they park (0: park at once). Watching keeps a core busy; a launch that
+    comes meanwhile finds its workers awake instead of waking them (tens of microseconds
+    each)."""
+    if not seconds >= 0:
+        raise ValueError("the spin time must be at least 0 seconds")
+    _SPIN[0] = int(seconds * 1e9)
+    for pool in _POOLS:
+        pool._memory.view(np.int64)[_SPIN_NS // 8] = _SPIN[0]
+
+
 # Pools no launch holds now; the count ever made (pools are numbered from 0, in a forked
 # child on from its parent's count); how many forks this process is from the first one.
 _FREE: list[Pool] = []
@@ -429,6 +537,7 @@ def give(pool: Pool) -> None:
 def _forget_after_fork() -> None:
     """A forked child has none of its parent's threads: its pools are new ones."""
     _FREE.clear()
+    _POOLS.clear()
     _FORKS[0] += 1
 
 
