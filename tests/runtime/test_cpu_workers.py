@@ -1,11 +1,13 @@
 """The CPU device's workers: a launch's blocks run at the same time on set_workers() native
 threads (runtime/backends/cpu/pool.py), each block on one worker (%smid), with the same
-results as on one worker, failures reported as on one, and launches from two streams at once
-on threads of their own."""
+results as on one worker, failures reported as on one, launches from two streams at once
+on threads of their own, and idle workers that watch for the next launch a while, then park
+and wake when one comes."""
 
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +16,7 @@ import pytest
 from ptxport import Device, LaunchConfig, Program, launch
 from ptxport.errors import KernelTimeoutError, KernelTrapError
 from ptxport.runtime.backends.cpu import executor as cpu_executor
+from ptxport.runtime.backends.cpu import pool as cpu_pool
 
 KERNELS = Path(__file__).resolve().parents[1] / "kernels"
 
@@ -356,3 +359,59 @@ def test_each_block_runs_once_whatever_the_schedule(dev, kernels, workers, sched
 def test_an_unknown_schedule_is_refused():
     with pytest.raises(ValueError, match="unknown schedule 'static'"):
         cpu_executor.set_schedule("static")
+
+
+@pytest.fixture
+def spin():
+    """pool.set_spin(seconds) for the test, the default again after it."""
+    default = cpu_pool._SPIN[0] / 1e9
+    yield cpu_pool.set_spin
+    cpu_pool.set_spin(default)
+
+
+def _cpu_while_idle(seconds: float) -> float:
+    """The process's CPU seconds while its Python thread sleeps for `seconds`."""
+    start = time.process_time()
+    time.sleep(seconds)
+    return time.process_time() - start
+
+
+def test_idle_workers_park_after_the_spin_time(dev, kernels, workers, spin):
+    # (workers that never parked would keep their cores busy between launches, slowing
+    # anything else in the process, such as numpy's or torch's own threads)
+    workers(2)
+    stream = dev.create_stream()
+    out = _zeros(dev, stream, 4)
+    count_runs = kernels.get_kernel("count_runs")
+    spin(60)
+    launch(stream, LaunchConfig(grid=4, block=1), count_runs, out)
+    stream.sync()
+    spinning = _cpu_while_idle(0.3)
+    spin(0.001)
+    launch(stream, LaunchConfig(grid=4, block=1), count_runs, out)
+    stream.sync()
+    time.sleep(0.05)
+    parked = _cpu_while_idle(0.3)
+    assert parked < 0.03 and spinning > 4 * parked, (spinning, parked)
+    assert (_read(out, stream, 4) == 2).all()
+
+
+@pytest.mark.parametrize("seconds", [0, 0.002])
+def test_parked_workers_wake_for_the_next_launch(dev, kernels, workers, spin, seconds):
+    # (after the spin time every worker is parked on its condition: a launch whose blocks
+    # all wait for each other ends only if it wakes every one of them)
+    workers(4)
+    spin(seconds)
+    stream = dev.create_stream()
+    gather = kernels.get_kernel("gather")
+    for _ in range(3):
+        time.sleep(seconds + 0.02)
+        arrived, smids = _zeros(dev, stream, 1), _zeros(dev, stream, 4)
+        launch(stream, LaunchConfig(grid=4, block=1, timeout=60), gather, arrived, smids,
+               np.uint32(4))
+        assert sorted(_read(smids, stream, 4)) == [0, 1, 2, 3]
+
+
+def test_a_negative_spin_time_is_refused():
+    with pytest.raises(ValueError, match="at least 0 seconds"):
+        cpu_pool.set_spin(-1)
