@@ -9,7 +9,11 @@ wakes threads 1 to FANOUT (each thread that takes the job wakes FANOUT more), ru
 share on the calling thread, then closes the job and waits for the threads that took it
 (spinning a little first); a thread that wakes after the close leaves it. So a grid that the
 launching thread finishes alone wakes a few threads and waits for none, and a long one has
-all its workers after two wake-ups (16 workers). Each worker claims chunks of blocks from
+all its workers after two wake-ups (16 workers). A thread that ended its share (or came
+too late) watches the generation for the pool's spin time (set_spin) before it parks: a
+launch that comes meanwhile, as a program's next kernel does, finds it awake (waking a
+parked thread took tens of microseconds in a VM, more than short grids run), and a process
+that stops launching has its cores back after that time. Each worker claims chunks of blocks from
 the launch's shared counter with atomic adds inside the compiled kernel
 (codegen/targets/cpu/entry.py). A worker whose block failed (trap, fault, stop) sets the
 counter to the grid's end when the job says so, so that the others stop after their chunk.
