@@ -56,9 +56,10 @@ __all__ = ["JOB_WORDS", "Job", "Pool", "give", "set_spin", "take"]
 # before it parks (set_spin).
 (_MUTEX, _DONE, _GENERATION, _JOB, _RUNNING, _CONDS, _SPIN_NS,
  _SIZE) = 0, 128, 256, 264, 272, 280, 288, 320
-# A thread's words: the pool's address, its worker number, the generation it saw last; its
-# condition (opaque) from byte _THREAD_COND on.
-_THREAD_COND, _THREAD_SIZE = 64, 256
+# A thread's words: the pool's address, its worker number, the generation it saw last,
+# whether it is parked (or about to be: set under the mutex); its condition (opaque) from
+# byte _THREAD_COND on.
+_PARKED, _THREAD_COND, _THREAD_SIZE = 3, 64, 256
 
 # A job's words (Job below).
 (TRAMPOLINE, ENTRY, ARGS, STRIDE, RESULTS, WORKERS, COUNTER, START, TOTAL, STOP_ON_FAILURE,
@@ -212,12 +213,13 @@ def _build_wake(module: ll.Module, pthread: dict) -> ll.Function:
 
 def _build_thread(module: ll.Module, share: ll.Function, wake: ll.Function,
                   pthread: dict) -> None:
-    """void *ptxport_pool_thread(arg): arg: the thread's words (_THREAD_*): park on its own
-    condition until the generation changes; take the job if it is still open and has that
-    many workers (counted in `running`), wake FANOUT more threads, run its share, tell the
-    launching thread when it was the last to finish; then watch the generation for the
-    pool's spin time (a launch that comes meanwhile finds it awake: waking a parked thread
-    takes tens of microseconds, more than short grids run) and park again."""
+    """void *ptxport_pool_thread(arg): arg: the thread's words (_THREAD_*). A parked thread
+    waits on its own condition until the generation changes, then, under the mutex, takes
+    the job if it is still open and has that many workers (counted in `running`), wakes
+    its FANOUT children (wake) and runs its share. After a share (or a job it came too late
+    for) it watches the generation for the pool's spin time; a job that opens meanwhile it
+    takes without the mutex (_take_fast), so that 16 threads start within microseconds
+    instead of one after another through the mutex. Then it parks again."""
     fn = ll.Function(module, ll.FunctionType(PTR, [PTR]), "ptxport_pool_thread")
     b = ll.IRBuilder(fn.append_basic_block("entry"))
     (arg,) = fn.args
@@ -225,24 +227,28 @@ def _build_thread(module: ll.Module, share: ll.Function, wake: ll.Function,
     index = b.load(_word(b, arg, 1), typ=I64)
     seen = b.alloca(I64)
     b.store(b.load(_word(b, arg, 2), typ=I64), seen)
-    mutex, done = _field(b, pool, _MUTEX), _field(b, pool, _DONE)
+    mutex = _field(b, pool, _MUTEX)
     generation, job_slot = _field(b, pool, _GENERATION), _field(b, pool, _JOB)
-    running, own = _field(b, pool, _RUNNING), _field(b, arg, _THREAD_COND)
-    park, check, wait, woken, take, spin = (fn.append_basic_block(n) for n in (
-        "park", "check", "wait", "woken", "take", "spin"))
+    running, own, parked = _field(b, pool, _RUNNING), _field(b, arg, _THREAD_COND), \
+        _word(b, arg, _PARKED)
+    park, check, wait, woken, take, spin, spun = (fn.append_basic_block(n) for n in (
+        "park", "check", "wait", "woken", "take", "spin", "spun"))
     b.branch(park)
     b.position_at_end(park)
     b.call(pthread["pthread_mutex_lock"], [mutex])
+    # (seen by a waking thread, which then signals this one's condition: _wake_parked)
+    b.atomic_rmw("xchg", parked, I64(1), "seq_cst")
     b.branch(check)
     b.position_at_end(check)
-    now = b.load_atomic(generation, "monotonic", 8, typ=I64)
+    now = b.load_atomic(generation, "seq_cst", 8, typ=I64)
     b.cbranch(b.icmp_unsigned("==", now, b.load(seen, typ=I64)), wait, woken)
     b.position_at_end(wait)
     b.call(pthread["pthread_cond_wait"], [own, mutex])
     b.branch(check)
     b.position_at_end(woken)
+    b.atomic_rmw("xchg", parked, I64(0), "seq_cst")
     b.store(now, seen)
-    job = b.load(job_slot, typ=PTR)
+    job = b.inttoptr(b.load_atomic(job_slot, "seq_cst", 8, typ=I64), PTR)
     # (a closed job, null: the launching thread found every block claimed before this
     # thread came, and waits only for the threads that took it)
     leave, is_open = fn.append_basic_block("leave"), fn.append_basic_block("open")
@@ -256,18 +262,92 @@ def _build_thread(module: ll.Module, share: ll.Function, wake: ll.Function,
     b.atomic_rmw("add", running, I64(1), "seq_cst")
     b.call(wake, [pool, job, index])
     b.call(pthread["pthread_mutex_unlock"], [mutex])
-    b.atomic_rmw("add", _word(b, job, FAILURES), b.call(share, [job, index]), "seq_cst")
-    b.call(pthread["pthread_mutex_lock"], [mutex])
-    left = b.sub(b.atomic_rmw("sub", running, I64(1), "seq_cst"), I64(1))
-    with b.if_then(b.icmp_signed("==", left, I64(0))):
-        b.call(pthread["pthread_cond_signal"], [done])
-    b.call(pthread["pthread_mutex_unlock"], [mutex])
+    _run_share(b, pool, share, job, index, pthread)
     b.branch(spin)
     b.position_at_end(spin)
+    changed = lambda: b.icmp_unsigned(  # noqa: E731
+        "!=", b.load_atomic(generation, "acquire", 8, typ=I64), b.load(seen, typ=I64))
     _spin_until(b, pthread, b.load_atomic(_field(b, pool, _SPIN_NS), "monotonic", 8, typ=I64),
-                park,
-                lambda: b.icmp_unsigned("!=", b.load_atomic(generation, "acquire", 8, typ=I64),
-                                        b.load(seen, typ=I64)))
+                spun, changed)
+    b.position_at_end(spun)
+    fast = fn.append_basic_block("fast")
+    b.cbranch(changed(), fast, park)
+    b.position_at_end(fast)
+    _take_fast(b, pool, share, wake, index, seen, pthread)
+    b.branch(spin)
+
+
+def _take_fast(b: ll.IRBuilder, pool, share, wake, index, seen, pthread: dict) -> None:
+    """A spinning thread's take of the job it saw open, without the mutex: count itself in
+    `running` first, then look at the job; the launching thread closes a job (nulls it)
+    first, then looks at `running`, all sequentially consistent, so either this thread
+    sees the job closed or the launching thread waits for it. It takes the job only if it
+    is the generation it saw (not a later one at the same address) and has its worker
+    number; else it counts itself out again."""
+    fn = b.function
+    generation, running = _field(b, pool, _GENERATION), _field(b, pool, _RUNNING)
+    saw = b.load_atomic(generation, "acquire", 8, typ=I64)
+    b.store(saw, seen)
+    b.atomic_rmw("add", running, I64(1), "seq_cst")
+    job = b.inttoptr(b.load_atomic(_field(b, pool, _JOB), "seq_cst", 8, typ=I64), PTR)
+    same = b.icmp_unsigned("==", b.load_atomic(generation, "seq_cst", 8, typ=I64), saw)
+    is_open, take, out = (fn.append_basic_block(n) for n in ("fast_open", "fast_take",
+                                                             "fast_out"))
+    b.cbranch(b.and_(same, b.icmp_unsigned("!=", b.ptrtoint(job, I64), I64(0))), is_open, out)
+    b.position_at_end(is_open)
+    b.cbranch(b.icmp_signed("<", index, b.load(_word(b, job, WORKERS), typ=I64)), take, out)
+    b.position_at_end(take)
+    _wake_parked(b, pool, job, index, wake, pthread)
+    _run_share(b, pool, share, job, index, pthread)
+    done = fn.append_basic_block("fast_done")
+    b.branch(done)
+    b.position_at_end(out)
+    _count_out(b, pool, pthread)
+    b.branch(done)
+    b.position_at_end(done)
+
+
+def _wake_parked(b: ll.IRBuilder, pool, job, index, wake, pthread: dict) -> None:
+    """wake(), under the mutex, when one of the thread's children is parked (a child marks
+    itself parked under the mutex, then looks at the generation, so either it sees this
+    job or this thread sees it parked)."""
+    conds = b.inttoptr(b.load(_field(b, pool, _CONDS), typ=I64), PTR)
+    workers = b.load(_word(b, job, WORKERS), typ=I64)
+    with b.goto_entry_block():
+        b.position_at_start(b.function.entry_basic_block)
+        found = b.alloca(I64)
+    b.store(I64(0), found)
+    for offset in range(1, FANOUT + 1):
+        child = b.add(b.mul(index, I64(FANOUT)), I64(offset))
+        with b.if_then(b.icmp_signed("<", child, workers)):
+            words = b.sub(b.load(_word(b, conds, child), typ=I64), I64(_THREAD_COND))
+            flag = b.load_atomic(_word(b, b.inttoptr(words, PTR), _PARKED), "seq_cst", 8,
+                                 typ=I64)
+            b.store(b.or_(b.load(found, typ=I64), flag), found)
+    any_parked = b.icmp_unsigned("!=", b.load(found, typ=I64), I64(0))
+    mutex = _field(b, pool, _MUTEX)
+    with b.if_then(any_parked):
+        b.call(pthread["pthread_mutex_lock"], [mutex])
+        b.call(wake, [pool, job, index])
+        b.call(pthread["pthread_mutex_unlock"], [mutex])
+
+
+def _run_share(b: ll.IRBuilder, pool, share, job, index, pthread: dict) -> None:
+    """Run worker `index`'s share of the job (counted in `running`), add its failure, and
+    count it out."""
+    b.atomic_rmw("add", _word(b, job, FAILURES), b.call(share, [job, index]), "seq_cst")
+    _count_out(b, pool, pthread)
+
+
+def _count_out(b: ll.IRBuilder, pool, pthread: dict) -> None:
+    """Take this thread out of `running`; the last one out signals the launching thread
+    (under the mutex: it looks at `running` under it before it waits)."""
+    left = b.sub(b.atomic_rmw("sub", _field(b, pool, _RUNNING), I64(1), "seq_cst"), I64(1))
+    with b.if_then(b.icmp_signed("==", left, I64(0))):
+        mutex = _field(b, pool, _MUTEX)
+        b.call(pthread["pthread_mutex_lock"], [mutex])
+        b.call(pthread["pthread_cond_signal"], [_field(b, pool, _DONE)])
+        b.call(pthread["pthread_mutex_unlock"], [mutex])
 
 
 def _spin_until(b: ll.IRBuilder, pthread: dict, spin_ns, out: ll.Block, ready) -> None:
@@ -315,10 +395,10 @@ def _build_run(module: ll.Module, share: ll.Function, wake: ll.Function,
     _trace(b, job, pthread, I64(0))
     with b.if_then(several):
         b.call(pthread["pthread_mutex_lock"], [mutex])
-        b.store(job, job_slot)
+        b.atomic_rmw("xchg", job_slot, b.ptrtoint(job, I64), "seq_cst")
         generation = _field(b, pool, _GENERATION)
         # (threads that spin read it without the mutex; llvmlite has no untyped atomic store)
-        b.atomic_rmw("add", generation, I64(1), "release")
+        b.atomic_rmw("add", generation, I64(1), "seq_cst")
         b.call(wake, [pool, job, I64(0)])
         b.call(pthread["pthread_mutex_unlock"], [mutex])
     own = b.call(share, [job, I64(0)])
@@ -329,7 +409,7 @@ def _build_run(module: ll.Module, share: ll.Function, wake: ll.Function,
     b.cbranch(several, close, out)
     b.position_at_end(close)
     b.call(pthread["pthread_mutex_lock"], [mutex])
-    b.store(ll.Constant(PTR, None), job_slot)
+    b.atomic_rmw("xchg", job_slot, I64(0), "seq_cst")
     b.call(pthread["pthread_mutex_unlock"], [mutex])
     # (the helpers usually end within microseconds of this thread: waiting for them on the
     # condition would add a wake-up, tens of microseconds, to every launch)
