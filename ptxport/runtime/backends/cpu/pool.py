@@ -577,7 +577,7 @@ class Pool:
 
 # How long (ns) a worker thread that ended its share watches for the next job before it
 # parks on its condition (set_spin); every pool this process made.
-_SPIN = [200_000]
+_SPIN = [100_000]
 _POOLS: list[Pool] = []
 
 
