@@ -415,3 +415,54 @@ def test_parked_workers_wake_for_the_next_launch(dev, kernels, workers, spin, se
 def test_a_negative_spin_time_is_refused():
     with pytest.raises(ValueError, match="at least 0 seconds"):
         cpu_pool.set_spin(-1)
+
+
+# two_sites(out, arrived, never): as gather, each of 2 blocks waits for the other (so both
+# workers take part), then stores 1 in out[2 * block]; with `never`, 2 in the word after.
+SITES_PTX = HEADER + """
+.visible .entry two_sites(.param .u64 out, .param .u64 arrived, .param .u32 never)
+{
+  .reg .pred %p<3>; .reg .b32 %r<5>; .reg .b64 %rd<5>;
+  ld.param.u64 %rd1, [out];
+  ld.param.u64 %rd4, [arrived];
+  ld.param.u32 %r1, [never];
+  atom.global.add.u32 %r3, [%rd4], 1;
+$L_wait:
+  atom.global.add.u32 %r4, [%rd4], 0;
+  setp.lt.u32 %p2, %r4, 2;
+  @%p2 bra $L_wait;
+  mov.u32 %r2, %ctaid.x;
+  mul.wide.u32 %rd2, %r2, 8;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], 1;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 st.global.u32 [%rd3+4], 2;
+  ret;
+}
+"""
+
+
+def test_a_checked_launch_starts_every_workers_site_cache_afresh(dev, workers):
+    # (the workers zero their own access sites' cache when their share starts; a site the
+    # next launch never reaches keeps what it had only if they did not)
+    workers(2)
+    stream = dev.create_stream()
+    out, arrived = _zeros(dev, stream, 4), _zeros(dev, stream, 1)
+    kernel = Program(SITES_PTX, code_type="ptx").compile("native").get_kernel("two_sites")
+    # (no timeout: a launch with one has a stop word of its own, and its workers are set
+    # up afresh in Python)
+    config = LaunchConfig(grid=2, block=1)
+    launch(stream, config, kernel, out, arrived, np.uint32(0))
+    stream.sync()
+    binary = kernel._binary(dev)
+    teams = [team for shape in [binary, *getattr(binary, "_shapes", {}).values()]
+             for team in shape.__dict__.get("_teams", {}).values()]
+    caches = [w.site_cache for team in teams for w in team.workers]
+    assert len(caches) == 2 and all(w.site_cache_bytes for team in teams for w in team.workers)
+    for cache in caches:
+        cache[:] = 0xDEAD
+    arrived.fill(0, 4, stream=stream)
+    launch(stream, config, kernel, out, arrived, np.uint32(0))
+    stream.sync()
+    assert not any((cache == 0xDEAD).any() for cache in caches)
+    assert (_read(out, stream, 4) == [1, 0, 1, 0]).all()

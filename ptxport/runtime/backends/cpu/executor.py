@@ -164,7 +164,7 @@ class _Worker:
         self.site_cache = _on_lines(2 * max(plan.check_sites, 1), np.uint64)
         self._site_cache_address = self.site_cache.ctypes.data
         # (zeroed at every checked launch; a kernel without sites has none to zero)
-        self._site_cache_bytes = self.site_cache.nbytes if plan.check_sites else 0
+        self.site_cache_bytes = self.site_cache.nbytes if plan.check_sites else 0
         self._put(self.ctx, fields["site_cache"], np.uint64, self._site_cache_address)
         self.own_ranges = [(a, a + n) for a, n in ((self.shared.ctypes.data, self.shared.size),
                                                    (self.frames.ctypes.data, self.frames.size))
@@ -235,8 +235,8 @@ class _Worker:
             checks.value = 0
             self._table_set = None
             return
-        if self._site_cache_bytes:
-            ctypes.memset(self._site_cache_address, 0, self._site_cache_bytes)
+        if self.site_cache_bytes:
+            ctypes.memset(self._site_cache_address, 0, self.site_cache_bytes)
         # (the backend passes the same allocations object while none was made or freed;
         # the context's table fields still point at the table made for them then)
         made_of = self._table_of
@@ -255,8 +255,8 @@ class _Worker:
     def restart(self) -> None:
         """prepare() again for a launch with what the last one had, which ended without a
         failure (so no fault is recorded): only the access sites' cache starts afresh."""
-        if self._site_cache_bytes and self._table_set is not None:
-            ctypes.memset(self._site_cache_address, 0, self._site_cache_bytes)
+        if self.site_cache_bytes and self._table_set is not None:
+            ctypes.memset(self._site_cache_address, 0, self.site_cache_bytes)
 
     @staticmethod
     def _put(buffer: np.ndarray, offset: int, dtype, value: int) -> None:
@@ -473,6 +473,9 @@ class _Team:
         # it; with waits, Python looks at the blocks it finishes)
         words[pool_threads.FAULT_FIELD] = \
             CTX.fields["fault_info"] + 1 if layout is entry.CLAIMED else 0
+        # (each worker zeroes its own access sites' cache for a checked launch: 16 calls
+        # from Python each let the GIL go, and a woken stream thread take it)
+        words[pool_threads.CACHE_FIELD] = CTX.fields["site_cache"] + 1
         self.args = self.results = np.zeros(0, dtype=np.int64)
         self._last: tuple[int, int, int] | None = None     # what run() last set
         # (waiting blocks the native code cannot complete: the worker finishes them itself
@@ -627,8 +630,8 @@ def _take_stop() -> ctypes.c_int32:
 def _run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocations,
               stop: ctypes.c_int32, workspace: int) -> None:
     param_buffer = _take_param_buffer(len(params))
-    if params:
-        ctypes.memmove(param_buffer, params, len(params))
+    if params:      # (not ctypes.memmove: a foreign call lets the GIL go)
+        param_buffer[:len(params)] = params
     params_address = ctypes.addressof(param_buffer)
     # (only kernels that call printf or assert have a log to collect and print)
     printf_log = printf.open_log(params_address) if binary.calls_printf else None
@@ -691,14 +694,16 @@ class _Grid:
         last = team.last_launch
         if last is not None and last[0] is self.allocations and last[1] is self.stop \
                 and last[2] == like:
-            for worker in team.workers[:self.workers]:
-                worker.restart()
+            if self.python_rounds:      # (no pool: its share would zero the cache)
+                team.workers[0].restart()
         else:
             for smid, worker in enumerate(team.workers[:self.workers]):
                 worker.prepare(self.params, self.grid, self.allocations,
                                self.binary.global_ranges, self.stop, smid, self.smids,
                                self.workspace)
         team.last_launch = None
+        team.job.words[pool_threads.CACHE_BYTES] = 0 if self.allocations is None \
+            else team.workers[0].site_cache_bytes
         if self.python_rounds:
             self._python_rounds(team.workers[0])
         elif self.layout is entry.CLAIMED_WAITING:

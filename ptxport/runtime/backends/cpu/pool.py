@@ -63,8 +63,8 @@ _PARKED, _THREAD_COND, _THREAD_SIZE = 3, 64, 256
 
 # A job's words (Job below).
 (TRAMPOLINE, ENTRY, ARGS, STRIDE, RESULTS, WORKERS, COUNTER, START, TOTAL, STOP_ON_FAILURE,
- FAULT_FIELD, FAILURES, TRACE) = range(13)
-JOB_WORDS = 13
+ FAULT_FIELD, FAILURES, TRACE, CACHE_FIELD, CACHE_BYTES) = range(15)
+JOB_WORDS = 15
 
 # Threads each waking thread wakes; the least time (ns) the launching thread spins for its
 # helpers to end before it waits on the condition (the pool's spin time when longer); the
@@ -82,8 +82,11 @@ class Job:
     i * stride words) and stores the result in results[i]. A worker failed when its result is
     not negative, or (FAULT_FIELD: 1 + the offset of a word in the memory its first argument
     points at, 0 for none) when that word is not 0 (a fault it recorded and went on); run()
-    returns how many failed. The words live in a numpy array so that a launch sets the few
-    that change (the grid's block count) without rebuilding anything."""
+    returns how many failed. Before its share a worker zeroes CACHE_BYTES bytes at the
+    address in the word at offset CACHE_FIELD - 1 of that memory (0: nothing), its access
+    sites' cache, which a checked launch starts afresh. The words live in a numpy array so
+    that a launch sets the few that change (the grid's block count) without rebuilding
+    anything."""
 
     def __init__(self) -> None:
         self.words = np.zeros(JOB_WORDS, dtype=np.int64)
@@ -168,6 +171,7 @@ def _build_share(module: ll.Module, pthread: dict) -> ll.Function:
     args = b.inttoptr(b.add(b.load(_word(b, job, ARGS), typ=I64),
                             b.mul(b.mul(index, b.load(_word(b, job, STRIDE), typ=I64)), I64(8))),
                       PTR)
+    _zero_cache(b, job, b.inttoptr(b.load(args, typ=I64), PTR))
     result = b.call(trampoline, [entry, args])
     results = b.inttoptr(b.load(_word(b, job, RESULTS), typ=I64), PTR)
     b.store(result, _word(b, results, index))
@@ -188,6 +192,19 @@ def _build_share(module: ll.Module, pthread: dict) -> ll.Function:
     b.ret(b.zext(b.or_(b.icmp_signed(">=", result, I64(0)), b.load(faulted, typ=ll.IntType(1))),
                  I64))
     return fn
+
+
+def _zero_cache(b: ll.IRBuilder, job, first) -> None:
+    """share(): zero the worker's access-site cache when the job says so (Job)."""
+    size = b.load(_word(b, job, CACHE_BYTES), typ=I64)
+    with b.if_then(b.icmp_unsigned("!=", size, I64(0))):
+        field = b.gep(first, [b.sub(b.load(_word(b, job, CACHE_FIELD), typ=I64), I64(1))],
+                      source_etype=ll.IntType(8))
+        cache = b.inttoptr(b.load(field, typ=I64), PTR)
+        memset = b.module.globals.get("llvm.memset.p0.i64") or ll.Function(
+            b.module, ll.FunctionType(ll.VoidType(), [PTR, ll.IntType(8), I64, ll.IntType(1)]),
+            "llvm.memset.p0.i64")
+        b.call(memset, [cache, ll.Constant(ll.IntType(8), 0), size, ll.Constant(ll.IntType(1), 0)])
 
 
 def _build_wake(module: ll.Module, pthread: dict) -> ll.Function:
