@@ -221,7 +221,7 @@ class CpuKernelBinary:
             cpu_heap.HEAP.reserve()
         heap = cpu_heap.HEAP.range()
         if allocations is not None and heap is not None:
-            allocations = [*allocations, heap]
+            allocations = _with_heap(allocations, heap)
         if self.launches_grids:     # (dynamic parallelism)
             device_launch.run_grid(self, tuple(grid), tuple(block), dynamic_shared, params,
                                    allocations, timeout,
@@ -230,6 +230,22 @@ class CpuKernelBinary:
             return
         _executor().run_grid(self, tuple(grid), tuple(block), dynamic_shared, params,
                              allocations, timeout, cooperative)
+
+
+# the last (allocations, heap, both): the executor keeps its workers' allocation tables
+# while the same allocations object comes again
+_LAST_WITH_HEAP: list[tuple] = [((), None, ())]
+
+
+def _with_heap(allocations, heap: tuple[int, int]) -> tuple:
+    """The allocations and the device heap as one tuple: the same object for the same ones
+    (a new list at every launch had the executor set up every worker again)."""
+    last = _LAST_WITH_HEAP[0]      # (one read: replaced whole)
+    if last[0] is allocations and last[1] == heap:
+        return last[2]
+    both = (*allocations, heap)
+    _LAST_WITH_HEAP[0] = (allocations, heap, both)
+    return both
 
 
 @cache
