@@ -2,10 +2,14 @@
 
 Every .cu file under the given directories is built to PTX for sm_80 by the nvcc of NVIDIA's
 PyPI wheels (as tests/programs_harness.py finds it; the cccl wheel's headers and the file's
-own directory on the include path). Each kernel is then compiled for real (the target's code
-generator, LLVM included; not only `ptxport inspect`'s checker) for cpu, nvptx:sm_80,
-amdgpu:gfx1100 and spirv, one kernel at a time (its module cut down to the kernel and the
-device functions it reaches), so that one refusal does not hide the others. Files build and
+own directory on the include path). A file that declares what another translation unit
+defines (an `-rdc` program's cross-file calls and `extern __device__` variables) is linked
+with the units of its directory that define it (ptx/link.py, as `ptxport run` links a
+program's units); its own kernels are counted, not theirs. Each kernel is then compiled
+for real (the target's code generator, LLVM included; not only `ptxport inspect`'s checker)
+for cpu, nvptx:sm_80, amdgpu:gfx1100 and spirv, one kernel at a time (its module cut down to
+the kernel and the device functions it reaches), so that one refusal does not hide the
+others. Files build and
 compile in parallel child processes, each file under a timeout (an LLVM abort costs
 only the compile it happened in).
 
