@@ -2,10 +2,14 @@
 
 Every .cu file under the given directories is built to PTX for sm_80 by the nvcc of NVIDIA's
 PyPI wheels (as tests/programs_harness.py finds it; the cccl wheel's headers and the file's
-own directory on the include path). Each kernel is then compiled for real (the target's code
-generator, LLVM included; not only `ptxport inspect`'s checker) for cpu, nvptx:sm_80,
-amdgpu:gfx1100 and spirv, one kernel at a time (its module cut down to the kernel and the
-device functions it reaches), so that one refusal does not hide the others. Files build and
+own directory on the include path). A file that declares what another translation unit
+defines (an `-rdc` program's cross-file calls and `extern __device__` variables) is linked
+with the units of its directory that define it (ptx/link.py, as `ptxport run` links a
+program's units); its own kernels are counted, not theirs. Each kernel is then compiled
+for real (the target's code generator, LLVM included; not only `ptxport inspect`'s checker)
+for cpu, nvptx:sm_80, amdgpu:gfx1100 and spirv, one kernel at a time (its module cut down to
+the kernel and the device functions it reaches), so that one refusal does not hide the
+others. Files build and
 compile in parallel child processes, each file under a timeout (an LLVM abort costs
 only the compile it happened in).
 
@@ -39,20 +43,132 @@ TARGETS = ("cpu", "nvptx:sm_80", "amdgpu:gfx1100", "spirv")
 RESULTS = ROOT / "benchmarks" / "results" / "corpus_coverage.json"
 
 
-def nvcc_ptx(source: Path, includes: list[str], timeout: float) -> str:
+def nvcc_ptx(source: Path, includes: list[str], timeout: float, rdc: bool = False) -> str:
     """The PTX nvcc makes of `source` for sm_80 (cached by content and flags), with -rdc=true
-    where nvcc needs it. cublas_v2.h and cublasLt.h are ptxport's own (the nvcc wheel has
-    none), as tests/programs_harness.py builds programs that link cuBLAS."""
+    where asked or where nvcc needs it. cublas_v2.h and cublasLt.h are ptxport's own (the nvcc
+    wheel has none), as tests/programs_harness.py builds programs that link cuBLAS."""
     from programs_harness import CUBLAS_INCLUDE, toolkit_root
 
     root = toolkit_root()
     flags = ["-arch=sm_80", "--ptx", "-std=c++17", "--extended-lambda",
              f"-I{root / 'include' / 'cccl'}", f"-I{source.parent}", *(f"-I{d}" for d in includes),
              f"-I{CUBLAS_INCLUDE}"]
+    if not rdc:
+        try:
+            return _nvcc(source, root, flags, timeout)
+        except RuntimeError:   # device-side launches and extern device code need -rdc=true
+            pass
+    return _nvcc(source, root, [*flags, "-rdc=true"], timeout)
+
+
+def linked_ptx(source: Path, includes: list[str], timeout: float) -> tuple[str, set[str]]:
+    """The PTX of `source`, linked (ptx/link.py, as `ptxport run` links a program's -rdc
+    units) with the units of its own directory that define what it declares `.extern`: the
+    other translation units of its program. Returns the text and the names of the kernels
+    of `source` itself (the others are counted in their own files); an extern that no unit
+    there defines stays (the compile names it, or the runtime provides it: vprintf, malloc,
+    device-side launches)."""
+    from ptxport.errors import CompileError
+    from ptxport.ptx.link import link_text
+    from ptxport.ptx.parser import parse
+
+    texts, units = [nvcc_ptx(source, includes, timeout)], [str(source)]
+    own = parse(texts[0], str(source))
+    kernels = {f.name for f in own.functions if f.is_kernel and f.body is not None}
+    needed = _externs(own)
+    if not needed:
+        return texts[0], kernels
+    siblings = [s for s in sorted(source.parent.glob("*.cu")) if s != source]
+    for sibling in _units_defining(siblings, needed, includes, timeout):
+        texts.append(sibling[0])
+        units.append(sibling[1])
     try:
-        return _nvcc(source, root, flags, timeout)
-    except RuntimeError:   # device-side launches and extern device code need -rdc=true
-        return _nvcc(source, root, [*flags, "-rdc=true"], timeout)
+        return (link_text(texts, units) if len(texts) > 1 else texts[0]), kernels
+    except CompileError:   # the units clash (two programs in one directory): the file alone
+        return texts[0], kernels
+
+
+def _units_defining(siblings: list[Path], needed: set[str], includes: list[str],
+                    timeout: float) -> list[tuple[str, str]]:
+    """(PTX text, path) of the units among `siblings` that define what `needed` names, and
+    then what those need in turn."""
+    found, built, defined = [], {}, set()
+    while True:
+        missing = needed - defined
+        todo = [s for s in siblings if s not in built and _may_define(s, missing)]
+        if not missing or not todo:
+            return found
+        for sibling in todo:
+            built[sibling] = unit = _unit(sibling, includes, timeout)
+            if unit is not None and unit[1] & (needed - defined):
+                found.append((unit[0], str(sibling)))
+                defined |= unit[1]
+                needed |= unit[2]
+
+
+def _source_names(symbol: str) -> set[str]:
+    """The identifiers of the source that a (possibly mangled) PTX name holds: `mix` of
+    `_Z3mixii`, `ns` and `f` of `_ZN2ns1fEv`, the name itself where it is not mangled."""
+    if not symbol.startswith("_Z"):
+        return {symbol}
+    names, at = set(), 2
+    while at < len(symbol):
+        digits = re.match(r"\d+", symbol[at:])
+        if not digits:
+            at += 1
+            continue
+        at += len(digits.group())
+        names.add(symbol[at:at + int(digits.group())])
+        at += int(digits.group())
+    return names
+
+
+def _may_define(source: Path, needed: set[str]) -> bool:
+    """Whether `source`'s text names something `needed` holds (so that only those siblings
+    are built: a directory may hold many programs)."""
+    text = source.read_text(errors="replace")
+    return any(re.search(rf"\b{re.escape(name)}\b", text)
+               for symbol in needed for name in _source_names(symbol) if len(name) > 2)
+
+
+# what the driver provides, not another unit (PTX ISA, "System Calls")
+_SYSTEM_CALLS = frozenset(("vprintf", "malloc", "free", "__assertfail"))
+
+
+def _unit(source: Path, includes: list[str], timeout: float):
+    """(PTX text, names it defines for other units, names it declares extern) of a unit built
+    with -rdc=true, or None where nvcc or the parser refuses it."""
+    from ptxport.ptx.parser import parse
+
+    try:
+        text = nvcc_ptx(source, includes, timeout, rdc=True)
+        module = parse(text, str(source))
+    except Exception:   # not a unit of this program (a host-only file, another program's)
+        return None
+    exports = {item.name for item in module.items if getattr(item, "linkage", None) is not None
+               and ("visible" in item.linkage or "weak" in item.linkage)
+               and not _declares(item)}
+    return text, exports, _externs(module)
+
+
+def _externs(module) -> set[str]:
+    """What `module` declares, does not define, and another unit would: not the driver's
+    system calls nor the device runtime's functions (ptxport provides those)."""
+    from ptxport.codegen import device_runtime
+
+    items = [item for item in module.items if getattr(item, "linkage", None) is not None]
+    declared = {item.name for item in items if _declares(item)} - _SYSTEM_CALLS
+    return {name for name in declared - {item.name for item in items if not _declares(item)}
+            if device_runtime.canonical_name(name) is None}
+
+
+def _declares(item) -> bool:
+    """A declaration of something another unit defines (PTX ISA, "Linking Directives")."""
+    from ptxport.ptx import ast
+
+    if isinstance(item, ast.Function):
+        return item.body is None
+    return isinstance(item, ast.Variable) and "extern" in item.linkage
 
 
 def _nvcc(source: Path, root: Path, flags: list[str], timeout: float) -> str:
@@ -177,13 +293,13 @@ def cover_one(path: str, includes: list[str], skip: int) -> None:
     from ptxport.ptx.parser import parse
 
     try:
-        ptx = nvcc_ptx(Path(path), includes, 600.0)
+        ptx, own = linked_ptx(Path(path), includes, 600.0)
         module = build(parse(ptx, path))
         verify(module)
     except Exception as error:
         print(json.dumps({"error": f"{type(error).__name__}: {str(error)[:200]}"}), flush=True)
         return
-    plan = [(k.name, target) for k in module.kernels for target in TARGETS]
+    plan = [(k.name, target) for k in module.kernels if k.name in own for target in TARGETS]
     print(json.dumps({"plan": plan}), flush=True)
     for kernel_name, target in plan[skip:]:
         try:

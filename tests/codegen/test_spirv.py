@@ -221,3 +221,50 @@ def test_recursion_is_refused_naming_the_function_and_the_call(ptx, function, th
     assert info.value.location.line == line
     problems = support.unsupported("spirv", _module(source))
     assert any("may not recurse" in reason for reason in problems.values())
+
+
+CLOCK_PTX = """.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry ticks(.param .u64 out)
+{
+    .reg .b64 %rd<3>;
+    ld.param.u64 %rd1, [out];
+    mov.u64 %rd2, %clock64;
+    st.global.u64 [%rd1], %rd2;
+    ret;
+}
+.visible .entry plain(.param .u64 out)
+{
+    .reg .b64 %rd<2>;
+    ld.param.u64 %rd1, [out];
+    st.global.u64 [%rd1], 7;
+    ret;
+}
+"""
+
+
+def test_a_device_without_a_clock_refuses_only_the_kernels_that_read_it():
+    """cl_khr_kernel_clock is optional: a kernel reading %clock64 (or %globaltimer) is refused
+    on a device without it, by name; a kernel of the same module that reads no clock is not
+    (the runtime compiles one kernel at a time)."""
+    from types import SimpleNamespace
+
+    from ptxport.runtime.backends.opencl import Backend, OpenclKernelBinary
+
+    module = build(parse(CLOCK_PTX, "clock.ptx"))
+    verify(module)
+    layouts = {name: spirv.build_llvm(module, kernels=[name])[1][name]   # as opencl.py does
+               for name in ("ticks", "plain")}
+    assert layouts["ticks"].reads_clock and not layouts["plain"].reads_clock
+    device = SimpleNamespace(name="clockless", extensions="cl_khr_fp64 cl_khr_subgroup_ballot")
+    backend = SimpleNamespace(_devices=[device], warp_capable=lambda ordinal: True,
+                              fp64_capable=lambda ordinal: True)
+    binaries = {name: OpenclKernelBinary(name, b"", layout, {})
+                for name, layout in layouts.items()}
+    Backend._check_device(backend, 0, binaries["plain"])
+    with pytest.raises(UnsupportedFeatureError, match=r"opencl:0 \(clockless\) has no "
+                                                      r"device clock \(cl_khr_kernel_clock\)"):
+        Backend._check_device(backend, 0, binaries["ticks"])
+    device.extensions += " cl_khr_kernel_clock"
+    Backend._check_device(backend, 0, binaries["ticks"])

@@ -196,9 +196,10 @@ class GpuTarget(Target):
     def function_address(self, fl: FunctionLowering, function: ir.Function) -> ll.Value:
         """`mov.u64 %rd, func`: the function's address, or its number."""
         if function.is_kernel:
-            raise fl.unsupported(fl.inst, f"the address of the kernel '{function.name}' (what "
-                                          "a device-side launch names: dynamic parallelism, "
-                                          "which ptxport runs on the cpu target only)")
+            raise fl.unsupported(fl.inst, f"dynamic parallelism: the address of the kernel "
+                                          f"'{function.name}' (what a device-side launch "
+                                          "names; ptxport runs such launches on the cpu "
+                                          "target only)")
         if function.name not in self.functions:
             raise fl.unsupported(fl.inst, f"the address of '{function.name}', a function "
                                           "the target does not compile on its own")

@@ -107,8 +107,10 @@ class KernelLayout:
     (`prints_doubles`, which needs a device with fp64), the module's asserts by number
     (`assertions`, spirv_assert.py), whether it takes ballots of a warp's lanes
     (`needs_ballot`: cl_khr_subgroup_ballot), and whether its module calls malloc or free
-    (`uses_heap`: the launch gives it the device heap, spirv_heap.py), and whether its
-    module reads %globaltimer (`reads_timer`: the launch gives it the clock's calibration)."""
+    (`uses_heap`: the launch gives it the device heap, spirv_heap.py), whether its
+    module reads %globaltimer (`reads_timer`: the launch gives it the clock's calibration),
+    and whether it reads the device clock at all, %clock or %globaltimer (`reads_clock`:
+    cl_khr_kernel_clock)."""
 
     name: str
     params_size: int
@@ -121,6 +123,7 @@ class KernelLayout:
     needs_ballot: bool = False
     uses_heap: bool = False
     reads_timer: bool = False
+    reads_clock: bool = False
 
 
 # --- the function lowering --------------------------------------------------------------------
@@ -274,6 +277,7 @@ class SpirvTarget(GpuTarget):
         self.uses_warp = False
         self.uses_ballot = False   # sub_group_ballot (spirv_warp.active_lanes)
         self.reads_timer = False   # %globaltimer (_global_timer)
+        self.reads_clock = False   # %clock* or %globaltimer: cl_khr_kernel_clock
         # Report the first comparison wider than 64 bits (after LLVM failed on one: most
         # are optimized away, so they are not refused up front).
         self.find_wide = False
@@ -321,12 +325,13 @@ class SpirvTarget(GpuTarget):
                 total = fl.b.sub(total, I32(self.static_shared))
             return _fit(fl, total, want)
         if reg.name in _CLOCKS:  # cl_khr_kernel_clock (SPV_KHR_shader_clock)
+            self.reads_clock = True
             counter = self.call_builtin(fl, "_Z17clock_read_devicev", I64, [])
             if reg.name == "%clock_hi":
                 counter = fl.b.lshr(counter, I64(32))
             return _fit(fl, counter, want)
         if reg.name in _TIMERS:
-            self.reads_timer = True
+            self.reads_timer = self.reads_clock = True
             nanoseconds = _global_timer(self, fl)
             if reg.name == "%globaltimer_hi":
                 nanoseconds = fl.b.lshr(nanoseconds, I64(32))
@@ -640,10 +645,11 @@ def build_llvm(module: ir.Module, problems: list | None = None,
         else:
             lower_device_function(SpirvLowering(module, f, functions[f.name], target),
                                   problems)
-    if target.prints or target.assertions or heap or target.reads_timer:
+    if target.prints or target.assertions or heap or target.reads_clock:
         # (known once every function is lowered)
         layouts = {name: replace(layout, prints=target.prints, uses_heap=heap,
                                  reads_timer=target.reads_timer,
+                                 reads_clock=target.reads_clock,
                                  prints_doubles=target.prints_doubles,
                                  assertions=tuple(target.assertions))
                    for name, layout in layouts.items()}

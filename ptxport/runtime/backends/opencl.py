@@ -493,24 +493,7 @@ class Backend(BackendBase):
 
     def _kernel(self, ordinal: int, binary: OpenclKernelBinary):
         cl = _cl()
-        if binary.layout.needs_warp and not self.warp_capable(ordinal):
-            raise UnsupportedFeatureError(
-                f"kernel {binary.name}", "spirv", None,
-                f"it uses warp operations, and opencl:{ordinal} "
-                f"({self._devices[ordinal].name}) cannot run sub-groups of 32 work-items")
-        if binary.layout.needs_ballot and "cl_khr_subgroup_ballot" not in \
-                self._devices[ordinal].extensions.split():
-            raise UnsupportedFeatureError(
-                f"kernel {binary.name}", "spirv", None,
-                f"it takes ballots of a warp's lanes (vote, activemask or elect), and "
-                f"opencl:{ordinal} ({self._devices[ordinal].name}) "
-                "has no cl_khr_subgroup_ballot")
-        if binary.layout.prints_doubles and not self.fp64_capable(ordinal):
-            raise UnsupportedFeatureError(
-                f"kernel {binary.name}", "spirv", None,
-                f"it prints floating-point values, which printf takes as doubles, and "
-                f"opencl:{ordinal} ({self._devices[ordinal].name}) has no fp64 "
-                "(cl_khr_fp64)")
+        self._check_device(ordinal, binary)
         program = binary.programs.get(ordinal)
         if program is None:
             from ptxport.runtime.backends.opencl_cache import build_program
@@ -523,6 +506,27 @@ class Backend(BackendBase):
                                    f"{binary.name}", str(e)) from None
             binary.programs[ordinal] = program
         return cl.Kernel(program, binary.name)   # a fresh one: its arguments are this launch's
+
+    def _check_device(self, ordinal: int, binary: OpenclKernelBinary) -> None:
+        """Raise UnsupportedFeatureError, naming what is missing, where the kernel needs
+        what device `ordinal` lacks."""
+        layout, device = binary.layout, self._devices[ordinal]
+        extensions = device.extensions.split()
+        lacks = None
+        if layout.needs_warp and not self.warp_capable(ordinal):
+            lacks = "it uses warp operations, and {} cannot run sub-groups of 32 work-items"
+        elif layout.needs_ballot and "cl_khr_subgroup_ballot" not in extensions:
+            lacks = ("it takes ballots of a warp's lanes (vote, activemask or elect), and {} "
+                     "has no cl_khr_subgroup_ballot")
+        elif layout.reads_clock and "cl_khr_kernel_clock" not in extensions:
+            lacks = ("it reads the clock (%clock, %clock64 or %globaltimer), and {} has no "
+                     "device clock (cl_khr_kernel_clock)")
+        elif layout.prints_doubles and not self.fp64_capable(ordinal):
+            lacks = ("it prints floating-point values, which printf takes as doubles, and {} "
+                     "has no fp64 (cl_khr_fp64)")
+        if lacks:
+            raise UnsupportedFeatureError(f"kernel {binary.name}", "spirv", None,
+                                          lacks.format(f"opencl:{ordinal} ({device.name})"))
 
     def launch(self, ordinal: int, binary: OpenclKernelBinary, grid: tuple[int, int, int],
                block: tuple[int, int, int], dynamic_shared: int, params: bytes) -> None:
