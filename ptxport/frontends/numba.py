@@ -41,12 +41,14 @@ try:
 except ImportError:          # numpy < 2
     from numpy import byte_bounds
 
+from ptxport.codegen import cooperative_groups
 from ptxport.errors import ArgumentError, InvalidValueError
 from ptxport.frontends.arrays import DeviceArray, copy_back, device_array, staged
 from ptxport.frontends.numba_cache import cache_key, load, store
 from ptxport.frontends.numba_calls import CallGraph, call_graph, refuse_unrunnable_calls
 from ptxport.frontends.numba_link import linked_ptx
 from ptxport.frontends.numba_target import compiling_for
+from ptxport.ptx.link import link_text
 from ptxport.runtime import Buffer, Device, LaunchConfig, Program, Stream, launch
 
 __all__ = ["Kernel", "jit", "to_device", "device_array", "DeviceArray"]
@@ -82,6 +84,7 @@ class Kernel:
         self.options = options
         self._kernels: dict[tuple, object] = {}
         self._calls: dict[tuple, CallGraph] = {}
+        self._cooperative: dict[tuple, bool] = {}
 
     def __getitem__(self, config):
         if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
@@ -105,8 +108,15 @@ class Kernel:
         kernel = self._kernels.get(signature)
         if kernel is None:
             ptx = self._ptx(signature)
+            graph = self._calls[signature] = call_graph(ptx)
+            # grid sync (cuda.cg.this_grid().sync()) calls cudadevrt, which numba links and
+            # launches cooperatively: ptxport links its own cudadevrt functions for it
+            cooperative = cooperative_groups.calls_grid_sync(graph.undefined())
+            if cooperative:
+                ptx = link_text([ptx, cooperative_groups.LIBRARY_PTX],
+                                [f"{self.py_func.__name__}.ptx", "cooperative_groups.ptx"])
+            self._cooperative[signature] = cooperative
             code = Program(ptx, code_type="ptx").compile("native")
-            self._calls[signature] = call_graph(ptx)
             # numba's kernel is the first entry: link files come after its PTX
             kernel = self._kernels[signature] = code.get_kernel(_ENTRY.search(ptx).group(1))
         return kernel
@@ -137,10 +147,11 @@ class Kernel:
                 types.append(ty)
                 values.append(value)
             kernel = self.compile(tuple(types))
-            refuse_unrunnable_calls(self._calls[tuple(types)], device.backend, name)
+            refuse_unrunnable_calls(self._calls[tuple(types)], device, name)
             params = _marshal(kernel, values, types)
-            launch(stream, LaunchConfig(grid=grid, block=block, shmem_size=shared), kernel,
-                   *params)
+            launch(stream, LaunchConfig(grid=grid, block=block, shmem_size=shared,
+                                        is_cooperative=self._cooperative[tuple(types)]),
+                   kernel, *params)
             stream.sync()
         finally:
             held.release()

@@ -215,19 +215,6 @@ def test_calls_nvvm_did_not_inline(device):
     np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
 
 
-@pnb.jit
-def two_phases(x):
-    grid = cuda.cg.this_grid()
-    x[cuda.grid(1)] = 1
-    grid.sync()
-
-
-def test_grid_sync_is_refused_by_name(device):
-    with pytest.raises(UnsupportedFeatureError, match="grid synchronisation .* kernel "
-                                                      "two_phases.*cooperative launch"):
-        two_phases[2, 32](np.zeros(64, np.float32))
-
-
 def test_the_compile_leaves_numbas_context_as_it_was():
     from numba.cuda.cudadrv import devices
 
