@@ -25,14 +25,23 @@ computing on without it.
 
 from __future__ import annotations
 
-__all__ = ["FUNCTIONS", "LIBRARY_PTX", "calls_grid_sync"]
+import re
+
+__all__ = ["FUNCTIONS", "LIBRARY_PTX", "calls_grid_sync", "declares_grid_sync"]
 
 FUNCTIONS = ("cudaCGGetIntrinsicHandle", "cudaCGSynchronize", "cudaCGSynchronizeGrid")
+_EXTERN = re.compile(r"\.extern\s+\.func\s*(?:\([^)]*\)\s*)?(cudaCG\w+)\s*\(")
 
 
 def calls_grid_sync(undefined: set[str]) -> bool:
     """Whether a module whose undefined functions are `undefined` needs LIBRARY_PTX."""
     return any(name in FUNCTIONS for name in undefined)
+
+
+def declares_grid_sync(ptx: str) -> bool:
+    """Whether `ptx` declares (`.extern .func`) one of FUNCTIONS: a unit of a program that
+    nvcc linked with cudadevrt for them (compat/execution.py links LIBRARY_PTX instead)."""
+    return any(name in FUNCTIONS for name in _EXTERN.findall(ptx))
 
 
 _SYNC_BODY = """
