@@ -56,6 +56,10 @@ __all__ = ["Kernel", "jit", "to_device", "device_array", "DeviceArray"]
 # compile_ptx's options for a kernel, and the two Kernel keeps for itself
 _KERNEL_OPTIONS = frozenset(("debug", "lineinfo", "fastmath", "opt", "forceinline",
                              "launch_bounds", "link", "cache"))
+# cuda.jit's options that steer only NVIDIA's tools (ptxas' register allocation, nvJitLink's
+# LTO, the driver's L1/shared split) or numba's own inlining, not what a kernel computes:
+# checked as numba checks them, kept on the Kernel, and not passed to compile_ptx
+_HINT_OPTIONS = frozenset(("max_registers", "lto", "shared_memory_carveout", "inline"))
 _ENTRY = re.compile(r"\.entry\s+([\w$]+)\s*\(")
 
 
@@ -82,6 +86,7 @@ class Kernel:
         self.link = tuple(link)
         self.cache = cache
         self.options = options
+        self.hints: dict = {}       # cuda.jit's hints to NVIDIA's tools (jit, _hints)
         self._kernels: dict[tuple, object] = {}
         self._calls: dict[tuple, CallGraph] = {}
         self._cooperative: dict[tuple, bool] = {}
@@ -308,17 +313,47 @@ def jit(func_or_sig=None, *, device: bool = False, cc: tuple[int, int] = (8, 0),
         raise InvalidValueError(
             "a kernel's signature in jit(...): ptxport compiles a kernel for the types of "
             "the arguments of each launch; decorate it with @jit or @jit(**options)")
-    unknown = sorted(set(options) - _KERNEL_OPTIONS) if not device else []
+    unknown = sorted(set(options) - _KERNEL_OPTIONS - _HINT_OPTIONS) if not device else []
     if unknown:
         raise InvalidValueError(
             f"jit option {', '.join(unknown)} for a kernel: ptxport's numba kernels take "
-            f"{', '.join(sorted(_KERNEL_OPTIONS))} (numba.cuda.compile_ptx's options, "
-            "link and cache)")
+            f"{', '.join(sorted(_KERNEL_OPTIONS | _HINT_OPTIONS))} (numba.cuda.compile_ptx's "
+            "options, link, cache and cuda.jit's hints to NVIDIA's tools)")
+    hints = {} if device else _hints(options)
 
     def make(f):
-        return _device_function(f, signatures, cc, options) if device else \
-            Kernel(f, cc, **options)
+        if device:
+            return _device_function(f, signatures, cc, options)
+        kernel = Kernel(f, cc, **options)
+        kernel.hints = hints
+        return kernel
     return make if func is None else make(func)
+
+
+def _hints(options: dict) -> dict:
+    """cuda.jit's hint options (_HINT_OPTIONS), taken out of `options` after numba's checks:
+    max_registers a positive int, lto a bool, shared_memory_carveout "default", "MaxL1",
+    "MaxShared" or a percentage (-1 for the default), inline "never", "always" or a
+    function."""
+    hints = {name: options.pop(name) for name in _HINT_OPTIONS if name in options}
+    problems = []
+    registers = hints.get("max_registers")
+    if registers is not None and (not isinstance(registers, int) or registers <= 0):
+        problems.append(f"max_registers={registers!r} (a positive number of registers)")
+    if not isinstance(hints.get("lto", False), (bool, type(None))):
+        problems.append(f"lto={hints['lto']!r} (True or False)")
+    carveout = hints.get("shared_memory_carveout")
+    if carveout is not None and not (
+            isinstance(carveout, str) and carveout.lower() in ("default", "maxl1", "maxshared")
+            or isinstance(carveout, int) and -1 <= carveout <= 100):
+        problems.append(f"shared_memory_carveout={carveout!r} (\"default\", \"MaxL1\", "
+                        "\"MaxShared\" or a percentage from 0 to 100, -1 for the default)")
+    inline = hints.get("inline", "never")
+    if not (inline in ("never", "always") or callable(inline) or isinstance(inline, bool)):
+        problems.append(f"inline={inline!r} (\"never\", \"always\" or a function)")
+    if problems:
+        raise InvalidValueError(f"jit: {'; '.join(problems)}")
+    return hints
 
 
 def _device_function(func, signatures, cc: tuple[int, int], options: dict):
