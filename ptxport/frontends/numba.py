@@ -47,11 +47,13 @@ from ptxport.frontends.arrays import DeviceArray, copy_back, device_array, stage
 from ptxport.frontends.numba_cache import cache_key, load, store
 from ptxport.frontends.numba_calls import CallGraph, call_graph, refuse_unrunnable_calls
 from ptxport.frontends.numba_link import linked_ptx
+from ptxport.frontends.numba_random import create_xoroshiro128p_states, init_xoroshiro128p_states
 from ptxport.frontends.numba_target import compiling_for
 from ptxport.ptx.link import link_text
 from ptxport.runtime import Buffer, Device, LaunchConfig, Program, Stream, launch
 
-__all__ = ["Kernel", "jit", "to_device", "device_array", "DeviceArray"]
+__all__ = ["Kernel", "jit", "to_device", "device_array", "DeviceArray",
+           "create_xoroshiro128p_states", "init_xoroshiro128p_states"]
 
 # compile_ptx's options for a kernel, and the two Kernel keeps for itself
 _KERNEL_OPTIONS = frozenset(("debug", "lineinfo", "fastmath", "opt", "forceinline",
