@@ -128,6 +128,29 @@ class Kernel:
             kernel = self._kernels[signature] = code.get_kernel(_ENTRY.search(ptx).group(1))
         return kernel
 
+    def max_cooperative_grid_blocks(self, blockdim, dynsmemsize: int = 0,
+                                    signature: tuple | None = None,
+                                    device: Device | None = None) -> int:
+        """The most blocks a cooperative launch (grid sync) of this kernel may have on
+        `device` (the current one) with `blockdim` threads (an int or a tuple) and
+        `dynsmemsize` bytes of dynamic shared memory, as numba's
+        `kernel.overloads[signature].max_cooperative_grid_blocks`: for `signature` (numba
+        argument types), or the kernel's only compiled one; 0 where the device makes no
+        cooperative launches."""
+        if signature is None:
+            if len(self._kernels) != 1:
+                raise InvalidValueError(
+                    f"{self.py_func.__name__}.max_cooperative_grid_blocks: name the signature "
+                    f"(compiled: {len(self._kernels)}; launch the kernel or compile it first)")
+            signature = next(iter(self._kernels))
+        kernel = self.compile(tuple(signature))
+        device = Device() if device is None else device
+        block = tuple(blockdim) if isinstance(blockdim, tuple) else (int(blockdim),)
+        block = (block + (1, 1))[:3]
+        most = device._backend.cooperative_blocks(device.device_id, kernel, block,
+                                                  int(dynsmemsize))
+        return 0 if most is None else most
+
     def _ptx(self, signature: tuple) -> str:
         """numba-cuda's PTX for `signature` linked with the link= files; with cache=True
         from (or into) ptxport's on-disk cache."""

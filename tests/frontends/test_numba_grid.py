@@ -70,6 +70,13 @@ def test_grid_sync_orders_two_phases_over_the_grid(cpu, blocks):
     np.testing.assert_array_equal(a, expected)
 
 
+def test_max_cooperative_grid_blocks_is_what_runs_at_once(cpu):
+    array = numba_types.Array(numba_types.int64, 1, "C")
+    signature = (array, array, numba_types.int64)
+    assert reverse_then_neighbour_sums.max_cooperative_grid_blocks(64, signature=signature) == 4
+    assert reverse_then_neighbour_sums.max_cooperative_grid_blocks((8, 8), 0, signature) == 4
+
+
 def test_a_grid_larger_than_the_resident_blocks_is_refused(cpu):
     # numba launches the kernel cooperatively, which CUDA refuses for more blocks than run at
     # once (cudaErrorCooperativeLaunchTooLarge); the cpu device runs one block per worker
