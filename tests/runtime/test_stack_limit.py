@@ -69,6 +69,12 @@ def test_the_limit_set_is_read_back_and_used(cpu):
         _levels(200)
 
 
+def test_the_limit_is_rounded_up_to_16_bytes_as_nvidias_driver_rounds_it(cpu):
+    for value, reads in ((1, 16), (17, 32), (1000, 1008), (0, 0), (4096, 4096)):
+        cpu.set_stack_size(value)
+        assert cpu.stack_size() == reads
+
+
 def test_limits_the_cpu_device_cannot_give_are_refused(cpu):
     with pytest.raises(InvalidValueError, match="cudaLimitStackSize"):
         cpu.set_stack_size(MAX_STACK_LIMIT + 1)

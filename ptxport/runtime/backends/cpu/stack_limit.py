@@ -3,7 +3,9 @@ recurse or use stack memory (alloca), where device functions' escaping local var
 alloca'd memory live (codegen/targets/cpu/local_stack.py).
 
 CUDA's semantics (cudaDeviceSetLimit): the stack size in bytes of each GPU thread, 1 KiB
-unless set, for the device's kernels from then on; cudaDeviceGetLimit returns it. A kernel
+unless set, for the device's kernels from then on; cudaDeviceGetLimit returns it, rounded up
+to a multiple of 16 bytes as NVIDIA's driver rounds it (seen on an H100, driver 580: 1 reads
+back 16, 1000 reads 1008, 0 stays 0). A kernel
 whose calls are known when it is compiled (no recursion, no alloca) gets the stack its
 deepest chain of calls needs, as the CUDA driver sizes a kernel's stack when ptxas could;
 the others get the limit. A worker runs one thread's chain of calls at a time, so its local
@@ -24,6 +26,7 @@ __all__ = ["MAX_STACK_LIMIT", "set_stack_size", "sized_for_launch", "stack_size"
 # The most a thread may have: each worker holds one such stack (64 MiB: 1 GiB on 16 cores)
 MAX_STACK_LIMIT = 64 << 20
 
+_ROUNDING = 16
 _size = DEFAULT_STACK_LIMIT
 _lock = threading.Lock()
 
@@ -36,7 +39,7 @@ def stack_size() -> int:
 def set_stack_size(nbytes: int) -> None:
     """cudaDeviceSetLimit(cudaLimitStackSize, nbytes), for launches from now on."""
     global _size
-    nbytes = int(nbytes)
+    nbytes = -(-int(nbytes) // _ROUNDING) * _ROUNDING
     if not 0 <= nbytes <= MAX_STACK_LIMIT:
         raise InvalidValueError(
             f"cudaLimitStackSize of {nbytes} bytes: the cpu device gives each thread a stack "
