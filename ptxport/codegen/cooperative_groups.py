@@ -10,17 +10,20 @@ cudadevrt (libcudadevrt.a, CUDA 13) defines them on the driver's system calls:
     cudaCGSynchronizeGrid(handle, f)  the same, its system call made by thread 0 of each
                                       block between two bar.sync 0
 
-Here the handle is the grid workspace that a cooperative launch passes in
-%envreg1:%envreg2 (the high half in %envreg1; zero in a launch that is not cooperative), as
-cooperative_groups.h's `this_grid()` reads it, and the wait is the header's `sync_grids` on
-the workspace's barrier word (`grid_workspace::barrier`, bytes 4..7): bar.sync 0; thread 0
-of each block adds 1 to the word (block 0 adds 0x80000000 - (blocks - 1), so that the top
-bit flips when the last block arrives) and waits for the flip; bar.sync 0. Both kinds of
-grid sync in one kernel therefore count on one barrier. Where cudadevrt returns 999 for a
-grid that was not launched cooperatively (and does not wait: the kernel runs on
-unsynchronised), these functions trap, as the header's `grid_group::sync()` does for such
-a grid (`_CG_ABORT()`): a kernel that needs the wait stops with an error rather than
-computing on without it.
+cudadevrt's handle is a token of the driver's (on an H100, driver 580: 0x7ffffffffffff in a
+cooperative launch, 0 in a plain one, where cudaCGSynchronize returned 999 and did not
+wait). Here the handle is the grid workspace that a cooperative launch passes in
+%envreg1:%envreg2 (the high half in %envreg1), as cooperative_groups.h's `this_grid()` reads
+it, and the wait is the header's `sync_grids` on the workspace's barrier word
+(`grid_workspace::barrier`, bytes 4..7): bar.sync 0; thread 0 of each block adds 1 to the
+word (block 0 adds 0x80000000 - (blocks - 1), so that the top bit flips when the last block
+arrives) and waits for the flip; bar.sync 0. Both kinds of grid sync in one kernel
+therefore count on one barrier. The cpu device passes no workspace to a launch that is not
+cooperative: there these functions trap, as the header's `grid_group::sync()` does for such
+a grid (`_CG_ABORT()`), so that a kernel that needs the wait stops with an error rather than
+computing on without it (cudadevrt's 999). NVIDIA's driver 580 passes a workspace to plain
+launches too (seen on an H100): on cuda devices a plain launch then waits, as the header's
+`grid.sync()` does on that driver.
 """
 
 from __future__ import annotations
