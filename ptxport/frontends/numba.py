@@ -46,7 +46,7 @@ from ptxport.errors import ArgumentError, InvalidValueError
 from ptxport.frontends.arrays import DeviceArray, copy_back, device_array, staged
 from ptxport.frontends.numba_cache import cache_key, load, store
 from ptxport.frontends.numba_calls import CallGraph, call_graph, refuse_unrunnable_calls
-from ptxport.frontends.numba_link import linked_ptx
+from ptxport.frontends.numba_link import linked_ptx, shims_ptx
 from ptxport.frontends.numba_random import create_xoroshiro128p_states, init_xoroshiro128p_states
 from ptxport.frontends.numba_target import compiling_for
 from ptxport.ptx.link import link_text
@@ -160,6 +160,10 @@ class Kernel:
         if ptx is None:
             with compiling_for(self.cc):
                 ptx, _ = cuda.compile_ptx(self.py_func, signature, cc=self.cc, **self.options)
+            shims = shims_ptx(ptx, self.py_func.__name__, self.cc)
+            if shims:
+                ptx = link_text([ptx, *(text for _, text in shims)],
+                                [f"{self.py_func.__name__}.ptx", *(name for name, _ in shims)])
             if self.link:
                 ptx = linked_ptx(ptx, self.py_func.__name__, self.link, self.cc)
             if key:
