@@ -12,6 +12,7 @@ pytest.importorskip("numba.cuda", reason="numba-cuda is not installed (pip insta
                                          "'ptxport[numba]')")
 
 from numba import cuda
+from numba.cuda.bf16 import bfloat162float, float2bfloat16, hfma
 
 from ptxport import Device
 from ptxport.frontends import numba as pnb
@@ -47,3 +48,21 @@ def test_half_precision_arithmetic(name):
                          np.maximum(a32, b32), np.sqrt(b32)], axis=1)
     np.testing.assert_allclose(out.astype(np.float32), expected, rtol=2e-3, atol=4e-3)
     np.testing.assert_array_equal(out[:, 2], np.maximum(a, b))
+
+
+@pnb.jit
+def bfloat16_fma(a, out):
+    i = cuda.grid(1)
+    if i < a.size:
+        x = float2bfloat16(a[i])
+        out[i] = bfloat162float(hfma(x, x, x))
+
+
+@pytest.mark.parametrize("name", DEVICES)
+def test_bfloat16_through_numbas_bindings(name):
+    Device(name).set_current()
+    a = np.linspace(-2, 2, 64).astype(np.float32)
+    out = np.zeros_like(a)
+    bfloat16_fma[1, 64](a, out)
+    # bfloat16 keeps 8 significant bits
+    np.testing.assert_allclose(out, a * a + a, rtol=1e-2, atol=2e-2)
