@@ -1,12 +1,12 @@
-"""What does reserving device functions' frames on the CPU's local stack cost a call?
+"""What does checking the native stack cost a call of a recursive device function on the CPU?
 
-Recursive device functions on the cpu device reserve a frame on the worker's local stack
-at every call (codegen/targets/cpu/local_stack.py: at least RECURSIVE_FRAME bytes on a cycle
-of calls, which bounds the recursion's depth), where before they made plain calls (which an
-infinite recursion ran until the native stack overflowed). The same kernels compiled both
-ways (the plain calls by setting RECURSIVE_FRAME to 0, in a process of its own with its own
-kernel cache), milliseconds per launch side by side, the median of --runs launches after a
-warm-up launch:
+Calls of recursive device functions on the cpu device first check that the worker's native
+stack has room (codegen/targets/cpu/local_stack.py: NATIVE_STACK_BUDGET below the thread
+function, which bounds the recursion's depth), where plain calls would run an infinite
+recursion until the native stack overflowed. The same kernels compiled both ways (the plain
+calls by finding no cycles of calls, in a process of its own with its own kernel cache),
+milliseconds per launch side by side, the median of --runs launches after a warm-up
+launch:
 
 - fib: fib(n) = fib(n-1) + fib(n-2) per thread (two calls a level, no local memory);
 - down: down(n) = down(n-1) + 1 per thread (one call a level).
@@ -66,10 +66,10 @@ def _time_kernels(runs: int, workers: int) -> dict[str, float]:
 
 def _in_process(plain: bool, runs: int, workers: int) -> dict[str, float]:
     """_time_kernels in a fresh process with a kernel cache of its own; `plain`: compiled
-    without frames for recursive functions."""
+    without the native stack's checks."""
     code = ("import json, sys; sys.path.insert(0, 'benchmarks'); import cpu_local_stack as b; "
             + ("from ptxport.codegen.targets.cpu import local_stack; "
-               "local_stack.RECURSIVE_FRAME = 0; " if plain else "")
+               "local_stack._on_cycles = lambda graph: set(); " if plain else "")
             + f"print(json.dumps(b._time_kernels({runs}, {workers})))")
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, PTXPORT_CACHE_DIR=cache, PYTHONPATH=str(ROOT))
@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     framed = _in_process(False, args.runs, args.workers)
     plain = _in_process(True, args.runs, args.workers)
-    print(f"{'kernel':<12} {'frames ms':>10} {'plain ms':>10} {'frames/plain':>13}")
+    print(f"{'kernel':<12} {'checked ms':>10} {'plain ms':>10} {'checked/plain':>13}")
     rows = []
     for name in KERNELS:
         ratio = framed[name] / plain[name]

@@ -450,11 +450,15 @@ _limits: dict[int, int] = {0: 1024, 1: 1 << 20, 2: 8 << 20, 3: 2, 4: 2048, 5: 12
 def cuCtxGetLimit(value: int, limit: int) -> int:
     if limit not in _limits:
         raise CudaError(NOT_SUPPORTED, f"limit {limit} is not supported")
+    stack_size = getattr(state.device._backend, "stack_size", None)
+    if limit == _STACK_SIZE and stack_size is not None:
+        put(ctypes.c_size_t, value, stack_size())
+        return SUCCESS
     put(ctypes.c_size_t, value, _limits[limit])
     return SUCCESS
 
 
-_MALLOC_HEAP_SIZE = 2     # CU_LIMIT_MALLOC_HEAP_SIZE
+_STACK_SIZE, _MALLOC_HEAP_SIZE = 0, 2     # CU_LIMIT_STACK_SIZE, CU_LIMIT_MALLOC_HEAP_SIZE
 
 
 def cuCtxSetLimit(limit: int, value: int) -> int:
@@ -465,7 +469,11 @@ def cuCtxSetLimit(limit: int, value: int) -> int:
         # the device heap of kernels' malloc (InvalidValueError once a kernel used it); on
         # cuda:N the real driver's limit
         set_heap_size(value)
-    _limits[limit] = value   # accepted: the CPU has no fixed stack to size
+    set_stack_size = getattr(state.device._backend, "set_stack_size", None)
+    if limit == _STACK_SIZE and set_stack_size is not None:
+        # each thread's stack where calls recurse (InvalidValueError past the most it gives)
+        set_stack_size(value)
+    _limits[limit] = value
     return SUCCESS
 
 

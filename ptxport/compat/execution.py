@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass, field
 from math import prod
 
+from ptxport.codegen import cooperative_groups
+from ptxport.codegen.cooperative_groups import declares_grid_sync
 from ptxport.codegen.device_runtime import is_device_runtime_library
 from ptxport.compat import fatbin, memory, streams
 from ptxport.compat.state import (
@@ -92,6 +94,9 @@ def load_module(image: int, name: str) -> int:
             library_kernels.update(_ENTRY.findall(ptx))
         else:
             units.append((index, ptx))
+    if library_kernels and any(declares_grid_sync(ptx) for _, ptx in units):
+        # grid sync through cudadevrt (cudaCGSynchronize): ptxport's definitions
+        units.append((len(content), cooperative_groups.LIBRARY_PTX))
     if len(units) > 1:
         # the relocatable units of an `nvcc -rdc=true` program (a wrapper listing several fat
         # binaries): linked into one module, as nvlink links their code

@@ -41,19 +41,27 @@ try:
 except ImportError:          # numpy < 2
     from numpy import byte_bounds
 
+from ptxport.codegen import cooperative_groups
 from ptxport.errors import ArgumentError, InvalidValueError
 from ptxport.frontends.arrays import DeviceArray, copy_back, device_array, staged
 from ptxport.frontends.numba_cache import cache_key, load, store
 from ptxport.frontends.numba_calls import CallGraph, call_graph, refuse_unrunnable_calls
-from ptxport.frontends.numba_link import linked_ptx
+from ptxport.frontends.numba_link import linked_ptx, shims_ptx
+from ptxport.frontends.numba_random import create_xoroshiro128p_states, init_xoroshiro128p_states
 from ptxport.frontends.numba_target import compiling_for
+from ptxport.ptx.link import link_text
 from ptxport.runtime import Buffer, Device, LaunchConfig, Program, Stream, launch
 
-__all__ = ["Kernel", "jit", "to_device", "device_array", "DeviceArray"]
+__all__ = ["Kernel", "jit", "to_device", "device_array", "DeviceArray",
+           "create_xoroshiro128p_states", "init_xoroshiro128p_states"]
 
 # compile_ptx's options for a kernel, and the two Kernel keeps for itself
 _KERNEL_OPTIONS = frozenset(("debug", "lineinfo", "fastmath", "opt", "forceinline",
                              "launch_bounds", "link", "cache"))
+# cuda.jit's options that steer only NVIDIA's tools (ptxas' register allocation, nvJitLink's
+# LTO, the driver's L1/shared split) or numba's own inlining, not what a kernel computes:
+# checked as numba checks them, kept on the Kernel, and not passed to compile_ptx
+_HINT_OPTIONS = frozenset(("max_registers", "lto", "shared_memory_carveout", "inline"))
 _ENTRY = re.compile(r"\.entry\s+([\w$]+)\s*\(")
 
 
@@ -80,8 +88,10 @@ class Kernel:
         self.link = tuple(link)
         self.cache = cache
         self.options = options
+        self.hints: dict = {}       # cuda.jit's hints to NVIDIA's tools (jit, _hints)
         self._kernels: dict[tuple, object] = {}
         self._calls: dict[tuple, CallGraph] = {}
+        self._cooperative: dict[tuple, bool] = {}
 
     def __getitem__(self, config):
         if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
@@ -105,11 +115,41 @@ class Kernel:
         kernel = self._kernels.get(signature)
         if kernel is None:
             ptx = self._ptx(signature)
+            graph = self._calls[signature] = call_graph(ptx)
+            # grid sync (cuda.cg.this_grid().sync()) calls cudadevrt, which numba links and
+            # launches cooperatively: ptxport links its own cudadevrt functions for it
+            cooperative = cooperative_groups.calls_grid_sync(graph.undefined())
+            if cooperative:
+                ptx = link_text([ptx, cooperative_groups.LIBRARY_PTX],
+                                [f"{self.py_func.__name__}.ptx", "cooperative_groups.ptx"])
+            self._cooperative[signature] = cooperative
             code = Program(ptx, code_type="ptx").compile("native")
-            self._calls[signature] = call_graph(ptx)
             # numba's kernel is the first entry: link files come after its PTX
             kernel = self._kernels[signature] = code.get_kernel(_ENTRY.search(ptx).group(1))
         return kernel
+
+    def max_cooperative_grid_blocks(self, blockdim, dynsmemsize: int = 0,
+                                    signature: tuple | None = None,
+                                    device: Device | None = None) -> int:
+        """The most blocks a cooperative launch (grid sync) of this kernel may have on
+        `device` (the current one) with `blockdim` threads (an int or a tuple) and
+        `dynsmemsize` bytes of dynamic shared memory, as numba's
+        `kernel.overloads[signature].max_cooperative_grid_blocks`: for `signature` (numba
+        argument types), or the kernel's only compiled one; 0 where the device makes no
+        cooperative launches."""
+        if signature is None:
+            if len(self._kernels) != 1:
+                raise InvalidValueError(
+                    f"{self.py_func.__name__}.max_cooperative_grid_blocks: name the signature "
+                    f"(compiled: {len(self._kernels)}; launch the kernel or compile it first)")
+            signature = next(iter(self._kernels))
+        kernel = self.compile(tuple(signature))
+        device = Device() if device is None else device
+        block = tuple(blockdim) if isinstance(blockdim, tuple) else (int(blockdim),)
+        block = (block + (1, 1))[:3]
+        most = device._backend.cooperative_blocks(device.device_id, kernel, block,
+                                                  int(dynsmemsize))
+        return 0 if most is None else most
 
     def _ptx(self, signature: tuple) -> str:
         """numba-cuda's PTX for `signature` linked with the link= files; with cache=True
@@ -120,6 +160,10 @@ class Kernel:
         if ptx is None:
             with compiling_for(self.cc):
                 ptx, _ = cuda.compile_ptx(self.py_func, signature, cc=self.cc, **self.options)
+            shims = shims_ptx(ptx, self.py_func.__name__, self.cc)
+            if shims:
+                ptx = link_text([ptx, *(text for _, text in shims)],
+                                [f"{self.py_func.__name__}.ptx", *(name for name, _ in shims)])
             if self.link:
                 ptx = linked_ptx(ptx, self.py_func.__name__, self.link, self.cc)
             if key:
@@ -137,10 +181,11 @@ class Kernel:
                 types.append(ty)
                 values.append(value)
             kernel = self.compile(tuple(types))
-            refuse_unrunnable_calls(self._calls[tuple(types)], device.backend, name)
+            refuse_unrunnable_calls(self._calls[tuple(types)], device, name)
             params = _marshal(kernel, values, types)
-            launch(stream, LaunchConfig(grid=grid, block=block, shmem_size=shared), kernel,
-                   *params)
+            launch(stream, LaunchConfig(grid=grid, block=block, shmem_size=shared,
+                                        is_cooperative=self._cooperative[tuple(types)]),
+                   kernel, *params)
             stream.sync()
         finally:
             held.release()
@@ -297,17 +342,47 @@ def jit(func_or_sig=None, *, device: bool = False, cc: tuple[int, int] = (8, 0),
         raise InvalidValueError(
             "a kernel's signature in jit(...): ptxport compiles a kernel for the types of "
             "the arguments of each launch; decorate it with @jit or @jit(**options)")
-    unknown = sorted(set(options) - _KERNEL_OPTIONS) if not device else []
+    unknown = sorted(set(options) - _KERNEL_OPTIONS - _HINT_OPTIONS) if not device else []
     if unknown:
         raise InvalidValueError(
             f"jit option {', '.join(unknown)} for a kernel: ptxport's numba kernels take "
-            f"{', '.join(sorted(_KERNEL_OPTIONS))} (numba.cuda.compile_ptx's options, "
-            "link and cache)")
+            f"{', '.join(sorted(_KERNEL_OPTIONS | _HINT_OPTIONS))} (numba.cuda.compile_ptx's "
+            "options, link, cache and cuda.jit's hints to NVIDIA's tools)")
+    hints = {} if device else _hints(options)
 
     def make(f):
-        return _device_function(f, signatures, cc, options) if device else \
-            Kernel(f, cc, **options)
+        if device:
+            return _device_function(f, signatures, cc, options)
+        kernel = Kernel(f, cc, **options)
+        kernel.hints = hints
+        return kernel
     return make if func is None else make(func)
+
+
+def _hints(options: dict) -> dict:
+    """cuda.jit's hint options (_HINT_OPTIONS), taken out of `options` after numba's checks:
+    max_registers a positive int, lto a bool, shared_memory_carveout "default", "MaxL1",
+    "MaxShared" or a percentage (-1 for the default), inline "never", "always" or a
+    function."""
+    hints = {name: options.pop(name) for name in _HINT_OPTIONS if name in options}
+    problems = []
+    registers = hints.get("max_registers")
+    if registers is not None and (not isinstance(registers, int) or registers <= 0):
+        problems.append(f"max_registers={registers!r} (a positive number of registers)")
+    if not isinstance(hints.get("lto", False), (bool, type(None))):
+        problems.append(f"lto={hints['lto']!r} (True or False)")
+    carveout = hints.get("shared_memory_carveout")
+    if carveout is not None and not (
+            isinstance(carveout, str) and carveout.lower() in ("default", "maxl1", "maxshared")
+            or isinstance(carveout, int) and -1 <= carveout <= 100):
+        problems.append(f"shared_memory_carveout={carveout!r} (\"default\", \"MaxL1\", "
+                        "\"MaxShared\" or a percentage from 0 to 100, -1 for the default)")
+    inline = hints.get("inline", "never")
+    if not (inline in ("never", "always") or callable(inline) or isinstance(inline, bool)):
+        problems.append(f"inline={inline!r} (\"never\", \"always\" or a function)")
+    if problems:
+        raise InvalidValueError(f"jit: {'; '.join(problems)}")
+    return hints
 
 
 def _device_function(func, signatures, cc: tuple[int, int], options: dict):

@@ -6,8 +6,8 @@ numba's calling convention: the caller passes a generic pointer to its own local
 (the cpu target keeps such local memory on its local stack), and the targets refuse what
 they cannot run themselves, for every front end (the SPIR-V target refuses recursion, which
 OpenCL forbids). Refused here by name, before a launch rather than inside it: grid
-synchronisation (`cuda.cg.this_grid().sync()`), which calls CUDA's device runtime
-(cudaCGSynchronize) and needs a cooperative launch, which no ptxport backend makes.
+synchronisation (`cuda.cg.this_grid().sync()`, which calls CUDA's device runtime:
+codegen/cooperative_groups.py) on a device that makes no cooperative launches.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ptxport.codegen import cooperative_groups
 from ptxport.errors import UnsupportedFeatureError
 
 __all__ = ["CallGraph", "call_graph", "refuse_unrunnable_calls"]
@@ -62,13 +63,15 @@ def _body(ptx: str, start: int) -> str | None:
     return None
 
 
-def refuse_unrunnable_calls(graph: CallGraph, backend: str, kernel: str) -> None:
-    """Raise UnsupportedFeatureError if `backend` cannot run the calls of `graph`."""
-    grid_sync = sorted(name for name in graph.undefined() if name.startswith("cudaCG"))
-    if grid_sync:
+def refuse_unrunnable_calls(graph: CallGraph, device, kernel: str) -> None:
+    """Raise UnsupportedFeatureError if `device` (a runtime Device) cannot run the calls of
+    `graph`: grid synchronisation where the device makes no cooperative launches."""
+    grid_sync = sorted(name for name in graph.undefined()
+                       if name in cooperative_groups.FUNCTIONS)
+    if grid_sync and not device.properties.cooperative_launch:
         raise UnsupportedFeatureError(
-            f"grid synchronisation (cuda.cg.this_grid().sync(), calling {grid_sync[0]}) in "
-            f"kernel {kernel}", backend, reason=(
-                "it needs a cooperative launch (every block of the grid resident at once), "
-                "which no ptxport backend makes yet; split the kernel at the grid sync into "
-                "two launches"))
+            f"grid synchronisation (cuda.cg.this_grid().sync(), calling {grid_sync[-1]}) in "
+            f"kernel {kernel}", str(device), reason=(
+                f"it needs a cooperative launch (every block of the grid resident at once), "
+                f"which {device} does not make (the cpu device does); split the kernel at "
+                "the grid sync into two launches"))

@@ -1,7 +1,9 @@
 """Device functions' local memory through generic addresses on the CPU (local_stack.py):
 a .func passes the generic address of its .local array to another .func, which writes it
 (as numba's calls pass result slots); recursion through such calls; writes past the live
-frames and recursion too deep for the stack are reported, never performed."""
+frames and recursion too deep for the stack are reported, never performed. Where the calls
+recurse or use alloca, a thread's stack is cudaLimitStackSize bytes (1 KiB unless set:
+runtime/backends/cpu/stack_limit.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +11,9 @@ import numpy as np
 import pytest
 
 from cpu_harness import compile_ptx, kernel_ptx, run_ptx
-from ptxport.codegen.targets.cpu.local_stack import RECURSIVE_FRAME, RECURSIVE_STACK
+from ptxport.codegen.targets.cpu.local_stack import DEFAULT_STACK_LIMIT
 from ptxport.errors import IllegalAddressError
+from ptxport.runtime.backends.cpu import stack_limit
 from recursive_ptx import DOWN_PTX, FIB_PTX, RECURSION_PTX
 
 # fill(p, n, v): p[i] = i * v for i < n, through the generic address p
@@ -107,29 +110,46 @@ def test_a_write_past_the_innermost_frame_is_reported():
 
 
 
-def test_recursion_through_generic_addresses_of_local_memory():
+@pytest.fixture
+def stack_size():
+    """Sets cudaLimitStackSize for the test (restored after)."""
+    yield stack_limit.set_stack_size
+    stack_limit.set_stack_size(DEFAULT_STACK_LIMIT)
+
+
+def test_recursion_through_generic_addresses_of_local_memory(stack_size):
+    # 131 levels of depth_sum's 16-byte frame: more than CUDA's default stack of 1 KiB
+    stack_size(64 << 10)
     out = np.zeros(64, np.uint64)
     run_ptx(RECURSION_PTX, "k", 2, 32, [out, np.uint32(100)])
     n = 100 + np.arange(32, dtype=np.uint64)
     np.testing.assert_array_equal(out[:32], n * (n + 1) // 2)
 
 
-def test_recursion_too_deep_for_the_stack_is_reported():
+def test_recursion_too_deep_for_the_stack_is_reported(stack_size):
     out = np.zeros(1, np.uint64)
-    depth = RECURSIVE_STACK // RECURSIVE_FRAME          # two frames a level: overflows
-    with pytest.raises(IllegalAddressError, match=f"ran out of stack .*{RECURSIVE_STACK} "
-                                                  "bytes per thread.* at line (20|39) "):
-        run_ptx(RECURSION_PTX, "k", 1, 1, [out, np.uint32(depth)])
-
-
+    # depth_sum's frame (its 8-byte slot) takes 16 bytes a level: 64 levels fill 1 KiB
+    run_ptx(RECURSION_PTX, "k", 1, 1, [out, np.uint32(63)])
+    assert out[0] == 63 * 64 // 2
+    with pytest.raises(IllegalAddressError, match=f"ran out of stack .*{DEFAULT_STACK_LIMIT} "
+                                                  r"bytes per thread \(cudaLimitStackSize.* at "
+                                                  "line (20|39) "):
+        run_ptx(RECURSION_PTX, "k", 1, 1, [out, np.uint32(64)])
+    # the limit set is what the next launch has
+    stack_size(4096)
+    run_ptx(RECURSION_PTX, "k", 1, 1, [out, np.uint32(255)])
+    assert out[0] == 255 * 256 // 2
+    with pytest.raises(IllegalAddressError, match="ran out of stack .*4096 bytes per thread"):
+        run_ptx(RECURSION_PTX, "k", 1, 1, [out, np.uint32(256)])
 
 
 def test_recursion_without_local_memory_is_bounded_by_the_stack():
     out = np.zeros(1, np.uint32)
     run_ptx(DOWN_PTX, "k", 1, 1, [out, np.uint32(1000)])
     assert out[0] == 1000
-    # a million levels of native frames would overflow the worker's native stack
-    with pytest.raises(IllegalAddressError, match="ran out of stack"):
+    # (no local memory: none of cudaLimitStackSize's) a million levels of native frames
+    # would overflow the worker's native stack
+    with pytest.raises(IllegalAddressError, match="ran out of native stack"):
         run_ptx(DOWN_PTX, "k", 1, 1, [out, np.uint32(1_000_000)])
 
 
@@ -181,4 +201,4 @@ def test_alloca_larger_than_the_stack_is_reported():
     out = np.zeros((1, 2), np.uint32)
     line = ALLOCA_PTX.splitlines().index("alloca.u64 %rd4, %rd6, 16;") + 1
     with pytest.raises(IllegalAddressError, match=f"ran out of stack .*alloca.* at line {line} "):
-        run_ptx(ALLOCA_PTX, "k", 1, 1, [out, np.uint64(2 * RECURSIVE_STACK)])
+        run_ptx(ALLOCA_PTX, "k", 1, 1, [out, np.uint64(2 * DEFAULT_STACK_LIMIT)])

@@ -215,19 +215,6 @@ def test_calls_nvvm_did_not_inline(device):
     np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
 
 
-@pnb.jit
-def two_phases(x):
-    grid = cuda.cg.this_grid()
-    x[cuda.grid(1)] = 1
-    grid.sync()
-
-
-def test_grid_sync_is_refused_by_name(device):
-    with pytest.raises(UnsupportedFeatureError, match="grid synchronisation .* kernel "
-                                                      "two_phases.*cooperative launch"):
-        two_phases[2, 32](np.zeros(64, np.float32))
-
-
 def test_the_compile_leaves_numbas_context_as_it_was():
     from numba.cuda.cudadrv import devices
 
@@ -448,8 +435,27 @@ def test_launch_mistakes_are_named():
         scale_grid_stride[1, 1](np.zeros(1, np.float32), np.zeros(1, np.float32), "x")
     with pytest.raises(InvalidValueError, match="kernel's signature"):
         pnb.jit("void(float32[:])")
-    with pytest.raises(InvalidValueError, match="jit option lto, max_registers for a kernel"):
-        pnb.jit(lto=True, max_registers=32)
+    with pytest.raises(InvalidValueError, match="jit option extensions, link_to for a kernel"):
+        pnb.jit(extensions=[], link_to=[])
+    with pytest.raises(InvalidValueError, match="max_registers=0 .*shared_memory_carveout=101"):
+        pnb.jit(max_registers=0, shared_memory_carveout=101)
+
+
+@pnb.jit(max_registers=32, lto=True, shared_memory_carveout="MaxShared", inline="always")
+def hinted_axpy(a, x, out):
+    i = cuda.grid(1)
+    if i < x.size:
+        out[i] = a * x[i] + out[i]
+
+
+def test_hints_to_nvidias_tools_are_accepted(device):
+    # (register limit, LTO, L1/shared carveout, numba's inlining: no effect on results)
+    x = np.arange(100, dtype=np.float32)
+    out = np.ones_like(x)
+    hinted_axpy[1, 128](np.float32(2), x, out)
+    np.testing.assert_array_equal(out, 2 * x + 1)
+    assert hinted_axpy.hints == {"max_registers": 32, "lto": True,
+                                 "shared_memory_carveout": "MaxShared", "inline": "always"}
 
 
 def test_example_numba_saxpy_runs():

@@ -586,16 +586,14 @@ class Backend(BackendBase):
         _check(driver.cuStreamSynchronize(stream), doing)
 
     def set_heap_size(self, nbytes: int) -> None:
-        """The device heap of kernels' malloc and new (cudaLimitMallocHeapSize) on every
-        device: the driver's limit. Raises InvalidValueError where the driver refuses it
-        (once a kernel using malloc has run, as CUDA does)."""
-        driver = _driver()
-        for ordinal in range(self.device_count()):
-            self._contexts.enter(ordinal)
-            code, *_ = driver.cuCtxSetLimit(driver.CUlimit.CU_LIMIT_MALLOC_HEAP_SIZE, nbytes)
-            if code != 0:
-                raise InvalidValueError(f"cuda:{ordinal} cannot make its malloc heap {nbytes} "
-                                        f"bytes: {_error_name(code)}")
+        """cudaLimitMallocHeapSize on every device: the driver's (cuda_limits.py)."""
+        from ptxport.runtime.backends.cuda_limits import set_limit
+        set_limit(self, "CU_LIMIT_MALLOC_HEAP_SIZE", nbytes)
+
+    def set_stack_size(self, nbytes: int) -> None:
+        """cudaLimitStackSize on every device: the driver's (cuda_limits.py)."""
+        from ptxport.runtime.backends.cuda_limits import set_limit
+        set_limit(self, "CU_LIMIT_STACK_SIZE", nbytes)
 
     def module_global(self, ordinal: int, module: Module, name: str) -> tuple[int, int]:
         """The variable in the module the kernels of `module` run from on this device (one

@@ -38,7 +38,9 @@ CTX = Layout({"params": 0, "shared": 8, "ntid": 16, "ctaid": 28, "nctaid": 40,
                "fault_address": 88, "fault_info": 96, "scratch": 128,
                # device functions' local stack (local_stack.py): the end of the innermost
                # frame, the stack's start and its end
-               "local_stack": 384, "local_stack_start": 392, "local_stack_end": 400}, 408)
+               "local_stack": 384, "local_stack_start": 392, "local_stack_end": 400,
+               # the lowest native stack address calls of recursive functions may start at
+               "native_stack_floor": 408}, 416)
 # The start of each thread's frame; registers and local memory follow.
 FRAME = Layout({"tid": 0, "laneid": 12, "warpid": 16,
                  "in0": 24, "in1": 32, "in2": 40, "in3": 48, "out0": 56, "out1": 64,
@@ -57,6 +59,8 @@ CALL_FAULT = 0x7FFF
 FREE_FAULT = 0x7FFE
 # ... and for a call whose callee's local memory does not fit on the local stack.
 STACK_FAULT = 0x7FFD
+# ... and for a call of a recursive function past the native stack's budget (local_stack.py).
+NATIVE_STACK_FAULT = 0x7FFC
 
 
 @stored
@@ -97,6 +101,9 @@ class KernelPlan:
     uses_heap: bool = False
     # bytes of each worker's stack for device functions' local memory (local_stack.py)
     local_stack: int = 0
+    # that stack is cudaLimitStackSize's (the calls may recurse or use stack memory): the
+    # cpu backend sets local_stack to the limit at each launch
+    stack_from_limit: bool = False
 
     def frame_slot(self, reg: ir.Register) -> int:
         """The frame offset where `reg` is saved across waits (allocated on first use; the

@@ -23,27 +23,37 @@ callee's frame releases what the callee allocated, and a kernel's thread starts 
 empty stack (a function with stack memory never waits, memory.py's _check_stack).
 
 The size of the stack: without recursion or stack memory, the deepest chain of frames the
-kernel's calls can make; otherwise RECURSIVE_STACK bytes. Each function on a cycle of calls
-(through direct calls or calls through addresses) reserves at least RECURSIVE_FRAME bytes,
-which bounds the depth of any recursion (and so the native stack it uses) whether or not it
-has local memory.
+kernel's calls can make (known when it is compiled, as the CUDA driver sizes a kernel's stack
+when its calls are known); otherwise the thread's stack is cudaLimitStackSize bytes (1 KiB,
+CUDA's default, unless set: runtime/backends/cpu/stack_limit.py sets the plan's size at each
+launch), which the frames of escaping local variables and PTX's stack memory share, as the
+frames of a GPU thread share its stack. A function on a cycle of calls with no escaping
+local variables takes none of it (as ptxas gives such functions few bytes or none), but its
+calls still use the worker's native stack: each call of such a function first checks that
+the native stack has not gone NATIVE_STACK_BUDGET bytes below where the kernel's thread
+function started (the floor the thread function writes into the block context), and is
+otherwise reported as a fault (NATIVE_STACK_FAULT) and not made, so that no recursion
+overflows a worker's native stack.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ptxport.codegen.lower import I8, I64, PTR, FunctionLowering
-from ptxport.codegen.targets.cpu.abi import STACK_FAULT, align
+from ptxport.codegen.lower import I8, I64, PTR, FunctionLowering, declare
+from ptxport.codegen.targets.cpu.abi import NATIVE_STACK_FAULT, STACK_FAULT, align
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import address_taken, calls_of, escaping_locals
 
-__all__ = ["LocalStack", "RECURSIVE_FRAME", "RECURSIVE_STACK", "plan_local_stack"]
+__all__ = ["LocalStack", "DEFAULT_STACK_LIMIT", "NATIVE_STACK_BUDGET", "plan_local_stack"]
 
-# A worker's local stack when the kernel's calls may recurse, and the least each function on
-# a cycle of calls reserves (so at most RECURSIVE_STACK / RECURSIVE_FRAME nested calls).
-RECURSIVE_STACK = 1 << 20
-RECURSIVE_FRAME = 256
+# cudaLimitStackSize's default (CUDA's: 1 KiB per thread): a thread's stack where the
+# kernel's calls may recurse or use stack memory, until the limit is set
+DEFAULT_STACK_LIMIT = 1024
+# The native stack that calls of recursive device functions may use below the kernel's
+# thread function (workers' threads have glibc's default stack, 8 MiB where RLIMIT_STACK is
+# 8 MiB, and at least 2 MiB)
+NATIVE_STACK_BUDGET = 1 << 20
 _FRAME_ALIGN = 16
 # PTX's stack memory, which lives on the local stack too
 _STACK_MEMORY = frozenset({"alloca", "stacksave", "stackrestore"})
@@ -59,8 +69,12 @@ class LocalStack:
     offsets: dict[tuple[str, str], int] = field(default_factory=dict)
     # bytes of a worker's stack (0: no function has a frame or stack memory)
     size: int = 0
+    # the stack's size is cudaLimitStackSize's (the calls may recurse or use stack memory)
+    from_limit: bool = False
     # the functions (kernel included) with stack memory (alloca, stacksave, stackrestore)
     dynamic: set[str] = field(default_factory=set)
+    # the functions on a cycle of calls: their calls check the native stack
+    cyclic: set[str] = field(default_factory=set)
     # the kernels' LLVM functions that start their thread with an empty stack
     _emptied: set = field(default_factory=set)
 
@@ -76,11 +90,23 @@ class LocalStack:
 
     def call(self, target, fl: FunctionLowering, callee: str, make_call) -> None:
         """`make_call()` with the frame of `callee` reserved around it: the top moves up by
-        the frame's size, or, where that passes the stack's end, the call is reported as a
-        fault and not made."""
+        the frame's size, or, where that passes the stack's end (or, for a function on a
+        cycle of calls, where the native stack is past its budget), the call is reported
+        as a fault and not made."""
         frame = self.frames.get(callee)
-        if frame is None:
+        if frame is None and callee not in self.cyclic:
             make_call()
+            return
+        calling = fl.llfn.append_basic_block("frame_reserved")
+        after = fl.llfn.append_basic_block("frame_released")
+        if callee in self.cyclic:
+            self._check_native_stack(target, fl, after)
+        if frame is None:
+            fl.b.branch(calling)
+            fl.b.position_at_end(calling)
+            make_call()
+            fl.b.branch(after)
+            fl.b.position_at_end(after)
             return
         slot = target.ctx_slot(fl, "local_stack")
         # (a function with stack memory moves the top itself: where it is now)
@@ -89,9 +115,7 @@ class LocalStack:
         end = target.ctx_field(fl, "local_stack_end", typ=I64)
         raised = fl.b.gep(top, [I64(frame)], source_etype=I8)
         fits = fl.b.icmp_unsigned("<=", fl.b.ptrtoint(raised, I64), end)
-        calling = fl.llfn.append_basic_block("frame_reserved")
         overflow = fl.llfn.append_basic_block("stack_overflow")
-        after = fl.llfn.append_basic_block("frame_released")
         fl.b.cbranch(fits, calling, overflow)
         fl.b.position_at_end(overflow)
         target.fault(fl, raised, STACK_FAULT, True)
@@ -103,6 +127,31 @@ class LocalStack:
         fl.b.store(top, slot)
         fl.b.branch(after)
         fl.b.position_at_end(after)
+
+    def _check_native_stack(self, target, fl: FunctionLowering, after) -> None:
+        """Branch to a fault (then to `after`) where the native stack is below the floor
+        the kernel's thread function set (enter_kernel); go on in a new block otherwise."""
+        sp = fl.b.call(declare(fl.llfn.module, "llvm.stacksave.p0", PTR, []), [])
+        floor = fl.b.load(target.ctx_slot(fl, "native_stack_floor"), typ=I64)
+        deep = fl.b.icmp_unsigned("<", fl.b.ptrtoint(sp, I64), floor)
+        native_overflow = fl.llfn.append_basic_block("native_stack_overflow")
+        room = fl.llfn.append_basic_block("native_stack_room")
+        fl.b.cbranch(deep, native_overflow, room)
+        fl.b.position_at_end(native_overflow)
+        target.fault(fl, sp, NATIVE_STACK_FAULT, True)
+        if fl.b.block.terminator is None:
+            fl.b.branch(after)
+        fl.b.position_at_end(room)
+
+    def enter_kernel(self, target, fl: FunctionLowering) -> None:
+        """At the start of the kernel's thread function (with the builder there): where
+        the calls may recurse, the native stack's floor for them (NATIVE_STACK_BUDGET
+        below this function's stack)."""
+        if not self.cyclic:
+            return
+        sp = fl.b.call(declare(fl.llfn.module, "llvm.stacksave.p0", PTR, []), [])
+        floor = fl.b.sub(fl.b.ptrtoint(sp, I64), I64(NATIVE_STACK_BUDGET))
+        fl.b.store(floor, target.ctx_slot(fl, "native_stack_floor"))
 
     def allocate(self, target, fl: FunctionLowering, size, align: int):
         """`size` (an i64) bytes at the top of the stack, aligned to `align`, for PTX's
@@ -168,7 +217,7 @@ def plan_local_stack(module: ir.Module, kernel: ir.Function,
     graph = {f.name: sorted({c.name for _, c in calls_of(module, f, taken)
                              if not c.is_declaration})
              for f in [kernel, *defined]}
-    cyclic = _on_cycles(graph)
+    cyclic = stack.cyclic = _on_cycles(graph)
     stack.dynamic = {f.name for f in [kernel, *defined]
                      if any(i.opcode in _STACK_MEMORY for i in f.instructions())}
     for f in defined:
@@ -177,14 +226,13 @@ def plan_local_stack(module: ir.Module, kernel: ir.Function,
             size = align(size, max(var.alignment, 1))
             stack.offsets[(f.name, var.name)] = size
             size += max(var.size, 1)
-        if f.name in cyclic:
-            size = max(size, RECURSIVE_FRAME)
         if size:
             stack.frames[f.name] = align(size, _FRAME_ALIGN)
     if not stack.frames and not stack.dynamic:
         return stack
-    unbounded = cyclic or stack.dynamic
-    stack.size = RECURSIVE_STACK if unbounded else _deepest(kernel.name, graph, stack.frames)
+    stack.from_limit = bool(cyclic or stack.dynamic)
+    stack.size = DEFAULT_STACK_LIMIT if stack.from_limit else \
+        _deepest(kernel.name, graph, stack.frames)
     return stack
 
 

@@ -193,7 +193,7 @@ def build_llvm(module: ir.Module, kernel_name: str,
             functions[f.name] = fn
     initialize_globals(module, globals_, functions)
     stack = plan_local_stack(module, kernel, reachable)
-    plan.local_stack = stack.size
+    plan.local_stack, plan.stack_from_limit = stack.size, stack.from_limit
     target = CpuTarget(module, llmod, plan, globals_, functions, stack)
     for f in module.functions.values():
         if f.name in functions:
@@ -266,6 +266,7 @@ def _lower_kernel(module, kernel: ir.Function, thread: ll.Function, target: CpuT
     first = fl.create_blocks()
     dispatch_block = thread.append_basic_block("dispatch")
     fl.b.position_at_end(fl.entry)
+    target.stack.enter_kernel(target, fl)
     fl.b.branch(dispatch_block)
     fl.b.position_at_end(dispatch_block)
     target.dispatch = fl.b.switch(thread.args[2], first)

@@ -171,6 +171,19 @@ class Backend(BackendBase):
 
         HEAP.set_size(nbytes)
 
+    def set_stack_size(self, nbytes: int) -> None:
+        """The stack of each thread whose kernel's calls may recurse or use alloca
+        (cudaLimitStackSize; stack_limit.py), for launches from now on."""
+        from ptxport.runtime.backends.cpu import stack_limit
+
+        stack_limit.set_stack_size(nbytes)
+
+    def stack_size(self) -> int:
+        """cudaLimitStackSize: the bytes of each thread's stack (1024 unless set)."""
+        from ptxport.runtime.backends.cpu import stack_limit
+
+        return stack_limit.stack_size()
+
     def register_host_memory(self, ordinal: int, memory: np.ndarray) -> Allocation:
         # The memory stays the owner's: freeing the allocation only stops kernels using it.
         allocation = Allocation(memory.ctypes.data, memory.nbytes, memory)

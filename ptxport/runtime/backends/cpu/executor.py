@@ -39,11 +39,13 @@ from ptxport.codegen.targets.cpu.abi import (
     FAULTED,
     FRAME,
     FREE_FAULT,
+    NATIVE_STACK_FAULT,
     RUNNABLE,
     STACK_FAULT,
     TRAPPED,
 )
 from ptxport.codegen.targets.cpu.gang.lanes import DEADLOCK, NOT_MEMBER
+from ptxport.codegen.targets.cpu.local_stack import NATIVE_STACK_BUDGET
 from ptxport.codegen.targets.cpu.stop import STOPPED
 from ptxport.errors import (
     CooperativeLaunchTooLargeError,
@@ -372,10 +374,17 @@ class _Worker:
                     f"malloc did not return or which was freed before, at {self._where(line)} "
                     f"in {where}; nothing was freed and the device is still usable")
         if size == STACK_FAULT:
+            limit = " (cudaLimitStackSize: raise it with cudaDeviceSetLimit)" \
+                if self.plan.stack_from_limit else ""
             return (f"kernel '{self.plan.name}' ran out of stack for local memory (device "
-                    f"functions' frames, alloca; {self.plan.local_stack} bytes per thread: a "
-                    f"recursion too deep?) at {self._where(line)} in {where}; that call or "
-                    "alloca was not made and the device is still usable")
+                    f"functions' frames, alloca; {self.plan.local_stack} bytes per "
+                    f"thread{limit}: a recursion too deep?) at {self._where(line)} in {where}; "
+                    "that call or alloca was not made and the device is still usable")
+        if size == NATIVE_STACK_FAULT:
+            return (f"kernel '{self.plan.name}' ran out of native stack for recursive calls "
+                    f"(the cpu device's budget of {NATIVE_STACK_BUDGET >> 20} MiB per worker, "
+                    f"whatever cudaLimitStackSize is) at {self._where(line)} in {where}: a "
+                    "recursion too deep; that call was not made and the device is still usable")
         return (f"kernel '{self.plan.name}' {'wrote' if write else 'read'} {size} bytes at "
                 f"address {address:#x}, outside every allocation, at {self._where(line)} in "
                 f"{where}; nothing was written there and the device is still usable")

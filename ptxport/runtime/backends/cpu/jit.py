@@ -25,7 +25,7 @@ from ptxport.errors import CompileError, UnsupportedFeatureError
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import runs_to_completion
 from ptxport.ptx.ast import FloatImm, IntImm
-from ptxport.runtime.backends.cpu import device_launch
+from ptxport.runtime.backends.cpu import device_launch, stack_limit
 from ptxport.runtime.backends.cpu import heap as cpu_heap
 
 RunThreads = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
@@ -217,6 +217,8 @@ class CpuKernelBinary:
         `timeout` seconds is stopped and raises KernelTimeoutError. The device heap, once a
         kernel using malloc or free reserves it, is one more allocation of every launch.
         `cooperative`: a cooperative launch (executor.run_grid)."""
+        if self.plan.stack_from_limit:      # (recursion, alloca: cudaLimitStackSize)
+            stack_limit.sized_for_launch(self)
         if self.plan.uses_heap:
             cpu_heap.HEAP.reserve()
         heap = cpu_heap.HEAP.range()
