@@ -48,11 +48,12 @@ KERNELS = Path(__file__).resolve().parent / "kernels"
 SOURCE = KERNELS / "gemm.cu"
 
 
-def kernel_source(path: Path) -> str:
+def kernel_source(path: Path, *tail: Path) -> str:
     """A kernel file of kernels/ with the element-type helpers both share (elements.cuh) in
-    front; `#line` keeps the file's own line numbers in messages and line tables."""
-    return ((KERNELS / "elements.cuh").read_text() + f'#line 1 "{path.name}"\n'
-            + path.read_text())
+    front and the files `tail` after it (gemm_lanes.cuh for the lanes kernel); `#line` keeps
+    each file's own line numbers in messages and line tables."""
+    return (KERNELS / "elements.cuh").read_text() + "".join(
+        f'#line 1 "{part.name}"\n' + part.read_text() for part in (path, *tail))
 # uint16: bfloat16 bits; int8 in with int32 out: cuBLAS's 32I compute (SIMT kernel)
 _KINDS = {"float32": 0, "float64": 1, "float16": 2, "uint16": 3, "int8": 4, "int32": 5}
 # backends whose devices are tuned, and the square sizes tuned at (see tune_size)
@@ -85,16 +86,23 @@ class TileConfig:
     ahead: bool = False   # fragments read a k-step ahead (gemm.cu's AHEAD)
     late: bool = False    # (mma) copies issued after the first mmas of a k-step (LATE)
     warp: bool = False    # (SIMT) threads laid out in warp tiles (WARPTILE)
+    lanes: bool = False   # the lanes kernel for the CPU target (gemm_lanes.cuh): one warp a
+    #                       block, 32 rows x bn columns, tn columns a thread, k panels of bk
+    #                       whose loop is unrolled tm times
 
     @property
     def threads(self) -> int:
+        if self.lanes:
+            return 32
         return self.wm * self.wn * 32 if self.mma else (self.bm // self.tm) * (self.bn // self.tn)
 
     @property
     def label(self) -> str:
-        """The tile as benchmarks name it: simt:BMxBNxBK/TMxTN[/ahead][/warp] or
-        mma:BMxBNxBK/WMxWN/sSTAGES[/ahead][/late]."""
+        """The tile as benchmarks name it: simt:BMxBNxBK/TMxTN[/ahead][/warp],
+        mma:BMxBNxBK/WMxWN/sSTAGES[/ahead][/late] or lanes:32xBNxBK/TN/uUNROLL."""
         shape = f"{self.bm}x{self.bn}x{self.bk}"
+        if self.lanes:
+            return f"lanes:{shape}/{self.tn}/u{self.tm}"
         head = f"mma:{shape}/{self.wm}x{self.wn}/s{self.stages}" if self.mma else \
             f"simt:{shape}/{self.tm}x{self.tn}"
         return head + "".join(f"/{o}" for o in _OPTIONS[self.mma] if getattr(self, o))
@@ -106,6 +114,9 @@ class TileConfig:
             kind, _, rest = label.partition(":")
             parts = rest.split("/")
             bm, bn, bk = (int(x) for x in parts[0].split("x"))
+            if kind == "lanes" and len(parts) == 3 and bm == 32 and parts[2][:1] == "u":
+                return cls(False, bm, bn, bk, tm=int(parts[2][1:]), tn=int(parts[1]),
+                           lanes=True)
             x, y = (int(v) for v in parts[1].split("x"))
             mma = kind == "mma"
             stages = int(parts[2].removeprefix("s")) if mma and len(parts) > 2 else 3
@@ -117,8 +128,9 @@ class TileConfig:
                     cls(False, bm, bn, bk, x, y, **flags)
         except (IndexError, ValueError):
             pass
-        raise InvalidValueError(f"tile {label!r} is not simt:BMxBNxBK/TMxTN[/ahead][/warp] or "
-                                f"mma:BMxBNxBK/WMxWN/sSTAGES[/ahead][/late]")
+        raise InvalidValueError(f"tile {label!r} is not simt:BMxBNxBK/TMxTN[/ahead][/warp], "
+                                f"mma:BMxBNxBK/WMxWN/sSTAGES[/ahead][/late] or "
+                                f"lanes:32xBNxBK/TN/uUNROLL")
 
     def dynamic_shared(self) -> int:
         """Bytes of dynamic shared memory a launch needs: the mma kernel's pipeline stages
@@ -127,7 +139,9 @@ class TileConfig:
 
     def static_shared(self, acc_bytes: int) -> int:
         """The SIMT kernel's shared tiles (two buffers, padded rows) with accumulators of
-        `acc_bytes`."""
+        `acc_bytes`; the lanes kernel's panels of A and B and its partial sums of C."""
+        if self.lanes:
+            return (self.bk * self.bm + self.bn * self.bk + self.bn * self.bm) * acc_bytes
         sub_m, sub_n = (4 if x % 4 == 0 else 1 for x in (self.tm, self.tn))
         return 2 * self.bk * (self.bm + sub_m + self.bn + sub_n) * acc_bytes
 
@@ -198,10 +212,11 @@ def program_for(arch: str, config: TileConfig, ta: int, tb: int, in_kind: int, o
               "BN": config.bn, "BK": config.bk, "TM": config.tm or 1, "TN": config.tn or 1,
               "WM": config.wm or 1, "WN": config.wn or 1, "STAGES": config.stages,
               "AHEAD": int(config.ahead), "LATE": int(config.late),
-              "WARPTILE": int(config.warp), "EVEN": int(even)}
+              "WARPTILE": int(config.warp), "EVEN": int(even), "GEMM_LANES": int(config.lanes)}
     options = ProgramOptions(arch=arch, define_macro=[(k, str(v)) for k, v in macros.items()],
                              name="ptxport_gemm.cu")
-    return Program(kernel_source(SOURCE), "c++", options)
+    tail = (KERNELS / "gemm_lanes.cuh",) if config.lanes else ()
+    return Program(kernel_source(SOURCE, *tail), "c++", options)
 
 
 @functools.cache
@@ -247,8 +262,10 @@ def gemm_launch(device: Device, config: TileConfig, problem, a: Buffer | np.uint
     # transposes as a kernel argument where each variant is a slow compile (opencl)
     ta, tb = (-1, -1) if device.backend in _RUNTIME_TRANSPOSES else \
         (int(problem.ta), int(problem.tb))
+    # the lanes kernel has no vector loads (it packs): EVEN alone drops its edge checks
+    even = _even(problem, config) if config.lanes else vec and _even(problem, config)
     kernel = kernel_for(_arch(device, config.mma), config, ta, tb, _kind(in_type),
-                        _kind(out_type), vec, vec and _even(problem, config))
+                        _kind(out_type), vec and not config.lanes, even)
     scalar = np.float64 if in_type == np.float64 else np.int32 if in_type == np.int8 else \
         np.float32
     grid = (-(-problem.m // config.bm), -(-problem.n // config.bn), problem.batch)
