@@ -16,8 +16,9 @@ kernel, accumulator type, size class, transposes) is used (1024^3, 2048^3, 4096^
 after about 100 ms of warm-up launches, the median of five groups of about 20 ms, and the
 first candidate within 2% of the fastest is kept (near-ties go the same way every time) in
 $PTXPORT_CACHE_DIR/blas/autotune.json (else ~/.cache/ptxport/...), keyed by the device's
-backend and name. cpu and opencl devices take the first candidate untuned (see
-tuned_config).
+backend and name. On cpu devices a third kernel of the same source replaces the SIMT one:
+the lanes kernel (kernels/gemm_lanes.cuh), shaped for the CPU target's warp gangs, tuned
+at 512^3; opencl devices take the first candidate untuned (see tuned_config).
 """
 
 from __future__ import annotations
@@ -56,9 +57,11 @@ def kernel_source(path: Path, *tail: Path) -> str:
         f'#line 1 "{part.name}"\n' + part.read_text() for part in (path, *tail))
 # uint16: bfloat16 bits; int8 in with int32 out: cuBLAS's 32I compute (SIMT kernel)
 _KINDS = {"float32": 0, "float64": 1, "float16": 2, "uint16": 3, "int8": 4, "int32": 5}
-# backends whose devices are tuned, and the square sizes tuned at (see tune_size)
-_TUNED_BACKENDS = ("cuda", "hip")
+# backends whose devices are tuned, and the square sizes tuned at (see tune_size); cpu
+# devices tune the lanes kernel at one size (their time grows as n^3 on a few cores)
+_TUNED_BACKENDS = ("cuda", "hip", "cpu")
 _TUNE_SIZES = (1024, 2048, 4096, 8192)
+_CPU_TUNE_SIZE = 512
 # part of the autotuner's keys: choices made for an earlier version of the kernels (whose
 # tiles may no longer be candidates, or no longer the fastest) are not reused
 _KERNELS_VERSION = "gemm4"
@@ -170,11 +173,24 @@ MMA_CANDIDATES = (TileConfig(True, 128, 128, 32, wm=2, wn=4, stages=3),
                   TileConfig(True, 64, 64, 32, wm=2, wn=2, stages=4))
 
 
-def candidates(mma: bool, acc: np.dtype) -> tuple[TileConfig, ...]:
-    """The tile shapes the autotuner times for a kernel and accumulator type."""
+# The lanes kernel's candidates (the SIMT kernel's on cpu devices), from sweeps of
+# build-free timings on a 2-core AMD EPYC (Zen 4, AVX-512), one worker, 512^3 and 1024^3 f32:
+# 6 columns a thread with the k loop unrolled 4 times ran at 36-52 GFLOP/s; 8 and 12 columns
+# (more accumulators: spills) 34-41, unrolled once or twice 25-35, BK = 32 22 (more panels).
+# 32 x 32 x 64 with 4 columns: the one whose panels of doubles fit 48 KiB.
+LANES_CANDIDATES = (TileConfig(False, 32, 96, 64, 4, 6, lanes=True),
+                    TileConfig(False, 32, 48, 128, 4, 6, lanes=True),
+                    TileConfig(False, 32, 96, 64, 4, 8, lanes=True),
+                    TileConfig(False, 32, 32, 64, 4, 4, lanes=True))
+
+
+def candidates(mma: bool, acc: np.dtype, lanes: bool = False) -> tuple[TileConfig, ...]:
+    """The tile shapes the autotuner times for a kernel and accumulator type (`lanes`: the
+    lanes kernel's, which cpu devices take instead of the SIMT kernel)."""
     if mma:
         return MMA_CANDIDATES
-    return tuple(c for c in SIMT_CANDIDATES if c.static_shared(acc.itemsize) <= _STATIC_SHARED)
+    return tuple(c for c in (LANES_CANDIDATES if lanes else SIMT_CANDIDATES)
+                 if c.static_shared(acc.itemsize) <= _STATIC_SHARED)
 
 
 def parse_tiles(labels: list[str], mma: bool) -> list[TileConfig]:
@@ -336,15 +352,20 @@ def tuned_config(device: Device, mma: bool, in_type: np.dtype, out_type: np.dtyp
     """The fastest candidate tile shape on `device` for this kernel and its accumulator
     (f32 or f64; 16-bit data share f32's choice) at the tuning size `size` (one of
     _TUNE_SIZES: see tune_size) and the transposes `layout` (op(A) op(B): "NN", "TN", ...),
-    timed on first use and cached on disk. On cpu and opencl devices, the first candidate,
-    untuned: there each candidate's compile (the OpenCL runtime's, seconds) costs more than
-    tuning gains at the sizes they run."""
+    timed on first use and cached on disk. cpu devices take the lanes kernel (gemm_lanes.cuh)
+    instead of the SIMT kernel, tuned at _CPU_TUNE_SIZE whatever `size`, and the mma
+    kernel's first candidate untuned; opencl devices the first candidate, untuned: there each
+    candidate's compile (the OpenCL runtime's, seconds) costs more than tuning gains at the
+    sizes they run."""
     if not mma:
         in_type = out_type = np.dtype(np.float64 if in_type == np.float64 else np.float32)
-    tiles = candidates(mma, in_type)
-    if device.backend not in _TUNED_BACKENDS:
+    lanes = device.backend == "cpu" and not mma
+    tiles = candidates(mma, in_type, lanes)
+    if device.backend not in _TUNED_BACKENDS or device.backend == "cpu" and mma:
         return tiles[0]
-    key = f"{_KERNELS_VERSION}|{device.backend}|{device.name}|{'mma' if mma else 'simt'}|" \
+    size = _CPU_TUNE_SIZE if lanes else size
+    kernel = "lanes" if lanes else "mma" if mma else "simt"
+    key = f"{_KERNELS_VERSION}|{device.backend}|{device.name}|{kernel}|" \
           f"{in_type.name}|{out_type.name}|{size}|{layout}"
     cached = _load().get(key)
     if cached is not None:

@@ -30,47 +30,62 @@
 #error "GEMM_LANES: BN must be a multiple of TN and BK of 32"
 #endif
 
-// Pack op(A)'s rows row0 .. row0 + 31 (row0 + lane clamped to m - 1 where m < 32), k from k0,
-// as k-major as[p][lane]; zero past k.
+// Pack op(A)'s rows row0 .. row0 + 31 (lane l: row0 + l, or min(l, m - 1) where m < 32), k
+// from k0, as k-major as[p][lane]; zero past k. Each branch keeps the lanes' rows in a form
+// the gang knows when compiling (a select between two forms would be classified at every
+// load), and the test against k is the warp's alike.
 __device__ __forceinline__ void pack_a(Acc (*as)[BM], const In *a, int lda, int m, int k,
                                        int row0, int k0, int lane, int trans) {
-  const int i = m >= BM ? row0 + lane : min(lane, m - 1);
+  if (m >= BM) {
+    const int i = row0 + lane;
+#pragma unroll 4
+    for (int p = 0; p < BK; ++p) {
+      const int gp = k0 + p;
+      as[p][lane] = EVEN || gp < k ? to_acc<IN_KIND>(load_a(a, lda, m, k, i, gp, trans)) : (Acc)0;
+    }
+  } else {
+    const int i = min(lane, m - 1);
 #pragma unroll 1
-  for (int p = 0; p < BK; ++p) {
-    const int gp = k0 + p;
-    In v = (In)0;
-    if (EVEN || gp < k) v = TA ? a[gp + (long long)i * lda] : a[i + (long long)gp * lda];
-    as[p][lane] = to_acc<IN_KIND>(v);
+    for (int p = 0; p < BK; ++p) {
+      const int gp = k0 + p;
+      as[p][lane] = EVEN || gp < k ? to_acc<IN_KIND>(load_a(a, lda, m, k, i, gp, trans)) : (Acc)0;
+    }
   }
 }
 
 // Pack op(B)'s columns bn .. bn + BN - 1 (past n: column n - 1), k from k0, as bs[j][p]; zero
 // past k. Lanes run along the stored matrix's contiguous dimension (k when B is not
-// transposed, columns when it is).
+// transposed, columns when it is), in loops the warp runs alike (a loop whose lanes leave it
+// apart would leave the warp split for the rest of the kernel in the gang's analysis:
+// docs/cpu-target.md); a panel inside k (`whole`) has no test per lane.
 __device__ __forceinline__ void pack_b(Acc *bs, const In *b, int ldb, int n, int k, int bn,
                                        int k0, int lane, int trans) {
-  // uniform loops (a loop whose lanes leave it apart would leave the warp split for the rest
-  // of the kernel in the gang's analysis: docs/cpu-target.md)
+  const bool whole = EVEN || k0 + BK <= k;
   if (!TB) {
 #pragma unroll 1
     for (int j = 0; j < BN; ++j) {
-      const long long col = (long long)min(bn + j, n - 1) * ldb;
+      const In *col = b + (long long)min(bn + j, n - 1) * ldb + k0;
+      if (whole) {
 #pragma unroll
-      for (int t = 0; t < BK / 32; ++t) {
-        const int p = t * 32 + lane, gp = k0 + p;
-        bs[j * BK + p] = (EVEN || gp < k) ? to_acc<IN_KIND>(b[gp + col]) : (Acc)0;
+        for (int t = 0; t < BK / 32; ++t) bs[j * BK + t * 32 + lane] = to_acc<IN_KIND>(col[t * 32 + lane]);
+      } else {
+#pragma unroll
+        for (int t = 0; t < BK / 32; ++t) {
+          const int p = t * 32 + lane;
+          bs[j * BK + p] = k0 + p < k ? to_acc<IN_KIND>(col[p]) : (Acc)0;
+        }
       }
     }
   } else {
 #pragma unroll 1
     for (int p = 0; p < BK; ++p) {
       const int gp = k0 + p;
-      const long long row = (long long)min(gp, k - 1) * ldb;
+      const In *row = b + (long long)min(gp, k - 1) * ldb;
 #pragma unroll
       for (int t = 0; t < (BN + 31) / 32; ++t) {
-        const int j = t * 32 + lane, gj = min(bn + j, n - 1);
+        const int j = t * 32 + lane;
         if (BN % 32 == 0 || j < BN)
-          bs[j * BK + p] = (EVEN || gp < k) ? to_acc<IN_KIND>(b[gj + row]) : (Acc)0;
+          bs[j * BK + p] = whole || gp < k ? to_acc<IN_KIND>(row[min(bn + j, n - 1)]) : (Acc)0;
       }
     }
   }
