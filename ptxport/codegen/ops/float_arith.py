@@ -14,7 +14,10 @@ hi + lo of two f64 here (`_exact`, `_f64_exact`), then rounds it with float_roun
 
 Where the manual leaves a result open, NVIDIA's hardware decides (measured on an H100):
 - an f32, f16 or bf16 NaN result is the canonical NaN (all ones but the sign), abs and neg
-  of a NaN included;
+  of a NaN included (an f32 add, sub, mul, fma or mad into a register that only such
+  arithmetic and comparisons read, ir.analysis.nan_blind_registers, keeps LLVM's NaN: no
+  instruction can tell the two apart, and the FMA loops of GEMMs lose a compare and a blend
+  per FMA);
 - an f64 NaN result keeps the payload of a NaN operand, quietened: b's before a's (fma: b,
   c, a; div: a, b); an invalid operation on numbers gives 0xFFF8000000000000; abs and neg
   return a NaN operand quietened, its sign unchanged;
