@@ -13,7 +13,8 @@ CPU mode (default):
       tiles and the autotuner's pick (`tuned`), and the SIMT kernel's 64x64x8/4x4 tile for
       comparison, f32 NN. --workers N runs the kernel's blocks on N host threads (default: one
       per core); give numpy as many (OPENBLAS_NUM_THREADS=N) for a per-core comparison.
-      --kernel-only skips (a).
+      --kernel-only skips (a); --cpu-time times by the process's CPU time instead of the
+      wall's (one worker and OPENBLAS_NUM_THREADS=1: a core's throughput on a loaded machine).
 GPU mode (--gpu, for an NVIDIA GPU such as the H100): benchmarks/gemm_gpu.py (its docstring
   says what): (c) the portable GEMM through ptxport's NVPTX (Device("cuda:0")) against cuBLAS
   at FP32 and BF16, layout TN, n = --gpu-sizes (default 1024 2048 4096 8192), in TFLOP/s, for
@@ -24,7 +25,7 @@ CPU times are medians of --repeats calls after a warm-up call. Results go to
 benchmarks/results/gemm.json (gemm_gpu.json for --gpu).
 
     python benchmarks/gemm.py [--repeats 5] [--sizes ...] [--kernel-sizes ...]
-        [--workers N] [--kernel-only]
+        [--workers N] [--kernel-only] [--cpu-time]
     python benchmarks/gemm.py --gpu [--gpu-sizes 1024 2048 4096 8192] [--tiles all | TILE ...]
         [--dtypes float32 bfloat16] [--native]
 """
@@ -47,13 +48,19 @@ sys.path.insert(0, str(HERE.parent))
 INCLUDE = HERE.parent / "ptxport" / "compat" / "native" / "include"
 
 
+# the clock of the timings: wall time, or with --cpu-time the process's CPU time (all its
+# threads: with one worker and one OpenBLAS thread, a core's work, which other load on a
+# shared machine changes far less than the wall time)
+CLOCK = time.perf_counter
+
+
 def _median_ms(call, repeats: int) -> float:
     call()   # warm-up (and compile)
     times = []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start = CLOCK()
         call()
-        times.append((time.perf_counter() - start) * 1e3)
+        times.append((CLOCK() - start) * 1e3)
     return float(np.median(times))
 
 
@@ -195,6 +202,9 @@ def main() -> None:
     parser.add_argument("--kernel-sizes", type=int, nargs="+", default=[256, 512, 1024])
     parser.add_argument("--workers", type=int,
                         help="CPU mode: host threads running the kernel's blocks")
+    parser.add_argument("--cpu-time", action="store_true",
+                        help="CPU mode: time by the process's CPU time, not the wall's (for "
+                             "--workers 1 with OPENBLAS_NUM_THREADS=1 on a loaded machine)")
     parser.add_argument("--kernel-only", action="store_true",
                         help="CPU mode: only (b), the portable kernel on the CPU target")
     parser.add_argument("--gpu", action="store_true")
@@ -222,9 +232,13 @@ def main() -> None:
         return
     from ptxport.runtime.backends.cpu import executor
 
+    global CLOCK
+    if args.cpu_time:
+        CLOCK = time.process_time
     executor.set_workers(args.workers)
     machine["workers"] = args.workers or os.cpu_count()
     machine["openblas_threads"] = os.environ.get("OPENBLAS_NUM_THREADS")
+    machine["clock"] = "process CPU time" if args.cpu_time else "wall"
     routes = [] if args.kernel_only else cpu_routes(args.sizes, args.repeats)
     report = {**machine, "routes": routes,
               "cpu_kernel": cpu_kernel(args.kernel_sizes, args.repeats)}
