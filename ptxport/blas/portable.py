@@ -173,13 +173,14 @@ MMA_CANDIDATES = (TileConfig(True, 128, 128, 32, wm=2, wn=4, stages=3),
                   TileConfig(True, 64, 64, 32, wm=2, wn=2, stages=4))
 
 
-# The lanes kernel's candidates (the SIMT kernel's on cpu devices), from sweeps of
-# build-free timings on a 2-core AMD EPYC (Zen 4, AVX-512), one worker, 512^3 and 1024^3 f32:
-# 6 columns a thread with the k loop unrolled 4 times ran at 36-52 GFLOP/s; 8 and 12 columns
-# (more accumulators: spills) 34-41, unrolled once or twice 25-35, BK = 32 22 (more panels).
-# 32 x 32 x 64 with 4 columns: the one whose panels of doubles fit 48 KiB.
-LANES_CANDIDATES = (TileConfig(False, 32, 96, 64, 4, 6, lanes=True),
-                    TileConfig(False, 32, 48, 128, 4, 6, lanes=True),
+# The lanes kernel's candidates (the SIMT kernel's on cpu devices), from sweeps on a 2-core
+# AMD EPYC (Zen 4, AVX-512), one worker, f32 NN, timed by CPU time (the machine was shared):
+# 32 x 48 x 128 with 6 columns a thread and the k loop unrolled 4 times ran at 47-51 GFLOP/s
+# from 512 up (0.48-0.53 of single-threaded OpenBLAS), 96 x 64 panels 41-52, 8 columns 41-46,
+# 12 (more accumulators: spills) 34-41, unrolled once or twice 25-44, BK = 32 22 (more
+# panels). 32 x 32 x 64 with 4 columns: the one whose panels of doubles fit 48 KiB.
+LANES_CANDIDATES = (TileConfig(False, 32, 48, 128, 4, 6, lanes=True),
+                    TileConfig(False, 32, 96, 64, 4, 6, lanes=True),
                     TileConfig(False, 32, 96, 64, 4, 8, lanes=True),
                     TileConfig(False, 32, 32, 64, 4, 4, lanes=True))
 
