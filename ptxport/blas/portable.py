@@ -90,8 +90,8 @@ class TileConfig:
     late: bool = False    # (mma) copies issued after the first mmas of a k-step (LATE)
     warp: bool = False    # (SIMT) threads laid out in warp tiles (WARPTILE)
     lanes: bool = False   # the lanes kernel for the CPU target (gemm_lanes.cuh): one warp a
-    #                       block, 32 rows x bn columns, tn columns a thread, k panels of bk
-    #                       whose loop is unrolled tm times
+    #                       block, bm rows (bm / 32 a lane) x bn columns, tn columns a
+    #                       thread, k panels of bk whose loop is unrolled tm times
 
     @property
     def threads(self) -> int:
@@ -102,7 +102,7 @@ class TileConfig:
     @property
     def label(self) -> str:
         """The tile as benchmarks name it: simt:BMxBNxBK/TMxTN[/ahead][/warp],
-        mma:BMxBNxBK/WMxWN/sSTAGES[/ahead][/late] or lanes:32xBNxBK/TN/uUNROLL."""
+        mma:BMxBNxBK/WMxWN/sSTAGES[/ahead][/late] or lanes:BMxBNxBK/TN/uUNROLL."""
         shape = f"{self.bm}x{self.bn}x{self.bk}"
         if self.lanes:
             return f"lanes:{shape}/{self.tn}/u{self.tm}"
@@ -117,7 +117,7 @@ class TileConfig:
             kind, _, rest = label.partition(":")
             parts = rest.split("/")
             bm, bn, bk = (int(x) for x in parts[0].split("x"))
-            if kind == "lanes" and len(parts) == 3 and bm == 32 and parts[2][:1] == "u":
+            if kind == "lanes" and len(parts) == 3 and bm % 32 == 0 and parts[2][:1] == "u":
                 return cls(False, bm, bn, bk, tm=int(parts[2][1:]), tn=int(parts[1]),
                            lanes=True)
             x, y = (int(v) for v in parts[1].split("x"))
@@ -133,7 +133,7 @@ class TileConfig:
             pass
         raise InvalidValueError(f"tile {label!r} is not simt:BMxBNxBK/TMxTN[/ahead][/warp], "
                                 f"mma:BMxBNxBK/WMxWN/sSTAGES[/ahead][/late] or "
-                                f"lanes:32xBNxBK/TN/uUNROLL")
+                                f"lanes:BMxBNxBK/TN/uUNROLL (BM: 32, 64, ...)")
 
     def dynamic_shared(self) -> int:
         """Bytes of dynamic shared memory a launch needs: the mma kernel's pipeline stages
@@ -178,11 +178,14 @@ MMA_CANDIDATES = (TileConfig(True, 128, 128, 32, wm=2, wn=4, stages=3),
 # 32 x 48 x 128 with 6 columns a thread and the k loop unrolled 4 times ran at 47-51 GFLOP/s
 # from 512 up (0.48-0.53 of single-threaded OpenBLAS), 96 x 64 panels 41-52, 8 columns 41-46,
 # 12 (more accumulators: spills) 34-41, unrolled once or twice 25-44, BK = 32 22 (more
-# panels). 32 x 32 x 64 with 4 columns: the one whose panels of doubles fit 48 KiB.
+# panels); 64-row tiles (two rows a lane) 64 x 32 x 64 with 4 columns 50 (unrolled twice or 4
+# times), 64 x 48 x 64 with 6 and 64 x 32 x 96 40. 32 x 32 x 64 with 4 columns: the one
+# whose panels of doubles fit 48 KiB.
 LANES_CANDIDATES = (TileConfig(False, 32, 48, 128, 4, 6, lanes=True),
                     TileConfig(False, 32, 96, 64, 4, 6, lanes=True),
                     TileConfig(False, 32, 96, 64, 4, 8, lanes=True),
-                    TileConfig(False, 32, 32, 64, 4, 4, lanes=True))
+                    TileConfig(False, 32, 32, 64, 4, 4, lanes=True),
+                    TileConfig(False, 64, 32, 64, 2, 4, lanes=True))
 
 
 def candidates(mma: bool, acc: np.dtype, lanes: bool = False) -> tuple[TileConfig, ...]:

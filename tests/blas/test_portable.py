@@ -289,6 +289,14 @@ def test_lanes_kernel_edges(m, n, k):
     _check(_device("cpu"), LANES, False, False, m, n, k, np.float32, np.float32)
 
 
+@pytest.mark.parametrize("m", [37, 100])
+def test_lanes_kernel_two_rows_a_lane(m):
+    # 64-row tiles, each lane two rows 32 apart: fewer rows than a tile (clamped), and two
+    # tiles, the second moved up to overlap the first
+    _check(_device("cpu"), TileConfig(False, 64, 16, 32, 2, 4, lanes=True), False, True, m,
+           29, 70, np.float32, np.float32)
+
+
 def test_lanes_kernel_f64():
     _check(_device("cpu"), LANES, True, False, 37, 29, 40, np.float64, np.float64)
 
@@ -301,13 +309,13 @@ def test_lanes_labels_and_cpu_tuning(monkeypatch, tmp_path):
         assert TileConfig.parse(config.label) == config
     assert LANES.label == "lanes:32x16x32/4/u2"
     with pytest.raises(InvalidValueError):
-        TileConfig.parse("lanes:64x16x32/4/u2")   # a block is one warp: 32 rows
+        TileConfig.parse("lanes:48x16x32/4/u2")   # a block is one warp: 32 rows a lane
     monkeypatch.setenv("PTXPORT_CACHE_DIR", str(tmp_path))
     f32, f64 = np.dtype(np.float32), np.dtype(np.float64)
     tiles = portable.candidates(False, f32, lanes=True)
     assert tiles == portable.LANES_CANDIDATES
     # panels of doubles within 48 KiB of shared memory
-    assert portable.candidates(False, f64, lanes=True) == portable.LANES_CANDIDATES[3:]
+    assert portable.candidates(False, f64, lanes=True) == (portable.LANES_CANDIDATES[3],)
     timed = []
 
     def fake_time(device, config, in_type, out_type, size, layout="NN"):

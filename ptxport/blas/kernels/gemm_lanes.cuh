@@ -2,53 +2,60 @@
 // kernel_source appends this file to gemm.cu (whose types, store_c and load_a / load_b it
 // uses) for the variant portable.py selects on cpu devices. The CPU target runs a warp's 32
 // lanes as one gang of SIMD vectors (docs/cpu-target.md), so here a warp is a BLIS-like
-// micro-kernel: lane l owns row bm + l of C, and each thread keeps TN columns of it in
-// registers (per gang: TN vector accumulators of 32 lanes). At each k, op(A)'s 32 rows are one
-// contiguous vector (lane l's element, from shared memory) and op(B)'s TN values are
-// warp-uniform (scalar broadcasts): TN vector FMAs per k, no shuffles, no per-k checks.
+// micro-kernel: lane l owns rows bm + l (+ 32, ...) of C, and each thread keeps TN columns of
+// them in registers (per gang: RM x TN vector accumulators of 32 lanes). At each k, op(A)'s
+// 32 rows are one contiguous vector (lane l's element, from shared memory) and op(B)'s TN
+// values are warp-uniform (scalar broadcasts): RM x TN vector FMAs per k, no shuffles.
 //
-//   BM = 32        a block is one warp (blockDim 32) and owns 32 rows x BN columns of C
+//   BM             a block is one warp (blockDim 32) and owns BM rows x BN columns of C: RM =
+//                  BM / 32 rows a lane, 32 apart
 //   BN, TN         the block's columns, swept TN at a time (BN a multiple of TN)
 //   TM             the k loop's unrolling
-//   BK             k is taken in panels of BK: op(A)'s 32 x BK panel and op(B)'s BK x BN panel
+//   BK             k is taken in panels of BK: op(A)'s BM x BK panel and op(B)'s BK x BN panel
 //                  are packed into shared memory (A k-major: as[p][lane]; B column-major:
 //                  bs[j][p]; widened to Acc, zero past k) whatever the transposes, and every
 //                  column group of the block multiplies out of them; partial sums of C wait
 //                  in shared memory (cs) between panels.
 //
 // The gang reads shared memory at lane-constant offsets (as[p][lane]: one vector; bs[j][p] for
-// the TN columns: one base register at constant offsets BK apart), so each k-step is a vector
-// load, TN broadcast loads and TN FMAs. Rows: where m >= 32 the last row tile is moved up to end
-// at row m - 1 (it overlaps the one before, whose rows it computes again but does not store),
-// so every lane's row is inside A; below 32 rows the rows are clamped (m - 1). Columns past n
-// read column n - 1 and are not stored.
+// the TN columns: one base register at constant offsets BK apart), so each k-step is RM
+// vector loads, TN broadcast loads and RM x TN FMAs. Rows: where m >= BM the last row tile is
+// moved up to end at row m - 1 (it overlaps the one before, whose rows it computes again but
+// does not store), so every lane's row is inside A; below BM rows the rows are clamped
+// (m - 1). Columns past n read column n - 1 and are not stored.
 
-#if BM != 32
-#error "GEMM_LANES: BM must be 32 (one warp's lanes)"
+#if BM % 32 != 0
+#error "GEMM_LANES: BM must be a multiple of 32 (the warp's lanes, RM rows each)"
 #endif
+#define RM (BM / 32)
 #if BN % TN != 0 || BK % 32 != 0
 #error "GEMM_LANES: BN must be a multiple of TN and BK of 32"
 #endif
 
-// Pack op(A)'s rows row0 .. row0 + 31 (lane l: row0 + l, or min(l, m - 1) where m < 32), k
-// from k0, as k-major as[p][lane]; zero past k. Each branch keeps the lanes' rows in a form
+// Pack op(A)'s rows row0 .. row0 + BM - 1 (lane l: row0 + l + 32 r, or min(l + 32 r, m - 1)
+// where m < BM), k from k0, as k-major as[p][row]; zero past k. Each branch keeps the lanes' rows in a form
 // the gang knows when compiling (a select between two forms would be classified at every
 // load), and the test against k is the warp's alike.
 __device__ __forceinline__ void pack_a(Acc (*as)[BM], const In *a, int lda, int m, int k,
                                        int row0, int k0, int lane, int trans) {
   if (m >= BM) {
-    const int i = row0 + lane;
 #pragma unroll 4
     for (int p = 0; p < BK; ++p) {
       const int gp = k0 + p;
-      as[p][lane] = EVEN || gp < k ? to_acc<IN_KIND>(load_a(a, lda, m, k, i, gp, trans)) : (Acc)0;
+#pragma unroll
+      for (int r = 0; r < RM; ++r)
+        as[p][r * 32 + lane] = EVEN || gp < k ?
+            to_acc<IN_KIND>(load_a(a, lda, m, k, row0 + r * 32 + lane, gp, trans)) : (Acc)0;
     }
   } else {
-    const int i = min(lane, m - 1);
 #pragma unroll 1
     for (int p = 0; p < BK; ++p) {
       const int gp = k0 + p;
-      as[p][lane] = EVEN || gp < k ? to_acc<IN_KIND>(load_a(a, lda, m, k, i, gp, trans)) : (Acc)0;
+#pragma unroll
+      for (int r = 0; r < RM; ++r)
+        as[p][r * 32 + lane] = EVEN || gp < k ?
+            to_acc<IN_KIND>(load_a(a, lda, m, k, min(r * 32 + lane, m - 1), gp, trans)) :
+            (Acc)0;
     }
   }
 }
@@ -116,30 +123,43 @@ ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long str
     pack_b(bs, b, ldb, n, k, bn, k0, lane, trans);
     __syncwarp();
     for (int g = 0; g < BN; g += TN) {
-      Acc acc[TN];
+      Acc acc[RM][TN];
 #pragma unroll
-      for (int q = 0; q < TN; ++q) acc[q] = first ? zero : cs[g + q][lane];
+      for (int r = 0; r < RM; ++r)
+#pragma unroll
+        for (int q = 0; q < TN; ++q) acc[r][q] = first ? zero : cs[g + q][r * 32 + lane];
       const Acc *bq = bs + g * BK;
 #pragma unroll TM
       for (int p = 0; p < BK; ++p) {
-        const Acc av = as[p][lane];
+        Acc av[RM];
 #pragma unroll
-        for (int q = 0; q < TN; ++q) acc[q] += av * bq[q * BK + p];
+        for (int r = 0; r < RM; ++r) av[r] = as[p][r * 32 + lane];
+#pragma unroll
+        for (int q = 0; q < TN; ++q) {
+          const Acc bv = bq[q * BK + p];
+#pragma unroll
+          for (int r = 0; r < RM; ++r) acc[r][q] += av[r] * bv;
+        }
       }
       // (+ zero: the sums leave through an add, which makes a NaN canonical once, so the
       // FMAs need not: ir.analysis.nan_blind_registers)
 #pragma unroll
-      for (int q = 0; q < TN; ++q) cs[g + q][lane] = acc[q] + zero;
+      for (int r = 0; r < RM; ++r)
+#pragma unroll
+        for (int q = 0; q < TN; ++q) cs[g + q][r * 32 + lane] = acc[r][q] + zero;
     }
     __syncwarp();
   }
   // C from the sums, after every loop: a branch that splits the warp inside them would leave
   // it split for the rest of the kernel in the gang's analysis (docs/cpu-target.md). Rows
   // of the tile before (the moved-up last tile) and columns past n are not stored.
-  const int i = row0 + lane;
-  if (i >= bm && i < m) {
+#pragma unroll
+  for (int r = 0; r < RM; ++r) {
+    const int i = row0 + r * 32 + lane;
+    if (i >= bm && i < m) {
 #pragma unroll 1
-    for (int j = 0; j < BN && bn + j < n; ++j)
-      store_c(c, ldc, m, n, i, bn + j, cs[j][lane], alpha, beta);
+      for (int j = 0; j < BN && bn + j < n; ++j)
+        store_c(c, ldc, m, n, i, bn + j, cs[j][r * 32 + lane], alpha, beta);
+    }
   }
 }
