@@ -165,16 +165,19 @@ def _buffers(device, n: int, in_type: np.dtype, out_type: np.dtype, values: np.n
     return stream, a, b, c
 
 
-def cpu_kernel(sizes: list[int], repeats: int) -> list[dict]:
+def cpu_kernel(sizes: list[int], repeats: int, labels: list[str] | None) -> list[dict]:
     from ptxport import Device
-    from ptxport.blas.portable import LANES_CANDIDATES, SIMT_CANDIDATES, tuned_config
+    from ptxport.blas.portable import LANES_CANDIDATES, SIMT_CANDIDATES, TileConfig, tuned_config
 
     device, f32 = Device("cpu"), np.dtype(np.float32)
     # (LLVM spends minutes on the SIMT kernel's 8x8 micro-tiles on the CPU target: only its
     # 4x4 one, which it took untuned before the lanes kernel)
-    tiles = [("tuned", tuned_config(device, False, f32, f32)),
-             *((c.label, c) for c in LANES_CANDIDATES), (SIMT_CANDIDATES[0].label,
-                                                         SIMT_CANDIDATES[0])]
+    if labels:
+        tiles = [(label, TileConfig.parse(label)) for label in labels]
+    else:
+        tiles = [("tuned", tuned_config(device, False, f32, f32)),
+                 *((c.label, c) for c in LANES_CANDIDATES), (SIMT_CANDIDATES[0].label,
+                                                             SIMT_CANDIDATES[0])]
     rows = []
     print(f"\n{'n':>5} {'tile':>24} {'numpy GF/s':>11} {'kernel GF/s':>12} {'ratio':>6}")
     for n in sizes:
@@ -212,7 +215,9 @@ def main() -> None:
     parser.add_argument("--tiles", nargs="+",
                         help="with --gpu: tile configurations to measure instead of the "
                              "autotuner's choice, named simt:BMxBNxBK/TMxTN[/ahead] and "
-                             "mma:BMxBNxBK/WMxWN/sSTAGES[/late], or 'all' (every candidate)")
+                             "mma:BMxBNxBK/WMxWN/sSTAGES[/late], or 'all' (every candidate); "
+                             "CPU mode: tiles for (b) instead of the lanes candidates "
+                             "(lanes:BMxBNxBK/TN/uU, simt:...)")
     parser.add_argument("--dtypes", nargs="+", default=["float32", "bfloat16"],
                         choices=["float32", "bfloat16"], help="with --gpu: the precisions")
     parser.add_argument("--native", action="store_true",
@@ -241,7 +246,7 @@ def main() -> None:
     machine["clock"] = "process CPU time" if args.cpu_time else "wall"
     routes = [] if args.kernel_only else cpu_routes(args.sizes, args.repeats)
     report = {**machine, "routes": routes,
-              "cpu_kernel": cpu_kernel(args.kernel_sizes, args.repeats)}
+              "cpu_kernel": cpu_kernel(args.kernel_sizes, args.repeats, args.tiles)}
     (out_dir / "gemm.json").write_text(json.dumps(report, indent=1))
 
 
