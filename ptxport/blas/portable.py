@@ -174,18 +174,19 @@ MMA_CANDIDATES = (TileConfig(True, 128, 128, 32, wm=2, wn=4, stages=3),
 
 
 # The lanes kernel's candidates (the SIMT kernel's on cpu devices), from sweeps on a 2-core
-# AMD EPYC (Zen 4, AVX-512), one worker, f32 NN, timed by CPU time (the machine was shared):
-# 32 x 48 x 128 with 6 columns a thread and the k loop unrolled 4 times ran at 47-51 GFLOP/s
-# from 512 up (0.48-0.53 of single-threaded OpenBLAS), 96 x 64 panels 41-52, 8 columns 41-46,
-# 12 (more accumulators: spills) 34-41, unrolled once or twice 25-44, BK = 32 22 (more
-# panels); 64-row tiles (two rows a lane) 64 x 32 x 64 with 4 columns 50 (unrolled twice or 4
-# times), 64 x 48 x 64 with 6 and 64 x 32 x 96 40. 32 x 32 x 64 with 4 columns: the one
-# whose panels of doubles fit 48 KiB.
-LANES_CANDIDATES = (TileConfig(False, 32, 48, 128, 4, 6, lanes=True),
-                    TileConfig(False, 32, 96, 64, 4, 6, lanes=True),
-                    TileConfig(False, 32, 96, 64, 4, 8, lanes=True),
+# AMD EPYC (Zen 4, AVX-512), one worker, f32 NN, timed by CPU time (the machine was shared),
+# at 1024^3 unless said: 64-row tiles (two rows a lane, each B broadcast feeding both) with 2
+# columns a thread and the k loop unrolled 4 times ran at 62-64 GFLOP/s (0.66-0.68 of
+# single-threaded OpenBLAS; unrolled twice 47); 32 x 48 x 128 with 6 columns 44-51 (47-51
+# from 512 up), 32 x 96 x 64 with 6 or 8 columns 41-52, 64 x 32 x 64 with 4 45-50, 32 x 32
+# x 64 with 2 or 4 46-49, 96- and 128-row tiles 38-39, 12 columns (more accumulators:
+# spills) 34-41, BK = 32 22 (more panels). 32 x 32 x 64 with 4 columns: the one whose panels
+# of doubles fit 48 KiB.
+LANES_CANDIDATES = (TileConfig(False, 64, 64, 64, 4, 2, lanes=True),
+                    TileConfig(False, 64, 32, 64, 4, 2, lanes=True),
+                    TileConfig(False, 32, 48, 128, 4, 6, lanes=True),
                     TileConfig(False, 32, 32, 64, 4, 4, lanes=True),
-                    TileConfig(False, 64, 32, 64, 2, 4, lanes=True))
+                    TileConfig(False, 32, 96, 64, 4, 8, lanes=True))
 
 
 def candidates(mma: bool, acc: np.dtype, lanes: bool = False) -> tuple[TileConfig, ...]:
