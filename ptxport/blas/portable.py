@@ -65,6 +65,8 @@ _CPU_TUNE_SIZE = 512
 # part of the autotuner's keys: choices made for an earlier version of the kernels (whose
 # tiles may no longer be candidates, or no longer the fastest) are not reused
 _KERNELS_VERSION = "gemm4"
+# the same for the lanes kernel and its candidates (the kernel's name in the key)
+_LANES_VERSION = "lanes2"
 # backends whose kernels take the transposes as an argument: one compile for all four pairs
 _RUNTIME_TRANSPOSES = ("opencl",)
 # the options a tile's label may end in, by kernel (TileConfig's flags): SIMT, mma
@@ -369,7 +371,7 @@ def tuned_config(device: Device, mma: bool, in_type: np.dtype, out_type: np.dtyp
     if device.backend not in _TUNED_BACKENDS or device.backend == "cpu" and mma:
         return tiles[0]
     size = _CPU_TUNE_SIZE if lanes else size
-    kernel = "lanes" if lanes else "mma" if mma else "simt"
+    kernel = _LANES_VERSION if lanes else "mma" if mma else "simt"
     key = f"{_KERNELS_VERSION}|{device.backend}|{device.name}|{kernel}|" \
           f"{in_type.name}|{out_type.name}|{size}|{layout}"
     cached = _load().get(key)
