@@ -297,6 +297,13 @@ def test_lanes_kernel_two_rows_a_lane(m):
            29, 70, np.float32, np.float32)
 
 
+def test_lanes_first_candidate():
+    # the tile near-ties go to (64 x 64 x 64, two rows and two columns a lane): edges in
+    # every dimension, three panels
+    _check(_device("cpu"), portable.LANES_CANDIDATES[0], False, False, 100, 70, 130,
+           np.float32, np.float32)
+
+
 def test_lanes_kernel_f64():
     _check(_device("cpu"), LANES, True, False, 37, 29, 40, np.float64, np.float64)
 
