@@ -7,9 +7,14 @@ CPU mode (default):
       cudaDeviceSynchronize) and through ptxport.blas.gemm on the cpu device (each call
       followed by stream.sync), against numpy's own matmul (its OpenBLAS) in this process:
       f32 and f64 at --sizes (default 256 512 1024 2048 4096); goal >= 0.95 of numpy.
-  (b) the portable GEMM kernel (ptxport/blas/kernels/gemm.cu, SIMT, f32) compiled for the
-      CPU target, launched on the cpu device, against numpy at --kernel-sizes (default
-      256 512 1024), for its candidate tile shapes of up to 4x4 accumulators a thread.
+  (b) the portable GEMM kernel (ptxport/blas/kernels/gemm.cu) compiled for the CPU target,
+      launched on the cpu device, against numpy at --kernel-sizes (default 256 512 1024):
+      the lanes kernel (gemm_lanes.cuh, what cpu devices take) for each of its candidate
+      tiles and the autotuner's pick (`tuned`), and the SIMT kernel's 64x64x8/4x4 tile for
+      comparison, f32 NN. --workers N runs the kernel's blocks on N host threads (default: one
+      per core); give numpy as many (OPENBLAS_NUM_THREADS=N) for a per-core comparison.
+      --kernel-only skips (a); --cpu-time times by the process's CPU time instead of the
+      wall's (one worker and OPENBLAS_NUM_THREADS=1: a core's throughput on a loaded machine).
 GPU mode (--gpu, for an NVIDIA GPU such as the H100): benchmarks/gemm_gpu.py (its docstring
   says what): (c) the portable GEMM through ptxport's NVPTX (Device("cuda:0")) against cuBLAS
   at FP32 and BF16, layout TN, n = --gpu-sizes (default 1024 2048 4096 8192), in TFLOP/s, for
@@ -20,6 +25,7 @@ CPU times are medians of --repeats calls after a warm-up call. Results go to
 benchmarks/results/gemm.json (gemm_gpu.json for --gpu).
 
     python benchmarks/gemm.py [--repeats 5] [--sizes ...] [--kernel-sizes ...]
+        [--workers N] [--kernel-only] [--cpu-time]
     python benchmarks/gemm.py --gpu [--gpu-sizes 1024 2048 4096 8192] [--tiles all | TILE ...]
         [--dtypes float32 bfloat16] [--native]
 """
@@ -42,13 +48,19 @@ sys.path.insert(0, str(HERE.parent))
 INCLUDE = HERE.parent / "ptxport" / "compat" / "native" / "include"
 
 
+# the clock of the timings: wall time, or with --cpu-time the process's CPU time (all its
+# threads: with one worker and one OpenBLAS thread, a core's work, which other load on a
+# shared machine changes far less than the wall time)
+CLOCK = time.perf_counter
+
+
 def _median_ms(call, repeats: int) -> float:
     call()   # warm-up (and compile)
     times = []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start = CLOCK()
         call()
-        times.append((time.perf_counter() - start) * 1e3)
+        times.append((CLOCK() - start) * 1e3)
     return float(np.median(times))
 
 
@@ -153,30 +165,35 @@ def _buffers(device, n: int, in_type: np.dtype, out_type: np.dtype, values: np.n
     return stream, a, b, c
 
 
-def cpu_kernel(sizes: list[int], repeats: int) -> list[dict]:
+def cpu_kernel(sizes: list[int], repeats: int, labels: list[str] | None) -> list[dict]:
     from ptxport import Device
-    from ptxport.blas.portable import SIMT_CANDIDATES
+    from ptxport.blas.portable import LANES_CANDIDATES, SIMT_CANDIDATES, TileConfig, tuned_config
 
-    # tiles of at most 16 accumulators a thread: LLVM spends many minutes on the CPU target's
-    # version of the 8x8 micro-tiles (their unrolled loops times the CPU target's gangs)
-    tiles = [config for config in SIMT_CANDIDATES if config.tm * config.tn <= 16]
     device, f32 = Device("cpu"), np.dtype(np.float32)
+    # (LLVM spends minutes on the SIMT kernel's 8x8 micro-tiles on the CPU target: only its
+    # 4x4 one, which it took untuned before the lanes kernel)
+    if labels:
+        tiles = [(label, TileConfig.parse(label)) for label in labels]
+    else:
+        tiles = [("tuned", tuned_config(device, False, f32, f32)),
+                 *((c.label, c) for c in LANES_CANDIDATES), (SIMT_CANDIDATES[0].label,
+                                                             SIMT_CANDIDATES[0])]
     rows = []
-    print(f"\n{'n':>5} {'tile':>16} {'numpy GF/s':>11} {'kernel GF/s':>12} {'ratio':>6}")
+    print(f"\n{'n':>5} {'tile':>24} {'numpy GF/s':>11} {'kernel GF/s':>12} {'ratio':>6}")
     for n in sizes:
         ref = numpy_ms(np.float32, n, repeats)
         buffers = _buffers(device, n, f32, f32, None)
-        for config in tiles:
-            tile = f"{config.bm}x{config.bn}x{config.bk}/{config.tm}x{config.tn}"
+        for name, config in tiles:
+            tile = name if name != "tuned" else f"tuned ({config.label.split(':')[1]})"
             try:
                 ms = _kernel_ms(device, config, n, f32, f32, False, repeats, buffers)
             except Exception as e:   # a tile the CPU target refuses: reported, not fatal
                 rows.append({"n": n, "tile": tile, "error": f"{type(e).__name__}: {e}"})
-                print(f"{n:5d} {tile:>16} failed: {type(e).__name__}: {str(e)[:80]}")
+                print(f"{n:5d} {tile:>24} failed: {type(e).__name__}: {str(e)[:80]}")
                 continue
             rows.append({"n": n, "tile": tile, "numpy_ms": ref, "kernel_ms": ms,
                          "ratio": ref / ms})
-            print(f"{n:5d} {tile:>16} {_gflops(n, ref):11.1f} {_gflops(n, ms):12.1f} "
+            print(f"{n:5d} {tile:>24} {_gflops(n, ref):11.1f} {_gflops(n, ms):12.1f} "
                   f"{ref / ms:6.3f}", flush=True)
     return rows
 
@@ -186,12 +203,21 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5, help="CPU mode: calls timed")
     parser.add_argument("--sizes", type=int, nargs="+", default=[256, 512, 1024, 2048, 4096])
     parser.add_argument("--kernel-sizes", type=int, nargs="+", default=[256, 512, 1024])
+    parser.add_argument("--workers", type=int,
+                        help="CPU mode: host threads running the kernel's blocks")
+    parser.add_argument("--cpu-time", action="store_true",
+                        help="CPU mode: time by the process's CPU time, not the wall's (for "
+                             "--workers 1 with OPENBLAS_NUM_THREADS=1 on a loaded machine)")
+    parser.add_argument("--kernel-only", action="store_true",
+                        help="CPU mode: only (b), the portable kernel on the CPU target")
     parser.add_argument("--gpu", action="store_true")
     parser.add_argument("--gpu-sizes", type=int, nargs="+", default=[1024, 2048, 4096, 8192])
     parser.add_argument("--tiles", nargs="+",
                         help="with --gpu: tile configurations to measure instead of the "
                              "autotuner's choice, named simt:BMxBNxBK/TMxTN[/ahead] and "
-                             "mma:BMxBNxBK/WMxWN/sSTAGES[/late], or 'all' (every candidate)")
+                             "mma:BMxBNxBK/WMxWN/sSTAGES[/late], or 'all' (every candidate); "
+                             "CPU mode: tiles for (b) instead of the lanes candidates "
+                             "(lanes:BMxBNxBK/TN/uU, simt:...)")
     parser.add_argument("--dtypes", nargs="+", default=["float32", "bfloat16"],
                         choices=["float32", "bfloat16"], help="with --gpu: the precisions")
     parser.add_argument("--native", action="store_true",
@@ -209,8 +235,18 @@ def main() -> None:
                                    args.native)}
         (out_dir / "gemm_gpu.json").write_text(json.dumps(report, indent=1))
         return
-    report = {**machine, "routes": cpu_routes(args.sizes, args.repeats),
-              "cpu_kernel": cpu_kernel(args.kernel_sizes, args.repeats)}
+    from ptxport.runtime.backends.cpu import executor
+
+    global CLOCK
+    if args.cpu_time:
+        CLOCK = time.process_time
+    executor.set_workers(args.workers)
+    machine["workers"] = args.workers or os.cpu_count()
+    machine["openblas_threads"] = os.environ.get("OPENBLAS_NUM_THREADS")
+    machine["clock"] = "process CPU time" if args.cpu_time else "wall"
+    routes = [] if args.kernel_only else cpu_routes(args.sizes, args.repeats)
+    report = {**machine, "routes": routes,
+              "cpu_kernel": cpu_kernel(args.kernel_sizes, args.repeats, args.tiles)}
     (out_dir / "gemm.json").write_text(json.dumps(report, indent=1))
 
 

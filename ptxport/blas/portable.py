@@ -16,8 +16,9 @@ kernel, accumulator type, size class, transposes) is used (1024^3, 2048^3, 4096^
 after about 100 ms of warm-up launches, the median of five groups of about 20 ms, and the
 first candidate within 2% of the fastest is kept (near-ties go the same way every time) in
 $PTXPORT_CACHE_DIR/blas/autotune.json (else ~/.cache/ptxport/...), keyed by the device's
-backend and name. cpu and opencl devices take the first candidate untuned (see
-tuned_config).
+backend and name. On cpu devices a third kernel of the same source replaces the SIMT one:
+the lanes kernel (kernels/gemm_lanes.cuh), shaped for the CPU target's warp gangs, tuned
+at 512^3; opencl devices take the first candidate untuned (see tuned_config).
 """
 
 from __future__ import annotations
@@ -48,19 +49,24 @@ KERNELS = Path(__file__).resolve().parent / "kernels"
 SOURCE = KERNELS / "gemm.cu"
 
 
-def kernel_source(path: Path) -> str:
+def kernel_source(path: Path, *tail: Path) -> str:
     """A kernel file of kernels/ with the element-type helpers both share (elements.cuh) in
-    front; `#line` keeps the file's own line numbers in messages and line tables."""
-    return ((KERNELS / "elements.cuh").read_text() + f'#line 1 "{path.name}"\n'
-            + path.read_text())
+    front and the files `tail` after it (gemm_lanes.cuh for the lanes kernel); `#line` keeps
+    each file's own line numbers in messages and line tables."""
+    return (KERNELS / "elements.cuh").read_text() + "".join(
+        f'#line 1 "{part.name}"\n' + part.read_text() for part in (path, *tail))
 # uint16: bfloat16 bits; int8 in with int32 out: cuBLAS's 32I compute (SIMT kernel)
 _KINDS = {"float32": 0, "float64": 1, "float16": 2, "uint16": 3, "int8": 4, "int32": 5}
-# backends whose devices are tuned, and the square sizes tuned at (see tune_size)
-_TUNED_BACKENDS = ("cuda", "hip")
+# backends whose devices are tuned, and the square sizes tuned at (see tune_size); cpu
+# devices tune the lanes kernel at one size (their time grows as n^3 on a few cores)
+_TUNED_BACKENDS = ("cuda", "hip", "cpu")
 _TUNE_SIZES = (1024, 2048, 4096, 8192)
+_CPU_TUNE_SIZE = 512
 # part of the autotuner's keys: choices made for an earlier version of the kernels (whose
 # tiles may no longer be candidates, or no longer the fastest) are not reused
 _KERNELS_VERSION = "gemm4"
+# the same for the lanes kernel and its candidates (the kernel's name in the key)
+_LANES_VERSION = "lanes2"
 # backends whose kernels take the transposes as an argument: one compile for all four pairs
 _RUNTIME_TRANSPOSES = ("opencl",)
 # the options a tile's label may end in, by kernel (TileConfig's flags): SIMT, mma
@@ -85,16 +91,23 @@ class TileConfig:
     ahead: bool = False   # fragments read a k-step ahead (gemm.cu's AHEAD)
     late: bool = False    # (mma) copies issued after the first mmas of a k-step (LATE)
     warp: bool = False    # (SIMT) threads laid out in warp tiles (WARPTILE)
+    lanes: bool = False   # the lanes kernel for the CPU target (gemm_lanes.cuh): one warp a
+    #                       block, bm rows (bm / 32 a lane) x bn columns, tn columns a
+    #                       thread, k panels of bk whose loop is unrolled tm times
 
     @property
     def threads(self) -> int:
+        if self.lanes:
+            return 32
         return self.wm * self.wn * 32 if self.mma else (self.bm // self.tm) * (self.bn // self.tn)
 
     @property
     def label(self) -> str:
-        """The tile as benchmarks name it: simt:BMxBNxBK/TMxTN[/ahead][/warp] or
-        mma:BMxBNxBK/WMxWN/sSTAGES[/ahead][/late]."""
+        """The tile as benchmarks name it: simt:BMxBNxBK/TMxTN[/ahead][/warp],
+        mma:BMxBNxBK/WMxWN/sSTAGES[/ahead][/late] or lanes:BMxBNxBK/TN/uUNROLL."""
         shape = f"{self.bm}x{self.bn}x{self.bk}"
+        if self.lanes:
+            return f"lanes:{shape}/{self.tn}/u{self.tm}"
         head = f"mma:{shape}/{self.wm}x{self.wn}/s{self.stages}" if self.mma else \
             f"simt:{shape}/{self.tm}x{self.tn}"
         return head + "".join(f"/{o}" for o in _OPTIONS[self.mma] if getattr(self, o))
@@ -106,6 +119,9 @@ class TileConfig:
             kind, _, rest = label.partition(":")
             parts = rest.split("/")
             bm, bn, bk = (int(x) for x in parts[0].split("x"))
+            if kind == "lanes" and len(parts) == 3 and bm % 32 == 0 and parts[2][:1] == "u":
+                return cls(False, bm, bn, bk, tm=int(parts[2][1:]), tn=int(parts[1]),
+                           lanes=True)
             x, y = (int(v) for v in parts[1].split("x"))
             mma = kind == "mma"
             stages = int(parts[2].removeprefix("s")) if mma and len(parts) > 2 else 3
@@ -117,8 +133,9 @@ class TileConfig:
                     cls(False, bm, bn, bk, x, y, **flags)
         except (IndexError, ValueError):
             pass
-        raise InvalidValueError(f"tile {label!r} is not simt:BMxBNxBK/TMxTN[/ahead][/warp] or "
-                                f"mma:BMxBNxBK/WMxWN/sSTAGES[/ahead][/late]")
+        raise InvalidValueError(f"tile {label!r} is not simt:BMxBNxBK/TMxTN[/ahead][/warp], "
+                                f"mma:BMxBNxBK/WMxWN/sSTAGES[/ahead][/late] or "
+                                f"lanes:BMxBNxBK/TN/uUNROLL (BM: 32, 64, ...)")
 
     def dynamic_shared(self) -> int:
         """Bytes of dynamic shared memory a launch needs: the mma kernel's pipeline stages
@@ -127,7 +144,9 @@ class TileConfig:
 
     def static_shared(self, acc_bytes: int) -> int:
         """The SIMT kernel's shared tiles (two buffers, padded rows) with accumulators of
-        `acc_bytes`."""
+        `acc_bytes`; the lanes kernel's panels of A and B and its partial sums of C."""
+        if self.lanes:
+            return (self.bk * self.bm + self.bn * self.bk + self.bn * self.bm) * acc_bytes
         sub_m, sub_n = (4 if x % 4 == 0 else 1 for x in (self.tm, self.tn))
         return 2 * self.bk * (self.bm + sub_m + self.bn + sub_n) * acc_bytes
 
@@ -156,11 +175,29 @@ MMA_CANDIDATES = (TileConfig(True, 128, 128, 32, wm=2, wn=4, stages=3),
                   TileConfig(True, 64, 64, 32, wm=2, wn=2, stages=4))
 
 
-def candidates(mma: bool, acc: np.dtype) -> tuple[TileConfig, ...]:
-    """The tile shapes the autotuner times for a kernel and accumulator type."""
+# The lanes kernel's candidates (the SIMT kernel's on cpu devices), from sweeps on a 2-core
+# AMD EPYC (Zen 4, AVX-512), one worker, f32 NN, timed by CPU time (the machine was shared),
+# at 1024^3 unless said: 64-row tiles (two rows a lane, each B broadcast feeding both) with 2
+# columns a thread and the k loop unrolled 4 times ran at 62-64 GFLOP/s (0.66-0.68 of
+# single-threaded OpenBLAS; unrolled twice 47); 32 x 48 x 128 with 6 columns 44-51 (47-51
+# from 512 up), 32 x 96 x 64 with 6 or 8 columns 41-52, 64 x 32 x 64 with 4 45-50, 32 x 32
+# x 64 with 2 or 4 46-49, 96- and 128-row tiles 38-39, 12 columns (more accumulators:
+# spills) 34-41, BK = 32 22 (more panels). 32 x 32 x 64 with 4 columns: the one whose panels
+# of doubles fit 48 KiB.
+LANES_CANDIDATES = (TileConfig(False, 64, 64, 64, 4, 2, lanes=True),
+                    TileConfig(False, 64, 32, 64, 4, 2, lanes=True),
+                    TileConfig(False, 32, 48, 128, 4, 6, lanes=True),
+                    TileConfig(False, 32, 32, 64, 4, 4, lanes=True),
+                    TileConfig(False, 32, 96, 64, 4, 8, lanes=True))
+
+
+def candidates(mma: bool, acc: np.dtype, lanes: bool = False) -> tuple[TileConfig, ...]:
+    """The tile shapes the autotuner times for a kernel and accumulator type (`lanes`: the
+    lanes kernel's, which cpu devices take instead of the SIMT kernel)."""
     if mma:
         return MMA_CANDIDATES
-    return tuple(c for c in SIMT_CANDIDATES if c.static_shared(acc.itemsize) <= _STATIC_SHARED)
+    return tuple(c for c in (LANES_CANDIDATES if lanes else SIMT_CANDIDATES)
+                 if c.static_shared(acc.itemsize) <= _STATIC_SHARED)
 
 
 def parse_tiles(labels: list[str], mma: bool) -> list[TileConfig]:
@@ -198,10 +235,11 @@ def program_for(arch: str, config: TileConfig, ta: int, tb: int, in_kind: int, o
               "BN": config.bn, "BK": config.bk, "TM": config.tm or 1, "TN": config.tn or 1,
               "WM": config.wm or 1, "WN": config.wn or 1, "STAGES": config.stages,
               "AHEAD": int(config.ahead), "LATE": int(config.late),
-              "WARPTILE": int(config.warp), "EVEN": int(even)}
+              "WARPTILE": int(config.warp), "EVEN": int(even), "GEMM_LANES": int(config.lanes)}
     options = ProgramOptions(arch=arch, define_macro=[(k, str(v)) for k, v in macros.items()],
                              name="ptxport_gemm.cu")
-    return Program(kernel_source(SOURCE), "c++", options)
+    tail = (KERNELS / "gemm_lanes.cuh",) if config.lanes else ()
+    return Program(kernel_source(SOURCE, *tail), "c++", options)
 
 
 @functools.cache
@@ -247,8 +285,10 @@ def gemm_launch(device: Device, config: TileConfig, problem, a: Buffer | np.uint
     # transposes as a kernel argument where each variant is a slow compile (opencl)
     ta, tb = (-1, -1) if device.backend in _RUNTIME_TRANSPOSES else \
         (int(problem.ta), int(problem.tb))
+    # the lanes kernel has no vector loads (it packs): EVEN alone drops its edge checks
+    even = _even(problem, config) if config.lanes else vec and _even(problem, config)
     kernel = kernel_for(_arch(device, config.mma), config, ta, tb, _kind(in_type),
-                        _kind(out_type), vec, vec and _even(problem, config))
+                        _kind(out_type), vec and not config.lanes, even)
     scalar = np.float64 if in_type == np.float64 else np.int32 if in_type == np.int8 else \
         np.float32
     grid = (-(-problem.m // config.bm), -(-problem.n // config.bn), problem.batch)
@@ -319,15 +359,20 @@ def tuned_config(device: Device, mma: bool, in_type: np.dtype, out_type: np.dtyp
     """The fastest candidate tile shape on `device` for this kernel and its accumulator
     (f32 or f64; 16-bit data share f32's choice) at the tuning size `size` (one of
     _TUNE_SIZES: see tune_size) and the transposes `layout` (op(A) op(B): "NN", "TN", ...),
-    timed on first use and cached on disk. On cpu and opencl devices, the first candidate,
-    untuned: there each candidate's compile (the OpenCL runtime's, seconds) costs more than
-    tuning gains at the sizes they run."""
+    timed on first use and cached on disk. cpu devices take the lanes kernel (gemm_lanes.cuh)
+    instead of the SIMT kernel, tuned at _CPU_TUNE_SIZE whatever `size`, and the mma
+    kernel's first candidate untuned; opencl devices the first candidate, untuned: there each
+    candidate's compile (the OpenCL runtime's, seconds) costs more than tuning gains at the
+    sizes they run."""
     if not mma:
         in_type = out_type = np.dtype(np.float64 if in_type == np.float64 else np.float32)
-    tiles = candidates(mma, in_type)
-    if device.backend not in _TUNED_BACKENDS:
+    lanes = device.backend == "cpu" and not mma
+    tiles = candidates(mma, in_type, lanes)
+    if device.backend not in _TUNED_BACKENDS or device.backend == "cpu" and mma:
         return tiles[0]
-    key = f"{_KERNELS_VERSION}|{device.backend}|{device.name}|{'mma' if mma else 'simt'}|" \
+    size = _CPU_TUNE_SIZE if lanes else size
+    kernel = _LANES_VERSION if lanes else "mma" if mma else "simt"
+    key = f"{_KERNELS_VERSION}|{device.backend}|{device.name}|{kernel}|" \
           f"{in_type.name}|{out_type.name}|{size}|{layout}"
     cached = _load().get(key)
     if cached is not None:

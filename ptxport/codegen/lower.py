@@ -232,6 +232,9 @@ class FunctionLowering:
         # and lowering goes on (what a target cannot compile, all at once)
         self.problems: list | None = None
         self.carry: ll.AllocaInstr | None = None  # CC.CF, made on first use
+        # f32 registers no instruction tells NaNs apart in (ir.analysis.nan_blind_registers),
+        # found on first use
+        self.nan_blind: set | None = None
 
     # --- setup -------------------------------------------------------------------------------
 

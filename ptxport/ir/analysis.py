@@ -6,8 +6,9 @@ from collections.abc import Iterable
 
 from ptxport.ir import nodes as ir
 
-__all__ = ["address_taken", "calls_of", "live_after", "pointer_parameters", "recursive_call",
-           "runs_to_completion", "state_space", "uses_and_defs"]
+__all__ = ["address_taken", "calls_of", "live_after", "nan_blind_registers",
+           "pointer_parameters", "recursive_call", "runs_to_completion", "state_space",
+           "uses_and_defs"]
 
 
 def pointer_parameters(f: ir.Function) -> dict[str, str]:
@@ -355,3 +356,22 @@ def runs_to_completion(function: ir.Function) -> bool:
             state[id(following)] = 1
             stack.append((following, iter(following.successors)))
     return True
+
+
+# f32 instructions whose result (or predicate) is the same for every NaN an operand may hold:
+# arithmetic that makes its own NaN result canonical, and comparisons
+_NAN_BLIND_READERS = ("add", "sub", "mul", "fma", "mad", "setp")
+
+
+def nan_blind_registers(f: ir.Function) -> set:
+    """The .f32 registers of `f` read only as operands of f32 add, sub, mul, fma, mad and
+    setp (and at least once): no instruction can tell which NaN such a register holds, so an
+    f32 NaN written to it need not be made the canonical NaN (an accumulator within an
+    unrolled dot product; its last write, which a store reads, is canonical)."""
+    readers: dict = {}
+    for inst in f.instructions():
+        blind = inst.opcode in _NAN_BLIND_READERS and tuple(inst.spec.types) == ("f32",)
+        for reg in uses_and_defs(inst)[0]:
+            readers[reg] = readers.get(reg, True) and blind
+    return {reg for reg, blind in readers.items()
+            if blind and reg.vector is None and reg.type.name == "f32"}

@@ -268,3 +268,70 @@ def test_the_autotuner_keeps_the_first_candidate_within_two_percent(monkeypatch,
     assert len(timed) == len(tiles)
     portable.tuned_config(gpu, False, f32, f32, 4096, "NN")   # another layout: tuned apart
     assert len(timed) == 2 * len(tiles)
+
+
+# the lanes kernel (gemm_lanes.cuh), which cpu devices take instead of the SIMT kernel: small
+# panels so that small problems cross them (k = 70: three panels of 32, the last partial;
+# n = 29: two blocks of 16 columns, four groups of 4 each, the last past n; m = 37: two row
+# tiles, the second moved up to overlap the first)
+LANES = TileConfig(False, 32, 16, 32, 2, 4, lanes=True)
+
+
+@pytest.mark.parametrize("ta, tb", [(False, False), (False, True), (True, False), (True, True)])
+def test_lanes_kernel_on_cpu(ta, tb):
+    _check(_device("cpu"), LANES, ta, tb, 37, 29, 70, np.float32, np.float32, batch=2)
+
+
+@pytest.mark.parametrize("m, n, k", [(5, 3, 2), (64, 32, 64), (33, 16, 0)])
+def test_lanes_kernel_edges(m, n, k):
+    # fewer rows than a warp (rows clamped); whole tiles (EVEN: no edge tests); k = 0 (C =
+    # beta C, one empty panel)
+    _check(_device("cpu"), LANES, False, False, m, n, k, np.float32, np.float32)
+
+
+@pytest.mark.parametrize("m", [37, 100])
+def test_lanes_kernel_two_rows_a_lane(m):
+    # 64-row tiles, each lane two rows 32 apart: fewer rows than a tile (clamped), and two
+    # tiles, the second moved up to overlap the first
+    _check(_device("cpu"), TileConfig(False, 64, 16, 32, 2, 4, lanes=True), False, True, m,
+           29, 70, np.float32, np.float32)
+
+
+def test_lanes_first_candidate():
+    # the tile near-ties go to (64 x 64 x 64, two rows and two columns a lane): edges in
+    # every dimension, three panels
+    _check(_device("cpu"), portable.LANES_CANDIDATES[0], False, False, 100, 70, 130,
+           np.float32, np.float32)
+
+
+def test_lanes_kernel_f64():
+    _check(_device("cpu"), LANES, True, False, 37, 29, 40, np.float64, np.float64)
+
+
+def test_lanes_labels_and_cpu_tuning(monkeypatch, tmp_path):
+    # the cpu device tunes the lanes kernel's candidates (at one size, whatever the problem's)
+    from types import SimpleNamespace
+
+    for config in (*portable.LANES_CANDIDATES, LANES):
+        assert TileConfig.parse(config.label) == config
+    assert LANES.label == "lanes:32x16x32/4/u2"
+    with pytest.raises(InvalidValueError):
+        TileConfig.parse("lanes:48x16x32/4/u2")   # a block is one warp: 32 rows a lane
+    monkeypatch.setenv("PTXPORT_CACHE_DIR", str(tmp_path))
+    f32, f64 = np.dtype(np.float32), np.dtype(np.float64)
+    tiles = portable.candidates(False, f32, lanes=True)
+    assert tiles == portable.LANES_CANDIDATES
+    # panels of doubles within 48 KiB of shared memory
+    assert portable.candidates(False, f64, lanes=True) == (portable.LANES_CANDIDATES[3],)
+    timed = []
+
+    def fake_time(device, config, in_type, out_type, size, layout="NN"):
+        timed.append((config, size))
+        return 1.0 if config == tiles[2] else 2.0
+
+    monkeypatch.setattr(portable, "time_tile", fake_time)
+    cpu = SimpleNamespace(backend="cpu", name="fake CPU")
+    assert portable.tuned_config(cpu, False, f32, f32, 4096, "NN") == tiles[2]
+    assert {size for _, size in timed} == {512}
+    # the mma kernel (16-bit data) is not tuned on cpu devices
+    assert portable.tuned_config(cpu, True, BF16, f32) == portable.MMA_CANDIDATES[0]

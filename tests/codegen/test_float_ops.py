@@ -720,3 +720,33 @@ def test_forms_outside_the_manual_are_refused():
         bits = 64 if "f64" in inst else 16
         with pytest.raises(UnsupportedFeatureError):
             run([inst], [[0], [0]], bits)
+
+
+def test_nan_blind_registers_skip_canonical_nans_unobserved():
+    # %y is read only by f32 arithmetic and comparisons: its NaN may stay LLVM's (the GEMM's
+    # accumulators); %x is also moved out as bits: each NaN written to it is the canonical one
+    from ptxport.ir.analysis import nan_blind_registers
+    from ptxport.ir.from_ptx import build
+    from ptxport.ptx.parser import parse
+
+    body = ["mov.b32 %x, %a; fma.rn.f32 %y, %x, %x, %x; fma.rn.f32 %y, %y, %x, %y; "
+            "add.rn.f32 %x, %y, %y; setp.lt.f32 %p, %y, %x; mov.b32 %d, %x;",
+            "mov.b32 %x, %a; mul.rn.f32 %y, %x, %x; sub.rn.f32 %x, %y, %x; mov.b32 %d, %x;"]
+    nans = [0x7FC01234, 0xFFA00001, 0x7F800001, 0xFFFFFFFF]
+    inputs = [nans + [0x3F800000, 0x7F800000, 0xFF800000]]
+    out = run(body, inputs, 32, regs=".reg .f32 %x, %y;")
+    with np.errstate(invalid="ignore", over="ignore"):
+        one = np.array(inputs[0], np.uint32).view(np.float32)
+        first = one * one + one
+        sums = [2 * (first * one + first), one * one - one]
+    for k, got in enumerate(out):
+        want = np.where(np.isnan(sums[k]), np.uint32(0x7FFFFFFF), sums[k].view(np.uint32))
+        check(f"instruction {k}", got, want, inputs, 32)
+    kernel = build(parse(kernel_text(body[0]))).kernels[0]
+    assert {r.name for r in nan_blind_registers(kernel)} == {"%y"}
+
+
+def kernel_text(inst: str) -> str:
+    from cpu_harness import kernel_ptx
+
+    return kernel_ptx(".reg .b32 %a, %d; .reg .f32 %x, %y; .reg .pred %p;\n" + inst, "")

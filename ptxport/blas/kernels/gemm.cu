@@ -129,7 +129,9 @@ __device__ __forceinline__ In load_b(const In *b, int ldb, int k, int n, int p, 
   return TB ? b[j + (long long)p * ldb] : b[p + (long long)j * ldb];
 }
 
-#if !GEMM_MMA
+#if GEMM_LANES
+// the lanes kernel, shaped for the CPU target: gemm_lanes.cuh, which kernel_source appends
+#elif !GEMM_MMA
 // -- the SIMT kernel --------------------------------------------------------------------------
 // NT threads; each owns TM rows and TN columns of the block tile in runs of SUB_M (SUB_N)
 // consecutive ones, SPACE_M (SPACE_N) apart: rows (r / SUB_M) * SPACE_M + row0 + r % SUB_M

@@ -14,7 +14,10 @@ hi + lo of two f64 here (`_exact`, `_f64_exact`), then rounds it with float_roun
 
 Where the manual leaves a result open, NVIDIA's hardware decides (measured on an H100):
 - an f32, f16 or bf16 NaN result is the canonical NaN (all ones but the sign), abs and neg
-  of a NaN included;
+  of a NaN included (an f32 add, sub, mul, fma or mad into a register that only such
+  arithmetic and comparisons read, ir.analysis.nan_blind_registers, keeps LLVM's NaN: no
+  instruction can tell the two apart, and the FMA loops of GEMMs lose a compare and a blend
+  per FMA);
 - an f64 NaN result keeps the payload of a NaN operand, quietened: b's before a's (fma: b,
   c, a; div: a, b); an invalid operation on numbers gives 0xFFF8000000000000; abs and neg
   return a NaN operand quietened, its sign unchanged;
@@ -76,6 +79,7 @@ from ptxport.codegen.ops.float_rounding import (
     two_sum,
 )
 from ptxport.ir import nodes as ir
+from ptxport.ir.analysis import nan_blind_registers
 from ptxport.ir.types import TYPES, Type
 
 __all__ = ["FLOAT_FORMS", "unary_arith"]
@@ -146,17 +150,20 @@ def _signed_zero(fl: FunctionLowering, fmt: FloatFormat, negative: ll.Value) -> 
 
 
 def _narrow_arith(fl: FunctionLowering, op: str, fmt: FloatFormat, xs: list,
-                  mode: _Mode) -> ll.Value:
-    """op on f32/f16/bf16 lanes `xs` (already flushed for .ftz) in `mode`."""
+                  mode: _Mode, any_nan: bool = False) -> ll.Value:
+    """op on f32/f16/bf16 lanes `xs` (already flushed for .ftz) in `mode`; `any_nan`: a NaN
+    result may stay whichever NaN LLVM's operation gives (nan_blind_registers)."""
     b = fl.b
-    wide = [to_f64(fl, x, fmt) for x in xs]
-    hi, lo = _exact(fl, op, wide)
-    natively = fmt is F32 or op in ("add", "sub", "mul")
-    if mode.rnd == "rn" and natively:
-        # One f32 operation rounds f16 and bf16 sums and products harmlessly twice.
-        r = from_f32(fl, _native(fl, op, [to_f32(fl, x, fmt) for x in xs]), fmt)
-    else:
-        r = round_narrow(fl, hi, lo, fmt, mode.rnd)
+    # One f32 operation rounds f16 and bf16 sums and products harmlessly twice.
+    native = mode.rnd == "rn" and (fmt is F32 or op in ("add", "sub", "mul"))
+    # the exact result only where rounding or .ftz reads it (LLVM would drop it unread, but
+    # only after its passes had spent time on every such operation's f64 code)
+    wide = hi = lo = None
+    if not native or (mode.ftz and op not in ("add", "sub")):
+        wide = [to_f64(fl, x, fmt) for x in xs]
+        hi, lo = _exact(fl, op, wide)
+    r = from_f32(fl, _native(fl, op, [to_f32(fl, x, fmt) for x in xs]), fmt) if native \
+        else round_narrow(fl, hi, lo, fmt, mode.rnd)
     if mode.rnd == "rm" and op in ("add", "sub", "fma"):
         exact_zero = b.fcmp_ordered("==", hi, fconst(F64_LL, 0.0))
         r = b.select(exact_zero, _signed_zero(fl, fmt, _rm_zero(fl, op, wide)), r)
@@ -165,7 +172,7 @@ def _narrow_arith(fl: FunctionLowering, op: str, fmt: FloatFormat, xs: list,
         r = flush(fl, r, fmt)
     elif mode.ftz:
         r = b.select(is_tiny(fl, hi, lo, fmt, mode.rnd), zero_like(fl, r, fmt), r)
-    return canonical(fl, r, fmt)
+    return r if any_nan and fmt is F32 else canonical(fl, r, fmt)
 
 
 def _f64_exact(fl: FunctionLowering, op: str, xs: list):
@@ -287,12 +294,19 @@ def _one_bits(fmt: FloatFormat) -> int:
 
 
 def _arith(fl: FunctionLowering, inst: ir.Instruction, op: str, fmt: FloatFormat, xs: list,
-           mode: _Mode) -> ll.Value:
+           mode: _Mode, any_nan: bool = False) -> ll.Value:
     if fmt is F64:
         return _f64_arith(fl, op, xs, mode)
     if mode.ftz:
         xs = [flush(fl, x, fmt) for x in xs]
-    return _finish(fl, _narrow_arith(fl, op, fmt, xs, mode), fmt, mode)
+    return _finish(fl, _narrow_arith(fl, op, fmt, xs, mode, any_nan), fmt, mode)
+
+
+def _nan_blind(fl: FunctionLowering, dest) -> bool:
+    """Whether no instruction can tell which NaN register `dest` holds."""
+    if fl.nan_blind is None:
+        fl.nan_blind = nan_blind_registers(fl.function)
+    return isinstance(dest, ir.Register) and dest in fl.nan_blind
 
 
 def _mode(fl: FunctionLowering, inst: ir.Instruction, t: Type) -> _Mode:
@@ -323,7 +337,10 @@ def _lanewise(fl: FunctionLowering, inst: ir.Instruction, op: str, count: int) -
         columns += [[fl.read(sources[-1], t)]]
     else:
         columns = [read_lanes(fl, o, t, fmt, lanes) for o in sources]
-    results = [_arith(fl, inst, op, fmt, list(xs), mode) for xs in zip(*columns, strict=True)]
+    any_nan = lanes == 1 and not mode.sat and not mode.relu and \
+        _nan_blind(fl, inst.operands[0])
+    results = [_arith(fl, inst, op, fmt, list(xs), mode, any_nan)
+               for xs in zip(*columns, strict=True)]
     write_lanes(fl, inst.operands[0], results, t, fmt)
 
 
