@@ -26,9 +26,10 @@ from ptxport.ir import nodes as ir
 __all__ = ["PASSES", "PassResult", "run_until", "dump"]
 
 # name -> the module that holds its run(), in pipeline order. The CPU target's warp-gang
-# path runs uniformity and segment on the kernel as written; its thread-by-thread path runs
+# path runs if-convert, then uniformity and segment on its result; its thread-by-thread path runs
 # inline, then plan-waits on the inlined kernel (the analyses pass the kernel on unchanged).
 PASSES = {
+    "if-convert": "ptxport.passes.if_convert",    # short divergent ifs guarded (warp gangs)
     "uniformity": "ptxport.passes.uniformity",    # registers alike in a warp's lanes
     "segment": "ptxport.passes.segment",          # warp-gang code segments
     "lane-offsets": "ptxport.passes.lane_offsets",  # lanes apart by constants (warp gangs)

@@ -20,6 +20,7 @@ from ptxport.codegen.targets.cpu.options import CpuOptions
 from ptxport.codegen.targets.cpu.runtime_functions import add_conversions
 from ptxport.errors import UnsupportedFeatureError
 from ptxport.ir import nodes as ir
+from ptxport.passes.if_convert import if_convert
 
 __all__ = ["GangUnsupported", "build_gang", "check_gang"]
 
@@ -35,6 +36,8 @@ def build_gang(module: ir.Module, kernel_name: str, block: tuple[int, int, int],
     reason = refusal(module, kernel)
     if reason is not None:
         raise GangUnsupported(reason)
+    # short divergent ifs as guarded instructions (a new function; the module's stays)
+    kernel, _ = if_convert(kernel, block)
     llmod = ll.Module(name=f"ptxport.gang.{kernel_name}")
     llmod.triple = llvm.get_process_triple()
     plan = plan_kernel(module, kernel)

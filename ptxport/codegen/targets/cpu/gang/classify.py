@@ -80,9 +80,10 @@ def _known_pattern(fl: GangLowering, place: Place, size: int):
     d = [(c - form.offsets[0]) & wrap for c in form.offsets]
     consecutive = d == [size * i for i in range(W)] and not form.halves
     if not isinstance(fl.mask, ll.Constant):
-        whole_warp = isinstance(fl.unguarded_mask, ll.Constant)
-        return _known_consecutive(fl, place, size) \
-            if consecutive and whole_warp and not place.shared else None
+        if not isinstance(fl.unguarded_mask, ll.Constant):
+            return None
+        if consecutive and not place.shared:
+            return _known_consecutive(fl, place, size)
     s0 = ll.IRBuilder.extract_element(b, addrs, I32(0))
     if consecutive:
         return (I32(CONSECUTIVE), s0, b.add(s0, ll.Constant(et, size * HALF)), s0,

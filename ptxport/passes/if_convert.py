@@ -1,0 +1,300 @@
+"""If-conversion for the CPU's warp gangs: a short divergent `if` (or `if`/`else`) becomes
+guarded instructions in the block before it, so that a warp runs both sides under the lanes'
+predicates instead of splitting its mask at the branch and meeting again at the join
+(codegen/targets/cpu/gang/control.py: two segments, the dispatcher, and each memory access
+of a side classified under a mask known only at run time).
+
+A region qualifies when the branch that ends block B is divergent (its predicate is not
+uniform, passes/uniformity.py), none of its sides only returns (those lanes exit: nothing
+to join), and the blocks between B and its immediate post-dominator J in program order are
+exactly the blocks reachable from B before J, entered only from B or from each other, with
+forward edges only (no loop), holding no barrier, warp operation, call, return or trap, and
+together at most LIMIT instructions. Then each block r of the region gets a predicate (the
+lanes that would run it: the OR of its incoming edges' predicates, each the AND of its
+source block's predicate and the branch's condition, taken where the branch was), every
+instruction of r is guarded by it (ANDed with its own guard), the region's branches go, and
+B falls through to J. An instruction that cannot fault or touch memory and whose registers
+have one write in the kernel and are not live where B ends runs unguarded (it computes a
+value only the lanes that ran it read), which keeps its lane form (passes/lane_forms.py)
+for the accesses that use it.
+
+The rewritten kernel is a new function; the module's is not changed. The gang lowering
+applies the pass for its block shape (gang/build.py); `ptxport inspect --dump-after
+if-convert` shows it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ptxport.ir import nodes as ir
+from ptxport.ir.analysis import live_before, may_write
+from ptxport.ir.types import TYPES
+from ptxport.passes import PassResult
+from ptxport.passes.uniformity import (
+    immediate_post_dominator,
+    only_returns,
+    post_dominators,
+    uniform_registers,
+)
+
+__all__ = ["LIMIT", "if_convert", "run"]
+
+_PRED = TYPES["pred"]
+
+# the most instructions a converted region holds: both sides always run, so a long side
+# that most warps skip would cost more than the split it saves
+LIMIT = 40
+
+# opcodes a region may not hold: lanes wait or leave there, or control leaves the region
+_BARRED = frozenset(("bar", "barrier", "shfl", "vote", "activemask", "mma", "ldmatrix",
+                     "wgmma", "match", "redux", "elect", "mbarrier", "call", "ret", "exit",
+                     "trap", "brx", "cp", "cp.async", "nanosleep", "setmaxnreg"))
+
+# opcodes that compute a value from registers only: never a fault, no memory
+_PURE = frozenset(("add", "sub", "mul", "mad", "mul24", "mad24", "sad", "abs", "neg", "min",
+                   "max", "and", "or", "xor", "not", "cnot", "shl", "shr", "setp", "set",
+                   "selp", "slct", "mov", "cvt", "cvta", "fma", "bfe", "bfi", "prmt", "lop3",
+                   "shf", "popc", "clz", "brev", "bfind", "copysign"))
+
+_SNIPPET = """
+.version 7.0
+.target sm_70
+.address_size 64
+.visible .entry snippet()
+{
+    .reg .pred %p<3>;
+    and.pred %p0, %p1, %p2;
+    or.pred %p0, %p1, %p2;
+    mov.pred %p0, %p1;
+    not.pred %p0, %p1;
+    ret;
+}
+"""
+
+
+@dataclasses.dataclass
+class _Specs:
+    and_: object
+    or_: object
+    mov: object
+    not_: object
+
+
+def _specs() -> _Specs:
+    """The specs of `and.pred`, `or.pred`, `mov.pred` and `not.pred`, as the front end makes
+    them."""
+    from ptxport.ir.from_ptx import build
+    from ptxport.ptx.parser import parse
+
+    kernel = build(parse(_SNIPPET, "<if_convert>")).functions["snippet"]
+    return _Specs(*(i.spec for i in list(kernel.instructions())[:4]))
+
+
+def if_convert(kernel: ir.Function, block: tuple[int, int, int] | None = None
+               ) -> tuple[ir.Function, list[str]]:
+    """`kernel` with its short divergent regions (for blocks of shape `block`) turned into
+    guarded instructions, and one note per region converted; `kernel` itself when none
+    qualifies."""
+    varying = set(kernel.registers.values()) - uniform_registers(kernel, block)
+    notes: list[str] = []
+    f = None
+    specs = None
+    while True:
+        current = f or kernel
+        found = _first_region(current, varying)
+        if found is None:
+            return current, notes
+        if f is None:
+            f, specs = _copy(kernel), _specs()
+            continue        # (find it again in the copy)
+        start, end = found
+        notes.append(f"converted the branch ending {f.blocks[start].label} "
+                     f"({sum(len(b.instructions) for b in f.blocks[start + 1:end])} "
+                     f"instructions, up to {f.blocks[end].label})")
+        _linearize(f, start, end, specs)
+
+
+def _copy(kernel: ir.Function) -> ir.Function:
+    """A copy of `kernel` with blocks of its own (the instructions are shared, as passes
+    never change one)."""
+    f = dataclasses.replace(kernel, registers=dict(kernel.registers), blocks=[])
+    twins = {}
+    for block in kernel.blocks:
+        twin = ir.BasicBlock(block.label, block.pos)
+        twin.instructions = list(block.instructions)
+        twins[id(block)] = twin
+        f.blocks.append(twin)
+    for block in f.blocks:
+        last = block.instructions[-1] if block.instructions else None
+        if last is not None and last.opcode == "bra":
+            block.instructions[-1] = _retargeted(last, twins)
+    for block, twin in zip(kernel.blocks, f.blocks, strict=True):
+        twin.successors = [twins[id(s)] for s in block.successors]
+    return f
+
+
+def _retargeted(inst: ir.Instruction, twins: dict) -> ir.Instruction:
+    operands = tuple(twins.get(id(o), o) if isinstance(o, ir.BasicBlock) else o
+                     for o in inst.operands)
+    return ir.Instruction(inst.spec, operands, inst.guard, inst.guard_negated, inst.pos)
+
+
+def _first_region(f: ir.Function, varying: set) -> tuple[int, int] | None:
+    """(index of B, index of J) of the first region in program order that qualifies."""
+    post = post_dominators(f.blocks)
+    index = {id(b): i for i, b in enumerate(f.blocks)}
+    predecessors: dict[int, list] = {id(b): [] for b in f.blocks}
+    for b in f.blocks:
+        for s in b.successors:
+            predecessors[id(s)].append(b)
+    for i, block in enumerate(f.blocks):
+        last = block.instructions[-1] if block.instructions else None
+        if last is None or last.opcode != "bra" or last.guard is None \
+                or last.guard not in varying or len(block.successors) != 2 \
+                or any(only_returns(s) for s in block.successors):
+            continue
+        join = immediate_post_dominator(block, post)
+        if join is None or index[join] <= i + 1:
+            continue
+        end = index[join]
+        if _qualifies(f.blocks[i + 1:end], block, f.blocks[end], index, predecessors):
+            return i, end
+    return None
+
+
+def _qualifies(region: list[ir.BasicBlock], head: ir.BasicBlock, join: ir.BasicBlock,
+               index: dict, predecessors: dict) -> bool:
+    inside = {id(b) for b in region}
+    if sum(len(b.instructions) for b in region) > LIMIT:
+        return False
+    for b in region:
+        if not all(id(p) in inside or p is head for p in predecessors[id(b)]):
+            return False
+        if not all((id(s) in inside and index[id(s)] > index[id(b)]) or s is join
+                   for s in b.successors):
+            return False
+        if any(i.opcode in _BARRED for i in b.instructions):
+            return False
+    # every block of the region is reachable from the head (no dead block to drop)
+    seen, todo = set(), list(head.successors)
+    while todo:
+        b = todo.pop()
+        if b is join or id(b) in seen:
+            continue
+        seen.add(id(b))
+        todo.extend(b.successors)
+    return seen == inside
+
+
+class _Linearizer:
+    """The guarded instructions of one region, appended to its head block's."""
+
+    def __init__(self, f: ir.Function, specs: _Specs, out: list, pos: int):
+        self.f, self.specs, self.out, self.pos = f, specs, out, pos
+
+    def predicate(self) -> ir.Register:
+        register = ir.Register(f"%__ifc{len(self.f.registers)}", _PRED)
+        while register.name in self.f.registers:
+            register = ir.Register(register.name + "_", _PRED)
+        self.f.registers[register.name] = register
+        return register
+
+    def emit(self, spec, *operands) -> ir.Register:
+        register = self.predicate()
+        self.out.append(ir.Instruction(spec, (register, *operands), pos=self.pos))
+        return register
+
+    def both(self, p: ir.Register | None, guard: ir.Register, negated: bool) -> ir.Register:
+        """A new predicate: p (None: every lane) and the guard (negated)."""
+        value = ir.NotValue(guard) if negated else guard
+        if p is None:
+            return self.emit(self.specs.not_ if negated else self.specs.mov, guard)
+        return self.emit(self.specs.and_, p, value)
+
+
+def _linearize(f: ir.Function, start: int, end: int, specs: _Specs) -> None:
+    head, join = f.blocks[start], f.blocks[end]
+    region = f.blocks[start + 1:end]
+    free = _speculable_registers(f, head)
+    branch = head.instructions[-1]
+    out = head.instructions[:-1]
+    lin = _Linearizer(f, specs, out, branch.pos)
+    incoming: dict[int, list] = {id(b): [] for b in region}
+
+    def edge(target: ir.BasicBlock, p: ir.Register) -> None:
+        if target is not join:
+            incoming[id(target)].append(p)
+
+    _branch_edges(lin, branch, None, f.blocks[start + 1], join, edge)
+    for k, block in enumerate(region):
+        lin.pos = block.instructions[0].pos if block.instructions else lin.pos
+        ps = incoming[id(block)]
+        p = ps[0]
+        for other in ps[1:]:
+            p = lin.emit(specs.or_, p, other)
+        following = f.blocks[start + 2 + k]
+        ends = False
+        for inst in block.instructions:
+            lin.pos = inst.pos
+            if inst.opcode == "bra":
+                _branch_edges(lin, inst, p, following, join, edge)
+                ends = True
+                continue
+            if inst.guard is None and _speculable(inst, free):
+                out.append(inst)
+            elif inst.guard is None:
+                out.append(ir.Instruction(inst.spec, inst.operands, p, False, inst.pos))
+            else:
+                guard = lin.both(p, inst.guard, inst.guard_negated)
+                out.append(ir.Instruction(inst.spec, inst.operands, guard, False, inst.pos))
+        if not ends:
+            edge(following, p)
+    head.instructions = out
+    del f.blocks[start + 1:end]
+    head.successors = [join]
+    # the join reached from the head alone: one block with it (one warp-gang segment)
+    if not any(join in b.successors for b in f.blocks if b is not head):
+        head.instructions += join.instructions
+        head.successors = join.successors
+        f.blocks.remove(join)
+
+
+def _branch_edges(lin: _Linearizer, branch: ir.Instruction, p, following, join,
+                  edge) -> None:
+    """The predicates of a branch's edges (in a block of predicate p; None: every lane),
+    made where the branch is (its guard may be written later)."""
+    target = branch.operands[0]
+    if branch.guard is None:        # (inside the region: p is a block's predicate)
+        if target is not join:
+            edge(target, p)
+        return
+    for to, negated in ((target, branch.guard_negated), (following, not branch.guard_negated)):
+        if to is not join:
+            edge(to, lin.both(p, branch.guard, negated))
+
+
+def _speculable_registers(f: ir.Function, head: ir.BasicBlock) -> set:
+    """Registers written once in the kernel that are not live where `head` ends: a region's
+    instruction writing only those may run in every lane (lanes that skip it never read
+    what it wrote before writing it again)."""
+    writes: dict = {}
+    for inst in f.instructions():
+        for register in may_write(inst):
+            writes[register] = writes.get(register, 0) + 1
+    live = live_before(f, {(id(head), len(head.instructions))})[
+        (id(head), len(head.instructions))]
+    return {r for r, n in writes.items() if n == 1 and r not in live}
+
+
+def _speculable(inst: ir.Instruction, free: set) -> bool:
+    written = may_write(inst)
+    return inst.opcode in _PURE and bool(written) and written <= free
+
+
+def run(module: ir.Module, kernel: ir.Function, block=None) -> PassResult:
+    """The kernel with its short divergent regions guarded (for blocks of shape `block`)."""
+    converted, notes = if_convert(kernel, block)
+    shape = "any block shape" if block is None else f"blocks of {tuple(block)}"
+    return PassResult(converted, notes or [f"no region converted, for {shape}"])
+
