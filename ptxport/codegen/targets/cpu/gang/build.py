@@ -37,7 +37,8 @@ def build_gang(module: ir.Module, kernel_name: str, block: tuple[int, int, int],
     if reason is not None:
         raise GangUnsupported(reason)
     # short divergent ifs as guarded instructions (a new function; the module's stays)
-    kernel, _ = if_convert(kernel, block)
+    if options.if_convert:
+        kernel, _ = if_convert(kernel, block)
     llmod = ll.Module(name=f"ptxport.gang.{kernel_name}")
     llmod.triple = llvm.get_process_triple()
     plan = plan_kernel(module, kernel)
