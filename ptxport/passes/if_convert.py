@@ -73,22 +73,32 @@ _SNIPPET = """
 """
 
 
+# register types a region's loads may write whose lanes outside the guard start at zero
+_ZEROED = {"u16": "0", "s16": "0", "b16": "0", "u32": "0", "s32": "0", "b32": "0", "u64": "0",
+           "s64": "0", "b64": "0", "f32": "0f00000000", "f64": "0d0000000000000000"}
+
+
 @dataclasses.dataclass
 class _Specs:
     and_: object
     or_: object
     mov: object
     not_: object
+    zero: dict      # register type -> (the spec of its mov, the immediate 0)
 
 
 def _specs() -> _Specs:
-    """The specs of `and.pred`, `or.pred`, `mov.pred` and `not.pred`, as the front end makes
-    them."""
+    """The specs of `and.pred`, `or.pred`, `mov.pred`, `not.pred` and of a mov of 0 per
+    register type, as the front end makes them."""
     from ptxport.ir.from_ptx import build
     from ptxport.ptx.parser import parse
 
-    kernel = build(parse(_SNIPPET, "<if_convert>")).functions["snippet"]
-    return _Specs(*(i.spec for i in list(kernel.instructions())[:4]))
+    moves = "".join(f".reg .{t} %z_{t}; mov.{t} %z_{t}, {zero};\n"
+                    for t, zero in _ZEROED.items())
+    snippet = _SNIPPET.replace("    ret;", moves + "    ret;")
+    insts = list(build(parse(snippet, "<if_convert>")).functions["snippet"].instructions())
+    zero = {t: (i.spec, i.operands[1]) for t, i in zip(_ZEROED, insts[4:], strict=False)}
+    return _Specs(*(i.spec for i in insts[:4]), zero)
 
 
 def if_convert(kernel: ir.Function, block: tuple[int, int, int] | None = None
@@ -216,10 +226,11 @@ class _Linearizer:
 def _linearize(f: ir.Function, start: int, end: int, specs: _Specs) -> None:
     head, join = f.blocks[start], f.blocks[end]
     region = f.blocks[start + 1:end]
-    free = _speculable_registers(f, head)
+    free, live = _speculable_registers(f, head)
     branch = head.instructions[-1]
     out = head.instructions[:-1]
     lin = _Linearizer(f, specs, out, branch.pos)
+    _zero_guarded_writes(lin, region, free, live)
     incoming: dict[int, list] = {id(b): [] for b in region}
 
     def edge(target: ir.BasicBlock, p: ir.Register) -> None:
@@ -274,17 +285,38 @@ def _branch_edges(lin: _Linearizer, branch: ir.Instruction, p, following, join,
             edge(to, lin.both(p, branch.guard, negated))
 
 
-def _speculable_registers(f: ir.Function, head: ir.BasicBlock) -> set:
-    """Registers written once in the kernel that are not live where `head` ends: a region's
-    instruction writing only those may run in every lane (lanes that skip it never read
-    what it wrote before writing it again)."""
+def _speculable_registers(f: ir.Function, head: ir.BasicBlock) -> tuple[set, set]:
+    """(registers written once in the kernel that are not live where `head` ends, the
+    registers live there): a region's instruction writing only the first may run in every
+    lane (lanes that skip it never read what it wrote before writing it again)."""
     writes: dict = {}
     for inst in f.instructions():
         for register in may_write(inst):
             writes[register] = writes.get(register, 0) + 1
     live = live_before(f, {(id(head), len(head.instructions))})[
         (id(head), len(head.instructions))]
-    return {r for r, n in writes.items() if n == 1 and r not in live}
+    return {r for r, n in writes.items() if n == 1 and r not in live}, live
+
+
+def _zero_guarded_writes(lin: _Linearizer, region, free: set, live: set) -> None:
+    """A mov of 0 before the region into each register that its guarded instructions
+    write and that is not live where it starts: no lane reads what the register held
+    before, and a write by all lanes ends its liveness there (a guarded write alone would
+    leave it live back to the kernel's entry, and so kept in the warp's frame across
+    every barrier; the mov makes the load's other lanes zero, which a masked load gives
+    anyway)."""
+    zeroed: dict = {}
+    for block in region:
+        for inst in block.instructions:
+            if inst.opcode == "bra" or (inst.guard is None and _speculable(inst, free)):
+                continue
+            for register in may_write(inst):
+                if register not in live and not register.vector \
+                        and register.type.name in lin.specs.zero:
+                    zeroed.setdefault(register.name, register)
+    for register in zeroed.values():
+        spec, zero = lin.specs.zero[register.type.name]
+        lin.out.append(ir.Instruction(spec, (register, zero), pos=lin.pos))
 
 
 def _speculable(inst: ir.Instruction, free: set) -> bool:
