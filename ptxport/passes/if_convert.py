@@ -1,22 +1,24 @@
-"""If-conversion for the CPU's warp gangs: a short divergent `if` (or `if`/`else`) becomes
-guarded instructions in the block before it, so that a warp runs both sides under the lanes'
-predicates instead of splitting its mask at the branch and meeting again at the join
-(codegen/targets/cpu/gang/control.py: two segments, the dispatcher, and each memory access
-of a side classified under a mask known only at run time).
+"""If-conversion for the CPU's warp gangs: a guarded copy of each short divergent `if` (or
+`if`/`else`), which a warp whose lanes split at the branch runs instead of splitting its mask
+and meeting again at the join (codegen/targets/cpu/gang/control.py: a segment per side, the
+dispatcher, and each memory access of a side classified under a mask known only at run
+time). A warp whose lanes all go one way still takes the branch (a bounds test that every
+lane passes keeps its unguarded code, with the constant full mask).
 
 A region qualifies when the branch that ends block B is divergent (its predicate is not
 uniform, passes/uniformity.py), none of its sides only returns (those lanes exit: nothing
 to join), and the blocks between B and its immediate post-dominator J in program order are
 exactly the blocks reachable from B before J, entered only from B or from each other, with
 forward edges only (no loop), holding no barrier, warp operation, call, return or trap, and
-together at most LIMIT instructions. Then each block r of the region gets a predicate (the
-lanes that would run it: the OR of its incoming edges' predicates, each the AND of its
-source block's predicate and the branch's condition, taken where the branch was), every
-instruction of r is guarded by it (ANDed with its own guard), the region's branches go, and
-B falls through to J. An instruction that cannot fault or touch memory and whose registers
-have one write in the kernel and are not live where B ends runs unguarded (it computes a
-value only the lanes that ran it read), which keeps its lane form (passes/lane_forms.py)
-for the accesses that use it.
+together at most LIMIT instructions. The copy, a block L between the region and J, gives
+each block r of the region a predicate (the lanes that would run it: the OR of its incoming
+edges' predicates, each the AND of its source's predicate and the branch's condition, taken
+where the branch is) and guards every instruction of r by it (ANDed with its own guard),
+without the region's branches. An instruction that cannot fault or touch memory and whose
+registers have one write in the kernel and are not live where B ends runs unguarded (it
+computes a value only the lanes that ran it read), which keeps its lane form
+(passes/lane_forms.py) for the accesses that use it. L is a successor of B for the analyses
+(a third way out of the branch), and B's branch goes there when its lanes split.
 
 The rewritten kernel is a new function; the module's is not changed. The gang lowering
 applies the pass for its block shape (gang/build.py); `ptxport inspect --dump-after
@@ -37,6 +39,7 @@ from ptxport.passes.uniformity import (
     post_dominators,
     uniform_registers,
 )
+from ptxport.ptx.ast import IntImm
 
 __all__ = ["LIMIT", "if_convert", "run"]
 
@@ -68,6 +71,8 @@ _SNIPPET = """
     or.pred %p0, %p1, %p2;
     mov.pred %p0, %p1;
     not.pred %p0, %p1;
+    bra $L__end;
+$L__end:
     ret;
 }
 """
@@ -84,12 +89,13 @@ class _Specs:
     or_: object
     mov: object
     not_: object
+    bra: object
     zero: dict      # register type -> (the spec of its mov, the immediate 0)
 
 
 def _specs() -> _Specs:
-    """The specs of `and.pred`, `or.pred`, `mov.pred`, `not.pred` and of a mov of 0 per
-    register type, as the front end makes them."""
+    """The specs of `and.pred`, `or.pred`, `mov.pred`, `not.pred`, `bra` and of a mov of 0
+    per register type, as the front end makes them."""
     from ptxport.ir.from_ptx import build
     from ptxport.ptx.parser import parse
 
@@ -97,32 +103,71 @@ def _specs() -> _Specs:
                     for t, zero in _ZEROED.items())
     snippet = _SNIPPET.replace("    ret;", moves + "    ret;")
     insts = list(build(parse(snippet, "<if_convert>")).functions["snippet"].instructions())
-    zero = {t: (i.spec, i.operands[1]) for t, i in zip(_ZEROED, insts[4:], strict=False)}
-    return _Specs(*(i.spec for i in insts[:4]), zero)
+    zero = {t: (i.spec, i.operands[1]) for t, i in zip(_ZEROED, insts[5:], strict=False)}
+    return _Specs(*(i.spec for i in insts[:5]), zero)
 
 
 def if_convert(kernel: ir.Function, block: tuple[int, int, int] | None = None
-               ) -> tuple[ir.Function, list[str]]:
-    """`kernel` with its short divergent regions (for blocks of shape `block`) turned into
-    guarded instructions, and one note per region converted; `kernel` itself when none
-    qualifies."""
+               ) -> tuple[ir.Function, list[str], dict[int, ir.BasicBlock]]:
+    """`kernel` with a guarded copy of each short divergent region (for blocks of shape
+    `block`; `kernel` itself when none qualifies), one note per region, and id(branch) ->
+    its region's guarded copy, for the branches whose lanes split."""
     varying = set(kernel.registers.values()) - uniform_registers(kernel, block)
+    by_lane = _thread_index_values(kernel)
     notes: list[str] = []
+    linear: dict[int, ir.BasicBlock] = {}
     f = None
     specs = None
     while True:
         current = f or kernel
         found = _first_region(current, varying)
         if found is None:
-            return current, notes
+            return current, notes, linear
         if f is None:
             f, specs = _copy(kernel), _specs()
             continue        # (find it again in the copy)
         start, end = found
-        notes.append(f"converted the branch ending {f.blocks[start].label} "
-                     f"({sum(len(b.instructions) for b in f.blocks[start + 1:end])} "
-                     f"instructions, up to {f.blocks[end].label})")
-        _linearize(f, start, end, specs)
+        head = f.blocks[start]
+        branch = head.instructions[-1]
+        replace = branch.guard in by_lane
+        notes.append(f"{'guarded' if replace else 'guarded copy of'} the region after "
+                     f"{head.label} ({sum(len(b.instructions) for b in f.blocks[start + 1:end])}"
+                     f" instructions, up to {f.blocks[end].label})")
+        copy = _linearize(f, start, end, specs, replace)
+        if copy is not None:
+            linear[id(branch)] = copy
+
+
+def _thread_index_values(kernel: ir.Function) -> set:
+    """Registers computed from the thread's index and constants alone (each write an
+    unguarded pure instruction of those): a branch on one splits the same lanes of a warp
+    at every launch (`if (threadIdx.x == 0)` in a 16-wide block: lanes 0 and 16, always),
+    so its region is better guarded in place than kept beside its copy."""
+    writes: dict = {}
+    for inst in kernel.instructions():
+        for register in may_write(inst):
+            writes.setdefault(register, []).append(inst)
+    found: set = set()
+
+    def known(value) -> bool:
+        if isinstance(value, ir.Register):
+            return value in found
+        if isinstance(value, ir.SpecialRegister):
+            return value.name in ("%tid", "%ntid", "%laneid")
+        if isinstance(value, ir.NotValue):
+            return known(value.value)
+        return isinstance(value, IntImm)
+
+    changed = True
+    while changed:
+        changed = False
+        for register, insts in writes.items():
+            if register not in found and all(
+                    i.guard is None and i.opcode in _PURE and all(known(o) for o in i.operands[1:])
+                    for i in insts):
+                found.add(register)
+                changed = True
+    return found
 
 
 def _copy(kernel: ir.Function) -> ir.Function:
@@ -223,12 +268,18 @@ class _Linearizer:
         return self.emit(self.specs.and_, p, value)
 
 
-def _linearize(f: ir.Function, start: int, end: int, specs: _Specs) -> None:
+def _linearize(f: ir.Function, start: int, end: int, specs: _Specs,
+               replace: bool) -> ir.BasicBlock | None:
+    """The region's guarded copy, a block placed before the join (which it falls into)
+    and added to the head's successors; the region's last block jumps over it. With
+    `replace`, the guarded instructions take the place of the head's branch and the region
+    instead (None)."""
     head, join = f.blocks[start], f.blocks[end]
     region = f.blocks[start + 1:end]
     free, live = _speculable_registers(f, head)
     branch = head.instructions[-1]
-    out = head.instructions[:-1]
+    linear = ir.BasicBlock(f"%__ifc_{head.label.lstrip('%$')}", branch.pos)
+    out = linear.instructions
     lin = _Linearizer(f, specs, out, branch.pos)
     _zero_guarded_writes(lin, region, free, live)
     incoming: dict[int, list] = {id(b): [] for b in region}
@@ -239,6 +290,8 @@ def _linearize(f: ir.Function, start: int, end: int, specs: _Specs) -> None:
 
     _branch_edges(lin, branch, None, f.blocks[start + 1], join, edge)
     for k, block in enumerate(region):
+        if not incoming[id(block)]:     # (another region's guarded copy: not on a path)
+            continue
         lin.pos = block.instructions[0].pos if block.instructions else lin.pos
         ps = incoming[id(block)]
         p = ps[0]
@@ -261,10 +314,26 @@ def _linearize(f: ir.Function, start: int, end: int, specs: _Specs) -> None:
                 out.append(ir.Instruction(inst.spec, inst.operands, guard, False, inst.pos))
         if not ends:
             edge(following, p)
-    head.instructions = out
-    del f.blocks[start + 1:end]
+    if replace:
+        _replace_region(f, head, out, region, join)
+        return None
+    last = region[-1]
+    if not (last.instructions and last.instructions[-1].is_terminator):
+        last.instructions.append(ir.Instruction(specs.bra, (join,), pos=branch.pos))
+    f.blocks.insert(end, linear)
+    linear.successors = [join]
+    head.successors = [*head.successors, linear]
+    return linear
+
+
+def _replace_region(f: ir.Function, head: ir.BasicBlock, guarded: list, region: list,
+                    join: ir.BasicBlock) -> None:
+    """The head runs the guarded instructions instead of its branch and the region; a
+    join that only the head reaches becomes part of it (one warp-gang segment)."""
+    head.instructions = head.instructions[:-1] + guarded
+    for block in region:
+        f.blocks.remove(block)
     head.successors = [join]
-    # the join reached from the head alone: one block with it (one warp-gang segment)
     if not any(join in b.successors for b in f.blocks if b is not head):
         head.instructions += join.instructions
         head.successors = join.successors
@@ -326,7 +395,7 @@ def _speculable(inst: ir.Instruction, free: set) -> bool:
 
 def run(module: ir.Module, kernel: ir.Function, block=None) -> PassResult:
     """The kernel with its short divergent regions guarded (for blocks of shape `block`)."""
-    converted, notes = if_convert(kernel, block)
+    converted, notes, _ = if_convert(kernel, block)
     shape = "any block shape" if block is None else f"blocks of {tuple(block)}"
     return PassResult(converted, notes or [f"no region converted, for {shape}"])
 

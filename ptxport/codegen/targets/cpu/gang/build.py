@@ -36,9 +36,10 @@ def build_gang(module: ir.Module, kernel_name: str, block: tuple[int, int, int],
     reason = refusal(module, kernel)
     if reason is not None:
         raise GangUnsupported(reason)
-    # short divergent ifs as guarded instructions (a new function; the module's stays)
+    # short divergent ifs get guarded copies (a new function; the module's stays)
+    linear: dict = {}
     if options.if_convert:
-        kernel, _ = if_convert(kernel, block)
+        kernel, _, linear = if_convert(kernel, block)
     llmod = ll.Module(name=f"ptxport.gang.{kernel_name}")
     llmod.triple = llvm.get_process_triple()
     plan = plan_kernel(module, kernel)
@@ -57,7 +58,7 @@ def build_gang(module: ir.Module, kernel_name: str, block: tuple[int, int, int],
     # elsewhere): LLVM may keep registers that live in it in machine registers meanwhile.
     gang.args[1].add_attribute("noalias")
     try:
-        fl = lower_gang(module, kernel, gang, target, plan, block, options)
+        fl = lower_gang(module, kernel, gang, target, plan, block, options, linear)
     except UnsupportedFeatureError as e:     # a shared lowering the gang path cannot use
         raise GangUnsupported(str(e)) from e
     per_thread = max(FRAME.size, (fl.frame_bytes + W - 1) // W)
