@@ -189,3 +189,43 @@ def test_one_address_per_half_warp_keeps_the_highest_lane(cpu_options, options):
     x = np.tile(np.arange(16, dtype=np.uint32), 2)
     want = np.where(x < 5, 7 + x, 7 * 1000)
     np.testing.assert_array_equal(got, want)
+
+
+# lanes 0-15 read in[0]; lanes 16-31 (threadIdx.y == 1) would read 60 GiB further (a row of
+# the run-time width 0xF0000000), in no allocation, but skip it: guarded in place, a half without
+# active lanes reads nothing
+FAR = HEADER + """.visible .entry k(.param .u64 in, .param .u64 out, .param .u32 width)
+{
+.reg .pred %p<2>; .reg .b32 %r<7>; .reg .b64 %rd<8>;
+ld.param.u64 %rd1, [in]; ld.param.u64 %rd2, [out]; ld.param.u32 %r6, [width];
+mov.u32 %r1, %tid.x; mov.u32 %r2, %tid.y;
+mul.lo.s32 %r5, %r2, %r6;
+mul.wide.u32 %rd4, %r5, 4;
+add.s64 %rd5, %rd1, %rd4;
+mov.u32 %r3, 7;
+setp.ne.u32 %p1, %r2, 0;
+@%p1 bra SKIP;
+ld.global.u32 %r3, [%rd5];
+SKIP:
+mad.lo.u32 %r4, %r2, 16, %r1;
+mul.wide.u32 %rd6, %r4, 4; add.u64 %rd7, %rd2, %rd6;
+st.global.u32 [%rd7], %r3;
+ret;
+}
+"""
+
+
+@pytest.mark.parametrize("options", [{}, {"if_convert": False}, {"gang": False}])
+def test_a_guarded_half_without_lanes_reads_nothing(cpu_options, options):
+    cpu_options(**options)
+    dev = Device("cpu")
+    stream = dev.create_stream()
+    kernel = Program(FAR, code_type="ptx").compile("native").get_kernel("k")
+    src = dev.allocate(4, stream=stream)
+    src.copy_from(np.array([42], np.uint32), stream=stream)
+    out = dev.allocate(32 * 4, stream=stream)
+    launch(stream, LaunchConfig(grid=1, block=(16, 2)), kernel, src, out, np.uint32(0xF0000000))
+    got = np.empty(32, np.uint32)
+    out.copy_to(got, stream=stream)
+    stream.sync()
+    np.testing.assert_array_equal(got, [42] * 16 + [7] * 16)
