@@ -33,6 +33,7 @@ from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import live_before, may_write
 from ptxport.ir.types import TYPES
 from ptxport.passes import PassResult
+from ptxport.passes.lane_forms import lane_forms
 from ptxport.passes.uniformity import (
     immediate_post_dominator,
     only_returns,
@@ -48,6 +49,7 @@ _PRED = TYPES["pred"]
 # the most instructions a converted region holds: both sides always run, so a long side
 # that most warps skip would cost more than the split it saves
 LIMIT = 40
+
 
 # opcodes a region may not hold: lanes wait or leave there, or control leaves the region
 _BARRED = frozenset(("bar", "barrier", "shfl", "vote", "activemask", "mma", "ldmatrix",
@@ -114,6 +116,7 @@ def if_convert(kernel: ir.Function, block: tuple[int, int, int] | None = None
     its region's guarded copy, for the branches whose lanes split."""
     varying = set(kernel.registers.values()) - uniform_registers(kernel, block)
     by_lane = _thread_index_values(kernel)
+    forms = lane_forms(kernel, block, set(kernel.registers.values()) - varying)
     notes: list[str] = []
     linear: dict[int, ir.BasicBlock] = {}
     f = None
@@ -129,13 +132,44 @@ def if_convert(kernel: ir.Function, block: tuple[int, int, int] | None = None
         start, end = found
         head = f.blocks[start]
         branch = head.instructions[-1]
-        replace = branch.guard in by_lane
+        replace = _in_place(branch, f.blocks[start + 1:end], by_lane, forms)
         notes.append(f"{'guarded' if replace else 'guarded copy of'} the region after "
                      f"{head.label} ({sum(len(b.instructions) for b in f.blocks[start + 1:end])}"
                      f" instructions, up to {f.blocks[end].label})")
         copy = _linearize(f, start, end, specs, replace)
         if copy is not None:
             linear[id(branch)] = copy
+
+
+def _in_place(branch: ir.Instruction, region: list[ir.BasicBlock], by_lane: set,
+              forms: dict) -> bool:
+    """Whether a region's guarded code replaces it (else it is a copy beside it): on a
+    thread-index predicate (the lanes split at every launch), or a region that is one load
+    whose lanes' addresses lie one after another, or so in each half warp (`forms`:
+    passes/lane_forms.py's; a stencil's `if (inside) v = in[y * width + x]`: guarded, one
+    or two masked vector loads in the segment around it, which spares the warp a segment
+    per side). Other regions keep their branch for warps whose lanes all go one way: a
+    bounds test that every lane passes (transpose's, guarded in place: +30%), a tree level
+    that whole warps skip (scan_blelloch's `if (tid < d)`: +40%), strided loads
+    (scan_blelloch's `x[base + 2 * t]`: +11%)."""
+    if branch.guard in by_lane:
+        return True
+    instructions = [i for b in region for i in b.instructions]
+    if len(instructions) != 1 or instructions[0].opcode != "ld":
+        return False
+    load = instructions[0]
+    address = load.operands[1]
+    if not isinstance(address, ir.Address) or not isinstance(address.base, ir.Register):
+        return False
+    form = forms.get(address.base)
+    size = TYPES[load.spec.types[-1]].size
+    if form is None or load.spec.text.count(".v"):
+        return False
+    first = form.offsets[0]
+    steps = [(c - first) % (1 << 64) for c in form.offsets]
+    if form.halves:
+        return steps[:16] == [size * i for i in range(16)]
+    return steps == [size * i for i in range(32)]
 
 
 def _thread_index_values(kernel: ir.Function) -> set:
