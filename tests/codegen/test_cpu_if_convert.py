@@ -229,3 +229,27 @@ def test_a_guarded_half_without_lanes_reads_nothing(cpu_options, options):
     out.copy_to(got, stream=stream)
     stream.sync()
     np.testing.assert_array_equal(got, [42] * 16 + [7] * 16)
+
+
+def test_one_coalesced_load_is_guarded_in_place_and_a_strided_one_gets_a_copy():
+    # `if (i < n) v = x[i]` (lanes 4 bytes apart) and `if (i < n) v = x[2 * i]` (8 apart)
+    source = HEADER + """.visible .entry k(.param .u64 x, .param .u64 out, .param .u32 n)
+{
+.reg .pred %p<2>; .reg .b32 %r<6>; .reg .b64 %rd<8>;
+ld.param.u64 %rd1, [x]; ld.param.u64 %rd2, [out]; ld.param.u32 %r1, [n];
+mov.u32 %r2, %tid.x; mov.u32 %r3, %ctaid.x; mad.lo.s32 %r4, %r3, 32, %r2;
+mul.wide.s32 %rd3, %r4, STRIDE; add.s64 %rd4, %rd1, %rd3;
+mov.u32 %r5, 0;
+setp.ge.s32 %p1, %r4, %r1;
+@%p1 bra SKIP;
+ld.global.u32 %r5, [%rd4];
+SKIP:
+mul.wide.s32 %rd5, %r4, 4; add.s64 %rd6, %rd2, %rd5; st.global.u32 [%rd6], %r5;
+ret;
+}
+"""
+    for stride, in_place in ((4, True), (8, False)):
+        kernel = _module(source.replace("STRIDE", str(stride))).functions["k"]
+        converted, notes, linear = if_convert(kernel, (32, 1, 1))
+        assert (linear == {}) == in_place, notes
+        assert len(notes) == 1
