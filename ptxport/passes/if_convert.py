@@ -132,7 +132,7 @@ def if_convert(kernel: ir.Function, block: tuple[int, int, int] | None = None
         start, end = found
         head = f.blocks[start]
         branch = head.instructions[-1]
-        replace = _in_place(branch, f.blocks[start + 1:end], by_lane, forms)
+        replace = _in_place(head, f.blocks[start + 1:end], by_lane, forms)
         notes.append(f"{'guarded' if replace else 'guarded copy of'} the region after "
                      f"{head.label} ({sum(len(b.instructions) for b in f.blocks[start + 1:end])}"
                      f" instructions, up to {f.blocks[end].label})")
@@ -141,10 +141,11 @@ def if_convert(kernel: ir.Function, block: tuple[int, int, int] | None = None
             linear[id(branch)] = copy
 
 
-def _in_place(branch: ir.Instruction, region: list[ir.BasicBlock], by_lane: set,
+def _in_place(head: ir.BasicBlock, region: list[ir.BasicBlock], by_lane: set,
               forms: dict) -> bool:
     """Whether a region's guarded code replaces it (else it is a copy beside it): on a
-    thread-index predicate (the lanes split at every launch), or a region that is one load
+    thread-index predicate (the lanes split at every launch), an `if`/`else` (a warp whose
+    lanes split runs both sides anyway), or a region that is one load
     whose lanes' addresses lie one after another, or so in each half warp (`forms`:
     passes/lane_forms.py's; a stencil's `if (inside) v = in[y * width + x]`: guarded, one
     or two masked vector loads in the segment around it, which spares the warp a segment
@@ -152,7 +153,7 @@ def _in_place(branch: ir.Instruction, region: list[ir.BasicBlock], by_lane: set,
     bounds test that every lane passes (transpose's, guarded in place: +30%), a tree level
     that whole warps skip (scan_blelloch's `if (tid < d)`: +40%), strided loads
     (scan_blelloch's `x[base + 2 * t]`: +11%)."""
-    if branch.guard in by_lane:
+    if head.instructions[-1].guard in by_lane or all(s in region for s in head.successors):
         return True
     instructions = [i for b in region for i in b.instructions]
     if len(instructions) != 1 or instructions[0].opcode != "ld":
