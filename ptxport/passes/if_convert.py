@@ -111,9 +111,10 @@ def _specs() -> _Specs:
 
 def if_convert(kernel: ir.Function, block: tuple[int, int, int] | None = None
                ) -> tuple[ir.Function, list[str], dict[int, ir.BasicBlock]]:
-    """`kernel` with a guarded copy of each short divergent region (for blocks of shape
-    `block`; `kernel` itself when none qualifies), one note per region, and id(branch) ->
-    its region's guarded copy, for the branches whose lanes split."""
+    """`kernel` with each short divergent region (for blocks of shape `block`) guarded in
+    place or given a guarded copy beside it (`kernel` itself when none qualifies), one note
+    per region, and id(branch) -> its region's guarded copy, which the warp runs where the
+    branch splits its lanes."""
     varying = set(kernel.registers.values()) - uniform_registers(kernel, block)
     by_lane = _thread_index_values(kernel)
     forms = lane_forms(kernel, block, set(kernel.registers.values()) - varying)
