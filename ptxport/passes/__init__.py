@@ -26,9 +26,12 @@ from ptxport.ir import nodes as ir
 __all__ = ["PASSES", "PassResult", "run_until", "dump"]
 
 # name -> the module that holds its run(), in pipeline order. The CPU target's warp-gang
-# path runs uniformity and segment on the kernel as written; its thread-by-thread path runs
-# inline, then plan-waits on the inlined kernel (the analyses pass the kernel on unchanged).
+# path runs if-convert, then the analyses up to lane-forms on its result; its thread-by-thread
+# path runs inline on the kernel as written (THREAD_PATH_START), then plan-waits on the
+# inlined kernel (the analyses pass the kernel on unchanged).
+THREAD_PATH_START = "inline"
 PASSES = {
+    "if-convert": "ptxport.passes.if_convert",    # short divergent ifs guarded (warp gangs)
     "uniformity": "ptxport.passes.uniformity",    # registers alike in a warp's lanes
     "segment": "ptxport.passes.segment",          # warp-gang code segments
     "lane-offsets": "ptxport.passes.lane_offsets",  # lanes apart by constants (warp gangs)
@@ -58,6 +61,8 @@ def run_until(module: ir.Module, kernel: str, last: str,
         raise InvalidValueError(f"no kernel named {kernel!r} in the module")
     result = PassResult(function)
     for name, where in PASSES.items():
+        if name == THREAD_PATH_START:       # (that path starts from the kernel as written)
+            result = PassResult(function)
         result = importlib.import_module(where).run(module, result.function, block)
         if name == last:
             return result

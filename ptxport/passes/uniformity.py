@@ -32,7 +32,8 @@ from ptxport.ir.analysis import may_write, state_space, uses_and_defs
 from ptxport.passes import PassResult
 from ptxport.ptx.ast import IntImm
 
-__all__ = ["converged_writers", "run", "thread_x_copies", "uniform_registers", "warp_index_of",
+__all__ = ["converged_writers", "immediate_post_dominator", "only_returns",
+           "post_dominators", "run", "thread_x_copies", "uniform_registers", "warp_index_of",
            "warp_uniform_indices"]
 
 # Instructions whose result is the same in every lane when their operands are.
@@ -140,13 +141,13 @@ def _stops_lanes(inst: ir.Instruction) -> bool:
                            "wgmma")
 
 
-def _only_returns(block: ir.BasicBlock) -> bool:
+def only_returns(block: ir.BasicBlock) -> bool:
     return (not block.successors and len(block.instructions) == 1
             and block.instructions[0].opcode in ("ret", "exit")
             and block.instructions[0].guard is None)
 
 
-def _post_dominators(blocks: list[ir.BasicBlock]) -> dict[int, set[int]]:
+def post_dominators(blocks: list[ir.BasicBlock]) -> dict[int, set[int]]:
     """id(block) -> ids of the blocks on every path from it to the end (itself included);
     None stands for the end. Blocks that cannot reach the end keep every block."""
     everything = {id(b) for b in blocks} | {None}
@@ -166,7 +167,7 @@ def _post_dominators(blocks: list[ir.BasicBlock]) -> dict[int, set[int]]:
     return post
 
 
-def _immediate_post_dominator(block, post) -> int | None:
+def immediate_post_dominator(block, post) -> int | None:
     """The nearest strict post-dominator of `block` (None: the end)."""
     strict = post[id(block)] - {id(block)}
     for candidate in strict:
@@ -198,10 +199,10 @@ def _not_converged(kernel: ir.Function, varying: set, post, predecessors) -> set
         last = block.instructions[-1]
         if last.opcode != "bra" or last.guard is None or last.guard not in varying:
             continue
-        going_on = [s for s in block.successors if not _only_returns(s)]
+        going_on = [s for s in block.successors if not only_returns(s)]
         if len(going_on) <= 1:
             continue
-        join = _immediate_post_dominator(block, post)
+        join = immediate_post_dominator(block, post)
         region = _reach(going_on, join)
         ids = {id(b) for b in region}
         reconverges = join is not None and all(
@@ -232,7 +233,7 @@ def uniform_registers(kernel: ir.Function, block: tuple[int, int, int] | None = 
             written = may_write(inst)
             if written:
                 writes.append((bb, inst, written))
-    post = _post_dominators(kernel.blocks)
+    post = post_dominators(kernel.blocks)
     predecessors: dict[int, list] = {id(b): [] for b in kernel.blocks}
     for b in kernel.blocks:
         for s in b.successors:
@@ -256,7 +257,7 @@ def converged_writers(kernel: ir.Function, uniform: set) -> set[int]:
     blocks, unguarded or guarded by a uniform predicate), given the kernel's `uniform`
     registers: their writes leave no lane with an older value."""
     varying = set(kernel.registers.values()) - uniform
-    post = _post_dominators(kernel.blocks)
+    post = post_dominators(kernel.blocks)
     predecessors: dict[int, list] = {id(b): [] for b in kernel.blocks}
     for b in kernel.blocks:
         for s in b.successors:

@@ -91,8 +91,9 @@ def test_rows_of_a_run_time_width_known_when_compiling():
                            "%r4, %r5;")
     # known: only the partial-mask copies of the load, the halo load and the store test
     assert _run_time_tests(rows) == 3 < _run_time_tests(unknown)
-    # the halo load's partial mask reuses the main load's classification
-    llmod, _ = build_gang(build(parse(rows)), "k", (16, 16, 1), CpuOptions())
+    # the halo's `if` kept as a branch: its load's partial mask reuses the main load's
+    # classification (converted, the halo load is a guarded one of the full-mask segment)
+    llmod, _ = build_gang(build(parse(rows)), "k", (16, 16, 1), CpuOptions(if_convert=False))
     assert "classified_before" in str(llmod)
 
 

@@ -19,10 +19,14 @@ class CpuOptions:
     full_mask_copies : bool
         Lower each gang code segment twice, once for a full execution mask (a constant) and
         once for any other; False lowers it once (to measure what the copies gain).
+    if_convert : bool
+        Run short divergent `if`s as guarded instructions (passes/if_convert.py) in warp
+        gangs; False keeps every branch (to measure what the conversion gains).
     """
 
     gang: bool = True
     full_mask_copies: bool = True
+    if_convert: bool = True
 
     def key(self) -> dict[str, bool]:
         """The choices as plain data, for cache keys."""

@@ -20,6 +20,7 @@ from ptxport.codegen.targets.cpu.options import CpuOptions
 from ptxport.codegen.targets.cpu.runtime_functions import add_conversions
 from ptxport.errors import UnsupportedFeatureError
 from ptxport.ir import nodes as ir
+from ptxport.passes.if_convert import if_convert
 
 __all__ = ["GangUnsupported", "build_gang", "check_gang"]
 
@@ -35,6 +36,10 @@ def build_gang(module: ir.Module, kernel_name: str, block: tuple[int, int, int],
     reason = refusal(module, kernel)
     if reason is not None:
         raise GangUnsupported(reason)
+    # short divergent ifs get guarded copies (a new function; the module's stays)
+    linear: dict = {}
+    if options.if_convert:
+        kernel, _, linear = if_convert(kernel, block)
     llmod = ll.Module(name=f"ptxport.gang.{kernel_name}")
     llmod.triple = llvm.get_process_triple()
     plan = plan_kernel(module, kernel)
@@ -53,7 +58,7 @@ def build_gang(module: ir.Module, kernel_name: str, block: tuple[int, int, int],
     # elsewhere): LLVM may keep registers that live in it in machine registers meanwhile.
     gang.args[1].add_attribute("noalias")
     try:
-        fl = lower_gang(module, kernel, gang, target, plan, block, options)
+        fl = lower_gang(module, kernel, gang, target, plan, block, options, linear)
     except UnsupportedFeatureError as e:     # a shared lowering the gang path cannot use
         raise GangUnsupported(str(e)) from e
     per_thread = max(FRAME.size, (fl.frame_bytes + W - 1) // W)

@@ -80,9 +80,10 @@ def _known_pattern(fl: GangLowering, place: Place, size: int):
     d = [(c - form.offsets[0]) & wrap for c in form.offsets]
     consecutive = d == [size * i for i in range(W)] and not form.halves
     if not isinstance(fl.mask, ll.Constant):
-        whole_warp = isinstance(fl.unguarded_mask, ll.Constant)
-        return _known_consecutive(fl, place, size) \
-            if consecutive and whole_warp and not place.shared else None
+        if not isinstance(fl.unguarded_mask, ll.Constant):
+            return None
+        if consecutive and not place.shared:
+            return _known_consecutive(fl, place, size)
     s0 = ll.IRBuilder.extract_element(b, addrs, I32(0))
     if consecutive:
         return (I32(CONSECUTIVE), s0, b.add(s0, ll.Constant(et, size * HALF)), s0,
@@ -91,11 +92,25 @@ def _known_pattern(fl: GangLowering, place: Place, size: int):
     for kind, step, span in ((HALVES, size, size * HALF), (HALF_UNIFORM, 0, size)):
         if d == [step * (i % HALF) + gap * (i // HALF) for i in range(W)]:
             s1 = ll.IRBuilder.extract_element(b, addrs, I32(HALF))
+            if kind == HALF_UNIFORM and not isinstance(fl.mask, ll.Constant):
+                s0, s1 = _idle_halves(fl, s0, s1)
             less = ll.IRBuilder.icmp_unsigned(b, "<", s0, s1)
             low = ll.IRBuilder.select(b, less, s0, s1)
             high = b.add(ll.IRBuilder.select(b, less, s1, s0), ll.Constant(et, span))
             return I32(kind), s0, s1, low, high
     return None
+
+
+def _idle_halves(fl: GangLowering, s0, s1):
+    """The two halves' one addresses where a guard leaves a half without active lanes: its
+    address is not read (one scalar load per half), so it takes the other half's, whose
+    lanes are checked (the range check of the larger span may have failed, and the lanes
+    then checked one by one)."""
+    b = fl.b
+    bits = fl.bits(fl.mask)
+    low_idle = ll.IRBuilder.icmp_unsigned(b, "==", b.and_(bits, I32(0xFFFF)), I32(0))
+    high_idle = ll.IRBuilder.icmp_unsigned(b, "==", b.lshr(bits, I32(HALF)), I32(0))
+    return (ll.IRBuilder.select(b, low_idle, s1, s0), ll.IRBuilder.select(b, high_idle, s0, s1))
 
 
 def _known_consecutive(fl: GangLowering, place: Place, size: int):

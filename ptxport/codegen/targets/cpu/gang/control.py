@@ -113,6 +113,11 @@ def lower_bra(fl: GangLowering, inst: ir.Instruction) -> None:
     # lower counter goes first, as the dispatcher would choose, and the other side's lanes
     # wait (before any other lane)
     b.position_at_end(split)
+    linear = fl.linear.get(id(inst))
+    if linear is not None:      # the region's guarded copy, for all the mask's lanes
+        b.store(fl.mask, fl.mask_slot)
+        b.branch(fl.first_segment[id(linear)].llblock)
+        b.position_at_end(fl.llfn.append_basic_block("split_copy"))
     note_counters()
     first_taken = target.number < following.number
     first = b.and_(fl.mask, guard if first_taken else b.not_(guard))

@@ -161,12 +161,15 @@ def _frame_layout(fl: GangLowering, registers) -> dict[str, int]:
 
 
 def lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, target, plan,
-               block: tuple[int, int, int], options: CpuOptions) -> GangLowering:
+               block: tuple[int, int, int], options: CpuOptions,
+               linear: dict | None = None) -> GangLowering:
     """Lower `kernel` into the gang function `gang` (ctx, frame, warp, nthreads, start) for
     blocks of shape `block`: its entry and resumption, the min-PC dispatcher, and every code
-    segment."""
+    segment. `linear`: id(branch) -> the block a warp whose lanes split there runs
+    (passes/if_convert.py's guarded copy of the region)."""
     fl = GangLowering(module, kernel, gang, target, plan, block, options, _GANG_LOWERINGS,
                       access_groups)
+    fl.linear = linear or {}
     ctx, frame, warp, _nthreads, start, fl.resume_point = gang.args
     fl.declare_registers()
     _declare_slots(fl)

@@ -178,8 +178,7 @@ def _access(fl: GangLowering, place: Place, t: Type, value=None):
     switch = ll.IRBuilder.switch(b, kind, lanes_block)
     switch.add_case(I32(CONSECUTIVE), vector_block)
     switch.add_case(I32(HALVES), halves_block)
-    if load:
-        switch.add_case(I32(HALF_UNIFORM), uniform_block)
+    switch.add_case(I32(HALF_UNIFORM), uniform_block)
     incoming = []
     for block, part in ((vector_block, _consecutive), (halves_block, _consecutive_halves),
                         (uniform_block, _one_per_half)):
@@ -379,15 +378,31 @@ def _consecutive_halves(fl: GangLowering, t: Type, value, pointer, s0, s1):
 
 
 def _one_per_half(fl: GangLowering, t: Type, value, pointer, s0, s1):
-    """Each half warp reads one address (a row's element in a 16-wide block): two loads
-    (stores never come here)."""
+    """Each half warp accesses one address (a row's element in a 16-wide block): two
+    scalar loads, or per half with an active lane one scalar store of its highest active
+    lane's value (as a scatter of the lanes in order leaves it: a stencil's halo column)."""
     b = fl.b
     if value is not None:
-        b.unreachable()
+        _store_per_half(fl, value, pointer, (s0, s1))
         return None
     x0, x1 = (ll.IRBuilder.load(b, pointer(a), typ=value_type(t), align=t.size)
               for a in (s0, s1))
     return ll.IRBuilder.select(b, LOW_HALF, b.splat(x0), b.splat(x1))
+
+
+def _store_per_half(fl: GangLowering, value, pointer, starts) -> None:
+    b = fl.b
+    bits = fl.bits(fl.mask)
+    for half, start in enumerate(starts):
+        lanes = b.and_(bits, I32(0xFFFF << (HALF * half)))
+        store, after = (fl.llfn.append_basic_block(n) for n in ("store_half", "stored_half"))
+        ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", lanes, I32(0)), store,
+                             after)
+        b.position_at_end(store)
+        last = b.sub(I32(W - 1), fl.ctlz(lanes))
+        ll.IRBuilder.store(b, ll.IRBuilder.extract_element(b, value, last), pointer(start))
+        b.branch(after)
+        b.position_at_end(after)
 
 
 def _gather_or_scatter(fl: GangLowering, place: Place, t: Type, value, offset):
