@@ -171,7 +171,8 @@ def test_rows_of_a_run_time_width_are_per_half_warp_and_widened():
     assert found["%r4"] == LaneForm(rows, halves=True)
     assert found["%rd2"] == LaneForm(tuple(4 * r for r in rows), halves=True, widened=True)
     assert found["%rd3"] == found["%rd2"]
-    assert "%r5" not in found          # x * n: lanes a run-time multiple apart
+    # x * n: lanes a run-time multiple (n, alike in the warp) of x's offsets apart
+    assert found["%r5"] == LaneForm(rows, scaled=True)
     # ctaid.x * n (alike in every lane) + x: a plain form, then widened
     assert found["%r7"] == LaneForm(rows)
     assert found["%rd4"] == LaneForm(rows, widened=True)
