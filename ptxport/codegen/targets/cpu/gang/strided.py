@@ -126,7 +126,11 @@ def strided_access(fl: GangLowering, place: Place, t: Type, value, general, gath
         if known is None:
             b.position_at_end(later)
     if not b.block.is_terminated:
-        incoming.append((gather(fl, place, t, value, offset), b.block))
+        if SCALAR and isinstance(fl.mask, ll.Constant):
+            lane0 = _pointer(fl, place, start if et.width == 64 else b.zext(start, I64))
+            incoming.append((_lane_by_lane(fl, t, value, lane0, stride, known), b.block))
+        else:
+            incoming.append((gather(fl, place, t, value, offset), b.block))
         b.branch(done)
     b.position_at_end(slow)
     incoming.append((general(fl, place, t, value), b.block))
@@ -139,6 +143,25 @@ def strided_access(fl: GangLowering, place: Place, t: Type, value, general, gath
     for loaded, block in incoming:
         result.add_incoming(loaded, block)
     return result
+
+
+SCALAR = True
+
+
+def _lane_by_lane(fl: GangLowering, t: Type, value, pointer, stride, known):
+    """All 32 lanes' elements one stride apart, lane by lane (unrolled scalar accesses)."""
+    b, element = fl.b, value_type(t)
+    step = stride if stride.type.width == 64 else b.sext(stride, I64)
+    out = ll.Constant(vec(element), None)
+    for lane in range(W):
+        p = ll.IRBuilder.gep(b, pointer, [b.mul(step, I64(lane))], source_etype=I8)
+        if value is None:
+            x = ll.IRBuilder.load(b, p, typ=element, align=t.size)
+            out = ll.IRBuilder.insert_element(b, out, x, I32(lane))
+        else:
+            ll.IRBuilder.store(b, ll.IRBuilder.extract_element(b, value, I32(lane)), p,
+                               align=t.size)
+    return out if value is None else None
 
 
 def _pointer(fl: GangLowering, place: Place, low):
