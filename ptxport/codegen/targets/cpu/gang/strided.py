@@ -42,10 +42,14 @@ def strided_form(form: LaneForm | None, bits: int) -> LaneForm | None:
     return form
 
 
-def applies(fl: GangLowering, place: Place) -> bool:
-    """Whether the access at `place` is lowered here: its lanes one stride apart, and all 32
-    lanes running the segment (so that every lane holds its address, the guard aside)."""
-    return place.stride is not None and isinstance(fl.unguarded_mask, ll.Constant)
+def applies(fl: GangLowering, place: Place, size: int) -> bool:
+    """Whether the access of `size` bytes at `place` is lowered here: its lanes one stride
+    apart, and all 32 lanes running the segment (so that every lane holds its address, the
+    guard aside); not consecutive lanes known when compiling, which classify.py knows
+    (with one range check for a group of accesses)."""
+    form = place.stride
+    return form is not None and isinstance(fl.unguarded_mask, ll.Constant) and (
+        form.scaled or form.offsets[1] != size)
 
 
 def _signed(value: int, bits: int) -> int:
