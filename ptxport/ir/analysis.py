@@ -6,8 +6,9 @@ from collections.abc import Iterable
 
 from ptxport.ir import nodes as ir
 
-__all__ = ["address_taken", "calls_of", "live_after", "pointer_parameters", "recursive_call",
-           "runs_to_completion", "state_space", "uses_and_defs"]
+__all__ = ["address_taken", "calls_of", "constant_registers", "live_after",
+           "pointer_parameters", "recursive_call", "runs_to_completion", "state_space",
+           "uses_and_defs"]
 
 
 def pointer_parameters(f: ir.Function) -> dict[str, str]:
@@ -164,6 +165,24 @@ def may_write(inst: ir.Instruction) -> set:
                           or inst.opcode in ("bar", "barrier")):
         _registers_in(inst.operands[0], out)
     return out
+
+
+def constant_registers(kernel: ir.Function) -> dict:
+    """Registers whose only write is an unguarded mov of an integer immediate -> its value
+    (what NVRTC makes of a shuffle's offsets and member mask)."""
+    writes: dict = {}
+    for inst in kernel.instructions():
+        for reg in may_write(inst):
+            writes.setdefault(reg, []).append(inst)
+    found = {}
+    for reg, insts in writes.items():
+        if len(insts) != 1:
+            continue
+        inst = insts[0]
+        if inst.opcode == "mov" and inst.guard is None and len(inst.operands) == 2 \
+                and inst.operands[0] is reg and isinstance(inst.operands[1], ir.IntImm):
+            found[reg] = inst.operands[1].value
+    return found
 
 
 def modified_before(function: ir.Function, waits: set[int],
