@@ -39,7 +39,6 @@ from ptxport.codegen.targets.cpu.gang.classify import (
     make_class_slots,
 )
 from ptxport.codegen.targets.cpu.gang.coalesce import find_runs, interleaved_access
-from ptxport.codegen.targets.cpu.gang.lane_loop import lane_loop
 from ptxport.codegen.targets.cpu.gang.lanes import GangUnsupported, W, declare, is_vec, vec
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.codegen.targets.cpu.gang.strided import applies as strided_applies
@@ -588,7 +587,8 @@ def lower_atom(fl: GangLowering, inst: ir.Instruction) -> None:
     addresses = fl.entry_alloca(ll.ArrayType(I64, W), "atom_addresses", 64)
     values = fl.entry_alloca(ll.ArrayType(element, W), "atom_values", 64)
     swaps = fl.entry_alloca(ll.ArrayType(element, W), "atom_swaps", 64) if swap else None
-    start, done = llfn.append_basic_block("atom_start"), llfn.append_basic_block("atom_done")
+    start, head, run, done = (llfn.append_basic_block(n) for n in (
+        "atom_start", "atom_head", "atom_run", "atom_done"))
     ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", fl.bits(fl.mask), I32(0)),
                          start, done)
     b.position_at_end(start)
@@ -597,30 +597,23 @@ def lower_atom(fl: GangLowering, inst: ir.Instruction) -> None:
         if array is not None:
             b.store(lanes, array, align=64)
     # (a loop even where the mask is constant, a segment's full-mask copy: see _opaque)
-    lane_loop(fl, _opaque(b, fl.bits(fl.mask)), lambda i, _next: _atomic_lane(
-        fl, inst, i, (addresses, values, swaps), results if dest is not None else None),
-        "atom")
-    b.branch(done)
-    b.position_at_end(done)
-    if dest is not None:
-        fl.write(dest, b.load(results, typ=vec(element)), t)
-
-
-def _atomic_lane(fl: GangLowering, inst: ir.Instruction, i, arrays, results) -> None:
-    """lower_atom's atomic for lane `i`, its operands in `arrays` (addresses, values, swaps
-    or None); the old value into `results` (None: not read)."""
-    b = fl.b
-    t = instruction_type(inst)
-    op = inst.spec.get("op")
-    element = value_type(t)
+    lanes_to_do = _opaque(b, fl.bits(fl.mask))
+    entry = b.block
+    b.branch(head)
+    b.position_at_end(head)
+    todo = ll.IRBuilder.phi(b, I32)
+    todo.add_incoming(lanes_to_do, entry)
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", todo, I32(0)), run, done)
+    b.position_at_end(run)
+    i = fl.cttz(todo)
+    todo.add_incoming(b.and_(todo, b.sub(todo, I32(1))), run)
 
     def lane_of(array, typ):
         return b.load(b.gep(array, [b.zext(i, I64)], source_etype=typ), typ=typ)
-    addresses, values, swaps = arrays
     pointer = ll.IRBuilder.inttoptr(b, lane_of(addresses, I64), PTR)
     x = lane_of(values, element)
-    y = lane_of(swaps, element) if swaps is not None else None
-    if state_space(inst) == "shared":
+    y = lane_of(swaps, element) if swap else None
+    if space == "shared":
         # A block's shared memory is only ever touched by the host thread running the block
         # (its warps take turns), so a plain read-modify-write is atomic here.
         old = ll.IRBuilder.load(b, pointer, typ=element, align=t.size)
@@ -629,12 +622,16 @@ def _atomic_lane(fl: GangLowering, inst: ir.Instruction, i, arrays, results) -> 
         pair = ll.IRBuilder.cmpxchg(b, pointer, x, y, "monotonic", "monotonic")
         old = ll.IRBuilder.extract_value(b, pair, 0)
     else:
-        rmw = {"add": "fadd" if t.kind == "float" else "add", "exch": "xchg", "and": "and",
-               "or": "or", "xor": "xor", "min": "min" if t.kind == "signed" else "umin",
+        rmw = {"add": "fadd" if is_float else "add", "exch": "xchg", "and": "and", "or": "or",
+               "xor": "xor", "min": "min" if t.kind == "signed" else "umin",
                "max": "max" if t.kind == "signed" else "umax"}[op]
         old = ll.IRBuilder.atomic_rmw(b, rmw, pointer, x, "monotonic")
-    if results is not None:
+    if dest is not None:
         b.store(old, b.gep(results, [b.zext(i, I64)], source_etype=element))
+    b.branch(head)
+    b.position_at_end(done)
+    if dest is not None:
+        fl.write(dest, b.load(results, typ=vec(element)), t)
 
 
 def _opaque(b: ll.IRBuilder, value):
