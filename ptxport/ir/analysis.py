@@ -6,9 +6,8 @@ from collections.abc import Iterable
 
 from ptxport.ir import nodes as ir
 
-__all__ = ["address_taken", "calls_of", "constant_registers", "live_after",
-           "pointer_parameters", "recursive_call", "runs_to_completion", "state_space",
-           "uses_and_defs"]
+__all__ = ["address_taken", "calls_of", "live_after", "pointer_parameters", "recursive_call",
+           "runs_to_completion", "state_space", "uses_and_defs"]
 
 
 def pointer_parameters(f: ir.Function) -> dict[str, str]:

@@ -28,7 +28,8 @@ from ptxport.codegen.targets.cpu.options import CpuOptions
 from ptxport.codegen.targets.cpu.target import CpuTarget
 from ptxport.errors import InternalError, PtxportError
 from ptxport.ir import nodes as ir
-from ptxport.ir.analysis import constant_registers, uses_and_defs
+from ptxport.ir.analysis import constant_registers as _constant_registers
+from ptxport.ir.analysis import uses_and_defs
 from ptxport.ir.types import TYPES, Type
 from ptxport.passes.lane_offsets import lane_offsets
 from ptxport.passes.uniformity import (
@@ -119,7 +120,7 @@ class GangLowering(FunctionLowering):
         self.group_of: dict = {}
         self.group_span: dict = {}
         self.group_ok: dict = {}
-        self.constants = constant_registers(function)
+        self.constants = _constant_registers(function)
         self.read_somewhere = set().union(
             *(uses_and_defs(inst)[0] for inst in function.instructions()))
 
