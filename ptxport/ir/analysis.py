@@ -167,6 +167,24 @@ def may_write(inst: ir.Instruction) -> set:
     return out
 
 
+def constant_registers(kernel: ir.Function) -> dict:
+    """Registers whose only write is an unguarded mov of an integer immediate -> its value
+    (what NVRTC makes of a shuffle's offsets and member mask)."""
+    writes: dict = {}
+    for inst in kernel.instructions():
+        for reg in may_write(inst):
+            writes.setdefault(reg, []).append(inst)
+    found = {}
+    for reg, insts in writes.items():
+        if len(insts) != 1:
+            continue
+        inst = insts[0]
+        if inst.opcode == "mov" and inst.guard is None and len(inst.operands) == 2 \
+                and inst.operands[0] is reg and isinstance(inst.operands[1], ir.IntImm):
+            found[reg] = inst.operands[1].value
+    return found
+
+
 def modified_before(function: ir.Function, waits: set[int],
                     conditional: frozenset[int] = frozenset()) -> dict[int, set]:
     """For each instruction whose id is in `waits` (points where a thread saves its registers

@@ -6,6 +6,10 @@ lane_offsets' registers hold u + c[i] for one unknown u per warp; here also
   consecutive values, the rows any distance apart); a product with a uniform register keeps
   it where c is the same across each half (then c becomes 0), and a product of two values
   alike in the warp is alike;
+- *scaled*: lane i holds u + s * c[i] for a second unknown s alike in the warp (a product
+  with a uniform register: a tree's `offset * (2 * tid + 1)`, offset halving per level);
+  where c[i] = i * c[1], the lanes lie one stride s * c[1] apart, which the gangs read off
+  lanes 0 and 1 (gang/strided.py);
 - *widened*: a widening conversion (cvt.{s,u}64.{s,u}32, mul.wide.{s,u}32 by an immediate)
   of u + c[i] is the extension of u plus c[i] unless a lane's sum wraps (lane_offsets
   follows widenings only of aligned registers, where no sum can wrap); the warp gangs check
@@ -38,22 +42,26 @@ _VARIES = "varies"      # the analysis' bottom: no known form
 
 class LaneForm(NamedTuple):
     """Lane i of a register holds u + offsets[i] (modulo 2**bits), or with `halves`
-    u[i // 16] + offsets[i] (offsets then taken from each half's first lane); `widened`:
-    only while no widening conversion of the warp wrapped (checked at run time)."""
+    u[i // 16] + offsets[i] (offsets then taken from each half's first lane), or with
+    `scaled` u + s * offsets[i] (s unknown, alike in the warp); `widened`: only while no
+    widening conversion of the warp wrapped (checked at run time)."""
 
     offsets: tuple[int, ...]
     halves: bool = False
     widened: bool = False
+    scaled: bool = False
 
 
 _ZERO = LaneForm((0,) * W)
 
 
-def _form(offsets, halves=False, widened=False, bits=64) -> LaneForm:
+def _form(offsets, halves=False, widened=False, bits=64, scaled=False) -> LaneForm:
     wrap = (1 << bits) - 1
     if halves:      # each half from its first lane, so equal forms compare equal
         offsets = [o - offsets[HALF * (i // HALF)] for i, o in enumerate(offsets)]
-    return LaneForm(tuple(o & wrap for o in offsets), halves, widened)
+    if scaled and not any(o & wrap for o in offsets):
+        return _ZERO        # (s * 0 in every lane: alike)
+    return LaneForm(tuple(o & wrap for o in offsets), halves, widened, scaled)
 
 
 def operand_form(value, forms, uniform: set, block):
@@ -100,6 +108,8 @@ def widening_guard(inst: ir.Instruction, source: LaneForm) -> list[tuple[int, in
     reference lane (0, and 16 for a per-half form) whose 32-bit value must lie in
     [low, high] (signed or unsigned as the widening reads it) for no lane's sum to wrap;
     none where every lane of a group holds the reference's value (nothing can wrap)."""
+    if source.scaled:       # (its widening has no form: nothing derived to guard)
+        return []
     signed, _ = widening(inst)
     low, high = (-(1 << 31), (1 << 31) - 1) if signed else (0, (1 << 32) - 1)
     out = []
@@ -113,6 +123,8 @@ def widening_guard(inst: ir.Instruction, source: LaneForm) -> list[tuple[int, in
 
 def _widened(inst: ir.Instruction, source: LaneForm) -> LaneForm:
     """The form a widening writes: the exact offsets from each reference lane, scaled."""
+    if source.scaled:       # (its sums may wrap, unchecked: no form)
+        return _VARIES
     _, scale = widening(inst)
     out = []
     for i, c in enumerate(source.offsets):
@@ -139,19 +151,34 @@ def _product(inst: ir.Instruction, args: list, bits: int):
         else:
             scale = factor.value
         a = args[0]
-        return _form([c * scale for c in a.offsets], a.halves, a.widened, bits)
+        return _form([c * scale for c in a.offsets], a.halves, a.widened, bits, a.scaled)
     if op == "shl":
         return _VARIES
-    # a product with a uniform register: a value per half where the other is one per half
+    # a product with a uniform register: a value per half where the other is one per half,
+    # else the other's offsets scaled by the uniform value
     x, y = args[0], args[1]
     if x == y == _ZERO:         # (two values alike in every lane)
         return _ZERO
     varying = x if y.offsets == _ZERO.offsets and not y.halves else (
         y if x.offsets == _ZERO.offsets and not x.halves else None)
-    if varying is None or not (_half_constant(varying) or varying.halves and not any(
-            varying.offsets)):
+    if varying is None:
         return _VARIES
-    return LaneForm((0,) * W, True, varying.widened)
+    if _half_constant(varying) or varying.halves and not any(varying.offsets):
+        return LaneForm((0,) * W, True, varying.widened)
+    if varying.halves or varying.widened:
+        return _VARIES
+    return _form(varying.offsets, bits=bits, scaled=True)
+
+
+def _sum(x: LaneForm, y: LaneForm, sign: int, bits: int):
+    """The form of x + sign * y. A scaled form keeps its scale only beside a value alike
+    in the warp (two scales may differ, and s * c + d[i] is neither form)."""
+    if x.scaled or y.scaled:
+        other = y if x.scaled else x
+        if other.scaled or other.halves or any(other.offsets):
+            return _VARIES
+    return _form([a + sign * b for a, b in zip(x.offsets, y.offsets, strict=True)],
+                 x.halves or y.halves, x.widened or y.widened, bits, x.scaled or y.scaled)
 
 
 def written_form(inst: ir.Instruction, forms, uniform: set, block):
@@ -174,27 +201,24 @@ def written_form(inst: ir.Instruction, forms, uniform: set, block):
         return None
     halves, widened = any(a.halves for a in args), any(a.widened for a in args)
     if op in ("mov", "cvta") and len(args) == 1:
-        return _form(args[0].offsets, halves, widened, bits)
+        return _form(args[0].offsets, halves, widened, bits, args[0].scaled)
     if op in ("add", "sub") and len(args) == 2:
-        sign = 1 if op == "add" else -1
-        return _form([a + sign * b for a, b in zip(args[0].offsets, args[1].offsets,
-                                                    strict=True)], halves, widened, bits)
+        return _sum(args[0], args[1], 1 if op == "add" else -1, bits)
     if op in ("mul", "shl", "mad") and len(args) >= 2:
         product = _product(inst, args, bits)
         if product == _VARIES or op != "mad":
             return product
-        addend = args[2]
-        return _form([a + c for a, c in zip(product.offsets, addend.offsets, strict=True)],
-                     product.halves or addend.halves, product.widened or addend.widened, bits)
+        return _sum(product, args[2], 1, bits)
     return _VARIES
 
 
 def _merge(old, new):
     if old is None or new is None:
         return new if old is None else old
-    if old == _VARIES or new == _VARIES or old[:2] != new[:2]:
+    if old == _VARIES or new == _VARIES or (old.offsets, old.halves, old.scaled) != (
+            new.offsets, new.halves, new.scaled):
         return _VARIES
-    return LaneForm(old.offsets, old.halves, old.widened or new.widened)
+    return LaneForm(old.offsets, old.halves, old.widened or new.widened, old.scaled)
 
 
 def lane_forms(kernel: ir.Function, block: tuple[int, int, int] | None,
@@ -236,6 +260,7 @@ def run(module: ir.Module, kernel: ir.Function, block=None) -> PassResult:
         form = found[reg]
         c = form.offsets
         kind = "".join((" (per half)" if form.halves else "",
-                        " (widened)" if form.widened else ""))
+                        " (widened)" if form.widened else "",
+                        " (scaled)" if form.scaled else ""))
         notes.append(f"{reg.name}{kind}: " + " ".join(str(v - c[0]) for v in c))
     return PassResult(kernel, notes)

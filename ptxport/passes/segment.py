@@ -12,6 +12,7 @@ such shuffles, five per warp-wide max or sum).
 from __future__ import annotations
 
 from ptxport.ir import nodes as ir
+from ptxport.ir.analysis import constant_registers
 from ptxport.passes import PassResult
 from ptxport.passes.uniformity import converged_writers, uniform_registers
 from ptxport.ptx.ast import IntImm
@@ -41,13 +42,17 @@ def is_warp_op(inst: ir.Instruction) -> bool:
 
 def inline_warp_ops(kernel: ir.Function, uniform: set) -> frozenset[int]:
     """ids of the warp operations that start no segment: shfl.sync with the full member
-    mask, run by the warp's live lanes together (`uniform`: the kernel's uniform registers,
-    uniformity.py)."""
+    mask (an immediate, or a register NVRTC set to one: scan_warp's shuffles), run by the
+    warp's live lanes together (`uniform`: the kernel's uniform registers, uniformity.py)."""
     together = converged_writers(kernel, uniform)
+    constants = constant_registers(kernel)
+
+    def full(mask) -> bool:
+        value = mask.value if isinstance(mask, IntImm) else constants.get(mask)
+        return value is not None and value & 0xFFFFFFFF == 0xFFFFFFFF
     return frozenset(id(inst) for inst in kernel.instructions()
                      if inst.opcode == "shfl" and id(inst) in together
-                     and len(inst.operands) > 4 and isinstance(inst.operands[4], IntImm)
-                     and inst.operands[4].value & 0xFFFFFFFF == 0xFFFFFFFF)
+                     and len(inst.operands) > 4 and full(inst.operands[4]))
 
 
 def segments_of(kernel: ir.Function, inline: frozenset[int] = frozenset()) -> list[Segment]:

@@ -171,7 +171,8 @@ def test_rows_of_a_run_time_width_are_per_half_warp_and_widened():
     assert found["%r4"] == LaneForm(rows, halves=True)
     assert found["%rd2"] == LaneForm(tuple(4 * r for r in rows), halves=True, widened=True)
     assert found["%rd3"] == found["%rd2"]
-    assert "%r5" not in found          # x * n: lanes a run-time multiple apart
+    # x * n: lanes a run-time multiple (n, alike in the warp) of x's offsets apart
+    assert found["%r5"] == LaneForm(rows, scaled=True)
     # ctaid.x * n (alike in every lane) + x: a plain form, then widened
     assert found["%r7"] == LaneForm(rows)
     assert found["%rd4"] == LaneForm(rows, widened=True)
@@ -184,3 +185,51 @@ def test_rows_of_a_run_time_width_are_per_half_warp_and_widened():
         (0, -(1 << 31), (1 << 31) - 1 - 15), (16, -(1 << 31), (1 << 31) - 1 - 15)]
     assert widening_guard(insts["cvt.u64.u32 %rd4"], found["%r7"]) == [
         (0, 0, (1 << 32) - 1 - 15)]
+
+
+# A tree's index (Blelloch's up-sweep): offset * (2 * tid + 1) - 1, offset alike in the warp
+SCALED = """.version 7.8
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u32 n)
+{
+.reg .b32 %r<16>; .reg .b64 %rd<4>;
+.shared .align 4 .b32 s[2048];
+ld.param.u32 %r1, [n];
+mov.u32 %r2, %tid.x;
+shl.b32 %r3, %r2, 1;
+add.s32 %r4, %r3, 1;
+mul.lo.s32 %r5, %r1, %r4;
+shl.b32 %r6, %r5, 2;
+mov.u32 %r7, s;
+add.s32 %r8, %r7, %r6;
+add.s32 %r9, %r8, -4;
+mul.lo.s32 %r10, %r6, 3;
+add.s32 %r11, %r6, %r2;
+add.s32 %r12, %r6, %r6;
+cvt.u64.u32 %rd1, %r6;
+mul.lo.s32 %r13, %r6, %r1;
+ret;
+}
+"""
+
+
+def test_products_with_a_value_alike_in_the_warp_are_scaled():
+    module = build(parse(SCALED, "scaled.ptx"))
+    verify(module)
+    found = {reg.name: form for reg, form in lane_forms(module.functions["k"],
+                                                         (64, 1, 1)).items()}
+    # n * (2 * tid + 1): lanes 2 * n apart, then the byte offsets 8 * n apart
+    assert found["%r5"] == LaneForm(tuple(2 * i for i in range(32)), scaled=True)
+    eight = LaneForm(tuple(8 * i for i in range(32)), scaled=True)
+    # sums with values alike in the warp (a variable, an immediate) keep the scaled form
+    assert found["%r6"] == found["%r8"] == found["%r9"] == eight
+    assert found["%r10"] == LaneForm(tuple(24 * i for i in range(32)), scaled=True)
+    assert found["%r13"] == eight                  # scaled again by n: still u + s * c
+    # s * c + tid, or two scales (s * c + s * c: maybe not one s): no form; nor a widening
+    # (its sums may wrap, and no run-time check covers a scaled form)
+    assert {"%r11", "%r12", "%rd1"}.isdisjoint(found)
+    # (a scaled form asks nothing of a widening's guard)
+    insts = {i.operands[0].name: i for i in module.functions["k"].instructions()
+             if i.operands and hasattr(i.operands[0], "name")}
+    assert widening_guard(insts["%rd1"], eight) == []

@@ -13,6 +13,7 @@ from llvmlite import ir as ll
 
 from ptxport.codegen.lower import I8, I32, I64, PTR
 from ptxport.codegen.targets.cpu.gang.checks import fault
+from ptxport.codegen.targets.cpu.gang.lane_loop import lane_loop
 from ptxport.codegen.targets.cpu.gang.lanes import GangUnsupported
 from ptxport.codegen.targets.cpu.gang.memory import lane_vectors, place_of
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
@@ -100,42 +101,31 @@ def _copy_lanes(fl: GangLowering, src, dst, count, size: int) -> None:
     slot = b.gep(fl.target.ctx_field(fl, "site_cache", typ=PTR), [I64(16 * fl.plan.check_sites)],
                  source_etype=I8)
     fl.plan.check_sites += 1
-    lanes = fl.bits(fl.mask)
-    entry = b.block
-    head, run, next_lane, done = (llfn.append_basic_block(n) for n in (
-        "cp_lane_head", "cp_lane_run", "cp_lane_next", "cp_lanes_done"))
-    b.branch(head)
-    b.position_at_end(head)
-    todo = ll.IRBuilder.phi(b, I32)
-    todo.add_incoming(lanes, entry)
-    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", todo, I32(0)), run, done)
-    b.position_at_end(run)
-    lane = fl.cttz(todo)
-    n = b.zext(ll.IRBuilder.extract_element(b, count, lane), I64)
-    source = ll.IRBuilder.extract_element(b, sources, lane)
-    target = ll.IRBuilder.extract_element(b, targets, lane)
-    target = target if et.width == 64 else b.zext(target, I64)
-    pointer = ll.IRBuilder.gep(b, window, [target], source_etype=I8)
-    inside = b.icmp_unsigned("<=", b.add(target, I64(size)), limit)
-    _or_fault(fl, lane, b.add(ll.IRBuilder.ptrtoint(b, window, I64), target), inside, size,
-              True)
-    found = ll.IRBuilder.call(b, check_function(llfn.module), [llfn.args[0], source, n, slot])
-    _or_fault(fl, lane, source, b.or_(found, b.icmp_unsigned("==", n, I64(0))), size, False)
-    b.store(ll.Constant(ll.VectorType(I8, size), None), pointer, align=1)
-    # byte after byte while below the count, unrolled: a loop with a variable count becomes
-    # a call of the C library's memcpy, which compiled CPU kernels do not link against
-    reading = ll.IRBuilder.inttoptr(b, source, PTR)
-    for j in range(size):
-        more = llfn.append_basic_block("cp_lane_byte")
-        b.cbranch(b.icmp_unsigned("<", I64(j), n), more, next_lane)
-        b.position_at_end(more)
-        b.store(b.load(b.gep(reading, [I64(j)], source_etype=I8), typ=I8),
-                b.gep(pointer, [I64(j)], source_etype=I8))
-    b.branch(next_lane)
-    b.position_at_end(next_lane)
-    todo.add_incoming(b.and_(todo, b.sub(todo, I32(1))), next_lane)
-    b.branch(head)
-    b.position_at_end(done)
+
+    def copy(lane, next_lane):
+        n = b.zext(ll.IRBuilder.extract_element(b, count, lane), I64)
+        source = ll.IRBuilder.extract_element(b, sources, lane)
+        target = ll.IRBuilder.extract_element(b, targets, lane)
+        target = target if et.width == 64 else b.zext(target, I64)
+        pointer = ll.IRBuilder.gep(b, window, [target], source_etype=I8)
+        inside = b.icmp_unsigned("<=", b.add(target, I64(size)), limit)
+        _or_fault(fl, lane, b.add(ll.IRBuilder.ptrtoint(b, window, I64), target), inside,
+                  size, True)
+        found = ll.IRBuilder.call(b, check_function(llfn.module),
+                                  [llfn.args[0], source, n, slot])
+        _or_fault(fl, lane, source, b.or_(found, b.icmp_unsigned("==", n, I64(0))), size,
+                  False)
+        b.store(ll.Constant(ll.VectorType(I8, size), None), pointer, align=1)
+        # byte after byte while below the count, unrolled: a loop with a variable count
+        # becomes a call of the C library's memcpy, which compiled CPU kernels do not link
+        reading = ll.IRBuilder.inttoptr(b, source, PTR)
+        for j in range(size):
+            more = llfn.append_basic_block("cp_lane_byte")
+            b.cbranch(b.icmp_unsigned("<", I64(j), n), more, next_lane)
+            b.position_at_end(more)
+            b.store(b.load(b.gep(reading, [I64(j)], source_etype=I8), typ=I8),
+                    b.gep(pointer, [I64(j)], source_etype=I8))
+    lane_loop(fl, fl.bits(fl.mask), copy, "cp_lane")
 
 
 def _or_fault(fl: GangLowering, lane, address, ok, size: int, write: bool) -> None:

@@ -321,16 +321,18 @@ class Place:
     offsets into the shared window when `shared`) plus `offset` bytes; `key` names the
     base (register or variable) it was read from, for _classify's memo; `lanes` the
     constant offsets between the lanes' addrs where known when compiling
-    (passes/lane_offsets.py), else None."""
+    (passes/lane_offsets.py), else None; `stride` the lane form of addrs where the lanes
+    lie one stride apart (strided.py), else None."""
 
-    __slots__ = ("addrs", "shared", "offset", "key", "lanes")
+    __slots__ = ("addrs", "shared", "offset", "key", "lanes", "stride")
 
-    def __init__(self, addrs, shared: bool, offset: int, key, lanes=None):
+    def __init__(self, addrs, shared: bool, offset: int, key, lanes=None, stride=None):
         self.addrs, self.shared, self.offset, self.key = addrs, shared, offset, key
-        self.lanes = lanes
+        self.lanes, self.stride = lanes, stride
 
     def moved(self, step: int) -> Place:
-        return Place(self.addrs, self.shared, self.offset + step, self.key, self.lanes)
+        return Place(self.addrs, self.shared, self.offset + step, self.key, self.lanes,
+                     self.stride)
 
 
 def inside_one_allocation(fl: GangLowering, low, high, skip=None):

@@ -28,7 +28,8 @@ from ptxport.codegen.targets.cpu.options import CpuOptions
 from ptxport.codegen.targets.cpu.target import CpuTarget
 from ptxport.errors import InternalError, PtxportError
 from ptxport.ir import nodes as ir
-from ptxport.ir.analysis import may_write, uses_and_defs
+from ptxport.ir.analysis import constant_registers as _constant_registers
+from ptxport.ir.analysis import uses_and_defs
 from ptxport.ir.types import TYPES, Type
 from ptxport.passes.lane_offsets import lane_offsets
 from ptxport.passes.uniformity import (
@@ -316,20 +317,3 @@ class GangLowering(FunctionLowering):
             outer = self.b.and_(outer, self.b.not_(guard))
             self.b.store(outer, self.mask_slot)
         self.mask = outer
-
-
-def _constant_registers(kernel: ir.Function) -> dict:
-    """Registers whose only write is an unguarded mov of an integer immediate -> its value."""
-    writes: dict = {}
-    for inst in kernel.instructions():
-        for reg in may_write(inst):
-            writes.setdefault(reg, []).append(inst)
-    found = {}
-    for reg, insts in writes.items():
-        if len(insts) != 1:
-            continue
-        inst = insts[0]
-        if inst.opcode == "mov" and inst.guard is None and len(inst.operands) == 2 \
-                and inst.operands[0] is reg and isinstance(inst.operands[1], IntImm):
-            found[reg] = inst.operands[1].value
-    return found

@@ -1,0 +1,221 @@
+"""Warp gangs' strided accesses (codegen/targets/cpu/gang/strided.py): lanes one stride apart,
+the stride an immediate (a plain lane form) or a value alike in the warp (a scaled form:
+`tid * s`), loaded and stored as one span where the stride is 1, 2 or 4 elements and lane by
+lane otherwise; odd, non-power-of-two and negative strides give the same values as each lane
+on its own, and an access outside shared or global memory still faults at its first bad
+lane, also where the lanes' 32-bit addresses wrap."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ptxport import Device, LaunchConfig, Program, launch
+from ptxport.codegen.targets.cpu.gang.build import build_gang
+from ptxport.codegen.targets.cpu.options import CpuOptions
+from ptxport.errors import IllegalAddressError
+from ptxport.ir.from_ptx import build
+from ptxport.ptx.parser import parse
+
+HEADER = ".version 7.8\n.target sm_80\n.address_size 64\n"
+N = 1024        # the shared array's elements
+
+# out[t] = buf[base + t * STRIDE] (buf a copy of in); then buf[base2 + t * STRIDE] = t + 1000
+# for the threads where GUARD holds; then out[32 + j] = buf[j]
+SHARED = HEADER + """.visible .entry k(.param .u64 in, .param .u64 out, .param .u32 base,
+                       .param .u32 s, .param .u32 base2, .param .u32 guard)
+{
+.reg .pred %p<4>; .reg .b32 %r<24>; .reg .b64 %rd<10>;
+.shared .align 16 .b8 buf[4096];
+ld.param.u64 %rd1, [in]; ld.param.u64 %rd2, [out]; ld.param.u32 %r1, [base];
+ld.param.u32 %r2, [s]; ld.param.u32 %r12, [base2]; ld.param.u32 %r20, [guard];
+mov.u32 %r3, %tid.x;
+mov.u32 %r7, buf;
+mov.u32 %r4, %r3;
+FILL:
+mul.wide.u32 %rd3, %r4, 4;
+add.s64 %rd4, %rd1, %rd3;
+ld.global.u32 %r5, [%rd4];
+shl.b32 %r6, %r4, 2;
+add.s32 %r8, %r7, %r6;
+st.shared.u32 [%r8], %r5;
+add.s32 %r4, %r4, 32;
+setp.lt.u32 %p1, %r4, 1024;
+@%p1 bra FILL;
+bar.sync 0;
+mad.lo.s32 %r9, %r3, STRIDE, %r1;
+shl.b32 %r10, %r9, 2;
+add.s32 %r11, %r7, %r10;
+ld.shared.u32 %r13, [%r11];
+mul.wide.u32 %rd5, %r3, 4;
+add.s64 %rd6, %rd2, %rd5;
+st.global.u32 [%rd6], %r13;
+bar.sync 0;
+mad.lo.s32 %r14, %r3, STRIDE, %r12;
+shl.b32 %r15, %r14, 2;
+add.s32 %r16, %r7, %r15;
+add.s32 %r17, %r3, 1000;
+setp.lt.u32 %p2, %r3, %r20;
+@%p2 st.shared.u32 [%r16], %r17;
+bar.sync 0;
+mov.u32 %r4, %r3;
+BACK:
+shl.b32 %r6, %r4, 2;
+add.s32 %r8, %r7, %r6;
+ld.shared.u32 %r5, [%r8];
+add.s32 %r18, %r4, 32;
+mul.wide.u32 %rd3, %r18, 4;
+add.s64 %rd4, %rd2, %rd3;
+st.global.u32 [%rd4], %r5;
+add.s32 %r4, %r4, 32;
+setp.lt.u32 %p1, %r4, 1024;
+@%p1 bra BACK;
+ret;
+}
+"""
+
+# out[2 * t] = in[2 * t + first]: global lanes 8 bytes apart (a widened plain form)
+GLOBAL = HEADER + """.visible .entry k(.param .u64 in, .param .u64 out, .param .u32 first)
+{
+.reg .b32 %r<6>; .reg .b64 %rd<7>;
+ld.param.u64 %rd1, [in]; ld.param.u64 %rd2, [out]; ld.param.u32 %r1, [first];
+mov.u32 %r2, %tid.x;
+shl.b32 %r3, %r2, 1;
+add.s32 %r4, %r3, %r1;
+mul.wide.s32 %rd3, %r4, 4;
+add.s64 %rd4, %rd1, %rd3;
+ld.global.u32 %r5, [%rd4];
+mul.wide.u32 %rd5, %r2, 8;
+add.s64 %rd6, %rd2, %rd5;
+st.global.u32 [%rd6], %r5;
+ret;
+}
+"""
+
+
+def _line(ptx: str, text: str) -> int:
+    return next(i for i, line in enumerate(ptx.splitlines(), 1) if text in line)
+
+
+def _shared_ptx(stride: int | None) -> str:
+    return SHARED.replace("STRIDE", "%r2" if stride is None else str(stride))
+
+
+def _shared(stride: int | None, s: int, base: int, base2: int, guard: int = 32):
+    """Run SHARED with the stride an immediate (stride) or the parameter s (stride None)."""
+    dev = Device("cpu")
+    stream = dev.create_stream()
+    kernel = Program(_shared_ptx(stride), code_type="ptx").compile("native").get_kernel("k")
+    src = np.arange(N, dtype=np.uint32) + 7
+    out = np.zeros(32 + N, dtype=np.uint32)
+    bufs = [dev.allocate(a.nbytes, stream=stream) for a in (src, out)]
+    bufs[0].copy_from(src, stream=stream)
+    bufs[1].copy_from(out, stream=stream)
+    launch(stream, LaunchConfig(grid=1, block=32), kernel, *bufs, np.uint32(base % (1 << 32)),
+           np.uint32(s % (1 << 32)), np.uint32(base2 % (1 << 32)), np.uint32(guard))
+    bufs[1].copy_to(out, stream=stream)
+    stream.sync()
+    assert kernel._binary(dev).gang_refusal is None
+    return src, out
+
+
+def _expected(s: int, base: int, base2: int, guard: int = 32):
+    src = np.arange(N, dtype=np.uint32) + 7
+    buf = src.copy()
+    loaded = buf[[base + t * s for t in range(32)]]
+    for t in range(min(guard, 32)):
+        buf[base2 + t * s] = t + 1000
+    return np.concatenate([loaded, buf])
+
+
+# (s, base, base2): strides of 1, 2 and 4 elements (spans), odd and non-power-of-two ones,
+# long ones (lane by lane), negative ones (spans from lane 31's element)
+CASES = [(1, 3, 500), (2, 1, 200), (3, 5, 40), (4, 0, 3), (5, 2, 100), (8, 7, 9),
+         (33, 0, 0), (-1, 900, 100), (-2, 300, 999), (-3, 1000, 500), (-4, 124, 300),
+         (-7, 1023, 600)]
+
+
+@pytest.mark.parametrize("s, base, base2", CASES)
+def test_a_stride_alike_in_the_warp(s, base, base2):
+    _, out = _shared(None, s, base, base2)
+    assert (out == _expected(s, base, base2)).all()
+
+
+def test_a_stride_of_zero_reads_one_element():
+    _, out = _shared(None, 0, 17, 0, guard=1)
+    assert (out == _expected(0, 17, 0, guard=1)).all()
+
+
+@pytest.mark.parametrize("stride, base, base2", [(2, 1, 200), (3, 5, 40), (-2, 300, 999),
+                                                 (6, 0, 800)])
+def test_a_stride_known_when_compiling(stride, base, base2):
+    _, out = _shared(stride, stride, base, base2)
+    assert (out == _expected(stride, base, base2)).all()
+
+
+@pytest.mark.parametrize("s, guard", [(2, 20), (-1, 7), (5, 31), (1, 0)])
+def test_a_guard_stores_its_lanes_only(s, guard):
+    base, base2 = (600, 400) if s < 0 else (3, 100)
+    _, out = _shared(None, s, base, base2, guard)
+    assert (out == _expected(s, base, base2, guard)).all()
+
+
+def test_the_strides_are_known_when_compiling():
+    """The shared accesses take the span path: the run-time stride's chain of tests, the
+    immediate's one masked access of two warps' elements."""
+    def code(stride):
+        return str(build_gang(build(parse(_shared_ptx(stride))), "k", (32, 1, 1),
+                              CpuOptions())[0])
+    assert "strided_span" in code(None)
+    assert "llvm.masked.load.v64i32" in code(2) and "strided_span" not in code(2)
+    # a kernel whose stride is per lane (tid * tid) is classified at run time, as before
+    assert "strided" not in code("%r3")
+
+
+# (s, base, base2, line, thread): the first bad lane of the load (line of ld.shared) or of
+# the store (st.shared)
+LOAD, STORE = "ld.shared.u32 %r13", "@%p2 st.shared"
+FAULTS = [(40, 0, 0, LOAD, 26),             # past the window's end, lane 26 first
+          (-2, 5, 0, LOAD, 3),              # below its start: index -1 wraps
+          (1 << 29, 0, 0, LOAD, 1),         # 2^31 bytes apart: the 32-bit sums wrap
+          (1, 0, 1000, STORE, 24),          # the store past the end, the load inside
+          (-3, 600, 40, STORE, 14),
+          (3, 0, 1020, STORE, 2)]
+
+
+@pytest.mark.parametrize("s, base, base2, where, thread", FAULTS)
+def test_a_strided_access_outside_shared_memory_faults_at_its_first_bad_lane(
+        s, base, base2, where, thread):
+    line = _line(SHARED, where)
+    with pytest.raises(IllegalAddressError,
+                       match=rf"line {line} in block \(0, 0, 0\), thread {thread};"):
+        _shared(None, s, base, base2)
+
+
+def _global(first: int):
+    dev = Device("cpu")
+    stream = dev.create_stream()
+    kernel = Program(GLOBAL, code_type="ptx").compile("native").get_kernel("k")
+    src = np.arange(64, dtype=np.uint32) + 3
+    out = np.zeros(64, dtype=np.uint32)
+    bufs = [dev.allocate(a.nbytes, stream=stream) for a in (src, out)]
+    bufs[0].copy_from(src, stream=stream)
+    bufs[1].copy_from(out, stream=stream)
+    launch(stream, LaunchConfig(grid=1, block=32), kernel, *bufs, np.uint32(first))
+    bufs[1].copy_to(out, stream=stream)
+    stream.sync()
+    return src, out
+
+
+def test_global_lanes_two_elements_apart():
+    src, out = _global(1)
+    want = np.zeros(64, dtype=np.uint32)
+    want[0::2] = src[1::2]
+    assert (out == want).all()
+
+
+def test_a_global_strided_load_past_the_end_faults_at_its_first_bad_lane():
+    # 2 * t + 40 >= 64 from thread 12 on: the range of the span is past the buffer's end
+    with pytest.raises(IllegalAddressError, match=rf"line {_line(GLOBAL, 'ld.global')} in "
+                       r"block \(0, 0, 0\), thread 12;"):
+        _global(40)
