@@ -5,7 +5,8 @@ tutorial: n a multiple of 16, so each thread's 4 contiguous elements are one pre
 ld/st.v4, a warp's two float4s 2 KiB apart; `add_odd`: n - 1 elements, one predicated
 scalar ld/st per element; `add_1`: BLOCK=128, one element per thread; `add_4`: BLOCK=512,
 one float4 per thread, so that the warps of a block read memory in order) and fused softmax
-(GB/s: bytes read + written per second) and its matmul
+(GB/s: bytes read + written per second; `softmax` with 4 warps a row, whose reductions meet
+in shared memory at barriers, `softmax_1w` with one) and its matmul
 (tl.dot, f32 in IEEE mode; GFLOP/s) from tests/frontends/triton_kernels.py, launched through
 ptxport as Triton's driver on Device("cpu"), next to the same operation in numpy, in torch
 (CPU) where torch is installed, and in Triton's own interpreter (TRITON_INTERPRET=1, which
@@ -75,6 +76,7 @@ def _work(sizes) -> dict[str, tuple[float, str]]:
     return {"add": (3 * 4 * n / 1e9, "GB/s"), "add_odd": (3 * 4 * (n - 1) / 1e9, "GB/s"),
             "add_1": (3 * 4 * n / 1e9, "GB/s"), "add_4": (3 * 4 * n / 1e9, "GB/s"),
             "softmax": (2 * 4 * rows * cols / 1e9, "GB/s"),
+            "softmax_1w": (2 * 4 * rows * cols / 1e9, "GB/s"),
             "matmul": (2 * m ** 3 / 1e9, "GFLOP/s")}
 
 
@@ -116,6 +118,11 @@ def _triton_calls(data, make_array, sync):
                                     BLOCK=triton.next_power_of_2(cols), num_warps=4)
         sync()
 
+    def softmax_1w():   # one warp a row: its reductions are shuffles, with no barrier
+        softmax_kernel[(programs,)](s_out, s_in, cols, cols, rows, cols,
+                                    BLOCK=triton.next_power_of_2(cols), num_warps=1)
+        sync()
+
     def matmul():
         matmul_kernel[(triton.cdiv(m, 32), triton.cdiv(m, 32))](
             a, b, c, m, m, m, m, 1, m, 1, m, 1, BLOCK_M=32, BLOCK_N=32, BLOCK_K=32,
@@ -123,7 +130,7 @@ def _triton_calls(data, make_array, sync):
         sync()
 
     return {"add": add, "add_odd": add_odd, "add_1": add_1, "add_4": add_4,
-            "softmax": softmax, "matmul": matmul}
+            "softmax": softmax, "softmax_1w": softmax_1w, "matmul": matmul}
 
 
 def _numpy_calls(data):
@@ -141,7 +148,7 @@ def _numpy_calls(data):
         np.add(x, y, out=out)
 
     return {"add": add, "add_odd": lambda: np.add(x[:-1], y[:-1], out=out[:-1]),
-            "add_1": add, "add_4": add, "softmax": softmax,
+            "add_1": add, "add_4": add, "softmax": softmax, "softmax_1w": softmax,
             "matmul": lambda: np.matmul(a, b, out=c)}
 
 
@@ -159,6 +166,7 @@ def _torch_calls(data):
 
     return {"add": add, "add_odd": lambda: torch.add(x[:-1], y[:-1], out=out[:-1]),
             "add_1": add, "add_4": add, "softmax": lambda: torch.softmax(s, dim=1),
+            "softmax_1w": lambda: torch.softmax(s, dim=1),
             "matmul": lambda: torch.matmul(a, b, out=c)}
 
 
@@ -184,7 +192,7 @@ def _measure(engines: list[str], sizes, runs: int) -> dict[str, dict[str, float]
     data = _inputs(sizes)
     calls = {engine: _engine_calls(engine, data) for engine in engines}
     results: dict[str, dict[str, float]] = {engine: {} for engine in engines}
-    for op in ("add", "add_odd", "add_1", "add_4", "softmax", "matmul"):
+    for op in ("add", "add_odd", "add_1", "add_4", "softmax", "softmax_1w", "matmul"):
         best = _best_seconds({engine: calls[engine][op] for engine in engines}, runs)
         for engine, seconds in best.items():
             results[engine][op] = seconds
