@@ -30,7 +30,8 @@ from triton.runtime.cache import get_cache_manager
 
 from ptxport.errors import InvalidValueError, UnsupportedFeatureError
 from ptxport.frontends.arrays import DeviceArray, copy_back, device_array, staged
-from ptxport.runtime import Buffer, Device, LaunchConfig, Program, launch
+from ptxport.runtime import Buffer, Device, LaunchConfig, Program
+from ptxport.runtime.launch import launch_now
 
 __all__ = ["Driver", "activate", "deactivate", "device_array", "DeviceArray"]
 
@@ -122,7 +123,7 @@ class Launcher:
             enter_hook(launch_metadata)
         config = LaunchConfig(grid=(grid_x, grid_y, grid_z), block=self.block,
                               shmem_size=self.shared, **self.kinds)
-        launch(stream, config, self.kernel, *values)
+        launch_now(stream, config, self.kernel, *values)
         stream.sync()
         copy_back(temporaries)
         for buffer in registered:
