@@ -107,6 +107,7 @@ class Launcher:
         names = src.fn.arg_names if hasattr(src, "fn") else list(src.signature)
         self.params = list(zip(names, src.signature.values(), strict=True))
         self.kernel = _load_ptx(metadata)
+        self.configs: dict[tuple[int, int, int], LaunchConfig] = {}    # by grid
 
     def __call__(self, grid_x, grid_y, grid_z, stream, function, kernel_metadata,
                  launch_metadata, enter_hook, exit_hook, *args):
@@ -121,8 +122,13 @@ class Launcher:
             values.append(_scratch(device, blocks * size) if size else np.uint64(0))
         if enter_hook is not None:
             enter_hook(launch_metadata)
-        config = LaunchConfig(grid=(grid_x, grid_y, grid_z), block=self.block,
-                              shmem_size=self.shared, **self.kinds)
+        grid = (grid_x, grid_y, grid_z)
+        config = self.configs.get(grid)
+        if config is None:      # (a kernel is launched with the same few grids over and over)
+            if len(self.configs) >= 64:
+                self.configs.clear()
+            config = self.configs[grid] = LaunchConfig(grid=grid, block=self.block,
+                                                       shmem_size=self.shared, **self.kinds)
         launch_now(stream, config, self.kernel, *values)
         stream.sync()
         copy_back(temporaries)
