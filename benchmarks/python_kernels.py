@@ -5,14 +5,21 @@ tutorial: n a multiple of 16, so each thread's 4 contiguous elements are one pre
 ld/st.v4, a warp's two float4s 2 KiB apart; `add_odd`: n - 1 elements, one predicated
 scalar ld/st per element; `add_1`: BLOCK=128, one element per thread; `add_4`: BLOCK=512,
 one float4 per thread, so that the warps of a block read memory in order) and fused softmax
-(GB/s: bytes read + written per second) and its matmul
+(GB/s: bytes read + written per second; `softmax` with 4 warps a row, whose reductions meet
+in shared memory at barriers, `softmax_1w` with one) and its matmul
 (tl.dot, f32 in IEEE mode; GFLOP/s) from tests/frontends/triton_kernels.py, launched through
 ptxport as Triton's driver on Device("cpu"), next to the same operation in numpy, in torch
 (CPU) where torch is installed, and in Triton's own interpreter (TRITON_INTERPRET=1, which
-takes torch tensors: torch needed). Each figure is from the fastest of --runs timed calls
-after one untimed call, ptxport, numpy and torch taking turns in one process (Triton's
-compile and ptxport's are cached, so not timed; the interpreter runs in a process of its
-own, with fewer runs, and is given up after --interpreter-limit seconds).
+takes torch tensors: torch needed). Outputs are allocated once, as Triton's are (`out=`
+for numpy's and torch's add and matmul; softmax has no `out=` in either).
+
+Each engine runs in a process of its own, one after another, so that no library's threads
+share the cores with another's: numpy's BLAS, torch's OpenMP team and ptxport's workers
+each keep spinning for a while after a call, and measured in one process taking turns,
+numpy's 256^3 matmul ran at 20 GFLOP/s on 16 cores instead of ~100 and torch's at 3.
+Each figure is the fastest of --runs timed calls after one untimed call (Triton's compile
+and ptxport's are cached, so not timed); the interpreter gets fewer runs and is given up
+after --interpreter-limit seconds.
 
     python benchmarks/python_kernels.py [--runs 5] [--small] [--interpreter-limit 600]
 
@@ -41,9 +48,8 @@ SMALL = {"add": 1 << 16, "softmax": (256, 512), "matmul": 64}
 
 
 def _best_seconds(calls: dict, runs: int) -> dict[str, float]:
-    """The fastest of `runs` timed calls of each callable, after one untimed call each;
-    the callables take turns, so that load from elsewhere on a shared machine falls on all
-    of them alike."""
+    """The fastest of `runs` timed calls of each callable, after one untimed call each (the
+    callables of one engine take turns)."""
     for call in calls.values():
         call()
     best = {name: float("inf") for name in calls}
@@ -70,6 +76,7 @@ def _work(sizes) -> dict[str, tuple[float, str]]:
     return {"add": (3 * 4 * n / 1e9, "GB/s"), "add_odd": (3 * 4 * (n - 1) / 1e9, "GB/s"),
             "add_1": (3 * 4 * n / 1e9, "GB/s"), "add_4": (3 * 4 * n / 1e9, "GB/s"),
             "softmax": (2 * 4 * rows * cols / 1e9, "GB/s"),
+            "softmax_1w": (2 * 4 * rows * cols / 1e9, "GB/s"),
             "matmul": (2 * m ** 3 / 1e9, "GFLOP/s")}
 
 
@@ -111,6 +118,11 @@ def _triton_calls(data, make_array, sync):
                                     BLOCK=triton.next_power_of_2(cols), num_warps=4)
         sync()
 
+    def softmax_1w():   # one warp a row: its reductions are shuffles, with no barrier
+        softmax_kernel[(programs,)](s_out, s_in, cols, cols, rows, cols,
+                                    BLOCK=triton.next_power_of_2(cols), num_warps=1)
+        sync()
+
     def matmul():
         matmul_kernel[(triton.cdiv(m, 32), triton.cdiv(m, 32))](
             a, b, c, m, m, m, m, 1, m, 1, m, 1, BLOCK_M=32, BLOCK_N=32, BLOCK_K=32,
@@ -118,32 +130,44 @@ def _triton_calls(data, make_array, sync):
         sync()
 
     return {"add": add, "add_odd": add_odd, "add_1": add_1, "add_4": add_4,
-            "softmax": softmax, "matmul": matmul}
+            "softmax": softmax, "softmax_1w": softmax_1w, "matmul": matmul}
 
 
 def _numpy_calls(data):
     x, y = data["add"]
+    out = np.zeros_like(x)
     s = data["softmax"]
     a, b = data["matmul"]
+    c = np.zeros_like(a)
 
     def softmax():
         e = np.exp(s - s.max(axis=1, keepdims=True))
         return e / e.sum(axis=1, keepdims=True)
 
-    return {"add": lambda: np.add(x, y), "add_odd": lambda: np.add(x[:-1], y[:-1]),
-            "add_1": lambda: np.add(x, y), "add_4": lambda: np.add(x, y), "softmax": softmax,
-            "matmul": lambda: a @ b}
+    def add():
+        np.add(x, y, out=out)
+
+    return {"add": add, "add_odd": lambda: np.add(x[:-1], y[:-1], out=out[:-1]),
+            "add_1": add, "add_4": add, "softmax": softmax, "softmax_1w": softmax,
+            "matmul": lambda: np.matmul(a, b, out=c)}
 
 
 def _torch_calls(data):
     import torch
 
     x, y = (torch.from_numpy(v) for v in data["add"])
+    out = torch.zeros_like(x)
     s = torch.from_numpy(data["softmax"])
     a, b = (torch.from_numpy(v) for v in data["matmul"])
-    return {"add": lambda: torch.add(x, y), "add_odd": lambda: torch.add(x[:-1], y[:-1]),
-            "add_1": lambda: torch.add(x, y), "add_4": lambda: torch.add(x, y),
-            "softmax": lambda: torch.softmax(s, dim=1), "matmul": lambda: a @ b}
+    c = torch.zeros_like(a)
+
+    def add():
+        torch.add(x, y, out=out)
+
+    return {"add": add, "add_odd": lambda: torch.add(x[:-1], y[:-1], out=out[:-1]),
+            "add_1": add, "add_4": add, "softmax": lambda: torch.softmax(s, dim=1),
+            "softmax_1w": lambda: torch.softmax(s, dim=1),
+            "matmul": lambda: torch.matmul(a, b, out=c)}
 
 
 def _engine_calls(engine: str, data) -> dict:
@@ -168,7 +192,7 @@ def _measure(engines: list[str], sizes, runs: int) -> dict[str, dict[str, float]
     data = _inputs(sizes)
     calls = {engine: _engine_calls(engine, data) for engine in engines}
     results: dict[str, dict[str, float]] = {engine: {} for engine in engines}
-    for op in ("add", "add_odd", "add_1", "add_4", "softmax", "matmul"):
+    for op in ("add", "add_odd", "add_1", "add_4", "softmax", "softmax_1w", "matmul"):
         best = _best_seconds({engine: calls[engine][op] for engine in engines}, runs)
         for engine, seconds in best.items():
             results[engine][op] = seconds
@@ -212,8 +236,9 @@ def main() -> None:
     if options.engines:
         print(json.dumps(_measure(options.engines.split(","), sizes, options.runs)))
         return
-    together = ["ptxport", "numpy"] + (["torch"] if _have("torch") else [])
-    results = _in_subprocess(together, options.small, options.runs)
+    results = {}
+    for engine in ["ptxport", "numpy"] + (["torch"] if _have("torch") else []):
+        results.update(_in_subprocess([engine], options.small, options.runs))
     if _have("torch"):
         results.update(_in_subprocess(["interpreter"], options.small, max(1, options.runs // 3),
                                       options.interpreter_limit))
@@ -232,6 +257,8 @@ def main() -> None:
         ratios = [f"{rates['ptxport'] / rates[e]:15.2f}" if rates["ptxport"] and rates[e]
                   else f"{'n/a':>15}" for e in ("numpy", "torch") if e in engines]
         print(f"{op:10} {unit:8} {cells} " + " ".join(ratios))
+    print("each engine measured in a process of its own (no other library's threads on the "
+          f"cores); fastest of {options.runs} calls; outputs allocated once")
     for e, r in results.items():
         if not isinstance(r, dict):
             print(f"{e}: not measured: {r}")

@@ -30,7 +30,8 @@ from triton.runtime.cache import get_cache_manager
 
 from ptxport.errors import InvalidValueError, UnsupportedFeatureError
 from ptxport.frontends.arrays import DeviceArray, copy_back, device_array, staged
-from ptxport.runtime import Buffer, Device, LaunchConfig, Program, launch
+from ptxport.runtime import Buffer, Device, LaunchConfig, Program
+from ptxport.runtime.launch import launch_now
 
 __all__ = ["Driver", "activate", "deactivate", "device_array", "DeviceArray"]
 
@@ -106,6 +107,7 @@ class Launcher:
         names = src.fn.arg_names if hasattr(src, "fn") else list(src.signature)
         self.params = list(zip(names, src.signature.values(), strict=True))
         self.kernel = _load_ptx(metadata)
+        self.configs: dict[tuple[int, int, int], LaunchConfig] = {}    # by grid
 
     def __call__(self, grid_x, grid_y, grid_z, stream, function, kernel_metadata,
                  launch_metadata, enter_hook, exit_hook, *args):
@@ -120,9 +122,14 @@ class Launcher:
             values.append(_scratch(device, blocks * size) if size else np.uint64(0))
         if enter_hook is not None:
             enter_hook(launch_metadata)
-        config = LaunchConfig(grid=(grid_x, grid_y, grid_z), block=self.block,
-                              shmem_size=self.shared, **self.kinds)
-        launch(stream, config, self.kernel, *values)
+        grid = (grid_x, grid_y, grid_z)
+        config = self.configs.get(grid)
+        if config is None:      # (a kernel is launched with the same few grids over and over)
+            if len(self.configs) >= 64:
+                self.configs.clear()
+            config = self.configs[grid] = LaunchConfig(grid=grid, block=self.block,
+                                                       shmem_size=self.shared, **self.kinds)
+        launch_now(stream, config, self.kernel, *values)
         stream.sync()
         copy_back(temporaries)
         for buffer in registered:

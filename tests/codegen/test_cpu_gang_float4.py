@@ -5,10 +5,14 @@ of the base register is then stale, so the lanes are classified at run time)."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
 from ptxport import Device, LaunchConfig, Program, launch
+from ptxport.codegen.targets.cpu.gang.build import build_gang
+from ptxport.codegen.targets.cpu.options import CpuOptions
 from ptxport.errors import IllegalAddressError
 
 HEADER = ".version 8.8\n.target sm_80\n.address_size 64\n"
@@ -103,3 +107,104 @@ def test_lanes_after_lane_0_exited():
     expect[0] = 0
     expect[40:] = 0
     assert (out == expect).all()
+
+
+def _gang_ir(ptx: str, block: int) -> str:
+    module = Program(ptx, code_type="ptx").compile("native").module
+    llmod, _ = build_gang(module, "k", (block, 1, 1), CpuOptions())
+    return str(llmod)
+
+
+def test_triton_layout_needs_no_classification_at_run_time():
+    """Where the whole warp runs, the float4 accesses' lanes are known consecutive when
+    compiling, in the segment that computes their addresses too (the `and`/`or` of Triton's
+    aligned index keep the kernel's lane offsets there): each of the 2 loads and 2 stores is
+    one masked access after its range check (memory.py's _checked_then), with no look at
+    the lanes' addresses (the copy for partial warps classifies them: 4 times)."""
+    text = _gang_ir(ADD, 128)
+    assert len(re.findall(r"^access_checked[.\d]*:", text, re.M)) == 4
+    assert len(re.findall(r"^classify[.\d]*:", text, re.M)) == 4
+
+
+# the guarded float4 load keeps its registers' values (7.0) in the lanes it does not load,
+# and every lane stores them: the masked load's pass-through
+KEEP = HEADER + """.visible .entry k(.param .u64 x, .param .u64 out, .param .u32 n)
+.reqntid 128
+{
+.reg .pred %p<3>; .reg .b32 %r<40>; .reg .f32 %f<9>; .reg .b64 %rd<12>;
+ld.param.u64 %rd7, [x]; ld.param.u64 %rd8, [out]; ld.param.u32 %r27, [n];
+mov.u32 %r25, %ctaid.x; shl.b32 %r26, %r25, 9;
+mov.u32 %r28, %tid.x; shl.b32 %r29, %r28, 2; and.b32 %r30, %r29, 508;
+or.b32 %r31, %r30, %r26;
+setp.lt.s32 %p1, %r31, %r27;
+mul.wide.s32 %rd10, %r31, 4;
+add.s64 %rd1, %rd7, %rd10; add.s64 %rd3, %rd8, %rd10;
+mov.f32 %f1, 0f40E00000; mov.f32 %f2, 0f40E00000; mov.f32 %f3, 0f40E00000;
+mov.f32 %f4, 0f40E00000;
+@%p1 ld.global.v4.f32 {%f1, %f2, %f3, %f4}, [%rd1];
+st.global.v4.f32 [%rd3], {%f1, %f2, %f3, %f4};
+ret;
+}
+"""
+
+
+@pytest.mark.parametrize("n", [2048, 1040, 0])
+def test_a_guarded_float4_load_keeps_the_registers_of_the_lanes_it_skips(n):
+    x = np.arange(2048, dtype=np.float32)
+    out = np.full(2048, -1, np.float32)
+    _run(KEEP, 4, 128, [x, out], np.uint32(n))
+    first = n // 4 * 4         # (a thread loads its 4 elements when its first is below n)
+    assert (out[:first] == x[:first]).all()
+    assert (out[first:] == 7).all()
+
+
+# Triton 3.6's form of the vector add when n is not known to be a multiple of 16: each of a
+# thread's 4 elements is a predicated scalar load or store through an address register of
+# its own (%rd2 = %rd1 + 4, ...), at offset 0
+def _scalar_run(op: str, regs: str, preds: str, values: str) -> str:
+    lines = []
+    for k in range(4):
+        if op == "ld":
+            lines.append(f"mov.f32 %f{values[k]}, 0f00000000; "
+                         f"@%p{preds[k]} ld.global.b32 %f{values[k]}, [%rd{regs[k]}];")
+        else:
+            lines.append(f"@%p{preds[k]} st.global.b32 [%rd{regs[k]}], %f{values[k]};")
+    return "\n".join(lines)
+
+
+SCALARS = HEADER + """.visible .entry k(.param .u64 x, .param .u64 out, .param .u32 n)
+.reqntid 128
+{
+.reg .pred %p<9>; .reg .b32 %r<40>; .reg .f32 %f<9>; .reg .b64 %rd<20>;
+ld.param.u64 %rd17, [x]; ld.param.u64 %rd18, [out]; ld.param.u32 %r27, [n];
+mov.u32 %r25, %ctaid.x; shl.b32 %r26, %r25, 9;
+mov.u32 %r28, %tid.x; shl.b32 %r29, %r28, 2; and.b32 %r30, %r29, 508;
+or.b32 %r31, %r30, %r26; or.b32 %r32, %r31, 1; or.b32 %r33, %r31, 2; or.b32 %r34, %r31, 3;
+setp.lt.s32 %p1, %r31, %r27; setp.lt.s32 %p2, %r32, %r27;
+setp.lt.s32 %p3, %r33, %r27; setp.lt.s32 %p4, %r34, %r27;
+mul.wide.s32 %rd10, %r31, 4;
+add.s64 %rd1, %rd17, %rd10; add.s64 %rd2, %rd1, 4; add.s64 %rd3, %rd1, 8;
+add.s64 %rd4, %rd1, 12;
+add.s64 %rd5, %rd18, %rd10; add.s64 %rd6, %rd5, 4; add.s64 %rd7, %rd5, 8;
+add.s64 %rd8, %rd5, 12;
+""" + _scalar_run("ld", "1234", "1234", "1234") + """
+add.f32 %f1, %f1, 0f3F800000; add.f32 %f2, %f2, 0f3F800000;
+add.f32 %f3, %f3, 0f3F800000; add.f32 %f4, %f4, 0f3F800000;
+""" + _scalar_run("st", "5678", "1234", "1234") + """
+ret;
+}
+"""
+
+
+@pytest.mark.parametrize("n", [2048, 2047, 1041, 3])
+def test_triton_scalar_runs_through_address_registers_of_their_own(n):
+    """Each thread's 4 predicated scalar loads (stores) through registers that are one
+    base plus 4, 8, 12 are one masked access of the warp's 128 elements (coalesce.py), not
+    4 gathers; the predicates cut the tail element by element."""
+    text = _gang_ir(SCALARS, 128)
+    assert "masked.load.v128i32" in text and "masked.store.v128i32" in text
+    x = np.arange(2048, dtype=np.float32)
+    out = np.full(2048, -1, np.float32)
+    _run(SCALARS, 4, 128, [x, out], np.uint32(n))
+    assert (out[:n] == x[:n] + 1).all()
+    assert (out[n:] == -1).all()

@@ -128,6 +128,28 @@ def test_vector_add_runs_as_warp_gangs_with_whole_vector_accesses():
     assert "llvm.masked.load.v128i32" in text and "llvm.masked.store.v128i32" in text
 
 
+def test_a_large_grid_runs_on_the_launching_thread(monkeypatch):
+    """A Triton launch returns once the kernel ran, so a grid of any size runs on the
+    launching thread (runtime/launch.py's launch_now) instead of being handed to the
+    stream's thread and waited for (two hand-overs between threads a launch)."""
+    dev = Device("cpu")
+    pt.activate(dev)
+    try:
+        n = 1 << 19        # 512 blocks of 128 threads: more than launch() runs at once
+        x, y = np.arange(n, dtype=np.float32), np.full(n, 2, np.float32)
+        dx, dy, out = _arrays(dev, x, y, np.zeros(n, np.float32))
+        add_kernel[(n // 1024,)](dx, dy, out, n, BLOCK=1024)       # (compiles: queued)
+        stream = dev.default_stream
+        queued = []
+        monkeypatch.setattr(stream, "_submit", lambda *a, **k: queued.append(a))
+        out.numpy()[:] = 0
+        add_kernel[(n // 1024,)](dx, dy, out, n, BLOCK=1024)
+        assert not queued
+        np.testing.assert_array_equal(out.numpy(), x + y)
+    finally:
+        pt.deactivate()
+
+
 def _softmax(x):
     e = np.exp(x - x.max(axis=1, keepdims=True))
     return e / e.sum(axis=1, keepdims=True)

@@ -346,7 +346,13 @@ def track_forms(fl: GangLowering, inst: ir.Instruction) -> None:
         if register not in fl.uniform and not register.vector:
             value = written_form(inst, lambda r: form_of(fl, r), fl.uniform, fl.block)
     for register in written:
-        fl.local_forms[id(register)] = value if isinstance(value, LaneForm) else _BROKEN
+        kernel = fl.lane_forms.get(register)
+        if kernel is not None and (not kernel.widened or not isinstance(value, LaneForm)):
+            # every write of it has the kernel's form, which an exact one (lane_offsets.py:
+            # Triton's `and` and `or` of aligned indices, their widening) is best
+            fl.local_forms.pop(id(register), None)
+        else:
+            fl.local_forms[id(register)] = value if isinstance(value, LaneForm) else _BROKEN
 
 
 def check_widening(fl: GangLowering, inst: ir.Instruction) -> None:

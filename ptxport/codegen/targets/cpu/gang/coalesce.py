@@ -8,6 +8,10 @@ predicate i of lane l), when the lanes' runs lie one after another and the range
 is inside one allocation; else each load on its own, as before (exact faults). Each load of
 the run then writes its register where it stands.
 
+Triton 3.6 gives each element its own address register (`add.s64 %rd2, %rd1, 4`, then
+`[%rd2 + 0]`): a register written once, by an unguarded add of an immediate to a register
+written once, counts as that register plus the immediate (_offset_bases).
+
 A run's loads are read early, so between its first and last load nothing may write memory
 or change the base register, the predicates, or the mask (segment.py ends segments at
 barriers and warp operations; a branch ends the block).
@@ -24,14 +28,44 @@ from ptxport.codegen.targets.cpu.gang.lanes import W, declare
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import may_write
+from ptxport.ptx.ast import IntImm
 
 _WRITES_MEMORY = {"st", "atom", "red", "cp", "call", "ret", "exit", "bar", "barrier", "trap"}
 _MEMORY = _WRITES_MEMORY | {"ld", "ldu", "ldmatrix", "tex", "tld4", "suld", "prefetch"}
 
 
+def _offset_bases(kernel: ir.Function) -> dict:
+    """id(register) -> (base register, offset) where the register's one write is an
+    unguarded `add.{s64,u64,b64} %r, %base, imm` of a base written once (followed down a
+    chain of such adds): the register always holds base + offset where it holds anything."""
+    writes: dict = {}
+    for inst in kernel.instructions():
+        for reg in may_write(inst):
+            writes.setdefault(id(reg), []).append(inst)
+    found = {}
+    for insts in writes.values():
+        inst = insts[0]
+        if len(insts) != 1 or inst.opcode != "add" or inst.guard is not None \
+                or inst.spec.types[-1] not in ("s64", "u64", "b64") or len(inst.operands) != 3:
+            continue
+        dest, base, step = inst.operands
+        if isinstance(dest, ir.Register) and isinstance(base, ir.Register) \
+                and isinstance(step, IntImm) and len(writes.get(id(base), ())) == 1:
+            found[id(dest)] = (base, step.value)
+    for key, (base, offset) in list(found.items()):
+        seen = {key}
+        while id(base) in found and id(base) not in seen:
+            seen.add(id(base))
+            base, more = found[id(base)]
+            offset += more
+        found[key] = (base, offset)
+    return found
+
+
 def _scalar_access(fl: GangLowering, inst: ir.Instruction):
     """(opcode, base register, offset, type) of a per-lane scalar ld/st.global at
-    [register+offset], else None."""
+    [register+offset] (a register that is another plus a constant: that one's), else
+    None."""
     if inst.opcode not in ("ld", "st") or state_space(inst) != "global" \
             or vector_count(inst) != 1:
         return None
@@ -45,7 +79,10 @@ def _scalar_access(fl: GangLowering, inst: ir.Instruction):
     if inst.opcode == "ld" and (not isinstance(data, ir.Register) or data in fl.uniform):
         return None
     t = instruction_type(inst)
-    return (inst.opcode, address.base, address.offset, t) if t.size in (4, 8) else None
+    if t.size not in (4, 8):
+        return None
+    base, offset = fl.offset_bases.get(id(address.base), (address.base, 0))
+    return inst.opcode, base, address.offset + offset, t
 
 
 def _reads(inst: ir.Instruction) -> set:
@@ -62,6 +99,8 @@ def find_runs(fl: GangLowering, instructions) -> dict:
     there; its other stores map to None)."""
     runs: dict = {}
     code = list(instructions)
+    if fl.offset_bases is None:
+        fl.offset_bases = _offset_bases(fl.function)
     for i, inst in enumerate(code):
         first = _scalar_access(fl, inst) if id(inst) not in runs else None
         if first is None:

@@ -180,6 +180,10 @@ def _classified_access(fl: GangLowering, place: Place, t: Type, value=None):
     vt = vec(value_type(t))
     load = value is None
     kind, s0, s1, low, high = classify(fl, place, t.size)
+    if _known_consecutive(kind):
+        return _checked_then(fl, place, t, 1, value is None, (kind, low, high), s0,
+                             lambda pointer: _consecutive(fl, t, value, lambda _: pointer,
+                                                          s0, s1))
     offset = ll.Constant(place.addrs.type.element, place.offset)
     vector_block, halves_block, uniform_block, lanes_block, done = (
         fl.llfn.append_basic_block(n) for n in (
@@ -215,15 +219,57 @@ def _classified_access(fl: GangLowering, place: Place, t: Type, value=None):
     return None
 
 
-def lane_vectors(fl: GangLowering, place: Place, t: Type, count: int, values=None):
+def lane_vectors(fl: GangLowering, place: Place, t: Type, count: int, values=None,
+                 old=None):
     """Load (values None: the `count` vectors of the lanes' elements) or store `values` for
-    the mask's lanes, each lane's `count` elements of type t at `place`."""
+    the mask's lanes, each lane's `count` elements of type t at `place`. `old` (a load's,
+    or None): vectors the loaded ones then hold in the lanes outside the mask (the values a
+    guarded load's registers keep there), the masked load's pass-through where the lanes
+    are known consecutive, so that no select follows it (LLVM then sees through the
+    shuffles that take a .v4 access apart to whole-vector arithmetic)."""
+    if values is None and old is not None:
+        return _merged_load(fl, place, t, count, old)
     if count > 1:
         return _vector_elements(fl, place, t, count, values)
     if values is None:
         return [_access(fl, place, t)]
     _access(fl, place, t, values[0])
     return None
+
+
+def _merged_load(fl: GangLowering, place: Place, t: Type, count: int, old) -> list:
+    kind, s0, s1, low, high = classify(fl, place, t.size * count)
+    if not _known_consecutive(kind):
+        loaded = _vector_elements(fl, place, t, count) if count > 1 else [_access(fl, place, t)]
+        return [fl.b.select(fl.mask, v, o) for v, o in zip(loaded, old, strict=True)]
+    if count > 1:
+        return _checked_then(fl, place, t, count, True, (kind, low, high), s0,
+                             lambda pointer: _interleaved(fl, t, count, pointer, None, old))
+    return [_checked_then(fl, place, t, 1, True, (kind, low, high), s0,
+                          lambda pointer: _consecutive(fl, t, None, lambda _: pointer, s0, s1,
+                                                       old[0]))]
+
+
+def _known_consecutive(kind) -> bool:
+    """Whether classify found the lanes consecutive when compiling."""
+    return isinstance(kind, ll.Constant) and kind.constant == CONSECUTIVE
+
+
+def _checked_then(fl: GangLowering, place: Place, t: Type, count: int, load: bool, where,
+                  s0, access):
+    """A known-consecutive access (`where`: classify's kind, low and high) of `count`
+    elements of type t a lane: the lanes' range checked (skipped with no lane active), then
+    `access(lane 0's pointer)` after the check rather than in a branch of its own (a masked
+    access of no lane touches no memory): with no phi after a load, LLVM keeps its vector
+    whole through the instructions that use it."""
+    b = fl.b
+    kind, low, high = where
+    checked = fl.llfn.append_basic_block("access_checked")
+    _check_access_place(fl, place, t, load, kind, low, high, checked, count)
+    b.branch(checked)
+    b.position_at_end(checked)
+    return access(_pointer_maker(fl, place, ll.Constant(place.addrs.type.element,
+                                                         place.offset))(s0))
 
 
 def _vector_elements(fl: GangLowering, place: Place, t: Type, count: int, values=None):
@@ -235,6 +281,9 @@ def _vector_elements(fl: GangLowering, place: Place, t: Type, count: int, values
     b = fl.b
     load = values is None
     kind, s0, _s1, low, high = classify(fl, place, t.size * count)
+    if _known_consecutive(kind):
+        return _checked_then(fl, place, t, count, load, (kind, low, high), s0,
+                             lambda pointer: _interleaved(fl, t, count, pointer, values))
     offset = ll.Constant(place.addrs.type.element, place.offset)
     whole, lanes_block, done = (fl.llfn.append_basic_block(n) for n in (
         "access_vectors", "access_elements", "access_vectors_done"))
@@ -267,10 +316,11 @@ def _vector_elements(fl: GangLowering, place: Place, t: Type, count: int, values
     return out
 
 
-def _interleaved(fl: GangLowering, t: Type, count: int, pointer, values=None):
+def _interleaved(fl: GangLowering, t: Type, count: int, pointer, values=None, old=None):
     """One masked access of W * count elements at `pointer`, lane l's element i at l * count
-    + i: loaded, the count vectors of the lanes' elements (taken apart by shuffles); stored,
-    `values` (count vectors of the lanes) interleaved likewise."""
+    + i: loaded, the count vectors of the lanes' elements (taken apart by shuffles; `old`:
+    count vectors the lanes outside the mask keep, else zeros); stored, `values` (count
+    vectors of the lanes) interleaved likewise."""
     b, element = fl.b, value_type(t)
     n = W * count
     wide = ll.VectorType(element, n)
@@ -280,21 +330,27 @@ def _interleaved(fl: GangLowering, t: Type, count: int, pointer, values=None):
     if values is None:
         fn = declare(fl.llfn.module, f"llvm.masked.load.v{n}{name}.p0", wide,
                      [PTR, I32, mask.type, wide])
-        v = ll.IRBuilder.call(b, fn, [pointer, I32(t.size), mask, ll.Constant(wide, None)])
+        through = ll.Constant(wide, None) if old is None else _interleave_lanes(fl, old)
+        v = ll.IRBuilder.call(b, fn, [pointer, I32(t.size), mask, through])
         return [ll.IRBuilder.shuffle_vector(b, v, ll.Constant(wide, None), ll.Constant(
             ll.VectorType(I32, W), [lane * count + i for lane in range(W)]))
             for i in range(count)]
-    values = [fl.b.splat(v) for v in values]
+    fn = declare(fl.llfn.module, f"llvm.masked.store.v{n}{name}.p0", ll.VoidType(),
+                 [wide, PTR, I32, mask.type])
+    ll.IRBuilder.call(b, fn, [_interleave_lanes(fl, values), pointer, I32(t.size), mask])
+    return None
+
+
+def _interleave_lanes(fl: GangLowering, values: list):
+    """2 or 4 vectors of the lanes as one, lane l's element i at l * count + i."""
+    b, count = fl.b, len(values)
+    values = [b.splat(v) for v in values]
     while len(values) > 2:      # pairs joined: [v0 v1], [v2 v3] (count is 2 or 4)
         values = [ll.IRBuilder.shuffle_vector(b, values[i], values[i + 1], ll.Constant(
             ll.VectorType(I32, 2 * W), list(range(2 * W)))) for i in range(0, len(values), 2)]
     # element i of lane l sits at i * W + l of the two halves side by side
-    joined = ll.IRBuilder.shuffle_vector(b, values[0], values[1], ll.Constant(
-        ll.VectorType(I32, n), [(i % count) * W + i // count for i in range(n)]))
-    fn = declare(fl.llfn.module, f"llvm.masked.store.v{n}{name}.p0", ll.VoidType(),
-                 [wide, PTR, I32, mask.type])
-    ll.IRBuilder.call(b, fn, [joined, pointer, I32(t.size), mask])
-    return None
+    return ll.IRBuilder.shuffle_vector(b, values[0], values[1], ll.Constant(
+        ll.VectorType(I32, W * count), [(i % count) * W + i // count for i in range(W * count)]))
 
 
 def _check_access_place(fl: GangLowering, place: Place, t: Type, load: bool, kind, low,
@@ -353,15 +409,16 @@ def _pointer_maker(fl: GangLowering, place: Place, offset):
     return pointer
 
 
-def _consecutive(fl: GangLowering, t: Type, value, pointer, s0, s1):
-    """Consecutive addresses: one masked vector access."""
+def _consecutive(fl: GangLowering, t: Type, value, pointer, s0, s1, old=None):
+    """Consecutive addresses: one masked vector access (a load's lanes outside the mask:
+    `old`, else zeros)."""
     b, element = fl.b, value_type(t)
     vt, name = vec(element), type_name(element)
     if value is None:
         fn = declare(fl.llfn.module, f"llvm.masked.load.v{W}{name}.p0", vt,
                      [PTR, I32, vec(I1), vt])
         return ll.IRBuilder.call(b, fn, [pointer(s0), I32(t.size), fl.mask,
-                                         ll.Constant(vt, None)])
+                                         ll.Constant(vt, None) if old is None else old])
     fn = declare(fl.llfn.module, f"llvm.masked.store.v{W}{name}.p0", ll.VoidType(),
                  [vt, PTR, I32, vec(I1)])
     ll.IRBuilder.call(b, fn, [value, pointer(s0), I32(t.size), fl.mask])
@@ -536,10 +593,12 @@ def lower_ld(fl: GangLowering, inst: ir.Instruction) -> None:
     operand = inst.operands[1]
     if id(inst) in fl.runs:         # a run of loads, loaded together here (coalesce.py)
         _lower_run(fl, fl.runs[id(inst)])
+    old = None
     if id(inst) in fl.pending:
         values = [fl.pending.pop(id(inst))]
     elif _vector_access(fl, inst) is not None:
-        values = lane_vectors(fl, place_of(fl, operand, space), t, count)
+        old = _kept_lanes(fl, inst.operands[0], t, count)
+        values = lane_vectors(fl, place_of(fl, operand, space), t, count, old=old)
     elif space == "param":      # a kernel parameter: the same for every lane
         pointer = FunctionLowering.pointer(fl, operand, "param", t.size * count)
         values = [ll.IRBuilder.load(
@@ -547,10 +606,31 @@ def lower_ld(fl: GangLowering, inst: ir.Instruction) -> None:
             align=t.size) for i in range(count)]
     else:       # every lane loads alike (or not an [address]: refused there)
         values = _uniform_load(fl, operand, space, t, count)
-    if count == 1 and not isinstance(inst.operands[0], ir.VectorValue):
+    if old is not None:         # (the lanes outside the mask hold the registers' values)
+        for dest, v in zip(_destinations(inst.operands[0]), values, strict=True):
+            fl.write(dest, v, t, merged=True)
+    elif count == 1 and not isinstance(inst.operands[0], ir.VectorValue):
         fl.write(inst.operands[0], values[0], t)
     else:
         fl.write_vector(inst.operands[0], values, t)
+
+
+def _destinations(dest) -> list:
+    return list(dest.elements) if isinstance(dest, ir.VectorValue) else [dest]
+
+
+def _kept_lanes(fl: GangLowering, dest, t: Type, count: int):
+    """The lanes' values of a load's destination registers, where the load must keep them
+    outside its mask (fl.keeps_old: a guarded load, Triton's `@%p ld` after `mov %r, 0`)
+    and they are plain registers of the load's width; else None."""
+    dests = _destinations(dest)
+    if len(dests) != count or not all(
+            isinstance(d, ir.Register) and not d.vector and d not in fl.uniform
+            and d.type.bits == t.size * 8 for d in dests):
+        return None
+    if not any(fl.keeps_old(d) for d in dests):
+        return None
+    return [fl.read_lanes(d, t) for d in dests]
 
 
 def lower_st(fl: GangLowering, inst: ir.Instruction) -> None:

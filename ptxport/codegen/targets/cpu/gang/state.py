@@ -121,6 +121,8 @@ class GangLowering(FunctionLowering):
         self.group_span: dict = {}
         self.group_ok: dict = {}
         self.constants = _constant_registers(function)
+        # registers that are another plus a constant (coalesce.py, at its first segment)
+        self.offset_bases: dict | None = None
         self.read_somewhere = set().union(
             *(uses_and_defs(inst)[0] for inst in function.instructions()))
 
@@ -202,7 +204,9 @@ class GangLowering(FunctionLowering):
         for key in [k for k in self.patterns if k[0][0] == id(reg)]:
             del self.patterns[key]
 
-    def write(self, dest, v, t):
+    def write(self, dest, v, t, merged: bool = False):
+        """Write `v` (of type t) to `dest` for the mask's lanes; `merged`: v holds dest's
+        values in the lanes outside the mask already (a plain register), written as it is."""
         t = TYPES[t] if isinstance(t, str) else t
         if isinstance(dest, Sink):
             return
@@ -225,7 +229,7 @@ class GangLowering(FunctionLowering):
         if isinstance(dest, ir.Register) and not dest.vector:
             value = self.convert_out(v, t, dest.type)
             slot = self.register_slot(dest)
-            if self._keeps_old(dest):
+            if not merged and self.keeps_old(dest):
                 value = self.b.select(self.mask, value, self.b.load(slot))
             self.b.store(value, slot)
             return
@@ -237,13 +241,13 @@ class GangLowering(FunctionLowering):
             slot = self.register_slot(reg)
             array = self.b.load(slot)
             value = self.convert_out(v, t, reg.type)
-            if self._keeps_old(reg):
+            if self.keeps_old(reg):
                 value = self.b.select(self.mask, value, self.b.extract_value(array, index))
             self.b.store(self.b.insert_value(array, value, index), slot)
             return
         raise GangUnsupported(f"a result into {dest!r}")
 
-    def _keeps_old(self, reg: ir.Register) -> bool:
+    def keeps_old(self, reg: ir.Register) -> bool:
         """Whether a write of `reg` must keep the old value in the lanes outside the mask:
         when the instruction is guarded (the mask's other lanes go on reading it), or when
         `reg` is live where a segment starts (lanes elsewhere may read it when they come).
