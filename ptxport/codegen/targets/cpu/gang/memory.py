@@ -17,6 +17,7 @@ from ptxport.codegen.lower import (
     value_type,
 )
 from ptxport.codegen.ops.data import instruction_type, state_space, vector_count
+from ptxport.codegen.targets.cpu.gang import strided
 from ptxport.codegen.targets.cpu.gang.checks import (
     CONSECUTIVE,
     HALF_UNIFORM,
@@ -41,8 +42,6 @@ from ptxport.codegen.targets.cpu.gang.classify import (
 from ptxport.codegen.targets.cpu.gang.coalesce import find_runs, interleaved_access
 from ptxport.codegen.targets.cpu.gang.lanes import GangUnsupported, W, declare, is_vec, vec
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
-from ptxport.codegen.targets.cpu.gang.strided import applies as strided_applies
-from ptxport.codegen.targets.cpu.gang.strided import strided_access, strided_form
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import may_write, uses_and_defs
 from ptxport.ir.types import Type
@@ -158,7 +157,7 @@ def place_of(fl: GangLowering, operand, space) -> Place:
     lanes = form_of(fl, operand.base) if isinstance(operand.base, ir.Register) else None
     if lanes is not None and addrs.type.element.width != operand.base.type.bits:
         lanes = None        # (a 32-bit global address, widened: the offsets need not hold)
-    stride = strided_form(lanes, addrs.type.element.width)
+    stride = strided.strided_form(lanes, addrs.type.element.width)
     if lanes is not None and lanes.scaled:
         lanes = None        # (classify.py knows constant offsets only)
     return Place(addrs, space == "shared", operand.offset, key, lanes, stride)
@@ -167,8 +166,8 @@ def place_of(fl: GangLowering, operand, space) -> Place:
 def _access(fl: GangLowering, place: Place, t: Type, value=None):
     """Load (value None) or store `value` of type t for the mask's lanes at `place`: lanes
     known to lie one stride apart by strided.py, else by how classify.py finds them."""
-    if strided_applies(fl, place, t.size):
-        return strided_access(fl, place, t, value, _classified_access, _gather_or_scatter)
+    if strided.applies(fl, place, t.size):
+        return strided.strided_access(fl, place, t, value, _classified_access, _gather_or_scatter)
     return _classified_access(fl, place, t, value)
 
 
