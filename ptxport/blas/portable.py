@@ -46,6 +46,7 @@ __all__ = ["MMA_CANDIDATES", "SIMT_CANDIDATES", "TileConfig", "candidates", "gem
 
 KERNELS = Path(__file__).resolve().parent / "kernels"
 SOURCE = KERNELS / "gemm.cu"
+WGMMA_SOURCE = KERNELS / "gemm_wgmma.cu"   # the warpgroup kernel, appended to gemm.cu
 
 
 def kernel_source(path: Path) -> str:
@@ -60,18 +61,18 @@ _TUNED_BACKENDS = ("cuda", "hip")
 _TUNE_SIZES = (1024, 2048, 4096, 8192)
 # part of the autotuner's keys: choices made for an earlier version of the kernels (whose
 # tiles may no longer be candidates, or no longer the fastest) are not reused
-_KERNELS_VERSION = "gemm4"
+_KERNELS_VERSION = "gemm5"
 # backends whose kernels take the transposes as an argument: one compile for all four pairs
 _RUNTIME_TRANSPOSES = ("opencl",)
-# the options a tile's label may end in, by kernel (TileConfig's flags): SIMT, mma
-_OPTIONS = {False: ("ahead", "warp"), True: ("ahead", "late")}
+# the options a tile's label may end in, by kernel (TileConfig.kind; TileConfig's flags)
+_OPTIONS = {"simt": ("ahead", "warp"), "mma": ("ahead", "late"), "wgmma": ("ahead",)}
 
 
 @dataclass(frozen=True)
 class TileConfig:
     """A kernel and its tile shape: the block's BM x BN tile of C and its k step BK, and
-    either each thread's TM x TN micro-tile (SIMT) or the block's WM x WN warps and the
-    depth of its cp.async pipeline (mma)."""
+    either each thread's TM x TN micro-tile (SIMT) or the block's WM x WN warps (mma; with
+    `wgmma`, warpgroups of 4 warps) and the depth of its cp.async pipeline."""
 
     mma: bool
     bm: int
@@ -85,19 +86,26 @@ class TileConfig:
     ahead: bool = False   # fragments read a k-step ahead (gemm.cu's AHEAD)
     late: bool = False    # (mma) copies issued after the first mmas of a k-step (LATE)
     warp: bool = False    # (SIMT) threads laid out in warp tiles (WARPTILE)
+    wgmma: bool = False   # (mma) sm_90a's warpgroup kernel (gemm_wgmma.cu); wm x wn warpgroups
+
+    @property
+    def kind(self) -> str:
+        return "wgmma" if self.wgmma else "mma" if self.mma else "simt"
 
     @property
     def threads(self) -> int:
-        return self.wm * self.wn * 32 if self.mma else (self.bm // self.tm) * (self.bn // self.tn)
+        if self.mma:
+            return self.wm * self.wn * (128 if self.wgmma else 32)
+        return (self.bm // self.tm) * (self.bn // self.tn)
 
     @property
     def label(self) -> str:
-        """The tile as benchmarks name it: simt:BMxBNxBK/TMxTN[/ahead][/warp] or
-        mma:BMxBNxBK/WMxWN/sSTAGES[/ahead][/late]."""
+        """The tile as benchmarks name it: simt:BMxBNxBK/TMxTN[/ahead][/warp],
+        mma:BMxBNxBK/WMxWN/sSTAGES[/ahead][/late] or wgmma:BMxBNxBK/WMxWN/sSTAGES[/ahead]."""
         shape = f"{self.bm}x{self.bn}x{self.bk}"
-        head = f"mma:{shape}/{self.wm}x{self.wn}/s{self.stages}" if self.mma else \
+        head = f"{self.kind}:{shape}/{self.wm}x{self.wn}/s{self.stages}" if self.mma else \
             f"simt:{shape}/{self.tm}x{self.tn}"
-        return head + "".join(f"/{o}" for o in _OPTIONS[self.mma] if getattr(self, o))
+        return head + "".join(f"/{o}" for o in _OPTIONS[self.kind] if getattr(self, o))
 
     @classmethod
     def parse(cls, label: str) -> TileConfig:
@@ -107,23 +115,27 @@ class TileConfig:
             parts = rest.split("/")
             bm, bn, bk = (int(x) for x in parts[0].split("x"))
             x, y = (int(v) for v in parts[1].split("x"))
-            mma = kind == "mma"
+            mma = kind in ("mma", "wgmma")
             stages = int(parts[2].removeprefix("s")) if mma and len(parts) > 2 else 3
             options = parts[3:] if mma else parts[2:]
-            if kind in ("mma", "simt") and len(set(options)) == len(options) and \
-                    set(options) <= set(_OPTIONS[mma]):
+            if kind in _OPTIONS and len(set(options)) == len(options) and \
+                    set(options) <= set(_OPTIONS[kind]):
                 flags = {o: True for o in options}
-                return cls(True, bm, bn, bk, wm=x, wn=y, stages=stages, **flags) if mma else \
-                    cls(False, bm, bn, bk, x, y, **flags)
+                return cls(True, bm, bn, bk, wm=x, wn=y, stages=stages, wgmma=kind == "wgmma",
+                           **flags) if mma else cls(False, bm, bn, bk, x, y, **flags)
         except (IndexError, ValueError):
             pass
-        raise InvalidValueError(f"tile {label!r} is not simt:BMxBNxBK/TMxTN[/ahead][/warp] or "
-                                f"mma:BMxBNxBK/WMxWN/sSTAGES[/ahead][/late]")
+        raise InvalidValueError(f"tile {label!r} is not simt:BMxBNxBK/TMxTN[/ahead][/warp], "
+                                f"mma:BMxBNxBK/WMxWN/sSTAGES[/ahead][/late] or "
+                                f"wgmma:BMxBNxBK/WMxWN/sSTAGES[/ahead]")
 
     def dynamic_shared(self) -> int:
         """Bytes of dynamic shared memory a launch needs: the mma kernel's pipeline stages
-        (16-bit A and B tiles), none for the SIMT kernel (static tiles)."""
-        return self.stages * (self.bm + self.bn) * self.bk * 2 if self.mma else 0
+        (16-bit A and B tiles; wgmma's 1024 more to align them to its swizzle's pattern), none
+        for the SIMT kernel (static tiles)."""
+        if not self.mma:
+            return 0
+        return self.stages * (self.bm + self.bn) * self.bk * 2 + (1024 if self.wgmma else 0)
 
     def static_shared(self, acc_bytes: int) -> int:
         """The SIMT kernel's shared tiles (two buffers, padded rows) with accumulators of
@@ -154,23 +166,33 @@ MMA_CANDIDATES = (TileConfig(True, 128, 128, 32, wm=2, wn=4, stages=3),
                   TileConfig(True, 128, 256, 64, wm=2, wn=4, stages=3, ahead=True),
                   TileConfig(True, 128, 128, 64, wm=2, wn=4, stages=4, ahead=True),
                   TileConfig(True, 64, 64, 32, wm=2, wn=2, stages=4))
+# sm_90's warpgroup kernel (gemm_wgmma.cu), timed before the mma.sync tiles on such devices:
+# two warpgroups of 64 x 256 (128 accumulators a thread) or 64 x 128 (two blocks an SM with
+# three stages), 256 x 128 with two m64 wgmmas a warpgroup
+WGMMA_CANDIDATES = (TileConfig(True, 128, 256, 64, wm=2, wn=1, stages=4, ahead=True, wgmma=True),
+                    TileConfig(True, 128, 256, 64, wm=2, wn=1, stages=3, wgmma=True),
+                    TileConfig(True, 128, 128, 64, wm=2, wn=1, stages=4, ahead=True, wgmma=True),
+                    TileConfig(True, 128, 128, 64, wm=2, wn=1, stages=3, ahead=True, wgmma=True),
+                    TileConfig(True, 256, 128, 64, wm=2, wn=1, stages=3, ahead=True, wgmma=True))
 
 
-def candidates(mma: bool, acc: np.dtype) -> tuple[TileConfig, ...]:
-    """The tile shapes the autotuner times for a kernel and accumulator type."""
+def candidates(mma: bool, acc: np.dtype, wgmma: bool = False) -> tuple[TileConfig, ...]:
+    """The tile shapes the autotuner times for a kernel and accumulator type (`wgmma`: the
+    device runs the warpgroup kernel too)."""
     if mma:
-        return MMA_CANDIDATES
+        return WGMMA_CANDIDATES + MMA_CANDIDATES if wgmma else MMA_CANDIDATES
     return tuple(c for c in SIMT_CANDIDATES if c.static_shared(acc.itemsize) <= _STATIC_SHARED)
 
 
-def parse_tiles(labels: list[str], mma: bool) -> list[TileConfig]:
+def parse_tiles(labels: list[str], mma: bool, wgmma: bool = False) -> list[TileConfig]:
     """TileConfigs from labels for one kernel, as benchmarks take them ("all": its
-    candidates); labels of the other kernel are left out."""
+    candidates, with `wgmma` the warpgroup kernel's too); labels of the other kernel, and of
+    the warpgroup kernel without `wgmma`, are left out."""
     tiles: list[TileConfig] = []
     for label in labels:
-        for config in (MMA_CANDIDATES if mma else SIMT_CANDIDATES) if label == "all" else \
+        for config in candidates(mma, np.dtype(np.float32), wgmma) if label == "all" else \
                 (TileConfig.parse(label),):
-            if config.mma == mma and config not in tiles:
+            if config.mma == mma and (wgmma or not config.wgmma) and config not in tiles:
                 tiles.append(config)
     return tiles
 
@@ -188,12 +210,18 @@ def _uses_mma(device: Device, in_type: np.dtype) -> bool:
     return device.backend == "cpu"
 
 
+def _uses_wgmma(device: Device) -> bool:
+    """The warpgroup kernel among the candidates: NVIDIA's sm_90 (wgmma is sm_90a's only)."""
+    return device.backend == "cuda" and tuple(device.compute_capability) == (9, 0)
+
+
 def program_for(arch: str, config: TileConfig, ta: int, tb: int, in_kind: int, out_kind: int,
                 vec: bool, even: bool = False) -> Program:
     """The Program of one kernel variant (its macros: see gemm.cu's header); ta/tb 0 or 1 fix
     a transpose at compile time, -1 leaves it to the kernel's `trans` argument; `even`: the
     problem is whole tiles (with `vec`), no edge checks."""
-    macros = {"GEMM_MMA": int(config.mma), "TRANS_A": int(ta), "TRANS_B": int(tb),
+    kernel = 2 if config.wgmma else int(config.mma)
+    macros = {"GEMM_MMA": kernel, "TRANS_A": int(ta), "TRANS_B": int(tb),
               "IN_KIND": in_kind, "OUT_KIND": out_kind, "VEC": int(vec), "BM": config.bm,
               "BN": config.bn, "BK": config.bk, "TM": config.tm or 1, "TN": config.tn or 1,
               "WM": config.wm or 1, "WN": config.wn or 1, "STAGES": config.stages,
@@ -201,7 +229,10 @@ def program_for(arch: str, config: TileConfig, ta: int, tb: int, in_kind: int, o
               "WARPTILE": int(config.warp), "EVEN": int(even)}
     options = ProgramOptions(arch=arch, define_macro=[(k, str(v)) for k, v in macros.items()],
                              name="ptxport_gemm.cu")
-    return Program(kernel_source(SOURCE), "c++", options)
+    source = kernel_source(SOURCE)
+    if config.wgmma:
+        source += f'\n#line 1 "{WGMMA_SOURCE.name}"\n' + WGMMA_SOURCE.read_text()
+    return Program(source, "c++", options)
 
 
 @functools.cache
@@ -213,9 +244,12 @@ def kernel_for(arch: str, config: TileConfig, ta: int, tb: int, in_kind: int, ou
         .get_kernel("ptxport_gemm")
 
 
-def _arch(device: Device, mma: bool) -> str:
-    arch = f"sm_{device.arch}"
-    return "sm_80" if mma and device.backend != "cuda" else arch
+def _arch(device: Device, config: TileConfig) -> str:
+    """NVRTC's architecture: the device's; sm_90a for the warpgroup kernel (wgmma is in
+    no other), sm_80 for mma.sync elsewhere than on cuda devices."""
+    if config.wgmma:
+        return "sm_90a"
+    return "sm_80" if config.mma and device.backend != "cuda" else f"sm_{device.arch}"
 
 
 def _address(pointer: Buffer | np.uint64) -> int:
@@ -247,7 +281,7 @@ def gemm_launch(device: Device, config: TileConfig, problem, a: Buffer | np.uint
     # transposes as a kernel argument where each variant is a slow compile (opencl)
     ta, tb = (-1, -1) if device.backend in _RUNTIME_TRANSPOSES else \
         (int(problem.ta), int(problem.tb))
-    kernel = kernel_for(_arch(device, config.mma), config, ta, tb, _kind(in_type),
+    kernel = kernel_for(_arch(device, config), config, ta, tb, _kind(in_type),
                         _kind(out_type), vec, vec and _even(problem, config))
     scalar = np.float64 if in_type == np.float64 else np.int32 if in_type == np.int8 else \
         np.float32
@@ -324,7 +358,7 @@ def tuned_config(device: Device, mma: bool, in_type: np.dtype, out_type: np.dtyp
     tuning gains at the sizes they run."""
     if not mma:
         in_type = out_type = np.dtype(np.float64 if in_type == np.float64 else np.float32)
-    tiles = candidates(mma, in_type)
+    tiles = candidates(mma, in_type, mma and _uses_wgmma(device))
     if device.backend not in _TUNED_BACKENDS:
         return tiles[0]
     key = f"{_KERNELS_VERSION}|{device.backend}|{device.name}|{'mma' if mma else 'simt'}|" \
