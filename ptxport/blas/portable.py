@@ -166,14 +166,14 @@ MMA_CANDIDATES = (TileConfig(True, 128, 128, 32, wm=2, wn=4, stages=3),
                   TileConfig(True, 128, 256, 64, wm=2, wn=4, stages=3, ahead=True),
                   TileConfig(True, 128, 128, 64, wm=2, wn=4, stages=4, ahead=True),
                   TileConfig(True, 64, 64, 32, wm=2, wn=2, stages=4))
-# sm_90's warpgroup kernel (gemm_wgmma.cu), timed before the mma.sync tiles on such devices:
-# two warpgroups of 64 x 256 (128 accumulators a thread) or 64 x 128 (two blocks an SM with
-# three stages), 256 x 128 with two m64 wgmmas a warpgroup
+# sm_90's warpgroup kernel (gemm_wgmma.cu), timed before the mma.sync tiles on such devices.
+# H100 (benchmarks/gemm.py --gpu, docs/blas.md): two warpgroups of 64 x 256 (128 accumulators
+# a thread), four stages, one wgmma group in flight led from 2048 up (0.91-1.04 of cuBLAS),
+# 128 x 128 tiles at 1024; three stages (0.77-0.82 with a group in flight, 0.71-0.82 without)
+# and 256 x 128 tiles (0.71-0.77) measured slower.
 WGMMA_CANDIDATES = (TileConfig(True, 128, 256, 64, wm=2, wn=1, stages=4, ahead=True, wgmma=True),
-                    TileConfig(True, 128, 256, 64, wm=2, wn=1, stages=3, wgmma=True),
                     TileConfig(True, 128, 128, 64, wm=2, wn=1, stages=4, ahead=True, wgmma=True),
-                    TileConfig(True, 128, 128, 64, wm=2, wn=1, stages=3, ahead=True, wgmma=True),
-                    TileConfig(True, 256, 128, 64, wm=2, wn=1, stages=3, ahead=True, wgmma=True))
+                    TileConfig(True, 128, 256, 64, wm=2, wn=1, stages=3, ahead=True, wgmma=True))
 
 
 def candidates(mma: bool, acc: np.dtype, wgmma: bool = False) -> tuple[TileConfig, ...]:
@@ -216,10 +216,11 @@ def _uses_wgmma(device: Device) -> bool:
 
 
 def program_for(arch: str, config: TileConfig, ta: int, tb: int, in_kind: int, out_kind: int,
-                vec: bool, even: bool = False) -> Program:
+                vec: bool, even: bool = False, unroll: bool = True) -> Program:
     """The Program of one kernel variant (its macros: see gemm.cu's header); ta/tb 0 or 1 fix
     a transpose at compile time, -1 leaves it to the kernel's `trans` argument; `even`: the
-    problem is whole tiles (with `vec`), no edge checks."""
+    problem is whole tiles (with `vec`), no edge checks; `unroll` 0: the wgmma kernel's
+    k-steps rolled (gemm_wgmma.cu's UNROLL_K, for the CPU target)."""
     kernel = 2 if config.wgmma else int(config.mma)
     macros = {"GEMM_MMA": kernel, "TRANS_A": int(ta), "TRANS_B": int(tb),
               "IN_KIND": in_kind, "OUT_KIND": out_kind, "VEC": int(vec), "BM": config.bm,
@@ -227,6 +228,8 @@ def program_for(arch: str, config: TileConfig, ta: int, tb: int, in_kind: int, o
               "WM": config.wm or 1, "WN": config.wn or 1, "STAGES": config.stages,
               "AHEAD": int(config.ahead), "LATE": int(config.late),
               "WARPTILE": int(config.warp), "EVEN": int(even)}
+    if config.wgmma:
+        macros["UNROLL_K"] = int(unroll)
     options = ProgramOptions(arch=arch, define_macro=[(k, str(v)) for k, v in macros.items()],
                              name="ptxport_gemm.cu")
     source = kernel_source(SOURCE)
@@ -237,10 +240,10 @@ def program_for(arch: str, config: TileConfig, ta: int, tb: int, in_kind: int, o
 
 @functools.cache
 def kernel_for(arch: str, config: TileConfig, ta: int, tb: int, in_kind: int, out_kind: int,
-               vec: bool, even: bool = False) -> Kernel:
+               vec: bool, even: bool = False, unroll: bool = True) -> Kernel:
     """The compiled kernel of one variant (NVRTC's PTX, which ptxport lowers per device at
     first launch)."""
-    return program_for(arch, config, ta, tb, in_kind, out_kind, vec, even).compile() \
+    return program_for(arch, config, ta, tb, in_kind, out_kind, vec, even, unroll).compile() \
         .get_kernel("ptxport_gemm")
 
 
@@ -282,7 +285,8 @@ def gemm_launch(device: Device, config: TileConfig, problem, a: Buffer | np.uint
     ta, tb = (-1, -1) if device.backend in _RUNTIME_TRANSPOSES else \
         (int(problem.ta), int(problem.tb))
     kernel = kernel_for(_arch(device, config), config, ta, tb, _kind(in_type),
-                        _kind(out_type), vec, vec and _even(problem, config))
+                        _kind(out_type), vec, vec and _even(problem, config),
+                        device.backend != "cpu")
     scalar = np.float64 if in_type == np.float64 else np.int32 if in_type == np.int8 else \
         np.float32
     grid = (-(-problem.m // config.bm), -(-problem.n // config.bn), problem.batch)

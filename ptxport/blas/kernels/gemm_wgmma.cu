@@ -45,6 +45,16 @@
 #define WG_A_TILE (BM * BK)
 #define WG_STAGE ((BM + BN) * BK)
 #define WG_LAG AHEAD                          // wgmma groups left in flight per k-step
+// UNROLL_K 0: a k-step's four 16-wide wgmma steps as a loop (the CPU target expands each
+// wgmma into hundreds of vector operations: unrolled, LLVM takes minutes over them)
+#ifndef UNROLL_K
+#define UNROLL_K 1
+#endif
+#if UNROLL_K
+#define WG_UNROLL_K _Pragma("unroll")
+#else
+#define WG_UNROLL_K _Pragma("unroll 1")
+#endif
 #if WG_M % 64 != 0 || BN % 64 != 0 || BM % 64 != 0
 #error "wgmma: BM / WM, BM and BN must be multiples of 64"
 #endif
@@ -159,7 +169,7 @@ __device__ __forceinline__ void wg_fence_operands(float (*acc)[WG_REGS]) {
 __device__ __forceinline__ void wg_step(float (*acc)[WG_REGS], const u16 *as, const u16 *bs,
                                         int gm, int gn, int one) {
   asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-#pragma unroll
+  WG_UNROLL_K
   for (int kk = 0; kk < BK; kk += 16) {
     const int j0 = gn * WG_N;
     const unsigned long long db = TRANS_B ? wg_desc(bs + (j0 / 64) * (BK * 64) + kk * 64, true)
