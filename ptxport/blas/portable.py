@@ -65,7 +65,7 @@ _KERNELS_VERSION = "gemm5"
 # backends whose kernels take the transposes as an argument: one compile for all four pairs
 _RUNTIME_TRANSPOSES = ("opencl",)
 # the options a tile's label may end in, by kernel (TileConfig.kind; TileConfig's flags)
-_OPTIONS = {"simt": ("ahead", "warp"), "mma": ("ahead", "late"), "wgmma": ("ahead",)}
+_OPTIONS = {"simt": ("ahead", "warp", "cpasync"), "mma": ("ahead", "late"), "wgmma": ("ahead",)}
 
 
 @dataclass(frozen=True)
@@ -87,6 +87,7 @@ class TileConfig:
     late: bool = False    # (mma) copies issued after the first mmas of a k-step (LATE)
     warp: bool = False    # (SIMT) threads laid out in warp tiles (WARPTILE)
     wgmma: bool = False   # (mma) sm_90a's warpgroup kernel (gemm_wgmma.cu); wm x wn warpgroups
+    cpasync: bool = False  # (SIMT, f32 / f64) tiles copied by cp.async in a ring (ASYNC)
 
     @property
     def kind(self) -> str:
@@ -100,7 +101,7 @@ class TileConfig:
 
     @property
     def label(self) -> str:
-        """The tile as benchmarks name it: simt:BMxBNxBK/TMxTN[/ahead][/warp],
+        """The tile as benchmarks name it: simt:BMxBNxBK/TMxTN[/ahead][/warp][/cpasync],
         mma:BMxBNxBK/WMxWN/sSTAGES[/ahead][/late] or wgmma:BMxBNxBK/WMxWN/sSTAGES[/ahead]."""
         shape = f"{self.bm}x{self.bn}x{self.bk}"
         head = f"{self.kind}:{shape}/{self.wm}x{self.wn}/s{self.stages}" if self.mma else \
@@ -125,7 +126,8 @@ class TileConfig:
                            **flags) if mma else cls(False, bm, bn, bk, x, y, **flags)
         except (IndexError, ValueError):
             pass
-        raise InvalidValueError(f"tile {label!r} is not simt:BMxBNxBK/TMxTN[/ahead][/warp], "
+        raise InvalidValueError(f"tile {label!r} is not "
+                                f"simt:BMxBNxBK/TMxTN[/ahead][/warp][/cpasync], "
                                 f"mma:BMxBNxBK/WMxWN/sSTAGES[/ahead][/late] or "
                                 f"wgmma:BMxBNxBK/WMxWN/sSTAGES[/ahead]")
 
@@ -138,10 +140,11 @@ class TileConfig:
         return self.stages * (self.bm + self.bn) * self.bk * 2 + (1024 if self.wgmma else 0)
 
     def static_shared(self, acc_bytes: int) -> int:
-        """The SIMT kernel's shared tiles (two buffers, padded rows) with accumulators of
-        `acc_bytes`."""
+        """The SIMT kernel's shared tiles (two buffers, three for cp.async with BK <= 8;
+        padded rows) with accumulators of `acc_bytes`."""
         sub_m, sub_n = (4 if x % 4 == 0 else 1 for x in (self.tm, self.tn))
-        return 2 * self.bk * (self.bm + sub_m + self.bn + sub_n) * acc_bytes
+        buffers = 3 if self.cpasync and self.bk <= 8 else 2
+        return buffers * self.bk * (self.bm + sub_m + self.bn + sub_n) * acc_bytes
 
 
 # 48 KiB: the static shared memory every CUDA device gives a block (and OpenCL devices
@@ -227,7 +230,7 @@ def program_for(arch: str, config: TileConfig, ta: int, tb: int, in_kind: int, o
               "BN": config.bn, "BK": config.bk, "TM": config.tm or 1, "TN": config.tn or 1,
               "WM": config.wm or 1, "WN": config.wn or 1, "STAGES": config.stages,
               "AHEAD": int(config.ahead), "LATE": int(config.late),
-              "WARPTILE": int(config.warp), "EVEN": int(even)}
+              "WARPTILE": int(config.warp), "EVEN": int(even), "ASYNC": int(config.cpasync)}
     if config.wgmma:
         macros["UNROLL_K"] = int(unroll)
     options = ProgramOptions(arch=arch, define_macro=[(k, str(v)) for k, v in macros.items()],

@@ -115,6 +115,31 @@ def test_simt_warp_tiles(device, m, n, k):
            aligned=True)
 
 
+@pytest.mark.parametrize("device", ["cpu", "opencl:0", "cuda:0"])
+@pytest.mark.parametrize("config", [TileConfig(False, 64, 64, 8, 4, 4, cpasync=True),
+                                    TileConfig(False, 64, 64, 16, 4, 4, ahead=True,
+                                               warp=True, cpasync=True)],
+                         ids=lambda c: c.label)
+@pytest.mark.parametrize("ta, tb", [(False, False), (True, False), (False, True)])
+def test_simt_cp_async(device, config, ta, tb):
+    # tiles copied element by element with cp.async (zero-filled at the edges): three
+    # buffers with BK = 8 (k = 40: five k-steps around the ring), two with BK = 16
+    _check(_device(device), config, ta, tb, 37, 29, 40, np.float32, np.float32, batch=2)
+
+
+def test_simt_cp_async_f64_and_whole_tiles():
+    _check(_device("cpu"), TileConfig(False, 64, 64, 8, 4, 4, cpasync=True), True, True, 33,
+           17, 9, np.float64, np.float64)
+    _check(_device("cpu"), TileConfig(False, 64, 64, 8, 4, 4, warp=True, cpasync=True), True,
+           False, 128, 64, 32, np.float32, np.float32, aligned=True)
+
+
+def test_simt_cp_async_is_ignored_for_16_bit_data():
+    # the SIMT kernel widens 16-bit inputs in registers: those tiles take the staged path
+    _check(_device("cpu"), TileConfig(False, 32, 32, 8, 2, 2, cpasync=True), False, True, 37,
+           29, 40, BF16, BF16)
+
+
 @pytest.mark.parametrize("device", ["cpu", "opencl:0"])
 def test_simt_whole_tiles(device):
     _check(_device(device), SIMT_VEC, False, True, 128, 64, 32, np.float32, np.float32,
@@ -252,6 +277,7 @@ def test_tile_labels_round_trip():
         TileConfig(False, 128, 128, 8, 8, 8, ahead=True, warp=True)
     assert TileConfig.parse("mma:128x128x64/2x2/s3/late").late
     assert TileConfig.parse("wgmma:128x256x64/2x1/s4/ahead") == portable.WGMMA_CANDIDATES[0]
+    assert TileConfig.parse("simt:128x128x8/8x8/warp/cpasync").cpasync
     with pytest.raises(InvalidValueError):   # late copies: the mma.sync kernel's only
         TileConfig.parse("wgmma:128x256x64/2x1/s4/late")
 

@@ -20,6 +20,8 @@
 //   AHEAD          1: each k-step's shared-memory values (SIMT) or mma fragments read while
 //                  the previous ones are multiplied, double-buffered in registers
 //   WARPTILE       (SIMT) 1: threads laid out in warp tiles (see the SIMT kernel)
+//   ASYNC          (SIMT, f32 / f64) 1: tiles copied to shared memory by cp.async in a ring
+//   UNROLL_K       (wgmma) 0: each k-step's 16-wide wgmma steps as a loop (for the CPU)
 //
 // The SIMT kernel double-buffers shared memory: the next k-step's tile is loaded from global
 // memory into registers while the current one is multiplied out of shared memory, then
@@ -242,6 +244,34 @@ __device__ __forceinline__ void stash_part(const Part<PER, V4> &part, Acc (*s)[P
   }
 }
 
+// ASYNC (f32 and f64, whose shared tiles hold the input type itself): the tiles go from
+// global to shared memory with cp.async, element by element (4 or 8 bytes: the tiles are
+// transposed against the stored matrices where k is contiguous), in a ring of SIMT_STAGES
+// buffers: no registers hold the next k-step, and no stores are left for the threads to make.
+#ifndef ASYNC
+#define ASYNC 0
+#endif
+#define SIMT_ASYNC (ASYNC && (IN_KIND == 0 || IN_KIND == 1))
+#define SIMT_STAGES (SIMT_ASYNC && BK <= 8 ? 3 : 2)
+
+// cp.async of the thread's part of the R x BK tile at rows r0, k0 of operand x into s[p][r]
+// (zero outside rows x k: a source size of 0 copies nothing and fills the element with 0).
+template <int R, int PER, int PITCH>
+__device__ __forceinline__ void copy_part(Acc (*s)[PITCH], const In *x, int ld, int rows, int k,
+                                          int r0, int k0, int t, bool kc) {
+#pragma unroll
+  for (int e = 0; e < PER; ++e) {
+    int r, p;
+    x_coords<R, 1>(t + e * NT, r, p, kc);
+    const int gr = r0 + r, gp = k0 + p;
+    const bool inside = EVEN || (gr < rows && gp < k);
+    const In *src = kc ? x + gp + (long long)gr * ld : x + gr + (long long)gp * ld;
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;"
+                 :: "r"((unsigned)__cvta_generic_to_shared(&s[p][r])), "l"(inside ? src : x),
+                    "n"(sizeof(In)), "r"(inside ? (int)sizeof(In) : 0));
+  }
+}
+
 struct Staged {
   Part<A_PER_THREAD, VEC4_A> a;
   Part<B_PER_THREAD, VEC4_B> b;
@@ -290,8 +320,8 @@ extern "C" __global__ void __launch_bounds__(NT, SIMT_BLOCKS)
 ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long stride_a,
              const In *b, int ldb, long long stride_b, Acc beta, Out *c, int ldc,
              long long stride_c, int trans) {
-  __shared__ __align__(32) Acc as[2][BK][PITCH_A];
-  __shared__ __align__(32) Acc bs[2][BK][PITCH_B];
+  __shared__ __align__(32) Acc as[SIMT_STAGES][BK][PITCH_A];
+  __shared__ __align__(32) Acc bs[SIMT_STAGES][BK][PITCH_B];
   const int t = threadIdx.x;
   int tile_m, tile_n;
   block_tile(tile_m, tile_n);
@@ -317,6 +347,48 @@ ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long str
 #else
   const int row0 = t % (BM / TM) * SUB_M, col0 = t / (BM / TM) * SUB_N;
 #endif
+#if SIMT_ASYNC
+  // k-step kt in buffer kt % SIMT_STAGES, its copies issued SIMT_STAGES - 1 steps ahead; one
+  // cp.async group a step (empty past the end): wait_group SIMT_STAGES - 2 means "landed"
+  const int steps = (k + BK - 1) / BK;
+#pragma unroll
+  for (int st = 0; st < SIMT_STAGES - 1; ++st) {
+    if (st < steps) {
+      copy_part<BM, A_PER_THREAD>(as[st], a, lda, m, k, bm, st * BK, t, TA);
+      copy_part<BN, B_PER_THREAD>(bs[st], b, ldb, n, k, bn, st * BK, t, !TB);
+    }
+    asm volatile("cp.async.commit_group;");
+  }
+  for (int kt = 0; kt < steps; ++kt) {
+    asm volatile("cp.async.wait_group %0;" :: "n"(SIMT_STAGES - 2));
+    __syncthreads();   // step kt visible to all; step kt - 1's buffer free to refill
+    const int next = kt + SIMT_STAGES - 1, s = kt % SIMT_STAGES;
+    if (next < steps) {
+      copy_part<BM, A_PER_THREAD>(as[next % SIMT_STAGES], a, lda, m, k, bm, next * BK, t, TA);
+      copy_part<BN, B_PER_THREAD>(bs[next % SIMT_STAGES], b, ldb, n, k, bn, next * BK, t, !TB);
+    }
+    asm volatile("cp.async.commit_group;");
+#if AHEAD   // k-step kk + 1's values read while kk's are multiplied
+    Acc fa[2][TM], fb[2][TN];
+    read_fragments(fa[0], fb[0], as[s][0], bs[s][0], row0, col0);
+#pragma unroll
+    for (int kk = 0; kk < BK; ++kk) {
+      if (kk + 1 < BK)
+        read_fragments(fa[(kk + 1) % 2], fb[(kk + 1) % 2], as[s][kk + 1], bs[s][kk + 1], row0,
+                       col0);
+      outer_product(acc, fa[kk % 2], fb[kk % 2]);
+    }
+#else
+#pragma unroll
+    for (int kk = 0; kk < BK; ++kk) {
+      Acc fa[TM], fb[TN];
+      read_fragments(fa, fb, as[s][kk], bs[s][kk], row0, col0);
+      outer_product(acc, fa, fb);
+    }
+#endif
+  }
+  asm volatile("cp.async.wait_all;");
+#else
   Staged staged;
   fetch(staged, a, lda, b, ldb, m, n, k, bm, bn, 0, t, trans);
   stash(staged, as[0], bs[0], t, trans);
@@ -364,6 +436,7 @@ ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long str
     }
   }
 #endif
+#endif  // SIMT_ASYNC
 #pragma unroll
   for (int q = 0; q < TN; ++q)
 #pragma unroll
