@@ -140,7 +140,7 @@ def kernel_ms(device, config, n: int, dtype: str, native: bool = False) -> float
         vec = config.mma and portable._aligned(problem, (a, b), 8) or \
             not config.mma and portable._aligned(problem, (a, b), 4)
         k = portable._kind(kind)
-        kernel = _native_kernel(device, (portable._arch(device, config.mma), config, 1, 0, k,
+        kernel = _native_kernel(device, (portable._arch(device, config), config, 1, 0, k,
                                          k, vec, vec and portable._even(problem, config)))
     run, record = timing.direct(device, launch_config, kernel, args)
     ms = _median_groups(run, record,
@@ -200,7 +200,7 @@ def gpu(sizes: list[int], tiles: list[str] | None, dtypes: tuple[str, ...],
             except Exception:
                 report["errors"].append(f"cuBLAS {dtype} n={n}: {traceback.format_exc(limit=3)}")
         mma = portable._uses_mma(device, in_type(dtype))
-        for config in portable.parse_tiles(tiles or [], mma):
+        for config in portable.parse_tiles(tiles or [], mma, portable._uses_wgmma(device)):
             _tile_rows(device, config, dtype, sizes, sizes[0], vendor, report, native)
         _picks(device, dtype, sizes, vendor, report)
     return report

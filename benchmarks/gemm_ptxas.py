@@ -40,6 +40,7 @@ def report(config, arch: str, dtype: str, layout: str, keep: Path | None,
     in_type = np.dtype(np.float32) if dtype == "float32" else np.dtype("<u2")
     kind = portable._kind(in_type)
     ta, tb = (int(c == "T") for c in layout)
+    arch = "sm_90a" if config.wgmma else arch   # (wgmma is sm_90a's only)
     program = portable.program_for(arch, config, ta, tb, kind, kind, True, even)
     ptx = program.compile(f"nvptx:{arch}").code
     with tempfile.TemporaryDirectory() as tmp:
@@ -72,7 +73,7 @@ def main() -> None:
     args = parser.parse_args()
     for dtype in ("float32", "bfloat16") if args.dtype == "both" else (args.dtype,):
         mma = dtype != "float32"
-        for config in portable.parse_tiles(args.tiles, mma):
+        for config in portable.parse_tiles(args.tiles, mma, args.arch == "sm_90"):
             print(f"{dtype:>9} {args.layout} {config.label:>24}: "
                   f"{report(config, args.arch, dtype, args.layout, args.keep, not args.edges)}",
                   flush=True)

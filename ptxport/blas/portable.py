@@ -47,6 +47,7 @@ __all__ = ["MMA_CANDIDATES", "SIMT_CANDIDATES", "TileConfig", "candidates", "gem
 
 KERNELS = Path(__file__).resolve().parent / "kernels"
 SOURCE = KERNELS / "gemm.cu"
+WGMMA_SOURCE = KERNELS / "gemm_wgmma.cu"   # the warpgroup kernel, appended to gemm.cu
 
 
 def kernel_source(path: Path, *tail: Path) -> str:
@@ -64,20 +65,20 @@ _TUNE_SIZES = (1024, 2048, 4096, 8192)
 _CPU_TUNE_SIZE = 512
 # part of the autotuner's keys: choices made for an earlier version of the kernels (whose
 # tiles may no longer be candidates, or no longer the fastest) are not reused
-_KERNELS_VERSION = "gemm4"
+_KERNELS_VERSION = "gemm5"
 # the same for the lanes kernel and its candidates (the kernel's name in the key)
 _LANES_VERSION = "lanes2"
 # backends whose kernels take the transposes as an argument: one compile for all four pairs
 _RUNTIME_TRANSPOSES = ("opencl",)
-# the options a tile's label may end in, by kernel (TileConfig's flags): SIMT, mma
-_OPTIONS = {False: ("ahead", "warp"), True: ("ahead", "late")}
+# the options a tile's label may end in, by kernel (TileConfig.kind; TileConfig's flags)
+_OPTIONS = {"simt": ("ahead", "warp", "cpasync"), "mma": ("ahead", "late"), "wgmma": ("ahead",)}
 
 
 @dataclass(frozen=True)
 class TileConfig:
     """A kernel and its tile shape: the block's BM x BN tile of C and its k step BK, and
-    either each thread's TM x TN micro-tile (SIMT) or the block's WM x WN warps and the
-    depth of its cp.async pipeline (mma)."""
+    either each thread's TM x TN micro-tile (SIMT) or the block's WM x WN warps (mma; with
+    `wgmma`, warpgroups of 4 warps) and the depth of its cp.async pipeline."""
 
     mma: bool
     bm: int
@@ -94,23 +95,32 @@ class TileConfig:
     lanes: bool = False   # the lanes kernel for the CPU target (gemm_lanes.cuh): one warp a
     #                       block, bm rows (bm / 32 a lane) x bn columns, tn columns a
     #                       thread, k panels of bk whose loop is unrolled tm times
+    wgmma: bool = False   # (mma) sm_90a's warpgroup kernel (gemm_wgmma.cu); wm x wn warpgroups
+    cpasync: bool = False  # (SIMT, f32 / f64) tiles copied by cp.async in a ring (ASYNC)
+
+    @property
+    def kind(self) -> str:
+        return "wgmma" if self.wgmma else "mma" if self.mma else "simt"
 
     @property
     def threads(self) -> int:
         if self.lanes:
             return 32
-        return self.wm * self.wn * 32 if self.mma else (self.bm // self.tm) * (self.bn // self.tn)
+        if self.mma:
+            return self.wm * self.wn * (128 if self.wgmma else 32)
+        return (self.bm // self.tm) * (self.bn // self.tn)
 
     @property
     def label(self) -> str:
-        """The tile as benchmarks name it: simt:BMxBNxBK/TMxTN[/ahead][/warp],
-        mma:BMxBNxBK/WMxWN/sSTAGES[/ahead][/late] or lanes:BMxBNxBK/TN/uUNROLL."""
+        """The tile as benchmarks name it: simt:BMxBNxBK/TMxTN[/ahead][/warp][/cpasync],
+        mma:BMxBNxBK/WMxWN/sSTAGES[/ahead][/late], wgmma:BMxBNxBK/WMxWN/sSTAGES[/ahead] or
+        lanes:BMxBNxBK/TN/uUNROLL."""
         shape = f"{self.bm}x{self.bn}x{self.bk}"
         if self.lanes:
             return f"lanes:{shape}/{self.tn}/u{self.tm}"
-        head = f"mma:{shape}/{self.wm}x{self.wn}/s{self.stages}" if self.mma else \
+        head = f"{self.kind}:{shape}/{self.wm}x{self.wn}/s{self.stages}" if self.mma else \
             f"simt:{shape}/{self.tm}x{self.tn}"
-        return head + "".join(f"/{o}" for o in _OPTIONS[self.mma] if getattr(self, o))
+        return head + "".join(f"/{o}" for o in _OPTIONS[self.kind] if getattr(self, o))
 
     @classmethod
     def parse(cls, label: str) -> TileConfig:
@@ -123,32 +133,39 @@ class TileConfig:
                 return cls(False, bm, bn, bk, tm=int(parts[2][1:]), tn=int(parts[1]),
                            lanes=True)
             x, y = (int(v) for v in parts[1].split("x"))
-            mma = kind == "mma"
+            mma = kind in ("mma", "wgmma")
             stages = int(parts[2].removeprefix("s")) if mma and len(parts) > 2 else 3
             options = parts[3:] if mma else parts[2:]
-            if kind in ("mma", "simt") and len(set(options)) == len(options) and \
-                    set(options) <= set(_OPTIONS[mma]):
+            if kind in _OPTIONS and len(set(options)) == len(options) and \
+                    set(options) <= set(_OPTIONS[kind]):
                 flags = {o: True for o in options}
-                return cls(True, bm, bn, bk, wm=x, wn=y, stages=stages, **flags) if mma else \
-                    cls(False, bm, bn, bk, x, y, **flags)
+                return cls(True, bm, bn, bk, wm=x, wn=y, stages=stages, wgmma=kind == "wgmma",
+                           **flags) if mma else cls(False, bm, bn, bk, x, y, **flags)
         except (IndexError, ValueError):
             pass
-        raise InvalidValueError(f"tile {label!r} is not simt:BMxBNxBK/TMxTN[/ahead][/warp], "
-                                f"mma:BMxBNxBK/WMxWN/sSTAGES[/ahead][/late] or "
+        raise InvalidValueError(f"tile {label!r} is not "
+                                f"simt:BMxBNxBK/TMxTN[/ahead][/warp][/cpasync], "
+                                f"mma:BMxBNxBK/WMxWN/sSTAGES[/ahead][/late], "
+                                f"wgmma:BMxBNxBK/WMxWN/sSTAGES[/ahead] or "
                                 f"lanes:BMxBNxBK/TN/uUNROLL (BM: 32, 64, ...)")
 
     def dynamic_shared(self) -> int:
         """Bytes of dynamic shared memory a launch needs: the mma kernel's pipeline stages
-        (16-bit A and B tiles), none for the SIMT kernel (static tiles)."""
-        return self.stages * (self.bm + self.bn) * self.bk * 2 if self.mma else 0
+        (16-bit A and B tiles; wgmma's 1024 more to align them to its swizzle's pattern), none
+        for the SIMT kernel (static tiles)."""
+        if not self.mma:
+            return 0
+        return self.stages * (self.bm + self.bn) * self.bk * 2 + (1024 if self.wgmma else 0)
 
     def static_shared(self, acc_bytes: int) -> int:
-        """The SIMT kernel's shared tiles (two buffers, padded rows) with accumulators of
-        `acc_bytes`; the lanes kernel's panels of A and B and its partial sums of C."""
+        """The SIMT kernel's shared tiles (two buffers, three for cp.async with BK <= 8;
+        padded rows) with accumulators of `acc_bytes`; the lanes kernel's panels of A and B
+        and its partial sums of C."""
         if self.lanes:
             return (self.bk * self.bm + self.bn * self.bk + self.bn * self.bm) * acc_bytes
         sub_m, sub_n = (4 if x % 4 == 0 else 1 for x in (self.tm, self.tn))
-        return 2 * self.bk * (self.bm + sub_m + self.bn + sub_n) * acc_bytes
+        buffers = 3 if self.cpasync and self.bk <= 8 else 2
+        return buffers * self.bk * (self.bm + sub_m + self.bn + sub_n) * acc_bytes
 
 
 # 48 KiB: the static shared memory every CUDA device gives a block (and OpenCL devices
@@ -173,6 +190,14 @@ MMA_CANDIDATES = (TileConfig(True, 128, 128, 32, wm=2, wn=4, stages=3),
                   TileConfig(True, 128, 256, 64, wm=2, wn=4, stages=3, ahead=True),
                   TileConfig(True, 128, 128, 64, wm=2, wn=4, stages=4, ahead=True),
                   TileConfig(True, 64, 64, 32, wm=2, wn=2, stages=4))
+# sm_90's warpgroup kernel (gemm_wgmma.cu), timed before the mma.sync tiles on such devices.
+# H100 (benchmarks/gemm.py --gpu, docs/blas.md): two warpgroups of 64 x 256 (128 accumulators
+# a thread), four stages, one wgmma group in flight led from 2048 up (0.91-1.04 of cuBLAS),
+# 128 x 128 tiles at 1024; three stages (0.77-0.82 with a group in flight, 0.71-0.82 without)
+# and 256 x 128 tiles (0.71-0.77) measured slower.
+WGMMA_CANDIDATES = (TileConfig(True, 128, 256, 64, wm=2, wn=1, stages=4, ahead=True, wgmma=True),
+                    TileConfig(True, 128, 128, 64, wm=2, wn=1, stages=4, ahead=True, wgmma=True),
+                    TileConfig(True, 128, 256, 64, wm=2, wn=1, stages=3, ahead=True, wgmma=True))
 
 
 # The lanes kernel's candidates (the SIMT kernel's on cpu devices), from sweeps on a 2-core
@@ -191,23 +216,26 @@ LANES_CANDIDATES = (TileConfig(False, 64, 64, 64, 4, 2, lanes=True),
                     TileConfig(False, 32, 96, 64, 4, 8, lanes=True))
 
 
-def candidates(mma: bool, acc: np.dtype, lanes: bool = False) -> tuple[TileConfig, ...]:
+def candidates(mma: bool, acc: np.dtype, lanes: bool = False, wgmma: bool = False
+               ) -> tuple[TileConfig, ...]:
     """The tile shapes the autotuner times for a kernel and accumulator type (`lanes`: the
-    lanes kernel's, which cpu devices take instead of the SIMT kernel)."""
+    lanes kernel's, which cpu devices take instead of the SIMT kernel; `wgmma`: the device
+    runs the warpgroup kernel too)."""
     if mma:
-        return MMA_CANDIDATES
+        return WGMMA_CANDIDATES + MMA_CANDIDATES if wgmma else MMA_CANDIDATES
     return tuple(c for c in (LANES_CANDIDATES if lanes else SIMT_CANDIDATES)
                  if c.static_shared(acc.itemsize) <= _STATIC_SHARED)
 
 
-def parse_tiles(labels: list[str], mma: bool) -> list[TileConfig]:
+def parse_tiles(labels: list[str], mma: bool, wgmma: bool = False) -> list[TileConfig]:
     """TileConfigs from labels for one kernel, as benchmarks take them ("all": its
-    candidates); labels of the other kernel are left out."""
+    candidates, with `wgmma` the warpgroup kernel's too); labels of the other kernel, and of
+    the warpgroup kernel without `wgmma`, are left out."""
     tiles: list[TileConfig] = []
     for label in labels:
-        for config in (MMA_CANDIDATES if mma else SIMT_CANDIDATES) if label == "all" else \
+        for config in candidates(mma, np.dtype(np.float32), wgmma=wgmma) if label == "all" else \
                 (TileConfig.parse(label),):
-            if config.mma == mma and config not in tiles:
+            if config.mma == mma and (wgmma or not config.wgmma) and config not in tiles:
                 tiles.append(config)
     return tiles
 
@@ -225,35 +253,49 @@ def _uses_mma(device: Device, in_type: np.dtype) -> bool:
     return device.backend == "cpu"
 
 
+def _uses_wgmma(device: Device) -> bool:
+    """The warpgroup kernel among the candidates: NVIDIA's sm_90 (wgmma is sm_90a's only)."""
+    return device.backend == "cuda" and tuple(device.compute_capability) == (9, 0)
+
+
 def program_for(arch: str, config: TileConfig, ta: int, tb: int, in_kind: int, out_kind: int,
-                vec: bool, even: bool = False) -> Program:
+                vec: bool, even: bool = False, unroll: bool = True) -> Program:
     """The Program of one kernel variant (its macros: see gemm.cu's header); ta/tb 0 or 1 fix
     a transpose at compile time, -1 leaves it to the kernel's `trans` argument; `even`: the
-    problem is whole tiles (with `vec`), no edge checks."""
-    macros = {"GEMM_MMA": int(config.mma), "TRANS_A": int(ta), "TRANS_B": int(tb),
+    problem is whole tiles (with `vec`), no edge checks; `unroll` 0: the wgmma kernel's
+    k-steps rolled (gemm_wgmma.cu's UNROLL_K, for the CPU target)."""
+    kernel = 2 if config.wgmma else int(config.mma)
+    macros = {"GEMM_MMA": kernel, "TRANS_A": int(ta), "TRANS_B": int(tb),
               "IN_KIND": in_kind, "OUT_KIND": out_kind, "VEC": int(vec), "BM": config.bm,
               "BN": config.bn, "BK": config.bk, "TM": config.tm or 1, "TN": config.tn or 1,
               "WM": config.wm or 1, "WN": config.wn or 1, "STAGES": config.stages,
               "AHEAD": int(config.ahead), "LATE": int(config.late),
-              "WARPTILE": int(config.warp), "EVEN": int(even), "GEMM_LANES": int(config.lanes)}
+              "WARPTILE": int(config.warp), "EVEN": int(even), "ASYNC": int(config.cpasync),
+              "GEMM_LANES": int(config.lanes)}
+    if config.wgmma:
+        macros["UNROLL_K"] = int(unroll)
     options = ProgramOptions(arch=arch, define_macro=[(k, str(v)) for k, v in macros.items()],
                              name="ptxport_gemm.cu")
-    tail = (KERNELS / "gemm_lanes.cuh",) if config.lanes else ()
+    tail = (KERNELS / "gemm_lanes.cuh",) if config.lanes else \
+        (WGMMA_SOURCE,) if config.wgmma else ()
     return Program(kernel_source(SOURCE, *tail), "c++", options)
 
 
 @functools.cache
 def kernel_for(arch: str, config: TileConfig, ta: int, tb: int, in_kind: int, out_kind: int,
-               vec: bool, even: bool = False) -> Kernel:
+               vec: bool, even: bool = False, unroll: bool = True) -> Kernel:
     """The compiled kernel of one variant (NVRTC's PTX, which ptxport lowers per device at
     first launch)."""
-    return program_for(arch, config, ta, tb, in_kind, out_kind, vec, even).compile() \
+    return program_for(arch, config, ta, tb, in_kind, out_kind, vec, even, unroll).compile() \
         .get_kernel("ptxport_gemm")
 
 
-def _arch(device: Device, mma: bool) -> str:
-    arch = f"sm_{device.arch}"
-    return "sm_80" if mma and device.backend != "cuda" else arch
+def _arch(device: Device, config: TileConfig) -> str:
+    """NVRTC's architecture: the device's; sm_90a for the warpgroup kernel (wgmma is in
+    no other), sm_80 for mma.sync elsewhere than on cuda devices."""
+    if config.wgmma:
+        return "sm_90a"
+    return "sm_80" if config.mma and device.backend != "cuda" else f"sm_{device.arch}"
 
 
 def _address(pointer: Buffer | np.uint64) -> int:
@@ -287,8 +329,9 @@ def gemm_launch(device: Device, config: TileConfig, problem, a: Buffer | np.uint
         (int(problem.ta), int(problem.tb))
     # the lanes kernel has no vector loads (it packs): EVEN alone drops its edge checks
     even = _even(problem, config) if config.lanes else vec and _even(problem, config)
-    kernel = kernel_for(_arch(device, config.mma), config, ta, tb, _kind(in_type),
-                        _kind(out_type), vec and not config.lanes, even)
+    kernel = kernel_for(_arch(device, config), config, ta, tb, _kind(in_type),
+                        _kind(out_type), vec and not config.lanes, even,
+                        device.backend != "cpu")
     scalar = np.float64 if in_type == np.float64 else np.int32 if in_type == np.int8 else \
         np.float32
     grid = (-(-problem.m // config.bm), -(-problem.n // config.bn), problem.batch)
@@ -367,7 +410,7 @@ def tuned_config(device: Device, mma: bool, in_type: np.dtype, out_type: np.dtyp
     if not mma:
         in_type = out_type = np.dtype(np.float64 if in_type == np.float64 else np.float32)
     lanes = device.backend == "cpu" and not mma
-    tiles = candidates(mma, in_type, lanes)
+    tiles = candidates(mma, in_type, lanes, mma and _uses_wgmma(device))
     if device.backend not in _TUNED_BACKENDS or device.backend == "cpu" and mma:
         return tiles[0]
     size = _CPU_TUNE_SIZE if lanes else size

@@ -115,6 +115,31 @@ def test_simt_warp_tiles(device, m, n, k):
            aligned=True)
 
 
+@pytest.mark.parametrize("device", ["cpu", "opencl:0", "cuda:0"])
+@pytest.mark.parametrize("config", [TileConfig(False, 64, 64, 8, 4, 4, cpasync=True),
+                                    TileConfig(False, 64, 64, 16, 4, 4, ahead=True,
+                                               warp=True, cpasync=True)],
+                         ids=lambda c: c.label)
+@pytest.mark.parametrize("ta, tb", [(False, False), (True, False), (False, True)])
+def test_simt_cp_async(device, config, ta, tb):
+    # tiles copied element by element with cp.async (zero-filled at the edges): three
+    # buffers with BK = 8 (k = 40: five k-steps around the ring), two with BK = 16
+    _check(_device(device), config, ta, tb, 37, 29, 40, np.float32, np.float32, batch=2)
+
+
+def test_simt_cp_async_f64_and_whole_tiles():
+    _check(_device("cpu"), TileConfig(False, 64, 64, 8, 4, 4, cpasync=True), True, True, 33,
+           17, 9, np.float64, np.float64)
+    _check(_device("cpu"), TileConfig(False, 64, 64, 8, 4, 4, warp=True, cpasync=True), True,
+           False, 128, 64, 32, np.float32, np.float32, aligned=True)
+
+
+def test_simt_cp_async_is_ignored_for_16_bit_data():
+    # the SIMT kernel widens 16-bit inputs in registers: those tiles take the staged path
+    _check(_device("cpu"), TileConfig(False, 32, 32, 8, 2, 2, cpasync=True), False, True, 37,
+           29, 40, BF16, BF16)
+
+
 @pytest.mark.parametrize("device", ["cpu", "opencl:0"])
 def test_simt_whole_tiles(device):
     _check(_device(device), SIMT_VEC, False, True, 128, 64, 32, np.float32, np.float32,
@@ -179,8 +204,58 @@ def test_mma_late_copies_on_cpu():
            True, False, 37, 29, 200, BF16, np.float32, aligned=True)
 
 
+# the warpgroup kernel (sm_90a's wgmma) on the CPU target's warp gangs: two warpgroups of
+# 64 x 64, three stages with one wgmma group in flight (copies one k-step ahead), k = 200:
+# four k-steps of 64, the last partial. (Each variant is about 60k lines of LLVM IR on the
+# CPU target: minutes to compile the first time, cached after; whole tiles (EVEN) and the
+# other shapes are checked on the H100 below.)
+WGMMA = TileConfig(True, 128, 64, 64, wm=2, wn=1, stages=3, ahead=True, wgmma=True)
+
+
+@pytest.mark.parametrize("ta, tb, aligned", [(True, False, True), (False, True, False)])
+def test_wgmma_kernel_on_cpu(ta, tb, aligned):
+    # both operands K-major (k contiguous: A transposed, B not), then both MN-major, in
+    # shared tiles under the 128-byte swizzle: cp.async with zero fill at the edges, or
+    # (leading dimensions not multiples of 16 bytes) element-wise copies
+    _check(_device("cpu"), WGMMA, ta, tb, 70, 37, 200, BF16, np.float32, batch=2,
+           aligned=aligned)
+
+
+@pytest.mark.parametrize("config", portable.WGMMA_CANDIDATES, ids=lambda c: c.label)
+@pytest.mark.parametrize("m, n, k", [(300, 200, 170), (256, 512, 192)])
+def test_wgmma_candidates_on_cuda(config, m, n, k):
+    # on an NVIDIA sm_90 GPU (the only one wgmma runs on): edges, and whole tiles (EVEN)
+    device = _device("cuda:0")
+    if not portable._uses_wgmma(device):
+        pytest.skip(f"wgmma needs sm_90, not {device.name}")
+    _check(device, config, True, False, m, n, k, BF16, BF16, aligned=True)
+
+
+@pytest.mark.parametrize("ta, tb", [(False, False), (False, True), (True, True)])
+@pytest.mark.parametrize("aligned", [True, False])
+def test_wgmma_layouts_on_cuda(ta, tb, aligned):
+    device = _device("cuda:0")
+    if not portable._uses_wgmma(device):
+        pytest.skip(f"wgmma needs sm_90, not {device.name}")
+    _check(device, portable.WGMMA_CANDIDATES[0], ta, tb, 300, 200, 170, BF16, np.float32,
+           batch=2, aligned=aligned)
+
+
+def test_wgmma_only_on_sm_90():
+    from types import SimpleNamespace
+
+    def gpu(cc):
+        return SimpleNamespace(backend="cuda", compute_capability=cc)
+    assert portable._uses_wgmma(gpu((9, 0)))
+    assert not portable._uses_wgmma(gpu((8, 0))) and not portable._uses_wgmma(gpu((10, 0)))
+    assert not portable._uses_wgmma(Device("cpu"))
+    assert portable.candidates(True, np.dtype(np.float32), wgmma=True)[0].wgmma
+    assert not any(c.wgmma for c in portable.candidates(True, np.dtype(np.float32)))
+
+
 def test_tile_labels_round_trip():
-    for config in (*portable.SIMT_CANDIDATES, *portable.MMA_CANDIDATES, MMA_PIPELINE):
+    for config in (*portable.SIMT_CANDIDATES, *portable.MMA_CANDIDATES,
+                   *portable.WGMMA_CANDIDATES, MMA_PIPELINE, WGMMA):
         assert TileConfig.parse(config.label) == config
     with pytest.raises(InvalidValueError, match="mma:BMxBNxBK"):
         TileConfig.parse("mma:128x128")
@@ -192,6 +267,10 @@ def test_tile_labels_round_trip():
     assert TileConfig.parse("simt:128x128x8/8x8/ahead/warp") == \
         TileConfig(False, 128, 128, 8, 8, 8, ahead=True, warp=True)
     assert TileConfig.parse("mma:128x128x64/2x2/s3/late").late
+    assert TileConfig.parse("wgmma:128x256x64/2x1/s4/ahead") == portable.WGMMA_CANDIDATES[0]
+    assert TileConfig.parse("simt:128x128x8/8x8/warp/cpasync").cpasync
+    with pytest.raises(InvalidValueError):   # late copies: the mma.sync kernel's only
+        TileConfig.parse("wgmma:128x256x64/2x1/s4/late")
 
 
 def test_simt_candidates_fit_static_shared_memory():

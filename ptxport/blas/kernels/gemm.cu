@@ -6,6 +6,8 @@
 //
 //   GEMM_MMA       0: the SIMT kernel (any element type, FMA in the accumulator type);
 //                  1: the tensor-core kernel (f16 / bf16 in, f32 accumulate, mma.sync m16n8k16)
+//                  2: the warpgroup kernel (sm_90a's wgmma, f16 / bf16): gemm_wgmma.cu,
+//                  which portable.py appends to this file
 //   EVEN           1: m, n, k multiples of BM, BN, BK (with VEC): no edge checks
 //   TRANS_A/_B     op(A) / op(B) transposed (A stored k x m, B stored n x k); -1: at run time
 //   IN_KIND        A's and B's type: 0 f32, 1 f64, 2 f16, 3 bf16, 4 int8 (SIMT only);
@@ -18,6 +20,8 @@
 //   AHEAD          1: each k-step's shared-memory values (SIMT) or mma fragments read while
 //                  the previous ones are multiplied, double-buffered in registers
 //   WARPTILE       (SIMT) 1: threads laid out in warp tiles (see the SIMT kernel)
+//   ASYNC          (SIMT, f32 / f64) 1: tiles copied to shared memory by cp.async in a ring
+//   UNROLL_K       (wgmma) 0: each k-step's 16-wide wgmma steps as a loop (for the CPU)
 //
 // The SIMT kernel double-buffers shared memory: the next k-step's tile is loaded from global
 // memory into registers while the current one is multiplied out of shared memory, then
@@ -163,20 +167,12 @@ __device__ __forceinline__ In load_b(const In *b, int ldb, int k, int n, int p, 
 #define SUB_N (TN % 4 == 0 ? 4 : 1)
 #define PITCH_A (BM + SUB_M)
 #define PITCH_B (BN + SUB_N)
-// float4 loads when the data are f32, the host found them aligned (VEC), and every thread
-// moves whole groups of 4
-#define SIMT_VEC4 (VEC && IN_KIND == 0 && A_PER_THREAD % 4 == 0 && B_PER_THREAD % 4 == 0)
+// float4 loads of an operand when the data are f32, the host found them aligned (VEC), and
+// every thread moves whole groups of 4 of it
+#define VEC4_A (VEC && IN_KIND == 0 && A_PER_THREAD % 4 == 0)
+#define VEC4_B (VEC && IN_KIND == 0 && B_PER_THREAD % 4 == 0)
 
 struct __align__(4 * sizeof(Acc)) Acc4 { Acc v[4]; };
-
-// Element e of a tile of R x K (R rows, K along k), laid out so that consecutive e run along
-// the stored matrix's contiguous dimension: along rows when not transposed, along k when.
-__device__ __forceinline__ void a_coords(int e, int &i, int &p, int trans) {
-  if (TA) { p = e % BK; i = e / BK; } else { i = e % BM; p = e / BM; }
-}
-__device__ __forceinline__ void b_coords(int e, int &p, int &j, int trans) {
-  if (TB) { j = e % BN; p = e / BN; } else { p = e % BK; j = e / BK; }
-}
 
 // `count` values of a thread's run from shared row `row` at `at`: one 4-vector or one value.
 template <int SUB>
@@ -190,107 +186,122 @@ __device__ __forceinline__ void read_run(Acc *out, const Acc *row, int at) {
   }
 }
 
-// The next k-step's tiles on their way from global to shared memory, in registers: groups
-// of 4 floats (SIMT_VEC4) or single elements, in the order of a_coords / b_coords.
-struct Staged {
-#if SIMT_VEC4
-  float4 a[A_PER_THREAD / 4], b[B_PER_THREAD / 4];
-#else
-  In a[A_PER_THREAD], b[B_PER_THREAD];
+// A and B take the same path to shared memory, as operands X of R rows (op(A)'s BM rows i,
+// op(B)'s BN columns j) along k: element (r, p) lies at x[p + r ld] where the stored matrix
+// runs along k (`kc`: A transposed, B not), else at x[r + p ld]; 0 outside rows x k.
+__device__ __forceinline__ In load_x(const In *x, int ld, int rows, int k, int r, int p,
+                                     bool kc) {
+  if (!EVEN && (r >= rows || p >= k)) return (In)0;
+  return kc ? x[p + (long long)r * ld] : x[r + (long long)p * ld];
+}
+
+// Element or 4-group g of a thread's part of an R x BK tile: consecutive g run along the
+// stored matrix's contiguous dimension (k where kc, else r); `w` elements a group.
+template <int R, int w>
+__device__ __forceinline__ void x_coords(int g, int &r, int &p, bool kc) {
+  if (kc) { p = g % (BK / w) * w; r = g / (BK / w); } else { r = g % (R / w) * w; p = g / (R / w); }
+}
+
+// One operand's share of the next k-step on its way from global to shared memory, in
+// registers: PER elements a thread, as groups of 4 floats (V4) or single elements.
+template <int PER, bool V4> struct Part { In v[PER]; };
+template <int PER> struct Part<PER, true> { float4 v[PER / 4]; };
+
+// Thread t's part of the R x BK tile at rows r0, k0 of operand x (rows x k).
+template <int R, int PER, bool V4>
+__device__ __forceinline__ void fetch_part(Part<PER, V4> &part, const In *x, int ld, int rows,
+                                           int k, int r0, int k0, int t, bool kc) {
+  if constexpr (V4) {
+    // 16-byte loads along the contiguous dimension (element-wise where a group crosses an edge)
+#pragma unroll
+    for (int e = 0; e < PER / 4; ++e) {
+      int r, p;
+      x_coords<R, 4>(t + e * NT, r, p, kc);
+      const int gr = r0 + r, gp = k0 + p;
+      if (EVEN || (kc ? (gr < rows && gp + 3 < k) : (gr + 3 < rows && gp < k))) {
+        part.v[e] = *(const float4 *)(kc ? x + gp + (long long)gr * ld : x + gr + (long long)gp * ld);
+      } else {
+        float *v = (float *)&part.v[e];
+#pragma unroll
+        for (int y = 0; y < 4; ++y)
+          v[y] = load_x(x, ld, rows, k, kc ? gr : gr + y, kc ? gp + y : gp, kc);
+      }
+    }
+  } else {
+#pragma unroll
+    for (int e = 0; e < PER; ++e) {
+      int r, p;
+      x_coords<R, 1>(t + e * NT, r, p, kc);
+      part.v[e] = load_x(x, ld, rows, k, r0 + r, k0 + p, kc);
+    }
+  }
+}
+
+// The staged part into one buffer of the k-major shared tile s[p][r] (widened to Acc).
+template <int R, int PITCH, int PER, bool V4>
+__device__ __forceinline__ void stash_part(const Part<PER, V4> &part, Acc (*s)[PITCH], int t,
+                                           bool kc) {
+#pragma unroll
+  for (int e = 0; e < (V4 ? PER / 4 : PER); ++e) {
+    int r, p;
+    if constexpr (V4) {
+      x_coords<R, 4>(t + e * NT, r, p, kc);
+      const float *v = (const float *)&part.v[e];
+#pragma unroll
+      for (int y = 0; y < 4; ++y) s[kc ? p + y : p][kc ? r : r + y] = v[y];
+    } else {
+      x_coords<R, 1>(t + e * NT, r, p, kc);
+      s[p][r] = to_acc<IN_KIND>(part.v[e]);
+    }
+  }
+}
+
+// ASYNC (f32 and f64, whose shared tiles hold the input type itself): the tiles go from
+// global to shared memory with cp.async, element by element (4 or 8 bytes: the tiles are
+// transposed against the stored matrices where k is contiguous), in a ring of SIMT_STAGES
+// buffers: no registers hold the next k-step, and no stores are left for the threads to make.
+#ifndef ASYNC
+#define ASYNC 0
 #endif
+#define SIMT_ASYNC (ASYNC && (IN_KIND == 0 || IN_KIND == 1))
+#define SIMT_STAGES (SIMT_ASYNC && BK <= 8 ? 3 : 2)
+
+// cp.async of the thread's part of the R x BK tile at rows r0, k0 of operand x into s[p][r]
+// (zero outside rows x k: a source size of 0 copies nothing and fills the element with 0).
+template <int R, int PER, int PITCH>
+__device__ __forceinline__ void copy_part(Acc (*s)[PITCH], const In *x, int ld, int rows, int k,
+                                          int r0, int k0, int t, bool kc) {
+#pragma unroll
+  for (int e = 0; e < PER; ++e) {
+    int r, p;
+    x_coords<R, 1>(t + e * NT, r, p, kc);
+    const int gr = r0 + r, gp = k0 + p;
+    const bool inside = EVEN || (gr < rows && gp < k);
+    const In *src = kc ? x + gp + (long long)gr * ld : x + gr + (long long)gp * ld;
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;"
+                 :: "r"((unsigned)__cvta_generic_to_shared(&s[p][r])), "l"(inside ? src : x),
+                    "n"(sizeof(In)), "r"(inside ? (int)sizeof(In) : 0));
+  }
+}
+
+struct Staged {
+  Part<A_PER_THREAD, VEC4_A> a;
+  Part<B_PER_THREAD, VEC4_B> b;
 };
 
 // Thread t's part of the k-step at k0 (zero outside the matrices).
 __device__ __forceinline__ void fetch(Staged &r, const In *a, int lda, const In *b, int ldb,
                                       int m, int n, int k, int bm, int bn, int k0, int t,
                                       int trans) {
-#if SIMT_VEC4
-  // 16-byte loads along the stored matrices' contiguous dimension (element-wise where a
-  // group crosses a matrix edge)
-#pragma unroll
-  for (int x = 0; x < A_PER_THREAD / 4; ++x) {
-    int g = t + x * NT, i, p;
-    if (TA) { p = (g % (BK / 4)) * 4; i = g / (BK / 4); }
-    else { i = (g % (BM / 4)) * 4; p = g / (BM / 4); }
-    int gi = bm + i, gp = k0 + p;
-    float *v = (float *)&r.a[x];
-    if (EVEN || (TA ? (gi < m && gp + 3 < k) : (gi + 3 < m && gp < k))) {
-      r.a[x] = *(const float4 *)(TA ? a + gp + (long long)gi * lda : a + gi + (long long)gp * lda);
-    } else {
-#pragma unroll
-      for (int y = 0; y < 4; ++y)
-        v[y] = TA ? load_a(a, lda, m, k, gi, gp + y, trans) : load_a(a, lda, m, k, gi + y, gp, trans);
-    }
-  }
-#pragma unroll
-  for (int x = 0; x < B_PER_THREAD / 4; ++x) {
-    int g = t + x * NT, p, j;
-    if (TB) { j = (g % (BN / 4)) * 4; p = g / (BN / 4); }
-    else { p = (g % (BK / 4)) * 4; j = g / (BK / 4); }
-    int gp = k0 + p, gj = bn + j;
-    float *v = (float *)&r.b[x];
-    if (EVEN || (TB ? (gp < k && gj + 3 < n) : (gp + 3 < k && gj < n))) {
-      r.b[x] = *(const float4 *)(TB ? b + gj + (long long)gp * ldb : b + gp + (long long)gj * ldb);
-    } else {
-#pragma unroll
-      for (int y = 0; y < 4; ++y)
-        v[y] = TB ? load_b(b, ldb, k, n, gp, gj + y, trans) : load_b(b, ldb, k, n, gp + y, gj, trans);
-    }
-  }
-#else
-#pragma unroll
-  for (int x = 0; x < A_PER_THREAD; ++x) {
-    int i, p;
-    a_coords(t + x * NT, i, p, trans);
-    r.a[x] = load_a(a, lda, m, k, bm + i, k0 + p, trans);
-  }
-#pragma unroll
-  for (int x = 0; x < B_PER_THREAD; ++x) {
-    int p, j;
-    b_coords(t + x * NT, p, j, trans);
-    r.b[x] = load_b(b, ldb, k, n, k0 + p, bn + j, trans);
-  }
-#endif
+  fetch_part<BM>(r.a, a, lda, m, k, bm, k0, t, TA);
+  fetch_part<BN>(r.b, b, ldb, n, k, bn, k0, t, !TB);
 }
 
-// The staged tiles into one buffer of the k-major shared tiles (widened to Acc).
+// The staged tiles into one buffer of the k-major shared tiles.
 __device__ __forceinline__ void stash(const Staged &r, Acc (*as)[PITCH_A], Acc (*bs)[PITCH_B],
                                       int t, int trans) {
-#if SIMT_VEC4
-#pragma unroll
-  for (int x = 0; x < A_PER_THREAD / 4; ++x) {
-    int g = t + x * NT;
-    const float *v = (const float *)&r.a[x];
-#pragma unroll
-    for (int y = 0; y < 4; ++y) {
-      if (TA) as[(g % (BK / 4)) * 4 + y][g / (BK / 4)] = v[y];
-      else as[g / (BM / 4)][(g % (BM / 4)) * 4 + y] = v[y];
-    }
-  }
-#pragma unroll
-  for (int x = 0; x < B_PER_THREAD / 4; ++x) {
-    int g = t + x * NT;
-    const float *v = (const float *)&r.b[x];
-#pragma unroll
-    for (int y = 0; y < 4; ++y) {
-      if (TB) bs[g / (BN / 4)][(g % (BN / 4)) * 4 + y] = v[y];
-      else bs[(g % (BK / 4)) * 4 + y][g / (BK / 4)] = v[y];
-    }
-  }
-#else
-#pragma unroll
-  for (int x = 0; x < A_PER_THREAD; ++x) {
-    int i, p;
-    a_coords(t + x * NT, i, p, trans);
-    as[p][i] = to_acc<IN_KIND>(r.a[x]);
-  }
-#pragma unroll
-  for (int x = 0; x < B_PER_THREAD; ++x) {
-    int p, j;
-    b_coords(t + x * NT, p, j, trans);
-    bs[p][j] = to_acc<IN_KIND>(r.b[x]);
-  }
-#endif
+  stash_part<BM, PITCH_A>(r.a, as, t, TA);
+  stash_part<BN, PITCH_B>(r.b, bs, t, !TB);
 }
 
 // The thread's TM values of op(A) and TN of op(B) at one k of the shared tiles (rows
@@ -313,14 +324,16 @@ __device__ __forceinline__ void outer_product(Acc (*acc)[TN], const Acc *fa, con
 }
 
 // Two blocks an SM where the micro-tile leaves room (up to 64 32-bit accumulators: at most
-// 128 registers a thread with 256 threads): the other block's warps run while one waits at
-// its barrier. (f64 accumulators take twice the registers: one block, no cap.)
-extern "C" __global__ void __launch_bounds__(NT, sizeof(Acc) == 4 && TM * TN <= 64 ? 2 : 1)
+// 128 registers a thread with up to 256 threads): the other block's warps run while one waits
+// at its barrier. (f64 accumulators take twice the registers, and 512 threads of 128
+// registers fill the SM's: one block, no cap.)
+#define SIMT_BLOCKS (sizeof(Acc) == 4 && TM * TN <= 64 && NT <= 256 ? 2 : 1)
+extern "C" __global__ void __launch_bounds__(NT, SIMT_BLOCKS)
 ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long stride_a,
              const In *b, int ldb, long long stride_b, Acc beta, Out *c, int ldc,
              long long stride_c, int trans) {
-  __shared__ __align__(32) Acc as[2][BK][PITCH_A];
-  __shared__ __align__(32) Acc bs[2][BK][PITCH_B];
+  __shared__ __align__(32) Acc as[SIMT_STAGES][BK][PITCH_A];
+  __shared__ __align__(32) Acc bs[SIMT_STAGES][BK][PITCH_B];
   const int t = threadIdx.x;
   int tile_m, tile_n;
   block_tile(tile_m, tile_n);
@@ -346,6 +359,48 @@ ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long str
 #else
   const int row0 = t % (BM / TM) * SUB_M, col0 = t / (BM / TM) * SUB_N;
 #endif
+#if SIMT_ASYNC
+  // k-step kt in buffer kt % SIMT_STAGES, its copies issued SIMT_STAGES - 1 steps ahead; one
+  // cp.async group a step (empty past the end): wait_group SIMT_STAGES - 2 means "landed"
+  const int steps = (k + BK - 1) / BK;
+#pragma unroll
+  for (int st = 0; st < SIMT_STAGES - 1; ++st) {
+    if (st < steps) {
+      copy_part<BM, A_PER_THREAD>(as[st], a, lda, m, k, bm, st * BK, t, TA);
+      copy_part<BN, B_PER_THREAD>(bs[st], b, ldb, n, k, bn, st * BK, t, !TB);
+    }
+    asm volatile("cp.async.commit_group;");
+  }
+  for (int kt = 0; kt < steps; ++kt) {
+    asm volatile("cp.async.wait_group %0;" :: "n"(SIMT_STAGES - 2));
+    __syncthreads();   // step kt visible to all; step kt - 1's buffer free to refill
+    const int next = kt + SIMT_STAGES - 1, s = kt % SIMT_STAGES;
+    if (next < steps) {
+      copy_part<BM, A_PER_THREAD>(as[next % SIMT_STAGES], a, lda, m, k, bm, next * BK, t, TA);
+      copy_part<BN, B_PER_THREAD>(bs[next % SIMT_STAGES], b, ldb, n, k, bn, next * BK, t, !TB);
+    }
+    asm volatile("cp.async.commit_group;");
+#if AHEAD   // k-step kk + 1's values read while kk's are multiplied
+    Acc fa[2][TM], fb[2][TN];
+    read_fragments(fa[0], fb[0], as[s][0], bs[s][0], row0, col0);
+#pragma unroll
+    for (int kk = 0; kk < BK; ++kk) {
+      if (kk + 1 < BK)
+        read_fragments(fa[(kk + 1) % 2], fb[(kk + 1) % 2], as[s][kk + 1], bs[s][kk + 1], row0,
+                       col0);
+      outer_product(acc, fa[kk % 2], fb[kk % 2]);
+    }
+#else
+#pragma unroll
+    for (int kk = 0; kk < BK; ++kk) {
+      Acc fa[TM], fb[TN];
+      read_fragments(fa, fb, as[s][kk], bs[s][kk], row0, col0);
+      outer_product(acc, fa, fb);
+    }
+#endif
+  }
+  asm volatile("cp.async.wait_all;");
+#else
   Staged staged;
   fetch(staged, a, lda, b, ldb, m, n, k, bm, bn, 0, t, trans);
   stash(staged, as[0], bs[0], t, trans);
@@ -393,6 +448,7 @@ ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long str
     }
   }
 #endif
+#endif  // SIMT_ASYNC
 #pragma unroll
   for (int q = 0; q < TN; ++q)
 #pragma unroll
@@ -403,6 +459,7 @@ ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long str
 
 #else
 // -- the tensor-core kernel -------------------------------------------------------------------
+// (its helpers up to ldmatrix serve gemm_wgmma.cu's warpgroup kernel too, GEMM_MMA 2)
 // WM x WN warps; warp (wm, wn) computes the (BM / WM) x (BN / WN) part of the block tile as
 // MT x NTL tiles of mma.sync.m16n8k16 (f32 accumulators). Shared tiles keep the stored
 // matrices' contiguous dimension (k for op(A) transposed / op(B) not, rows of A or columns of
@@ -548,6 +605,7 @@ __device__ __forceinline__ void multiply(float (*acc)[NTL][4], const u32 (*fa)[4
     for (int y = 0; y < NTL; ++y) mma_16816(acc[x][y], fa[x], fb[y]);
 }
 
+#if GEMM_MMA == 1
 extern "C" __global__ void __launch_bounds__(NTHREADS)
 ptxport_gemm(int m, int n, int k, float alpha, const In *a, int lda, long long stride_a,
              const In *b, int ldb, long long stride_b, float beta, Out *c, int ldc,
@@ -643,4 +701,5 @@ ptxport_gemm(int m, int n, int k, float alpha, const In *a, int lda, long long s
       store_c(c, ldc, m, n, i + 8, j + 1, acc[x][y][3], alpha, beta);
     }
 }
+#endif  // GEMM_MMA == 1
 #endif
