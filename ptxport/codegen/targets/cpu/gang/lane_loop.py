@@ -1,7 +1,7 @@
 """Warp gangs' loops over lanes: code that must run lane after lane under a mask known only
-at run time (a partial cp.async copy, async_copy.py) visits the set bits of the mask,
-lowest first, with one skeleton: a phi of the lanes still to do, cttz for the next, and
-clearing its bit.
+at run time (a partial cp.async copy, async_copy.py; atomics, memory.py) visits the set
+bits of the mask, lowest first, with one skeleton: a phi of the lanes still to do, cttz for
+the next, and clearing its bit.
 """
 
 from __future__ import annotations

@@ -40,6 +40,7 @@ from ptxport.codegen.targets.cpu.gang.classify import (
     make_class_slots,
 )
 from ptxport.codegen.targets.cpu.gang.coalesce import find_runs, interleaved_access
+from ptxport.codegen.targets.cpu.gang.lane_loop import lane_loop
 from ptxport.codegen.targets.cpu.gang.lanes import GangUnsupported, W, declare, is_vec, vec
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.ir import nodes as ir
@@ -681,10 +682,13 @@ def lower_atom(fl: GangLowering, inst: ir.Instruction) -> None:
         check_access(fl, host, offsets, t.size, True)
         lanes = _AtomLanes(fl, host, None, operands, value_type(t))
     results = fl.shuffle_array(value_type(t)) if dest is not None else None
-    for i in lanes.visit(done):
+    def each(i) -> None:
         old = _lane_atomic(b, op, t, space, lanes.pointer(i), *lanes.operands(i))
         if results is not None:
             b.store(old, b.gep(results, [b.zext(i, I64)], source_etype=value_type(t)))
+
+    lanes.visit(each)
+    b.branch(done)
     b.position_at_end(done)
     if dest is not None:
         fl.write(dest, b.load(results, typ=vec(value_type(t))), t)
@@ -711,26 +715,15 @@ class _AtomLanes:
             # lane out of the vector register, several instructions a lane)
             self.arrays.append((_opaque(b, array), typ))
 
-    def visit(self, done):
-        fl, b = self.fl, self.fl.b
+    def visit(self, each) -> None:
+        """each(lane) for every lane of the mask, lowest first (an i32 constant over a
+        constant full mask, else lane_loop's index)."""
+        fl = self.fl
         if _all_lanes(fl.mask):
             for lane in range(W):
-                yield I32(lane)
-            b.branch(done)
+                each(I32(lane))
             return
-        llfn = fl.llfn
-        head, run = llfn.append_basic_block("atom_head"), llfn.append_basic_block("atom_run")
-        lanes, entry = fl.bits(fl.mask), b.block
-        b.branch(head)
-        b.position_at_end(head)
-        todo = ll.IRBuilder.phi(b, I32)
-        todo.add_incoming(lanes, entry)
-        ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", todo, I32(0)), run, done)
-        b.position_at_end(run)
-        i = fl.cttz(todo)
-        todo.add_incoming(b.and_(todo, b.sub(todo, I32(1))), run)
-        yield i
-        b.branch(head)
+        lane_loop(fl, fl.bits(fl.mask), lambda i, _next: each(i), "atom")
 
     def _lane(self, i, array):
         if not isinstance(array, tuple):
