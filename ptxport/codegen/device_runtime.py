@@ -70,7 +70,7 @@ def refusal(name: str) -> str | None:
                 "legacy dynamic parallelism (CDP1), removed in CUDA 12 for compute_90; "
                 "ptxport runs CDP2, where child grids complete before their parent grid")
     return (f"dynamic parallelism ('{name}', a grid launched from the device): ptxport "
-            "launches grids from the device on the cpu target only")
+            "launches grids from the device on the cpu and nvptx targets only")
 
 
 # cudadevrt's own definition of its launch function, as libcudadevrt.a's PTX has it
