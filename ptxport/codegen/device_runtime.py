@@ -12,7 +12,8 @@ calls. The CUDA C++ names (cudaGetParameterBuffer, cudaLaunchDevice, ...) are th
 writer calls directly (CUDA Programming Guide, "Device-side Launch from PTX"); `_ptsz`
 variants are those of --default-stream per-thread. ptxport provides these functions itself
 (codegen/targets/cpu/device_runtime.py on the CPU) rather than link cudadevrt's PTX, whose
-system calls only NVIDIA's driver answers; the other targets refuse them by name.
+system calls only NVIDIA's driver answers; nvptx calls NVIDIA's own (the cuda backend links
+libcudadevrt.a: runtime/backends/cuda_devrt.py); the other targets refuse them by name.
 """
 
 from __future__ import annotations
