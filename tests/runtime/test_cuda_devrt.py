@@ -10,6 +10,7 @@ import enum
 import types
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from ptxport.errors import BackendUnavailableError, CompileError
@@ -190,3 +191,54 @@ def test_only_modules_calling_the_device_runtime_are_linked(library, monkeypatch
     assert cuda._load(cuda._Image(CDP_PTX, "sm_90", "ptxport", "cdp"), 0) == "module"
     assert driver.names()[0] == "cuLinkCreate"
     assert driver.calls[-1] == ("cuModuleLoadData", (b"linked cubin",))
+
+
+# --- on an NVIDIA GPU (skipped elsewhere) -------------------------------------------------------
+
+GPU_SOURCE = """
+extern "C" __global__ void child(int *x, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] = x[i] * 2 + 1;
+}
+extern "C" __global__ void total(const int *x, int n, long long *sum) {
+  long long s = 0;
+  for (int i = 0; i < n; ++i) s += x[i];
+  *sum = s;
+}
+extern "C" __global__ void parent(int *x, int per_block, long long *sum) {
+  if (threadIdx.x != 0) return;
+  child<<<(per_block + 63) / 64, 64>>>(x + blockIdx.x * per_block, per_block);
+  if (blockIdx.x == 0)
+    total<<<1, 1, 0, cudaStreamTailLaunch>>>(x, per_block * gridDim.x, sum);
+}
+"""
+
+
+def test_a_parent_kernel_launches_child_grids_on_the_gpu():
+    """What build/dev/cdpcuda_call.sh ran on an H100 (driver 580): ptxport's PTX, linked
+    with libcudadevrt.a, launching a child grid per block and a tail launch."""
+    from ptxport import Device, LaunchConfig, Program, ProgramOptions, launch
+    from ptxport.frontends import nvrtc
+    from ptxport.runtime import backends
+
+    available, why = backends.availability("cuda")
+    if not available:
+        pytest.skip(f"no NVIDIA GPU: {why}")
+    if not nvrtc.available()[0]:
+        pytest.skip("NVRTC compiles the CUDA C++ of this test's kernels")
+    device = Device("cuda:0")
+    device.set_current()
+    stream = device.create_stream()
+    code = Program(GPU_SOURCE, "c++", ProgramOptions(extensible_whole_program=True)).compile()
+    blocks, per_block = 8, 1000
+    x = (np.arange(blocks * per_block) % 101 - 50).astype(np.int32)
+    data, total = device.allocate(x.nbytes, stream=stream), device.allocate(8, stream=stream)
+    data.copy_from(x, stream=stream)
+    launch(stream, LaunchConfig(grid=blocks, block=32), code.get_kernel("parent"), data,
+           np.int32(per_block), total)
+    got, got_total = np.empty_like(x), np.zeros(1, np.int64)
+    data.copy_to(got, stream=stream)
+    total.copy_to(got_total, stream=stream)
+    stream.sync()
+    assert (got == x * 2 + 1).all()
+    assert got_total[0] == int((x * 2 + 1).sum())
