@@ -127,6 +127,56 @@ def test_a_module_without_device_launches_calls_no_device_runtime(module):
     assert not calls_device_runtime(cdp1)   # CDP1: no CDP2 library function to link
 
 
+def _nvptx(ptx: str, arch: str = "sm_80") -> str:
+    ir_module = build(parse(ptx, "guide.ptx"))
+    verify(ir_module)
+    return compile_module(ir_module, arch)
+
+
+def test_the_guides_ptx_names_become_the_librarys(tmp_path):
+    """PTX calling cudaGetParameterBuffer / cudaLaunchDevice by their CUDA C++ names (the
+    Programming Guide's "Device-side Launch from PTX") calls libcudadevrt.a's __cudaCDP2
+    functions of those names, the only ones it defines."""
+    from test_cpu_dynamic_parallelism import PTX_LAUNCH
+
+    ptx = _nvptx(PTX_LAUNCH)
+    assert re.search(r"call(?:\.uni)?\s*\(retval0\),\s*__cudaCDP2GetParameterBuffer,", ptx)
+    assert re.search(r"call(?:\.uni)?\s*\(retval0\),\s*__cudaCDP2LaunchDevice,", ptx)
+    assert not re.search(r"[^_]cudaLaunchDevice\b", ptx)
+    ptxas, nvlink = _tool("ptxas"), _tool("nvlink")
+    try:
+        library = device_runtime_library()
+    except BackendUnavailableError as e:
+        pytest.skip(str(e))
+    (tmp_path / "g.ptx").write_text(ptx)
+    subprocess.run([str(ptxas), "-arch=sm_80", "-c", str(tmp_path / "g.ptx"), "-o",
+                    str(tmp_path / "g.o")], check=True, capture_output=True)
+    linked = subprocess.run([str(nvlink), "-arch=sm_80", str(tmp_path / "g.o"), str(library),
+                             "-o", str(tmp_path / "g.cubin")], capture_output=True, text=True)
+    assert linked.returncode == 0, linked.stderr
+
+
+def test_device_side_synchronize_is_refused_as_cdp1():
+    ptx = textwrap.dedent("""\
+        .version 7.8
+        .target sm_80
+        .address_size 64
+        .extern .func (.param .b32 func_retval0) cudaDeviceSynchronize();
+        .visible .entry k()
+        {
+            .reg .b32 %r<2>;
+            {
+            .param .b32 r;
+            call.uni (r), cudaDeviceSynchronize, ();
+            ld.param.b32 %r1, [r];
+            }
+            ret;
+        }
+        """)
+    with pytest.raises(UnsupportedFeatureError, match="CDP1"):
+        _nvptx(ptx)
+
+
 def test_spirv_still_refuses_the_kernels_address(module):
     with pytest.raises(UnsupportedFeatureError, match="dynamic parallelism"):
         spirv.compile_module(module)

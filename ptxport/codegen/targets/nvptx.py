@@ -26,6 +26,7 @@ import llvmlite.binding as llvm
 from llvmlite import ir as ll
 
 from ptxport.codegen import ops  # noqa: F401  (registers the lowerings)
+from ptxport.codegen.device_runtime import CDP1_ONLY, canonical_name
 from ptxport.codegen.lower import (
     I1,
     I8,
@@ -445,6 +446,7 @@ def build_llvm(module: ir.Module, problems: list | None = None) -> ll.Module:
     functions = declare_functions(module, llmod,
                                   [f for f in module.functions.values() if not f.is_kernel],
                                   NvptxLowering.pass_type, problems)
+    _device_runtime_names(module, llmod, functions)
     globals_ = _declare_variables(module, llmod, problems is not None, functions)
     for f in module.functions.values():
         if f.name in functions and not f.is_declaration and "visible" not in f.linkage:
@@ -464,6 +466,27 @@ def build_llvm(module: ir.Module, problems: list | None = None) -> ll.Module:
             lower_device_function(NvptxLowering(module, f, functions[f.name], target),
                                   problems)
     return llmod
+
+
+def _device_runtime_names(module: ir.Module, llmod: ll.Module,
+                          functions: dict[str, ll.Function]) -> None:
+    """Calls of CUDA's device runtime as libcudadevrt.a defines them: a declaration under a
+    CUDA C++ name (`cudaLaunchDevice`, the Programming Guide's PTX form) becomes one of the
+    library's `__cudaCDP2` function of that name (same parameters; cuda_device_runtime_api.h
+    maps one to the other). CDP1's device-side cudaDeviceSynchronize is left undeclared, so
+    that its call is refused with the reason (device_runtime.refusal)."""
+    for f in module.functions.values():
+        canonical = canonical_name(f.name)
+        if not f.is_declaration or canonical is None or f.name not in functions:
+            continue
+        if canonical in CDP1_ONLY:
+            del functions[f.name]
+        elif not f.name.startswith("__cudaCDP2"):
+            library_name = "__cudaCDP2" + f.name[len("cuda"):]
+            typ = functions[f.name].function_type
+            existing = llmod.globals.get(library_name)
+            functions[f.name] = existing if existing is not None else \
+                ll.Function(llmod, typ, name=library_name)
 
 
 def _declare_kernel(module: ir.Module, kernel: ir.Function, llmod: ll.Module,
