@@ -90,6 +90,7 @@ def test_the_wheels_library_is_found_where_it_is_installed():
 class _Code(enum.IntEnum):
     CUDA_SUCCESS = 0
     CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222
+    CUDA_ERROR_NO_BINARY_FOR_GPU = 209
     CUDA_ERROR_NOT_FOUND = 500
 
 
@@ -169,6 +170,22 @@ def test_a_refused_link_is_a_compile_error_with_the_linkers_log(library):
         _link(driver)
     assert raised.value.log == driver.LOG.decode()
     assert driver.names()[-1] == "cuLinkDestroy"    # the linker's state is freed
+
+
+def test_a_library_newer_than_the_driver_gives_way_to_the_next(library, monkeypatch, tmp_path):
+    """As on an H100 with driver 580 (CUDA 13.0): the 13.5 wheel's libcudadevrt.a is
+    refused (CUDA_ERROR_NO_BINARY_FOR_GPU), a toolkit's of the driver's release links."""
+    wheel = _library(tmp_path / "wheel")
+    monkeypatch.setattr(cuda_devrt, "_from_wheel", lambda: wheel)
+    driver = LinkingDriver({"cuLinkAddFile": _Code.CUDA_ERROR_NO_BINARY_FOR_GPU})
+    assert _link(driver) == b"linked cubin"
+    added = [args[1] for name, args in driver.calls if name == "cuLinkAddFile"]
+    assert added == [str(wheel).encode(), str(library).encode()]
+    assert driver.names().count("cuLinkDestroy") == 2
+    driver = LinkingDriver({"cuLinkAddFile": _Code.CUDA_ERROR_NO_BINARY_FOR_GPU})
+    monkeypatch.delenv("CUDA_HOME")
+    with pytest.raises(CompileError, match="nvidia-cuda-runtime wheel of the driver's release"):
+        _link(driver)
 
 
 def test_ptx_the_driver_cannot_jit_is_assembled_as_relocatable_code(library):

@@ -14,7 +14,9 @@ takes that object instead.
 
 libcudadevrt.a is looked for, in order: by cuda-pathfinder (`find_static_lib`, which knows
 the wheels, conda and CUDA_HOME/CUDA_PATH), in the nvidia-cuda-runtime wheel
-(site-packages/nvidia/cu13/lib), then in $CUDA_HOME/lib64 (or $CUDA_PATH) of a CUDA toolkit.
+(site-packages/nvidia/cu13/lib), then in $CUDA_HOME/lib64 (or $CUDA_PATH) of a CUDA toolkit;
+the link takes the first the driver accepts (a library newer than the driver is refused:
+seen on an H100 with driver 580, CUDA 13.0, and the 13.5 wheel's libcudadevrt.a).
 """
 
 from __future__ import annotations
@@ -30,8 +32,8 @@ from pathlib import Path
 from ptxport.codegen.device_runtime import CDP1_ONLY, canonical_name
 from ptxport.errors import BackendUnavailableError, CompileError
 
-__all__ = ["INSTALL_HINT", "calls_device_runtime", "device_runtime_library",
-           "link_device_runtime"]
+__all__ = ["INSTALL_HINT", "calls_device_runtime", "device_runtime_libraries",
+           "device_runtime_library", "link_device_runtime"]
 
 INSTALL_HINT = ("pip install nvidia-cuda-runtime (the wheel with libcudadevrt.a; "
                 "pip install 'ptxport[cuda]' includes it), or set CUDA_HOME to a CUDA toolkit")
@@ -84,16 +86,30 @@ def _from_toolkit() -> Path | None:
     return None
 
 
-def device_runtime_library() -> Path:
-    """The path of libcudadevrt.a (see the module's docstring for where it is looked for).
-    Raises BackendUnavailableError naming the wheel to install when there is none."""
+def device_runtime_libraries() -> list[Path]:
+    """Every libcudadevrt.a found, in the order of the module's docstring (the link takes
+    the first that the driver accepts: a wheel newer than the driver is not). Raises
+    BackendUnavailableError naming the wheel to install when there is none."""
+    found: list[Path] = []
     for find in (_from_pathfinder, _from_wheel, _from_toolkit):
         path = find()
-        if path is not None and path.is_file():
-            return path
-    raise BackendUnavailableError(
-        f"dynamic parallelism on a cuda device needs CUDA's device runtime library "
-        f"({_LIBRARY}), which was not found: {INSTALL_HINT}")
+        if path is not None and path.is_file() and path.resolve() not in \
+                [p.resolve() for p in found]:
+            found.append(path)
+    if not found:
+        raise BackendUnavailableError(
+            f"dynamic parallelism on a cuda device needs CUDA's device runtime library "
+            f"({_LIBRARY}), which was not found: {INSTALL_HINT}")
+    return found
+
+
+def device_runtime_library() -> Path:
+    """The first libcudadevrt.a found (device_runtime_libraries)."""
+    return device_runtime_libraries()[0]
+
+
+class _LibraryRefused(CompileError):
+    """The driver's linker refused the library itself (one newer than the driver)."""
 
 
 def _relocatable(ptx: str, arch: str, name: str) -> bytes:
@@ -122,8 +138,23 @@ def link_device_runtime(driver, ptx: str, arch: str, where: str, check: Callable
     assemble). `check` is the backend's check of a cuda-bindings result (raising its error,
     saying what was being done); `not_jittable`, the CUresult names for which ptxas
     assembles the PTX instead of the driver. A refusal of the linker is a CompileError
-    with the linker's log."""
-    library = device_runtime_library()
+    with the linker's log; a library the driver refuses (CUDA_ERROR_NO_BINARY_FOR_GPU for a
+    libcudadevrt.a newer than the driver) gives way to the next one found."""
+    refused = []
+    for library in device_runtime_libraries():
+        try:
+            return _link_with(library, driver, ptx, arch, where, check, not_jittable)
+        except _LibraryRefused as e:
+            refused.append(str(e))
+    raise CompileError(
+        "no libcudadevrt.a found here links on this driver (it takes the library of its "
+        "CUDA release or older): install the nvidia-cuda-runtime wheel of the driver's "
+        "release, or set CUDA_HOME to a CUDA toolkit of that release", "\n".join(refused))
+
+
+def _link_with(library: Path, driver, ptx: str, arch: str, where: str, check: Callable,
+               not_jittable: tuple[str, ...]) -> bytes:
+    """link_device_runtime with the library at `library`."""
     jit, option = driver.CUjitInputType, driver.CUjit_option
     log = bytearray(16384)
     try:
@@ -145,7 +176,7 @@ def link_device_runtime(driver, ptx: str, arch: str, where: str, check: Callable
         _refused(code, f"cannot compile {where} for linking with {library}", log)
         code, = driver.cuLinkAddFile(state, jit.CU_JIT_INPUT_LIBRARY, str(library).encode(),
                                      0, [], [])
-        _refused(code, f"cannot add {library} to the link of {where}", log)
+        _refused(code, f"cannot add {library} to the link of {where}", log, _LibraryRefused)
         code, cubin, size = driver.cuLinkComplete(state)
         _refused(code, f"cannot link {where} with {library}", log)
         return ctypes.string_at(int(cubin), int(size))
@@ -153,10 +184,10 @@ def link_device_runtime(driver, ptx: str, arch: str, where: str, check: Callable
         driver.cuLinkDestroy(state)
 
 
-def _refused(code, doing: str, log: bytearray) -> None:
-    """Raise CompileError (saying `doing`, the CUresult's name and the linker's log) unless
+def _refused(code, doing: str, log: bytearray, error: type = CompileError) -> None:
+    """Raise `error` (saying `doing`, the CUresult's name and the linker's log) unless
     `code` is CUDA_SUCCESS."""
     if code != 0:
         text = bytes(log).split(b"\0", 1)[0].decode(errors="replace").strip()
-        raise CompileError(f"{doing}: {getattr(code, 'name', f'CUresult {int(code)}')}",
+        raise error(f"{doing}: {getattr(code, 'name', f'CUresult {int(code)}')}",
                            text)
