@@ -12,7 +12,8 @@ calls. The CUDA C++ names (cudaGetParameterBuffer, cudaLaunchDevice, ...) are th
 writer calls directly (CUDA Programming Guide, "Device-side Launch from PTX"); `_ptsz`
 variants are those of --default-stream per-thread. ptxport provides these functions itself
 (codegen/targets/cpu/device_runtime.py on the CPU) rather than link cudadevrt's PTX, whose
-system calls only NVIDIA's driver answers; the other targets refuse them by name.
+system calls only NVIDIA's driver answers; nvptx calls NVIDIA's own (the cuda backend links
+libcudadevrt.a: runtime/backends/cuda_devrt.py); the other targets refuse them by name.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ def refusal(name: str) -> str | None:
                 "legacy dynamic parallelism (CDP1), removed in CUDA 12 for compute_90; "
                 "ptxport runs CDP2, where child grids complete before their parent grid")
     return (f"dynamic parallelism ('{name}', a grid launched from the device): ptxport "
-            "launches grids from the device on the cpu target only")
+            "launches grids from the device on the cpu and nvptx targets only")
 
 
 # cudadevrt's own definition of its launch function, as libcudadevrt.a's PTX has it

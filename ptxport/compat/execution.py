@@ -90,7 +90,7 @@ def load_module(image: int, name: str) -> int:
         except Exception as e:  # a part without PTX: its kernels cannot be found
             missing.append(str(e))
             continue
-        if is_device_runtime_library(ptx):      # (ptxport provides cudadevrt's functions)
+        if is_device_runtime_library(ptx):  # (the cpu provides its functions, cuda links .a)
             library_kernels.update(_ENTRY.findall(ptx))
         else:
             units.append((index, ptx))

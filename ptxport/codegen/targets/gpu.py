@@ -196,16 +196,21 @@ class GpuTarget(Target):
     def function_address(self, fl: FunctionLowering, function: ir.Function) -> ll.Value:
         """`mov.u64 %rd, func`: the function's address, or its number."""
         if function.is_kernel:
-            raise fl.unsupported(fl.inst, f"dynamic parallelism: the address of the kernel "
-                                          f"'{function.name}' (what a device-side launch "
-                                          "names; ptxport runs such launches on the cpu "
-                                          "target only)")
+            return self.kernel_address(fl, function)
         if function.name not in self.functions:
             raise fl.unsupported(fl.inst, f"the address of '{function.name}', a function "
                                           "the target does not compile on its own")
         if self.function_pointers:
             return fl.b.ptrtoint(self.functions[function.name], I64)
         return const_int(I64, self.function_numbers[function.name])
+
+    def kernel_address(self, fl: FunctionLowering, kernel: ir.Function) -> ll.Value:
+        """`mov.u64 %rd, kernel`: what a device-side launch names (dynamic parallelism),
+        refused unless the target launches grids from the device."""
+        raise fl.unsupported(fl.inst, f"dynamic parallelism: the address of the kernel "
+                                      f"'{kernel.name}' (what a device-side launch names; "
+                                      "ptxport runs such launches on the cpu and nvptx "
+                                      "targets only)")
 
     def indirect_call(self, fl: FunctionLowering, inst: ir.Instruction, address: ll.Value,
                       returns: list, args: list) -> None:

@@ -26,6 +26,7 @@ import llvmlite.binding as llvm
 from llvmlite import ir as ll
 
 from ptxport.codegen import ops  # noqa: F401  (registers the lowerings)
+from ptxport.codegen.device_runtime import CDP1_ONLY, canonical_name
 from ptxport.codegen.lower import (
     I1,
     I8,
@@ -192,6 +193,7 @@ class NvptxTarget(GpuTarget):
     name = "nvptx"
     no_function = "whose parameters NVPTX cannot pass"
     function_pointers = True   # LLVM NVPTX calls through registers with a .callprototype
+    kernels: dict[str, ll.Function]   # the module's kernels, by name (set by build_llvm)
 
     def own_lowering(self, inst: ir.Instruction):
         """NVPTX's lowering of `inst` where it replaces the shared one, else None."""
@@ -200,6 +202,16 @@ class NvptxTarget(GpuTarget):
             kind = passthrough[1]
             return lambda fl, i: inline_ptx(fl, i, kind)
         return _OWN_LOWERINGS.get(inst.opcode)
+
+    def kernel_address(self, fl: FunctionLowering, kernel: ir.Function) -> ll.Value:
+        """`mov.u64 %rd, kernel` as NVPTX writes it: what a device-side launch passes
+        cudadevrt's cudaGetParameterBufferV2 (dynamic parallelism; the cuda backend links
+        such a module with libcudadevrt.a)."""
+        fn = self.kernels.get(kernel.name)
+        if fn is None:
+            raise fl.unsupported(fl.inst, f"the address of the kernel '{kernel.name}', whose "
+                                          "parameters NVPTX cannot pass")
+        return fl.b.ptrtoint(fn, I64)
 
     # --- values ------------------------------------------------------------------------------
 
@@ -434,31 +446,67 @@ def build_llvm(module: ir.Module, problems: list | None = None) -> ll.Module:
     functions = declare_functions(module, llmod,
                                   [f for f in module.functions.values() if not f.is_kernel],
                                   NvptxLowering.pass_type, problems)
+    _device_runtime_names(module, llmod, functions)
     globals_ = _declare_variables(module, llmod, problems is not None, functions)
     for f in module.functions.values():
         if f.name in functions and not f.is_declaration and "visible" not in f.linkage:
             functions[f.name].linkage = "internal"
     target = NvptxTarget(module, llmod, globals_, functions)
+    kernels = {f.name: _declare_kernel(module, f, llmod, problems)
+               for f in module.functions.values() if f.is_kernel and not f.is_declaration}
+    target.kernels = {name: fn for name, (fn, _) in kernels.items() if fn is not None}
     for f in list(module.functions.values()):
         if f.is_declaration or not (f.is_kernel or f.name in functions):
             continue
         if f.is_kernel:
-            _lower_kernel(module, f, llmod, target, problems)
+            fn, params = kernels[f.name]
+            if fn is not None:
+                _lower_kernel(module, f, fn, params, target, problems)
         else:
             lower_device_function(NvptxLowering(module, f, functions[f.name], target),
                                   problems)
     return llmod
 
 
-def _lower_kernel(module: ir.Module, kernel: ir.Function, llmod: ll.Module,
-                  target: NvptxTarget, problems: list | None) -> None:
+def _device_runtime_names(module: ir.Module, llmod: ll.Module,
+                          functions: dict[str, ll.Function]) -> None:
+    """Calls of CUDA's device runtime as libcudadevrt.a defines them: a declaration under a
+    CUDA C++ name (`cudaLaunchDevice`, the Programming Guide's PTX form) becomes one of the
+    library's `__cudaCDP2` function of that name (same parameters; cuda_device_runtime_api.h
+    maps one to the other). CDP1's device-side cudaDeviceSynchronize is left undeclared, so
+    that its call is refused with the reason (device_runtime.refusal)."""
+    for f in module.functions.values():
+        canonical = canonical_name(f.name)
+        if not f.is_declaration or canonical is None or f.name not in functions:
+            continue
+        if canonical in CDP1_ONLY:
+            del functions[f.name]
+        elif not f.name.startswith("__cudaCDP2"):
+            library_name = "__cudaCDP2" + f.name[len("cuda"):]
+            typ = functions[f.name].function_type
+            existing = llmod.globals.get(library_name)
+            functions[f.name] = existing if existing is not None else \
+                ll.Function(llmod, typ, name=library_name)
+
+
+def _declare_kernel(module: ir.Module, kernel: ir.Function, llmod: ll.Module,
+                    problems: list | None) -> tuple[ll.Function | None, list]:
+    """The LLVM function of a kernel (declared before any body is lowered, so that a
+    device-side launch in an earlier kernel can take its address), with its parameters (see
+    kernel_parameters); (None, []) where they cannot be passed."""
     params = kernel_parameters(module, kernel, NvptxLowering.pass_type, problems)
     if params is None:
-        return
+        return None, []
     fn = ll.Function(llmod, ll.FunctionType(ll.VoidType(), [t for t, _ in params]),
                      name=kernel.name)
     fn.calling_convention = "ptx_kernel"
     _annotate(llmod, fn, kernel)
+    return fn, params
+
+
+def _lower_kernel(module: ir.Module, kernel: ir.Function, fn: ll.Function, params: list,
+                  target: NvptxTarget, problems: list | None) -> None:
+    llmod = fn.module
     memcpy = declare(llmod, "llvm.memcpy.p0.p0.i64", ll.VoidType(), [PTR, PTR, I64, I1])
 
     def byval(fl: GpuLowering, at: ll.Value, arg: ll.Argument, slot: ParamSlot) -> None:

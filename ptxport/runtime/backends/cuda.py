@@ -55,6 +55,7 @@ from ptxport.errors import (
 from ptxport.ir.abi import param_layout
 from ptxport.ir.nodes import Module
 from ptxport.runtime.backends import Allocation, BackendBase, DeviceProperties
+from ptxport.runtime.backends.cuda_devrt import calls_device_runtime, link_device_runtime
 
 __all__ = ["Backend", "CudaKernelBinary", "assemble", "wheel_ptxas", "PTX_SOURCES"]
 
@@ -714,25 +715,24 @@ def _name(module: Module) -> str:
 
 def _load(image: _Image, ordinal: int):
     """cuModuleLoadData of a cached cubin, else of the PTX (the driver JITs it), else of the
-    cubin ptxas makes when the driver cannot JIT that PTX."""
+    cubin ptxas makes; PTX calling cudadevrt is linked with it first (cuda_devrt.py)."""
     driver = _driver()
     where = f"{image.name} ({image.source} PTX) on cuda:{ordinal}"
     arch = _ptxas_arch(image.ptx, image.arch)
-    cubin = cached_cubin(image.ptx, arch)
+    cubin = (link_device_runtime(driver, image.ptx, arch, where, _check, _NOT_JITTABLE)
+             if calls_device_runtime(image.ptx) else cached_cubin(image.ptx, arch))
     if cubin is None:
-        ptx = image.ptx.encode() + b"\0"
-        code, *module = driver.cuModuleLoadData(ptx)
+        code, *module = driver.cuModuleLoadData(image.ptx.encode() + b"\0")
         if code == 0:
             return module[0]
         if getattr(code, "name", "") not in _NOT_JITTABLE:
             raise _failure(code, f"cannot load {where}")
-        why = _error_name(code)
         try:
             cubin = assemble(image.ptx, arch, Path(image.name).stem or "module")
         except BackendUnavailableError as e:
             raise CompileError(
-                f"the CUDA driver cannot JIT the PTX of {where} ({why}; it may be newer than "
-                f"the driver, which supports CUDA {_driver_version()}), and {e}") from None
+                f"the CUDA driver cannot JIT the PTX of {where} ({_error_name(code)}; it may be "
+                f"newer than the driver, of CUDA {_driver_version()}), and {e}") from None
     return _check(driver.cuModuleLoadData(cubin), f"cannot load the cubin of {where}")
 
 
