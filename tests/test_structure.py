@@ -25,7 +25,8 @@ BASE = {"ptxport.errors", "ptxport.cache", "ptxport.version"}
 # languages compile to PTX (the front end) and their launch APIs are driven by the runtime.
 TOP = ("ptxport.compat", "ptxport.cli", "ptxport.inspection", "ptxport.__init__",
        "ptxport.frontends.triton", "ptxport.frontends.numba", "ptxport.frontends.arrays",
-       "ptxport.frontends.numba_link")
+       "ptxport.frontends.numba_link", "ptxport.frontends.numba_calls",
+       "ptxport.frontends.numba_random")
 CPU_PACKAGES = ("ptxport.codegen.targets.cpu", "ptxport.runtime.backends.cpu",
                 "ptxport.passes")
 
