@@ -115,13 +115,7 @@ class LocalStack:
         end = target.ctx_field(fl, "local_stack_end", typ=I64)
         raised = fl.b.gep(top, [I64(frame)], source_etype=I8)
         fits = fl.b.icmp_unsigned("<=", fl.b.ptrtoint(raised, I64), end)
-        overflow = fl.llfn.append_basic_block("stack_overflow")
-        fl.b.cbranch(fits, calling, overflow)
-        fl.b.position_at_end(overflow)
-        target.fault(fl, raised, STACK_FAULT, True)
-        if fl.b.block.terminator is None:
-            fl.b.branch(after)
-        fl.b.position_at_end(calling)
+        _fault_unless(target, fl, fits, calling, raised, STACK_FAULT, after, "stack_overflow")
         fl.b.store(raised, slot)
         make_call()
         fl.b.store(top, slot)
@@ -133,15 +127,9 @@ class LocalStack:
         the kernel's thread function set (enter_kernel); go on in a new block otherwise."""
         sp = fl.b.call(declare(fl.llfn.module, "llvm.stacksave.p0", PTR, []), [])
         floor = fl.b.load(target.ctx_slot(fl, "native_stack_floor"), typ=I64)
-        deep = fl.b.icmp_unsigned("<", fl.b.ptrtoint(sp, I64), floor)
-        native_overflow = fl.llfn.append_basic_block("native_stack_overflow")
-        room = fl.llfn.append_basic_block("native_stack_room")
-        fl.b.cbranch(deep, native_overflow, room)
-        fl.b.position_at_end(native_overflow)
-        target.fault(fl, sp, NATIVE_STACK_FAULT, True)
-        if fl.b.block.terminator is None:
-            fl.b.branch(after)
-        fl.b.position_at_end(room)
+        room = fl.b.icmp_unsigned(">=", fl.b.ptrtoint(sp, I64), floor)
+        _fault_unless(target, fl, room, fl.llfn.append_basic_block("native_stack_room"), sp,
+                      NATIVE_STACK_FAULT, after, "native_stack_overflow")
 
     def enter_kernel(self, target, fl: FunctionLowering) -> None:
         """At the start of the kernel's thread function (with the builder there): where
@@ -263,3 +251,15 @@ def _deepest(name: str, graph: dict[str, list[str]], frames: dict[str, int],
                           for c in graph.get(name, ())), default=0)
     return memo[name]
 
+
+def _fault_unless(target, fl: FunctionLowering, ok, go_on, address, fault: int, after,
+                  name: str) -> None:
+    """Go on in block `go_on` where `ok`; else fault (`fault` at `address`) and then branch
+    to `after`. The builder ends at the start of `go_on`."""
+    overflow = fl.llfn.append_basic_block(name)
+    fl.b.cbranch(ok, go_on, overflow)
+    fl.b.position_at_end(overflow)
+    target.fault(fl, address, fault, True)
+    if fl.b.block.terminator is None:
+        fl.b.branch(after)
+    fl.b.position_at_end(go_on)
