@@ -22,6 +22,7 @@ and ptxport's are cached, so not timed); the interpreter gets fewer runs and is 
 after --interpreter-limit seconds.
 
     python benchmarks/python_kernels.py [--runs 5] [--small] [--interpreter-limit 600]
+                                        [--only softmax,softmax_1w]
 
 prints a table and writes benchmarks/results/python_kernels.json.
 """
@@ -187,26 +188,31 @@ def _engine_calls(engine: str, data) -> dict:
     return _numpy_calls(data)
 
 
-def _measure(engines: list[str], sizes, runs: int) -> dict[str, dict[str, float]]:
+OPERATIONS = ("add", "add_odd", "add_1", "add_4", "softmax", "softmax_1w", "matmul")
+
+
+def _measure(engines: list[str], sizes, runs: int,
+             ops: tuple[str, ...] = OPERATIONS) -> dict[str, dict[str, float]]:
     """Seconds per call, per engine and operation, measured in this process."""
     data = _inputs(sizes)
     calls = {engine: _engine_calls(engine, data) for engine in engines}
     results: dict[str, dict[str, float]] = {engine: {} for engine in engines}
-    for op in ("add", "add_odd", "add_1", "add_4", "softmax", "softmax_1w", "matmul"):
+    for op in ops:
         best = _best_seconds({engine: calls[engine][op] for engine in engines}, runs)
         for engine, seconds in best.items():
             results[engine][op] = seconds
     return results
 
 
-def _in_subprocess(engines: list[str], small: bool, runs: int,
+def _in_subprocess(engines: list[str], small: bool, runs: int, ops: tuple[str, ...],
                    limit: float | None = None) -> dict:
     """_measure in a fresh process (Triton's interpreter is chosen by TRITON_INTERPRET at
     import), or for each engine why it could not run (or finish within `limit` seconds)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     if engines == ["interpreter"]:
         env["TRITON_INTERPRET"] = "1"
-    args = [sys.executable, __file__, "--engines", ",".join(engines), "--runs", str(runs)]
+    args = [sys.executable, __file__, "--engines", ",".join(engines), "--runs", str(runs),
+            "--only", ",".join(ops)]
     try:
         out = subprocess.run(args + (["--small"] if small else []), env=env,
                              capture_output=True, text=True, timeout=limit)
@@ -230,20 +236,28 @@ def main() -> None:
     parser.add_argument("--small", action="store_true", help="small sizes (a quick check)")
     parser.add_argument("--interpreter-limit", type=float, default=600,
                         help="seconds Triton's interpreter may take (default 600)")
+    parser.add_argument("--only", default=",".join(OPERATIONS),
+                        help="the operations to measure, comma-separated (default: all: "
+                             + ",".join(OPERATIONS) + ")")
     parser.add_argument("--engines", help=argparse.SUPPRESS)
     options = parser.parse_args()
     sizes = SMALL if options.small else SIZES
+    ops = tuple(options.only.split(","))
+    unknown = [op for op in ops if op not in OPERATIONS]
+    if unknown:
+        parser.error(f"unknown operation(s) {', '.join(unknown)}; choose from "
+                     + ", ".join(OPERATIONS))
     if options.engines:
-        print(json.dumps(_measure(options.engines.split(","), sizes, options.runs)))
+        print(json.dumps(_measure(options.engines.split(","), sizes, options.runs, ops)))
         return
     results = {}
     for engine in ["ptxport", "numpy"] + (["torch"] if _have("torch") else []):
-        results.update(_in_subprocess([engine], options.small, options.runs))
+        results.update(_in_subprocess([engine], options.small, options.runs, ops))
     if _have("torch"):
         results.update(_in_subprocess(["interpreter"], options.small, max(1, options.runs // 3),
-                                      options.interpreter_limit))
+                                      ops, options.interpreter_limit))
     engines = list(results)
-    work = _work(sizes)
+    work = {op: w for op, w in _work(sizes).items() if op in ops}
     print(f"Triton kernels on the CPU ({platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} cores); sizes {sizes}")
     print(f"{'operation':10} {'unit':8} " + " ".join(f"{e:>12}" for e in engines)
