@@ -25,7 +25,7 @@ from fractions import Fraction
 from llvmlite import ir as ll
 
 from ptxport.codegen.lower import I1, I32, I64, FunctionLowering, lowering
-from ptxport.codegen.ops.float_arith import unary_arith
+from ptxport.codegen.ops.float_arith import nan_blind, unary_arith
 from ptxport.codegen.ops.float_format import (
     BF16,
     F32,
@@ -324,7 +324,10 @@ def _special(fl: FunctionLowering, inst: ir.Instruction) -> None:
             r = round_narrow(fl, value, fconst(F64_LL, 0.0), fmt, "rn")
         if ftz:
             r = flush(fl, r, fmt)
-        results.append(canonical(fl, r, fmt))
+        # (an ex2 whose result only NaN-blind instructions read keeps its operand's NaN)
+        blind = fmt is F32 and inst.opcode == "ex2" and count == 1 and \
+            nan_blind(fl, inst.operands[0])
+        results.append(r if blind else canonical(fl, r, fmt))
     write_lanes(fl, inst.operands[0], results, t, fmt)
 
 
