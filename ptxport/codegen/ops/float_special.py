@@ -273,13 +273,14 @@ def _exp2_f32(fl: FunctionLowering, x: ll.Value) -> ll.Value:
     the f64 route costs several times as much): 2**x = p(f) * 2**k1 * 2**k2,
     k = k1 + k2 = round(x), f = x - k exactly, p by fused Horner steps (within an ulp). The
     product by 2**k1 is exact, the one by 2**k2 rounds once, overflow and subnormal
-    results included; x is clamped to +-200 first, which changes no result."""
+    results included; x is clamped to +-200 first, which changes no result (a NaN to -200:
+    fptosi of NaN is poison; its result is the NaN, chosen at the end)."""
     b = fl.b
     limit = fconst(F32_LL, 200.0)
     nan = is_nan(fl, x)
-    xc = b.select(b.fcmp_ordered(">", x, limit), limit, x)
-    xc = b.select(b.fcmp_ordered("<", xc, b.fneg(limit)), b.fneg(limit), xc)
-    xc = b.select(nan, fconst(F32_LL, 0.0), xc)     # (fptosi of NaN is poison)
+    # (ordered compares: a NaN fails the first and becomes -200; x86's max and min)
+    xc = b.select(b.fcmp_ordered(">", x, b.fneg(limit)), x, b.fneg(limit))
+    xc = b.select(b.fcmp_ordered("<", xc, limit), xc, limit)
     k = float_call(fl, "roundeven", xc)
     f = b.fsub(xc, k)
     p = fconst(F32_LL, _EXP2_F32[-1])
