@@ -24,7 +24,7 @@ from fractions import Fraction
 
 from llvmlite import ir as ll
 
-from ptxport.codegen.lower import I1, I32, I64, FunctionLowering, lowering
+from ptxport.codegen.lower import I1, I32, I64, FunctionLowering, declare, lowering
 from ptxport.codegen.ops.float_arith import nan_blind, unary_arith
 from ptxport.codegen.ops.float_format import (
     BF16,
@@ -270,11 +270,13 @@ _EXP2_F32 = [math.log(2) ** k / math.factorial(k) for k in range(8)]
 
 def _exp2_f32(fl: FunctionLowering, x: ll.Value) -> ll.Value:
     """ex2.approx.f32 in f32 arithmetic, within an ulp (Triton's exp is this instruction;
-    the f64 route costs several times as much): 2**x = p(f) * 2**k1 * 2**k2,
-    k = k1 + k2 = round(x), f = x - k exactly, p by fused Horner steps (within an ulp). The
-    product by 2**k1 is exact, the one by 2**k2 rounds once, overflow and subnormal
-    results included; x is clamped to +-200 first, which changes no result (a NaN to -200:
-    fptosi of NaN is poison; its result is the NaN, chosen at the end)."""
+    the f64 route costs several times as much): 2**x = p(f) * 2**k, k = round(x), f = x - k
+    exactly, p by fused Horner steps (within an ulp); the product by 2**k rounds once,
+    overflow and subnormal results included: LLVM's ldexp where the target has it as an
+    instruction (x86 with AVX-512: vscalefps), else two products by powers of two, the first
+    exact. x is clamped to +-200 first, which changes
+    no result (a NaN to -200: fptosi of NaN is poison; its result is the NaN, chosen at the
+    end)."""
     b = fl.b
     limit = fconst(F32_LL, 200.0)
     nan = is_nan(fl, x)
@@ -287,12 +289,15 @@ def _exp2_f32(fl: FunctionLowering, x: ll.Value) -> ll.Value:
     for c in reversed(_EXP2_F32[:-1]):
         p = float_call(fl, "fma", p, f, fconst(F32_LL, c))
     whole = b.fptosi(k, I32)
-    k1 = b.ashr(whole, ll.Constant(I32, 1))
+    if fl.target.native_ldexp:
+        scale = declare(fl.llfn.module, "llvm.ldexp.f32.i32", F32_LL, [F32_LL, I32])
+        return b.select(nan, x, b.call(scale, [p, whole]))
+    half = b.ashr(whole, ll.Constant(I32, 1))
 
     def power(e):       # 2**e for -126 <= e <= 127
         return from_bits(fl, b.shl(b.add(e, ll.Constant(I32, 127)), ll.Constant(I32, 23)), F32)
-    value = b.fmul(b.fmul(p, power(k1)), power(b.sub(whole, k1)))
-    return b.select(nan, x, value)
+    # the product by 2**half is exact, the one by 2**(k - half) rounds once
+    return b.select(nan, x, b.fmul(b.fmul(p, power(half)), power(b.sub(whole, half))))
 
 
 _FUNCTIONS = {
