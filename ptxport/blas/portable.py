@@ -18,7 +18,8 @@ first candidate within 2% of the fastest is kept (near-ties go the same way ever
 $PTXPORT_CACHE_DIR/blas/autotune.json (else ~/.cache/ptxport/...), keyed by the device's
 backend and name. On cpu devices a third kernel of the same source replaces the SIMT one:
 the lanes kernel (kernels/gemm_lanes.cuh), shaped for the CPU target's warp gangs, tuned
-at 512^3; opencl devices take the first candidate untuned (see tuned_config).
+per size class and worker count at a bounded depth (cpu_tune_size, cpu_tune_depth); opencl
+devices take the first candidate untuned (see tuned_config).
 """
 
 from __future__ import annotations
