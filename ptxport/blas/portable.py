@@ -201,20 +201,22 @@ WGMMA_CANDIDATES = (TileConfig(True, 128, 256, 64, wm=2, wn=1, stages=4, ahead=T
                     TileConfig(True, 128, 256, 64, wm=2, wn=1, stages=3, ahead=True, wgmma=True))
 
 
-# The lanes kernel's candidates (the SIMT kernel's on cpu devices), from sweeps on a 2-core
-# AMD EPYC (Zen 4, AVX-512), one worker, f32 NN, timed by CPU time (the machine was shared),
-# at 1024^3 unless said: 64-row tiles (two rows a lane, each B broadcast feeding both) with 2
-# columns a thread and the k loop unrolled 4 times ran at 62-64 GFLOP/s (0.66-0.68 of
-# single-threaded OpenBLAS; unrolled twice 47); 32 x 48 x 128 with 6 columns 44-51 (47-51
-# from 512 up), 32 x 96 x 64 with 6 or 8 columns 41-52, 64 x 32 x 64 with 4 45-50, 32 x 32
-# x 64 with 2 or 4 46-49, 96- and 128-row tiles 38-39, 12 columns (more accumulators:
-# spills) 34-41, BK = 32 22 (more panels). 32 x 32 x 64 with 4 columns: the one whose panels
-# of doubles fit 48 KiB.
-LANES_CANDIDATES = (TileConfig(False, 64, 64, 64, 4, 2, lanes=True),
+# The lanes kernel's candidates (the SIMT kernel's on cpu devices), f32 NN. On the GPU
+# machine's 16-core Xeon (Sapphire Rapids: two 512-bit FMA units a core, four cycles an FMA,
+# so at least 8 accumulators in flight), wall time, OPENBLAS_NUM_THREADS = workers
+# (benchmarks/gemm.py --kernel-only, 2026-11-26): 64-row tiles with 4 columns a thread (16
+# vector accumulators) led at every size, 0.40-0.44 of OpenBLAS on one worker (512-2048) and
+# 0.63-0.72 on 16 (1024-4096); 64 x 32 x 64 with 4 columns 0.36-0.41 and 0.60-0.67; 2 columns
+# a thread (8 accumulators) 0.36-0.39 and 0.55-0.65; 3 columns 0.33-0.34 and 0.53-0.59;
+# 96-row tiles 0.31-0.32; the k loop unrolled twice 0.32-0.35; 32-row tiles 0.24-0.29 and
+# 0.41-0.53. On a 2-core AMD EPYC (Zen 4: one 512-bit FMA a cycle), one worker, CPU time, 64 x
+# 64 x 64 with 2 columns led (0.60-0.68 of OpenBLAS; 4 columns 0.55-0.60: spills). 32 x 32 x
+# 64 with 4 columns: the one whose panels of doubles fit 48 KiB, and the most blocks.
+LANES_CANDIDATES = (TileConfig(False, 64, 64, 64, 4, 4, lanes=True),
+                    TileConfig(False, 64, 64, 64, 4, 2, lanes=True),
+                    TileConfig(False, 64, 32, 64, 4, 4, lanes=True),
                     TileConfig(False, 64, 32, 64, 4, 2, lanes=True),
-                    TileConfig(False, 32, 48, 128, 4, 6, lanes=True),
-                    TileConfig(False, 32, 32, 64, 4, 4, lanes=True),
-                    TileConfig(False, 32, 96, 64, 4, 8, lanes=True))
+                    TileConfig(False, 32, 32, 64, 4, 4, lanes=True))
 
 
 def candidates(mma: bool, acc: np.dtype, lanes: bool = False, wgmma: bool = False

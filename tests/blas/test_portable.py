@@ -390,7 +390,7 @@ def test_lanes_kernel_two_rows_a_lane(m):
 
 
 def test_lanes_first_candidate():
-    # the tile near-ties go to (64 x 64 x 64, two rows and two columns a lane): edges in
+    # the tile near-ties go to (64 x 64 x 64, two rows and four columns a lane): edges in
     # every dimension, three panels
     _check(_device("cpu"), portable.LANES_CANDIDATES[0], False, False, 100, 70, 130,
            np.float32, np.float32)
