@@ -18,7 +18,8 @@ first candidate within 2% of the fastest is kept (near-ties go the same way ever
 $PTXPORT_CACHE_DIR/blas/autotune.json (else ~/.cache/ptxport/...), keyed by the device's
 backend and name. On cpu devices a third kernel of the same source replaces the SIMT one:
 the lanes kernel (kernels/gemm_lanes.cuh), shaped for the CPU target's warp gangs, tuned
-at 512^3; opencl devices take the first candidate untuned (see tuned_config).
+per size class and worker count at a bounded depth (cpu_tune_size, cpu_tune_depth); opencl
+devices take the first candidate untuned (see tuned_config).
 """
 
 from __future__ import annotations
@@ -41,9 +42,9 @@ from ptxport.runtime.program import Kernel, Program
 from ptxport.runtime.program_options import ProgramOptions
 from ptxport.runtime.stream import Stream
 
-__all__ = ["MMA_CANDIDATES", "SIMT_CANDIDATES", "TileConfig", "candidates", "gemm",
-           "gemm_launch", "kernel_for", "parse_tiles", "program_for", "time_tile",
-           "tune_size", "tuned_config"]
+__all__ = ["MMA_CANDIDATES", "SIMT_CANDIDATES", "TileConfig", "candidates", "cpu_tune_depth",
+           "cpu_tune_size", "gemm", "gemm_launch", "kernel_for", "parse_tiles", "program_for",
+           "tile_for", "time_tile", "tune_size", "tuned_config"]
 
 KERNELS = Path(__file__).resolve().parent / "kernels"
 SOURCE = KERNELS / "gemm.cu"
@@ -59,15 +60,15 @@ def kernel_source(path: Path, *tail: Path) -> str:
 # uint16: bfloat16 bits; int8 in with int32 out: cuBLAS's 32I compute (SIMT kernel)
 _KINDS = {"float32": 0, "float64": 1, "float16": 2, "uint16": 3, "int8": 4, "int32": 5}
 # backends whose devices are tuned, and the square sizes tuned at (see tune_size); cpu
-# devices tune the lanes kernel at one size (their time grows as n^3 on a few cores)
+# devices tune the lanes kernel per size class too (cpu_tune_size), at a bounded depth
 _TUNED_BACKENDS = ("cuda", "hip", "cpu")
 _TUNE_SIZES = (1024, 2048, 4096, 8192)
-_CPU_TUNE_SIZE = 512
+_CPU_TUNE_SIZES = (256, 512, 1024, 2048, 4096)
 # part of the autotuner's keys: choices made for an earlier version of the kernels (whose
 # tiles may no longer be candidates, or no longer the fastest) are not reused
 _KERNELS_VERSION = "gemm5"
 # the same for the lanes kernel and its candidates (the kernel's name in the key)
-_LANES_VERSION = "lanes2"
+_LANES_VERSION = "lanes3"
 # backends whose kernels take the transposes as an argument: one compile for all four pairs
 _RUNTIME_TRANSPOSES = ("opencl",)
 # the options a tile's label may end in, by kernel (TileConfig.kind; TileConfig's flags)
@@ -200,20 +201,22 @@ WGMMA_CANDIDATES = (TileConfig(True, 128, 256, 64, wm=2, wn=1, stages=4, ahead=T
                     TileConfig(True, 128, 256, 64, wm=2, wn=1, stages=3, ahead=True, wgmma=True))
 
 
-# The lanes kernel's candidates (the SIMT kernel's on cpu devices), from sweeps on a 2-core
-# AMD EPYC (Zen 4, AVX-512), one worker, f32 NN, timed by CPU time (the machine was shared),
-# at 1024^3 unless said: 64-row tiles (two rows a lane, each B broadcast feeding both) with 2
-# columns a thread and the k loop unrolled 4 times ran at 62-64 GFLOP/s (0.66-0.68 of
-# single-threaded OpenBLAS; unrolled twice 47); 32 x 48 x 128 with 6 columns 44-51 (47-51
-# from 512 up), 32 x 96 x 64 with 6 or 8 columns 41-52, 64 x 32 x 64 with 4 45-50, 32 x 32
-# x 64 with 2 or 4 46-49, 96- and 128-row tiles 38-39, 12 columns (more accumulators:
-# spills) 34-41, BK = 32 22 (more panels). 32 x 32 x 64 with 4 columns: the one whose panels
-# of doubles fit 48 KiB.
-LANES_CANDIDATES = (TileConfig(False, 64, 64, 64, 4, 2, lanes=True),
+# The lanes kernel's candidates (the SIMT kernel's on cpu devices), f32 NN. On the GPU
+# machine's 16-core Xeon (Sapphire Rapids: two 512-bit FMA units a core, four cycles an FMA,
+# so at least 8 accumulators in flight), wall time, OPENBLAS_NUM_THREADS = workers
+# (benchmarks/gemm.py --kernel-only, 2026-11-26): 64-row tiles with 4 columns a thread (16
+# vector accumulators) led at every size, 0.40-0.44 of OpenBLAS on one worker (512-2048) and
+# 0.63-0.72 on 16 (1024-4096); 64 x 32 x 64 with 4 columns 0.36-0.41 and 0.60-0.67; 2 columns
+# a thread (8 accumulators) 0.36-0.39 and 0.55-0.65; 3 columns 0.33-0.34 and 0.53-0.59;
+# 96-row tiles 0.31-0.32; the k loop unrolled twice 0.32-0.35; 32-row tiles 0.24-0.29 and
+# 0.41-0.53. On a 2-core AMD EPYC (Zen 4: one 512-bit FMA a cycle), one worker, CPU time, 64 x
+# 64 x 64 with 2 columns led (0.60-0.68 of OpenBLAS; 4 columns 0.55-0.60: spills). 32 x 32 x
+# 64 with 4 columns: the one whose panels of doubles fit 48 KiB, and the most blocks.
+LANES_CANDIDATES = (TileConfig(False, 64, 64, 64, 4, 4, lanes=True),
+                    TileConfig(False, 64, 64, 64, 4, 2, lanes=True),
+                    TileConfig(False, 64, 32, 64, 4, 4, lanes=True),
                     TileConfig(False, 64, 32, 64, 4, 2, lanes=True),
-                    TileConfig(False, 32, 48, 128, 4, 6, lanes=True),
-                    TileConfig(False, 32, 32, 64, 4, 4, lanes=True),
-                    TileConfig(False, 32, 96, 64, 4, 8, lanes=True))
+                    TileConfig(False, 32, 32, 64, 4, 4, lanes=True))
 
 
 def candidates(mma: bool, acc: np.dtype, lanes: bool = False, wgmma: bool = False
@@ -360,10 +363,19 @@ def gemm(stream: Stream, problem, a: Buffer, b: Buffer, c: Buffer, in_type: np.d
     """C = alpha op(A) op(B) + beta C on the stream's device with the portable kernels; the
     tile shape is `config`, else the tuned one for the device."""
     if config is None:
-        layout = "NT"[int(problem.ta)] + "NT"[int(problem.tb)]
-        config = tuned_config(stream.device, _uses_mma(stream.device, in_type), in_type,
-                              out_type, tune_size(problem.m, problem.n, problem.batch), layout)
+        config = tile_for(stream.device, problem, in_type, out_type)
     launch_gemm(stream, config, problem, a, b, c, in_type, out_type, alpha, beta)
+
+
+def tile_for(device: Device, problem, in_type: np.dtype, out_type: np.dtype) -> TileConfig:
+    """The tuned tile for `problem` (ptxport.blas._Gemm) on `device`: that of its size class
+    (tune_size; on cpu devices the lanes kernel's cpu_tune_size, for the device's workers)
+    and its transposes."""
+    mma = _uses_mma(device, in_type)
+    layout = "NT"[int(problem.ta)] + "NT"[int(problem.tb)]
+    size = cpu_tune_size(problem.m, problem.n, problem.batch) if \
+        device.backend == "cpu" and not mma else tune_size(problem.m, problem.n, problem.batch)
+    return tuned_config(device, mma, in_type, out_type, size, layout)
 
 
 # -- the autotuner ----------------------------------------------------------------------------
@@ -397,14 +409,53 @@ def tune_size(m: int, n: int, batch: int = 1) -> int:
     return min(_TUNE_SIZES, key=lambda s: abs(math.log(area / (s * s))))
 
 
+# cpu devices (the lanes kernel): classes by C's area as on GPUs, from 256^2 up, since a
+# grid's blocks shared by many workers (the number of tiles against the workers, and how they
+# share the caches) decide between tiles that one worker runs alike; no class above the size
+# where every candidate gives each worker _CPU_MANY_BLOCKS blocks (one worker: 512). The tuning
+# GEMM is size x size x depth, its depth cut so that one launch is about _CPU_TUNE_FLOP a
+# worker (a few ms): the inner loops are those of a full-depth GEMM, fewer panels of them.
+_CPU_MANY_BLOCKS = 64
+_CPU_TUNE_FLOP = 5e8
+
+
+def _cpu_workers() -> int:
+    from ptxport.runtime.backends.cpu.executor import worker_count
+
+    return worker_count()
+
+
+def cpu_tune_size(m: int, n: int, batch: int = 1, workers: int | None = None) -> int:
+    """The square size (one of _CPU_TUNE_SIZES) whose tuned lanes tile a problem of m x n
+    (x batch) C takes on a cpu device with `workers` workers (None: the executor's count
+    now): the nearest in C's area, at most the first size whose every candidate tile makes
+    _CPU_MANY_BLOCKS blocks a worker."""
+    workers = workers or _cpu_workers()
+    area = max(m * n * batch, 1)
+    size = min(_CPU_TUNE_SIZES, key=lambda s: abs(math.log(area / (s * s))))
+    tile = max(c.bm * c.bn for c in LANES_CANDIDATES)
+    enough = next((s for s in _CPU_TUNE_SIZES if s * s >= _CPU_MANY_BLOCKS * workers * tile),
+                  _CPU_TUNE_SIZES[-1])
+    return min(size, enough)
+
+
+def cpu_tune_depth(size: int, workers: int) -> int:
+    """k of the cpu tuning GEMM at `size` for `workers` workers: `size`, cut to about
+    _CPU_TUNE_FLOP a worker a launch, in whole 128-deep panels (every candidate's BK
+    divides 128), one at least."""
+    depth = int(_CPU_TUNE_FLOP * workers / (2 * size * size)) // 128 * 128
+    return min(size, max(depth, 128))
+
+
 def tuned_config(device: Device, mma: bool, in_type: np.dtype, out_type: np.dtype,
                  size: int = 2048, layout: str = "NN") -> TileConfig:
     """The fastest candidate tile shape on `device` for this kernel and its accumulator
     (f32 or f64; 16-bit data share f32's choice) at the tuning size `size` (one of
     _TUNE_SIZES: see tune_size) and the transposes `layout` (op(A) op(B): "NN", "TN", ...),
     timed on first use and cached on disk. cpu devices take the lanes kernel (gemm_lanes.cuh)
-    instead of the SIMT kernel, tuned at _CPU_TUNE_SIZE whatever `size`, and the mma
-    kernel's first candidate untuned; opencl devices the first candidate, untuned: there each
+    instead of the SIMT kernel, tuned per class of cpu_tune_size (`size` is taken to it) and
+    worker count at a bounded depth (cpu_tune_depth), and the mma kernel's first candidate
+    untuned; opencl devices the first candidate, untuned: there each
     candidate's compile (the OpenCL runtime's, seconds) costs more than tuning gains at the
     sizes they run."""
     if not mma:
@@ -413,14 +464,18 @@ def tuned_config(device: Device, mma: bool, in_type: np.dtype, out_type: np.dtyp
     tiles = candidates(mma, in_type, lanes, mma and _uses_wgmma(device))
     if device.backend not in _TUNED_BACKENDS or device.backend == "cpu" and mma:
         return tiles[0]
-    size = _CPU_TUNE_SIZE if lanes else size
+    depth, workers = None, ""
+    if lanes:   # (the class's size, its depth and the workers: part of the key)
+        count = _cpu_workers()
+        size = cpu_tune_size(size, size, 1, count)
+        depth, workers = cpu_tune_depth(size, count), f"|w{count}"
     kernel = _LANES_VERSION if lanes else "mma" if mma else "simt"
     key = f"{_KERNELS_VERSION}|{device.backend}|{device.name}|{kernel}|" \
-          f"{in_type.name}|{out_type.name}|{size}|{layout}"
+          f"{in_type.name}|{out_type.name}|{size}|{layout}{workers}"
     cached = _load().get(key)
     if cached is not None:
         return TileConfig(**cached)
-    times = [time_tile(device, cfg, in_type, out_type, size, layout) for cfg in tiles]
+    times = [time_tile(device, cfg, in_type, out_type, size, layout, depth) for cfg in tiles]
     # the first candidate within 2% of the fastest: near-ties (within the timing's noise)
     # go to the same tile on every tuning, in the candidates' order
     best = next(cfg for cfg, ms in zip(tiles, times, strict=True) if ms <= min(times) * 1.02)
@@ -429,22 +484,26 @@ def tuned_config(device: Device, mma: bool, in_type: np.dtype, out_type: np.dtyp
 
 
 # the autotuner's timing: launches before timing for about WARM_MS (the GPU's clocks up,
-# caches and the compile done), then GROUPS groups of launches of about GROUP_MS each
+# caches and the compile done), then GROUPS groups of launches of about GROUP_MS each; on
+# cpu devices (launches of a few ms at the tuning depth, no clocks to raise) shorter
 _WARM_MS, _GROUP_MS, _GROUPS = 100.0, 20.0, 5
+_CPU_WARM_MS, _CPU_GROUP_MS, _CPU_GROUPS = 20.0, 10.0, 3
 
 
 def time_tile(device: Device, config: TileConfig, in_type: np.dtype, out_type: np.dtype,
-              size: int, layout: str = "NN") -> float:
-    """Milliseconds one size^3 GEMM in `layout` takes with `config` on `device`: the median
-    over groups of launches timed between events, after a warm-up (ptxport.blas.timing; on
-    cuda devices the GPU's time alone)."""
+              size: int, layout: str = "NN", depth: int | None = None) -> float:
+    """Milliseconds one size x size x depth GEMM (depth None: size) in `layout` takes with
+    `config` on `device`: the median over groups of launches timed between events, after a
+    warm-up (ptxport.blas.timing; on cuda devices the GPU's time alone)."""
     from ptxport.blas import _Gemm, timing
 
+    k = depth or size
+    ta, tb = layout[0] == "T", layout[1] == "T"
     stream = device.create_stream()
-    a = device.allocate(size * size * in_type.itemsize, stream=stream)
+    a = device.allocate(size * k * in_type.itemsize, stream=stream)   # A and B both
     c = device.allocate(size * size * out_type.itemsize, stream=stream)
     a.fill(0x3C, 1, stream=stream)   # 0.0115 in f32 and bf16: ordinary values
-    problem = _Gemm(layout[0] == "T", layout[1] == "T", size, size, size, (size, size, size),
+    problem = _Gemm(ta, tb, size, size, k, (k if ta else size, size if tb else k, size),
                     (0, 0, 0), 1)
     kernel, config_, args = gemm_launch(device, config, problem, a, a, c, in_type, out_type,
                                         1.0, 0.0)
@@ -452,7 +511,9 @@ def time_tile(device: Device, config: TileConfig, in_type: np.dtype, out_type: n
     stream.sync()
     timed = timing.direct(device, config_, kernel, args) or \
         timing.through_stream(stream, config_, kernel, args)
-    ms, _ = timing.median_ms(timed, _WARM_MS, _GROUP_MS, _GROUPS)
+    ms, _ = timing.median_ms(timed, *((_CPU_WARM_MS, _CPU_GROUP_MS, _CPU_GROUPS)
+                                      if device.backend == "cpu" else
+                                      (_WARM_MS, _GROUP_MS, _GROUPS)))
     a.close(stream)
     c.close(stream)
     stream.sync()
