@@ -114,7 +114,9 @@ __device__ __forceinline__ void store_c(Out *c, int ldc, int m, int n, int i, in
 // The block's tile of C (tm, tn). Blocks are numbered along the grid's x (C's tile rows)
 // first; taken in groups of GROUP_M tile rows, swept column by column, the blocks running at
 // one time share their A and B tiles through L2 rather than each streaming its own.
+#ifndef GROUP_M
 #define GROUP_M 8
+#endif
 __device__ __forceinline__ void block_tile(int &tm, int &tn) {
   const int tiles_m = gridDim.x, pid = blockIdx.x + blockIdx.y * tiles_m;
   const int group = GROUP_M * gridDim.y, first = pid / group * GROUP_M;
@@ -264,7 +266,9 @@ __device__ __forceinline__ void stash_part(const Part<PER, V4> &part, Acc (*s)[P
 #define ASYNC 0
 #endif
 #define SIMT_ASYNC (ASYNC && (IN_KIND == 0 || IN_KIND == 1))
+#ifndef SIMT_STAGES
 #define SIMT_STAGES (SIMT_ASYNC && BK <= 8 ? 3 : 2)
+#endif
 
 // cp.async of the thread's part of the R x BK tile at rows r0, k0 of operand x into s[p][r]
 // (zero outside rows x k: a source size of 0 copies nothing and fills the element with 0).
@@ -321,6 +325,47 @@ __device__ __forceinline__ void outer_product(Acc (*acc)[TN], const Acc *fa, con
   for (int r = 0; r < TM; ++r)
 #pragma unroll
     for (int q = 0; q < TN; ++q) acc[r][q] += fa[r] * fb[q];
+}
+
+#ifndef STORE4
+#define STORE4 1
+#endif
+// C's rows i .. i + SUB - 1 of column j: one 16-byte store (and load, for beta) where C is f32
+// and 16-byte aligned (`vec_c`) and the run lies inside it, element by element otherwise.
+template <int SUB>
+__device__ __forceinline__ void store_run(Out *c, int ldc, int m, int n, int i, int j,
+                                          const Acc *run, Acc alpha, Acc beta, bool vec_c) {
+  if constexpr (STORE4 && SUB == 4 && OUT_KIND == 0 &&
+                (IN_KIND == 0 || IN_KIND == 2 || IN_KIND == 3)) {
+    if (vec_c && (EVEN || (i + 3 < m && j < n))) {
+      float4 *p = (float4 *)(c + i + (long long)j * ldc);
+      float4 v = make_float4(alpha * run[0], alpha * run[1], alpha * run[2], alpha * run[3]);
+      if (beta != 0.0f) {
+        const float4 old = *p;
+        v.x += beta * old.x; v.y += beta * old.y; v.z += beta * old.z; v.w += beta * old.w;
+      }
+      *p = v;
+      return;
+    }
+  }
+#pragma unroll
+  for (int y = 0; y < SUB; ++y) store_c(c, ldc, m, n, i + y, j, run[y], alpha, beta);
+}
+
+// The thread's micro-tile into C, its first run at (i0, j0).
+template <bool VC>
+__device__ __forceinline__ void store_tile(Out *c, int ldc, int m, int n, int i0, int j0,
+                                           const Acc (*acc)[TN], Acc alpha, Acc beta) {
+#pragma unroll
+  for (int q = 0; q < TN; ++q)
+#pragma unroll
+    for (int r = 0; r < TM; r += SUB_M) {
+      Acc run[SUB_M];
+#pragma unroll
+      for (int y = 0; y < SUB_M; ++y) run[y] = acc[r + y][q];
+      store_run<SUB_M>(c, ldc, m, n, i0 + r / SUB_M * SPACE_M,
+                       j0 + q / SUB_N * SPACE_N + q % SUB_N, run, alpha, beta, VC);
+    }
 }
 
 // Two blocks an SM where the micro-tile leaves room (up to 64 32-bit accumulators: at most
@@ -449,12 +494,11 @@ ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long str
   }
 #endif
 #endif  // SIMT_ASYNC
-#pragma unroll
-  for (int q = 0; q < TN; ++q)
-#pragma unroll
-    for (int r = 0; r < TM; ++r)
-      store_c(c, ldc, m, n, bm + r / SUB_M * SPACE_M + row0 + r % SUB_M,
-              bn + q / SUB_N * SPACE_N + col0 + q % SUB_N, acc[r][q], alpha, beta);
+  // C 16-byte aligned (this batch's matrix and every column): runs of 4 rows in one store
+  if ((unsigned long long)c % 16 == 0 && ldc % 4 == 0)
+    store_tile<true>(c, ldc, m, n, bm + row0, bn + col0, acc, alpha, beta);
+  else
+    store_tile<false>(c, ldc, m, n, bm + row0, bn + col0, acc, alpha, beta);
 }
 
 #else
