@@ -521,7 +521,7 @@ ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long str
 #error "AHEAD (mma): BK must be a multiple of 32 (the fragments' two buffers alternate)"
 #endif
 
-#define NTHREADS (WM * WN * 32)
+#define NTHREADS (WM * WN * (GEMM_MMA == 2 ? 128 : 32))   // (wgmma: warpgroups of 4 warps)
 #define WTM (BM / WM)
 #define WTN (BN / WN)
 #define MT (WTM / 16)
@@ -539,6 +539,18 @@ struct Chunk { u16 v[8]; };
 __device__ __forceinline__ int swz(int r, int c, int cpr) {
   const int f = cpr >= 8 ? (r & 7) : ((r / (8 / cpr)) & (cpr - 1));
   return (r * cpr + (c ^ f)) * 8;
+}
+
+// The same for the warpgroup kernel's tiles (GEMM_MMA 2), whose 128-byte swizzle the tensor
+// cores undo: chunk c of row `row` in blocks of 64 elements along the row (MN-major tiles
+// wider than 64), BK rows each, at chunk c ^ (row % 8) of its 128-byte row.
+__device__ __forceinline__ int wg_swz(int row, int c) {
+  return (c >> 3) * (BK * 64) + row * 64 + ((c & 7) ^ (row & 7)) * 8;
+}
+
+// Where load_stage puts chunk c of tile row r (rows of `cpr` chunks): swz, or wg_swz.
+__device__ __forceinline__ int chunk_at(int r, int c, int cpr) {
+  return GEMM_MMA == 2 ? wg_swz(r, c) : swz(r, c, cpr);
 }
 
 __device__ __forceinline__ u32 shared_address(const void *p) {
@@ -574,11 +586,11 @@ __device__ __forceinline__ void load_stage(u16 *smem, int st, const In *a, int l
     const int e = t + x * NTHREADS;
     if (TA) {   // rows i, chunks along k
       const int i = e / (BK / 8), c = e % (BK / 8), gi = bm + i, gp = k0 + c * 8;
-      copy_chunk(as + swz(i, c, BK / 8), a + gp + (long long)gi * lda, k - gp,
+      copy_chunk(as + chunk_at(i, c, BK / 8), a + gp + (long long)gi * lda, k - gp,
                  gi < m && gp < k);
     } else {    // rows p, chunks along i
       const int p = e / (BM / 8), c = e % (BM / 8), gi = bm + c * 8, gp = k0 + p;
-      copy_chunk(as + swz(p, c, BM / 8), a + gi + (long long)gp * lda, m - gi,
+      copy_chunk(as + chunk_at(p, c, BM / 8), a + gi + (long long)gp * lda, m - gi,
                  gp < k && gi < m);
     }
   }
@@ -587,11 +599,11 @@ __device__ __forceinline__ void load_stage(u16 *smem, int st, const In *a, int l
     const int e = t + x * NTHREADS;
     if (TB) {   // rows p, chunks along j
       const int p = e / (BN / 8), c = e % (BN / 8), gj = bn + c * 8, gp = k0 + p;
-      copy_chunk(bs + swz(p, c, BN / 8), b + gj + (long long)gp * ldb, n - gj,
+      copy_chunk(bs + chunk_at(p, c, BN / 8), b + gj + (long long)gp * ldb, n - gj,
                  gp < k && gj < n);
     } else {    // rows j, chunks along k
       const int j = e / (BK / 8), c = e % (BK / 8), gj = bn + j, gp = k0 + c * 8;
-      copy_chunk(bs + swz(j, c, BK / 8), b + gp + (long long)gj * ldb, k - gp,
+      copy_chunk(bs + chunk_at(j, c, BK / 8), b + gp + (long long)gj * ldb, k - gp,
                  gj < n && gp < k);
     }
   }
