@@ -27,7 +27,7 @@ import functools
 import json
 import math
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -65,7 +65,7 @@ _TUNE_SIZES = (1024, 2048, 4096, 8192)
 _CPU_TUNE_SIZE = 512
 # part of the autotuner's keys: choices made for an earlier version of the kernels (whose
 # tiles may no longer be candidates, or no longer the fastest) are not reused
-_KERNELS_VERSION = "gemm5"
+_KERNELS_VERSION = "gemm6"
 # the same for the lanes kernel and its candidates (the kernel's name in the key)
 _LANES_VERSION = "lanes2"
 # backends whose kernels take the transposes as an argument: one compile for all four pairs
@@ -97,6 +97,7 @@ class TileConfig:
     #                       thread, k panels of bk whose loop is unrolled tm times
     wgmma: bool = False   # (mma) sm_90a's warpgroup kernel (gemm_wgmma.cu); wm x wn warpgroups
     cpasync: bool = False  # (SIMT, f32 / f64) tiles copied by cp.async in a ring (ASYNC)
+    split: int = 1         # (SIMT) k split this many ways, one block a part (SPLIT)
 
     @property
     def kind(self) -> str:
@@ -112,7 +113,7 @@ class TileConfig:
 
     @property
     def label(self) -> str:
-        """The tile as benchmarks name it: simt:BMxBNxBK/TMxTN[/ahead][/warp][/cpasync],
+        """The tile as benchmarks name it: simt:BMxBNxBK/TMxTN[/ahead][/warp][/cpasync][/kS],
         mma:BMxBNxBK/WMxWN/sSTAGES[/ahead][/late], wgmma:BMxBNxBK/WMxWN/sSTAGES[/ahead] or
         lanes:BMxBNxBK/TN/uUNROLL."""
         shape = f"{self.bm}x{self.bn}x{self.bk}"
@@ -120,7 +121,8 @@ class TileConfig:
             return f"lanes:{shape}/{self.tn}/u{self.tm}"
         head = f"{self.kind}:{shape}/{self.wm}x{self.wn}/s{self.stages}" if self.mma else \
             f"simt:{shape}/{self.tm}x{self.tn}"
-        return head + "".join(f"/{o}" for o in _OPTIONS[self.kind] if getattr(self, o))
+        return head + "".join(f"/{o}" for o in _OPTIONS[self.kind] if getattr(self, o)) + \
+            (f"/k{self.split}" if self.split > 1 else "")
 
     @classmethod
     def parse(cls, label: str) -> TileConfig:
@@ -136,15 +138,19 @@ class TileConfig:
             mma = kind in ("mma", "wgmma")
             stages = int(parts[2].removeprefix("s")) if mma and len(parts) > 2 else 3
             options = parts[3:] if mma else parts[2:]
+            split = 1
+            if not mma and options and options[-1][:1] == "k" and options[-1][1:].isdigit():
+                split = int(options.pop()[1:])
             if kind in _OPTIONS and len(set(options)) == len(options) and \
                     set(options) <= set(_OPTIONS[kind]):
                 flags = {o: True for o in options}
                 return cls(True, bm, bn, bk, wm=x, wn=y, stages=stages, wgmma=kind == "wgmma",
-                           **flags) if mma else cls(False, bm, bn, bk, x, y, **flags)
+                           **flags) if mma else cls(False, bm, bn, bk, x, y, **flags,
+                                                    split=max(split, 1))
         except (IndexError, ValueError):
             pass
         raise InvalidValueError(f"tile {label!r} is not "
-                                f"simt:BMxBNxBK/TMxTN[/ahead][/warp][/cpasync], "
+                                f"simt:BMxBNxBK/TMxTN[/ahead][/warp][/cpasync][/kS], "
                                 f"mma:BMxBNxBK/WMxWN/sSTAGES[/ahead][/late], "
                                 f"wgmma:BMxBNxBK/WMxWN/sSTAGES[/ahead] or "
                                 f"lanes:BMxBNxBK/TN/uUNROLL (BM: 32, 64, ...)")
@@ -181,9 +187,11 @@ _STATIC_SHARED = 48 * 1024
 # with 2 x 2 warps, 256 x 128 and 128 x 256 x 32 tiles measured slower. The first of each is
 # what cpu and opencl devices take untuned.
 SIMT_CANDIDATES = (TileConfig(False, 64, 64, 8, 4, 4),
+                   TileConfig(False, 128, 128, 8, 8, 16, warp=True),
                    TileConfig(False, 128, 128, 8, 8, 8, warp=True),
-                   TileConfig(False, 128, 128, 8, 8, 8),
-                   TileConfig(False, 128, 128, 16, 8, 8, warp=True))
+                   TileConfig(False, 128, 128, 8, 8, 16, warp=True, split=2),
+                   TileConfig(False, 128, 128, 8, 8, 8, warp=True, split=2),
+                   TileConfig(False, 64, 64, 16, 4, 4, warp=True, cpasync=True))
 MMA_CANDIDATES = (TileConfig(True, 128, 128, 32, wm=2, wn=4, stages=3),
                   TileConfig(True, 128, 128, 32, wm=2, wn=2, stages=4),
                   TileConfig(True, 128, 128, 32, wm=2, wn=2, stages=4, ahead=True),
@@ -272,6 +280,8 @@ def program_for(arch: str, config: TileConfig, ta: int, tb: int, in_kind: int, o
               "AHEAD": int(config.ahead), "LATE": int(config.late),
               "WARPTILE": int(config.warp), "EVEN": int(even), "ASYNC": int(config.cpasync),
               "GEMM_LANES": int(config.lanes)}
+    if config.split > 1:
+        macros["SPLIT"] = config.split
     if config.wgmma:
         macros["UNROLL_K"] = int(unroll)
     options = ProgramOptions(arch=arch, define_macro=[(k, str(v)) for k, v in macros.items()],
@@ -315,6 +325,35 @@ def _even(problem, config: TileConfig) -> bool:
         problem.k % config.bk == 0
 
 
+def _splits(k: int, config: TileConfig) -> bool:
+    """Every one of the config's `split` parts of k holds at least one k-step."""
+    steps = -(-k // config.bk)
+    return (config.split - 1) * -(-steps // config.split) < steps
+
+
+# per device: the split-k workspace (partial sums) and its tiles' counters (kept at zero
+# between launches by the kernel), grown as needed. One GEMM with a split k at a time per
+# device may use them: ptxport's launches of the portable GEMM run one after the other.
+_WORKSPACES: dict[tuple[str, int], tuple[Buffer, Buffer]] = {}
+
+
+def _split_workspace(device: Device, tiles: int, config: TileConfig,
+                     acc: np.dtype) -> tuple[Buffer, Buffer]:
+    """The workspace and the counters for `tiles` tiles of `config` (gemm.cu's SPLIT)."""
+    size = tiles * config.split * config.bm * config.bn * acc.itemsize
+    key = (device.backend, device.device_id)
+    have = _WORKSPACES.get(key)
+    if have is None or have[0].size < size or have[1].size < tiles * 4:
+        stream = device.default_stream
+        if have is not None:
+            size, tiles = max(size, have[0].size), max(tiles, have[1].size // 4)
+        have = (device.allocate(size, stream=stream), device.allocate(tiles * 4, stream=stream))
+        have[1].fill(0, 4, stream=stream)
+        stream.sync()
+        _WORKSPACES[key] = have
+    return have
+
+
 def gemm_launch(device: Device, config: TileConfig, problem, a: Buffer | np.uint64,
                 b: Buffer | np.uint64, c: Buffer | np.uint64, in_type: np.dtype,
                 out_type: np.dtype, alpha: float, beta: float) -> tuple[Kernel, LaunchConfig,
@@ -322,6 +361,8 @@ def gemm_launch(device: Device, config: TileConfig, problem, a: Buffer | np.uint
     """What launch_gemm queues for `problem` (ptxport.blas._Gemm, checked) on `device`: the
     kernel of `config`, its launch configuration and its arguments. The matrices are
     Buffers, or device addresses (np.uint64) that ptxport.compat passes."""
+    if config.split > 1 and not _splits(problem.k, config):
+        config = replace(config, split=1)
     vec = _aligned(problem, (a, b), 8) if config.mma else \
         in_type == np.float32 and _aligned(problem, (a, b), 4)
     # transposes as a kernel argument where each variant is a slow compile (opencl)
@@ -334,12 +375,16 @@ def gemm_launch(device: Device, config: TileConfig, problem, a: Buffer | np.uint
                         device.backend != "cpu")
     scalar = np.float64 if in_type == np.float64 else np.int32 if in_type == np.int8 else \
         np.float32
-    grid = (-(-problem.m // config.bm), -(-problem.n // config.bn), problem.batch)
+    grid = (-(-problem.m // config.bm), -(-problem.n // config.bn),
+            problem.batch * config.split)
     (lda, ldb, ldc), (sa, sb, sc) = problem.lds, problem.strides
     i32, i64 = np.int32, np.int64
     args = (i32(problem.m), i32(problem.n), i32(problem.k), scalar(alpha), a, i32(lda),
             i64(sa), b, i32(ldb), i64(sb), scalar(beta), c, i32(ldc), i64(sc),
             i32(int(problem.ta) | int(problem.tb) << 1))
+    if config.split > 1:
+        args += _split_workspace(device, grid[0] * grid[1] * problem.batch, config,
+                                 np.dtype(scalar))
     return kernel, LaunchConfig(grid=grid, block=config.threads,
                                 shmem_size=config.dynamic_shared()), args
 

@@ -155,6 +155,23 @@ def test_simt_whole_tiles(device):
            aligned=True)
 
 
+# k split among blocks (gemm.cu's SPLIT): each part's partial sums meet in a workspace, the
+# last block of a tile adds them and stores C. Edges, a batch (the parts of every matrix),
+# and whole tiles with aligned C (the 16-byte epilogue stores)
+@pytest.mark.parametrize("config, m, n, k, batch, aligned", [
+    (TileConfig(False, 32, 32, 8, 2, 2, split=2), 37, 45, 77, 2, False),
+    (TileConfig(False, 32, 32, 8, 4, 4, split=3), 64, 32, 96, 1, True)])
+def test_simt_split_k_on_cpu(config, m, n, k, batch, aligned):
+    _check(_device("cpu"), config, True, False, m, n, k, np.float32, np.float32, batch,
+           aligned)
+
+
+def test_split_k_needs_a_k_step_a_part():
+    config = TileConfig(False, 32, 32, 8, 2, 2, split=3)
+    assert portable._splits(17, config)        # 3 k-steps: one a part
+    assert not portable._splits(16, config)    # 2 k-steps: the third part would be empty
+
+
 def test_simt_f64_on_cpu():
     _check(_device("cpu"), SIMT, True, False, 33, 17, 9, np.float64, np.float64)
 
@@ -282,15 +299,21 @@ def test_tile_labels_round_trip():
     assert TileConfig.parse("mma:128x128x64/2x2/s3/late").late
     assert TileConfig.parse("wgmma:128x256x64/2x1/s4/ahead") == portable.WGMMA_CANDIDATES[0]
     assert TileConfig.parse("simt:128x128x8/8x8/warp/cpasync").cpasync
+    assert TileConfig.parse("simt:128x128x8/8x16/warp/k2") == \
+        TileConfig(False, 128, 128, 8, 8, 16, warp=True, split=2)
+    assert TileConfig(False, 64, 64, 8, 4, 4, split=3).label == "simt:64x64x8/4x4/k3"
     with pytest.raises(InvalidValueError):   # late copies: the mma.sync kernel's only
         TileConfig.parse("wgmma:128x256x64/2x1/s4/late")
 
 
-def test_simt_candidates_fit_static_shared_memory():
+def test_simt_candidates_fit_static_shared_memory(monkeypatch):
     # 128 x 128 x 16 tiles of doubles need 67 KB: not a candidate for f64, one for f32
     big = TileConfig(False, 128, 128, 16, 8, 8, warp=True)
+    monkeypatch.setattr(portable, "SIMT_CANDIDATES", (*portable.SIMT_CANDIDATES, big))
     assert big in portable.candidates(False, np.dtype(np.float32))
     assert big not in portable.candidates(False, np.dtype(np.float64))
+    assert all(c.static_shared(4) <= 48 * 1024 for c in portable.candidates(
+        False, np.dtype(np.float32)))
 
 
 def test_small_and_large_problems_are_tuned_apart():

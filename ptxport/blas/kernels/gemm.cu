@@ -327,8 +327,16 @@ __device__ __forceinline__ void outer_product(Acc (*acc)[TN], const Acc *fa, con
     for (int q = 0; q < TN; ++q) acc[r][q] += fa[r] * fb[q];
 }
 
+// Two blocks an SM where the micro-tile leaves room (up to 64 32-bit accumulators: at most
+// 128 registers a thread with up to 256 threads): the other block's warps run while one waits
+// at its barrier. (f64 accumulators take twice the registers, and 512 threads of 128
+// registers fill the SM's: one block, no cap.)
+#define SIMT_BLOCKS (sizeof(Acc) == 4 && TM * TN <= 64 && NT <= 256 ? 2 : 1)
+// STORE4 1: C's f32 runs of 4 rows stored 16 bytes at a time (store_run). Not by default
+// where two blocks of 8 x 8 micro-tiles cap a thread at 128 registers: there the scalar stores
+// left the main loop more registers and ran 2-3% faster on the H100 (2026-11-26).
 #ifndef STORE4
-#define STORE4 1
+#define STORE4 (TM * TN < 64 || SIMT_BLOCKS == 1)
 #endif
 // C's rows i .. i + SUB - 1 of column j: one 16-byte store (and load, for beta) where C is f32
 // and 16-byte aligned (`vec_c`) and the run lies inside it, element by element otherwise.
@@ -368,24 +376,68 @@ __device__ __forceinline__ void store_tile(Out *c, int ldc, int m, int n, int i0
     }
 }
 
-// Two blocks an SM where the micro-tile leaves room (up to 64 32-bit accumulators: at most
-// 128 registers a thread with up to 256 threads): the other block's warps run while one waits
-// at its barrier. (f64 accumulators take twice the registers, and 512 threads of 128
-// registers fill the SM's: one block, no cap.)
-#define SIMT_BLOCKS (sizeof(Acc) == 4 && TM * TN <= 64 && NT <= 256 ? 2 : 1)
+// SPLIT > 1: the k range is split SPLIT ways, one block a part. Each block leaves its partial
+// sums in its slot of the workspace `work` (thread t's at t, t + NT, ...); the last of a
+// tile's blocks to arrive (a counter a tile, which that block sets back to 0 for the next
+// launch) adds the slots up in the order of the parts, its own from registers (the same sums
+// whichever block arrives last), and stores C; the others are done.
+#ifndef SPLIT
+#define SPLIT 1
+#endif
+__device__ __forceinline__ bool gather_parts(Acc (*acc)[TN], Acc *work, unsigned *counters,
+                                             unsigned &arrived, int tile, int part, int t) {
+  Acc *slot = work + (long long)tile * SPLIT * (BM * BN);
+#pragma unroll
+  for (int r = 0; r < TM; ++r)
+#pragma unroll
+    for (int q = 0; q < TN; ++q) slot[part * (BM * BN) + (r * TN + q) * NT + t] = acc[r][q];
+  __threadfence();   // the slot visible to the other parts' blocks before the count
+  __syncthreads();
+  if (t == 0) arrived = atomicAdd(&counters[tile], 1u);
+  __syncthreads();
+  if (arrived != SPLIT - 1) return false;
+  __threadfence();
+  const volatile Acc *parts = slot;   // (written by other blocks: not from a stale cache)
+#pragma unroll
+  for (int r = 0; r < TM; ++r)
+#pragma unroll
+    for (int q = 0; q < TN; ++q) {
+      const Acc mine = acc[r][q];   // (values, not places: acc stays in registers)
+      Acc sum = part == 0 ? mine : (Acc)parts[(r * TN + q) * NT + t];
+#pragma unroll
+      for (int s = 1; s < SPLIT; ++s)
+        sum += s == part ? mine : (Acc)parts[s * (BM * BN) + (r * TN + q) * NT + t];
+      acc[r][q] = sum;
+    }
+  if (t == 0) counters[tile] = 0;
+  return true;
+}
+
 extern "C" __global__ void __launch_bounds__(NT, SIMT_BLOCKS)
 ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long stride_a,
              const In *b, int ldb, long long stride_b, Acc beta, Out *c, int ldc,
-             long long stride_c, int trans) {
+             long long stride_c, int trans
+#if SPLIT > 1
+             , Acc *work, unsigned *counters
+#endif
+             ) {
   __shared__ __align__(32) Acc as[SIMT_STAGES][BK][PITCH_A];
   __shared__ __align__(32) Acc bs[SIMT_STAGES][BK][PITCH_B];
   const int t = threadIdx.x;
   int tile_m, tile_n;
   block_tile(tile_m, tile_n);
   const int bm = tile_m * BM, bn = tile_n * BN;
-  a += blockIdx.z * stride_a;
-  b += blockIdx.z * stride_b;
-  c += blockIdx.z * stride_c;
+  // blockIdx.z: the batch, and with SPLIT its part of k (whole k-steps: k_lo .. k_hi)
+  const int z = blockIdx.z / SPLIT;
+#if SPLIT > 1
+  const int part = blockIdx.z % SPLIT, per = ((k + BK - 1) / BK + SPLIT - 1) / SPLIT * BK;
+  const int k_lo = part * per, k_hi = min(k, k_lo + per);
+#else
+  const int k_lo = 0, k_hi = k;
+#endif
+  a += z * stride_a;
+  b += z * stride_b;
+  c += z * stride_c;
 
   // (zero from a parameter: a constant zero-fill may become a call to memset, which the
   // CPU target's kernels cannot make)
@@ -407,12 +459,12 @@ ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long str
 #if SIMT_ASYNC
   // k-step kt in buffer kt % SIMT_STAGES, its copies issued SIMT_STAGES - 1 steps ahead; one
   // cp.async group a step (empty past the end): wait_group SIMT_STAGES - 2 means "landed"
-  const int steps = (k + BK - 1) / BK;
+  const int steps = (k_hi - k_lo + BK - 1) / BK;
 #pragma unroll
   for (int st = 0; st < SIMT_STAGES - 1; ++st) {
     if (st < steps) {
-      copy_part<BM, A_PER_THREAD>(as[st], a, lda, m, k, bm, st * BK, t, TA);
-      copy_part<BN, B_PER_THREAD>(bs[st], b, ldb, n, k, bn, st * BK, t, !TB);
+      copy_part<BM, A_PER_THREAD>(as[st], a, lda, m, k, bm, k_lo + st * BK, t, TA);
+      copy_part<BN, B_PER_THREAD>(bs[st], b, ldb, n, k, bn, k_lo + st * BK, t, !TB);
     }
     asm volatile("cp.async.commit_group;");
   }
@@ -421,8 +473,9 @@ ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long str
     __syncthreads();   // step kt visible to all; step kt - 1's buffer free to refill
     const int next = kt + SIMT_STAGES - 1, s = kt % SIMT_STAGES;
     if (next < steps) {
-      copy_part<BM, A_PER_THREAD>(as[next % SIMT_STAGES], a, lda, m, k, bm, next * BK, t, TA);
-      copy_part<BN, B_PER_THREAD>(bs[next % SIMT_STAGES], b, ldb, n, k, bn, next * BK, t, !TB);
+      const int k0 = k_lo + next * BK;
+      copy_part<BM, A_PER_THREAD>(as[next % SIMT_STAGES], a, lda, m, k, bm, k0, t, TA);
+      copy_part<BN, B_PER_THREAD>(bs[next % SIMT_STAGES], b, ldb, n, k, bn, k0, t, !TB);
     }
     asm volatile("cp.async.commit_group;");
 #if AHEAD   // k-step kk + 1's values read while kk's are multiplied
@@ -447,7 +500,7 @@ ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long str
   asm volatile("cp.async.wait_all;");
 #else
   Staged staged;
-  fetch(staged, a, lda, b, ldb, m, n, k, bm, bn, 0, t, trans);
+  fetch(staged, a, lda, b, ldb, m, n, k, bm, bn, k_lo, t, trans);
   stash(staged, as[0], bs[0], t, trans);
   __syncthreads();
   int s = 0;
@@ -457,8 +510,8 @@ ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long str
   // k-step of this tile is multiplied
   Acc fa[2][TM], fb[2][TN];
   read_fragments(fa[0], fb[0], as[0][0], bs[0][0], row0, col0);
-  for (int k0 = 0; k0 < k; k0 += BK) {
-    const bool more = k0 + BK < k;
+  for (int k0 = k_lo; k0 < k_hi; k0 += BK) {
+    const bool more = k0 + BK < k_hi;
     if (more)   // the next tile travels while this one is multiplied
       fetch(staged, a, lda, b, ldb, m, n, k, bm, bn, k0 + BK, t, trans);
 #pragma unroll
@@ -476,8 +529,8 @@ ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long str
     }
   }
 #else
-  for (int k0 = 0; k0 < k; k0 += BK) {
-    const bool more = k0 + BK < k;
+  for (int k0 = k_lo; k0 < k_hi; k0 += BK) {
+    const bool more = k0 + BK < k_hi;
     if (more)   // the next tile travels while this one is multiplied
       fetch(staged, a, lda, b, ldb, m, n, k, bm, bn, k0 + BK, t, trans);
 #pragma unroll
@@ -494,6 +547,12 @@ ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long str
   }
 #endif
 #endif  // SIMT_ASYNC
+#if SPLIT > 1
+  __shared__ unsigned arrived;
+  if (!gather_parts(acc, work, counters, arrived, (z * gridDim.y + blockIdx.y) * gridDim.x +
+                    blockIdx.x, part, t))
+    return;
+#endif
   // C 16-byte aligned (this batch's matrix and every column): runs of 4 rows in one store
   if ((unsigned long long)c % 16 == 0 && ldc % 4 == 0)
     store_tile<true>(c, ldc, m, n, bm + row0, bn + col0, acc, alpha, beta);
