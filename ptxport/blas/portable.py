@@ -47,7 +47,8 @@ __all__ = ["MMA_CANDIDATES", "SIMT_CANDIDATES", "TileConfig", "candidates", "gem
 
 KERNELS = Path(__file__).resolve().parent / "kernels"
 SOURCE = KERNELS / "gemm.cu"
-WGMMA_SOURCE = KERNELS / "gemm_wgmma.cu"   # the warpgroup kernel, appended to gemm.cu
+MMA_SOURCE = KERNELS / "gemm_mma.cuh"      # the tensor-core kernels, appended to gemm.cu
+WGMMA_SOURCE = KERNELS / "gemm_wgmma.cu"   # the warpgroup kernel, appended after it
 
 
 def kernel_source(path: Path, *tail: Path) -> str:
@@ -287,7 +288,7 @@ def program_for(arch: str, config: TileConfig, ta: int, tb: int, in_kind: int, o
     options = ProgramOptions(arch=arch, define_macro=[(k, str(v)) for k, v in macros.items()],
                              name="ptxport_gemm.cu")
     tail = (KERNELS / "gemm_lanes.cuh",) if config.lanes else \
-        (WGMMA_SOURCE,) if config.wgmma else ()
+        (MMA_SOURCE, WGMMA_SOURCE) if config.wgmma else (MMA_SOURCE,) if config.mma else ()
     return Program(kernel_source(SOURCE, *tail), "c++", options)
 
 
