@@ -158,11 +158,12 @@ def test_simt_whole_tiles(device):
 # k split among blocks (gemm.cu's SPLIT): each part's partial sums meet in a workspace, the
 # last block of a tile adds them and stores C. Edges, a batch (the parts of every matrix),
 # and whole tiles with aligned C (the 16-byte epilogue stores)
-@pytest.mark.parametrize("config, m, n, k, batch, aligned", [
-    (TileConfig(False, 32, 32, 8, 2, 2, split=2), 37, 45, 77, 2, False),
-    (TileConfig(False, 32, 32, 8, 4, 4, split=3), 64, 32, 96, 1, True)])
-def test_simt_split_k_on_cpu(config, m, n, k, batch, aligned):
-    _check(_device("cpu"), config, True, False, m, n, k, np.float32, np.float32, batch,
+@pytest.mark.parametrize("device, config, m, n, k, batch, aligned", [
+    ("cpu", TileConfig(False, 32, 32, 8, 2, 2, split=2), 37, 45, 77, 2, False),
+    ("cpu", TileConfig(False, 32, 32, 8, 4, 4, split=3), 64, 32, 96, 1, True),
+    ("opencl:0", TileConfig(False, 32, 32, 8, 2, 2, split=2), 37, 45, 77, 2, False)])
+def test_simt_split_k(device, config, m, n, k, batch, aligned):
+    _check(_device(device), config, True, False, m, n, k, np.float32, np.float32, batch,
            aligned)
 
 
