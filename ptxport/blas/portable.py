@@ -178,11 +178,16 @@ class TileConfig:
 # 48 KiB: the static shared memory every CUDA device gives a block (and OpenCL devices
 # commonly): SIMT tiles above it for the accumulator type are not candidates
 _STATIC_SHARED = 48 * 1024
-# Candidates, from five H100 sweeps of gemm.py --tiles (benchmarks/gemm.py; numbers in
-# docs/blas.md). SIMT: 128 x 128 x 8 tiles with 8 x 8 a thread (warp tiles or not, within 1%
-# of each other) led from 2048 up (0.87-0.89 of cuBLAS), 64 x 64 x 8 with 4 x 4 at 1024 (more
-# blocks); BK = 16, fragments ahead, 4 x 16, 8 x 16 and 16 x 8 a thread measured slower
-# (0.68-0.86), as did 128 x 64 and 64 x 128 tiles. mma: 128 x 128 x 32 with 2 x 2 warps and
+# Candidates, from H100 sweeps (benchmarks/gemm.py --tiles, and two of 23-27 SIMT shapes on
+# 2026-11-26; numbers in docs/blas.md). SIMT, f32, against cuBLAS with TF32 off: 128 x 128 x 8
+# tiles of 128 threads with 8 x 16 a thread (232 registers, warp tiles or not within 1%) led
+# from 2048 up (0.92-0.94), the same split two ways along k at 1024 (0.96; 64 tiles alone
+# fill half the GPU: 0.54 unsplit); 8 x 8 a thread (two blocks an SM), the earlier choice,
+# 0.87-0.90, 64 x 64 x 8 with 4 x 4 (1024's earlier choice) 0.70 against a warmed-up cuBLAS.
+# Measured slower: three and four parts of k, 8 x 8 split (0.86 at 1024), 16 x 8 a thread,
+# fragments ahead, BK = 16, cp.async rings (/cpasync: 0.74-0.81 from 2048 up), 128 x 64,
+# 64 x 128, 256 x 128 and 128 x 256 tiles (0.68-0.86), block groups of 4 or 16 rows (as 8).
+# mma: 128 x 128 x 32 with 2 x 2 warps and
 # four stages (two blocks an SM; fragments ahead or not, within 1%) and 128 x 256 x 64 with
 # fragments ahead led from 2048 up (0.54-0.62), 64 x 64 tiles at 1024; more stages, BK = 64
 # with 2 x 2 warps, 256 x 128 and 128 x 256 x 32 tiles measured slower. The first of each is
@@ -190,9 +195,7 @@ _STATIC_SHARED = 48 * 1024
 SIMT_CANDIDATES = (TileConfig(False, 64, 64, 8, 4, 4),
                    TileConfig(False, 128, 128, 8, 8, 16, warp=True),
                    TileConfig(False, 128, 128, 8, 8, 8, warp=True),
-                   TileConfig(False, 128, 128, 8, 8, 16, warp=True, split=2),
-                   TileConfig(False, 128, 128, 8, 8, 8, warp=True, split=2),
-                   TileConfig(False, 64, 64, 16, 4, 4, warp=True, cpasync=True))
+                   TileConfig(False, 128, 128, 8, 8, 16, warp=True, split=2))
 MMA_CANDIDATES = (TileConfig(True, 128, 128, 32, wm=2, wn=4, stages=3),
                   TileConfig(True, 128, 128, 32, wm=2, wn=2, stages=4),
                   TileConfig(True, 128, 128, 32, wm=2, wn=2, stages=4, ahead=True),
