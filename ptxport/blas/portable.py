@@ -27,6 +27,7 @@ import functools
 import json
 import math
 import os
+import weakref
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -335,36 +336,40 @@ def _splits(k: int, config: TileConfig) -> bool:
     return (config.split - 1) * -(-steps // config.split) < steps
 
 
-# per device: the split-k workspace (partial sums) and its tiles' counters (kept at zero
-# between launches by the kernel), grown as needed. One GEMM with a split k at a time per
-# device may use them: ptxport's launches of the portable GEMM run one after the other.
-_WORKSPACES: dict[tuple[str, int], tuple[Buffer, Buffer]] = {}
+# per stream: the split-k workspace (partial sums) and its tiles' counters (kept at zero
+# between launches by the kernel), grown as needed; the launches of one stream run one after
+# the other, those of two streams may overlap, so each stream has its own
+_WORKSPACES: weakref.WeakKeyDictionary[Stream, tuple[Buffer, Buffer]] = \
+    weakref.WeakKeyDictionary()
 
 
-def _split_workspace(device: Device, tiles: int, config: TileConfig,
+def _split_workspace(stream: Stream, tiles: int, config: TileConfig,
                      acc: np.dtype) -> tuple[Buffer, Buffer]:
-    """The workspace and the counters for `tiles` tiles of `config` (gemm.cu's SPLIT)."""
+    """The workspace and the counters for `tiles` tiles of `config` (gemm.cu's SPLIT) for
+    launches on `stream`; new ones are zeroed in the stream's order, old ones freed in it."""
     size = tiles * config.split * config.bm * config.bn * acc.itemsize
-    key = (device.backend, device.device_id)
-    have = _WORKSPACES.get(key)
+    have = _WORKSPACES.get(stream)
     if have is None or have[0].size < size or have[1].size < tiles * 4:
-        stream = device.default_stream
         if have is not None:
             size, tiles = max(size, have[0].size), max(tiles, have[1].size // 4)
+            for buf in have:
+                buf.close(stream)
+        device = stream.device
         have = (device.allocate(size, stream=stream), device.allocate(tiles * 4, stream=stream))
         have[1].fill(0, 4, stream=stream)
-        stream.sync()
-        _WORKSPACES[key] = have
+        stream.sync()   # (zeroed before launches queued elsewhere: the benchmarks' own)
+        _WORKSPACES[stream] = have
     return have
 
 
 def gemm_launch(device: Device, config: TileConfig, problem, a: Buffer | np.uint64,
                 b: Buffer | np.uint64, c: Buffer | np.uint64, in_type: np.dtype,
-                out_type: np.dtype, alpha: float, beta: float) -> tuple[Kernel, LaunchConfig,
-                                                                        tuple]:
+                out_type: np.dtype, alpha: float, beta: float, stream: Stream | None = None
+                ) -> tuple[Kernel, LaunchConfig, tuple]:
     """What launch_gemm queues for `problem` (ptxport.blas._Gemm, checked) on `device`: the
     kernel of `config`, its launch configuration and its arguments. The matrices are
-    Buffers, or device addresses (np.uint64) that ptxport.compat passes."""
+    Buffers, or device addresses (np.uint64) that ptxport.compat passes. A split k's
+    workspace is `stream`'s (default: the device's default stream)."""
     if config.split > 1 and not _splits(problem.k, config):
         config = replace(config, split=1)
     vec = _aligned(problem, (a, b), 8) if config.mma else \
@@ -387,7 +392,8 @@ def gemm_launch(device: Device, config: TileConfig, problem, a: Buffer | np.uint
             i64(sa), b, i32(ldb), i64(sb), scalar(beta), c, i32(ldc), i64(sc),
             i32(int(problem.ta) | int(problem.tb) << 1))
     if config.split > 1:
-        args += _split_workspace(device, grid[0] * grid[1] * problem.batch, config,
+        args += _split_workspace(stream or device.default_stream,
+                                 grid[0] * grid[1] * problem.batch, config,
                                  np.dtype(scalar))
     return kernel, LaunchConfig(grid=grid, block=config.threads,
                                 shmem_size=config.dynamic_shared()), args
@@ -399,7 +405,7 @@ def launch_gemm(stream: Stream, config: TileConfig, problem, a: Buffer | np.uint
     """Queue the kernel of `config` for `problem` (ptxport.blas._Gemm, checked) on `stream`;
     the matrices are Buffers, or device addresses (np.uint64) that ptxport.compat passes."""
     kernel, launch_config, args = gemm_launch(stream.device, config, problem, a, b, c, in_type,
-                                              out_type, alpha, beta)
+                                              out_type, alpha, beta, stream)
     launch(stream, launch_config, kernel, *args)
 
 
@@ -496,7 +502,7 @@ def time_tile(device: Device, config: TileConfig, in_type: np.dtype, out_type: n
     problem = _Gemm(layout[0] == "T", layout[1] == "T", size, size, size, (size, size, size),
                     (0, 0, 0), 1)
     kernel, config_, args = gemm_launch(device, config, problem, a, a, c, in_type, out_type,
-                                        1.0, 0.0)
+                                        1.0, 0.0, stream)
     launch(stream, config_, kernel, *args)   # compiles and loads it, untimed
     stream.sync()
     timed = timing.direct(device, config_, kernel, args) or \

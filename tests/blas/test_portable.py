@@ -167,6 +167,35 @@ def test_simt_split_k(device, config, m, n, k, batch, aligned):
            aligned)
 
 
+def test_split_k_workspace_per_stream_and_counters_reset():
+    device = _device("cpu")
+    config = TileConfig(False, 32, 32, 8, 2, 2, split=2)
+    one, two = device.create_stream(), device.create_stream()
+    work, counters = portable._split_workspace(one, 4, config, np.dtype(np.float32))
+    assert portable._split_workspace(one, 2, config, np.dtype(np.float32))[0] is work
+    assert portable._split_workspace(two, 4, config, np.dtype(np.float32))[0] is not work
+    bigger = portable._split_workspace(one, 8, config, np.dtype(np.float32))
+    assert bigger[0].size >= 8 * 2 * 32 * 32 * 4 and bigger[1].size >= 8 * 4
+    # two launches in a row on one stream: the first left every tile's counter at zero
+    m, n, k = 64, 64, 40
+    a, b = (RNG.integers(-8, 9, (m, k)) / 8).astype(np.float32), \
+        (RNG.integers(-8, 9, (k, n)) / 8).astype(np.float32)
+    bufs = [device.allocate(x.nbytes, stream=one) for x in (a, b, np.empty((m, n), np.float32))]
+    for buf, x in zip(bufs, (a, b), strict=False):
+        buf.copy_from(np.asfortranarray(x).ravel(order="K"), stream=one)
+    problem = _Gemm(False, False, m, n, k, (m, k, m), (0, 0, 0), 1)
+    for _ in range(2):
+        portable.launch_gemm(one, config, problem, *bufs, np.dtype(np.float32),
+                             np.dtype(np.float32), 1.0, 0.0)
+    got = np.empty(m * n, np.float32)
+    bufs[2].copy_to(got, stream=one)
+    counts = np.empty(portable._WORKSPACES[one][1].size // 4, np.uint32)
+    portable._WORKSPACES[one][1].copy_to(counts, stream=one)
+    one.sync()
+    np.testing.assert_array_equal(got.reshape(n, m).T, a.astype(np.float64) @ b)
+    assert not counts.any()
+
+
 def test_split_k_needs_a_k_step_a_part():
     config = TileConfig(False, 32, 32, 8, 2, 2, split=3)
     assert portable._splits(17, config)        # 3 k-steps: one a part
