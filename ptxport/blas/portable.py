@@ -28,7 +28,8 @@ import functools
 import json
 import math
 import os
-from dataclasses import asdict, dataclass
+import weakref
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -48,7 +49,8 @@ __all__ = ["MMA_CANDIDATES", "SIMT_CANDIDATES", "TileConfig", "candidates", "cpu
 
 KERNELS = Path(__file__).resolve().parent / "kernels"
 SOURCE = KERNELS / "gemm.cu"
-WGMMA_SOURCE = KERNELS / "gemm_wgmma.cu"   # the warpgroup kernel, appended to gemm.cu
+MMA_SOURCE = KERNELS / "gemm_mma.cuh"      # the tensor-core kernels, appended to gemm.cu
+WGMMA_SOURCE = KERNELS / "gemm_wgmma.cu"   # the warpgroup kernel, appended after it
 
 
 def kernel_source(path: Path, *tail: Path) -> str:
@@ -66,7 +68,7 @@ _TUNE_SIZES = (1024, 2048, 4096, 8192)
 _CPU_TUNE_SIZES = (256, 512, 1024, 2048, 4096)
 # part of the autotuner's keys: choices made for an earlier version of the kernels (whose
 # tiles may no longer be candidates, or no longer the fastest) are not reused
-_KERNELS_VERSION = "gemm5"
+_KERNELS_VERSION = "gemm6"
 # the same for the lanes kernel and its candidates (the kernel's name in the key)
 _LANES_VERSION = "lanes3"
 # backends whose kernels take the transposes as an argument: one compile for all four pairs
@@ -98,6 +100,7 @@ class TileConfig:
     #                       thread, k panels of bk whose loop is unrolled tm times
     wgmma: bool = False   # (mma) sm_90a's warpgroup kernel (gemm_wgmma.cu); wm x wn warpgroups
     cpasync: bool = False  # (SIMT, f32 / f64) tiles copied by cp.async in a ring (ASYNC)
+    split: int = 1         # (SIMT) k split this many ways, one block a part (SPLIT)
 
     @property
     def kind(self) -> str:
@@ -113,7 +116,7 @@ class TileConfig:
 
     @property
     def label(self) -> str:
-        """The tile as benchmarks name it: simt:BMxBNxBK/TMxTN[/ahead][/warp][/cpasync],
+        """The tile as benchmarks name it: simt:BMxBNxBK/TMxTN[/ahead][/warp][/cpasync][/kS],
         mma:BMxBNxBK/WMxWN/sSTAGES[/ahead][/late], wgmma:BMxBNxBK/WMxWN/sSTAGES[/ahead] or
         lanes:BMxBNxBK/TN/uUNROLL."""
         shape = f"{self.bm}x{self.bn}x{self.bk}"
@@ -121,7 +124,8 @@ class TileConfig:
             return f"lanes:{shape}/{self.tn}/u{self.tm}"
         head = f"{self.kind}:{shape}/{self.wm}x{self.wn}/s{self.stages}" if self.mma else \
             f"simt:{shape}/{self.tm}x{self.tn}"
-        return head + "".join(f"/{o}" for o in _OPTIONS[self.kind] if getattr(self, o))
+        return head + "".join(f"/{o}" for o in _OPTIONS[self.kind] if getattr(self, o)) + \
+            (f"/k{self.split}" if self.split > 1 else "")
 
     @classmethod
     def parse(cls, label: str) -> TileConfig:
@@ -137,15 +141,19 @@ class TileConfig:
             mma = kind in ("mma", "wgmma")
             stages = int(parts[2].removeprefix("s")) if mma and len(parts) > 2 else 3
             options = parts[3:] if mma else parts[2:]
+            split = 1
+            if not mma and options and options[-1][:1] == "k" and options[-1][1:].isdigit():
+                split = int(options.pop()[1:])
             if kind in _OPTIONS and len(set(options)) == len(options) and \
                     set(options) <= set(_OPTIONS[kind]):
                 flags = {o: True for o in options}
                 return cls(True, bm, bn, bk, wm=x, wn=y, stages=stages, wgmma=kind == "wgmma",
-                           **flags) if mma else cls(False, bm, bn, bk, x, y, **flags)
+                           **flags) if mma else cls(False, bm, bn, bk, x, y, **flags,
+                                                    split=max(split, 1))
         except (IndexError, ValueError):
             pass
         raise InvalidValueError(f"tile {label!r} is not "
-                                f"simt:BMxBNxBK/TMxTN[/ahead][/warp][/cpasync], "
+                                f"simt:BMxBNxBK/TMxTN[/ahead][/warp][/cpasync][/kS], "
                                 f"mma:BMxBNxBK/WMxWN/sSTAGES[/ahead][/late], "
                                 f"wgmma:BMxBNxBK/WMxWN/sSTAGES[/ahead] or "
                                 f"lanes:BMxBNxBK/TN/uUNROLL (BM: 32, 64, ...)")
@@ -172,19 +180,24 @@ class TileConfig:
 # 48 KiB: the static shared memory every CUDA device gives a block (and OpenCL devices
 # commonly): SIMT tiles above it for the accumulator type are not candidates
 _STATIC_SHARED = 48 * 1024
-# Candidates, from five H100 sweeps of gemm.py --tiles (benchmarks/gemm.py; numbers in
-# docs/blas.md). SIMT: 128 x 128 x 8 tiles with 8 x 8 a thread (warp tiles or not, within 1%
-# of each other) led from 2048 up (0.87-0.89 of cuBLAS), 64 x 64 x 8 with 4 x 4 at 1024 (more
-# blocks); BK = 16, fragments ahead, 4 x 16, 8 x 16 and 16 x 8 a thread measured slower
-# (0.68-0.86), as did 128 x 64 and 64 x 128 tiles. mma: 128 x 128 x 32 with 2 x 2 warps and
+# Candidates, from H100 sweeps (benchmarks/gemm.py --tiles, and two of 23-27 SIMT shapes on
+# 2026-11-26; numbers in docs/blas.md). SIMT, f32, against cuBLAS with TF32 off: 128 x 128 x 8
+# tiles of 128 threads with 8 x 16 a thread (232 registers, warp tiles or not within 1%) led
+# from 2048 up (0.92-0.94), the same split two ways along k at 1024 (0.96; 64 tiles alone
+# fill half the GPU: 0.54 unsplit); 8 x 8 a thread (two blocks an SM), the earlier choice,
+# 0.87-0.90, 64 x 64 x 8 with 4 x 4 (1024's earlier choice) 0.70 against a warmed-up cuBLAS.
+# Measured slower: three and four parts of k, 8 x 8 split (0.86 at 1024), 16 x 8 a thread,
+# fragments ahead, BK = 16, cp.async rings (/cpasync: 0.74-0.81 from 2048 up), 128 x 64,
+# 64 x 128, 256 x 128 and 128 x 256 tiles (0.68-0.86), block groups of 4 or 16 rows (as 8).
+# mma: 128 x 128 x 32 with 2 x 2 warps and
 # four stages (two blocks an SM; fragments ahead or not, within 1%) and 128 x 256 x 64 with
 # fragments ahead led from 2048 up (0.54-0.62), 64 x 64 tiles at 1024; more stages, BK = 64
 # with 2 x 2 warps, 256 x 128 and 128 x 256 x 32 tiles measured slower. The first of each is
 # what cpu and opencl devices take untuned.
 SIMT_CANDIDATES = (TileConfig(False, 64, 64, 8, 4, 4),
+                   TileConfig(False, 128, 128, 8, 8, 16, warp=True),
                    TileConfig(False, 128, 128, 8, 8, 8, warp=True),
-                   TileConfig(False, 128, 128, 8, 8, 8),
-                   TileConfig(False, 128, 128, 16, 8, 8, warp=True))
+                   TileConfig(False, 128, 128, 8, 8, 16, warp=True, split=2))
 MMA_CANDIDATES = (TileConfig(True, 128, 128, 32, wm=2, wn=4, stages=3),
                   TileConfig(True, 128, 128, 32, wm=2, wn=2, stages=4),
                   TileConfig(True, 128, 128, 32, wm=2, wn=2, stages=4, ahead=True),
@@ -275,12 +288,14 @@ def program_for(arch: str, config: TileConfig, ta: int, tb: int, in_kind: int, o
               "AHEAD": int(config.ahead), "LATE": int(config.late),
               "WARPTILE": int(config.warp), "EVEN": int(even), "ASYNC": int(config.cpasync),
               "GEMM_LANES": int(config.lanes)}
+    if config.split > 1:
+        macros["SPLIT"] = config.split
     if config.wgmma:
         macros["UNROLL_K"] = int(unroll)
     options = ProgramOptions(arch=arch, define_macro=[(k, str(v)) for k, v in macros.items()],
                              name="ptxport_gemm.cu")
     tail = (KERNELS / "gemm_lanes.cuh",) if config.lanes else \
-        (WGMMA_SOURCE,) if config.wgmma else ()
+        (MMA_SOURCE, WGMMA_SOURCE) if config.wgmma else (MMA_SOURCE,) if config.mma else ()
     return Program(kernel_source(SOURCE, *tail), "c++", options)
 
 
@@ -318,13 +333,48 @@ def _even(problem, config: TileConfig) -> bool:
         problem.k % config.bk == 0
 
 
+def _splits(k: int, config: TileConfig) -> bool:
+    """Every one of the config's `split` parts of k holds at least one k-step."""
+    steps = -(-k // config.bk)
+    return (config.split - 1) * -(-steps // config.split) < steps
+
+
+# per stream: the split-k workspace (partial sums) and its tiles' counters (kept at zero
+# between launches by the kernel), grown as needed; the launches of one stream run one after
+# the other, those of two streams may overlap, so each stream has its own
+_WORKSPACES: weakref.WeakKeyDictionary[Stream, tuple[Buffer, Buffer]] = \
+    weakref.WeakKeyDictionary()
+
+
+def _split_workspace(stream: Stream, tiles: int, config: TileConfig,
+                     acc: np.dtype) -> tuple[Buffer, Buffer]:
+    """The workspace and the counters for `tiles` tiles of `config` (gemm.cu's SPLIT) for
+    launches on `stream`; new ones are zeroed in the stream's order, old ones freed in it."""
+    size = tiles * config.split * config.bm * config.bn * acc.itemsize
+    have = _WORKSPACES.get(stream)
+    if have is None or have[0].size < size or have[1].size < tiles * 4:
+        if have is not None:
+            size, tiles = max(size, have[0].size), max(tiles, have[1].size // 4)
+            for buf in have:
+                buf.close(stream)
+        device = stream.device
+        have = (device.allocate(size, stream=stream), device.allocate(tiles * 4, stream=stream))
+        have[1].fill(0, 4, stream=stream)
+        stream.sync()   # (zeroed before launches queued elsewhere: the benchmarks' own)
+        _WORKSPACES[stream] = have
+    return have
+
+
 def gemm_launch(device: Device, config: TileConfig, problem, a: Buffer | np.uint64,
                 b: Buffer | np.uint64, c: Buffer | np.uint64, in_type: np.dtype,
-                out_type: np.dtype, alpha: float, beta: float) -> tuple[Kernel, LaunchConfig,
-                                                                        tuple]:
+                out_type: np.dtype, alpha: float, beta: float, stream: Stream | None = None
+                ) -> tuple[Kernel, LaunchConfig, tuple]:
     """What launch_gemm queues for `problem` (ptxport.blas._Gemm, checked) on `device`: the
     kernel of `config`, its launch configuration and its arguments. The matrices are
-    Buffers, or device addresses (np.uint64) that ptxport.compat passes."""
+    Buffers, or device addresses (np.uint64) that ptxport.compat passes. A split k's
+    workspace is `stream`'s (default: the device's default stream)."""
+    if config.split > 1 and not _splits(problem.k, config):
+        config = replace(config, split=1)
     vec = _aligned(problem, (a, b), 8) if config.mma else \
         in_type == np.float32 and _aligned(problem, (a, b), 4)
     # transposes as a kernel argument where each variant is a slow compile (opencl)
@@ -337,12 +387,17 @@ def gemm_launch(device: Device, config: TileConfig, problem, a: Buffer | np.uint
                         device.backend != "cpu")
     scalar = np.float64 if in_type == np.float64 else np.int32 if in_type == np.int8 else \
         np.float32
-    grid = (-(-problem.m // config.bm), -(-problem.n // config.bn), problem.batch)
+    grid = (-(-problem.m // config.bm), -(-problem.n // config.bn),
+            problem.batch * config.split)
     (lda, ldb, ldc), (sa, sb, sc) = problem.lds, problem.strides
     i32, i64 = np.int32, np.int64
     args = (i32(problem.m), i32(problem.n), i32(problem.k), scalar(alpha), a, i32(lda),
             i64(sa), b, i32(ldb), i64(sb), scalar(beta), c, i32(ldc), i64(sc),
             i32(int(problem.ta) | int(problem.tb) << 1))
+    if config.split > 1:
+        args += _split_workspace(stream or device.default_stream,
+                                 grid[0] * grid[1] * problem.batch, config,
+                                 np.dtype(scalar))
     return kernel, LaunchConfig(grid=grid, block=config.threads,
                                 shmem_size=config.dynamic_shared()), args
 
@@ -353,7 +408,7 @@ def launch_gemm(stream: Stream, config: TileConfig, problem, a: Buffer | np.uint
     """Queue the kernel of `config` for `problem` (ptxport.blas._Gemm, checked) on `stream`;
     the matrices are Buffers, or device addresses (np.uint64) that ptxport.compat passes."""
     kernel, launch_config, args = gemm_launch(stream.device, config, problem, a, b, c, in_type,
-                                              out_type, alpha, beta)
+                                              out_type, alpha, beta, stream)
     launch(stream, launch_config, kernel, *args)
 
 
@@ -506,7 +561,7 @@ def time_tile(device: Device, config: TileConfig, in_type: np.dtype, out_type: n
     problem = _Gemm(ta, tb, size, size, k, (k if ta else size, size if tb else k, size),
                     (0, 0, 0), 1)
     kernel, config_, args = gemm_launch(device, config, problem, a, a, c, in_type, out_type,
-                                        1.0, 0.0)
+                                        1.0, 0.0, stream)
     launch(stream, config_, kernel, *args)   # compiles and loads it, untimed
     stream.sync()
     timed = timing.direct(device, config_, kernel, args) or \

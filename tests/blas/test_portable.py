@@ -155,6 +155,53 @@ def test_simt_whole_tiles(device):
            aligned=True)
 
 
+# k split among blocks (gemm.cu's SPLIT): each part's partial sums meet in a workspace, the
+# last block of a tile adds them and stores C. Edges, a batch (the parts of every matrix),
+# and whole tiles with aligned C (the 16-byte epilogue stores)
+@pytest.mark.parametrize("device, config, m, n, k, batch, aligned", [
+    ("cpu", TileConfig(False, 32, 32, 8, 2, 2, split=2), 37, 45, 77, 2, False),
+    ("cpu", TileConfig(False, 32, 32, 8, 4, 4, split=3), 64, 32, 96, 1, True),
+    ("opencl:0", TileConfig(False, 32, 32, 8, 2, 2, split=2), 37, 45, 77, 2, False)])
+def test_simt_split_k(device, config, m, n, k, batch, aligned):
+    _check(_device(device), config, True, False, m, n, k, np.float32, np.float32, batch,
+           aligned)
+
+
+def test_split_k_workspace_per_stream_and_counters_reset():
+    device = _device("cpu")
+    config = TileConfig(False, 32, 32, 8, 2, 2, split=2)
+    one, two = device.create_stream(), device.create_stream()
+    work, counters = portable._split_workspace(one, 4, config, np.dtype(np.float32))
+    assert portable._split_workspace(one, 2, config, np.dtype(np.float32))[0] is work
+    assert portable._split_workspace(two, 4, config, np.dtype(np.float32))[0] is not work
+    bigger = portable._split_workspace(one, 8, config, np.dtype(np.float32))
+    assert bigger[0].size >= 8 * 2 * 32 * 32 * 4 and bigger[1].size >= 8 * 4
+    # two launches in a row on one stream: the first left every tile's counter at zero
+    m, n, k = 64, 64, 40
+    a, b = (RNG.integers(-8, 9, (m, k)) / 8).astype(np.float32), \
+        (RNG.integers(-8, 9, (k, n)) / 8).astype(np.float32)
+    bufs = [device.allocate(x.nbytes, stream=one) for x in (a, b, np.empty((m, n), np.float32))]
+    for buf, x in zip(bufs, (a, b), strict=False):
+        buf.copy_from(np.asfortranarray(x).ravel(order="K"), stream=one)
+    problem = _Gemm(False, False, m, n, k, (m, k, m), (0, 0, 0), 1)
+    for _ in range(2):
+        portable.launch_gemm(one, config, problem, *bufs, np.dtype(np.float32),
+                             np.dtype(np.float32), 1.0, 0.0)
+    got = np.empty(m * n, np.float32)
+    bufs[2].copy_to(got, stream=one)
+    counts = np.empty(portable._WORKSPACES[one][1].size // 4, np.uint32)
+    portable._WORKSPACES[one][1].copy_to(counts, stream=one)
+    one.sync()
+    np.testing.assert_array_equal(got.reshape(n, m).T, a.astype(np.float64) @ b)
+    assert not counts.any()
+
+
+def test_split_k_needs_a_k_step_a_part():
+    config = TileConfig(False, 32, 32, 8, 2, 2, split=3)
+    assert portable._splits(17, config)        # 3 k-steps: one a part
+    assert not portable._splits(16, config)    # 2 k-steps: the third part would be empty
+
+
 def test_simt_f64_on_cpu():
     _check(_device("cpu"), SIMT, True, False, 33, 17, 9, np.float64, np.float64)
 
@@ -282,15 +329,21 @@ def test_tile_labels_round_trip():
     assert TileConfig.parse("mma:128x128x64/2x2/s3/late").late
     assert TileConfig.parse("wgmma:128x256x64/2x1/s4/ahead") == portable.WGMMA_CANDIDATES[0]
     assert TileConfig.parse("simt:128x128x8/8x8/warp/cpasync").cpasync
+    assert TileConfig.parse("simt:128x128x8/8x16/warp/k2") == \
+        TileConfig(False, 128, 128, 8, 8, 16, warp=True, split=2)
+    assert TileConfig(False, 64, 64, 8, 4, 4, split=3).label == "simt:64x64x8/4x4/k3"
     with pytest.raises(InvalidValueError):   # late copies: the mma.sync kernel's only
         TileConfig.parse("wgmma:128x256x64/2x1/s4/late")
 
 
-def test_simt_candidates_fit_static_shared_memory():
+def test_simt_candidates_fit_static_shared_memory(monkeypatch):
     # 128 x 128 x 16 tiles of doubles need 67 KB: not a candidate for f64, one for f32
     big = TileConfig(False, 128, 128, 16, 8, 8, warp=True)
+    monkeypatch.setattr(portable, "SIMT_CANDIDATES", (*portable.SIMT_CANDIDATES, big))
     assert big in portable.candidates(False, np.dtype(np.float32))
     assert big not in portable.candidates(False, np.dtype(np.float64))
+    assert all(c.static_shared(4) <= 48 * 1024 for c in portable.candidates(
+        False, np.dtype(np.float32)))
 
 
 def test_small_and_large_problems_are_tuned_apart():
