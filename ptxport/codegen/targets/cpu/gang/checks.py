@@ -256,11 +256,6 @@ def group_check(fl: GangLowering, place: Place, size: int, low, high, known: boo
 
 _AHEAD = 3      # how many strides ahead prefetch fetches
 _NEAR = 1 << 26
-# bytes past a warp's own span that prefetch fetches too: the lines the next warps read at
-# the same site (a grid-stride loop's neighbours, whose accesses come a whole pass of this
-# warp's loop later; the hardware's prefetchers lose such streams among the 16 or 32 that
-# one worker's warps walk at once)
-_NEXT = 0
 
 
 def prefetch(fl: GangLowering, low, span: int) -> None:
@@ -280,13 +275,6 @@ def prefetch(fl: GangLowering, low, span: int) -> None:
     if not isinstance(fl.unguarded_mask, ll.Constant):
         return
     b = fl.b
-    fn = declare(fl.llfn.module, "llvm.prefetch.p0", ll.VoidType(), [PTR, I32, I32, I32])
-    past = min(span, 512)
-    for line in range(past, past + _NEXT, 64):
-        ll.IRBuilder.call(b, fn, [ll.IRBuilder.inttoptr(b, b.add(low, I64(line)), PTR),
-                                  I32(0), I32(3), I32(1)])
-    if not _AHEAD:
-        return
     # this warp's last address here, in its frame: kept when the warp returns to the block
     # loop at a barrier (a softmax's next row at this site is this warp's next access)
     offset = fl.frame_bytes
@@ -315,6 +303,7 @@ def prefetch(fl: GangLowering, low, span: int) -> None:
                          fetch, done)
     b.position_at_end(fetch)
     ahead = b.add(low, b.mul(step, I64(_AHEAD)))
+    fn = declare(fl.llfn.module, "llvm.prefetch.p0", ll.VoidType(), [PTR, I32, I32, I32])
     for line in range(0, min(span, 512), 64):
         ll.IRBuilder.call(b, fn, [ll.IRBuilder.inttoptr(b, b.add(ahead, I64(line)), PTR),
                                   I32(0), I32(3), I32(1)])
