@@ -26,6 +26,7 @@ from ptxport.codegen.targets.cpu.gang.checks import (
     check_access,
     check_place,
     check_shared32,
+    expect,
     group_check,
     inside_one_allocation,
     lane_addresses,
@@ -382,7 +383,7 @@ def _check_access_place(fl: GangLowering, place: Place, t: Type, load: bool, kin
             prefetch(fl, group_low, 256)
         exact, ok = fl.llfn.append_basic_block("access_exact"), fl.llfn.append_basic_block(
             "access_checked")
-        ll.IRBuilder.cbranch(b, checked, ok, exact)
+        expect(fl, ll.IRBuilder.cbranch(b, checked, ok, exact))
         b.position_at_end(exact)
         check_place(fl, place, size, not load, kind, b.add(low, offset),
                     b.add(high, offset))
