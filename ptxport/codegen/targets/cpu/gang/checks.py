@@ -109,8 +109,10 @@ def cold_addrs(fl: GangLowering, place: Place, offset: int = 0):
     it in the lanes GEMM's k loop); else place.addrs itself."""
     b, form, addrs = fl.b, place.lanes, place.addrs
     et = addrs.type.element
-    if form is None or form.widened or form.scaled or not isinstance(fl.unguarded_mask,
-                                                                     ll.Constant):
+    whole = fl.unguarded_mask
+    if form is None or form.widened or form.scaled or not (
+            isinstance(whole, ll.Constant) and isinstance(whole.constant, list)
+            and all(getattr(lane, "constant", 0) == 1 for lane in whole.constant)):
         return b.add(addrs, b.splat(ll.Constant(et, offset))) if offset else addrs
     wrap = (1 << et.width) - 1
     if form.halves:     # each half from its first lane
