@@ -87,10 +87,50 @@ def pattern(fl: GangLowering, addrs, size: int):
     return ll.IRBuilder.icmp_unsigned(b, "==", fl.bits(differ), I32(0)), s
 
 
+# A check's branch weights: the failed test (a fault, or lanes spread over allocations) is
+# rare, so LLVM lays its blocks out of the loop and puts spills and reloads there.
+_LIKELY = 1 << 20
+
+
+def expect(fl: GangLowering, branch, likely: bool = True):
+    """Mark a conditional branch's true (likely) or false edge as the one taken."""
+    module = fl.llfn.module
+    weights = (_LIKELY, 1) if likely else (1, _LIKELY)
+    branch.set_metadata("prof", module.add_metadata(
+        [ll.MetaDataString(module, "branch_weights"), I32(weights[0]), I32(weights[1])]))
+    return branch
+
+
+def cold_addrs(fl: GangLowering, place: Place, offset: int = 0):
+    """place.addrs (+ offset), for a check's failure path: where the lanes' constant offsets
+    are known (place.lanes) and all 32 lanes run the segment (lane 0, lane 16 with `halves`,
+    then hold their own), recomputed there from lane 0's value, so that the vector of the
+    lanes' addresses is not kept live through the hot code for the rare path (LLVM spilled
+    it in the lanes GEMM's k loop); else place.addrs itself."""
+    b, form, addrs = fl.b, place.lanes, place.addrs
+    et = addrs.type.element
+    whole = fl.unguarded_mask
+    if form is None or form.widened or form.scaled or not (
+            isinstance(whole, ll.Constant) and isinstance(whole.constant, list)
+            and all(getattr(lane, "constant", 0) == 1 for lane in whole.constant)):
+        return b.add(addrs, b.splat(ll.Constant(et, offset))) if offset else addrs
+    wrap = (1 << et.width) - 1
+    if form.halves:     # each half from its first lane
+        starts = ll.IRBuilder.shuffle_vector(b, addrs, ll.Constant(addrs.type, None),
+                                             ll.Constant(ll.VectorType(I32, W),
+                                                         [0] * (W // 2) + [W // 2] * (W // 2)))
+        d = list(form.offsets)
+    else:
+        starts = b.splat(ll.IRBuilder.extract_element(b, addrs, I32(0)))
+        d = [c - form.offsets[0] for c in form.offsets]
+    return b.add(starts, ll.Constant(addrs.type, [(c + offset) & wrap for c in d]))
+
+
 def check_access(fl: GangLowering, host, offsets, size: int, write: bool, span=None):
     """Check the mask's lanes' accesses of `size` bytes at `host` (`span`: the (low, high)
-    the lanes touch, when known; else the lowest and highest address). A bad lane stops the
-    kernel there."""
+    the lanes touch, when known; else the lowest and highest address; with a span, `host`
+    may be a function that makes the vector, called only where the range test failed). A
+    bad lane stops the kernel there."""
     b = fl.b
     llfn = fl.llfn
     ok_block = llfn.append_basic_block("access_ok")
@@ -101,8 +141,8 @@ def check_access(fl: GangLowering, host, offsets, size: int, write: bool, span=N
         inside = ll.IRBuilder.icmp_unsigned(b, "<", offsets, b.splat(limit))
         good = fl.bits(ll.IRBuilder.select(b, fl.mask, b.and_(fits, inside), b.splat(I1(1))))
         bad_block = llfn.append_basic_block("shared_fault")
-        ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "==", good, I32(FULL)), ok_block,
-                             bad_block)
+        expect(fl, ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "==", good, I32(FULL)),
+                                        ok_block, bad_block))
         b.position_at_end(bad_block)
         lane = fl.cttz(b.not_(good))
         fault(fl, lane, ll.IRBuilder.extract_element(b, host, lane), size, write)
@@ -125,15 +165,17 @@ def check_access(fl: GangLowering, host, offsets, size: int, write: bool, span=N
                  b.and_(ll.IRBuilder.icmp_unsigned(b, "<=", hi, c_hi),
                         ll.IRBuilder.icmp_unsigned(b, ">=", hi, lo)))
     search = llfn.append_basic_block("access_search")
-    ll.IRBuilder.cbranch(b, hit, ok_block, search)
+    expect(fl, ll.IRBuilder.cbranch(b, hit, ok_block, search))
     b.position_at_end(search)
     check = check_function(fl.llfn.module)
     ctx = llfn.args[0]
     found = ll.IRBuilder.call(b, check, [ctx, lo, b.sub(hi, lo), slot])
     lanes = llfn.append_basic_block("access_lanes")
-    ll.IRBuilder.cbranch(b, found, ok_block, lanes)
+    expect(fl, ll.IRBuilder.cbranch(b, found, ok_block, lanes))
     # the range spans more than one allocation: each lane on its own
     b.position_at_end(lanes)
+    if callable(host):
+        host = host()
     head, body, test, nxt, bad = (llfn.append_basic_block(n) for n in (
         "lane_head", "lane_body", "lane_test", "lane_next", "lane_fault"))
     b.branch(head)
@@ -168,8 +210,8 @@ def check_shared32(fl: GangLowering, offsets, size: int, write: bool):
     window = ll.IRBuilder.ptrtoint(b, fl.target.space_base(fl, "shared"), I64)
     ok_block, bad_block = llfn.append_basic_block("shared_ok"), llfn.append_basic_block(
         "shared_fault")
-    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "==", good, I32(FULL)), ok_block,
-                         bad_block)
+    expect(fl, ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "==", good, I32(FULL)),
+                                    ok_block, bad_block))
     b.position_at_end(bad_block)
     lane = fl.cttz(b.not_(good))
     fault(fl, lane, b.add(window, b.zext(ll.IRBuilder.extract_element(b, offsets, lane), I64)),
@@ -184,10 +226,9 @@ def check_place(fl: GangLowering, place: Place, size: int, write: bool, kind, lo
     allocation table)."""
     b = fl.b
     et = place.addrs.type.element
-    addrs = b.add(place.addrs, b.splat(ll.Constant(et, place.offset))) if place.offset \
-        else place.addrs
     if not place.shared:
-        check_access(fl, addrs, None, size, write, span=(low, high))
+        check_access(fl, lambda: cold_addrs(fl, place, place.offset), None, size, write,
+                     span=(low, high))
         return
     limit = fl.target.ctx_field(fl, "total_smem")
     if et.width == 64:
@@ -197,8 +238,11 @@ def check_place(fl: GangLowering, place: Place, size: int, write: bool, kind, lo
     inside = b.and_(inside, ll.IRBuilder.icmp_unsigned(b, "!=", kind, I32(SCATTERED)))
     exact, ok = fl.llfn.append_basic_block("shared_exact"), fl.llfn.append_basic_block(
         "shared_inside")
-    ll.IRBuilder.cbranch(b, inside, ok, exact)
+    branch = ll.IRBuilder.cbranch(b, inside, ok, exact)
+    if isinstance(kind, ll.Constant):   # (lanes scattered at run time take `exact` often)
+        expect(fl, branch)
     b.position_at_end(exact)
+    addrs = cold_addrs(fl, place, place.offset)
     if et.width == 32:
         check_shared32(fl, addrs, size, write)
     else:
@@ -349,7 +393,7 @@ def inside_one_allocation(fl: GangLowering, low, high, skip=None):
     before = b.block
     search, done = fl.llfn.append_basic_block("range_search"), fl.llfn.append_basic_block(
         "range_checked")
-    ll.IRBuilder.cbranch(b, hit if skip is None else b.or_(hit, skip), done, search)
+    expect(fl, ll.IRBuilder.cbranch(b, hit if skip is None else b.or_(hit, skip), done, search))
     b.position_at_end(search)
     found = ll.IRBuilder.call(b, check_function(fl.llfn.module),
                               [fl.llfn.args[0], low, b.sub(high, low), slot])

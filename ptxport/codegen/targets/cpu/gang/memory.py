@@ -17,7 +17,7 @@ from ptxport.codegen.lower import (
     value_type,
 )
 from ptxport.codegen.ops.data import instruction_type, state_space, vector_count
-from ptxport.codegen.targets.cpu.gang import strided
+from ptxport.codegen.targets.cpu.gang import checks, strided
 from ptxport.codegen.targets.cpu.gang.checks import (
     CONSECUTIVE,
     HALF_UNIFORM,
@@ -382,7 +382,7 @@ def _check_access_place(fl: GangLowering, place: Place, t: Type, load: bool, kin
             prefetch(fl, group_low, 256)
         exact, ok = fl.llfn.append_basic_block("access_exact"), fl.llfn.append_basic_block(
             "access_checked")
-        ll.IRBuilder.cbranch(b, checked, ok, exact)
+        checks.expect(fl, ll.IRBuilder.cbranch(b, checked, ok, exact))
         b.position_at_end(exact)
         check_place(fl, place, size, not load, kind, b.add(low, offset),
                     b.add(high, offset))
