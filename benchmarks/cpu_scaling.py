@@ -12,6 +12,7 @@ traces three more runs (pool.trace_shares) and reports the medians of when the l
 began its share ("late", microseconds after the launching thread opened the launch: parked
 threads take tens of microseconds each to wake) and of the share of the launch's time the
 workers spent outside their shares ("idle": starting late, or done while others still ran).
+The header says the worker pool's idle spin policy (pool.set_spin; --spin S fixes it).
 
     python benchmarks/cpu_scaling.py [--kernels saxpy,vector_add,gemm] [--reps 7]
                                      [--budget 2.0] [--workers 1,2,4,8,16] [--json PATH]
@@ -178,6 +179,7 @@ def main() -> None:
     rows = []
     with MachineSettings(args):
         lib = build_c_library()
+        policy = cpu_pool.spin_policy()
         try:
             for case in (c for c in CASES if c.name in wanted):
                 rows.append(measure(case, lib, device, objects, counts, args))
@@ -185,6 +187,8 @@ def main() -> None:
         finally:
             cpu_executor.set_workers(None)
     settings = machine_settings(args)
+    # (the worker pool's idle spin policy the runs had)
+    settings["pool"] = policy
     print(f"ptxport CPU device and C (OpenMP) at 1..{counts[-1]} workers, median of up to "
           f"{args.reps} runs; " + ", ".join(f"{k} {v}" for k, v in settings.items()))
     print_table(rows, counts)

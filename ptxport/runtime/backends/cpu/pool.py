@@ -80,7 +80,7 @@ _LAUNCHER_SPIN_NS, _LAUNCHER_SPIN_MAX_NS = 50_000, 200_000
 _TRACE_HEAD = 3
 
 _PTHREADS = ("pthread_mutex_lock", "pthread_mutex_unlock", "pthread_cond_wait",
-             "pthread_cond_signal", "clock_gettime")
+             "pthread_cond_signal", "clock_gettime", "sched_yield")
 
 
 class Job:
@@ -130,7 +130,8 @@ class Job:
 def _declare(module: ll.Module) -> dict[str, ll.Function]:
     """The pthread functions, by their names in the process (pointers as opaque `ptr`)."""
     one, two = ll.FunctionType(I32, [PTR]), ll.FunctionType(I32, [PTR, PTR])
-    types = {"pthread_cond_wait": two, "clock_gettime": ll.FunctionType(I32, [I32, PTR])}
+    types = {"pthread_cond_wait": two, "clock_gettime": ll.FunctionType(I32, [I32, PTR]),
+             "sched_yield": ll.FunctionType(I32, [])}
     return {name: ll.Function(module, types.get(name, one), f"ptxport.{name}")
             for name in _PTHREADS}
 
@@ -295,7 +296,7 @@ def _build_thread(module: ll.Module, share: ll.Function, wake: ll.Function,
     changed = lambda: b.icmp_unsigned(  # noqa: E731
         "!=", b.load_atomic(generation, "acquire", 8, typ=I64), b.load(seen, typ=I64))
     _spin_until(b, pthread, b.load_atomic(_field(b, pool, _SPIN_NS), "monotonic", 8, typ=I64),
-                spun, changed)
+                spun, changed, yield_after=b.load(_field(b, pool, _FLOOR_NS), typ=I64))
     b.position_at_end(spun)
     fast = fn.append_basic_block("fast")
     b.cbranch(changed(), fast, park)
@@ -377,15 +378,20 @@ def _count_out(b: ll.IRBuilder, pool, pthread: dict) -> None:
         b.call(pthread["pthread_mutex_unlock"], [mutex])
 
 
-def _spin_until(b: ll.IRBuilder, pthread: dict, spin_ns, out: ll.Block, ready) -> None:
+def _spin_until(b: ll.IRBuilder, pthread: dict, spin_ns, out: ll.Block, ready,
+                yield_after=None) -> None:
     """Branch to `out` once `ready()` (an i1 made at the builder) holds or `spin_ns`
     nanoseconds (i64) have passed (the clock read every 64 rounds of the processor's
-    spin-wait hint); the builder is left with nothing to add."""
+    spin-wait hint); the builder is left with nothing to add. After `yield_after` ns (i64,
+    if given) it also yields the processor (sched_yield) at each reading of the clock, so
+    that a thread of another library that waits for a core gets it (a spinning thread
+    with nothing to yield to goes on at once)."""
     fn = b.function
     head, again, rounds = (fn.append_basic_block(n) for n in ("spin_head", "spin_again",
                                                                "spin_rounds"))
     spec = _timespec(b)
-    deadline = b.add(_now(b, pthread, spec), spin_ns)
+    start = _now(b, pthread, spec)
+    deadline = b.add(start, spin_ns)
     b.branch(head)
     b.position_at_end(head)
     with _counting(b, I64(64)) as _:
@@ -395,8 +401,12 @@ def _spin_until(b: ll.IRBuilder, pthread: dict, spin_ns, out: ll.Block, ready) -
         _pause(b)
     b.branch(rounds)
     b.position_at_end(rounds)
-    b.cbranch(b.icmp_signed(">=", _now(b, pthread, spec), deadline), out, again)
+    now = _now(b, pthread, spec)
+    b.cbranch(b.icmp_signed(">=", now, deadline), out, again)
     b.position_at_end(again)
+    if yield_after is not None:
+        with b.if_then(b.icmp_signed(">=", b.sub(now, start), yield_after)):
+            b.call(pthread["sched_yield"], [])
     b.branch(head)
 
 
