@@ -10,10 +10,17 @@ share on the calling thread, then closes the job and waits for the threads that 
 (spinning a little first); a thread that wakes after the close leaves it. So a grid that the
 launching thread finishes alone wakes a few threads and waits for none, and a long one has
 all its workers after two wake-ups (16 workers). A thread that ended its share (or came
-too late) watches the generation for the pool's spin time (set_spin) before it parks: a
-launch that comes meanwhile, as a program's next kernel does, finds it awake (waking a
-parked thread took tens of microseconds in a VM, more than short grids run), and a process
-that stops launching has its cores back after that time. Each worker claims chunks of blocks from
+too late) watches the generation for the pool's spin time before it parks: a launch that
+comes meanwhile, as a program's next kernel does, finds it awake (waking a parked thread
+took tens of microseconds in a VM, more than short grids run), and a process that stops
+launching has its cores back after that time. The spin time adapts (set_spin): the
+launching thread sets it at each opening to twice the longer of the last two gaps between
+a job's close and the next one's open, between 0.1 ms and a cap (2 ms), or 0.1 ms when
+that gap was longer than the cap, so launches that come often find the threads awake and a
+process that launches rarely (between long stretches of numpy or torch on every core)
+loses no more than 0.1 ms of its cores per launch; after 0.1 ms of it a spinning thread
+yields the processor at each look at the clock, so that another library's thread that waits
+for a core gets it. Each worker claims chunks of blocks from
 the launch's shared counter with atomic adds inside the compiled kernel
 (codegen/targets/cpu/entry.py). A worker whose block failed (trap, fault, stop) sets the
 counter to the grid's end when the job says so, so that the others stop after their chunk.
