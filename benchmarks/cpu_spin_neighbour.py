@@ -11,8 +11,9 @@ default before it; fixed 2 ms: what starved torch's matmul in the same process):
              take a core) and over all of it, medians over rounds, and their ratio to no
              ptxport's;
   frequent   launches --gaps ms apart (the launching thread busy in Python meanwhile, as a
-             program preparing its next launch): median launch wall time, when the last
-             worker began its share (pool.trace_shares: "late", us after the launch opened;
+             program preparing its next launch): median launch wall time, the share of
+             helper threads parked when a launch opened, when the last worker began its
+             share (pool.trace_shares: "late", us after the launch opened;
              parked workers take tens of us each to wake) and the process's CPU time per
              launch and gap (what spinning costs).
 
@@ -141,7 +142,8 @@ def frequent(saxpy: Saxpy, gap_ms: float, launches: int) -> dict:
     row = {}
     for label, seconds in POLICIES.items():
         cpu_pool.set_spin(seconds)
-        walls, late = [], []
+        walls, late, asleep = [], [], []
+        helpers = cpu_pool._FREE[-1]._threads[:cpu_executor.worker_count() - 1]
         cpu = time.process_time()
         wall = time.perf_counter()
         cpu_pool.trace_shares(True)
@@ -150,16 +152,18 @@ def frequent(saxpy: Saxpy, gap_ms: float, launches: int) -> dict:
                 until = time.perf_counter() + gap_ms / 1e3
                 while time.perf_counter() < until:
                     pass
+                asleep.append(sum(int(t[cpu_pool._PARKED]) for t in helpers) / len(helpers))
                 start = time.perf_counter()
                 saxpy()
                 walls.append(time.perf_counter() - start)
                 record = cpu_pool.last_shares()
                 taken = [s for s in record["shares"] if s is not None] if record else []
-                if len(taken) > 1:
+                if len(taken) == len(record["shares"]):
                     late.append(max(begin for begin, _ in taken))
         finally:
             cpu_pool.trace_shares(False)
         row[label] = {"wall_us": statistics.median(walls) * 1e6,
+                      "asleep": statistics.mean(asleep),
                       "late_us": statistics.median(late) if late else None,
                       "shared": len(late) / launches,
                       "cpu_ms_per_launch": (time.process_time() - cpu) / launches * 1e3,
@@ -198,11 +202,13 @@ def main() -> None:
         print(f"  {label:<14} first {cell['first_gflops']:8.1f} ({cell['first_ratio']:5.2f}x)"
               f"   all {cell['gflops']:8.1f} ({cell['ratio']:5.2f}x)")
     print(f"launches with a busy gap between them (medians of {args.launches}): launch wall "
-          "us | late us (share of launches both workers took) | process CPU ms per launch+gap")
+          "us | helpers parked when it opened | late us (launches every worker took part in)"
+          " | process CPU ms per launch+gap")
     for gap, row in gaps.items():
         for label, cell in row.items():
             late = "-" if cell["late_us"] is None else f"{cell['late_us']:7.1f}"
-            print(f"  gap {gap:4g} ms  {label:<14} {cell['wall_us']:8.1f} | {late:>7} "
+            print(f"  gap {gap:4g} ms  {label:<14} {cell['wall_us']:8.1f} | "
+                  f"{cell['asleep']:4.0%} | {late:>7} "
                   f"({cell['shared']:4.0%}) | {cell['cpu_ms_per_launch']:6.2f} of "
                   f"{cell['wall_ms_per_launch']:6.2f} wall")
     RESULTS.mkdir(exist_ok=True)
