@@ -453,6 +453,8 @@ def test_the_spin_adapts_to_the_gaps_between_launches(dev, kernels, workers, spi
     pool = _gathers(dev, stream, kernels, 2, 0.05)
     state = pool.spin_state()
     assert min(state["gaps"]) >= 0.05 and state["spin"] == cpu_pool.SPIN_FLOOR_NS / 1e9, state
+    time.sleep(0.05)                # (0.1 ms of spin, then it parks: the core is given back)
+    assert int(pool._threads[0][cpu_pool._PARKED]) == 1, state
     assert "adaptive" in cpu_pool.spin_policy() and "2 ms" in cpu_pool.spin_policy()
 
 
