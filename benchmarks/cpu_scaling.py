@@ -11,12 +11,16 @@ the last run at each worker count is checked against C's. For more than one work
 traces three more runs (pool.trace_shares) and reports the medians of when the last worker
 began its share ("late", microseconds after the launching thread opened the launch: parked
 threads take tens of microseconds each to wake) and of the share of the launch's time the
-workers spent outside their shares ("idle": starting late, or done while others still ran).
+workers spent outside their shares ("idle": starting late, or done while others still ran),
+and the gap from the previous launch's end to the traced one's start ("gap", ms: the
+adaptive spin keeps idle workers awake through gaps up to its cap). The header says the
+worker pool's idle spin policy (pool.set_spin; --spin S fixes it).
 
     python benchmarks/cpu_scaling.py [--kernels saxpy,vector_add,gemm] [--reps 7]
                                      [--budget 2.0] [--workers 1,2,4,8,16] [--json PATH]
                                      [--order separate|alternate] [--schedule guided|chunks]
                                      [--omp-wait default|active|passive] [--busy N]
+                                     [--spin S | --spin-cap S]
 
 prints a table and writes benchmarks/results/cpu_scaling.json (or --json). --order,
 --omp-wait, --schedule and --busy are cpu_kernels.py's (add_machine_flags).
@@ -104,12 +108,14 @@ def measure(case, lib, device, objects, counts, settings) -> dict:
 def shares(ptx_run) -> dict:
     """Medians over 3 traced runs: when the last worker began its share (us after the
     launch opened) and the fraction of workers x the launch's time outside shares."""
-    late, idle = [], []
+    late, idle, gaps = [], [], []
     cpu_pool.trace_shares(True)
     try:
         for _ in range(3):
             ptx_run.reset()
             ptx_run.run()
+            # (the pool the launch had: given back to the end of the free list)
+            gaps.append(cpu_pool._FREE[-1].spin_state()["gaps"][0] * 1e3)
             record = cpu_pool.last_shares()
             taken = [s for s in record["shares"] if s is not None] if record else []
             if not taken or record["end"] <= 0:
@@ -121,12 +127,14 @@ def shares(ptx_run) -> dict:
         cpu_pool.trace_shares(False)
     if not late:
         return {}
-    return {"late_us": statistics.median(late), "idle": statistics.median(idle)}
+    return {"late_us": statistics.median(late), "idle": statistics.median(idle),
+            "gap_ms": statistics.median(gaps)}
 
 
 def print_table(rows, counts) -> None:
     header = f"{'kernel':<14} {'blocks':>6} {'workers':>7} | {'C ms':>8} {'C eff':>6} | " \
-             f"{'ptxport ms':>10} {'eff':>6} | {'ptxport/C':>9} | {'late us':>7} {'idle':>5}"
+             f"{'ptxport ms':>10} {'eff':>6} | {'ptxport/C':>9} | {'late us':>7} {'idle':>5} " \
+             f"{'gap ms':>6}"
     print(header)
     print("-" * len(header))
     for row in rows:
@@ -135,8 +143,8 @@ def print_table(rows, counts) -> None:
             continue
         for k in map(str, counts):
             cell = row["workers"][k]
-            traced = f" | {cell['late_us']:7.1f} {cell['idle']:5.2f}" if "late_us" in cell \
-                else " |"
+            traced = f" | {cell['late_us']:7.1f} {cell['idle']:5.2f} " \
+                f"{cell.get('gap_ms', float('nan')):6.2f}" if "late_us" in cell else " |"
             print(f"{row['kernel']:<14} {row['blocks']:>6} {k:>7} | {cell['c_ms']:8.3f} "
                   f"{cell['c_efficiency']:6.2f} | {cell['ptxport_ms']:10.3f} "
                   f"{cell['ptxport_efficiency']:6.2f} | {cell['ratio']:8.2f}x{traced}")
@@ -146,8 +154,9 @@ def print_table(rows, counts) -> None:
     print("eff: parallel efficiency t(1) / (workers * t(workers)); goals on 16 cores: "
           "ptxport eff >= 0.8, ptxport/C <= 1.5")
     print("late: when ptxport's last worker began its share (us after the launch opened); "
-          "idle: the fraction of workers x time outside their shares (medians of 3 traced "
-          "runs)")
+          "idle: the fraction of workers x time outside their shares; gap: from the previous "
+          "launch's end to this one's start, which the pool's adaptive spin follows (medians "
+          "of 3 traced runs)")
 
 
 def main() -> None:
@@ -162,6 +171,9 @@ def main() -> None:
                                           "... up to every core)")
     parser.add_argument("--json", type=Path, default=RESULTS / "cpu_scaling.json",
                         help="where to write the results")
+    parser.add_argument("--spin-cap", type=float,
+                        help="the adaptive spin's cap in seconds (pool.set_spin(None, cap); "
+                             "default 0.002; --spin S fixes the spin instead)")
     add_machine_flags(parser)
     args = parser.parse_args()
     wanted = [k.strip() for k in args.kernels.split(",") if k.strip()]
@@ -176,15 +188,21 @@ def main() -> None:
     device.set_current()
     objects: dict = {}
     rows = []
+    if args.spin_cap is not None:
+        cpu_pool.set_spin(None, cap=args.spin_cap)
     with MachineSettings(args):
         lib = build_c_library()
+        policy = cpu_pool.spin_policy()
         try:
             for case in (c for c in CASES if c.name in wanted):
                 rows.append(measure(case, lib, device, objects, counts, args))
                 print(f"  measured {case.name}: {rows[-1]['status']}", file=sys.stderr)
         finally:
             cpu_executor.set_workers(None)
+            cpu_pool.set_spin()
     settings = machine_settings(args)
+    # (the worker pool's idle spin policy the runs had)
+    settings["pool"] = policy
     print(f"ptxport CPU device and C (OpenMP) at 1..{counts[-1]} workers, median of up to "
           f"{args.reps} runs; " + ", ".join(f"{k} {v}" for k, v in settings.items()))
     print_table(rows, counts)

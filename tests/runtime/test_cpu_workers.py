@@ -363,10 +363,9 @@ def test_an_unknown_schedule_is_refused():
 
 @pytest.fixture
 def spin():
-    """pool.set_spin(seconds) for the test, the default again after it."""
-    default = cpu_pool._SPIN[0] / 1e9
+    """pool.set_spin(seconds, cap) for the test, the default (adaptive) again after it."""
     yield cpu_pool.set_spin
-    cpu_pool.set_spin(default)
+    cpu_pool.set_spin()
 
 
 def _cpu_while_idle(seconds: float) -> float:
@@ -415,6 +414,58 @@ def test_parked_workers_wake_for_the_next_launch(dev, kernels, workers, spin, se
 def test_a_negative_spin_time_is_refused():
     with pytest.raises(ValueError, match="at least 0 seconds"):
         cpu_pool.set_spin(-1)
+    with pytest.raises(ValueError, match="cap must be at least 0 seconds"):
+        cpu_pool.set_spin(None, cap=-1)
+
+
+def _gathers(dev, stream, kernels, times: int, pause: float):
+    """`times` launches of gather on 2 blocks (both workers take part), `pause` seconds
+    apart; the pool they ran on (a launch gives its pool back to the end of the free list)."""
+    gather = kernels.get_kernel("gather")
+    for _ in range(times):
+        time.sleep(pause)
+        arrived, smids = _zeros(dev, stream, 1), _zeros(dev, stream, 2)
+        launch(stream, LaunchConfig(grid=2, block=1, timeout=60), gather, arrived, smids,
+               np.uint32(2))
+        assert sorted(_read(smids, stream, 2)) == [0, 1]
+    return cpu_pool._FREE[-1]
+
+
+def _adaptive(gaps: tuple[float, float], cap: float) -> float:
+    """The adaptive spin for these last two gaps (pool.set_spin)."""
+    floor = min(cpu_pool.SPIN_FLOOR_NS / 1e9, cap)
+    return min(max(2 * max(gaps), floor), cap) if max(gaps) <= cap else floor
+
+
+def test_the_spin_adapts_to_the_gaps_between_launches(dev, kernels, workers, spin):
+    # (asserted on the policy's state, not on timings: the pauses only bound the gaps from
+    # below, which a loaded machine makes longer, never shorter)
+    workers(2)
+    stream = dev.create_stream()
+    spin(None, cap=30.0)            # launches 50 ms apart count as frequent
+    pool = _gathers(dev, stream, kernels, 3, 0.05)
+    state = pool.spin_state()
+    assert min(state["gaps"]) >= 0.05 and state["spin"] >= 0.1, state
+    assert state["spin"] == pytest.approx(_adaptive(state["gaps"], 30.0), abs=1e-8), state
+    # (its helper thread, worker 1, is still watching for the next launch, not parked)
+    assert int(pool._threads[0][cpu_pool._PARKED]) == 0, state
+    spin(None, cap=0.002)           # the same gaps are now rare launches: the floor
+    pool = _gathers(dev, stream, kernels, 2, 0.05)
+    state = pool.spin_state()
+    assert min(state["gaps"]) >= 0.05 and state["spin"] == cpu_pool.SPIN_FLOOR_NS / 1e9, state
+    time.sleep(0.05)                # (0.1 ms of spin, then it parks: the core is given back)
+    assert int(pool._threads[0][cpu_pool._PARKED]) == 1, state
+    assert "adaptive" in cpu_pool.spin_policy() and "2 ms" in cpu_pool.spin_policy()
+
+
+@pytest.mark.parametrize("seconds", [0, 0.0005])
+def test_a_fixed_spin_overrides_the_adaptive_one(dev, kernels, workers, spin, seconds):
+    workers(2)
+    stream = dev.create_stream()
+    spin(seconds)
+    pool = _gathers(dev, stream, kernels, 3, 0.001)
+    assert pool.spin_state()["spin"] == seconds
+    assert cpu_pool.spin_policy() == f"spin fixed {seconds * 1e3:g} ms"
 
 
 # two_sites(out, arrived, never): as gather, each of 2 blocks waits for the other (so both

@@ -10,10 +10,17 @@ share on the calling thread, then closes the job and waits for the threads that 
 (spinning a little first); a thread that wakes after the close leaves it. So a grid that the
 launching thread finishes alone wakes a few threads and waits for none, and a long one has
 all its workers after two wake-ups (16 workers). A thread that ended its share (or came
-too late) watches the generation for the pool's spin time (set_spin) before it parks: a
-launch that comes meanwhile, as a program's next kernel does, finds it awake (waking a
-parked thread took tens of microseconds in a VM, more than short grids run), and a process
-that stops launching has its cores back after that time. Each worker claims chunks of blocks from
+too late) watches the generation for the pool's spin time before it parks: a launch that
+comes meanwhile, as a program's next kernel does, finds it awake (waking a parked thread
+took tens of microseconds in a VM, more than short grids run), and a process that stops
+launching has its cores back after that time. The spin time adapts (set_spin): the
+launching thread sets it at each opening to twice the longer of the last two gaps between
+a job's close and the next one's open, between 0.1 ms and a cap (2 ms), or 0.1 ms when
+that gap was longer than the cap, so launches that come often find the threads awake and a
+process that launches rarely (between long stretches of numpy or torch on every core)
+loses no more than 0.1 ms of its cores per launch; after 0.1 ms of it a spinning thread
+yields the processor at each look at the clock, so that another library's thread that waits
+for a core gets it. Each worker claims chunks of blocks from
 the launch's shared counter with atomic adds inside the compiled kernel
 (codegen/targets/cpu/entry.py). A worker whose block failed (trap, fault, stop) sets the
 counter to the grid's end when the job says so, so that the others stop after their chunk.
@@ -46,17 +53,21 @@ from ptxport.codegen.lower import I32, I64, PTR
 from ptxport.codegen.targets.cpu.machine import LLVM_LOCK, target_machine
 from ptxport.errors import PtxportError
 
-__all__ = ["JOB_WORDS", "Job", "Pool", "give", "last_shares", "set_spin", "take",
-           "trace_shares"]
+__all__ = ["JOB_WORDS", "SPIN_CAP_NS", "SPIN_FLOOR_NS", "Job", "Pool", "give", "last_shares",
+           "set_spin", "spin_policy", "take", "trace_shares"]
 
 # A pool's memory (bytes): the pthread objects (opaque; 128 bytes is more than any libc's),
 # then the generation (bumped for each job: written under the mutex, read by spinning
 # threads without it), the job's address (null: none open), how many threads run a share of
 # it now, the address of a table of each thread's condition (by worker number; the threads
-# park on their own), and how long (ns) a thread that ended its share watches the generation
-# before it parks (set_spin).
-(_MUTEX, _DONE, _GENERATION, _JOB, _RUNNING, _CONDS, _SPIN_NS,
- _SIZE) = 0, 128, 256, 264, 272, 280, 288, 320
+# park on their own), how long (ns) a thread that ended its share watches the generation
+# before it parks (set by the launching thread when it opens a job: _plan_spin), then the
+# spin policy (set_spin: the fixed spin, -1 for the adaptive one; its cap and floor) and
+# what the adaptive one looks at: when the last job closed and the last two gaps between a
+# job's close and the next one's open (ns).
+(_MUTEX, _DONE, _GENERATION, _JOB, _RUNNING, _CONDS, _SPIN_NS, _FIXED_NS, _CAP_NS,
+ _FLOOR_NS, _CLOSED_AT, _GAP, _GAP_BEFORE, _SIZE) = (0, 128, 256, 264, 272, 280, 288, 296,
+                                                     304, 312, 320, 328, 336, 384)
 # A thread's words: the pool's address, its worker number, the generation it saw last,
 # whether it is parked (or about to be: set under the mutex); its condition (opaque) from
 # byte _THREAD_COND on.
@@ -67,15 +78,16 @@ _PARKED, _THREAD_COND, _THREAD_SIZE = 3, 64, 256
  FAULT_FIELD, FAILURES, TRACE, CACHE_FIELD, CACHE_BYTES) = range(15)
 JOB_WORDS = 15
 
-# Threads each waking thread wakes; the least time (ns) the launching thread spins for its
-# helpers to end before it waits on the condition (the pool's spin time when longer); the
-# words of a job's trace before the workers' (Job.trace).
+# Threads each waking thread wakes; the least and the most time (ns) the launching thread
+# spins for its helpers to end before it waits on the condition (the pool's spin time when
+# between the two; helpers that end later than that are not worth a core); the words of a
+# job's trace before the workers' (Job.trace).
 FANOUT = 4
-_LAUNCHER_SPIN_NS = 50_000
+_LAUNCHER_SPIN_NS, _LAUNCHER_SPIN_MAX_NS = 50_000, 200_000
 _TRACE_HEAD = 3
 
 _PTHREADS = ("pthread_mutex_lock", "pthread_mutex_unlock", "pthread_cond_wait",
-             "pthread_cond_signal", "clock_gettime")
+             "pthread_cond_signal", "clock_gettime", "sched_yield")
 
 
 class Job:
@@ -125,7 +137,8 @@ class Job:
 def _declare(module: ll.Module) -> dict[str, ll.Function]:
     """The pthread functions, by their names in the process (pointers as opaque `ptr`)."""
     one, two = ll.FunctionType(I32, [PTR]), ll.FunctionType(I32, [PTR, PTR])
-    types = {"pthread_cond_wait": two, "clock_gettime": ll.FunctionType(I32, [I32, PTR])}
+    types = {"pthread_cond_wait": two, "clock_gettime": ll.FunctionType(I32, [I32, PTR]),
+             "sched_yield": ll.FunctionType(I32, [])}
     return {name: ll.Function(module, types.get(name, one), f"ptxport.{name}")
             for name in _PTHREADS}
 
@@ -290,7 +303,7 @@ def _build_thread(module: ll.Module, share: ll.Function, wake: ll.Function,
     changed = lambda: b.icmp_unsigned(  # noqa: E731
         "!=", b.load_atomic(generation, "acquire", 8, typ=I64), b.load(seen, typ=I64))
     _spin_until(b, pthread, b.load_atomic(_field(b, pool, _SPIN_NS), "monotonic", 8, typ=I64),
-                spun, changed)
+                spun, changed, yield_after=b.load(_field(b, pool, _FLOOR_NS), typ=I64))
     b.position_at_end(spun)
     fast = fn.append_basic_block("fast")
     b.cbranch(changed(), fast, park)
@@ -372,15 +385,20 @@ def _count_out(b: ll.IRBuilder, pool, pthread: dict) -> None:
         b.call(pthread["pthread_mutex_unlock"], [mutex])
 
 
-def _spin_until(b: ll.IRBuilder, pthread: dict, spin_ns, out: ll.Block, ready) -> None:
+def _spin_until(b: ll.IRBuilder, pthread: dict, spin_ns, out: ll.Block, ready,
+                yield_after=None) -> None:
     """Branch to `out` once `ready()` (an i1 made at the builder) holds or `spin_ns`
     nanoseconds (i64) have passed (the clock read every 64 rounds of the processor's
-    spin-wait hint); the builder is left with nothing to add."""
+    spin-wait hint); the builder is left with nothing to add. After `yield_after` ns (i64,
+    if given) it also yields the processor (sched_yield) at each reading of the clock, so
+    that a thread of another library that waits for a core gets it (a spinning thread
+    with nothing to yield to goes on at once)."""
     fn = b.function
     head, again, rounds = (fn.append_basic_block(n) for n in ("spin_head", "spin_again",
                                                                "spin_rounds"))
     spec = _timespec(b)
-    deadline = b.add(_now(b, pthread, spec), spin_ns)
+    start = _now(b, pthread, spec)
+    deadline = b.add(start, spin_ns)
     b.branch(head)
     b.position_at_end(head)
     with _counting(b, I64(64)) as _:
@@ -390,8 +408,12 @@ def _spin_until(b: ll.IRBuilder, pthread: dict, spin_ns, out: ll.Block, ready) -
         _pause(b)
     b.branch(rounds)
     b.position_at_end(rounds)
-    b.cbranch(b.icmp_signed(">=", _now(b, pthread, spec), deadline), out, again)
+    now = _now(b, pthread, spec)
+    b.cbranch(b.icmp_signed(">=", now, deadline), out, again)
     b.position_at_end(again)
+    if yield_after is not None:
+        with b.if_then(b.icmp_signed(">=", b.sub(now, start), yield_after)):
+            b.call(pthread["sched_yield"], [])
     b.branch(head)
 
 
@@ -416,6 +438,7 @@ def _build_run(module: ll.Module, share: ll.Function, wake: ll.Function,
     several = b.icmp_signed(">", workers, I64(1))
     _trace(b, job, pthread, I64(0))
     with b.if_then(several):
+        _plan_spin(b, pool, pthread)
         b.call(pthread["pthread_mutex_lock"], [mutex])
         b.atomic_rmw("xchg", job_slot, b.ptrtoint(job, I64), "seq_cst")
         generation = _field(b, pool, _GENERATION)
@@ -435,9 +458,10 @@ def _build_run(module: ll.Module, share: ll.Function, wake: ll.Function,
     b.call(pthread["pthread_mutex_unlock"], [mutex])
     # (the helpers usually end within microseconds of this thread: waiting for them on the
     # condition would add a wake-up, tens of microseconds, to every launch)
-    spin_ns = b.load_atomic(_field(b, pool, _SPIN_NS), "monotonic", 8, typ=I64)
-    least = I64(_LAUNCHER_SPIN_NS)
-    _spin_until(b, pthread, b.select(b.icmp_signed("<", spin_ns, least), least, spin_ns),
+    b.store(_now(b, pthread, _timespec(b)), _field(b, pool, _CLOSED_AT))
+    spin_ns = _clamp(b, b.load_atomic(_field(b, pool, _SPIN_NS), "monotonic", 8, typ=I64),
+                     I64(_LAUNCHER_SPIN_NS), I64(_LAUNCHER_SPIN_MAX_NS))
+    _spin_until(b, pthread, spin_ns,
                 slept, lambda: b.icmp_signed("==", b.load_atomic(running, "acquire", 8,
                                                                   typ=I64), I64(0)))
     b.position_at_end(slept)
@@ -456,6 +480,34 @@ def _build_run(module: ll.Module, share: ll.Function, wake: ll.Function,
     _trace(b, job, pthread, I64(2))
     # (the helpers' failures: all counted once `running` was 0)
     b.ret(b.add(own, b.load_atomic(_word(b, job, FAILURES), "acquire", 8, typ=I64)))
+
+
+def _clamp(b: ll.IRBuilder, value, least, most):
+    """min(max(value, least), most), signed i64s."""
+    value = b.select(b.icmp_signed("<", value, least), least, value)
+    return b.select(b.icmp_signed(">", value, most), most, value)
+
+
+def _plan_spin(b: ll.IRBuilder, pool, pthread: dict) -> None:
+    """At a job's opening, by the launching thread (the pool's only writer of these words
+    then): record the gap since the last job closed and set the spin its threads will watch
+    for the next job after this one: the fixed spin if set_spin set one, else (adaptive)
+    twice the longer of the last two gaps, between the floor and the cap, when that gap was
+    at most the cap (launches come often: the next one finds the threads awake), and the
+    floor when it was longer (launches are rare: the threads give their cores back)."""
+    now = _now(b, pthread, _timespec(b))
+    gap = b.sub(now, b.load(_field(b, pool, _CLOSED_AT), typ=I64))
+    before = b.load(_field(b, pool, _GAP), typ=I64)
+    b.store(before, _field(b, pool, _GAP_BEFORE))
+    b.store(gap, _field(b, pool, _GAP))
+    longest = b.select(b.icmp_signed(">", gap, before), gap, before)
+    cap, floor = (b.load(_field(b, pool, field), typ=I64) for field in (_CAP_NS, _FLOOR_NS))
+    often = b.icmp_signed("<=", longest, cap)
+    adaptive = b.select(often, _clamp(b, b.shl(longest, I64(1)), floor, cap), floor)
+    fixed = b.load(_field(b, pool, _FIXED_NS), typ=I64)
+    spin = b.select(b.icmp_signed(">=", fixed, I64(0)), fixed, adaptive)
+    # (threads that spin read it without the mutex)
+    b.atomic_rmw("xchg", _field(b, pool, _SPIN_NS), spin, "seq_cst")
 
 
 def _pause(b: ll.IRBuilder) -> None:
@@ -558,8 +610,25 @@ class Pool:
                                "mutex and condition (pthread_*_init failed)")
         self._threads: list[np.ndarray] = []      # each thread's words (it reads them)
         self._conds = np.zeros(1, dtype=np.int64)
-        self._memory.view(np.int64)[_SPIN_NS // 8] = _SPIN[0]
+        self._set_policy()
         _POOLS.append(self)
+
+    def _set_policy(self) -> None:
+        """Write the spin policy (set_spin) into the pool's words (while no job runs, or
+        between the words' reads: each is read whole)."""
+        words = self._memory.view(np.int64)
+        fixed, cap = _SPIN
+        words[_FIXED_NS // 8] = -1 if fixed is None else fixed
+        words[_CAP_NS // 8], words[_FLOOR_NS // 8] = cap, min(SPIN_FLOOR_NS, cap)
+        words[_SPIN_NS // 8] = min(SPIN_FLOOR_NS, cap) if fixed is None else fixed
+
+    def spin_state(self) -> dict:
+        """The spin the pool's threads watch for the next job after the last one (seconds)
+        and the last two gaps between a job's close and the next one's open (seconds, the
+        latest first; a pool's first job counts the time since the clock's start)."""
+        words = self._memory.view(np.int64)
+        return {"spin": int(words[_SPIN_NS // 8]) / 1e9,
+                "gaps": (int(words[_GAP // 8]) / 1e9, int(words[_GAP_BEFORE // 8]) / 1e9)}
 
     def grow(self, helpers: int) -> None:
         """Have at least `helpers` threads (worker numbers 1..helpers). Only while no job
@@ -620,22 +689,43 @@ def last_shares() -> dict | None:
     return _TRACING[1]
 
 
-# How long (ns) a worker thread that ended its share watches for the next job before it
-# parks on its condition (set_spin); every pool this process made.
-_SPIN = [100_000]
+# The adaptive spin's cap by default and its floor (ns): a worker thread that ended its
+# share watches for the next job for twice the recent gap between launches, at least the
+# floor and at most the cap, or the floor when the gap was longer than the cap (set_spin).
+SPIN_CAP_NS, SPIN_FLOOR_NS = 2_000_000, 100_000
+# The spin policy (set_spin): the fixed spin (ns; None: adaptive) and the cap (ns); every
+# pool this process made.
+_SPIN: list = [None, SPIN_CAP_NS]
 _POOLS: list[Pool] = []
 
 
-def set_spin(seconds: float) -> None:
-    """Have worker threads watch for the next launch for `seconds` after their share of one
-    ends before they park (0: park at once). Watching keeps a core busy; a launch that
-    comes meanwhile finds its workers awake instead of waking them (tens of microseconds
-    each)."""
-    if not seconds >= 0:
+def set_spin(seconds: float | None = None, cap: float = SPIN_CAP_NS / 1e9) -> None:
+    """How long worker threads watch for the next launch after their share of one ends
+    before they park on their condition. Watching keeps a core busy; a launch that comes
+    meanwhile finds its workers awake instead of waking them (tens of microseconds each).
+    `seconds`: a fixed time (0: park at once); None (the default): adaptive, twice the
+    longer of the last two gaps between a launch's end and the next one's start, at least
+    0.1 ms and at most `cap` seconds (2 ms by default), or 0.1 ms when that gap was longer
+    than the cap: a program launching kernel after kernel finds its workers awake, while
+    one that launches rarely has its cores back after 0.1 ms, for its other libraries'
+    threads (a fixed 2 ms spin slowed torch's matmul in the same process 80-fold)."""
+    if seconds is not None and not seconds >= 0:
         raise ValueError("the spin time must be at least 0 seconds")
-    _SPIN[0] = int(seconds * 1e9)
+    if not cap >= 0:
+        raise ValueError("the spin's cap must be at least 0 seconds")
+    _SPIN[:] = [None if seconds is None else int(seconds * 1e9), int(cap * 1e9)]
     for pool in _POOLS:
-        pool._memory.view(np.int64)[_SPIN_NS // 8] = _SPIN[0]
+        pool._set_policy()
+
+
+def spin_policy() -> str:
+    """The spin policy in words (set_spin), for benchmarks' headers."""
+    fixed, cap = _SPIN
+    if fixed is not None:
+        return f"spin fixed {fixed / 1e6:g} ms"
+    floor = min(SPIN_FLOOR_NS, cap) / 1e6
+    return (f"spin adaptive (2x the longer of the last 2 gaps between launches, "
+            f"{floor:g} to {cap / 1e6:g} ms; {floor:g} ms after a gap over {cap / 1e6:g} ms)")
 
 
 # Pools no launch holds now; the count ever made (pools are numbered from 0, in a forked
