@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from llvmlite import ir as ll
 
-from ptxport.codegen.lower import I8, I32, I64, PTR
-from ptxport.codegen.targets.cpu.gang.checks import fault
+from ptxport.codegen.lower import I1, I8, I32, I64, PTR
+from ptxport.codegen.targets.cpu.gang.checks import check_access, check_shared32, fault
 from ptxport.codegen.targets.cpu.gang.lane_loop import lane_loop
-from ptxport.codegen.targets.cpu.gang.lanes import GangUnsupported
-from ptxport.codegen.targets.cpu.gang.memory import lane_vectors, place_of
+from ptxport.codegen.targets.cpu.gang.lanes import GangUnsupported, W, declare
+from ptxport.codegen.targets.cpu.gang.memory import place_of
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.codegen.targets.cpu.target import check_function
 from ptxport.ir import nodes as ir
@@ -74,17 +74,67 @@ def _source_bytes(fl: GangLowering, inst: ir.Instruction, size: int):
 
 
 def _copy_vectors(fl: GangLowering, src, dst, whole, size: int) -> None:
-    """Every active lane copies all `size` bytes or none (zeros then): the lanes that copy
-    load theirs as one access, and all store theirs as one."""
+    """Every active lane copies all `size` bytes or none (zeros then): the source checked
+    over the range the copying lanes read, the destination over the active lanes' offsets,
+    then lane after lane one `size`-byte load (masked off, so zeros, where the lane does
+    not copy: nothing is read there) and one store. The lanes' addresses lie as the
+    program makes them (Triton swizzles its tiles in shared memory 16 bytes at a time),
+    so no gather or scatter of `size / 4` words a lane is made of them."""
     b = fl.b
-    t = TYPES["b32"] if size >= 4 else TYPES[f"b{8 * size}"]
-    count = max(size // 4, 1)
     outer = fl.mask
-    fl.mask = b.and_(outer, whole)
-    loaded = lane_vectors(fl, src, t, count)
-    values = [ll.IRBuilder.select(b, fl.mask, v, ll.Constant(v.type, None)) for v in loaded]
+    sources = b.add(src.addrs, b.splat(I64(src.offset))) if src.offset else src.addrs
+    copying = b.and_(outer, whole)
+    checking, checked = (fl.llfn.append_basic_block(n) for n in (
+        "cp_async_check", "cp_async_checked"))
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "==", fl.bits(copying), I32(0)),
+                         checked, checking)
+    b.position_at_end(checking)
+    fl.mask = copying
+    check_access(fl, sources, None, size, False)
     fl.mask = outer
-    lane_vectors(fl, dst, t, count, values)
+    b.branch(checked)
+    b.position_at_end(checked)
+    targets = _shared_pointers(fl, dst, size)
+    chunk = ll.VectorType(I8, size)
+    load = declare(fl.llfn.module, f"llvm.masked.load.v{size}i8.p0", chunk,
+                   [PTR, I32, ll.VectorType(I1, size), chunk])
+    store = declare(fl.llfn.module, f"llvm.masked.store.v{size}i8.p0", ll.VoidType(),
+                    [chunk, PTR, I32, ll.VectorType(I1, size)])
+    for lane in range(W):
+        reads = _splat_bit(b, copying, lane, size)
+        writes = _splat_bit(b, outer, lane, size)
+        source = ll.IRBuilder.inttoptr(b, ll.IRBuilder.extract_element(b, sources, I32(lane)),
+                                       PTR)
+        value = ll.IRBuilder.call(b, load, [source, I32(1), reads, ll.Constant(chunk, None)])
+        ll.IRBuilder.call(b, store, [value, targets[lane], I32(1), writes])
+
+
+def _splat_bit(b, mask, lane: int, size: int):
+    """<size x i1> of the lane's bit of `mask`."""
+    bit = ll.IRBuilder.extract_element(b, mask, I32(lane))
+    return ll.IRBuilder.shuffle_vector(
+        b, ll.IRBuilder.insert_element(b, ll.Constant(ll.VectorType(I1, size), None), bit,
+                                       I32(0)),
+        ll.Constant(ll.VectorType(I1, size), None),
+        ll.Constant(ll.VectorType(I32, size), [0] * size))
+
+
+def _shared_pointers(fl: GangLowering, dst, size: int) -> list:
+    """The active lanes' destinations in the shared window, checked (`size` bytes each), as
+    one pointer a lane."""
+    b = fl.b
+    et = dst.addrs.type.element
+    offsets = b.add(dst.addrs, b.splat(ll.Constant(et, dst.offset))) if dst.offset \
+        else dst.addrs
+    window = fl.target.space_base(fl, "shared")
+    if et.width == 32:
+        check_shared32(fl, offsets, size, True)
+    else:
+        check_access(fl, b.add(offsets, b.splat(ll.IRBuilder.ptrtoint(b, window, I64))),
+                     offsets, size, True)
+    return [ll.IRBuilder.gep(b, window, [b.zext(ll.IRBuilder.extract_element(
+        b, offsets, I32(lane)), I64) if et.width == 32 else ll.IRBuilder.extract_element(
+        b, offsets, I32(lane))], source_etype=I8) for lane in range(W)]
 
 
 def _copy_lanes(fl: GangLowering, src, dst, count, size: int) -> None:
