@@ -172,13 +172,14 @@ st.global.v4.u32 [%rd7], {%r8, %r9, %r10, %r11};
 ret;"""
 
 
-@pytest.mark.parametrize("counts", ["whole_or_none", "partial"])
+@pytest.mark.parametrize("counts", ["whole", "whole_or_none", "partial"])
 def test_cp_async_copies_its_source_bytes_and_zero_fills(counts):
-    """Whole copies and src-size 0 (Triton's masked lanes) as vectors; partial byte counts
-    lane by lane."""
+    """Whole copies and src-size 0 (Triton's masked lanes) a lane's 16 bytes at once (every
+    lane whole: without masks); partial byte counts lane by lane."""
     threads = 64
     rng = np.random.default_rng(3)
-    sizes = rng.choice([0, 16], threads) if counts == "whole_or_none" else \
+    sizes = np.full(threads, 16) if counts == "whole" else \
+        rng.choice([0, 16], threads) if counts == "whole_or_none" else \
         rng.integers(0, 17, threads)
     data = rng.integers(1, 2**32, threads * 4, dtype=np.uint64).astype(np.uint32)
     src = np.concatenate([data, sizes.astype(np.uint32)])

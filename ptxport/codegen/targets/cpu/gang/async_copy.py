@@ -14,7 +14,7 @@ from llvmlite import ir as ll
 from ptxport.codegen.lower import I1, I8, I32, I64, PTR
 from ptxport.codegen.targets.cpu.gang.checks import check_access, check_shared32, fault
 from ptxport.codegen.targets.cpu.gang.lane_loop import lane_loop
-from ptxport.codegen.targets.cpu.gang.lanes import GangUnsupported, W, declare
+from ptxport.codegen.targets.cpu.gang.lanes import FULL, GangUnsupported, W, declare
 from ptxport.codegen.targets.cpu.gang.memory import place_of
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.codegen.targets.cpu.target import check_function
@@ -100,23 +100,36 @@ def _copy_vectors(fl: GangLowering, src, dst, whole, size: int) -> None:
                    [PTR, I32, ll.VectorType(I1, size), chunk])
     store = declare(fl.llfn.module, f"llvm.masked.store.v{size}i8.p0", ll.VoidType(),
                     [chunk, PTR, I32, ll.VectorType(I1, size)])
+    reading, writing = fl.bits(copying), fl.bits(outer)
+    every, some, done = (fl.llfn.append_basic_block(n) for n in (
+        "cp_async_every_lane", "cp_async_some_lanes", "cp_async_copied"))
+    full = ll.IRBuilder.icmp_unsigned(b, "==", b.and_(reading, writing), I32(FULL))
+    ll.IRBuilder.cbranch(b, full, every, some)
+    b.position_at_end(every)      # (Triton's tiles inside the matrices: the common case)
     for lane in range(W):
-        reads = _splat_bit(b, copying, lane, size)
-        writes = _splat_bit(b, outer, lane, size)
+        source = ll.IRBuilder.inttoptr(b, ll.IRBuilder.extract_element(b, sources, I32(lane)),
+                                       PTR)
+        b.store(b.load(source, typ=chunk, align=1), targets[lane], align=1)
+    b.branch(done)
+    b.position_at_end(some)
+    for lane in range(W):
+        reads = _lane_mask(b, reading, lane, size)
+        writes = _lane_mask(b, writing, lane, size)
         source = ll.IRBuilder.inttoptr(b, ll.IRBuilder.extract_element(b, sources, I32(lane)),
                                        PTR)
         value = ll.IRBuilder.call(b, load, [source, I32(1), reads, ll.Constant(chunk, None)])
         ll.IRBuilder.call(b, store, [value, targets[lane], I32(1), writes])
+    b.branch(done)
+    b.position_at_end(done)
 
 
-def _splat_bit(b, mask, lane: int, size: int):
-    """<size x i1> of the lane's bit of `mask`."""
-    bit = ll.IRBuilder.extract_element(b, mask, I32(lane))
-    return ll.IRBuilder.shuffle_vector(
-        b, ll.IRBuilder.insert_element(b, ll.Constant(ll.VectorType(I1, size), None), bit,
-                                       I32(0)),
-        ll.Constant(ll.VectorType(I1, size), None),
-        ll.Constant(ll.VectorType(I32, size), [0] * size))
+def _lane_mask(b, bits, lane: int, size: int):
+    """<size x i1>, every element the lane's bit of the mask `bits` (an i32): made in a
+    general register (one mask-register move), not from the lanes' i1 vector."""
+    bit = ll.IRBuilder.trunc(b, ll.IRBuilder.lshr(b, bits, I32(lane)), I1)
+    whole = ll.IntType(size)
+    return ll.IRBuilder.bitcast(b, ll.IRBuilder.select(b, bit, whole(-1), whole(0)),
+                                ll.VectorType(I1, size))
 
 
 def _shared_pointers(fl: GangLowering, dst, size: int) -> list:
