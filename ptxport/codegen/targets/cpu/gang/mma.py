@@ -181,9 +181,11 @@ def gathered_lanes(fl: GangLowering, elements: list, where, cache: dict):
 def full_warp(fl: GangLowering, inst: ir.Instruction) -> None:
     """mma and ldmatrix .sync.aligned: every lane of the warp executes the same one (PTX
     leaves anything else undefined). Lanes wait for the others; lanes that have exited
-    leave the rest waiting forever, as a GPU would hang."""
+    leave the rest waiting forever, as a GPU would hang. In a converged block
+    (segment.inline_warp_ops) the live lanes are all here together: none waits."""
     b = fl.b
-    converge(fl, inst, I32(FULL))
+    if id(inst) not in fl.inline_ops:
+        converge(fl, inst, I32(FULL))
     here = fl.bits(fl.mask)
     bad = fl.llfn.append_basic_block("warp_not_full")
     go_on = fl.llfn.append_basic_block("warp_full")
