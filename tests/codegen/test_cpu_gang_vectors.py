@@ -193,6 +193,15 @@ def test_cp_async_copies_its_source_bytes_and_zero_fills(counts):
     np.testing.assert_array_equal(dst.view(np.uint8), want)
 
 
+
+def test_cp_async_past_its_source_faults_at_its_thread():
+    """Every lane copies 16 bytes, from a source of 64 words (its src-sizes, all 16): lane
+    16's copy is the first past its end."""
+    src = np.full(64, 16, np.uint32)
+    dst = np.zeros(64 * 4, np.uint32)
+    with pytest.raises(IllegalAddressError, match="thread 16"):
+        _run(CP_ASYNC, 64, src, dst, 0)
+
 # Triton's layout for a size not known to be a multiple of 16: thread t loads elements
 # 4t..4t+3 one by one, each under its own predicate (element < n), zero where not loaded,
 # and stores their sum at dst[t].
