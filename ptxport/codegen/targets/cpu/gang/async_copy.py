@@ -12,7 +12,13 @@ from __future__ import annotations
 from llvmlite import ir as ll
 
 from ptxport.codegen.lower import I1, I8, I32, I64, PTR
-from ptxport.codegen.targets.cpu.gang.checks import check_access, check_shared32, fault
+from ptxport.codegen.targets.cpu.gang.checks import (
+    check_access,
+    check_shared32,
+    fault,
+    prefetch_line,
+    strides_ahead,
+)
 from ptxport.codegen.targets.cpu.gang.lane_loop import lane_loop
 from ptxport.codegen.targets.cpu.gang.lanes import FULL, GangUnsupported, W, declare
 from ptxport.codegen.targets.cpu.gang.memory import place_of
@@ -106,10 +112,17 @@ def _copy_vectors(fl: GangLowering, src, dst, whole, size: int) -> None:
     full = ll.IRBuilder.icmp_unsigned(b, "==", b.and_(reading, writing), I32(FULL))
     ll.IRBuilder.cbranch(b, full, every, some)
     b.position_at_end(every)      # (Triton's tiles inside the matrices: the common case)
+    addresses = [ll.IRBuilder.extract_element(b, sources, I32(lane)) for lane in range(W)]
     for lane in range(W):
-        source = ll.IRBuilder.inttoptr(b, ll.IRBuilder.extract_element(b, sources, I32(lane)),
-                                       PTR)
+        source = ll.IRBuilder.inttoptr(b, addresses[lane], PTR)
         b.store(b.load(source, typ=chunk, align=1), targets[lane], align=1)
+    # the tile a few steps on, fetched meanwhile: each lane's own (Triton's rows of a tile
+    # lie a matrix row apart, as many streams as the tile has rows)
+    distance, prefetched = strides_ahead(fl, addresses[0])
+    for address in addresses:
+        prefetch_line(fl, b.add(address, distance))
+    b.branch(prefetched)
+    b.position_at_end(prefetched)
     b.branch(done)
     b.position_at_end(some)
     for lane in range(W):
