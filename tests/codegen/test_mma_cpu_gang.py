@@ -379,3 +379,25 @@ def test_mmas_sharing_fragments_in_one_segment_are_exact():
     assert _run(ptx, [a, b, c, out], gang=True, threads=32).gang_refusal is None
     want = _sequential_f32(A2, B1, _sequential_f32(A1, B2, _sequential_f32(A1, B1, C)))
     np.testing.assert_array_equal(_unpack(out, "f32", shape, 16, 8).astype(np.float32), want)
+
+
+def test_mma_where_a_divergent_branch_rejoins():
+    """The two halves of each warp take different sides of a branch and meet again before
+    the mma (a converged block again: it starts no segment); both warps' D is right."""
+    form = ("m16n8k16", "f32", "f16", "f16", "f32")
+    ptx, words, out, expected = _case(form)
+    branch = """mov.u32 %r79, %tid.x;
+and.b32 %r78, %r79, 31;
+setp.lt.u32 %q1, %r78, 16;
+@%q1 bra LOW;
+add.u32 %r77, %r79, 1;
+bra.uni JOIN;
+LOW:
+add.u32 %r77, %r79, 2;
+JOIN:"""
+    ptx = ptx.replace("mov.u32 %r79, %tid.x;", branch, 1).replace(
+        ".reg .b64 %p<9>;", ".reg .b64 %p<9>; .reg .pred %q<2>;")
+    assert _run(ptx, [*words, out], gang=True).gang_refusal is None
+    for w in range(WARPS):
+        got = _unpack(out[32 * w:32 * (w + 1)], "f32", "m16n8k16", 16, 8)
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=4e-5)
