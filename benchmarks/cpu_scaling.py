@@ -7,7 +7,11 @@ reset untimed before each run; in the order --order says) and reports the median
 ptxport / C, and the parallel efficiency of each: t(1) / (k * t(k)), 1.0 when k workers are
 k times faster than one. Issue 15's goals on 16 cores: ptxport at most 1.5x C on 16 threads,
 and ptxport's own efficiency from 1 to 16 cores at least 0.8 on these sizes. The result of
-the last run at each worker count is checked against C's.
+the last run at each worker count is checked against C's. For more than one worker it also
+traces three more runs (pool.trace_shares) and reports the medians of when the last worker
+began its share ("late", microseconds after the launching thread opened the launch: parked
+threads take tens of microseconds each to wake) and of the share of the launch's time the
+workers spent outside their shares ("idle": starting late, or done while others still ran).
 
     python benchmarks/cpu_scaling.py [--kernels saxpy,vector_add,gemm] [--reps 7]
                                      [--budget 2.0] [--workers 1,2,4,8,16] [--json PATH]
@@ -48,6 +52,7 @@ from cpu_kernels import (  # (a sibling script: benchmarks/ is on sys.path above
 
 from ptxport import Device
 from ptxport.runtime.backends.cpu import executor as cpu_executor
+from ptxport.runtime.backends.cpu import pool as cpu_pool
 
 DEFAULT_KERNELS = ("saxpy", "vector_add", "reduce_shared", "gemm", "transpose", "softmax",
                    "stencil")
@@ -82,7 +87,8 @@ def measure(case, lib, device, objects, counts, settings) -> dict:
                 c_ms = statistics.median(c_times) * 1e3
                 ptx_ms = statistics.median(ptx_times) * 1e3
                 row["workers"][str(k)] = {"c_ms": c_ms, "ptxport_ms": ptx_ms,
-                                          "ratio": ptx_ms / c_ms, "runs": len(c_times)}
+                                          "ratio": ptx_ms / c_ms, "runs": len(c_times),
+                                          **(shares(ptx_run) if k > 1 else {})}
         finally:
             ptx_run.close()
     except NotRunnable as e:
@@ -95,9 +101,32 @@ def measure(case, lib, device, objects, counts, settings) -> dict:
     return row
 
 
+def shares(ptx_run) -> dict:
+    """Medians over 3 traced runs: when the last worker began its share (us after the
+    launch opened) and the fraction of workers x the launch's time outside shares."""
+    late, idle = [], []
+    cpu_pool.trace_shares(True)
+    try:
+        for _ in range(3):
+            ptx_run.reset()
+            ptx_run.run()
+            record = cpu_pool.last_shares()
+            taken = [s for s in record["shares"] if s is not None] if record else []
+            if not taken or record["end"] <= 0:
+                continue
+            late.append(max(begin for begin, _ in taken))
+            busy = sum(end - begin for begin, end in taken)
+            idle.append(1 - busy / (len(record["shares"]) * record["end"]))
+    finally:
+        cpu_pool.trace_shares(False)
+    if not late:
+        return {}
+    return {"late_us": statistics.median(late), "idle": statistics.median(idle)}
+
+
 def print_table(rows, counts) -> None:
     header = f"{'kernel':<14} {'blocks':>6} {'workers':>7} | {'C ms':>8} {'C eff':>6} | " \
-             f"{'ptxport ms':>10} {'eff':>6} | {'ptxport/C':>9}"
+             f"{'ptxport ms':>10} {'eff':>6} | {'ptxport/C':>9} | {'late us':>7} {'idle':>5}"
     print(header)
     print("-" * len(header))
     for row in rows:
@@ -106,14 +135,19 @@ def print_table(rows, counts) -> None:
             continue
         for k in map(str, counts):
             cell = row["workers"][k]
+            traced = f" | {cell['late_us']:7.1f} {cell['idle']:5.2f}" if "late_us" in cell \
+                else " |"
             print(f"{row['kernel']:<14} {row['blocks']:>6} {k:>7} | {cell['c_ms']:8.3f} "
                   f"{cell['c_efficiency']:6.2f} | {cell['ptxport_ms']:10.3f} "
-                  f"{cell['ptxport_efficiency']:6.2f} | {cell['ratio']:8.2f}x")
+                  f"{cell['ptxport_efficiency']:6.2f} | {cell['ratio']:8.2f}x{traced}")
         if row["status"] != "ok":
             print(f"{'':<14} {row['status']}")
     print("-" * len(header))
     print("eff: parallel efficiency t(1) / (workers * t(workers)); goals on 16 cores: "
           "ptxport eff >= 0.8, ptxport/C <= 1.5")
+    print("late: when ptxport's last worker began its share (us after the launch opened); "
+          "idle: the fraction of workers x time outside their shares (medians of 3 traced "
+          "runs)")
 
 
 def main() -> None:

@@ -14,7 +14,10 @@ CPU mode (default):
       comparison, f32 NN. --workers N runs the kernel's blocks on N host threads (default: one
       per core); give numpy as many (OPENBLAS_NUM_THREADS=N) for a per-core comparison.
       --kernel-only skips (a); --cpu-time times by the process's CPU time instead of the
-      wall's (one worker and OPENBLAS_NUM_THREADS=1: a core's throughput on a loaded machine).
+      wall's (one worker and OPENBLAS_NUM_THREADS=1: a core's throughput on a loaded machine);
+      --c-lanes adds the kernel's blocking written by hand in C (benchmarks/c/gemm_lanes.c,
+      gcc -O3 -march=native, as many OpenMP threads as workers): what its shape reaches as
+      native code.
 GPU mode (--gpu, for an NVIDIA GPU such as the H100): benchmarks/gemm_gpu.py (its docstring
   says what): (c) the portable GEMM through ptxport's NVPTX (Device("cuda:0")) against cuBLAS
   at FP32 and BF16, layout TN, n = --gpu-sizes (default 1024 2048 4096 8192), in TFLOP/s, for
@@ -25,7 +28,7 @@ CPU times are medians of --repeats calls after a warm-up call. Results go to
 benchmarks/results/gemm.json (gemm_gpu.json for --gpu).
 
     python benchmarks/gemm.py [--repeats 5] [--sizes ...] [--kernel-sizes ...]
-        [--workers N] [--kernel-only] [--cpu-time]
+        [--workers N] [--kernel-only] [--cpu-time] [--c-lanes] [--tiles TILE ...]
     python benchmarks/gemm.py --gpu [--gpu-sizes 1024 2048 4096 8192] [--tiles all | TILE ...]
         [--dtypes float32 bfloat16] [--native]
 """
@@ -165,17 +168,42 @@ def _buffers(device, n: int, in_type: np.dtype, out_type: np.dtype, values: np.n
     return stream, a, b, c
 
 
-def cpu_kernel(sizes: list[int], repeats: int, labels: list[str] | None) -> list[dict]:
+def c_lanes_ms(n: int, tn: int, repeats: int, workers: int | None) -> float:
+    """The lanes kernel's blocking by hand in C (benchmarks/c/gemm_lanes.c, gcc -O3
+    -march=native, 64 x 64 x 64 tiles, `tn` columns a group) on `workers` OpenMP threads
+    (None: one per core): what the kernel's shape reaches as native code."""
+    import ctypes
+
+    from cpu_kernels import build_c_library
+
+    lib = build_c_library()
+    lib.bench_set_threads(workers or os.cpu_count())
+    p, i = ctypes.c_void_p, ctypes.c_int
+    lib.sgemm_lanes.argtypes = [i, i, i, p, i, p, i, p, i, i]
+    a = np.ones((n, n), np.float32, order="F")
+    b, c = a.copy(order="F"), a.copy(order="F")
+    status = []
+    ms = _median_ms(lambda: status.append(lib.sgemm_lanes(
+        n, n, n, a.ctypes.data, n, b.ctypes.data, n, c.ctypes.data, n, tn)), repeats)
+    if any(status) or not np.all(c == n):
+        raise RuntimeError(f"sgemm_lanes failed at n = {n} (whole 64 x 64 x 64 tiles only)")
+    return ms
+
+
+def cpu_kernel(sizes: list[int], repeats: int, labels: list[str] | None,
+               c_lanes: bool = False, workers: int | None = None) -> list[dict]:
     from ptxport import Device
-    from ptxport.blas.portable import LANES_CANDIDATES, SIMT_CANDIDATES, TileConfig, tuned_config
+    from ptxport.blas import _Gemm
+    from ptxport.blas.portable import LANES_CANDIDATES, SIMT_CANDIDATES, TileConfig, tile_for
 
     device, f32 = Device("cpu"), np.dtype(np.float32)
     # (LLVM spends minutes on the SIMT kernel's 8x8 micro-tiles on the CPU target: only its
     # 4x4 one, which it took untuned before the lanes kernel)
     if labels:
-        tiles = [(label, TileConfig.parse(label)) for label in labels]
+        tiles = [(label, None if label == "tuned" else TileConfig.parse(label))
+                 for label in labels]
     else:
-        tiles = [("tuned", tuned_config(device, False, f32, f32)),
+        tiles = [("tuned", None),
                  *((c.label, c) for c in LANES_CANDIDATES), (SIMT_CANDIDATES[0].label,
                                                              SIMT_CANDIDATES[0])]
     rows = []
@@ -184,6 +212,11 @@ def cpu_kernel(sizes: list[int], repeats: int, labels: list[str] | None) -> list
         ref = numpy_ms(np.float32, n, repeats)
         buffers = _buffers(device, n, f32, f32, None)
         for name, config in tiles:
+            if name == "tuned":   # the autotuner's pick for this size (tuned now if not yet)
+                started = time.perf_counter()
+                config = tile_for(device, _Gemm(False, False, n, n, n, (n, n, n), (0, 0, 0),
+                                                1), f32, f32)
+                print(f"{'':5} (tile_for: {time.perf_counter() - started:.2f} s)")
             tile = name if name != "tuned" else f"tuned ({config.label.split(':')[1]})"
             try:
                 ms = _kernel_ms(device, config, n, f32, f32, False, repeats, buffers)
@@ -191,6 +224,12 @@ def cpu_kernel(sizes: list[int], repeats: int, labels: list[str] | None) -> list
                 rows.append({"n": n, "tile": tile, "error": f"{type(e).__name__}: {e}"})
                 print(f"{n:5d} {tile:>24} failed: {type(e).__name__}: {str(e)[:80]}")
                 continue
+            rows.append({"n": n, "tile": tile, "numpy_ms": ref, "kernel_ms": ms,
+                         "ratio": ref / ms})
+            print(f"{n:5d} {tile:>24} {_gflops(n, ref):11.1f} {_gflops(n, ms):12.1f} "
+                  f"{ref / ms:6.3f}", flush=True)
+        for tn in (2, 4) if c_lanes else ():
+            ms, tile = c_lanes_ms(n, tn, repeats, workers), f"C gcc 64x64x64/{tn}"
             rows.append({"n": n, "tile": tile, "numpy_ms": ref, "kernel_ms": ms,
                          "ratio": ref / ms})
             print(f"{n:5d} {tile:>24} {_gflops(n, ref):11.1f} {_gflops(n, ms):12.1f} "
@@ -210,6 +249,9 @@ def main() -> None:
                              "--workers 1 with OPENBLAS_NUM_THREADS=1 on a loaded machine)")
     parser.add_argument("--kernel-only", action="store_true",
                         help="CPU mode: only (b), the portable kernel on the CPU target")
+    parser.add_argument("--c-lanes", action="store_true",
+                        help="CPU mode: (b) also times the lanes kernel's blocking written "
+                             "by hand in C (benchmarks/c/gemm_lanes.c, gcc -O3 -march=native)")
     parser.add_argument("--gpu", action="store_true")
     parser.add_argument("--gpu-sizes", type=int, nargs="+", default=[1024, 2048, 4096, 8192])
     parser.add_argument("--tiles", nargs="+",
@@ -217,7 +259,7 @@ def main() -> None:
                              "autotuner's choice, named simt:BMxBNxBK/TMxTN[/ahead] and "
                              "mma:BMxBNxBK/WMxWN/sSTAGES[/late], or 'all' (every candidate); "
                              "CPU mode: tiles for (b) instead of the lanes candidates "
-                             "(lanes:BMxBNxBK/TN/uU, simt:...)")
+                             "(lanes:BMxBNxBK/TN/uU, simt:..., 'tuned': the autotuner's pick)")
     parser.add_argument("--dtypes", nargs="+", default=["float32", "bfloat16"],
                         choices=["float32", "bfloat16"], help="with --gpu: the precisions")
     parser.add_argument("--native", action="store_true",
@@ -246,7 +288,8 @@ def main() -> None:
     machine["clock"] = "process CPU time" if args.cpu_time else "wall"
     routes = [] if args.kernel_only else cpu_routes(args.sizes, args.repeats)
     report = {**machine, "routes": routes,
-              "cpu_kernel": cpu_kernel(args.kernel_sizes, args.repeats, args.tiles)}
+              "cpu_kernel": cpu_kernel(args.kernel_sizes, args.repeats, args.tiles,
+                                        args.c_lanes, args.workers)}
     (out_dir / "gemm.json").write_text(json.dumps(report, indent=1))
 
 

@@ -5,6 +5,9 @@ checks have an allocation table, as in a real program), in microseconds per laun
   sync grid 1     launch + stream.sync() of a <<<1, 1>>> grid;
   sync grid 1024  launch + stream.sync() of 1024 empty blocks of 1 thread;
   queued          launches queued back to back, one sync after the batch (per launch);
+  loop            the same of a kernel with a loop (run 0 times), which launch() queues
+                  for the stream (only loop-free kernels of small grids run at once), so
+                  that the sync takes it from the queue;
 each with 1 worker (set_workers(1)) and with 16 (issue 15's goals: launch + sync under
 20 us on one core, under 50 us with 16 workers). Each figure is the median over batches.
 
@@ -43,15 +46,39 @@ EMPTY_PTX = """
 }
 """
 
-# (name, grid, queued): queued launches are timed as a batch with one sync at its end
-CASES = [("sync grid 1", 1, False), ("sync grid 1024", 1024, False),
-         ("queued grid 1", 1, True)]
+# A kernel with a backward branch: launch() does not run it at once but queues it.
+LOOP_PTX = """
+.version 7.0
+.target sm_80
+.address_size 64
+.visible .entry loop(.param .u32 n)
+{
+    .reg .b32 %r<3>;
+    .reg .pred %p<2>;
+    ld.param.u32 %r1, [n];
+    mov.u32 %r2, 0;
+$top:
+    setp.ge.u32 %p1, %r2, %r1;
+    @%p1 bra $end;
+    add.u32 %r2, %r2, 1;
+    bra.uni $top;
+$end:
+    ret;
+}
+"""
+
+# (name, grid, queued, kernel): queued launches are timed as a batch with one sync at its end
+CASES = [("sync grid 1", 1, False, "empty"), ("sync grid 1024", 1024, False, "empty"),
+         ("queued grid 1", 1, True, "empty"), ("loop, sync grid 1", 1, False, "loop"),
+         ("loop, sync grid 1024", 1024, False, "loop")]
 WORKERS = (1, 16)
 
 
 def _measure(calls: int) -> dict[str, float]:
     """In this process (the checkout on sys.path): the median microseconds per launch of
     each case, over 5 batches of `calls` launches."""
+    import numpy as np
+
     from ptxport import Device, LaunchConfig, Program, launch
 
     try:
@@ -63,19 +90,23 @@ def _measure(calls: int) -> dict[str, float]:
     device.set_current()
     stream = device.create_stream()
     buffers = [device.allocate(4096, stream=stream) for _ in range(8)]  # noqa: F841 (live)
-    kernel = Program(EMPTY_PTX, code_type="ptx").compile("native").get_kernel("empty")
+    kernels = {"empty": (Program(EMPTY_PTX, code_type="ptx").compile("native")
+                         .get_kernel("empty"), ()),
+               "loop": (Program(LOOP_PTX, code_type="ptx").compile("native")
+                        .get_kernel("loop"), (np.uint32(0),))}
     figures = {}
     for workers in WORKERS:
         cpu_executor.set_workers(workers)
-        for name, grid, queued in CASES:
+        for name, grid, queued, which in CASES:
+            kernel, args = kernels[which]
             config = LaunchConfig(grid=grid, block=1)
-            launch(stream, config, kernel)          # warm-up (compiles for the block shape)
+            launch(stream, config, kernel, *args)   # warm-up (compiles for the block shape)
             stream.sync()
             batches = []
             for _ in range(5):
                 start = time.perf_counter()
                 for _ in range(calls):
-                    launch(stream, config, kernel)
+                    launch(stream, config, kernel, *args)
                     if not queued:
                         stream.sync()
                 stream.sync()

@@ -6,7 +6,8 @@ ld/st.v4, a warp's two float4s 2 KiB apart; `add_odd`: n - 1 elements, one predi
 scalar ld/st per element; `add_1`: BLOCK=128, one element per thread; `add_4`: BLOCK=512,
 one float4 per thread, so that the warps of a block read memory in order) and fused softmax
 (GB/s: bytes read + written per second; `softmax` with 4 warps a row, whose reductions meet
-in shared memory at barriers, `softmax_1w` with one) and its matmul
+in shared memory at barriers, `softmax_1w` with one; min(rows, 16 x cores) programs, each
+looping over rows as the tutorial's do: SOFTMAX_PROGRAMS_PER_CORE) and its matmul
 (tl.dot, f32 in IEEE mode, 32x32x32 tiles: FMAs per thread; GFLOP/s) from
 tests/frontends/triton_kernels.py, and Triton's tutorial matmul (`matmul_f16_N`: N^3, f16
 inputs and f32 output, tl.dot as ldmatrix + mma.sync on sm_80, 64x64x32 tiles with 4 warps
@@ -26,6 +27,7 @@ and ptxport's are cached, so not timed); the interpreter gets fewer runs and is 
 after --interpreter-limit seconds.
 
     python benchmarks/python_kernels.py [--runs 5] [--small] [--interpreter-limit 600]
+                                        [--only softmax,softmax_1w]
 
 prints a table and writes benchmarks/results/python_kernels.json.
 """
@@ -49,6 +51,12 @@ sys.path.insert(0, str(ROOT / "tests" / "frontends"))
 
 SIZES = {"add": 1 << 22, "softmax": (4096, 1024), "matmul": 256,
          "matmul_f16": (256, 1024, 2048)}
+# The softmax kernel loops over rows, program_id(0) + k * num_programs(0) (Triton's tutorial,
+# which launches NUM_SM x occupancy programs on a GPU). On the cpu device a worker runs one
+# block at a time and claims blocks in decreasing chunks: with 16 programs per core the
+# workers share the rows evenly (GPU machine's host, 16 cores, 4096 x 1024, 4 warps: 64
+# programs 0.71 ms, 256 0.60 ms, 4096 (a row each) 0.66 ms; 1 warp: 0.49, 0.47, 0.49 ms).
+SOFTMAX_PROGRAMS_PER_CORE = 16
 SMALL = {"add": 1 << 16, "softmax": (256, 512), "matmul": 64, "matmul_f16": (64, 128)}
 # the tutorial matmul's tile on the cpu device: 64x64x32 with 4 warps (each warp 32x32 of
 # C: 2 x 4 m16n8k16 mma.sync a k-step), 3 cp.async stages
@@ -112,7 +120,7 @@ def _triton_calls(data, make_array, sync):
     a, b = (make_array(v) for v in data["matmul"])
     m = data["matmul"][0].shape[0]
     c = make_array(np.zeros((m, m), np.float32))
-    programs = min(rows, 4 * (os.cpu_count() or 1))
+    programs = min(rows, SOFTMAX_PROGRAMS_PER_CORE * (os.cpu_count() or 1))
 
     def add():
         add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
@@ -244,27 +252,31 @@ def _engine_calls(engine: str, data) -> dict:
     return _numpy_calls(data)
 
 
-def _measure(engines: list[str], sizes, runs: int) -> dict[str, dict[str, float]]:
+OPERATIONS = ("add", "add_odd", "add_1", "add_4", "softmax", "softmax_1w", "matmul")
+
+
+def _measure(engines: list[str], sizes, runs: int,
+             ops: tuple[str, ...] = OPERATIONS) -> dict[str, dict[str, float]]:
     """Seconds per call, per engine and operation, measured in this process."""
     data = _inputs(sizes)
     calls = {engine: _engine_calls(engine, data) for engine in engines}
     results: dict[str, dict[str, float]] = {engine: {} for engine in engines}
-    for op in ("add", "add_odd", "add_1", "add_4", "softmax", "softmax_1w", "matmul",
-               *_f16_ops(sizes)):
+    for op in ops:
         best = _best_seconds({engine: calls[engine][op] for engine in engines}, runs)
         for engine, seconds in best.items():
             results[engine][op] = seconds
     return results
 
 
-def _in_subprocess(engines: list[str], small: bool, runs: int,
+def _in_subprocess(engines: list[str], small: bool, runs: int, ops: tuple[str, ...],
                    limit: float | None = None) -> dict:
     """_measure in a fresh process (Triton's interpreter is chosen by TRITON_INTERPRET at
     import), or for each engine why it could not run (or finish within `limit` seconds)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     if engines == ["interpreter"]:
         env["TRITON_INTERPRET"] = "1"
-    args = [sys.executable, __file__, "--engines", ",".join(engines), "--runs", str(runs)]
+    args = [sys.executable, __file__, "--engines", ",".join(engines), "--runs", str(runs),
+            "--only", ",".join(ops)]
     try:
         out = subprocess.run(args + (["--small"] if small else []), env=env,
                              capture_output=True, text=True, timeout=limit)
@@ -288,20 +300,28 @@ def main() -> None:
     parser.add_argument("--small", action="store_true", help="small sizes (a quick check)")
     parser.add_argument("--interpreter-limit", type=float, default=600,
                         help="seconds Triton's interpreter may take (default 600)")
+    parser.add_argument("--only", help="the operations to measure, comma-separated (default: "
+                        "all: " + ",".join(OPERATIONS + tuple(_f16_ops(SIZES))) + ")")
     parser.add_argument("--engines", help=argparse.SUPPRESS)
     options = parser.parse_args()
     sizes = SMALL if options.small else SIZES
+    known = OPERATIONS + tuple(_f16_ops(sizes))
+    ops = tuple(options.only.split(",")) if options.only else known
+    unknown = [op for op in ops if op not in known]
+    if unknown:
+        parser.error(f"unknown operation(s) {', '.join(unknown)}; choose from "
+                     + ", ".join(known))
     if options.engines:
-        print(json.dumps(_measure(options.engines.split(","), sizes, options.runs)))
+        print(json.dumps(_measure(options.engines.split(","), sizes, options.runs, ops)))
         return
     results = {}
     for engine in ["ptxport", "numpy"] + (["torch"] if _have("torch") else []):
-        results.update(_in_subprocess([engine], options.small, options.runs))
+        results.update(_in_subprocess([engine], options.small, options.runs, ops))
     if _have("torch"):
         results.update(_in_subprocess(["interpreter"], options.small, max(1, options.runs // 3),
-                                      options.interpreter_limit))
+                                      ops, options.interpreter_limit))
     engines = list(results)
-    work = _work(sizes)
+    work = {op: w for op, w in _work(sizes).items() if op in ops}
     print(f"Triton kernels on the CPU ({platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} cores); sizes {sizes}")
     print(f"{'operation':14} {'unit':8} " + " ".join(f"{e:>12}" for e in engines)

@@ -18,7 +18,8 @@ first candidate within 2% of the fastest is kept (near-ties go the same way ever
 $PTXPORT_CACHE_DIR/blas/autotune.json (else ~/.cache/ptxport/...), keyed by the device's
 backend and name. On cpu devices a third kernel of the same source replaces the SIMT one:
 the lanes kernel (kernels/gemm_lanes.cuh), shaped for the CPU target's warp gangs, tuned
-at 512^3; opencl devices take the first candidate untuned (see tuned_config).
+per size class and worker count at a bounded depth (cpu_tune_size, cpu_tune_depth); opencl
+devices take the first candidate untuned (see tuned_config).
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ import functools
 import json
 import math
 import os
-from dataclasses import asdict, dataclass
+import weakref
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -41,13 +43,14 @@ from ptxport.runtime.program import Kernel, Program
 from ptxport.runtime.program_options import ProgramOptions
 from ptxport.runtime.stream import Stream
 
-__all__ = ["MMA_CANDIDATES", "SIMT_CANDIDATES", "TileConfig", "candidates", "gemm",
-           "gemm_launch", "kernel_for", "parse_tiles", "program_for", "time_tile",
-           "tune_size", "tuned_config"]
+__all__ = ["MMA_CANDIDATES", "SIMT_CANDIDATES", "TileConfig", "candidates", "cpu_tune_depth",
+           "cpu_tune_size", "gemm", "gemm_launch", "kernel_for", "parse_tiles", "program_for",
+           "tile_for", "time_tile", "tune_size", "tuned_config"]
 
 KERNELS = Path(__file__).resolve().parent / "kernels"
 SOURCE = KERNELS / "gemm.cu"
-WGMMA_SOURCE = KERNELS / "gemm_wgmma.cu"   # the warpgroup kernel, appended to gemm.cu
+MMA_SOURCE = KERNELS / "gemm_mma.cuh"      # the tensor-core kernels, appended to gemm.cu
+WGMMA_SOURCE = KERNELS / "gemm_wgmma.cu"   # the warpgroup kernel, appended after it
 
 
 def kernel_source(path: Path, *tail: Path) -> str:
@@ -59,15 +62,15 @@ def kernel_source(path: Path, *tail: Path) -> str:
 # uint16: bfloat16 bits; int8 in with int32 out: cuBLAS's 32I compute (SIMT kernel)
 _KINDS = {"float32": 0, "float64": 1, "float16": 2, "uint16": 3, "int8": 4, "int32": 5}
 # backends whose devices are tuned, and the square sizes tuned at (see tune_size); cpu
-# devices tune the lanes kernel at one size (their time grows as n^3 on a few cores)
+# devices tune the lanes kernel per size class too (cpu_tune_size), at a bounded depth
 _TUNED_BACKENDS = ("cuda", "hip", "cpu")
 _TUNE_SIZES = (1024, 2048, 4096, 8192)
-_CPU_TUNE_SIZE = 512
+_CPU_TUNE_SIZES = (256, 512, 1024, 2048, 4096)
 # part of the autotuner's keys: choices made for an earlier version of the kernels (whose
 # tiles may no longer be candidates, or no longer the fastest) are not reused
-_KERNELS_VERSION = "gemm5"
+_KERNELS_VERSION = "gemm6"
 # the same for the lanes kernel and its candidates (the kernel's name in the key)
-_LANES_VERSION = "lanes2"
+_LANES_VERSION = "lanes3"
 # backends whose kernels take the transposes as an argument: one compile for all four pairs
 _RUNTIME_TRANSPOSES = ("opencl",)
 # the options a tile's label may end in, by kernel (TileConfig.kind; TileConfig's flags)
@@ -97,6 +100,7 @@ class TileConfig:
     #                       thread, k panels of bk whose loop is unrolled tm times
     wgmma: bool = False   # (mma) sm_90a's warpgroup kernel (gemm_wgmma.cu); wm x wn warpgroups
     cpasync: bool = False  # (SIMT, f32 / f64) tiles copied by cp.async in a ring (ASYNC)
+    split: int = 1         # (SIMT) k split this many ways, one block a part (SPLIT)
 
     @property
     def kind(self) -> str:
@@ -112,7 +116,7 @@ class TileConfig:
 
     @property
     def label(self) -> str:
-        """The tile as benchmarks name it: simt:BMxBNxBK/TMxTN[/ahead][/warp][/cpasync],
+        """The tile as benchmarks name it: simt:BMxBNxBK/TMxTN[/ahead][/warp][/cpasync][/kS],
         mma:BMxBNxBK/WMxWN/sSTAGES[/ahead][/late], wgmma:BMxBNxBK/WMxWN/sSTAGES[/ahead] or
         lanes:BMxBNxBK/TN/uUNROLL."""
         shape = f"{self.bm}x{self.bn}x{self.bk}"
@@ -120,7 +124,8 @@ class TileConfig:
             return f"lanes:{shape}/{self.tn}/u{self.tm}"
         head = f"{self.kind}:{shape}/{self.wm}x{self.wn}/s{self.stages}" if self.mma else \
             f"simt:{shape}/{self.tm}x{self.tn}"
-        return head + "".join(f"/{o}" for o in _OPTIONS[self.kind] if getattr(self, o))
+        return head + "".join(f"/{o}" for o in _OPTIONS[self.kind] if getattr(self, o)) + \
+            (f"/k{self.split}" if self.split > 1 else "")
 
     @classmethod
     def parse(cls, label: str) -> TileConfig:
@@ -136,15 +141,19 @@ class TileConfig:
             mma = kind in ("mma", "wgmma")
             stages = int(parts[2].removeprefix("s")) if mma and len(parts) > 2 else 3
             options = parts[3:] if mma else parts[2:]
+            split = 1
+            if not mma and options and options[-1][:1] == "k" and options[-1][1:].isdigit():
+                split = int(options.pop()[1:])
             if kind in _OPTIONS and len(set(options)) == len(options) and \
                     set(options) <= set(_OPTIONS[kind]):
                 flags = {o: True for o in options}
                 return cls(True, bm, bn, bk, wm=x, wn=y, stages=stages, wgmma=kind == "wgmma",
-                           **flags) if mma else cls(False, bm, bn, bk, x, y, **flags)
+                           **flags) if mma else cls(False, bm, bn, bk, x, y, **flags,
+                                                    split=max(split, 1))
         except (IndexError, ValueError):
             pass
         raise InvalidValueError(f"tile {label!r} is not "
-                                f"simt:BMxBNxBK/TMxTN[/ahead][/warp][/cpasync], "
+                                f"simt:BMxBNxBK/TMxTN[/ahead][/warp][/cpasync][/kS], "
                                 f"mma:BMxBNxBK/WMxWN/sSTAGES[/ahead][/late], "
                                 f"wgmma:BMxBNxBK/WMxWN/sSTAGES[/ahead] or "
                                 f"lanes:BMxBNxBK/TN/uUNROLL (BM: 32, 64, ...)")
@@ -171,19 +180,24 @@ class TileConfig:
 # 48 KiB: the static shared memory every CUDA device gives a block (and OpenCL devices
 # commonly): SIMT tiles above it for the accumulator type are not candidates
 _STATIC_SHARED = 48 * 1024
-# Candidates, from five H100 sweeps of gemm.py --tiles (benchmarks/gemm.py; numbers in
-# docs/blas.md). SIMT: 128 x 128 x 8 tiles with 8 x 8 a thread (warp tiles or not, within 1%
-# of each other) led from 2048 up (0.87-0.89 of cuBLAS), 64 x 64 x 8 with 4 x 4 at 1024 (more
-# blocks); BK = 16, fragments ahead, 4 x 16, 8 x 16 and 16 x 8 a thread measured slower
-# (0.68-0.86), as did 128 x 64 and 64 x 128 tiles. mma: 128 x 128 x 32 with 2 x 2 warps and
+# Candidates, from H100 sweeps (benchmarks/gemm.py --tiles, and two of 23-27 SIMT shapes on
+# 2026-11-26; numbers in docs/blas.md). SIMT, f32, against cuBLAS with TF32 off: 128 x 128 x 8
+# tiles of 128 threads with 8 x 16 a thread (232 registers, warp tiles or not within 1%) led
+# from 2048 up (0.92-0.94), the same split two ways along k at 1024 (0.96; 64 tiles alone
+# fill half the GPU: 0.54 unsplit); 8 x 8 a thread (two blocks an SM), the earlier choice,
+# 0.87-0.90, 64 x 64 x 8 with 4 x 4 (1024's earlier choice) 0.70 against a warmed-up cuBLAS.
+# Measured slower: three and four parts of k, 8 x 8 split (0.86 at 1024), 16 x 8 a thread,
+# fragments ahead, BK = 16, cp.async rings (/cpasync: 0.74-0.81 from 2048 up), 128 x 64,
+# 64 x 128, 256 x 128 and 128 x 256 tiles (0.68-0.86), block groups of 4 or 16 rows (as 8).
+# mma: 128 x 128 x 32 with 2 x 2 warps and
 # four stages (two blocks an SM; fragments ahead or not, within 1%) and 128 x 256 x 64 with
 # fragments ahead led from 2048 up (0.54-0.62), 64 x 64 tiles at 1024; more stages, BK = 64
 # with 2 x 2 warps, 256 x 128 and 128 x 256 x 32 tiles measured slower. The first of each is
 # what cpu and opencl devices take untuned.
 SIMT_CANDIDATES = (TileConfig(False, 64, 64, 8, 4, 4),
+                   TileConfig(False, 128, 128, 8, 8, 16, warp=True),
                    TileConfig(False, 128, 128, 8, 8, 8, warp=True),
-                   TileConfig(False, 128, 128, 8, 8, 8),
-                   TileConfig(False, 128, 128, 16, 8, 8, warp=True))
+                   TileConfig(False, 128, 128, 8, 8, 16, warp=True, split=2))
 MMA_CANDIDATES = (TileConfig(True, 128, 128, 32, wm=2, wn=4, stages=3),
                   TileConfig(True, 128, 128, 32, wm=2, wn=2, stages=4),
                   TileConfig(True, 128, 128, 32, wm=2, wn=2, stages=4, ahead=True),
@@ -200,20 +214,22 @@ WGMMA_CANDIDATES = (TileConfig(True, 128, 256, 64, wm=2, wn=1, stages=4, ahead=T
                     TileConfig(True, 128, 256, 64, wm=2, wn=1, stages=3, ahead=True, wgmma=True))
 
 
-# The lanes kernel's candidates (the SIMT kernel's on cpu devices), from sweeps on a 2-core
-# AMD EPYC (Zen 4, AVX-512), one worker, f32 NN, timed by CPU time (the machine was shared),
-# at 1024^3 unless said: 64-row tiles (two rows a lane, each B broadcast feeding both) with 2
-# columns a thread and the k loop unrolled 4 times ran at 62-64 GFLOP/s (0.66-0.68 of
-# single-threaded OpenBLAS; unrolled twice 47); 32 x 48 x 128 with 6 columns 44-51 (47-51
-# from 512 up), 32 x 96 x 64 with 6 or 8 columns 41-52, 64 x 32 x 64 with 4 45-50, 32 x 32
-# x 64 with 2 or 4 46-49, 96- and 128-row tiles 38-39, 12 columns (more accumulators:
-# spills) 34-41, BK = 32 22 (more panels). 32 x 32 x 64 with 4 columns: the one whose panels
-# of doubles fit 48 KiB.
-LANES_CANDIDATES = (TileConfig(False, 64, 64, 64, 4, 2, lanes=True),
+# The lanes kernel's candidates (the SIMT kernel's on cpu devices), f32 NN. On the GPU
+# machine's 16-core Xeon (Sapphire Rapids: two 512-bit FMA units a core, four cycles an FMA,
+# so at least 8 accumulators in flight), wall time, OPENBLAS_NUM_THREADS = workers
+# (benchmarks/gemm.py --kernel-only, 2026-11-26): 64-row tiles with 4 columns a thread (16
+# vector accumulators) led at every size, 0.40-0.44 of OpenBLAS on one worker (512-2048) and
+# 0.63-0.72 on 16 (1024-4096); 64 x 32 x 64 with 4 columns 0.36-0.41 and 0.60-0.67; 2 columns
+# a thread (8 accumulators) 0.36-0.39 and 0.55-0.65; 3 columns 0.33-0.34 and 0.53-0.59;
+# 96-row tiles 0.31-0.32; the k loop unrolled twice 0.32-0.35; 32-row tiles 0.24-0.29 and
+# 0.41-0.53. On a 2-core AMD EPYC (Zen 4: one 512-bit FMA a cycle), one worker, CPU time, 64 x
+# 64 x 64 with 2 columns led (0.60-0.68 of OpenBLAS; 4 columns 0.55-0.60: spills). 32 x 32 x
+# 64 with 4 columns: the one whose panels of doubles fit 48 KiB, and the most blocks.
+LANES_CANDIDATES = (TileConfig(False, 64, 64, 64, 4, 4, lanes=True),
+                    TileConfig(False, 64, 64, 64, 4, 2, lanes=True),
+                    TileConfig(False, 64, 32, 64, 4, 4, lanes=True),
                     TileConfig(False, 64, 32, 64, 4, 2, lanes=True),
-                    TileConfig(False, 32, 48, 128, 4, 6, lanes=True),
-                    TileConfig(False, 32, 32, 64, 4, 4, lanes=True),
-                    TileConfig(False, 32, 96, 64, 4, 8, lanes=True))
+                    TileConfig(False, 32, 32, 64, 4, 4, lanes=True))
 
 
 def candidates(mma: bool, acc: np.dtype, lanes: bool = False, wgmma: bool = False
@@ -272,12 +288,14 @@ def program_for(arch: str, config: TileConfig, ta: int, tb: int, in_kind: int, o
               "AHEAD": int(config.ahead), "LATE": int(config.late),
               "WARPTILE": int(config.warp), "EVEN": int(even), "ASYNC": int(config.cpasync),
               "GEMM_LANES": int(config.lanes)}
+    if config.split > 1:
+        macros["SPLIT"] = config.split
     if config.wgmma:
         macros["UNROLL_K"] = int(unroll)
     options = ProgramOptions(arch=arch, define_macro=[(k, str(v)) for k, v in macros.items()],
                              name="ptxport_gemm.cu")
     tail = (KERNELS / "gemm_lanes.cuh",) if config.lanes else \
-        (WGMMA_SOURCE,) if config.wgmma else ()
+        (MMA_SOURCE, WGMMA_SOURCE) if config.wgmma else (MMA_SOURCE,) if config.mma else ()
     return Program(kernel_source(SOURCE, *tail), "c++", options)
 
 
@@ -315,13 +333,48 @@ def _even(problem, config: TileConfig) -> bool:
         problem.k % config.bk == 0
 
 
+def _splits(k: int, config: TileConfig) -> bool:
+    """Every one of the config's `split` parts of k holds at least one k-step."""
+    steps = -(-k // config.bk)
+    return (config.split - 1) * -(-steps // config.split) < steps
+
+
+# per stream: the split-k workspace (partial sums) and its tiles' counters (kept at zero
+# between launches by the kernel), grown as needed; the launches of one stream run one after
+# the other, those of two streams may overlap, so each stream has its own
+_WORKSPACES: weakref.WeakKeyDictionary[Stream, tuple[Buffer, Buffer]] = \
+    weakref.WeakKeyDictionary()
+
+
+def _split_workspace(stream: Stream, tiles: int, config: TileConfig,
+                     acc: np.dtype) -> tuple[Buffer, Buffer]:
+    """The workspace and the counters for `tiles` tiles of `config` (gemm.cu's SPLIT) for
+    launches on `stream`; new ones are zeroed in the stream's order, old ones freed in it."""
+    size = tiles * config.split * config.bm * config.bn * acc.itemsize
+    have = _WORKSPACES.get(stream)
+    if have is None or have[0].size < size or have[1].size < tiles * 4:
+        if have is not None:
+            size, tiles = max(size, have[0].size), max(tiles, have[1].size // 4)
+            for buf in have:
+                buf.close(stream)
+        device = stream.device
+        have = (device.allocate(size, stream=stream), device.allocate(tiles * 4, stream=stream))
+        have[1].fill(0, 4, stream=stream)
+        stream.sync()   # (zeroed before launches queued elsewhere: the benchmarks' own)
+        _WORKSPACES[stream] = have
+    return have
+
+
 def gemm_launch(device: Device, config: TileConfig, problem, a: Buffer | np.uint64,
                 b: Buffer | np.uint64, c: Buffer | np.uint64, in_type: np.dtype,
-                out_type: np.dtype, alpha: float, beta: float) -> tuple[Kernel, LaunchConfig,
-                                                                        tuple]:
+                out_type: np.dtype, alpha: float, beta: float, stream: Stream | None = None
+                ) -> tuple[Kernel, LaunchConfig, tuple]:
     """What launch_gemm queues for `problem` (ptxport.blas._Gemm, checked) on `device`: the
     kernel of `config`, its launch configuration and its arguments. The matrices are
-    Buffers, or device addresses (np.uint64) that ptxport.compat passes."""
+    Buffers, or device addresses (np.uint64) that ptxport.compat passes. A split k's
+    workspace is `stream`'s (default: the device's default stream)."""
+    if config.split > 1 and not _splits(problem.k, config):
+        config = replace(config, split=1)
     vec = _aligned(problem, (a, b), 8) if config.mma else \
         in_type == np.float32 and _aligned(problem, (a, b), 4)
     # transposes as a kernel argument where each variant is a slow compile (opencl)
@@ -334,12 +387,17 @@ def gemm_launch(device: Device, config: TileConfig, problem, a: Buffer | np.uint
                         device.backend != "cpu")
     scalar = np.float64 if in_type == np.float64 else np.int32 if in_type == np.int8 else \
         np.float32
-    grid = (-(-problem.m // config.bm), -(-problem.n // config.bn), problem.batch)
+    grid = (-(-problem.m // config.bm), -(-problem.n // config.bn),
+            problem.batch * config.split)
     (lda, ldb, ldc), (sa, sb, sc) = problem.lds, problem.strides
     i32, i64 = np.int32, np.int64
     args = (i32(problem.m), i32(problem.n), i32(problem.k), scalar(alpha), a, i32(lda),
             i64(sa), b, i32(ldb), i64(sb), scalar(beta), c, i32(ldc), i64(sc),
             i32(int(problem.ta) | int(problem.tb) << 1))
+    if config.split > 1:
+        args += _split_workspace(stream or device.default_stream,
+                                 grid[0] * grid[1] * problem.batch, config,
+                                 np.dtype(scalar))
     return kernel, LaunchConfig(grid=grid, block=config.threads,
                                 shmem_size=config.dynamic_shared()), args
 
@@ -350,7 +408,7 @@ def launch_gemm(stream: Stream, config: TileConfig, problem, a: Buffer | np.uint
     """Queue the kernel of `config` for `problem` (ptxport.blas._Gemm, checked) on `stream`;
     the matrices are Buffers, or device addresses (np.uint64) that ptxport.compat passes."""
     kernel, launch_config, args = gemm_launch(stream.device, config, problem, a, b, c, in_type,
-                                              out_type, alpha, beta)
+                                              out_type, alpha, beta, stream)
     launch(stream, launch_config, kernel, *args)
 
 
@@ -360,10 +418,19 @@ def gemm(stream: Stream, problem, a: Buffer, b: Buffer, c: Buffer, in_type: np.d
     """C = alpha op(A) op(B) + beta C on the stream's device with the portable kernels; the
     tile shape is `config`, else the tuned one for the device."""
     if config is None:
-        layout = "NT"[int(problem.ta)] + "NT"[int(problem.tb)]
-        config = tuned_config(stream.device, _uses_mma(stream.device, in_type), in_type,
-                              out_type, tune_size(problem.m, problem.n, problem.batch), layout)
+        config = tile_for(stream.device, problem, in_type, out_type)
     launch_gemm(stream, config, problem, a, b, c, in_type, out_type, alpha, beta)
+
+
+def tile_for(device: Device, problem, in_type: np.dtype, out_type: np.dtype) -> TileConfig:
+    """The tuned tile for `problem` (ptxport.blas._Gemm) on `device`: that of its size class
+    (tune_size; on cpu devices the lanes kernel's cpu_tune_size, for the device's workers)
+    and its transposes."""
+    mma = _uses_mma(device, in_type)
+    layout = "NT"[int(problem.ta)] + "NT"[int(problem.tb)]
+    size = cpu_tune_size(problem.m, problem.n, problem.batch) if \
+        device.backend == "cpu" and not mma else tune_size(problem.m, problem.n, problem.batch)
+    return tuned_config(device, mma, in_type, out_type, size, layout)
 
 
 # -- the autotuner ----------------------------------------------------------------------------
@@ -397,14 +464,53 @@ def tune_size(m: int, n: int, batch: int = 1) -> int:
     return min(_TUNE_SIZES, key=lambda s: abs(math.log(area / (s * s))))
 
 
+# cpu devices (the lanes kernel): classes by C's area as on GPUs, from 256^2 up, since a
+# grid's blocks shared by many workers (the number of tiles against the workers, and how they
+# share the caches) decide between tiles that one worker runs alike; no class above the size
+# where every candidate gives each worker _CPU_MANY_BLOCKS blocks (one worker: 512). The tuning
+# GEMM is size x size x depth, its depth cut so that one launch is about _CPU_TUNE_FLOP a
+# worker (a few ms): the inner loops are those of a full-depth GEMM, fewer panels of them.
+_CPU_MANY_BLOCKS = 64
+_CPU_TUNE_FLOP = 5e8
+
+
+def _cpu_workers() -> int:
+    from ptxport.runtime.backends.cpu.executor import worker_count
+
+    return worker_count()
+
+
+def cpu_tune_size(m: int, n: int, batch: int = 1, workers: int | None = None) -> int:
+    """The square size (one of _CPU_TUNE_SIZES) whose tuned lanes tile a problem of m x n
+    (x batch) C takes on a cpu device with `workers` workers (None: the executor's count
+    now): the nearest in C's area, at most the first size whose every candidate tile makes
+    _CPU_MANY_BLOCKS blocks a worker."""
+    workers = workers or _cpu_workers()
+    area = max(m * n * batch, 1)
+    size = min(_CPU_TUNE_SIZES, key=lambda s: abs(math.log(area / (s * s))))
+    tile = max(c.bm * c.bn for c in LANES_CANDIDATES)
+    enough = next((s for s in _CPU_TUNE_SIZES if s * s >= _CPU_MANY_BLOCKS * workers * tile),
+                  _CPU_TUNE_SIZES[-1])
+    return min(size, enough)
+
+
+def cpu_tune_depth(size: int, workers: int) -> int:
+    """k of the cpu tuning GEMM at `size` for `workers` workers: `size`, cut to about
+    _CPU_TUNE_FLOP a worker a launch, in whole 128-deep panels (every candidate's BK
+    divides 128), one at least."""
+    depth = int(_CPU_TUNE_FLOP * workers / (2 * size * size)) // 128 * 128
+    return min(size, max(depth, 128))
+
+
 def tuned_config(device: Device, mma: bool, in_type: np.dtype, out_type: np.dtype,
                  size: int = 2048, layout: str = "NN") -> TileConfig:
     """The fastest candidate tile shape on `device` for this kernel and its accumulator
     (f32 or f64; 16-bit data share f32's choice) at the tuning size `size` (one of
     _TUNE_SIZES: see tune_size) and the transposes `layout` (op(A) op(B): "NN", "TN", ...),
     timed on first use and cached on disk. cpu devices take the lanes kernel (gemm_lanes.cuh)
-    instead of the SIMT kernel, tuned at _CPU_TUNE_SIZE whatever `size`, and the mma
-    kernel's first candidate untuned; opencl devices the first candidate, untuned: there each
+    instead of the SIMT kernel, tuned per class of cpu_tune_size (`size` is taken to it) and
+    worker count at a bounded depth (cpu_tune_depth), and the mma kernel's first candidate
+    untuned; opencl devices the first candidate, untuned: there each
     candidate's compile (the OpenCL runtime's, seconds) costs more than tuning gains at the
     sizes they run."""
     if not mma:
@@ -413,14 +519,18 @@ def tuned_config(device: Device, mma: bool, in_type: np.dtype, out_type: np.dtyp
     tiles = candidates(mma, in_type, lanes, mma and _uses_wgmma(device))
     if device.backend not in _TUNED_BACKENDS or device.backend == "cpu" and mma:
         return tiles[0]
-    size = _CPU_TUNE_SIZE if lanes else size
+    depth, workers = None, ""
+    if lanes:   # (the class's size, its depth and the workers: part of the key)
+        count = _cpu_workers()
+        size = cpu_tune_size(size, size, 1, count)
+        depth, workers = cpu_tune_depth(size, count), f"|w{count}"
     kernel = _LANES_VERSION if lanes else "mma" if mma else "simt"
     key = f"{_KERNELS_VERSION}|{device.backend}|{device.name}|{kernel}|" \
-          f"{in_type.name}|{out_type.name}|{size}|{layout}"
+          f"{in_type.name}|{out_type.name}|{size}|{layout}{workers}"
     cached = _load().get(key)
     if cached is not None:
         return TileConfig(**cached)
-    times = [time_tile(device, cfg, in_type, out_type, size, layout) for cfg in tiles]
+    times = [time_tile(device, cfg, in_type, out_type, size, layout, depth) for cfg in tiles]
     # the first candidate within 2% of the fastest: near-ties (within the timing's noise)
     # go to the same tile on every tuning, in the candidates' order
     best = next(cfg for cfg, ms in zip(tiles, times, strict=True) if ms <= min(times) * 1.02)
@@ -429,30 +539,36 @@ def tuned_config(device: Device, mma: bool, in_type: np.dtype, out_type: np.dtyp
 
 
 # the autotuner's timing: launches before timing for about WARM_MS (the GPU's clocks up,
-# caches and the compile done), then GROUPS groups of launches of about GROUP_MS each
+# caches and the compile done), then GROUPS groups of launches of about GROUP_MS each; on
+# cpu devices (launches of a few ms at the tuning depth, no clocks to raise) shorter
 _WARM_MS, _GROUP_MS, _GROUPS = 100.0, 20.0, 5
+_CPU_WARM_MS, _CPU_GROUP_MS, _CPU_GROUPS = 20.0, 10.0, 3
 
 
 def time_tile(device: Device, config: TileConfig, in_type: np.dtype, out_type: np.dtype,
-              size: int, layout: str = "NN") -> float:
-    """Milliseconds one size^3 GEMM in `layout` takes with `config` on `device`: the median
-    over groups of launches timed between events, after a warm-up (ptxport.blas.timing; on
-    cuda devices the GPU's time alone)."""
+              size: int, layout: str = "NN", depth: int | None = None) -> float:
+    """Milliseconds one size x size x depth GEMM (depth None: size) in `layout` takes with
+    `config` on `device`: the median over groups of launches timed between events, after a
+    warm-up (ptxport.blas.timing; on cuda devices the GPU's time alone)."""
     from ptxport.blas import _Gemm, timing
 
+    k = depth or size
+    ta, tb = layout[0] == "T", layout[1] == "T"
     stream = device.create_stream()
-    a = device.allocate(size * size * in_type.itemsize, stream=stream)
+    a = device.allocate(size * k * in_type.itemsize, stream=stream)   # A and B both
     c = device.allocate(size * size * out_type.itemsize, stream=stream)
     a.fill(0x3C, 1, stream=stream)   # 0.0115 in f32 and bf16: ordinary values
-    problem = _Gemm(layout[0] == "T", layout[1] == "T", size, size, size, (size, size, size),
+    problem = _Gemm(ta, tb, size, size, k, (k if ta else size, size if tb else k, size),
                     (0, 0, 0), 1)
     kernel, config_, args = gemm_launch(device, config, problem, a, a, c, in_type, out_type,
-                                        1.0, 0.0)
+                                        1.0, 0.0, stream)
     launch(stream, config_, kernel, *args)   # compiles and loads it, untimed
     stream.sync()
     timed = timing.direct(device, config_, kernel, args) or \
         timing.through_stream(stream, config_, kernel, args)
-    ms, _ = timing.median_ms(timed, _WARM_MS, _GROUP_MS, _GROUPS)
+    ms, _ = timing.median_ms(timed, *((_CPU_WARM_MS, _CPU_GROUP_MS, _CPU_GROUPS)
+                                      if device.backend == "cpu" else
+                                      (_WARM_MS, _GROUP_MS, _GROUPS)))
     a.close(stream)
     c.close(stream)
     stream.sync()

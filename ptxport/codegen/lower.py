@@ -112,6 +112,9 @@ class Target(ABC):
     # The widest integers the target's code may compute with (products twice as wide as
     # their operands are built from narrower ones beyond it).
     widest_integer = 128
+    # Whether LLVM's llvm.ldexp is an instruction of the target on f32 (and its vectors): a
+    # lowering may then scale by a power of two with it (else LLVM may call libm's ldexpf).
+    native_ldexp = False
 
     @abstractmethod
     def special_register(self, fl: FunctionLowering, reg: ir.SpecialRegister) -> ll.Value:

@@ -216,6 +216,7 @@ def cuStreamQuery(handle: int) -> int:
     reads as done, as in CUDA."""
     stream = state.stream(handle)
     worker = stream._worker
+    worker.kick()       # (a launch queued without waking the stream's thread starts now)
     with worker._state:
         worker._state.wait_for(lambda: worker._pending == 0, timeout=0.001)
     return NOT_READY if _busy(stream) else SUCCESS

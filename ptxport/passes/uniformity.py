@@ -18,11 +18,14 @@ the lowest segment number first, so lanes that split at a branch in block B meet
 them, at its immediate post-dominator P when every block of the region between them (the blocks
 reachable from B without passing P) lies after B and before P in program order, the region is
 entered only from B, and no lane can stop in it at a barrier or a warp operation: then the
-region's blocks are not converged and P is. A branch whose other side only returns (`@p bra
-RET` to a block holding just `ret`) splits nothing: those lanes exit. For any other divergent
-branch, everything reachable from it is not converged. Uniformity of registers and of
-branches depend on each other; the analysis starts from "every register uniform" and marks
-registers varying until nothing changes.
+region's blocks are not converged and P is. The same holds for a loop's branch (B in its own
+region: a backward branch, or a loop's exit test) when the loop lies before P and is entered
+from elsewhere only at its first block, from blocks before it: lanes that left wait at P
+while any lane is still in the loop (a grid-stride loop before a warp reduction). A branch
+whose other side only returns (`@p bra RET` to a block holding just `ret`) splits nothing:
+those lanes exit. For any other divergent branch, everything reachable from it is not
+converged. Uniformity of registers and of branches depend on each other; the analysis
+starts from "every register uniform" and marks registers varying until nothing changes.
 """
 
 from __future__ import annotations
@@ -205,16 +208,31 @@ def _not_converged(kernel: ir.Function, varying: set, post, predecessors) -> set
         join = immediate_post_dominator(block, post)
         region = _reach(going_on, join)
         ids = {id(b) for b in region}
-        reconverges = join is not None and all(
-            index[id(block)] < index[id(b)] < index[join]
-            and all(id(p) in ids or p is block for p in predecessors[id(b)])
-            and not any(_stops_lanes(i) for i in b.instructions)
-            for b in region)
-        if reconverges:
+        if join is not None and _rejoin(block, region, ids, index, index[join], predecessors):
             out |= ids
         else:
             out |= {id(b) for b in _reach(going_on, None)}
     return out
+
+
+def _rejoin(block, region, ids: set, index: dict, join: int, predecessors) -> bool:
+    """Whether min-PC scheduling brings the lanes that `block`'s branch splits back together
+    at the block at index `join` (its immediate post-dominator): the branch's `region` holds
+    no barrier or warp operation and lies before the join in program order, so that lanes
+    at the join wait there until none is left in it; and it is entered only through the
+    branch (a forward branch: the region lies after `block`) or, for a loop's backward
+    branch (`block` in its own region), only at the loop's first block from before it."""
+    if any(_stops_lanes(i) for b in region for i in b.instructions):
+        return False
+    if id(block) not in ids:
+        return all(index[id(block)] < index[id(b)] < join
+                   and all(id(p) in ids or p is block for p in predecessors[id(b)])
+                   for b in region)
+    first = min(region, key=lambda b: index[id(b)])
+    return all(index[id(b)] < join
+               and all(id(p) in ids or (b is first and index[id(p)] < index[id(first)])
+                       for p in predecessors[id(b)])
+               for b in region)
 
 
 def uniform_registers(kernel: ir.Function, block: tuple[int, int, int] | None = None,

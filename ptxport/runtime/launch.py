@@ -460,4 +460,5 @@ def _queue(stream: Stream, config: LaunchConfig, kernel: Kernel, params: bytes, 
     large = prod(grid) * prod(block) > _AT_ONCE_THREADS and not now
     if compiled or not at_once or large or \
             not stream._run_now(run, what=what, kernel=kernel.name):
-        stream._submit(run, what=what, kernel=kernel.name, compiled=bool(compiled))
+        stream._submit(run, what=what, kernel=kernel.name, compiled=bool(compiled),
+                       defer=True)

@@ -5,11 +5,14 @@ return at once and different streams may overlap; a thread that waits for the st
 (sync() without a timeout) runs the work the worker has not started yet itself, in the same
 order, which spares a launch followed by a sync two thread switches; and work that cannot
 wait for anything its caller does later (a small grid of a loop-free kernel, launch.py) runs
-on the caller's thread at once when the stream is idle (_run_now). When a piece of work
-fails, its error is kept and raised by the stream's next sync(); the stream's later copies
-and launches queued before that sync are skipped (they would read what the failed work did
-not write), event records and waits still happen so that no one waits forever, and after the
-sync the stream is usable again.
+on the caller's thread at once when the stream is idle (_run_now). A launch queued on an
+idle stream does not wake the stream's thread (_Worker.submit's `defer`): a sync that
+follows takes it on the caller's thread, and otherwise the thread, which looks at its queue
+every _TICK seconds for a while after work was queued, starts it within that time. When a
+piece of work fails, its error is kept and raised by the stream's next sync(); the stream's
+later copies and launches queued before that sync are skipped (they would read what the
+failed work did not write), event records and waits still happen so that no one waits
+forever, and after the sync the stream is usable again.
 
 The worker holds the queue, not the Stream, so a stream that is dropped still finishes its
 work, and its thread ends once the queue is empty.
@@ -37,6 +40,13 @@ if TYPE_CHECKING:
 
 __all__ = ["Stream"]
 
+# How often (seconds) a stream's worker thread looks at its queue for work queued without
+# waking it, and for how many such looks after the last submission before it sleeps until
+# woken: deferred work waits at most _TICK for a thread that did not sync; the looks cost
+# a thread wake-up each (a few microseconds) only while work keeps coming.
+_TICK = 0.002
+_LINGER = 25
+
 
 class _Worker:
     """A thread running queued work in order, and what went wrong."""
@@ -55,6 +65,11 @@ class _Worker:
         self._work = threading.Condition(lock)
         self._pending = 0
         self._waiters = 0   # threads waiting on _state (in wait_idle)
+        # whether the worker thread waits without a timeout (asleep: work queued must wake
+        # it), and how many pieces of work were queued so far (it stays awake, looking at
+        # the queue every _TICK seconds, until none came for _LINGER ticks)
+        self._asleep = False
+        self._submitted = 0
         self._error: BaseException | None = None
         self._skipped = 0
         # what runs now: (words for it, its kernel's name or None, the worker it waits
@@ -72,13 +87,29 @@ class _Worker:
 
     def submit(self, work: Callable[[], None], skippable: bool, what: str | Callable[[], str],
                kernel: str | None = None, waits_for: _Worker | None = None,
-               compiled: bool = False) -> None:
+               compiled: bool = False, defer: bool = False) -> None:
+        """Queue `work`. With `defer` (launches), work queued on an idle stream does not
+        wake the worker thread while that thread is awake anyway: a sync that follows runs
+        it on the waiting thread (a launch followed by a sync then costs no thread switch,
+        nor a thread woken on a core the launch's own workers use), and otherwise the
+        worker thread takes it at its next look at the queue, within _TICK seconds."""
         with self._state:
+            idle = not self._items and not self._running
             self._pending += 1
+            self._submitted += 1
             self._items.append((work, skippable, (what, kernel, waits_for), compiled))
-            self._work.notify()
+            if not (defer and idle) or self._asleep:
+                self._asleep = False
+                self._work.notify()
             if self._waiters:
                 self._state.notify_all()
+
+    def kick(self) -> None:
+        """Wake the worker thread for work queued but not started (a thread about to wait
+        for it without taking it: a sync with a timeout, a query)."""
+        with self._state:
+            if self._items and not self._running:
+                self._work.notify()
 
     def run_now(self, work: Callable[[], None], what: str | Callable[[], str],
                 kernel: str | None = None) -> bool:
@@ -121,14 +152,36 @@ class _Worker:
     def _run(self) -> None:
         while True:
             with self._state:
-                self._work.wait_for(lambda: not self._running and (
-                    self._items or self._stopped))
-                item = self._take()
+                item = self._next()
                 if item is None:   # stopped, and nothing is left
                     return
             self._execute(item)
             # (dropped before waiting for the next: the work holds memory it used alive)
             item = None
+
+    def _next(self) -> tuple | None:
+        """The worker thread's next piece of work, once none runs (None: stopped and
+        nothing left), under self._state. While work was queued in the last _LINGER ticks
+        it looks at the queue every _TICK seconds (deferred submissions wake no one);
+        after that it sleeps until a submission wakes it."""
+        seen, quiet = self._submitted, 0
+        while True:
+            if not self._running:
+                if self._items:
+                    return self._take()
+                if self._stopped:
+                    return None
+            if quiet < _LINGER:
+                self._work.wait(_TICK)
+                if self._submitted != seen:
+                    seen, quiet = self._submitted, 0
+                else:
+                    quiet += 1
+            else:
+                self._asleep = True
+                self._work.wait()
+                self._asleep = False
+                seen, quiet = self._submitted, 0
 
     def _execute(self, item: tuple) -> None:
         work, skippable, about, compiled = item
@@ -155,8 +208,9 @@ class _Worker:
             self._done()
 
     def _done(self) -> None:
-        """After a piece of work ran (under self._state): wake the threads that wait for it."""
-        if self._items:
+        """After a piece of work ran (under self._state): wake the threads that wait for it
+        (the worker thread too when work is left, or it is to end)."""
+        if self._items or self._stopped:
             self._work.notify()
         if self._waiters:   # (notify_all costs more than a kernel runs, even for no one)
             self._state.notify_all()
@@ -172,6 +226,8 @@ class _Worker:
             return True
         if timeout is not None or threading.current_thread() is self._thread:
             with self._state:
+                if self._items and not self._running:   # (deferred work: start it now)
+                    self._work.notify()
                 return self._wait(lambda: self._pending == 0, timeout)
         while True:
             with self._state:
@@ -268,15 +324,17 @@ class Stream:
 
     def _submit(self, work: Callable[[], None], skippable: bool = True,
                 what: str | Callable[[], str] = "an operation", kernel: str | None = None,
-                waits_for: _Worker | None = None, compiled: bool = False) -> None:
+                waits_for: _Worker | None = None, compiled: bool = False,
+                defer: bool = False) -> None:
         """Queue `work` (a callable that must keep alive whatever it uses). Copies, fills
         and launches are skippable after a failure; records and waits are not. `what` (or a
         function giving it, called only when needed) names the work for an error
         (`kernel`: the kernel it runs; `waits_for`: the worker of the stream it waits for;
-        `compiled`: the kernel was compiled for this launch, which Events around it say)."""
+        `compiled`: the kernel was compiled for this launch, which Events around it say;
+        `defer`: see _Worker.submit)."""
         if not self._close.alive:
             raise InvalidValueError(f"{self!r} is closed: create a new stream")
-        self._worker.submit(work, skippable, what, kernel, waits_for, compiled)
+        self._worker.submit(work, skippable, what, kernel, waits_for, compiled, defer)
 
     def sync(self, timeout: float | None = None) -> None:
         """Wait until all work queued so far has run; raise the first failure among it (once:

@@ -155,6 +155,53 @@ def test_simt_whole_tiles(device):
            aligned=True)
 
 
+# k split among blocks (gemm.cu's SPLIT): each part's partial sums meet in a workspace, the
+# last block of a tile adds them and stores C. Edges, a batch (the parts of every matrix),
+# and whole tiles with aligned C (the 16-byte epilogue stores)
+@pytest.mark.parametrize("device, config, m, n, k, batch, aligned", [
+    ("cpu", TileConfig(False, 32, 32, 8, 2, 2, split=2), 37, 45, 77, 2, False),
+    ("cpu", TileConfig(False, 32, 32, 8, 4, 4, split=3), 64, 32, 96, 1, True),
+    ("opencl:0", TileConfig(False, 32, 32, 8, 2, 2, split=2), 37, 45, 77, 2, False)])
+def test_simt_split_k(device, config, m, n, k, batch, aligned):
+    _check(_device(device), config, True, False, m, n, k, np.float32, np.float32, batch,
+           aligned)
+
+
+def test_split_k_workspace_per_stream_and_counters_reset():
+    device = _device("cpu")
+    config = TileConfig(False, 32, 32, 8, 2, 2, split=2)
+    one, two = device.create_stream(), device.create_stream()
+    work, counters = portable._split_workspace(one, 4, config, np.dtype(np.float32))
+    assert portable._split_workspace(one, 2, config, np.dtype(np.float32))[0] is work
+    assert portable._split_workspace(two, 4, config, np.dtype(np.float32))[0] is not work
+    bigger = portable._split_workspace(one, 8, config, np.dtype(np.float32))
+    assert bigger[0].size >= 8 * 2 * 32 * 32 * 4 and bigger[1].size >= 8 * 4
+    # two launches in a row on one stream: the first left every tile's counter at zero
+    m, n, k = 64, 64, 40
+    a, b = (RNG.integers(-8, 9, (m, k)) / 8).astype(np.float32), \
+        (RNG.integers(-8, 9, (k, n)) / 8).astype(np.float32)
+    bufs = [device.allocate(x.nbytes, stream=one) for x in (a, b, np.empty((m, n), np.float32))]
+    for buf, x in zip(bufs, (a, b), strict=False):
+        buf.copy_from(np.asfortranarray(x).ravel(order="K"), stream=one)
+    problem = _Gemm(False, False, m, n, k, (m, k, m), (0, 0, 0), 1)
+    for _ in range(2):
+        portable.launch_gemm(one, config, problem, *bufs, np.dtype(np.float32),
+                             np.dtype(np.float32), 1.0, 0.0)
+    got = np.empty(m * n, np.float32)
+    bufs[2].copy_to(got, stream=one)
+    counts = np.empty(portable._WORKSPACES[one][1].size // 4, np.uint32)
+    portable._WORKSPACES[one][1].copy_to(counts, stream=one)
+    one.sync()
+    np.testing.assert_array_equal(got.reshape(n, m).T, a.astype(np.float64) @ b)
+    assert not counts.any()
+
+
+def test_split_k_needs_a_k_step_a_part():
+    config = TileConfig(False, 32, 32, 8, 2, 2, split=3)
+    assert portable._splits(17, config)        # 3 k-steps: one a part
+    assert not portable._splits(16, config)    # 2 k-steps: the third part would be empty
+
+
 def test_simt_f64_on_cpu():
     _check(_device("cpu"), SIMT, True, False, 33, 17, 9, np.float64, np.float64)
 
@@ -282,15 +329,21 @@ def test_tile_labels_round_trip():
     assert TileConfig.parse("mma:128x128x64/2x2/s3/late").late
     assert TileConfig.parse("wgmma:128x256x64/2x1/s4/ahead") == portable.WGMMA_CANDIDATES[0]
     assert TileConfig.parse("simt:128x128x8/8x8/warp/cpasync").cpasync
+    assert TileConfig.parse("simt:128x128x8/8x16/warp/k2") == \
+        TileConfig(False, 128, 128, 8, 8, 16, warp=True, split=2)
+    assert TileConfig(False, 64, 64, 8, 4, 4, split=3).label == "simt:64x64x8/4x4/k3"
     with pytest.raises(InvalidValueError):   # late copies: the mma.sync kernel's only
         TileConfig.parse("wgmma:128x256x64/2x1/s4/late")
 
 
-def test_simt_candidates_fit_static_shared_memory():
+def test_simt_candidates_fit_static_shared_memory(monkeypatch):
     # 128 x 128 x 16 tiles of doubles need 67 KB: not a candidate for f64, one for f32
     big = TileConfig(False, 128, 128, 16, 8, 8, warp=True)
+    monkeypatch.setattr(portable, "SIMT_CANDIDATES", (*portable.SIMT_CANDIDATES, big))
     assert big in portable.candidates(False, np.dtype(np.float32))
     assert big not in portable.candidates(False, np.dtype(np.float64))
+    assert all(c.static_shared(4) <= 48 * 1024 for c in portable.candidates(
+        False, np.dtype(np.float32)))
 
 
 def test_small_and_large_problems_are_tuned_apart():
@@ -346,7 +399,7 @@ def test_the_autotuner_keeps_the_first_candidate_within_two_percent(monkeypatch,
     times = {tiles[0]: 1.05, tiles[1]: 1.01, tiles[2]: 1.0}
     timed = []
 
-    def fake_time(device, config, in_type, out_type, size, layout="NN"):
+    def fake_time(device, config, in_type, out_type, size, layout="NN", depth=None):
         timed.append((config, size, layout))
         return times.get(config, 2.0)
 
@@ -390,7 +443,7 @@ def test_lanes_kernel_two_rows_a_lane(m):
 
 
 def test_lanes_first_candidate():
-    # the tile near-ties go to (64 x 64 x 64, two rows and two columns a lane): edges in
+    # the tile near-ties go to (64 x 64 x 64, two rows and four columns a lane): edges in
     # every dimension, three panels
     _check(_device("cpu"), portable.LANES_CANDIDATES[0], False, False, 100, 70, 130,
            np.float32, np.float32)
@@ -400,30 +453,78 @@ def test_lanes_kernel_f64():
     _check(_device("cpu"), LANES, True, False, 37, 29, 40, np.float64, np.float64)
 
 
-def test_lanes_labels_and_cpu_tuning(monkeypatch, tmp_path):
-    # the cpu device tunes the lanes kernel's candidates (at one size, whatever the problem's)
-    from types import SimpleNamespace
-
+def test_lanes_labels_and_candidates():
     for config in (*portable.LANES_CANDIDATES, LANES):
         assert TileConfig.parse(config.label) == config
     assert LANES.label == "lanes:32x16x32/4/u2"
     with pytest.raises(InvalidValueError):
         TileConfig.parse("lanes:48x16x32/4/u2")   # a block is one warp: 32 rows a lane
-    monkeypatch.setenv("PTXPORT_CACHE_DIR", str(tmp_path))
     f32, f64 = np.dtype(np.float32), np.dtype(np.float64)
-    tiles = portable.candidates(False, f32, lanes=True)
-    assert tiles == portable.LANES_CANDIDATES
+    assert portable.candidates(False, f32, lanes=True) == portable.LANES_CANDIDATES
     # panels of doubles within 48 KiB of shared memory
-    assert portable.candidates(False, f64, lanes=True) == (portable.LANES_CANDIDATES[3],)
-    timed = []
+    assert portable.candidates(False, f64, lanes=True) == tuple(
+        c for c in portable.LANES_CANDIDATES if c.static_shared(8) <= 48 * 1024)
 
-    def fake_time(device, config, in_type, out_type, size, layout="NN"):
-        timed.append((config, size))
-        return 1.0 if config == tiles[2] else 2.0
+
+def test_cpu_size_classes():
+    # by C's area, from 256 up, but no class past the size where every candidate makes 64
+    # blocks a worker: one worker 512, 16 workers 2048
+    size = portable.cpu_tune_size
+    assert [size(n, n, 1, 16) for n in (100, 256, 400, 1000, 1400, 3000, 8000)] == \
+        [256, 256, 512, 1024, 1024, 2048, 2048]
+    assert [size(n, n, 1, 1) for n in (100, 300, 1000, 8000)] == [256, 256, 512, 512]
+    assert size(256, 256, 16, 16) == 1024   # every batch counts
+    assert size(0, 5, 1, 4) == 256
+
+
+def test_cpu_tuning_depth_is_bounded():
+    # the tuning GEMM's depth at every class the workers have: whole 128-deep panels, at
+    # most the size, and one launch at most _CPU_TUNE_FLOP a worker where the depth was cut
+    for workers in (1, 2, 16, 64):
+        largest = portable.cpu_tune_size(1 << 20, 1 << 20, 1, workers)
+        for size in (s for s in portable._CPU_TUNE_SIZES if s <= largest):
+            depth = portable.cpu_tune_depth(size, workers)
+            assert depth % 128 == 0 and 128 <= depth <= size
+            assert depth == size or 2 * size * size * depth <= \
+                portable._CPU_TUNE_FLOP * workers
+    assert portable.cpu_tune_depth(512, 1) == 512
+    assert portable.cpu_tune_depth(2048, 16) == 896
+
+
+def test_cpu_tuning_per_size_class_and_workers(monkeypatch, tmp_path):
+    # the cpu device tunes the lanes kernel's candidates once per (size class, workers,
+    # layout), at the class's size and bounded depth, and caches the choice
+    from types import SimpleNamespace
+
+    from ptxport.runtime.backends.cpu import executor
+
+    monkeypatch.setenv("PTXPORT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(executor, "_WORKERS", 16)
+    f32 = np.dtype(np.float32)
+    tiles = portable.candidates(False, f32, lanes=True)
+    timed = []
+    fastest = {256: tiles[2], 1024: tiles[1], 2048: tiles[0]}
+
+    def fake_time(device, config, in_type, out_type, size, layout="NN", depth=None):
+        timed.append((size, depth, layout))
+        return 1.0 if config == fastest[size] else 2.0
 
     monkeypatch.setattr(portable, "time_tile", fake_time)
     cpu = SimpleNamespace(backend="cpu", name="fake CPU")
-    assert portable.tuned_config(cpu, False, f32, f32, 4096, "NN") == tiles[2]
-    assert {size for _, size in timed} == {512}
+
+    def tile(m, n, k):
+        return portable.tile_for(cpu, _Gemm(False, False, m, n, k, (m, k, m), (0, 0, 0), 1),
+                                 f32, f32)
+    assert tile(200, 300, 50) == tiles[2]
+    assert set(timed) == {(256, 256, "NN")} and len(timed) == len(tiles)
+    assert tile(1000, 1100, 7) == tiles[1]
+    assert tile(4096, 4096, 4096) == tiles[0]
+    assert set(timed[-len(tiles):]) == {(2048, 896, "NN")}
+    assert tile(3000, 3000, 10) == tiles[0] and len(timed) == 3 * len(tiles)   # cached
+    monkeypatch.setattr(executor, "_WORKERS", 1)   # another worker count: tuned apart
+    fastest[512] = tiles[3]
+    assert tile(4096, 4096, 4096) == tiles[3]
+    assert timed[-1] == (512, 512, "NN")
     # the mma kernel (16-bit data) is not tuned on cpu devices
     assert portable.tuned_config(cpu, True, BF16, f32) == portable.MMA_CANDIDATES[0]
+    assert len(timed) == 4 * len(tiles)

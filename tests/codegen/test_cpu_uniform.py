@@ -121,3 +121,78 @@ def test_warp_index_is_uniform_in_32_wide_rows():
         value = table[w] + np.where(w == 1, 0, t // 64)
         want = np.concatenate([value * 1000 + t] * 2).astype(np.uint32)
         assert (out == want).all(), x
+
+
+# A loop whose trip count differs by lane (0 to 7), then code every lane runs together:
+# min-PC scheduling keeps the lanes that left the loop waiting at its exit (later in program
+# order) until the others leave it too, so %r6 (the block index plus one, written there) is
+# one scalar and the full-mask shuffle starts no segment (a grid-stride loop before a warp
+# reduction: reduce_warp.cu). In LATE_EXIT the exit comes before the loop in program order:
+# lanes that leave early run it while others still loop, so %r6 stays a vector there.
+AFTER_LOOP = """
+.visible .entry after_loop(.param .u64 out)
+{
+.reg .pred %p<3>; .reg .b32 %r<12>; .reg .b64 %rd<4>;
+ld.param.u64 %rd1, [out];
+mov.u32 %r1, %tid.x; and.b32 %r2, %r1, 7; mov.u32 %r3, 0; mov.u32 %r4, 0;
+LOOP:
+setp.ge.u32 %p1, %r4, %r2;
+@%p1 bra DONE;
+add.u32 %r3, %r3, %r4; add.u32 %r4, %r4, 1;
+bra.uni LOOP;
+DONE:
+mov.u32 %r5, %ctaid.x; add.u32 %r6, %r5, 1;
+shfl.sync.bfly.b32 %r7, %r3, 1, 31, -1;
+mad.lo.u32 %r8, %r6, 1000, %r7;
+mad.lo.u32 %r10, %r5, 64, %r1;
+mul.wide.u32 %rd2, %r10, 4; add.u64 %rd3, %rd1, %rd2; st.global.u32 [%rd3], %r8;
+ret;
+}
+"""
+
+LATE_EXIT = """
+.visible .entry late_exit(.param .u64 out)
+{
+.reg .pred %p<3>; .reg .b32 %r<12>; .reg .b64 %rd<4>;
+ld.param.u64 %rd1, [out];
+mov.u32 %r1, %tid.x; and.b32 %r2, %r1, 7; mov.u32 %r3, 0; mov.u32 %r4, 0;
+bra.uni LOOP;
+DONE:
+mov.u32 %r5, %ctaid.x; add.u32 %r6, %r5, 1;
+mad.lo.u32 %r8, %r6, 1000, %r3;
+mad.lo.u32 %r10, %r5, 64, %r1;
+mul.wide.u32 %rd2, %r10, 4; add.u64 %rd3, %rd1, %rd2; st.global.u32 [%rd3], %r8;
+ret;
+LOOP:
+setp.ge.u32 %p1, %r4, %r2;
+@%p1 bra DONE;
+add.u32 %r3, %r3, %r4; add.u32 %r4, %r4, 1;
+bra.uni LOOP;
+}
+"""
+
+
+def test_lanes_that_leave_a_loop_apart_meet_after_it():
+    from ptxport.passes.segment import inline_warp_ops
+
+    program = Program(HEADER + AFTER_LOOP + LATE_EXIT, code_type="ptx").compile("native")
+    after, late = (program.module.functions[name] for name in ("after_loop", "late_exit"))
+    uniform = uniform_registers(after)
+    assert "%r6" in {r.name for r in uniform}
+    assert not {"%r3", "%r4", "%r7", "%r8", "%p1"} & {r.name for r in uniform}
+    assert len(inline_warp_ops(after, uniform)) == 1
+    assert "%r6" not in {r.name for r in uniform_registers(late)}
+
+    dev = Device("cpu")
+    stream = dev.create_stream()
+    t = np.arange(64) & 7
+    sums = t * (t - 1) // 2
+    for name, expected in (("after_loop", sums[np.arange(64) ^ 1]), ("late_exit", sums)):
+        kernel = program.get_kernel(name)
+        out = np.zeros(2 * 64, np.uint32)
+        buf = dev.allocate(out.nbytes, stream=stream)
+        launch(stream, LaunchConfig(grid=2, block=64), kernel, buf)
+        buf.copy_to(out, stream=stream)
+        stream.sync()
+        assert kernel._binary(dev).gang_refusal is None
+        np.testing.assert_array_equal(out, np.concatenate([expected + 1000, expected + 2000]))

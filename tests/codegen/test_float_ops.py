@@ -746,7 +746,34 @@ def test_nan_blind_registers_skip_canonical_nans_unobserved():
     assert {r.name for r in nan_blind_registers(kernel)} == {"%y"}
 
 
-def kernel_text(inst: str) -> str:
+def test_nan_blind_softmax_chain_matches_observed_registers():
+    # Triton's softmax in .b32 registers: differences, products, ex2, max and div read only by
+    # NaN-blind instructions skip canonicalization; the stored result must not change (the
+    # same chain with each register also moved out as bits keeps every NaN canonical)
+    from ptxport.ir.analysis import nan_blind_registers
+    from ptxport.ir.from_ptx import build
+    from ptxport.ptx.parser import parse
+
+    chain = ("sub.f32 %x, %a, %b; mul.f32 %y, %x, 0f3FB8AA3B; ex2.approx.f32 %z, %y; "
+             "max.f32 %w, %z, %b; div.full.f32 %v, %z, %w; add.f32 %d, %v, %v;")
+    seen = chain + " mov.b32 %u, %x; mov.b32 %u, %y; mov.b32 %u, %z; mov.b32 %u, %w; " \
+        "mov.b32 %u, %v;"
+    regs = ".reg .b32 %u, %v, %w, %x, %y, %z;"
+    specials = [0x7FC01234, 0xFFA00001, 0x7F800001, 0xFFFFFFFF, 0x7F800000, 0xFF800000,
+                0x80000000, 0, 0x3F800000, 0xC2C80000, 0x42C80000, 0x00000001]
+    a = [x for x in specials for _ in specials]
+    b = [y for _ in specials for y in specials]
+    blind, observed = run([chain, seen], [a, b], 32, regs=regs)
+    check("softmax chain", blind, observed, [a, b], 32)
+    nan = (np.asarray(observed, np.uint32) & 0x7FFFFFFF) > 0x7F800000
+    assert nan.any() and (np.asarray(observed, np.uint32)[nan] == 0x7FFFFFFF).all()
+    kernel = build(parse(kernel_text(chain, regs))).kernels[0]
+    # (%a and %b too: loaded, never canonicalized; %d is stored, %u moved out as bits)
+    assert {r.name for r in nan_blind_registers(kernel)} == \
+        {"%a", "%b", "%v", "%w", "%x", "%y", "%z"}
+
+
+def kernel_text(inst: str, regs: str = ".reg .f32 %x, %y;") -> str:
     from cpu_harness import kernel_ptx
 
-    return kernel_ptx(".reg .b32 %a, %d; .reg .f32 %x, %y; .reg .pred %p;\n" + inst, "")
+    return kernel_ptx(f".reg .b32 %a, %b, %d; {regs} .reg .pred %p;\n" + inst, "")

@@ -158,6 +158,25 @@ def test_f32_ex2_lg2():
     exact_bits("ex2.ftz to a subnormal", flushed[1], [0, 0], tiny)
 
 
+def test_f32_ex2_scales_alike_by_ldexp_and_by_two_products(monkeypatch):
+    # ex2's 2**k scaling is one llvm.ldexp where the CPU target has it as an instruction
+    # (AVX-512's vscalefps), else two products by powers of two: the same bits either way,
+    # results that round to subnormals and overflow included (each build its own PTX text)
+    from ptxport.codegen.targets.cpu.target import CpuTarget
+
+    rng = np.random.default_rng(5)
+    tails = rng.uniform(-152.0, -124.0, 4000).astype(np.float32)    # subnormal results
+    x = np.concatenate([f32_operands(6, 0.0, 140.0, 8000),
+                        tails.view(np.uint32).astype(np.uint64)])
+    forms = ["ex2.approx.f32 %d, %a;", "ex2.approx.ftz.f32 %d, %a;"]
+    got = {}
+    for native in (True, False):
+        monkeypatch.setattr(CpuTarget, "native_ldexp", native)
+        got[native] = sweep(forms, [x], 32, regs=f".reg .b32 %scaled_{int(native)};")
+    for k, form in enumerate(forms):
+        exact_bits(f"{form} by ldexp", got[True][k], got[False][k], [x])
+
+
 def test_f32_sin_cos_tanh():
     x = f32_operands(3, 0.0, 100 * np.pi)
     got = [f32(g) for g in run(["sin.approx.f32 %d, %a;", "cos.approx.f32 %d, %a;",

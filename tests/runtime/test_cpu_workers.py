@@ -466,3 +466,24 @@ def test_a_checked_launch_starts_every_workers_site_cache_afresh(dev, workers):
     stream.sync()
     assert not any((cache == 0xDEAD).any() for cache in caches)
     assert (_read(out, stream, 4) == [1, 0, 1, 0]).all()
+
+
+def test_traced_launches_say_when_each_worker_ran_its_share(dev, kernels, workers):
+    # (benchmarks/cpu_scaling.py reports from these how late the last worker starts)
+    workers(4)
+    stream = dev.create_stream()
+    gather = kernels.get_kernel("gather")
+    cpu_pool.trace_shares(True)
+    try:
+        arrived, smids = _zeros(dev, stream, 1), _zeros(dev, stream, 4)
+        launch(stream, LaunchConfig(grid=4, block=1, timeout=60), gather, arrived, smids,
+               np.uint32(4))         # (every block waits for the other three: 4 shares)
+        stream.sync()
+        record = cpu_pool.last_shares()
+    finally:
+        cpu_pool.trace_shares(False)
+    assert record is not None and len(record["shares"]) == 4
+    for begin, end in record["shares"]:
+        assert 0 <= begin <= end <= record["end"]
+    assert 0 <= record["own"] <= record["end"]
+    assert cpu_pool.last_shares() is None

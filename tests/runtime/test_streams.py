@@ -9,6 +9,7 @@ import pytest
 
 from ptxport import Device, Event, LaunchConfig, Program, launch
 from ptxport.errors import IllegalAddressError, InvalidValueError, KernelExecutionError
+from ptxport.runtime import stream as stream_module
 
 ONE = LaunchConfig(grid=1, block=1)
 
@@ -192,3 +193,55 @@ def test_record_and_wait_check_their_arguments(dev):
         stream.wait(3)
     with pytest.raises(InvalidValueError, match="takes an Event"):
         stream.record("now")
+
+
+# A launch queued on an idle stream does not wake the stream's thread (stream.py's
+# _Worker.submit, `defer`): a sync takes it on the syncing thread; otherwise the thread
+# finds it at its next look at the queue (every _TICK seconds while work keeps coming),
+# or a submission wakes it once it sleeps.
+
+@pytest.fixture
+def ran_on(fake_kernels, kernels):
+    """The threads the `mark` kernel ran on, and a threading.Event set when it ran."""
+    threads, ran = [], threading.Event()
+
+    def mark(grid, block, shmem, value, delay_ms):
+        threads.append(threading.current_thread())
+        ran.set()
+
+    fake_kernels["mark"] = mark
+    return threads, ran
+
+
+def test_a_launch_followed_by_a_sync_runs_on_the_syncing_thread(dev, kernels, ran_on,
+                                                                 monkeypatch):
+    monkeypatch.setattr(stream_module, "_TICK", 60.0)   # the stream's thread never looks
+    stream = dev.create_stream()
+    _mark(stream, kernels, 1)
+    time.sleep(0.05)                 # (a thread woken by the launch would have taken it)
+    stream.sync()
+    assert ran_on[0] == [threading.current_thread()]
+
+
+@pytest.mark.parametrize("linger", [0, 25], ids=["asleep", "looking"])
+def test_a_launch_no_one_syncs_still_runs(dev, kernels, ran_on, monkeypatch, linger):
+    monkeypatch.setattr(stream_module, "_LINGER", linger)   # 0: the thread sleeps at once
+    stream = dev.create_stream()
+    time.sleep(0.01)
+    _mark(stream, kernels, 1)
+    assert ran_on[1].wait(10), "a queued launch did not run without a sync"
+    assert ran_on[0] != [threading.current_thread()]
+    stream.sync()
+
+
+def test_waits_that_do_not_take_work_start_a_deferred_launch(dev, kernels, ran_on,
+                                                             monkeypatch):
+    monkeypatch.setattr(stream_module, "_TICK", 60.0)
+    stream = dev.create_stream()
+    start = time.perf_counter()
+    _mark(stream, kernels, 1)
+    stream.sync(timeout=30)          # waits without taking the work: it wakes the thread
+    _mark(stream, kernels, 2)
+    stream.record().sync(timeout=30)     # a record behind a launch wakes it too
+    assert time.perf_counter() - start < 30 and len(ran_on[0]) == 2
+    assert threading.current_thread() not in ran_on[0]

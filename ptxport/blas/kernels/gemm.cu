@@ -6,8 +6,8 @@
 //
 //   GEMM_MMA       0: the SIMT kernel (any element type, FMA in the accumulator type);
 //                  1: the tensor-core kernel (f16 / bf16 in, f32 accumulate, mma.sync m16n8k16)
-//                  2: the warpgroup kernel (sm_90a's wgmma, f16 / bf16): gemm_wgmma.cu,
-//                  which portable.py appends to this file
+//                  2: the warpgroup kernel (sm_90a's wgmma, f16 / bf16): gemm_wgmma.cu;
+//                  portable.py appends gemm_mma.cuh (1 and 2) and gemm_wgmma.cu to this file
 //   EVEN           1: m, n, k multiples of BM, BN, BK (with VEC): no edge checks
 //   TRANS_A/_B     op(A) / op(B) transposed (A stored k x m, B stored n x k); -1: at run time
 //   IN_KIND        A's and B's type: 0 f32, 1 f64, 2 f16, 3 bf16, 4 int8 (SIMT only);
@@ -22,6 +22,8 @@
 //   WARPTILE       (SIMT) 1: threads laid out in warp tiles (see the SIMT kernel)
 //   ASYNC          (SIMT, f32 / f64) 1: tiles copied to shared memory by cp.async in a ring
 //   UNROLL_K       (wgmma) 0: each k-step's 16-wide wgmma steps as a loop (for the CPU)
+//   SPLIT          (SIMT) k split among SPLIT blocks a tile (gather_parts); GROUP_M, STORE4,
+//                  SIMT_STAGES: defaults below, macros for the benchmarks' sweeps
 //
 // The SIMT kernel double-buffers shared memory: the next k-step's tile is loaded from global
 // memory into registers while the current one is multiplied out of shared memory, then
@@ -114,7 +116,9 @@ __device__ __forceinline__ void store_c(Out *c, int ldc, int m, int n, int i, in
 // The block's tile of C (tm, tn). Blocks are numbered along the grid's x (C's tile rows)
 // first; taken in groups of GROUP_M tile rows, swept column by column, the blocks running at
 // one time share their A and B tiles through L2 rather than each streaming its own.
+#ifndef GROUP_M
 #define GROUP_M 8
+#endif
 __device__ __forceinline__ void block_tile(int &tm, int &tn) {
   const int tiles_m = gridDim.x, pid = blockIdx.x + blockIdx.y * tiles_m;
   const int group = GROUP_M * gridDim.y, first = pid / group * GROUP_M;
@@ -264,7 +268,9 @@ __device__ __forceinline__ void stash_part(const Part<PER, V4> &part, Acc (*s)[P
 #define ASYNC 0
 #endif
 #define SIMT_ASYNC (ASYNC && (IN_KIND == 0 || IN_KIND == 1))
+#ifndef SIMT_STAGES
 #define SIMT_STAGES (SIMT_ASYNC && BK <= 8 ? 3 : 2)
+#endif
 
 // cp.async of the thread's part of the R x BK tile at rows r0, k0 of operand x into s[p][r]
 // (zero outside rows x k: a source size of 0 copies nothing and fills the element with 0).
@@ -328,19 +334,112 @@ __device__ __forceinline__ void outer_product(Acc (*acc)[TN], const Acc *fa, con
 // at its barrier. (f64 accumulators take twice the registers, and 512 threads of 128
 // registers fill the SM's: one block, no cap.)
 #define SIMT_BLOCKS (sizeof(Acc) == 4 && TM * TN <= 64 && NT <= 256 ? 2 : 1)
+// STORE4 1: C's f32 runs of 4 rows stored 16 bytes at a time (store_run). Not by default
+// where two blocks of 8 x 8 micro-tiles cap a thread at 128 registers: there the scalar stores
+// left the main loop more registers and ran 2-3% faster on the H100 (2026-11-26).
+#ifndef STORE4
+#define STORE4 (TM * TN < 64 || SIMT_BLOCKS == 1)
+#endif
+// C's rows i .. i + SUB - 1 of column j: one 16-byte store (and load, for beta) where C is f32
+// and 16-byte aligned (`vec_c`) and the run lies inside it, element by element otherwise.
+template <int SUB>
+__device__ __forceinline__ void store_run(Out *c, int ldc, int m, int n, int i, int j,
+                                          const Acc *run, Acc alpha, Acc beta, bool vec_c) {
+  if constexpr (STORE4 && SUB == 4 && OUT_KIND == 0 &&
+                (IN_KIND == 0 || IN_KIND == 2 || IN_KIND == 3)) {
+    if (vec_c && (EVEN || (i + 3 < m && j < n))) {
+      float4 *p = (float4 *)(c + i + (long long)j * ldc);
+      float4 v = make_float4(alpha * run[0], alpha * run[1], alpha * run[2], alpha * run[3]);
+      if (beta != 0.0f) {
+        const float4 old = *p;
+        v.x += beta * old.x; v.y += beta * old.y; v.z += beta * old.z; v.w += beta * old.w;
+      }
+      *p = v;
+      return;
+    }
+  }
+#pragma unroll
+  for (int y = 0; y < SUB; ++y) store_c(c, ldc, m, n, i + y, j, run[y], alpha, beta);
+}
+
+// The thread's micro-tile into C, its first run at (i0, j0).
+template <bool VC>
+__device__ __forceinline__ void store_tile(Out *c, int ldc, int m, int n, int i0, int j0,
+                                           const Acc (*acc)[TN], Acc alpha, Acc beta) {
+#pragma unroll
+  for (int q = 0; q < TN; ++q)
+#pragma unroll
+    for (int r = 0; r < TM; r += SUB_M) {
+      Acc run[SUB_M];
+#pragma unroll
+      for (int y = 0; y < SUB_M; ++y) run[y] = acc[r + y][q];
+      store_run<SUB_M>(c, ldc, m, n, i0 + r / SUB_M * SPACE_M,
+                       j0 + q / SUB_N * SPACE_N + q % SUB_N, run, alpha, beta, VC);
+    }
+}
+
+// SPLIT > 1: the k range is split SPLIT ways, one block a part. Each block leaves its partial
+// sums in its slot of the workspace `work` (thread t's at t, t + NT, ...); the last of a
+// tile's blocks to arrive (a counter a tile, which that block sets back to 0 for the next
+// launch) adds the slots up in the order of the parts, its own from registers (the same sums
+// whichever block arrives last), and stores C; the others are done.
+#ifndef SPLIT
+#define SPLIT 1
+#endif
+__device__ __forceinline__ bool gather_parts(Acc (*acc)[TN], Acc *work, unsigned *counters,
+                                             unsigned &arrived, int tile, int part, int t) {
+  Acc *slot = work + (long long)tile * SPLIT * (BM * BN);
+#pragma unroll
+  for (int r = 0; r < TM; ++r)
+#pragma unroll
+    for (int q = 0; q < TN; ++q) slot[part * (BM * BN) + (r * TN + q) * NT + t] = acc[r][q];
+  __threadfence();   // the slot visible to the other parts' blocks before the count
+  __syncthreads();
+  if (t == 0) arrived = atomicAdd(&counters[tile], 1u);
+  __syncthreads();
+  if (arrived != SPLIT - 1) return false;
+  __threadfence();
+  const volatile Acc *parts = slot;   // (written by other blocks: not from a stale cache)
+#pragma unroll
+  for (int r = 0; r < TM; ++r)
+#pragma unroll
+    for (int q = 0; q < TN; ++q) {
+      const Acc mine = acc[r][q];   // (values, not places: acc stays in registers)
+      Acc sum = part == 0 ? mine : (Acc)parts[(r * TN + q) * NT + t];
+#pragma unroll
+      for (int s = 1; s < SPLIT; ++s)
+        sum += s == part ? mine : (Acc)parts[s * (BM * BN) + (r * TN + q) * NT + t];
+      acc[r][q] = sum;
+    }
+  if (t == 0) counters[tile] = 0;
+  return true;
+}
+
 extern "C" __global__ void __launch_bounds__(NT, SIMT_BLOCKS)
 ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long stride_a,
              const In *b, int ldb, long long stride_b, Acc beta, Out *c, int ldc,
-             long long stride_c, int trans) {
+             long long stride_c, int trans
+#if SPLIT > 1
+             , Acc *work, unsigned *counters
+#endif
+             ) {
   __shared__ __align__(32) Acc as[SIMT_STAGES][BK][PITCH_A];
   __shared__ __align__(32) Acc bs[SIMT_STAGES][BK][PITCH_B];
   const int t = threadIdx.x;
   int tile_m, tile_n;
   block_tile(tile_m, tile_n);
   const int bm = tile_m * BM, bn = tile_n * BN;
-  a += blockIdx.z * stride_a;
-  b += blockIdx.z * stride_b;
-  c += blockIdx.z * stride_c;
+  // blockIdx.z: the batch, and with SPLIT its part of k (whole k-steps: k_lo .. k_hi)
+  const int z = blockIdx.z / SPLIT;
+#if SPLIT > 1
+  const int part = blockIdx.z % SPLIT, per = ((k + BK - 1) / BK + SPLIT - 1) / SPLIT * BK;
+  const int k_lo = part * per, k_hi = min(k, k_lo + per);
+#else
+  const int k_lo = 0, k_hi = k;
+#endif
+  a += z * stride_a;
+  b += z * stride_b;
+  c += z * stride_c;
 
   // (zero from a parameter: a constant zero-fill may become a call to memset, which the
   // CPU target's kernels cannot make)
@@ -362,12 +461,12 @@ ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long str
 #if SIMT_ASYNC
   // k-step kt in buffer kt % SIMT_STAGES, its copies issued SIMT_STAGES - 1 steps ahead; one
   // cp.async group a step (empty past the end): wait_group SIMT_STAGES - 2 means "landed"
-  const int steps = (k + BK - 1) / BK;
+  const int steps = (k_hi - k_lo + BK - 1) / BK;
 #pragma unroll
   for (int st = 0; st < SIMT_STAGES - 1; ++st) {
     if (st < steps) {
-      copy_part<BM, A_PER_THREAD>(as[st], a, lda, m, k, bm, st * BK, t, TA);
-      copy_part<BN, B_PER_THREAD>(bs[st], b, ldb, n, k, bn, st * BK, t, !TB);
+      copy_part<BM, A_PER_THREAD>(as[st], a, lda, m, k, bm, k_lo + st * BK, t, TA);
+      copy_part<BN, B_PER_THREAD>(bs[st], b, ldb, n, k, bn, k_lo + st * BK, t, !TB);
     }
     asm volatile("cp.async.commit_group;");
   }
@@ -376,8 +475,9 @@ ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long str
     __syncthreads();   // step kt visible to all; step kt - 1's buffer free to refill
     const int next = kt + SIMT_STAGES - 1, s = kt % SIMT_STAGES;
     if (next < steps) {
-      copy_part<BM, A_PER_THREAD>(as[next % SIMT_STAGES], a, lda, m, k, bm, next * BK, t, TA);
-      copy_part<BN, B_PER_THREAD>(bs[next % SIMT_STAGES], b, ldb, n, k, bn, next * BK, t, !TB);
+      const int k0 = k_lo + next * BK;
+      copy_part<BM, A_PER_THREAD>(as[next % SIMT_STAGES], a, lda, m, k, bm, k0, t, TA);
+      copy_part<BN, B_PER_THREAD>(bs[next % SIMT_STAGES], b, ldb, n, k, bn, k0, t, !TB);
     }
     asm volatile("cp.async.commit_group;");
 #if AHEAD   // k-step kk + 1's values read while kk's are multiplied
@@ -402,7 +502,7 @@ ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long str
   asm volatile("cp.async.wait_all;");
 #else
   Staged staged;
-  fetch(staged, a, lda, b, ldb, m, n, k, bm, bn, 0, t, trans);
+  fetch(staged, a, lda, b, ldb, m, n, k, bm, bn, k_lo, t, trans);
   stash(staged, as[0], bs[0], t, trans);
   __syncthreads();
   int s = 0;
@@ -412,8 +512,8 @@ ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long str
   // k-step of this tile is multiplied
   Acc fa[2][TM], fb[2][TN];
   read_fragments(fa[0], fb[0], as[0][0], bs[0][0], row0, col0);
-  for (int k0 = 0; k0 < k; k0 += BK) {
-    const bool more = k0 + BK < k;
+  for (int k0 = k_lo; k0 < k_hi; k0 += BK) {
+    const bool more = k0 + BK < k_hi;
     if (more)   // the next tile travels while this one is multiplied
       fetch(staged, a, lda, b, ldb, m, n, k, bm, bn, k0 + BK, t, trans);
 #pragma unroll
@@ -431,8 +531,8 @@ ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long str
     }
   }
 #else
-  for (int k0 = 0; k0 < k; k0 += BK) {
-    const bool more = k0 + BK < k;
+  for (int k0 = k_lo; k0 < k_hi; k0 += BK) {
+    const bool more = k0 + BK < k_hi;
     if (more)   // the next tile travels while this one is multiplied
       fetch(staged, a, lda, b, ldb, m, n, k, bm, bn, k0 + BK, t, trans);
 #pragma unroll
@@ -449,257 +549,17 @@ ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long str
   }
 #endif
 #endif  // SIMT_ASYNC
-#pragma unroll
-  for (int q = 0; q < TN; ++q)
-#pragma unroll
-    for (int r = 0; r < TM; ++r)
-      store_c(c, ldc, m, n, bm + r / SUB_M * SPACE_M + row0 + r % SUB_M,
-              bn + q / SUB_N * SPACE_N + col0 + q % SUB_N, acc[r][q], alpha, beta);
-}
-
-#else
-// -- the tensor-core kernel -------------------------------------------------------------------
-// (its helpers up to ldmatrix serve gemm_wgmma.cu's warpgroup kernel too, GEMM_MMA 2)
-// WM x WN warps; warp (wm, wn) computes the (BM / WM) x (BN / WN) part of the block tile as
-// MT x NTL tiles of mma.sync.m16n8k16 (f32 accumulators). Shared tiles keep the stored
-// matrices' contiguous dimension (k for op(A) transposed / op(B) not, rows of A or columns of
-// B otherwise) in 16-byte chunks of 8 elements, so that global memory is copied to them
-// unchanged: with cp.async (VEC: 16-byte aligned) in a STAGES-deep pipeline, else element by
-// element with zero fill. ldmatrix.x4 gathers the mma fragments, with .trans where the tile
-// holds the other dimension contiguous. Chunks are placed XOR-swizzled in their row (swz) so
-// that the 8 rows an ldmatrix matrix reads fall in 8 different bank groups.
-// Fragment layouts: PTX ISA 9.7.14.5.8 (m16n8k16 .f16 / .bf16), 9.7.14.5.15 (ldmatrix).
-
-#ifndef STAGES
-#define STAGES 3
+#if SPLIT > 1
+  __shared__ unsigned arrived;
+  if (!gather_parts(acc, work, counters, arrived, (z * gridDim.y + blockIdx.y) * gridDim.x +
+                    blockIdx.x, part, t))
+    return;
 #endif
-#if AHEAD && BK % 32 != 0
-#error "AHEAD (mma): BK must be a multiple of 32 (the fragments' two buffers alternate)"
-#endif
-
-#define NTHREADS (WM * WN * 32)
-#define WTM (BM / WM)
-#define WTN (BN / WN)
-#define MT (WTM / 16)
-#define NTL (WTN / 8)
-#define A_CHUNKS (BM * BK / 8 / NTHREADS)   // 8-element chunks each thread moves a k-step
-#define B_CHUNKS (BN * BK / 8 / NTHREADS)
-#define A_TILE (BM * BK)                    // elements of one stage's A tile
-#define STAGE_ELEMS ((BM + BN) * BK)
-
-struct Chunk { u16 v[8]; };
-
-// The element offset of chunk `c` (8 elements along the contiguous dimension) of row `r` in
-// a tile whose rows hold `cpr` chunks: the chunk index is XORed with bits of the row so that
-// the same chunk of 8 consecutive rows lands in 8 different 16-byte bank groups.
-__device__ __forceinline__ int swz(int r, int c, int cpr) {
-  const int f = cpr >= 8 ? (r & 7) : ((r / (8 / cpr)) & (cpr - 1));
-  return (r * cpr + (c ^ f)) * 8;
-}
-
-__device__ __forceinline__ u32 shared_address(const void *p) {
-  return (u32)__cvta_generic_to_shared(p);
-}
-
-// One 16-byte chunk from global to shared memory: cp.async of its `bytes` valid bytes
-// (the rest zero-filled), or element-wise where the data are not 16-byte aligned.
-__device__ __forceinline__ void copy_chunk(u16 *dst, const In *src, int valid, bool inside) {
-#if EVEN
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;"
-               :: "r"(shared_address(dst)), "l"(src));
-#elif VEC
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
-               :: "r"(shared_address(dst)), "l"(src), "r"(inside ? min(valid, 8) * 2 : 0));
-#else
-  Chunk v;
-#pragma unroll
-  for (int x = 0; x < 8; ++x) v.v[x] = inside && x < valid ? src[x] : (u16)0;
-  *(uint4 *)dst = *(uint4 *)v.v;
-#endif
-}
-
-// Stage `st`'s tiles for the k-step at k0. A's tile is BM x BK as [i][p] (k contiguous) when
-// op(A) is transposed, else [p][i]; B's is BN x BK as [j][p] when op(B) is not transposed,
-// else [p][j]. Without VEC the strided element loads follow the same chunk order.
-__device__ __forceinline__ void load_stage(u16 *smem, int st, const In *a, int lda,
-                                           const In *b, int ldb, int m, int n, int k, int bm,
-                                           int bn, int k0, int t, int trans) {
-  u16 *as = smem + st * STAGE_ELEMS, *bs = as + A_TILE;
-#pragma unroll
-  for (int x = 0; x < A_CHUNKS; ++x) {
-    const int e = t + x * NTHREADS;
-    if (TA) {   // rows i, chunks along k
-      const int i = e / (BK / 8), c = e % (BK / 8), gi = bm + i, gp = k0 + c * 8;
-      copy_chunk(as + swz(i, c, BK / 8), a + gp + (long long)gi * lda, k - gp,
-                 gi < m && gp < k);
-    } else {    // rows p, chunks along i
-      const int p = e / (BM / 8), c = e % (BM / 8), gi = bm + c * 8, gp = k0 + p;
-      copy_chunk(as + swz(p, c, BM / 8), a + gi + (long long)gp * lda, m - gi,
-                 gp < k && gi < m);
-    }
-  }
-#pragma unroll
-  for (int x = 0; x < B_CHUNKS; ++x) {
-    const int e = t + x * NTHREADS;
-    if (TB) {   // rows p, chunks along j
-      const int p = e / (BN / 8), c = e % (BN / 8), gj = bn + c * 8, gp = k0 + p;
-      copy_chunk(bs + swz(p, c, BN / 8), b + gj + (long long)gp * ldb, n - gj,
-                 gp < k && gj < n);
-    } else {    // rows j, chunks along k
-      const int j = e / (BK / 8), c = e % (BK / 8), gj = bn + j, gp = k0 + c * 8;
-      copy_chunk(bs + swz(j, c, BK / 8), b + gp + (long long)gj * ldb, k - gp,
-                 gj < n && gp < k);
-    }
-  }
-}
-
-__device__ __forceinline__ void ldmatrix_x4(u32 *r, const u16 *p, bool trans) {
-  if (trans)
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(shared_address(p)));
+  // C 16-byte aligned (this batch's matrix and every column): runs of 4 rows in one store
+  if ((unsigned long long)c % 16 == 0 && ldc % 4 == 0)
+    store_tile<true>(c, ldc, m, n, bm + row0, bn + col0, acc, alpha, beta);
   else
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(shared_address(p)));
+    store_tile<false>(c, ldc, m, n, bm + row0, bn + col0, acc, alpha, beta);
 }
 
-#if IN_KIND == 3
-#define MMA_IN "bf16"
-#else
-#define MMA_IN "f16"
-#endif
-__device__ __forceinline__ void mma_16816(float *d, const u32 *fa, const u32 *fb) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." MMA_IN "." MMA_IN ".f32 "
-               "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(fa[0]), "r"(fa[1]), "r"(fa[2]), "r"(fa[3]), "r"(fb[0]), "r"(fb[1]));
-}
-
-// The warp's fragments of one k-step of 16 from stage tiles `as`, `bs`: lane l addresses
-// row l % 8 of matrix l / 8 of each ldmatrix.x4. A's four matrices are a0..a3 of the
-// fragment (rows +0/+8, k +0/+8); B's are b0, b1 of n-tile y and of y + 1.
-__device__ __forceinline__ void load_fragments(u32 (*fa)[4], u32 (*fb)[2], const u16 *as,
-                                               const u16 *bs, int kk, int wm, int wn,
-                                               int lane, int trans) {
-  const int q = lane / 8, r = lane % 8;
-#pragma unroll
-  for (int x = 0; x < MT; ++x) {
-    const int i = wm * WTM + x * 16 + (q & 1) * 8, p = kk + (q >> 1) * 8;
-    if (TA) ldmatrix_x4(fa[x], as + swz(i + r, p / 8, BK / 8), false);
-    else ldmatrix_x4(fa[x], as + swz(p + r, i / 8, BM / 8), true);
-  }
-#pragma unroll
-  for (int y = 0; y < NTL; y += 2) {
-    const int j = wn * WTN + y * 8 + (q >> 1) * 8, p = kk + (q & 1) * 8;
-    u32 v[4];
-    if (TB) ldmatrix_x4(v, bs + swz(p + r, j / 8, BN / 8), true);
-    else ldmatrix_x4(v, bs + swz(j + r, p / 8, BK / 8), false);
-    fb[y][0] = v[0]; fb[y][1] = v[1]; fb[y + 1][0] = v[2]; fb[y + 1][1] = v[3];
-  }
-}
-
-__device__ __forceinline__ void multiply(float (*acc)[NTL][4], const u32 (*fa)[4],
-                                         const u32 (*fb)[2]) {
-#pragma unroll
-  for (int x = 0; x < MT; ++x)
-#pragma unroll
-    for (int y = 0; y < NTL; ++y) mma_16816(acc[x][y], fa[x], fb[y]);
-}
-
-#if GEMM_MMA == 1
-extern "C" __global__ void __launch_bounds__(NTHREADS)
-ptxport_gemm(int m, int n, int k, float alpha, const In *a, int lda, long long stride_a,
-             const In *b, int ldb, long long stride_b, float beta, Out *c, int ldc,
-             long long stride_c, int trans) {
-  // STAGES x (A tile, B tile): the host passes their size as the launch's dynamic shared memory
-  extern __shared__ __align__(128) u16 smem[];
-  const int t = threadIdx.x, warp = t / 32, lane = t % 32;
-  const int wm = warp % WM, wn = warp / WM, g = lane / 4, tig = lane % 4;
-  int tile_m, tile_n;
-  block_tile(tile_m, tile_n);
-  const int bm = tile_m * BM, bn = tile_n * BN;
-  a += blockIdx.z * stride_a;
-  b += blockIdx.z * stride_b;
-  c += blockIdx.z * stride_c;
-
-  const float zero = (float)(m < 0);   // not a constant: see the SIMT kernel
-  float acc[MT][NTL][4];
-#pragma unroll
-  for (int x = 0; x < MT; ++x)
-#pragma unroll
-    for (int y = 0; y < NTL; ++y)
-#pragma unroll
-      for (int z = 0; z < 4; ++z) acc[x][y][z] = zero;
-
-  // k-step kt lives in stage kt % STAGES; STAGES - 1 steps are in flight while one is
-  // multiplied. Every step commits one cp.async group (empty past the end) so that
-  // wait_group STAGES - 2 always means "step kt has landed".
-  const int steps = (k + BK - 1) / BK;
-#pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < steps) load_stage(smem, s, a, lda, b, ldb, m, n, k, bm, bn, s * BK, t, trans);
-    asm volatile("cp.async.commit_group;");
-  }
-#if AHEAD
-  // fragments double-buffered in registers: kk + 16's read while kk's are multiplied; the
-  // next stage's first ones right after the barrier that ends a k-step, before its last
-  // mmas (so the barrier's wait and the ldmatrix latency hide behind them). Stage kt - 1 is
-  // refilled at kk 0 of step kt: every warp read its last fragments before that barrier.
-  u32 fa[2][MT][4], fb[2][NTL][2];
-  asm volatile("cp.async.wait_group %0;" :: "n"(STAGES - 2));
-  __syncthreads();
-  load_fragments(fa[0], fb[0], smem, smem + A_TILE, 0, wm, wn, lane, trans);
-  for (int kt = 0; kt < steps; ++kt) {
-    const u16 *as = smem + (kt % STAGES) * STAGE_ELEMS, *bs = as + A_TILE;
-#pragma unroll
-    for (int kk = 0; kk < BK; kk += 16) {
-      const int cur = kk / 16 % 2;
-      if (kk == 0) {   // the copies of step kt + STAGES - 1
-        const int next = kt + STAGES - 1;
-        if (next < steps)
-          load_stage(smem, next % STAGES, a, lda, b, ldb, m, n, k, bm, bn, next * BK, t, trans);
-        asm volatile("cp.async.commit_group;");
-      }
-      if (kk + 16 < BK) {
-        load_fragments(fa[cur ^ 1], fb[cur ^ 1], as, bs, kk + 16, wm, wn, lane, trans);
-      } else if (kt + 1 < steps) {   // step kt + 1 landed and visible; its first fragments
-        asm volatile("cp.async.wait_group %0;" :: "n"(STAGES - 2));
-        __syncthreads();
-        const u16 *nas = smem + ((kt + 1) % STAGES) * STAGE_ELEMS;
-        load_fragments(fa[cur ^ 1], fb[cur ^ 1], nas, nas + A_TILE, 0, wm, wn, lane, trans);
-      }
-      multiply(acc, fa[cur], fb[cur]);
-    }
-  }
-#else
-  for (int kt = 0; kt < steps; ++kt) {
-    asm volatile("cp.async.wait_group %0;" :: "n"(STAGES - 2));
-    __syncthreads();   // step kt visible to all; step kt - 1's stage free to refill
-    const u16 *as = smem + (kt % STAGES) * STAGE_ELEMS, *bs = as + A_TILE;
-#pragma unroll
-    for (int kk = 0; kk < BK; kk += 16) {
-      if (kk == (LATE ? 16 : 0)) {   // the copies of step kt + STAGES - 1
-        const int next = kt + STAGES - 1;
-        if (next < steps)
-          load_stage(smem, next % STAGES, a, lda, b, ldb, m, n, k, bm, bn, next * BK, t, trans);
-        asm volatile("cp.async.commit_group;");
-      }
-      u32 fa[MT][4], fb[NTL][2];
-      load_fragments(fa, fb, as, bs, kk, wm, wn, lane, trans);
-      multiply(acc, fa, fb);
-    }
-  }
-#endif
-  asm volatile("cp.async.wait_all;");
-#pragma unroll
-  for (int x = 0; x < MT; ++x)
-#pragma unroll
-    for (int y = 0; y < NTL; ++y) {
-      const int i = bm + wm * WTM + x * 16 + g, j = bn + wn * WTN + y * 8 + tig * 2;
-      store_c(c, ldc, m, n, i, j, acc[x][y][0], alpha, beta);
-      store_c(c, ldc, m, n, i, j + 1, acc[x][y][1], alpha, beta);
-      store_c(c, ldc, m, n, i + 8, j, acc[x][y][2], alpha, beta);
-      store_c(c, ldc, m, n, i + 8, j + 1, acc[x][y][3], alpha, beta);
-    }
-}
-#endif  // GEMM_MMA == 1
 #endif

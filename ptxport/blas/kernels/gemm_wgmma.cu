@@ -1,6 +1,7 @@
 // The portable GEMM's warpgroup kernel (GEMM_MMA 2): sm_90a's wgmma.mma_async, f16 / bf16 in,
 // f32 accumulate. ptxport/blas/portable.py compiles it after gemm.cu (whose macros, types,
-// store_c, block_tile, shared_address and copy_chunk it uses), for sm_90a: ptxport's NVPTX
+// store_c, block_tile, shared_address and load_stage it uses: load_stage places the chunks
+// by gemm.cu's wg_swz in this kernel), for sm_90a: ptxport's NVPTX
 // passes wgmma through to the H100's tensor cores, its CPU target runs it on warp gangs
 // (codegen/targets/cpu/gang/wgmma.py), SPIR-V and AMDGPU lane by lane.
 //
@@ -8,7 +9,7 @@
 // part of the block tile with one m64nWG_Nk16 wgmma per 64 of its rows and 16 of k, A and B
 // read by the tensor cores straight from shared memory through matrix descriptors (PTX ISA
 // 9.7.15.5.1), no fragments in registers. Every thread copies global memory to the stage
-// tiles with cp.async (gemm.cu's copy_chunk: 16-byte chunks, zero-filled at the edges), in a
+// tiles with cp.async (gemm.cu's load_stage: 16-byte chunks, zero-filled at the edges), in a
 // STAGES-deep ring with one cp.async group and one barrier per k-step of BK = 64.
 //
 // Stage tiles keep each stored matrix's contiguous dimension in 128-byte rows (64 elements),
@@ -37,13 +38,10 @@
 #error "wgmma: STAGES must be at least 2 (3 with AHEAD)"
 #endif
 
-#define WG_THREADS (WM * WN * 128)
 #define WG_M (BM / WM)                        // rows of a warpgroup's part
 #define WG_N (BN / WN)                        // its columns: the wgmma's N
 #define WG_MI (WG_M / 64)                     // wgmmas a warpgroup issues per 16 of k
 #define WG_REGS (WG_N / 2)                    // f32 accumulators a thread per wgmma
-#define WG_A_TILE (BM * BK)
-#define WG_STAGE ((BM + BN) * BK)
 #define WG_LAG AHEAD                          // wgmma groups left in flight per k-step
 // UNROLL_K 0: a k-step's four 16-wide wgmma steps as a loop (the CPU target expands each
 // wgmma into hundreds of vector operations: unrolled, LLVM takes minutes over them)
@@ -58,42 +56,6 @@
 #if WG_M % 64 != 0 || BN % 64 != 0 || BM % 64 != 0
 #error "wgmma: BM / WM, BM and BN must be multiples of 64"
 #endif
-
-// The element offset of chunk c (8 elements along the contiguous dimension) of tile row
-// `row`: blocks of 64 elements along the row (MN-major tiles wider than 64), BK rows each.
-__device__ __forceinline__ int wg_swz(int row, int c) {
-  return (c >> 3) * (BK * 64) + row * 64 + ((c & 7) ^ (row & 7)) * 8;
-}
-
-// Stage `st`'s tiles for the k-step at k0: A K-major (TA) or MN-major, B K-major (!TB) or
-// MN-major; chunks in the order of the stored matrix's contiguous dimension.
-__device__ __forceinline__ void wg_load_stage(u16 *smem, int st, const In *a, int lda,
-                                              const In *b, int ldb, int m, int n, int k,
-                                              int bm, int bn, int k0, int t) {
-  u16 *as = smem + st * WG_STAGE, *bs = as + WG_A_TILE;
-#pragma unroll
-  for (int x = 0; x < BM * BK / 8 / WG_THREADS; ++x) {
-    const int e = t + x * WG_THREADS;
-    if (TRANS_A) {   // rows i, chunks along k
-      const int i = e / (BK / 8), c = e % (BK / 8), gi = bm + i, gp = k0 + c * 8;
-      copy_chunk(as + wg_swz(i, c), a + gp + (long long)gi * lda, k - gp, gi < m && gp < k);
-    } else {         // rows p, chunks along i
-      const int p = e / (BM / 8), c = e % (BM / 8), gi = bm + c * 8, gp = k0 + p;
-      copy_chunk(as + wg_swz(p, c), a + gi + (long long)gp * lda, m - gi, gp < k && gi < m);
-    }
-  }
-#pragma unroll
-  for (int x = 0; x < BN * BK / 8 / WG_THREADS; ++x) {
-    const int e = t + x * WG_THREADS;
-    if (TRANS_B) {   // rows p, chunks along j
-      const int p = e / (BN / 8), c = e % (BN / 8), gj = bn + c * 8, gp = k0 + p;
-      copy_chunk(bs + wg_swz(p, c), b + gj + (long long)gp * ldb, n - gj, gp < k && gj < n);
-    } else {         // rows j, chunks along k
-      const int j = e / (BK / 8), c = e % (BK / 8), gj = bn + j, gp = k0 + c * 8;
-      copy_chunk(bs + wg_swz(j, c), b + gp + (long long)gj * ldb, k - gp, gj < n && gp < k);
-    }
-  }
-}
 
 // A matrix descriptor (128-byte swizzle) of the operand starting at `p`.
 __device__ __forceinline__ unsigned long long wg_desc(const u16 *p, bool mn_major) {
@@ -185,7 +147,7 @@ __device__ __forceinline__ void wg_step(float (*acc)[WG_REGS], const u16 *as, co
   asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 }
 
-extern "C" __global__ void __launch_bounds__(WG_THREADS, 1)
+extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
 ptxport_gemm(int m, int n, int k, float alpha, const In *a, int lda, long long stride_a,
              const In *b, int ldb, long long stride_b, float beta, Out *c, int ldc,
              long long stride_c, int trans) {
@@ -215,7 +177,7 @@ ptxport_gemm(int m, int n, int k, float alpha, const In *a, int lda, long long s
   const int steps = (k + BK - 1) / BK;
 #pragma unroll
   for (int s = 0; s < WG_AHEADS; ++s) {
-    if (s < steps) wg_load_stage(smem, s, a, lda, b, ldb, m, n, k, bm, bn, s * BK, t);
+    if (s < steps) load_stage(smem, s, a, lda, b, ldb, m, n, k, bm, bn, s * BK, t, trans);
     asm volatile("cp.async.commit_group;");
   }
   for (int kt = 0; kt < steps; ++kt) {
@@ -226,10 +188,10 @@ ptxport_gemm(int m, int n, int k, float alpha, const In *a, int lda, long long s
     __syncthreads();
     const int next = kt + WG_AHEADS;
     if (next < steps)
-      wg_load_stage(smem, next % STAGES, a, lda, b, ldb, m, n, k, bm, bn, next * BK, t);
+      load_stage(smem, next % STAGES, a, lda, b, ldb, m, n, k, bm, bn, next * BK, t, trans);
     asm volatile("cp.async.commit_group;");
-    const u16 *as = smem + (kt % STAGES) * WG_STAGE;
-    wg_step(acc, as, as + WG_A_TILE, gm, gn, one);
+    const u16 *as = smem + (kt % STAGES) * STAGE_ELEMS;
+    wg_step(acc, as, as + A_TILE, gm, gn, one);
     asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(WG_LAG) : "memory");
   }
   asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");

@@ -14,10 +14,10 @@ hi + lo of two f64 here (`_exact`, `_f64_exact`), then rounds it with float_roun
 
 Where the manual leaves a result open, NVIDIA's hardware decides (measured on an H100):
 - an f32, f16 or bf16 NaN result is the canonical NaN (all ones but the sign), abs and neg
-  of a NaN included (an f32 add, sub, mul, fma or mad into a register that only such
-  arithmetic and comparisons read, ir.analysis.nan_blind_registers, keeps LLVM's NaN: no
-  instruction can tell the two apart, and the FMA loops of GEMMs lose a compare and a blend
-  per FMA);
+  of a NaN included (an f32 add, sub, mul, fma, mad, div or ex2 into a register that only
+  such arithmetic, min, max and comparisons read, ir.analysis.nan_blind_registers, keeps
+  LLVM's NaN: no instruction can tell the two apart, and the FMA loops of GEMMs and a
+  softmax's chains lose a compare and a blend per operation);
 - an f64 NaN result keeps the payload of a NaN operand, quietened: b's before a's (fma: b,
   c, a; div: a, b); an invalid operation on numbers gives 0xFFF8000000000000; abs and neg
   return a NaN operand quietened, its sign unchanged;
@@ -302,7 +302,7 @@ def _arith(fl: FunctionLowering, inst: ir.Instruction, op: str, fmt: FloatFormat
     return _finish(fl, _narrow_arith(fl, op, fmt, xs, mode, any_nan), fmt, mode)
 
 
-def _nan_blind(fl: FunctionLowering, dest) -> bool:
+def nan_blind(fl: FunctionLowering, dest) -> bool:
     """Whether no instruction can tell which NaN register `dest` holds."""
     if fl.nan_blind is None:
         fl.nan_blind = nan_blind_registers(fl.function)
@@ -338,7 +338,7 @@ def _lanewise(fl: FunctionLowering, inst: ir.Instruction, op: str, count: int) -
     else:
         columns = [read_lanes(fl, o, t, fmt, lanes) for o in sources]
     any_nan = lanes == 1 and not mode.sat and not mode.relu and \
-        _nan_blind(fl, inst.operands[0])
+        nan_blind(fl, inst.operands[0])
     results = [_arith(fl, inst, op, fmt, list(xs), mode, any_nan)
                for xs in zip(*columns, strict=True)]
     write_lanes(fl, inst.operands[0], results, t, fmt)
@@ -396,7 +396,7 @@ def div(fl: FunctionLowering, inst: ir.Instruction) -> None:
         raise fl.unsupported(inst, f"div.{precision} with .{t.name} or a rounding modifier")
     mode = _mode(fl, inst, t)
     a, b_ = (fl.read(o, t) for o in inst.operands[1:3])
-    result = _arith(fl, inst, "div", fmt, [a, b_], mode)
+    result = _arith(fl, inst, "div", fmt, [a, b_], mode, nan_blind(fl, inst.operands[0]))
     if precision == "approx":
         b = fl.b
         divisor = flush(fl, b_, fmt) if mode.ftz else b_
@@ -414,12 +414,12 @@ def _select_min_max(fl: FunctionLowering, fmt: FloatFormat, x, y, is_max: bool,
     """min/max of two lanes: -0 below +0, one NaN gives the other operand (unless .NaN)."""
     b = fl.b
     xw, yw = (to_f32(fl, v, fmt) if fmt is not F64 else v for v in (x, y))
-    x_negative = is_negative(fl, x, fmt)
-    tie = b.and_(b.fcmp_ordered("==", xw, yw), b.not_(x_negative) if is_max else x_negative)
-    pick_x = b.or_(b.fcmp_ordered(">" if is_max else "<", xw, yw), tie)
     x_nan, y_nan = is_nan(fl, xw), is_nan(fl, yw)
-    pick_x = b.select(x_nan, I1(0), b.select(y_nan, I1(1), pick_x))
-    r = select(fl, pick_x, x, y, fmt)
+    # x where it is beyond y or y is a NaN; y otherwise (x a NaN, or y beyond or equal)
+    r = select(fl, b.or_(b.fcmp_ordered(">" if is_max else "<", xw, yw), y_nan), x, y, fmt)
+    # equal operands differ at most as +0 and -0: the AND of their bits is +0, the OR -0
+    bits = (b.and_ if is_max else b.or_)(to_bits(fl, x, fmt), to_bits(fl, y, fmt))
+    r = select(fl, b.fcmp_ordered("==", xw, yw), from_bits(fl, bits, fmt), r, fmt)
     nan = quiet(fl, y) if fmt is F64 else constant(fl, fmt, fmt.nan)
     both = b.or_(x_nan, y_nan) if propagate_nan else b.and_(x_nan, y_nan)
     return select(fl, both, nan, r, fmt)

@@ -24,8 +24,8 @@ from fractions import Fraction
 
 from llvmlite import ir as ll
 
-from ptxport.codegen.lower import I1, I32, I64, FunctionLowering, lowering
-from ptxport.codegen.ops.float_arith import unary_arith
+from ptxport.codegen.lower import I1, I32, I64, FunctionLowering, declare, lowering
+from ptxport.codegen.ops.float_arith import nan_blind, unary_arith
 from ptxport.codegen.ops.float_format import (
     BF16,
     F32,
@@ -270,28 +270,34 @@ _EXP2_F32 = [math.log(2) ** k / math.factorial(k) for k in range(8)]
 
 def _exp2_f32(fl: FunctionLowering, x: ll.Value) -> ll.Value:
     """ex2.approx.f32 in f32 arithmetic, within an ulp (Triton's exp is this instruction;
-    the f64 route costs several times as much): 2**x = p(f) * 2**k1 * 2**k2,
-    k = k1 + k2 = round(x), f = x - k exactly, p by fused Horner steps (within an ulp). The
-    product by 2**k1 is exact, the one by 2**k2 rounds once, overflow and subnormal
-    results included; x is clamped to +-200 first, which changes no result."""
+    the f64 route costs several times as much): 2**x = p(f) * 2**k, k = round(x), f = x - k
+    exactly, p by fused Horner steps (within an ulp); the product by 2**k rounds once,
+    overflow and subnormal results included: LLVM's ldexp where the target has it as an
+    instruction (x86 with AVX-512: vscalefps), else two products by powers of two, the first
+    exact. x is clamped to +-200 first, which changes
+    no result (a NaN to -200: fptosi of NaN is poison; its result is the NaN, chosen at the
+    end)."""
     b = fl.b
     limit = fconst(F32_LL, 200.0)
     nan = is_nan(fl, x)
-    xc = b.select(b.fcmp_ordered(">", x, limit), limit, x)
-    xc = b.select(b.fcmp_ordered("<", xc, b.fneg(limit)), b.fneg(limit), xc)
-    xc = b.select(nan, fconst(F32_LL, 0.0), xc)     # (fptosi of NaN is poison)
+    # (ordered compares: a NaN fails the first and becomes -200; x86's max and min)
+    xc = b.select(b.fcmp_ordered(">", x, b.fneg(limit)), x, b.fneg(limit))
+    xc = b.select(b.fcmp_ordered("<", xc, limit), xc, limit)
     k = float_call(fl, "roundeven", xc)
     f = b.fsub(xc, k)
     p = fconst(F32_LL, _EXP2_F32[-1])
     for c in reversed(_EXP2_F32[:-1]):
         p = float_call(fl, "fma", p, f, fconst(F32_LL, c))
     whole = b.fptosi(k, I32)
-    k1 = b.ashr(whole, ll.Constant(I32, 1))
+    if fl.target.native_ldexp:
+        scale = declare(fl.llfn.module, "llvm.ldexp.f32.i32", F32_LL, [F32_LL, I32])
+        return b.select(nan, x, b.call(scale, [p, whole]))
+    half = b.ashr(whole, ll.Constant(I32, 1))
 
     def power(e):       # 2**e for -126 <= e <= 127
         return from_bits(fl, b.shl(b.add(e, ll.Constant(I32, 127)), ll.Constant(I32, 23)), F32)
-    value = b.fmul(b.fmul(p, power(k1)), power(b.sub(whole, k1)))
-    return b.select(nan, x, value)
+    # the product by 2**half is exact, the one by 2**(k - half) rounds once
+    return b.select(nan, x, b.fmul(b.fmul(p, power(half)), power(b.sub(whole, half))))
 
 
 _FUNCTIONS = {
@@ -324,7 +330,10 @@ def _special(fl: FunctionLowering, inst: ir.Instruction) -> None:
             r = round_narrow(fl, value, fconst(F64_LL, 0.0), fmt, "rn")
         if ftz:
             r = flush(fl, r, fmt)
-        results.append(canonical(fl, r, fmt))
+        # (an ex2 whose result only NaN-blind instructions read keeps its operand's NaN)
+        blind = fmt is F32 and inst.opcode == "ex2" and count == 1 and \
+            nan_blind(fl, inst.operands[0])
+        results.append(r if blind else canonical(fl, r, fmt))
     write_lanes(fl, inst.operands[0], results, t, fmt)
 
 

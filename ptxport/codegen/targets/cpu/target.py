@@ -34,6 +34,7 @@ from ptxport.codegen.targets.cpu.calls import (
 )
 from ptxport.codegen.targets.cpu.device_runtime import kernel_address, lower_device_runtime
 from ptxport.codegen.targets.cpu.local_stack import LocalStack
+from ptxport.codegen.targets.cpu.machine import host
 from ptxport.codegen.targets.cpu.stop import STOPPED, poll_stop
 from ptxport.codegen.targets.cpu.waits import lower_wait
 from ptxport.codegen.targets.thread_wgmma import compute_wgmma
@@ -46,6 +47,8 @@ from ptxport.ir.types import TYPES
 
 class CpuTarget(Target):
     name = "cpu"
+    # AVX-512's vscalefps (the host's features are part of every image's key)
+    native_ldexp = "+avx512f" in host()[1].split(",")
 
     def __init__(self, module: ir.Module, llmod: ll.Module, plan: KernelPlan,
                  globals_: dict[str, ll.GlobalVariable], functions: dict[str, ll.Function],

@@ -46,7 +46,8 @@ from ptxport.codegen.lower import I32, I64, PTR
 from ptxport.codegen.targets.cpu.machine import LLVM_LOCK, target_machine
 from ptxport.errors import PtxportError
 
-__all__ = ["JOB_WORDS", "Job", "Pool", "give", "set_spin", "take"]
+__all__ = ["JOB_WORDS", "Job", "Pool", "give", "last_shares", "set_spin", "take",
+           "trace_shares"]
 
 # A pool's memory (bytes): the pthread objects (opaque; 128 bytes is more than any libc's),
 # then the generation (bumped for each job: written under the mutex, read by spinning
@@ -99,6 +100,10 @@ class Job:
         each worker's share began and ended (traced())."""
         self._trace = np.zeros(_TRACE_HEAD + 2 * 1024, dtype=np.int64) if on else None
         self.words[TRACE] = 0 if self._trace is None else self._trace.ctypes.data
+
+    @property
+    def tracing(self) -> bool:
+        return self._trace is not None
 
     def traced(self, workers: int) -> dict | None:
         """The last traced run, in microseconds from its opening: {"own": the launching
@@ -589,7 +594,30 @@ class Pool:
     def run(self, job: Job) -> int:
         """Run the job on this pool's threads and the calling thread (which must hold the
         pool, and have grown it to the job's workers - 1); how many workers failed."""
-        return self._native.run(self.address, job.address)
+        if job.tracing != _TRACING[0]:
+            job.trace(_TRACING[0])
+        failed = self._native.run(self.address, job.address)
+        if _TRACING[0]:
+            _TRACING[1] = job.traced(int(job.words[WORKERS]))
+        return failed
+
+
+# Whether launches record when each worker's share began and ended (trace_shares), and the
+# last one's record.
+_TRACING: list = [False, None]
+
+
+def trace_shares(on: bool) -> None:
+    """Record, from the next launch on (or no more), when each worker's share of a launch's
+    blocks began and ended, for last_shares (benchmarks/cpu_scaling.py: how late the last
+    worker starts, how long the first waits for the last)."""
+    _TRACING[:] = [bool(on), None]
+
+
+def last_shares() -> dict | None:
+    """While trace_shares is on, the last launch's record (Job.traced: microseconds from
+    when the launching thread opened the job), else None."""
+    return _TRACING[1]
 
 
 # How long (ns) a worker thread that ended its share watches for the next job before it
