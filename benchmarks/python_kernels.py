@@ -8,7 +8,11 @@ one float4 per thread, so that the warps of a block read memory in order) and fu
 (GB/s: bytes read + written per second; `softmax` with 4 warps a row, whose reductions meet
 in shared memory at barriers, `softmax_1w` with one; min(rows, 16 x cores) programs, each
 looping over rows as the tutorial's do: SOFTMAX_PROGRAMS_PER_CORE) and its matmul
-(tl.dot, f32 in IEEE mode; GFLOP/s) from tests/frontends/triton_kernels.py, launched through
+(tl.dot, f32 in IEEE mode, 32x32x32 tiles: FMAs per thread; GFLOP/s) from
+tests/frontends/triton_kernels.py, and Triton's tutorial matmul (`matmul_f16_N`: N^3, f16
+inputs and f32 output, tl.dot as ldmatrix + mma.sync on sm_80, 64x64x32 tiles with 4 warps
+and 3 cp.async stages, against numpy's and torch's f32 matmul of the same inputs: the same
+products summed in f32) from tests/frontends/test_triton_sm90.py, launched through
 ptxport as Triton's driver on Device("cpu"), next to the same operation in numpy, in torch
 (CPU) where torch is installed, and in Triton's own interpreter (TRITON_INTERPRET=1, which
 takes torch tensors: torch needed). Outputs are allocated once, as Triton's are (`out=`
@@ -45,14 +49,19 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).resolve().parent / "results"
 sys.path.insert(0, str(ROOT / "tests" / "frontends"))
 
-SIZES = {"add": 1 << 22, "softmax": (4096, 1024), "matmul": 256}
+SIZES = {"add": 1 << 22, "softmax": (4096, 1024), "matmul": 256,
+         "matmul_f16": (256, 1024, 2048)}
 # The softmax kernel loops over rows, program_id(0) + k * num_programs(0) (Triton's tutorial,
 # which launches NUM_SM x occupancy programs on a GPU). On the cpu device a worker runs one
 # block at a time and claims blocks in decreasing chunks: with 16 programs per core the
 # workers share the rows evenly (GPU machine's host, 16 cores, 4096 x 1024, 4 warps: 64
 # programs 0.71 ms, 256 0.60 ms, 4096 (a row each) 0.66 ms; 1 warp: 0.49, 0.47, 0.49 ms).
 SOFTMAX_PROGRAMS_PER_CORE = 16
-SMALL = {"add": 1 << 16, "softmax": (256, 512), "matmul": 64}
+SMALL = {"add": 1 << 16, "softmax": (256, 512), "matmul": 64, "matmul_f16": (64, 128)}
+# the tutorial matmul's tile on the cpu device: 64x64x32 with 4 warps (each warp 32x32 of
+# C: 2 x 4 m16n8k16 mma.sync a k-step), 3 cp.async stages
+F16_TILE = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 8,
+            "num_warps": 4, "num_stages": 3}
 
 
 def _best_seconds(calls: dict, runs: int) -> dict[str, float]:
@@ -75,7 +84,13 @@ def _inputs(sizes):
     return {"add": (rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)),
             "softmax": rng.standard_normal((rows, cols), dtype=np.float32),
             "matmul": (rng.standard_normal((m, m), dtype=np.float32),
-                       rng.standard_normal((m, m), dtype=np.float32))}
+                       rng.standard_normal((m, m), dtype=np.float32)),
+            "matmul_f16": {size: tuple(rng.standard_normal((size, size)).astype(np.float16)
+                                       for _ in range(2)) for size in sizes["matmul_f16"]}}
+
+
+def _f16_ops(sizes) -> list[str]:
+    return [f"matmul_f16_{size}" for size in sizes["matmul_f16"]]
 
 
 def _work(sizes) -> dict[str, tuple[float, str]]:
@@ -85,7 +100,9 @@ def _work(sizes) -> dict[str, tuple[float, str]]:
             "add_1": (3 * 4 * n / 1e9, "GB/s"), "add_4": (3 * 4 * n / 1e9, "GB/s"),
             "softmax": (2 * 4 * rows * cols / 1e9, "GB/s"),
             "softmax_1w": (2 * 4 * rows * cols / 1e9, "GB/s"),
-            "matmul": (2 * m ** 3 / 1e9, "GFLOP/s")}
+            "matmul": (2 * m ** 3 / 1e9, "GFLOP/s"),
+            **{f"matmul_f16_{size}": (2 * size ** 3 / 1e9, "GFLOP/s")
+               for size in sizes["matmul_f16"]}}
 
 
 def _triton_calls(data, make_array, sync):
@@ -138,7 +155,38 @@ def _triton_calls(data, make_array, sync):
         sync()
 
     return {"add": add, "add_odd": add_odd, "add_1": add_1, "add_4": add_4,
-            "softmax": softmax, "softmax_1w": softmax_1w, "matmul": matmul}
+            "softmax": softmax, "softmax_1w": softmax_1w, "matmul": matmul,
+            **_tutorial_matmuls(data, make_array)}
+
+
+def _tutorial_matmuls(data, make_array) -> dict:
+    """Triton's tutorial matmul (03-matrix-multiplication) on f16 inputs with f32 output:
+    tl.dot is ldmatrix + mma.sync.m16n8k16 on sm_80, the cpu device's default target."""
+    import triton
+    from test_triton_sm90 import tutorial_matmul
+
+    calls = {}
+    for size, (a16, b16) in data["matmul_f16"].items():
+        a, b = make_array(a16), make_array(b16)
+        c = make_array(np.zeros((size, size), np.float32))
+        grid = (triton.cdiv(size, F16_TILE["BLOCK_SIZE_M"])
+                * triton.cdiv(size, F16_TILE["BLOCK_SIZE_N"]),)
+
+        def call(a=a, b=b, c=c, size=size, grid=grid):
+            tutorial_matmul[grid](a, b, c, size, size, size, size, 1, size, 1, size, 1,
+                                  BF16=False, **F16_TILE)
+        calls[f"matmul_f16_{size}"] = call
+    return calls
+
+
+def _f32_matmuls(data, matmul) -> dict:
+    """numpy's or torch's f32 matmul of the tutorial matmul's f16 inputs (converted before:
+    the same products, summed in f32), into an output allocated once."""
+    calls = {}
+    for size, pair in data["matmul_f16"].items():
+        a, b = (x.astype(np.float32) for x in pair)
+        calls[f"matmul_f16_{size}"] = matmul(a, b, np.zeros_like(a))
+    return calls
 
 
 def _numpy_calls(data):
@@ -157,7 +205,8 @@ def _numpy_calls(data):
 
     return {"add": add, "add_odd": lambda: np.add(x[:-1], y[:-1], out=out[:-1]),
             "add_1": add, "add_4": add, "softmax": softmax, "softmax_1w": softmax,
-            "matmul": lambda: np.matmul(a, b, out=c)}
+            "matmul": lambda: np.matmul(a, b, out=c),
+            **_f32_matmuls(data, lambda x, y, out: lambda: np.matmul(x, y, out=out))}
 
 
 def _torch_calls(data):
@@ -175,7 +224,15 @@ def _torch_calls(data):
     return {"add": add, "add_odd": lambda: torch.add(x[:-1], y[:-1], out=out[:-1]),
             "add_1": add, "add_4": add, "softmax": lambda: torch.softmax(s, dim=1),
             "softmax_1w": lambda: torch.softmax(s, dim=1),
-            "matmul": lambda: torch.matmul(a, b, out=c)}
+            "matmul": lambda: torch.matmul(a, b, out=c),
+            **_f32_matmuls(data, _torch_matmul)}
+
+
+def _torch_matmul(a, b, out):
+    import torch
+
+    ta, tb, tout = (torch.from_numpy(v) for v in (a, b, out))
+    return lambda: torch.matmul(ta, tb, out=tout)
 
 
 def _engine_calls(engine: str, data) -> dict:
@@ -243,17 +300,17 @@ def main() -> None:
     parser.add_argument("--small", action="store_true", help="small sizes (a quick check)")
     parser.add_argument("--interpreter-limit", type=float, default=600,
                         help="seconds Triton's interpreter may take (default 600)")
-    parser.add_argument("--only", default=",".join(OPERATIONS),
-                        help="the operations to measure, comma-separated (default: all: "
-                             + ",".join(OPERATIONS) + ")")
+    parser.add_argument("--only", help="the operations to measure, comma-separated (default: "
+                        "all: " + ",".join(OPERATIONS + tuple(_f16_ops(SIZES))) + ")")
     parser.add_argument("--engines", help=argparse.SUPPRESS)
     options = parser.parse_args()
     sizes = SMALL if options.small else SIZES
-    ops = tuple(options.only.split(","))
-    unknown = [op for op in ops if op not in OPERATIONS]
+    known = OPERATIONS + tuple(_f16_ops(sizes))
+    ops = tuple(options.only.split(",")) if options.only else known
+    unknown = [op for op in ops if op not in known]
     if unknown:
         parser.error(f"unknown operation(s) {', '.join(unknown)}; choose from "
-                     + ", ".join(OPERATIONS))
+                     + ", ".join(known))
     if options.engines:
         print(json.dumps(_measure(options.engines.split(","), sizes, options.runs, ops)))
         return
@@ -267,7 +324,7 @@ def main() -> None:
     work = {op: w for op, w in _work(sizes).items() if op in ops}
     print(f"Triton kernels on the CPU ({platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} cores); sizes {sizes}")
-    print(f"{'operation':10} {'unit':8} " + " ".join(f"{e:>12}" for e in engines)
+    print(f"{'operation':14} {'unit':8} " + " ".join(f"{e:>12}" for e in engines)
           + "   ptxport/numpy" + ("   ptxport/torch" if "torch" in engines else ""))
     table = {}
     for op, (amount, unit) in work.items():
@@ -277,7 +334,7 @@ def main() -> None:
         cells = " ".join(f"{rates[e]:12.2f}" if rates[e] else f"{'n/a':>12}" for e in engines)
         ratios = [f"{rates['ptxport'] / rates[e]:15.2f}" if rates["ptxport"] and rates[e]
                   else f"{'n/a':>15}" for e in ("numpy", "torch") if e in engines]
-        print(f"{op:10} {unit:8} {cells} " + " ".join(ratios))
+        print(f"{op:14} {unit:8} {cells} " + " ".join(ratios))
     print("each engine measured in a process of its own (no other library's threads on the "
           f"cores); fastest of {options.runs} calls; outputs allocated once")
     for e, r in results.items():

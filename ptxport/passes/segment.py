@@ -6,7 +6,8 @@ after each block barrier (where a warp resumes).
 A shfl.sync of the whole warp (member mask 0xffffffff) in a converged block (uniformity.py:
 the warp's live lanes only ever run it all together) starts no segment: every non-exited
 member is there when one is, so no lane ever waits at it (Triton's reductions are made of
-such shuffles, five per warp-wide max or sum).
+such shuffles, five per warp-wide max or sum), and neither does an unguarded mma.sync or
+ldmatrix there (Triton's tl.dot: a run of them between two barriers is then one segment).
 """
 
 from __future__ import annotations
@@ -42,17 +43,18 @@ def is_warp_op(inst: ir.Instruction) -> bool:
 
 def inline_warp_ops(kernel: ir.Function, uniform: set) -> frozenset[int]:
     """ids of the warp operations that start no segment: shfl.sync with the full member
-    mask (an immediate, or a register NVRTC set to one: scan_warp's shuffles), run by the
-    warp's live lanes together (`uniform`: the kernel's uniform registers, uniformity.py)."""
+    mask (an immediate, or a register NVRTC set to one: scan_warp's shuffles) and unguarded
+    mma.sync.aligned and ldmatrix.sync.aligned (the whole warp's, always), run by the warp's
+    live lanes together (`uniform`: the kernel's uniform registers, uniformity.py)."""
     together = converged_writers(kernel, uniform)
     constants = constant_registers(kernel)
 
     def full(mask) -> bool:
         value = mask.value if isinstance(mask, IntImm) else constants.get(mask)
         return value is not None and value & 0xFFFFFFFF == 0xFFFFFFFF
-    return frozenset(id(inst) for inst in kernel.instructions()
-                     if inst.opcode == "shfl" and id(inst) in together
-                     and len(inst.operands) > 4 and full(inst.operands[4]))
+    return frozenset(id(inst) for inst in kernel.instructions() if id(inst) in together and (
+        (inst.opcode == "shfl" and len(inst.operands) > 4 and full(inst.operands[4]))
+        or (inst.opcode in ("mma", "ldmatrix") and inst.guard is None)))
 
 
 def segments_of(kernel: ir.Function, inline: frozenset[int] = frozenset()) -> list[Segment]:

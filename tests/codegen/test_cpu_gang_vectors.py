@@ -172,13 +172,14 @@ st.global.v4.u32 [%rd7], {%r8, %r9, %r10, %r11};
 ret;"""
 
 
-@pytest.mark.parametrize("counts", ["whole_or_none", "partial"])
+@pytest.mark.parametrize("counts", ["whole", "whole_or_none", "partial"])
 def test_cp_async_copies_its_source_bytes_and_zero_fills(counts):
-    """Whole copies and src-size 0 (Triton's masked lanes) as vectors; partial byte counts
-    lane by lane."""
+    """Whole copies and src-size 0 (Triton's masked lanes) a lane's 16 bytes at once (every
+    lane whole: without masks); partial byte counts lane by lane."""
     threads = 64
     rng = np.random.default_rng(3)
-    sizes = rng.choice([0, 16], threads) if counts == "whole_or_none" else \
+    sizes = np.full(threads, 16) if counts == "whole" else \
+        rng.choice([0, 16], threads) if counts == "whole_or_none" else \
         rng.integers(0, 17, threads)
     data = rng.integers(1, 2**32, threads * 4, dtype=np.uint64).astype(np.uint32)
     src = np.concatenate([data, sizes.astype(np.uint32)])
@@ -191,6 +192,15 @@ def test_cp_async_copies_its_source_bytes_and_zero_fills(counts):
         want[16 * t:16 * t + size] = raw[16 * t:16 * t + size]
     np.testing.assert_array_equal(dst.view(np.uint8), want)
 
+
+
+def test_cp_async_past_its_source_faults_at_its_thread():
+    """Every lane copies 16 bytes, from a source of 64 words (its src-sizes, all 16): lane
+    16's copy is the first past its end."""
+    src = np.full(64, 16, np.uint32)
+    dst = np.zeros(64 * 4, np.uint32)
+    with pytest.raises(IllegalAddressError, match="thread 16"):
+        _run(CP_ASYNC, 64, src, dst, 0)
 
 # Triton's layout for a size not known to be a multiple of 16: thread t loads elements
 # 4t..4t+3 one by one, each under its own predicate (element < n), zero where not loaded,

@@ -13,6 +13,8 @@ from ptxport.errors import KernelExecutionError
 from ptxport.ir.abi import param_layout
 from ptxport.ir.from_ptx import build
 from ptxport.ir.verify import verify
+from ptxport.passes.segment import inline_warp_ops
+from ptxport.passes.uniformity import uniform_registers
 from ptxport.ptx.parser import parse
 from ptxport.runtime.backends.cpu.kernels import compile_kernel
 
@@ -157,11 +159,16 @@ def _mma_ptx(form, counts) -> str:
     return kernel_ptx("\n".join(lines), ", ".join(f".param .u64 p{o}" for o in "abcd"))
 
 
-def _case(form, seed: int = 0):
-    shape, d, a, b, c = form
+def _matrices(form, seed: int = 0):
+    _, _, a, b, c = form
     m, n, k = FORMS[form]
     rng = np.random.default_rng(seed)
-    A, B, C = _values(a, (m, k), rng), _values(b, (k, n), rng), _values(c, (m, n), rng)
+    return _values(a, (m, k), rng), _values(b, (k, n), rng), _values(c, (m, n), rng)
+
+
+def _case(form, seed: int = 0):
+    shape, d, a, b, c = form
+    A, B, C = _matrices(form, seed)
     packed = [_pack(A, "a", a, shape), _pack(B, "b", b, shape), _pack(C, "c", c, shape)]
     words = [np.tile(p, (WARPS, 1)) for p in packed]
     out = np.zeros_like(words[2])
@@ -172,6 +179,14 @@ def _case(form, seed: int = 0):
         B = (B.astype(np.float32).view(np.uint32) & 0xFFFFE000).view(np.float32)
     expected = A.astype(np.float64) @ B.astype(np.float64) + C
     return _mma_ptx(form, counts), words, out, expected
+
+def _sequential_f32(A, B, C) -> np.ndarray:
+    """C + A B as the gang sums it: C first, then k = 0, 1, ... each product (exact in f32
+    for f16, bf16 and tf32 inputs) added with one rounding to f32."""
+    acc = C.astype(np.float32)
+    for kk in range(A.shape[1]):
+        acc = (acc + np.outer(A[:, kk], B[kk]).astype(np.float32)).astype(np.float32)
+    return acc
 
 
 @pytest.mark.parametrize("form", list(FORMS), ids=lambda f: ".".join(f))
@@ -188,6 +203,25 @@ def test_mma_matches_numpy(form):
         else:
             tolerance = {"f16": 2e-3, "f32": 1e-5, "f64": 1e-13}[d]
             np.testing.assert_allclose(got, expected, rtol=tolerance, atol=tolerance * 4)
+
+
+@pytest.mark.parametrize("form", [f for f in FORMS if f[2] in ("f16", "bf16", "tf32")],
+                         ids=lambda f: ".".join(f))
+def test_float_mma_is_the_sequential_f32_sum(form):
+    """Bit for bit: C, then each k's product (exact in f32) added with one rounding."""
+    ptx, words, out, _ = _case(form)
+    _run(ptx, [*words, out], gang=True)
+    A, B, C = _matrices(form)
+    if form[2] == "tf32":      # only the tf32 bits take part
+        A, B = ((x.astype(np.float32).view(np.uint32) & 0xFFFFE000).view(np.float32)
+                for x in (A, B))
+    want = _sequential_f32(A, B, C)
+    shape, d = form[0], form[1]
+    m, n, _ = FORMS[form]
+    got = _unpack(out[:32], d, shape, m, n)
+    if d == "f16":
+        want = want.astype(np.float16)
+    np.testing.assert_array_equal(got.astype(want.dtype), want)
 
 
 @pytest.mark.parametrize("form", [f for f in FORMS if f[2] in ("f16", "bf16")],
@@ -295,3 +329,75 @@ def test_a_long_matrix_kernel_runs_thread_by_thread():
     assert "warp matrix instructions" in binary.gang_refusal
     got = _unpack(out[:32], "f32", "m16n8k16", 16, 8)
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=4e-5)
+
+
+
+# Three mmas in one block (one segment): the first two share A (its operand buffer made
+# once), the third reads A's registers after a load rewrote them and B1 again; each mma's
+# D is the next one's C.
+SHARED_FRAGMENTS = """
+.reg .b32 %r<40>; .reg .f32 %f<8>; .reg .b64 %rd<12>;
+mov.u32 %r1, %tid.x;
+ld.param.u64 %rd1, [pa]; ld.param.u64 %rd2, [pb]; ld.param.u64 %rd3, [pc];
+ld.param.u64 %rd4, [pd];
+mul.wide.u32 %rd5, %r1, 16; add.s64 %rd6, %rd1, %rd5; add.s64 %rd7, %rd3, %rd5;
+add.s64 %rd9, %rd4, %rd5;
+mul.wide.u32 %rd5, %r1, 8; add.s64 %rd8, %rd2, %rd5;
+ld.global.v4.b32 {%r10, %r11, %r12, %r13}, [%rd6];
+ld.global.v2.b32 {%r20, %r21}, [%rd8];
+ld.global.v2.b32 {%r22, %r23}, [%rd8+256];
+ld.global.v4.f32 {%f1, %f2, %f3, %f4}, [%rd7];
+mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f1, %f2, %f3, %f4}, {%r10, %r11, %r12, %r13},
+    {%r20, %r21}, {%f1, %f2, %f3, %f4};
+mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f1, %f2, %f3, %f4}, {%r10, %r11, %r12, %r13},
+    {%r22, %r23}, {%f1, %f2, %f3, %f4};
+ld.global.v4.b32 {%r10, %r11, %r12, %r13}, [%rd6+512];
+mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f1, %f2, %f3, %f4}, {%r10, %r11, %r12, %r13},
+    {%r20, %r21}, {%f1, %f2, %f3, %f4};
+st.global.v4.f32 [%rd9], {%f1, %f2, %f3, %f4};
+"""
+
+
+def test_mmas_sharing_fragments_in_one_segment_are_exact():
+    shape = "m16n8k16"
+    rng = np.random.default_rng(7)
+    A1, A2 = (_values("f16", (16, 16), rng) for _ in range(2))
+    B1, B2 = (_values("f16", (16, 8), rng) for _ in range(2))
+    C = _values("f32", (16, 8), rng)
+    a = np.concatenate([_pack(A1, "a", "f16", shape), _pack(A2, "a", "f16", shape)])
+    b = np.concatenate([_pack(B1, "b", "f16", shape), _pack(B2, "b", "f16", shape)])
+    c = _pack(C, "c", "f32", shape)
+    out = np.zeros_like(c)
+    ptx = kernel_ptx(SHARED_FRAGMENTS, ".param .u64 pa, .param .u64 pb, .param .u64 pc, "
+                     ".param .u64 pd")
+    module = build(parse(ptx, "test.ptx"))
+    verify(module)
+    kernel = module.functions["k"]
+    mmas = [i for i in kernel.instructions() if i.opcode == "mma"]
+    assert inline_warp_ops(kernel, uniform_registers(kernel, (32, 1, 1))) >= {
+        id(i) for i in mmas}                    # a converged block: no segment starts there
+    assert _run(ptx, [a, b, c, out], gang=True, threads=32).gang_refusal is None
+    want = _sequential_f32(A2, B1, _sequential_f32(A1, B2, _sequential_f32(A1, B1, C)))
+    np.testing.assert_array_equal(_unpack(out, "f32", shape, 16, 8).astype(np.float32), want)
+
+
+def test_mma_where_a_divergent_branch_rejoins():
+    """The two halves of each warp take different sides of a branch and meet again before
+    the mma (a converged block again: it starts no segment); both warps' D is right."""
+    form = ("m16n8k16", "f32", "f16", "f16", "f32")
+    ptx, words, out, expected = _case(form)
+    branch = """mov.u32 %r79, %tid.x;
+and.b32 %r78, %r79, 31;
+setp.lt.u32 %q1, %r78, 16;
+@%q1 bra LOW;
+add.u32 %r77, %r79, 1;
+bra.uni JOIN;
+LOW:
+add.u32 %r77, %r79, 2;
+JOIN:"""
+    ptx = ptx.replace("mov.u32 %r79, %tid.x;", branch, 1).replace(
+        ".reg .b64 %p<9>;", ".reg .b64 %p<9>; .reg .pred %q<2>;")
+    assert _run(ptx, [*words, out], gang=True).gang_refusal is None
+    for w in range(WARPS):
+        got = _unpack(out[32 * w:32 * (w + 1)], "f32", "m16n8k16", 16, 8)
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=4e-5)

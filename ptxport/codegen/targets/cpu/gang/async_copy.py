@@ -11,11 +11,17 @@ from __future__ import annotations
 
 from llvmlite import ir as ll
 
-from ptxport.codegen.lower import I8, I32, I64, PTR
-from ptxport.codegen.targets.cpu.gang.checks import fault
+from ptxport.codegen.lower import I1, I8, I32, I64, PTR
+from ptxport.codegen.targets.cpu.gang.checks import (
+    check_access,
+    check_shared32,
+    fault,
+    prefetch_line,
+    strides_ahead,
+)
 from ptxport.codegen.targets.cpu.gang.lane_loop import lane_loop
-from ptxport.codegen.targets.cpu.gang.lanes import GangUnsupported
-from ptxport.codegen.targets.cpu.gang.memory import lane_vectors, place_of
+from ptxport.codegen.targets.cpu.gang.lanes import FULL, GangUnsupported, W, declare
+from ptxport.codegen.targets.cpu.gang.memory import place_of
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.codegen.targets.cpu.target import check_function
 from ptxport.ir import nodes as ir
@@ -74,17 +80,87 @@ def _source_bytes(fl: GangLowering, inst: ir.Instruction, size: int):
 
 
 def _copy_vectors(fl: GangLowering, src, dst, whole, size: int) -> None:
-    """Every active lane copies all `size` bytes or none (zeros then): the lanes that copy
-    load theirs as one access, and all store theirs as one."""
+    """Every active lane copies all `size` bytes or none (zeros then): the source checked
+    over the range the copying lanes read, the destination over the active lanes' offsets,
+    then lane after lane one `size`-byte load (masked off, so zeros, where the lane does
+    not copy: nothing is read there) and one store. The lanes' addresses lie as the
+    program makes them (Triton swizzles its tiles in shared memory 16 bytes at a time),
+    so no gather or scatter of `size / 4` words a lane is made of them."""
     b = fl.b
-    t = TYPES["b32"] if size >= 4 else TYPES[f"b{8 * size}"]
-    count = max(size // 4, 1)
     outer = fl.mask
-    fl.mask = b.and_(outer, whole)
-    loaded = lane_vectors(fl, src, t, count)
-    values = [ll.IRBuilder.select(b, fl.mask, v, ll.Constant(v.type, None)) for v in loaded]
+    sources = b.add(src.addrs, b.splat(I64(src.offset))) if src.offset else src.addrs
+    copying = b.and_(outer, whole)
+    checking, checked = (fl.llfn.append_basic_block(n) for n in (
+        "cp_async_check", "cp_async_checked"))
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "==", fl.bits(copying), I32(0)),
+                         checked, checking)
+    b.position_at_end(checking)
+    fl.mask = copying
+    check_access(fl, sources, None, size, False)
     fl.mask = outer
-    lane_vectors(fl, dst, t, count, values)
+    b.branch(checked)
+    b.position_at_end(checked)
+    targets = _shared_pointers(fl, dst, size)
+    chunk = ll.VectorType(I8, size)
+    load = declare(fl.llfn.module, f"llvm.masked.load.v{size}i8.p0", chunk,
+                   [PTR, I32, ll.VectorType(I1, size), chunk])
+    store = declare(fl.llfn.module, f"llvm.masked.store.v{size}i8.p0", ll.VoidType(),
+                    [chunk, PTR, I32, ll.VectorType(I1, size)])
+    reading, writing = fl.bits(copying), fl.bits(outer)
+    every, some, done = (fl.llfn.append_basic_block(n) for n in (
+        "cp_async_every_lane", "cp_async_some_lanes", "cp_async_copied"))
+    full = ll.IRBuilder.icmp_unsigned(b, "==", b.and_(reading, writing), I32(FULL))
+    ll.IRBuilder.cbranch(b, full, every, some)
+    b.position_at_end(every)      # (Triton's tiles inside the matrices: the common case)
+    addresses = [ll.IRBuilder.extract_element(b, sources, I32(lane)) for lane in range(W)]
+    for lane in range(W):
+        source = ll.IRBuilder.inttoptr(b, addresses[lane], PTR)
+        b.store(b.load(source, typ=chunk, align=1), targets[lane], align=1)
+    # the tile a few steps on, fetched meanwhile: each lane's own (Triton's rows of a tile
+    # lie a matrix row apart, as many streams as the tile has rows)
+    distance, prefetched = strides_ahead(fl, addresses[0])
+    for address in addresses:
+        prefetch_line(fl, b.add(address, distance))
+    b.branch(prefetched)
+    b.position_at_end(prefetched)
+    b.branch(done)
+    b.position_at_end(some)
+    for lane in range(W):
+        reads = _lane_mask(b, reading, lane, size)
+        writes = _lane_mask(b, writing, lane, size)
+        source = ll.IRBuilder.inttoptr(b, ll.IRBuilder.extract_element(b, sources, I32(lane)),
+                                       PTR)
+        value = ll.IRBuilder.call(b, load, [source, I32(1), reads, ll.Constant(chunk, None)])
+        ll.IRBuilder.call(b, store, [value, targets[lane], I32(1), writes])
+    b.branch(done)
+    b.position_at_end(done)
+
+
+def _lane_mask(b, bits, lane: int, size: int):
+    """<size x i1>, every element the lane's bit of the mask `bits` (an i32): made in a
+    general register (one mask-register move), not from the lanes' i1 vector."""
+    bit = ll.IRBuilder.trunc(b, ll.IRBuilder.lshr(b, bits, I32(lane)), I1)
+    whole = ll.IntType(size)
+    return ll.IRBuilder.bitcast(b, ll.IRBuilder.select(b, bit, whole(-1), whole(0)),
+                                ll.VectorType(I1, size))
+
+
+def _shared_pointers(fl: GangLowering, dst, size: int) -> list:
+    """The active lanes' destinations in the shared window, checked (`size` bytes each), as
+    one pointer a lane."""
+    b = fl.b
+    et = dst.addrs.type.element
+    offsets = b.add(dst.addrs, b.splat(ll.Constant(et, dst.offset))) if dst.offset \
+        else dst.addrs
+    window = fl.target.space_base(fl, "shared")
+    if et.width == 32:
+        check_shared32(fl, offsets, size, True)
+    else:
+        check_access(fl, b.add(offsets, b.splat(ll.IRBuilder.ptrtoint(b, window, I64))),
+                     offsets, size, True)
+    return [ll.IRBuilder.gep(b, window, [b.zext(ll.IRBuilder.extract_element(
+        b, offsets, I32(lane)), I64) if et.width == 32 else ll.IRBuilder.extract_element(
+        b, offsets, I32(lane))], source_etype=I8) for lane in range(W)]
 
 
 def _copy_lanes(fl: GangLowering, src, dst, count, size: int) -> None:

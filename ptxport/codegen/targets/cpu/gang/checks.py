@@ -319,6 +319,26 @@ def prefetch(fl: GangLowering, low, span: int) -> None:
     if not isinstance(fl.unguarded_mask, ll.Constant):
         return
     b = fl.b
+    distance, done = strides_ahead(fl, low)
+    ahead = b.add(low, distance)
+    for line in range(0, min(span, 512), 64):
+        prefetch_line(fl, b.add(ahead, I64(line)))
+    b.branch(done)
+    b.position_at_end(done)
+
+
+def prefetch_line(fl: GangLowering, address) -> None:
+    """Fetch the cache line at `address` (i64) for reading, into every level."""
+    fn = declare(fl.llfn.module, "llvm.prefetch.p0", ll.VoidType(), [PTR, I32, I32, I32])
+    ll.IRBuilder.call(fl.b, fn, [ll.IRBuilder.inttoptr(fl.b, address, PTR), I32(0), I32(3),
+                                 I32(1)])
+
+
+def strides_ahead(fl: GangLowering, low) -> tuple:
+    """(distance, done) for prefetch: _AHEAD times the site's last stride (i64), computed
+    in a new block (where the builder is left) that runs only after a first access here and
+    for strides under 64 MiB; `done`: the block to branch to after prefetching."""
+    b = fl.b
     # this warp's last address here, in its frame: kept when the warp returns to the block
     # loop at a barrier (a softmax's next row at this site is this warp's next access)
     offset = fl.frame_bytes
@@ -346,13 +366,7 @@ def prefetch(fl: GangLowering, low, span: int) -> None:
     ll.IRBuilder.cbranch(b, b.and_(near, ll.IRBuilder.icmp_unsigned(b, "!=", before, I64(0))),
                          fetch, done)
     b.position_at_end(fetch)
-    ahead = b.add(low, b.mul(step, I64(_AHEAD)))
-    fn = declare(fl.llfn.module, "llvm.prefetch.p0", ll.VoidType(), [PTR, I32, I32, I32])
-    for line in range(0, min(span, 512), 64):
-        ll.IRBuilder.call(b, fn, [ll.IRBuilder.inttoptr(b, b.add(ahead, I64(line)), PTR),
-                                  I32(0), I32(3), I32(1)])
-    b.branch(done)
-    b.position_at_end(done)
+    return b.mul(step, I64(_AHEAD)), done
 
 
 # How the mask's lanes' addresses lie (_classify): consecutive; consecutive within each half

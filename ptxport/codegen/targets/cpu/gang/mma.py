@@ -16,12 +16,13 @@ from __future__ import annotations
 
 from llvmlite import ir as ll
 
-from ptxport.codegen.lower import I16, I32, I64, PTR
+from ptxport.codegen.lower import I8, I16, I32, I64, PTR
 from ptxport.codegen.ops.data import state_space
 from ptxport.codegen.targets.cpu.gang.checks import check_access, check_shared32, lane_addresses
 from ptxport.codegen.targets.cpu.gang.control import converge
 from ptxport.codegen.targets.cpu.gang.lanes import DEADLOCK, FULL, W, declare, vec
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
+from ptxport.errors import InternalError
 from ptxport.ir import nodes as ir
 
 __all__ = ["GANG_MMA_FORMS", "concat", "fragment_elements", "fragment_layout", "fragment_owner",
@@ -181,9 +182,11 @@ def gathered_lanes(fl: GangLowering, elements: list, where, cache: dict):
 def full_warp(fl: GangLowering, inst: ir.Instruction) -> None:
     """mma and ldmatrix .sync.aligned: every lane of the warp executes the same one (PTX
     leaves anything else undefined). Lanes wait for the others; lanes that have exited
-    leave the rest waiting forever, as a GPU would hang."""
+    leave the rest waiting forever, as a GPU would hang. In a converged block
+    (segment.inline_warp_ops) the live lanes are all here together: none waits."""
     b = fl.b
-    converge(fl, inst, I32(FULL))
+    if id(inst) not in fl.inline_ops:
+        converge(fl, inst, I32(FULL))
     here = fl.bits(fl.mask)
     bad = fl.llfn.append_basic_block("warp_not_full")
     go_on = fl.llfn.append_basic_block("warp_full")
@@ -203,9 +206,41 @@ def lower_mma(fl: GangLowering, inst: ir.Instruction) -> None:
     d_kind, a_kind, b_kind, c_kind = inst.spec.types
     m, n, k, a_at, b_at, cd_at = fragment_layout(shape, a_kind)
     d_op, a_op, b_op, c_op = inst.operands
+    cv = fragment_elements(fl, c_op, c_kind, m * n // W, inst)
+    if d_kind == "s32" or m != 16:
+        results = _lane_products(fl, inst, cv)
+    else:
+        a_rows = _operand_buffer(fl, inst, a_op, a_kind, "a", lambda: _a_rows(
+            fl, fragment_elements(fl, a_op, a_kind, m * k // W, inst),
+            fragment_owner(a_at, m * k // W), k, cd_at))
+        b_columns = _operand_buffer(fl, inst, b_op, b_kind, "b", lambda: _b_columns(
+            fl, fragment_elements(fl, b_op, b_kind, k * n // W, inst),
+            fragment_owner(b_at, k * n // W), k))
+        fma = declare(fl.llfn.module, f"llvm.fma.v{W}f32", cv[0].type, [cv[0].type] * 3)
+        quad = ll.VectorType(F32, 4)
+        where = {jk: at for at, jk in enumerate(_b_order(fragment_owner(b_at, k * n // W), k))}
+        results = []
+        for i, acc in enumerate(cv):
+            for kk in range(k):
+                x = b.load(_slot(b, a_rows, (i >> 1) * k + kk, W), typ=vec(F32), align=64)
+                y = b.load(_slot(b, b_columns, where[(i & 1, kk)], 4), typ=quad, align=16)
+                y = ll.IRBuilder.shuffle_vector(b, y, ll.Constant(quad, None), ll.Constant(
+                    ll.VectorType(I32, W), [lane & 3 for lane in range(W)]))
+                acc = ll.IRBuilder.call(b, fma, [x, y, acc])
+            results.append(acc)
+    write_fragments(fl, d_op, d_kind, results, inst)
+
+
+def _lane_products(fl: GangLowering, inst: ir.Instruction, cv: list) -> list:
+    """D's elements, each lane's A and B values gathered by constant shuffles of the
+    fragments' elements, then multiplied and added one k after the other."""
+    b = fl.b
+    shape = inst.spec.get("shape")
+    d_kind, a_kind, b_kind, _ = inst.spec.types
+    m, n, k, a_at, b_at, cd_at = fragment_layout(shape, a_kind)
+    _, a_op, b_op, _ = inst.operands
     av = fragment_elements(fl, a_op, a_kind, m * k // W, inst)
     bv = fragment_elements(fl, b_op, b_kind, k * n // W, inst)
-    cv = fragment_elements(fl, c_op, c_kind, m * n // W, inst)
     a_from = fragment_owner(a_at, m * k // W)
     b_from = fragment_owner(b_at, k * n // W)
     integer = d_kind == "s32"
@@ -226,7 +261,86 @@ def lower_mma(fl: GangLowering, inst: ir.Instruction) -> None:
             else:
                 acc = ll.IRBuilder.call(b, fma, [x, y, acc])
         results.append(acc)
-    write_fragments(fl, d_op, d_kind, results, inst)
+    return results
+
+
+# --- the operands of m16n8 float mmas, laid out for D's lanes in stack memory ------------------
+#
+# Lane (g, q) of D's element i (i = 2h + j) holds D[g + 8h][2q + j]: at each k it needs
+# A[g + 8h][k] (one value per group of 4 lanes, "A's row value") and B[k][2q + j] (4 values,
+# the same in every group). The m16n8 mmas of a tl.dot share each A fragment with several
+# B fragments and each B with several A, so these are made once per fragment (per segment,
+# until its registers are written) and kept in stack memory: A's as 32-lane vectors (2 x 16
+# x 128 bytes), B's as its 4 values per (j, k) (2 x 16 x 16 bytes), which a vector
+# broadcast load repeats over the groups. Each FMA then reads its operands from memory
+# (no lane shuffles), which keeps them out of the registers D needs between the mmas.
+
+def _operand_buffer(fl: GangLowering, inst, operand, kind: str, which: str, make):
+    """The stack buffer of `operand`'s fragment laid out for D (make(): the vectors to
+    store, one after another), from an earlier mma of this segment when it read the same
+    registers (not written since: GangLowering.write forgets it), else made and stored."""
+    registers = operand.elements if isinstance(operand, ir.VectorValue) else (operand,)
+    key = (which, kind, inst.spec.get("shape"), tuple(id(r) for r in registers))
+    buffer = fl.mma_operands.get(key)
+    if buffer is not None:
+        return buffer
+    b = fl.b
+    values = make()
+    size = sum(v.type.count for v in values) * 4
+    # the n-th buffer a segment makes: stack memory made once, used again by later segments
+    slot = (fl.mma_made, size)
+    fl.mma_made += 1
+    if slot not in fl.mma_buffers:
+        fl.mma_buffers[slot] = fl.entry_alloca(ll.ArrayType(I8, size), f"mma_{which}", 64)
+    buffer = fl.mma_buffers[slot]
+    at = 0
+    for v in values:
+        b.store(v, b.gep(buffer, [I64(at)], source_etype=I8), align=16)
+        at += v.type.count * 4
+    # the buffer's loads stay loads (of memory the asm may have changed): LLVM would
+    # otherwise forward the stored vectors to them and keep them all in registers
+    ll.IRBuilder.call(b, ll.InlineAsm(ll.FunctionType(ll.VoidType(), [PTR]), "", "r,~{memory}",
+                                      side_effect=True), [buffer])
+    fl.mma_operands[key] = buffer
+    return buffer
+
+
+def _slot(b, buffer, index: int, count: int):
+    return b.gep(buffer, [I64(index * count * 4)], source_etype=I8)
+
+
+def _a_rows(fl: GangLowering, av: list, a_from: dict, k: int, cd_at) -> list:
+    """For h = 0, 1 and each k: the 32-lane vector whose lane (g, q) holds A[g + 8h][k]."""
+    cache: dict = {}
+    return [gathered_lanes(fl, av, lambda lane, h=h, kk=kk: a_from[
+        (cd_at(2 * h, lane >> 2, lane & 3)[0], kk)], cache) for h in range(2)
+        for kk in range(k)]
+
+
+def _b_order(b_from: dict, k: int) -> list:
+    """The (j, k) of B's 4-vectors in their buffer's order: grouped by the fragment element
+    that holds them (each 4-vector lies in one: its lanes 4 (2q + j) + k % 4 or so), four
+    to a 16-vector, so that one shuffle of one element vector makes four."""
+    return sorted(((j, kk) for j in range(2) for kk in range(k)),
+                  key=lambda jk: (b_from[(jk[1], jk[0])][0], jk))
+
+
+def _b_columns(fl: GangLowering, bv: list, b_from: dict, k: int) -> list:
+    """For j = 0, 1 and each k: B[k][2q + j] for q = 0..3 (a 4-vector), in _b_order, four
+    to a vector."""
+    b = fl.b
+    order = _b_order(b_from, k)
+    out = []
+    for at in range(0, len(order), 4):
+        sources = [b_from[(kk, 2 * q + j)] for j, kk in order[at:at + 4] for q in range(4)]
+        elements = {e for e, _ in sources}
+        if len(elements) != 1:
+            raise InternalError("four of an m16n8 B fragment's columns in two registers")
+        value = bv[elements.pop()]
+        out.append(ll.IRBuilder.shuffle_vector(b, value, ll.Constant(value.type, None),
+                                               ll.Constant(ll.VectorType(I32, 16),
+                                                           [lane for _, lane in sources])))
+    return out
 
 
 def fragment_owner(at, count: int) -> dict:

@@ -114,6 +114,12 @@ class GangLowering(FunctionLowering):
         # (_place, _classify); a write of the base register forgets them
         self.places: dict = {}
         self.patterns: dict = {}
+        # within a segment: the stack buffers of the mma operands laid out (mma.py), by
+        # their fragment's registers (a write of one of those forgets its buffer), and how
+        # many it made; the buffers, by (the segment's n-th, size), made once
+        self.mma_operands: dict = {}
+        self.mma_made = 0
+        self.mma_buffers: dict = {}
         # within a segment: which unguarded accesses share a base (until it is written) and
         # size, and the span of their offsets (memory.py's access_groups); each group's accesses are
         # checked together once (group_check)
@@ -185,6 +191,8 @@ class GangLowering(FunctionLowering):
     def forget_segment(self, instructions=()):
         self.places.clear()
         self.patterns.clear()
+        self.mma_operands.clear()
+        self.mma_made = 0
         self.group_ok.clear()
         self.group_of, self.group_span = self.group_accesses(self, instructions)
 
@@ -203,6 +211,8 @@ class GangLowering(FunctionLowering):
             del self.places[key]
         for key in [k for k in self.patterns if k[0][0] == id(reg)]:
             del self.patterns[key]
+        for key in [k for k in self.mma_operands if id(reg) in k[3]]:
+            del self.mma_operands[key]
 
     def write(self, dest, v, t, merged: bool = False):
         """Write `v` (of type t) to `dest` for the mask's lanes; `merged`: v holds dest's
