@@ -32,8 +32,8 @@ from ptxport.passes.lane_forms import (
     written_form,
 )
 
-__all__ = ["HALF", "LOW_HALF", "check_widening", "classify", "forget_classes", "form_of",
-           "make_class_slots", "track_forms"]
+__all__ = ["HALF", "LOW_HALF", "check_widening", "classify", "forget_classes", "forget_forms",
+           "form_of", "make_class_slots", "track_forms"]
 
 HALF = 16      # a half warp: a 16-wide block dimension makes each half a row
 
@@ -353,6 +353,17 @@ def track_forms(fl: GangLowering, inst: ir.Instruction) -> None:
             fl.local_forms.pop(id(register), None)
         else:
             fl.local_forms[id(register)] = value if isinstance(value, LaneForm) else _BROKEN
+
+
+def forget_forms(fl: GangLowering, registers) -> None:
+    """After code that may or may not have run (a skipped guarded run): the registers it
+    writes keep their kernel-wide forms (every write has those), else none is known."""
+    for register in registers:
+        fl.forget(register)
+        if fl.lane_forms.get(register) is not None:
+            fl.local_forms.pop(id(register), None)
+        else:
+            fl.local_forms[id(register)] = _BROKEN
 
 
 def check_widening(fl: GangLowering, inst: ir.Instruction) -> None:

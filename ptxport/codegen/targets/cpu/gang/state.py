@@ -198,7 +198,8 @@ class GangLowering(FunctionLowering):
             return self.constants.get(operand)
         return None
 
-    def _forget(self, reg: ir.Register) -> None:
+    def forget(self, reg: ir.Register) -> None:
+        """Forget the addresses and classifications read from `reg` (it was written)."""
         for key in [k for k in self.places if k[0] == id(reg)]:
             del self.places[key]
         for key in [k for k in self.patterns if k[0][0] == id(reg)]:
@@ -210,7 +211,7 @@ class GangLowering(FunctionLowering):
         t = TYPES[t] if isinstance(t, str) else t
         if isinstance(dest, Sink):
             return
-        self._forget(dest.register if isinstance(dest, ir.RegisterElement) else dest)
+        self.forget(dest.register if isinstance(dest, ir.RegisterElement) else dest)
         if isinstance(dest, ir.Register) and dest in self.uniform:
             if is_vec(v) and warp_index_of(self.inst, self.block, self.thread_x):
                 # threadIdx.x / 32 in 32-wide rows: computed per lane, alike in all (every
