@@ -72,7 +72,7 @@ def _known_pattern(fl: GangLowering, place: Place, size: int):
     would not)."""
     form = place.lanes
     if form is None:
-        return None
+        return _one_address(fl, place, size)
     b = fl.b
     addrs = place.addrs
     et = addrs.type.element
@@ -99,6 +99,20 @@ def _known_pattern(fl: GangLowering, place: Place, size: int):
             high = b.add(ll.IRBuilder.select(b, less, s1, s0), ll.Constant(et, span))
             return I32(kind), s0, s1, low, high
     return None
+
+
+def _one_address(fl: GangLowering, place: Place, size: int):
+    """_known_pattern's answer for a base register alike in every lane of the warp
+    (passes/uniformity.py): one address, under any mask (HALF_UNIFORM with both halves'
+    the same: a load of one element, a store of the highest active lane's value, as a
+    scatter in lane order leaves it; scan_warp's `if (lane == 31) totals[warp] = v` and the
+    `totals[warp]` that every lane reads after the barrier were classified lane by lane at
+    run time), else None."""
+    if place.key[0] not in fl.uniform_ids:
+        return None
+    s0 = ll.IRBuilder.extract_element(fl.b, place.addrs, I32(0))
+    return (I32(HALF_UNIFORM), s0, s0, s0,
+            fl.b.add(s0, ll.Constant(place.addrs.type.element, size)))
 
 
 def _idle_halves(fl: GangLowering, s0, s1):
@@ -138,7 +152,7 @@ def classify(fl: GangLowering, place: Place, size: int):
     memo = (place.key, size, id(fl.mask))
     if memo not in fl.patterns:
         known = _known_pattern(fl, place, size)
-        if known is not None and place.lanes.widened:
+        if known is not None and place.lanes is not None and place.lanes.widened:
             known = _if_exact(fl, place, size, known)
         if known is None:
             known = _at_run_time(fl, place, size)

@@ -108,6 +108,7 @@ class GangLowering(FunctionLowering):
         self.block = block      # the block shape the code is for
         self.thread_x = thread_x_copies(function)
         self.uniform = uniform_registers(function, block, self.thread_x)
+        self.uniform_ids = {id(r) for r in self.uniform}     # (place keys name bases by id)
         # registers whose lanes lie constant offsets apart (passes/lane_offsets.py)
         self.lane_offsets = lane_offsets(function, block, self.uniform)
         # within a segment: the lanes' addresses read from a base, and how they lie
