@@ -18,6 +18,7 @@ from ptxport.codegen.targets.cpu.gang.checks import (
     HALVES,
     SCATTERED,
     Place,
+    group_check,
     pattern,
 )
 from ptxport.codegen.targets.cpu.gang.lanes import W
@@ -32,8 +33,8 @@ from ptxport.passes.lane_forms import (
     written_form,
 )
 
-__all__ = ["HALF", "LOW_HALF", "check_widening", "classify", "forget_classes", "forget_forms",
-           "form_of", "make_class_slots", "track_forms"]
+__all__ = ["HALF", "LOW_HALF", "alone_guarded_out", "check_widening", "checked_group", "classify",
+           "forget_classes", "forget_forms", "form_of", "make_class_slots", "track_forms"]
 
 HALF = 16      # a half warp: a 16-wide block dimension makes each half a row
 
@@ -160,6 +161,40 @@ def classify(fl: GangLowering, place: Place, size: int):
             _keep(fl, place, fl.class_slots.get((place.key, size)), known)
         fl.patterns[memo] = known
     return fl.patterns[memo]
+
+
+def checked_group(fl: GangLowering, place: Place, t, count: int, low, high, kind):
+    """checks.group_check for the current access of `count` elements of type t (its lanes'
+    range [low, high), the kind classify found). A guarded access (a group's member in the
+    full-mask copy: memory.access_groups) has its group checked for every lane of the
+    mask without its guard, whose range classify finds then (known when compiling where
+    the lanes' offsets are): the check holds for each member whatever its guard, as it
+    holds for the unguarded ones."""
+    if fl.guard is None:
+        return group_check(fl, place, t.size, low, high, isinstance(kind, ll.Constant))
+    if id(fl.inst) not in fl.group_of:
+        return None
+    here, fl.mask = fl.mask, fl.unguarded_mask
+    try:
+        kind, _, _, low, high = classify(fl, place, t.size * count)
+        if count > 1:
+            high = fl.b.sub(high, ll.Constant(high.type, t.size * (count - 1)))
+        return group_check(fl, place, t.size, low, high, isinstance(kind, ll.Constant))
+    finally:
+        fl.mask = here
+
+
+def alone_guarded_out(instructions, group_of: dict) -> dict:
+    """group_of without the guarded accesses that are alone in their group: a group of one
+    checks nothing for another access, and for every lane it would check a wider range
+    than the guard's lanes touch (a tail's bounds-guarded load: past the allocation's end,
+    then checked twice)."""
+    members: dict = {}
+    for group in group_of.values():
+        members[group] = members.get(group, 0) + 1
+    return {k: g for k, g in group_of.items() if members[g] > 1} | {
+        id(i): group_of[id(i)] for i in instructions
+        if i.guard is None and id(i) in group_of}
 
 
 def _keep(fl: GangLowering, place: Place, slots, found) -> None:

@@ -513,14 +513,18 @@ def _lower_one(fl: GangLowering, inst: ir.Instruction) -> None:
 
 
 def _whole_runs(fl: GangLowering, run: list) -> bool:
-    """Whether each of coalesce.py's runs of accesses lies wholly inside `run` or wholly
-    outside (its loads' values are made at its first access, for the others)."""
+    """Whether each of coalesce.py's runs of accesses, and each group of accesses checked
+    together (memory.access_groups), lies wholly inside `run` or wholly outside: a run's
+    loads are made at its first access, a group's range checked at its first, for the
+    others (a stencil's halo loads, each in an if of its own, share its main load's
+    check: that is worth more than skipping them)."""
     inside = {id(inst) for inst in run}
     for members in fl.runs.values():
         ids = {id(m) for m in members or ()}
         if ids & inside and not ids <= inside:
             return False
-    return True
+    groups = {fl.group_of[i] for i in inside if i in fl.group_of}
+    return not any(group in groups and i not in inside for i, group in fl.group_of.items())
 
 
 def _lower_skippable(fl: GangLowering, predicate: ir.Register, run: list) -> None:
