@@ -24,8 +24,8 @@ Where the guarded code replaces the region, each of its blocks' instructions is 
 *skippable run*: the gang lowering jumps over the run when no lane of the warp has the
 block's predicate (a 16x16 stencil's `if (threadIdx.y == 0)` halo: in six of a block's eight
 warps no lane does, and its address arithmetic, which runs unguarded, costs them nothing
-then), unless the run writes, unguarded, a register that is live where the region joins
-(lanes that skip would read it undefined; LLVM's undef there could take any branch).
+then). A register the run writes unguarded is not live where B ends, so not where the
+region joins either: no lane reads what a skipped run would have written.
 
 The rewritten kernel is a new function; the module's is not changed. The gang lowering
 applies the pass for its block shape (gang/build.py); `ptxport inspect --dump-after
@@ -325,7 +325,6 @@ def _linearize(f: ir.Function, start: int, end: int, specs: _Specs,
     head, join = f.blocks[start], f.blocks[end]
     region = f.blocks[start + 1:end]
     free, live = _speculable_registers(f, head)
-    joined = live_before(f, {(id(join), 0)})[(id(join), 0)] if replace else set()
     branch = head.instructions[-1]
     linear = ir.BasicBlock(f"%__ifc_{head.label.lstrip('%$')}", branch.pos)
     out = linear.instructions
@@ -347,20 +346,19 @@ def _linearize(f: ir.Function, start: int, end: int, specs: _Specs,
         for other in ps[1:]:
             p = lin.emit(specs.or_, p, other)
         following = f.blocks[start + 2 + k]
-        body, speculated = len(out), set()
+        body = len(out)
         for inst in block.instructions:
             lin.pos = inst.pos
             if inst.opcode == "bra":
                 break
             if inst.guard is None and _speculable(inst, free):
                 out.append(inst)
-                speculated |= may_write(inst)
             elif inst.guard is None:
                 out.append(ir.Instruction(inst.spec, inst.operands, p, False, inst.pos))
             else:
                 guard = lin.both(p, inst.guard, inst.guard_negated)
                 out.append(ir.Instruction(inst.spec, inst.operands, guard, False, inst.pos))
-        if replace and len(out) > body and not speculated & joined:
+        if replace and len(out) > body:
             _skippable(out, body, p, skips)
         last = block.instructions[-1] if block.instructions else None
         if last is not None and last.opcode == "bra":
