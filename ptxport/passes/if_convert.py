@@ -21,14 +21,14 @@ computes a value only the lanes that ran it read), which keeps its lane form
 (a third way out of the branch), and B's branch goes there when its lanes split.
 
 Where the guarded code replaces the region, each of its blocks' instructions is also a
-*skippable run* (of two instructions or more: an access alone skips itself where no lane is
-active): the gang lowering jumps over the run when no lane of the warp has the block's
+*skippable run*: the gang lowering jumps over the run when no lane of the warp has the block's
 predicate (a 16x16 stencil's `if (threadIdx.y == 0)` halo: in six of a block's eight warps
 no lane does, and its address arithmetic, which runs unguarded, costs them nothing then).
 A register the run writes unguarded is not live where B ends, so not where the region
 joins either: no lane reads what a skipped run would have written. (One run for a whole
 `if` region, around its blocks' runs, made the stencil's blocks longer: LLVM computed the
-inner runs' predicates before the outer test.)
+inner runs' predicates before the outer test; leaving out runs of one instruction, whose
+access skips itself where no lane is active, made scan_warp's longer.)
 
 The rewritten kernel is a new function; the module's is not changed. The gang lowering
 applies the pass for its block shape (gang/build.py); `ptxport inspect --dump-after
@@ -361,7 +361,7 @@ def _linearize(f: ir.Function, start: int, end: int, specs: _Specs,
             else:
                 guard = lin.both(p, inst.guard, inst.guard_negated)
                 out.append(ir.Instruction(inst.spec, inst.operands, guard, False, inst.pos))
-        if replace and len(out) > body + 1:
+        if replace and len(out) > body:
             _skippable(out, body, p, skips)
         last = block.instructions[-1] if block.instructions else None
         if last is not None and last.opcode == "bra":
