@@ -177,3 +177,53 @@ def test_one_address_alike_in_every_lane(cpu_options, options, block):
     want = np.concatenate([[per_warp[t // 32] for t in range(block)]] * grid)
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(got_firsts, [4] * grid)
+
+
+# out[linear block][thread] = ctaid.x | ctaid.y << 8 | ctaid.z << 16; with a barrier (warp
+# gangs' rounds, run_blocks of gang/rounds.py) or without (the plain loop of entry.py)
+CTAID = HEADER + """.visible .entry k(.param .u64 out)
+{
+.reg .b32 %r<16>; .reg .b64 %rd<4>;
+ld.param.u64 %rd1, [out];
+mov.u32 %r1, %ctaid.x; mov.u32 %r2, %ctaid.y; mov.u32 %r3, %ctaid.z;
+mov.u32 %r4, %nctaid.x; mov.u32 %r5, %nctaid.y; mov.u32 %r6, %tid.x; mov.u32 %r7, %ntid.x;
+mad.lo.u32 %r8, %r3, %r5, %r2; mad.lo.u32 %r9, %r8, %r4, %r1; mad.lo.u32 %r10, %r9, %r7, %r6;
+shl.b32 %r11, %r2, 8; shl.b32 %r12, %r3, 16; or.b32 %r13, %r1, %r11; or.b32 %r14, %r13, %r12;
+BARRIER
+mul.wide.u32 %rd2, %r10, 4; add.s64 %rd3, %rd1, %rd2;
+st.global.u32 [%rd3], %r14;
+ret;
+}
+"""
+
+
+@pytest.fixture
+def workers():
+    from ptxport.runtime.backends.cpu import executor
+    yield executor.set_workers
+    executor.set_workers(None)
+
+
+@pytest.mark.parametrize("options", [{}, {"gang": False}])
+@pytest.mark.parametrize("barrier", ["", "bar.sync 0;"])
+@pytest.mark.parametrize("count", [1, 3])
+def test_each_block_sees_its_ctaid_across_chunks(cpu_options, workers, options, barrier,
+                                                 count):
+    # a grid of 7 x 5 x 3 blocks in chunks (the counting on of %ctaid from a chunk's first
+    # block: rows and planes wrap inside chunks), each block of 64 threads
+    cpu_options(**options)
+    workers(count)
+    dev = Device("cpu")
+    stream = dev.create_stream()
+    kernel = Program(CTAID.replace("BARRIER", barrier), code_type="ptx").compile(
+        "native").get_kernel("k")
+    grid, threads = (7, 5, 3), 64
+    blocks = grid[0] * grid[1] * grid[2]
+    out = dev.allocate(blocks * threads * 4, stream=stream)
+    launch(stream, LaunchConfig(grid=grid, block=threads), kernel, out)
+    got = np.empty(blocks * threads, np.uint32)
+    out.copy_to(got, stream=stream)
+    stream.sync()
+    z, y, x = np.meshgrid(*(np.arange(n, dtype=np.uint32) for n in grid[::-1]), indexing="ij")
+    want = np.repeat((x | y << 8 | z << 16).ravel(), threads)
+    np.testing.assert_array_equal(got, want)
