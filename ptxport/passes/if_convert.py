@@ -20,6 +20,16 @@ computes a value only the lanes that ran it read), which keeps its lane form
 (passes/lane_forms.py) for the accesses that use it. L is a successor of B for the analyses
 (a third way out of the branch), and B's branch goes there when its lanes split.
 
+Where the guarded code replaces the region, each of its blocks' instructions is also a
+*skippable run*: the gang lowering jumps over the run when no lane of the warp has the block's
+predicate (a 16x16 stencil's `if (threadIdx.y == 0)` halo: in six of a block's eight warps
+no lane does, and its address arithmetic, which runs unguarded, costs them nothing then).
+A register the run writes unguarded is not live where B ends, so not where the region
+joins either: no lane reads what a skipped run would have written. (One run for a whole
+`if` region, around its blocks' runs, made the stencil's blocks longer: LLVM computed the
+inner runs' predicates before the outer test; leaving out runs of one instruction, whose
+access skips itself where no lane is active, made scan_warp's longer.)
+
 The rewritten kernel is a new function; the module's is not changed. The gang lowering
 applies the pass for its block shape (gang/build.py); `ptxport inspect --dump-after
 if-convert` shows it.
@@ -110,23 +120,26 @@ def _specs() -> _Specs:
 
 
 def if_convert(kernel: ir.Function, block: tuple[int, int, int] | None = None
-               ) -> tuple[ir.Function, list[str], dict[int, ir.BasicBlock]]:
+               ) -> tuple[ir.Function, list[str], dict[int, ir.BasicBlock], dict]:
     """`kernel` with each short divergent region (for blocks of shape `block`) guarded in
     place or given a guarded copy beside it (`kernel` itself when none qualifies), one note
-    per region, and id(branch) -> its region's guarded copy, which the warp runs where the
-    branch splits its lanes."""
+    per region, id(branch) -> its region's guarded copy, which the warp runs where the
+    branch splits its lanes, and the skippable runs: id(first instruction) -> (predicate,
+    length), a run of guarded code that no lane needs to run where none has the
+    predicate."""
     varying = set(kernel.registers.values()) - uniform_registers(kernel, block)
     by_lane = _thread_index_values(kernel)
     forms = lane_forms(kernel, block, set(kernel.registers.values()) - varying)
     notes: list[str] = []
     linear: dict[int, ir.BasicBlock] = {}
+    skips: dict[int, tuple[ir.Register, int]] = {}
     f = None
     specs = None
     while True:
         current = f or kernel
         found = _first_region(current, varying)
         if found is None:
-            return current, notes, linear
+            return current, notes, linear, skips
         if f is None:
             f, specs = _copy(kernel), _specs()
             continue        # (find it again in the copy)
@@ -134,10 +147,12 @@ def if_convert(kernel: ir.Function, block: tuple[int, int, int] | None = None
         head = f.blocks[start]
         branch = head.instructions[-1]
         replace = _in_place(head, f.blocks[start + 1:end], by_lane, forms)
+        size = sum(len(b.instructions) for b in f.blocks[start + 1:end])
+        label, join, before = head.label, f.blocks[end].label, len(skips)
+        copy = _linearize(f, start, end, specs, replace, skips)
+        runs = f", {len(skips) - before} skippable run(s)" if replace else ""
         notes.append(f"{'guarded' if replace else 'guarded copy of'} the region after "
-                     f"{head.label} ({sum(len(b.instructions) for b in f.blocks[start + 1:end])}"
-                     f" instructions, up to {f.blocks[end].label})")
-        copy = _linearize(f, start, end, specs, replace)
+                     f"{label} ({size} instructions, up to {join}{runs})")
         if copy is not None:
             linear[id(branch)] = copy
 
@@ -305,11 +320,11 @@ class _Linearizer:
 
 
 def _linearize(f: ir.Function, start: int, end: int, specs: _Specs,
-               replace: bool) -> ir.BasicBlock | None:
+               replace: bool, skips: dict) -> ir.BasicBlock | None:
     """The region's guarded copy, a block placed before the join (which it falls into)
     and added to the head's successors; the region's last block jumps over it. With
     `replace`, the guarded instructions take the place of the head's branch and the region
-    instead (None)."""
+    instead (None), each block's a skippable run (in `skips`)."""
     head, join = f.blocks[start], f.blocks[end]
     region = f.blocks[start + 1:end]
     free, live = _speculable_registers(f, head)
@@ -334,13 +349,11 @@ def _linearize(f: ir.Function, start: int, end: int, specs: _Specs,
         for other in ps[1:]:
             p = lin.emit(specs.or_, p, other)
         following = f.blocks[start + 2 + k]
-        ends = False
+        body = len(out)
         for inst in block.instructions:
             lin.pos = inst.pos
             if inst.opcode == "bra":
-                _branch_edges(lin, inst, p, following, join, edge)
-                ends = True
-                continue
+                break
             if inst.guard is None and _speculable(inst, free):
                 out.append(inst)
             elif inst.guard is None:
@@ -348,7 +361,13 @@ def _linearize(f: ir.Function, start: int, end: int, specs: _Specs,
             else:
                 guard = lin.both(p, inst.guard, inst.guard_negated)
                 out.append(ir.Instruction(inst.spec, inst.operands, guard, False, inst.pos))
-        if not ends:
+        if replace and len(out) > body:
+            _skippable(out, body, p, skips)
+        last = block.instructions[-1] if block.instructions else None
+        if last is not None and last.opcode == "bra":
+            lin.pos = last.pos
+            _branch_edges(lin, last, p, following, join, edge)
+        else:
             edge(following, p)
     if replace:
         _replace_region(f, head, out, region, join)
@@ -360,6 +379,15 @@ def _linearize(f: ir.Function, start: int, end: int, specs: _Specs,
     linear.successors = [join]
     head.successors = [*head.successors, linear]
     return linear
+
+
+def _skippable(out: list, body: int, p: ir.Register, skips: dict) -> None:
+    """out[body:] as a run that a warp skips where no lane has p; its first instruction a
+    new one (the run is named by it: a speculated instruction is the kernel's own)."""
+    first = out[body]
+    out[body] = ir.Instruction(first.spec, first.operands, first.guard, first.guard_negated,
+                               first.pos)
+    skips[id(out[body])] = (p, len(out) - body)
 
 
 def _replace_region(f: ir.Function, head: ir.BasicBlock, guarded: list, region: list,
@@ -431,7 +459,7 @@ def _speculable(inst: ir.Instruction, free: set) -> bool:
 
 def run(module: ir.Module, kernel: ir.Function, block=None) -> PassResult:
     """The kernel with its short divergent regions guarded (for blocks of shape `block`)."""
-    converted, notes, _ = if_convert(kernel, block)
+    converted, notes, _, _ = if_convert(kernel, block)
     shape = "any block shape" if block is None else f"blocks of {tuple(block)}"
     return PassResult(converted, notes or [f"no region converted, for {shape}"])
 

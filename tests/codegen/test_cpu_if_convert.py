@@ -111,7 +111,7 @@ def _halo(cpu_options, width: int, height: int, offset: int = -4, **options):
 
 def test_a_thread_index_if_is_guarded_in_place_and_a_bounds_if_gets_a_copy():
     kernel = _module(HALO.replace("OFFSET", "-4")).functions["k"]
-    converted, notes, linear = if_convert(kernel, (16, 16, 1))
+    converted, notes, linear, _ = if_convert(kernel, (16, 16, 1))
     text = "\n".join(notes)
     # `if (x == 0)` (with its inner `if (x >= 1)`) guarded where it was; the bounds test
     # that returns is no join; the module's own kernel is untouched
@@ -122,7 +122,7 @@ def test_a_thread_index_if_is_guarded_in_place_and_a_bounds_if_gets_a_copy():
                for i in kernel.instructions())
     assert linear == {}
     kernel = _module(HALVES).functions["k"]
-    converted, notes, linear = if_convert(kernel, (16, 2, 1))
+    converted, notes, linear, _ = if_convert(kernel, (16, 2, 1))
     # the store by lanes 3 and 7 in place, and the if/else on `limit` (both sides run when
     # the lanes split)
     assert linear == {} and len(notes) == 2
@@ -251,7 +251,7 @@ ret;
 def test_one_coalesced_load_is_guarded_in_place_and_a_strided_one_gets_a_copy():
     for stride, in_place in ((4, True), (8, False)):
         kernel = _module(BOUNDED.replace("STRIDE", str(stride))).functions["k"]
-        converted, notes, linear = if_convert(kernel, (32, 1, 1))
+        converted, notes, linear, _ = if_convert(kernel, (32, 1, 1))
         assert (linear == {}) == in_place, notes
         assert len(notes) == 1
 

@@ -38,8 +38,9 @@ def build_gang(module: ir.Module, kernel_name: str, block: tuple[int, int, int],
         raise GangUnsupported(reason)
     # short divergent ifs get guarded copies (a new function; the module's stays)
     linear: dict = {}
+    skips: dict = {}
     if options.if_convert:
-        kernel, _, linear = if_convert(kernel, block)
+        kernel, _, linear, skips = if_convert(kernel, block)
     llmod = ll.Module(name=f"ptxport.gang.{kernel_name}")
     llmod.triple = llvm.get_process_triple()
     plan = plan_kernel(module, kernel)
@@ -58,7 +59,8 @@ def build_gang(module: ir.Module, kernel_name: str, block: tuple[int, int, int],
     # elsewhere): LLVM may keep registers that live in it in machine registers meanwhile.
     gang.args[1].add_attribute("noalias")
     try:
-        fl = lower_gang(module, kernel, gang, target, plan, block, options, linear)
+        fl = lower_gang(module, kernel, gang, target, plan, block, options, linear,
+                        skips)
     except UnsupportedFeatureError as e:     # a shared lowering the gang path cannot use
         raise GangUnsupported(str(e)) from e
     per_thread = max(FRAME.size, (fl.frame_bytes + W - 1) // W)

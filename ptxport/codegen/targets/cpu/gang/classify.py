@@ -18,6 +18,7 @@ from ptxport.codegen.targets.cpu.gang.checks import (
     HALVES,
     SCATTERED,
     Place,
+    group_check,
     pattern,
 )
 from ptxport.codegen.targets.cpu.gang.lanes import W
@@ -32,8 +33,8 @@ from ptxport.passes.lane_forms import (
     written_form,
 )
 
-__all__ = ["HALF", "LOW_HALF", "check_widening", "classify", "forget_classes", "form_of",
-           "make_class_slots", "track_forms"]
+__all__ = ["HALF", "LOW_HALF", "alone_guarded_out", "check_widening", "checked_group", "classify",
+           "forget_classes", "forget_forms", "form_of", "make_class_slots", "track_forms"]
 
 HALF = 16      # a half warp: a 16-wide block dimension makes each half a row
 
@@ -72,7 +73,7 @@ def _known_pattern(fl: GangLowering, place: Place, size: int):
     would not)."""
     form = place.lanes
     if form is None:
-        return None
+        return _one_address(fl, place, size)
     b = fl.b
     addrs = place.addrs
     et = addrs.type.element
@@ -99,6 +100,20 @@ def _known_pattern(fl: GangLowering, place: Place, size: int):
             high = b.add(ll.IRBuilder.select(b, less, s1, s0), ll.Constant(et, span))
             return I32(kind), s0, s1, low, high
     return None
+
+
+def _one_address(fl: GangLowering, place: Place, size: int):
+    """_known_pattern's answer for a base register alike in every lane of the warp
+    (passes/uniformity.py): one address, under any mask (HALF_UNIFORM with both halves'
+    the same: a load of one element, a store of the highest active lane's value, as a
+    scatter in lane order leaves it; scan_warp's `if (lane == 31) totals[warp] = v` and the
+    `totals[warp]` that every lane reads after the barrier were classified lane by lane at
+    run time), else None."""
+    if place.key[0] not in fl.uniform_ids:
+        return None
+    s0 = ll.IRBuilder.extract_element(fl.b, place.addrs, I32(0))
+    return (I32(HALF_UNIFORM), s0, s0, s0,
+            fl.b.add(s0, ll.Constant(place.addrs.type.element, size)))
 
 
 def _idle_halves(fl: GangLowering, s0, s1):
@@ -138,7 +153,7 @@ def classify(fl: GangLowering, place: Place, size: int):
     memo = (place.key, size, id(fl.mask))
     if memo not in fl.patterns:
         known = _known_pattern(fl, place, size)
-        if known is not None and place.lanes.widened:
+        if known is not None and place.lanes is not None and place.lanes.widened:
             known = _if_exact(fl, place, size, known)
         if known is None:
             known = _at_run_time(fl, place, size)
@@ -146,6 +161,48 @@ def classify(fl: GangLowering, place: Place, size: int):
             _keep(fl, place, fl.class_slots.get((place.key, size)), known)
         fl.patterns[memo] = known
     return fl.patterns[memo]
+
+
+def checked_group(fl: GangLowering, place: Place, t, count: int, low, high, kind):
+    """checks.group_check for the current access of `count` elements of type t (its lanes'
+    range [low, high), the kind classify found). A guarded access (a group's member in the
+    full-mask copy: memory.access_groups) has its group checked for every lane of the
+    mask without its guard, whose range classify finds then (known when compiling where
+    the lanes' offsets are): the check holds for each member whatever its guard, as it
+    holds for the unguarded ones."""
+    if fl.guard is None:
+        return group_check(fl, place, t.size, low, high, isinstance(kind, ll.Constant))
+    group = fl.group_of.get(id(fl.inst))
+    if group is None:
+        return None
+    here, fl.mask = fl.mask, fl.unguarded_mask
+    try:
+        checked = fl.group_ok.get((group, id(fl.mask)))     # (group_check's memo)
+        if checked is not None:
+            return checked, None
+        if _known_pattern(fl, place, t.size * count) is None:
+            # every lane classified at run time would cost more than this access's own
+            # check (scan_blelloch's scaled tree offsets: +3% CPU time)
+            return None
+        kind, _, _, low, high = classify(fl, place, t.size * count)
+        if count > 1:
+            high = fl.b.sub(high, ll.Constant(high.type, t.size * (count - 1)))
+        return group_check(fl, place, t.size, low, high, isinstance(kind, ll.Constant))
+    finally:
+        fl.mask = here
+
+
+def alone_guarded_out(instructions, group_of: dict) -> dict:
+    """group_of without the guarded accesses that are alone in their group: a group of one
+    checks nothing for another access, and for every lane it would check a wider range
+    than the guard's lanes touch (a tail's bounds-guarded load: past the allocation's end,
+    then checked twice)."""
+    members: dict = {}
+    for group in group_of.values():
+        members[group] = members.get(group, 0) + 1
+    return {k: g for k, g in group_of.items() if members[g] > 1} | {
+        id(i): group_of[id(i)] for i in instructions
+        if i.guard is None and id(i) in group_of}
 
 
 def _keep(fl: GangLowering, place: Place, slots, found) -> None:
@@ -353,6 +410,17 @@ def track_forms(fl: GangLowering, inst: ir.Instruction) -> None:
             fl.local_forms.pop(id(register), None)
         else:
             fl.local_forms[id(register)] = value if isinstance(value, LaneForm) else _BROKEN
+
+
+def forget_forms(fl: GangLowering, registers) -> None:
+    """After code that may or may not have run (a skipped guarded run): the registers it
+    writes keep their kernel-wide forms (every write has those), else none is known."""
+    for register in registers:
+        fl.forget(register)
+        if fl.lane_forms.get(register) is not None:
+            fl.local_forms.pop(id(register), None)
+        else:
+            fl.local_forms[id(register)] = _BROKEN
 
 
 def check_widening(fl: GangLowering, inst: ir.Instruction) -> None:

@@ -50,6 +50,7 @@ from ptxport.codegen.targets.cpu.gang.async_copy import lower_cp
 from ptxport.codegen.targets.cpu.gang.classify import (
     check_widening,
     forget_classes,
+    forget_forms,
     track_forms,
 )
 from ptxport.codegen.targets.cpu.gang.control import (
@@ -95,7 +96,7 @@ from ptxport.codegen.targets.cpu.gang.wgmma import lower_wgmma
 from ptxport.codegen.targets.cpu.options import CpuOptions
 from ptxport.codegen.targets.cpu.stop import STOPPED, poll_stop
 from ptxport.ir import nodes as ir
-from ptxport.ir.analysis import live_after, live_before, uses_and_defs
+from ptxport.ir.analysis import live_after, live_before, may_write, uses_and_defs
 from ptxport.passes.lane_forms import lane_forms, widening
 from ptxport.passes.segment import Segment, inline_warp_ops, is_barrier, is_warp_op, segments_of
 from ptxport.passes.uniformity import (
@@ -162,14 +163,16 @@ def _frame_layout(fl: GangLowering, registers) -> dict[str, int]:
 
 def lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, target, plan,
                block: tuple[int, int, int], options: CpuOptions,
-               linear: dict | None = None) -> GangLowering:
+               linear: dict | None = None, skips: dict | None = None) -> GangLowering:
     """Lower `kernel` into the gang function `gang` (ctx, frame, warp, nthreads, start) for
     blocks of shape `block`: its entry and resumption, the min-PC dispatcher, and every code
     segment. `linear`: id(branch) -> the block a warp whose lanes split there runs
-    (passes/if_convert.py's guarded copy of the region)."""
+    (passes/if_convert.py's guarded copy of the region); `skips`: if_convert's skippable
+    runs of guarded code."""
     fl = GangLowering(module, kernel, gang, target, plan, block, options, _GANG_LOWERINGS,
                       access_groups)
     fl.linear = linear or {}
+    fl.skips = skips or {}
     ctx, frame, warp, _nthreads, start, fl.resume_point = gang.args
     fl.declare_registers()
     _declare_slots(fl)
@@ -477,11 +480,7 @@ def _lower_segments(fl: GangLowering, kernel: ir.Function, gang: ll.Function,
             fl.mask = lanes
             fl.forget_segment(s.block.instructions[s.start:s.end])
             fl.local_forms = {}
-            for inst in s.block.instructions[s.start:s.end]:
-                forget_classes(fl, inst)
-                check_widening(fl, inst)
-                fl.lower_instruction(inst)
-                track_forms(fl, inst)
+            _lower_code(fl, s.block.instructions[s.start:s.end])
             if not b.block.is_terminated:
                 following = segments[i + 1] if i + 1 < len(segments) else exit_segment
                 if following.block is None:
@@ -489,3 +488,69 @@ def _lower_segments(fl: GangLowering, kernel: ir.Function, gang: ll.Function,
                     b.branch(fl.dispatch)
                 else:       # lanes may wait there already: meet them
                     goto_segment(fl, following)
+
+
+def _lower_code(fl: GangLowering, code: list) -> None:
+    """A segment's instructions, each skippable run (fl.skips) behind a test of its
+    predicate."""
+    i = 0
+    while i < len(code):
+        skip = fl.skips.get(id(code[i]))
+        run = code[i:i + skip[1]] if skip is not None else []
+        if skip is not None and len(run) == skip[1] and _whole_runs(fl, run):
+            _lower_skippable(fl, skip[0], run)
+            i += len(run)
+            continue
+        _lower_one(fl, code[i])
+        i += 1
+
+
+def _lower_one(fl: GangLowering, inst: ir.Instruction) -> None:
+    forget_classes(fl, inst)
+    check_widening(fl, inst)
+    fl.lower_instruction(inst)
+    track_forms(fl, inst)
+
+
+def _whole_runs(fl: GangLowering, run: list) -> bool:
+    """Whether each of coalesce.py's runs of accesses, and each group of accesses checked
+    together (memory.access_groups), lies wholly inside `run` or wholly outside: a run's
+    loads are made at its first access, a group's range checked at its first, for the
+    others (a stencil's halo loads, each in an if of its own, share its main load's
+    check: that is worth more than skipping them)."""
+    inside = {id(inst) for inst in run}
+    for members in fl.runs.values():
+        ids = {id(m) for m in members or ()}
+        if ids & inside and not ids <= inside:
+            return False
+    groups = {fl.group_of[i] for i in inside if i in fl.group_of}
+    return not any(group in groups and i not in inside for i, group in fl.group_of.items())
+
+
+def _lower_skippable(fl: GangLowering, predicate: ir.Register, run: list) -> None:
+    """`run`, jumped over where no lane of the mask has `predicate` (if_convert.py's
+    region block that no lane enters): nothing it does is needed then. What the lowering
+    learnt inside (addresses, classifications, lane forms) does not hold after it, where
+    the warp may not have run it; what it knew before holds, but for the registers the
+    run writes."""
+    b = fl.b
+    p = fl.read(predicate, "pred")
+    mask_bits = fl.bits(fl.mask)
+    if is_vec(p):
+        entered = ll.IRBuilder.icmp_unsigned(b, "!=", b.and_(mask_bits, fl.bits(p)), I32(0))
+    else:
+        entered = b.and_(p, ll.IRBuilder.icmp_unsigned(b, "!=", mask_bits, I32(0)))
+    body, after = (fl.llfn.append_basic_block(n) for n in ("guarded_run", "after_run"))
+    ll.IRBuilder.cbranch(b, entered, body, after)
+    b.position_at_end(body)
+    known = (dict(fl.places), dict(fl.patterns), dict(fl.group_ok), dict(fl.local_forms))
+    for inst in run:
+        _lower_one(fl, inst)
+    if not b.block.is_terminated:
+        b.branch(after)
+    b.position_at_end(after)
+    for memo, before in zip((fl.places, fl.patterns, fl.group_ok, fl.local_forms), known,
+                            strict=True):
+        memo.clear()
+        memo.update(before)
+    forget_forms(fl, set().union(*(may_write(inst) for inst in run)))

@@ -26,7 +26,6 @@ from ptxport.codegen.targets.cpu.gang.checks import (
     check_access,
     check_place,
     check_shared32,
-    group_check,
     inside_one_allocation,
     lane_addresses,
     prefetch,
@@ -35,6 +34,8 @@ from ptxport.codegen.targets.cpu.gang.checks import (
 from ptxport.codegen.targets.cpu.gang.classify import (
     HALF,
     LOW_HALF,
+    alone_guarded_out,
+    checked_group,
     classify,
     form_of,
     make_class_slots,
@@ -72,15 +73,18 @@ def _vector_access(fl: GangLowering, inst: ir.Instruction):
 
 
 def access_groups(fl: GangLowering, instructions) -> tuple[dict, dict]:
-    """The unguarded accesses of a segment that read the same base (before it is written
-    again) with elements of one size: id(instruction) -> group, and group -> (lowest,
-    highest) offset. Their lanes' addresses differ by constants only, so one range check
-    covers the group (group_check)."""
+    """The accesses of a segment that read the same base (before it is written again) with
+    elements of one size: id(instruction) -> group, and group -> (lowest, highest) offset.
+    Their lanes' addresses differ by constants only, so one range check covers the group
+    (group_check). Guarded ones too in the full-mask copy, where another access shares
+    their group (classify.checked_group checks it for every lane: a stencil's halo loads
+    beside its main load)."""
     fl.runs, fl.pending = find_runs(fl, instructions), {}
+    full = isinstance(fl.mask, ll.Constant)
     written: dict = {}
     group_of, span = {}, {}
     for inst in instructions:
-        found = _vector_access(fl, inst) if inst.guard is None else None
+        found = _vector_access(fl, inst) if inst.guard is None or full else None
         if found is not None:
             operand, space, t, count = found
             base = id(operand.base)
@@ -91,7 +95,7 @@ def access_groups(fl: GangLowering, instructions) -> tuple[dict, dict]:
                            max(high, operand.offset + (count - 1) * t.size))
         for reg in may_write(inst):
             written[id(reg)] = written.get(id(reg), 0) + 1
-    return group_of, span
+    return alone_guarded_out(instructions, group_of), span
 
 
 def class_slots(fl: GangLowering, segments) -> None:
@@ -363,10 +367,9 @@ def _check_access_place(fl: GangLowering, place: Place, t: Type, load: bool, kin
     size = t.size * count
     # the group's span counts the offsets of a vector's further elements itself
     group_high = b.sub(high, ll.Constant(high.type, size - t.size)) if count > 1 else high
-    # (an access in no group, a guarded one or cp.async's, checks itself)
-    checked, group_low = (group_check(fl, place, t.size, low, group_high,
-                                      isinstance(kind, ll.Constant))
-                          if fl.guard is None else None) or (None, None)
+    # (an access in no group, or cp.async's, checks itself)
+    checked, group_low = checked_group(fl, place, t, count, low, group_high, kind) \
+        or (None, None)
     active = fl.llfn.append_basic_block("access_active")
     skipped = b.block          # no lane active (a guard false everywhere): no access at all
     ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", fl.bits(fl.mask), I32(0)),

@@ -108,6 +108,7 @@ class GangLowering(FunctionLowering):
         self.block = block      # the block shape the code is for
         self.thread_x = thread_x_copies(function)
         self.uniform = uniform_registers(function, block, self.thread_x)
+        self.uniform_ids = {id(r) for r in self.uniform}     # (place keys name bases by id)
         # registers whose lanes lie constant offsets apart (passes/lane_offsets.py)
         self.lane_offsets = lane_offsets(function, block, self.uniform)
         # within a segment: the lanes' addresses read from a base, and how they lie
@@ -206,7 +207,8 @@ class GangLowering(FunctionLowering):
             return self.constants.get(operand)
         return None
 
-    def _forget(self, reg: ir.Register) -> None:
+    def forget(self, reg: ir.Register) -> None:
+        """Forget the addresses and classifications read from `reg` (it was written)."""
         for key in [k for k in self.places if k[0] == id(reg)]:
             del self.places[key]
         for key in [k for k in self.patterns if k[0][0] == id(reg)]:
@@ -220,7 +222,7 @@ class GangLowering(FunctionLowering):
         t = TYPES[t] if isinstance(t, str) else t
         if isinstance(dest, Sink):
             return
-        self._forget(dest.register if isinstance(dest, ir.RegisterElement) else dest)
+        self.forget(dest.register if isinstance(dest, ir.RegisterElement) else dest)
         if isinstance(dest, ir.Register) and dest in self.uniform:
             if is_vec(v) and warp_index_of(self.inst, self.block, self.thread_x):
                 # threadIdx.x / 32 in 32-wide rows: computed per lane, alike in all (every
