@@ -441,16 +441,22 @@ def zero_sign_blind_registers(f: ir.Function) -> set:
     maximum: x - max, times log2(e), into ex2). An f32 max or min written to one need not
     order -0 below +0."""
     uses: dict = {}
+    feeds: dict = {}        # destination -> the registers carried into it
     for inst in f.instructions():
         for reg in uses_and_defs(inst)[0]:
-            uses.setdefault(reg, []).append(_zero_sign_use(inst, reg))
+            how = _zero_sign_use(inst, reg)
+            uses.setdefault(reg, []).append(how)
+            if how is not True and how is not False:
+                feeds.setdefault(how, []).append(reg)
     blind = {reg for reg, how in uses.items()
              if reg.vector is None and reg.type.name in ("f32", "b32") and all(how)}
-    changed = True
-    while changed:          # a register stays only while every destination it reaches does
-        changed = False
-        for reg in list(blind):
-            if any(how is not True and how not in blind for how in uses[reg]):
-                blind.discard(reg)
-                changed = True
+    # a register stays only while every destination it reaches does (a worklist: each
+    # register leaves once, then its sources are looked at again)
+    work = [how for hows in uses.values() for how in hows
+            if how is not True and how is not False and how not in blind]
+    while work:
+        for source in feeds.get(work.pop(), ()):
+            if source in blind:
+                blind.discard(source)
+                work.append(source)
     return blind
