@@ -795,6 +795,11 @@ def test_zero_sign_blind_max_matches_observed_registers():
     kernel = build(parse(kernel_text(chain, regs))).kernels[0]
     assert {r.name for r in zero_sign_blind_registers(kernel)} == \
         {"%a", "%b", "%v", "%w", "%x", "%y"}
+    # a warp's butterfly (shuffled, then max), a dividend and an FMA carry the sign on
+    body = ("shfl.sync.bfly.b32 %x, %a, 16, 31, -1; max.f32 %w, %a, %x; "
+            "div.full.f32 %v, %w, %b; fma.rn.f32 %y, %v, %b, %b; ex2.approx.f32 %d, %y;")
+    kernel = build(parse(kernel_text(body, regs))).kernels[0]
+    assert {r.name for r in zero_sign_blind_registers(kernel)} == {"%a", "%x", "%w", "%v", "%y"}
     # a divisor, a stored or moved-out register, an operand of max.xorsign.abs: observed
     for body, name in (("max.f32 %w, %a, %b; div.full.f32 %d, %a, %w;", "%w"),
                        ("max.f32 %w, %a, %b; div.full.f32 %x, %w, %a; mov.b32 %d, %x;", "%w"),
