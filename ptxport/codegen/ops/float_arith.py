@@ -17,7 +17,9 @@ Where the manual leaves a result open, NVIDIA's hardware decides (measured on an
   of a NaN included (an f32 add, sub, mul, fma, mad, div or ex2 into a register that only
   such arithmetic, min, max and comparisons read, ir.analysis.nan_blind_registers, keeps
   LLVM's NaN: no instruction can tell the two apart, and the FMA loops of GEMMs and a
-  softmax's chains lose a compare and a blend per operation);
+  softmax's chains lose a compare and a blend per operation; min and max into such a
+  register give either NaN of two, and into one whose zeros' sign nothing observes,
+  ir.analysis.zero_sign_blind_registers, either of +0 and -0: a softmax's row maximum);
 - an f64 NaN result keeps the payload of a NaN operand, quietened: b's before a's (fma: b,
   c, a; div: a, b); an invalid operation on numbers gives 0xFFF8000000000000; abs and neg
   return a NaN operand quietened, its sign unchanged;
