@@ -238,6 +238,7 @@ class FunctionLowering:
         # f32 registers no instruction tells NaNs apart in (ir.analysis.nan_blind_registers),
         # found on first use
         self.nan_blind: set | None = None
+        self.zero_sign_blind: set | None = None     # likewise +0 and -0
 
     # --- setup -------------------------------------------------------------------------------
 

@@ -396,3 +396,67 @@ def nan_blind_registers(f: ir.Function) -> set:
             readers[reg] = readers.get(reg, True) and blind
     return {reg for reg, blind in readers.items()
             if blind and reg.vector is None and reg.type.name in ("f32", "b32")}
+
+
+# f32 instructions whose result is the same for +0 and -0 in an operand (2**0 = 1; compares
+# take the two as equal), and those where the sign of a zero operand changes at most the sign
+# of a zero result, at the operand positions (1-based, after the destination) where it does:
+# x + 0 is x, 0 * y and 0 / y are zeros or NaN, min and max pick between equal operands
+_ZERO_SIGN_READERS = ("ex2", "setp")
+_ZERO_SIGN_CARRIERS = {"add": (1, 2), "sub": (1, 2), "mul": (1, 2), "fma": (1, 2, 3),
+                       "mad": (1, 2, 3), "min": (1, 2, 3), "max": (1, 2, 3), "div": (1,),
+                       "shfl": (1,), "mov": (1,)}
+
+
+def _zero_sign_use(inst: ir.Instruction, reg) -> ir.Register | bool:
+    """How `inst` reads `reg`: True where the zero's sign cannot matter, the destination
+    register where it reaches at most the sign of that register's zero, False otherwise."""
+    if tuple(inst.spec.types) not in (("f32",), ("b32",)) or inst.guard is reg \
+            or inst.spec.get("xorsign"):
+        return False
+    if inst.opcode in _ZERO_SIGN_READERS:
+        return inst.spec.types[0] == "f32"
+    positions = _ZERO_SIGN_CARRIERS.get(inst.opcode, ())
+    if inst.opcode not in ("shfl", "mov") and inst.spec.types[0] != "f32":
+        return False
+    dest = inst.operands[0]
+    if not positions or not isinstance(dest, ir.Register) or dest.vector is not None:
+        return False
+    others = [v for i, v in enumerate(inst.operands[1:], 1) if i not in positions]
+    if any(reg in _registers(v) for v in others):
+        return False
+    return dest
+
+
+def _registers(value) -> set:
+    out: set = set()
+    _registers_in(value, out)
+    return out
+
+
+def zero_sign_blind_registers(f: ir.Function) -> set:
+    """The 32-bit registers of `f` whose zeros' sign no instruction can observe: read only by
+    f32 ex2 and setp, or by f32 add, sub, mul, fma, mad, min, max, a division's dividend, a
+    mov or a shuffle's value whose destination is itself such a register (a softmax's row
+    maximum: x - max, times log2(e), into ex2). An f32 max or min written to one need not
+    order -0 below +0."""
+    uses: dict = {}
+    feeds: dict = {}        # destination -> the registers carried into it
+    for inst in f.instructions():
+        for reg in uses_and_defs(inst)[0]:
+            how = _zero_sign_use(inst, reg)
+            uses.setdefault(reg, []).append(how)
+            if how is not True and how is not False:
+                feeds.setdefault(how, []).append(reg)
+    blind = {reg for reg, how in uses.items()
+             if reg.vector is None and reg.type.name in ("f32", "b32") and all(how)}
+    # a register stays only while every destination it reaches does (a worklist: each
+    # register leaves once, then its sources are looked at again)
+    work = [how for hows in uses.values() for how in hows
+            if how is not True and how is not False and how not in blind]
+    while work:
+        for source in feeds.get(work.pop(), ()):
+            if source in blind:
+                blind.discard(source)
+                work.append(source)
+    return blind

@@ -773,6 +773,41 @@ def test_nan_blind_softmax_chain_matches_observed_registers():
         {"%a", "%b", "%v", "%w", "%x", "%y", "%z"}
 
 
+def test_zero_sign_blind_max_matches_observed_registers():
+    # a softmax's row maximum: max, then x - max into ex2, whose 2**(+0) and 2**(-0) are both
+    # 1; max/min written to such a register skip ordering -0 below +0 (and, read only by
+    # NaN-blind instructions, making two NaNs the canonical one): the stored bits must be
+    # those of the same chain with the maximum also moved out as bits
+    from ptxport.ir.analysis import zero_sign_blind_registers
+    from ptxport.ir.from_ptx import build
+    from ptxport.ptx.parser import parse
+
+    chain = ("max.f32 %w, %a, %b; min.f32 %v, %b, %a; max.f32 %w, %w, %v; "
+             "sub.f32 %x, %a, %w; mul.f32 %y, %x, 0f3FB8AA3B; ex2.approx.f32 %d, %y;")
+    seen = chain + " mov.b32 %u, %w; mov.b32 %u, %v;"
+    regs = ".reg .b32 %u, %v, %w, %x, %y;"
+    specials = [0x7FC01234, 0xFFA00001, 0x7F800001, 0xFFFFFFFF, 0x7F800000, 0xFF800000,
+                0x80000000, 0, 0x3F800000, 0xBF800000, 0xC2C80000, 0x00000001, 0x80000001]
+    a = [x for x in specials for _ in specials]
+    b = [y for _ in specials for y in specials]
+    blind, observed = run([chain, seen], [a, b], 32, regs=regs)
+    check("softmax maximum", blind, observed, [a, b], 32)
+    kernel = build(parse(kernel_text(chain, regs))).kernels[0]
+    assert {r.name for r in zero_sign_blind_registers(kernel)} == \
+        {"%a", "%b", "%v", "%w", "%x", "%y"}
+    # a warp's butterfly (shuffled, then max), a dividend and an FMA carry the sign on
+    body = ("shfl.sync.bfly.b32 %x, %a, 16, 31, -1; max.f32 %w, %a, %x; "
+            "div.full.f32 %v, %w, %b; fma.rn.f32 %y, %v, %b, %b; ex2.approx.f32 %d, %y;")
+    kernel = build(parse(kernel_text(body, regs))).kernels[0]
+    assert {r.name for r in zero_sign_blind_registers(kernel)} == {"%a", "%x", "%w", "%v", "%y"}
+    # a divisor, a stored or moved-out register, an operand of max.xorsign.abs: observed
+    for body, name in (("max.f32 %w, %a, %b; div.full.f32 %d, %a, %w;", "%w"),
+                       ("max.f32 %w, %a, %b; div.full.f32 %x, %w, %a; mov.b32 %d, %x;", "%w"),
+                       ("max.xorsign.abs.f32 %x, %a, %b; ex2.approx.f32 %d, %x;", "%a")):
+        kernel = build(parse(kernel_text(body, regs))).kernels[0]
+        assert name not in {r.name for r in zero_sign_blind_registers(kernel)}, body
+
+
 def kernel_text(inst: str, regs: str = ".reg .f32 %x, %y;") -> str:
     from cpu_harness import kernel_ptx
 

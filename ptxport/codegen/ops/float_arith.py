@@ -17,7 +17,9 @@ Where the manual leaves a result open, NVIDIA's hardware decides (measured on an
   of a NaN included (an f32 add, sub, mul, fma, mad, div or ex2 into a register that only
   such arithmetic, min, max and comparisons read, ir.analysis.nan_blind_registers, keeps
   LLVM's NaN: no instruction can tell the two apart, and the FMA loops of GEMMs and a
-  softmax's chains lose a compare and a blend per operation);
+  softmax's chains lose a compare and a blend per operation; min and max into such a
+  register give either NaN of two, and into one whose zeros' sign nothing observes,
+  ir.analysis.zero_sign_blind_registers, either of +0 and -0: a softmax's row maximum);
 - an f64 NaN result keeps the payload of a NaN operand, quietened: b's before a's (fma: b,
   c, a; div: a, b); an invalid operation on numbers gives 0xFFF8000000000000; abs and neg
   return a NaN operand quietened, its sign unchanged;
@@ -79,7 +81,7 @@ from ptxport.codegen.ops.float_rounding import (
     two_sum,
 )
 from ptxport.ir import nodes as ir
-from ptxport.ir.analysis import nan_blind_registers
+from ptxport.ir.analysis import nan_blind_registers, zero_sign_blind_registers
 from ptxport.ir.types import TYPES, Type
 
 __all__ = ["FLOAT_FORMS", "unary_arith"]
@@ -309,6 +311,13 @@ def nan_blind(fl: FunctionLowering, dest) -> bool:
     return isinstance(dest, ir.Register) and dest in fl.nan_blind
 
 
+def zero_sign_blind(fl: FunctionLowering, dest) -> bool:
+    """Whether no instruction can tell +0 from -0 in register `dest`."""
+    if fl.zero_sign_blind is None:
+        fl.zero_sign_blind = zero_sign_blind_registers(fl.function)
+    return isinstance(dest, ir.Register) and dest in fl.zero_sign_blind
+
+
 def _mode(fl: FunctionLowering, inst: ir.Instruction, t: Type) -> _Mode:
     spec = inst.spec
     if spec.get("ftz") and t.name not in FTZ_TYPES:
@@ -410,16 +419,22 @@ def div(fl: FunctionLowering, inst: ir.Instruction) -> None:
 # --- min max abs neg copysign testp ---------------------------------------------------------------
 
 def _select_min_max(fl: FunctionLowering, fmt: FloatFormat, x, y, is_max: bool,
-                    propagate_nan: bool) -> ll.Value:
-    """min/max of two lanes: -0 below +0, one NaN gives the other operand (unless .NaN)."""
+                    propagate_nan: bool, signless: bool = False,
+                    any_nan: bool = False) -> ll.Value:
+    """min/max of two lanes: -0 below +0, one NaN gives the other operand (unless .NaN).
+    `signless`: no instruction sees the sign of the result's zero, so equal operands give
+    either; `any_nan`: none tells NaNs apart (ir.analysis), so two NaNs give either."""
     b = fl.b
     xw, yw = (to_f32(fl, v, fmt) if fmt is not F64 else v for v in (x, y))
     x_nan, y_nan = is_nan(fl, xw), is_nan(fl, yw)
     # x where it is beyond y or y is a NaN; y otherwise (x a NaN, or y beyond or equal)
     r = select(fl, b.or_(b.fcmp_ordered(">" if is_max else "<", xw, yw), y_nan), x, y, fmt)
-    # equal operands differ at most as +0 and -0: the AND of their bits is +0, the OR -0
-    bits = (b.and_ if is_max else b.or_)(to_bits(fl, x, fmt), to_bits(fl, y, fmt))
-    r = select(fl, b.fcmp_ordered("==", xw, yw), from_bits(fl, bits, fmt), r, fmt)
+    if not signless:
+        # equal operands differ at most as +0 and -0: the AND of their bits is +0, the OR -0
+        bits = (b.and_ if is_max else b.or_)(to_bits(fl, x, fmt), to_bits(fl, y, fmt))
+        r = select(fl, b.fcmp_ordered("==", xw, yw), from_bits(fl, bits, fmt), r, fmt)
+    if any_nan and not propagate_nan:
+        return r            # two NaNs: y, a NaN
     nan = quiet(fl, y) if fmt is F64 else constant(fl, fmt, fmt.nan)
     both = b.or_(x_nan, y_nan) if propagate_nan else b.and_(x_nan, y_nan)
     return select(fl, both, nan, r, fmt)
@@ -442,6 +457,9 @@ def _min_max(fl: FunctionLowering, inst: ir.Instruction, is_max: bool) -> None:
         raise fl.unsupported(inst, f"three-operand {inst.opcode} on .{t.name}")
     b = fl.b
     columns = [read_lanes(fl, o, t, fmt, count) for o in sources]
+    # where the result's zero sign and NaN bits go unseen (a softmax's row maximum)
+    blind = (False, False) if fmt is not F32 or count != 1 or xorsign else \
+        (zero_sign_blind(fl, inst.operands[0]), nan_blind(fl, inst.operands[0]))
     results = []
     for xs in zip(*columns, strict=True):
         xs = [flush(fl, x, fmt) if spec.get("ftz") else x for x in xs]
@@ -450,7 +468,7 @@ def _min_max(fl: FunctionLowering, inst: ir.Instruction, is_max: bool) -> None:
             xs = [absolute(fl, x, fmt) for x in xs]
         r = xs[0]
         for x in xs[1:]:
-            r = _select_min_max(fl, fmt, r, x, is_max, bool(spec.get("nan")))
+            r = _select_min_max(fl, fmt, r, x, is_max, bool(spec.get("nan")), *blind)
         if sign is not None:
             r = select(fl, is_nan(fl, r), r, with_sign(fl, r, sign, fmt), fmt)
         results.append(r)
