@@ -35,6 +35,8 @@ the warpgroup).
 Arithmetic: as gang/mma.py's mma, in f32: D (or +0 where scale-d is false) first, then one fused
 multiply-add per k = 0 .. K-1; f16, bf16 and tf32 (its 13 low mantissa bits dropped) products are
 exact in f32; imm-scale-a/b = -1 negates A/B; a .f16 D is rounded once at the end.
+D's N / 8 column blocks are the turns of one LLVM loop (a block's chunks of B are read in its
+turn; the accumulators wait in stack memory), so a wgmma's code does not grow with N.
 """
 
 from __future__ import annotations
