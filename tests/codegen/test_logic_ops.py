@@ -291,18 +291,20 @@ def ref_lop3(a, b, c, lut: int):
 
 
 def test_lop3_every_truth_table():
-    """All 256 truth tables in one kernel; thread i stores table k's result at 256 * i + k."""
+    """All 256 truth tables in one kernel; thread i stores table k's result at 256 * i + k,
+    four tables a store (each store is a site of the memory code, which outweighs lop3's)."""
     a, b, c = _lop3_inputs()
     n = len(a)
-    lines = [".reg .b32 %a, %b, %c, %d, %t, %i; .reg .b64 %pa, %pb, %pc, %po, %off;",
+    lines = [".reg .b32 %a, %b, %c, %d<4>, %t, %i; .reg .b64 %pa, %pb, %pc, %po, %off;",
              "mov.u32 %t, %tid.x; mov.u32 %i, %ctaid.x; mad.lo.u32 %i, %i, 256, %t;",
              "ld.param.u64 %pa, [pa]; ld.param.u64 %pb, [pb]; ld.param.u64 %pc, [pc];",
              "ld.param.u64 %po, [po]; mul.wide.u32 %off, %i, 4;",
              "add.u64 %pa, %pa, %off; add.u64 %pb, %pb, %off; add.u64 %pc, %pc, %off;",
              "ld.global.u32 %a, [%pa]; ld.global.u32 %b, [%pb]; ld.global.u32 %c, [%pc];",
              "mul.wide.u32 %off, %i, 1024; add.u64 %po, %po, %off;"]
-    for lut in range(256):
-        lines.append(f"lop3.b32 %d, %a, %b, %c, {lut}; st.global.u32 [%po+{4 * lut}], %d;")
+    for first in range(0, 256, 4):
+        lines += [f"lop3.b32 %d{j}, %a, %b, %c, {first + j};" for j in range(4)]
+        lines.append(f"st.global.v4.u32 [%po+{4 * first}], {{%d0, %d1, %d2, %d3}};")
     ptx = kernel_ptx("\n".join(lines), ".param .u64 pa, .param .u64 pb, .param .u64 pc, "
                      ".param .u64 po", version="7.0", target="sm_80")
     arrays = [np.array(v, dtype=np.uint32) for v in (a, b, c)]

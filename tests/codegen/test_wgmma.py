@@ -55,11 +55,7 @@ def run_case(case: wc.Case, seed: int = 0, desc_a=None, gang: bool = True
     return out, args["want"]
 
 
-# N = 256 (the widest instruction) is marked slow (`pytest -m slow`): its gang code is 145k lines
-# of LLVM IR, 76-120 s to compile in a fresh CI; benchmarks/wgmma_gpu_check.py compares it on
-# an H100 natively, through ptxport's NVPTX and on the cpu.
-@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.slow) if c.n == 256 else c
-                                  for c in wc.cases()], ids=lambda c: c.name)
+@pytest.mark.parametrize("case", wc.cases(), ids=lambda c: c.name)
 def test_wgmma_against_the_descriptor_rules(case):
     out, want = run_case(case)
     np.testing.assert_array_equal(out, want)

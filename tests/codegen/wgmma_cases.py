@@ -181,8 +181,13 @@ def ptx(case: Case) -> str:
     """The kernel `wgmma_test(img, words, out, desc_a, desc_b, a_words, scale_d)`."""
     n, k, nreg = case.n, case.k, case.d_registers
     dregs = ", ".join(f"%d{i}" for i in range(nreg))
-    loads = "\n".join(f"    ld.global.b32 %d{i}, [%rd5+{4 * i}];" for i in range(nreg))
-    stores = "\n".join(f"    st.global.b32 [%rd5+{4 * i}], %d{i};" for i in range(nreg))
+    # D in and out 4 registers an access (v4): each access is a site of the gang's checked
+    # memory code, which would otherwise outweigh the wgmma's own code many times
+    quads = [", ".join(f"%d{i}" for i in range(j, j + 4)) for j in range(0, nreg, 4)]
+    loads = "\n".join(f"    ld.global.v4.b32 {{{q}}}, [%rd5+{16 * j}];"
+                      for j, q in enumerate(quads))
+    stores = "\n".join(f"    st.global.v4.b32 [%rd5+{16 * j}], {{{q}}};"
+                       for j, q in enumerate(quads))
     if case.a is None:
         a_operand = "{%a0, %a1, %a2, %a3}"
         a_setup = "\n".join(["    ld.param.u64 %rd6, [p_ain];", "    mul.wide.u32 %rd7, %r0, 16;",

@@ -130,6 +130,8 @@ class GangLowering(FunctionLowering):
         self.constants = _constant_registers(function)
         # registers that are another plus a constant (coalesce.py, at its first segment)
         self.offset_bases: dict | None = None
+        # wgmma's accumulators in stack memory, by their count (wgmma.py)
+        self.wgmma_slots: dict = {}
         self.read_somewhere = set().union(
             *(uses_and_defs(inst)[0] for inst in function.instructions()))
 

@@ -35,6 +35,8 @@ the warpgroup).
 Arithmetic: as gang/mma.py's mma, in f32: D (or +0 where scale-d is false) first, then one fused
 multiply-add per k = 0 .. K-1; f16, bf16 and tf32 (its 13 low mantissa bits dropped) products are
 exact in f32; imm-scale-a/b = -1 negates A/B; a .f16 D is rounded once at the end.
+D's N / 8 column blocks are the turns of one LLVM loop (a block's chunks of B are read in its
+turn; the accumulators wait in stack memory), so a wgmma's code does not grow with N.
 """
 
 from __future__ import annotations
@@ -93,19 +95,66 @@ def lower_wgmma(fl: GangLowering, inst: ir.Instruction) -> None:
     b = fl.b
     rank = L.and_(b, fl.warp_number, I32(3))
     a_values = _a_lanes(fl, form, rank, inst)
-    b_values = _b_lanes(fl, form, inst)
     accumulators = fragment_elements(fl, form.d, form.d_type, form.n // 2, inst)
     keep = fl.read_lanes(form.scale_d, "pred")
-    fma = declare(fl.llfn.module, f"llvm.fma.v{W}f32", vec(F32), [vec(F32)] * 3)
     zero = ll.Constant(vec(F32), [0.0] * W)
-    results = []
+    slot = _accumulator_slot(fl, len(accumulators))
     for i, acc in enumerate(accumulators):
-        acc = L.select(b, keep, acc, zero)
-        h, j, p = (i >> 1) & 1, i >> 2, i & 1
-        for k in range(form.k):
-            acc = L.call(b, fma, [a_values[h][k], b_values[j][p][k], acc])
-        results.append(acc)
+        _store_accumulator(fl, L.select(b, keep, acc, zero), slot, I32(i))
+    _n_blocks(fl, form, a_values, slot)
+    results = [_load_accumulator(fl, slot, I32(i)) for i in range(len(accumulators))]
     write_fragments(fl, form.d, form.d_type, results, inst)
+
+
+def _n_blocks(fl: GangLowering, form: WgmmaForm, a_values: list, slot) -> None:
+    """D's N / 8 column blocks, one a turn of a loop (not one copy each: at N = 256 the
+    copies were 145k lines of IR to compile): block j reads its part of B and updates its
+    4 accumulators of each lane (i = 4 j + 2 h + p) in `slot`."""
+    b = fl.b
+    desc = _descriptor(fl, form.b)
+    fma = declare(fl.llfn.module, f"llvm.fma.v{W}f32", vec(F32), [vec(F32)] * 3)
+    before = b.block
+    turn = fl.llfn.append_basic_block("wgmma_block")
+    done = fl.llfn.append_basic_block("wgmma_blocks_done")
+    L.branch(b, turn)
+    b.position_at_end(turn)
+    j = L.phi(b, I32)
+    j.add_incoming(I32(0), before)
+    b_values = _b_lanes(fl, form, desc, j)
+    for h in (0, 1):
+        for p in (0, 1):
+            i = L.add(b, L.shl(b, j, I32(2)), I32(2 * h + p))
+            acc = _load_accumulator(fl, slot, i)
+            for k in range(form.k):
+                acc = L.call(b, fma, [a_values[h][k], b_values[p][k], acc])
+            _store_accumulator(fl, acc, slot, i)
+    following = L.add(b, j, I32(1))
+    j.add_incoming(following, b.block)
+    L.cbranch(b, L.icmp_unsigned(b, "<", following, I32(form.n // 8)), turn, done)
+    b.position_at_end(done)
+
+
+def _accumulator_slot(fl: GangLowering, count: int):
+    """Stack memory for `count` accumulators of the lanes, one per function and count (the
+    kernel's wgmmas of one shape share it)."""
+    slots = fl.wgmma_slots
+    if count not in slots:
+        slots[count] = fl.entry_alloca(ll.ArrayType(vec(F32), count), f"wgmma_d{count}", 64)
+    return slots[count]
+
+
+def _load_accumulator(fl: GangLowering, slot, index):
+    value = L.load(fl.b, _element_at(fl, slot, index), typ=vec(F32))
+    value.align = 64
+    return value
+
+
+def _store_accumulator(fl: GangLowering, value, slot, index) -> None:
+    L.store(fl.b, value, _element_at(fl, slot, index)).align = 64
+
+
+def _element_at(fl: GangLowering, slot, index):
+    return L.gep(fl.b, slot, [index], source_etype=vec(F32))
 
 
 # --- A and B as vectors of the lanes' values --------------------------------------------------
@@ -144,32 +193,27 @@ def _a_lanes(fl: GangLowering, form: WgmmaForm, rank, inst) -> list:
     return out
 
 
-def _b_lanes(fl: GangLowering, form: WgmmaForm, inst) -> list:
-    """[j][p][k]: the vector whose lane l holds B[k][8 j + 2 (l % 4) + p] (as f32)."""
+def _b_lanes(fl: GangLowering, form: WgmmaForm, desc: dict, j) -> list:
+    """[p][k]: the vector whose lane l holds B[k][8 j + 2 (l % 4) + p] (as f32), for the
+    column block j (an i32 value)."""
     b = fl.b
     per = 16 // _element_bytes(form.b_type)
-    desc = _descriptor(fl, form.b)
-    blocks = form.n // 8
     quads = [lane & 3 for lane in range(W)]
-    if form.trans_b:          # chunk (u, k): B[k][8u .. 8u + 7]
-        coords = [(u, k) for u in range(blocks) for k in range(form.k)]
-        chunks = _load_chunks(fl, desc, False, coords, I32(0), form.b_type)
-        out = [[[_spread(b, chunks[(j, k)], [2 * q + p for q in quads]) for k in range(form.k)]
-                for p in (0, 1)] for j in range(blocks)]
-    else:                     # chunk (n, c): B[per c .. per c + per - 1][n]
-        coords = [(n, c) for n in range(form.n) for c in (0, 1)]
-        chunks = _load_chunks(fl, desc, True, coords, I32(0), form.b_type)
+    if form.trans_b:          # chunk (u, k): B[k][8u .. 8u + 7], u = j
+        coords = [(0, k) for k in range(form.k)]
+        chunks = _load_chunks(fl, desc, False, coords, j, form.b_type)
+        out = [[_spread(b, chunks[(0, k)], [2 * q + p for q in quads]) for k in range(form.k)]
+               for p in (0, 1)]
+    else:                     # chunk (n, c): B[per c .. per c + per - 1][n], n = 8 j + ..
+        coords = [(n, c) for n in range(8) for c in (0, 1)]
+        chunks = _load_chunks(fl, desc, True, coords, L.shl(b, j, I32(3)), form.b_type)
         out = []
-        for j in range(blocks):
-            pair = []
-            for p in (0, 1):
-                columns = [concat(b, [chunks[(8 * j + 2 * q + p, c)] for q in range(4)])
-                           for c in (0, 1)]
-                pair.append([_spread(b, columns[k // per], [q * per + k % per for q in quads])
-                             for k in range(form.k)])
-            out.append(pair)
+        for p in (0, 1):
+            columns = [concat(b, [chunks[(2 * q + p, c)] for q in range(4)]) for c in (0, 1)]
+            out.append([_spread(b, columns[k // per], [q * per + k % per for q in quads])
+                        for k in range(form.k)])
     if form.scale_b < 0:
-        out = [[[L.fneg(b, v) for v in row] for row in pair] for pair in out]
+        out = [[L.fneg(b, v) for v in row] for row in out]
     return out
 
 
