@@ -110,6 +110,8 @@ class GangLowering(FunctionLowering):
         self.uniform = uniform_registers(function, block, self.thread_x)
         # registers whose lanes lie constant offsets apart (passes/lane_offsets.py)
         self.lane_offsets = lane_offsets(function, block, self.uniform)
+        # saved registers whose frame holds u of u + c[i] alone: id -> (u's slot, c)
+        self.rebuilt: dict = {}
         # within a segment: the lanes' addresses read from a base, and how they lie
         # (_place, _classify); a write of the base register forgets them
         self.places: dict = {}
@@ -232,6 +234,8 @@ class GangLowering(FunctionLowering):
             if not merged and self.keeps_old(dest):
                 value = self.b.select(self.mask, value, self.b.load(slot))
             self.b.store(value, slot)
+            if id(dest) in self.rebuilt:
+                self._note_base(value, *self.rebuilt[id(dest)])
             return
         if isinstance(dest, ir.RegisterElement):
             reg = dest.register
@@ -246,6 +250,22 @@ class GangLowering(FunctionLowering):
             self.b.store(self.b.insert_value(array, value, index), slot)
             return
         raise GangUnsupported(f"a result into {dest!r}")
+
+    def _note_base(self, value, base, offsets) -> None:
+        """A register that the warp's frame keeps as u (lowering.py's rebuilt registers) was
+        written: u is any written lane's value less its offset (the mask's lanes are all the
+        live ones; a write by none keeps the old u)."""
+        b = self.b
+        if isinstance(self.mask, ll.Constant):
+            lane, bits = I32(0), None
+        else:
+            bits = self.bits(self.mask)
+            lane = b.and_(self.cttz(bits), I32(W - 1))
+        u = b.sub(ll.IRBuilder.extract_element(b, value, lane),
+                  ll.IRBuilder.extract_element(b, offsets, lane))
+        if bits is not None:
+            u = b.select(ll.IRBuilder.icmp_unsigned(b, "==", bits, I32(0)), b.load(base), u)
+        b.store(u, base)
 
     def keeps_old(self, reg: ir.Register) -> bool:
         """Whether a write of `reg` must keep the old value in the lanes outside the mask:
