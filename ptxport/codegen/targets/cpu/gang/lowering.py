@@ -165,10 +165,11 @@ def _frame_layout(fl: GangLowering, registers, scalars=frozenset()) -> dict[str,
 def _rebuilt_registers(fl: GangLowering, registers) -> dict:
     """The saved registers whose lanes hold u + c[i] (passes/lane_offsets.py: every write
     by all live lanes, with the same constants c) -> c as a constant vector: their frame
-    keeps u alone (8 bytes, not a vector of 128 or 256), written with the register, and a
-    resumed warp rebuilds the lanes from it. A Blelloch scan's `threadIdx.x`, `2 * t + 1`
-    and `&temp[2 * t]`, read after each of its 22 barriers by each of 16 warps, so cost no
-    loads of vectors, and 16 warps' frames take 1.6 KB less of the L1 cache each."""
+    keeps u alone (8 bytes, not a vector of 128 or 256), and each read rebuilds the lanes
+    from it (in a segment that wrote it, LLVM forwards the stored u). A Blelloch scan's
+    `threadIdx.x`, `2 * t + 1` and `&temp[2 * t]`, read after each of its 22 barriers by
+    each of 16 warps, so cost no loads of vectors, and its 16 warps' frames take 1.3 KB
+    less of the L1 cache each."""
     rebuilt = {}
     for reg in registers:
         offsets = fl.lane_offsets.get(reg)
@@ -322,7 +323,7 @@ def _frame_registers(fl: GangLowering, kernel: ir.Function, segments: list[Segme
         b.position_at_start(fl.entry)
         for reg in registers + kept:
             slot = ll.IRBuilder.gep(b, frame, [I64(offsets[reg.name])], source_etype=I8)
-            if reg in rebuilt:      # (the register's own slot stays a local one)
+            if reg in rebuilt:      # (read and written through u: GangLowering)
                 slot.type = ll.PointerType(rebuilt[reg].type.element)
                 fl.rebuilt[id(reg)] = (slot, rebuilt[reg])
                 continue
@@ -357,8 +358,6 @@ def _entry(fl: GangLowering, gang: ll.Function, start, live, first: Segment) -> 
     b.store(I32(EXIT_PC), fl.others_min_slot)
     b.branch(first.llblock)
     b.position_at_end(resume)
-    for reg, (base, offsets) in fl.rebuilt.items():
-        b.store(b.add(b.splat(b.load(base)), offsets), fl.registers[reg])
     # all live lanes left together at one barrier (block_barrier): straight back there; the
     # block loop names that barrier's segment when it knows that every warp waits there
     # with all 32 lanes (a uniform round: the point is a constant there)

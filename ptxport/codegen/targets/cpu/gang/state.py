@@ -146,7 +146,16 @@ class GangLowering(FunctionLowering):
         """A vector of the lanes' values, or one scalar where every lane has the same (a
         uniform register, a constant, a parameter...): GangBuilder splats it where it meets
         a vector."""
-        return super().read(value, TYPES[t] if isinstance(t, str) else t)
+        t = TYPES[t] if isinstance(t, str) else t
+        if isinstance(value, ir.Register) and id(value) in self.rebuilt:
+            return self.read_rebuilt(value, t)
+        return super().read(value, t)
+
+    def read_rebuilt(self, reg: ir.Register, t: Type):
+        """A register the warp's frame keeps as u (lowering.py's rebuilt registers): its
+        lanes, u + c[i]."""
+        base, offsets = self.rebuilt[id(reg)]
+        return self.convert(self.b.add(self.b.splat(self.b.load(base)), offsets), reg.type, t)
 
     def read_lanes(self, value, t):
         """read, as a vector of the lanes' values."""
@@ -228,14 +237,15 @@ class GangLowering(FunctionLowering):
                 value = self.b.select(self.guard, value, self.b.load(slot))
             self.b.store(value, slot)
             return
+        if isinstance(dest, ir.Register) and id(dest) in self.rebuilt:
+            self._note_base(self.convert_out(v, t, dest.type), *self.rebuilt[id(dest)])
+            return
         if isinstance(dest, ir.Register) and not dest.vector:
             value = self.convert_out(v, t, dest.type)
             slot = self.register_slot(dest)
             if not merged and self.keeps_old(dest):
                 value = self.b.select(self.mask, value, self.b.load(slot))
             self.b.store(value, slot)
-            if id(dest) in self.rebuilt:
-                self._note_base(value, *self.rebuilt[id(dest)])
             return
         if isinstance(dest, ir.RegisterElement):
             reg = dest.register
@@ -252,9 +262,9 @@ class GangLowering(FunctionLowering):
         raise GangUnsupported(f"a result into {dest!r}")
 
     def _note_base(self, value, base, offsets) -> None:
-        """A register that the warp's frame keeps as u (lowering.py's rebuilt registers) was
+        """A register that the warp's frame keeps as u (lowering.py's rebuilt registers) is
         written: u is any written lane's value less its offset (the mask's lanes are all the
-        live ones; a write by none keeps the old u)."""
+        live ones, so no lane keeps an old value; a write by none keeps the old u)."""
         b = self.b
         if isinstance(self.mask, ll.Constant):
             lane, bits = I32(0), None
