@@ -142,8 +142,9 @@ def _saved_registers(kernel: ir.Function, inline: frozenset[int]) -> list[ir.Reg
 
 
 def _frame_layout(fl: GangLowering, registers, scalars=frozenset()) -> dict[str, int]:
-    """Each register's offset in the warp frame (uniform ones and `scalars` in 8 bytes);
-    "": the frame's size so far."""
+    """Each register's offset in the warp frame (uniform ones and `scalars` in 8 bytes,
+    predicates in 4, vectors 128-aligned); "": the frame's size so far. Small frames
+    matter: a block's warps' frames and its shared memory share the L1 cache."""
     offsets, at = {}, REGISTERS
     for reg in registers:
         typ = fl.storage_type(reg)
@@ -154,10 +155,14 @@ def _frame_layout(fl: GangLowering, registers, scalars=frozenset()) -> dict[str,
             continue
         width = element.element.width if isinstance(element.element, ll.IntType) else \
             {"half": 16, "bfloat": 16, "float": 32, "double": 64}[str(element.element)]
-        size = max(width // 8, 1) * W * (reg.vector or 1) if width > 1 else 4 * (reg.vector or 1)
+        if width == 1:      # a predicate's lanes: 4 bytes (LLVM's <32 x i1>), 4-aligned
+            at = (at + 3) // 4 * 4
+            offsets[reg.name] = at
+            at += 4 * (reg.vector or 1)
+            continue
         at = (at + 127) // 128 * 128
         offsets[reg.name] = at
-        at += size
+        at += max(width // 8, 1) * W * (reg.vector or 1)
     offsets[""] = (at + 127) // 128 * 128
     return offsets
 
