@@ -219,3 +219,54 @@ def test_a_global_strided_load_past_the_end_faults_at_its_first_bad_lane():
     with pytest.raises(IllegalAddressError, match=rf"line {_line(GLOBAL, 'ld.global')} in "
                        r"block \(0, 0, 0\), thread 12;"):
         _global(40)
+
+
+# SHARED with its load guarded as its store is: out[t] = buf[base + t * s] for t < guard
+# (else 0), the lanes past the guard possibly outside the window
+GUARDED = _shared_ptx(None).replace("ld.shared.u32 %r13, [%r11];",
+                                   "setp.lt.u32 %p3, %r3, %r20;\nmov.u32 %r13, 0;\n"
+                                   "@%p3 ld.shared.u32 %r13, [%r11];")
+
+
+def _guarded(s: int, base: int, base2: int, guard: int):
+    dev = Device("cpu")
+    stream = dev.create_stream()
+    kernel = Program(GUARDED, code_type="ptx").compile("native").get_kernel("k")
+    src = np.arange(N, dtype=np.uint32) + 7
+    out = np.zeros(32 + N, dtype=np.uint32)
+    bufs = [dev.allocate(a.nbytes, stream=stream) for a in (src, out)]
+    bufs[0].copy_from(src, stream=stream)
+    bufs[1].copy_from(out, stream=stream)
+    launch(stream, LaunchConfig(grid=1, block=32), kernel, *bufs, np.uint32(base % (1 << 32)),
+           np.uint32(s % (1 << 32)), np.uint32(base2 % (1 << 32)), np.uint32(guard))
+    bufs[1].copy_to(out, stream=stream)
+    stream.sync()
+    return out
+
+
+# (s, base, base2, guard): a tree's last levels, whose inactive lanes lie past the window's
+# end (long strides: lane by lane over the mask; short ones: a span), and negative strides
+@pytest.mark.parametrize("s, base, base2, guard", [(64, 63, 31, 16), (128, 127, 0, 8),
+                                                   (512, 511, 255, 2), (40, 3, 5, 20),
+                                                   (2, 1000, 990, 11), (4, 1000, 3, 5),
+                                                   (-70, 1000, 950, 14), (33, 0, 0, 0)])
+def test_a_partial_mask_checks_its_own_lanes_only(s, base, base2, guard):
+    out = _guarded(s, base, base2, guard)
+    loaded = [(base + t * s) % (1 << 32) for t in range(min(guard, 32))]
+    buf = np.arange(N, dtype=np.uint32) + 7
+    assert (out[:guard] == buf[loaded]).all() and (out[guard:32] == 0).all()
+    for t in range(guard):
+        buf[base2 + t * s] = t + 1000
+    assert (out[32:] == buf).all()
+
+
+def test_a_partial_mask_faults_at_its_first_bad_lane():
+    # lanes 0..19 run: lane 18 is the first past the window's end (18 * 60 >= 1024)
+    with pytest.raises(IllegalAddressError, match=rf"line {_line(GUARDED, '@%p3 ld.shared')} "
+                       r"in block \(0, 0, 0\), thread 18;"):
+        _guarded(60, 0, 0, 20)
+
+
+def test_a_partial_mask_goes_lane_by_lane_over_its_set_bits():
+    code = str(build_gang(build(parse(GUARDED)), "k", (32, 1, 1), CpuOptions())[0])
+    assert "strided_lane_head" in code and "llvm.cttz" in code

@@ -172,7 +172,7 @@ def _access(fl: GangLowering, place: Place, t: Type, value=None):
     """Load (value None) or store `value` of type t for the mask's lanes at `place`: lanes
     known to lie one stride apart by strided.py, else by how classify.py finds them."""
     if strided.applies(fl, place, t.size):
-        return strided.strided_access(fl, place, t, value, _classified_access, _gather_or_scatter)
+        return strided.strided_access(fl, place, t, value, _classified_access)
     return _classified_access(fl, place, t, value)
 
 

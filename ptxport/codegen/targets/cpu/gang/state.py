@@ -111,6 +111,8 @@ class GangLowering(FunctionLowering):
         self.uniform_ids = {id(r) for r in self.uniform}     # (place keys name bases by id)
         # registers whose lanes lie constant offsets apart (passes/lane_offsets.py)
         self.lane_offsets = lane_offsets(function, block, self.uniform)
+        # saved registers whose frame holds u of u + c[i] alone: id -> (u's slot, c)
+        self.rebuilt: dict = {}
         # within a segment: the lanes' addresses read from a base, and how they lie
         # (_place, _classify); a write of the base register forgets them
         self.places: dict = {}
@@ -153,7 +155,16 @@ class GangLowering(FunctionLowering):
         """A vector of the lanes' values, or one scalar where every lane has the same (a
         uniform register, a constant, a parameter...): GangBuilder splats it where it meets
         a vector."""
-        return super().read(value, TYPES[t] if isinstance(t, str) else t)
+        t = TYPES[t] if isinstance(t, str) else t
+        if isinstance(value, ir.Register) and id(value) in self.rebuilt:
+            return self.read_rebuilt(value, t)
+        return super().read(value, t)
+
+    def read_rebuilt(self, reg: ir.Register, t: Type):
+        """A register the warp's frame keeps as u (lowering.py's rebuilt registers): its
+        lanes, u + c[i]."""
+        base, offsets = self.rebuilt[id(reg)]
+        return self.convert(self.b.add(self.b.splat(self.b.load(base)), offsets), reg.type, t)
 
     def read_lanes(self, value, t):
         """read, as a vector of the lanes' values."""
@@ -240,6 +251,9 @@ class GangLowering(FunctionLowering):
                 value = self.b.select(self.guard, value, self.b.load(slot))
             self.b.store(value, slot)
             return
+        if isinstance(dest, ir.Register) and id(dest) in self.rebuilt:
+            self._note_base(self.convert_out(v, t, dest.type), *self.rebuilt[id(dest)])
+            return
         if isinstance(dest, ir.Register) and not dest.vector:
             value = self.convert_out(v, t, dest.type)
             slot = self.register_slot(dest)
@@ -260,6 +274,22 @@ class GangLowering(FunctionLowering):
             self.b.store(self.b.insert_value(array, value, index), slot)
             return
         raise GangUnsupported(f"a result into {dest!r}")
+
+    def _note_base(self, value, base, offsets) -> None:
+        """A register that the warp's frame keeps as u (lowering.py's rebuilt registers) is
+        written: u is any written lane's value less its offset (the mask's lanes are all the
+        live ones, so no lane keeps an old value; a write by none keeps the old u)."""
+        b = self.b
+        if isinstance(self.mask, ll.Constant):
+            lane, bits = I32(0), None
+        else:
+            bits = self.bits(self.mask)
+            lane = b.and_(self.cttz(bits), I32(W - 1))
+        u = b.sub(ll.IRBuilder.extract_element(b, value, lane),
+                  ll.IRBuilder.extract_element(b, offsets, lane))
+        if bits is not None:
+            u = b.select(ll.IRBuilder.icmp_unsigned(b, "==", bits, I32(0)), b.load(base), u)
+        b.store(u, base)
 
     def keeps_old(self, reg: ir.Register) -> bool:
         """Whether a write of `reg` must keep the old value in the lanes outside the mask:

@@ -22,6 +22,7 @@ from llvmlite import ir as ll
 
 from ptxport.codegen.lower import I1, I8, I32, I64, PTR, value_type
 from ptxport.codegen.targets.cpu.gang.checks import Place, inside_one_allocation, type_name
+from ptxport.codegen.targets.cpu.gang.lane_loop import lane_loop
 from ptxport.codegen.targets.cpu.gang.lanes import W, declare, vec
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.ir.types import Type
@@ -72,40 +73,56 @@ def _stride(fl: GangLowering, place: Place):
     return b.sub(lane1, lane0), None
 
 
+def _active_lanes(fl: GangLowering):
+    """(lowest, highest) lane of the mask as i64 (0 and 31 under the full mask; lowest 32
+    and highest -1 where the mask is empty)."""
+    if isinstance(fl.mask, ll.Constant):
+        return I64(0), I64(W - 1)
+    b = fl.b
+    bits = fl.bits(fl.mask)
+    return b.zext(fl.cttz(bits), I64), b.sext(b.sub(I32(W - 1), fl.ctlz(bits)), I64)
+
+
 def _span(fl: GangLowering, place: Place, start, stride, size: int):
-    """(ok i1, low i64): whether every lane's access of `size` bytes, lane i at start + i *
-    stride (the addresses' type, modulo its width), lies in the memory the kernel may touch
-    without wrapping, and the lowest lane's address as i64 (a window offset for shared
-    memory, else a host address)."""
+    """(ok i1, low i64): whether the access of `size` bytes of every lane of the mask, lane i
+    at start + i * stride (the addresses' type, modulo its width), lies in the memory the
+    kernel may touch without wrapping, and the lower of lane 0's and lane 31's addresses as
+    i64 (a window offset for shared memory, else a host address: where a span access
+    starts). Lanes outside the mask are not checked: a tree's `if (t < d)` levels with d
+    below 32 leave the lanes whose addresses lie past the tree's end out, and their
+    accesses so stay strided instead of going lane by lane through memory.py's checks."""
     b = fl.b
     et = start.type
     wide = et.width == 64
-    first = start if wide else b.zext(start, I64)
+    origin = start if wide else b.zext(start, I64)
     step = stride if wide else b.sext(stride, I64)
-    last = b.add(first, b.mul(step, I64(W - 1)))
+    lowest, highest = _active_lanes(fl)
+    first, last = (b.add(origin, b.mul(step, lane)) for lane in (lowest, highest))
     less = ll.IRBuilder.icmp_signed(b, "<", last, first)
     low = ll.IRBuilder.select(b, less, last, first)
     high = b.add(ll.IRBuilder.select(b, less, first, last), I64(size))
+    end = b.add(origin, b.mul(step, I64(W - 1)))
+    start_low = ll.IRBuilder.select(b, ll.IRBuilder.icmp_signed(b, "<", end, origin), end,
+                                    origin)
     # (|S| below 2^32: no 64-bit sum above wraps)
     near = ll.IRBuilder.icmp_unsigned(b, "<", b.add(step, I64(1 << 32)), I64(1 << 33))
     if place.shared:
         limit = b.zext(fl.target.ctx_field(fl, "total_smem"), I64)
         ok = b.and_(ll.IRBuilder.icmp_signed(b, ">=", low, I64(0)),
                     ll.IRBuilder.icmp_signed(b, "<=", high, limit))
-        return b.and_(near, ok), low
-    return b.and_(near, inside_one_allocation(fl, low, high)), low
+        return b.and_(near, ok), start_low
+    return b.and_(near, inside_one_allocation(fl, low, high)), start_low
 
 
-def strided_access(fl: GangLowering, place: Place, t: Type, value, general, gather):
+def strided_access(fl: GangLowering, place: Place, t: Type, value, general):
     """Load (value None: the vector of the lanes' values) or store `value` for the mask's
     lanes at `place` (applies() holds): where the span is checked, a span access for the
-    strides of SPANS, else lane by lane under the full mask (`gather(fl, place, t, value,
-    offset)` under another); where it is not, `general(fl, place, t, value)`, memory.py's
-    path."""
+    strides of SPANS, else lane by lane (all 32 under the full mask, the mask's set bits
+    under another); where it is not, `general(fl, place, t, value)`, memory.py's path."""
     b = fl.b
     et = place.addrs.type.element
-    offset = ll.Constant(et, place.offset)
-    start = b.add(ll.IRBuilder.extract_element(b, place.addrs, I32(0)), offset)
+    start = b.add(ll.IRBuilder.extract_element(b, place.addrs, I32(0)),
+                  ll.Constant(et, place.offset))
     stride, known = _stride(fl, place)
     ok, low = _span(fl, place, start, stride, t.size)
     if place.stride.widened:        # (only while no widening of the warp wrapped)
@@ -133,11 +150,9 @@ def strided_access(fl: GangLowering, place: Place, t: Type, value, general, gath
         if known is None:
             b.position_at_end(later)
     if not b.block.is_terminated:       # (another stride)
-        if isinstance(fl.mask, ll.Constant):
-            lane0 = _pointer(fl, place, start if et.width == 64 else b.zext(start, I64))
-            incoming.append((_lane_by_lane(fl, t, value, lane0, stride), b.block))
-        else:
-            incoming.append((gather(fl, place, t, value, offset), b.block))
+        lane0 = _pointer(fl, place, start if et.width == 64 else b.zext(start, I64))
+        by_lane = _lane_by_lane if isinstance(fl.mask, ll.Constant) else _mask_lanes
+        incoming.append((by_lane(fl, t, value, lane0, stride), b.block))
         b.branch(done)
     b.position_at_end(slow)
     incoming.append((general(fl, place, t, value), b.block))
@@ -168,6 +183,33 @@ def _lane_by_lane(fl: GangLowering, t: Type, value, pointer, stride):
             ll.IRBuilder.store(b, ll.IRBuilder.extract_element(b, value, I32(lane)), p,
                                align=t.size)
     return out if value is None else None
+
+
+def _mask_lanes(fl: GangLowering, t: Type, value, pointer, stride):
+    """The mask's lanes' elements `stride` bytes apart from `pointer` (lane 0's), lane by
+    lane over the mask's set bits: a tree's last levels (`if (t < d)` with d below 32: one
+    warp, its first d lanes, strides of 64 elements and more), which as gathers and scatters
+    cost each level about 70 ns on an AMD EPYC (its scatters are slow). A load's lanes go
+    to a stack array, the vector is read back from it (the mask's other lanes undefined,
+    as a gather leaves them); a store's lanes are read from one."""
+    b, element = fl.b, value_type(t)
+    step = stride if stride.type.width == 64 else b.sext(stride, I64)
+    array = fl.shuffle_array(element)
+    if value is not None:
+        ll.IRBuilder.store(b, value, array, align=64)
+
+    def lane(i, _next) -> None:
+        p = ll.IRBuilder.gep(b, pointer, [b.mul(step, b.zext(i, I64))], source_etype=I8)
+        slot = ll.IRBuilder.gep(b, array, [b.zext(i, I64)], source_etype=element)
+        if value is None:
+            ll.IRBuilder.store(b, ll.IRBuilder.load(b, p, typ=element, align=t.size), slot)
+        else:
+            ll.IRBuilder.store(b, ll.IRBuilder.load(b, slot, typ=element), p, align=t.size)
+
+    lane_loop(fl, fl.bits(fl.mask), lane, "strided_lane")
+    if value is None:
+        return ll.IRBuilder.load(b, array, typ=vec(element), align=64)
+    return None
 
 
 def _pointer(fl: GangLowering, place: Place, low):
