@@ -11,13 +11,11 @@ import re
 
 import numpy as np
 import pytest
+from tile_kernels import module, run_tile
 
 from ptxport import Device, LaunchConfig, Program, launch
 from ptxport.errors import IllegalAddressError
-from ptxport.ir.from_ptx import build
-from ptxport.ir.verify import verify
 from ptxport.passes.if_convert import if_convert
-from ptxport.ptx.parser import parse
 
 HEADER = ".version 7.8\n.target sm_80\n.address_size 64\n"
 
@@ -59,28 +57,12 @@ ret;
 
 
 def _module(text: str):
-    module = build(parse(text, "blocks.ptx"))
-    verify(module)
-    return module
+    return module(text, "blocks.ptx")
 
 
 def _above(cpu_options, width: int, height: int, offset: int = 0, **options):
     cpu_options(**options)
-    dev = Device("cpu")
-    stream = dev.create_stream()
-    kernel = Program(ABOVE.replace("OFFSET", str(offset)), code_type="ptx").compile(
-        "native").get_kernel("k")
-    src = np.arange(width * height, dtype=np.float32).reshape(height, width) + 1
-    bufs = [dev.allocate(src.nbytes, stream=stream) for _ in range(2)]
-    bufs[0].copy_from(src, stream=stream)
-    bufs[1].copy_from(np.zeros_like(src), stream=stream)
-    grid = ((width + 15) // 16, (height + 15) // 16)
-    launch(stream, LaunchConfig(grid=grid, block=(16, 16)), kernel, *bufs, np.uint32(width),
-           np.uint32(height))
-    out = np.empty_like(src)
-    bufs[1].copy_to(out, stream=stream)
-    stream.sync()
-    return src, out
+    return run_tile(ABOVE.replace("OFFSET", str(offset)), width, height)
 
 
 def test_a_thread_index_region_is_a_skippable_run_per_block():
