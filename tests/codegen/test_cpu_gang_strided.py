@@ -103,9 +103,17 @@ def _shared_ptx(stride: int | None) -> str:
 
 def _shared(stride: int | None, s: int, base: int, base2: int, guard: int = 32):
     """Run SHARED with the stride an immediate (stride) or the parameter s (stride None)."""
+    src, out, kernel, dev = _run(_shared_ptx(stride), s, base, base2, guard)
+    assert kernel._binary(dev).gang_refusal is None
+    return src, out
+
+
+def _run(ptx: str, s: int, base: int, base2: int, guard: int):
+    """Run kernel k(src, out, base, s, base2, guard) of `ptx` as one warp; return (src, out,
+    the kernel, the device)."""
     dev = Device("cpu")
     stream = dev.create_stream()
-    kernel = Program(_shared_ptx(stride), code_type="ptx").compile("native").get_kernel("k")
+    kernel = Program(ptx, code_type="ptx").compile("native").get_kernel("k")
     src = np.arange(N, dtype=np.uint32) + 7
     out = np.zeros(32 + N, dtype=np.uint32)
     bufs = [dev.allocate(a.nbytes, stream=stream) for a in (src, out)]
@@ -115,8 +123,7 @@ def _shared(stride: int | None, s: int, base: int, base2: int, guard: int = 32):
            np.uint32(s % (1 << 32)), np.uint32(base2 % (1 << 32)), np.uint32(guard))
     bufs[1].copy_to(out, stream=stream)
     stream.sync()
-    assert kernel._binary(dev).gang_refusal is None
-    return src, out
+    return src, out, kernel, dev
 
 
 def _expected(s: int, base: int, base2: int, guard: int = 32):
@@ -229,19 +236,7 @@ GUARDED = _shared_ptx(None).replace("ld.shared.u32 %r13, [%r11];",
 
 
 def _guarded(s: int, base: int, base2: int, guard: int):
-    dev = Device("cpu")
-    stream = dev.create_stream()
-    kernel = Program(GUARDED, code_type="ptx").compile("native").get_kernel("k")
-    src = np.arange(N, dtype=np.uint32) + 7
-    out = np.zeros(32 + N, dtype=np.uint32)
-    bufs = [dev.allocate(a.nbytes, stream=stream) for a in (src, out)]
-    bufs[0].copy_from(src, stream=stream)
-    bufs[1].copy_from(out, stream=stream)
-    launch(stream, LaunchConfig(grid=1, block=32), kernel, *bufs, np.uint32(base % (1 << 32)),
-           np.uint32(s % (1 << 32)), np.uint32(base2 % (1 << 32)), np.uint32(guard))
-    bufs[1].copy_to(out, stream=stream)
-    stream.sync()
-    return out
+    return _run(GUARDED, s, base, base2, guard)[1]
 
 
 # (s, base, base2, guard): a tree's last levels, whose inactive lanes lie past the window's
