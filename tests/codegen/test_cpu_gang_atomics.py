@@ -1,4 +1,4 @@
-"""Warp gangs' atomics (codegen/targets/cpu/gang/memory.py, lower_atom): a warp's lanes
+"""Warp gangs' atomics (codegen/targets/cpu/gang/atomics.py): a warp's lanes
 that hit one address all count, and each lane's old value is the memory as the lanes before
 it in some order left it. Shared memory takes plain read-modify-writes lane after lane
 (straight-line over a segment's full mask, a loop over the mask's bits otherwise), global

@@ -21,7 +21,7 @@ from ptxport.codegen.targets.cpu.gang.checks import (
 )
 from ptxport.codegen.targets.cpu.gang.lane_loop import lane_loop
 from ptxport.codegen.targets.cpu.gang.lanes import FULL, GangUnsupported, W, declare
-from ptxport.codegen.targets.cpu.gang.memory import place_of
+from ptxport.codegen.targets.cpu.gang.places import place_of
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.codegen.targets.cpu.target import check_function
 from ptxport.ir import nodes as ir

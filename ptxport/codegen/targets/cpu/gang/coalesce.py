@@ -3,7 +3,7 @@ register (offsets o, o + s, ...), each under its own predicate. Triton's layouts
 not known to be a multiple of 16 load a thread's contiguous elements this way, one
 predicated `ld.global.b32` each; lowered one by one, each is a gather over the warp (the
 lanes' addresses are 4 elements apart). A run is loaded at its first load as one masked
-access of the warp's elements (memory.py's interleaved access: element i of lane l under
+access of the warp's elements (access_kinds.py's interleaved access: element i of lane l under
 predicate i of lane l), when the lanes' runs lie one after another and the range they touch
 is inside one allocation; else each load on its own, as before (exact faults). Each load of
 the run then writes its register where it stands.

@@ -1,5 +1,5 @@
 """Warp gangs' loops over lanes: code that must run lane after lane under a mask known only
-at run time (a partial cp.async copy, async_copy.py; atomics, memory.py) visits the set
+at run time (a partial cp.async copy, async_copy.py; atomics, atomics.py) visits the set
 bits of the mask, lowest first, with one skeleton: a phi of the lanes still to do, cttz for
 the next, and clearing its bit.
 """

@@ -47,6 +47,7 @@ from ptxport.codegen.lower import (
 )
 from ptxport.codegen.targets.cpu.abi import CTX
 from ptxport.codegen.targets.cpu.gang.async_copy import lower_cp
+from ptxport.codegen.targets.cpu.gang.atomics import lower_atom
 from ptxport.codegen.targets.cpu.gang.classify import (
     check_widening,
     forget_classes,
@@ -77,14 +78,9 @@ from ptxport.codegen.targets.cpu.gang.lanes import (
     is_vec,
     vec,
 )
-from ptxport.codegen.targets.cpu.gang.memory import (
-    access_groups,
-    class_slots,
-    lower_atom,
-    lower_ld,
-    lower_st,
-)
+from ptxport.codegen.targets.cpu.gang.memory import lower_ld, lower_st
 from ptxport.codegen.targets.cpu.gang.mma import lower_ldmatrix, lower_mma
+from ptxport.codegen.targets.cpu.gang.places import access_groups, class_slots
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.codegen.targets.cpu.gang.warp import (
     lower_activemask,

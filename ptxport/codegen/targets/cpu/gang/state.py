@@ -98,7 +98,7 @@ class GangLowering(FunctionLowering):
         super().__init__(module, function, llfn, target)
         self.options = options
         # opcode -> the gang's own lowering (lowering.py's table; else the shared one), and
-        # memory.py's grouping of a segment's accesses by base register
+        # places.py's grouping of a segment's accesses by base register
         self.lowerings, self.group_accesses = lowerings, group_accesses
         self.b = GangBuilder(self.entry)
         self.plan = plan
@@ -124,7 +124,7 @@ class GangLowering(FunctionLowering):
         self.mma_made = 0
         self.mma_buffers: dict = {}
         # within a segment: which unguarded accesses share a base (until it is written) and
-        # size, and the span of their offsets (memory.py's access_groups); each group's accesses are
+        # size, and the span of their offsets (places.py's access_groups); each group's accesses are
         # checked together once (group_check)
         self.group_of: dict = {}
         self.group_span: dict = {}

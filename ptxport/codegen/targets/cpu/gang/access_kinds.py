@@ -1,0 +1,167 @@
+"""Warp gangs' accesses by how the mask's lanes' addresses lie (classify.py's kinds): one
+masked vector access of consecutive lanes (or of the warp's W * count elements of a .v2/.v4
+access, interleaved), two half-warp accesses, two scalars for one address per half warp,
+else a gather or scatter. Unchecked: memory.py checks the range first.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir as ll
+
+from ptxport.codegen.lower import I1, I8, I32, I64, PTR, value_type
+from ptxport.codegen.targets.cpu.gang.checks import Place, type_name
+from ptxport.codegen.targets.cpu.gang.classify import HALF, LOW_HALF
+from ptxport.codegen.targets.cpu.gang.lanes import W, declare, vec
+from ptxport.codegen.targets.cpu.gang.state import GangLowering
+from ptxport.ir.types import Type
+
+
+def _half_mask(fl: GangLowering, half: int):
+    b = fl.b
+    lanes = ll.Constant(ll.VectorType(I32, HALF), list(range(HALF * half, HALF * half + HALF)))
+    return ll.IRBuilder.shuffle_vector(b, fl.mask, ll.Constant(fl.mask.type, None), lanes)
+
+
+def pointer_maker(fl: GangLowering, place: Place, offset):
+    """A function from a lane's address (place's register) to its pointer."""
+    b = fl.b
+    if place.shared:
+        window = fl.target.space_base(fl, "shared")
+        wide = place.addrs.type.element.width != 32
+
+        def pointer(at):
+            at = b.add(at, offset)
+            return ll.IRBuilder.gep(b, window, [at if wide else b.sext(at, I64)],
+                                    source_etype=I8)
+        return pointer
+
+    def pointer(at):
+        return ll.IRBuilder.inttoptr(b, b.add(at, offset), PTR)
+    return pointer
+
+
+def consecutive(fl: GangLowering, t: Type, value, pointer, s0, s1, old=None):
+    """Consecutive addresses: one masked vector access (a load's lanes outside the mask:
+    `old`, else zeros)."""
+    b, element = fl.b, value_type(t)
+    vt, name = vec(element), type_name(element)
+    if value is None:
+        fn = declare(fl.llfn.module, f"llvm.masked.load.v{W}{name}.p0", vt,
+                     [PTR, I32, vec(I1), vt])
+        return ll.IRBuilder.call(b, fn, [pointer(s0), I32(t.size), fl.mask,
+                                         ll.Constant(vt, None) if old is None else old])
+    fn = declare(fl.llfn.module, f"llvm.masked.store.v{W}{name}.p0", ll.VoidType(),
+                 [vt, PTR, I32, vec(I1)])
+    ll.IRBuilder.call(b, fn, [value, pointer(s0), I32(t.size), fl.mask])
+    return None
+
+
+def consecutive_halves(fl: GangLowering, t: Type, value, pointer, s0, s1):
+    """Each half warp consecutive: two masked half-vector accesses."""
+    b, element = fl.b, value_type(t)
+    vt, ht, name = vec(element), ll.VectorType(element, HALF), type_name(element)
+    masks = [_half_mask(fl, 0), _half_mask(fl, 1)]
+    if value is None:
+        fn = declare(fl.llfn.module, f"llvm.masked.load.v{HALF}{name}.p0", ht,
+                     [PTR, I32, ll.VectorType(I1, HALF), ht])
+        parts = [ll.IRBuilder.call(b, fn, [pointer(h), I32(t.size), m, ll.Constant(ht, None)])
+                 for h, m in ((s0, masks[0]), (s1, masks[1]))]
+        return ll.IRBuilder.shuffle_vector(
+            b, parts[0], parts[1], ll.Constant(ll.VectorType(I32, W), list(range(W))))
+    fn = declare(fl.llfn.module, f"llvm.masked.store.v{HALF}{name}.p0", ll.VoidType(),
+                 [ht, PTR, I32, ll.VectorType(I1, HALF)])
+    for half, (h, m) in enumerate(((s0, masks[0]), (s1, masks[1]))):
+        part = ll.IRBuilder.shuffle_vector(b, value, ll.Constant(vt, None), ll.Constant(
+            ll.VectorType(I32, HALF), list(range(HALF * half, HALF * half + HALF))))
+        ll.IRBuilder.call(b, fn, [part, pointer(h), I32(t.size), m])
+    return None
+
+
+def one_per_half(fl: GangLowering, t: Type, value, pointer, s0, s1):
+    """Each half warp accesses one address (a row's element in a 16-wide block): two
+    scalar loads, or per half with an active lane one scalar store of its highest active
+    lane's value (as a scatter of the lanes in order leaves it: a stencil's halo column)."""
+    b = fl.b
+    if value is not None:
+        _store_per_half(fl, value, pointer, (s0, s1))
+        return None
+    x0, x1 = (ll.IRBuilder.load(b, pointer(a), typ=value_type(t), align=t.size)
+              for a in (s0, s1))
+    return ll.IRBuilder.select(b, LOW_HALF, b.splat(x0), b.splat(x1))
+
+
+def _store_per_half(fl: GangLowering, value, pointer, starts) -> None:
+    b = fl.b
+    bits = fl.bits(fl.mask)
+    for half, start in enumerate(starts):
+        lanes = b.and_(bits, I32(0xFFFF << (HALF * half)))
+        store, after = (fl.llfn.append_basic_block(n) for n in ("store_half", "stored_half"))
+        ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", lanes, I32(0)), store,
+                             after)
+        b.position_at_end(store)
+        last = b.sub(I32(W - 1), fl.ctlz(lanes))
+        ll.IRBuilder.store(b, ll.IRBuilder.extract_element(b, value, last), pointer(start))
+        b.branch(after)
+        b.position_at_end(after)
+
+
+def gather_or_scatter(fl: GangLowering, place: Place, t: Type, value, offset):
+    """Anything else: lane by lane in one gather or scatter."""
+    b, element = fl.b, value_type(t)
+    vt, name = vec(element), type_name(element)
+    lanes = b.add(place.addrs, b.splat(offset)) if place.offset else place.addrs
+    if place.shared:
+        window = fl.target.space_base(fl, "shared")
+        # (checked offsets are below 2^31: sign-extended, x86 gathers them as dwords)
+        pointers = ll.IRBuilder.gep(b, window, [
+            lanes if place.addrs.type.element.width == 64 else b.sext(lanes, vec(I64))],
+            source_etype=I8)
+        pointers.type = vec(PTR)
+    else:
+        pointers = b.inttoptr(lanes, vec(PTR))
+    if value is None:
+        fn = declare(fl.llfn.module, f"llvm.masked.gather.v{W}{name}.v{W}p0", vt,
+                     [vec(PTR), I32, vec(I1), vt])
+        return ll.IRBuilder.call(b, fn, [pointers, I32(t.size), fl.mask,
+                                         ll.Constant(vt, None)])
+    fn = declare(fl.llfn.module, f"llvm.masked.scatter.v{W}{name}.v{W}p0", ll.VoidType(),
+                 [vt, vec(PTR), I32, vec(I1)])
+    ll.IRBuilder.call(b, fn, [value, pointers, I32(t.size), fl.mask])
+    return None
+
+
+def interleaved(fl: GangLowering, t: Type, count: int, pointer, values=None, old=None):
+    """One masked access of W * count elements at `pointer`, lane l's element i at l * count
+    + i: loaded, the count vectors of the lanes' elements (taken apart by shuffles; `old`:
+    count vectors the lanes outside the mask keep, else zeros); stored, `values` (count
+    vectors of the lanes) interleaved likewise."""
+    b, element = fl.b, value_type(t)
+    n = W * count
+    wide = ll.VectorType(element, n)
+    name = type_name(element)
+    mask = ll.IRBuilder.shuffle_vector(b, fl.mask, ll.Constant(fl.mask.type, None), ll.Constant(
+        ll.VectorType(I32, n), [i // count for i in range(n)]))
+    if values is None:
+        fn = declare(fl.llfn.module, f"llvm.masked.load.v{n}{name}.p0", wide,
+                     [PTR, I32, mask.type, wide])
+        through = ll.Constant(wide, None) if old is None else _interleave_lanes(fl, old)
+        v = ll.IRBuilder.call(b, fn, [pointer, I32(t.size), mask, through])
+        return [ll.IRBuilder.shuffle_vector(b, v, ll.Constant(wide, None), ll.Constant(
+            ll.VectorType(I32, W), [lane * count + i for lane in range(W)]))
+            for i in range(count)]
+    fn = declare(fl.llfn.module, f"llvm.masked.store.v{n}{name}.p0", ll.VoidType(),
+                 [wide, PTR, I32, mask.type])
+    ll.IRBuilder.call(b, fn, [_interleave_lanes(fl, values), pointer, I32(t.size), mask])
+    return None
+
+
+def _interleave_lanes(fl: GangLowering, values: list):
+    """2 or 4 vectors of the lanes as one, lane l's element i at l * count + i."""
+    b, count = fl.b, len(values)
+    values = [b.splat(v) for v in values]
+    while len(values) > 2:      # pairs joined: [v0 v1], [v2 v3] (count is 2 or 4)
+        values = [ll.IRBuilder.shuffle_vector(b, values[i], values[i + 1], ll.Constant(
+            ll.VectorType(I32, 2 * W), list(range(2 * W)))) for i in range(0, len(values), 2)]
+    # element i of lane l sits at i * W + l of the two halves side by side
+    return ll.IRBuilder.shuffle_vector(b, values[0], values[1], ll.Constant(
+        ll.VectorType(I32, W * count), [(i % count) * W + i // count for i in range(W * count)]))
