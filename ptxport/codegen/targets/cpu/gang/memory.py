@@ -18,7 +18,7 @@ from ptxport.codegen.lower import (
     value_type,
 )
 from ptxport.codegen.ops.data import instruction_type, state_space, vector_count
-from ptxport.codegen.targets.cpu.gang import checks, strided
+from ptxport.codegen.targets.cpu.gang import checks, strided, widened
 from ptxport.codegen.targets.cpu.gang.access_kinds import (
     consecutive,
     consecutive_halves,
@@ -111,6 +111,8 @@ def lane_vectors(fl: GangLowering, place: Place, t: Type, count: int, values=Non
     guarded load's registers keep there), the masked load's pass-through where the lanes
     are known consecutive, so that no select follows it (LLVM then sees through the
     shuffles that take a .v4 access apart to whole-vector arithmetic)."""
+    if widened.applies(fl, place, t.size * count):
+        return widened.access(fl, place, t, count, values, old)
     if values is None and old is not None:
         return _merged_load(fl, place, t, count, old)
     if count > 1:

@@ -1,0 +1,144 @@
+"""Warp gangs' global accesses through widened addresses whose lanes lie consecutive: CUDA's
+`x[i]` with an int index (`mul.wide.s32 %rd, %r, 4`, then an add to the base) in a
+segment that all 32 lanes run. The lane-forms pass knows such lanes consecutive only while
+no lane's 32-bit index wraps (LaneForm.widened); instead of the warp's flag for that
+(classify.py's _if_exact: a select of the kind, so that each access carried a gather of its
+lanes, their 64-bit address vectors and a test of the flag in the hot code), the range is
+taken from the true addresses of the mask's first and last lanes: the lanes' offsets grow
+from lane to lane, so where an index wraps, the last lane's does, and its address then lies
+below the first lane's, which no range check passes. Where the check fails (a wrap, a fault,
+lanes over two allocations), the lanes are checked one by one (a fault names the first bad
+lane, as before) and the access is a gather or scatter of their true addresses, off the hot
+path.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir as ll
+
+from ptxport.codegen.lower import I32, PTR, value_type
+from ptxport.codegen.targets.cpu.gang import checks
+from ptxport.codegen.targets.cpu.gang.access_kinds import (
+    consecutive,
+    gather_or_scatter,
+    interleaved,
+)
+from ptxport.codegen.targets.cpu.gang.checks import (
+    SCATTERED,
+    Place,
+    check_place,
+    group_check,
+    inside_one_allocation,
+    prefetch,
+)
+from ptxport.codegen.targets.cpu.gang.lanes import W, vec
+from ptxport.codegen.targets.cpu.gang.state import GangLowering
+from ptxport.ir.types import Type
+
+
+def applies(fl: GangLowering, place: Place, size: int) -> bool:
+    """Whether the access of `size` bytes a lane at `place` is one of this module's: global,
+    its base's lanes consecutive by a widened form, and all 32 lanes running the segment
+    (every lane holds its address; the guard aside)."""
+    form = place.lanes
+    if place.shared or form is None or not form.widened or form.halves or form.scaled \
+            or not isinstance(fl.unguarded_mask, ll.Constant):
+        return False
+    wrap = (1 << place.addrs.type.element.width) - 1
+    return [(c - form.offsets[0]) & wrap for c in form.offsets] == [size * i for i in range(W)]
+
+
+def _range(fl: GangLowering, place: Place, size: int):
+    """(lane 0's address as the first active lane's implies, low, high): the range from the
+    first active lane's true address to the end of the last's (place.offset included)."""
+    b = fl.b
+    et = place.addrs.type.element
+    if isinstance(fl.mask, ll.Constant):
+        first, last, before = I32(0), I32(W - 1), ll.Constant(et, 0)
+    else:
+        bits = fl.bits(fl.mask)
+        # (an empty mask's lanes 32 and -1 read as 0 and 31: its range is never used)
+        first = b.and_(fl.cttz(bits), I32(W - 1))
+        last = b.and_(b.sub(I32(W - 1), fl.ctlz(bits)), I32(W - 1))
+        before = b.mul(b.zext(first, et), ll.Constant(et, size))
+    offset = ll.Constant(et, place.offset)
+    low = b.add(ll.IRBuilder.extract_element(b, place.addrs, first), offset)
+    high = b.add(ll.IRBuilder.extract_element(b, place.addrs, last),
+                 ll.Constant(et, place.offset + size))
+    return b.sub(low, before), low, high
+
+
+def access(fl: GangLowering, place: Place, t: Type, count: int, values=None, old=None):
+    """Load (values None: `count` vectors of the lanes' elements; `old`: the values the
+    lanes outside the mask keep, else zeros) or store `values`: one masked access of the
+    warp's elements where the lanes' range passes its check (the group's, where the access
+    shares one), else each lane checked and a gather or scatter per element."""
+    b = fl.b
+    size = t.size * count
+    load = values is None
+    start, low, high = _range(fl, place, size)
+    # (before the branch on the mask: later accesses of the group reuse the check)
+    ok, ahead = _check(fl, place, t, count, low, high)
+    fast, slow, done = (fl.llfn.append_basic_block(n) for n in (
+        "widened_fast", "widened_lanes", "widened_done"))
+    skipped = None
+    if not isinstance(fl.mask, ll.Constant):
+        skipped, active = b.block, fl.llfn.append_basic_block("widened_active")
+        ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", fl.bits(fl.mask), I32(0)),
+                             active, done)
+        b.position_at_end(active)
+    if ahead is not None:
+        prefetch(fl, *ahead)
+    checks.expect(fl, ll.IRBuilder.cbranch(b, ok, fast, slow))
+    b.position_at_end(fast)
+    pointer = ll.IRBuilder.inttoptr(b, start, PTR)
+    if count > 1:
+        quick = interleaved(fl, t, count, pointer, values, old)
+    elif load:
+        quick = [consecutive(fl, t, None, lambda _: pointer, None, None,
+                             None if old is None else old[0])]
+    else:
+        consecutive(fl, t, values[0], lambda _: pointer, None, None)
+    fast = b.block
+    b.branch(done)
+    b.position_at_end(slow)
+    check_place(fl, place, size, not load, I32(SCATTERED), low, high)
+    each = [gather_or_scatter(fl, place.moved(i * t.size), t, None if load else values[i],
+                              ll.Constant(place.addrs.type.element, place.offset + i * t.size))
+            for i in range(count)]
+    if load and old is not None:
+        each = [b.select(fl.mask, v, o) for v, o in zip(each, old, strict=True)]
+    slow = b.block
+    b.branch(done)
+    b.position_at_end(done)
+    if not load:
+        return None
+    vt = vec(value_type(t))
+    out = []
+    for i in range(count):
+        phi = ll.IRBuilder.phi(b, vt)
+        phi.add_incoming(quick[i], fast)
+        phi.add_incoming(each[i], slow)
+        if skipped is not None:
+            phi.add_incoming(ll.Constant(vt, None) if old is None else old[i], skipped)
+        out.append(phi)
+    return out
+
+
+def _check(fl: GangLowering, place: Place, t: Type, count: int, low, high):
+    """(i1: whether [low, high) lies in one allocation, by the access's group check, made
+    once for the group, or its own; the arguments of its prefetch, or None), as
+    memory.py's checks: the group's first access prefetches for the group."""
+    b = fl.b
+    size = t.size * count
+    idle = None if isinstance(fl.mask, ll.Constant) else ll.IRBuilder.icmp_unsigned(
+        b, "==", fl.bits(fl.mask), I32(0))
+    group = fl.group_of.get(id(fl.inst)) if fl.guard is None else None
+    if group is None:
+        return inside_one_allocation(fl, low, high, skip=idle), (low, size * W)
+    et = low.type
+    # (group_check adds the group's offsets to the lanes' range without place.offset)
+    ok, group_low = group_check(fl, place, t.size, b.sub(low, ll.Constant(et, place.offset)),
+                                b.sub(high, ll.Constant(et, place.offset + size - t.size)),
+                                known=True)
+    return ok, None if group_low is None else (group_low, 256)

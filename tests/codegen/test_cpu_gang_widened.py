@@ -1,0 +1,204 @@
+"""Warp gangs' global accesses through widened addresses whose lanes lie consecutive
+(codegen/targets/cpu/gang/widened.py): the range from the first and last active lanes' true
+addresses, one masked access where it passes its check, else each lane checked and a gather
+or scatter. An index that wraps inside the warp must fault at its first bad lane; lanes that
+all wrapped (under a guard) are consecutive again and must read their own elements; a guarded
+load keeps its registers' values in the lanes it skips; a `.v4` access and a grid-stride
+loop read and write what they should; an access past an allocation's end names its thread."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ptxport import Device, LaunchConfig, Program, launch
+from ptxport.codegen.targets.cpu.gang.build import build_gang
+from ptxport.codegen.targets.cpu.options import CpuOptions
+from ptxport.errors import IllegalAddressError
+from ptxport.ir.from_ptx import build
+from ptxport.ptx.parser import parse
+
+HEADER = ".version 7.8\n.target sm_80\n.address_size 64\n"
+
+# out[t] = (t >= lo) ? *(p + 4 * widen(b + t)) : 7, one warp, `@%p ld` after `mov %r4, 7`
+GUARDED = HEADER + """.visible .entry k(.param .u64 p, .param .u32 b, .param .u64 out,
+                                      .param .u32 lo)
+{
+.reg .b32 %r<6>; .reg .b64 %rd<7>; .reg .pred %p<2>;
+ld.param.u64 %rd1, [p]; ld.param.u32 %r1, [b]; ld.param.u64 %rd2, [out];
+ld.param.u32 %r5, [lo];
+mov.u32 %r2, %tid.x;
+add.s32 %r3, %r1, %r2;
+mul.wide.TYPE %rd3, %r3, 4;
+add.s64 %rd4, %rd1, %rd3;
+mov.u32 %r4, 7;
+setp.ge.u32 %p1, %r2, %r5;
+@%p1 ld.global.u32 %r4, [%rd4];
+mul.wide.u32 %rd5, %r2, 4;
+add.s64 %rd6, %rd2, %rd5;
+st.global.u32 [%rd6], %r4;
+ret;
+}
+"""
+
+# y[i] = a * x[i] + y[i] for i < n, a grid-stride loop with an int index (saxpy.cu's)
+SAXPY = HEADER + """.visible .entry k(.param .f32 a, .param .u64 x, .param .u64 y, .param .u32 n)
+{
+.reg .pred %p<3>; .reg .f32 %f<5>; .reg .b32 %r<11>; .reg .b64 %rd<8>;
+ld.param.f32 %f1, [a]; ld.param.u64 %rd1, [x]; ld.param.u64 %rd2, [y];
+ld.param.u32 %r6, [n];
+mov.u32 %r1, %ntid.x; mov.u32 %r7, %ctaid.x; mov.u32 %r8, %tid.x;
+mad.lo.s32 %r10, %r7, %r1, %r8;
+setp.ge.s32 %p1, %r10, %r6;
+@%p1 bra DONE;
+mov.u32 %r9, %nctaid.x; mul.lo.s32 %r3, %r1, %r9;
+LOOP:
+mul.wide.s32 %rd5, %r10, 4;
+add.s64 %rd6, %rd1, %rd5; ld.global.f32 %f2, [%rd6];
+add.s64 %rd7, %rd2, %rd5; ld.global.f32 %f3, [%rd7];
+fma.rn.f32 %f4, %f2, %f1, %f3;
+st.global.f32 [%rd7], %f4;
+add.s32 %r10, %r10, %r3;
+setp.lt.s32 %p2, %r10, %r6;
+@%p2 bra LOOP;
+DONE:
+ret;
+}
+"""
+
+# out[t] = in[t] * 2 as float4 (`ld.global.v4`, a widened int index times 16)
+FLOAT4 = HEADER + """.visible .entry k(.param .u64 in, .param .u64 out, .param .u32 n)
+{
+.reg .pred %p<2>; .reg .f32 %f<9>; .reg .b32 %r<5>; .reg .b64 %rd<6>;
+ld.param.u64 %rd1, [in]; ld.param.u64 %rd2, [out]; ld.param.u32 %r1, [n];
+mov.u32 %r2, %ctaid.x; mov.u32 %r3, %ntid.x; mov.u32 %r4, %tid.x;
+mad.lo.s32 %r4, %r2, %r3, %r4;
+setp.ge.s32 %p1, %r4, %r1;
+@%p1 bra DONE;
+mul.wide.s32 %rd3, %r4, 16;
+add.s64 %rd4, %rd1, %rd3; add.s64 %rd5, %rd2, %rd3;
+ld.global.v4.f32 {%f1, %f2, %f3, %f4}, [%rd4];
+add.f32 %f5, %f1, %f1; add.f32 %f6, %f2, %f2; add.f32 %f7, %f3, %f3; add.f32 %f8, %f4, %f4;
+st.global.v4.f32 [%rd5], {%f5, %f6, %f7, %f8};
+DONE:
+ret;
+}
+"""
+
+
+def _kernel(ptx: str):
+    return Program(ptx, code_type="ptx").compile("native").get_kernel("k")
+
+
+def _guarded(kind: str, base: int, lo: int, words: int = 32):
+    """Run GUARDED with p placed so that index base + t reads word t of a buffer (index base
+    + t, widened, taken modulo 2**32 where it wraps); (buffer, out)."""
+    dev = Device("cpu")
+    stream = dev.create_stream()
+    kernel = _kernel(GUARDED.replace("TYPE", kind))
+    src = np.arange(words, dtype=np.uint32) + 100
+    buf, out_buf = dev.allocate(src.nbytes, stream=stream), dev.allocate(128, stream=stream)
+    buf.copy_from(src, stream=stream)
+    first = base - (1 << 32) if kind == "s32" and base >> 31 else base
+    p = (int(buf.handle) - 4 * first) % (1 << 64)
+    launch(stream, LaunchConfig(grid=1, block=32), kernel, np.uint64(p), np.uint32(base),
+           out_buf, np.uint32(lo))
+    out = np.empty(32, np.uint32)
+    out_buf.copy_to(out, stream=stream)
+    stream.sync()
+    assert kernel._binary(dev).gang_refusal is None
+    return src, out
+
+
+def test_the_widened_path_is_taken():
+    llmod, _ = build_gang(build(parse(SAXPY)), "k", (256, 1, 1), CpuOptions())
+    text = str(llmod)
+    # the x load and the y group (load and store) of the loop's full-mask copy
+    assert text.count("widened_fast") >= 2
+
+
+def test_a_guarded_load_keeps_the_lanes_it_skips():
+    src, out = _guarded("s32", 1000, 5)
+    assert (out[:5] == 7).all() and (out[5:] == src[5:]).all()
+
+
+@pytest.mark.parametrize("kind, base", [("s32", 0x7FFFFFF0), ("u32", 0xFFFFFFF0)])
+def test_lanes_that_all_wrapped_read_their_own_elements(kind, base):
+    # lanes 16.. wrap (their indices widen to -2**31.. or 0..): alone under the guard,
+    # they are consecutive again; p is set so that they read the buffer (lanes 0-15 would
+    # address 2**34 bytes above it)
+    dev = Device("cpu")
+    stream = dev.create_stream()
+    kernel = _kernel(GUARDED.replace("TYPE", kind))
+    src = np.arange(16, dtype=np.uint32) + 500
+    buf, out_buf = dev.allocate(src.nbytes, stream=stream), dev.allocate(128, stream=stream)
+    buf.copy_from(src, stream=stream)
+    wrapped = -(1 << 31) if kind == "s32" else 0        # lane 16's widened index
+    p = (int(buf.handle) - 4 * wrapped) % (1 << 64)
+    launch(stream, LaunchConfig(grid=1, block=32), kernel, np.uint64(p), np.uint32(base),
+           out_buf, np.uint32(16))
+    out = np.empty(32, np.uint32)
+    out_buf.copy_to(out, stream=stream)
+    stream.sync()
+    assert (out[:16] == 7).all() and (out[16:] == src).all()
+
+
+@pytest.mark.parametrize("kind, base", [("s32", 0x7FFFFFF0), ("u32", 0xFFFFFFF0)])
+def test_a_wrap_inside_the_active_lanes_faults_at_its_first_lane(kind, base):
+    with pytest.raises(IllegalAddressError, match=r"thread 16;"):
+        _guarded(kind, base, 3)
+
+
+def test_a_load_past_the_end_names_the_first_bad_thread():
+    with pytest.raises(IllegalAddressError, match=r"read 4 bytes .* thread 20;"):
+        _guarded("s32", 1000, 0, words=20)[1]
+
+
+def test_a_grid_stride_loop_reads_and_writes_each_element():
+    dev = Device("cpu")
+    stream = dev.create_stream()
+    kernel = _kernel(SAXPY)
+    n = 5 * 1024 + 77       # 4 blocks of 256: five passes, the last partial
+    x = np.arange(n, dtype=np.float32)
+    y = np.full(n, 3, np.float32)
+    xb, yb = dev.allocate(x.nbytes, stream=stream), dev.allocate(y.nbytes, stream=stream)
+    xb.copy_from(x, stream=stream)
+    yb.copy_from(y, stream=stream)
+    launch(stream, LaunchConfig(grid=4, block=256), kernel, np.float32(2), xb, yb, np.uint32(n))
+    out = np.empty_like(y)
+    yb.copy_to(out, stream=stream)
+    stream.sync()
+    assert (out == 2 * x + 3).all()
+
+
+def test_a_grid_stride_access_past_the_end_faults():
+    dev = Device("cpu")
+    stream = dev.create_stream()
+    kernel = _kernel(SAXPY)
+    x = np.ones(256, np.float32)
+    xb, yb = dev.allocate(x.nbytes, stream=stream), dev.allocate(400, stream=stream)
+    xb.copy_from(x, stream=stream)
+    # y holds 100 floats: warps 0-2 pass; warp 3's y load is the first bad access
+    with pytest.raises(IllegalAddressError, match=r"read 4 bytes .* line 17 .* thread 100;"):
+        launch(stream, LaunchConfig(grid=1, block=256), kernel, np.float32(2), xb, yb,
+               np.uint32(256))
+        stream.sync()
+
+
+def test_float4_accesses():
+    dev = Device("cpu")
+    stream = dev.create_stream()
+    kernel = _kernel(FLOAT4)
+    n = 200
+    src = np.arange(4 * n, dtype=np.float32)
+    ib, ob = dev.allocate(src.nbytes, stream=stream), dev.allocate(src.nbytes, stream=stream)
+    ib.copy_from(src, stream=stream)
+    ob.copy_from(np.zeros_like(src), stream=stream)
+    launch(stream, LaunchConfig(grid=2, block=128), kernel, ib, ob, np.uint32(n))
+    out = np.empty_like(src)
+    ob.copy_to(out, stream=stream)
+    stream.sync()
+    assert (out == 2 * src).all()
+    with pytest.raises(IllegalAddressError, match=r"block \(1, 0, 0\), thread 72;"):
+        launch(stream, LaunchConfig(grid=2, block=128), kernel, ib, ob, np.uint32(n + 100))
+        stream.sync()
