@@ -130,6 +130,8 @@ class GangLowering(FunctionLowering):
         self.group_span: dict = {}
         self.group_ok: dict = {}
         self.constants = _constant_registers(function)
+        # whether accesses from a base register stream (streams.py), and its table of writes
+        self.streams: dict = {}
         # registers that are another plus a constant (coalesce.py, at its first segment)
         self.offset_bases: dict | None = None
         # wgmma's accumulators in stack memory, by their count (wgmma.py)
