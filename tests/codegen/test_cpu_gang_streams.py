@@ -1,7 +1,8 @@
-"""Warp gangs' streaming accesses (codegen/targets/cpu/gang/streams.py): `p[blockIdx.x *
-blockDim.x + threadIdx.x]` outside loops walks memory in order, block after block, and gets
-no software prefetch (the hardware's prefetchers follow it); accesses that move by a stride
-of their own keep theirs: a grid-stride loop, every other element, a 2-D block's rows."""
+"""Warp gangs' prefetches by how an access site moves (codegen/targets/cpu/gang/streams.py):
+`p[blockIdx.x * blockDim.x + threadIdx.x]` outside loops walks memory in order, block after
+block, and gets no software prefetch (the hardware's prefetchers follow it); accesses that
+move by a stride of their own keep theirs: every other element, a 2-D block's rows, and a
+grid-stride loop, whose step is known when compiling."""
 
 from __future__ import annotations
 
@@ -78,6 +79,15 @@ def test_a_stream_is_not_prefetched():
 ])
 def test_accesses_with_strides_of_their_own_are_prefetched(ptx, block):
     assert _prefetches(ptx, block) > 0
+
+
+def test_a_grid_stride_loop_prefetches_by_its_step():
+    # the index moves by blockDim.x * gridDim.x each pass: prefetched that many elements
+    # on, with no stride learnt at run time (checks.prefetch's blocks)
+    llmod, _ = build_gang(build(parse(LOOP)), "k", (256, 1, 1), CpuOptions())
+    text = str(llmod)
+    assert text.count('call void @"llvm.prefetch') > 0
+    assert "\nprefetched" not in text
 
 
 def test_a_stream_adds_what_it_should():

@@ -44,7 +44,7 @@ from ptxport.codegen.targets.cpu.gang.coalesce import interleaved_access
 from ptxport.codegen.targets.cpu.gang.lanes import W, is_vec, vec
 from ptxport.codegen.targets.cpu.gang.places import place_of, vector_access
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
-from ptxport.codegen.targets.cpu.gang.streams import streaming
+from ptxport.codegen.targets.cpu.gang.streams import prefetch_site
 from ptxport.ir import nodes as ir
 from ptxport.ir.types import Type
 
@@ -221,15 +221,14 @@ def _check_access_place(fl: GangLowering, place: Place, t: Type, load: bool, kin
     ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", fl.bits(fl.mask), I32(0)),
                          active, done)
     b.position_at_end(active)
-    ahead = not place.shared and not streaming(fl, place, size)
     if checked is None:
         check_place(fl, place, size, not load, kind, b.add(low, offset),
                     b.add(high, offset))
-        if ahead:
-            prefetch(fl, b.add(low, offset), size * W)
+        if not place.shared:
+            prefetch_site(fl, place, b.add(low, offset), size * W, size)
     else:       # the group's check failed: this access on its own
-        if group_low is not None and ahead:       # the group's first global access
-            prefetch(fl, group_low, 256)
+        if group_low is not None:       # the group's first global access
+            prefetch_site(fl, place, group_low, 256, size)
         exact, ok = fl.llfn.append_basic_block("access_exact"), fl.llfn.append_basic_block(
             "access_checked")
         checks.expect(fl, ll.IRBuilder.cbranch(b, checked, ok, exact))

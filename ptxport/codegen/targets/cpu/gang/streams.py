@@ -16,7 +16,11 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ptxport.codegen.targets.cpu.gang.checks import Place
+from llvmlite import ir as ll
+
+from ptxport.codegen.lower import I32, I64
+from ptxport.codegen.targets.cpu.gang.checks import Place, prefetch, prefetch_line
+from ptxport.codegen.targets.cpu.gang.lanes import is_vec
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import may_write, state_space
@@ -53,55 +57,93 @@ def streaming(fl: GangLowering, place: Place, size: int) -> bool:
 
 
 def _base_register(fl: GangLowering, place: Place):
-    writes = _writes(fl)
-    return writes.get(("register", place.key[0]), (None,))[0]
+    return _kernel_facts(fl).registers.get(place.key[0])
 
 
-def _writes(fl: GangLowering) -> dict:
-    """id(register) -> [its writes] (and ("register", id) -> (register,)), once per kernel;
-    registers written in a loop or by a guarded instruction get no entry."""
-    table = fl.streams.get("writes")
-    if table is not None:
-        return table
+class _Facts(NamedTuple):
+    """What this module reads off the kernel, once: registers by id, each register's writes
+    as (instruction, its block's cycle or None), and each instruction's cycle (an id of the
+    strongly connected set of blocks it lies in, None outside loops)."""
+
+    registers: dict
+    writes: dict
+    cycle_of: dict
+
+
+def _kernel_facts(fl: GangLowering) -> _Facts:
+    facts = fl.streams.get("facts")
+    if facts is not None:
+        return facts
     kernel = fl.function
-    looping = _looping_blocks(kernel)
-    table = {}
+    cycles = _cycles(kernel)
+    registers, writes, cycle_of = {}, {}, {}
     for block in kernel.blocks:
+        cycle = cycles.get(id(block))
         for inst in block.instructions:
+            cycle_of[id(inst)] = cycle
             for register in may_write(inst):
-                table.setdefault(id(register), []).append(
-                    None if id(block) in looping or inst.guard is not None else inst)
-                table[("register", id(register))] = (register,)
-    fl.streams["writes"] = table
-    return table
+                registers[id(register)] = register
+                writes.setdefault(id(register), []).append((inst, cycle))
+    facts = _Facts(registers, writes, cycle_of)
+    fl.streams["facts"] = facts
+    return facts
 
 
-def _looping_blocks(kernel: ir.Function) -> set:
-    """ids of the blocks that lie on a cycle of the control-flow graph."""
-    looping = set()
-    for block in kernel.blocks:
-        seen, todo = set(), list(block.successors)
-        while todo:
-            b = todo.pop()
-            if b is block:
-                looping.add(id(block))
-                break
-            if id(b) not in seen:
-                seen.add(id(b))
-                todo.extend(b.successors)
-    return looping
+def _cycles(kernel: ir.Function) -> dict:
+    """id(block) -> a number naming its strongly connected set of blocks, for the blocks
+    that lie on a cycle of the control-flow graph (Tarjan's algorithm, iteratively)."""
+    index, low, on_stack, stack, found = {}, {}, set(), [], {}
+    counter = 0
+    for root in kernel.blocks:
+        if id(root) in index:
+            continue
+        work = [(root, iter(root.successors))]
+        index[id(root)] = low[id(root)] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(id(root))
+        while work:
+            block, successors = work[-1]
+            step = next(successors, None)
+            if step is not None:
+                if id(step) not in index:
+                    index[id(step)] = low[id(step)] = counter
+                    counter += 1
+                    stack.append(step)
+                    on_stack.add(id(step))
+                    work.append((step, iter(step.successors)))
+                elif id(step) in on_stack:
+                    low[id(block)] = min(low[id(block)], index[id(step)])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[id(parent)] = min(low[id(parent)], low[id(block)])
+            if low[id(block)] == index[id(block)]:
+                members = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(id(member))
+                    members.append(member)
+                    if member is block:
+                        break
+                if len(members) > 1 or block in block.successors:
+                    for member in members:
+                        found[id(member)] = index[id(block)]
+    return found
 
 
 def _form(fl: GangLowering, register, visiting: set) -> _Affine | None:
-    """The affine form of a register written once outside loops, else None."""
+    """The affine form of a register written once, outside loops and unguarded, else None."""
     if id(register) in visiting:
         return None
-    writes = _writes(fl).get(id(register))
-    if not writes or len(writes) != 1 or writes[0] is None:
+    writes = _kernel_facts(fl).writes.get(id(register))
+    if not writes or len(writes) != 1 or writes[0][1] is not None \
+            or writes[0][0].guard is not None:
         return None
     visiting.add(id(register))
     try:
-        return _written(fl, writes[0], visiting)
+        return _written(fl, writes[0][0], visiting)
     finally:
         visiting.discard(id(register))
 
@@ -114,6 +156,8 @@ def _operand(fl: GangLowering, value, visiting: set) -> _Affine | None:
                                                                             "z") else None
         if value.name == "%ntid" and axis is not None:
             return _Affine(0, 0, fl.block[axis])
+        if value.name == "%nctaid":
+            return _Affine(0, 0, _UNKNOWN)
         if value.name in _SPECIAL and axis == 0:
             return _Affine(int(value.name == "%tid"), int(value.name == "%ctaid"), 0)
         if value.name == "%tid" and axis is not None and fl.block[axis] == 1:
@@ -170,3 +214,141 @@ def _product(a: _Affine, b: _Affine) -> _Affine | None:
     if not a.tid and not a.cta and not b.tid and not b.cta:
         return _Affine(0, 0, _UNKNOWN)
     return None
+
+
+# --- loops: a base register's move each time around ------------------------------------------
+
+class _Step(NamedTuple):
+    """How far a register moves each time around a loop: `scale` times the register `by`
+    (alike in every thread, not written in the loop), or `scale` alone where `by` is None."""
+
+    by: object
+    scale: int
+
+
+_STAYS = _Step(None, 0)
+_AHEAD = 3      # steps ahead: as far as checks.prefetch fetches
+
+
+def prefetch_site(fl: GangLowering, place: Place, low, span: int, size: int) -> None:
+    """The software prefetch of a global access site of `size` bytes a lane whose lanes'
+    range starts at `low` (`span` bytes: the warp's, or its group's): none for a stream;
+    for a base register that moves by a known step each time around the access's loop (a
+    grid-stride loop's index: `i += blockDim.x * gridDim.x`), _AHEAD steps on, from the
+    first pass and with no state kept; else checks.prefetch, which learns the stride."""
+    if not isinstance(fl.unguarded_mask, ll.Constant) or streaming(fl, place, size):
+        return
+    step = _loop_step(fl, place)
+    if step is None or step == _STAYS:
+        prefetch(fl, low, span)
+        return
+    b = fl.b
+    distance = I64(step.scale * _AHEAD)
+    if step.by is not None:
+        moved = fl.read(step.by, f"s{step.by.type.bits}" if step.by.type.bits in (32, 64)
+                        else "s32")
+        moved = moved if not is_vec(moved) else ll.IRBuilder.extract_element(b, moved, I32(0))
+        if moved.type.width < 64:
+            moved = b.sext(moved, I64)
+        distance = b.mul(moved, distance)
+    ahead = b.add(low, distance)
+    for line in range(0, min(span, 512), 64):
+        prefetch_line(fl, b.add(ahead, I64(line)))
+
+
+def _loop_step(fl: GangLowering, place: Place) -> _Step | None:
+    facts = _kernel_facts(fl)
+    base = facts.registers.get(place.key[0])
+    cycle = facts.cycle_of.get(id(fl.inst))
+    if base is None or cycle is None:
+        return None
+    key = ("step", id(base), cycle)
+    if key not in fl.streams:
+        fl.streams[key] = _step(fl, base, cycle, set())
+    return fl.streams[key]
+
+
+def _step(fl: GangLowering, register, cycle, visiting: set) -> _Step | None:
+    """How `register` moves each time around the loop `cycle` (None: not known)."""
+    inside = [inst for inst, c in _kernel_facts(fl).writes.get(id(register), ())
+              if c == cycle]
+    if not inside:
+        return _STAYS
+    if len(inside) != 1 or inside[0].guard is not None or id(register) in visiting:
+        return None
+    inst = inside[0]
+    sources = inst.operands[1:]
+    if any(s is register for s in sources):     # an induction: r = r + x, x fixed here
+        if inst.opcode != "add" or len(sources) != 2 or not _integer(inst):
+            return None
+        other = sources[1] if sources[0] is register else sources[0]
+        if isinstance(other, IntImm):
+            return _Step(None, other.value)
+        if isinstance(other, ir.Register) and _alike_in_the_warp(fl, other) \
+                and _step(fl, other, cycle, visiting) == _STAYS:
+            return _Step(other, 1)
+        return None
+    visiting.add(id(register))
+    try:
+        return _derived(fl, inst, cycle, visiting)
+    finally:
+        visiting.discard(id(register))
+
+
+def _alike_in_the_warp(fl: GangLowering, register) -> bool:
+    """Whether every lane that holds `register` holds the same value (uniform, or an
+    affine form without %tid.x: a grid-stride loop's `blockDim.x * gridDim.x` is written
+    after the branch that leaves out the threads past the end, so it is not uniform)."""
+    if register in fl.uniform:
+        return True
+    form = _form(fl, register, set())
+    return form is not None and form.tid == 0
+
+
+def _derived(fl: GangLowering, inst: ir.Instruction, cycle, visiting: set) -> _Step | None:
+    """The step of what `inst` writes from its operands' steps (a sum or a constant
+    multiple of one; an operand's product with another that moves is not followed)."""
+    if not _integer(inst):
+        return None
+    steps = []
+    for source in inst.operands[1:]:
+        if isinstance(source, IntImm | ir.SpecialRegister):
+            steps.append(_STAYS)
+        elif isinstance(source, ir.Register):
+            steps.append(_step(fl, source, cycle, visiting))
+        else:
+            return None
+    if any(s is None for s in steps):
+        return None
+    op, sources = inst.opcode, inst.operands[1:]
+    if op in ("mov", "cvta", "cvt") and len(steps) == 1:
+        return steps[0]
+    if op in ("add", "sub") and len(steps) == 2:
+        return _sum(steps[0], steps[1], 1 if op == "add" else -1)
+    factor = sources[1].value if len(sources) >= 2 and isinstance(sources[1], IntImm) \
+        else None
+    if factor is not None and op in ("mul", "shl", "mad"):
+        scale = 1 << factor if op == "shl" else factor
+        moved = _Step(steps[0].by, steps[0].scale * scale)
+        return moved if op != "mad" else _sum(moved, steps[2], 1)
+    if all(s == _STAYS for s in steps):
+        return _STAYS
+    return None
+
+
+def _sum(a: _Step, b: _Step, sign: int) -> _Step | None:
+    if b.scale == 0:
+        return a
+    if a.scale == 0:
+        return _Step(b.by, sign * b.scale)
+    if a.by is b.by:
+        return _Step(a.by, a.scale + sign * b.scale)
+    return None
+
+
+def _integer(inst: ir.Instruction) -> bool:
+    """An integer instruction whose result is affine in its operands (no carry, no
+    saturation, no high half)."""
+    types = inst.spec.types
+    return bool(types) and all(t[0] in "usb" for t in types) and not inst.spec.get("cc") \
+        and not inst.spec.get("sat") and inst.spec.get("mode", "lo") in ("lo", "wide")

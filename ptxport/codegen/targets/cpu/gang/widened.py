@@ -29,11 +29,10 @@ from ptxport.codegen.targets.cpu.gang.checks import (
     check_place,
     group_check,
     inside_one_allocation,
-    prefetch,
 )
 from ptxport.codegen.targets.cpu.gang.lanes import W, vec
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
-from ptxport.codegen.targets.cpu.gang.streams import streaming
+from ptxport.codegen.targets.cpu.gang.streams import prefetch_site
 from ptxport.ir.types import Type
 
 
@@ -89,7 +88,7 @@ def access(fl: GangLowering, place: Place, t: Type, count: int, values=None, old
                              active, done)
         b.position_at_end(active)
     if ahead is not None:
-        prefetch(fl, *ahead)
+        prefetch_site(fl, place, *ahead, size)
     checks.expect(fl, ll.IRBuilder.cbranch(b, ok, fast, slow))
     b.position_at_end(fast)
     pointer = ll.IRBuilder.inttoptr(b, start, PTR)
@@ -135,13 +134,11 @@ def _check(fl: GangLowering, place: Place, t: Type, count: int, low, high):
     idle = None if isinstance(fl.mask, ll.Constant) else ll.IRBuilder.icmp_unsigned(
         b, "==", fl.bits(fl.mask), I32(0))
     group = fl.group_of.get(id(fl.inst)) if fl.guard is None else None
-    ahead = not streaming(fl, place, size)
     if group is None:
-        return inside_one_allocation(fl, low, high, skip=idle), \
-            (low, size * W) if ahead else None
+        return inside_one_allocation(fl, low, high, skip=idle), (low, size * W)
     et = low.type
     # (group_check adds the group's offsets to the lanes' range without place.offset)
     ok, group_low = group_check(fl, place, t.size, b.sub(low, ll.Constant(et, place.offset)),
                                 b.sub(high, ll.Constant(et, place.offset + size - t.size)),
                                 known=True)
-    return ok, None if group_low is None or not ahead else (group_low, 256)
+    return ok, None if group_low is None else (group_low, 256)
