@@ -228,6 +228,7 @@ class _Step(NamedTuple):
 
 _STAYS = _Step(None, 0)
 _AHEAD = 3      # steps ahead: as far as checks.prefetch fetches
+_NEAR = 1 << 26     # and for steps under 64 MiB, as it does
 
 
 def prefetch_site(fl: GangLowering, place: Place, low, span: int, size: int) -> None:
@@ -243,14 +244,21 @@ def prefetch_site(fl: GangLowering, place: Place, low, span: int, size: int) -> 
         prefetch(fl, low, span)
         return
     b = fl.b
-    distance = I64(step.scale * _AHEAD)
-    if step.by is not None:
+    if step.by is None:
+        if abs(step.scale) >= _NEAR:
+            return
+        distance = I64(step.scale * _AHEAD)
+    else:
         moved = fl.read(step.by, f"s{step.by.type.bits}" if step.by.type.bits in (32, 64)
                         else "s32")
         moved = moved if not is_vec(moved) else ll.IRBuilder.extract_element(b, moved, I32(0))
         if moved.type.width < 64:
             moved = b.sext(moved, I64)
-        distance = b.mul(moved, distance)
+        moved = b.mul(moved, I64(step.scale))
+        # (a step of 64 MiB or more: the lines at hand, as checks.prefetch leaves them;
+        # fixed in the loop, so LLVM takes the test out of it)
+        near = ll.IRBuilder.icmp_unsigned(b, "<", b.add(moved, I64(_NEAR)), I64(2 * _NEAR))
+        distance = b.select(near, b.mul(moved, I64(_AHEAD)), I64(0))
     ahead = b.add(low, distance)
     for line in range(0, min(span, 512), 64):
         prefetch_line(fl, b.add(ahead, I64(line)))
