@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 import threading
 import time
 from functools import cache
@@ -53,41 +54,50 @@ from ptxport.codegen.lower import I32, I64, PTR
 from ptxport.codegen.targets.cpu.machine import LLVM_LOCK, target_machine
 from ptxport.errors import PtxportError
 
-__all__ = ["JOB_WORDS", "SPIN_CAP_NS", "SPIN_FLOOR_NS", "Job", "Pool", "give", "last_shares",
-           "set_spin", "spin_policy", "take", "trace_shares"]
+__all__ = ["ALL", "JOB_WORDS", "SPIN_CAP_NS", "SPIN_FLOOR_NS", "Job", "Pool", "give",
+           "last_shares", "set_spin", "set_wake", "spin_policy", "take", "trace_shares"]
 
 # A pool's memory (bytes): the pthread objects (opaque; 128 bytes is more than any libc's),
-# then the generation (bumped for each job: written under the mutex, read by spinning
-# threads without it), the job's address (null: none open), how many threads run a share of
-# it now, the address of a table of each thread's condition (by worker number; the threads
-# park on their own), how long (ns) a thread that ended its share watches the generation
-# before it parks (set by the launching thread when it opens a job: _plan_spin), then the
-# spin policy (set_spin: the fixed spin, -1 for the adaptive one; its cap and floor) and
-# what the adaptive one looks at: when the last job closed and the last two gaps between a
-# job's close and the next one's open (ns).
-(_MUTEX, _DONE, _GENERATION, _JOB, _RUNNING, _CONDS, _SPIN_NS, _FIXED_NS, _CAP_NS,
- _FLOOR_NS, _CLOSED_AT, _GAP, _GAP_BEFORE, _SIZE) = (0, 128, 256, 264, 272, 280, 288, 296,
-                                                     304, 312, 320, 328, 336, 384)
+# then the generation (bumped for each job, and by rouse(); read by spinning threads, its
+# low 32 bits are the futex parked threads sleep on), the job's address (null: none open),
+# how many threads run a share of it now, how many threads are parked (or about to be), how
+# long (ns) a thread that ended its share watches the generation before it parks (set by
+# the launching thread when it opens a job: _plan_spin), then the spin policy (set_spin:
+# the fixed spin, -1 for the adaptive one; its cap and floor), what the adaptive one looks
+# at: when the last job closed and the last two gaps between a job's close and the next
+# one's open (ns), and how many parked threads the launching thread wakes and how many
+# each thread that takes a job wakes (set_wake).
+(_MUTEX, _DONE, _GENERATION, _JOB, _RUNNING, _SLEEPERS, _SPIN_NS, _FIXED_NS, _CAP_NS,
+ _FLOOR_NS, _CLOSED_AT, _GAP, _GAP_BEFORE, _WAKE_FIRST, _WAKE_NEXT, _SIZE) = (
+    0, 128, 256, 264, 272, 280, 288, 296, 304, 312, 320, 328, 336, 344, 352, 384)
+# The generation's low 32 bits (the futex word), by the machine's byte order.
+_FUTEX = _GENERATION + (0 if sys.byteorder == "little" else 4)
 # A thread's words: the pool's address, its worker number, the generation it saw last,
-# whether it is parked (or about to be: set under the mutex); its condition (opaque) from
-# byte _THREAD_COND on.
-_PARKED, _THREAD_COND, _THREAD_SIZE = 3, 64, 256
+# whether it is parked (for tests and benchmarks: the pool counts them in _SLEEPERS).
+_PARKED, _THREAD_SIZE = 3, 64
 
 # A job's words (Job below).
 (TRAMPOLINE, ENTRY, ARGS, STRIDE, RESULTS, WORKERS, COUNTER, START, TOTAL, STOP_ON_FAILURE,
  FAULT_FIELD, FAILURES, TRACE, CACHE_FIELD, CACHE_BYTES) = range(15)
 JOB_WORDS = 15
 
-# Threads each waking thread wakes; the least and the most time (ns) the launching thread
-# spins for its helpers to end before it waits on the condition (the pool's spin time when
-# between the two; helpers that end later than that are not worth a core); the words of a
-# job's trace before the workers' (Job.trace).
-FANOUT = 4
+# The least and the most time (ns) the launching thread spins for its helpers to end
+# before it waits on the condition (the pool's spin time when between the two; helpers
+# that end later than that are not worth a core); the words of a job's trace before the
+# workers' (Job.trace).
 _LAUNCHER_SPIN_NS, _LAUNCHER_SPIN_MAX_NS = 50_000, 200_000
 _TRACE_HEAD = 3
 
 _PTHREADS = ("pthread_mutex_lock", "pthread_mutex_unlock", "pthread_cond_wait",
-             "pthread_cond_signal", "clock_gettime", "sched_yield")
+             "pthread_cond_signal", "clock_gettime", "sched_yield", "syscall")
+
+# Linux's futex system call: its number by machine (the process's triple's first part) and
+# the two operations used (private: the pool's threads are one process's).
+_SYS_FUTEX = {"x86_64": 202, "aarch64": 98, "arm64": 98, "riscv64": 98, "ppc64le": 221,
+              "ppc64": 221, "s390x": 238, "loongarch64": 98}
+_FUTEX_WAIT, _FUTEX_WAKE = 128, 129
+# Wake every parked thread at once (set_wake).
+ALL = 1 << 30
 
 
 class Job:
@@ -138,7 +148,8 @@ def _declare(module: ll.Module) -> dict[str, ll.Function]:
     """The pthread functions, by their names in the process (pointers as opaque `ptr`)."""
     one, two = ll.FunctionType(I32, [PTR]), ll.FunctionType(I32, [PTR, PTR])
     types = {"pthread_cond_wait": two, "clock_gettime": ll.FunctionType(I32, [I32, PTR]),
-             "sched_yield": ll.FunctionType(I32, [])}
+             "sched_yield": ll.FunctionType(I32, []),
+             "syscall": ll.FunctionType(I64, [I64], var_arg=True)}
     return {name: ll.Function(module, types.get(name, one), f"ptxport.{name}")
             for name in _PTHREADS}
 
@@ -225,36 +236,32 @@ def _zero_cache(b: ll.IRBuilder, job, first) -> None:
         b.call(memset, [cache, ll.Constant(ll.IntType(8), 0), size, ll.Constant(ll.IntType(1), 0)])
 
 
-def _build_wake(module: ll.Module, pthread: dict) -> ll.Function:
-    """void wake(pool, job, index), under the pool's mutex: wake the threads of worker numbers
-    FANOUT * index + 1 ... FANOUT * index + FANOUT, those the job has. The launching thread
-    (worker 0) wakes FANOUT threads, each thread that takes the job FANOUT more: a grid that
-    ends before they come wakes few threads, and a long one has all its workers after
-    log_FANOUT(workers) wake-ups (two for 16 workers)."""
-    fn = ll.Function(module, ll.FunctionType(ll.VoidType(), [PTR, PTR, I64]), "ptxport_wake")
-    fn.linkage = "internal"
-    pool, job, index = fn.args
-    b = ll.IRBuilder(fn.append_basic_block("entry"))
-    conds = b.inttoptr(b.load(_field(b, pool, _CONDS), typ=I64), PTR)
-    workers = b.load(_word(b, job, WORKERS), typ=I64)
-    for offset in range(1, FANOUT + 1):
-        child = b.add(b.mul(index, I64(FANOUT)), I64(offset))
-        with b.if_then(b.icmp_signed("<", child, workers)):
-            cond = b.inttoptr(b.load(_word(b, conds, child), typ=I64), PTR)
-            b.call(pthread["pthread_cond_signal"], [cond])
-    b.ret_void()
-    return fn
+def _futex(b: ll.IRBuilder, pthread: dict, pool, op: int, value: ll.Value) -> None:
+    """futex(op) on the pool's futex word (the generation's low half): wait while it is
+    `value` (i64, its low 32 bits), or wake `value` threads sleeping on it."""
+    word = b.ptrtoint(_field(b, pool, _FUTEX), I64)
+    b.call(pthread["syscall"], [I64(_futex_number()), word, I64(op),
+                                b.and_(value, I64(0xFFFFFFFF)), I64(0), I64(0), I64(0)])
 
 
-def _build_thread(module: ll.Module, share: ll.Function, wake: ll.Function,
-                  pthread: dict) -> None:
+def _wake(b: ll.IRBuilder, pthread: dict, pool, how_many: int) -> None:
+    """After the generation changed: wake as many parked threads as the pool's word
+    `how_many` (_WAKE_FIRST, _WAKE_NEXT) says, if any is parked. A thread counts itself in
+    _SLEEPERS before it looks at the generation a last time and sleeps, and the waker
+    changed the generation before it looks at _SLEEPERS (both sequentially consistent), so
+    either the sleeper sees the new generation or the waker sees it counted; the futex
+    sleeps only while the word still holds the generation the sleeper saw."""
+    sleepers = b.load_atomic(_field(b, pool, _SLEEPERS), "seq_cst", 8, typ=I64)
+    with b.if_then(b.icmp_signed(">", sleepers, I64(0))):
+        _futex(b, pthread, pool, _FUTEX_WAKE, b.load(_field(b, pool, how_many), typ=I64))
+
+
+def _build_thread(module: ll.Module, share: ll.Function, pthread: dict) -> None:
     """void *ptxport_pool_thread(arg): arg: the thread's words (_THREAD_*). A parked thread
-    waits on its own condition until the generation changes, then, under the mutex, takes
-    the job if it is still open and has that many workers (counted in `running`), wakes
-    its FANOUT children (wake) and runs its share. After a share (or a job it came too late
-    for) it watches the generation for the pool's spin time; a job that opens meanwhile it
-    takes without the mutex (_take_fast), so that 16 threads start within microseconds
-    instead of one after another through the mutex. Then it parks again."""
+    sleeps on the pool's futex until the generation changes, then takes the job like a
+    spinning one (_take_fast): no mutex, so that woken threads do not queue behind each
+    other for it. After a share (or a job it came too late for) it watches the generation
+    for the pool's spin time, taking a job that opens meanwhile; then it parks again."""
     fn = ll.Function(module, ll.FunctionType(PTR, [PTR]), "ptxport_pool_thread")
     b = ll.IRBuilder(fn.append_basic_block("entry"))
     (arg,) = fn.args
@@ -262,42 +269,25 @@ def _build_thread(module: ll.Module, share: ll.Function, wake: ll.Function,
     index = b.load(_word(b, arg, 1), typ=I64)
     seen = b.alloca(I64)
     b.store(b.load(_word(b, arg, 2), typ=I64), seen)
-    mutex = _field(b, pool, _MUTEX)
-    generation, job_slot = _field(b, pool, _GENERATION), _field(b, pool, _JOB)
-    running, own, parked = _field(b, pool, _RUNNING), _field(b, arg, _THREAD_COND), \
-        _word(b, arg, _PARKED)
-    park, check, wait, woken, take, spin, spun = (fn.append_basic_block(n) for n in (
-        "park", "check", "wait", "woken", "take", "spin", "spun"))
+    generation, sleepers = _field(b, pool, _GENERATION), _field(b, pool, _SLEEPERS)
+    parked = _word(b, arg, _PARKED)
+    park, check, sleep, woken, spin, spun = (fn.append_basic_block(n) for n in (
+        "park", "check", "sleep", "woken", "spin", "spun"))
     b.branch(park)
     b.position_at_end(park)
-    b.call(pthread["pthread_mutex_lock"], [mutex])
-    # (seen by a waking thread, which then signals this one's condition: _wake_parked)
     b.atomic_rmw("xchg", parked, I64(1), "seq_cst")
+    b.atomic_rmw("add", sleepers, I64(1), "seq_cst")
     b.branch(check)
     b.position_at_end(check)
     now = b.load_atomic(generation, "seq_cst", 8, typ=I64)
-    b.cbranch(b.icmp_unsigned("==", now, b.load(seen, typ=I64)), wait, woken)
-    b.position_at_end(wait)
-    b.call(pthread["pthread_cond_wait"], [own, mutex])
+    b.cbranch(b.icmp_unsigned("==", now, b.load(seen, typ=I64)), sleep, woken)
+    b.position_at_end(sleep)
+    _futex(b, pthread, pool, _FUTEX_WAIT, b.load(seen, typ=I64))
     b.branch(check)
     b.position_at_end(woken)
+    b.atomic_rmw("sub", sleepers, I64(1), "seq_cst")
     b.atomic_rmw("xchg", parked, I64(0), "seq_cst")
-    b.store(now, seen)
-    job = b.inttoptr(b.load_atomic(job_slot, "seq_cst", 8, typ=I64), PTR)
-    # (a closed job, null: the launching thread found every block claimed before this
-    # thread came, and waits only for the threads that took it)
-    leave, is_open = fn.append_basic_block("leave"), fn.append_basic_block("open")
-    b.cbranch(b.icmp_unsigned("==", b.ptrtoint(job, I64), I64(0)), leave, is_open)
-    b.position_at_end(is_open)
-    b.cbranch(b.icmp_signed("<", index, b.load(_word(b, job, WORKERS), typ=I64)), take, leave)
-    b.position_at_end(leave)
-    b.call(pthread["pthread_mutex_unlock"], [mutex])
-    b.branch(spin)
-    b.position_at_end(take)
-    b.atomic_rmw("add", running, I64(1), "seq_cst")
-    b.call(wake, [pool, job, index])
-    b.call(pthread["pthread_mutex_unlock"], [mutex])
-    _run_share(b, pool, share, job, index, pthread)
+    _take_fast(b, pool, share, index, seen, pthread)
     b.branch(spin)
     b.position_at_end(spin)
     changed = lambda: b.icmp_unsigned(  # noqa: E731
@@ -308,17 +298,18 @@ def _build_thread(module: ll.Module, share: ll.Function, wake: ll.Function,
     fast = fn.append_basic_block("fast")
     b.cbranch(changed(), fast, park)
     b.position_at_end(fast)
-    _take_fast(b, pool, share, wake, index, seen, pthread)
+    _take_fast(b, pool, share, index, seen, pthread)
     b.branch(spin)
 
 
-def _take_fast(b: ll.IRBuilder, pool, share, wake, index, seen, pthread: dict) -> None:
-    """A spinning thread's take of the job it saw open, without the mutex: count itself in
-    `running` first, then look at the job; the launching thread closes a job (nulls it)
-    first, then looks at `running`, all sequentially consistent, so either this thread
-    sees the job closed or the launching thread waits for it. It takes the job only if it
-    is the generation it saw (not a later one at the same address) and has its worker
-    number; else it counts itself out again."""
+def _take_fast(b: ll.IRBuilder, pool, share, index, seen, pthread: dict) -> None:
+    """A thread's take of the job it saw open (woken or spinning), without the mutex: count
+    itself in `running` first, then look at the job; the launching thread closes a job
+    (nulls it) first, then looks at `running`, all sequentially consistent, so either this
+    thread sees the job closed or the launching thread waits for it. While the job is open
+    (the generation it saw, not a later one at the same address) it wakes _WAKE_NEXT more
+    parked threads, and takes the job if it has its worker number; else it counts itself
+    out again."""
     fn = b.function
     generation, running = _field(b, pool, _GENERATION), _field(b, pool, _RUNNING)
     saw = b.load_atomic(generation, "acquire", 8, typ=I64)
@@ -330,9 +321,9 @@ def _take_fast(b: ll.IRBuilder, pool, share, wake, index, seen, pthread: dict) -
                                                              "fast_out"))
     b.cbranch(b.and_(same, b.icmp_unsigned("!=", b.ptrtoint(job, I64), I64(0))), is_open, out)
     b.position_at_end(is_open)
+    _wake(b, pthread, pool, _WAKE_NEXT)
     b.cbranch(b.icmp_signed("<", index, b.load(_word(b, job, WORKERS), typ=I64)), take, out)
     b.position_at_end(take)
-    _wake_parked(b, pool, job, index, wake, pthread)
     _run_share(b, pool, share, job, index, pthread)
     done = fn.append_basic_block("fast_done")
     b.branch(done)
@@ -340,31 +331,6 @@ def _take_fast(b: ll.IRBuilder, pool, share, wake, index, seen, pthread: dict) -
     _count_out(b, pool, pthread)
     b.branch(done)
     b.position_at_end(done)
-
-
-def _wake_parked(b: ll.IRBuilder, pool, job, index, wake, pthread: dict) -> None:
-    """wake(), under the mutex, when one of the thread's children is parked (a child marks
-    itself parked under the mutex, then looks at the generation, so either it sees this
-    job or this thread sees it parked)."""
-    conds = b.inttoptr(b.load(_field(b, pool, _CONDS), typ=I64), PTR)
-    workers = b.load(_word(b, job, WORKERS), typ=I64)
-    with b.goto_entry_block():
-        b.position_at_start(b.function.entry_basic_block)
-        found = b.alloca(I64)
-    b.store(I64(0), found)
-    for offset in range(1, FANOUT + 1):
-        child = b.add(b.mul(index, I64(FANOUT)), I64(offset))
-        with b.if_then(b.icmp_signed("<", child, workers)):
-            words = b.sub(b.load(_word(b, conds, child), typ=I64), I64(_THREAD_COND))
-            flag = b.load_atomic(_word(b, b.inttoptr(words, PTR), _PARKED), "seq_cst", 8,
-                                 typ=I64)
-            b.store(b.or_(b.load(found, typ=I64), flag), found)
-    any_parked = b.icmp_unsigned("!=", b.load(found, typ=I64), I64(0))
-    mutex = _field(b, pool, _MUTEX)
-    with b.if_then(any_parked):
-        b.call(pthread["pthread_mutex_lock"], [mutex])
-        b.call(wake, [pool, job, index])
-        b.call(pthread["pthread_mutex_unlock"], [mutex])
 
 
 def _run_share(b: ll.IRBuilder, pool, share, job, index, pthread: dict) -> None:
@@ -417,8 +383,7 @@ def _spin_until(b: ll.IRBuilder, pthread: dict, spin_ns, out: ll.Block, ready,
     b.branch(head)
 
 
-def _build_run(module: ll.Module, share: ll.Function, wake: ll.Function,
-               pthread: dict) -> None:
+def _build_run(module: ll.Module, share: ll.Function, pthread: dict) -> None:
     """i64 ptxport_pool_run(pool, job): start the job's counter, open the job to the pool's
     threads (when it has more than one worker), run worker 0's share, close the job and wait
     for the threads that took it; how many workers failed. Every worker's result is -1 until
@@ -439,13 +404,10 @@ def _build_run(module: ll.Module, share: ll.Function, wake: ll.Function,
     _trace(b, job, pthread, I64(0))
     with b.if_then(several):
         _plan_spin(b, pool, pthread)
-        b.call(pthread["pthread_mutex_lock"], [mutex])
         b.atomic_rmw("xchg", job_slot, b.ptrtoint(job, I64), "seq_cst")
-        generation = _field(b, pool, _GENERATION)
-        # (threads that spin read it without the mutex; llvmlite has no untyped atomic store)
-        b.atomic_rmw("add", generation, I64(1), "seq_cst")
-        b.call(wake, [pool, job, I64(0)])
-        b.call(pthread["pthread_mutex_unlock"], [mutex])
+        # (llvmlite has no untyped atomic store)
+        b.atomic_rmw("add", _field(b, pool, _GENERATION), I64(1), "seq_cst")
+        _wake(b, pthread, pool, _WAKE_FIRST)
     own = b.call(share, [job, I64(0)])
     _trace(b, job, pthread, I64(1))
     check, wait, unlock, out = (fn.append_basic_block(n) for n in ("check", "wait", "unlock",
@@ -453,9 +415,7 @@ def _build_run(module: ll.Module, share: ll.Function, wake: ll.Function,
     close, slept = fn.append_basic_block("close"), fn.append_basic_block("slept")
     b.cbranch(several, close, out)
     b.position_at_end(close)
-    b.call(pthread["pthread_mutex_lock"], [mutex])
     b.atomic_rmw("xchg", job_slot, I64(0), "seq_cst")
-    b.call(pthread["pthread_mutex_unlock"], [mutex])
     # (the helpers usually end within microseconds of this thread: waiting for them on the
     # condition would add a wake-up, tens of microseconds, to every launch)
     b.store(_now(b, pthread, _timespec(b)), _field(b, pool, _CLOSED_AT))
@@ -567,9 +527,9 @@ class _Native:
                 f"which this process does not have: {e}") from None
         module = ll.Module("ptxport_pool")
         pthread = _declare(module)
-        share, wake = _build_share(module, pthread), _build_wake(module, pthread)
-        _build_thread(module, share, wake, pthread)
-        _build_run(module, share, wake, pthread)
+        share = _build_share(module, pthread)
+        _build_thread(module, share, pthread)
+        _build_run(module, share, pthread)
         with LLVM_LOCK:
             for name in _PTHREADS:
                 llvm.add_symbol(f"ptxport.{name}",
@@ -586,6 +546,16 @@ class _Native:
                                            functions["pthread_cond_init"])
         self.create, self.detach = functions["pthread_create"], functions["pthread_detach"]
         self.detach.argtypes = [ctypes.c_void_p]
+
+
+def _futex_number() -> int:
+    """The futex system call's number on this machine; parked threads sleep on a futex."""
+    machine = llvm.get_process_triple().split("-")[0]
+    if not sys.platform.startswith("linux") or machine not in _SYS_FUTEX:
+        raise PtxportError(
+            f"the CPU device's worker threads sleep on Linux futexes, which this system "
+            f"({sys.platform}, {machine}) does not have")
+    return _SYS_FUTEX[machine]
 
 
 @cache
@@ -609,7 +579,6 @@ class Pool:
             raise PtxportError("the CPU device could not set up its worker threads' "
                                "mutex and condition (pthread_*_init failed)")
         self._threads: list[np.ndarray] = []      # each thread's words (it reads them)
-        self._conds = np.zeros(1, dtype=np.int64)
         self._set_policy()
         _POOLS.append(self)
 
@@ -621,6 +590,7 @@ class Pool:
         words[_FIXED_NS // 8] = -1 if fixed is None else fixed
         words[_CAP_NS // 8], words[_FLOOR_NS // 8] = cap, min(SPIN_FLOOR_NS, cap)
         words[_SPIN_NS // 8] = min(SPIN_FLOOR_NS, cap) if fixed is None else fixed
+        words[_WAKE_FIRST // 8], words[_WAKE_NEXT // 8] = _WAKE
 
     def spin_state(self) -> dict:
         """The spin the pool's threads watch for the next job after the last one (seconds)
@@ -636,19 +606,11 @@ class Pool:
         if len(self._threads) >= helpers:
             return
         words = self._memory.view(np.int64)
-        conds = np.zeros(helpers + 1, dtype=np.int64)
-        conds[:self._conds.size] = self._conds
-        self._conds = conds
-        words[_CONDS // 8] = conds.ctypes.data
         while len(self._threads) < helpers:
             number = len(self._threads) + 1
             words_of_thread = np.zeros(_THREAD_SIZE // 8, dtype=np.int64)
             words_of_thread[:3] = (self.address, number, words[_GENERATION // 8])
             address = words_of_thread.ctypes.data
-            if self._native.init_cond(ctypes.c_void_p(address + _THREAD_COND), None):
-                raise PtxportError("the CPU device could not set up a worker thread's "
-                                   "condition (pthread_cond_init failed)")
-            conds[number] = address + _THREAD_COND
             handle = ctypes.c_uint64(0)
             failed = self._native.create(ctypes.byref(handle), None,
                                          ctypes.c_void_p(self._native.thread),
@@ -718,14 +680,37 @@ def set_spin(seconds: float | None = None, cap: float = SPIN_CAP_NS / 1e9) -> No
         pool._set_policy()
 
 
+# How many parked threads the launching thread wakes at a job's opening, and how many each
+# thread that takes a job wakes (set_wake).
+_WAKE = [2, 2]
+
+
+def set_wake(first: int, then: int) -> None:
+    """How parked worker threads are woken for a launch: the launching thread wakes `first`
+    of them (ALL: every one, in one system call), then each thread that takes the launch
+    wakes `then` more while some still sleep (a tree: the waking is shared, and the
+    launching thread starts its own share sooner). A benchmark's knob (cpu_scaling.py
+    --wake); the default is what measured fastest."""
+    if first < 1 or then < 0:
+        raise ValueError("the launching thread wakes at least one thread, the others at "
+                         "least none")
+    _WAKE[:] = [min(first, ALL), min(then, ALL)]
+    for pool in _POOLS:
+        pool._set_policy()
+
+
 def spin_policy() -> str:
-    """The spin policy in words (set_spin), for benchmarks' headers."""
+    """The spin policy in words (set_spin) and how parked threads are woken (set_wake), for
+    benchmarks' headers."""
     fixed, cap = _SPIN
+    first, then = ("all" if n == ALL else str(n) for n in _WAKE)
+    wake = f"; parked threads woken {first} by the launching thread, {then} by each taker"
     if fixed is not None:
-        return f"spin fixed {fixed / 1e6:g} ms"
+        return f"spin fixed {fixed / 1e6:g} ms" + wake
     floor = min(SPIN_FLOOR_NS, cap) / 1e6
     return (f"spin adaptive (2x the longer of the last 2 gaps between launches, "
-            f"{floor:g} to {cap / 1e6:g} ms; {floor:g} ms after a gap over {cap / 1e6:g} ms)")
+            f"{floor:g} to {cap / 1e6:g} ms; {floor:g} ms after a gap over {cap / 1e6:g} ms)"
+            + wake)
 
 
 # Pools no launch holds now; the count ever made (pools are numbered from 0, in a forked
