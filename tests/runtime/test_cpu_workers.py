@@ -411,6 +411,44 @@ def test_parked_workers_wake_for_the_next_launch(dev, kernels, workers, spin, se
         assert sorted(_read(smids, stream, 4)) == [0, 1, 2, 3]
 
 
+@pytest.fixture
+def wake():
+    """pool.set_wake(first, then) for the test, the default again after it."""
+    default = tuple(cpu_pool._WAKE)
+    yield cpu_pool.set_wake
+    cpu_pool.set_wake(*default)
+
+
+@pytest.mark.parametrize("first, then", [(1, 1), (1, cpu_pool.ALL), (cpu_pool.ALL, 0),
+                                         (2, 2)])
+def test_every_parked_worker_wakes_whatever_the_wake_tree(dev, kernels, workers, spin, wake,
+                                                          first, then):
+    # (the launching thread wakes `first` of the parked threads, each taker `then` more; a
+    # futex wakes any of its sleepers, so a woken thread the launch has no worker number
+    # for must pass the wake on too: the pool has 5 threads, the second launch needs 3)
+    spin(0)
+    wake(first, then)
+    stream = dev.create_stream()
+    gather = kernels.get_kernel("gather")
+    for count in (6, 3, 6):
+        workers(count)
+        time.sleep(0.02)
+        arrived, smids = _zeros(dev, stream, 1), _zeros(dev, stream, count)
+        launch(stream, LaunchConfig(grid=count, block=1, timeout=60), gather, arrived, smids,
+               np.uint32(count))
+        assert sorted(_read(smids, stream, count)) == list(range(count))
+    assert f"woken {'all' if first == cpu_pool.ALL else first} by the launching" in \
+        cpu_pool.spin_policy()
+
+
+def test_a_wake_tree_that_leaves_threads_asleep_is_refused(wake):
+    with pytest.raises(ValueError, match="wakes at least one thread"):
+        wake(0, 2)
+    with pytest.raises(ValueError, match="at least one unless the launching thread wakes all"):
+        wake(1, 0)
+    wake(cpu_pool.ALL, 0)
+
+
 def test_a_negative_spin_time_is_refused():
     with pytest.raises(ValueError, match="at least 0 seconds"):
         cpu_pool.set_spin(-1)

@@ -252,8 +252,11 @@ def _wake(b: ll.IRBuilder, pthread: dict, pool, how_many: int) -> None:
     either the sleeper sees the new generation or the waker sees it counted; the futex
     sleeps only while the word still holds the generation the sleeper saw."""
     sleepers = b.load_atomic(_field(b, pool, _SLEEPERS), "seq_cst", 8, typ=I64)
-    with b.if_then(b.icmp_signed(">", sleepers, I64(0))):
-        _futex(b, pthread, pool, _FUTEX_WAKE, b.load(_field(b, pool, how_many), typ=I64))
+    count = b.load(_field(b, pool, how_many), typ=I64)
+    # (a futex wake of 0 threads wakes one)
+    with b.if_then(b.and_(b.icmp_signed(">", sleepers, I64(0)),
+                          b.icmp_signed(">", count, I64(0)))):
+        _futex(b, pthread, pool, _FUTEX_WAKE, count)
 
 
 def _build_thread(module: ll.Module, share: ll.Function, pthread: dict) -> None:
@@ -691,9 +694,10 @@ def set_wake(first: int, then: int) -> None:
     wakes `then` more while some still sleep (a tree: the waking is shared, and the
     launching thread starts its own share sooner). A benchmark's knob (cpu_scaling.py
     --wake); the default is what measured fastest."""
-    if first < 1 or then < 0:
-        raise ValueError("the launching thread wakes at least one thread, the others at "
-                         "least none")
+    if first < 1 or (then < 1 and first < ALL):
+        raise ValueError("the launching thread wakes at least one thread, and each taker "
+                         "at least one unless the launching thread wakes all (else some "
+                         "would sleep through a launch)")
     _WAKE[:] = [min(first, ALL), min(then, ALL)]
     for pool in _POOLS:
         pool._set_policy()
