@@ -1,15 +1,20 @@
 """Native worker threads that run a launch's blocks on every core, with no Python between
 blocks or between workers.
 
-A pool is a set of POSIX threads, started once and kept, each parked on a condition variable
-of its own; they never run Python. A launch hands a pool a job (Job): a claiming entry point,
-its trampoline (entry.py), one row of argument words per worker and a word for each worker's
-result. `run` is ONE ctypes call (the GIL is released for its whole length): it opens the job,
-wakes threads 1 to FANOUT (each thread that takes the job wakes FANOUT more), runs worker 0's
-share on the calling thread, then closes the job and waits for the threads that took it
-(spinning a little first); a thread that wakes after the close leaves it. So a grid that the
-launching thread finishes alone wakes a few threads and waits for none, and a long one has
-all its workers after two wake-ups (16 workers). A thread that ended its share (or came
+A pool is a set of POSIX threads, started once and kept; they never run Python. A launch
+hands a pool a job (Job): a claiming entry point, its trampoline (entry.py), one row of
+argument words per worker and a word for each worker's result. `run` is ONE ctypes call (the
+GIL is released for its whole length): it opens the job (bumps the pool's generation), wakes
+parked threads if any, runs worker 0's share on the calling thread, then closes the job and
+waits for the threads that took it (spinning a little first); a thread that comes after the
+close leaves it. Parked threads sleep on a futex, the generation's low half, and take a
+job without a lock, as spinning ones do: the launching thread wakes two of them (set_wake)
+and each thread that takes the job wakes two more while some sleep, a tree that shares the
+waking (each wake is a system call and, in a VM, an interrupt to an idle virtual CPU) and
+lets the launching thread start its own share after one call. (Before, each thread parked
+on a condition of its own and took the job under the pool's mutex, so that woken threads
+queued for it behind each other and the last of 16 began its share 74-124 us after the
+launch opened.) A thread that ended its share (or came
 too late) watches the generation for the pool's spin time before it parks: a launch that
 comes meanwhile, as a program's next kernel does, finds it awake (waking a parked thread
 took tens of microseconds in a VM, more than short grids run), and a process that stops
@@ -28,8 +33,9 @@ counter to the grid's end when the job says so, so that the others stop after th
 A pool runs one launch at a time: a launching thread takes a free pool (or makes one) and
 gives it back after, so that launches from several streams at once have threads of their own
 (a kernel may wait for a flag another stream's kernel sets, as on a GPU). The pool's code is
-LLVM IR built here and compiled once per process; the pthread functions are found by ctypes
-in the process, so a missing one is a clear error, not a crash. A forked child makes new
+LLVM IR built here and compiled once per process; the pthread functions (and `syscall`, for
+Linux's futex) are found by ctypes in the process, so a missing one is a clear error, not a
+crash. A forked child makes new
 pools (its parent's threads are not in it).
 
 Why native threads: with Python threads as workers, every worker took the GIL to wake, to set
