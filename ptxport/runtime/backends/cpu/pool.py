@@ -63,19 +63,21 @@ from ptxport.errors import PtxportError
 __all__ = ["ALL", "JOB_WORDS", "SPIN_CAP_NS", "SPIN_FLOOR_NS", "Job", "Pool", "give",
            "last_shares", "set_spin", "set_wake", "spin_policy", "take", "trace_shares"]
 
-# A pool's memory (bytes): the pthread objects (opaque; 128 bytes is more than any libc's),
-# then the generation (bumped for each job, and by rouse(); read by spinning threads, its
-# low 32 bits are the futex parked threads sleep on), the job's address (null: none open),
-# how many threads run a share of it now, how many threads are parked (or about to be), how
-# long (ns) a thread that ended its share watches the generation before it parks (set by
-# the launching thread when it opens a job: _plan_spin), then the spin policy (set_spin:
-# the fixed spin, -1 for the adaptive one; its cap and floor), what the adaptive one looks
-# at: when the last job closed and the last two gaps between a job's close and the next
-# one's open (ns), and how many parked threads the launching thread wakes and how many
-# each thread that takes a job wakes (set_wake).
-(_MUTEX, _DONE, _GENERATION, _JOB, _RUNNING, _SLEEPERS, _SPIN_NS, _FIXED_NS, _CAP_NS,
- _FLOOR_NS, _CLOSED_AT, _GAP, _GAP_BEFORE, _WAKE_FIRST, _WAKE_NEXT, _SIZE) = (
-    0, 128, 256, 264, 272, 280, 288, 296, 304, 312, 320, 328, 336, 344, 352, 384)
+# A pool's memory (bytes), by cache line: the pthread objects (opaque; 128 bytes is more
+# than any libc's); what threads read while they watch for a job: the generation (bumped
+# for each job; its low 32 bits are the futex parked threads sleep on), the job's address
+# (null: none open), how long (ns) a thread that ended its share watches the generation
+# before it parks (set by the launching thread when it opens a job: _plan_spin), the spin
+# policy (set_spin: the fixed spin, -1 for the adaptive one; its cap and floor) and how many
+# parked threads the launching thread wakes and how many each thread that takes a job
+# wakes (set_wake); what the adaptive spin looks at (the launching thread's alone): when
+# the last job closed and the last two gaps between a job's close and the next one's open
+# (ns); and, on a line of their own (each thread adds to them, which would take the line
+# from threads watching the generation), how many threads run a share of the job now and
+# how many are parked (or about to be).
+(_MUTEX, _DONE, _GENERATION, _JOB, _SPIN_NS, _FIXED_NS, _CAP_NS, _FLOOR_NS, _WAKE_FIRST,
+ _WAKE_NEXT, _CLOSED_AT, _GAP, _GAP_BEFORE, _RUNNING, _SLEEPERS, _SIZE) = (
+    0, 128, 256, 264, 272, 280, 288, 296, 304, 312, 320, 328, 336, 384, 392, 448)
 # The generation's low 32 bits (the futex word), by the machine's byte order.
 _FUTEX = _GENERATION + (0 if sys.byteorder == "little" else 4)
 # A thread's words: the pool's address, its worker number, the generation it saw last,
