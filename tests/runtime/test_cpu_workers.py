@@ -29,6 +29,8 @@ HEADER = """
 # gather(arrived, smids, n): each block counts itself in *arrived, waits until n blocks have
 # (so it ends only if n blocks run at once), then stores its %smid in smids[%ctaid.x].
 # meet(mine, theirs, n): the same, counting in *mine and waiting for *theirs to reach n.
+# gather_trap(arrived, n, bad): as gather, then block `bad` traps (on whichever worker
+# took it: every worker has one block).
 # count_runs(out): each block k adds 1 to out[k].
 # trap_at(out, bad): block `bad` traps, every other block k stores k + 1 in out[k].
 PTX = HEADER + """
@@ -48,6 +50,23 @@ $L_wait:
   mul.wide.u32 %rd3, %r5, 4;
   add.s64 %rd4, %rd2, %rd3;
   st.global.u32 [%rd4], %r4;
+  ret;
+}
+
+.visible .entry gather_trap(.param .u64 arrived, .param .u32 n, .param .u32 bad)
+{
+  .reg .pred %p<3>; .reg .b32 %r<6>; .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [arrived];
+  ld.param.u32 %r1, [n];
+  ld.param.u32 %r4, [bad];
+  atom.global.add.u32 %r2, [%rd1], 1;
+$L_wait:
+  atom.global.add.u32 %r3, [%rd1], 0;
+  setp.lt.u32 %p1, %r3, %r1;
+  @%p1 bra $L_wait;
+  mov.u32 %r5, %ctaid.x;
+  setp.eq.u32 %p2, %r5, %r4;
+  @%p2 trap;
   ret;
 }
 
@@ -439,6 +458,26 @@ def test_every_parked_worker_wakes_whatever_the_wake_tree(dev, kernels, workers,
         assert sorted(_read(smids, stream, count)) == list(range(count))
     assert f"woken {'all' if first == cpu_pool.ALL else first} by the launching" in \
         cpu_pool.spin_policy()
+
+
+@pytest.mark.parametrize("bad", [0, 3, 5])
+def test_a_trap_on_a_woken_worker_names_its_block(dev, kernels, workers, spin, wake, bad):
+    # (6 blocks that wait for each other: each on a worker of its own, 5 of them woken
+    # through the tree; whichever has block `bad` traps, and the launch names that block)
+    spin(0)
+    wake(1, 1)
+    workers(6)
+    stream = dev.create_stream()
+    gather_trap = kernels.get_kernel("gather_trap")
+    for trap in (bad, 6):
+        time.sleep(0.02)
+        arrived = _zeros(dev, stream, 1)
+        launch(stream, LaunchConfig(grid=6, block=1, timeout=60), gather_trap, arrived,
+               np.uint32(6), np.uint32(trap))
+        if trap < 6:
+            with pytest.raises(KernelTrapError, match=rf"block \({bad}, 0, 0\)"):
+                stream.sync()
+        assert _read(arrived, stream, 1)[0] == 6
 
 
 def test_a_wake_tree_that_leaves_threads_asleep_is_refused(wake):
