@@ -20,12 +20,10 @@ worker pool's idle spin policy (pool.set_spin; --spin S fixes it).
                                      [--budget 2.0] [--workers 1,2,4,8,16] [--json PATH]
                                      [--order separate|alternate] [--schedule guided|chunks]
                                      [--omp-wait default|active|passive] [--busy N]
-                                     [--spin S | --spin-cap S] [--wake FIRST,THEN]
+                                     [--spin S | --spin-cap S]
 
 prints a table and writes benchmarks/results/cpu_scaling.json (or --json). --order,
---omp-wait, --schedule and --busy are cpu_kernels.py's (add_machine_flags); --wake sets how
-parked pool threads are woken (pool.set_wake: the launching thread wakes FIRST, each thread
-that takes the launch THEN more; "all" for every one).
+--omp-wait, --schedule and --busy are cpu_kernels.py's (add_machine_flags).
 """
 
 from __future__ import annotations
@@ -176,8 +174,6 @@ def main() -> None:
     parser.add_argument("--spin-cap", type=float,
                         help="the adaptive spin's cap in seconds (pool.set_spin(None, cap); "
                              "default 0.002; --spin S fixes the spin instead)")
-    parser.add_argument("--wake", help="FIRST,THEN: pool.set_wake(FIRST, THEN); 'all' for "
-                                       "pool.ALL")
     add_machine_flags(parser)
     args = parser.parse_args()
     wanted = [k.strip() for k in args.kernels.split(",") if k.strip()]
@@ -194,9 +190,6 @@ def main() -> None:
     rows = []
     if args.spin_cap is not None:
         cpu_pool.set_spin(None, cap=args.spin_cap)
-    if args.wake:
-        cpu_pool.set_wake(*(cpu_pool.ALL if n.strip() == "all" else int(n)
-                            for n in args.wake.split(",")))
     with MachineSettings(args):
         lib = build_c_library()
         policy = cpu_pool.spin_policy()

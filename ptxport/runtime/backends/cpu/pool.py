@@ -7,15 +7,14 @@ argument words per worker and a word for each worker's result. `run` is ONE ctyp
 GIL is released for its whole length): it opens the job (bumps the pool's generation), wakes
 parked threads if any, runs worker 0's share on the calling thread, then closes the job and
 waits for the threads that took it (spinning a little first); a thread that comes after the
-close leaves it. Parked threads sleep on a futex, the generation's low half, and take a
-job without a lock, as spinning ones do: the launching thread wakes two of them (set_wake)
-and each thread that takes the job wakes two more while some sleep, a tree that shares the
-waking (each wake is a system call and, in a VM, an interrupt to an idle virtual CPU) and
-lets the launching thread start its own share after one call. (Before, each thread parked
-on a condition of its own and took the job under the pool's mutex, so that woken threads
-queued for it behind each other and the last of 16 began its share 74-124 us after the
-launch opened.) A thread that ended its share (or came
-too late) watches the generation for the pool's spin time before it parks: a launch that
+close leaves it. A parked thread sleeps on a futex of its own and takes a job without a
+lock, as spinning ones do; the launching thread wakes each parked thread the job has a
+worker number for, one system call each, before its own share. On the GPU machine's VM
+waking an idle virtual CPU takes about 50 us, whatever wakes it, so a thread woken by a
+woken thread (a tree) starts 100 us late, and 16 threads woken in turn through one mutex
+(before: a condition each, the job taken under the pool's mutex) began their shares up to
+about 125 us after the launch opened. A thread that ended its share (or came too late)
+watches the generation for the pool's spin time before it parks: a launch that
 comes meanwhile, as a program's next kernel does, finds it awake (waking a parked thread
 took tens of microseconds in a VM, more than short grids run), and a process that stops
 launching has its cores back after that time. The spin time adapts (set_spin): the
@@ -60,29 +59,27 @@ from ptxport.codegen.lower import I32, I64, PTR
 from ptxport.codegen.targets.cpu.machine import LLVM_LOCK, target_machine
 from ptxport.errors import PtxportError
 
-__all__ = ["ALL", "JOB_WORDS", "SPIN_CAP_NS", "SPIN_FLOOR_NS", "Job", "Pool", "give",
-           "last_shares", "set_spin", "set_wake", "spin_policy", "take", "trace_shares"]
+__all__ = ["JOB_WORDS", "SPIN_CAP_NS", "SPIN_FLOOR_NS", "Job", "Pool", "give", "last_shares",
+           "set_spin", "spin_policy", "take", "trace_shares"]
 
 # A pool's memory (bytes), by cache line: the pthread objects (opaque; 128 bytes is more
 # than any libc's); what threads read while they watch for a job: the generation (bumped
-# for each job; its low 32 bits are the futex parked threads sleep on), the job's address
-# (null: none open), how long (ns) a thread that ended its share watches the generation
-# before it parks (set by the launching thread when it opens a job: _plan_spin), the spin
-# policy (set_spin: the fixed spin, -1 for the adaptive one; its cap and floor) and how many
-# parked threads the launching thread wakes and how many each thread that takes a job
-# wakes (set_wake); what the adaptive spin looks at (the launching thread's alone): when
-# the last job closed and the last two gaps between a job's close and the next one's open
-# (ns); and, on a line of their own (each thread adds to them, which would take the line
-# from threads watching the generation), how many threads run a share of the job now and
-# how many are parked (or about to be).
-(_MUTEX, _DONE, _GENERATION, _JOB, _SPIN_NS, _FIXED_NS, _CAP_NS, _FLOOR_NS, _WAKE_FIRST,
- _WAKE_NEXT, _CLOSED_AT, _GAP, _GAP_BEFORE, _RUNNING, _SLEEPERS, _SIZE) = (
-    0, 128, 256, 264, 272, 280, 288, 296, 304, 312, 320, 328, 336, 384, 392, 448)
-# The generation's low 32 bits (the futex word), by the machine's byte order.
-_FUTEX = _GENERATION + (0 if sys.byteorder == "little" else 4)
-# A thread's words: the pool's address, its worker number, the generation it saw last,
-# whether it is parked (for tests and benchmarks: the pool counts them in _SLEEPERS).
-_PARKED, _THREAD_SIZE = 3, 64
+# for each job), the job's address (null: none open), how long (ns) a thread that ended
+# its share watches the generation before it parks (set by the launching thread when it
+# opens a job: _plan_spin), the spin policy (set_spin: the fixed spin, -1 for the adaptive
+# one; its cap and floor) and the address of the table of each thread's words (by worker
+# number); what the adaptive spin looks at (the launching thread's alone): when the last
+# job closed and the last two gaps between a job's close and the next one's open (ns);
+# and, on a line of their own (each thread adds to them, which would take the line from
+# threads watching the generation), how many threads run a share of the job now and how
+# many are parked (or about to be).
+(_MUTEX, _DONE, _GENERATION, _JOB, _SPIN_NS, _FIXED_NS, _CAP_NS, _FLOOR_NS, _THREADS,
+ _CLOSED_AT, _GAP, _GAP_BEFORE, _RUNNING, _SLEEPERS, _SIZE) = (
+    0, 128, 256, 264, 272, 280, 288, 296, 304, 320, 328, 336, 384, 392, 448)
+# A thread's words (a cache line of its own): the pool's address, its worker number, the
+# generation it saw last, whether it is parked (or about to be), and the futex it sleeps
+# on then (32 bits; the launching thread sets it to 1 to wake it).
+_PARKED, _WAKE_FLAG, _THREAD_SIZE = 3, 4, 64
 
 # A job's words (Job below).
 (TRAMPOLINE, ENTRY, ARGS, STRIDE, RESULTS, WORKERS, COUNTER, START, TOTAL, STOP_ON_FAILURE,
@@ -104,9 +101,6 @@ _PTHREADS = ("pthread_mutex_lock", "pthread_mutex_unlock", "pthread_cond_wait",
 _SYS_FUTEX = {"x86_64": 202, "aarch64": 98, "arm64": 98, "riscv64": 98, "ppc64le": 221,
               "ppc64": 221, "s390x": 238, "loongarch64": 98}
 _FUTEX_WAIT, _FUTEX_WAKE = 128, 129
-# Wake every parked thread at once (set_wake).
-ALL = 1 << 30
-
 
 class Job:
     """What a pool runs: the counter starts at START; worker i calls trampoline(entry, args +
@@ -244,32 +238,41 @@ def _zero_cache(b: ll.IRBuilder, job, first) -> None:
         b.call(memset, [cache, ll.Constant(ll.IntType(8), 0), size, ll.Constant(ll.IntType(1), 0)])
 
 
-def _futex(b: ll.IRBuilder, pthread: dict, pool, op: int, value: ll.Value) -> None:
-    """futex(op) on the pool's futex word (the generation's low half): wait while it is
-    `value` (i64, its low 32 bits), or wake `value` threads sleeping on it."""
-    word = b.ptrtoint(_field(b, pool, _FUTEX), I64)
-    b.call(pthread["syscall"], [I64(_futex_number()), word, I64(op),
-                                b.and_(value, I64(0xFFFFFFFF)), I64(0), I64(0), I64(0)])
+def _futex(b: ll.IRBuilder, pthread: dict, word, op: int, value: int) -> None:
+    """futex(op) on the 32-bit word at `word`: wait while it is `value`, or wake `value`
+    threads sleeping on it."""
+    b.call(pthread["syscall"], [I64(_futex_number()), b.ptrtoint(word, I64), I64(op),
+                                I64(value), I64(0), I64(0), I64(0)])
 
 
-def _wake(b: ll.IRBuilder, pthread: dict, pool, how_many: int) -> None:
-    """After the generation changed: wake as many parked threads as the pool's word
-    `how_many` (_WAKE_FIRST, _WAKE_NEXT) says, if any is parked. A thread counts itself in
-    _SLEEPERS before it looks at the generation a last time and sleeps, and the waker
-    changed the generation before it looks at _SLEEPERS (both sequentially consistent), so
-    either the sleeper sees the new generation or the waker sees it counted; the futex
-    sleeps only while the word still holds the generation the sleeper saw."""
+def _flag_futex(b: ll.IRBuilder, words):
+    """The futex of a thread's wake flag (a word): its low 32 bits, by the byte order."""
+    return b.gep(_word(b, words, _WAKE_FLAG), [I64(0 if sys.byteorder == "little" else 4)],
+                 source_etype=ll.IntType(8))
+
+
+def _wake(b: ll.IRBuilder, pthread: dict, pool, job) -> None:
+    """After the generation changed: wake each parked thread the job has a worker number
+    for, one system call each, all from this thread (waking an idle virtual CPU took about
+    50 us on the GPU machine's VM, and a thread woken by a woken thread starts that much
+    later again). A thread marks itself parked before it looks at the generation a last
+    time and sleeps, and this thread changed the generation before it looks at the marks
+    (both sequentially consistent), so either the sleeper sees the new generation or this
+    thread sees it parked; the futex sleeps only while the thread's flag is 0."""
     sleepers = b.load_atomic(_field(b, pool, _SLEEPERS), "seq_cst", 8, typ=I64)
-    count = b.load(_field(b, pool, how_many), typ=I64)
-    # (a futex wake of 0 threads wakes one)
-    with b.if_then(b.and_(b.icmp_signed(">", sleepers, I64(0)),
-                          b.icmp_signed(">", count, I64(0)))):
-        _futex(b, pthread, pool, _FUTEX_WAKE, count)
+    with b.if_then(b.icmp_signed(">", sleepers, I64(0))):
+        table = b.inttoptr(b.load(_field(b, pool, _THREADS), typ=I64), PTR)
+        with _counting(b, b.sub(b.load(_word(b, job, WORKERS), typ=I64), I64(1))) as i:
+            words = b.inttoptr(b.load(_word(b, table, b.add(i, I64(1))), typ=I64), PTR)
+            parked = b.load_atomic(_word(b, words, _PARKED), "seq_cst", 8, typ=I64)
+            with b.if_then(b.icmp_unsigned("!=", parked, I64(0))):
+                b.atomic_rmw("xchg", _word(b, words, _WAKE_FLAG), I64(1), "seq_cst")
+                _futex(b, pthread, _flag_futex(b, words), _FUTEX_WAKE, 1)
 
 
 def _build_thread(module: ll.Module, share: ll.Function, pthread: dict) -> None:
     """void *ptxport_pool_thread(arg): arg: the thread's words (_THREAD_*). A parked thread
-    sleeps on the pool's futex until the generation changes, then takes the job like a
+    sleeps on its own futex until the generation changes, then takes the job like a
     spinning one (_take_fast): no mutex, so that woken threads do not queue behind each
     other for it. After a share (or a job it came too late for) it watches the generation
     for the pool's spin time, taking a job that opens meanwhile; then it parks again."""
@@ -281,11 +284,12 @@ def _build_thread(module: ll.Module, share: ll.Function, pthread: dict) -> None:
     seen = b.alloca(I64)
     b.store(b.load(_word(b, arg, 2), typ=I64), seen)
     generation, sleepers = _field(b, pool, _GENERATION), _field(b, pool, _SLEEPERS)
-    parked = _word(b, arg, _PARKED)
+    parked, flag = _word(b, arg, _PARKED), _word(b, arg, _WAKE_FLAG)
     park, check, sleep, woken, spin, spun = (fn.append_basic_block(n) for n in (
         "park", "check", "sleep", "woken", "spin", "spun"))
     b.branch(park)
     b.position_at_end(park)
+    b.atomic_rmw("xchg", flag, I64(0), "seq_cst")
     b.atomic_rmw("xchg", parked, I64(1), "seq_cst")
     b.atomic_rmw("add", sleepers, I64(1), "seq_cst")
     b.branch(check)
@@ -293,7 +297,7 @@ def _build_thread(module: ll.Module, share: ll.Function, pthread: dict) -> None:
     now = b.load_atomic(generation, "seq_cst", 8, typ=I64)
     b.cbranch(b.icmp_unsigned("==", now, b.load(seen, typ=I64)), sleep, woken)
     b.position_at_end(sleep)
-    _futex(b, pthread, pool, _FUTEX_WAIT, b.load(seen, typ=I64))
+    _futex(b, pthread, _flag_futex(b, arg), _FUTEX_WAIT, 0)
     b.branch(check)
     b.position_at_end(woken)
     b.atomic_rmw("sub", sleepers, I64(1), "seq_cst")
@@ -317,10 +321,9 @@ def _take_fast(b: ll.IRBuilder, pool, share, index, seen, pthread: dict) -> None
     """A thread's take of the job it saw open (woken or spinning), without the mutex: count
     itself in `running` first, then look at the job; the launching thread closes a job
     (nulls it) first, then looks at `running`, all sequentially consistent, so either this
-    thread sees the job closed or the launching thread waits for it. While the job is open
-    (the generation it saw, not a later one at the same address) it wakes _WAKE_NEXT more
-    parked threads, and takes the job if it has its worker number; else it counts itself
-    out again."""
+    thread sees the job closed or the launching thread waits for it. It takes the job only
+    if it is the generation it saw (not a later one at the same address) and has its
+    worker number; else it counts itself out again."""
     fn = b.function
     generation, running = _field(b, pool, _GENERATION), _field(b, pool, _RUNNING)
     saw = b.load_atomic(generation, "acquire", 8, typ=I64)
@@ -332,7 +335,6 @@ def _take_fast(b: ll.IRBuilder, pool, share, index, seen, pthread: dict) -> None
                                                              "fast_out"))
     b.cbranch(b.and_(same, b.icmp_unsigned("!=", b.ptrtoint(job, I64), I64(0))), is_open, out)
     b.position_at_end(is_open)
-    _wake(b, pthread, pool, _WAKE_NEXT)
     b.cbranch(b.icmp_signed("<", index, b.load(_word(b, job, WORKERS), typ=I64)), take, out)
     b.position_at_end(take)
     _run_share(b, pool, share, job, index, pthread)
@@ -418,7 +420,7 @@ def _build_run(module: ll.Module, share: ll.Function, pthread: dict) -> None:
         b.atomic_rmw("xchg", job_slot, b.ptrtoint(job, I64), "seq_cst")
         # (llvmlite has no untyped atomic store)
         b.atomic_rmw("add", _field(b, pool, _GENERATION), I64(1), "seq_cst")
-        _wake(b, pthread, pool, _WAKE_FIRST)
+        _wake(b, pthread, pool, job)
     own = b.call(share, [job, I64(0)])
     _trace(b, job, pthread, I64(1))
     check, wait, unlock, out = (fn.append_basic_block(n) for n in ("check", "wait", "unlock",
@@ -590,6 +592,7 @@ class Pool:
             raise PtxportError("the CPU device could not set up its worker threads' "
                                "mutex and condition (pthread_*_init failed)")
         self._threads: list[np.ndarray] = []      # each thread's words (it reads them)
+        self._table = np.zeros(1, dtype=np.int64)
         self._set_policy()
         _POOLS.append(self)
 
@@ -601,7 +604,6 @@ class Pool:
         words[_FIXED_NS // 8] = -1 if fixed is None else fixed
         words[_CAP_NS // 8], words[_FLOOR_NS // 8] = cap, min(SPIN_FLOOR_NS, cap)
         words[_SPIN_NS // 8] = min(SPIN_FLOOR_NS, cap) if fixed is None else fixed
-        words[_WAKE_FIRST // 8], words[_WAKE_NEXT // 8] = _WAKE
 
     def spin_state(self) -> dict:
         """The spin the pool's threads watch for the next job after the last one (seconds)
@@ -617,11 +619,18 @@ class Pool:
         if len(self._threads) >= helpers:
             return
         words = self._memory.view(np.int64)
+        table = np.zeros(helpers + 1, dtype=np.int64)
+        table[:self._table.size] = self._table
+        self._table = table
+        words[_THREADS // 8] = table.ctypes.data
         while len(self._threads) < helpers:
             number = len(self._threads) + 1
-            words_of_thread = np.zeros(_THREAD_SIZE // 8, dtype=np.int64)
+            raw = np.zeros(2 * _THREAD_SIZE // 8, dtype=np.int64)
+            start = (-raw.ctypes.data) % _THREAD_SIZE // 8
+            words_of_thread = raw[start:start + _THREAD_SIZE // 8]
             words_of_thread[:3] = (self.address, number, words[_GENERATION // 8])
             address = words_of_thread.ctypes.data
+            table[number] = address
             handle = ctypes.c_uint64(0)
             failed = self._native.create(ctypes.byref(handle), None,
                                          ctypes.c_void_p(self._native.thread),
@@ -691,38 +700,14 @@ def set_spin(seconds: float | None = None, cap: float = SPIN_CAP_NS / 1e9) -> No
         pool._set_policy()
 
 
-# How many parked threads the launching thread wakes at a job's opening, and how many each
-# thread that takes a job wakes (set_wake).
-_WAKE = [2, 2]
-
-
-def set_wake(first: int, then: int) -> None:
-    """How parked worker threads are woken for a launch: the launching thread wakes `first`
-    of them (ALL: every one, in one system call), then each thread that takes the launch
-    wakes `then` more while some still sleep (a tree: the waking is shared, and the
-    launching thread starts its own share sooner). A benchmark's knob (cpu_scaling.py
-    --wake); the default is what measured fastest."""
-    if first < 1 or (then < 1 and first < ALL):
-        raise ValueError("the launching thread wakes at least one thread, and each taker "
-                         "at least one unless the launching thread wakes all (else some "
-                         "would sleep through a launch)")
-    _WAKE[:] = [min(first, ALL), min(then, ALL)]
-    for pool in _POOLS:
-        pool._set_policy()
-
-
 def spin_policy() -> str:
-    """The spin policy in words (set_spin) and how parked threads are woken (set_wake), for
-    benchmarks' headers."""
+    """The spin policy in words (set_spin), for benchmarks' headers."""
     fixed, cap = _SPIN
-    first, then = ("all" if n == ALL else str(n) for n in _WAKE)
-    wake = f"; parked threads woken {first} by the launching thread, {then} by each taker"
     if fixed is not None:
-        return f"spin fixed {fixed / 1e6:g} ms" + wake
+        return f"spin fixed {fixed / 1e6:g} ms"
     floor = min(SPIN_FLOOR_NS, cap) / 1e6
     return (f"spin adaptive (2x the longer of the last 2 gaps between launches, "
-            f"{floor:g} to {cap / 1e6:g} ms; {floor:g} ms after a gap over {cap / 1e6:g} ms)"
-            + wake)
+            f"{floor:g} to {cap / 1e6:g} ms; {floor:g} ms after a gap over {cap / 1e6:g} ms)")
 
 
 # Pools no launch holds now; the count ever made (pools are numbered from 0, in a forked
