@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from ptxport import Device, LaunchConfig, Program, launch
-from ptxport.errors import KernelTimeoutError, KernelTrapError
+from ptxport.errors import KernelTimeoutError, KernelTrapError, PtxportError
 from ptxport.runtime.backends.cpu import executor as cpu_executor
 from ptxport.runtime.backends.cpu import pool as cpu_pool
 
@@ -465,6 +465,14 @@ def test_a_trap_on_a_woken_worker_names_its_block(dev, kernels, workers, spin, b
             with pytest.raises(KernelTrapError, match=rf"block \({bad}, 0, 0\)"):
                 stream.sync()
         assert _read(arrived, stream, 1)[0] == 6
+
+
+def test_a_system_without_futexes_is_a_clear_error(monkeypatch):
+    # (parked pool threads sleep on Linux futexes; elsewhere building the pool says so)
+    monkeypatch.setattr(sys, "platform", "darwin")
+    with pytest.raises(PtxportError, match="sleep on Linux futexes, which this system "
+                                           r"\(darwin, "):
+        cpu_pool._futex_number()
 
 
 def test_a_negative_spin_time_is_refused():
