@@ -683,7 +683,7 @@ _POOLS: list[Pool] = []
 
 def set_spin(seconds: float | None = None, cap: float = SPIN_CAP_NS / 1e9) -> None:
     """How long worker threads watch for the next launch after their share of one ends
-    before they park on their condition. Watching keeps a core busy; a launch that comes
+    before they park (on a futex). Watching keeps a core busy; a launch that comes
     meanwhile finds its workers awake instead of waking them (tens of microseconds each).
     `seconds`: a fixed time (0: park at once); None (the default): adaptive, twice the
     longer of the last two gaps between a launch's end and the next one's start, at least
