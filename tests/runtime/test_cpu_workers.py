@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from ptxport import Device, LaunchConfig, Program, launch
-from ptxport.errors import KernelTimeoutError, KernelTrapError, PtxportError
+from ptxport.errors import KernelTimeoutError, KernelTrapError
 from ptxport.runtime.backends.cpu import executor as cpu_executor
 from ptxport.runtime.backends.cpu import pool as cpu_pool
 
@@ -467,12 +467,39 @@ def test_a_trap_on_a_woken_worker_names_its_block(dev, kernels, workers, spin, b
         assert _read(arrived, stream, 1)[0] == 6
 
 
-def test_a_system_without_futexes_is_a_clear_error(monkeypatch):
-    # (parked pool threads sleep on Linux futexes; elsewhere building the pool says so)
-    monkeypatch.setattr(sys, "platform", "darwin")
-    with pytest.raises(PtxportError, match="sleep on Linux futexes, which this system "
-                                           r"\(darwin, "):
-        cpu_pool._futex_number()
+def test_without_futexes_parked_workers_poll_and_wake(tmp_path):
+    # (where the system has no futex, as macOS, parked pool threads poll their flag: in a
+    # process whose pool is built so, blocks that all wait for each other still meet after
+    # the workers parked)
+    script = tmp_path / "poll.py"
+    script.write_text(f"""
+import time
+import numpy as np
+from ptxport import Device, LaunchConfig, Program, launch
+from ptxport.runtime.backends.cpu import executor as cpu_executor
+from ptxport.runtime.backends.cpu import pool as cpu_pool
+cpu_pool._futex_number = lambda: None
+cpu_pool.set_spin(0)
+cpu_executor.set_workers(4)
+dev = Device("cpu")
+stream = dev.create_stream()
+gather = Program({PTX!r}, code_type="ptx").compile("native").get_kernel("gather")
+for _ in range(3):
+    time.sleep(0.02)
+    arrived, smids = dev.allocate(4, stream=stream), dev.allocate(16, stream=stream)
+    arrived.fill(0, 4, stream=stream)
+    launch(stream, LaunchConfig(grid=4, block=1, timeout=30), gather, arrived, smids,
+           np.uint32(4))
+    out = np.empty(4, np.uint32)
+    smids.copy_to(out, stream=stream)
+    stream.sync()
+    print(sorted(out.tolist()))
+""")
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.stdout.split("\n")[:3] == ["[0, 1, 2, 3]"] * 3, done.stderr
 
 
 def test_a_negative_spin_time_is_refused():

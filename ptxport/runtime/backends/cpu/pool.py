@@ -7,7 +7,8 @@ argument words per worker and a word for each worker's result. `run` is ONE ctyp
 GIL is released for its whole length): it opens the job (bumps the pool's generation), wakes
 parked threads if any, runs worker 0's share on the calling thread, then closes the job and
 waits for the threads that took it (spinning a little first); a thread that comes after the
-close leaves it. A parked thread sleeps on a futex of its own and takes a job without a
+close leaves it. A parked thread sleeps on a futex of its own (where the system has none,
+as macOS, it polls a flag every 0.2 ms) and takes a job without a
 lock, as spinning ones do; the launching thread wakes each parked thread the job has a
 worker number for, one system call each, before its own share. On the GPU machine's VM
 waking an idle virtual CPU takes about 50 us, whatever wakes it, so a thread woken by a
@@ -94,13 +95,15 @@ _LAUNCHER_SPIN_NS, _LAUNCHER_SPIN_MAX_NS = 50_000, 200_000
 _TRACE_HEAD = 3
 
 _PTHREADS = ("pthread_mutex_lock", "pthread_mutex_unlock", "pthread_cond_wait",
-             "pthread_cond_signal", "clock_gettime", "sched_yield", "syscall")
+             "pthread_cond_signal", "clock_gettime", "sched_yield", "syscall", "usleep")
 
 # Linux's futex system call: its number by machine (the process's triple's first part) and
 # the two operations used (private: the pool's threads are one process's).
 _SYS_FUTEX = {"x86_64": 202, "aarch64": 98, "arm64": 98, "riscv64": 98, "ppc64le": 221,
               "ppc64": 221, "s390x": 238, "loongarch64": 98}
 _FUTEX_WAIT, _FUTEX_WAKE = 128, 129
+# Where there are no futexes: how often (us) a parked thread looks for a job.
+_POLL_US = 200
 
 class Job:
     """What a pool runs: the counter starts at START; worker i calls trampoline(entry, args +
@@ -150,7 +153,7 @@ def _declare(module: ll.Module) -> dict[str, ll.Function]:
     """The pthread functions, by their names in the process (pointers as opaque `ptr`)."""
     one, two = ll.FunctionType(I32, [PTR]), ll.FunctionType(I32, [PTR, PTR])
     types = {"pthread_cond_wait": two, "clock_gettime": ll.FunctionType(I32, [I32, PTR]),
-             "sched_yield": ll.FunctionType(I32, []),
+             "sched_yield": ll.FunctionType(I32, []), "usleep": ll.FunctionType(I32, [I32]),
              "syscall": ll.FunctionType(I64, [I64], var_arg=True)}
     return {name: ll.Function(module, types.get(name, one), f"ptxport.{name}")
             for name in _PTHREADS}
@@ -240,8 +243,16 @@ def _zero_cache(b: ll.IRBuilder, job, first) -> None:
 
 def _futex(b: ll.IRBuilder, pthread: dict, word, op: int, value: int) -> None:
     """futex(op) on the 32-bit word at `word`: wait while it is `value`, or wake `value`
-    threads sleeping on it."""
-    b.call(pthread["syscall"], [I64(_futex_number()), b.ptrtoint(word, I64), I64(op),
+    threads sleeping on it. Without futexes (macOS, other systems) a wait is a sleep of
+    _POLL_US microseconds, after which the caller looks again, and a wake is nothing (the
+    flag the waker set is what the sleeper looks at): a parked thread then starts a launch
+    up to that much later, and costs its core a short wake-up that often while parked."""
+    number = _futex_number()
+    if number is None:
+        if op == _FUTEX_WAIT:
+            b.call(pthread["usleep"], [ll.Constant(I32, _POLL_US)])
+        return
+    b.call(pthread["syscall"], [I64(number), b.ptrtoint(word, I64), I64(op),
                                 I64(value), I64(0), I64(0), I64(0)])
 
 
@@ -561,14 +572,14 @@ class _Native:
         self.detach.argtypes = [ctypes.c_void_p]
 
 
-def _futex_number() -> int:
-    """The futex system call's number on this machine; parked threads sleep on a futex."""
+def _futex_number() -> int | None:
+    """The futex system call's number on this machine (parked threads sleep on a futex), or
+    None where there is none (not Linux, or a machine not in _SYS_FUTEX): there parked
+    threads poll their flag every _POLL_US microseconds instead (_futex)."""
     machine = llvm.get_process_triple().split("-")[0]
-    if not sys.platform.startswith("linux") or machine not in _SYS_FUTEX:
-        raise PtxportError(
-            f"the CPU device's worker threads sleep on Linux futexes, which this system "
-            f"({sys.platform}, {machine}) does not have")
-    return _SYS_FUTEX[machine]
+    if not sys.platform.startswith("linux"):
+        return None
+    return _SYS_FUTEX.get(machine)
 
 
 @cache
