@@ -168,21 +168,38 @@ def strided_access(fl: GangLowering, place: Place, t: Type, value, general):
 
 
 def _lane_by_lane(fl: GangLowering, t: Type, value, pointer, stride):
-    """All 32 lanes' elements `stride` bytes apart from `pointer` (lane 0's), lane by lane:
-    unrolled scalar accesses, which beat gathers and scatters on scan_blelloch's longer
-    strides both on an AMD EPYC (-3% CPU time) and on the GPU host's Xeon (-7%)."""
+    """All 32 lanes' elements `stride` bytes apart from `pointer` (lane 0's), lane by lane
+    through a stack array: a load's 32 scalar loads are stored to it and read back as one
+    vector, a store's vector is stored to it and its elements read back one by one. Put
+    into (taken out of) the vector register one shuffle each, the lanes queue on the one
+    port for shuffles that Intel's cores have (scan_blelloch's strides of 8 elements and
+    more). LLVM reaches the array only through pointers it cannot follow, so that it
+    neither turns the array back into shuffles nor forwards the vector's store to the
+    loads of its elements."""
     b, element = fl.b, value_type(t)
     step = stride if stride.type.width == 64 else b.sext(stride, I64)
-    out = ll.Constant(vec(element), None)
+    array = fl.shuffle_array(element)
+    if value is not None:
+        ll.IRBuilder.store(b, value, _opaque(b, array), align=64)
+    slots = _opaque(b, array)
     for lane in range(W):
         p = ll.IRBuilder.gep(b, pointer, [b.mul(step, I64(lane))], source_etype=I8)
+        slot = ll.IRBuilder.gep(b, slots, [I64(lane)], source_etype=element)
         if value is None:
             x = ll.IRBuilder.load(b, p, typ=element, align=t.size)
-            out = ll.IRBuilder.insert_element(b, out, x, I32(lane))
+            ll.IRBuilder.store(b, x, slot, align=t.size)
         else:
-            ll.IRBuilder.store(b, ll.IRBuilder.extract_element(b, value, I32(lane)), p,
+            ll.IRBuilder.store(b, ll.IRBuilder.load(b, slot, typ=element, align=t.size), p,
                                align=t.size)
-    return out if value is None else None
+    if value is None:
+        return ll.IRBuilder.load(b, slots, typ=vec(element), align=64)
+    return None
+
+
+def _opaque(b: ll.IRBuilder, pointer):
+    """`pointer`, through an empty asm statement that LLVM cannot see through."""
+    asm = ll.InlineAsm(ll.FunctionType(pointer.type, [pointer.type]), "", "=r,0")
+    return ll.IRBuilder.call(b, asm, [pointer])
 
 
 def _mask_lanes(fl: GangLowering, t: Type, value, pointer, stride):
