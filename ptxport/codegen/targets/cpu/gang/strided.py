@@ -32,6 +32,7 @@ __all__ = ["SPANS", "strided_form", "applies", "strided_access"]
 
 # The element strides (|S| / size) accessed as one span; others are gathers and scatters.
 SPANS = (1, 2, 4)
+DENSE = ()
 
 
 def strided_form(form: LaneForm | None, bits: int) -> LaneForm | None:
@@ -145,8 +146,12 @@ def strided_access(fl: GangLowering, place: Place, t: Type, value, general):
                 b, "==", stride, ll.Constant(et, step)), here, later)
             b.position_at_end(here)
         if abs(step) % t.size == 0 and abs(step) // t.size in SPANS:
-            incoming.append((_span_access(fl, t, value, pointer, step // t.size), b.block))
-            b.branch(done)
+            k = step // t.size
+            if place.shared and abs(k) > 1 and ("load" if value is None else "store") in DENSE:
+                incoming.extend(_shared_span(fl, t, value, pointer, low, k, done))
+            else:
+                incoming.append((_span_access(fl, t, value, pointer, k), b.block))
+                b.branch(done)
         if known is None:
             b.position_at_end(later)
     if not b.block.is_terminated:       # (another stride)
@@ -261,4 +266,46 @@ def _span_access(fl: GangLowering, t: Type, value, pointer, k: int):
     span = ll.IRBuilder.shuffle_vector(b, value, ll.Constant(value.type, None),
                                        ll.Constant(ll.VectorType(I32, n), place))
     ll.IRBuilder.call(b, fn, [span, pointer, I32(t.size), mask])
+    return None
+
+
+def _shared_span(fl: GangLowering, t: Type, value, pointer, low, k: int, done) -> list:
+    """A span access in shared memory (k: 2 or 4 elements, or minus that): where the whole
+    span of |k| * W elements lies in the block's window, an unmasked load of it (a store:
+    load, blend, unmasked store; one host thread runs the block's warps, so no other
+    thread writes the window meanwhile), else the masked access. Returns the (loaded,
+    block) pairs, each block branching to `done`."""
+    b = fl.b
+    n = abs(k) * W
+    limit = b.zext(fl.target.ctx_field(fl, "total_smem"), I64)
+    inside = b.and_(ll.IRBuilder.icmp_signed(b, ">=", low, I64(0)),
+                    ll.IRBuilder.icmp_signed(b, "<=", b.add(low, I64(n * t.size)), limit))
+    dense, masked = (fl.llfn.append_basic_block(name) for name in ("strided_dense",
+                                                                   "strided_masked"))
+    ll.IRBuilder.cbranch(b, inside, dense, masked)
+    b.position_at_end(dense)
+    out = [(_dense_access(fl, t, value, pointer, k), b.block)]
+    b.branch(done)
+    b.position_at_end(masked)
+    out.append((_span_access(fl, t, value, pointer, k), b.block))
+    b.branch(done)
+    return out
+
+
+def _dense_access(fl: GangLowering, t: Type, value, pointer, k: int):
+    b, element = fl.b, value_type(t)
+    n = abs(k) * W
+    wide = ll.VectorType(element, n)
+    place = [W] * n
+    for lane in range(W):
+        place[lane * k if k > 0 else (W - 1 - lane) * -k] = lane
+    span = ll.IRBuilder.load(b, pointer, typ=wide, align=t.size)
+    if value is None:
+        return ll.IRBuilder.shuffle_vector(b, span, ll.Constant(wide, None), ll.Constant(
+            ll.VectorType(I32, W), [place.index(lane) for lane in range(W)]))
+    mask = ll.IRBuilder.shuffle_vector(b, fl.mask, ll.Constant(fl.mask.type, [I1(0)] * W),
+                                       ll.Constant(ll.VectorType(I32, n), place))
+    new = ll.IRBuilder.shuffle_vector(b, value, ll.Constant(value.type, None),
+                                      ll.Constant(ll.VectorType(I32, n), place))
+    ll.IRBuilder.store(b, ll.IRBuilder.select(b, mask, new, span), pointer, align=t.size)
     return None
