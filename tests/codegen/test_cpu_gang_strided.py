@@ -7,9 +7,12 @@ lane, also where the lanes' 32-bit addresses wrap."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
+from corpus import KERNEL_DIR, corpus_ptx
 from ptxport import Device, LaunchConfig, Program, launch
 from ptxport.codegen.targets.cpu.gang.build import build_gang
 from ptxport.codegen.targets.cpu.options import CpuOptions
@@ -265,3 +268,18 @@ def test_a_partial_mask_faults_at_its_first_bad_lane():
 def test_a_partial_mask_goes_lane_by_lane_over_its_set_bits():
     code = str(build_gang(build(parse(GUARDED)), "k", (32, 1, 1), CpuOptions())[0])
     assert "strided_lane_head" in code and "llvm.cttz" in code
+
+
+
+def test_guarded_strided_loads_are_not_classified():
+    """scan_blelloch's `temp[2 * t] = base + 2 * t < n ? x[base + 2 * t] : 0` (a guarded
+    load keeping 0 in its other lanes) and its tree's `if (t < d)` loads are strided: in
+    the full-mask copies of their segments no block goes to classify.py's run-time
+    classification (it ran for each of them, its answer unused)."""
+    ptx = corpus_ptx(KERNEL_DIR / "scan_blelloch.cu", "sm_80")
+    code = str(build_gang(build(parse(ptx)), "scan_exclusive_blelloch", (512, 1, 1),
+                          CpuOptions())[0])
+    blocks = re.split(r"\n(?=[\w.]+:)", code)
+    full = [b for b in blocks if re.match(r"seg\d+_all:", b)]
+    assert len(full) > 10 and "strided" in code
+    assert not [b.split(":")[0] for b in full if "classif" in b.splitlines()[-1]]
