@@ -33,6 +33,9 @@ __all__ = ["SPANS", "strided_form", "applies", "strided_access"]
 # The element strides (|S| / size) accessed as one span; others are gathers and scatters.
 SPANS = (1, 2, 4)
 DENSE = ()
+ALIGNED = True
+ALIGNED_DENSE = False
+STACK = False
 
 
 def strided_form(form: LaneForm | None, bits: int) -> LaneForm | None:
@@ -149,6 +152,8 @@ def strided_access(fl: GangLowering, place: Place, t: Type, value, general):
             k = step // t.size
             if place.shared and abs(k) > 1 and ("load" if value is None else "store") in DENSE:
                 incoming.extend(_shared_span(fl, t, value, pointer, low, k, done))
+            elif abs(k) > 1 and ALIGNED:
+                incoming.extend(_aligned_spans(fl, place, t, value, pointer, low, k, done))
             else:
                 incoming.append((_span_access(fl, t, value, pointer, k), b.block))
                 b.branch(done)
@@ -156,7 +161,8 @@ def strided_access(fl: GangLowering, place: Place, t: Type, value, general):
             b.position_at_end(later)
     if not b.block.is_terminated:       # (another stride)
         lane0 = _pointer(fl, place, start if et.width == 64 else b.zext(start, I64))
-        by_lane = _lane_by_lane if isinstance(fl.mask, ll.Constant) else _mask_lanes
+        by_lane = (_lane_by_lane if STACK else _lane_by_lane_shuffles) if isinstance(
+            fl.mask, ll.Constant) else _mask_lanes
         incoming.append((by_lane(fl, t, value, lane0, stride), b.block))
         b.branch(done)
     b.position_at_end(slow)
@@ -242,16 +248,54 @@ def _pointer(fl: GangLowering, place: Place, low):
     return ll.IRBuilder.inttoptr(b, low, PTR)
 
 
-def _span_access(fl: GangLowering, t: Type, value, pointer, k: int):
-    """The lanes' elements k apart from `pointer` (lane 0's at pointer for k > 0, lane 31's
-    for k < 0): one masked access of the |k| * W elements' span."""
+def _aligned_spans(fl: GangLowering, place: Place, t: Type, value, pointer, low, k: int,
+                   done) -> list:
+    """The span access of stride k (2 or 4 elements, or minus that) from where the span's
+    first lane's element lies modulo |k| elements, so that the span's |k| * W elements
+    start at a multiple of them: a tree's warps each access their own |k| * W elements
+    (`temp[2 * t + 1]`: lane 0 at an odd element), and a span that reached one element into
+    the next warp's held that warp's loads until its masked store had left the store
+    buffer. Returns the (loaded, block) pairs, each block branching to `done`."""
+    b = fl.b
+    n = abs(k)
+    within = b.and_(low, I64(n * t.size - 1))
+    out = []
+    for r in range(n):
+        here, later = (fl.llfn.append_basic_block(name) for name in (
+            f"strided_at_{r}", "strided_not_at"))
+        ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "==", within, I64(r * t.size)),
+                             here, later)
+        b.position_at_end(here)
+        start = ll.IRBuilder.gep(b, pointer, [I64(-r * t.size)], source_etype=I8)
+        if place.shared and ALIGNED_DENSE:
+            limit = b.zext(fl.target.ctx_field(fl, "total_smem"), I64)
+            end = b.add(low, I64((n * W - r) * t.size))
+            dense, masked = (fl.llfn.append_basic_block(name) for name in (
+                "strided_dense", "strided_masked"))
+            ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_signed(b, "<=", end, limit), dense,
+                                 masked)
+            b.position_at_end(dense)
+            out.append((_dense_access(fl, t, value, start, k, r), b.block))
+            b.branch(done)
+            b.position_at_end(masked)
+        out.append((_span_access(fl, t, value, start, k, r), b.block))
+        b.branch(done)
+        b.position_at_end(later)
+    out.append((_span_access(fl, t, value, pointer, k), b.block))
+    b.branch(done)
+    return out
+
+
+def _span_access(fl: GangLowering, t: Type, value, pointer, k: int, r: int = 0):
+    """The lanes' elements k apart from r elements past `pointer` (lane 0's at pointer for
+    k > 0, lane 31's for k < 0): one masked access of the |k| * W elements' span."""
     b, element = fl.b, value_type(t)
     n = abs(k) * W
     wide = ll.VectorType(element, n)
     # span element j holds lane place[j] (W: no lane's)
     place = [W] * n
     for lane in range(W):
-        place[lane * k if k > 0 else (W - 1 - lane) * -k] = lane
+        place[r + (lane * k if k > 0 else (W - 1 - lane) * -k)] = lane
     mask = ll.IRBuilder.shuffle_vector(b, fl.mask, ll.Constant(fl.mask.type, [I1(0)] * W),
                                        ll.Constant(ll.VectorType(I32, n), place))
     name = type_name(element)
@@ -292,13 +336,13 @@ def _shared_span(fl: GangLowering, t: Type, value, pointer, low, k: int, done) -
     return out
 
 
-def _dense_access(fl: GangLowering, t: Type, value, pointer, k: int):
+def _dense_access(fl: GangLowering, t: Type, value, pointer, k: int, r: int = 0):
     b, element = fl.b, value_type(t)
     n = abs(k) * W
     wide = ll.VectorType(element, n)
     place = [W] * n
     for lane in range(W):
-        place[lane * k if k > 0 else (W - 1 - lane) * -k] = lane
+        place[r + (lane * k if k > 0 else (W - 1 - lane) * -k)] = lane
     span = ll.IRBuilder.load(b, pointer, typ=wide, align=t.size)
     if value is None:
         return ll.IRBuilder.shuffle_vector(b, span, ll.Constant(wide, None), ll.Constant(
@@ -309,3 +353,18 @@ def _dense_access(fl: GangLowering, t: Type, value, pointer, k: int):
                                       ll.Constant(ll.VectorType(I32, n), place))
     ll.IRBuilder.store(b, ll.IRBuilder.select(b, mask, new, span), pointer, align=t.size)
     return None
+
+
+def _lane_by_lane_shuffles(fl: GangLowering, t: Type, value, pointer, stride):
+    b, element = fl.b, value_type(t)
+    step = stride if stride.type.width == 64 else b.sext(stride, I64)
+    out = ll.Constant(vec(element), None)
+    for lane in range(W):
+        p = ll.IRBuilder.gep(b, pointer, [b.mul(step, I64(lane))], source_etype=I8)
+        if value is None:
+            x = ll.IRBuilder.load(b, p, typ=element, align=t.size)
+            out = ll.IRBuilder.insert_element(b, out, x, I32(lane))
+        else:
+            ll.IRBuilder.store(b, ll.IRBuilder.extract_element(b, value, I32(lane)), p,
+                               align=t.size)
+    return out if value is None else None
