@@ -21,7 +21,12 @@ from __future__ import annotations
 from llvmlite import ir as ll
 
 from ptxport.codegen.lower import I1, I8, I32, I64, PTR, value_type
-from ptxport.codegen.targets.cpu.gang.checks import Place, inside_one_allocation, type_name
+from ptxport.codegen.targets.cpu.gang.checks import (
+    Place,
+    inside_one_allocation,
+    prefetch,
+    type_name,
+)
 from ptxport.codegen.targets.cpu.gang.lane_loop import lane_loop
 from ptxport.codegen.targets.cpu.gang.lanes import W, declare, vec
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
@@ -36,6 +41,7 @@ DENSE = ()
 ALIGNED = True
 ALIGNED_DENSE = False
 STACK = False
+PREFETCH = True
 
 
 def strided_form(form: LaneForm | None, bits: int) -> LaneForm | None:
@@ -138,6 +144,8 @@ def strided_access(fl: GangLowering, place: Place, t: Type, value, general):
     memos = dict(fl.patterns), dict(fl.group_ok)
     incoming = []
     b.position_at_end(fast)
+    if not place.shared and PREFETCH:
+        prefetch(fl, low, abs(known) * W if known is not None else 4 * t.size * W)
     pointer = _pointer(fl, place, low)
     cases = [known] if known is not None else [
         sign * k * t.size for k in SPANS for sign in (1, -1)]
