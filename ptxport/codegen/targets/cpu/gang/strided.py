@@ -9,11 +9,12 @@ Where |S| is one, two or four elements, the lanes touch every k-th element of a 
 k * W elements: one masked access of the span, the mask on the lanes' own elements only (the
 elements between them are neither read nor written: another thread's, maybe), taken apart or
 put together by one shuffle (on the GPU host's Xeon, 4-element spans beat lane by lane by
-10% on scan_blelloch). Other strides are 32 scalar accesses under the full mask (else a
-gather or scatter), without classification. The span is checked in scalars (lane 0's and
-lane 31's addresses, computed in 64 bits so that lanes whose 32-bit sums wrap fail it);
-where it fails, the access takes memory.py's general path, whose per-lane checks fault
-exactly as before.
+10% on scan_blelloch). The span starts at a multiple of k elements, so that consecutive
+warps' spans do not overlap; global ones prefetch ahead as memory.py's accesses do. Other
+strides are 32 scalar accesses under the full mask (else a gather or scatter), without
+classification. The span is checked in scalars (lane 0's and lane 31's addresses, computed
+in 64 bits so that lanes whose 32-bit sums wrap fail it); where it fails, the access takes
+memory.py's general path, whose per-lane checks fault exactly as before.
 """
 
 from __future__ import annotations
@@ -37,11 +38,6 @@ __all__ = ["SPANS", "strided_form", "applies", "strided_access"]
 
 # The element strides (|S| / size) accessed as one span; others are gathers and scatters.
 SPANS = (1, 2, 4)
-DENSE = ()
-ALIGNED = True
-ALIGNED_DENSE = False
-STACK = False
-PREFETCH = True
 
 
 def strided_form(form: LaneForm | None, bits: int) -> LaneForm | None:
@@ -144,7 +140,7 @@ def strided_access(fl: GangLowering, place: Place, t: Type, value, general):
     memos = dict(fl.patterns), dict(fl.group_ok)
     incoming = []
     b.position_at_end(fast)
-    if not place.shared and PREFETCH:
+    if not place.shared:
         prefetch(fl, low, abs(known) * W if known is not None else 4 * t.size * W)
     pointer = _pointer(fl, place, low)
     cases = [known] if known is not None else [
@@ -156,21 +152,17 @@ def strided_access(fl: GangLowering, place: Place, t: Type, value, general):
             ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(
                 b, "==", stride, ll.Constant(et, step)), here, later)
             b.position_at_end(here)
-        if abs(step) % t.size == 0 and abs(step) // t.size in SPANS:
-            k = step // t.size
-            if place.shared and abs(k) > 1 and ("load" if value is None else "store") in DENSE:
-                incoming.extend(_shared_span(fl, t, value, pointer, low, k, done))
-            elif abs(k) > 1 and ALIGNED:
-                incoming.extend(_aligned_spans(fl, place, t, value, pointer, low, k, done))
-            else:
-                incoming.append((_span_access(fl, t, value, pointer, k), b.block))
-                b.branch(done)
+        k = step // t.size if step % t.size == 0 else 0
+        if abs(k) == 1:
+            incoming.append((_span_access(fl, t, value, pointer, k), b.block))
+            b.branch(done)
+        elif abs(k) in SPANS:
+            incoming.extend(_aligned_spans(fl, t, value, pointer, low, k, done))
         if known is None:
             b.position_at_end(later)
     if not b.block.is_terminated:       # (another stride)
         lane0 = _pointer(fl, place, start if et.width == 64 else b.zext(start, I64))
-        by_lane = (_lane_by_lane if STACK else _lane_by_lane_shuffles) if isinstance(
-            fl.mask, ll.Constant) else _mask_lanes
+        by_lane = _lane_by_lane if isinstance(fl.mask, ll.Constant) else _mask_lanes
         incoming.append((by_lane(fl, t, value, lane0, stride), b.block))
         b.branch(done)
     b.position_at_end(slow)
@@ -187,38 +179,21 @@ def strided_access(fl: GangLowering, place: Place, t: Type, value, general):
 
 
 def _lane_by_lane(fl: GangLowering, t: Type, value, pointer, stride):
-    """All 32 lanes' elements `stride` bytes apart from `pointer` (lane 0's), lane by lane
-    through a stack array: a load's 32 scalar loads are stored to it and read back as one
-    vector, a store's vector is stored to it and its elements read back one by one. Put
-    into (taken out of) the vector register one shuffle each, the lanes queue on the one
-    port for shuffles that Intel's cores have (scan_blelloch's strides of 8 elements and
-    more). LLVM reaches the array only through pointers it cannot follow, so that it
-    neither turns the array back into shuffles nor forwards the vector's store to the
-    loads of its elements."""
+    """All 32 lanes' elements `stride` bytes apart from `pointer` (lane 0's), lane by lane:
+    unrolled scalar accesses, which beat gathers and scatters on scan_blelloch's longer
+    strides both on an AMD EPYC (-3% CPU time) and on the GPU host's Xeon (-7%)."""
     b, element = fl.b, value_type(t)
     step = stride if stride.type.width == 64 else b.sext(stride, I64)
-    array = fl.shuffle_array(element)
-    if value is not None:
-        ll.IRBuilder.store(b, value, _opaque(b, array), align=64)
-    slots = _opaque(b, array)
+    out = ll.Constant(vec(element), None)
     for lane in range(W):
         p = ll.IRBuilder.gep(b, pointer, [b.mul(step, I64(lane))], source_etype=I8)
-        slot = ll.IRBuilder.gep(b, slots, [I64(lane)], source_etype=element)
         if value is None:
             x = ll.IRBuilder.load(b, p, typ=element, align=t.size)
-            ll.IRBuilder.store(b, x, slot, align=t.size)
+            out = ll.IRBuilder.insert_element(b, out, x, I32(lane))
         else:
-            ll.IRBuilder.store(b, ll.IRBuilder.load(b, slot, typ=element, align=t.size), p,
+            ll.IRBuilder.store(b, ll.IRBuilder.extract_element(b, value, I32(lane)), p,
                                align=t.size)
-    if value is None:
-        return ll.IRBuilder.load(b, slots, typ=vec(element), align=64)
-    return None
-
-
-def _opaque(b: ll.IRBuilder, pointer):
-    """`pointer`, through an empty asm statement that LLVM cannot see through."""
-    asm = ll.InlineAsm(ll.FunctionType(pointer.type, [pointer.type]), "", "=r,0")
-    return ll.IRBuilder.call(b, asm, [pointer])
+    return out if value is None else None
 
 
 def _mask_lanes(fl: GangLowering, t: Type, value, pointer, stride):
@@ -256,47 +231,38 @@ def _pointer(fl: GangLowering, place: Place, low):
     return ll.IRBuilder.inttoptr(b, low, PTR)
 
 
-def _aligned_spans(fl: GangLowering, place: Place, t: Type, value, pointer, low, k: int,
-                   done) -> list:
-    """The span access of stride k (2 or 4 elements, or minus that) from where the span's
-    first lane's element lies modulo |k| elements, so that the span's |k| * W elements
-    start at a multiple of them: a tree's warps each access their own |k| * W elements
-    (`temp[2 * t + 1]`: lane 0 at an odd element), and a span that reached one element into
-    the next warp's held that warp's loads until its masked store had left the store
-    buffer. Returns the (loaded, block) pairs, each block branching to `done`."""
+def _aligned_spans(fl: GangLowering, t: Type, value, pointer, low, k: int, done) -> list:
+    """The span access of the lanes' elements k apart from `pointer` (the lowest lane's,
+    `low` its address or window offset), the span started at the multiple of |k| elements
+    at or below it: a branch per place of the lowest lane's element in its group of |k|
+    (`temp[2 * t + 1]`: the second). A tree's warps so each access their own |k| * W
+    elements; a span from the lane's own element reached into the next warp's, whose loads
+    then waited for this warp's masked store to leave the store buffer (scan_blelloch -6%
+    CPU time on an AMD EPYC). Returns the (loaded, block) pairs, each block branching to
+    `done`."""
     b = fl.b
-    n = abs(k)
-    within = b.and_(low, I64(n * t.size - 1))
+    within = b.and_(low, I64(abs(k) * t.size - 1))
     out = []
-    for r in range(n):
+    for r in range(abs(k)):
         here, later = (fl.llfn.append_basic_block(name) for name in (
             f"strided_at_{r}", "strided_not_at"))
         ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "==", within, I64(r * t.size)),
                              here, later)
         b.position_at_end(here)
         start = ll.IRBuilder.gep(b, pointer, [I64(-r * t.size)], source_etype=I8)
-        if place.shared and ALIGNED_DENSE:
-            limit = b.zext(fl.target.ctx_field(fl, "total_smem"), I64)
-            end = b.add(low, I64((n * W - r) * t.size))
-            dense, masked = (fl.llfn.append_basic_block(name) for name in (
-                "strided_dense", "strided_masked"))
-            ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_signed(b, "<=", end, limit), dense,
-                                 masked)
-            b.position_at_end(dense)
-            out.append((_dense_access(fl, t, value, start, k, r), b.block))
-            b.branch(done)
-            b.position_at_end(masked)
         out.append((_span_access(fl, t, value, start, k, r), b.block))
         b.branch(done)
         b.position_at_end(later)
-    out.append((_span_access(fl, t, value, pointer, k), b.block))
+    out.append((_span_access(fl, t, value, pointer, k), b.block))  # (a misaligned element)
     b.branch(done)
     return out
 
 
 def _span_access(fl: GangLowering, t: Type, value, pointer, k: int, r: int = 0):
-    """The lanes' elements k apart from r elements past `pointer` (lane 0's at pointer for
-    k > 0, lane 31's for k < 0): one masked access of the |k| * W elements' span."""
+    """The lanes' elements k apart from r elements past `pointer` (the lowest lane's element
+    there: lane 0's for k > 0, lane 31's for k < 0): one masked access of the |k| * W
+    elements from `pointer`, masked to the lanes' own elements (r < |k|: the last lane's
+    is inside)."""
     b, element = fl.b, value_type(t)
     n = abs(k) * W
     wide = ll.VectorType(element, n)
@@ -319,60 +285,3 @@ def _span_access(fl: GangLowering, t: Type, value, pointer, k: int, r: int = 0):
                                        ll.Constant(ll.VectorType(I32, n), place))
     ll.IRBuilder.call(b, fn, [span, pointer, I32(t.size), mask])
     return None
-
-
-def _shared_span(fl: GangLowering, t: Type, value, pointer, low, k: int, done) -> list:
-    """A span access in shared memory (k: 2 or 4 elements, or minus that): where the whole
-    span of |k| * W elements lies in the block's window, an unmasked load of it (a store:
-    load, blend, unmasked store; one host thread runs the block's warps, so no other
-    thread writes the window meanwhile), else the masked access. Returns the (loaded,
-    block) pairs, each block branching to `done`."""
-    b = fl.b
-    n = abs(k) * W
-    limit = b.zext(fl.target.ctx_field(fl, "total_smem"), I64)
-    inside = b.and_(ll.IRBuilder.icmp_signed(b, ">=", low, I64(0)),
-                    ll.IRBuilder.icmp_signed(b, "<=", b.add(low, I64(n * t.size)), limit))
-    dense, masked = (fl.llfn.append_basic_block(name) for name in ("strided_dense",
-                                                                   "strided_masked"))
-    ll.IRBuilder.cbranch(b, inside, dense, masked)
-    b.position_at_end(dense)
-    out = [(_dense_access(fl, t, value, pointer, k), b.block)]
-    b.branch(done)
-    b.position_at_end(masked)
-    out.append((_span_access(fl, t, value, pointer, k), b.block))
-    b.branch(done)
-    return out
-
-
-def _dense_access(fl: GangLowering, t: Type, value, pointer, k: int, r: int = 0):
-    b, element = fl.b, value_type(t)
-    n = abs(k) * W
-    wide = ll.VectorType(element, n)
-    place = [W] * n
-    for lane in range(W):
-        place[r + (lane * k if k > 0 else (W - 1 - lane) * -k)] = lane
-    span = ll.IRBuilder.load(b, pointer, typ=wide, align=t.size)
-    if value is None:
-        return ll.IRBuilder.shuffle_vector(b, span, ll.Constant(wide, None), ll.Constant(
-            ll.VectorType(I32, W), [place.index(lane) for lane in range(W)]))
-    mask = ll.IRBuilder.shuffle_vector(b, fl.mask, ll.Constant(fl.mask.type, [I1(0)] * W),
-                                       ll.Constant(ll.VectorType(I32, n), place))
-    new = ll.IRBuilder.shuffle_vector(b, value, ll.Constant(value.type, None),
-                                      ll.Constant(ll.VectorType(I32, n), place))
-    ll.IRBuilder.store(b, ll.IRBuilder.select(b, mask, new, span), pointer, align=t.size)
-    return None
-
-
-def _lane_by_lane_shuffles(fl: GangLowering, t: Type, value, pointer, stride):
-    b, element = fl.b, value_type(t)
-    step = stride if stride.type.width == 64 else b.sext(stride, I64)
-    out = ll.Constant(vec(element), None)
-    for lane in range(W):
-        p = ll.IRBuilder.gep(b, pointer, [b.mul(step, I64(lane))], source_etype=I8)
-        if value is None:
-            x = ll.IRBuilder.load(b, p, typ=element, align=t.size)
-            out = ll.IRBuilder.insert_element(b, out, x, I32(lane))
-        else:
-            ll.IRBuilder.store(b, ll.IRBuilder.extract_element(b, value, I32(lane)), p,
-                               align=t.size)
-    return out if value is None else None
