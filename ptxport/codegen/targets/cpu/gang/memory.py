@@ -242,6 +242,8 @@ def lane_vectors(fl: GangLowering, place: Place, t: Type, count: int, values=Non
 
 
 def _merged_load(fl: GangLowering, place: Place, t: Type, count: int, old) -> list:
+    if count == 1 and strided.applies(fl, place, t.size):    # (no classification needed)
+        return [fl.b.select(fl.mask, _access(fl, place, t), old[0])]
     kind, s0, s1, low, high = classify(fl, place, t.size * count)
     if not _known_consecutive(kind):
         loaded = _vector_elements(fl, place, t, count) if count > 1 else [_access(fl, place, t)]
