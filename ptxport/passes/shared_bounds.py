@@ -1,0 +1,259 @@
+"""Shared-memory accesses whose addresses stay inside one `.shared` variable, for a block
+shape: the CPU's warp gangs (codegen/targets/cpu/gang/) then check none of them at run time.
+
+A stencil's `tile[ty][tx]`, a GEMM's `As[ty][k]` or a reduction's `sdata[tid + s]` index a
+static shared array with %tid and constants: for a block of shape (x, y, z), %tid.x lies in
+[0, x), so `tile + 72 * (tid.y + 1) + 4 * (tid.x + 1)` lies in [tile + 76, tile + 1220] for
+16x16 blocks, inside the 1296 bytes of the tile whatever the warp. The analysis is an
+interval per register: a register's value is an offset into one shared variable (`mov.u32
+%r, tile`) plus an integer in [lo, hi], or a plain integer in [lo, hi]. %tid, %ntid, %laneid
+and immediates start it; `mov`, `add`, `sub`, `mul.lo`, `mad.lo`, `shl`, `shr`, `and`,
+`div` and `rem` (by immediates for the last four) carry it, with exact integers: an
+interval that would leave [-2**31, 2**31) (where a 32-bit register could wrap) is not kept.
+A register's interval is the union over every instruction that writes it (a guarded write
+too: the register then keeps a value an earlier write gave), and is known only when every
+write is one of those and reads only registers with known intervals (a loop's counter,
+written from itself, is not). A register read before any write holds whatever its slot
+held, so every register an access's address is computed from must be written on every path
+before it is read (a forward must-analysis, `_assigned_before`): otherwise no interval.
+
+Without a block shape, %tid lies within CUDA's limits (1024, 1024, 64). An access counts
+when its address is a 32-bit register or a shared variable plus an offset; the gang checks
+its size against the variable's bytes (`inside`).
+"""
+
+from __future__ import annotations
+
+from ptxport.ir import nodes as ir
+from ptxport.ir.analysis import may_write, state_space, uses_and_defs
+from ptxport.passes import PassResult
+from ptxport.ptx.ast import IntImm
+
+__all__ = ["shared_bounds", "inside", "run"]
+
+# CUDA's largest block: what %tid may be when the block's shape is not known.
+_LIMITS = (1024, 1024, 64)
+_LOW, _HIGH = -(1 << 31), (1 << 31) - 1
+_ACCESSES = ("ld", "st", "atom", "red")
+_CARRIED = {"mov", "add", "sub", "mul", "mad", "shl", "shr", "and", "div", "rem"}
+
+
+class _Range:
+    """An offset into `variable` (None: a plain integer) plus an integer in [lo, hi]."""
+
+    __slots__ = ("variable", "lo", "hi")
+
+    def __init__(self, variable, lo: int, hi: int):
+        self.variable, self.lo, self.hi = variable, lo, hi
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _Range) and (self.variable, self.lo, self.hi) == (
+            other.variable, other.lo, other.hi)
+
+    def __repr__(self) -> str:
+        where = "" if self.variable is None else f"{self.variable.name} + "
+        return f"{where}[{self.lo}, {self.hi}]"
+
+
+def _kept(variable, lo: int, hi: int) -> _Range | None:
+    return _Range(variable, lo, hi) if _LOW <= lo <= hi <= _HIGH else None
+
+
+def _union(a: _Range | None, b: _Range | None) -> _Range | None:
+    if a is None or b is None or a.variable is not b.variable:
+        return None
+    return _Range(a.variable, min(a.lo, b.lo), max(a.hi, b.hi))
+
+
+def _special(value: ir.SpecialRegister, block) -> _Range | None:
+    axis = "xyz".find(value.component or "x")
+    if axis < 0:
+        return None
+    extent = (block or _LIMITS)[axis]
+    if value.name == "%tid":
+        return _Range(None, 0, extent - 1)
+    if value.name == "%ntid":
+        return _Range(None, extent, extent) if block else _Range(None, 1, extent)
+    if value.name == "%laneid":
+        return _Range(None, 0, 31)
+    return None
+
+
+def _product(a: _Range, b: _Range) -> _Range | None:
+    if a.variable is not None or b.variable is not None:
+        return None
+    corners = [x * y for x in (a.lo, a.hi) for y in (b.lo, b.hi)]
+    return _kept(None, min(corners), max(corners))
+
+
+def _sum(a: _Range, b: _Range, sign: int = 1) -> _Range | None:
+    if b.variable is not None and (sign < 0 or a.variable is not None):
+        return None
+    lo, hi = (a.lo + b.lo, a.hi + b.hi) if sign > 0 else (a.lo - b.hi, a.hi - b.lo)
+    return _kept(a.variable or b.variable, lo, hi)
+
+
+def _by_immediate(op: str, a: _Range, k: int) -> _Range | None:
+    """shl, shr, and, div, rem of a plain non-negative interval by an immediate k."""
+    if a.variable is not None or a.lo < 0 or k < 0:
+        return None
+    if op == "shl":
+        return _kept(None, a.lo << k, a.hi << k) if k < 32 else None
+    if op == "shr":
+        return _Range(None, a.lo >> k, a.hi >> k)
+    if op == "and":
+        return _Range(None, 0, min(a.hi, k))
+    if k == 0:
+        return None
+    return _Range(None, a.lo // k, a.hi // k) if op == "div" else _Range(None, 0, k - 1)
+
+
+def _written(inst: ir.Instruction, operands: list) -> _Range | None:
+    """What `inst` writes, from its source operands' ranges (None where one is unknown)."""
+    op, spec = inst.opcode, inst.spec
+    t = spec.types[-1] if spec.types else ""
+    if not t or t[0] not in "usb" or t[1:] not in ("32", "64") or spec.get("cc") \
+            or spec.get("sat") or spec.get("mode", "lo") != "lo":
+        return None
+    immediate = inst.operands[2] if len(inst.operands) == 3 else None
+    if isinstance(immediate, IntImm) and 0 < immediate.value <= _HIGH and (
+            op == "and" or op == "rem" and t[0] != "s"):    # whatever the other operand is
+        return _Range(None, 0, immediate.value - (op == "rem"))
+    if None in operands:
+        return None
+    if op == "mov" and len(operands) == 1:
+        return operands[0]
+    if op in ("add", "sub") and len(operands) == 2:
+        return _sum(operands[0], operands[1], 1 if op == "add" else -1)
+    if op == "mul" and len(operands) == 2:
+        return _product(*operands)
+    if op == "mad" and len(operands) == 3:
+        product = _product(operands[0], operands[1])
+        return None if product is None else _sum(product, operands[2])
+    if op in ("shl", "shr", "and", "div", "rem") and isinstance(immediate, IntImm):
+        if op in ("shr", "div", "rem") and t[0] == "s" and operands[0].lo < 0:
+            return None
+        return _by_immediate(op, operands[0], immediate.value)
+    return None
+
+
+def _assigned_before(kernel: ir.Function) -> dict[int, frozenset]:
+    """id(instruction) -> the registers written on every path from the kernel's start to
+    it (by unguarded instructions)."""
+    everything = frozenset(kernel.registers.values())
+    predecessors: dict[int, list] = {id(b): [] for b in kernel.blocks}
+    for block in kernel.blocks:
+        for successor in block.successors:
+            predecessors[id(successor)].append(block)
+    entry = kernel.blocks[0] if kernel.blocks else None
+    at_end = {id(b): everything for b in kernel.blocks}
+    at_start: dict[int, frozenset] = {}
+    changed = True
+    while changed:
+        changed = False
+        for block in kernel.blocks:
+            ins = [at_end[id(p)] for p in predecessors[id(block)]]
+            start = frozenset() if block is entry or not ins else frozenset.intersection(*ins)
+            at_start[id(block)] = start
+            written = set(start)
+            for inst in block.instructions:
+                written |= uses_and_defs(inst)[1]
+            if frozenset(written) != at_end[id(block)]:
+                at_end[id(block)], changed = frozenset(written), True
+    found = {}
+    for block in kernel.blocks:
+        written = set(at_start[id(block)])
+        for inst in block.instructions:
+            found[id(inst)] = frozenset(written)
+            written |= uses_and_defs(inst)[1]
+    return found
+
+
+class _Intervals:
+    """Registers' ranges, found on demand (each from all its writes, memoized)."""
+
+    def __init__(self, kernel: ir.Function, block):
+        self.block = block
+        self.writes: dict = {}
+        for inst in kernel.instructions():
+            for reg in may_write(inst):
+                self.writes.setdefault(reg, []).append(inst)
+        self.assigned = _assigned_before(kernel)
+        self.known: dict = {}
+        self.visiting: set = set()
+
+    def operand(self, value, at: ir.Instruction) -> _Range | None:
+        if isinstance(value, IntImm):
+            return _kept(None, value.value, value.value)
+        if isinstance(value, ir.Variable):
+            return _Range(value, 0, 0) if value.space == "shared" and not value.unsized \
+                else None
+        if isinstance(value, ir.SpecialRegister):
+            return _special(value, self.block)
+        if isinstance(value, ir.Register) and value in self.assigned[id(at)]:
+            return self.register(value)
+        return None
+
+    def register(self, reg: ir.Register) -> _Range | None:
+        if reg in self.known:
+            return self.known[reg]
+        if reg in self.visiting or reg.vector:     # written from itself: a loop's counter
+            return None
+        self.visiting.add(reg)
+        found = None
+        for inst in self.writes.get(reg, []):
+            if inst.opcode not in _CARRIED or inst.operands[0] is not reg:
+                found = None
+                break
+            value = _written(inst, [self.operand(o, inst) for o in inst.operands[1:]])
+            found = value if inst is self.writes[reg][0] else _union(found, value)
+            if found is None:
+                break
+        self.visiting.discard(reg)
+        self.known[reg] = found
+        return found
+
+
+def _address(inst: ir.Instruction) -> ir.Address | None:
+    return next((o for o in inst.operands if isinstance(o, ir.Address)), None)
+
+
+def shared_bounds(kernel: ir.Function, block: tuple[int, int, int] | None
+                  ) -> dict[int, tuple[int, int, int]]:
+    """id(access) -> (lo, hi, size): every lane's address of that shared-memory ld, st, atom
+    or red lies at lo..hi bytes from the start of a shared variable of `size` bytes, for
+    blocks of shape `block` (None: any)."""
+    intervals = _Intervals(kernel, block)
+    found = {}
+    for inst in kernel.instructions():
+        if inst.opcode not in _ACCESSES or state_space(inst) != "shared":
+            continue
+        address = _address(inst)
+        if address is None or isinstance(address.base, ir.Register) and \
+                address.base.type.bits != 32:
+            continue
+        where = intervals.operand(address.base, inst)
+        if where is None or where.variable is None:
+            continue
+        variable = where.variable
+        size = variable.elements * variable.element_size
+        found[id(inst)] = (where.lo + address.offset, where.hi + address.offset, size)
+    return found
+
+
+def inside(bounds: tuple[int, int, int] | None, size: int) -> bool:
+    """Whether an access of `size` bytes at `bounds` (shared_bounds') stays in its variable."""
+    return bounds is not None and bounds[0] >= 0 and bounds[1] + size <= bounds[2]
+
+
+def run(module: ir.Module, kernel: ir.Function, block=None) -> PassResult:
+    """The kernel unchanged; a note per shared-memory access whose addresses are bounded
+    inside one variable (for blocks of shape `block`: with none, within CUDA's limits)."""
+    shape = "any block shape" if block is None else f"blocks of {tuple(block)}"
+    found = shared_bounds(kernel, block)
+    notes = [f"shared accesses bounded, for {shape}: {len(found)}"]
+    for inst in kernel.instructions():
+        if id(inst) in found:
+            lo, hi, size = found[id(inst)]
+            notes.append(f"{inst.spec.text} at +{lo}..+{hi} of {size} bytes")
+    return PassResult(kernel, notes)
