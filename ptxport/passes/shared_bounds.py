@@ -10,12 +10,12 @@ interval per register: a register's value is an offset into one shared variable 
 and immediates start it; `mov`, `add`, `sub`, `mul.lo`, `mad.lo`, `shl`, `shr`, `and`,
 `div` and `rem` (by immediates for the last four) carry it, with exact integers: an
 interval that would leave [-2**31, 2**31) (where a 32-bit register could wrap) is not kept.
-A register's interval is the union over every instruction that writes it (a guarded write
-too: the register then keeps a value an earlier write gave), and is known only when every
-write is one of those and reads only registers with known intervals (a loop's counter,
-written from itself, is not). A register read before any write holds whatever its slot
-held, so every register an access's address is computed from must be written on every path
-before it is read (a forward must-analysis, `_assigned_before`): otherwise no interval.
+Where an instruction reads a register, its interval is the union over the writes of it
+that may reach there (reaching definitions, `_reaching`; a guarded write reaches together
+with the earlier ones its guard may keep), each from its own operands where it reads them:
+known only when every such write is one of those instructions (a loop's counter, written
+from itself, is not; NVRTC's `tx` before a loop that steps it by 16 is). A register that
+may be read before any write holds whatever its slot held: no interval.
 
 Without a block shape, %tid lies within CUDA's limits (1024, 1024, 64). An access counts
 when its address is a 32-bit register or a shared variable plus an offset; the gang checks
@@ -137,48 +137,64 @@ def _written(inst: ir.Instruction, operands: list) -> _Range | None:
     return None
 
 
-def _assigned_before(kernel: ir.Function) -> dict[int, frozenset]:
-    """id(instruction) -> the registers written on every path from the kernel's start to
-    it (by unguarded instructions)."""
-    everything = frozenset(kernel.registers.values())
+_UNDEFINED = None       # a register's "write" at the kernel's start: whatever its slot held
+
+
+def _reaching(kernel: ir.Function) -> dict[int, dict]:
+    """id(instruction) -> {register it reads: the writes of it that may reach it} (forward
+    may-analysis over the CFG; a write is an instruction, or _UNDEFINED on a path from the
+    kernel's start on which nothing wrote the register). A guarded write adds itself and
+    keeps the earlier ones: where its guard is false the register keeps their value."""
     predecessors: dict[int, list] = {id(b): [] for b in kernel.blocks}
     for block in kernel.blocks:
         for successor in block.successors:
             predecessors[id(successor)].append(block)
     entry = kernel.blocks[0] if kernel.blocks else None
-    at_end = {id(b): everything for b in kernel.blocks}
-    at_start: dict[int, frozenset] = {}
+    start = {r: frozenset([_UNDEFINED]) for r in kernel.registers.values()}
+
+    def through(block, state: dict, found: dict | None) -> dict:
+        state = dict(state)
+        for inst in block.instructions:
+            uses, _ = uses_and_defs(inst)
+            if found is not None:
+                found[id(inst)] = {r: state.get(r, frozenset()) for r in uses}
+            for reg in may_write(inst):
+                kept = state.get(reg, frozenset()) if inst.guard is not None else frozenset()
+                state[reg] = kept | {inst}
+        return state
+
+    at_end: dict[int, dict] = {id(b): {} for b in kernel.blocks}
     changed = True
     while changed:
         changed = False
         for block in kernel.blocks:
-            ins = [at_end[id(p)] for p in predecessors[id(block)]]
-            start = frozenset() if block is entry or not ins else frozenset.intersection(*ins)
-            at_start[id(block)] = start
-            written = set(start)
-            for inst in block.instructions:
-                written |= uses_and_defs(inst)[1]
-            if frozenset(written) != at_end[id(block)]:
-                at_end[id(block)], changed = frozenset(written), True
-    found = {}
+            state = _joined([at_end[id(p)] for p in predecessors[id(block)]]
+                            + ([start] if block is entry else []))
+            out = through(block, state, None)
+            if out != at_end[id(block)]:
+                at_end[id(block)], changed = out, True
+    found: dict = {}
     for block in kernel.blocks:
-        written = set(at_start[id(block)])
-        for inst in block.instructions:
-            found[id(inst)] = frozenset(written)
-            written |= uses_and_defs(inst)[1]
+        through(block, _joined([at_end[id(p)] for p in predecessors[id(block)]]
+                               + ([start] if block is entry else [])), found)
     return found
 
 
+def _joined(states: list[dict]) -> dict:
+    out: dict = {}
+    for state in states:
+        for reg, writes in state.items():
+            out[reg] = out.get(reg, frozenset()) | writes
+    return out
+
+
 class _Intervals:
-    """Registers' ranges, found on demand (each from all its writes, memoized)."""
+    """Operands' ranges where an instruction reads them: the union over the writes that
+    may reach it, each write's range found from its own operands (memoized)."""
 
     def __init__(self, kernel: ir.Function, block):
         self.block = block
-        self.writes: dict = {}
-        for inst in kernel.instructions():
-            for reg in may_write(inst):
-                self.writes.setdefault(reg, []).append(inst)
-        self.assigned = _assigned_before(kernel)
+        self.reaching = _reaching(kernel)
         self.known: dict = {}
         self.visiting: set = set()
 
@@ -190,27 +206,30 @@ class _Intervals:
                 else None
         if isinstance(value, ir.SpecialRegister):
             return _special(value, self.block)
-        if isinstance(value, ir.Register) and value in self.assigned[id(at)]:
-            return self.register(value)
-        return None
-
-    def register(self, reg: ir.Register) -> _Range | None:
-        if reg in self.known:
-            return self.known[reg]
-        if reg in self.visiting or reg.vector:     # written from itself: a loop's counter
+        if not isinstance(value, ir.Register) or value.vector:
             return None
-        self.visiting.add(reg)
+        writes = self.reaching[id(at)].get(value)
+        if not writes or _UNDEFINED in writes:
+            return None
         found = None
-        for inst in self.writes.get(reg, []):
-            if inst.opcode not in _CARRIED or inst.operands[0] is not reg:
-                found = None
-                break
-            value = _written(inst, [self.operand(o, inst) for o in inst.operands[1:]])
-            found = value if inst is self.writes[reg][0] else _union(found, value)
+        for n, write in enumerate(writes):
+            value_written = self.written(write, value)
+            found = value_written if n == 0 else _union(found, value_written)
             if found is None:
-                break
-        self.visiting.discard(reg)
-        self.known[reg] = found
+                return None
+        return found
+
+    def written(self, inst: ir.Instruction, reg: ir.Register) -> _Range | None:
+        """The range of what `inst` writes into `reg`."""
+        if id(inst) in self.known:
+            return self.known[id(inst)]
+        if id(inst) in self.visiting or inst.opcode not in _CARRIED \
+                or inst.operands[0] is not reg:     # (a loop's counter: from itself)
+            return None
+        self.visiting.add(id(inst))
+        found = _written(inst, [self.operand(o, inst) for o in inst.operands[1:]])
+        self.visiting.discard(id(inst))
+        self.known[id(inst)] = found
         return found
 
 
