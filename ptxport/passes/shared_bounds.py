@@ -201,9 +201,13 @@ class _Intervals:
     def operand(self, value, at: ir.Instruction) -> _Range | None:
         if isinstance(value, IntImm):
             return _kept(None, value.value, value.value)
+        if isinstance(value, ir.SymbolAddress) and not value.generic:
+            value, offset = value.target, value.offset
+        else:
+            offset = 0
         if isinstance(value, ir.Variable):
-            return _Range(value, 0, 0) if value.space == "shared" and not value.unsized \
-                else None
+            return _Range(value, offset, offset) if value.space == "shared" and not \
+                value.unsized else None
         if isinstance(value, ir.SpecialRegister):
             return _special(value, self.block)
         if not isinstance(value, ir.Register) or value.vector:
@@ -238,8 +242,8 @@ def _address(inst: ir.Instruction) -> ir.Address | None:
 
 
 def shared_bounds(kernel: ir.Function, block: tuple[int, int, int] | None
-                  ) -> dict[int, tuple[int, int, int]]:
-    """id(access) -> (lo, hi, size): every lane's address of that shared-memory ld, st, atom
+                  ) -> dict[ir.Instruction, tuple[int, int, int]]:
+    """access -> (lo, hi, size): every lane's address of that shared-memory ld, st, atom
     or red lies at lo..hi bytes from the start of a shared variable of `size` bytes, for
     blocks of shape `block` (None: any)."""
     intervals = _Intervals(kernel, block)
@@ -256,7 +260,7 @@ def shared_bounds(kernel: ir.Function, block: tuple[int, int, int] | None
             continue
         variable = where.variable
         size = variable.elements * variable.element_size
-        found[id(inst)] = (where.lo + address.offset, where.hi + address.offset, size)
+        found[inst] = (where.lo + address.offset, where.hi + address.offset, size)
     return found
 
 
@@ -272,7 +276,7 @@ def run(module: ir.Module, kernel: ir.Function, block=None) -> PassResult:
     found = shared_bounds(kernel, block)
     notes = [f"shared accesses bounded, for {shape}: {len(found)}"]
     for inst in kernel.instructions():
-        if id(inst) in found:
-            lo, hi, size = found[id(inst)]
+        if inst in found:
+            lo, hi, size = found[inst]
             notes.append(f"{inst.spec.text} at +{lo}..+{hi} of {size} bytes")
     return PassResult(kernel, notes)

@@ -55,7 +55,7 @@ def _proven(block) -> list[bool]:
     verify(module)
     kernel = module.functions["k"]
     found = shared_bounds(kernel, block)
-    return [inside(found.get(id(i)), 4) for i in kernel.instructions()
+    return [inside(found.get(i), 4) for i in kernel.instructions()
             if i.opcode in ("ld", "st") and i.spec.get("space") == "shared"]
 
 

@@ -61,7 +61,7 @@ def _bounds(block):
     verify(module)
     kernel = module.functions["k"]
     found = shared_bounds(kernel, block)
-    return {inst.operands[1].value: found.get(id(inst)) for inst in kernel.instructions()
+    return {inst.operands[1].value: found.get(inst) for inst in kernel.instructions()
             if inst.opcode == "st"}
 
 

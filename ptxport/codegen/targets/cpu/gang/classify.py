@@ -173,7 +173,7 @@ def checked_group(fl: GangLowering, place: Place, t, count: int, low, high, kind
     holds for the unguarded ones. A shared-memory access that passes/shared_bounds.py finds
     inside one variable for every thread of the block is checked when compiling (a
     stencil's tile loads and stores, -10% of its instructions)."""
-    if place.shared and inside(fl.shared_bounds.get(id(fl.inst)), t.size * count):
+    if place.shared and inside(fl.shared_bounds.get(fl.inst), t.size * count):
         return I1(1), None
     if fl.guard is None:
         return group_check(fl, place, t.size, low, high, isinstance(kind, ll.Constant))
