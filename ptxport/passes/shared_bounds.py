@@ -140,25 +140,26 @@ def _written(inst: ir.Instruction, operands: list) -> _Range | None:
 _UNDEFINED = None       # a register's "write" at the kernel's start: whatever its slot held
 
 
-def _reaching(kernel: ir.Function) -> dict[int, dict]:
-    """id(instruction) -> {register it reads: the writes of it that may reach it} (forward
-    may-analysis over the CFG; a write is an instruction, or _UNDEFINED on a path from the
-    kernel's start on which nothing wrote the register). A guarded write adds itself and
-    keeps the earlier ones: where its guard is false the register keeps their value."""
+def _reaching(kernel: ir.Function, wanted: set) -> dict[int, dict]:
+    """id(instruction) -> {register of `wanted` it reads: the writes of it that may reach
+    it} (forward may-analysis over the CFG; a write is an instruction, or _UNDEFINED on a
+    path from the kernel's start on which nothing wrote the register). A guarded write adds
+    itself and keeps the earlier ones: where its guard is false the register keeps their
+    value."""
     predecessors: dict[int, list] = {id(b): [] for b in kernel.blocks}
     for block in kernel.blocks:
         for successor in block.successors:
             predecessors[id(successor)].append(block)
     entry = kernel.blocks[0] if kernel.blocks else None
-    start = {r: frozenset([_UNDEFINED]) for r in kernel.registers.values()}
+    start = {r: frozenset([_UNDEFINED]) for r in wanted}
 
     def through(block, state: dict, found: dict | None) -> dict:
         state = dict(state)
         for inst in block.instructions:
-            uses, _ = uses_and_defs(inst)
             if found is not None:
-                found[id(inst)] = {r: state.get(r, frozenset()) for r in uses}
-            for reg in may_write(inst):
+                found[id(inst)] = {r: state.get(r, frozenset())
+                                   for r in uses_and_defs(inst)[0] & wanted}
+            for reg in may_write(inst) & wanted:
                 kept = state.get(reg, frozenset()) if inst.guard is not None else frozenset()
                 state[reg] = kept | {inst}
         return state
@@ -188,13 +189,32 @@ def _joined(states: list[dict]) -> dict:
     return out
 
 
+def _feeding(kernel: ir.Function, bases: set) -> set:
+    """The registers that the accesses' base registers are computed from, through the
+    instructions whose ranges the analysis follows (the only ones it looks up)."""
+    writes: dict = {}
+    for inst in kernel.instructions():
+        if inst.opcode in _CARRIED:
+            for reg in may_write(inst):
+                writes.setdefault(reg, []).append(inst)
+    found, todo = set(), list(bases)
+    while todo:
+        reg = todo.pop()
+        if reg in found:
+            continue
+        found.add(reg)
+        for inst in writes.get(reg, []):
+            todo.extend(o for o in inst.operands[1:] if isinstance(o, ir.Register))
+    return found
+
+
 class _Intervals:
     """Operands' ranges where an instruction reads them: the union over the writes that
     may reach it, each write's range found from its own operands (memoized)."""
 
-    def __init__(self, kernel: ir.Function, block):
+    def __init__(self, kernel: ir.Function, block, bases: set):
         self.block = block
-        self.reaching = _reaching(kernel)
+        self.reaching = _reaching(kernel, _feeding(kernel, bases))
         self.known: dict = {}
         self.visiting: set = set()
 
@@ -246,11 +266,15 @@ def shared_bounds(kernel: ir.Function, block: tuple[int, int, int] | None
     """access -> (lo, hi, size): every lane's address of that shared-memory ld, st, atom
     or red lies at lo..hi bytes from the start of a shared variable of `size` bytes, for
     blocks of shape `block` (None: any)."""
-    intervals = _Intervals(kernel, block)
+    accesses = [inst for inst in kernel.instructions()
+                if inst.opcode in _ACCESSES and state_space(inst) == "shared"]
+    if not accesses:
+        return {}
+    bases = {a.base for a in map(_address, accesses)
+             if a is not None and isinstance(a.base, ir.Register)}
+    intervals = _Intervals(kernel, block, bases)
     found = {}
-    for inst in kernel.instructions():
-        if inst.opcode not in _ACCESSES or state_space(inst) != "shared":
-            continue
+    for inst in accesses:
         address = _address(inst)
         if address is None or isinstance(address.base, ir.Register) and \
                 address.base.type.bits != 32:
