@@ -35,7 +35,7 @@ __all__ = ["shared_bounds", "inside", "run"]
 _LIMITS = (1024, 1024, 64)
 _LOW, _HIGH = -(1 << 31), (1 << 31) - 1
 _ACCESSES = ("ld", "st", "atom", "red")
-_CARRIED = {"mov", "add", "sub", "mul", "mad", "shl", "shr", "and", "div", "rem"}
+_CARRIED = {"mov", "add", "sub", "mul", "mad", "shl", "shr", "and", "div", "rem", "ld", "cvt"}
 
 
 class _Range:
@@ -108,10 +108,46 @@ def _by_immediate(op: str, a: _Range, k: int) -> _Range | None:
     return _Range(None, a.lo // k, a.hi // k) if op == "div" else _Range(None, 0, k - 1)
 
 
+def _natural(t: str) -> _Range | None:
+    """Every value of an integer type of 8 or 16 bits (what ld of one leaves in a register:
+    zero- or sign-extended), else None."""
+    if len(t) < 2 or t[0] not in "usb" or t[1:] not in ("8", "16"):
+        return None
+    bits = int(t[1:])
+    return _Range(None, -(1 << bits - 1), (1 << bits - 1) - 1) if t[0] == "s" else \
+        _Range(None, 0, (1 << bits) - 1)
+
+
+def _within(a: _Range, t: str) -> bool:
+    """Whether a plain range holds only values of type t (so extending it is exact)."""
+    bits = int(t[1:])
+    low, high = (-(1 << bits - 1), (1 << bits - 1) - 1) if t[0] == "s" else (0, (1 << bits) - 1)
+    return a.variable is None and low <= a.lo and a.hi <= high
+
+
+def _widened(inst: ir.Instruction, operands: list) -> _Range | None:
+    """ld of a byte or halfword, cvt from one (whatever its value: its low bits, extended)
+    and mul.wide of values within their type (the product exact in twice the width)."""
+    spec = inst.spec
+    if spec.get("sat") or not spec.types:
+        return None
+    if inst.opcode == "ld":
+        return None if spec.text.count(".v") else _natural(spec.types[-1])
+    if inst.opcode == "cvt" and len(spec.types) == 2 and spec.types[0][1:] in ("32", "64") \
+            and spec.types[0][0] in "usb":
+        return _natural(spec.types[1])
+    if inst.opcode == "mul" and len(operands) == 2 and None not in operands \
+            and all(_within(a, spec.types[-1]) for a in operands):
+        return _product(*operands)
+    return None
+
+
 def _written(inst: ir.Instruction, operands: list) -> _Range | None:
     """What `inst` writes, from its source operands' ranges (None where one is unknown)."""
     op, spec = inst.opcode, inst.spec
     t = spec.types[-1] if spec.types else ""
+    if op in ("ld", "cvt") or spec.get("mode") == "wide":
+        return _widened(inst, operands)
     if not t or t[0] not in "usb" or t[1:] not in ("32", "64") or spec.get("cc") \
             or spec.get("sat") or spec.get("mode", "lo") != "lo":
         return None

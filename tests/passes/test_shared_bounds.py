@@ -1,6 +1,7 @@
 """passes/shared_bounds.py: which shared-memory accesses stay inside one `.shared` variable
 for a block shape, and what keeps an access unproven (a loop's counter, a register not
-written on every path, a value known only at run time, an extern array, a wider block)."""
+written on every path, a value known only at run time, an extern array, a 16-bit sum that
+may wrap, a wider block)."""
 
 from __future__ import annotations
 
@@ -14,9 +15,9 @@ PTX = """.version 7.8
 .target sm_80
 .address_size 64
 .extern .shared .align 4 .b8 dyn[];
-.visible .entry k(.param .u32 n)
+.visible .entry k(.param .u32 n, .param .u64 bytes)
 {
-.reg .pred %p<3>; .reg .b32 %r<24>;
+.reg .pred %p<3>; .reg .b32 %r<24>; .reg .b16 %rs<3>; .reg .b64 %rd<2>;
 .shared .align 4 .b8 tile[1296];
 ld.param.u32 %r9, [n];
 mov.u32 %r1, %tid.x;
@@ -51,6 +52,15 @@ and.b32 %r15, %r9, 255;
 shl.b32 %r16, %r15, 2;
 add.s32 %r17, %r4, %r16;
 st.shared.u32 [%r17], 8;
+ld.param.u64 %rd1, [bytes];
+ld.global.u8 %rs1, [%rd1];
+mul.wide.u16 %r18, %rs1, 4;
+add.s32 %r19, %r4, %r18;
+st.shared.u32 [%r19], 9;
+add.u16 %rs2, %rs1, 100;
+mul.wide.u16 %r20, %rs2, 4;
+add.s32 %r21, %r4, %r20;
+st.shared.u32 [%r21], 10;
 ret;
 }
 """
@@ -74,6 +84,8 @@ def test_a_16_by_16_tile_with_its_halo():
     assert found[6] == (4, 1220, 1296) and inside(found[6], 4)
     # the masked byte offset of a run-time value: 0 .. 255 * 4
     assert found[8] == (0, 1020, 1296) and inside(found[8], 4)
+    # a byte loaded from memory, times 4 (a histogram's bins[data[i]]): 0 .. 255 * 4
+    assert found[9] == (0, 1020, 1296) and inside(found[9], 4)
     assert not inside(found[1], 84)      # an access wider than what is left of the tile
 
 
@@ -83,6 +95,7 @@ def test_what_stays_unproven():
     assert found[4] is None      # an extern (dynamic) shared array: its size is the launch's
     assert found[5] is None      # written on one path only: the other reads an old slot
     assert found[7] is None      # a loop's pointer, written from itself
+    assert found[10] is None     # a 16-bit sum, which may wrap before it is widened
 
 
 def test_the_block_shape_bounds_tid():
