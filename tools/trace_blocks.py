@@ -4,12 +4,13 @@ from (warp gangs' code is one function, run_blocks, with the gang function inlin
 the names our builder gives its blocks, `seg3_all`, `access_done`, ..., though blocks merged by
 its optimizer keep one name of several).
 
-    python tools/trace_blocks.py stencil --size 48 [--call 4] [--top 40] [--path]
+    python tools/trace_blocks.py stencil --size 48 [--call 4] [--top 40] [--path] [--asm]
 
 runs the case at a small size (48: a 3x3 grid of 16x16 blocks; one run_blocks call a block on
 one worker), prints the instructions of each call and, for call --call (the grid's middle
 block by default), the instructions per LLVM block name, with --path the sequence of blocks
-and their counts. Needs gdb; a few hundred thousand single steps take about a minute. Hardware
+and their counts, with --asm every instruction it ran in order (its disassembly beside its
+LLVM block). Needs gdb; a few hundred thousand single steps take about a minute. Hardware
 counters are not needed, so it works where `perf stat` has none (virtual machines); what it
 counts is instructions, not time (memory stalls, a division's latency do not show).
 """
