@@ -36,6 +36,7 @@ PASSES = {
     "segment": "ptxport.passes.segment",          # warp-gang code segments
     "lane-offsets": "ptxport.passes.lane_offsets",  # lanes apart by constants (warp gangs)
     "lane-forms": "ptxport.passes.lane_forms",    # and per half warp, widened (warp gangs)
+    "shared-bounds": "ptxport.passes.shared_bounds",  # shared accesses inside a variable
     "inline": "ptxport.passes.inline",            # device functions that wait, inlined
     "plan-waits": "ptxport.passes.plan_waits",    # registers each wait saves and restores
 }

@@ -32,6 +32,7 @@ from ptxport.ir.analysis import constant_registers as _constant_registers
 from ptxport.ir.analysis import uses_and_defs
 from ptxport.ir.types import TYPES, Type
 from ptxport.passes.lane_offsets import lane_offsets
+from ptxport.passes.shared_bounds import shared_bounds
 from ptxport.passes.uniformity import (
     thread_x_copies,
     uniform_registers,
@@ -111,6 +112,8 @@ class GangLowering(FunctionLowering):
         self.uniform_ids = {id(r) for r in self.uniform}     # (place keys name bases by id)
         # registers whose lanes lie constant offsets apart (passes/lane_offsets.py)
         self.lane_offsets = lane_offsets(function, block, self.uniform)
+        # shared-memory accesses inside one variable for this shape (passes/shared_bounds.py)
+        self.shared_bounds = shared_bounds(function, block)
         # saved registers whose frame holds u of u + c[i] alone: id -> (u's slot, c)
         self.rebuilt: dict = {}
         # within a segment: the lanes' addresses read from a base, and how they lie
