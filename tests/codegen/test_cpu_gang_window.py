@@ -1,7 +1,8 @@
 """Warp gangs' window loads (codegen/targets/cpu/gang/window.py): lanes reading a few elements
 at offsets known when compiling (Triton 3.9's cross-warp reduction: `smem + 4 * (lane & 3)`)
 load the window once and shuffle it to the lanes; the values are each lane's own, an access
-outside shared memory faults at its first bad lane, and no gather is left."""
+outside shared memory faults at its first bad lane, and no gather is left. A guarded access of
+lanes known consecutive in shared memory (Triton 3.6's) is checked over its active lanes."""
 
 from __future__ import annotations
 
@@ -129,3 +130,52 @@ def test_window_of():
     assert window.window_of(tuple(4 * (i & 31) for i in range(32)), 4, 32) is None
     assert window.window_of(tuple(4 * (i & 15) for i in range(32)), 4, 32) is not None  # 64 bytes
     assert window.window_of(tuple(2 * (i & 3) for i in range(32)), 4, 32) is None  # misaligned
+
+
+# Triton 3.6's cross-warp step: lanes 0..3 of warp 0 read a 16-byte buffer under a guard
+# (tid < count), every lane's address at buf + 4 * tid (the other lanes' past its end)
+GUARDED = HEADER + """.visible .entry k(.param .u64 out, .param .u32 count)
+{
+.reg .pred %p<2>; .reg .b32 %r<8>; .reg .b64 %rd<4>;
+.shared .align 16 .b8 buf[16];
+ld.param.u64 %rd1, [out]; ld.param.u32 %r1, [count];
+mov.u32 %r2, %tid.x;
+mov.u32 %r3, buf;
+shl.b32 %r4, %r2, 2;
+add.s32 %r5, %r3, %r4;
+setp.lt.u32 %p1, %r2, 4;
+@%p1 st.shared.u32 [%r5], %r4;
+bar.sync 0;
+mov.u32 %r6, 7;
+setp.lt.u32 %p1, %r2, %r1;
+@%p1 ld.shared.u32 %r6, [%r5];
+mul.wide.u32 %rd2, %r2, 4;
+add.s64 %rd3, %rd1, %rd2;
+st.global.u32 [%rd3], %r6;
+ret;
+}
+"""
+
+
+def _guarded(count: int) -> np.ndarray:
+    dev = Device("cpu")
+    stream = dev.create_stream()
+    kernel = Program(GUARDED, code_type="ptx").compile("native").get_kernel("k")
+    out = dev.allocate(128 * 4, stream=stream)
+    launch(stream, LaunchConfig(grid=1, block=128), kernel, out, np.uint32(count))
+    host = np.zeros(128, dtype=np.uint32)
+    out.copy_to(host, stream=stream)
+    stream.sync()
+    assert kernel._binary(dev).gang_refusal is None
+    return host
+
+
+def test_a_guarded_shared_access_is_checked_over_its_active_lanes():
+    expected = np.full(128, 7, dtype=np.uint32)
+    expected[:4] = 4 * np.arange(4)
+    assert (_guarded(4) == expected).all()
+    line = next(i for i, text in enumerate(GUARDED.splitlines(), 1)
+                if "@%p1 ld.shared" in text)
+    with pytest.raises(IllegalAddressError,
+                       match=rf"line {line} in block \(0, 0, 0\), thread 4;"):
+        _guarded(5)
