@@ -151,8 +151,10 @@ def main() -> None:
     print(f"Triton {triton.__version__}, softmax {args.rows} x {args.cols} f32, {args.grid} "
           f"programs, one worker: process CPU ns per element (median of {args.rounds} rounds "
           f"x {args.runs} calls)")
-    rows = {warps: time_variants(variants(triton_ptx(warps, args.rows, args.cols), warps), warps, args)
-            for warps in (4, 1)}
+    rows = {}
+    for warps in (4, 1):
+        ptx = triton_ptx(warps, args.rows, args.cols)
+        rows[warps] = time_variants(variants(ptx, warps), warps, args)
     names = list(rows[4])
     print(f"{'warps':>5} " + " ".join(f"{n:>10}" for n in names))
     for warps, found in rows.items():
