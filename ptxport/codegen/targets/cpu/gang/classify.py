@@ -84,7 +84,7 @@ def _known_pattern(fl: GangLowering, place: Place, size: int):
     if not isinstance(fl.mask, ll.Constant):
         if not isinstance(fl.unguarded_mask, ll.Constant):
             return None
-        if consecutive and not place.shared:
+        if consecutive:
             return _known_consecutive(fl, place, size)
     s0 = ll.IRBuilder.extract_element(b, addrs, I32(0))
     if consecutive:
