@@ -81,7 +81,6 @@ from ptxport.codegen.targets.cpu.gang.memory import (
     access_groups,
     class_slots,
     lower_atom,
-    lower_ld,
     lower_st,
 )
 from ptxport.codegen.targets.cpu.gang.mma import lower_ldmatrix, lower_mma
@@ -93,6 +92,7 @@ from ptxport.codegen.targets.cpu.gang.warp import (
     lower_warp_barrier,
 )
 from ptxport.codegen.targets.cpu.gang.wgmma import lower_wgmma
+from ptxport.codegen.targets.cpu.gang.windows import lower_ld
 from ptxport.codegen.targets.cpu.options import CpuOptions
 from ptxport.codegen.targets.cpu.stop import STOPPED, poll_stop
 from ptxport.ir import nodes as ir
