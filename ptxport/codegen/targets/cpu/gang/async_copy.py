@@ -112,18 +112,7 @@ def _copy_vectors(fl: GangLowering, src, dst, whole, size: int) -> None:
     full = ll.IRBuilder.icmp_unsigned(b, "==", b.and_(reading, writing), I32(FULL))
     ll.IRBuilder.cbranch(b, full, every, some)
     b.position_at_end(every)      # (Triton's tiles inside the matrices: the common case)
-    addresses = [ll.IRBuilder.extract_element(b, sources, I32(lane)) for lane in range(W)]
-    for lane in range(W):
-        source = ll.IRBuilder.inttoptr(b, addresses[lane], PTR)
-        b.store(b.load(source, typ=chunk, align=1), targets[lane], align=1)
-    # the tile a few steps on, fetched meanwhile: each lane's own (Triton's rows of a tile
-    # lie a matrix row apart, as many streams as the tile has rows)
-    distance, prefetched = strides_ahead(fl, addresses[0])
-    for address in addresses:
-        prefetch_line(fl, b.add(address, distance))
-    b.branch(prefetched)
-    b.position_at_end(prefetched)
-    b.branch(done)
+    _copy_every_lane(fl, sources, dst, targets, size, done)
     b.position_at_end(some)
     for lane in range(W):
         reads = _lane_mask(b, reading, lane, size)
@@ -134,6 +123,71 @@ def _copy_vectors(fl: GangLowering, src, dst, whole, size: int) -> None:
         ll.IRBuilder.call(b, store, [value, targets[lane], I32(1), writes])
     b.branch(done)
     b.position_at_end(done)
+
+
+# Runs of lanes tried, longest first: a run of lanes whose sources lie one after another,
+# and whose destinations too, is one copy (Triton's f32 tiles of 32 columns are rows of 8
+# lanes' 16 bytes; of 64 columns, 16 lanes')
+_RUNS = (W, 16, 8, 4)
+
+
+def _copy_every_lane(fl: GangLowering, sources, dst, targets, size: int, done) -> None:
+    """Every lane copies its `size` bytes: in runs of lanes whose sources and destinations
+    are consecutive (the longest of _RUNS found at run time: one copy of run * size bytes
+    a run), else lane after lane; each with the tile a few steps on fetched meanwhile (each
+    run's lines, or each lane's: Triton's rows of a tile lie a matrix row apart, as many
+    streams as the tile has rows)."""
+    b = fl.b
+    et = dst.addrs.type.element
+    offsets = b.add(dst.addrs, b.splat(ll.Constant(et, dst.offset))) if dst.offset \
+        else dst.addrs
+    lanes_block = fl.llfn.append_basic_block("cp_async_each_lane")
+    run_length = I32(1)
+    for run in reversed(_RUNS):
+        run_length = ll.IRBuilder.select(b, b.and_(_in_runs(fl, sources, run, size),
+                                                   _in_runs(fl, offsets, run, size)),
+                                         I32(run), run_length)
+    switch = ll.IRBuilder.switch(b, run_length, lanes_block)
+    for run in _RUNS:
+        block = fl.llfn.append_basic_block(f"cp_async_runs_{run}")
+        switch.add_case(I32(run), block)
+        b.position_at_end(block)
+        _copy_runs(fl, sources, targets, size, run, done)
+    b.position_at_end(lanes_block)
+    _copy_runs(fl, sources, targets, size, 1, done)
+
+
+def _in_runs(fl: GangLowering, addresses, run: int, size: int):
+    """i1: whether in each run of `run` lanes (from lane 0) the lanes' addresses lie `size`
+    bytes apart, one after another."""
+    b = fl.b
+    et = addresses.type.element
+    step = ll.Constant(addresses.type, [ll.Constant(et, lane % run * size) for lane in range(W)])
+    starts = b.sub(addresses, step)
+    firsts = ll.IRBuilder.shuffle_vector(b, starts, ll.Constant(starts.type, None), ll.Constant(
+        ll.VectorType(I32, W), [lane - lane % run for lane in range(W)]))
+    same = ll.IRBuilder.icmp_unsigned(b, "==", starts, firsts)
+    return ll.IRBuilder.icmp_unsigned(b, "==", fl.bits(same), I32(FULL))
+
+
+def _copy_runs(fl: GangLowering, sources, targets, size: int, run: int, done) -> None:
+    """Copy each run of `run` lanes' `size` bytes at once from its first lane's source to
+    its first lane's destination, then prefetch the runs' lines a few strides on."""
+    b = fl.b
+    chunk = ll.VectorType(I8, size * run)
+    addresses = [ll.IRBuilder.extract_element(b, sources, I32(lane))
+                 for lane in range(0, W, run)]
+    for address, lane in zip(addresses, range(0, W, run), strict=True):
+        source = ll.IRBuilder.inttoptr(b, address, PTR)
+        b.store(b.load(source, typ=chunk, align=1), targets[lane], align=1)
+    distance, prefetched = strides_ahead(fl, addresses[0])
+    for address in addresses:
+        ahead = b.add(address, distance)
+        for line in range(0, max(64, size * run), 64):
+            prefetch_line(fl, b.add(ahead, I64(line)) if line else ahead)
+    b.branch(prefetched)
+    b.position_at_end(prefetched)
+    b.branch(done)
 
 
 def _lane_mask(b, bits, lane: int, size: int):

@@ -46,6 +46,7 @@ from ptxport.codegen.lower import (
     loop_headers,
 )
 from ptxport.codegen.targets.cpu.abi import CTX
+from ptxport.codegen.targets.cpu.gang import windows
 from ptxport.codegen.targets.cpu.gang.async_copy import lower_cp
 from ptxport.codegen.targets.cpu.gang.classify import (
     check_widening,
@@ -535,9 +536,12 @@ def _lower_code(fl: GangLowering, code: list) -> None:
             continue
         _lower_one(fl, code[i])
         i += 1
+    windows.flush(fl)
 
 
 def _lower_one(fl: GangLowering, inst: ir.Instruction) -> None:
+    if not windows.defers(inst):
+        windows.flush(fl)
     forget_classes(fl, inst)
     check_widening(fl, inst)
     fl.lower_instruction(inst)
@@ -566,6 +570,7 @@ def _lower_skippable(fl: GangLowering, predicate: ir.Register, run: list) -> Non
     the warp may not have run it; what it knew before holds, but for the registers the
     run writes."""
     b = fl.b
+    windows.flush(fl)
     p = fl.read(predicate, "pred")
     mask_bits = fl.bits(fl.mask)
     if is_vec(p):
@@ -578,6 +583,7 @@ def _lower_skippable(fl: GangLowering, predicate: ir.Register, run: list) -> Non
     known = (dict(fl.places), dict(fl.patterns), dict(fl.group_ok), dict(fl.local_forms))
     for inst in run:
         _lower_one(fl, inst)
+    windows.flush(fl)
     if not b.block.is_terminated:
         b.branch(after)
     b.position_at_end(after)

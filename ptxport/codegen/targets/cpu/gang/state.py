@@ -129,6 +129,8 @@ class GangLowering(FunctionLowering):
         self.group_of: dict = {}
         self.group_span: dict = {}
         self.group_ok: dict = {}
+        # window loads (windows.py) whose range tests are pending until the next flush
+        self.window_checks: list = []
         self.constants = _constant_registers(function)
         # registers that are another plus a constant (coalesce.py, at its first segment)
         self.offset_bases: dict | None = None

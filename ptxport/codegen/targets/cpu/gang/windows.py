@@ -21,15 +21,20 @@ from typing import NamedTuple
 
 from llvmlite import ir as ll
 
-from ptxport.codegen.lower import I32, I64, value_type
+from ptxport.codegen.lower import I8, I32, I64, value_type
 from ptxport.codegen.ops.data import instruction_type, state_space, vector_count
 from ptxport.codegen.targets.cpu.gang import memory
-from ptxport.codegen.targets.cpu.gang.checks import HALF_UNIFORM, check_place
+from ptxport.codegen.targets.cpu.gang.checks import (
+    HALF_UNIFORM,
+    check_place,
+    expect,
+    group_check,
+)
 from ptxport.codegen.targets.cpu.gang.lanes import W
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.ir import nodes as ir
 
-__all__ = ["LIMIT", "Window", "lower_ld", "window_plan"]
+__all__ = ["LIMIT", "Window", "defers", "flush", "lower_ld", "window_plan"]
 
 HALF = W // 2
 # the most elements one window loads: 64 f32 are four 512-bit registers (a 32-lane f32
@@ -80,10 +85,17 @@ def lower_ld(fl: GangLowering, inst: ir.Instruction) -> None:
     """A load: through a window where _plan finds one, else memory.py's lower_ld."""
     found = _plan(fl, inst)
     if found is None:
+        flush(fl)
         memory.lower_ld(fl, inst)
         return
     place, t, count, (windows, picks) = found
-    loaded = [_load_window(fl, place, t, count, w) for w in windows]
+    starts = _starts(fl, place, windows)
+    et = place.addrs.type.element
+    bounds = [(s, fl.b.add(s, ll.Constant(et, w.elements * t.size)))
+              for s, w in zip(starts, windows, strict=True)]
+    inside = _inside(fl, place, t, count, bounds)
+    fl.window_checks.append(_Check(inst, place, t.size * count, bounds, inside))
+    loaded = [_load_window(fl, place, place.lanes, t, w, inside) for w in windows]
     if len(loaded) == 2 and windows[0].elements != windows[1].elements:
         n = max(w.elements for w in windows)
         loaded = [_widened(fl, v, n) for v in loaded]
@@ -115,7 +127,9 @@ def _plan(fl: GangLowering, inst: ir.Instruction):
         return None
     plan = window_plan(form.offsets, form.halves, place.addrs.type.element.width, t.size,
                        count)
-    return None if plan is None else (place, t, count, plan)
+    if plan is None or any(abs(place.offset + w.start) >= 1 << 30 for w in plan[0]):
+        return None
+    return place, t, count, plan
 
 
 def _full(mask) -> bool:
@@ -127,21 +141,165 @@ def _full(mask) -> bool:
         getattr(b, "constant", None) in (1, True) for b in bits)
 
 
-def _load_window(fl: GangLowering, place, t, count: int, window: Window):
-    """The window's elements as one vector, after the range check of its bytes (which
-    fails only where some lane's own access is outside the shared window: the exact
-    per-lane check then raises the fault)."""
+def _starts(fl: GangLowering, place, windows) -> list:
+    """Each window's first byte as an offset into the shared window: its lane's address
+    plus place.offset and the window's start, computed in the address's width (what the
+    range test takes)."""
     b = fl.b
     et = place.addrs.type.element
-    start = b.add(ll.IRBuilder.extract_element(b, place.addrs, I32(window.lane)),
-                  ll.Constant(et, place.offset + window.start))
-    end = b.add(start, ll.Constant(et, window.elements * t.size))
-    check_place(fl, place, t.size * count, False, I32(HALF_UNIFORM), start, end)
-    at = start if et.width == 64 else b.sext(start, I64)
-    pointer = ll.IRBuilder.gep(b, fl.target.space_base(fl, "shared"), [at],
-                               source_etype=ll.IntType(8))
+    return [b.add(ll.IRBuilder.extract_element(b, place.addrs, I32(w.lane)),
+                  ll.Constant(et, place.offset + w.start)) for w in windows]
+
+
+def _pointer(fl: GangLowering, place, form, window: Window, inside):
+    """The window's first byte as a pointer where `inside`, else a pointer into a block of
+    zeros (always readable: the load then faults at the next flush, and its value is not
+    used). The lane's address is widened once and the window's start added in 64 bits as a
+    constant, so that a group's loads share one base and take their offsets as addressing
+    modes. Where the range test passes, the 32-bit sum had no signed overflow (it lies in
+    [0, total_smem) and the constant is under 2**30: _plan), so both sums agree."""
+    b = fl.b
+    start = place.offset + window.start
+    group = fl.group_of.get(id(fl.inst))
+    key = (place.key[0], "window", group, window.lane)
+    base = fl.places.get(key)
+    if base is None:
+        lane = ll.IRBuilder.extract_element(b, place.addrs, I32(window.lane))
+        if lane.type.width != 64:
+            lane = b.sext(lane, I64)
+        base = ll.IRBuilder.gep(b, fl.target.space_base(fl, "shared"), [lane],
+                                source_etype=I8)
+        reach = _reach(fl, group, form, window.lane, place.addrs.type.element.width)
+        if reach is None:       # (no group: this load's own fallback)
+            return ll.IRBuilder.select(b, inside, b.gep(base, [I64(start)], source_etype=I8),
+                                       _zeros(fl.llfn.module, window.elements * 8, 0))
+        base = ll.IRBuilder.select(b, inside, base, _zeros(fl.llfn.module, *reach))
+        fl.places[key] = base
+    return b.gep(base, [I64(start)], source_etype=I8)
+
+
+def _reach(fl: GangLowering, group, form, lane: int, bits: int):
+    """(bytes, lowest offset) of the loads of `group` (memory.py's access_groups, whose
+    operands' offsets lie in group_span) from `lane`'s address: every window a member
+    loads from that lane lies in that many bytes from the lowest offset. None where the
+    load is in no group, or they reach over 64 KiB."""
+    if group is None:
+        return None
+    first, last = fl.group_span[group]
+    lanes = range(W) if not form.halves else range(lane // HALF * HALF, lane // HALF * HALF + HALF)
+    wrap, sign = (1 << bits) - 1, 1 << (bits - 1)
+    rel = [((form.offsets[i] - form.offsets[lane] + sign) & wrap) - sign for i in lanes]
+    low, high = first + min(rel), last + max(rel) + group[1]
+    return None if high - low > 1 << 16 else (high - low, low)
+
+
+def _inside(fl: GangLowering, place, t, count: int, bounds):
+    """i1: whether every [start, end) of `bounds` lies in the block's shared memory: the
+    test of the access group's range (memory.py's access_groups: a segment's loads from one
+    base, a tile's rows; made once, at the group's first access) where the load is in one,
+    else its own windows'."""
+    b = fl.b
+    et = place.addrs.type.element
+    # (the group's test takes the lanes' range at the base, before the offset, for the
+    # first element of each lane)
+    before = ll.Constant(et, place.offset)
+    lows = [b.sub(start, before) for start, _ in bounds]
+    highs = [b.sub(end, ll.Constant(et, place.offset + (count - 1) * t.size))
+             for _, end in bounds]
+    if len(bounds) == 2:
+        lows, highs = [_pick(fl, "<", *lows)], [_pick(fl, ">", *highs)]
+    grouped = group_check(fl, place, t.size, lows[0], highs[0], known=True)
+    if grouped is not None:
+        return grouped[0]
+    limit = fl.target.ctx_field(fl, "total_smem")
+    if et.width == 64:
+        limit = b.zext(limit, I64)
+    inside = None
+    for start, end in bounds:
+        fits = b.and_(ll.IRBuilder.icmp_unsigned(b, "<=", start, end),
+                      ll.IRBuilder.icmp_unsigned(b, "<=", end, limit))
+        inside = fits if inside is None else b.and_(inside, fits)
+    return inside
+
+
+def _pick(fl: GangLowering, op: str, x, y):
+    """The lower (op "<") or higher (">") of two offsets, unsigned."""
+    return ll.IRBuilder.select(fl.b, ll.IRBuilder.icmp_unsigned(fl.b, op, x, y), x, y)
+
+
+class _Check(NamedTuple):
+    """A window load whose range test's outcome is tested later (flush)."""
+
+    inst: ir.Instruction
+    place: object
+    size: int
+    bounds: list        # [(start, end)] of its windows
+    inside: ll.Value    # i1: every window inside the shared window
+
+
+def _load_window(fl: GangLowering, place, form, t, window: Window, inside):
+    """The window's elements as one vector; where `inside` is false (some window of the
+    load, or of its group, is outside the shared window: the load faults at the next
+    flush), from a block of zeros instead, which is always readable."""
+    b = fl.b
+    pointer = _pointer(fl, place, form, window, inside)
     return ll.IRBuilder.load(b, pointer, typ=ll.VectorType(value_type(t), window.elements),
                              align=t.size)
+
+
+def _zeros(module: ll.Module, size: int, low: int):
+    """A pointer `low` bytes before a module constant of at least `size` zero bytes (one
+    constant a size, a power of two)."""
+    size = max(64, 1 << (size - 1).bit_length())
+    name = f"ptxport.window_zeros.{size}"
+    if name not in module.globals:
+        zeros = ll.GlobalVariable(module, ll.ArrayType(ll.IntType(8), size), name)
+        zeros.linkage, zeros.global_constant = "internal", True
+        zeros.initializer = ll.Constant(zeros.value_type, None)
+        zeros.align = 64
+    return module.globals[name].gep([I64(0), I64(-low)])
+
+
+# Instructions that may run between a window load and the test of its range: they neither
+# touch memory nor leave the segment, so nothing they do is seen if the load then faults.
+_PURE = frozenset({"add", "sub", "mul", "mad", "fma", "neg", "abs", "min", "max", "mov",
+                   "setp", "selp", "cvt", "and", "or", "xor", "not", "shl", "shr", "bfe"})
+
+
+def defers(inst: ir.Instruction) -> bool:
+    """Whether `inst` may be lowered before the pending window loads' range tests (flush):
+    a shared load (lower_ld flushes first where it is not a window load) or a pure one."""
+    return inst.opcode in _PURE or (inst.opcode == "ld" and state_space(inst) == "shared")
+
+
+def flush(fl: GangLowering) -> None:
+    """Test the pending window loads' ranges: one branch for all of them, to the exact
+    per-lane test of each in program order, which raises the first one's fault (the loads
+    then read zeros instead, and what was computed from them is not kept). So that the
+    loads of a tile and the FMAs between them are one basic block that LLVM schedules as
+    a whole (a branch after each load kept each load's value live until its FMAs, and
+    spilled them)."""
+    pending = fl.window_checks
+    if not pending:
+        return
+    fl.window_checks = []
+    b = fl.b
+    tests = list({id(c.inside): c.inside for c in pending}.values())
+    inside = tests[0]
+    for test in tests[1:]:
+        inside = b.and_(inside, test)
+    exact, ok = fl.llfn.append_basic_block("window_exact"), fl.llfn.append_basic_block(
+        "window_checked")
+    expect(fl, ll.IRBuilder.cbranch(b, inside, ok, exact))
+    b.position_at_end(exact)
+    here = fl.inst
+    for check in pending:
+        fl.inst = check.inst          # (the fault names its instruction)
+        for start, end in check.bounds:
+            check_place(fl, check.place, check.size, False, I32(HALF_UNIFORM), start, end)
+    fl.inst = here
+    b.branch(ok)
+    b.position_at_end(ok)
 
 
 def _widened(fl: GangLowering, v, n: int):
