@@ -95,19 +95,54 @@ def lower_ld(fl: GangLowering, inst: ir.Instruction) -> None:
               for s, w in zip(starts, windows, strict=True)]
     inside = _inside(fl, place, t, count, bounds)
     fl.window_checks.append(_Check(inst, place, t.size * count, bounds, inside))
+    if _one_pick_each(windows, picks):
+        values = _broadcasts(fl, place, t, count, windows, picks, inside)
+    else:
+        values = _shuffled(fl, place, t, count, windows, picks, inside)
+    dest = inst.operands[0]
+    if count == 1 and not isinstance(dest, ir.VectorValue):
+        fl.write(dest, values[0], t)
+    else:
+        fl.write_vector(dest, values, t)
+
+
+def _one_pick_each(windows, picks) -> bool:
+    """Whether every lane of a window picks the same element (one address a half warp:
+    a row of a tile that each half's lanes share)."""
+    if len(windows) == 1:
+        return len(set(picks)) == 1
+    return len(set(picks[:HALF])) == 1 and len(set(picks[HALF:])) == 1
+
+
+def _broadcasts(fl: GangLowering, place, t, count: int, windows, picks, inside) -> list:
+    """The lanes' elements where each window's lanes all pick one: each element of each
+    window loaded on its own and broadcast to the window's lanes (a vector load taken
+    apart, LLVM made a 64-bit load of a .v2 and moved its halves from general registers,
+    two shuffles an element; broadcast from memory, it is a load alone)."""
+    b = fl.b
+    element = ll.VectorType(value_type(t), 1)
+    firsts = [picks[0]] if len(windows) == 1 else [picks[0], picks[HALF] - windows[0].elements]
+    values = []
+    for i in range(count):
+        loaded = [ll.IRBuilder.load(b, _pointer(fl, place, place.lanes, Window(
+            w.lane, w.start + (first + i) * t.size, 1), inside), typ=element, align=t.size)
+                  for w, first in zip(windows, firsts, strict=True)]
+        other = loaded[1] if len(loaded) == 2 else ll.Constant(element, None)
+        values.append(ll.IRBuilder.shuffle_vector(b, loaded[0], other, ll.Constant(
+            ll.VectorType(I32, W), [0] * HALF + [len(loaded) - 1] * HALF)))
+    return values
+
+
+def _shuffled(fl: GangLowering, place, t, count: int, windows, picks, inside) -> list:
+    """The lanes' elements taken from the windows loaded whole, one shuffle an element."""
     loaded = [_load_window(fl, place, place.lanes, t, w, inside) for w in windows]
     if len(loaded) == 2 and windows[0].elements != windows[1].elements:
         n = max(w.elements for w in windows)
         loaded = [_widened(fl, v, n) for v in loaded]
         picks = picks[:HALF] + [p - windows[0].elements + n for p in picks[HALF:]]
     other = loaded[1] if len(loaded) == 2 else ll.Constant(loaded[0].type, None)
-    values = [ll.IRBuilder.shuffle_vector(fl.b, loaded[0], other, ll.Constant(
+    return [ll.IRBuilder.shuffle_vector(fl.b, loaded[0], other, ll.Constant(
         ll.VectorType(I32, W), [p + i for p in picks])) for i in range(count)]
-    dest = inst.operands[0]
-    if count == 1 and not isinstance(dest, ir.VectorValue):
-        fl.write(dest, values[0], t)
-    else:
-        fl.write_vector(dest, values, t)
 
 
 def _plan(fl: GangLowering, inst: ir.Instruction):
