@@ -48,6 +48,7 @@ from ptxport.codegen.lower import (
 from ptxport.codegen.targets.cpu.abi import CTX
 from ptxport.codegen.targets.cpu.gang import windows
 from ptxport.codegen.targets.cpu.gang.async_copy import lower_cp
+from ptxport.codegen.targets.cpu.gang.chains import interleave_chains
 from ptxport.codegen.targets.cpu.gang.classify import (
     check_widening,
     forget_classes,
@@ -526,6 +527,7 @@ def _lower_segments(fl: GangLowering, kernel: ir.Function, gang: ll.Function,
 def _lower_code(fl: GangLowering, code: list) -> None:
     """A segment's instructions, each skippable run (fl.skips) behind a test of its
     predicate."""
+    code = interleave_chains(code, fl.skips)
     i = 0
     while i < len(code):
         skip = fl.skips.get(id(code[i]))

@@ -24,6 +24,7 @@ from llvmlite import ir as ll
 from ptxport.codegen.lower import I8, I32, I64, value_type
 from ptxport.codegen.ops.data import instruction_type, state_space, vector_count
 from ptxport.codegen.targets.cpu.gang import memory
+from ptxport.codegen.targets.cpu.gang.chains import PURE
 from ptxport.codegen.targets.cpu.gang.checks import (
     HALF_UNIFORM,
     check_place,
@@ -295,16 +296,12 @@ def _zeros(module: ll.Module, size: int, low: int):
     return module.globals[name].gep([I64(0), I64(-low)])
 
 
-# Instructions that may run between a window load and the test of its range: they neither
-# touch memory nor leave the segment, so nothing they do is seen if the load then faults.
-_PURE = frozenset({"add", "sub", "mul", "mad", "fma", "neg", "abs", "min", "max", "mov",
-                   "setp", "selp", "cvt", "and", "or", "xor", "not", "shl", "shr", "bfe"})
-
-
 def defers(inst: ir.Instruction) -> bool:
     """Whether `inst` may be lowered before the pending window loads' range tests (flush):
-    a shared load (lower_ld flushes first where it is not a window load) or a pure one."""
-    return inst.opcode in _PURE or (inst.opcode == "ld" and state_space(inst) == "shared")
+    a shared load (lower_ld flushes first where it is not a window load) or a pure one,
+    which neither touches memory nor leaves the segment (nothing it does is seen if a
+    load before it then faults)."""
+    return inst.opcode in PURE or (inst.opcode == "ld" and state_space(inst) == "shared")
 
 
 def flush(fl: GangLowering) -> None:
