@@ -155,6 +155,45 @@ def test_window_past_the_tile_faults_at_its_first_thread():
         _run(_tile_reads(3400), 128, src, dst, 0)
 
 
+# The tile's .v4 row read of TILE_READS beside a guarded scalar read from the same base at
+# +3900, which only threads 0-15 (row 0) make: for the other rows it would lie past the tile,
+# so the range test of the loads' group fails where no load faults.
+GUARDED_NEIGHBOUR = """
+.reg .pred %p<2>; .reg .b32 %r<24>; .reg .b64 %rd<8>;
+.shared .align 16 .b8 tile[4096];
+ld.param.u64 %rd1, [src]; ld.param.u64 %rd2, [dst];
+mov.u32 %r1, %tid.x;
+mul.wide.u32 %rd3, %r1, 32; add.s64 %rd4, %rd1, %rd3;
+ld.global.v4.u32 {%r2, %r3, %r4, %r5}, [%rd4];
+ld.global.v4.u32 {%r6, %r7, %r8, %r9}, [%rd4+16];
+mov.u32 %r10, tile; shl.b32 %r11, %r1, 5; add.u32 %r12, %r10, %r11;
+st.shared.v4.u32 [%r12], {%r2, %r3, %r4, %r5};
+st.shared.v4.u32 [%r12+16], {%r6, %r7, %r8, %r9};
+bar.sync 0;
+shl.b32 %r13, %r1, 4; and.b32 %r14, %r13, 1792; add.u32 %r15, %r10, %r14;
+setp.lt.u32 %p1, %r1, 16;
+mov.u32 %r6, 0;
+ld.shared.v4.u32 {%r2, %r3, %r4, %r5}, [%r15+64];
+@%p1 ld.shared.u32 %r6, [%r15+3900];
+mul.wide.u32 %rd5, %r1, 32; add.s64 %rd6, %rd2, %rd5;
+st.global.v4.u32 [%rd6], {%r2, %r3, %r4, %r5};
+st.global.v4.u32 [%rd6+16], {%r6, %r6, %r6, %r6};
+ret;"""
+
+
+def test_window_beside_a_guarded_access_whose_group_test_fails():
+    """The group's range test fails (the guarded read's lanes outside its guard lie past
+    the tile), yet no access faults: the window loads read the tile, not their fallback."""
+    src = np.arange(1024, dtype=np.uint32) * 3 + 5
+    dst = np.zeros(128 * 8, np.uint32)
+    _run(GUARDED_NEIGHBOUR, 128, src, dst, 0)
+    want = []
+    for t in range(128):
+        a = ((t >> 4) & 7) * 64 + 16
+        want += [*src[a:a + 4], *[src[975] if t < 16 else 0] * 4]
+    np.testing.assert_array_equal(dst, np.array(want, np.uint32))
+
+
 # cp.async of a 32 x 32 f32 tile in Triton's f32 layout: thread t copies 16 bytes of row
 # t >> 3 (rows n bytes apart in src), column chunk t & 7, into tile + 16 t; src-size 16, or 0
 # for every thread where n is 0 (zero-filled: Triton's copies past the last tile); then each

@@ -196,7 +196,7 @@ def _pointer(fl: GangLowering, place, form, window: Window, inside):
     [0, total_smem) and the constant is under 2**30: _plan), so both sums agree."""
     b = fl.b
     start = place.offset + window.start
-    group = fl.group_of.get(id(fl.inst))
+    group = _group(fl)
     key = (place.key[0], "window", group, window.lane)
     base = fl.places.get(key)
     if base is None:
@@ -229,11 +229,21 @@ def _reach(fl: GangLowering, group, form, lane: int, bits: int):
     return None if high - low > 1 << 16 else (high - low, low)
 
 
+def _group(fl: GangLowering):
+    """The current load's access group (memory.py's access_groups: a segment's accesses
+    from one base, a tile's rows), where every access of the group is unguarded, else
+    None. Then a failed test of the group's range means that some access of the group
+    faults, so the loads that read zeros meanwhile (their own windows perhaps inside) are
+    never used; a guarded access's lanes outside its guard may fail the test and fault
+    nowhere."""
+    group = fl.group_of.get(id(fl.inst))
+    return None if group in fl.guarded_groups else group
+
+
 def _inside(fl: GangLowering, place, t, count: int, bounds):
-    """i1: whether every [start, end) of `bounds` lies in the block's shared memory: the
-    test of the access group's range (memory.py's access_groups: a segment's loads from one
-    base, a tile's rows; made once, at the group's first access) where the load is in one,
-    else its own windows'."""
+    """i1: whether every [start, end) of `bounds` lies in the block's shared memory, or
+    false where some access of its group (_group) faults: the group's range test (made
+    once, at the group's first access), else its own windows'."""
     b = fl.b
     et = place.addrs.type.element
     # (the group's test takes the lanes' range at the base, before the offset, for the
@@ -244,9 +254,8 @@ def _inside(fl: GangLowering, place, t, count: int, bounds):
              for _, end in bounds]
     if len(bounds) == 2:
         lows, highs = [_pick(fl, "<", *lows)], [_pick(fl, ">", *highs)]
-    grouped = group_check(fl, place, t.size, lows[0], highs[0], known=True)
-    if grouped is not None:
-        return grouped[0]
+    if _group(fl) is not None:
+        return group_check(fl, place, t.size, lows[0], highs[0], known=True)[0]
     limit = fl.target.ctx_field(fl, "total_smem")
     if et.width == 64:
         limit = b.zext(limit, I64)
