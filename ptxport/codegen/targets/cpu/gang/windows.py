@@ -23,7 +23,7 @@ from llvmlite import ir as ll
 
 from ptxport.codegen.lower import I8, I32, I64, value_type
 from ptxport.codegen.ops.data import instruction_type, state_space, vector_count
-from ptxport.codegen.targets.cpu.gang import memory
+from ptxport.codegen.targets.cpu.gang import memory, strided
 from ptxport.codegen.targets.cpu.gang.chains import PURE
 from ptxport.codegen.targets.cpu.gang.checks import (
     HALF_UNIFORM,
@@ -161,6 +161,8 @@ def _plan(fl: GangLowering, inst: ir.Instruction):
     form = place.lanes
     if form is None or form.widened or form.scaled:
         return None
+    if count == 1 and strided.applies(fl, place, t.size):
+        return None     # (lanes one stride apart: strided.py's span access, the same load)
     plan = window_plan(form.offsets, form.halves, place.addrs.type.element.width, t.size,
                        count)
     if plan is None or any(abs(place.offset + w.start) >= 1 << 30 for w in plan[0]):
