@@ -3,8 +3,10 @@ shared memory, done at once as the shared lowering does it (ops/memory.py: a cop
 completes early is one the program may see), so commit_group, wait_group and wait_all have
 nothing left to wait for. Triton's pipelined loads (sm_80) are these, with a src-size of 0
 (masked-off lanes, whose source is only an address: never read nor checked) or the whole
-size: then the warp copies with one masked vector load and store (memory.py's accesses).
-Lanes with a src-size in between (a partial copy, zero-filled) are copied lane by lane.
+size: then each lane's bytes are one load and store, and where every lane copies (or every
+lane zero-fills), runs of lanes whose sources and destinations follow each other are one
+copy a run (a row of Triton's f32 tile: 8 lanes' 16 bytes). Lanes with a src-size in
+between (a partial copy, zero-filled) are copied lane by lane.
 """
 
 from __future__ import annotations
