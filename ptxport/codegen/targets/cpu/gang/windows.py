@@ -11,8 +11,11 @@ loads took most of the loop's time. Here the first is two 16-byte loads whose el
 broadcast, the second one 128-byte load taken apart into its even and odd elements, which
 LLVM folds into the FMAs' operands (broadcasts) or turns into a permute.
 
-Only loads of every lane of the warp (the segment's full-mask copy) with no guard: a partial
-mask goes to memory.py, which also checks each lane where the window's range check fails.
+Only loads of every lane of the warp (the segment's full-mask copy) with no guard; a partial
+mask goes to memory.py, and so do lanes one stride apart (strided.py's span access). The
+windows' range tests are values, tested by one branch (flush) before the next instruction
+that is neither a shared load nor pure arithmetic; until then a load outside reads zeros,
+and the branch's cold side raises the first load's fault, lane by lane.
 """
 
 from __future__ import annotations
