@@ -37,6 +37,7 @@ from ptxport.codegen.targets.cpu.gang.checks import (
 from ptxport.codegen.targets.cpu.gang.lanes import W
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.ir import nodes as ir
+from ptxport.ir.analysis import uses_and_defs
 
 __all__ = ["LIMIT", "Window", "defers", "flush", "lower_ld", "window_plan"]
 
@@ -155,8 +156,11 @@ def _plan(fl: GangLowering, inst: ir.Instruction):
     if inst.opcode != "ld" or inst.guard is not None or state_space(inst) != "shared" \
             or id(inst) in fl.runs or id(inst) in fl.pending:
         return None
-    if not _full(fl.mask) or memory._vector_access(fl, inst) is None:
+    if not _full(fl.mask) or not isinstance(inst.operands[1], ir.Address):
         return None
+    defs = uses_and_defs(inst)[1]
+    if defs and defs <= fl.uniform:
+        return None         # (every lane loads alike: memory.py loads it once)
     t, count = instruction_type(inst), vector_count(inst)
     if isinstance(value_type(t), ll.VectorType):
         return None
