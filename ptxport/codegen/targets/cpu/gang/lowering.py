@@ -46,7 +46,9 @@ from ptxport.codegen.lower import (
     loop_headers,
 )
 from ptxport.codegen.targets.cpu.abi import CTX
+from ptxport.codegen.targets.cpu.gang import windows
 from ptxport.codegen.targets.cpu.gang.async_copy import lower_cp
+from ptxport.codegen.targets.cpu.gang.chains import interleave_chains
 from ptxport.codegen.targets.cpu.gang.classify import (
     check_widening,
     forget_classes,
@@ -81,7 +83,6 @@ from ptxport.codegen.targets.cpu.gang.memory import (
     access_groups,
     class_slots,
     lower_atom,
-    lower_ld,
     lower_st,
 )
 from ptxport.codegen.targets.cpu.gang.mma import lower_ldmatrix, lower_mma
@@ -93,6 +94,7 @@ from ptxport.codegen.targets.cpu.gang.warp import (
     lower_warp_barrier,
 )
 from ptxport.codegen.targets.cpu.gang.wgmma import lower_wgmma
+from ptxport.codegen.targets.cpu.gang.windows import lower_ld
 from ptxport.codegen.targets.cpu.options import CpuOptions
 from ptxport.codegen.targets.cpu.stop import STOPPED, poll_stop
 from ptxport.ir import nodes as ir
@@ -525,6 +527,7 @@ def _lower_segments(fl: GangLowering, kernel: ir.Function, gang: ll.Function,
 def _lower_code(fl: GangLowering, code: list) -> None:
     """A segment's instructions, each skippable run (fl.skips) behind a test of its
     predicate."""
+    code = interleave_chains(code, fl.skips)
     i = 0
     while i < len(code):
         skip = fl.skips.get(id(code[i]))
@@ -535,9 +538,12 @@ def _lower_code(fl: GangLowering, code: list) -> None:
             continue
         _lower_one(fl, code[i])
         i += 1
+    windows.flush(fl)
 
 
 def _lower_one(fl: GangLowering, inst: ir.Instruction) -> None:
+    if not windows.defers(inst):
+        windows.flush(fl)
     forget_classes(fl, inst)
     check_widening(fl, inst)
     fl.lower_instruction(inst)
@@ -566,6 +572,7 @@ def _lower_skippable(fl: GangLowering, predicate: ir.Register, run: list) -> Non
     the warp may not have run it; what it knew before holds, but for the registers the
     run writes."""
     b = fl.b
+    windows.flush(fl)
     p = fl.read(predicate, "pred")
     mask_bits = fl.bits(fl.mask)
     if is_vec(p):
@@ -578,6 +585,7 @@ def _lower_skippable(fl: GangLowering, predicate: ir.Register, run: list) -> Non
     known = (dict(fl.places), dict(fl.patterns), dict(fl.group_ok), dict(fl.local_forms))
     for inst in run:
         _lower_one(fl, inst)
+    windows.flush(fl)
     if not b.block.is_terminated:
         b.branch(after)
     b.position_at_end(after)

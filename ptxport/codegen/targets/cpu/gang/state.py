@@ -132,6 +132,10 @@ class GangLowering(FunctionLowering):
         self.group_of: dict = {}
         self.group_span: dict = {}
         self.group_ok: dict = {}
+        # window loads (windows.py) whose range tests are pending until the next flush, and
+        # the groups with a guarded access (whose range test may fail where no access faults)
+        self.window_checks: list = []
+        self.guarded_groups: set = set()
         self.constants = _constant_registers(function)
         # registers that are another plus a constant (coalesce.py, at its first segment)
         self.offset_bases: dict | None = None
@@ -212,6 +216,8 @@ class GangLowering(FunctionLowering):
         self.mma_made = 0
         self.group_ok.clear()
         self.group_of, self.group_span = self.group_accesses(self, instructions)
+        self.guarded_groups = {self.group_of[id(i)] for i in instructions
+                               if i.guard is not None and id(i) in self.group_of}
 
     def constant_of(self, operand) -> int | None:
         """The value of an immediate operand, or of a register whose one definition in the
