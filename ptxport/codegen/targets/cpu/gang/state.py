@@ -129,6 +129,9 @@ class GangLowering(FunctionLowering):
         self.group_of: dict = {}
         self.group_span: dict = {}
         self.group_ok: dict = {}
+        # ids of the shared accesses checked before their loop (passes/hoist_checks.py):
+        # checks.py emits no check for them
+        self.prechecked: frozenset = frozenset()
         self.constants = _constant_registers(function)
         # registers that are another plus a constant (coalesce.py, at its first segment)
         self.offset_bases: dict | None = None
