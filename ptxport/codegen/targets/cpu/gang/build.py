@@ -43,8 +43,10 @@ def build_gang(module: ir.Module, kernel_name: str, block: tuple[int, int, int],
     if options.if_convert:
         kernel, _, linear, skips = if_convert(kernel, block)
     # one-block loops whose shared accesses are checked once before them (a copy each)
-    kernel, _, prechecked, copies = hoist_checks(kernel, block)
-    skips.update((copies[k], v) for k, v in list(skips.items()) if k in copies)
+    prechecked: frozenset = frozenset()
+    if options.hoist_checks:
+        kernel, _, prechecked, copies = hoist_checks(kernel, block)
+        skips.update((copies[k], v) for k, v in list(skips.items()) if k in copies)
     llmod = ll.Module(name=f"ptxport.gang.{kernel_name}")
     llmod.triple = llvm.get_process_triple()
     plan = plan_kernel(module, kernel)
