@@ -94,7 +94,8 @@ def _specs() -> _Specs:
 
 
 # -- affine forms: {symbol: coefficient} with the constant under None; symbols are the
-# counter ("iv"), thread indices (("%tid", "x")) and uniform registers (their Register)
+# iteration's number ("k"), thread indices (("%tid", "x")) and uniform registers (their
+# Register)
 
 def _sum(a: dict, b: dict, scale: int = 1) -> dict:
     out = dict(a)
@@ -109,30 +110,54 @@ def _scaled(a: dict, c: int) -> dict:
 
 @dataclasses.dataclass
 class _Loop:
-    """A one-block loop L (blocks[index]) counted by `counter`, stepped by `step` at
-    instruction `stepped`; the counter's values at the top of an iteration run from
-    `first` to `last`."""
+    """A one-block loop L (blocks[index]) entered from the block `entering` alone, which
+    runs `trips` iterations (k = 0 .. trips - 1)."""
 
     index: int
     block: ir.BasicBlock
-    counter: ir.Register
-    step: int
-    stepped: int
-    first: int
-    last: int
+    entering: ir.BasicBlock
+    trips: int = 0
 
 
 class _Forms:
-    """Affine forms of registers read in a loop, where they have one."""
+    """Affine forms of registers read in a loop, where they have one. A register that the
+    loop steps by a constant once an iteration (`add r, r, c`, or NVRTC's `add t, r, c` ...
+    `mov r, t`) is its value entering the loop plus c k."""
 
-    def __init__(self, kernel: ir.Function, block: tuple, loop: _Loop, uniform: set,
-                 constants: dict, writes: dict):
-        self.kernel, self.shape, self.loop = kernel, block, loop
+    def __init__(self, block: tuple, loop: _Loop, uniform: set, constants: dict,
+                 writes: dict):
+        self.shape, self.loop = block, loop
         self.uniform, self.constants, self.writes = uniform, constants, writes
-        self.inside = {}
+        self.inside: dict = {}
         for i, inst in enumerate(loop.block.instructions):
             for reg in may_write(inst):
                 self.inside.setdefault(reg, []).append(i)
+        self.stepped: dict = {}
+        for reg, where in self.inside.items():
+            found = self._step(reg, where)
+            if found is not None:
+                self.stepped[reg] = found
+
+    def _step(self, reg, where: list[int]):
+        """(c, index of the write, form entering the loop) of a register the loop steps."""
+        insts = self.loop.block.instructions
+        if len(where) != 1 or insts[where[0]].guard is not None:
+            return None
+        inst, w = insts[where[0]], where[0]
+        if inst.opcode == "mov" and isinstance(inst.operands[1], ir.Register):
+            sums = self.inside.get(inst.operands[1], [])
+            if len(sums) != 1 or sums[0] > w:
+                return None
+            inst = insts[sums[0]]
+        c = _value(inst.operands[2], self.constants) if len(inst.operands) == 3 else None
+        if inst.opcode != "add" or inst.guard is not None or inst.operands[1] is not reg \
+                or c is None or not inst.spec.types or inst.spec.types[0] not in _INT32:
+            return None
+        for before in reversed(self.loop.entering.instructions):
+            if reg in may_write(before):
+                entry = self._defined(before, None, 0)
+                return None if entry is None else (c, w, entry)
+        return None
 
     def of(self, value, at: int | None, depth: int = 0) -> dict | None:
         """The form of `value` read by instruction `at` of the loop (None: outside it,
@@ -149,8 +174,9 @@ class _Forms:
         if value in self.constants:
             return {None: self.constants[value]}
         loop = self.loop
-        if at is not None and value is loop.counter:
-            return {"iv": 1, None: loop.step if at > loop.stepped else 0}
+        if at is not None and value in self.stepped:
+            c, w, entry = self.stepped[value]
+            return _sum(entry, {"k": c, None: c if at > w else 0})
         if at is not None and value in self.inside:
             before = [i for i in self.inside[value] if i < at]
             if self.inside[value] != before or len(before) != 1:
@@ -199,8 +225,9 @@ def _constant(form: dict) -> int | None:
     return form[None] if set(form) == {None} else None
 
 
-def _one_block_loop(kernel: ir.Function, index: int, constants: dict) -> _Loop | None:
-    """The loop of blocks[index], where it is one block counted as _Loop says."""
+def _one_block_loop(kernel: ir.Function, index: int) -> _Loop | None:
+    """blocks[index] as a _Loop (its trip count not yet known), where it is a loop of one
+    block ending in its conditional back edge, entered from one other block."""
     block = kernel.blocks[index]
     insts = block.instructions
     if block not in block.successors or not insts or insts[-1].opcode != "bra" \
@@ -209,34 +236,35 @@ def _one_block_loop(kernel: ir.Function, index: int, constants: dict) -> _Loop |
     entering = [b for b in kernel.blocks if block in b.successors and b is not block]
     if len(entering) != 1 or not entering[0].instructions:
         return None
+    return _Loop(index, block, entering[0])
+
+
+def _trips(loop: _Loop, forms: _Forms) -> int | None:
+    """How many iterations the loop runs: its back edge's test `setp.{ne,lt,le} x, N`
+    with N a constant and x = x0 + s k (s > 0, x0 a constant: a counter stepped from a
+    constant), where it takes a whole number of steps to fail."""
+    insts = loop.block.instructions
     test = [i for i, inst in enumerate(insts) if insts[-1].guard in may_write(inst)]
     if len(test) != 1 or insts[test[0]].opcode != "setp" or insts[test[0]].guard is not None:
         return None
     setp = insts[test[0]]
-    counter, bound = setp.operands[1], _value(setp.operands[2], constants)
-    compare = setp.spec.get("cmp") or next((m for m in setp.spec.modifiers
-                                            if m in ("ne", "lt", "le")), None)
-    if not isinstance(counter, ir.Register) or bound is None or compare not in ("ne", "lt", "le"):
+    compare = setp.spec.get("cmp")
+    bound = _value(setp.operands[2], forms.constants)
+    unsigned = setp.spec.types and setp.spec.types[0][0] in "ub"
+    form = forms.of(setp.operands[1], test[0])
+    if compare not in ("ne", "lt", "le") or bound is None or form is None \
+            or set(form) != {"k", None} or form["k"] <= 0:
         return None
-    steps = [i for i, inst in enumerate(insts) if counter in may_write(inst)]
-    if len(steps) != 1 or steps[0] > test[0]:
+    s, x0 = form["k"], form[None]
+    if unsigned and (x0 < 0 or bound < 0):
         return None
-    add = insts[steps[0]]
-    step = _value(add.operands[2], constants) if add.opcode == "add" and add.guard is None \
-        and add.operands[1] is counter and add.spec.types[0] in _INT32 else None
-    first = _start(entering[0], counter, constants)
-    if step is None or step <= 0 or first is None:
-        return None
-    if compare == "ne":
-        if (bound - first) % step or bound - first < step:
+    if compare == "ne":     # (fails at k with x0 + s k == N)
+        if (bound - x0) % s or bound < x0:
             return None
-        last = bound - step
-    else:
-        end = bound + (compare == "le")
-        last = first + max(0, -(-(end - first) // step) - 1) * step
-    if last - first > _MOST or abs(first) > _MOST or abs(last) > _MOST:
-        return None
-    return _Loop(index, block, counter, step, steps[0], first, last)
+        last = (bound - x0) // s
+    else:                   # (fails at the first k with x0 + s k >= N, or > N)
+        last = max(0, -(-(bound + (compare == "le") - x0) // s))
+    return last + 1 if s * last <= _MOST and abs(x0) <= _MOST else None
 
 
 def _value(operand, constants: dict) -> int | None:
@@ -245,20 +273,9 @@ def _value(operand, constants: dict) -> int | None:
     return constants.get(operand) if isinstance(operand, ir.Register) else None
 
 
-def _start(entering: ir.BasicBlock, counter: ir.Register, constants: dict) -> int | None:
-    """The counter's value entering the loop: the last write of it in the block before,
-    a mov of a constant."""
-    for inst in reversed(entering.instructions):
-        if counter in may_write(inst):
-            if inst.opcode == "mov" and inst.guard is None:
-                return _value(inst.operands[1], constants)
-            return None
-    return None
-
-
 def _ranges(loop: _Loop, block: tuple) -> dict:
     """Each symbol's (lowest, highest) value in the loop."""
-    return {"iv": (loop.first, loop.last),
+    return {"k": (0, loop.trips - 1),
             **{(_TID, d): (0, n - 1) for d, n in zip("xyz", block, strict=True)}}
 
 
@@ -409,10 +426,13 @@ def hoist_checks(kernel: ir.Function, block: tuple[int, int, int]
             writes.setdefault(reg, []).append(inst)
     plans = []
     for index in range(len(kernel.blocks)):
-        loop = _one_block_loop(kernel, index, constants)
+        loop = _one_block_loop(kernel, index)
         if loop is None:
             continue
-        forms = _Forms(kernel, block, loop, uniform, constants, writes)
+        forms = _Forms(block, loop, uniform, constants, writes)
+        loop.trips = _trips(loop, forms) or 0
+        if not loop.trips:
+            continue
         spans, found = _spans(loop, forms, _ranges(loop, block))
         if found:
             plans.append((loop, spans, found))
@@ -423,8 +443,7 @@ def hoist_checks(kernel: ir.Function, block: tuple[int, int, int]
         loop = dataclasses.replace(loop, block=f.blocks[loop.index])
         prechecked |= _version(f, loop, spans, found, specs, copies)
         notes.append(f"the loop {loop.block.label}: {len(found)} shared access(es) checked "
-                     f"once before it ({len(spans)} range(s); counter {loop.counter.name} "
-                     f"{loop.first}..{loop.last} step {loop.step})")
+                     f"once before it ({len(spans)} range(s), {loop.trips} iterations)")
     return f, notes[::-1], frozenset(prechecked), copies
 
 
