@@ -545,7 +545,7 @@ def tuned_config(device: Device, mma: bool, in_type: np.dtype, out_type: np.dtyp
 
 # How much slower than the fastest the tuner's pick, the first such candidate, may time. On
 # cpu devices more: on the 16-core host one tile's time moved by 10-15% between runs while the
-# lanes candidates' first (64 x 64 x 64, 4 columns) was the fastest or within 10-13% of it at
+# lanes candidates' first (64 x 64 x 64, 4 columns) was the fastest or within 15% of it at
 # every size at 1 and 16 workers (docs/blas.md); with 2%, noise picked tiles 20% slower.
 _TIE, _CPU_TIE = 1.02, 1.10
 
