@@ -45,6 +45,11 @@ __all__ = ["hoist_checks", "run"]
 # it is; also keeps every constant below well inside 64 bits)
 _MOST = 1 << 24
 _INT32 = ("s32", "u32", "b32")
+# a loop holding one of these is left as it is: warps wait there for each other (warps of a
+# block may take different copies), or control leaves the loop
+_WAITS = frozenset(("bar", "barrier", "shfl", "vote", "activemask", "match", "redux",
+                    "mma", "ldmatrix", "wgmma", "mbarrier", "call", "ret", "exit", "trap",
+                    "brx"))
 _TID = "%tid"
 
 _SNIPPET = """
@@ -234,7 +239,8 @@ def _one_block_loop(kernel: ir.Function, index: int) -> _Loop | None:
             or insts[-1].guard is None or insts[-1].guard_negated:
         return None
     entering = [b for b in kernel.blocks if block in b.successors and b is not block]
-    if len(entering) != 1 or not entering[0].instructions:
+    if len(entering) != 1 or not entering[0].instructions \
+            or any(inst.opcode in _WAITS for inst in insts):
         return None
     return _Loop(index, block, entering[0])
 
@@ -352,21 +358,34 @@ class _Emitter:
         return ok
 
 
-def _copy(kernel: ir.Function) -> ir.Function:
-    """A copy of `kernel` with blocks of its own (the instructions are shared)."""
+def _copy(kernel: ir.Function, moved: dict) -> ir.Function:
+    """A copy of `kernel` with blocks of its own (the instructions are shared, but for the
+    branches, retargeted); `moved` gets id(block or branch of kernel) -> its replacement."""
     f = dataclasses.replace(kernel, registers=dict(kernel.registers), blocks=[])
     twins = {}
     for block in kernel.blocks:
         twin = ir.BasicBlock(block.label, block.pos)
         twin.instructions = list(block.instructions)
-        twins[id(block)] = twin
+        twins[id(block)] = moved[id(block)] = twin
         f.blocks.append(twin)
     for block in f.blocks:
-        last = block.instructions[-1] if block.instructions else None
-        if last is not None and last.opcode in ("bra", "brx"):
-            block.instructions[-1] = _retargeted(last, twins)
+        _retarget_last(block, twins, moved)
     link_blocks(f)
     return f
+
+
+def _retarget_last(block: ir.BasicBlock, twins: dict, moved: dict) -> None:
+    """Retarget the block's closing branch (if any) by `twins`, noting it in `moved`, whose
+    keys are the ids of the objects of the kernel as given."""
+    last = block.instructions[-1] if block.instructions else None
+    if last is None or last.opcode not in ("bra", "brx"):
+        return
+    new = _retargeted(last, twins)
+    if all(a is b for a, b in zip(new.operands, last.operands, strict=True)):
+        return
+    block.instructions[-1] = new
+    origin = next((k for k, v in moved.items() if v is last), id(last))
+    moved[origin] = new
 
 
 def _retargeted(inst: ir.Instruction, twins: dict) -> ir.Instruction:
@@ -381,9 +400,10 @@ def _retargeted(inst: ir.Instruction, twins: dict) -> ir.Instruction:
 
 
 def _version(f: ir.Function, loop: _Loop, spans: dict, found: list[int], specs: _Specs,
-             copies: dict) -> set[int]:
+             copies: dict, moved: dict) -> set[int]:
     """Put H, F and J in front of the loop (module docstring); returns the ids of F's
-    prechecked accesses, and adds id(instruction of L) -> id(its copy in F) to `copies`."""
+    prechecked accesses, and adds id(instruction of L) -> id(its copy in F) to `copies`
+    (and the retargeted branches to `moved`)."""
     body = loop.block
     pos = body.pos
     after = f.blocks[loop.index + 1] if loop.index + 1 < len(f.blocks) else None
@@ -403,9 +423,8 @@ def _version(f: ir.Function, loop: _Loop, spans: dict, found: list[int], specs: 
         leave.instructions = [ir.Instruction(specs.bra, (after,), pos=pos)]
         blocks.append(leave)
     for block in f.blocks:      # (the loop's entrances now enter the test)
-        last = block.instructions[-1] if block.instructions else None
-        if block is not body and last is not None and last.opcode in ("bra", "brx"):
-            block.instructions[-1] = _retargeted(last, {id(body): head})
+        if block is not body:
+            _retarget_last(block, {id(body): head}, moved)
     f.blocks[loop.index:loop.index] = blocks
     link_blocks(f)
     copies.update((id(a), id(b)) for a, b in zip(body.instructions, fast.instructions,
@@ -414,10 +433,11 @@ def _version(f: ir.Function, loop: _Loop, spans: dict, found: list[int], specs: 
 
 
 def hoist_checks(kernel: ir.Function, block: tuple[int, int, int]
-                 ) -> tuple[ir.Function, list[str], frozenset[int], dict[int, int]]:
+                 ) -> tuple[ir.Function, list[str], frozenset[int], dict[int, int], dict]:
     """`kernel` with each qualifying loop (module docstring) versioned (`kernel` itself
     where none qualifies), one note per loop, the ids of the accesses the gang lowering
-    need not check, and id(instruction of a loop) -> id(its copy)."""
+    need not check, id(instruction of a loop) -> id(its copy), and id(block or branch of
+    `kernel`) -> what replaces it in the result (for what if_convert.py said of them)."""
     constants = constant_registers(kernel)
     uniform = uniform_registers(kernel, block)
     writes: dict = {}
@@ -437,18 +457,19 @@ def hoist_checks(kernel: ir.Function, block: tuple[int, int, int]
         if found:
             plans.append((loop, spans, found))
     if not plans:
-        return kernel, [], frozenset(), {}
-    f, specs, prechecked, notes, copies = _copy(kernel), _specs(), set(), [], {}
+        return kernel, [], frozenset(), {}, {}
+    moved: dict = {}
+    f, specs, prechecked, notes, copies = _copy(kernel, moved), _specs(), set(), [], {}
     for loop, spans, found in reversed(plans):     # (later loops first: indices hold)
         loop = dataclasses.replace(loop, block=f.blocks[loop.index])
-        prechecked |= _version(f, loop, spans, found, specs, copies)
+        prechecked |= _version(f, loop, spans, found, specs, copies, moved)
         notes.append(f"the loop {loop.block.label}: {len(found)} shared access(es) checked "
                      f"once before it ({len(spans)} range(s), {loop.trips} iterations)")
-    return f, notes[::-1], frozenset(prechecked), copies
+    return f, notes[::-1], frozenset(prechecked), copies, moved
 
 
 def run(module: ir.Module, kernel: ir.Function, block=None) -> PassResult:
     """The pass for `ptxport inspect --dump-after hoist-checks` (a block shape is needed:
     the thread indices' ranges; without one, a warp's row, (32, 1, 1))."""
-    f, notes, _, _ = hoist_checks(kernel, tuple(block) if block else (32, 1, 1))
+    f, notes, *_ = hoist_checks(kernel, tuple(block) if block else (32, 1, 1))
     return PassResult(f, notes)

@@ -55,7 +55,7 @@ def _run(cpu_options, limit: int = 8, **options):
 
 def test_counted_loops_with_affine_addresses_are_versioned():
     kernel = _kernel()
-    f, notes, prechecked, copies = hoist_checks(kernel, (32, 1, 1))
+    f, notes, prechecked, copies, _ = hoist_checks(kernel, (32, 1, 1))
     assert [n.split(":")[0] for n in notes] == ["the loop FILL", "the loop SUM"], notes
     assert "2 iterations" in notes[1]
     # the copies' shared accesses: FILL's store and SUM's four loads; PICK keeps its checks
@@ -77,7 +77,7 @@ def test_a_loop_of_unknown_trip_count_is_left_alone():
     text = SOURCE.replace("add.s32 %r8, %r8, 4;", "add.s32 %r8, %r8, 3;")
     module = build(parse(text, "shared_loop.ptx"))
     verify(module)
-    _, notes, _, _ = hoist_checks(module.functions["shared_loop"], (32, 1, 1))
+    _, notes, *_ = hoist_checks(module.functions["shared_loop"], (32, 1, 1))
     assert [n.split(":")[0] for n in notes] == ["the loop FILL"]
 
 
@@ -102,3 +102,61 @@ def test_out_of_bounds_in_a_versioned_loop_names_the_same_access(cpu_options):
     line = SOURCE.splitlines().index("    ld.shared.f32 %f3, [%r10];") + 1
     assert "read 4 bytes" in messages[0] and f"at line {line} in block (0, 0, 0), thread 0;" \
         in messages[0], messages[0]
+
+
+# `if (i < n) v = x[2 * i]` (a guarded copy beside its branch: if_convert's `linear`), then
+# a hoisted loop: v += tile[32 + tid] three times
+SPLIT_THEN_LOOP = """.version 7.8
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 x, .param .u64 out, .param .u32 n)
+{
+.reg .pred %p<3>; .reg .b32 %r<12>; .reg .b64 %rd<8>;
+.shared .align 4 .u32 tile[64];
+ld.param.u64 %rd1, [x]; ld.param.u64 %rd2, [out]; ld.param.u32 %r1, [n];
+mov.u32 %r2, %tid.x; mov.u32 %r3, %ctaid.x; mad.lo.s32 %r4, %r3, 32, %r2;
+mul.wide.s32 %rd3, %r4, 8; add.s64 %rd4, %rd1, %rd3;
+mov.u32 %r5, 0;
+setp.ge.s32 %p1, %r4, %r1;
+@%p1 bra SKIP;
+ld.global.u32 %r5, [%rd4];
+SKIP:
+shl.b32 %r6, %r2, 2; mov.u32 %r7, tile; add.s32 %r8, %r7, %r6;
+st.shared.u32 [%r8+128], %r4;
+mov.u32 %r9, 0;
+LOOP:
+ld.shared.u32 %r10, [%r8+128];
+add.u32 %r5, %r5, %r10;
+add.s32 %r9, %r9, 1;
+setp.lt.s32 %p2, %r9, 3;
+@%p2 bra LOOP;
+mul.wide.s32 %rd5, %r4, 4; add.s64 %rd6, %rd2, %rd5; st.global.u32 [%rd6], %r5;
+ret;
+}
+"""
+
+
+@pytest.mark.parametrize("options", [{}, {"hoist_checks": False}, {"gang": False}])
+def test_a_guarded_copy_and_a_hoisted_loop_in_one_kernel(cpu_options, options):
+    from ptxport.passes.if_convert import if_convert
+
+    module = build(parse(SPLIT_THEN_LOOP, "split.ptx"))
+    verify(module)
+    converted, _, linear, _ = if_convert(module.functions["k"], (32, 1, 1))
+    assert linear, "the strided load's copy beside its branch"
+    _, notes, *_ = hoist_checks(converted, (32, 1, 1))
+    assert [n.split(":")[0] for n in notes] == ["the loop LOOP"]
+    cpu_options(**options)
+    dev = Device("cpu")
+    stream = dev.create_stream()
+    kernel = Program(SPLIT_THEN_LOOP, code_type="ptx").compile("native").get_kernel("k")
+    x = np.arange(128, dtype=np.uint32) * 5 + 1
+    bufs = [dev.allocate(n, stream=stream) for n in (x.nbytes, 64 * 4)]
+    bufs[0].copy_from(x, stream=stream)
+    # n = 40: warp 0 all in, warp 1 split at the bound (its lanes run the guarded copy)
+    launch(stream, LaunchConfig(grid=2, block=32), kernel, *bufs, np.uint32(40))
+    out = np.empty(64, np.uint32)
+    bufs[1].copy_to(out, stream=stream)
+    stream.sync()
+    i = np.arange(64)
+    np.testing.assert_array_equal(out, np.where(i < 40, x[(2 * i) % 128], 0) + 3 * i)

@@ -45,8 +45,10 @@ def build_gang(module: ir.Module, kernel_name: str, block: tuple[int, int, int],
     # one-block loops whose shared accesses are checked once before them (a copy each)
     prechecked: frozenset = frozenset()
     if options.hoist_checks:
-        kernel, _, prechecked, copies = hoist_checks(kernel, block)
+        kernel, _, prechecked, copies, moved = hoist_checks(kernel, block)
         skips.update((copies[k], v) for k, v in list(skips.items()) if k in copies)
+        linear = {id(moved[k]) if k in moved else k: moved.get(id(v), v)
+                  for k, v in linear.items()}
     llmod = ll.Module(name=f"ptxport.gang.{kernel_name}")
     llmod.triple = llvm.get_process_triple()
     plan = plan_kernel(module, kernel)
