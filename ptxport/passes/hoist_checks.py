@@ -1,20 +1,22 @@
 """Shared-memory range checks hoisted out of loops, for the CPU's warp gangs: a loop that is
-one block, counted by a register stepped by a constant from a constant up to a constant
-bound, gets a copy whose shared-memory accesses are checked once, before it, instead of at
-every iteration (a tiled GEMM's k loop: each k-step's loads were a compare and a branch
+one block, with no barrier, warp operation or call, whose trip count is known when
+compiling, gets a copy whose shared-memory accesses are checked once, before it, instead of
+at every iteration (a tiled GEMM's k loop: each k-step's loads were a compare and a branch
 apiece, which split the loop's FMAs into small blocks).
 
-An access qualifies when its address is an affine function (mod 2^32, through mov, add,
-sub, shl, mul.lo and mad.lo by constants) of the loop's counter, the thread index and
-registers alike in every lane of a warp that the loop does not write. Over the counter's
-values (from its start to its last value, known when compiling) and the block's thread
-indices, such an address lies in [R + low, R + high), where R is the part from the uniform
-registers: before the loop, R is computed once per distinct part and the whole range
-tested against the shared window (0 <= R + low, R + high <= %total_smem_size, in 64 bits:
-no wrap). Where every test holds, the warp runs the copy, whose accesses
-(`prechecked`) the gang lowering does not check: none of them can fault. Where one fails,
-it runs the loop as written, every access checked at its turn, so an out-of-bounds access
-still faults there, with its own error, after the iterations before it.
+The trip count is known where the back edge tests a register that the loop steps by a
+constant (`add r, r, c`, or NVRTC's `add t, r, c` ... `mov r, t`) from a constant, against a
+constant bound (setp ne, lt or le). An access qualifies when its address is an affine
+function (mod 2^32, through mov, add, sub, shl, mul.lo and mad.lo by constants) of the
+iteration's number k, the thread index and registers alike in every lane of a warp that the
+loop does not write (a register the loop steps is its value before the loop plus c k). Over
+the iterations and the block's thread indices, such an address lies in [R + low, R + high),
+where R is the part from the uniform registers: before the loop, R is computed once per
+distinct part and the whole range tested against the shared window (0 <= R + low, R + high
+<= %total_smem_size, in 64 bits: no wrap). Where every test holds, the warp runs the copy,
+whose accesses (`prechecked`) the gang lowering does not check: none of them can fault.
+Where one fails, it runs the loop as written, every access checked at its turn, so an
+out-of-bounds access still faults there, with its own error, after the iterations before it.
 
     H:  R.. = ..; ok = tests          (in place of the loop; its predecessors enter here)
         @!ok bra L
