@@ -192,16 +192,19 @@ def _rebuilt_registers(fl: GangLowering, registers) -> dict:
 
 def lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, target, plan,
                block: tuple[int, int, int], options: CpuOptions,
-               linear: dict | None = None, skips: dict | None = None) -> GangLowering:
+               linear: dict | None = None, skips: dict | None = None,
+               prechecked: frozenset = frozenset()) -> GangLowering:
     """Lower `kernel` into the gang function `gang` (ctx, frame, warp, nthreads, start) for
     blocks of shape `block`: its entry and resumption, the min-PC dispatcher, and every code
     segment. `linear`: id(branch) -> the block a warp whose lanes split there runs
     (passes/if_convert.py's guarded copy of the region); `skips`: if_convert's skippable
-    runs of guarded code."""
+    runs of guarded code; `prechecked`: ids of the shared accesses whose range
+    passes/hoist_checks.py checked before their loop."""
     fl = GangLowering(module, kernel, gang, target, plan, block, options, _GANG_LOWERINGS,
                       access_groups)
     fl.linear = linear or {}
     fl.skips = skips or {}
+    fl.prechecked = prechecked
     ctx, frame, warp, _nthreads, start, fl.resume_point = gang.args
     fl.declare_registers()
     _declare_slots(fl)

@@ -136,6 +136,9 @@ class GangLowering(FunctionLowering):
         # the groups with a guarded access (whose range test may fail where no access faults)
         self.window_checks: list = []
         self.guarded_groups: set = set()
+        # ids of the shared accesses checked before their loop (passes/hoist_checks.py):
+        # checks.py emits no check for them
+        self.prechecked: frozenset = frozenset()
         self.constants = _constant_registers(function)
         # registers that are another plus a constant (coalesce.py, at its first segment)
         self.offset_bases: dict | None = None
