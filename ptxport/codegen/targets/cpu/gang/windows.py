@@ -33,6 +33,7 @@ from ptxport.codegen.targets.cpu.gang.checks import (
     check_place,
     expect,
     group_check,
+    prechecked,
 )
 from ptxport.codegen.targets.cpu.gang.lanes import W
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
@@ -252,7 +253,10 @@ def _group(fl: GangLowering):
 def _inside(fl: GangLowering, place, t, count: int, bounds):
     """i1: whether every [start, end) of `bounds` lies in the block's shared memory, or
     false where some access of its group (_group) faults: the group's range test (made
-    once, at the group's first access), else its own windows'."""
+    once, at the group's first access), else its own windows'; true for an access checked
+    before its loop (passes/hoist_checks.py)."""
+    if prechecked(fl):
+        return ll.Constant(ll.IntType(1), 1)
     b = fl.b
     et = place.addrs.type.element
     # (the group's test takes the lanes' range at the base, before the offset, for the
