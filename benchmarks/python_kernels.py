@@ -148,6 +148,8 @@ def _triton_calls(data, make_array, sync):
                                     BLOCK=triton.next_power_of_2(cols), num_warps=1)
         sync()
 
+    # 32x32x32 with 4 warps: 8 accumulators a thread, 16 vector registers a warp on the
+    # cpu device; the tutorial's autotune tiles (32 to 128 a thread) spill there (docs/triton.md)
     def matmul():
         matmul_kernel[(triton.cdiv(m, 32), triton.cdiv(m, 32))](
             a, b, c, m, m, m, m, 1, m, 1, m, 1, BLOCK_M=32, BLOCK_N=32, BLOCK_K=32,

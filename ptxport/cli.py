@@ -45,8 +45,8 @@ def _parser() -> argparse.ArgumentParser:
     inspect.add_argument("--dump-after", metavar="PASS",
                          help="instead of the report, print each kernel's IR after the pass "
                               "PASS of ptxport/passes (if-convert, uniformity, segment, "
-                              "lane-offsets, lane-forms, inline, plan-waits) and what the "
-                              "pass found")
+                              "lane-offsets, lane-forms, shared-bounds, inline, plan-waits) "
+                              "and what the pass found")
     inspect.add_argument("--kernel", help="with --dump-after: this kernel only")
     devices = commands.add_parser(
         "devices", help="list the devices ptxport can run on, and why other backends cannot",

@@ -4,12 +4,13 @@ from (warp gangs' code is one function, run_blocks, with the gang function inlin
 the names our builder gives its blocks, `seg3_all`, `access_done`, ..., though blocks merged by
 its optimizer keep one name of several).
 
-    python tools/trace_blocks.py stencil --size 48 [--call 4] [--top 40] [--path]
+    python tools/trace_blocks.py stencil --size 48 [--call 4] [--top 40] [--path] [--asm]
 
 runs the case at a small size (48: a 3x3 grid of 16x16 blocks; one run_blocks call a block on
 one worker), prints the instructions of each call and, for call --call (the grid's middle
 block by default), the instructions per LLVM block name, with --path the sequence of blocks
-and their counts. Needs gdb; a few hundred thousand single steps take about a minute. Hardware
+and their counts, with --asm every instruction it ran in order (its disassembly beside its
+LLVM block). Needs gdb; a few hundred thousand single steps take about a minute. Hardware
 counters are not needed, so it works where `perf stat` has none (virtual machines); what it
 counts is instructions, not time (memory stalls, a division's latency do not show).
 """
@@ -94,10 +95,10 @@ def _gdb(out: Path, limit: int) -> None:
     gdb.execute("kill", to_string=True)
 
 
-def _labels(out: Path) -> dict[int, str]:
-    """Offset in run_blocks -> the LLVM block its instruction came from: the optimized
-    module's assembly (block names in its comments), matched instruction by instruction
-    with the object's disassembly."""
+def _labels(out: Path) -> tuple[dict[int, str], dict[int, str]]:
+    """Offset in run_blocks -> the LLVM block its instruction came from (the optimized
+    module's assembly, block names in its comments, matched instruction by instruction
+    with the object's disassembly), and offset -> the instruction's disassembly."""
     import llvmlite.binding as llvm
     sys.path.insert(0, str(ROOT))
     from ptxport.codegen.targets.cpu.machine import target_machine
@@ -120,19 +121,22 @@ def _labels(out: Path) -> dict[int, str]:
             names.append(label)
     disassembly = subprocess.run(["objdump", "-d", "--no-show-raw-insn", out / "kernel.o"],
                                  capture_output=True, text=True, check=True).stdout
-    offsets, inside = [], False
+    offsets, texts, inside = [], [], False
     for line in disassembly.splitlines():
         if line.endswith("<run_blocks>:"):
             inside = True
         elif inside and re.match(r"[0-9a-f]+ <", line):
             break
-        elif inside and (found := re.match(r"\s*([0-9a-f]+):\s*(\S+)", line)):
+        elif inside and (found := re.match(r"\s*([0-9a-f]+):\s*(\S+)(.*)", line)):
             if not found.group(2).startswith(("nop", "data16", "cs", "xchg", "int3")):
                 offsets.append(int(found.group(1), 16))
+                texts.append(f"{found.group(2)} {found.group(3).strip()}")
     if len(offsets) != len(names):
         raise SystemExit(f"the assembly ({len(names)} instructions) and the object "
                          f"({len(offsets)}) of run_blocks differ")
-    return {offset - offsets[0]: name for offset, name in zip(offsets, names, strict=True)}
+    base = offsets[0]
+    return ({offset - base: name for offset, name in zip(offsets, names, strict=True)},
+            {offset - base: text for offset, text in zip(offsets, texts, strict=True)})
 
 
 def main() -> None:
@@ -143,6 +147,8 @@ def main() -> None:
                         help="the run_blocks call to break down (default: the middle one)")
     parser.add_argument("--top", type=int, default=40)
     parser.add_argument("--path", action="store_true", help="also print the block sequence")
+    parser.add_argument("--asm", action="store_true",
+                        help="also print the call's instructions in the order they ran")
     parser.add_argument("--limit", type=int, default=400_000, help="most steps in all")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
@@ -153,11 +159,11 @@ def main() -> None:
                         "--target", args.case, str(args.size)], env=env, check=True,
                        capture_output=True)
         calls = json.loads((out / "trace.json").read_text())
-        labels = _labels(out)
+        labels, texts = _labels(out)
     print(f"{args.case} at size {args.size}: instructions per run_blocks call "
           f"{[len(c) for c in calls]}")
     which = len(calls) // 2 if args.call is None else args.call
-    steps = [labels[pc] for pc in calls[which]]
+    steps = [labels.get(pc, "?") for pc in calls[which]]
     print(f"call {which}: {len(steps)} instructions, by LLVM block")
     for name, count in collections.Counter(steps).most_common(args.top):
         print(f"{count:7d}  {name}")
@@ -169,6 +175,10 @@ def main() -> None:
             if i + 1 == len(steps) or steps[i + 1] != name:
                 print(f"{run:7d}  {name}")
                 run = 0
+    if args.asm:
+        print("instructions:")
+        for pc in calls[which]:
+            print(f"  {labels.get(pc, '?'):28s} {texts.get(pc, hex(pc))}")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,9 @@ c[i] lies in [0, A), so u + c[i] is u | c[i] and never carries out of the low bi
 rows of whole warps (u = 32 * warp) and %laneid are aligned to 32, and Triton's index
 arithmetic keeps it: `shl` by k multiplies A by 2**k, `and`/`or`/`xor` with an immediate act on
 u and c apart, `or`/`add` with a uniform value whose low log2(A) bits are known zero (its
-trailing zeros: `ctaid << 10`) leave c alone. Only aligned registers are followed through a
+trailing zeros: `ctaid << 10`) leave c alone, and `shr` by k acts on u and c apart (offsets
+c >> k, aligned to A >> k: Triton's `(tid >> 3) & 12`, a warp's slot in shared memory, is
+alike in its lanes). Only aligned registers are followed through a
 widening (cvt to a wider integer, mul.wide, mad.wide): a sign or zero extension of u + c[i]
 is the extension of u plus c[i] where the sum cannot wrap, which alignment guarantees (A at
 most 2**(bits-1)); a sum that may wrap is not extended.
@@ -168,6 +170,21 @@ def _bitwise(inst: ir.Instruction, found: list, zeros: dict, bits: int):
     return _VARIES
 
 
+def _shifted_right(inst: ir.Instruction, found: list, bits: int):
+    """shr of an aligned register by an immediate k: u + c[i] is u | c[i] with c[i] below
+    u's lowest bit, so the shift acts on u and c apart (an arithmetic shift's sign comes
+    from u where every c[i] is below 2**(bits-1)): offsets c >> k, aligned to A >> k; where
+    k reaches log2(A) every lane holds u >> k (Triton's warp index `(tid >> 3) & 12`, a
+    shared-memory slot per warp)."""
+    (c, align), amount = found[0], inst.operands[2]
+    if len(found) != 2 or found[1][0] != _ZERO or align <= 1 \
+            or not isinstance(amount, IntImm) or not 0 <= amount.value < bits:
+        return _VARIES
+    if inst.spec.types[-1][0] == "s" and any(a >> (bits - 1) for a in c):
+        return _VARIES
+    return tuple(a >> amount.value for a in c), max(align >> amount.value, 1)
+
+
 def _widened(inst: ir.Instruction, found: list):
     """cvt of an aligned register to a wider integer: the offsets unchanged."""
     dest, source = inst.spec.types[0], inst.spec.types[-1]
@@ -229,6 +246,8 @@ def _written(inst: ir.Instruction, offsets: dict, uniform: set, zeros: dict, blo
         return c, scaled
     if op in ("and", "or", "xor") and mode == "lo":
         return _bitwise(inst, found, zeros, bits)
+    if op == "shr":
+        return _shifted_right(inst, found, bits)
     return _VARIES
 
 

@@ -513,6 +513,28 @@ def test_cpu_tuning_keeps_each_candidates_faster_pass(monkeypatch, tmp_path):
     assert calls == list(tiles) * 2
 
 
+def test_cpu_tuning_keeps_the_first_candidate_within_the_noise(monkeypatch, tmp_path):
+    # on a cpu the first candidate stays the pick unless another times more than 10% faster
+    # (one tile's time moves that much between runs on a busy host); elsewhere 2%
+    from types import SimpleNamespace
+
+    from ptxport.runtime.backends.cpu import executor
+
+    monkeypatch.setenv("PTXPORT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(executor, "_WORKERS", 16)     # (256 and 1024: classes of their own)
+    f32 = np.dtype(np.float32)
+    tiles = portable.candidates(False, f32, lanes=True)
+    first = {256: 1.08, 1024: 1.12}
+
+    def fake_time(device, config, in_type, out_type, size, layout="NN", depth=None):
+        return first[size] if config == tiles[0] else 1.0 if config == tiles[1] else 2.0
+
+    monkeypatch.setattr(portable, "time_tile", fake_time)
+    cpu = SimpleNamespace(backend="cpu", name="fake CPU")
+    assert portable.tuned_config(cpu, False, f32, f32, 256) == tiles[0]
+    assert portable.tuned_config(cpu, False, f32, f32, 1024) == tiles[1]
+
+
 def test_cpu_tuning_per_size_class_and_workers(monkeypatch, tmp_path):
     # the cpu device tunes the lanes kernel's candidates once per (size class, workers,
     # layout), at the class's size and bounded depth, and caches the choice

@@ -7,9 +7,12 @@ lane, also where the lanes' 32-bit addresses wrap."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
+from corpus import KERNEL_DIR, corpus_ptx
 from ptxport import Device, LaunchConfig, Program, launch
 from ptxport.codegen.targets.cpu.gang.build import build_gang
 from ptxport.codegen.targets.cpu.options import CpuOptions
@@ -135,11 +138,13 @@ def _expected(s: int, base: int, base2: int, guard: int = 32):
     return np.concatenate([loaded, buf])
 
 
-# (s, base, base2): strides of 1, 2 and 4 elements (spans), odd and non-power-of-two ones,
-# long ones (lane by lane), negative ones (spans from lane 31's element)
+# (s, base, base2): strides of 1, 2 and 4 elements (spans, the lowest lane's element at
+# each place in its group of |s|), odd and non-power-of-two ones, long ones (lane by lane),
+# negative ones (spans from lane 31's element)
 CASES = [(1, 3, 500), (2, 1, 200), (3, 5, 40), (4, 0, 3), (5, 2, 100), (8, 7, 9),
          (33, 0, 0), (-1, 900, 100), (-2, 300, 999), (-3, 1000, 500), (-4, 124, 300),
-         (-7, 1023, 600)]
+         (-7, 1023, 600), (2, 2, 901), (4, 5, 2), (4, 6, 7), (4, 3, 897), (-2, 301, 998),
+         (-4, 127, 301), (-4, 129, 1002)]
 
 
 @pytest.mark.parametrize("s, base, base2", CASES)
@@ -175,6 +180,8 @@ def test_the_strides_are_known_when_compiling():
                               CpuOptions())[0])
     assert "strided_span" in code(None)
     assert "llvm.masked.load.v64i32" in code(2) and "strided_span" not in code(2)
+    # the span starts at an even element: from lane 0's own or the one before it
+    assert "strided_at_0" in code(2) and "strided_at_1" in code(2)
     # a kernel whose stride is per lane (tid * tid) is classified at run time, as before
     assert "strided" not in code("%r3")
 
@@ -214,11 +221,20 @@ def _global(first: int):
     return src, out
 
 
-def test_global_lanes_two_elements_apart():
-    src, out = _global(1)
+@pytest.mark.parametrize("first", [0, 1])
+def test_global_lanes_two_elements_apart(first):
+    src, out = _global(first)
     want = np.zeros(64, dtype=np.uint32)
-    want[0::2] = src[1::2]
+    want[0::2] = src[first::2]
     assert (out == want).all()
+
+
+def test_a_global_strided_access_prefetches_ahead():
+    """The span path (the block `strided` and those made after it) prefetches before its
+    masked load, as memory.py's accesses do."""
+    code = str(build_gang(build(parse(GLOBAL)), "k", (32, 1, 1), CpuOptions())[0])
+    fast = code.index("\nstrided:")
+    assert "llvm.prefetch" in code[fast:code.index("llvm.masked.load", fast)]
 
 
 def test_a_global_strided_load_past_the_end_faults_at_its_first_bad_lane():
@@ -265,3 +281,18 @@ def test_a_partial_mask_faults_at_its_first_bad_lane():
 def test_a_partial_mask_goes_lane_by_lane_over_its_set_bits():
     code = str(build_gang(build(parse(GUARDED)), "k", (32, 1, 1), CpuOptions())[0])
     assert "strided_lane_head" in code and "llvm.cttz" in code
+
+
+
+def test_guarded_strided_loads_are_not_classified():
+    """scan_blelloch's `temp[2 * t] = base + 2 * t < n ? x[base + 2 * t] : 0` (a guarded
+    load keeping 0 in its other lanes) and its tree's `if (t < d)` loads are strided: in
+    the full-mask copies of their segments no block goes to classify.py's run-time
+    classification (it ran for each of them, its answer unused)."""
+    ptx = corpus_ptx(KERNEL_DIR / "scan_blelloch.cu", "sm_80")
+    code = str(build_gang(build(parse(ptx)), "scan_exclusive_blelloch", (512, 1, 1),
+                          CpuOptions())[0])
+    blocks = re.split(r"\n(?=[\w.]+:)", code)
+    full = [b for b in blocks if re.match(r"seg\d+_all:", b)]
+    assert len(full) > 10 and "strided" in code
+    assert not [b.split(":")[0] for b in full if "classif" in b.splitlines()[-1]]

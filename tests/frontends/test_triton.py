@@ -185,6 +185,27 @@ def test_matmul_with_tl_dot(device, dtype):
     np.testing.assert_allclose(dc.numpy(), expected, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("m, n, k", [(96, 64, 96), (70, 45, 83)])
+def test_f32_matmul_in_the_benchmarks_tiles_on_the_cpu(m, n, k):
+    """The f32 IEEE matmul as benchmarks/python_kernels.py launches it (32x32x32 tiles, 4
+    warps: an FMA loop over cp.async tiles in shared memory, read through windows), whole
+    tiles and partial ones in every dimension (the pipeline's zero-filled copies past K)."""
+    device = Device("cpu")
+    pt.activate(device)
+    try:
+        rng = np.random.default_rng(11)
+        a = rng.standard_normal((m, k), dtype=np.float32)
+        b = rng.standard_normal((k, n), dtype=np.float32)
+        da, db, dc = _arrays(device, a, b, np.zeros((m, n), np.float32))
+        matmul_kernel[(triton.cdiv(m, 32), triton.cdiv(n, 32))](
+            da, db, dc, m, n, k, k, 1, n, 1, n, 1, BLOCK_M=32, BLOCK_N=32, BLOCK_K=32,
+            num_warps=4)
+        np.testing.assert_allclose(dc.numpy(), a.astype(np.float64) @ b, rtol=1e-4,
+                                   atol=1e-4)
+    finally:
+        pt.deactivate()
+
+
 class _Storage:
     def __init__(self, array):
         self._array = array

@@ -85,7 +85,7 @@ TRITON = """.version 8.8
 .address_size 64
 .visible .entry k(.param .u64 x, .param .u32 n)
 {
-.reg .b32 %r<12>; .reg .b64 %rd<6>;
+.reg .b32 %r<13>; .reg .b64 %rd<6>;
 ld.param.u64 %rd1, [x];
 ld.param.u32 %r9, [n];
 mov.u32 %r1, %ctaid.x;
@@ -100,6 +100,8 @@ add.s64 %rd3, %rd1, %rd2;
 cvt.u64.u32 %rd4, %r7;
 or.b32 %r8, %r5, %r9;
 shr.u32 %r10, %r3, 3;
+and.b32 %r11, %r10, 12;
+shr.u32 %r12, %r8, 3;
 ret;
 }
 """
@@ -114,8 +116,12 @@ def test_triton_index_arithmetic():
         assert tuple(v - found[name][0] for v in found[name]) == four, name
     # the widened index, scaled to bytes: each lane's float4 16 bytes after the last
     assert tuple(v - found["%rd3"][0] for v in found["%rd3"]) == tuple(16 * i for i in range(32))
-    # or with a value whose low bits may be set, a shift right: no offsets claimed
-    assert "%r8" not in found and "%r10" not in found
+    # or with a value whose low bits may be set: no offsets claimed, nor for its shift
+    assert "%r8" not in found and "%r12" not in found
+    # an aligned register shifted right: tid >> 3 holds lane >> 3 over u, and Triton's
+    # shared-memory slot of a warp, (tid >> 3) & 12, is alike in the warp's lanes
+    assert found["%r10"] == tuple(i >> 3 for i in range(32))
+    assert found["%r11"] == (0,) * 32
 
 
 def test_unpacked_halves_keep_no_low_zeros():

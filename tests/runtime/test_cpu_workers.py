@@ -29,6 +29,8 @@ HEADER = """
 # gather(arrived, smids, n): each block counts itself in *arrived, waits until n blocks have
 # (so it ends only if n blocks run at once), then stores its %smid in smids[%ctaid.x].
 # meet(mine, theirs, n): the same, counting in *mine and waiting for *theirs to reach n.
+# gather_trap(arrived, n, bad): as gather, then block `bad` traps (on whichever worker
+# took it: every worker has one block).
 # count_runs(out): each block k adds 1 to out[k].
 # trap_at(out, bad): block `bad` traps, every other block k stores k + 1 in out[k].
 PTX = HEADER + """
@@ -48,6 +50,23 @@ $L_wait:
   mul.wide.u32 %rd3, %r5, 4;
   add.s64 %rd4, %rd2, %rd3;
   st.global.u32 [%rd4], %r4;
+  ret;
+}
+
+.visible .entry gather_trap(.param .u64 arrived, .param .u32 n, .param .u32 bad)
+{
+  .reg .pred %p<3>; .reg .b32 %r<6>; .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [arrived];
+  ld.param.u32 %r1, [n];
+  ld.param.u32 %r4, [bad];
+  atom.global.add.u32 %r2, [%rd1], 1;
+$L_wait:
+  atom.global.add.u32 %r3, [%rd1], 0;
+  setp.lt.u32 %p1, %r3, %r1;
+  @%p1 bra $L_wait;
+  mov.u32 %r5, %ctaid.x;
+  setp.eq.u32 %p2, %r5, %r4;
+  @%p2 trap;
   ret;
 }
 
@@ -409,6 +428,78 @@ def test_parked_workers_wake_for_the_next_launch(dev, kernels, workers, spin, se
         launch(stream, LaunchConfig(grid=4, block=1, timeout=60), gather, arrived, smids,
                np.uint32(4))
         assert sorted(_read(smids, stream, 4)) == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("spin_s", [0, 60])
+def test_every_parked_worker_wakes_also_when_the_pool_has_more(dev, kernels, workers, spin,
+                                                               spin_s):
+    # (the launching thread wakes the parked threads the launch has worker numbers for:
+    # the pool has 5 threads, the second launch needs 3; with a long spin the first
+    # launch's threads are awake for the next, with none every launch wakes them)
+    spin(spin_s)
+    stream = dev.create_stream()
+    gather = kernels.get_kernel("gather")
+    for count in (6, 3, 6, 2):
+        workers(count)
+        time.sleep(0.02)
+        arrived, smids = _zeros(dev, stream, 1), _zeros(dev, stream, count)
+        launch(stream, LaunchConfig(grid=count, block=1, timeout=60), gather, arrived, smids,
+               np.uint32(count))
+        assert sorted(_read(smids, stream, count)) == list(range(count))
+
+
+@pytest.mark.parametrize("bad", [0, 3, 5])
+def test_a_trap_on_a_woken_worker_names_its_block(dev, kernels, workers, spin, bad):
+    # (6 blocks that wait for each other: each on a worker of its own, 5 of them woken
+    # from parking; whichever has block `bad` traps, and the launch names that block)
+    spin(0)
+    workers(6)
+    stream = dev.create_stream()
+    gather_trap = kernels.get_kernel("gather_trap")
+    for trap in (bad, 6):
+        time.sleep(0.02)
+        arrived = _zeros(dev, stream, 1)
+        launch(stream, LaunchConfig(grid=6, block=1, timeout=60), gather_trap, arrived,
+               np.uint32(6), np.uint32(trap))
+        if trap < 6:
+            with pytest.raises(KernelTrapError, match=rf"block \({bad}, 0, 0\)"):
+                stream.sync()
+        assert _read(arrived, stream, 1)[0] == 6
+
+
+def test_without_futexes_parked_workers_poll_and_wake(tmp_path):
+    # (where the system has no futex, as macOS, parked pool threads poll their flag: in a
+    # process whose pool is built so, blocks that all wait for each other still meet after
+    # the workers parked)
+    script = tmp_path / "poll.py"
+    script.write_text(f"""
+import time
+import numpy as np
+from ptxport import Device, LaunchConfig, Program, launch
+from ptxport.runtime.backends.cpu import executor as cpu_executor
+from ptxport.runtime.backends.cpu import pool as cpu_pool
+cpu_pool._futex_number = lambda: None
+cpu_pool.set_spin(0)
+cpu_executor.set_workers(4)
+dev = Device("cpu")
+stream = dev.create_stream()
+gather = Program({PTX!r}, code_type="ptx").compile("native").get_kernel("gather")
+for _ in range(3):
+    time.sleep(0.02)
+    arrived, smids = dev.allocate(4, stream=stream), dev.allocate(16, stream=stream)
+    arrived.fill(0, 4, stream=stream)
+    launch(stream, LaunchConfig(grid=4, block=1, timeout=30), gather, arrived, smids,
+           np.uint32(4))
+    out = np.empty(4, np.uint32)
+    smids.copy_to(out, stream=stream)
+    stream.sync()
+    print(sorted(out.tolist()))
+""")
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.stdout.split("\n")[:3] == ["[0, 1, 2, 3]"] * 3, done.stderr
 
 
 def test_a_negative_spin_time_is_refused():

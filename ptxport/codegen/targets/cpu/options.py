@@ -22,11 +22,15 @@ class CpuOptions:
     if_convert : bool
         Run short divergent `if`s as guarded instructions (passes/if_convert.py) in warp
         gangs; False keeps every branch (to measure what the conversion gains).
+    hoist_checks : bool
+        Check the shared-memory accesses of counted one-block loops once before the loop
+        (passes/hoist_checks.py) in warp gangs; False checks each at every iteration.
     """
 
     gang: bool = True
     full_mask_copies: bool = True
     if_convert: bool = True
+    hoist_checks: bool = True
 
     def key(self) -> dict[str, bool]:
         """The choices as plain data, for cache keys."""

@@ -1,16 +1,21 @@
 """Native worker threads that run a launch's blocks on every core, with no Python between
 blocks or between workers.
 
-A pool is a set of POSIX threads, started once and kept, each parked on a condition variable
-of its own; they never run Python. A launch hands a pool a job (Job): a claiming entry point,
-its trampoline (entry.py), one row of argument words per worker and a word for each worker's
-result. `run` is ONE ctypes call (the GIL is released for its whole length): it opens the job,
-wakes threads 1 to FANOUT (each thread that takes the job wakes FANOUT more), runs worker 0's
-share on the calling thread, then closes the job and waits for the threads that took it
-(spinning a little first); a thread that wakes after the close leaves it. So a grid that the
-launching thread finishes alone wakes a few threads and waits for none, and a long one has
-all its workers after two wake-ups (16 workers). A thread that ended its share (or came
-too late) watches the generation for the pool's spin time before it parks: a launch that
+A pool is a set of POSIX threads, started once and kept; they never run Python. A launch
+hands a pool a job (Job): a claiming entry point, its trampoline (entry.py), one row of
+argument words per worker and a word for each worker's result. `run` is ONE ctypes call (the
+GIL is released for its whole length): it opens the job (bumps the pool's generation), wakes
+parked threads if any, runs worker 0's share on the calling thread, then closes the job and
+waits for the threads that took it (spinning a little first); a thread that comes after the
+close leaves it. A parked thread sleeps on a futex of its own (where the system has none,
+as macOS, it polls a flag every 0.2 ms) and takes a job without a
+lock, as spinning ones do; the launching thread wakes each parked thread the job has a
+worker number for, one system call each, before its own share. On the GPU machine's VM
+waking an idle virtual CPU takes about 50 us, whatever wakes it, so a thread woken by a
+woken thread (a tree) starts 100 us late, and 16 threads woken in turn through one mutex
+(before: a condition each, the job taken under the pool's mutex) began their shares up to
+about 125 us after the launch opened. A thread that ended its share (or came too late)
+watches the generation for the pool's spin time before it parks: a launch that
 comes meanwhile, as a program's next kernel does, finds it awake (waking a parked thread
 took tens of microseconds in a VM, more than short grids run), and a process that stops
 launching has its cores back after that time. The spin time adapts (set_spin): the
@@ -28,8 +33,9 @@ counter to the grid's end when the job says so, so that the others stop after th
 A pool runs one launch at a time: a launching thread takes a free pool (or makes one) and
 gives it back after, so that launches from several streams at once have threads of their own
 (a kernel may wait for a flag another stream's kernel sets, as on a GPU). The pool's code is
-LLVM IR built here and compiled once per process; the pthread functions are found by ctypes
-in the process, so a missing one is a clear error, not a crash. A forked child makes new
+LLVM IR built here and compiled once per process; the pthread functions (and `syscall`, for
+Linux's futex) are found by ctypes in the process, so a missing one is a clear error, not a
+crash. A forked child makes new
 pools (its parent's threads are not in it).
 
 Why native threads: with Python threads as workers, every worker took the GIL to wake, to set
@@ -41,6 +47,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 import threading
 import time
 from functools import cache
@@ -56,39 +63,47 @@ from ptxport.errors import PtxportError
 __all__ = ["JOB_WORDS", "SPIN_CAP_NS", "SPIN_FLOOR_NS", "Job", "Pool", "give", "last_shares",
            "set_spin", "spin_policy", "take", "trace_shares"]
 
-# A pool's memory (bytes): the pthread objects (opaque; 128 bytes is more than any libc's),
-# then the generation (bumped for each job: written under the mutex, read by spinning
-# threads without it), the job's address (null: none open), how many threads run a share of
-# it now, the address of a table of each thread's condition (by worker number; the threads
-# park on their own), how long (ns) a thread that ended its share watches the generation
-# before it parks (set by the launching thread when it opens a job: _plan_spin), then the
-# spin policy (set_spin: the fixed spin, -1 for the adaptive one; its cap and floor) and
-# what the adaptive one looks at: when the last job closed and the last two gaps between a
-# job's close and the next one's open (ns).
-(_MUTEX, _DONE, _GENERATION, _JOB, _RUNNING, _CONDS, _SPIN_NS, _FIXED_NS, _CAP_NS,
- _FLOOR_NS, _CLOSED_AT, _GAP, _GAP_BEFORE, _SIZE) = (0, 128, 256, 264, 272, 280, 288, 296,
-                                                     304, 312, 320, 328, 336, 384)
-# A thread's words: the pool's address, its worker number, the generation it saw last,
-# whether it is parked (or about to be: set under the mutex); its condition (opaque) from
-# byte _THREAD_COND on.
-_PARKED, _THREAD_COND, _THREAD_SIZE = 3, 64, 256
+# A pool's memory (bytes), by cache line: the pthread objects (opaque; 128 bytes is more
+# than any libc's); what threads read while they watch for a job: the generation (bumped
+# for each job), the job's address (null: none open), how long (ns) a thread that ended
+# its share watches the generation before it parks (set by the launching thread when it
+# opens a job: _plan_spin), the spin policy (set_spin: the fixed spin, -1 for the adaptive
+# one; its cap and floor) and the address of the table of each thread's words (by worker
+# number); what the adaptive spin looks at (the launching thread's alone): when the last
+# job closed and the last two gaps between a job's close and the next one's open (ns);
+# and, on a line of their own (each thread adds to them, which would take the line from
+# threads watching the generation), how many threads run a share of the job now and how
+# many are parked (or about to be).
+(_MUTEX, _DONE, _GENERATION, _JOB, _SPIN_NS, _FIXED_NS, _CAP_NS, _FLOOR_NS, _THREADS,
+ _CLOSED_AT, _GAP, _GAP_BEFORE, _RUNNING, _SLEEPERS, _SIZE) = (
+    0, 128, 256, 264, 272, 280, 288, 296, 304, 320, 328, 336, 384, 392, 448)
+# A thread's words (a cache line of its own): the pool's address, its worker number, the
+# generation it saw last, whether it is parked (or about to be), and the futex it sleeps
+# on then (32 bits; the launching thread sets it to 1 to wake it).
+_PARKED, _WAKE_FLAG, _THREAD_SIZE = 3, 4, 64
 
 # A job's words (Job below).
 (TRAMPOLINE, ENTRY, ARGS, STRIDE, RESULTS, WORKERS, COUNTER, START, TOTAL, STOP_ON_FAILURE,
  FAULT_FIELD, FAILURES, TRACE, CACHE_FIELD, CACHE_BYTES) = range(15)
 JOB_WORDS = 15
 
-# Threads each waking thread wakes; the least and the most time (ns) the launching thread
-# spins for its helpers to end before it waits on the condition (the pool's spin time when
-# between the two; helpers that end later than that are not worth a core); the words of a
-# job's trace before the workers' (Job.trace).
-FANOUT = 4
+# The least and the most time (ns) the launching thread spins for its helpers to end
+# before it waits on the condition (the pool's spin time when between the two; helpers
+# that end later than that are not worth a core); the words of a job's trace before the
+# workers' (Job.trace).
 _LAUNCHER_SPIN_NS, _LAUNCHER_SPIN_MAX_NS = 50_000, 200_000
 _TRACE_HEAD = 3
 
 _PTHREADS = ("pthread_mutex_lock", "pthread_mutex_unlock", "pthread_cond_wait",
-             "pthread_cond_signal", "clock_gettime", "sched_yield")
+             "pthread_cond_signal", "clock_gettime", "sched_yield", "syscall", "usleep")
 
+# Linux's futex system call: its number by machine (the process's triple's first part) and
+# the two operations used (private: the pool's threads are one process's).
+_SYS_FUTEX = {"x86_64": 202, "aarch64": 98, "arm64": 98, "riscv64": 98, "ppc64le": 221,
+              "ppc64": 221, "s390x": 238, "loongarch64": 98}
+_FUTEX_WAIT, _FUTEX_WAKE = 128, 129
+# Where there are no futexes: how often (us) a parked thread looks for a job.
+_POLL_US = 200
 
 class Job:
     """What a pool runs: the counter starts at START; worker i calls trampoline(entry, args +
@@ -138,7 +153,8 @@ def _declare(module: ll.Module) -> dict[str, ll.Function]:
     """The pthread functions, by their names in the process (pointers as opaque `ptr`)."""
     one, two = ll.FunctionType(I32, [PTR]), ll.FunctionType(I32, [PTR, PTR])
     types = {"pthread_cond_wait": two, "clock_gettime": ll.FunctionType(I32, [I32, PTR]),
-             "sched_yield": ll.FunctionType(I32, [])}
+             "sched_yield": ll.FunctionType(I32, []), "usleep": ll.FunctionType(I32, [I32]),
+             "syscall": ll.FunctionType(I64, [I64], var_arg=True)}
     return {name: ll.Function(module, types.get(name, one), f"ptxport.{name}")
             for name in _PTHREADS}
 
@@ -225,36 +241,52 @@ def _zero_cache(b: ll.IRBuilder, job, first) -> None:
         b.call(memset, [cache, ll.Constant(ll.IntType(8), 0), size, ll.Constant(ll.IntType(1), 0)])
 
 
-def _build_wake(module: ll.Module, pthread: dict) -> ll.Function:
-    """void wake(pool, job, index), under the pool's mutex: wake the threads of worker numbers
-    FANOUT * index + 1 ... FANOUT * index + FANOUT, those the job has. The launching thread
-    (worker 0) wakes FANOUT threads, each thread that takes the job FANOUT more: a grid that
-    ends before they come wakes few threads, and a long one has all its workers after
-    log_FANOUT(workers) wake-ups (two for 16 workers)."""
-    fn = ll.Function(module, ll.FunctionType(ll.VoidType(), [PTR, PTR, I64]), "ptxport_wake")
-    fn.linkage = "internal"
-    pool, job, index = fn.args
-    b = ll.IRBuilder(fn.append_basic_block("entry"))
-    conds = b.inttoptr(b.load(_field(b, pool, _CONDS), typ=I64), PTR)
-    workers = b.load(_word(b, job, WORKERS), typ=I64)
-    for offset in range(1, FANOUT + 1):
-        child = b.add(b.mul(index, I64(FANOUT)), I64(offset))
-        with b.if_then(b.icmp_signed("<", child, workers)):
-            cond = b.inttoptr(b.load(_word(b, conds, child), typ=I64), PTR)
-            b.call(pthread["pthread_cond_signal"], [cond])
-    b.ret_void()
-    return fn
+def _futex(b: ll.IRBuilder, pthread: dict, word, op: int, value: int) -> None:
+    """futex(op) on the 32-bit word at `word`: wait while it is `value`, or wake `value`
+    threads sleeping on it. Without futexes (macOS, other systems) a wait is a sleep of
+    _POLL_US microseconds, after which the caller looks again, and a wake is nothing (the
+    flag the waker set is what the sleeper looks at): a parked thread then starts a launch
+    up to that much later, and costs its core a short wake-up that often while parked."""
+    number = _futex_number()
+    if number is None:
+        if op == _FUTEX_WAIT:
+            b.call(pthread["usleep"], [ll.Constant(I32, _POLL_US)])
+        return
+    b.call(pthread["syscall"], [I64(number), b.ptrtoint(word, I64), I64(op),
+                                I64(value), I64(0), I64(0), I64(0)])
 
 
-def _build_thread(module: ll.Module, share: ll.Function, wake: ll.Function,
-                  pthread: dict) -> None:
+def _flag_futex(b: ll.IRBuilder, words):
+    """The futex of a thread's wake flag (a word): its low 32 bits, by the byte order."""
+    return b.gep(_word(b, words, _WAKE_FLAG), [I64(0 if sys.byteorder == "little" else 4)],
+                 source_etype=ll.IntType(8))
+
+
+def _wake(b: ll.IRBuilder, pthread: dict, pool, job) -> None:
+    """After the generation changed: wake each parked thread the job has a worker number
+    for, one system call each, all from this thread (waking an idle virtual CPU took about
+    50 us on the GPU machine's VM, and a thread woken by a woken thread starts that much
+    later again). A thread marks itself parked before it looks at the generation a last
+    time and sleeps, and this thread changed the generation before it looks at the marks
+    (both sequentially consistent), so either the sleeper sees the new generation or this
+    thread sees it parked; the futex sleeps only while the thread's flag is 0."""
+    sleepers = b.load_atomic(_field(b, pool, _SLEEPERS), "seq_cst", 8, typ=I64)
+    with b.if_then(b.icmp_signed(">", sleepers, I64(0))):
+        table = b.inttoptr(b.load(_field(b, pool, _THREADS), typ=I64), PTR)
+        with _counting(b, b.sub(b.load(_word(b, job, WORKERS), typ=I64), I64(1))) as i:
+            words = b.inttoptr(b.load(_word(b, table, b.add(i, I64(1))), typ=I64), PTR)
+            parked = b.load_atomic(_word(b, words, _PARKED), "seq_cst", 8, typ=I64)
+            with b.if_then(b.icmp_unsigned("!=", parked, I64(0))):
+                b.atomic_rmw("xchg", _word(b, words, _WAKE_FLAG), I64(1), "seq_cst")
+                _futex(b, pthread, _flag_futex(b, words), _FUTEX_WAKE, 1)
+
+
+def _build_thread(module: ll.Module, share: ll.Function, pthread: dict) -> None:
     """void *ptxport_pool_thread(arg): arg: the thread's words (_THREAD_*). A parked thread
-    waits on its own condition until the generation changes, then, under the mutex, takes
-    the job if it is still open and has that many workers (counted in `running`), wakes
-    its FANOUT children (wake) and runs its share. After a share (or a job it came too late
-    for) it watches the generation for the pool's spin time; a job that opens meanwhile it
-    takes without the mutex (_take_fast), so that 16 threads start within microseconds
-    instead of one after another through the mutex. Then it parks again."""
+    sleeps on its own futex until the generation changes, then takes the job like a
+    spinning one (_take_fast): no mutex, so that woken threads do not queue behind each
+    other for it. After a share (or a job it came too late for) it watches the generation
+    for the pool's spin time, taking a job that opens meanwhile; then it parks again."""
     fn = ll.Function(module, ll.FunctionType(PTR, [PTR]), "ptxport_pool_thread")
     b = ll.IRBuilder(fn.append_basic_block("entry"))
     (arg,) = fn.args
@@ -262,42 +294,26 @@ def _build_thread(module: ll.Module, share: ll.Function, wake: ll.Function,
     index = b.load(_word(b, arg, 1), typ=I64)
     seen = b.alloca(I64)
     b.store(b.load(_word(b, arg, 2), typ=I64), seen)
-    mutex = _field(b, pool, _MUTEX)
-    generation, job_slot = _field(b, pool, _GENERATION), _field(b, pool, _JOB)
-    running, own, parked = _field(b, pool, _RUNNING), _field(b, arg, _THREAD_COND), \
-        _word(b, arg, _PARKED)
-    park, check, wait, woken, take, spin, spun = (fn.append_basic_block(n) for n in (
-        "park", "check", "wait", "woken", "take", "spin", "spun"))
+    generation, sleepers = _field(b, pool, _GENERATION), _field(b, pool, _SLEEPERS)
+    parked, flag = _word(b, arg, _PARKED), _word(b, arg, _WAKE_FLAG)
+    park, check, sleep, woken, spin, spun = (fn.append_basic_block(n) for n in (
+        "park", "check", "sleep", "woken", "spin", "spun"))
     b.branch(park)
     b.position_at_end(park)
-    b.call(pthread["pthread_mutex_lock"], [mutex])
-    # (seen by a waking thread, which then signals this one's condition: _wake_parked)
+    b.atomic_rmw("xchg", flag, I64(0), "seq_cst")
     b.atomic_rmw("xchg", parked, I64(1), "seq_cst")
+    b.atomic_rmw("add", sleepers, I64(1), "seq_cst")
     b.branch(check)
     b.position_at_end(check)
     now = b.load_atomic(generation, "seq_cst", 8, typ=I64)
-    b.cbranch(b.icmp_unsigned("==", now, b.load(seen, typ=I64)), wait, woken)
-    b.position_at_end(wait)
-    b.call(pthread["pthread_cond_wait"], [own, mutex])
+    b.cbranch(b.icmp_unsigned("==", now, b.load(seen, typ=I64)), sleep, woken)
+    b.position_at_end(sleep)
+    _futex(b, pthread, _flag_futex(b, arg), _FUTEX_WAIT, 0)
     b.branch(check)
     b.position_at_end(woken)
+    b.atomic_rmw("sub", sleepers, I64(1), "seq_cst")
     b.atomic_rmw("xchg", parked, I64(0), "seq_cst")
-    b.store(now, seen)
-    job = b.inttoptr(b.load_atomic(job_slot, "seq_cst", 8, typ=I64), PTR)
-    # (a closed job, null: the launching thread found every block claimed before this
-    # thread came, and waits only for the threads that took it)
-    leave, is_open = fn.append_basic_block("leave"), fn.append_basic_block("open")
-    b.cbranch(b.icmp_unsigned("==", b.ptrtoint(job, I64), I64(0)), leave, is_open)
-    b.position_at_end(is_open)
-    b.cbranch(b.icmp_signed("<", index, b.load(_word(b, job, WORKERS), typ=I64)), take, leave)
-    b.position_at_end(leave)
-    b.call(pthread["pthread_mutex_unlock"], [mutex])
-    b.branch(spin)
-    b.position_at_end(take)
-    b.atomic_rmw("add", running, I64(1), "seq_cst")
-    b.call(wake, [pool, job, index])
-    b.call(pthread["pthread_mutex_unlock"], [mutex])
-    _run_share(b, pool, share, job, index, pthread)
+    _take_fast(b, pool, share, index, seen, pthread)
     b.branch(spin)
     b.position_at_end(spin)
     changed = lambda: b.icmp_unsigned(  # noqa: E731
@@ -308,17 +324,17 @@ def _build_thread(module: ll.Module, share: ll.Function, wake: ll.Function,
     fast = fn.append_basic_block("fast")
     b.cbranch(changed(), fast, park)
     b.position_at_end(fast)
-    _take_fast(b, pool, share, wake, index, seen, pthread)
+    _take_fast(b, pool, share, index, seen, pthread)
     b.branch(spin)
 
 
-def _take_fast(b: ll.IRBuilder, pool, share, wake, index, seen, pthread: dict) -> None:
-    """A spinning thread's take of the job it saw open, without the mutex: count itself in
-    `running` first, then look at the job; the launching thread closes a job (nulls it)
-    first, then looks at `running`, all sequentially consistent, so either this thread
-    sees the job closed or the launching thread waits for it. It takes the job only if it
-    is the generation it saw (not a later one at the same address) and has its worker
-    number; else it counts itself out again."""
+def _take_fast(b: ll.IRBuilder, pool, share, index, seen, pthread: dict) -> None:
+    """A thread's take of the job it saw open (woken or spinning), without the mutex: count
+    itself in `running` first, then look at the job; the launching thread closes a job
+    (nulls it) first, then looks at `running`, all sequentially consistent, so either this
+    thread sees the job closed or the launching thread waits for it. It takes the job only
+    if it is the generation it saw (not a later one at the same address) and has its
+    worker number; else it counts itself out again."""
     fn = b.function
     generation, running = _field(b, pool, _GENERATION), _field(b, pool, _RUNNING)
     saw = b.load_atomic(generation, "acquire", 8, typ=I64)
@@ -332,7 +348,6 @@ def _take_fast(b: ll.IRBuilder, pool, share, wake, index, seen, pthread: dict) -
     b.position_at_end(is_open)
     b.cbranch(b.icmp_signed("<", index, b.load(_word(b, job, WORKERS), typ=I64)), take, out)
     b.position_at_end(take)
-    _wake_parked(b, pool, job, index, wake, pthread)
     _run_share(b, pool, share, job, index, pthread)
     done = fn.append_basic_block("fast_done")
     b.branch(done)
@@ -340,31 +355,6 @@ def _take_fast(b: ll.IRBuilder, pool, share, wake, index, seen, pthread: dict) -
     _count_out(b, pool, pthread)
     b.branch(done)
     b.position_at_end(done)
-
-
-def _wake_parked(b: ll.IRBuilder, pool, job, index, wake, pthread: dict) -> None:
-    """wake(), under the mutex, when one of the thread's children is parked (a child marks
-    itself parked under the mutex, then looks at the generation, so either it sees this
-    job or this thread sees it parked)."""
-    conds = b.inttoptr(b.load(_field(b, pool, _CONDS), typ=I64), PTR)
-    workers = b.load(_word(b, job, WORKERS), typ=I64)
-    with b.goto_entry_block():
-        b.position_at_start(b.function.entry_basic_block)
-        found = b.alloca(I64)
-    b.store(I64(0), found)
-    for offset in range(1, FANOUT + 1):
-        child = b.add(b.mul(index, I64(FANOUT)), I64(offset))
-        with b.if_then(b.icmp_signed("<", child, workers)):
-            words = b.sub(b.load(_word(b, conds, child), typ=I64), I64(_THREAD_COND))
-            flag = b.load_atomic(_word(b, b.inttoptr(words, PTR), _PARKED), "seq_cst", 8,
-                                 typ=I64)
-            b.store(b.or_(b.load(found, typ=I64), flag), found)
-    any_parked = b.icmp_unsigned("!=", b.load(found, typ=I64), I64(0))
-    mutex = _field(b, pool, _MUTEX)
-    with b.if_then(any_parked):
-        b.call(pthread["pthread_mutex_lock"], [mutex])
-        b.call(wake, [pool, job, index])
-        b.call(pthread["pthread_mutex_unlock"], [mutex])
 
 
 def _run_share(b: ll.IRBuilder, pool, share, job, index, pthread: dict) -> None:
@@ -417,8 +407,7 @@ def _spin_until(b: ll.IRBuilder, pthread: dict, spin_ns, out: ll.Block, ready,
     b.branch(head)
 
 
-def _build_run(module: ll.Module, share: ll.Function, wake: ll.Function,
-               pthread: dict) -> None:
+def _build_run(module: ll.Module, share: ll.Function, pthread: dict) -> None:
     """i64 ptxport_pool_run(pool, job): start the job's counter, open the job to the pool's
     threads (when it has more than one worker), run worker 0's share, close the job and wait
     for the threads that took it; how many workers failed. Every worker's result is -1 until
@@ -439,13 +428,10 @@ def _build_run(module: ll.Module, share: ll.Function, wake: ll.Function,
     _trace(b, job, pthread, I64(0))
     with b.if_then(several):
         _plan_spin(b, pool, pthread)
-        b.call(pthread["pthread_mutex_lock"], [mutex])
         b.atomic_rmw("xchg", job_slot, b.ptrtoint(job, I64), "seq_cst")
-        generation = _field(b, pool, _GENERATION)
-        # (threads that spin read it without the mutex; llvmlite has no untyped atomic store)
-        b.atomic_rmw("add", generation, I64(1), "seq_cst")
-        b.call(wake, [pool, job, I64(0)])
-        b.call(pthread["pthread_mutex_unlock"], [mutex])
+        # (llvmlite has no untyped atomic store)
+        b.atomic_rmw("add", _field(b, pool, _GENERATION), I64(1), "seq_cst")
+        _wake(b, pthread, pool, job)
     own = b.call(share, [job, I64(0)])
     _trace(b, job, pthread, I64(1))
     check, wait, unlock, out = (fn.append_basic_block(n) for n in ("check", "wait", "unlock",
@@ -453,9 +439,7 @@ def _build_run(module: ll.Module, share: ll.Function, wake: ll.Function,
     close, slept = fn.append_basic_block("close"), fn.append_basic_block("slept")
     b.cbranch(several, close, out)
     b.position_at_end(close)
-    b.call(pthread["pthread_mutex_lock"], [mutex])
     b.atomic_rmw("xchg", job_slot, I64(0), "seq_cst")
-    b.call(pthread["pthread_mutex_unlock"], [mutex])
     # (the helpers usually end within microseconds of this thread: waiting for them on the
     # condition would add a wake-up, tens of microseconds, to every launch)
     b.store(_now(b, pthread, _timespec(b)), _field(b, pool, _CLOSED_AT))
@@ -567,9 +551,9 @@ class _Native:
                 f"which this process does not have: {e}") from None
         module = ll.Module("ptxport_pool")
         pthread = _declare(module)
-        share, wake = _build_share(module, pthread), _build_wake(module, pthread)
-        _build_thread(module, share, wake, pthread)
-        _build_run(module, share, wake, pthread)
+        share = _build_share(module, pthread)
+        _build_thread(module, share, pthread)
+        _build_run(module, share, pthread)
         with LLVM_LOCK:
             for name in _PTHREADS:
                 llvm.add_symbol(f"ptxport.{name}",
@@ -586,6 +570,16 @@ class _Native:
                                            functions["pthread_cond_init"])
         self.create, self.detach = functions["pthread_create"], functions["pthread_detach"]
         self.detach.argtypes = [ctypes.c_void_p]
+
+
+def _futex_number() -> int | None:
+    """The futex system call's number on this machine (parked threads sleep on a futex), or
+    None where there is none (not Linux, or a machine not in _SYS_FUTEX): there parked
+    threads poll their flag every _POLL_US microseconds instead (_futex)."""
+    machine = llvm.get_process_triple().split("-")[0]
+    if not sys.platform.startswith("linux"):
+        return None
+    return _SYS_FUTEX.get(machine)
 
 
 @cache
@@ -609,7 +603,7 @@ class Pool:
             raise PtxportError("the CPU device could not set up its worker threads' "
                                "mutex and condition (pthread_*_init failed)")
         self._threads: list[np.ndarray] = []      # each thread's words (it reads them)
-        self._conds = np.zeros(1, dtype=np.int64)
+        self._table = np.zeros(1, dtype=np.int64)
         self._set_policy()
         _POOLS.append(self)
 
@@ -636,19 +630,18 @@ class Pool:
         if len(self._threads) >= helpers:
             return
         words = self._memory.view(np.int64)
-        conds = np.zeros(helpers + 1, dtype=np.int64)
-        conds[:self._conds.size] = self._conds
-        self._conds = conds
-        words[_CONDS // 8] = conds.ctypes.data
+        table = np.zeros(helpers + 1, dtype=np.int64)
+        table[:self._table.size] = self._table
+        self._table = table
+        words[_THREADS // 8] = table.ctypes.data
         while len(self._threads) < helpers:
             number = len(self._threads) + 1
-            words_of_thread = np.zeros(_THREAD_SIZE // 8, dtype=np.int64)
+            raw = np.zeros(2 * _THREAD_SIZE // 8, dtype=np.int64)
+            start = (-raw.ctypes.data) % _THREAD_SIZE // 8
+            words_of_thread = raw[start:start + _THREAD_SIZE // 8]
             words_of_thread[:3] = (self.address, number, words[_GENERATION // 8])
             address = words_of_thread.ctypes.data
-            if self._native.init_cond(ctypes.c_void_p(address + _THREAD_COND), None):
-                raise PtxportError("the CPU device could not set up a worker thread's "
-                                   "condition (pthread_cond_init failed)")
-            conds[number] = address + _THREAD_COND
+            table[number] = address
             handle = ctypes.c_uint64(0)
             failed = self._native.create(ctypes.byref(handle), None,
                                          ctypes.c_void_p(self._native.thread),
@@ -701,7 +694,7 @@ _POOLS: list[Pool] = []
 
 def set_spin(seconds: float | None = None, cap: float = SPIN_CAP_NS / 1e9) -> None:
     """How long worker threads watch for the next launch after their share of one ends
-    before they park on their condition. Watching keeps a core busy; a launch that comes
+    before they park (on a futex). Watching keeps a core busy; a launch that comes
     meanwhile finds its workers awake instead of waking them (tens of microseconds each).
     `seconds`: a fixed time (0: park at once); None (the default): adaptive, twice the
     longer of the last two gaps between a launch's end and the next one's start, at least

@@ -3,8 +3,10 @@ shared memory, done at once as the shared lowering does it (ops/memory.py: a cop
 completes early is one the program may see), so commit_group, wait_group and wait_all have
 nothing left to wait for. Triton's pipelined loads (sm_80) are these, with a src-size of 0
 (masked-off lanes, whose source is only an address: never read nor checked) or the whole
-size: then the warp copies with one masked vector load and store (memory.py's accesses).
-Lanes with a src-size in between (a partial copy, zero-filled) are copied lane by lane.
+size: then each lane's bytes are one load and store, and where every lane copies (or every
+lane zero-fills), runs of lanes whose sources and destinations follow each other are one
+copy a run (a row of Triton's f32 tile: 8 lanes' 16 bytes). Lanes with a src-size in
+between (a partial copy, zero-filled) are copied lane by lane.
 """
 
 from __future__ import annotations
@@ -110,20 +112,18 @@ def _copy_vectors(fl: GangLowering, src, dst, whole, size: int) -> None:
     every, some, done = (fl.llfn.append_basic_block(n) for n in (
         "cp_async_every_lane", "cp_async_some_lanes", "cp_async_copied"))
     full = ll.IRBuilder.icmp_unsigned(b, "==", b.and_(reading, writing), I32(FULL))
-    ll.IRBuilder.cbranch(b, full, every, some)
+    zeros = fl.llfn.append_basic_block("cp_async_zeros")
+    switch = ll.IRBuilder.switch(b, b.or_(b.zext(full, I32), b.shl(b.zext(
+        b.and_(ll.IRBuilder.icmp_unsigned(b, "==", reading, I32(0)),
+               ll.IRBuilder.icmp_unsigned(b, "==", writing, I32(FULL))), I32), I32(1))), some)
+    switch.add_case(I32(1), every)
+    switch.add_case(I32(2), zeros)
     b.position_at_end(every)      # (Triton's tiles inside the matrices: the common case)
-    addresses = [ll.IRBuilder.extract_element(b, sources, I32(lane)) for lane in range(W)]
-    for lane in range(W):
-        source = ll.IRBuilder.inttoptr(b, addresses[lane], PTR)
-        b.store(b.load(source, typ=chunk, align=1), targets[lane], align=1)
-    # the tile a few steps on, fetched meanwhile: each lane's own (Triton's rows of a tile
-    # lie a matrix row apart, as many streams as the tile has rows)
-    distance, prefetched = strides_ahead(fl, addresses[0])
-    for address in addresses:
-        prefetch_line(fl, b.add(address, distance))
-    b.branch(prefetched)
-    b.position_at_end(prefetched)
-    b.branch(done)
+    _copy_every_lane(fl, sources, dst, targets, size, done)
+    # every lane zero-fills (Triton's copies of the tiles past the last, in the pipeline's
+    # last steps)
+    b.position_at_end(zeros)
+    _copy_every_lane(fl, None, dst, targets, size, done)
     b.position_at_end(some)
     for lane in range(W):
         reads = _lane_mask(b, reading, lane, size)
@@ -134,6 +134,77 @@ def _copy_vectors(fl: GangLowering, src, dst, whole, size: int) -> None:
         ll.IRBuilder.call(b, store, [value, targets[lane], I32(1), writes])
     b.branch(done)
     b.position_at_end(done)
+
+
+# Runs of lanes tried, longest first: a run of lanes whose sources lie one after another,
+# and whose destinations too, is one copy (Triton's f32 tiles of 32 columns are rows of 8
+# lanes' 16 bytes; of 64 columns, 16 lanes')
+_RUNS = (W, 16, 8, 4)
+
+
+def _copy_every_lane(fl: GangLowering, sources, dst, targets, size: int, done) -> None:
+    """Every lane copies its `size` bytes (sources None: writes zeros): in runs of lanes
+    whose sources and destinations are consecutive (the longest of _RUNS that holds at run
+    time: one copy of run * size bytes a run), else lane after lane; each with the tile a
+    few steps on fetched meanwhile (each run's lines, or each lane's: Triton's rows of a
+    tile lie a matrix row apart, as many streams as the tile has rows)."""
+    b = fl.b
+    et = dst.addrs.type.element
+    offsets = b.add(dst.addrs, b.splat(ll.Constant(et, dst.offset))) if dst.offset \
+        else dst.addrs
+    follows = _follows(fl, offsets, size)
+    if sources is not None:
+        follows = b.and_(follows, _follows(fl, sources, size))
+    lanes_block = fl.llfn.append_basic_block("cp_async_each_lane")
+    run_length = I32(1)
+    for run in reversed(_RUNS):
+        starts = sum(1 << lane for lane in range(0, W, run))
+        whole = ll.IRBuilder.icmp_unsigned(b, "==", b.or_(follows, I32(starts)), I32(FULL))
+        run_length = ll.IRBuilder.select(b, whole, I32(run), run_length)
+    switch = ll.IRBuilder.switch(b, run_length, lanes_block)
+    for run in _RUNS:
+        block = fl.llfn.append_basic_block(f"cp_async_runs_{run}")
+        switch.add_case(I32(run), block)
+        b.position_at_end(block)
+        _copy_runs(fl, sources, targets, size, run, done)
+    b.position_at_end(lanes_block)
+    _copy_runs(fl, sources, targets, size, 1, done)
+
+
+def _follows(fl: GangLowering, addresses, size: int):
+    """i32: bit l set where lane l's address is `size` bytes past lane l - 1's."""
+    b = fl.b
+    before = ll.IRBuilder.shuffle_vector(b, addresses, ll.Constant(addresses.type, None),
+                                         ll.Constant(ll.VectorType(I32, W),
+                                                     [0] + list(range(W - 1))))
+    step = b.splat(ll.Constant(addresses.type.element, size))
+    return fl.bits(ll.IRBuilder.icmp_unsigned(b, "==", b.sub(addresses, before), step))
+
+
+def _copy_runs(fl: GangLowering, sources, targets, size: int, run: int, done) -> None:
+    """Copy each run of `run` lanes' `size` bytes at once from its first lane's source
+    (None: zeros) to its first lane's destination, then prefetch the runs' lines a few
+    strides on."""
+    b = fl.b
+    chunk = ll.VectorType(I8, size * run)
+    if sources is None:
+        for lane in range(0, W, run):
+            b.store(ll.Constant(chunk, None), targets[lane], align=1)
+        b.branch(done)
+        return
+    addresses = [ll.IRBuilder.extract_element(b, sources, I32(lane))
+                 for lane in range(0, W, run)]
+    for address, lane in zip(addresses, range(0, W, run), strict=True):
+        source = ll.IRBuilder.inttoptr(b, address, PTR)
+        b.store(b.load(source, typ=chunk, align=1), targets[lane], align=1)
+    distance, prefetched = strides_ahead(fl, addresses[0])
+    for address in addresses:
+        ahead = b.add(address, distance)
+        for line in range(0, max(64, size * run), 64):
+            prefetch_line(fl, b.add(ahead, I64(line)) if line else ahead)
+    b.branch(prefetched)
+    b.position_at_end(prefetched)
+    b.branch(done)
 
 
 def _lane_mask(b, bits, lane: int, size: int):

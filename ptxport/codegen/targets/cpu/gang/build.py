@@ -20,6 +20,7 @@ from ptxport.codegen.targets.cpu.options import CpuOptions
 from ptxport.codegen.targets.cpu.runtime_functions import add_conversions
 from ptxport.errors import UnsupportedFeatureError
 from ptxport.ir import nodes as ir
+from ptxport.passes.hoist_checks import hoist_checks
 from ptxport.passes.if_convert import if_convert
 
 __all__ = ["GangUnsupported", "build_gang", "check_gang"]
@@ -41,6 +42,13 @@ def build_gang(module: ir.Module, kernel_name: str, block: tuple[int, int, int],
     skips: dict = {}
     if options.if_convert:
         kernel, _, linear, skips = if_convert(kernel, block)
+    # one-block loops whose shared accesses are checked once before them (a copy each)
+    prechecked: frozenset = frozenset()
+    if options.hoist_checks:
+        kernel, _, prechecked, copies, moved = hoist_checks(kernel, block)
+        skips.update((copies[k], v) for k, v in list(skips.items()) if k in copies)
+        linear = {id(moved[k]) if k in moved else k: moved.get(id(v), v)
+                  for k, v in linear.items()}
     llmod = ll.Module(name=f"ptxport.gang.{kernel_name}")
     llmod.triple = llvm.get_process_triple()
     plan = plan_kernel(module, kernel)
@@ -60,7 +68,7 @@ def build_gang(module: ir.Module, kernel_name: str, block: tuple[int, int, int],
     gang.args[1].add_attribute("noalias")
     try:
         fl = lower_gang(module, kernel, gang, target, plan, block, options, linear,
-                        skips)
+                        skips, prechecked)
     except UnsupportedFeatureError as e:     # a shared lowering the gang path cannot use
         raise GangUnsupported(str(e)) from e
     per_thread = max(FRAME.size, (fl.frame_bytes + W - 1) // W)

@@ -126,12 +126,20 @@ def cold_addrs(fl: GangLowering, place: Place, offset: int = 0):
     return b.add(starts, ll.Constant(addrs.type, [(c + offset) & wrap for c in d]))
 
 
+def prechecked(fl: GangLowering) -> bool:
+    """Whether the current instruction is a shared access whose whole range over its loop
+    was checked before the loop (passes/hoist_checks.py): it needs no check of its own."""
+    return id(fl.inst) in fl.prechecked
+
+
 def check_access(fl: GangLowering, host, offsets, size: int, write: bool, span=None):
     """Check the mask's lanes' accesses of `size` bytes at `host` (`span`: the (low, high)
     the lanes touch, when known; else the lowest and highest address; with a span, `host`
     may be a function that makes the vector, called only where the range test failed). A
     bad lane stops the kernel there."""
     b = fl.b
+    if offsets is not None and prechecked(fl):
+        return
     llfn = fl.llfn
     ok_block = llfn.append_basic_block("access_ok")
     if offsets is not None:
@@ -201,6 +209,8 @@ def check_access(fl: GangLowering, host, offsets, size: int, write: bool, span=N
 def check_shared32(fl: GangLowering, offsets, size: int, write: bool):
     """check_access for 32-bit offsets into the shared window, computed in 32 bits."""
     b = fl.b
+    if prechecked(fl):
+        return
     llfn = fl.llfn
     limit = fl.target.ctx_field(fl, "total_smem")
     room = b.sub(limit, I32(size))
@@ -226,6 +236,8 @@ def check_place(fl: GangLowering, place: Place, size: int, write: bool, kind, lo
     allocation table)."""
     b = fl.b
     et = place.addrs.type.element
+    if place.shared and prechecked(fl):
+        return
     if not place.shared:
         check_access(fl, lambda: cold_addrs(fl, place, place.offset), None, size, write,
                      span=(low, high))
@@ -261,7 +273,7 @@ def group_check(fl: GangLowering, place: Place, size: int, low, high, known: boo
     the lanes lie as _classify found when compiling, so [low, high) holds every lane's
     access (shared memory is then one scalar test)."""
     group = fl.group_of.get(id(fl.inst))
-    if group is None:
+    if group is None or place.shared and prechecked(fl):
         return None
     memo = (group, id(fl.mask))
     if memo in fl.group_ok:

@@ -46,8 +46,10 @@ from ptxport.codegen.lower import (
     loop_headers,
 )
 from ptxport.codegen.targets.cpu.abi import CTX
+from ptxport.codegen.targets.cpu.gang import windows
 from ptxport.codegen.targets.cpu.gang.async_copy import lower_cp
 from ptxport.codegen.targets.cpu.gang.atomics import lower_atom
+from ptxport.codegen.targets.cpu.gang.chains import interleave_chains
 from ptxport.codegen.targets.cpu.gang.classify import (
     check_widening,
     forget_classes,
@@ -78,7 +80,7 @@ from ptxport.codegen.targets.cpu.gang.lanes import (
     is_vec,
     vec,
 )
-from ptxport.codegen.targets.cpu.gang.memory import lower_ld, lower_st
+from ptxport.codegen.targets.cpu.gang.memory import lower_st
 from ptxport.codegen.targets.cpu.gang.mma import lower_ldmatrix, lower_mma
 from ptxport.codegen.targets.cpu.gang.places import access_groups, class_slots
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
@@ -89,6 +91,7 @@ from ptxport.codegen.targets.cpu.gang.warp import (
     lower_warp_barrier,
 )
 from ptxport.codegen.targets.cpu.gang.wgmma import lower_wgmma
+from ptxport.codegen.targets.cpu.gang.windows import lower_ld
 from ptxport.codegen.targets.cpu.options import CpuOptions
 from ptxport.codegen.targets.cpu.stop import STOPPED, poll_stop
 from ptxport.ir import nodes as ir
@@ -186,16 +189,19 @@ def _rebuilt_registers(fl: GangLowering, registers) -> dict:
 
 def lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, target, plan,
                block: tuple[int, int, int], options: CpuOptions,
-               linear: dict | None = None, skips: dict | None = None) -> GangLowering:
+               linear: dict | None = None, skips: dict | None = None,
+               prechecked: frozenset = frozenset()) -> GangLowering:
     """Lower `kernel` into the gang function `gang` (ctx, frame, warp, nthreads, start) for
     blocks of shape `block`: its entry and resumption, the min-PC dispatcher, and every code
     segment. `linear`: id(branch) -> the block a warp whose lanes split there runs
     (passes/if_convert.py's guarded copy of the region); `skips`: if_convert's skippable
-    runs of guarded code."""
+    runs of guarded code; `prechecked`: ids of the shared accesses whose range
+    passes/hoist_checks.py checked before their loop."""
     fl = GangLowering(module, kernel, gang, target, plan, block, options, _GANG_LOWERINGS,
                       access_groups)
     fl.linear = linear or {}
     fl.skips = skips or {}
+    fl.prechecked = prechecked
     ctx, frame, warp, _nthreads, start, fl.resume_point = gang.args
     fl.declare_registers()
     _declare_slots(fl)
@@ -521,6 +527,7 @@ def _lower_segments(fl: GangLowering, kernel: ir.Function, gang: ll.Function,
 def _lower_code(fl: GangLowering, code: list) -> None:
     """A segment's instructions, each skippable run (fl.skips) behind a test of its
     predicate."""
+    code = interleave_chains(code, fl.skips)
     i = 0
     while i < len(code):
         skip = fl.skips.get(id(code[i]))
@@ -531,9 +538,12 @@ def _lower_code(fl: GangLowering, code: list) -> None:
             continue
         _lower_one(fl, code[i])
         i += 1
+    windows.flush(fl)
 
 
 def _lower_one(fl: GangLowering, inst: ir.Instruction) -> None:
+    if not windows.defers(inst):
+        windows.flush(fl)
     forget_classes(fl, inst)
     check_widening(fl, inst)
     fl.lower_instruction(inst)
@@ -542,7 +552,7 @@ def _lower_one(fl: GangLowering, inst: ir.Instruction) -> None:
 
 def _whole_runs(fl: GangLowering, run: list) -> bool:
     """Whether each of coalesce.py's runs of accesses, and each group of accesses checked
-    together (memory.access_groups), lies wholly inside `run` or wholly outside: a run's
+    together (places.access_groups), lies wholly inside `run` or wholly outside: a run's
     loads are made at its first access, a group's range checked at its first, for the
     others (a stencil's halo loads, each in an if of its own, share its main load's
     check: that is worth more than skipping them)."""
@@ -562,6 +572,7 @@ def _lower_skippable(fl: GangLowering, predicate: ir.Register, run: list) -> Non
     the warp may not have run it; what it knew before holds, but for the registers the
     run writes."""
     b = fl.b
+    windows.flush(fl)
     p = fl.read(predicate, "pred")
     mask_bits = fl.bits(fl.mask)
     if is_vec(p):
@@ -574,6 +585,7 @@ def _lower_skippable(fl: GangLowering, predicate: ir.Register, run: list) -> Non
     known = (dict(fl.places), dict(fl.patterns), dict(fl.group_ok), dict(fl.local_forms))
     for inst in run:
         _lower_one(fl, inst)
+    windows.flush(fl)
     if not b.block.is_terminated:
         b.branch(after)
     b.position_at_end(after)

@@ -18,7 +18,7 @@ from ptxport.codegen.lower import (
     value_type,
 )
 from ptxport.codegen.ops.data import instruction_type, state_space, vector_count
-from ptxport.codegen.targets.cpu.gang import checks, strided, widened
+from ptxport.codegen.targets.cpu.gang import checks, strided, widened, window
 from ptxport.codegen.targets.cpu.gang.access_kinds import (
     consecutive,
     consecutive_halves,
@@ -54,6 +54,8 @@ def _access(fl: GangLowering, place: Place, t: Type, value=None):
     known to lie one stride apart by strided.py, else by how classify.py finds them."""
     if strided.applies(fl, place, t.size):
         return strided.strided_access(fl, place, t, value, _classified_access)
+    if window.applies(fl, place, t.size, value):     # (a few elements, offsets known)
+        return window.window_load(fl, place, t)
     return _classified_access(fl, place, t, value)
 
 
@@ -125,6 +127,8 @@ def lane_vectors(fl: GangLowering, place: Place, t: Type, count: int, values=Non
 
 
 def _merged_load(fl: GangLowering, place: Place, t: Type, count: int, old) -> list:
+    if count == 1 and strided.applies(fl, place, t.size):    # (no classification needed)
+        return [fl.b.select(fl.mask, _access(fl, place, t), old[0])]
     kind, s0, s1, low, high = classify(fl, place, t.size * count)
     if not _known_consecutive(kind):
         loaded = _vector_elements(fl, place, t, count) if count > 1 else [_access(fl, place, t)]

@@ -32,6 +32,7 @@ from ptxport.ir.analysis import constant_registers as _constant_registers
 from ptxport.ir.analysis import uses_and_defs
 from ptxport.ir.types import TYPES, Type
 from ptxport.passes.lane_offsets import lane_offsets
+from ptxport.passes.shared_bounds import shared_bounds
 from ptxport.passes.uniformity import (
     thread_x_copies,
     uniform_registers,
@@ -111,6 +112,8 @@ class GangLowering(FunctionLowering):
         self.uniform_ids = {id(r) for r in self.uniform}     # (place keys name bases by id)
         # registers whose lanes lie constant offsets apart (passes/lane_offsets.py)
         self.lane_offsets = lane_offsets(function, block, self.uniform)
+        # shared-memory accesses inside one variable for this shape (passes/shared_bounds.py)
+        self.shared_bounds = shared_bounds(function, block)
         # saved registers whose frame holds u of u + c[i] alone: id -> (u's slot, c)
         self.rebuilt: dict = {}
         # within a segment: the lanes' addresses read from a base, and how they lie
@@ -129,6 +132,13 @@ class GangLowering(FunctionLowering):
         self.group_of: dict = {}
         self.group_span: dict = {}
         self.group_ok: dict = {}
+        # window loads (windows.py) whose range tests are pending until the next flush, and
+        # the groups with a guarded access (whose range test may fail where no access faults)
+        self.window_checks: list = []
+        self.guarded_groups: set = set()
+        # ids of the shared accesses checked before their loop (passes/hoist_checks.py):
+        # checks.py emits no check for them
+        self.prechecked: frozenset = frozenset()
         self.constants = _constant_registers(function)
         # whether accesses from a base register stream (streams.py), and its table of writes
         self.streams: dict = {}
@@ -211,6 +221,8 @@ class GangLowering(FunctionLowering):
         self.mma_made = 0
         self.group_ok.clear()
         self.group_of, self.group_span = self.group_accesses(self, instructions)
+        self.guarded_groups = {self.group_of[id(i)] for i in instructions
+                               if i.guard is not None and id(i) in self.group_of}
 
     def constant_of(self, operand) -> int | None:
         """The value of an immediate operand, or of a register whose one definition in the

@@ -9,11 +9,12 @@ Where |S| is one, two or four elements, the lanes touch every k-th element of a 
 k * W elements: one masked access of the span, the mask on the lanes' own elements only (the
 elements between them are neither read nor written: another thread's, maybe), taken apart or
 put together by one shuffle (on the GPU host's Xeon, 4-element spans beat lane by lane by
-10% on scan_blelloch). Other strides are 32 scalar accesses under the full mask (else a
-gather or scatter), without classification. The span is checked in scalars (lane 0's and
-lane 31's addresses, computed in 64 bits so that lanes whose 32-bit sums wrap fail it);
-where it fails, the access takes memory.py's general path, whose per-lane checks fault
-exactly as before.
+10% on scan_blelloch). The span starts at a multiple of k elements, so that consecutive
+warps' spans do not overlap; global ones prefetch ahead as memory.py's accesses do. Other
+strides are 32 scalar accesses under the full mask (else a gather or scatter), without
+classification. The span is checked in scalars (lane 0's and lane 31's addresses, computed
+in 64 bits so that lanes whose 32-bit sums wrap fail it); where it fails, the access takes
+memory.py's general path, whose per-lane checks fault exactly as before.
 """
 
 from __future__ import annotations
@@ -21,7 +22,12 @@ from __future__ import annotations
 from llvmlite import ir as ll
 
 from ptxport.codegen.lower import I1, I8, I32, I64, PTR, value_type
-from ptxport.codegen.targets.cpu.gang.checks import Place, inside_one_allocation, type_name
+from ptxport.codegen.targets.cpu.gang.checks import (
+    Place,
+    inside_one_allocation,
+    prefetch,
+    type_name,
+)
 from ptxport.codegen.targets.cpu.gang.lane_loop import lane_loop
 from ptxport.codegen.targets.cpu.gang.lanes import W, declare, vec
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
@@ -134,6 +140,8 @@ def strided_access(fl: GangLowering, place: Place, t: Type, value, general):
     memos = dict(fl.patterns), dict(fl.group_ok)
     incoming = []
     b.position_at_end(fast)
+    if not place.shared:
+        prefetch(fl, low, abs(known) * W if known is not None else 4 * t.size * W)
     pointer = _pointer(fl, place, low)
     cases = [known] if known is not None else [
         sign * k * t.size for k in SPANS for sign in (1, -1)]
@@ -144,9 +152,12 @@ def strided_access(fl: GangLowering, place: Place, t: Type, value, general):
             ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(
                 b, "==", stride, ll.Constant(et, step)), here, later)
             b.position_at_end(here)
-        if abs(step) % t.size == 0 and abs(step) // t.size in SPANS:
-            incoming.append((_span_access(fl, t, value, pointer, step // t.size), b.block))
+        k = step // t.size if step % t.size == 0 else 0
+        if abs(k) == 1:
+            incoming.append((_span_access(fl, t, value, pointer, k), b.block))
             b.branch(done)
+        elif abs(k) in SPANS:
+            incoming.extend(_aligned_spans(fl, t, value, pointer, low, k, done))
         if known is None:
             b.position_at_end(later)
     if not b.block.is_terminated:       # (another stride)
@@ -220,16 +231,45 @@ def _pointer(fl: GangLowering, place: Place, low):
     return ll.IRBuilder.inttoptr(b, low, PTR)
 
 
-def _span_access(fl: GangLowering, t: Type, value, pointer, k: int):
-    """The lanes' elements k apart from `pointer` (lane 0's at pointer for k > 0, lane 31's
-    for k < 0): one masked access of the |k| * W elements' span."""
+def _aligned_spans(fl: GangLowering, t: Type, value, pointer, low, k: int, done) -> list:
+    """The span access of the lanes' elements k apart from `pointer` (the lowest lane's,
+    `low` its address or window offset), the span started at the multiple of |k| elements
+    at or below it: a branch per place of the lowest lane's element in its group of |k|
+    (`temp[2 * t + 1]`: the second). A tree's warps so each access their own |k| * W
+    elements; a span from the lane's own element reached into the next warp's, whose loads
+    then waited for this warp's masked store to leave the store buffer (scan_blelloch -6%
+    CPU time on an AMD EPYC). Returns the (loaded, block) pairs, each block branching to
+    `done`."""
+    b = fl.b
+    within = b.and_(low, I64(abs(k) * t.size - 1))
+    out = []
+    for r in range(abs(k)):
+        here, later = (fl.llfn.append_basic_block(name) for name in (
+            f"strided_at_{r}", "strided_not_at"))
+        ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "==", within, I64(r * t.size)),
+                             here, later)
+        b.position_at_end(here)
+        start = ll.IRBuilder.gep(b, pointer, [I64(-r * t.size)], source_etype=I8)
+        out.append((_span_access(fl, t, value, start, k, r), b.block))
+        b.branch(done)
+        b.position_at_end(later)
+    out.append((_span_access(fl, t, value, pointer, k), b.block))  # (a misaligned element)
+    b.branch(done)
+    return out
+
+
+def _span_access(fl: GangLowering, t: Type, value, pointer, k: int, r: int = 0):
+    """The lanes' elements k apart from r elements past `pointer` (the lowest lane's element
+    there: lane 0's for k > 0, lane 31's for k < 0): one masked access of the |k| * W
+    elements from `pointer`, masked to the lanes' own elements (r < |k|: the last lane's
+    is inside)."""
     b, element = fl.b, value_type(t)
     n = abs(k) * W
     wide = ll.VectorType(element, n)
     # span element j holds lane place[j] (W: no lane's)
     place = [W] * n
     for lane in range(W):
-        place[lane * k if k > 0 else (W - 1 - lane) * -k] = lane
+        place[r + (lane * k if k > 0 else (W - 1 - lane) * -k)] = lane
     mask = ll.IRBuilder.shuffle_vector(b, fl.mask, ll.Constant(fl.mask.type, [I1(0)] * W),
                                        ll.Constant(ll.VectorType(I32, n), place))
     name = type_name(element)
