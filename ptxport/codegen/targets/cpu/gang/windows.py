@@ -1,5 +1,5 @@
-"""Warp gangs' shared-memory loads whose lanes read a small window: one vector load of the
-window (or of each half warp's), then each element's lanes taken from it by a shuffle.
+"""Warp gangs' loads whose lanes read a small window: one vector load of the window (or of
+each half warp's), then each element's lanes taken from it by a shuffle.
 
 memory.py loads a warp's lanes as one vector where they are consecutive, and otherwise
 gathers them lane by lane. Where passes/lane_offsets.py knows the lanes' offsets when
@@ -9,13 +9,22 @@ read its rows of A as .v4/.v2 loads that a half warp shares (one address a half)
 columns of B as .v2 loads 8 bytes apart (each half the same 128 bytes), and gathered, those
 loads took most of the loop's time. Here the first is two 16-byte loads whose elements are
 broadcast, the second one 128-byte load taken apart into its even and odd elements, which
-LLVM folds into the FMAs' operands (broadcasts) or turns into a permute.
+LLVM folds into the FMAs' operands (broadcasts) or turns into a permute. Triton 3.9's 4-warp
+reductions meet so too: lane l of every warp reads the warps' partial results at
+`smem + 4 * (l & 3)` (classified at run time, a gather with every lane checked: ~16% of a
+fused softmax's time in cache, with the stores beside them); here one 16-byte load and a
+shuffle.
 
 Only loads of every lane of the warp (the segment's full-mask copy) with no guard; a partial
-mask goes to memory.py, and so do lanes one stride apart (strided.py's span access). The
-windows' range tests are values, tested by one branch (flush) before the next instruction
-that is neither a shared load nor pure arithmetic; until then a load outside reads zeros,
-and the branch's cold side raises the first load's fault, lane by lane.
+mask goes to memory.py, and so do lanes one stride apart (strided.py's span access). In
+shared memory the windows' range tests are values, tested by one branch (flush) before the
+next instruction that is neither a shared load nor pure arithmetic; until then a load outside
+reads zeros, and the branch's cold side raises the first load's fault, lane by lane. In
+global memory (any space of host addresses) a window is loaded only where every element of
+it is some lane's (so that where the range test fails and the exact per-lane test passes,
+every byte loaded is one a lane may read), and not where the lanes are consecutive (memory.py's
+vector access, checked with its group and prefetched); it is checked at once, as one range
+against the allocations, the exact per-lane test where that fails.
 """
 
 from __future__ import annotations
@@ -24,11 +33,12 @@ from typing import NamedTuple
 
 from llvmlite import ir as ll
 
-from ptxport.codegen.lower import I8, I32, I64, value_type
+from ptxport.codegen.lower import I8, I32, I64, PTR, value_type
 from ptxport.codegen.ops.data import instruction_type, state_space, vector_count
 from ptxport.codegen.targets.cpu.gang import memory, strided
 from ptxport.codegen.targets.cpu.gang.chains import PURE
 from ptxport.codegen.targets.cpu.gang.checks import (
+    CONSECUTIVE,
     HALF_UNIFORM,
     check_place,
     expect,
@@ -56,13 +66,14 @@ class Window(NamedTuple):
 
 
 def window_plan(offsets, halves: bool, bits: int, size: int, count: int,
-                limit: int = LIMIT):
+                limit: int = LIMIT, dense: bool = False):
     """(windows, picks) for a warp's load of `count` elements of `size` bytes a lane at
     lane offsets `offsets` (passes/lane_forms.py's LaneForm, modulo 2**bits; `halves`:
     each half's from its own first lane, the halves' bases unknown): one window for all
     lanes where they fit in `limit` elements, else one per half warp; picks[l] the index
     of lane l's first element in the windows laid end to end. None where the lanes do not
-    fit, or an offset is not a whole number of elements from the window's start."""
+    fit, or an offset is not a whole number of elements from the window's start, or
+    (`dense`) some element of a window is no lane's."""
     wrap, sign = (1 << bits) - 1, 1 << (bits - 1)
 
     def relative(lanes, ref):
@@ -74,7 +85,10 @@ def window_plan(offsets, halves: bool, bits: int, size: int, count: int,
         elements, rest = divmod(max(rel) - low + size * count, size)
         if rest or elements > limit or any((r - low) % size for r in rel):
             return None
-        return Window(ref, low, elements), [(r - low) // size for r in rel]
+        picks = [(r - low) // size for r in rel]
+        if dense and {p + i for p in picks for i in range(count)} != set(range(elements)):
+            return None
+        return Window(ref, low, elements), picks
 
     whole = None if halves else window(range(W), 0)
     if whole is not None:
@@ -98,8 +112,13 @@ def lower_ld(fl: GangLowering, inst: ir.Instruction) -> None:
     et = place.addrs.type.element
     bounds = [(s, fl.b.add(s, ll.Constant(et, w.elements * t.size)))
               for s, w in zip(starts, windows, strict=True)]
-    inside = _inside(fl, place, t, count, bounds)
-    fl.window_checks.append(_Check(inst, place, t.size * count, bounds, inside))
+    if place.shared:
+        inside = _inside(fl, place, t, count, bounds)
+        fl.window_checks.append(_Check(inst, place, t.size * count, bounds, inside))
+    else:       # (defers() is false for it: the pending tests were flushed before it)
+        inside = None
+        for start, end in bounds:
+            check_place(fl, place, t.size * count, False, I32(CONSECUTIVE), start, end)
     if _one_pick_each(windows, picks):
         values = _broadcasts(fl, place, t, count, windows, picks, inside)
     else:
@@ -153,8 +172,9 @@ def _shuffled(fl: GangLowering, place, t, count: int, windows, picks, inside) ->
 def _plan(fl: GangLowering, inst: ir.Instruction):
     """(place, type, count, window_plan) of a shared load of every lane whose lanes' offsets
     are known and fit windows, else None."""
-    if inst.opcode != "ld" or inst.guard is not None or state_space(inst) != "shared" \
-            or id(inst) in fl.runs or id(inst) in fl.pending:
+    space = state_space(inst)
+    if inst.opcode not in ("ld", "ldu") or inst.guard is not None or space == "param" \
+            or id(inst) in fl.pending or (space == "shared" and id(inst) in fl.runs):
         return None
     if not _full(fl.mask) or not isinstance(inst.operands[1], ir.Address):
         return None
@@ -164,16 +184,18 @@ def _plan(fl: GangLowering, inst: ir.Instruction):
     t, count = instruction_type(inst), vector_count(inst)
     if isinstance(value_type(t), ll.VectorType):
         return None
-    place = memory.place_of(fl, inst.operands[1], "shared")
+    place = memory.place_of(fl, inst.operands[1], space)
     form = place.lanes
     if form is None or form.widened or form.scaled:
         return None
     if count == 1 and strided.applies(fl, place, t.size):
         return None     # (lanes one stride apart: strided.py's span access, the same load)
     plan = window_plan(form.offsets, form.halves, place.addrs.type.element.width, t.size,
-                       count)
+                       count, dense=not place.shared)
     if plan is None or any(abs(place.offset + w.start) >= 1 << 30 for w in plan[0]):
         return None
+    if not place.shared and plan[1] == [count * lane for lane in range(W)]:
+        return None     # (consecutive: memory.py's vector access, with its group's check)
     return place, t, count, plan
 
 
@@ -197,7 +219,8 @@ def _starts(fl: GangLowering, place, windows) -> list:
 
 
 def _pointer(fl: GangLowering, place, form, window: Window, inside):
-    """The window's first byte as a pointer where `inside`, else a pointer into a block of
+    """The window's first byte as a pointer: in global memory its lane's address (the window
+    checked already); in shared memory that where `inside`, else a pointer into a block of
     zeros (always readable: the load then faults at the next flush, and its value is not
     used). The lane's address is widened once and the window's start added in 64 bits as a
     constant, so that a group's loads share one base and take their offsets as addressing
@@ -205,6 +228,9 @@ def _pointer(fl: GangLowering, place, form, window: Window, inside):
     [0, total_smem) and the constant is under 2**30: _plan), so both sums agree."""
     b = fl.b
     start = place.offset + window.start
+    if not place.shared:        # (host addresses, checked before: lower_ld)
+        lane = ll.IRBuilder.extract_element(b, place.addrs, I32(window.lane))
+        return b.gep(b.inttoptr(lane, PTR), [I64(start)], source_etype=I8)
     group = _group(fl)
     key = (place.key[0], "window", group, window.lane)
     base = fl.places.get(key)
