@@ -29,19 +29,26 @@ def _ptx(body: str) -> str:
     return HEADER + f".visible .entry k({PARAMS})\n{{\n{body}\n}}\n"
 
 
-def _run(body: str, block: int, src: np.ndarray, dst: np.ndarray, n: int):
+def _launch(ptx: str, block: int, arrays: list, *scalars):
+    """Launch the kernel `k` of `ptx` on one block, on device copies of `arrays` (copied back
+    into them) and `scalars`; its binary."""
     dev = Device("cpu")
     stream = dev.create_stream()
-    kernel = Program(_ptx(body), code_type="ptx").compile("native").get_kernel("k")
+    kernel = Program(ptx, code_type="ptx").compile("native").get_kernel("k")
     buffers = []
-    for a in (src, dst):
+    for a in arrays:
         buf = dev.allocate(a.nbytes, stream=stream)
         buf.copy_from(a, stream=stream)
         buffers.append(buf)
-    launch(stream, LaunchConfig(grid=1, block=block), kernel, *buffers, np.uint32(n))
-    buffers[1].copy_to(dst, stream=stream)
+    launch(stream, LaunchConfig(grid=1, block=block), kernel, *buffers, *scalars)
+    for a, buf in zip(arrays, buffers, strict=True):
+        buf.copy_to(a, stream=stream)
     stream.sync()
     return kernel._binary(dev)
+
+
+def _run(body: str, block: int, src: np.ndarray, dst: np.ndarray, n: int):
+    return _launch(_ptx(body), block, [src, dst], np.uint32(n))
 
 
 # --- the plan ------------------------------------------------------------------------------
@@ -288,18 +295,10 @@ ret;
 
 
 def _reduction(base: int, first: int = 0, n: int = 64) -> np.ndarray:
-    dev = Device("cpu")
-    stream = dev.create_stream()
-    kernel = Program(REDUCTION, code_type="ptx").compile("native").get_kernel("k")
     src = np.arange(n, dtype=np.uint32) + 7
     out = np.zeros(256, dtype=np.uint32)
-    bufs = [dev.allocate(a.nbytes, stream=stream) for a in (src, out)]
-    bufs[0].copy_from(src, stream=stream)
-    launch(stream, LaunchConfig(grid=1, block=128), kernel, *bufs, np.uint32(base),
-           np.uint32(first))
-    bufs[1].copy_to(out, stream=stream)
-    stream.sync()
-    assert kernel._binary(dev).gang_refusal is None
+    binary = _launch(REDUCTION, 128, [src, out], np.uint32(base), np.uint32(first))
+    assert binary.gang_refusal is None
     return out
 
 
@@ -391,16 +390,9 @@ ret;
 
 
 def _guarded(count: int) -> np.ndarray:
-    dev = Device("cpu")
-    stream = dev.create_stream()
-    kernel = Program(GUARDED, code_type="ptx").compile("native").get_kernel("k")
-    out = dev.allocate(128 * 4, stream=stream)
-    launch(stream, LaunchConfig(grid=1, block=128), kernel, out, np.uint32(count))
-    host = np.zeros(128, dtype=np.uint32)
-    out.copy_to(host, stream=stream)
-    stream.sync()
-    assert kernel._binary(dev).gang_refusal is None
-    return host
+    out = np.zeros(128, dtype=np.uint32)
+    assert _launch(GUARDED, 128, [out], np.uint32(count)).gang_refusal is None
+    return out
 
 
 def test_a_guarded_shared_access_is_checked_over_its_active_lanes():
