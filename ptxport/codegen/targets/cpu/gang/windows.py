@@ -44,6 +44,7 @@ from ptxport.codegen.targets.cpu.gang.checks import (
     expect,
     group_check,
 )
+from ptxport.codegen.targets.cpu.gang.classify import form_of
 from ptxport.codegen.targets.cpu.gang.lanes import W
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.ir import nodes as ir
@@ -170,13 +171,16 @@ def _shuffled(fl: GangLowering, place, t, count: int, windows, picks, inside) ->
 
 
 def _plan(fl: GangLowering, inst: ir.Instruction):
-    """(place, type, count, window_plan) of a shared load of every lane whose lanes' offsets
-    are known and fit windows, else None."""
+    """(place, type, count, window_plan) of a load of every lane whose lanes' offsets are
+    known and fit windows, else None. A shared load's place is read first, as before the
+    global windows were; another's only where it has a window (memory.py reads it where
+    not, in its own order)."""
     space = state_space(inst)
+    operand = inst.operands[1]
     if inst.opcode not in ("ld", "ldu") or inst.guard is not None or space == "param" \
             or id(inst) in fl.pending or (space == "shared" and id(inst) in fl.runs):
         return None
-    if not _full(fl.mask) or not isinstance(inst.operands[1], ir.Address):
+    if not _full(fl.mask) or not isinstance(operand, ir.Address):
         return None
     defs = uses_and_defs(inst)[1]
     if defs and defs <= fl.uniform:
@@ -184,18 +188,21 @@ def _plan(fl: GangLowering, inst: ir.Instruction):
     t, count = instruction_type(inst), vector_count(inst)
     if isinstance(value_type(t), ll.VectorType):
         return None
-    place = memory.place_of(fl, inst.operands[1], space)
-    form = place.lanes
+    shared = space == "shared"
+    place = memory.place_of(fl, operand, space) if shared else None
+    form = place.lanes if shared else (
+        form_of(fl, operand.base) if isinstance(operand.base, ir.Register) else None)
     if form is None or form.widened or form.scaled:
         return None
-    if count == 1 and strided.applies(fl, place, t.size):
-        return None     # (lanes one stride apart: strided.py's span access, the same load)
-    plan = window_plan(form.offsets, form.halves, place.addrs.type.element.width, t.size,
-                       count, dense=not place.shared)
-    if plan is None or any(abs(place.offset + w.start) >= 1 << 30 for w in plan[0]):
+    plan = window_plan(form.offsets, form.halves, operand.base.type.bits, t.size, count,
+                       dense=not shared)
+    if plan is None or any(abs(operand.offset + w.start) >= 1 << 30 for w in plan[0]):
         return None
-    if not place.shared and plan[1] == [count * lane for lane in range(W)]:
+    if not shared and plan[1] == [count * lane for lane in range(W)]:
         return None     # (consecutive: memory.py's vector access, with its group's check)
+    place = place or memory.place_of(fl, operand, space)
+    if place.lanes is not form or (count == 1 and strided.applies(fl, place, t.size)):
+        return None     # (lanes one stride apart: strided.py's span access, the same load)
     return place, t, count, plan
 
 
