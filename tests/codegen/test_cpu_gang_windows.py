@@ -364,6 +364,47 @@ def test_dense_windows():
         [Window(0, 0, 2), Window(16, 0, 2)], [0] * 16 + [2] * 16)
 
 
+# Global windows of vectors: a .v4 at one address a half warp (src + n + 256 * half: a window
+# a half, each element broadcast) and a .v2 of lane t at src + n + 512 + 8 * (t & 7) (one
+# dense window of 16 words for the warp); thread t writes the six words to dst[8 t ...].
+GLOBAL_VECTORS = """
+.reg .b32 %r<24>; .reg .b64 %rd<12>;
+ld.param.u64 %rd1, [src]; ld.param.u64 %rd2, [dst]; ld.param.u32 %r1, [n];
+mov.u32 %r2, %tid.x;
+cvt.u64.u32 %rd9, %r1; add.s64 %rd10, %rd1, %rd9;
+shr.u32 %r3, %r2, 4; and.b32 %r4, %r3, 1; mul.wide.u32 %rd3, %r4, 256; add.s64 %rd4, %rd10, %rd3;
+ld.global.v4.u32 {%r7, %r8, %r9, %r10}, [%rd4];
+and.b32 %r11, %r2, 7; mul.wide.u32 %rd5, %r11, 8; add.s64 %rd6, %rd10, %rd5;
+ld.global.v2.u32 {%r15, %r16}, [%rd6+512];
+mul.wide.u32 %rd7, %r2, 32; add.s64 %rd8, %rd2, %rd7;
+st.global.v4.u32 [%rd8], {%r7, %r8, %r9, %r10};
+st.global.v4.u32 [%rd8+16], {%r15, %r16, %r15, %r16};
+ret;"""
+
+
+def test_global_windows_of_vectors(monkeypatch):
+    src = np.arange(256, dtype=np.uint32) * 5 + 3
+    dst = np.zeros(64 * 8, np.uint32)
+    assert _run(GLOBAL_VECTORS, 64, src, dst, 16).gang_refusal is None
+    want = []
+    for t in range(64):
+        a, b = 4 + 64 * ((t >> 4) & 1), 4 + 128 + 2 * (t & 7)
+        want += [*src[a:a + 4], src[b], src[b + 1], src[b], src[b + 1]]
+    np.testing.assert_array_equal(dst, np.array(want, np.uint32))
+    # past the source's 1 KiB: the .v2's window from lane 0 at 1000 + 512 is past it; the
+    # .v4's first, of the second half (1000 + 256 + 16 > 1024): thread 16 first
+    with pytest.raises(IllegalAddressError, match="thread 16;"):
+        _run(GLOBAL_VECTORS, 64, src, dst, 1000)
+
+    def code():
+        return str(build_gang(build(parse(_ptx(GLOBAL_VECTORS))), "k", (64, 1, 1),
+                              CpuOptions())[0])
+    windows = code()     # (the .v2's window loaded whole, the .v4's 2 x 4 words broadcast)
+    assert windows.count("load <16 x i32>") == 1 and windows.count("load <1 x i32>") == 8
+    monkeypatch.setattr(windows_module, "_plan", lambda fl, inst: None)
+    assert windows.count("masked.gather") < code().count("masked.gather")
+
+
 # Triton 3.6's cross-warp step: lanes 0..3 of warp 0 read a 16-byte buffer under a guard
 # (tid < count), every lane's address at buf + 4 * tid (the other lanes' past its end)
 GUARDED = HEADER + """.visible .entry k(.param .u64 out, .param .u32 count)
