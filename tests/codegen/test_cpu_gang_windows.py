@@ -405,6 +405,31 @@ def test_global_windows_of_vectors(monkeypatch):
     assert windows.count("masked.gather") < code().count("masked.gather")
 
 
+# Two loads from one base, 4 bytes apart (a run for coalesce.py), whose lanes read 4 words
+# (src + 4 * (t & 3)): never one after another, so each is a window of its own.
+RUN_OF_WINDOWS = """
+.reg .b32 %r<24>; .reg .b64 %rd<12>;
+ld.param.u64 %rd1, [src]; ld.param.u64 %rd2, [dst];
+mov.u32 %r2, %tid.x;
+and.b32 %r11, %r2, 3; mul.wide.u32 %rd5, %r11, 4; add.s64 %rd6, %rd1, %rd5;
+ld.global.u32 %r15, [%rd6];
+ld.global.u32 %r16, [%rd6+4];
+mul.wide.u32 %rd7, %r2, 8; add.s64 %rd8, %rd2, %rd7;
+st.global.v2.u32 [%rd8], {%r15, %r16};
+ret;"""
+
+
+def test_a_run_of_window_loads():
+    src = np.arange(16, dtype=np.uint32) * 5 + 3
+    dst = np.zeros(64 * 2, np.uint32)
+    _run(RUN_OF_WINDOWS, 64, src, dst, 0)
+    want = [[src[t & 3], src[(t & 3) + 1]] for t in range(64)]
+    np.testing.assert_array_equal(dst, np.array(want, np.uint32).ravel())
+    code = str(build_gang(build(parse(_ptx(RUN_OF_WINDOWS))), "k", (64, 1, 1),
+                          CpuOptions())[0])
+    assert code.count("load <4 x i32>") == 2
+
+
 # Triton 3.6's cross-warp step: lanes 0..3 of warp 0 read a 16-byte buffer under a guard
 # (tid < count), every lane's address at buf + 4 * tid (the other lanes' past its end)
 GUARDED = HEADER + """.visible .entry k(.param .u64 out, .param .u32 count)
