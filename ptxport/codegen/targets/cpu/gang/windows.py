@@ -24,7 +24,9 @@ global memory (any space of host addresses) a window is loaded only where every 
 it is some lane's (so that where the range test fails and the exact per-lane test passes,
 every byte loaded is one a lane may read), and not where the lanes are consecutive (memory.py's
 vector access, checked with its group and prefetched); it is checked at once, as one range
-against the allocations, the exact per-lane test where that fails.
+against the allocations, the exact per-lane test where that fails. The first load of a
+coalesce.py run is one too where its lanes read a window: they then never lie one after
+another, as the run's whole-warp access needs, and each of its loads is a window.
 """
 
 from __future__ import annotations
