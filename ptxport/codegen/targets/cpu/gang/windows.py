@@ -26,7 +26,7 @@ every byte loaded is one a lane may read), and not where the lanes are consecuti
 vector access, checked with its group and prefetched); it is checked at once, as one range
 against the allocations, the exact per-lane test where that fails. The first load of a
 coalesce.py run is one too where its lanes read a window: they then never lie one after
-another, as the run's whole-warp access needs, and each of its loads is a window.
+another, as the run's whole-warp access needs, and its loads are lowered one by one.
 """
 
 from __future__ import annotations
