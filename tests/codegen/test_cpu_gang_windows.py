@@ -1,8 +1,11 @@
-"""Warp gangs' shared loads through windows (codegen/targets/cpu/gang/windows.py) and cp.async
-copies in runs of lanes (gang/async_copy.py), in the layouts of Triton's IEEE f32 tl.dot: each
-thread reads its rows of A as .v4/.v2/scalar loads that a half warp shares and its columns of
-B as .v2 loads 8 bytes apart; the tiles come in by cp.async, 8 lanes to a row. Against numpy,
-with the range test's fault."""
+"""Warp gangs' window loads (codegen/targets/cpu/gang/windows.py) and cp.async copies in runs of
+lanes (gang/async_copy.py). In the layouts of Triton's IEEE f32 tl.dot: each thread reads its
+rows of A as .v4/.v2/scalar loads that a half warp shares and its columns of B as .v2 loads 8
+bytes apart; the tiles come in by cp.async, 8 lanes to a row. In Triton 3.9's cross-warp
+reduction: lanes read `smem + 4 * (lane & 3)`, in shared memory and (the same lanes) in
+global memory. Against numpy, with the range tests' faults at the first bad lane; and a
+guarded access of lanes known consecutive in shared memory (Triton 3.6's) is checked over
+its active lanes (memory.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ import numpy as np
 import pytest
 
 from ptxport import Device, LaunchConfig, Program, launch
+from ptxport.codegen.targets.cpu.gang import windows as windows_module
 from ptxport.codegen.targets.cpu.gang.build import build_gang
 from ptxport.codegen.targets.cpu.gang.windows import LIMIT, Window, window_plan
 from ptxport.codegen.targets.cpu.options import CpuOptions
@@ -25,19 +29,26 @@ def _ptx(body: str) -> str:
     return HEADER + f".visible .entry k({PARAMS})\n{{\n{body}\n}}\n"
 
 
-def _run(body: str, block: int, src: np.ndarray, dst: np.ndarray, n: int):
+def _launch(ptx: str, block: int, arrays: list, *scalars):
+    """Launch the kernel `k` of `ptx` on one block, on device copies of `arrays` (copied back
+    into them) and `scalars`; its binary."""
     dev = Device("cpu")
     stream = dev.create_stream()
-    kernel = Program(_ptx(body), code_type="ptx").compile("native").get_kernel("k")
+    kernel = Program(ptx, code_type="ptx").compile("native").get_kernel("k")
     buffers = []
-    for a in (src, dst):
+    for a in arrays:
         buf = dev.allocate(a.nbytes, stream=stream)
         buf.copy_from(a, stream=stream)
         buffers.append(buf)
-    launch(stream, LaunchConfig(grid=1, block=block), kernel, *buffers, np.uint32(n))
-    buffers[1].copy_to(dst, stream=stream)
+    launch(stream, LaunchConfig(grid=1, block=block), kernel, *buffers, *scalars)
+    for a, buf in zip(arrays, buffers, strict=True):
+        buf.copy_to(a, stream=stream)
     stream.sync()
     return kernel._binary(dev)
+
+
+def _run(body: str, block: int, src: np.ndarray, dst: np.ndarray, n: int):
+    return _launch(_ptx(body), block, [src, dst], np.uint32(n))
 
 
 # --- the plan ------------------------------------------------------------------------------
@@ -235,3 +246,227 @@ def test_cp_async_in_runs_of_a_tile_row(row_bytes):
     want = np.concatenate([raw[(t >> 3) * row_bytes + (t & 7) * 16:][:16]
                            for t in range(threads)])
     np.testing.assert_array_equal(dst.view(np.uint8), want)
+
+
+# --- Triton 3.9's cross-warp reduction ----------------------------------------------------
+
+# 4 warps: threads 0..15 fill buf[t] = 1000 + t; each warp w stores 100 + w at its slot
+# (tid >> 3) & 12 (Triton's); then out[t] = buf[(t & 3) + base / 4] through a window load,
+# and out[128 + t] = in[(t & 3) + first] through a global one
+REDUCTION = HEADER + """.visible .entry k(.param .u64 in, .param .u64 out, .param .u32 base,
+                       .param .u32 first)
+{
+.reg .pred %p<2>; .reg .b32 %r<20>; .reg .b64 %rd<10>;
+.shared .align 16 .b8 buf[64];
+ld.param.u64 %rd1, [in]; ld.param.u64 %rd2, [out]; ld.param.u32 %r1, [base];
+ld.param.u32 %r15, [first];
+mov.u32 %r2, %tid.x;
+mov.u32 %r5, buf;
+shl.b32 %r8, %r2, 2;
+add.s32 %r13, %r5, %r8;
+add.s32 %r14, %r2, 1000;
+setp.lt.u32 %p1, %r2, 16;
+@%p1 st.shared.u32 [%r13], %r14;
+bar.sync 0;
+shr.u32 %r3, %r2, 3;
+and.b32 %r4, %r3, 12;
+add.s32 %r6, %r5, %r4;
+shr.u32 %r16, %r2, 5;
+add.s32 %r7, %r16, 100;
+st.shared.u32 [%r6], %r7;
+bar.sync 0;
+and.b32 %r9, %r8, 12;
+add.s32 %r10, %r5, %r9;
+add.s32 %r11, %r10, %r1;
+ld.shared.u32 %r12, [%r11];
+mul.wide.u32 %rd3, %r2, 4;
+add.s64 %rd4, %rd2, %rd3;
+st.global.u32 [%rd4], %r12;
+and.b32 %r17, %r2, 3;
+mul.wide.u32 %rd5, %r17, 4;
+mul.wide.u32 %rd7, %r15, 4;
+add.s64 %rd8, %rd1, %rd7;
+add.s64 %rd6, %rd8, %rd5;
+ld.global.u32 %r19, [%rd6];
+st.global.u32 [%rd4+512], %r19;
+ret;
+}
+"""
+
+
+def _reduction(base: int, first: int = 0, n: int = 64) -> np.ndarray:
+    src = np.arange(n, dtype=np.uint32) + 7
+    out = np.zeros(256, dtype=np.uint32)
+    binary = _launch(REDUCTION, 128, [src, out], np.uint32(base), np.uint32(first))
+    assert binary.gang_refusal is None
+    return out
+
+
+def _reduction_expected(base: int, first: int = 0) -> np.ndarray:
+    buf = np.arange(16, dtype=np.uint32) + 1000
+    buf[:4] = 100 + np.arange(4)
+    lanes = np.arange(128) & 3
+    src = np.arange(64, dtype=np.uint32) + 7
+    return np.concatenate([buf[lanes + base // 4], src[lanes + first]])
+
+
+@pytest.mark.parametrize("base, first", [(0, 0), (4, 5), (48, 60)])
+def test_window_loads_give_each_lane_its_element(base, first):
+    assert (_reduction(base, first) == _reduction_expected(base, first)).all()
+
+
+def test_a_window_past_shared_memory_faults_at_its_first_bad_lane():
+    line = next(i for i, text in enumerate(REDUCTION.splitlines(), 1)
+                if "ld.shared.u32 %r12" in text)
+    # buf[13..16]: lane 3 reads the word after the 64 bytes
+    with pytest.raises(IllegalAddressError,
+                       match=rf"line {line} in block \(0, 0, 0\), thread 3;"):
+        _reduction(52)
+
+
+def test_a_window_past_its_allocation_faults():
+    with pytest.raises(IllegalAddressError, match="thread 3;"):
+        _reduction(0, first=61)
+
+
+def test_the_windows_are_loaded_once_not_gathered(monkeypatch):
+    """Both loads' full-mask copies load a window of 4 words, the shared one and the global
+    one alike (their partial-mask copies, which the kernel never runs, keep the general
+    path); without windows (_plan finding none) neither does, and more is gathered."""
+    def code():
+        return str(build_gang(build(parse(REDUCTION)), "k", (128, 1, 1), CpuOptions())[0])
+    windows = code()
+    monkeypatch.setattr(windows_module, "_plan", lambda fl, inst: None)
+    general = code()
+    assert windows.count("load <4 x i32>") == 2 and "load <4 x i32>" not in general
+    assert windows.count("masked.gather") < general.count("masked.gather")
+
+
+def test_dense_windows():
+    """Global windows are dense (every element some lane's), in whole elements."""
+    lanes = [4 * (i & 3) for i in range(32)]
+
+    def plan(offsets, size=4):
+        return window_plan(offsets, False, 32, size, 1, dense=True)
+
+    assert plan(lanes) == ([Window(0, 0, 4)], [i & 3 for i in range(32)])
+    # lane 0 reads the window's last element
+    assert plan([12 - c for c in lanes]) == ([Window(0, -12, 4)], [3 - (i & 3)
+                                                                    for i in range(32)])
+    assert plan([0] * 32) == ([Window(0, 0, 1)], [0] * 32)        # one element, all lanes
+    assert plan([4 * (i & 15) for i in range(32)]) == ([Window(0, 0, 16)],
+                                                       [i & 15 for i in range(32)])
+    assert plan([8 * (i & 3) for i in range(32)]) is None           # not dense
+    assert window_plan([8 * (i & 3) for i in range(32)], False, 32, 4, 1) is not None
+    assert plan([2 * (i & 3) for i in range(32)]) is None           # misaligned
+    # a .v2 of each lane's two words, one address a half warp: dense
+    assert window_plan(HALF_ROWS, False, 32, 4, 2, dense=True) == (
+        [Window(0, 0, 2), Window(16, 0, 2)], [0] * 16 + [2] * 16)
+
+
+# Global windows of vectors: a .v4 at one address a half warp (src + n + 256 * half: a window
+# a half, each element broadcast) and a .v2 of lane t at src + n + 512 + 8 * (t & 7) (one
+# dense window of 16 words for the warp); thread t writes the six words to dst[8 t ...].
+GLOBAL_VECTORS = """
+.reg .b32 %r<24>; .reg .b64 %rd<12>;
+ld.param.u64 %rd1, [src]; ld.param.u64 %rd2, [dst]; ld.param.u32 %r1, [n];
+mov.u32 %r2, %tid.x;
+cvt.u64.u32 %rd9, %r1; add.s64 %rd10, %rd1, %rd9;
+shr.u32 %r3, %r2, 4; and.b32 %r4, %r3, 1; mul.wide.u32 %rd3, %r4, 256; add.s64 %rd4, %rd10, %rd3;
+ld.global.v4.u32 {%r7, %r8, %r9, %r10}, [%rd4];
+and.b32 %r11, %r2, 7; mul.wide.u32 %rd5, %r11, 8; add.s64 %rd6, %rd10, %rd5;
+ld.global.v2.u32 {%r15, %r16}, [%rd6+512];
+mul.wide.u32 %rd7, %r2, 32; add.s64 %rd8, %rd2, %rd7;
+st.global.v4.u32 [%rd8], {%r7, %r8, %r9, %r10};
+st.global.v4.u32 [%rd8+16], {%r15, %r16, %r15, %r16};
+ret;"""
+
+
+def test_global_windows_of_vectors(monkeypatch):
+    src = np.arange(256, dtype=np.uint32) * 5 + 3
+    dst = np.zeros(64 * 8, np.uint32)
+    assert _run(GLOBAL_VECTORS, 64, src, dst, 16).gang_refusal is None
+    want = []
+    for t in range(64):
+        a, b = 4 + 64 * ((t >> 4) & 1), 4 + 128 + 2 * (t & 7)
+        want += [*src[a:a + 4], src[b], src[b + 1], src[b], src[b + 1]]
+    np.testing.assert_array_equal(dst, np.array(want, np.uint32))
+    # past the source's 1 KiB: the .v2's window from lane 0 at 1000 + 512 is past it; the
+    # .v4's first, of the second half (1000 + 256 + 16 > 1024): thread 16 first
+    with pytest.raises(IllegalAddressError, match="thread 16;"):
+        _run(GLOBAL_VECTORS, 64, src, dst, 1000)
+
+    def code():
+        return str(build_gang(build(parse(_ptx(GLOBAL_VECTORS))), "k", (64, 1, 1),
+                              CpuOptions())[0])
+    windows = code()     # (the .v2's window loaded whole, the .v4's 2 x 4 words broadcast)
+    assert windows.count("load <16 x i32>") == 1 and windows.count("load <1 x i32>") == 8
+    monkeypatch.setattr(windows_module, "_plan", lambda fl, inst: None)
+    assert windows.count("masked.gather") < code().count("masked.gather")
+
+
+# Two loads from one base, 4 bytes apart (a run for coalesce.py), whose lanes read 4 words
+# (src + 4 * (t & 3)): never one after another, so each is a window of its own.
+RUN_OF_WINDOWS = """
+.reg .b32 %r<24>; .reg .b64 %rd<12>;
+ld.param.u64 %rd1, [src]; ld.param.u64 %rd2, [dst];
+mov.u32 %r2, %tid.x;
+and.b32 %r11, %r2, 3; mul.wide.u32 %rd5, %r11, 4; add.s64 %rd6, %rd1, %rd5;
+ld.global.u32 %r15, [%rd6];
+ld.global.u32 %r16, [%rd6+4];
+mul.wide.u32 %rd7, %r2, 8; add.s64 %rd8, %rd2, %rd7;
+st.global.v2.u32 [%rd8], {%r15, %r16};
+ret;"""
+
+
+def test_a_run_of_window_loads():
+    src = np.arange(16, dtype=np.uint32) * 5 + 3
+    dst = np.zeros(64 * 2, np.uint32)
+    _run(RUN_OF_WINDOWS, 64, src, dst, 0)
+    want = [[src[t & 3], src[(t & 3) + 1]] for t in range(64)]
+    np.testing.assert_array_equal(dst, np.array(want, np.uint32).ravel())
+    code = str(build_gang(build(parse(_ptx(RUN_OF_WINDOWS))), "k", (64, 1, 1),
+                          CpuOptions())[0])
+    assert code.count("load <4 x i32>") == 2
+
+
+# Triton 3.6's cross-warp step: lanes 0..3 of warp 0 read a 16-byte buffer under a guard
+# (tid < count), every lane's address at buf + 4 * tid (the other lanes' past its end)
+GUARDED = HEADER + """.visible .entry k(.param .u64 out, .param .u32 count)
+{
+.reg .pred %p<2>; .reg .b32 %r<8>; .reg .b64 %rd<4>;
+.shared .align 16 .b8 buf[16];
+ld.param.u64 %rd1, [out]; ld.param.u32 %r1, [count];
+mov.u32 %r2, %tid.x;
+mov.u32 %r3, buf;
+shl.b32 %r4, %r2, 2;
+add.s32 %r5, %r3, %r4;
+setp.lt.u32 %p1, %r2, 4;
+@%p1 st.shared.u32 [%r5], %r4;
+bar.sync 0;
+mov.u32 %r6, 7;
+setp.lt.u32 %p1, %r2, %r1;
+@%p1 ld.shared.u32 %r6, [%r5];
+mul.wide.u32 %rd2, %r2, 4;
+add.s64 %rd3, %rd1, %rd2;
+st.global.u32 [%rd3], %r6;
+ret;
+}
+"""
+
+
+def _guarded(count: int) -> np.ndarray:
+    out = np.zeros(128, dtype=np.uint32)
+    assert _launch(GUARDED, 128, [out], np.uint32(count)).gang_refusal is None
+    return out
+
+
+def test_a_guarded_shared_access_is_checked_over_its_active_lanes():
+    expected = np.full(128, 7, dtype=np.uint32)
+    expected[:4] = 4 * np.arange(4)
+    assert (_guarded(4) == expected).all()
+    line = next(i for i, text in enumerate(GUARDED.splitlines(), 1)
+                if "@%p1 ld.shared" in text)
+    with pytest.raises(IllegalAddressError,
+                       match=rf"line {line} in block \(0, 0, 0\), thread 4;"):
+        _guarded(5)

@@ -18,7 +18,7 @@ from ptxport.codegen.lower import (
     value_type,
 )
 from ptxport.codegen.ops.data import instruction_type, state_space, vector_count
-from ptxport.codegen.targets.cpu.gang import checks, strided, widened, window
+from ptxport.codegen.targets.cpu.gang import checks, strided, widened
 from ptxport.codegen.targets.cpu.gang.access_kinds import (
     consecutive,
     consecutive_halves,
@@ -54,8 +54,6 @@ def _access(fl: GangLowering, place: Place, t: Type, value=None):
     known to lie one stride apart by strided.py, else by how classify.py finds them."""
     if strided.applies(fl, place, t.size):
         return strided.strided_access(fl, place, t, value, _classified_access)
-    if window.applies(fl, place, t.size, value):     # (a few elements, offsets known)
-        return window.window_load(fl, place, t)
     return _classified_access(fl, place, t, value)
 
 

@@ -1,5 +1,5 @@
-"""Warp gangs' shared-memory loads whose lanes read a small window: one vector load of the
-window (or of each half warp's), then each element's lanes taken from it by a shuffle.
+"""Warp gangs' loads whose lanes read a small window: one vector load of the window (or of
+each half warp's), then each element's lanes taken from it by a shuffle.
 
 memory.py loads a warp's lanes as one vector where they are consecutive, and otherwise
 gathers them lane by lane. Where passes/lane_offsets.py knows the lanes' offsets when
@@ -9,13 +9,24 @@ read its rows of A as .v4/.v2 loads that a half warp shares (one address a half)
 columns of B as .v2 loads 8 bytes apart (each half the same 128 bytes), and gathered, those
 loads took most of the loop's time. Here the first is two 16-byte loads whose elements are
 broadcast, the second one 128-byte load taken apart into its even and odd elements, which
-LLVM folds into the FMAs' operands (broadcasts) or turns into a permute.
+LLVM folds into the FMAs' operands (broadcasts) or turns into a permute. Triton 3.9's 4-warp
+reductions meet so too: lane l of every warp reads the warps' partial results at
+`smem + 4 * (l & 3)` (classified at run time, a gather with every lane checked: ~16% of a
+fused softmax's time in cache, with the stores beside them); here one 16-byte load and a
+shuffle.
 
 Only loads of every lane of the warp (the segment's full-mask copy) with no guard; a partial
-mask goes to memory.py, and so do lanes one stride apart (strided.py's span access). The
-windows' range tests are values, tested by one branch (flush) before the next instruction
-that is neither a shared load nor pure arithmetic; until then a load outside reads zeros,
-and the branch's cold side raises the first load's fault, lane by lane.
+mask goes to memory.py, and so do lanes one stride apart (strided.py's span access). In
+shared memory the windows' range tests are values, tested by one branch (flush) before the
+next instruction that is neither a shared load nor pure arithmetic; until then a load outside
+reads zeros, and the branch's cold side raises the first load's fault, lane by lane. In
+global memory (any space of host addresses) a window is loaded only where every element of
+it is some lane's (so that where the range test fails and the exact per-lane test passes,
+every byte loaded is one a lane may read), and not where the lanes are consecutive (memory.py's
+vector access, checked with its group and prefetched); it is checked at once, as one range
+against the allocations, the exact per-lane test where that fails. The first load of a
+coalesce.py run is one too where its lanes read a window: they then never lie one after
+another, as the run's whole-warp access needs, and its loads are lowered one by one.
 """
 
 from __future__ import annotations
@@ -24,17 +35,19 @@ from typing import NamedTuple
 
 from llvmlite import ir as ll
 
-from ptxport.codegen.lower import I8, I32, I64, value_type
+from ptxport.codegen.lower import I8, I32, I64, PTR, value_type
 from ptxport.codegen.ops.data import instruction_type, state_space, vector_count
 from ptxport.codegen.targets.cpu.gang import memory, places, strided
 from ptxport.codegen.targets.cpu.gang.chains import PURE
 from ptxport.codegen.targets.cpu.gang.checks import (
+    CONSECUTIVE,
     HALF_UNIFORM,
     check_place,
     expect,
     group_check,
     prechecked,
 )
+from ptxport.codegen.targets.cpu.gang.classify import form_of
 from ptxport.codegen.targets.cpu.gang.lanes import W
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.ir import nodes as ir
@@ -57,13 +70,14 @@ class Window(NamedTuple):
 
 
 def window_plan(offsets, halves: bool, bits: int, size: int, count: int,
-                limit: int = LIMIT):
+                limit: int = LIMIT, dense: bool = False):
     """(windows, picks) for a warp's load of `count` elements of `size` bytes a lane at
     lane offsets `offsets` (passes/lane_forms.py's LaneForm, modulo 2**bits; `halves`:
     each half's from its own first lane, the halves' bases unknown): one window for all
     lanes where they fit in `limit` elements, else one per half warp; picks[l] the index
     of lane l's first element in the windows laid end to end. None where the lanes do not
-    fit, or an offset is not a whole number of elements from the window's start."""
+    fit, or an offset is not a whole number of elements from the window's start, or
+    (`dense`) some element of a window is no lane's."""
     wrap, sign = (1 << bits) - 1, 1 << (bits - 1)
 
     def relative(lanes, ref):
@@ -75,7 +89,10 @@ def window_plan(offsets, halves: bool, bits: int, size: int, count: int,
         elements, rest = divmod(max(rel) - low + size * count, size)
         if rest or elements > limit or any((r - low) % size for r in rel):
             return None
-        return Window(ref, low, elements), [(r - low) // size for r in rel]
+        picks = [(r - low) // size for r in rel]
+        if dense and {p + i for p in picks for i in range(count)} != set(range(elements)):
+            return None
+        return Window(ref, low, elements), picks
 
     whole = None if halves else window(range(W), 0)
     if whole is not None:
@@ -99,8 +116,13 @@ def lower_ld(fl: GangLowering, inst: ir.Instruction) -> None:
     et = place.addrs.type.element
     bounds = [(s, fl.b.add(s, ll.Constant(et, w.elements * t.size)))
               for s, w in zip(starts, windows, strict=True)]
-    inside = _inside(fl, place, t, count, bounds)
-    fl.window_checks.append(_Check(inst, place, t.size * count, bounds, inside))
+    if place.shared:
+        inside = _inside(fl, place, t, count, bounds)
+        fl.window_checks.append(_Check(inst, place, t.size * count, bounds, inside))
+    else:       # (defers() is false for it: the pending tests were flushed before it)
+        inside = None
+        for start, end in bounds:
+            check_place(fl, place, t.size * count, False, I32(CONSECUTIVE), start, end)
     if _one_pick_each(windows, picks):
         values = _broadcasts(fl, place, t, count, windows, picks, inside)
     else:
@@ -152,12 +174,16 @@ def _shuffled(fl: GangLowering, place, t, count: int, windows, picks, inside) ->
 
 
 def _plan(fl: GangLowering, inst: ir.Instruction):
-    """(place, type, count, window_plan) of a shared load of every lane whose lanes' offsets
-    are known and fit windows, else None."""
-    if inst.opcode != "ld" or inst.guard is not None or state_space(inst) != "shared" \
-            or id(inst) in fl.runs or id(inst) in fl.pending:
+    """(place, type, count, window_plan) of a load of every lane whose lanes' offsets are
+    known and fit windows, else None. A shared load's place is read first, as before the
+    global windows were; another's only where it has a window (memory.py reads it where
+    not, in its own order)."""
+    space = state_space(inst)
+    operand = inst.operands[1]
+    if inst.opcode not in ("ld", "ldu") or inst.guard is not None or space == "param" \
+            or id(inst) in fl.pending or (space == "shared" and id(inst) in fl.runs):
         return None
-    if not _full(fl.mask) or not isinstance(inst.operands[1], ir.Address):
+    if not _full(fl.mask) or not isinstance(operand, ir.Address):
         return None
     defs = uses_and_defs(inst)[1]
     if defs and defs <= fl.uniform:
@@ -165,16 +191,21 @@ def _plan(fl: GangLowering, inst: ir.Instruction):
     t, count = instruction_type(inst), vector_count(inst)
     if isinstance(value_type(t), ll.VectorType):
         return None
-    place = places.place_of(fl, inst.operands[1], "shared")
-    form = place.lanes
+    shared = space == "shared"
+    place = places.place_of(fl, operand, space) if shared else None
+    form = place.lanes if shared else (
+        form_of(fl, operand.base) if isinstance(operand.base, ir.Register) else None)
     if form is None or form.widened or form.scaled:
         return None
-    if count == 1 and strided.applies(fl, place, t.size):
-        return None     # (lanes one stride apart: strided.py's span access, the same load)
-    plan = window_plan(form.offsets, form.halves, place.addrs.type.element.width, t.size,
-                       count)
-    if plan is None or any(abs(place.offset + w.start) >= 1 << 30 for w in plan[0]):
+    plan = window_plan(form.offsets, form.halves, operand.base.type.bits, t.size, count,
+                       dense=not shared)
+    if plan is None or any(abs(operand.offset + w.start) >= 1 << 30 for w in plan[0]):
         return None
+    if not shared and plan[1] == [count * lane for lane in range(W)]:
+        return None     # (consecutive: memory.py's vector access, with its group's check)
+    place = place or places.place_of(fl, operand, space)
+    if place.lanes is not form or (count == 1 and strided.applies(fl, place, t.size)):
+        return None     # (lanes one stride apart: strided.py's span access, the same load)
     return place, t, count, plan
 
 
@@ -198,7 +229,8 @@ def _starts(fl: GangLowering, place, windows) -> list:
 
 
 def _pointer(fl: GangLowering, place, form, window: Window, inside):
-    """The window's first byte as a pointer where `inside`, else a pointer into a block of
+    """The window's first byte as a pointer: in global memory its lane's address (the window
+    checked already); in shared memory that where `inside`, else a pointer into a block of
     zeros (always readable: the load then faults at the next flush, and its value is not
     used). The lane's address is widened once and the window's start added in 64 bits as a
     constant, so that a group's loads share one base and take their offsets as addressing
@@ -206,6 +238,9 @@ def _pointer(fl: GangLowering, place, form, window: Window, inside):
     [0, total_smem) and the constant is under 2**30: _plan), so both sums agree."""
     b = fl.b
     start = place.offset + window.start
+    if not place.shared:        # (host addresses, checked before: lower_ld)
+        lane = ll.IRBuilder.extract_element(b, place.addrs, I32(window.lane))
+        return b.gep(b.inttoptr(lane, PTR), [I64(start)], source_etype=I8)
     group = _group(fl)
     key = (place.key[0], "window", group, window.lane)
     base = fl.places.get(key)
