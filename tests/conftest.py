@@ -40,3 +40,18 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if _CORPUS_BUILDING_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.timeout(1800))
+
+
+def pytest_collection_finish(session):
+    """A test module's `start_early(session)`, when it has one, starts slow subprocess work
+    of its selected tests (the program corpus's builds and runs) as soon as collection ends:
+    this process keeps one core busy with the tests before it, and the work takes another.
+    Its tests then wait for their own results."""
+    if session.config.option.collectonly:
+        return
+    modules = dict.fromkeys(item.module for item in session.items
+                            if isinstance(item, pytest.Function))
+    for module in modules:
+        start = getattr(module, "start_early", None)
+        if start is not None:
+            start(session)

@@ -3,8 +3,10 @@
 Each program is built once by tests/programs_harness.py (cached on disk) and run unmodified
 as `ptxport run --device D -- ./program`; it passes when it exits 0 and its stdout equals one
 of its accepted outputs (NVIDIA's, or a clean refusal the manifest allows). The runs of the
-session's selected tests start together, two at a time (this machine's cores), and each test
-waits for its own.
+session's selected tests (each building its program first, when the cache lacks it) start when
+collection ends (start_early, called by tests/conftest.py), one at a time while the rest of the
+suite runs in this process, two at a time (this machine's cores) once this file's tests wait
+for them; each test waits for its own.
 
 A program that does not pass on a device yet is listed in NOT_YET with the reason, and its
 test asserts that it still fails: when it starts passing, the test fails until the program
@@ -15,8 +17,10 @@ from __future__ import annotations
 
 import difflib
 import os
+import signal
 import subprocess
 import sys
+import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
@@ -29,7 +33,9 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 DEVICES = ("cpu", "opencl:0")
 MANIFEST = harness.load_manifest()
 PARALLEL_RUNS = 2
-TIMEOUT_S = 300
+# per run, against a hang: thrust_cub's first run compiles cub's kernels for minutes (it ran
+# past 300 s once on a loaded 2-core machine)
+TIMEOUT_S = 600
 
 # device -> program -> why it does not pass there yet
 NOT_YET: dict[str, dict[str, str]] = {
@@ -66,19 +72,6 @@ def _available(device: str) -> tuple[bool, str]:
     return availability(device.partition(":")[0])
 
 
-def _run(binary: Path, device: str) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "ptxport.cli", "run", "--device", device, "--", str(binary)]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(REPOSITORY), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    try:
-        return subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_S,
-                              env=env, cwd=binary.parent)
-    except subprocess.TimeoutExpired as e:
-        stderr = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else ""
-        return subprocess.CompletedProcess(command, -1, "", f"{stderr}\n(timed out after "
-                                                            f"{TIMEOUT_S} s)")
-
-
 def _runs(device: str, name: str) -> bool:
     """Whether the test of `name` on `device` runs the program (the device is here, and the
     program is not SKIPPED there)."""
@@ -93,20 +86,97 @@ def _selected(session: pytest.Session) -> list[tuple[str, str]]:
     return [pair for pair in pairs if _runs(*pair)]
 
 
-@pytest.fixture(scope="session")
-def corpus_runs(request) -> dict[tuple[str, str], Future]:
-    """The runs of every selected (device, program), started at once, PARALLEL_RUNS at a
-    time: each future is the finished process."""
+class _Runs:
+    """The runs of (device, program) pairs on a pool of PARALLEL_RUNS threads, of which one
+    may work until widen() lets them all: while the suite's own process keeps a core busy
+    with other tests, these take the other one."""
+
+    def __init__(self, wanted: list[tuple[str, str]]):
+        self._slots = threading.Semaphore(1)
+        self._widened = False
+        self._stopped = False
+        self._processes: set[subprocess.Popen] = set()
+        self._pool = ThreadPoolExecutor(max_workers=PARALLEL_RUNS,
+                                        thread_name_prefix="corpus-run")
+        self.futures: dict[tuple[str, str], Future] = {
+            pair: self._pool.submit(self._build_and_run, *pair) for pair in wanted}
+
+    def widen(self) -> None:
+        if not self._widened:
+            self._widened = True
+            for _ in range(PARALLEL_RUNS - 1):
+                self._slots.release()
+
+    def stop(self) -> None:
+        """Drops the runs not started and ends those under way (the session is over)."""
+        self._stopped = True
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        for process in list(self._processes):
+            _kill(process)
+        harness.stop_builds()
+
+    def _build_and_run(self, device: str, name: str) -> subprocess.CompletedProcess:
+        with self._slots:
+            if self._stopped:
+                raise RuntimeError("the session ended before this run started")
+            return self._run(harness.build(name), device)
+
+    def _run(self, binary: Path, device: str) -> subprocess.CompletedProcess:
+        command = [sys.executable, "-m", "ptxport.cli", "run", "--device", device, "--",
+                   str(binary)]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            [str(REPOSITORY), *filter(None, [os.environ.get("PYTHONPATH")])])}
+        # (a process group of its own: _kill ends `ptxport run` with the program it started)
+        with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, env=env, cwd=binary.parent,
+                              start_new_session=True) as process:
+            self._processes.add(process)
+            try:
+                stdout, stderr = process.communicate(timeout=TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                _kill(process)
+                _, stderr = process.communicate()
+                return subprocess.CompletedProcess(
+                    command, -1, "", f"{stderr}\n(timed out after {TIMEOUT_S} s)")
+            finally:
+                self._processes.discard(process)
+        return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
+
+
+def _kill(process: subprocess.Popen) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+# the session's runs (start_early), or why the corpus cannot be built here
+_RUNS: _Runs | str | None = None
+
+
+def start_early(session: pytest.Session) -> None:
+    """Starts the runs of the session's selected tests of this file (tests/conftest.py calls
+    this when collection ends); the session's end stops what is left."""
+    global _RUNS
     try:
         harness.toolkit_root()
     except harness.ToolkitMissingError as e:
-        pytest.skip(f"cannot build the corpus here: {e}")
-    wanted = _selected(request.session)
-    binaries = harness.build_all(sorted({name for _, name in wanted}))
-    with ThreadPoolExecutor(max_workers=PARALLEL_RUNS) as pool:
-        yield {(device, name): pool.submit(_run, binaries[name], device)
-               for device, name in wanted}
-        pool.shutdown(cancel_futures=True)
+        _RUNS = f"cannot build the corpus here: {e}"
+        return
+    runs = _Runs(_selected(session))
+    session.config.add_cleanup(runs.stop)
+    _RUNS = runs
+
+
+@pytest.fixture(scope="session")
+def corpus_runs() -> dict[tuple[str, str], Future]:
+    """The runs of every selected (device, program) started by start_early, now PARALLEL_RUNS
+    at a time: each future is the finished process."""
+    if isinstance(_RUNS, str):
+        pytest.skip(_RUNS)
+    assert _RUNS is not None, "tests/conftest.py calls start_early when collection ends"
+    _RUNS.widen()
+    return _RUNS.futures
 
 
 def _explained(name: str, result: subprocess.CompletedProcess) -> str:
