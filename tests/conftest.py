@@ -7,6 +7,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import background  # (a helper module of this directory, like corpus.py)
+
 
 @pytest.fixture(autouse=True)
 def _no_current_device_left_behind():
@@ -43,12 +45,13 @@ def pytest_collection_modifyitems(items):
 
 
 def pytest_collection_finish(session):
-    """A test module's `start_early(session)`, when it has one, starts slow subprocess work
-    of its selected tests (the program corpus's builds and runs) as soon as collection ends:
-    this process keeps one core busy with the tests before it, and the work takes another.
-    Its tests then wait for their own results."""
+    """A test module's `start_early(session)`, when it has one, queues slow subprocess work
+    of its selected tests (the program corpus's builds and runs) as soon as collection ends
+    (tests/background.py): this process keeps one core busy with the tests before them, and
+    the work takes another. Its tests then wait for their own results."""
     if session.config.option.collectonly:
         return
+    session.config.add_cleanup(background.stop)
     modules = dict.fromkeys(item.module for item in session.items
                             if isinstance(item, pytest.Function))
     for module in modules:

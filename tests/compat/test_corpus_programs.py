@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import difflib
 import os
-import signal
 import subprocess
 import sys
-import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from pathlib import Path
 
+import background
 import programs_harness as harness
 import pytest
 
@@ -86,97 +85,41 @@ def _selected(session: pytest.Session) -> list[tuple[str, str]]:
     return [pair for pair in pairs if _runs(*pair)]
 
 
-class _Runs:
-    """The runs of (device, program) pairs on a pool of PARALLEL_RUNS threads, of which one
-    may work until widen() lets them all: while the suite's own process keeps a core busy
-    with other tests, these take the other one."""
-
-    def __init__(self, wanted: list[tuple[str, str]]):
-        self._slots = threading.Semaphore(1)
-        self._widened = False
-        self._stopped = False
-        self._processes: set[subprocess.Popen] = set()
-        self._pool = ThreadPoolExecutor(max_workers=PARALLEL_RUNS,
-                                        thread_name_prefix="corpus-run")
-        self.futures: dict[tuple[str, str], Future] = {
-            pair: self._pool.submit(self._build_and_run, *pair) for pair in wanted}
-
-    def widen(self) -> None:
-        if not self._widened:
-            self._widened = True
-            for _ in range(PARALLEL_RUNS - 1):
-                self._slots.release()
-
-    def stop(self) -> None:
-        """Drops the runs not started and ends those under way (the session is over)."""
-        self._stopped = True
-        self._pool.shutdown(wait=False, cancel_futures=True)
-        for process in list(self._processes):
-            _kill(process)
-        harness.stop_builds()
-
-    def _build_and_run(self, device: str, name: str) -> subprocess.CompletedProcess:
-        with self._slots:
-            if self._stopped:
-                raise RuntimeError("the session ended before this run started")
-            return self._run(harness.build(name), device)
-
-    def _run(self, binary: Path, device: str) -> subprocess.CompletedProcess:
-        command = [sys.executable, "-m", "ptxport.cli", "run", "--device", device, "--",
-                   str(binary)]
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-            [str(REPOSITORY), *filter(None, [os.environ.get("PYTHONPATH")])])}
-        # (a process group of its own: _kill ends `ptxport run` with the program it started)
-        with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True, env=env, cwd=binary.parent,
-                              start_new_session=True) as process:
-            self._processes.add(process)
-            try:
-                stdout, stderr = process.communicate(timeout=TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                _kill(process)
-                _, stderr = process.communicate()
-                return subprocess.CompletedProcess(
-                    command, -1, "", f"{stderr}\n(timed out after {TIMEOUT_S} s)")
-            finally:
-                self._processes.discard(process)
-        return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
+def _build_and_run(device: str, name: str) -> subprocess.CompletedProcess:
+    binary = harness.build(name)
+    command = [sys.executable, "-m", "ptxport.cli", "run", "--device", device, "--",
+               str(binary)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(REPOSITORY), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    return background.run(command, TIMEOUT_S, env=env, cwd=binary.parent)
 
 
-def _kill(process: subprocess.Popen) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-
-
-# the session's runs (start_early), or why the corpus cannot be built here
-_RUNS: _Runs | str | None = None
+# the session's runs by (device, program) (start_early), or why the corpus cannot be built
+_RUNS: dict[tuple[str, str], Future] | str | None = None
 
 
 def start_early(session: pytest.Session) -> None:
-    """Starts the runs of the session's selected tests of this file (tests/conftest.py calls
-    this when collection ends); the session's end stops what is left."""
+    """Queues the runs of this file's selected tests in the background (tests/background.py;
+    tests/conftest.py calls this when collection ends)."""
     global _RUNS
     try:
         harness.toolkit_root()
     except harness.ToolkitMissingError as e:
         _RUNS = f"cannot build the corpus here: {e}"
         return
-    runs = _Runs(_selected(session))
-    session.config.add_cleanup(runs.stop)
-    _RUNS = runs
+    _RUNS = {pair: background.submit(_build_and_run, *pair, on_stop=harness.stop_builds)
+             for pair in _selected(session)}
 
 
 @pytest.fixture(scope="session")
 def corpus_runs() -> dict[tuple[str, str], Future]:
-    """The runs of every selected (device, program) started by start_early, now PARALLEL_RUNS
-    at a time: each future is the finished process."""
+    """The runs of every selected (device, program), started by start_early, now
+    PARALLEL_RUNS at a time: each future is the finished process."""
     if isinstance(_RUNS, str):
         pytest.skip(_RUNS)
     assert _RUNS is not None, "tests/conftest.py calls start_early when collection ends"
-    _RUNS.widen()
-    return _RUNS.futures
+    background.widen(PARALLEL_RUNS)
+    return _RUNS
 
 
 def _explained(name: str, result: subprocess.CompletedProcess) -> str:
