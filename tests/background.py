@@ -1,9 +1,9 @@
 """Slow work that test modules start when collection ends, to run beside the tests before them.
 
 tests/conftest.py calls each selected test module's `start_early(session)` once collection
-ends. What a module submits there runs in one queue, first come first served, on ONE worker
-thread while the suite's own process runs earlier tests (on a 2-core machine, the core that
-process leaves idle), and on more once a module's tests wait for their results (`widen`).
+ends. What a module submits there runs in one queue, first come first served, ONE job at a
+time while the suite's own process runs other tests (on a 2-core machine, the core that
+process leaves idle), more while a module's tests wait for their results (`allow`).
 Subprocesses started through `run` are ended when the session ends (`stop`), so that a
 session cut short (-x, Ctrl-C) does not wait for them.
 """
@@ -18,13 +18,17 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 
-__all__ = ["run", "stop", "submit", "widen"]
+__all__ = ["allow", "run", "stop", "submit"]
 
 _QUEUE: queue.SimpleQueue = queue.SimpleQueue()
 _WORKERS: list[threading.Thread] = []
 _PROCESSES: set[subprocess.Popen] = set()
 _STOPPED = threading.Event()
 _STOP_HOOKS: list[Callable[[], None]] = []
+# jobs allowed at once, and under way (guarded by _TURNS)
+_TURNS = threading.Condition()
+_ALLOWED = 1
+_RUNNING = 0
 
 
 def submit(work: Callable, *args, on_stop: Callable[[], None] | None = None) -> Future:
@@ -34,14 +38,22 @@ def submit(work: Callable, *args, on_stop: Callable[[], None] | None = None) -> 
         _STOP_HOOKS.append(on_stop)
     future: Future = Future()
     _QUEUE.put((future, work, args))
-    if not _WORKERS:
-        widen(1)
+    _start_workers(_ALLOWED)
     return future
 
 
-def widen(workers: int) -> None:
-    """Let `workers` jobs run at once from now on (the caller's tests now wait for them)."""
-    while len(_WORKERS) < workers:
+def allow(jobs: int) -> None:
+    """Let `jobs` jobs run at once from now on: more while this process only waits for
+    them, one while it runs tests."""
+    global _ALLOWED
+    with _TURNS:
+        _ALLOWED = jobs
+        _TURNS.notify_all()
+    _start_workers(jobs)
+
+
+def _start_workers(count: int) -> None:
+    while len(_WORKERS) < count:
         worker = threading.Thread(target=_work, name=f"background-{len(_WORKERS)}",
                                   daemon=True)
         _WORKERS.append(worker)
@@ -49,14 +61,25 @@ def widen(workers: int) -> None:
 
 
 def _work() -> None:
+    global _RUNNING
     while not _STOPPED.is_set():
         future, work, args = _QUEUE.get()
-        if not future.set_running_or_notify_cancel():
-            continue
+        with _TURNS:
+            while _RUNNING >= _ALLOWED:
+                _TURNS.wait()
+            _RUNNING += 1
         try:
-            future.set_result(work(*args))
-        except BaseException as e:  # the test that waits for it reports it
-            future.set_exception(e)
+            if _STOPPED.is_set():
+                future.cancel()
+            elif future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(work(*args))
+                except BaseException as e:  # the test that waits for it reports it
+                    future.set_exception(e)
+        finally:
+            with _TURNS:
+                _RUNNING -= 1
+                _TURNS.notify_all()
 
 
 def run(command: list[str], timeout: float, **popen) -> subprocess.CompletedProcess:

@@ -111,15 +111,16 @@ def start_early(session: pytest.Session) -> None:
              for pair in _selected(session)}
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def corpus_runs() -> dict[tuple[str, str], Future]:
-    """The runs of every selected (device, program), started by start_early, now
-    PARALLEL_RUNS at a time: each future is the finished process."""
+    """The runs of every selected (device, program), started by start_early, PARALLEL_RUNS
+    at a time while this file's tests wait for them: each future is the finished process."""
     if isinstance(_RUNS, str):
         pytest.skip(_RUNS)
     assert _RUNS is not None, "tests/conftest.py calls start_early when collection ends"
-    background.widen(PARALLEL_RUNS)
-    return _RUNS
+    background.allow(PARALLEL_RUNS)
+    yield _RUNS
+    background.allow(1)
 
 
 def _explained(name: str, result: subprocess.CompletedProcess) -> str:
