@@ -59,9 +59,12 @@ _WARM_CHUNK, _WARM_TIMEOUT_S = 40, 900
 def warm_in_background(session: pytest.Session, test_file: str, device: str) -> None:
     """Queues the compiles of `test_file`'s selected cases for `device` in the background
     (tests/background.py): processes of their own write the disk cache that the file's tests
-    then load. Nothing waits for them: a test that comes first compiles its kernel itself."""
+    then load. Nothing waits for them: a test that comes first compiles its kernel itself.
+    The last cases go first, so that tests that catch up with them meet them halfway instead
+    of compiling the same kernels at the same time."""
     names = list(dict.fromkeys(item.callspec.params["case"].name for item in session.items
                                if item.path == Path(test_file) and hasattr(item, "callspec")))
+    names.reverse()
     command = [sys.executable, str(Path(__file__).with_name("warm_corpus.py")), device]
     for start in range(0, len(names), _WARM_CHUNK):
         background.submit(background.run, [*command, *names[start:start + _WARM_CHUNK]],
