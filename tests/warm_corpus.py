@@ -39,7 +39,8 @@ def _compiled(device: Device, case, gang: bool = True):
 
 def warm(device_name: str, names: list[str]) -> None:
     device = Device(device_name)
-    cases = [case for case in CASES if case.name in set(names)]
+    by_name = {case.name: case for case in CASES}
+    cases = [by_name[name] for name in names if name in by_name]   # in the order asked
     binaries = [(case, _compiled(device, case)) for case in cases]
     if device.backend != "cpu":
         return
