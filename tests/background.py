@@ -91,6 +91,8 @@ def run(command: list[str], timeout: float, **popen) -> subprocess.CompletedProc
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                           start_new_session=True, **popen) as process:
         _PROCESSES.add(process)
+        if _STOPPED.is_set():   # stop() came between the check above and the start
+            _kill(process)
         try:
             stdout, stderr = process.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
