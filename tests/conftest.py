@@ -47,8 +47,8 @@ def pytest_collection_modifyitems(items):
 def pytest_collection_finish(session):
     """A test module's `start_early(session)`, when it has one, queues slow subprocess work
     of its selected tests as soon as collection ends (tests/background.py: the program
-    corpus's builds and runs, the kernel corpus's compiles): this process keeps one core busy
-    with the tests before them, and the work takes another."""
+    corpus's builds and runs, the kernel corpus's compiles for cpu, opencl:0 and AMDGPU): this
+    process keeps one core busy with the tests before them, and the work takes another."""
     if session.config.option.collectonly:
         return
     session.config.add_cleanup(background.stop)

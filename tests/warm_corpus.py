@@ -1,11 +1,13 @@
 """Compiles corpus cases' kernels for a device into the disk cache, as the corpus tests of
 that device would (tests/test_corpus_cpu.py, tests/test_corpus_opencl.py): on cpu at each
 case's block shape, on the warp-gang path and on the scalar one (CpuOptions(gang=False)); on
-opencl:0 the SPIR-V and the OpenCL runtime's binary of it.
+opencl:0 the SPIR-V and the OpenCL runtime's binary of it. With `amdgpu`, the code objects of
+every corpus file for every chip (tests/codegen/test_amdgpu.py's corpus test).
 Those files' start_early runs this in a process of its own while the suite's process runs
 the tests before them (tests/background.py); their tests then load what it compiled.
 
     python tests/warm_corpus.py DEVICE FILE:KERNEL ...
+    python tests/warm_corpus.py amdgpu
 """
 
 from __future__ import annotations
@@ -51,5 +53,23 @@ def warm(device_name: str, names: list[str]) -> None:
             _compiled(device, case, gang=False)
 
 
+def warm_amdgpu() -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "codegen"))
+    from test_amdgpu import _corpus_object
+
+    from corpus import corpus_sources
+    from ptxport.codegen.targets import amdgpu
+
+    for path in corpus_sources():
+        for chip in amdgpu.CHIPS:
+            try:
+                _corpus_object(path, chip)
+            except Exception:   # its test reports why
+                pass
+
+
 if __name__ == "__main__":
-    warm(sys.argv[1], sys.argv[2:])
+    if sys.argv[1:] == ["amdgpu"]:
+        warm_amdgpu()
+    else:
+        warm(sys.argv[1], sys.argv[2:])
