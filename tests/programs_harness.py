@@ -32,6 +32,7 @@ builds the corpus (or the programs named) into DIR with manifest.json, expected/
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import importlib.util
 import json
@@ -188,8 +189,9 @@ def build_env(root: Path) -> dict[str, str]:
     return env
 
 
+@functools.cache
 def nvcc_version(root: Path) -> str:
-    """nvcc's own account of its release (part of every cache key)."""
+    """nvcc's own account of its release (part of every cache key; asked once a process)."""
     return subprocess.run([str(root / "bin" / "nvcc"), "--version"], env=build_env(root),
                           capture_output=True, text=True, check=True).stdout
 
