@@ -7,6 +7,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import background  # (a helper module of this directory, like corpus.py)
+
 
 @pytest.fixture(autouse=True)
 def _no_current_device_left_behind():
@@ -40,3 +42,19 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if _CORPUS_BUILDING_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.timeout(1800))
+
+
+def pytest_collection_finish(session):
+    """A test module's `start_early(session)`, when it has one, queues slow subprocess work
+    of its selected tests as soon as collection ends (tests/background.py: the program
+    corpus's builds and runs, the kernel corpus's compiles for cpu, opencl:0 and AMDGPU): this
+    process keeps one core busy with the tests before them, and the work takes another."""
+    if session.config.option.collectonly:
+        return
+    session.config.add_cleanup(background.stop)
+    modules = dict.fromkeys(item.module for item in session.items
+                            if isinstance(item, pytest.Function))
+    for module in modules:
+        start = getattr(module, "start_early", None)
+        if start is not None:
+            start(session)

@@ -32,11 +32,13 @@ builds the corpus (or the programs named) into DIR with manifest.json, expected/
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import importlib.util
 import json
 import os
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -60,6 +62,7 @@ __all__ = [
     "export",
     "fatbin_entries",
     "load_manifest",
+    "stop_builds",
     "toolkit_root",
 ]
 
@@ -186,8 +189,9 @@ def build_env(root: Path) -> dict[str, str]:
     return env
 
 
+@functools.cache
 def nvcc_version(root: Path) -> str:
-    """nvcc's own account of its release (part of every cache key)."""
+    """nvcc's own account of its release (part of every cache key; asked once a process)."""
     return subprocess.run([str(root / "bin" / "nvcc"), "--version"], env=build_env(root),
                           capture_output=True, text=True, check=True).stdout
 
@@ -243,6 +247,10 @@ def _shared_cudart_link_dir(root: Path) -> Path:
     return link_dir
 
 
+# the nvcc processes under way in this process's threads (stop_builds)
+_NVCC_RUNNING: set[subprocess.Popen] = set()
+
+
 def _compile(program: Program, root: Path, target: Path) -> None:
     """Builds `program` into `target` (atomically: a failed build leaves nothing behind)."""
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -250,18 +258,44 @@ def _compile(program: Program, root: Path, target: Path) -> None:
         for source in {*program.sources, *(h.name for h in _headers())}:
             shutil.copy2(PROGRAM_DIR / source, tmp)
         command = nvcc_command(program, root, _shared_cudart_link_dir(root), program.name)
-        done = subprocess.run(command, cwd=tmp, env=build_env(root), capture_output=True,
-                              text=True)
-        if done.returncode != 0:
+        # (a process group of its own: stop_builds ends nvcc with the compilers it started)
+        with subprocess.Popen(command, cwd=tmp, env=build_env(root), stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True,
+                              start_new_session=True) as nvcc:
+            _NVCC_RUNNING.add(nvcc)
+            try:
+                output, _ = nvcc.communicate()
+            finally:
+                _NVCC_RUNNING.discard(nvcc)
+        if nvcc.returncode != 0:
             raise RuntimeError(f"nvcc failed to build {program.name} ({' '.join(command)}):\n"
-                               f"{done.stdout}{done.stderr}")
+                               f"{output}")
         os.replace(Path(tmp) / program.name, target)
+
+
+def stop_builds() -> None:
+    """Ends the builds under way in this process (they fail): the test session that wanted
+    them is over."""
+    for nvcc in list(_NVCC_RUNNING):
+        try:
+            os.killpg(nvcc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+# one lock per binary: threads of one process that want the same program (the corpus's runs
+# started early in the background, a test's own fixture) build it once
+_BUILD_LOCKS: dict[Path, threading.Lock] = {}
+_BUILD_LOCKS_LOCK = threading.Lock()
 
 
 def _cached_build(program: Program, root: Path, version: str) -> Path:
     target = cache_root() / f"{program.name}-{build_key(program, root, version)}" / program.name
-    if not target.is_file():
-        _compile(program, root, target)
+    with _BUILD_LOCKS_LOCK:
+        lock = _BUILD_LOCKS.setdefault(target, threading.Lock())
+    with lock:
+        if not target.is_file():
+            _compile(program, root, target)
     return target
 
 

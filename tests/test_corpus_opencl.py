@@ -8,9 +8,15 @@ that accepts SPIR-V, every test skips and says why.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
-from test_corpus_cpu import _program
+import test_corpus_cpu
+from test_corpus_cpu import _program, warm_in_background
 
 from kernel_cases import CASES, KernelCase, run_case
 from kernel_cases.runtime import run_on_device
@@ -32,6 +38,12 @@ SKIPPED: dict[str, str] = {
 }
 
 _AVAILABLE, _WHY = availability("opencl")
+
+
+def start_early(session: pytest.Session) -> None:
+    """(tests/conftest.py calls this when collection ends)"""
+    if _AVAILABLE:
+        warm_in_background(session, __file__, "opencl:0")
 
 
 def opencl_launcher(case: KernelCase, args) -> dict[int, np.ndarray]:
@@ -60,3 +72,23 @@ def test_warp_kernels_need_32_wide_sub_groups(monkeypatch):
     monkeypatch.setattr(get("opencl"), "warp_capable", lambda ordinal: False)
     with pytest.raises(UnsupportedFeatureError, match="sub-groups of 32"):
         run_case(case, opencl_launcher)
+
+
+@pytest.mark.skipif(not _AVAILABLE, reason=f"no OpenCL device for SPIR-V: {_WHY}")
+def test_the_background_compiles_are_what_the_tests_load(tmp_path, monkeypatch):
+    """start_early's process (tests/warm_corpus.py) writes the SPIR-V and the OpenCL binary
+    this file's tests load: with its cache, a case runs without compiling anything."""
+    case = next(c for c in CASES if c.kernel == "saxpy")
+    subprocess.run([sys.executable, str(Path(__file__).with_name("warm_corpus.py")),
+                    "opencl:0", case.name],
+                   env={**os.environ, "PTXPORT_CACHE_DIR": str(tmp_path)}, check=True)
+    from ptxport.codegen.targets import spirv
+    from ptxport.runtime.backends import opencl_cache
+
+    def compiled(*args):
+        raise AssertionError("compiled: the background left no SPIR-V or binary")
+    monkeypatch.setenv("PTXPORT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(spirv, "compile_module", compiled)
+    monkeypatch.setattr(opencl_cache, "write_entry", compiled)   # after a build from SPIR-V
+    monkeypatch.setattr(test_corpus_cpu, "_PROGRAMS", {})
+    run_case(case, opencl_launcher)

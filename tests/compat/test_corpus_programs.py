@@ -3,8 +3,10 @@
 Each program is built once by tests/programs_harness.py (cached on disk) and run unmodified
 as `ptxport run --device D -- ./program`; it passes when it exits 0 and its stdout equals one
 of its accepted outputs (NVIDIA's, or a clean refusal the manifest allows). The runs of the
-session's selected tests start together, two at a time (this machine's cores), and each test
-waits for its own.
+session's selected tests (each building its program first, when the cache lacks it) start when
+collection ends (start_early, called by tests/conftest.py), one at a time while the rest of the
+suite runs in this process, two at a time (this machine's cores) once this file's tests wait
+for them; each test waits for its own.
 
 A program that does not pass on a device yet is listed in NOT_YET with the reason, and its
 test asserts that it still fails: when it starts passing, the test fails until the program
@@ -17,9 +19,10 @@ import difflib
 import os
 import subprocess
 import sys
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from pathlib import Path
 
+import background
 import programs_harness as harness
 import pytest
 
@@ -29,7 +32,9 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 DEVICES = ("cpu", "opencl:0")
 MANIFEST = harness.load_manifest()
 PARALLEL_RUNS = 2
-TIMEOUT_S = 300
+# per run, against a hang: thrust_cub's first run compiles cub's kernels for minutes (it ran
+# past 300 s once on a loaded 2-core machine)
+TIMEOUT_S = 600
 
 # device -> program -> why it does not pass there yet
 NOT_YET: dict[str, dict[str, str]] = {
@@ -66,19 +71,6 @@ def _available(device: str) -> tuple[bool, str]:
     return availability(device.partition(":")[0])
 
 
-def _run(binary: Path, device: str) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "ptxport.cli", "run", "--device", device, "--", str(binary)]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(REPOSITORY), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    try:
-        return subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_S,
-                              env=env, cwd=binary.parent)
-    except subprocess.TimeoutExpired as e:
-        stderr = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else ""
-        return subprocess.CompletedProcess(command, -1, "", f"{stderr}\n(timed out after "
-                                                            f"{TIMEOUT_S} s)")
-
-
 def _runs(device: str, name: str) -> bool:
     """Whether the test of `name` on `device` runs the program (the device is here, and the
     program is not SKIPPED there)."""
@@ -93,20 +85,42 @@ def _selected(session: pytest.Session) -> list[tuple[str, str]]:
     return [pair for pair in pairs if _runs(*pair)]
 
 
-@pytest.fixture(scope="session")
-def corpus_runs(request) -> dict[tuple[str, str], Future]:
-    """The runs of every selected (device, program), started at once, PARALLEL_RUNS at a
-    time: each future is the finished process."""
+def _build_and_run(device: str, name: str) -> subprocess.CompletedProcess:
+    binary = harness.build(name)
+    command = [sys.executable, "-m", "ptxport.cli", "run", "--device", device, "--",
+               str(binary)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(REPOSITORY), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    return background.run(command, TIMEOUT_S, env=env, cwd=binary.parent)
+
+
+# the session's runs by (device, program) (start_early), or why the corpus cannot be built
+_RUNS: dict[tuple[str, str], Future] | str | None = None
+
+
+def start_early(session: pytest.Session) -> None:
+    """Queues the runs of this file's selected tests in the background (tests/background.py;
+    tests/conftest.py calls this when collection ends)."""
+    global _RUNS
     try:
         harness.toolkit_root()
     except harness.ToolkitMissingError as e:
-        pytest.skip(f"cannot build the corpus here: {e}")
-    wanted = _selected(request.session)
-    binaries = harness.build_all(sorted({name for _, name in wanted}))
-    with ThreadPoolExecutor(max_workers=PARALLEL_RUNS) as pool:
-        yield {(device, name): pool.submit(_run, binaries[name], device)
-               for device, name in wanted}
-        pool.shutdown(cancel_futures=True)
+        _RUNS = f"cannot build the corpus here: {e}"
+        return
+    _RUNS = {pair: background.submit(_build_and_run, *pair, on_stop=harness.stop_builds)
+             for pair in _selected(session)}
+
+
+@pytest.fixture(scope="module")
+def corpus_runs() -> dict[tuple[str, str], Future]:
+    """The runs of every selected (device, program), started by start_early, PARALLEL_RUNS
+    at a time while this file's tests wait for them: each future is the finished process."""
+    if isinstance(_RUNS, str):
+        pytest.skip(_RUNS)
+    assert _RUNS is not None, "tests/conftest.py calls start_early when collection ends"
+    background.allow(PARALLEL_RUNS)
+    yield _RUNS
+    background.allow(1)
 
 
 def _explained(name: str, result: subprocess.CompletedProcess) -> str:
