@@ -1,8 +1,7 @@
 """Warp gangs' prefetches by how an access site moves (codegen/targets/cpu/gang/streams.py):
-`p[blockIdx.x * blockDim.x + threadIdx.x]` outside loops walks memory in order, block after
-block, and gets no software prefetch (the hardware's prefetchers follow it); accesses that
-move by a stride of their own keep theirs: every other element, a 2-D block's rows, and a
-grid-stride loop, whose step is known when compiling."""
+every global access site prefetches (`p[blockIdx.x * blockDim.x + threadIdx.x]` too: left to
+the hardware's prefetchers, vector_add was slower on the GPU host's Xeon), and a grid-stride
+loop, whose step is known when compiling, prefetches by its step."""
 
 from __future__ import annotations
 
@@ -68,16 +67,13 @@ def _prefetches(ptx: str, block) -> int:
     return str(llmod).count("call void @\"llvm.prefetch")
 
 
-def test_a_stream_is_not_prefetched():
-    assert _prefetches(ADD.replace("SCALE", "1"), (128, 1, 1)) == 0
-
-
 @pytest.mark.parametrize("ptx, block", [
+    (ADD.replace("SCALE", "1"), (128, 1, 1)),        # a stream, block after block
     (ADD.replace("SCALE", "2"), (128, 1, 1)),        # every other element
     (ADD.replace("SCALE", "1"), (32, 4, 1)),         # 4 rows of threads on one element each
     (LOOP, (256, 1, 1)),                             # a grid-stride loop
 ])
-def test_accesses_with_strides_of_their_own_are_prefetched(ptx, block):
+def test_global_accesses_are_prefetched(ptx, block):
     assert _prefetches(ptx, block) > 0
 
 
