@@ -165,3 +165,28 @@ def _interleave_lanes(fl: GangLowering, values: list):
     # element i of lane l sits at i * W + l of the two halves side by side
     return ll.IRBuilder.shuffle_vector(b, values[0], values[1], ll.Constant(
         ll.VectorType(I32, W * count), [(i % count) * W + i // count for i in range(W * count)]))
+
+
+def lane_by_lane(fl: GangLowering, place: Place, t: Type, count: int, values):
+    """Each of an access's `count` elements as one gather (values None) or scatter, at
+    `place` plus the element's offset: the slow side of a vector access whose check or
+    classification failed."""
+    return [gather_or_scatter(fl, place.moved(i * t.size), t, None if values is None
+                              else values[i],
+                              ll.Constant(place.addrs.type.element, place.offset + i * t.size))
+            for i in range(count)]
+
+
+def joined(fl: GangLowering, t: Type, paths) -> list:
+    """The loaded elements where the paths of an access meet (the builder at the block they
+    branch to): `paths` is [(values, block)], values None for a path that loaded nothing
+    (no lane active: undefined)."""
+    vt = vec(value_type(t))
+    count = len(next(v for v, _ in paths if v is not None))
+    out = []
+    for i in range(count):
+        phi = ll.IRBuilder.phi(fl.b, vt)
+        for values, block in paths:
+            phi.add_incoming(ll.Constant(vt, None) if values is None else values[i], block)
+        out.append(phi)
+    return out

@@ -24,6 +24,8 @@ from ptxport.codegen.targets.cpu.gang.access_kinds import (
     consecutive_halves,
     gather_or_scatter,
     interleaved,
+    joined,
+    lane_by_lane,
     one_per_half,
     pointer_maker,
 )
@@ -185,24 +187,13 @@ def _vector_elements(fl: GangLowering, place: Place, t: Type, count: int, values
     whole = b.block
     b.branch(done)
     b.position_at_end(lanes_block)
-    one_by_one = [gather_or_scatter(fl, place.moved(i * t.size), t,
-                                     None if load else values[i],
-                                     ll.Constant(offset.type, place.offset + i * t.size))
-                  for i in range(count)]
+    one_by_one = lane_by_lane(fl, place, t, count, values)
     lanes_block = b.block
     b.branch(done)
     b.position_at_end(done)
     if not load:
         return None
-    vt = vec(value_type(t))
-    out = []
-    for i in range(count):
-        phi = ll.IRBuilder.phi(b, vt)
-        phi.add_incoming(loaded[i], whole)
-        phi.add_incoming(one_by_one[i], lanes_block)
-        phi.add_incoming(ll.Constant(vt, None), skipped)
-        out.append(phi)
-    return out
+    return joined(fl, t, [(loaded, whole), (one_by_one, lanes_block), (None, skipped)])
 
 
 def _check_access_place(fl: GangLowering, place: Place, t: Type, load: bool, kind, low,

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 from llvmlite import ir as ll
 
-from ptxport.codegen.lower import I32, PTR, value_type
+from ptxport.codegen.lower import I32, PTR
 from ptxport.codegen.targets.cpu.gang import checks
 from ptxport.codegen.targets.cpu.gang.access_kinds import (
     consecutive,
-    gather_or_scatter,
     interleaved,
+    joined,
+    lane_by_lane,
 )
 from ptxport.codegen.targets.cpu.gang.checks import (
     SCATTERED,
@@ -30,7 +31,7 @@ from ptxport.codegen.targets.cpu.gang.checks import (
     group_check,
     inside_one_allocation,
 )
-from ptxport.codegen.targets.cpu.gang.lanes import W, vec
+from ptxport.codegen.targets.cpu.gang.lanes import W
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.codegen.targets.cpu.gang.streams import prefetch_site
 from ptxport.ir.types import Type
@@ -103,9 +104,7 @@ def access(fl: GangLowering, place: Place, t: Type, count: int, values=None, old
     b.branch(done)
     b.position_at_end(slow)
     check_place(fl, place, size, not load, I32(SCATTERED), low, high)
-    each = [gather_or_scatter(fl, place.moved(i * t.size), t, None if load else values[i],
-                              ll.Constant(place.addrs.type.element, place.offset + i * t.size))
-            for i in range(count)]
+    each = lane_by_lane(fl, place, t, count, values)
     if load and old is not None:
         each = [b.select(fl.mask, v, o) for v, o in zip(each, old, strict=True)]
     slow = b.block
@@ -113,16 +112,8 @@ def access(fl: GangLowering, place: Place, t: Type, count: int, values=None, old
     b.position_at_end(done)
     if not load:
         return None
-    vt = vec(value_type(t))
-    out = []
-    for i in range(count):
-        phi = ll.IRBuilder.phi(b, vt)
-        phi.add_incoming(quick[i], fast)
-        phi.add_incoming(each[i], slow)
-        if skipped is not None:
-            phi.add_incoming(ll.Constant(vt, None) if old is None else old[i], skipped)
-        out.append(phi)
-    return out
+    paths = [(quick, fast), (each, slow)]
+    return joined(fl, t, paths if skipped is None else [*paths, (old, skipped)])
 
 
 def _check(fl: GangLowering, place: Place, t: Type, count: int, low, high):
