@@ -97,14 +97,9 @@ def test_halves_with_their_own_bases():
 
 # --- kernels -------------------------------------------------------------------------------
 
-# 128 threads fill a 4 KiB tile (thread t's 32 bytes from src), then each reads as Triton's
-# f32 dot does: A rows (row = (t >> 4) & 7, 256 bytes apart, the same in a half warp) as a
-# .v4 at +OFF, a .v2 at +OFF + 32 and a scalar at +OFF + 80, and B columns (8 bytes apart in
-# a half warp, both halves alike) as a .v2 at 2048 + 128 * ((t >> 5) & 3); it writes the 9
-# words to dst[12 t ...] (the last three words repeat the ninth).
-TILE_READS = """
-.reg .b32 %r<24>; .reg .b64 %rd<8>;
-.shared .align 16 .b8 tile[4096];
+# thread t copies its 32 bytes of src into a 4 KiB shared tile; %r15 = the tile + 256 *
+# ((t >> 4) & 7), its row's start as Triton's f32 dot reads A
+FILL_TILE = """.shared .align 16 .b8 tile[4096];
 ld.param.u64 %rd1, [src]; ld.param.u64 %rd2, [dst];
 mov.u32 %r1, %tid.x;
 mul.wide.u32 %rd3, %r1, 32; add.s64 %rd4, %rd1, %rd3;
@@ -115,7 +110,16 @@ st.shared.v4.u32 [%r12], {%r2, %r3, %r4, %r5};
 st.shared.v4.u32 [%r12+16], {%r6, %r7, %r8, %r9};
 bar.sync 0;
 shl.b32 %r13, %r1, 4; and.b32 %r14, %r13, 1792; add.u32 %r15, %r10, %r14;
-ld.shared.v4.u32 {%r2, %r3, %r4, %r5}, [%r15+OFF];
+"""
+
+# 128 threads fill a 4 KiB tile (thread t's 32 bytes from src), then each reads as Triton's
+# f32 dot does: A rows (row = (t >> 4) & 7, 256 bytes apart, the same in a half warp) as a
+# .v4 at +OFF, a .v2 at +OFF + 32 and a scalar at +OFF + 80, and B columns (8 bytes apart in
+# a half warp, both halves alike) as a .v2 at 2048 + 128 * ((t >> 5) & 3); it writes the 9
+# words to dst[12 t ...] (the last three words repeat the ninth).
+TILE_READS = """
+.reg .b32 %r<24>; .reg .b64 %rd<8>;
+""" + FILL_TILE + """ld.shared.v4.u32 {%r2, %r3, %r4, %r5}, [%r15+OFF];
 ld.shared.v2.u32 {%r6, %r7}, [%r15+OFF2];
 ld.shared.u32 %r8, [%r15+OFF3];
 shl.b32 %r16, %r1, 3; and.b32 %r17, %r16, 120; shl.b32 %r18, %r1, 2; and.b32 %r19, %r18, 384;
@@ -171,18 +175,7 @@ def test_window_past_the_tile_faults_at_its_first_thread():
 # so the range test of the loads' group fails where no load faults.
 GUARDED_NEIGHBOUR = """
 .reg .pred %p<2>; .reg .b32 %r<24>; .reg .b64 %rd<8>;
-.shared .align 16 .b8 tile[4096];
-ld.param.u64 %rd1, [src]; ld.param.u64 %rd2, [dst];
-mov.u32 %r1, %tid.x;
-mul.wide.u32 %rd3, %r1, 32; add.s64 %rd4, %rd1, %rd3;
-ld.global.v4.u32 {%r2, %r3, %r4, %r5}, [%rd4];
-ld.global.v4.u32 {%r6, %r7, %r8, %r9}, [%rd4+16];
-mov.u32 %r10, tile; shl.b32 %r11, %r1, 5; add.u32 %r12, %r10, %r11;
-st.shared.v4.u32 [%r12], {%r2, %r3, %r4, %r5};
-st.shared.v4.u32 [%r12+16], {%r6, %r7, %r8, %r9};
-bar.sync 0;
-shl.b32 %r13, %r1, 4; and.b32 %r14, %r13, 1792; add.u32 %r15, %r10, %r14;
-setp.lt.u32 %p1, %r1, 16;
+""" + FILL_TILE + """setp.lt.u32 %p1, %r1, 16;
 mov.u32 %r6, 0;
 ld.shared.v4.u32 {%r2, %r3, %r4, %r5}, [%r15+64];
 @%p1 ld.shared.u32 %r6, [%r15+3900];
