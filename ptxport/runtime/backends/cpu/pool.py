@@ -49,7 +49,6 @@ import ctypes
 import os
 import sys
 import threading
-import time
 from functools import cache
 
 import llvmlite.binding as llvm
@@ -59,6 +58,7 @@ from llvmlite import ir as ll
 from ptxport.codegen.lower import I32, I64, PTR
 from ptxport.codegen.targets.cpu.machine import LLVM_LOCK, target_machine
 from ptxport.errors import PtxportError
+from ptxport.runtime.backends.cpu import pool_ir as pir
 
 __all__ = ["JOB_WORDS", "SPIN_CAP_NS", "SPIN_FLOOR_NS", "Job", "Pool", "give", "last_shares",
            "set_spin", "spin_policy", "take", "trace_shares"]
@@ -94,8 +94,6 @@ JOB_WORDS = 15
 _LAUNCHER_SPIN_NS, _LAUNCHER_SPIN_MAX_NS = 50_000, 200_000
 _TRACE_HEAD = 3
 
-_PTHREADS = ("pthread_mutex_lock", "pthread_mutex_unlock", "pthread_cond_wait",
-             "pthread_cond_signal", "clock_gettime", "sched_yield", "syscall", "usleep")
 
 # Linux's futex system call: its number by machine (the process's triple's first part) and
 # the two operations used (private: the pool's threads are one process's).
@@ -149,47 +147,11 @@ class Job:
         return {"own": us(words[1]), "end": us(words[2]), "shares": shares}
 
 
-def _declare(module: ll.Module) -> dict[str, ll.Function]:
-    """The pthread functions, by their names in the process (pointers as opaque `ptr`)."""
-    one, two = ll.FunctionType(I32, [PTR]), ll.FunctionType(I32, [PTR, PTR])
-    types = {"pthread_cond_wait": two, "clock_gettime": ll.FunctionType(I32, [I32, PTR]),
-             "sched_yield": ll.FunctionType(I32, []), "usleep": ll.FunctionType(I32, [I32]),
-             "syscall": ll.FunctionType(I64, [I64], var_arg=True)}
-    return {name: ll.Function(module, types.get(name, one), f"ptxport.{name}")
-            for name in _PTHREADS}
-
-
-def _now(b: ll.IRBuilder, pthread: dict, spec) -> ll.Value:
-    """The monotonic clock in nanoseconds (i64); `spec`: two words of the function's stack
-    (a struct timespec)."""
-    b.call(pthread["clock_gettime"], [I32(time.CLOCK_MONOTONIC), spec])
-    return b.add(b.mul(b.load(_word(b, spec, 0), typ=I64), I64(1_000_000_000)),
-                 b.load(_word(b, spec, 1), typ=I64))
-
-
-def _timespec(b: ll.IRBuilder):
-    """Two words at the function's entry for _now."""
-    with b.goto_entry_block():
-        b.position_at_start(b.function.entry_basic_block)
-        spec = b.alloca(ll.ArrayType(I64, 2))
-    spec.type = PTR         # (llvmlite's typed alloca, used through untyped pointers)
-    return spec
-
-
 def _trace(b: ll.IRBuilder, job, pthread: dict, slot: ll.Value) -> None:
     """When the job has a trace (Job.trace), store the clock in its word `slot`."""
-    trace = b.load(_word(b, job, TRACE), typ=I64)
+    trace = b.load(pir.word(b, job, TRACE), typ=I64)
     with b.if_then(b.icmp_unsigned("!=", trace, I64(0))):
-        b.store(_now(b, pthread, _timespec(b)), _word(b, b.inttoptr(trace, PTR), slot))
-
-
-def _word(b: ll.IRBuilder, base, index: int | ll.Value):
-    return b.gep(base, [index if isinstance(index, ll.Value) else I64(index)],
-                 source_etype=I64)
-
-
-def _field(b: ll.IRBuilder, pool, offset: int):
-    return b.gep(pool, [I64(offset)], source_etype=ll.IntType(8))
+        b.store(pir.now(b, pthread, pir.timespec(b)), pir.word(b, b.inttoptr(trace, PTR), slot))
 
 
 def _build_share(module: ll.Module, pthread: dict) -> ll.Function:
@@ -199,24 +161,24 @@ def _build_share(module: ll.Module, pthread: dict) -> ll.Function:
     job, index = fn.args
     b = ll.IRBuilder(fn.append_basic_block("entry"))
     _trace(b, job, pthread, b.add(I64(_TRACE_HEAD), b.mul(index, I64(2))))
-    trampoline = b.inttoptr(b.load(_word(b, job, TRAMPOLINE), typ=I64),
+    trampoline = b.inttoptr(b.load(pir.word(b, job, TRAMPOLINE), typ=I64),
                             ll.FunctionType(I64, [PTR, PTR]).as_pointer())
-    entry = b.inttoptr(b.load(_word(b, job, ENTRY), typ=I64), PTR)
-    args = b.inttoptr(b.add(b.load(_word(b, job, ARGS), typ=I64),
-                            b.mul(b.mul(index, b.load(_word(b, job, STRIDE), typ=I64)), I64(8))),
+    entry = b.inttoptr(b.load(pir.word(b, job, ENTRY), typ=I64), PTR)
+    args = b.inttoptr(b.add(b.load(pir.word(b, job, ARGS), typ=I64),
+                            b.mul(b.mul(index, b.load(pir.word(b, job, STRIDE), typ=I64)), I64(8))),
                       PTR)
     _zero_cache(b, job, b.inttoptr(b.load(args, typ=I64), PTR))
     result = b.call(trampoline, [entry, args])
-    results = b.inttoptr(b.load(_word(b, job, RESULTS), typ=I64), PTR)
-    b.store(result, _word(b, results, index))
+    results = b.inttoptr(b.load(pir.word(b, job, RESULTS), typ=I64), PTR)
+    b.store(result, pir.word(b, results, index))
     _trace(b, job, pthread, b.add(I64(_TRACE_HEAD + 1), b.mul(index, I64(2))))
     failed = b.and_(b.icmp_signed(">=", result, I64(0)),
-                    b.icmp_unsigned("!=", b.load(_word(b, job, STOP_ON_FAILURE), typ=I64),
+                    b.icmp_unsigned("!=", b.load(pir.word(b, job, STOP_ON_FAILURE), typ=I64),
                                     I64(0)))
     with b.if_then(failed):
-        counter = b.inttoptr(b.load(_word(b, job, COUNTER), typ=I64), PTR)
-        b.atomic_rmw("xchg", counter, b.load(_word(b, job, TOTAL), typ=I64), "seq_cst")
-    field = b.load(_word(b, job, FAULT_FIELD), typ=I64)
+        counter = b.inttoptr(b.load(pir.word(b, job, COUNTER), typ=I64), PTR)
+        b.atomic_rmw("xchg", counter, b.load(pir.word(b, job, TOTAL), typ=I64), "seq_cst")
+    field = b.load(pir.word(b, job, FAULT_FIELD), typ=I64)
     faulted = b.alloca(ll.IntType(1))
     b.store(ll.Constant(ll.IntType(1), 0), faulted)
     with b.if_then(b.icmp_unsigned("!=", field, I64(0))):
@@ -230,9 +192,9 @@ def _build_share(module: ll.Module, pthread: dict) -> ll.Function:
 
 def _zero_cache(b: ll.IRBuilder, job, first) -> None:
     """share(): zero the worker's access-site cache when the job says so (Job)."""
-    size = b.load(_word(b, job, CACHE_BYTES), typ=I64)
+    size = b.load(pir.word(b, job, CACHE_BYTES), typ=I64)
     with b.if_then(b.icmp_unsigned("!=", size, I64(0))):
-        field = b.gep(first, [b.sub(b.load(_word(b, job, CACHE_FIELD), typ=I64), I64(1))],
+        field = b.gep(first, [b.sub(b.load(pir.word(b, job, CACHE_FIELD), typ=I64), I64(1))],
                       source_etype=ll.IntType(8))
         cache = b.inttoptr(b.load(field, typ=I64), PTR)
         memset = b.module.globals.get("llvm.memset.p0.i64") or ll.Function(
@@ -258,7 +220,7 @@ def _futex(b: ll.IRBuilder, pthread: dict, word, op: int, value: int) -> None:
 
 def _flag_futex(b: ll.IRBuilder, words):
     """The futex of a thread's wake flag (a word): its low 32 bits, by the byte order."""
-    return b.gep(_word(b, words, _WAKE_FLAG), [I64(0 if sys.byteorder == "little" else 4)],
+    return b.gep(pir.word(b, words, _WAKE_FLAG), [I64(0 if sys.byteorder == "little" else 4)],
                  source_etype=ll.IntType(8))
 
 
@@ -270,14 +232,14 @@ def _wake(b: ll.IRBuilder, pthread: dict, pool, job) -> None:
     time and sleeps, and this thread changed the generation before it looks at the marks
     (both sequentially consistent), so either the sleeper sees the new generation or this
     thread sees it parked; the futex sleeps only while the thread's flag is 0."""
-    sleepers = b.load_atomic(_field(b, pool, _SLEEPERS), "seq_cst", 8, typ=I64)
+    sleepers = b.load_atomic(pir.field(b, pool, _SLEEPERS), "seq_cst", 8, typ=I64)
     with b.if_then(b.icmp_signed(">", sleepers, I64(0))):
-        table = b.inttoptr(b.load(_field(b, pool, _THREADS), typ=I64), PTR)
-        with _counting(b, b.sub(b.load(_word(b, job, WORKERS), typ=I64), I64(1))) as i:
-            words = b.inttoptr(b.load(_word(b, table, b.add(i, I64(1))), typ=I64), PTR)
-            parked = b.load_atomic(_word(b, words, _PARKED), "seq_cst", 8, typ=I64)
+        table = b.inttoptr(b.load(pir.field(b, pool, _THREADS), typ=I64), PTR)
+        with pir.counting(b, b.sub(b.load(pir.word(b, job, WORKERS), typ=I64), I64(1))) as i:
+            words = b.inttoptr(b.load(pir.word(b, table, b.add(i, I64(1))), typ=I64), PTR)
+            parked = b.load_atomic(pir.word(b, words, _PARKED), "seq_cst", 8, typ=I64)
             with b.if_then(b.icmp_unsigned("!=", parked, I64(0))):
-                b.atomic_rmw("xchg", _word(b, words, _WAKE_FLAG), I64(1), "seq_cst")
+                b.atomic_rmw("xchg", pir.word(b, words, _WAKE_FLAG), I64(1), "seq_cst")
                 _futex(b, pthread, _flag_futex(b, words), _FUTEX_WAKE, 1)
 
 
@@ -290,12 +252,12 @@ def _build_thread(module: ll.Module, share: ll.Function, pthread: dict) -> None:
     fn = ll.Function(module, ll.FunctionType(PTR, [PTR]), "ptxport_pool_thread")
     b = ll.IRBuilder(fn.append_basic_block("entry"))
     (arg,) = fn.args
-    pool = b.inttoptr(b.load(_word(b, arg, 0), typ=I64), PTR)
-    index = b.load(_word(b, arg, 1), typ=I64)
+    pool = b.inttoptr(b.load(pir.word(b, arg, 0), typ=I64), PTR)
+    index = b.load(pir.word(b, arg, 1), typ=I64)
     seen = b.alloca(I64)
-    b.store(b.load(_word(b, arg, 2), typ=I64), seen)
-    generation, sleepers = _field(b, pool, _GENERATION), _field(b, pool, _SLEEPERS)
-    parked, flag = _word(b, arg, _PARKED), _word(b, arg, _WAKE_FLAG)
+    b.store(b.load(pir.word(b, arg, 2), typ=I64), seen)
+    generation, sleepers = pir.field(b, pool, _GENERATION), pir.field(b, pool, _SLEEPERS)
+    parked, flag = pir.word(b, arg, _PARKED), pir.word(b, arg, _WAKE_FLAG)
     park, check, sleep, woken, spin, spun = (fn.append_basic_block(n) for n in (
         "park", "check", "sleep", "woken", "spin", "spun"))
     b.branch(park)
@@ -318,8 +280,8 @@ def _build_thread(module: ll.Module, share: ll.Function, pthread: dict) -> None:
     b.position_at_end(spin)
     changed = lambda: b.icmp_unsigned(  # noqa: E731
         "!=", b.load_atomic(generation, "acquire", 8, typ=I64), b.load(seen, typ=I64))
-    _spin_until(b, pthread, b.load_atomic(_field(b, pool, _SPIN_NS), "monotonic", 8, typ=I64),
-                spun, changed, yield_after=b.load(_field(b, pool, _FLOOR_NS), typ=I64))
+    pir.spin_until(b, pthread, b.load_atomic(pir.field(b, pool, _SPIN_NS), "monotonic", 8, typ=I64),
+                spun, changed, yield_after=b.load(pir.field(b, pool, _FLOOR_NS), typ=I64))
     b.position_at_end(spun)
     fast = fn.append_basic_block("fast")
     b.cbranch(changed(), fast, park)
@@ -336,17 +298,17 @@ def _take_fast(b: ll.IRBuilder, pool, share, index, seen, pthread: dict) -> None
     if it is the generation it saw (not a later one at the same address) and has its
     worker number; else it counts itself out again."""
     fn = b.function
-    generation, running = _field(b, pool, _GENERATION), _field(b, pool, _RUNNING)
+    generation, running = pir.field(b, pool, _GENERATION), pir.field(b, pool, _RUNNING)
     saw = b.load_atomic(generation, "acquire", 8, typ=I64)
     b.store(saw, seen)
     b.atomic_rmw("add", running, I64(1), "seq_cst")
-    job = b.inttoptr(b.load_atomic(_field(b, pool, _JOB), "seq_cst", 8, typ=I64), PTR)
+    job = b.inttoptr(b.load_atomic(pir.field(b, pool, _JOB), "seq_cst", 8, typ=I64), PTR)
     same = b.icmp_unsigned("==", b.load_atomic(generation, "seq_cst", 8, typ=I64), saw)
     is_open, take, out = (fn.append_basic_block(n) for n in ("fast_open", "fast_take",
                                                              "fast_out"))
     b.cbranch(b.and_(same, b.icmp_unsigned("!=", b.ptrtoint(job, I64), I64(0))), is_open, out)
     b.position_at_end(is_open)
-    b.cbranch(b.icmp_signed("<", index, b.load(_word(b, job, WORKERS), typ=I64)), take, out)
+    b.cbranch(b.icmp_signed("<", index, b.load(pir.word(b, job, WORKERS), typ=I64)), take, out)
     b.position_at_end(take)
     _run_share(b, pool, share, job, index, pthread)
     done = fn.append_basic_block("fast_done")
@@ -360,51 +322,19 @@ def _take_fast(b: ll.IRBuilder, pool, share, index, seen, pthread: dict) -> None
 def _run_share(b: ll.IRBuilder, pool, share, job, index, pthread: dict) -> None:
     """Run worker `index`'s share of the job (counted in `running`), add its failure, and
     count it out."""
-    b.atomic_rmw("add", _word(b, job, FAILURES), b.call(share, [job, index]), "seq_cst")
+    b.atomic_rmw("add", pir.word(b, job, FAILURES), b.call(share, [job, index]), "seq_cst")
     _count_out(b, pool, pthread)
 
 
 def _count_out(b: ll.IRBuilder, pool, pthread: dict) -> None:
     """Take this thread out of `running`; the last one out signals the launching thread
     (under the mutex: it looks at `running` under it before it waits)."""
-    left = b.sub(b.atomic_rmw("sub", _field(b, pool, _RUNNING), I64(1), "seq_cst"), I64(1))
+    left = b.sub(b.atomic_rmw("sub", pir.field(b, pool, _RUNNING), I64(1), "seq_cst"), I64(1))
     with b.if_then(b.icmp_signed("==", left, I64(0))):
-        mutex = _field(b, pool, _MUTEX)
+        mutex = pir.field(b, pool, _MUTEX)
         b.call(pthread["pthread_mutex_lock"], [mutex])
-        b.call(pthread["pthread_cond_signal"], [_field(b, pool, _DONE)])
+        b.call(pthread["pthread_cond_signal"], [pir.field(b, pool, _DONE)])
         b.call(pthread["pthread_mutex_unlock"], [mutex])
-
-
-def _spin_until(b: ll.IRBuilder, pthread: dict, spin_ns, out: ll.Block, ready,
-                yield_after=None) -> None:
-    """Branch to `out` once `ready()` (an i1 made at the builder) holds or `spin_ns`
-    nanoseconds (i64) have passed (the clock read every 64 rounds of the processor's
-    spin-wait hint); the builder is left with nothing to add. After `yield_after` ns (i64,
-    if given) it also yields the processor (sched_yield) at each reading of the clock, so
-    that a thread of another library that waits for a core gets it (a spinning thread
-    with nothing to yield to goes on at once)."""
-    fn = b.function
-    head, again, rounds = (fn.append_basic_block(n) for n in ("spin_head", "spin_again",
-                                                               "spin_rounds"))
-    spec = _timespec(b)
-    start = _now(b, pthread, spec)
-    deadline = b.add(start, spin_ns)
-    b.branch(head)
-    b.position_at_end(head)
-    with _counting(b, I64(64)) as _:
-        looking = fn.append_basic_block("spin_look")
-        b.cbranch(ready(), out, looking)
-        b.position_at_end(looking)
-        _pause(b)
-    b.branch(rounds)
-    b.position_at_end(rounds)
-    now = _now(b, pthread, spec)
-    b.cbranch(b.icmp_signed(">=", now, deadline), out, again)
-    b.position_at_end(again)
-    if yield_after is not None:
-        with b.if_then(b.icmp_signed(">=", b.sub(now, start), yield_after)):
-            b.call(pthread["sched_yield"], [])
-    b.branch(head)
 
 
 def _build_run(module: ll.Module, share: ll.Function, pthread: dict) -> None:
@@ -415,22 +345,22 @@ def _build_run(module: ll.Module, share: ll.Function, pthread: dict) -> None:
     fn = ll.Function(module, ll.FunctionType(I64, [PTR, PTR]), "ptxport_pool_run")
     pool, job = fn.args
     b = ll.IRBuilder(fn.append_basic_block("entry"))
-    mutex, done = _field(b, pool, _MUTEX), _field(b, pool, _DONE)
-    job_slot, running = _field(b, pool, _JOB), _field(b, pool, _RUNNING)
-    workers = b.load(_word(b, job, WORKERS), typ=I64)
-    results = b.inttoptr(b.load(_word(b, job, RESULTS), typ=I64), PTR)
-    with _counting(b, workers) as i:
-        b.store(I64(-1), _word(b, results, i))
-    counter = b.inttoptr(b.load(_word(b, job, COUNTER), typ=I64), PTR)
-    b.store(b.load(_word(b, job, START), typ=I64), counter)
-    b.store(I64(0), _word(b, job, FAILURES))
+    mutex, done = pir.field(b, pool, _MUTEX), pir.field(b, pool, _DONE)
+    job_slot, running = pir.field(b, pool, _JOB), pir.field(b, pool, _RUNNING)
+    workers = b.load(pir.word(b, job, WORKERS), typ=I64)
+    results = b.inttoptr(b.load(pir.word(b, job, RESULTS), typ=I64), PTR)
+    with pir.counting(b, workers) as i:
+        b.store(I64(-1), pir.word(b, results, i))
+    counter = b.inttoptr(b.load(pir.word(b, job, COUNTER), typ=I64), PTR)
+    b.store(b.load(pir.word(b, job, START), typ=I64), counter)
+    b.store(I64(0), pir.word(b, job, FAILURES))
     several = b.icmp_signed(">", workers, I64(1))
     _trace(b, job, pthread, I64(0))
     with b.if_then(several):
         _plan_spin(b, pool, pthread)
         b.atomic_rmw("xchg", job_slot, b.ptrtoint(job, I64), "seq_cst")
         # (llvmlite has no untyped atomic store)
-        b.atomic_rmw("add", _field(b, pool, _GENERATION), I64(1), "seq_cst")
+        b.atomic_rmw("add", pir.field(b, pool, _GENERATION), I64(1), "seq_cst")
         _wake(b, pthread, pool, job)
     own = b.call(share, [job, I64(0)])
     _trace(b, job, pthread, I64(1))
@@ -442,10 +372,10 @@ def _build_run(module: ll.Module, share: ll.Function, pthread: dict) -> None:
     b.atomic_rmw("xchg", job_slot, I64(0), "seq_cst")
     # (the helpers usually end within microseconds of this thread: waiting for them on the
     # condition would add a wake-up, tens of microseconds, to every launch)
-    b.store(_now(b, pthread, _timespec(b)), _field(b, pool, _CLOSED_AT))
-    spin_ns = _clamp(b, b.load_atomic(_field(b, pool, _SPIN_NS), "monotonic", 8, typ=I64),
+    b.store(pir.now(b, pthread, pir.timespec(b)), pir.field(b, pool, _CLOSED_AT))
+    spin_ns = pir.clamp(b, b.load_atomic(pir.field(b, pool, _SPIN_NS), "monotonic", 8, typ=I64),
                      I64(_LAUNCHER_SPIN_NS), I64(_LAUNCHER_SPIN_MAX_NS))
-    _spin_until(b, pthread, spin_ns,
+    pir.spin_until(b, pthread, spin_ns,
                 slept, lambda: b.icmp_signed("==", b.load_atomic(running, "acquire", 8,
                                                                   typ=I64), I64(0)))
     b.position_at_end(slept)
@@ -463,13 +393,7 @@ def _build_run(module: ll.Module, share: ll.Function, pthread: dict) -> None:
     b.position_at_end(out)
     _trace(b, job, pthread, I64(2))
     # (the helpers' failures: all counted once `running` was 0)
-    b.ret(b.add(own, b.load_atomic(_word(b, job, FAILURES), "acquire", 8, typ=I64)))
-
-
-def _clamp(b: ll.IRBuilder, value, least, most):
-    """min(max(value, least), most), signed i64s."""
-    value = b.select(b.icmp_signed("<", value, least), least, value)
-    return b.select(b.icmp_signed(">", value, most), most, value)
+    b.ret(b.add(own, b.load_atomic(pir.word(b, job, FAILURES), "acquire", 8, typ=I64)))
 
 
 def _plan_spin(b: ll.IRBuilder, pool, pthread: dict) -> None:
@@ -479,61 +403,19 @@ def _plan_spin(b: ll.IRBuilder, pool, pthread: dict) -> None:
     twice the longer of the last two gaps, between the floor and the cap, when that gap was
     at most the cap (launches come often: the next one finds the threads awake), and the
     floor when it was longer (launches are rare: the threads give their cores back)."""
-    now = _now(b, pthread, _timespec(b))
-    gap = b.sub(now, b.load(_field(b, pool, _CLOSED_AT), typ=I64))
-    before = b.load(_field(b, pool, _GAP), typ=I64)
-    b.store(before, _field(b, pool, _GAP_BEFORE))
-    b.store(gap, _field(b, pool, _GAP))
+    now = pir.now(b, pthread, pir.timespec(b))
+    gap = b.sub(now, b.load(pir.field(b, pool, _CLOSED_AT), typ=I64))
+    before = b.load(pir.field(b, pool, _GAP), typ=I64)
+    b.store(before, pir.field(b, pool, _GAP_BEFORE))
+    b.store(gap, pir.field(b, pool, _GAP))
     longest = b.select(b.icmp_signed(">", gap, before), gap, before)
-    cap, floor = (b.load(_field(b, pool, field), typ=I64) for field in (_CAP_NS, _FLOOR_NS))
+    cap, floor = (b.load(pir.field(b, pool, field), typ=I64) for field in (_CAP_NS, _FLOOR_NS))
     often = b.icmp_signed("<=", longest, cap)
-    adaptive = b.select(often, _clamp(b, b.shl(longest, I64(1)), floor, cap), floor)
-    fixed = b.load(_field(b, pool, _FIXED_NS), typ=I64)
+    adaptive = b.select(often, pir.clamp(b, b.shl(longest, I64(1)), floor, cap), floor)
+    fixed = b.load(pir.field(b, pool, _FIXED_NS), typ=I64)
     spin = b.select(b.icmp_signed(">=", fixed, I64(0)), fixed, adaptive)
     # (threads that spin read it without the mutex)
-    b.atomic_rmw("xchg", _field(b, pool, _SPIN_NS), spin, "seq_cst")
-
-
-def _pause(b: ll.IRBuilder) -> None:
-    """The processor's spin-wait hint (x86's `pause`, AArch64's `yield`), if it has one."""
-    machine = llvm.get_process_triple().split("-")[0]
-    module = b.module
-    if machine in ("x86_64", "i686", "i386"):
-        name, args = "llvm.x86.sse2.pause", []
-    elif machine in ("aarch64", "arm64"):
-        name, args = "llvm.aarch64.hint", [I32(1)]
-    else:
-        return
-    hint = module.globals.get(name) or ll.Function(
-        module, ll.FunctionType(ll.VoidType(), [a.type for a in args]), name)
-    b.call(hint, args)
-
-
-class _counting:
-    """`with _counting(b, n) as i:` a loop over i in 0..n-1 in b's function."""
-
-    def __init__(self, b: ll.IRBuilder, count: ll.Value):
-        self.b, self.count = b, count
-
-    def __enter__(self) -> ll.Value:
-        b = self.b
-        fn = b.function
-        self.head, self.body, self.after = (fn.append_basic_block(n) for n in (
-            "count_head", "count_body", "count_after"))
-        before = b.block
-        b.branch(self.head)
-        b.position_at_end(self.head)
-        self.i = b.phi(I64)
-        self.i.add_incoming(I64(0), before)
-        b.cbranch(b.icmp_signed("<", self.i, self.count), self.body, self.after)
-        b.position_at_end(self.body)
-        return self.i
-
-    def __exit__(self, *exc) -> None:
-        b = self.b
-        self.i.add_incoming(b.add(self.i, I64(1)), b.block)
-        b.branch(self.head)
-        b.position_at_end(self.after)
+    b.atomic_rmw("xchg", pir.field(b, pool, _SPIN_NS), spin, "seq_cst")
 
 
 class _Native:
@@ -543,19 +425,19 @@ class _Native:
         libc = ctypes.CDLL(None)
         try:
             functions = {name: getattr(libc, name) for name in (
-                *_PTHREADS, "pthread_mutex_init", "pthread_cond_init", "pthread_create",
+                *pir.PTHREADS, "pthread_mutex_init", "pthread_cond_init", "pthread_create",
                 "pthread_detach")}
         except AttributeError as e:
             raise PtxportError(
                 "the CPU device runs blocks on POSIX threads (pthread_create and friends), "
                 f"which this process does not have: {e}") from None
         module = ll.Module("ptxport_pool")
-        pthread = _declare(module)
+        pthread = pir.declare(module)
         share = _build_share(module, pthread)
         _build_thread(module, share, pthread)
         _build_run(module, share, pthread)
         with LLVM_LOCK:
-            for name in _PTHREADS:
+            for name in pir.PTHREADS:
                 llvm.add_symbol(f"ptxport.{name}",
                                 ctypes.cast(functions[name], ctypes.c_void_p).value)
             parsed = llvm.parse_assembly(str(module))
