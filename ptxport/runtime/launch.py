@@ -356,6 +356,7 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args) -> None:
     if not isinstance(kernel, Kernel):
         raise InvalidValueError(f"launch(): kernel must be a Kernel (ObjectCode.get_kernel), "
                                 f"not {type(kernel).__name__}")
+    _expect(stream)
     _check_once(config, kernel, stream.device)
     params, keep = pack_arguments(kernel, args, stream.device)
     _queue(stream, config, kernel, params, keep)
@@ -372,9 +373,19 @@ def launch_now(stream: Stream, config: LaunchConfig, kernel: Kernel, *args) -> N
             or not isinstance(kernel, Kernel):
         launch(stream, config, kernel, *args)       # (a device group's, or refused there)
         return
+    _expect(stream)
     _check_once(config, kernel, stream.device)
     params, keep = pack_arguments(kernel, args, stream.device)
     _queue(stream, config, kernel, params, keep, now=True)
+
+
+def _expect(stream: Stream) -> None:
+    """Tell the stream's backend that a launch is coming, before its arguments are checked
+    and packed (the CPU device wakes its parked worker threads then: waking one takes
+    longer than the packing)."""
+    expect = getattr(stream.device._backend, "expect_launch", None)
+    if expect is not None:
+        expect()
 
 
 def _check_once(config: LaunchConfig, kernel: Kernel, device: Device) -> None:
@@ -399,6 +410,7 @@ def launch_packed(stream: Stream, config: LaunchConfig, kernel: Kernel, params: 
     until it ran. For callers that hold raw arguments (ptxport.compat); others call
     launch(), which checks every argument first.
     """
+    _expect(stream)
     if not checked:
         _check_once(config, kernel, stream.device)
     if len(params) != kernel.param_buffer_size:

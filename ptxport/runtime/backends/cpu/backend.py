@@ -238,6 +238,14 @@ class Backend(BackendBase):
         # (a test's stand-in binary does not say, and may do anything: it is queued)
         return getattr(binary, "runs_to_completion", False)
 
+    def expect_launch(self) -> None:
+        """A launch on this device is coming (launch.py calls this before it checks and
+        packs the arguments): wake the worker threads that parked, so that they are awake
+        when it opens (pool.prewake)."""
+        executor, pool = _worker_modules()
+        if executor.worker_count() > 1:
+            pool.prewake()
+
     def launch(self, ordinal: int, binary: KernelBinary, grid: tuple[int, int, int],
                block: tuple[int, int, int], dynamic_shared: int, params: bytes,
                timeout: float | None = None, cooperative: bool = False) -> None:
@@ -261,6 +269,15 @@ class Backend(BackendBase):
         for each other must each have one (executor.run_grid checks it again at the run)."""
         from ptxport.runtime.backends.cpu.executor import worker_count
         return worker_count()
+
+
+@cache
+def _worker_modules():
+    """The executor and the worker pool (imported at the first launch: they build native
+    code)."""
+    from ptxport.runtime.backends.cpu import executor, pool
+
+    return executor, pool
 
 
 def _codegen_compile_kernel() -> Callable[[Module, str], KernelBinary]:

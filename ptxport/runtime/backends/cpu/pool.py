@@ -61,7 +61,7 @@ from ptxport.errors import PtxportError
 from ptxport.runtime.backends.cpu import pool_ir as pir
 
 __all__ = ["JOB_WORDS", "SPIN_CAP_NS", "SPIN_FLOOR_NS", "Job", "Pool", "give", "last_shares",
-           "set_spin", "spin_policy", "take", "trace_shares"]
+           "prewake", "set_spin", "spin_policy", "take", "trace_shares"]
 
 # A pool's memory (bytes), by cache line: the pthread objects (opaque; 128 bytes is more
 # than any libc's); what threads read while they watch for a job: the generation (bumped
@@ -73,10 +73,10 @@ __all__ = ["JOB_WORDS", "SPIN_CAP_NS", "SPIN_FLOOR_NS", "Job", "Pool", "give", "
 # job closed and the last two gaps between a job's close and the next one's open (ns);
 # and, on a line of their own (each thread adds to them, which would take the line from
 # threads watching the generation), how many threads run a share of the job now and how
-# many are parked (or about to be).
+# many are parked (or about to be); how many threads the pool has (grow).
 (_MUTEX, _DONE, _GENERATION, _JOB, _SPIN_NS, _FIXED_NS, _CAP_NS, _FLOOR_NS, _THREADS,
- _CLOSED_AT, _GAP, _GAP_BEFORE, _RUNNING, _SLEEPERS, _SIZE) = (
-    0, 128, 256, 264, 272, 280, 288, 296, 304, 320, 328, 336, 384, 392, 448)
+ _COUNT, _CLOSED_AT, _GAP, _GAP_BEFORE, _RUNNING, _SLEEPERS, _SIZE) = (
+    0, 128, 256, 264, 272, 280, 288, 296, 304, 312, 320, 328, 336, 384, 392, 448)
 # A thread's words (a cache line of its own): the pool's address, its worker number, the
 # generation it saw last, whether it is parked (or about to be), and the futex it sleeps
 # on then (32 bits; the launching thread sets it to 1 to wake it).
@@ -224,23 +224,37 @@ def _flag_futex(b: ll.IRBuilder, words):
                  source_etype=ll.IntType(8))
 
 
-def _wake(b: ll.IRBuilder, pthread: dict, pool, job) -> None:
-    """After the generation changed: wake each parked thread the job has a worker number
-    for, one system call each, all from this thread (waking an idle virtual CPU took about
-    50 us on the GPU machine's VM, and a thread woken by a woken thread starts that much
-    later again). A thread marks itself parked before it looks at the generation a last
-    time and sleeps, and this thread changed the generation before it looks at the marks
-    (both sequentially consistent), so either the sleeper sees the new generation or this
-    thread sees it parked; the futex sleeps only while the thread's flag is 0."""
+def _wake(b: ll.IRBuilder, pthread: dict, pool, count) -> None:
+    """Wake each parked thread of worker numbers 1..count (i64), one system call each, all
+    from this thread (waking an idle virtual CPU took about 50 us on the GPU machine's VM,
+    and a thread woken by a woken thread starts that much later again). After the
+    generation changed (a job opened): a thread marks itself parked before it looks at the
+    generation a last time and sleeps, and this thread changed the generation before it
+    looks at the marks (both sequentially consistent), so either the sleeper sees the new
+    generation or this thread sees it parked; the futex sleeps only while the thread's flag
+    is 0. Before a job opens (prewake): a thread woken with its flag set and the generation
+    unchanged watches the generation as after a share (_build_thread)."""
     sleepers = b.load_atomic(pir.field(b, pool, _SLEEPERS), "seq_cst", 8, typ=I64)
     with b.if_then(b.icmp_signed(">", sleepers, I64(0))):
         table = b.inttoptr(b.load(pir.field(b, pool, _THREADS), typ=I64), PTR)
-        with pir.counting(b, b.sub(b.load(pir.word(b, job, WORKERS), typ=I64), I64(1))) as i:
+        with pir.counting(b, count) as i:
             words = b.inttoptr(b.load(pir.word(b, table, b.add(i, I64(1))), typ=I64), PTR)
             parked = b.load_atomic(pir.word(b, words, _PARKED), "seq_cst", 8, typ=I64)
             with b.if_then(b.icmp_unsigned("!=", parked, I64(0))):
                 b.atomic_rmw("xchg", pir.word(b, words, _WAKE_FLAG), I64(1), "seq_cst")
                 _futex(b, pthread, _flag_futex(b, words), _FUTEX_WAKE, 1)
+
+
+def _build_prewake(module: ll.Module, pthread: dict) -> None:
+    """void ptxport_pool_prewake(pool): wake every parked thread of the pool before a job
+    opens (prewake()), so that the system calls and the virtual CPUs' wake-ups overlap the
+    launch's setup in Python; the woken threads watch for the job for the pool's spin time
+    (at least the floor) and park again if none comes."""
+    fn = ll.Function(module, ll.FunctionType(ll.VoidType(), [PTR]), "ptxport_pool_prewake")
+    (pool,) = fn.args
+    b = ll.IRBuilder(fn.append_basic_block("entry"))
+    _wake(b, pthread, pool, b.load(pir.field(b, pool, _COUNT), typ=I64))
+    b.ret_void()
 
 
 def _build_thread(module: ll.Module, share: ll.Function, pthread: dict) -> None:
@@ -258,8 +272,8 @@ def _build_thread(module: ll.Module, share: ll.Function, pthread: dict) -> None:
     b.store(b.load(pir.word(b, arg, 2), typ=I64), seen)
     generation, sleepers = pir.field(b, pool, _GENERATION), pir.field(b, pool, _SLEEPERS)
     parked, flag = pir.word(b, arg, _PARKED), pir.word(b, arg, _WAKE_FLAG)
-    park, check, sleep, woken, spin, spun = (fn.append_basic_block(n) for n in (
-        "park", "check", "sleep", "woken", "spin", "spun"))
+    park, check, asleep, sleep, early, woken, spin, spun = (fn.append_basic_block(n) for n in (
+        "park", "check", "asleep", "sleep", "early", "woken", "spin", "spun"))
     b.branch(park)
     b.position_at_end(park)
     b.atomic_rmw("xchg", flag, I64(0), "seq_cst")
@@ -268,10 +282,18 @@ def _build_thread(module: ll.Module, share: ll.Function, pthread: dict) -> None:
     b.branch(check)
     b.position_at_end(check)
     now = b.load_atomic(generation, "seq_cst", 8, typ=I64)
-    b.cbranch(b.icmp_unsigned("==", now, b.load(seen, typ=I64)), sleep, woken)
+    b.cbranch(b.icmp_unsigned("==", now, b.load(seen, typ=I64)), asleep, woken)
+    # (the flag set while the generation is the one seen: woken early, by prewake)
+    b.position_at_end(asleep)
+    b.cbranch(b.icmp_unsigned("!=", b.load_atomic(flag, "seq_cst", 8, typ=I64), I64(0)),
+              early, sleep)
     b.position_at_end(sleep)
     _futex(b, pthread, _flag_futex(b, arg), _FUTEX_WAIT, 0)
     b.branch(check)
+    b.position_at_end(early)
+    b.atomic_rmw("sub", sleepers, I64(1), "seq_cst")
+    b.atomic_rmw("xchg", parked, I64(0), "seq_cst")
+    b.branch(spin)
     b.position_at_end(woken)
     b.atomic_rmw("sub", sleepers, I64(1), "seq_cst")
     b.atomic_rmw("xchg", parked, I64(0), "seq_cst")
@@ -280,8 +302,9 @@ def _build_thread(module: ll.Module, share: ll.Function, pthread: dict) -> None:
     b.position_at_end(spin)
     changed = lambda: b.icmp_unsigned(  # noqa: E731
         "!=", b.load_atomic(generation, "acquire", 8, typ=I64), b.load(seen, typ=I64))
-    pir.spin_until(b, pthread, b.load_atomic(pir.field(b, pool, _SPIN_NS), "monotonic", 8, typ=I64),
-                spun, changed, yield_after=b.load(pir.field(b, pool, _FLOOR_NS), typ=I64))
+    pir.spin_until(b, pthread,
+                   b.load_atomic(pir.field(b, pool, _SPIN_NS), "monotonic", 8, typ=I64),
+                   spun, changed, yield_after=b.load(pir.field(b, pool, _FLOOR_NS), typ=I64))
     b.position_at_end(spun)
     fast = fn.append_basic_block("fast")
     b.cbranch(changed(), fast, park)
@@ -361,7 +384,7 @@ def _build_run(module: ll.Module, share: ll.Function, pthread: dict) -> None:
         b.atomic_rmw("xchg", job_slot, b.ptrtoint(job, I64), "seq_cst")
         # (llvmlite has no untyped atomic store)
         b.atomic_rmw("add", pir.field(b, pool, _GENERATION), I64(1), "seq_cst")
-        _wake(b, pthread, pool, job)
+        _wake(b, pthread, pool, b.sub(b.load(pir.word(b, job, WORKERS), typ=I64), I64(1)))
     own = b.call(share, [job, I64(0)])
     _trace(b, job, pthread, I64(1))
     check, wait, unlock, out = (fn.append_basic_block(n) for n in ("check", "wait", "unlock",
@@ -436,6 +459,7 @@ class _Native:
         share = _build_share(module, pthread)
         _build_thread(module, share, pthread)
         _build_run(module, share, pthread)
+        _build_prewake(module, pthread)
         with LLVM_LOCK:
             for name in pir.PTHREADS:
                 llvm.add_symbol(f"ptxport.{name}",
@@ -448,6 +472,8 @@ class _Native:
             # (ctypes releases the GIL for the call)
             self.run = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p)(
                 self._engine.get_function_address("ptxport_pool_run"))
+            self.prewake = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(
+                self._engine.get_function_address("ptxport_pool_prewake"))
         self.init_mutex, self.init_cond = (functions["pthread_mutex_init"],
                                            functions["pthread_cond_init"])
         self.create, self.detach = functions["pthread_create"], functions["pthread_detach"]
@@ -480,6 +506,7 @@ class Pool:
         start = (-raw.ctypes.data) % 64
         self._memory = raw[start:start + _SIZE]
         self.address = self._memory.ctypes.data
+        self.words = self._memory.view(np.int64)
         if self._native.init_mutex(ctypes.c_void_p(self.address + _MUTEX), None) \
                 or self._native.init_cond(ctypes.c_void_p(self.address + _DONE), None):
             raise PtxportError("the CPU device could not set up its worker threads' "
@@ -534,6 +561,7 @@ class Pool:
                     f"returned {os.strerror(failed)}); use set_workers() with fewer workers")
             self._native.detach(ctypes.c_void_p(handle.value))
             self._threads.append(words_of_thread)
+            words[_COUNT // 8] = len(self._threads)
 
     def run(self, job: Job) -> int:
         """Run the job on this pool's threads and the calling thread (which must hold the
@@ -619,6 +647,21 @@ def take() -> Pool:
         with _LOCK:
             number, _MADE[0] = _MADE[0], _MADE[0] + 1
         return Pool(number)
+
+
+def prewake() -> None:
+    """A launch is coming (launch.py calls this before it checks and packs the arguments):
+    wake the parked threads of the pool the next take() returns, so that they are awake
+    when the launch opens (waking an idle virtual CPU took about 50 us on the GPU machine,
+    more than a launch's setup in Python takes); they watch for it for the pool's spin time
+    and park again if it does not come. Nothing when no thread is parked (the usual case
+    for launches that follow each other) or the spin is fixed at 0."""
+    try:
+        pool = _FREE[-1]
+    except IndexError:      # (no pool yet, or every pool runs a launch)
+        return
+    if pool.words[_SLEEPERS // 8] > 0 and _SPIN[0] != 0 and pool.forks == _FORKS[0]:
+        pool._native.prewake(pool.address)
 
 
 def give(pool: Pool) -> None:
