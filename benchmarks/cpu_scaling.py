@@ -20,7 +20,7 @@ worker pool's idle spin policy (pool.set_spin; --spin S fixes it).
                                      [--budget 2.0] [--workers 1,2,4,8,16] [--json PATH]
                                      [--order separate|alternate] [--schedule guided|chunks]
                                      [--omp-wait default|active|passive] [--busy N]
-                                     [--spin S | --spin-cap S]
+                                     [--spin S | --spin-cap S] [--sizes default|large|both]
 
 prints a table and writes benchmarks/results/cpu_scaling.json (or --json). --order,
 --omp-wait, --schedule and --busy are cpu_kernels.py's (add_machine_flags).
@@ -71,9 +71,16 @@ def worker_counts(cores: int) -> list[int]:
     return [*counts, cores]
 
 
-def measure(case, lib, device, objects, counts, settings) -> dict:
+# --sizes large: each kernel's problem at about 4 to 8 times cpu_kernels.py's work, for runs
+# of several milliseconds on 16 cores (the default sizes take 0.4-1.6 ms there, against
+# 50-100 us to wake a parked worker thread on the GPU machine's VM).
+LARGE = {"saxpy": 1 << 24, "vector_add": 1 << 24, "reduce_shared": 1 << 26, "gemm": 1024,
+         "transpose": 4096, "softmax": 16384, "stencil": 4096}
+
+
+def measure(case, lib, device, objects, counts, settings, size: int | None = None) -> dict:
     """One kernel's row: per worker count, C's and ptxport's medians and their ratio."""
-    problem = case.make(case.full, np.random.default_rng(0))
+    problem = case.make(size or case.full, np.random.default_rng(0))
     row = {"kernel": case.name, "size": problem.size, "blocks": problem.blocks,
            "status": "ok", "workers": {}}
     c_run, stream = CRun(problem, lib), device.create_stream()
@@ -92,7 +99,7 @@ def measure(case, lib, device, objects, counts, settings) -> dict:
                 ptx_ms = statistics.median(ptx_times) * 1e3
                 row["workers"][str(k)] = {"c_ms": c_ms, "ptxport_ms": ptx_ms,
                                           "ratio": ptx_ms / c_ms, "runs": len(c_times),
-                                          **(shares(ptx_run) if k > 1 else {})}
+                                          **shares(ptx_run)}
         finally:
             ptx_run.close()
     except NotRunnable as e:
@@ -102,18 +109,22 @@ def measure(case, lib, device, objects, counts, settings) -> dict:
     for k, cell in row["workers"].items():
         cell["ptxport_efficiency"] = one["ptxport_ms"] / (int(k) * cell["ptxport_ms"])
         cell["c_efficiency"] = one["c_ms"] / (int(k) * cell["c_ms"])
+        if cell.get("busy_us") and one.get("busy_us"):
+            cell["work"] = cell["busy_us"] / one["busy_us"]
     return row
 
 
 def shares(ptx_run) -> dict:
     """Medians over 3 traced runs: when the last worker began its share (us after the
-    launch opened) and the fraction of workers x the launch's time outside shares."""
-    late, idle, gaps = [], [], []
+    launch opened), the fraction of workers x the launch's time outside shares, the sum of
+    the workers' share times (us: the blocks' work, which "work" compares with one
+    worker's) and the run's time outside the pool (us: Python's launch and sync)."""
+    late, idle, gaps, busy, outside = [], [], [], [], []
     cpu_pool.trace_shares(True)
     try:
         for _ in range(3):
             ptx_run.reset()
-            ptx_run.run()
+            seconds = ptx_run.run()
             # (the pool the launch had: given back to the end of the free list)
             gaps.append(cpu_pool._FREE[-1].spin_state()["gaps"][0] * 1e3)
             record = cpu_pool.last_shares()
@@ -121,20 +132,22 @@ def shares(ptx_run) -> dict:
             if not taken or record["end"] <= 0:
                 continue
             late.append(max(begin for begin, _ in taken))
-            busy = sum(end - begin for begin, end in taken)
-            idle.append(1 - busy / (len(record["shares"]) * record["end"]))
+            busy.append(sum(end - begin for begin, end in taken))
+            idle.append(1 - busy[-1] / (len(record["shares"]) * record["end"]))
+            outside.append(seconds * 1e6 - record["end"])
     finally:
         cpu_pool.trace_shares(False)
     if not late:
         return {}
     return {"late_us": statistics.median(late), "idle": statistics.median(idle),
-            "gap_ms": statistics.median(gaps)}
+            "gap_ms": statistics.median(gaps), "busy_us": statistics.median(busy),
+            "outside_us": statistics.median(outside)}
 
 
 def print_table(rows, counts) -> None:
-    header = f"{'kernel':<14} {'blocks':>6} {'workers':>7} | {'C ms':>8} {'C eff':>6} | " \
-             f"{'ptxport ms':>10} {'eff':>6} | {'ptxport/C':>9} | {'late us':>7} {'idle':>5} " \
-             f"{'gap ms':>6}"
+    header = f"{'kernel':<14} {'size':<14} {'blocks':>6} {'workers':>7} | {'C ms':>8} " \
+             f"{'C eff':>6} | {'ptxport ms':>10} {'eff':>6} | {'ptxport/C':>9} | " \
+             f"{'late us':>7} {'idle':>5} {'work':>5} {'out us':>6} {'gap ms':>6}"
     print(header)
     print("-" * len(header))
     for row in rows:
@@ -144,8 +157,10 @@ def print_table(rows, counts) -> None:
         for k in map(str, counts):
             cell = row["workers"][k]
             traced = f" | {cell['late_us']:7.1f} {cell['idle']:5.2f} " \
+                f"{cell.get('work', float('nan')):5.2f} {cell['outside_us']:6.1f} " \
                 f"{cell.get('gap_ms', float('nan')):6.2f}" if "late_us" in cell else " |"
-            print(f"{row['kernel']:<14} {row['blocks']:>6} {k:>7} | {cell['c_ms']:8.3f} "
+            print(f"{row['kernel']:<14} {row['size']:<14} {row['blocks']:>6} {k:>7} | "
+                  f"{cell['c_ms']:8.3f} "
                   f"{cell['c_efficiency']:6.2f} | {cell['ptxport_ms']:10.3f} "
                   f"{cell['ptxport_efficiency']:6.2f} | {cell['ratio']:8.2f}x{traced}")
         if row["status"] != "ok":
@@ -155,8 +170,16 @@ def print_table(rows, counts) -> None:
           "ptxport eff >= 0.8, ptxport/C <= 1.5")
     print("late: when ptxport's last worker began its share (us after the launch opened); "
           "idle: the fraction of workers x time outside their shares; gap: from the previous "
-          "launch's end to this one's start, which the pool's adaptive spin follows (medians "
-          "of 3 traced runs)")
+          "launch's end to this one's start, which the pool's adaptive spin follows; work: "
+          "the workers' time in their shares over one worker's (above 1: each block takes "
+          "longer when k workers run at once: memory bandwidth, clocks); out: the run's time "
+          "outside the pool (Python's launch and sync) (medians of 3 traced runs)")
+
+
+def _sizes(case, which: str) -> list[int | None]:
+    """The problem sizes --sizes asks for (None: cpu_kernels.py's)."""
+    large = [LARGE[case.name]] if case.name in LARGE else []
+    return {"default": [None], "large": large, "both": [None, *large]}[which]
 
 
 def main() -> None:
@@ -174,6 +197,8 @@ def main() -> None:
     parser.add_argument("--spin-cap", type=float,
                         help="the adaptive spin's cap in seconds (pool.set_spin(None, cap); "
                              "default 0.002; --spin S fixes the spin instead)")
+    parser.add_argument("--sizes", choices=("default", "large", "both"), default="default",
+                        help="cpu_kernels.py's sizes, the larger ones of LARGE, or both")
     add_machine_flags(parser)
     args = parser.parse_args()
     wanted = [k.strip() for k in args.kernels.split(",") if k.strip()]
@@ -195,8 +220,10 @@ def main() -> None:
         policy = cpu_pool.spin_policy()
         try:
             for case in (c for c in CASES if c.name in wanted):
-                rows.append(measure(case, lib, device, objects, counts, args))
-                print(f"  measured {case.name}: {rows[-1]['status']}", file=sys.stderr)
+                for size in _sizes(case, args.sizes):
+                    rows.append(measure(case, lib, device, objects, counts, args, size))
+                    print(f"  measured {case.name} {rows[-1]['size']}: {rows[-1]['status']}",
+                          file=sys.stderr)
         finally:
             cpu_executor.set_workers(None)
             cpu_pool.set_spin()

@@ -19,6 +19,7 @@ default before it; fixed 2 ms: what starved torch's matmul in the same process):
 
     python benchmarks/cpu_spin_neighbour.py [--rounds 11] [--numpy-ms 50] [--gaps 0.2,1,5]
                                             [--launches 30] [--workers N] [--size 262144]
+                                            [--caps 5,10]
 
 prints two tables and writes benchmarks/results/cpu_spin_neighbour.json.
 """
@@ -70,7 +71,13 @@ $done:
 """
 
 # label: set_spin's argument (None: adaptive)
-POLICIES = {"adaptive": None, "fixed 0.1 ms": 1e-4, "fixed 2 ms": 2e-3}
+POLICIES = {"adaptive": (None,), "fixed 0.1 ms": (1e-4,), "fixed 2 ms": (2e-3,)}
+
+
+def add_caps(caps: str) -> None:
+    """--caps: more policies, the adaptive spin with each of these caps (ms)."""
+    for cap in (float(c) for c in caps.split(",") if c.strip()):
+        POLICIES[f"adaptive {cap:g} ms"] = (None, cap / 1e3)
 MATMUL_N, FIRST_MS = 256, 2.0
 
 
@@ -119,7 +126,7 @@ def neighbour(saxpy: Saxpy, rounds: int, numpy_ms: float) -> dict:
     for _ in range(rounds):
         for label in rates:
             if label in POLICIES:
-                cpu_pool.set_spin(POLICIES[label])
+                cpu_pool.set_spin(*POLICIES[label])
                 saxpy()
             start = time.perf_counter()
             for _ in range(first):
@@ -140,8 +147,8 @@ def neighbour(saxpy: Saxpy, rounds: int, numpy_ms: float) -> dict:
 def frequent(saxpy: Saxpy, gap_ms: float, launches: int) -> dict:
     """Per policy, launches `gap_ms` apart: wall, late and CPU time (medians)."""
     row = {}
-    for label, seconds in POLICIES.items():
-        cpu_pool.set_spin(seconds)
+    for label, policy in POLICIES.items():
+        cpu_pool.set_spin(*policy)
         walls, late, asleep = [], [], []
         helpers = cpu_pool._FREE[-1]._threads[:cpu_executor.worker_count() - 1]
         cpu = time.process_time()
@@ -180,7 +187,10 @@ def main() -> None:
     parser.add_argument("--launches", type=int, default=30, help="launches per gap, policy")
     parser.add_argument("--workers", type=int, help="workers (default: one per core)")
     parser.add_argument("--size", type=int, default=1 << 18, help="saxpy's elements")
+    parser.add_argument("--caps", default="",
+                        help="comma-separated caps (ms) of more adaptive policies to compare")
     args = parser.parse_args()
+    add_caps(args.caps)
     cpu_executor.set_workers(args.workers)
     saxpy = Saxpy(args.size)
     saxpy()                 # (compiles the kernel)
@@ -199,7 +209,7 @@ def main() -> None:
           f"first {FIRST_MS:g} ms and over all {args.numpy_ms:g} ms (median of {args.rounds} "
           "rounds), and each / no ptxport's")
     for label, cell in near.items():
-        print(f"  {label:<14} first {cell['first_gflops']:8.1f} ({cell['first_ratio']:5.2f}x)"
+        print(f"  {label:<16} first {cell['first_gflops']:8.1f} ({cell['first_ratio']:5.2f}x)"
               f"   all {cell['gflops']:8.1f} ({cell['ratio']:5.2f}x)")
     print(f"launches with a busy gap between them (medians of {args.launches}): launch wall "
           "us | helpers parked when it opened | late us (launches every worker took part in)"
@@ -207,7 +217,7 @@ def main() -> None:
     for gap, row in gaps.items():
         for label, cell in row.items():
             late = "-" if cell["late_us"] is None else f"{cell['late_us']:7.1f}"
-            print(f"  gap {gap:4g} ms  {label:<14} {cell['wall_us']:8.1f} | "
+            print(f"  gap {gap:4g} ms  {label:<16} {cell['wall_us']:8.1f} | "
                   f"{cell['asleep']:4.0%} | {late:>7} "
                   f"({cell['shared']:4.0%}) | {cell['cpu_ms_per_launch']:6.2f} of "
                   f"{cell['wall_ms_per_launch']:6.2f} wall")

@@ -1,0 +1,238 @@
+"""What bounds parallel efficiency on this machine, whatever runs on it: memory bandwidth,
+clock speed per core, and how long libgomp's threads stay awake between parallel loops.
+
+Three parts, all in C with OpenMP (gcc -O3 -march=native -fopenmp), at 1, 2, 4, ... threads
+up to every core:
+  bandwidth  c[i] = a[i] + b[i] (vector_add's traffic: 12 bytes an element, counted without
+             the write-allocate read) and a read-only sum, at cpu_kernels.py's vector_add size
+             (n = 4M floats, 48 MB) and at 64M floats (768 MB): GB/s and the speed-up over
+             one thread. When 16 threads move only k times the bytes of one, no kernel that
+             streams memory can have a parallel efficiency above k / 16, in C or in ptxport.
+  compute    each thread runs 8 independent chains of 16-float fused multiply-adds in
+             registers (no memory): GFLOP/s per thread. Lower per thread with more threads:
+             the cores' clock drops when all run (turbo), or they share physical cores.
+  spin       after a parallel loop the launching thread busy-waits `gap` ms, then opens
+             the next loop: when the last thread entered it (us after the opening) and the
+             CPU time the other threads used during the gap (share of threads x gap):
+             libgomp's threads spin (GOMP_SPINCOUNT, 300000 rounds of `pause` by default)
+             before they sleep, so up to some gap they start at once and cost a core each.
+
+    python benchmarks/cpu_limits.py [--threads 1,2,4,8,16] [--reps 7] [--parts bandwidth,
+                                     compute,spin] [--gaps 0.1,0.5,1,2,3,5,10,20]
+
+prints the tables and writes benchmarks/results/cpu_limits.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import hashlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+BUILD = HERE.parent / "build" / "bench"
+RESULTS = HERE / "results"
+CFLAGS = ["-O3", "-march=native", "-fopenmp", "-shared", "-fPIC"]
+
+SOURCE = r"""
+#include <omp.h>
+#include <time.h>
+#include <sys/resource.h>
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+double add_pass(const float *a, const float *b, float *c, long n, int threads)
+{
+    double start = now();
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (long i = 0; i < n; i++)
+        c[i] = a[i] + b[i];
+    return now() - start;
+}
+
+double read_pass(const float *a, long n, int threads, float *out)
+{
+    double start = now();
+    float sum = 0.0f;
+#pragma omp parallel for simd num_threads(threads) schedule(static) reduction(+:sum)
+    for (long i = 0; i < n; i++)
+        sum += a[i];
+    *out = sum;
+    return now() - start;
+}
+
+typedef float v16 __attribute__((vector_size(64)));
+
+double fma_pass(long rounds, int threads, float *sink)
+{
+    double start = now();
+#pragma omp parallel num_threads(threads)
+    {
+        v16 x[8];
+        for (int k = 0; k < 8; k++)
+            for (int l = 0; l < 16; l++)
+                x[k][l] = omp_get_thread_num() + k + l * 1e-3f;
+        for (long r = 0; r < rounds; r++)
+            for (int k = 0; k < 8; k++)
+                x[k] = x[k] * 0.999999f + 1e-6f;
+        float s = 0.0f;
+        for (int k = 0; k < 8; k++)
+            for (int l = 0; l < 16; l++)
+                s += x[k][l];
+        sink[omp_get_thread_num() * 16] = s;
+    }
+    return now() - start;
+}
+
+static double cpu_seconds(void)
+{
+    struct rusage r;
+    getrusage(RUSAGE_SELF, &r);
+    return r.ru_utime.tv_sec + r.ru_utime.tv_usec * 1e-6 + r.ru_stime.tv_sec
+        + r.ru_stime.tv_usec * 1e-6;
+}
+
+/* A parallel loop, `gap` seconds of busy waiting on this thread, then another loop: when its
+   last thread entered it (seconds after the opening); *cpu: the process's CPU seconds during
+   the gap. */
+double spin_probe(int threads, double gap, double *cpu)
+{
+    double entered[1024];
+#pragma omp parallel num_threads(threads)
+    entered[omp_get_thread_num()] = 0.0;
+    double cpu_start = cpu_seconds(), start = now();
+    while (now() - start < gap)
+        ;
+    *cpu = cpu_seconds() - cpu_start;
+    double open = now();
+#pragma omp parallel num_threads(threads)
+    entered[omp_get_thread_num()] = now();
+    double late = 0.0;
+    for (int i = 0; i < threads; i++)
+        if (entered[i] - open > late)
+            late = entered[i] - open;
+    return late;
+}
+"""
+
+
+def build() -> ctypes.CDLL:
+    digest = hashlib.sha256((" ".join(CFLAGS) + SOURCE).encode()).hexdigest()[:16]
+    library = BUILD / f"cpu_limits_{digest}.so"
+    if not library.exists():
+        BUILD.mkdir(parents=True, exist_ok=True)
+        source = BUILD / f"cpu_limits_{digest}.c"
+        source.write_text(SOURCE)
+        subprocess.run(["gcc", *CFLAGS, "-o", str(library), str(source)], check=True)
+    lib = ctypes.CDLL(str(library))
+    p, d, i, lg = ctypes.c_void_p, ctypes.c_double, ctypes.c_int, ctypes.c_long
+    for name, args in {"add_pass": [p, p, p, lg, i], "read_pass": [p, lg, i, p],
+                       "fma_pass": [lg, i, p], "spin_probe": [i, d, p]}.items():
+        getattr(lib, name).restype = d
+        getattr(lib, name).argtypes = args
+    return lib
+
+
+def bandwidth(lib, counts, reps: int) -> list[dict]:
+    rows = []
+    for n in (1 << 22, 1 << 26):
+        a, b = np.ones(n, np.float32), np.ones(n, np.float32)
+        c, out = np.zeros(n, np.float32), np.zeros(1, np.float32)
+        for k in counts:
+            lib.add_pass(a.ctypes.data, b.ctypes.data, c.ctypes.data, n, k)     # (warm)
+            add = statistics.median(lib.add_pass(a.ctypes.data, b.ctypes.data, c.ctypes.data,
+                                                 n, k) for _ in range(reps))
+            read = statistics.median(lib.read_pass(a.ctypes.data, n, k, out.ctypes.data)
+                                     for _ in range(reps))
+            rows.append({"n": n, "threads": k, "add_ms": add * 1e3,
+                         "add_gbs": 12 * n / add / 1e9, "read_gbs": 4 * n / read / 1e9})
+    for row in rows:
+        one = next(r for r in rows if r["n"] == row["n"] and r["threads"] == 1)
+        row["add_speedup"] = row["add_gbs"] / one["add_gbs"]
+        row["read_speedup"] = row["read_gbs"] / one["read_gbs"]
+    return rows
+
+
+def compute(lib, counts, reps: int) -> list[dict]:
+    sink = np.zeros(16 * 1024, np.float32)
+    rounds = 20_000_000
+    rows = []
+    for k in counts:
+        seconds = statistics.median(lib.fma_pass(rounds, k, sink.ctypes.data)
+                                    for _ in range(max(3, reps // 2)))
+        rows.append({"threads": k, "gflops_per_thread": rounds * 8 * 16 * 2 / seconds / 1e9})
+    for row in rows:
+        row["ratio"] = row["gflops_per_thread"] / rows[0]["gflops_per_thread"]
+    return rows
+
+
+def spin(lib, threads: int, gaps, reps: int) -> list[dict]:
+    rows = []
+    cpu = ctypes.c_double()
+    for gap in gaps:
+        late, used = [], []
+        for _ in range(reps):
+            late.append(lib.spin_probe(threads, gap / 1e3, ctypes.byref(cpu)) * 1e6)
+            # (the launching thread's own busy wait is the gap itself)
+            used.append(max(0.0, cpu.value - gap / 1e3) / ((threads - 1) * gap / 1e3))
+        rows.append({"gap_ms": gap, "late_us": statistics.median(late),
+                     "helpers_cpu": statistics.median(used)})
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--threads", help="comma-separated thread counts (default 1, 2, 4, "
+                                          "... up to every core)")
+    parser.add_argument("--reps", type=int, default=7)
+    parser.add_argument("--parts", default="bandwidth,compute,spin")
+    parser.add_argument("--gaps", default="0.1,0.5,1,2,3,5,10,20", help="spin: gaps in ms")
+    args = parser.parse_args()
+    cores = len(os.sched_getaffinity(0))
+    counts = [int(k) for k in args.threads.split(",")] if args.threads else \
+        sorted({1, *(2 ** i for i in range(8) if 2 ** i < cores), cores})
+    parts = set(args.parts.split(","))
+    lib = build()
+    result: dict = {"cores": cores, "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+                    "gomp_spincount": os.environ.get("GOMP_SPINCOUNT")}
+    if "bandwidth" in parts:
+        result["bandwidth"] = bandwidth(lib, counts, args.reps)
+        print("bandwidth (GB/s, median; speed-up over 1 thread): c = a + b | read-only sum")
+        for r in result["bandwidth"]:
+            print(f"  n={r['n']:>9} threads {r['threads']:>3}: add {r['add_ms']:8.3f} ms "
+                  f"{r['add_gbs']:7.1f} GB/s ({r['add_speedup']:5.2f}x) | read "
+                  f"{r['read_gbs']:7.1f} GB/s ({r['read_speedup']:5.2f}x)")
+    if "compute" in parts:
+        result["compute"] = compute(lib, counts, args.reps)
+        print("compute (16-float FMAs in registers): GFLOP/s per thread, and over 1 thread's")
+        for r in result["compute"]:
+            print(f"  threads {r['threads']:>3}: {r['gflops_per_thread']:7.1f} ({r['ratio']:4.2f})")
+    if "spin" in parts:
+        gaps = [float(g) for g in args.gaps.split(",")]
+        result["spin"] = spin(lib, counts[-1], gaps, args.reps)
+        print(f"libgomp between loops, {counts[-1]} threads (OMP_WAIT_POLICY="
+              f"{result['omp_wait_policy']}, GOMP_SPINCOUNT={result['gomp_spincount']}): "
+              "last thread's entry (us after the opening) | helpers' CPU over the gap")
+        for r in result["spin"]:
+            print(f"  gap {r['gap_ms']:5g} ms: late {r['late_us']:8.1f} us | helpers' CPU "
+                  f"{r['helpers_cpu']:5.0%}")
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "cpu_limits.json").write_text(json.dumps(result, indent=2) + "\n")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
