@@ -193,7 +193,11 @@ class Backend(BackendBase):
         return allocation
 
     def copy(self, dst: int, src: int, nbytes: int, kind: str) -> None:
-        if nbytes:
+        if nbytes >= 1 << 20:
+            # (large ones on the worker threads too: copies.py, which imports the pool)
+            executor, _ = _worker_modules()
+            _copies().copy(dst, src, nbytes, executor.worker_count())
+        elif nbytes:
             ctypes.memmove(dst, src, nbytes)
 
     def fill(self, address: int, nbytes: int, value: int, width: int) -> None:
@@ -269,6 +273,14 @@ class Backend(BackendBase):
         for each other must each have one (executor.run_grid checks it again at the run)."""
         from ptxport.runtime.backends.cpu.executor import worker_count
         return worker_count()
+
+
+@cache
+def _copies():
+    """copies.py (it builds native code: imported at the first large copy)."""
+    from ptxport.runtime.backends.cpu import copies
+
+    return copies
 
 
 @cache

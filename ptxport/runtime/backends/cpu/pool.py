@@ -563,9 +563,13 @@ class Pool:
             self._threads.append(words_of_thread)
             words[_COUNT // 8] = len(self._threads)
 
-    def run(self, job: Job) -> int:
+    def run(self, job: Job, traced: bool = True) -> int:
         """Run the job on this pool's threads and the calling thread (which must hold the
-        pool, and have grown it to the job's workers - 1); how many workers failed."""
+        pool, and have grown it to the job's workers - 1); how many workers failed.
+        `traced`: recorded for last_shares while trace_shares is on (a launch's; not a
+        copy's, copies.py)."""
+        if not traced:
+            return self._native.run(self.address, job.address)
         if job.tracing != _TRACING[0]:
             job.trace(_TRACING[0])
         failed = self._native.run(self.address, job.address)
