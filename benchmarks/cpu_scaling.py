@@ -158,7 +158,8 @@ def print_table(rows, counts) -> None:
             cell = row["workers"][k]
             traced = f" | {cell['late_us']:7.1f} {cell['idle']:5.2f} " \
                 f"{cell.get('work', float('nan')):5.2f} {cell['outside_us']:6.1f} " \
-                f"{cell.get('gap_ms', float('nan')):6.2f}" if "late_us" in cell else " |"
+                f"{cell['gap_ms'] if k != '1' else float('nan'):6.2f}" \
+                if "late_us" in cell else " |"
             print(f"{row['kernel']:<14} {row['size']:<14} {row['blocks']:>6} {k:>7} | "
                   f"{cell['c_ms']:8.3f} "
                   f"{cell['c_efficiency']:6.2f} | {cell['ptxport_ms']:10.3f} "
