@@ -60,6 +60,7 @@ from ptxport.ir.lines import where
 from ptxport.runtime.backends.cpu import device_launch, entry, printf, warps
 from ptxport.runtime.backends.cpu import pool as pool_threads
 from ptxport.runtime.backends.cpu.cores import usable_cores
+from ptxport.runtime.backends.cpu.tables import disjoint, worker_tables
 
 __all__ = ["SCHEDULES", "run_grid", "set_schedule", "set_workers", "worker_count"]
 
@@ -207,11 +208,13 @@ class _Worker:
                                     0)}
 
     def prepare(self, params: tuple[int, int], grid, allocations, global_ranges,
-                stop: ctypes.c_int32, smid: int, smids: int, workspace: int = 0) -> None:
+                stop: ctypes.c_int32, smid: int, smids: int, workspace: int = 0,
+                table: np.ndarray | None = None) -> None:
         """Set up a launch: its parameters' (address, size), grid, the (address, size) of
         the memory it may touch besides this worker's own (None: unchecked) and its stop
         word; `smid`: this worker's number (%smid) of `smids`; `workspace`: a cooperative
-        launch's grid workspace (%envreg1:%envreg2), else 0. A worker is kept for the
+        launch's grid workspace (%envreg1:%envreg2), else 0; `table`: this worker's
+        allocation table if made already (tables.worker_tables). A worker is kept for the
         next launch of the same binary and block shape on the same host thread: allocating
         and filling its memory cost more than short kernels run, under the GIL."""
         self.stop = stop
@@ -244,9 +247,10 @@ class _Worker:
         made_of = self._table_of
         if made_of is None or made_of[0] is not allocations \
                 or made_of[1] is not global_ranges or made_of[2] != params:
-            ranges = [(a, a + n) for a, n in (*allocations, *global_ranges, params) if n > 0]
-            self.table = np.array(_disjoint(ranges + self.own_ranges),
-                                  dtype=np.uint64).reshape(-1)
+            if table is None:
+                table = np.array(disjoint(_ranges(allocations, global_ranges, params)
+                                          + self.own_ranges), dtype=np.uint64).reshape(-1)
+            self.table = table
             self._table_address = self.table.ctypes.data
             self._table_of = made_of = (allocations, global_ranges, params)
         if self._table_set is not made_of:
@@ -420,18 +424,9 @@ def _stop_word() -> ctypes.c_int32:
     return ctypes.c_int32.from_buffer(_on_lines(1, np.int32))
 
 
-def _disjoint(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """[start, end) ranges, sorted, with overlapping ones merged: the access check looks at
-    the last range starting at or below an address only, so a range inside another (host
-    memory wrapped twice, a buffer's view wrapped as a buffer) must not hide the outer one.
-    Ranges that only touch stay apart (an access across both is still outside each)."""
-    merged: list[list[int]] = []
-    for start, end in sorted(ranges):
-        if merged and start < merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], end)
-        else:
-            merged.append([start, end])
-    return [(start, end) for start, end in merged]
+def _ranges(allocations, global_ranges, params) -> list[tuple[int, int]]:
+    """The [start, end) ranges every worker of a launch may touch (besides its own)."""
+    return [(a, a + n) for a, n in (*allocations, *global_ranges, params) if n > 0]
 
 
 class _Stopped(Exception):
@@ -706,10 +701,11 @@ class _Grid:
             if self.python_rounds:      # (no pool: its share would zero the cache)
                 team.workers[0].restart()
         else:
+            tables = self._tables(team.workers[:self.workers])
             for smid, worker in enumerate(team.workers[:self.workers]):
                 worker.prepare(self.params, self.grid, self.allocations,
                                self.binary.global_ranges, self.stop, smid, self.smids,
-                               self.workspace)
+                               self.workspace, None if tables is None else tables[smid])
         team.last_launch = None
         team.job.words[pool_threads.CACHE_BYTES] = 0 if self.allocations is None \
             else team.workers[0].site_cache_bytes
@@ -721,6 +717,18 @@ class _Grid:
             self._run_claimed(pool, team)
         if not self.stop.value:
             team.last_launch = (self.allocations, self.stop, like)
+
+    def _tables(self, workers: list[_Worker]) -> np.ndarray | None:
+        """Every worker's allocation table at once, when the workers need new ones (the
+        launch's allocations changed) and are several; else None (prepare makes or keeps
+        its own)."""
+        made_of = workers[0]._table_of
+        if self.allocations is None or len(workers) < 4 or made_of is not None and (
+                made_of[0] is self.allocations and made_of[1] is self.binary.global_ranges
+                and made_of[2] == self.params):
+            return None
+        return worker_tables(_ranges(self.allocations, self.binary.global_ranges, self.params),
+                             [w.own_ranges for w in workers])
 
     def _run_claimed(self, pool, team: _Team) -> None:
         """Kernels without barriers or warp operations: every block natively."""
