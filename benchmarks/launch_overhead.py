@@ -8,6 +8,8 @@ checks have an allocation table, as in a real program), in microseconds per laun
   loop            the same of a kernel with a loop (run 0 times), which launch() queues
                   for the stream (only loop-free kernels of small grids run at once), so
                   that the sync takes it from the queue;
+  new buffer      a buffer allocated before each launch + sync and freed after it (every
+                  worker's allocation table is made anew);
 each with 1 worker (set_workers(1)) and with 16 (issue 15's goals: launch + sync under
 20 us on one core, under 50 us with 16 workers). Each figure is the median over batches.
 
@@ -67,10 +69,13 @@ $end:
 }
 """
 
-# (name, grid, queued, kernel): queued launches are timed as a batch with one sync at its end
+# (name, grid, queued, kernel): queued launches are timed as a batch with one sync at its end;
+# "new buffer": a buffer of 256 bytes allocated before each launch and freed after its sync
+# (the allocations change between launches, so every worker gets a new allocation table)
 CASES = [("sync grid 1", 1, False, "empty"), ("sync grid 1024", 1024, False, "empty"),
          ("queued grid 1", 1, True, "empty"), ("loop, sync grid 1", 1, False, "loop"),
-         ("loop, sync grid 1024", 1024, False, "loop")]
+         ("loop, sync grid 1024", 1024, False, "loop"),
+         ("new buffer, sync grid 1024", 1024, False, "empty")]
 WORKERS = (1, 16)
 
 
@@ -106,9 +111,12 @@ def _measure(calls: int) -> dict[str, float]:
             for _ in range(5):
                 start = time.perf_counter()
                 for _ in range(calls):
+                    fresh = device.allocate(256, stream=stream) if name[0] == "n" else None
                     launch(stream, config, kernel, *args)
                     if not queued:
                         stream.sync()
+                    if fresh is not None:
+                        fresh.close(stream=stream)
                 stream.sync()
                 batches.append((time.perf_counter() - start) / calls * 1e6)
             figures[f"{name}, {workers} worker(s)"] = statistics.median(batches)

@@ -356,7 +356,7 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args) -> None:
     if not isinstance(kernel, Kernel):
         raise InvalidValueError(f"launch(): kernel must be a Kernel (ObjectCode.get_kernel), "
                                 f"not {type(kernel).__name__}")
-    _expect(stream)
+    _expect(stream, config)
     _check_once(config, kernel, stream.device)
     params, keep = pack_arguments(kernel, args, stream.device)
     _queue(stream, config, kernel, params, keep)
@@ -373,19 +373,20 @@ def launch_now(stream: Stream, config: LaunchConfig, kernel: Kernel, *args) -> N
             or not isinstance(kernel, Kernel):
         launch(stream, config, kernel, *args)       # (a device group's, or refused there)
         return
-    _expect(stream)
+    _expect(stream, config)
     _check_once(config, kernel, stream.device)
     params, keep = pack_arguments(kernel, args, stream.device)
     _queue(stream, config, kernel, params, keep, now=True)
 
 
-def _expect(stream: Stream) -> None:
-    """Tell the stream's backend that a launch is coming, before its arguments are checked
-    and packed (the CPU device wakes its parked worker threads then: waking one takes
-    longer than the packing)."""
+def _expect(stream: Stream, config: LaunchConfig) -> None:
+    """Tell the stream's backend that a launch of config's grid is coming, before its
+    arguments are checked and packed (the CPU device wakes the parked worker threads it
+    will run on then: waking one takes longer than the packing)."""
     expect = getattr(stream.device._backend, "expect_launch", None)
-    if expect is not None:
-        expect()
+    if expect is not None and isinstance(config, LaunchConfig):
+        x, y, z = config.grid
+        expect(x * y * z)
 
 
 def _check_once(config: LaunchConfig, kernel: Kernel, device: Device) -> None:
@@ -410,7 +411,7 @@ def launch_packed(stream: Stream, config: LaunchConfig, kernel: Kernel, params: 
     until it ran. For callers that hold raw arguments (ptxport.compat); others call
     launch(), which checks every argument first.
     """
-    _expect(stream)
+    _expect(stream, config)
     if not checked:
         _check_once(config, kernel, stream.device)
     if len(params) != kernel.param_buffer_size:

@@ -110,7 +110,7 @@ def test_parked_workers_woken_early_watch_for_a_launch_then_park_again(dev, kern
     pool = cpu_pool._FREE[-1]
     threads = len(pool._threads)        # (3, or more if an earlier test grew the pool)
     assert _until(lambda: _parked(pool) == [1] * threads), _parked(pool)
-    cpu_pool.prewake()
+    cpu_pool.prewake(threads)
     # (each woken thread leaves its futex and watches the generation: no longer parked)
     assert _until(lambda: _parked(pool) == [0] * threads, 2.0), _parked(pool)
     # (no launch came: after the spin (50 ms) every one parks again, counted as sleeping)
@@ -155,18 +155,21 @@ def test_a_trap_after_an_early_wake_names_its_block(dev, kernels, workers):
 def test_launch_wakes_before_packing_and_only_with_several_workers(dev, kernels, workers,
                                                                    monkeypatch):
     calls = []
-    monkeypatch.setattr(cpu_pool, "prewake", lambda: calls.append(1))
+    monkeypatch.setattr(cpu_pool, "prewake", calls.append)
     stream = dev.create_stream()
     count_runs = kernels.get_kernel("count_runs")
-    workers(2)
+    workers(4)
     with pytest.raises(ArgumentError):      # (woken before the arguments were looked at)
-        launch(stream, LaunchConfig(grid=1, block=1), count_runs, "not a buffer", 0)
-    assert calls == [1]
-    workers(1)
-    out = _zeros(dev, stream, 1)
-    launch(stream, LaunchConfig(grid=1, block=1), count_runs, out, np.uint32(5))
+        launch(stream, LaunchConfig(grid=64, block=1), count_runs, "not a buffer", 0)
+    assert calls == [3]                     # (the 3 threads besides the launching one)
+    out = _zeros(dev, stream, 2)
+    launch(stream, LaunchConfig(grid=2, block=1), count_runs, out, np.uint32(5))
     stream.sync()
-    assert calls == [1]
+    assert calls == [3, 1]                  # (2 blocks: one thread besides)
+    workers(1)
+    launch(stream, LaunchConfig(grid=2, block=1), count_runs, out, np.uint32(5))
+    stream.sync()
+    assert calls == [3, 1, 0]
 
 
 def test_a_fixed_spin_of_zero_wakes_nothing_early(dev, kernels, workers):
@@ -176,6 +179,19 @@ def test_a_fixed_spin_of_zero_wakes_nothing_early(dev, kernels, workers):
     _gather(dev, stream, kernels, 3)
     pool = cpu_pool._FREE[-1]
     assert _until(lambda: all(_parked(pool))), _parked(pool)
-    cpu_pool.prewake()
+    cpu_pool.prewake(2)
     time.sleep(0.05)
     assert all(_parked(pool)), _parked(pool)
+
+
+def test_an_early_wake_wakes_only_the_threads_the_launch_will_use(dev, kernels, workers):
+    workers(4)
+    cpu_pool.set_spin(0.05)
+    stream = dev.create_stream()
+    _gather(dev, stream, kernels, 4)
+    pool = cpu_pool._FREE[-1]
+    threads = len(pool._threads)
+    assert _until(lambda: _parked(pool) == [1] * threads), _parked(pool)
+    cpu_pool.prewake(1)             # (a launch of 2 blocks: worker 1 besides this thread)
+    assert _until(lambda: _parked(pool)[0] == 0, 2.0), _parked(pool)
+    assert _parked(pool)[1:] == [1] * (threads - 1)

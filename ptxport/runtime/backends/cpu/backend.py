@@ -242,13 +242,12 @@ class Backend(BackendBase):
         # (a test's stand-in binary does not say, and may do anything: it is queued)
         return getattr(binary, "runs_to_completion", False)
 
-    def expect_launch(self) -> None:
-        """A launch on this device is coming (launch.py calls this before it checks and
-        packs the arguments): wake the worker threads that parked, so that they are awake
-        when it opens (pool.prewake)."""
+    def expect_launch(self, blocks: int) -> None:
+        """A launch of `blocks` blocks on this device is coming (launch.py calls this before
+        it checks and packs the arguments): wake the worker threads it will run on that
+        parked, so that they are awake when it opens (pool.prewake)."""
         executor, pool = _worker_modules()
-        if executor.worker_count() > 1:
-            pool.prewake()
+        pool.prewake(min(executor.worker_count(), blocks) - 1)
 
     def launch(self, ordinal: int, binary: KernelBinary, grid: tuple[int, int, int],
                block: tuple[int, int, int], dynamic_shared: int, params: bytes,

@@ -246,14 +246,16 @@ def _wake(b: ll.IRBuilder, pthread: dict, pool, count) -> None:
 
 
 def _build_prewake(module: ll.Module, pthread: dict) -> None:
-    """void ptxport_pool_prewake(pool): wake every parked thread of the pool before a job
-    opens (prewake()), so that the system calls and the virtual CPUs' wake-ups overlap the
-    launch's setup in Python; the woken threads watch for the job for the pool's spin time
-    (at least the floor) and park again if none comes."""
-    fn = ll.Function(module, ll.FunctionType(ll.VoidType(), [PTR]), "ptxport_pool_prewake")
-    (pool,) = fn.args
+    """void ptxport_pool_prewake(pool, count): wake the parked threads of worker numbers
+    1..count (at most the pool's) before a job opens (prewake()), so that the system calls
+    and the virtual CPUs' wake-ups overlap the launch's setup in Python; the woken threads
+    watch for the job for the pool's spin time and park again if none comes."""
+    fn = ll.Function(module, ll.FunctionType(ll.VoidType(), [PTR, I64]),
+                     "ptxport_pool_prewake")
+    pool, count = fn.args
     b = ll.IRBuilder(fn.append_basic_block("entry"))
-    _wake(b, pthread, pool, b.load(pir.field(b, pool, _COUNT), typ=I64))
+    _wake(b, pthread, pool, pir.clamp(b, count, I64(0),
+                                      b.load(pir.field(b, pool, _COUNT), typ=I64)))
     b.ret_void()
 
 
@@ -472,7 +474,7 @@ class _Native:
             # (ctypes releases the GIL for the call)
             self.run = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p)(
                 self._engine.get_function_address("ptxport_pool_run"))
-            self.prewake = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(
+            self.prewake = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)(
                 self._engine.get_function_address("ptxport_pool_prewake"))
         self.init_mutex, self.init_cond = (functions["pthread_mutex_init"],
                                            functions["pthread_cond_init"])
@@ -653,19 +655,21 @@ def take() -> Pool:
         return Pool(number)
 
 
-def prewake() -> None:
-    """A launch is coming (launch.py calls this before it checks and packs the arguments):
-    wake the parked threads of the pool the next take() returns, so that they are awake
-    when the launch opens (waking an idle virtual CPU took about 50 us on the GPU machine,
-    more than a launch's setup in Python takes); they watch for it for the pool's spin time
-    and park again if it does not come. Nothing when no thread is parked (the usual case
-    for launches that follow each other) or the spin is fixed at 0."""
+def prewake(helpers: int) -> None:
+    """A launch that will run on `helpers` threads besides the launching one is coming
+    (launch.py calls this before it checks and packs the arguments): wake those of them
+    that parked, in the pool the next take() returns, so that they are awake when the
+    launch opens (waking an idle virtual CPU took about 50 us on the GPU machine, more than
+    a launch's setup in Python takes); they watch for it for the pool's spin time and park
+    again if it does not come. Nothing when no thread is parked (the usual case for
+    launches that follow each other) or the spin is fixed at 0."""
     try:
         pool = _FREE[-1]
     except IndexError:      # (no pool yet, or every pool runs a launch)
         return
-    if pool.words[_SLEEPERS // 8] > 0 and _SPIN[0] != 0 and pool.forks == _FORKS[0]:
-        pool._native.prewake(pool.address)
+    if helpers > 0 and pool.words[_SLEEPERS // 8] > 0 and _SPIN[0] != 0 \
+            and pool.forks == _FORKS[0]:
+        pool._native.prewake(pool.address, helpers)
 
 
 def give(pool: Pool) -> None:
