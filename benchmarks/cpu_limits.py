@@ -11,6 +11,8 @@ up to every core:
   compute    each thread runs 8 independent chains of 16-float fused multiply-adds in
              registers (no memory): GFLOP/s per thread. Lower per thread with more threads:
              the cores' clock drops when all run (turbo), or they share physical cores.
+  pairs      (--parts pairs) two threads pinned to CPU 0 and CPU k run the compute part's
+             chains: CPU 0's rate for each k (halved where k is its hyperthread sibling).
   spin       after a parallel loop the launching thread busy-waits `gap` ms, then opens
              the next loop: when the last thread entered it (us after the opening) and the
              CPU time the other threads used during the gap (share of threads x gap):
@@ -43,6 +45,8 @@ RESULTS = HERE / "results"
 CFLAGS = ["-O3", "-march=native", "-fopenmp", "-shared", "-fPIC"]
 
 SOURCE = r"""
+#define _GNU_SOURCE
+#include <sched.h>
 #include <omp.h>
 #include <time.h>
 #include <sys/resource.h>
@@ -97,6 +101,37 @@ double fma_pass(long rounds, int threads, float *sink)
     return now() - start;
 }
 
+/* fma_pass on two threads pinned to CPUs `a` and `b` (the same FMA chains); the first
+   thread's seconds. Two CPUs that are hyperthreads of one core share its FMA units. */
+double fma_pair(long rounds, int a, int b, float *sink)
+{
+    double seconds[2] = {0.0, 0.0};
+#pragma omp parallel num_threads(2)
+    {
+        int me = omp_get_thread_num();
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(me == 0 ? a : b, &set);
+        sched_setaffinity(0, sizeof set, &set);
+#pragma omp barrier
+        double start = now();
+        v16 x[8];
+        for (int k = 0; k < 8; k++)
+            for (int l = 0; l < 16; l++)
+                x[k][l] = me + k + l * 1e-3f;
+        for (long r = 0; r < rounds; r++)
+            for (int k = 0; k < 8; k++)
+                x[k] = x[k] * 0.999999f + 1e-6f;
+        float s = 0.0f;
+        for (int k = 0; k < 8; k++)
+            for (int l = 0; l < 16; l++)
+                s += x[k][l];
+        sink[me * 16] = s;
+        seconds[me] = now() - start;
+    }
+    return seconds[0];
+}
+
 static double cpu_seconds(void)
 {
     struct rusage r;
@@ -140,7 +175,8 @@ def build() -> ctypes.CDLL:
     lib = ctypes.CDLL(str(library))
     p, d, i, lg = ctypes.c_void_p, ctypes.c_double, ctypes.c_int, ctypes.c_long
     for name, args in {"add_pass": [p, p, p, lg, i], "read_pass": [p, lg, i, p],
-                       "fma_pass": [lg, i, p], "spin_probe": [i, d, p]}.items():
+                       "fma_pass": [lg, i, p], "spin_probe": [i, d, p],
+                       "fma_pair": [lg, i, i, p]}.items():
         getattr(lib, name).restype = d
         getattr(lib, name).argtypes = args
     return lib
@@ -176,6 +212,20 @@ def compute(lib, counts, reps: int) -> list[dict]:
         rows.append({"threads": k, "gflops_per_thread": rounds * 8 * 16 * 2 / seconds / 1e9})
     for row in rows:
         row["ratio"] = row["gflops_per_thread"] / rows[0]["gflops_per_thread"]
+    return rows
+
+
+def pairs(lib, cores: int) -> list[dict]:
+    """CPU 0's FMA rate alone (against itself: 0 and 0 take turns, so half) and beside
+    each other CPU, over its rate beside CPU 1... as a share of the best pair."""
+    sink = np.zeros(64, np.float32)
+    rounds = 10_000_000
+    rows = [{"cpu": k, "seconds": statistics.median(lib.fma_pair(rounds, 0, k, sink.ctypes.data)
+                                                     for _ in range(3))}
+            for k in range(1, cores)]
+    best = min(r["seconds"] for r in rows)
+    for row in rows:
+        row["rate"] = best / row["seconds"]
     return rows
 
 
@@ -220,6 +270,11 @@ def main() -> None:
         print("compute (16-float FMAs in registers): GFLOP/s per thread, and over 1 thread's")
         for r in result["compute"]:
             print(f"  threads {r['threads']:>3}: {r['gflops_per_thread']:7.1f} ({r['ratio']:4.2f})")
+    if "pairs" in parts:
+        result["pairs"] = pairs(lib, cores)
+        print("FMA rate of CPU 0 beside CPU k (both busy), over the best pair's: about 0.5 "
+              "where k is CPU 0's hyperthread sibling")
+        print("  " + " ".join(f"{r['cpu']}:{r['rate']:.2f}" for r in result["pairs"]))
     if "spin" in parts:
         gaps = [float(g) for g in args.gaps.split(",")]
         result["spin"] = spin(lib, counts[-1], gaps, args.reps)
