@@ -93,6 +93,8 @@ JOB_WORDS = 15
 # workers' (Job.trace).
 _LAUNCHER_SPIN_NS, _LAUNCHER_SPIN_MAX_NS = 50_000, 200_000
 _TRACE_HEAD = 3
+# The least time (ns) a thread woken before a job opened watches for it (prewake).
+_PREWAKE_SPIN_NS = 1_000_000
 
 
 # Linux's futex system call: its number by machine (the process's triple's first part) and
@@ -264,14 +266,18 @@ def _build_thread(module: ll.Module, share: ll.Function, pthread: dict) -> None:
     sleeps on its own futex until the generation changes, then takes the job like a
     spinning one (_take_fast): no mutex, so that woken threads do not queue behind each
     other for it. After a share (or a job it came too late for) it watches the generation
-    for the pool's spin time, taking a job that opens meanwhile; then it parks again."""
+    for the pool's spin time, taking a job that opens meanwhile; then it parks again. A
+    thread woken before a job opened (prewake) watches for at least _PREWAKE_SPIN_NS: the
+    launch's Python before the job opens took up to about 0.25 ms with cold caches, more
+    than the adaptive spin's floor."""
     fn = ll.Function(module, ll.FunctionType(PTR, [PTR]), "ptxport_pool_thread")
     b = ll.IRBuilder(fn.append_basic_block("entry"))
     (arg,) = fn.args
     pool = b.inttoptr(b.load(pir.word(b, arg, 0), typ=I64), PTR)
     index = b.load(pir.word(b, arg, 1), typ=I64)
-    seen = b.alloca(I64)
+    seen, least = b.alloca(I64), b.alloca(I64)
     b.store(b.load(pir.word(b, arg, 2), typ=I64), seen)
+    b.store(I64(0), least)
     generation, sleepers = pir.field(b, pool, _GENERATION), pir.field(b, pool, _SLEEPERS)
     parked, flag = pir.word(b, arg, _PARKED), pir.word(b, arg, _WAKE_FLAG)
     park, check, asleep, sleep, early, woken, spin, spun = (fn.append_basic_block(n) for n in (
@@ -295,6 +301,7 @@ def _build_thread(module: ll.Module, share: ll.Function, pthread: dict) -> None:
     b.position_at_end(early)
     b.atomic_rmw("sub", sleepers, I64(1), "seq_cst")
     b.atomic_rmw("xchg", parked, I64(0), "seq_cst")
+    b.store(I64(_PREWAKE_SPIN_NS), least)
     b.branch(spin)
     b.position_at_end(woken)
     b.atomic_rmw("sub", sleepers, I64(1), "seq_cst")
@@ -304,8 +311,10 @@ def _build_thread(module: ll.Module, share: ll.Function, pthread: dict) -> None:
     b.position_at_end(spin)
     changed = lambda: b.icmp_unsigned(  # noqa: E731
         "!=", b.load_atomic(generation, "acquire", 8, typ=I64), b.load(seen, typ=I64))
-    pir.spin_until(b, pthread,
-                   b.load_atomic(pir.field(b, pool, _SPIN_NS), "monotonic", 8, typ=I64),
+    spin_ns = b.load_atomic(pir.field(b, pool, _SPIN_NS), "monotonic", 8, typ=I64)
+    longer = b.load(least, typ=I64)
+    b.store(I64(0), least)
+    pir.spin_until(b, pthread, b.select(b.icmp_signed(">", longer, spin_ns), longer, spin_ns),
                    spun, changed, yield_after=b.load(pir.field(b, pool, _FLOOR_NS), typ=I64))
     b.position_at_end(spun)
     fast = fn.append_basic_block("fast")
@@ -661,8 +670,8 @@ def prewake(helpers: int) -> None:
     that parked, in the pool the next take() returns, so that they are awake when the
     launch opens (waking an idle virtual CPU took about 50 us on the GPU machine, more than
     a launch's setup in Python takes); they watch for it for the pool's spin time and park
-    again if it does not come. Nothing when no thread is parked (the usual case for
-    launches that follow each other) or the spin is fixed at 0."""
+    again if it does not come (at least 1 ms: _build_thread). Nothing when no thread is
+    parked (the usual case for launches that follow each other) or the spin is fixed at 0."""
     try:
         pool = _FREE[-1]
     except IndexError:      # (no pool yet, or every pool runs a launch)
