@@ -163,7 +163,7 @@ class Buffer:
         stream = self._stream if stream is None else _check_stream(stream, self._device)
         allocation, self._allocation = self._allocation, None
         self._free.detach()
-        _free_in_order(self._device, allocation, stream)
+        _free_in_order(self._device, allocation, stream, at_once=True)
 
     # -- copies -------------------------------------------------------------------------------
 
@@ -358,11 +358,20 @@ def _check_stream(stream, device: Device, peer=None) -> Stream:
     return stream
 
 
-def _free_in_order(device: Device, allocation: Allocation, stream: Stream) -> None:
+def _free_in_order(device: Device, allocation: Allocation, stream: Stream,
+                   at_once: bool = False) -> None:
     backend = device._backend
+
+    def free() -> None:
+        backend.free(allocation)
+
     try:
-        stream._submit(lambda: backend.free(allocation), skippable=False,
-                       what="the free of a buffer")
+        # (`at_once`, from close(): on an idle stream now, on this thread; handing it to the
+        # stream's thread cost a thread wake-up, 50 us and more on the GPU machine's VM,
+        # before the next launch or sync could go on. Not from the finalizer, which the
+        # garbage collector may run while this thread holds the backend's lock.)
+        if not (at_once and stream._run_now(free, what="the free of a buffer")):
+            stream._submit(free, skippable=False, what="the free of a buffer")
     except InvalidValueError:  # the stream is closed: nothing is queued on it any more
         backend.free(allocation)
 

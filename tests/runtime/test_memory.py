@@ -158,3 +158,24 @@ def test_dropping_a_buffer_with_work_pending_is_safe(dev, stream):
     del buf                                        # freed in the stream's order, after the copies
     stream.sync()
     np.testing.assert_array_equal(out, src)
+
+
+def test_close_frees_at_once_on_an_idle_stream_and_in_order_on_a_busy_one(dev, stream):
+    # (an idle stream has nothing before the free: it happens on the closing thread, with
+    # no hand-over to the stream's thread; with work queued it waits for that work)
+    live = dev._backend._live
+    buf = dev.allocate(64, stream=stream)
+    stream.sync()
+    address = buf.handle
+    buf.close()
+    assert address not in live
+    src = np.arange(1 << 20, dtype=np.float64)
+    out = np.zeros_like(src)
+    buf = dev.allocate(src.nbytes, stream=stream)
+    address = buf.handle
+    buf.copy_from(src, stream=stream)
+    buf.copy_to(out, stream=stream)
+    buf.close()
+    stream.sync()
+    assert address not in live
+    np.testing.assert_array_equal(out, src)
