@@ -246,8 +246,9 @@ class Backend(BackendBase):
         """A launch of `blocks` blocks on this device is coming (launch.py calls this before
         it checks and packs the arguments): wake the worker threads it will run on that
         parked, so that they are awake when it opens (pool.prewake)."""
-        executor, pool = _worker_modules()
-        pool.prewake(min(executor.worker_count(), blocks) - 1)
+        if blocks > 1:
+            executor, pool = _worker_modules()
+            pool.prewake(min(executor.worker_count(), blocks) - 1)
 
     def launch(self, ordinal: int, binary: KernelBinary, grid: tuple[int, int, int],
                block: tuple[int, int, int], dynamic_shared: int, params: bytes,

@@ -672,12 +672,13 @@ def prewake(helpers: int) -> None:
     a launch's setup in Python takes); they watch for it for the pool's spin time and park
     again if it does not come (at least 1 ms: _build_thread). Nothing when no thread is
     parked (the usual case for launches that follow each other) or the spin is fixed at 0."""
+    if helpers <= 0 or not _FREE:       # (no pool yet, or every pool runs a launch)
+        return
     try:
         pool = _FREE[-1]
-    except IndexError:      # (no pool yet, or every pool runs a launch)
+    except IndexError:      # (taken by another thread meanwhile)
         return
-    if helpers > 0 and pool.words[_SLEEPERS // 8] > 0 and _SPIN[0] != 0 \
-            and pool.forks == _FORKS[0]:
+    if pool.words[_SLEEPERS // 8] > 0 and _SPIN[0] != 0 and pool.forks == _FORKS[0]:
         pool._native.prewake(pool.address, helpers)
 
 
