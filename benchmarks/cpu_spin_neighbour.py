@@ -71,6 +71,8 @@ $done:
 """
 
 # label: set_spin's argument (None: adaptive)
+# Seconds between the two parts (what the first part's threads do meanwhile ends).
+SETTLE_S = 1.0
 POLICIES = {"adaptive": (None,), "fixed 0.1 ms": (1e-4,), "fixed 2 ms": (2e-3,)}
 
 
@@ -197,6 +199,9 @@ def main() -> None:
     workers = cpu_executor.worker_count() if args.workers is None else args.workers
     try:
         near = neighbour(saxpy, args.rounds, args.numpy_ms)
+        # (numpy's BLAS threads spin a while after its last matmul: on the GPU machine the
+        # first gaps timed right after took 16-38 ms of CPU per launch with every policy)
+        time.sleep(SETTLE_S)
         gaps = {gap: frequent(saxpy, gap, args.launches)
                 for gap in (float(g) for g in args.gaps.split(","))}
     finally:
