@@ -46,7 +46,7 @@ from ptxport.codegen.targets.cpu.gang.coalesce import interleaved_access
 from ptxport.codegen.targets.cpu.gang.lanes import W, is_vec, vec
 from ptxport.codegen.targets.cpu.gang.places import place_of, vector_access
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
-from ptxport.codegen.targets.cpu.gang.streams import prefetch_group, prefetch_site
+from ptxport.codegen.targets.cpu.gang.streams import prefetch_site
 from ptxport.ir import nodes as ir
 from ptxport.ir.types import Type
 
@@ -221,7 +221,7 @@ def _check_access_place(fl: GangLowering, place: Place, t: Type, load: bool, kin
             prefetch_site(fl, place, b.add(low, offset), size * W, size)
     else:       # the group's check failed: this access on its own
         if group_low is not None:       # the group's first global access
-            prefetch_group(fl, place, group_low, size)
+            prefetch_site(fl, place, group_low, 256, size)
         exact, ok = fl.llfn.append_basic_block("access_exact"), fl.llfn.append_basic_block(
             "access_checked")
         checks.expect(fl, ll.IRBuilder.cbranch(b, checked, ok, exact))

@@ -17,7 +17,7 @@ from ptxport.codegen.targets.cpu.gang.classify import (
     make_class_slots,
 )
 from ptxport.codegen.targets.cpu.gang.coalesce import find_runs
-from ptxport.codegen.targets.cpu.gang.lanes import GangUnsupported, W
+from ptxport.codegen.targets.cpu.gang.lanes import GangUnsupported
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import may_write, uses_and_defs
@@ -46,13 +46,11 @@ def access_groups(fl: GangLowering, instructions) -> tuple[dict, dict]:
     Their lanes' addresses differ by constants only, so one range check covers the group
     (group_check). Guarded ones too in the full-mask copy, where another access shares
     their group (classify.checked_group checks it for every lane: a stencil's halo loads
-    beside its main load). Also sets fl.group_chunks: group -> {offset: the bytes a warp
-    of consecutive lanes covers from it}, the lines the group's prefetch fetches."""
+    beside its main load)."""
     fl.runs, fl.pending = find_runs(fl, instructions), {}
     full = isinstance(fl.mask, ll.Constant)
     written: dict = {}
     group_of, span = {}, {}
-    fl.group_chunks = chunks = {}
     for inst in instructions:
         found = vector_access(fl, inst) if inst.guard is None or full else None
         if found is not None:
@@ -63,8 +61,6 @@ def access_groups(fl: GangLowering, instructions) -> tuple[dict, dict]:
             low, high = span.get(group, (operand.offset, operand.offset))
             span[group] = (min(low, operand.offset),
                            max(high, operand.offset + (count - 1) * t.size))
-            at = chunks.setdefault(group, {})
-            at[operand.offset] = max(at.get(operand.offset, 0), W * count * t.size)
         for reg in may_write(inst):
             written[id(reg)] = written.get(id(reg), 0) + 1
     return alone_guarded_out(instructions, group_of), span

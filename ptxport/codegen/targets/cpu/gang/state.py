@@ -131,7 +131,6 @@ class GangLowering(FunctionLowering):
         # checked together once (group_check)
         self.group_of: dict = {}
         self.group_span: dict = {}
-        self.group_chunks: dict = {}    # group -> {offset: bytes a warp covers}: its prefetch
         self.group_ok: dict = {}
         # window loads (windows.py) whose range tests are pending until the next flush, and
         # the groups with a guarded access (whose range test may fail where no access faults)

@@ -1,9 +1,9 @@
 """Warp gangs' prefetches by how a global access site moves: a site whose base register moves
 by a step known when compiling each time around the site's loop (a grid-stride loop's
 `i += blockDim.x * gridDim.x`, a row loop's constant step) prefetches one to three steps on
-(fewer where the loop's accesses touch more lines a pass), the lines its warp's accesses
-touch, from its first pass and with no state kept; any other site goes to checks.prefetch,
-which learns its stride at run time (about 18 instructions and two stores a site).
+(fewer where the loop's accesses fetch more lines a pass), from its first pass and with no
+state kept; any other site goes to checks.prefetch, which learns its stride at run time
+(about 18 instructions and two stores a site).
 
 A register's step and whether it is alike in a warp are found from the registers' one
 writes: affine combinations of %tid.x and %ctaid.x with constant coefficients plus a part
@@ -213,43 +213,23 @@ class _Step(NamedTuple):
 
 _STAYS = _Step(None, 0)
 # How many steps ahead: a loop's sites together keep (steps) x (their lines a pass) lines
-# in flight, which _IN_FLIGHT bounds, from 1 to _MOST_AHEAD steps. On the GPU host's Xeon,
-# saxpy's loop (8 lines a pass, its groups' 256 bytes) was fastest 1 step ahead and took
-# 25-30% more CPU time 3 steps ahead; reduce_warp's (4 lines a pass) was fastest 2-3 steps
-# ahead. (The software prefetches take the core's line fill buffers, 16 on Golden Cove.)
-_IN_FLIGHT = 8
+# in flight, which _IN_FLIGHT bounds, from 1 to _MOST_AHEAD steps. On the GPU host's Xeon
+# (one worker, CPU time), saxpy's loop (2 groups of 4 lines a pass) took 2.3-2.5 ms 1 step
+# ahead, 2.7-2.8 ms 2 and 3.0-3.4 ms 3 steps ahead (C: 1.3-1.7 ms); reduce_warp's (one
+# group of 4 lines) was fastest 2-3 steps ahead. (Software prefetches hold the core's line
+# fill buffers, 16 on Golden Cove, until their lines come.)
+_IN_FLIGHT = 12
 _MOST_AHEAD = 3
 _NEAR = 1 << 26     # and for steps under 64 MiB, as checks.prefetch does
-_MOST_LINES = 8     # a group's prefetch fetches at most this many lines
+_GROUP_LINES = 4    # what a group's first access prefetches (memory.py: 256 bytes)
 
 
-def prefetch_group(fl: GangLowering, place: Place, low, size: int) -> None:
-    """The prefetch of the current access's group (places.access_groups), made by its first
-    global access, whose lanes' range with the group's lowest offset starts at `low`: in a
-    loop with a known step, the lines its members' warps touch (a reduction's `x[i]` and
-    `x[i + 256]`: two runs of 128 bytes, 1 KiB apart); else checks.prefetch of 256 bytes."""
-    group = fl.group_of.get(id(fl.inst))
-    chunks = fl.group_chunks.get(group)
-    if not chunks:
-        prefetch_site(fl, place, low, 256, size)
-        return
-    first = fl.group_span[group][0]
-    lines: list[int] = []
-    for at in sorted({offset - first + k for offset, span in chunks.items()
-                      for k in range(0, span, 64)}):
-        if not lines or at >= lines[-1] + 64:
-            lines.append(at)
-    prefetch_site(fl, place, low, 256, size, lines[:_MOST_LINES])
-
-
-def prefetch_site(fl: GangLowering, place: Place, low, span: int, size: int,
-                  lines: list[int] | None = None) -> None:
+def prefetch_site(fl: GangLowering, place: Place, low, span: int, size: int) -> None:
     """The software prefetch of a global access site of `size` bytes a lane whose lanes'
     range starts at `low` (`span` bytes: the warp's, or its group's): for a base register
     that moves by a known step each time around the access's loop (a grid-stride loop's
-    index: `i += blockDim.x * gridDim.x`), the lines at `lines` (byte offsets from `low`;
-    default: those of `span`) _steps_ahead steps on, from the first pass and with no state
-    kept; else checks.prefetch of `span`, which learns the stride."""
+    index: `i += blockDim.x * gridDim.x`), _steps_ahead steps on, from the first pass and
+    with no state kept; else checks.prefetch, which learns the stride."""
     if not isinstance(fl.unguarded_mask, ll.Constant):
         return
     step = _loop_step(fl, place)
@@ -274,27 +254,29 @@ def prefetch_site(fl: GangLowering, place: Place, low, span: int, size: int,
         near = ll.IRBuilder.icmp_unsigned(b, "<", b.add(moved, I64(_NEAR)), I64(2 * _NEAR))
         distance = b.select(near, b.mul(moved, I64(ahead)), I64(0))
     at = b.add(low, distance)
-    for line in range(0, min(span, 512), 64) if lines is None else lines:
+    for line in range(0, min(span, 512), 64):
         prefetch_line(fl, b.add(at, I64(line)))
 
 
 def _steps_ahead(fl: GangLowering) -> int:
     """How many steps ahead the current access's loop prefetches: _IN_FLIGHT lines over
-    the lines its global accesses touch a pass (a warp's 32 lanes of each distinct base
-    and offset), 1 to _MOST_AHEAD."""
-    cycle = _kernel_facts(fl).cycle_of.get(id(fl.inst))
+    the lines its global accesses fetch a pass (as memory.py's groups: _GROUP_LINES a
+    base register, or a warp's 32 lanes' bytes where more), 1 to _MOST_AHEAD."""
+    facts = _kernel_facts(fl)
+    cycle = facts.cycle_of.get(id(fl.inst))
     key = ("ahead", cycle)
     if key not in fl.streams:
-        sites = {}
+        bases: dict = {}
         for inst in fl.function.instructions():
-            if _kernel_facts(fl).cycle_of.get(id(inst)) != cycle \
-                    or inst.opcode not in ("ld", "st") or state_space(inst) != "global":
+            if facts.cycle_of.get(id(inst)) != cycle or inst.opcode not in ("ld", "st") \
+                    or state_space(inst) != "global":
                 continue
             operand = inst.operands[1] if inst.opcode == "ld" else inst.operands[0]
             if isinstance(operand, ir.Address):
-                size = instruction_type(inst).size * vector_count(inst)
-                sites[(id(operand.base), operand.offset)] = max(1, -(-W * size // 64))
-        lines = sum(sites.values()) or 1
+                bytes_ = W * instruction_type(inst).size * vector_count(inst)
+                bases[id(operand.base)] = max(bases.get(id(operand.base), _GROUP_LINES),
+                                              min(8, -(-bytes_ // 64)))
+        lines = sum(bases.values()) or 1
         fl.streams[key] = max(1, min(_MOST_AHEAD, _IN_FLIGHT // lines))
     return fl.streams[key]
 

@@ -33,7 +33,7 @@ from ptxport.codegen.targets.cpu.gang.checks import (
 )
 from ptxport.codegen.targets.cpu.gang.lanes import W
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
-from ptxport.codegen.targets.cpu.gang.streams import prefetch_group, prefetch_site
+from ptxport.codegen.targets.cpu.gang.streams import prefetch_site
 from ptxport.ir.types import Type
 
 
@@ -89,11 +89,7 @@ def access(fl: GangLowering, place: Place, t: Type, count: int, values=None, old
                              active, done)
         b.position_at_end(active)
     if ahead is not None:
-        low_at, whole = ahead
-        if whole is None:
-            prefetch_group(fl, place, low_at, size)
-        else:
-            prefetch_site(fl, place, low_at, whole, size)
+        prefetch_site(fl, place, *ahead, size)
     checks.expect(fl, ll.IRBuilder.cbranch(b, ok, fast, slow))
     b.position_at_end(fast)
     pointer = ll.IRBuilder.inttoptr(b, start, PTR)
@@ -122,9 +118,8 @@ def access(fl: GangLowering, place: Place, t: Type, count: int, values=None, old
 
 def _check(fl: GangLowering, place: Place, t: Type, count: int, low, high):
     """(i1: whether [low, high) lies in one allocation, by the access's group check, made
-    once for the group, or its own; (low, span) of its prefetch, span None for the
-    group's (streams.prefetch_group), or None), as memory.py's checks: the group's first
-    access prefetches for the group."""
+    once for the group, or its own; the arguments of its prefetch, or None), as
+    memory.py's checks: the group's first access prefetches for the group."""
     b = fl.b
     size = t.size * count
     idle = None if isinstance(fl.mask, ll.Constant) else ll.IRBuilder.icmp_unsigned(
@@ -137,4 +132,4 @@ def _check(fl: GangLowering, place: Place, t: Type, count: int, low, high):
     ok, group_low = group_check(fl, place, t.size, b.sub(low, ll.Constant(et, place.offset)),
                                 b.sub(high, ll.Constant(et, place.offset + size - t.size)),
                                 known=True)
-    return ok, None if group_low is None else (group_low, None)
+    return ok, None if group_low is None else (group_low, 256)
