@@ -85,7 +85,7 @@ def _expected(x: np.ndarray, n: int, grid: int, block: int, step: int | None = N
 
 def test_the_loop_loads_through_the_index_test():
     llmod, _ = build_gang(build(parse(PLAIN)), "k", (128, 1, 1), CpuOptions())
-    assert "indexed_fast" in str(llmod)
+    assert "\nindexed_fast" in str(llmod)
 
 
 @pytest.mark.parametrize("n", [4096, 4096 - 5, 1000, 17])
@@ -133,3 +133,28 @@ def test_an_index_that_wraps_inside_a_warp_is_not_taken_as_consecutive():
     # and the same lanes 16 elements lower run through x without a fault
     got = _run(ptx, x, 32, 1, 32, shift=shift - 16, base_shift=shift - 16)
     assert (got == 2).all()
+
+
+def test_a_store_through_the_index_writes_each_lane():
+    # x[i] += i in the loop (a load and a store through the tested index), then the sum
+    ptx = PLAIN.replace("add.s32 %r11, %r11, %r4;",
+                        "add.s32 %r4, %r4, %r10; st.global.u32 [%rd6], %r4; "
+                        "add.s32 %r11, %r11, %r4;")
+    llmod, _ = build_gang(build(parse(ptx)), "k", (128, 1, 1), CpuOptions())
+    labels = [line for line in str(llmod).splitlines()
+              if line.startswith(("indexed_fast", '"indexed_fast')) and line.endswith(":")]
+    assert len(labels) >= 2     # the load's and the store's
+    n = 4096 - 37
+    x = (np.arange(n) % 11).astype(np.int32)
+    dev = Device("cpu")
+    stream = dev.create_stream()
+    kernel = Program(ptx, code_type="ptx").compile("native").get_kernel("k")
+    xs = dev.allocate(x.nbytes, stream=stream)
+    out = dev.allocate(4 * 512, stream=stream)
+    xs.copy_from(x, stream=stream)
+    launch(stream, LaunchConfig(grid=4, block=128), kernel, xs, out, np.int32(n),
+           np.int32(0))
+    after = np.empty_like(x)
+    xs.copy_to(after, stream=stream)
+    stream.sync()
+    assert (after == x + np.arange(n)).all()
