@@ -158,3 +158,36 @@ def test_a_store_through_the_index_writes_each_lane():
     xs.copy_to(after, stream=stream)
     stream.sync()
     assert (after == x + np.arange(n)).all()
+
+
+# reduce_shared.cu's loop: x[i], then x[i + 64] where i + 64 < n, in a block of its own
+# whose one predecessor computed the address (4 blocks of 64 threads, 128 elements a block)
+PAIRS = PLAIN.replace("add.s32 %r10, %r9, %r12;",
+                      "mad.lo.s32 %r10, %r7, 128, %r8; add.s32 %r10, %r10, %r12;") \
+    .replace("mul.lo.s32 %r3, %r1, %r2;", "shl.b32 %r3, %r2, 7;") \
+    .replace("""add.s32 %r11, %r11, %r4;
+add.s32 %r10, %r10, %r3;""", """add.s32 %r11, %r11, %r4;
+add.s32 %r15, %r10, 64;
+setp.ge.s32 %p2, %r15, %r13;
+@%p2 bra NEXT;
+ld.global.u32 %r4, [%rd6+256];
+add.s32 %r11, %r11, %r4;
+NEXT:
+add.s32 %r10, %r10, %r3;""")
+
+
+@pytest.mark.parametrize("n", [1024, 1024 - 40, 1024 - 64 - 3, 300])
+def test_the_second_load_after_its_test_goes_through_the_index_too(n):
+    llmod, _ = build_gang(build(parse(PAIRS)), "k", (64, 1, 1), CpuOptions())
+    labels = [line for line in str(llmod).splitlines()
+              if line.startswith(("indexed_fast", '"indexed_fast')) and line.endswith(":")]
+    assert len(labels) >= 2
+    x = (np.arange(n) % 23).astype(np.int32)
+    got = _run(PAIRS, x, n, 4, 64)
+    acc = np.zeros(256, np.int64)
+    for c in range(4):
+        for t in range(64):
+            for i in range(c * 128 + t, n, 512):
+                acc[c * 64 + t] += x[i] + (x[i + 64] if i + 64 < n else 0)
+    lanes = np.arange(256)
+    assert (got == (acc + acc[lanes ^ 16]).astype(np.int32)).all()

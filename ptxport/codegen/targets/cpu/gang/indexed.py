@@ -6,8 +6,9 @@ so passes/lane_forms.py gives it no form and classify.py looked at the 32 lanes'
 addresses at run time: about 30 instructions an access).
 
 The address is `base + wide(i) * size` (mul.wide.{s,u}32 of the index by the element's
-size, added to a register alike in the warp), written in the access's block before it, the
-index not written in between. All 32 lanes running, the index itself is tested: lane l holds
+size, added to a register alike in the warp), written before the access in its block or in
+that block's one predecessor (reduce_shared's `x[i + 256]` after its test), the index and
+the base not written in between. All 32 lanes running, the index itself is tested: lane l holds
 i0 + l and i0 + 31 does not wrap (as the widening reads it). Where that holds, the lanes'
 addresses are consecutive from base + wide(i0) * size: that range is checked against the
 launch's allocations and prefetched, and the access is one vector load or store. Where it
@@ -87,37 +88,47 @@ class _Facts(NamedTuple):
     registers: dict        # id(register) -> register
     writes: dict           # id(register) -> the instructions that write it
     position: dict         # id(instruction) -> (its block, its index there)
+    before: dict           # id(block) -> its one predecessor (blocks with one)
 
 
 def _facts(fl: GangLowering) -> _Facts:
     facts = fl.streams.get("indexed")
     if facts is None:
-        registers, writes, position = {}, {}, {}
+        registers, writes, position, entering = {}, {}, {}, {}
         for block in fl.function.blocks:
+            for successor in block.successors:
+                entering.setdefault(id(successor), []).append(block)
             for i, inst in enumerate(block.instructions):
                 position[id(inst)] = (block, i)
                 for register in may_write(inst):
                     registers[id(register)] = register
                     writes.setdefault(id(register), []).append(inst)
-        facts = fl.streams["indexed"] = _Facts(registers, writes, position)
+        before = {b: p[0] for b, p in entering.items() if len(p) == 1}
+        facts = fl.streams["indexed"] = _Facts(registers, writes, position, before)
     return facts
 
 
 def _only_write(facts: _Facts, register, where) -> ir.Instruction | None:
-    """The one write of `register`, unguarded, in the block of `where` and before it."""
+    """The one write of `register`, unguarded, before `where` in its block or in that
+    block's one predecessor (another block than its own)."""
     writes = facts.writes.get(id(register), [])
     if len(writes) != 1 or writes[0].guard is not None:
         return None
     block, i = facts.position[id(writes[0])]
-    return writes[0] if block is where[0] and i < where[1] else None
+    if block is where[0]:
+        return writes[0] if i < where[1] else None
+    return writes[0] if facts.before.get(id(where[0])) is block else None
 
 
 def _written_between(facts: _Facts, register, first: ir.Instruction, where) -> bool:
-    """Whether an instruction after `first` and before `where` (one block) writes
-    `register`."""
+    """Whether an instruction after `first` and before `where` (in its block, or in the
+    one before it: _only_write) writes `register`."""
     block, start = facts.position[id(first)]
-    return any(register in may_write(inst)
-               for inst in block.instructions[start + 1:where[1]])
+    if block is where[0]:
+        between = block.instructions[start + 1:where[1]]
+    else:
+        between = block.instructions[start + 1:] + where[0].instructions[:where[1]]
+    return any(register in may_write(inst) for inst in between)
 
 
 def access(fl: GangLowering, place: Place, t: Type, found: Indexed, value,
