@@ -26,6 +26,15 @@ whose other side only returns (`@p bra RET` to a block holding just `ret`) split
 those lanes exit. For any other divergent branch, everything reachable from it is not
 converged. Uniformity of registers and of branches depend on each other; the analysis
 starts from "every register uniform" and marks registers varying until nothing changes.
+
+A *block constant* is uniform wherever it is written: a register with one write, unguarded,
+computing from immediates, kernel parameters, the launch's shape and the block's index
+(%ntid, %nctaid, %ctaid) and other block constants. Each lane that runs the write gets the
+same value, each time, and a lane that did not run it has never written the register (its
+value there is undefined, so reading the warp's one value is a valid outcome): a grid-stride
+loop's `blockDim.x * gridDim.x` and its array's global address, computed after the branch
+that leaves out the threads past the end where the loop comes before a barrier or a warp
+operation (a block reduction).
 """
 
 from __future__ import annotations
@@ -33,9 +42,9 @@ from __future__ import annotations
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import may_write, state_space, uses_and_defs
 from ptxport.passes import PassResult
-from ptxport.ptx.ast import IntImm
+from ptxport.ptx.ast import FloatImm, IntImm
 
-__all__ = ["converged_writers", "immediate_post_dominator", "only_returns",
+__all__ = ["block_constants", "converged_writers", "immediate_post_dominator", "only_returns",
            "post_dominators", "run", "thread_x_copies", "uniform_registers", "warp_index_of",
            "warp_uniform_indices"]
 
@@ -122,6 +131,54 @@ def thread_x_copies(kernel: ir.Function) -> set[ir.Register]:
                 copies.add(reg)
                 changed = True
     return copies
+
+
+# special registers that hold one value for the whole launch or block, at any time
+_BLOCK_CONSTANTS = ("%ntid", "%nctaid", "%ctaid", "%nclusterid", "%clusterid",
+                    "%cluster_ctaid", "%cluster_nctaid", "%cluster_nctarank",
+                    "%cluster_ctarank", "%total_smem_size", "%dynamic_smem_size")
+
+
+def block_constants(kernel: ir.Function) -> set[ir.Register]:
+    """The registers that hold one value in every thread of a block wherever they are
+    defined (the module's docstring): one unguarded write of an arithmetic, logic or
+    conversion instruction, or a `ld.param`, from immediates, kernel parameters, the
+    _BLOCK_CONSTANTS special registers and other such registers."""
+    if not kernel.is_kernel:        # (a device function's parameters vary by call)
+        return set()
+    writes: dict = {}
+    for inst in kernel.instructions():
+        for reg in may_write(inst):
+            writes.setdefault(reg, []).append(inst)
+    candidates = {reg: insts[0] for reg, insts in writes.items()
+                  if len(insts) == 1 and insts[0].guard is None and not reg.vector
+                  and may_write(insts[0]) == {reg} and _constant_op(insts[0])}
+    found: set = set()
+    changed = True
+    while changed:
+        changed = False
+        for reg, inst in candidates.items():
+            if reg not in found and all(_constant_operand(o, found)
+                                        for o in inst.operands[1:]):
+                found.add(reg)
+                changed = True
+    return found
+
+
+def _constant_op(inst: ir.Instruction) -> bool:
+    if inst.opcode in ("ld", "ldu"):
+        return state_space(inst) == "param"
+    return inst.opcode in _VALUE_OPS and len(inst.operands) >= 2
+
+
+def _constant_operand(value, found: set) -> bool:
+    if isinstance(value, ir.Register):
+        return value in found
+    if isinstance(value, ir.SpecialRegister):
+        return value.name in _BLOCK_CONSTANTS
+    if isinstance(value, ir.Address):
+        return not isinstance(value.base, ir.Register) or value.base in found
+    return isinstance(value, IntImm | FloatImm | ir.SymbolAddress | ir.Variable)
 
 
 def _same_in_every_lane(inst: ir.Instruction, varying: set, alike: set[str],
@@ -245,6 +302,7 @@ def uniform_registers(kernel: ir.Function, block: tuple[int, int, int] | None = 
         lane_x = thread_x_copies(kernel) if block is not None else set()
     registers = set(kernel.registers.values())
     varying = {r for r in registers if r.vector}
+    constants = block_constants(kernel)
     writes: list[tuple[ir.BasicBlock, ir.Instruction, set]] = []
     for bb in kernel.blocks:
         for inst in bb.instructions:
@@ -261,6 +319,8 @@ def uniform_registers(kernel: ir.Function, block: tuple[int, int, int] | None = 
         grown = set(varying)
         for bb, inst, written in writes:
             if not written - grown:
+                continue
+            if written <= constants:
                 continue
             if id(bb) in split or not _same_in_every_lane(inst, grown, alike, block,
                                                                 lane_x):

@@ -102,3 +102,102 @@ def test_a_stream_adds_what_it_should():
     bufs[2].copy_to(out, stream=stream)
     stream.sync()
     assert (out == a + b).all()
+
+
+# acc += x[i] + x[i + 256] in a grid-stride loop of two 256-thread blocks' worth a pass (as
+# reduce_shared.cu without its guard), then out[t] = acc; TRIP: the loop's bound
+PAIRS = HEADER + """.visible .entry k(.param .u64 x, .param .u64 out, .param .u32 n)
+{
+.reg .pred %p<3>; .reg .b32 %r<12>; .reg .b64 %rd<8>;
+ld.param.u64 %rd1, [x]; ld.param.u64 %rd2, [out]; ld.param.u32 %r6, [n];
+mov.u32 %r1, %ntid.x; mov.u32 %r7, %ctaid.x; mov.u32 %r8, %tid.x;
+mad.lo.s32 %r10, %r7, 512, %r8;
+mov.u32 %r11, 0;
+setp.ge.s32 %p1, %r10, %r6;
+@%p1 bra DONE;
+mov.u32 %r9, %nctaid.x; shl.b32 %r3, %r9, 9;
+LOOP:
+mul.wide.s32 %rd5, %r10, 4;
+add.s64 %rd6, %rd1, %rd5;
+ld.global.u32 %r4, [%rd6]; ld.global.u32 %r5, [%rd6+1024];
+add.s32 %r11, %r11, %r4; add.s32 %r11, %r11, %r5;
+add.s32 %r10, %r10, %r3;
+setp.lt.s32 %p2, %r10, %r6;
+@%p2 bra LOOP;
+DONE:
+mad.lo.s32 %r2, %r7, %r1, %r8;
+mul.wide.s32 %rd3, %r2, 4; add.s64 %rd4, %rd2, %rd3;
+st.global.u32 [%rd4], %r11;
+ret;
+}
+"""
+
+
+def _steps(ptx: str, monkeypatch) -> set[int]:
+    """The steps ahead that the loop's prefetches of `ptx` take (streams._steps_ahead)."""
+    from ptxport.codegen.targets.cpu.gang import streams
+    seen = []
+    real = streams._steps_ahead
+
+    def spy(fl):
+        seen.append(real(fl))
+        return seen[-1]
+
+    monkeypatch.setattr(streams, "_steps_ahead", spy)
+    build_gang(build(parse(ptx)), "k", (256, 1, 1), CpuOptions())
+    return set(seen)
+
+
+@pytest.mark.parametrize("bases, ahead", [(1, 3), (2, 1), (4, 1)])
+def test_a_loop_fetching_more_lines_prefetches_fewer_steps_ahead(monkeypatch, bases, ahead):
+    # `bases` base registers read a pass (a group's 4 lines each): 3 steps ahead for one
+    # (reduce_warp's loop), 1 for two (saxpy's x and y: 3 steps ahead took 25-30% more
+    # CPU time than 1 on the GPU host's Xeon)
+    loads = "".join(f"add.s64 %rd{7 + j}, %rd6, {4096 * j}; ld.global.u32 %r4, [%rd{7 + j}];"
+                    " add.s32 %r11, %r11, %r4;\n" for j in range(bases))
+    ptx = PAIRS.replace("ld.global.u32 %r4, [%rd6]; ld.global.u32 %r5, [%rd6+1024];\n"
+                        "add.s32 %r11, %r11, %r4; add.s32 %r11, %r11, %r5;\n", loads)
+    ptx = ptx.replace(".reg .b64 %rd<8>", ".reg .b64 %rd<12>")
+    assert _steps(ptx, monkeypatch) == {ahead}
+    assert _steps(LOOP, monkeypatch) == {1}
+
+
+@pytest.mark.parametrize("n", [512 * 3 + 256 + 7, 512 * 4, 100])
+def test_a_loop_whose_lanes_run_different_trip_counts_sums_right(n):
+    # 3 blocks of 256: lanes past n skip the loop or leave it a pass early; each thread's
+    # x[i] + x[i + 256] (the second read past n where n is not a multiple: inside the
+    # allocation, which holds n + 256 elements)
+    dev = Device("cpu")
+    stream = dev.create_stream()
+    kernel = Program(PAIRS, code_type="ptx").compile("native").get_kernel("k")
+    grid, block = 3, 256
+    x = np.arange(n + 256, dtype=np.uint32) % 97
+    xs = dev.allocate(x.nbytes, stream=stream)
+    out = dev.allocate(4 * grid * block, stream=stream)
+    xs.copy_from(x, stream=stream)
+    launch(stream, LaunchConfig(grid=grid, block=block), kernel, xs, out, np.uint32(n))
+    got = np.empty(grid * block, np.uint32)
+    out.copy_to(got, stream=stream)
+    stream.sync()
+    want = np.zeros(grid * block, np.uint32)
+    for c in range(grid):
+        for t in range(block):
+            for i in range(c * 512 + t, n, 512 * grid):
+                want[c * block + t] += x[i] + x[i + 256]
+    assert (got == want).all()
+
+
+def test_a_loop_reading_past_its_allocation_still_faults():
+    # the allocation holds n elements, the loop reads x[i + 256] past them: the prefetches
+    # (further past) never fault, the access does, with ptxport's error
+    from ptxport.errors import IllegalAddressError
+    dev = Device("cpu")
+    stream = dev.create_stream()
+    kernel = Program(PAIRS, code_type="ptx").compile("native").get_kernel("k")
+    n = 2048 - 100      # x[i + 256] reaches element 2047
+    xs = dev.allocate(4 * n, stream=stream)
+    out = dev.allocate(4 * 512, stream=stream)
+    xs.copy_from(np.ones(n, np.uint32), stream=stream)
+    launch(stream, LaunchConfig(grid=2, block=256), kernel, xs, out, np.uint32(n))
+    with pytest.raises(IllegalAddressError):
+        stream.sync()

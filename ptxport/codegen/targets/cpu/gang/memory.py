@@ -18,7 +18,7 @@ from ptxport.codegen.lower import (
     value_type,
 )
 from ptxport.codegen.ops.data import instruction_type, state_space, vector_count
-from ptxport.codegen.targets.cpu.gang import checks, strided, widened
+from ptxport.codegen.targets.cpu.gang import checks, indexed, strided, widened
 from ptxport.codegen.targets.cpu.gang.access_kinds import (
     consecutive,
     consecutive_halves,
@@ -116,6 +116,15 @@ def lane_vectors(fl: GangLowering, place: Place, t: Type, count: int, values=Non
     shuffles that take a .v4 access apart to whole-vector arithmetic)."""
     if widened.applies(fl, place, t.size * count):
         return widened.access(fl, place, t, count, values, old)
+    found = indexed.applies(fl, place, t.size) if count == 1 and old is None else None
+    if found is not None:
+        return indexed.access(fl, place, t, found, None if values is None else values[0],
+                              lambda: _general(fl, place, t, count, values, old))
+    return _general(fl, place, t, count, values, old)
+
+
+def _general(fl: GangLowering, place: Place, t: Type, count: int, values, old):
+    """lane_vectors where the lanes' addresses are not known to lie consecutive."""
     if values is None and old is not None:
         return _merged_load(fl, place, t, count, old)
     if count > 1:

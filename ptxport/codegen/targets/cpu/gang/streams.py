@@ -1,8 +1,9 @@
 """Warp gangs' prefetches by how a global access site moves: a site whose base register moves
 by a step known when compiling each time around the site's loop (a grid-stride loop's
-`i += blockDim.x * gridDim.x`, a row loop's constant step) prefetches that step times three
-on, from its first pass and with no state kept; any other site goes to checks.prefetch,
-which learns its stride at run time (about 18 instructions and two stores a site).
+`i += blockDim.x * gridDim.x`, a row loop's constant step) prefetches one to three steps on
+(fewer where the loop's accesses fetch more lines a pass), from its first pass and with no
+state kept; any other site goes to checks.prefetch, which learns its stride at run time
+(about 18 instructions and two stores a site).
 
 A register's step and whether it is alike in a warp are found from the registers' one
 writes: affine combinations of %tid.x and %ctaid.x with constant coefficients plus a part
@@ -22,8 +23,9 @@ from typing import NamedTuple
 from llvmlite import ir as ll
 
 from ptxport.codegen.lower import I32, I64
+from ptxport.codegen.ops.data import instruction_type, vector_count
 from ptxport.codegen.targets.cpu.gang.checks import Place, prefetch, prefetch_line
-from ptxport.codegen.targets.cpu.gang.lanes import is_vec
+from ptxport.codegen.targets.cpu.gang.lanes import W, is_vec
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import may_write, state_space
@@ -210,16 +212,24 @@ class _Step(NamedTuple):
 
 
 _STAYS = _Step(None, 0)
-_AHEAD = 3      # steps ahead: as far as checks.prefetch fetches
-_NEAR = 1 << 26     # and for steps under 64 MiB, as it does
+# How many steps ahead: a loop's sites together keep (steps) x (their lines a pass) lines
+# in flight, which _IN_FLIGHT bounds, from 1 to _MOST_AHEAD steps. On the GPU host's Xeon
+# (one worker, CPU time), saxpy's loop (2 groups of 4 lines a pass) took 2.3-2.5 ms 1 step
+# ahead, 2.7-2.8 ms 2 and 3.0-3.4 ms 3 steps ahead (C: 1.3-1.7 ms); reduce_warp's (one
+# group of 4 lines) was fastest 2-3 steps ahead. (Software prefetches hold the core's line
+# fill buffers, 16 on Golden Cove, until their lines come.)
+_IN_FLIGHT = 12
+_MOST_AHEAD = 3
+_NEAR = 1 << 26     # and for steps under 64 MiB, as checks.prefetch does
+_GROUP_LINES = 4    # what a group's first access prefetches (memory.py: 256 bytes)
 
 
 def prefetch_site(fl: GangLowering, place: Place, low, span: int, size: int) -> None:
     """The software prefetch of a global access site of `size` bytes a lane whose lanes'
     range starts at `low` (`span` bytes: the warp's, or its group's): for a base register
     that moves by a known step each time around the access's loop (a grid-stride loop's
-    index: `i += blockDim.x * gridDim.x`), _AHEAD steps on, from the first pass and with no
-    state kept; else checks.prefetch, which learns the stride."""
+    index: `i += blockDim.x * gridDim.x`), _steps_ahead steps on, from the first pass and
+    with no state kept; else checks.prefetch, which learns the stride."""
     if not isinstance(fl.unguarded_mask, ll.Constant):
         return
     step = _loop_step(fl, place)
@@ -227,10 +237,11 @@ def prefetch_site(fl: GangLowering, place: Place, low, span: int, size: int) -> 
         prefetch(fl, low, span)
         return
     b = fl.b
+    ahead = _steps_ahead(fl)
     if step.by is None:
         if abs(step.scale) >= _NEAR:
             return
-        distance = I64(step.scale * _AHEAD)
+        distance = I64(step.scale * ahead)
     else:
         moved = fl.read(step.by, f"s{step.by.type.bits}" if step.by.type.bits in (32, 64)
                         else "s32")
@@ -241,10 +252,33 @@ def prefetch_site(fl: GangLowering, place: Place, low, span: int, size: int) -> 
         # (a step of 64 MiB or more: the lines at hand, as checks.prefetch leaves them;
         # fixed in the loop, so LLVM takes the test out of it)
         near = ll.IRBuilder.icmp_unsigned(b, "<", b.add(moved, I64(_NEAR)), I64(2 * _NEAR))
-        distance = b.select(near, b.mul(moved, I64(_AHEAD)), I64(0))
-    ahead = b.add(low, distance)
+        distance = b.select(near, b.mul(moved, I64(ahead)), I64(0))
+    at = b.add(low, distance)
     for line in range(0, min(span, 512), 64):
-        prefetch_line(fl, b.add(ahead, I64(line)))
+        prefetch_line(fl, b.add(at, I64(line)))
+
+
+def _steps_ahead(fl: GangLowering) -> int:
+    """How many steps ahead the current access's loop prefetches: _IN_FLIGHT lines over
+    the lines its global accesses fetch a pass (as memory.py's groups: _GROUP_LINES a
+    base register, or a warp's 32 lanes' bytes where more), 1 to _MOST_AHEAD."""
+    facts = _kernel_facts(fl)
+    cycle = facts.cycle_of.get(id(fl.inst))
+    key = ("ahead", cycle)
+    if key not in fl.streams:
+        bases: dict = {}
+        for inst in fl.function.instructions():
+            if facts.cycle_of.get(id(inst)) != cycle or inst.opcode not in ("ld", "st") \
+                    or state_space(inst) != "global":
+                continue
+            operand = inst.operands[1] if inst.opcode == "ld" else inst.operands[0]
+            if isinstance(operand, ir.Address):
+                bytes_ = W * instruction_type(inst).size * vector_count(inst)
+                bases[id(operand.base)] = max(bases.get(id(operand.base), _GROUP_LINES),
+                                              min(8, -(-bytes_ // 64)))
+        lines = sum(bases.values()) or 1
+        fl.streams[key] = max(1, min(_MOST_AHEAD, _IN_FLIGHT // lines))
+    return fl.streams[key]
 
 
 def _loop_step(fl: GangLowering, place: Place) -> _Step | None:
