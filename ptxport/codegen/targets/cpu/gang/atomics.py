@@ -1,6 +1,10 @@
 """Warp gangs' atomics (atom, red): the mask's lanes in lane order, each a real atomic
 instruction on global memory (a plain read-modify-write on shared memory, which only the
-block's host thread touches), checked like any access.
+block's host thread touches), checked like any access. An integer add of a value alike in
+every lane, where all the mask's lanes hit one address (a counter, a histogram's
+most common bin), is one atomic add of n times the value: the lanes' atomics, one right
+after the other in lane order, each lane's old value the first's plus its rank times the
+value (as CUDA programmers aggregate a warp's atomics, and nvcc does for them).
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from ptxport.codegen.lower import I32, I64, PTR, value_type
 from ptxport.codegen.ops.data import instruction_type, state_space
 from ptxport.codegen.targets.cpu.gang.checks import check_access, check_shared32, lane_addresses
 from ptxport.codegen.targets.cpu.gang.lane_loop import lane_loop
-from ptxport.codegen.targets.cpu.gang.lanes import GangUnsupported, W, is_vec, vec
+from ptxport.codegen.targets.cpu.gang.lanes import FULL, GangUnsupported, W, declare, is_vec, vec
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.ir import nodes as ir
 from ptxport.ir.types import Type
@@ -54,11 +58,59 @@ def lower_atom(fl: GangLowering, inst: ir.Instruction) -> None:
         if results is not None:
             b.store(old, b.gep(results, [b.zext(i, I64)], source_etype=value_type(t)))
 
-    lanes.visit(each)
+    if op == "add" and t.kind != "float" and not is_vec(operands[0]):
+        _one_or_each(fl, offsets if host is None else host, lanes, each,
+                     lambda pointer, n: _lane_atomic(b, op, t, space, pointer, n, None),
+                     results)
+    else:
+        lanes.visit(each)
     b.branch(done)
     b.position_at_end(done)
     if dest is not None:
         fl.write(dest, b.load(results, typ=vec(value_type(t))), t)
+
+
+def _one_or_each(fl: GangLowering, addresses, lanes: _AtomLanes, each, add, results) -> None:
+    """lanes.visit(each), or where every lane of the mask has the lowest one's address, one
+    add(pointer, n * x) of the value x alike in all lanes, lane i's old value the old one
+    plus x times the number of the mask's lanes below i."""
+    b = fl.b
+    bits = fl.bits(fl.mask)
+    first = b.and_(fl.cttz(bits), I32(W - 1))
+    last = b.sub(I32(W - 1), b.and_(fl.ctlz(bits), I32(W - 1)))
+    one, several, compare, joined = (fl.llfn.append_basic_block(f"atom_{n}")
+                                     for n in ("one", "several", "compare", "joined"))
+    # the lowest and highest lanes first (from memory: two loads), then every lane
+    ends = ll.IRBuilder.icmp_unsigned(b, "==", lanes.address(first), lanes.address(last))
+    ll.IRBuilder.cbranch(b, ends, compare, several)
+    b.position_at_end(compare)
+    alike = ll.IRBuilder.icmp_unsigned(
+        b, "==", addresses, b.splat(ll.IRBuilder.extract_element(b, addresses, first)))
+    alike = ll.IRBuilder.icmp_unsigned(b, "==", fl.bits(b.or_(alike, b.not_(fl.mask))),
+                                       I32(FULL))
+    ll.IRBuilder.cbranch(b, alike, one, several)
+    b.position_at_end(one)
+    x = lanes.operands(first)[0]
+    count = fl.b.zext(_popcount(fl, bits), x.type) if x.type.width > 32 else \
+        _popcount(fl, bits)
+    old = add(lanes.pointer(first), b.mul(x, count))
+    if results is not None:
+        below = ll.Constant(vec(I32), [I32((1 << i) - 1) for i in range(W)])
+        rank = _popcount(fl, b.and_(b.splat(bits), below))
+        if x.type.width > 32:
+            rank = b.zext(rank, vec(x.type))
+        b.store(b.add(b.splat(old), b.mul(rank, b.splat(x))), results, align=64)
+    b.branch(joined)
+    b.position_at_end(several)
+    lanes.visit(each)
+    b.branch(joined)
+    b.position_at_end(joined)
+
+
+def _popcount(fl: GangLowering, v):
+    """The number of set bits of an i32, or of each lane of an <W x i32>."""
+    name = f"llvm.ctpop.v{W}i32" if is_vec(v) else "llvm.ctpop.i32"
+    return ll.IRBuilder.call(fl.b, declare(fl.llfn.module, name, v.type, [v.type]), [v])
 
 
 class _AtomLanes:
@@ -99,9 +151,13 @@ class _AtomLanes:
         b = self.fl.b
         return b.load(b.gep(pointer, [b.zext(i, I64)], source_etype=typ), typ=typ)
 
+    def address(self, i):
+        """Lane i's address (or offset in the shared window)."""
+        return self._lane(i, self.arrays[0])
+
     def pointer(self, i):
         b = self.fl.b
-        address = self._lane(i, self.arrays[0])
+        address = self.address(i)
         if self.window is not None:
             address = b.add(self.window, b.zext(address, I64))
         return ll.IRBuilder.inttoptr(b, address, PTR)

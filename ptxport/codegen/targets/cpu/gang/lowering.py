@@ -46,7 +46,7 @@ from ptxport.codegen.lower import (
     loop_headers,
 )
 from ptxport.codegen.targets.cpu.abi import CTX
-from ptxport.codegen.targets.cpu.gang import windows
+from ptxport.codegen.targets.cpu.gang import nan_shadows, windows
 from ptxport.codegen.targets.cpu.gang.async_copy import lower_cp
 from ptxport.codegen.targets.cpu.gang.atomics import lower_atom
 from ptxport.codegen.targets.cpu.gang.chains import interleave_chains
@@ -212,6 +212,7 @@ def lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, target
     segments, exit_segment = _lay_out_segments(fl, kernel, gang)
     fl.lane_forms, fl.local_forms = lane_forms(kernel, block, fl.uniform), {}
     _frame_registers(fl, kernel, segments, frame)
+    nan_shadows.prepare(fl, kernel)
     class_slots(fl, segments)
     dispatch = _entry(fl, gang, start, live, segments[0])
     _dispatcher(fl, gang, segments, dispatch)
@@ -546,7 +547,9 @@ def _lower_one(fl: GangLowering, inst: ir.Instruction) -> None:
         windows.flush(fl)
     forget_classes(fl, inst)
     check_widening(fl, inst)
+    shadow = nan_shadows.before(fl, inst)
     fl.lower_instruction(inst)
+    nan_shadows.after(fl, inst, shadow)
     track_forms(fl, inst)
 
 
