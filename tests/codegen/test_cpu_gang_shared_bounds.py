@@ -73,3 +73,93 @@ def test_a_taller_block_is_checked_and_faults():
                        rf"outside every allocation, at line {line} in block \(0, 0, 0\), "
                        r"thread 256;"):
         _run(17)
+
+
+
+# A stencil's tile: an 18x18 tile with a one-word border; thread (tx, ty) of a 16x16 block
+# stores t = 16 * ty + tx at tile[ty + 1][tx + 1] and, after the barrier, the threads inside
+# the block's border write the sum of their four neighbours' values, read at [%r7+4],
+# [%r7-4], [%r7-72] and [%r7+`below`] (72: the next row).
+def _halo(below: int) -> str:
+    return f""".version 7.8
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 out)
+{{
+.reg .b32 %r<20>; .reg .b64 %rd<4>; .reg .pred %p<4>;
+.shared .align 4 .b32 tile[324];
+ld.param.u64 %rd1, [out];
+mov.u32 %r1, %tid.x; mov.u32 %r2, %tid.y;
+shl.b32 %r3, %r2, 4; add.s32 %r4, %r3, %r1;
+mad.lo.s32 %r5, %r2, 18, %r1; add.s32 %r6, %r5, 19; shl.b32 %r10, %r6, 2;
+mov.u32 %r11, tile; add.s32 %r7, %r11, %r10;
+st.shared.u32 [%r7], %r4;
+bar.sync 0;
+mov.u32 %r12, 0;
+add.s32 %r8, %r1, -1; setp.gt.u32 %p1, %r8, 13;
+add.s32 %r9, %r2, -1; setp.gt.u32 %p2, %r9, 13;
+or.pred %p3, %p1, %p2;
+@%p3 bra DONE;
+ld.shared.u32 %r13, [%r7+4]; ld.shared.u32 %r14, [%r7+-4];
+ld.shared.u32 %r15, [%r7+{below}]; ld.shared.u32 %r16, [%r7+-72];
+add.s32 %r17, %r13, %r14; add.s32 %r18, %r15, %r16; add.s32 %r12, %r17, %r18;
+DONE:
+mul.wide.u32 %rd2, %r4, 4; add.s64 %rd3, %rd1, %rd2;
+st.global.u32 [%rd3], %r12;
+ret;
+}}
+"""
+
+
+def _run_halo(below: int) -> np.ndarray:
+    dev = Device("cpu")
+    stream = dev.create_stream()
+    kernel = Program(_halo(below), code_type="ptx").compile("native").get_kernel("k")
+    out = np.zeros(256, np.uint32)
+    buffer = dev.allocate(out.nbytes, stream=stream)
+    launch(stream, LaunchConfig(grid=1, block=(16, 16)), kernel, buffer)
+    buffer.copy_to(out, stream=stream)
+    stream.sync()
+    assert kernel._binary(dev).gang_refusal is None
+    return out
+
+
+def _halo_reads_proven(below: int) -> list[bool]:
+    module = build(parse(_halo(below), "halo.ptx"))
+    verify(module)
+    kernel = module.functions["k"]
+    found = shared_bounds(kernel, (16, 16, 1))
+    return [inside(found.get(i), 4) for i in kernel.instructions()
+            if i.opcode == "ld" and i.spec.get("space") == "shared"]
+
+
+def test_proven_halo_reads_add_their_offsets_after_the_extension():
+    from ptxport.codegen.targets.cpu.gang.build import build_gang
+    from ptxport.codegen.targets.cpu.options import CpuOptions
+
+    assert _halo_reads_proven(72) == [True, True, True, True]
+    t = np.arange(256).reshape(16, 16)
+    expected = np.zeros((16, 16), np.int64)
+    expected[1:15, 1:15] = t[1:15, 2:] + t[1:15, :14] + t[2:, 1:15] + t[:14, 1:15]
+    assert (_run_halo(72).reshape(16, 16) == expected).all()
+    # a proven read's offset is added to its pointer in 64 bits, to the pointer made from
+    # the base's one extension (a negative offset only there: the frame's are positive),
+    # not to its 32-bit address before the extension
+    text = str(build_gang(build(parse(_halo(72), "halo.ptx")), "k", (16, 16, 1),
+                          CpuOptions())[0])
+    lines = text.splitlines()
+    after = [before for before, line in zip(lines, lines[1:], strict=False)
+             if "getelementptr i8" in line and line.endswith("i64 -72")]
+    assert after and all("getelementptr i8" in line and " sext " not in line
+                         for line in after)
+
+
+def test_a_halo_read_past_the_tile_is_checked_and_faults():
+    # [%r7+160]: two rows down and to the right, past the tile (1296 bytes) for the
+    # threads (13, 14) and (14, 14)
+    assert _halo_reads_proven(160) == [True, True, False, True]
+    line = next(n for n, text in enumerate(_halo(160).splitlines(), 1) if "+160]" in text)
+    with pytest.raises(IllegalAddressError, match=r"read 4 bytes at address 0x[0-9a-f]+, "
+                       rf"outside every allocation, at line {line} in block \(0, 0, 0\), "
+                       r"thread 237;"):
+        _run_halo(160)

@@ -14,6 +14,7 @@ from ptxport.codegen.targets.cpu.gang.classify import HALF, LOW_HALF
 from ptxport.codegen.targets.cpu.gang.lanes import W, declare, vec
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.ir.types import Type
+from ptxport.passes.shared_bounds import inside
 
 
 def _half_mask(fl: GangLowering, half: int):
@@ -28,6 +29,15 @@ def pointer_maker(fl: GangLowering, place: Place, offset):
     if place.shared:
         window = fl.target.space_base(fl, "shared")
         wide = place.addrs.type.element.width != 32
+        if not wide and inside(fl.shared_bounds.get(fl.inst), 1):
+            # (passes/shared_bounds.py proves the access inside its variable: the 32-bit
+            # sum does not wrap, so the offset is added in 64 bits, after the extension,
+            # where it folds into the access's address: one extension per base, not one
+            # lea and movslq per access)
+            def proven(at):
+                lane = ll.IRBuilder.gep(b, window, [b.sext(at, I64)], source_etype=I8)
+                return ll.IRBuilder.gep(b, lane, [I64(offset.constant)], source_etype=I8)
+            return proven
 
         def pointer(at):
             at = b.add(at, offset)
