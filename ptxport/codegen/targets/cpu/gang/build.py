@@ -10,6 +10,7 @@ from llvmlite import ir as ll
 from ptxport.codegen.lower import I1, I32, PTR
 from ptxport.codegen.targets.cpu.abi import FRAME, KernelPlan
 from ptxport.codegen.targets.cpu.entry import build_claiming
+from ptxport.codegen.targets.cpu.gang.butterflies import broadcast_butterflies
 from ptxport.codegen.targets.cpu.gang.fallthrough import join_fallthrough
 from ptxport.codegen.targets.cpu.gang.guarded_runs import guarded_runs
 from ptxport.codegen.targets.cpu.gang.lanes import GangUnsupported, W
@@ -41,6 +42,8 @@ def build_gang(module: ir.Module, kernel_name: str, block: tuple[int, int, int],
         raise GangUnsupported(reason)
     # blocks split only by labels nothing branches to (Triton's debug labels) joined
     kernel = join_fallthrough(kernel)
+    # whole-warp butterfly reductions end in a broadcast of lane 0 (LLVM then narrows them)
+    kernel = broadcast_butterflies(kernel, block)
     # short divergent ifs get guarded copies (a new function; the module's stays)
     linear: dict = {}
     skips: dict = {}
