@@ -395,7 +395,9 @@ def unary_arith(fl: FunctionLowering, inst: ir.Instruction, op: str) -> None:
 
 
 def div(fl: FunctionLowering, inst: ir.Instruction) -> None:
-    """div.rnd{.ftz}.f32, div.rnd.f64 (IEEE); div.full{.ftz}.f32 (2 ulp: computed exactly);
+    """div.rnd{.ftz}.f32, div.rnd.f64 (IEEE); div.full{.ftz}.f32 (2 ulp: computed exactly,
+    or without .ftz by a divisor that other div.full instructions share as a product by its
+    reciprocal, _by_reciprocal);
     div.approx{.ftz}.f32 (a * (1/b): 2 ulp for |b| in [2**-126, 2**126])."""
     t = TYPES[inst.spec.types[0]]
     fmt, count = element(fl, inst, t)
