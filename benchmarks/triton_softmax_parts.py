@@ -11,13 +11,18 @@ process CPU time per element, median of --runs calls, rounds alternating the var
   no-barrier  no-shared without bar.sync (4 warps: each warp runs its rows on its own)
   no-bfly     the butterfly steps (shfl.sync.bfly and the operation that combines its
               result) replaced by moves
+  no-cross    4 warps, Triton 3.6's form: the middle stage of each cross-warp reduction
+              (a guarded ld.shared of the warps' slots, two butterfly steps, a guarded
+              st.shared of the total) dropped; the broadcast load after it kept
 
 Variants other than `whole` compute wrong results (not checked). Rows are taken as the
 tutorial's programs take them (`--grid` programs, each every grid-th row) or in order
-(`--grid 1`); `--rows 128 --grid 128` keeps everything in cache.
+(`--grid 1`); `--rows 128 --grid 128` keeps everything in cache. `--workers N` times the
+calls on N workers by wall time instead (GB/s: bytes read and written per second, the
+fastest call of each round; python_kernels.py's measure).
 
     python benchmarks/triton_softmax_parts.py [--rows 4096] [--cols 1024] [--grid 256]
-                                              [--runs 10] [--rounds 3]
+                                              [--runs 10] [--rounds 3] [--workers 1]
 """
 
 from __future__ import annotations
@@ -95,20 +100,44 @@ def without_butterflies(ptx: str) -> str:
     return "\n".join(out)
 
 
+_GUARDED_LD = re.compile(r"^\s*@%p\d+\s+ld\.shared\.b32")
+_GUARDED_ST = re.compile(r"^\s*@%p\d+\s+st\.shared\.b32")
+
+
+def without_cross_stage(ptx: str) -> str:
+    """Drop each run from a guarded ld.shared to the next guarded st.shared (Triton 3.6's
+    middle stage: lanes 0-3 of warp 0 reduce the warps' slots and lane 0 stores the total)."""
+    out, dropping = [], False
+    for line in ptx.splitlines():
+        if not dropping and _GUARDED_LD.match(line):
+            dropping = True
+        if not dropping:
+            out.append(line)
+        elif _GUARDED_ST.match(line):
+            dropping = False
+    return "\n".join(out)
+
+
 def variants(ptx: str, warps: int) -> dict[str, str]:
     found = {"whole": ptx, "no-shared": without_shared(ptx)}
     if warps > 1:
         found["no-barrier"] = without_barriers(found["no-shared"])
+        crossless = without_cross_stage(ptx)
+        if crossless != ptx:
+            found["no-cross"] = crossless
     found["no-bfly"] = without_butterflies(ptx)
     return found
 
 
 def time_variants(codes: dict[str, str], warps: int, args) -> dict[str, float]:
-    """ns per element (median over rounds of each round's median process CPU time)."""
+    """ns per element (median over rounds of each round's median process CPU time), or with
+    several workers GB/s (median over rounds of each round's fastest wall time)."""
     from ptxport import Device, LaunchConfig, Program, launch
     from ptxport.runtime.backends.cpu import executor
 
-    executor.set_workers(1)
+    executor.set_workers(args.workers)
+    clock = time.process_time if args.workers == 1 else time.perf_counter
+    pick = statistics.median if args.workers == 1 else min
     device = Device("cpu")
     stream = device.create_stream()
     x = np.random.default_rng(0).standard_normal((args.rows, args.cols), dtype=np.float32)
@@ -131,10 +160,12 @@ def time_variants(codes: dict[str, str], warps: int, args) -> dict[str, float]:
         for name, kernel in kernels.items():
             seconds = []
             for _ in range(args.runs):
-                start = time.process_time()
+                start = clock()
                 call(kernel)
-                seconds.append(time.process_time() - start)
-            medians[name].append(statistics.median(seconds))
+                seconds.append(clock() - start)
+            medians[name].append(pick(seconds))
+    if args.workers > 1:
+        return {name: 2 * x.nbytes / statistics.median(m) / 1e9 for name, m in medians.items()}
     return {name: statistics.median(m) / x.size * 1e9 for name, m in medians.items()}
 
 
@@ -145,12 +176,15 @@ def main() -> None:
     parser.add_argument("--grid", type=int, default=256, help="programs (1: rows in order)")
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=1,
+                        help="workers (more than 1: wall-time GB/s)")
     args = parser.parse_args()
     import triton
 
+    measure = "one worker: process CPU ns per element (median of" if args.workers == 1 else \
+        f"{args.workers} workers: GB/s by wall time (median over rounds of the fastest of"
     print(f"Triton {triton.__version__}, softmax {args.rows} x {args.cols} f32, {args.grid} "
-          f"programs, one worker: process CPU ns per element (median of {args.rounds} rounds "
-          f"x {args.runs} calls)")
+          f"programs, {measure} {args.rounds} rounds x {args.runs} calls)")
     rows = {}
     for warps in (4, 1):
         ptx = triton_ptx(warps, args.rows, args.cols)

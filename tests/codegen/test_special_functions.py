@@ -127,6 +127,35 @@ def test_f32_reciprocal_square_root_division():
     exact_bits("div.approx.f32, huge b", out, [0, nan, 0x80000000], big)
 
 
+def test_f32_division_by_a_shared_divisor():
+    """div.full.f32 by a register that another div.full divides by too: a * (1 / b) with b
+    scaled into the normal range (float_arith._by_reciprocal), 2 ulp over the full range of
+    b (subnormal, beyond 2**126), zeros, infinities and NaNs as the quotient's."""
+    x = f32_operands(4, 0.0, 4.0)
+    rng = np.random.default_rng(5)
+    edges = np.concatenate([rng.uniform(2.0 ** -149, 2.0 ** -126, 2000),
+                            rng.uniform(2.0 ** 126, 2.0 ** 127.9, 2000)])
+    edges *= rng.choice((-1, 1), edges.size)
+    y = np.concatenate([np.roll(x, 7), edges.astype(np.float32).view(np.uint32)])
+    x = np.concatenate([x, rng.integers(0, 1 << 32, edges.size, dtype=np.uint64)])
+    y = y.astype(np.uint64)
+    got = [f32(g) for g in run(["div.full.f32 %d, %a, %b;", "div.full.f32 %d, %c, %b;"],
+                               [x, y, np.roll(x, 3)], 32)]
+    b = f32(y)
+    for out, a in ((got[0], f32(x)), (got[1], f32(np.roll(x, 3)))):
+        with np.errstate(all="ignore"):
+            quotient = a / b
+        finite = np.isfinite(quotient) & (np.abs(quotient) < 2.0 ** 127.9) & (quotient != 0)
+        bound("div.full.f32 (shared divisor)",
+              ~finite | (np.abs(out - quotient) <= 2 * ulp32(quotient)), a, out, quotient)
+        special = ~np.isfinite(quotient) | (quotient == 0)
+        want = quotient.astype(np.float32).view(np.uint32)
+        want = np.where(np.isnan(quotient), np.uint32(F32_NAN), want)
+        exact_bits("div.full.f32 (shared divisor), special quotients",
+                   out[special].astype(np.float32).view(np.uint32), want[special],
+                   np.asarray(y)[special])
+
+
 def test_f32_ex2_lg2():
     x = f32_operands(2, 0.0, 130.0)
     got = [f32(g) for g in run(["ex2.approx.f32 %d, %a;", "lg2.approx.f32 %d, %a;",

@@ -34,6 +34,7 @@ Where the manual leaves a result open, NVIDIA's hardware decides (measured on an
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 from llvmlite import ir as ll
@@ -394,7 +395,9 @@ def unary_arith(fl: FunctionLowering, inst: ir.Instruction, op: str) -> None:
 
 
 def div(fl: FunctionLowering, inst: ir.Instruction) -> None:
-    """div.rnd{.ftz}.f32, div.rnd.f64 (IEEE); div.full{.ftz}.f32 (2 ulp: computed exactly);
+    """div.rnd{.ftz}.f32, div.rnd.f64 (IEEE); div.full{.ftz}.f32 (2 ulp: computed exactly,
+    or without .ftz by a divisor that other div.full instructions share as a product by its
+    reciprocal, _by_reciprocal);
     div.approx{.ftz}.f32 (a * (1/b): 2 ulp for |b| in [2**-126, 2**126])."""
     t = TYPES[inst.spec.types[0]]
     fmt, count = element(fl, inst, t)
@@ -405,6 +408,10 @@ def div(fl: FunctionLowering, inst: ir.Instruction) -> None:
         raise fl.unsupported(inst, f"div.{precision} with .{t.name} or a rounding modifier")
     mode = _mode(fl, inst, t)
     a, b_ = (fl.read(o, t) for o in inst.operands[1:3])
+    if precision == "full" and fmt is F32 and not mode.ftz and _shared_divisor(fl, inst):
+        fl.write(inst.operands[0], _by_reciprocal(fl, a, b_, nan_blind(fl, inst.operands[0])),
+                 t)
+        return
     result = _arith(fl, inst, "div", fmt, [a, b_], mode, nan_blind(fl, inst.operands[0]))
     if precision == "approx":
         b = fl.b
@@ -414,6 +421,42 @@ def div(fl: FunctionLowering, inst: ir.Instruction) -> None:
         dividend = flush(fl, a, fmt) if mode.ftz else a
         result = b.select(huge, canonical(fl, b.fmul(dividend, zero), F32), result)
     fl.write(inst.operands[0], result, t)
+
+
+def _shared_divisor(fl: FunctionLowering, inst: ir.Instruction) -> bool:
+    """Whether inst's divisor is a register that other div.full instructions divide by too
+    (a softmax's row sum: each thread's elements by it)."""
+    counts = _FULL_DIVISORS.get(fl.function)
+    if counts is None:
+        counts = _FULL_DIVISORS[fl.function] = {}
+        for other in fl.function.instructions():
+            if other.opcode == "div" and other.spec.get("precision") == "full" and \
+                    isinstance(other.operands[2], ir.Register):
+                counts[other.operands[2]] = counts.get(other.operands[2], 0) + 1
+    return counts.get(inst.operands[2], 0) > 1
+
+
+_FULL_DIVISORS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _by_reciprocal(fl: FunctionLowering, a: ll.Value, divisor: ll.Value,
+                   any_nan: bool) -> ll.Value:
+    """div.full.f32 (2 ulp) as (a * s) * (1 / (b * s)): one division for all the quotients
+    of a divisor (LLVM computes the reciprocal once), a multiplication each (a division
+    each took 10 cycles of a Xeon core per 16 lanes). s is 1 where |b| lies in [2**-126,
+    2**126], else 2**-64 or 2**64, exact scalings that make the reciprocal a normal number
+    (a subnormal one would lose bits); a quotient that is neither 0 nor infinite keeps a * s
+    in range then. Two roundings: within 2**-23 of the quotient, 2 ulp. b = 0, inf or NaN,
+    a = 0, inf or NaN give the quotient's 0, inf or NaN."""
+    b = fl.b
+    magnitude = float_call(fl, "fabs", divisor)
+    scale = b.select(b.fcmp_ordered(">", magnitude, fconst(F32_LL, 2.0 ** 126)),
+                     fconst(F32_LL, 2.0 ** -64),
+                     b.select(b.fcmp_ordered("<", magnitude, fconst(F32_LL, 2.0 ** -126)),
+                              fconst(F32_LL, 2.0 ** 64), fconst(F32_LL, 1.0)))
+    reciprocal = b.fdiv(fconst(F32_LL, 1.0), b.fmul(divisor, scale))
+    q = b.fmul(b.fmul(a, scale), reciprocal)
+    return q if any_nan else canonical(fl, q, F32)
 
 
 # --- min max abs neg copysign testp ---------------------------------------------------------------

@@ -10,6 +10,9 @@ from llvmlite import ir as ll
 from ptxport.codegen.lower import I1, I32, PTR
 from ptxport.codegen.targets.cpu.abi import FRAME, KernelPlan
 from ptxport.codegen.targets.cpu.entry import build_claiming
+from ptxport.codegen.targets.cpu.gang.butterflies import broadcast_butterflies
+from ptxport.codegen.targets.cpu.gang.fallthrough import join_fallthrough
+from ptxport.codegen.targets.cpu.gang.guarded_runs import guarded_runs
 from ptxport.codegen.targets.cpu.gang.lanes import GangUnsupported, W
 from ptxport.codegen.targets.cpu.gang.lowering import lower_gang
 from ptxport.codegen.targets.cpu.gang.refusals import refusal
@@ -37,6 +40,10 @@ def build_gang(module: ir.Module, kernel_name: str, block: tuple[int, int, int],
     reason = refusal(module, kernel)
     if reason is not None:
         raise GangUnsupported(reason)
+    # blocks split only by labels nothing branches to (Triton's debug labels) joined
+    kernel = join_fallthrough(kernel)
+    # whole-warp butterfly reductions end in a broadcast of lane 0 (LLVM then narrows them)
+    kernel = broadcast_butterflies(kernel, block)
     # short divergent ifs get guarded copies (a new function; the module's stays)
     linear: dict = {}
     skips: dict = {}
@@ -49,6 +56,8 @@ def build_gang(module: ir.Module, kernel_name: str, block: tuple[int, int, int],
         skips.update((copies[k], v) for k, v in list(skips.items()) if k in copies)
         linear = {id(moved[k]) if k in moved else k: moved.get(id(v), v)
                   for k, v in linear.items()}
+    # straight-line runs whose effects are all guarded by one predicate, skipped likewise
+    skips.update(guarded_runs(kernel, skips))
     llmod = ll.Module(name=f"ptxport.gang.{kernel_name}")
     llmod.triple = llvm.get_process_triple()
     plan = plan_kernel(module, kernel)
