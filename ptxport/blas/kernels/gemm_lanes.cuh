@@ -102,9 +102,12 @@ extern "C" __global__ void __launch_bounds__(BM)
 ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long stride_a,
              const In *b, int ldb, long long stride_b, Acc beta, Out *c, int ldc,
              long long stride_c, int trans) {
-  __shared__ __align__(64) Acc as[BK][BM];
-  __shared__ __align__(64) Acc bs[BN * BK];
-  __shared__ __align__(64) Acc cs[BN][BM];
+  // the panels and partial sums in dynamic shared memory (TileConfig.dynamic_shared): on
+  // the CPU target a block may have more than CUDA's 48 KiB of static shared memory
+  extern __shared__ __align__(64) unsigned char lanes_smem[];
+  Acc (*as)[BM] = reinterpret_cast<Acc (*)[BM]>(lanes_smem);
+  Acc *bs = reinterpret_cast<Acc *>(lanes_smem) + BK * BM;
+  Acc (*cs)[BM] = reinterpret_cast<Acc (*)[BM]>(bs + BN * BK);
   const int lane = threadIdx.x;
   // row tiles along the grid's x: consecutive blocks share B's panel (its columns)
   const int bm = blockIdx.x * BM, bn = blockIdx.y * BN;
