@@ -70,7 +70,7 @@ _CPU_TUNE_SIZES = (256, 512, 1024, 2048, 4096)
 # tiles may no longer be candidates, or no longer the fastest) are not reused
 _KERNELS_VERSION = "gemm6"
 # the same for the lanes kernel and its candidates (the kernel's name in the key)
-_LANES_VERSION = "lanes5"
+_LANES_VERSION = "lanes6"
 # backends whose kernels take the transposes as an argument: one compile for all four pairs
 _RUNTIME_TRANSPOSES = ("opencl",)
 # the options a tile's label may end in, by kernel (TileConfig.kind; TileConfig's flags)
@@ -169,7 +169,7 @@ class TileConfig:
     def static_shared(self, acc_bytes: int) -> int:
         """The SIMT kernel's shared tiles (two buffers, three for cp.async with BK <= 8;
         padded rows) with accumulators of `acc_bytes`; the lanes kernel's panels of A and B
-        and its partial sums of C."""
+        and its partial sums of C (in dynamic shared memory: gemm_launch)."""
         if self.lanes:
             return (self.bk * self.bm + self.bn * self.bk + self.bn * self.bm) * acc_bytes
         sub_m, sub_n = (4 if x % 4 == 0 else 1 for x in (self.tm, self.tn))
@@ -224,12 +224,20 @@ WGMMA_CANDIDATES = (TileConfig(True, 128, 256, 64, wm=2, wn=1, stages=4, ahead=T
 # 96-row tiles 0.31-0.32; the k loop unrolled twice 0.32-0.35; 32-row tiles 0.24-0.29 and
 # 0.41-0.53. On a 2-core AMD EPYC (Zen 4: one 512-bit FMA a cycle), one worker, CPU time, 64 x
 # 64 x 64 with 2 columns led (0.60-0.68 of OpenBLAS; 4 columns 0.55-0.60: spills). 32 x 32 x
-# 64 with 4 columns: the one whose panels of doubles fit 48 KiB, and the most blocks.
-LANES_CANDIDATES = (TileConfig(False, 64, 64, 64, 4, 4, lanes=True),
+# 64 with 4 columns (the one whose panels of doubles fit 48 KiB of static shared memory, and
+# the most blocks) made 0.24-0.34: not a candidate since the panels are in dynamic shared
+# memory (below). Since the k loop has no spills (session 8), on the EPYC, one worker, CPU
+# time, 1024 and 2048: 64 x 64 x 128 with 4 columns 78-85 GFLOP/s, 64 x 64 x 64 69-80 (half
+# the partial sums' round trips through shared memory a k step), 128-row tiles with 2
+# columns 72-81.
+LANES_CANDIDATES = (TileConfig(False, 64, 64, 128, 4, 4, lanes=True),
+                    TileConfig(False, 64, 64, 64, 4, 4, lanes=True),
                     TileConfig(False, 64, 64, 64, 4, 2, lanes=True),
                     TileConfig(False, 64, 32, 64, 4, 4, lanes=True),
-                    TileConfig(False, 64, 32, 64, 4, 2, lanes=True),
-                    TileConfig(False, 32, 32, 64, 4, 4, lanes=True))
+                    TileConfig(False, 64, 32, 64, 4, 2, lanes=True))
+# the lanes kernel's panels and partial sums are dynamic shared memory (more than CUDA's 48
+# KiB of static shared memory for 128-deep panels): at most what cpu devices give a block
+_LANES_SHARED = 227 * 1024
 
 
 def candidates(mma: bool, acc: np.dtype, lanes: bool = False, wgmma: bool = False
@@ -239,8 +247,10 @@ def candidates(mma: bool, acc: np.dtype, lanes: bool = False, wgmma: bool = Fals
     runs the warpgroup kernel too)."""
     if mma:
         return WGMMA_CANDIDATES + MMA_CANDIDATES if wgmma else MMA_CANDIDATES
-    return tuple(c for c in (LANES_CANDIDATES if lanes else SIMT_CANDIDATES)
-                 if c.static_shared(acc.itemsize) <= _STATIC_SHARED)
+    if lanes:
+        return tuple(c for c in LANES_CANDIDATES
+                     if c.static_shared(acc.itemsize) <= _LANES_SHARED)
+    return tuple(c for c in SIMT_CANDIDATES if c.static_shared(acc.itemsize) <= _STATIC_SHARED)
 
 
 def parse_tiles(labels: list[str], mma: bool, wgmma: bool = False) -> list[TileConfig]:
@@ -398,8 +408,9 @@ def gemm_launch(device: Device, config: TileConfig, problem, a: Buffer | np.uint
         args += _split_workspace(stream or device.default_stream,
                                  grid[0] * grid[1] * problem.batch, config,
                                  np.dtype(scalar))
-    return kernel, LaunchConfig(grid=grid, block=config.threads,
-                                shmem_size=config.dynamic_shared()), args
+    shared = config.static_shared(np.dtype(scalar).itemsize) if config.lanes else \
+        config.dynamic_shared()
+    return kernel, LaunchConfig(grid=grid, block=config.threads, shmem_size=shared), args
 
 
 def launch_gemm(stream: Stream, config: TileConfig, problem, a: Buffer | np.uint64,
@@ -545,8 +556,9 @@ def tuned_config(device: Device, mma: bool, in_type: np.dtype, out_type: np.dtyp
 
 # How much slower than the fastest the tuner's pick, the first such candidate, may time. On
 # cpu devices more: on the 16-core host one tile's time moved by 10-15% between runs while the
-# lanes candidates' first (64 x 64 x 64, 4 columns) was the fastest or within 15% of it at
-# every size at 1 and 16 workers (docs/blas.md); with 2%, noise picked tiles 20% slower.
+# lanes candidates' first then (64 x 64 x 64, 4 columns; now second, behind its 128-deep
+# panels) was the fastest or within 15% of it at every size at 1 and 16 workers
+# (docs/blas.md); with 2%, noise picked tiles 20% slower.
 _TIE, _CPU_TIE = 1.02, 1.10
 
 # the autotuner's timing: launches before timing for about WARM_MS (the GPU's clocks up,
@@ -566,12 +578,18 @@ def time_tile(device: Device, config: TileConfig, in_type: np.dtype, out_type: n
     k = depth or size
     ta, tb = layout[0] == "T", layout[1] == "T"
     stream = device.create_stream()
-    a = device.allocate(size * k * in_type.itemsize, stream=stream)   # A and B both
+    # on cpu devices A and B apart, as a program's are: one buffer for both halved the
+    # memory the tuning GEMM touches, which then stayed in a core's L2 cache as the
+    # problems tuned for do not (elsewhere one buffer, A and B both)
+    a = device.allocate(size * k * in_type.itemsize, stream=stream)
+    b = device.allocate(size * k * in_type.itemsize, stream=stream) \
+        if device.backend == "cpu" else a
     c = device.allocate(size * size * out_type.itemsize, stream=stream)
-    a.fill(0x3C, 1, stream=stream)   # 0.0115 in f32 and bf16: ordinary values
+    for buffer in {id(a): a, id(b): b}.values():
+        buffer.fill(0x3C, 1, stream=stream)   # 0.0115 in f32 and bf16: ordinary values
     problem = _Gemm(ta, tb, size, size, k, (k if ta else size, size if tb else k, size),
                     (0, 0, 0), 1)
-    kernel, config_, args = gemm_launch(device, config, problem, a, a, c, in_type, out_type,
+    kernel, config_, args = gemm_launch(device, config, problem, a, b, c, in_type, out_type,
                                         1.0, 0.0, stream)
     launch(stream, config_, kernel, *args)   # compiles and loads it, untimed
     stream.sync()
@@ -580,7 +598,7 @@ def time_tile(device: Device, config: TileConfig, in_type: np.dtype, out_type: n
     ms, _ = timing.median_ms(timed, *((_CPU_WARM_MS, _CPU_GROUP_MS, _CPU_GROUPS)
                                       if device.backend == "cpu" else
                                       (_WARM_MS, _GROUP_MS, _GROUPS)))
-    a.close(stream)
-    c.close(stream)
+    for buffer in {id(a): a, id(b): b, id(c): c}.values():
+        buffer.close(stream)
     stream.sync()
     return ms

@@ -8,8 +8,10 @@ The trip count is known where the back edge tests a register that the loop steps
 constant (`add r, r, c`, or NVRTC's `add t, r, c` ... `mov r, t`) from a constant, against a
 constant bound (setp ne, lt or le). An access qualifies when its address is an affine
 function (mod 2^32, through mov, add, sub, shl, mul.lo and mad.lo by constants) of the
-iteration's number k, the thread index and registers alike in every lane of a warp that the
-loop does not write (a register the loop steps is its value before the loop plus c k). Over
+iteration's number k, the thread index, registers alike in every lane of a warp that the
+loop does not write (a register the loop steps is its value before the loop plus c k) and
+shared variables' addresses (`mov.u32 r, tile`, in the loop or before it: NVRTC puts them
+in packing loops). Over
 the iterations and the block's thread indices, such an address lies in [R + low, R + high),
 where R is the part from the uniform registers: before the loop, R is computed once per
 distinct part and the whole range tested against the shared window (0 <= R + low, R + high
@@ -173,6 +175,8 @@ class _Forms:
             return None
         if isinstance(value, IntImm):
             return {None: value.value}
+        if _shared_variable(value):     # (its address: alike in every thread of the block)
+            return {value: 1, None: 0}
         if isinstance(value, ir.SpecialRegister):
             return {(_TID, value.component): 1} if value.name == _TID and \
                 value.component in "xyz" else None
@@ -226,6 +230,16 @@ class _Forms:
                 return None
             return product if op == "mul" else _sum(product, ops[2])
         return None
+
+
+def _shared_variable(value) -> bool:
+    return isinstance(value, ir.Variable) and value.space == "shared"
+
+
+def _uniform_symbol(symbol) -> bool:
+    """A symbol of a form that stands for a value alike in the warp: a uniform register,
+    or a shared variable's address (the pass's own reading of it: `mov.u32 r, var`)."""
+    return isinstance(symbol, ir.Register) or _shared_variable(symbol)
 
 
 def _constant(form: dict) -> int | None:
@@ -296,7 +310,8 @@ def _spans(loop: _Loop, forms: _Forms, ranges: dict) -> tuple[dict, list[int]]:
         if inst.opcode not in ("ld", "st") or state_space(inst) != "shared":
             continue
         address = inst.operands[1 if inst.opcode == "ld" else 0]
-        if not isinstance(address, ir.Address) or not isinstance(address.base, ir.Register):
+        if not isinstance(address, ir.Address) or not (
+                isinstance(address.base, ir.Register) or _shared_variable(address.base)):
             continue
         form = forms.of(address.base, i)
         if form is None:
@@ -308,8 +323,8 @@ def _spans(loop: _Loop, forms: _Forms, ranges: dict) -> tuple[dict, list[int]]:
                 low, high = low + min(a, b), high + max(a, b)
         vec = inst.spec.get("vec")
         size = TYPES[inst.spec.types[-1]].bits // 8 * (int(vec[1:]) if vec else 1)
-        part = tuple(sorted(((r, c) for r, c in form.items()
-                             if isinstance(r, ir.Register)), key=lambda rc: rc[0].name))
+        part = tuple(sorted(((r, c) for r, c in form.items() if _uniform_symbol(r)),
+                            key=lambda rc: rc[0].name))
         if abs(low) > 1 << 40 or abs(high) > 1 << 40:
             continue
         old = spans.get(part, (low, high + size))
@@ -340,6 +355,8 @@ class _Emitter:
         s = self.specs
         total = None
         for reg, c in part:
+            if _shared_variable(reg):       # (its address, as the kernel's mov.u32 reads it)
+                reg = self.emit(s.total[0], "u32", reg)
             term = reg if c == 1 else self.emit(s.mul, "u32", reg, IntImm(c & 0xFFFFFFFF))
             total = term if total is None else self.emit(s.add, "u32", total, term)
         return self.emit(s.widen, "u64", total if total is not None else IntImm(0))

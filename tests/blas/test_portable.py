@@ -449,8 +449,8 @@ def test_lanes_kernel_two_rows_a_lane(m):
 
 
 def test_lanes_first_candidate():
-    # the tile near-ties go to (64 x 64 x 64, two rows and four columns a lane): edges in
-    # every dimension, three panels
+    # the tile near-ties go to (64 x 64 x 128, two rows and four columns a lane): edges in
+    # every dimension, two panels, the second partial
     _check(_device("cpu"), portable.LANES_CANDIDATES[0], False, False, 100, 70, 130,
            np.float32, np.float32)
 
@@ -467,9 +467,9 @@ def test_lanes_labels_and_candidates():
         TileConfig.parse("lanes:48x16x32/4/u2")   # a block is one warp: 32 rows a lane
     f32, f64 = np.dtype(np.float32), np.dtype(np.float64)
     assert portable.candidates(False, f32, lanes=True) == portable.LANES_CANDIDATES
-    # panels of doubles within 48 KiB of shared memory
-    assert portable.candidates(False, f64, lanes=True) == tuple(
-        c for c in portable.LANES_CANDIDATES if c.static_shared(8) <= 48 * 1024)
+    # panels of doubles too (dynamic shared memory, up to a cpu block's 227 KiB)
+    assert portable.candidates(False, f64, lanes=True) == portable.LANES_CANDIDATES
+    assert max(c.static_shared(8) for c in portable.LANES_CANDIDATES) > 48 * 1024
 
 
 def test_cpu_size_classes():

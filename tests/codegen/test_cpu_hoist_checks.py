@@ -13,6 +13,7 @@ import pytest
 
 from ptxport import Device, LaunchConfig, Program, launch
 from ptxport.errors import IllegalAddressError
+from ptxport.ir import nodes as ir
 from ptxport.ir.from_ptx import build
 from ptxport.ir.verify import verify
 from ptxport.passes.hoist_checks import hoist_checks
@@ -24,9 +25,15 @@ SOURCE = (Path(__file__).resolve().parents[1] / "passes" / "golden" / "shared_lo
     .read_text()
 
 
-def _ptx(limit: int) -> str:
-    text = SOURCE.replace("setp.ne.s32 %p2, %r8, 8;", f"setp.ne.s32 %p2, %r8, {limit};")
-    assert text != SOURCE or limit == 8
+# SUM reading the tile's address in the loop (`mov.u32 r, tile`, as NVRTC's packing loops
+# do): a shared variable's address is alike in the block, so SUM qualifies as before
+TILE_IN_LOOP = SOURCE.replace("    add.s32 %r10, %r4, %r9;\n", "    mov.u32 %r17, tile;\n"
+                              "    add.s32 %r18, %r17, %r2;\n    add.s32 %r10, %r18, %r9;\n")
+
+
+def _ptx(limit: int, source: str = SOURCE) -> str:
+    text = source.replace("setp.ne.s32 %p2, %r8, 8;", f"setp.ne.s32 %p2, %r8, {limit};")
+    assert text != source or limit == 8
     return text
 
 
@@ -36,11 +43,12 @@ def _kernel(limit: int = 8):
     return module.functions["shared_loop"]
 
 
-def _run(cpu_options, limit: int = 8, **options):
+def _run(cpu_options, limit: int = 8, source: str = SOURCE, **options):
     cpu_options(**options)
     dev = Device("cpu")
     stream = dev.create_stream()
-    kernel = Program(_ptx(limit), code_type="ptx").compile("native").get_kernel("shared_loop")
+    kernel = Program(_ptx(limit, source), code_type="ptx").compile("native") \
+        .get_kernel("shared_loop")
     src = np.arange(256, dtype=np.float32) * 0.5 + 1
     index = (np.arange(32, dtype=np.uint32) * 7) % 250
     bufs = [dev.allocate(n, stream=stream) for n in (src.nbytes, 128, index.nbytes)]
@@ -81,25 +89,39 @@ def test_a_loop_of_unknown_trip_count_is_left_alone():
     assert [n.split(":")[0] for n in notes] == ["the loop FILL"]
 
 
-def test_sums_agree_with_and_without_hoisting_and_threads(cpu_options):
-    src, index, out = _run(cpu_options)
+def test_a_shared_variables_address_read_in_the_loop_qualifies():
+    module = build(parse(_ptx(8, TILE_IN_LOOP), "shared_loop.ptx"))
+    verify(module)
+    f, notes, prechecked, *_ = hoist_checks(module.functions["shared_loop"], (32, 1, 1))
+    assert [n.split(":")[0] for n in notes] == ["the loop FILL", "the loop SUM"], notes
+    assert len(prechecked) == 5
+    # (the test block reads the tile's address as the loop does)
+    head = next(b for b in f.blocks if b.label == "SUM_hoisted_checks")
+    assert any(i.opcode == "mov" and isinstance(i.operands[1], ir.Variable)
+               for i in head.instructions)
+
+
+@pytest.mark.parametrize("source", [SOURCE, TILE_IN_LOOP], ids=["before", "in_loop"])
+def test_sums_agree_with_and_without_hoisting_and_threads(cpu_options, source):
+    src, index, out = _run(cpu_options, source=source)
     tid = np.arange(32)
     want = sum(src[tid + 32 * i] for i in range(8)) + src[index] + src[index + 1]
     np.testing.assert_allclose(out, want, rtol=1e-6)
     for options in ({"hoist_checks": False}, {"gang": False}):
-        np.testing.assert_array_equal(_run(cpu_options, **options)[2], out)
+        np.testing.assert_array_equal(_run(cpu_options, source=source, **options)[2], out)
 
 
-def test_out_of_bounds_in_a_versioned_loop_names_the_same_access(cpu_options):
+@pytest.mark.parametrize("source", [SOURCE, TILE_IN_LOOP], ids=["before", "in_loop"])
+def test_out_of_bounds_in_a_versioned_loop_names_the_same_access(cpu_options, source):
     # SUM runs 12 steps: the third iteration reads tile[256 + tid], past the 1 KiB of shared
     # memory; the test before the loop fails, the loop runs checked and faults there
     messages = []
     for options in ({}, {"hoist_checks": False}, {"gang": False}):
         with pytest.raises(IllegalAddressError) as caught:
-            _run(cpu_options, 12, **options)
+            _run(cpu_options, 12, source, **options)
         messages.append(re.sub(r"0x[0-9a-f]+", "ADDRESS", str(caught.value)))
     assert messages[0] == messages[1] == messages[2], messages
-    line = SOURCE.splitlines().index("    ld.shared.f32 %f3, [%r10];") + 1
+    line = source.splitlines().index("    ld.shared.f32 %f3, [%r10];") + 1
     assert "read 4 bytes" in messages[0] and f"at line {line} in block (0, 0, 0), thread 0;" \
         in messages[0], messages[0]
 

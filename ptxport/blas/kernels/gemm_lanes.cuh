@@ -38,7 +38,7 @@
 // load), and the test against k is the warp's alike.
 __device__ __forceinline__ void pack_a(Acc (*as)[BM], const In *a, int lda, int m, int k,
                                        int row0, int k0, int lane, int trans) {
-  if (m >= BM) {
+  if (EVEN || m >= BM) {   // (EVEN: m a multiple of BM, so at least BM)
 #pragma unroll 4
     for (int p = 0; p < BK; ++p) {
       const int gp = k0 + p;
@@ -71,7 +71,7 @@ __device__ __forceinline__ void pack_b(Acc *bs, const In *b, int ldb, int n, int
   if (!TB) {
 #pragma unroll 1
     for (int j = 0; j < BN; ++j) {
-      const In *col = b + (long long)min(bn + j, n - 1) * ldb + k0;
+      const In *col = b + (long long)(EVEN ? bn + j : min(bn + j, n - 1)) * ldb + k0;
       if (whole) {
 #pragma unroll
         for (int t = 0; t < BK / 32; ++t) bs[j * BK + t * 32 + lane] = to_acc<IN_KIND>(col[t * 32 + lane]);
@@ -102,13 +102,17 @@ extern "C" __global__ void __launch_bounds__(BM)
 ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long stride_a,
              const In *b, int ldb, long long stride_b, Acc beta, Out *c, int ldc,
              long long stride_c, int trans) {
-  __shared__ __align__(64) Acc as[BK][BM];
-  __shared__ __align__(64) Acc bs[BN * BK];
-  __shared__ __align__(64) Acc cs[BN][BM];
+  // the panels and partial sums in dynamic shared memory (TileConfig.dynamic_shared): on
+  // the CPU target a block may have more than CUDA's 48 KiB of static shared memory
+  extern __shared__ __align__(64) unsigned char lanes_smem[];
+  Acc (*as)[BM] = reinterpret_cast<Acc (*)[BM]>(lanes_smem);
+  Acc *bs = reinterpret_cast<Acc *>(lanes_smem) + BK * BM;
+  Acc (*cs)[BM] = reinterpret_cast<Acc (*)[BM]>(bs + BN * BK);
   const int lane = threadIdx.x;
   // row tiles along the grid's x: consecutive blocks share B's panel (its columns)
   const int bm = blockIdx.x * BM, bn = blockIdx.y * BN;
-  const int row0 = min(bm, max(m - BM, 0));   // the last tile moved up to end at row m - 1
+  // the last tile moved up to end at row m - 1 (EVEN: every tile whole)
+  const int row0 = EVEN ? bm : min(bm, max(m - BM, 0));
   a += blockIdx.z * stride_a;
   b += blockIdx.z * stride_b;
   c += blockIdx.z * stride_c;
@@ -156,9 +160,9 @@ ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long str
 #pragma unroll
   for (int r = 0; r < RM; ++r) {
     const int i = row0 + r * 32 + lane;
-    if (i >= bm && i < m) {
+    if (EVEN || (i >= bm && i < m)) {
 #pragma unroll 1
-      for (int j = 0; j < BN && bn + j < n; ++j)
+      for (int j = 0; j < BN && (EVEN || bn + j < n); ++j)
         store_c(c, ldc, m, n, i, bn + j, cs[j][r * 32 + lane], alpha, beta);
     }
   }

@@ -10,6 +10,7 @@ from ptxport.codegen.lower import (
     I1,
     I32,
 )
+from ptxport.codegen.targets.cpu.gang.full_entries import entry, is_full
 from ptxport.codegen.targets.cpu.gang.lanes import (
     BARRIER,
     EXIT_PC,
@@ -47,6 +48,10 @@ def set_pc(fl: GangLowering, lanes, value) -> None:
 def goto_segment(fl: GangLowering, segment: Segment) -> None:
     """All lanes of the mask go to `segment`."""
     b = fl.b
+    if is_full(fl.mask):    # (all 32 lanes: none waits elsewhere)
+        b.store(fl.mask, fl.mask_slot)
+        b.branch(entry(fl, segment))
+        return
     direct = fl.llfn.append_basic_block("direct")
     via = fl.llfn.append_basic_block("via_dispatch")
     ll.IRBuilder.cbranch(b, _others_before(fl, segment.number), via, direct)
@@ -86,8 +91,10 @@ def lower_bra(fl: GangLowering, inst: ir.Instruction) -> None:
     diverged = fl.llfn.append_basic_block("diverged")
     all_taken, none_taken = (fl.llfn.append_basic_block(n) for n in ("taken", "not_taken"))
     uniform = fl.llfn.append_basic_block("uniform")
-    # (others that wait further on do not matter: the mask's lanes run first either way)
-    ll.IRBuilder.cbranch(b, _others_before(fl, max(target.number, following.number)),
+    # (others that wait further on do not matter: the mask's lanes run first either way;
+    # under the full mask no lane waits elsewhere)
+    ll.IRBuilder.cbranch(b, I1(0) if is_full(fl.mask) else
+                         _others_before(fl, max(target.number, following.number)),
                          diverged, uniform)
     b.position_at_end(uniform)
     check_none = fl.llfn.append_basic_block("check_none")
@@ -103,7 +110,7 @@ def lower_bra(fl: GangLowering, inst: ir.Instruction) -> None:
     for block, segment in ((all_taken, target), (none_taken, following)):
         b.position_at_end(block)
         b.store(fl.mask, fl.mask_slot)
-        b.branch(segment.llblock)
+        b.branch(entry(fl, segment))
 
     def note_counters():
         pcs = ll.IRBuilder.select(b, guard, b.splat(I32(target.number)),

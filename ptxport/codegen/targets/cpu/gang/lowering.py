@@ -63,6 +63,7 @@ from ptxport.codegen.targets.cpu.gang.control import (
     lower_exit,
     set_pc,
 )
+from ptxport.codegen.targets.cpu.gang.full_entries import enter_copies
 from ptxport.codegen.targets.cpu.gang.lanes import (
     AT_BARRIER,
     BARRIER,
@@ -93,7 +94,6 @@ from ptxport.codegen.targets.cpu.gang.warp import (
 from ptxport.codegen.targets.cpu.gang.wgmma import lower_wgmma
 from ptxport.codegen.targets.cpu.gang.windows import lower_ld
 from ptxport.codegen.targets.cpu.options import CpuOptions
-from ptxport.codegen.targets.cpu.stop import STOPPED, poll_stop
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import live_after, live_before, may_write, uses_and_defs
 from ptxport.passes.lane_forms import lane_forms, widening
@@ -490,26 +490,11 @@ def _lower_segments(fl: GangLowering, kernel: ir.Function, gang: ll.Function,
     """The segments: each twice, for all 32 lanes (the mask a constant: no selects, plain
     vector loads and stores, lane 0 first) and for any other mask."""
     b = fl.b
-    full = ll.Constant(vec(I1), [I1(1)] * W)
     # every loop passes the first segment of a loop header: a launch asked to stop ends there
     looped = {fl.first_segment[h].number for h in loop_headers(kernel) if h in fl.first_segment}
+    fl.full_entries = {}
     for i, s in enumerate(segments):
-        b.position_at_end(s.llblock)
-        if s.number in looped:
-            stopping = gang.append_basic_block(f"seg{s.number}_stopping")
-            going_on = gang.append_basic_block(f"seg{s.number}_going_on")
-            poll_stop(fl, stop_word, stopping, going_on)
-            b.position_at_end(stopping)
-            b.ret(I32(STOPPED))
-            b.position_at_end(going_on)
-        mask = b.load(fl.mask_slot)
-        copies = [(mask, b.block)]
-        if fl.options.full_mask_copies:
-            whole, partial = (gang.append_basic_block(f"seg{s.number}_{n}")
-                              for n in ("all", "some"))
-            ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(
-                b, "==", fl.bits(mask), I32(FULL)), whole, partial)
-            copies = [(full, whole), (mask, partial)]
+        copies = enter_copies(fl, s, s.number in looped, stop_word)
         for lanes, block in copies:
             b.position_at_end(block)
             fl.mask = lanes
