@@ -202,11 +202,11 @@ def lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, target
     fl.linear = linear or {}
     fl.skips = skips or {}
     fl.prechecked = prechecked
-    ctx, frame, warp, _nthreads, start, fl.resume_point = gang.args
+    ctx, frame, warp, _nthreads, start, fl.resume_point, _block_copy = gang.args
     fl.declare_registers()
     _declare_slots(fl)
     fl.scratch_lane = fl.b.gep(ctx, [I64(SCRATCH_LANE)], source_etype=I8)
-    stop_word = fl.b.load(fl.b.gep(ctx, [I64(CTX.fields["stop"])], source_etype=I8), typ=PTR)
+    stop_word = target.ctx_field(fl, "stop", typ=PTR)
     assert CTX.fields["scratch"] == SCRATCH_LANE
     live = _thread_indices(fl, frame, warp, block)
     segments, exit_segment = _lay_out_segments(fl, kernel, gang)
@@ -491,7 +491,12 @@ def _lower_segments(fl: GangLowering, kernel: ir.Function, gang: ll.Function,
     b = fl.b
     full = ll.Constant(vec(I1), [I1(1)] * W)
     # every loop passes the first segment of a loop header: a launch asked to stop ends there
-    looped = {fl.first_segment[h].number for h in loop_headers(kernel) if h in fl.first_segment}
+    # (but for a header with a block barrier: the warp returns to run_blocks on every pass,
+    # and run_blocks looks at the stop word every round)
+    waits = {id(block) for block in kernel.blocks
+             if any(is_barrier(i) and i.guard is None for i in block.instructions)}
+    looped = {fl.first_segment[h].number for h in loop_headers(kernel) - waits
+              if h in fl.first_segment}
     for i, s in enumerate(segments):
         b.position_at_end(s.llblock)
         if s.number in looped:
