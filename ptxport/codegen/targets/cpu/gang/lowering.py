@@ -76,6 +76,8 @@ from ptxport.codegen.targets.cpu.gang.lanes import (
     RESUME,
     RESUME_LANES,
     SCRATCH_LANE,
+    STATUS,
+    WHOLE_AT,
     W,
     is_vec,
     vec,
@@ -358,6 +360,8 @@ def _entry(fl: GangLowering, gang: ll.Function, start, live, first: Segment) -> 
     b.cbranch(start, fresh, resume)
     b.position_at_end(fresh)
     b.store(I32(-1), fl.frame_field(RESUME))
+    for slots in fl.class_slots.values():       # (classify.make_class_slots)
+        b.store(I32(0), slots.bits)
     if fl.exact_offset is not None:
         b.store(I32(1), fl.frame_field(fl.exact_offset))
     b.store(ll.IRBuilder.select(b, live, b.splat(I32(first.number)), fl.exit_pcs), fl.pc_slot)
@@ -368,12 +372,16 @@ def _entry(fl: GangLowering, gang: ll.Function, start, live, first: Segment) -> 
     b.store(I32(EXIT_PC), fl.others_min_slot)
     b.branch(first.llblock)
     b.position_at_end(resume)
-    # all live lanes left together at one barrier (block_barrier): straight back there; the
-    # block loop names that barrier's segment when it knows that every warp waits there
-    # with all 32 lanes (a uniform round: the point is a constant there)
+    # all live lanes left together at one barrier (block_barrier): straight back there. With
+    # all 32 lanes, the block loop names that barrier's segment when it knows that every warp
+    # waits there (a uniform round: the point is a constant there), else the warp's status
+    # does (WHOLE_AT + it); with fewer, the frame's RESUME and RESUME_LANES
     point = fl.resume_point
+    status = b.load(fl.frame_field(STATUS))
     known = ll.IRBuilder.icmp_signed(b, ">=", point, I32(0))
-    at = ll.IRBuilder.select(b, known, point, b.load(fl.frame_field(RESUME)))
+    whole = b.or_(known, ll.IRBuilder.icmp_signed(b, ">=", status, I32(WHOLE_AT)))
+    at = ll.IRBuilder.select(b, whole, ll.IRBuilder.select(
+        b, known, point, b.sub(status, I32(WHOLE_AT))), b.load(fl.frame_field(RESUME)))
     fast, slow = gang.append_basic_block("resume_fast"), gang.append_basic_block(
         "resume_slow")
     ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_signed(b, ">=", at, I32(0)), fast, slow)
@@ -385,8 +393,7 @@ def _entry(fl: GangLowering, gang: ll.Function, start, live, first: Segment) -> 
         b.store(b.load(place), register)
     b.branch(dispatch)
     b.position_at_end(fast)
-    b.store(I32(-1), fl.frame_field(RESUME))
-    lanes = fl.lanes(ll.IRBuilder.select(b, known, I32(FULL),
+    lanes = fl.lanes(ll.IRBuilder.select(b, whole, I32(FULL),
                                          b.load(fl.frame_field(RESUME_LANES))))
     b.store(ll.IRBuilder.select(b, lanes, b.splat(at), fl.exit_pcs), fl.pc_slot)
     b.store(I32(0), fl.parked_slot)
@@ -412,7 +419,7 @@ def _dispatcher(fl: GangLowering, gang: ll.Function, segments: list[Segment],
     ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_signed(b, ">=", fl.resume_point, I32(0)), leave,
                          general)
     b.position_at_end(leave)
-    _save_counters(fl, pc, parked, waiting)
+    _save_counters(fl, pc, parked, waiting, resume=True)
     for register, place in fl.kept:
         b.store(b.load(register), place)
     b.ret(I32(CONTINUE))
@@ -450,7 +457,7 @@ def _no_lane_goes_on(fl: GangLowering, gang: ll.Function, dispatch: ll.Block, pc
     ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", waiting, I32(0)), at_barrier,
                          not_barrier)
     b.position_at_end(at_barrier)
-    _save_counters(fl, pc, parked, I32(0))     # (the barrier completes before it resumes)
+    _save_counters(fl, pc, parked, I32(0), resume=True)    # (the barrier completes first)
     b.ret(I32(BARRIER))
     b.position_at_end(not_barrier)
     some_parked, done = gang.append_basic_block("some_parked"), gang.append_basic_block(
@@ -475,10 +482,13 @@ def _no_lane_goes_on(fl: GangLowering, gang: ll.Function, dispatch: ll.Block, pc
     b.ret(I32(-1))
 
 
-def _save_counters(fl: GangLowering, pc, parked, waiting) -> None:
+def _save_counters(fl: GangLowering, pc, parked, waiting, resume: bool = False) -> None:
     """Leave the lanes' counters, parked lanes and lanes at a barrier in the warp's frame,
-    where the entry's resumption (resume_slow) finds them."""
+    where the entry's resumption (resume_slow) finds them (`resume`: and RESUME -1, so that
+    it goes there: a resumed warp leaves RESUME as it was)."""
     b = fl.b
+    if resume:
+        b.store(I32(-1), fl.frame_field(RESUME))
     b.store(pc, fl.frame_field(PC, vec(I32)), align=16)
     b.store(parked, fl.frame_field(PARKED))
     b.store(waiting, fl.frame_field(AT_BARRIER))
