@@ -110,6 +110,9 @@ def _run(kernel_name: str, x: np.ndarray, block: int, iters: int, quit_round: in
     ("rounds_shuffle", 256, 3, 64),     # warps 2..7 exit in round 3: general rounds after
     ("rounds_plain", 96, 99, 0),
     ("rounds_plain", 48, 2, 40),        # a partial warp (never uniform), lanes exit
+    # warp 2 waits with 8 lanes (its frame names where), warps 0 and 1 with all 32 (their
+    # status does) in general rounds
+    ("rounds_plain", 128, 2, 72),
 ])
 @pytest.mark.parametrize("gang", [True, False])
 def test_uniform_rounds_agree(cpu_options, kernel, block, quit_round, quit_from, gang):

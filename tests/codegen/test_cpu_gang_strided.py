@@ -296,3 +296,78 @@ def test_guarded_strided_loads_are_not_classified():
     full = [b for b in blocks if re.match(r"seg\d+_all:", b)]
     assert len(full) > 10 and "strided" in code
     assert not [b.split(":")[0] for b in full if "classif" in b.splitlines()[-1]]
+
+
+# A tree level's read-modify-write of buf[base + t * s] (the store takes the load's stride
+# and span check: same base, offset and mask), then the base register rewritten to
+# base2 + t * s and read again (nothing of the first span may serve), and a guarded store
+# there (another mask): out[t] = the second load; then out[32 + j] = buf[j]
+REUSED = HEADER + """.visible .entry k(.param .u64 in, .param .u64 out, .param .u32 base,
+                       .param .u32 s, .param .u32 base2, .param .u32 guard)
+{
+.reg .pred %p<4>; .reg .b32 %r<24>; .reg .b64 %rd<10>;
+.shared .align 16 .b8 buf[4096];
+ld.param.u64 %rd1, [in]; ld.param.u64 %rd2, [out]; ld.param.u32 %r1, [base];
+ld.param.u32 %r2, [s]; ld.param.u32 %r12, [base2]; ld.param.u32 %r20, [guard];
+mov.u32 %r3, %tid.x;
+mov.u32 %r7, buf;
+mov.u32 %r4, %r3;
+FILL:
+mul.wide.u32 %rd3, %r4, 4;
+add.s64 %rd4, %rd1, %rd3;
+ld.global.u32 %r5, [%rd4];
+shl.b32 %r6, %r4, 2;
+add.s32 %r8, %r7, %r6;
+st.shared.u32 [%r8], %r5;
+add.s32 %r4, %r4, 32;
+setp.lt.u32 %p1, %r4, 1024;
+@%p1 bra FILL;
+bar.sync 0;
+mad.lo.s32 %r9, %r3, %r2, %r1;
+shl.b32 %r10, %r9, 2;
+add.s32 %r11, %r7, %r10;
+ld.shared.u32 %r13, [%r11];
+add.s32 %r13, %r13, 1;
+st.shared.u32 [%r11], %r13;
+mad.lo.s32 %r14, %r3, %r2, %r12;
+shl.b32 %r15, %r14, 2;
+add.s32 %r11, %r7, %r15;
+ld.shared.u32 %r16, [%r11];
+add.s32 %r17, %r16, 1000;
+setp.lt.u32 %p2, %r3, %r20;
+@%p2 st.shared.u32 [%r11], %r17;
+mul.wide.u32 %rd5, %r3, 4;
+add.s64 %rd6, %rd2, %rd5;
+st.global.u32 [%rd6], %r16;
+bar.sync 0;
+mov.u32 %r4, %r3;
+BACK:
+shl.b32 %r6, %r4, 2;
+add.s32 %r8, %r7, %r6;
+ld.shared.u32 %r5, [%r8];
+add.s32 %r18, %r4, 32;
+mul.wide.u32 %rd3, %r18, 4;
+add.s64 %rd4, %rd2, %rd3;
+st.global.u32 [%rd4], %r5;
+add.s32 %r4, %r4, 32;
+setp.lt.u32 %p1, %r4, 1024;
+@%p1 bra BACK;
+ret;
+}
+"""
+
+
+@pytest.mark.parametrize("s, base, base2, guard", [
+    (2, 1, 1, 32), (2, 0, 1, 20), (4, 3, 5, 7), (-2, 300, 301, 31), (8, 7, 9, 32),
+    (1, 0, 32, 16), (0, 17, 17, 32)])
+def test_a_span_serves_the_next_access_of_its_base_alone(s, base, base2, guard):
+    src, out, kernel, dev = _run(REUSED, s, base, base2, guard)
+    assert kernel._binary(dev).gang_refusal is None
+    buf = src.copy()
+    first = [base + t * s for t in range(32)]
+    buf[first] = buf[first] + 1
+    second = [base2 + t * s for t in range(32)]
+    loaded = buf[second].copy()
+    for t in range(guard):
+        buf[second[t]] = loaded[t] + 1000
+    np.testing.assert_array_equal(out, np.concatenate([loaded, buf]))

@@ -13,7 +13,7 @@ from ptxport.codegen.targets.cpu.entry import build_claiming
 from ptxport.codegen.targets.cpu.gang.butterflies import broadcast_butterflies
 from ptxport.codegen.targets.cpu.gang.fallthrough import join_fallthrough
 from ptxport.codegen.targets.cpu.gang.guarded_runs import guarded_runs
-from ptxport.codegen.targets.cpu.gang.lanes import GangUnsupported, W
+from ptxport.codegen.targets.cpu.gang.lanes import BLOCK_COPY, GangUnsupported, W
 from ptxport.codegen.targets.cpu.gang.lowering import lower_gang
 from ptxport.codegen.targets.cpu.gang.refusals import refusal
 from ptxport.codegen.targets.cpu.gang.rounds import build_run_blocks
@@ -66,7 +66,7 @@ def build_gang(module: ir.Module, kernel_name: str, block: tuple[int, int, int],
     # tables of function addresses the kernel does not name are left out of its code)
     globals_ = declare_globals(module, llmod)
     target = gang_target_class()(module, llmod, plan, globals_, {})
-    gang = ll.Function(llmod, ll.FunctionType(I32, [PTR, PTR, I32, I32, I1, I32]),
+    gang = ll.Function(llmod, ll.FunctionType(I32, [PTR, PTR, I32, I32, I1, I32, PTR]),
                        name="gang")
     gang.linkage = "internal"
     # inlined into run_blocks, its one caller: a warp leaving at a barrier and resuming is
@@ -75,6 +75,7 @@ def build_gang(module: ir.Module, kernel_name: str, block: tuple[int, int, int],
     # The warp's frame is reached through this argument alone (the kernel's memory is
     # elsewhere): LLVM may keep registers that live in it in machine registers meanwhile.
     gang.args[1].add_attribute("noalias")
+    gang.args[BLOCK_COPY].add_attribute("noalias")
     try:
         fl = lower_gang(module, kernel, gang, target, plan, block, options, linear,
                         skips, prechecked)
@@ -83,7 +84,8 @@ def build_gang(module: ir.Module, kernel_name: str, block: tuple[int, int, int],
     per_thread = max(FRAME.size, (fl.frame_bytes + W - 1) // W)
     plan.frame_size = (per_thread + 15) // 16 * 16      # warp frames: multiples of 512
     plan.gang = True
-    build_run_blocks(llmod, gang, W * plan.frame_size, block, sorted(fl.resumed_at))
+    build_run_blocks(llmod, gang, W * plan.frame_size, block, sorted(fl.resumed_at),
+                     target.block_fields)
     build_claiming(llmod, llmod.globals["run_blocks"], 4, "run_claimed_blocks")
     add_conversions(llmod)
     return llmod, plan

@@ -321,7 +321,9 @@ class _Slots:
 def make_class_slots(fl: GangLowering, bases) -> None:
     """Slots (fl.class_slots) for each (place key, size) of `bases` (key -> the register and
     the numbers of the segments that access it so), where more than one segment does; all
-    emptied where a warp enters the gang function (a resumed warp classifies again). They
+    emptied where a warp starts (lowering.py's fresh entry: the frame held another block's
+    warp) and wherever the kernel writes the register (forget_classes), so that what they
+    hold stays true while the warp waits at barriers and resumes. They
     lie in the warp's frame, past fl.frame_bytes (which grows by them): as values of the
     function, LLVM kept them in registers across its whole code (its dispatcher joins every
     segment), which cost the loops spills (scan_blelloch +7% CPU time)."""
@@ -335,7 +337,6 @@ def make_class_slots(fl: GangLowering, bases) -> None:
         made = [fl.frame_field(at, I32), fl.frame_field(at + 4, I32)]
         made += [fl.frame_field(at + 8 + 8 * i, et) for i in range(4)]
         fl.frame_bytes = at + 40
-        ll.IRBuilder.store(fl.b, I32(0), made[0])        # (the entry block, every call)
         slots = _Slots(made[0], made[1:], types)
         fl.class_slots[(key, size)] = slots
         fl.slots_of.setdefault(id(register), []).append(slots)

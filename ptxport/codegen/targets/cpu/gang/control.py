@@ -172,12 +172,19 @@ def block_barrier(fl: GangLowering, inst: ir.Instruction) -> None:
                              with_others)
         b.position_at_end(alone)
         # (the lanes' counters are not saved: on resuming they are these lanes' at the
-        # segment after the barrier, the others' exited)
+        # segment after the barrier, the others' exited). All 32 lanes here: the status
+        # names the segment (the block loop may resume the warp with it a constant); else
+        # the frame's RESUME and RESUME_LANES do.
+        whole, part = (fl.llfn.append_basic_block(n) for n in ("barrier_whole",
+                                                               "barrier_part"))
+        ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "==", fl.bits(fl.mask),
+                                                           I32(FULL)), whole, part)
+        b.position_at_end(whole)
+        b.ret(I32(WHOLE_AT + following.number))
+        b.position_at_end(part)
         b.store(I32(following.number), fl.frame_field(RESUME))
         b.store(fl.bits(fl.mask), fl.frame_field(RESUME_LANES))
-        # all 32 lanes here: the block loop may resume the warp with the point a constant
-        whole = ll.IRBuilder.icmp_unsigned(b, "==", fl.bits(fl.mask), I32(FULL))
-        b.ret(ll.IRBuilder.select(b, whole, I32(WHOLE_AT + following.number), I32(BARRIER)))
+        b.ret(I32(BARRIER))
         if following.number not in fl.resumed_at:
             fl.resumed_at.add(following.number)
             fl.resume_switch.add_case(I32(following.number), following.llblock)

@@ -29,6 +29,9 @@ NOT_MEMBER = -(1 << 25) - 1  # a lane executes a warp operation whose mask does 
 STATUS, PARKED, RESUME, RESUME_LANES, AT_BARRIER, PC, REGISTERS = 0, 4, 8, 12, 16, 128, 256
 # Where a fault leaves the faulting lane (the block context's scratch area).
 SCRATCH_LANE = 128
+# The gang function's argument that points to run_blocks' copy of the block context's fields
+# (state.py's GangTarget.ctx_field reads them there).
+BLOCK_COPY = 6
 
 FULL = (1 << W) - 1
 

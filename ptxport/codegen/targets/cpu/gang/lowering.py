@@ -77,6 +77,8 @@ from ptxport.codegen.targets.cpu.gang.lanes import (
     RESUME,
     RESUME_LANES,
     SCRATCH_LANE,
+    STATUS,
+    WHOLE_AT,
     W,
     is_vec,
     vec,
@@ -202,11 +204,11 @@ def lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, target
     fl.linear = linear or {}
     fl.skips = skips or {}
     fl.prechecked = prechecked
-    ctx, frame, warp, _nthreads, start, fl.resume_point = gang.args
+    ctx, frame, warp, _nthreads, start, fl.resume_point, _block_copy = gang.args
     fl.declare_registers()
     _declare_slots(fl)
     fl.scratch_lane = fl.b.gep(ctx, [I64(SCRATCH_LANE)], source_etype=I8)
-    stop_word = fl.b.load(fl.b.gep(ctx, [I64(CTX.fields["stop"])], source_etype=I8), typ=PTR)
+    stop_word = target.ctx_field(fl, "stop", typ=PTR)
     assert CTX.fields["scratch"] == SCRATCH_LANE
     live = _thread_indices(fl, frame, warp, block)
     segments, exit_segment = _lay_out_segments(fl, kernel, gang)
@@ -359,6 +361,8 @@ def _entry(fl: GangLowering, gang: ll.Function, start, live, first: Segment) -> 
     b.cbranch(start, fresh, resume)
     b.position_at_end(fresh)
     b.store(I32(-1), fl.frame_field(RESUME))
+    for slots in fl.class_slots.values():       # (classify.make_class_slots)
+        b.store(I32(0), slots.bits)
     if fl.exact_offset is not None:
         b.store(I32(1), fl.frame_field(fl.exact_offset))
     b.store(ll.IRBuilder.select(b, live, b.splat(I32(first.number)), fl.exit_pcs), fl.pc_slot)
@@ -369,12 +373,16 @@ def _entry(fl: GangLowering, gang: ll.Function, start, live, first: Segment) -> 
     b.store(I32(EXIT_PC), fl.others_min_slot)
     b.branch(first.llblock)
     b.position_at_end(resume)
-    # all live lanes left together at one barrier (block_barrier): straight back there; the
-    # block loop names that barrier's segment when it knows that every warp waits there
-    # with all 32 lanes (a uniform round: the point is a constant there)
+    # all live lanes left together at one barrier (block_barrier): straight back there. With
+    # all 32 lanes, the block loop names that barrier's segment when it knows that every warp
+    # waits there (a uniform round: the point is a constant there), else the warp's status
+    # does (WHOLE_AT + it); with fewer, the frame's RESUME and RESUME_LANES
     point = fl.resume_point
+    status = b.load(fl.frame_field(STATUS))
     known = ll.IRBuilder.icmp_signed(b, ">=", point, I32(0))
-    at = ll.IRBuilder.select(b, known, point, b.load(fl.frame_field(RESUME)))
+    whole = b.or_(known, ll.IRBuilder.icmp_signed(b, ">=", status, I32(WHOLE_AT)))
+    at = ll.IRBuilder.select(b, whole, ll.IRBuilder.select(
+        b, known, point, b.sub(status, I32(WHOLE_AT))), b.load(fl.frame_field(RESUME)))
     fast, slow = gang.append_basic_block("resume_fast"), gang.append_basic_block(
         "resume_slow")
     ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_signed(b, ">=", at, I32(0)), fast, slow)
@@ -386,8 +394,7 @@ def _entry(fl: GangLowering, gang: ll.Function, start, live, first: Segment) -> 
         b.store(b.load(place), register)
     b.branch(dispatch)
     b.position_at_end(fast)
-    b.store(I32(-1), fl.frame_field(RESUME))
-    lanes = fl.lanes(ll.IRBuilder.select(b, known, I32(FULL),
+    lanes = fl.lanes(ll.IRBuilder.select(b, whole, I32(FULL),
                                          b.load(fl.frame_field(RESUME_LANES))))
     b.store(ll.IRBuilder.select(b, lanes, b.splat(at), fl.exit_pcs), fl.pc_slot)
     b.store(I32(0), fl.parked_slot)
@@ -413,7 +420,7 @@ def _dispatcher(fl: GangLowering, gang: ll.Function, segments: list[Segment],
     ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_signed(b, ">=", fl.resume_point, I32(0)), leave,
                          general)
     b.position_at_end(leave)
-    _save_counters(fl, pc, parked, waiting)
+    _save_counters(fl, pc, parked, waiting, resume=True)
     for register, place in fl.kept:
         b.store(b.load(register), place)
     b.ret(I32(CONTINUE))
@@ -451,7 +458,7 @@ def _no_lane_goes_on(fl: GangLowering, gang: ll.Function, dispatch: ll.Block, pc
     ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", waiting, I32(0)), at_barrier,
                          not_barrier)
     b.position_at_end(at_barrier)
-    _save_counters(fl, pc, parked, I32(0))     # (the barrier completes before it resumes)
+    _save_counters(fl, pc, parked, I32(0), resume=True)    # (the barrier completes first)
     b.ret(I32(BARRIER))
     b.position_at_end(not_barrier)
     some_parked, done = gang.append_basic_block("some_parked"), gang.append_basic_block(
@@ -476,10 +483,13 @@ def _no_lane_goes_on(fl: GangLowering, gang: ll.Function, dispatch: ll.Block, pc
     b.ret(I32(-1))
 
 
-def _save_counters(fl: GangLowering, pc, parked, waiting) -> None:
+def _save_counters(fl: GangLowering, pc, parked, waiting, resume: bool = False) -> None:
     """Leave the lanes' counters, parked lanes and lanes at a barrier in the warp's frame,
-    where the entry's resumption (resume_slow) finds them."""
+    where the entry's resumption (resume_slow) finds them (`resume`: and RESUME -1, so that
+    it goes there: a resumed warp leaves RESUME as it was)."""
     b = fl.b
+    if resume:
+        b.store(I32(-1), fl.frame_field(RESUME))
     b.store(pc, fl.frame_field(PC, vec(I32)), align=16)
     b.store(parked, fl.frame_field(PARKED))
     b.store(waiting, fl.frame_field(AT_BARRIER))
@@ -491,7 +501,12 @@ def _lower_segments(fl: GangLowering, kernel: ir.Function, gang: ll.Function,
     vector loads and stores, lane 0 first) and for any other mask."""
     b = fl.b
     # every loop passes the first segment of a loop header: a launch asked to stop ends there
-    looped = {fl.first_segment[h].number for h in loop_headers(kernel) if h in fl.first_segment}
+    # (but for a header with a block barrier: the warp returns to run_blocks on every pass,
+    # and run_blocks looks at the stop word every round)
+    waits = {id(block) for block in kernel.blocks
+             if any(is_barrier(i) and i.guard is None for i in block.instructions)}
+    looped = {fl.first_segment[h].number for h in loop_headers(kernel) - waits
+              if h in fl.first_segment}
     fl.full_entries = {}
     for i, s in enumerate(segments):
         copies = enter_copies(fl, s, s.number in looped, stop_word)

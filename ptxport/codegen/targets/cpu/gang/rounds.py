@@ -18,8 +18,10 @@ from __future__ import annotations
 from llvmlite import ir as ll
 
 from ptxport.codegen.lower import I1, I8, I32, I64, PTR
+from ptxport.codegen.targets.cpu.abi import CTX
 from ptxport.codegen.targets.cpu.entry import open_block_loop
 from ptxport.codegen.targets.cpu.gang.lanes import CONTINUE, SCRATCH_LANE, STATUS, WHOLE_AT, W
+from ptxport.codegen.targets.cpu.stop import branch_on_stop
 
 __all__ = ["build_run_blocks"]
 
@@ -35,8 +37,11 @@ class _Rounds:
             llmod, ll.FunctionType(I64, [PTR, PTR, I64, I32, I64, I64, PTR]), name="run_blocks")
         self.ctx, self.frames = fn.args[0], fn.args[1]
         self.gang, self.warp_frame = gang, warp_frame
+        self.block_copy = None      # the block's copy of the context's fields
         self.warps, self.nthreads = I32(warps), I32(nthreads)
         self.b = ll.IRBuilder(fn.append_basic_block("entry"))
+        self.stop = self.b.load(self.b.gep(self.ctx, [I64(CTX.fields["stop"])],
+                                           source_etype=I8), typ=PTR)
         self.failed = fn.append_basic_block("failed")
         self.failures: list = []        # (result, warp, block) of each failing call
         self.ends: list = []            # (block, waiting, uniform) where a round ends
@@ -81,7 +86,7 @@ def _general_round(r: _Rounds, head: ll.Block, w, waiting, uniform, fresh) -> No
     frame, status = r.frame(w)
     b.cbranch(b.or_(fresh, b.icmp_signed(">", b.load(status, typ=I32), I32(0))), run, step)
     b.position_at_end(run)
-    result = b.call(r.gang, [r.ctx, frame, w, r.nthreads, fresh, I32(-1)])
+    result = b.call(r.gang, [r.ctx, frame, w, r.nthreads, fresh, I32(-1), r.block_copy])
     b.store(result, status)
     after = r.ran(w, result, waiting, uniform, step)
     ran = b.block
@@ -118,7 +123,7 @@ def _uniform_round(r: _Rounds, point: int, general: ll.Block, general_phis) -> l
     b.cbranch(b.icmp_unsigned("<", w, r.warps), body, done)
     b.position_at_end(body)
     frame, status = r.frame(w)
-    result = b.call(r.gang, [r.ctx, frame, w, r.nthreads, I1(0), I32(point)])
+    result = b.call(r.gang, [r.ctx, frame, w, r.nthreads, I1(0), I32(point), r.block_copy])
     b.store(result, status)
     b.cbranch(b.icmp_signed("==", result, I32(CONTINUE)), general, stay)
     for phi, value in zip(general_phis, (w, waiting, uniform, I1(0)), strict=True):
@@ -133,17 +138,35 @@ def _uniform_round(r: _Rounds, point: int, general: ll.Block, general_phis) -> l
     return entry
 
 
+def _copy_block_fields(r: _Rounds, fields: dict) -> None:
+    """The block's copy of the context's `fields` ((offset, type name) -> type: those the
+    gang function reads), made where a block starts: on run_blocks' stack and read by the
+    inlined gang functions alone, it becomes values that every warp's call shares."""
+    b = r.b
+    with b.goto_entry_block():
+        r.block_copy = b.alloca(ll.ArrayType(I8, CTX.size), name="block_fields")
+        r.block_copy.align = 16
+    for (offset, _), typ in sorted(fields.items(), key=lambda item: item[0]):
+        source, copy = (b.gep(p, [I64(offset)], source_etype=I8) for p in (
+            r.ctx, r.block_copy))
+        copy.type = ll.PointerType(typ)
+        b.store(b.load(source, typ=typ), copy)
+
+
 def build_run_blocks(llmod: ll.Module, gang: ll.Function, warp_frame: int,
-                     block: tuple[int, int, int], points: list[int]) -> None:
+                     block: tuple[int, int, int], points: list[int],
+                     fields: dict) -> None:
     """i64 run_blocks(ctx, frames, frame_size, nthreads, first, count, status*): blocks
     first..first+count-1, each warp by warp in rounds until every warp has exited; -1, or
     (block << 32 | thread) of the lane that faulted or waits forever, its status in *status.
     `points`: the segments after barriers where warps may wait with all lanes (each gets a
-    uniform round)."""
+    uniform round); `fields`: the context's fields the gang function reads ((offset, type
+    name) -> type), copied as each block starts."""
     nthreads = block[0] * block[1] * block[2]      # (the executor passes the same)
     r = _Rounds(llmod, gang, warp_frame, (nthreads + W - 1) // W, nthreads)
     b, fn = r.b, r.fn
     n, block_body, block_next = open_block_loop(b, r.ctx, fn.args[4], fn.args[5])
+    _copy_block_fields(r, fields)
     start = b.block
     general, phis = _loop_head(r, "warp_head", (
         ("w", I32), ("waiting", I1), ("uniform", I32), ("fresh", I1)))
@@ -161,11 +184,19 @@ def build_run_blocks(llmod: ll.Module, gang: ll.Function, warp_frame: int,
         uniform.add_incoming(end_uniform, end)
         with b.goto_block(end):
             b.branch(round_end)
-    again = fn.append_basic_block("again")
+    again, stopped, next_round = (fn.append_basic_block(n) for n in (
+        "again", "stopped", "next_round"))
     b.cbranch(waiting, again, block_next)
+    # (loops whose header waits at a block barrier return here on every pass, without
+    # looking at the stop word themselves: lowering.py; a stopped launch's caller finds the
+    # word set)
+    b.position_at_end(stopped)
+    b.ret(I64(-1))
     b.position_at_end(again)
+    branch_on_stop(b, r.stop, stopped, next_round)
+    b.position_at_end(next_round)
     for phi, value in zip(phis, (I32(0), I1(0), I32(_NONE_YET), I1(0)), strict=True):
-        phi.add_incoming(value, again)
+        phi.add_incoming(value, b.block)
     switch = b.switch(uniform, general)
     for point, entry in uniform_rounds:
         switch.add_case(I32(WHOLE_AT + point), entry)

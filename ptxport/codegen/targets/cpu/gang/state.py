@@ -11,12 +11,16 @@ from llvmlite import ir as ll
 
 from ptxport.codegen.lower import (
     I1,
+    I8,
     I32,
+    I64,
     LOWERINGS,
     FunctionLowering,
     value_type,
 )
+from ptxport.codegen.targets.cpu.abi import CTX
 from ptxport.codegen.targets.cpu.gang.lanes import (
+    BLOCK_COPY,
     GangBuilder,
     GangUnsupported,
     W,
@@ -46,6 +50,11 @@ def gang_target_class():
     class GangTarget(CpuTarget):
         """CpuTarget's answers, per lane where they differ by lane."""
 
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            # the context fields the gang function reads: (offset, type name) -> type
+            self.block_fields: dict = {}
+
         def special_register(self, fl, reg):
             name = reg.name
             axis = "xyzw".find(reg.component) if reg.component else 0
@@ -71,6 +80,24 @@ def gang_target_class():
                         "gt": lambda: b.not_(b.or_(below, one)),
                         "ge": lambda: b.not_(below)}[kind]()
             return super().special_register(fl, reg)
+
+        def ctx_field(self, fl, name, index=0, typ=I32):
+            """A field of the block context, read from run_blocks' copy of the fields the
+            gang function reads (rounds.py: made as each block starts): the kernel's stores
+            may alias the context itself, so LLVM loaded each field again in every warp's
+            call (4 loads and 2 spills a call of scan_blelloch's 352 a block); the copy,
+            on run_blocks' stack and never escaping, it reads once a block."""
+            offset = CTX.fields[name] + 4 * index
+            self.block_fields[(offset, str(typ))] = typ
+            cache = self._entry_loads.setdefault(fl.llfn, {})
+            value = cache.get((offset, str(typ)))
+            if value is None:
+                with fl.b.goto_entry_block():
+                    fl.b.position_at_start(fl.entry)
+                    p = ll.IRBuilder.gep(fl.b, fl.llfn.args[BLOCK_COPY], [I64(offset)],
+                                         source_etype=I8)
+                    value = cache[(offset, str(typ))] = ll.IRBuilder.load(fl.b, p, typ=typ)
+            return value
 
         def space_base(self, fl, space):
             if space == "local":

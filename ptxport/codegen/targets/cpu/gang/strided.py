@@ -127,13 +127,7 @@ def strided_access(fl: GangLowering, place: Place, t: Type, value, general):
     under another); where it is not, `general(fl, place, t, value)`, memory.py's path."""
     b = fl.b
     et = place.addrs.type.element
-    start = b.add(ll.IRBuilder.extract_element(b, place.addrs, I32(0)),
-                  ll.Constant(et, place.offset))
-    stride, known = _stride(fl, place)
-    ok, low = _span(fl, place, start, stride, t.size)
-    if place.stride.widened:        # (only while no widening of the warp wrapped)
-        exact = ll.IRBuilder.load(b, fl.frame_field(fl.exact_offset), typ=I32)
-        ok = b.and_(ok, ll.IRBuilder.icmp_unsigned(b, "!=", exact, I32(0)))
+    start, stride, known, ok, low = found = _checked_span(fl, place, t)
     fast, slow, done = (fl.llfn.append_basic_block(n) for n in (
         "strided", "strided_checked_apart", "strided_done"))
     ll.IRBuilder.cbranch(b, ok, fast, slow)
@@ -169,6 +163,7 @@ def strided_access(fl: GangLowering, place: Place, t: Type, value, general):
     incoming.append((general(fl, place, t, value), b.block))
     b.branch(done)
     fl.patterns, fl.group_ok = memos
+    fl.patterns[_span_key(fl, place, t)] = found
     b.position_at_end(done)
     if value is not None:
         return None
@@ -176,6 +171,32 @@ def strided_access(fl: GangLowering, place: Place, t: Type, value, general):
     for loaded, block in incoming:
         result.add_incoming(loaded, block)
     return result
+
+
+def _span_key(fl: GangLowering, place: Place, t: Type) -> tuple:
+    """The key of an access's span and its check among fl.patterns (memory.py's memo of a
+    base's lanes, which a write of the base register forgets)."""
+    return (place.key, "span", place.offset, t.size, id(fl.mask))
+
+
+def _checked_span(fl: GangLowering, place: Place, t: Type) -> tuple:
+    """(start, S, S's constant or None, ok, low) of the access of `t` at `place`: lane 0's
+    address, the stride, whether the span is checked and where it starts (_span). An
+    access from the same base, offset and size under the same mask earlier in the segment
+    (a tree level's load and store of `temp[bi]`) made them already: its values serve."""
+    found = fl.patterns.get(_span_key(fl, place, t))
+    if found is not None:
+        return found
+    b = fl.b
+    et = place.addrs.type.element
+    start = b.add(ll.IRBuilder.extract_element(b, place.addrs, I32(0)),
+                  ll.Constant(et, place.offset))
+    stride, known = _stride(fl, place)
+    ok, low = _span(fl, place, start, stride, t.size)
+    if place.stride.widened:        # (only while no widening of the warp wrapped)
+        exact = ll.IRBuilder.load(b, fl.frame_field(fl.exact_offset), typ=I32)
+        ok = b.and_(ok, ll.IRBuilder.icmp_unsigned(b, "!=", exact, I32(0)))
+    return start, stride, known, ok, low
 
 
 def _lane_by_lane(fl: GangLowering, t: Type, value, pointer, stride):
