@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ptxport import Device, LaunchConfig, Program, launch
+from cpu_harness import run_ptx
 from ptxport.codegen.targets.cpu.gang.butterflies import broadcast_butterflies
 from ptxport.ir.from_ptx import build
 from ptxport.ptx.parser import parse
@@ -68,16 +68,8 @@ def test_no_broadcast_where_warps_are_partial():
 
 
 def _run(ptx: str, src: np.ndarray) -> np.ndarray:
-    dev = Device("cpu")
-    stream = dev.create_stream()
-    kernel = Program(ptx, code_type="ptx").compile("native").get_kernel("k")
-    bufs = [dev.allocate(src.nbytes, stream=stream) for _ in range(2)]
-    bufs[0].copy_from(src, stream=stream)
-    bufs[1].copy_from(np.zeros_like(src), stream=stream)
-    launch(stream, LaunchConfig(grid=1, block=src.size), kernel, *bufs)
-    out = np.empty_like(src)
-    bufs[1].copy_to(out, stream=stream)
-    stream.sync()
+    out = np.zeros_like(src)
+    run_ptx(ptx, "k", grid=1, block=src.size, args=[src.copy(), out])
     return out
 
 

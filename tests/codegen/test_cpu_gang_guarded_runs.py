@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ptxport import Device, LaunchConfig, Program, launch
+from cpu_harness import run_ptx
 from ptxport.codegen.targets.cpu.gang.build import build_gang
 from ptxport.codegen.targets.cpu.gang.fallthrough import join_fallthrough
 from ptxport.codegen.targets.cpu.gang.guarded_runs import guarded_runs
@@ -110,16 +110,8 @@ def _runs(ptx: str) -> list[tuple[str, list[str]]]:
 
 
 def _run(ptx: str, src: np.ndarray) -> np.ndarray:
-    dev = Device("cpu")
-    stream = dev.create_stream()
-    kernel = Program(ptx, code_type="ptx").compile("native").get_kernel("k")
-    bufs = [dev.allocate(src.nbytes, stream=stream) for _ in range(2)]
-    bufs[0].copy_from(src, stream=stream)
-    bufs[1].copy_from(np.zeros_like(src), stream=stream)
-    launch(stream, LaunchConfig(grid=1, block=src.size), kernel, *bufs)
-    out = np.empty_like(src)
-    bufs[1].copy_to(out, stream=stream)
-    stream.sync()
+    out = np.zeros_like(src)
+    run_ptx(ptx, "k", grid=1, block=src.size, args=[src.copy(), out])
     return out
 
 

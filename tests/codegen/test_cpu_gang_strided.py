@@ -23,9 +23,9 @@ from ptxport.ptx.parser import parse
 HEADER = ".version 7.8\n.target sm_80\n.address_size 64\n"
 N = 1024        # the shared array's elements
 
-# out[t] = buf[base + t * STRIDE] (buf a copy of in); then buf[base2 + t * STRIDE] = t + 1000
-# for the threads where GUARD holds; then out[32 + j] = buf[j]
-SHARED = HEADER + """.visible .entry k(.param .u64 in, .param .u64 out, .param .u32 base,
+# The kernels' parameters and start: buf (shared) filled from in by a loop of the 32 lanes,
+# then a barrier
+FILLED = """.visible .entry k(.param .u64 in, .param .u64 out, .param .u32 base,
                        .param .u32 s, .param .u32 base2, .param .u32 guard)
 {
 .reg .pred %p<4>; .reg .b32 %r<24>; .reg .b64 %rd<10>;
@@ -46,7 +46,11 @@ add.s32 %r4, %r4, 32;
 setp.lt.u32 %p1, %r4, 1024;
 @%p1 bra FILL;
 bar.sync 0;
-mad.lo.s32 %r9, %r3, STRIDE, %r1;
+"""
+
+# out[t] = buf[base + t * STRIDE] (buf a copy of in); then buf[base2 + t * STRIDE] = t + 1000
+# for the threads where GUARD holds; then out[32 + j] = buf[j]
+SHARED = HEADER + FILLED + """mad.lo.s32 %r9, %r3, STRIDE, %r1;
 shl.b32 %r10, %r9, 2;
 add.s32 %r11, %r7, %r10;
 ld.shared.u32 %r13, [%r11];
@@ -302,28 +306,7 @@ def test_guarded_strided_loads_are_not_classified():
 # and span check: same base, offset and mask), then the base register rewritten to
 # base2 + t * s and read again (nothing of the first span may serve), and a guarded store
 # there (another mask): out[t] = the second load; then out[32 + j] = buf[j]
-REUSED = HEADER + """.visible .entry k(.param .u64 in, .param .u64 out, .param .u32 base,
-                       .param .u32 s, .param .u32 base2, .param .u32 guard)
-{
-.reg .pred %p<4>; .reg .b32 %r<24>; .reg .b64 %rd<10>;
-.shared .align 16 .b8 buf[4096];
-ld.param.u64 %rd1, [in]; ld.param.u64 %rd2, [out]; ld.param.u32 %r1, [base];
-ld.param.u32 %r2, [s]; ld.param.u32 %r12, [base2]; ld.param.u32 %r20, [guard];
-mov.u32 %r3, %tid.x;
-mov.u32 %r7, buf;
-mov.u32 %r4, %r3;
-FILL:
-mul.wide.u32 %rd3, %r4, 4;
-add.s64 %rd4, %rd1, %rd3;
-ld.global.u32 %r5, [%rd4];
-shl.b32 %r6, %r4, 2;
-add.s32 %r8, %r7, %r6;
-st.shared.u32 [%r8], %r5;
-add.s32 %r4, %r4, 32;
-setp.lt.u32 %p1, %r4, 1024;
-@%p1 bra FILL;
-bar.sync 0;
-mad.lo.s32 %r9, %r3, %r2, %r1;
+REUSED = HEADER + FILLED + """mad.lo.s32 %r9, %r3, %r2, %r1;
 shl.b32 %r10, %r9, 2;
 add.s32 %r11, %r7, %r10;
 ld.shared.u32 %r13, [%r11];
