@@ -612,7 +612,10 @@ class OpenclContext:
                    if d.type & cl.device_type.CPU]
         if not devices:
             raise NotRunnable("no OpenCL CPU device")
-        self.cl, self.device = cl, devices[0]
+        # Intel's runtime where several CPU platforms are registered (a system PoCL beside it)
+        intel = [d for d in devices if "Intel" in d.platform.name]
+        self.cl, self.device = cl, (intel or devices)[0]
+        self.platform = self.device.platform.name
         self.context = cl.Context([self.device])
         self.queue = cl.CommandQueue(self.context)
         self.program = cl.Program(self.context, OPENCL_SOURCE.read_text()).build()
@@ -696,6 +699,7 @@ def opencl_child(cases: list[Case], settings: argparse.Namespace, cores: int) ->
         except (NotRunnable, ocl.cl.Error) as e:
             cell["status"] = _first_line(e)
         out[case.name] = cell
+    out["_platform"] = ocl.platform
     print(json.dumps(out))
 
 
@@ -725,7 +729,8 @@ def opencl_columns(cases: list[Case], settings: argparse.Namespace, core_counts)
             print(f"  OpenCL on {cores} core(s) failed: {tail}", file=sys.stderr)
             continue
         columns[str(cores)] = json.loads(done.stdout.strip().splitlines()[-1])
-        print(f"  measured OpenCL on {cores} core(s)", file=sys.stderr)
+        platform_name = columns[str(cores)].get("_platform", "?")
+        print(f"  measured OpenCL on {cores} core(s): {platform_name}", file=sys.stderr)
     return columns
 
 
