@@ -383,7 +383,8 @@ def _expect(stream: Stream, config: LaunchConfig) -> None:
     """Tell the stream's backend that a launch of config's grid is coming, before its
     arguments are checked and packed (the CPU device wakes the parked worker threads it
     will run on then: waking one takes longer than the packing)."""
-    expect = getattr(stream._device._backend, "expect_launch", None)
+    # (stream.device: a Stream's or a graph Capture's; a device group has no one backend)
+    expect = getattr(getattr(stream.device, "_backend", None), "expect_launch", None)
     if expect is not None and isinstance(config, LaunchConfig):
         x, y, z = config.grid
         expect(x * y * z)
