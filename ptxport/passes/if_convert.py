@@ -41,6 +41,7 @@ import dataclasses
 
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import live_before, may_write
+from ptxport.ir.blocks import relink
 from ptxport.ir.types import TYPES
 from ptxport.passes import PassResult
 from ptxport.passes.lane_forms import lane_forms
@@ -231,19 +232,8 @@ def _copy(kernel: ir.Function) -> ir.Function:
         twin.instructions = list(block.instructions)
         twins[id(block)] = twin
         f.blocks.append(twin)
-    for block in f.blocks:
-        last = block.instructions[-1] if block.instructions else None
-        if last is not None and last.opcode == "bra":
-            block.instructions[-1] = _retargeted(last, twins)
-    for block, twin in zip(kernel.blocks, f.blocks, strict=True):
-        twin.successors = [twins[id(s)] for s in block.successors]
+    relink(zip(kernel.blocks, f.blocks, strict=True), twins)
     return f
-
-
-def _retargeted(inst: ir.Instruction, twins: dict) -> ir.Instruction:
-    operands = tuple(twins.get(id(o), o) if isinstance(o, ir.BasicBlock) else o
-                     for o in inst.operands)
-    return ir.Instruction(inst.spec, operands, inst.guard, inst.guard_negated, inst.pos)
 
 
 def _first_region(f: ir.Function, varying: set) -> tuple[int, int] | None:

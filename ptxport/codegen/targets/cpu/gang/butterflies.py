@@ -29,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 
 from ptxport.ir import nodes as ir
+from ptxport.ir.blocks import relink
 from ptxport.ptx.ast import IntImm
 
 __all__ = ["broadcast_butterflies"]
@@ -65,7 +66,8 @@ def broadcast_butterflies(kernel: ir.Function, block: tuple[int, int, int]) -> i
                 v = inst.operands[0]
                 new.instructions.append(ir.Instruction(spec, (v, v, *operands), pos=inst.pos))
         f.blocks.append(new)
-    _retarget(kernel, f)
+    relink(zip(kernel.blocks, f.blocks, strict=True),
+           {id(old): new for old, new in zip(kernel.blocks, f.blocks, strict=True)})
     return f
 
 
@@ -128,16 +130,3 @@ def _broadcast_parts() -> tuple:
 
     inst = next(build(parse(_SNIPPET, "<butterflies>")).functions["snippet"].instructions())
     return inst.spec, inst.operands[2:]
-
-
-def _retarget(kernel: ir.Function, f: ir.Function) -> None:
-    """f's blocks (copies of kernel's) get the successors and branch targets of theirs."""
-    new = {id(old): copy for old, copy in zip(kernel.blocks, f.blocks, strict=True)}
-    for old, block in zip(kernel.blocks, f.blocks, strict=True):
-        block.successors = [new[id(s)] for s in old.successors]
-        last = block.instructions[-1] if block.instructions else None
-        if last is not None and any(isinstance(o, ir.BasicBlock) for o in last.operands):
-            block.instructions[-1] = ir.Instruction(
-                last.spec, tuple(new.get(id(o), o) if isinstance(o, ir.BasicBlock) else o
-                                 for o in last.operands),
-                last.guard, last.guard_negated, last.pos)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 
 from ptxport.ir import nodes as ir
+from ptxport.ir.blocks import relink
 
 __all__ = ["join_fallthrough"]
 
@@ -56,12 +57,6 @@ def _joined(kernel: ir.Function, groups: list) -> ir.Function:
         block.instructions = [inst for member in group for inst in member.instructions]
         f.blocks.append(block)
         joined[id(group[0])] = block
-    for group, block in zip(groups, f.blocks, strict=True):
-        block.successors = [joined[id(s)] for s in group[-1].successors]
-        last = block.instructions[-1] if block.instructions else None
-        if last is not None and any(isinstance(o, ir.BasicBlock) for o in last.operands):
-            block.instructions[-1] = ir.Instruction(
-                last.spec, tuple(joined.get(id(o), o) if isinstance(o, ir.BasicBlock) else o
-                                 for o in last.operands),
-                last.guard, last.guard_negated, last.pos)
+    relink(((group[-1], block) for group, block in zip(groups, f.blocks, strict=True)),
+           joined)
     return f
