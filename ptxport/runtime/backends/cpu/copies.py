@@ -97,7 +97,6 @@ def copy(dst: int, src: int, nbytes: int, workers: int) -> None:
     memory = np.zeros(8 + _WORDS + 8, dtype=np.int64)
     counter = memory[:8]
     words = memory[8:8 + _WORDS]
-    words[:] = 0
     words[_DST], words[_SRC], words[_SIZE] = dst, src, nbytes
     words[_COUNTER] = counter.ctypes.data
     words[_PIECES] = -(-nbytes // CHUNK_BYTES)
