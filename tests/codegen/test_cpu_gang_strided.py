@@ -48,6 +48,23 @@ setp.lt.u32 %p1, %r4, 1024;
 bar.sync 0;
 """
 
+# The kernels' end: out[32 + j] = buf[j] for the 1024 elements, by the 32 lanes
+COPIED_OUT = """mov.u32 %r4, %r3;
+BACK:
+shl.b32 %r6, %r4, 2;
+add.s32 %r8, %r7, %r6;
+ld.shared.u32 %r5, [%r8];
+add.s32 %r18, %r4, 32;
+mul.wide.u32 %rd3, %r18, 4;
+add.s64 %rd4, %rd2, %rd3;
+st.global.u32 [%rd4], %r5;
+add.s32 %r4, %r4, 32;
+setp.lt.u32 %p1, %r4, 1024;
+@%p1 bra BACK;
+ret;
+}
+"""
+
 # out[t] = buf[base + t * STRIDE] (buf a copy of in); then buf[base2 + t * STRIDE] = t + 1000
 # for the threads where GUARD holds; then out[32 + j] = buf[j]
 SHARED = HEADER + FILLED + """mad.lo.s32 %r9, %r3, STRIDE, %r1;
@@ -65,21 +82,7 @@ add.s32 %r17, %r3, 1000;
 setp.lt.u32 %p2, %r3, %r20;
 @%p2 st.shared.u32 [%r16], %r17;
 bar.sync 0;
-mov.u32 %r4, %r3;
-BACK:
-shl.b32 %r6, %r4, 2;
-add.s32 %r8, %r7, %r6;
-ld.shared.u32 %r5, [%r8];
-add.s32 %r18, %r4, 32;
-mul.wide.u32 %rd3, %r18, 4;
-add.s64 %rd4, %rd2, %rd3;
-st.global.u32 [%rd4], %r5;
-add.s32 %r4, %r4, 32;
-setp.lt.u32 %p1, %r4, 1024;
-@%p1 bra BACK;
-ret;
-}
-"""
+""" + COPIED_OUT
 
 # out[2 * t] = in[2 * t + first]: global lanes 8 bytes apart (a widened plain form)
 GLOBAL = HEADER + """.visible .entry k(.param .u64 in, .param .u64 out, .param .u32 first)
@@ -323,21 +326,7 @@ mul.wide.u32 %rd5, %r3, 4;
 add.s64 %rd6, %rd2, %rd5;
 st.global.u32 [%rd6], %r16;
 bar.sync 0;
-mov.u32 %r4, %r3;
-BACK:
-shl.b32 %r6, %r4, 2;
-add.s32 %r8, %r7, %r6;
-ld.shared.u32 %r5, [%r8];
-add.s32 %r18, %r4, 32;
-mul.wide.u32 %rd3, %r18, 4;
-add.s64 %rd4, %rd2, %rd3;
-st.global.u32 [%rd4], %r5;
-add.s32 %r4, %r4, 32;
-setp.lt.u32 %p1, %r4, 1024;
-@%p1 bra BACK;
-ret;
-}
-"""
+""" + COPIED_OUT
 
 
 @pytest.mark.parametrize("s, base, base2, guard", [
