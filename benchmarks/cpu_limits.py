@@ -80,23 +80,29 @@ double read_pass(const float *a, long n, int threads, float *out)
 
 typedef float v16 __attribute__((vector_size(64)));
 
+/* 8 independent chains of 16-float FMAs, `rounds` long (one thread's FMA rate), summed */
+static float fma_chains(long rounds, int seed)
+{
+    v16 x[8];
+    for (int k = 0; k < 8; k++)
+        for (int l = 0; l < 16; l++)
+            x[k][l] = seed + k + l * 1e-3f;
+    for (long r = 0; r < rounds; r++)
+        for (int k = 0; k < 8; k++)
+            x[k] = x[k] * 0.999999f + 1e-6f;
+    float s = 0.0f;
+    for (int k = 0; k < 8; k++)
+        for (int l = 0; l < 16; l++)
+            s += x[k][l];
+    return s;
+}
+
 double fma_pass(long rounds, int threads, float *sink)
 {
     double start = now();
 #pragma omp parallel num_threads(threads)
     {
-        v16 x[8];
-        for (int k = 0; k < 8; k++)
-            for (int l = 0; l < 16; l++)
-                x[k][l] = omp_get_thread_num() + k + l * 1e-3f;
-        for (long r = 0; r < rounds; r++)
-            for (int k = 0; k < 8; k++)
-                x[k] = x[k] * 0.999999f + 1e-6f;
-        float s = 0.0f;
-        for (int k = 0; k < 8; k++)
-            for (int l = 0; l < 16; l++)
-                s += x[k][l];
-        sink[omp_get_thread_num() * 16] = s;
+        sink[omp_get_thread_num() * 16] = fma_chains(rounds, omp_get_thread_num());
     }
     return now() - start;
 }
@@ -115,18 +121,7 @@ double fma_pair(long rounds, int a, int b, float *sink)
         sched_setaffinity(0, sizeof set, &set);
 #pragma omp barrier
         double start = now();
-        v16 x[8];
-        for (int k = 0; k < 8; k++)
-            for (int l = 0; l < 16; l++)
-                x[k][l] = me + k + l * 1e-3f;
-        for (long r = 0; r < rounds; r++)
-            for (int k = 0; k < 8; k++)
-                x[k] = x[k] * 0.999999f + 1e-6f;
-        float s = 0.0f;
-        for (int k = 0; k < 8; k++)
-            for (int l = 0; l < 16; l++)
-                s += x[k][l];
-        sink[me * 16] = s;
+        sink[me * 16] = fma_chains(rounds, me);
         seconds[me] = now() - start;
     }
     return seconds[0];
