@@ -242,11 +242,9 @@ class _Worker:
             return
         if self.site_cache_bytes:
             ctypes.memset(self._site_cache_address, 0, self.site_cache_bytes)
-        # (the backend passes the same allocations object while none was made or freed;
-        # the context's table fields still point at the table made for them then)
+        # (a table made for these: the context's table fields still point at it)
         made_of = self._table_of
-        if made_of is None or made_of[0] is not allocations \
-                or made_of[1] is not global_ranges or made_of[2] != params:
+        if not self.table_made_for(allocations, global_ranges, params):
             if table is None:
                 table = np.array(disjoint(_ranges(allocations, global_ranges, params)
                                           + self.own_ranges), dtype=np.uint64).reshape(-1)
@@ -257,6 +255,13 @@ class _Worker:
             alloc_table.value, alloc_count.value = self._table_address, self.table.size // 2
             checks.value = 1
             self._table_set = made_of
+
+    def table_made_for(self, allocations, global_ranges, params) -> bool:
+        """Whether this worker's allocation table is the one for these (the backend passes
+        the same allocations object while none was made or freed)."""
+        made_of = self._table_of
+        return made_of is not None and made_of[0] is allocations \
+            and made_of[1] is global_ranges and made_of[2] == params
 
     def restart(self) -> None:
         """prepare() again for a launch with what the last one had, which ended without a
@@ -722,10 +727,8 @@ class _Grid:
         """Every worker's allocation table at once, when the workers need new ones (the
         launch's allocations changed) and are several; else None (prepare makes or keeps
         its own)."""
-        made_of = workers[0]._table_of
-        if self.allocations is None or len(workers) < 4 or made_of is not None and (
-                made_of[0] is self.allocations and made_of[1] is self.binary.global_ranges
-                and made_of[2] == self.params):
+        if self.allocations is None or len(workers) < 4 or workers[0].table_made_for(
+                self.allocations, self.binary.global_ranges, self.params):
             return None
         return worker_tables(_ranges(self.allocations, self.binary.global_ranges, self.params),
                              [w.own_ranges for w in workers])
