@@ -30,7 +30,7 @@ from ptxport.codegen.targets.cpu.gang.access_kinds import consecutive, joined
 from ptxport.codegen.targets.cpu.gang.checks import Place, inside_one_allocation
 from ptxport.codegen.targets.cpu.gang.lanes import W
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
-from ptxport.codegen.targets.cpu.gang.streams import prefetch_site
+from ptxport.codegen.targets.cpu.gang.streams import kernel_facts, prefetch_site
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import may_write
 from ptxport.ir.types import Type
@@ -85,8 +85,8 @@ def applies(fl: GangLowering, place: Place, size: int) -> Indexed | None:
 
 
 class _Facts(NamedTuple):
-    registers: dict        # id(register) -> register
-    writes: dict           # id(register) -> the instructions that write it
+    registers: dict        # id(register) -> register (streams.kernel_facts')
+    writes: dict           # id(register) -> (instruction, cycle) of its writes (the same)
     position: dict         # id(instruction) -> (its block, its index there)
     before: dict           # id(block) -> its one predecessor (blocks with one)
 
@@ -94,30 +94,30 @@ class _Facts(NamedTuple):
 def _facts(fl: GangLowering) -> _Facts:
     facts = fl.streams.get("indexed")
     if facts is None:
-        registers, writes, position, entering = {}, {}, {}, {}
+        position, entering = {}, {}
         for block in fl.function.blocks:
             for successor in block.successors:
                 entering.setdefault(id(successor), []).append(block)
             for i, inst in enumerate(block.instructions):
                 position[id(inst)] = (block, i)
-                for register in may_write(inst):
-                    registers[id(register)] = register
-                    writes.setdefault(id(register), []).append(inst)
         before = {b: p[0] for b, p in entering.items() if len(p) == 1}
-        facts = fl.streams["indexed"] = _Facts(registers, writes, position, before)
+        known = kernel_facts(fl)
+        facts = fl.streams["indexed"] = _Facts(known.registers, known.writes, position,
+                                               before)
     return facts
 
 
 def _only_write(facts: _Facts, register, where) -> ir.Instruction | None:
     """The one write of `register`, unguarded, before `where` in its block or in that
     block's one predecessor (another block than its own)."""
-    writes = facts.writes.get(id(register), [])
-    if len(writes) != 1 or writes[0].guard is not None:
+    writes = facts.writes.get(id(register), ())
+    if len(writes) != 1 or writes[0][0].guard is not None:
         return None
-    block, i = facts.position[id(writes[0])]
+    write = writes[0][0]
+    block, i = facts.position[id(write)]
     if block is where[0]:
-        return writes[0] if i < where[1] else None
-    return writes[0] if facts.before.get(id(where[0])) is block else None
+        return write if i < where[1] else None
+    return write if facts.before.get(id(where[0])) is block else None
 
 
 def _written_between(facts: _Facts, register, first: ir.Instruction, where) -> bool:

@@ -55,7 +55,7 @@ class _Facts(NamedTuple):
     cycle_of: dict
 
 
-def _kernel_facts(fl: GangLowering) -> _Facts:
+def kernel_facts(fl: GangLowering) -> _Facts:
     facts = fl.streams.get("facts")
     if facts is not None:
         return facts
@@ -122,7 +122,7 @@ def _form(fl: GangLowering, register, visiting: set) -> _Affine | None:
     """The affine form of a register written once, outside loops and unguarded, else None."""
     if id(register) in visiting:
         return None
-    writes = _kernel_facts(fl).writes.get(id(register))
+    writes = kernel_facts(fl).writes.get(id(register))
     if not writes or len(writes) != 1 or writes[0][1] is not None \
             or writes[0][0].guard is not None:
         return None
@@ -262,7 +262,7 @@ def _steps_ahead(fl: GangLowering) -> int:
     """How many steps ahead the current access's loop prefetches: _IN_FLIGHT lines over
     the lines its global accesses fetch a pass (as memory.py's groups: _GROUP_LINES a
     base register, or a warp's 32 lanes' bytes where more), 1 to _MOST_AHEAD."""
-    facts = _kernel_facts(fl)
+    facts = kernel_facts(fl)
     cycle = facts.cycle_of.get(id(fl.inst))
     key = ("ahead", cycle)
     if key not in fl.streams:
@@ -282,7 +282,7 @@ def _steps_ahead(fl: GangLowering) -> int:
 
 
 def _loop_step(fl: GangLowering, place: Place) -> _Step | None:
-    facts = _kernel_facts(fl)
+    facts = kernel_facts(fl)
     base = facts.registers.get(place.key[0])
     cycle = facts.cycle_of.get(id(fl.inst))
     if base is None or cycle is None:
@@ -295,7 +295,7 @@ def _loop_step(fl: GangLowering, place: Place) -> _Step | None:
 
 def _step(fl: GangLowering, register, cycle, visiting: set) -> _Step | None:
     """How `register` moves each time around the loop `cycle` (None: not known)."""
-    inside = [inst for inst, c in _kernel_facts(fl).writes.get(id(register), ())
+    inside = [inst for inst, c in kernel_facts(fl).writes.get(id(register), ())
               if c == cycle]
     if not inside:
         return _STAYS
