@@ -239,6 +239,8 @@ class FunctionLowering:
         # found on first use
         self.nan_blind: set | None = None
         self.zero_sign_blind: set | None = None     # likewise +0 and -0
+        # how many div.full instructions divide by each register (ops/float_arith.py)
+        self.full_divisors: dict | None = None
 
     # --- setup -------------------------------------------------------------------------------
 

@@ -34,7 +34,6 @@ Where the manual leaves a result open, NVIDIA's hardware decides (measured on an
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 
 from llvmlite import ir as ll
@@ -426,17 +425,15 @@ def div(fl: FunctionLowering, inst: ir.Instruction) -> None:
 def _shared_divisor(fl: FunctionLowering, inst: ir.Instruction) -> bool:
     """Whether inst's divisor is a register that other div.full instructions divide by too
     (a softmax's row sum: each thread's elements by it)."""
-    counts = _FULL_DIVISORS.get(fl.function)
+    counts = fl.full_divisors
     if counts is None:
-        counts = _FULL_DIVISORS[fl.function] = {}
+        counts = fl.full_divisors = {}
         for other in fl.function.instructions():
             if other.opcode == "div" and other.spec.get("precision") == "full" and \
                     isinstance(other.operands[2], ir.Register):
                 counts[other.operands[2]] = counts.get(other.operands[2], 0) + 1
     return counts.get(inst.operands[2], 0) > 1
 
-
-_FULL_DIVISORS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _by_reciprocal(fl: FunctionLowering, a: ll.Value, divisor: ll.Value,
