@@ -193,8 +193,8 @@ class Backend(BackendBase):
         return allocation
 
     def copy(self, dst: int, src: int, nbytes: int, kind: str) -> None:
-        if nbytes >= PARALLEL_COPY_BYTES:
-            # (on the worker threads too: copies.py, which imports the pool)
+        if nbytes >= 1 << 20:
+            # (large ones on the worker threads too: copies.py, which imports the pool)
             executor, _ = _worker_modules()
             _copies().copy(dst, src, nbytes, executor.worker_count())
         elif nbytes:
@@ -273,11 +273,6 @@ class Backend(BackendBase):
         for each other must each have one (executor.run_grid checks it again at the run)."""
         from ptxport.runtime.backends.cpu.executor import worker_count
         return worker_count()
-
-
-# The least copy that may run on the worker threads (copies.py); smaller ones are a memmove
-# here, without importing copies.py and the pool
-PARALLEL_COPY_BYTES = 4 << 20
 
 
 @cache

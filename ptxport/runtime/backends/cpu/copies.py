@@ -23,13 +23,12 @@ from llvmlite import ir as ll
 from ptxport.codegen.lower import I64, PTR
 from ptxport.codegen.targets.cpu.machine import LLVM_LOCK, target_machine
 from ptxport.runtime.backends.cpu import pool as pool_threads
-from ptxport.runtime.backends.cpu.backend import PARALLEL_COPY_BYTES
 
 __all__ = ["CHUNK_BYTES", "PARALLEL_BYTES", "copy"]
 
-# The least size copied on several threads (the backend's), and the pieces they claim (a
-# worker per MiB at most: waking one costs about as much as copying half a MiB).
-PARALLEL_BYTES = PARALLEL_COPY_BYTES
+# The least size copied on several threads, and the pieces they claim (a worker per MiB at
+# most: waking one costs about as much as copying half a MiB).
+PARALLEL_BYTES = 4 << 20
 CHUNK_BYTES = 256 << 10
 _BYTES_PER_WORKER = 1 << 20
 
