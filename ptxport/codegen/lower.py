@@ -116,6 +116,19 @@ class Target(ABC):
     # lowering may then scale by a power of two with it (else LLVM may call libm's ldexpf).
     native_ldexp = False
 
+    def rounded_f32(self, fl: FunctionLowering, op: str, xs: list, rnd: str) -> ll.Value | None:
+        """op (add sub mul fma) of the f32 values `xs` rounded once in mode `rnd` (rz rm rp)
+        by the machine's own arithmetic, IEEE 754's results in every case (signed zeros,
+        subnormals, overflow; NaNs some NaN); None where the target has no such arithmetic
+        for these values, and the lowering computes the exact result and rounds it."""
+        return None
+
+    def scaled_f32(self, fl: FunctionLowering, p: ll.Value, k: ll.Value) -> ll.Value | None:
+        """p * 2**k (f32 values, k integral or NaN) rounded once to nearest, a NaN k giving a
+        NaN, by one instruction of the machine; None where the target has none for these
+        values."""
+        return None
+
     @abstractmethod
     def special_register(self, fl: FunctionLowering, reg: ir.SpecialRegister) -> ll.Value:
         """The value of a special register (%tid.x, %laneid, %clock64, ...)."""

@@ -377,21 +377,25 @@ def runs_to_completion(function: ir.Function) -> bool:
 
 
 # f32 instructions whose result (or predicate) is the same for every NaN an operand may hold:
-# arithmetic that makes its own NaN result canonical (ex2 and div included), comparisons, and
-# min/max (a NaN operand gives the other operand, two give the canonical NaN)
-_NAN_BLIND_READERS = ("add", "sub", "mul", "fma", "mad", "setp", "min", "max", "div", "ex2")
+# arithmetic that makes its own NaN result canonical (ex2 and div included; abs and neg, whose
+# NaN result is the canonical NaN whatever the operand's payload), comparisons, and min/max
+# (a NaN operand gives the other operand, two give the canonical NaN)
+_NAN_BLIND_READERS = ("add", "sub", "mul", "fma", "mad", "setp", "min", "max", "div", "ex2",
+                      "abs", "neg")
 
 
 def nan_blind_registers(f: ir.Function) -> set:
     """The 32-bit registers (.f32, or .b32 as Triton declares its registers) of `f` read only
-    as operands of f32 add, sub, mul, fma, mad, div, ex2, min, max and setp (and at least
-    once): no instruction can tell which NaN such a register holds, so an f32 NaN written to
+    as operands of f32 add, sub, mul, fma, mad, div, ex2, abs, neg, min, max, setp and
+    cvt.f32.f32 (and at least once): no instruction can tell which NaN such a register holds, so an f32 NaN written to
     it need not be made the canonical NaN (an accumulator within an unrolled dot product, a
     softmax's differences and exponentials; a last write, which a store or a shuffle reads,
     stays canonical)."""
     readers: dict = {}
     for inst in f.instructions():
-        blind = inst.opcode in _NAN_BLIND_READERS and tuple(inst.spec.types) == ("f32",)
+        # (cvt.f32.f32 in every form gives the canonical NaN, or +0 with .sat, for any NaN)
+        blind = (inst.opcode in _NAN_BLIND_READERS and tuple(inst.spec.types) == ("f32",)) \
+            or (inst.opcode == "cvt" and tuple(inst.spec.types) == ("f32", "f32"))
         for reg in uses_and_defs(inst)[0]:
             readers[reg] = readers.get(reg, True) and blind
     return {reg for reg, blind in readers.items()

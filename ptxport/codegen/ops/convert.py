@@ -266,6 +266,20 @@ def _saturate(fl: FunctionLowering, bits: ll.Value, fmt: Format) -> ll.Value:
     return b.select(positive, b.select(b.icmp_unsigned("<", bits, one), bits, one), zero)
 
 
+def _saturate_f32(fl: FunctionLowering, x: ll.Value, ftz: bool) -> ll.Value:
+    """cvt.sat{.ftz}.f32.f32 on the value (nvcc's expf clamps with it): x clamped to [0, 1],
+    NaN and -0 (with .ftz also subnormals, flushed first) give +0. Two ordered compares and
+    selects, which x86 does in a max and a min, where the bit tests of `_saturate` take
+    about eight instructions."""
+    b = fl.b
+    zero = ll.Constant(ll.FloatType(), 0.0)
+    # (with .ftz: below the smallest normal, positive subnormals included, gives +0)
+    least = ll.Constant(ll.FloatType(), 2.0 ** -126) if ftz else zero
+    above = b.select(b.fcmp_ordered(">=" if ftz else ">", x, least), x, zero)
+    one = ll.Constant(ll.FloatType(), 1.0)
+    return b.select(b.fcmp_ordered("<", above, one), above, one)
+
+
 def _relu(fl: FunctionLowering, bits: ll.Value, fmt: Format, nan: int) -> ll.Value:
     """.relu: negative results (and -0) become +0; NaN becomes `nan` (the canonical NaN)."""
     b = fl.b
@@ -420,6 +434,11 @@ def _widens(d: Type, a: Type) -> bool:
 
 def _float_to_float(fl: FunctionLowering, inst: ir.Instruction, d: Type, a: Type) -> None:
     b = fl.b
+    if d is a and a.name == "f32" and inst.spec.get("sat") and not inst.spec.get("relu") \
+            and _check_rounding(fl, inst, INT_ROUNDING, False) is None:
+        x = fl.read(inst.operands[1], a)
+        fl.write(inst.operands[0], _saturate_f32(fl, x, bool(inst.spec.get("ftz"))), d)
+        return
     src, dst = FORMATS[a.name], FORMATS[d.name]
     bits = _bits(fl, inst.operands[1], a.name)
     if inst.spec.get("ftz") and a.name == "f32":  # on the H100 this also makes NaN canonical

@@ -160,6 +160,11 @@ def _narrow_arith(fl: FunctionLowering, op: str, fmt: FloatFormat, xs: list,
     native = mode.rnd == "rn" and (fmt is F32 or op in ("add", "sub", "mul"))
     # the exact result only where rounding or .ftz reads it (LLVM would drop it unread, but
     # only after its passes had spent time on every such operation's f64 code)
+    if fmt is F32 and not native and not mode.ftz:
+        # (.ftz's tininess is decided on the exact result: below)
+        r = fl.target.rounded_f32(fl, op, xs, mode.rnd)
+        if r is not None:
+            return r if any_nan else canonical(fl, r, fmt)
     wide = hi = lo = None
     if not native or (mode.ftz and op not in ("add", "sub")):
         wide = [to_f64(fl, x, fmt) for x in xs]
@@ -533,6 +538,9 @@ def _sign_op(fl: FunctionLowering, inst: ir.Instruction, negate: bool) -> None:
     if inst.spec.get("ftz") and t.name not in FTZ_TYPES:
         raise fl.unsupported(inst, f".ftz is not defined for .{t.name}")
     b = fl.b
+    # (an f32 result that only NaN-blind instructions read keeps the operand's NaN, sign
+    # changed: nvcc's expf negates a sum on its way into an fma)
+    any_nan = fmt is F32 and count == 1 and nan_blind(fl, inst.operands[0])
     results = []
     for x in read_lanes(fl, inst.operands[1], t, fmt, count):
         if inst.spec.get("ftz"):
@@ -540,6 +548,9 @@ def _sign_op(fl: FunctionLowering, inst: ir.Instruction, negate: bool) -> None:
         bits = to_bits(fl, x, fmt)
         bits = (b.xor(bits, const_bits(fmt, fmt.sign)) if negate
                 else b.and_(bits, const_bits(fmt, fmt.sign - 1)))
+        if any_nan:
+            results.append(from_bits(fl, bits, fmt))
+            continue
         nan = quiet(fl, x) if fmt is F64 else constant(fl, fmt, fmt.nan)
         results.append(select(fl, is_nan(fl, x), nan, from_bits(fl, bits, fmt), fmt))
     write_lanes(fl, inst.operands[0], results, t, fmt)

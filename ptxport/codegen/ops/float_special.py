@@ -272,23 +272,27 @@ def _exp2_f32(fl: FunctionLowering, x: ll.Value) -> ll.Value:
     """ex2.approx.f32 in f32 arithmetic, within an ulp (Triton's exp is this instruction;
     the f64 route costs several times as much): 2**x = p(f) * 2**k, k = round(x), f = x - k
     exactly, p by fused Horner steps (within an ulp); the product by 2**k rounds once,
-    overflow and subnormal results included: LLVM's ldexp where the target has it as an
-    instruction (x86 with AVX-512: vscalefps), else two products by powers of two, the first
-    exact. x is clamped to +-200 first, which changes
-    no result (a NaN to -200: fptosi of NaN is poison; its result is the NaN, chosen at the
-    end)."""
+    overflow and subnormal results included: by the target's own instruction where it has
+    one (x86 with AVX-512: vscalefps, on a float k: a NaN stays a NaN throughout), else
+    LLVM's ldexp where the target has it as an instruction, else two products by powers of
+    two, the first exact. x is clamped to +-200 first, which changes no result (a NaN stays
+    a NaN; on the integer paths it becomes k = 0, as fptosi of NaN is poison, and the
+    result is chosen at the end)."""
     b = fl.b
     limit = fconst(F32_LL, 200.0)
-    nan = is_nan(fl, x)
-    # (ordered compares: a NaN fails the first and becomes -200; x86's max and min)
-    xc = b.select(b.fcmp_ordered(">", x, b.fneg(limit)), x, b.fneg(limit))
-    xc = b.select(b.fcmp_ordered("<", xc, limit), xc, limit)
+    # (ordered compares, a NaN failing both: x86's max and min)
+    xc = b.select(b.fcmp_ordered("<", x, b.fneg(limit)), b.fneg(limit), x)
+    xc = b.select(b.fcmp_ordered(">", xc, limit), limit, xc)
     k = float_call(fl, "roundeven", xc)
     f = b.fsub(xc, k)
     p = fconst(F32_LL, _EXP2_F32[-1])
     for c in reversed(_EXP2_F32[:-1]):
         p = float_call(fl, "fma", p, f, fconst(F32_LL, c))
-    whole = b.fptosi(k, I32)
+    scaled = fl.target.scaled_f32(fl, p, k)
+    if scaled is not None:
+        return scaled
+    nan = is_nan(fl, x)
+    whole = b.fptosi(b.select(nan, fconst(F32_LL, 0.0), k), I32)
     if fl.target.native_ldexp:
         scale = declare(fl.llfn.module, "llvm.ldexp.f32.i32", F32_LL, [F32_LL, I32])
         return b.select(nan, x, b.call(scale, [p, whole]))
@@ -321,15 +325,20 @@ def _special(fl: FunctionLowering, inst: ir.Instruction) -> None:
     function = _FUNCTIONS[inst.opcode]
     results = []
     for x in read_lanes(fl, inst.operands[1], t, fmt, count):
-        if ftz:
-            x = flush(fl, x, fmt)
         if fmt is F32 and inst.opcode == "ex2":
+            # (.ftz: a subnormal x gives 1 flushed or not; the result, never negative, is
+            # flushed below the smallest normal by one compare)
             r = _exp2_f32(fl, x)
+            if ftz:
+                tiny = fl.b.fcmp_ordered("<", r, fconst(F32_LL, F32.smallest_normal))
+                r = fl.b.select(tiny, fconst(F32_LL, 0.0), r)
         else:
+            if ftz:
+                x = flush(fl, x, fmt)
             value = function(fl, to_f64(fl, x, fmt))
             r = round_narrow(fl, value, fconst(F64_LL, 0.0), fmt, "rn")
-        if ftz:
-            r = flush(fl, r, fmt)
+            if ftz:
+                r = flush(fl, r, fmt)
         # (an ex2 whose result only NaN-blind instructions read keeps its operand's NaN)
         blind = fmt is F32 and inst.opcode == "ex2" and count == 1 and \
             nan_blind(fl, inst.operands[0])

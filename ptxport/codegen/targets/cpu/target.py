@@ -35,6 +35,7 @@ from ptxport.codegen.targets.cpu.calls import (
 from ptxport.codegen.targets.cpu.device_runtime import kernel_address, lower_device_runtime
 from ptxport.codegen.targets.cpu.local_stack import LocalStack
 from ptxport.codegen.targets.cpu.machine import host
+from ptxport.codegen.targets.cpu import avx512
 from ptxport.codegen.targets.cpu.stop import STOPPED, poll_stop
 from ptxport.codegen.targets.cpu.waits import lower_wait
 from ptxport.codegen.targets.thread_wgmma import compute_wgmma
@@ -49,6 +50,9 @@ class CpuTarget(Target):
     name = "cpu"
     # AVX-512's vscalefps (the host's features are part of every image's key)
     native_ldexp = "+avx512f" in host()[1].split(",")
+    # AVX-512's rounding modes in the instruction and its vscalefps on a warp's lanes
+    # (avx512.py)
+    avx512_lanes = native_ldexp
 
     def __init__(self, module: ir.Module, llmod: ll.Module, plan: KernelPlan,
                  globals_: dict[str, ll.GlobalVariable], functions: dict[str, ll.Function],
@@ -155,6 +159,12 @@ class CpuTarget(Target):
         if name == "%cluster_nctarank":
             return I32(1)
         raise fl.unsupported(fl.inst, f"special register {reg.text} on the CPU")
+
+    def rounded_f32(self, fl: FunctionLowering, op: str, xs: list, rnd: str):
+        return avx512.rounded_f32(fl, op, xs, rnd) if self.avx512_lanes else None
+
+    def scaled_f32(self, fl: FunctionLowering, p: ll.Value, k: ll.Value):
+        return avx512.scaled_f32(fl, p, k) if self.avx512_lanes else None
 
     def space_base(self, fl: FunctionLowering, space: str | None):
         if space == "shared":
