@@ -387,10 +387,10 @@ _NAN_BLIND_READERS = ("add", "sub", "mul", "fma", "mad", "setp", "min", "max", "
 def nan_blind_registers(f: ir.Function) -> set:
     """The 32-bit registers (.f32, or .b32 as Triton declares its registers) of `f` read only
     as operands of f32 add, sub, mul, fma, mad, div, ex2, abs, neg, min, max, setp and
-    cvt.f32.f32 (and at least once): no instruction can tell which NaN such a register holds, so an f32 NaN written to
-    it need not be made the canonical NaN (an accumulator within an unrolled dot product, a
-    softmax's differences and exponentials; a last write, which a store or a shuffle reads,
-    stays canonical)."""
+    cvt.f32.f32 (and at least once): no instruction can tell which NaN such a register
+    holds, so an f32 NaN written to it need not be made the canonical NaN (an accumulator
+    within an unrolled dot product, a softmax's differences and exponentials, the sums in
+    nvcc's expf; a last write, which a store or a shuffle reads, stays canonical)."""
     readers: dict = {}
     for inst in f.instructions():
         # (cvt.f32.f32 in every form gives the canonical NaN, or +0 with .sat, for any NaN)

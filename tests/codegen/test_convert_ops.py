@@ -338,6 +338,27 @@ def test_f32_source():
     check_int_cases(out, 28, x, inputs, "f32")
 
 
+def test_f32_saturation_every_form():
+    # cvt.sat.f32.f32 (nvcc's expf clamps with it) is two ordered compares; with .ftz, positive
+    # subnormals give +0 too; NaN and -0 give +0; rounding to an integral value first (.rni)
+    # takes the bit-pattern path: all as the manual's clamp to [0, 1]
+    inputs = edge_values("f32")
+    x = decode(inputs, "f32")
+    nan = np.isnan(x)
+    cases = [("cvt.sat.f32.f32 {d}, {a};", "b32"), ("cvt.ftz.sat.f32.f32 {d}, {a};", "b32"),
+             ("cvt.rni.sat.f32.f32 {d}, {a};", "b32"), ("cvt.rmi.ftz.sat.f32.f32 {d}, {a};", "b32")]
+    out = run_cases(32, inputs, cases, target="sm_90", version="8.6")
+    flushed = np.where(np.abs(x) < 2.0 ** -126, 0.0, x)
+
+    def saturated(v):
+        return f32_bits(np.where(nan, 0.0, np.clip(v, 0.0, 1.0)) + 0.0)
+    check(out, 0, saturated(x), inputs, "sat.f32.f32")
+    check(out, 1, saturated(flushed), inputs, "ftz.sat.f32.f32")
+    check(out, 2, saturated(np.rint(x)), inputs, "rni.sat.f32.f32")
+    check(out, 3, saturated(np.floor(flushed)), inputs, "rmi.ftz.sat.f32.f32")
+    assert (out[:, 0] != out[:, 1]).any()       # (the operands hold positive subnormals)
+
+
 def tf32_reference(inputs: np.ndarray, mode: str) -> np.ndarray:
     """cvt.mode.tf32.f32: an f32 whose low 13 fraction bits are zero. .rna works on the bit
     pattern as the H100 does (a NaN keeps its truncated bits); .rn/.rz give 0x7FFFE000."""

@@ -303,8 +303,10 @@ def expected(op: str, cols: list, fmt: Fmt, **mode) -> list[int]:
 ARITY = {"sqrt": 1, "rcp": 1, "fma": 3, "mad": 3}
 
 
-def _sweep(fmt: Fmt, specials: list[int], suffix: str, ops: list[tuple], seed: int) -> None:
-    """ops: (opcode, modifiers, mode kwargs), one kernel per arity; mad is fma."""
+def _sweep(fmt: Fmt, specials: list[int], suffix: str, ops: list[tuple], seed: int,
+           regs: str = "") -> None:
+    """ops: (opcode, modifiers, mode kwargs), one kernel per arity; mad is fma; `regs`: more
+    register declarations (a kernel text of its own)."""
     for arity in (1, 2, 3):
         chosen = [o for o in ops if ARITY.get(o[0], 2) == arity]
         if not chosen:
@@ -314,7 +316,7 @@ def _sweep(fmt: Fmt, specials: list[int], suffix: str, ops: list[tuple], seed: i
             cols = [cols[0] + cols[1]]
         operand_text = ", ".join(f"%{n}" for n in "abc"[:arity])
         insts = [f"{op}{modifiers}.{suffix} %d, {operand_text};" for op, modifiers, _ in chosen]
-        got = run(insts, cols, fmt.bits)
+        got = run(insts, cols, fmt.bits, regs=regs)
         for (op, modifiers, mode), out in zip(chosen, got, strict=True):
             want = expected("fma" if op == "mad" else op, cols, fmt, **mode)
             check(f"{op}{modifiers}.{suffix}", out, want, cols, fmt.bits)
@@ -324,7 +326,21 @@ def test_f32_every_rounding_mode():
     ops = [(op, f".{m}", {"rnd": m}) for m in MODES
            for op in ("add", "sub", "mul", "fma", "div", "sqrt", "rcp")]
     ops += [("mad", ".rm", {"rnd": "rm"}), ("add", "", {}), ("div", ".full", {})]
+    ops += [("fma", ".rp.sat", {"rnd": "rp", "sat": True}),
+            ("sub", ".rm.sat", {"rnd": "rm", "sat": True})]
     _sweep(F32, S32, "f32", ops, seed=10)
+
+
+def test_f32_directed_rounding_computed_exactly(monkeypatch):
+    # a warp's lanes on an AVX-512 host round .rz .rm .rp in the instruction (the CPU
+    # target's avx512.py); elsewhere, and for values alike in every lane, the exact result
+    # is rounded (float_rounding.py): that path, on the lanes too
+    from ptxport.codegen.targets.cpu.target import CpuTarget
+
+    monkeypatch.setattr(CpuTarget, "avx512_lanes", False)
+    ops = [(op, f".{m}", {"rnd": m}) for m in MODES[1:] for op in ("add", "sub", "mul", "fma")]
+    ops += [(op, f".{m}.sat", {"rnd": m, "sat": True}) for m in MODES[1:] for op in ("add", "fma")]
+    _sweep(F32, S32, "f32", ops, seed=11, regs=".reg .b32 %exactly;")
 
 
 def test_f32_ftz_and_sat():

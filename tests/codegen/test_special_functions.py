@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cpu_harness import sweep
+from cpu_harness import kernel_ptx, sweep
 
 # The references meet NaNs and infinities among the operands on purpose.
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -187,10 +187,21 @@ def test_f32_ex2_lg2():
     exact_bits("ex2.ftz to a subnormal", flushed[1], [0, 0], tiny)
 
 
-def test_f32_ex2_scales_alike_by_ldexp_and_by_two_products(monkeypatch):
-    # ex2's 2**k scaling is one llvm.ldexp where the CPU target has it as an instruction
-    # (AVX-512's vscalefps), else two products by powers of two: the same bits either way,
-    # results that round to subnormals and overflow included (each build its own PTX text)
+def _has_avx512() -> bool:
+    from ptxport.codegen.targets.cpu.machine import host
+
+    return "+avx512f" in host()[1].split(",")
+
+
+# ex2.approx.f32's last step, p * 2**k: vscalefps on a float k (the CPU target's avx512.py,
+# a warp's lanes on an AVX-512 host), llvm.ldexp (that host's scalars), two products by
+# powers of two (elsewhere)
+EX2_ROUTES = {"vscalefps": (True, True), "ldexp": (False, True), "two products": (False, False)}
+
+
+def test_f32_ex2_scales_alike_by_every_route(monkeypatch):
+    # the same bits every way, results that round to subnormals and overflow included (each
+    # route builds its own PTX text)
     from ptxport.codegen.targets.cpu.target import CpuTarget
 
     rng = np.random.default_rng(5)
@@ -198,12 +209,97 @@ def test_f32_ex2_scales_alike_by_ldexp_and_by_two_products(monkeypatch):
     x = np.concatenate([f32_operands(6, 0.0, 140.0, 8000),
                         tails.view(np.uint32).astype(np.uint64)])
     forms = ["ex2.approx.f32 %d, %a;", "ex2.approx.ftz.f32 %d, %a;"]
+    routes = [r for r in EX2_ROUTES if _has_avx512() or r == "two products"]
     got = {}
-    for native in (True, False):
-        monkeypatch.setattr(CpuTarget, "native_ldexp", native)
-        got[native] = sweep(forms, [x], 32, regs=f".reg .b32 %scaled_{int(native)};")
-    for k, form in enumerate(forms):
-        exact_bits(f"{form} by ldexp", got[True][k], got[False][k], [x])
+    for k, route in enumerate(routes):
+        lanes, ldexp = EX2_ROUTES[route]
+        monkeypatch.setattr(CpuTarget, "avx512_lanes", lanes)
+        monkeypatch.setattr(CpuTarget, "native_ldexp", ldexp)
+        got[route] = sweep(forms, [x], 32, regs=f".reg .b32 %route_{k};")
+    for route in routes[:-1]:
+        for k, form in enumerate(forms):
+            exact_bits(f"{form} by {route}", got[route][k], got[routes[-1]][k], [x])
+    # .ftz: a subnormal operand gives 1 (flushed or not), a result below 2**-126 a zero
+    plain, flushed = (f32(g) for g in got[routes[0]])
+    a = f32(x)
+    want = np.where(np.abs(a) < 2.0 ** -126, 1.0, np.where(plain < 2.0 ** -126, 0.0, plain))
+    nan = np.isnan(plain)
+    exact_bits("ex2.approx.ftz.f32", np.where(nan, F32_NAN, flushed.astype(np.float32).view(
+        np.uint32)), np.where(nan, F32_NAN, want.astype(np.float32).view(np.uint32)), x)
+    assert ((plain > 0) & (plain < 2.0 ** -126)).sum() > 1000
+
+
+# nvcc's expf (CUDA 13, without fast math), as the softmax's loops hold it: j = x log2(e)
+# rounded down by fma.rm into the low bits of 1.5 * 2**23 (after cvt.sat's clamp), the rest
+# by ex2.approx.ftz, times 2**j made from j's bits
+EXPF = """
+fma.rn.f32 %e1, %x, 0f3BBB989D, 0f3F000000;
+cvt.sat.f32.f32 %e2, %e1;
+fma.rm.f32 %e3, %e2, 0f437C0000, 0f4B400001;
+add.f32 %e4, %e3, 0fCB40007F;
+neg.f32 %e5, %e4;
+fma.rn.f32 %e6, %x, 0f3FB8AA3B, %e5;
+fma.rn.f32 %e7, %x, 0f32A57060, %e6;
+mov.b32 %j, %e3;
+shl.b32 %j, %j, 23;
+mov.b32 %e8, %j;
+ex2.approx.ftz.f32 %e9, %e7;
+mul.f32 %e10, %e9, %e8;
+"""
+EXPF_REGS = ".reg .f32 %x, %e<11>; .reg .b32 %j, %seen;"
+
+
+def _expf_text(observed: bool) -> str:
+    """EXPF on %a into %d; `observed`: each intermediate also moved out as bits (so none of
+    them is NaN-blind: ir.analysis.nan_blind_registers)."""
+    seen = "".join(f" mov.b32 %seen, %e{k};" for k in range(1, 10)) if observed else ""
+    return "mov.b32 %x, %a;" + EXPF + seen + " mov.b32 %d, %e10;"
+
+
+@pytest.mark.parametrize("lanes", [True, False], ids=["avx512", "exact"])
+def test_nvcc_expf_sequence_over_the_whole_range(monkeypatch, lanes):
+    # CUDA's expf is within 2 ulp over the whole range; so is the sequence made of ptxport's
+    # instructions (fma.rm by AVX-512's embedded rounding or computed exactly), subnormal
+    # results included; inf, -inf, NaN and large negative x exactly; the same bits whether
+    # the intermediates are observed (NaN-blind readers: cvt.sat, neg) or not
+    from ptxport.codegen.targets.cpu.target import CpuTarget
+
+    if lanes and not _has_avx512():
+        pytest.skip("the host has no AVX-512")
+    monkeypatch.setattr(CpuTarget, "avx512_lanes", lanes)
+    rng = np.random.default_rng(11)
+    x = np.concatenate([f32_operands(12, 0.0, 104.0),
+                        rng.uniform(-104.0, -87.0, 4000).astype(np.float32).view(np.uint32),
+                        np.array([0xC2CFF1B5, 0xC2CE8ED0, 0x42B17218, 0x42B17217, 0xC2B00000],
+                                 dtype=np.uint64)]).astype(np.uint64)
+    regs = EXPF_REGS + f" .reg .b32 %lanes_{int(lanes)};"
+    blind, observed = sweep([_expf_text(False), _expf_text(True)], [x], 32, regs=regs)
+    exact_bits("expf, intermediates observed", blind, observed, x)
+    got, a = f32(blind), f32(x)
+    with np.errstate(all="ignore"):
+        want = np.exp(a)
+    finite = np.isfinite(a) & (want < 2.0 ** 128)
+    bound("expf", ~finite | (np.abs(got - want) <= 2 * ulp32(want)), a, got, want)
+    assert ((want < 2.0 ** -126) & (got > 0)).sum() > 1000         # subnormal results
+    s = np.array([0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC12345, 0xC2D00000, 0xFF7FFFFF,
+                  0x00000001, 0x80000000], dtype=np.uint64)
+    specials = sweep([_expf_text(False)], [s], 32, regs=regs)[0]
+    exact_bits("expf specials", specials, [0x7F800000, 0, F32_NAN, F32_NAN, 0, 0, 0x3F800000,
+                                           0x3F800000], s)
+
+
+def test_expf_sequence_registers_are_nan_blind():
+    # cvt.f32.f32 and neg give the canonical NaN (cvt.sat: +0) whatever NaN they read, so the
+    # registers only they and arithmetic read need no canonical NaN; the fma.rm's result,
+    # moved out as bits, does
+    from ptxport.ir.analysis import nan_blind_registers
+    from ptxport.ir.from_ptx import build
+    from ptxport.ptx.parser import parse
+
+    text = kernel_ptx(f".reg .b32 %a, %d; {EXPF_REGS}\n" + _expf_text(False), "")
+    kernel = build(parse(text)).kernels[0]
+    assert {r.name for r in nan_blind_registers(kernel)} >= {"%e1", "%e4", "%e5", "%e6", "%e7"}
+    assert not {r.name for r in nan_blind_registers(kernel)} & {"%e3", "%e10"}
 
 
 def test_f32_sin_cos_tanh():

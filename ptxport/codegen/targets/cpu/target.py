@@ -17,6 +17,7 @@ from ptxport.codegen.lower import (
     Target,
     const_int,
 )
+from ptxport.codegen.targets.cpu import avx512
 from ptxport.codegen.targets.cpu.abi import (
     CALL_FAULT,
     CTX,
@@ -35,7 +36,6 @@ from ptxport.codegen.targets.cpu.calls import (
 from ptxport.codegen.targets.cpu.device_runtime import kernel_address, lower_device_runtime
 from ptxport.codegen.targets.cpu.local_stack import LocalStack
 from ptxport.codegen.targets.cpu.machine import host
-from ptxport.codegen.targets.cpu import avx512
 from ptxport.codegen.targets.cpu.stop import STOPPED, poll_stop
 from ptxport.codegen.targets.cpu.waits import lower_wait
 from ptxport.codegen.targets.thread_wgmma import compute_wgmma
