@@ -10,7 +10,9 @@ Results are the manual's bit for bit in every rounding mode. LLVM rounds to near
 .rn uses one LLVM operation where that rounds once as PTX does (f32 and f64; f16 and bf16
 add/sub/mul through f32, whose double rounding is harmless since 24 >= 2 * 11 + 2). Everything
 else — .rz .rm .rp, f16/bf16 fma — first computes the exact result as an unevaluated sum
-hi + lo of two f64 here (`_exact`, `_f64_exact`), then rounds it with float_rounding.py.
+hi + lo of two f64 here (`_exact`, `_f64_exact`), then rounds it with float_rounding.py,
+unless the target rounds f32 add, sub, mul and fma in those modes itself (Target.rounded_f32:
+the CPU's AVX-512 on a warp's lanes).
 
 Where the manual leaves a result open, NVIDIA's hardware decides (measured on an H100):
 - an f32, f16 or bf16 NaN result is the canonical NaN (all ones but the sign), abs and neg
