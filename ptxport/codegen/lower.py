@@ -252,6 +252,7 @@ class FunctionLowering:
         # found on first use
         self.nan_blind: set | None = None
         self.zero_sign_blind: set | None = None     # likewise +0 and -0
+        self.finite: set | None = None      # never a NaN (ir.analysis.finite_registers)
         # how many div.full instructions divide by each register (ops/float_arith.py)
         self.full_divisors: dict | None = None
 

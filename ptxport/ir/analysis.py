@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterable
 
 from ptxport.ir import nodes as ir
 
-__all__ = ["address_taken", "calls_of", "live_after", "nan_blind_registers",
-           "pointer_parameters", "recursive_call", "runs_to_completion", "state_space",
-           "uses_and_defs"]
+__all__ = ["address_taken", "calls_of", "finite_registers", "live_after",
+           "nan_blind_registers", "pointer_parameters", "recursive_call",
+           "runs_to_completion", "state_space", "uses_and_defs"]
 
 
 def pointer_parameters(f: ir.Function) -> dict[str, str]:
@@ -400,6 +401,76 @@ def nan_blind_registers(f: ir.Function) -> set:
             readers[reg] = readers.get(reg, True) and blind
     return {reg for reg, blind in readers.items()
             if blind and reg.vector is None and reg.type.name in ("f32", "b32")}
+
+
+# f32 arithmetic whose result is bounded by its operands' bounds (and by 1 with .sat)
+_BOUNDED = ("add", "sub", "mul", "fma", "mad")
+_F32_LIMIT = 2.0 ** 126       # bounds stay below this: rounding cannot reach infinity
+
+
+def _float_value(value) -> float | None:
+    """An f32 instruction's immediate operand as a float, or None (not an immediate)."""
+    if not isinstance(value, ir.FloatImm):
+        return None
+    fmt = "<f" if value.width == 32 else "<d"
+    return struct.unpack(fmt, value.bits.to_bytes(value.width // 8, "little"))[0]
+
+
+def _write_bound(inst: ir.Instruction, bounds: dict) -> float | None:
+    """The largest magnitude `inst` writes, given the registers' `bounds`, or None (not
+    provably finite)."""
+    types = tuple(inst.spec.types)
+    if inst.opcode == "cvt":
+        return 1.0 if types == ("f32", "f32") and inst.spec.get("sat") else None
+    if not ((inst.opcode in _BOUNDED and types == ("f32",))
+            or (inst.opcode == "mov" and types in (("f32",), ("b32",)))):
+        return None
+    if inst.opcode != "mov" and inst.spec.get("sat"):
+        return 1.0
+    sizes = []
+    for value in inst.operands[1:]:
+        size = bounds.get(value) if isinstance(value, ir.Register) else _float_value(value)
+        if size is None or not abs(size) < _F32_LIMIT:      # (NaN fails too)
+            return None
+        sizes.append(abs(size))
+    if inst.opcode == "mov":
+        return sizes[0] if len(sizes) == 1 else None
+    if inst.opcode in ("add", "sub"):
+        size = sizes[0] + sizes[1]
+    elif inst.opcode == "mul":
+        size = sizes[0] * sizes[1]
+    else:
+        size = sizes[0] * sizes[1] + sizes[2]
+    # (rounding, in any mode, moves a result by less than this)
+    size *= 1 + 2.0 ** -20
+    return size if size < _F32_LIMIT else None
+
+
+def finite_registers(f: ir.Function) -> set:
+    """The f32 (and .b32) registers of `f` that hold finite values only, by bounds proved
+    from every write: cvt.sat.f32.f32 and any .sat arithmetic (at most 1), movs of finite
+    immediates and of such registers, and f32 add, sub, mul, fma and mad of such registers
+    and immediates whose bounds stay far inside the f32 range (nvcc's expf: the clamped,
+    scaled x that fma.rm rounds down, and its sums). An f32 result written to one is never
+    a NaN: it needs no canonical NaN. A register written from itself (an accumulator) is
+    never proved."""
+    writes: dict = {}
+    for inst in f.instructions():
+        for reg in may_write(inst):
+            writes.setdefault(reg, []).append(inst)
+    pending = {reg for reg in writes
+               if reg.vector is None and reg.type.name in ("f32", "b32")}
+    bounds: dict = {}
+    proved = True
+    while proved:
+        proved = False
+        for reg in sorted(pending, key=lambda r: r.name):
+            sizes = [_write_bound(inst, bounds) for inst in writes[reg]]
+            if sizes and None not in sizes:
+                bounds[reg] = max(sizes)
+                pending.discard(reg)
+                proved = True
+    return set(bounds)
 
 
 # f32 instructions whose result is the same for +0 and -0 in an operand (2**0 = 1; compares

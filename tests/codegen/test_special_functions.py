@@ -290,9 +290,9 @@ def test_nvcc_expf_sequence_over_the_whole_range(monkeypatch, lanes):
 
 def test_expf_sequence_registers_are_nan_blind():
     # cvt.f32.f32 and neg give the canonical NaN (cvt.sat: +0) whatever NaN they read, so the
-    # registers only they and arithmetic read need no canonical NaN; the fma.rm's result,
-    # moved out as bits, does
-    from ptxport.ir.analysis import nan_blind_registers
+    # registers only they and arithmetic read need no canonical NaN; the fma.rm's result is
+    # moved out as bits, but is never a NaN
+    from ptxport.ir.analysis import finite_registers, nan_blind_registers
     from ptxport.ir.from_ptx import build
     from ptxport.ptx.parser import parse
 
@@ -300,6 +300,24 @@ def test_expf_sequence_registers_are_nan_blind():
     kernel = build(parse(text)).kernels[0]
     assert {r.name for r in nan_blind_registers(kernel)} >= {"%e1", "%e4", "%e5", "%e6", "%e7"}
     assert not {r.name for r in nan_blind_registers(kernel)} & {"%e3", "%e10"}
+    # the clamp, the fma.rm's result and the sum after it are finite: no NaN to make canonical
+    assert {r.name for r in finite_registers(kernel)} == {"%e2", "%e3", "%e4"}
+
+
+def test_finite_registers_only_where_bounds_are_proved():
+    from ptxport.ir.analysis import finite_registers
+    from ptxport.ir.from_ptx import build
+    from ptxport.ptx.parser import parse
+
+    body = ("mov.b32 %x, %a; cvt.sat.f32.f32 %s, %x; mul.f32 %m, %s, 0f7E000000; "
+            "fma.rn.f32 %big, %m, 0f40800000, %s; add.rn.sat.f32 %t, %x, %x; "
+            "mov.f32 %n, 0f7FC00000; mov.f32 %i, 0f7F800000; add.f32 %u, %s, %n; "
+            "mov.f32 %acc, 0f00000000; add.f32 %acc, %acc, %s; mov.b32 %d, %acc;")
+    regs = ".reg .f32 %x, %s, %m, %big, %t, %n, %i, %u, %acc;"
+    text = kernel_ptx(f".reg .b32 %a, %d; {regs}\n" + body, "")
+    kernel = build(parse(text)).kernels[0]
+    # %m at most 2**125; %m * 4 + %s beyond 2**126; %acc written from itself; NaN, infinity
+    assert {r.name for r in finite_registers(kernel)} == {"%s", "%m", "%t"}
 
 
 def test_f32_sin_cos_tanh():

@@ -83,7 +83,11 @@ from ptxport.codegen.ops.float_rounding import (
     two_sum,
 )
 from ptxport.ir import nodes as ir
-from ptxport.ir.analysis import nan_blind_registers, zero_sign_blind_registers
+from ptxport.ir.analysis import (
+    finite_registers,
+    nan_blind_registers,
+    zero_sign_blind_registers,
+)
 from ptxport.ir.types import TYPES, Type
 
 __all__ = ["FLOAT_FORMS", "unary_arith"]
@@ -312,10 +316,13 @@ def _arith(fl: FunctionLowering, inst: ir.Instruction, op: str, fmt: FloatFormat
 
 
 def nan_blind(fl: FunctionLowering, dest) -> bool:
-    """Whether no instruction can tell which NaN register `dest` holds."""
+    """Whether no instruction can tell which NaN register `dest` holds (or it never holds
+    one: its bounds are proved finite)."""
     if fl.nan_blind is None:
         fl.nan_blind = nan_blind_registers(fl.function)
-    return isinstance(dest, ir.Register) and dest in fl.nan_blind
+    if fl.finite is None:
+        fl.finite = finite_registers(fl.function)
+    return isinstance(dest, ir.Register) and (dest in fl.nan_blind or dest in fl.finite)
 
 
 def zero_sign_blind(fl: FunctionLowering, dest) -> bool:

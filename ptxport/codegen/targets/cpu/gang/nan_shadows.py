@@ -30,7 +30,12 @@ from ptxport.codegen.targets.cpu.gang.lanes import W, vec
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.codegen.targets.cpu.waits import shuffle_sources
 from ptxport.ir import nodes as ir
-from ptxport.ir.analysis import may_write, nan_blind_registers, uses_and_defs
+from ptxport.ir.analysis import (
+    finite_registers,
+    may_write,
+    nan_blind_registers,
+    uses_and_defs,
+)
 
 __all__ = ["lazy_registers", "prepare", "before", "after"]
 
@@ -94,8 +99,11 @@ def lazy_registers(kernel: ir.Function, excluded, constant_of) -> set:
 
 def prepare(fl: GangLowering, kernel: ir.Function) -> None:
     """The kernel's lazy registers (fl.lazy) and their shadows' stack slots; their f32
-    arithmetic keeps LLVM's NaN (fl.nan_blind). After lowering.py's _frame_registers."""
-    fl.lazy = lazy_registers(kernel, fl.crossing | set(fl.uniform), fl.constant_of)
+    arithmetic keeps LLVM's NaN (fl.nan_blind). After lowering.py's _frame_registers.
+    (Registers proved finite, ir.analysis.finite_registers, never hold a NaN: no shadow.)"""
+    fl.finite = finite_registers(kernel)
+    fl.lazy = lazy_registers(kernel, fl.crossing | set(fl.uniform) | fl.finite,
+                             fl.constant_of)
     fl.shadows = {id(reg): fl.entry_alloca(vec(I1), f"nan_shadow_{reg.name[1:]}")
                   for reg in fl.lazy}
     fl.nan_blind = nan_blind_registers(kernel) | fl.lazy
