@@ -486,6 +486,9 @@ _ZERO_SIGN_CARRIERS = {"add": (1, 2), "sub": (1, 2), "mul": (1, 2), "fma": (1, 2
 def _zero_sign_use(inst: ir.Instruction, reg) -> ir.Register | bool:
     """How `inst` reads `reg`: True where the zero's sign cannot matter, the destination
     register where it reaches at most the sign of that register's zero, False otherwise."""
+    if inst.opcode == "cvt":        # .sat gives +0 for -0 (nvcc's expf clamps with it)
+        return tuple(inst.spec.types) == ("f32", "f32") and bool(inst.spec.get("sat")) \
+            and inst.guard is not reg
     if tuple(inst.spec.types) not in (("f32",), ("b32",)) or inst.guard is reg \
             or inst.spec.get("xorsign"):
         return False
@@ -495,6 +498,8 @@ def _zero_sign_use(inst: ir.Instruction, reg) -> ir.Register | bool:
     if inst.opcode not in ("shfl", "mov") and inst.spec.types[0] != "f32":
         return False
     dest = inst.operands[0]
+    if inst.opcode == "shfl" and isinstance(dest, ir.PairValue):
+        dest = dest.first       # (its predicate says whether the source lane was in range)
     if not positions or not isinstance(dest, ir.Register) or dest.vector is not None:
         return False
     others = [v for i, v in enumerate(inst.operands[1:], 1) if i not in positions]
@@ -511,10 +516,10 @@ def _registers(value) -> set:
 
 def zero_sign_blind_registers(f: ir.Function) -> set:
     """The 32-bit registers of `f` whose zeros' sign no instruction can observe: read only by
-    f32 ex2 and setp, or by f32 add, sub, mul, fma, mad, min, max, a division's dividend, a
-    mov or a shuffle's value whose destination is itself such a register (a softmax's row
-    maximum: x - max, times log2(e), into ex2). An f32 max or min written to one need not
-    order -0 below +0."""
+    f32 ex2, setp and cvt.sat.f32.f32, or by f32 add, sub, mul, fma, mad, min, max, a
+    division's dividend, a mov or a shuffle's value whose destination is itself such a
+    register (a softmax's row maximum: x - max, times log2(e), into ex2). An f32 max or
+    min written to one need not order -0 below +0."""
     uses: dict = {}
     feeds: dict = {}        # destination -> the registers carried into it
     for inst in f.instructions():

@@ -824,6 +824,32 @@ def test_zero_sign_blind_max_matches_observed_registers():
         assert name not in {r.name for r in zero_sign_blind_registers(kernel)}, body
 
 
+def test_zero_sign_blind_through_nvrtc_butterflies_and_expf_clamp():
+    # NVRTC's shuffles write a predicate too (%x|%p), and nvcc's expf clamps x - max with
+    # cvt.sat.f32.f32, which gives +0 for -0: the row maximum stays zero-sign-blind; the
+    # stored bits match the same chain with the maximum moved out as bits
+    from ptxport.ir.analysis import zero_sign_blind_registers
+    from ptxport.ir.from_ptx import build
+    from ptxport.ptx.parser import parse
+
+    chain = ("max.f32 %w, %a, %b; shfl.sync.bfly.b32 %x|%p, %w, 1, 31, -1; "
+             "max.f32 %v, %w, %x; sub.f32 %y, %a, %v; "
+             "fma.rn.f32 %z, %y, 0f3BBB989D, 0f3F000000; cvt.sat.f32.f32 %d, %z;")
+    seen = chain + " mov.b32 %u, %w; mov.b32 %u, %v;"
+    regs = ".reg .b32 %u, %v, %w, %x, %y, %z;"
+    specials = [0x7FC01234, 0x7F800000, 0xFF800000, 0x80000000, 0, 0x3F800000, 0xBF800000,
+                0x00000001, 0x80000001, 0xC0400000]
+    a = [x for x in specials for _ in specials]
+    b = [y for _ in specials for y in specials]
+    blind, observed = run([chain, seen], [a, b], 32, regs=regs)
+    check("expf clamp of x - max", blind, observed, [a, b], 32)
+    kernel = build(parse(kernel_text(chain, regs))).kernels[0]
+    assert {r.name for r in zero_sign_blind_registers(kernel)} >= {"%w", "%x", "%v", "%y", "%z"}
+    # without .sat, cvt.f32.f32 keeps the zero's sign: observed
+    kernel = build(parse(kernel_text(chain.replace("cvt.sat", "cvt"), regs))).kernels[0]
+    assert not {r.name for r in zero_sign_blind_registers(kernel)} & {"%w", "%v", "%z"}
+
+
 def kernel_text(inst: str, regs: str = ".reg .f32 %x, %y;") -> str:
     from cpu_harness import kernel_ptx
 
