@@ -385,22 +385,53 @@ _NAN_BLIND_READERS = ("add", "sub", "mul", "fma", "mad", "setp", "min", "max", "
                       "abs", "neg")
 
 
+def _carried_into(inst: ir.Instruction, reg) -> ir.Register | None:
+    """The register a 32-bit mov, or a shuffle's value, copies `reg` into bit for bit (to
+    another lane, for a shuffle), or None."""
+    operands = inst.operands
+    if tuple(inst.spec.types) not in (("b32",), ("f32",)) or inst.guard is reg \
+            or inst.opcode not in ("mov", "shfl") or len(operands) < 2 or operands[1] is not reg:
+        return None
+    dest = operands[0]
+    if inst.opcode == "shfl":
+        if any(reg in _registers(v) for v in operands[2:]):
+            return None
+        if isinstance(dest, ir.PairValue):
+            dest = dest.first       # (its predicate says whether the source lane was in range)
+    elif len(operands) != 2:
+        return None
+    return dest if isinstance(dest, ir.Register) and dest.vector is None else None
+
+
 def nan_blind_registers(f: ir.Function) -> set:
     """The 32-bit registers (.f32, or .b32 as Triton declares its registers) of `f` read only
     as operands of f32 add, sub, mul, fma, mad, div, ex2, abs, neg, min, max, setp and
-    cvt.f32.f32 (and at least once): no instruction can tell which NaN such a register
-    holds, so an f32 NaN written to it need not be made the canonical NaN (an accumulator
-    within an unrolled dot product, a softmax's differences and exponentials, the sums in
-    nvcc's expf; a last write, which a store or a shuffle reads, stays canonical)."""
+    cvt.f32.f32, or copied by a mov or a shuffle into such registers (and read at least
+    once): no instruction can tell which NaN such a register holds, so an f32 NaN written to
+    it need not be made the canonical NaN (an accumulator within an unrolled dot product, a
+    softmax's differences and exponentials and its row maximum through the butterfly, the
+    sums in nvcc's expf; a last write, which a store reads, stays canonical)."""
     readers: dict = {}
+    feeds: dict = {}        # destination -> the registers copied into it
     for inst in f.instructions():
         # (cvt.f32.f32 in every form gives the canonical NaN, or +0 with .sat, for any NaN)
         blind = (inst.opcode in _NAN_BLIND_READERS and tuple(inst.spec.types) == ("f32",)) \
             or (inst.opcode == "cvt" and tuple(inst.spec.types) == ("f32", "f32"))
         for reg in uses_and_defs(inst)[0]:
-            readers[reg] = readers.get(reg, True) and blind
-    return {reg for reg, blind in readers.items()
-            if blind and reg.vector is None and reg.type.name in ("f32", "b32")}
+            into = None if blind else _carried_into(inst, reg)
+            if into is not None:
+                feeds.setdefault(into, []).append(reg)
+            readers[reg] = readers.get(reg, True) and (blind or into is not None)
+    found = {reg for reg, blind in readers.items()
+             if blind and reg.vector is None and reg.type.name in ("f32", "b32")}
+    # a register copied into one that is not blind is not either (a worklist, as below)
+    work = [dest for dest in feeds if dest not in found]
+    while work:
+        for source in feeds.get(work.pop(), ()):
+            if source in found:
+                found.discard(source)
+                work.append(source)
+    return found
 
 
 # f32 arithmetic whose result is bounded by its operands' bounds (and by 1 with .sat)

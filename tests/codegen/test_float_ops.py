@@ -824,11 +824,11 @@ def test_zero_sign_blind_max_matches_observed_registers():
         assert name not in {r.name for r in zero_sign_blind_registers(kernel)}, body
 
 
-def test_zero_sign_blind_through_nvrtc_butterflies_and_expf_clamp():
+def test_blind_registers_through_nvrtc_butterflies_and_expf_clamp():
     # NVRTC's shuffles write a predicate too (%x|%p), and nvcc's expf clamps x - max with
     # cvt.sat.f32.f32, which gives +0 for -0: the row maximum stays zero-sign-blind; the
     # stored bits match the same chain with the maximum moved out as bits
-    from ptxport.ir.analysis import zero_sign_blind_registers
+    from ptxport.ir.analysis import nan_blind_registers, zero_sign_blind_registers
     from ptxport.ir.from_ptx import build
     from ptxport.ptx.parser import parse
 
@@ -845,6 +845,14 @@ def test_zero_sign_blind_through_nvrtc_butterflies_and_expf_clamp():
     check("expf clamp of x - max", blind, observed, [a, b], 32)
     kernel = build(parse(kernel_text(chain, regs))).kernels[0]
     assert {r.name for r in zero_sign_blind_registers(kernel)} >= {"%w", "%x", "%v", "%y", "%z"}
+    # NaNs likewise: the maximum is copied by the shuffle into a register only max reads
+    assert {r.name for r in nan_blind_registers(kernel)} >= {"%w", "%x", "%v", "%y", "%z"}
+    kernel = build(parse(kernel_text(seen, regs))).kernels[0]
+    assert not {r.name for r in nan_blind_registers(kernel)} & {"%w", "%v"}
+    # copied into a register that is stored: observed, the copy's source too
+    stored = "max.f32 %w, %a, %b; shfl.sync.bfly.b32 %x|%p, %w, 1, 31, -1; mov.b32 %d, %x;"
+    kernel = build(parse(kernel_text(stored, regs))).kernels[0]
+    assert not {r.name for r in nan_blind_registers(kernel)} & {"%w", "%x"}
     # without .sat, cvt.f32.f32 keeps the zero's sign: observed
     kernel = build(parse(kernel_text(chain.replace("cvt.sat", "cvt"), regs))).kernels[0]
     assert not {r.name for r in zero_sign_blind_registers(kernel)} & {"%w", "%v", "%z"}
