@@ -10,7 +10,8 @@ For each kernel it launches once untimed (this compiles the kernel for the CPU) 
 that ptxport's result agrees with C's (exactly for integer results, within float tolerance
 otherwise). Then for each core count (one core: set_workers(1) and omp_set_num_threads(1);
 then every core this process may use) it times C and ptxport (all of C's runs, then all of
-ptxport's: --order; alternating, libgomp's spinning threads slowed ptxport), resetting the
+ptxport's, each side after up to 3 untimed runs that warm the caches: --order; alternating,
+libgomp's spinning threads slowed ptxport), resetting the
 outputs untimed before each run, and reports the median of each and ptxport / C (the last
 run at every further core count is checked too). A ptxport run is launch() + stream.sync().
 The geometric mean of the ratios per core count is the headline (goal: <= 1.5 on one core).
@@ -487,8 +488,23 @@ def time_side_by_side(c_run: CRun, ptx_run: PtxportRun, reps: int, budget: float
     return c_times, ptx_times
 
 
+# Untimed runs of one side before its timed ones (separate order): at most WARMUP_RUNS, and
+# none after a quarter of the side's budget. On the GPU machine's Xeon C's one-thread
+# stencil read its 16 MB input from memory in its first runs after ptxport's launch and
+# check had run (2.2-2.9 ms), from the L3 only after three or four runs (1.4-1.8 ms), so that
+# the median of 5 timed runs was a cold run's: cpu_kernels.py's C 2.0-2.4 ms against 1.4 in
+# a process running C alone (benchmarks/c_slow_mode.py; docs/cpu-target.md).
+WARMUP_RUNS = 3
+
+
 def _time_alone(run: CRun | PtxportRun, reps: int, budget: float) -> list[float]:
-    """One side's run times (see time_side_by_side)."""
+    """One side's run times (see time_side_by_side), after its warm-up (WARMUP_RUNS)."""
+    start = time.perf_counter()
+    for _ in range(WARMUP_RUNS):
+        run.reset()
+        run.run()
+        if time.perf_counter() - start > budget / 4:
+            break
     times: list[float] = []
     start = time.perf_counter()
     least = 3
