@@ -13,9 +13,14 @@ CPU time, its involuntary context switches, the core's clock (a chain of depende
 timed), the MXCSR register (flush-to-zero and denormals-are-zero are bits 15 and 6: 0x1f80
 is the default, 0x20 only a sticky precision flag) and the process's threads.
 `compare` runs cpu_compare.py's child order instead (gemm, transpose, stencil on ptxport,
-C's stencil after each). Pin it (`taskset -c 0`) for one-core figures.
+C's stencil after each). `heap` times it on arrays from fresh mappings, then on arrays
+glibc's malloc takes from its heap once 16 MB blocks were freed (its mmap threshold then
+rises above their size), then with the threshold fixed (cpu_kernels.fresh_mappings), each
+row with the arrays' mappings and their huge pages. Pin it (`taskset -c 0`) for one-core
+figures.
 
-    python benchmarks/c_slow_mode.py stages|compare [--threads 1] [--size 2048] [--reps 9]
+    python benchmarks/c_slow_mode.py stages|compare|heap [--threads 1] [--size 2048]
+                                     [--reps 9]
 """
 
 from __future__ import annotations
@@ -170,6 +175,47 @@ def stages(bench: Bench) -> None:
           f"thread med {statistics.median(cpu):.2f} ms")
 
 
+def _mapping(address: int) -> str:
+    """The mapping that holds `address` (/proc/self/smaps): its name, size and huge pages."""
+    found = None
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        fields = line.split()
+        if fields and "-" in fields[0] and not fields[0].endswith(":"):
+            low, high = (int(x, 16) for x in fields[0].split("-"))
+            found = (low, high, fields[5] if len(fields) > 5 else "anon") \
+                if low <= address < high else None
+        elif found and fields and fields[0] == "AnonHugePages:":
+            low, high, name = found
+            return f"{name} {(high - low) >> 20} MB, {int(fields[1]) >> 10} MB huge"
+    return "?"
+
+
+def heap(bench: Bench) -> None:
+    """C's stencil on arrays from fresh mappings, then on arrays glibc takes from its heap
+    (after 16 MB blocks were freed its mmap threshold is above their size), then with a
+    fixed threshold (cpu_kernels.fresh_mappings) on fresh mappings again."""
+    def renew(label: str) -> None:
+        bench.a_in, bench.a_out = bench.src.copy(), bench.zeros.copy()
+        bench.report(label)
+        # (the middle of each array: numpy's madvise splits off the mapping's first page)
+        a, b = (x.ctypes.data for x in (bench.a_in, bench.a_out))
+        half = bench.src.nbytes // 2
+        print(f"{'':<30} in at {a % 4096}: {_mapping(a + half)}; out at {b % 4096}: "
+              f"{_mapping(b + half)}")
+
+    bench.report("fresh mappings")
+    for _ in range(2):
+        freed = [np.ones_like(bench.src) for _ in range(2)]
+        del freed
+        renew("from the heap (after frees)")
+    fixed = ctypes.CDLL(None).mallopt(ctypes.c_int(-3), ctypes.c_int(1 << 20))
+    print("mallopt(M_MMAP_THRESHOLD, 1 MiB):", fixed)
+    for _ in range(2):
+        freed = [np.ones_like(bench.src) for _ in range(2)]
+        del freed
+        renew("fixed threshold (after frees)")
+
+
 def compare(bench: Bench) -> None:
     bench.report("fresh")
     ck = _import(bench)
@@ -192,14 +238,14 @@ def compare(bench: Bench) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("mode", choices=("stages", "compare"))
+    parser.add_argument("mode", choices=("stages", "compare", "heap"))
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--size", type=int, default=2048)
     parser.add_argument("--reps", type=int, default=9)
     args = parser.parse_args()
     sys.path.insert(0, str(HERE))
     bench = Bench(args)
-    {"stages": stages, "compare": compare}[args.mode](bench)
+    {"stages": stages, "compare": compare, "heap": heap}[args.mode](bench)
 
 
 if __name__ == "__main__":

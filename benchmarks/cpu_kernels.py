@@ -12,7 +12,8 @@ otherwise). Then for each core count (one core: set_workers(1) and omp_set_num_t
 then every core this process may use) it times C and ptxport (all of C's runs, then all of
 ptxport's, each side after up to 3 untimed runs that warm the caches: --order; alternating,
 libgomp's spinning threads slowed ptxport), resetting the
-outputs untimed before each run, and reports the median of each and ptxport / C (the last
+outputs untimed before each run (large arrays, both sides', are fresh mappings:
+fresh_mappings), and reports the median of each and ptxport / C (the last
 run at every further core count is checked too). A ptxport run is launch() + stream.sync().
 The geometric mean of the ratios per core count is the headline (goal: <= 1.5 on one core).
 A kernel whose first launch takes more than --slow seconds is not launched again: its
@@ -66,6 +67,28 @@ C_SOURCES = Path(__file__).resolve().parent / "c"
 BUILD = Path(__file__).resolve().parent / "build"
 RESULTS = Path(__file__).resolve().parent / "results"
 CFLAGS = ["-O3", "-march=native", "-fopenmp", "-shared", "-fPIC"]
+
+
+def fresh_mappings(threshold: int = 1 << 20) -> bool:
+    """Make glibc's malloc give every block of `threshold` bytes or more a mapping of its own
+    (mallopt M_MMAP_THRESHOLD; False where the C library has no mallopt).
+
+    By default glibc raises its mmap threshold to the size of each mapped block freed (up to
+    32 MiB), so that once one kernel's 16 MB arrays were freed, the next kernel's arrays
+    (numpy's, C's and ptxport's device buffers alike) came from the brk heap: pages used
+    before, at any offset, without the huge pages numpy asks for on fresh ones. On the GPU
+    machine's Xeon C's one-thread stencil took 4.6-4.8 ms in 5 of 6 processes that ran
+    saxpy, vector_add and transpose first and 1.3-1.4 ms where it ran alone (its 16-thread
+    runs 0.41-0.52 ms against 0.19-0.20): the kernels before it decided its baseline. A fixed
+    threshold keeps every process's large arrays as a fresh process's are."""
+    try:
+        libc = ctypes.CDLL(None)
+        return bool(libc.mallopt(ctypes.c_int(-3), ctypes.c_int(threshold)))  # M_MMAP_THRESHOLD
+    except (AttributeError, OSError):
+        return False
+
+
+fresh_mappings()
 
 # ctypes signatures of benchmarks/c/*.c: "p" a pointer (numpy array), "i" int, "l" long,
 # "f" float, "d" double; the first letter is the result ("v" none).
