@@ -76,11 +76,12 @@ def fresh_mappings(threshold: int = 1 << 20) -> bool:
     By default glibc raises its mmap threshold to the size of each mapped block freed (up to
     32 MiB), so that once one kernel's 16 MB arrays were freed, the next kernel's arrays
     (numpy's, C's and ptxport's device buffers alike) came from the brk heap: pages used
-    before, at any offset, without the huge pages numpy asks for on fresh ones. On the GPU
-    machine's Xeon C's one-thread stencil took 4.6-4.8 ms in 5 of 6 processes that ran
-    saxpy, vector_add and transpose first and 1.3-1.4 ms where it ran alone (its 16-thread
-    runs 0.41-0.52 ms against 0.19-0.20): the kernels before it decided its baseline. A fixed
-    threshold keeps every process's large arrays as a fresh process's are."""
+    before, at any offset, which need not get the huge pages numpy asks for on fresh ones.
+    On the GPU machine's Xeon C's one-thread stencil took 4.6-4.8 ms in 5 of 6 processes
+    that ran saxpy, vector_add and transpose first and 1.3-1.4 ms where it ran alone (its
+    16-thread runs 0.41-0.52 ms against 0.19-0.20; not yet timed there with this fixed:
+    c_slow_mode.py heap). A fixed threshold keeps every process's large arrays as a fresh
+    process's are, whatever ran before."""
     try:
         libc = ctypes.CDLL(None)
         return bool(libc.mallopt(ctypes.c_int(-3), ctypes.c_int(threshold)))  # M_MMAP_THRESHOLD
