@@ -79,7 +79,7 @@ def fresh_mappings(threshold: int = 1 << 20) -> bool:
     before, at any offset, which need not get the huge pages numpy asks for on fresh ones.
     On the GPU machine's Xeon C's one-thread stencil took 4.6-4.8 ms in 5 of 6 processes
     that ran saxpy, vector_add and transpose first and 1.3-1.4 ms where it ran alone (its
-    16-thread runs 0.41-0.52 ms against 0.19-0.20; not yet timed there with this fixed:
+    16-thread runs 0.41-0.52 ms against 0.19-0.27; not yet timed there with this fixed:
     c_slow_mode.py heap). A fixed threshold keeps every process's large arrays as a fresh
     process's are, whatever ran before."""
     try:
