@@ -513,11 +513,12 @@ def time_side_by_side(c_run: CRun, ptx_run: PtxportRun, reps: int, budget: float
 
 
 # Untimed runs of one side before its timed ones (separate order): at most WARMUP_RUNS, and
-# none after a quarter of the side's budget. On the GPU machine's Xeon C's one-thread
-# stencil read its 16 MB input from memory in its first runs after ptxport's launch and
-# check had run (2.2-2.9 ms), from the L3 only after three or four runs (1.4-1.8 ms), so that
-# the median of 5 timed runs was a cold run's: cpu_kernels.py's C 2.0-2.4 ms against 1.4 in
-# a process running C alone (benchmarks/c_slow_mode.py; docs/cpu-target.md).
+# none after a quarter of the side's budget. On the GPU machine's Xeon (three processes of
+# one call) C's one-thread stencil took 2.2-2.9 ms in its first runs after ptxport's launch
+# and check had run, as with its caches evicted (its 16 MB input from memory), and 1.4-1.8
+# ms only after three or four runs, so that the median of 5 timed runs was a cold run's:
+# C 2.0-2.4 ms against 1.4 in a process running C alone (benchmarks/c_slow_mode.py;
+# docs/cpu-target.md).
 WARMUP_RUNS = 3
 
 
