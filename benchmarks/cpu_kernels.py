@@ -10,8 +10,10 @@ For each kernel it launches once untimed (this compiles the kernel for the CPU) 
 that ptxport's result agrees with C's (exactly for integer results, within float tolerance
 otherwise). Then for each core count (one core: set_workers(1) and omp_set_num_threads(1);
 then every core this process may use) it times C and ptxport (all of C's runs, then all of
-ptxport's: --order; alternating, libgomp's spinning threads slowed ptxport), resetting the
-outputs untimed before each run, and reports the median of each and ptxport / C (the last
+ptxport's, each side after up to 3 untimed runs that warm the caches: --order; alternating,
+libgomp's spinning threads slowed ptxport), resetting the
+outputs untimed before each run (large arrays, both sides', are fresh mappings:
+fresh_mappings), and reports the median of each and ptxport / C (the last
 run at every further core count is checked too). A ptxport run is launch() + stream.sync().
 The geometric mean of the ratios per core count is the headline (goal: <= 1.5 on one core).
 A kernel whose first launch takes more than --slow seconds is not launched again: its
@@ -65,6 +67,29 @@ C_SOURCES = Path(__file__).resolve().parent / "c"
 BUILD = Path(__file__).resolve().parent / "build"
 RESULTS = Path(__file__).resolve().parent / "results"
 CFLAGS = ["-O3", "-march=native", "-fopenmp", "-shared", "-fPIC"]
+
+
+def fresh_mappings(threshold: int = 1 << 20) -> bool:
+    """Make glibc's malloc give every block of `threshold` bytes or more a mapping of its own
+    (mallopt M_MMAP_THRESHOLD; False where the C library has no mallopt).
+
+    By default glibc raises its mmap threshold to the size of each mapped block freed (up to
+    32 MiB), so that once one kernel's 16 MB arrays were freed, the next kernel's arrays
+    (numpy's, C's and ptxport's device buffers alike) came from the brk heap: pages used
+    before, at any offset, which need not get the huge pages numpy asks for on fresh ones.
+    On the GPU machine's Xeon C's one-thread stencil took 4.6-4.8 ms in 5 of 6 processes
+    that ran saxpy, vector_add and transpose first and 1.3-1.4 ms where it ran alone (its
+    16-thread runs 0.41-0.52 ms against 0.19-0.27; not yet timed there with this fixed:
+    c_slow_mode.py heap). A fixed threshold keeps every process's large arrays as a fresh
+    process's are, whatever ran before."""
+    try:
+        libc = ctypes.CDLL(None)
+        return bool(libc.mallopt(ctypes.c_int(-3), ctypes.c_int(threshold)))  # M_MMAP_THRESHOLD
+    except (AttributeError, OSError):
+        return False
+
+
+fresh_mappings()
 
 # ctypes signatures of benchmarks/c/*.c: "p" a pointer (numpy array), "i" int, "l" long,
 # "f" float, "d" double; the first letter is the result ("v" none).
@@ -487,8 +512,24 @@ def time_side_by_side(c_run: CRun, ptx_run: PtxportRun, reps: int, budget: float
     return c_times, ptx_times
 
 
+# Untimed runs of one side before its timed ones (separate order): at most WARMUP_RUNS, and
+# none after a quarter of the side's budget. On the GPU machine's Xeon (three processes of
+# one call) C's one-thread stencil took 2.2-2.9 ms in its first runs after ptxport's launch
+# and check had run, as with its caches evicted (its 16 MB input from memory), and 1.4-1.8
+# ms only after three or four runs, so that the median of 5 timed runs was a cold run's:
+# C 2.0-2.4 ms against 1.4 in a process running C alone (benchmarks/c_slow_mode.py;
+# docs/cpu-target.md).
+WARMUP_RUNS = 3
+
+
 def _time_alone(run: CRun | PtxportRun, reps: int, budget: float) -> list[float]:
-    """One side's run times (see time_side_by_side)."""
+    """One side's run times (see time_side_by_side), after its warm-up (WARMUP_RUNS)."""
+    start = time.perf_counter()
+    for _ in range(WARMUP_RUNS):
+        run.reset()
+        run.run()
+        if time.perf_counter() - start > budget / 4:
+            break
     times: list[float] = []
     start = time.perf_counter()
     least = 3

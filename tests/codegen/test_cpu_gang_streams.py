@@ -86,6 +86,17 @@ def test_a_grid_stride_loop_prefetches_by_its_step():
     assert "\nprefetched" not in text
 
 
+@pytest.mark.parametrize("block", [(128, 1, 1), (16, 8, 1)])
+def test_a_store_site_prefetches_for_writing(block):
+    # c's store fetches its lines to write them (prefetchw on x86), a's and b's loads to
+    # read them; llvm.prefetch's second argument says which
+    llmod, _ = build_gang(build(parse(ADD.replace("SCALE", "1"))), "k", block, CpuOptions())
+    text = str(llmod)
+    writes = text.count(", i32 1, i32 3, i32 1)")
+    reads = text.count(", i32 0, i32 3, i32 1)")
+    assert writes > 0 and reads > writes
+
+
 def test_a_stream_adds_what_it_should():
     dev = Device("cpu")
     stream = dev.create_stream()

@@ -314,7 +314,7 @@ _AHEAD = 3      # how many strides ahead prefetch fetches
 _NEAR = 1 << 26
 
 
-def prefetch(fl: GangLowering, low, span: int) -> None:
+def prefetch(fl: GangLowering, low, span: int, write: bool = False) -> None:
     """A software stride prefetcher for one access site: the warp's accesses there move by
     a stride (a grid-stride loop moves by gridDim * blockDim elements, too far for the
     hardware's prefetchers; and from one warp or block to the next); fetch the lines of the
@@ -327,23 +327,26 @@ def prefetch(fl: GangLowering, low, span: int) -> None:
     copy; under a guard too: Triton predicates every access by its bounds, and its vector
     add ran 25% faster per CPU-second with these prefetches): partial masks are a grid's
     edges, halos and tails, whose lines full warps nearby fetch anyway (a stencil's halo
-    loads prefetching cost it 5% here)."""
+    loads prefetching cost it 5% here). `write`: for a store (prefetch_line)."""
     if not isinstance(fl.unguarded_mask, ll.Constant):
         return
     b = fl.b
     distance, done = strides_ahead(fl, low)
     ahead = b.add(low, distance)
     for line in range(0, min(span, 512), 64):
-        prefetch_line(fl, b.add(ahead, I64(line)))
+        prefetch_line(fl, b.add(ahead, I64(line)), write)
     b.branch(done)
     b.position_at_end(done)
 
 
-def prefetch_line(fl: GangLowering, address) -> None:
-    """Fetch the cache line at `address` (i64) for reading, into every level."""
+def prefetch_line(fl: GangLowering, address, write: bool = False) -> None:
+    """Fetch the cache line at `address` (i64) into every level: for reading, or with
+    `write` for writing (x86's prefetchw, where the CPU has it: the line comes owned, so
+    the store does not ask the other cores for it again after a read prefetch; after a
+    copy on the worker pool a grid's output lines sit in other cores' caches)."""
     fn = declare(fl.llfn.module, "llvm.prefetch.p0", ll.VoidType(), [PTR, I32, I32, I32])
-    ll.IRBuilder.call(fl.b, fn, [ll.IRBuilder.inttoptr(fl.b, address, PTR), I32(0), I32(3),
-                                 I32(1)])
+    ll.IRBuilder.call(fl.b, fn, [ll.IRBuilder.inttoptr(fl.b, address, PTR),
+                                 I32(1 if write else 0), I32(3), I32(1)])
 
 
 def strides_ahead(fl: GangLowering, low) -> tuple:

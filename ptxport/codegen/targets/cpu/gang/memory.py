@@ -227,10 +227,10 @@ def _check_access_place(fl: GangLowering, place: Place, t: Type, load: bool, kin
         check_place(fl, place, size, not load, kind, b.add(low, offset),
                     b.add(high, offset))
         if not place.shared:
-            prefetch_site(fl, place, b.add(low, offset), size * W, size)
+            prefetch_site(fl, place, b.add(low, offset), size * W, size, not load)
     else:       # the group's check failed: this access on its own
         if group_low is not None:       # the group's first global access
-            prefetch_site(fl, place, group_low, 256, size)
+            prefetch_site(fl, place, group_low, 256, size, not load)
         exact, ok = fl.llfn.append_basic_block("access_exact"), fl.llfn.append_basic_block(
             "access_checked")
         checks.expect(fl, ll.IRBuilder.cbranch(b, checked, ok, exact))
@@ -306,7 +306,7 @@ def _lower_run(fl: GangLowering, members: list) -> None:
         b, "==", kind, I32(CONSECUTIVE))), whole, apart)
     memos, inst = (dict(fl.patterns), dict(fl.group_ok)), fl.inst
     b.position_at_end(whole)
-    prefetch(fl, b.add(low, offset), t.size * len(members) * W)
+    prefetch(fl, b.add(low, offset), t.size * len(members) * W, not load)
     together = interleaved_access(fl, t, masks, ll.IRBuilder.inttoptr(b, b.add(s0, offset), PTR),
                                   values)
     whole = b.block

@@ -224,17 +224,19 @@ _NEAR = 1 << 26     # and for steps under 64 MiB, as checks.prefetch does
 _GROUP_LINES = 4    # what a group's first access prefetches (memory.py: 256 bytes)
 
 
-def prefetch_site(fl: GangLowering, place: Place, low, span: int, size: int) -> None:
+def prefetch_site(fl: GangLowering, place: Place, low, span: int, size: int,
+                  write: bool = False) -> None:
     """The software prefetch of a global access site of `size` bytes a lane whose lanes'
     range starts at `low` (`span` bytes: the warp's, or its group's): for a base register
     that moves by a known step each time around the access's loop (a grid-stride loop's
     index: `i += blockDim.x * gridDim.x`), _steps_ahead steps on, from the first pass and
-    with no state kept; else checks.prefetch, which learns the stride."""
+    with no state kept; else checks.prefetch, which learns the stride. `write`: the site
+    stores (checks.prefetch_line)."""
     if not isinstance(fl.unguarded_mask, ll.Constant):
         return
     step = _loop_step(fl, place)
     if step is None or step == _STAYS:
-        prefetch(fl, low, span)
+        prefetch(fl, low, span, write)
         return
     b = fl.b
     ahead = _steps_ahead(fl)
@@ -255,7 +257,7 @@ def prefetch_site(fl: GangLowering, place: Place, low, span: int, size: int) -> 
         distance = b.select(near, b.mul(moved, I64(ahead)), I64(0))
     at = b.add(low, distance)
     for line in range(0, min(span, 512), 64):
-        prefetch_line(fl, b.add(at, I64(line)))
+        prefetch_line(fl, b.add(at, I64(line)), write)
 
 
 def _steps_ahead(fl: GangLowering) -> int:

@@ -89,7 +89,7 @@ def access(fl: GangLowering, place: Place, t: Type, count: int, values=None, old
                              active, done)
         b.position_at_end(active)
     if ahead is not None:
-        prefetch_site(fl, place, *ahead, size)
+        prefetch_site(fl, place, *ahead, size, not load)
     checks.expect(fl, ll.IRBuilder.cbranch(b, ok, fast, slow))
     b.position_at_end(fast)
     pointer = ll.IRBuilder.inttoptr(b, start, PTR)
