@@ -11,8 +11,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from corpus import KERNEL_DIR, corpus_ptx
 from ptxport import Device, LaunchConfig, Program, launch
+from ptxport.codegen.targets.cpu.gang.build import build_gang
 from ptxport.codegen.targets.cpu.gang.nan_shadows import lazy_registers
+from ptxport.codegen.targets.cpu.options import CpuOptions
 from ptxport.ir.from_ptx import build
 from ptxport.ptx.parser import parse
 
@@ -270,3 +273,13 @@ def test_lazy_registers_exclude_stored_guarded_and_unknown_shuffles():
     # %a is loaded, %o and %q stored, %g written under a guard, %n a shuffle's lane
     # operand, %w read by a shuffle whose lane is not known when compiling
     assert {r.name for r in lazy} == {"%s", "%t", "%u", "%v"}
+
+
+def test_a_kernel_s_code_is_the_same_at_every_build():
+    # the shadows' stack slots were made in the order of a set of registers (by id): each
+    # build (each process) gave other LLVM IR, which keys the disk cache's object code
+    ptx = corpus_ptx(KERNEL_DIR / "scan_warp.cu", "sm_90")
+    texts = {str(build_gang(build(parse(ptx)), "scan_block_inclusive", (256, 1, 1),
+                            CpuOptions())[0]) for _ in range(3)}
+    assert len(texts) == 1
+    assert "nan_shadow_" in texts.pop()

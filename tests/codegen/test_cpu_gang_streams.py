@@ -8,7 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from corpus import KERNEL_DIR, corpus_ptx
 from ptxport import Device, LaunchConfig, Program, launch
+from ptxport.codegen.targets.cpu.gang import memory
 from ptxport.codegen.targets.cpu.gang.build import build_gang
 from ptxport.codegen.targets.cpu.options import CpuOptions
 from ptxport.ir.from_ptx import build
@@ -212,3 +214,78 @@ def test_a_loop_reading_past_its_allocation_still_faults():
     launch(stream, LaunchConfig(grid=2, block=256), kernel, xs, out, np.uint32(n))
     with pytest.raises(IllegalAddressError):
         stream.sync()
+
+
+# y[i] += x[i] for i < m (a second bound, a parameter), in a grid-stride loop whose x[i] is
+# addressed inside its `if`: if-convert gives the `if` a guarded copy, whose unguarded
+# address arithmetic is the region's own instructions (gemm_tiled's `B[kb * N + col]`)
+GUARDED = HEADER + """.visible .entry k(.param .u64 x, .param .u64 y, .param .u32 n,
+                                        .param .u32 m)
+{
+.reg .pred %p<4>; .reg .f32 %f<4>; .reg .b32 %r<13>; .reg .b64 %rd<10>;
+ld.param.u64 %rd1, [x]; ld.param.u64 %rd2, [y]; ld.param.u32 %r6, [n]; ld.param.u32 %r12, [m];
+mov.u32 %r1, %ntid.x; mov.u32 %r7, %ctaid.x; mov.u32 %r8, %tid.x;
+mad.lo.s32 %r10, %r7, %r1, %r8;
+setp.ge.s32 %p1, %r10, %r6;
+@%p1 bra DONE;
+mov.u32 %r9, %nctaid.x; mul.lo.s32 %r3, %r1, %r9;
+LOOP:
+mov.f32 %f1, 0f00000000;
+setp.ge.s32 %p3, %r10, %r12;
+@%p3 bra SKIP;
+mul.wide.s32 %rd5, %r10, 4;
+add.s64 %rd6, %rd1, %rd5; ld.global.f32 %f1, [%rd6];
+SKIP:
+mul.wide.s32 %rd8, %r10, 4;
+add.s64 %rd7, %rd2, %rd8; ld.global.f32 %f2, [%rd7];
+add.f32 %f3, %f1, %f2; st.global.f32 [%rd7], %f3;
+add.s32 %r10, %r10, %r3;
+setp.lt.s32 %p2, %r10, %r6;
+@%p2 bra LOOP;
+DONE:
+ret;
+}
+"""
+
+
+def test_an_address_made_in_an_if_converted_region_prefetches_by_its_step():
+    # %rd6 is written twice in the loop, by one instruction: the region's and its guarded
+    # copy's; its step is still the index's (no stride learnt at run time)
+    llmod, _ = build_gang(build(parse(GUARDED)), "k", (256, 1, 1), CpuOptions())
+    text = str(llmod)
+    assert text.count('call void @"llvm.prefetch') > 0
+    assert "\nprefetched" not in text
+
+
+def test_an_if_converted_loop_adds_what_it_should():
+    dev = Device("cpu")
+    stream = dev.create_stream()
+    kernel = Program(GUARDED, code_type="ptx").compile("native").get_kernel("k")
+    n, m = 3000, 2100
+    x, y = np.arange(n, dtype=np.float32), np.full(n, 0.5, np.float32)
+    xs, ys = dev.allocate(x.nbytes, stream=stream), dev.allocate(y.nbytes, stream=stream)
+    xs.copy_from(x, stream=stream)
+    ys.copy_from(y, stream=stream)
+    launch(stream, LaunchConfig(grid=4, block=256), kernel, xs, ys, np.uint32(n), np.uint32(m))
+    out = np.empty(n, np.float32)
+    ys.copy_to(out, stream=stream)
+    stream.sync()
+    assert (out == y + np.where(np.arange(n) < m, x, 0)).all()
+
+
+def test_a_tile_s_two_rows_are_both_prefetched(monkeypatch):
+    # sgemm_tiled in 16x16 blocks: each half warp loads a row of A's and of B's tile, the
+    # rows K (N) elements apart; each row's lines are fetched, not the lines after the
+    # first row's (other blocks' columns)
+    seen = []
+    real = memory.prefetch_site
+
+    def spy(fl, place, lows, span, size):
+        seen.append((fl.inst.operands[1].base.name, len(lows)))
+        return real(fl, place, lows, span, size)
+
+    monkeypatch.setattr(memory, "prefetch_site", spy)
+    ptx = corpus_ptx(KERNEL_DIR / "gemm_tiled.cu", "sm_90")
+    build_gang(build(parse(ptx)), "sgemm_tiled", (16, 16, 1), CpuOptions())
+    rows = {name for name, lows in seen if lows == 2}
+    assert {"%rd15", "%rd11"} <= rows       # A's and B's tile loads

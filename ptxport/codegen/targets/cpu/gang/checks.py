@@ -314,11 +314,13 @@ _AHEAD = 3      # how many strides ahead prefetch fetches
 _NEAR = 1 << 26
 
 
-def prefetch(fl: GangLowering, low, span: int, write: bool = False) -> None:
+def prefetch(fl: GangLowering, lows: list, span: int, write: bool = False) -> None:
     """A software stride prefetcher for one access site: the warp's accesses there move by
     a stride (a grid-stride loop moves by gridDim * blockDim elements, too far for the
     hardware's prefetchers; and from one warp or block to the next); fetch the lines of the
-    `span` bytes (up to 512: a warp's .v4 access) from `low` _AHEAD strides on. The stride
+    `span` bytes (up to 512: a warp's .v4 access) from each of `lows` (the first the
+    site's address: the warp's lowest, or each half warp's where they lie apart) _AHEAD
+    strides on. The stride
     is the last move at this site: by this warp of this block when it has been here before
     (a loop, across barriers too), else by the warps this worker ran before in this launch
     (the site's last address is also kept in a slot of the worker's site cache, zero at
@@ -331,10 +333,11 @@ def prefetch(fl: GangLowering, low, span: int, write: bool = False) -> None:
     if not isinstance(fl.unguarded_mask, ll.Constant):
         return
     b = fl.b
-    distance, done = strides_ahead(fl, low)
-    ahead = b.add(low, distance)
-    for line in range(0, min(span, 512), 64):
-        prefetch_line(fl, b.add(ahead, I64(line)), write)
+    distance, done = strides_ahead(fl, lows[0])
+    for low in lows:
+        ahead = b.add(low, distance)
+        for line in range(0, min(span, 512), 64):
+            prefetch_line(fl, b.add(ahead, I64(line)), write)
     b.branch(done)
     b.position_at_end(done)
 

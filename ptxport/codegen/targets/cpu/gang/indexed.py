@@ -143,7 +143,7 @@ def access(fl: GangLowering, place: Place, t: Type, found: Indexed, value,
         "indexed_fast", "indexed_lanes", "indexed_done"))
     # (as a group's first access: 256 bytes, the next warp's lines too; with the warp's 128
     # alone reduce_shared took 36% more CPU time on the GPU host's Xeon)
-    prefetch_site(fl, place, low, max(t.size * W, 256), t.size, not load)
+    prefetch_site(fl, place, [low], max(t.size * W, 256), t.size, not load)
     checks.expect(fl, ll.IRBuilder.cbranch(b, ok, fast, slow))
     b.position_at_end(fast)
     pointer = ll.IRBuilder.inttoptr(b, low, PTR)

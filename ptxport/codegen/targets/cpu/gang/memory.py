@@ -76,7 +76,8 @@ def _classified_access(fl: GangLowering, place: Place, t: Type, value=None):
         fl.llfn.append_basic_block(n) for n in (
             "access_vector", "access_halves", "access_uniform", "access_gather",
             "access_done"))
-    skipped = _check_access_place(fl, place, t, load, kind, low, high, done)
+    skipped = _check_access_place(fl, place, t, load, kind, low, high, done,
+                                  halves=(s0, s1) if _halves_apart(place) else None)
     pointer = pointer_maker(fl, place, offset)
     switch = ll.IRBuilder.switch(b, kind, lanes_block)
     switch.add_case(I32(CONSECUTIVE), vector_block)
@@ -150,6 +151,14 @@ def _merged_load(fl: GangLowering, place: Place, t: Type, count: int, old) -> li
                                                        old[0]))]
 
 
+def _halves_apart(place: Place) -> bool:
+    """Whether each half warp's lanes lie apart from the other's (passes/lane_forms.py's
+    halves: a 16-wide block's rows, a run-time distance apart) in global memory. Only
+    where to prefetch follows from it: classify's kind may still be found at run time (a
+    widened form's)."""
+    return not place.shared and place.lanes is not None and place.lanes.halves
+
+
 def _known_consecutive(kind) -> bool:
     """Whether classify found the lanes consecutive when compiling."""
     return isinstance(kind, ll.Constant) and kind.constant == CONSECUTIVE
@@ -206,10 +215,14 @@ def _vector_elements(fl: GangLowering, place: Place, t: Type, count: int, values
 
 
 def _check_access_place(fl: GangLowering, place: Place, t: Type, load: bool, kind, low,
-                        high, done: ll.Block, count: int = 1) -> ll.Block:
+                        high, done: ll.Block, count: int = 1, halves=None) -> ll.Block:
     """Branch to `done` when no lane is active, else check the lanes' range [low, high) of
     `count` elements of type t each (with the group's check where there is one) and
-    prefetch ahead; returns the block that skips."""
+    prefetch ahead; returns the block that skips. `halves`: (lane 0's, lane 16's address)
+    where each half warp's lanes lie apart from the other's (known when compiling): an
+    access in no group then prefetches each half's own lines, not the lines after the
+    lowest (a 16x16 tile's two rows lie a row apart: the lines after the first row's are
+    other blocks' columns, and the second row's were never fetched)."""
     b = fl.b
     offset = ll.Constant(place.addrs.type.element, place.offset)
     size = t.size * count
@@ -226,11 +239,18 @@ def _check_access_place(fl: GangLowering, place: Place, t: Type, load: bool, kin
     if checked is None:
         check_place(fl, place, size, not load, kind, b.add(low, offset),
                     b.add(high, offset))
-        if not place.shared:
-            prefetch_site(fl, place, b.add(low, offset), size * W, size, not load)
+        if not place.shared and halves is None:
+            prefetch_site(fl, place, [b.add(low, offset)], size * W, size, not load)
+        elif not place.shared:
+            prefetch_site(fl, place, [b.add(s, offset) for s in halves], size * W // 2, size,
+                          not load)
     else:       # the group's check failed: this access on its own
-        if group_low is not None:       # the group's first global access
-            prefetch_site(fl, place, group_low, 256, size, not load)
+        if group_low is not None and halves is None:       # the group's first global access
+            prefetch_site(fl, place, [group_low], 256, size, not load)
+        elif group_low is not None:
+            first = ll.Constant(place.addrs.type.element,
+                                fl.group_span[fl.group_of[id(fl.inst)]][0])
+            prefetch_site(fl, place, [b.add(s, first) for s in halves], 128, size, not load)
         exact, ok = fl.llfn.append_basic_block("access_exact"), fl.llfn.append_basic_block(
             "access_checked")
         checks.expect(fl, ll.IRBuilder.cbranch(b, checked, ok, exact))
@@ -306,7 +326,7 @@ def _lower_run(fl: GangLowering, members: list) -> None:
         b, "==", kind, I32(CONSECUTIVE))), whole, apart)
     memos, inst = (dict(fl.patterns), dict(fl.group_ok)), fl.inst
     b.position_at_end(whole)
-    prefetch(fl, b.add(low, offset), t.size * len(members) * W, not load)
+    prefetch(fl, [b.add(low, offset)], t.size * len(members) * W, not load)
     together = interleaved_access(fl, t, masks, ll.IRBuilder.inttoptr(b, b.add(s0, offset), PTR),
                                   values)
     whole = b.block

@@ -104,8 +104,10 @@ def prepare(fl: GangLowering, kernel: ir.Function) -> None:
     fl.finite = finite_registers(kernel)
     fl.lazy = lazy_registers(kernel, fl.crossing | set(fl.uniform) | fl.finite,
                              fl.constant_of)
+    # (in the registers' order, not the set's: the LLVM IR, the key of the disk cache's
+    # object code, is then the same in every process)
     fl.shadows = {id(reg): fl.entry_alloca(vec(I1), f"nan_shadow_{reg.name[1:]}")
-                  for reg in fl.lazy}
+                  for reg in sorted(fl.lazy, key=lambda r: r.name)}
     fl.nan_blind = nan_blind_registers(kernel) | fl.lazy
 
 

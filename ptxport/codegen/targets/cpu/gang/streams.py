@@ -224,19 +224,20 @@ _NEAR = 1 << 26     # and for steps under 64 MiB, as checks.prefetch does
 _GROUP_LINES = 4    # what a group's first access prefetches (memory.py: 256 bytes)
 
 
-def prefetch_site(fl: GangLowering, place: Place, low, span: int, size: int,
+def prefetch_site(fl: GangLowering, place: Place, lows: list, span: int, size: int,
                   write: bool = False) -> None:
     """The software prefetch of a global access site of `size` bytes a lane whose lanes'
-    range starts at `low` (`span` bytes: the warp's, or its group's): for a base register
-    that moves by a known step each time around the access's loop (a grid-stride loop's
-    index: `i += blockDim.x * gridDim.x`), _steps_ahead steps on, from the first pass and
-    with no state kept; else checks.prefetch, which learns the stride. `write`: the site
+    ranges start at `lows` (`span` bytes from each: the warp's, its group's, or each half
+    warp's where the halves lie apart): for a base register that moves by a known step
+    each time around the access's loop (a grid-stride loop's index: `i += blockDim.x *
+    gridDim.x`), _steps_ahead steps on, from the first pass and with no state kept; else
+    checks.prefetch, which learns the stride from the first of `lows`. `write`: the site
     stores (checks.prefetch_line)."""
     if not isinstance(fl.unguarded_mask, ll.Constant):
         return
     step = _loop_step(fl, place)
     if step is None or step == _STAYS:
-        prefetch(fl, low, span, write)
+        prefetch(fl, lows, span, write)
         return
     b = fl.b
     ahead = _steps_ahead(fl)
@@ -255,9 +256,10 @@ def prefetch_site(fl: GangLowering, place: Place, low, span: int, size: int,
         # fixed in the loop, so LLVM takes the test out of it)
         near = ll.IRBuilder.icmp_unsigned(b, "<", b.add(moved, I64(_NEAR)), I64(2 * _NEAR))
         distance = b.select(near, b.mul(moved, I64(ahead)), I64(0))
-    at = b.add(low, distance)
-    for line in range(0, min(span, 512), 64):
-        prefetch_line(fl, b.add(at, I64(line)), write)
+    for low in lows:
+        at = b.add(low, distance)
+        for line in range(0, min(span, 512), 64):
+            prefetch_line(fl, b.add(at, I64(line)), write)
 
 
 def _steps_ahead(fl: GangLowering) -> int:
@@ -297,8 +299,10 @@ def _loop_step(fl: GangLowering, place: Place) -> _Step | None:
 
 def _step(fl: GangLowering, register, cycle, visiting: set) -> _Step | None:
     """How `register` moves each time around the loop `cycle` (None: not known)."""
-    inside = [inst for inst, c in kernel_facts(fl).writes.get(id(register), ())
-              if c == cycle]
+    # (one instruction may stand twice: an if-converted region's guarded copy shares the
+    # instructions it runs unguarded with the region, as gemm's `&B[kb * N + col]`)
+    inside = list({id(inst): inst for inst, c in kernel_facts(fl).writes.get(id(register), ())
+                   if c == cycle}.values())
     if not inside:
         return _STAYS
     if len(inside) != 1 or inside[0].guard is not None or id(register) in visiting:

@@ -135,7 +135,7 @@ def strided_access(fl: GangLowering, place: Place, t: Type, value, general):
     incoming = []
     b.position_at_end(fast)
     if not place.shared:
-        prefetch(fl, low, abs(known) * W if known is not None else 4 * t.size * W)
+        prefetch(fl, [low], abs(known) * W if known is not None else 4 * t.size * W)
     pointer = _pointer(fl, place, low)
     cases = [known] if known is not None else [
         sign * k * t.size for k in SPANS for sign in (1, -1)]

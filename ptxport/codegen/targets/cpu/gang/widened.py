@@ -126,10 +126,10 @@ def _check(fl: GangLowering, place: Place, t: Type, count: int, low, high):
         b, "==", fl.bits(fl.mask), I32(0))
     group = fl.group_of.get(id(fl.inst)) if fl.guard is None else None
     if group is None:
-        return inside_one_allocation(fl, low, high, skip=idle), (low, size * W)
+        return inside_one_allocation(fl, low, high, skip=idle), ([low], size * W)
     et = low.type
     # (group_check adds the group's offsets to the lanes' range without place.offset)
     ok, group_low = group_check(fl, place, t.size, b.sub(low, ll.Constant(et, place.offset)),
                                 b.sub(high, ll.Constant(et, place.offset + size - t.size)),
                                 known=True)
-    return ok, None if group_low is None else (group_low, 256)
+    return ok, None if group_low is None else ([group_low], 256)
