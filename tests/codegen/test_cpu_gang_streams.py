@@ -280,9 +280,9 @@ def test_a_tile_s_two_rows_are_both_prefetched(monkeypatch):
     seen = []
     real = memory.prefetch_site
 
-    def spy(fl, place, lows, span, size):
+    def spy(fl, place, lows, span, size, write=False):
         seen.append((fl.inst.operands[1].base.name, len(lows)))
-        return real(fl, place, lows, span, size)
+        return real(fl, place, lows, span, size, write)
 
     monkeypatch.setattr(memory, "prefetch_site", spy)
     ptx = corpus_ptx(KERNEL_DIR / "gemm_tiled.cu", "sm_90")
