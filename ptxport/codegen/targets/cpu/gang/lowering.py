@@ -93,6 +93,7 @@ from ptxport.codegen.targets.cpu.gang.warp import (
     lower_vote,
     lower_warp_barrier,
 )
+from ptxport.codegen.targets.cpu.gang.warp_bounds import lower_setp
 from ptxport.codegen.targets.cpu.gang.wgmma import lower_wgmma
 from ptxport.codegen.targets.cpu.gang.windows import lower_ld
 from ptxport.codegen.targets.cpu.options import CpuOptions
@@ -118,7 +119,7 @@ _GANG_LOWERINGS = {"ld": lower_ld, "ldu": lower_ld, "st": lower_st, "atom": lowe
                    "red": lower_atom, "bra": lower_bra, "ret": lower_exit, "exit": lower_exit,
                    "shfl": lower_shfl, "vote": lower_vote, "activemask": lower_activemask,
                    "mma": lower_mma, "ldmatrix": lower_ldmatrix, "cp": lower_cp,
-                   "wgmma": lower_wgmma}
+                   "wgmma": lower_wgmma, "setp": lower_setp}
 
 
 _GANG_LOWERINGS["bar"] = _GANG_LOWERINGS["barrier"] = lower_bar
