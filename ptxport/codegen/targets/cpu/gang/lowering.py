@@ -46,7 +46,7 @@ from ptxport.codegen.lower import (
     loop_headers,
 )
 from ptxport.codegen.targets.cpu.abi import CTX
-from ptxport.codegen.targets.cpu.gang import nan_shadows, windows
+from ptxport.codegen.targets.cpu.gang import nan_shadows, reloads, windows
 from ptxport.codegen.targets.cpu.gang.async_copy import lower_cp
 from ptxport.codegen.targets.cpu.gang.atomics import lower_atom
 from ptxport.codegen.targets.cpu.gang.chains import interleave_chains
@@ -547,6 +547,7 @@ def _lower_one(fl: GangLowering, inst: ir.Instruction) -> None:
     if not windows.defers(inst):
         windows.flush(fl)
     forget_classes(fl, inst)
+    reloads.before(fl, inst)
     check_widening(fl, inst)
     shadow = nan_shadows.before(fl, inst)
     fl.lower_instruction(inst)
@@ -597,4 +598,7 @@ def _lower_skippable(fl: GangLowering, predicate: ir.Register, run: list) -> Non
                             strict=True):
         memo.clear()
         memo.update(before)
+    # (values found inside are not there where the warp skipped it)
+    fl.reloads.clear()
+    fl.warp_bounds.clear()
     forget_forms(fl, set().union(*(may_write(inst) for inst in run)))

@@ -146,6 +146,10 @@ class GangLowering(FunctionLowering):
         # uniform value -> (all lanes true, no lane true) as scalars, and the mask then
         # (warp_bounds.py); a write of the predicate forgets it
         self.warp_bounds: dict = {}
+        # within a segment: strided shared loads that a later one may take again, and the
+        # notes a store holds while it is lowered (reloads.py)
+        self.reloads: dict = {}
+        self.reloads_held: dict | None = None
         # shared-memory accesses inside one variable for this shape (passes/shared_bounds.py)
         self.shared_bounds = shared_bounds(function, block)
         # saved registers whose frame holds u of u + c[i] alone: id -> (u's slot, c)
@@ -251,6 +255,7 @@ class GangLowering(FunctionLowering):
     def forget_segment(self, instructions=()):
         self.places.clear()
         self.warp_bounds.clear()
+        self.reloads.clear()
         self.patterns.clear()
         self.mma_operands.clear()
         self.mma_made = 0
@@ -273,6 +278,8 @@ class GangLowering(FunctionLowering):
         """Forget the addresses and classifications read from `reg` (it was written), and
         what is known of its lanes as a whole."""
         self.warp_bounds.pop(id(reg), None)
+        for key in [k for k in self.reloads if k[0][0] == id(reg)]:
+            del self.reloads[key]
         for key in [k for k in self.places if k[0] == id(reg)]:
             del self.places[key]
         for key in [k for k in self.patterns if k[0][0] == id(reg)]:
