@@ -39,7 +39,7 @@ from ptxport.passes.uniformity import (
 )
 from ptxport.ptx.ast import IntImm
 
-__all__ = ["lane_offsets", "tid_offsets", "run"]
+__all__ = ["aligned_offsets", "lane_offsets", "tid_offsets", "run"]
 
 W = 32
 _VARIES = "varies"      # the analysis' bottom: no constant offsets
@@ -255,6 +255,14 @@ def lane_offsets(kernel: ir.Function, block: tuple[int, int, int] | None,
                  uniform: set | None = None) -> dict[ir.Register, tuple[int, ...]]:
     """Non-uniform registers of `kernel` -> their lanes' constant offsets c (c[0] = 0 is not
     required), for blocks of shape `block` (None: any, where %tid's offsets are unknown)."""
+    return {r: c for r, (c, _) in aligned_offsets(kernel, block, uniform).items()}
+
+
+def aligned_offsets(kernel: ir.Function, block: tuple[int, int, int] | None,
+                    uniform: set | None = None) -> dict[ir.Register, tuple[tuple, int]]:
+    """lane_offsets' registers -> (c, A): A is the alignment the module's docstring
+    defines (u a multiple of A, every c[i] in [0, A): the lanes' values u + c[i] never wrap),
+    or 0 (or 1) where none is known."""
     if uniform is None:
         uniform = uniform_registers(kernel, block, thread_x_copies(kernel) if block else None)
     together = converged_writers(kernel, uniform)
@@ -276,7 +284,7 @@ def lane_offsets(kernel: ir.Function, block: tuple[int, int, int] | None,
                 if new != old and new is not None:
                     offsets[reg] = new
                     changed = True
-    return {r: v[0] for r, v in offsets.items() if v != _VARIES}
+    return {r: v for r, v in offsets.items() if v != _VARIES}
 
 
 def _merged(old, value):

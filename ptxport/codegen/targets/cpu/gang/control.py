@@ -24,6 +24,7 @@ from ptxport.codegen.targets.cpu.gang.lanes import (
     vec,
 )
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
+from ptxport.codegen.targets.cpu.gang.warp_bounds import branch_bounds
 from ptxport.ir import nodes as ir
 from ptxport.passes.segment import Segment
 from ptxport.ptx.ast import Sink
@@ -98,6 +99,14 @@ def lower_bra(fl: GangLowering, inst: ir.Instruction) -> None:
                          diverged, uniform)
     b.position_at_end(uniform)
     check_none = fl.llfn.append_basic_block("check_none")
+    bounds = branch_bounds(fl, inst) if is_vec(guard) else None
+    if bounds is not None:      # two scalars decide for most warps (warp_bounds.py)
+        bound_none, lanes_decide = (fl.llfn.append_basic_block(n) for n in (
+            "bound_none", "lanes_decide"))
+        ll.IRBuilder.cbranch(b, bounds[0], all_taken, bound_none)
+        b.position_at_end(bound_none)
+        ll.IRBuilder.cbranch(b, bounds[1], none_taken, lanes_decide)
+        b.position_at_end(lanes_decide)
     if not is_vec(guard):      # a uniform predicate: every lane of the mask goes one way
         ll.IRBuilder.cbranch(b, guard, all_taken, none_taken)
     else:

@@ -46,7 +46,7 @@ from ptxport.codegen.lower import (
     loop_headers,
 )
 from ptxport.codegen.targets.cpu.abi import CTX
-from ptxport.codegen.targets.cpu.gang import nan_shadows, windows
+from ptxport.codegen.targets.cpu.gang import nan_shadows, reloads, windows
 from ptxport.codegen.targets.cpu.gang.async_copy import lower_cp
 from ptxport.codegen.targets.cpu.gang.atomics import lower_atom
 from ptxport.codegen.targets.cpu.gang.chains import interleave_chains
@@ -93,6 +93,7 @@ from ptxport.codegen.targets.cpu.gang.warp import (
     lower_vote,
     lower_warp_barrier,
 )
+from ptxport.codegen.targets.cpu.gang.warp_bounds import lower_setp
 from ptxport.codegen.targets.cpu.gang.wgmma import lower_wgmma
 from ptxport.codegen.targets.cpu.gang.windows import lower_ld
 from ptxport.codegen.targets.cpu.options import CpuOptions
@@ -118,7 +119,7 @@ _GANG_LOWERINGS = {"ld": lower_ld, "ldu": lower_ld, "st": lower_st, "atom": lowe
                    "red": lower_atom, "bra": lower_bra, "ret": lower_exit, "exit": lower_exit,
                    "shfl": lower_shfl, "vote": lower_vote, "activemask": lower_activemask,
                    "mma": lower_mma, "ldmatrix": lower_ldmatrix, "cp": lower_cp,
-                   "wgmma": lower_wgmma}
+                   "wgmma": lower_wgmma, "setp": lower_setp}
 
 
 _GANG_LOWERINGS["bar"] = _GANG_LOWERINGS["barrier"] = lower_bar
@@ -546,6 +547,7 @@ def _lower_one(fl: GangLowering, inst: ir.Instruction) -> None:
     if not windows.defers(inst):
         windows.flush(fl)
     forget_classes(fl, inst)
+    reloads.before(fl, inst)
     check_widening(fl, inst)
     shadow = nan_shadows.before(fl, inst)
     fl.lower_instruction(inst)
@@ -596,4 +598,7 @@ def _lower_skippable(fl: GangLowering, predicate: ir.Register, run: list) -> Non
                             strict=True):
         memo.clear()
         memo.update(before)
+    # (values found inside are not there where the warp skipped it)
+    fl.reloads.clear()
+    fl.warp_bounds.clear()
     forget_forms(fl, set().union(*(may_write(inst) for inst in run)))

@@ -18,7 +18,7 @@ from ptxport.codegen.lower import (
     value_type,
 )
 from ptxport.codegen.ops.data import instruction_type, state_space, vector_count
-from ptxport.codegen.targets.cpu.gang import checks, indexed, strided, widened
+from ptxport.codegen.targets.cpu.gang import checks, indexed, reloads, strided, widened
 from ptxport.codegen.targets.cpu.gang.access_kinds import (
     consecutive,
     consecutive_halves,
@@ -55,7 +55,12 @@ def _access(fl: GangLowering, place: Place, t: Type, value=None):
     """Load (value None) or store `value` of type t for the mask's lanes at `place`: lanes
     known to lie one stride apart by strided.py, else by how classify.py finds them."""
     if strided.applies(fl, place, t.size):
-        return strided.strided_access(fl, place, t, value, _classified_access)
+        if value is None:
+            return reloads.load(fl, place, t, lambda: strided.strided_access(
+                fl, place, t, None, _classified_access))
+        strided.strided_access(fl, place, t, value, _classified_access)
+        reloads.stored(fl, place, t, value)
+        return None
     return _classified_access(fl, place, t, value)
 
 
@@ -342,6 +347,7 @@ def _lower_run(fl: GangLowering, members: list) -> None:
     b.branch(done)
     b.position_at_end(done)
     fl.patterns, fl.group_ok = memos
+    fl.reloads.clear()      # (what the members noted apart is not there on the other way)
     for member, x, y in zip(members, together, alone, strict=True) if load else ():
         phi = ll.IRBuilder.phi(b, x.type)
         phi.add_incoming(x, whole)
@@ -397,6 +403,14 @@ def _kept_lanes(fl: GangLowering, dest, t: Type, count: int):
 
 
 def lower_st(fl: GangLowering, inst: ir.Instruction) -> None:
+    reloads.hold(fl)
+    try:
+        _lower_st(fl, inst)
+    finally:
+        fl.reloads_held = None
+
+
+def _lower_st(fl: GangLowering, inst: ir.Instruction) -> None:
     if id(inst) in fl.runs:         # a run of stores, stored together at its last
         if fl.runs[id(inst)] is not None:
             _lower_run(fl, fl.runs[id(inst)])

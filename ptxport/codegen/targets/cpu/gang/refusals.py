@@ -11,7 +11,7 @@ from ptxport.ir import nodes as ir
 
 # --- which kernels ----------------------------------------------------------------------------
 
-_SIMPLE = {"add", "sub", "mul", "mad", "mul24", "mad24", "sad", "div", "rem", "abs", "neg",
+SIMPLE_OPCODES = {"add", "sub", "mul", "mad", "mul24", "mad24", "sad", "div", "rem", "abs", "neg",
            "min", "max", "and", "or", "xor", "not", "cnot", "shl", "shr", "setp", "set", "selp",
            "slct", "mov", "cvt", "cvta", "fma", "rcp", "sqrt", "rsqrt", "ex2", "lg2", "sin",
            "cos", "tanh", "copysign", "testp", "bfe", "bfi", "prmt", "lop3", "shf", "popc",
@@ -60,7 +60,7 @@ def refusal(module: ir.Module, kernel: ir.Function) -> str | None:
             return f"{spec.text}: 16-bit float or packed types"
         if spec.get("cc") or op in ("addc", "subc", "madc"):
             return f"{spec.text}: the carry flag"
-        if op in _SIMPLE:
+        if op in SIMPLE_OPCODES:
             if op == "cvta" and state_space(inst) == "local":
                 return f"{spec.text}: local memory"
             continue

@@ -35,7 +35,7 @@ from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import constant_registers as _constant_registers
 from ptxport.ir.analysis import uses_and_defs
 from ptxport.ir.types import TYPES, Type
-from ptxport.passes.lane_offsets import lane_offsets
+from ptxport.passes.lane_offsets import aligned_offsets
 from ptxport.passes.shared_bounds import shared_bounds
 from ptxport.passes.uniformity import (
     thread_x_copies,
@@ -137,8 +137,19 @@ class GangLowering(FunctionLowering):
         self.thread_x = thread_x_copies(function)
         self.uniform = uniform_registers(function, block, self.thread_x)
         self.uniform_ids = {id(r) for r in self.uniform}     # (place keys name bases by id)
-        # registers whose lanes lie constant offsets apart (passes/lane_offsets.py)
-        self.lane_offsets = lane_offsets(function, block, self.uniform)
+        # registers whose lanes lie constant offsets apart (passes/lane_offsets.py), and
+        # their alignments (0: none known)
+        aligned = aligned_offsets(function, block, self.uniform)
+        self.lane_offsets = {r: c for r, (c, _) in aligned.items()}
+        self.lane_alignment = {r: a for r, (_, a) in aligned.items()}
+        # within a segment: predicates a setp wrote from a register's aligned lanes and a
+        # uniform value -> (all lanes true, no lane true) as scalars, and the mask then
+        # (warp_bounds.py); a write of the predicate forgets it
+        self.warp_bounds: dict = {}
+        # within a segment: strided shared loads that a later one may take again, and the
+        # notes a store holds while it is lowered (reloads.py)
+        self.reloads: dict = {}
+        self.reloads_held: dict | None = None
         # shared-memory accesses inside one variable for this shape (passes/shared_bounds.py)
         self.shared_bounds = shared_bounds(function, block)
         # saved registers whose frame holds u of u + c[i] alone: id -> (u's slot, c)
@@ -243,6 +254,8 @@ class GangLowering(FunctionLowering):
 
     def forget_segment(self, instructions=()):
         self.places.clear()
+        self.warp_bounds.clear()
+        self.reloads.clear()
         self.patterns.clear()
         self.mma_operands.clear()
         self.mma_made = 0
@@ -262,7 +275,11 @@ class GangLowering(FunctionLowering):
         return None
 
     def forget(self, reg: ir.Register) -> None:
-        """Forget the addresses and classifications read from `reg` (it was written)."""
+        """Forget the addresses and classifications read from `reg` (it was written), and
+        what is known of its lanes as a whole."""
+        self.warp_bounds.pop(id(reg), None)
+        for key in [k for k in self.reloads if k[0][0] == id(reg)]:
+            del self.reloads[key]
         for key in [k for k in self.places if k[0] == id(reg)]:
             del self.places[key]
         for key in [k for k in self.patterns if k[0][0] == id(reg)]:

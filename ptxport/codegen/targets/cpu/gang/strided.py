@@ -34,7 +34,7 @@ from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.ir.types import Type
 from ptxport.passes.lane_forms import LaneForm
 
-__all__ = ["SPANS", "strided_form", "applies", "strided_access"]
+__all__ = ["SPANS", "strided_form", "applies", "span_key", "strided_access"]
 
 # The element strides (|S| / size) accessed as one span; others are gathers and scatters.
 SPANS = (1, 2, 4)
@@ -163,7 +163,7 @@ def strided_access(fl: GangLowering, place: Place, t: Type, value, general):
     incoming.append((general(fl, place, t, value), b.block))
     b.branch(done)
     fl.patterns, fl.group_ok = memos
-    fl.patterns[_span_key(fl, place, t)] = found
+    fl.patterns[span_key(fl, place, t)] = found
     b.position_at_end(done)
     if value is not None:
         return None
@@ -173,7 +173,7 @@ def strided_access(fl: GangLowering, place: Place, t: Type, value, general):
     return result
 
 
-def _span_key(fl: GangLowering, place: Place, t: Type) -> tuple:
+def span_key(fl: GangLowering, place: Place, t: Type) -> tuple:
     """The key of an access's span and its check among fl.patterns (memory.py's memo of a
     base's lanes, which a write of the base register forgets)."""
     return (place.key, "span", place.offset, t.size, id(fl.mask))
@@ -184,7 +184,7 @@ def _checked_span(fl: GangLowering, place: Place, t: Type) -> tuple:
     address, the stride, whether the span is checked and where it starts (_span). An
     access from the same base, offset and size under the same mask earlier in the segment
     (a tree level's load and store of `temp[bi]`) made them already: its values serve."""
-    found = fl.patterns.get(_span_key(fl, place, t))
+    found = fl.patterns.get(span_key(fl, place, t))
     if found is not None:
         return found
     b = fl.b
