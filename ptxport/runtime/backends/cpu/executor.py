@@ -103,7 +103,6 @@ def set_workers(count: int | None) -> None:
 # (tests/programs) spun without end in its first thrust::sort on 2 workers, while with equal
 # chunks it gets through sort, reduce and scan (its stable_sort_by_key still spins: see the
 # SKIPPED entry in tests/compat/test_corpus_programs.py).
-_LAUNCHER_WAITS_FROM = [1 << 30]
 SCHEDULES = ("guided", "chunks")
 _SCHEDULE = [SCHEDULES[0]]
 
@@ -715,7 +714,6 @@ class _Grid:
         team.last_launch = None
         team.job.words[pool_threads.CACHE_BYTES] = 0 if self.allocations is None \
             else team.workers[0].site_cache_bytes
-        team.job.words[pool_threads.LAUNCHER_WAITS] = self.workers >= _LAUNCHER_WAITS_FROM[0]
         if self.python_rounds:
             self._python_rounds(team.workers[0])
         elif self.layout is entry.CLAIMED_WAITING:

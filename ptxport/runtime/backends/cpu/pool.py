@@ -84,8 +84,8 @@ _PARKED, _WAKE_FLAG, _THREAD_SIZE = 3, 4, 64
 
 # A job's words (Job below).
 (TRAMPOLINE, ENTRY, ARGS, STRIDE, RESULTS, WORKERS, COUNTER, START, TOTAL, STOP_ON_FAILURE,
- FAULT_FIELD, FAILURES, TRACE, CACHE_FIELD, CACHE_BYTES, LAUNCHER_WAITS) = range(16)
-JOB_WORDS = 16
+ FAULT_FIELD, FAILURES, TRACE, CACHE_FIELD, CACHE_BYTES) = range(15)
+JOB_WORDS = 15
 
 # The least and the most time (ns) the launching thread spins for its helpers to end
 # before it waits on the condition (the pool's spin time when between the two; helpers
@@ -93,10 +93,6 @@ JOB_WORDS = 16
 # workers' (Job.trace).
 _LAUNCHER_SPIN_NS, _LAUNCHER_SPIN_MAX_NS = 50_000, 200_000
 _TRACE_HEAD = 3
-# How long (ns) a launching thread that leaves the shares to its helpers (LAUNCHER_WAITS)
-# waits for them all to take the job before it runs share 0 itself (spinning helpers take
-# it within a few microseconds; a parked one's virtual CPU takes tens to wake).
-_HELPERS_START_NS = 30_000
 # The least time (ns) a thread woken before a job opened watches for it (prewake).
 _PREWAKE_SPIN_NS = 1_000_000
 
@@ -377,9 +373,9 @@ def _count_out(b: ll.IRBuilder, pool, pthread: dict) -> None:
 
 def _build_run(module: ll.Module, share: ll.Function, pthread: dict) -> None:
     """i64 ptxport_pool_run(pool, job): start the job's counter, open the job to the pool's
-    threads (when it has more than one worker), run worker 0's share (unless the job says
-    LAUNCHER_WAITS: _leave_shares), close the job and wait for the threads that took it;
-    how many workers failed. Every worker's result is -1 until its share stores one."""
+    threads (when it has more than one worker), run worker 0's share, close the job and wait
+    for the threads that took it; how many workers failed. Every worker's result is -1 until
+    its share stores one."""
     fn = ll.Function(module, ll.FunctionType(I64, [PTR, PTR]), "ptxport_pool_run")
     pool, job = fn.args
     b = ll.IRBuilder(fn.append_basic_block("entry"))
@@ -400,17 +396,7 @@ def _build_run(module: ll.Module, share: ll.Function, pthread: dict) -> None:
         # (llvmlite has no untyped atomic store)
         b.atomic_rmw("add", pir.field(b, pool, _GENERATION), I64(1), "seq_cst")
         _wake(b, pthread, pool, b.sub(b.load(pir.word(b, job, WORKERS), typ=I64), I64(1)))
-    waits = b.and_(several, b.icmp_unsigned(
-        "!=", b.load(pir.word(b, job, LAUNCHER_WAITS), typ=I64), I64(0)))
-    own, ran = b.alloca(I64), b.alloca(ll.IntType(1))
-    b.store(I64(0), own)
-    b.store(ll.Constant(ll.IntType(1), 0), ran)
-    with b.if_else(waits) as (leave, run_own):
-        with leave:
-            _leave_shares(b, pool, job, share, own, ran, pthread)
-        with run_own:
-            b.store(b.call(share, [job, I64(0)]), own)
-            b.store(ll.Constant(ll.IntType(1), 1), ran)
+    own = b.call(share, [job, I64(0)])
     _trace(b, job, pthread, I64(1))
     check, wait, unlock, out = (fn.append_basic_block(n) for n in ("check", "wait", "unlock",
                                                                    "out"))
@@ -419,17 +405,13 @@ def _build_run(module: ll.Module, share: ll.Function, pthread: dict) -> None:
     b.position_at_end(close)
     b.atomic_rmw("xchg", job_slot, I64(0), "seq_cst")
     # (the helpers usually end within microseconds of this thread: waiting for them on the
-    # condition would add a wake-up, tens of microseconds, to every launch; a thread that
-    # left the shares to them waits for the whole grid, on a core of its own)
+    # condition would add a wake-up, tens of microseconds, to every launch)
     b.store(pir.now(b, pthread, pir.timespec(b)), pir.field(b, pool, _CLOSED_AT))
     spin_ns = pir.clamp(b, b.load_atomic(pir.field(b, pool, _SPIN_NS), "monotonic", 8, typ=I64),
                      I64(_LAUNCHER_SPIN_NS), I64(_LAUNCHER_SPIN_MAX_NS))
-    spin_ns = b.select(waits, b.load(pir.field(b, pool, _CAP_NS), typ=I64), spin_ns)
     pir.spin_until(b, pthread, spin_ns,
                 slept, lambda: b.icmp_signed("==", b.load_atomic(running, "acquire", 8,
-                                                                  typ=I64), I64(0)),
-                yield_after=b.select(waits, b.load(pir.field(b, pool, _FLOOR_NS), typ=I64),
-                                     spin_ns))
+                                                                  typ=I64), I64(0)))
     b.position_at_end(slept)
     b.call(pthread["pthread_mutex_lock"], [mutex])
     b.branch(check)
@@ -443,43 +425,9 @@ def _build_run(module: ll.Module, share: ll.Function, pthread: dict) -> None:
     b.call(pthread["pthread_mutex_unlock"], [mutex])
     b.branch(out)
     b.position_at_end(out)
-    # (the helpers all out, having left blocks unclaimed: those that took the job were not
-    # all members, or ended early; the rest is this thread's)
-    with b.if_then(b.and_(waits, b.not_(b.load(ran, typ=ll.IntType(1))))):
-        left_over = b.icmp_unsigned("<", b.load_atomic(counter, "acquire", 8, typ=I64),
-                                    b.load(pir.word(b, job, TOTAL), typ=I64))
-        with b.if_then(left_over):
-            b.store(b.call(share, [job, I64(0)]), own)
     _trace(b, job, pthread, I64(2))
     # (the helpers' failures: all counted once `running` was 0)
-    b.ret(b.add(b.load(own, typ=I64),
-                b.load_atomic(pir.word(b, job, FAILURES), "acquire", 8, typ=I64)))
-
-
-def _leave_shares(b: ll.IRBuilder, pool, job, share, own, ran, pthread: dict) -> None:
-    """_build_run, for a job whose launching thread leaves the shares to its helpers
-    (LAUNCHER_WAITS), so that its core's caches keep what it runs before and after (a
-    launch's Python, which ran several times slower after its thread streamed a large
-    grid's memory): wait until every helper took the job (or no block is left to claim),
-    at most _HELPERS_START_NS, then run share 0 only if they did not. Worker 0's result stays
-    -1 while its share does not run."""
-    fn = b.function
-    helpers = b.sub(b.load(pir.word(b, job, WORKERS), typ=I64), I64(1))
-    counter = b.inttoptr(b.load(pir.word(b, job, COUNTER), typ=I64), PTR)
-    total = b.load(pir.word(b, job, TOTAL), typ=I64)
-
-    def started():
-        taken = b.icmp_signed(">=", b.load_atomic(pir.field(b, pool, _RUNNING), "acquire", 8,
-                                                  typ=I64), helpers)
-        claimed = b.icmp_unsigned(">=", b.load_atomic(counter, "monotonic", 8, typ=I64), total)
-        return b.or_(taken, claimed)
-
-    spun = fn.append_basic_block("helpers_spun")
-    pir.spin_until(b, pthread, I64(_HELPERS_START_NS), spun, started)
-    b.position_at_end(spun)
-    with b.if_then(b.not_(started())):
-        b.store(b.call(share, [job, I64(0)]), own)
-        b.store(ll.Constant(ll.IntType(1), 1), ran)
+    b.ret(b.add(own, b.load_atomic(pir.word(b, job, FAILURES), "acquire", 8, typ=I64)))
 
 
 def _plan_spin(b: ll.IRBuilder, pool, pthread: dict) -> None:
