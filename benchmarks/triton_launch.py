@@ -19,7 +19,10 @@ the caches, so `before` and `after` grow with the size (docs/cpu-target.md, "Wha
 cores").
 
     python benchmarks/triton_launch.py [--workers 1,16] [--sizes 4096,65536,4194304]
-                                       [--compare OTHER_CHECKOUT] [--runs 3]
+                                       [--arrays device|torch] [--compare OTHER_CHECKOUT]
+                                       [--runs 3]
+
+--arrays torch passes torch CPU tensors (torch.from_numpy) instead of DeviceArrays.
 
 --compare times another checkout too, process by process in turns (on a shared machine
 timings drift: compare only figures measured side by side). Prints a table and writes
@@ -86,7 +89,7 @@ def _with_opening(pool) -> None:
     pool.Job.traced = with_opening
 
 
-def _measure(workers: list[int], sizes: list[int]) -> dict:
+def _measure(workers: list[int], sizes: list[int], kind: str) -> dict:
     """In this process (the checkout on sys.path): the split of each size and worker count."""
     sys.path.insert(0, str(ROOT / "tests" / "frontends"))
     import numpy as np
@@ -104,12 +107,17 @@ def _measure(workers: list[int], sizes: list[int]) -> dict:
     rng = np.random.default_rng(0)
     figures = {}
     for n in sizes:
-        host = [rng.random(n, dtype=np.float32) for _ in range(2)]
-        arrays = [pt.device_array(a, device) for a in (*host, np.zeros(n, np.float32))]
+        host = [rng.random(n, dtype=np.float32) for _ in range(2)] + [np.zeros(n, np.float32)]
+        if kind == "torch":
+            import torch
+
+            arrays = [torch.from_numpy(a) for a in host]
+        else:       # (wrapped in place on the cpu device)
+            arrays = [pt.device_array(a, device) for a in host]
         for count in workers:
             executor.set_workers(count)
             figures[f"{n} {count}"] = _split(add_kernel, arrays, n, device)
-            if not np.array_equal(arrays[2].numpy(), host[0] + host[1]):
+            if not np.array_equal(host[2], host[0] + host[1]):
                 raise AssertionError(f"wrong sums at n={n}")
     return figures
 
@@ -140,10 +148,10 @@ def _split(add_kernel, arrays, n: int, device) -> dict[str, float]:
             **_traced(call, reps, cpu_pool)}
 
 
-def _run_child(root: Path, workers: str, sizes: str) -> dict:
+def _run_child(root: Path, workers: str, sizes: str, kind: str) -> dict:
     env = {**os.environ, "PYTHONPATH": str(root)}
     out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child",
-                          "--workers", workers, "--sizes", sizes],
+                          "--workers", workers, "--sizes", sizes, "--arrays", kind],
                          capture_output=True, text=True, check=True, env=env, cwd=root)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -152,6 +160,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", default=f"1,{len(os.sched_getaffinity(0))}")
     parser.add_argument("--sizes", default="4096,65536,4194304")
+    parser.add_argument("--arrays", choices=("device", "torch"), default="device",
+                        help="the kernel's arguments: DeviceArrays (python_kernels.py's) or "
+                        "torch CPU tensors")
     parser.add_argument("--runs", type=int, default=3, help="processes per checkout")
     parser.add_argument("--compare", type=Path, help="another checkout to time, alternately")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -159,7 +170,7 @@ def main() -> None:
     workers = [int(w) for w in options.workers.split(",")]
     sizes = [int(s) for s in options.sizes.split(",")]
     if options.child:
-        print(json.dumps(_measure(workers, sizes)))
+        print(json.dumps(_measure(workers, sizes, options.arrays)))
         return
     roots = {"this": ROOT}
     if options.compare:
@@ -167,11 +178,13 @@ def main() -> None:
     runs: dict[str, list[dict]] = {label: [] for label in roots}
     for _ in range(options.runs):
         for label, root in roots.items():
-            runs[label].append(_run_child(root, options.workers, options.sizes))
+            runs[label].append(_run_child(root, options.workers, options.sizes,
+                                          options.arrays))
     keys = ("call", "fastest", "triton", "before", "pool", "after", "late")
     medians = {label: {case: {k: statistics.median(r[case][k] for r in results) for k in keys}
                        for case in results[0]} for label, results in runs.items()}
-    print(f"Triton vector add on the cpu device, us (medians of {options.runs} processes)")
+    print(f"Triton vector add on the cpu device ({options.arrays} arrays), us (medians of "
+          f"{options.runs} processes)")
     print(f"{'n':>8} {'workers':>7} {'checkout':>8} {'call':>7} {'(fastest)':>9} {'GB/s':>6} "
           f"{'triton':>6} {'before':>6} {'pool':>7} {'after':>6} {'late':>5}")
     for case in medians["this"]:
@@ -183,7 +196,7 @@ def main() -> None:
                   f"{m['pool']:7.1f} {m['after']:6.1f} {m['late']:5.1f}")
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "triton_launch.json").write_text(json.dumps({
-        "cores": len(os.sched_getaffinity(0)), "runs": options.runs,
+        "cores": len(os.sched_getaffinity(0)), "runs": options.runs, "arrays": options.arrays,
         "checkouts": {label: str(root) for label, root in roots.items()},
         "microseconds": medians}, indent=1) + "\n")
 

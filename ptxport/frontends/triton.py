@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import struct
 import time
+import weakref
 
 import numpy as np
 import triton
@@ -189,11 +190,12 @@ class Launcher:
 
 class _Packing:
     """A kernel's parameter bytes in one struct.pack, for launches whose pointer arguments
-    are all DeviceArrays on the launch's device (or None) and whose scalars are plain
-    numbers: what benchmarks and programs that keep their arrays on the device launch, over
-    and over. Anything else (a torch tensor, a host array to stage, a closed buffer, a
-    number out of its type's range) makes `pack` give None, and the launcher takes the
-    general path, which converts (or refuses, saying why) every argument."""
+    are all DeviceArrays on the launch's device, None, or on the cpu device torch tensors
+    (their storage registered while they live: _tensor_memory), and whose scalars are plain
+    numbers: what programs launch over and over. Anything else (a host array to stage, a
+    closed buffer, a number out of its type's range) makes `pack` give None, and the
+    launcher takes the general path, which converts (or refuses, saying why) every
+    argument."""
 
     def __init__(self, slots: list[tuple[int, bool]], scratch: list[int], layout: str):
         self.slots = slots          # (index in Triton's arguments, whether a pointer)
@@ -245,6 +247,14 @@ class _Packing:
                 buffers.append(buffer)
             elif arg is None:
                 values.append(0)
+            elif device.backend == "cpu":       # (a torch tensor: its storage registered)
+                buffer, kept = _tensor_memory(arg, device)
+                if not kept:
+                    if buffer is not None:
+                        buffer.close()
+                    return None
+                values.append(arg.data_ptr())
+                buffers.append(buffer)
             else:
                 return None
         for size in self.scratch:
@@ -275,14 +285,53 @@ def _pointer(arg, device: Device, what: str, temporaries: list, registered: list
 
 def _host_address(arg, device: Device, registered: list) -> np.uint64:
     """The address of a host tensor on the cpu device, whose memory (the whole storage, so
-    that strided views work) is registered with the device for the launch. An object with
-    data_ptr() but no storage (memory from C code) is passed as its address, unchecked."""
-    storage = getattr(arg, "untyped_storage", None)
-    if storage is not None:
-        memory = storage()
-        registered.append(Buffer.from_handle(memory.data_ptr(), memory.nbytes(), device,
-                                             owner=arg))
+    that strided views work) is registered with the device (_tensor_memory; `registered`
+    gets a registration made for this launch only). An object with data_ptr() but no
+    storage (memory from C code) is passed as its address, unchecked."""
+    buffer, kept = _tensor_memory(arg, device)
+    if buffer is not None and not kept:
+        registered.append(buffer)
     return np.uint64(arg.data_ptr())
+
+
+# The registrations of host tensors' storage with the cpu device that stay while the tensor
+# lives, by id(tensor): (address, size, Buffer). A tensor passed launch after launch keeps
+# one registration, so the device's allocations stay the same and its workers keep their
+# allocation tables (a registration made and freed at every launch had every worker make
+# a new table at the next).
+_TENSORS: dict[int, tuple[int, int, Buffer]] = {}
+
+
+def _tensor_memory(arg, device: Device) -> tuple[Buffer | None, bool]:
+    """(the registration of `arg`'s storage, whether it stays while `arg` lives) for an
+    object with untyped_storage() (a torch tensor); (None, False) for one without. The
+    registration holds the storage, not the tensor, and ends when the tensor goes; one of
+    an object that has no weak references is for one launch (False)."""
+    storage = getattr(arg, "untyped_storage", None)
+    if storage is None:
+        return None, False
+    memory = storage()
+    address, size, key = memory.data_ptr(), memory.nbytes(), id(arg)
+    held = _TENSORS.get(key)
+    if held is not None:
+        if held[:2] == (address, size) and held[2].device is device \
+                and not held[2].is_closed:
+            return held[2], True
+        held[2].close()     # (the tensor has other storage now, e.g. after set_())
+    buffer = Buffer.from_handle(address, size, device, owner=memory)
+    if held is None:
+        try:
+            weakref.finalize(arg, _forget_tensor, key)
+        except TypeError:
+            return buffer, False
+    _TENSORS[key] = (address, size, buffer)
+    return buffer, True
+
+
+def _forget_tensor(key: int) -> None:
+    held = _TENSORS.pop(key, None)
+    if held is not None:
+        held[2].close()
 
 
 _SCRATCH: dict[tuple[Device, int], object] = {}

@@ -91,3 +91,50 @@ def test_a_closed_buffer_takes_the_general_path_which_refuses_it(cpu, general):
     with pytest.raises(ArgumentError, match="closed"):
         _launch(launcher, cpu, x, x, out, 16, 1024)
     assert general
+
+
+class _Storage:
+    def __init__(self, array):
+        self._array = array
+
+    def data_ptr(self):
+        return self._array.ctypes.data
+
+    def nbytes(self):
+        return self._array.nbytes
+
+
+class _HostTensor:
+    """What Triton and the driver see of a torch CPU tensor (torch itself is not needed):
+    data_ptr(), dtype and its storage."""
+
+    def __init__(self, array):
+        self._array, self.dtype = array, array.dtype
+
+    def data_ptr(self):
+        return self._array.ctypes.data
+
+    def untyped_storage(self):
+        return _Storage(self._array)
+
+
+def test_a_tensor_stays_registered_while_it_lives(cpu, general):
+    """Launch after launch with the same tensors, the device's allocations stay the same (so
+    the workers keep their allocation tables); a tensor's registration ends with it."""
+    import gc
+
+    backend = cpu._backend
+    before = len(backend._registered)
+    n = 2000
+    host = [np.arange(n, dtype=np.float32), np.full(n, 0.5, np.float32), np.zeros(n, np.float32)]
+    x, y, out = (_HostTensor(a) for a in host)
+    add_kernel[(2,)](x, y, out, n, BLOCK=1024)
+    ranges = backend._ranges
+    assert len(backend._registered) == before + 3 and ranges is not None
+    host[2][:] = 0
+    add_kernel[(2,)](x, y, out, n, BLOCK=1024)
+    np.testing.assert_array_equal(host[2], host[0] + 0.5)     # in place
+    assert backend._ranges is ranges and not general
+    del x, y, out
+    gc.collect()
+    assert len(backend._registered) == before
