@@ -220,12 +220,13 @@ class _Packing:
         if len(infos) != len(codes):
             return None
         layout, place = "<", 0
-        for code, info, pointer in zip(codes, infos, [p for _, p in slots] + [True] * len(
-                scratch), strict=True):
-            kind = info.type[:1]
-            if info.size != struct.calcsize(code) or info.offset < place \
-                    or info.pointer is (not pointer) \
-                    or (kind == "f") != (code in "efd") and kind != "b":
+        pointers = [pointer for _, pointer in slots] + [True] * len(scratch)
+        for code, info, pointer in zip(codes, infos, pointers, strict=True):
+            # (what the general path's packer would refuse or convert, it takes)
+            refused = info.pointer is False if pointer else info.pointer is True
+            kind = info.type[:1]        # f, s, u or b (bits: any value of its size)
+            if refused or info.size != struct.calcsize(code) or info.offset < place \
+                    or kind in "su" and code in "efd" or kind == "f" and code not in "efd":
                 return None
             layout += "x" * (info.offset - place) + code
             place = info.offset + info.size
