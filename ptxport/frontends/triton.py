@@ -124,7 +124,7 @@ class Launcher:
             return
         device = stream.device
         packed = None if self.packing is None else self.packing.pack(args, device, blocks)
-        if packed is not None:      # (the common launch: DeviceArrays and numbers)
+        if packed is not None:      # (the common launch: arrays, tensors and numbers)
             if enter_hook is not None:
                 enter_hook(launch_metadata)
             launch_packed(stream, self._config(grid_x, grid_y, grid_z), self.kernel, *packed,
@@ -148,8 +148,8 @@ class Launcher:
 
     def _launch(self, grid_x, grid_y, grid_z, stream, launch_metadata, enter_hook, exit_hook,
                 args) -> None:
-        """Any launch: every argument converted (host arrays staged, tensors' memory
-        registered for the launch), with Triton's hooks around it."""
+        """Any launch: every argument converted (host arrays staged, tensors' storage
+        registered), with Triton's hooks around it."""
         device = stream.device
         values, temporaries, registered = [], [], []
         for (name, ty), arg in zip(self.params, args, strict=True):
@@ -197,7 +197,9 @@ class _Packing:
     launcher takes the general path, which converts (or refuses, saying why) every
     argument."""
 
-    def __init__(self, slots: list[tuple[int, bool]], scratch: list[int], layout: str):
+    def __init__(self, arguments: int, slots: list[tuple[int, bool]], scratch: list[int],
+                 layout: str):
+        self.arguments = arguments  # how many Triton passes (constexprs included)
         self.slots = slots          # (index in Triton's arguments, whether a pointer)
         self.scratch = scratch      # the trailing scratch pointers' bytes per block
         self.struct = struct.Struct(layout)
@@ -231,10 +233,12 @@ class _Packing:
             layout += "x" * (info.offset - place) + code
             place = info.offset + info.size
         layout += "x" * (kernel.param_buffer_size - place)
-        return cls(slots, [size for size, _ in scratch], layout)
+        return cls(len(params), slots, [size for size, _ in scratch], layout)
 
     def pack(self, args, device: Device, blocks: int) -> tuple[bytes, list] | None:
         """(parameter bytes, the buffers the launch uses) for Triton's `args`, or None."""
+        if len(args) != self.arguments:
+            return None
         values, buffers = [], []
         for index, pointer in self.slots:
             arg = args[index]
