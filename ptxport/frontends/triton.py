@@ -20,7 +20,9 @@ results can be read at once and a kernel's fault is raised at its launch.
 
 from __future__ import annotations
 
+import struct
 import time
+import weakref
 
 import numpy as np
 import triton
@@ -31,7 +33,7 @@ from triton.runtime.cache import get_cache_manager
 from ptxport.errors import InvalidValueError, UnsupportedFeatureError
 from ptxport.frontends.arrays import DeviceArray, copy_back, device_array, staged
 from ptxport.runtime import Buffer, Device, LaunchConfig, Program
-from ptxport.runtime.launch import launch_now
+from ptxport.runtime.launch import launch_now, launch_packed
 
 __all__ = ["Driver", "activate", "deactivate", "device_array", "DeviceArray"]
 
@@ -41,6 +43,11 @@ _SCALARS = {
     "u1": np.uint8, "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64,
     "fp16": np.float16, "fp32": np.float32, "f32": np.float32, "fp64": np.float64,
 }
+
+
+# struct's codes for the scalar types the common launch packs itself (_Packing)
+_CODES = {"i1": "b", "i8": "b", "i16": "h", "i32": "i", "i64": "q", "u1": "B", "u8": "B",
+          "u16": "H", "u32": "I", "u64": "Q", "fp16": "e", "fp32": "f", "f32": "f", "fp64": "d"}
 
 
 def _bf16_bits(value: float) -> np.uint16:
@@ -108,11 +115,41 @@ class Launcher:
         self.params = list(zip(names, src.signature.values(), strict=True))
         self.kernel = _load_ptx(metadata)
         self.configs: dict[tuple[int, int, int], LaunchConfig] = {}    # by grid
+        self.packing = _Packing.of(self.params, self.scratch, self.kernel)
 
     def __call__(self, grid_x, grid_y, grid_z, stream, function, kernel_metadata,
                  launch_metadata, enter_hook, exit_hook, *args):
-        if grid_x * grid_y * grid_z == 0:
+        blocks = grid_x * grid_y * grid_z
+        if blocks == 0:
             return
+        device = stream.device
+        packed = None if self.packing is None else self.packing.pack(args, device, blocks)
+        if packed is not None:      # (the common launch: arrays, tensors and numbers)
+            if enter_hook is not None:
+                enter_hook(launch_metadata)
+            launch_packed(stream, self._config(grid_x, grid_y, grid_z), self.kernel, *packed,
+                          now=True)
+            stream.sync()
+            if exit_hook is not None:
+                exit_hook(launch_metadata)
+            return
+        self._launch(grid_x, grid_y, grid_z, stream, launch_metadata, enter_hook, exit_hook,
+                     args)
+
+    def _config(self, grid_x: int, grid_y: int, grid_z: int) -> LaunchConfig:
+        grid = (grid_x, grid_y, grid_z)
+        config = self.configs.get(grid)
+        if config is None:      # (a kernel is launched with the same few grids over and over)
+            if len(self.configs) >= 64:
+                self.configs.clear()
+            config = self.configs[grid] = LaunchConfig(grid=grid, block=self.block,
+                                                       shmem_size=self.shared, **self.kinds)
+        return config
+
+    def _launch(self, grid_x, grid_y, grid_z, stream, launch_metadata, enter_hook, exit_hook,
+                args) -> None:
+        """Any launch: every argument converted (host arrays staged, tensors' storage
+        registered), with Triton's hooks around it."""
         device = stream.device
         values, temporaries, registered = [], [], []
         for (name, ty), arg in zip(self.params, args, strict=True):
@@ -122,14 +159,7 @@ class Launcher:
             values.append(_scratch(device, blocks * size) if size else np.uint64(0))
         if enter_hook is not None:
             enter_hook(launch_metadata)
-        grid = (grid_x, grid_y, grid_z)
-        config = self.configs.get(grid)
-        if config is None:      # (a kernel is launched with the same few grids over and over)
-            if len(self.configs) >= 64:
-                self.configs.clear()
-            config = self.configs[grid] = LaunchConfig(grid=grid, block=self.block,
-                                                       shmem_size=self.shared, **self.kinds)
-        launch_now(stream, config, self.kernel, *values)
+        launch_now(stream, self._config(grid_x, grid_y, grid_z), self.kernel, *values)
         stream.sync()
         copy_back(temporaries)
         for buffer in registered:
@@ -158,6 +188,93 @@ class Launcher:
                                           reason=f"{what} has a type ptxport cannot pass")
 
 
+class _Packing:
+    """A kernel's parameter bytes in one struct.pack, for launches whose pointer arguments
+    are all DeviceArrays on the launch's device, None, or on the cpu device torch tensors
+    (their storage registered while they live: _tensor_memory), and whose scalars are plain
+    numbers: what programs launch over and over. Anything else (a host array to stage, a
+    closed buffer, a number out of its type's range) makes `pack` give None, and the
+    launcher takes the general path, which converts (or refuses, saying why) every
+    argument."""
+
+    def __init__(self, arguments: int, slots: list[tuple[int, bool]], scratch: list[int],
+                 layout: str):
+        self.arguments = arguments  # how many Triton passes (constexprs included)
+        self.slots = slots          # (index in Triton's arguments, whether a pointer)
+        self.scratch = scratch      # the trailing scratch pointers' bytes per block
+        self.struct = struct.Struct(layout)
+
+    @classmethod
+    def of(cls, params, scratch, kernel) -> _Packing | None:
+        """The packing of a kernel with Triton parameters `params` ((name, type), constexprs
+        included) and `scratch` pointers, or None when a parameter is not one this packs
+        as the general path would (a tuple, bf16, a type the kernel's parameter refuses)."""
+        slots, codes = [], []
+        for index, (_, ty) in enumerate(params):
+            if ty == "constexpr":
+                continue
+            if not isinstance(ty, str) or not (ty.startswith("*") or ty in _CODES):
+                return None
+            slots.append((index, ty.startswith("*")))
+            codes.append("Q" if ty.startswith("*") else _CODES[ty])
+        codes += ["Q"] * len(scratch)
+        infos = kernel.arguments_info
+        if len(infos) != len(codes):
+            return None
+        layout, place = "<", 0
+        pointers = [pointer for _, pointer in slots] + [True] * len(scratch)
+        for code, info, pointer in zip(codes, infos, pointers, strict=True):
+            # (what the general path's packer would refuse or convert, it takes)
+            refused = info.pointer is False if pointer else info.pointer is True
+            kind = info.type[:1]        # f, s, u or b (bits: any value of its size)
+            if refused or info.size != struct.calcsize(code) or info.offset < place \
+                    or kind in "su" and code in "efd" or kind == "f" and code not in "efd":
+                return None
+            layout += "x" * (info.offset - place) + code
+            place = info.offset + info.size
+        layout += "x" * (kernel.param_buffer_size - place)
+        return cls(len(params), slots, [size for size, _ in scratch], layout)
+
+    def pack(self, args, device: Device, blocks: int) -> tuple[bytes, list] | None:
+        """(parameter bytes, the buffers the launch uses) for Triton's `args`, or None."""
+        if len(args) != self.arguments:
+            return None
+        values, buffers = [], []
+        for index, pointer in self.slots:
+            arg = args[index]
+            if not pointer:
+                values.append(arg)
+            elif arg.__class__ is DeviceArray:
+                buffer = arg.buffer
+                if buffer.device is not device or buffer.is_closed:
+                    return None
+                values.append(buffer.handle)
+                buffers.append(buffer)
+            elif arg is None:
+                values.append(0)
+            elif device.backend == "cpu":       # (a torch tensor: its storage registered)
+                buffer, kept = _tensor_memory(arg, device)
+                if not kept:
+                    if buffer is not None:
+                        buffer.close()
+                    return None
+                values.append(arg.data_ptr())
+                buffers.append(buffer)
+            else:
+                return None
+        for size in self.scratch:
+            if size:
+                buffer = _scratch(device, blocks * size)
+                values.append(buffer.handle)
+                buffers.append(buffer)
+            else:
+                values.append(0)
+        try:
+            return self.struct.pack(*values), buffers
+        except (struct.error, OverflowError, TypeError):   # (the general path says why)
+            return None
+
+
 def _pointer(arg, device: Device, what: str, temporaries: list, registered: list):
     """A pointer argument's launch value: a Buffer, or an address (np.uint64)."""
     if arg is None:
@@ -173,14 +290,53 @@ def _pointer(arg, device: Device, what: str, temporaries: list, registered: list
 
 def _host_address(arg, device: Device, registered: list) -> np.uint64:
     """The address of a host tensor on the cpu device, whose memory (the whole storage, so
-    that strided views work) is registered with the device for the launch. An object with
-    data_ptr() but no storage (memory from C code) is passed as its address, unchecked."""
-    storage = getattr(arg, "untyped_storage", None)
-    if storage is not None:
-        memory = storage()
-        registered.append(Buffer.from_handle(memory.data_ptr(), memory.nbytes(), device,
-                                             owner=arg))
+    that strided views work) is registered with the device (_tensor_memory; `registered`
+    gets a registration made for this launch only). An object with data_ptr() but no
+    storage (memory from C code) is passed as its address, unchecked."""
+    buffer, kept = _tensor_memory(arg, device)
+    if buffer is not None and not kept:
+        registered.append(buffer)
     return np.uint64(arg.data_ptr())
+
+
+# The registrations of host tensors' storage with the cpu device that stay while the tensor
+# lives, by id(tensor): (address, size, Buffer). A tensor passed launch after launch keeps
+# one registration, so the device's allocations stay the same and its workers keep their
+# allocation tables (a registration made and freed at every launch had every worker make
+# a new table at the next).
+_TENSORS: dict[int, tuple[int, int, Buffer]] = {}
+
+
+def _tensor_memory(arg, device: Device) -> tuple[Buffer | None, bool]:
+    """(the registration of `arg`'s storage, whether it stays while `arg` lives) for an
+    object with untyped_storage() (a torch tensor); (None, False) for one without. The
+    registration holds the storage, not the tensor, and ends when the tensor goes; one of
+    an object that has no weak references is for one launch (False)."""
+    storage = getattr(arg, "untyped_storage", None)
+    if storage is None:
+        return None, False
+    memory = storage()
+    address, size, key = memory.data_ptr(), memory.nbytes(), id(arg)
+    held = _TENSORS.get(key)
+    if held is not None:
+        if held[:2] == (address, size) and held[2].device is device \
+                and not held[2].is_closed:
+            return held[2], True
+        held[2].close()     # (the tensor has other storage now, e.g. after set_())
+    buffer = Buffer.from_handle(address, size, device, owner=memory)
+    if held is None:
+        try:
+            weakref.finalize(arg, _forget_tensor, key)
+        except TypeError:
+            return buffer, False
+    _TENSORS[key] = (address, size, buffer)
+    return buffer, True
+
+
+def _forget_tensor(key: int) -> None:
+    held = _TENSORS.pop(key, None)
+    if held is not None:
+        held[2].close()
 
 
 _SCRATCH: dict[tuple[Device, int], object] = {}

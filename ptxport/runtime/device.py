@@ -168,6 +168,9 @@ class Device:
     def default_stream(self) -> Stream:
         """A stream made on first use and kept for the device's lifetime. Unlike CUDA's
         legacy default stream it does not synchronise with other streams."""
+        stream = self._default_stream   # (asked at every Triton launch: no lock once made)
+        if stream is not None:
+            return stream
         with self._workers_lock:
             if self._default_stream is None:
                 self._default_stream = Stream(self)

@@ -404,13 +404,15 @@ def _check_once(config: LaunchConfig, kernel: Kernel, device: Device) -> None:
 
 
 def launch_packed(stream: Stream, config: LaunchConfig, kernel: Kernel, params: bytes,
-                  keep: list[Allocation] | tuple = (), checked: bool = False) -> None:
+                  keep: list | tuple = (), checked: bool = False, now: bool = False) -> None:
     """Queue `kernel` on `stream` with an already packed parameter buffer (layout from
     ptxport.ir.abi.param_layout, device addresses inside, as CUDA's cuLaunchKernel takes
     it), after checking `config` against the device (`checked`: the caller did, with
-    check_config, for this kernel and device); `keep` is memory the kernel uses, kept alive
-    until it ran. For callers that hold raw arguments (ptxport.compat); others call
-    launch(), which checks every argument first.
+    check_config, for this kernel and device); `keep` is memory the kernel uses (its
+    Allocations or Buffers), kept alive until it ran; `now`: the caller syncs the stream
+    right after, as launch_now's. For callers that hold raw arguments (ptxport.compat, the
+    Triton front end's common launches); others call launch(), which checks every argument
+    first.
     """
     _expect(stream, config)
     if not checked:
@@ -422,7 +424,7 @@ def launch_packed(stream: Stream, config: LaunchConfig, kernel: Kernel, params: 
     if group_launch is not None:   # a device group as one device (runtime/group_device.py)
         group_launch(stream, config, kernel, params)
         return
-    _queue(stream, config, kernel, params, keep)
+    _queue(stream, config, kernel, params, keep, now)
 
 
 # the most threads a grid run at once on the launching thread may have (a loop-free kernel

@@ -135,10 +135,12 @@ class Job:
     def traced(self, workers: int) -> dict | None:
         """The last traced run, in microseconds from its opening: {"own": the launching
         thread's share ended, "end": every share ended, "shares": [(begin, end) of each
-        worker's share, None for a worker that took none]}; None when not tracing."""
+        worker's share, None for a worker that took none], "opened_ns": when it opened (the
+        monotonic clock, time.monotonic_ns())}; None when not tracing."""
         if self._trace is None:
             return None
-        words = self._trace.tolist()
+        # (the words of these workers only: a launch's time after its pool run includes this)
+        words = self._trace[:_TRACE_HEAD + 2 * workers].tolist()
         opened = words[0]
 
         def us(t: int) -> float:
@@ -146,7 +148,7 @@ class Job:
 
         shares = [(us(words[i]), us(words[i + 1])) if words[i] >= opened else None
                   for i in range(_TRACE_HEAD, _TRACE_HEAD + 2 * workers, 2)]
-        return {"own": us(words[1]), "end": us(words[2]), "shares": shares}
+        return {"own": us(words[1]), "end": us(words[2]), "shares": shares, "opened_ns": opened}
 
 
 def _trace(b: ll.IRBuilder, job, pthread: dict, slot: ll.Value) -> None:
