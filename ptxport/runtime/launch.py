@@ -477,11 +477,14 @@ def _queue(stream: Stream, config: LaunchConfig, kernel: Kernel, params: bytes, 
             not stream._run_now(run, what=what, kernel=kernel.name):
         # Otherwise its blocks begin at once where the device can (the CPU device's worker
         # threads, backends/cpu/early.py) when the stream is idle, and what finishes it is
-        # queued (a sync, or the stream's thread, joins it).
-        if compiled or now or options or not hasattr(backend, "start_launch") or \
-                not stream._start_now(lambda: _start(backend, ordinal, binary, grid, block,
-                                                     shmem_size, params, keep, what),
-                                      what=what, kernel=kernel.name):
+        # queued (a sync, or the stream's thread, joins it). (Not on the stand-ins of
+        # ptxport.compat: a graph's capture keeps work, never runs it.)
+        start_now = getattr(stream, "_start_now", None)
+        if compiled or now or options or start_now is None or \
+                not hasattr(backend, "start_launch") or \
+                not start_now(lambda: _start(backend, ordinal, binary, grid, block,
+                                             shmem_size, params, keep, what),
+                              what=what, kernel=kernel.name):
             stream._submit(run, what=what, kernel=kernel.name, compiled=bool(compiled),
                            defer=True)
 

@@ -261,6 +261,8 @@ class _Worker:
             if item is not None:
                 self._execute(item)
                 item = None
+                if not self._pending:   # (the usual case, a launch and its sync: done)
+                    return True
 
     def _wait(self, predicate: Callable[[], bool], timeout: float | None = None) -> bool:
         """self._state.wait_for, counted in self._waiters (under self._state)."""
