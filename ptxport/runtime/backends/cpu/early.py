@@ -2,15 +2,14 @@
 the launching thread goes on, and the thread that later runs the launch from the stream's
 queue (a sync, or the stream's own thread) joins as worker 0 for the blocks left.
 
-A large grid queued on an idle stream waited until a sync (or the stream's thread, within
-2 ms) took it: the launch's Python up to the pool's job (the sync, the stream's
-bookkeeping, the executor's setup: tens of microseconds, and several times that when a
-kernel that streams tens of MB has left the interpreter's objects out of the caches) ran
-while every worker thread waited. On the GPU machine's 16 vCPUs (benchmarks/cpu_kernels.py,
-build/dev/wscan4_call.sh of session 9) that was 25-50 us of a 0.6-0.7 ms run of
-reduce_shared or scan_warp. Opening the job at the launch (launch.py asks the stream to
-start it when the stream is idle, _Worker.start_now) overlaps that Python with the
-blocks, as a GPU starts a kernel launched on an idle stream.
+A large grid (or a kernel with loops) queued on an idle stream waited until a sync, or the
+stream's thread at its next look at the queue (every 2 ms), took it: a caller's host work
+between the launch and the sync did not overlap the kernel, and the sync's Python up to the
+pool's job (the stream's bookkeeping, the executor's setup: 25-50 us of a 0.6-0.7 ms run
+of reduce_shared or scan_warp on the GPU machine's 16 vCPUs, session 9) ran while every
+worker waited. Opening the job at the launch (launch.py asks the stream to start it when
+the stream is idle, _Worker.start_now) starts the blocks at once, as a GPU starts a kernel
+launched on an idle stream (docs/cpu-target.md, "What a launch costs", has the figures).
 
 Only launches that run_grid would run on several workers, natively, with nothing to set up
 or collect around the run: no printf log, no grids launched by the kernel, no timeout, not
