@@ -135,8 +135,8 @@ class Job:
     def traced(self, workers: int) -> dict | None:
         """The last traced run, in microseconds from its opening: {"own": the launching
         thread's share ended, "end": every share ended, "shares": [(begin, end) of each
-        worker's share, None for a worker that took none], "opened": when it opened, on
-        time.monotonic()'s clock (seconds)}; None when not tracing."""
+        worker's share, None for a worker that took none], "opened": when it opened, in
+        seconds of time.clock_gettime(time.CLOCK_MONOTONIC)}; None when not tracing."""
         if self._trace is None:
             return None
         words = self._trace.tolist()
