@@ -16,6 +16,7 @@ their size is not known: the message says which numpy type to use.
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
 from math import prod
 
 import numpy as np
@@ -476,5 +477,39 @@ def _queue(stream: Stream, config: LaunchConfig, kernel: Kernel, params: bytes, 
     large = prod(grid) * prod(block) > _AT_ONCE_THREADS and not now
     if compiled or not at_once or large or \
             not stream._run_now(run, what=what, kernel=kernel.name):
-        stream._submit(run, what=what, kernel=kernel.name, compiled=bool(compiled),
-                       defer=True)
+        # Otherwise its blocks begin at once where the device can (the CPU device's worker
+        # threads, backends/cpu/early.py) when the stream is idle, and what finishes it is
+        # queued (a sync, or the stream's thread, joins it). (Not on the stand-ins of
+        # ptxport.compat: a graph's capture keeps work, never runs it.)
+        start_now = getattr(stream, "_start_now", None)
+        if compiled or now or options or start_now is None or \
+                not hasattr(backend, "start_launch") or \
+                not start_now(lambda: _start(backend, ordinal, binary, grid, block,
+                                             shmem_size, params, keep, what),
+                              what=what, kernel=kernel.name):
+            stream._submit(run, what=what, kernel=kernel.name, compiled=bool(compiled),
+                           defer=True)
+
+
+def _start(backend, ordinal: int, binary, grid, block, shmem_size: int, params: bytes, keep,
+           what: Callable[[], str]):
+    """_queue: begin the launch's blocks now (backend.start_launch); the function that
+    finishes it (`keep`, the buffers' memory, lives until it ran), or None, having done
+    nothing, where the backend does not begin this launch early (it is queued then, and
+    its run raises any failure at the sync)."""
+    try:
+        finish = backend.start_launch(ordinal, binary, grid, block, shmem_size, params)
+    except Exception:
+        return None
+    if finish is None:
+        return None
+
+    def finished(keep=keep) -> None:
+        try:
+            finish()
+        except PtxportError:
+            raise
+        except Exception as e:
+            raise KernelExecutionError(f"{what()} failed: {type(e).__name__}: {e}") from e
+
+    return finished

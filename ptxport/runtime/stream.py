@@ -136,6 +136,29 @@ class _Worker:
             self._done()
         return True
 
+    def start_now(self, start: Callable[[], Callable[[], None] | None],
+                  what: str | Callable[[], str], kernel: str | None = None) -> bool:
+        """Begin work at once if the stream is idle (nothing queued or running, no kept
+        error): start() begins it and returns the function that completes it, queued as
+        the stream's next work (not skippable; a sync or the worker thread runs it, as
+        submit's `defer` says). False when the stream is not idle or start() returned None
+        (having done nothing)."""
+        with self._state:      # (held through start(): nothing is queued ahead of it)
+            if self._running or self._items or self._error is not None or self._stopped:
+                return False
+            finish = start()
+            if finish is None:
+                return False
+            self._pending += 1
+            self._submitted += 1
+            self._items.append((finish, False, (what, kernel, None), False))
+            if self._asleep:
+                self._asleep = False
+                self._work.notify()
+            if self._waiters:
+                self._state.notify_all()
+        return True
+
     def stop(self) -> None:
         """End the thread once the queued work has run."""
         with self._state:
@@ -238,6 +261,8 @@ class _Worker:
             if item is not None:
                 self._execute(item)
                 item = None
+                if not self._pending:   # (the usual case, a launch and its sync: done)
+                    return True
 
     def _wait(self, predicate: Callable[[], bool], timeout: float | None = None) -> bool:
         """self._state.wait_for, counted in self._waiters (under self._state)."""
@@ -321,6 +346,15 @@ class Stream:
         if not self._close.alive:
             raise InvalidValueError(f"{self!r} is closed: create a new stream")
         return self._worker.run_now(work, what, kernel)
+
+    def _start_now(self, start: Callable[[], Callable[[], None] | None],
+                   what: str | Callable[[], str], kernel: str | None = None) -> bool:
+        """Begin work now if the stream is idle, and queue what completes it
+        (_Worker.start_now: a launch whose blocks start on the device at once); False,
+        having done nothing, otherwise (queue it with _submit)."""
+        if not self._close.alive:
+            raise InvalidValueError(f"{self!r} is closed: create a new stream")
+        return self._worker.start_now(start, what, kernel)
 
     def _submit(self, work: Callable[[], None], skippable: bool = True,
                 what: str | Callable[[], str] = "an operation", kernel: str | None = None,

@@ -256,17 +256,33 @@ class Backend(BackendBase):
         # Kernels may touch the live allocations only: anything else (a freed buffer, an
         # address past a buffer's end) raises IllegalAddressError instead of corrupting the
         # process.
+        live = self._live_ranges()
+        if cooperative:
+            binary.launch(grid, block, dynamic_shared, params, live, timeout=timeout,
+                          cooperative=True)
+        else:
+            binary.launch(grid, block, dynamic_shared, params, live, timeout=timeout)
+
+    def start_launch(self, ordinal: int, binary: KernelBinary, grid: tuple[int, int, int],
+                     block: tuple[int, int, int], dynamic_shared: int, params: bytes):
+        """launch() without a timeout, not cooperative, its blocks begun now on the worker
+        threads (runtime/backends/cpu/early.py): the function that finishes it (on the
+        thread that runs the stream's queue), or None, having done nothing, for a launch
+        that launch() must run whole."""
+        start = getattr(binary, "start", None)      # (a test's stand-in binary has none)
+        if start is None:
+            return None
+        return start(grid, block, dynamic_shared, params, self._live_ranges())
+
+    def _live_ranges(self) -> tuple:
+        """The (address, size) of every live allocation and registered host range."""
         live = self._ranges     # (one read: a tuple, replaced whole, never changed)
         if live is None:
             with self._lock:
                 if self._ranges is None:
                     self._ranges = (*self._live.items(), *self._registered.values())
                 live = self._ranges
-        if cooperative:
-            binary.launch(grid, block, dynamic_shared, params, live, timeout=timeout,
-                          cooperative=True)
-        else:
-            binary.launch(grid, block, dynamic_shared, params, live, timeout=timeout)
+        return live
 
     def cooperative_blocks(self, ordinal: int, kernel, block, dynamic_shared: int) -> int:
         """One block per worker: a worker runs its block to the end, so blocks that wait

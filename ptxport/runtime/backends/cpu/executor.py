@@ -60,6 +60,16 @@ from ptxport.ir.lines import where
 from ptxport.runtime.backends.cpu import device_launch, entry, printf, warps
 from ptxport.runtime.backends.cpu import pool as pool_threads
 from ptxport.runtime.backends.cpu.cores import usable_cores
+from ptxport.runtime.backends.cpu.launch_words import (
+    exiting_error,
+    give_param_buffer,
+    give_stop,
+    on_lines,
+    running,
+    stop_word,
+    take_param_buffer,
+    take_stop,
+)
 from ptxport.runtime.backends.cpu.tables import disjoint, worker_tables
 
 __all__ = ["SCHEDULES", "run_grid", "set_schedule", "set_workers", "worker_count"]
@@ -140,10 +150,10 @@ class _Worker:
         self.frames = raw[start:start + frames_bytes]
         self.local_stack = raw[start + frames_bytes:start + frames_bytes + plan.local_stack]
         # (each on cache lines of its own: the workers write theirs at once)
-        self.shared = _on_lines(plan.static_shared + dynamic_shared + 16, np.uint8)
-        self.ctx = _on_lines(CTX.size, np.uint8)
-        self.points = _on_lines(self.nthreads, np.int32)
-        self.statuses = _on_lines(self.nthreads, np.int32)
+        self.shared = on_lines(plan.static_shared + dynamic_shared + 16, np.uint8)
+        self.ctx = on_lines(CTX.size, np.uint8)
+        self.points = on_lines(self.nthreads, np.int32)
+        self.statuses = on_lines(self.nthreads, np.int32)
         fields = CTX.fields
         self._put(self.ctx, fields["shared"], np.uint64, self.shared.ctypes.data)
         for axis in range(3):
@@ -164,7 +174,7 @@ class _Worker:
         if not plan.gang:
             header[:, FRAME.fields["tid"]:FRAME.fields["tid"] + 20] = tid.view(np.uint8)
         self.slots = warps.Slots(self.frames, plan.frame_size, self.nthreads, FRAME.fields)
-        self.site_cache = _on_lines(2 * max(plan.check_sites, 1), np.uint64)
+        self.site_cache = on_lines(2 * max(plan.check_sites, 1), np.uint64)
         self._site_cache_address = self.site_cache.ctypes.data
         # (zeroed at every checked launch; a kernel without sites has none to zero)
         self.site_cache_bytes = self.site_cache.nbytes if plan.check_sites else 0
@@ -196,7 +206,7 @@ class _Worker:
         # the native entry points' first arguments, and their results' words
         self._block_args = (self.ctx.ctypes.data, self.frames.ctypes.data, plan.frame_size,
                             self.points.ctypes.data, self.statuses.ctypes.data, self.nthreads)
-        words = _on_lines(2, np.int64)
+        words = on_lines(2, np.int64)
         self._status = ctypes.c_int32.from_buffer(words, 0)
         self._end = ctypes.c_int64.from_buffer(words, 8)
         # the claiming entry points' arguments before the launch's words (entry.Layout)
@@ -415,20 +425,6 @@ class _Worker:
                 f"forever (a GPU would hang): {waits}")
 
 
-def _on_lines(count: int, dtype) -> np.ndarray:
-    """`count` zeros of `dtype` on cache lines no other array shares (a worker's memory, which
-    other workers must not slow down by writing next to it)."""
-    nbytes = count * np.dtype(dtype).itemsize
-    raw = np.zeros(nbytes + 128, dtype=np.uint8)
-    start = (-raw.ctypes.data) % 64
-    return raw[start:start + nbytes].view(dtype)
-
-
-def _stop_word() -> ctypes.c_int32:
-    """A launch's stop word, which every worker reads in every loop: on a line of its own."""
-    return ctypes.c_int32.from_buffer(_on_lines(1, np.int32))
-
-
 def _ranges(allocations, global_ranges, params) -> list[tuple[int, int]]:
     """The [start, end) ranges every worker of a launch may touch (besides its own)."""
     return [(a, a + n) for a, n in (*allocations, *global_ranges, params) if n > 0]
@@ -436,22 +432,6 @@ def _ranges(allocations, global_ranges, params) -> list[tuple[int, int]]:
 
 class _Stopped(Exception):
     """A worker left its blocks because the launch was asked to stop (run_grid reports it)."""
-
-
-# The stop words of the launches running now (id -> word).
-_RUNNING: dict[int, ctypes.c_int32] = {}
-
-
-def _stop_running_launches() -> None:
-    """At the interpreter's exit, stop the launches still running: a kernel that never ends
-    (after Ctrl-C, say) would keep its stream's thread, which the interpreter may wait for,
-    and the pool's threads busy."""
-    for stop in list(_RUNNING.values()):
-        stop.value = 1
-
-
-# (called before the interpreter joins its threads)
-threading._register_atexit(_stop_running_launches)
 
 
 class _Team:
@@ -465,7 +445,7 @@ class _Team:
         self.layout = layout
         self.workers: list[_Worker] = []
         # (the counter alone on its cache line: the workers add to it)
-        self.counter = _on_lines(1, np.int64)
+        self.counter = on_lines(1, np.int64)
         self.counter_address = self.counter.ctypes.data
         self.job = pool_threads.Job()
         words = self.job.words
@@ -489,7 +469,7 @@ class _Team:
         self._last: tuple[int, int, int] | None = None     # what run() last set
         # (waiting blocks the native code cannot complete: the worker finishes them itself
         # through this, for the launch that runs now)
-        self.grid: _Grid | None = None
+        self.grid: Grid | None = None
         self._finish = _Finish(self._finish_block) if layout is entry.CLAIMED_WAITING else None
         # what the workers were prepared for at the last launch, if it succeeded
         self.last_launch: tuple | None = None
@@ -505,7 +485,7 @@ class _Team:
         if self._finish is not None:
             self.args[:, self.layout.counter + 4] = ctypes.cast(self._finish, ctypes.c_void_p).value
         self._by_context = {w.ctx.ctypes.data: w for w in self.workers}
-        self.results = _on_lines(count, np.int64)
+        self.results = on_lines(count, np.int64)
         self._last = None
         words = self.job.words
         words[pool_threads.ARGS] = self.args.ctypes.data
@@ -527,9 +507,8 @@ class _Team:
             grid.stop.value = 1
             return number
 
-    def run(self, pool, count: int, total: int, chunk: int, start: int = 0) -> int:
-        """Run blocks `start` to `total` on `count` workers, `chunk` at a time; how many
-        workers failed (their results are in self.results; -1: it ran to the grid's end)."""
+    def set_grid(self, count: int, total: int, chunk: int) -> None:
+        """The job's words for `total` blocks on `count` workers, `chunk` at a time."""
         # (the same grid comes again launch after launch: numpy's stores cost more than
         # an empty kernel runs)
         if (count, total, chunk) != self._last:
@@ -538,6 +517,11 @@ class _Team:
             words = self.job.words
             words[pool_threads.WORKERS], words[pool_threads.TOTAL] = count, total
             self._last = (count, total, chunk)
+
+    def run(self, pool, count: int, total: int, chunk: int, start: int = 0) -> int:
+        """Run blocks `start` to `total` on `count` workers, `chunk` at a time; how many
+        workers failed (their results are in self.results; -1: it ran to the grid's end)."""
+        self.set_grid(count, total, chunk)
         if start:
             self.job.words[pool_threads.START] = start
             try:
@@ -578,24 +562,22 @@ def run_grid(binary, grid, block, dynamic_shared: int, params: bytes,
             allocations = (*allocations, (workspace.ctypes.data, workspace.nbytes))
     # The stop word compiled code looks at; the watchdog sets it. (Kept for later launches
     # when no watchdog had it: workers then keep its address in their context.)
-    stop = _take_stop() if timeout is None else _stop_word()
+    stop = take_stop() if timeout is None else stop_word()
     watchdog = None if timeout is None else threading.Timer(timeout, setattr,
                                                             (stop, "value", 1))
     if watchdog is not None:
         watchdog.daemon = True
         watchdog.start()
-    _RUNNING[id(stop)] = stop
+    running(stop, True)
     try:
         _run_grid(binary, grid, block, dynamic_shared, params, allocations, stop,
                   0 if workspace is None else workspace.ctypes.data)
     finally:
-        del _RUNNING[id(stop)]
+        running(stop, False)
         if watchdog is not None:
             watchdog.cancel()
     if stop.value and watchdog is None:
-        raise KernelTimeoutError(
-            f"kernel '{binary.plan.name}' (grid {grid}, block {block}) was stopped because the "
-            "process is exiting", kernels=(binary.plan.name,), stopped=True)
+        raise exiting_error(binary.plan.name, grid, block)
     if stop.value:
         raise KernelTimeoutError(
             f"kernel '{binary.plan.name}' (grid {grid}, block {block}) ran longer than its "
@@ -604,7 +586,7 @@ def run_grid(binary, grid, block, dynamic_shared: int, params: bytes,
             "or give it a longer LaunchConfig(timeout=...)",
             kernels=(binary.plan.name,), stopped=True)
     if watchdog is None:
-        _STOPS.append(stop)
+        give_stop(stop)
 
 
 def _cooperative_workspace(binary, grid) -> np.ndarray:
@@ -622,23 +604,12 @@ def _cooperative_workspace(binary, grid) -> np.ndarray:
             "a cooperative launch", "cpu", reason=(
                 f"kernel '{binary.plan.name}' has waits only the Python resolver completes, "
                 "which runs its blocks one after another: they could not wait for each other"))
-    return _on_lines(4, np.uint64)
-
-
-# stop words of finished launches that no watchdog could still set, for later launches
-_STOPS: list[ctypes.c_int32] = []
-
-
-def _take_stop() -> ctypes.c_int32:
-    try:
-        return _STOPS.pop()
-    except IndexError:      # none kept (or another launch took the last one first)
-        return _stop_word()
+    return on_lines(4, np.uint64)
 
 
 def _run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocations,
               stop: ctypes.c_int32, workspace: int) -> None:
-    param_buffer = _take_param_buffer(len(params))
+    param_buffer = take_param_buffer(len(params))
     if params:      # (not ctypes.memmove: a foreign call lets the GIL go)
         param_buffer[:len(params)] = params
     params_address = ctypes.addressof(param_buffer)
@@ -652,7 +623,7 @@ def _run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocatio
     errors: list[BaseException] = []
     pool = pool_threads.take()
     try:
-        _Grid(binary, grid, block, dynamic_shared, (params_address, len(params)),
+        Grid(binary, grid, block, dynamic_shared, (params_address, len(params)),
               allocations, stop, workspace).run(pool)
     except BaseException as e:      # reported after the printf log is printed
         errors.append(e)
@@ -662,14 +633,14 @@ def _run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocatio
             device_launch.detach(params_address)
     if printf_log is not None:      # printed after the launch
         errors += printf.close_log(params_address, printf_log)
-    _PARAM_BUFFERS.setdefault(len(param_buffer), []).append(param_buffer)
+    give_param_buffer(param_buffer)
     if stop.value:
         return          # the workers' errors come of the stop: run_grid reports that
     if errors:
         raise errors[0]
 
 
-class _Grid:
+class Grid:
     """One launch: its workers (a team of the pool it runs on) and how they share the
     blocks."""
 
@@ -694,12 +665,16 @@ class _Grid:
 
     def run(self, pool) -> None:
         """Run every block (raise the first failure)."""
+        self.finish(pool, self.prepare(pool))
+
+    def prepare(self, pool) -> _Team:
+        """The pool's team for this launch, its workers set up for it."""
         team = _team(self.binary, pool, self.block, self.dynamic_shared, self.layout)
         team.size_for(self.workers)
         pool.grow(self.workers - 1)
         # (a launch like the team's last, which succeeded, finds every worker's context
         # set: preparing 16 workers costs more than an empty grid runs)
-        like = (self.params, self.grid, self.smids, self.workers, self.workspace)
+        self.like = like = (self.params, self.grid, self.smids, self.workers, self.workspace)
         last = team.last_launch
         if last is not None and last[0] is self.allocations and last[1] is self.stop \
                 and last[2] == like:
@@ -714,6 +689,11 @@ class _Grid:
         team.last_launch = None
         team.job.words[pool_threads.CACHE_BYTES] = 0 if self.allocations is None \
             else team.workers[0].site_cache_bytes
+        return team
+
+    def finish(self, pool, team: _Team) -> None:
+        """Run the blocks on the prepared team (those the pool's threads left, when
+        early.start_grid opened its job already); raise the first failure."""
         if self.python_rounds:
             self._python_rounds(team.workers[0])
         elif self.layout is entry.CLAIMED_WAITING:
@@ -721,7 +701,7 @@ class _Grid:
         else:
             self._run_claimed(pool, team)
         if not self.stop.value:
-            team.last_launch = (self.allocations, self.stop, like)
+            team.last_launch = (self.allocations, self.stop, self.like)
 
     def _tables(self, workers: list[_Worker]) -> np.ndarray | None:
         """Every worker's allocation table at once, when the workers need new ones (the
@@ -770,18 +750,3 @@ class _Grid:
             if self.stop.value:
                 return
             worker.run_block((n % grid[0], (n // grid[0]) % grid[1], n // (grid[0] * grid[1])))
-
-
-# Parameter buffers of finished launches, by size, for later launches: a launch then finds
-# its parameters at the address of the last one's, and its workers keep their allocation
-# table. (A buffer is one launch's at a time: the printf log is found by its address.)
-_PARAM_BUFFERS: dict[int, list[ctypes.Array]] = {}
-
-
-def _take_param_buffer(size: int) -> ctypes.Array:
-    size = max(size, 8)
-    kept = _PARAM_BUFFERS.get(size)
-    try:
-        return kept.pop() if kept else ctypes.create_string_buffer(size)
-    except IndexError:      # another launch took the last one first
-        return ctypes.create_string_buffer(size)

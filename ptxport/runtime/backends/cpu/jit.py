@@ -234,6 +234,21 @@ class CpuKernelBinary:
                              allocations, timeout, cooperative)
 
 
+    def start(self, grid, block, dynamic_shared: int, params: bytes,
+              allocations: list[tuple[int, int]] | None = None):
+        """launch() without a timeout, its blocks begun now on the worker pool's threads
+        (early.start_grid): the function that finishes it, or None, having done nothing,
+        for a launch that launch() must run (the stack or the device heap set up for it,
+        and what start_grid refuses)."""
+        if self.plan.stack_from_limit or self.plan.uses_heap:
+            return None
+        heap = cpu_heap.HEAP.range()
+        if allocations is not None and heap is not None:
+            allocations = _with_heap(allocations, heap)
+        return _early().start_grid(self, tuple(grid), tuple(block), dynamic_shared, params,
+                                   allocations)
+
+
 # the last (allocations, heap, both): the executor keeps its workers' allocation tables
 # while the same allocations object comes again
 _LAST_WITH_HEAP: list[tuple] = [((), None, ())]
@@ -248,6 +263,13 @@ def _with_heap(allocations, heap: tuple[int, int]) -> tuple:
     both = (*allocations, heap)
     _LAST_WITH_HEAP[0] = (allocations, heap, both)
     return both
+
+
+@cache
+def _early():
+    from ptxport.runtime.backends.cpu import early
+
+    return early
 
 
 @cache

@@ -84,8 +84,8 @@ _PARKED, _WAKE_FLAG, _THREAD_SIZE = 3, 4, 64
 
 # A job's words (Job below).
 (TRAMPOLINE, ENTRY, ARGS, STRIDE, RESULTS, WORKERS, COUNTER, START, TOTAL, STOP_ON_FAILURE,
- FAULT_FIELD, FAILURES, TRACE, CACHE_FIELD, CACHE_BYTES) = range(15)
-JOB_WORDS = 15
+ FAULT_FIELD, FAILURES, TRACE, CACHE_FIELD, CACHE_BYTES, OPENED) = range(16)
+JOB_WORDS = 16
 
 # The least and the most time (ns) the launching thread spins for its helpers to end
 # before it waits on the condition (the pool's spin time when between the two; helpers
@@ -374,30 +374,19 @@ def _count_out(b: ll.IRBuilder, pool, pthread: dict) -> None:
 
 
 def _build_run(module: ll.Module, share: ll.Function, pthread: dict) -> None:
-    """i64 ptxport_pool_run(pool, job): start the job's counter, open the job to the pool's
-    threads (when it has more than one worker), run worker 0's share, close the job and wait
-    for the threads that took it; how many workers failed. Every worker's result is -1 until
-    its share stores one."""
+    """i64 ptxport_pool_run(pool, job): open the job (ptxport_pool_open) unless its OPENED
+    word says it was opened already (then cleared), run worker 0's share, close the job and
+    wait for the threads that took it; how many workers failed."""
     fn = ll.Function(module, ll.FunctionType(I64, [PTR, PTR]), "ptxport_pool_run")
     pool, job = fn.args
     b = ll.IRBuilder(fn.append_basic_block("entry"))
     mutex, done = pir.field(b, pool, _MUTEX), pir.field(b, pool, _DONE)
     job_slot, running = pir.field(b, pool, _JOB), pir.field(b, pool, _RUNNING)
-    workers = b.load(pir.word(b, job, WORKERS), typ=I64)
-    results = b.inttoptr(b.load(pir.word(b, job, RESULTS), typ=I64), PTR)
-    with pir.counting(b, workers) as i:
-        b.store(I64(-1), pir.word(b, results, i))
-    counter = b.inttoptr(b.load(pir.word(b, job, COUNTER), typ=I64), PTR)
-    b.store(b.load(pir.word(b, job, START), typ=I64), counter)
-    b.store(I64(0), pir.word(b, job, FAILURES))
-    several = b.icmp_signed(">", workers, I64(1))
-    _trace(b, job, pthread, I64(0))
-    with b.if_then(several):
-        _plan_spin(b, pool, pthread)
-        b.atomic_rmw("xchg", job_slot, b.ptrtoint(job, I64), "seq_cst")
-        # (llvmlite has no untyped atomic store)
-        b.atomic_rmw("add", pir.field(b, pool, _GENERATION), I64(1), "seq_cst")
-        _wake(b, pthread, pool, b.sub(b.load(pir.word(b, job, WORKERS), typ=I64), I64(1)))
+    opened = pir.word(b, job, OPENED)
+    with b.if_then(b.icmp_unsigned("==", b.load(opened, typ=I64), I64(0))):
+        b.call(_build_open(module, pthread), [pool, job])
+    b.store(I64(0), opened)
+    several = b.icmp_signed(">", b.load(pir.word(b, job, WORKERS), typ=I64), I64(1))
     own = b.call(share, [job, I64(0)])
     _trace(b, job, pthread, I64(1))
     check, wait, unlock, out = (fn.append_basic_block(n) for n in ("check", "wait", "unlock",
@@ -430,6 +419,35 @@ def _build_run(module: ll.Module, share: ll.Function, pthread: dict) -> None:
     _trace(b, job, pthread, I64(2))
     # (the helpers' failures: all counted once `running` was 0)
     b.ret(b.add(own, b.load_atomic(pir.word(b, job, FAILURES), "acquire", 8, typ=I64)))
+
+
+def _build_open(module: ll.Module, pthread: dict) -> ll.Function:
+    """void ptxport_pool_open(pool, job): start the job's counter and open the job to the
+    pool's threads (when it has more than one worker), waking those parked; every worker's
+    result is -1 until its share stores one. ptxport_pool_run calls it first, unless the
+    launching thread opened the job earlier (Pool.open) to run other code meanwhile."""
+    fn = module.globals.get("ptxport_pool_open")
+    if fn is not None:
+        return fn
+    fn = ll.Function(module, ll.FunctionType(ll.VoidType(), [PTR, PTR]), "ptxport_pool_open")
+    pool, job = fn.args
+    b = ll.IRBuilder(fn.append_basic_block("entry"))
+    workers = b.load(pir.word(b, job, WORKERS), typ=I64)
+    results = b.inttoptr(b.load(pir.word(b, job, RESULTS), typ=I64), PTR)
+    with pir.counting(b, workers) as i:
+        b.store(I64(-1), pir.word(b, results, i))
+    counter = b.inttoptr(b.load(pir.word(b, job, COUNTER), typ=I64), PTR)
+    b.store(b.load(pir.word(b, job, START), typ=I64), counter)
+    b.store(I64(0), pir.word(b, job, FAILURES))
+    _trace(b, job, pthread, I64(0))
+    with b.if_then(b.icmp_signed(">", workers, I64(1))):
+        _plan_spin(b, pool, pthread)
+        b.atomic_rmw("xchg", pir.field(b, pool, _JOB), b.ptrtoint(job, I64), "seq_cst")
+        # (llvmlite has no untyped atomic store)
+        b.atomic_rmw("add", pir.field(b, pool, _GENERATION), I64(1), "seq_cst")
+        _wake(b, pthread, pool, b.sub(workers, I64(1)))
+    b.ret_void()
+    return fn
 
 
 def _plan_spin(b: ll.IRBuilder, pool, pthread: dict) -> None:
@@ -487,6 +505,8 @@ class _Native:
                 self._engine.get_function_address("ptxport_pool_run"))
             self.prewake = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)(
                 self._engine.get_function_address("ptxport_pool_prewake"))
+            self.open = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(
+                self._engine.get_function_address("ptxport_pool_open"))
         self.init_mutex, self.init_cond = (functions["pthread_mutex_init"],
                                            functions["pthread_cond_init"])
         self.create, self.detach = functions["pthread_create"], functions["pthread_detach"]
@@ -576,6 +596,17 @@ class Pool:
             self._threads.append(words_of_thread)
             words[_COUNT // 8] = len(self._threads)
 
+    def open(self, job: Job) -> None:
+        """Open the job to this pool's threads now (its counter started, parked threads
+        woken) and return: the calling thread may run other code while they take blocks,
+        then calls run(job), which runs worker 0's share (the blocks left), closes the job
+        and waits for the threads, as for a job it opened itself. Only for a job of more
+        than one worker; the caller holds the pool until that run."""
+        job.words[OPENED] = 1
+        if job.tracing != _TRACING[0]:
+            job.trace(_TRACING[0])
+        self._native.open(self.address, job.address)
+
     def run(self, job: Job, traced: bool = True) -> int:
         """Run the job on this pool's threads and the calling thread (which must hold the
         pool, and have grown it to the job's workers - 1); how many workers failed.
@@ -583,7 +614,7 @@ class Pool:
         copy's, copies.py)."""
         if not traced:
             return self._native.run(self.address, job.address)
-        if job.tracing != _TRACING[0]:
+        if job.tracing != _TRACING[0] and not job.words[OPENED]:     # (not while it runs)
             job.trace(_TRACING[0])
         failed = self._native.run(self.address, job.address)
         if _TRACING[0]:

@@ -1,0 +1,158 @@
+"""Launches begun at once on the CPU device's worker threads (backends/cpu/early.py): a
+launch that would be queued on an idle stream opens its blocks to the pool's threads before
+launch() returns, and the thread that later runs the stream's queue (a sync) joins it as
+worker 0 for the blocks left; failures are raised by that sync as before, and later work
+on the stream runs after it."""
+
+import time
+
+import numpy as np
+import pytest
+
+from ptxport import Device, LaunchConfig, Program, launch
+from ptxport.errors import KernelTrapError
+from ptxport.runtime.backends.cpu import early
+from ptxport.runtime.backends.cpu import executor as cpu_executor
+from ptxport.runtime.backends.cpu import pool as cpu_pool
+
+# count_runs(out, bad): each thread of block k adds 1 to out[k]; block `bad` then traps. (No loop:
+# grids of at most 32768 threads of it run at once in launch(); larger ones are queued.)
+PTX = """
+.version 8.0
+.target sm_80
+.address_size 64
+
+.visible .entry count_runs(.param .u64 out, .param .u32 bad)
+{
+  .reg .pred %p<2>; .reg .b32 %r<4>; .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  ld.param.u32 %r3, [bad];
+  mov.u32 %r1, %ctaid.x;
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  atom.global.add.u32 %r2, [%rd3], 1;
+  setp.eq.u32 %p1, %r1, %r3;
+  @%p1 trap;
+  ret;
+}
+"""
+
+BLOCKS, BLOCK = 4096, 32      # (131072 threads: queued, not run inside launch())
+NONE = np.uint32(1 << 30)     # (no block traps)
+
+
+@pytest.fixture(scope="module")
+def dev():
+    device = Device("cpu")
+    device.set_current()
+    return device
+
+
+@pytest.fixture(scope="module")
+def count_runs(dev):
+    return Program(PTX, code_type="ptx").compile("native").get_kernel("count_runs")
+
+
+@pytest.fixture
+def workers():
+    yield cpu_executor.set_workers
+    cpu_executor.set_workers(None)
+    cpu_pool.trace_shares(False)
+
+
+def _zeros(dev, stream):
+    buffer = dev.allocate(BLOCKS * 4, stream=stream)
+    buffer.fill(0, 4, stream=stream)
+    stream.sync()
+    return buffer
+
+
+def _read(buffer, stream) -> np.ndarray:
+    out = np.empty(BLOCKS, np.uint32)
+    buffer.copy_to(out, stream=stream)
+    stream.sync()
+    return out
+
+
+def _spy(monkeypatch) -> list:
+    """Record what each early.start_grid call returned (None: not begun early)."""
+    calls, real = [], early.start_grid
+
+    def start_grid(*args):
+        calls.append(real(*args))
+        return calls[-1]
+
+    monkeypatch.setattr(early, "start_grid", start_grid)
+    return calls
+
+
+def test_the_blocks_begin_before_launch_returns(dev, count_runs, workers):
+    workers(4)
+    stream = dev.create_stream()
+    out = _zeros(dev, stream)
+    launch(stream, LaunchConfig(grid=BLOCKS, block=BLOCK), count_runs, out, NONE)
+    stream.sync()       # (compiled at its first launch, which is queued as before)
+    cpu_pool.trace_shares(True)
+    before = time.clock_gettime(time.CLOCK_MONOTONIC)     # (the pool's trace's clock)
+    launch(stream, LaunchConfig(grid=BLOCKS, block=BLOCK), count_runs, out, NONE)
+    after = time.clock_gettime(time.CLOCK_MONOTONIC)
+    time.sleep(0.01)
+    stream.sync()
+    record = cpu_pool.last_shares()
+    # (a queued launch's job opened when a sync or the stream's thread took it, after
+    # launch() returned; worker 0, the thread that took it, began its share then)
+    assert before <= record["opened_ns"] / 1e9 <= after, (before, record["opened_ns"] / 1e9, after)
+    assert (_read(out, stream) == 2 * BLOCK).all()
+
+
+def test_later_work_on_the_stream_runs_after_an_early_launch(dev, count_runs, workers,
+                                                             monkeypatch):
+    workers(4)
+    stream = dev.create_stream()
+    out = _zeros(dev, stream)
+    launch(stream, LaunchConfig(grid=BLOCKS, block=BLOCK), count_runs, out, NONE)
+    stream.sync()       # (compiled at its first launch, which is queued as before)
+    calls = _spy(monkeypatch)
+    host = np.empty(BLOCKS, np.uint32)
+    for _ in range(3):
+        launch(stream, LaunchConfig(grid=BLOCKS, block=BLOCK), count_runs, out, NONE)
+        launch(stream, LaunchConfig(grid=BLOCKS, block=BLOCK), count_runs, out, NONE)
+        out.copy_to(host, stream=stream)
+        stream.sync()
+    assert (host == 7 * BLOCK).all()
+    # (only a launch on an idle stream is begun early: the second of each pair is queued)
+    assert len(calls) == 3 and all(finish is not None for finish in calls)
+
+
+def test_a_trap_in_an_early_launch_is_raised_by_the_sync_and_the_stream_goes_on(
+        dev, count_runs, workers, monkeypatch):
+    workers(4)
+    calls = _spy(monkeypatch)
+    stream = dev.create_stream()
+    out = _zeros(dev, stream)
+    launch(stream, LaunchConfig(grid=BLOCKS, block=BLOCK), count_runs, out, NONE)
+    stream.sync()
+    launch(stream, LaunchConfig(grid=BLOCKS, block=BLOCK), count_runs, out, np.uint32(3000))
+    with pytest.raises(KernelTrapError, match=r"block \(3000, 0, 0\)"):
+        stream.sync()
+    assert calls and calls[-1] is not None
+    out.fill(0, 4, stream=stream)
+    launch(stream, LaunchConfig(grid=BLOCKS, block=BLOCK), count_runs, out, NONE)
+    assert (_read(out, stream) == BLOCK).all()
+
+
+def test_one_worker_and_timeouts_run_as_queued_launches(dev, count_runs, workers,
+                                                        monkeypatch):
+    workers(1)
+    stream = dev.create_stream()
+    out = _zeros(dev, stream)
+    launch(stream, LaunchConfig(grid=BLOCKS, block=BLOCK), count_runs, out, NONE)
+    stream.sync()       # (compiled at its first launch, which is queued as before)
+    calls = _spy(monkeypatch)
+    launch(stream, LaunchConfig(grid=BLOCKS, block=BLOCK), count_runs, out, NONE)
+    stream.sync()
+    assert calls == [None]      # (asked, and refused: one worker)
+    workers(4)
+    launch(stream, LaunchConfig(grid=BLOCKS, block=BLOCK, timeout=60), count_runs, out, NONE)
+    assert (_read(out, stream) == 3 * BLOCK).all()
+    assert calls == [None]      # (a launch with a watchdog is never begun early)
