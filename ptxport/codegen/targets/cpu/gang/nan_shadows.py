@@ -96,8 +96,10 @@ def prepare(fl: GangLowering, kernel: ir.Function) -> None:
     """The kernel's lazy registers (fl.lazy) and their shadows' stack slots; their f32
     arithmetic keeps LLVM's NaN (fl.nan_blind). After lowering.py's _frame_registers."""
     fl.lazy = lazy_registers(kernel, fl.crossing | set(fl.uniform), fl.constant_of)
+    # (in the registers' order by name: the set's order changes from process to process,
+    # and with it the module's text, which keys the compiled code's disk cache)
     fl.shadows = {id(reg): fl.entry_alloca(vec(I1), f"nan_shadow_{reg.name[1:]}")
-                  for reg in fl.lazy}
+                  for reg in sorted(fl.lazy, key=lambda r: r.name)}
     fl.nan_blind = nan_blind_registers(kernel) | fl.lazy
 
 
