@@ -13,7 +13,7 @@ the median's ratio to numpy's median in the same processes. A tile that a checko
 have (a shape its kernel refuses) is left out of its column.
 
     python benchmarks/gemm_cpu_compare.py --other /path/to/main [--rounds 4]
-        [--sizes 512 1024 2048] [--tiles tuned lanes:64x64x128/4/u4] [--workers 1]
+        [--sizes 512 1024 2048] [--tiles tuned lanes:64x256x128/4/u4] [--workers 1]
         [--core 3] [--caches DIR_OTHER DIR_THIS]
 """
 
@@ -125,8 +125,8 @@ def main() -> None:
                         "--child)")
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--sizes", type=int, nargs="+", default=[512, 1024, 2048])
-    parser.add_argument("--tiles", nargs="+", default=["tuned", "lanes:64x64x128/4/u4",
-                                                       "lanes:64x64x64/4/u4"])
+    parser.add_argument("--tiles", nargs="+", default=["tuned", "lanes:64x256x128/4/u4",
+                                                       "lanes:64x64x128/4/u4"])
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--core", type=int, help="pin the children to this core (taskset)")
     parser.add_argument("--caches", nargs=2, metavar=("OTHER", "THIS"),

@@ -70,7 +70,7 @@ _CPU_TUNE_SIZES = (256, 512, 1024, 2048, 4096)
 # tiles may no longer be candidates, or no longer the fastest) are not reused
 _KERNELS_VERSION = "gemm6"
 # the same for the lanes kernel and its candidates (the kernel's name in the key)
-_LANES_VERSION = "lanes6"
+_LANES_VERSION = "lanes7"
 # backends whose kernels take the transposes as an argument: one compile for all four pairs
 _RUNTIME_TRANSPOSES = ("opencl",)
 # the options a tile's label may end in, by kernel (TileConfig.kind; TileConfig's flags)
@@ -229,12 +229,18 @@ WGMMA_CANDIDATES = (TileConfig(True, 128, 256, 64, wm=2, wn=1, stages=4, ahead=T
 # memory (below). Since the k loop has no spills (session 8), on the EPYC, one worker, CPU
 # time, 1024 and 2048: 64 x 64 x 128 with 4 columns 78-85 GFLOP/s, 64 x 64 x 64 69-80 (half
 # the partial sums' round trips through shared memory a k step), 128-row tiles with 2
-# columns 72-81.
-LANES_CANDIDATES = (TileConfig(False, 64, 64, 128, 4, 4, lanes=True),
+# columns 72-81. Session 9, on an Emerald Rapids core (the GPU host's CPU model; one worker,
+# CPU time): the packing of A's and B's panels was about 30% of the time of 64 x 64 x 128
+# (its k loops alone: 118-120 GFLOP/s at 1024, the whole 82-87); wider tiles pack A once for
+# more columns: 64 x 128 x 128 101-108 and 64 x 256 x 128 106-111 GFLOP/s against 64 x 64 x
+# 128's 82-90 at 1024 and 2048 (numpy 120-130). In doubles they pass a cpu block's shared
+# memory (candidates() leaves them out), 64 x 128 x 64 not.
+LANES_CANDIDATES = (TileConfig(False, 64, 256, 128, 4, 4, lanes=True),
+                    TileConfig(False, 64, 128, 128, 4, 4, lanes=True),
+                    TileConfig(False, 64, 128, 64, 4, 4, lanes=True),
+                    TileConfig(False, 64, 64, 128, 4, 4, lanes=True),
                     TileConfig(False, 64, 64, 64, 4, 4, lanes=True),
-                    TileConfig(False, 64, 64, 64, 4, 2, lanes=True),
-                    TileConfig(False, 64, 32, 64, 4, 4, lanes=True),
-                    TileConfig(False, 64, 32, 64, 4, 2, lanes=True))
+                    TileConfig(False, 64, 32, 64, 4, 4, lanes=True))
 # the lanes kernel's panels and partial sums are dynamic shared memory (more than CUDA's 48
 # KiB of static shared memory for 128-deep panels): at most what cpu devices give a block
 _LANES_SHARED = 227 * 1024
@@ -483,6 +489,10 @@ def tune_size(m: int, n: int, batch: int = 1) -> int:
 # worker (a few ms): the inner loops are those of a full-depth GEMM, fewer panels of them.
 _CPU_MANY_BLOCKS = 64
 _CPU_TUNE_FLOP = 5e8
+# the tile those blocks are counted in (64 x 64: the candidates' before the 64 x 256 and 64 x
+# 128 ones, whose classes would reach past the sizes whose tuning GEMM keeps one 128-deep
+# panel within _CPU_TUNE_FLOP a worker)
+_CPU_CLASS_TILE = 64 * 64
 
 
 def _cpu_workers() -> int:
@@ -494,13 +504,13 @@ def _cpu_workers() -> int:
 def cpu_tune_size(m: int, n: int, batch: int = 1, workers: int | None = None) -> int:
     """The square size (one of _CPU_TUNE_SIZES) whose tuned lanes tile a problem of m x n
     (x batch) C takes on a cpu device with `workers` workers (None: the executor's count
-    now): the nearest in C's area, at most the first size whose every candidate tile makes
-    _CPU_MANY_BLOCKS blocks a worker."""
+    now): the nearest in C's area, at most the first size where tiles of _CPU_CLASS_TILE
+    make _CPU_MANY_BLOCKS blocks a worker."""
     workers = workers or _cpu_workers()
     area = max(m * n * batch, 1)
     size = min(_CPU_TUNE_SIZES, key=lambda s: abs(math.log(area / (s * s))))
-    tile = max(c.bm * c.bn for c in LANES_CANDIDATES)
-    enough = next((s for s in _CPU_TUNE_SIZES if s * s >= _CPU_MANY_BLOCKS * workers * tile),
+    enough = next((s for s in _CPU_TUNE_SIZES
+                   if s * s >= _CPU_MANY_BLOCKS * workers * _CPU_CLASS_TILE),
                   _CPU_TUNE_SIZES[-1])
     return min(size, enough)
 

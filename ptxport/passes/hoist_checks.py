@@ -11,11 +11,17 @@ function (mod 2^32, through mov, add, sub, shl, mul.lo and mad.lo by constants) 
 iteration's number k, the thread index, registers alike in every lane of a warp that the
 loop does not write (a register the loop steps is its value before the loop plus c k) and
 shared variables' addresses (`mov.u32 r, tile`, in the loop or before it: NVRTC puts them
-in packing loops). Over
+in packing loops). A 64-bit address (older NVRTCs, 13.0 among them, address shared memory
+through 64-bit registers: `mov.u64 rd, tile`, `mul.wide.s32`, `cvt.s64.s32`, `add.s64`,
+`shl.b64`) qualifies likewise, exactly in 64 bits, where each 32-bit value it widens
+depends on the iteration's number, the thread index and constants alone and lies in its
+type's range, so that widening it changes no value; its uniform registers are 64-bit ones
+the loop does not write. Over
 the iterations and the block's thread indices, such an address lies in [R + low, R + high),
 where R is the part from the uniform registers: before the loop, R is computed once per
 distinct part and the whole range tested against the shared window (0 <= R + low, R + high
-<= %total_smem_size, in 64 bits: no wrap). Where every test holds, the warp runs the copy,
+<= %total_smem_size, in 64 bits: no wrap; a 64-bit R is also tested to lie within 2^41 of
+zero, so that neither sum wraps). Where every test holds, the warp runs the copy,
 whose accesses (`prechecked`) the gang lowering does not check: none of them can fault.
 Where one fails, it runs the loop as written, every access checked at its turn, so an
 out-of-bounds access still faults there, with its own error, after the iterations before it.
@@ -49,6 +55,9 @@ __all__ = ["hoist_checks", "run"]
 # it is; also keeps every constant below well inside 64 bits)
 _MOST = 1 << 24
 _INT32 = ("s32", "u32", "b32")
+_INT64 = ("s64", "u64", "b64")
+# how far from zero a 64-bit address's uniform part may lie (spans' ends are within 2^40)
+_WIDE_PART = 1 << 41
 # a loop holding one of these is left as it is: warps wait there for each other (warps of a
 # block may take different copies), or control leaves the loop
 _WAITS = frozenset(("bar", "barrier", "shfl", "vote", "activemask", "match", "redux",
@@ -72,6 +81,7 @@ _SNIPPET = """
     setp.ge.s64 %p0, %rd0, %rd1;
     setp.le.s64 %p0, %rd0, %rd1;
     and.pred %p0, %p1, %p2;
+    mul.lo.s64 %rd0, %rd1, %rd2;
     mov.u32 %r0, %total_smem_size;
     bra $L__end;
 $L__end:
@@ -89,6 +99,7 @@ class _Specs:
     at_least: object
     at_most: object
     and_: object
+    mul64: object
     total: tuple        # (mov's spec, the %total_smem_size operand)
     bra: object
 
@@ -98,8 +109,8 @@ def _specs() -> _Specs:
     from ptxport.ptx.parser import parse
 
     insts = list(build(parse(_SNIPPET, "<hoist_checks>")).functions["snippet"].instructions())
-    return _Specs(*(i.spec for i in insts[:7]), (insts[7].spec, insts[7].operands[1]),
-                  insts[8].spec)
+    return _Specs(*(i.spec for i in insts[:8]), (insts[8].spec, insts[8].operands[1]),
+                  insts[9].spec)
 
 
 # -- affine forms: {symbol: coefficient} with the constant under None; symbols are the
@@ -180,7 +191,7 @@ class _Forms:
         if isinstance(value, ir.SpecialRegister):
             return {(_TID, value.component): 1} if value.name == _TID and \
                 value.component in "xyz" else None
-        if not isinstance(value, ir.Register) or value.type.name not in _INT32:
+        if not isinstance(value, ir.Register) or value.type.name not in _INT32 + _INT64:
             return None
         if value in self.constants:
             return {None: self.constants[value]}
@@ -206,12 +217,17 @@ class _Forms:
 
     def _defined(self, inst: ir.Instruction, at: int | None, depth: int) -> dict | None:
         """The form of what `inst` (instruction `at` of the loop, or outside it) writes."""
-        if inst.guard is not None or not inst.spec.types or inst.spec.types[0] not in _INT32:
+        types = inst.spec.types
+        if inst.guard is not None or not types or types[0] not in _INT32 + _INT64:
             return None
         ops = [self.of(o, at, depth + 1) for o in inst.operands[1:]]
         if any(f is None for f in ops):
             return None
         op = inst.opcode
+        if op == "cvt" or op == "mul" and inst.spec.has("wide"):
+            return self._widened(op, types, ops)
+        if types[0] in _INT64 and op not in ("mov", "add", "sub", "shl", "mul", "mad"):
+            return None
         if op == "mov" and len(ops) == 1:
             return ops[0]
         if op == "add" and len(ops) == 2:
@@ -219,7 +235,9 @@ class _Forms:
         if op == "sub" and len(ops) == 2:
             return _sum(ops[0], ops[1], -1)
         constant = [_constant(f) for f in ops]
-        if op == "shl" and len(ops) == 2 and constant[1] is not None and 0 <= constant[1] < 32:
+        bits = 64 if types[0] in _INT64 else 32
+        if op == "shl" and len(ops) == 2 and constant[1] is not None and \
+                0 <= constant[1] < bits:
             return _scaled(ops[0], 1 << constant[1])
         if op in ("mul", "mad") and inst.spec.has("lo") and len(ops) == (2 if op == "mul" else 3):
             if constant[1] is not None:
@@ -230,6 +248,46 @@ class _Forms:
                 return None
             return product if op == "mul" else _sum(product, ops[2])
         return None
+
+
+    def _widened(self, op: str, types: tuple, ops: list) -> dict | None:
+        """The form of a 32-bit value widened to 64 bits (cvt.{s,u}64.{s,u}32, or the
+        product of mul.wide by a constant), where it is exact: the 32-bit form depends on
+        the iteration's number, the thread index and constants alone (bounded: their
+        ranges are known) and lies in the range of its type, so that widening it keeps its
+        value."""
+        if op == "cvt":
+            if len(types) != 2 or types[0] not in _INT64 or types[1] not in _INT32 \
+                    or len(ops) != 1:
+                return None
+            return self._exact(ops[0], types[1])
+        if len(ops) != 2 or types[0] not in _INT32:
+            return None
+        constant = [_constant(f) for f in ops]
+        if constant[1] is None and constant[0] is None:
+            return None
+        c, other = (constant[1], ops[0]) if constant[1] is not None else (constant[0], ops[1])
+        if types[0][0] == "s" and c >= 1 << 31:
+            c -= 1 << 32
+        form = self._exact(other, types[0])
+        return None if form is None else _scaled(form, c)
+
+    def _exact(self, form: dict, type_name: str) -> dict | None:
+        """`form` (of a 32-bit value of type `type_name`) where its every value lies in
+        that type's range (signed for s32, unsigned else), else None."""
+        if not self.loop.trips:
+            return None     # (k's range not known yet)
+        ranges = _ranges(self.loop, self.shape)
+        low = high = form.get(None, 0)
+        for symbol, c in form.items():
+            if symbol is None:
+                continue
+            if symbol not in ranges:
+                return None
+            a, b = ranges[symbol][0] * c, ranges[symbol][1] * c
+            low, high = low + min(a, b), high + max(a, b)
+        first = -(1 << 31) if type_name[0] == "s" else 0
+        return form if first <= low and high < first + (1 << 32) else None
 
 
 def _shared_variable(value) -> bool:
@@ -323,8 +381,9 @@ def _spans(loop: _Loop, forms: _Forms, ranges: dict) -> tuple[dict, list[int]]:
                 low, high = low + min(a, b), high + max(a, b)
         vec = inst.spec.get("vec")
         size = TYPES[inst.spec.types[-1]].bits // 8 * (int(vec[1:]) if vec else 1)
-        part = tuple(sorted(((r, c) for r, c in form.items() if _uniform_symbol(r)),
-                            key=lambda rc: rc[0].name))
+        wide = isinstance(address.base, ir.Register) and address.base.type.name in _INT64
+        part = (wide, tuple(sorted(((r, c) for r, c in form.items() if _uniform_symbol(r)),
+                                   key=lambda rc: rc[0].name)))
         if abs(low) > 1 << 40 or abs(high) > 1 << 40:
             continue
         old = spans.get(part, (low, high + size))
@@ -351,14 +410,24 @@ class _Emitter:
 
     def uniform_part(self, part: tuple) -> ir.Register:
         """R as a 64-bit register: the sum of the part's registers times their
-        coefficients, mod 2^32 (as the kernel computes it)."""
+        coefficients, mod 2^32 (as the kernel computes it), or of 64-bit registers mod 2^64
+        where the part is `wide` (a 64-bit address)."""
         s = self.specs
+        wide, terms = part
         total = None
-        for reg, c in part:
+        for reg, c in terms:
             if _shared_variable(reg):       # (its address, as the kernel's mov.u32 reads it)
                 reg = self.emit(s.total[0], "u32", reg)
+                if wide:
+                    reg = self.emit(s.widen, "u64", reg)
+            if wide:
+                term = reg if c == 1 else self.emit(s.mul64, "u64", reg, IntImm(c))
+                total = term if total is None else self.emit(s.add64, "u64", total, term)
+                continue
             term = reg if c == 1 else self.emit(s.mul, "u32", reg, IntImm(c & 0xFFFFFFFF))
             total = term if total is None else self.emit(s.add, "u32", total, term)
+        if wide and total is not None:
+            return total
         return self.emit(s.widen, "u64", total if total is not None else IntImm(0))
 
     def test(self, spans: dict) -> ir.Register:
@@ -370,7 +439,11 @@ class _Emitter:
             r = self.uniform_part(part)
             tests = [self.emit(s.at_most, "pred", self.emit(s.add64, "u64", r, IntImm(high)),
                                window)]
-            if low < 0:
+            if part[0]:     # (a 64-bit R: any value, so both ends, and no wrap of R + high)
+                tests += [self.emit(s.at_least, "pred", r, IntImm(-low)),
+                          self.emit(s.at_most, "pred", r, IntImm(_WIDE_PART)),
+                          self.emit(s.at_least, "pred", r, IntImm(-_WIDE_PART))]
+            elif low < 0:
                 tests.append(self.emit(s.at_least, "pred", r, IntImm(-low)))
             for t in tests:
                 ok = t if ok is None else self.emit(s.and_, "pred", ok, t)

@@ -283,3 +283,37 @@ def test_a_kernel_s_code_is_the_same_at_every_build():
                             CpuOptions())[0]) for _ in range(3)}
     assert len(texts) == 1
     assert "nan_shadow_" in texts.pop()
+
+
+# f32 temporaries written in an order their names do not sort in
+_TEMPORARIES = """.version 7.8
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 x, .param .u64 y)
+{
+.reg .b32 %r<4>; .reg .f32 %f<12>; .reg .b64 %rd<6>;
+ld.param.u64 %rd1, [x]; ld.param.u64 %rd2, [y];
+mov.u32 %r1, %tid.x; mul.wide.u32 %rd3, %r1, 4; add.s64 %rd4, %rd1, %rd3;
+add.s64 %rd5, %rd2, %rd3;
+ld.global.f32 %f1, [%rd4];
+mul.f32 %f9, %f1, %f1; add.f32 %f3, %f9, %f1; mul.f32 %f7, %f3, %f9;
+add.f32 %f2, %f7, %f3; sub.f32 %f5, %f2, %f7; add.f32 %f10, %f5, %f2;
+st.global.f32 [%rd5], %f10;
+ret;
+}
+"""
+
+
+def test_shadow_slots_come_in_the_registers_order():
+    # the module's text keys the compiled code's disk cache: its shadows' slots in the
+    # registers' order by name, not a set's (which changes from process to process)
+    import re
+
+    from ptxport.codegen.targets.cpu.gang.build import build_gang
+    from ptxport.codegen.targets.cpu.options import CpuOptions
+
+    text = str(build_gang(build(parse(_TEMPORARIES)), "k", (32, 1, 1), CpuOptions())[0])
+    names = re.findall(r'%"?nan_shadow_(\w+)"? = alloca', text)
+    assert len(names) >= 4, names
+    # (each slot goes in front of the entry block's allocas: the last made comes first)
+    assert names == sorted(names, reverse=True)

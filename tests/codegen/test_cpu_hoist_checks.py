@@ -31,6 +31,17 @@ TILE_IN_LOOP = SOURCE.replace("    add.s32 %r10, %r4, %r9;\n", "    mov.u32 %r17
                               "    add.s32 %r18, %r17, %r2;\n    add.s32 %r10, %r18, %r9;\n")
 
 
+# SUM addressing the tile through 64-bit registers, as NVRTC 13.0 does (mov.u64 rd, tile;
+# mul.wide.s32 of the counter; add.s64 of the thread's tid * 4): exact in 64 bits, it
+# qualifies too
+WIDE = SOURCE.replace(".reg .b64 %rd<12>;", ".reg .b64 %rd<16>;") \
+    .replace("    mov.u32 %r3, tile;\n", "    mov.u32 %r3, tile;\n    mov.u64 %rd10, tile;\n") \
+    .replace("    shl.b32 %r9, %r8, 7;\n    add.s32 %r10, %r4, %r9;\n",
+             "    mul.wide.s32 %rd12, %r8, 128;\n    add.s64 %rd13, %rd10, %rd12;\n"
+             "    add.s64 %rd14, %rd13, %rd4;\n") \
+    .replace("[%r10", "[%rd14")
+
+
 def _ptx(limit: int, source: str = SOURCE) -> str:
     text = source.replace("setp.ne.s32 %p2, %r8, 8;", f"setp.ne.s32 %p2, %r8, {limit};")
     assert text != source or limit == 8
@@ -101,7 +112,30 @@ def test_a_shared_variables_address_read_in_the_loop_qualifies():
                for i in head.instructions)
 
 
-@pytest.mark.parametrize("source", [SOURCE, TILE_IN_LOOP], ids=["before", "in_loop"])
+def test_a_loop_of_64_bit_shared_addresses_qualifies():
+    assert WIDE.count("[%rd14") == 4
+    module = build(parse(_ptx(8, WIDE), "shared_loop.ptx"))
+    verify(module)
+    f, notes, prechecked, *_ = hoist_checks(module.functions["shared_loop"], (32, 1, 1))
+    assert [n.split(":")[0] for n in notes] == ["the loop FILL", "the loop SUM"], notes
+    assert len(prechecked) == 5
+    # the 64-bit uniform part is tested at both ends and against wrapping
+    head = next(b for b in f.blocks if b.label == "SUM_hoisted_checks")
+    assert sum(i.opcode == "setp" for i in head.instructions) == 4
+
+
+def test_a_widened_value_that_may_wrap_does_not_qualify():
+    # cvt.s64.s32 of 2^30 k: past 2^31 - 1 from k = 2 on, so the widened value is not the
+    # affine form's (the s32 wraps): SUM keeps its checks
+    text = _ptx(8, WIDE).replace("    mul.wide.s32 %rd12, %r8, 128;\n",
+                                 "    shl.b32 %r9, %r8, 30;\n    cvt.s64.s32 %rd12, %r9;\n")
+    module = build(parse(text, "shared_loop.ptx"))
+    verify(module)
+    _, notes, *_ = hoist_checks(module.functions["shared_loop"], (32, 1, 1))
+    assert [n.split(":")[0] for n in notes] == ["the loop FILL"], notes
+
+
+@pytest.mark.parametrize("source", [SOURCE, TILE_IN_LOOP, WIDE], ids=["before", "in_loop", "wide"])
 def test_sums_agree_with_and_without_hoisting_and_threads(cpu_options, source):
     src, index, out = _run(cpu_options, source=source)
     tid = np.arange(32)
@@ -111,7 +145,7 @@ def test_sums_agree_with_and_without_hoisting_and_threads(cpu_options, source):
         np.testing.assert_array_equal(_run(cpu_options, source=source, **options)[2], out)
 
 
-@pytest.mark.parametrize("source", [SOURCE, TILE_IN_LOOP], ids=["before", "in_loop"])
+@pytest.mark.parametrize("source", [SOURCE, TILE_IN_LOOP, WIDE], ids=["before", "in_loop", "wide"])
 def test_out_of_bounds_in_a_versioned_loop_names_the_same_access(cpu_options, source):
     # SUM runs 12 steps: the third iteration reads tile[256 + tid], past the 1 KiB of shared
     # memory; the test before the loop fails, the loop runs checked and faults there
@@ -121,7 +155,8 @@ def test_out_of_bounds_in_a_versioned_loop_names_the_same_access(cpu_options, so
             _run(cpu_options, 12, source, **options)
         messages.append(re.sub(r"0x[0-9a-f]+", "ADDRESS", str(caught.value)))
     assert messages[0] == messages[1] == messages[2], messages
-    line = source.splitlines().index("    ld.shared.f32 %f3, [%r10];") + 1
+    line = next(i for i, text in enumerate(source.splitlines(), 1)
+                if text.startswith("    ld.shared.f32 %f3, ["))
     assert "read 4 bytes" in messages[0] and f"at line {line} in block (0, 0, 0), thread 0;" \
         in messages[0], messages[0]
 

@@ -118,11 +118,19 @@ ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long str
   c += blockIdx.z * stride_c;
   const Acc zero = (Acc)(m < 0);   // not a constant: see the SIMT kernel
 
+  // the partial sums start at zero in shared memory, and every panel adds to them: no test
+  // of the first panel where the sums are read (NVRTC 13.0 made two copies of the column
+  // loop for one, each with its accumulators, which the CPU target's gangs then kept in
+  // registers at once, and the k loop's accumulators in memory)
+#pragma unroll 1
+  for (int j = 0; j < BN; ++j)
+#pragma unroll
+    for (int r = 0; r < RM; ++r) cs[j][r * 32 + lane] = zero;
+  __syncwarp();
   // one panel at least: with k = 0, C = beta C
   const int panels = max((k + BK - 1) / BK, 1);
   for (int s = 0; s < panels; ++s) {
     const int k0 = s * BK;
-    const bool first = s == 0;
     pack_a(as, a, lda, m, k, row0, k0, lane, trans);
     pack_b(bs, b, ldb, n, k, bn, k0, lane, trans);
     __syncwarp();
@@ -131,7 +139,7 @@ ptxport_gemm(int m, int n, int k, Acc alpha, const In *a, int lda, long long str
 #pragma unroll
       for (int r = 0; r < RM; ++r)
 #pragma unroll
-        for (int q = 0; q < TN; ++q) acc[r][q] = first ? zero : cs[g + q][r * 32 + lane];
+        for (int q = 0; q < TN; ++q) acc[r][q] = cs[g + q][r * 32 + lane];
       const Acc *bq = bs + g * BK;
 #pragma unroll TM
       for (int p = 0; p < BK; ++p) {
