@@ -808,6 +808,42 @@ def test_zero_sign_blind_max_matches_observed_registers():
         assert name not in {r.name for r in zero_sign_blind_registers(kernel)}, body
 
 
+
+def test_blindness_follows_shuffles_and_shared_memory():
+    # a 4-warp softmax's partial maxima and sums: shuffled, stored to the warps' slots in
+    # shared memory and loaded back into registers read only by NaN-blind (and zero-sign-
+    # blind) arithmetic skip canonicalization; the stored bits must be those of the same
+    # chain with the shared value also moved out as bits
+    from ptxport.ir.analysis import nan_blind_registers, zero_sign_blind_registers
+    from ptxport.ir.from_ptx import build
+    from ptxport.ptx.parser import parse
+
+    slot = "mov.u32 %s, slots; shl.b32 %o, %t, 2; add.u32 %s, %s, %o; "
+    chain = (slot + "max.f32 %w, %a, %b; shfl.sync.bfly.b32 %v, %w, 0, 31, -1; "
+             "max.f32 %w, %w, %v; st.shared.b32 [%s], %w; bar.sync 0; "
+             "ld.shared.b32 %x, [%s]; sub.f32 %y, %a, %x; mul.f32 %y, %y, 0f3FB8AA3B; "
+             "ex2.approx.f32 %d, %y;")
+    seen = chain + " mov.b32 %u, %w;"
+    regs = ".reg .b32 %u, %v, %w, %x, %y; .reg .u32 %s, %o; .shared .align 4 .b32 slots[256];"
+    specials = [0x7FC01234, 0xFFA00001, 0x7F800001, 0xFFFFFFFF, 0x7F800000, 0xFF800000,
+                0x80000000, 0, 0x3F800000, 0xBF800000, 0xC2C80000, 0x00000001, 0x80000001]
+    a = [x for x in specials for _ in specials]
+    b = [y for _ in specials for y in specials]
+    blind, observed = run([chain, seen], [a, b], 32, regs=regs)
+    check("through shared memory", blind, observed, [a, b], 32)
+    regs += " .reg .u32 %t; .reg .u64 %ptr;"     # (the sweep's own registers)
+    kernel = build(parse(kernel_text(chain, regs))).kernels[0]
+    for found in (nan_blind_registers(kernel), zero_sign_blind_registers(kernel)):
+        assert {"%v", "%w", "%x"} <= {r.name for r in found}
+    # shared memory read otherwise (a generic load may reach it, a divisor observes the
+    # sign of zero): what is stored there is observed
+    for body, blindness in (
+            (chain + " cvta.shared.u64 %ptr, slots; ld.b32 %u, [%ptr];", nan_blind_registers),
+            (chain + " ld.shared.b32 %u, [%s]; div.full.f32 %d, %a, %u;",
+             zero_sign_blind_registers)):
+        kernel = build(parse(kernel_text(body, regs))).kernels[0]
+        assert "%w" not in {r.name for r in blindness(kernel)}, body
+
 def kernel_text(inst: str, regs: str = ".reg .f32 %x, %y;") -> str:
     from cpu_harness import kernel_ptx
 
