@@ -875,6 +875,7 @@ def test_min_max_chains_as_trees_keep_their_bits(op):
         skips: dict = {}
         uniform: set = set()
         crossing: set = set()
+        chain_counts = None
 
     for body, steps in ((tree, 3), (seen, 6)):
         fl = Lowering()

@@ -1,4 +1,5 @@
-"""Warp gangs: the FMA chains of a dot product's inner loop put side by side before lowering.
+"""Warp gangs: the FMA chains of a dot product's inner loop put side by side before lowering,
+and chains of f32 max or min made balanced trees (balance_chains, below).
 
 Triton 3.9 emits its IEEE f32 `tl.dot` accumulator by accumulator: the 32 FMAs of one
 accumulator's k loop, then the next accumulator's. Each FMA waits for the one before (4
@@ -147,7 +148,7 @@ def _tree(chain: list) -> list:
 
 def _counts(fl) -> dict:
     """id(register) -> (writes, reads) in the kernel, once per kernel."""
-    counts = getattr(fl, "_chain_counts", None)
+    counts = fl.chain_counts
     if counts is None:
         counts = {}
         for inst in fl.function.instructions():
@@ -158,5 +159,5 @@ def _counts(fl) -> dict:
             for reg in reads:
                 w, r = counts.get(id(reg), (0, 0))
                 counts[id(reg)] = (w, r + 1)
-        fl._chain_counts = counts
+        fl.chain_counts = counts
     return counts
