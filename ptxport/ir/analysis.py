@@ -383,55 +383,112 @@ def runs_to_completion(function: ir.Function) -> bool:
 # (a NaN operand gives the other operand, two give the canonical NaN)
 _NAN_BLIND_READERS = ("add", "sub", "mul", "fma", "mad", "setp", "min", "max", "div", "ex2",
                       "abs", "neg")
+_WORDS = (("b32",), ("u32",), ("s32",), ("f32",))
+# the pseudo-register of a function's shared memory, where its 32-bit words can be followed
+# from the st.shared that writes them to the ld.shared that reads them (_shared_followed)
+_SHARED = "shared memory"
+# instructions that read shared memory through registers, not an address operand
+_SHARED_BY_REGISTERS = ("wgmma", "tcgen05", "call")
 
 
-def _carried_into(inst: ir.Instruction, reg) -> ir.Register | None:
-    """The register a 32-bit mov, or a shuffle's value, copies `reg` into bit for bit (to
-    another lane, for a shuffle), or None."""
-    operands = inst.operands
-    if tuple(inst.spec.types) not in (("b32",), ("f32",)) or inst.guard is reg \
-            or inst.opcode not in ("mov", "shfl") or len(operands) < 2 or operands[1] is not reg:
+def _shared_word(inst: ir.Instruction) -> bool:
+    """A scalar 32-bit ld or st of shared memory (no vector, no third operand)."""
+    return inst.opcode in ("ld", "st") and state_space(inst) == "shared" \
+        and tuple(inst.spec.types) in _WORDS and not inst.spec.get("vec") \
+        and len(inst.operands) == 2
+
+
+def _shared_followed(f: ir.Function) -> bool:
+    """Whether every read of `f`'s shared memory is a scalar 32-bit ld.shared: each memory
+    operand belongs to an ld or st of a named state space other than generic (so no
+    generic pointer, atom, cp or ldmatrix reaches shared memory), shared ones of single
+    words, and nothing reads it through registers (wgmma's descriptors, a call's pointer)."""
+    for inst in f.instructions():
+        if inst.opcode in _SHARED_BY_REGISTERS:
+            return False
+        if not any(isinstance(v, ir.Address) for v in inst.operands):
+            continue
+        space = state_space(inst)
+        if inst.opcode not in ("ld", "st") or space is None or space == "generic" \
+                or (space == "shared" and not _shared_word(inst)):
+            return False
+    return True
+
+
+def _bits_carried(inst: ir.Instruction, reg, shared: bool):
+    """Where `inst` copies `reg`'s 32 bits unchanged: the destination register of a mov or of
+    a shuffle's value, or _SHARED for the value of an st.shared where `shared` (shared
+    memory followed); False where such an instruction also reads `reg` otherwise (a lane,
+    a mask, an address, a guard); None where `inst` copies nothing."""
+    store = inst.opcode == "st" and shared and _shared_word(inst)
+    if inst.opcode not in ("mov", "shfl") and not store:
         return None
-    dest = operands[0]
-    if inst.opcode == "shfl":
-        if any(reg in _registers(v) for v in operands[2:]):
-            return None
-        if isinstance(dest, ir.PairValue):
-            dest = dest.first       # (its predicate says whether the source lane was in range)
-    elif len(operands) != 2:
-        return None
-    return dest if isinstance(dest, ir.Register) and dest.vector is None else None
+    if inst.guard is reg or tuple(inst.spec.types) not in _WORDS:
+        return False
+    if store:
+        value = inst.operands[1]
+        return _SHARED if value is reg and reg not in _registers(inst.operands[0]) else False
+    dest = inst.operands[0]
+    if inst.opcode == "shfl" and isinstance(dest, ir.PairValue):
+        dest = dest.first       # (its predicate says whether the source lane was in range)
+    if not isinstance(dest, ir.Register) or dest.vector is not None \
+            or inst.operands[1] is not reg \
+            or any(reg in _registers(v) for v in inst.operands[2:]):
+        return False
+    return dest
+
+
+def _blind_registers(f: ir.Function, use) -> set:
+    """The 32-bit registers of `f` every read of which `use(inst, reg, shared)` finds blind
+    (True), or a copy into a register (or shared memory) itself blind: the greatest such
+    set. `use` answers True, False, or where the read carries the register's bits."""
+    shared = _shared_followed(f)
+    uses: dict = {_SHARED: [] if shared else [False]}
+    feeds: dict = {}        # destination -> the registers carried into it
+    for inst in f.instructions():
+        if shared and inst.opcode == "ld" and _shared_word(inst) \
+                and isinstance(inst.operands[0], ir.Register):
+            uses[_SHARED].append(inst.operands[0])
+            feeds.setdefault(inst.operands[0], []).append(_SHARED)
+        for reg in uses_and_defs(inst)[0]:
+            how = use(inst, reg, shared)
+            uses.setdefault(reg, []).append(how)
+            if how is not True and how is not False:
+                feeds.setdefault(how, []).append(reg)
+    blind = {reg for reg, how in uses.items() if all(how) and (
+        reg is _SHARED or reg.vector is None and reg.type.name in ("f32", "b32"))}
+    # a register stays only while every destination it reaches does (a worklist: each
+    # register leaves once, then its sources are looked at again)
+    work = [how for hows in uses.values() for how in hows
+            if how is not True and how is not False and how not in blind]
+    while work:
+        for source in feeds.get(work.pop(), ()):
+            if source in blind:
+                blind.discard(source)
+                work.append(source)
+    blind.discard(_SHARED)
+    return blind
+
+
+def _nan_use(inst: ir.Instruction, reg, shared: bool):
+    carried = _bits_carried(inst, reg, shared)
+    if carried is not None:
+        return carried
+    # (cvt.f32.f32 in every form gives the canonical NaN, or +0 with .sat, for any NaN)
+    return (inst.opcode in _NAN_BLIND_READERS and tuple(inst.spec.types) == ("f32",)) \
+        or (inst.opcode == "cvt" and tuple(inst.spec.types) == ("f32", "f32"))
 
 
 def nan_blind_registers(f: ir.Function) -> set:
     """The 32-bit registers (.f32, or .b32 as Triton declares its registers) of `f` read only
     as operands of f32 add, sub, mul, fma, mad, div, ex2, abs, neg, min, max, setp and
-    cvt.f32.f32, or copied by a mov or a shuffle into such registers (and read at least
-    once): no instruction can tell which NaN such a register holds, so an f32 NaN written to
-    it need not be made the canonical NaN (an accumulator within an unrolled dot product, a
-    softmax's differences and exponentials and its row maximum through the butterfly, the
-    sums in nvcc's expf; a last write, which a store reads, stays canonical)."""
-    readers: dict = {}
-    feeds: dict = {}        # destination -> the registers copied into it
-    for inst in f.instructions():
-        # (cvt.f32.f32 in every form gives the canonical NaN, or +0 with .sat, for any NaN)
-        blind = (inst.opcode in _NAN_BLIND_READERS and tuple(inst.spec.types) == ("f32",)) \
-            or (inst.opcode == "cvt" and tuple(inst.spec.types) == ("f32", "f32"))
-        for reg in uses_and_defs(inst)[0]:
-            into = None if blind else _carried_into(inst, reg)
-            if into is not None:
-                feeds.setdefault(into, []).append(reg)
-            readers[reg] = readers.get(reg, True) and (blind or into is not None)
-    found = {reg for reg, blind in readers.items()
-             if blind and reg.vector is None and reg.type.name in ("f32", "b32")}
-    # a register copied into one that is not blind is not either (a worklist, as below)
-    work = [dest for dest in feeds if dest not in found]
-    while work:
-        for source in feeds.get(work.pop(), ()):
-            if source in found:
-                found.discard(source)
-                work.append(source)
-    return found
+    cvt.f32.f32 (and at least once), or moved, shuffled or stored to shared memory and
+    loaded back into such registers: no instruction can tell which NaN such a register
+    holds, so an f32 NaN written to it need not be made the canonical NaN (an accumulator
+    within an unrolled dot product, a softmax's differences and exponentials, its warps'
+    partial maxima and sums through shuffles and shared memory, the sums in nvcc's expf; a
+    last write, which a global store reads, stays canonical)."""
+    return _blind_registers(f, _nan_use)
 
 
 # f32 arithmetic whose result is bounded by its operands' bounds (and by 1 with .sat)
@@ -510,27 +567,25 @@ def finite_registers(f: ir.Function) -> set:
 # x + 0 is x, 0 * y and 0 / y are zeros or NaN, min and max pick between equal operands
 _ZERO_SIGN_READERS = ("ex2", "setp")
 _ZERO_SIGN_CARRIERS = {"add": (1, 2), "sub": (1, 2), "mul": (1, 2), "fma": (1, 2, 3),
-                       "mad": (1, 2, 3), "min": (1, 2, 3), "max": (1, 2, 3), "div": (1,),
-                       "shfl": (1,), "mov": (1,)}
+                       "mad": (1, 2, 3), "min": (1, 2, 3), "max": (1, 2, 3), "div": (1,)}
 
 
-def _zero_sign_use(inst: ir.Instruction, reg) -> ir.Register | bool:
+def _zero_sign_use(inst: ir.Instruction, reg, shared: bool):
     """How `inst` reads `reg`: True where the zero's sign cannot matter, the destination
-    register where it reaches at most the sign of that register's zero, False otherwise."""
+    register (or _SHARED) where it reaches at most the sign of that register's zero, False
+    otherwise."""
     if inst.opcode == "cvt":        # .sat gives +0 for -0 (nvcc's expf clamps with it)
         return tuple(inst.spec.types) == ("f32", "f32") and bool(inst.spec.get("sat")) \
             and inst.guard is not reg
-    if tuple(inst.spec.types) not in (("f32",), ("b32",)) or inst.guard is reg \
-            or inst.spec.get("xorsign"):
+    carried = _bits_carried(inst, reg, shared)
+    if carried is not None:
+        return carried
+    if tuple(inst.spec.types) != ("f32",) or inst.guard is reg or inst.spec.get("xorsign"):
         return False
     if inst.opcode in _ZERO_SIGN_READERS:
-        return inst.spec.types[0] == "f32"
+        return True
     positions = _ZERO_SIGN_CARRIERS.get(inst.opcode, ())
-    if inst.opcode not in ("shfl", "mov") and inst.spec.types[0] != "f32":
-        return False
     dest = inst.operands[0]
-    if inst.opcode == "shfl" and isinstance(dest, ir.PairValue):
-        dest = dest.first       # (its predicate says whether the source lane was in range)
     if not positions or not isinstance(dest, ir.Register) or dest.vector is not None:
         return False
     others = [v for i, v in enumerate(inst.operands[1:], 1) if i not in positions]
@@ -548,26 +603,8 @@ def _registers(value) -> set:
 def zero_sign_blind_registers(f: ir.Function) -> set:
     """The 32-bit registers of `f` whose zeros' sign no instruction can observe: read only by
     f32 ex2, setp and cvt.sat.f32.f32, or by f32 add, sub, mul, fma, mad, min, max, a
-    division's dividend, a mov or a shuffle's value whose destination is itself such a
-    register (a softmax's row maximum: x - max, times log2(e), into ex2). An f32 max or
-    min written to one need not order -0 below +0."""
-    uses: dict = {}
-    feeds: dict = {}        # destination -> the registers carried into it
-    for inst in f.instructions():
-        for reg in uses_and_defs(inst)[0]:
-            how = _zero_sign_use(inst, reg)
-            uses.setdefault(reg, []).append(how)
-            if how is not True and how is not False:
-                feeds.setdefault(how, []).append(reg)
-    blind = {reg for reg, how in uses.items()
-             if reg.vector is None and reg.type.name in ("f32", "b32") and all(how)}
-    # a register stays only while every destination it reaches does (a worklist: each
-    # register leaves once, then its sources are looked at again)
-    work = [how for hows in uses.values() for how in hows
-            if how is not True and how is not False and how not in blind]
-    while work:
-        for source in feeds.get(work.pop(), ()):
-            if source in blind:
-                blind.discard(source)
-                work.append(source)
-    return blind
+    division's dividend, a mov, a shuffle's value or a store to shared memory whose
+    destination (each ld.shared's register) is itself such a register (a softmax's row
+    maximum: x - max, times log2(e), into ex2; with several warps a row, through their slots
+    in shared memory). An f32 max or min written to one need not order -0 below +0."""
+    return _blind_registers(f, _zero_sign_use)

@@ -208,3 +208,41 @@ def test_triton_scalar_runs_through_address_registers_of_their_own(n):
     _run(SCALARS, 4, 128, [x, out], np.uint32(n))
     assert (out[:n] == x[:n] + 1).all()
     assert (out[n:] == -1).all()
+
+
+def test_quads_take_a_warps_words_apart_and_put_them_together():
+    """gang/quads.py's two rounds of 16-element shuffles: word k of lane l at 4 * l + k of
+    a .v4 access's 128 words, apart (loads) and together (stores)."""
+    import ctypes
+
+    import llvmlite.binding as llvm
+    from llvmlite import ir as ll
+
+    from ptxport.codegen.lower import PTR
+    from ptxport.codegen.targets.cpu.gang.quads import join_quads, split_quads
+    from ptxport.codegen.targets.cpu.machine import target_machine
+
+    i32 = ll.IntType(32)
+    wide, lanes = ll.VectorType(i32, 128), ll.VectorType(i32, 32)
+    module = ll.Module()
+    fn = ll.Function(module, ll.FunctionType(ll.VoidType(), [PTR] * 4), "f")
+    b = ll.IRBuilder(fn.append_basic_block())
+    src, apart, parts, together = fn.args
+    for k, part in enumerate(split_quads(b, b.load(src, typ=wide, align=4))):
+        b.store(part, b.gep(apart, [ll.Constant(i32, 32 * k)], source_etype=i32), align=4)
+    words = [b.load(b.gep(parts, [ll.Constant(i32, 32 * k)], source_etype=i32), typ=lanes,
+                    align=4)
+             for k in range(4)]
+    b.store(join_quads(b, words), together, align=4)   # (numpy's arrays: 4-byte aligned)
+    b.ret_void()
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(str(module)), target_machine())
+    engine.finalize_object()
+    run = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 4)(engine.get_function_address("f"))
+    x = np.arange(128, dtype=np.int32) * 7 + 3
+    words = (np.arange(4, dtype=np.int32)[:, None] * 1000 + np.arange(32, dtype=np.int32))
+    got_apart = np.zeros((4, 32), np.int32)
+    got_together = np.zeros(128, np.int32)
+    run(x.ctypes.data, got_apart.ctypes.data, np.ascontiguousarray(words).ctypes.data,
+        got_together.ctypes.data)
+    assert (got_apart == x.reshape(32, 4).T).all()
+    assert (got_together == words.T.reshape(128)).all()

@@ -862,3 +862,83 @@ def kernel_text(inst: str, regs: str = ".reg .f32 %x, %y;") -> str:
     from cpu_harness import kernel_ptx
 
     return kernel_ptx(f".reg .b32 %a, %b, %d; {regs} .reg .pred %p;\n" + inst, "")
+
+
+def test_blindness_follows_shuffles_and_shared_memory():
+    # a 4-warp softmax's partial maxima and sums: shuffled, stored to the warps' slots in
+    # shared memory and loaded back into registers read only by NaN-blind (and zero-sign-
+    # blind) arithmetic skip canonicalization; the stored bits must be those of the same
+    # chain with the shared value also moved out as bits
+    from ptxport.ir.analysis import nan_blind_registers, zero_sign_blind_registers
+    from ptxport.ir.from_ptx import build
+    from ptxport.ptx.parser import parse
+
+    slot = "mov.u32 %s, slots; shl.b32 %o, %t, 2; add.u32 %s, %s, %o; "
+    chain = (slot + "max.f32 %w, %a, %b; shfl.sync.bfly.b32 %v, %w, 0, 31, -1; "
+             "max.f32 %w, %w, %v; st.shared.b32 [%s], %w; bar.sync 0; "
+             "ld.shared.b32 %x, [%s]; sub.f32 %y, %a, %x; mul.f32 %y, %y, 0f3FB8AA3B; "
+             "ex2.approx.f32 %d, %y;")
+    seen = chain + " mov.b32 %u, %w;"
+    regs = ".reg .b32 %u, %v, %w, %x, %y; .reg .u32 %s, %o; .shared .align 4 .b32 slots[256];"
+    specials = [0x7FC01234, 0xFFA00001, 0x7F800001, 0xFFFFFFFF, 0x7F800000, 0xFF800000,
+                0x80000000, 0, 0x3F800000, 0xBF800000, 0xC2C80000, 0x00000001, 0x80000001]
+    a = [x for x in specials for _ in specials]
+    b = [y for _ in specials for y in specials]
+    blind, observed = run([chain, seen], [a, b], 32, regs=regs)
+    check("through shared memory", blind, observed, [a, b], 32)
+    regs += " .reg .u32 %t; .reg .u64 %ptr;"     # (the sweep's own registers)
+    kernel = build(parse(kernel_text(chain, regs))).kernels[0]
+    for found in (nan_blind_registers(kernel), zero_sign_blind_registers(kernel)):
+        assert {"%v", "%w", "%x"} <= {r.name for r in found}
+    # shared memory read otherwise (a generic load may reach it, a divisor observes the
+    # sign of zero): what is stored there is observed
+    for body, blindness in (
+            (chain + " cvta.shared.u64 %ptr, slots; ld.b32 %u, [%ptr];", nan_blind_registers),
+            (chain + " ld.shared.b32 %u, [%s]; div.full.f32 %d, %a, %u;",
+             zero_sign_blind_registers)):
+        kernel = build(parse(kernel_text(body, regs))).kernels[0]
+        assert "%w" not in {r.name for r in blindness(kernel)}, body
+
+
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_min_max_chains_as_trees_keep_their_bits(op):
+    # a chain d1 = max(a, b), d2 = max(d1, c)... whose links are read once (a softmax's row
+    # maximum) runs as a balanced tree on warp gangs (gang/chains.py): every order gives the
+    # same bits (NaNs absent, -0 below +0, two NaNs the canonical NaN); the same chain with
+    # its links also moved out as bits stays a chain
+    from ptxport.codegen.targets.cpu.gang.chains import balance_chains
+    from ptxport.ir.from_ptx import build
+    from ptxport.ptx.parser import parse
+
+    leaves = ("neg.f32 %v, %a; abs.f32 %w, %b; mov.b32 %x, 0x80000000; "
+              "mov.b32 %y, 0x7FC05678;")
+    links = ["%u1", "%u2", "%u3", "%u4", "%u5"]
+    chain = [f"{op}.f32 %u1, %a, %b;", f"{op}.f32 %u2, %u1, %v;", f"{op}.f32 %u3, %w, %u2;",
+             f"{op}.f32 %u4, %u3, %x;", f"{op}.f32 %u5, %u4, %a;", f"{op}.f32 %d, %u5, %y;"]
+    tree = leaves + " ".join(chain)
+    seen = tree + "".join(f" mov.b32 %z, {link};" for link in links)
+    regs = ".reg .b32 %u1, %u2, %u3, %u4, %u5, %v, %w, %x, %y, %z;"
+    specials = [0x7FC01234, 0xFFA00001, 0x7F800001, 0xFFFFFFFF, 0x7F800000, 0xFF800000,
+                0x80000000, 0, 0x3F800000, 0xBF800000, 0x00000001, 0x80000001]
+    a = [x for x in specials for _ in specials]
+    b = [y for _ in specials for y in specials]
+    # (one kernel each: a link written twice in one kernel stays a chain)
+    (balanced,), (chained,) = (run([body], [a, b], 32, regs=regs) for body in (tree, seen))
+    check(f"{op} chain", balanced, chained, [a, b], 32)
+
+    class Lowering:         # what balance_chains reads of a gang's lowering
+        skips: dict = {}
+        uniform: set = set()
+        crossing: set = set()
+        chain_counts = None
+
+    for body, steps in ((tree, 3), (seen, 6)):
+        fl = Lowering()
+        fl.function = build(parse(kernel_text(body, regs))).kernels[0]
+        code = [i for i in fl.function.instructions() if i.opcode == op]
+        # the dependent steps to %d: ceil(log2(7 leaves)) as a tree, 6 as a chain
+        depth: dict = {}
+        for inst in balance_chains(code, fl):
+            depth[inst.operands[0].name] = 1 + max(depth.get(v.name, 0)
+                                                   for v in inst.operands[1:])
+        assert depth["%d"] == steps, body

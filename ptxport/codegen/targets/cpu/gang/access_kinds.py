@@ -12,6 +12,7 @@ from ptxport.codegen.lower import I1, I8, I32, I64, PTR, value_type
 from ptxport.codegen.targets.cpu.gang.checks import Place, type_name
 from ptxport.codegen.targets.cpu.gang.classify import HALF, LOW_HALF
 from ptxport.codegen.targets.cpu.gang.lanes import W, declare, vec
+from ptxport.codegen.targets.cpu.gang.quads import join_quads, quads, split_quads
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.ir.types import Type
 from ptxport.passes.shared_bounds import inside
@@ -156,6 +157,8 @@ def interleaved(fl: GangLowering, t: Type, count: int, pointer, values=None, old
                      [PTR, I32, mask.type, wide])
         through = ll.Constant(wide, None) if old is None else _interleave_lanes(fl, old)
         v = ll.IRBuilder.call(b, fn, [pointer, I32(t.size), mask, through])
+        if quads(element, count):
+            return split_quads(b, v)
         return [ll.IRBuilder.shuffle_vector(b, v, ll.Constant(wide, None), ll.Constant(
             ll.VectorType(I32, W), [lane * count + i for lane in range(W)]))
             for i in range(count)]
@@ -169,6 +172,8 @@ def _interleave_lanes(fl: GangLowering, values: list):
     """2 or 4 vectors of the lanes as one, lane l's element i at l * count + i."""
     b, count = fl.b, len(values)
     values = [b.splat(v) for v in values]
+    if quads(values[0].type.element, count):
+        return join_quads(b, values)
     while len(values) > 2:      # pairs joined: [v0 v1], [v2 v3] (count is 2 or 4)
         values = [ll.IRBuilder.shuffle_vector(b, values[i], values[i + 1], ll.Constant(
             ll.VectorType(I32, 2 * W), list(range(2 * W)))) for i in range(0, len(values), 2)]

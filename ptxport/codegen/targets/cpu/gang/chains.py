@@ -1,4 +1,5 @@
-"""Warp gangs: the FMA chains of a dot product's inner loop put side by side before lowering.
+"""Warp gangs: the FMA chains of a dot product's inner loop put side by side before lowering,
+and chains of f32 max or min made balanced trees (balance_chains, below).
 
 Triton 3.9 emits its IEEE f32 `tl.dot` accumulator by accumulator: the 32 FMAs of one
 accumulator's k loop, then the next accumulator's. Each FMA waits for the one before (4
@@ -17,7 +18,7 @@ from __future__ import annotations
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import may_write, uses_and_defs
 
-__all__ = ["PURE", "interleave_chains"]
+__all__ = ["PURE", "balance_chains", "interleave_chains"]
 
 PURE = frozenset({"add", "sub", "mul", "mad", "fma", "neg", "abs", "min", "max", "mov",
                    "setp", "selp", "cvt", "and", "or", "xor", "not", "shl", "shr", "bfe"})
@@ -74,3 +75,89 @@ def _by_depth(run: list) -> list:
             reads_since[r] = []
     order = sorted(range(len(run)), key=lambda n: (depth[n], n))
     return [run[n] for n in order]
+
+
+def balance_chains(code: list, fl) -> list:
+    """`code` with each chain of f32 max (or min) instructions, d1 = max(a, b), d2 = max(d1,
+    c), ..., whose links d1, d2... are each written once and read once in the kernel (by the
+    next max) and live in this segment alone, as a balanced tree over the same leaves: the
+    same result, bit for bit (PTX's max and min pick one of their operands by a total order
+    in which -0 lies below +0 and a NaN operand counts as absent, two NaNs giving the
+    canonical NaN: associative and commutative), with the dependent steps log2(n) instead
+    of n (a softmax's row maximum: 31 steps a lane with one warp a row, 7 with four). The
+    links hold the tree's inner nodes; a segment with skippable runs stays as it is."""
+    if any(id(inst) in fl.skips for inst in code):
+        return code
+    counts = _counts(fl)
+    out: list = []
+    i = 0
+    while i < len(code):
+        chain = _chain(code, i, counts, fl)
+        if len(chain) < 3:
+            out.append(code[i])
+            i += 1
+            continue
+        out += _tree(chain)
+        i += len(chain)
+    return out
+
+
+def _plain_min_max(inst: ir.Instruction) -> bool:
+    return inst.opcode in ("min", "max") and inst.spec.modifiers == ("f32",) \
+        and inst.guard is None and len(inst.operands) == 3 \
+        and all(isinstance(v, ir.Register) and v.vector is None for v in inst.operands)
+
+
+def _chain(code: list, i: int, counts: dict, fl) -> list:
+    """The chain that starts at code[i] (its instructions; fewer than 3: none)."""
+    first = code[i]
+    if not _plain_min_max(first):
+        return []
+    chain = [first]
+    for inst in code[i + 1:]:
+        link = chain[-1].operands[0]
+        if not _plain_min_max(inst) or inst.opcode != first.opcode \
+                or counts.get(id(link)) != (1, 1) or link in fl.uniform \
+                or link in fl.crossing or list(inst.operands[1:]).count(link) != 1:
+            break
+        chain.append(inst)
+    return chain
+
+
+def _tree(chain: list) -> list:
+    """The chain's leaves combined pairwise, level by level, into its last destination; its
+    other destinations hold the inner nodes (its first instruction, the first pair's, stays
+    as it is)."""
+    leaves = list(chain[0].operands[1:])
+    for inst, before in zip(chain[1:], chain, strict=False):
+        leaves.append(next(v for v in inst.operands[1:] if v is not before.operands[0]))
+    nodes = [inst.operands[0] for inst in chain[:-1]]
+    final, spec = chain[-1].operands[0], chain[0].spec
+    out: list = []
+    level = leaves
+    while len(level) > 1:
+        following = []
+        for k in range(0, len(level) - 1, 2):
+            dest = final if len(level) == 2 else nodes.pop(0)
+            out.append(chain[0] if not out else ir.Instruction(
+                spec, (dest, level[k], level[k + 1]), pos=chain[-1].pos))
+            following.append(dest)
+        level = following + level[len(level) - len(level) % 2:]
+    return out
+
+
+def _counts(fl) -> dict:
+    """id(register) -> (writes, reads) in the kernel, once per kernel."""
+    counts = fl.chain_counts
+    if counts is None:
+        counts = {}
+        for inst in fl.function.instructions():
+            reads, _ = uses_and_defs(inst)
+            for reg in may_write(inst):
+                w, r = counts.get(id(reg), (0, 0))
+                counts[id(reg)] = (w + 1, r)
+            for reg in reads:
+                w, r = counts.get(id(reg), (0, 0))
+                counts[id(reg)] = (w, r + 1)
+        fl.chain_counts = counts
+    return counts

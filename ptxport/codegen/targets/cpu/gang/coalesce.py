@@ -25,6 +25,7 @@ from ptxport.codegen.lower import I32, PTR, value_type
 from ptxport.codegen.ops.data import instruction_type, state_space, vector_count
 from ptxport.codegen.targets.cpu.gang.checks import type_name
 from ptxport.codegen.targets.cpu.gang.lanes import W, declare
+from ptxport.codegen.targets.cpu.gang.quads import join_quads, quads, split_quads
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import may_write
@@ -155,12 +156,15 @@ def interleaved_access(fl: GangLowering, t, masks: list, pointer, values=None):
         fn = declare(fl.llfn.module, f"llvm.masked.load.v{n}{name}.p0", wide,
                      [PTR, I32, mask.type, wide])
         v = ll.IRBuilder.call(b, fn, [pointer, I32(t.size), mask, ll.Constant(wide, None)])
+        if quads(element, count):
+            return split_quads(b, v)
         return [ll.IRBuilder.shuffle_vector(b, v, ll.Constant(wide, None), ll.Constant(
             ll.VectorType(I32, W), [lane * count + k for lane in range(W)]))
             for k in range(count)]
     fn = declare(fl.llfn.module, f"llvm.masked.store.v{n}{name}.p0", ll.VoidType(),
                  [wide, PTR, I32, mask.type])
-    ll.IRBuilder.call(b, fn, [_interleave(b, values), pointer, I32(t.size), mask])
+    together = join_quads(b, values) if quads(element, count) else _interleave(b, values)
+    ll.IRBuilder.call(b, fn, [together, pointer, I32(t.size), mask])
     return None
 
 

@@ -49,7 +49,7 @@ from ptxport.codegen.targets.cpu.abi import CTX
 from ptxport.codegen.targets.cpu.gang import nan_shadows, reloads, windows
 from ptxport.codegen.targets.cpu.gang.async_copy import lower_cp
 from ptxport.codegen.targets.cpu.gang.atomics import lower_atom
-from ptxport.codegen.targets.cpu.gang.chains import interleave_chains
+from ptxport.codegen.targets.cpu.gang.chains import balance_chains, interleave_chains
 from ptxport.codegen.targets.cpu.gang.classify import (
     check_widening,
     forget_classes,
@@ -529,7 +529,7 @@ def _lower_segments(fl: GangLowering, kernel: ir.Function, gang: ll.Function,
 def _lower_code(fl: GangLowering, code: list) -> None:
     """A segment's instructions, each skippable run (fl.skips) behind a test of its
     predicate."""
-    code = interleave_chains(code, fl.skips)
+    code = balance_chains(interleave_chains(code, fl.skips), fl)
     i = 0
     while i < len(code):
         skip = fl.skips.get(id(code[i]))

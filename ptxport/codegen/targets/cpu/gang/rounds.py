@@ -25,7 +25,11 @@ from ptxport.codegen.targets.cpu.stop import branch_on_stop
 
 __all__ = ["build_run_blocks"]
 
-_NONE_YET = -2      # a round's "uniform" before its first warp: no barrier named yet
+# A round is uniform where every warp's result is the same WHOLE_AT + point: the bitwise OR
+# and AND of the results (`any`, `all`, from 0 and -1) are then equal, and differ in some bit
+# wherever two results differ (an exited warp counts -1, as no whole wait); two instructions
+# a warp, where the comparisons with the first warp's result took eight.
+_ANY, _ALL = 0, -1
 
 
 class _Rounds:
@@ -44,7 +48,7 @@ class _Rounds:
                                            source_etype=I8), typ=PTR)
         self.failed = fn.append_basic_block("failed")
         self.failures: list = []        # (result, warp, block) of each failing call
-        self.ends: list = []            # (block, waiting, uniform) where a round ends
+        self.ends: list = []            # (block, waiting, any, all) where a round ends
 
     def frame(self, w):
         b = self.b
@@ -52,16 +56,13 @@ class _Rounds:
                       source_etype=I8)
         return frame, b.gep(frame, [I64(STATUS)], source_etype=I8)
 
-    def ran(self, w, result, waiting, uniform, step: ll.Block):
+    def ran(self, w, result, waiting, any_, all_, step: ll.Block):
         """After a warp's call: note a failure (to `failed`), else go to `step`; returns
-        (waiting, uniform) after this warp."""
+        (waiting, any, all) after this warp."""
         b = self.b
         at_barrier = b.icmp_signed(">", result, I32(0))
-        same = b.or_(b.icmp_signed("==", uniform, I32(_NONE_YET)),
-                     b.icmp_signed("==", uniform, result))
-        whole = b.icmp_signed(">=", result, I32(WHOLE_AT))
         ok = b.or_(b.icmp_signed("==", result, I32(-1)), at_barrier)
-        after = (b.or_(waiting, at_barrier), b.select(b.and_(whole, same), result, I32(-1)))
+        after = (b.or_(waiting, at_barrier), b.or_(any_, result), b.and_(all_, result))
         self.failures.append((result, w, b.block))
         b.cbranch(ok, step, self.failed)
         return after
@@ -75,7 +76,7 @@ def _loop_head(r: _Rounds, name: str, phis: tuple) -> tuple:
     return head, tuple(r.b.phi(typ, n) for n, typ in phis)
 
 
-def _general_round(r: _Rounds, head: ll.Block, w, waiting, uniform, fresh) -> None:
+def _general_round(r: _Rounds, head: ll.Block, w, waiting, any_, all_, fresh) -> None:
     """The round every warp that has not exited runs in from wherever it waits (the first
     round of a block: fresh, from the kernel's start)."""
     b, fn = r.b, r.fn
@@ -88,19 +89,19 @@ def _general_round(r: _Rounds, head: ll.Block, w, waiting, uniform, fresh) -> No
     b.position_at_end(run)
     result = b.call(r.gang, [r.ctx, frame, w, r.nthreads, fresh, I32(-1), r.block_copy])
     b.store(result, status)
-    after = r.ran(w, result, waiting, uniform, step)
+    after = r.ran(w, result, waiting, any_, all_, step)
     ran = b.block
     b.position_at_end(step)
-    next_waiting, next_uniform = b.phi(I1), b.phi(I32)
-    next_waiting.add_incoming(waiting, body)
-    next_uniform.add_incoming(I32(-1), body)        # (an exited warp: no uniform round)
-    next_waiting.add_incoming(after[0], ran)
-    next_uniform.add_incoming(after[1], ran)
-    for phi, value in zip((w, waiting, uniform, fresh),
-                          (b.add(w, I32(1)), next_waiting, next_uniform, fresh), strict=True):
+    nexts = (b.phi(I1), b.phi(I32), b.phi(I32))
+    # (an exited warp counts as a result of -1: no uniform round)
+    for phi, skipped, value in zip(nexts, (waiting, I32(-1), all_), after, strict=True):
+        phi.add_incoming(skipped, body)
+        phi.add_incoming(value, ran)
+    for phi, value in zip((w, waiting, any_, all_, fresh),
+                          (b.add(w, I32(1)), *nexts, fresh), strict=True):
         phi.add_incoming(value, step)
     b.branch(head)
-    r.ends.append((done, waiting, uniform))
+    r.ends.append((done, waiting, any_, all_))
 
 
 def _uniform_round(r: _Rounds, point: int, general: ll.Block, general_phis) -> ll.Block:
@@ -111,11 +112,11 @@ def _uniform_round(r: _Rounds, point: int, general: ll.Block, general_phis) -> l
     entry = fn.append_basic_block(f"uniform_round_{point}")
     b.position_at_end(entry)
     start = b.block
-    head, (w, waiting, uniform) = _loop_head(r, f"uniform_warp_{point}", (
-        ("w", I32), ("waiting", I1), ("uniform", I32)))
+    head, (w, waiting, any_, all_) = _loop_head(r, f"uniform_warp_{point}", (
+        ("w", I32), ("waiting", I1), ("any", I32), ("all", I32)))
     with b.goto_block(start):
         b.branch(head)
-    for phi, value in zip((w, waiting, uniform), (I32(0), I1(0), I32(_NONE_YET)),
+    for phi, value in zip((w, waiting, any_, all_), (I32(0), I1(0), I32(_ANY), I32(_ALL)),
                           strict=True):
         phi.add_incoming(value, start)
     body, stay, step, done = (fn.append_basic_block(f"{n}_{point}") for n in (
@@ -126,15 +127,16 @@ def _uniform_round(r: _Rounds, point: int, general: ll.Block, general_phis) -> l
     result = b.call(r.gang, [r.ctx, frame, w, r.nthreads, I1(0), I32(point), r.block_copy])
     b.store(result, status)
     b.cbranch(b.icmp_signed("==", result, I32(CONTINUE)), general, stay)
-    for phi, value in zip(general_phis, (w, waiting, uniform, I1(0)), strict=True):
+    for phi, value in zip(general_phis, (w, waiting, any_, all_, I1(0)), strict=True):
         phi.add_incoming(value, body)
     b.position_at_end(stay)
-    after = r.ran(w, result, waiting, uniform, step)
+    after = r.ran(w, result, waiting, any_, all_, step)
     b.position_at_end(step)
-    for phi, value in zip((w, waiting, uniform), (b.add(w, I32(1)), *after), strict=True):
+    for phi, value in zip((w, waiting, any_, all_), (b.add(w, I32(1)), *after),
+                          strict=True):
         phi.add_incoming(value, step)
     b.branch(head)
-    r.ends.append((done, waiting, uniform))
+    r.ends.append((done, waiting, any_, all_))
     return entry
 
 
@@ -169,19 +171,19 @@ def build_run_blocks(llmod: ll.Module, gang: ll.Function, warp_frame: int,
     _copy_block_fields(r, fields)
     start = b.block
     general, phis = _loop_head(r, "warp_head", (
-        ("w", I32), ("waiting", I1), ("uniform", I32), ("fresh", I1)))
+        ("w", I32), ("waiting", I1), ("any", I32), ("all", I32), ("fresh", I1)))
     with b.goto_block(start):
         b.branch(general)
-    for phi, value in zip(phis, (I32(0), I1(0), I32(_NONE_YET), I1(1)), strict=True):
+    for phi, value in zip(phis, (I32(0), I1(0), I32(_ANY), I32(_ALL), I1(1)), strict=True):
         phi.add_incoming(value, start)
     _general_round(r, general, *phis)
     uniform_rounds = [(point, _uniform_round(r, point, general, phis)) for point in points]
     round_end = fn.append_basic_block("round_end")
     b.position_at_end(round_end)
-    waiting, uniform = b.phi(I1, "waiting"), b.phi(I32, "uniform")
-    for end, end_waiting, end_uniform in r.ends:
-        waiting.add_incoming(end_waiting, end)
-        uniform.add_incoming(end_uniform, end)
+    waiting, any_, all_ = b.phi(I1, "waiting"), b.phi(I32, "any"), b.phi(I32, "all")
+    for end, *values in r.ends:
+        for phi, value in zip((waiting, any_, all_), values, strict=True):
+            phi.add_incoming(value, end)
         with b.goto_block(end):
             b.branch(round_end)
     again, stopped, next_round = (fn.append_basic_block(n) for n in (
@@ -195,9 +197,11 @@ def build_run_blocks(llmod: ll.Module, gang: ll.Function, warp_frame: int,
     b.position_at_end(again)
     branch_on_stop(b, r.stop, stopped, next_round)
     b.position_at_end(next_round)
-    for phi, value in zip(phis, (I32(0), I1(0), I32(_NONE_YET), I1(0)), strict=True):
+    for phi, value in zip(phis, (I32(0), I1(0), I32(_ANY), I32(_ALL), I1(0)), strict=True):
         phi.add_incoming(value, b.block)
-    switch = b.switch(uniform, general)
+    # every warp's result the same (WHOLE_AT + a point of a uniform round: the switch's
+    # cases; any other result, or -1 where they differ, goes to the general round)
+    switch = b.switch(b.select(b.icmp_signed("==", any_, all_), any_, I32(-1)), general)
     for point, entry in uniform_rounds:
         switch.add_case(I32(WHOLE_AT + point), entry)
     _failed(r, n)

@@ -184,6 +184,8 @@ class GangLowering(FunctionLowering):
         self.offset_bases: dict | None = None
         # wgmma's accumulators in stack memory, by their count (wgmma.py)
         self.wgmma_slots: dict = {}
+        # id(register) -> (writes, reads) in the kernel (chains.py, found on first use)
+        self.chain_counts: dict | None = None
         self.read_somewhere = set().union(
             *(uses_and_defs(inst)[0] for inst in function.instructions()))
 
