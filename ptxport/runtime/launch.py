@@ -439,56 +439,61 @@ def _queue(stream: Stream, config: LaunchConfig, kernel: Kernel, params: bytes, 
     device = stream.device
     grid, block, shmem_size, timeout = config.grid, config.block, config.shmem_size, \
         config.timeout
-    backend, ordinal = device._backend, device.device_id
     ready = kernel._ready.get((device, block))
     if ready is None:
+        backend = device._backend
         binary = kernel._binary(device)
         # Compiles (or loads) code for this block shape now; Events around this launch
         # then say that their time includes it.
         compiled = backend.prepare(binary, block)
-        at_once = backend.runs_at_once(binary)
-        kernel._ready[(device, block)] = (binary, at_once)
+        # (kept for the next launches: what each asks of the device and kernel, once)
+        kernel._ready[(device, block)] = ready = (
+            binary, backend.runs_at_once(binary), backend, device.device_id, kernel.name,
+            prod(block), hasattr(backend, "start_launch"))
     else:
-        (binary, at_once), compiled = ready, False
+        compiled = False
+    binary, at_once, backend, ordinal, name, threads, starts = ready
 
     # (only the backends that take them are given a timeout or a cooperative launch)
-    options = {} if timeout is None else {"timeout": timeout}
+    options = None if timeout is None else {"timeout": timeout}
     if config.is_cooperative:
-        options["cooperative"] = True
+        options = {**(options or {}), "cooperative": True}
 
     def run(keep=keep) -> None:  # `keep`: the buffers' memory lives until the kernel ran
         try:
-            backend.launch(ordinal, binary, grid, block, shmem_size, params, **options)
+            if options is None:
+                backend.launch(ordinal, binary, grid, block, shmem_size, params)
+            else:
+                backend.launch(ordinal, binary, grid, block, shmem_size, params, **options)
         except PtxportError:
             raise
         except Exception as e:
             raise KernelExecutionError(
-                f"kernel {kernel.name} failed on {device}: {type(e).__name__}: {e}") from e
+                f"kernel {name} failed on {device}: {type(e).__name__}: {e}") from e
 
     def what() -> str:   # words for a timeout's message, made only when one needs them
         limit = "" if timeout is None else f", stopped after {timeout:g} s"
-        return f"kernel {kernel.name} (grid {grid}, block {block}{limit})"
+        return f"kernel {name} (grid {grid}, block {block}{limit})"
 
     # A small grid of a kernel that cannot wait for anything (backend.runs_at_once) runs on
     # this thread now when its stream is idle, sparing two hand-overs between threads; a
     # failure is still raised by the next sync. Its first launch is queued, for Events to
     # say it compiled; a larger grid too, so that the caller's work overlaps it (unless
     # `now`: launch_now's caller waits for it).
-    large = prod(grid) * prod(block) > _AT_ONCE_THREADS and not now
-    if compiled or not at_once or large or \
-            not stream._run_now(run, what=what, kernel=kernel.name):
-        # Otherwise its blocks begin at once where the device can (the CPU device's worker
-        # threads, backends/cpu/early.py) when the stream is idle, and what finishes it is
-        # queued (a sync, or the stream's thread, joins it). (Not on the stand-ins of
-        # ptxport.compat: a graph's capture keeps work, never runs it.)
-        start_now = getattr(stream, "_start_now", None)
-        if compiled or now or options or start_now is None or \
-                not hasattr(backend, "start_launch") or \
-                not start_now(lambda: _start(backend, ordinal, binary, grid, block,
-                                             shmem_size, params, keep, what),
-                              what=what, kernel=kernel.name):
-            stream._submit(run, what=what, kernel=kernel.name, compiled=bool(compiled),
-                           defer=True)
+    if at_once and not compiled and (now or grid[0] * grid[1] * grid[2] * threads
+                                     <= _AT_ONCE_THREADS) \
+            and stream._run_now(run, what, name):
+        return
+    # Otherwise its blocks begin at once where the device can (the CPU device's worker
+    # threads, backends/cpu/early.py) when the stream is idle, and what finishes it is
+    # queued (a sync, or the stream's thread, joins it). (Not on the stand-ins of
+    # ptxport.compat: a graph's capture keeps work, never runs it.)
+    start_now = getattr(stream, "_start_now", None)
+    if compiled or now or options is not None or start_now is None or not starts or \
+            not start_now(lambda: _start(backend, ordinal, binary, grid, block, shmem_size,
+                                         params, keep, what),
+                          what=what, kernel=name):
+        stream._submit(run, what=what, kernel=name, compiled=bool(compiled), defer=True)
 
 
 def _start(backend, ordinal: int, binary, grid, block, shmem_size: int, params: bytes, keep,

@@ -60,7 +60,9 @@ class _Worker:
         # one lock, two conditions: the worker thread waits on `_work` (for work to take),
         # threads in wait_idle on `_state` (for the stream to empty, or work to take), so
         # that work run on a waiting thread does not wake the idle worker for nothing
-        lock = threading.Lock()
+        # (taken as `with self._lock`: the lock's own, C, enter and exit; the conditions'
+        # are Python functions, and every launch takes the lock twice)
+        self._lock = lock = threading.Lock()
         self._state = threading.Condition(lock)
         self._work = threading.Condition(lock)
         self._pending = 0
@@ -93,7 +95,7 @@ class _Worker:
         it on the waiting thread (a launch followed by a sync then costs no thread switch,
         nor a thread woken on a core the launch's own workers use), and otherwise the
         worker thread takes it at its next look at the queue, within _TICK seconds."""
-        with self._state:
+        with self._lock:
             idle = not self._items and not self._running
             self._pending += 1
             self._submitted += 1
@@ -107,7 +109,7 @@ class _Worker:
     def kick(self) -> None:
         """Wake the worker thread for work queued but not started (a thread about to wait
         for it without taking it: a sync with a timeout, a query)."""
-        with self._state:
+        with self._lock:
             if self._items and not self._running:
                 self._work.notify()
 
@@ -116,7 +118,7 @@ class _Worker:
         """Run skippable `work` on this thread at once if the stream is idle (nothing queued,
         nothing running, no kept error), as if the worker had taken it: False, having done
         nothing, when it is not. A failure is kept for the next sync, as the worker keeps it."""
-        with self._state:
+        with self._lock:
             if self._running or self._items or self._error is not None or self._stopped:
                 return False
             self._running = True
@@ -127,7 +129,7 @@ class _Worker:
             work()
         except BaseException as e:  # kept and raised by sync() on the user's thread
             failure = e
-        with self._state:
+        with self._lock:
             self._current = None
             self._running = False
             if failure is not None:
@@ -143,7 +145,7 @@ class _Worker:
         the stream's next work (not skippable; a sync or the worker thread runs it, as
         submit's `defer` says). False when the stream is not idle or start() returned None
         (having done nothing)."""
-        with self._state:      # (held through start(): nothing is queued ahead of it)
+        with self._lock:      # (held through start(): nothing is queued ahead of it)
             if self._running or self._items or self._error is not None or self._stopped:
                 return False
             finish = start()
@@ -161,7 +163,7 @@ class _Worker:
 
     def stop(self) -> None:
         """End the thread once the queued work has run."""
-        with self._state:
+        with self._lock:
             self._stopped = True
             self._work.notify()
 
@@ -174,7 +176,7 @@ class _Worker:
 
     def _run(self) -> None:
         while True:
-            with self._state:
+            with self._lock:
                 item = self._next()
                 if item is None:   # stopped, and nothing is left
                     return
@@ -212,17 +214,17 @@ class _Worker:
         if compiled:   # a launch whose kernel was compiled for it
             self.compiled.append(about[1])
         if skippable and self._error is not None:
-            with self._state:
+            with self._lock:
                 self._skipped += 1
         else:
-            with self._state:
+            with self._lock:
                 self._current = (*about, time.monotonic())
             try:
                 work()
             except BaseException as e:  # kept and raised by sync() on the user's thread
                 failure = e
         item = work = about = None
-        with self._state:
+        with self._lock:
             self._current = None
             self._running = False
             if failure is not None and self._error is None:
@@ -248,12 +250,12 @@ class _Worker:
         if not self._pending:   # (this thread's own work is counted when it was queued)
             return True
         if timeout is not None or threading.current_thread() is self._thread:
-            with self._state:
+            with self._lock:
                 if self._items and not self._running:   # (deferred work: start it now)
                     self._work.notify()
                 return self._wait(lambda: self._pending == 0, timeout)
         while True:
-            with self._state:
+            with self._lock:
                 self._wait(lambda: self._pending == 0 or self._items and not self._running)
                 if self._pending == 0:
                     return True
@@ -278,7 +280,7 @@ class _Worker:
         parts, kernels, worker, seen = [], [], self, set()
         while worker is not None and id(worker) not in seen:
             seen.add(id(worker))
-            with worker._state:
+            with worker._lock:
                 current, pending = worker._current, worker._pending
             if current is None:
                 parts.append(f"{pending} operation(s) not started yet" if pending else
@@ -312,7 +314,7 @@ class _Worker:
         """The kept error, if any, forgotten so that the stream is usable again."""
         if self._error is None:     # (set before the work counts as done: seen by then)
             return None
-        with self._state:
+        with self._lock:
             error, skipped = self._error, self._skipped
             self._error, self._skipped = None, 0
         if error is not None and skipped and hasattr(error, "add_note"):
@@ -342,9 +344,8 @@ class Stream:
         """Run skippable `work` now, on this thread, if the stream is idle (True); else do
         nothing (False: queue it with _submit). For work that cannot wait for anything the
         caller does later (a loop-free kernel): running it at once is then one of the orders
-        an asynchronous stream may run it in, without the hand-over to the worker thread."""
-        if not self._close.alive:
-            raise InvalidValueError(f"{self!r} is closed: create a new stream")
+        an asynchronous stream may run it in, without the hand-over to the worker thread.
+        (A closed stream's worker is stopped: run_now gives False, and _submit refuses.)"""
         return self._worker.run_now(work, what, kernel)
 
     def _start_now(self, start: Callable[[], Callable[[], None] | None],
@@ -381,8 +382,11 @@ class Stream:
             still running (the work goes on; a later sync waits for it again). None: wait
             as long as it takes.
         """
+        worker = self._worker
+        if timeout is None and not worker._pending and worker._error is None:
+            return      # (the usual case after a launch run at once: nothing to wait for)
         seconds = timeout_seconds(timeout)
-        if not self._worker.wait_idle(seconds):
+        if not worker.wait_idle(seconds):
             raise self._worker.timeout_error(f"{self!r}.sync(timeout={seconds:g})", seconds,
                                              self._device)
         error = self._worker.take_error()

@@ -640,6 +640,19 @@ def _run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocatio
         raise errors[0]
 
 
+def _grid_shape(binary, grid, smids: int) -> tuple:
+    """Grid's split of `grid` on `smids` workers: (blocks, python_rounds, workers, chunk,
+    layout)."""
+    blocks = grid[0] * grid[1] * grid[2]
+    waits = bool(binary.plan.sync_points)
+    # the general resolver (tests compare it with the native one) runs in Python, under
+    # the GIL: on the launching thread alone
+    python_rounds = waits and not binary.native_waits
+    workers = 1 if python_rounds else min(smids, blocks)
+    return (blocks, python_rounds, workers, _chunk(blocks, workers),
+            entry.CLAIMED_WAITING if waits else entry.CLAIMED)
+
+
 class Grid:
     """One launch: its workers (a team of the pool it runs on) and how they share the
     blocks."""
@@ -650,15 +663,17 @@ class Grid:
             binary, grid, block, dynamic_shared
         self.params, self.allocations, self.stop = params, allocations, stop
         self.workspace = workspace
-        self.blocks = grid[0] * grid[1] * grid[2]
-        self.smids = worker_count()
-        waits = bool(binary.plan.sync_points)
-        # the general resolver (tests compare it with the native one) runs in Python, under
-        # the GIL: on the launching thread alone
-        self.python_rounds = waits and not binary.native_waits
-        self.workers = 1 if self.python_rounds else min(self.smids, self.blocks)
-        self.chunk = _chunk(self.blocks, self.workers)
-        self.layout = entry.CLAIMED_WAITING if waits else entry.CLAIMED
+        self.smids = smids = worker_count()
+        # (the same grid comes again launch after launch: its split is kept on the binary)
+        shapes = binary.__dict__.setdefault("_grid_shapes", {})   # (one dict call: atomic)
+        key = (grid, smids, _SCHEDULE[0], binary.native_waits)   # (tests change the last)
+        shape = shapes.get(key)
+        if shape is None:
+            shape = _grid_shape(binary, grid, smids)
+            if len(shapes) >= 64:     # (a program sweeping over grids: keep the newest)
+                shapes.clear()
+            shapes[key] = shape
+        self.blocks, self.python_rounds, self.workers, self.chunk, self.layout = shape
         # what failed in a block a worker finished in Python (_Team._finish_block); the
         # first one set the stop word, so that blocks waiting for it end too
         self.failures: list[BaseException] = []
@@ -680,15 +695,16 @@ class Grid:
                 and last[2] == like:
             if self.python_rounds:      # (no pool: its share would zero the cache)
                 team.workers[0].restart()
+            # (the job's CACHE_BYTES word is the last launch's, which had these allocations)
         else:
             tables = self._tables(team.workers[:self.workers])
             for smid, worker in enumerate(team.workers[:self.workers]):
                 worker.prepare(self.params, self.grid, self.allocations,
                                self.binary.global_ranges, self.stop, smid, self.smids,
                                self.workspace, None if tables is None else tables[smid])
+            team.job.words[pool_threads.CACHE_BYTES] = 0 if self.allocations is None \
+                else team.workers[0].site_cache_bytes
         team.last_launch = None
-        team.job.words[pool_threads.CACHE_BYTES] = 0 if self.allocations is None \
-            else team.workers[0].site_cache_bytes
         return team
 
     def finish(self, pool, team: _Team) -> None:
