@@ -381,14 +381,18 @@ def launch_now(stream: Stream, config: LaunchConfig, kernel: Kernel, *args) -> N
 
 
 def _expect(stream: Stream, config: LaunchConfig) -> None:
-    """Tell the stream's backend that a launch of config's grid is coming, before its
-    arguments are checked and packed (the CPU device wakes the parked worker threads it
-    will run on then: waking one takes longer than the packing)."""
-    # (stream.device: a Stream's or a graph Capture's; a device group has no one backend)
-    expect = getattr(getattr(stream.device, "_backend", None), "expect_launch", None)
-    if expect is not None and isinstance(config, LaunchConfig):
-        x, y, z = config.grid
-        expect(x * y * z)
+    """Tell the stream's backend that a launch of config's grid (of more than one block) is
+    coming, before its arguments are checked and packed (the CPU device wakes the parked
+    worker threads it will run on then: waking one takes longer than the packing)."""
+    # (stream.device: a Stream's or a graph Capture's; a device group has no one backend.
+    # A grid of one block needs no other thread: nothing to tell.)
+    if not isinstance(config, LaunchConfig):
+        return
+    x, y, z = config.grid
+    if x * y * z > 1:
+        expect = getattr(getattr(stream.device, "_backend", None), "expect_launch", None)
+        if expect is not None:
+            expect(x * y * z)
 
 
 def _check_once(config: LaunchConfig, kernel: Kernel, device: Device) -> None:
@@ -415,16 +419,20 @@ def launch_packed(stream: Stream, config: LaunchConfig, kernel: Kernel, params: 
     Triton front end's common launches); others call launch(), which checks every argument
     first.
     """
+    device = stream.device
     _expect(stream, config)
     if not checked:
-        _check_once(config, kernel, stream.device)
+        _check_once(config, kernel, device)
     if len(params) != kernel.param_buffer_size:
         raise ArgumentError(f"kernel {kernel.name} takes {kernel.param_buffer_size} bytes of "
                             f"parameters, not {len(params)}")
-    group_launch = getattr(stream.device, "launch_packed", None)
-    if group_launch is not None:   # a device group as one device (runtime/group_device.py)
-        group_launch(stream, config, kernel, params)
-        return
+    # a device group as one device (runtime/group_device.py); (a plain Device has no
+    # launch_packed: a getattr that misses costs more than the class check)
+    if device.__class__ is not Device:
+        group_launch = getattr(device, "launch_packed", None)
+        if group_launch is not None:
+            group_launch(stream, config, kernel, params)
+            return
     _queue(stream, config, kernel, params, keep, now)
 
 

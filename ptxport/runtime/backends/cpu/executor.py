@@ -538,7 +538,9 @@ _Finish = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_uint64, ctypes.c_int64, ctyp
 def _team(binary, pool, block, dynamic_shared: int, layout: entry.Layout) -> _Team:
     """The pool's team for the binary and block shape, kept on the binary (so that it goes
     with it) for the next launch."""
-    kept = binary.__dict__.setdefault("_teams", {})     # (one dict call: atomic)
+    kept = binary.__dict__.get("_teams")
+    if kept is None:
+        kept = binary.__dict__.setdefault("_teams", {})     # (one dict call: atomic)
     key = (pool.number, block, dynamic_shared)
     team = kept.get(key)
     if team is None:
@@ -665,7 +667,9 @@ class Grid:
         self.workspace = workspace
         self.smids = smids = worker_count()
         # (the same grid comes again launch after launch: its split is kept on the binary)
-        shapes = binary.__dict__.setdefault("_grid_shapes", {})   # (one dict call: atomic)
+        shapes = binary.__dict__.get("_grid_shapes")
+        if shapes is None:
+            shapes = binary.__dict__.setdefault("_grid_shapes", {})   # (atomic)
         key = (grid, smids, _SCHEDULE[0], binary.native_waits)   # (tests change the last)
         shape = shapes.get(key)
         if shape is None:
@@ -685,7 +689,8 @@ class Grid:
     def prepare(self, pool) -> _Team:
         """The pool's team for this launch, its workers set up for it."""
         team = _team(self.binary, pool, self.block, self.dynamic_shared, self.layout)
-        team.size_for(self.workers)
+        if len(team.workers) < self.workers:
+            team.size_for(self.workers)
         pool.grow(self.workers - 1)
         # (a launch like the team's last, which succeeded, finds every worker's context
         # set: preparing 16 workers costs more than an empty grid runs)

@@ -96,4 +96,7 @@ def take_param_buffer(size: int) -> ctypes.Array:
 
 def give_param_buffer(buffer: ctypes.Array) -> None:
     """Keep an ended launch's parameter buffer for a later launch."""
-    _PARAM_BUFFERS.setdefault(len(buffer), []).append(buffer)
+    kept = _PARAM_BUFFERS.get(len(buffer))
+    if kept is None:        # (setdefault's default list would be made at every launch)
+        kept = _PARAM_BUFFERS.setdefault(len(buffer), [])
+    kept.append(buffer)
