@@ -490,7 +490,7 @@ def _queue(stream: Stream, config: LaunchConfig, kernel: Kernel, params: bytes, 
     # `now`: launch_now's caller waits for it).
     if at_once and not compiled and (now or grid[0] * grid[1] * grid[2] * threads
                                      <= _AT_ONCE_THREADS) \
-            and stream._run_now(run, what, name):
+            and stream._run_now(run, what=what, kernel=name):
         return
     # Otherwise its blocks begin at once where the device can (the CPU device's worker
     # threads, backends/cpu/early.py) when the stream is idle, and what finishes it is
