@@ -256,7 +256,9 @@ class _Worker:
                 return self._wait(lambda: self._pending == 0, timeout)
         while True:
             with self._lock:
-                self._wait(lambda: self._pending == 0 or self._items and not self._running)
+                # (the usual case, a launch queued on an idle stream: take it, no waiting)
+                if not self._items or self._running:
+                    self._wait(lambda: self._pending == 0 or self._items and not self._running)
                 if self._pending == 0:
                     return True
                 item = self._take()

@@ -270,8 +270,9 @@ class Backend(BackendBase):
         thread that runs the stream's queue), or None, having done nothing, for a launch
         that launch() must run whole."""
         start = getattr(binary, "start", None)      # (a test's stand-in binary has none)
-        if start is None:
-            return None
+        if start is None or grid[0] * grid[1] * grid[2] < 2 \
+                or _worker_modules()[0].worker_count() < 2:
+            return None     # (one worker would run it all: early.start_grid declines it)
         return start(grid, block, dynamic_shared, params, self._live_ranges())
 
     def _live_ranges(self) -> tuple:
