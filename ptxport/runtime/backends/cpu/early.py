@@ -50,8 +50,8 @@ def start_grid(binary, grid: tuple, block: tuple, dynamic_shared: int, params: b
         allocations = tuple(allocations)
     stop = take_stop()
     param_buffer = take_param_buffer(len(params))
-    if params:      # (not ctypes.memmove: a foreign call lets the GIL go)
-        param_buffer[:len(params)] = params
+    if params:      # (`raw`: one memcpy; a slice assignment copies byte by byte, and
+        param_buffer.raw = params    # ctypes.memmove, a foreign call, lets the GIL go)
     pool = pool_threads.take()
     try:
         launch = Grid(binary, grid, block, dynamic_shared,

@@ -612,8 +612,8 @@ def _cooperative_workspace(binary, grid) -> np.ndarray:
 def _run_grid(binary, grid, block, dynamic_shared: int, params: bytes, allocations,
               stop: ctypes.c_int32, workspace: int) -> None:
     param_buffer = take_param_buffer(len(params))
-    if params:      # (not ctypes.memmove: a foreign call lets the GIL go)
-        param_buffer[:len(params)] = params
+    if params:      # (`raw`: one memcpy; a slice assignment copies byte by byte, and
+        param_buffer.raw = params    # ctypes.memmove, a foreign call, lets the GIL go)
     params_address = ctypes.addressof(param_buffer)
     # (only kernels that call printf or assert have a log to collect and print)
     printf_log = printf.open_log(params_address) if binary.calls_printf else None
