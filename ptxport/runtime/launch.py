@@ -389,10 +389,11 @@ def _expect(stream: Stream, config: LaunchConfig) -> None:
     if not isinstance(config, LaunchConfig):
         return
     x, y, z = config.grid
-    if x * y * z > 1:
+    blocks = x * y * z
+    if blocks > 1:
         expect = getattr(getattr(stream.device, "_backend", None), "expect_launch", None)
         if expect is not None:
-            expect(x * y * z)
+            expect(blocks)
 
 
 def _check_once(config: LaunchConfig, kernel: Kernel, device: Device) -> None:
