@@ -97,14 +97,20 @@ class _Worker:
         worker thread takes it at its next look at the queue, within _TICK seconds."""
         with self._lock:
             idle = not self._items and not self._running
-            self._pending += 1
-            self._submitted += 1
-            self._items.append((work, skippable, (what, kernel, waits_for), compiled))
-            if not (defer and idle) or self._asleep:
-                self._asleep = False
-                self._work.notify()
-            if self._waiters:
-                self._state.notify_all()
+            self._enqueue((work, skippable, (what, kernel, waits_for), compiled),
+                          wake=not (defer and idle))
+
+    def _enqueue(self, item: tuple, wake: bool) -> None:
+        """Queue `item` (the lock held): the worker thread is woken where `wake` or where it
+        sleeps; threads waiting for the stream are told."""
+        self._pending += 1
+        self._submitted += 1
+        self._items.append(item)
+        if wake or self._asleep:
+            self._asleep = False
+            self._work.notify()
+        if self._waiters:
+            self._state.notify_all()
 
     def kick(self) -> None:
         """Wake the worker thread for work queued but not started (a thread about to wait
@@ -151,14 +157,8 @@ class _Worker:
             finish = start()
             if finish is None:
                 return False
-            self._pending += 1
-            self._submitted += 1
-            self._items.append((finish, False, (what, kernel, None), False))
-            if self._asleep:
-                self._asleep = False
-                self._work.notify()
-            if self._waiters:
-                self._state.notify_all()
+            # (as submit's `defer` on an idle stream: the worker thread is woken only from sleep)
+            self._enqueue((finish, False, (what, kernel, None), False), wake=False)
         return True
 
     def stop(self) -> None:
