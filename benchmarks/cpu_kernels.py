@@ -54,6 +54,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import bench_stats  # (a sibling module: benchmarks/ is the script's folder)
 import numpy as np
 
 from ptxport import Device, LaunchConfig, Program, launch
@@ -113,12 +114,15 @@ _CTYPES = {"v": None, "p": ctypes.c_void_p, "i": ctypes.c_int,
 
 # --- how the two sides share the machine -----------------------------------------------------
 
-def add_machine_flags(parser: argparse.ArgumentParser) -> None:
+def add_machine_flags(parser: argparse.ArgumentParser, order: str = "separate") -> None:
     """The flags cpu_kernels.py and cpu_scaling.py share: run order, libgomp's waiting,
     ptxport's schedule, and cores kept busy by other processes (to see how each side copes)."""
-    parser.add_argument("--order", choices=ORDERS, default=ORDERS[0],
-                        help="all of C's runs, then all of ptxport's, or C and ptxport "
-                             "runs alternately (see ORDERS)")
+    parser.add_argument("--order", choices=ORDERS, default=order,
+                        help="all of C's runs, then all of ptxport's; C and ptxport runs "
+                             "alternately; or --rounds rounds of both (see ORDERS)")
+    parser.add_argument("--rounds", type=int, default=ROUNDS,
+                        help="with --order rounds: blocks of runs a side, C and ptxport "
+                             "taking turns to go first")
     parser.add_argument("--omp-wait", choices=("default", "active", "passive"),
                         default="default",
                         help="OMP_WAIT_POLICY for the C baseline (set before libgomp loads): "
@@ -473,28 +477,37 @@ def set_cores(lib: ctypes.CDLL, cores: int) -> None:
     cpu_executor.set_workers(cores)
 
 
-# How the C and ptxport runs of one kernel and core count follow each other (--order; the
-# first is the default): "separate", every C run, a pause (SETTLE_S), then every ptxport run;
-# "alternate", C, ptxport, C, ... After a parallel loop libgomp's threads spin for a while
-# (GOMP_SPINCOUNT: 300000 pauses by default, milliseconds) before they sleep; alternating,
-# they spin through the ptxport run that follows and take the cores that ptxport's workers
-# need once both together have more threads than there are cores. On the GPU machine's 16
-# vCPUs that made ptxport on 16 workers slower than on 8 (gemm 7.97 ms against 6.60; with
-# OMP_WAIT_POLICY=passive 3.29, separate 3.54: data/cpu_scaling_h100host_2fd2abf.txt).
-# Separate runs time each side alone, C with libgomp's default waiting (its threads as hot
-# as in a program that runs parallel loops back to back).
-ORDERS = ("separate", "alternate")
+# How the C and ptxport runs of one kernel and core count follow each other (--order):
+# "separate", every C run, a pause (SETTLE_S), then every ptxport run; "alternate", C,
+# ptxport, C, ...; "rounds" (cpu_kernels.py's default), --rounds rounds of "separate" blocks
+# in the order C ptxport | ptxport C | C ptxport ..., each block after its own warm-up runs,
+# so that a slow stretch of the host lands on both sides and a drift over the rounds cancels.
+# After a parallel loop libgomp's threads spin for a while (GOMP_SPINCOUNT: 300000 pauses by
+# default, milliseconds) before they sleep; alternating, they spin through the ptxport run
+# that follows and take the cores that ptxport's workers need once both together have more
+# threads than there are cores. On the GPU machine's 16 vCPUs that made ptxport on 16 workers
+# slower than on 8 (gemm 7.97 ms against 6.60; with OMP_WAIT_POLICY=passive 3.29, separate
+# 3.54: data/cpu_scaling_h100host_2fd2abf.txt). Separate blocks time each side alone, C with
+# libgomp's default waiting (its threads as hot as in a program that runs parallel loops back
+# to back); a ptxport block that follows a C block on more than one core waits SETTLE_S first.
+ORDERS = ("separate", "alternate", "rounds")
 SETTLE_S = 0.1
+ROUNDS = 3
 
 
 def time_side_by_side(c_run: CRun, ptx_run: PtxportRun, reps: int, budget: float,
-                      order: str = ORDERS[0]) -> tuple[list[float], list[float]]:
+                      order: str = ORDERS[0], rounds: int = ROUNDS,
+                      settle: float = SETTLE_S) -> tuple[list[float], list[float]]:
     """C's and ptxport's run times, in `order` (ORDERS), until `reps` each, or at least 3
     once `budget` seconds have passed; only one if a single run (or pair) takes more than
-    half the budget (a kernel ptxport runs very slowly must not hold up the rest)."""
+    half the budget (a kernel ptxport runs very slowly must not hold up the rest). "rounds"
+    splits reps and budget over `rounds` blocks a side and stops after the round in which
+    the budget ran out; `settle`: the pause before a ptxport block that follows C's."""
+    if order == "rounds":
+        return _time_rounds(c_run, ptx_run, reps, budget, rounds, settle)
     if order == "separate":
         c_times = _time_alone(c_run, reps, budget / 2)
-        time.sleep(SETTLE_S)
+        time.sleep(settle)
         return c_times, _time_alone(ptx_run, reps, budget / 2)
     c_times, ptx_times = [], []
     start = time.perf_counter()
@@ -512,6 +525,25 @@ def time_side_by_side(c_run: CRun, ptx_run: PtxportRun, reps: int, budget: float
     return c_times, ptx_times
 
 
+def _time_rounds(c_run: CRun, ptx_run: PtxportRun, reps: int, budget: float, rounds: int,
+                 settle: float) -> tuple[list[float], list[float]]:
+    """time_side_by_side's "rounds": blocks of -(-reps // rounds) runs a side in the order
+    C P | P C | C P ..., each with budget / (2 * rounds) seconds (_time_alone)."""
+    per_block, block_budget = -(-reps // rounds), budget / (2 * rounds)
+    times: dict = {c_run: [], ptx_run: []}
+    start, previous = time.perf_counter(), None
+    for round_number in range(rounds):
+        for run in (c_run, ptx_run) if round_number % 2 == 0 else (ptx_run, c_run):
+            if run is ptx_run and previous is c_run:
+                time.sleep(settle)
+            times[run] += _time_alone(run, per_block, block_budget, least=1)
+            previous = run
+        elapsed = time.perf_counter() - start
+        if elapsed >= budget or (round_number == 0 and elapsed > budget / 2):
+            break
+    return times[c_run], times[ptx_run]
+
+
 # Untimed runs of one side before its timed ones (separate order): at most WARMUP_RUNS, and
 # none after a quarter of the side's budget. On the GPU machine's Xeon (three processes of
 # one call) C's one-thread stencil took 2.2-2.9 ms in its first runs after ptxport's launch
@@ -522,8 +554,10 @@ def time_side_by_side(c_run: CRun, ptx_run: PtxportRun, reps: int, budget: float
 WARMUP_RUNS = 3
 
 
-def _time_alone(run: CRun | PtxportRun, reps: int, budget: float) -> list[float]:
-    """One side's run times (see time_side_by_side), after its warm-up (WARMUP_RUNS)."""
+def _time_alone(run: CRun | PtxportRun, reps: int, budget: float, least: int = 3) \
+        -> list[float]:
+    """One side's run times (see time_side_by_side), after its warm-up (WARMUP_RUNS): `reps`
+    of them, or at least `least` once `budget` seconds have passed."""
     start = time.perf_counter()
     for _ in range(WARMUP_RUNS):
         run.reset()
@@ -532,7 +566,6 @@ def _time_alone(run: CRun | PtxportRun, reps: int, budget: float) -> list[float]
             break
     times: list[float] = []
     start = time.perf_counter()
-    least = 3
     while len(times) < reps:
         elapsed = time.perf_counter() - start
         if len(times) == 1 and elapsed > budget / 2:
@@ -589,8 +622,11 @@ def measure_side_by_side(row: dict, problem: Problem, c_run: CRun, ptx_run: Ptxp
                 row["cores"][str(cores)] = {"c_ms": c_ms, "ptxport_ms": ptx_ms,
                                             "ratio": ptx_ms / c_ms, "runs": 0}
                 return
-        c_times, ptx_times = time_side_by_side(c_run, ptx_run, settings.reps, settings.budget,
-                                                settings.order)
+        c_times, ptx_times = time_side_by_side(
+            c_run, ptx_run, settings.reps, settings.budget, settings.order, settings.rounds,
+            SETTLE_S if cores > 1 else 0.0)
+        if cores == 1:
+            CPUS_SEEN.add(current_cpu())
         if not first:
             check(row, problem, ptx_run, c_run, cores)
         c_ms, ptx_ms = statistics.median(c_times) * 1e3, statistics.median(ptx_times) * 1e3
@@ -788,6 +824,94 @@ def merge_opencl(rows: list[dict], columns: dict[str, dict]) -> None:
                 opencl_c_ms=cell["c_ms"], opencl_runs=cell["runs"])
 
 
+# --- the host's noise: warm cores, where a process ran, several processes --------------------
+
+# Processes of the default run, and the seconds each first runs C on every core (cores that
+# idled leave their low-power states and a VM's vCPUs get scheduled before anything is timed).
+PROCESSES = 5
+WARMUP_S = 0.3
+# The CPUs the main thread was found on after its one-core blocks (current_cpu).
+CPUS_SEEN: set[int] = set()
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None)
+
+
+def current_cpu() -> int:
+    """The CPU the calling thread runs on (sched_getcpu; -1 where the C library lacks it)."""
+    try:
+        return int(_libc().sched_getcpu())
+    except (AttributeError, OSError):
+        return -1
+
+
+def warm_cores(lib: ctypes.CDLL, cores: int, seconds: float) -> None:
+    """C's saxpy on `cores` threads, over and over for `seconds`, untimed."""
+    x, y = np.ones(1 << 18, np.float32), np.zeros(1 << 18, np.float32)
+    lib.bench_set_threads(cores)
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        lib.saxpy(np.float32(1), _p(x), _p(y), x.size)
+
+
+def process_info(index: int, seconds: float, order: str) -> dict:
+    """Where this process ran: its CPU affinity (taskset's, the caller's choice), the CPUs
+    its main thread was seen on after one-core blocks, its kernel order and its seconds."""
+    affinity = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    return {"index": index, "pid": os.getpid(), "affinity": _ranges(affinity),
+            "cpus_one_core": sorted(CPUS_SEEN), "kernel_order": order,
+            "seconds": round(seconds, 2)}
+
+
+def _ranges(cpus: list[int]) -> str:
+    """[0, 1, 2, 5] -> "0-2,5" (taskset's notation)."""
+    parts, first = [], None
+    for i, cpu in enumerate(cpus):
+        first = cpu if first is None else first
+        if i + 1 == len(cpus) or cpus[i + 1] != cpu + 1:
+            parts.append(f"{first}-{cpu}" if cpu != first else str(cpu))
+            first = None
+    return ",".join(parts)
+
+
+def run_processes(count: int, core_counts: list[int]) -> list[dict]:
+    """`count` fresh processes of this script with this command line, one after another
+    (each the whole measurement, measure_all; no OpenCL), their results in order."""
+    runs = []
+    for index in range(count):
+        command = [sys.executable, __file__, *sys.argv[1:], "--no-opencl",
+                   "--child", str(index)]
+        done = subprocess.run(command, stdout=subprocess.PIPE, text=True)
+        if done.returncode != 0:
+            sys.exit(f"process {index + 1} of {count} failed (exit {done.returncode})")
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        means = bench_stats.process_geomeans([runs[-1]["kernels"]], core_counts)
+        info = runs[-1]["process"]
+        print(f"  process {index + 1} of {count}: "
+              + ", ".join(f"{c} core(s) {m['median']:.2f}x" for c, m in means.items()
+                          if "median" in m)
+              + f"; {info['seconds']:.1f} s, CPUs {info['affinity']}", file=sys.stderr)
+    return runs
+
+
+def describe_protocol(args: argparse.Namespace) -> str:
+    runs = (f"{args.rounds} rounds of C and ptxport blocks, up to {args.reps} runs a side"
+            if args.order == "rounds" else f"up to {args.reps} runs a side ({args.order})")
+    if args.processes == 1:
+        return f"median of {runs}"
+    return (f"per kernel the median over {args.processes} processes of each one's median "
+            f"ratio ({runs})")
+
+
+def print_processes(processes: list[dict]) -> None:
+    for p in processes:
+        print(f"process {p['index'] + 1}: pid {p['pid']}, CPUs {p['affinity']}, main thread "
+              f"on one core seen on CPU(s) {_ranges(p['cpus_one_core']) or '?'}, "
+              f"kernels {p['kernel_order']}, {p['seconds']:.1f} s")
+
+
 # --- reporting -------------------------------------------------------------------------------
 
 def _geomean(values: list[float]) -> float | None:
@@ -817,10 +941,13 @@ def print_table(rows, means, core_counts, overhead) -> None:
         return f"{value:9.2f}" if value is not None else f"{'-':>9}"
 
     opencl = any("opencl_ms" in c for r in rows for c in r["cores"].values())
+    ranges = any("ratio_min" in c for r in rows for c in r["cores"].values())
     header = f"{'kernel':<14} {'size':<18} {'blocks':>6}"
     for cores in core_counts:
         label = f"{cores} core{'s' * (cores > 1)}"
         header += f" | {label + ': C ms':>15} {'ptxport ms':>10} {'ratio':>9}"
+        if ranges:
+            header += f" {'min-max':>11}"
         if opencl:
             header += f" {'OCL ms':>9} {'OCL/C':>6}"
     print(header)
@@ -833,6 +960,10 @@ def print_table(rows, means, core_counts, overhead) -> None:
             runs = cell.get("runs", 3)
             ratio += "~" if runs == 0 else "*" if runs < 3 else " "
             line += f" | {ms(cell.get('c_ms')):>15} {ms(cell.get('ptxport_ms')):>10} {ratio}"
+            if ranges:
+                span = f"{cell['ratio_min']:.2f}-{cell['ratio_max']:.2f}" \
+                    if "ratio_min" in cell else "-"
+                line += f" {span:>11}"
             if opencl:
                 ocl = f"{cell['opencl_ratio']:6.2f}" if "opencl_ratio" in cell else f"{'-':>6}"
                 line += f" {ms(cell.get('opencl_ms'))} {ocl}"
@@ -848,6 +979,17 @@ def print_table(rows, means, core_counts, overhead) -> None:
         goal = "   (goal <= 1.5x)" if cores == "1" else ""
         print(f"geometric mean of ptxport / C on {cores} core(s): {value} over "
               f"{mean['kernels']} of {mean['of']} kernels{goal}")
+        spread = mean.get("process_geomean", {})
+        if "median" in spread:
+            print(f"  per process: {spread['min']:.2f}x to {spread['max']:.2f}x, median "
+                  f"{spread['median']:.2f}x ({len(spread['per_process'])} processes)")
+        loudest = bench_stats.noisiest(rows, cores)
+        if loudest:
+            noises = [r["cores"][cores]["noise"] for r in rows
+                      if "noise" in r["cores"].get(cores, {})]
+            print(f"  noise (a kernel's largest ratio over its least, across processes): "
+                  f"median {statistics.median(noises):.2f}, largest {loudest[0]:.2f} "
+                  f"({loudest[1]})")
         if mean["opencl_geomean_ratio"]:
             slower = ", ".join(mean["slower_than_opencl"]) or "none"
             print(f"  Intel OpenCL (OpenCL C ports) / C on {cores} core(s): "
@@ -882,48 +1024,66 @@ def machine() -> dict:
 def machine_settings(args: argparse.Namespace) -> dict:
     """add_machine_flags' values, for the results file."""
     return {"order": args.order, "omp_wait": args.omp_wait, "schedule": args.schedule,
-            "busy": args.busy}
+            "busy": args.busy, "rounds": getattr(args, "rounds", None),
+            "processes": getattr(args, "processes", None),
+            "warmup_s": getattr(args, "warmup", None)}
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke test")
     parser.add_argument("--kernels", help="comma-separated names: "
                         + ",".join(c.name for c in CASES))
-    parser.add_argument("--reps", type=int, default=9, help="timed runs per side (median)")
+    parser.add_argument("--processes", type=int, default=PROCESSES,
+                        help="fresh processes, one after another, each measuring everything; "
+                             "the table gives per-kernel medians over them (1: this process)")
+    parser.add_argument("--reps", type=int, default=5,
+                        help="timed runs per side and process (median), split over --rounds")
     parser.add_argument("--budget", type=float, default=None,
-                        help="seconds of timing per kernel and core count, after which it "
-                             "stops at 3 runs or more (default 2.5; 0.5 with --quick)")
+                        help="seconds of timing per kernel, core count and process, after "
+                             "which it stops at the end of a round (default 1.0; 0.5 with "
+                             "--quick)")
+    parser.add_argument("--warmup", type=float, default=WARMUP_S,
+                        help="seconds each process runs C on every core before timing")
     parser.add_argument("--slow", type=float, default=10.0,
                         help="seconds: a kernel whose first launch takes longer is not "
                              "launched again (its one-core time is that launch's)")
     parser.add_argument("--no-opencl", action="store_true",
                         help="leave out Intel's OpenCL CPU runtime (the OpenCL C ports)")
+    parser.add_argument("--json", type=Path, default=RESULTS / "cpu_kernels.json",
+                        help="where to write the results")
     parser.add_argument("--opencl-child", type=int, metavar="CORES", help=argparse.SUPPRESS)
-    add_machine_flags(parser)
+    parser.add_argument("--child", type=int, metavar="INDEX", help=argparse.SUPPRESS)
+    add_machine_flags(parser, order="rounds")
     args = parser.parse_args()
     if args.budget is None:
-        args.budget = 0.5 if args.quick else 2.5
-    cases = CASES
+        args.budget = 0.5 if args.quick else 1.0
+    args.cases = CASES
     if args.kernels:
         wanted = [k.strip() for k in args.kernels.split(",") if k.strip()]
         unknown = sorted(set(wanted) - {c.name for c in CASES})
         if unknown:
             parser.error(f"unknown kernel(s) {', '.join(unknown)}; choose from "
                          f"{', '.join(c.name for c in CASES)}")
-        cases = [c for c in CASES if c.name in wanted]
-    if args.opencl_child is not None:
-        opencl_child(cases, args, args.opencl_child)
-        return
+        args.cases = [c for c in CASES if c.name in wanted]
+    if args.processes < 1:
+        parser.error("--processes must be at least 1")
+    return args
 
-    all_cores = cpu_executor.worker_count()
-    core_counts = [1] if all_cores == 1 else [1, all_cores]
+
+def measure_all(args: argparse.Namespace, core_counts: list[int], index: int = 0) -> dict:
+    """This process's measurements: every case at every core count (odd `index`: the cases
+    in reverse order, so that no kernel always runs after the same ones), the launch
+    overhead, and where the process ran (process_info)."""
+    start = time.perf_counter()
+    cases = args.cases[::-1] if index % 2 else args.cases
     device = Device("cpu")
     device.set_current()
     objects: dict = {}
     rows = []
     with MachineSettings(args):
         lib = build_c_library()
+        warm_cores(lib, core_counts[-1], args.warmup)
         try:
             for case in cases:
                 problem = case.make(case.quick if args.quick else case.full,
@@ -934,20 +1094,52 @@ def main() -> None:
             overhead = launch_overhead(device, objects, core_counts)
         finally:
             cpu_executor.set_workers(None)
+    order = {c.name: i for i, c in enumerate(args.cases)}
+    rows.sort(key=lambda row: order[row["kernel"]])
+    return {"kernels": rows, "launch_overhead_ms": overhead,
+            "process": process_info(index, time.perf_counter() - start,
+                                    "reverse" if index % 2 else "forward")}
+
+
+def main() -> None:
+    args = parse_args()
+    if args.opencl_child is not None:
+        opencl_child(args.cases, args, args.opencl_child)
+        return
+    all_cores = cpu_executor.worker_count()
+    core_counts = [1] if all_cores == 1 else [1, all_cores]
+    if args.child is not None:
+        print(json.dumps(measure_all(args, core_counts, args.child)))
+        return
+    if args.processes == 1:
+        measured = measure_all(args, core_counts)
+        rows, overhead = measured["kernels"], measured["launch_overhead_ms"]
+        processes, spreads = [measured["process"]], None
+    else:
+        runs = run_processes(args.processes, core_counts)
+        rows = bench_stats.merge_rows([r["kernels"] for r in runs])
+        overhead = {c: statistics.median(r["launch_overhead_ms"][c] for r in runs
+                                         if c in r["launch_overhead_ms"])
+                    for c in runs[0]["launch_overhead_ms"]}
+        processes = [r["process"] for r in runs]
+        spreads = bench_stats.process_geomeans([r["kernels"] for r in runs], core_counts)
     if not args.no_opencl:
-        merge_opencl(rows, opencl_columns(cases, args, core_counts))
+        merge_opencl(rows, opencl_columns(args.cases, args, core_counts))
     means = geometric_means(rows, core_counts)
-    print(f"ptxport CPU device vs C (gcc {' '.join(CFLAGS[:3])}), median of up to "
-          f"{args.reps} runs per side ({args.order}){' (quick sizes)' if args.quick else ''}")
+    for cores, spread in (spreads or {}).items():
+        means[cores]["process_geomean"] = spread
+    print(f"ptxport CPU device vs C (gcc {' '.join(CFLAGS[:3])}), {describe_protocol(args)}"
+          f"{' (quick sizes)' if args.quick else ''}")
     print_table(rows, means, core_counts, overhead)
+    print_processes(processes)
 
     result = {"machine": machine(), "settings": machine_settings(args),
               "quick": args.quick, "reps": args.reps,
               "budget_s": args.budget, "slow_s": args.slow,
               "core_counts": core_counts, "kernels": rows, "geomean": means,
-              "launch_overhead_ms": overhead}
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "cpu_kernels.json").write_text(json.dumps(result, indent=2))
+              "launch_overhead_ms": overhead, "processes": processes}
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(result, indent=2))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,103 @@
+"""Medians over several benchmark processes: the statistics cpu_kernels.py --processes and
+cpu_compare.py share (no ptxport or numpy here, so tests/test_bench_stats.py checks them
+without timing anything).
+
+A host that runs other work swings whole processes: on the GPU machine's Xeon one process of
+cpu_kernels.py ran up to 2x slower than the next, and its one-core geometric mean ranged
+1.41-1.71 over 7 runs of the same code. So the figure to quote is, per kernel and core count,
+the median over processes of each process's ratio ptxport / C (both sides timed in the same
+process, so a slow process slows both), with the least and largest ratio beside it; the
+headline is the geometric mean of those medians. A kernel's *noise* is its largest ratio over
+its least: how far two processes of the same code disagreed.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable
+
+
+def geomean(values: Iterable[float]) -> float | None:
+    """The geometric mean of positive values; None for none."""
+    values = list(values)
+    return math.exp(statistics.fmean(map(math.log, values))) if values else None
+
+
+def spread(values: Iterable[float]) -> dict:
+    """median, min, max and noise (max / min) of positive values."""
+    values = list(values)
+    least, most = min(values), max(values)
+    return {"median": statistics.median(values), "min": least, "max": most,
+            "noise": most / least}
+
+
+# The per-process fields of a kernel's cell that become medians over processes; "ratio" is
+# the median of the processes' ratios, not the ratio of the median times.
+_MEDIAN_FIELDS = ("c_ms", "ptxport_ms", "ratio")
+
+
+def merge_cells(cells: list[dict]) -> dict:
+    """One kernel's cells at one core count, one per process (cpu_kernels.py's
+    {"c_ms", "ptxport_ms", "ratio", "runs", ...}), as one cell: the medians of c_ms,
+    ptxport_ms and ratio; "runs" the fewest any process timed; the per-process values in
+    "per_process"; the ratio's min, max and noise. Cells without a ratio (a kernel not run)
+    give the median C time only."""
+    timed = [c for c in cells if "ratio" in c]
+    if not timed:
+        c_ms = [c["c_ms"] for c in cells if "c_ms" in c]
+        return {"c_ms": statistics.median(c_ms)} if c_ms else {}
+    merged = {name: statistics.median(c[name] for c in timed) for name in _MEDIAN_FIELDS}
+    ratio = spread(c["ratio"] for c in timed)
+    merged.update(runs=min(c.get("runs", 0) for c in timed), processes=len(timed),
+                  ratio_min=ratio["min"], ratio_max=ratio["max"], noise=ratio["noise"],
+                  per_process={name: [c[name] for c in timed] for name in _MEDIAN_FIELDS})
+    return merged
+
+
+def merge_rows(runs: list[list[dict]]) -> list[dict]:
+    """Each process's rows (cpu_kernels.py's "kernels": one dict per kernel, "cores" mapping
+    a core count to its cell) as one list of rows: the first process's description of each
+    kernel, the first status that is not "ok" (with how many processes saw it), and per core
+    count the merged cell (merge_cells). Kernels in the order the first process listed them;
+    one missing from a process is merged over the processes that have it."""
+    by_kernel: dict[str, list[dict]] = {}
+    for rows in runs:
+        for row in rows:
+            by_kernel.setdefault(row["kernel"], []).append(row)
+    merged = []
+    for rows in by_kernel.values():
+        row = {key: value for key, value in rows[0].items() if key not in ("cores", "status")}
+        bad = [r["status"] for r in rows if r["status"] != "ok"]
+        row["status"] = "ok" if not bad else (
+            bad[0] if len(bad) == len(rows) else f"{bad[0]} (in {len(bad)} of {len(rows)} "
+                                                 f"processes)")
+        cores = list(dict.fromkeys(c for r in rows for c in r["cores"]))
+        row["cores"] = {c: merge_cells([r["cores"][c] for r in rows if c in r["cores"]])
+                        for c in cores}
+        if any("first_launch_ms" in r for r in rows):
+            row["first_launch_ms"] = statistics.median(
+                r["first_launch_ms"] for r in rows if "first_launch_ms" in r)
+        merged.append(row)
+    return merged
+
+
+def process_geomeans(runs: list[list[dict]], core_counts: Iterable) -> dict[str, dict]:
+    """Per core count: each process's own geometric mean of ptxport / C (over its kernels
+    that ran) and their spread. A process's geometric mean moves with the whole process; the
+    per-kernel medians (merge_rows) do not follow any one process."""
+    out = {}
+    for cores in map(str, core_counts):
+        means = [geomean(r["cores"][cores]["ratio"] for r in rows
+                         if r["status"] == "ok" and "ratio" in r["cores"].get(cores, {}))
+                 for rows in runs]
+        means = [m for m in means if m is not None]
+        out[cores] = {"per_process": means, **(spread(means) if means else {})}
+    return out
+
+
+def noisiest(rows: list[dict], cores: str) -> tuple[float, str] | None:
+    """The largest noise (max / min ratio over processes) at `cores`, and its kernel."""
+    cells = [(r["cores"][cores]["noise"], r["kernel"]) for r in rows
+             if "noise" in r["cores"].get(cores, {})]
+    return max(cells) if cells else None
