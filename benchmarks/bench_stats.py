@@ -101,3 +101,10 @@ def noisiest(rows: list[dict], cores: str) -> tuple[float, str] | None:
     cells = [(r["cores"][cores]["noise"], r["kernel"]) for r in rows
              if "noise" in r["cores"].get(cores, {})]
     return max(cells) if cells else None
+
+
+def paired_change(other: list[float], this: list[float]) -> dict:
+    """The spread (spread()) of this[i] / other[i]: two sides measured in pairs (a round of
+    cpu_compare.py runs one process of each, one after the other), so that what slowed the
+    host during a round slowed both of its pair."""
+    return spread(b / a for a, b in zip(other, this, strict=True))

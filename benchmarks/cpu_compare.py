@@ -10,12 +10,17 @@ environment padding of a random length and alternates which runs first: where a 
 stack and arrays land (its environment's size moves the stack) changed one kernel's CPU time
 by up to 20% between two identical checkouts on a 2-core AMD machine (saxpy +22%, stencil
 -18% for the same code under paths of different lengths), so one layout per side is not a
-comparison. Prints, per
-kernel, the least CPU time of C (one thread), of OTHER and of this checkout, their ratios
-to C and the change, and the geometric means. Results are checked against C in each child.
+comparison. Each child gives, per kernel, the median CPU time of its C runs and of its
+ptxport runs and their ratio; per kernel it prints C's median time, each side's median ratio
+to C over the rounds (cpu_kernels.py --processes' medians, bench_stats.py), and the change:
+the median over rounds of this round's ratio / other's (the two children of a round ran one
+after the other, so what slowed the host then slowed both), with its least and largest;
+then the geometric means. --stat least takes each child's least CPU times instead of its
+medians (the earlier protocol took the least over all rounds). Results are checked against C
+in each child.
 
     python benchmarks/cpu_compare.py --other /path/to/main [--kernels gemm,stencil]
-                                     [--rounds 3] [--runs 5]
+                                     [--rounds 3] [--runs 5] [--stat median|least]
 
 writes benchmarks/results/cpu_compare.json.
 """
@@ -24,21 +29,23 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import random
+import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import bench_stats
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 
 
 def child(kernels: list[str], runs: int) -> None:
-    """In a checkout's own process: per kernel, the least CPU seconds of C and of ptxport
-    over `runs` alternating runs, as one JSON line."""
+    """In a checkout's own process: per kernel, the CPU seconds of `runs` alternating runs of
+    C and of ptxport, as one JSON line."""
     import cpu_kernels as ck
     import numpy as np
 
@@ -63,7 +70,7 @@ def child(kernels: list[str], runs: int) -> None:
                 start = time.process_time()
                 timed.run()
                 times.append(time.process_time() - start)
-        out[case.name] = {"c": min(c_times), "ptxport": min(ptx_times),
+        out[case.name] = {"c": c_times, "ptxport": ptx_times,
                           "check": ck.mismatch(problem, run.results(), c_run.results())}
         run.close()
         stream.close()
@@ -89,6 +96,9 @@ def main() -> None:
     parser.add_argument("--kernels", help="comma-separated cpu_kernels.py names (default all)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--runs", type=int, default=5, help="timed runs per child")
+    parser.add_argument("--stat", choices=("median", "least"), default="median",
+                        help="each child's figure: the median of its runs' CPU times, or "
+                             "the least")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     sys.path.insert(0, str(HERE))
@@ -101,7 +111,9 @@ def main() -> None:
     if args.other is None:
         parser.error("--other CHECKOUT is needed")
     this = HERE.parent
-    best: dict = {}
+    stat = min if args.stat == "least" else statistics.median
+    # kernel -> side -> per round: C's seconds and ptxport's, each `stat` of the child's runs
+    seconds: dict = {k: {"other": [], "this": []} for k in kernels}
     sides = [("other", args.other.resolve()), ("this", this)]
     for round_number in range(args.rounds):
         pad = random.randrange(4096)
@@ -109,29 +121,40 @@ def main() -> None:
             for kernel, cell in _run_child(checkout, kernels, args.runs, pad).items():
                 if cell["check"]:
                     print(f"{label} {kernel}: {cell['check']}", file=sys.stderr)
-                slot = best.setdefault(kernel, {"c": math.inf, "other": math.inf,
-                                                "this": math.inf})
-                slot["c"] = min(slot["c"], cell["c"])
-                slot[label] = min(slot[label], cell["ptxport"])
-    print(f"least process CPU ms over {args.rounds} rounds x {args.runs} runs, one worker; "
-          f"other = {args.other}")
+                seconds[kernel][label].append((stat(cell["c"]), stat(cell["ptxport"])))
+    report(args, kernels, seconds)
+
+
+def report(args: argparse.Namespace, kernels: list[str], seconds: dict) -> None:
+    """Print and write the comparison: per kernel C's time, each side's ratio to C (the
+    median over rounds of each child's own ratio) and the paired change."""
+    what = "least" if args.stat == "least" else "median"
+    print(f"process CPU ms, {what} of {args.runs} runs per child, {args.rounds} rounds, one "
+          f"worker; ratios to C: medians over rounds; other = {args.other}")
     print(f"{'kernel':<14} {'C':>7} {'other':>8} {'ratio':>6} {'this':>8} {'ratio':>6} "
-          f"{'change':>7}")
-    logs: dict = {"other": [], "this": []}
+          f"{'change':>7} {'min..max':>15}")
+    ratios, summary = {"other": [], "this": []}, {}
     for kernel in kernels:
-        cell = best[kernel]
-        c, a, b = cell["c"], cell["other"], cell["this"]
-        logs["other"].append(math.log(a / c))
-        logs["this"].append(math.log(b / c))
-        print(f"{kernel:<14} {c * 1e3:7.2f} {a * 1e3:8.2f} {a / c:6.2f} {b * 1e3:8.2f} "
-              f"{b / c:6.2f} {100 * (b / a - 1):+6.1f}%")
-    means = {k: math.exp(sum(v) / len(v)) for k, v in logs.items()}
+        sides = seconds[kernel]
+        per_round = {label: [p / c for c, p in pairs] for label, pairs in sides.items()}
+        c = statistics.median(c for pairs in sides.values() for c, _ in pairs)
+        a, b = (statistics.median(p for _, p in sides[label]) for label in ("other", "this"))
+        ra, rb = (statistics.median(per_round[label]) for label in ("other", "this"))
+        change = bench_stats.paired_change(per_round["other"], per_round["this"])
+        ratios["other"].append(ra)
+        ratios["this"].append(rb)
+        summary[kernel] = {"c": c, "other": a, "this": b, "ratio_other": ra, "ratio_this": rb,
+                           "ratios": per_round, "change": change}
+        span = f"{100 * (change['min'] - 1):+.1f}..{100 * (change['max'] - 1):+.1f}%"
+        print(f"{kernel:<14} {c * 1e3:7.2f} {a * 1e3:8.2f} {ra:6.2f} {b * 1e3:8.2f} "
+              f"{rb:6.2f} {100 * (change['median'] - 1):+6.1f}% {span:>15}")
+    means = {k: bench_stats.geomean(v) for k, v in ratios.items()}
     print(f"geometric mean of ratio to C: other {means['other']:.2f}x, this "
           f"{means['this']:.2f}x")
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "cpu_compare.json").write_text(json.dumps(
         {"other": str(args.other), "rounds": args.rounds, "runs": args.runs,
-         "seconds": best, "geomean": means}, indent=2))
+         "stat": args.stat, "seconds": summary, "geomean": means}, indent=2))
 
 
 if __name__ == "__main__":

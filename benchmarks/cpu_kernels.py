@@ -9,13 +9,27 @@ shared library in benchmarks/build/ and called through ctypes on the same numpy 
 For each kernel it launches once untimed (this compiles the kernel for the CPU) and checks
 that ptxport's result agrees with C's (exactly for integer results, within float tolerance
 otherwise). Then for each core count (one core: set_workers(1) and omp_set_num_threads(1);
-then every core this process may use) it times C and ptxport (all of C's runs, then all of
-ptxport's, each side after up to 3 untimed runs that warm the caches: --order; alternating,
-libgomp's spinning threads slowed ptxport), resetting the
-outputs untimed before each run (large arrays, both sides', are fresh mappings:
-fresh_mappings), and reports the median of each and ptxport / C (the last
-run at every further core count is checked too). A ptxport run is launch() + stream.sync().
-The geometric mean of the ratios per core count is the headline (goal: <= 1.5 on one core).
+then every core this process may use) it times C and ptxport side by side in --rounds
+rounds (--order rounds, the default): blocks of runs of one side, in the order C ptxport |
+ptxport C | C ptxport, each block after up to 3 untimed runs that warm the caches (the
+other side's block evicted them) and, where it follows C's on several cores, after a 0.1 s
+pause in which libgomp's spinning threads go to sleep (timed while they spin, ptxport's
+workers lost their cores: see ORDERS). Outputs are reset untimed before each run (large
+arrays, both sides', are fresh mappings: fresh_mappings), and the process's figure for a
+kernel is the median of each side's runs and ptxport / C (the last run at every further
+core count is checked too). A ptxport run is launch() + stream.sync().
+
+The shared host this is quoted from swings whole processes (one ran up to 2x slower than
+the next), so the run is --processes fresh processes (5 by default), one after another,
+each measuring everything (the odd ones in reverse kernel order), each first running C on
+every core for --warmup seconds (cores out of their idle states), and the table gives per
+kernel and core count the *median over processes of each process's ratio* (C and ptxport
+timed in the same process, so a slow process slows both), with its least and largest; the
+headline is the geometric mean of those medians (goal: <= 1.5 on one core), printed with
+the spread of the processes' own geometric means and each kernel's noise (its largest ratio
+over its least). Each process reports its CPU affinity (which cores it may use: pinning,
+e.g. `taskset -c 0` for one-core figures, is the caller's) and the CPUs its main thread was
+seen on after one-core blocks. --processes 1 measures in this process, as before.
 A kernel whose first launch takes more than --slow seconds is not launched again: its
 one-core time is that launch's (JIT included), so that the whole benchmark stays short.
 A kernel the CPU target cannot compile yet is reported as "unsupported: <reason>", so the
@@ -30,10 +44,15 @@ Intel's runtime chooses its thread count when it starts, so each core count runs
 process (one core: pinned to one CPU, DPCPP_CPU_NUM_CUS=1), alternating with C there.
 --no-opencl leaves it out.
 
-    python benchmarks/cpu_kernels.py [--quick] [--kernels saxpy,gemm] [--reps 9] [--budget 2.5]
-                                   [--slow 10] [--no-opencl]
+    python benchmarks/cpu_kernels.py [--quick] [--kernels saxpy,gemm] [--processes 5]
+                                   [--reps 5] [--budget 1.0] [--rounds 3] [--slow 10]
+                                   [--no-opencl] [--json PATH]
 
-prints a table and writes benchmarks/results/cpu_kernels.json.
+prints a table and writes benchmarks/results/cpu_kernels.json (or --json): each kernel's
+merged cells (c_ms, ptxport_ms and ratio the medians over processes; ratio_min, ratio_max,
+noise and the per-process values in per_process), "geomean" (of the medians, and under
+"process_geomean" the processes' own), and under "processes" each one's rows as one
+process writes them.
 """
 
 from __future__ import annotations
@@ -998,7 +1017,7 @@ def print_table(rows, means, core_counts, overhead) -> None:
                   f"slower than Intel OpenCL (ratio to C): {slower}")
     runs = {cell.get("runs", 3) for row in rows for cell in row["cores"].values()}
     if runs & {1, 2}:
-        print("* fewer than 3 timed runs: the first took more than half of --budget")
+        print("* fewer than 3 timed runs (in a process): its runs took too long for --budget")
     if 0 in runs:
         print("~ the first launch only, JIT included: it took longer than --slow seconds, "
               "so the kernel was not launched again")
@@ -1121,7 +1140,8 @@ def main() -> None:
         overhead = {c: statistics.median(r["launch_overhead_ms"][c] for r in runs
                                          if c in r["launch_overhead_ms"])
                     for c in runs[0]["launch_overhead_ms"]}
-        processes = [r["process"] for r in runs]
+        processes = [dict(r["process"], kernels=r["kernels"],
+                          launch_overhead_ms=r["launch_overhead_ms"]) for r in runs]
         spreads = bench_stats.process_geomeans([r["kernels"] for r in runs], core_counts)
     if not args.no_opencl:
         merge_opencl(rows, opencl_columns(args.cases, args, core_counts))

@@ -1,0 +1,91 @@
+"""benchmarks/bench_stats.py: the medians cpu_kernels.py --processes and cpu_compare.py
+report (no timing here: the per-process results are made up)."""
+
+import importlib.util
+import math
+from pathlib import Path
+
+import pytest
+
+_PATH = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_stats.py"
+_SPEC = importlib.util.spec_from_file_location("bench_stats", _PATH)
+bench_stats = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(bench_stats)
+
+
+def _row(kernel, status="ok", **cores):
+    return {"kernel": kernel, "size": "n=8", "blocks": 2, "status": status,
+            "first_launch_ms": 100.0, "cores": cores}
+
+
+def _cell(c_ms, ptxport_ms, runs=5):
+    return {"c_ms": c_ms, "ptxport_ms": ptxport_ms, "ratio": ptxport_ms / c_ms, "runs": runs,
+            "c_runs_ms": [c_ms], "ptxport_runs_ms": [ptxport_ms]}
+
+
+def test_geomean_and_spread():
+    assert bench_stats.geomean([]) is None
+    assert bench_stats.geomean([2.0, 8.0]) == pytest.approx(4.0)
+    assert bench_stats.spread([3.0, 1.0, 2.0, 6.0]) == {
+        "median": 2.5, "min": 1.0, "max": 6.0, "noise": 6.0}
+
+
+def test_merge_cells_takes_the_median_of_each_process_ratio():
+    # ratios 2, 3, 1.5: the median ratio is 2 (process 1's), not the ratio of the median
+    # times (ptxport 6 / C 2 = 3)
+    cells = [_cell(1.0, 2.0), _cell(2.0, 6.0, runs=3), _cell(4.0, 6.0)]
+    merged = bench_stats.merge_cells(cells)
+    assert merged["ratio"] == 2.0
+    assert (merged["c_ms"], merged["ptxport_ms"]) == (2.0, 6.0)
+    assert (merged["ratio_min"], merged["ratio_max"], merged["noise"]) == (1.5, 3.0, 2.0)
+    assert merged["runs"] == 3 and merged["processes"] == 3
+    assert merged["per_process"]["ratio"] == [2.0, 3.0, 1.5]
+
+
+def test_merge_cells_without_a_ratio_keeps_the_c_time():
+    assert bench_stats.merge_cells([{"c_ms": 1.0}, {"c_ms": 3.0}, {}]) == {"c_ms": 2.0}
+    assert bench_stats.merge_cells([{}]) == {}
+
+
+def test_merge_rows_keeps_the_first_order_and_reports_failures():
+    first = [_row("saxpy", **{"1": _cell(1.0, 2.0), "16": _cell(0.1, 0.1)}),
+             _row("gemm", **{"1": _cell(10.0, 20.0)})]
+    # a second process that ran the kernels in reverse order, gemm failing its check
+    second = [_row("gemm", "mismatch: C[0]", **{"1": _cell(10.0, 40.0)}),
+              _row("saxpy", **{"1": _cell(1.0, 4.0), "16": _cell(0.1, 0.3)})]
+    rows = bench_stats.merge_rows([first, second])
+    assert [r["kernel"] for r in rows] == ["saxpy", "gemm"]
+    saxpy, gemm = rows
+    assert saxpy["status"] == "ok" and saxpy["size"] == "n=8"
+    assert saxpy["cores"]["1"]["ratio"] == 3.0
+    assert saxpy["cores"]["16"]["ratio"] == pytest.approx(2.0)
+    assert gemm["status"] == "mismatch: C[0] (in 1 of 2 processes)"
+    assert gemm["cores"]["1"]["per_process"]["ratio"] == [2.0, 4.0]
+    assert gemm["first_launch_ms"] == 100.0
+
+
+def test_merge_rows_of_a_kernel_that_failed_everywhere():
+    rows = bench_stats.merge_rows([[_row("scan", "unsupported: x", **{"1": {"c_ms": 2.0}})],
+                                   [_row("scan", "unsupported: x", **{"1": {"c_ms": 4.0}})]])
+    assert rows[0]["status"] == "unsupported: x"
+    assert rows[0]["cores"] == {"1": {"c_ms": 3.0}}
+
+
+def test_process_geomeans_and_noisiest():
+    runs = [[_row("a", **{"1": _cell(1.0, 2.0)}), _row("b", **{"1": _cell(1.0, 8.0)})],
+            [_row("a", **{"1": _cell(1.0, 1.0)}), _row("b", "failed: x", **{"1": {}})]]
+    means = bench_stats.process_geomeans(runs, [1, 16])
+    assert means["1"]["per_process"] == pytest.approx([4.0, 1.0])
+    assert means["1"]["noise"] == pytest.approx(4.0)
+    assert means["16"] == {"per_process": []}
+    rows = bench_stats.merge_rows(runs)
+    assert bench_stats.noisiest(rows, "1") == (2.0, "a")
+    assert bench_stats.noisiest(rows, "16") is None
+
+
+def test_paired_changes():
+    # round by round: this / other of the ratios to C, the median of those
+    change = bench_stats.paired_change([2.0, 4.0, 3.0], [1.0, 3.0, 3.3])
+    assert change["median"] == pytest.approx(0.75)
+    assert change["min"] == pytest.approx(0.5) and change["max"] == pytest.approx(1.1)
+    assert math.isclose(change["noise"], 2.2)
