@@ -904,7 +904,9 @@ def run_processes(count: int, core_counts: list[int]) -> list[dict]:
                    "--child", str(index)]
         done = subprocess.run(command, stdout=subprocess.PIPE, text=True)
         if done.returncode != 0:
-            sys.exit(f"process {index + 1} of {count} failed (exit {done.returncode})")
+            print(f"  process {index + 1} of {count} failed (exit {done.returncode}); "
+                  f"left out", file=sys.stderr)
+            continue
         runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
         means = bench_stats.process_geomeans([runs[-1]["kernels"]], core_counts)
         info = runs[-1]["process"]
@@ -912,6 +914,8 @@ def run_processes(count: int, core_counts: list[int]) -> list[dict]:
               + ", ".join(f"{c} core(s) {m['median']:.2f}x" for c, m in means.items()
                           if "median" in m)
               + f"; {info['seconds']:.1f} s, CPUs {info['affinity']}", file=sys.stderr)
+    if not runs:
+        sys.exit(f"all {count} processes failed")
     return runs
 
 
@@ -1109,7 +1113,8 @@ def measure_all(args: argparse.Namespace, core_counts: list[int], index: int = 0
                                     np.random.default_rng(0))
                 rows.append(measure_case(case, problem, lib, device, objects, core_counts,
                                          args))
-                print(f"  measured {case.name}: {rows[-1]['status']}", file=sys.stderr)
+                print(f"  {'' if args.child is None else f'[{index + 1}] '}measured "
+                      f"{case.name}: {rows[-1]['status']}", file=sys.stderr)
             overhead = launch_overhead(device, objects, core_counts)
         finally:
             cpu_executor.set_workers(None)
