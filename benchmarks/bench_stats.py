@@ -108,3 +108,21 @@ def paired_change(other: list[float], this: list[float]) -> dict:
     cpu_compare.py runs one process of each, one after the other), so that what slowed the
     host during a round slowed both of its pair."""
     return spread(b / a for a, b in zip(other, this, strict=True))
+
+
+def block_order(rounds: int) -> list[tuple[str, ...]]:
+    """The sides' blocks in each round of cpu_kernels.py's --order rounds: C first in even
+    rounds, ptxport first in odd ones (C P | P C | C P ...), so that a drift of the host
+    over the rounds (a core warming, a neighbour starting) favours neither side."""
+    return [("c", "ptxport") if r % 2 == 0 else ("ptxport", "c") for r in range(rounds)]
+
+
+def cpu_ranges(cpus: list[int]) -> str:
+    """Sorted CPU numbers in taskset's notation: [0, 1, 2, 5] -> "0-2,5"."""
+    parts, first = [], None
+    for i, cpu in enumerate(cpus):
+        first = cpu if first is None else first
+        if i + 1 == len(cpus) or cpus[i + 1] != cpu + 1:
+            parts.append(f"{first}-{cpu}" if cpu != first else str(cpu))
+            first = None
+    return ",".join(parts)

@@ -551,8 +551,9 @@ def _time_rounds(c_run: CRun, ptx_run: PtxportRun, reps: int, budget: float, rou
     per_block, block_budget = -(-reps // rounds), budget / (2 * rounds)
     times: dict = {c_run: [], ptx_run: []}
     start, previous = time.perf_counter(), None
-    for round_number in range(rounds):
-        for run in (c_run, ptx_run) if round_number % 2 == 0 else (ptx_run, c_run):
+    sides = {"c": c_run, "ptxport": ptx_run}
+    for round_number, order in enumerate(bench_stats.block_order(rounds)):
+        for run in map(sides.get, order):
             if run is ptx_run and previous is c_run:
                 time.sleep(settle)
             times[run] += _time_alone(run, per_block, block_budget, least=1)
@@ -879,20 +880,9 @@ def process_info(index: int, seconds: float, order: str) -> dict:
     """Where this process ran: its CPU affinity (taskset's, the caller's choice), the CPUs
     its main thread was seen on after one-core blocks, its kernel order and its seconds."""
     affinity = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
-    return {"index": index, "pid": os.getpid(), "affinity": _ranges(affinity),
-            "cpus_one_core": sorted(CPUS_SEEN), "kernel_order": order,
+    return {"index": index, "pid": os.getpid(), "affinity": bench_stats.cpu_ranges(affinity),
+            "cpus_one_core": bench_stats.cpu_ranges(sorted(CPUS_SEEN)), "kernel_order": order,
             "seconds": round(seconds, 2)}
-
-
-def _ranges(cpus: list[int]) -> str:
-    """[0, 1, 2, 5] -> "0-2,5" (taskset's notation)."""
-    parts, first = [], None
-    for i, cpu in enumerate(cpus):
-        first = cpu if first is None else first
-        if i + 1 == len(cpus) or cpus[i + 1] != cpu + 1:
-            parts.append(f"{first}-{cpu}" if cpu != first else str(cpu))
-            first = None
-    return ",".join(parts)
 
 
 def run_processes(count: int, core_counts: list[int]) -> list[dict]:
@@ -931,15 +921,11 @@ def describe_protocol(args: argparse.Namespace) -> str:
 def print_processes(processes: list[dict]) -> None:
     for p in processes:
         print(f"process {p['index'] + 1}: pid {p['pid']}, CPUs {p['affinity']}, main thread "
-              f"on one core seen on CPU(s) {_ranges(p['cpus_one_core']) or '?'}, "
+              f"on one core seen on CPU(s) {p['cpus_one_core'] or '?'}, "
               f"kernels {p['kernel_order']}, {p['seconds']:.1f} s")
 
 
 # --- reporting -------------------------------------------------------------------------------
-
-def _geomean(values: list[float]) -> float | None:
-    return math.exp(statistics.fmean(map(math.log, values))) if values else None
-
 
 def geometric_means(rows: list[dict], core_counts) -> dict[str, dict]:
     """Per core count: the geometric mean of ptxport / C, of OpenCL / C over the kernels
@@ -949,10 +935,10 @@ def geometric_means(rows: list[dict], core_counts) -> dict[str, dict]:
         cells = [(r["kernel"], r["cores"][cores]) for r in rows
                  if r["status"] == "ok" and "ratio" in r["cores"].get(cores, {})]
         both = [(k, c) for k, c in cells if "opencl_ratio" in c]
-        means[cores] = {"geomean_ratio": _geomean([c["ratio"] for _, c in cells]),
+        means[cores] = {"geomean_ratio": bench_stats.geomean([c["ratio"] for _, c in cells]),
                         "kernels": len(cells), "of": len(rows),
-                        "opencl_geomean_ratio": _geomean([c["opencl_ratio"] for _, c in both]),
-                        "ptxport_geomean_on_those": _geomean([c["ratio"] for _, c in both]),
+                        "opencl_geomean_ratio": bench_stats.geomean([c["opencl_ratio"] for _, c in both]),
+                        "ptxport_geomean_on_those": bench_stats.geomean([c["ratio"] for _, c in both]),
                         "opencl_kernels": len(both),
                         "slower_than_opencl": [k for k, c in both
                                                if c["ratio"] > c["opencl_ratio"]]}

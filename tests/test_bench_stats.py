@@ -89,3 +89,15 @@ def test_paired_changes():
     assert change["median"] == pytest.approx(0.75)
     assert change["min"] == pytest.approx(0.5) and change["max"] == pytest.approx(1.1)
     assert math.isclose(change["noise"], 2.2)
+
+
+def test_block_order_alternates_which_side_goes_first():
+    assert bench_stats.block_order(3) == [("c", "ptxport"), ("ptxport", "c"),
+                                          ("c", "ptxport")]
+    assert bench_stats.block_order(1) == [("c", "ptxport")]
+
+
+def test_cpu_ranges():
+    assert bench_stats.cpu_ranges([0, 1, 2, 5, 7, 8]) == "0-2,5,7-8"
+    assert bench_stats.cpu_ranges([3]) == "3"
+    assert bench_stats.cpu_ranges([]) == ""
