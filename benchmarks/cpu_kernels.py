@@ -935,10 +935,11 @@ def geometric_means(rows: list[dict], core_counts) -> dict[str, dict]:
         cells = [(r["kernel"], r["cores"][cores]) for r in rows
                  if r["status"] == "ok" and "ratio" in r["cores"].get(cores, {})]
         both = [(k, c) for k, c in cells if "opencl_ratio" in c]
-        means[cores] = {"geomean_ratio": bench_stats.geomean([c["ratio"] for _, c in cells]),
+        geomean = bench_stats.geomean
+        means[cores] = {"geomean_ratio": geomean([c["ratio"] for _, c in cells]),
                         "kernels": len(cells), "of": len(rows),
-                        "opencl_geomean_ratio": bench_stats.geomean([c["opencl_ratio"] for _, c in both]),
-                        "ptxport_geomean_on_those": bench_stats.geomean([c["ratio"] for _, c in both]),
+                        "opencl_geomean_ratio": geomean([c["opencl_ratio"] for _, c in both]),
+                        "ptxport_geomean_on_those": geomean([c["ratio"] for _, c in both]),
                         "opencl_kernels": len(both),
                         "slower_than_opencl": [k for k, c in both
                                                if c["ratio"] > c["opencl_ratio"]]}
