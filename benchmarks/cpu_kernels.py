@@ -20,16 +20,18 @@ kernel is the median of each side's runs and ptxport / C (the last run at every 
 core count is checked too). A ptxport run is launch() + stream.sync().
 
 The shared host this is quoted from swings whole processes (one ran up to 2x slower than
-the next), so the run is --processes fresh processes (5 by default), one after another,
-each measuring everything (the odd ones in reverse kernel order), each first running C on
-every core for --warmup seconds (cores out of their idle states), and the table gives per
-kernel and core count the *median over processes of each process's ratio* (C and ptxport
-timed in the same process, so a slow process slows both), with its least and largest; the
-headline is the geometric mean of those medians (goal: <= 1.5 on one core), printed with
-the spread of the processes' own geometric means and each kernel's noise (its largest ratio
-over its least). Each process reports its CPU affinity (which cores it may use: pinning,
-e.g. `taskset -c 0` for one-core figures, is the caller's) and the CPUs its main thread was
-seen on after one-core blocks. --processes 1 measures in this process, as before.
+the next) and stretches of tens of milliseconds within one, so the run is --processes fresh
+processes (3 by default, about 10 s each on the GPU host plus the first one's compiles; 7
+for figures to quote), one after another, each measuring everything (the odd ones in
+reverse kernel order), each first running C on every core for --warmup seconds (cores out
+of their idle states), and the table gives per kernel and core count the *median over
+processes of each process's ratio* (C and ptxport timed in the same process, so a slow
+process slows both), with its least and largest; the headline is the geometric mean of
+those medians (goal: <= 1.5 on one core), printed with the spread of the processes' own
+geometric means and each kernel's noise (its largest ratio over its least). Each process
+reports its CPU affinity (which cores it may use: pinning, e.g. `taskset -c N` for
+one-core figures, is the caller's) and the CPUs its main thread was seen on after one-core
+blocks. --processes 1 measures in this process.
 A kernel whose first launch takes more than --slow seconds is not launched again: its
 one-core time is that launch's (JIT included), so that the whole benchmark stays short.
 A kernel the CPU target cannot compile yet is reported as "unsupported: <reason>", so the
@@ -44,7 +46,7 @@ Intel's runtime chooses its thread count when it starts, so each core count runs
 process (one core: pinned to one CPU, DPCPP_CPU_NUM_CUS=1), alternating with C there.
 --no-opencl leaves it out.
 
-    python benchmarks/cpu_kernels.py [--quick] [--kernels saxpy,gemm] [--processes 5]
+    python benchmarks/cpu_kernels.py [--quick] [--kernels saxpy,gemm] [--processes 3]
                                    [--reps 5] [--budget 1.0] [--rounds 3] [--slow 10]
                                    [--no-opencl] [--json PATH]
 
@@ -848,7 +850,7 @@ def merge_opencl(rows: list[dict], columns: dict[str, dict]) -> None:
 
 # Processes of the default run, and the seconds each first runs C on every core (cores that
 # idled leave their low-power states and a VM's vCPUs get scheduled before anything is timed).
-PROCESSES = 5
+PROCESSES = 3
 WARMUP_S = 0.3
 # The CPUs the main thread was found on after its one-core blocks (current_cpu).
 CPUS_SEEN: set[int] = set()
