@@ -21,17 +21,20 @@ core count is checked too). A ptxport run is launch() + stream.sync().
 
 The shared host this is quoted from swings whole processes (one ran up to 2x slower than
 the next) and stretches of tens of milliseconds within one, so the run is --processes fresh
-processes (3 by default, about 10 s each on the GPU host plus the first one's compiles; 7
-for figures to quote), one after another, each measuring everything (the odd ones in
+processes (3 by default, about 10-12 s each on the GPU host plus the first one's
+compiles; 7 for figures to quote), one after another, each measuring everything (the odd ones in
 reverse kernel order), each first running C on every core for --warmup seconds (cores out
 of their idle states), and the table gives per kernel and core count the *median over
 processes of each process's ratio* (C and ptxport timed in the same process, so a slow
 process slows both), with its least and largest; the headline is the geometric mean of
 those medians (goal: <= 1.5 on one core), printed with the spread of the processes' own
-geometric means and each kernel's noise (its largest ratio over its least). Each process
-reports its CPU affinity (which cores it may use: pinning, e.g. `taskset -c N` for
-one-core figures, is the caller's) and the CPUs its main thread was seen on after one-core
-blocks. --processes 1 measures in this process.
+geometric means and each kernel's noise (its largest ratio over its least). The one-core
+figures come from processes pinned to one CPU (--pin, by default the last this process may
+use; each process is then two: one pinned for one core, one unpinned for the other core
+counts): on the GPU host unpinned processes' one-core geometric means ranged 1.36-1.61x
+over 11 processes, pinned ones 1.42-1.51x over 13, on CPU 0 as on CPU 9. Each process
+reports its CPU affinity and the CPUs its main thread was seen on after one-core blocks.
+--processes 1 --pin none measures in this process.
 A kernel whose first launch takes more than --slow seconds is not launched again: its
 one-core time is that launch's (JIT included), so that the whole benchmark stays short.
 A kernel the CPU target cannot compile yet is reported as "unsupported: <reason>", so the
@@ -48,7 +51,7 @@ process (one core: pinned to one CPU, DPCPP_CPU_NUM_CUS=1), alternating with C t
 
     python benchmarks/cpu_kernels.py [--quick] [--kernels saxpy,gemm] [--processes 3]
                                    [--reps 5] [--budget 1.0] [--rounds 3] [--slow 10]
-                                   [--no-opencl] [--json PATH]
+                                   [--pin auto|none|CPU] [--no-opencl] [--json PATH]
 
 prints a table and writes benchmarks/results/cpu_kernels.json (or --json): each kernel's
 merged cells (c_ms, ptxport_ms and ratio the medians over processes; ratio_min, ratio_max,
@@ -878,53 +881,75 @@ def warm_cores(lib: ctypes.CDLL, cores: int, seconds: float) -> None:
         lib.saxpy(np.float32(1), _p(x), _p(y), x.size)
 
 
-def process_info(index: int, seconds: float, order: str) -> dict:
+def process_info(index: int, seconds: float, order: str, core_counts: list[int]) -> dict:
     """Where this process ran: its CPU affinity (taskset's, the caller's choice), the CPUs
     its main thread was seen on after one-core blocks, its kernel order and its seconds."""
     affinity = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
     return {"index": index, "pid": os.getpid(), "affinity": bench_stats.cpu_ranges(affinity),
             "cpus_one_core": bench_stats.cpu_ranges(sorted(CPUS_SEEN)), "kernel_order": order,
-            "seconds": round(seconds, 2)}
+            "seconds": round(seconds, 2), "cores": ",".join(map(str, core_counts))}
 
 
-def run_processes(count: int, core_counts: list[int]) -> list[dict]:
+def run_processes(count: int, core_counts: list[int], pin: int | None) -> list[dict]:
     """`count` fresh processes of this script with this command line, one after another
-    (each the whole measurement, measure_all; no OpenCL), their results in order."""
+    (each the whole measurement, measure_all; no OpenCL), their results in order. With a
+    `pin` CPU and several core counts each is two processes: the one-core figures pinned to
+    that CPU (as `taskset -c CPU` would), then the other core counts unpinned."""
     runs = []
+    parts = [([1], pin), (core_counts[1:], None)] if pin is not None and len(core_counts) > 1 \
+        else [(core_counts, None)]
     for index in range(count):
-        command = [sys.executable, __file__, *sys.argv[1:], "--no-opencl",
-                   "--child", str(index)]
-        done = subprocess.run(command, stdout=subprocess.PIPE, text=True)
-        if done.returncode != 0:
-            print(f"  process {index + 1} of {count} failed (exit {done.returncode}); "
-                  f"left out", file=sys.stderr)
-            continue
-        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
-        means = bench_stats.process_geomeans([runs[-1]["kernels"]], core_counts)
-        info = runs[-1]["process"]
-        print(f"  process {index + 1} of {count}: "
-              + ", ".join(f"{c} core(s) {m['median']:.2f}x" for c, m in means.items()
-                          if "median" in m)
-              + f"; {info['seconds']:.1f} s, CPUs {info['affinity']}", file=sys.stderr)
+        for cores, cpu in parts:
+            command = [sys.executable, __file__, *sys.argv[1:], "--no-opencl",
+                       "--child", str(index), "--child-cores", ",".join(map(str, cores))]
+            pinned = None if cpu is None else functools.partial(os.sched_setaffinity, 0, {cpu})
+            done = subprocess.run(command, stdout=subprocess.PIPE, text=True,
+                                  preexec_fn=pinned)
+            if done.returncode != 0:
+                print(f"  process {index + 1} of {count} failed (exit {done.returncode}); "
+                      f"left out", file=sys.stderr)
+                continue
+            runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+            means = bench_stats.process_geomeans([runs[-1]["kernels"]], cores)
+            info = runs[-1]["process"]
+            print(f"  process {index + 1} of {count}: "
+                  + ", ".join(f"{c} core(s) {m['median']:.2f}x" for c, m in means.items()
+                              if "median" in m)
+                  + f"; {info['seconds']:.1f} s, CPUs {info['affinity']}", file=sys.stderr)
     if not runs:
         sys.exit(f"all {count} processes failed")
     return runs
 
 
+def pin_cpu(choice: str) -> int | None:
+    """--pin's CPU: "none" None, "auto" the last CPU this process may use (None if only
+    one: then there is one core count and nothing to split), else that number."""
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    if choice == "none" or not cpus:
+        return None
+    if choice == "auto":
+        return cpus[-1] if len(cpus) > 1 else None
+    if not choice.isdigit() or int(choice) not in cpus:
+        sys.exit(f"--pin {choice}: not one of this process's CPUs "
+                 f"({bench_stats.cpu_ranges(cpus)})")
+    return int(choice)
+
+
 def describe_protocol(args: argparse.Namespace) -> str:
     runs = (f"{args.rounds} rounds of C and ptxport blocks, up to {args.reps} runs a side"
             if args.order == "rounds" else f"up to {args.reps} runs a side ({args.order})")
-    if args.processes == 1:
+    if args.processes == 1 and args.pin == "none":
         return f"median of {runs}"
+    pinned = "" if args.pin == "none" else ", one core pinned"
     return (f"per kernel the median over {args.processes} processes of each one's median "
-            f"ratio ({runs})")
+            f"ratio ({runs}{pinned})")
 
 
 def print_processes(processes: list[dict]) -> None:
     for p in processes:
-        print(f"process {p['index'] + 1}: pid {p['pid']}, CPUs {p['affinity']}, main thread "
-              f"on one core seen on CPU(s) {p['cpus_one_core'] or '?'}, "
-              f"kernels {p['kernel_order']}, {p['seconds']:.1f} s")
+        seen = p["cpus_one_core"] and f", main thread seen on CPU(s) {p['cpus_one_core']}"
+        print(f"process {p['index'] + 1}: pid {p['pid']}, cores {p['cores']}, CPUs "
+              f"{p['affinity']}{seen or ''}, kernels {p['kernel_order']}, {p['seconds']:.1f} s")
 
 
 # --- reporting -------------------------------------------------------------------------------
@@ -1038,7 +1063,7 @@ def machine_settings(args: argparse.Namespace) -> dict:
     return {"order": args.order, "omp_wait": args.omp_wait, "schedule": args.schedule,
             "busy": args.busy, "rounds": getattr(args, "rounds", None),
             "processes": getattr(args, "processes", None),
-            "warmup_s": getattr(args, "warmup", None)}
+            "warmup_s": getattr(args, "warmup", None), "pin": getattr(args, "pin", None)}
 
 
 def parse_args() -> argparse.Namespace:
@@ -1065,7 +1090,13 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--json", type=Path, default=RESULTS / "cpu_kernels.json",
                         help="where to write the results")
     parser.add_argument("--opencl-child", type=int, metavar="CORES", help=argparse.SUPPRESS)
+    parser.add_argument("--pin", default="auto",
+                        help="a CPU for the one-core figures: each process is then two, the "
+                             "one-core figures pinned to it, the others unpinned; 'auto' "
+                             "(default): the last CPU this process may use; 'none': one "
+                             "unpinned process measures both")
     parser.add_argument("--child", type=int, metavar="INDEX", help=argparse.SUPPRESS)
+    parser.add_argument("--child-cores", help=argparse.SUPPRESS)
     add_machine_flags(parser, order="rounds")
     args = parser.parse_args()
     if args.budget is None:
@@ -1111,7 +1142,7 @@ def measure_all(args: argparse.Namespace, core_counts: list[int], index: int = 0
     rows.sort(key=lambda row: order[row["kernel"]])
     return {"kernels": rows, "launch_overhead_ms": overhead,
             "process": process_info(index, time.perf_counter() - start,
-                                    "reverse" if index % 2 else "forward")}
+                                    "reverse" if index % 2 else "forward", core_counts)}
 
 
 def main() -> None:
@@ -1122,18 +1153,20 @@ def main() -> None:
     all_cores = cpu_executor.worker_count()
     core_counts = [1] if all_cores == 1 else [1, all_cores]
     if args.child is not None:
+        if args.child_cores:
+            core_counts = [int(c) for c in args.child_cores.split(",")]
         print(json.dumps(measure_all(args, core_counts, args.child)))
         return
-    if args.processes == 1:
+    if args.processes == 1 and args.pin == "none":
         measured = measure_all(args, core_counts)
         rows, overhead = measured["kernels"], measured["launch_overhead_ms"]
         processes, spreads = [measured["process"]], None
     else:
-        runs = run_processes(args.processes, core_counts)
+        runs = run_processes(args.processes, core_counts, pin_cpu(args.pin))
         rows = bench_stats.merge_rows([r["kernels"] for r in runs])
         overhead = {c: statistics.median(r["launch_overhead_ms"][c] for r in runs
                                          if c in r["launch_overhead_ms"])
-                    for c in runs[0]["launch_overhead_ms"]}
+                    for c in dict.fromkeys(c for r in runs for c in r["launch_overhead_ms"])}
         processes = [dict(r["process"], kernels=r["kernels"],
                           launch_overhead_ms=r["launch_overhead_ms"]) for r in runs]
         spreads = bench_stats.process_geomeans([r["kernels"] for r in runs], core_counts)
