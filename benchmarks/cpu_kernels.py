@@ -32,7 +32,7 @@ geometric means and each kernel's noise (its largest ratio over its least). The 
 figures come from processes pinned to one CPU (--pin, by default the last this process may
 use; each process is then two: one pinned for one core, one unpinned for the other core
 counts): on the GPU host unpinned processes' one-core geometric means ranged 1.36-1.61x
-over 11 processes, pinned ones 1.42-1.51x over 13, on CPU 0 as on CPU 9. Each process
+over 11 processes, pinned ones 1.42-1.51x over 11, on CPU 0 as on CPU 9. Each process
 reports its CPU affinity and the CPUs its main thread was seen on after one-core blocks.
 --processes 1 --pin none measures in this process.
 A kernel whose first launch takes more than --slow seconds is not launched again: its
