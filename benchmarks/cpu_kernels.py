@@ -21,8 +21,8 @@ core count is checked too). A ptxport run is launch() + stream.sync().
 
 The shared host this is quoted from swings whole processes (one ran up to 2x slower than
 the next) and stretches of tens of milliseconds within one, so the run is --processes fresh
-processes (3 by default, about 10-12 s each on the GPU host plus the first one's
-compiles; 7 for figures to quote), one after another, each measuring everything (the odd ones in
+processes (3 by default, about 10-12 s each on the GPU host plus the first one's compiles;
+7 for figures to quote), one after another, each measuring everything (the odd ones in
 reverse kernel order), each first running C on every core for --warmup seconds (cores out
 of their idle states), and the table gives per kernel and core count the *median over
 processes of each process's ratio* (C and ptxport timed in the same process, so a slow
