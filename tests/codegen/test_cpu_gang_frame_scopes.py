@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import llvmlite.binding as llvm
 import numpy as np
+import pytest
 from llvmlite import ir as ll
 
 from ptxport import Device, LaunchConfig, Program, launch
@@ -18,9 +19,9 @@ from ptxport.codegen.targets.cpu.machine import target_machine
 I32, I64, PTR = ll.IntType(32), ll.IntType(64), ll.PointerType()
 
 
-def _function(escape: bool = False):
-    """f(frame, out, p): frame[4] = 7; out[0] = 1; return frame[4] (+ a select of frame
-    pointers when `escape`)."""
+def _function(escape: str = ""):
+    """f(frame, out, p): frame[4] = 7; out[0] = 1; return frame[4], the last through a
+    select of two frame pointers (escape "select") or through an integer (escape "int")."""
     module = ll.Module("scopes")
     fn = ll.Function(module, ll.FunctionType(I32, [PTR, PTR, I32]), "f")
     frame, out, p = fn.args
@@ -28,9 +29,11 @@ def _function(escape: bool = False):
     slot = b.gep(frame, [I64(4)], source_etype=ll.IntType(8))
     b.store(I32(7), slot)
     b.store(I32(1), out)
-    if escape:
+    if escape == "select":
         other = b.gep(frame, [I64(8)], source_etype=ll.IntType(8))
         slot = b.select(b.icmp_signed("<", p, I32(0)), slot, other)
+    elif escape == "int":
+        slot = b.inttoptr(b.ptrtoint(slot, I64), PTR)
     b.ret(b.load(slot, typ=I32))
     return module, fn
 
@@ -51,8 +54,9 @@ def test_frame_and_other_accesses_get_their_scopes():
     assert "ret i32 7" in str(mod.get_function("f"))
 
 
-def test_frame_pointer_elsewhere_leaves_no_scopes():
-    module, fn = _function(escape=True)
+@pytest.mark.parametrize("escape", ["select", "int"])
+def test_frame_pointer_elsewhere_leaves_no_scopes(escape):
+    module, fn = _function(escape)
     scope_frame(fn, 0)
     for inst in fn.blocks[0].instructions:
         assert "noalias" not in inst.metadata and "alias.scope" not in inst.metadata

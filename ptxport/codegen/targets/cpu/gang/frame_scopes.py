@@ -26,40 +26,36 @@ _MEMORY_INTRINSICS = ("llvm.masked.load.", "llvm.masked.store.", "llvm.masked.ga
                       "ptxport.check")
 
 
+_POINTER_CASTS = ("bitcast", "addrspacecast")
+
+
+def _is_step(inst) -> bool:
+    """A GEP or a pointer cast: an address into whatever its first operand points into."""
+    return isinstance(inst, ll.GEPInstr) or (isinstance(inst, ll.CastInstr)
+                                             and inst.opname in _POINTER_CASTS)
+
+
 def _root(value):
-    """The value a pointer is a GEP or bitcast of (through any number of them)."""
-    while True:
-        if isinstance(value, ll.GEPInstr):
-            value = value.pointer
-        elif isinstance(value, ll.CastInstr) and value.opname in ("bitcast",
-                                                                   "addrspacecast"):
-            value = value.operands[0]
-        else:
-            return value
+    """The value a pointer is a GEP or pointer cast of (through any number of them)."""
+    while _is_step(value):
+        value = value.operands[0]
+    return value
 
 
 def _frame_derived(fn: ll.Function, frame: ll.Argument) -> set[int] | None:
-    """ids of the instructions that are GEPs or casts of the frame, or None where the frame
-    (or a pointer into it) goes anywhere else than a load's or store's address: an escape,
-    a phi or select, a call, a ptrtoint, where the scopes could be wrong."""
-    derived: set[int] = set()
-    for block in fn.blocks:
-        for inst in block.instructions:
-            if isinstance(inst, (ll.GEPInstr, ll.CastInstr)) and _root(inst) is frame:
-                if isinstance(inst, ll.CastInstr) and inst.opname not in (
-                        "bitcast", "addrspacecast"):
-                    return None
-                derived.add(id(inst))
+    """ids of the instructions that are GEPs or pointer casts of the frame, or None where
+    the frame (or a pointer into it) goes anywhere else than a load's or store's address:
+    an escape, a phi or select, a call, a ptrtoint, where the scopes could be wrong."""
+    derived = {id(inst) for block in fn.blocks for inst in block.instructions
+               if _is_step(inst) and _root(inst) is frame}
     for block in fn.blocks:
         for inst in block.instructions:
             for i, op in enumerate(inst.operands):
                 if op is not frame and id(op) not in derived:
                     continue
-                if isinstance(inst, (ll.GEPInstr, ll.CastInstr)) and i == 0:
+                if i == 0 and (_is_step(inst) or isinstance(inst, ll.LoadInstr)):
                     continue
-                if isinstance(inst, ll.LoadInstr):
-                    continue
-                if isinstance(inst, ll.StoreInstr) and i == 1:
+                if i == 1 and isinstance(inst, ll.StoreInstr):
                     continue
                 return None
     return derived
