@@ -12,6 +12,7 @@ from ptxport.codegen.targets.cpu.abi import FRAME, KernelPlan
 from ptxport.codegen.targets.cpu.entry import build_claiming
 from ptxport.codegen.targets.cpu.gang.butterflies import broadcast_butterflies
 from ptxport.codegen.targets.cpu.gang.fallthrough import join_fallthrough
+from ptxport.codegen.targets.cpu.gang.frame_scopes import scope_frame
 from ptxport.codegen.targets.cpu.gang.guarded_runs import guarded_runs
 from ptxport.codegen.targets.cpu.gang.lanes import BLOCK_COPY, GangUnsupported, W
 from ptxport.codegen.targets.cpu.gang.lowering import lower_gang
@@ -81,6 +82,7 @@ def build_gang(module: ir.Module, kernel_name: str, block: tuple[int, int, int],
                         skips, prechecked)
     except UnsupportedFeatureError as e:     # a shared lowering the gang path cannot use
         raise GangUnsupported(str(e)) from e
+    scope_frame(gang, 1)
     per_thread = max(FRAME.size, (fl.frame_bytes + W - 1) // W)
     plan.frame_size = (per_thread + 15) // 16 * 16      # warp frames: multiples of 512
     plan.gang = True
