@@ -191,3 +191,46 @@ def test_the_second_load_after_its_test_goes_through_the_index_too(n):
                 acc[c * 64 + t] += x[i] + (x[i + 64] if i + 64 < n else 0)
     lanes = np.arange(256)
     assert (got == (acc + acc[lanes ^ 16]).astype(np.int32)).all()
+
+
+# histogram.cu's byte loads: data[i] of a char array, the index widened by cvt (no scaling),
+# summed as in PLAIN (x's elements bytes, `shift` unused)
+BYTES = PLAIN.replace("mul.wide.s32 %rd5, %r10, 4;", "cvt.s64.s32 %rd5, %r10;") \
+    .replace("ld.global.u32 %r4, [%rd6];", "ld.global.u8 %r4, [%rd6];")
+
+
+@pytest.mark.parametrize("widen", ["cvt.s64.s32", "cvt.u64.u32", "cvt.u64.s32"])
+@pytest.mark.parametrize("n", [4096, 4096 - 5, 1000])
+def test_byte_loads_through_a_widened_index_sum_right(widen, n):
+    ptx = BYTES.replace("cvt.s64.s32", widen)
+    llmod, _ = build_gang(build(parse(ptx)), "k", (128, 1, 1), CpuOptions())
+    assert "\nindexed_fast" in str(llmod)
+    x = (np.arange(n) % 251).astype(np.uint8)
+    got = _run(ptx, x, n, 4, 128)
+    assert (got == _expected(x.astype(np.int32), n, 4, 128)).all()
+
+
+def test_a_scaled_widening_of_bytes_is_not_taken_as_consecutive():
+    # cvt then shl by 1: lanes 2 bytes apart, so the 32-byte vector load would be wrong; the
+    # access must not go through the index test (and still sums right)
+    ptx = BYTES.replace("cvt.s64.s32 %rd5, %r10;",
+                        "cvt.s64.s32 %rd4, %r10; shl.b64 %rd5, %rd4, 1;")
+    llmod, _ = build_gang(build(parse(ptx)), "k", (128, 1, 1), CpuOptions())
+    assert "\nindexed_fast" not in str(llmod)
+    n = 2048
+    x = (np.arange(2 * n) % 7).astype(np.uint8)
+    got = _run(ptx, x, n, 4, 128)
+    acc = np.array([x[2 * t:2 * n:2 * 512].astype(np.int64).sum() for t in range(512)])
+    lanes = np.arange(512)
+    assert (got == (acc + acc[lanes ^ 16]).astype(np.int32)).all()
+
+
+def test_a_byte_index_that_wraps_inside_a_warp_is_not_taken_as_consecutive():
+    # as for words: lanes 16 to 31 wrap to -2^31 (signed widening): 2 GiB below x, a fault
+    ptx = BYTES.replace("setp.ge.s32", "setp.ge.u32").replace("setp.lt.s32", "setp.lt.u32")
+    shift = (1 << 31) - 16
+    x = np.ones(64, np.uint8)
+    with pytest.raises(IllegalAddressError):        # (_run's base_shift counts 4 bytes)
+        _run(ptx, x, 32, 1, 32, shift=shift, base_shift=shift // 4)
+    got = _run(ptx, x, 32, 1, 32, shift=shift - 16, base_shift=(shift - 16) // 4)
+    assert (got == 2).all()

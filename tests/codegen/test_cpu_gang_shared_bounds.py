@@ -163,3 +163,66 @@ def test_a_halo_read_past_the_tile_is_checked_and_faults():
                        rf"outside every allocation, at line {line} in block \(0, 0, 0\), "
                        r"thread 237;"):
         _run_halo(160)
+
+
+# A histogram's shared atomics, bins[data[t]] of bytes: inside a 256-word array whatever the
+# bytes (unchecked), past the end of a 255-word one for the byte 255 (checked: it faults)
+BINS = """.version 7.8
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 data, .param .u64 out)
+{
+.reg .b32 %r<12>; .reg .b64 %rd<8>;
+.shared .align 4 .b32 bins[WORDS];
+ld.param.u64 %rd1, [data]; ld.param.u64 %rd2, [out];
+mov.u32 %r1, %tid.x; mov.u32 %r2, bins;
+shl.b32 %r3, %r1, 2; add.s32 %r4, %r2, %r3;
+mov.u32 %r5, 0;
+st.shared.u32 [%r4], %r5;
+bar.sync 0;
+cvt.u64.u32 %rd3, %r1; add.s64 %rd4, %rd1, %rd3;
+ld.global.u8 %r6, [%rd4];
+shl.b32 %r7, %r6, 2; add.s32 %r8, %r2, %r7;
+atom.shared.add.u32 %r9, [%r8], 1;
+bar.sync 0;
+ld.shared.u32 %r10, [%r4];
+mul.wide.u32 %rd5, %r1, 4; add.s64 %rd6, %rd2, %rd5;
+st.global.u32 [%rd6], %r10;
+ret;
+}
+"""
+
+
+def _bins(words: int, data: np.ndarray, threads: int) -> np.ndarray:
+    ptx = BINS.replace("WORDS", str(words))
+    module = build(parse(ptx, "bins.ptx"))
+    verify(module)
+    kernel = module.functions["k"]
+    atoms = [i for i in kernel.instructions() if i.opcode == "atom"]
+    assert inside(shared_bounds(kernel, (threads, 1, 1)).get(atoms[0]), 4) == (words >= 256)
+    dev = Device("cpu")
+    stream = dev.create_stream()
+    compiled = Program(ptx, code_type="ptx").compile("native").get_kernel("k")
+    source = dev.allocate(data.nbytes, stream=stream)
+    source.copy_from(data, stream=stream)
+    out = np.zeros(threads, np.uint32)
+    buffer = dev.allocate(out.nbytes, stream=stream)
+    launch(stream, LaunchConfig(grid=1, block=threads), compiled, source, buffer)
+    buffer.copy_to(out, stream=stream)
+    stream.sync()
+    return out
+
+
+def test_byte_indexed_shared_atomics_are_proven_and_count():
+    data = np.random.default_rng(5).integers(0, 256, 256, dtype=np.uint8)
+    data[:40] = 7      # a bin that many lanes of one warp hit
+    assert (_bins(256, data, 256) == np.bincount(data, minlength=256)).all()
+
+
+def test_byte_indexed_shared_atomics_past_the_array_fault():
+    data = np.zeros(255, np.uint8)
+    data[100] = 255    # bins[255], the word past a 255-word array
+    line = next(n for n, text in enumerate(BINS.splitlines(), 1) if "atom.shared" in text)
+    with pytest.raises(IllegalAddressError, match=rf"at line {line} in block \(0, 0, 0\), "
+                       r"thread 100;"):
+        _bins(255, data, 255)

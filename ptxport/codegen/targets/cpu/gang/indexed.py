@@ -70,9 +70,8 @@ def applies(fl: GangLowering, place: Place, size: int) -> Indexed | None:
                 or not isinstance(offset, ir.Register) or offset.type.bits != 64:
             continue
         wide = _only_write(facts, offset, facts.position[id(add)])
-        if wide is None or wide.spec.text not in ("mul.wide.s32", "mul.wide.u32") \
-                or not isinstance(wide.operands[2], IntImm) \
-                or wide.operands[2].value != size:
+        signed = None if wide is None else _widening(wide, size)
+        if signed is None:
             continue
         index = wide.operands[1]
         if not isinstance(index, ir.Register) or index in fl.uniform \
@@ -80,7 +79,25 @@ def applies(fl: GangLowering, place: Place, size: int) -> Indexed | None:
                 or _written_between(facts, index, wide, where) \
                 or _written_between(facts, base, add, where):
             continue
-        return Indexed(index, base, wide.spec.text == "mul.wide.s32")
+        return Indexed(index, base, signed)
+    return None
+
+
+_BYTE_WIDENINGS = ("cvt.s64.s32", "cvt.u64.s32", "cvt.s64.u32", "cvt.u64.u32")
+
+
+def _widening(wide: ir.Instruction, size: int) -> bool | None:
+    """Whether `wide` widens a 32-bit index to a byte offset of elements of `size` bytes
+    signed (True) or unsigned (False), or None where it is not such a widening:
+    mul.wide.{s,u}32 by the size, or, for bytes, cvt.{s,u}64.{s,u}32 (`data[i]` of a char
+    array: the index is the offset; the source's type says whether it extends signed)."""
+    text = wide.spec.text
+    if text in ("mul.wide.s32", "mul.wide.u32"):
+        if isinstance(wide.operands[2], IntImm) and wide.operands[2].value == size:
+            return text == "mul.wide.s32"
+        return None
+    if size == 1 and text in _BYTE_WIDENINGS and len(wide.operands) == 2:
+        return text.endswith("s32")     # (the source's type says how it extends)
     return None
 
 
