@@ -276,16 +276,19 @@ def test_an_if_converted_loop_adds_what_it_should():
 def test_a_tile_s_two_rows_are_both_prefetched(monkeypatch):
     # sgemm_tiled in 16x16 blocks: each half warp loads a row of A's and of B's tile, the
     # rows K (N) elements apart; each row's lines are fetched, not the lines after the
-    # first row's (other blocks' columns)
+    # first row's (other blocks' columns); a row of 16 floats is one line, so one line a
+    # row (the line after it, another block's columns or the next tile's, is not fetched)
     seen = []
     real = memory.prefetch_site
 
     def spy(fl, place, lows, span, size, write=False):
-        seen.append((fl.inst.operands[1].base.name, len(lows)))
+        seen.append((fl.inst.operands[1].base.name, len(lows), span))
         return real(fl, place, lows, span, size, write)
 
     monkeypatch.setattr(memory, "prefetch_site", spy)
     ptx = corpus_ptx(KERNEL_DIR / "gemm_tiled.cu", "sm_90")
     build_gang(build(parse(ptx)), "sgemm_tiled", (16, 16, 1), CpuOptions())
-    rows = {name for name, lows in seen if lows == 2}
+    rows = {name for name, lows, _ in seen if lows == 2}
     assert {"%rd15", "%rd11"} <= rows       # A's and B's tile loads
+    assert {span for name, lows, span in seen if name in ("%rd15", "%rd11") and lows == 2} \
+        == {64}

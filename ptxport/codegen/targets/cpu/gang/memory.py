@@ -252,10 +252,13 @@ def _check_access_place(fl: GangLowering, place: Place, t: Type, load: bool, kin
     else:       # the group's check failed: this access on its own
         if group_low is not None and halves is None:       # the group's first global access
             prefetch_site(fl, place, [group_low], 256, size, not load)
-        elif group_low is not None:
-            first = ll.Constant(place.addrs.type.element,
-                                fl.group_span[fl.group_of[id(fl.inst)]][0])
-            prefetch_site(fl, place, [b.add(s, first) for s in halves], 128, size, not load)
+        elif group_low is not None:     # each half's lines, from the group's lowest offset
+            # to its highest's 16 lanes (one line for a tile row of 16 floats, not two: the
+            # second was another block's columns, which cost gemm's 16 workers)
+            first, last = fl.group_span[fl.group_of[id(fl.inst)]]
+            at = ll.Constant(place.addrs.type.element, first)
+            prefetch_site(fl, place, [b.add(s, at) for s in halves],
+                          last - first + size * W // 2, size, not load)
         exact, ok = fl.llfn.append_basic_block("access_exact"), fl.llfn.append_basic_block(
             "access_checked")
         checks.expect(fl, ll.IRBuilder.cbranch(b, checked, ok, exact))

@@ -52,6 +52,7 @@ from ptxport.codegen.targets.cpu.gang.lanes import W
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import uses_and_defs
+from ptxport.passes.shared_bounds import inside
 
 __all__ = ["LIMIT", "Window", "defers", "flush", "lower_ld", "window_plan"]
 
@@ -251,6 +252,10 @@ def _pointer(fl: GangLowering, place, form, window: Window, inside):
         base = ll.IRBuilder.gep(b, fl.target.space_base(fl, "shared"), [lane],
                                 source_etype=I8)
         reach = _reach(fl, group, form, window.lane, place.addrs.type.element.width)
+        if _true(inside):       # (proven, or checked before the loop: no fallback)
+            if reach is not None:
+                fl.places[key] = base
+            return b.gep(base, [I64(start)], source_etype=I8)
         if reach is None:       # (no group: this load's own fallback)
             return ll.IRBuilder.select(b, inside, b.gep(base, [I64(start)], source_etype=I8),
                                        _zeros(fl.llfn.module, window.elements * 8, 0))
@@ -290,7 +295,7 @@ def _inside(fl: GangLowering, place, t, count: int, bounds):
     false where some access of its group (_group) faults: the group's range test (made
     once, at the group's first access), else its own windows'; true for an access checked
     before its loop (passes/hoist_checks.py)."""
-    if prechecked(fl):
+    if prechecked(fl) or _proven(fl, t.size * count):
         return ll.Constant(ll.IntType(1), 1)
     b = fl.b
     et = place.addrs.type.element
@@ -313,6 +318,28 @@ def _inside(fl: GangLowering, place, t, count: int, bounds):
                       ll.IRBuilder.icmp_unsigned(b, "<=", end, limit))
         inside = fits if inside is None else b.and_(inside, fits)
     return inside
+
+
+def _proven(fl: GangLowering, size: int) -> bool:
+    """Whether passes/shared_bounds.py finds the current load (`size` bytes a lane), and
+    every access of its group (which share the group's test and its window pointers: _reach),
+    inside its shared variable for every thread of the block. Its windows then lie inside
+    too: each runs from its lowest lane's element to its highest's, all the warp's threads'
+    (a full mask). A GEMM's 32 tile loads a k step tested their windows at every step."""
+    if not inside(fl.shared_bounds.get(fl.inst), size):
+        return False
+    group = fl.group_of.get(id(fl.inst))
+    if group is None:
+        return True
+    members = {i for i, g in fl.group_of.items() if g == group}
+    found = {id(a): a for a in fl.shared_bounds if id(a) in members}
+    return len(found) == len(members) and all(
+        inside(fl.shared_bounds[a], instruction_type(a).size * vector_count(a))
+        for a in found.values())
+
+
+def _true(test) -> bool:
+    return isinstance(test, ll.Constant) and test.constant in (1, True)
 
 
 def _pick(fl: GangLowering, op: str, x, y):
@@ -373,7 +400,9 @@ def flush(fl: GangLowering) -> None:
         return
     fl.window_checks = []
     b = fl.b
-    tests = list({id(c.inside): c.inside for c in pending}.values())
+    tests = [t for t in {id(c.inside): c.inside for c in pending}.values() if not _true(t)]
+    if not tests:
+        return      # (proven inside when compiling: _proven)
     inside = tests[0]
     for test in tests[1:]:
         inside = b.and_(inside, test)
