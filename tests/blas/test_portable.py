@@ -80,7 +80,11 @@ def _check(device: Device, config: TileConfig, ta: bool, tb: bool, m: int, n: in
         np.testing.assert_array_equal(got[t, :, m:], c[t, :, m:])
 
 
-@pytest.mark.parametrize("ta, tb", [(False, False), (True, True)])
+# not transposed on cpu; both transposed (38 s of LLVM in a fresh CI) under `pytest -m slow`,
+# the mixed ones on opencl:0 (test_simt_f32_on_opencl); cpu runs all four through the lanes
+# and mma kernels (test_lanes_kernel_on_cpu, test_mma_pipeline_on_cpu)
+@pytest.mark.parametrize("ta, tb", [(False, False),
+                                    pytest.param(True, True, marks=pytest.mark.slow)])
 def test_simt_f32_on_cpu(ta, tb):
     _check(_device("cpu"), SIMT, ta, tb, 37, 29, 19, np.float32, np.float32, batch=2)
 
@@ -428,7 +432,12 @@ def test_the_autotuner_keeps_the_first_candidate_within_two_percent(monkeypatch,
 LANES = TileConfig(False, 32, 16, 32, 2, 4, lanes=True)
 
 
-@pytest.mark.parametrize("ta, tb", [(False, False), (False, True), (True, False), (True, True)])
+# each operand both ways in these two; the mixed transposes (15 s of LLVM each in a fresh CI)
+# under `pytest -m slow`, and in other tiles below: (False, True) two rows a lane, (True,
+# False) f64
+@pytest.mark.parametrize("ta, tb", [
+    (False, False), pytest.param(False, True, marks=pytest.mark.slow),
+    pytest.param(True, False, marks=pytest.mark.slow), (True, True)])
 def test_lanes_kernel_on_cpu(ta, tb):
     _check(_device("cpu"), LANES, ta, tb, 37, 29, 70, np.float32, np.float32, batch=2)
 
