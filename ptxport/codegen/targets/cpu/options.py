@@ -25,12 +25,17 @@ class CpuOptions:
     hoist_checks : bool
         Check the shared-memory accesses of counted one-block loops once before the loop
         (passes/hoist_checks.py) in warp gangs; False checks each at every iteration.
+    unroll_rounds : bool
+        Unroll loops around a block barrier whose trip counts are known for the block
+        shape, their counters folded (passes/unroll_rounds.py) in warp gangs; False keeps
+        the loops (to measure what unrolling gains).
     """
 
     gang: bool = True
     full_mask_copies: bool = True
     if_convert: bool = True
     hoist_checks: bool = True
+    unroll_rounds: bool = True
 
     def key(self) -> dict[str, bool]:
         """The choices as plain data, for cache keys."""
