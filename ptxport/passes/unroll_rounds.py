@@ -39,7 +39,6 @@ from __future__ import annotations
 import dataclasses
 
 from ptxport.ir import nodes as ir
-
 from ptxport.ir.analysis import live_before, may_write, uses_and_defs
 from ptxport.ir.from_ptx import link_blocks
 from ptxport.ir.types import TYPES
