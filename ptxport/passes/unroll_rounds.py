@@ -47,7 +47,7 @@ from ptxport.ptx.ast import IntImm
 __all__ = ["BUDGET", "TRIPS", "unroll_rounds"]
 
 TRIPS = 16          # the most iterations a loop unrolls to
-BUDGET = 1024       # the most instructions its copies hold together
+BUDGET = 256        # the most instructions its copies hold together (compile time)
 
 _SINKS = frozenset(("ret", "exit", "trap", "brx"))
 _ARITH = frozenset(("add", "sub", "mul", "shl", "shr", "and", "or", "xor", "min", "max"))
