@@ -128,8 +128,9 @@ def if_convert(kernel: ir.Function, block: tuple[int, int, int] | None = None
     branch splits its lanes, and the skippable runs: id(first instruction) -> (predicate,
     length), a run of guarded code that no lane needs to run where none has the
     predicate."""
+    bounds = _tid_bounds(kernel, block)
     varying = set(kernel.registers.values()) - uniform_registers(kernel, block) \
-        - _whole_warp_predicates(kernel, block)
+        - {r for r, split in bounds.items() if not split}
     by_lane = _thread_index_values(kernel)
     forms = lane_forms(kernel, block, set(kernel.registers.values()) - varying)
     notes: list[str] = []
@@ -148,7 +149,7 @@ def if_convert(kernel: ir.Function, block: tuple[int, int, int] | None = None
         start, end = found
         head = f.blocks[start]
         branch = head.instructions[-1]
-        replace = _in_place(head, f.blocks[start + 1:end], by_lane, forms)
+        replace = _in_place(head, f.blocks[start + 1:end], by_lane - set(bounds), forms)
         size = sum(len(b.instructions) for b in f.blocks[start + 1:end])
         label, join, before = head.label, f.blocks[end].label, len(skips)
         copy = _linearize(f, start, end, specs, replace, skips)
@@ -196,17 +197,19 @@ def _in_place(head: ir.BasicBlock, region: list[ir.BasicBlock], by_lane: set,
 _SIDES = {"lt": 0, "ge": 0, "lo": 0, "hs": 0, "le": 1, "gt": 1, "ls": 1, "hi": 1}
 
 
-def _whole_warp_predicates(kernel: ir.Function, block) -> set:
-    """Predicates that split no warp for blocks of shape `block`: written once, as an
-    ordering of `%tid.x` (through one mov, written once) against an immediate whose side
-    changes at a multiple of 32, in blocks whose x extent is a multiple of 32 (a tree
-    level's `if (t < 128)`, once passes/unroll_rounds.py made its bound a constant). A
-    branch on one is no split (each warp goes one way: gang/warp_bounds.py decides it with
-    a scalar compare), so its region is not converted: guarded in place, every warp would
-    run it under a mask not known when compiling (scan_blelloch's strided levels lane by
-    lane)."""
+def _tid_bounds(kernel: ir.Function, block) -> dict:
+    """Predicates that split at most one warp for blocks of shape `block` -> whether they
+    split one: written once, as an ordering of `%tid.x` (through one mov, written once)
+    against an immediate, in blocks whose x extent is a multiple of 32. One whose side
+    changes at a multiple of 32 (a tree level's `if (t < 128)`, once
+    passes/unroll_rounds.py made its bound a constant) splits none: a branch on it is no
+    split (each warp goes one way; gang/warp_bounds.py decides it with a scalar compare),
+    so its region is not converted (guarded in place, every warp ran a level's strided
+    accesses lane by lane under a mask not known when compiling). One that splits a warp
+    (`if (t < 16)`) gets a guarded copy beside its region rather than in place, so that
+    the other warps keep the branch."""
     if block is None or block[0] % 32:
-        return set()
+        return {}
     writes: dict = {}
     for inst in kernel.instructions():
         for register in may_write(inst):
@@ -214,7 +217,7 @@ def _whole_warp_predicates(kernel: ir.Function, block) -> set:
     tids = {r for r, insts in writes.items() if len(insts) == 1 and insts[0].opcode == "mov"
             and insts[0].guard is None and isinstance(insts[0].operands[1], ir.SpecialRegister)
             and insts[0].operands[1].text == "%tid.x"}
-    found = set()
+    found = {}
     for r, insts in writes.items():
         inst = insts[0]
         if len(insts) != 1 or inst.opcode != "setp" or inst.guard is not None \
@@ -222,8 +225,7 @@ def _whole_warp_predicates(kernel: ir.Function, block) -> set:
                 or inst.spec.get("cmp") not in _SIDES or inst.operands[1] not in tids \
                 or not isinstance(inst.operands[2], IntImm):
             continue
-        if (inst.operands[2].value + _SIDES[inst.spec.get("cmp")]) % 32 == 0:
-            found.add(r)
+        found[r] = (inst.operands[2].value + _SIDES[inst.spec.get("cmp")]) % 32 != 0
     return found
 
 
