@@ -128,7 +128,9 @@ def if_convert(kernel: ir.Function, block: tuple[int, int, int] | None = None
     branch splits its lanes, and the skippable runs: id(first instruction) -> (predicate,
     length), a run of guarded code that no lane needs to run where none has the
     predicate."""
-    varying = set(kernel.registers.values()) - uniform_registers(kernel, block)
+    bounds = _tid_bounds(kernel, block)
+    varying = set(kernel.registers.values()) - uniform_registers(kernel, block) \
+        - {r for r, split in bounds.items() if not split}
     by_lane = _thread_index_values(kernel)
     forms = lane_forms(kernel, block, set(kernel.registers.values()) - varying)
     notes: list[str] = []
@@ -147,7 +149,7 @@ def if_convert(kernel: ir.Function, block: tuple[int, int, int] | None = None
         start, end = found
         head = f.blocks[start]
         branch = head.instructions[-1]
-        replace = _in_place(head, f.blocks[start + 1:end], by_lane, forms)
+        replace = _in_place(head, f.blocks[start + 1:end], by_lane - set(bounds), forms)
         size = sum(len(b.instructions) for b in f.blocks[start + 1:end])
         label, join, before = head.label, f.blocks[end].label, len(skips)
         copy = _linearize(f, start, end, specs, replace, skips)
@@ -188,6 +190,43 @@ def _in_place(head: ir.BasicBlock, region: list[ir.BasicBlock], by_lane: set,
     if form.halves:
         return steps[:16] == [size * i for i in range(16)]
     return steps == [size * i for i in range(32)]
+
+
+# setp comparisons -> how the immediate k is turned into the first index on the other side
+# (t < k and t >= k change sides at k, t <= k and t > k at k + 1)
+_SIDES = {"lt": 0, "ge": 0, "lo": 0, "hs": 0, "le": 1, "gt": 1, "ls": 1, "hi": 1}
+
+
+def _tid_bounds(kernel: ir.Function, block) -> dict:
+    """Predicates that split at most one warp for blocks of shape `block` -> whether they
+    split one: written once, as an ordering of `%tid.x` (through one mov, written once)
+    against an immediate, in blocks whose x extent is a multiple of 32. One whose side
+    changes at a multiple of 32 (a tree level's `if (t < 128)`, once
+    passes/unroll_rounds.py made its bound a constant) splits none: a branch on it is no
+    split (each warp goes one way; gang/warp_bounds.py decides it with a scalar compare),
+    so its region is not converted (guarded in place, every warp ran a level's strided
+    accesses lane by lane under a mask not known when compiling). One that splits a warp
+    (`if (t < 16)`) gets a guarded copy beside its region rather than in place, so that
+    the other warps keep the branch."""
+    if block is None or block[0] % 32:
+        return {}
+    writes: dict = {}
+    for inst in kernel.instructions():
+        for register in may_write(inst):
+            writes.setdefault(register, []).append(inst)
+    tids = {r for r, insts in writes.items() if len(insts) == 1 and insts[0].opcode == "mov"
+            and insts[0].guard is None and isinstance(insts[0].operands[1], ir.SpecialRegister)
+            and insts[0].operands[1].text == "%tid.x"}
+    found = {}
+    for r, insts in writes.items():
+        inst = insts[0]
+        if len(insts) != 1 or inst.opcode != "setp" or inst.guard is not None \
+                or inst.spec.get("boolop") or len(inst.operands) != 3 \
+                or inst.spec.get("cmp") not in _SIDES or inst.operands[1] not in tids \
+                or not isinstance(inst.operands[2], IntImm):
+            continue
+        found[r] = (inst.operands[2].value + _SIDES[inst.spec.get("cmp")]) % 32 != 0
+    return found
 
 
 def _thread_index_values(kernel: ir.Function) -> set:
