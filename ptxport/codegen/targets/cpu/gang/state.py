@@ -158,6 +158,10 @@ class GangLowering(FunctionLowering):
         # (_place, _classify); a write of the base register forgets them
         self.places: dict = {}
         self.patterns: dict = {}
+        # the stores of classify.check_widening's flag (and of its start), removed when no
+        # access read the flag (lower_gang): saxpy's loop kept a load, an and and a store
+        self.exact_stores: list = []
+        self.exact_read = False
         # within a segment: the stack buffers of the mma operands laid out (mma.py), by
         # their fragment's registers (a write of one of those forgets its buffer), and how
         # many it made; the buffers, by (the segment's n-th, size), made once
@@ -289,6 +293,14 @@ class GangLowering(FunctionLowering):
         for key in [k for k in self.mma_operands if id(reg) in k[3]]:
             del self.mma_operands[key]
 
+    def written(self, slot):
+        """The value the segment last wrote to a register's `slot` (write), where it has not
+        been forgotten since (a later write, a guarded run, a segment's start), else None."""
+        for key, value in self.places.items():
+            if len(key) == 3 and key[1] == "value" and key[2] == id(slot):
+                return value
+        return None
+
     def write(self, dest, v, t, merged: bool = False):
         """Write `v` (of type t) to `dest` for the mask's lanes; `merged`: v holds dest's
         values in the lanes outside the mask already (a plain register), written as it is."""
@@ -320,6 +332,8 @@ class GangLowering(FunctionLowering):
             if not merged and self.keeps_old(dest):
                 value = self.b.select(self.mask, value, self.b.load(slot))
             self.b.store(value, slot)
+            # (what the slot holds while the segment does not write dest again: forget)
+            self.places[(id(dest), "value", id(slot))] = value
             return
         if isinstance(dest, ir.RegisterElement):
             reg = dest.register
