@@ -31,7 +31,7 @@ def lane(b: ll.IRBuilder, vector, k: int, written=None, depth: int = _DEPTH):
         if op == "load" and isinstance(args[0], ll.AllocaInstr):
             stored = _stored(vector)
             if stored is None and written is not None:
-                stored = written(args[0])
+                stored = written(args[0], vector)
             if stored is not None and stored.type == vector.type:
                 return lane(b, stored, k, written, depth - 1)
         if op in _BINARY:
@@ -78,7 +78,7 @@ def recomputed(b: ll.IRBuilder, vector, written=None, depth: int = _DEPTH):
     if op == "load" and isinstance(args[0], ll.AllocaInstr):
         stored = _stored(vector)
         if stored is None and written is not None:
-            stored = written(args[0])
+            stored = written(args[0], vector)
         if stored is not None and stored.type == vector.type:
             return recomputed(b, stored, written, depth - 1)
         return vector

@@ -293,12 +293,14 @@ class GangLowering(FunctionLowering):
         for key in [k for k in self.mma_operands if id(reg) in k[3]]:
             del self.mma_operands[key]
 
-    def written(self, slot):
-        """The value the segment last wrote to a register's `slot` (write), where it has not
-        been forgotten since (a later write, a guarded run, a segment's start), else None."""
+    def written(self, slot, load):
+        """The value `load` of a register's `slot` read: the one the segment last wrote
+        there (write), where that write came before the load and has not been forgotten
+        since (a later write, a guarded run, a segment's start), else None."""
         for key, value in self.places.items():
             if len(key) == 3 and key[1] == "value" and key[2] == id(slot):
-                return value
+                value, store = value
+                return value if store.serial < getattr(load, "serial", -1) else None
         return None
 
     def write(self, dest, v, t, merged: bool = False):
@@ -331,9 +333,9 @@ class GangLowering(FunctionLowering):
             slot = self.register_slot(dest)
             if not merged and self.keeps_old(dest):
                 value = self.b.select(self.mask, value, self.b.load(slot))
-            self.b.store(value, slot)
+            store = self.b.store(value, slot)
             # (what the slot holds while the segment does not write dest again: forget)
-            self.places[(id(dest), "value", id(slot))] = value
+            self.places[(id(dest), "value", id(slot))] = (value, store)
             return
         if isinstance(dest, ir.RegisterElement):
             reg = dest.register
