@@ -70,6 +70,29 @@ ret;
 }
 """
 
+# out[t] = p[t] + p[32 + t]: the second load's base (%rd5) was computed from %rd4 before
+# %rd4 was written again (gemv_transposed_f64's unrolled loop): its range must use the old
+# %rd4 (reading rows 0 and 1 of a 2-row buffer), not the new one (row 3: outside it)
+REWRITTEN = HEADER + """.visible .entry k(.param .u64 p, .param .u64 out, .param .u32 b)
+{
+.reg .b32 %r<7>; .reg .b64 %rd<9>;
+ld.param.u64 %rd1, [p]; ld.param.u64 %rd2, [out]; ld.param.u32 %r1, [b];
+mov.u32 %r2, %tid.x;
+add.s32 %r3, %r1, %r2;
+mul.wide.s32 %rd3, %r3, 4;
+mov.u64 %rd6, 128;
+add.s64 %rd4, %rd1, %rd3;
+ld.global.u32 %r4, [%rd4];
+add.s64 %rd5, %rd4, %rd6;
+add.s64 %rd4, %rd5, %rd6;
+ld.global.u32 %r5, [%rd5];
+add.s32 %r6, %r4, %r5;
+add.s64 %rd7, %rd2, %rd3;
+st.global.u32 [%rd7], %r6;
+ret;
+}
+"""
+
 # out[t] = in[t] * 2 as float4 (`ld.global.v4`, a widened int index times 16)
 FLOAT4 = HEADER + """.visible .entry k(.param .u64 in, .param .u64 out, .param .u32 n)
 {
@@ -226,6 +249,21 @@ def test_a_grid_stride_loop_whose_last_lane_is_past_the_end_faults_there():
     yb.copy_to(out, stream=stream)
     stream.sync()
     assert out[255] == 0        # (nothing stored past the fault)
+
+
+def test_a_base_computed_before_its_source_register_was_written_again():
+    dev = Device("cpu")
+    stream = dev.create_stream()
+    kernel = _kernel(REWRITTEN)
+    src = np.arange(64, dtype=np.uint32)
+    buf, out_buf = dev.allocate(src.nbytes, stream=stream), dev.allocate(128, stream=stream)
+    buf.copy_from(src, stream=stream)
+    launch(stream, LaunchConfig(grid=1, block=32), kernel, buf, out_buf, np.uint32(0))
+    out = np.empty(32, np.uint32)
+    out_buf.copy_to(out, stream=stream)
+    stream.sync()
+    assert kernel._binary(dev).gang_refusal is None
+    assert (out == src[:32] + src[32:]).all()
 
 
 def test_float4_accesses():
