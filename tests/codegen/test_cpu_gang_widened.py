@@ -8,11 +8,15 @@ loop read and write what they should; an access past an allocation's end names i
 
 from __future__ import annotations
 
+import re
+
+import llvmlite.binding as llvm
 import numpy as np
 import pytest
 
 from ptxport import Device, LaunchConfig, Program, launch
 from ptxport.codegen.targets.cpu.gang.build import build_gang
+from ptxport.codegen.targets.cpu.machine import target_machine
 from ptxport.codegen.targets.cpu.options import CpuOptions
 from ptxport.errors import IllegalAddressError
 from ptxport.ir.from_ptx import build
@@ -66,6 +70,29 @@ ret;
 }
 """
 
+# out[t] = p[t] + p[32 + t]: the second load's base (%rd5) was computed from %rd4 before
+# %rd4 was written again (gemv_transposed_f64's unrolled loop): its range must use the old
+# %rd4 (reading rows 0 and 1 of a 2-row buffer), not the new one (row 3: outside it)
+REWRITTEN = HEADER + """.visible .entry k(.param .u64 p, .param .u64 out, .param .u32 b)
+{
+.reg .b32 %r<7>; .reg .b64 %rd<9>;
+ld.param.u64 %rd1, [p]; ld.param.u64 %rd2, [out]; ld.param.u32 %r1, [b];
+mov.u32 %r2, %tid.x;
+add.s32 %r3, %r1, %r2;
+mul.wide.s32 %rd3, %r3, 4;
+mov.u64 %rd6, 128;
+add.s64 %rd4, %rd1, %rd3;
+ld.global.u32 %r4, [%rd4];
+add.s64 %rd5, %rd4, %rd6;
+add.s64 %rd4, %rd5, %rd6;
+ld.global.u32 %r5, [%rd5];
+add.s32 %r6, %r4, %r5;
+add.s64 %rd7, %rd2, %rd3;
+st.global.u32 [%rd7], %r6;
+ret;
+}
+"""
+
 # out[t] = in[t] * 2 as float4 (`ld.global.v4`, a widened int index times 16)
 FLOAT4 = HEADER + """.visible .entry k(.param .u64 in, .param .u64 out, .param .u32 n)
 {
@@ -115,6 +142,25 @@ def test_the_widened_path_is_taken():
     text = str(llmod)
     # the x load and the y group (load and store) of the loop's full-mask copy
     assert text.count("widened_fast") >= 2
+
+
+def test_the_full_mask_loop_takes_its_range_from_two_lanes():
+    # the range check reads lanes 0 and 31 as scalars; the 64-bit address vectors (a sign
+    # extension of the 32 indices) are made on the cold paths only, not in the loop's
+    # full-mask copy (seg2_all), and the widening flag is neither read nor written
+    llmod, _ = build_gang(build(parse(SAXPY)), "k", (256, 1, 1), CpuOptions())
+    assert "freeze" in str(llmod)
+    module = llvm.parse_assembly(str(llmod))
+    passes = llvm.create_pass_builder(target_machine(), llvm.PipelineTuningOptions(speed_level=3))
+    passes.getModulePassManager().run(module, passes)
+    label, widened = None, []
+    for line in str(module).splitlines():
+        if found := re.match(r"([\w.]+):", line):
+            label = found.group(1)
+        if re.search(r"= sext <32 x i32> .* to <32 x i64>", line):
+            widened.append(label)
+    assert widened and all(not name.startswith("seg2_all") for name in widened), widened
+    assert "widened_lanes" in " ".join(widened)
 
 
 def test_a_guarded_load_keeps_the_lanes_it_skips():
@@ -183,6 +229,41 @@ def test_a_grid_stride_access_past_the_end_faults():
         launch(stream, LaunchConfig(grid=1, block=256), kernel, np.float32(2), xb, yb,
                np.uint32(256))
         stream.sync()
+
+
+def test_a_grid_stride_loop_whose_last_lane_is_past_the_end_faults_there():
+    # x holds 255 floats: every warp's range passes but the last one's, whose lane 31
+    # (thread 255) reads the 4 bytes past x's end (the range's high end, from lane 31)
+    dev = Device("cpu")
+    stream = dev.create_stream()
+    kernel = _kernel(SAXPY)
+    x = np.ones(255, np.float32)
+    xb, yb = dev.allocate(x.nbytes, stream=stream), dev.allocate(1024, stream=stream)
+    xb.copy_from(x, stream=stream)
+    yb.copy_from(np.zeros(256, np.float32), stream=stream)
+    with pytest.raises(IllegalAddressError, match=r"read 4 bytes .* thread 255;"):
+        launch(stream, LaunchConfig(grid=1, block=256), kernel, np.float32(2), xb, yb,
+               np.uint32(256))
+        stream.sync()
+    out = np.empty(256, np.float32)
+    yb.copy_to(out, stream=stream)
+    stream.sync()
+    assert out[255] == 0        # (nothing stored past the fault)
+
+
+def test_a_base_computed_before_its_source_register_was_written_again():
+    dev = Device("cpu")
+    stream = dev.create_stream()
+    kernel = _kernel(REWRITTEN)
+    src = np.arange(64, dtype=np.uint32)
+    buf, out_buf = dev.allocate(src.nbytes, stream=stream), dev.allocate(128, stream=stream)
+    buf.copy_from(src, stream=stream)
+    launch(stream, LaunchConfig(grid=1, block=32), kernel, buf, out_buf, np.uint32(0))
+    out = np.empty(32, np.uint32)
+    out_buf.copy_to(out, stream=stream)
+    stream.sync()
+    assert kernel._binary(dev).gang_refusal is None
+    assert (out == src[:32] + src[32:]).all()
 
 
 def test_float4_accesses():

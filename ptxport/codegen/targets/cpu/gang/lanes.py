@@ -5,6 +5,8 @@ IRBuilder calls work on such vectors, refusing (GangUnsupported) what it cannot.
 
 from __future__ import annotations
 
+import itertools
+
 from llvmlite import ir as ll
 
 from ptxport.codegen.lower import (
@@ -75,6 +77,9 @@ def _splat_const(c: ll.Constant, vt: ll.VectorType) -> ll.Constant:
 _SCALAR_NAMES = {"i1", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"}
 
 
+_SERIALS = itertools.count()
+
+
 class GangBuilder(ll.IRBuilder):
     """An IRBuilder that lets the shared (scalar-minded) lowerings of ops/ compute on vectors:
     a scalar operand next to a vector is splat to all lanes, casts of vectors cast to vectors,
@@ -96,6 +101,7 @@ class GangBuilder(ll.IRBuilder):
         t = getattr(instr, "type", None)
         if isinstance(t, ll.VectorType) and not isinstance(t, _Lanes) and t.count == W:
             instr.type = _Lanes(t.element, W)
+        instr.serial = next(_SERIALS)     # (the order made in: GangLowering.written)
         super()._insert(instr)
 
     def match(self, *values):

@@ -224,6 +224,9 @@ def lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, target
     set_pc(fl, fl.mask, I32(EXIT_PC))
     fl.b.branch(dispatch)
     _lower_segments(fl, kernel, gang, segments, exit_segment, stop_word)
+    if not fl.exact_read:       # (no access trusts a widened form through the flag)
+        for store in fl.exact_stores:
+            store.parent.instructions.remove(store)
     return fl
 
 
@@ -365,7 +368,7 @@ def _entry(fl: GangLowering, gang: ll.Function, start, live, first: Segment) -> 
     for slots in fl.class_slots.values():       # (classify.make_class_slots)
         b.store(I32(0), slots.bits)
     if fl.exact_offset is not None:
-        b.store(I32(1), fl.frame_field(fl.exact_offset))
+        fl.exact_stores.append(b.store(I32(1), fl.frame_field(fl.exact_offset)))
     b.store(ll.IRBuilder.select(b, live, b.splat(I32(first.number)), fl.exit_pcs), fl.pc_slot)
     b.store(I32(0), fl.parked_slot)
     # (a warp has a live lane, all of them at the first segment: no lane elsewhere)

@@ -158,6 +158,10 @@ class GangLowering(FunctionLowering):
         # (_place, _classify); a write of the base register forgets them
         self.places: dict = {}
         self.patterns: dict = {}
+        # the stores of classify.check_widening's flag (and of its start), removed when no
+        # access read the flag (lower_gang): saxpy's loop kept a load, an and and a store
+        self.exact_stores: list = []
+        self.exact_read = False
         # within a segment: the stack buffers of the mma operands laid out (mma.py), by
         # their fragment's registers (a write of one of those forgets its buffer), and how
         # many it made; the buffers, by (the segment's n-th, size), made once
@@ -289,6 +293,16 @@ class GangLowering(FunctionLowering):
         for key in [k for k in self.mma_operands if id(reg) in k[3]]:
             del self.mma_operands[key]
 
+    def written(self, slot, load):
+        """The value `load` of a register's `slot` read: the one the segment last wrote
+        there (write), where that write came before the load and has not been forgotten
+        since (a later write, a guarded run, a segment's start), else None."""
+        for key, value in self.places.items():
+            if len(key) == 3 and key[1] == "value" and key[2] == id(slot):
+                value, store = value
+                return value if store.serial < getattr(load, "serial", -1) else None
+        return None
+
     def write(self, dest, v, t, merged: bool = False):
         """Write `v` (of type t) to `dest` for the mask's lanes; `merged`: v holds dest's
         values in the lanes outside the mask already (a plain register), written as it is."""
@@ -319,7 +333,9 @@ class GangLowering(FunctionLowering):
             slot = self.register_slot(dest)
             if not merged and self.keeps_old(dest):
                 value = self.b.select(self.mask, value, self.b.load(slot))
-            self.b.store(value, slot)
+            store = self.b.store(value, slot)
+            # (what the slot holds while the segment does not write dest again: forget)
+            self.places[(id(dest), "value", id(slot))] = (value, store)
             return
         if isinstance(dest, ir.RegisterElement):
             reg = dest.register

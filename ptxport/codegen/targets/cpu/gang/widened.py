@@ -32,6 +32,7 @@ from ptxport.codegen.targets.cpu.gang.checks import (
     inside_one_allocation,
 )
 from ptxport.codegen.targets.cpu.gang.lanes import W
+from ptxport.codegen.targets.cpu.gang.scalar_lanes import lane, recomputed
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.codegen.targets.cpu.gang.streams import prefetch_site
 from ptxport.ir.types import Type
@@ -63,9 +64,14 @@ def _range(fl: GangLowering, place: Place, size: int):
         last = b.and_(b.sub(I32(W - 1), fl.ctlz(bits)), I32(W - 1))
         before = b.mul(b.zext(first, et), ll.Constant(et, size))
     offset = ll.Constant(et, place.offset)
-    low = b.add(ll.IRBuilder.extract_element(b, place.addrs, first), offset)
-    high = b.add(ll.IRBuilder.extract_element(b, place.addrs, last),
-                 ll.Constant(et, place.offset + size))
+    if isinstance(fl.mask, ll.Constant):    # (scalars: the address vector stays cold)
+        first = lane(b, place.addrs, 0, fl.written)
+        last = lane(b, place.addrs, W - 1, fl.written)
+    else:
+        first = ll.IRBuilder.extract_element(b, place.addrs, first)
+        last = ll.IRBuilder.extract_element(b, place.addrs, last)
+    low = b.add(first, offset)
+    high = b.add(last, ll.Constant(et, place.offset + size))
     return b.sub(low, before), low, high
 
 
@@ -78,6 +84,11 @@ def access(fl: GangLowering, place: Place, t: Type, count: int, values=None, old
     size = t.size * count
     load = values is None
     start, low, high = _range(fl, place, size)
+    early = isinstance(fl.mask, ll.Constant)
+    if early:       # (before the check: LLVM then branches from a cache hit to `fast`)
+        ahead = _ahead(fl, place, size, low)
+        if ahead is not None:
+            prefetch_site(fl, place, *ahead, size, not load)
     # (before the branch on the mask: later accesses of the group reuse the check)
     ok, ahead = _check(fl, place, t, count, low, high)
     fast, slow, done = (fl.llfn.append_basic_block(n) for n in (
@@ -88,7 +99,7 @@ def access(fl: GangLowering, place: Place, t: Type, count: int, values=None, old
         ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", fl.bits(fl.mask), I32(0)),
                              active, done)
         b.position_at_end(active)
-    if ahead is not None:
+    if ahead is not None and not early:
         prefetch_site(fl, place, *ahead, size, not load)
     checks.expect(fl, ll.IRBuilder.cbranch(b, ok, fast, slow))
     b.position_at_end(fast)
@@ -103,6 +114,9 @@ def access(fl: GangLowering, place: Place, t: Type, count: int, values=None, old
     fast = b.block
     b.branch(done)
     b.position_at_end(slow)
+    if isinstance(fl.mask, ll.Constant):    # (the lanes' addresses made here, off the hot path)
+        place = Place(recomputed(b, place.addrs, fl.written), place.shared, place.offset,
+                      place.key, place.lanes, place.stride)
     check_place(fl, place, size, not load, I32(SCATTERED), low, high)
     each = lane_by_lane(fl, place, t, count, values)
     if load and old is not None:
@@ -133,3 +147,15 @@ def _check(fl: GangLowering, place: Place, t: Type, count: int, low, high):
                                 b.sub(high, ll.Constant(et, place.offset + size - t.size)),
                                 known=True)
     return ok, None if group_low is None else ([group_low], 256)
+
+
+def _ahead(fl: GangLowering, place: Place, size: int, low):
+    """The arguments of the prefetch _check's answer gives (None where the group's check,
+    and with it its prefetch, was made before), found before the check."""
+    group = fl.group_of.get(id(fl.inst)) if fl.guard is None else None
+    if group is None:
+        return [low], size * W
+    if (group, id(fl.mask)) in fl.group_ok:
+        return None
+    first = fl.group_span[group][0]
+    return [fl.b.add(low, ll.Constant(low.type, first - place.offset))], 256

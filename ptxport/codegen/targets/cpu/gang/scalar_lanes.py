@@ -1,0 +1,104 @@
+"""One lane's value of a vector the gang builder made, computed as scalars from the
+instructions that made the vector (constants, splats, insertions, shuffles, integer
+arithmetic and casts), where an extractelement of the vector would keep the whole vector
+live: a range check needs lane 0's and lane 31's addresses only, and the address vector
+(32 sign extensions, shifts and adds in 64 bits) is then left to the cold paths that use
+it (saxpy's grid-stride loop computed both 64-bit halves of two address vectors a pass to
+take two lanes of each)."""
+
+from __future__ import annotations
+
+from llvmlite import ir as ll
+
+from ptxport.codegen.lower import I32
+
+_BINARY = {"add", "sub", "mul", "shl", "and", "or", "xor", "lshr", "ashr"}
+_CASTS = {"sext", "zext", "trunc"}
+_DEPTH = 8      # how many instructions deep to look before extracting instead
+
+
+def lane(b: ll.IRBuilder, vector, k: int, written=None, depth: int = _DEPTH):
+    """Lane `k` (a Python int) of `vector`, as a scalar of its element type; `written`:
+    the value a register's slot holds (GangLowering.written), for loads of a slot that
+    the load's block did not store."""
+    element = vector.type.element
+    if isinstance(vector, ll.Constant):
+        value = vector.constant
+        item = value[k] if isinstance(value, (list, tuple)) else value
+        return item if isinstance(item, ll.Constant) else ll.Constant(element, item)
+    if depth > 0 and isinstance(vector, ll.Instruction):
+        op, args = vector.opname, vector.operands
+        if op == "load" and isinstance(args[0], ll.AllocaInstr):
+            stored = _stored(vector)
+            if stored is None and written is not None:
+                stored = written(args[0], vector)
+            if stored is not None and stored.type == vector.type:
+                return lane(b, stored, k, written, depth - 1)
+        if op in _BINARY:
+            return getattr(ll.IRBuilder, op)(b, lane(b, args[0], k, written, depth - 1),
+                                             lane(b, args[1], k, written, depth - 1))
+        if op in _CASTS and isinstance(args[0].type, ll.VectorType):
+            return getattr(ll.IRBuilder, op)(b, lane(b, args[0], k, written, depth - 1), element)
+        if op == "insertelement" and isinstance(args[2], ll.Constant):
+            if args[2].constant == k:
+                return args[1]
+            return lane(b, args[0], k, written, depth - 1)
+        if op == "shufflevector" and isinstance(args[2].constant, (list, tuple)):
+            index = args[2].constant[k]
+            index = index.constant if isinstance(index, ll.Constant) else index
+            count = args[0].type.count
+            if isinstance(index, int):
+                return lane(b, args[0] if index < count else args[1], index % count,
+                            written, depth - 1)
+    return ll.IRBuilder.extract_element(b, vector, I32(k))
+
+
+def _stored(load):
+    """The value the last store before `load` in its block put in its register's slot (an
+    alloca, which only stores to it change: the builder keeps registers there until
+    LLVM's mem2reg), or None where the block does not store it before the load."""
+    slot, block = load.operands[0], load.parent
+    instructions = block.instructions
+    for inst in reversed(instructions[:instructions.index(load)]):
+        if isinstance(inst, ll.StoreInstr) and inst.operands[1] is slot:
+            value = inst.operands[0]
+            return value if value.type == load.type else None
+    return None
+
+
+def recomputed(b: ll.IRBuilder, vector, written=None, depth: int = _DEPTH):
+    """`vector` (of 64-bit lanes) made again where the builder is, from the same 32-bit
+    lanes and scalars: a cold path's copy of an address vector, so that the hot path, which
+    took its range from lane()'s scalars, does not compute it (LLVM keeps one computation
+    used on two cold paths where they part, in the hot code)."""
+    if not (isinstance(vector, ll.Instruction) and isinstance(vector.type, ll.VectorType)
+            and vector.type.element == ll.IntType(64)) or depth == 0:
+        return vector
+    op, args = vector.opname, vector.operands
+    if op == "load" and isinstance(args[0], ll.AllocaInstr):
+        stored = _stored(vector)
+        if stored is None and written is not None:
+            stored = written(args[0], vector)
+        if stored is not None and stored.type == vector.type:
+            return recomputed(b, stored, written, depth - 1)
+        return vector
+    if op in _BINARY:
+        return getattr(ll.IRBuilder, op)(b, recomputed(b, args[0], written, depth - 1),
+                                         recomputed(b, args[1], written, depth - 1))
+    if op in _CASTS:        # (frozen: LLVM would take the hot code's cast for this copy)
+        return getattr(ll.IRBuilder, op)(b, freeze(b, args[0]), vector.type)
+    if op == "insertelement":
+        return ll.IRBuilder.insert_element(b, recomputed(b, args[0], written, depth - 1),
+                                           args[1], args[2])
+    if op == "shufflevector":
+        return ll.IRBuilder.shuffle_vector(b, recomputed(b, args[0], written, depth - 1),
+                                           recomputed(b, args[1], written, depth - 1), args[2])
+    return vector
+
+
+def freeze(b: ll.IRBuilder, value):
+    """LLVM's `freeze` of `value` (llvmlite's builder has none): the same value, which LLVM
+    does not take for the value it froze, so a copy computed from it stays a copy."""
+    instr = ll.Instruction(b.block, value.type, "freeze", [value])
+    b._insert(instr)
+    return instr
