@@ -142,6 +142,9 @@ def test_rounds_agree(cpu_options, count, block, unroll):
     np.testing.assert_array_equal(out, _reference(block, blocks, 5))
 
 
+# slow: the unrolled scan compiles for 40-45 s on a 2-core machine, and unroll_rounds is off by
+# default; the tests above check the pass on small kernels in the default run
+@pytest.mark.slow
 @pytest.mark.parametrize("block, n", [(32, 1001), (32, 2 * 32 * 3)])
 def test_blelloch_scan_agrees(cpu_options, block, n):
     """scan_exclusive_blelloch unrolled, with odd n (a partial last tile) and whole tiles,
