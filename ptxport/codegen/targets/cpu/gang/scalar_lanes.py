@@ -28,12 +28,9 @@ def lane(b: ll.IRBuilder, vector, k: int, written=None, depth: int = _DEPTH):
         return item if isinstance(item, ll.Constant) else ll.Constant(element, item)
     if depth > 0 and isinstance(vector, ll.Instruction):
         op, args = vector.opname, vector.operands
-        if op == "load" and isinstance(args[0], ll.AllocaInstr):
-            stored = _stored(vector)
-            if stored is None and written is not None:
-                stored = written(args[0], vector)
-            if stored is not None and stored.type == vector.type:
-                return lane(b, stored, k, written, depth - 1)
+        stored = _slot_value(vector, written)
+        if stored is not None:
+            return lane(b, stored, k, written, depth - 1)
         if op in _BINARY:
             return getattr(ll.IRBuilder, op)(b, lane(b, args[0], k, written, depth - 1),
                                              lane(b, args[1], k, written, depth - 1))
@@ -51,6 +48,18 @@ def lane(b: ll.IRBuilder, vector, k: int, written=None, depth: int = _DEPTH):
                 return lane(b, args[0] if index < count else args[1], index % count,
                             written, depth - 1)
     return ll.IRBuilder.extract_element(b, vector, I32(k))
+
+
+def _slot_value(load, written):
+    """The value `load` reads where it loads a register's slot (an alloca): the block's own
+    last store before it (_stored), else the segment's record of the slot (`written`), of
+    the load's type; None otherwise."""
+    if load.opname != "load" or not isinstance(load.operands[0], ll.AllocaInstr):
+        return None
+    stored = _stored(load)
+    if stored is None and written is not None:
+        stored = written(load.operands[0], load)
+    return stored if stored is not None and stored.type == load.type else None
 
 
 def _stored(load):
@@ -76,12 +85,8 @@ def recomputed(b: ll.IRBuilder, vector, written=None, depth: int = _DEPTH):
         return vector
     op, args = vector.opname, vector.operands
     if op == "load" and isinstance(args[0], ll.AllocaInstr):
-        stored = _stored(vector)
-        if stored is None and written is not None:
-            stored = written(args[0], vector)
-        if stored is not None and stored.type == vector.type:
-            return recomputed(b, stored, written, depth - 1)
-        return vector
+        stored = _slot_value(vector, written)
+        return vector if stored is None else recomputed(b, stored, written, depth - 1)
     if op in _BINARY:
         return getattr(ll.IRBuilder, op)(b, recomputed(b, args[0], written, depth - 1),
                                          recomputed(b, args[1], written, depth - 1))

@@ -114,7 +114,7 @@ def access(fl: GangLowering, place: Place, t: Type, count: int, values=None, old
     fast = b.block
     b.branch(done)
     b.position_at_end(slow)
-    if isinstance(fl.mask, ll.Constant):    # (the lanes' addresses made here, off the hot path)
+    if early:       # (the lanes' addresses made here, off the hot path)
         place = Place(recomputed(b, place.addrs, fl.written), place.shared, place.offset,
                       place.key, place.lanes, place.stride)
     check_place(fl, place, size, not load, I32(SCATTERED), low, high)
