@@ -174,6 +174,9 @@ class GangLowering(FunctionLowering):
         self.group_of: dict = {}
         self.group_span: dict = {}
         self.group_ok: dict = {}
+        # within a segment: whether passes/shared_bounds.py proves every access of a group
+        # inside its shared variable (windows.py's _proven), by group
+        self.proven_groups: dict = {}
         # window loads (windows.py) whose range tests are pending until the next flush, and
         # the groups with a guarded access (whose range test may fail where no access faults)
         self.window_checks: list = []
@@ -266,6 +269,7 @@ class GangLowering(FunctionLowering):
         self.mma_operands.clear()
         self.mma_made = 0
         self.group_ok.clear()
+        self.proven_groups.clear()
         self.group_of, self.group_span = self.group_accesses(self, instructions)
         self.guarded_groups = {self.group_of[id(i)] for i in instructions
                                if i.guard is not None and id(i) in self.group_of}

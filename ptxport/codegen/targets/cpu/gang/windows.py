@@ -331,11 +331,13 @@ def _proven(fl: GangLowering, size: int) -> bool:
     group = fl.group_of.get(id(fl.inst))
     if group is None:
         return True
-    members = {i for i, g in fl.group_of.items() if g == group}
-    found = {id(a): a for a in fl.shared_bounds if id(a) in members}
-    return len(found) == len(members) and all(
-        inside(fl.shared_bounds[a], instruction_type(a).size * vector_count(a))
-        for a in found.values())
+    if group not in fl.proven_groups:       # (once a group: a scan of the segment's accesses)
+        members = {i for i, g in fl.group_of.items() if g == group}
+        found = {id(a): a for a in fl.shared_bounds if id(a) in members}
+        fl.proven_groups[group] = len(found) == len(members) and all(
+            inside(fl.shared_bounds[a], instruction_type(a).size * vector_count(a))
+            for a in found.values())
+    return fl.proven_groups[group]
 
 
 def _true(test) -> bool:
