@@ -334,6 +334,11 @@ def run_processes(args, counts: list[int], pin: int | None) -> tuple[list, list,
                     rows[key] = row
         if rows:
             runs.append(list(rows.values()))
+            # (what is measured so far, should a later process not end)
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.write_text(json.dumps({"partial": True, "workers": counts,
+                                             "kernels": bench_stats.merge_scaling(runs),
+                                             "processes": infos}, indent=2))
     if not runs:
         sys.exit(f"all {args.processes} processes failed")
     return runs, infos, policy
