@@ -111,7 +111,7 @@ def paired_change(other: list[float], this: list[float]) -> dict:
 
 
 # cpu_scaling.py's traced columns: medians over the processes that traced them.
-_TRACE_FIELDS = ("late_us", "idle", "gap_ms", "busy_us", "outside_us")
+_TRACE_FIELDS = ("late_us", "idle", "gap_ms", "busy_us", "outside_us", "open_us")
 
 
 def merge_scaling(runs: list[list[dict]]) -> list[dict]:

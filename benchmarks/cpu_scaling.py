@@ -144,15 +144,21 @@ def measure(case, lib, device, objects, counts, settings, size: int | None = Non
 
 
 def shares(ptx_run) -> dict:
-    """Medians over 3 traced runs: when the last worker began its share (us after the
-    launch opened), the fraction of workers x the launch's time outside shares, the sum of
-    the workers' share times (us: the blocks' work, which "work" compares with one
-    worker's) and the run's time outside the pool (us: Python's launch and sync)."""
-    late, idle, gaps, busy, outside = [], [], [], [], []
+    """Medians over 3 traced runs (after one untraced run: the timed runs' caches, not
+    those the result check left): when the last helper thread began its share (us after
+    the launch opened; worker 0, the launching thread, joins a launch started early only at
+    the sync), the fraction of workers x the launch's time outside shares, the sum of the
+    workers' share times (us: the blocks' work, which "work" compares with one worker's),
+    the run's time outside the pool (us: Python's launch and sync) and of that the time
+    from the run's start to the job's opening (us)."""
+    late, idle, gaps, busy, outside, opened = [], [], [], [], [], []
+    ptx_run.reset()
+    ptx_run.run()
     cpu_pool.trace_shares(True)
     try:
         for _ in range(3):
             ptx_run.reset()
+            start = time.monotonic_ns()
             seconds = ptx_run.run()
             # (the pool the launch had: given back to the end of the free list)
             gaps.append(cpu_pool._FREE[-1].spin_state()["gaps"][0] * 1e3)
@@ -160,17 +166,19 @@ def shares(ptx_run) -> dict:
             taken = [s for s in record["shares"] if s is not None] if record else []
             if not taken or record["end"] <= 0:
                 continue
-            late.append(max(begin for begin, _ in taken))
+            helpers = [s for s in record["shares"][1:] if s is not None] or taken
+            late.append(max(begin for begin, _ in helpers))
             busy.append(sum(end - begin for begin, end in taken))
             idle.append(1 - busy[-1] / (len(record["shares"]) * record["end"]))
             outside.append(seconds * 1e6 - record["end"])
+            opened.append((record["opened_ns"] - start) / 1e3)
     finally:
         cpu_pool.trace_shares(False)
     if not late:
         return {}
     return {"late_us": statistics.median(late), "idle": statistics.median(idle),
             "gap_ms": statistics.median(gaps), "busy_us": statistics.median(busy),
-            "outside_us": statistics.median(outside)}
+            "outside_us": statistics.median(outside), "open_us": statistics.median(opened)}
 
 
 def _span(cell: dict, name: str) -> str:
@@ -183,7 +191,7 @@ def print_table(rows, counts) -> None:
     header = f"{'kernel':<13} {'size':<14} {'blocks':>6} {'wk':>3} | {'C ms':>8} " \
              f"{'C eff':>5} | {'ptxport ms':>10} {'eff':>5} {'eff range':>9} | " \
              f"{'ptx/C':>5} {'range':>9} | {'late us':>7} {'idle':>5} {'work':>5} " \
-             f"{'out us':>6} {'gap ms':>6}"
+             f"{'out us':>6} {'open':>5} {'gap ms':>6}"
     print(header)
     print("-" * len(header))
     for row in rows:
@@ -195,9 +203,10 @@ def print_table(rows, counts) -> None:
             if not cell or "ptxport_ms" not in cell:
                 continue
             nan = float("nan")
+            gap = cell["gap_ms"] if k != "1" and "gap_ms" in cell else nan
             traced = f" | {cell['late_us']:7.1f} {cell['idle']:5.2f} " \
                 f"{cell.get('work', nan):5.2f} {cell['outside_us']:6.1f} " \
-                f"{cell['gap_ms'] if k != '1' else nan:6.2f}" if "late_us" in cell else " |"
+                f"{cell.get('open_us', nan):5.0f} {gap:6.2f}" if "late_us" in cell else " |"
             span = _span(cell, "ratio")
             print(f"{row['kernel']:<13} {row['size']:<14} {row['blocks']:>6} {k:>3} | "
                   f"{cell['c_ms']:8.3f} {cell.get('c_efficiency', nan):5.2f} | "
@@ -211,13 +220,14 @@ def print_table(rows, counts) -> None:
           "eff: parallel efficiency t(1) / (workers * t(workers)) from the median times, "
           "eff range the least and largest of the processes' own; goals on 16 cores: "
           "ptxport eff >= 0.8, ptxport/C <= 1.5")
-    print("late: when ptxport's last worker began its share (us after the launch opened); "
+    print("late: when ptxport's last helper thread began its share (us after the launch "
+          "opened); "
           "idle: the fraction of workers x time outside their shares; gap: from the previous "
           "launch's end to this one's start, which the pool's adaptive spin follows; work: "
           "the workers' time in their shares over one worker's (above 1: each block takes "
           "longer when k workers run at once: memory bandwidth, clocks); out: the run's time "
-          "outside the pool (Python's launch and sync) (medians of 3 traced runs a process, "
-          "then over processes)")
+          "outside the pool (Python's launch and sync), open the part before the job opened "
+          "(medians of 3 traced runs a process, then over processes)")
 
 
 def _sizes(case, which: str) -> list[int | None]:
@@ -324,14 +334,13 @@ def run_processes(args, counts: list[int], pin: int | None) -> tuple[list, list,
             result = json.loads(done.stdout.strip().splitlines()[-1])
             infos.append(dict(result["process"], kernels=result["kernels"]))
             policy = result["pool"]
-            for row in result["kernels"]:
+            for row in result["kernels"]:     # (copies: infos keeps each part's own)
                 key = (row["kernel"], row["size"])
-                if key in rows:
-                    rows[key]["workers"].update(row["workers"])
-                    if rows[key]["status"] == "ok":
-                        rows[key]["status"] = row["status"]
-                else:
-                    rows[key] = row
+                if key not in rows:
+                    rows[key] = dict(row, workers={})
+                rows[key]["workers"].update(row["workers"])
+                if rows[key]["status"] == "ok":
+                    rows[key]["status"] = row["status"]
         if rows:
             runs.append(list(rows.values()))
             # (what is measured so far, should a later process not end)
