@@ -7,25 +7,29 @@ reset untimed before each run) with cpu_kernels.py's protocol: --processes fresh
 (3 by default), one after another, the odd ones in reverse kernel order, each first running
 C on its cores for --warmup seconds, then per kernel and worker count --rounds rounds of C
 and ptxport blocks (C ptxport | ptxport C | ...; --order), each block after its warm-up
-runs. With --pin (default: the last CPU this process may use) each process is two: the
-one-worker figures pinned to that CPU, the other counts unpinned. The table gives per
-kernel, size and worker count the medians over processes of C's and ptxport's median times
-and of the processes' ratios ptxport / C (with their least and largest), and the parallel
-efficiency of each side, t(1) / (k * t(k)), from the median times, with the least and
-largest of the processes' own efficiencies (bench_stats.merge_scaling). Issue 15's goals
-on 16 cores: ptxport at most 1.5x C on 16 threads, and ptxport's own efficiency from 1 to
-16 cores at least 0.8 on these sizes. The result of the last run at each worker count is
-checked against C's. Each process also traces three more runs per worker count
-(pool.trace_shares) and reports the medians of when the last worker
-began its share ("late", microseconds after the launching thread opened the launch: parked
-threads take tens of microseconds each to wake) and of the share of the launch's time the
-workers spent outside their shares ("idle": starting late, or done while others still ran),
-and the gap from the previous launch's end to the traced one's start ("gap", ms: the
-adaptive spin keeps idle workers awake through gaps up to its cap). The header says the
-worker pool's idle spin policy (pool.set_spin; --spin S fixes it).
+runs. With --pin each process is two: the one-worker figures pinned to one CPU, the other
+counts unpinned; by default ("rotate") process i pins to the i-th CPU from the last, so
+that the one-worker median, the efficiency's numerator, does not rest on one vCPU's state
+(on the GPU host the one-worker gemm took 104-110 ms on CPU 15 in the processes of one call
+and 195-203 ms on CPU 15 in those of another, 16 workers 14-15 ms in both: the efficiency
+was 0.46 in one and 0.82 in the other; whether rotating narrows that is not yet measured).
+The table gives per kernel, size and worker count the medians over processes of C's and
+ptxport's median times and of the processes' ratios ptxport / C (with their least and
+largest), and the parallel efficiency of each side, t(1) / (k * t(k)), from the median
+times, with the least and largest of the processes' own efficiencies
+(bench_stats.merge_scaling). Issue 15's goals on 16 cores: ptxport at most 1.5x C on 16
+threads, and ptxport's own efficiency from 1 to 16 cores at least 0.8 on these sizes. The
+result of the last run at each worker count is checked against C's. Each process also
+traces three more runs per worker count (pool.trace_shares) and reports the medians of when
+the last worker began its share ("late", microseconds after the launching thread opened the
+launch: parked threads take tens of microseconds each to wake) and of the share of the
+launch's time the workers spent outside their shares ("idle": starting late, or done while
+others still ran), and the gap from the previous launch's end to the traced one's start
+("gap", ms: the adaptive spin keeps idle workers awake through gaps up to its cap). The
+header says the worker pool's idle spin policy (pool.set_spin; --spin S fixes it).
 
     python benchmarks/cpu_scaling.py [--kernels saxpy,vector_add,gemm] [--processes 3]
-                                     [--reps 6] [--rounds 3] [--budget 1.0] [--pin auto]
+                                     [--reps 6] [--rounds 3] [--budget 1.0] [--pin rotate]
                                      [--workers 1,2,4,8,16] [--json PATH]
                                      [--order rounds|separate|alternate]
                                      [--schedule guided|chunks] [--warmup 0.3]
@@ -252,10 +256,11 @@ def parse_args() -> argparse.Namespace:
                         help="fresh processes, one after another, each measuring everything; "
                              "the table gives medians over them (1 with --pin none: this "
                              "process)")
-    parser.add_argument("--pin", default="auto",
+    parser.add_argument("--pin", default="rotate",
                         help="a CPU for the one-worker figures: each process is then two, "
-                             "one worker pinned to it, the other counts unpinned; 'auto' "
-                             "(default): the last CPU this process may use; 'none'")
+                             "one worker pinned to it, the other counts unpinned; 'rotate' "
+                             "(default): process i on the i-th CPU from the last this "
+                             "process may use; 'auto': the last; 'none'")
     parser.add_argument("--warmup", type=float, default=WARMUP_S,
                         help="seconds each process runs C on its cores before timing")
     parser.add_argument("--json", type=Path, default=RESULTS / "cpu_scaling.json",
@@ -311,15 +316,26 @@ def measure_all(args: argparse.Namespace, counts: list[int], index: int = 0) -> 
     return {"kernels": rows, "process": info, "pool": policy}
 
 
-def run_processes(args, counts: list[int], pin: int | None) -> tuple[list, list, str]:
-    """--processes fresh processes of this script, one after another; with a `pin` CPU each
-    is two, one worker pinned to it (as `taskset -c CPU` would) and the other counts
-    unpinned. Each index's rows (its parts' worker counts together), the processes' info,
-    and the pool's spin policy."""
-    parts = [([1], pin), (counts[1:], None)] if pin is not None and len(counts) > 1 \
-        else [(counts, None)]
+def pin_cpus(choice: str) -> list[int] | None:
+    """--pin's CPUs, one for each process in turn ("rotate": every CPU this process may use,
+    the last first; else cpu_kernels.pin_cpu's one); None: no pinning."""
+    if choice != "rotate":
+        pin = pin_cpu(choice)
+        return None if pin is None else [pin]
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    return cpus[::-1] if len(cpus) > 1 else None
+
+
+def run_processes(args, counts: list[int], pins: list[int] | None) \
+        -> tuple[list, list, str]:
+    """--processes fresh processes of this script, one after another; with `pins` each is
+    two, one worker pinned to the next of those CPUs in turn (as `taskset -c CPU` would)
+    and the other counts unpinned. Each index's rows (its parts' worker counts together),
+    the processes' info, and the pool's spin policy."""
     runs, infos, policy = [], [], ""
     for index in range(args.processes):
+        parts = [([1], pins[index % len(pins)]), (counts[1:], None)] \
+            if pins and len(counts) > 1 else [(counts, None)]
         rows: dict[tuple, dict] = {}
         for part, cpu in parts:
             command = [sys.executable, __file__, *sys.argv[1:], "--child", str(index),
@@ -369,7 +385,7 @@ def main() -> None:
         runs, policy = [measured["kernels"]], measured["pool"]
         infos = [dict(measured["process"], kernels=measured["kernels"])]
     else:
-        runs, infos, policy = run_processes(args, counts, pin_cpu(args.pin))
+        runs, infos, policy = run_processes(args, counts, pin_cpus(args.pin))
     rows = bench_stats.merge_scaling(runs)
     settings = machine_settings(args)
     # (the worker pool's idle spin policy the runs had)
