@@ -21,12 +21,13 @@ times, with the least and largest of the processes' own efficiencies
 threads, and ptxport's own efficiency from 1 to 16 cores at least 0.8 on these sizes. The
 result of the last run at each worker count is checked against C's. Each process also
 traces three more runs per worker count (pool.trace_shares) and reports the medians of when
-the last worker began its share ("late", microseconds after the launching thread opened the
-launch: parked threads take tens of microseconds each to wake) and of the share of the
-launch's time the workers spent outside their shares ("idle": starting late, or done while
-others still ran), and the gap from the previous launch's end to the traced one's start
-("gap", ms: the adaptive spin keeps idle workers awake through gaps up to its cap). The
-header says the worker pool's idle spin policy (pool.set_spin; --spin S fixes it).
+the last helper thread began its share ("late", microseconds after the launching thread
+opened the launch: parked threads take tens of microseconds each to wake), of the run's
+time outside the pool ("out") and of it before the job opened ("open"), and of the share of
+the launch's time the workers spent outside their shares ("idle": starting late, or done
+while others still ran), and the gap from the previous launch's end to the traced one's
+start ("gap", ms: the adaptive spin keeps idle workers awake through gaps up to its cap).
+The header says the worker pool's idle spin policy (pool.set_spin; --spin S fixes it).
 
     python benchmarks/cpu_scaling.py [--kernels saxpy,vector_add,gemm] [--processes 3]
                                      [--reps 6] [--rounds 3] [--budget 1.0] [--pin rotate]
