@@ -2,8 +2,10 @@
 by a step known when compiling each time around the site's loop (a grid-stride loop's
 `i += blockDim.x * gridDim.x`, a row loop's constant step) prefetches one to three steps on
 (fewer where the loop's accesses fetch more lines a pass), from its first pass and with no
-state kept; any other site goes to checks.prefetch, which learns its stride at run time
-(about 18 instructions and two stores a site).
+state kept; a site outside loops in a block 16 threads wide (each half warp a row of
+threads: a 2D stencil's) prefetches the rows of the warp 3 on, its distance from lane 0's
+and lane 16's addresses, with no state either; any other site goes to checks.prefetch,
+which learns its stride at run time (about 18 instructions and two stores a site).
 
 A register's step and whether it is alike in a warp are found from the registers' one
 writes: affine combinations of %tid.x and %ctaid.x with constant coefficients plus a part
@@ -230,8 +232,10 @@ def prefetch_site(fl: GangLowering, place: Place, lows: list, span: int, size: i
     ranges start at `lows` (`span` bytes from each: the warp's, its group's, or each half
     warp's where the halves lie apart): for a base register that moves by a known step
     each time around the access's loop (a grid-stride loop's index: `i += blockDim.x *
-    gridDim.x`), _steps_ahead steps on, from the first pass and with no state kept; else
-    checks.prefetch, which learns the stride from the first of `lows`. `write`: the site
+    gridDim.x`), _steps_ahead steps on, from the first pass and with no state kept; for a
+    site outside loops whose halves are rows of threads (_rows_of_threads), the rows of the
+    warp _WARPS_AHEAD on; else checks.prefetch, which learns the stride from the first of
+    `lows`. `write`: the site
     stores (checks.prefetch_line)."""
     if not isinstance(fl.unguarded_mask, ll.Constant):
         return
