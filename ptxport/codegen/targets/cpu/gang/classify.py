@@ -87,11 +87,14 @@ def _known_pattern(fl: GangLowering, place: Place, size: int):
             return None
         if consecutive:
             return _known_consecutive(fl, place, size)
-    s0 = scalar_lane(b, addrs, 0, fl.written)      # (scalars: the vector is the cold paths')
     if consecutive:
+        s0 = ll.IRBuilder.extract_element(b, addrs, I32(0))
         return (I32(CONSECUTIVE), s0, b.add(s0, ll.Constant(et, size * HALF)), s0,
                 b.add(s0, ll.Constant(et, size * W)))
-    gap = d[HALF]       # (per half: each half from its own start, lane 16's)
+    # per half: each half from its own start, lane 16's; both as scalars (the tiled GEMM's
+    # B addresses, 64-bit lanes from a per-half index: the vector is the cold paths')
+    gap = d[HALF]
+    s0 = scalar_lane(b, addrs, 0, fl.written)
     for kind, step, span in ((HALVES, size, size * HALF), (HALF_UNIFORM, 0, size)):
         if d == [step * (i % HALF) + gap * (i // HALF) for i in range(W)]:
             s1 = scalar_lane(b, addrs, HALF, fl.written)
