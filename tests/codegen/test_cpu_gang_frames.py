@@ -116,3 +116,70 @@ def test_a_register_rewritten_around_a_barrier(threads):
     idx = np.arange(4 * threads)
     want = (idx + 1000 * (idx // threads)).astype(np.uint32)
     assert (_run(LOOP, threads, 0, 4 * threads) == want).all()
+
+
+# A 16-wide block: idx = ty * n + tx holds one value per half warp plus the lane's column
+# (passes/lane_forms.py's halves), kept as two values; three rounds around a barrier step it
+# by 4 rows, after threads with tx % mod == 0 (lanes 0 and 16 among them) and row `skip`
+# (a whole half warp) exited: out[idx] = idx + 1000 * round.
+HALVES = HEADER + """.visible .entry k(.param .u64 out, .param .u32 mod, .param .u32 n,
+                                     .param .u32 skip)
+{
+.reg .pred %p<5>; .reg .b32 %r<16>; .reg .b64 %rd<6>;
+ld.param.u64 %rd1, [out]; ld.param.u32 %r10, [mod]; ld.param.u32 %r11, [n];
+ld.param.u32 %r14, [skip];
+mov.u32 %r1, %tid.x;
+mov.u32 %r2, %tid.y;
+mad.lo.s32 %r3, %r2, %r11, %r1;
+shl.b32 %r13, %r11, 2;
+mov.u32 %r5, 0;
+rem.u32 %r6, %r1, %r10;
+setp.eq.u32 %p1, %r6, 0;
+setp.eq.u32 %p3, %r2, %r14;
+or.pred %p1, %p1, %p3;
+@%p1 ret;
+ROUND:
+bar.sync 0;
+mul.wide.u32 %rd2, %r3, 4;
+add.s64 %rd3, %rd1, %rd2;
+mad.lo.s32 %r4, %r5, 1000, %r3;
+st.global.u32 [%rd3], %r4;
+add.s32 %r3, %r3, %r13;
+add.s32 %r5, %r5, 1;
+setp.lt.u32 %p2, %r5, 3;
+@%p2 bra ROUND;
+ret;
+}
+"""
+
+
+def test_a_register_per_half_warp_is_kept_as_two_values(monkeypatch):
+    seen = []
+    chosen = lowering._rebuilt_registers
+
+    def spy(fl, registers):
+        found = chosen(fl, registers)
+        seen.extend(sorted(r.name for r, (_, halves) in found.items() if halves))
+        return found
+    monkeypatch.setattr(lowering, "_rebuilt_registers", spy)
+    build_gang(build(parse(HALVES)), "k", (16, 4, 1), CpuOptions())
+    assert seen == ["%r3"]
+
+
+@pytest.mark.parametrize("mod,skip", [(1000, 99), (2, 99), (3, 1), (16, 0), (5, 2), (1, 0)])
+def test_a_register_per_half_warp_after_exits(mod, skip, cpu_options):
+    n = 20
+    want = np.zeros(3 * 4 * n, dtype=np.uint32)
+    for ty in range(4):
+        for tx in range(16):
+            if tx % mod == 0 or ty == skip:
+                continue
+            for i in range(3):
+                idx = ty * n + tx + 4 * n * i
+                want[idx] = idx + 1000 * i
+    for gang in (True, False):
+        cpu_options(gang=gang)
+        out = np.zeros_like(want)
+        launch_on_cpu(HALVES, LaunchConfig(grid=1, block=(16, 4)), out, np.uint32(mod),
+                      np.uint32(n), np.uint32(skip))
+        assert (out == want).all()

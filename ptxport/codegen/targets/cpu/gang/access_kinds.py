@@ -13,6 +13,7 @@ from ptxport.codegen.targets.cpu.gang.checks import Place, type_name
 from ptxport.codegen.targets.cpu.gang.classify import HALF, LOW_HALF
 from ptxport.codegen.targets.cpu.gang.lanes import W, declare, vec
 from ptxport.codegen.targets.cpu.gang.quads import join_quads, quads, split_quads
+from ptxport.codegen.targets.cpu.gang.scalar_lanes import recomputed
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.ir.types import Type
 from ptxport.passes.shared_bounds import inside
@@ -117,10 +118,14 @@ def _store_per_half(fl: GangLowering, value, pointer, starts) -> None:
 
 
 def gather_or_scatter(fl: GangLowering, place: Place, t: Type, value, offset):
-    """Anything else: lane by lane in one gather or scatter."""
+    """Anything else: lane by lane in one gather or scatter (a widened form's addresses
+    made again here, scalar_lanes.recomputed: the hot paths take lanes 0 and 16 alone)."""
     b, element = fl.b, value_type(t)
     vt, name = vec(element), type_name(element)
-    lanes = b.add(place.addrs, b.splat(offset)) if place.offset else place.addrs
+    addrs = place.addrs
+    if place.lanes is not None and place.lanes.widened:
+        addrs = recomputed(b, addrs, fl.written)
+    lanes = b.add(addrs, b.splat(offset)) if place.offset else addrs
     if place.shared:
         window = fl.target.space_base(fl, "shared")
         # (checked offsets are below 2^31: sign-extended, x86 gathers them as dwords)

@@ -17,6 +17,7 @@ from ptxport.codegen.lower import (
 )
 from ptxport.codegen.targets.cpu.abi import CTX, FAULTED
 from ptxport.codegen.targets.cpu.gang.lanes import FULL, GangUnsupported, W, declare
+from ptxport.codegen.targets.cpu.gang.scalar_lanes import recomputed
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.codegen.targets.cpu.target import check_function, source_line
 from ptxport.ir import nodes as ir
@@ -106,10 +107,13 @@ def cold_addrs(fl: GangLowering, place: Place, offset: int = 0):
     are known (place.lanes) and all 32 lanes run the segment (lane 0, lane 16 with `halves`,
     then hold their own), recomputed there from lane 0's value, so that the vector of the
     lanes' addresses is not kept live through the hot code for the rare path (LLVM spilled
-    it in the lanes GEMM's k loop); else place.addrs itself."""
+    it in the lanes GEMM's k loop); a widened form's (which may have wrapped) made again
+    there from the same values (scalar_lanes.recomputed); else place.addrs itself."""
     b, form, addrs = fl.b, place.lanes, place.addrs
     et = addrs.type.element
     whole = fl.unguarded_mask
+    if form is not None and form.widened:
+        addrs = recomputed(b, addrs, fl.written)
     if form is None or form.widened or form.scaled or not (
             isinstance(whole, ll.Constant) and isinstance(whole.constant, list)
             and all(getattr(lane, "constant", 0) == 1 for lane in whole.constant)):

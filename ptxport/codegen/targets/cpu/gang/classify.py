@@ -22,6 +22,7 @@ from ptxport.codegen.targets.cpu.gang.checks import (
     pattern,
 )
 from ptxport.codegen.targets.cpu.gang.lanes import W
+from ptxport.codegen.targets.cpu.gang.scalar_lanes import lane as scalar_lane
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import may_write
@@ -86,14 +87,17 @@ def _known_pattern(fl: GangLowering, place: Place, size: int):
             return None
         if consecutive:
             return _known_consecutive(fl, place, size)
-    s0 = ll.IRBuilder.extract_element(b, addrs, I32(0))
     if consecutive:
+        s0 = ll.IRBuilder.extract_element(b, addrs, I32(0))
         return (I32(CONSECUTIVE), s0, b.add(s0, ll.Constant(et, size * HALF)), s0,
                 b.add(s0, ll.Constant(et, size * W)))
-    gap = d[HALF]       # (per half: each half from its own start, lane 16's)
+    # per half: each half from its own start, lane 16's; both as scalars (the tiled GEMM's
+    # B addresses, 64-bit lanes from a per-half index: the vector is the cold paths')
+    gap = d[HALF]
+    s0 = scalar_lane(b, addrs, 0, fl.written)
     for kind, step, span in ((HALVES, size, size * HALF), (HALF_UNIFORM, 0, size)):
         if d == [step * (i % HALF) + gap * (i // HALF) for i in range(W)]:
-            s1 = ll.IRBuilder.extract_element(b, addrs, I32(HALF))
+            s1 = scalar_lane(b, addrs, HALF, fl.written)
             if kind == HALF_UNIFORM and not isinstance(fl.mask, ll.Constant):
                 s0, s1 = _idle_halves(fl, s0, s1)
             less = ll.IRBuilder.icmp_unsigned(b, "<", s0, s1)

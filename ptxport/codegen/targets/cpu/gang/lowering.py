@@ -145,16 +145,17 @@ def _saved_registers(kernel: ir.Function, inline: frozenset[int]) -> list[ir.Reg
 
 
 def _frame_layout(fl: GangLowering, registers, scalars=frozenset()) -> dict[str, int]:
-    """Each register's offset in the warp frame (uniform ones and `scalars` in 8 bytes,
-    predicates in 4, vectors 128-aligned); "": the frame's size so far. Small frames
-    matter: a block's warps' frames and its shared memory share the L1 cache."""
+    """Each register's offset in the warp frame (uniform ones and `scalars`, rebuilt ones
+    -> (c, per half), in 8 bytes, 16 per half; predicates in 4, vectors 128-aligned); "":
+    the frame's size so far. Small frames matter: a block's warps' frames and its shared
+    memory share the L1 cache."""
     offsets, at = {}, REGISTERS
     for reg in registers:
         typ = fl.storage_type(reg)
         element = typ.element if isinstance(typ, ll.ArrayType) else typ
         if reg in fl.uniform or reg in scalars:       # one scalar (8 bytes hold any)
             offsets[reg.name] = at
-            at += 8 * (reg.vector or 1)
+            at += 8 * (reg.vector or (2 if reg in scalars and scalars[reg][1] else 1))
             continue
         width = element.element.width if isinstance(element.element, ll.IntType) else \
             {"half": 16, "bfloat": 16, "float": 32, "double": 64}[str(element.element)]
@@ -172,21 +173,28 @@ def _frame_layout(fl: GangLowering, registers, scalars=frozenset()) -> dict[str,
 
 def _rebuilt_registers(fl: GangLowering, registers) -> dict:
     """The saved registers whose lanes hold u + c[i] (passes/lane_offsets.py: every write
-    by all live lanes, with the same constants c) -> c as a constant vector: their frame
-    keeps u alone (8 bytes, not a vector of 128 or 256), and each read rebuilds the lanes
-    from it (in a segment that wrote it, LLVM forwards the stored u). A Blelloch scan's
-    `threadIdx.x`, `2 * t + 1` and `&temp[2 * t]`, read after each of its 22 barriers by
-    each of 16 warps, so cost no loads of vectors, and its 16 warps' frames take 1.3 KB
-    less of the L1 cache each."""
+    by all live lanes, with the same constants c) -> (c as a constant vector, False): their
+    frame keeps u alone (8 bytes, not a vector of 128 or 256), and each read rebuilds the
+    lanes from it (in a segment that wrote it, LLVM forwards the stored u). A Blelloch
+    scan's `threadIdx.x`, `2 * t + 1` and `&temp[2 * t]`, read after each of its 22
+    barriers by each of 16 warps, so cost no loads of vectors, and its 16 warps' frames
+    take 1.3 KB less of the L1 cache each. Registers whose lanes hold u[i // 16] + c[i]
+    (passes/lane_forms.py's forms per half warp, not widened: those hold only while no
+    widening wrapped) -> (c, True): the frame keeps u of each half (the tiled GEMM's
+    index of B, `(k0 + ty) * N + col`, stepped by 16 * N a tile)."""
     rebuilt = {}
     for reg in registers:
-        offsets = fl.lane_offsets.get(reg)
+        offsets, halves = fl.lane_offsets.get(reg), False
+        form = fl.lane_forms.get(reg)
+        if offsets is None and form is not None and form.halves and not form.widened \
+                and not form.scaled:
+            offsets, halves = form.offsets, True
         typ = fl.storage_type(reg)
         if offsets is None or reg.vector or reg in fl.uniform or not isinstance(
                 typ.element, ll.IntType) or typ.element.width < 8:
             continue
         element = typ.element
-        rebuilt[reg] = ll.Constant(typ, [ll.Constant(element, c) for c in offsets])
+        rebuilt[reg] = (ll.Constant(typ, [ll.Constant(element, c) for c in offsets]), halves)
     return rebuilt
 
 
@@ -341,8 +349,9 @@ def _frame_registers(fl: GangLowering, kernel: ir.Function, segments: list[Segme
         for reg in registers + kept:
             slot = ll.IRBuilder.gep(b, frame, [I64(offsets[reg.name])], source_etype=I8)
             if reg in rebuilt:      # (read and written through u: GangLowering)
-                slot.type = ll.PointerType(rebuilt[reg].type.element)
-                fl.rebuilt[id(reg)] = (slot, rebuilt[reg])
+                lanes, halves = rebuilt[reg]
+                slot.type = ll.PointerType(lanes.type.element)
+                fl.rebuilt[id(reg)] = (slot, lanes, halves)
                 continue
             slot.type = ll.PointerType(fl.storage_type(reg))
             if reg in kept:

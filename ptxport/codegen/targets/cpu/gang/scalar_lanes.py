@@ -12,7 +12,9 @@ from llvmlite import ir as ll
 
 from ptxport.codegen.lower import I32
 
-_BINARY = {"add", "sub", "mul", "shl", "and", "or", "xor", "lshr", "ashr"}
+# LLVM's opcode -> llvmlite's IRBuilder method
+_BINARY = {"add": "add", "sub": "sub", "mul": "mul", "shl": "shl", "and": "and_", "or": "or_",
+           "xor": "xor", "lshr": "lshr", "ashr": "ashr"}
 _CASTS = {"sext", "zext", "trunc"}
 _DEPTH = 8      # how many instructions deep to look before extracting instead
 
@@ -32,8 +34,8 @@ def lane(b: ll.IRBuilder, vector, k: int, written=None, depth: int = _DEPTH):
         if stored is not None:
             return lane(b, stored, k, written, depth - 1)
         if op in _BINARY:
-            return getattr(ll.IRBuilder, op)(b, lane(b, args[0], k, written, depth - 1),
-                                             lane(b, args[1], k, written, depth - 1))
+            return getattr(ll.IRBuilder, _BINARY[op])(b, lane(b, args[0], k, written, depth - 1),
+                                                      lane(b, args[1], k, written, depth - 1))
         if op in _CASTS and isinstance(args[0].type, ll.VectorType):
             return getattr(ll.IRBuilder, op)(b, lane(b, args[0], k, written, depth - 1), element)
         if op == "insertelement" and isinstance(args[2], ll.Constant):
@@ -88,8 +90,8 @@ def recomputed(b: ll.IRBuilder, vector, written=None, depth: int = _DEPTH):
         stored = _slot_value(vector, written)
         return vector if stored is None else recomputed(b, stored, written, depth - 1)
     if op in _BINARY:
-        return getattr(ll.IRBuilder, op)(b, recomputed(b, args[0], written, depth - 1),
-                                         recomputed(b, args[1], written, depth - 1))
+        return getattr(ll.IRBuilder, _BINARY[op])(b, recomputed(b, args[0], written, depth - 1),
+                                                  recomputed(b, args[1], written, depth - 1))
     if op in _CASTS:        # (frozen: LLVM would take the hot code's cast for this copy)
         return getattr(ll.IRBuilder, op)(b, freeze(b, args[0]), vector.type)
     if op == "insertelement":

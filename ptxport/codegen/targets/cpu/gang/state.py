@@ -35,6 +35,7 @@ from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import constant_registers as _constant_registers
 from ptxport.ir.analysis import uses_and_defs
 from ptxport.ir.types import TYPES, Type
+from ptxport.passes.lane_forms import HALF
 from ptxport.passes.lane_offsets import aligned_offsets
 from ptxport.passes.shared_bounds import shared_bounds
 from ptxport.passes.uniformity import (
@@ -224,9 +225,16 @@ class GangLowering(FunctionLowering):
 
     def read_rebuilt(self, reg: ir.Register, t: Type):
         """A register the warp's frame keeps as u (lowering.py's rebuilt registers): its
-        lanes, u + c[i]."""
-        base, offsets = self.rebuilt[id(reg)]
-        return self.convert(self.b.add(self.b.splat(self.b.load(base)), offsets), reg.type, t)
+        lanes, u + c[i], or u[i // 16] + c[i] (each half's u, the second one past the
+        first), as a shuffle of the two splats that scalar_lanes.lane sees through."""
+        base, offsets, halves = self.rebuilt[id(reg)]
+        b = self.b
+        u = b.splat(b.load(base))
+        if halves:
+            second = b.splat(b.load(_second_half(b, base)))
+            u = ll.IRBuilder.shuffle_vector(b, u, second, ll.Constant(
+                ll.VectorType(I32, W), [i // HALF * W for i in range(W)]))
+        return self.convert(b.add(u, offsets), reg.type, t)
 
     def read_lanes(self, value, t):
         """read, as a vector of the lanes' values."""
@@ -360,16 +368,28 @@ class GangLowering(FunctionLowering):
             return
         raise GangUnsupported(f"a result into {dest!r}")
 
-    def _note_base(self, value, base, offsets) -> None:
+    def _note_base(self, value, base, offsets, halves=False) -> None:
         """A register that the warp's frame keeps as u (lowering.py's rebuilt registers) is
         written: u is any written lane's value less its offset (the mask's lanes are all the
-        live ones, so no lane keeps an old value; a write by none keeps the old u)."""
+        live ones, so no lane keeps an old value; a write by none keeps the old u); per
+        half warp, each half's u from a lane of that half."""
+        if not halves:
+            self._note_half(value, base, offsets, 0, W)
+            return
+        self._note_half(value, base, offsets, 0, HALF)
+        self._note_half(value, _second_half(self.b, base), offsets, HALF, HALF)
+
+    def _note_half(self, value, base, offsets, first: int, count: int) -> None:
+        """_note_base for the `count` lanes from `first`: u from the first of them in the
+        mask."""
         b = self.b
         if isinstance(self.mask, ll.Constant):
-            lane, bits = I32(0), None
+            lane, bits = I32(first), None
         else:
             bits = self.bits(self.mask)
-            lane = b.and_(self.cttz(bits), I32(W - 1))
+            if count < W:
+                bits = b.and_(b.lshr(bits, I32(first)), I32((1 << count) - 1))
+            lane = b.add(b.and_(self.cttz(bits), I32(count - 1)), I32(first))
         u = b.sub(ll.IRBuilder.extract_element(b, value, lane),
                   ll.IRBuilder.extract_element(b, offsets, lane))
         if bits is not None:
@@ -450,3 +470,10 @@ class GangLowering(FunctionLowering):
             outer = self.b.and_(outer, self.b.not_(guard))
             self.b.store(outer, self.mask_slot)
         self.mask = outer
+
+
+def _second_half(b: ll.IRBuilder, base):
+    """Where a rebuilt register per half warp keeps the second half's u: past the first."""
+    pointer = ll.IRBuilder.gep(b, base, [I32(1)], source_etype=base.type.pointee)
+    pointer.type = base.type
+    return pointer
