@@ -57,7 +57,9 @@ prints a table and writes benchmarks/results/cpu_kernels.json (or --json): each 
 merged cells (c_ms, ptxport_ms and ratio the medians over processes; ratio_min, ratio_max,
 noise and the per-process values in per_process), "geomean" (of the medians, and under
 "process_geomean" the processes' own), and under "processes" each one's rows as one
-process writes them.
+process writes them. scan_blelloch's C is a running sum, not the kernel's tree: a line under
+the table gives the same Blelloch tree in C (scan.c's scan_blelloch_tiles_i32) and ptxport /
+it per core count, in its cells as c_tree_ms and tree_ratio.
 """
 
 from __future__ import annotations
