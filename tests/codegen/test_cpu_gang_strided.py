@@ -251,12 +251,14 @@ def test_a_widened_strided_load_keeps_the_warps_widening_flag():
     dropped and the check read a flag never set: every such access, scan_blelloch's copy in
     and out, took the run-time classification and its gathers.)"""
     code = str(build_gang(build(parse(GLOBAL)), "k", (32, 1, 1), CpuOptions())[0])
+    frame = re.escape(re.search(r'@"gang"\(ptr %"[^"]+", ptr noalias (%"[^"]+")',
+                                code).group(1))      # (the warp's frame: its second argument)
     fresh = code[code.index("\nfresh:"):code.index("\nresume:")]
-    stored = re.findall(r'(%"[.\w]+") = getelementptr i8, ptr %"\.2", i64 (\d+)\n'
+    stored = re.findall(rf'(%"[.\w]+") = getelementptr i8, ptr {frame}, i64 (\d+)\n'
                         r'  store i32 1, i32\* \1', fresh)
     assert len(stored) == 1
     offset = stored[0][1]
-    assert re.search(rf'(%"[.\w]+") = getelementptr i8, ptr %"\.2", i64 {offset}\n'
+    assert re.search(rf'(%"[.\w]+") = getelementptr i8, ptr {frame}, i64 {offset}\n'
                      rf'  %"[.\w]+" = load i32, i32\* \1', code)
 
 
