@@ -118,6 +118,63 @@ def paired_change(other: list[float], this: list[float]) -> dict:
     return spread(b / a for a, b in zip(other, this, strict=True))
 
 
+# cpu_scaling.py's traced columns: medians over the processes that traced them.
+_TRACE_FIELDS = ("late_us", "idle", "gap_ms", "busy_us", "outside_us", "open_us")
+
+
+def merge_scaling(runs: list[list[dict]]) -> list[dict]:
+    """cpu_scaling.py's rows of several processes (per process one row per kernel and size:
+    {"kernel", "size", "blocks", "status", "workers": {count: cell}}, a cell C's and
+    ptxport's median ms, their ratio and the traced columns) as one list of rows: per worker
+    count the merged cell (merge_cells), the traced columns' medians, and the parallel
+    efficiency t(1) / (k * t(k)) of each side from the *median* times, with the least and
+    largest of the processes' own efficiencies (process i's t(1) against its t(k)) beside
+    it; "work" is the median busy time at k over that at 1."""
+    by_row: dict[tuple, list[dict]] = {}
+    for rows in runs:
+        for row in rows:
+            by_row.setdefault((row["kernel"], row["size"]), []).append(row)
+    merged = []
+    for rows in by_row.values():
+        row = {key: value for key, value in rows[0].items() if key not in ("workers", "status")}
+        bad = [r["status"] for r in rows if r["status"] != "ok"]
+        row["status"] = "ok" if not bad else f"{bad[0]} (in {len(bad)} of {len(rows)} " \
+                                              f"processes)"
+        counts = sorted({int(k) for r in rows for k in r["workers"]})
+        row["workers"] = {}
+        for k in map(str, counts):
+            cells = [r["workers"][k] for r in rows if k in r["workers"]]
+            cell = merge_cells(cells)
+            for name in _TRACE_FIELDS:
+                values = [c[name] for c in cells if name in c]
+                if values:
+                    cell[name] = statistics.median(values)
+            row["workers"][k] = cell
+        _efficiencies(row["workers"], rows)
+        merged.append(row)
+    return merged
+
+
+def _efficiencies(cells: dict[str, dict], rows: list[dict]) -> None:
+    """merge_scaling's efficiencies and work, in place (nothing without one worker's cell)."""
+    one = cells.get("1")
+    if not one or "ptxport_ms" not in one:
+        return
+    for k, cell in cells.items():
+        if "ptxport_ms" not in cell:
+            continue
+        for side in ("ptxport", "c"):
+            cell[f"{side}_efficiency"] = one[f"{side}_ms"] / (int(k) * cell[f"{side}_ms"])
+            own = [r["workers"]["1"][f"{side}_ms"] / (int(k) * r["workers"][k][f"{side}_ms"])
+                   for r in rows if "ptxport_ms" in r["workers"].get("1", {})
+                   and "ptxport_ms" in r["workers"].get(k, {})]
+            if own:
+                cell[f"{side}_efficiency_min"] = min(own)
+                cell[f"{side}_efficiency_max"] = max(own)
+        if cell.get("busy_us") and one.get("busy_us"):
+            cell["work"] = cell["busy_us"] / one["busy_us"]
+
+
 def block_order(rounds: int) -> list[tuple[str, ...]]:
     """The sides' blocks in each round of cpu_kernels.py's --order rounds: C first in even
     rounds, ptxport first in odd ones (C P | P C | C P ...), so that a drift of the host

@@ -3,55 +3,89 @@
 omp_set_num_threads(k) for the C baseline), side by side with C+OpenMP.
 
 For each kernel and worker count it times C and ptxport (launch() + stream.sync(), outputs
-reset untimed before each run; in the order --order says) and reports the median of each,
-ptxport / C, and the parallel efficiency of each: t(1) / (k * t(k)), 1.0 when k workers are
-k times faster than one. Issue 15's goals on 16 cores: ptxport at most 1.5x C on 16 threads,
-and ptxport's own efficiency from 1 to 16 cores at least 0.8 on these sizes. The result of
-the last run at each worker count is checked against C's. For more than one worker it also
-traces three more runs (pool.trace_shares) and reports the medians of when the last worker
-began its share ("late", microseconds after the launching thread opened the launch: parked
-threads take tens of microseconds each to wake) and of the share of the launch's time the
-workers spent outside their shares ("idle": starting late, or done while others still ran),
-and the gap from the previous launch's end to the traced one's start ("gap", ms: the
-adaptive spin keeps idle workers awake through gaps up to its cap). The header says the
-worker pool's idle spin policy (pool.set_spin; --spin S fixes it).
+reset untimed before each run) with cpu_kernels.py's protocol: --processes fresh processes
+(3 by default), one after another, the odd ones in reverse kernel order, each first running
+C on its cores for --warmup seconds, then per kernel and worker count --rounds rounds of C
+and ptxport blocks (C ptxport | ptxport C | ...; --order), each block after its warm-up
+runs. With --pin each process is two: the one-worker figures pinned to one CPU, the other
+counts unpinned; by default ("rotate") process i pins to the i-th CPU from the last, so
+that the one-worker median, the efficiency's numerator, does not rest on one vCPU's state
+(on the GPU host the one-worker gemm took 104-110 ms on CPU 15 in the processes of one call
+and 195-203 ms on CPU 15 in those of another, 16 workers 14-15 ms in both: the efficiency
+was 0.46 in one and 0.82 in the other; whether rotating narrows that is not yet measured).
+The table gives per kernel, size and worker count the medians over processes of C's and
+ptxport's median times and of the processes' ratios ptxport / C (with their least and
+largest), and the parallel efficiency of each side, t(1) / (k * t(k)), from the median
+times, with the least and largest of the processes' own efficiencies
+(bench_stats.merge_scaling). Issue 15's goals on 16 cores: ptxport at most 1.5x C on 16
+threads, and ptxport's own efficiency from 1 to 16 cores at least 0.8 on these sizes. The
+result of the last run at each worker count is checked against C's. Each process also
+traces three more runs per worker count (pool.trace_shares) and reports the medians of when
+the last helper thread began its share ("late", microseconds after the launching thread
+opened the launch: parked threads take tens of microseconds each to wake), of the run's
+time outside the pool ("out") and of it before the job opened ("open"), and of the share of
+the launch's time the workers spent outside their shares ("idle": starting late, or done
+while others still ran), and the gap from the previous launch's end to the traced one's
+start ("gap", ms: the adaptive spin keeps idle workers awake through gaps up to its cap).
+The header says the worker pool's idle spin policy (pool.set_spin; --spin S fixes it).
 
-    python benchmarks/cpu_scaling.py [--kernels saxpy,vector_add,gemm] [--reps 7]
-                                     [--budget 2.0] [--workers 1,2,4,8,16] [--json PATH]
-                                     [--order separate|alternate] [--schedule guided|chunks]
+    python benchmarks/cpu_scaling.py [--kernels saxpy,vector_add,gemm] [--processes 3]
+                                     [--reps 6] [--rounds 3] [--budget 1.0] [--pin rotate]
+                                     [--workers 1,2,4,8,16] [--json PATH]
+                                     [--order rounds|separate|alternate]
+                                     [--schedule guided|chunks] [--warmup 0.3]
                                      [--omp-wait default|active|passive] [--busy N]
                                      [--spin S | --spin-cap S] [--sizes default|large|both]
 
-prints a table and writes benchmarks/results/cpu_scaling.json (or --json). --order,
---omp-wait, --schedule and --busy are cpu_kernels.py's (add_machine_flags).
+prints a table and writes benchmarks/results/cpu_scaling.json (or --json): per kernel and
+size the merged cells (c_ms, ptxport_ms, ratio medians over processes, ratio_min/max,
+per_process, c_efficiency and ptxport_efficiency with their _min/_max, the traced columns'
+medians, work), and under "processes" each process's own rows. --processes 1 --pin none
+measures in this process. --order, --rounds, --omp-wait, --schedule and --busy are
+cpu_kernels.py's (add_machine_flags).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import os
 import statistics
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from cpu_kernels import (  # (a sibling script: benchmarks/ is on sys.path above)
+import bench_stats  # (sibling modules: benchmarks/ is on sys.path above)
+from cpu_kernels import (
     CASES,
+    CPUS_SEEN,
+    PROCESSES,
     RESULTS,
+    SETTLE_S,
+    WARMUP_S,
     CRun,
     MachineSettings,
     NotRunnable,
     PtxportRun,
     add_machine_flags,
     build_c_library,
+    current_cpu,
+    describe_protocol,
     machine,
     machine_settings,
     mismatch,
+    pin_cpu,
+    print_processes,
+    process_info,
     set_cores,
     time_side_by_side,
+    warm_cores,
 )
 
 from ptxport import Device
@@ -79,7 +113,8 @@ LARGE = {"saxpy": 1 << 24, "vector_add": 1 << 24, "reduce_shared": 1 << 26, "gem
 
 
 def measure(case, lib, device, objects, counts, settings, size: int | None = None) -> dict:
-    """One kernel's row: per worker count, C's and ptxport's medians and their ratio."""
+    """One kernel's row in this process: per worker count, C's and ptxport's medians and
+    their ratio (efficiencies come from bench_stats.merge_scaling, over processes)."""
     problem = case.make(size or case.full, np.random.default_rng(0))
     row = {"kernel": case.name, "size": problem.size, "blocks": problem.blocks,
            "status": "ok", "workers": {}}
@@ -90,8 +125,11 @@ def measure(case, lib, device, objects, counts, settings, size: int | None = Non
             ptx_run.first_run()     # (compiles the kernel)
             for k in counts:
                 set_cores(lib, k)
-                c_times, ptx_times = time_side_by_side(c_run, ptx_run, settings.reps,
-                                                       settings.budget, settings.order)
+                c_times, ptx_times = time_side_by_side(
+                    c_run, ptx_run, settings.reps, settings.budget, settings.order,
+                    settings.rounds, SETTLE_S if k > 1 else 0.0)
+                if k == 1:
+                    CPUS_SEEN.add(current_cpu())
                 wrong = mismatch(problem, ptx_run.results(), c_run.results())
                 if wrong and row["status"] == "ok":
                     row["status"] = f"{wrong} ({k} workers)"
@@ -99,31 +137,33 @@ def measure(case, lib, device, objects, counts, settings, size: int | None = Non
                 ptx_ms = statistics.median(ptx_times) * 1e3
                 row["workers"][str(k)] = {"c_ms": c_ms, "ptxport_ms": ptx_ms,
                                           "ratio": ptx_ms / c_ms, "runs": len(c_times),
+                                          "c_runs_ms": [t * 1e3 for t in c_times],
+                                          "ptxport_runs_ms": [t * 1e3 for t in ptx_times],
                                           **shares(ptx_run)}
         finally:
             ptx_run.close()
     except NotRunnable as e:
         row["status"] = str(e)
     stream.close()
-    one = row["workers"].get("1")
-    for k, cell in row["workers"].items():
-        cell["ptxport_efficiency"] = one["ptxport_ms"] / (int(k) * cell["ptxport_ms"])
-        cell["c_efficiency"] = one["c_ms"] / (int(k) * cell["c_ms"])
-        if cell.get("busy_us") and one.get("busy_us"):
-            cell["work"] = cell["busy_us"] / one["busy_us"]
     return row
 
 
 def shares(ptx_run) -> dict:
-    """Medians over 3 traced runs: when the last worker began its share (us after the
-    launch opened), the fraction of workers x the launch's time outside shares, the sum of
-    the workers' share times (us: the blocks' work, which "work" compares with one
-    worker's) and the run's time outside the pool (us: Python's launch and sync)."""
-    late, idle, gaps, busy, outside = [], [], [], [], []
+    """Medians over 3 traced runs (after one untraced run: the timed runs' caches, not
+    those the result check left): when the last helper thread began its share (us after
+    the launch opened; worker 0, the launching thread, joins a launch started early only at
+    the sync), the fraction of workers x the launch's time outside shares, the sum of the
+    workers' share times (us: the blocks' work, which "work" compares with one worker's),
+    the run's time outside the pool (us: Python's launch and sync) and of that the time
+    from the run's start to the job's opening (us)."""
+    late, idle, gaps, busy, outside, opened = [], [], [], [], [], []
+    ptx_run.reset()
+    ptx_run.run()
     cpu_pool.trace_shares(True)
     try:
         for _ in range(3):
             ptx_run.reset()
+            start = time.monotonic_ns()
             seconds = ptx_run.run()
             # (the pool the launch had: given back to the end of the free list)
             gaps.append(cpu_pool._FREE[-1].spin_state()["gaps"][0] * 1e3)
@@ -131,50 +171,68 @@ def shares(ptx_run) -> dict:
             taken = [s for s in record["shares"] if s is not None] if record else []
             if not taken or record["end"] <= 0:
                 continue
-            late.append(max(begin for begin, _ in taken))
+            helpers = [s for s in record["shares"][1:] if s is not None] or taken
+            late.append(max(begin for begin, _ in helpers))
             busy.append(sum(end - begin for begin, end in taken))
             idle.append(1 - busy[-1] / (len(record["shares"]) * record["end"]))
             outside.append(seconds * 1e6 - record["end"])
+            opened.append((record["opened_ns"] - start) / 1e3)
     finally:
         cpu_pool.trace_shares(False)
     if not late:
         return {}
     return {"late_us": statistics.median(late), "idle": statistics.median(idle),
             "gap_ms": statistics.median(gaps), "busy_us": statistics.median(busy),
-            "outside_us": statistics.median(outside)}
+            "outside_us": statistics.median(outside), "open_us": statistics.median(opened)}
+
+
+def _span(cell: dict, name: str) -> str:
+    """ "min-max" of a merged cell's per-process values, or "" with one process."""
+    low, high = cell.get(f"{name}_min"), cell.get(f"{name}_max")
+    return f"{low:.2f}-{high:.2f}" if low is not None and cell.get("processes", 1) > 1 else ""
 
 
 def print_table(rows, counts) -> None:
-    header = f"{'kernel':<14} {'size':<14} {'blocks':>6} {'workers':>7} | {'C ms':>8} " \
-             f"{'C eff':>6} | {'ptxport ms':>10} {'eff':>6} | {'ptxport/C':>9} | " \
-             f"{'late us':>7} {'idle':>5} {'work':>5} {'out us':>6} {'gap ms':>6}"
+    header = f"{'kernel':<13} {'size':<14} {'blocks':>6} {'wk':>3} | {'C ms':>8} " \
+             f"{'C eff':>5} | {'ptxport ms':>10} {'eff':>5} {'eff range':>9} | " \
+             f"{'ptx/C':>5} {'range':>9} | {'late us':>7} {'idle':>5} {'work':>5} " \
+             f"{'out us':>6} {'open':>5} {'gap ms':>6}"
     print(header)
     print("-" * len(header))
     for row in rows:
         if row["status"] != "ok" and not row["workers"]:
-            print(f"{row['kernel']:<14} {row['status']}")
+            print(f"{row['kernel']:<13} {row['status']}")
             continue
         for k in map(str, counts):
-            cell = row["workers"][k]
+            cell = row["workers"].get(k)
+            if not cell or "ptxport_ms" not in cell:
+                continue
+            nan = float("nan")
+            gap = cell["gap_ms"] if k != "1" and "gap_ms" in cell else nan
             traced = f" | {cell['late_us']:7.1f} {cell['idle']:5.2f} " \
-                f"{cell.get('work', float('nan')):5.2f} {cell['outside_us']:6.1f} " \
-                f"{cell['gap_ms'] if k != '1' else float('nan'):6.2f}" \
-                if "late_us" in cell else " |"
-            print(f"{row['kernel']:<14} {row['size']:<14} {row['blocks']:>6} {k:>7} | "
-                  f"{cell['c_ms']:8.3f} "
-                  f"{cell['c_efficiency']:6.2f} | {cell['ptxport_ms']:10.3f} "
-                  f"{cell['ptxport_efficiency']:6.2f} | {cell['ratio']:8.2f}x{traced}")
+                f"{cell.get('work', nan):5.2f} {cell['outside_us']:6.1f} " \
+                f"{cell.get('open_us', nan):5.0f} {gap:6.2f}" if "late_us" in cell else " |"
+            span = _span(cell, "ratio")
+            print(f"{row['kernel']:<13} {row['size']:<14} {row['blocks']:>6} {k:>3} | "
+                  f"{cell['c_ms']:8.3f} {cell.get('c_efficiency', nan):5.2f} | "
+                  f"{cell['ptxport_ms']:10.3f} {cell.get('ptxport_efficiency', nan):5.2f} "
+                  f"{_span(cell, 'ptxport_efficiency'):>9} | {cell['ratio']:5.2f} {span:>9}"
+                  f"{traced}")
         if row["status"] != "ok":
-            print(f"{'':<14} {row['status']}")
+            print(f"{'':<13} {row['status']}")
     print("-" * len(header))
-    print("eff: parallel efficiency t(1) / (workers * t(workers)); goals on 16 cores: "
+    print("ms and ptx/C: medians over processes (ptx/C the median of each process's ratio); "
+          "eff: parallel efficiency t(1) / (workers * t(workers)) from the median times, "
+          "eff range the least and largest of the processes' own; goals on 16 cores: "
           "ptxport eff >= 0.8, ptxport/C <= 1.5")
-    print("late: when ptxport's last worker began its share (us after the launch opened); "
+    print("late: when ptxport's last helper thread began its share (us after the launch "
+          "opened); "
           "idle: the fraction of workers x time outside their shares; gap: from the previous "
           "launch's end to this one's start, which the pool's adaptive spin follows; work: "
           "the workers' time in their shares over one worker's (above 1: each block takes "
           "longer when k workers run at once: memory bandwidth, clocks); out: the run's time "
-          "outside the pool (Python's launch and sync) (medians of 3 traced runs)")
+          "outside the pool (Python's launch and sync), open the part before the job opened "
+          "(medians of 3 traced runs a process, then over processes)")
 
 
 def _sizes(case, which: str) -> list[int | None]:
@@ -183,16 +241,29 @@ def _sizes(case, which: str) -> list[int | None]:
     return {"default": [None], "large": large, "both": [None, *large]}[which]
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--kernels", default=",".join(DEFAULT_KERNELS),
                         help="comma-separated names: " + ",".join(c.name for c in CASES))
-    parser.add_argument("--reps", type=int, default=7, help="timed runs per side (median)")
-    parser.add_argument("--budget", type=float, default=2.0,
-                        help="seconds of timing per kernel and worker count, after which it "
-                             "stops at 3 runs or more")
+    parser.add_argument("--reps", type=int, default=6,
+                        help="timed runs per side, worker count and process (median), split "
+                             "over --rounds")
+    parser.add_argument("--budget", type=float, default=1.0,
+                        help="seconds of timing per kernel, worker count and process, after "
+                             "which it stops at the end of a round")
     parser.add_argument("--workers", help="comma-separated worker counts (default 1, 2, 4, "
                                           "... up to every core)")
+    parser.add_argument("--processes", type=int, default=PROCESSES,
+                        help="fresh processes, one after another, each measuring everything; "
+                             "the table gives medians over them (1 with --pin none: this "
+                             "process)")
+    parser.add_argument("--pin", default="rotate",
+                        help="a CPU for the one-worker figures: each process is then two, "
+                             "one worker pinned to it, the other counts unpinned; 'rotate' "
+                             "(default): process i on the i-th CPU from the last this "
+                             "process may use; 'auto': the last; 'none'")
+    parser.add_argument("--warmup", type=float, default=WARMUP_S,
+                        help="seconds each process runs C on its cores before timing")
     parser.add_argument("--json", type=Path, default=RESULTS / "cpu_scaling.json",
                         help="where to write the results")
     parser.add_argument("--spin-cap", type=float,
@@ -200,16 +271,25 @@ def main() -> None:
                              "default 0.002; --spin S fixes the spin instead)")
     parser.add_argument("--sizes", choices=("default", "large", "both"), default="default",
                         help="cpu_kernels.py's sizes, the larger ones of LARGE, or both")
-    add_machine_flags(parser)
+    parser.add_argument("--child", type=int, metavar="INDEX", help=argparse.SUPPRESS)
+    parser.add_argument("--child-workers", help=argparse.SUPPRESS)
+    add_machine_flags(parser, order="rounds")
     args = parser.parse_args()
     wanted = [k.strip() for k in args.kernels.split(",") if k.strip()]
     unknown = sorted(set(wanted) - {c.name for c in CASES})
     if unknown:
         parser.error(f"unknown kernel(s) {', '.join(unknown)}")
-    counts = [int(k) for k in args.workers.split(",")] if args.workers else \
-        worker_counts(cpu_executor.worker_count())
-    if counts[0] != 1:
-        counts = [1, *counts]       # (efficiency is measured against one worker)
+    if args.processes < 1:
+        parser.error("--processes must be at least 1")
+    args.cases = [c for c in CASES if c.name in wanted]
+    return args
+
+
+def measure_all(args: argparse.Namespace, counts: list[int], index: int = 0) -> dict:
+    """This process's rows at `counts` workers (odd `index`: the kernels in reverse order)
+    after --warmup seconds of C on every core it may use, and where it ran."""
+    begin = time.perf_counter()
+    cases = args.cases[::-1] if index % 2 else args.cases
     device = Device("cpu")
     device.set_current()
     objects: dict = {}
@@ -218,26 +298,108 @@ def main() -> None:
         cpu_pool.set_spin(None, cap=args.spin_cap)
     with MachineSettings(args):
         lib = build_c_library()
+        warm_cores(lib, counts[-1], args.warmup)
         policy = cpu_pool.spin_policy()
         try:
-            for case in (c for c in CASES if c.name in wanted):
+            for case in cases:
                 for size in _sizes(case, args.sizes):
                     rows.append(measure(case, lib, device, objects, counts, args, size))
-                    print(f"  measured {case.name} {rows[-1]['size']}: {rows[-1]['status']}",
+                    print(f"  {'' if args.child is None else f'[{index + 1}] '}measured "
+                          f"{case.name} {rows[-1]['size']}: {rows[-1]['status']}",
                           file=sys.stderr)
         finally:
             cpu_executor.set_workers(None)
             cpu_pool.set_spin()
+    order = {c.name: i for i, c in enumerate(args.cases)}
+    rows.sort(key=lambda row: order[row["kernel"]])
+    info = process_info(index, time.perf_counter() - begin,
+                        "reverse" if index % 2 else "forward", counts)
+    return {"kernels": rows, "process": info, "pool": policy}
+
+
+def pin_cpus(choice: str) -> list[int] | None:
+    """--pin's CPUs, one for each process in turn ("rotate": every CPU this process may use,
+    the last first; else cpu_kernels.pin_cpu's one); None: no pinning."""
+    if choice != "rotate":
+        pin = pin_cpu(choice)
+        return None if pin is None else [pin]
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    return cpus[::-1] if len(cpus) > 1 else None
+
+
+def run_processes(args, counts: list[int], pins: list[int] | None) \
+        -> tuple[list, list, str]:
+    """--processes fresh processes of this script, one after another; with `pins` each is
+    two, one worker pinned to the next of those CPUs in turn (as `taskset -c CPU` would)
+    and the other counts unpinned. Each index's rows (its parts' worker counts together),
+    the processes' info, and the pool's spin policy."""
+    runs, infos, policy = [], [], ""
+    for index in range(args.processes):
+        parts = [([1], pins[index % len(pins)]), (counts[1:], None)] \
+            if pins and len(counts) > 1 else [(counts, None)]
+        rows: dict[tuple, dict] = {}
+        for part, cpu in parts:
+            command = [sys.executable, __file__, *sys.argv[1:], "--child", str(index),
+                       "--child-workers", ",".join(map(str, part))]
+            pinned = None if cpu is None else functools.partial(os.sched_setaffinity, 0, {cpu})
+            done = subprocess.run(command, stdout=subprocess.PIPE, text=True,
+                                  preexec_fn=pinned)
+            if done.returncode != 0:
+                print(f"  process {index + 1} ({part} workers) failed (exit "
+                      f"{done.returncode}); left out", file=sys.stderr)
+                continue
+            result = json.loads(done.stdout.strip().splitlines()[-1])
+            infos.append(dict(result["process"], kernels=result["kernels"]))
+            policy = result["pool"]
+            for row in result["kernels"]:     # (copies: infos keeps each part's own)
+                key = (row["kernel"], row["size"])
+                if key not in rows:
+                    rows[key] = dict(row, workers={})
+                rows[key]["workers"].update(row["workers"])
+                if rows[key]["status"] == "ok":
+                    rows[key]["status"] = row["status"]
+        if rows:
+            runs.append(list(rows.values()))
+            # (what is measured so far, should a later process not end)
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.write_text(json.dumps({"partial": True, "workers": counts,
+                                             "kernels": bench_stats.merge_scaling(runs),
+                                             "processes": infos}, indent=2))
+    if not runs:
+        sys.exit(f"all {args.processes} processes failed")
+    return runs, infos, policy
+
+
+def main() -> None:
+    args = parse_args()
+    counts = [int(k) for k in args.workers.split(",")] if args.workers else \
+        worker_counts(cpu_executor.worker_count())
+    if counts[0] != 1:
+        counts = [1, *counts]       # (efficiency is measured against one worker)
+    if args.child is not None:
+        mine = [int(k) for k in args.child_workers.split(",")] if args.child_workers \
+            else counts
+        print(json.dumps(measure_all(args, mine, args.child)))
+        return
+    if args.processes == 1 and args.pin == "none":
+        measured = measure_all(args, counts)
+        runs, policy = [measured["kernels"]], measured["pool"]
+        infos = [dict(measured["process"], kernels=measured["kernels"])]
+    else:
+        runs, infos, policy = run_processes(args, counts, pin_cpus(args.pin))
+    rows = bench_stats.merge_scaling(runs)
     settings = machine_settings(args)
     # (the worker pool's idle spin policy the runs had)
     settings["pool"] = policy
-    print(f"ptxport CPU device and C (OpenMP) at 1..{counts[-1]} workers, median of up to "
-          f"{args.reps} runs; " + ", ".join(f"{k} {v}" for k, v in settings.items()))
+    print(f"ptxport CPU device and C (OpenMP) at 1..{counts[-1]} workers, "
+          f"{describe_protocol(args)}; " + ", ".join(f"{k} {v}" for k, v in settings.items()))
     print_table(rows, counts)
+    print_processes(infos)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(
         {"machine": machine(), "settings": settings, "reps": args.reps,
-         "budget_s": args.budget, "workers": counts, "kernels": rows}, indent=2))
+         "budget_s": args.budget, "workers": counts, "kernels": rows,
+         "processes": infos}, indent=2))
 
 
 if __name__ == "__main__":

@@ -4,12 +4,19 @@
 
 numpy arrays are passed as pointers to their data (the kernel reads and writes them in
 place); numpy scalars and structured scalars are passed by value.
+
+    launch_on_cpu(ptx, LaunchConfig(grid=2, block=64), in_array, out_array, np.uint32(5))
+
+does the same through the public API on Device("cpu") (device buffers, the disk cache of
+compiled kernels, the runtime's range checks and fault messages) and returns the kernel's
+CPU binary (its gang_refusal says whether it ran as warp gangs).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ptxport import Device, LaunchConfig, Program, launch
 from ptxport.ir.abi import param_layout
 from ptxport.ir.from_ptx import build
 from ptxport.ir.verify import verify
@@ -47,6 +54,26 @@ def run_ptx(ptx: str, kernel: str, grid, block, args: list, shared: int = 0) -> 
         buffer[slot.offset:slot.offset + slot.size] = data
     allocations = [(a.ctypes.data, a.nbytes) for a in args if isinstance(a, np.ndarray)]
     binary.launch(_dims(grid), _dims(block), shared, bytes(buffer), allocations)
+
+
+def launch_on_cpu(ptx: str, config: LaunchConfig, *args, kernel: str = "k"):
+    """Launch `kernel` of `ptx` on Device("cpu") through the public API: each numpy array
+    among `args` as a device buffer holding a copy of it (copied back into the array after
+    the launch), anything else (numpy scalars, buffers) as it is. The kernel's CPU binary;
+    a launch that faults raises its error (IllegalAddressError, ...)."""
+    device = Device("cpu")
+    stream = device.create_stream()
+    compiled = Program(ptx, code_type="ptx").compile("native").get_kernel(kernel)
+    buffers = {}
+    for i, arg in enumerate(args):
+        if isinstance(arg, np.ndarray):
+            buffers[i] = device.allocate(max(arg.nbytes, 1), stream=stream)
+            buffers[i].copy_from(arg, stream=stream)
+    launch(stream, config, compiled, *(buffers.get(i, arg) for i, arg in enumerate(args)))
+    for i, buffer in buffers.items():
+        buffer.copy_to(args[i], stream=stream)
+    stream.sync()
+    return compiled._binary(device)
 
 
 def kernel_ptx(body: str, params: str, extra: str = "", target: str = "sm_80",

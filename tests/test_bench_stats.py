@@ -112,3 +112,56 @@ def test_merge_cells_takes_the_median_of_optional_fields_where_present():
     assert (merged["c_tree_ms"], merged["tree_ratio"]) == (3.5, 1.25)
     assert merged["per_process"]["tree_ratio"] == [0.5, 2.0]
     assert "c_tree_ms" not in bench_stats.merge_cells([_cell(1.0, 2.0)])
+
+
+def _scaling_row(kernel, size, **workers):
+    return {"kernel": kernel, "size": size, "blocks": 4, "status": "ok",
+            "workers": {k.lstrip("w"): v for k, v in workers.items()}}
+
+
+def _scaling_cell(c_ms, ptxport_ms, busy_us=None):
+    cell = {"c_ms": c_ms, "ptxport_ms": ptxport_ms, "ratio": ptxport_ms / c_ms, "runs": 6}
+    if busy_us is not None:
+        cell.update(late_us=2.0, idle=0.1, gap_ms=0.2, busy_us=busy_us, outside_us=50.0)
+    return cell
+
+
+def test_merge_scaling_takes_efficiency_from_median_times():
+    # three processes of two sizes of one kernel: 1 and 4 workers; the same kernel name
+    # twice stays two rows (keyed by size too)
+    runs = [[_scaling_row("saxpy", "n=8", w1=_scaling_cell(2.0, 8.0, busy_us=7000.0),
+                          w4=_scaling_cell(1.0, 4.0, busy_us=14000.0)),
+             _scaling_row("saxpy", "n=16", w1=_scaling_cell(4.0, 16.0))]
+            for _ in range(2)]
+    runs.append([_scaling_row("saxpy", "n=8", w1=_scaling_cell(4.0, 16.0, busy_us=9000.0),
+                              w4=_scaling_cell(0.5, 1.0, busy_us=18000.0)),
+                 _scaling_row("saxpy", "n=16", w1=_scaling_cell(4.0, 16.0))])
+    rows = bench_stats.merge_scaling(runs)
+    assert [(r["kernel"], r["size"]) for r in rows] == [("saxpy", "n=8"), ("saxpy", "n=16")]
+    four = rows[0]["workers"]["4"]
+    assert four["ptxport_ms"] == 4.0 and four["c_ms"] == 1.0
+    # median one-worker 8.0 ms over 4 x median 4.0 ms, not the median of 0.5, 0.5, 4.0
+    assert four["ptxport_efficiency"] == pytest.approx(0.5)
+    assert four["ptxport_efficiency_min"] == pytest.approx(0.5)
+    assert four["ptxport_efficiency_max"] == pytest.approx(4.0)
+    assert four["c_efficiency"] == pytest.approx(0.5)
+    assert four["c_efficiency_min"] == pytest.approx(0.5)
+    assert four["c_efficiency_max"] == pytest.approx(2.0)
+    assert four["work"] == pytest.approx(14000.0 / 7000.0)
+    assert four["late_us"] == 2.0 and four["processes"] == 3
+    assert rows[0]["workers"]["1"]["ptxport_efficiency"] == pytest.approx(1.0)
+    assert "ptxport_efficiency" not in rows[1]["workers"].get("4", {})
+
+
+def test_merge_scaling_joins_a_process_split_by_pinning():
+    # a pinned one-worker part and an unpinned part of another process lack each other's
+    # counts: efficiency pairs only processes that have both
+    runs = [[_scaling_row("gemm", "8", w1=_scaling_cell(2.0, 4.0))],
+            [_scaling_row("gemm", "8", w4=_scaling_cell(1.0, 2.0))],
+            [dict(_scaling_row("gemm", "8", w1=_scaling_cell(2.0, 4.0),
+                               w4=_scaling_cell(1.0, 1.0)), status="mismatch: y")]]
+    row = bench_stats.merge_scaling(runs)[0]
+    assert row["status"] == "mismatch: y (in 1 of 3 processes)"
+    four = row["workers"]["4"]
+    assert four["ptxport_efficiency"] == pytest.approx(4.0 / (4 * 1.5))
+    assert four["ptxport_efficiency_min"] == four["ptxport_efficiency_max"] == 1.0

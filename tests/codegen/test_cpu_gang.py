@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from cpu_harness import launch_on_cpu
 from ptxport import Device, LaunchConfig, Program, launch
 from ptxport.errors import IllegalAddressError, KernelExecutionError
 
@@ -15,19 +16,7 @@ HEADER = ".version 7.8\n.target sm_80\n.address_size 64\n"
 
 def _run(body: str, params: str, grid, block, arrays, scalars=()):
     ptx = HEADER + f".visible .entry k({params})\n{{\n{body}\n}}\n"
-    dev = Device("cpu")
-    stream = dev.create_stream()
-    kernel = Program(ptx, code_type="ptx").compile("native").get_kernel("k")
-    buffers = []
-    for a in arrays:
-        buf = dev.allocate(max(a.nbytes, 1), stream=stream)
-        buf.copy_from(a, stream=stream)
-        buffers.append(buf)
-    launch(stream, LaunchConfig(grid=grid, block=block), kernel, *buffers, *scalars)
-    for a, buf in zip(arrays, buffers, strict=True):
-        buf.copy_to(a, stream=stream)
-    stream.sync()
-    return kernel._binary(dev)
+    return launch_on_cpu(ptx, LaunchConfig(grid=grid, block=block), *arrays, *scalars)
 
 
 # Each lane loops `lane` times (a loop whose trip count differs in the warp), then the warp

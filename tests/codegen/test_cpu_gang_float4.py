@@ -10,7 +10,8 @@ import re
 import numpy as np
 import pytest
 
-from ptxport import Device, LaunchConfig, Program, launch
+from cpu_harness import launch_on_cpu
+from ptxport import LaunchConfig, Program
 from ptxport.codegen.targets.cpu.gang.build import build_gang
 from ptxport.codegen.targets.cpu.options import CpuOptions
 from ptxport.errors import IllegalAddressError
@@ -68,19 +69,7 @@ ret;
 
 
 def _run(ptx: str, grid: int, block: int, arrays: list, *scalars):
-    dev = Device("cpu")
-    stream = dev.create_stream()
-    kernel = Program(ptx, code_type="ptx").compile("native").get_kernel("k")
-    buffers = []
-    for a in arrays:
-        buffer = dev.allocate(a.nbytes, stream=stream)
-        buffer.copy_from(a, stream=stream)
-        buffers.append(buffer)
-    launch(stream, LaunchConfig(grid=grid, block=block), kernel, *buffers, *scalars)
-    for a, buffer in zip(arrays, buffers, strict=True):
-        buffer.copy_to(a, stream=stream)
-    stream.sync()
-    return kernel._binary(dev)
+    return launch_on_cpu(ptx, LaunchConfig(grid=grid, block=block), *arrays, *scalars)
 
 
 @pytest.mark.parametrize("n", [4096, 4096 - 16, 1040])

@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ptxport import Device, LaunchConfig, Program, launch
+from cpu_harness import launch_on_cpu
+from ptxport import LaunchConfig
 from ptxport.codegen.targets.cpu.gang import lowering
 from ptxport.codegen.targets.cpu.gang.build import build_gang
 from ptxport.codegen.targets.cpu.options import CpuOptions
@@ -86,15 +87,8 @@ def _rebuilt(ptx: str, threads: int, monkeypatch) -> list[str]:
 
 
 def _run(ptx: str, threads: int, mod: int, size: int) -> np.ndarray:
-    dev = Device("cpu")
-    stream = dev.create_stream()
-    kernel = Program(ptx, code_type="ptx").compile("native").get_kernel("k")
     out = np.zeros(size, dtype=np.uint32)
-    buf = dev.allocate(out.nbytes, stream=stream)
-    buf.copy_from(out, stream=stream)
-    launch(stream, LaunchConfig(grid=1, block=threads), kernel, buf, np.uint32(mod))
-    buf.copy_to(out, stream=stream)
-    stream.sync()
+    launch_on_cpu(ptx, LaunchConfig(grid=1, block=threads), out, np.uint32(mod))
     return out
 
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ptxport import Device, LaunchConfig, Program, launch
+from cpu_harness import launch_on_cpu
+from ptxport import LaunchConfig
 from ptxport.errors import IllegalAddressError
 
 HEADER = ".version 7.8\n.target sm_80\n.address_size 64\n"
@@ -48,19 +49,7 @@ ret;
 
 
 def _launch(ptx: str, arrays, shmem: int = 0):
-    dev = Device("cpu")
-    stream = dev.create_stream()
-    kernel = Program(ptx, code_type="ptx").compile("native").get_kernel("k")
-    buffers = []
-    for a in arrays:
-        buffer = dev.allocate(a.nbytes, stream=stream)
-        buffer.copy_from(a, stream=stream)
-        buffers.append(buffer)
-    launch(stream, LaunchConfig(grid=2, block=(16, 16), shmem_size=shmem), kernel, *buffers)
-    for a, buffer in zip(arrays, buffers, strict=True):
-        buffer.copy_to(a, stream=stream)
-    stream.sync()
-    return kernel._binary(dev)
+    return launch_on_cpu(ptx, LaunchConfig(grid=2, block=(16, 16), shmem_size=shmem), *arrays)
 
 
 def test_tile_reads_per_half_warp():

@@ -6,6 +6,7 @@ tile."""
 import numpy as np
 import pytest
 
+from cpu_harness import launch_on_cpu
 from ptxport import Device, LaunchConfig, Program, launch
 from ptxport.errors import IllegalAddressError
 from ptxport.ir.from_ptx import build
@@ -38,15 +39,8 @@ ret;
 
 
 def _run(rows: int) -> np.ndarray:
-    dev = Device("cpu")
-    stream = dev.create_stream()
-    kernel = Program(TILE, code_type="ptx").compile("native").get_kernel("k")
     out = np.zeros(16 * max(rows, 16), np.uint32)
-    buffer = dev.allocate(out.nbytes, stream=stream)
-    launch(stream, LaunchConfig(grid=1, block=(16, rows)), kernel, buffer)
-    buffer.copy_to(out, stream=stream)
-    stream.sync()
-    assert kernel._binary(dev).gang_refusal is None
+    assert launch_on_cpu(TILE, LaunchConfig(grid=1, block=(16, rows)), out).gang_refusal is None
     return out
 
 
@@ -112,15 +106,9 @@ ret;
 
 
 def _run_halo(below: int) -> np.ndarray:
-    dev = Device("cpu")
-    stream = dev.create_stream()
-    kernel = Program(_halo(below), code_type="ptx").compile("native").get_kernel("k")
     out = np.zeros(256, np.uint32)
-    buffer = dev.allocate(out.nbytes, stream=stream)
-    launch(stream, LaunchConfig(grid=1, block=(16, 16)), kernel, buffer)
-    buffer.copy_to(out, stream=stream)
-    stream.sync()
-    assert kernel._binary(dev).gang_refusal is None
+    binary = launch_on_cpu(_halo(below), LaunchConfig(grid=1, block=(16, 16)), out)
+    assert binary.gang_refusal is None
     return out
 
 

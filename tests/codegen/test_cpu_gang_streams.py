@@ -5,6 +5,8 @@ loop, whose step is known when compiling, prefetches by its step."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -292,3 +294,45 @@ def test_a_tile_s_two_rows_are_both_prefetched(monkeypatch):
     assert {"%rd15", "%rd11"} <= rows       # A's and B's tile loads
     assert {span for name, lows, span in seen if name in ("%rd15", "%rd11") and lows == 2} \
         == {64}
+
+
+@pytest.mark.parametrize("block, learnt", [
+    ((16, 16, 1), False),       # 8 warps of two rows: the warp 3 on is 6 rows down
+    ((16, 2, 1), True),         # one warp a block: no next warp in it
+    ((32, 8, 1), True),         # one row a warp: not each half its own
+])
+def test_a_2d_tile_prefetches_the_next_warps_rows_with_no_stride_learnt(block, learnt):
+    # stencil_2d_5pt's load of `in` and store of `out`, outside loops: in 16-wide blocks
+    # each half warp is a row, and the warp 3 on is lane 0's and lane 16's address plus 6
+    # times their distance; checks.prefetch (which learns a stride at run time, its
+    # `prefetched` blocks) is left for the other shapes
+    ptx = corpus_ptx(KERNEL_DIR / "stencil_2d.cu", "sm_90")
+    llmod, _ = build_gang(build(parse(ptx)), "stencil_2d_5pt", block, CpuOptions())
+    text = str(llmod)
+    assert text.count('call void @"llvm.prefetch') > 0
+    assert ("\nprefetched" in text) == learnt
+    # (the distance: 2 rows a warp, 3 warps on)
+    assert (re.search(r"= mul i64 %\S+, 6$", text, re.M) is None) == learnt
+
+
+@pytest.mark.parametrize("n", [48, 61])
+def test_a_2d_stencil_prefetching_rows_ahead_computes_what_it_should(n):
+    # past the grid's last rows too (the last blocks' warps prefetch rows below the array:
+    # a prefetch never faults), and with a partial edge block (61)
+    ptx = corpus_ptx(KERNEL_DIR / "stencil_2d.cu", "sm_90")
+    dev = Device("cpu")
+    stream = dev.create_stream()
+    kernel = Program(ptx, code_type="ptx").compile("native").get_kernel("stencil_2d_5pt")
+    grid_in = np.random.default_rng(n).random((n, n), dtype=np.float32)
+    src, dst = dev.allocate(grid_in.nbytes, stream=stream), dev.allocate(grid_in.nbytes,
+                                                                          stream=stream)
+    src.copy_from(grid_in, stream=stream)
+    launch(stream, LaunchConfig(grid=((n + 15) // 16, (n + 15) // 16), block=(16, 16)), kernel,
+           src, dst, np.int32(n), np.int32(n))
+    out = np.empty_like(grid_in)
+    dst.copy_to(out, stream=stream)
+    stream.sync()
+    want = grid_in.copy()
+    want[1:-1, 1:-1] = np.float32(0.25) * (((grid_in[:-2, 1:-1] + grid_in[2:, 1:-1])
+                                            + grid_in[1:-1, :-2]) + grid_in[1:-1, 2:])
+    assert (out == want).all()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from cpu_harness import launch_on_cpu
 from ptxport import Device, LaunchConfig, Program, launch
 from ptxport.errors import KernelExecutionError
 
@@ -52,16 +53,9 @@ ret;"""
 def _run(a: np.ndarray, late: int, block: int) -> tuple[np.ndarray, object]:
     ptx = HEADER + (".visible .entry k(.param .u64 pa, .param .u64 pout, .param .u32 late)\n"
                     f"{{\n{TILES}\n}}\n")
-    dev = Device("cpu")
-    stream = dev.create_stream()
-    kernel = Program(ptx, code_type="ptx").compile("native").get_kernel("k")
     out = np.zeros((block, 8), np.uint32)
-    buf_a, buf_out = (dev.allocate(x.nbytes, stream=stream) for x in (a, out))
-    buf_a.copy_from(a, stream=stream)
-    launch(stream, LaunchConfig(grid=1, block=block), kernel, buf_a, buf_out, np.uint32(late))
-    buf_out.copy_to(out, stream=stream)
-    stream.sync()
-    return out, kernel._binary(dev)
+    binary = launch_on_cpu(ptx, LaunchConfig(grid=1, block=block), a, out, np.uint32(late))
+    return out, binary
 
 
 def _reference(a: np.ndarray, late: int) -> np.ndarray:

@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ptxport import Device, LaunchConfig, Program, launch
+from cpu_harness import launch_on_cpu
+from ptxport import LaunchConfig
 from ptxport.codegen.targets.cpu.gang.build import build_gang
 from ptxport.codegen.targets.cpu.options import CpuOptions
 from ptxport.errors import IllegalAddressError
@@ -24,18 +25,7 @@ def _ptx(body: str) -> str:
 
 
 def _run(body: str, block: int, src: np.ndarray, dst: np.ndarray, n: int):
-    dev = Device("cpu")
-    stream = dev.create_stream()
-    kernel = Program(_ptx(body), code_type="ptx").compile("native").get_kernel("k")
-    buffers = []
-    for a in (src, dst):
-        buf = dev.allocate(a.nbytes, stream=stream)
-        buf.copy_from(a, stream=stream)
-        buffers.append(buf)
-    launch(stream, LaunchConfig(grid=1, block=block), kernel, *buffers, np.uint32(n))
-    buffers[1].copy_to(dst, stream=stream)
-    stream.sync()
-    return kernel._binary(dev)
+    return launch_on_cpu(_ptx(body), LaunchConfig(grid=1, block=block), src, dst, np.uint32(n))
 
 
 def _gang_ir(body: str, block: int) -> str:

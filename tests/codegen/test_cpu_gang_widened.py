@@ -14,6 +14,7 @@ import llvmlite.binding as llvm
 import numpy as np
 import pytest
 
+from cpu_harness import launch_on_cpu
 from ptxport import Device, LaunchConfig, Program, launch
 from ptxport.codegen.targets.cpu.gang.build import build_gang
 from ptxport.codegen.targets.cpu.machine import target_machine
@@ -117,16 +118,18 @@ def _kernel(ptx: str):
     return Program(ptx, code_type="ptx").compile("native").get_kernel("k")
 
 
-def _guarded(kind: str, base: int, lo: int, words: int = 32):
-    """Run GUARDED with p placed so that index base + t reads word t of a buffer (index base
-    + t, widened, taken modulo 2**32 where it wraps); (buffer, out)."""
+def _guarded(kind: str, base: int, lo: int, words: int = 32, first: int | None = None):
+    """Run GUARDED with p placed so that index `first` (widened; by default lane 0's, base
+    taken modulo 2**32 where it wraps) reads word 0 of a buffer of `words` words; (buffer,
+    out)."""
     dev = Device("cpu")
     stream = dev.create_stream()
     kernel = _kernel(GUARDED.replace("TYPE", kind))
     src = np.arange(words, dtype=np.uint32) + 100
     buf, out_buf = dev.allocate(src.nbytes, stream=stream), dev.allocate(128, stream=stream)
     buf.copy_from(src, stream=stream)
-    first = base - (1 << 32) if kind == "s32" and base >> 31 else base
+    if first is None:
+        first = base - (1 << 32) if kind == "s32" and base >> 31 else base
     p = (int(buf.handle) - 4 * first) % (1 << 64)
     launch(stream, LaunchConfig(grid=1, block=32), kernel, np.uint64(p), np.uint32(base),
            out_buf, np.uint32(lo))
@@ -173,19 +176,8 @@ def test_lanes_that_all_wrapped_read_their_own_elements(kind, base):
     # lanes 16.. wrap (their indices widen to -2**31.. or 0..): alone under the guard,
     # they are consecutive again; p is set so that they read the buffer (lanes 0-15 would
     # address 2**34 bytes above it)
-    dev = Device("cpu")
-    stream = dev.create_stream()
-    kernel = _kernel(GUARDED.replace("TYPE", kind))
-    src = np.arange(16, dtype=np.uint32) + 500
-    buf, out_buf = dev.allocate(src.nbytes, stream=stream), dev.allocate(128, stream=stream)
-    buf.copy_from(src, stream=stream)
     wrapped = -(1 << 31) if kind == "s32" else 0        # lane 16's widened index
-    p = (int(buf.handle) - 4 * wrapped) % (1 << 64)
-    launch(stream, LaunchConfig(grid=1, block=32), kernel, np.uint64(p), np.uint32(base),
-           out_buf, np.uint32(16))
-    out = np.empty(32, np.uint32)
-    out_buf.copy_to(out, stream=stream)
-    stream.sync()
+    src, out = _guarded(kind, base, 16, words=16, first=wrapped)
     assert (out[:16] == 7).all() and (out[16:] == src).all()
 
 
@@ -201,34 +193,20 @@ def test_a_load_past_the_end_names_the_first_bad_thread():
 
 
 def test_a_grid_stride_loop_reads_and_writes_each_element():
-    dev = Device("cpu")
-    stream = dev.create_stream()
-    kernel = _kernel(SAXPY)
     n = 5 * 1024 + 77       # 4 blocks of 256: five passes, the last partial
     x = np.arange(n, dtype=np.float32)
     y = np.full(n, 3, np.float32)
-    xb, yb = dev.allocate(x.nbytes, stream=stream), dev.allocate(y.nbytes, stream=stream)
-    xb.copy_from(x, stream=stream)
-    yb.copy_from(y, stream=stream)
-    launch(stream, LaunchConfig(grid=4, block=256), kernel, np.float32(2), xb, yb, np.uint32(n))
-    out = np.empty_like(y)
-    yb.copy_to(out, stream=stream)
-    stream.sync()
-    assert (out == 2 * x + 3).all()
+    launch_on_cpu(SAXPY, LaunchConfig(grid=4, block=256), np.float32(2), x, y, np.uint32(n))
+    assert (y == 2 * x + 3).all()
 
 
 def test_a_grid_stride_access_past_the_end_faults():
-    dev = Device("cpu")
-    stream = dev.create_stream()
-    kernel = _kernel(SAXPY)
     x = np.ones(256, np.float32)
-    xb, yb = dev.allocate(x.nbytes, stream=stream), dev.allocate(400, stream=stream)
-    xb.copy_from(x, stream=stream)
+    y = np.zeros(100, np.float32)
     # y holds 100 floats: warps 0-2 pass; warp 3's y load is the first bad access
     with pytest.raises(IllegalAddressError, match=r"read 4 bytes .* line 17 .* thread 100;"):
-        launch(stream, LaunchConfig(grid=1, block=256), kernel, np.float32(2), xb, yb,
-               np.uint32(256))
-        stream.sync()
+        launch_on_cpu(SAXPY, LaunchConfig(grid=1, block=256), np.float32(2), x, y,
+                      np.uint32(256))
 
 
 def test_a_grid_stride_loop_whose_last_lane_is_past_the_end_faults_there():
@@ -252,34 +230,18 @@ def test_a_grid_stride_loop_whose_last_lane_is_past_the_end_faults_there():
 
 
 def test_a_base_computed_before_its_source_register_was_written_again():
-    dev = Device("cpu")
-    stream = dev.create_stream()
-    kernel = _kernel(REWRITTEN)
     src = np.arange(64, dtype=np.uint32)
-    buf, out_buf = dev.allocate(src.nbytes, stream=stream), dev.allocate(128, stream=stream)
-    buf.copy_from(src, stream=stream)
-    launch(stream, LaunchConfig(grid=1, block=32), kernel, buf, out_buf, np.uint32(0))
-    out = np.empty(32, np.uint32)
-    out_buf.copy_to(out, stream=stream)
-    stream.sync()
-    assert kernel._binary(dev).gang_refusal is None
+    out = np.zeros(32, np.uint32)
+    binary = launch_on_cpu(REWRITTEN, LaunchConfig(grid=1, block=32), src, out, np.uint32(0))
+    assert binary.gang_refusal is None
     assert (out == src[:32] + src[32:]).all()
 
 
 def test_float4_accesses():
-    dev = Device("cpu")
-    stream = dev.create_stream()
-    kernel = _kernel(FLOAT4)
     n = 200
     src = np.arange(4 * n, dtype=np.float32)
-    ib, ob = dev.allocate(src.nbytes, stream=stream), dev.allocate(src.nbytes, stream=stream)
-    ib.copy_from(src, stream=stream)
-    ob.copy_from(np.zeros_like(src), stream=stream)
-    launch(stream, LaunchConfig(grid=2, block=128), kernel, ib, ob, np.uint32(n))
-    out = np.empty_like(src)
-    ob.copy_to(out, stream=stream)
-    stream.sync()
+    out = np.zeros_like(src)
+    launch_on_cpu(FLOAT4, LaunchConfig(grid=2, block=128), src, out, np.uint32(n))
     assert (out == 2 * src).all()
     with pytest.raises(IllegalAddressError, match=r"block \(1, 0, 0\), thread 72;"):
-        launch(stream, LaunchConfig(grid=2, block=128), kernel, ib, ob, np.uint32(n + 100))
-        stream.sync()
+        launch_on_cpu(FLOAT4, LaunchConfig(grid=2, block=128), src, out, np.uint32(n + 100))

@@ -12,6 +12,7 @@ import re
 import numpy as np
 import pytest
 
+from cpu_harness import launch_on_cpu
 from ptxport import Device, LaunchConfig, Program, launch
 from ptxport.codegen.targets.cpu.gang.build import build_gang
 from ptxport.codegen.targets.cpu.options import CpuOptions
@@ -61,19 +62,11 @@ ret;
 
 
 def _rows(halo: int, width: int = 32):
-    dev = Device("cpu")
-    stream = dev.create_stream()
-    kernel = Program(ROWS.replace("HALO", str(halo)), code_type="ptx").compile(
-        "native").get_kernel("k")
     src = np.arange(16 * width, dtype=np.float32)
-    bufs = [dev.allocate(src.nbytes, stream=stream) for _ in range(2)]
-    bufs[0].copy_from(src, stream=stream)
-    bufs[1].copy_from(np.zeros_like(src), stream=stream)
-    launch(stream, LaunchConfig(grid=1, block=(16, 16)), kernel, *bufs, np.uint32(width))
-    out = np.empty_like(src)
-    bufs[1].copy_to(out, stream=stream)
-    stream.sync()
-    assert kernel._binary(dev).gang_refusal is None
+    out = np.zeros_like(src)
+    binary = launch_on_cpu(ROWS.replace("HALO", str(halo)), LaunchConfig(grid=1, block=(16, 16)),
+                           src, out, np.uint32(width))
+    assert binary.gang_refusal is None
     return src.reshape(16, width), out.reshape(16, width)
 
 

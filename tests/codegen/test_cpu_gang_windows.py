@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ptxport import Device, LaunchConfig, Program, launch
+from cpu_harness import launch_on_cpu
+from ptxport import LaunchConfig
 from ptxport.codegen.targets.cpu.gang import windows as windows_module
 from ptxport.codegen.targets.cpu.gang.build import build_gang
 from ptxport.codegen.targets.cpu.gang.windows import LIMIT, Window, window_plan
@@ -32,19 +33,7 @@ def _ptx(body: str) -> str:
 def _launch(ptx: str, block: int, arrays: list, *scalars):
     """Launch the kernel `k` of `ptx` on one block, on device copies of `arrays` (copied back
     into them) and `scalars`; its binary."""
-    dev = Device("cpu")
-    stream = dev.create_stream()
-    kernel = Program(ptx, code_type="ptx").compile("native").get_kernel("k")
-    buffers = []
-    for a in arrays:
-        buf = dev.allocate(a.nbytes, stream=stream)
-        buf.copy_from(a, stream=stream)
-        buffers.append(buf)
-    launch(stream, LaunchConfig(grid=1, block=block), kernel, *buffers, *scalars)
-    for a, buf in zip(arrays, buffers, strict=True):
-        buf.copy_to(a, stream=stream)
-    stream.sync()
-    return kernel._binary(dev)
+    return launch_on_cpu(ptx, LaunchConfig(grid=1, block=block), *arrays, *scalars)
 
 
 def _run(body: str, block: int, src: np.ndarray, dst: np.ndarray, n: int):

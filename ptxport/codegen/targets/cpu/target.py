@@ -408,12 +408,7 @@ class CpuTarget(Target):
         fl.b.position_at_end(done)
 
     def synchronize(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
-        if not fl.function.is_kernel:
-            raise fl.unsupported(inst, "barriers and warp operations inside a device function "
-                                       "that was not inlined")
-        number = len(self.plan.sync_points) + 1
-        self.plan.sync_points[number] = SyncPoint(number, inst, source_line(self.module, inst.pos))
-        lower_wait(self, fl, inst, number)
+        lower_wait(self, fl, inst, self._sync_point(fl, inst, "barriers and warp operations"))
 
     def lane_id(self, fl: FunctionLowering) -> ll.Value:
         return self._frame_field(fl, "laneid")
@@ -472,12 +467,17 @@ class CpuTarget(Target):
         fl.b.position_at_end(done)
 
     def _yield(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
+        self.spill_and_return(fl, self._sync_point(fl, inst, "waiting on an mbarrier"))
+
+    def _sync_point(self, fl: FunctionLowering, inst: ir.Instruction, what: str) -> int:
+        """The number of a new sync point of the plan at `inst` (where the thread returns to
+        the executor and is resumed); `what` names the operation in the error for a device
+        function that was not inlined."""
         if not fl.function.is_kernel:
-            raise fl.unsupported(inst, "waiting on an mbarrier inside a device function that "
-                                       "was not inlined")
+            raise fl.unsupported(inst, f"{what} inside a device function that was not inlined")
         number = len(self.plan.sync_points) + 1
         self.plan.sync_points[number] = SyncPoint(number, inst, source_line(self.module, inst.pos))
-        self.spill_and_return(fl, number)
+        return number
 
     # --- helpers for waits.py ---------------------------------------------------------------
 

@@ -141,21 +141,25 @@ def gather_or_scatter(fl: GangLowering, place: Place, t: Type, value, offset):
     return None
 
 
-def interleaved(fl: GangLowering, t: Type, count: int, pointer, values=None, old=None):
+def interleaved(fl: GangLowering, t: Type, count: int, pointer, values=None, old=None,
+                mask=None):
     """One masked access of W * count elements at `pointer`, lane l's element i at l * count
     + i: loaded, the count vectors of the lanes' elements (taken apart by shuffles; `old`:
     count vectors the lanes outside the mask keep, else zeros); stored, `values` (count
-    vectors of the lanes) interleaved likewise."""
+    vectors of the lanes) interleaved likewise. `mask`: the W * count elements' (lane l's
+    element i at l * count + i), by default lane l's bit of fl.mask for all its elements."""
     b, element = fl.b, value_type(t)
     n = W * count
     wide = ll.VectorType(element, n)
     name = type_name(element)
-    mask = ll.IRBuilder.shuffle_vector(b, fl.mask, ll.Constant(fl.mask.type, None), ll.Constant(
-        ll.VectorType(I32, n), [i // count for i in range(n)]))
+    if mask is None:
+        mask = ll.IRBuilder.shuffle_vector(b, fl.mask, ll.Constant(fl.mask.type, None),
+                                           ll.Constant(ll.VectorType(I32, n),
+                                                       [i // count for i in range(n)]))
     if values is None:
         fn = declare(fl.llfn.module, f"llvm.masked.load.v{n}{name}.p0", wide,
                      [PTR, I32, mask.type, wide])
-        through = ll.Constant(wide, None) if old is None else _interleave_lanes(fl, old)
+        through = ll.Constant(wide, None) if old is None else interleave_lanes(fl, old)
         v = ll.IRBuilder.call(b, fn, [pointer, I32(t.size), mask, through])
         if quads(element, count):
             return split_quads(b, v)
@@ -164,12 +168,13 @@ def interleaved(fl: GangLowering, t: Type, count: int, pointer, values=None, old
             for i in range(count)]
     fn = declare(fl.llfn.module, f"llvm.masked.store.v{n}{name}.p0", ll.VoidType(),
                  [wide, PTR, I32, mask.type])
-    ll.IRBuilder.call(b, fn, [_interleave_lanes(fl, values), pointer, I32(t.size), mask])
+    ll.IRBuilder.call(b, fn, [interleave_lanes(fl, values), pointer, I32(t.size), mask])
     return None
 
 
-def _interleave_lanes(fl: GangLowering, values: list):
-    """2 or 4 vectors of the lanes as one, lane l's element i at l * count + i."""
+def interleave_lanes(fl: GangLowering, values: list):
+    """2 or 4 vectors of the lanes (values, or a mask's bits) as one, lane l's element i at
+    l * count + i."""
     b, count = fl.b, len(values)
     values = [b.splat(v) for v in values]
     if quads(values[0].type.element, count):

@@ -19,13 +19,8 @@ barriers and warp operations; a branch ends the block).
 
 from __future__ import annotations
 
-from llvmlite import ir as ll
-
-from ptxport.codegen.lower import I32, PTR, value_type
 from ptxport.codegen.ops.data import instruction_type, state_space, vector_count
-from ptxport.codegen.targets.cpu.gang.checks import type_name
-from ptxport.codegen.targets.cpu.gang.lanes import W, declare
-from ptxport.codegen.targets.cpu.gang.quads import join_quads, quads, split_quads
+from ptxport.codegen.targets.cpu.gang.access_kinds import interleave_lanes, interleaved
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import may_write
@@ -145,35 +140,7 @@ def _run_from(fl: GangLowering, code: list, first) -> list:
 def interleaved_access(fl: GangLowering, t, masks: list, pointer, values=None):
     """One masked access of W * len(masks) elements at `pointer` (lane l's element k under
     masks[k] of lane l): loaded (values None), taken apart into one vector of the lanes per
-    element; stored, `values` (a vector of the lanes per element) put together likewise."""
-    b, element = fl.b, value_type(t)
-    count = len(masks)
-    n = W * count
-    wide = ll.VectorType(element, n)
-    mask = _interleave(b, masks)
-    name = type_name(element)
-    if values is None:
-        fn = declare(fl.llfn.module, f"llvm.masked.load.v{n}{name}.p0", wide,
-                     [PTR, I32, mask.type, wide])
-        v = ll.IRBuilder.call(b, fn, [pointer, I32(t.size), mask, ll.Constant(wide, None)])
-        if quads(element, count):
-            return split_quads(b, v)
-        return [ll.IRBuilder.shuffle_vector(b, v, ll.Constant(wide, None), ll.Constant(
-            ll.VectorType(I32, W), [lane * count + k for lane in range(W)]))
-            for k in range(count)]
-    fn = declare(fl.llfn.module, f"llvm.masked.store.v{n}{name}.p0", ll.VoidType(),
-                 [wide, PTR, I32, mask.type])
-    together = join_quads(b, values) if quads(element, count) else _interleave(b, values)
-    ll.IRBuilder.call(b, fn, [together, pointer, I32(t.size), mask])
-    return None
-
-
-def _interleave(b, vectors: list):
-    """2 or 4 vectors of the lanes as one: lane l's element k at l * count + k."""
-    count = len(vectors)
-    parts = list(vectors)
-    while len(parts) > 2:
-        parts = [ll.IRBuilder.shuffle_vector(b, parts[i], parts[i + 1], ll.Constant(
-            ll.VectorType(I32, 2 * W), list(range(2 * W)))) for i in range(0, len(parts), 2)]
-    return ll.IRBuilder.shuffle_vector(b, parts[0], parts[1], ll.Constant(
-        ll.VectorType(I32, W * count), [(i % count) * W + i // count for i in range(W * count)]))
+    element; stored, `values` (a vector of the lanes per element) put together likewise
+    (access_kinds.interleaved, with the elements' own masks)."""
+    return interleaved(fl, t, len(masks), pointer, values,
+                       mask=interleave_lanes(fl, masks))

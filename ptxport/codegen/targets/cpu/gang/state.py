@@ -158,6 +158,9 @@ class GangLowering(FunctionLowering):
         # (_place, _classify); a write of the base register forgets them
         self.places: dict = {}
         self.patterns: dict = {}
+        # id(slot) -> the key in places of what write last stored in a register's slot
+        # (written's direct look-up; the entry itself lives and is forgotten in places)
+        self.value_keys: dict = {}
         # the stores of classify.check_widening's flag (and of its start), removed when no
         # access read the flag (lower_gang): saxpy's loop kept a load, an and and a store
         self.exact_stores: list = []
@@ -301,11 +304,11 @@ class GangLowering(FunctionLowering):
         """The value `load` of a register's `slot` read: the one the segment last wrote
         there (write), where that write came before the load and has not been forgotten
         since (a later write, a guarded run, a segment's start), else None."""
-        for key, value in self.places.items():
-            if len(key) == 3 and key[1] == "value" and key[2] == id(slot):
-                value, store = value
-                return value if store.serial < getattr(load, "serial", -1) else None
-        return None
+        record = self.places.get(self.value_keys.get(id(slot)))
+        if record is None:
+            return None
+        value, store = record
+        return value if store.serial < getattr(load, "serial", -1) else None
 
     def write(self, dest, v, t, merged: bool = False):
         """Write `v` (of type t) to `dest` for the mask's lanes; `merged`: v holds dest's
@@ -339,7 +342,9 @@ class GangLowering(FunctionLowering):
                 value = self.b.select(self.mask, value, self.b.load(slot))
             store = self.b.store(value, slot)
             # (what the slot holds while the segment does not write dest again: forget)
-            self.places[(id(dest), "value", id(slot))] = (value, store)
+            key = (id(dest), "value", id(slot))
+            self.places[key] = (value, store)
+            self.value_keys[id(slot)] = key
             return
         if isinstance(dest, ir.RegisterElement):
             reg = dest.register

@@ -2,8 +2,10 @@
 by a step known when compiling each time around the site's loop (a grid-stride loop's
 `i += blockDim.x * gridDim.x`, a row loop's constant step) prefetches one to three steps on
 (fewer where the loop's accesses fetch more lines a pass), from its first pass and with no
-state kept; any other site goes to checks.prefetch, which learns its stride at run time
-(about 18 instructions and two stores a site).
+state kept; a site outside loops in a block 16 threads wide (each half warp a row of
+threads: a 2D stencil's) prefetches the rows of the warp 3 on, its distance from lane 0's
+and lane 16's addresses, with no state either; any other site goes to checks.prefetch,
+which learns its stride at run time (about 18 instructions and two stores a site).
 
 A register's step and whether it is alike in a warp are found from the registers' one
 writes: affine combinations of %tid.x and %ctaid.x with constant coefficients plus a part
@@ -230,12 +232,17 @@ def prefetch_site(fl: GangLowering, place: Place, lows: list, span: int, size: i
     ranges start at `lows` (`span` bytes from each: the warp's, its group's, or each half
     warp's where the halves lie apart): for a base register that moves by a known step
     each time around the access's loop (a grid-stride loop's index: `i += blockDim.x *
-    gridDim.x`), _steps_ahead steps on, from the first pass and with no state kept; else
-    checks.prefetch, which learns the stride from the first of `lows`. `write`: the site
+    gridDim.x`), _steps_ahead steps on, from the first pass and with no state kept; for a
+    site outside loops whose halves are rows of threads (_rows_of_threads), the rows of the
+    warp _WARPS_AHEAD on; else checks.prefetch, which learns the stride from the first of
+    `lows`. `write`: the site
     stores (checks.prefetch_line)."""
     if not isinstance(fl.unguarded_mask, ll.Constant):
         return
     step = _loop_step(fl, place)
+    if step is None and _rows_of_threads(fl, lows):
+        _rows_ahead(fl, lows, span, write)
+        return
     if step is None or step == _STAYS:
         prefetch(fl, lows, span, write)
         return
@@ -256,6 +263,38 @@ def prefetch_site(fl: GangLowering, place: Place, lows: list, span: int, size: i
         # fixed in the loop, so LLVM takes the test out of it)
         near = ll.IRBuilder.icmp_unsigned(b, "<", b.add(moved, I64(_NEAR)), I64(2 * _NEAR))
         distance = b.select(near, b.mul(moved, I64(ahead)), I64(0))
+    for low in lows:
+        at = b.add(low, distance)
+        for line in range(0, min(span, 512), 64):
+            prefetch_line(fl, b.add(at, I64(line)), write)
+
+
+# --- outside loops, in blocks 16 threads wide: the next warps' rows ---------------------------
+
+_WARPS_AHEAD = 3    # as far as checks.prefetch's learnt stride reaches (its _AHEAD strides)
+
+
+def _rows_of_threads(fl: GangLowering, lows: list) -> bool:
+    """Whether a site outside loops lies in a block 16 threads wide with several warps and
+    prefetches each half warp's lines apart (`lows`: lane 0's and lane 16's): each half warp
+    is then a row of threads, lane 16's row the one after lane 0's, and a warp two rows. A
+    2D stencil's load and store: the stride checks.prefetch learns there is the next warp's
+    two rows (but at each block's first warp: back up the block's tile), at about 20
+    instructions and two stores a warp."""
+    return len(lows) == 2 and fl.block[0] == W // 2 and fl.block[1] * fl.block[2] > 2 \
+        and kernel_facts(fl).cycle_of.get(id(fl.inst)) is None
+
+
+def _rows_ahead(fl: GangLowering, lows: list, span: int, write: bool) -> None:
+    """Prefetch where the warp _WARPS_AHEAD warps on accesses, taking the distance from one
+    row of threads to the next as lane 16's address less lane 0's (so where the address
+    does not follow the rows, a guess that costs a prefetch, never a fault: a site whose
+    address does not depend on threadIdx.y fetches its own lines again). No state: it
+    needs no first warp to learn from, and the block's first warp fetches its own block's
+    rows too. (No test for far steps, as prefetch_site's: a prefetch never faults, and a
+    step of 64 MiB would take rows of 11 MiB.)"""
+    b = fl.b
+    distance = b.mul(b.sub(lows[1], lows[0]), I64(2 * _WARPS_AHEAD))
     for low in lows:
         at = b.add(low, distance)
         for line in range(0, min(span, 512), 64):
