@@ -35,6 +35,9 @@ def spread(values: Iterable[float]) -> dict:
 # The per-process fields of a kernel's cell that become medians over processes; "ratio" is
 # the median of the processes' ratios, not the ratio of the median times.
 _MEDIAN_FIELDS = ("c_ms", "ptxport_ms", "ratio")
+# Fields only some kernels' cells have (cpu_kernels.py's Problem.c_tree: "c_tree_ms",
+# "tree_ratio"), merged the same way over the processes that have them.
+_OPTIONAL_FIELDS = ("c_tree_ms", "tree_ratio")
 
 
 def merge_cells(cells: list[dict]) -> dict:
@@ -52,6 +55,11 @@ def merge_cells(cells: list[dict]) -> dict:
     merged.update(runs=min(c.get("runs", 0) for c in timed), processes=len(timed),
                   ratio_min=ratio["min"], ratio_max=ratio["max"], noise=ratio["noise"],
                   per_process={name: [c[name] for c in timed] for name in _MEDIAN_FIELDS})
+    for name in _OPTIONAL_FIELDS:
+        values = [c[name] for c in timed if name in c]
+        if values:
+            merged[name] = statistics.median(values)
+            merged["per_process"][name] = values
     return merged
 
 

@@ -57,7 +57,9 @@ prints a table and writes benchmarks/results/cpu_kernels.json (or --json): each 
 merged cells (c_ms, ptxport_ms and ratio the medians over processes; ratio_min, ratio_max,
 noise and the per-process values in per_process), "geomean" (of the medians, and under
 "process_geomean" the processes' own), and under "processes" each one's rows as one
-process writes them.
+process writes them. scan_blelloch's C is a running sum, not the kernel's tree: a line under
+the table gives the same Blelloch tree in C (scan.c's scan_blelloch_tiles_i32) and ptxport /
+it per core count, in its cells as c_tree_ms and tree_ratio.
 """
 
 from __future__ import annotations
@@ -128,6 +130,7 @@ _C_SIGNATURES = {
     "transpose": "vppii",
     "softmax_rows": "vppii",
     "scan_exclusive_tiles_i32": "vpppli",
+    "scan_blelloch_tiles_i32": "vpppli",
     "scan_inclusive_tiles_f32": "vppli",
     "histogram_u8": "vppl",
     "stencil_2d_5pt": "vppii",
@@ -237,6 +240,9 @@ class Problem:
     c_run: Callable[[ctypes.CDLL, dict[str, np.ndarray]], None]
     rtol: float = 0.0
     atol: float = 0.0
+    # The kernel's own algorithm in C where c_run computes the outputs another way (timed
+    # beside the table: "c_tree_ms" and "tree_ratio", ptxport / it; measure_side_by_side).
+    c_tree: Callable[[ctypes.CDLL, dict[str, np.ndarray]], None] | None = None
 
     @property
     def blocks(self) -> int:
@@ -342,7 +348,9 @@ def _scan_blelloch(n: int, rng: np.random.Generator) -> Problem:
     return Problem(
         f"n={n}, tile={tile}", arrays, ("y", "sums"), launches,
         lambda lib, m: lib.scan_exclusive_tiles_i32(_p(m["x"]), _p(m["y"]), _p(m["sums"]), n,
-                                                    tile))
+                                                    tile),
+        c_tree=lambda lib, m: lib.scan_blelloch_tiles_i32(_p(m["x"]), _p(m["y"]),
+                                                          _p(m["sums"]), n, tile))
 
 
 def _scan_warp(n: int, rng: np.random.Generator) -> Problem:
@@ -462,8 +470,8 @@ class PtxportRun:
 class CRun:
     """The same problem on host arrays, computed by the C library."""
 
-    def __init__(self, problem: Problem, lib: ctypes.CDLL):
-        self.problem, self.lib = problem, lib
+    def __init__(self, problem: Problem, lib: ctypes.CDLL, call=None):
+        self.problem, self.lib, self.call = problem, lib, call or problem.c_run
         self.arrays = {name: array.copy() for name, array in problem.arrays.items()}
 
     def reset(self) -> None:
@@ -472,7 +480,7 @@ class CRun:
 
     def run(self) -> float:
         start = time.perf_counter()
-        self.problem.c_run(self.lib, self.arrays)
+        self.call(self.lib, self.arrays)
         return time.perf_counter() - start
 
     def results(self) -> dict[str, np.ndarray]:
@@ -659,6 +667,22 @@ def measure_side_by_side(row: dict, problem: Problem, c_run: CRun, ptx_run: Ptxp
             "c_ms": c_ms, "ptxport_ms": ptx_ms, "ratio": ptx_ms / c_ms, "runs": len(c_times),
             "c_runs_ms": [t * 1e3 for t in c_times],
             "ptxport_runs_ms": [t * 1e3 for t in ptx_times]}
+        if problem.c_tree is not None:
+            time_tree(row, row["cores"][str(cores)], problem, c_run, lib, settings, cores)
+
+
+def time_tree(row: dict, cell: dict, problem: Problem, c_run: CRun, lib,
+              settings: argparse.Namespace, cores: int) -> None:
+    """The kernel's own algorithm in C (Problem.c_tree) timed alone after the table's runs
+    at this core count and checked against C's outputs: cell's "c_tree_ms" and "tree_ratio"
+    (ptxport's median over it)."""
+    tree = CRun(problem, lib, problem.c_tree)
+    times = _time_alone(tree, settings.reps, settings.budget / 2)
+    wrong = mismatch(problem, tree.results(), c_run.results())
+    if wrong and row["status"] == "ok":
+        row["status"] = f"C tree {wrong} ({cores} core{'s' * (cores > 1)})"
+    cell["c_tree_ms"] = statistics.median(times) * 1e3
+    cell["tree_ratio"] = cell["ptxport_ms"] / cell["c_tree_ms"]
 
 
 def check(row: dict, problem: Problem, ptx_run: PtxportRun, c_run: CRun, cores: int) -> None:
@@ -1010,6 +1034,7 @@ def print_table(rows, means, core_counts, overhead) -> None:
         for cores, status in row.get("opencl_status", {}).items():
             print(f"{'':<14} OpenCL C port, {cores} core(s): {status}")
     print("-" * len(header))
+    print_trees(rows, core_counts)
     for cores in map(str, core_counts):
         mean = means[cores]
         value = f"{mean['geomean_ratio']:.2f}x" if mean["geomean_ratio"] else "n/a"
@@ -1042,6 +1067,18 @@ def print_table(rows, means, core_counts, overhead) -> None:
     for cores, value in overhead.items():
         print(f"launch overhead on {cores} core(s) (saxpy, 1 block of 32 threads, n = 0): "
               f"{value:.3f} ms")
+
+
+def print_trees(rows, core_counts) -> None:
+    """One line a kernel whose C column is another algorithm than its own (Problem.c_tree):
+    the kernel's algorithm in C, its ms and ptxport / it per core count."""
+    for row in rows:
+        cells = [(c, row["cores"].get(str(c), {})) for c in core_counts]
+        cells = [(c, cell) for c, cell in cells if "tree_ratio" in cell]
+        if cells:
+            print(f"{row['kernel']}, its own algorithm in C (c_tree): "
+                  + ", ".join(f"{c} core{'s' * (c > 1)} {cell['c_tree_ms']:.2f} ms, "
+                              f"ptxport / it {cell['tree_ratio']:.2f}" for c, cell in cells))
 
 
 def machine() -> dict:

@@ -103,6 +103,17 @@ def test_cpu_ranges():
     assert bench_stats.cpu_ranges([]) == ""
 
 
+def test_merge_cells_takes_the_median_of_optional_fields_where_present():
+    # scan_blelloch's cells carry its own algorithm's C time (cpu_kernels.py's c_tree); the
+    # other kernels' cells do not, and get no such field
+    cells = [dict(_cell(1.0, 2.0), c_tree_ms=4.0, tree_ratio=0.5),
+             dict(_cell(2.0, 6.0), c_tree_ms=3.0, tree_ratio=2.0), _cell(4.0, 6.0)]
+    merged = bench_stats.merge_cells(cells)
+    assert (merged["c_tree_ms"], merged["tree_ratio"]) == (3.5, 1.25)
+    assert merged["per_process"]["tree_ratio"] == [0.5, 2.0]
+    assert "c_tree_ms" not in bench_stats.merge_cells([_cell(1.0, 2.0)])
+
+
 def _scaling_row(kernel, size, **workers):
     return {"kernel": kernel, "size": size, "blocks": 4, "status": "ok",
             "workers": {k.lstrip("w"): v for k, v in workers.items()}}

@@ -201,8 +201,8 @@ def _tid_bounds(kernel: ir.Function, block) -> dict:
     """Predicates that split at most one warp for blocks of shape `block` -> whether they
     split one: written once, as an ordering of `%tid.x` (through one mov, written once)
     against an immediate, in blocks whose x extent is a multiple of 32. One whose side
-    changes at a multiple of 32 (a tree level's `if (t < 128)`, once
-    passes/unroll_rounds.py made its bound a constant) splits none: a branch on it is no
+    changes at a multiple of 32 (a level of NVRTC's unrolled tree reduction, `if (t <
+    128)`) splits none: a branch on it is no
     split (each warp goes one way; gang/warp_bounds.py decides it with a scalar compare),
     so its region is not converted (guarded in place, every warp ran a level's strided
     accesses lane by lane under a mask not known when compiling). One that splits a warp

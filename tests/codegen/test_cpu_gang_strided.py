@@ -244,6 +244,24 @@ def test_a_global_strided_access_prefetches_ahead():
     assert "llvm.prefetch" in code[fast:code.index("llvm.masked.load", fast)]
 
 
+def test_a_widened_strided_load_keeps_the_warps_widening_flag():
+    """GLOBAL's load (a widened form: `2 * t + first` through mul.wide.s32) trusts its span
+    only while the warp's flag says no widening wrapped: a fresh warp sets the flag to 1 and
+    the span check reads it. (When no classified access read it too, the flag's stores were
+    dropped and the check read a flag never set: every such access, scan_blelloch's copy in
+    and out, took the run-time classification and its gathers.)"""
+    code = str(build_gang(build(parse(GLOBAL)), "k", (32, 1, 1), CpuOptions())[0])
+    frame = re.escape(re.search(r'@"gang"\(ptr %"[^"]+", ptr noalias (%"[^"]+")',
+                                code).group(1))      # (the warp's frame: its second argument)
+    fresh = code[code.index("\nfresh:"):code.index("\nresume:")]
+    stored = re.findall(rf'(%"[.\w]+") = getelementptr i8, ptr {frame}, i64 (\d+)\n'
+                        r'  store i32 1, i32\* \1', fresh)
+    assert len(stored) == 1
+    offset = stored[0][1]
+    assert re.search(rf'(%"[.\w]+") = getelementptr i8, ptr {frame}, i64 {offset}\n'
+                     rf'  %"[.\w]+" = load i32, i32\* \1', code)
+
+
 def test_a_global_strided_load_past_the_end_faults_at_its_first_bad_lane():
     # 2 * t + 40 >= 64 from thread 12 on: the range of the span is past the buffer's end
     with pytest.raises(IllegalAddressError, match=rf"line {_line(GLOBAL, 'ld.global')} in "

@@ -25,18 +25,12 @@ class CpuOptions:
     hoist_checks : bool
         Check the shared-memory accesses of counted one-block loops once before the loop
         (passes/hoist_checks.py) in warp gangs; False checks each at every iteration.
-    unroll_rounds : bool
-        Unroll loops around a block barrier whose trip counts are known for the block
-        shape, their counters folded (passes/unroll_rounds.py) in warp gangs. Off by
-        default: scan_blelloch ran 24% less CPU time unrolled on the development machine
-        but 18% more on the GPU host's Xeon, and compiles 2-3x slower (docs/cpu-target.md).
     """
 
     gang: bool = True
     full_mask_copies: bool = True
     if_convert: bool = True
     hoist_checks: bool = True
-    unroll_rounds: bool = False
 
     def key(self) -> dict[str, bool]:
         """The choices as plain data, for cache keys."""

@@ -26,7 +26,6 @@ from ptxport.errors import UnsupportedFeatureError
 from ptxport.ir import nodes as ir
 from ptxport.passes.hoist_checks import hoist_checks
 from ptxport.passes.if_convert import if_convert
-from ptxport.passes.unroll_rounds import unroll_rounds
 
 __all__ = ["GangUnsupported", "build_gang", "check_gang"]
 
@@ -46,11 +45,6 @@ def build_gang(module: ir.Module, kernel_name: str, block: tuple[int, int, int],
     kernel = join_fallthrough(kernel)
     # whole-warp butterfly reductions end in a broadcast of lane 0 (LLVM then narrows them)
     kernel = broadcast_butterflies(kernel, block)
-    # loops around a block barrier with trip counts known for the shape: one copy a level
-    if options.unroll_rounds:
-        unrolled, _ = unroll_rounds(kernel, block)
-        if unrolled is not kernel:
-            kernel = join_fallthrough(unrolled)
     # short divergent ifs get guarded copies (a new function; the module's stays)
     linear: dict = {}
     skips: dict = {}
