@@ -30,6 +30,11 @@ class CpuOptions:
         shape, their counters folded (passes/unroll_rounds.py) in warp gangs. Off by
         default: scan_blelloch ran 24% less CPU time unrolled on the development machine
         but 18% more on the GPU host's Xeon, and compiles 2-3x slower (docs/cpu-target.md).
+    interleave_passes : int
+        In warp gangs, a warp returns to the block's round loop every this many passes of
+        a loop whose body has no barrier, warp operation or call (gang/interleave.py), so
+        that the block's warps run such loops (grid-stride loops) interleaved pass by pass
+        rather than one warp's whole loop after another's; 0: never.
     """
 
     gang: bool = True
@@ -37,7 +42,8 @@ class CpuOptions:
     if_convert: bool = True
     hoist_checks: bool = True
     unroll_rounds: bool = False
+    interleave_passes: int = 0
 
-    def key(self) -> dict[str, bool]:
+    def key(self) -> dict[str, bool | int]:
         """The choices as plain data, for cache keys."""
         return asdict(self)
