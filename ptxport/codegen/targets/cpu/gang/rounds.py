@@ -62,6 +62,7 @@ class _Rounds:
         self.failed = fn.append_basic_block("failed")
         self.failures: list = []        # (result, warp, block) of each failing call
         self.ends: list = []    # (block, waiting, any, all, yielded) where a round ends
+        self.yields = False     # whether the gang function may yield (interleave.py)
 
     def frame(self, w):
         b = self.b
@@ -76,15 +77,18 @@ class _Rounds:
         at_barrier = b.icmp_signed(">", result, I32(0))
         ok = b.or_(b.icmp_signed("==", result, I32(-1)), at_barrier)
         after = (b.or_(waiting, at_barrier), b.or_(any_, result), b.and_(all_, result),
-                 b.or_(yielded, _yields(b, result)))
+                 b.or_(yielded, _yields(self, result)))
         self.failures.append((result, w, b.block))
         b.cbranch(ok, step, self.failed)
         return after
 
 
-def _yields(b: ll.IRBuilder, status) -> ll.Value:
-    """i1: a warp's status says it yielded (exited and failed warps' are negative)."""
-    return b.icmp_signed(">", b.and_(status, I32(-YIELDED)), I32(0))
+def _yields(r: _Rounds, status) -> ll.Value:
+    """i1: a warp's status says it yielded (exited and failed warps' are negative); false
+    where the gang function never yields."""
+    if not r.yields:
+        return I1(0)
+    return r.b.icmp_signed(">", r.b.and_(status, I32(-YIELDED)), I32(0))
 
 
 def _loop_head(r: _Rounds, name: str, phis: tuple) -> tuple:
@@ -108,8 +112,8 @@ def _general_round(r: _Rounds, head: ll.Block, w, waiting, any_, all_, fresh, yi
     frame, status = r.frame(w)
     old = b.load(status, typ=I32)
     waits = b.icmp_signed(">", old, I32(0))
-    still = b.or_(waiting, waits)
-    b.cbranch(b.or_(fresh, b.and_(waits, b.or_(b.not_(yielding), _yields(b, old)))), run,
+    still = b.or_(waiting, waits) if r.yields else waiting
+    b.cbranch(b.or_(fresh, b.and_(waits, b.or_(b.not_(yielding), _yields(r, old)))), run,
               step)
     b.position_at_end(run)
     result = b.call(r.gang, [r.ctx, frame, w, r.nthreads, fresh, I32(-1), r.block_copy])
@@ -197,6 +201,7 @@ def build_run_blocks(llmod: ll.Module, gang: ll.Function, warp_frame: int,
     warps may also yield (interleave.py)."""
     nthreads = block[0] * block[1] * block[2]      # (the executor passes the same)
     r = _Rounds(llmod, gang, warp_frame, (nthreads + W - 1) // W, nthreads)
+    r.yields = bool(yield_points)
     b, fn = r.b, r.fn
     n, block_body, block_next = open_block_loop(b, r.ctx, fn.args[4], fn.args[5])
     _copy_block_fields(r, fields)
