@@ -58,6 +58,23 @@ extern "C" __global__ void handoff(int* out)
     }
 }
 
+extern "C" __global__ void handoff_lane(int* out)
+{
+    __shared__ int flag;
+    int t = threadIdx.x;
+    if (t == 0)
+        flag = 0;
+    __syncthreads();
+    int seen = -1;
+    if (t == 5) {               // one lane of warp 0 waits for warp 1, its warp's others
+        while ((seen = atomicAdd(&flag, 0)) == 0)     // wait where the if joins
+            ;
+    } else if (t == 32) {
+        atomicAdd(&flag, 42);
+    }
+    out[blockIdx.x * blockDim.x + t] = seen + t;
+}
+
 extern "C" __global__ void loops(const float* x, float* y, int n)
 {
     __shared__ float s[64];
@@ -140,6 +157,24 @@ def test_a_spinning_warp_lets_the_others_run(cpu_options, passes):
     stream.sync()
     assert kernel._binary(dev).for_block((64, 1, 1)).gang_refusal is None
     np.testing.assert_array_equal(got, 42 + np.arange(64) % 32)
+
+
+@pytest.mark.parametrize("passes", [1, 3])
+def test_a_spinning_lane_lets_the_others_run(cpu_options, passes):
+    """One lane of warp 0 spins, the warp's other lanes wait after the if: the warp yields
+    with its lanes apart, and resumes through its dispatcher."""
+    cpu_options(interleave_passes=passes)
+    dev = Device("cpu")
+    stream = dev.create_stream()
+    kernel = Program(SOURCE, code_type="c++").compile("native").get_kernel("handoff_lane")
+    out = dev.allocate(4 * 128, stream=stream)
+    launch(stream, LaunchConfig(grid=2, block=64), kernel, out)
+    got = np.empty(128, np.int32)
+    out.copy_to(got, stream=stream)
+    stream.sync()
+    assert kernel._binary(dev).for_block((64, 1, 1)).gang_refusal is None
+    t = np.arange(128) % 64
+    np.testing.assert_array_equal(got, np.where(t == 5, 42, -1) + t)
 
 
 def test_which_loops_yield(tmp_path):

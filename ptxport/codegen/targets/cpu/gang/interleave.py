@@ -22,13 +22,17 @@ from llvmlite import ir as ll
 
 from ptxport.codegen.lower import I32
 from ptxport.codegen.targets.cpu.gang.lanes import (
+    AT_BARRIER,
     BARRIER,
     FULL,
+    PARKED,
+    PC,
     RESUME,
     RESUME_LANES,
     WHOLE_AT,
     YIELD_COUNT,
     YIELDED,
+    vec,
 )
 from ptxport.ir import nodes as ir
 from ptxport.passes.segment import is_barrier, is_warp_op
@@ -83,9 +87,11 @@ def start_count(fl) -> None:
 
 def lower_yield(fl, segment, go_on: ll.Block) -> None:
     """At a yield edge to `segment` (the loop's header), all the mask's lanes going there:
-    where they are all the warp's live lanes (none elsewhere, parked or at a barrier) and K
-    passes have run since the last yield, return to the round loop (resumed at `segment`);
-    else go on to `go_on`."""
+    where K passes have run since the last yield, return to the round loop, resumed at
+    `segment` where the mask's lanes are all the warp's live lanes, else by the dispatcher
+    (its lanes' counters and the registers live where segments start left in the frame, as
+    where a warp leaves a uniform round: a loop that only some lanes run, a spin on a flag
+    among them, lets the other warps go on too); else go on to `go_on`."""
     b, fn = fl.b, fl.llfn
     passes = fl.options.interleave_passes
     if passes > 1:
@@ -99,8 +105,17 @@ def lower_yield(fl, segment, go_on: ll.Block) -> None:
         b.store(I32(passes), fl.frame_field(YIELD_COUNT))
     others = b.or_(b.load(fl.others_slot), b.or_(b.load(fl.parked_slot),
                                                   b.load(fl.barrier_slot)))
-    alone = fn.append_basic_block("yield_alone")
-    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "==", others, I32(0)), alone, go_on)
+    alone, apart = fn.append_basic_block("yield_alone"), fn.append_basic_block("yield_apart")
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "==", others, I32(0)), alone, apart)
+    b.position_at_end(apart)
+    pc = ll.IRBuilder.select(b, fl.mask, b.splat(I32(segment.number)), b.load(fl.pc_slot))
+    b.store(I32(-1), fl.frame_field(RESUME))
+    b.store(pc, fl.frame_field(PC, vec(I32)), align=16)
+    b.store(b.load(fl.parked_slot), fl.frame_field(PARKED))
+    b.store(b.load(fl.barrier_slot), fl.frame_field(AT_BARRIER))
+    for register, place in fl.kept:
+        b.store(b.load(register), place)
+    b.ret(I32(YIELDED | BARRIER))
     b.position_at_end(alone)
     whole, part = fn.append_basic_block("yield_whole"), fn.append_basic_block("yield_part")
     ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "==", fl.bits(fl.mask), I32(FULL)),
