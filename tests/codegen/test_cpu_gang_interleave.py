@@ -185,6 +185,7 @@ def test_which_loops_yield(tmp_path):
     kernel = module.functions["loops"]
     edges = yield_edges(kernel)
     assert len(edges) == 1
-    (header,) = edges.values()
+    ((header, strided),) = edges.values()
+    assert strided      # (`i += blockDim.x`)
     body = [i.opcode for i in header.instructions]
     assert "ld" in body and "bar" not in body and "shfl" not in body

@@ -84,7 +84,7 @@ def _yield_first(fl: GangLowering, inst: ir.Instruction, target: Segment) -> Non
     going round again: the yield, and the builder left where the warp goes on instead."""
     if id(inst) in fl.yield_edges:
         go_on = fl.llfn.append_basic_block("no_yield")
-        lower_yield(fl, target, go_on)
+        lower_yield(fl, target, go_on, fl.yield_edges[id(inst)][1])
         fl.b.position_at_end(go_on)
 
 
