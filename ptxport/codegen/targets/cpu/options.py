@@ -25,13 +25,24 @@ class CpuOptions:
     hoist_checks : bool
         Check the shared-memory accesses of counted one-block loops once before the loop
         (passes/hoist_checks.py) in warp gangs; False checks each at every iteration.
+    interleave_passes : int
+        In warp gangs, a warp returns to the block's round loop every this many passes of
+        a loop whose body has no barrier, warp operation or call (gang/interleave.py), so
+        that the block's warps run such loops (grid-stride loops) interleaved, K passes at
+        a time, rather than one warp's whole loop after another's; 0: never. Loops that
+        are not grid- or block-stride ones yield every 64 times this many passes only.
+        The default, 4, was the best of 1, 2, 4 and 8 on the GPU host's Xeon
+        (reduce_shared 30-45% faster on one core and 16, reduce_warp 5-10%, histogram and
+        saxpy within the noise; softmax's row loops 3-15% slower, hence the 64:
+        docs/cpu-target.md).
     """
 
     gang: bool = True
     full_mask_copies: bool = True
     if_convert: bool = True
     hoist_checks: bool = True
+    interleave_passes: int = 4
 
-    def key(self) -> dict[str, bool]:
+    def key(self) -> dict[str, bool | int]:
         """The choices as plain data, for cache keys."""
         return asdict(self)

@@ -11,6 +11,7 @@ from ptxport.codegen.lower import (
     I32,
 )
 from ptxport.codegen.targets.cpu.gang.full_entries import entry, is_full
+from ptxport.codegen.targets.cpu.gang.interleave import lower_yield
 from ptxport.codegen.targets.cpu.gang.lanes import (
     BARRIER,
     EXIT_PC,
@@ -78,10 +79,20 @@ def goto_segment(fl: GangLowering, segment: Segment) -> None:
     b.branch(fl.dispatch)
 
 
+def _yield_first(fl: GangLowering, inst: ir.Instruction, target: Segment) -> None:
+    """Where `inst` is a loop's back edge that yields (interleave.py), the mask's lanes all
+    going round again: the yield, and the builder left where the warp goes on instead."""
+    if id(inst) in fl.yield_edges:
+        go_on = fl.llfn.append_basic_block("no_yield")
+        lower_yield(fl, target, go_on, fl.yield_edges[id(inst)][1])
+        fl.b.position_at_end(go_on)
+
+
 def lower_bra(fl: GangLowering, inst: ir.Instruction) -> None:
     b = fl.b
     target = fl.first_segment[id(inst.operands[0])]
     if inst.guard is None:
+        _yield_first(fl, inst, target)
         goto_segment(fl, target)
         b.position_at_end(fl.llfn.append_basic_block("after_bra"))
         return
@@ -118,6 +129,8 @@ def lower_bra(fl: GangLowering, inst: ir.Instruction) -> None:
                          split)
     for block, segment in ((all_taken, target), (none_taken, following)):
         b.position_at_end(block)
+        if segment is target:
+            _yield_first(fl, inst, target)
         b.store(fl.mask, fl.mask_slot)
         b.branch(entry(fl, segment))
 

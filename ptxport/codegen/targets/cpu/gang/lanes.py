@@ -22,6 +22,10 @@ BARRIER = 1
 # CONTINUE, in a uniform round (rounds.py), where its lanes took ways it leaves to the
 # dispatcher (its state is in its frame: the general round's call resumes it at once).
 CONTINUE, WHOLE_AT = 2, 3
+# ... or, where the warp yielded at a loop's back edge (interleave.py), one of those
+# (BARRIER or WHOLE_AT + the segment) with this bit set: the round loop resumes the warps
+# that yielded before any that waits at a barrier.
+YIELDED = 1 << 24
 DEADLOCK = -(1 << 25)       # lanes wait at a warp operation for members that never come
 NOT_MEMBER = -(1 << 25) - 1  # a lane executes a warp operation whose mask does not name it
 # The warp frame: run_blocks' status word, the parked lanes, where the warp resumes when all
@@ -29,6 +33,8 @@ NOT_MEMBER = -(1 << 25) - 1  # a lane executes a warp operation whose mask does 
 # barrier the others have not reached (CONTINUE), the lanes' counters, the registers that
 # live across resume points.
 STATUS, PARKED, RESUME, RESUME_LANES, AT_BARRIER, PC, REGISTERS = 0, 4, 8, 12, 16, 128, 256
+# ... and the passes left before the warp's next yield (interleave.py, where K > 1).
+YIELD_COUNT = 20
 # Where a fault leaves the faulting lane (the block context's scratch area).
 SCRATCH_LANE = 128
 # The gang function's argument that points to run_blocks' copy of the block context's fields

@@ -64,6 +64,7 @@ from ptxport.codegen.targets.cpu.gang.control import (
     set_pc,
 )
 from ptxport.codegen.targets.cpu.gang.full_entries import enter_copies
+from ptxport.codegen.targets.cpu.gang.interleave import start_count, yield_edges
 from ptxport.codegen.targets.cpu.gang.lanes import (
     AT_BARRIER,
     BARRIER,
@@ -79,6 +80,7 @@ from ptxport.codegen.targets.cpu.gang.lanes import (
     SCRATCH_LANE,
     STATUS,
     WHOLE_AT,
+    YIELDED,
     W,
     is_vec,
     vec,
@@ -127,11 +129,13 @@ _GANG_LOWERINGS["bar"] = _GANG_LOWERINGS["barrier"] = lower_bar
 
 # --- the gang function and its block loop ------------------------------------------------------
 
-def _saved_registers(kernel: ir.Function, inline: frozenset[int]) -> list[ir.Register]:
-    """Registers live where a warp may resume after returning: after barriers, and at warp
-    operations where lanes park (not those in `inline`, where none do)."""
+def _saved_registers(kernel: ir.Function, inline: frozenset[int],
+                     yields=()) -> list[ir.Register]:
+    """Registers live where a warp may resume after returning: after barriers and `yields`
+    (interleave.py's back edges), and at warp operations where lanes park (not those in
+    `inline`, where none do)."""
     points = {id(i) for i in kernel.instructions()
-              if is_barrier(i) or (is_warp_op(i) and id(i) not in inline)}
+              if is_barrier(i) or (is_warp_op(i) and id(i) not in inline)} | set(yields)
     if not points:
         return []
     live = live_after(kernel, points)
@@ -213,6 +217,9 @@ def lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, target
     fl.linear = linear or {}
     fl.skips = skips or {}
     fl.prechecked = prechecked
+    # loops' back edges where a warp returns to the round loop (interleave.py)
+    fl.yield_edges = yield_edges(kernel) if options.interleave_passes else {}
+    fl.yield_points = set()
     ctx, frame, warp, _nthreads, start, fl.resume_point, _block_copy = gang.args
     fl.declare_registers()
     _declare_slots(fl)
@@ -332,8 +339,8 @@ def _frame_registers(fl: GangLowering, kernel: ir.Function, segments: list[Segme
     b = fl.b
     starts = live_before(kernel, {(id(s.block), s.start) for s in segments})
     fl.crossing = set().union(*starts.values())
-    registers = _saved_registers(kernel, fl.inline_ops)
-    rounds = any(is_barrier(inst) for inst in kernel.instructions())    # (uniform ones)
+    registers = _saved_registers(kernel, fl.inline_ops, fl.yield_edges)
+    rounds = bool(fl.yield_edges) or any(is_barrier(inst) for inst in kernel.instructions())
     kept = sorted(fl.crossing - set(registers), key=lambda r: r.name) if rounds else []
     rebuilt = _rebuilt_registers(fl, registers)
     offsets = _frame_layout(fl, registers + kept, rebuilt)
@@ -374,6 +381,7 @@ def _entry(fl: GangLowering, gang: ll.Function, start, live, first: Segment) -> 
     b.cbranch(start, fresh, resume)
     b.position_at_end(fresh)
     b.store(I32(-1), fl.frame_field(RESUME))
+    start_count(fl)
     for slots in fl.class_slots.values():       # (classify.make_class_slots)
         b.store(I32(0), slots.bits)
     if fl.exact_offset is not None:
@@ -392,6 +400,8 @@ def _entry(fl: GangLowering, gang: ll.Function, start, live, first: Segment) -> 
     # does (WHOLE_AT + it); with fewer, the frame's RESUME and RESUME_LANES
     point = fl.resume_point
     status = b.load(fl.frame_field(STATUS))
+    if fl.yield_edges:      # (a yield's status is a wait's with the YIELDED bit)
+        status = b.and_(status, I32(YIELDED - 1))
     known = ll.IRBuilder.icmp_signed(b, ">=", point, I32(0))
     whole = b.or_(known, ll.IRBuilder.icmp_signed(b, ">=", status, I32(WHOLE_AT)))
     at = ll.IRBuilder.select(b, whole, ll.IRBuilder.select(

@@ -11,6 +11,12 @@ there to the next barrier: what a warp costs in a round where it has nothing to 
 warps, in most rounds of a tree reduction or a Blelloch scan) is that code alone. A warp
 that left the round (its lanes took different ways) goes on in the general round's loop,
 which resumes it from its frame, and so do the warps after it.
+
+Warps that yielded at a loop's back edge (interleave.py: their status has the YIELDED bit)
+go first: a round after one where some warp yielded resumes only those (the others wait at a
+barrier or have exited); a barrier's warps resume in a round after one where none yielded,
+when every live warp has reached it. Where every warp yielded at one loop's header with all
+32 lanes, that round is a uniform round of the header's segment.
 """
 
 from __future__ import annotations
@@ -20,7 +26,14 @@ from llvmlite import ir as ll
 from ptxport.codegen.lower import I1, I8, I32, I64, PTR
 from ptxport.codegen.targets.cpu.abi import CTX
 from ptxport.codegen.targets.cpu.entry import open_block_loop
-from ptxport.codegen.targets.cpu.gang.lanes import CONTINUE, SCRATCH_LANE, STATUS, WHOLE_AT, W
+from ptxport.codegen.targets.cpu.gang.lanes import (
+    CONTINUE,
+    SCRATCH_LANE,
+    STATUS,
+    WHOLE_AT,
+    YIELDED,
+    W,
+)
 from ptxport.codegen.targets.cpu.stop import branch_on_stop
 
 __all__ = ["build_run_blocks"]
@@ -48,7 +61,8 @@ class _Rounds:
                                            source_etype=I8), typ=PTR)
         self.failed = fn.append_basic_block("failed")
         self.failures: list = []        # (result, warp, block) of each failing call
-        self.ends: list = []            # (block, waiting, any, all) where a round ends
+        self.ends: list = []    # (block, waiting, any, all, yielded) where a round ends
+        self.yields = False     # whether the gang function may yield (interleave.py)
 
     def frame(self, w):
         b = self.b
@@ -56,16 +70,25 @@ class _Rounds:
                       source_etype=I8)
         return frame, b.gep(frame, [I64(STATUS)], source_etype=I8)
 
-    def ran(self, w, result, waiting, any_, all_, step: ll.Block):
+    def ran(self, w, result, waiting, any_, all_, yielded, step: ll.Block):
         """After a warp's call: note a failure (to `failed`), else go to `step`; returns
-        (waiting, any, all) after this warp."""
+        (waiting, any, all, yielded) after this warp."""
         b = self.b
         at_barrier = b.icmp_signed(">", result, I32(0))
         ok = b.or_(b.icmp_signed("==", result, I32(-1)), at_barrier)
-        after = (b.or_(waiting, at_barrier), b.or_(any_, result), b.and_(all_, result))
+        after = (b.or_(waiting, at_barrier), b.or_(any_, result), b.and_(all_, result),
+                 b.or_(yielded, _yields(self, result)))
         self.failures.append((result, w, b.block))
         b.cbranch(ok, step, self.failed)
         return after
+
+
+def _yields(r: _Rounds, status) -> ll.Value:
+    """i1: a warp's status says it yielded (exited and failed warps' are negative); false
+    where the gang function never yields."""
+    if not r.yields:
+        return I1(0)
+    return r.b.icmp_signed(">", r.b.and_(status, I32(-YIELDED)), I32(0))
 
 
 def _loop_head(r: _Rounds, name: str, phis: tuple) -> tuple:
@@ -76,32 +99,41 @@ def _loop_head(r: _Rounds, name: str, phis: tuple) -> tuple:
     return head, tuple(r.b.phi(typ, n) for n, typ in phis)
 
 
-def _general_round(r: _Rounds, head: ll.Block, w, waiting, any_, all_, fresh) -> None:
+def _general_round(r: _Rounds, head: ll.Block, w, waiting, any_, all_, fresh, yielding,
+                   yielded) -> None:
     """The round every warp that has not exited runs in from wherever it waits (the first
-    round of a block: fresh, from the kernel's start)."""
+    round of a block: fresh, from the kernel's start); where `yielding` (a warp yielded in
+    the round before), only the warps that yielded."""
     b, fn = r.b, r.fn
     body, run, step, done = (fn.append_basic_block(n) for n in (
         "warp_body", "warp_run", "warp_next", "round_done"))
     b.cbranch(b.icmp_unsigned("<", w, r.warps), body, done)
     b.position_at_end(body)
     frame, status = r.frame(w)
-    b.cbranch(b.or_(fresh, b.icmp_signed(">", b.load(status, typ=I32), I32(0))), run, step)
+    old = b.load(status, typ=I32)
+    waits = b.icmp_signed(">", old, I32(0))
+    still = b.or_(waiting, waits) if r.yields else waiting
+    b.cbranch(b.or_(fresh, b.and_(waits, b.or_(b.not_(yielding), _yields(r, old)))), run,
+              step)
     b.position_at_end(run)
     result = b.call(r.gang, [r.ctx, frame, w, r.nthreads, fresh, I32(-1), r.block_copy])
     b.store(result, status)
-    after = r.ran(w, result, waiting, any_, all_, step)
+    after = r.ran(w, result, waiting, any_, all_, yielded, step)
     ran = b.block
     b.position_at_end(step)
-    nexts = (b.phi(I1), b.phi(I32), b.phi(I32))
-    # (an exited warp counts as a result of -1: no uniform round)
-    for phi, skipped, value in zip(nexts, (waiting, I32(-1), all_), after, strict=True):
+    nexts = (b.phi(I1), b.phi(I32), b.phi(I32), b.phi(I1))
+    # (a warp not run counts as a result of -1: no uniform round; one that waits at a
+    # barrier while others yield still waits)
+    for phi, skipped, value in zip(nexts, (still, I32(-1), all_, yielded),
+                                   after, strict=True):
         phi.add_incoming(skipped, body)
         phi.add_incoming(value, ran)
-    for phi, value in zip((w, waiting, any_, all_, fresh),
-                          (b.add(w, I32(1)), *nexts, fresh), strict=True):
+    for phi, value in zip((w, waiting, any_, all_, fresh, yielding, yielded),
+                          (b.add(w, I32(1)), nexts[0], nexts[1], nexts[2], fresh, yielding,
+                           nexts[3]), strict=True):
         phi.add_incoming(value, step)
     b.branch(head)
-    r.ends.append((done, waiting, any_, all_))
+    r.ends.append((done, waiting, any_, all_, yielded))
 
 
 def _uniform_round(r: _Rounds, point: int, general: ll.Block, general_phis) -> ll.Block:
@@ -112,12 +144,12 @@ def _uniform_round(r: _Rounds, point: int, general: ll.Block, general_phis) -> l
     entry = fn.append_basic_block(f"uniform_round_{point}")
     b.position_at_end(entry)
     start = b.block
-    head, (w, waiting, any_, all_) = _loop_head(r, f"uniform_warp_{point}", (
-        ("w", I32), ("waiting", I1), ("any", I32), ("all", I32)))
+    head, (w, waiting, any_, all_, yielded) = _loop_head(r, f"uniform_warp_{point}", (
+        ("w", I32), ("waiting", I1), ("any", I32), ("all", I32), ("yielded", I1)))
     with b.goto_block(start):
         b.branch(head)
-    for phi, value in zip((w, waiting, any_, all_), (I32(0), I1(0), I32(_ANY), I32(_ALL)),
-                          strict=True):
+    for phi, value in zip((w, waiting, any_, all_, yielded),
+                          (I32(0), I1(0), I32(_ANY), I32(_ALL), I1(0)), strict=True):
         phi.add_incoming(value, start)
     body, stay, step, done = (fn.append_basic_block(f"{n}_{point}") for n in (
         "uniform_body", "uniform_stay", "uniform_next", "uniform_done"))
@@ -127,16 +159,18 @@ def _uniform_round(r: _Rounds, point: int, general: ll.Block, general_phis) -> l
     result = b.call(r.gang, [r.ctx, frame, w, r.nthreads, I1(0), I32(point), r.block_copy])
     b.store(result, status)
     b.cbranch(b.icmp_signed("==", result, I32(CONTINUE)), general, stay)
-    for phi, value in zip(general_phis, (w, waiting, any_, all_, I1(0)), strict=True):
+    # (the warps after this one all wait as it did: the general round runs them all)
+    for phi, value in zip(general_phis, (w, waiting, any_, all_, I1(0), I1(0), yielded),
+                          strict=True):
         phi.add_incoming(value, body)
     b.position_at_end(stay)
-    after = r.ran(w, result, waiting, any_, all_, step)
+    after = r.ran(w, result, waiting, any_, all_, yielded, step)
     b.position_at_end(step)
-    for phi, value in zip((w, waiting, any_, all_), (b.add(w, I32(1)), *after),
+    for phi, value in zip((w, waiting, any_, all_, yielded), (b.add(w, I32(1)), *after),
                           strict=True):
         phi.add_incoming(value, step)
     b.branch(head)
-    r.ends.append((done, waiting, any_, all_))
+    r.ends.append((done, waiting, any_, all_, yielded))
     return entry
 
 
@@ -157,32 +191,37 @@ def _copy_block_fields(r: _Rounds, fields: dict) -> None:
 
 def build_run_blocks(llmod: ll.Module, gang: ll.Function, warp_frame: int,
                      block: tuple[int, int, int], points: list[int],
-                     fields: dict) -> None:
+                     fields: dict, yield_points=frozenset()) -> None:
     """i64 run_blocks(ctx, frames, frame_size, nthreads, first, count, status*): blocks
     first..first+count-1, each warp by warp in rounds until every warp has exited; -1, or
     (block << 32 | thread) of the lane that faulted or waits forever, its status in *status.
     `points`: the segments after barriers where warps may wait with all lanes (each gets a
     uniform round); `fields`: the context's fields the gang function reads ((offset, type
-    name) -> type), copied as each block starts."""
+    name) -> type), copied as each block starts; `yield_points`: those of `points` where
+    warps may also yield (interleave.py)."""
     nthreads = block[0] * block[1] * block[2]      # (the executor passes the same)
     r = _Rounds(llmod, gang, warp_frame, (nthreads + W - 1) // W, nthreads)
+    r.yields = bool(yield_points)
     b, fn = r.b, r.fn
     n, block_body, block_next = open_block_loop(b, r.ctx, fn.args[4], fn.args[5])
     _copy_block_fields(r, fields)
     start = b.block
     general, phis = _loop_head(r, "warp_head", (
-        ("w", I32), ("waiting", I1), ("any", I32), ("all", I32), ("fresh", I1)))
+        ("w", I32), ("waiting", I1), ("any", I32), ("all", I32), ("fresh", I1),
+        ("yielding", I1), ("yielded", I1)))
     with b.goto_block(start):
         b.branch(general)
-    for phi, value in zip(phis, (I32(0), I1(0), I32(_ANY), I32(_ALL), I1(1)), strict=True):
+    for phi, value in zip(phis, (I32(0), I1(0), I32(_ANY), I32(_ALL), I1(1), I1(0), I1(0)),
+                          strict=True):
         phi.add_incoming(value, start)
     _general_round(r, general, *phis)
     uniform_rounds = [(point, _uniform_round(r, point, general, phis)) for point in points]
     round_end = fn.append_basic_block("round_end")
     b.position_at_end(round_end)
     waiting, any_, all_ = b.phi(I1, "waiting"), b.phi(I32, "any"), b.phi(I32, "all")
+    yielded = b.phi(I1, "yielded")
     for end, *values in r.ends:
-        for phi, value in zip((waiting, any_, all_), values, strict=True):
+        for phi, value in zip((waiting, any_, all_, yielded), values, strict=True):
             phi.add_incoming(value, end)
         with b.goto_block(end):
             b.branch(round_end)
@@ -197,13 +236,16 @@ def build_run_blocks(llmod: ll.Module, gang: ll.Function, warp_frame: int,
     b.position_at_end(again)
     branch_on_stop(b, r.stop, stopped, next_round)
     b.position_at_end(next_round)
-    for phi, value in zip(phis, (I32(0), I1(0), I32(_ANY), I32(_ALL), I1(0)), strict=True):
+    for phi, value in zip(phis, (I32(0), I1(0), I32(_ANY), I32(_ALL), I1(0), yielded,
+                                 I1(0)), strict=True):
         phi.add_incoming(value, b.block)
     # every warp's result the same (WHOLE_AT + a point of a uniform round: the switch's
     # cases; any other result, or -1 where they differ, goes to the general round)
     switch = b.switch(b.select(b.icmp_signed("==", any_, all_), any_, I32(-1)), general)
     for point, entry in uniform_rounds:
         switch.add_case(I32(WHOLE_AT + point), entry)
+        if point in yield_points:
+            switch.add_case(I32(YIELDED | (WHOLE_AT + point)), entry)
     _failed(r, n)
 
 
