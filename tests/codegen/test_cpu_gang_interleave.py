@@ -89,6 +89,8 @@ extern "C" __global__ void loops(const float* x, float* y, int n)
     }
     for (int i = 0; i < n; i++)                            // a shuffle inside: no yield
         acc += __shfl_xor_sync(0xffffffffu, acc, 1);
+    for (int i = threadIdx.x & 31; i < n; i += 32)         // dense and counted: no yield
+        acc += x[i];
     y[threadIdx.x] = acc;
 }
 """
@@ -178,10 +180,15 @@ def test_a_spinning_lane_lets_the_others_run(cpu_options, passes):
 
 
 def test_which_loops_yield(tmp_path):
-    """Only the loop with neither a barrier nor a warp operation in its body yields."""
+    """Of the loops with neither a barrier nor a warp operation in their bodies, the
+    block-stride one yields, and a dense counted one, which ends without other warps' help,
+    does not; spins on a flag in memory yield, though neither is a stride loop."""
     path = tmp_path / "loops.cu"
     path.write_text(SOURCE)
     module, _ = load(path)
+    for spin in ("handoff", "handoff_lane"):
+        assert [strided for _, strided in yield_edges(module.functions[spin]).values()] \
+            == [False]
     kernel = module.functions["loops"]
     edges = yield_edges(kernel)
     assert len(edges) == 1

@@ -30,7 +30,8 @@ class CpuOptions:
         a loop whose body has no barrier, warp operation or call (gang/interleave.py), so
         that the block's warps run such loops (grid-stride loops) interleaved, K passes at
         a time, rather than one warp's whole loop after another's; 0: never. Loops that
-        are not grid- or block-stride ones yield every 64 times this many passes only.
+        are not grid- or block-stride ones yield every 64 times this many passes, and
+        only where their way out may depend on memory (a spin on a flag).
         The default, 4, was the best of 1, 2, 4 and 8 on the GPU host's Xeon
         (reduce_shared 30-45% faster on one core and 16, reduce_warp 5-10%, histogram and
         saxpy within the noise; softmax's row loops 3-15% slower, hence the 64:
