@@ -5,6 +5,7 @@ the names our builder gives its blocks, `seg3_all`, `access_done`, ..., though b
 its optimizer keep one name of several).
 
     python tools/trace_blocks.py stencil --size 48 [--call 4] [--top 40] [--path] [--asm]
+                                 [--ptx variant.ptx]
 
 runs the case at a small size (48: a 3x3 grid of 16x16 blocks; one run_blocks call a block on
 one worker), prints the instructions of each call and, for call --call (the grid's middle
@@ -13,6 +14,9 @@ and their counts, with --asm every instruction it ran in order (its disassembly 
 LLVM block). Needs gdb; a few hundred thousand single steps take about a minute. Hardware
 counters are not needed, so it works where `perf stat` has none (virtual machines); what it
 counts is instructions, not time (memory stalls, a division's latency do not show).
+--ptx runs the case's kernel from a PTX file instead of its CUDA source (the same kernel
+name and arguments): a hand-made variant's instructions, before writing the pass that makes
+it (the stencil's address saved across its barrier or made again after it, session 11).
 """
 
 from __future__ import annotations
@@ -38,11 +42,15 @@ def _target(case_name: str, size: int, out: Path) -> None:
     import cpu_kernels as ck
     import numpy as np
 
-    from ptxport import Device
+    from ptxport import Device, Program
     from ptxport.codegen.targets.cpu import compile as cpu_compile
     from ptxport.runtime.backends.cpu import executor
     from ptxport.runtime.backends.cpu.jit import CpuKernelBinary
 
+    ptx = os.environ.get("TRACE_BLOCKS_PTX")
+    if ptx:     # (PtxportRun compiles the case's source with ck.Program)
+        text = Path(ptx).read_text()
+        ck.Program = lambda _source, code_type=None: Program(text, code_type="ptx")
     made = cpu_compile._object_code
 
     def keep(llvm_ir, kernel, how):
@@ -150,11 +158,14 @@ def main() -> None:
     parser.add_argument("--asm", action="store_true",
                         help="also print the call's instructions in the order they ran")
     parser.add_argument("--limit", type=int, default=400_000, help="most steps in all")
+    parser.add_argument("--ptx", type=Path, default=None,
+                        help="run the case's kernel from this PTX file instead of its source")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         out = Path(scratch)
         env = dict(os.environ, TRACE_BLOCKS_OUT=str(out), TRACE_BLOCKS_LIMIT=str(args.limit),
-                   PTXPORT_CACHE_DIR=str(out / "cache"), PYTHONPATH=str(ROOT))
+                   PTXPORT_CACHE_DIR=str(out / "cache"), PYTHONPATH=str(ROOT),
+                   TRACE_BLOCKS_PTX=str(args.ptx.resolve()) if args.ptx else "")
         subprocess.run(["gdb", "-batch", "-x", __file__, "--args", sys.executable, __file__,
                         "--target", args.case, str(args.size)], env=env, check=True,
                        capture_output=True)
