@@ -54,9 +54,10 @@ def _ordered(inst: ir.Instruction) -> bool:
 # K = 4 on the GPU host; a yield now and then still lets a warp spinning on another's flag
 # give way). Such a loop yields at all only where it may wait for memory (_may_spin).
 _DENSE = 64
-# instructions whose result is read from memory, which another warp may change
+# instructions whose result is read from memory, which another warp may change (not from
+# .local, .param or .const memory, nor through the read-only .nc path)
 _READS = ("ld", "ldu", "atom")
-_EXITS = ("bra", "brx", "ret", "exit")
+_UNSHARED = ("local", "param", "const", "nc")
 _ARITHMETIC = ("mov", "mul", "shl", "add", "cvt", "mad", "sub")
 
 
@@ -102,8 +103,14 @@ def _may_spin(body) -> bool:
     loop (a counted loop) ends without other warps' help, so it needs no yield to let them
     run (softmax's six row loops compiled in 14.4 s of CPU time with yields against 4.1
     without, here)."""
+    inside = {id(b) for b in body}
     insts = [inst for b in body for inst in b.instructions]
-    todo = [r for inst in insts if inst.opcode in _EXITS for r in uses_and_defs(inst)[0]]
+    # the ways out: a block's last branch where a successor lies outside the loop, and any
+    # ret or exit (branches within the body that depend on loaded data do not count)
+    outs = [b.instructions[-1] for b in body if b.instructions
+            and any(id(s) not in inside for s in b.successors)]
+    outs += [inst for inst in insts if inst.opcode in ("ret", "exit")]
+    todo = [r for inst in outs for r in uses_and_defs(inst)[0]]
     seen: set = set()
     while todo:
         register = todo.pop()
@@ -112,7 +119,7 @@ def _may_spin(body) -> bool:
         seen.add(register)
         for inst in insts:
             if register in may_write(inst):
-                if inst.opcode in _READS:
+                if inst.opcode in _READS and not any(map(inst.spec.has, _UNSHARED)):
                     return True
                 todo.extend(uses_and_defs(inst)[0])
     return False
