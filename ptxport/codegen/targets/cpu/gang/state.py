@@ -223,6 +223,15 @@ class GangLowering(FunctionLowering):
             return self.read_rebuilt(value, t)
         return super().read(value, t)
 
+    def no_widening_wrapped(self) -> ll.Value:
+        """i1: no widening of the warp has wrapped (classify.check_widening's flag in the
+        warp frame), for an access that trusts a widened form only then. Marks the flag
+        read: lower_gang drops the flag's stores where no access read it, so every reader
+        comes here (strided's span check once read it directly and found it never set)."""
+        self.exact_read = True
+        flag = ll.IRBuilder.load(self.b, self.frame_field(self.exact_offset), typ=I32)
+        return ll.IRBuilder.icmp_unsigned(self.b, "!=", flag, I32(0))
+
     def read_rebuilt(self, reg: ir.Register, t: Type):
         """A register the warp's frame keeps as u (lowering.py's rebuilt registers): its
         lanes, u + c[i], or u[i // 16] + c[i] (each half's u, the second one past the

@@ -194,10 +194,7 @@ def _checked_span(fl: GangLowering, place: Place, t: Type) -> tuple:
     stride, known = _stride(fl, place)
     ok, low = _span(fl, place, start, stride, t.size)
     if place.stride.widened:        # (only while no widening of the warp wrapped)
-        # (the flag's stores stay only where some access reads it: lowering.py)
-        fl.exact_read = True
-        exact = ll.IRBuilder.load(b, fl.frame_field(fl.exact_offset), typ=I32)
-        ok = b.and_(ok, ll.IRBuilder.icmp_unsigned(b, "!=", exact, I32(0)))
+        ok = b.and_(ok, fl.no_widening_wrapped())
     return start, stride, known, ok, low
 
 
