@@ -263,6 +263,13 @@ def prefetch_site(fl: GangLowering, place: Place, lows: list, span: int, size: i
         # fixed in the loop, so LLVM takes the test out of it)
         near = ll.IRBuilder.icmp_unsigned(b, "<", b.add(moved, I64(_NEAR)), I64(2 * _NEAR))
         distance = b.select(near, b.mul(moved, I64(ahead)), I64(0))
+    _prefetch_at(fl, lows, distance, span, write)
+
+
+def _prefetch_at(fl: GangLowering, lows: list, distance, span: int, write: bool) -> None:
+    """Prefetch the lines of each range of `lows`, `distance` bytes on (at most 512 bytes
+    of `span` a range)."""
+    b = fl.b
     for low in lows:
         at = b.add(low, distance)
         for line in range(0, min(span, 512), 64):
@@ -294,11 +301,7 @@ def _rows_ahead(fl: GangLowering, lows: list, span: int, write: bool) -> None:
     rows too. (No test for far steps, as prefetch_site's: a prefetch never faults, and a
     step of 64 MiB would take rows of 11 MiB.)"""
     b = fl.b
-    distance = b.mul(b.sub(lows[1], lows[0]), I64(2 * _WARPS_AHEAD))
-    for low in lows:
-        at = b.add(low, distance)
-        for line in range(0, min(span, 512), 64):
-            prefetch_line(fl, b.add(at, I64(line)), write)
+    _prefetch_at(fl, lows, b.mul(b.sub(lows[1], lows[0]), I64(2 * _WARPS_AHEAD)), span, write)
 
 
 def _steps_ahead(fl: GangLowering) -> int:
