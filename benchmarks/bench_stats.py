@@ -13,8 +13,13 @@ its least: how far two processes of the same code disagreed.
 
 from __future__ import annotations
 
+import functools
+import json
 import math
+import os
 import statistics
+import subprocess
+import sys
 from collections.abc import Iterable
 
 
@@ -191,3 +196,14 @@ def cpu_ranges(cpus: list[int]) -> str:
             parts.append(f"{first}-{cpu}" if cpu != first else str(cpu))
             first = None
     return ",".join(parts)
+
+
+def run_child(command: list[str], cpu: int | None, label: str) -> dict | None:
+    """Run a benchmark's child process (pinned to `cpu` unless None) and return the JSON
+    object its last line of output holds; None, said on stderr, where it failed."""
+    pinned = None if cpu is None else functools.partial(os.sched_setaffinity, 0, {cpu})
+    done = subprocess.run(command, stdout=subprocess.PIPE, text=True, preexec_fn=pinned)
+    if done.returncode != 0:
+        print(f"  process {label} failed (exit {done.returncode}); left out", file=sys.stderr)
+        return None
+    return json.loads(done.stdout.strip().splitlines()[-1])

@@ -926,14 +926,10 @@ def run_processes(count: int, core_counts: list[int], pin: int | None) -> list[d
         for cores, cpu in parts:
             command = [sys.executable, __file__, *sys.argv[1:], "--no-opencl",
                        "--child", str(index), "--child-cores", ",".join(map(str, cores))]
-            pinned = None if cpu is None else functools.partial(os.sched_setaffinity, 0, {cpu})
-            done = subprocess.run(command, stdout=subprocess.PIPE, text=True,
-                                  preexec_fn=pinned)
-            if done.returncode != 0:
-                print(f"  process {index + 1} of {count} failed (exit {done.returncode}); "
-                      f"left out", file=sys.stderr)
+            result = bench_stats.run_child(command, cpu, f"{index + 1} of {count}")
+            if result is None:
                 continue
-            runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+            runs.append(result)
             means = bench_stats.process_geomeans([runs[-1]["kernels"]], cores)
             info = runs[-1]["process"]
             print(f"  process {index + 1} of {count}: "

@@ -48,11 +48,9 @@ cpu_kernels.py's (add_machine_flags).
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -341,14 +339,9 @@ def run_processes(args, counts: list[int], pins: list[int] | None) \
         for part, cpu in parts:
             command = [sys.executable, __file__, *sys.argv[1:], "--child", str(index),
                        "--child-workers", ",".join(map(str, part))]
-            pinned = None if cpu is None else functools.partial(os.sched_setaffinity, 0, {cpu})
-            done = subprocess.run(command, stdout=subprocess.PIPE, text=True,
-                                  preexec_fn=pinned)
-            if done.returncode != 0:
-                print(f"  process {index + 1} ({part} workers) failed (exit "
-                      f"{done.returncode}); left out", file=sys.stderr)
+            result = bench_stats.run_child(command, cpu, f"{index + 1} ({part} workers)")
+            if result is None:
                 continue
-            result = json.loads(done.stdout.strip().splitlines()[-1])
             infos.append(dict(result["process"], kernels=result["kernels"]))
             policy = result["pool"]
             for row in result["kernels"]:     # (copies: infos keeps each part's own)
