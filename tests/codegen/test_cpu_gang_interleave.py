@@ -144,21 +144,27 @@ def test_interleaved_loops_agree(cpu_options, passes, block):
     assert total[0] == count
 
 
+def _handoff(name: str, count: int) -> np.ndarray:
+    """Launch SOURCE's `name` on 2 blocks of 64 threads of the CPU device, checking that it
+    ran as a warp gang; its `count` ints of output."""
+    dev = Device("cpu")
+    stream = dev.create_stream()
+    kernel = Program(SOURCE, code_type="c++").compile("native").get_kernel(name)
+    out = dev.allocate(4 * count, stream=stream)
+    launch(stream, LaunchConfig(grid=2, block=64), kernel, out)
+    got = np.empty(count, np.int32)
+    out.copy_to(got, stream=stream)
+    stream.sync()
+    assert kernel._binary(dev).for_block((64, 1, 1)).gang_refusal is None
+    return got
+
+
 @pytest.mark.parametrize("passes", [1, 2])
 def test_a_spinning_warp_lets_the_others_run(cpu_options, passes):
     """Warp 0 spins until warp 1 sets a flag: warps that never yield would spin forever
     (warp 1 runs after warp 0 in the round)."""
     cpu_options(interleave_passes=passes)
-    dev = Device("cpu")
-    stream = dev.create_stream()
-    kernel = Program(SOURCE, code_type="c++").compile("native").get_kernel("handoff")
-    out = dev.allocate(4 * 64, stream=stream)
-    launch(stream, LaunchConfig(grid=2, block=64), kernel, out)
-    got = np.empty(64, np.int32)
-    out.copy_to(got, stream=stream)
-    stream.sync()
-    assert kernel._binary(dev).for_block((64, 1, 1)).gang_refusal is None
-    np.testing.assert_array_equal(got, 42 + np.arange(64) % 32)
+    np.testing.assert_array_equal(_handoff("handoff", 64), 42 + np.arange(64) % 32)
 
 
 @pytest.mark.parametrize("passes", [1, 3])
@@ -166,17 +172,9 @@ def test_a_spinning_lane_lets_the_others_run(cpu_options, passes):
     """One lane of warp 0 spins, the warp's other lanes wait after the if: the warp yields
     with its lanes apart, and resumes through its dispatcher."""
     cpu_options(interleave_passes=passes)
-    dev = Device("cpu")
-    stream = dev.create_stream()
-    kernel = Program(SOURCE, code_type="c++").compile("native").get_kernel("handoff_lane")
-    out = dev.allocate(4 * 128, stream=stream)
-    launch(stream, LaunchConfig(grid=2, block=64), kernel, out)
-    got = np.empty(128, np.int32)
-    out.copy_to(got, stream=stream)
-    stream.sync()
-    assert kernel._binary(dev).for_block((64, 1, 1)).gang_refusal is None
     t = np.arange(128) % 64
-    np.testing.assert_array_equal(got, np.where(t == 5, 42, -1) + t)
+    np.testing.assert_array_equal(_handoff("handoff_lane", 128),
+                                  np.where(t == 5, 42, -1) + t)
 
 
 def test_which_loops_yield(tmp_path):
