@@ -367,11 +367,16 @@ class FunctionLowering:
         except PtxportError:
             raise
         except Exception as e:   # a bug of ours: said as one, with the instruction at fault
-            where = self.module.location(inst.pos)
-            raise InternalError(
-                f"{where or self.function.name}: ptxport failed to compile '{inst.spec.text}' "
-                f"for target {self.target.name} ({type(e).__name__}: {e}); this is a bug in "
-                "ptxport: please report it with the PTX") from e
+            raise self.internal_error(inst, e, f"for target {self.target.name}") from e
+
+    def internal_error(self, inst: ir.Instruction, e: Exception, how: str) -> InternalError:
+        """The InternalError for an exception `e` of ptxport's own while lowering `inst`
+        (`how`: "for target X", "as warp gangs"), naming the instruction and its line."""
+        where = self.module.location(inst.pos)
+        return InternalError(
+            f"{where or self.function.name}: ptxport failed to compile '{inst.spec.text}' "
+            f"{how} ({type(e).__name__}: {e}); this is a bug in ptxport: please report it "
+            "with the PTX")
 
     def _lower_guarded(self, inst: ir.Instruction) -> None:
         self.inst = inst
