@@ -22,7 +22,7 @@ from llvmlite import ir as ll
 
 from ptxport.codegen.lower import I1, I16, I32, I64, FunctionLowering, declare
 from ptxport.codegen.ops.data import instruction_type
-from ptxport.codegen.ops.sync import shuffle_source
+from ptxport.codegen.ops.sync import shuffle_source, write_match
 from ptxport.ir import nodes as ir
 from ptxport.ir.special_registers import ZERO_WITHOUT_DRIVER
 
@@ -308,9 +308,8 @@ class WarpModel:
         """match.any.sync.b{32,64} d, a, m: the member lanes holding the same value;
         match.all.sync.b{32,64} d{|p}, a, m: the member mask if all hold the same, else 0."""
         b = fl.b
-        mode = inst.spec.get("mode")
         t = instruction_type(inst)
-        dest, a, m = inst.operands
+        _, a, m = inst.operands
         value = fl.read(a, f"b{t.bits}")
         members = b.and_(fl.read(m, "b32"), self.activemask(fl))
 
@@ -318,15 +317,7 @@ class WarpModel:
             equal = b.and_(member, b.icmp_unsigned("==", other, value))
             return b.or_(acc, b.shl(b.zext(equal, I32), i))
 
-        matching = self._over_lanes(fl, value, members, I32(0), same)
-        if mode == "any":
-            fl.write(dest, matching, "b32")
-            return
-        all_same = b.icmp_unsigned("==", matching, members)
-        first = dest.first if isinstance(dest, ir.PairValue) else dest
-        fl.write(first, b.select(all_same, members, I32(0)), "b32")
-        if isinstance(dest, ir.PairValue):
-            fl.write(dest.second, all_same, "pred")
+        write_match(fl, inst, self._over_lanes(fl, value, members, I32(0), same), members)
 
     def redux(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
         """redux.sync.op.{b32,u32,s32} d, a, m over the member lanes."""

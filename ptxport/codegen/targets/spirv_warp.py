@@ -23,7 +23,7 @@ from llvmlite import ir as ll
 
 from ptxport.codegen.lower import I1, I32, I64, FunctionLowering, declare
 from ptxport.codegen.ops.data import instruction_type
-from ptxport.codegen.ops.sync import shuffle_source
+from ptxport.codegen.ops.sync import shuffle_source, write_match
 from ptxport.ir import nodes as ir
 
 _SHUFFLE = "_Z17sub_group_shufflejj"
@@ -190,7 +190,7 @@ def _match(target, fl: FunctionLowering, inst: ir.Instruction) -> None:
     """match.any.sync.b{32,64} d, a, m; match.all.sync.b{32,64} d{|p}, a, m."""
     b = fl.b
     t = instruction_type(inst)
-    dest, a, m = inst.operands
+    _, a, m = inst.operands
     value = fl.read(a, f"b{t.bits}")
     mask = fl.read(m, "b32")
     same = I32(0)
@@ -198,15 +198,7 @@ def _match(target, fl: FunctionLowering, inst: ir.Instruction) -> None:
         other = shuffle(target, fl, value, I32(lane))
         bit = b.select(b.icmp_unsigned("==", other, value), I32(1 << lane), I32(0))
         same = b.or_(same, bit)
-    same = b.and_(same, mask)
-    if inst.spec.get("mode") == "any":
-        fl.write(dest, same, "b32")
-        return
-    everyone = b.icmp_unsigned("==", same, mask)
-    first = dest.first if isinstance(dest, ir.PairValue) else dest
-    fl.write(first, b.select(everyone, mask, I32(0)), "b32")
-    if isinstance(dest, ir.PairValue):
-        fl.write(dest.second, everyone, "pred")
+    write_match(fl, inst, b.and_(same, mask), mask)
 
 
 def _elect(target, fl: FunctionLowering, inst: ir.Instruction) -> None:
