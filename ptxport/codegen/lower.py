@@ -305,6 +305,17 @@ class FunctionLowering:
             self.blocks[id(block)] = self.llfn.append_basic_block(_label(block.label))
         return self.blocks[id(self.function.blocks[0])]
 
+    def lower_function(self, problems: list | None = None) -> None:
+        """Registers, blocks and instructions of the function, entered at its first block
+        (a target that enters it otherwise calls the three steps itself); `problems`: see
+        self.problems."""
+        self.problems = problems
+        self.declare_registers()
+        first = self.create_blocks()
+        self.b.position_at_end(self.entry)
+        self.b.branch(first)
+        self.lower_body()
+
     def lower_body(self) -> None:
         """Lower every block (after create_blocks; the caller links the entry block)."""
         headers = loop_headers(self.function)

@@ -57,7 +57,6 @@ from ptxport.codegen.targets.gpu import (
     GpuTarget,
     declare_functions,
     function_numbers,
-    lower_body,
     lower_device_function,
     lower_return,
     opaque_variable,
@@ -711,7 +710,7 @@ def _lower_kernel(module: ir.Module, kernel: ir.Function, llmod: ll.Module,
         fl.b.store(value, at, align=1)
         fl.param_pointers[slot.name] = at
     spirv_checks.enter_kernel(fl, fn.args[_CHECKS], list(fn.args[_FIRST_BASE:]), size)
-    lower_body(fl, problems)
+    fl.lower_function(problems)
     return KernelLayout(kernel.name, size, pointer_slots, target.static_shared,
                         needs_warp or target.uses_warp, needs_ballot=target.uses_ballot)
 
