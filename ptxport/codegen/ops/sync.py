@@ -3,6 +3,8 @@ target's business (on the CPU: a resume point; on GPUs: the hardware instruction
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from llvmlite import ir as ll
 
 from ptxport.codegen.lower import I32, FunctionLowering, lowering
@@ -27,6 +29,22 @@ def shuffle_source(b, mode: str, lane, offset, c):
              "idx": lambda: b.or_(min_lane, b.and_(offset, b.not_(segmask)))}[mode]()
         valid = b.icmp_signed("<=", j, max_lane)
     return b.select(valid, j, lane), valid
+
+
+def lower_shuffle(fl: FunctionLowering, inst: ir.Instruction, lane: ll.Value,
+                  read_lane: Callable[[ll.Value, ll.Value], ll.Value]) -> None:
+    """shfl{.sync}.mode.b32 d{|p}, a, b, c{, m} for the GPU targets that read another lane's
+    value themselves: `lane` is this thread's lane (i32) and `read_lane(value, source)` gives
+    `value` as lane `source` holds it; the source lane and p as shuffle_source says."""
+    dest, a, offset, c = inst.operands[:4]
+    source, valid = shuffle_source(fl.b, inst.spec.get("mode"), lane, fl.read(offset, "b32"),
+                                   fl.read(c, "b32"))
+    value = read_lane(fl.read(a, "b32"), source)
+    if isinstance(dest, ir.PairValue):
+        fl.write(dest.first, value, "b32")
+        fl.write(dest.second, valid, "pred")
+    else:
+        fl.write(dest, value, "b32")
 
 
 def write_match(fl: FunctionLowering, inst: ir.Instruction, matching: ll.Value,

@@ -22,7 +22,7 @@ from llvmlite import ir as ll
 
 from ptxport.codegen.lower import I1, I16, I32, I64, FunctionLowering, declare
 from ptxport.codegen.ops.data import instruction_type
-from ptxport.codegen.ops.sync import shuffle_source, write_match
+from ptxport.codegen.ops.sync import lower_shuffle, write_match
 from ptxport.ir import nodes as ir
 from ptxport.ir.special_registers import ZERO_WITHOUT_DRIVER
 
@@ -236,17 +236,8 @@ class WarpModel:
     def shfl(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
         """shfl{.sync}.mode.b32 d{|p}, a, b, c{, m} with PTX's clamp and segment mask:
         maxLane = (lane & segmask) | (c & ~segmask), minLane = lane & segmask."""
-        b = fl.b
-        mode = inst.spec.get("mode")
-        dest, a, bval, c = inst.operands[:4]
-        source, valid = shuffle_source(b, mode, self.laneid(fl), fl.read(bval, "b32"),
-                                       fl.read(c, "b32"))
-        value = self.read_lane(fl, fl.read(a, "b32"), source)
-        if isinstance(dest, ir.PairValue):
-            fl.write(dest.first, value, "b32")
-            fl.write(dest.second, valid, "pred")
-        else:
-            fl.write(dest, value, "b32")
+        lower_shuffle(fl, inst, self.laneid(fl),
+                      lambda value, source: self.read_lane(fl, value, source))
 
     def vote(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
         """vote{.sync}.{all,any,uni}.pred d, {!}a{, m}; vote{.sync}.ballot.b32 d, {!}a{, m}:

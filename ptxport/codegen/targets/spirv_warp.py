@@ -23,7 +23,7 @@ from llvmlite import ir as ll
 
 from ptxport.codegen.lower import I1, I32, I64, FunctionLowering, declare
 from ptxport.codegen.ops.data import instruction_type
-from ptxport.codegen.ops.sync import shuffle_source, write_match
+from ptxport.codegen.ops.sync import lower_shuffle, write_match
 from ptxport.ir import nodes as ir
 
 _SHUFFLE = "_Z17sub_group_shufflejj"
@@ -131,17 +131,8 @@ def _bar(target, fl: FunctionLowering, inst: ir.Instruction) -> None:
 
 def _shfl(target, fl: FunctionLowering, inst: ir.Instruction) -> None:
     """shfl{.sync}.mode.b32 d{|p}, a, b, c{, membermask} with PTX's lane rules."""
-    b = fl.b
-    dest, a, bval, c = inst.operands[:4]
-    mode = inst.spec.get("mode")
-    source, valid = shuffle_source(b, mode, target.lane(fl), fl.read(bval, "b32"),
-                                   fl.read(c, "b32"))
-    result = shuffle(target, fl, fl.read(a, "b32"), source)
-    if isinstance(dest, ir.PairValue):
-        fl.write(dest.first, result, "b32")
-        fl.write(dest.second, valid, "pred")
-    else:
-        fl.write(dest, result, "b32")
+    lower_shuffle(fl, inst, target.lane(fl),
+                  lambda value, source: shuffle(target, fl, value, source))
 
 
 def _vote(target, fl: FunctionLowering, inst: ir.Instruction) -> None:
