@@ -145,7 +145,10 @@ def _vote(target, fl: FunctionLowering, inst: ir.Instruction) -> None:
     if mode == "ballot":
         fl.write(dest, ballot, "b32")
         return
-    all_ = b.icmp_unsigned("==", ballot, mask)
+    # (the member mask's lanes that exited, or are past the end of the block, count as
+    # agreeing: "all non-exited threads in membermask")
+    members = b.and_(mask, active_lanes(target, fl)) if inst.spec.has("sync") else mask
+    all_ = b.icmp_unsigned("==", ballot, members)
     any_ = b.icmp_unsigned("!=", ballot, I32(0))
     result = {"all": all_, "any": any_, "uni": b.or_(all_, b.not_(any_))}[mode]
     fl.write(dest, result, "pred")
@@ -183,13 +186,15 @@ def _match(target, fl: FunctionLowering, inst: ir.Instruction) -> None:
     t = instruction_type(inst)
     _, a, m = inst.operands
     value = fl.read(a, f"b{t.bits}")
-    mask = fl.read(m, "b32")
+    # (only lanes that run take part: a shuffle from an exited lane, or one past the end of
+    # the block, reads an undefined value)
+    members = b.and_(fl.read(m, "b32"), active_lanes(target, fl))
     same = I32(0)
     for lane in range(32):
         other = shuffle(target, fl, value, I32(lane))
         bit = b.select(b.icmp_unsigned("==", other, value), I32(1 << lane), I32(0))
         same = b.or_(same, bit)
-    write_match(fl, inst, b.and_(same, mask), mask)
+    write_match(fl, inst, b.and_(same, members), members)
 
 
 def _elect(target, fl: FunctionLowering, inst: ir.Instruction) -> None:
