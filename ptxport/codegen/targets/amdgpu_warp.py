@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from llvmlite import ir as ll
 
-from ptxport.codegen.lower import I1, I16, I32, I64, FunctionLowering, declare
+from ptxport.codegen.lower import I1, I16, I32, I64, FunctionLowering, counter_word, declare
 from ptxport.codegen.ops.data import instruction_type
 from ptxport.codegen.ops.sync import lower_shuffle, write_match
 from ptxport.ir import nodes as ir
@@ -120,17 +120,11 @@ class WarpModel:
         if name.startswith("%lanemask_"):
             return self._lanemask(fl, name[len("%lanemask_"):])
         if name in ("%clock", "%clock_hi", "%clock64"):
-            counter = self.call(fl, "llvm.readcyclecounter", I64, [])
-            if name == "%clock":
-                return b.trunc(counter, I32)
-            return b.trunc(b.lshr(counter, I64(32)), I32) if name == "%clock_hi" else counter
+            return counter_word(b, self.call(fl, "llvm.readcyclecounter", I64, []), name)
         if name in ("%globaltimer", "%globaltimer_lo", "%globaltimer_hi"):
             # The GPU's constant 100 MHz counter, in nanoseconds.
             ticks = self.call(fl, "llvm.readsteadycounter", I64, [])
-            ns = b.mul(ticks, I64(10))
-            if name == "%globaltimer":
-                return ns
-            return b.trunc(ns if name.endswith("lo") else b.lshr(ns, I64(32)), I32)
+            return counter_word(b, b.mul(ticks, I64(10)), name)
         if name in ("%total_smem_size", "%aggr_smem_size"):
             return self.dispatch_field(fl, 24, I32)
         if name == "%dynamic_smem_size":

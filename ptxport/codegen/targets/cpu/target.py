@@ -16,6 +16,7 @@ from ptxport.codegen.lower import (
     FunctionLowering,
     Target,
     const_int,
+    counter_word,
 )
 from ptxport.codegen.targets.allocation_table import search_allocations
 from ptxport.codegen.targets.cpu import avx512
@@ -122,18 +123,9 @@ class CpuTarget(Target):
             return self.ctx_field(fl, "total_smem")
         if name in ("%clock", "%clock_hi", "%clock64"):
             counter = fl.b.call(intrinsic(self.llmod, "llvm.readcyclecounter", I64, []), [])
-            if name == "%clock64":
-                return counter
-            if name == "%clock_hi":
-                counter = fl.b.lshr(counter, I64(32))
-            return fl.b.trunc(counter, I32)
+            return counter_word(fl.b, counter, name)
         if name in ("%globaltimer", "%globaltimer_lo", "%globaltimer_hi"):
-            nanoseconds = _global_timer(fl, self.llmod)
-            if name == "%globaltimer":
-                return nanoseconds
-            if name == "%globaltimer_hi":
-                nanoseconds = fl.b.lshr(nanoseconds, I64(32))
-            return fl.b.trunc(nanoseconds, I32)
+            return counter_word(fl.b, _global_timer(fl, self.llmod), name)
         if name in ("%gridid", "%current_graph_exec"):
             return I64(0)
         if name in ("%envreg1", "%envreg2"):
