@@ -29,7 +29,8 @@ from ptxport.ptx.ast import FloatImm, IntImm, Sink
 
 __all__ = [
     "LOWERINGS", "lowering", "FunctionLowering", "Target", "BFloatType", "value_type",
-    "I1", "I8", "I16", "I32", "I64", "PTR", "const_int", "declare", "loop_headers",
+    "I1", "I8", "I16", "I32", "I64", "PTR", "const_int", "counter_word", "declare",
+    "loop_headers",
 ]
 
 I1, I8, I16, I32, I64 = (ll.IntType(n) for n in (1, 8, 16, 32, 64))
@@ -88,6 +89,17 @@ def declare(llmod: ll.Module, name: str, ret: ll.Type, args: list) -> ll.Functio
         return existing
     return ll.Function(llmod, ll.FunctionType(ret, args), name)
 
+
+
+def counter_word(b: ll.IRBuilder, counter: ll.Value, name: str) -> ll.Value:
+    """The special register `name` read from its 64-bit counter (an i64): %clock64 and
+    %globaltimer are the whole counter, %clock_hi and %globaltimer_hi its upper 32 bits,
+    %clock and %globaltimer_lo its lower 32 bits."""
+    if name in ("%clock64", "%globaltimer"):
+        return counter
+    if name.endswith("_hi"):
+        counter = b.lshr(counter, I64(32))
+    return b.trunc(counter, I32)
 
 # --- the per-opcode lowering table ------------------------------------------------------------
 
@@ -304,6 +316,17 @@ class FunctionLowering:
         for block in self.function.blocks:
             self.blocks[id(block)] = self.llfn.append_basic_block(_label(block.label))
         return self.blocks[id(self.function.blocks[0])]
+
+    def lower_function(self, problems: list | None = None) -> None:
+        """Registers, blocks and instructions of the function, entered at its first block
+        (a target that enters it otherwise calls the three steps itself); `problems`: see
+        self.problems."""
+        self.problems = problems
+        self.declare_registers()
+        first = self.create_blocks()
+        self.b.position_at_end(self.entry)
+        self.b.branch(first)
+        self.lower_body()
 
     def lower_body(self) -> None:
         """Lower every block (after create_blocks; the caller links the entry block)."""
