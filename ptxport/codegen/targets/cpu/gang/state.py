@@ -19,6 +19,7 @@ from ptxport.codegen.lower import (
     value_type,
 )
 from ptxport.codegen.targets.cpu.abi import CTX
+from ptxport.codegen.targets.cpu.gang import params
 from ptxport.codegen.targets.cpu.gang.lanes import (
     BLOCK_COPY,
     GangBuilder,
@@ -55,6 +56,8 @@ def gang_target_class():
             super().__init__(*args, **kwargs)
             # the context fields the gang function reads: (offset, type name) -> type
             self.block_fields: dict = {}
+            # and the kernel's parameters it reads through the copy (params.py), likewise
+            self.block_params: dict = {}
 
         def special_register(self, fl, reg):
             name = reg.name
@@ -98,6 +101,21 @@ def gang_target_class():
                     p = ll.IRBuilder.gep(fl.b, fl.llfn.args[BLOCK_COPY], [I64(offset)],
                                          source_etype=I8)
                     value = cache[(offset, str(typ))] = ll.IRBuilder.load(fl.b, p, typ=typ)
+            return value
+
+        def param_field(self, fl, offset, typ):
+            """The kernel parameter's bytes at `offset` of the buffer as a `typ`, read from
+            run_blocks' copy of them (params.py), loaded once at the gang function's
+            entry."""
+            cache = self._entry_loads.setdefault(fl.llfn, {})
+            value = cache.get(("param", offset, str(typ)))
+            if value is None:
+                with fl.b.goto_entry_block():
+                    fl.b.position_at_start(fl.entry)
+                    pointer = params.slot(fl, offset, typ)
+                    value = cache[("param", offset, str(typ))] = ll.IRBuilder.load(
+                        fl.b, pointer, typ=typ,
+                        align=params.alignment(params.PARAMS_AT + offset, typ))
             return value
 
         def space_base(self, fl, space):
@@ -155,6 +173,10 @@ class GangLowering(FunctionLowering):
         self.shared_bounds = shared_bounds(function, block)
         # saved registers whose frame holds u of u + c[i] alone: id -> (u's slot, c)
         self.rebuilt: dict = {}
+        # the kernel's parameters read from run_blocks' copy (params.py): id(variable) ->
+        # offset, and the registers that read the copy themselves: id -> (offset, type)
+        self.param_offsets = params.direct_params(function)
+        self.param_registers = params.param_registers(self, function)
         # within a segment: the lanes' addresses read from a base, and how they lie
         # (_place, _classify); a write of the base register forgets them
         self.places: dict = {}
