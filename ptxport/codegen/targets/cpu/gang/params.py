@@ -92,8 +92,20 @@ def load(fl, inst: ir.Instruction) -> list | None:
     if at is None:
         return None
     t = instruction_type(inst)
-    return [fl.target.param_field(fl, at + i * t.size, value_type(t))
-            for i in range(vector_count(inst))]
+    return [_value(fl, at + i * t.size, value_type(t)) for i in range(vector_count(inst))]
+
+
+def _value(fl, at: int, typ: ll.Type) -> ll.Value:
+    """The parameter buffer's bytes at `at` as a `typ`, loaded from the copy once, at the
+    gang function's entry."""
+    cache = fl.target._entry_loads.setdefault(fl.llfn, {})
+    value = cache.get(("param", at, str(typ)))
+    if value is None:
+        with fl.b.goto_entry_block():
+            fl.b.position_at_start(fl.entry)
+            value = cache[("param", at, str(typ))] = ll.IRBuilder.load(
+                fl.b, slot(fl, at, typ), typ=typ, align=alignment(PARAMS_AT + at, typ))
+    return value
 
 
 def param_registers(fl, kernel: ir.Function) -> dict[int, tuple[int, ll.Type]]:

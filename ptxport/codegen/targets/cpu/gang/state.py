@@ -103,21 +103,6 @@ def gang_target_class():
                     value = cache[(offset, str(typ))] = ll.IRBuilder.load(fl.b, p, typ=typ)
             return value
 
-        def param_field(self, fl, offset, typ):
-            """The kernel parameter's bytes at `offset` of the buffer as a `typ`, read from
-            run_blocks' copy of them (params.py), loaded once at the gang function's
-            entry."""
-            cache = self._entry_loads.setdefault(fl.llfn, {})
-            value = cache.get(("param", offset, str(typ)))
-            if value is None:
-                with fl.b.goto_entry_block():
-                    fl.b.position_at_start(fl.entry)
-                    pointer = params.slot(fl, offset, typ)
-                    value = cache[("param", offset, str(typ))] = ll.IRBuilder.load(
-                        fl.b, pointer, typ=typ,
-                        align=params.alignment(params.PARAMS_AT + offset, typ))
-            return value
-
         def space_base(self, fl, space):
             if space == "local":
                 raise GangUnsupported("local memory")
@@ -173,8 +158,7 @@ class GangLowering(FunctionLowering):
         self.shared_bounds = shared_bounds(function, block)
         # saved registers whose frame holds u of u + c[i] alone: id -> (u's slot, c)
         self.rebuilt: dict = {}
-        # the kernel's parameters read from run_blocks' copy (params.py): id(variable) ->
-        # offset, and the registers that read the copy themselves: id -> (offset, type)
+        # params.py: id(parameter) -> offset; id(register reading the copy) -> (offset, type)
         self.param_offsets = params.direct_params(function)
         self.param_registers = params.param_registers(self, function)
         # within a segment: the lanes' addresses read from a base, and how they lie
