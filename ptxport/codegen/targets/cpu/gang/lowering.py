@@ -470,12 +470,25 @@ def _dispatcher(fl: GangLowering, gang: ll.Function, segments: list[Segment],
             fl.others_min_slot)
     unreachable = gang.append_basic_block("bad_pc")
     switch = ll.IRBuilder.switch(b, lowest, unreachable)
-    for s in segments:
+    for s in segments[0 if _dispatched_first(fl, segments) else 1:]:
         switch.add_case(I32(s.number), s.llblock)
     b.position_at_end(unreachable)
     b.unreachable()
     b.position_at_end(stop)
     _no_lane_goes_on(fl, gang, dispatch, pc, parked, waiting, alive)
+
+
+def _dispatched_first(fl: GangLowering, segments: list[Segment]) -> bool:
+    """Whether a lane may wait for the dispatcher at the first segment: where a branch goes
+    there (a loop around the kernel's start) or a warp operation starts it (lanes park
+    there). Else only a fresh warp runs it, straight from its entry with all its lanes
+    there (a running lane's counter is set before any return to the dispatcher), and
+    the dispatcher's case for it would join the fresh path in it."""
+    first = segments[0]
+    if first.start < first.end and is_warp_op(first.block.instructions[first.start]):
+        return True
+    return any(i.opcode == "bra" and i.operands[0] is first.block
+               for i in fl.function.instructions())
 
 
 def _no_lane_goes_on(fl: GangLowering, gang: ll.Function, dispatch: ll.Block, pc, parked,
