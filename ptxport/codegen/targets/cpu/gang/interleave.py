@@ -160,7 +160,9 @@ def yield_edges(kernel: ir.Function) -> dict[int, tuple[ir.Block, bool]]:
 def start_count(fl) -> None:
     """A fresh warp's count of passes before its next yield (where a loop counts them)."""
     passes = fl.options.interleave_passes
-    if passes > 1 or any(not strided for _, strided in fl.yield_edges.values()):
+    # (read only at a yield edge: none, no count; stencil's warps stored it all the same)
+    if fl.yield_edges and (passes > 1 or any(not strided for _, strided
+                                             in fl.yield_edges.values())):
         fl.b.store(I32(passes), fl.frame_field(YIELD_COUNT))
 
 

@@ -19,6 +19,7 @@ from ptxport.codegen.lower import (
     value_type,
 )
 from ptxport.codegen.targets.cpu.abi import CTX
+from ptxport.codegen.targets.cpu.gang import params
 from ptxport.codegen.targets.cpu.gang.lanes import (
     BLOCK_COPY,
     GangBuilder,
@@ -55,6 +56,8 @@ def gang_target_class():
             super().__init__(*args, **kwargs)
             # the context fields the gang function reads: (offset, type name) -> type
             self.block_fields: dict = {}
+            # and the kernel's parameters it reads through the copy (params.py), likewise
+            self.block_params: dict = {}
 
         def special_register(self, fl, reg):
             name = reg.name
@@ -155,6 +158,9 @@ class GangLowering(FunctionLowering):
         self.shared_bounds = shared_bounds(function, block)
         # saved registers whose frame holds u of u + c[i] alone: id -> (u's slot, c)
         self.rebuilt: dict = {}
+        # params.py: id(parameter) -> offset; id(register reading the copy) -> (offset, type)
+        self.param_offsets = params.direct_params(function)
+        self.param_registers = params.param_registers(self, function)
         # within a segment: the lanes' addresses read from a base, and how they lie
         # (_place, _classify); a write of the base register forgets them
         self.places: dict = {}
