@@ -25,7 +25,10 @@ held at the barrier.
 instruction (or `ld.param`) whose operands are immediates, block-uniform registers and
 %ntid, %nctaid, %ctaid, unguarded or guarded by a block-uniform predicate, outside the region
 of every branch on a predicate that is not block-uniform (the blocks reachable from the
-branch before its immediate post-dominator: there some warps run and others do not). Where
+branch before its immediate post-dominator: there some warps run and others do not; but for
+a branch to a block that only returns, which no thread has taken where every warp waits
+with all 32 lanes: a warp with an exited lane never does, so a block with one runs no
+uniform round and skips nothing). Where
 a barrier lies in such a region, warps may pass different sequences of barriers and nothing
 is block-uniform here. Otherwise every warp runs the same writes of such a register, with
 the same values, between the same two barriers.
@@ -45,7 +48,7 @@ from ptxport.ir.analysis import may_write, state_space, uses_and_defs
 from ptxport.ir.types import TYPES
 from ptxport.passes.lane_forms import widening
 from ptxport.passes.segment import Segment, is_barrier
-from ptxport.passes.uniformity import immediate_post_dominator, post_dominators
+from ptxport.passes.uniformity import immediate_post_dominator, only_returns, post_dominators
 from ptxport.ptx.ast import IntImm
 
 __all__ = ["block_uniform", "plan", "enter", "before_branch", "whole_wait"]
@@ -112,7 +115,8 @@ def block_uniform(kernel: ir.Function) -> set:
         split: set[int] = set()
         for block in kernel.blocks:
             last = block.instructions[-1] if block.instructions else None
-            if last is not None and last.opcode == "bra" and last.guard in varying:
+            if last is not None and last.opcode == "bra" and last.guard in varying \
+                    and not any(only_returns(s) for s in block.successors):
                 split |= _region(block, immediate_post_dominator(block, post))
         grown = set(varying)
         for block in kernel.blocks:
@@ -182,25 +186,36 @@ def plan(fl: GangLowering, kernel: ir.Function, segments: list[Segment], offsets
     uniform = block_uniform(kernel)
     if not uniform:
         return
-    written: set = set()
+    codes = {s.number: s.block.instructions[s.start:s.end] for s in segments
+             if s.block is not None}
+    fl.idle_safe = {n for n, code in codes.items()
+                    if code and all(_safe(i, uniform) for i in code)}
     for s in segments:
-        code = s.block.instructions[s.start:s.end] if s.block is not None else []
-        if code and all(_safe(i, uniform) for i in code):
-            fl.idle_safe.add(s.number)
-        elif s.start > 0 and is_barrier(s.block.instructions[s.start - 1]):
-            found = _test(code, uniform, fl.thread_x)
-            if found is None or found[0].operands[0] in frame_slots:
-                continue
-            fl.idle_tests[id(code[-1])] = found[1]
-        else:
+        if s.number in fl.idle_safe or s.block is None or s.start == 0 \
+                or not is_barrier(s.block.instructions[s.start - 1]):
             continue
-        written |= set().union(*(may_write(i) for i in code))
+        found = _test(codes[s.number], uniform, fl.thread_x)
+        if found is not None and found[0].operands[0] not in frame_slots \
+                and _stable_side(fl, codes[s.number][-1], found[1]) in fl.idle_safe:
+            fl.idle_tests[id(codes[s.number][-1])] = found[1]
+    written = set().union(*(may_write(i) for n in fl.idle_safe for i in codes[n]),
+                          *(may_write(i) for s in segments if s.block is not None
+                            and id(codes[s.number][-1]) in fl.idle_tests
+                            for i in codes[s.number]))
     copies = sorted((reg for reg in written if reg in frame_slots), key=lambda r: r.name)
     if not fl.idle_tests or any(reg not in fl.uniform or reg not in uniform for reg in copies):
         return
     fl.idle_copies = [(offsets[reg.name], 8 * (reg.vector or 1)) for reg in copies]
     fl.idle_flag = fl.entry_alloca(I1, "idle_rest")
     fl.b.store(I1(0), fl.idle_flag)     # (the builder is at the function's entry)
+
+
+def _stable_side(fl: GangLowering, branch: ir.Instruction, prefix: bool) -> int:
+    """The segment a warp goes to from `branch` where its test holds on the stable side (no
+    lane for a prefix test, every lane for a suffix one)."""
+    taken = (not prefix) != bool(branch.guard_negated)
+    return (fl.first_segment[id(branch.operands[0])] if taken
+            else fl.next_segment(branch)).number
 
 
 def enter(fl: GangLowering, segment: Segment) -> None:
