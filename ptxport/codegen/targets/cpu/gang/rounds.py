@@ -167,7 +167,7 @@ def _uniform_round(r: _Rounds, point: int, general: ll.Block, general_phis) -> l
         phi.add_incoming(value, body)
     b.position_at_end(stay)
     if r.skip_slots is not None:
-        _skip_rest(r, frame, w, result, (head, w, waiting, any_, all_, yielded))
+        _skip_rest(r, frame, w, result, point, (head, w, waiting, any_, all_, yielded))
     after = r.ran(w, result, waiting, any_, all_, yielded, step)
     b.position_at_end(step)
     for phi, value in zip((w, waiting, any_, all_, yielded), (b.add(w, I32(1)), *after),
@@ -178,15 +178,16 @@ def _uniform_round(r: _Rounds, point: int, general: ll.Block, general_phis) -> l
     return entry
 
 
-def _skip_rest(r: _Rounds, frame, w, result, loop) -> None:
+def _skip_rest(r: _Rounds, frame, w, result, point: int, loop) -> None:
     """A warp's result with SKIP_REST (idle_warps.py): it waits as its result says, every
-    later warp takes the frame slots r.skip_slots from it and waits there too, and the round
-    ends (the loop's head with w = the warp count). The builder goes on where the result has
-    no such bit."""
+    later warp takes the frame slots r.skip_slots from it and waits there too (its status
+    is written where that is not this round's `point`, which it names already), and the
+    round ends (the loop's head with w = the warp count). The builder goes on where the
+    result has no such bit."""
     b, fn = r.b, r.fn
     head, _, waiting, any_, all_, yielded = loop
-    rest, copy, copied, plain = (fn.append_basic_block(n) for n in (
-        "skip_rest", "skip_copy", "skip_copied", "skip_plain"))
+    rest, copy, copied, moved, step, plain = (fn.append_basic_block(n) for n in (
+        "skip_rest", "skip_copy", "skip_copied", "skip_moved", "skip_step", "skip_plain"))
     # (the bit of a wait: failures and an exit, -1, are negative and have it too)
     b.cbranch(b.icmp_signed(">", b.and_(result, I32(SKIP_REST | -(1 << 31))), I32(0)), rest,
               plain)
@@ -209,8 +210,12 @@ def _skip_rest(r: _Rounds, frame, w, result, loop) -> None:
     later, status = r.frame(other)
     for offset, value in values:
         b.store(value, b.gep(later, [I64(offset)], source_etype=I8))
+    b.cbranch(b.icmp_unsigned("!=", waits, I32(WHOLE_AT + point)), moved, step)
+    b.position_at_end(moved)
     b.store(waits, status)
-    other.add_incoming(b.add(other, I32(1)), copied)
+    b.branch(step)
+    b.position_at_end(step)
+    other.add_incoming(b.add(other, I32(1)), step)
     b.branch(copy)
     for phi, value in zip((w, waiting, any_, all_, yielded), ends, strict=True):
         phi.add_incoming(value, copy)
