@@ -19,6 +19,7 @@ from ptxport.codegen.targets.cpu.gang.build import build_gang
 from ptxport.codegen.targets.cpu.options import CpuOptions
 from ptxport.ir.from_ptx import build
 from ptxport.ptx.parser import parse
+from ptxport.runtime.program import ObjectCode
 
 SOURCE = r"""
 // TEST: the level's test. Up-sweep-like levels (d halves, off doubles) then down-sweep-like
@@ -159,11 +160,14 @@ def test_idle_warps_agree(cpu_options, name, block, quit):
         np.testing.assert_array_equal(on, _reference(name, x, block, quit).astype(np.int32))
 
 
-def _skips(name: str, block: tuple[int, int, int]) -> bool:
+def _skips_ptx(ptx: str, name: str, block: tuple[int, int, int]) -> bool:
     """Whether run_blocks may end a uniform round for the later warps (its skip path)."""
-    ptx = Program(SOURCE, code_type="c++").compile("ptx").code
     llmod, _ = build_gang(build(parse(ptx)), name, block, CpuOptions())
     return "skip_rest" in str(llmod)
+
+
+def _skips(name: str, block: tuple[int, int, int]) -> bool:
+    return _skips_ptx(Program(SOURCE, code_type="c++").compile("ptx").code, name, block)
 
 
 @pytest.mark.parametrize("name, block, skips", [
@@ -177,3 +181,62 @@ def _skips(name: str, block: tuple[int, int, int]) -> bool:
 ])
 def test_which_kernels_skip(name, block, skips):
     assert _skips(name, block) == skips
+
+
+def _levels_ptx(label: str) -> str:
+    """Levels of `t < d` (d = ntid, halved each level) summing d per thread; `label` after
+    the loop's barrier (a branch never taken goes there) ends its block there (an empty
+    segment after it, the test in a block of its own: nothing is skipped) or, empty, keeps
+    the test in the barrier's block."""
+    return f""".version 7.8
+.target sm_80
+.address_size 64
+.visible .entry levels(.param .u64 out)
+{{
+.reg .pred %p<3>; .reg .b32 %r<8>; .reg .b64 %rd<4>;
+ld.param.u64 %rd1, [out];
+mov.u32 %r1, %tid.x;
+mov.u32 %r2, %ntid.x;
+mov.u32 %r3, 0;
+{"setp.eq.u32 %p0, %r2, 0;" if label else ""}
+{"@%p0 bra TEST;" if label else ""}
+LOOP:
+bar.sync 0;
+{label}
+setp.lt.u32 %p1, %r1, %r2;
+@!%p1 bra IDLE;
+add.s32 %r3, %r3, %r2;
+IDLE:
+shr.u32 %r2, %r2, 1;
+setp.ne.s32 %p2, %r2, 0;
+@%p2 bra LOOP;
+bar.sync 0;
+mov.u32 %r4, %ctaid.x;
+mov.u32 %r6, %ntid.x;
+mad.lo.s32 %r5, %r4, %r6, %r1;
+mul.wide.u32 %rd2, %r5, 4;
+add.s64 %rd3, %rd1, %rd2;
+st.global.u32 [%rd3], %r3;
+ret;
+}}
+"""
+
+
+@pytest.mark.parametrize("label, skips", [("", True), ("TEST:", False)])
+@pytest.mark.parametrize("gang", [True, False])
+def test_levels_in_ptx(cpu_options, label, skips, gang):
+    cpu_options(gang=gang)
+    block = 256
+    assert _skips_ptx(_levels_ptx(label), "levels", (block, 1, 1)) == skips
+    kernel = ObjectCode(_levels_ptx(label), build(parse(_levels_ptx(label))),
+                        "levels.ptx").get_kernel("levels")
+    dev = Device("cpu")
+    stream = dev.create_stream()
+    out = np.zeros(2 * block, np.uint32)
+    buf = dev.allocate(out.nbytes, stream=stream)
+    launch(stream, LaunchConfig(grid=2, block=block), kernel, buf)
+    buf.copy_to(out, stream=stream)
+    stream.sync()
+    t = np.arange(block)
+    expected = sum(np.where(t < d, d, 0) for d in (256, 128, 64, 32, 16, 8, 4, 2, 1))
+    np.testing.assert_array_equal(out, np.tile(expected, 2))

@@ -198,10 +198,9 @@ def plan(fl: GangLowering, kernel: ir.Function, segments: list[Segment], offsets
         if found is not None and found[0].operands[0] not in frame_slots \
                 and _stable_side(fl, codes[s.number][-1], found[1]) in fl.idle_safe:
             fl.idle_tests[id(codes[s.number][-1])] = found[1]
+    tested = [code for code in codes.values() if code and id(code[-1]) in fl.idle_tests]
     written = set().union(*(may_write(i) for n in fl.idle_safe for i in codes[n]),
-                          *(may_write(i) for s in segments if s.block is not None
-                            and id(codes[s.number][-1]) in fl.idle_tests
-                            for i in codes[s.number]))
+                          *(may_write(i) for code in tested for i in code))
     copies = sorted((reg for reg in written if reg in frame_slots), key=lambda r: r.name)
     if not fl.idle_tests or any(reg not in fl.uniform or reg not in uniform for reg in copies):
         return
