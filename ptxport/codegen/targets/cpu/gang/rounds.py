@@ -186,6 +186,7 @@ def _skip_rest(r: _Rounds, frame, w, result, point: int, loop) -> None:
     result has no such bit."""
     b, fn = r.b, r.fn
     head, _, waiting, any_, all_, yielded = loop
+    # (a slot is 8 bytes where its offset is a multiple of 4: after the 4-byte predicates)
     rest, copy, copied, moved, step, plain = (fn.append_basic_block(n) for n in (
         "skip_rest", "skip_copy", "skip_copied", "skip_moved", "skip_step", "skip_plain"))
     # (the bit of a wait: failures and an exit, -1, are negative and have it too)
@@ -197,7 +198,7 @@ def _skip_rest(r: _Rounds, frame, w, result, point: int, loop) -> None:
     for offset, size in r.skip_slots:
         for k in range(0, size, 8):
             slot = b.gep(frame, [I64(offset + k)], source_etype=I8)
-            values.append((offset + k, b.load(slot, typ=I64)))
+            values.append((offset + k, b.load(slot, typ=I64, align=4)))
     b.store(waits, b.gep(frame, [I64(STATUS)], source_etype=I8))
     ends = (r.warps, I1(1), b.or_(any_, waits), b.and_(all_, waits), yielded)
     first, start = b.add(w, I32(1)), b.block
@@ -209,7 +210,7 @@ def _skip_rest(r: _Rounds, frame, w, result, point: int, loop) -> None:
     b.position_at_end(copied)
     later, status = r.frame(other)
     for offset, value in values:
-        b.store(value, b.gep(later, [I64(offset)], source_etype=I8))
+        b.store(value, b.gep(later, [I64(offset)], source_etype=I8), align=4)
     b.cbranch(b.icmp_unsigned("!=", waits, I32(WHOLE_AT + point)), moved, step)
     b.position_at_end(moved)
     b.store(waits, status)
