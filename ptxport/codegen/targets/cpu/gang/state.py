@@ -30,7 +30,7 @@ from ptxport.codegen.targets.cpu.gang.lanes import (
 )
 from ptxport.codegen.targets.cpu.options import CpuOptions
 from ptxport.codegen.targets.cpu.target import CpuTarget
-from ptxport.errors import InternalError, PtxportError
+from ptxport.errors import PtxportError
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import constant_registers as _constant_registers
 from ptxport.ir.analysis import uses_and_defs
@@ -453,11 +453,7 @@ class GangLowering(FunctionLowering):
         except (PtxportError, GangUnsupported):
             raise
         except Exception as e:   # a bug of ours: said as one, with the instruction at fault
-            where = self.module.location(inst.pos)
-            raise InternalError(
-                f"{where or self.function.name}: ptxport failed to compile '{inst.spec.text}' "
-                f"as warp gangs ({type(e).__name__}: {e}); this is a bug in ptxport: please "
-                "report it with the PTX") from e
+            raise self.internal_error(inst, e, "as warp gangs") from e
 
     def _lower_on_lanes(self, inst):
         self.inst = inst
