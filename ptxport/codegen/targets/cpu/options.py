@@ -36,6 +36,11 @@ class CpuOptions:
         (reduce_shared 30-45% faster on one core and 16, reduce_warp 5-10%, histogram and
         saxpy within the noise; softmax's row loops 3-15% slower, hence the 64:
         docs/cpu-target-measurements.md, "Interleaved warps").
+    skip_idle_warps : bool
+        In warp gangs' uniform rounds, end a round at the first warp that a test of
+        threadIdx.x leaves idle where every later warp would be idle too and run the same
+        memoryless code up to the next barrier (gang/idle_warps.py); False resumes every
+        warp (to measure what it gains).
     """
 
     gang: bool = True
@@ -43,6 +48,7 @@ class CpuOptions:
     if_convert: bool = True
     hoist_checks: bool = True
     interleave_passes: int = 4
+    skip_idle_warps: bool = True
 
     def key(self) -> dict[str, bool | int]:
         """The choices as plain data, for cache keys."""

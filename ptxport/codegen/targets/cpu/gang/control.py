@@ -10,6 +10,7 @@ from ptxport.codegen.lower import (
     I1,
     I32,
 )
+from ptxport.codegen.targets.cpu.gang import idle_warps
 from ptxport.codegen.targets.cpu.gang.full_entries import entry, is_full
 from ptxport.codegen.targets.cpu.gang.interleave import lower_yield
 from ptxport.codegen.targets.cpu.gang.lanes import (
@@ -19,7 +20,6 @@ from ptxport.codegen.targets.cpu.gang.lanes import (
     NOT_MEMBER,
     RESUME,
     RESUME_LANES,
-    WHOLE_AT,
     W,
     is_vec,
     vec,
@@ -202,7 +202,7 @@ def block_barrier(fl: GangLowering, inst: ir.Instruction) -> None:
         ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "==", fl.bits(fl.mask),
                                                            I32(FULL)), whole, part)
         b.position_at_end(whole)
-        b.ret(I32(WHOLE_AT + following.number))
+        b.ret(idle_warps.whole_wait(fl, following.number))
         b.position_at_end(part)
         b.store(I32(following.number), fl.frame_field(RESUME))
         b.store(fl.bits(fl.mask), fl.frame_field(RESUME_LANES))

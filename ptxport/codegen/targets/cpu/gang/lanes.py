@@ -26,6 +26,9 @@ CONTINUE, WHOLE_AT = 2, 3
 # (BARRIER or WHOLE_AT + the segment) with this bit set: the round loop resumes the warps
 # that yielded before any that waits at a barrier.
 YIELDED = 1 << 24
+# ... or, in a uniform round, WHOLE_AT + the segment with this bit set: every later warp
+# would run what this one ran and wait where it waits (idle_warps.py).
+SKIP_REST = 1 << 23
 DEADLOCK = -(1 << 25)       # lanes wait at a warp operation for members that never come
 NOT_MEMBER = -(1 << 25) - 1  # a lane executes a warp operation whose mask does not name it
 # The warp frame: run_blocks' status word, the parked lanes, where the warp resumes when all

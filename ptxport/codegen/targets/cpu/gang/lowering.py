@@ -46,7 +46,7 @@ from ptxport.codegen.lower import (
     loop_headers,
 )
 from ptxport.codegen.targets.cpu.abi import CTX
-from ptxport.codegen.targets.cpu.gang import nan_shadows, params, reloads, windows
+from ptxport.codegen.targets.cpu.gang import idle_warps, nan_shadows, params, reloads, windows
 from ptxport.codegen.targets.cpu.gang.async_copy import lower_cp
 from ptxport.codegen.targets.cpu.gang.atomics import lower_atom
 from ptxport.codegen.targets.cpu.gang.chains import balance_chains, interleave_chains
@@ -348,6 +348,7 @@ def _frame_registers(fl: GangLowering, kernel: ir.Function, segments: list[Segme
     rebuilt = _rebuilt_registers(fl, registers)
     offsets = _frame_layout(fl, registers + kept, rebuilt)
     fl.frame_bytes = offsets[""]
+    idle_warps.plan(fl, kernel, segments, offsets, set(registers) - set(rebuilt))
     # then, where the kernel widens, the flag of classify.check_widening: no widening of
     # the warp has wrapped
     fl.exact_offset = None
@@ -555,6 +556,7 @@ def _lower_segments(fl: GangLowering, kernel: ir.Function, gang: ll.Function,
         for lanes, block in copies:
             b.position_at_end(block)
             fl.mask = lanes
+            idle_warps.enter(fl, s)
             fl.forget_segment(s.block.instructions[s.start:s.end])
             fl.local_forms = {}
             _lower_code(fl, s.block.instructions[s.start:s.end])
@@ -591,6 +593,8 @@ def _lower_one(fl: GangLowering, inst: ir.Instruction) -> None:
     reloads.before(fl, inst)
     check_widening(fl, inst)
     shadow = nan_shadows.before(fl, inst)
+    if inst.opcode == "bra":
+        idle_warps.before_branch(fl, inst)
     fl.lower_instruction(inst)
     nan_shadows.after(fl, inst, shadow)
     track_forms(fl, inst)

@@ -29,6 +29,7 @@ from ptxport.codegen.targets.cpu.entry import open_block_loop
 from ptxport.codegen.targets.cpu.gang.lanes import (
     CONTINUE,
     SCRATCH_LANE,
+    SKIP_REST,
     STATUS,
     WHOLE_AT,
     YIELDED,
@@ -64,6 +65,7 @@ class _Rounds:
         self.failures: list = []        # (result, warp, block) of each failing call
         self.ends: list = []    # (block, waiting, any, all, yielded) where a round ends
         self.yields = False     # whether the gang function may yield (interleave.py)
+        self.skip_slots = None      # (offset, bytes) a skipped warp takes (idle_warps.py)
 
     def frame(self, w):
         b = self.b
@@ -165,6 +167,8 @@ def _uniform_round(r: _Rounds, point: int, general: ll.Block, general_phis) -> l
                           strict=True):
         phi.add_incoming(value, body)
     b.position_at_end(stay)
+    if r.skip_slots is not None:
+        _skip_rest(r, frame, w, result, point, (head, w, waiting, any_, all_, yielded))
     after = r.ran(w, result, waiting, any_, all_, yielded, step)
     b.position_at_end(step)
     for phi, value in zip((w, waiting, any_, all_, yielded), (b.add(w, I32(1)), *after),
@@ -194,6 +198,51 @@ def _copy_params(r: _Rounds, fields: dict) -> None:
                 align=alignment(PARAMS_AT + offset, typ))
 
 
+def _skip_rest(r: _Rounds, frame, w, result, point: int, loop) -> None:
+    """A warp's result with SKIP_REST (idle_warps.py): it waits as its result says, every
+    later warp takes the frame slots r.skip_slots from it and waits there too (its status
+    is written where that is not this round's `point`, which it names already), and the
+    round ends (the loop's head with w = the warp count). The builder goes on where the
+    result has no such bit."""
+    b, fn = r.b, r.fn
+    head, _, waiting, any_, all_, yielded = loop
+    # (a slot is 8 bytes where its offset is a multiple of 4: after the 4-byte predicates)
+    rest, copy, copied, moved, step, plain = (fn.append_basic_block(n) for n in (
+        "skip_rest", "skip_copy", "skip_copied", "skip_moved", "skip_step", "skip_plain"))
+    # (the bit of a wait: failures and an exit, -1, are negative and have it too)
+    b.cbranch(b.icmp_signed(">", b.and_(result, I32(SKIP_REST | -(1 << 31))), I32(0)), rest,
+              plain)
+    b.position_at_end(rest)
+    waits = b.xor(result, I32(SKIP_REST))
+    values = []
+    for offset, size in r.skip_slots:
+        for k in range(0, size, 8):
+            slot = b.gep(frame, [I64(offset + k)], source_etype=I8)
+            values.append((offset + k, b.load(slot, typ=I64, align=4)))
+    b.store(waits, b.gep(frame, [I64(STATUS)], source_etype=I8))
+    ends = (r.warps, I1(1), b.or_(any_, waits), b.and_(all_, waits), yielded)
+    first, start = b.add(w, I32(1)), b.block
+    b.branch(copy)
+    b.position_at_end(copy)
+    other = b.phi(I32, "skipped")
+    other.add_incoming(first, start)
+    b.cbranch(b.icmp_unsigned("<", other, r.warps), copied, head)
+    b.position_at_end(copied)
+    later, status = r.frame(other)
+    for offset, value in values:
+        b.store(value, b.gep(later, [I64(offset)], source_etype=I8), align=4)
+    b.cbranch(b.icmp_unsigned("!=", waits, I32(WHOLE_AT + point)), moved, step)
+    b.position_at_end(moved)
+    b.store(waits, status)
+    b.branch(step)
+    b.position_at_end(step)
+    other.add_incoming(b.add(other, I32(1)), step)
+    b.branch(copy)
+    for phi, value in zip((w, waiting, any_, all_, yielded), ends, strict=True):
+        phi.add_incoming(value, copy)
+    b.position_at_end(plain)
+
+
 def _copy_block_fields(r: _Rounds, fields: dict) -> None:
     """The block's copy of the context's `fields` ((offset, type name) -> type: those the
     gang function reads), made where a block starts: on run_blocks' stack and read by the
@@ -208,7 +257,8 @@ def _copy_block_fields(r: _Rounds, fields: dict) -> None:
 
 def build_run_blocks(llmod: ll.Module, gang: ll.Function, warp_frame: int,
                      block: tuple[int, int, int], points: list[int],
-                     fields: dict, yield_points=frozenset(), params=None) -> None:
+                     fields: dict, yield_points=frozenset(), params=None,
+                     skip_slots=None) -> None:
     """i64 run_blocks(ctx, frames, frame_size, nthreads, first, count, status*): blocks
     first..first+count-1, each warp by warp in rounds until every warp has exited; -1, or
     (block << 32 | thread) of the lane that faulted or waits forever, its status in *status.
@@ -216,10 +266,13 @@ def build_run_blocks(llmod: ll.Module, gang: ll.Function, warp_frame: int,
     uniform round); `fields`: the context's fields the gang function reads ((offset, type
     name) -> type), copied as each block starts; `yield_points`: those of `points` where
     warps may also yield (interleave.py); `params`: the parameters' bytes it reads from the
-    copy (params.py), copied as run_blocks starts."""
+    copy (params.py), copied as run_blocks starts; `skip_slots`: where the gang function
+    may end a uniform round for the later warps (idle_warps.py), the frame slots (offset,
+    bytes) they take from the warp that ended it (None: it never does)."""
     nthreads = block[0] * block[1] * block[2]      # (the executor passes the same)
     r = _Rounds(llmod, gang, warp_frame, (nthreads + W - 1) // W, nthreads)
     r.yields = bool(yield_points)
+    r.skip_slots = skip_slots
     b, fn = r.b, r.fn
     _copy_params(r, params or {})
     n, block_body, block_next = open_block_loop(b, r.ctx, fn.args[4], fn.args[5])
