@@ -185,9 +185,12 @@ class GangLowering(FunctionLowering):
         # the groups with a guarded access (whose range test may fail where no access faults)
         self.window_checks: list = []
         self.guarded_groups: set = set()
-        # ids of the shared accesses checked before their loop (passes/hoist_checks.py):
-        # checks.py emits no check for them
+        # ids of the shared accesses checked before their loop (passes/hoist_checks.py)
         self.prechecked: frozenset = frozenset()
+        # passes/hoist_global_checks.py's GlobalChecks (lowering.py), and memory.py's way
+        # for lanes that passed a loop's test (True) or did not (False), else None
+        self.range_tests, self.loop_checked, self.range_kept = {}, {}, set()
+        self.loop_check_state: bool | None = None
         self.constants = _constant_registers(function)
         # whether accesses from a base register stream (streams.py), and its table of writes
         self.streams: dict = {}
@@ -444,6 +447,10 @@ class GangLowering(FunctionLowering):
     # instructions
 
     def lowering_for(self, inst):
+        if id(inst) in self.range_tests:     # (not an opcode: lowering.py's own key)
+            return self.lowerings["range-test"]
+        if id(inst) in self.range_kept:
+            return self.lowerings["range-kept"]
         own = self.lowerings.get(inst.opcode)
         return own or LOWERINGS.get(inst.opcode)
 
