@@ -51,6 +51,7 @@ from ptxport.ir.analysis import may_write, state_space
 from ptxport.ir.from_ptx import link_blocks
 from ptxport.ir.types import TYPES
 from ptxport.passes import PassResult
+from ptxport.passes.hoist_checks import copy_blocks
 from ptxport.ptx.ast import IntImm
 
 __all__ = ["GlobalChecks", "hoist_global_checks", "run"]
@@ -483,13 +484,6 @@ def _signed64(v: int) -> int:
     return v - (1 << 64) if v >> 63 else v
 
 
-def _copy(kernel: ir.Function, moved: dict) -> ir.Function:
-    """A copy of `kernel` with blocks of its own (instructions shared); `moved` gets
-    id(block or branch of kernel) -> its replacement."""
-    from ptxport.passes.hoist_checks import _copy as copy
-    return copy(kernel, moved)
-
-
 def hoist_global_checks(kernel: ir.Function, block: tuple[int, int, int]
                         ) -> tuple[ir.Function, list[str], GlobalChecks, dict]:
     """`kernel` with each qualifying loop's test at its entry (module docstring; `kernel`
@@ -502,7 +496,7 @@ def hoist_global_checks(kernel: ir.Function, block: tuple[int, int, int]
     if not loops:
         return kernel, [], found, {}
     moved: dict = {}
-    f, specs, notes = _copy(kernel, moved), _specs(), []
+    f, specs, notes = copy_blocks(kernel, moved), _specs(), []
     for loop in loops:
         code = _plan(f, loop, specs, found)
         if code is None:
