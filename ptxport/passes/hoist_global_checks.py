@@ -87,6 +87,7 @@ _SNIPPET = """
     setp.ge.s64 %p0, %rd0, %rd1;
     setp.le.s64 %p0, %rd0, %rd1;
     and.pred %p0, %p1, %p2;
+    setp.eq.s64 %p0, %rd0, %rd1;
     add.s32 %r0, %r1, %r2;
     sub.s32 %r0, %r1, %r2;
     mul.lo.s32 %r0, %r1, %r2;
@@ -96,7 +97,31 @@ _SNIPPET = """
 """
 
 _NAMES = ("sext", "zext", "add", "sub", "mul", "shl", "smax", "umin", "umax", "sshr", "sdiv",
-          "ge", "le", "and_", "add32", "sub32", "mul32", "shl32")
+          "ge", "le", "and_", "same", "add32", "sub32", "mul32", "shl32")
+
+
+def _s64(v: int) -> int:
+    return _signed64(v)
+
+
+# the emitted instructions a constant's operands fold to a constant (two's complement, 64
+# bits; the 32-bit ones' values are only ever widened after: cvt.s64.s32 of them folds as
+# sext or zext of the low 32 bits; sdiv's dividend is never negative)
+_FOLD = {"add": lambda a, b: _s64(a + b), "sub": lambda a, b: _s64(a - b),
+         "mul": lambda a, b: _s64(a * b), "shl": lambda a, n: _s64(a << n),
+         "smax": lambda a, b: max(_s64(a), _s64(b)), "sshr": lambda a, n: _s64(a) >> n,
+         "sdiv": lambda a, b: _s64(a) // b, "sext": lambda a: _signed32(a),
+         "zext": lambda a: a & 0xFFFFFFFF,
+         "add32": lambda a, b: (a + b) & 0xFFFFFFFF, "sub32": lambda a, b: (a - b) & 0xFFFFFFFF,
+         "mul32": lambda a, b: (a * b) & 0xFFFFFFFF, "shl32": lambda a, n: (a << n) & 0xFFFFFFFF}
+
+
+_COMMUTE = frozenset(("add", "mul", "umin", "umax", "smax", "add32", "mul32", "and_"))
+
+
+class _Never(Exception):
+    """A condition of the test that fails whatever the run: the access (or loop) is left
+    as it is."""
 
 
 def _specs() -> dict:
@@ -105,7 +130,7 @@ def _specs() -> dict:
 
     insts = list(build(parse(_SNIPPET, "<hoist_global_checks>")).functions["snippet"]
                  .instructions())
-    return dict(zip(_NAMES, (i.spec for i in insts), strict=False))
+    return dict(zip(_NAMES, (i.spec for i in insts[:len(_NAMES)]), strict=True))
 
 
 @dataclasses.dataclass
@@ -140,14 +165,24 @@ class _Emitter:
         self.f, self.specs, self.pos, self.out = f, specs, pos, []
         self.conditions: list = []
 
-    def emit(self, name: str, kind: str, *operands) -> ir.Register:
+    def emit(self, name: str, kind: str, *operands):
+        """The register `name`'s instruction writes (a constant where its operands are)."""
+        if name in _FOLD and all(isinstance(o, IntImm) for o in operands):
+            return IntImm(_FOLD[name](*(o.value for o in operands)))
+        if name in _COMMUTE and isinstance(operands[0], IntImm):     # (the register first)
+            operands = operands[::-1]
         reg_name = f"%gchecked{len(self.f.registers)}"
         reg = self.f.registers[reg_name] = ir.Register(reg_name, TYPES[kind])
         self.out.append(ir.Instruction(self.specs[name], (reg, *operands), pos=self.pos))
         return reg
 
     def within(self, value, low: int, high: int) -> None:
-        """A condition: low <= value <= high (s64)."""
+        """A condition: low <= value <= high (s64); a constant's is decided here (_Never
+        where it fails)."""
+        if isinstance(value, IntImm):
+            if not low <= _signed64(value.value) <= high:
+                raise _Never
+            return
         self.conditions.append(self.emit("ge", "pred", value, IntImm(low)))
         self.conditions.append(self.emit("le", "pred", value, IntImm(high)))
 
@@ -431,40 +466,35 @@ def _plan(f: ir.Function, loop: _Loop, specs: dict, found: GlobalChecks) -> list
     qualifies."""
     blocks = f.blocks[loop.h:loop.t + 1]
     em = _Emitter(f, specs, blocks[0].pos)
-    last = _iterations(loop, em)
+    try:
+        last = _iterations(loop, em)
+    except _Never:
+        return None
     linear = _Linear(loop, blocks, em, last)
     ranges, checked, seen = [], [], {}
     for bi, ii, inst, address in _accesses(blocks):
         mark = (len(em.out), len(em.conditions))
-        form = linear.of(address.base, (bi, ii), True)
-        if form is None:
+        try:
+            found_range = _range(em, linear, inst, address, (bi, ii), last)
+        except _Never:
+            found_range = None
+        if found_range is None:
             del em.out[mark[0]:], em.conditions[mark[1]:]
+            linear.memo.clear()
+            linear.defined.clear()
             continue
-        vec = inst.spec.get("vec")
-        size = TYPES[inst.spec.types[-1]].bits // 8 * (int(vec[1:]) if vec else 1)
-        v0, d = form
-        if isinstance(v0, IntImm):
-            del em.out[mark[0]:], em.conditions[mark[1]:]
-            continue
-        first = em.emit("add", "u64", v0, IntImm(address.offset))
-        if d is None:
-            lo, hi = first, em.emit("add", "u64", first, IntImm(size))
-        else:
-            if not isinstance(d, IntImm):
-                em.within(d, -_MOST_STEP, _MOST_STEP)
-            elif abs(_signed64(d.value)) > _MOST_STEP:
-                del em.out[mark[0]:], em.conditions[mark[1]:]
-                continue
-            end = em.emit("add", "u64", first, em.emit("mul", "s64", last, d))
-            lo = em.emit("umin", "u64", first, end)
-            hi = em.emit("add", "u64", em.emit("umax", "u64", first, end), IntImm(size))
+        lo, hi, key = found_range
         checked.append(inst)
-        if seen.setdefault((id(v0), id(d), address.offset, size), lo) is lo:
+        if seen.setdefault(key, lo) is lo:
             ranges.append((lo, hi))
         else:       # (the same range as an access before: its instructions dropped)
             del em.out[mark[0]:], em.conditions[mark[1]:]
+            linear.memo.clear()
+            linear.defined.clear()
     if not ranges:
         return None
+    if not em.conditions:       # (all decided when compiling: the allocations' test alone)
+        em.conditions.append(em.emit("same", "pred", ranges[0][0], ranges[0][0]))
     ok = em.conditions[0]
     for c in em.conditions[1:]:
         ok = em.emit("and_", "pred", ok, c)
@@ -477,6 +507,30 @@ def _plan(f: ir.Function, loop: _Loop, specs: dict, found: GlobalChecks) -> list
     latch = blocks[-1].instructions
     latch.insert(len(latch) - 1, keep)
     return em.out
+
+
+def _range(em: _Emitter, linear: _Linear, inst: ir.Instruction, address: ir.Address,
+           at: tuple, last) -> tuple | None:
+    """(lo, hi, key) of an access's range over the loop (its lanes' own), or None where its
+    address has no linear form; key: alike for accesses of the same range."""
+    form = linear.of(address.base, at, True)
+    if form is None:
+        return None
+    vec = inst.spec.get("vec")
+    size = TYPES[inst.spec.types[-1]].bits // 8 * (int(vec[1:]) if vec else 1)
+    v0, d = form
+    if isinstance(v0, IntImm):
+        return None
+    first = em.emit("add", "u64", v0, IntImm(address.offset))
+    if d is None:
+        return first, em.emit("add", "u64", first, IntImm(size)), (id(v0), None,
+                                                                     address.offset, size)
+    em.within(d, -_MOST_STEP, _MOST_STEP)
+    end = em.emit("add", "u64", first, em.emit("mul", "s64", last, d))
+    lo = em.emit("umin", "u64", first, end)
+    hi = em.emit("add", "u64", em.emit("umax", "u64", first, end), IntImm(size))
+    key = (id(v0), ("imm", d.value) if isinstance(d, IntImm) else id(d), address.offset, size)
+    return lo, hi, key
 
 
 def _signed64(v: int) -> int:

@@ -93,3 +93,83 @@ def test_a_load_past_the_end_of_a_faults_where_it_runs(cpu_options, hoist):
     assert text.startswith(f"kernel 'sgemm_tiled' read 4 bytes at address "
                            f"{base + 4 * (31 * 32 + 24):#x}, outside every allocation, at line "
                            f"{line} in block (0, 1, 0), thread 248;"), text
+
+
+# thread t of a 64-thread block (two warps) sums a[i * 64 + t] (or, DOWN, a[(m - 1 - i) * 64
+# + t]) over i < m, a barrier in every pass; BOUND: the loop's bound, the parameter m or a
+# constant
+ROWS = """.version 7.8
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 a, .param .u64 out, .param .u32 m)
+{
+.reg .b32 %r<8>; .reg .b64 %rd<8>; .reg .pred %p<2>;
+ld.param.u64 %rd1, [a]; ld.param.u64 %rd2, [out]; ld.param.u32 %r1, [m];
+mov.u32 %r2, %tid.x;
+mul.wide.u32 %rd3, %r2, 4; add.s64 %rd4, %rd1, %rd3;
+START
+mov.u32 %r3, 0; mov.u32 %r4, 0;
+LOOP:
+ld.global.u32 %r5, [%rd4];
+add.s32 %r4, %r4, %r5;
+bar.sync 0;
+add.s64 %rd4, %rd4, STEP; add.s32 %r3, %r3, 1;
+setp.lt.s32 %p1, %r3, BOUND;
+@%p1 bra LOOP;
+add.s64 %rd5, %rd2, %rd3; st.global.u32 [%rd5], %r4;
+ret;
+}
+"""
+
+
+def _rows(words: int, m: int, bound: str, down: bool):
+    ptx = ROWS.replace("BOUND", bound).replace("STEP", "-256" if down else "256").replace(
+        "START", "add.s32 %r6, %r1, -1; mul.wide.s32 %rd6, %r6, 256; add.s64 %rd4, %rd4, %rd6;"
+        if down else "")
+    dev = Device("cpu")
+    stream = dev.create_stream()
+    kernel = Program(ptx, code_type="ptx").compile("native").get_kernel("k")
+    a = np.arange(words, dtype=np.uint32)
+    out = np.zeros(64, np.uint32)
+    bufs = [dev.allocate(x.nbytes, stream=stream) for x in (a, out)]
+    bufs[0].copy_from(a, stream=stream)
+    try:
+        launch(stream, LaunchConfig(grid=1, block=64), kernel, *bufs, np.uint32(m))
+        bufs[1].copy_to(out, stream=stream)
+        stream.sync()
+    except IllegalAddressError as e:
+        return ptx, int(bufs[0].handle), str(e)
+    assert kernel._binary(dev).gang_refusal is None
+    return ptx, int(bufs[0].handle), out
+
+
+@pytest.mark.parametrize("hoist", [True, False])
+@pytest.mark.parametrize("bound", ["%r1", "5"])
+@pytest.mark.parametrize("down", [False, True])
+def test_rows_summed_across_barriers(cpu_options, hoist, bound, down):
+    cpu_options(hoist_global_checks=hoist)
+    _, _, out = _rows(64 * 5, 5, bound, down)
+    assert (out == np.arange(64 * 5).reshape(5, 64).sum(axis=0)).all()
+
+
+@pytest.mark.parametrize("hoist", [True, False])
+@pytest.mark.parametrize("bound", ["%r1", "5"])
+@pytest.mark.parametrize("down", [False, True])
+def test_a_row_past_the_end_faults_at_its_first_lane(cpu_options, hoist, bound, down):
+    # the buffer ends 40 words into row 4: up, row 4 is the last pass's, and thread 40 (of
+    # the second warp) the first outside; down, row 4 is the first pass's
+    cpu_options(hoist_global_checks=hoist)
+    ptx, base, text = _rows(64 * 4 + 40, 5, bound, down)
+    line = next(i for i, s in enumerate(ptx.splitlines(), 1) if "ld.global" in s)
+    assert text.startswith(f"kernel 'k' read 4 bytes at address {base + 4 * (64 * 4 + 40):#x}, "
+                           f"outside every allocation, at line {line} in block (0, 0, 0), "
+                           f"thread 40;"), text
+
+
+def test_the_rows_loop_has_its_test():
+    for bound in ("%r1", "5"):
+        for down in (False, True):
+            ptx = ROWS.replace("BOUND", bound).replace("STEP", "-256" if down else "256")
+            kernel = build(parse(ptx.replace("START", ""), "rows.ptx")).functions["k"]
+            _, notes, found, _ = hoist_global_checks(kernel, (64, 1, 1))
+            assert len(notes) == 1 and len(found.checked) == 1, (bound, down)
