@@ -9,14 +9,15 @@ fails (a range that leaves its allocation, a value that may wrap), every access 
 itself as before, so an out-of-bounds access still faults at its turn, with its own error.
 
 The loop: blocks H..T in layout order, T ending in `@p bra H` (its one back edge), entered
-only at H, from the block E just before it (falling through), no block of it leaving but
-T (falling through); no ret, exit, trap, call or brx in it (barriers and warp operations
+only at H, from the block E just before it (E's test goes before its closing branch, if
+any), no block of it leaving but T (falling through); no ret, exit, trap, call or brx in it (barriers and warp operations
 may be there: nothing is copied, so every warp runs the same code). Its counter c is
 written once in the loop, `add.s32 c, c, s` in T (s > 0 a constant), last set in E to a
 constant x0 (`mov c, x0`); p is written once in the loop, `setp.lt.s32 p, c, B` after it in
 T, with B a constant or a register the loop does not write. The loop then runs for k = 0 ..
 last, last = max(0, ceil((B - x0) / s) - 1), where B + s - 1 does not wrap (tested at run
-time with the rest).
+time with the rest). Constants fold when compiling (a constant bound's last, a constant
+step's product); a test that fails whatever the run leaves the access (or loop) alone.
 
 An access qualifies when its address is a 64-bit register whose value at iteration k is
 v0 + d k, v0 and d computed at E: a register the loop does not write (d = 0), one it steps
@@ -24,7 +25,8 @@ once an iteration (`add r, r, step` in T, after the access, step a constant or a
 the loop does not write), or what an instruction earlier in the access's own block makes of
 such values by add, sub, mov, shl, mul.lo and mad.lo by loop-invariant values, and widening
 (cvt.{s,u}64.{s,u}32, mul.wide.{s,u}32). These are ring operations, so the value is v0 + d k
-mod 2^bits; a widening is exact where the 32-bit value at k = last, computed in 64 bits
+mod 2^bits (each ring operation's value at k = last is what the kernel computes there); a
+widening is exact where the 32-bit value at k = last, computed in 64 bits
 (v0 + d last), stays in its type's range (then, linear in k, so does every value between),
 and the address does not wrap where |d| <= 2^32 and last < 2^24 (tested at run time) and
 both ends lie in one allocation. Over the loop the lane's accesses lie in [min(v0, v0 + d
@@ -32,10 +34,17 @@ last) + offset, max(...) + offset + size): E gets, after its own instructions, e
 qualifying access's two ends and the tests, and one `and.pred ok, tests` that the gang
 lowering lowers as the whole test (`tests` below: the warp's active lanes' conditions all
 hold and each access's range, from the lowest lane's end to the highest's, lies in one
-allocation); `ok` is then true in each lane that entered the loop with such a test.
+allocation); `ok` is then true in each lane that entered the loop with such a test. T
+gets `and.pred ok, ok, ok` before its branch, which the lowering makes no code of: it reads
+ok there, so that ok is live through the loop (a warp's frame keeps it across barriers).
 
     E:  ...; lo = ..; hi = ..; conditions; ok = the test
-    H:  ... the loop, its accesses skipping their checks where every active lane has ok
+    H:  ... the loop; T: ...; (ok = ok); @p bra H
+
+The gang lowering (gang/memory.py's _twice) lowers each covered access twice, with no
+check of its own where every lane of the mask has ok, and as before where one does not.
+A per-lane ok, not a warp's, because the lanes of a warp may enter the loop apart (each
+lane's ok says its own range, with the others of its entry, passed).
 
 The rewritten kernel is a new function (the module's is not changed); the gang lowering
 applies the pass after hoist-checks (gang/build.py); `ptxport inspect --dump-after
@@ -559,9 +568,11 @@ def hoist_global_checks(kernel: ir.Function, block: tuple[int, int, int]
         insts = entry.instructions
         at = len(insts) - 1 if insts and insts[-1].opcode in ("bra", "brx") else len(insts)
         insts[at:at] = code
+        test = code[-1].operands[0]
         notes.append(f"the loop {f.blocks[loop.h].label}..{f.blocks[loop.t].label}: "
-                     f"{len(found.tests[id(code[-1])])} global access(es) checked once "
-                     f"before it")
+                     f"{sum(ok is test for ok in found.checked.values())} global "
+                     f"access(es) in {len(found.tests[id(code[-1])])} range(s) tested once "
+                     f"at its entry")
     if not notes:
         return kernel, [], GlobalChecks(), {}
     link_blocks(f)
