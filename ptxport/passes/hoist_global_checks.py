@@ -10,8 +10,9 @@ itself as before, so an out-of-bounds access still faults at its turn, with its 
 
 The loop: blocks H..T in layout order, T ending in `@p bra H` (its one back edge), entered
 only at H, from the block E just before it (E's test goes before its closing branch, if
-any), no block of it leaving but T (falling through); no ret, exit, trap, call or brx in it (barriers and warp operations
-may be there: nothing is copied, so every warp runs the same code). Its counter c is
+any), no block of it leaving but T (falling through); no ret, exit, trap, call or brx in
+it (barriers and warp operations may be there: nothing is copied, so every warp runs the
+same code). Its counter c is
 written once in the loop, `add.s32 c, c, s` in T (s > 0 a constant), last set in E to a
 constant x0 (`mov c, x0`); p is written once in the loop, `setp.lt.s32 p, c, B` after it in
 T, with B a constant or a register the loop does not write. The loop then runs for k = 0 ..
