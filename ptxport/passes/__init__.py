@@ -26,13 +26,15 @@ from ptxport.ir import nodes as ir
 __all__ = ["PASSES", "PassResult", "run_until", "dump"]
 
 # name -> the module that holds its run(), in pipeline order. The CPU target's warp-gang
-# path runs if-convert and hoist-checks, then the analyses up to lane-forms on the result;
-# its thread-by-thread path runs inline on the kernel as written (THREAD_PATH_START), then
-# plan-waits on the inlined kernel (the analyses pass the kernel on unchanged).
+# path runs if-convert, hoist-checks and hoist-global-checks, then the analyses up to
+# lane-forms on the result; its thread-by-thread path runs inline on the kernel as written
+# (THREAD_PATH_START), then plan-waits on the inlined kernel (the analyses pass the kernel
+# on unchanged).
 THREAD_PATH_START = "inline"
 PASSES = {
     "if-convert": "ptxport.passes.if_convert",    # short divergent ifs guarded (warp gangs)
     "hoist-checks": "ptxport.passes.hoist_checks",  # loops' shared checks once (warp gangs)
+    "hoist-global-checks": "ptxport.passes.hoist_global_checks",  # and global ones (gangs)
     "uniformity": "ptxport.passes.uniformity",    # registers alike in a warp's lanes
     "segment": "ptxport.passes.segment",          # warp-gang code segments
     "lane-offsets": "ptxport.passes.lane_offsets",  # lanes apart by constants (warp gangs)

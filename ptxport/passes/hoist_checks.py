@@ -49,7 +49,7 @@ from ptxport.passes import PassResult
 from ptxport.passes.uniformity import uniform_registers
 from ptxport.ptx.ast import IntImm
 
-__all__ = ["hoist_checks", "run"]
+__all__ = ["copy_blocks", "hoist_checks", "run"]
 
 # the largest range of the counter's values taken (a bound past this: the loop is left as
 # it is; also keeps every constant below well inside 64 bits)
@@ -450,7 +450,7 @@ class _Emitter:
         return ok
 
 
-def _copy(kernel: ir.Function, moved: dict) -> ir.Function:
+def copy_blocks(kernel: ir.Function, moved: dict) -> ir.Function:
     """A copy of `kernel` with blocks of its own (the instructions are shared, but for the
     branches, retargeted); `moved` gets id(block or branch of kernel) -> its replacement."""
     f = dataclasses.replace(kernel, registers=dict(kernel.registers), blocks=[])
@@ -551,7 +551,7 @@ def hoist_checks(kernel: ir.Function, block: tuple[int, int, int]
     if not plans:
         return kernel, [], frozenset(), {}, {}
     moved: dict = {}
-    f, specs, prechecked, notes, copies = _copy(kernel, moved), _specs(), set(), [], {}
+    f, specs, prechecked, notes, copies = copy_blocks(kernel, moved), _specs(), set(), [], {}
     for loop, spans, found in reversed(plans):     # (later loops first: indices hold)
         loop = dataclasses.replace(loop, block=f.blocks[loop.index])
         prechecked |= _version(f, loop, spans, found, specs, copies, moved)

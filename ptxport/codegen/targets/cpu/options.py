@@ -25,6 +25,11 @@ class CpuOptions:
     hoist_checks : bool
         Check the shared-memory accesses of counted one-block loops once before the loop
         (passes/hoist_checks.py) in warp gangs; False checks each at every iteration.
+    hoist_global_checks : bool
+        Test the range of each global access of a counted loop (barriers inside allowed)
+        once at the loop's entry (passes/hoist_global_checks.py) in warp gangs, the
+        accesses skipping their own checks where it held; False checks each at every
+        iteration (a tiled GEMM's tile loads).
     interleave_passes : int
         In warp gangs, a warp returns to the block's round loop every this many passes of
         a loop whose body has no barrier, warp operation or call (gang/interleave.py), so
@@ -47,6 +52,7 @@ class CpuOptions:
     full_mask_copies: bool = True
     if_convert: bool = True
     hoist_checks: bool = True
+    hoist_global_checks: bool = True
     interleave_passes: int = 4
     skip_idle_warps: bool = True
 

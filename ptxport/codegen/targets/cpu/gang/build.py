@@ -25,6 +25,7 @@ from ptxport.codegen.targets.cpu.runtime_functions import add_conversions
 from ptxport.errors import UnsupportedFeatureError
 from ptxport.ir import nodes as ir
 from ptxport.passes.hoist_checks import hoist_checks
+from ptxport.passes.hoist_global_checks import GlobalChecks, hoist_global_checks
 from ptxport.passes.if_convert import if_convert
 
 __all__ = ["GangUnsupported", "build_gang", "check_gang"]
@@ -57,6 +58,12 @@ def build_gang(module: ir.Module, kernel_name: str, block: tuple[int, int, int],
         skips.update((copies[k], v) for k, v in list(skips.items()) if k in copies)
         linear = {id(moved[k]) if k in moved else k: moved.get(id(v), v)
                   for k, v in linear.items()}
+    # loops' global accesses' ranges tested once at their entry (the test added there)
+    global_checks = GlobalChecks()
+    if options.hoist_global_checks:
+        kernel, _, global_checks, moved = hoist_global_checks(kernel, block)
+        linear = {id(moved[k]) if k in moved else k: moved.get(id(v), v)
+                  for k, v in linear.items()}
     # straight-line runs whose effects are all guarded by one predicate, skipped likewise
     skips.update(guarded_runs(kernel, skips))
     llmod = ll.Module(name=f"ptxport.gang.{kernel_name}")
@@ -79,7 +86,7 @@ def build_gang(module: ir.Module, kernel_name: str, block: tuple[int, int, int],
     gang.args[BLOCK_COPY].add_attribute("noalias")
     try:
         fl = lower_gang(module, kernel, gang, target, plan, block, options, linear,
-                        skips, prechecked)
+                        skips, prechecked, global_checks)
     except UnsupportedFeatureError as e:     # a shared lowering the gang path cannot use
         raise GangUnsupported(str(e)) from e
     scope_frame(gang, 1)

@@ -143,6 +143,42 @@ def smem_limit(fl: GangLowering, width: int):
     return fl.b.zext(limit, I64) if width == 64 else limit
 
 
+def lower_range_test(fl: GangLowering, inst: ir.Instruction) -> None:
+    """passes/hoist_global_checks.py's test at a loop's entry, `and.pred ok, c, c`: ok is
+    true (in the mask's lanes) where c holds in every lane of the mask and each of the
+    loop's accesses' ranges, from the lowest lane's lo to the highest lane's hi, lies in
+    one allocation (an empty mask's test holds)."""
+    b = fl.b
+    conditions = b.splat(fl.read(inst.operands[1], "pred"))
+    good = ll.IRBuilder.icmp_unsigned(b, "==", fl.bits(b.and_(fl.mask, b.not_(conditions))),
+                                      I32(0))
+    idle = ll.IRBuilder.icmp_unsigned(b, "==", fl.bits(fl.mask), I32(0))
+    for lo, hi in fl.range_tests[id(inst)]:
+        low = fl.reduce("umin", ll.IRBuilder.select(b, fl.mask, b.splat(fl.read(lo, "u64")),
+                                                    b.splat(I64(-1))))
+        high = fl.reduce("umax", ll.IRBuilder.select(b, fl.mask, b.splat(fl.read(hi, "u64")),
+                                                     b.splat(I64(0))))
+        good = b.and_(good, inside_one_allocation(fl, low, high, skip=idle))
+    dest = inst.operands[0]
+    fl.write(dest, good if dest in fl.uniform else b.splat(good), "pred")
+
+
+def loop_checked(fl: GangLowering):
+    """i1: whether every lane of the mask passed the range test at the entry of the loop
+    that holds the current access (passes/hoist_global_checks.py), so that it needs no
+    check of its own; None for an access no such test covers, or in memory.py's way for
+    lanes that did not (fl.loop_check_state False); true in its way for lanes that did."""
+    ok = fl.loop_checked.get(id(fl.inst))
+    if ok is None or fl.loop_check_state is False:
+        return None
+    if fl.loop_check_state:     # (memory.py's way for lanes that passed it)
+        return I1(1)
+    b = fl.b
+    lanes = b.splat(fl.read(ok, "pred"))
+    return ll.IRBuilder.icmp_unsigned(b, "==", fl.bits(b.and_(fl.mask, b.not_(lanes))),
+                                      I32(0))
+
+
 def check_access(fl: GangLowering, host, offsets, size: int, write: bool, span=None):
     """Check the mask's lanes' accesses of `size` bytes at `host` (`span`: the (low, high)
     the lanes touch, when known; else the lowest and highest address; with a span, `host`
@@ -167,6 +203,11 @@ def check_access(fl: GangLowering, host, offsets, size: int, write: bool, span=N
         fault(fl, lane, ll.IRBuilder.extract_element(b, host, lane), size, write)
         b.position_at_end(ok_block)
         return
+    checked = loop_checked(fl)
+    if checked is not None:     # (tested at the loop's entry: nothing more where it held)
+        own = llfn.append_basic_block("access_own_check")
+        expect(fl, ll.IRBuilder.cbranch(b, checked, ok_block, own))
+        b.position_at_end(own)
     # the range the active lanes touch, as one access, against the site's cached allocation
     if span is not None:
         lo, hi = span
@@ -310,7 +351,8 @@ def group_check(fl: GangLowering, place: Place, size: int, low, high, known: boo
     low = b.add(low, ll.Constant(et, first))
     high = b.add(high, ll.Constant(et, last))
     idle = ll.IRBuilder.icmp_unsigned(b, "==", fl.bits(fl.mask), I32(0))
-    ok = inside_one_allocation(fl, low, high, skip=idle)
+    # (the group's first access: where the loop's test covers it, nothing more)
+    ok = inside_one_allocation(fl, low, high, skip=idle, checked=loop_checked(fl))
     fl.group_ok[memo] = ok
     return ok, low
 
@@ -416,21 +458,28 @@ class Place:
                      self.stride)
 
 
-def inside_one_allocation(fl: GangLowering, low, high, skip=None):
+def inside_one_allocation(fl: GangLowering, low, high, skip=None, checked=None):
     """i1: whether [low, high) lies in one allocation (the site's cache, else the table's
-    search); an empty mask's range counts as inside, and so does any range where `skip`."""
+    search); an empty mask's range counts as inside, and so does any range where `skip`
+    or `checked` (loop_checked's test, made first: likely, where it is there)."""
     b = fl.b
     slot = b.gep(fl.target.ctx_field(fl, "site_cache", typ=PTR), [I64(16 * fl.plan.check_sites)],
                  source_etype=I8)
     fl.plan.check_sites += 1
+    search, done = fl.llfn.append_basic_block("range_search"), fl.llfn.append_basic_block(
+        "range_checked")
+    skipped = None
+    if checked is not None:     # (tested first: nothing loaded where it holds)
+        skipped, test = b.block, fl.llfn.append_basic_block("range_test")
+        expect(fl, ll.IRBuilder.cbranch(b, checked, done, test))
+        b.position_at_end(test)
     hit = b.and_(ll.IRBuilder.icmp_unsigned(b, "<=", low, high), b.and_(
         ll.IRBuilder.icmp_unsigned(b, ">=", low, b.load(slot, typ=I64)),
         ll.IRBuilder.icmp_unsigned(b, "<=", high, b.load(
             b.gep(slot, [I64(8)], source_etype=I8), typ=I64))))
     before = b.block
-    search, done = fl.llfn.append_basic_block("range_search"), fl.llfn.append_basic_block(
-        "range_checked")
-    expect(fl, ll.IRBuilder.cbranch(b, hit if skip is None else b.or_(hit, skip), done, search))
+    expect(fl, ll.IRBuilder.cbranch(b, hit if skip is None else b.or_(hit, skip), done,
+                                    search))
     b.position_at_end(search)
     found = ll.IRBuilder.call(b, check_function(fl.llfn.module),
                               [fl.llfn.args[0], low, b.sub(high, low), slot])
@@ -440,4 +489,6 @@ def inside_one_allocation(fl: GangLowering, low, high, skip=None):
     ok = ll.IRBuilder.phi(b, I1)
     ok.add_incoming(I1(1), before)
     ok.add_incoming(found, searched)
+    if skipped is not None:
+        ok.add_incoming(I1(1), skipped)
     return ok

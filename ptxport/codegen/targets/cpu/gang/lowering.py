@@ -50,6 +50,7 @@ from ptxport.codegen.targets.cpu.gang import idle_warps, nan_shadows, params, re
 from ptxport.codegen.targets.cpu.gang.async_copy import lower_cp
 from ptxport.codegen.targets.cpu.gang.atomics import lower_atom
 from ptxport.codegen.targets.cpu.gang.chains import balance_chains, interleave_chains
+from ptxport.codegen.targets.cpu.gang.checks import lower_range_test
 from ptxport.codegen.targets.cpu.gang.classify import (
     check_widening,
     forget_classes,
@@ -125,6 +126,9 @@ _GANG_LOWERINGS = {"ld": lower_ld, "ldu": lower_ld, "st": lower_st, "atom": lowe
 
 
 _GANG_LOWERINGS["bar"] = _GANG_LOWERINGS["barrier"] = lower_bar
+# passes/hoist_global_checks.py's test at a loop's entry (an and.pred it made)
+_GANG_LOWERINGS["range-test"] = lower_range_test
+_GANG_LOWERINGS["range-kept"] = lambda fl, inst: None      # (its `and.pred ok, ok, ok`)
 
 
 # --- the gang function and its block loop ------------------------------------------------------
@@ -205,18 +209,22 @@ def _rebuilt_registers(fl: GangLowering, registers) -> dict:
 def lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, target, plan,
                block: tuple[int, int, int], options: CpuOptions,
                linear: dict | None = None, skips: dict | None = None,
-               prechecked: frozenset = frozenset()) -> GangLowering:
+               prechecked: frozenset = frozenset(), global_checks=None) -> GangLowering:
     """Lower `kernel` into the gang function `gang` (ctx, frame, warp, nthreads, start) for
     blocks of shape `block`: its entry and resumption, the min-PC dispatcher, and every code
     segment. `linear`: id(branch) -> the block a warp whose lanes split there runs
     (passes/if_convert.py's guarded copy of the region); `skips`: if_convert's skippable
     runs of guarded code; `prechecked`: ids of the shared accesses whose range
-    passes/hoist_checks.py checked before their loop."""
+    passes/hoist_checks.py checked before their loop; `global_checks`:
+    passes/hoist_global_checks.py's tests at loops' entries and the accesses they cover."""
     fl = GangLowering(module, kernel, gang, target, plan, block, options, _GANG_LOWERINGS,
                       access_groups)
     fl.linear = linear or {}
     fl.skips = skips or {}
     fl.prechecked = prechecked
+    if global_checks is not None:
+        fl.range_tests, fl.loop_checked = global_checks.tests, global_checks.checked
+        fl.range_kept = global_checks.kept
     # loops' back edges where a warp returns to the round loop (interleave.py)
     fl.yield_edges = yield_edges(kernel) if options.interleave_passes else {}
     fl.yield_points = set()

@@ -120,6 +120,8 @@ def lane_vectors(fl: GangLowering, place: Place, t: Type, count: int, values=Non
     guarded load's registers keep there), the masked load's pass-through where the lanes
     are known consecutive, so that no select follows it (LLVM then sees through the
     shuffles that take a .v4 access apart to whole-vector arithmetic)."""
+    if fl.loop_check_state is None and id(fl.inst) in fl.loop_checked:
+        return _twice(fl, lambda: lane_vectors(fl, place, t, count, values, old))
     if widened.applies(fl, place, t.size * count):
         return widened.access(fl, place, t, count, values, old)
     found = indexed.applies(fl, place, t.size) if count == 1 and old is None else None
@@ -127,6 +129,43 @@ def lane_vectors(fl: GangLowering, place: Place, t: Type, count: int, values=Non
         return indexed.access(fl, place, t, found, None if values is None else values[0],
                               lambda: _general(fl, place, t, count, values, old))
     return _general(fl, place, t, count, values, old)
+
+
+def _twice(fl: GangLowering, lower):
+    """An access that the range test at its loop's entry covers (passes/
+    hoist_global_checks.py), lowered twice: with no check of its own where every lane of
+    the mask passed that test, and as any other where one did not (the two ways' loaded
+    vectors joined). One way with the test's branch inside left the lanes' lowest and
+    highest address (compares and selects: classify's) made before it, in the hot path."""
+    b = fl.b
+    ok = checks.loop_checked(fl)
+    fast, slow, done = (fl.llfn.append_basic_block(n) for n in (
+        "loop_checked", "own_checks", "loop_checked_done"))
+    checks.expect(fl, ll.IRBuilder.cbranch(b, ok, fast, slow))
+    memos = (dict(fl.patterns), dict(fl.group_ok))
+    ways = []
+    for block, state in ((fast, True), (slow, False)):
+        b.position_at_end(block)
+        fl.patterns, fl.group_ok = dict(memos[0]), dict(memos[1])
+        fl.loop_check_state = state
+        try:
+            loaded = lower()
+        finally:
+            fl.loop_check_state = None
+        ways.append((loaded, b.block))
+        b.branch(done)
+    b.position_at_end(done)
+    fl.patterns, fl.group_ok = memos
+    fl.reloads.clear()      # (what one way noted is not there on the other)
+    if ways[0][0] is None:
+        return None
+    joined = []
+    for x, y in zip(ways[0][0], ways[1][0], strict=True):
+        phi = ll.IRBuilder.phi(b, x.type)
+        phi.add_incoming(x, ways[0][1])
+        phi.add_incoming(y, ways[1][1])
+        joined.append(phi)
+    return joined
 
 
 def _general(fl: GangLowering, place: Place, t: Type, count: int, values, old):

@@ -161,6 +161,27 @@ class GangLowering(FunctionLowering):
         # params.py: id(parameter) -> offset; id(register reading the copy) -> (offset, type)
         self.param_offsets = params.direct_params(function)
         self.param_registers = params.param_registers(self, function)
+        self._init_access_state()
+        # ids of the shared accesses checked before their loop (passes/hoist_checks.py)
+        self.prechecked: frozenset = frozenset()
+        # passes/hoist_global_checks.py's GlobalChecks (lowering.py), and memory.py's way
+        # for lanes that passed a loop's test (True) or did not (False), else None
+        self.range_tests, self.loop_checked, self.range_kept = {}, {}, set()
+        self.loop_check_state: bool | None = None
+        self.constants = _constant_registers(function)
+        # whether accesses from a base register stream (streams.py), and its table of writes
+        self.streams: dict = {}
+        # registers that are another plus a constant (coalesce.py, at its first segment)
+        self.offset_bases: dict | None = None
+        # wgmma's accumulators in stack memory, by their count (wgmma.py)
+        self.wgmma_slots: dict = {}
+        # id(register) -> (writes, reads) in the kernel (chains.py, found on first use)
+        self.chain_counts: dict | None = None
+        self.read_somewhere = set().union(
+            *(uses_and_defs(inst)[0] for inst in function.instructions()))
+
+    def _init_access_state(self) -> None:
+        """The memory accesses' notes: places, classes, mma buffers, group checks, windows."""
         # within a segment: the lanes' addresses read from a base, and how they lie
         # (_place, _classify); a write of the base register forgets them
         self.places: dict = {}
@@ -191,20 +212,6 @@ class GangLowering(FunctionLowering):
         # the groups with a guarded access (whose range test may fail where no access faults)
         self.window_checks: list = []
         self.guarded_groups: set = set()
-        # ids of the shared accesses checked before their loop (passes/hoist_checks.py):
-        # checks.py emits no check for them
-        self.prechecked: frozenset = frozenset()
-        self.constants = _constant_registers(function)
-        # whether accesses from a base register stream (streams.py), and its table of writes
-        self.streams: dict = {}
-        # registers that are another plus a constant (coalesce.py, at its first segment)
-        self.offset_bases: dict | None = None
-        # wgmma's accumulators in stack memory, by their count (wgmma.py)
-        self.wgmma_slots: dict = {}
-        # id(register) -> (writes, reads) in the kernel (chains.py, found on first use)
-        self.chain_counts: dict | None = None
-        self.read_somewhere = set().union(
-            *(uses_and_defs(inst)[0] for inst in function.instructions()))
 
     # registers and values
 
@@ -450,6 +457,10 @@ class GangLowering(FunctionLowering):
     # instructions
 
     def lowering_for(self, inst):
+        if id(inst) in self.range_tests:     # (not an opcode: lowering.py's own key)
+            return self.lowerings["range-test"]
+        if id(inst) in self.range_kept:
+            return self.lowerings["range-kept"]
         own = self.lowerings.get(inst.opcode)
         return own or LOWERINGS.get(inst.opcode)
 
