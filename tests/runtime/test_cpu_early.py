@@ -158,3 +158,52 @@ def test_one_worker_and_timeouts_run_as_queued_launches(dev, count_runs, workers
     launch(stream, LaunchConfig(grid=BLOCKS, block=BLOCK, timeout=60), count_runs, out, NONE)
     assert (_read(out, stream) == 3 * BLOCK).all()
     assert calls == []      # (a launch with a watchdog is never begun early)
+
+
+def test_a_repeated_launch_reuses_its_setup_and_a_changed_one_does_not(
+        dev, count_runs, workers, monkeypatch):
+    """early.Starter keeps the last launch's Grid and team: the same launch again reuses
+    them; another grid, new allocations or a failure in between set the workers up anew,
+    and every launch counts each block's threads once."""
+    workers(4)
+    stream = dev.create_stream()
+    out = _zeros(dev, stream)
+    config, half = LaunchConfig(grid=BLOCKS, block=BLOCK), LaunchConfig(grid=BLOCKS // 2,
+                                                                         block=BLOCK)
+    launch(stream, config, count_runs, out, NONE)
+    stream.sync()       # (compiled at its first launch, which is queued as before)
+    made, real = [], early.Grid
+
+    def grid(*args):
+        made.append(args[1])
+        return real(*args)
+
+    monkeypatch.setattr(early, "Grid", grid)
+    expected = np.full(BLOCKS, BLOCK, np.uint32)
+    for config_now, new in ((config, True), (config, False), (config, False), (half, True),
+                            (config, True), (config, False)):
+        made.clear()
+        launch(stream, config_now, count_runs, out, NONE)
+        stream.sync()
+        expected[:config_now.grid[0]] += BLOCK
+        assert made == ([config_now.grid] if new else []), (config_now, new)
+    assert (_read(out, stream) == expected).all()
+    # (a buffer allocated meanwhile: the allocations change, the workers' tables too)
+    other = dev.allocate(16, stream=stream)
+    made.clear()
+    launch(stream, config, count_runs, out, NONE)
+    stream.sync()
+    assert made == [config.grid]
+    made.clear()
+    # (a trap: the next launch sets up again, and runs right)
+    launch(stream, config, count_runs, out, np.uint32(5))
+    with pytest.raises(KernelTrapError):
+        stream.sync()
+    out.fill(0, 4, stream=stream)
+    stream.sync()       # (an idle stream: the launch is begun early)
+    made.clear()
+    launch(stream, config, count_runs, out, NONE)
+    stream.sync()
+    assert made == [config.grid]
+    assert (_read(out, stream) == BLOCK).all()
+    other.close()

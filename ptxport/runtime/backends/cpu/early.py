@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 from ptxport.runtime.backends.cpu import entry
 from ptxport.runtime.backends.cpu import pool as pool_threads
-from ptxport.runtime.backends.cpu.executor import Grid, worker_count
+from ptxport.runtime.backends.cpu.executor import Grid, schedule, worker_count
 from ptxport.runtime.backends.cpu.launch_words import (
     exiting_error,
     give_param_buffer,
@@ -33,15 +33,42 @@ from ptxport.runtime.backends.cpu.launch_words import (
     take_stop,
 )
 
-__all__ = ["start_grid"]
+__all__ = ["Starter", "start_grid"]
+
+
+class Starter:
+    """Begins the launches of one binary (its code for one block shape) early: what the
+    backend's `starter` gives launch.py, once per kernel, device and block shape. `binary`
+    may be begun early (no printf, no grids launched, no stack or device heap set up for a
+    launch: jit.py asks); `allocations()` gives a launch's (address, size) ranges.
+    A launch like the last one begun here that succeeded (the same pool, stop word,
+    parameter buffer and allocations object, grid, worker count and schedule: a program
+    launching a kernel over and over) reuses its Grid and team as they are: their words are
+    already set, so nothing of the executor's setup runs again."""
+
+    __slots__ = ("binary", "allocations", "last")
+
+    def __init__(self, binary, allocations: Callable[[], tuple | None]):
+        self.binary, self.allocations = binary, allocations
+        # (pool, what else the launch had, its Grid, its team): start_grid's
+        self.last: tuple | None = None
+
+    def __call__(self, grid: tuple, block: tuple, dynamic_shared: int, params: bytes) \
+            -> Callable[[], None] | None:
+        """start_grid's finish for this launch, or None (having done nothing)."""
+        if grid[0] * grid[1] * grid[2] < 2 or worker_count() < 2:
+            return None     # (one worker would run it all)
+        return start_grid(self.binary, grid, block, dynamic_shared, params,
+                          self.allocations(), self)
 
 
 def start_grid(binary, grid: tuple, block: tuple, dynamic_shared: int, params: bytes,
-               allocations) -> Callable[[], None] | None:
+               allocations, starter: Starter | None = None) -> Callable[[], None] | None:
     """Open the grid's blocks to the worker pool's threads now and return the function that
     finishes the launch on the thread that calls it (worker 0's share of the blocks left,
     the wait for the others, and the first failure raised, as run_grid raises it); None,
-    having done nothing, for a launch run_grid must run whole (see the module's note)."""
+    having done nothing, for a launch run_grid must run whole (see the module's note).
+    `starter`: the Starter whose last launch this one may reuse."""
     if binary.calls_printf or getattr(binary, "launches_grids", False) \
             or (binary.plan.sync_points and not binary.native_waits) \
             or min(worker_count(), grid[0] * grid[1] * grid[2]) < 2:
@@ -53,15 +80,24 @@ def start_grid(binary, grid: tuple, block: tuple, dynamic_shared: int, params: b
     if params:      # (`raw`: one memcpy; a slice assignment copies byte by byte, and
         param_buffer.raw = params    # ctypes.memmove, a foreign call, lets the GIL go)
     pool = pool_threads.take()
-    try:
-        launch = Grid(binary, grid, block, dynamic_shared,
+    like = (stop, param_buffer, allocations, grid, dynamic_shared, len(params),
+            worker_count(), schedule(), binary.native_waits)
+    last = None if starter is None else starter.last
+    if last is not None and last[0] is pool and last[1] == like \
+            and _succeeded_last(last[2], last[3]):
+        launch, team = last[2], last[3]
+        team.last_launch = None     # (as Grid.prepare: set again when this one succeeds)
+    else:
+        try:
+            launch = Grid(binary, grid, block, dynamic_shared,
                           (ctypes.addressof(param_buffer), len(params)), allocations, stop)
-        team = launch.prepare(pool)
-        team.set_grid(launch.workers, launch.blocks, launch.chunk)
-    except Exception:
-        pool_threads.give(pool)     # (run_grid, which the caller calls now, raises it)
-        give_stop(stop)
-        return None
+            team = launch.prepare(pool)
+        except Exception:
+            pool_threads.give(pool)     # (run_grid, which the caller calls now, raises it)
+            give_stop(stop)
+            return None
+        if starter is not None:
+            starter.last = (pool, like, launch, team)
     if launch.layout is entry.CLAIMED_WAITING:
         team.grid = launch      # (a worker's `finish` callback finds the launch there)
     running(stop, True)
@@ -84,3 +120,10 @@ def start_grid(binary, grid: tuple, block: tuple, dynamic_shared: int, params: b
             raise failure
 
     return finish
+
+
+def _succeeded_last(launch: Grid, team) -> bool:
+    """Whether `launch` was the last launch on `team` and succeeded: the team's words and
+    its workers' contexts are then still set for it (Grid.finish)."""
+    last = team.last_launch
+    return last is not None and last[2] is launch.like
