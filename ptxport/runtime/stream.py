@@ -354,9 +354,8 @@ class Stream:
                    what: str | Callable[[], str], kernel: str | None = None) -> bool:
         """Begin work now if the stream is idle, and queue what completes it
         (_Worker.start_now: a launch whose blocks start on the device at once); False,
-        having done nothing, otherwise (queue it with _submit)."""
-        if not self._close.alive:
-            raise InvalidValueError(f"{self!r} is closed: create a new stream")
+        having done nothing, otherwise (queue it with _submit, which refuses a closed
+        stream: its worker is stopped, and start_now declines)."""
         return self._worker.start_now(start, what, kernel)
 
     def _submit(self, work: Callable[[], None], skippable: bool = True,
