@@ -384,9 +384,13 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args) -> None:
     if not isinstance(kernel, Kernel):
         raise InvalidValueError(f"launch(): kernel must be a Kernel (ObjectCode.get_kernel), "
                                 f"not {type(kernel).__name__}")
-    _expect(stream, config)
-    _check_once(config, kernel, stream.device)
-    params, keep = pack_arguments(kernel, args, stream.device)
+    device = stream.device
+    _expect(device, config)
+    _check_once(config, kernel, device)
+    packer = kernel._packer     # (pack_arguments, without its call)
+    if packer is None:
+        packer = kernel._packer = _Packer(kernel)
+    params, keep = packer.pack(kernel, args, device)
     _queue(stream, config, kernel, params, keep)
 
 
@@ -401,24 +405,25 @@ def launch_now(stream: Stream, config: LaunchConfig, kernel: Kernel, *args) -> N
             or not isinstance(kernel, Kernel):
         launch(stream, config, kernel, *args)       # (a device group's, or refused there)
         return
-    _expect(stream, config)
-    _check_once(config, kernel, stream.device)
-    params, keep = pack_arguments(kernel, args, stream.device)
+    device = stream.device
+    _expect(device, config)
+    _check_once(config, kernel, device)
+    params, keep = pack_arguments(kernel, args, device)
     _queue(stream, config, kernel, params, keep, now=True)
 
 
-def _expect(stream: Stream, config: LaunchConfig) -> None:
-    """Tell the stream's backend that a launch of config's grid (of more than one block) is
+def _expect(device: Device, config: LaunchConfig) -> None:
+    """Tell the device's backend that a launch of config's grid (of more than one block) is
     coming, before its arguments are checked and packed (the CPU device wakes the parked
     worker threads it will run on then: waking one takes longer than the packing)."""
-    # (stream.device: a Stream's or a graph Capture's; a device group has no one backend.
-    # A grid of one block needs no other thread: nothing to tell.)
+    # (a stream's device: a Stream's or a graph Capture's; a device group has no one
+    # backend. A grid of one block needs no other thread: nothing to tell.)
     if not isinstance(config, LaunchConfig):
         return
     x, y, z = config.grid
     blocks = x * y * z
     if blocks > 1:
-        expect = getattr(getattr(stream.device, "_backend", None), "expect_launch", None)
+        expect = getattr(getattr(device, "_backend", None), "expect_launch", None)
         if expect is not None:
             expect(blocks)
 
@@ -448,7 +453,7 @@ def launch_packed(stream: Stream, config: LaunchConfig, kernel: Kernel, params: 
     first.
     """
     device = stream.device
-    _expect(stream, config)
+    _expect(device, config)
     if not checked:
         _check_once(config, kernel, device)
     if len(params) != kernel.param_buffer_size:
@@ -527,7 +532,7 @@ def _queue(stream: Stream, config: LaunchConfig, kernel: Kernel, params: bytes, 
     # ptxport.compat: a graph's capture keeps work, never runs it.)
     start_now = getattr(stream, "_start_now", None)
     if compiled or now or options is not None or start_now is None or starter is None or \
-            not start_now(lambda: _start(starter, grid, block, shmem_size, params, keep, what),
+            not start_now(_start, (starter, grid, block, shmem_size, params, keep, what),
                           what=what, kernel=name):
         stream._submit(run, what=what, kernel=name, compiled=bool(compiled), defer=True)
 
@@ -535,22 +540,11 @@ def _queue(stream: Stream, config: LaunchConfig, kernel: Kernel, params: bytes, 
 def _start(starter, grid, block, shmem_size: int, params: bytes, keep,
            what: Callable[[], str]):
     """_queue: begin the launch's blocks now (the backend's `starter` for the kernel and
-    block shape); the function that finishes it (`keep`, the buffers' memory, lives until
-    it ran), or None, having done nothing, where the backend does not begin this launch
-    early (it is queued then, and its run raises any failure at the sync)."""
+    block shape); the function that finishes it (it keeps `keep`, the buffers' memory, alive
+    until it ran, and raises a failure as a ptxport error, `what` naming the launch), or
+    None, having done nothing, where the backend does not begin this launch early (it is
+    queued then, and its run raises any failure at the sync)."""
     try:
-        finish = starter(grid, block, shmem_size, params)
+        return starter(grid, block, shmem_size, params, keep, what)
     except Exception:
         return None
-    if finish is None:
-        return None
-
-    def finished(keep=keep) -> None:
-        try:
-            finish()
-        except PtxportError:
-            raise
-        except Exception as e:
-            raise KernelExecutionError(f"{what()} failed: {type(e).__name__}: {e}") from e
-
-    return finished

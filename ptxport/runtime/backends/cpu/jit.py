@@ -243,12 +243,7 @@ class CpuKernelBinary:
         if self.plan.stack_from_limit or self.plan.uses_heap or self.calls_printf \
                 or self.launches_grids:
             return None
-
-        def allocations():
-            live, heap = live_ranges(), cpu_heap.HEAP.range()
-            return live if live is None or heap is None else _with_heap(live, heap)
-
-        return _early().Starter(self, allocations)
+        return _early().Starter(self, live_ranges, cpu_heap.HEAP.range, _with_heap)
 
 
 # the last (allocations, heap, both): the executor keeps its workers' allocation tables
