@@ -4,13 +4,14 @@ launch() returns, and the thread that later runs the stream's queue (a sync) joi
 worker 0 for the blocks left; failures are raised by that sync as before, and later work
 on the stream runs after it."""
 
+import gc
 import time
 
 import numpy as np
 import pytest
 
 from ptxport import Device, LaunchConfig, Program, launch
-from ptxport.errors import KernelTrapError
+from ptxport.errors import KernelExecutionError, KernelTrapError
 from ptxport.runtime.backends.cpu import early
 from ptxport.runtime.backends.cpu import executor as cpu_executor
 from ptxport.runtime.backends.cpu import pool as cpu_pool
@@ -181,14 +182,20 @@ def test_a_repeated_launch_reuses_its_setup_and_a_changed_one_does_not(
     monkeypatch.setattr(early, "Grid", grid)
     expected = np.full(BLOCKS, BLOCK, np.uint32)
     # (the first may reuse what an earlier test's launch left, where its allocations were
-    # the same: it is not asked)
-    for config_now, new in ((config, None), (config, False), (config, False), (half, True),
-                            (config, True), (config, False)):
-        made.clear()
-        launch(stream, config_now, count_runs, out, NONE)
-        stream.sync()
-        expected[:config_now.grid[0]] += BLOCK
-        assert new is None or made == ([config_now.grid] if new else []), (config_now, new)
+    # the same: it is not asked; no collection of earlier tests' buffers meanwhile, which
+    # would change the allocations)
+    gc.collect()
+    gc.disable()
+    try:
+        for config_now, new in ((config, None), (config, False), (config, False), (half, True),
+                                (config, True), (config, False)):
+            made.clear()
+            launch(stream, config_now, count_runs, out, NONE)
+            stream.sync()
+            expected[:config_now.grid[0]] += BLOCK
+            assert new is None or made == ([config_now.grid] if new else []), (config_now, new)
+    finally:
+        gc.enable()
     assert (_read(out, stream) == expected).all()
     # (a buffer allocated meanwhile: the allocations change, the workers' tables too)
     other = dev.allocate(16, stream=stream)
@@ -209,3 +216,28 @@ def test_a_repeated_launch_reuses_its_setup_and_a_changed_one_does_not(
     assert made == [config.grid]
     assert (_read(out, stream) == BLOCK).all()
     other.close()
+
+
+def test_an_internal_error_finishing_an_early_launch_names_the_kernel(
+        dev, count_runs, workers, monkeypatch):
+    workers(4)
+    stream = dev.create_stream()
+    out = _zeros(dev, stream)
+    launch(stream, LaunchConfig(grid=BLOCKS, block=BLOCK), count_runs, out, NONE)
+    stream.sync()
+    calls = _spy(monkeypatch)
+    real = early.Grid.finish
+
+    def finish(self, pool, team):
+        real(self, pool, team)
+        raise RuntimeError("lost")
+
+    monkeypatch.setattr(early.Grid, "finish", finish)
+    launch(stream, LaunchConfig(grid=BLOCKS, block=BLOCK), count_runs, out, NONE)
+    with pytest.raises(KernelExecutionError, match=r"kernel count_runs \(grid \(4096, 1, 1\).*"
+                                                   r"failed: RuntimeError: lost"):
+        stream.sync()
+    assert calls and calls[-1] is not None
+    monkeypatch.setattr(early.Grid, "finish", real)
+    launch(stream, LaunchConfig(grid=BLOCKS, block=BLOCK), count_runs, out, NONE)
+    assert (_read(out, stream) == 3 * BLOCK).all()
