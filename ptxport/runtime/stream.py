@@ -393,9 +393,10 @@ class Stream:
         if not worker.wait_idle(seconds):
             raise self._worker.timeout_error(f"{self!r}.sync(timeout={seconds:g})", seconds,
                                              self._device)
-        error = self._worker.take_error()
-        if error is not None:
-            raise error
+        if worker._error is not None:   # (set before the work counts as done: seen by now)
+            error = worker.take_error()
+            if error is not None:
+                raise error
 
     def record(self, event: Event | None = None,
                options: EventOptions | dict | None = None) -> Event:

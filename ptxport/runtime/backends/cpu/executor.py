@@ -715,8 +715,8 @@ class Grid:
             self._python_rounds(team.workers[0])
         elif self.layout is entry.CLAIMED_WAITING:
             self._run_waiting(pool, team)
-        else:
-            self._run_claimed(pool, team)
+        elif pool.run(team.job):    # (kernels without waits: every block natively)
+            self._claimed_failures(team)    # (a worker failed or recorded a fault)
         if not self.stop.value:
             team.last_launch = (self.allocations, self.stop, self.like)
 
@@ -730,10 +730,9 @@ class Grid:
         return worker_tables(_ranges(self.allocations, self.binary.global_ranges, self.params),
                              [w.own_ranges for w in workers])
 
-    def _run_claimed(self, pool, team: _Team) -> None:
-        """Kernels without barriers or warp operations: every block natively."""
-        if not pool.run(team.job):
-            return      # (no worker failed or recorded a fault)
+    def _claimed_failures(self, team: _Team) -> None:
+        """After a run of a kernel without waits in which a worker failed or recorded a
+        fault: raise the first failure."""
         results = team.results[:self.workers].tolist()
         for worker, failed in zip(team.workers, results, strict=False):
             if failed >= 0:
