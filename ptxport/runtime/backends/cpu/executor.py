@@ -709,7 +709,7 @@ class Grid:
 
     def finish(self, pool, team: _Team) -> None:
         """Run the blocks on the prepared team (those the pool's threads left, when
-        early.start_grid opened its job already); raise the first failure. (The team's
+        an early.Starter opened its job already); raise the first failure. (The team's
         last_launch says, once it is set again, that it succeeded.)"""
         if self.python_rounds:
             self._python_rounds(team.workers[0])
