@@ -278,15 +278,42 @@ def _argument_bytes(kernel: Kernel, index: int, info: ParamInfo, variable, arg,
 class _Packer:
     """A kernel's argument packing, made at its first launch: its parameters' places, and
     for each the numpy dtypes already accepted there (the same dtype passes the same checks,
-    so a repeated launch copies its bytes without them)."""
+    so a repeated launch copies its bytes without them); and the last launch's arguments
+    with what they packed to, for a launch that passes the very same objects again."""
 
     def __init__(self, kernel: Kernel):
         slots, self.total = param_layout(kernel._function)
         self.slots = tuple((slot.offset, slot.offset + slot.size, info, slot.variable)
                            for slot, info in zip(slots, kernel.arguments_info, strict=True))
         self.accepted: tuple[set, ...] = tuple(set() for _ in slots)
+        # (device, args, params, keep, the Buffers among args): set only where every other
+        # argument is an immutable numpy scalar, so the same objects pack to the same bytes
+        # while each Buffer is still open (a program launching a kernel over and over with
+        # the same arguments: 4-5 us a launch of 4 arguments, several times that with the
+        # caches cold)
+        self.last: tuple | None = None
 
     def pack(self, kernel: Kernel, args: tuple, device: Device) \
+            -> tuple[bytes, list[Allocation]]:
+        last = self.last
+        if last is not None and last[0] is device and len(args) == len(last[1]):
+            for arg, before in zip(args, last[1], strict=True):
+                if arg is not before:
+                    break
+            else:
+                for buffer in last[4]:
+                    if buffer._allocation is None:     # (closed since: raise as below)
+                        break
+                else:
+                    return last[2], last[3]
+        params, keep = self._pack(kernel, args, device)
+        buffers = tuple(arg for arg in args if isinstance(arg, Buffer))
+        if len(buffers) + sum(isinstance(arg, np.generic) and not isinstance(arg, np.void)
+                              for arg in args) == len(args):
+            self.last = (device, args, params, keep, buffers)
+        return params, keep
+
+    def _pack(self, kernel: Kernel, args: tuple, device: Device) \
             -> tuple[bytes, list[Allocation]]:
         slots = self.slots
         if len(args) != len(slots):
@@ -357,9 +384,13 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args) -> None:
     if not isinstance(kernel, Kernel):
         raise InvalidValueError(f"launch(): kernel must be a Kernel (ObjectCode.get_kernel), "
                                 f"not {type(kernel).__name__}")
-    _expect(stream, config)
-    _check_once(config, kernel, stream.device)
-    params, keep = pack_arguments(kernel, args, stream.device)
+    device = stream.device
+    _expect(device, config)
+    _check_once(config, kernel, device)
+    packer = kernel._packer     # (pack_arguments, without its call)
+    if packer is None:
+        packer = kernel._packer = _Packer(kernel)
+    params, keep = packer.pack(kernel, args, device)
     _queue(stream, config, kernel, params, keep)
 
 
@@ -374,24 +405,25 @@ def launch_now(stream: Stream, config: LaunchConfig, kernel: Kernel, *args) -> N
             or not isinstance(kernel, Kernel):
         launch(stream, config, kernel, *args)       # (a device group's, or refused there)
         return
-    _expect(stream, config)
-    _check_once(config, kernel, stream.device)
-    params, keep = pack_arguments(kernel, args, stream.device)
+    device = stream.device
+    _expect(device, config)
+    _check_once(config, kernel, device)
+    params, keep = pack_arguments(kernel, args, device)
     _queue(stream, config, kernel, params, keep, now=True)
 
 
-def _expect(stream: Stream, config: LaunchConfig) -> None:
-    """Tell the stream's backend that a launch of config's grid (of more than one block) is
+def _expect(device: Device, config: LaunchConfig) -> None:
+    """Tell the device's backend that a launch of config's grid (of more than one block) is
     coming, before its arguments are checked and packed (the CPU device wakes the parked
     worker threads it will run on then: waking one takes longer than the packing)."""
-    # (stream.device: a Stream's or a graph Capture's; a device group has no one backend.
-    # A grid of one block needs no other thread: nothing to tell.)
+    # (a stream's device: a Stream's or a graph Capture's; a device group has no one
+    # backend. A grid of one block needs no other thread: nothing to tell.)
     if not isinstance(config, LaunchConfig):
         return
     x, y, z = config.grid
     blocks = x * y * z
     if blocks > 1:
-        expect = getattr(getattr(stream.device, "_backend", None), "expect_launch", None)
+        expect = getattr(getattr(device, "_backend", None), "expect_launch", None)
         if expect is not None:
             expect(blocks)
 
@@ -421,7 +453,7 @@ def launch_packed(stream: Stream, config: LaunchConfig, kernel: Kernel, params: 
     first.
     """
     device = stream.device
-    _expect(stream, config)
+    _expect(device, config)
     if not checked:
         _check_once(config, kernel, device)
     if len(params) != kernel.param_buffer_size:
@@ -456,12 +488,13 @@ def _queue(stream: Stream, config: LaunchConfig, kernel: Kernel, params: bytes, 
         # then say that their time includes it.
         compiled = backend.prepare(binary, block)
         # (kept for the next launches: what each asks of the device and kernel, once)
+        starter = getattr(backend, "starter", None)
         kernel._ready[(device, block)] = ready = (
             binary, backend.runs_at_once(binary), backend, device.device_id, kernel.name,
-            prod(block), hasattr(backend, "start_launch"))
+            prod(block), None if starter is None else starter(device.device_id, binary, block))
     else:
         compiled = False
-    binary, at_once, backend, ordinal, name, threads, starts = ready
+    binary, at_once, backend, ordinal, name, threads, starter = ready
 
     # (only the backends that take them are given a timeout or a cooperative launch)
     options = None if timeout is None else {"timeout": timeout}
@@ -498,32 +531,20 @@ def _queue(stream: Stream, config: LaunchConfig, kernel: Kernel, params: bytes, 
     # queued (a sync, or the stream's thread, joins it). (Not on the stand-ins of
     # ptxport.compat: a graph's capture keeps work, never runs it.)
     start_now = getattr(stream, "_start_now", None)
-    if compiled or now or options is not None or start_now is None or not starts or \
-            not start_now(lambda: _start(backend, ordinal, binary, grid, block, shmem_size,
-                                         params, keep, what),
+    if compiled or now or options is not None or start_now is None or starter is None or \
+            not start_now(_start, (starter, grid, block, shmem_size, params, keep, what),
                           what=what, kernel=name):
         stream._submit(run, what=what, kernel=name, compiled=bool(compiled), defer=True)
 
 
-def _start(backend, ordinal: int, binary, grid, block, shmem_size: int, params: bytes, keep,
+def _start(starter, grid, block, shmem_size: int, params: bytes, keep,
            what: Callable[[], str]):
-    """_queue: begin the launch's blocks now (backend.start_launch); the function that
-    finishes it (`keep`, the buffers' memory, lives until it ran), or None, having done
-    nothing, where the backend does not begin this launch early (it is queued then, and
-    its run raises any failure at the sync)."""
+    """_queue: begin the launch's blocks now (the backend's `starter` for the kernel and
+    block shape); the function that finishes it (it keeps `keep`, the buffers' memory, alive
+    until it ran, and raises a failure as a ptxport error, `what` naming the launch), or
+    None, having done nothing, where the backend does not begin this launch early (it is
+    queued then, and its run raises any failure at the sync)."""
     try:
-        finish = backend.start_launch(ordinal, binary, grid, block, shmem_size, params)
+        return starter(grid, block, shmem_size, params, keep, what)
     except Exception:
         return None
-    if finish is None:
-        return None
-
-    def finished(keep=keep) -> None:
-        try:
-            finish()
-        except PtxportError:
-            raise
-        except Exception as e:
-            raise KernelExecutionError(f"{what()} failed: {type(e).__name__}: {e}") from e
-
-    return finished

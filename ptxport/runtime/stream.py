@@ -82,6 +82,9 @@ class _Worker:
         self.compiled: list[str] = []
         self._thread = threading.Thread(target=self._run, name=f"ptxport {label}", daemon=True)
         self._thread.start()
+        # (asked at every sync: threading.get_ident() is one C call, current_thread() a
+        # Python function and a dict look-up)
+        self._ident = self._thread.ident
 
     @property
     def error(self) -> BaseException | None:
@@ -144,17 +147,17 @@ class _Worker:
             self._done()
         return True
 
-    def start_now(self, start: Callable[[], Callable[[], None] | None],
+    def start_now(self, start: Callable[..., Callable[[], None] | None], args: tuple,
                   what: str | Callable[[], str], kernel: str | None = None) -> bool:
         """Begin work at once if the stream is idle (nothing queued or running, no kept
-        error): start() begins it and returns the function that completes it, queued as
+        error): start(*args) begins it and returns the function that completes it, queued as
         the stream's next work (not skippable; a sync or the worker thread runs it, as
         submit's `defer` says). False when the stream is not idle or start() returned None
         (having done nothing)."""
         with self._lock:      # (held through start(): nothing is queued ahead of it)
             if self._running or self._items or self._error is not None or self._stopped:
                 return False
-            finish = start()
+            finish = start(*args)
             if finish is None:
                 return False
             # (as submit's `defer` on an idle stream: the worker thread is woken only from sleep)
@@ -249,7 +252,7 @@ class _Worker:
         With a timeout, it only waits, so that it can give up in time."""
         if not self._pending:   # (this thread's own work is counted when it was queued)
             return True
-        if timeout is not None or threading.current_thread() is self._thread:
+        if timeout is not None or threading.get_ident() == self._ident:
             with self._lock:
                 if self._items and not self._running:   # (deferred work: start it now)
                     self._work.notify()
@@ -350,14 +353,13 @@ class Stream:
         (A closed stream's worker is stopped: run_now gives False, and _submit refuses.)"""
         return self._worker.run_now(work, what, kernel)
 
-    def _start_now(self, start: Callable[[], Callable[[], None] | None],
+    def _start_now(self, start: Callable[..., Callable[[], None] | None], args: tuple,
                    what: str | Callable[[], str], kernel: str | None = None) -> bool:
         """Begin work now if the stream is idle, and queue what completes it
-        (_Worker.start_now: a launch whose blocks start on the device at once); False,
-        having done nothing, otherwise (queue it with _submit)."""
-        if not self._close.alive:
-            raise InvalidValueError(f"{self!r} is closed: create a new stream")
-        return self._worker.start_now(start, what, kernel)
+        (_Worker.start_now: a launch whose blocks start on the device at once, start(*args)
+        giving its finish); False, having done nothing, otherwise (queue it with _submit,
+        which refuses a closed stream: its worker is stopped, and start_now declines)."""
+        return self._worker.start_now(start, args, what, kernel)
 
     def _submit(self, work: Callable[[], None], skippable: bool = True,
                 what: str | Callable[[], str] = "an operation", kernel: str | None = None,
@@ -387,13 +389,14 @@ class Stream:
         worker = self._worker
         if timeout is None and not worker._pending and worker._error is None:
             return      # (the usual case after a launch run at once: nothing to wait for)
-        seconds = timeout_seconds(timeout)
+        seconds = None if timeout is None else timeout_seconds(timeout)
         if not worker.wait_idle(seconds):
             raise self._worker.timeout_error(f"{self!r}.sync(timeout={seconds:g})", seconds,
                                              self._device)
-        error = self._worker.take_error()
-        if error is not None:
-            raise error
+        if worker._error is not None:   # (set before the work counts as done: seen by now)
+            error = worker.take_error()
+            if error is not None:
+                raise error
 
     def record(self, event: Event | None = None,
                options: EventOptions | dict | None = None) -> Event:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ptxport import Device, LaunchConfig, Program, launch
-from ptxport.errors import KernelTrapError
+from ptxport.errors import KernelExecutionError, KernelTrapError
 from ptxport.runtime.backends.cpu import early
 from ptxport.runtime.backends.cpu import executor as cpu_executor
 from ptxport.runtime.backends.cpu import pool as cpu_pool
@@ -75,14 +75,14 @@ def _read(buffer, stream) -> np.ndarray:
 
 
 def _spy(monkeypatch) -> list:
-    """Record what each early.start_grid call returned (None: not begun early)."""
-    calls, real = [], early.start_grid
+    """Record what each early start (early.Starter) returned (None: not begun early)."""
+    calls, real = [], early.Starter.__call__
 
-    def start_grid(*args):
+    def start(*args):
         calls.append(real(*args))
         return calls[-1]
 
-    monkeypatch.setattr(early, "start_grid", start_grid)
+    monkeypatch.setattr(early.Starter, "__call__", start)
     return calls
 
 
@@ -152,9 +152,90 @@ def test_one_worker_and_timeouts_run_as_queued_launches(dev, count_runs, workers
     calls = _spy(monkeypatch)
     launch(stream, LaunchConfig(grid=BLOCKS, block=BLOCK), count_runs, out, NONE)
     stream.sync()
-    # (refused by the backend before early.start_grid is asked: one worker runs it all)
-    assert calls == []
+    # (one worker runs it all: not begun early)
+    assert calls == [None]
     workers(4)
     launch(stream, LaunchConfig(grid=BLOCKS, block=BLOCK, timeout=60), count_runs, out, NONE)
     assert (_read(out, stream) == 3 * BLOCK).all()
-    assert calls == []      # (a launch with a watchdog is never begun early)
+    assert calls == [None]      # (a launch with a watchdog is never begun early)
+
+
+def test_a_repeated_launch_reuses_its_setup_and_a_changed_one_does_not(
+        dev, count_runs, workers, monkeypatch):
+    """early.Starter keeps the last launch's Grid and team: the same launch again reuses
+    them; another grid, new allocations or a failure in between set the workers up anew,
+    and every launch counts each block's threads once."""
+    workers(4)
+    stream = dev.create_stream()
+    out = _zeros(dev, stream)
+    config, half = LaunchConfig(grid=BLOCKS, block=BLOCK), LaunchConfig(grid=BLOCKS // 2,
+                                                                         block=BLOCK)
+    launch(stream, config, count_runs, out, NONE)
+    stream.sync()       # (compiled at its first launch, which is queued as before)
+    made, real = [], early.Grid
+
+    def grid(*args):
+        made.append(args[1])
+        return real(*args)
+
+    monkeypatch.setattr(early, "Grid", grid)
+    expected = np.full(BLOCKS, BLOCK, np.uint32)
+    # (the first may reuse what an earlier test's launch left, where its allocations were
+    # the same: it is not asked. An earlier test's buffer freed meanwhile, by the collector
+    # or another stream's thread dropping the last reference, changes the allocations: a
+    # launch after that may set up anew.)
+    live, before = dev._backend._live_ranges, None
+    for config_now, new in ((config, None), (config, False), (config, False), (half, True),
+                            (config, True), (config, False)):
+        made.clear()
+        moved, before = live() is not before, live()
+        launch(stream, config_now, count_runs, out, NONE)
+        stream.sync()
+        expected[:config_now.grid[0]] += BLOCK
+        if new or (new is False and not moved and live() is before):
+            assert made == ([config_now.grid] if new else []), (config_now, new)
+    assert (_read(out, stream) == expected).all()
+    # (a buffer allocated meanwhile: the allocations change, the workers' tables too)
+    other = dev.allocate(16, stream=stream)
+    made.clear()
+    launch(stream, config, count_runs, out, NONE)
+    stream.sync()
+    assert made == [config.grid]
+    made.clear()
+    # (a trap: the next launch sets up again, and runs right)
+    launch(stream, config, count_runs, out, np.uint32(5))
+    with pytest.raises(KernelTrapError):
+        stream.sync()
+    out.fill(0, 4, stream=stream)
+    stream.sync()       # (an idle stream: the launch is begun early)
+    made.clear()
+    launch(stream, config, count_runs, out, NONE)
+    stream.sync()
+    assert made == [config.grid]
+    assert (_read(out, stream) == BLOCK).all()
+    other.close()
+
+
+def test_an_internal_error_finishing_an_early_launch_names_the_kernel(
+        dev, count_runs, workers, monkeypatch):
+    workers(4)
+    stream = dev.create_stream()
+    out = _zeros(dev, stream)
+    launch(stream, LaunchConfig(grid=BLOCKS, block=BLOCK), count_runs, out, NONE)
+    stream.sync()
+    calls = _spy(monkeypatch)
+    real = early.Grid.finish
+
+    def finish(self, pool, team):
+        real(self, pool, team)
+        raise RuntimeError("lost")
+
+    monkeypatch.setattr(early.Grid, "finish", finish)
+    launch(stream, LaunchConfig(grid=BLOCKS, block=BLOCK), count_runs, out, NONE)
+    with pytest.raises(KernelExecutionError, match=r"kernel count_runs \(grid \(4096, 1, 1\).*"
+                                                   r"failed: RuntimeError: lost"):
+        stream.sync()
+    assert calls and calls[-1] is not None
+    monkeypatch.setattr(early.Grid, "finish", real)
+    launch(stream, LaunchConfig(grid=BLOCKS, block=BLOCK), count_runs, out, NONE)
+    assert (_read(out, stream) == 3 * BLOCK).all()

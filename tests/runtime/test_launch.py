@@ -216,6 +216,36 @@ def test_values_are_packed_by_the_parameter_layout(fake_kernels, misc, stream, h
                np.zeros((), [("a", np.float64)])[()], out)
 
 
+
+def test_the_same_arguments_again_pack_to_what_they_hold_now(fake_kernels, misc, saxpy_ptx,
+                                                               stream):
+    """A launch passing the very objects of the last one reuses its packing, but a structured
+    scalar (a view into its array) or a 0-d array changed since packs anew, and a Buffer
+    closed since is refused, naming the argument."""
+    struct = np.dtype([("scale", np.float32), ("pad", np.int32), ("offset", np.float64)])
+    array = np.array([(1.5, 7, -2.25)], dtype=struct)
+    value = array[0]
+    seen = []
+    fake_kernels["store_struct"] = lambda grid, block, shmem, raw, out: seen.append(
+        (tuple(np.frombuffer(raw, struct)[0]), int(out)))
+    kernel, out = misc.get_kernel("store_struct"), stream.device.allocate(4)
+    config = LaunchConfig(grid=1, block=1)
+    for scale in (1.5, 1.5, 3.0):
+        array[0]["scale"] = scale
+        launch(stream, config, kernel, value, out)
+    stream.sync()
+    assert seen == [((scale, 7, -2.25), out.handle) for scale in (1.5, 1.5, 3.0)]
+    saxpy = _saxpy(fake_kernels, saxpy_ptx)
+    x, y = stream.device.allocate(16), stream.device.allocate(16)
+    a, n = np.float32(2), np.int32(4)
+    for _ in range(2):
+        launch(stream, config, saxpy, a, x, y, n)
+    stream.sync()
+    y.close()
+    with pytest.raises(ArgumentError, match="argument 2 .*the buffer is closed"):
+        launch(stream, config, saxpy, a, x, y, n)
+    stream.sync()
+
 # -- launch limits --------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("config", "message"), [

@@ -263,17 +263,16 @@ class Backend(BackendBase):
         else:
             binary.launch(grid, block, dynamic_shared, params, live, timeout=timeout)
 
-    def start_launch(self, ordinal: int, binary: KernelBinary, grid: tuple[int, int, int],
-                     block: tuple[int, int, int], dynamic_shared: int, params: bytes):
-        """launch() without a timeout, not cooperative, its blocks begun now on the worker
-        threads (runtime/backends/cpu/early.py): the function that finishes it (on the
-        thread that runs the stream's queue), or None, having done nothing, for a launch
-        that launch() must run whole."""
-        start = getattr(binary, "start", None)      # (a test's stand-in binary has none)
-        if start is None or grid[0] * grid[1] * grid[2] < 2 \
-                or _worker_modules()[0].worker_count() < 2:
-            return None     # (one worker would run it all: early.start_grid declines it)
-        return start(grid, block, dynamic_shared, params, self._live_ranges())
+    def starter(self, ordinal: int, binary: KernelBinary, block: tuple[int, int, int]):
+        """What begins launch()es of `binary` with blocks of shape `block` now, on the
+        worker threads (runtime/backends/cpu/early.py), asked once per kernel, device and
+        shape after prepare(): a function of (grid, block, dynamic_shared, params) giving
+        the function that finishes the launch (on the thread that runs the stream's queue),
+        or None, having done nothing, for a launch that launch() must run whole (one worker,
+        one block); or None for a binary whose launches are never begun early (no timeout
+        and not cooperative: launch.py asks only for those)."""
+        starter = getattr(binary, "starter", None)      # (a test's stand-in binary has none)
+        return None if starter is None else starter(block, self._live_ranges)
 
     def _live_ranges(self) -> tuple:
         """The (address, size) of every live allocation and registered host range."""

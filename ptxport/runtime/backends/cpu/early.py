@@ -20,68 +20,123 @@ cooperative, no device heap or stack sized for the launch; others are queued as 
 from __future__ import annotations
 
 import ctypes
+import functools
 from collections.abc import Callable
 
+from ptxport.errors import KernelExecutionError, PtxportError
 from ptxport.runtime.backends.cpu import entry
 from ptxport.runtime.backends.cpu import pool as pool_threads
-from ptxport.runtime.backends.cpu.executor import Grid, worker_count
+from ptxport.runtime.backends.cpu.executor import Grid, schedule, worker_count
 from ptxport.runtime.backends.cpu.launch_words import (
     exiting_error,
     give_param_buffer,
-    give_stop,
     running,
     take_param_buffer,
     take_stop,
 )
 
-__all__ = ["start_grid"]
+__all__ = ["Starter"]
 
 
-def start_grid(binary, grid: tuple, block: tuple, dynamic_shared: int, params: bytes,
-               allocations) -> Callable[[], None] | None:
-    """Open the grid's blocks to the worker pool's threads now and return the function that
-    finishes the launch on the thread that calls it (worker 0's share of the blocks left,
-    the wait for the others, and the first failure raised, as run_grid raises it); None,
-    having done nothing, for a launch run_grid must run whole (see the module's note)."""
-    if binary.calls_printf or getattr(binary, "launches_grids", False) \
-            or (binary.plan.sync_points and not binary.native_waits) \
-            or min(worker_count(), grid[0] * grid[1] * grid[2]) < 2:
-        return None
-    if allocations is not None and not isinstance(allocations, tuple):
-        allocations = tuple(allocations)
-    stop = take_stop()
-    param_buffer = take_param_buffer(len(params))
-    if params:      # (`raw`: one memcpy; a slice assignment copies byte by byte, and
-        param_buffer.raw = params    # ctypes.memmove, a foreign call, lets the GIL go)
-    pool = pool_threads.take()
-    try:
-        launch = Grid(binary, grid, block, dynamic_shared,
-                          (ctypes.addressof(param_buffer), len(params)), allocations, stop)
-        team = launch.prepare(pool)
-        team.set_grid(launch.workers, launch.blocks, launch.chunk)
-    except Exception:
-        pool_threads.give(pool)     # (run_grid, which the caller calls now, raises it)
-        give_stop(stop)
-        return None
-    if launch.layout is entry.CLAIMED_WAITING:
-        team.grid = launch      # (a worker's `finish` callback finds the launch there)
-    running(stop, True)
-    pool.open(team.job)
+class Starter:
+    """Begins the launches of one binary (its code for one block shape) early: what the
+    backend's `starter` gives launch.py, once per kernel, device and block shape. `binary`
+    may be begun early (no printf, no grids launched, no stack or device heap set up for a
+    launch: jit.py asks); `live_ranges()` gives the live allocations' (address, size)
+    ranges, `heap_range()` the device heap's or None, `with_heap(live, heap)` both as one
+    tuple (the same object for the same ones).
 
-    def finish() -> None:
-        failure = None
+    A launch like the last one begun here that succeeded (the same pool, stop word,
+    parameter buffer and allocations object, grid, worker count and schedule: a program
+    launching a kernel over and over) reuses its Grid and team as they are: their words are
+    already set, so nothing of the executor's setup runs again. The starter keeps its stop
+    word and parameter buffer between its launches (launch_words' pools lend others)."""
+
+    __slots__ = ("binary", "live_ranges", "heap_range", "with_heap", "last", "spare")
+
+    def __init__(self, binary, live_ranges: Callable[[], tuple | None],
+                 heap_range: Callable[[], tuple | None], with_heap: Callable):
+        self.binary, self.live_ranges = binary, live_ranges
+        self.heap_range, self.with_heap = heap_range, with_heap
+        # (pool, what else the launch had, its Grid, its team) of the last launch begun
+        self.last: tuple | None = None
+        # the (stop word, parameter buffer) of its launches that ended, for the next
+        # (a list: pop and append are atomic, should two streams launch it at once)
+        self.spare: list[tuple] = []
+
+    def __call__(self, grid: tuple, block: tuple, dynamic_shared: int, params: bytes,
+                 keep, what: Callable[[], str]) -> Callable[[], None] | None:
+        """Open the grid's blocks to the worker pool's threads now and return the function
+        that finishes the launch on the thread that calls it (worker 0's share of the
+        blocks left, the wait for the others, and the first failure raised, as run_grid
+        raises it; another exception than a ptxport error as KernelExecutionError, `what`
+        naming the launch); None, having done nothing, for a launch run_grid must run whole
+        (one block, one worker, or waits only the Python resolver completes). `keep` (the
+        memory the kernel uses) is kept alive until the launch is finished."""
+        binary, smids = self.binary, worker_count()
+        if grid[0] * grid[1] * grid[2] < 2 or smids < 2 \
+                or (binary.plan.sync_points and not binary.native_waits):
+            return None
+        allocations = self.live_ranges()
+        heap = self.heap_range()
+        if allocations is not None and heap is not None:
+            allocations = self.with_heap(allocations, heap)
         try:
-            launch.finish(pool, team)
-        except BaseException as e:      # reported below, after the pool is given back
-            failure = e
-        finally:
-            pool_threads.give(pool)
-            running(stop, False)
-        give_param_buffer(param_buffer)
-        if stop.value:      # (no watchdog: only the interpreter's exit sets it)
-            raise exiting_error(binary.plan.name, grid, block)
-        give_stop(stop)
-        if failure is not None:
-            raise failure
+            stop, param_buffer = self.spare.pop()
+        except IndexError:
+            stop, param_buffer = take_stop(), take_param_buffer(len(params))
+        if params:      # (`raw`: one memcpy; a slice assignment copies byte by byte, and
+            param_buffer.raw = params    # ctypes.memmove, a foreign call, lets the GIL go)
+        pool = pool_threads.take()
+        like = (stop, param_buffer, allocations, grid, dynamic_shared, len(params), smids,
+                schedule(), binary.native_waits)
+        last = self.last
+        # (reused where it was the last launch on its team, which succeeded: the team's
+        # words and its workers' contexts are still set for it, Grid.finish)
+        if last is not None and last[0] is pool and last[1] == like \
+                and last[3].last_launch is not None \
+                and last[3].last_launch[2] is last[2].like:
+            launch, team = last[2], last[3]
+            team.last_launch = None     # (as Grid.prepare: set again when this one succeeds)
+        else:
+            try:
+                launch = Grid(binary, grid, block, dynamic_shared,
+                              (ctypes.addressof(param_buffer), len(params)), allocations, stop)
+                team = launch.prepare(pool)
+            except Exception:
+                pool_threads.give(pool)     # (run_grid, which the caller calls now, raises it)
+                self.spare.append((stop, param_buffer))
+                return None
+            self.last = (pool, like, launch, team)
+        if launch.layout is entry.CLAIMED_WAITING:
+            team.grid = launch      # (a worker's `finish` callback finds the launch there)
+        running(stop, True)
+        pool.open(team.job)
+        return functools.partial(_finish, self, launch, team, pool, stop, param_buffer,
+                                 keep, what)
 
-    return finish
+
+def _finish(starter: Starter, launch: Grid, team, pool, stop, param_buffer, keep,
+            what: Callable[[], str]) -> None:
+    """A launch begun early, finished on this thread (Starter's): worker 0's share of the
+    blocks left, the wait for the other workers, and the first failure raised."""
+    failure = None
+    try:
+        launch.finish(pool, team)
+    except PtxportError as e:       # reported below, after the pool is given back
+        failure = e
+    except Exception as e:
+        failure = KernelExecutionError(f"{what()} failed: {type(e).__name__}: {e}")
+        failure.__cause__ = e
+    except BaseException as e:
+        failure = e
+    finally:
+        pool_threads.give(pool)
+        running(stop, False)
+    if stop.value:      # (no watchdog: only the interpreter's exit sets it)
+        give_param_buffer(param_buffer)
+        raise exiting_error(starter.binary.plan.name, launch.grid, launch.block)
+    starter.spare.append((stop, param_buffer))
+    if failure is not None:
+        raise failure
+

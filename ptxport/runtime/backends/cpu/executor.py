@@ -72,7 +72,8 @@ from ptxport.runtime.backends.cpu.launch_words import (
 )
 from ptxport.runtime.backends.cpu.tables import disjoint, worker_tables
 
-__all__ = ["SCHEDULES", "run_grid", "set_schedule", "set_workers", "worker_count"]
+__all__ = ["SCHEDULES", "run_grid", "schedule", "set_schedule", "set_workers",
+           "worker_count"]
 
 
 _WORKERS: int | None = None
@@ -122,6 +123,11 @@ def set_schedule(kind: str) -> None:
     if kind not in SCHEDULES:
         raise ValueError(f"unknown schedule {kind!r}: one of {', '.join(SCHEDULES)}")
     _SCHEDULE[0] = kind
+
+
+def schedule() -> str:
+    """How workers share a grid's blocks now (set_schedule)."""
+    return _SCHEDULE[0]
 
 
 def _chunk(blocks: int, workers: int) -> int:
@@ -518,18 +524,6 @@ class _Team:
             words[pool_threads.WORKERS], words[pool_threads.TOTAL] = count, total
             self._last = (count, total, chunk)
 
-    def run(self, pool, count: int, total: int, chunk: int, start: int = 0) -> int:
-        """Run blocks `start` to `total` on `count` workers, `chunk` at a time; how many
-        workers failed (their results are in self.results; -1: it ran to the grid's end)."""
-        self.set_grid(count, total, chunk)
-        if start:
-            self.job.words[pool_threads.START] = start
-            try:
-                return pool.run(self.job)
-            finally:
-                self.job.words[pool_threads.START] = 0
-        return pool.run(self.job)
-
 
 # build_claiming's `finish`: i64 finish(ctx, block, end)
 _Finish = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_uint64, ctypes.c_int64, ctypes.c_int64)
@@ -709,18 +703,20 @@ class Grid:
                                self.workspace, None if tables is None else tables[smid])
             team.job.words[pool_threads.CACHE_BYTES] = 0 if self.allocations is None \
                 else team.workers[0].site_cache_bytes
+        team.set_grid(self.workers, self.blocks, self.chunk)
         team.last_launch = None
         return team
 
     def finish(self, pool, team: _Team) -> None:
         """Run the blocks on the prepared team (those the pool's threads left, when
-        early.start_grid opened its job already); raise the first failure."""
+        an early.Starter opened its job already); raise the first failure. (The team's
+        last_launch says, once it is set again, that it succeeded.)"""
         if self.python_rounds:
             self._python_rounds(team.workers[0])
         elif self.layout is entry.CLAIMED_WAITING:
             self._run_waiting(pool, team)
-        else:
-            self._run_claimed(pool, team)
+        elif pool.run(team.job):    # (kernels without waits: every block natively)
+            self._claimed_failures(team)    # (a worker failed or recorded a fault)
         if not self.stop.value:
             team.last_launch = (self.allocations, self.stop, self.like)
 
@@ -734,10 +730,9 @@ class Grid:
         return worker_tables(_ranges(self.allocations, self.binary.global_ranges, self.params),
                              [w.own_ranges for w in workers])
 
-    def _run_claimed(self, pool, team: _Team) -> None:
-        """Kernels without barriers or warp operations: every block natively."""
-        if not team.run(pool, self.workers, self.blocks, self.chunk):
-            return      # (no worker failed or recorded a fault)
+    def _claimed_failures(self, team: _Team) -> None:
+        """After a run of a kernel without waits in which a worker failed or recorded a
+        fault: raise the first failure."""
         results = team.results[:self.workers].tolist()
         for worker, failed in zip(team.workers, results, strict=False):
             if failed >= 0:
@@ -751,7 +746,7 @@ class Grid:
         Python, through the team's `finish` callback, while the others go on."""
         team.grid = self
         try:
-            failed = team.run(pool, self.workers, self.blocks, self.chunk)
+            failed = pool.run(team.job)
         finally:
             team.grid = None
         if self.failures:

@@ -9,6 +9,7 @@ import functools
 import struct
 import threading
 import weakref
+from collections.abc import Callable
 from functools import cache, cached_property
 
 import llvmlite.binding as llvm
@@ -236,19 +237,15 @@ class CpuKernelBinary:
                              allocations, timeout, cooperative)
 
 
-    def start(self, grid, block, dynamic_shared: int, params: bytes,
-              allocations: list[tuple[int, int]] | None = None):
-        """launch() without a timeout, its blocks begun now on the worker pool's threads
-        (early.start_grid): the function that finishes it, or None, having done nothing,
-        for a launch that launch() must run (the stack or the device heap set up for it,
-        and what start_grid refuses)."""
-        if self.plan.stack_from_limit or self.plan.uses_heap:
+    def starter(self, block, live_ranges: Callable[[], tuple | None]):
+        """What begins this kernel's launches (of blocks of shape `block`) early on the
+        worker pool's threads (early.Starter), given the live allocations' ranges; None for
+        a kernel whose launches launch() must run (the stack or the device heap set up for
+        it, printf's log, grids it launches)."""
+        if self.plan.stack_from_limit or self.plan.uses_heap or self.calls_printf \
+                or self.launches_grids:
             return None
-        heap = cpu_heap.HEAP.range()
-        if allocations is not None and heap is not None:
-            allocations = _with_heap(allocations, heap)
-        return _early().start_grid(self, tuple(grid), tuple(block), dynamic_shared, params,
-                                   allocations)
+        return _early().Starter(self, live_ranges, cpu_heap.HEAP.range, _with_heap)
 
 
 # the last (allocations, heap, both): the executor keeps its workers' allocation tables

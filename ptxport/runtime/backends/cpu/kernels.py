@@ -76,10 +76,9 @@ class GangKernelBinary:
         self.for_block(block).launch(grid, block, dynamic_shared, params, allocations, timeout,
                                      cooperative)
 
-    def start(self, grid, block, dynamic_shared: int, params: bytes,
-              allocations: list[tuple[int, int]] | None = None):
-        """CpuKernelBinary.start with the code for this block shape."""
-        return self.for_block(block).start(grid, block, dynamic_shared, params, allocations)
+    def starter(self, block, live_ranges):
+        """CpuKernelBinary.starter of the code for this block shape."""
+        return self.for_block(block).starter(block, live_ranges)
 
 
 def compile_kernel(module: ir.Module, kernel: str, options: CpuOptions | None = None

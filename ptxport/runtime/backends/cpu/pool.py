@@ -119,6 +119,9 @@ class Job:
     def __init__(self) -> None:
         self.words = np.zeros(JOB_WORDS, dtype=np.int64)
         self.address = self.words.ctypes.data
+        # (the words a launch reads or writes itself, as a memoryview: numpy's indexing
+        # touches far more code, which a launch after other work finds out of the caches)
+        self.view = memoryview(self.words)
         self._trace: np.ndarray | None = None
 
     def trace(self, on: bool) -> None:
@@ -497,12 +500,14 @@ class _Native:
                                 ctypes.cast(functions[name], ctypes.c_void_p).value)
             self._engine = jit_engine(str(module))
             self.thread = self._engine.get_function_address("ptxport_pool_thread")
-            # (ctypes releases the GIL for the call)
+            # (CFUNCTYPE releases the GIL for the call: run's share of blocks may call back
+            # into Python, and other threads run meanwhile; prewake and open return at once,
+            # and keep it: no turn of the GIL in the middle of a launch)
             self.run = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p)(
                 self._engine.get_function_address("ptxport_pool_run"))
-            self.prewake = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)(
+            self.prewake = ctypes.PYFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)(
                 self._engine.get_function_address("ptxport_pool_prewake"))
-            self.open = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(
+            self.open = ctypes.PYFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(
                 self._engine.get_function_address("ptxport_pool_open"))
         self.init_mutex, self.init_cond = (functions["pthread_mutex_init"],
                                            functions["pthread_cond_init"])
@@ -537,6 +542,7 @@ class Pool:
         self._memory = raw[start:start + _SIZE]
         self.address = self._memory.ctypes.data
         self.words = self._memory.view(np.int64)
+        self.view = memoryview(self.words)      # (read at every launch: Job.view)
         if self._native.init_mutex(ctypes.c_void_p(self.address + _MUTEX), None) \
                 or self._native.init_cond(ctypes.c_void_p(self.address + _DONE), None):
             raise PtxportError("the CPU device could not set up its worker threads' "
@@ -599,8 +605,8 @@ class Pool:
         then calls run(job), which runs worker 0's share (the blocks left), closes the job
         and waits for the threads, as for a job it opened itself. Only for a job of more
         than one worker; the caller holds the pool until that run."""
-        job.words[OPENED] = 1
-        if job.tracing != _TRACING[0]:
+        job.view[OPENED] = 1
+        if (job._trace is not None) is not _TRACING[0]:
             job.trace(_TRACING[0])
         self._native.open(self.address, job.address)
 
@@ -611,7 +617,8 @@ class Pool:
         copy's, copies.py)."""
         if not traced:
             return self._native.run(self.address, job.address)
-        if job.tracing != _TRACING[0] and not job.words[OPENED]:     # (not while it runs)
+        # (not while it runs)
+        if (job._trace is not None) is not _TRACING[0] and not job.view[OPENED]:
             job.trace(_TRACING[0])
         failed = self._native.run(self.address, job.address)
         if _TRACING[0]:
@@ -708,7 +715,7 @@ def prewake(helpers: int) -> None:
         pool = _FREE[-1]
     except IndexError:      # (taken by another thread meanwhile)
         return
-    if pool.words[_SLEEPERS // 8] > 0 and _SPIN[0] != 0 and pool.forks == _FORKS[0]:
+    if pool.view[_SLEEPERS // 8] > 0 and _SPIN[0] != 0 and pool.forks == _FORKS[0]:
         pool._native.prewake(pool.address, helpers)
 
 
