@@ -503,7 +503,10 @@ def _queue(stream: Stream, config: LaunchConfig, kernel: Kernel, params: bytes, 
 
     def run(keep=keep) -> None:  # `keep`: the buffers' memory lives until the kernel ran
         try:
-            if options is None:
+            # (the backend's starter runs it whole reusing the last launch's setup)
+            if options is None and starter is not None:
+                starter.run(grid, block, shmem_size, params)
+            elif options is None:
                 backend.launch(ordinal, binary, grid, block, shmem_size, params)
             else:
                 backend.launch(ordinal, binary, grid, block, shmem_size, params, **options)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ptxport import Device, LaunchConfig, Program, launch
-from ptxport.errors import KernelExecutionError, KernelTrapError
+from ptxport.errors import IllegalAddressError, KernelExecutionError, KernelTrapError
 from ptxport.runtime.backends.cpu import early
 from ptxport.runtime.backends.cpu import executor as cpu_executor
 from ptxport.runtime.backends.cpu import pool as cpu_pool
@@ -239,3 +239,72 @@ def test_an_internal_error_finishing_an_early_launch_names_the_kernel(
     monkeypatch.setattr(early.Grid, "finish", real)
     launch(stream, LaunchConfig(grid=BLOCKS, block=BLOCK), count_runs, out, NONE)
     assert (_read(out, stream) == 3 * BLOCK).all()
+
+
+def test_a_small_grid_run_inside_launch_reuses_its_setup_but_never_stale_state(
+        dev, count_runs, workers, monkeypatch):
+    """A small grid runs inside launch() (early.Starter.run): the same launch again reuses
+    the last one's Grid and team; a changed grid, a buffer freed and another allocated,
+    or a failure in between set the workers up anew, and each launch computes its own
+    result (a launch reaching a freed buffer faults)."""
+    workers(4)
+    stream = dev.create_stream()
+    small, smaller = LaunchConfig(grid=64, block=BLOCK), LaunchConfig(grid=24, block=BLOCK)
+    out = _zeros(dev, stream)
+    launch(stream, small, count_runs, out, NONE)
+    stream.sync()       # (compiled at its first launch, which is queued as before)
+    made, real = [], early.Grid
+
+    def grid(*args):
+        made.append(args[1])
+        return real(*args)
+
+    monkeypatch.setattr(early, "Grid", grid)
+    runs, real_run = [], early.Starter.run
+
+    def run(self, grid, *args):
+        runs.append(grid)
+        return real_run(self, grid, *args)
+
+    monkeypatch.setattr(early.Starter, "run", run)
+    expected = np.zeros(BLOCKS, np.uint32)
+    expected[:64] = BLOCK
+    for config, new in ((small, None), (small, False), (smaller, True), (smaller, False),
+                        (small, True)):
+        made.clear()
+        launch(stream, config, count_runs, out, NONE)
+        stream.sync()
+        expected[:config.grid[0]] += BLOCK
+        if new is not None:
+            assert made == ([config.grid] if new else []), (config, new)
+    assert runs == [small.grid] * 2 + [smaller.grid] * 2 + [small.grid]
+    assert (_read(out, stream) == expected).all()
+    # (the buffer freed and another allocated: the allocations changed, the result is the
+    # new buffer's alone)
+    out.close()
+    out = _zeros(dev, stream)
+    made.clear()
+    launch(stream, small, count_runs, out, NONE)
+    stream.sync()
+    assert made == [small.grid]
+    expected[:] = 0
+    expected[:64] = BLOCK
+    assert (_read(out, stream) == expected).all()
+    # (a trap, then the same launch: set up anew, and right)
+    launch(stream, small, count_runs, out, np.uint32(7))
+    with pytest.raises(KernelTrapError, match=r"block \(7, 0, 0\)"):
+        stream.sync()
+    out.fill(0, 4, stream=stream)
+    stream.sync()
+    made.clear()
+    launch(stream, small, count_runs, out, NONE)
+    stream.sync()
+    assert made == [small.grid]
+    assert (_read(out, stream) == expected).all()
+    # (a freed buffer's address: the launch faults, as before, and names a thread)
+    freed = dev.allocate(BLOCKS * 4, stream=stream)
+    address = freed.handle
+    freed.close()
+    launch(stream, small, count_runs, np.uint64(address), NONE)
+    with pytest.raises(IllegalAddressError, match="thread"):
+        stream.sync()

@@ -270,7 +270,9 @@ class Backend(BackendBase):
         the function that finishes the launch (on the thread that runs the stream's queue),
         or None, having done nothing, for a launch that launch() must run whole (one worker,
         one block); or None for a binary whose launches are never begun early (no timeout
-        and not cooperative: launch.py asks only for those)."""
+        and not cooperative: launch.py asks only for those). Its `run(grid, block,
+        dynamic_shared, params)` runs such a launch whole, as launch() would, reusing the
+        last one's setup where it can."""
         starter = getattr(binary, "starter", None)      # (a test's stand-in binary has none)
         return None if starter is None else starter(block, self._live_ranges)
 

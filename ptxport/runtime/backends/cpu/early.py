@@ -77,6 +77,34 @@ class Starter:
         if grid[0] * grid[1] * grid[2] < 2 or smids < 2 \
                 or (binary.plan.sync_points and not binary.native_waits):
             return None
+        try:
+            launch, team, pool, stop, param_buffer = self._begin(grid, block, dynamic_shared,
+                                                                 params, smids)
+        except Exception:
+            return None     # (run_grid, which the caller calls now, raises it)
+        if launch.layout is entry.CLAIMED_WAITING:
+            team.grid = launch      # (a worker's `finish` callback finds the launch there)
+        running(stop, True)
+        pool.open(team.job)
+        return functools.partial(_finish, self, launch, team, pool, stop, param_buffer,
+                                 keep, what)
+
+    def run(self, grid: tuple, block: tuple, dynamic_shared: int, params: bytes) -> None:
+        """Run a launch whole on this thread, as run_grid runs it (launch.py's `run`: a
+        small grid that launch() runs at once, or a launch queued), reusing the last
+        launch's Grid and team where it is like it; raise the first failure (a ptxport
+        error, another exception as it came: the caller names the launch)."""
+        launch, team, pool, stop, param_buffer = self._begin(grid, block, dynamic_shared,
+                                                             params, worker_count())
+        running(stop, True)
+        _finish(self, launch, team, pool, stop, param_buffer, None, None)
+
+    def _begin(self, grid: tuple, block: tuple, dynamic_shared: int, params: bytes,
+               smids: int) -> tuple:
+        """The launch's Grid prepared on a pool taken for it (the last one's where the
+        launch is like it), with its team, pool, stop word and parameter buffer; on a
+        failure, the pool and words given back and the error raised."""
+        binary = self.binary
         allocations = self.live_ranges()
         heap = self.heap_range()
         if allocations is not None and heap is not None:
@@ -98,36 +126,35 @@ class Starter:
                 and last[3].last_launch[2] is last[2].like:
             launch, team = last[2], last[3]
             team.last_launch = None     # (as Grid.prepare: set again when this one succeeds)
-        else:
-            try:
-                launch = Grid(binary, grid, block, dynamic_shared,
-                              (ctypes.addressof(param_buffer), len(params)), allocations, stop)
-                team = launch.prepare(pool)
-            except Exception:
-                pool_threads.give(pool)     # (run_grid, which the caller calls now, raises it)
-                self.spare.append((stop, param_buffer))
-                return None
-            self.last = (pool, like, launch, team)
-        if launch.layout is entry.CLAIMED_WAITING:
-            team.grid = launch      # (a worker's `finish` callback finds the launch there)
-        running(stop, True)
-        pool.open(team.job)
-        return functools.partial(_finish, self, launch, team, pool, stop, param_buffer,
-                                 keep, what)
+            return launch, team, pool, stop, param_buffer
+        try:
+            launch = Grid(binary, grid, block, dynamic_shared,
+                          (ctypes.addressof(param_buffer), len(params)), allocations, stop)
+            team = launch.prepare(pool)
+        except BaseException:
+            pool_threads.give(pool)
+            self.spare.append((stop, param_buffer))
+            raise
+        self.last = (pool, like, launch, team)
+        return launch, team, pool, stop, param_buffer
 
 
 def _finish(starter: Starter, launch: Grid, team, pool, stop, param_buffer, keep,
-            what: Callable[[], str]) -> None:
+            what: Callable[[], str] | None) -> None:
     """A launch begun early, finished on this thread (Starter's): worker 0's share of the
-    blocks left, the wait for the other workers, and the first failure raised."""
+    blocks left, the wait for the other workers, and the first failure raised (another
+    exception than a ptxport error as KernelExecutionError, `what` naming the launch; as
+    it came where `what` is None, for Starter.run's caller to name it)."""
     failure = None
     try:
         launch.finish(pool, team)
     except PtxportError as e:       # reported below, after the pool is given back
         failure = e
     except Exception as e:
-        failure = KernelExecutionError(f"{what()} failed: {type(e).__name__}: {e}")
-        failure.__cause__ = e
+        failure = e
+        if what is not None:
+            failure = KernelExecutionError(f"{what()} failed: {type(e).__name__}: {e}")
+            failure.__cause__ = e
     except BaseException as e:
         failure = e
     finally:
