@@ -126,6 +126,8 @@ class Starter:
                 and last[3].last_launch[2] is last[2].like:
             launch, team = last[2], last[3]
             team.last_launch = None     # (as Grid.prepare: set again when this one succeeds)
+            if launch.python_rounds:    # (run(): no pool, whose share zeroes the cache)
+                team.workers[0].restart()
             return launch, team, pool, stop, param_buffer
         try:
             launch = Grid(binary, grid, block, dynamic_shared,
