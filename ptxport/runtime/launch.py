@@ -16,6 +16,7 @@ their size is not known: the message says which numpy type to use.
 from __future__ import annotations
 
 import operator
+import weakref
 from collections.abc import Callable
 from math import prod
 
@@ -286,31 +287,36 @@ class _Packer:
         self.slots = tuple((slot.offset, slot.offset + slot.size, info, slot.variable)
                            for slot, info in zip(slots, kernel.arguments_info, strict=True))
         self.accepted: tuple[set, ...] = tuple(set() for _ in slots)
-        # (device, args, params, keep, the Buffers among args): set only where every other
-        # argument is an immutable numpy scalar, so the same objects pack to the same bytes
-        # while each Buffer is still open (a program launching a kernel over and over with
-        # the same arguments: 4-5 us a launch of 4 arguments, several times that with the
-        # caches cold)
+        # (device, the arguments' ids, params, the numpy scalars among them, weak references
+        # to the Buffers among them): set only where every other argument is an immutable
+        # numpy scalar and every Buffer packed to its own allocation, so the same objects
+        # pack to the same bytes while each Buffer is still open (a program launching a
+        # kernel over and over with the same arguments: 4-5 us a launch of 4 arguments,
+        # several times that with the caches cold). The Buffers are held weakly: one the
+        # program dropped is freed, as without the memo (an id comes again only for another
+        # object once the first is gone, which its dead reference tells).
         self.last: tuple | None = None
 
     def pack(self, kernel: Kernel, args: tuple, device: Device) \
             -> tuple[bytes, list[Allocation]]:
         last = self.last
-        if last is not None and last[0] is device and len(args) == len(last[1]):
-            for arg, before in zip(args, last[1], strict=True):
-                if arg is not before:
+        if last is not None and last[0] is device and tuple(map(id, args)) == last[1]:
+            keep = []
+            for ref in last[4]:
+                buffer = ref()
+                if buffer is None or buffer._allocation is None:    # (closed: raise below)
                     break
+                keep.append(buffer._allocation)
             else:
-                for buffer in last[4]:
-                    if buffer._allocation is None:     # (closed since: raise as below)
-                        break
-                else:
-                    return last[2], last[3]
+                return last[2], keep
         params, keep = self._pack(kernel, args, device)
         buffers = tuple(arg for arg in args if isinstance(arg, Buffer))
-        if len(buffers) + sum(isinstance(arg, np.generic) and not isinstance(arg, np.void)
-                              for arg in args) == len(args):
-            self.last = (device, args, params, keep, buffers)
+        scalars = tuple(arg for arg in args
+                        if isinstance(arg, np.generic) and not isinstance(arg, np.void))
+        if len(buffers) + len(scalars) == len(args) and len(keep) == len(buffers) \
+                and all(b._allocation is k for b, k in zip(buffers, keep, strict=True)):
+            self.last = (device, tuple(map(id, args)), params, scalars,
+                         tuple(map(weakref.ref, buffers)))
         return params, keep
 
     def _pack(self, kernel: Kernel, args: tuple, device: Device) \

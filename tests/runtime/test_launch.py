@@ -1,6 +1,8 @@
 """Programs, kernels and launches: the DESIGN.md example, argument checks, launch limits."""
 
+import gc
 import sys
+import weakref
 
 import numpy as np
 import pytest
@@ -235,6 +237,8 @@ def test_the_same_arguments_again_pack_to_what_they_hold_now(fake_kernels, misc,
         launch(stream, config, kernel, value, out)
     stream.sync()
     assert seen == [((scale, 7, -2.25), out.handle) for scale in (1.5, 1.5, 3.0)]
+    ys = []
+    fake_kernels["saxpy"] = lambda grid, block, shmem, a, x, y, n: ys.append(int(y))
     saxpy = _saxpy(fake_kernels, saxpy_ptx)
     x, y = stream.device.allocate(16), stream.device.allocate(16)
     a, n = np.float32(2), np.int32(4)
@@ -245,6 +249,21 @@ def test_the_same_arguments_again_pack_to_what_they_hold_now(fake_kernels, misc,
     with pytest.raises(ArgumentError, match="argument 2 .*the buffer is closed"):
         launch(stream, config, saxpy, a, x, y, n)
     stream.sync()
+    # (the memo holds the Buffers weakly: one dropped is freed as without it, and whatever
+    # comes at its id later packs anew)
+    y = stream.device.allocate(16)
+    launch(stream, config, saxpy, a, x, y, n)
+    stream.sync()
+    alive = weakref.ref(y)
+    del y
+    gc.collect()
+    assert alive() is None
+    for _ in range(3):
+        y = stream.device.allocate(16)
+        launch(stream, config, saxpy, a, x, y, n)
+        stream.sync()
+        assert ys[-1] == y.handle
+        del y
 
 # -- launch limits --------------------------------------------------------------------------
 
