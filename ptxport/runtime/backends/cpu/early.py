@@ -15,6 +15,8 @@ the figures).
 Only launches that run_grid would run on several workers, natively, with nothing to set up
 or collect around the run: no printf log, no grids launched by the kernel, no timeout, not
 cooperative, no device heap or stack sized for the launch; others are queued as before.
+The same Starter also runs such a kernel's other launches whole (Starter.run: a small grid
+launch() runs at once, or one queued), reusing the last launch's setup as an early start does.
 """
 
 from __future__ import annotations
