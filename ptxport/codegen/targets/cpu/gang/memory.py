@@ -120,7 +120,7 @@ def lane_vectors(fl: GangLowering, place: Place, t: Type, count: int, values=Non
     guarded load's registers keep there), the masked load's pass-through where the lanes
     are known consecutive, so that no select follows it (LLVM then sees through the
     shuffles that take a .v4 access apart to whole-vector arithmetic)."""
-    if widened.applies(fl, place, t.size * count):
+    if widened.applies(fl, place, t.size * count, count):
         return widened.access(fl, place, t, count, values, old)
     found = indexed.applies(fl, place, t.size) if count == 1 and old is None else None
     if found is not None:

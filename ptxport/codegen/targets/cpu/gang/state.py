@@ -166,6 +166,9 @@ class GangLowering(FunctionLowering):
         # access read the flag (lower_gang): saxpy's loop kept a load, an and and a store
         self.exact_stores: list = []
         self.exact_read = False
+        # wraps.py's answers by (place key, halves), and the kernel's writes of each register
+        self.wrap_jumps: dict = {}
+        self.kernel_writers = None
         # within a segment: the stack buffers of the mma operands laid out (mma.py), by
         # their fragment's registers (a write of one of those forgets its buffer), and how
         # many it made; the buffers, by (the segment's n-th, size), made once

@@ -1,0 +1,134 @@
+"""Which widened lane forms (passes/lane_forms.py) the addresses of a group's first and last
+lanes prove exact, for widened.py's accesses without the warp's flag. A widening's 32-bit
+sum u + d[i] wraps in a lane where it passes the type's end; where d rises (or falls) from
+lane to lane across the group, every lane after the first that wraps wraps too, and the
+widened value there jumps by scale * 2**32 (down where the widening's scale and d's
+direction agree, up otherwise). So where an address is a sum of values exact in every
+lane (lane forms not widened, values alike in the warp) and of ONE such widening (scaled
+by constants), its last lane's address differs from its first by the form's offset exactly
+where no lane of the group wrapped. Two widenings could wrap in opposite directions in the
+middle lanes and cancel at the last: such addresses are not this module's.
+"""
+
+from __future__ import annotations
+
+from ptxport.codegen.targets.cpu.gang.lanes import W
+from ptxport.codegen.targets.cpu.gang.state import GangLowering
+from ptxport.ir import nodes as ir
+from ptxport.ir.analysis import may_write
+from ptxport.passes.lane_forms import HALF, LaneForm, widening
+from ptxport.ptx.ast import IntImm
+
+_UNKNOWN = None
+
+
+def wrap_jump(fl: GangLowering, key, halves: bool):
+    """For the base register named by a place's key (id(register), space): -1 where every
+    write makes it such a sum whose widening's wrap moves the lanes after it down, +1 up,
+    0 with no widened term (exact), None otherwise (or not a register). `halves`: the
+    groups are the half warps, else the warp."""
+    memo = fl.wrap_jumps
+    if (key, halves) not in memo:
+        registers, _ = _writers(fl)
+        register = registers.get(key[0])
+        jumps = None if register is None else _jumps(fl, register, halves, frozenset())
+        memo[(key, halves)] = None if jumps is None or len(jumps) > 1 else (
+            jumps[0] if jumps else 0)
+    return memo[(key, halves)]
+
+
+def _writers(fl: GangLowering):
+    """(id -> register, register -> the instructions that write it), for the kernel."""
+    if fl.kernel_writers is None:
+        registers, writes = {}, {}
+        for inst in fl.function.instructions():
+            for register in may_write(inst):
+                registers[id(register)] = register
+                writes.setdefault(register, []).append(inst)
+        fl.kernel_writers = (registers, writes)
+    return fl.kernel_writers
+
+
+def _jumps(fl: GangLowering, value, halves: bool, seen: frozenset):
+    """The directions (a tuple of -1 / +1) of the widened terms of `value`'s lanes, over
+    every write of it; None where not known (a widening that is not monotone across the
+    groups, a product of two terms, a register written from itself...)."""
+    if isinstance(value, (IntImm, ir.Variable)):
+        return ()
+    if not isinstance(value, ir.Register):
+        return _UNKNOWN
+    if value in fl.uniform:
+        return ()
+    form = fl.lane_forms.get(value)
+    if form is not None and not form.widened:       # (exact modulo 2**bits in every write)
+        return ()
+    if value.type.bits != 64 or id(value) in seen:
+        return _UNKNOWN
+    seen = seen | {id(value)}
+    found = _UNKNOWN
+    for inst in _writers(fl)[1].get(value, ()):
+        jumps = _written(fl, inst, halves, seen)
+        if jumps is _UNKNOWN or found is not _UNKNOWN and jumps != found:
+            return _UNKNOWN
+        found = jumps
+    return found
+
+
+def _written(fl: GangLowering, inst: ir.Instruction, halves: bool, seen: frozenset):
+    """_jumps of the value `inst` writes."""
+    wide = widening(inst)
+    if wide is not None:
+        source = inst.operands[1]
+        if isinstance(source, IntImm) or isinstance(source, ir.Register) \
+                and source in fl.uniform:
+            return ()
+        form = fl.lane_forms.get(source) if isinstance(source, ir.Register) else None
+        if form is None or form.widened or form.scaled:
+            return _UNKNOWN
+        rise = _direction(form, halves)
+        if rise is None:
+            return _UNKNOWN
+        scale = wide[1]
+        return () if rise == 0 or scale == 0 else ((-1 if (rise > 0) == (scale > 0) else 1),)
+    op, spec = inst.opcode, inst.spec
+    if spec.get("cc") or spec.get("sat") or spec.get("mode", "lo") != "lo":
+        return _UNKNOWN
+    args = inst.operands[1:]
+    if op in ("mov", "cvta") and len(args) == 1:
+        return _jumps(fl, args[0], halves, seen)
+    if op in ("add", "sub") and len(args) == 2:
+        x, y = (_jumps(fl, a, halves, seen) for a in args)
+        if x is _UNKNOWN or y is _UNKNOWN:
+            return _UNKNOWN
+        return x + (tuple(-j for j in y) if op == "sub" else y)
+    if op in ("mul", "shl") and len(args) == 2 and isinstance(args[1], IntImm):
+        k = args[1].value
+        if op == "shl":
+            if not 0 <= k < 32:
+                return _UNKNOWN
+            k = 1 << k
+        k = (k & (2**64 - 1)) - (2**64 if k & (1 << 63) else 0)
+        if (k << 32) % 2**64 == 0:      # (the jump vanishes modulo 2**64)
+            return _UNKNOWN
+        x = _jumps(fl, args[0], halves, seen)
+        return x if x is _UNKNOWN or k > 0 else tuple(-j for j in x)
+    return _UNKNOWN
+
+
+def _direction(form: LaneForm, halves: bool):
+    """+1 where the 32-bit offsets rise (or stay) from lane to lane across each group, -1
+    where they fall, 0 where they are the same in every lane of a group, None otherwise."""
+    if form.halves and not halves:
+        return None
+    groups = (range(HALF), range(HALF, W)) if halves else (range(W),)
+    rises = set()
+    for group in groups:
+        ref = form.offsets[group[0]]
+        d = [((form.offsets[i] - ref + 2**31) & 0xFFFFFFFF) - 2**31 for i in group]
+        steps = {(y > x) - (y < x) for x, y in zip(d, d[1:], strict=False)} - {0}
+        if len(steps) > 1:
+            return None
+        rises |= steps
+    if len(rises) > 1:
+        return None
+    return next(iter(rises), 0)
