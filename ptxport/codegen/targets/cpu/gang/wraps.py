@@ -7,7 +7,10 @@ direction agree, up otherwise). So where an address is a sum of values exact in 
 lane (lane forms not widened, values alike in the warp) and of ONE such widening (scaled
 by constants), its last lane's address differs from its first by the form's offset exactly
 where no lane of the group wrapped. Two widenings could wrap in opposite directions in the
-middle lanes and cancel at the last: such addresses are not this module's.
+middle lanes and cancel at the last: such addresses are not this module's. Where the
+widening is the address's only term that differs between lanes, its offsets are the
+address's own (consecutive: rising with the scale), and it needs no form of its own (a
+guarded copy's index, whose form is known only in its segment).
 """
 
 from __future__ import annotations
@@ -22,19 +25,35 @@ from ptxport.ptx.ast import IntImm
 _UNKNOWN = None
 
 
+_EXACT = "exact"        # a term that differs between lanes, exact in every lane
+_OWN = "own"            # a widening whose offsets are known only as the address's
+
+
 def wrap_jump(fl: GangLowering, key, halves: bool):
-    """For the base register named by a place's key (id(register), space): -1 where every
-    write makes it such a sum whose widening's wrap moves the lanes after it down, +1 up,
-    0 with no widened term (exact), None otherwise (or not a register). `halves`: the
-    groups are the half warps, else the warp."""
+    """For the base register named by a place's key (id(register), space), whose lanes
+    the place's form finds consecutive (rising): -1 where every write makes it such a sum
+    whose widening's wrap moves the lanes after it down, +1 up, 0 with no widened term
+    (exact), None otherwise (or not a register). `halves`: the groups are the half warps,
+    else the warp."""
     memo = fl.wrap_jumps
     if (key, halves) not in memo:
         registers, _ = _writers(fl)
         register = registers.get(key[0])
-        jumps = None if register is None else _jumps(fl, register, halves, frozenset())
-        memo[(key, halves)] = None if jumps is None or len(jumps) > 1 else (
-            jumps[0] if jumps else 0)
+        terms = None if register is None else _jumps(fl, register, halves, frozenset())
+        memo[(key, halves)] = None if terms is None else _jump(terms)
     return memo[(key, halves)]
+
+
+def _jump(terms: tuple):
+    """wrap_jump's answer from an address's terms."""
+    widenings = [t for t in terms if t != _EXACT]
+    if len(widenings) > 1:
+        return None
+    if not widenings:
+        return 0
+    if widenings[0] == _OWN:        # (rising with the address: its wraps move it down)
+        return -1 if _EXACT not in terms else None
+    return widenings[0]
 
 
 def _writers(fl: GangLowering):
@@ -50,28 +69,34 @@ def _writers(fl: GangLowering):
 
 
 def _jumps(fl: GangLowering, value, halves: bool, seen: frozenset):
-    """The directions (a tuple of -1 / +1) of the widened terms of `value`'s lanes, over
-    every write of it; None where not known (a widening that is not monotone across the
-    groups, a product of two terms, a register written from itself...)."""
+    """The terms of `value`'s lanes that differ between lanes, over every write of it: a
+    widening's direction (-1 / +1: where its wraps move the lanes after them), _OWN, or
+    _EXACT; None where not known (a product of two terms, a register written from itself,
+    writes with other terms...)."""
     if isinstance(value, (IntImm, ir.Variable)):
         return ()
     if not isinstance(value, ir.Register):
-        return _UNKNOWN
+        return None
     if value in fl.uniform:
         return ()
     form = fl.lane_forms.get(value)
     if form is not None and not form.widened:       # (exact modulo 2**bits in every write)
-        return ()
+        alike = not any(form.offsets) and not form.scaled and (halves or not form.halves)
+        return () if alike else (_EXACT,)       # (alike in each group: the halves' rows)
     if value.type.bits != 64 or id(value) in seen:
-        return _UNKNOWN
+        return None
     seen = seen | {id(value)}
-    found = _UNKNOWN
+    found = None
     for inst in _writers(fl)[1].get(value, ()):
-        jumps = _written(fl, inst, halves, seen)
-        if jumps is _UNKNOWN or found is not _UNKNOWN and jumps != found:
-            return _UNKNOWN
-        found = jumps
+        terms = _written(fl, inst, halves, seen)
+        if terms is None or found is not None and terms != found:
+            return None
+        found = terms
     return found
+
+
+def _flipped(terms: tuple) -> tuple:
+    return tuple(-t if isinstance(t, int) else t for t in terms)
 
 
 def _written(fl: GangLowering, inst: ir.Instruction, halves: bool, seen: frozenset):
@@ -83,36 +108,36 @@ def _written(fl: GangLowering, inst: ir.Instruction, halves: bool, seen: frozens
                 and source in fl.uniform:
             return ()
         form = fl.lane_forms.get(source) if isinstance(source, ir.Register) else None
-        if form is None or form.widened or form.scaled:
-            return _UNKNOWN
-        rise = _direction(form, halves)
+        if form is None:
+            return (_OWN,)
+        rise = None if form.widened or form.scaled else _direction(form, halves)
         if rise is None:
-            return _UNKNOWN
+            return None
         scale = wide[1]
         return () if rise == 0 or scale == 0 else ((-1 if (rise > 0) == (scale > 0) else 1),)
     op, spec = inst.opcode, inst.spec
     if spec.get("cc") or spec.get("sat") or spec.get("mode", "lo") != "lo":
-        return _UNKNOWN
+        return None
     args = inst.operands[1:]
     if op in ("mov", "cvta") and len(args) == 1:
         return _jumps(fl, args[0], halves, seen)
     if op in ("add", "sub") and len(args) == 2:
         x, y = (_jumps(fl, a, halves, seen) for a in args)
-        if x is _UNKNOWN or y is _UNKNOWN:
-            return _UNKNOWN
-        return x + (tuple(-j for j in y) if op == "sub" else y)
+        if x is None or y is None:
+            return None
+        return x + (_flipped(y) if op == "sub" else y)
     if op in ("mul", "shl") and len(args) == 2 and isinstance(args[1], IntImm):
         k = args[1].value
         if op == "shl":
             if not 0 <= k < 32:
-                return _UNKNOWN
+                return None
             k = 1 << k
         k = (k & (2**64 - 1)) - (2**64 if k & (1 << 63) else 0)
         if (k << 32) % 2**64 == 0:      # (the jump vanishes modulo 2**64)
-            return _UNKNOWN
+            return None
         x = _jumps(fl, args[0], halves, seen)
-        return x if x is _UNKNOWN or k > 0 else tuple(-j for j in x)
-    return _UNKNOWN
+        return x if x is None or k > 0 else _flipped(x)
+    return None
 
 
 def _direction(form: LaneForm, halves: bool):
