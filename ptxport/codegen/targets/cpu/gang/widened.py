@@ -128,13 +128,12 @@ def access(fl: GangLowering, place: Place, t: Type, count: int, values=None, old
     else:
         start, low, high = _range(fl, place, size)
         lows = [low]
+    ahead = _ahead(fl, place, size, lows)       # (before _check makes the group's check)
     early = isinstance(fl.mask, ll.Constant)
-    if early:       # (before the check: LLVM then branches from a cache hit to `fast`)
-        ahead = _ahead(fl, place, size, lows)
-        if ahead is not None:
-            prefetch_site(fl, place, *ahead, size, not load)
+    if early and ahead is not None:     # (LLVM then branches from a cache hit to `fast`)
+        prefetch_site(fl, place, *ahead, size, not load)
     # (before the branch on the mask: later accesses of the group reuse the check)
-    ok, ahead = _check(fl, place, t, count, low, high, lows, exact)
+    ok = _check(fl, place, t, count, low, high, exact)
     fast, slow, done = (fl.llfn.append_basic_block(n) for n in (
         "widened_fast", "widened_lanes", "widened_done"))
     skipped = None
@@ -201,12 +200,11 @@ def _slow(fl: GangLowering, place: Place, t: Type, count: int, values, old, span
     return each
 
 
-def _check(fl: GangLowering, place: Place, t: Type, count: int, low, high, lows, exact):
-    """(i1: whether [low, high) lies in one allocation, by the access's group check, made
-    once for the group, or its own, and, per half, `exact`; the arguments of its prefetch,
-    or None), as memory.py's checks: the group's first access prefetches for the group.
-    Per half the range is all 32 lanes' under any guard, so a guarded access (a stencil's
-    halo loads) shares its group's check for the mask without the guard."""
+def _check(fl: GangLowering, place: Place, t: Type, count: int, low, high, exact):
+    """i1: whether [low, high) lies in one allocation, by the access's group check, made
+    once for the group, or its own, and, per half, `exact`. Per half the range is all 32
+    lanes' under any guard, so a guarded access (a stencil's halo loads) shares its
+    group's check for the mask without the guard."""
     b = fl.b
     size = t.size * count
     group = _group(fl, exact is not None)
@@ -214,7 +212,7 @@ def _check(fl: GangLowering, place: Place, t: Type, count: int, low, high, lows,
         idle = None if isinstance(fl.mask, ll.Constant) else ll.IRBuilder.icmp_unsigned(
             b, "==", fl.bits(fl.mask), I32(0))
         ok = inside_one_allocation(fl, low, high, skip=idle)
-        return (ok if exact is None else b.and_(ok, exact)), _spans(place, size, lows)
+        return ok if exact is None else b.and_(ok, exact)
     et = low.type
     here = fl.mask
     if exact is not None:
@@ -223,16 +221,14 @@ def _check(fl: GangLowering, place: Place, t: Type, count: int, low, high, lows,
         memo = (group, id(fl.mask))
         made = memo in fl.group_ok
         # (group_check adds the group's offsets to the lanes' range without place.offset)
-        ok, group_low = group_check(
+        ok, _ = group_check(
             fl, place, t.size, b.sub(low, ll.Constant(et, place.offset)),
             b.sub(high, ll.Constant(et, place.offset + size - t.size)), known=True)
         if exact is not None and not made:      # (the group's other accesses rely on it)
             ok = fl.group_ok[memo] = b.and_(ok, exact)
     finally:
         fl.mask = here
-    if exact is not None:
-        ok = b.and_(ok, exact)
-    return ok, None if group_low is None else _group_spans(fl, place, size, lows, group)
+    return ok if exact is None else b.and_(ok, exact)
 
 
 def _group(fl: GangLowering, halves: bool):
@@ -257,8 +253,9 @@ def _group_spans(fl: GangLowering, place: Place, size: int, lows: list, group):
 
 
 def _ahead(fl: GangLowering, place: Place, size: int, lows: list):
-    """The arguments of the prefetch _check's answer gives (None where the group's check,
-    and with it its prefetch, was made before), found before the check."""
+    """The arguments of the access's prefetch, found before _check: None where its group's
+    check was made before (its first access prefetched for the group), from the group's
+    lowest offset where this access makes it, else this access's own lines."""
     halves = place.lanes.halves
     group = _group(fl, halves)
     if group is None:
