@@ -5,7 +5,8 @@ last lane is not its first plus 15 elements has wrapped and goes lane by lane. A
 wide reads and writes each element; one that is not 16 wide too (another path); a widening
 that wraps in one half faults at its first wrapped lane, or, with only the wrapped lanes
 active, reads their own elements; lane 31 past the end faults there; an address of two
-widenings whose wraps cancel at the warp's last lane is not trusted (wraps.py)."""
+widenings whose wraps cancel at the warp's last lane is not trusted (wraps.py); a widening
+kept across a barrier as the 32-bit u it widens is made again as it was, wraps included."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 
 from cpu_harness import launch_on_cpu
 from ptxport import Device, LaunchConfig, Program, launch
+from ptxport.codegen.targets.cpu.gang import lowering
 from ptxport.codegen.targets.cpu.gang.build import build_gang
 from ptxport.codegen.targets.cpu.options import CpuOptions
 from ptxport.errors import IllegalAddressError
@@ -66,6 +68,27 @@ ld.global.u32 %r6, [%rd5];
 mul.wide.u32 %rd6, %r3, 4;
 add.s64 %rd7, %rd2, %rd6;
 st.global.u32 [%rd7], %r6;
+ret;
+}
+"""
+
+
+# t = y * w + x; widen(t + b) kept across a barrier (wraps.rebuilt_widening); after it,
+# p[widen(t + b)] = t for t >= lo
+ACROSS = HEADER + """.visible .entry k(.param .u64 p, .param .u32 w, .param .u32 b,
+                                     .param .u32 lo)
+{
+.reg .b32 %r<12>; .reg .b64 %rd<5>; .reg .pred %p<2>;
+ld.param.u64 %rd1, [p]; ld.param.u32 %r1, [w]; ld.param.u32 %r10, [b];
+ld.param.u32 %r11, [lo];
+mov.u32 %r2, %tid.x; mov.u32 %r3, %tid.y;
+mad.lo.s32 %r4, %r3, %r1, %r2;
+add.s32 %r5, %r4, %r10;
+mul.wide.s32 %rd3, %r5, 4;
+bar.sync 0;
+add.s64 %rd4, %rd1, %rd3;
+setp.ge.u32 %p1, %r4, %r11;
+@%p1 st.global.u32 [%rd4], %r4;
 ret;
 }
 """
@@ -152,3 +175,37 @@ def test_two_widenings_whose_wraps_cancel_at_the_last_lane_fault_in_the_middle()
     # with neither sum wrapping the lanes are consecutive and read their elements
     launch_on_cpu(TWO, LaunchConfig(grid=1, block=32), src, out, np.uint32(0), np.uint32(0))
     assert (out == src).all()
+
+
+@pytest.mark.parametrize("block", [(16, 2), (32, 1)])
+def test_a_widening_kept_across_a_barrier_is_made_again_with_its_wraps(block):
+    # lanes 24-31's indices wrap to -2**31..: only they store, p set so that lane 24's
+    # reaches word 0; a widening made again from u without the wrap would fault
+    dev = Device("cpu")
+    stream = dev.create_stream()
+    kernel = Program(ACROSS, code_type="ptx").compile("native").get_kernel("k")
+    buf = dev.allocate(32, stream=stream)
+    buf.copy_from(np.zeros(8, np.uint32), stream=stream)
+    p = (int(buf.handle) + 4 * (1 << 31)) % (1 << 64)
+    launch(stream, LaunchConfig(grid=1, block=block), kernel, np.uint64(p),
+           np.uint32(block[0]), np.uint32((1 << 31) - 24), np.uint32(24))
+    out = np.empty(8, np.uint32)
+    buf.copy_to(out, stream=stream)
+    stream.sync()
+    assert kernel._binary(dev).gang_refusal is None
+    assert (out == np.arange(24, 32)).all()
+
+
+def test_a_widening_kept_across_a_barrier_is_kept_as_its_32_bit_u(monkeypatch):
+    seen = {}
+    real = lowering.rebuilt_widening
+
+    def spy(fl, register):
+        seen[register.name] = found = real(fl, register)
+        return found
+
+    monkeypatch.setattr(lowering, "rebuilt_widening", spy)
+    build_gang(build(parse(ACROSS)), "k", (16, 2, 1), CpuOptions())
+    lanes, halves, shift, signed = seen["%rd3"]
+    assert halves and shift == 2 and signed
+    assert [c.constant for c in lanes.constant] == [i % 16 for i in range(32)]

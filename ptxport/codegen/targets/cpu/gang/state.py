@@ -155,6 +155,8 @@ class GangLowering(FunctionLowering):
         self.shared_bounds = shared_bounds(function, block)
         # saved registers whose frame holds u of u + c[i] alone: id -> (u's slot, c)
         self.rebuilt: dict = {}
+        # rebuilt registers kept as the 32-bit u they widen: id -> (the scale's shift, signed)
+        self.rebuilt_wide: dict = {}
         # within a segment: the lanes' addresses read from a base, and how they lie
         # (_place, _classify); a write of the base register forgets them
         self.places: dict = {}
@@ -246,7 +248,11 @@ class GangLowering(FunctionLowering):
             second = b.splat(b.load(_second_half(b, base)))
             u = ll.IRBuilder.shuffle_vector(b, u, second, ll.Constant(
                 ll.VectorType(I32, W), [i // HALF * W for i in range(W)]))
-        return self.convert(b.add(u, offsets), reg.type, t)
+        lanes = b.add(u, offsets)
+        if id(reg) in self.rebuilt_wide:        # (widened as the kernel's widening does)
+            shift, signed = self.rebuilt_wide[id(reg)]
+            lanes = b.shl((b.sext if signed else b.zext)(lanes, vec(I64)), b.splat(I64(shift)))
+        return self.convert(lanes, reg.type, t)
 
     def read_lanes(self, value, t):
         """read, as a vector of the lanes' values."""
@@ -353,7 +359,12 @@ class GangLowering(FunctionLowering):
             self.b.store(value, slot)
             return
         if isinstance(dest, ir.Register) and id(dest) in self.rebuilt:
-            self._note_base(self.convert_out(v, t, dest.type), *self.rebuilt[id(dest)])
+            value = self.convert_out(v, t, dest.type)
+            if id(dest) in self.rebuilt_wide:       # (the 32-bit lanes it widened)
+                shift, signed = self.rebuilt_wide[id(dest)]
+                value = (self.b.ashr if signed else self.b.lshr)(value, self.b.splat(I64(shift)))
+                value = self.b.trunc(value, vec(I32))
+            self._note_base(value, *self.rebuilt[id(dest)])
             return
         if isinstance(dest, ir.Register) and not dest.vector:
             value = self.convert_out(v, t, dest.type)

@@ -15,6 +15,8 @@ guarded copy's index, whose form is known only in its segment).
 
 from __future__ import annotations
 
+from llvmlite import ir as ll
+
 from ptxport.codegen.targets.cpu.gang.lanes import W
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.ir import nodes as ir
@@ -157,3 +159,32 @@ def _direction(form: LaneForm, halves: bool):
     if len(rises) > 1:
         return None
     return next(iter(rises), 0)
+
+
+def rebuilt_widening(fl: GangLowering, register: ir.Register):
+    """For a register every write of which is one widening (lane_forms.widening, by a power
+    of two) of 32-bit lanes u + c[i] or u[i // 16] + c[i] (an exact form, the same c in
+    every write): (c as a constant vector of i32, per half, the scale's shift, signed), so
+    that the warp frame keeps the 32-bit u (of each half) and a read makes the lanes again
+    as the widening does, wraps included (a stencil's `y * width + x` times 4, kept across
+    its barrier: 4 vectors of 64-bit lanes, stored and loaded, where 2 scalars do); else
+    None."""
+    found = None
+    for inst in _writers(fl)[1].get(register, ()):
+        wide = widening(inst)
+        source = inst.operands[1] if wide is not None else None
+        form = fl.lane_forms.get(source) if isinstance(source, ir.Register) else None
+        if form is None or form.widened or form.scaled or source.type.bits != 32 \
+                or wide[1] <= 0 or wide[1] & (wide[1] - 1):
+            return None
+        this = (form.offsets, form.halves, wide[1].bit_length() - 1, wide[0])
+        if found is not None and this != found:
+            return None
+        found = this
+    if found is None:
+        return None
+    offsets, halves, shift, signed = found
+    element = ll.IntType(32)
+    lanes = ll.Constant(ll.VectorType(element, W), [ll.Constant(element, c & 0xFFFFFFFF)
+                                                    for c in offsets])
+    return lanes, halves, shift, signed
