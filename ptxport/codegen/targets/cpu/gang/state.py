@@ -154,9 +154,8 @@ class GangLowering(FunctionLowering):
         # shared-memory accesses inside one variable for this shape (passes/shared_bounds.py)
         self.shared_bounds = shared_bounds(function, block)
         # saved registers whose frame holds u of u + c[i] alone: id -> (u's slot, c)
-        self.rebuilt: dict = {}
-        # rebuilt registers kept as the 32-bit u they widen: id -> (the scale's shift, signed)
-        self.rebuilt_wide: dict = {}
+        # (and those kept as the 32-bit u they widen: id -> (the scale's shift, signed))
+        self.rebuilt, self.rebuilt_wide = {}, {}
         # within a segment: the lanes' addresses read from a base, and how they lie
         # (_place, _classify); a write of the base register forgets them
         self.places: dict = {}
@@ -168,9 +167,8 @@ class GangLowering(FunctionLowering):
         # access read the flag (lower_gang): saxpy's loop kept a load, an and and a store
         self.exact_stores: list = []
         self.exact_read = False
-        # wraps.py's answers by (place key, halves), and the kernel's writes of each register
-        self.wrap_jumps: dict = {}
-        self.kernel_writers = None
+        # wraps.py's answers by (place key, halves); the kernel's writes of each register
+        self.wrap_jumps, self.kernel_writers = {}, None
         # within a segment: the stack buffers of the mma operands laid out (mma.py), by
         # their fragment's registers (a write of one of those forgets its buffer), and how
         # many it made; the buffers, by (the segment's n-th, size), made once
