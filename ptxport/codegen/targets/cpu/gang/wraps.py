@@ -168,7 +168,11 @@ def rebuilt_widening(fl: GangLowering, register: ir.Register):
     that the warp frame keeps the 32-bit u (of each half) and a read makes the lanes again
     as the widening does, wraps included (a stencil's `y * width + x` times 4, kept across
     its barrier: 4 vectors of 64-bit lanes, stored and loaded, where 2 scalars do); else
-    None."""
+    None. The register's own (widened) form says that every write is made by all its
+    live lanes together, as lowering.py's rebuilt registers need."""
+    own = fl.lane_forms.get(register)
+    if own is None or not own.widened:
+        return None
     found = None
     for inst in _writers(fl)[1].get(register, ()):
         wide = widening(inst)
