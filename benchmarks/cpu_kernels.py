@@ -583,7 +583,7 @@ def _time_rounds(c_run: CRun, ptx_run: PtxportRun, reps: int, budget: float, rou
 # and check had run, as with its caches evicted (its 16 MB input from memory), and 1.4-1.8
 # ms only after three or four runs, so that the median of 5 timed runs was a cold run's:
 # C 2.0-2.4 ms against 1.4 in a process running C alone (benchmarks/c_slow_mode.py;
-# docs/cpu-target.md).
+# docs/cpu-target-measurements.md).
 WARMUP_RUNS = 3
 
 

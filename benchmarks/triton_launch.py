@@ -15,8 +15,8 @@ every core, split into:
            return).
 The last three are medians over traced calls (pool.trace_shares), which cost a little more
 than plain calls. A kernel that streams tens of MB leaves the Python of the launch out of
-the caches, so `before` and `after` grow with the size (docs/cpu-target.md, "What bounds 16
-cores").
+the caches, so `before` and `after` grow with the size (docs/cpu-target-measurements.md,
+"What bounds 16 cores").
 
     python benchmarks/triton_launch.py [--workers 1,16] [--sizes 4096,65536,4194304]
                                        [--arrays device|torch] [--compare OTHER_CHECKOUT]

@@ -29,7 +29,8 @@ from ptxport.ptx.ast import FloatImm, IntImm, Sink
 
 __all__ = [
     "LOWERINGS", "lowering", "FunctionLowering", "Target", "BFloatType", "value_type",
-    "I1", "I8", "I16", "I32", "I64", "PTR", "const_int", "declare", "loop_headers",
+    "I1", "I8", "I16", "I32", "I64", "PTR", "const_int", "counter_word", "declare",
+    "loop_headers",
 ]
 
 I1, I8, I16, I32, I64 = (ll.IntType(n) for n in (1, 8, 16, 32, 64))
@@ -88,6 +89,17 @@ def declare(llmod: ll.Module, name: str, ret: ll.Type, args: list) -> ll.Functio
         return existing
     return ll.Function(llmod, ll.FunctionType(ret, args), name)
 
+
+
+def counter_word(b: ll.IRBuilder, counter: ll.Value, name: str) -> ll.Value:
+    """The special register `name` read from its 64-bit counter (an i64): %clock64 and
+    %globaltimer are the whole counter, %clock_hi and %globaltimer_hi its upper 32 bits,
+    %clock and %globaltimer_lo its lower 32 bits."""
+    if name in ("%clock64", "%globaltimer"):
+        return counter
+    if name.endswith("_hi"):
+        counter = b.lshr(counter, I64(32))
+    return b.trunc(counter, I32)
 
 # --- the per-opcode lowering table ------------------------------------------------------------
 
@@ -305,6 +317,17 @@ class FunctionLowering:
             self.blocks[id(block)] = self.llfn.append_basic_block(_label(block.label))
         return self.blocks[id(self.function.blocks[0])]
 
+    def lower_function(self, problems: list | None = None) -> None:
+        """Registers, blocks and instructions of the function, entered at its first block
+        (a target that enters it otherwise calls the three steps itself); `problems`: see
+        self.problems."""
+        self.problems = problems
+        self.declare_registers()
+        first = self.create_blocks()
+        self.b.position_at_end(self.entry)
+        self.b.branch(first)
+        self.lower_body()
+
     def lower_body(self) -> None:
         """Lower every block (after create_blocks; the caller links the entry block)."""
         headers = loop_headers(self.function)
@@ -367,11 +390,16 @@ class FunctionLowering:
         except PtxportError:
             raise
         except Exception as e:   # a bug of ours: said as one, with the instruction at fault
-            where = self.module.location(inst.pos)
-            raise InternalError(
-                f"{where or self.function.name}: ptxport failed to compile '{inst.spec.text}' "
-                f"for target {self.target.name} ({type(e).__name__}: {e}); this is a bug in "
-                "ptxport: please report it with the PTX") from e
+            raise self.internal_error(inst, e, f"for target {self.target.name}") from e
+
+    def internal_error(self, inst: ir.Instruction, e: Exception, how: str) -> InternalError:
+        """The InternalError for an exception `e` of ptxport's own while lowering `inst`
+        (`how`: "for target X", "as warp gangs"), naming the instruction and its line."""
+        where = self.module.location(inst.pos)
+        return InternalError(
+            f"{where or self.function.name}: ptxport failed to compile '{inst.spec.text}' "
+            f"{how} ({type(e).__name__}: {e}); this is a bug in ptxport: please report it "
+            "with the PTX")
 
     def _lower_guarded(self, inst: ir.Instruction) -> None:
         self.inst = inst

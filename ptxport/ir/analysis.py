@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from ptxport.ir import nodes as ir
 
 __all__ = ["address_taken", "calls_of", "finite_registers", "live_after",
-           "nan_blind_registers", "pointer_parameters", "recursive_call",
+           "nan_blind_registers", "pointer_parameters", "predecessors", "recursive_call",
            "runs_to_completion", "state_space", "uses_and_defs"]
 
 
@@ -156,6 +156,16 @@ def live_before(function: ir.Function, points: set[tuple[int, int]]) -> dict[tup
     return result
 
 
+def predecessors(function: ir.Function) -> dict[int, list]:
+    """id(block) -> the function's blocks that may go to it, in the function's order."""
+    found: dict[int, list] = {id(b): [] for b in function.blocks}
+    for block in function.blocks:
+        for successor in block.successors:
+            if id(successor) in found:
+                found[id(successor)].append(block)
+    return found
+
+
 def may_write(inst: ir.Instruction) -> set:
     """Every register `inst` may write, in part or conditionally (a superset: for
     instructions whose first operand is a destination only in some forms, it counts)."""
@@ -199,10 +209,7 @@ def modified_before(function: ir.Function, waits: set[int],
     everything = frozenset(function.registers.values())
     entry = function.blocks[0] if function.blocks else None
     clean_in = {id(b): (frozenset() if b is entry else everything) for b in function.blocks}
-    predecessors: dict[int, list] = {id(b): [] for b in function.blocks}
-    for block in function.blocks:
-        for s in block.successors:
-            predecessors[id(s)].append(block)
+    preds_of = predecessors(function)
     result: dict[int, set] = {}
 
     def through(block, clean, record: bool):
@@ -223,7 +230,7 @@ def modified_before(function: ir.Function, waits: set[int],
     while changed:
         changed = False
         for block in function.blocks:
-            preds = predecessors[id(block)]
+            preds = preds_of[id(block)]
             if block is not entry and preds:
                 new_in = frozenset.intersection(*(clean_out[id(p)] for p in preds))
             else:

@@ -17,6 +17,7 @@ import re
 
 from ptxport.errors import Diagnostic, PtxSemanticError
 from ptxport.ir import nodes as ir
+from ptxport.ir.blocks import successors
 from ptxport.ir.lines import parse_file, parse_loc
 from ptxport.ir.special_registers import PREDEFINED_CONSTANTS, SPECIAL_REGISTERS
 from ptxport.ir.types import TYPES
@@ -517,15 +518,4 @@ def link_blocks(f: ir.Function) -> None:
     the blocks (falling through into the next one)."""
     blocks = f.blocks
     for i, block in enumerate(blocks):
-        following = blocks[i + 1] if i + 1 < len(blocks) else None
-        last = block.instructions[-1] if block.instructions else None
-        successors: list[ir.BasicBlock] = []
-        if last is not None and last.opcode == "bra":
-            successors.extend(o for o in last.operands if isinstance(o, ir.BasicBlock))
-        elif last is not None and last.opcode == "brx":
-            for o in last.operands:
-                if isinstance(o, ir.ListValue):
-                    successors.extend(e for e in o.elements if isinstance(e, ir.BasicBlock))
-        if (last is None or not last.is_terminator) and following is not None:
-            successors.append(following)
-        block.successors = list(dict.fromkeys(successors))
+        block.successors = successors(block, blocks[i + 1] if i + 1 < len(blocks) else None)

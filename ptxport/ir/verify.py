@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from ptxport.errors import Diagnostic, IrVerificationError, SourceLocation
 from ptxport.ir import nodes as ir
+from ptxport.ir.blocks import successors
 from ptxport.ir.wgmma import wgmma_problem
 from ptxport.ptx.ast import Sink
 
@@ -76,25 +77,11 @@ def _verify_function(module: ir.Module, f: ir.Function, report) -> None:
             if id(succ) not in blocks:
                 report(block.pos, where, f"successor {succ.label} is not a block of {f.name}")
         following = f.blocks[i + 1] if i + 1 < len(f.blocks) else None
-        expected = _expected_successors(block, following)
+        expected = successors(block, following)
         if [id(b) for b in block.successors] != [id(b) for b in expected]:
             report(block.pos, where, "successors do not match the block's last instruction")
         for inst in block.instructions:
             _verify_instruction(module, f, inst, blocks, report)
-
-
-def _expected_successors(block: ir.BasicBlock, following: ir.BasicBlock | None) -> list:
-    last = block.instructions[-1] if block.instructions else None
-    targets: list = []
-    if last is not None and last.opcode == "bra":
-        targets = [o for o in last.operands if isinstance(o, ir.BasicBlock)]
-    elif last is not None and last.opcode == "brx":
-        for o in last.operands:
-            if isinstance(o, ir.ListValue):
-                targets.extend(e for e in o.elements if isinstance(e, ir.BasicBlock))
-    if (last is None or not last.is_terminator) and following is not None:
-        targets.append(following)
-    return list(dict.fromkeys(targets))
 
 
 def _is_writable(value) -> bool:

@@ -40,7 +40,7 @@ from __future__ import annotations
 import dataclasses
 
 from ptxport.ir import nodes as ir
-from ptxport.ir.analysis import live_before, may_write
+from ptxport.ir.analysis import live_before, may_write, predecessors
 from ptxport.ir.blocks import relink
 from ptxport.ir.types import TYPES
 from ptxport.passes import PassResult
@@ -279,10 +279,7 @@ def _first_region(f: ir.Function, varying: set) -> tuple[int, int] | None:
     """(index of B, index of J) of the first region in program order that qualifies."""
     post = post_dominators(f.blocks)
     index = {id(b): i for i, b in enumerate(f.blocks)}
-    predecessors: dict[int, list] = {id(b): [] for b in f.blocks}
-    for b in f.blocks:
-        for s in b.successors:
-            predecessors[id(s)].append(b)
+    preds = predecessors(f)
     for i, block in enumerate(f.blocks):
         last = block.instructions[-1] if block.instructions else None
         if last is None or last.opcode != "bra" or last.guard is None \
@@ -293,7 +290,7 @@ def _first_region(f: ir.Function, varying: set) -> tuple[int, int] | None:
         if join is None or index[join] <= i + 1:
             continue
         end = index[join]
-        if _qualifies(f.blocks[i + 1:end], block, f.blocks[end], index, predecessors):
+        if _qualifies(f.blocks[i + 1:end], block, f.blocks[end], index, preds):
             return i, end
     return None
 

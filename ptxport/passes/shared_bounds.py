@@ -25,7 +25,7 @@ its size against the variable's bytes (`inside`).
 from __future__ import annotations
 
 from ptxport.ir import nodes as ir
-from ptxport.ir.analysis import may_write, state_space, uses_and_defs
+from ptxport.ir.analysis import may_write, predecessors, state_space, uses_and_defs
 from ptxport.passes import PassResult
 from ptxport.ptx.ast import IntImm
 
@@ -182,10 +182,7 @@ def _reaching(kernel: ir.Function, wanted: set) -> dict[int, dict]:
     path from the kernel's start on which nothing wrote the register). A guarded write adds
     itself and keeps the earlier ones: where its guard is false the register keeps their
     value."""
-    predecessors: dict[int, list] = {id(b): [] for b in kernel.blocks}
-    for block in kernel.blocks:
-        for successor in block.successors:
-            predecessors[id(successor)].append(block)
+    preds = predecessors(kernel)
     entry = kernel.blocks[0] if kernel.blocks else None
     start = {r: frozenset([_UNDEFINED]) for r in wanted}
 
@@ -205,14 +202,14 @@ def _reaching(kernel: ir.Function, wanted: set) -> dict[int, dict]:
     while changed:
         changed = False
         for block in kernel.blocks:
-            state = _joined([at_end[id(p)] for p in predecessors[id(block)]]
+            state = _joined([at_end[id(p)] for p in preds[id(block)]]
                             + ([start] if block is entry else []))
             out = through(block, state, None)
             if out != at_end[id(block)]:
                 at_end[id(block)], changed = out, True
     found: dict = {}
     for block in kernel.blocks:
-        through(block, _joined([at_end[id(p)] for p in predecessors[id(block)]]
+        through(block, _joined([at_end[id(p)] for p in preds[id(block)]]
                                + ([start] if block is entry else [])), found)
     return found
 

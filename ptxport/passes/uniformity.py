@@ -40,7 +40,7 @@ operation (a block reduction).
 from __future__ import annotations
 
 from ptxport.ir import nodes as ir
-from ptxport.ir.analysis import may_write, state_space, uses_and_defs
+from ptxport.ir.analysis import may_write, predecessors, state_space, uses_and_defs
 from ptxport.passes import PassResult
 from ptxport.ptx.ast import FloatImm, IntImm
 
@@ -310,12 +310,9 @@ def uniform_registers(kernel: ir.Function, block: tuple[int, int, int] | None = 
             if written:
                 writes.append((bb, inst, written))
     post = post_dominators(kernel.blocks)
-    predecessors: dict[int, list] = {id(b): [] for b in kernel.blocks}
-    for b in kernel.blocks:
-        for s in b.successors:
-            predecessors[id(s)].append(b)
+    preds = predecessors(kernel)
     while True:
-        split = _not_converged(kernel, varying, post, predecessors)
+        split = _not_converged(kernel, varying, post, preds)
         grown = set(varying)
         for bb, inst, written in writes:
             if not written - grown:
@@ -336,11 +333,8 @@ def converged_writers(kernel: ir.Function, uniform: set) -> set[int]:
     registers: their writes leave no lane with an older value."""
     varying = set(kernel.registers.values()) - uniform
     post = post_dominators(kernel.blocks)
-    predecessors: dict[int, list] = {id(b): [] for b in kernel.blocks}
-    for b in kernel.blocks:
-        for s in b.successors:
-            predecessors[id(s)].append(b)
-    split = _not_converged(kernel, varying, post, predecessors)
+    preds = predecessors(kernel)
+    split = _not_converged(kernel, varying, post, preds)
     return {id(inst) for bb in kernel.blocks if id(bb) not in split
             for inst in bb.instructions if inst.guard is None or inst.guard in uniform}
 

@@ -56,3 +56,37 @@ def test_ballots_count_only_the_lanes_that_execute_them():
             assert row[1] == mask & 0xFFFF0000
             assert row[2] == lanes.index(lane)
             assert row[3] == (lane == lanes[0])
+
+
+PARTIAL = r"""
+extern "C" __global__ void partial(unsigned *out) {
+    int i = threadIdx.x, pred = 0;
+    out[5 * i] = __all_sync(0xFFFFFFFFu, 1);
+    out[5 * i + 1] = __all_sync(0xFFFFFFFFu, i != 40);
+    out[5 * i + 2] = __uni_sync(0xFFFFFFFFu, 1);
+    out[5 * i + 3] = __match_any_sync(0xFFFFFFFFu, i % 2);
+    __match_all_sync(0xFFFFFFFFu, 7, &pred);
+    out[5 * i + 4] = pred;
+}
+"""
+
+
+@pytest.mark.skipif(not _AVAILABLE, reason=f"no OpenCL device for SPIR-V: {_WHY}")
+@pytest.mark.skipif(not nvrtc.available()[0], reason="NVRTC is not installed")
+def test_votes_and_matches_leave_out_the_lanes_past_the_end_of_the_block():
+    """A block of 48 threads: warp 1 has lanes 0-15 only, and the full member mask's other
+    lanes count as exited (PTX: "all non-exited threads in membermask"), as on the CPU and
+    AMDGPU targets."""
+    dev = Device("opencl:0")
+    stream = dev.create_stream()
+    out = dev.allocate(4 * 5 * 48, stream=stream)
+    kernel = Program(PARTIAL, "c++").compile().get_kernel("partial")
+    launch(stream, LaunchConfig(grid=1, block=48), kernel, out)
+    got = np.zeros((48, 5), np.uint32)
+    out.copy_to(got, stream=stream)
+    stream.sync()
+    for i in range(48):
+        warp, lane = divmod(i, 32)
+        lanes = range(32) if warp == 0 else range(16)
+        same_parity = sum(1 << k for k in lanes if k % 2 == lane % 2)
+        assert list(got[i]) == [1, int(warp == 0), 1, same_parity, 1], i

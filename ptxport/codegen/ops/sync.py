@@ -3,6 +3,10 @@ target's business (on the CPU: a resume point; on GPUs: the hardware instruction
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from llvmlite import ir as ll
+
 from ptxport.codegen.lower import I32, FunctionLowering, lowering
 from ptxport.ir import nodes as ir
 
@@ -25,6 +29,40 @@ def shuffle_source(b, mode: str, lane, offset, c):
              "idx": lambda: b.or_(min_lane, b.and_(offset, b.not_(segmask)))}[mode]()
         valid = b.icmp_signed("<=", j, max_lane)
     return b.select(valid, j, lane), valid
+
+
+def lower_shuffle(fl: FunctionLowering, inst: ir.Instruction, lane: ll.Value,
+                  read_lane: Callable[[ll.Value, ll.Value], ll.Value]) -> None:
+    """shfl{.sync}.mode.b32 d{|p}, a, b, c{, m} for the GPU targets that read another lane's
+    value themselves: `lane` is this thread's lane (i32) and `read_lane(value, source)` gives
+    `value` as lane `source` holds it; the source lane and p as shuffle_source says."""
+    dest, a, offset, c = inst.operands[:4]
+    source, valid = shuffle_source(fl.b, inst.spec.get("mode"), lane, fl.read(offset, "b32"),
+                                   fl.read(c, "b32"))
+    value = read_lane(fl.read(a, "b32"), source)
+    if isinstance(dest, ir.PairValue):
+        fl.write(dest.first, value, "b32")
+        fl.write(dest.second, valid, "pred")
+    else:
+        fl.write(dest, value, "b32")
+
+
+def write_match(fl: FunctionLowering, inst: ir.Instruction, matching: ll.Value,
+                members: ll.Value) -> None:
+    """Write match.sync's results (PTX ISA 9.7.13.10) from `matching`, the member lanes that
+    hold this lane's value, and `members`, the member mask (i32 values): match.any gives
+    `matching`; match.all gives the members where all of them match, else 0, and in p
+    whether they all match. For the targets that compute `matching` lane by lane."""
+    b = fl.b
+    dest = inst.operands[0]
+    if inst.spec.get("mode") == "any":
+        fl.write(dest, matching, "b32")
+        return
+    all_same = b.icmp_unsigned("==", matching, members)
+    first = dest.first if isinstance(dest, ir.PairValue) else dest
+    fl.write(first, b.select(all_same, members, I32(0)), "b32")
+    if isinstance(dest, ir.PairValue):
+        fl.write(dest.second, all_same, "pred")
 
 
 @lowering("bar", "barrier", "shfl", "vote", "match", "redux", "activemask", "elect")

@@ -55,7 +55,6 @@ from ptxport.codegen.targets.gpu import (
     declare_functions,
     initialize,
     kernel_parameters,
-    lower_body,
     lower_device_function,
     lower_return,
     module_variable,
@@ -386,7 +385,7 @@ def _lower_kernel(module: ir.Module, kernel: ir.Function, llmod: ll.Module,
     _annotate(fn, kernel)
     fl = AmdgpuLowering(module, kernel, fn, target)
     copy_kernel_parameters(fl, params, _copy_byref)
-    lower_body(fl, problems)
+    fl.lower_function(problems)
 
 
 def _copy_byref(fl: GpuLowering, at: ll.Value, arg: ll.Argument, slot: ParamSlot) -> None:

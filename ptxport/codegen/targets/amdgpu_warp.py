@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from llvmlite import ir as ll
 
-from ptxport.codegen.lower import I1, I16, I32, I64, FunctionLowering, declare
+from ptxport.codegen.lower import I1, I16, I32, I64, FunctionLowering, counter_word, declare
 from ptxport.codegen.ops.data import instruction_type
-from ptxport.codegen.ops.sync import shuffle_source
+from ptxport.codegen.ops.sync import lower_shuffle, write_match
 from ptxport.ir import nodes as ir
 from ptxport.ir.special_registers import ZERO_WITHOUT_DRIVER
 
@@ -120,17 +120,11 @@ class WarpModel:
         if name.startswith("%lanemask_"):
             return self._lanemask(fl, name[len("%lanemask_"):])
         if name in ("%clock", "%clock_hi", "%clock64"):
-            counter = self.call(fl, "llvm.readcyclecounter", I64, [])
-            if name == "%clock":
-                return b.trunc(counter, I32)
-            return b.trunc(b.lshr(counter, I64(32)), I32) if name == "%clock_hi" else counter
+            return counter_word(b, self.call(fl, "llvm.readcyclecounter", I64, []), name)
         if name in ("%globaltimer", "%globaltimer_lo", "%globaltimer_hi"):
             # The GPU's constant 100 MHz counter, in nanoseconds.
             ticks = self.call(fl, "llvm.readsteadycounter", I64, [])
-            ns = b.mul(ticks, I64(10))
-            if name == "%globaltimer":
-                return ns
-            return b.trunc(ns if name.endswith("lo") else b.lshr(ns, I64(32)), I32)
+            return counter_word(b, b.mul(ticks, I64(10)), name)
         if name in ("%total_smem_size", "%aggr_smem_size"):
             return self.dispatch_field(fl, 24, I32)
         if name == "%dynamic_smem_size":
@@ -236,17 +230,8 @@ class WarpModel:
     def shfl(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
         """shfl{.sync}.mode.b32 d{|p}, a, b, c{, m} with PTX's clamp and segment mask:
         maxLane = (lane & segmask) | (c & ~segmask), minLane = lane & segmask."""
-        b = fl.b
-        mode = inst.spec.get("mode")
-        dest, a, bval, c = inst.operands[:4]
-        source, valid = shuffle_source(b, mode, self.laneid(fl), fl.read(bval, "b32"),
-                                       fl.read(c, "b32"))
-        value = self.read_lane(fl, fl.read(a, "b32"), source)
-        if isinstance(dest, ir.PairValue):
-            fl.write(dest.first, value, "b32")
-            fl.write(dest.second, valid, "pred")
-        else:
-            fl.write(dest, value, "b32")
+        lower_shuffle(fl, inst, self.laneid(fl),
+                      lambda value, source: self.read_lane(fl, value, source))
 
     def vote(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
         """vote{.sync}.{all,any,uni}.pred d, {!}a{, m}; vote{.sync}.ballot.b32 d, {!}a{, m}:
@@ -308,9 +293,8 @@ class WarpModel:
         """match.any.sync.b{32,64} d, a, m: the member lanes holding the same value;
         match.all.sync.b{32,64} d{|p}, a, m: the member mask if all hold the same, else 0."""
         b = fl.b
-        mode = inst.spec.get("mode")
         t = instruction_type(inst)
-        dest, a, m = inst.operands
+        _, a, m = inst.operands
         value = fl.read(a, f"b{t.bits}")
         members = b.and_(fl.read(m, "b32"), self.activemask(fl))
 
@@ -318,15 +302,7 @@ class WarpModel:
             equal = b.and_(member, b.icmp_unsigned("==", other, value))
             return b.or_(acc, b.shl(b.zext(equal, I32), i))
 
-        matching = self._over_lanes(fl, value, members, I32(0), same)
-        if mode == "any":
-            fl.write(dest, matching, "b32")
-            return
-        all_same = b.icmp_unsigned("==", matching, members)
-        first = dest.first if isinstance(dest, ir.PairValue) else dest
-        fl.write(first, b.select(all_same, members, I32(0)), "b32")
-        if isinstance(dest, ir.PairValue):
-            fl.write(dest.second, all_same, "pred")
+        write_match(fl, inst, self._over_lanes(fl, value, members, I32(0), same), members)
 
     def redux(self, fl: FunctionLowering, inst: ir.Instruction) -> None:
         """redux.sync.op.{b32,u32,s32} d, a, m over the member lanes."""

@@ -35,7 +35,7 @@ from ptxport.ptx.ast import FloatImm, IntImm
 
 __all__ = ["GpuLowering", "GpuTarget", "copy_kernel_parameters", "declare_functions",
            "function_numbers", "function_type", "generic", "initialize", "initializer",
-           "kernel_parameters", "lower_body", "lower_device_function", "lower_return",
+           "kernel_parameters", "lower_device_function", "lower_return",
            "module_variable", "numbered_address", "opaque_variable", "parse_verified", "pass_type",
            "return_results", "signature", "target_machine"]
 
@@ -287,16 +287,6 @@ def lower_return(fl: GpuLowering, inst: ir.Instruction) -> None:
     fl.b.position_at_end(fl.llfn.append_basic_block("after_ret"))
 
 
-def lower_body(fl: FunctionLowering, problems: list | None) -> None:
-    """Registers, blocks and instructions of `fl`'s function, entered at its first block."""
-    fl.problems = problems
-    fl.declare_registers()
-    first = fl.create_blocks()
-    fl.b.position_at_end(fl.entry)
-    fl.b.branch(first)
-    fl.lower_body()
-
-
 def lower_device_function(fl: GpuLowering, problems: list | None) -> None:
     """A device function whose parameters are copied into, and whose results are returned
     from, stack slots that the body's ld.param/st.param use (SROA makes registers of them
@@ -310,7 +300,7 @@ def lower_device_function(fl: GpuLowering, problems: list | None) -> None:
         fl.param_pointers[var.name] = fl.entry_alloca(fl.pass_type(var), var.name,
                                                       max(var.alignment, 1))
     fl.target.enter_function(fl)
-    lower_body(fl, problems)
+    fl.lower_function(problems)
 
 
 def declare_functions(module: ir.Module, llmod: ll.Module, functions: Iterable[ir.Function],

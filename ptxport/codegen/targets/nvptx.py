@@ -47,7 +47,6 @@ from ptxport.codegen.targets.gpu import (
     generic,
     initialize,
     kernel_parameters,
-    lower_body,
     lower_device_function,
     lower_return,
     module_variable,
@@ -517,7 +516,7 @@ def _lower_kernel(module: ir.Module, kernel: ir.Function, fn: ll.Function, param
 
     fl = NvptxLowering(module, kernel, fn, target)
     copy_kernel_parameters(fl, params, byval)
-    lower_body(fl, problems)
+    fl.lower_function(problems)
 
 
 # --- compiling ------------------------------------------------------------------------------

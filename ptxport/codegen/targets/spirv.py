@@ -48,7 +48,7 @@ from llvmlite import ir as ll
 
 from ptxport.codegen import ops  # noqa: F401  (registers the lowerings)
 from ptxport.codegen.device_runtime import refusal
-from ptxport.codegen.lower import I8, I32, I64, FunctionLowering, const_int
+from ptxport.codegen.lower import I8, I32, I64, FunctionLowering, const_int, counter_word
 from ptxport.codegen.ops import atomic
 from ptxport.codegen.ops.data import state_space, vector_count
 from ptxport.codegen.targets import spirv_assert, spirv_checks, spirv_heap
@@ -57,7 +57,6 @@ from ptxport.codegen.targets.gpu import (
     GpuTarget,
     declare_functions,
     function_numbers,
-    lower_body,
     lower_device_function,
     lower_return,
     opaque_variable,
@@ -327,15 +326,10 @@ class SpirvTarget(GpuTarget):
         if reg.name in _CLOCKS:  # cl_khr_kernel_clock (SPV_KHR_shader_clock)
             self.reads_clock = True
             counter = self.call_builtin(fl, "_Z17clock_read_devicev", I64, [])
-            if reg.name == "%clock_hi":
-                counter = fl.b.lshr(counter, I64(32))
-            return _fit(fl, counter, want)
+            return _fit(fl, counter_word(fl.b, counter, reg.name), want)
         if reg.name in _TIMERS:
             self.reads_timer = self.reads_clock = True
-            nanoseconds = _global_timer(self, fl)
-            if reg.name == "%globaltimer_hi":
-                nanoseconds = fl.b.lshr(nanoseconds, I64(32))
-            return _fit(fl, nanoseconds, want)
+            return _fit(fl, counter_word(fl.b, _global_timer(self, fl), reg.name), want)
         if reg.name in ZERO_WITHOUT_DRIVER:
             return const_int(want, 0)
         raise fl.unsupported(fl.inst, f"the special register {reg.text}: OpenCL has no "
@@ -711,7 +705,7 @@ def _lower_kernel(module: ir.Module, kernel: ir.Function, llmod: ll.Module,
         fl.b.store(value, at, align=1)
         fl.param_pointers[slot.name] = at
     spirv_checks.enter_kernel(fl, fn.args[_CHECKS], list(fn.args[_FIRST_BASE:]), size)
-    lower_body(fl, problems)
+    fl.lower_function(problems)
     return KernelLayout(kernel.name, size, pointer_slots, target.static_shared,
                         needs_warp or target.uses_warp, needs_ballot=target.uses_ballot)
 

@@ -43,6 +43,7 @@ from llvmlite import ir as ll
 
 from ptxport.codegen.lower import I8, I32, I64, FunctionLowering, const_int, value_type
 from ptxport.codegen.ops.data import instruction_type, state_space, vector_count
+from ptxport.codegen.targets.allocation_table import search_allocations
 from ptxport.ir import nodes as ir
 from ptxport.ir.types import TYPES
 
@@ -496,23 +497,8 @@ def _search_table(fn: ll.Function, b: ll.IRBuilder, checks: ll.Value, address: l
                   end: ll.Value, yes: ll.Block) -> None:
     """Binary search of the launch's allocation table (pairs sorted by start)."""
     count = _word(b, checks, I64(CHECKS_TABLE))
-    start = b.block
-    head, body, done = (fn.append_basic_block(n) for n in ("table_head", "table_body",
-                                                           "table_done"))
-    b.branch(head)
-    b.position_at_end(head)
-    lo, hi = b.phi(I64), b.phi(I64)
-    lo.add_incoming(I64(0), start)
-    hi.add_incoming(count, start)
-    b.cbranch(b.icmp_unsigned("<", lo, hi), body, done)
-    b.position_at_end(body)
-    mid = b.lshr(b.add(lo, hi), I64(1))
-    first = _word(b, checks, b.add(b.mul(mid, I64(2)), I64(CHECKS_HEADER)))
-    below = b.icmp_unsigned("<=", first, address)
-    lo.add_incoming(b.select(below, b.add(mid, I64(1)), lo), body)
-    hi.add_incoming(b.select(below, hi, mid), body)
-    b.branch(head)
-    b.position_at_end(done)
+    lo = search_allocations(fn, b, checks, CHECKS_HEADER, count, address,
+                            ("table_head", "table_body", "table_done"))
     candidate, after = fn.append_basic_block("table_candidate"), fn.append_basic_block("table")
     b.cbranch(b.icmp_unsigned(">", lo, I64(0)), candidate, after)
     b.position_at_end(candidate)

@@ -46,6 +46,7 @@ from llvmlite import ir as ll
 
 from ptxport.codegen.lower import I8, I32, I64, FunctionLowering
 from ptxport.ir import nodes as ir
+from ptxport.ir.analysis import predecessors
 from ptxport.ir.types import TYPES
 
 __all__ = ["Conversion", "call_printf", "lower_vprintf", "parse_format", "string_constant"]
@@ -173,13 +174,10 @@ class _Tracer:
     def __init__(self, function: ir.Function):
         self.function = function
         self.where: dict[int, tuple[ir.BasicBlock, int]] = {}
-        self.predecessors: dict[int, list[ir.BasicBlock]] = {id(b): [] for b in
-                                                              function.blocks}
+        self.predecessors = predecessors(function)
         for block in function.blocks:
             for i, inst in enumerate(block.instructions):
                 self.where[id(inst)] = (block, i)
-            for successor in block.successors:
-                self.predecessors[id(successor)].append(block)
 
     def _last(self, at: ir.Instruction, examine) -> ir.Instruction:
         """The last instruction before `at` that `examine` picks (returns True for), the

@@ -23,7 +23,7 @@ from llvmlite import ir as ll
 
 from ptxport.codegen.lower import I1, I32, I64, FunctionLowering, declare
 from ptxport.codegen.ops.data import instruction_type
-from ptxport.codegen.ops.sync import shuffle_source
+from ptxport.codegen.ops.sync import lower_shuffle, write_match
 from ptxport.ir import nodes as ir
 
 _SHUFFLE = "_Z17sub_group_shufflejj"
@@ -131,17 +131,8 @@ def _bar(target, fl: FunctionLowering, inst: ir.Instruction) -> None:
 
 def _shfl(target, fl: FunctionLowering, inst: ir.Instruction) -> None:
     """shfl{.sync}.mode.b32 d{|p}, a, b, c{, membermask} with PTX's lane rules."""
-    b = fl.b
-    dest, a, bval, c = inst.operands[:4]
-    mode = inst.spec.get("mode")
-    source, valid = shuffle_source(b, mode, target.lane(fl), fl.read(bval, "b32"),
-                                   fl.read(c, "b32"))
-    result = shuffle(target, fl, fl.read(a, "b32"), source)
-    if isinstance(dest, ir.PairValue):
-        fl.write(dest.first, result, "b32")
-        fl.write(dest.second, valid, "pred")
-    else:
-        fl.write(dest, result, "b32")
+    lower_shuffle(fl, inst, target.lane(fl),
+                  lambda value, source: shuffle(target, fl, value, source))
 
 
 def _vote(target, fl: FunctionLowering, inst: ir.Instruction) -> None:
@@ -154,7 +145,10 @@ def _vote(target, fl: FunctionLowering, inst: ir.Instruction) -> None:
     if mode == "ballot":
         fl.write(dest, ballot, "b32")
         return
-    all_ = b.icmp_unsigned("==", ballot, mask)
+    # (the member mask's lanes that exited, or are past the end of the block, count as
+    # agreeing: "all non-exited threads in membermask")
+    members = b.and_(mask, active_lanes(target, fl)) if inst.spec.has("sync") else mask
+    all_ = b.icmp_unsigned("==", ballot, members)
     any_ = b.icmp_unsigned("!=", ballot, I32(0))
     result = {"all": all_, "any": any_, "uni": b.or_(all_, b.not_(any_))}[mode]
     fl.write(dest, result, "pred")
@@ -190,23 +184,17 @@ def _match(target, fl: FunctionLowering, inst: ir.Instruction) -> None:
     """match.any.sync.b{32,64} d, a, m; match.all.sync.b{32,64} d{|p}, a, m."""
     b = fl.b
     t = instruction_type(inst)
-    dest, a, m = inst.operands
+    _, a, m = inst.operands
     value = fl.read(a, f"b{t.bits}")
-    mask = fl.read(m, "b32")
+    # (only lanes that run take part: a shuffle from an exited lane, or one past the end of
+    # the block, reads an undefined value)
+    members = b.and_(fl.read(m, "b32"), active_lanes(target, fl))
     same = I32(0)
     for lane in range(32):
         other = shuffle(target, fl, value, I32(lane))
         bit = b.select(b.icmp_unsigned("==", other, value), I32(1 << lane), I32(0))
         same = b.or_(same, bit)
-    same = b.and_(same, mask)
-    if inst.spec.get("mode") == "any":
-        fl.write(dest, same, "b32")
-        return
-    everyone = b.icmp_unsigned("==", same, mask)
-    first = dest.first if isinstance(dest, ir.PairValue) else dest
-    fl.write(first, b.select(everyone, mask, I32(0)), "b32")
-    if isinstance(dest, ir.PairValue):
-        fl.write(dest.second, everyone, "pred")
+    write_match(fl, inst, b.and_(same, members), members)
 
 
 def _elect(target, fl: FunctionLowering, inst: ir.Instruction) -> None:

@@ -86,6 +86,15 @@ def build_run_blocks(llmod: ll.Module, thread: ll.Function) -> None:
     b.ret(b.or_(b.shl(n, I64(32)), b.zext(t, I64)))
 
 
+def store_block_coordinates(b: ll.IRBuilder, ctx, block, gx, gy) -> None:
+    """Store linear block number `block`'s %ctaid (x fastest) in the context; gx, gy: the
+    grid's %nctaid.x and .y (i64, as `block`)."""
+    values = (b.urem(block, gx), b.urem(b.udiv(block, gx), gy), b.udiv(block, b.mul(gx, gy)))
+    for axis, value in enumerate(values):
+        pointer = b.gep(ctx, [I64(CTX.fields["ctaid"] + 4 * axis)], source_etype=I8)
+        b.store(b.trunc(value, I32), pointer)
+
+
 def open_block_loop(b: ll.IRBuilder, ctx, first, count):
     """Opens `for n in first..first+count` over linear block numbers in b's function: the
     builder is left in the loop's body with block n's %ctaid stored in the context, and the
@@ -103,11 +112,7 @@ def open_block_loop(b: ll.IRBuilder, ctx, first, count):
     gy = b.load(field("nctaid", 1), typ=I32)
     stop = b.load(field("stop"), typ=PTR)
     end = b.add(first, count)
-    wide_x, wide_y = b.zext(gx, I64), b.zext(gy, I64)
-    start = (b.urem(first, wide_x), b.urem(b.udiv(first, wide_x), wide_y),
-             b.udiv(first, b.mul(wide_x, wide_y)))
-    for axis, value in enumerate(start):
-        b.store(b.trunc(value, I32), field("ctaid", axis))
+    store_block_coordinates(b, ctx, first, b.zext(gx, I64), b.zext(gy, I64))
     head, body, block_next, done, more = (fn.append_basic_block(name) for name in (
         "block_head", "block_body", "block_next", "done", "more_blocks"))
     entry = b.block

@@ -29,6 +29,16 @@ def target_machine():
         opt=3, jit=True)
 
 
+def jit_engine(llvm_ir: str):
+    """An MCJIT engine holding `llvm_ir` compiled for the host, finalized (its functions'
+    addresses valid while the engine lives). The caller holds LLVM_LOCK."""
+    module = llvm.parse_assembly(llvm_ir)
+    module.triple = llvm.get_process_triple()
+    engine = llvm.create_mcjit_compiler(module, target_machine())
+    engine.finalize_object()
+    return engine
+
+
 def object_code(llvm_ir: str, tm) -> bytes:
     """Optimized machine code for the module, from the disk cache when this exact LLVM IR
     was compiled before for this CPU by this LLVM (so a second process starts fast)."""

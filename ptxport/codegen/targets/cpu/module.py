@@ -249,13 +249,7 @@ def reachable_functions(kernel: ir.Function,
 def _lower_device_function(module, f: ir.Function, llfn: ll.Function, target: CpuTarget,
                            problems: list | None):
     pointers = {p.name: llfn.args[2 + i] for i, p in enumerate(f.returns + f.params)}
-    fl = FunctionLowering(module, f, llfn, target, pointers)
-    fl.problems = problems
-    fl.declare_registers()
-    first = fl.create_blocks()
-    fl.b.position_at_end(fl.entry)
-    fl.b.branch(first)
-    fl.lower_body()
+    FunctionLowering(module, f, llfn, target, pointers).lower_function(problems)
 
 
 def _lower_kernel(module, kernel: ir.Function, thread: ll.Function, target: CpuTarget,

@@ -19,6 +19,7 @@ from llvmlite import ir as ll
 from ptxport.codegen.lower import I8, I32, I64, PTR
 from ptxport.codegen.ops.sync import shuffle_source
 from ptxport.codegen.targets.cpu.abi import BLOCKED, CTX, EXITED, FRAME, RUNNABLE, TRAPPED
+from ptxport.codegen.targets.cpu.entry import store_block_coordinates
 from ptxport.ptx.ast import IntImm
 
 __all__ = ["build_run_block", "build_run_waiting_blocks", "NATIVE_KINDS"]
@@ -441,9 +442,7 @@ def build_run_waiting_blocks(llmod: ll.Module, run_block: ll.Function) -> None:
     block.add_incoming(first, entry)
     b.cbranch(b.icmp_unsigned("<", block, end), body, done)
     b.position_at_end(body)
-    b.store(b.trunc(b.urem(block, gx), I32), field("ctaid", 0))
-    b.store(b.trunc(b.urem(b.udiv(block, gx), gy), I32), field("ctaid", 1))
-    b.store(b.trunc(b.udiv(block, b.mul(gx, gy)), I32), field("ctaid", 2))
+    store_block_coordinates(b, ctx, block, gx, gy)
     t, thead, tafter = _loop(fn, b, n, "reset")
     b.store(I32(0), b.gep(points, [t], source_etype=I32))
     b.store(I32(RUNNABLE), b.gep(statuses, [t], source_etype=I32))

@@ -35,7 +35,7 @@ class CpuOptions:
         The default, 4, was the best of 1, 2, 4 and 8 on the GPU host's Xeon
         (reduce_shared 30-45% faster on one core and 16, reduce_warp 5-10%, histogram and
         saxpy within the noise; softmax's row loops 3-15% slower, hence the 64:
-        docs/cpu-target.md).
+        docs/cpu-target-measurements.md, "Interleaved warps").
     """
 
     gang: bool = True

@@ -16,7 +16,9 @@ from ptxport.codegen.lower import (
     FunctionLowering,
     Target,
     const_int,
+    counter_word,
 )
+from ptxport.codegen.targets.allocation_table import search_allocations
 from ptxport.codegen.targets.cpu import avx512
 from ptxport.codegen.targets.cpu.abi import (
     CALL_FAULT,
@@ -121,18 +123,9 @@ class CpuTarget(Target):
             return self.ctx_field(fl, "total_smem")
         if name in ("%clock", "%clock_hi", "%clock64"):
             counter = fl.b.call(intrinsic(self.llmod, "llvm.readcyclecounter", I64, []), [])
-            if name == "%clock64":
-                return counter
-            if name == "%clock_hi":
-                counter = fl.b.lshr(counter, I64(32))
-            return fl.b.trunc(counter, I32)
+            return counter_word(fl.b, counter, name)
         if name in ("%globaltimer", "%globaltimer_lo", "%globaltimer_hi"):
-            nanoseconds = _global_timer(fl, self.llmod)
-            if name == "%globaltimer":
-                return nanoseconds
-            if name == "%globaltimer_hi":
-                nanoseconds = fl.b.lshr(nanoseconds, I64(32))
-            return fl.b.trunc(nanoseconds, I32)
+            return counter_word(fl.b, _global_timer(fl, self.llmod), name)
         if name in ("%gridid", "%current_graph_exec"):
             return I64(0)
         if name in ("%envreg1", "%envreg2"):
@@ -544,23 +537,8 @@ def check_function(llmod: ll.Module) -> ll.Function:
     table = b.load(b.gep(ctx, [I64(CTX.fields["alloc_table"])], source_etype=I8), typ=PTR)
     count = b.zext(b.load(b.gep(ctx, [I64(CTX.fields["alloc_count"])], source_etype=I8),
                           typ=I32), I64)
-    head, body, done = (fn.append_basic_block(n) for n in ("head", "body", "done"))
-    entry = b.block
-    b.branch(head)
-    b.position_at_end(head)
-    lo = b.phi(I64, "lo")
-    hi = b.phi(I64, "hi")
-    lo.add_incoming(I64(0), entry)
-    hi.add_incoming(count, entry)
-    b.cbranch(b.icmp_unsigned("<", lo, hi), body, done)
-    b.position_at_end(body)
-    mid = b.lshr(b.add(lo, hi), I64(1))
-    start = b.load(b.gep(table, [b.mul(mid, I64(2))], source_etype=I64), typ=I64)
-    below = b.icmp_unsigned("<=", start, address)
-    lo.add_incoming(b.select(below, b.add(mid, I64(1)), lo), body)
-    hi.add_incoming(b.select(below, hi, mid), body)
-    b.branch(head)
-    b.position_at_end(done)
+    lo = search_allocations(fn, b, table, 0, count, address, ("head", "body", "done"),
+                            ("lo", "hi"))
     candidate, outside = fn.append_basic_block("candidate"), fn.append_basic_block("outside")
     b.cbranch(b.icmp_unsigned(">", lo, I64(0)), candidate, outside)
     b.position_at_end(outside)
@@ -570,13 +548,13 @@ def check_function(llmod: ll.Module) -> ll.Function:
     end = b.load(b.gep(table, [b.sub(b.mul(lo, I64(2)), I64(1))], source_etype=I64), typ=I64)
     last = b.add(address, size)
     ok = b.and_(b.icmp_unsigned("<=", last, end), b.icmp_unsigned(">=", last, address))
-    remember, done_ = fn.append_basic_block("remember"), fn.append_basic_block("checked")
-    b.cbranch(ok, remember, done_)
+    remember, checked = fn.append_basic_block("remember"), fn.append_basic_block("checked")
+    b.cbranch(ok, remember, checked)
     b.position_at_end(remember)
     b.store(start, site)
     b.store(end, b.gep(site, [I64(8)], source_etype=I8))
-    b.branch(done_)
-    b.position_at_end(done_)
+    b.branch(checked)
+    b.position_at_end(checked)
     b.ret(ok)
     return fn
 

@@ -167,27 +167,26 @@ def _lower_shfl(target, fl, inst, number) -> None:
     _write_results(target, fl, dest, pred)
 
 
-def _lower_vote(target, fl, inst, number) -> None:
-    _store_slot(target, fl, "in0", fl.read(inst.operands[1], "pred"))
+def _lower_lane_value(target, fl, inst, number, a_type: str, d_type: str = "b32") -> None:
+    """`op d{|p}, a, m`: a (read as `a_type`) in in0, the member mask m in in3."""
+    dest, pred = _destinations(inst.operands[0])
+    _store_slot(target, fl, "in0", fl.read(inst.operands[1], a_type))
     _store_slot(target, fl, "in3", _mask_operand(fl, inst, 2))
     target.spill_and_return(fl, number)
+    _write_results(target, fl, dest, pred, d_type)
+
+
+def _lower_vote(target, fl, inst, number) -> None:
     ballot = inst.spec.get("mode") == "ballot"
-    _write_results(target, fl, inst.operands[0], d_type="b32" if ballot else "pred")
+    _lower_lane_value(target, fl, inst, number, "pred", "b32" if ballot else "pred")
 
 
 def _lower_match(target, fl, inst, number) -> None:
-    dest, pred = _destinations(inst.operands[0])
-    _store_slot(target, fl, "in0", fl.read(inst.operands[1], inst.spec.types[0]))
-    _store_slot(target, fl, "in3", _mask_operand(fl, inst, 2))
-    target.spill_and_return(fl, number)
-    _write_results(target, fl, dest, pred)
+    _lower_lane_value(target, fl, inst, number, inst.spec.types[0])
 
 
 def _lower_redux(target, fl, inst, number) -> None:
-    _store_slot(target, fl, "in0", fl.read(inst.operands[1], "b32"))
-    _store_slot(target, fl, "in3", _mask_operand(fl, inst, 2))
-    target.spill_and_return(fl, number)
-    _write_results(target, fl, inst.operands[0])
+    _lower_lane_value(target, fl, inst, number, "b32")
 
 
 def _lower_elect(target, fl, inst, number) -> None:

@@ -16,12 +16,11 @@ from __future__ import annotations
 import ctypes
 from functools import cache
 
-import llvmlite.binding as llvm
 import numpy as np
 from llvmlite import ir as ll
 
 from ptxport.codegen.lower import I64, PTR
-from ptxport.codegen.targets.cpu.machine import LLVM_LOCK, target_machine
+from ptxport.codegen.targets.cpu.machine import LLVM_LOCK, jit_engine
 from ptxport.runtime.backends.cpu import pool as pool_threads
 
 __all__ = ["CHUNK_BYTES", "PARALLEL_BYTES", "copy"]
@@ -74,10 +73,7 @@ class _Native:
         module = ll.Module("ptxport_copies")
         _build(module)
         with LLVM_LOCK:
-            parsed = llvm.parse_assembly(str(module))
-            parsed.triple = llvm.get_process_triple()
-            self._engine = llvm.create_mcjit_compiler(parsed, target_machine())
-            self._engine.finalize_object()
+            self._engine = jit_engine(str(module))
             self.share = self._engine.get_function_address("ptxport_copy_share")
 
 

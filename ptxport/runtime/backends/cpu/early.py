@@ -9,7 +9,8 @@ pool's job (the stream's bookkeeping, the executor's setup: 25-50 us of a 0.6-0.
 of reduce_shared or scan_warp on the GPU machine's 16 vCPUs, session 9) ran while every
 worker waited. Opening the job at the launch (launch.py asks the stream to start it when
 the stream is idle, _Worker.start_now) starts the blocks at once, as a GPU starts a kernel
-launched on an idle stream (docs/cpu-target.md, "What a launch costs", has the figures).
+launched on an idle stream (docs/cpu-target-measurements.md, "What a launch costs", has
+the figures).
 
 Only launches that run_grid would run on several workers, natively, with nothing to set up
 or collect around the run: no printf log, no grids launched by the kernel, no timeout, not

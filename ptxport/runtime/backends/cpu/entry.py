@@ -14,11 +14,10 @@ import ctypes
 from dataclasses import dataclass
 from functools import cache
 
-import llvmlite.binding as llvm
 from llvmlite import ir as ll
 
 from ptxport.codegen.lower import I32, I64, PTR
-from ptxport.codegen.targets.cpu.machine import LLVM_LOCK, target_machine
+from ptxport.codegen.targets.cpu.machine import LLVM_LOCK, jit_engine
 
 __all__ = ["CLAIMED", "CLAIMED_WAITING", "Layout", "Trampoline"]
 
@@ -75,9 +74,6 @@ def _build(layout: Layout) -> ll.Module:
 def trampoline_address(layout: Layout) -> int:
     """The address of `layout`'s trampoline, compiled at the first use."""
     with LLVM_LOCK:
-        module = llvm.parse_assembly(str(_build(layout)))
-        module.triple = llvm.get_process_triple()
-        engine = llvm.create_mcjit_compiler(module, target_machine())
-        engine.finalize_object()
+        engine = jit_engine(str(_build(layout)))
         _KEPT.append(engine)
         return engine.get_function_address(f"ptxport_call_{layout.name}")

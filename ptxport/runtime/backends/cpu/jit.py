@@ -130,15 +130,17 @@ class CpuKernelBinary:
             # this module's variables, for the symbols the object leaves undefined
             for var_name, (address, _) in storage.items():
                 llvm.add_symbol(f"ptx.{var_name}", address)
+            # (making an engine loads the process's own symbols, libc's clock_gettime among
+            # them, into LLVM's search: before one exists a libc function reads as missing)
+            empty = llvm.parse_assembly("")
+            empty.triple = llvm.get_process_triple()
+            self._engine = llvm.create_mcjit_compiler(empty, target_machine())
             missing = [symbol for symbol in cpu_runtime.undefined_symbols(object_code)
                        if not llvm.address_of_symbol(symbol)]
             if missing:
                 raise CompileError(
                     f"kernel '{name}' needs {', '.join(missing)}, which this process does not "
                     "provide (a compiler runtime function); please report this to ptxport")
-            empty = llvm.parse_assembly("")
-            empty.triple = llvm.get_process_triple()
-            self._engine = llvm.create_mcjit_compiler(empty, target_machine())
             self._object_file = llvm.ObjectFileRef.from_data(object_code)
             self._engine.add_object_file(self._object_file)
             self._engine.finalize_object()

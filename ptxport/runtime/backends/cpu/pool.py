@@ -56,7 +56,7 @@ import numpy as np
 from llvmlite import ir as ll
 
 from ptxport.codegen.lower import I32, I64, PTR
-from ptxport.codegen.targets.cpu.machine import LLVM_LOCK, target_machine
+from ptxport.codegen.targets.cpu.machine import LLVM_LOCK, jit_engine
 from ptxport.errors import PtxportError
 from ptxport.runtime.backends.cpu import pool_ir as pir
 
@@ -495,10 +495,7 @@ class _Native:
             for name in pir.PTHREADS:
                 llvm.add_symbol(f"ptxport.{name}",
                                 ctypes.cast(functions[name], ctypes.c_void_p).value)
-            parsed = llvm.parse_assembly(str(module))
-            parsed.triple = llvm.get_process_triple()
-            self._engine = llvm.create_mcjit_compiler(parsed, target_machine())
-            self._engine.finalize_object()
+            self._engine = jit_engine(str(module))
             self.thread = self._engine.get_function_address("ptxport_pool_thread")
             # (ctypes releases the GIL for the call)
             self.run = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p)(

@@ -19,6 +19,7 @@ from ptxport.codegen.targets.cpu.gang.checks import (
     check_shared32,
     fault,
     prefetch_line,
+    smem_limit,
     strides_ahead,
 )
 from ptxport.codegen.targets.cpu.gang.lane_loop import lane_loop
@@ -240,7 +241,7 @@ def _copy_lanes(fl: GangLowering, src, dst, count, size: int) -> None:
     b = fl.b
     llfn = fl.llfn
     window = fl.target.space_base(fl, "shared")
-    limit = b.zext(fl.target.ctx_field(fl, "total_smem"), I64)
+    limit = smem_limit(fl, 64)
     et = dst.addrs.type.element
     sources = b.add(src.addrs, b.splat(I64(src.offset))) if src.offset else src.addrs
     targets = b.add(dst.addrs, b.splat(ll.Constant(et, dst.offset))) if dst.offset \

@@ -87,7 +87,7 @@ def build_gang(module: ir.Module, kernel_name: str, block: tuple[int, int, int],
     plan.frame_size = (per_thread + 15) // 16 * 16      # warp frames: multiples of 512
     plan.gang = True
     build_run_blocks(llmod, gang, W * plan.frame_size, block, sorted(fl.resumed_at),
-                     target.block_fields, fl.yield_points)
+                     target.block_fields, fl.yield_points, target.block_params)
     build_claiming(llmod, llmod.globals["run_blocks"], 4, "run_claimed_blocks")
     add_conversions(llmod)
     return llmod, plan

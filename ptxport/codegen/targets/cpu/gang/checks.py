@@ -136,6 +136,13 @@ def prechecked(fl: GangLowering) -> bool:
     return id(fl.inst) in fl.prechecked
 
 
+def smem_limit(fl: GangLowering, width: int):
+    """The block's shared-memory size in bytes (the context's total_smem, an i32) as an
+    integer of `width` bits (32 or 64), to compare with offsets into the shared window."""
+    limit = fl.target.ctx_field(fl, "total_smem")
+    return fl.b.zext(limit, I64) if width == 64 else limit
+
+
 def check_access(fl: GangLowering, host, offsets, size: int, write: bool, span=None):
     """Check the mask's lanes' accesses of `size` bytes at `host` (`span`: the (low, high)
     the lanes touch, when known; else the lowest and highest address; with a span, `host`
@@ -147,7 +154,7 @@ def check_access(fl: GangLowering, host, offsets, size: int, write: bool, span=N
     llfn = fl.llfn
     ok_block = llfn.append_basic_block("access_ok")
     if offsets is not None:
-        limit = b.zext(fl.target.ctx_field(fl, "total_smem"), I64)
+        limit = smem_limit(fl, 64)
         fits = ll.IRBuilder.icmp_unsigned(b, "<=", b.add(offsets, b.splat(I64(size))),
                                           b.splat(limit))
         inside = ll.IRBuilder.icmp_unsigned(b, "<", offsets, b.splat(limit))
@@ -216,7 +223,7 @@ def check_shared32(fl: GangLowering, offsets, size: int, write: bool):
     if prechecked(fl):
         return
     llfn = fl.llfn
-    limit = fl.target.ctx_field(fl, "total_smem")
+    limit = smem_limit(fl, 32)
     room = b.sub(limit, I32(size))
     fits = b.and_(ll.IRBuilder.icmp_unsigned(b, "<=", offsets, b.splat(room)),
                   b.splat(ll.IRBuilder.icmp_unsigned(b, ">=", limit, I32(size))))
@@ -246,9 +253,7 @@ def check_place(fl: GangLowering, place: Place, size: int, write: bool, kind, lo
         check_access(fl, lambda: cold_addrs(fl, place, place.offset), None, size, write,
                      span=(low, high))
         return
-    limit = fl.target.ctx_field(fl, "total_smem")
-    if et.width == 64:
-        limit = b.zext(limit, I64)
+    limit = smem_limit(fl, et.width)
     inside = b.and_(ll.IRBuilder.icmp_unsigned(b, "<=", high, limit),
                     ll.IRBuilder.icmp_unsigned(b, "<=", low, high))
     inside = b.and_(inside, ll.IRBuilder.icmp_unsigned(b, "!=", kind, I32(SCATTERED)))
@@ -286,18 +291,14 @@ def group_check(fl: GangLowering, place: Place, size: int, low, high, known: boo
     first, last = fl.group_span[group]
     et = place.addrs.type.element
     if place.shared and known:      # the group's span, from the lowest lane to the highest
-        limit = fl.target.ctx_field(fl, "total_smem")
-        if et.width == 64:
-            limit = b.zext(limit, I64)
+        limit = smem_limit(fl, et.width)
         start, end = b.add(low, ll.Constant(et, first)), b.add(high, ll.Constant(et, last))
         ok = b.and_(ll.IRBuilder.icmp_unsigned(b, "<=", start, end),
                     ll.IRBuilder.icmp_unsigned(b, "<=", end, limit))
         fl.group_ok[memo] = ok
         return ok, None
     if place.shared:       # lane by lane in one vector test: exact however they lie
-        limit = fl.target.ctx_field(fl, "total_smem")
-        if et.width == 64:
-            limit = b.zext(limit, I64)
+        limit = smem_limit(fl, et.width)
         start = b.add(place.addrs, b.splat(ll.Constant(et, first))) if first else place.addrs
         end = b.add(place.addrs, b.splat(ll.Constant(et, last + size)))
         good = b.and_(ll.IRBuilder.icmp_unsigned(b, "<=", start, end),

@@ -35,7 +35,7 @@ from ptxport.codegen.targets.cpu.gang.lanes import (
     vec,
 )
 from ptxport.ir import nodes as ir
-from ptxport.ir.analysis import may_write, uses_and_defs
+from ptxport.ir.analysis import may_write, predecessors, uses_and_defs
 from ptxport.passes.segment import is_barrier, is_warp_op
 
 __all__ = ["yield_edges", "lower_yield", "start_count"]
@@ -133,11 +133,7 @@ def yield_edges(kernel: ir.Function) -> dict[int, tuple[ir.Block, bool]]:
     loop or may wait for memory (_may_spin)."""
     strides = _stride_registers(kernel)
     index = {id(block): i for i, block in enumerate(kernel.blocks)}
-    preds: dict[int, list] = {id(block): [] for block in kernel.blocks}
-    for block in kernel.blocks:
-        for successor in block.successors:
-            if id(successor) in preds:
-                preds[id(successor)].append(block)
+    preds = predecessors(kernel)
     edges = {}
     for i, block in enumerate(kernel.blocks):
         last = block.instructions[-1] if block.instructions else None
@@ -164,7 +160,9 @@ def yield_edges(kernel: ir.Function) -> dict[int, tuple[ir.Block, bool]]:
 def start_count(fl) -> None:
     """A fresh warp's count of passes before its next yield (where a loop counts them)."""
     passes = fl.options.interleave_passes
-    if passes > 1 or any(not strided for _, strided in fl.yield_edges.values()):
+    # (read only at a yield edge: none, no count; stencil's warps stored it all the same)
+    if fl.yield_edges and (passes > 1 or any(not strided for _, strided
+                                             in fl.yield_edges.values())):
         fl.b.store(I32(passes), fl.frame_field(YIELD_COUNT))
 
 

@@ -46,7 +46,7 @@ from ptxport.codegen.lower import (
     loop_headers,
 )
 from ptxport.codegen.targets.cpu.abi import CTX
-from ptxport.codegen.targets.cpu.gang import nan_shadows, reloads, windows
+from ptxport.codegen.targets.cpu.gang import nan_shadows, params, reloads, windows
 from ptxport.codegen.targets.cpu.gang.async_copy import lower_cp
 from ptxport.codegen.targets.cpu.gang.atomics import lower_atom
 from ptxport.codegen.targets.cpu.gang.chains import balance_chains, interleave_chains
@@ -344,9 +344,12 @@ def _frame_registers(fl: GangLowering, kernel: ir.Function, segments: list[Segme
     b = fl.b
     starts = live_before(kernel, {(id(s.block), s.start) for s in segments})
     fl.crossing = set().union(*starts.values())
-    registers = _saved_registers(kernel, fl.inline_ops, fl.yield_edges)
+    # (registers that read the kernel's parameters from run_blocks' copy: none; params.py)
+    registers = [r for r in _saved_registers(kernel, fl.inline_ops, fl.yield_edges)
+                 if id(r) not in fl.param_registers]
     rounds = bool(fl.yield_edges) or any(is_barrier(inst) for inst in kernel.instructions())
-    kept = sorted(fl.crossing - set(registers), key=lambda r: r.name) if rounds else []
+    kept = sorted((r for r in fl.crossing - set(registers)
+                   if id(r) not in fl.param_registers), key=lambda r: r.name) if rounds else []
     rebuilt = _rebuilt_registers(fl, registers)
     offsets = _frame_layout(fl, registers + kept, rebuilt)
     fl.frame_bytes = offsets[""]
@@ -358,6 +361,8 @@ def _frame_registers(fl: GangLowering, kernel: ir.Function, segments: list[Segme
     fl.kept = []
     with b.goto_entry_block():
         b.position_at_start(fl.entry)
+        for key, (at, typ) in fl.param_registers.items():
+            fl.registers[key] = params.slot(fl, at, typ)
         for reg in registers + kept:
             slot = ll.IRBuilder.gep(b, frame, [I64(offsets[reg.name])], source_etype=I8)
             if reg in rebuilt:      # (read and written through u: GangLowering)
@@ -385,7 +390,8 @@ def _entry(fl: GangLowering, gang: ll.Function, start, live, first: Segment) -> 
     b.store(I32(-1), fl.retry_slot)     # all 32 alive: none has exited, a retry cannot help
     b.cbranch(start, fresh, resume)
     b.position_at_end(fresh)
-    b.store(I32(-1), fl.frame_field(RESUME))
+    # (the frame's RESUME is not set: every return the block loop resumes from with a
+    # status below WHOLE_AT sets it first, at a barrier, a yield or leaving a round)
     start_count(fl)
     for slots in fl.class_slots.values():       # (classify.make_class_slots)
         b.store(I32(0), slots.bits)
@@ -469,12 +475,25 @@ def _dispatcher(fl: GangLowering, gang: ll.Function, segments: list[Segment],
             fl.others_min_slot)
     unreachable = gang.append_basic_block("bad_pc")
     switch = ll.IRBuilder.switch(b, lowest, unreachable)
-    for s in segments:
+    for s in segments[0 if _dispatched_first(fl, segments) else 1:]:
         switch.add_case(I32(s.number), s.llblock)
     b.position_at_end(unreachable)
     b.unreachable()
     b.position_at_end(stop)
     _no_lane_goes_on(fl, gang, dispatch, pc, parked, waiting, alive)
+
+
+def _dispatched_first(fl: GangLowering, segments: list[Segment]) -> bool:
+    """Whether a lane may wait for the dispatcher at the first segment: where a branch goes
+    there (a loop around the kernel's start) or a warp operation starts it (lanes park
+    there). Else only a fresh warp runs it, straight from its entry with all its lanes
+    there (a running lane's counter is set before any return to the dispatcher), and
+    the dispatcher's case for it would join the fresh path in it."""
+    first = segments[0]
+    if first.start < first.end and is_warp_op(first.block.instructions[first.start]):
+        return True
+    return any(i.opcode == "bra" and i.operands[0] is first.block
+               for i in fl.function.instructions())
 
 
 def _no_lane_goes_on(fl: GangLowering, gang: ll.Function, dispatch: ll.Block, pc, parked,

@@ -18,7 +18,7 @@ from ptxport.codegen.lower import (
     value_type,
 )
 from ptxport.codegen.ops.data import instruction_type, state_space, vector_count
-from ptxport.codegen.targets.cpu.gang import checks, indexed, reloads, strided, widened
+from ptxport.codegen.targets.cpu.gang import checks, indexed, params, reloads, strided, widened
 from ptxport.codegen.targets.cpu.gang.access_kinds import (
     consecutive,
     consecutive_halves,
@@ -372,10 +372,14 @@ def lower_ld(fl: GangLowering, inst: ir.Instruction) -> None:
         old = _kept_lanes(fl, inst.operands[0], t, count)
         values = lane_vectors(fl, place_of(fl, operand, space), t, count, old=old)
     elif space == "param":      # a kernel parameter: the same for every lane
-        pointer = FunctionLowering.pointer(fl, operand, "param", t.size * count)
-        values = [ll.IRBuilder.load(
-            fl.b, fl.b.gep(pointer, [I64(i * t.size)], source_etype=I8), typ=value_type(t),
-            align=t.size) for i in range(count)]
+        values = params.load(fl, inst)      # (from run_blocks' copy, where it may)
+        if id(inst.operands[0]) in fl.param_registers:
+            return      # (the register reads the copy wherever it is read)
+        if values is None:
+            pointer = FunctionLowering.pointer(fl, operand, "param", t.size * count)
+            values = [ll.IRBuilder.load(
+                fl.b, fl.b.gep(pointer, [I64(i * t.size)], source_etype=I8),
+                typ=value_type(t), align=t.size) for i in range(count)]
     else:       # every lane loads alike (or not an [address]: refused there)
         values = _uniform_load(fl, operand, space, t, count)
     if old is not None:         # (the lanes outside the mask hold the registers' values)

@@ -34,6 +34,7 @@ from ptxport.codegen.targets.cpu.gang.lanes import (
     YIELDED,
     W,
 )
+from ptxport.codegen.targets.cpu.gang.params import PARAMS_AT, alignment
 from ptxport.codegen.targets.cpu.stop import branch_on_stop
 
 __all__ = ["build_run_blocks"]
@@ -174,14 +175,30 @@ def _uniform_round(r: _Rounds, point: int, general: ll.Block, general_phis) -> l
     return entry
 
 
+def _copy_params(r: _Rounds, fields: dict) -> None:
+    """run_blocks' block copy (r.block_copy), with the kernel's parameters the gang
+    function reads from it (params.py; `fields`: (offset, type name) -> type) copied from
+    the launch's parameter buffer as run_blocks starts: they hold for every block."""
+    b = r.b
+    end = max((PARAMS_AT + offset + 16 for offset, _ in fields), default=CTX.size)
+    r.block_copy = b.alloca(ll.ArrayType(I8, end), name="block_fields")
+    r.block_copy.align = 16
+    if not fields:
+        return
+    buffer = b.load(b.gep(r.ctx, [I64(CTX.fields["params"])], source_etype=I8), typ=PTR)
+    for (offset, _), typ in sorted(fields.items(), key=lambda item: item[0]):
+        source = b.gep(buffer, [I64(offset)], source_etype=I8)
+        copy = b.gep(r.block_copy, [I64(PARAMS_AT + offset)], source_etype=I8)
+        copy.type = source.type = ll.PointerType(typ)
+        b.store(b.load(source, typ=typ, align=alignment(offset, typ)), copy,
+                align=alignment(PARAMS_AT + offset, typ))
+
+
 def _copy_block_fields(r: _Rounds, fields: dict) -> None:
     """The block's copy of the context's `fields` ((offset, type name) -> type: those the
     gang function reads), made where a block starts: on run_blocks' stack and read by the
     inlined gang functions alone, it becomes values that every warp's call shares."""
     b = r.b
-    with b.goto_entry_block():
-        r.block_copy = b.alloca(ll.ArrayType(I8, CTX.size), name="block_fields")
-        r.block_copy.align = 16
     for (offset, _), typ in sorted(fields.items(), key=lambda item: item[0]):
         source, copy = (b.gep(p, [I64(offset)], source_etype=I8) for p in (
             r.ctx, r.block_copy))
@@ -191,18 +208,20 @@ def _copy_block_fields(r: _Rounds, fields: dict) -> None:
 
 def build_run_blocks(llmod: ll.Module, gang: ll.Function, warp_frame: int,
                      block: tuple[int, int, int], points: list[int],
-                     fields: dict, yield_points=frozenset()) -> None:
+                     fields: dict, yield_points=frozenset(), params=None) -> None:
     """i64 run_blocks(ctx, frames, frame_size, nthreads, first, count, status*): blocks
     first..first+count-1, each warp by warp in rounds until every warp has exited; -1, or
     (block << 32 | thread) of the lane that faulted or waits forever, its status in *status.
     `points`: the segments after barriers where warps may wait with all lanes (each gets a
     uniform round); `fields`: the context's fields the gang function reads ((offset, type
     name) -> type), copied as each block starts; `yield_points`: those of `points` where
-    warps may also yield (interleave.py)."""
+    warps may also yield (interleave.py); `params`: the parameters' bytes it reads from the
+    copy (params.py), copied as run_blocks starts."""
     nthreads = block[0] * block[1] * block[2]      # (the executor passes the same)
     r = _Rounds(llmod, gang, warp_frame, (nthreads + W - 1) // W, nthreads)
     r.yields = bool(yield_points)
     b, fn = r.b, r.fn
+    _copy_params(r, params or {})
     n, block_body, block_next = open_block_loop(b, r.ctx, fn.args[4], fn.args[5])
     _copy_block_fields(r, fields)
     start = b.block

@@ -19,6 +19,7 @@ from ptxport.codegen.lower import (
     value_type,
 )
 from ptxport.codegen.targets.cpu.abi import CTX
+from ptxport.codegen.targets.cpu.gang import params
 from ptxport.codegen.targets.cpu.gang.lanes import (
     BLOCK_COPY,
     GangBuilder,
@@ -30,7 +31,7 @@ from ptxport.codegen.targets.cpu.gang.lanes import (
 )
 from ptxport.codegen.targets.cpu.options import CpuOptions
 from ptxport.codegen.targets.cpu.target import CpuTarget
-from ptxport.errors import InternalError, PtxportError
+from ptxport.errors import PtxportError
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import constant_registers as _constant_registers
 from ptxport.ir.analysis import uses_and_defs
@@ -55,6 +56,8 @@ def gang_target_class():
             super().__init__(*args, **kwargs)
             # the context fields the gang function reads: (offset, type name) -> type
             self.block_fields: dict = {}
+            # and the kernel's parameters it reads through the copy (params.py), likewise
+            self.block_params: dict = {}
 
         def special_register(self, fl, reg):
             name = reg.name
@@ -156,6 +159,9 @@ class GangLowering(FunctionLowering):
         # saved registers whose frame holds u of u + c[i] alone: id -> (u's slot, c)
         # (and those kept as the 32-bit u they widen: id -> (the scale's shift, signed))
         self.rebuilt, self.rebuilt_wide = {}, {}
+        # params.py: id(parameter) -> offset; id(register reading the copy) -> (offset, type)
+        self.param_offsets = params.direct_params(function)
+        self.param_registers = params.param_registers(self, function)
         # within a segment: the lanes' addresses read from a base, and how they lie
         # (_place, _classify); a write of the base register forgets them
         self.places: dict = {}
@@ -165,8 +171,7 @@ class GangLowering(FunctionLowering):
         self.value_keys: dict = {}
         # the stores of classify.check_widening's flag (and of its start), removed when no
         # access read the flag (lower_gang): saxpy's loop kept a load, an and and a store
-        self.exact_stores: list = []
-        self.exact_read = False
+        self.exact_stores, self.exact_read = [], False
         # wraps.py's answers by (place key, halves); the kernel's writes of each register
         self.wrap_jumps, self.kernel_writers = {}, None
         # within a segment: the stack buffers of the mma operands laid out (mma.py), by
@@ -178,9 +183,7 @@ class GangLowering(FunctionLowering):
         # within a segment: which unguarded accesses share a base (until it is written) and
         # size, and the span of their offsets (places.py's access_groups); each group's accesses are
         # checked together once (group_check)
-        self.group_of: dict = {}
-        self.group_span: dict = {}
-        self.group_ok: dict = {}
+        self.group_of, self.group_span, self.group_ok = {}, {}, {}
         # within a segment: whether passes/shared_bounds.py proves every access of a group
         # inside its shared variable (windows.py's _proven), by group
         self.proven_groups: dict = {}
@@ -465,11 +468,7 @@ class GangLowering(FunctionLowering):
         except (PtxportError, GangUnsupported):
             raise
         except Exception as e:   # a bug of ours: said as one, with the instruction at fault
-            where = self.module.location(inst.pos)
-            raise InternalError(
-                f"{where or self.function.name}: ptxport failed to compile '{inst.spec.text}' "
-                f"as warp gangs ({type(e).__name__}: {e}); this is a bug in ptxport: please "
-                "report it with the PTX") from e
+            raise self.internal_error(inst, e, "as warp gangs") from e
 
     def _lower_on_lanes(self, inst):
         self.inst = inst

@@ -46,6 +46,7 @@ from ptxport.codegen.targets.cpu.gang.checks import (
     expect,
     group_check,
     prechecked,
+    smem_limit,
 )
 from ptxport.codegen.targets.cpu.gang.classify import form_of
 from ptxport.codegen.targets.cpu.gang.lanes import W
@@ -309,9 +310,7 @@ def _inside(fl: GangLowering, place, t, count: int, bounds):
         lows, highs = [_pick(fl, "<", *lows)], [_pick(fl, ">", *highs)]
     if _group(fl) is not None:
         return group_check(fl, place, t.size, lows[0], highs[0], known=True)[0]
-    limit = fl.target.ctx_field(fl, "total_smem")
-    if et.width == 64:
-        limit = b.zext(limit, I64)
+    limit = smem_limit(fl, et.width)
     inside = None
     for start, end in bounds:
         fits = b.and_(ll.IRBuilder.icmp_unsigned(b, "<=", start, end),
