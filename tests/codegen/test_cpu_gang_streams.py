@@ -12,7 +12,7 @@ import pytest
 
 from corpus import KERNEL_DIR, corpus_ptx
 from ptxport import Device, LaunchConfig, Program, launch
-from ptxport.codegen.targets.cpu.gang import memory
+from ptxport.codegen.targets.cpu.gang import memory, widened
 from ptxport.codegen.targets.cpu.gang.build import build_gang
 from ptxport.codegen.targets.cpu.options import CpuOptions
 from ptxport.ir.from_ptx import build
@@ -288,6 +288,7 @@ def test_a_tile_s_two_rows_are_both_prefetched(monkeypatch):
         return real(fl, place, lows, span, size, write)
 
     monkeypatch.setattr(memory, "prefetch_site", spy)
+    monkeypatch.setattr(widened, "prefetch_site", spy)     # (B's per-half widened loads)
     ptx = corpus_ptx(KERNEL_DIR / "gemm_tiled.cu", "sm_90")
     build_gang(build(parse(ptx)), "sgemm_tiled", (16, 16, 1), CpuOptions())
     rows = {name for name, lows, _ in seen if lows == 2}

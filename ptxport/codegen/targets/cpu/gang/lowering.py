@@ -99,6 +99,7 @@ from ptxport.codegen.targets.cpu.gang.warp import (
 from ptxport.codegen.targets.cpu.gang.warp_bounds import lower_setp
 from ptxport.codegen.targets.cpu.gang.wgmma import lower_wgmma
 from ptxport.codegen.targets.cpu.gang.windows import lower_ld
+from ptxport.codegen.targets.cpu.gang.wraps import rebuilt_widening
 from ptxport.codegen.targets.cpu.options import CpuOptions
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import live_after, live_before, may_write, uses_and_defs
@@ -200,6 +201,10 @@ def _rebuilt_registers(fl: GangLowering, registers) -> dict:
         typ = fl.storage_type(reg)
         if offsets is None or reg.vector or reg in fl.uniform or not isinstance(
                 typ.element, ll.IntType) or typ.element.width < 8:
+            wide = None if reg.vector or reg in fl.uniform else rebuilt_widening(fl, reg)
+            if wide is not None:        # (kept as the 32-bit u it widens: wraps.py)
+                rebuilt[reg] = wide[:2]
+                fl.rebuilt_wide[id(reg)] = wide[2:]
             continue
         element = typ.element
         rebuilt[reg] = (ll.Constant(typ, [ll.Constant(element, c) for c in offsets]), halves)

@@ -122,7 +122,7 @@ def lane_vectors(fl: GangLowering, place: Place, t: Type, count: int, values=Non
     shuffles that take a .v4 access apart to whole-vector arithmetic)."""
     if fl.loop_check_state is None and id(fl.inst) in fl.loop_checked:
         return _twice(fl, lambda: lane_vectors(fl, place, t, count, values, old))
-    if widened.applies(fl, place, t.size * count):
+    if widened.applies(fl, place, t.size * count, count):
         return widened.access(fl, place, t, count, values, old)
     found = indexed.applies(fl, place, t.size) if count == 1 and old is None else None
     if found is not None:

@@ -157,7 +157,8 @@ class GangLowering(FunctionLowering):
         # shared-memory accesses inside one variable for this shape (passes/shared_bounds.py)
         self.shared_bounds = shared_bounds(function, block)
         # saved registers whose frame holds u of u + c[i] alone: id -> (u's slot, c)
-        self.rebuilt: dict = {}
+        # (and those kept as the 32-bit u they widen: id -> (the scale's shift, signed))
+        self.rebuilt, self.rebuilt_wide = {}, {}
         # params.py: id(parameter) -> offset; id(register reading the copy) -> (offset, type)
         self.param_offsets = params.direct_params(function)
         self.param_registers = params.param_registers(self, function)
@@ -191,8 +192,9 @@ class GangLowering(FunctionLowering):
         self.value_keys: dict = {}
         # the stores of classify.check_widening's flag (and of its start), removed when no
         # access read the flag (lower_gang): saxpy's loop kept a load, an and and a store
-        self.exact_stores: list = []
-        self.exact_read = False
+        self.exact_stores, self.exact_read = [], False
+        # wraps.py's answers by (place key, halves); the kernel's writes of each register
+        self.wrap_jumps, self.kernel_writers = {}, None
         # within a segment: the stack buffers of the mma operands laid out (mma.py), by
         # their fragment's registers (a write of one of those forgets its buffer), and how
         # many it made; the buffers, by (the segment's n-th, size), made once
@@ -202,9 +204,7 @@ class GangLowering(FunctionLowering):
         # within a segment: which unguarded accesses share a base (until it is written) and
         # size, and the span of their offsets (places.py's access_groups); each group's accesses are
         # checked together once (group_check)
-        self.group_of: dict = {}
-        self.group_span: dict = {}
-        self.group_ok: dict = {}
+        self.group_of, self.group_span, self.group_ok = {}, {}, {}
         # within a segment: whether passes/shared_bounds.py proves every access of a group
         # inside its shared variable (windows.py's _proven), by group
         self.proven_groups: dict = {}
@@ -256,7 +256,11 @@ class GangLowering(FunctionLowering):
             second = b.splat(b.load(_second_half(b, base)))
             u = ll.IRBuilder.shuffle_vector(b, u, second, ll.Constant(
                 ll.VectorType(I32, W), [i // HALF * W for i in range(W)]))
-        return self.convert(b.add(u, offsets), reg.type, t)
+        lanes = b.add(u, offsets)
+        if id(reg) in self.rebuilt_wide:        # (widened as the kernel's widening does)
+            shift, signed = self.rebuilt_wide[id(reg)]
+            lanes = b.shl((b.sext if signed else b.zext)(lanes, vec(I64)), b.splat(I64(shift)))
+        return self.convert(lanes, reg.type, t)
 
     def read_lanes(self, value, t):
         """read, as a vector of the lanes' values."""
@@ -363,7 +367,12 @@ class GangLowering(FunctionLowering):
             self.b.store(value, slot)
             return
         if isinstance(dest, ir.Register) and id(dest) in self.rebuilt:
-            self._note_base(self.convert_out(v, t, dest.type), *self.rebuilt[id(dest)])
+            value = self.convert_out(v, t, dest.type)
+            if id(dest) in self.rebuilt_wide:       # (the 32-bit lanes it widened)
+                shift, signed = self.rebuilt_wide[id(dest)]
+                value = (self.b.ashr if signed else self.b.lshr)(value, self.b.splat(I64(shift)))
+                value = self.b.trunc(value, vec(I32))
+            self._note_base(value, *self.rebuilt[id(dest)])
             return
         if isinstance(dest, ir.Register) and not dest.vector:
             value = self.convert_out(v, t, dest.type)

@@ -10,6 +10,12 @@ below the first lane's, which no range check passes. Where the check fails (a wr
 lanes over two allocations), the lanes are checked one by one (a fault names the first bad
 lane, as before) and the access is a gather or scatter of their true addresses, off the hot
 path.
+
+In a 16-wide block (passes/lane_forms.py's forms per half warp: `y * width + x`) each half
+warp's lanes are consecutive, the halves a row apart: the range is then taken from lanes 0,
+15, 16 and 31 as scalars, a half whose last lane's address is not its first's plus 15
+elements has wrapped (wraps.py: the address holds one widening, monotone across each
+half), and the fast path is two half-vector accesses. No flag of the warp either way.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from ptxport.codegen.lower import I32, PTR
 from ptxport.codegen.targets.cpu.gang import checks
 from ptxport.codegen.targets.cpu.gang.access_kinds import (
     consecutive,
+    consecutive_halves,
     interleaved,
     joined,
     lane_by_lane,
@@ -27,7 +34,9 @@ from ptxport.codegen.targets.cpu.gang.access_kinds import (
 from ptxport.codegen.targets.cpu.gang.checks import (
     SCATTERED,
     Place,
+    check_access,
     check_place,
+    cold_addrs,
     group_check,
     inside_one_allocation,
 )
@@ -35,19 +44,28 @@ from ptxport.codegen.targets.cpu.gang.lanes import W
 from ptxport.codegen.targets.cpu.gang.scalar_lanes import lane, recomputed
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.codegen.targets.cpu.gang.streams import prefetch_site
+from ptxport.codegen.targets.cpu.gang.wraps import wrap_jump
 from ptxport.ir.types import Type
+from ptxport.passes.lane_forms import HALF
 
 
-def applies(fl: GangLowering, place: Place, size: int) -> bool:
-    """Whether the access of `size` bytes a lane at `place` is one of this module's: global,
-    its base's lanes consecutive by a widened form, and all 32 lanes running the segment
-    (every lane holds its address; the guard aside)."""
+def applies(fl: GangLowering, place: Place, size: int, count: int = 1) -> bool:
+    """Whether the access of `size` bytes a lane (`count` elements) at `place` is one of
+    this module's: global,
+    its base's lanes consecutive by a widened form (in the warp, or in each half warp), all
+    32 lanes running the segment (every lane holds its address; the guard aside), and the
+    first and last lanes' addresses telling a wrap (wraps.py)."""
     form = place.lanes
-    if place.shared or form is None or not form.widened or form.halves or form.scaled \
+    if place.shared or form is None or not form.widened or form.scaled \
             or not isinstance(fl.unguarded_mask, ll.Constant):
         return False
     wrap = (1 << place.addrs.type.element.width) - 1
-    return [(c - form.offsets[0]) & wrap for c in form.offsets] == [size * i for i in range(W)]
+    offsets = [(c - form.offsets[0]) & wrap for c in form.offsets]
+    if form.halves:     # (any direction: the halves' ends are compared exactly)
+        return count == 1 and offsets == [size * (i % HALF) for i in range(W)] \
+            and wrap_jump(fl, place.key, True) is not None
+    # (the range check alone finds a wrap, where it moves the last lane down)
+    return offsets == [size * i for i in range(W)] and wrap_jump(fl, place.key, False) == -1
 
 
 def _range(fl: GangLowering, place: Place, size: int):
@@ -75,22 +93,47 @@ def _range(fl: GangLowering, place: Place, size: int):
     return b.sub(low, before), low, high
 
 
+def _half_range(fl: GangLowering, place: Place, size: int):
+    """((each half's first address), low, high, exact) of a per-half access, from lanes 0,
+    15, 16 and 31 as scalars under any mask (all 32 lanes hold their addresses): [low,
+    high) holds both halves' lanes, `exact` (i1) that neither half wrapped."""
+    b = fl.b
+    et = place.addrs.type.element
+    ends = [lane(b, place.addrs, k, fl.written) for k in (0, HALF - 1, HALF, W - 1)]
+    span = ll.Constant(et, size * (HALF - 1))
+    exact = b.and_(ll.IRBuilder.icmp_unsigned(b, "==", b.sub(ends[1], ends[0]), span),
+                   ll.IRBuilder.icmp_unsigned(b, "==", b.sub(ends[3], ends[2]), span))
+    offset = ll.Constant(et, place.offset)
+    s0, s1 = b.add(ends[0], offset), b.add(ends[2], offset)
+    less = ll.IRBuilder.icmp_unsigned(b, "<", s0, s1)
+    low = ll.IRBuilder.select(b, less, s0, s1)
+    high = b.add(ll.IRBuilder.select(b, less, s1, s0), ll.Constant(et, size * HALF))
+    return (s0, s1), low, high, exact
+
+
 def access(fl: GangLowering, place: Place, t: Type, count: int, values=None, old=None):
     """Load (values None: `count` vectors of the lanes' elements; `old`: the values the
     lanes outside the mask keep, else zeros) or store `values`: one masked access of the
-    warp's elements where the lanes' range passes its check (the group's, where the access
-    shares one), else each lane checked and a gather or scatter per element."""
+    warp's elements (two of each half's, per half) where the lanes' range passes its check
+    (the group's, where the access shares one), else each lane checked and a gather or
+    scatter per element."""
     b = fl.b
     size = t.size * count
     load = values is None
-    start, low, high = _range(fl, place, size)
+    halves = place.lanes.halves
+    exact = None
+    if halves:
+        starts, low, high, exact = _half_range(fl, place, size)
+        lows = list(starts)
+    else:
+        start, low, high = _range(fl, place, size)
+        lows = [low]
+    ahead = _ahead(fl, place, size, lows)       # (before _check makes the group's check)
     early = isinstance(fl.mask, ll.Constant)
-    if early:       # (before the check: LLVM then branches from a cache hit to `fast`)
-        ahead = _ahead(fl, place, size, low)
-        if ahead is not None:
-            prefetch_site(fl, place, *ahead, size, not load)
+    if early and ahead is not None:     # (LLVM then branches from a cache hit to `fast`)
+        prefetch_site(fl, place, *ahead, size, not load)
     # (before the branch on the mask: later accesses of the group reuse the check)
-    ok, ahead = _check(fl, place, t, count, low, high)
+    ok = _check(fl, place, t, count, low, high, exact)
     fast, slow, done = (fl.llfn.append_basic_block(n) for n in (
         "widened_fast", "widened_lanes", "widened_done"))
     skipped = None
@@ -103,24 +146,11 @@ def access(fl: GangLowering, place: Place, t: Type, count: int, values=None, old
         prefetch_site(fl, place, *ahead, size, not load)
     checks.expect(fl, ll.IRBuilder.cbranch(b, ok, fast, slow))
     b.position_at_end(fast)
-    pointer = ll.IRBuilder.inttoptr(b, start, PTR)
-    if count > 1:
-        quick = interleaved(fl, t, count, pointer, values, old)
-    elif load:
-        quick = [consecutive(fl, t, None, lambda _: pointer, None, None,
-                             None if old is None else old[0])]
-    else:
-        consecutive(fl, t, values[0], lambda _: pointer, None, None)
+    quick = _fast(fl, t, count, starts if halves else start, values, old)
     fast = b.block
     b.branch(done)
     b.position_at_end(slow)
-    if early:       # (the lanes' addresses made here, off the hot path)
-        place = Place(recomputed(b, place.addrs, fl.written), place.shared, place.offset,
-                      place.key, place.lanes, place.stride)
-    check_place(fl, place, size, not load, I32(SCATTERED), low, high)
-    each = lane_by_lane(fl, place, t, count, values)
-    if load and old is not None:
-        each = [b.select(fl.mask, v, o) for v, o in zip(each, old, strict=True)]
+    each = _slow(fl, place, t, count, values, old, (low, high))
     slow = b.block
     b.branch(done)
     b.position_at_end(done)
@@ -130,32 +160,106 @@ def access(fl: GangLowering, place: Place, t: Type, count: int, values=None, old
     return joined(fl, t, paths if skipped is None else [*paths, (old, skipped)])
 
 
-def _check(fl: GangLowering, place: Place, t: Type, count: int, low, high):
-    """(i1: whether [low, high) lies in one allocation, by the access's group check, made
-    once for the group, or its own; the arguments of its prefetch, or None), as
-    memory.py's checks: the group's first access prefetches for the group."""
+def _fast(fl: GangLowering, t: Type, count: int, start, values, old):
+    """The fast path's access from lane 0's address (`start`), or per half from each
+    half's first address (a pair): the loaded vectors, or None for a store."""
+    b = fl.b
+    if isinstance(start, tuple):
+        loaded = consecutive_halves(fl, t, None if values is None else values[0],
+                                    lambda h: ll.IRBuilder.inttoptr(b, h, PTR), *start)
+        if loaded is None or old is None:
+            return None if loaded is None else [loaded]
+        return [b.select(fl.mask, loaded, old[0])]
+    pointer = ll.IRBuilder.inttoptr(b, start, PTR)
+    if count > 1:
+        return interleaved(fl, t, count, pointer, values, old)
+    if values is None:
+        return [consecutive(fl, t, None, lambda _: pointer, None, None,
+                            None if old is None else old[0])]
+    consecutive(fl, t, values[0], lambda _: pointer, None, None)
+    return None
+
+
+def _slow(fl: GangLowering, place: Place, t: Type, count: int, values, old, span):
+    """The slow path: each lane's address made again here from the values the hot path
+    took its scalars from (scalar_lanes.recomputed), the lanes checked (a fault names the
+    first bad one) and a gather or scatter. Per half the hot path's range may be any
+    two numbers where a half wrapped: the check then takes the lanes' own."""
     b = fl.b
     size = t.size * count
-    idle = None if isinstance(fl.mask, ll.Constant) else ll.IRBuilder.icmp_unsigned(
-        b, "==", fl.bits(fl.mask), I32(0))
-    group = fl.group_of.get(id(fl.inst)) if fl.guard is None else None
+    if place.lanes.halves:
+        check_access(fl, cold_addrs(fl, place, place.offset), None, size, values is not None)
+    if isinstance(fl.mask, ll.Constant) or place.lanes.halves:
+        place = Place(recomputed(b, place.addrs, fl.written), place.shared, place.offset,
+                      place.key, place.lanes, place.stride)
+    if not place.lanes.halves:
+        check_place(fl, place, size, values is not None, I32(SCATTERED), *span)
+    each = lane_by_lane(fl, place, t, count, values)
+    if values is None and old is not None:
+        each = [b.select(fl.mask, v, o) for v, o in zip(each, old, strict=True)]
+    return each
+
+
+def _check(fl: GangLowering, place: Place, t: Type, count: int, low, high, exact):
+    """i1: whether [low, high) lies in one allocation, by the access's group check, made
+    once for the group, or its own, and, per half, `exact`. Per half the range is all 32
+    lanes' under any guard, so a guarded access (a stencil's halo loads) shares its
+    group's check for the mask without the guard."""
+    b = fl.b
+    size = t.size * count
+    group = _group(fl, exact is not None)
     if group is None:
-        return inside_one_allocation(fl, low, high, skip=idle), ([low], size * W)
+        idle = None if isinstance(fl.mask, ll.Constant) else ll.IRBuilder.icmp_unsigned(
+            b, "==", fl.bits(fl.mask), I32(0))
+        ok = inside_one_allocation(fl, low, high, skip=idle)
+        return ok if exact is None else b.and_(ok, exact)
     et = low.type
-    # (group_check adds the group's offsets to the lanes' range without place.offset)
-    ok, group_low = group_check(fl, place, t.size, b.sub(low, ll.Constant(et, place.offset)),
-                                b.sub(high, ll.Constant(et, place.offset + size - t.size)),
-                                known=True)
-    return ok, None if group_low is None else ([group_low], 256)
+    here = fl.mask
+    if exact is not None:
+        fl.mask = fl.unguarded_mask
+    try:
+        memo = (group, id(fl.mask))
+        made = memo in fl.group_ok
+        # (group_check adds the group's offsets to the lanes' range without place.offset)
+        ok, _ = group_check(
+            fl, place, t.size, b.sub(low, ll.Constant(et, place.offset)),
+            b.sub(high, ll.Constant(et, place.offset + size - t.size)), known=True)
+        if exact is not None and not made:      # (the group's other accesses rely on it)
+            ok = fl.group_ok[memo] = b.and_(ok, exact)
+    finally:
+        fl.mask = here
+    return ok if exact is None else b.and_(ok, exact)
 
 
-def _ahead(fl: GangLowering, place: Place, size: int, low):
-    """The arguments of the prefetch _check's answer gives (None where the group's check,
-    and with it its prefetch, was made before), found before the check."""
-    group = fl.group_of.get(id(fl.inst)) if fl.guard is None else None
+def _group(fl: GangLowering, halves: bool):
+    """The current access's group (places.access_groups), or None: an access under a
+    guard checks itself, unless per half (_check)."""
+    return fl.group_of.get(id(fl.inst)) if fl.guard is None or halves else None
+
+
+def _spans(place: Place, size: int, lows: list):
+    """The prefetch of an access in no group: each half's lines, or the warp's."""
+    return lows, size * (HALF if place.lanes.halves else W)
+
+
+def _group_spans(fl: GangLowering, place: Place, size: int, lows: list, group):
+    """The prefetch of a group's first access: from the group's lowest offset, each
+    half's lines to its highest's 16 lanes, or the warp's first 256 bytes."""
+    first, last = fl.group_span[group]
+    if not place.lanes.halves:
+        return [fl.b.add(lows[0], ll.Constant(lows[0].type, first - place.offset))], 256
+    at = ll.Constant(lows[0].type, first - place.offset)
+    return [fl.b.add(s, at) for s in lows], last - first + size * HALF
+
+
+def _ahead(fl: GangLowering, place: Place, size: int, lows: list):
+    """The arguments of the access's prefetch, found before _check: None where its group's
+    check was made before (its first access prefetched for the group), from the group's
+    lowest offset where this access makes it, else this access's own lines."""
+    halves = place.lanes.halves
+    group = _group(fl, halves)
     if group is None:
-        return [low], size * W
-    if (group, id(fl.mask)) in fl.group_ok:
+        return _spans(place, size, lows)
+    if (group, id(fl.unguarded_mask if halves else fl.mask)) in fl.group_ok:
         return None
-    first = fl.group_span[group][0]
-    return [fl.b.add(low, ll.Constant(low.type, first - place.offset))], 256
+    return _group_spans(fl, place, size, lows, group)
