@@ -46,6 +46,7 @@ from ptxport.ir.analysis import constant_registers, may_write, state_space
 from ptxport.ir.from_ptx import link_blocks
 from ptxport.ir.types import TYPES
 from ptxport.passes import PassResult
+from ptxport.passes.snippets import snippet_instructions
 from ptxport.passes.uniformity import uniform_registers
 from ptxport.ptx.ast import IntImm
 
@@ -66,14 +67,6 @@ _WAITS = frozenset(("bar", "barrier", "shfl", "vote", "activemask", "match", "re
 _TID = "%tid"
 
 _SNIPPET = """
-.version 7.0
-.target sm_70
-.address_size 64
-.visible .entry snippet()
-{
-    .reg .pred %p<3>;
-    .reg .b32 %r<3>;
-    .reg .b64 %rd<3>;
     mul.lo.u32 %r0, %r1, %r2;
     add.u32 %r0, %r1, %r2;
     cvt.u64.u32 %rd0, %r0;
@@ -85,8 +78,6 @@ _SNIPPET = """
     mov.u32 %r0, %total_smem_size;
     bra $L__end;
 $L__end:
-    ret;
-}
 """
 
 
@@ -105,10 +96,7 @@ class _Specs:
 
 
 def _specs() -> _Specs:
-    from ptxport.ir.from_ptx import build
-    from ptxport.ptx.parser import parse
-
-    insts = list(build(parse(_SNIPPET, "<hoist_checks>")).functions["snippet"].instructions())
+    insts = snippet_instructions(_SNIPPET, "<hoist_checks>")
     return _Specs(*(i.spec for i in insts[:8]), (insts[8].spec, insts[8].operands[1]),
                   insts[9].spec)
 

@@ -62,6 +62,7 @@ from ptxport.ir.from_ptx import link_blocks
 from ptxport.ir.types import TYPES
 from ptxport.passes import PassResult
 from ptxport.passes.hoist_checks import copy_blocks
+from ptxport.passes.snippets import snippet_instructions
 from ptxport.ptx.ast import IntImm
 
 __all__ = ["GlobalChecks", "hoist_global_checks", "run"]
@@ -75,14 +76,6 @@ _MOST_LAST = 1 << 24
 _MOST_STEP = 1 << 32
 
 _SNIPPET = """
-.version 7.0
-.target sm_70
-.address_size 64
-.visible .entry snippet()
-{
-    .reg .pred %p<3>;
-    .reg .b32 %r<3>;
-    .reg .b64 %rd<3>;
     cvt.s64.s32 %rd0, %r0;
     cvt.u64.u32 %rd0, %r0;
     add.s64 %rd0, %rd1, %rd2;
@@ -102,8 +95,6 @@ _SNIPPET = """
     sub.s32 %r0, %r1, %r2;
     mul.lo.s32 %r0, %r1, %r2;
     shl.b32 %r0, %r1, 2;
-    ret;
-}
 """
 
 _NAMES = ("sext", "zext", "add", "sub", "mul", "shl", "smax", "umin", "umax", "sshr", "sdiv",
@@ -135,11 +126,7 @@ class _Never(Exception):
 
 
 def _specs() -> dict:
-    from ptxport.ir.from_ptx import build
-    from ptxport.ptx.parser import parse
-
-    insts = list(build(parse(_SNIPPET, "<hoist_global_checks>")).functions["snippet"]
-                 .instructions())
+    insts = snippet_instructions(_SNIPPET, "<hoist_global_checks>")
     return dict(zip(_NAMES, (i.spec for i in insts[:len(_NAMES)]), strict=True))
 
 

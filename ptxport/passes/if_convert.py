@@ -45,6 +45,7 @@ from ptxport.ir.blocks import relink
 from ptxport.ir.types import TYPES
 from ptxport.passes import PassResult
 from ptxport.passes.lane_forms import lane_forms
+from ptxport.passes.snippets import snippet_instructions
 from ptxport.passes.uniformity import (
     immediate_post_dominator,
     only_returns,
@@ -74,20 +75,12 @@ _PURE = frozenset(("add", "sub", "mul", "mad", "mul24", "mad24", "sad", "abs", "
                    "shf", "popc", "clz", "brev", "bfind", "copysign"))
 
 _SNIPPET = """
-.version 7.0
-.target sm_70
-.address_size 64
-.visible .entry snippet()
-{
-    .reg .pred %p<3>;
     and.pred %p0, %p1, %p2;
     or.pred %p0, %p1, %p2;
     mov.pred %p0, %p1;
     not.pred %p0, %p1;
     bra $L__end;
 $L__end:
-    ret;
-}
 """
 
 
@@ -109,13 +102,9 @@ class _Specs:
 def _specs() -> _Specs:
     """The specs of `and.pred`, `or.pred`, `mov.pred`, `not.pred`, `bra` and of a mov of 0
     per register type, as the front end makes them."""
-    from ptxport.ir.from_ptx import build
-    from ptxport.ptx.parser import parse
-
     moves = "".join(f".reg .{t} %z_{t}; mov.{t} %z_{t}, {zero};\n"
                     for t, zero in _ZEROED.items())
-    snippet = _SNIPPET.replace("    ret;", moves + "    ret;")
-    insts = list(build(parse(snippet, "<if_convert>")).functions["snippet"].instructions())
+    insts = snippet_instructions(_SNIPPET + moves, "<if_convert>")
     zero = {t: (i.spec, i.operands[1]) for t, i in zip(_ZEROED, insts[5:], strict=False)}
     return _Specs(*(i.spec for i in insts[:5]), zero)
 
