@@ -467,12 +467,26 @@ class PtxportRun:
         self.stream.sync()
 
 
+def aligned_copy(array: np.ndarray, alignment: int = 256) -> np.ndarray:
+    """A copy of `array` that starts at a multiple of `alignment` bytes, as cudaMalloc's
+    memory (and ptxport's device buffers) does. A plain copy of a large array is a fresh
+    glibc mapping whose data starts 16 bytes past a page: on the GPU host's Xeon C's sgemm
+    took 13.1-13.5 ms on such arrays against 8.2-9.3 on 256-byte aligned ones (session 12,
+    benchmarks/cpu_gemm_modes.py), so C was timed slower than its code is."""
+    raw = np.empty(array.nbytes + alignment, np.uint8)
+    start = -raw.ctypes.data % alignment
+    copy = raw[start:start + array.nbytes].view(array.dtype).reshape(array.shape)
+    copy[...] = array
+    return copy
+
+
 class CRun:
-    """The same problem on host arrays, computed by the C library."""
+    """The same problem on host arrays (aligned as device memory is), computed by the C
+    library."""
 
     def __init__(self, problem: Problem, lib: ctypes.CDLL, call=None):
         self.problem, self.lib, self.call = problem, lib, call or problem.c_run
-        self.arrays = {name: array.copy() for name, array in problem.arrays.items()}
+        self.arrays = {name: aligned_copy(array) for name, array in problem.arrays.items()}
 
     def reset(self) -> None:
         for name in self.problem.outputs:
