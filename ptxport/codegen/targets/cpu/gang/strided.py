@@ -134,7 +134,7 @@ def strided_access(fl: GangLowering, place: Place, t: Type, value, general):
     memos = dict(fl.patterns), dict(fl.group_ok)
     incoming = []
     b.position_at_end(fast)
-    if not place.shared:
+    if not place.shared and not _prefetched_before(fl, place, known):
         prefetch(fl, [low], abs(known) * W if known is not None else 4 * t.size * W)
     pointer = _pointer(fl, place, low)
     cases = [known] if known is not None else [
@@ -171,6 +171,24 @@ def strided_access(fl: GangLowering, place: Place, t: Type, value, general):
     for loaded, block in incoming:
         result.add_incoming(loaded, block)
     return result
+
+
+def _prefetched_before(fl: GangLowering, place: Place, known) -> bool:
+    """Whether an access lowered earlier in the kernel from the same base register and the
+    same known stride S prefetches the lines of this one's span: its offset less than |S|
+    away (a pair per thread's `x[2t]` and `x[2t + 1]`: one span of 2W elements, whose
+    second access fetched the first's lines again, 17 instructions a warp on
+    scan_blelloch). Notes this access's offset where it prefetches. A prefetch left out
+    changes no result (a prefetch never faults): only where the earlier access runs, as
+    the pair's first does wherever its second does (a guard `base + 2t + 1 < n` implies
+    `base + 2t < n`), are the lines fetched ahead."""
+    if known is None:
+        return False
+    offsets = fl.span_prefetches.setdefault((place.key, known), [])
+    if any(abs(place.offset - o) < abs(known) for o in offsets):
+        return True
+    offsets.append(place.offset)
+    return False
 
 
 def span_key(fl: GangLowering, place: Place, t: Type) -> tuple:
