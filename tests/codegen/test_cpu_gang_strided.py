@@ -408,3 +408,21 @@ def test_a_pairs_second_access_does_not_prefetch_its_firsts_lines_again():
     stream.sync()
     assert kernel._binary(dev).gang_refusal is None
     assert (out == src + np.tile(np.uint32([1, 2]), 32)).all()
+
+
+def test_which_strided_spans_prefetch_again():
+    """The rule itself (strided._prefetched_before): per base and stride S, an offset less
+    than |S| from one that prefetched does not; the same offset again (the same access in
+    another copy of its segment) and offsets |S| or more away do; another base or stride
+    is another site."""
+    from types import SimpleNamespace
+
+    from ptxport.codegen.targets.cpu.gang import strided as st
+    from ptxport.codegen.targets.cpu.gang.checks import Place
+
+    fl = SimpleNamespace(span_prefetches={})
+    again = [st._prefetched_before(fl, Place(None, False, offset, key), known)
+             for offset, key, known in [(0, "x", 8), (0, "x", 8), (4, "x", 8), (8, "x", 8),
+                                        (4, "y", 8), (4, "x", 16), (12, "x", 8)]]
+    assert again == [False, False, True, False, False, False, True]
+    assert st._prefetched_before(fl, Place(None, False, 4, "x"), None) is False

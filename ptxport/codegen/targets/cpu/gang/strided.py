@@ -179,14 +179,16 @@ def _prefetched_before(fl: GangLowering, place: Place, known) -> bool:
     same known stride S prefetches the lines of this one's span: its offset less than |S|
     away (a pair per thread's `x[2t]` and `x[2t + 1]`: one span of 2W elements, whose
     second access fetched the first's lines again, 17 instructions a warp on
-    scan_blelloch). Notes this access's offset where it prefetches. A prefetch left out
+    scan_blelloch). Notes this access's offset where it prefetches; the same offset again
+    is the same access lowered in another copy of its segment (a full-mask copy and one
+    entered after a branch), which keeps its prefetch. A prefetch left out
     changes no result (a prefetch never faults): only where the earlier access runs, as
     the pair's first does wherever its second does (a guard `base + 2t + 1 < n` implies
     `base + 2t < n`), are the lines fetched ahead."""
     if known is None:
         return False
     offsets = fl.span_prefetches.setdefault((place.key, known), [])
-    if any(abs(place.offset - o) < abs(known) for o in offsets):
+    if any(o != place.offset and abs(place.offset - o) < abs(known) for o in offsets):
         return True
     offsets.append(place.offset)
     return False
