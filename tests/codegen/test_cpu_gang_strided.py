@@ -361,3 +361,68 @@ def test_a_span_serves_the_next_access_of_its_base_alone(s, base, base2, guard):
     for t in range(guard):
         buf[second[t]] = loaded[t] + 1000
     np.testing.assert_array_equal(out, np.concatenate([loaded, buf]))
+
+
+# out[2t] = in[2t] + 1, out[2t + 1] = in[2t + 1] + 2: a pair per thread, each access a span
+# of 64 elements of which it touches every second; the pair's second load and store touch
+# the lines of its first (scan_blelloch's copy in and out)
+PAIRS = HEADER + """.visible .entry k(.param .u64 in, .param .u64 out)
+{
+.reg .b32 %r<8>; .reg .b64 %rd<7>;
+ld.param.u64 %rd1, [in]; ld.param.u64 %rd2, [out];
+mov.u32 %r2, %tid.x;
+shl.b32 %r3, %r2, 1;
+mul.wide.s32 %rd3, %r3, 4;
+add.s64 %rd4, %rd1, %rd3;
+add.s64 %rd6, %rd2, %rd3;
+ld.global.u32 %r5, [%rd4];
+add.s32 %r6, %r5, 1;
+st.global.u32 [%rd6], %r6;
+ld.global.u32 %r5, [%rd4+4];
+add.s32 %r7, %r5, 2;
+st.global.u32 [%rd6+4], %r7;
+ret;
+}
+"""
+
+
+def test_a_pairs_second_access_does_not_prefetch_its_firsts_lines_again():
+    """Each base's first span access prefetches on its span path (strided.py's block
+    `strided` and those after it, up to its masked access); the pair's second access, 4
+    bytes on, prefetches nothing; the values are each lane's."""
+    code = str(build_gang(build(parse(PAIRS)), "k", (32, 1, 1), CpuOptions())[0])
+    fast = [code.index(f"\n{name}:") for name in ("strided", "strided.1", "strided.2",
+                                                     "strided.3")]
+    fetched = ["llvm.prefetch" in code[at:code.index("llvm.masked.", at)] for at in fast]
+    assert fetched == [True, True, False, False]    # (in order: load, store, load, store)
+    dev = Device("cpu")
+    stream = dev.create_stream()
+    kernel = Program(PAIRS, code_type="ptx").compile("native").get_kernel("k")
+    src = np.arange(64, dtype=np.uint32) * 3
+    out = np.zeros(64, dtype=np.uint32)
+    bufs = [dev.allocate(a.nbytes, stream=stream) for a in (src, out)]
+    bufs[0].copy_from(src, stream=stream)
+    bufs[1].copy_from(out, stream=stream)
+    launch(stream, LaunchConfig(grid=1, block=32), kernel, *bufs)
+    bufs[1].copy_to(out, stream=stream)
+    stream.sync()
+    assert kernel._binary(dev).gang_refusal is None
+    assert (out == src + np.tile(np.uint32([1, 2]), 32)).all()
+
+
+def test_which_strided_spans_prefetch_again():
+    """The rule itself (strided._prefetched_before): per base and stride S, an offset less
+    than |S| from one that prefetched does not; the same offset again (the same access in
+    another copy of its segment) and offsets |S| or more away do; another base or stride
+    is another site."""
+    from types import SimpleNamespace
+
+    from ptxport.codegen.targets.cpu.gang import strided as st
+    from ptxport.codegen.targets.cpu.gang.checks import Place
+
+    fl = SimpleNamespace(span_prefetches={})
+    again = [st._prefetched_before(fl, Place(None, False, offset, key), known)
+             for offset, key, known in [(0, "x", 8), (0, "x", 8), (4, "x", 8), (8, "x", 8),
+                                        (4, "y", 8), (4, "x", 16), (12, "x", 8)]]
+    assert again == [False, False, True, False, False, False, True]
+    assert st._prefetched_before(fl, Place(None, False, 4, "x"), None) is False

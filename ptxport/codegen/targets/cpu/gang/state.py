@@ -205,6 +205,9 @@ class GangLowering(FunctionLowering):
         # size, and the span of their offsets (places.py's access_groups); each group's accesses are
         # checked together once (group_check)
         self.group_of, self.group_span, self.group_ok = {}, {}, {}
+        # in the whole kernel: the offsets of the strided global spans prefetched, by (place
+        # key, stride) (strided.py: a pair's second access fetches the first's lines again)
+        self.span_prefetches: dict = {}
         # within a segment: whether passes/shared_bounds.py proves every access of a group
         # inside its shared variable (windows.py's _proven), by group
         self.proven_groups: dict = {}

@@ -30,6 +30,8 @@ from ptxport.codegen.targets.cpu.gang.checks import (
 )
 from ptxport.codegen.targets.cpu.gang.lane_loop import lane_loop
 from ptxport.codegen.targets.cpu.gang.lanes import W, declare, vec
+from ptxport.codegen.targets.cpu.gang.scalar_lanes import lane as scalar_lane
+from ptxport.codegen.targets.cpu.gang.scalar_lanes import recomputed
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.ir.types import Type
 from ptxport.passes.lane_forms import LaneForm
@@ -74,9 +76,8 @@ def _stride(fl: GangLowering, place: Place):
     if not form.scaled:
         step = _signed(form.offsets[1], et.width)
         return ll.Constant(et, step), step
-    b = fl.b
-    lane0, lane1 = (ll.IRBuilder.extract_element(b, place.addrs, I32(i)) for i in (0, 1))
-    return b.sub(lane1, lane0), None
+    lane0, lane1 = (scalar_lane(fl.b, place.addrs, i, fl.written) for i in (0, 1))
+    return fl.b.sub(lane1, lane0), None
 
 
 def _active_lanes(fl: GangLowering):
@@ -134,7 +135,7 @@ def strided_access(fl: GangLowering, place: Place, t: Type, value, general):
     memos = dict(fl.patterns), dict(fl.group_ok)
     incoming = []
     b.position_at_end(fast)
-    if not place.shared:
+    if not place.shared and not _prefetched_before(fl, place, known):
         prefetch(fl, [low], abs(known) * W if known is not None else 4 * t.size * W)
     pointer = _pointer(fl, place, low)
     cases = [known] if known is not None else [
@@ -160,7 +161,7 @@ def strided_access(fl: GangLowering, place: Place, t: Type, value, general):
         incoming.append((by_lane(fl, t, value, lane0, stride), b.block))
         b.branch(done)
     b.position_at_end(slow)
-    incoming.append((general(fl, place, t, value), b.block))
+    incoming.append((general(fl, _cold(fl, place), t, value), b.block))
     b.branch(done)
     fl.patterns, fl.group_ok = memos
     fl.patterns[span_key(fl, place, t)] = found
@@ -171,6 +172,37 @@ def strided_access(fl: GangLowering, place: Place, t: Type, value, general):
     for loaded, block in incoming:
         result.add_incoming(loaded, block)
     return result
+
+
+def _prefetched_before(fl: GangLowering, place: Place, known) -> bool:
+    """Whether an access lowered earlier in the kernel from the same base register and the
+    same known stride S prefetches the lines of this one's span: its offset less than |S|
+    away (a pair per thread's `x[2t]` and `x[2t + 1]`: one span of 2W elements, whose
+    second access fetched the first's lines again, 17 instructions a warp on
+    scan_blelloch). Notes this access's offset where it prefetches; the same offset again
+    is the same access lowered in another copy of its segment (a full-mask copy and one
+    entered after a branch), which keeps its prefetch. A prefetch left out
+    changes no result (a prefetch never faults): only where the earlier access runs, as
+    the pair's first does wherever its second does (a guard `base + 2t + 1 < n` implies
+    `base + 2t < n`), are the lines fetched ahead."""
+    if known is None:
+        return False
+    offsets = fl.span_prefetches.setdefault((place.key, known), [])
+    if any(o != place.offset and abs(place.offset - o) < abs(known) for o in offsets):
+        return True
+    offsets.append(place.offset)
+    return False
+
+
+def _cold(fl: GangLowering, place: Place) -> Place:
+    """`place` for the failed span check's path: its 64-bit address vector made again there
+    (scalar_lanes.recomputed), so that the span path, which takes lane 0's address (and
+    lane 1's) as scalars, does not compute the 32 lanes' sign extensions, shifts and adds
+    (scan_blelloch's copy in and out: about 15 vector instructions an access)."""
+    addrs = recomputed(fl.b, place.addrs, fl.written)
+    if addrs is place.addrs:
+        return place
+    return Place(addrs, place.shared, place.offset, place.key, place.lanes, place.stride)
 
 
 def span_key(fl: GangLowering, place: Place, t: Type) -> tuple:
@@ -189,8 +221,7 @@ def _checked_span(fl: GangLowering, place: Place, t: Type) -> tuple:
         return found
     b = fl.b
     et = place.addrs.type.element
-    start = b.add(ll.IRBuilder.extract_element(b, place.addrs, I32(0)),
-                  ll.Constant(et, place.offset))
+    start = b.add(scalar_lane(b, place.addrs, 0, fl.written), ll.Constant(et, place.offset))
     stride, known = _stride(fl, place)
     ok, low = _span(fl, place, start, stride, t.size)
     if place.stride.widened:        # (only while no widening of the warp wrapped)
