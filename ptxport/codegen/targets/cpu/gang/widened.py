@@ -138,14 +138,16 @@ def _same(u, v) -> bool:
 
 def _narrowed(u, v, shift: int):
     """(x, y, total left shift, signed) where 64-bit u and v are the same sum of terms but
-    for one term (sext or zext of i32 x and y) under shifts by constants (`shift` so far);
-    None otherwise."""
+    for one term (sext or zext of i32 x and y) under shifts by constants and multiplies by
+    powers of two (`shift` so far: the product stays below 2**63 in magnitude); None
+    otherwise."""
     if not (isinstance(u, ll.Instruction) and isinstance(v, ll.Instruction)) \
             or u.opname != v.opname or shift > 31:
         return None
     op, a, c = u.opname, u.operands, v.operands
     if op in ("sext", "zext"):
-        if a[0].type != ll.IntType(32) or u.type != ll.IntType(64):
+        if a[0].type != ll.IntType(32) or c[0].type != a[0].type \
+                or u.type != ll.IntType(64) or v.type != u.type:
             return None
         return a[0], c[0], shift, op == "sext"
     if op == "add":
