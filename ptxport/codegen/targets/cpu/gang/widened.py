@@ -238,11 +238,11 @@ def _fast(fl: GangLowering, t: Type, count: int, start, values, old):
     half's first address (a pair): the loaded vectors, or None for a store."""
     b = fl.b
     if isinstance(start, tuple):
+        # (a load's lanes outside the mask keep `old` through the masked loads' pass-through)
         loaded = consecutive_halves(fl, t, None if values is None else values[0],
-                                    lambda h: ll.IRBuilder.inttoptr(b, h, PTR), *start)
-        if loaded is None or old is None:
-            return None if loaded is None else [loaded]
-        return [b.select(fl.mask, loaded, old[0])]
+                                    lambda h: ll.IRBuilder.inttoptr(b, h, PTR), *start,
+                                    old=None if old is None else old[0])
+        return None if loaded is None else [loaded]
     pointer = ll.IRBuilder.inttoptr(b, start, PTR)
     if count > 1:
         return interleaved(fl, t, count, pointer, values, old)
