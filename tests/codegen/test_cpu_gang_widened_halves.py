@@ -209,3 +209,49 @@ def test_a_widening_kept_across_a_barrier_is_kept_as_its_32_bit_u(monkeypatch):
     lanes, halves, shift, signed = seen["%rd3"]
     assert halves and shift == 2 and signed
     assert [c.constant for c in lanes.constant] == [i % 16 for i in range(32)]
+
+
+def _unsigned_rows(b: int, words: int, first: int):
+    """ROWS with `mul.wide.u32` (a zext) for the load's widening: (buffer, out) as _rows."""
+    dev = Device("cpu")
+    stream = dev.create_stream()
+    source = ROWS.replace("mul.wide.s32 %rd3", "mul.wide.u32 %rd3")
+    kernel = Program(source, code_type="ptx").compile("native").get_kernel("k")
+    src = np.arange(words, dtype=np.uint32) + 100
+    buf, out_buf = dev.allocate(src.nbytes, stream=stream), dev.allocate(128, stream=stream)
+    buf.copy_from(src, stream=stream)
+    p = (int(buf.handle) - 4 * first) % (1 << 64)
+    launch(stream, LaunchConfig(grid=(1, 1), block=(16, 2)), kernel, np.uint64(p), out_buf,
+           np.uint32(16), np.uint32(b), np.uint32(0))
+    out = np.empty(32, np.uint32)
+    out_buf.copy_to(out, stream=stream)
+    stream.sync()
+    assert kernel._binary(dev).gang_refusal is None
+    return src, out
+
+
+def test_an_unsigned_widening_that_wraps_in_one_half_faults_at_its_first_wrapped_lane():
+    # lane t's index is 2**32 - 24 + t: lanes 24-31 wrap to 0.. (zero-extended, far below)
+    assert "widened_fast" in str(build_gang(build(parse(ROWS.replace(
+        "mul.wide.s32 %rd3", "mul.wide.u32 %rd3"))), "k", (16, 2, 1), CpuOptions())[0])
+    with pytest.raises(IllegalAddressError, match=r"thread 24;"):
+        _unsigned_rows((1 << 32) - 24, 32, (1 << 32) - 24)
+    # one lane short of the wrap: lane 31's index is 2**32 - 1, every lane reads its own
+    src, out = _unsigned_rows((1 << 32) - 32, 32, (1 << 32) - 32)
+    assert (out == src).all()
+
+
+@pytest.mark.parametrize("b", [(1 << 31) - 32, (1 << 31) - 31, (1 << 31) - 17,
+                               (1 << 31) - 16, -16])
+def test_the_halves_exact_test_at_the_signed_end(b):
+    # half 1's last lane (index b + 31) is 2**31 - 1 for the first b: no lane wraps, each
+    # reads its own; past it the lanes from 2**31 - b on wrap and fault there (half 1
+    # wholly wrapped for 2**31 - 16: exact, its range below the buffer); b = -16: half 0
+    # runs from -16 to -1 and half 1 from 0 to 15, neither wraps
+    wrapped = (1 << 31) - b
+    if 0 < wrapped < 32:
+        with pytest.raises(IllegalAddressError, match=rf"thread {wrapped};"):
+            _rows((16, 2), (1, 1), w=16, b=b % (1 << 32), words=32, first=b)
+        return
+    src, out = _rows((16, 2), (1, 1), w=16, b=b % (1 << 32), words=32, first=b)
+    assert (out == src).all()

@@ -68,16 +68,20 @@ def consecutive(fl: GangLowering, t: Type, value, pointer, s0, s1, old=None):
     return None
 
 
-def consecutive_halves(fl: GangLowering, t: Type, value, pointer, s0, s1):
-    """Each half warp consecutive: two masked half-vector accesses."""
+def consecutive_halves(fl: GangLowering, t: Type, value, pointer, s0, s1, old=None):
+    """Each half warp consecutive: two masked half-vector accesses; a load's lanes outside
+    the mask hold `old`'s (a vector of the warp's lanes), else zeros."""
     b, element = fl.b, value_type(t)
     vt, ht, name = vec(element), ll.VectorType(element, HALF), type_name(element)
     masks = [_half_mask(fl, 0), _half_mask(fl, 1)]
     if value is None:
         fn = declare(fl.llfn.module, f"llvm.masked.load.v{HALF}{name}.p0", ht,
                      [PTR, I32, ll.VectorType(I1, HALF), ht])
-        parts = [ll.IRBuilder.call(b, fn, [pointer(h), I32(t.size), m, ll.Constant(ht, None)])
-                 for h, m in ((s0, masks[0]), (s1, masks[1]))]
+        kept = [ll.Constant(ht, None)] * 2 if old is None else [ll.IRBuilder.shuffle_vector(
+            b, old, ll.Constant(vt, None), ll.Constant(ll.VectorType(I32, HALF), list(
+                range(HALF * half, HALF * half + HALF)))) for half in (0, 1)]
+        parts = [ll.IRBuilder.call(b, fn, [pointer(h), I32(t.size), m, k])
+                 for h, m, k in ((s0, masks[0], kept[0]), (s1, masks[1], kept[1]))]
         return ll.IRBuilder.shuffle_vector(
             b, parts[0], parts[1], ll.Constant(ll.VectorType(I32, W), list(range(W))))
     fn = declare(fl.llfn.module, f"llvm.masked.store.v{HALF}{name}.p0", ll.VoidType(),

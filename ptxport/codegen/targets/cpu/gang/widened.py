@@ -101,14 +101,87 @@ def _half_range(fl: GangLowering, place: Place, size: int):
     et = place.addrs.type.element
     ends = [lane(b, place.addrs, k, fl.written) for k in (0, HALF - 1, HALF, W - 1)]
     span = ll.Constant(et, size * (HALF - 1))
-    exact = b.and_(ll.IRBuilder.icmp_unsigned(b, "==", b.sub(ends[1], ends[0]), span),
-                   ll.IRBuilder.icmp_unsigned(b, "==", b.sub(ends[3], ends[2]), span))
+    exact = b.and_(_exact(b, ends[0], ends[1], span), _exact(b, ends[2], ends[3], span))
     offset = ll.Constant(et, place.offset)
     s0, s1 = b.add(ends[0], offset), b.add(ends[2], offset)
     less = ll.IRBuilder.icmp_unsigned(b, "<", s0, s1)
     low = ll.IRBuilder.select(b, less, s0, s1)
     high = b.add(ll.IRBuilder.select(b, less, s1, s0), ll.Constant(et, size * HALF))
     return (s0, s1), low, high, exact
+
+
+def _exact(b: ll.IRBuilder, first, last, span):
+    """i1: last - first == span (64-bit scalars from scalar_lanes.lane). Where both are the
+    same sum but for one widening (sext or zext of i32 x and y) shifted left by s bits
+    (span = q << s, 0 < q < 2**31), that is y - x == q in 32 bits with y above x (signed
+    or unsigned as the widening): the difference of the widened values lies strictly
+    between 0 and 2**32 and is q modulo 2**32. LLVM folds the first test (y is x + q as
+    built) and keeps one compare a half, where the 64-bit form took four instructions."""
+    narrow = _narrowed(first, last, 0)
+    if narrow is not None:
+        x, y, shift, signed = narrow
+        q = span.constant >> shift
+        if span.constant == q << shift and 0 < q < 2**31:
+            above = ll.IRBuilder.icmp_signed if signed else ll.IRBuilder.icmp_unsigned
+            return b.and_(ll.IRBuilder.icmp_unsigned(b, "==", b.sub(y, x), ll.Constant(x.type, q)),
+                          above(b, ">", y, x))
+    return ll.IRBuilder.icmp_unsigned(b, "==", b.sub(last, first), span)
+
+
+def _same(u, v) -> bool:
+    """Whether two of lane()'s scalars are one value: the same object or equal constants."""
+    if u is v:
+        return True
+    return isinstance(u, ll.Constant) and isinstance(v, ll.Constant) and u.type == v.type \
+        and u.constant == v.constant
+
+
+def _narrowed(u, v, shift: int):
+    """(x, y, total left shift, signed) where 64-bit u and v are the same sum of terms but
+    for one term (sext or zext of i32 x and y) under shifts by constants and multiplies by
+    powers of two (`shift` so far: the product stays below 2**63 in magnitude); None
+    otherwise."""
+    if not (isinstance(u, ll.Instruction) and isinstance(v, ll.Instruction)) \
+            or u.opname != v.opname or shift > 31:
+        return None
+    op, a, c = u.opname, u.operands, v.operands
+    if op in ("sext", "zext"):
+        if a[0].type != ll.IntType(32) or c[0].type != a[0].type \
+                or u.type != ll.IntType(64) or v.type != u.type:
+            return None
+        return a[0], c[0], shift, op == "sext"
+    if op == "add":
+        if _same(a[0], c[0]):
+            return _narrowed(a[1], c[1], shift)
+        if _same(a[1], c[1]):
+            return _narrowed(a[0], c[0], shift)
+        return None
+    if op == "sub" and _same(a[1], c[1]):
+        return _narrowed(a[0], c[0], shift)
+    if op == "shl" and _same(a[1], c[1]):
+        k = _constant(a[1])
+        return None if k is None or not 0 <= k < 32 else _narrowed(a[0], c[0], shift + k)
+    if op == "mul":
+        for i in (0, 1):
+            k = _constant(a[1 - i]) if _same(a[1 - i], c[1 - i]) else None
+            if k is not None and 0 < k < 2**32 and k & (k - 1) == 0:
+                return _narrowed(a[i], c[i], shift + k.bit_length() - 1)
+    return None
+
+
+def _constant(value):
+    """The int a constant is, or an extension of a constant (the builder folds none), else
+    None."""
+    if isinstance(value, ll.Instruction) and value.opname in ("sext", "zext"):
+        inner = _constant(value.operands[0])
+        if inner is None:
+            return None
+        bits = value.operands[0].type.width
+        inner &= (1 << bits) - 1
+        return inner - (1 << bits) if value.opname == "sext" and inner >> (bits - 1) else inner
+    if isinstance(value, ll.Constant) and isinstance(value.constant, int):
+        return value.constant
+    return None
 
 
 def access(fl: GangLowering, place: Place, t: Type, count: int, values=None, old=None):
@@ -165,11 +238,11 @@ def _fast(fl: GangLowering, t: Type, count: int, start, values, old):
     half's first address (a pair): the loaded vectors, or None for a store."""
     b = fl.b
     if isinstance(start, tuple):
+        # (a load's lanes outside the mask keep `old` through the masked loads' pass-through)
         loaded = consecutive_halves(fl, t, None if values is None else values[0],
-                                    lambda h: ll.IRBuilder.inttoptr(b, h, PTR), *start)
-        if loaded is None or old is None:
-            return None if loaded is None else [loaded]
-        return [b.select(fl.mask, loaded, old[0])]
+                                    lambda h: ll.IRBuilder.inttoptr(b, h, PTR), *start,
+                                    old=None if old is None else old[0])
+        return None if loaded is None else [loaded]
     pointer = ll.IRBuilder.inttoptr(b, start, PTR)
     if count > 1:
         return interleaved(fl, t, count, pointer, values, old)
