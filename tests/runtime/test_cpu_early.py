@@ -160,6 +160,18 @@ def test_one_worker_and_timeouts_run_as_queued_launches(dev, count_runs, workers
     assert calls == [None]      # (a launch with a watchdog is never begun early)
 
 
+def _spy_grids(monkeypatch) -> list:
+    """The grid of each executor Grid that early.py makes from now on (the list fills)."""
+    made, real = [], early.Grid
+
+    def grid(*args):
+        made.append(args[1])
+        return real(*args)
+
+    monkeypatch.setattr(early, "Grid", grid)
+    return made
+
+
 def test_a_repeated_launch_reuses_its_setup_and_a_changed_one_does_not(
         dev, count_runs, workers, monkeypatch):
     """early.Starter keeps the last launch's Grid and team: the same launch again reuses
@@ -172,13 +184,7 @@ def test_a_repeated_launch_reuses_its_setup_and_a_changed_one_does_not(
                                                                          block=BLOCK)
     launch(stream, config, count_runs, out, NONE)
     stream.sync()       # (compiled at its first launch, which is queued as before)
-    made, real = [], early.Grid
-
-    def grid(*args):
-        made.append(args[1])
-        return real(*args)
-
-    monkeypatch.setattr(early, "Grid", grid)
+    made = _spy_grids(monkeypatch)
     expected = np.full(BLOCKS, BLOCK, np.uint32)
     # (the first may reuse what an earlier test's launch left, where its allocations were
     # the same: it is not asked. An earlier test's buffer freed meanwhile, by the collector
@@ -253,13 +259,7 @@ def test_a_small_grid_run_inside_launch_reuses_its_setup_but_never_stale_state(
     out = _zeros(dev, stream)
     launch(stream, small, count_runs, out, NONE)
     stream.sync()       # (compiled at its first launch, which is queued as before)
-    made, real = [], early.Grid
-
-    def grid(*args):
-        made.append(args[1])
-        return real(*args)
-
-    monkeypatch.setattr(early, "Grid", grid)
+    made = _spy_grids(monkeypatch)
     runs, real_run = [], early.Starter.run
 
     def run(self, grid, *args):
