@@ -20,7 +20,8 @@ import os
 import statistics
 import subprocess
 import sys
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 
 
 def geomean(values: Iterable[float]) -> float | None:
@@ -43,13 +44,22 @@ _MEDIAN_FIELDS = ("c_ms", "ptxport_ms", "ratio")
 # Fields only some kernels' cells have (cpu_kernels.py's Problem.c_tree: "c_tree_ms",
 # "tree_ratio"), merged the same way over the processes that have them.
 _OPTIONAL_FIELDS = ("c_tree_ms", "tree_ratio")
+# The host's phases (phase_fields, phase_levels, warm_fields; cpu_scaling.py's efficiency
+# pairs with "eff_"): medians over the processes that have them, of "matched_ratio" too (a
+# process none of whose pairs matched has none); the pair counts summed.
+_PHASE_FIELDS = ("probe_ratio", "matched_ratio", "phase", "cold", "warm",
+                 "eff_probe_ratio", "eff_matched_ratio", "c_eff_probe_ratio",
+                 "c_eff_matched_ratio")
+_PHASE_COUNTS = ("pairs", "matched", "eff_pairs", "eff_matched", "c_eff_pairs",
+                 "c_eff_matched")
 
 
 def merge_cells(cells: list[dict]) -> dict:
     """One kernel's cells at one core count, one per process (cpu_kernels.py's
     {"c_ms", "ptxport_ms", "ratio", "runs", ...}), as one cell: the medians of c_ms,
     ptxport_ms and ratio; "runs" the fewest any process timed; the per-process values in
-    "per_process"; the ratio's min, max and noise. Cells without a ratio (a kernel not run)
+    "per_process"; the ratio's min, max and noise; the phase columns' medians and pair
+    counts' sums (_PHASE_FIELDS, _PHASE_COUNTS). Cells without a ratio (a kernel not run)
     give the median C time only."""
     timed = [c for c in cells if "ratio" in c]
     if not timed:
@@ -60,11 +70,14 @@ def merge_cells(cells: list[dict]) -> dict:
     merged.update(runs=min(c.get("runs", 0) for c in timed), processes=len(timed),
                   ratio_min=ratio["min"], ratio_max=ratio["max"], noise=ratio["noise"],
                   per_process={name: [c[name] for c in timed] for name in _MEDIAN_FIELDS})
-    for name in _OPTIONAL_FIELDS:
+    for name in _OPTIONAL_FIELDS + _PHASE_FIELDS:
         values = [c[name] for c in timed if name in c]
         if values:
             merged[name] = statistics.median(values)
             merged["per_process"][name] = values
+    for name in _PHASE_COUNTS:
+        if any(name in c for c in timed):
+            merged[name] = sum(c.get(name, 0) for c in timed)
     return merged
 
 
@@ -207,3 +220,114 @@ def run_child(command: list[str], cpu: int | None, label: str) -> dict | None:
         print(f"  process {label} failed (exit {done.returncode}); left out", file=sys.stderr)
         return None
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+# --- the host's phases -------------------------------------------------------------------------
+#
+# The GPU host's single cores run in slow and fast phases: core-bound code 1.5-1.6x slower in
+# a slow one, within one process too, C's gemm 1.1-1.24x (session 12, cpu_gemm_modes.py:
+# docs/cpu-target-measurements.md "Session 12: gemm9"). A fixed loop of plain Python work on
+# the calling thread (probe_ms) tracked gemm's one-core mode there (correlation 0.86). The
+# benchmarks time it beside each timed block -- before and after it, the probe after one
+# block being the one before the next -- and keep it with the block: a block is a dict
+# {"side": "c" | "ptxport", "round": r, "ms": [timed runs], "warm_ms": [untimed runs before
+# them], "probe_ms": [before, after]} (cpu_scaling.py's also "workers"). Two blocks ran in the
+# same phase where all four of their probes (three for adjacent blocks) lie within
+# PHASE_TOLERANCE of each other (max / min - 1): a rule on the probes alone, the same for both
+# sides, so a pair is kept or left out whatever its times.
+
+PROBE_LOOPS = 20_000        # about 0.6 ms of CPython on the development machine
+PROBE_REPEATS = 3           # the least of 3: a probe the OS interrupted reads long
+PHASE_TOLERANCE = 0.15      # the phases differ by 1.5x; the probe's own spread is a few %
+
+
+def probe_ms(loops: int = PROBE_LOOPS, repeats: int = PROBE_REPEATS) -> float:
+    """The clock probe: ms of `loops` iterations of plain Python work on this thread, the
+    least of `repeats` (cpu_gemm_modes.py's probe, once 200,000 loops). A slow phase slows
+    every repeat; a repeat that another thread or process interrupted (on the development
+    machine single probes of 1.5 ms read 5-10 ms now and then) does not make the probe."""
+    best = math.inf
+    for _ in range(repeats):
+        start, total = time.perf_counter(), 0
+        for i in range(loops):
+            total += i
+        best = min(best, time.perf_counter() - start)
+    return best * 1e3
+
+
+def agree(probes: Iterable[float], tolerance: float = PHASE_TOLERANCE) -> bool:
+    """Whether the probes lie within `tolerance` of each other (max / min - 1)."""
+    probes = list(probes)
+    return bool(probes) and max(probes) <= min(probes) * (1 + tolerance)
+
+
+def phase_pairs(blocks: list[dict], first: Callable[[dict], bool],
+                second: Callable[[dict], bool], tolerance: float = PHASE_TOLERANCE) \
+        -> list[tuple[float, float, bool]]:
+    """Per round of `blocks`, its first block that `first` selects and its first that
+    `second` selects, as (the first's median ms, the second's, whether the two blocks ran in
+    the same phase: agree() over both blocks' probes); rounds lacking either are skipped."""
+    rounds: dict[int, list[dict]] = {}
+    for block in blocks:
+        rounds.setdefault(block["round"], []).append(block)
+    pairs = []
+    for _, group in sorted(rounds.items()):
+        one = next((b for b in group if first(b) and b["ms"]), None)
+        two = next((b for b in group if second(b) and b["ms"]), None)
+        if one and two:
+            pairs.append((statistics.median(one["ms"]), statistics.median(two["ms"]),
+                          agree(one["probe_ms"] + two["probe_ms"], tolerance)))
+    return pairs
+
+
+def phase_fields(blocks: list[dict], first: Callable[[dict], bool],
+                 second: Callable[[dict], bool], prefix: str = "",
+                 value: Callable[[float, float], float] = lambda a, b: b / a,
+                 tolerance: float = PHASE_TOLERANCE) -> dict:
+    """One process's phase columns for the blocks `first` and `second` select (by default
+    C's and ptxport's at one core count): "probe_ratio", the median probe of second's blocks
+    over that of first's (about 1: the two sides ran in the same phase on the whole);
+    "pairs", the rounds with both, and "matched", those of them whose probes agree
+    (phase_pairs); and where any matched, "matched_ratio": the median over the matched
+    pairs of value(first's ms, second's ms), by default second / first (ptxport / C). The
+    keys get `prefix`."""
+    probes = {name: [p for b in blocks if pick(b) for p in b["probe_ms"]]
+              for name, pick in (("first", first), ("second", second))}
+    out: dict = {}
+    if probes["first"] and probes["second"]:
+        out["probe_ratio"] = statistics.median(probes["second"]) / \
+            statistics.median(probes["first"])
+    pairs = phase_pairs(blocks, first, second, tolerance)
+    matched = [value(a, b) for a, b, same in pairs if same]
+    out.update(pairs=len(pairs), matched=len(matched))
+    if matched:
+        out["matched_ratio"] = statistics.median(matched)
+    return {prefix + key: v for key, v in out.items()}
+
+
+def phase_levels(cells: Iterable[dict]) -> None:
+    """Each cell's "phase", in place: the median of its blocks' probes over the least probe
+    of all `cells` (one process's): about 1 in the process's fastest phase, 1.5 in a slow
+    one."""
+    cells = [c for c in cells if c.get("blocks")]
+    probes = [p for c in cells for b in c["blocks"] for p in b["probe_ms"]]
+    if not probes:
+        return
+    least = min(probes)
+    for cell in cells:
+        cell["phase"] = statistics.median(p for b in cell["blocks"] for p in b["probe_ms"]) \
+            / least
+
+
+def warm_fields(blocks: list[dict]) -> dict:
+    """Whether the blocks' warm-up warmed the caches: over the blocks that had warm-up runs,
+    the median of the first warm-up run's time over the block's median timed run ("cold":
+    how much slower the block began) and of the last warm-up run's ("warm": about 1 where the
+    warm-up had reached the timed runs' speed)."""
+    warmed = [b for b in blocks if b.get("warm_ms") and b["ms"]]
+    if not warmed:
+        return {}
+    return {"cold": statistics.median(b["warm_ms"][0] / statistics.median(b["ms"])
+                                      for b in warmed),
+            "warm": statistics.median(b["warm_ms"][-1] / statistics.median(b["ms"])
+                                      for b in warmed)}

@@ -11,9 +11,10 @@ CPU time: the kernel runs on it), C's sgemm on its own numpy arrays, C's sgemm o
 buffers (the same memory), and a clock probe (a Python loop of fixed work). A mode that follows
 the buffers' memory shows in C on ptxport's buffers too; one that follows the machine's load
 shows in the clock probe and in C's own arrays alike; the threads' CPU ticks show another
-thread of the process sharing the core. One line a set: medians in ms, the buffers' huge pages
-(AnonHugePages of their mappings, KiB), their addresses mod 4 KiB and mod 2 MiB, and the warp
-frames' and shared window's addresses mod 4 KiB.
+thread of the process sharing the core. The probe is bench_stats.probe_ms (cpu_kernels.py
+and cpu_scaling.py time it beside each block). One line a set: medians in ms, the buffers'
+huge pages (AnonHugePages of their mappings, KiB), their addresses mod 4 KiB and mod 2 MiB,
+and the warp frames' and shared window's addresses mod 4 KiB.
 
     taskset -c 15 python benchmarks/cpu_gemm_modes.py [--sets 4k,huge,stagger] [--rounds 5]
 """
@@ -29,7 +30,8 @@ import statistics
 import sys
 import time
 
-import cpu_kernels as ck  # (a sibling module: benchmarks/ is the script's folder)
+import bench_stats  # (sibling modules: benchmarks/ is the script's folder)
+import cpu_kernels as ck
 import numpy as np
 
 from ptxport import Device
@@ -99,13 +101,6 @@ def thread_ticks() -> dict[str, int]:
     return ticks
 
 
-def clock_ms() -> float:
-    start, total = time.perf_counter(), 0
-    for i in range(200_000):
-        total += i
-    return (time.perf_counter() - start) * 1e3
-
-
 def measure_set(ptx: ck.PtxportRun, c_run: ck.CRun, lib, n: int, rounds: int) -> dict:
     alpha, beta = np.float32(1.5), np.float32(0.5)
     address = {name: buffer.handle for name, buffer in ptx.buffers.items()}
@@ -122,7 +117,8 @@ def measure_set(ptx: ck.PtxportRun, c_run: ck.CRun, lib, n: int, rounds: int) ->
         start = time.perf_counter()
         lib.sgemm(n, n, n, alpha, address["A"], address["B"], beta, address["C"])
         times["c_on_ptx"].append((time.perf_counter() - start) * 1e3)
-        times["clock"].append(clock_ms())
+        # (session 12's probe: one run of 200,000 loops, as its figures were taken)
+        times["clock"].append(bench_stats.probe_ms(200_000, 1))
     after = thread_ticks()
     row = {key: statistics.median(values) for key, values in times.items()}
     row["ptx_range"] = (min(times["ptx"]), max(times["ptx"]))

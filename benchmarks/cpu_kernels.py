@@ -543,14 +543,16 @@ ROUNDS = 3
 
 def time_side_by_side(c_run: CRun, ptx_run: PtxportRun, reps: int, budget: float,
                       order: str = ORDERS[0], rounds: int = ROUNDS,
-                      settle: float = SETTLE_S) -> tuple[list[float], list[float]]:
+                      settle: float = SETTLE_S, blocks: list | None = None) \
+        -> tuple[list[float], list[float]]:
     """C's and ptxport's run times, in `order` (ORDERS), until `reps` each, or at least 3
     once `budget` seconds have passed; only one if a single run (or pair) takes more than
     half the budget (a kernel ptxport runs very slowly must not hold up the rest). "rounds"
     splits reps and budget over `rounds` blocks a side and stops after the round in which
-    the budget ran out; `settle`: the pause before a ptxport block that follows C's."""
+    the budget ran out, and appends its blocks, with the clock probe beside each, to `blocks`
+    (_time_rounds); `settle`: the pause before a ptxport block that follows C's."""
     if order == "rounds":
-        return _time_rounds(c_run, ptx_run, reps, budget, rounds, settle)
+        return _time_rounds(c_run, ptx_run, reps, budget, rounds, settle, blocks)
     if order == "separate":
         c_times = _time_alone(c_run, reps, budget / 2)
         time.sleep(settle)
@@ -572,23 +574,37 @@ def time_side_by_side(c_run: CRun, ptx_run: PtxportRun, reps: int, budget: float
 
 
 def _time_rounds(c_run: CRun, ptx_run: PtxportRun, reps: int, budget: float, rounds: int,
-                 settle: float) -> tuple[list[float], list[float]]:
+                 settle: float, blocks: list | None = None) -> tuple[list[float], list[float]]:
     """time_side_by_side's "rounds": blocks of -(-reps // rounds) runs a side in the order
-    C P | P C | C P ..., each with budget / (2 * rounds) seconds (_time_alone)."""
+    C P | P C | C P ..., each with budget / (2 * rounds) seconds (_time_alone), and the
+    clock probe (bench_stats.probe_ms) before the first block and after each (after the
+    settle pause where a ptxport block follows: the probe right before a block is the one
+    after the block before it). Each block is appended to `blocks` as bench_stats' phase
+    notes describe."""
     per_block, block_budget = -(-reps // rounds), budget / (2 * rounds)
-    times: dict = {c_run: [], ptx_run: []}
-    start, previous = time.perf_counter(), None
     sides = {"c": c_run, "ptxport": ptx_run}
-    for round_number, order in enumerate(bench_stats.block_order(rounds)):
-        for run in map(sides.get, order):
-            if run is ptx_run and previous is c_run:
-                time.sleep(settle)
-            times[run] += _time_alone(run, per_block, block_budget, least=1)
-            previous = run
+    times: dict[str, list[float]] = {"c": [], "ptxport": []}
+    blocks = [] if blocks is None else blocks
+    sequence = [(r, side) for r, order in enumerate(bench_stats.block_order(rounds))
+                for side in order]
+    start, probe = time.perf_counter(), bench_stats.probe_ms()
+    for i, (round_number, side) in enumerate(sequence):
+        warm: list[float] = []
+        ms = _time_alone(sides[side], per_block, block_budget, least=1, warm=warm)
+        times[side] += ms
+        following = sequence[i + 1] if i + 1 < len(sequence) else None
+        if side == "c" and following and following[1] == "ptxport":
+            time.sleep(settle)
+        after = bench_stats.probe_ms()
+        blocks.append({"side": side, "round": round_number, "ms": [t * 1e3 for t in ms],
+                       "warm_ms": [t * 1e3 for t in warm], "probe_ms": [probe, after]})
+        probe = after
+        if following is None or following[0] == round_number:
+            continue
         elapsed = time.perf_counter() - start
         if elapsed >= budget or (round_number == 0 and elapsed > budget / 2):
             break
-    return times[c_run], times[ptx_run]
+    return times["c"], times["ptxport"]
 
 
 # Untimed runs of one side before its timed ones (separate order): at most WARMUP_RUNS, and
@@ -601,14 +617,16 @@ def _time_rounds(c_run: CRun, ptx_run: PtxportRun, reps: int, budget: float, rou
 WARMUP_RUNS = 3
 
 
-def _time_alone(run: CRun | PtxportRun, reps: int, budget: float, least: int = 3) \
-        -> list[float]:
-    """One side's run times (see time_side_by_side), after its warm-up (WARMUP_RUNS): `reps`
-    of them, or at least `least` once `budget` seconds have passed."""
+def _time_alone(run: CRun | PtxportRun, reps: int, budget: float, least: int = 3,
+                warm: list[float] | None = None) -> list[float]:
+    """One side's run times (see time_side_by_side), after its warm-up (WARMUP_RUNS, their
+    times appended to `warm`): `reps` of them, or at least `least` once `budget` seconds have
+    passed."""
     start = time.perf_counter()
+    warm = [] if warm is None else warm
     for _ in range(WARMUP_RUNS):
         run.reset()
-        run.run()
+        warm.append(run.run())
         if time.perf_counter() - start > budget / 4:
             break
     times: list[float] = []
@@ -669,9 +687,10 @@ def measure_side_by_side(row: dict, problem: Problem, c_run: CRun, ptx_run: Ptxp
                 row["cores"][str(cores)] = {"c_ms": c_ms, "ptxport_ms": ptx_ms,
                                             "ratio": ptx_ms / c_ms, "runs": 0}
                 return
+        blocks: list[dict] = []
         c_times, ptx_times = time_side_by_side(
             c_run, ptx_run, settings.reps, settings.budget, settings.order, settings.rounds,
-            SETTLE_S if cores > 1 else 0.0)
+            SETTLE_S if cores > 1 else 0.0, blocks)
         if cores == 1:
             CPUS_SEEN.add(current_cpu())
         if not first:
@@ -681,6 +700,11 @@ def measure_side_by_side(row: dict, problem: Problem, c_run: CRun, ptx_run: Ptxp
             "c_ms": c_ms, "ptxport_ms": ptx_ms, "ratio": ptx_ms / c_ms, "runs": len(c_times),
             "c_runs_ms": [t * 1e3 for t in c_times],
             "ptxport_runs_ms": [t * 1e3 for t in ptx_times]}
+        if blocks:
+            row["cores"][str(cores)].update(
+                blocks=blocks, **bench_stats.warm_fields(blocks),
+                **bench_stats.phase_fields(blocks, lambda b: b["side"] == "c",
+                                           lambda b: b["side"] == "ptxport"))
         if problem.c_tree is not None:
             time_tree(row, row["cores"][str(cores)], problem, c_run, lib, settings, cores)
 
@@ -1079,6 +1103,53 @@ def print_table(rows, means, core_counts, overhead) -> None:
               f"{value:.3f} ms")
 
 
+def print_phases(rows, core_counts) -> None:
+    """The host's phases beside the table (bench_stats' phase notes): per kernel and core
+    count the median over processes of the probe's ratio between ptxport's blocks and C's,
+    of the cell's phase (its probes over its process's fastest), the phase-matched ratio with
+    its range over processes and the matched pairs out of all, and the warm-up's cold and
+    warm (first and last untimed run over the timed median)."""
+    cells = [c for r in rows for c in r["cores"].values() if "pairs" in c]
+    if not cells:
+        return
+    tolerance = f"{bench_stats.PHASE_TOLERANCE:.0%}"
+
+    def number(cell, name, width=6):
+        return f"{cell[name]:{width}.2f}" if name in cell else f"{'-':>{width}}"
+
+    header = f"{'phases':<14}"
+    for cores in core_counts:
+        label = f"{cores} core{'s' * (cores > 1)}: probe P/C"
+        header += f" | {label:>20} {'phase':>6} {'matched':>7} {'range':>11} {'pairs':>7} " \
+                  f"{'cold':>5} {'warm':>5}"
+    print(header)
+    for row in rows:
+        line = f"{row['kernel']:<14}"
+        for cores in map(str, core_counts):
+            cell = row["cores"].get(cores, {})
+            values = cell.get("per_process", {}).get("matched_ratio", [])
+            span = f"{min(values):.2f}-{max(values):.2f}" if len(values) > 1 else ""
+            pairs = f"{cell['matched']}/{cell['pairs']}" if "pairs" in cell else "-"
+            line += f" | {number(cell, 'probe_ratio', 20)} {number(cell, 'phase')} " \
+                    f"{number(cell, 'matched_ratio', 7)} {span:>11} {pairs:>7} " \
+                    f"{number(cell, 'cold', 5)} {number(cell, 'warm', 5)}"
+        print(line)
+    for cores in map(str, core_counts):
+        both = [(r["cores"][cores]["ratio"], r["cores"][cores]["matched_ratio"])
+                for r in rows if r["status"] == "ok"
+                and "matched_ratio" in r["cores"].get(cores, {})]
+        if both:
+            print(f"geometric mean of the phase-matched ratios on {cores} core(s): "
+                  f"{bench_stats.geomean(m for _, m in both):.2f}x over {len(both)} kernels "
+                  f"(the table's ratios on those {bench_stats.geomean(r for r, _ in both):.2f}x)")
+    print(f"probe P/C: the clock probe (bench_stats.probe_ms) beside ptxport's blocks over "
+          f"beside C's; phase: the cell's probes over its process's fastest (1.5: a slow "
+          f"phase); matched: ptxport / C over only the rounds whose C and ptxport blocks' "
+          f"probes agree within {tolerance} (median over processes of each one's median, "
+          f"pairs kept of all); cold, warm: a block's first and last untimed run over its "
+          f"timed runs' median")
+
+
 def print_trees(rows, core_counts) -> None:
     """One line a kernel whose C column is another algorithm than its own (Problem.c_tree):
     the kernel's algorithm in C, its ms and ptxport / it per core count."""
@@ -1187,6 +1258,7 @@ def measure_all(args: argparse.Namespace, core_counts: list[int], index: int = 0
             cpu_executor.set_workers(None)
     order = {c.name: i for i, c in enumerate(args.cases)}
     rows.sort(key=lambda row: order[row["kernel"]])
+    bench_stats.phase_levels(cell for row in rows for cell in row["cores"].values())
     return {"kernels": rows, "launch_overhead_ms": overhead,
             "process": process_info(index, time.perf_counter() - start,
                                     "reverse" if index % 2 else "forward", core_counts)}
@@ -1225,6 +1297,7 @@ def main() -> None:
     print(f"ptxport CPU device vs C (gcc {' '.join(CFLAGS[:3])}), {describe_protocol(args)}"
           f"{' (quick sizes)' if args.quick else ''}")
     print_table(rows, means, core_counts, overhead)
+    print_phases(rows, core_counts)
     print_processes(processes)
 
     result = {"machine": machine(), "settings": machine_settings(args),

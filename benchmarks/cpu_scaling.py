@@ -48,6 +48,7 @@ cpu_kernels.py's (add_machine_flags).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -71,6 +72,7 @@ from cpu_kernels import (
     MachineSettings,
     NotRunnable,
     PtxportRun,
+    _time_alone,
     add_machine_flags,
     build_c_library,
     current_cpu,
@@ -110,9 +112,14 @@ LARGE = {"saxpy": 1 << 24, "vector_add": 1 << 24, "reduce_shared": 1 << 26, "gem
          "transpose": 4096, "softmax": 16384, "stencil": 4096}
 
 
-def measure(case, lib, device, objects, counts, settings, size: int | None = None) -> dict:
-    """One kernel's row in this process: per worker count, C's and ptxport's medians and
-    their ratio (efficiencies come from bench_stats.merge_scaling, over processes)."""
+def measure(case, lib, device, objects, counts, settings, size: int | None = None,
+            pin: int | None = None) -> dict:
+    """One kernel's row in this process: its worker counts' blocks interleaved
+    (time_interleaved), then per worker count C's and ptxport's medians, their ratio, the
+    phase columns (bench_stats' phase notes: C against ptxport, and ptxport's and C's
+    one-worker blocks against their k-worker ones for the efficiency), the traced columns
+    (shares) and the check of that count's last run against C's; efficiencies over
+    processes come from bench_stats.merge_scaling."""
     problem = case.make(size or case.full, np.random.default_rng(0))
     row = {"kernel": case.name, "size": problem.size, "blocks": problem.blocks,
            "status": "ok", "workers": {}}
@@ -120,30 +127,124 @@ def measure(case, lib, device, objects, counts, settings, size: int | None = Non
     try:
         ptx_run = PtxportRun(case, problem, device, stream, objects)
         try:
-            ptx_run.first_run()     # (compiles the kernel)
+            ptx_run.first_run()     # (compiles the kernel; on every core, unpinned)
+            blocks = time_interleaved(c_run, ptx_run, lib, counts, settings, pin)
             for k in counts:
                 set_cores(lib, k)
-                c_times, ptx_times = time_side_by_side(
-                    c_run, ptx_run, settings.reps, settings.budget, settings.order,
-                    settings.rounds, SETTLE_S if k > 1 else 0.0)
-                if k == 1:
-                    CPUS_SEEN.add(current_cpu())
-                wrong = mismatch(problem, ptx_run.results(), c_run.results())
+                with pinned(pin if k == 1 else None):
+                    traced = shares(ptx_run)
+                    wrong = mismatch(problem, ptx_run.results(), c_run.results())
                 if wrong and row["status"] == "ok":
                     row["status"] = f"{wrong} ({k} workers)"
-                c_ms = statistics.median(c_times) * 1e3
-                ptx_ms = statistics.median(ptx_times) * 1e3
-                row["workers"][str(k)] = {"c_ms": c_ms, "ptxport_ms": ptx_ms,
-                                          "ratio": ptx_ms / c_ms, "runs": len(c_times),
-                                          "c_runs_ms": [t * 1e3 for t in c_times],
-                                          "ptxport_runs_ms": [t * 1e3 for t in ptx_times],
-                                          **shares(ptx_run)}
+                row["workers"][str(k)] = cell(blocks, k, traced)
         finally:
             ptx_run.close()
     except NotRunnable as e:
         row["status"] = str(e)
     stream.close()
     return row
+
+
+@contextlib.contextmanager
+def pinned(cpu: int | None):
+    """The calling thread alone (sched_setaffinity of thread 0: not libgomp's or the pool's
+    threads, which started unpinned) on `cpu` inside; nothing for None."""
+    if cpu is None:
+        yield
+        return
+    saved = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {cpu})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, saved)
+
+
+def time_interleaved(c_run: CRun, ptx_run: PtxportRun, lib, counts: list[int], settings,
+                     pin: int | None) -> list[dict]:
+    """--rounds rounds, each a C and a ptxport block (cpu_kernels.py's _time_alone: warm-up
+    runs, then -(-reps // rounds) timed runs in budget / (2 * rounds) seconds) at every
+    worker count, the whole round reversed in odd ones (1c 1p 16c 16p | 16p 16c 1p 1c | ...),
+    the one-worker blocks with the main thread pinned to `pin`; the clock probe before and
+    after each block (the one after a block being the next one's before where the next has
+    the same worker count, else probed afresh in the next one's placement), the settle pause
+    after C on several workers where ptxport's block follows; it stops after the round in
+    which budget x worker counts ran out. The blocks, with "workers". Another --order
+    (separate, alternate) times each worker count in turn as cpu_kernels.py's
+    time_side_by_side does: one block a side, the probe before and after the two."""
+    if settings.order != "rounds":
+        return _side_by_side_blocks(c_run, ptx_run, lib, counts, settings, pin)
+    per_block = -(-settings.reps // settings.rounds)
+    block_budget = settings.budget / (2 * settings.rounds)
+    total = settings.budget * len(counts)
+    runs = {"c": c_run, "ptxport": ptx_run}
+    sequence = [(r, k, side) for r, order in enumerate(bench_stats.block_order(settings.rounds))
+                for k in (counts if r % 2 == 0 else counts[::-1]) for side in order]
+    blocks: list[dict] = []
+    start, probe = time.perf_counter(), None
+    for i, (round_number, k, side) in enumerate(sequence):
+        following = sequence[i + 1] if i + 1 < len(sequence) else None
+        set_cores(lib, k)
+        with pinned(pin if k == 1 else None):
+            if probe is None:
+                probe = bench_stats.probe_ms()
+            warm: list[float] = []
+            ms = _time_alone(runs[side], per_block, block_budget, least=1, warm=warm)
+            if k == 1:
+                CPUS_SEEN.add(current_cpu())
+            if side == "c" and k > 1 and following and following[2] == "ptxport":
+                time.sleep(SETTLE_S)
+            after = bench_stats.probe_ms()
+        blocks.append({"side": side, "workers": k, "round": round_number,
+                       "ms": [t * 1e3 for t in ms], "warm_ms": [t * 1e3 for t in warm],
+                       "probe_ms": [probe, after]})
+        probe = after if following and following[1] == k else None
+        if following is None or following[0] == round_number:
+            continue
+        elapsed = time.perf_counter() - start
+        if elapsed >= total or (round_number == 0 and elapsed > total / 2):
+            break
+    return blocks
+
+
+def _side_by_side_blocks(c_run, ptx_run, lib, counts, settings, pin) -> list[dict]:
+    """time_interleaved's other orders: per worker count time_side_by_side, as one block a
+    side probed before and after both."""
+    blocks = []
+    for k in counts:
+        set_cores(lib, k)
+        with pinned(pin if k == 1 else None):
+            before = bench_stats.probe_ms()
+            times = time_side_by_side(c_run, ptx_run, settings.reps, settings.budget,
+                                      settings.order, settings.rounds,
+                                      SETTLE_S if k > 1 else 0.0)
+            if k == 1:
+                CPUS_SEEN.add(current_cpu())
+            after = bench_stats.probe_ms()
+        blocks += [{"side": side, "workers": k, "round": 0, "ms": [t * 1e3 for t in ms],
+                    "warm_ms": [], "probe_ms": [before, after]}
+                   for side, ms in zip(("c", "ptxport"), times, strict=True)]
+    return blocks
+
+
+def cell(blocks: list[dict], k: int, traced: dict) -> dict:
+    """One worker count's cell of a process's row from the interleaved blocks."""
+    mine = [b for b in blocks if b["workers"] == k]
+    c_times = [t for b in mine if b["side"] == "c" for t in b["ms"]]
+    ptx_times = [t for b in mine if b["side"] == "ptxport" for t in b["ms"]]
+    c_ms, ptx_ms = statistics.median(c_times), statistics.median(ptx_times)
+    out = {"c_ms": c_ms, "ptxport_ms": ptx_ms, "ratio": ptx_ms / c_ms, "runs": len(c_times),
+           "c_runs_ms": c_times, "ptxport_runs_ms": ptx_times, "blocks": mine,
+           **bench_stats.warm_fields(mine), **traced,
+           **bench_stats.phase_fields(mine, lambda b: b["side"] == "c",
+                                      lambda b: b["side"] == "ptxport")}
+    if k != 1:
+        for side, prefix in (("ptxport", "eff_"), ("c", "c_eff_")):
+            out.update(bench_stats.phase_fields(
+                blocks, lambda b, s=side: b["side"] == s and b["workers"] == 1,
+                lambda b, s=side: b["side"] == s and b["workers"] == k, prefix,
+                lambda one, many: one / (k * many)))
+    return out
 
 
 def shares(ptx_run) -> dict:
@@ -233,6 +334,43 @@ def print_table(rows, counts) -> None:
           "(medians of 3 traced runs a process, then over processes)")
 
 
+def print_phases(rows, counts) -> None:
+    """The host's phases beside the table (bench_stats' phase notes), per kernel, size and
+    worker count: medians over processes of the probe beside ptxport's blocks over beside
+    C's ("probe P/C"), of the cell's phase (its probes over its process's fastest), of the
+    phase-matched ptxport / C with the pairs kept of all, and of the phase-matched
+    efficiencies: per round, ptxport's (C's) one-worker block against its k-worker one where
+    their probes agree, with the probe at k over the probe at 1 ("probe k/1")."""
+    if not any("pairs" in c for r in rows for c in r["workers"].values()):
+        return
+    nan = float("nan")
+    header = f"{'phases':<13} {'size':<14} {'wk':>3} | {'probe P/C':>9} {'phase':>5} " \
+             f"{'matched':>7} {'pairs':>7} | {'probe k/1':>9} {'m-eff':>5} {'pairs':>7} " \
+             f"{'C m-eff':>7} {'pairs':>7} | {'cold':>5} {'warm':>5}"
+    print(header)
+    for row in rows:
+        for k in map(str, counts):
+            cell = row["workers"].get(k)
+            if not cell or "pairs" not in cell:
+                continue
+            pairs = f"{cell['matched']}/{cell['pairs']}"
+            eff = f"{cell.get('eff_matched', 0)}/{cell.get('eff_pairs', 0)}"
+            c_eff = f"{cell.get('c_eff_matched', 0)}/{cell.get('c_eff_pairs', 0)}"
+            print(f"{row['kernel']:<13} {row['size']:<14} {k:>3} | "
+                  f"{cell.get('probe_ratio', nan):9.2f} {cell.get('phase', nan):5.2f} "
+                  f"{cell.get('matched_ratio', nan):7.2f} {pairs:>7} | "
+                  f"{cell.get('eff_probe_ratio', nan):9.2f} "
+                  f"{cell.get('eff_matched_ratio', nan):5.2f} {eff:>7} "
+                  f"{cell.get('c_eff_matched_ratio', nan):7.2f} {c_eff:>7} | "
+                  f"{cell.get('cold', nan):5.2f} {cell.get('warm', nan):5.2f}")
+    print(f"phases: the clock probe (bench_stats.probe_ms) beside each block; a pair (C and "
+          f"ptxport at k workers; ptxport, or C, at 1 and at k) is matched where the two "
+          f"blocks of one round have all their probes within "
+          f"{bench_stats.PHASE_TOLERANCE:.0%} of each other; matched and m-eff: medians over "
+          f"the matched pairs of ptxport / C and of t(1) / (k * t(k)), then over processes; "
+          f"cold, warm: a block's first and last untimed run over its timed median")
+
+
 def _sizes(case, which: str) -> list[int | None]:
     """The problem sizes --sizes asks for (None: cpu_kernels.py's)."""
     large = [LARGE[case.name]] if case.name in LARGE else []
@@ -270,7 +408,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--sizes", choices=("default", "large", "both"), default="default",
                         help="cpu_kernels.py's sizes, the larger ones of LARGE, or both")
     parser.add_argument("--child", type=int, metavar="INDEX", help=argparse.SUPPRESS)
-    parser.add_argument("--child-workers", help=argparse.SUPPRESS)
+    parser.add_argument("--child-pin", type=int, help=argparse.SUPPRESS)
     add_machine_flags(parser, order="rounds")
     args = parser.parse_args()
     wanted = [k.strip() for k in args.kernels.split(",") if k.strip()]
@@ -301,7 +439,8 @@ def measure_all(args: argparse.Namespace, counts: list[int], index: int = 0) -> 
         try:
             for case in cases:
                 for size in _sizes(case, args.sizes):
-                    rows.append(measure(case, lib, device, objects, counts, args, size))
+                    rows.append(measure(case, lib, device, objects, counts, args, size,
+                                        args.child_pin))
                     print(f"  {'' if args.child is None else f'[{index + 1}] '}measured "
                           f"{case.name} {rows[-1]['size']}: {rows[-1]['status']}",
                           file=sys.stderr)
@@ -310,6 +449,7 @@ def measure_all(args: argparse.Namespace, counts: list[int], index: int = 0) -> 
             cpu_pool.set_spin()
     order = {c.name: i for i, c in enumerate(args.cases)}
     rows.sort(key=lambda row: order[row["kernel"]])
+    bench_stats.phase_levels(cell for row in rows for cell in row["workers"].values())
     info = process_info(index, time.perf_counter() - begin,
                         "reverse" if index % 2 else "forward", counts)
     return {"kernels": rows, "process": info, "pool": policy}
@@ -327,37 +467,26 @@ def pin_cpus(choice: str) -> list[int] | None:
 
 def run_processes(args, counts: list[int], pins: list[int] | None) \
         -> tuple[list, list, str]:
-    """--processes fresh processes of this script, one after another; with `pins` each is
-    two, one worker pinned to the next of those CPUs in turn (as `taskset -c CPU` would)
-    and the other counts unpinned. Each index's rows (its parts' worker counts together),
-    the processes' info, and the pool's spin policy."""
+    """--processes fresh processes of this script, one after another, each measuring every
+    worker count (interleaved: time_interleaved), its one-worker blocks with the main thread
+    pinned to the next of `pins` in turn. Each process's rows, their info, and the pool's
+    spin policy."""
     runs, infos, policy = [], [], ""
     for index in range(args.processes):
-        parts = [([1], pins[index % len(pins)]), (counts[1:], None)] \
-            if pins and len(counts) > 1 else [(counts, None)]
-        rows: dict[tuple, dict] = {}
-        for part, cpu in parts:
-            command = [sys.executable, __file__, *sys.argv[1:], "--child", str(index),
-                       "--child-workers", ",".join(map(str, part))]
-            result = bench_stats.run_child(command, cpu, f"{index + 1} ({part} workers)")
-            if result is None:
-                continue
-            infos.append(dict(result["process"], kernels=result["kernels"]))
-            policy = result["pool"]
-            for row in result["kernels"]:     # (copies: infos keeps each part's own)
-                key = (row["kernel"], row["size"])
-                if key not in rows:
-                    rows[key] = dict(row, workers={})
-                rows[key]["workers"].update(row["workers"])
-                if rows[key]["status"] == "ok":
-                    rows[key]["status"] = row["status"]
-        if rows:
-            runs.append(list(rows.values()))
-            # (what is measured so far, should a later process not end)
-            args.json.parent.mkdir(parents=True, exist_ok=True)
-            args.json.write_text(json.dumps({"partial": True, "workers": counts,
-                                             "kernels": bench_stats.merge_scaling(runs),
-                                             "processes": infos}, indent=2))
+        command = [sys.executable, __file__, *sys.argv[1:], "--child", str(index)]
+        if pins:
+            command += ["--child-pin", str(pins[index % len(pins)])]
+        result = bench_stats.run_child(command, None, f"{index + 1} of {args.processes}")
+        if result is None:
+            continue
+        infos.append(dict(result["process"], kernels=result["kernels"]))
+        policy = result["pool"]
+        runs.append(result["kernels"])
+        # (what is measured so far, should a later process not end)
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"partial": True, "workers": counts,
+                                         "kernels": bench_stats.merge_scaling(runs),
+                                         "processes": infos}, indent=2))
     if not runs:
         sys.exit(f"all {args.processes} processes failed")
     return runs, infos, policy
@@ -370,9 +499,7 @@ def main() -> None:
     if counts[0] != 1:
         counts = [1, *counts]       # (efficiency is measured against one worker)
     if args.child is not None:
-        mine = [int(k) for k in args.child_workers.split(",")] if args.child_workers \
-            else counts
-        print(json.dumps(measure_all(args, mine, args.child)))
+        print(json.dumps(measure_all(args, counts, args.child)))
         return
     if args.processes == 1 and args.pin == "none":
         measured = measure_all(args, counts)
@@ -387,6 +514,7 @@ def main() -> None:
     print(f"ptxport CPU device and C (OpenMP) at 1..{counts[-1]} workers, "
           f"{describe_protocol(args)}; " + ", ".join(f"{k} {v}" for k, v in settings.items()))
     print_table(rows, counts)
+    print_phases(rows, counts)
     print_processes(infos)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(

@@ -165,3 +165,99 @@ def test_merge_scaling_joins_a_process_split_by_pinning():
     four = row["workers"]["4"]
     assert four["ptxport_efficiency"] == pytest.approx(4.0 / (4 * 1.5))
     assert four["ptxport_efficiency_min"] == four["ptxport_efficiency_max"] == 1.0
+
+
+def _block(side, round_number, ms, probes, warm=(), workers=None):
+    block = {"side": side, "round": round_number, "ms": list(ms), "warm_ms": list(warm),
+             "probe_ms": list(probes)}
+    if workers is not None:
+        block["workers"] = workers
+    return block
+
+
+def test_probe_ms_times_plain_work():
+    # the least of the repeats, in ms: 40x the loops take longer (each the least of 3, so
+    # that one interrupted repeat does not decide it)
+    short, long = bench_stats.probe_ms(1000, 3), bench_stats.probe_ms(40_000, 3)
+    assert 0 < short < long
+
+
+def test_agree_is_a_symmetric_tolerance_on_the_probes():
+    assert bench_stats.agree([2.0, 2.2, 2.1], 0.15)
+    assert bench_stats.agree([2.2, 2.0], 0.10) and bench_stats.agree([2.0, 2.2], 0.10)
+    assert not bench_stats.agree([2.0, 2.31], 0.15)
+    assert not bench_stats.agree([], 0.15)
+
+
+def _is_c(block):
+    return block["side"] == "c"
+
+
+def _is_ptxport(block):
+    return block["side"] == "ptxport"
+
+
+def test_phase_fields_keep_only_rounds_whose_probes_agree():
+    # round 0: C 1.0 ms then ptxport 2.0, probes 2.0 2.1 2.0 (same phase): ratio 2;
+    # round 1: ptxport 3.0 then C 1.0, its second block in a slow phase (probe 3.0): left out;
+    # round 2: C 2.0 (two runs, median 2.0) then ptxport 5.0, probes agree: ratio 2.5
+    blocks = [_block("c", 0, [1.0], [2.0, 2.1]), _block("ptxport", 0, [2.0], [2.1, 2.0]),
+              _block("ptxport", 1, [3.0], [2.0, 2.1]), _block("c", 1, [1.0], [2.1, 3.0]),
+              _block("c", 2, [1.5, 2.5], [3.0, 3.1]), _block("ptxport", 2, [5.0], [3.1, 3.0])]
+    pairs = bench_stats.phase_pairs(blocks, _is_c, _is_ptxport)
+    assert pairs == [(1.0, 2.0, True), (1.0, 3.0, False), (2.0, 5.0, True)]
+    fields = bench_stats.phase_fields(blocks, _is_c, _is_ptxport)
+    assert (fields["pairs"], fields["matched"]) == (3, 2)
+    assert fields["matched_ratio"] == pytest.approx(2.25)
+    # probes beside C's blocks 2.0 2.1 2.1 3.0 3.0 3.1 (median 2.55), ptxport's
+    # 2.1 2.0 2.0 2.1 3.1 3.0 (median 2.1)
+    assert fields["probe_ratio"] == pytest.approx(2.1 / 2.55)
+
+
+def test_phase_fields_without_matched_pairs_has_no_matched_ratio():
+    blocks = [_block("c", 0, [1.0], [2.0, 3.0]), _block("ptxport", 0, [2.0], [3.0, 3.0]),
+              _block("c", 1, [1.0], [2.0, 2.0])]    # (round 1 lacks ptxport's block)
+    fields = bench_stats.phase_fields(blocks, _is_c, _is_ptxport, prefix="x_")
+    assert fields == {"x_probe_ratio": pytest.approx(3.0 / 2.0), "x_pairs": 1,
+                      "x_matched": 0}
+
+
+def test_phase_fields_of_efficiency_pairs():
+    # cpu_scaling.py: ptxport's one-worker block against its 4-worker one per round
+    blocks = [_block("ptxport", 0, [8.0], [1.0, 1.0], workers=1),
+              _block("ptxport", 0, [4.0], [1.0, 1.05], workers=4),
+              _block("ptxport", 1, [4.0], [1.0, 1.0], workers=4),
+              _block("ptxport", 1, [8.0], [1.6, 1.6], workers=1)]
+    fields = bench_stats.phase_fields(
+        blocks, lambda b: b["workers"] == 1, lambda b: b["workers"] == 4, "eff_",
+        lambda one, many: one / (4 * many))
+    assert (fields["eff_pairs"], fields["eff_matched"]) == (2, 1)
+    assert fields["eff_matched_ratio"] == pytest.approx(0.5)
+
+
+def test_phase_levels_and_warm_fields():
+    cells = [{"blocks": [_block("c", 0, [1.0], [2.0, 2.0], warm=[3.0, 1.1])]},
+             {"blocks": [_block("c", 0, [2.0, 2.0], [3.0, 3.2], warm=[2.0])]}, {}]
+    bench_stats.phase_levels(cells)
+    assert cells[0]["phase"] == 1.0 and cells[1]["phase"] == pytest.approx(1.55)
+    assert "phase" not in cells[2]
+    blocks = cells[0]["blocks"] + cells[1]["blocks"] + [_block("c", 1, [1.0], [2.0, 2.0])]
+    # first warm-up runs over the timed medians 3.0 and 1.0, last ones 1.1 and 1.0
+    assert bench_stats.warm_fields(blocks) == {"cold": pytest.approx(2.0),
+                                               "warm": pytest.approx(1.05)}
+    assert bench_stats.warm_fields([_block("c", 0, [1.0], [1.0, 1.0])]) == {}
+
+
+def test_merge_cells_merges_the_phase_columns():
+    cells = [dict(_cell(1.0, 2.0), probe_ratio=1.0, pairs=3, matched=2, matched_ratio=1.8,
+                  phase=1.0),
+             dict(_cell(1.0, 3.0), probe_ratio=1.5, pairs=3, matched=0, phase=1.6),
+             dict(_cell(1.0, 2.5), probe_ratio=1.1, pairs=3, matched=3, matched_ratio=2.4,
+                  phase=1.1)]
+    merged = bench_stats.merge_cells(cells)
+    assert merged["probe_ratio"] == 1.1 and merged["phase"] == 1.1
+    # the median over the processes that matched any pair; the pairs summed
+    assert merged["matched_ratio"] == pytest.approx(2.1)
+    assert merged["per_process"]["matched_ratio"] == [1.8, 2.4]
+    assert (merged["pairs"], merged["matched"]) == (9, 5)
+    assert "pairs" not in bench_stats.merge_cells([_cell(1.0, 2.0)])
