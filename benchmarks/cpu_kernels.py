@@ -19,6 +19,20 @@ arrays, both sides', are fresh mappings: fresh_mappings), and the process's figu
 kernel is the median of each side's runs and ptxport / C (the last run at every further
 core count is checked too). A ptxport run is launch() + stream.sync().
 
+The host's single cores also run in slow and fast phases (core-bound code 1.5-1.6x slower in
+a slow one, within one process too: docs/cpu-target-measurements.md "Session 12: gemm9"), so
+each round's blocks are timed with a clock probe of plain Python work on the main thread
+(bench_stats.probe_ms) before the first block and after each, and each process's cell keeps
+its blocks (runs, warm-up runs, probes). A second table gives per kernel and core count
+"probe P/C" (the probe beside ptxport's blocks over beside C's: about 1 where both sides ran
+in the same phase), "phase" (the cell's probes over its process's fastest), the
+phase-matched ratio -- ptxport / C over only the rounds whose C and ptxport blocks' probes
+all lie within 15% of each other (bench_stats.PHASE_TOLERANCE; a rule on the probes alone,
+the same for both sides), the median over processes of each one's median, with how many
+pairs were kept of all -- and the warm-up's "cold" and "warm" (a block's first and last
+untimed run over its timed median: warm about 1 says the warm-up reached the timed runs'
+speed). On 16 cores the probe reads the main thread's core only.
+
 The shared host this is quoted from swings whole processes (one ran up to 2x slower than
 the next) and stretches of tens of milliseconds within one, so the run is --processes fresh
 processes (3 by default, about 10-12 s each on the GPU host plus the first one's compiles;
@@ -55,11 +69,13 @@ process (one core: pinned to one CPU, DPCPP_CPU_NUM_CUS=1), alternating with C t
 
 prints a table and writes benchmarks/results/cpu_kernels.json (or --json): each kernel's
 merged cells (c_ms, ptxport_ms and ratio the medians over processes; ratio_min, ratio_max,
-noise and the per-process values in per_process), "geomean" (of the medians, and under
+noise and the per-process values in per_process; the phase columns probe_ratio, phase,
+matched_ratio, pairs, matched, cold, warm), "geomean" (of the medians, and under
 "process_geomean" the processes' own), and under "processes" each one's rows as one
-process writes them. scan_blelloch's C is a running sum, not the kernel's tree: a line under
-the table gives the same Blelloch tree in C (scan.c's scan_blelloch_tiles_i32) and ptxport /
-it per core count, in its cells as c_tree_ms and tree_ratio.
+process writes them (each cell's "blocks" with their probes). scan_blelloch's C is a
+running sum, not the kernel's tree: a line under the table gives the same Blelloch tree in C
+(scan.c's scan_blelloch_tiles_i32) and ptxport / it per core count, in its cells as
+c_tree_ms and tree_ratio.
 """
 
 from __future__ import annotations

@@ -2,17 +2,27 @@
 1, 2, 4, ... workers up to every core this process may use (set_workers(k), and
 omp_set_num_threads(k) for the C baseline), side by side with C+OpenMP.
 
-For each kernel and worker count it times C and ptxport (launch() + stream.sync(), outputs
-reset untimed before each run) with cpu_kernels.py's protocol: --processes fresh processes
-(3 by default), one after another, the odd ones in reverse kernel order, each first running
-C on its cores for --warmup seconds, then per kernel and worker count --rounds rounds of C
-and ptxport blocks (C ptxport | ptxport C | ...; --order), each block after its warm-up
-runs. With --pin each process is two: the one-worker figures pinned to one CPU, the other
-counts unpinned; by default ("rotate") process i pins to the i-th CPU from the last, so
-that the one-worker median, the efficiency's numerator, does not rest on one vCPU's state
-(on the GPU host the one-worker gemm took 104-110 ms on CPU 15 in the processes of one call
-and 195-203 ms on CPU 15 in those of another, 16 workers 14-15 ms in both: the efficiency
-was 0.46 in one and 0.82 in the other; whether rotating narrows that is not yet measured).
+For each kernel it times C and ptxport (launch() + stream.sync(), outputs reset untimed
+before each run) at every worker count *interleaved*: --processes fresh processes (3 by
+default), one after another, the odd ones in reverse kernel order, each first running C on
+its cores for --warmup seconds, then per kernel --rounds rounds, each a C and a ptxport block
+at every worker count, the whole round reversed in odd ones (1c 1p 16c 16p | 16p 16c 1p 1c |
+...), each block after its warm-up runs (cpu_kernels.py's), so that a worker count's times
+and the one-worker times its efficiency divides come from the same stretch of the host: on
+the GPU host its single cores run in slow and fast phases (core-bound code 1.5-1.6x slower),
+and the one-worker gemm took 104-110 ms on CPU 15 in the processes of one call and 195-203
+ms in those of another, 16 workers 14-15 ms in both (efficiency 0.46 in one, 0.82 in the
+other), when each process was two: a pinned one for one worker, then an unpinned one for
+the rest. Now the one-worker blocks run with the main thread pinned (sched_setaffinity of
+that thread alone; libgomp's and the pool's threads start unpinned, before) to one CPU:
+with --pin rotate (the default) process i's to the i-th CPU from the last. A clock probe of
+plain Python work (bench_stats.probe_ms) is timed before and after each block, and a second
+table gives per worker count the probe beside ptxport's blocks over beside C's, the cell's
+phase (its probes over its process's fastest), the phase-matched ptxport / C, and the
+phase-matched efficiencies of ptxport and C: per round, the one-worker block against the
+k-worker one where all their probes lie within 15% (bench_stats.PHASE_TOLERANCE), medians
+over those pairs, then over processes, with the pairs kept of all (the probe at k workers
+reads the main thread's core only).
 The table gives per kernel, size and worker count the medians over processes of C's and
 ptxport's median times and of the processes' ratios ptxport / C (with their least and
 largest), and the parallel efficiency of each side, t(1) / (k * t(k)), from the median
@@ -40,7 +50,10 @@ The header says the worker pool's idle spin policy (pool.set_spin; --spin S fixe
 prints a table and writes benchmarks/results/cpu_scaling.json (or --json): per kernel and
 size the merged cells (c_ms, ptxport_ms, ratio medians over processes, ratio_min/max,
 per_process, c_efficiency and ptxport_efficiency with their _min/_max, the traced columns'
-medians, work), and under "processes" each process's own rows. --processes 1 --pin none
+medians, work, the phase columns: probe_ratio, phase, matched_ratio, pairs, matched, and
+eff_/c_eff_ ones for the efficiencies), and under "processes" each process's own rows (each
+cell's "blocks" with their probes). --order separate or alternate times each worker count in
+turn instead (one block a side, probed before and after both). --processes 1 --pin none
 measures in this process. --order, --rounds, --omp-wait, --schedule and --busy are
 cpu_kernels.py's (add_machine_flags).
 """
@@ -394,10 +407,10 @@ def parse_args() -> argparse.Namespace:
                              "the table gives medians over them (1 with --pin none: this "
                              "process)")
     parser.add_argument("--pin", default="rotate",
-                        help="a CPU for the one-worker figures: each process is then two, "
-                             "one worker pinned to it, the other counts unpinned; 'rotate' "
-                             "(default): process i on the i-th CPU from the last this "
-                             "process may use; 'auto': the last; 'none'")
+                        help="a CPU for the one-worker blocks (the main thread pinned to "
+                             "it while they run); 'rotate' (default): process i's to the "
+                             "i-th CPU from the last this process may use; 'auto': the "
+                             "last; 'none'")
     parser.add_argument("--warmup", type=float, default=WARMUP_S,
                         help="seconds each process runs C on its cores before timing")
     parser.add_argument("--json", type=Path, default=RESULTS / "cpu_scaling.json",
