@@ -10,8 +10,9 @@ For each kernel it launches once untimed (this compiles the kernel for the CPU) 
 that ptxport's result agrees with C's (exactly for integer results, within float tolerance
 otherwise). Then for each core count (one core: set_workers(1) and omp_set_num_threads(1);
 then every core this process may use) it times C and ptxport side by side in --rounds
-rounds (--order rounds, the default): blocks of runs of one side, in the order C ptxport |
-ptxport C | C ptxport, each block after up to 3 untimed runs that warm the caches (the
+rounds (--order rounds, the default; 6 rounds of one timed run a side by default): blocks of
+runs of one side, in the order C ptxport | ptxport C | C ptxport ..., each block after up to
+3 untimed runs that warm the caches (the
 other side's block evicted them) and, where it follows C's on several cores, after a 0.1 s
 pause in which libgomp's spinning threads go to sleep (timed while they spin, ptxport's
 workers lost their cores: see ORDERS). Outputs are reset untimed before each run (large
@@ -64,7 +65,7 @@ process (one core: pinned to one CPU, DPCPP_CPU_NUM_CUS=1), alternating with C t
 --no-opencl leaves it out.
 
     python benchmarks/cpu_kernels.py [--quick] [--kernels saxpy,gemm] [--processes 3]
-                                   [--reps 5] [--budget 1.0] [--rounds 3] [--slow 10]
+                                   [--reps 6] [--budget 1.0] [--rounds 6] [--slow 10]
                                    [--pin auto|none|CPU] [--no-opencl] [--json PATH]
 
 prints a table and writes benchmarks/results/cpu_kernels.json (or --json): each kernel's
@@ -157,13 +158,15 @@ _CTYPES = {"v": None, "p": ctypes.c_void_p, "i": ctypes.c_int,
 
 # --- how the two sides share the machine -----------------------------------------------------
 
-def add_machine_flags(parser: argparse.ArgumentParser, order: str = "separate") -> None:
-    """The flags cpu_kernels.py and cpu_scaling.py share: run order, libgomp's waiting,
-    ptxport's schedule, and cores kept busy by other processes (to see how each side copes)."""
+def add_machine_flags(parser: argparse.ArgumentParser, order: str = "separate",
+                      rounds: int | None = None) -> None:
+    """The flags cpu_kernels.py and cpu_scaling.py share: run order (`rounds`: --rounds'
+    default, ROUNDS if None), libgomp's waiting, ptxport's schedule, and cores kept busy by
+    other processes (to see how each side copes)."""
     parser.add_argument("--order", choices=ORDERS, default=order,
                         help="all of C's runs, then all of ptxport's; C and ptxport runs "
                              "alternately; or --rounds rounds of both (see ORDERS)")
-    parser.add_argument("--rounds", type=int, default=ROUNDS,
+    parser.add_argument("--rounds", type=int, default=rounds or ROUNDS,
                         help="with --order rounds: blocks of runs a side, C and ptxport "
                              "taking turns to go first")
     parser.add_argument("--omp-wait", choices=("default", "active", "passive"),
@@ -552,9 +555,14 @@ def set_cores(lib: ctypes.CDLL, cores: int) -> None:
 # 3.54: data/cpu_scaling_h100host_2fd2abf.txt). Separate blocks time each side alone, C with
 # libgomp's default waiting (its threads as hot as in a program that runs parallel loops back
 # to back); a ptxport block that follows a C block on more than one core waits SETTLE_S first.
+# cpu_kernels.py's default is 6 rounds of one timed run a block (--reps 6): on the GPU host
+# (session 13, 3 processes of 3 rounds x 2 runs against 2 of 6 x 1, one core) the clock
+# probe beside ptxport's blocks over that beside C's lay further from 1 with 3 rounds (the
+# cells' |log| median 0.030, 90th percentile 0.25; with 6: 0.019 and 0.11), and fewer rounds'
+# C and ptxport blocks ran in the same phase (60% against 68%: bench_stats' phase notes).
 ORDERS = ("separate", "alternate", "rounds")
 SETTLE_S = 0.1
-ROUNDS = 3
+ROUNDS = 6
 
 
 def time_side_by_side(c_run: CRun, ptx_run: PtxportRun, reps: int, budget: float,
@@ -1208,7 +1216,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--processes", type=int, default=PROCESSES,
                         help="fresh processes, one after another, each measuring everything; "
                              "the table gives per-kernel medians over them (1: this process)")
-    parser.add_argument("--reps", type=int, default=5,
+    parser.add_argument("--reps", type=int, default=6,
                         help="timed runs per side and process (median), split over --rounds")
     parser.add_argument("--budget", type=float, default=None,
                         help="seconds of timing per kernel, core count and process, after "

@@ -105,6 +105,9 @@ from ptxport import Device
 from ptxport.runtime.backends.cpu import executor as cpu_executor
 from ptxport.runtime.backends.cpu import pool as cpu_pool
 
+# Rounds of every worker count's blocks (time_interleaved): fewer than cpu_kernels.py's, as
+# each round has two blocks a worker count and a pause after C's on several workers.
+ROUNDS = 3
 DEFAULT_KERNELS = ("saxpy", "vector_add", "reduce_shared", "gemm", "transpose", "softmax",
                    "stencil")
 
@@ -182,9 +185,11 @@ def time_interleaved(c_run: CRun, ptx_run: PtxportRun, lib, counts: list[int], s
     after each block (the one after a block being the next one's before where the next has
     the same worker count, else probed afresh in the next one's placement), the settle pause
     after C on several workers where ptxport's block follows; it stops after the round in
-    which budget x worker counts ran out. The blocks, with "workers". Another --order
-    (separate, alternate) times each worker count in turn as cpu_kernels.py's
-    time_side_by_side does: one block a side, the probe before and after the two."""
+    which budget x worker counts ran out, but not before the second round (the first
+    reversed: gemm's one-worker blocks at the large size take most of a second). The blocks,
+    with "workers". Another --order (separate, alternate) times each worker count in turn
+    as cpu_kernels.py's time_side_by_side does: one block a side, the probe before and after
+    the two."""
     if settings.order != "rounds":
         return _side_by_side_blocks(c_run, ptx_run, lib, counts, settings, pin)
     per_block = -(-settings.reps // settings.rounds)
@@ -215,7 +220,7 @@ def time_interleaved(c_run: CRun, ptx_run: PtxportRun, lib, counts: list[int], s
         if following is None or following[0] == round_number:
             continue
         elapsed = time.perf_counter() - start
-        if elapsed >= total or (round_number == 0 and elapsed > total / 2):
+        if elapsed >= total and round_number >= 1:
             break
     return blocks
 
@@ -422,7 +427,7 @@ def parse_args() -> argparse.Namespace:
                         help="cpu_kernels.py's sizes, the larger ones of LARGE, or both")
     parser.add_argument("--child", type=int, metavar="INDEX", help=argparse.SUPPRESS)
     parser.add_argument("--child-pin", type=int, help=argparse.SUPPRESS)
-    add_machine_flags(parser, order="rounds")
+    add_machine_flags(parser, order="rounds", rounds=ROUNDS)
     args = parser.parse_args()
     wanted = [k.strip() for k in args.kernels.split(",") if k.strip()]
     unknown = sorted(set(wanted) - {c.name for c in CASES})
