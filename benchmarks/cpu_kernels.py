@@ -1170,8 +1170,9 @@ def print_phases(rows, core_counts) -> None:
           f"beside C's; phase: the cell's probes over its process's fastest (1.5: a slow "
           f"phase); matched: ptxport / C over only the rounds whose C and ptxport blocks' "
           f"probes agree within {tolerance} (median over processes of each one's median, "
-          f"pairs kept of all); cold, warm: a block's first and last untimed run over its "
-          f"timed runs' median")
+          f"pairs kept of all; on several cores the probe reads the main thread's core "
+          f"only); cold, warm: a block's first and last untimed run over its timed runs' "
+          f"median")
 
 
 def print_trees(rows, core_counts) -> None:
