@@ -13,7 +13,7 @@ then every core this process may use) it times C and ptxport side by side in --r
 rounds (--order rounds, the default; 6 rounds of one timed run a side by default): blocks of
 runs of one side, in the order C ptxport | ptxport C | C ptxport ..., each block after up to
 3 untimed runs that warm the caches (the
-other side's block evicted them) and, where it follows C's on several cores, after a 0.1 s
+other side's block evicted them) and, where it follows C's on several cores, after a 0.03 s
 pause in which libgomp's spinning threads go to sleep (timed while they spin, ptxport's
 workers lost their cores: see ORDERS). Outputs are reset untimed before each run (large
 arrays, both sides', are fresh mappings: fresh_mappings), and the process's figure for a
@@ -554,14 +554,18 @@ def set_cores(lib: ctypes.CDLL, cores: int) -> None:
 # slower than on 8 (gemm 7.97 ms against 6.60; with OMP_WAIT_POLICY=passive 3.29, separate
 # 3.54: data/cpu_scaling_h100host_2fd2abf.txt). Separate blocks time each side alone, C with
 # libgomp's default waiting (its threads as hot as in a program that runs parallel loops back
-# to back); a ptxport block that follows a C block on more than one core waits SETTLE_S first.
+# to back); a ptxport block that follows a C block on more than one core waits SETTLE_S first:
+# on the GPU host libgomp's 15 other threads used no more CPU time from 8.1-8.8 ms after the
+# end of a 16-thread loop on (session 13, 5 trials, their /proc schedstat sampled about every
+# 2.6 ms; cpu_limits.py's spin part: threads asleep after gaps of 10 ms), so 0.03 s (0.1 s
+# until session 13) leaves them 3x that.
 # cpu_kernels.py's default is 6 rounds of one timed run a block (--reps 6): on the GPU host
 # (session 13, 3 processes of 3 rounds x 2 runs against 2 of 6 x 1, one core) the clock
 # probe beside ptxport's blocks over that beside C's lay further from 1 with 3 rounds (the
 # cells' |log| median 0.030, 90th percentile 0.25; with 6: 0.019 and 0.11), and fewer rounds'
 # C and ptxport blocks ran in the same phase (60% against 68%: bench_stats' phase notes).
 ORDERS = ("separate", "alternate", "rounds")
-SETTLE_S = 0.1
+SETTLE_S = 0.03
 ROUNDS = 6
 
 
