@@ -1,6 +1,7 @@
 """Medians over several benchmark processes: the statistics cpu_kernels.py --processes and
 cpu_compare.py share (no ptxport or numpy here, so tests/test_bench_stats.py checks them
-without timing anything).
+without timing anything), and the clock probe the benchmarks time beside each block with the
+phase columns made of it (see "the host's phases" below).
 
 A host that runs other work swings whole processes: on the GPU machine's Xeon one process of
 cpu_kernels.py ran up to 2x slower than the next, and its one-core geometric mean ranged
