@@ -22,7 +22,7 @@ variant alike:
 One worker: process CPU time (pin it: `taskset -c 15`); --workers N: wall time.
 
     python benchmarks/cpu_gemm_kloop.py [--variants as_is,no_k,split2] [--rounds 9]
-                                        [--workers 1] [--size 512]
+                                        [--workers 1] [--size 512] [--ptx gemm_tiled.ptx]
 """
 
 from __future__ import annotations
@@ -93,15 +93,19 @@ class Kernel:
         if len(self.fmas) != 16 or len(loads) != 32 or len(stores) != 2:
             raise SystemExit("sgemm_tiled's k loop is not 16 FMAs of 32 shared loads")
         # (B's rows are 64 bytes apart, A's elements 4)
-        bases = {re.search(r"\[(%r\d+)", self.lines[i]).group(1) for i in loads}
-        b_base = next(r for r in bases if f"[{r}+64]" in "\n".join(self.lines))
-        self.loads = {"a": [i for i in loads if f"[{b_base}" not in self.lines[i]],
-                      "b": [i for i in loads if f"[{b_base}" in self.lines[i]]}
+        base = {i: re.search(r"\[([^\]+]+)", self.lines[i]).group(1) for i in loads}
+        text = "\n".join(self.lines)
+        b_base = next(r for r in set(base.values()) if f"[{r}+64]" in text)
+        self.loads = {"a": [i for i in loads if base[i] != b_base],
+                      "b": [i for i in loads if base[i] == b_base]}
         self.held = {"a": stores[0], "b": stores[1]}     # (what the thread stored)
 
     def text(self, lines: list[str]) -> str:
-        return self.before + "\n".join(lines).replace(
-            ".reg .f32 \t%f<68>;", ".reg .f32 \t%f<128>;") + self.after
+        # (room for the split chains' registers, %f100 on)
+        body = re.sub(r"\.reg \.f32(\s+)%f<(\d+)>;",
+                      lambda m: f".reg .f32{m.group(1)}%f<{max(int(m.group(2)), 128)}>;",
+                      "\n".join(lines))
+        return self.before + body + self.after
 
     def no_k(self) -> str:
         return self.text(self.lines[:self.first + 1] + self.lines[self.second:])
@@ -166,12 +170,18 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--size", type=int, default=512)
+    parser.add_argument("--ptx", default=None,
+                        help="gemm_tiled's PTX from this file (NVRTC's differ between hosts)")
     args = parser.parse_args()
     names = args.variants.split(",")
     cpu_executor.set_workers(args.workers)
     clock = time.process_time if args.workers == 1 else time.perf_counter
-    source = (ck.KERNELS / "gemm_tiled.cu").read_text()
-    kernel = Kernel(Program(source, code_type="c++").compile("ptx").code)
+    if args.ptx:
+        with open(args.ptx) as f:
+            kernel = Kernel(f.read())
+    else:
+        source = (ck.KERNELS / "gemm_tiled.cu").read_text()
+        kernel = Kernel(Program(source, code_type="c++").compile("ptx").code)
     case = next(c for c in ck.CASES if c.name == "gemm")
     problem = case.make(args.size, np.random.default_rng(0))
     device = Device("cpu")
