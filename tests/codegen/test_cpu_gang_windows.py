@@ -155,6 +155,35 @@ def test_tile_reads_take_windows_not_gathers():
     assert "ptxport.window_zeros" not in proven and "window_exact" not in proven
 
 
+def test_window_bases_are_opaque_registers():
+    """CpuOptions.opaque_window_bases: each window group's base goes through an empty inline
+    asm (its loads then address base + constant, not window + lane + constant); off, none."""
+    def module(**choice) -> str:
+        return str(build_gang(build(parse(_ptx(_tile_reads(64)))), "k", (128, 1, 1),
+                              CpuOptions(**choice))[0])
+
+    assert 'asm  "", "=r,0"' in module()
+    assert "asm" not in module(opaque_window_bases=False)
+
+
+@pytest.mark.parametrize("off", [64, 3400])
+def test_opaque_window_bases_change_no_result(cpu_options, off):
+    """The tile's reads with and without opaque bases: the same words, and past the tile the
+    same fault at thread 48."""
+    src = np.arange(1024, dtype=np.uint32) * 11 + 2
+    results = []
+    for opaque in (True, False):
+        cpu_options(opaque_window_bases=opaque)
+        dst = np.zeros(128 * 12, np.uint32)
+        if off == 3400:
+            with pytest.raises(IllegalAddressError, match="thread 48"):
+                _run(_tile_reads(off), 128, src, dst, 0)
+        else:
+            _run(_tile_reads(off), 128, src, dst, 0)
+        results.append(dst)
+    np.testing.assert_array_equal(*results)
+
+
 def test_window_past_the_tile_faults_at_its_first_thread():
     """With OFF 3400 row r's .v4 ends at 256 r + 3416, past the 4 KiB tile from row 3 on:
     threads 48-63 (warp 1's second half) are the first to read outside it; the windows'

@@ -46,6 +46,11 @@ class CpuOptions:
         threadIdx.x leaves idle where every later warp would be idle too and run the same
         memoryless code up to the next barrier (gang/idle_warps.py); False resumes every
         warp (to measure what it gains).
+    opaque_window_bases : bool
+        In warp gangs, address a shared-memory window's loads (gang/windows.py) from one
+        register that LLVM cannot see through, not as window + lane index + constant: an
+        indexed memory operand costs the Xeons' cores an extra uop in FMAs with a broadcast
+        operand (gemm's k loop); False leaves the addressing to LLVM.
     """
 
     gang: bool = True
@@ -55,6 +60,7 @@ class CpuOptions:
     hoist_global_checks: bool = True
     interleave_passes: int = 4
     skip_idle_warps: bool = True
+    opaque_window_bases: bool = True
 
     def key(self) -> dict[str, bool | int]:
         """The choices as plain data, for cache keys."""

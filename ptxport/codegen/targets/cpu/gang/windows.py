@@ -252,6 +252,8 @@ def _pointer(fl: GangLowering, place, form, window: Window, inside):
             lane = b.sext(lane, I64)
         base = ll.IRBuilder.gep(b, fl.target.space_base(fl, "shared"), [lane],
                                 source_etype=I8)
+        if fl.options.opaque_window_bases:
+            base = _opaque(b, base)
         reach = _reach(fl, group, form, window.lane, place.addrs.type.element.width)
         if _true(inside):       # (proven, or checked before the loop: no fallback)
             if reach is not None:
@@ -263,6 +265,19 @@ def _pointer(fl: GangLowering, place, form, window: Window, inside):
         base = ll.IRBuilder.select(b, inside, base, _zeros(fl.llfn.module, *reach))
         fl.places[key] = base
     return b.gep(base, [I64(start)], source_etype=I8)
+
+
+def _opaque(b, pointer):
+    """`pointer` through an empty inline asm that returns it, which LLVM cannot see through:
+    the window's loads then address [base + constant] from the one register, where LLVM
+    made [window + lane + constant] of each. The Xeons' cores (Sapphire and Emerald Rapids)
+    issue an instruction with an indexed memory operand and three register operands as two
+    uops (un-laminated) where [base + constant] keeps it one: gemm's k loop has 32 FMAs a
+    warp and tile with A's element broadcast from its window (a C model of that loop ran
+    25-30% slower indexed; the kernel 3-7% faster with this, docs/cpu-target-measurements.md
+    "Session 13: gemm11")."""
+    asm = ll.InlineAsm(ll.FunctionType(PTR, [PTR]), "", "=r,0")
+    return ll.IRBuilder.call(b, asm, [pointer], attrs=("nounwind", "readnone"))
 
 
 def _reach(fl: GangLowering, group, form, lane: int, bits: int):
