@@ -1,6 +1,8 @@
 """Streams and events: asynchrony, order within a stream, overlap and waits across streams,
 timing, and failures raised at the next sync."""
 
+import subprocess
+import sys
 import threading
 import time
 
@@ -281,3 +283,25 @@ def test_a_stream_dropped_inside_its_lock_still_ends_its_thread(dev):
     dev.default_stream.sync()   # (the stop left for later)
     worker._thread.join(20)
     assert not worker._thread.is_alive()
+
+
+def test_the_interpreter_exits_with_buffers_and_busy_streams_left():
+    """At exit, weakref.finalize's hook frees the buffers still alive (queued on their
+    streams, one of them busy) and stops the streams; the daemon stream threads are not
+    waited for: the process ends at once."""
+    code = """if True:
+        import threading
+        from ptxport import Device
+        dev = Device("cpu")
+        streams = [dev.create_stream() for _ in range(3)]
+        buffers = [dev.allocate(64, stream=s) for s in streams for _ in range(4)]
+        forever = threading.Event()
+        streams[0]._submit(forever.wait, what="work that never ends")
+        streams[1].sync()
+        print("end of the script", flush=True)
+    """
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "end of the script\n"
+    assert "Exception" not in done.stderr, done.stderr   # (a finalizer's, at exit)
