@@ -31,7 +31,7 @@ import numpy as np
 
 from ptxport.errors import InvalidValueError
 from ptxport.runtime.backends import Allocation
-from ptxport.runtime.stream import Stream
+from ptxport.runtime.stream import Stream, later
 
 if TYPE_CHECKING:
     from ptxport.runtime.device import Device
@@ -51,7 +51,7 @@ class Buffer:
         # what the buffer exports (DLPack, __array_interface__) when it wraps a typed array
         self._typed = typed
         # A buffer dropped without close() is freed in its stream's order all the same.
-        self._free = weakref.finalize(self, _free_in_order, device, allocation, stream)
+        self._free = weakref.finalize(self, _free_dropped, device, allocation, stream)
 
     # -- what it is ---------------------------------------------------------------------------
 
@@ -356,6 +356,21 @@ def _check_stream(stream, device: Device, peer=None) -> Stream:
         raise InvalidValueError(
             f"a buffer on {device} needs a stream of {device}, not one of {stream.device}")
     return stream
+
+
+def _free_dropped(device: Device, allocation: Allocation, stream: Stream) -> None:
+    """The finalizer of a buffer dropped without close(): its free queued on its stream, or,
+    where the stream's lock is not free at once (the garbage collector may run this inside
+    a section of this thread that holds it) or the stream is closed (the backend's lock
+    then), at the next _submit or sync (stream.py's docstring says why)."""
+    backend = device._backend
+
+    def free() -> None:
+        backend.free(allocation)
+
+    if not (stream._close.alive
+            and stream._worker.try_submit(free, what="the free of a buffer")):
+        later(lambda: _free_in_order(device, allocation, stream))
 
 
 def _free_in_order(device: Device, allocation: Allocation, stream: Stream,

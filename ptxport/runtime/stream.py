@@ -17,6 +17,13 @@ forever, and after the sync the stream is usable again.
 The worker holds the queue, not the Stream, so a stream that is dropped still finishes its
 work, and its thread ends once the queue is empty.
 
+Finalizers (a dropped Stream's stop, a dropped Buffer's free, memory.py) never wait for a
+lock: the garbage collector runs them in whatever thread allocates when a collection is due,
+which may be inside a `with worker._lock` section of that very thread (a tuple or list made
+there): a finalizer that took the same lock would wait for itself, and the stream's thread
+with it. They take the lock only where it is free at once, and otherwise leave their work to
+the next _submit or sync (`later`, `run_later`).
+
 sync(timeout=...) gives up waiting after that long and raises KernelTimeoutError naming what
 still runs (the kernel, or the stream a wait waits for, and the kernel running there); the
 work goes on. Stopping a launch that runs too long is the launch's watchdog's job
@@ -169,6 +176,31 @@ class _Worker:
         with self._lock:
             self._stopped = True
             self._work.notify()
+
+    def try_submit(self, work: Callable[[], None], what: str) -> bool:
+        """submit(work, skippable=False) only where the lock is free at once and the worker
+        is not stopped: False, having done nothing, otherwise (for finalizers: this thread
+        may hold the lock itself, see the module's docstring)."""
+        if not self._lock.acquire(blocking=False):
+            return False
+        try:
+            if self._stopped:
+                return False
+            self._enqueue((work, False, (what, None, None), False), wake=True)
+        finally:
+            self._lock.release()
+        return True
+
+    def try_stop(self) -> bool:
+        """stop() only where the lock is free at once (False, having done nothing, if not)."""
+        if not self._lock.acquire(blocking=False):
+            return False
+        try:
+            self._stopped = True
+            self._work.notify()
+        finally:
+            self._lock.release()
+        return True
 
     def _take(self) -> tuple | None:
         """The next piece of work, marked running, if none runs now (under self._state)."""
@@ -327,6 +359,32 @@ class _Worker:
         return error
 
 
+# Work that finalizers could not do at once (their lock was taken), done by the next
+# Stream._submit or sync of any stream (run_later).
+_LATER: collections.deque = collections.deque()
+
+
+def later(work: Callable[[], None]) -> None:
+    """Do `work` at the next _submit or sync (a finalizer's, whose lock was taken)."""
+    _LATER.append(work)
+
+
+def run_later() -> None:
+    """Do the work finalizers left (where this thread holds none of the streams' locks)."""
+    while _LATER:
+        try:
+            work = _LATER.popleft()
+        except IndexError:      # (another thread took the last one)
+            return
+        work()
+
+
+def _stop_dropped(worker: _Worker) -> None:
+    """A dropped Stream's finalizer: its worker ends once its queue is empty."""
+    if not worker.try_stop():
+        later(worker.stop)
+
+
 class Stream:
     """An ordered queue of work on one device; made by Device.create_stream."""
 
@@ -334,7 +392,7 @@ class Stream:
         self._device = device
         self._worker = _Worker(f"stream on {device}")
         device._streams_started(self._worker)
-        self._close = weakref.finalize(self, self._worker.stop)
+        self._close = weakref.finalize(self, _stop_dropped, self._worker)
 
     @property
     def device(self) -> Device:
@@ -371,6 +429,8 @@ class Stream:
         (`kernel`: the kernel it runs; `waits_for`: the worker of the stream it waits for;
         `compiled`: the kernel was compiled for this launch, which Events around it say;
         `defer`: see _Worker.submit)."""
+        if _LATER:
+            run_later()
         if not self._close.alive:
             raise InvalidValueError(f"{self!r} is closed: create a new stream")
         self._worker.submit(work, skippable, what, kernel, waits_for, compiled, defer)
@@ -386,6 +446,8 @@ class Stream:
             still running (the work goes on; a later sync waits for it again). None: wait
             as long as it takes.
         """
+        if _LATER:
+            run_later()
         worker = self._worker
         if timeout is None and not worker._pending and worker._error is None:
             return      # (the usual case after a launch run at once: nothing to wait for)
@@ -441,7 +503,8 @@ class Stream:
 
     def close(self) -> None:
         """Let queued work finish, then end the worker thread; the stream takes no more."""
-        self._close()
+        if self._close.detach() is not None:    # (None: closed before)
+            self._worker.stop()
 
     def __repr__(self) -> str:
         return f"<Stream {self.handle:#x} on {self._device}>"

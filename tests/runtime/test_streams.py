@@ -1,6 +1,8 @@
 """Streams and events: asynchrony, order within a stream, overlap and waits across streams,
 timing, and failures raised at the next sync."""
 
+import subprocess
+import sys
 import threading
 import time
 
@@ -245,3 +247,61 @@ def test_waits_that_do_not_take_work_start_a_deferred_launch(dev, kernels, ran_o
     stream.record().sync(timeout=30)     # a record behind a launch wakes it too
     assert time.perf_counter() - start < 30 and len(ran_on[0]) == 2
     assert threading.current_thread() not in ran_on[0]
+
+
+# -- finalizers -------------------------------------------------------------------------------
+
+def _in_a_thread_holding(lock: threading.Lock, drop) -> bool:
+    """Whether `drop()` returns (within 20 s) in a thread that holds `lock`: as a garbage
+    collection does that starts inside a `with lock` section (a tuple or list made there)
+    and finds the last reference to a Buffer or a Stream in garbage, whose finalizer then
+    runs in that thread. (A finalizer that waited for the lock hung the thread, and the
+    stream's own thread with it; session 12's one hang at exit looked like that.)"""
+    def hold() -> None:
+        with lock:
+            drop()
+    thread = threading.Thread(target=hold, daemon=True)
+    thread.start()
+    thread.join(20)
+    return not thread.is_alive()
+
+
+def test_a_buffer_dropped_inside_its_streams_lock_is_freed_later(dev):
+    stream = dev.create_stream()
+    kept = [dev.allocate(64, stream=stream)]
+    address = kept[0].handle
+    assert address in dev._backend._live
+    assert _in_a_thread_holding(stream._worker._lock, kept.clear)
+    stream.sync()       # (the free left for later is queued, and runs)
+    assert address not in dev._backend._live
+
+
+def test_a_stream_dropped_inside_its_lock_still_ends_its_thread(dev):
+    streams = [dev.create_stream()]
+    worker = streams[0]._worker
+    assert _in_a_thread_holding(worker._lock, streams.clear)
+    dev.default_stream.sync()   # (the stop left for later)
+    worker._thread.join(20)
+    assert not worker._thread.is_alive()
+
+
+def test_the_interpreter_exits_with_buffers_and_busy_streams_left():
+    """At exit, weakref.finalize's hook frees the buffers still alive (queued on their
+    streams, one of them busy) and stops the streams; the daemon stream threads are not
+    waited for: the process ends at once."""
+    code = """if True:
+        import threading
+        from ptxport import Device
+        dev = Device("cpu")
+        streams = [dev.create_stream() for _ in range(3)]
+        buffers = [dev.allocate(64, stream=s) for s in streams for _ in range(4)]
+        forever = threading.Event()
+        streams[0]._submit(forever.wait, what="work that never ends")
+        streams[1].sync()
+        print("end of the script", flush=True)
+    """
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "end of the script\n"
+    assert "Exception" not in done.stderr, done.stderr   # (a finalizer's, at exit)
