@@ -629,3 +629,23 @@ def test_traced_launches_say_when_each_worker_ran_its_share(dev, kernels, worker
         assert 0 <= begin <= end <= record["end"]
     assert 0 <= record["own"] <= record["end"]
     assert cpu_pool.last_shares() is None
+
+
+def test_a_grid_smaller_than_the_pool_runs_on_as_many_workers_as_blocks(dev, kernels, workers):
+    # (benchmarks/cpu_workers.py counts the shares taken: a grid of 2 blocks on 4 workers
+    # has 2 shares, both run at once: gather ends only then)
+    workers(4)
+    stream = dev.create_stream()
+    gather = kernels.get_kernel("gather")
+    cpu_pool.trace_shares(True)
+    try:
+        arrived, smids = _zeros(dev, stream, 1), _zeros(dev, stream, 2)
+        launch(stream, LaunchConfig(grid=2, block=1, timeout=60), gather, arrived, smids,
+               np.uint32(2))
+        stream.sync()
+        record = cpu_pool.last_shares()
+    finally:
+        cpu_pool.trace_shares(False)
+    assert record is not None and len(record["shares"]) == 2
+    assert all(share is not None for share in record["shares"])
+    assert sorted(_read(smids, stream, 2)) == [0, 1]

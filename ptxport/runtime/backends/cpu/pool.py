@@ -142,16 +142,26 @@ class Job:
         monotonic clock, time.monotonic_ns())}; None when not tracing."""
         if self._trace is None:
             return None
-        # (the words of these workers only: a launch's time after its pool run includes this)
-        words = self._trace[:_TRACE_HEAD + 2 * workers].tolist()
-        opened = words[0]
+        return _record(self._trace[:_TRACE_HEAD + 2 * workers].tolist(), workers)
 
-        def us(t: int) -> float:
-            return (t - opened) / 1000
+    def snapshot(self, workers: int) -> np.ndarray | None:
+        """The last traced run's words of `workers` workers, copied (traced() reads them as
+        a record): a launch's time after its pool run includes this, not the record's
+        making (14 us for 16 workers on the 2-core development machine, a tenth of a short
+        launch there)."""
+        return None if self._trace is None else self._trace[:_TRACE_HEAD + 2 * workers].copy()
 
-        shares = [(us(words[i]), us(words[i + 1])) if words[i] >= opened else None
-                  for i in range(_TRACE_HEAD, _TRACE_HEAD + 2 * workers, 2)]
-        return {"own": us(words[1]), "end": us(words[2]), "shares": shares, "opened_ns": opened}
+
+def _record(words: list[int], workers: int) -> dict:
+    """Job.traced's record of a trace's words."""
+    opened = words[0]
+
+    def us(t: int) -> float:
+        return (t - opened) / 1000
+
+    shares = [(us(words[i]), us(words[i + 1])) if words[i] >= opened else None
+              for i in range(_TRACE_HEAD, _TRACE_HEAD + 2 * workers, 2)]
+    return {"own": us(words[1]), "end": us(words[2]), "shares": shares, "opened_ns": opened}
 
 
 def _trace(b: ll.IRBuilder, job, pthread: dict, slot: ll.Value) -> None:
@@ -622,7 +632,7 @@ class Pool:
             job.trace(_TRACING[0])
         failed = self._native.run(self.address, job.address)
         if _TRACING[0]:
-            _TRACING[1] = job.traced(int(job.words[WORKERS]))
+            _TRACING[1] = job.snapshot(int(job.words[WORKERS]))
         return failed
 
 
@@ -641,6 +651,10 @@ def trace_shares(on: bool) -> None:
 def last_shares() -> dict | None:
     """While trace_shares is on, the last launch's record (Job.traced: microseconds from
     when the launching thread opened the job), else None."""
+    words = _TRACING[1]
+    if isinstance(words, np.ndarray):
+        # (made here, not at the launch: run() keeps a copy of the trace's words)
+        _TRACING[1] = _record(words.tolist(), (len(words) - _TRACE_HEAD) // 2)
     return _TRACING[1]
 
 
