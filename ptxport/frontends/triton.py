@@ -334,9 +334,14 @@ def _tensor_memory(arg, device: Device) -> tuple[Buffer | None, bool]:
 
 
 def _forget_tensor(key: int) -> None:
+    """A tensor's finalizer: its registration ends. It never waits for a lock: the garbage
+    collector runs it in whatever thread allocates, maybe inside that thread's section of a
+    stream's lock (runtime/stream.py's docstring), so the free is queued only where the lock
+    is free at once, else at the next submit or sync. The entry goes at once (a tensor made
+    later may have the same id)."""
     held = _TENSORS.pop(key, None)
     if held is not None:
-        held[2].close()
+        held[2]._close_in_finalizer()
 
 
 _SCRATCH: dict[tuple[Device, int], object] = {}

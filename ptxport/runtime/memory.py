@@ -165,6 +165,15 @@ class Buffer:
         self._free.detach()
         _free_in_order(self._device, allocation, stream, at_once=True)
 
+    def _close_in_finalizer(self) -> None:
+        """close() for another object's finalizer (the Triton driver's, of a tensor whose
+        memory this buffer registered): the free queued on the buffer's stream without
+        waiting for a lock, as a dropped buffer's (_free_dropped). Closing twice does
+        nothing."""
+        if self._allocation is not None:
+            self._allocation = None
+            self._free()    # (the finalizer, now: it runs once)
+
     # -- copies -------------------------------------------------------------------------------
 
     def copy_from(self, src: Buffer | np.ndarray, *, stream: Stream) -> None:

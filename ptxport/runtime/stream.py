@@ -22,7 +22,10 @@ lock: the garbage collector runs them in whatever thread allocates when a collec
 which may be inside a `with worker._lock` section of that very thread (a tuple or list made
 there): a finalizer that took the same lock would wait for itself, and the stream's thread
 with it. They take the lock only where it is free at once, and otherwise leave their work to
-the next _submit or sync (`later`, `run_later`).
+the next _submit or sync (`later`, `run_later`). So do the Triton driver's tensors' (their
+registrations, frontends/triton.py) and the opencl backend's module variables' (their
+blocks, backends/opencl_blocks.py; the backend's lock). Work left for later must not take a
+lock that a caller of _submit or sync may hold.
 
 sync(timeout=...) gives up waiting after that long and raises KernelTimeoutError naming what
 still runs (the kernel, or the stream a wait waits for, and the kernel running there); the

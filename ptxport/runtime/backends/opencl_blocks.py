@@ -20,13 +20,14 @@ import numpy as np
 from ptxport.codegen.targets.spirv_globals import ModuleVariables
 from ptxport.errors import InvalidValueError, UnsupportedFeatureError
 from ptxport.runtime.backends import Allocation
+from ptxport.runtime.stream import later
 
 __all__ = ["DeviceHeaps", "VariableBlocks"]
 
 
 class VariableBlocks:
-    """The variable blocks of one backend (`backend`: its allocate, free and copy hooks, and
-    address_scheme)."""
+    """The variable blocks of one backend (`backend`: its allocate, free and copy hooks,
+    address_scheme, and `_lock`, the lock its free takes)."""
 
     def __init__(self, backend) -> None:
         self._backend = backend
@@ -59,10 +60,22 @@ class VariableBlocks:
             return allocation
 
     def _forget(self, key: tuple[int, int]) -> None:
-        with self._lock:
-            allocation = self._blocks.pop(key, None)
-        if allocation is not None:
+        """The finalizer of a module's variables: their block given back. It never waits
+        for a lock: the garbage collector runs it in whatever thread allocates, maybe inside
+        that thread's `with self._lock` in block() or the backend's own lock section
+        (runtime/stream.py's docstring). The entry goes at once, without the lock (one
+        dict operation; the key's module is gone, so no block() is at work on it, and a
+        module made later may have the same id); the free where the backend's lock is free
+        at once, else at the next submit or sync (stream.later)."""
+        allocation = self._blocks.pop(key, None)
+        if allocation is None:
+            return
+        lock = self._backend._lock
+        if lock.acquire(blocking=False):    # (not held by this thread: free() may wait)
+            lock.release()
             self._backend.free(allocation)
+        else:
+            later(lambda: self._backend.free(allocation))
 
     def address(self, ordinal: int, variables: ModuleVariables, name: str) -> tuple[int, int]:
         """(device address, size) of the module's variable `name`."""
