@@ -6,8 +6,9 @@ the predicate negated or not), on threadIdx.x, on a register kept as u across a 
 on one computed after it, on values at the signed range's ends (t << 26: warps of lanes from
 INT_MIN up), in rounds whose thresholds move across the warps, must count as numpy does and
 as the thread-by-thread path does; in blocks of whole warps, where the bounds are used, and
-in blocks with a partial warp or rows narrower than a warp, where %tid's lanes are not
-aligned and the lanes' own predicates decide.
+in blocks with a partial warp, where the lanes' own predicates decide, and in rows
+narrower than a warp and on a sum that wraps inside a warp (t + d, d near INT_MAX), where
+the bounds hold only where the lanes' ends are in order.
 
 Each branch skips the count of its test: an add to a counter register, stored once after the
 rounds (`body="register"`). The counters were global loads and stores in the round loop once,
@@ -34,6 +35,7 @@ HEADER = ".version 7.8\n.target sm_80\n.address_size 64\n"
 
 # (setp, whether the branch skips the count where the predicate holds (@p) or where it
 # does not (@!p)); operands: %r1 = t, %r2 = t << 26, %r6 = t * 8 (written after the barrier),
+# %r15 = t + d (not aligned: with d near INT_MAX a warp's lanes wrap within it),
 # %r10 = d - 37 * round, %r11 = e + 29 * round
 TESTS = [
     ("setp.lt.s32 %p1, %r1, %r10", False),
@@ -48,6 +50,17 @@ TESTS = [
     ("setp.gt.s32 %p1, %r2, %r10", True),
     ("setp.lt.u32 %p1, %r2, %r11", False),
     ("setp.ge.s32 %p1, %r6, %r10", False),
+    ("setp.lt.s32 %p1, %r15, %r10", False),
+    # predicates of those combined (the scalars carried through and, or, not; %p3 uniform)
+    ("setp.lt.s32 %p1, %r1, %r10;\nsetp.ge.s32 %p4, %r15, %r10;\nor.pred %p1, %p1, %p4",
+     False),
+    ("setp.lt.s32 %p1, %r1, %r10;\nsetp.lt.u32 %p4, %r1, %r11;\nand.pred %p1, %p1, %p4",
+     True),
+    ("setp.ge.s32 %p1, %r1, %r10;\nnot.pred %p1, %p1", False),
+    ("setp.lt.s32 %p3, %r12, 100;\nsetp.lt.s32 %p1, %r1, %r10;\nand.pred %p1, %p3, %p1",
+     False),
+    ("setp.lt.s32 %p3, %r12, 100;\nsetp.gt.s32 %p1, %r1, %r10;\nor.pred %p1, %p1, %p3",
+     True),
 ]
 ROUNDS = 7
 
@@ -70,10 +83,11 @@ SKIP{k}:""")
     stores = "".join(f"st.global.u32 [%rd4+{4 * k}], %c{k};\n" for k in counters)
     return HEADER + f""".visible .entry k(.param .u64 out, .param .u32 d, .param .u32 e)
 {{
-.reg .pred %p<3>; .reg .b32 %r<20>; .reg .b32 %c<{len(TESTS)}>; .reg .b64 %rd<8>;
+.reg .pred %p<5>; .reg .b32 %r<20>; .reg .b32 %c<{len(TESTS)}>; .reg .b64 %rd<8>;
 ld.param.u64 %rd1, [out]; ld.param.u32 %r12, [d]; ld.param.u32 %r13, [e];
 mov.u32 %r1, %tid.x;
 shl.b32 %r2, %r1, 26;
+add.s32 %r15, %r1, %r12;
 mov.u32 %r3, %ctaid.x;
 mov.u32 %r4, %ntid.x;
 mad.lo.s32 %r5, %r3, %r4, %r1;
@@ -98,11 +112,14 @@ setp.lt.s32 %p2, %r9, {ROUNDS};
 def _reference(threads: int, block: int, d: int, e: int) -> np.ndarray:
     t = np.arange(threads, dtype=np.int64) % block
     big = ((t << 26) + 2**31) % 2**32 - 2**31
+    shifted = (t + d + 2**31) % 2**32 - 2**31
     counts = np.zeros((threads, len(TESTS)), np.uint32)
     for r in range(ROUNDS):
         dr, er = d - 37 * r, (e + 29 * r) % 2**32
         holds = [t < dr, dr <= t, t > dr, dr >= t, t < er, er >= t, t > er, t <= er,
-                 big < dr, big > dr, big % 2**32 < er, 8 * t >= dr]
+                 big < dr, big > dr, big % 2**32 < er, 8 * t >= dr, shifted < dr,
+                 (t < dr) | (shifted >= dr), (t < dr) & (t < er), ~(t >= dr),
+                 (t < dr) & (d < 100), (t > dr) | (d < 100)]
         for k, ((_, skip_if_true), h) in enumerate(zip(TESTS, holds, strict=True)):
             counts[:, k] += (~h if skip_if_true else h)
     return counts
@@ -112,9 +129,10 @@ def _reference(threads: int, block: int, d: int, e: int) -> np.ndarray:
     (256, 200, 100),        # thresholds cross warps 3..6 (t) and the big lanes' warps
     (512, 600, 40),         # all lanes of every warp at first, then fewer
     (64, 0, 0),             # none, all, and negative thresholds
+    (256, 2**31 - 100, 7),  # t + d wraps in warp 3 (t = 100): its lanes decide
     (96, -5, 2**32 - 3),    # unsigned thresholds near the top
-    (48, 30, 20),           # a partial warp: %tid's lanes not aligned, no bounds
-    (16, 9, 5),             # rows of 16 in a warp: likewise
+    (48, 30, 20),           # a partial warp: %tid's lanes have no offsets, no bounds
+    (16, 9, 5),             # rows of 16 in a warp: bounds with a test for a wrap
 ])
 @pytest.mark.parametrize("gang", [True, False])
 @pytest.mark.parametrize("body", ["register", pytest.param("memory", marks=pytest.mark.slow)])
@@ -135,12 +153,13 @@ def test_branches_on_bounds_agree(cpu_options, block, d, e, gang, body):
     np.testing.assert_array_equal(out, _reference(threads, block, d, e))
 
 
-@pytest.mark.parametrize("block, whole", [(256, True), (64, True), (48, False), (16, False)])
+@pytest.mark.parametrize("block, whole", [(256, True), (64, True), (48, False), (16, True)])
 def test_bounds_decide_whole_warps_only(monkeypatch, block, whole):
-    """Where the block's warps are whole, every branch goes by its bounds in each segment's
-    full-mask copy, and in its copy for other masks all but the one on %r6 (not kept as u
-    in the frame: under a partial mask its lanes outside the mask are not known to hold
-    u + c[i]); none does where %tid's lanes are not aligned."""
+    """Where the block's warps are whole (rows of 16 too: %tid.x's lanes u + i % 16, not
+    aligned, tested for a wrap at run time), every branch goes by its bounds in each
+    segment's full-mask copy, and in its copy for other masks all but the one on %r6 (not
+    kept as u in the frame: under a partial mask its lanes outside the mask are not known
+    to hold u + c[i]); none does where %tid's lanes have no offsets (a partial warp)."""
     used = []
     real = control.branch_bounds
 

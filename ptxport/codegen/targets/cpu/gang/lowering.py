@@ -96,7 +96,7 @@ from ptxport.codegen.targets.cpu.gang.warp import (
     lower_vote,
     lower_warp_barrier,
 )
-from ptxport.codegen.targets.cpu.gang.warp_bounds import lower_setp
+from ptxport.codegen.targets.cpu.gang.warp_bounds import lower_logic, lower_setp
 from ptxport.codegen.targets.cpu.gang.wgmma import lower_wgmma
 from ptxport.codegen.targets.cpu.gang.windows import lower_ld
 from ptxport.codegen.targets.cpu.gang.wraps import rebuilt_widening
@@ -123,7 +123,8 @@ _GANG_LOWERINGS = {"ld": lower_ld, "ldu": lower_ld, "st": lower_st, "atom": lowe
                    "red": lower_atom, "bra": lower_bra, "ret": lower_exit, "exit": lower_exit,
                    "shfl": lower_shfl, "vote": lower_vote, "activemask": lower_activemask,
                    "mma": lower_mma, "ldmatrix": lower_ldmatrix, "cp": lower_cp,
-                   "wgmma": lower_wgmma, "setp": lower_setp}
+                   "wgmma": lower_wgmma, "setp": lower_setp, "and": lower_logic,
+                   "or": lower_logic, "not": lower_logic}
 
 
 _GANG_LOWERINGS["bar"] = _GANG_LOWERINGS["barrier"] = lower_bar
@@ -637,26 +638,60 @@ def _lower_skippable(fl: GangLowering, predicate: ir.Register, run: list) -> Non
     b = fl.b
     windows.flush(fl)
     p = fl.read(predicate, "pred")
+    known = (dict(fl.places), dict(fl.patterns), dict(fl.group_ok), dict(fl.local_forms))
+    after = fl.llfn.append_basic_block("after_run")
+    every = fl.warp_bounds.get(id(predicate)) if is_vec(p) else None
+    if every is not None and every[2] is fl.mask:     # (scalars say every lane has it)
+        _lower_whole_run(fl, predicate, run, every[0], after, known)
     mask_bits = fl.bits(fl.mask)
     if is_vec(p):
         entered = ll.IRBuilder.icmp_unsigned(b, "!=", b.and_(mask_bits, fl.bits(p)), I32(0))
     else:
         entered = b.and_(p, ll.IRBuilder.icmp_unsigned(b, "!=", mask_bits, I32(0)))
-    body, after = (fl.llfn.append_basic_block(n) for n in ("guarded_run", "after_run"))
+    body = fl.llfn.append_basic_block("guarded_run")
     ll.IRBuilder.cbranch(b, entered, body, after)
     b.position_at_end(body)
-    known = (dict(fl.places), dict(fl.patterns), dict(fl.group_ok), dict(fl.local_forms))
     for inst in run:
         _lower_one(fl, inst)
     windows.flush(fl)
     if not b.block.is_terminated:
         b.branch(after)
     b.position_at_end(after)
-    for memo, before in zip((fl.places, fl.patterns, fl.group_ok, fl.local_forms), known,
-                            strict=True):
-        memo.clear()
-        memo.update(before)
+    _restore(fl, known)
     # (values found inside are not there where the warp skipped it)
     fl.reloads.clear()
     fl.warp_bounds.clear()
     forget_forms(fl, set().union(*(may_write(inst) for inst in run)))
+
+
+def _restore(fl: GangLowering, known: tuple) -> None:
+    for memo, before in zip((fl.places, fl.patterns, fl.group_ok, fl.local_forms), known,
+                            strict=True):
+        memo.clear()
+        memo.update(before)
+
+
+def _lower_whole_run(fl: GangLowering, predicate: ir.Register, run: list, every,
+                     after: ll.Block, known: tuple) -> None:
+    """A skippable run's way for a warp in which `every` (warp_bounds.py's scalar) says
+    each lane of the mask has `predicate`: its instructions guarded by the predicate
+    itself lowered as unguarded, under the mask alone (a tiled GEMM's guarded tile load,
+    `row < M && ka < K` in every lane: the full mask's access, no blend); the builder is
+    left where the others go on."""
+    b = fl.b
+    whole, lanes = (fl.llfn.append_basic_block(n) for n in ("whole_run", "run_lanes"))
+    ll.IRBuilder.cbranch(b, every, whole, lanes)
+    b.position_at_end(whole)
+    fl.guard_held = predicate
+    try:
+        for inst in run:
+            _lower_one(fl, inst)
+        windows.flush(fl)
+    finally:
+        fl.guard_held = None
+    if not b.block.is_terminated:
+        b.branch(after)
+    _restore(fl, known)
+    fl.reloads.clear()
+    fl.warp_bounds.clear()
+    b.position_at_end(lanes)

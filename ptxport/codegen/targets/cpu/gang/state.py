@@ -136,6 +136,9 @@ class GangLowering(FunctionLowering):
         self.plan = plan
         self.mask = None
         self.guard = None
+        # a predicate every lane of the mask holds (lowering._lower_whole_run): an
+        # instruction guarded by it is lowered as unguarded
+        self.guard_held = None
         self.unguarded_mask = None      # the mask before the current instruction's guard
         self.block = block      # the block shape the code is for
         self.thread_x = thread_x_copies(function)
@@ -435,7 +438,14 @@ class GangLowering(FunctionLowering):
         when the instruction is guarded (the mask's other lanes go on reading it), or when
         `reg` is live where a segment starts (lanes elsewhere may read it when they come).
         Else every lane that reads `reg` later reads this write's value or a later one."""
-        return self.inst.guard is not None or reg in self.crossing
+        guarded = self.inst.guard is not None and not self.guard_holds(self.inst)
+        return guarded or reg in self.crossing
+
+    def guard_holds(self, inst: ir.Instruction) -> bool:
+        """Whether `inst` is guarded by the predicate every lane of the mask holds
+        (guard_held), so that it is lowered as unguarded."""
+        return inst.guard is not None and inst.guard is self.guard_held \
+            and not inst.guard_negated
 
     def write_vector(self, dest, values, t):
         if isinstance(dest, ir.Register) and dest.vector == len(values):
@@ -490,7 +500,7 @@ class GangLowering(FunctionLowering):
         lower = self.lowering_for(inst)
         if lower is None:
             raise GangUnsupported(f"{inst.spec.text}: no lowering")
-        if inst.guard is None or inst.opcode == "bra":
+        if inst.guard is None or inst.opcode == "bra" or self.guard_holds(inst):
             self.unguarded_mask = self.mask
             lower(self, inst)
             return

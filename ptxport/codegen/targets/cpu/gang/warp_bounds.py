@@ -10,13 +10,25 @@ instead of a vector compare of their rebuilt `threadIdx.x` and a test of its mas
 (control.py's branches take these scalars first; the vector test stays for a warp the
 bound leaves undecided). Neighbours: state.py keeps what is known per segment
 (`warp_bounds`, forgotten where the predicate is written), control.py's lower_bra reads it.
+
+Offsets not known aligned (a tiled GEMM's `k0 + tx < K` and `by * 16 + ty < M`, which
+if_convert.py's guards OR together: where every lane passes, the tile's load is the
+unguarded one) hold u + c[i] modulo 2^bits only: the lanes then lie between u + min(c)
+and u + max(c) where that span does not cross the type's wrap, which is exactly where its
+two ends, computed modulo 2^bits, are in order (max(c) - min(c) < 2^(bits-1)); both scalars
+are false where they are not. `and`, `or` and `not` of such predicates (or of uniform ones)
+carry the scalars on: none of `a or b` where none of either, all of `a and b` where all of
+both. (All of `a or b` where all of a or of b, none of `a and b` where none of a or of b,
+hold too, but for bounds tests ORed together that is a warp wholly outside the range, which
+few are: the branch would test those scalars first, for nothing, in every warp; a tiled
+GEMM's tile loop paid 10 instructions a tile for them.)
 """
 
 from __future__ import annotations
 
 from llvmlite import ir as ll
 
-from ptxport.codegen.lower import I32
+from ptxport.codegen.lower import I1, I32, LOWERINGS
 from ptxport.codegen.ops.compare import setp
 from ptxport.codegen.targets.cpu.gang.full_entries import is_full
 from ptxport.codegen.targets.cpu.gang.lanes import is_vec
@@ -24,7 +36,7 @@ from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.ir import nodes as ir
 from ptxport.ir.types import TYPES
 
-__all__ = ["lower_setp", "branch_bounds"]
+__all__ = ["lower_setp", "lower_logic", "branch_bounds"]
 
 # an ordering comparison -> (LLVM predicate, the one with the operands swapped)
 _ORDER = {"lt": ("<", ">"), "le": ("<=", ">="), "gt": (">", "<"), "ge": (">=", "<="),
@@ -67,15 +79,65 @@ def _bounds(fl: GangLowering, inst: ir.Instruction):
         other = fl.read(inst.operands[3 - side], t) if lanes is not None else None
         if other is None or is_vec(other):
             continue
-        low, high = lanes
+        low, high = lanes[:2]
         predicate = _ORDER[cmp][side - 1]
         signed = t.kind == "signed"
         compare = fl.b.icmp_signed if signed else fl.b.icmp_unsigned
         # a_i OP x (the register on the left; swapped: x OP a_i as a_i OP' x)
         if predicate in ("<", "<="):
-            return compare(predicate, high, other), compare(_negated(predicate), low, other)
-        return compare(predicate, low, other), compare(_negated(predicate), high, other)
+            every, none = compare(predicate, high, other), compare(_negated(predicate), low,
+                                                                   other)
+        else:
+            every, none = compare(predicate, low, other), compare(_negated(predicate), high,
+                                                                  other)
+        if lanes[2]:        # (not aligned: the span may cross the type's wrap)
+            ordered = compare("<=", low, high)
+            every, none = fl.b.and_(ordered, every), fl.b.and_(ordered, none)
+        return every, none
     return None
+
+
+def lower_logic(fl: GangLowering, inst: ir.Instruction) -> None:
+    """and, or, not as the shared lowering has them; for an unguarded one of predicates
+    whose operands' lanes are all true or none by two scalars under the current mask (a
+    setp lower_setp noted, another such predicate, or a uniform one), the result's
+    scalars are noted too."""
+    dest = inst.operands[0]
+    operands = None
+    if inst.guard is None and inst.spec.types[:1] == ("pred",) and isinstance(
+            dest, ir.Register):
+        operands = [_known(fl, o) for o in inst.operands[1:]]
+    LOWERINGS[inst.opcode](fl, inst)
+    if operands is None or any(o is None for o in operands) \
+            or len(operands) != (1 if inst.opcode == "not" else 2):
+        return
+    b = fl.b
+    if inst.opcode == "not":
+        every, none = operands[0][1], operands[0][0]
+    elif inst.opcode == "and":      # (none of either: not kept, module docstring)
+        (ea, _), (eb, _) = operands
+        every, none = b.and_(ea, eb), I1(0)
+    else:
+        (_, na), (_, nb) = operands
+        every, none = I1(0), b.and_(na, nb)
+    fl.warp_bounds[id(dest)] = (every, none, fl.mask)
+
+
+def _known(fl: GangLowering, operand):
+    """(all lanes of the mask true, none) of a predicate operand as i1 scalars: noted by
+    lower_setp or lower_logic under the current mask, or a uniform predicate's value;
+    None where not known."""
+    if not isinstance(operand, ir.Register):
+        return None
+    known = fl.warp_bounds.get(id(operand))
+    if known is not None:
+        return known[:2] if known[2] is fl.mask else None
+    if operand not in fl.uniform:
+        return None
+    value = fl.read(operand, "pred")
+    if is_vec(value) or value.type != I1:
+        return None
+    return value, fl.b.not_(value)
 
 
 def _negated(predicate: str) -> str:
@@ -83,20 +145,23 @@ def _negated(predicate: str) -> str:
 
 
 def _aligned_lanes(fl: GangLowering, operand, t):
-    """(the least lane value, the greatest) of a register whose lanes hold u + c[i] with
-    aligned offsets and t's width, as scalars of t; None otherwise. u comes from lane 0 of
-    the lanes as read (a rebuilt register's u itself, after LLVM's folding): every lane
-    holds u + c[i] where the mask is full or the register is rebuilt (lowering.py keeps
-    its frame's u and reads the lanes as u + c)."""
+    """(the least lane value, the greatest, whether their order is to be tested) of a
+    register whose lanes hold u + c[i] with t's width, as scalars of t; None otherwise.
+    With aligned offsets no lane's value wraps; with others the two ends are in order
+    exactly where none does (module docstring). u comes from lane 0 of the lanes as read
+    (a rebuilt register's u itself, after LLVM's folding): every lane holds u + c[i]
+    where the mask is full or the register is rebuilt (lowering.py keeps its frame's u
+    and reads the lanes as u + c)."""
     if not isinstance(operand, ir.Register) or operand in fl.uniform:
         return None
     offsets = fl.lane_offsets.get(operand)
     align = fl.lane_alignment.get(operand, 0)
     bits = t.bits
-    if offsets is None or operand.type.bits != bits or not 1 < align <= 1 << (bits - 1) \
-            or not all(0 <= c < align for c in offsets) \
+    if offsets is None or operand.type.bits != bits \
+            or max(offsets) - min(offsets) >= 1 << (bits - 1) \
             or not (is_full(fl.mask) or id(operand) in fl.rebuilt):
         return None
+    aligned = 1 < align <= 1 << (bits - 1) and all(0 <= c < align for c in offsets)
     b = fl.b
     lanes = fl.read(operand, t)
     if not is_vec(lanes):
@@ -104,4 +169,4 @@ def _aligned_lanes(fl: GangLowering, operand, t):
     typ = lanes.type.element
     u = b.sub(ll.IRBuilder.extract_element(b, lanes, I32(0)), ll.Constant(typ, offsets[0]))
     return (b.add(u, ll.Constant(typ, min(offsets))),
-            b.add(u, ll.Constant(typ, max(offsets))))
+            b.add(u, ll.Constant(typ, max(offsets))), not aligned)
