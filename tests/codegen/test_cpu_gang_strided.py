@@ -16,6 +16,7 @@ from corpus import KERNEL_DIR, corpus_ptx
 from ptxport import Device, LaunchConfig, Program, launch
 from ptxport.codegen.targets.cpu.gang.build import build_gang
 from ptxport.codegen.targets.cpu.options import CpuOptions
+from ptxport.codegen.targets.cpu.target import CpuTarget
 from ptxport.errors import IllegalAddressError
 from ptxport.ir.from_ptx import build
 from ptxport.ptx.parser import parse
@@ -304,8 +305,56 @@ def test_a_partial_mask_faults_at_its_first_bad_lane():
 
 
 def test_a_partial_mask_goes_lane_by_lane_over_its_set_bits():
-    code = str(build_gang(build(parse(GUARDED)), "k", (32, 1, 1), CpuOptions())[0])
+    code = str(build_gang(build(parse(GUARDED)), "k", (32, 1, 1),
+                          CpuOptions(strided_gathers=False))[0])
     assert "strided_lane_head" in code and "llvm.cttz" in code
+
+
+@pytest.mark.skipif(not CpuTarget.avx512_lanes, reason="gathers only with AVX-512")
+def test_long_shared_strides_are_gathers_and_scatters_with_avx512():
+    """On an AVX-512 host the other strides' shared accesses (here under a guard's mask)
+    are one gather or scatter of the lanes' 32-bit window offsets (vpgatherdd);
+    no lane loop is left."""
+    def code(gathers):
+        return str(build_gang(build(parse(GUARDED)), "k", (32, 1, 1),
+                              CpuOptions(strided_gathers=gathers))[0])
+
+    def counts(text):
+        return [len(re.findall(rf"call [^@]*@\"llvm\.masked\.{kind}\.v32i32", text))
+                for kind in ("gather", "scatter")]
+    on, off = code(True), code(False)
+    assert "strided_lane_head" not in on and "strided_lane_head" in off
+    # (the guarded load's and the guarded store's)
+    assert [a - b for a, b in zip(counts(on), counts(off), strict=True)] == [1, 1]
+    # the lanes' offsets from lane 0's and the stride, in 32 bits
+    assert re.search(r"= mul <32 x i32> <i32 0, i32 1, i32 2, i32 3, ", on)
+
+
+@pytest.mark.parametrize("gathers", [True, False])
+@pytest.mark.parametrize("s, base, base2, guard", [(40, 3, 5, 20), (-70, 1000, 950, 14),
+                                                   (8, 7, 9, 32), (-33, 1023, 1023, 32)])
+def test_long_strides_either_way(s, base, base2, guard, gathers, cpu_options):
+    """Strides of 8 elements and more (no span access) give each lane's own values as
+    gathers and scatters and lane by lane, under a partial mask and the full one."""
+    cpu_options(strided_gathers=gathers)
+    out = _guarded(s, base, base2, guard)
+    loaded = [(base + t * s) % (1 << 32) for t in range(min(guard, 32))]
+    buf = np.arange(N, dtype=np.uint32) + 7
+    assert (out[:guard] == buf[loaded]).all() and (out[guard:32] == 0).all()
+    for t in range(guard):
+        buf[base2 + t * s] = t + 1000
+    assert (out[32:] == buf).all()
+
+
+@pytest.mark.parametrize("gathers", [True, False])
+def test_a_long_stride_faults_at_its_first_bad_lane_either_way(gathers, cpu_options):
+    cpu_options(strided_gathers=gathers)
+    with pytest.raises(IllegalAddressError, match=rf"line {_line(GUARDED, '@%p3 ld.shared')} "
+                       r"in block \(0, 0, 0\), thread 18;"):
+        _guarded(60, 0, 0, 20)
+    with pytest.raises(IllegalAddressError, match=rf"line {_line(SHARED, '@%p2 st.shared')} "
+                       r"in block \(0, 0, 0\), thread 24;"):
+        _shared(None, 9, 0, 808)     # 808 + 9 * 24 = 1024: past the end
 
 
 

@@ -46,6 +46,10 @@ class CpuOptions:
         threadIdx.x leaves idle where every later warp would be idle too and run the same
         memoryless code up to the next barrier (gang/idle_warps.py); False resumes every
         warp (to measure what it gains).
+    strided_gathers : bool
+        On hosts with AVX-512, load and store shared-memory lanes one stride apart whose
+        stride is not one span access (8 elements and more: a tree's busy levels) as one
+        gather or scatter (gang/strided.py); False goes lane by lane.
     """
 
     gang: bool = True
@@ -55,6 +59,7 @@ class CpuOptions:
     hoist_global_checks: bool = True
     interleave_passes: int = 4
     skip_idle_warps: bool = True
+    strided_gathers: bool = True
 
     def key(self) -> dict[str, bool | int]:
         """The choices as plain data, for cache keys."""

@@ -156,9 +156,12 @@ def strided_access(fl: GangLowering, place: Place, t: Type, value, general):
         if known is None:
             b.position_at_end(later)
     if not b.block.is_terminated:       # (another stride)
-        lane0 = _pointer(fl, place, start if et.width == 64 else b.zext(start, I64))
-        by_lane = _lane_by_lane if isinstance(fl.mask, ll.Constant) else _mask_lanes
-        incoming.append((by_lane(fl, t, value, lane0, stride), b.block))
+        if _gathers(fl, place):
+            incoming.append((_gathered(fl, t, value, start, stride), b.block))
+        else:
+            lane0 = _pointer(fl, place, start if et.width == 64 else b.zext(start, I64))
+            by_lane = _lane_by_lane if isinstance(fl.mask, ll.Constant) else _mask_lanes
+            incoming.append((by_lane(fl, t, value, lane0, stride), b.block))
         b.branch(done)
     b.position_at_end(slow)
     incoming.append((general(fl, _cold(fl, place), t, value), b.block))
@@ -227,6 +230,39 @@ def _checked_span(fl: GangLowering, place: Place, t: Type) -> tuple:
     if place.stride.widened:        # (only while no widening of the warp wrapped)
         ok = b.and_(ok, fl.no_widening_wrapped())
     return start, stride, known, ok, low
+
+
+def _gathers(fl: GangLowering, place: Place) -> bool:
+    """Whether the other strides' accesses at `place` are one gather or scatter: shared
+    memory on a host with AVX-512 (`vpgatherdd`/`vpscatterdd`, 16 lanes each, from the
+    window with the lanes' 32-bit offsets), where the option asks for it."""
+    return place.shared and fl.target.avx512_lanes and fl.options.strided_gathers
+
+
+def _gathered(fl: GangLowering, t: Type, value, start, stride):
+    """The mask's lanes' elements at the shared window offsets start + i * stride (lane
+    i's, modulo the addresses' width), in one gather or scatter (the mask's other lanes of
+    a load undefined). The offsets are taken in 32 bits and sign-extended: the span check
+    put every lane of the mask in the window, below 2^31, where that is each lane's own
+    offset (x86 gathers them as dwords); the other lanes are not accessed. A scatter
+    stores its lanes in lane order, as the lane-by-lane stores did."""
+    b, element = fl.b, value_type(t)
+    vt, name = vec(element), type_name(element)
+    first, step = ((v if v.type.width == 32 else b.trunc(v, I32)) for v in (start, stride))
+    lanes = b.add(b.splat(first), b.mul(ll.Constant(vec(I32), list(range(W))),
+                                        b.splat(step)))
+    pointers = ll.IRBuilder.gep(b, fl.target.space_base(fl, "shared"),
+                                [b.sext(lanes, vec(I64))], source_etype=I8)
+    pointers.type = vec(PTR)
+    if value is None:
+        fn = declare(fl.llfn.module, f"llvm.masked.gather.v{W}{name}.v{W}p0", vt,
+                     [vec(PTR), I32, vec(I1), vt])
+        return ll.IRBuilder.call(b, fn, [pointers, I32(t.size), fl.mask,
+                                         ll.Constant(vt, None)])
+    fn = declare(fl.llfn.module, f"llvm.masked.scatter.v{W}{name}.v{W}p0", ll.VoidType(),
+                 [vt, vec(PTR), I32, vec(I1)])
+    ll.IRBuilder.call(b, fn, [value, pointers, I32(t.size), fl.mask])
+    return None
 
 
 def _lane_by_lane(fl: GangLowering, t: Type, value, pointer, stride):
