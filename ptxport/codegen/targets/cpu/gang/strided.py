@@ -202,7 +202,7 @@ def _cold(fl: GangLowering, place: Place) -> Place:
     (scalar_lanes.recomputed), so that the span path, which takes lane 0's address (and
     lane 1's) as scalars, does not compute the 32 lanes' sign extensions, shifts and adds
     (scan_blelloch's copy in and out: about 15 vector instructions an access)."""
-    addrs = recomputed(fl.b, place.addrs, fl.written)
+    addrs = recomputed(fl.b, place.addrs, fl.written, widths=(32, 64))
     if addrs is place.addrs:
         return place
     return Place(addrs, place.shared, place.offset, place.key, place.lanes, place.stride)
