@@ -48,8 +48,8 @@ class CpuOptions:
         warp (to measure what it gains).
     strided_gathers : bool
         On hosts with AVX-512, load and store shared-memory lanes one stride apart whose
-        stride is not one span access (8 elements and more: a tree's busy levels) as one
-        gather or scatter (gang/strided.py); False goes lane by lane.
+        stride is not one span access (8 elements and more: a tree's busy levels), under
+        the full mask, as one gather or scatter (gang/strided.py); False goes lane by lane.
     """
 
     gang: bool = True
