@@ -480,3 +480,42 @@ def test_which_strided_spans_prefetch_again():
                                         (4, "y", 8), (4, "x", 16), (12, "x", 8)]]
     assert again == [False, False, True, False, False, False, True]
     assert st._prefetched_before(fl, Place(None, False, 4, "x"), None) is False
+
+
+# SHARED with 64-bit shared addresses, as NVRTC 13.0 writes a tree level's: the 32-bit
+# index base + t * s widened (mul.wide.s32: a scaled form's widening) and added to the
+# window's 64-bit address
+WIDE = _shared_ptx(None).replace(".reg .b64 %rd<10>;", ".reg .b64 %rd<16>;").replace(
+    "shl.b32 %r10, %r9, 2;\nadd.s32 %r11, %r7, %r10;\nld.shared.u32 %r13, [%r11];",
+    "mul.wide.s32 %rd10, %r9, 4;\nmov.u64 %rd11, buf;\nadd.s64 %rd12, %rd11, %rd10;\n"
+    "ld.shared.u32 %r13, [%rd12];").replace(
+    "shl.b32 %r15, %r14, 2;\nadd.s32 %r16, %r7, %r15;",
+    "mul.wide.s32 %rd13, %r14, 4;\nadd.s64 %rd14, %rd11, %rd13;").replace(
+    "@%p2 st.shared.u32 [%r16], %r17;", "@%p2 st.shared.u32 [%rd14], %r17;")
+
+
+def test_a_widened_tree_index_is_strided():
+    assert "ld.shared.u32 %r13, [%rd12];" in WIDE and "[%rd14], %r17" in WIDE
+    code = str(build_gang(build(parse(WIDE)), "k", (32, 1, 1), CpuOptions())[0])
+    assert "strided_span" in code
+
+
+@pytest.mark.parametrize("s, base, base2", CASES[:8] + [(0, 17, 0), (-33, 1023, 1023)])
+def test_a_widened_tree_index_reads_each_lanes_element(s, base, base2):
+    src, out, kernel, dev = _run(WIDE, s, base, base2, 32 if s else 1)
+    assert kernel._binary(dev).gang_refusal is None
+    assert (out == _expected(s, base, base2, 32 if s else 1)).all()
+
+
+# (s, base, base2, line, thread): past the end, below the start, the 32-bit index wrapping
+# between lanes (2^31 - 4 + 2 * t: lane 2 wraps to -2^31; lanes 0 and 1 far outside too)
+WIDE_FAULTS = [(40, 0, 0, "ld.shared.u32 %r13", 26), (-2, 5, 0, "ld.shared.u32 %r13", 3),
+               (2, (1 << 31) - 4, 0, "ld.shared.u32 %r13", 0),
+               (1, 0, 1000, "@%p2 st.shared", 24)]
+
+
+@pytest.mark.parametrize("s, base, base2, where, thread", WIDE_FAULTS)
+def test_a_widened_tree_index_faults_at_its_first_bad_lane(s, base, base2, where, thread):
+    with pytest.raises(IllegalAddressError, match=rf"line {_line(WIDE, where)} in block "
+                       rf"\(0, 0, 0\), thread {thread};"):
+        _run(WIDE, s, base, base2, 32)

@@ -229,7 +229,24 @@ def _checked_span(fl: GangLowering, place: Place, t: Type) -> tuple:
     ok, low = _span(fl, place, start, stride, t.size)
     if place.stride.widened:        # (only while no widening of the warp wrapped)
         ok = b.and_(ok, fl.no_widening_wrapped())
+    if place.stride.widened and place.stride.scaled:
+        ok = b.and_(ok, _in_lane_order(fl, place, stride))
     return start, stride, known, ok, low
+
+
+def _in_lane_order(fl: GangLowering, place: Place, stride):
+    """i1: lane 31's address is lane 0's plus 31 strides (lane 1's less lane 0's), for a
+    scaled form's widening (passes/lane_forms.py), which has no guard of its own. Lane i
+    holds B + K * ext(v + i * d) with v + i * d taken modulo 2^32: where the exact sums
+    z_i = ext(v) + i * D (D = ext(lane 1's) - ext(lane 0's)) of lanes 0 and 31 lie in the
+    extension's range, so do all between them, and every lane's extension is its z_i:
+    then every lane lies in lane order, else this fails and the access takes the general
+    path with the lanes' true addresses."""
+    b = fl.b
+    et = place.addrs.type.element
+    lane0, lane31 = (scalar_lane(b, place.addrs, i, fl.written) for i in (0, W - 1))
+    return ll.IRBuilder.icmp_unsigned(
+        b, "==", lane31, b.add(lane0, b.mul(stride, ll.Constant(et, W - 1))))
 
 
 def _gathers(fl: GangLowering, place: Place) -> bool:
