@@ -122,10 +122,17 @@ def widening_guard(inst: ir.Instruction, source: LaneForm) -> list[tuple[int, in
 
 
 def _widened(inst: ir.Instruction, source: LaneForm) -> LaneForm:
-    """The form a widening writes: the exact offsets from each reference lane, scaled."""
-    if source.scaled:       # (its sums may wrap, unchecked: no form)
-        return _VARIES
+    """The form a widening writes: the exact offsets from each reference lane, scaled. A
+    scaled form's widening (NVRTC 13.0's tree levels: `mul.wide.s32` of `offset * (2t + 1)
+    - 1`) stays scaled and is marked widened, with no guard (its s is not known when
+    compiling): gang/strided.py, its only user, tests lane 31 against lanes 0 and 1 at run
+    time, which holds for lanes in lane order only where no lane's sum wrapped."""
     _, scale = widening(inst)
+    if source.scaled:
+        if source.halves:
+            return _VARIES
+        out = [_signed(c - source.offsets[0], 32) * scale for c in source.offsets]
+        return _form(out, widened=True, scaled=True)
     out = []
     for i, c in enumerate(source.offsets):
         ref = HALF * (i // HALF) if source.halves else 0

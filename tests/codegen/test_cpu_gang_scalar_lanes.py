@@ -38,6 +38,10 @@ def _function(op: str, k: int, how: str, wide: bool = False):
         out = lane(b, v, k)
     elif how == "recomputed":
         out = b.extract_element(recomputed(b, v), I32(k))
+    elif how == "recomputed32":         # (strided.py's: 32-bit lanes too, leaves frozen)
+        copy = recomputed(b, v, widths=(32, 64))
+        assert copy is not v
+        out = b.extract_element(copy, I32(k))
     else:
         out = b.extract_element(v, I32(k))
     b.ret(out)
@@ -63,3 +67,6 @@ def test_a_lane_of_each_binary_operation(op):
             assert _run(_function(op, k, "lane"), x) == _run(_function(op, k, "vector"), x)
             assert _run(_function(op, k, "recomputed", True), x) == _run(
                 _function(op, k, "vector", True), x)
+            for wide in (False, True):
+                assert _run(_function(op, k, "recomputed32", wide), x) == _run(
+                    _function(op, k, "vector", wide), x)

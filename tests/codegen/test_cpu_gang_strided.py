@@ -16,6 +16,7 @@ from corpus import KERNEL_DIR, corpus_ptx
 from ptxport import Device, LaunchConfig, Program, launch
 from ptxport.codegen.targets.cpu.gang.build import build_gang
 from ptxport.codegen.targets.cpu.options import CpuOptions
+from ptxport.codegen.targets.cpu.target import CpuTarget
 from ptxport.errors import IllegalAddressError
 from ptxport.ir.from_ptx import build
 from ptxport.ptx.parser import parse
@@ -175,8 +176,9 @@ def test_a_stride_known_when_compiling(stride, base, base2):
 @pytest.mark.parametrize("s, guard", [(2, 20), (-1, 7), (5, 31), (1, 0)])
 def test_a_guard_stores_its_lanes_only(s, guard):
     base, base2 = (600, 400) if s < 0 else (3, 100)
-    _, out = _shared(None, s, base, base2, guard)
-    assert (out == _expected(s, base, base2, guard)).all()
+    if all(0 <= base + t * s < N for t in range(32)):   # (else SHARED's load faults)
+        _, out = _shared(None, s, base, base2, guard)
+        assert (out == _expected(s, base, base2, guard)).all()
 
 
 def test_the_strides_are_known_when_compiling():
@@ -304,8 +306,40 @@ def test_a_partial_mask_faults_at_its_first_bad_lane():
 
 
 def test_a_partial_mask_goes_lane_by_lane_over_its_set_bits():
-    code = str(build_gang(build(parse(GUARDED)), "k", (32, 1, 1), CpuOptions())[0])
+    code = str(build_gang(build(parse(GUARDED)), "k", (32, 1, 1),
+                          CpuOptions(strided_gathers=False))[0])
     assert "strided_lane_head" in code and "llvm.cttz" in code
+
+
+@pytest.mark.parametrize("gathers", [True, False])
+@pytest.mark.parametrize("s, base, base2, guard", [(40, 3, 5, 20), (-70, 1000, 950, 14),
+                                                   (8, 7, 9, 32), (-33, 1023, 1023, 32)])
+def test_long_strides_either_way(s, base, base2, guard, gathers, cpu_options):
+    """Strides of 8 elements and more (no span access) give each lane's own values as
+    gathers and scatters and lane by lane: under a guard's mask (GUARDED) and the full
+    one (SHARED's load)."""
+    cpu_options(strided_gathers=gathers)
+    out = _guarded(s, base, base2, guard)
+    loaded = [(base + t * s) % (1 << 32) for t in range(min(guard, 32))]
+    buf = np.arange(N, dtype=np.uint32) + 7
+    assert (out[:guard] == buf[loaded]).all() and (out[guard:32] == 0).all()
+    for t in range(guard):
+        buf[base2 + t * s] = t + 1000
+    assert (out[32:] == buf).all()
+    if all(0 <= base + t * s < N for t in range(32)):   # (else SHARED's load faults)
+        _, out = _shared(None, s, base, base2, guard)
+        assert (out == _expected(s, base, base2, guard)).all()
+
+
+@pytest.mark.parametrize("gathers", [True, False])
+def test_a_long_stride_faults_at_its_first_bad_lane_either_way(gathers, cpu_options):
+    cpu_options(strided_gathers=gathers)
+    with pytest.raises(IllegalAddressError, match=rf"line {_line(GUARDED, '@%p3 ld.shared')} "
+                       r"in block \(0, 0, 0\), thread 18;"):
+        _guarded(60, 0, 0, 20)
+    with pytest.raises(IllegalAddressError, match=rf"line {_line(SHARED, '@%p2 st.shared')} "
+                       r"in block \(0, 0, 0\), thread 24;"):
+        _shared(None, 9, 0, 808)     # 808 + 9 * 24 = 1024: past the end
 
 
 
@@ -345,6 +379,26 @@ add.s64 %rd6, %rd2, %rd5;
 st.global.u32 [%rd6], %r16;
 bar.sync 0;
 """ + COPIED_OUT
+
+
+@pytest.mark.skipif(not CpuTarget.avx512_lanes, reason="gathers only with AVX-512")
+def test_long_shared_strides_are_gathers_and_scatters_under_the_full_mask():
+    """On an AVX-512 host the other strides' shared accesses under the full mask are one
+    gather or scatter of the lanes' 32-bit window offsets (vpgatherdd); under a guard's
+    mask they go lane by lane over its set bits, as without the option."""
+    def code(gathers):
+        return str(build_gang(build(parse(REUSED)), "k", (32, 1, 1),
+                              CpuOptions(strided_gathers=gathers))[0])
+
+    def counts(text):
+        return [len(re.findall(rf"call [^@]*@\"llvm\.masked\.{kind}\.v32i32", text))
+                for kind in ("gather", "scatter")]
+    on, off = code(True), code(False)
+    # (the two loads and the unguarded store; the guarded store keeps its lane loop)
+    assert [a - b for a, b in zip(counts(on), counts(off), strict=True)] == [2, 1]
+    assert "strided_lane_head" in on and "strided_lane_head" in off
+    # the lanes' offsets from lane 0's and the stride, in 32 bits
+    assert len(re.findall(r"= mul <32 x i32> <i32 0, i32 1, i32 2, i32 3, ", on)) == 3
 
 
 @pytest.mark.parametrize("s, base, base2, guard", [
@@ -426,3 +480,42 @@ def test_which_strided_spans_prefetch_again():
                                         (4, "y", 8), (4, "x", 16), (12, "x", 8)]]
     assert again == [False, False, True, False, False, False, True]
     assert st._prefetched_before(fl, Place(None, False, 4, "x"), None) is False
+
+
+# SHARED with 64-bit shared addresses, as NVRTC 13.0 writes a tree level's: the 32-bit
+# index base + t * s widened (mul.wide.s32: a scaled form's widening) and added to the
+# window's 64-bit address
+WIDE = _shared_ptx(None).replace(".reg .b64 %rd<10>;", ".reg .b64 %rd<16>;").replace(
+    "shl.b32 %r10, %r9, 2;\nadd.s32 %r11, %r7, %r10;\nld.shared.u32 %r13, [%r11];",
+    "mul.wide.s32 %rd10, %r9, 4;\nmov.u64 %rd11, buf;\nadd.s64 %rd12, %rd11, %rd10;\n"
+    "ld.shared.u32 %r13, [%rd12];").replace(
+    "shl.b32 %r15, %r14, 2;\nadd.s32 %r16, %r7, %r15;",
+    "mul.wide.s32 %rd13, %r14, 4;\nadd.s64 %rd14, %rd11, %rd13;").replace(
+    "@%p2 st.shared.u32 [%r16], %r17;", "@%p2 st.shared.u32 [%rd14], %r17;")
+
+
+def test_a_widened_tree_index_is_strided():
+    assert "ld.shared.u32 %r13, [%rd12];" in WIDE and "[%rd14], %r17" in WIDE
+    code = str(build_gang(build(parse(WIDE)), "k", (32, 1, 1), CpuOptions())[0])
+    assert "strided_span" in code
+
+
+@pytest.mark.parametrize("s, base, base2", CASES[:8] + [(0, 17, 0), (-33, 1023, 1023)])
+def test_a_widened_tree_index_reads_each_lanes_element(s, base, base2):
+    src, out, kernel, dev = _run(WIDE, s, base, base2, 32 if s else 1)
+    assert kernel._binary(dev).gang_refusal is None
+    assert (out == _expected(s, base, base2, 32 if s else 1)).all()
+
+
+# (s, base, base2, line, thread): past the end, below the start, the 32-bit index wrapping
+# between lanes (2^31 - 4 + 2 * t: lane 2 wraps to -2^31; lanes 0 and 1 far outside too)
+WIDE_FAULTS = [(40, 0, 0, "ld.shared.u32 %r13", 26), (-2, 5, 0, "ld.shared.u32 %r13", 3),
+               (2, (1 << 31) - 4, 0, "ld.shared.u32 %r13", 0),
+               (1, 0, 1000, "@%p2 st.shared", 24)]
+
+
+@pytest.mark.parametrize("s, base, base2, where, thread", WIDE_FAULTS)
+def test_a_widened_tree_index_faults_at_its_first_bad_lane(s, base, base2, where, thread):
+    with pytest.raises(IllegalAddressError, match=rf"line {_line(WIDE, where)} in block "
+                       rf"\(0, 0, 0\), thread {thread};"):
+        _run(WIDE, s, base, base2, 32)

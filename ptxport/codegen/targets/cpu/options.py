@@ -51,6 +51,10 @@ class CpuOptions:
         register that LLVM cannot see through, not as window + lane index + constant: an
         indexed memory operand costs the Xeons' cores an extra uop in FMAs with a broadcast
         operand (gemm's k loop); False leaves the addressing to LLVM.
+    strided_gathers : bool
+        On hosts with AVX-512, load and store shared-memory lanes one stride apart whose
+        stride is not one span access (8 elements and more: a tree's busy levels), under
+        the full mask, as one gather or scatter (gang/strided.py); False goes lane by lane.
     """
 
     gang: bool = True
@@ -61,6 +65,7 @@ class CpuOptions:
     interleave_passes: int = 4
     skip_idle_warps: bool = True
     opaque_window_bases: bool = True
+    strided_gathers: bool = True
 
     def key(self) -> dict[str, bool | int]:
         """The choices as plain data, for cache keys."""

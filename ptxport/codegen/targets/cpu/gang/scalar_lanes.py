@@ -77,30 +77,39 @@ def _stored(load):
     return None
 
 
-def recomputed(b: ll.IRBuilder, vector, written=None, depth: int = _DEPTH):
-    """`vector` (of 64-bit lanes) made again where the builder is, from the same 32-bit
-    lanes and scalars: a cold path's copy of an address vector, so that the hot path, which
-    took its range from lane()'s scalars, does not compute it (LLVM keeps one computation
-    used on two cold paths where they part, in the hot code)."""
+def recomputed(b: ll.IRBuilder, vector, written=None, depth: int = _DEPTH,
+               widths: tuple = (64,)):
+    """`vector` (of 64-bit lanes, or of any lane width of `widths`) made again where the
+    builder is, from the same 32-bit lanes and scalars: a cold path's copy of an address
+    vector, so that the hot path, which took its range from lane()'s scalars, does not
+    compute it (LLVM keeps one computation used on two cold paths where they part, in the
+    hot code). strided.py passes (32, 64): a tree level's 32-bit shared addresses
+    (`offset * (2t + 1) - 1`, a multiply of each half) were made on the hot path, which
+    takes lanes 0 and 1 alone, for the four accesses' cold paths."""
     if not (isinstance(vector, ll.Instruction) and isinstance(vector.type, ll.VectorType)
-            and vector.type.element == ll.IntType(64)) or depth == 0:
+            and isinstance(vector.type.element, ll.IntType)
+            and vector.type.element.width in widths):
         return vector
+    if depth == 0:      # (32-bit leaves frozen, as the casts: a copy, not the hot value)
+        return freeze(b, vector) if 32 in widths else vector
     op, args = vector.opname, vector.operands
+
+    def again(v):
+        return recomputed(b, v, written, depth - 1, widths)
     if op == "load" and isinstance(args[0], ll.AllocaInstr):
         stored = _slot_value(vector, written)
-        return vector if stored is None else recomputed(b, stored, written, depth - 1)
+        if stored is None:
+            return freeze(b, vector) if 32 in widths else vector
+        return again(stored)
     if op in _BINARY:
-        return getattr(ll.IRBuilder, _BINARY[op])(b, recomputed(b, args[0], written, depth - 1),
-                                                  recomputed(b, args[1], written, depth - 1))
+        return getattr(ll.IRBuilder, _BINARY[op])(b, again(args[0]), again(args[1]))
     if op in _CASTS:        # (frozen: LLVM would take the hot code's cast for this copy)
         return getattr(ll.IRBuilder, op)(b, freeze(b, args[0]), vector.type)
     if op == "insertelement":
-        return ll.IRBuilder.insert_element(b, recomputed(b, args[0], written, depth - 1),
-                                           args[1], args[2])
+        return ll.IRBuilder.insert_element(b, again(args[0]), args[1], args[2])
     if op == "shufflevector":
-        return ll.IRBuilder.shuffle_vector(b, recomputed(b, args[0], written, depth - 1),
-                                           recomputed(b, args[1], written, depth - 1), args[2])
-    return vector
+        return ll.IRBuilder.shuffle_vector(b, again(args[0]), again(args[1]), args[2])
+    return freeze(b, vector) if 32 in widths else vector
 
 
 def freeze(b: ll.IRBuilder, value):
