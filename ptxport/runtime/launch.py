@@ -18,6 +18,7 @@ from __future__ import annotations
 import operator
 import weakref
 from collections.abc import Callable
+from functools import partial
 from math import prod
 
 import numpy as np
@@ -397,7 +398,7 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args) -> None:
     if packer is None:
         packer = kernel._packer = _Packer(kernel)
     params, keep = packer.pack(kernel, args, device)
-    _queue(stream, config, kernel, params, keep)
+    _queue(stream, config, kernel, params, keep, device=device)
 
 
 def launch_now(stream: Stream, config: LaunchConfig, kernel: Kernel, *args) -> None:
@@ -482,8 +483,8 @@ _AT_ONCE_THREADS = 1 << 15
 
 
 def _queue(stream: Stream, config: LaunchConfig, kernel: Kernel, params: bytes, keep,
-           now: bool = False) -> None:
-    device = stream.device
+           now: bool = False, device: Device | None = None) -> None:
+    device = stream.device if device is None else device
     grid, block, shmem_size, timeout = config.grid, config.block, config.shmem_size, \
         config.timeout
     ready = kernel._ready.get((device, block))
@@ -506,8 +507,46 @@ def _queue(stream: Stream, config: LaunchConfig, kernel: Kernel, params: bytes, 
     options = None if timeout is None else {"timeout": timeout}
     if config.is_cooperative:
         options = {**(options or {}), "cooperative": True}
+    # (words for a timeout's message, made only when one needs them; `run`, what runs the
+    # launch whole, is made only where it is queued or run at once: a closure made here
+    # had every variable it uses a cell, made anew at each launch before its blocks begin)
+    what = partial(_what, name, grid, block, timeout)
 
-    def run(keep=keep) -> None:  # `keep`: the buffers' memory lives until the kernel ran
+    # A small grid of a kernel that cannot wait for anything (backend.runs_at_once) runs on
+    # this thread now when its stream is idle, sparing two hand-overs between threads; a
+    # failure is still raised by the next sync. Its first launch is queued, for Events to
+    # say it compiled; a larger grid too, so that the caller's work overlaps it (unless
+    # `now`: launch_now's caller waits for it).
+    if at_once and not compiled and (now or grid[0] * grid[1] * grid[2] * threads
+                                     <= _AT_ONCE_THREADS) \
+            and stream._run_now(_runner(ready, device, grid, block, shmem_size, params,
+                                        options, keep), what=what, kernel=name):
+        return
+    # Otherwise its blocks begin at once where the device can (the CPU device's worker
+    # threads, backends/cpu/early.py) when the stream is idle, and what finishes it is
+    # queued (a sync, or the stream's thread, joins it). (Not on the stand-ins of
+    # ptxport.compat: a graph's capture keeps work, never runs it.)
+    start_now = getattr(stream, "_start_now", None)
+    if compiled or now or options is not None or start_now is None or starter is None or \
+            not start_now(_start, (starter, grid, block, shmem_size, params, keep, what),
+                          what=what, kernel=name):
+        stream._submit(_runner(ready, device, grid, block, shmem_size, params, options, keep),
+                       what=what, kernel=name, compiled=bool(compiled), defer=True)
+
+
+def _what(name: str, grid: tuple, block: tuple, timeout: float | None) -> str:
+    """_queue: words for a launch in a timeout's message."""
+    limit = "" if timeout is None else f", stopped after {timeout:g} s"
+    return f"kernel {name} (grid {grid}, block {block}{limit})"
+
+
+def _runner(ready: tuple, device: Device, grid: tuple, block: tuple, shmem_size: int,
+            params: bytes, options: dict | None, keep) -> Callable[[], None]:
+    """_queue: the function that runs a launch whole (the kernel's `ready` tuple there);
+    it keeps `keep`, the buffers' memory, alive until the kernel ran."""
+    binary, _, backend, ordinal, name, _, starter = ready
+
+    def run(keep=keep) -> None:
         try:
             # (the backend's starter runs it whole reusing the last launch's setup)
             if options is None and starter is not None:
@@ -522,28 +561,7 @@ def _queue(stream: Stream, config: LaunchConfig, kernel: Kernel, params: bytes, 
             raise KernelExecutionError(
                 f"kernel {name} failed on {device}: {type(e).__name__}: {e}") from e
 
-    def what() -> str:   # words for a timeout's message, made only when one needs them
-        limit = "" if timeout is None else f", stopped after {timeout:g} s"
-        return f"kernel {name} (grid {grid}, block {block}{limit})"
-
-    # A small grid of a kernel that cannot wait for anything (backend.runs_at_once) runs on
-    # this thread now when its stream is idle, sparing two hand-overs between threads; a
-    # failure is still raised by the next sync. Its first launch is queued, for Events to
-    # say it compiled; a larger grid too, so that the caller's work overlaps it (unless
-    # `now`: launch_now's caller waits for it).
-    if at_once and not compiled and (now or grid[0] * grid[1] * grid[2] * threads
-                                     <= _AT_ONCE_THREADS) \
-            and stream._run_now(run, what=what, kernel=name):
-        return
-    # Otherwise its blocks begin at once where the device can (the CPU device's worker
-    # threads, backends/cpu/early.py) when the stream is idle, and what finishes it is
-    # queued (a sync, or the stream's thread, joins it). (Not on the stand-ins of
-    # ptxport.compat: a graph's capture keeps work, never runs it.)
-    start_now = getattr(stream, "_start_now", None)
-    if compiled or now or options is not None or start_now is None or starter is None or \
-            not start_now(_start, (starter, grid, block, shmem_size, params, keep, what),
-                          what=what, kernel=name):
-        stream._submit(run, what=what, kernel=name, compiled=bool(compiled), defer=True)
+    return run
 
 
 def _start(starter, grid, block, shmem_size: int, params: bytes, keep,

@@ -631,6 +631,34 @@ def test_traced_launches_say_when_each_worker_ran_its_share(dev, kernels, worker
     assert cpu_pool.last_shares() is None
 
 
+def test_a_traced_launchs_record_outlives_the_next_launch_of_its_job(dev, kernels, workers):
+    # (a traced run keeps its job, and last_shares() copies the job's trace words: the next
+    # launch of the same kernel, begun on the same job before anyone asked, copies them
+    # first, so that the record asked for while it runs is still the ended launch's)
+    workers(2)
+    stream = dev.create_stream()
+    out = _zeros(dev, stream, 1024)
+    count_runs = kernels.get_kernel("count_runs")
+    config = LaunchConfig(grid=1024, block=64)      # (too many threads to run at once)
+    cpu_pool.trace_shares(True)
+    try:
+        launch(stream, config, count_runs, out)
+        stream.sync()
+        between = time.monotonic_ns()
+        launch(stream, config, count_runs, out)
+        first = cpu_pool.last_shares()
+        stream.sync()
+        second = cpu_pool.last_shares()
+    finally:
+        cpu_pool.trace_shares(False)
+    assert (_read(out, stream, 1024) == 2 * 64).all()
+    assert first["opened_ns"] < between < second["opened_ns"]
+    for record in (first, second):
+        assert 0 <= record["own"] <= record["end"]
+        assert all(0 <= begin <= end <= record["end"]
+                   for begin, end in filter(None, record["shares"]))
+
+
 def test_a_grid_smaller_than_the_pool_runs_on_as_many_workers_as_blocks(dev, kernels, workers):
     # (benchmarks/cpu_workers.py counts the shares taken: a grid of 2 blocks on 4 workers
     # has 2 shares, both run at once: gather ends only then)

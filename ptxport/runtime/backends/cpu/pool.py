@@ -618,6 +618,8 @@ class Pool:
         job.view[OPENED] = 1
         if (job._trace is not None) is not _TRACING[0]:
             job.trace(_TRACING[0])
+        elif _TRACING[1] is job:    # (its last run's record, before this run overwrites it)
+            _keep_record(job)
         self._native.open(self.address, job.address)
 
     def run(self, job: Job, traced: bool = True) -> int:
@@ -628,11 +630,17 @@ class Pool:
         if not traced:
             return self._native.run(self.address, job.address)
         # (not while it runs)
-        if (job._trace is not None) is not _TRACING[0] and not job.view[OPENED]:
-            job.trace(_TRACING[0])
+        if not job.view[OPENED]:
+            if (job._trace is not None) is not _TRACING[0]:
+                job.trace(_TRACING[0])
+            elif _TRACING[1] is job:
+                _keep_record(job)
         failed = self._native.run(self.address, job.address)
         if _TRACING[0]:
-            _TRACING[1] = job.snapshot(int(job.words[WORKERS]))
+            # (the job itself: last_shares() copies its trace's words, or the job's next
+            # opening does; numpy's copy here took 15-40 us of the launch's time on the
+            # development machine, its code and the words out of the caches by then)
+            _TRACING[1] = job
         return failed
 
 
@@ -651,11 +659,19 @@ def trace_shares(on: bool) -> None:
 def last_shares() -> dict | None:
     """While trace_shares is on, the last launch's record (Job.traced: microseconds from
     when the launching thread opened the job), else None."""
+    if isinstance(_TRACING[1], Job):
+        _keep_record(_TRACING[1])
     words = _TRACING[1]
     if isinstance(words, np.ndarray):
-        # (made here, not at the launch: run() keeps a copy of the trace's words)
+        # (made here, not at the launch: run() keeps the job, or a copy of its trace's words)
         _TRACING[1] = _record(words.tolist(), (len(words) - _TRACE_HEAD) // 2)
     return _TRACING[1]
+
+
+def _keep_record(job: Job) -> None:
+    """Copy the trace's words of `job`, the last traced launch's (run() keeps the job), for
+    last_shares: before the job runs again, or when last_shares() is asked."""
+    _TRACING[1] = job.snapshot(int(job.words[WORKERS]))
 
 
 # The adaptive spin's cap by default and its floor (ns): a worker thread that ended its
