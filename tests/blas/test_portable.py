@@ -80,11 +80,14 @@ def _check(device: Device, config: TileConfig, ta: bool, tb: bool, m: int, n: in
         np.testing.assert_array_equal(got[t, :, m:], c[t, :, m:])
 
 
-# not transposed on cpu; both transposed (38 s of LLVM in a fresh CI) under `pytest -m slow`,
-# the mixed ones on opencl:0 (test_simt_f32_on_opencl); cpu runs all four through the lanes
-# and mma kernels (test_lanes_kernel_on_cpu, test_mma_pipeline_on_cpu)
-@pytest.mark.parametrize("ta, tb", [(False, False),
-                                    pytest.param(True, True, marks=pytest.mark.slow)])
+# The plain SIMT kernel on cpu, under `pytest -m slow` (33 s and 38 s of LLVM in a fresh
+# CI): on cpu the SIMT kernel's tiles and k loop run in test_simt_split_k's and
+# test_simt_cp_async's cpu cases (the same 32 x 32 x 8 tiles, A transposed), the plain
+# kernel with the mixed transposes on opencl:0 (test_simt_f32_on_opencl); cpu runs all
+# four transposes through the lanes and mma kernels (test_lanes_kernel_on_cpu,
+# test_mma_pipeline_on_cpu)
+@pytest.mark.slow
+@pytest.mark.parametrize("ta, tb", [(False, False), (True, True)])
 def test_simt_f32_on_cpu(ta, tb):
     _check(_device("cpu"), SIMT, ta, tb, 37, 29, 19, np.float32, np.float32, batch=2)
 
