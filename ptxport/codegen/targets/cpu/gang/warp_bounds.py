@@ -34,7 +34,12 @@ stays), and so is what `and` / `or` / `not` / `mov` make of them, where the scal
 are both: none of `a and b` where none of either, all of `a or b` where all of either (an
 operand not known counts as (false, false)). A 16x16 stencil's halo guards `threadIdx.y == 0`
 and `== 15` (tid.y is 2w + i // 16 in warp w) then skip their runs on one scalar compare
-in six of a block's eight warps (lowering.py's _lower_skippable).
+in six of a block's eight warps (lowering.py's _lower_skippable). That "no lane" is used
+only where an equality of a row index is in the predicate (offsets alike in some lanes:
+tid.y where a warp holds several rows, a fact of the block's shape), never for one of
+lanes all distinct (`lane == 0`, `tid == 0`): there the vector test stays in some warp or
+in every one (lane = tid % 32), and the scalar test before it is pure extra (reduce_warp
++47 instructions a block).
 """
 
 from __future__ import annotations
@@ -70,7 +75,7 @@ def lower_setp(fl: GangLowering, inst: ir.Instruction) -> None:
         return
     bounds = _equality_bounds(fl, inst)
     if bounds is not None:      # (for skippable runs only: module docstring)
-        fl.warp_bounds[id(inst.operands[0])] = (*bounds, fl.mask, True)
+        fl.warp_bounds[id(inst.operands[0])] = (*bounds[:2], fl.mask, bounds[2])
 
 
 def branch_bounds(fl: GangLowering, inst: ir.Instruction):
@@ -86,11 +91,12 @@ def branch_bounds(fl: GangLowering, inst: ir.Instruction):
 
 def run_bounds(fl: GangLowering, predicate: ir.Register):
     """(every lane of the mask holds `predicate`, no lane does) as i1 scalars for a
-    skippable run (orderings, equalities and the logic made of them), else None."""
+    skippable run (orderings, equalities and the logic made of them), else None. "No
+    lane" only where an equality of a row index is in it (module docstring), else false."""
     known = fl.warp_bounds.get(id(predicate))
     if known is None or known[2] is not fl.mask:
         return None
-    return known[:2]
+    return known[0], known[1] if len(known) > 3 and known[3] else I1(0)
 
 
 def _bounds(fl: GangLowering, inst: ir.Instruction):
@@ -145,10 +151,11 @@ def lower_logic(fl: GangLowering, inst: ir.Instruction) -> None:
 
 
 def _logic_bounds(fl: GangLowering, opcode: str, operands: list):
-    """(every, none[, True for runs only]) of a not / mov / and / or of predicates whose
+    """(every, none[, rows: runs only]) of a not / mov / and / or of predicates whose
     (every, none, runs only) are `operands` (None: not known); None where nothing is."""
     b = fl.b
-    runs_only = any(o is not None and o[2] for o in operands)
+    runs_only = any(o is not None and o[2] is not None for o in operands)
+    rows = any(o is not None and o[2] for o in operands)
     if opcode in ("not", "mov"):
         if operands[0] is None:
             return None
@@ -165,12 +172,12 @@ def _logic_bounds(fl: GangLowering, opcode: str, operands: list):
         bounds = (I1(0), none) if opcode == "and" else (every, I1(0))
     else:
         return None
-    return (*bounds, True) if runs_only else bounds
+    return (*bounds, rows) if runs_only else bounds
 
 
 def _known(fl: GangLowering, operand):
-    """(all lanes of the mask true, none, for runs only) of a predicate operand as i1
-    scalars and a flag: noted by lower_setp or lower_logic under the current mask, or a
+    """(all lanes of the mask true, none, rows) of a predicate operand as i1 scalars and
+    None for one branches may take, else whether an equality of a row index is in it: noted by lower_setp or lower_logic under the current mask, or a
     uniform predicate's value; None where not known."""
     negated = isinstance(operand, ir.NotValue)
     register = operand.value if negated else operand
@@ -180,15 +187,15 @@ def _known(fl: GangLowering, operand):
     if known is not None:
         if known[2] is not fl.mask:
             return None
-        every, none, runs_only = known[0], known[1], len(known) > 3
+        every, none, rows = known[0], known[1], known[3] if len(known) > 3 else None
     elif register in fl.uniform:
         value = fl.read(register, "pred")
         if is_vec(value) or value.type != I1:
             return None
-        every, none, runs_only = value, fl.b.not_(value), False
+        every, none, rows = value, fl.b.not_(value), None
     else:
         return None
-    return (none, every, runs_only) if negated else (every, none, runs_only)
+    return (none, every, rows) if negated else (every, none, rows)
 
 
 def _negated(predicate: str) -> str:
@@ -224,9 +231,10 @@ def _aligned_lanes(fl: GangLowering, operand, t):
 
 
 def _equality_bounds(fl: GangLowering, inst: ir.Instruction):
-    """(all lanes true, no lane true) as i1 scalars of an unguarded, plain setp.eq /
-    setp.ne of an integer register with constant lane offsets against a uniform value
-    (module docstring); None where not known so."""
+    """(all lanes true, no lane true) as i1 scalars, and whether some lanes' offsets are
+    alike (a row index), of an unguarded, plain setp.eq / setp.ne of an integer register
+    with constant lane offsets against a uniform value (module docstring); None where not
+    known so."""
     t = TYPES[inst.spec.types[0]]
     cmp = inst.spec.get("cmp")
     if inst.guard is not None or inst.spec.get("boolop") or len(inst.operands) != 3 \
@@ -257,7 +265,8 @@ def _equality_bounds(fl: GangLowering, inst: ir.Instruction):
         same = ll.IRBuilder.icmp_unsigned(b, "==", d, ll.Constant(typ, lo)) \
             if len(values) == 1 else I1(0)
         outside = b.not_(inside)
-        return (same, outside) if cmp == "eq" else (outside, same)
+        rows = len(values) < len(offsets)       # (some lanes alike: a row index)
+        return (same, outside, rows) if cmp == "eq" else (outside, same, rows)
     return None
 
 
