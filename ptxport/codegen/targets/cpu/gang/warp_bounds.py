@@ -176,9 +176,10 @@ def _logic_bounds(fl: GangLowering, opcode: str, operands: list):
 
 
 def _known(fl: GangLowering, operand):
-    """(all lanes of the mask true, none, rows) of a predicate operand as i1 scalars and
-    None for one branches may take, else whether an equality of a row index is in it: noted by lower_setp or lower_logic under the current mask, or a
-    uniform predicate's value; None where not known."""
+    """(all lanes of the mask true, none, rows) of a predicate operand: i1 scalars, and
+    rows None for one branches may take, else whether an equality of a row index is in
+    it; noted by lower_setp or lower_logic under the current mask, or a uniform
+    predicate's value; None where not known."""
     negated = isinstance(operand, ir.NotValue)
     register = operand.value if negated else operand
     if not isinstance(register, ir.Register):
