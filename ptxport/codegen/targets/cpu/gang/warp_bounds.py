@@ -157,7 +157,9 @@ def _logic_bounds(fl: GangLowering, opcode: str, operands: list):
     runs_only = any(o is not None and o[2] is not None for o in operands)
     rows = any(o is not None and o[2] for o in operands)
     if opcode in ("not", "mov"):
-        if operands[0] is None:
+        # (a mov of an ordering's predicate: not noted, as before; branches taking the copy
+        # added scan_warp's `lane >= d` loops scalar tests beside their vector ones: +53)
+        if operands[0] is None or (opcode == "mov" and not runs_only):
             return None
         every, none, _ = operands[0]
         bounds = (none, every) if opcode == "not" else (every, none)
