@@ -96,7 +96,7 @@ from ptxport.codegen.targets.cpu.gang.warp import (
     lower_vote,
     lower_warp_barrier,
 )
-from ptxport.codegen.targets.cpu.gang.warp_bounds import lower_logic, lower_setp
+from ptxport.codegen.targets.cpu.gang.warp_bounds import lower_logic, lower_setp, run_bounds
 from ptxport.codegen.targets.cpu.gang.wgmma import lower_wgmma
 from ptxport.codegen.targets.cpu.gang.windows import lower_ld
 from ptxport.codegen.targets.cpu.gang.wraps import rebuilt_widening
@@ -124,7 +124,7 @@ _GANG_LOWERINGS = {"ld": lower_ld, "ldu": lower_ld, "st": lower_st, "atom": lowe
                    "shfl": lower_shfl, "vote": lower_vote, "activemask": lower_activemask,
                    "mma": lower_mma, "ldmatrix": lower_ldmatrix, "cp": lower_cp,
                    "wgmma": lower_wgmma, "setp": lower_setp, "and": lower_logic,
-                   "or": lower_logic, "not": lower_logic}
+                   "or": lower_logic, "not": lower_logic, "mov": lower_logic}
 
 
 _GANG_LOWERINGS["bar"] = _GANG_LOWERINGS["barrier"] = lower_bar
@@ -638,11 +638,16 @@ def _lower_skippable(fl: GangLowering, predicate: ir.Register, run: list) -> Non
     b = fl.b
     windows.flush(fl)
     p = fl.read(predicate, "pred")
-    known = (dict(fl.places), dict(fl.patterns), dict(fl.group_ok), dict(fl.local_forms))
+    known = (dict(fl.places), dict(fl.patterns), dict(fl.group_ok), dict(fl.local_forms),
+             dict(fl.warp_bounds))
     after = fl.llfn.append_basic_block("after_run")
-    every = fl.warp_bounds.get(id(predicate)) if is_vec(p) else None
-    if every is not None and every[2] is fl.mask:     # (scalars say every lane has it)
-        _lower_whole_run(fl, predicate, run, every[0], after, known)
+    bounds = run_bounds(fl, predicate) if is_vec(p) else None
+    if bounds is not None and not _false(bounds[0]):    # (scalars say every lane has it)
+        _lower_whole_run(fl, predicate, run, bounds[0], after, known)
+    if bounds is not None and not _false(bounds[1]):    # (scalars say no lane has it)
+        lanes_decide = fl.llfn.append_basic_block("run_lanes_decide")
+        ll.IRBuilder.cbranch(b, bounds[1], after, lanes_decide)
+        b.position_at_end(lanes_decide)
     mask_bits = fl.bits(fl.mask)
     if is_vec(p):
         entered = ll.IRBuilder.icmp_unsigned(b, "!=", b.and_(mask_bits, fl.bits(p)), I32(0))
@@ -658,15 +663,19 @@ def _lower_skippable(fl: GangLowering, predicate: ir.Register, run: list) -> Non
         b.branch(after)
     b.position_at_end(after)
     _restore(fl, known)
-    # (values found inside are not there where the warp skipped it)
+    # (values found inside are not there where the warp skipped it; what was known before
+    # holds, but for the registers the run writes)
     fl.reloads.clear()
-    fl.warp_bounds.clear()
     forget_forms(fl, set().union(*(may_write(inst) for inst in run)))
 
 
+def _false(value) -> bool:
+    return isinstance(value, ll.Constant) and value.type == I1 and value.constant == 0
+
+
 def _restore(fl: GangLowering, known: tuple) -> None:
-    for memo, before in zip((fl.places, fl.patterns, fl.group_ok, fl.local_forms), known,
-                            strict=True):
+    for memo, before in zip((fl.places, fl.patterns, fl.group_ok, fl.local_forms,
+                             fl.warp_bounds), known, strict=True):
         memo.clear()
         memo.update(before)
 
@@ -693,5 +702,4 @@ def _lower_whole_run(fl: GangLowering, predicate: ir.Register, run: list, every,
         b.branch(after)
     _restore(fl, known)
     fl.reloads.clear()
-    fl.warp_bounds.clear()
     b.position_at_end(lanes)
