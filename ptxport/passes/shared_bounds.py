@@ -18,8 +18,9 @@ from itself, is not; NVRTC's `tx` before a loop that steps it by 16 is). A regis
 may be read before any write holds whatever its slot held: no interval.
 
 Without a block shape, %tid lies within CUDA's limits (1024, 1024, 64). An access counts
-when its address is a 32-bit register or a shared variable plus an offset; the gang checks
-its size against the variable's bytes (`inside`).
+when its address is a register (32 bits, or 64 as NVRTC 13.0 makes them: `mul.wide.u32` of
+%tid added to `mov.u64 %rd, tile`, exact in 64 bits within the kept intervals) or a shared
+variable plus an offset; the gang checks its size against the variable's bytes (`inside`).
 """
 
 from __future__ import annotations
@@ -309,8 +310,7 @@ def shared_bounds(kernel: ir.Function, block: tuple[int, int, int] | None
     found = {}
     for inst in accesses:
         address = _address(inst)
-        if address is None or isinstance(address.base, ir.Register) and \
-                address.base.type.bits != 32:
+        if address is None:
             continue
         where = intervals.operand(address.base, inst)
         if where is None or where.variable is None:

@@ -3,21 +3,26 @@ them (`mul.wide.u32 %rd, %tid.y, 64; add.s64 %rd, As, %rd`, where 13.5 stays in 
 passes/shared_bounds.exact_widenings finds that such a widening's source lies in [0, 16)
 in every thread, so lane_forms gives it an exact form, not a widened one that the gang
 trusts only behind a run-time flag (each access then chose its kind at run time: gemm's k
-loop with 13.0's PTX ran 2.2x the instructions of 13.5's). A source whose range is not
-known (a parameter added) keeps the widened form and its run-time test."""
+loop with 13.0's PTX ran 2.2x the instructions of 13.5's), and passes/shared_bounds.py
+proves such 64-bit shared addresses inside their variable as it does 32-bit ones. A source
+whose range is not known (a parameter added) keeps the widened form and its run-time test;
+an access past the variable is checked and faults."""
 
 from __future__ import annotations
 
 import re
 
 import numpy as np
+import pytest
 
 from cpu_harness import launch_on_cpu
 from ptxport import LaunchConfig
 from ptxport.codegen.targets.cpu.gang.build import build_gang
 from ptxport.codegen.targets.cpu.options import CpuOptions
 from ptxport.ir.from_ptx import build
+from ptxport.errors import IllegalAddressError
 from ptxport.passes.lane_forms import lane_forms
+from ptxport.passes.shared_bounds import shared_bounds
 from ptxport.ptx.parser import parse
 
 HEADER = ".version 9.0\n.target sm_90\n.address_size 64\n"
@@ -92,3 +97,24 @@ def test_the_tile_runs_as_cuda_would():
         assert binary.gang_refusal is None
         tile = src.reshape(16, 16)
         assert (out.reshape(16, 16) == tile[1][None, :] + tile[:, 2][:, None]).all()
+
+
+def test_64_bit_shared_addresses_are_proven_inside():
+    kernel = build(parse(EXACT)).functions["k"]
+    found = shared_bounds(kernel, (16, 16, 1))
+    assert sorted(found.values()) == [(0, 1020, 1024), (8, 968, 1024), (64, 124, 1024)]
+    unknown = build(parse(UNKNOWN)).functions["k"]
+    assert list(shared_bounds(unknown, (16, 16, 1)).values()) == [(8, 968, 1024)]
+
+
+def test_a_64_bit_shared_read_past_the_variable_faults():
+    # As[ty][2] 15 rows down: past the 1024 bytes of As for the rows ty >= 1
+    ptx = EXACT.replace("[%rd5+8]", "[%rd5+968]")
+    kernel = build(parse(ptx)).functions["k"]
+    assert (968, 1928, 1024) in shared_bounds(kernel, (16, 16, 1)).values()
+    line = next(n for n, text in enumerate(ptx.splitlines(), 1) if "+968]" in text)
+    with pytest.raises(IllegalAddressError, match=r"read 4 bytes at address 0x[0-9a-f]+, "
+                       rf"outside every allocation, at line {line} in block \(0, 0, 0\), "
+                       r"thread 16;"):
+        launch_on_cpu(ptx, LaunchConfig(grid=1, block=(16, 16)), np.zeros(256, np.float32),
+                      np.zeros(256, np.float32), np.uint32(0))
