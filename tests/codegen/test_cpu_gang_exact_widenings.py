@@ -19,8 +19,8 @@ from cpu_harness import launch_on_cpu
 from ptxport import LaunchConfig
 from ptxport.codegen.targets.cpu.gang.build import build_gang
 from ptxport.codegen.targets.cpu.options import CpuOptions
-from ptxport.ir.from_ptx import build
 from ptxport.errors import IllegalAddressError
+from ptxport.ir.from_ptx import build
 from ptxport.passes.lane_forms import lane_forms
 from ptxport.passes.shared_bounds import shared_bounds
 from ptxport.ptx.parser import parse
