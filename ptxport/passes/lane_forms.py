@@ -29,6 +29,7 @@ from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import may_write
 from ptxport.passes import PassResult
 from ptxport.passes.lane_offsets import lane_offsets, tid_offsets
+from ptxport.passes.shared_bounds import exact_widenings
 from ptxport.passes.uniformity import converged_writers, thread_x_copies, uniform_registers
 from ptxport.ptx.ast import IntImm
 
@@ -121,8 +122,10 @@ def widening_guard(inst: ir.Instruction, source: LaneForm) -> list[tuple[int, in
     return out
 
 
-def _widened(inst: ir.Instruction, source: LaneForm) -> LaneForm:
-    """The form a widening writes: the exact offsets from each reference lane, scaled. A
+def _widened(inst: ir.Instruction, source: LaneForm, exact: bool = False) -> LaneForm:
+    """The form a widening writes: the exact offsets from each reference lane, scaled;
+    marked widened unless `exact` (shared_bounds.exact_widenings: no lane's sum can wrap,
+    its source bounded in every thread) or every lane of a group holds its reference's. A
     scaled form's widening (NVRTC 13.0's tree levels: `mul.wide.s32` of `offset * (2t + 1)
     - 1`) stays scaled and is marked widened, with no guard (its s is not known when
     compiling): gang/strided.py, its only user, tests lane 31 against lanes 0 and 1 at run
@@ -138,7 +141,7 @@ def _widened(inst: ir.Instruction, source: LaneForm) -> LaneForm:
         ref = HALF * (i // HALF) if source.halves else 0
         out.append(_signed(c - source.offsets[ref], 32) * scale)
     constant = not any(out)
-    return _form(out, source.halves, source.widened or not constant)
+    return _form(out, source.halves, source.widened or not (constant or exact))
 
 
 def _half_constant(form: LaneForm) -> bool:
@@ -188,14 +191,16 @@ def _sum(x: LaneForm, y: LaneForm, sign: int, bits: int):
                  x.halves or y.halves, x.widened or y.widened, bits, x.scaled or y.scaled)
 
 
-def written_form(inst: ir.Instruction, forms, uniform: set, block):
+def written_form(inst: ir.Instruction, forms, uniform: set, block, exact: set = frozenset()):
     """The form `inst` writes into its destination (None: not known yet, _VARIES: none),
-    given the forms of registers (`forms`: a dict or a function)."""
+    given the forms of registers (`forms`: a dict or a function); `exact`: id() of the
+    widenings that cannot wrap (shared_bounds.exact_widenings)."""
     op = inst.opcode
     wide = widening(inst)
     if wide is not None:
         source = operand_form(inst.operands[1], forms, uniform, block)
-        return source if source in (None, _VARIES) else _widened(inst, source)
+        return source if source in (None, _VARIES) else \
+            _widened(inst, source, id(inst) in exact)
     t = inst.spec.types[-1] if inst.spec.types else ""
     if not t or t[0] not in "usb" or inst.spec.get("cc") \
             or inst.spec.get("sat") or inst.spec.get("mode", "lo") != "lo":
@@ -238,6 +243,8 @@ def lane_forms(kernel: ir.Function, block: tuple[int, int, int] | None,
     together = converged_writers(kernel, uniform)
     plain = {r: LaneForm(c) for r, c in lane_offsets(kernel, block, uniform).items()}
     forms: dict = dict(plain)
+    exact = exact_widenings(kernel, block,
+                            [i for i in kernel.instructions() if widening(i) is not None])
     changed = True
     while changed:
         changed = False
@@ -247,7 +254,7 @@ def lane_forms(kernel: ir.Function, block: tuple[int, int, int] | None,
                 continue
             value = _VARIES
             if len(written) == 1 and id(inst) in together:
-                value = written_form(inst, forms, uniform, block)
+                value = written_form(inst, forms, uniform, block, exact)
             for reg in written - plain.keys():
                 old = forms.get(reg)
                 new = _VARIES if reg.vector else _merge(old, value)

@@ -18,8 +18,9 @@ from itself, is not; NVRTC's `tx` before a loop that steps it by 16 is). A regis
 may be read before any write holds whatever its slot held: no interval.
 
 Without a block shape, %tid lies within CUDA's limits (1024, 1024, 64). An access counts
-when its address is a 32-bit register or a shared variable plus an offset; the gang checks
-its size against the variable's bytes (`inside`).
+when its address is a register (32 bits, or 64 as NVRTC 13.0 makes them: `mul.wide.u32` of
+%tid added to `mov.u64 %rd, tile`, exact in 64 bits within the kept intervals) or a shared
+variable plus an offset; the gang checks its size against the variable's bytes (`inside`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from ptxport.ir.analysis import may_write, predecessors, state_space, uses_and_d
 from ptxport.passes import PassResult
 from ptxport.ptx.ast import IntImm
 
-__all__ = ["shared_bounds", "inside", "run"]
+__all__ = ["exact_widenings", "shared_bounds", "inside", "run"]
 
 # CUDA's largest block: what %tid may be when the block's shape is not known.
 _LIMITS = (1024, 1024, 64)
@@ -309,8 +310,7 @@ def shared_bounds(kernel: ir.Function, block: tuple[int, int, int] | None
     found = {}
     for inst in accesses:
         address = _address(inst)
-        if address is None or isinstance(address.base, ir.Register) and \
-                address.base.type.bits != 32:
+        if address is None:
             continue
         where = intervals.operand(address.base, inst)
         if where is None or where.variable is None:
@@ -318,6 +318,24 @@ def shared_bounds(kernel: ir.Function, block: tuple[int, int, int] | None
         variable = where.variable
         size = variable.elements * variable.element_size
         found[inst] = (where.lo + address.offset, where.hi + address.offset, size)
+    return found
+
+
+def exact_widenings(kernel: ir.Function, block: tuple[int, int, int] | None,
+                    widenings: list[ir.Instruction]) -> set[int]:
+    """id() of the widenings (cvt.{s,u}64.{s,u}32 or mul.wide.{s,u}32 of `widenings`) whose
+    32-bit source lies, in every thread of a block of shape `block`, in a range of its type
+    less than 2**31 wide: two lanes' values then differ by less than 2**31, so each lane's
+    extension is lane 0's plus the lanes' 32-bit difference taken signed (lane_forms.py: the
+    widening of `%tid.x` that NVRTC 13.0 makes into a 64-bit shared address cannot wrap)."""
+    sources = [w.operands[1] for w in widenings]
+    intervals = _Intervals(kernel, block, {r for r in sources if isinstance(r, ir.Register)})
+    found = set()
+    for inst, source in zip(widenings, sources, strict=True):
+        where = intervals.operand(source, inst)
+        if where is not None and _within(where, inst.spec.types[-1]) \
+                and where.hi - where.lo < 1 << 31:
+            found.add(id(inst))
     return found
 
 
