@@ -124,8 +124,7 @@ def _store_per_half(fl: GangLowering, value, pointer, starts) -> None:
 def gather_or_scatter(fl: GangLowering, place: Place, t: Type, value, offset):
     """Anything else: lane by lane in one gather or scatter (a widened form's addresses
     made again here, scalar_lanes.recomputed: the hot paths take lanes 0 and 16 alone)."""
-    b, element = fl.b, value_type(t)
-    vt, name = vec(element), type_name(element)
+    b = fl.b
     addrs = place.addrs
     if place.lanes is not None and place.lanes.widened:
         addrs = recomputed(b, addrs, fl.written)
@@ -139,6 +138,15 @@ def gather_or_scatter(fl: GangLowering, place: Place, t: Type, value, offset):
         pointers.type = vec(PTR)
     else:
         pointers = b.inttoptr(lanes, vec(PTR))
+    return masked_lanes(fl, t, value, pointers)
+
+
+def masked_lanes(fl: GangLowering, t: Type, value, pointers):
+    """value None: the active lanes' elements at `pointers` (a vector of pointers) in one
+    masked gather, 0 in the others; else `value`'s active lanes stored there in one masked
+    scatter (in lane order), and None."""
+    b, element = fl.b, value_type(t)
+    vt, name = vec(element), type_name(element)
     if value is None:
         fn = declare(fl.llfn.module, f"llvm.masked.gather.v{W}{name}.v{W}p0", vt,
                      [vec(PTR), I32, vec(I1), vt])

@@ -22,6 +22,7 @@ from __future__ import annotations
 from llvmlite import ir as ll
 
 from ptxport.codegen.lower import I1, I8, I32, I64, PTR, value_type
+from ptxport.codegen.targets.cpu.gang.access_kinds import masked_lanes
 from ptxport.codegen.targets.cpu.gang.checks import (
     Place,
     inside_one_allocation,
@@ -269,23 +270,14 @@ def _gathered(fl: GangLowering, t: Type, value, start, stride):
     taken in 32 bits and sign-extended: the span check put every lane of the mask in the
     window, below 2^31, where that is each lane's own offset (x86 gathers them as dwords).
     A scatter stores its lanes in lane order, as the lane-by-lane stores did."""
-    b, element = fl.b, value_type(t)
-    vt, name = vec(element), type_name(element)
+    b = fl.b
     first, step = ((v if v.type.width == 32 else b.trunc(v, I32)) for v in (start, stride))
     lanes = b.add(b.splat(first), b.mul(ll.Constant(vec(I32), list(range(W))),
                                         b.splat(step)))
     pointers = ll.IRBuilder.gep(b, fl.target.space_base(fl, "shared"),
                                 [b.sext(lanes, vec(I64))], source_etype=I8)
     pointers.type = vec(PTR)
-    if value is None:
-        fn = declare(fl.llfn.module, f"llvm.masked.gather.v{W}{name}.v{W}p0", vt,
-                     [vec(PTR), I32, vec(I1), vt])
-        return ll.IRBuilder.call(b, fn, [pointers, I32(t.size), fl.mask,
-                                         ll.Constant(vt, None)])
-    fn = declare(fl.llfn.module, f"llvm.masked.scatter.v{W}{name}.v{W}p0", ll.VoidType(),
-                 [vt, vec(PTR), I32, vec(I1)])
-    ll.IRBuilder.call(b, fn, [value, pointers, I32(t.size), fl.mask])
-    return None
+    return masked_lanes(fl, t, value, pointers)
 
 
 def _lane_by_lane(fl: GangLowering, t: Type, value, pointer, stride):
