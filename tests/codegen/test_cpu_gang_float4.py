@@ -109,9 +109,13 @@ def test_triton_layout_needs_no_classification_at_run_time():
     compiling, in the segment that computes their addresses too (the `and`/`or` of Triton's
     aligned index keep the kernel's lane offsets there): each of the 2 loads and 2 stores is
     one masked access after its range check (memory.py's _checked_then), with no look at
-    the lanes' addresses (the copy for partial warps classifies them: 4 times)."""
+    the lanes' addresses (the copy for partial warps classifies them: 4 times). Each of the
+    two guarded runs (a load and a store each) is lowered twice where the whole warp runs:
+    once where its guard holds in every lane (lowering._lower_whole_run, `whole_run`), once
+    under the guard's mask: 8 checked accesses, none classified."""
     text = _gang_ir(ADD, 128)
-    assert len(re.findall(r"^access_checked[.\d]*:", text, re.M)) == 4
+    assert len(re.findall(r"^whole_run[.\d]*:", text, re.M)) == 2
+    assert len(re.findall(r"^access_checked[.\d]*:", text, re.M)) == 8
     assert len(re.findall(r"^classify[.\d]*:", text, re.M)) == 4
 
 
