@@ -656,17 +656,22 @@ def _lower_skippable(fl: GangLowering, predicate: ir.Register, run: list) -> Non
     body = fl.llfn.append_basic_block("guarded_run")
     ll.IRBuilder.cbranch(b, entered, body, after)
     b.position_at_end(body)
-    for inst in run:
-        _lower_one(fl, inst)
-    windows.flush(fl)
-    if not b.block.is_terminated:
-        b.branch(after)
+    _lower_run(fl, run, after)
     b.position_at_end(after)
     _restore(fl, known)
     # (values found inside are not there where the warp skipped it; what was known before
     # holds, but for the registers the run writes)
     fl.reloads.clear()
     forget_forms(fl, set().union(*(may_write(inst) for inst in run)))
+
+
+def _lower_run(fl: GangLowering, run: list, after: ll.Block) -> None:
+    """A skippable run's instructions from the builder's block on, then on to `after`."""
+    for inst in run:
+        _lower_one(fl, inst)
+    windows.flush(fl)
+    if not fl.b.block.is_terminated:
+        fl.b.branch(after)
 
 
 def _false(value) -> bool:
@@ -693,13 +698,9 @@ def _lower_whole_run(fl: GangLowering, predicate: ir.Register, run: list, every,
     b.position_at_end(whole)
     fl.guard_held = predicate
     try:
-        for inst in run:
-            _lower_one(fl, inst)
-        windows.flush(fl)
+        _lower_run(fl, run, after)
     finally:
         fl.guard_held = None
-    if not b.block.is_terminated:
-        b.branch(after)
     _restore(fl, known)
     fl.reloads.clear()
     b.position_at_end(lanes)

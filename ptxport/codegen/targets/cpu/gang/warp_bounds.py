@@ -213,15 +213,11 @@ def _aligned_lanes(fl: GangLowering, operand, t):
     (a rebuilt register's u itself, after LLVM's folding): every lane holds u + c[i]
     where the mask is full or the register is rebuilt (lowering.py keeps its frame's u
     and reads the lanes as u + c)."""
-    if not isinstance(operand, ir.Register) or operand in fl.uniform:
-        return None
-    offsets = fl.lane_offsets.get(operand)
-    align = fl.lane_alignment.get(operand, 0)
+    offsets = _lane_offsets(fl, operand, t)
     bits = t.bits
-    if offsets is None or operand.type.bits != bits \
-            or max(offsets) - min(offsets) >= 1 << (bits - 1) \
-            or not (is_full(fl.mask) or id(operand) in fl.rebuilt):
+    if offsets is None or max(offsets) - min(offsets) >= 1 << (bits - 1):
         return None
+    align = fl.lane_alignment.get(operand, 0)
     aligned = 1 < align <= 1 << (bits - 1) and all(0 <= c < align for c in offsets)
     b = fl.b
     lanes = fl.read(operand, t)
@@ -277,14 +273,24 @@ def _offset_lanes(fl: GangLowering, operand, t):
     """(u as a scalar of t, the offsets c) of a register whose lanes hold u + c[i] with t's
     width, read where every lane's value is the register's (_aligned_lanes' rule); None
     otherwise."""
-    if not isinstance(operand, ir.Register) or operand in fl.uniform:
-        return None
-    offsets = fl.lane_offsets.get(operand)
-    if offsets is None or operand.type.bits != t.bits \
-            or not (is_full(fl.mask) or id(operand) in fl.rebuilt):
+    offsets = _lane_offsets(fl, operand, t)
+    if offsets is None:
         return None
     lanes = fl.read(operand, t)
     if not is_vec(lanes):
         return None
     first = scalar_lane(fl.b, lanes, 0, fl.written)
     return fl.b.sub(first, ll.Constant(first.type, offsets[0])), offsets
+
+
+def _lane_offsets(fl: GangLowering, operand, t):
+    """The constant offsets c of a non-uniform register of t's width whose lanes hold
+    u + c[i], where every lane's value is the register's (the mask full, or the register
+    rebuilt: lowering.py keeps its frame's u and reads the lanes as u + c); else None."""
+    if not isinstance(operand, ir.Register) or operand in fl.uniform:
+        return None
+    offsets = fl.lane_offsets.get(operand)
+    if offsets is None or operand.type.bits != t.bits \
+            or not (is_full(fl.mask) or id(operand) in fl.rebuilt):
+        return None
+    return offsets
