@@ -398,7 +398,7 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args) -> None:
     if packer is None:
         packer = kernel._packer = _Packer(kernel)
     params, keep = packer.pack(kernel, args, device)
-    _queue(stream, config, kernel, params, keep, device=device)
+    _queue(stream, config, kernel, params, keep)
 
 
 def launch_now(stream: Stream, config: LaunchConfig, kernel: Kernel, *args) -> None:
@@ -483,8 +483,8 @@ _AT_ONCE_THREADS = 1 << 15
 
 
 def _queue(stream: Stream, config: LaunchConfig, kernel: Kernel, params: bytes, keep,
-           now: bool = False, device: Device | None = None) -> None:
-    device = stream.device if device is None else device
+           now: bool = False) -> None:
+    device = stream.device
     grid, block, shmem_size, timeout = config.grid, config.block, config.shmem_size, \
         config.timeout
     ready = kernel._ready.get((device, block))
