@@ -76,6 +76,30 @@ def launch_on_cpu(ptx: str, config: LaunchConfig, *args, kernel: str = "k"):
     return compiled._binary(device)
 
 
+def index_outside(device, buffer, itemsize: int = 4, margin: int = 1 << 20) -> int:
+    """An element index i (an int32) for which `buffer`'s address + i * itemsize lies outside
+    every range the cpu device checks accesses against now (its live allocations, registered
+    host memory, the device heap), by `margin` bytes at least: a fixed index such as 1 << 24
+    sometimes lands in another test's live allocation (CI saw it), and the access is then
+    legal. Fault tests take their bad index from here."""
+    from ptxport.runtime.backends.cpu.heap import HEAP
+
+    ranges = list(device._backend._live_ranges())
+    heap = HEAP.range()
+    if heap is not None:
+        ranges.append(heap)
+    for shift in range(24, 32):
+        for i in (1 << shift, -(1 << shift)):
+            i = max(-(1 << 31), min(i, (1 << 31) - 1))
+            address = buffer.handle + i * itemsize
+            if address >= 1 << 16 and all(address + itemsize + margin <= start
+                                          or start + size + margin <= address
+                                          for start, size in ranges):
+                return i
+    raise AssertionError(f"no int32 index from {buffer.handle:#x} lies outside the "
+                         f"{len(ranges)} live ranges")
+
+
 def kernel_ptx(body: str, params: str, extra: str = "", target: str = "sm_80",
                version: str = "8.0") -> str:
     """A module with one kernel `k`, for small tests."""

@@ -9,6 +9,7 @@ import pytest
 
 from ptxport import Device, LaunchConfig, Program, launch
 from ptxport.errors import IllegalAddressError
+from tests.cpu_harness import index_outside
 
 SOURCE = r"""
 extern "C" __global__ void store_at(float* p, int i)
@@ -51,8 +52,9 @@ def test_a_fault_is_reported_once_and_the_next_launch_runs(module, name, block):
     buffer = dev.allocate(16, stream=stream)
     buffer.copy_from(np.zeros(4, np.float32), stream=stream)
     config = LaunchConfig(grid=1, block=block)
+    bad = np.int32(index_outside(dev, buffer))
     with pytest.raises(IllegalAddressError, match=f"kernel '{name}' wrote 4 bytes"):
-        launch(stream, config, kernel, buffer, np.int32(1 << 24))
+        launch(stream, config, kernel, buffer, bad)
         stream.sync()
     for _ in range(2):
         launch(stream, config, kernel, buffer, np.int32(1))
@@ -68,8 +70,9 @@ def test_a_fault_in_a_device_function_names_the_blocks_it_may_be_in(module):
     stream = dev.create_stream()
     buffer = dev.allocate(16, stream=stream)
     kernel = module.get_kernel("store_through_a_function")
+    bad = np.int32(index_outside(dev, buffer))
     with pytest.raises(IllegalAddressError) as caught:
-        launch(stream, LaunchConfig(grid=3, block=1), kernel, buffer, np.int32(1 << 24))
+        launch(stream, LaunchConfig(grid=3, block=1), kernel, buffer, bad)
         stream.sync()
     assert "'blocks'" not in str(caught.value) and "thread -1" not in str(caught.value)
 
