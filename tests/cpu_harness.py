@@ -76,28 +76,49 @@ def launch_on_cpu(ptx: str, config: LaunchConfig, *args, kernel: str = "k"):
     return compiled._binary(device)
 
 
-def index_outside(device, buffer, itemsize: int = 4, margin: int = 1 << 20) -> int:
-    """An element index i (an int32) for which `buffer`'s address + i * itemsize lies outside
-    every range the cpu device checks accesses against now (its live allocations, registered
-    host memory, the device heap), by `margin` bytes at least: a fixed index such as 1 << 24
-    sometimes lands in another test's live allocation (CI saw it), and the access is then
-    legal. Fault tests take their bad index from here."""
-    from ptxport.runtime.backends.cpu.heap import HEAP
+def checked_ranges(device) -> list[tuple[int, int]]:
+    """(address, size) of every range `device` checks kernels' global accesses against now,
+    besides a launch's own (its module's variables, parameters, a worker's shared memory and
+    frames): on cpu its live allocations, registered host memory and the device heap; on
+    opencl its SVM allocations and registered host memory (the "translated" scheme checks an
+    access against its own buffer: an address outside these is outside that too)."""
+    backend = device._backend
+    if backend.name == "cpu":
+        from ptxport.runtime.backends.cpu.heap import HEAP
 
-    ranges = list(device._backend._live_ranges())
-    heap = HEAP.range()
-    if heap is not None:
-        ranges.append(heap)
-    for shift in range(24, 32):
-        for i in (1 << shift, -(1 << shift)):
-            i = max(-(1 << 31), min(i, (1 << 31) - 1))
-            address = buffer.handle + i * itemsize
-            if address >= 1 << 16 and all(address + itemsize + margin <= start
-                                          or start + size + margin <= address
-                                          for start, size in ranges):
+        heap = HEAP.range()
+        return [*backend._live_ranges(), *([heap] if heap is not None else [])]
+    if backend.name == "opencl":
+        return [(start, memory.size) for start, memory in list(backend._live.items())
+                if memory.svm and memory.size]
+    raise ValueError(f"no table of live ranges known for {backend.name}")
+
+
+def outside(ranges, address: int, span: int, margin: int) -> bool:
+    """Whether [address, address + span) lies `margin` bytes or more from each range."""
+    return address >= 1 << 16 and all(address + span + margin <= start
+                                      or start + size + margin <= address
+                                      for start, size in ranges)
+
+
+def index_outside(device, buffer, itemsize: int = 4, margin: int = 1 << 20,
+                  signed: bool = True, span: int | None = None) -> int:
+    """An element index i (an int32, or a uint32 where not `signed`) for which the `span`
+    bytes (default `itemsize`) at `buffer`'s address + i * itemsize lie outside every range
+    `device` checks accesses against now (checked_ranges), by `margin` bytes at least: a
+    fixed index such as 1 << 24 sometimes lands in another test's live allocation (CI saw
+    it), and the access is then legal. Fault tests take their bad index (or, with itemsize
+    1, their bad byte offset) from here. `buffer`: a Buffer or an address."""
+    base = int(getattr(buffer, "handle", buffer))
+    ranges = checked_ranges(device)
+    limit = (1 << 31) - 1 if signed else (1 << 32) - 1
+    for shift in range(24, 32 if signed else 33):
+        for i in (1 << shift, -(1 << shift)) if signed else (1 << shift,):
+            i = max(-limit - 1 if signed else 0, min(i, limit))
+            if outside(ranges, base + i * itemsize, span or itemsize, margin):
                 return i
-    raise AssertionError(f"no int32 index from {buffer.handle:#x} lies outside the "
-                         f"{len(ranges)} live ranges")
+    raise AssertionError(f"no {'int32' if signed else 'uint32'} index from {base:#x} lies "
+                         f"outside the {len(ranges)} live ranges")
 
 
 def kernel_ptx(body: str, params: str, extra: str = "", target: str = "sm_80",

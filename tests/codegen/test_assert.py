@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from corpus import KERNEL_DIR, corpus_ptx, ptxas_errors, ptxas_path
+from cpu_harness import index_outside
 from ptxport import Device, LaunchConfig, Program, ProgramOptions, launch
 from ptxport.errors import (
     IllegalAddressError,
@@ -280,7 +281,8 @@ def test_opencl_launch_reports_its_first_fault_whether_access_or_assert(capfd):
     p = dev.allocate(16, stream=stream)
     kernel = program.get_kernel("poke_then_assert")
     # the bad write comes first: it is what the launch reports; the assert still prints
-    launch(stream, LaunchConfig(grid=1, block=1), kernel, p, np.int64(1 << 24))
+    far = np.int64(index_outside(dev, p))       # p[far]: no allocation there
+    launch(stream, LaunchConfig(grid=1, block=1), kernel, p, far)
     with pytest.raises(IllegalAddressError, match=r"at through.cu:21 \(PTX line \d+\) in "
                                                   r"block \(0, 0, 0\), thread 0;"):
         stream.sync()

@@ -13,6 +13,7 @@ import textwrap
 import numpy as np
 import pytest
 
+from cpu_harness import index_outside
 from ptxport import Device, LaunchConfig, Program, ProgramOptions, launch
 from ptxport.errors import IllegalAddressError
 from ptxport.frontends import nvrtc
@@ -110,7 +111,7 @@ SOURCE = textwrap.dedent("""\
 
     extern "C" __global__ void write_at(int *p) { *p = 1; }
 
-    extern "C" __global__ void launch_faulting(int *p) { write_at<<<1, 1>>>(p + (1 << 28)); }
+    extern "C" __global__ void launch_faulting(int *p, int i) { write_at<<<1, 1>>>(p + i); }
     """)
 
 
@@ -217,7 +218,8 @@ def test_launch_errors_are_each_threads_last_error(code, stream):
 
 def test_a_fault_in_a_child_fails_the_hosts_launch(code, stream):
     p = _buffer(stream, np.zeros(1, np.int32))
-    launch(stream, LaunchConfig(grid=1, block=1), code.get_kernel("launch_faulting"), p)
+    bad = np.int32(index_outside(stream.device, p))       # the child writes p[bad]
+    launch(stream, LaunchConfig(grid=1, block=1), code.get_kernel("launch_faulting"), p, bad)
     with pytest.raises(IllegalAddressError):
         stream.sync()
     launch(stream, LaunchConfig(grid=1, block=1), code.get_kernel("write_at"), p)

@@ -16,6 +16,7 @@ from ptxport.errors import IllegalAddressError
 from ptxport.ir.analysis import runs_to_completion
 from ptxport.ir.from_ptx import build
 from ptxport.ptx.parser import parse
+from tests.cpu_harness import index_outside
 
 HEADER = ".version 7.0\n.target sm_80\n.address_size 64\n"
 
@@ -102,7 +103,8 @@ def test_an_inline_launch_runs_and_its_fault_is_raised_by_the_next_sync(store):
     launch(stream, ONE, store, out, np.uint32(0), np.uint32(7))     # first launch: queued
     stream.sync()
     launch(stream, ONE, store, out, np.uint32(1), np.uint32(8))     # idle stream: at once
-    launch(stream, ONE, store, out, np.uint32(1 << 20), np.uint32(9))   # faults
+    bad = np.uint32(index_outside(dev, out, signed=False))
+    launch(stream, ONE, store, out, bad, np.uint32(9))                  # faults
     launch(stream, ONE, store, out, np.uint32(2), np.uint32(10))    # skipped after it
     with pytest.raises(IllegalAddressError, match="kernel 'store' wrote 4 bytes") as caught:
         stream.sync()

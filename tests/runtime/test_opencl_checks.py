@@ -15,6 +15,7 @@ import pytest
 from ptxport import Device, LaunchConfig, Program, launch
 from ptxport.errors import IllegalAddressError
 from ptxport.runtime.backends import availability, get
+from tests.cpu_harness import index_outside
 
 _AVAILABLE, _WHY = availability("opencl")
 pytestmark = pytest.mark.skipif(not _AVAILABLE, reason=f"no OpenCL device for SPIR-V: {_WHY}")
@@ -236,8 +237,9 @@ def _run(stream, program, name, grid, block, *args, shared=0):
 
 def test_a_write_far_past_a_buffer_raises_and_the_device_stays_usable(scheme, program, stream):
     x = _zeros(stream, 1024)
+    far = np.int32(index_outside(stream.device, x, itemsize=1, span=4 * 32))   # (bytes)
     with pytest.raises(IllegalAddressError) as caught:
-        _run(stream, program, "poke", 1, 32, x, np.int32(4 << 20), np.uint32(1))
+        _run(stream, program, "poke", 1, 32, x, far, np.uint32(1))
     message = str(caught.value)
     assert "kernel 'poke' wrote 4 bytes at address " in message
     line = PTX.splitlines().index("    st.global.u32 [%rd5], %r1;") + 1
@@ -373,8 +375,9 @@ PTX_WITH_LINES = """
 def test_a_fault_names_the_users_source_line_first(scheme, stream):
     program = Program(PTX_WITH_LINES, code_type="ptx").compile("native")
     x = _zeros(stream, 4)
+    far = np.int32(index_outside(stream.device, x, itemsize=1))      # (bytes)
     line = PTX_WITH_LINES.splitlines().index("    st.global.u32 [%rd3], 1;") + 1
     with pytest.raises(IllegalAddressError, match=rf"outside every allocation, at k\.cu:7 "
                                                   rf"\(PTX line {line}\) in block \(0, 0, 0\), "
                                                   r"thread 0; nothing was written"):
-        _run(stream, program, "poke_line", 1, 1, x, np.int32(1 << 24))
+        _run(stream, program, "poke_line", 1, 1, x, far)
