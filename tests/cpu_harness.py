@@ -121,6 +121,28 @@ def index_outside(device, buffer, itemsize: int = 4, margin: int = 1 << 20,
                          f"outside the {len(ranges)} live ranges")
 
 
+def allocate_alone(device, nbytes: int, stream, near: int = 1 << 30, far: int = 1 << 35):
+    """A buffer of `nbytes` on `device` with no live range (checked_ranges) between `near`
+    and `far` bytes from it on either side. Tests whose lanes fault at an address fixed by a
+    32-bit index's wrap (2 to 16 GiB from their buffer) allocate that buffer here, after
+    their others, so that no allocation alive there makes the access legal: where one is,
+    another buffer is tried (the refused ones kept meanwhile, so that it lies elsewhere)."""
+    refused = []
+    try:
+        for _ in range(8):
+            buffer = device.allocate(nbytes, stream=stream)
+            start, end = int(buffer.handle), int(buffer.handle) + nbytes
+            if not any(near <= max(s - end, start - (s + n)) < far
+                       for s, n in checked_ranges(device)):
+                return buffer
+            refused.append(buffer)
+    finally:
+        for buffer in refused:
+            buffer.close(stream=stream)
+    raise AssertionError(f"every buffer of {nbytes} bytes had a live range {near:#x} to "
+                         f"{far:#x} bytes from it")
+
+
 def kernel_ptx(body: str, params: str, extra: str = "", target: str = "sm_80",
                version: str = "8.0") -> str:
     """A module with one kernel `k`, for small tests."""

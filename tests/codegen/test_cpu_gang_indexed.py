@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from cpu_harness import allocate_alone
 from ptxport import Device, LaunchConfig, Program, launch
 from ptxport.codegen.targets.cpu.gang.build import build_gang
 from ptxport.codegen.targets.cpu.options import CpuOptions
@@ -61,8 +62,8 @@ def _run(ptx: str, x: np.ndarray, n: int, grid: int, block: int, shift: int = 0,
     dev = Device("cpu")
     stream = dev.create_stream()
     kernel = Program(ptx, code_type="ptx").compile("native").get_kernel("k")
-    xs = dev.allocate(max(x.nbytes, 4), stream=stream)
     out = dev.allocate(4 * grid * block, stream=stream)
+    xs = allocate_alone(dev, max(x.nbytes, 4), stream)  # (wrapped lanes fault 2-8 GiB off)
     xs.copy_from(x, stream=stream)
     # x's address as the kernel sees it, less base_shift elements (mod 2^64)
     address = np.uint64((int(xs.handle) - 4 * base_shift) % (1 << 64))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cpu_harness import launch_on_cpu
+from cpu_harness import allocate_alone, launch_on_cpu
 from ptxport import Device, LaunchConfig, Program, launch
 from ptxport.codegen.targets.cpu.gang import lowering
 from ptxport.codegen.targets.cpu.gang.build import build_gang
@@ -103,8 +103,8 @@ def _rows(block, grid, w: int, b: int = 0, lo: int = 0, words: int | None = None
     kernel = Program(ROWS, code_type="ptx").compile("native").get_kernel("k")
     threads = block[0] * block[1] * grid[0] * grid[1]
     src = np.arange(words or threads, dtype=np.uint32) + 100
-    buf = dev.allocate(src.nbytes, stream=stream)
     out_buf = dev.allocate(4 * threads, stream=stream)
+    buf = allocate_alone(dev, src.nbytes, stream)      # (its wrapped lanes fault 16 GiB off)
     buf.copy_from(src, stream=stream)
     p = (int(buf.handle) - 4 * first) % (1 << 64)
     launch(stream, LaunchConfig(grid=grid, block=block), kernel, np.uint64(p), out_buf,
@@ -165,7 +165,8 @@ def test_two_widenings_whose_wraps_cancel_at_the_last_lane_fault_in_the_middle()
     dev = Device("cpu")
     stream = dev.create_stream()
     kernel = Program(TWO, code_type="ptx").compile("native").get_kernel("k")
-    buf, out_buf = dev.allocate(128, stream=stream), dev.allocate(128, stream=stream)
+    out_buf = dev.allocate(128, stream=stream)
+    buf = allocate_alone(dev, 128, stream)
     buf.copy_from(src, stream=stream)
     b, c = (1 << 31) - 1 - 20, -(1 << 31) + 20     # lane t: p + 4 * (b + c) + 4t = p - 4 + 4t
     with pytest.raises(IllegalAddressError, match=r"thread 11;"):
@@ -218,7 +219,8 @@ def _unsigned_rows(b: int, words: int, first: int):
     source = ROWS.replace("mul.wide.s32 %rd3", "mul.wide.u32 %rd3")
     kernel = Program(source, code_type="ptx").compile("native").get_kernel("k")
     src = np.arange(words, dtype=np.uint32) + 100
-    buf, out_buf = dev.allocate(src.nbytes, stream=stream), dev.allocate(128, stream=stream)
+    out_buf = dev.allocate(128, stream=stream)
+    buf = allocate_alone(dev, src.nbytes, stream)
     buf.copy_from(src, stream=stream)
     p = (int(buf.handle) - 4 * first) % (1 << 64)
     launch(stream, LaunchConfig(grid=(1, 1), block=(16, 2)), kernel, np.uint64(p), out_buf,
