@@ -132,8 +132,9 @@ def allocate_alone(device, nbytes: int, stream, near: int = 1 << 30, far: int = 
         for _ in range(8):
             buffer = device.allocate(nbytes, stream=stream)
             start, end = int(buffer.handle), int(buffer.handle) + nbytes
-            if not any(near <= max(s - end, start - (s + n)) < far
-                       for s, n in checked_ranges(device)):
+            bands = [(start - far, start - near), (end + near, end + far)]
+            if not any(s < high and low < s + n for s, n in checked_ranges(device)
+                       for low, high in bands):
                 return buffer
             refused.append(buffer)
     finally:
