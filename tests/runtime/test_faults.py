@@ -9,7 +9,7 @@ import pytest
 
 from ptxport import Device, LaunchConfig, Program, launch
 from ptxport.errors import IllegalAddressError
-from tests.cpu_harness import index_outside
+from tests.cpu_harness import index_outside, launch_on_cpu
 
 SOURCE = r"""
 extern "C" __global__ void store_at(float* p, int i)
@@ -102,3 +102,48 @@ def test_allocations_made_or_freed_between_launches_are_checked_as_they_are_now(
     second.copy_to(out, stream=stream)
     stream.sync()
     assert out.tolist() == [0, 0, 1, 0]
+
+
+# a store through the generic address of the block's shared memory at byte `off`: `s` is
+# 64 bytes of static shared memory, or (.extern) the dynamic shared memory of the launch
+def _generic_shared_store(declaration: str) -> str:
+    return f"""
+.version 8.0
+.target sm_80
+.address_size 64
+{declaration}
+.visible .entry k(.param .u64 out, .param .u32 off)
+{{
+.reg .b32 %r<4>; .reg .b64 %rd<8>;
+ld.param.u64 %rd1, [out];
+ld.param.u32 %r1, [off];
+mov.u64 %rd2, s;
+cvta.shared.u64 %rd3, %rd2;
+cvt.u64.u32 %rd4, %r1;
+add.s64 %rd5, %rd3, %rd4;
+st.u32 [%rd5], 7;
+ld.shared.u32 %r2, [s+60];
+cvta.to.global.u64 %rd6, %rd1;
+st.global.u32 [%rd6], %r2;
+ret;
+}}
+"""
+
+
+@pytest.mark.parametrize("declaration, shmem", [
+    (".shared .align 16 .b8 s[64];", 0), (".extern .shared .align 16 .b8 s[];", 64)])
+@pytest.mark.parametrize("block", [1, 32])
+def test_a_generic_store_just_past_the_blocks_shared_memory_is_reported(declaration, shmem,
+                                                                        block):
+    """The block's shared memory is checked as declared: a generic store at its last word
+    runs, one at the first byte past it (and the 16 bytes after, which the workers' tables
+    once accepted) is reported."""
+    ptx = _generic_shared_store(declaration)
+    config = LaunchConfig(grid=1, block=block, shmem_size=shmem)
+    out = np.zeros(1, np.uint32)
+    launch_on_cpu(ptx, config, out, np.uint32(60))
+    assert out[0] == 7
+    for off in (64, 76):
+        with pytest.raises(IllegalAddressError, match="kernel 'k' wrote 4 bytes at address "
+                                                      "0x[0-9a-f]+, outside every allocation"):
+            launch_on_cpu(ptx, config, out, np.uint32(off))

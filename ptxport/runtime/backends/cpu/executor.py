@@ -185,7 +185,10 @@ class _Worker:
         # (zeroed at every checked launch; a kernel without sites has none to zero)
         self.site_cache_bytes = self.site_cache.nbytes if plan.check_sites else 0
         self._put(self.ctx, fields["site_cache"], np.uint64, self._site_cache_address)
-        self.own_ranges = [(a, a + n) for a, n in ((self.shared.ctypes.data, self.shared.size),
+        # (the block's shared memory as declared: not the 16 bytes past it, which generic
+        # accesses reached unreported)
+        shared_bytes = plan.static_shared + dynamic_shared
+        self.own_ranges = [(a, a + n) for a, n in ((self.shared.ctypes.data, shared_bytes),
                                                    (self.frames.ctypes.data, self.frames.size))
                            if n > 0]
         # The fields every launch sets, as ctypes views of the context (cheaper to set than
