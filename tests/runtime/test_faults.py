@@ -144,6 +144,7 @@ def test_a_generic_store_just_past_the_blocks_shared_memory_is_reported(declarat
     launch_on_cpu(ptx, config, out, np.uint32(60))
     assert out[0] == 7
     for off in (64, 76):
-        with pytest.raises(IllegalAddressError, match="kernel 'k' wrote 4 bytes at address "
-                                                      "0x[0-9a-f]+, outside every allocation"):
+        with pytest.raises(IllegalAddressError, match=f"kernel 'k' wrote 4 bytes at address "
+                           f"0x[0-9a-f]+, outside every allocation \\({off - 64} bytes past "
+                           "the end of the block's 64 bytes of shared memory\\)"):
             launch_on_cpu(ptx, config, out, np.uint32(off))

@@ -139,6 +139,14 @@ def _chunk(blocks: int, workers: int) -> int:
     return max(1, blocks // (workers * 16))
 
 
+def _own_ranges(shared: np.ndarray, frames: np.ndarray) -> list[tuple[int, int]]:
+    """A worker's own [start, end) ranges that generic addresses may reach: its block's shared
+    memory as declared (not the 16 bytes allocated past it, which generic accesses once
+    reached unreported) and its threads' frames."""
+    return [(a, a + n) for a, n in ((shared.ctypes.data, shared.size - 16),
+                                    (frames.ctypes.data, frames.size)) if n > 0]
+
+
 class _Worker:
     """One worker's memory for running blocks of one launch."""
 
@@ -185,12 +193,7 @@ class _Worker:
         # (zeroed at every checked launch; a kernel without sites has none to zero)
         self.site_cache_bytes = self.site_cache.nbytes if plan.check_sites else 0
         self._put(self.ctx, fields["site_cache"], np.uint64, self._site_cache_address)
-        # (the block's shared memory as declared: not the 16 bytes past it, which generic
-        # accesses reached unreported)
-        shared_bytes = plan.static_shared + dynamic_shared
-        self.own_ranges = [(a, a + n) for a, n in ((self.shared.ctypes.data, shared_bytes),
-                                                   (self.frames.ctypes.data, self.frames.size))
-                           if n > 0]
+        self.own_ranges = _own_ranges(self.shared, self.frames)
         # The fields every launch sets, as ctypes views of the context (cheaper to set than
         # packing bytes, which costs more than an empty kernel runs).
         self._launch_fields = [
@@ -414,8 +417,20 @@ class _Worker:
                     f"whatever cudaLimitStackSize is) at {self._where(line)} in {where}: a "
                     "recursion too deep; that call was not made and the device is still usable")
         return (f"kernel '{self.plan.name}' {'wrote' if write else 'read'} {size} bytes at "
-                f"address {address:#x}, outside every allocation, at {self._where(line)} in "
-                f"{where}; nothing was written there and the device is still usable")
+                f"address {address:#x}, outside every allocation{self._near_shared(address)}, "
+                f"at {self._where(line)} in {where}; nothing was written there and the device "
+                "is still usable")
+
+    def _near_shared(self, address: int) -> str:
+        """Where a bad address lies within 256 bytes of the block's shared memory (a generic
+        access past a __shared__ array): how far, for the fault's message."""
+        start, declared = self.shared.ctypes.data, self.shared.size - 16
+        if start + declared <= address < start + declared + 256:
+            return (f" ({address - start - declared} bytes past the end of the block's "
+                    f"{declared} bytes of shared memory)")
+        if start - 256 <= address < start:
+            return f" ({start - address} bytes before the block's shared memory)"
+        return ""
 
     def fault_after_run(self, ctaid) -> None:
         """Device functions record a bad access and go on; report it after the block (which
