@@ -11,9 +11,11 @@ checks have an allocation table, as in a real program), in microseconds per laun
   new buffer      a buffer allocated before each launch + sync and freed after it (every
                   worker's allocation table is made anew);
 each with 1 worker (set_workers(1)) and with 16 (issue 15's goals: launch + sync under
-20 us on one core, under 50 us with 16 workers). Each figure is the median over batches.
+20 us on one core, under 50 us with 16 workers; --workers 1,2 on a machine of 2 cores).
+Each figure is the median over batches.
 
     python benchmarks/launch_overhead.py [--runs 7] [--calls 300] [--compare OTHER_CHECKOUT]
+                                         [--workers 1,16]
 
 --compare times another checkout of ptxport too, taking turns process by process (timings
 on a shared machine drift; compare only figures measured side by side):
@@ -79,7 +81,7 @@ CASES = [("sync grid 1", 1, False, "empty"), ("sync grid 1024", 1024, False, "em
 WORKERS = (1, 16)
 
 
-def _measure(calls: int) -> dict[str, float]:
+def _measure(calls: int, workers_list: tuple[int, ...] = WORKERS) -> dict[str, float]:
     """In this process (the checkout on sys.path): the median microseconds per launch of
     each case, over 5 batches of `calls` launches."""
     import numpy as np
@@ -100,7 +102,7 @@ def _measure(calls: int) -> dict[str, float]:
                "loop": (Program(LOOP_PTX, code_type="ptx").compile("native")
                         .get_kernel("loop"), (np.uint32(0),))}
     figures = {}
-    for workers in WORKERS:
+    for workers in workers_list:
         cpu_executor.set_workers(workers)
         for name, grid, queued, which in CASES:
             kernel, args = kernels[which]
@@ -123,9 +125,10 @@ def _measure(calls: int) -> dict[str, float]:
     return figures
 
 
-def _run_child(root: Path, calls: int) -> dict[str, float]:
+def _run_child(root: Path, calls: int, workers: str) -> dict[str, float]:
     env = {**os.environ, "PYTHONPATH": str(root)}
-    out = subprocess.run([sys.executable, __file__, "--child", "--calls", str(calls)],
+    out = subprocess.run([sys.executable, __file__, "--child", "--calls", str(calls),
+                          "--workers", workers],
                          capture_output=True, text=True, check=True, env=env, cwd=root)
     return json.loads(out.stdout)
 
@@ -134,11 +137,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7, help="processes per checkout")
     parser.add_argument("--calls", type=int, default=300, help="launches per timed batch")
+    parser.add_argument("--workers", default=",".join(map(str, WORKERS)),
+                        help="comma-separated worker counts to time (default 1,16)")
     parser.add_argument("--compare", type=Path, help="another checkout to time, alternately")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.child:
-        print(json.dumps(_measure(options.calls)))
+        print(json.dumps(_measure(options.calls, tuple(map(int, options.workers.split(","))))))
         return
     roots = {"this": ROOT}
     if options.compare:
@@ -146,7 +151,7 @@ def main() -> None:
     runs: dict[str, list[dict[str, float]]] = {label: [] for label in roots}
     for _ in range(options.runs):
         for label, root in roots.items():
-            runs[label].append(_run_child(root, options.calls))
+            runs[label].append(_run_child(root, options.calls, options.workers))
     medians = {label: {case: statistics.median(r[case] for r in results)
                        for case in results[0]} for label, results in runs.items()}
     print(f"{'us per launch':<32}" + "".join(f"{label:>10}" for label in roots))

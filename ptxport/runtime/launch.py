@@ -16,6 +16,7 @@ their size is not known: the message says which numpy type to use.
 from __future__ import annotations
 
 import operator
+import threading
 import weakref
 from collections.abc import Callable
 from functools import partial
@@ -391,6 +392,9 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args) -> None:
     if not isinstance(kernel, Kernel):
         raise InvalidValueError(f"launch(): kernel must be a Kernel (ObjectCode.get_kernel), "
                                 f"not {type(kernel).__name__}")
+    like = kernel._like
+    if like is not None and _again(stream, config, args, like):
+        return
     device = stream.device
     _expect(device, config)
     _check_once(config, kernel, device)
@@ -399,6 +403,7 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args) -> None:
         packer = kernel._packer = _Packer(kernel)
     params, keep = packer.pack(kernel, args, device)
     _queue(stream, config, kernel, params, keep)
+    kernel._like = _remember(device, config, kernel, args, params)
 
 
 def launch_now(stream: Stream, config: LaunchConfig, kernel: Kernel, *args) -> None:
@@ -501,7 +506,7 @@ def _queue(stream: Stream, config: LaunchConfig, kernel: Kernel, params: bytes, 
             prod(block), None if starter is None else starter(device.device_id, binary, block))
     else:
         compiled = False
-    binary, at_once, backend, ordinal, name, threads, starter = ready
+    _, at_once, _, _, name, threads, _ = ready
 
     # (only the backends that take them are given a timeout or a cooperative launch)
     options = None if timeout is None else {"timeout": timeout}
@@ -517,10 +522,19 @@ def _queue(stream: Stream, config: LaunchConfig, kernel: Kernel, params: bytes, 
     # failure is still raised by the next sync. Its first launch is queued, for Events to
     # say it compiled; a larger grid too, so that the caller's work overlaps it (unless
     # `now`: launch_now's caller waits for it).
-    if at_once and not compiled and (now or grid[0] * grid[1] * grid[2] * threads
-                                     <= _AT_ONCE_THREADS) \
-            and stream._run_now(_runner(ready, device, grid, block, shmem_size, params,
-                                        options, keep), what=what, kernel=name):
+    _dispatch(stream, ready, device, grid, block, shmem_size, params, keep, options, what,
+              bool(compiled), at_once and not compiled and (
+                  now or grid[0] * grid[1] * grid[2] * threads <= _AT_ONCE_THREADS), now)
+
+
+def _dispatch(stream: Stream, ready: tuple, device: Device, grid: tuple, block: tuple,
+              shmem_size: int, params: bytes, keep, options: dict | None,
+              what: Callable[[], str], compiled: bool, small: bool, now: bool) -> None:
+    """_queue's end (and _again's): run the launch now on this thread (`small`: a grid
+    that may run at once) or begin its blocks now when the stream is idle, or queue it."""
+    name, starter = ready[4], ready[6]
+    if small and stream._run_now(_runner(ready, device, grid, block, shmem_size, params,
+                                         options, keep), what=what, kernel=name):
         return
     # Otherwise its blocks begin at once where the device can (the CPU device's worker
     # threads, backends/cpu/early.py) when the stream is idle, and what finishes it is
@@ -531,7 +545,82 @@ def _queue(stream: Stream, config: LaunchConfig, kernel: Kernel, params: bytes, 
             not start_now(_start, (starter, grid, block, shmem_size, params, keep, what),
                           what=what, kernel=name):
         stream._submit(_runner(ready, device, grid, block, shmem_size, params, options, keep),
-                       what=what, kernel=name, compiled=bool(compiled), defer=True)
+                       what=what, kernel=name, compiled=compiled, defer=True)
+
+
+# A launch like the last one of its kernel. A program (llm.c, a training loop) launches the
+# same kernels with the same configurations and arguments over and over; launch() keeps
+# what its last full launch of a kernel proved (kernel._like, _remember) and a launch that
+# passes the same again (_again) skips the configuration's checks, the arguments' checks
+# and packing and the look-ups of _queue: it goes from the comparisons to _dispatch.
+
+def _remember(device: Device, config: LaunchConfig, kernel: Kernel, args: tuple,
+              params: bytes) -> tuple | None:
+    """What a launch of `kernel` just checked, packed and queued proves for a launch like
+    it (kernel._like), or None where _again could not tell one: (device, thread, grid,
+    block, shmem_size, each argument's check, the live allocations, params, the kernel's
+    `ready` tuple, the launch's words, its prewake, whether it may run at once). An
+    argument's check is a weak reference to a Buffer (its allocation: the same address while
+    it is open), or a numpy scalar's (class, bytes, the scalar), which a value of the same
+    class and bytes passes (a scalar made anew at each launch, np.int32(n)); other
+    arguments (0-d arrays, structured scalars: their bytes may change) are not remembered.
+    Only launches that begin early or run at once on a backend that says which allocations
+    are live (its `starter`), without a timeout or cooperation."""
+    if config.timeout is not None or config.is_cooperative or config.cluster is not None:
+        return None
+    grid, block = config.grid, config.block
+    ready = kernel._ready.get((device, block))
+    if ready is None or ready[6] is None:
+        return None
+    checks = []
+    for arg in args:
+        if isinstance(arg, Buffer):
+            checks.append(weakref.ref(arg))
+        elif isinstance(arg, np.generic) and not isinstance(arg, np.void):
+            checks.append((arg.__class__, arg.tobytes(), arg))
+        else:
+            return None
+    blocks = grid[0] * grid[1] * grid[2]
+    expect = getattr(device._backend, "expect_launch", None) if blocks > 1 else None
+    return (device, threading.get_ident(), grid, block, config.shmem_size, tuple(checks),
+            ready[6].live_ranges(), params, ready, partial(_what, ready[4], grid, block, None),
+            expect, blocks, ready[1] and blocks * ready[5] <= _AT_ONCE_THREADS)
+
+
+def _again(stream: Stream, config: LaunchConfig, args: tuple, like: tuple) -> bool:
+    """Launch on `stream` as the last full launch of the kernel did (`like`, _remember's),
+    if this launch is like it: the same device, thread and configuration, each argument the
+    same open Buffer or a numpy scalar of the same class and bytes, no allocation made or
+    freed since, and the stream idle with no error kept. False, having done nothing,
+    otherwise (launch() then takes the full path)."""
+    device, thread, grid, block, shmem_size, checks, ranges, params, ready, what, expect, \
+        blocks, small = like
+    worker = stream._worker
+    if stream._device is not device or config.__class__ is not LaunchConfig \
+            or config.grid != grid or config.block != block \
+            or config.shmem_size != shmem_size or config.timeout is not None \
+            or config.is_cooperative or config.cluster is not None \
+            or len(args) != len(checks) or threading.get_ident() != thread \
+            or worker._items or worker._running or worker._error is not None \
+            or worker._stopped:
+        return False
+    if expect is not None:
+        expect(blocks)
+    keep = []
+    for arg, check in zip(args, checks, strict=True):
+        if check.__class__ is tuple:
+            if arg is not check[2] and (arg.__class__ is not check[0]
+                                        or arg.tobytes() != check[1]):
+                return False
+        elif check() is not arg or arg._allocation is None:
+            return False
+        else:
+            keep.append(arg._allocation)
+    if ready[6].live_ranges() is not ranges:
+        return False
+    _dispatch(stream, ready, device, grid, block, shmem_size, params, keep, None, what,
+              False, small, False)
+    return True
 
 
 def _what(name: str, grid: tuple, block: tuple, timeout: float | None) -> str:

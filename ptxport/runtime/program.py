@@ -316,6 +316,7 @@ class Kernel:
         # shapes prepared for a launch (runtime/launch.py)
         self._ready: dict[tuple, tuple[KernelBinary, bool]] = {}
         self._packer = None     # how launch() packs arguments (runtime/launch.py)
+        self._like: tuple | None = None     # its last launch, for one like it (launch.py)
         # launch configurations check_config accepted, by device (runtime/launch.py)
         self._accepted: set[tuple] = set()
 

@@ -1,0 +1,276 @@
+"""A launch like the last one of its kernel (launch.py's _again): the same device, thread,
+configuration and arguments (the same open Buffers, numpy scalars of the same class and
+bytes), nothing allocated or freed since, the stream idle with no error kept, skips the
+checks and packing; anything else takes the full path, with its results and errors."""
+
+import gc
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from ptxport import Device, LaunchConfig, Program, launch
+from ptxport.errors import ArgumentError, KernelTrapError
+from ptxport.runtime.backends.cpu import executor as cpu_executor
+
+launch_module = __import__("ptxport.runtime.launch", fromlist=["_again"])
+
+# count(out, add, bad): each thread of block k adds `add` to out[k]; block `bad` then traps.
+# wait(n): a loop of n rounds (launch() queues a kernel with a loop: the stream is busy).
+PTX = """
+.version 8.0
+.target sm_80
+.address_size 64
+
+.visible .entry count(.param .u64 out, .param .u32 add, .param .u32 bad)
+{
+  .reg .pred %p<2>; .reg .b32 %r<5>; .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  ld.param.u32 %r4, [add];
+  ld.param.u32 %r3, [bad];
+  mov.u32 %r1, %ctaid.x;
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  atom.global.add.u32 %r2, [%rd3], %r4;
+  setp.eq.u32 %p1, %r1, %r3;
+  @%p1 trap;
+  ret;
+}
+
+.visible .entry wait(.param .u32 n)
+{
+  .reg .pred %p<2>; .reg .b32 %r<3>;
+  ld.param.u32 %r1, [n];
+  mov.u32 %r2, 0;
+$top:
+  setp.ge.u32 %p1, %r2, %r1;
+  @%p1 bra $end;
+  add.u32 %r2, %r2, 1;
+  bra.uni $top;
+$end:
+  ret;
+}
+"""
+
+BLOCKS, BLOCK = 64, 32
+NONE = np.uint32(1 << 30)       # (no block traps)
+
+
+@pytest.fixture(scope="module")
+def dev():
+    return Device("cpu")
+
+
+@pytest.fixture(scope="module")
+def code(dev):
+    return Program(PTX, code_type="ptx").compile("native")
+
+
+# (small: launch() runs its grid at once on the launching thread; large: its blocks begin
+# early on the worker pool's threads, and the sync finishes it)
+@pytest.fixture(params=[(BLOCKS, 1), (BLOCKS, 2), (4096, 2)], ids=["small-w1", "small-w2",
+                                                                 "early-w2"])
+def shape(request):
+    grid, workers = request.param
+    cpu_executor.set_workers(workers)
+    yield LaunchConfig(grid=grid, block=BLOCK)
+    cpu_executor.set_workers(None)
+
+
+@pytest.fixture
+def paths(monkeypatch):
+    """'again' or 'full' for each launch that got as far as queueing. (Earlier tests'
+    buffers are collected first, and their frees given time to run on their streams'
+    threads: one freed during the test would send a launch the full path.)"""
+    gc.collect()
+    time.sleep(0.02)
+    gc.disable()
+    taken, again, remember = [], launch_module._again, launch_module._remember
+
+    def spy_again(*args):
+        done = again(*args)
+        if done:
+            taken.append("again")
+        return done
+
+    def spy_remember(*args):
+        taken.append("full")
+        return remember(*args)
+
+    monkeypatch.setattr(launch_module, "_again", spy_again)
+    monkeypatch.setattr(launch_module, "_remember", spy_remember)
+    yield taken
+    gc.enable()
+
+
+def _counts(out, stream, blocks) -> np.ndarray:
+    host = np.empty(out.size // 4, np.uint32)
+    out.copy_to(host, stream=stream)
+    stream.sync()
+    return host[:blocks]
+
+
+def _fresh(dev, stream, blocks):
+    out = dev.allocate(blocks * 4, stream=stream)
+    out.fill(0, 4, stream=stream)
+    stream.sync()
+    return out
+
+
+def test_the_same_launch_again_skips_the_checks(dev, code, shape, paths):
+    stream, kernel = dev.create_stream(), code.get_kernel("count")
+    blocks = shape.grid[0]
+    out, one = _fresh(dev, stream, blocks), np.uint32(1)
+    for _ in range(3):
+        launch(stream, shape, kernel, out, one, NONE)
+        stream.sync()
+    # (scalars made anew with the same class and value, and an equal configuration)
+    for _ in range(2):
+        launch(stream, LaunchConfig(grid=shape.grid, block=BLOCK), kernel, out,
+               np.uint32(1), np.uint32(1 << 30))
+        stream.sync()
+    assert paths == ["full", "again", "again", "again", "again"]
+    assert (_counts(out, stream, blocks) == 5 * BLOCK).all()
+
+
+def test_other_values_configurations_and_scalar_classes_take_the_full_path(dev, code,
+                                                                            shape, paths):
+    stream, kernel = dev.create_stream(), code.get_kernel("count")
+    blocks = shape.grid[0]
+    out = _fresh(dev, stream, blocks)
+    launch(stream, shape, kernel, out, np.uint32(1), NONE)
+    launch(stream, shape, kernel, out, np.uint32(2), NONE)          # another value
+    launch(stream, shape, kernel, out, np.int32(2), NONE)           # another class
+    launch(stream, LaunchConfig(grid=blocks // 2, block=BLOCK), kernel, out, np.int32(2),
+           NONE)                                                    # another grid
+    launch(stream, shape, kernel, out, np.int32(2), np.array(1 << 30, np.uint32))  # a 0-d
+    launch(stream, shape, kernel, out, np.int32(2), np.array(1 << 30, np.uint32))  # array
+    stream.sync()
+    assert paths == ["full"] * 6
+    expected = np.full(blocks, 1 + 2 + 2 + 2 + 2, np.uint32)
+    expected[:blocks // 2] += 2
+    assert (_counts(out, stream, blocks) == expected * BLOCK).all()
+
+
+def test_allocations_made_or_freed_since_take_the_full_path(dev, code, shape, paths):
+    stream, kernel = dev.create_stream(), code.get_kernel("count")
+    blocks = shape.grid[0]
+    out, one = _fresh(dev, stream, blocks), np.uint32(1)
+    launch(stream, shape, kernel, out, one, NONE)
+    stream.sync()
+    other = dev.allocate(64, stream=stream)      # a new allocation
+    launch(stream, shape, kernel, out, one, NONE)
+    stream.sync()
+    launch(stream, shape, kernel, out, one, NONE)
+    stream.sync()
+    other.close()                                # a buffer freed
+    stream.sync()
+    launch(stream, shape, kernel, out, one, NONE)
+    stream.sync()
+    assert paths == ["full", "full", "again", "full"]
+    assert (_counts(out, stream, blocks) == 4 * BLOCK).all()
+
+
+def test_a_closed_buffer_is_refused_as_before(dev, code, shape, paths):
+    stream, kernel = dev.create_stream(), code.get_kernel("count")
+    out, one = _fresh(dev, stream, shape.grid[0]), np.uint32(1)
+    launch(stream, shape, kernel, out, one, NONE)
+    stream.sync()
+    out.close(stream=stream)
+    with pytest.raises(ArgumentError, match=r"kernel count, argument 0 .*the buffer is closed"):
+        launch(stream, shape, kernel, out, one, NONE)
+    stream.sync()
+    assert paths == ["full"]
+
+
+def test_wrong_arguments_raise_the_same_errors(dev, code, shape, paths):
+    stream, kernel = dev.create_stream(), code.get_kernel("count")
+    out, one = _fresh(dev, stream, shape.grid[0]), np.uint32(1)
+    launch(stream, shape, kernel, out, one, NONE)
+    stream.sync()
+    with pytest.raises(ArgumentError, match=r"argument 1 \(add: .u32, 4 bytes\): got a Python "
+                                            r"int"):
+        launch(stream, shape, kernel, out, 1, NONE)
+    with pytest.raises(ArgumentError, match=r"argument 1 .*got float64 of 8 bytes"):
+        launch(stream, shape, kernel, out, np.float64(1), NONE)
+    with pytest.raises(ArgumentError, match="takes 3 argument"):
+        launch(stream, shape, kernel, out, one)
+    with pytest.raises(ArgumentError, match="argument 2 .* is a value, not a pointer"):
+        launch(stream, shape, kernel, out, one, out)
+    launch(stream, shape, kernel, out, one, NONE)
+    stream.sync()
+    assert paths == ["full", "again"]
+    assert (_counts(out, stream, shape.grid[0]) == 2 * BLOCK).all()
+
+
+def test_a_kept_error_takes_the_full_path_and_skips_the_launch(dev, code, shape, paths):
+    """A launch like the last one after another launch failed is queued and skipped, and
+    the sync raises the failure, as without the fast path."""
+    stream, kernel = dev.create_stream(), code.get_kernel("count")
+    blocks = shape.grid[0]
+    out, one = _fresh(dev, stream, blocks), np.uint32(1)
+    trap = Program(PTX, code_type="ptx").compile("native").get_kernel("count")
+    launch(stream, shape, kernel, out, one, NONE)
+    stream.sync()
+    launch(stream, shape, trap, out, one, np.uint32(3))     # (another kernel's memo)
+    launch(stream, shape, kernel, out, one, NONE)
+    with pytest.raises(KernelTrapError, match=r"block \(3, 0, 0\)"):
+        stream.sync()
+    launch(stream, shape, kernel, out, one, NONE)
+    stream.sync()
+    assert paths == ["full", "full", "full", "again"]
+    # (the trapping block's threads up to the trap added theirs; the launch after it was
+    # skipped, or the trapping block would count more than 3 * BLOCK)
+    counts = _counts(out, stream, blocks)
+    assert 2 * BLOCK < counts[3] <= 3 * BLOCK
+    assert ((2 * BLOCK <= counts) & (counts <= 3 * BLOCK)).all()
+
+
+def test_a_busy_stream_takes_the_full_path_in_order(dev, code, shape, paths):
+    stream, kernel, wait = dev.create_stream(), code.get_kernel("count"), code.get_kernel("wait")
+    blocks = shape.grid[0]
+    out, one = _fresh(dev, stream, blocks), np.uint32(1)
+    launch(stream, LaunchConfig(grid=1, block=1), wait, np.uint32(20_000_000))
+    stream.sync()
+    launch(stream, shape, kernel, out, one, NONE)
+    stream.sync()
+    paths.clear()
+    host = np.empty(out.size // 4, np.uint32)
+    launch(stream, LaunchConfig(grid=1, block=1), wait, np.uint32(20_000_000))  # (queued)
+    launch(stream, shape, kernel, out, one, NONE)
+    out.copy_to(host, stream=stream)
+    stream.sync()
+    assert paths == ["again", "full"]
+    assert (host[:blocks] == 2 * BLOCK).all()
+
+
+def test_another_threads_launch_takes_the_full_path(dev, code, shape, paths):
+    stream, kernel = dev.create_stream(), code.get_kernel("count")
+    blocks = shape.grid[0]
+    out, one = _fresh(dev, stream, blocks), np.uint32(1)
+    launch(stream, shape, kernel, out, one, NONE)
+    stream.sync()
+    thread = threading.Thread(target=launch, args=(stream, shape, kernel, out, one, NONE))
+    thread.start()
+    thread.join()
+    stream.sync()
+    launch(stream, shape, kernel, out, one, NONE)     # (like the other thread's: full)
+    stream.sync()
+    launch(stream, shape, kernel, out, one, NONE)
+    stream.sync()
+    assert paths == ["full", "full", "full", "again"]
+    assert (_counts(out, stream, blocks) == 4 * BLOCK).all()
+
+
+def test_another_module_of_the_same_code_takes_the_full_path(dev, code, shape, paths):
+    stream, kernel = dev.create_stream(), code.get_kernel("count")
+    blocks = shape.grid[0]
+    out, one = _fresh(dev, stream, blocks), np.uint32(1)
+    launch(stream, shape, kernel, out, one, NONE)
+    stream.sync()
+    again = Program(PTX, code_type="ptx").compile("native").get_kernel("count")
+    launch(stream, shape, again, out, one, NONE)
+    stream.sync()
+    assert paths == ["full", "full"]
+    assert (_counts(out, stream, blocks) == 2 * BLOCK).all()
