@@ -530,7 +530,7 @@ def _queue(stream: Stream, config: LaunchConfig, kernel: Kernel, params: bytes, 
 def _dispatch(stream: Stream, ready: tuple, device: Device, grid: tuple, block: tuple,
               shmem_size: int, params: bytes, keep, options: dict | None,
               what: Callable[[], str], compiled: bool, small: bool, now: bool) -> None:
-    """_queue's end (and _again's): run the launch now on this thread (`small`: a grid
+    """_queue's end: run the launch now on this thread (`small`: a grid
     that may run at once) or begin its blocks now when the stream is idle, or queue it."""
     name, starter = ready[4], ready[6]
     if small and stream._run_now(_runner(ready, device, grid, block, shmem_size, params,
@@ -616,10 +616,19 @@ def _again(stream: Stream, config: LaunchConfig, args: tuple, like: tuple) -> bo
             return False
         else:
             keep.append(arg._allocation)
-    if ready[6].live_ranges() is not ranges:
+    starter = ready[6]
+    if starter.live_ranges() is not ranges:
         return False
-    _dispatch(stream, ready, device, grid, block, shmem_size, params, keep, None, what,
-              False, small, False)
+    # (_dispatch's work for a Stream, a launch with no options that compiled nothing:
+    # straight to its worker's run_now or start_now)
+    name = ready[4]
+    if small and worker.run_now(_runner(ready, device, grid, block, shmem_size, params,
+                                        None, keep), what, name):
+        return True
+    if not worker.start_now(_start, (starter, grid, block, shmem_size, params, keep, what),
+                            what, name):
+        stream._submit(_runner(ready, device, grid, block, shmem_size, params, None, keep),
+                       what=what, kernel=name, defer=True)
     return True
 
 
