@@ -403,7 +403,7 @@ def launch(stream: Stream, config: LaunchConfig, kernel: Kernel, *args) -> None:
         packer = kernel._packer = _Packer(kernel)
     params, keep = packer.pack(kernel, args, device)
     _queue(stream, config, kernel, params, keep)
-    kernel._like = _remember(device, config, kernel, args, params)
+    kernel._like = _remember(device, config, kernel, _arg_checks(args), params)
 
 
 def launch_now(stream: Stream, config: LaunchConfig, kernel: Kernel, *args) -> None:
@@ -464,6 +464,9 @@ def launch_packed(stream: Stream, config: LaunchConfig, kernel: Kernel, params: 
     Triton front end's common launches); others call launch(), which checks every argument
     first.
     """
+    like = kernel._like_packed
+    if like is not None and _again_packed(stream, config, params, keep, now, like):
+        return
     device = stream.device
     _expect(device, config)
     if not checked:
@@ -479,6 +482,8 @@ def launch_packed(stream: Stream, config: LaunchConfig, kernel: Kernel, params: 
             group_launch(stream, config, kernel, params)
             return
     _queue(stream, config, kernel, params, keep, now)
+    if isinstance(stream, Stream):     # (not ptxport.compat's stand-ins)
+        kernel._like_packed = _remember(device, config, kernel, bool(now), params, now)
 
 
 # the most threads a grid run at once on the launching thread may have (a loop-free kernel
@@ -554,24 +559,12 @@ def _dispatch(stream: Stream, ready: tuple, device: Device, grid: tuple, block: 
 # passes the same again (_again) skips the configuration's checks, the arguments' checks
 # and packing and the look-ups of _queue: it goes from the comparisons to _dispatch.
 
-def _remember(device: Device, config: LaunchConfig, kernel: Kernel, args: tuple,
-              params: bytes) -> tuple | None:
-    """What a launch of `kernel` just checked, packed and queued proves for a launch like
-    it (kernel._like), or None where _again could not tell one: (device, thread, grid,
-    block, shmem_size, each argument's check, the live allocations, params, the kernel's
-    `ready` tuple, the launch's words, its prewake, whether it may run at once). An
-    argument's check is a weak reference to a Buffer (its allocation: the same address while
-    it is open), or a numpy scalar's (class, bytes, the scalar), which a value of the same
-    class and bytes passes (a scalar made anew at each launch, np.int32(n)); other
-    arguments (0-d arrays, structured scalars: their bytes may change) are not remembered.
-    Only launches that begin early or run at once on a backend that says which allocations
-    are live (its `starter`), without a timeout or cooperation."""
-    if config.timeout is not None or config.is_cooperative or config.cluster is not None:
-        return None
-    grid, block = config.grid, config.block
-    ready = kernel._ready.get((device, block))
-    if ready is None or ready[6] is None:
-        return None
+def _arg_checks(args: tuple) -> tuple | None:
+    """_remember's checks of launch()'s arguments: a weak reference to each Buffer (its
+    allocation: the same address while it is open), or a numpy scalar's (class, bytes, the
+    scalar), which a value of the same class and bytes passes (a scalar made anew at each
+    launch, np.int32(n)); None where an argument is of another kind (0-d arrays,
+    structured scalars: their bytes may change under the same object)."""
     checks = []
     for arg in args:
         if isinstance(arg, Buffer):
@@ -580,11 +573,30 @@ def _remember(device: Device, config: LaunchConfig, kernel: Kernel, args: tuple,
             checks.append((arg.__class__, arg.tobytes(), arg))
         else:
             return None
+    return tuple(checks)
+
+
+def _remember(device: Device, config: LaunchConfig, kernel: Kernel, checks, params: bytes,
+              now: bool = False) -> tuple | None:
+    """What a launch of `kernel` just checked, packed and queued proves for a launch like
+    it (kernel._like, or kernel._like_packed for launch_packed), or None where _again could
+    not tell one: (device, thread, grid, block, shmem_size, `checks` (_arg_checks', or
+    launch_packed's `now`), the live allocations, params, the kernel's `ready` tuple, the
+    launch's words, its prewake, whether it may run at once). Only launches that begin
+    early or run at once on a backend that says which allocations are live (its
+    `starter`), without a timeout or cooperation."""
+    if checks is None or config.timeout is not None or config.is_cooperative \
+            or config.cluster is not None:
+        return None
+    grid, block = config.grid, config.block
+    ready = kernel._ready.get((device, block))
+    if ready is None or ready[6] is None:
+        return None
     blocks = grid[0] * grid[1] * grid[2]
     expect = getattr(device._backend, "expect_launch", None) if blocks > 1 else None
-    return (device, threading.get_ident(), grid, block, config.shmem_size, tuple(checks),
+    return (device, threading.get_ident(), grid, block, config.shmem_size, checks,
             ready[6].live_ranges(), params, ready, partial(_what, ready[4], grid, block, None),
-            expect, blocks, ready[1] and blocks * ready[5] <= _AT_ONCE_THREADS)
+            expect, blocks, ready[1] and (now or blocks * ready[5] <= _AT_ONCE_THREADS))
 
 
 def _again(stream: Stream, config: LaunchConfig, args: tuple, like: tuple) -> bool:
@@ -629,6 +641,40 @@ def _again(stream: Stream, config: LaunchConfig, args: tuple, like: tuple) -> bo
                             what, name):
         stream._submit(_runner(ready, device, grid, block, shmem_size, params, None, keep),
                        what=what, kernel=name, defer=True)
+    return True
+
+
+def _again_packed(stream: Stream, config: LaunchConfig, params: bytes, keep, now: bool,
+                  like: tuple) -> bool:
+    """launch_packed's _again: the same device, thread, configuration, `now` and parameter
+    bytes as its last full launch of the kernel (`like`), no allocation made or freed
+    since, and `stream` a Stream, idle with no error kept."""
+    device, thread, grid, block, shmem_size, was_now, ranges, was_params, ready, what, \
+        expect, blocks, small = like
+    if stream.__class__ is not Stream or stream._device is not device \
+            or config.__class__ is not LaunchConfig \
+            or config.grid != grid or config.block != block \
+            or config.shmem_size != shmem_size or config.timeout is not None \
+            or config.is_cooperative or config.cluster is not None \
+            or bool(now) is not was_now or params != was_params \
+            or threading.get_ident() != thread:
+        return False
+    worker = stream._worker
+    if worker._items or worker._running or worker._error is not None or worker._stopped:
+        return False
+    if expect is not None:
+        expect(blocks)
+    starter = ready[6]
+    if starter.live_ranges() is not ranges:
+        return False
+    name = ready[4]
+    if small and worker.run_now(_runner(ready, device, grid, block, shmem_size, was_params,
+                                        None, keep), what, name):
+        return True
+    if now or not worker.start_now(_start, (starter, grid, block, shmem_size, was_params,
+                                            keep, what), what, name):
+        stream._submit(_runner(ready, device, grid, block, shmem_size, was_params, None,
+                               keep), what=what, kernel=name, defer=True)
     return True
 
 

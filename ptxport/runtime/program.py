@@ -316,7 +316,9 @@ class Kernel:
         # shapes prepared for a launch (runtime/launch.py)
         self._ready: dict[tuple, tuple[KernelBinary, bool]] = {}
         self._packer = None     # how launch() packs arguments (runtime/launch.py)
-        self._like: tuple | None = None     # its last launch, for one like it (launch.py)
+        # its last launch (launch(); launch_packed()), for one like it (runtime/launch.py)
+        self._like: tuple | None = None
+        self._like_packed: tuple | None = None
         # launch configurations check_config accepted, by device (runtime/launch.py)
         self._accepted: set[tuple] = set()
 

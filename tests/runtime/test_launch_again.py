@@ -274,3 +274,75 @@ def test_another_module_of_the_same_code_takes_the_full_path(dev, code, shape, p
     stream.sync()
     assert paths == ["full", "full"]
     assert (_counts(out, stream, blocks) == 2 * BLOCK).all()
+
+
+# -- launch_packed (ptxport.compat's and the Triton front end's launches) -------------------
+
+def _packed(out, add, bad) -> bytes:
+    return (int(out.handle).to_bytes(8, "little") + int(add).to_bytes(4, "little")
+            + int(bad).to_bytes(4, "little"))
+
+
+def test_packed_launches_compare_their_bytes(dev, code, shape, paths, monkeypatch):
+    taken, remember = [], launch_module._remember
+
+    def spy_remember(*args):
+        taken.append(args[3])       # (launch_packed's `now`)
+        return remember(*args)
+
+    monkeypatch.setattr(launch_module, "_remember", spy_remember)
+    stream, kernel = dev.create_stream(), code.get_kernel("count")
+    blocks = shape.grid[0]
+    out = _fresh(dev, stream, blocks)
+    for add, now in ((1, False), (1, False), (2, False), (2, True), (2, True), (2, False)):
+        # (the bytes made anew each time: equal bytes suffice)
+        launch_module.launch_packed(stream, shape, kernel, _packed(out, add, 1 << 30),
+                                    keep=(out,), now=now)
+        stream.sync()
+    assert taken == [False, False, True, False]     # (the full paths; the others again)
+    assert (_counts(out, stream, blocks) == 10 * BLOCK).all()
+
+
+def test_compat_launches_of_an_unloaded_module_are_refused(dev, monkeypatch):
+    """ptxport.compat's cuLaunchKernel on the same function again, then after its module
+    was unloaded: refused by handle, as before."""
+    import ctypes
+
+    from ptxport.compat import driver, execution, memory
+    from ptxport.compat.state import CudaError, state
+
+    monkeypatch.setattr(state, "_devices", [dev])
+    gc.collect()
+    taken, again = [], launch_module._again_packed
+
+    def spy(*args):
+        taken.append(again(*args))
+        return taken[-1]
+
+    monkeypatch.setattr(launch_module, "_again_packed", spy)
+    image = ctypes.create_string_buffer(PTX.encode())
+    module, function, out = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_uint64()
+    assert execution.cuModuleLoadData(ctypes.addressof(module), ctypes.addressof(image)) == 0
+    name = ctypes.create_string_buffer(b"count")
+    assert execution.cuModuleGetFunction(ctypes.addressof(function), module.value,
+                                         ctypes.addressof(name)) == 0
+    assert memory.cuMemAlloc_v2(ctypes.addressof(out), 4 * BLOCKS) == 0
+    try:
+        memory.cuMemsetD32_v2(out.value, 0, BLOCKS)
+        values = (ctypes.c_uint64(out.value), ctypes.c_uint32(1), ctypes.c_uint32(1 << 30))
+        pointers = (ctypes.c_void_p * 3)(*(ctypes.addressof(v) for v in values))
+        for _ in range(3):
+            assert execution.cuLaunchKernel(function.value, BLOCKS, 1, 1, BLOCK, 1, 1, 0, 0,
+                                            ctypes.addressof(pointers), 0) == 0
+            assert driver.cuCtxSynchronize() == 0
+        assert taken[-2:] == [True, True]
+        host = (ctypes.c_uint32 * BLOCKS)()
+        assert memory.cuMemcpyDtoH_v2(ctypes.addressof(host), out.value, 4 * BLOCKS) == 0
+        assert list(host) == [3 * BLOCK] * BLOCKS
+        assert execution.cuModuleUnload(module.value) == 0
+        with pytest.raises(CudaError) as refused:
+            execution.cuLaunchKernel(function.value, BLOCKS, 1, 1, BLOCK, 1, 1, 0, 0,
+                                     ctypes.addressof(pointers), 0)
+        assert refused.value.code == 400        # CUDA_ERROR_INVALID_HANDLE
+    finally:
+        memory.cuMemFree_v2(out.value)
