@@ -511,7 +511,7 @@ def _queue(stream: Stream, config: LaunchConfig, kernel: Kernel, params: bytes, 
             prod(block), None if starter is None else starter(device.device_id, binary, block))
     else:
         compiled = False
-    _, at_once, _, _, name, threads, _ = ready
+    binary, at_once, backend, ordinal, name, threads, starter = ready
 
     # (only the backends that take them are given a timeout or a cooperative launch)
     options = None if timeout is None else {"timeout": timeout}
@@ -527,19 +527,10 @@ def _queue(stream: Stream, config: LaunchConfig, kernel: Kernel, params: bytes, 
     # failure is still raised by the next sync. Its first launch is queued, for Events to
     # say it compiled; a larger grid too, so that the caller's work overlaps it (unless
     # `now`: launch_now's caller waits for it).
-    _dispatch(stream, ready, device, grid, block, shmem_size, params, keep, options, what,
-              bool(compiled), at_once and not compiled and (
-                  now or grid[0] * grid[1] * grid[2] * threads <= _AT_ONCE_THREADS), now)
-
-
-def _dispatch(stream: Stream, ready: tuple, device: Device, grid: tuple, block: tuple,
-              shmem_size: int, params: bytes, keep, options: dict | None,
-              what: Callable[[], str], compiled: bool, small: bool, now: bool) -> None:
-    """_queue's end: run the launch now on this thread (`small`: a grid
-    that may run at once) or begin its blocks now when the stream is idle, or queue it."""
-    name, starter = ready[4], ready[6]
-    if small and stream._run_now(_runner(ready, device, grid, block, shmem_size, params,
-                                         options, keep), what=what, kernel=name):
+    if at_once and not compiled and (now or grid[0] * grid[1] * grid[2] * threads
+                                     <= _AT_ONCE_THREADS) \
+            and stream._run_now(_runner(ready, device, grid, block, shmem_size, params,
+                                        options, keep), what=what, kernel=name):
         return
     # Otherwise its blocks begin at once where the device can (the CPU device's worker
     # threads, backends/cpu/early.py) when the stream is idle, and what finishes it is
@@ -550,14 +541,15 @@ def _dispatch(stream: Stream, ready: tuple, device: Device, grid: tuple, block: 
             not start_now(_start, (starter, grid, block, shmem_size, params, keep, what),
                           what=what, kernel=name):
         stream._submit(_runner(ready, device, grid, block, shmem_size, params, options, keep),
-                       what=what, kernel=name, compiled=compiled, defer=True)
+                       what=what, kernel=name, compiled=bool(compiled), defer=True)
 
 
 # A launch like the last one of its kernel. A program (llm.c, a training loop) launches the
 # same kernels with the same configurations and arguments over and over; launch() keeps
 # what its last full launch of a kernel proved (kernel._like, _remember) and a launch that
 # passes the same again (_again) skips the configuration's checks, the arguments' checks
-# and packing and the look-ups of _queue: it goes from the comparisons to _dispatch.
+# and packing and the look-ups of _queue: it goes from the comparisons to the stream
+# worker's run_now or start_now, as _queue would.
 
 def _arg_checks(args: tuple) -> tuple | None:
     """_remember's checks of launch()'s arguments: a weak reference to each Buffer (its
@@ -624,15 +616,18 @@ def _again(stream: Stream, config: LaunchConfig, args: tuple, like: tuple) -> bo
             if arg is not check[2] and (arg.__class__ is not check[0]
                                         or arg.tobytes() != check[1]):
                 return False
-        elif check() is not arg or arg._allocation is None:
+        elif check() is not arg:
             return False
         else:
-            keep.append(arg._allocation)
+            allocation = arg._allocation
+            if allocation is None:      # (closed: the full path refuses it)
+                return False
+            keep.append(allocation)
     starter = ready[6]
     if starter.live_ranges() is not ranges:
         return False
-    # (_dispatch's work for a Stream, a launch with no options that compiled nothing:
-    # straight to its worker's run_now or start_now)
+    # (_queue's end for a Stream, a launch with no options that compiled nothing: straight
+    # to its worker's run_now or start_now)
     name = ready[4]
     if small and worker.run_now(_runner(ready, device, grid, block, shmem_size, params,
                                         None, keep), what, name):
