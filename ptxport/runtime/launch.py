@@ -16,11 +16,11 @@ their size is not known: the message says which numpy type to use.
 from __future__ import annotations
 
 import operator
-import threading
 import weakref
 from collections.abc import Callable
 from functools import partial
 from math import prod
+from threading import get_ident
 
 import numpy as np
 
@@ -552,11 +552,13 @@ def _queue(stream: Stream, config: LaunchConfig, kernel: Kernel, params: bytes, 
 # worker's run_now or start_now, as _queue would.
 
 def _arg_checks(args: tuple) -> tuple | None:
-    """_remember's checks of launch()'s arguments: a weak reference to each Buffer (its
-    allocation: the same address while it is open), or a numpy scalar's (class, bytes, the
-    scalar), which a value of the same class and bytes passes (a scalar made anew at each
-    launch, np.int32(n)); None where an argument is of another kind (0-d arrays,
-    structured scalars: their bytes may change under the same object)."""
+    """_remember's checks of launch()'s arguments: (their ids, weak references to the
+    Buffers among them, a check of each). An argument's check is a weak reference to a
+    Buffer (its allocation: the same address while it is open), or a numpy scalar's (class,
+    bytes, the scalar), which a value of the same class and bytes passes (a scalar made
+    anew at each launch, np.int32(n)); None where an argument is of another kind (0-d
+    arrays, structured scalars: their bytes may change under the same object). The same
+    ids are the same objects while each Buffer's reference is alive (the scalars are held)."""
     checks = []
     for arg in args:
         if isinstance(arg, Buffer):
@@ -565,16 +567,18 @@ def _arg_checks(args: tuple) -> tuple | None:
             checks.append((arg.__class__, arg.tobytes(), arg))
         else:
             return None
-    return tuple(checks)
+    return (tuple(map(id, args)), tuple(c for c in checks if c.__class__ is not tuple),
+            tuple(checks))
 
 
 def _remember(device: Device, config: LaunchConfig, kernel: Kernel, checks, params: bytes,
               now: bool = False) -> tuple | None:
     """What a launch of `kernel` just checked, packed and queued proves for a launch like
     it (kernel._like, or kernel._like_packed for launch_packed), or None where _again could
-    not tell one: (device, thread, grid, block, shmem_size, `checks` (_arg_checks', or
-    launch_packed's `now`), the live allocations, params, the kernel's `ready` tuple, the
-    launch's words, its prewake, whether it may run at once). Only launches that begin
+    not tell one: (device, thread, a copy of the configuration's attributes, grid, block,
+    shmem_size, `checks` (_arg_checks', or launch_packed's `now`), the live allocations,
+    params, the kernel's `ready` tuple, the launch's words, its prewake, whether it may run
+    at once). Only launches that begin
     early or run at once on a backend that says which allocations are live (its
     `starter`), without a timeout or cooperation."""
     if checks is None or config.timeout is not None or config.is_cooperative \
@@ -586,7 +590,8 @@ def _remember(device: Device, config: LaunchConfig, kernel: Kernel, checks, para
         return None
     blocks = grid[0] * grid[1] * grid[2]
     expect = getattr(device._backend, "expect_launch", None) if blocks > 1 else None
-    return (device, threading.get_ident(), grid, block, config.shmem_size, checks,
+    return (device, get_ident(), dict(config.__dict__), grid, block, config.shmem_size,
+            checks,
             ready[6].live_ranges(), params, ready, partial(_what, ready[4], grid, block, None),
             expect, blocks, ready[1] and (now or blocks * ready[5] <= _AT_ONCE_THREADS))
 
@@ -597,32 +602,35 @@ def _again(stream: Stream, config: LaunchConfig, args: tuple, like: tuple) -> bo
     same open Buffer or a numpy scalar of the same class and bytes, no allocation made or
     freed since, and the stream idle with no error kept. False, having done nothing,
     otherwise (launch() then takes the full path)."""
-    device, thread, grid, block, shmem_size, checks, ranges, params, ready, what, expect, \
-        blocks, small = like
+    device, thread, state, grid, block, shmem_size, (ids, buffers, checks), ranges, params, \
+        ready, what, expect, blocks, small = like
     worker = stream._worker
+    # (the configuration's attributes compared whole: equal ones pass the same checks)
     if stream._device is not device or config.__class__ is not LaunchConfig \
-            or config.grid != grid or config.block != block \
-            or config.shmem_size != shmem_size or config.timeout is not None \
-            or config.is_cooperative or config.cluster is not None \
-            or len(args) != len(checks) or threading.get_ident() != thread \
-            or worker._items or worker._running or worker._error is not None \
-            or worker._stopped:
+            or config.__dict__ != state or len(args) != len(checks) \
+            or get_ident() != thread or worker._items or worker._running \
+            or worker._error is not None or worker._stopped:
         return False
     if expect is not None:
         expect(blocks)
-    keep = []
-    for arg, check in zip(args, checks, strict=True):
-        if check.__class__ is tuple:
-            if arg is not check[2] and (arg.__class__ is not check[0]
-                                        or arg.tobytes() != check[1]):
-                return False
-        elif check() is not arg:
+    if tuple(map(id, args)) == ids:     # (the same objects, where each Buffer is alive)
+        try:
+            keep = [buffer()._allocation for buffer in buffers]
+        except AttributeError:      # (a Buffer collected: another object at its id)
             return False
-        else:
-            allocation = arg._allocation
-            if allocation is None:      # (closed: the full path refuses it)
+    else:
+        keep = []
+        for arg, check in zip(args, checks, strict=True):
+            if check.__class__ is tuple:
+                if arg is not check[2] and (arg.__class__ is not check[0]
+                                            or arg.tobytes() != check[1]):
+                    return False
+            elif check() is not arg:
                 return False
-            keep.append(allocation)
+            else:
+                keep.append(arg._allocation)
+    if None in keep:    # (a Buffer closed: the full path refuses it)
+        return False
     starter = ready[6]
     if starter.live_ranges() is not ranges:
         return False
@@ -644,15 +652,11 @@ def _again_packed(stream: Stream, config: LaunchConfig, params: bytes, keep, now
     """launch_packed's _again: the same device, thread, configuration, `now` and parameter
     bytes as its last full launch of the kernel (`like`), no allocation made or freed
     since, and `stream` a Stream, idle with no error kept."""
-    device, thread, grid, block, shmem_size, was_now, ranges, was_params, ready, what, \
-        expect, blocks, small = like
+    device, thread, state, grid, block, shmem_size, was_now, ranges, was_params, ready, \
+        what, expect, blocks, small = like
     if stream.__class__ is not Stream or stream._device is not device \
-            or config.__class__ is not LaunchConfig \
-            or config.grid != grid or config.block != block \
-            or config.shmem_size != shmem_size or config.timeout is not None \
-            or config.is_cooperative or config.cluster is not None \
-            or bool(now) is not was_now or params != was_params \
-            or threading.get_ident() != thread:
+            or config.__class__ is not LaunchConfig or config.__dict__ != state \
+            or bool(now) is not was_now or params != was_params or get_ident() != thread:
         return False
     worker = stream._worker
     if worker._items or worker._running or worker._error is not None or worker._stopped:

@@ -184,6 +184,23 @@ def test_a_closed_buffer_is_refused_as_before(dev, code, shape, paths):
     assert paths == ["full"]
 
 
+def test_a_buffer_closed_whose_free_waits_is_refused_as_before(dev, code, shape, paths):
+    """A Buffer closed on a busy stream: its free waits there (the allocations unchanged),
+    and a launch passing it on another stream is still refused."""
+    stream, busy = dev.create_stream(), dev.create_stream()
+    kernel, wait = code.get_kernel("count"), code.get_kernel("wait")
+    out, one = _fresh(dev, stream, shape.grid[0]), np.uint32(1)
+    launch(stream, shape, kernel, out, one, NONE)
+    stream.sync()
+    launch(busy, LaunchConfig(grid=1, block=1), wait, np.uint32(20_000_000))
+    out.close(stream=busy)
+    with pytest.raises(ArgumentError, match=r"kernel count, argument 0 .*the buffer is closed"):
+        launch(stream, shape, kernel, out, one, NONE)
+    busy.sync()
+    stream.sync()
+    assert paths == ["full", "full"]
+
+
 def test_wrong_arguments_raise_the_same_errors(dev, code, shape, paths):
     stream, kernel = dev.create_stream(), code.get_kernel("count")
     out, one = _fresh(dev, stream, shape.grid[0]), np.uint32(1)
