@@ -17,7 +17,6 @@ from ptxport.runtime.backends.cpu import executor as cpu_executor
 launch_module = __import__("ptxport.runtime.launch", fromlist=["_again"])
 
 # count(out, add, bad): each thread of block k adds `add` to out[k]; block `bad` then traps.
-# wait(n): a loop of n rounds (launch() queues a kernel with a loop: the stream is busy).
 PTX = """
 .version 8.0
 .target sm_80
@@ -38,19 +37,6 @@ PTX = """
   ret;
 }
 
-.visible .entry wait(.param .u32 n)
-{
-  .reg .pred %p<2>; .reg .b32 %r<3>;
-  ld.param.u32 %r1, [n];
-  mov.u32 %r2, 0;
-$top:
-  setp.ge.u32 %p1, %r2, %r1;
-  @%p1 bra $end;
-  add.u32 %r2, %r2, 1;
-  bra.uni $top;
-$end:
-  ret;
-}
 """
 
 BLOCKS, BLOCK = 64, 32
@@ -109,6 +95,13 @@ def _counts(out, stream, blocks) -> np.ndarray:
     out.copy_to(host, stream=stream)
     stream.sync()
     return host[:blocks]
+
+
+def _gate(stream) -> threading.Event:
+    """Keep `stream` busy until the event is set (work queued that waits for it)."""
+    gate = threading.Event()
+    stream._submit(gate.wait, skippable=False, what="a gate")
+    return gate
 
 
 def _fresh(dev, stream, blocks):
@@ -187,18 +180,21 @@ def test_a_closed_buffer_is_refused_as_before(dev, code, shape, paths):
 def test_a_buffer_closed_whose_free_waits_is_refused_as_before(dev, code, shape, paths):
     """A Buffer closed on a busy stream: its free waits there (the allocations unchanged),
     and a launch passing it on another stream is still refused."""
-    stream, busy = dev.create_stream(), dev.create_stream()
-    kernel, wait = code.get_kernel("count"), code.get_kernel("wait")
+    stream, busy, kernel = dev.create_stream(), dev.create_stream(), code.get_kernel("count")
     out, one = _fresh(dev, stream, shape.grid[0]), np.uint32(1)
     launch(stream, shape, kernel, out, one, NONE)
     stream.sync()
-    launch(busy, LaunchConfig(grid=1, block=1), wait, np.uint32(20_000_000))
-    out.close(stream=busy)
-    with pytest.raises(ArgumentError, match=r"kernel count, argument 0 .*the buffer is closed"):
-        launch(stream, shape, kernel, out, one, NONE)
+    gate = _gate(busy)
+    try:
+        out.close(stream=busy)
+        with pytest.raises(ArgumentError, match=r"kernel count, argument 0 .*the buffer is "
+                                                r"closed"):
+            launch(stream, shape, kernel, out, one, NONE)
+    finally:
+        gate.set()
     busy.sync()
     stream.sync()
-    assert paths == ["full", "full"]
+    assert paths == ["full"]
 
 
 def test_wrong_arguments_raise_the_same_errors(dev, code, shape, paths):
@@ -245,21 +241,22 @@ def test_a_kept_error_takes_the_full_path_and_skips_the_launch(dev, code, shape,
 
 
 def test_a_busy_stream_takes_the_full_path_in_order(dev, code, shape, paths):
-    stream, kernel, wait = dev.create_stream(), code.get_kernel("count"), code.get_kernel("wait")
+    stream, kernel = dev.create_stream(), code.get_kernel("count")
     blocks = shape.grid[0]
     out, one = _fresh(dev, stream, blocks), np.uint32(1)
-    launch(stream, LaunchConfig(grid=1, block=1), wait, np.uint32(20_000_000))
-    stream.sync()
     launch(stream, shape, kernel, out, one, NONE)
     stream.sync()
-    paths.clear()
     host = np.empty(out.size // 4, np.uint32)
-    launch(stream, LaunchConfig(grid=1, block=1), wait, np.uint32(20_000_000))  # (queued)
-    launch(stream, shape, kernel, out, one, NONE)
-    out.copy_to(host, stream=stream)
+    gate = _gate(stream)
+    try:
+        out.copy_to(host, stream=stream)        # (before the launch, in stream order)
+        launch(stream, shape, kernel, out, one, NONE)
+    finally:
+        gate.set()
     stream.sync()
-    assert paths == ["again", "full"]
-    assert (host[:blocks] == 2 * BLOCK).all()
+    assert paths == ["full", "full"]
+    assert (host[:blocks] == BLOCK).all()
+    assert (_counts(out, stream, blocks) == 2 * BLOCK).all()
 
 
 def test_another_threads_launch_takes_the_full_path(dev, code, shape, paths):
