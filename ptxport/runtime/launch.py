@@ -578,9 +578,8 @@ def _remember(device: Device, config: LaunchConfig, kernel: Kernel, checks, para
     not tell one: (device, thread, a copy of the configuration's attributes, grid, block,
     shmem_size, `checks` (_arg_checks', or launch_packed's `now`), the live allocations,
     params, the kernel's `ready` tuple, the launch's words, its prewake, whether it may run
-    at once). Only launches that begin
-    early or run at once on a backend that says which allocations are live (its
-    `starter`), without a timeout or cooperation."""
+    at once). Only launches that begin early or run at once on a backend that says which
+    allocations are live (its `starter`), without a timeout or cooperation."""
     if checks is None or config.timeout is not None or config.is_cooperative \
             or config.cluster is not None:
         return None
@@ -591,9 +590,9 @@ def _remember(device: Device, config: LaunchConfig, kernel: Kernel, checks, para
     blocks = grid[0] * grid[1] * grid[2]
     expect = getattr(device._backend, "expect_launch", None) if blocks > 1 else None
     return (device, get_ident(), dict(config.__dict__), grid, block, config.shmem_size,
-            checks,
-            ready[6].live_ranges(), params, ready, partial(_what, ready[4], grid, block, None),
-            expect, blocks, ready[1] and (now or blocks * ready[5] <= _AT_ONCE_THREADS))
+            checks, ready[6].live_ranges(), params, ready,
+            partial(_what, ready[4], grid, block, None), expect, blocks,
+            ready[1] and (now or blocks * ready[5] <= _AT_ONCE_THREADS))
 
 
 def _again(stream: Stream, config: LaunchConfig, args: tuple, like: tuple) -> bool:
