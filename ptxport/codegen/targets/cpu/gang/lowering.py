@@ -196,9 +196,8 @@ def _rebuilt_registers(fl: GangLowering, registers) -> dict:
     for reg in registers:
         offsets, halves = fl.lane_offsets.get(reg), False
         form = fl.lane_forms.get(reg)
-        if offsets is None and form is not None and form.halves and not form.widened \
-                and not form.scaled:
-            offsets, halves = form.offsets, True
+        if offsets is None and form is not None and not form.widened and not form.scaled:
+            offsets, halves = form.offsets, form.halves
         typ = fl.storage_type(reg)
         if offsets is None or reg.vector or reg in fl.uniform or not isinstance(
                 typ.element, ll.IntType) or typ.element.width < 8:
