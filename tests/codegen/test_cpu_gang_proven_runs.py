@@ -65,6 +65,11 @@ ret;
 """
 
 
+# after the if/else, every thread adds its own cell again: a member of the group outside
+# both runs
+ALSO = ("DONE:\n", "DONE:\nld.shared.u32 %r19, [%r7]; add.s32 %r12, %r12, %r19;\n")
+
+
 def _whole_runs(ptx: str) -> int:
     llmod, _ = build_gang(build(parse(ptx)), "k", (16, 16, 1), CpuOptions())
     return len(re.findall(r"^whole_run(?:\.\d+)?:", str(llmod), re.MULTILINE))
@@ -76,6 +81,19 @@ def test_the_sides_of_a_proven_if_else_are_runs():
     tile for threads (13, 14) and (14, 14): that group is checked together, and the
     full-mask copy's sides are no runs."""
     assert _whole_runs(_edges()) == _whole_runs(_edges(160)) + 2
+
+
+def test_a_member_outside_the_runs_keeps_the_group_together(cpu_options):
+    """Where a member of the proven group lies outside both runs (the warp makes it
+    anyway), the runs do not part the group: splitting it would only add their tests."""
+    ptx = _edges().replace(*ALSO)
+    assert _whole_runs(ptx) == _whole_runs(_edges(160))
+    for gang in (True, False):
+        cpu_options(gang=gang)
+        out = np.zeros(256, np.uint32)
+        launch_on_cpu(ptx, LaunchConfig(grid=1, block=(16, 16)), out, np.uint32(3),
+                      np.uint32(99))
+        np.testing.assert_array_equal(out, _reference(3, 99) + np.arange(256, dtype=np.uint32))
 
 
 def _reference(c: int, r: int) -> np.ndarray:

@@ -67,11 +67,19 @@ def access_groups(fl: GangLowering, instructions) -> tuple[dict, dict]:
     return alone_guarded_out(instructions, group_of), span
 
 
-def proven_groups(fl: GangLowering, instructions) -> set:
+def proven_groups(fl: GangLowering, instructions: list) -> set:
     """The groups of access_groups whose every member is a shared-memory access that
-    passes/shared_bounds.py finds inside its variable: classify.checked_group checks none
-    of them at run time, so the members share no check (a stencil's five tile loads, split
-    between an if and its else, need not be lowered together)."""
+    passes/shared_bounds.py finds inside its variable, each in one of if_convert.py's
+    skippable runs (fl.skips): classify.checked_group checks none of them at run time, so
+    the members share no check, and runs may part them (a stencil's five tile loads, split
+    between an if and its else). A member outside every run is made anyway; parting it
+    from a run's lone load (a scan's `if (lane < warps) v = totals[lane]`, stored back
+    later) only added the run's tests (+28 instructions a block)."""
+    in_runs: set = set()
+    for i, inst in enumerate(instructions):
+        skip = fl.skips.get(id(inst))
+        if skip is not None:
+            in_runs.update(id(member) for member in instructions[i:i + skip[1]])
     proven: dict = {}
     for inst in instructions:
         group = fl.group_of.get(id(inst))
@@ -79,8 +87,9 @@ def proven_groups(fl: GangLowering, instructions) -> set:
             continue
         found = vector_access(fl, inst)
         size = found[2].size * found[3] if found is not None else 0
-        proven[group] = proven.get(group, True) and found is not None \
-            and found[1] == "shared" and inside(fl.shared_bounds.get(inst), size)
+        proven[group] = proven.get(group, True) and id(inst) in in_runs \
+            and found is not None and found[1] == "shared" \
+            and inside(fl.shared_bounds.get(inst), size)
     return {group for group, yes in proven.items() if yes}
 
 
