@@ -118,3 +118,72 @@ def test_a_64_bit_shared_read_past_the_variable_faults():
                        r"thread 16;"):
         launch_on_cpu(ptx, LaunchConfig(grid=1, block=(16, 16)), np.zeros(256, np.float32),
                       np.zeros(256, np.float32), np.uint32(0))
+
+
+# NVRTC 13.0's stencil tile address, live across the barrier: &tile[ty + 1][tx + 1] as
+# tile + wide(ty) * 72 + wide(tx) * 4 (+76); out[16 ty + tx] = tile[ty + 1][tx + 1] +
+# tile[ty + 1][1] = t + 16 ty.
+ACROSS = HEADER + """.shared .align 4 .b8 tile[1296];
+.visible .entry k(.param .u64 out, .param .u32 z)
+{
+.reg .b32 %r<8>; .reg .f32 %f<4>; .reg .b64 %rd<16>;
+ld.param.u64 %rd1, [out]; ld.param.u32 %r7, [z];
+mov.u32 %r1, %tid.x; mov.u32 %r2, %tid.y;
+SOURCE
+mul.wide.s32 %rd3, %r2, 72;
+mov.u64 %rd4, tile;
+add.s64 %rd5, %rd4, %rd3;
+mul.wide.s32 %rd6, %r1, 4;
+add.s64 %rd7, %rd5, %rd6;
+shl.b32 %r3, %r2, 4;
+add.s32 %r4, %r3, %r1;
+cvt.rn.f32.u32 %f1, %r4;
+st.shared.f32 [%rd7+76], %f1;
+bar.sync 0;
+ld.shared.f32 %f2, [%rd7+76];
+ld.shared.f32 %f3, [%rd5+76];
+add.f32 %f2, %f2, %f3;
+mul.wide.u32 %rd9, %r4, 4;
+add.s64 %rd13, %rd1, %rd9;
+st.global.f32 [%rd13], %f2;
+ret;
+}
+"""
+
+
+def _kept_as_u(ptx: str, monkeypatch) -> list[str]:
+    """The registers whose frame slot holds u alone (lowering._rebuilt_registers)."""
+    from ptxport.codegen.targets.cpu.gang import lowering
+    seen = []
+    chosen = lowering._rebuilt_registers
+
+    def spy(fl, registers):
+        found = chosen(fl, registers)
+        seen.extend(sorted(r.name for r in found))
+        return found
+    monkeypatch.setattr(lowering, "_rebuilt_registers", spy)
+    build_gang(build(parse(ptx)), "k", (16, 16, 1), CpuOptions())
+    return seen
+
+
+def test_an_exact_widening_across_a_barrier_is_kept_as_u(monkeypatch):
+    """The 64-bit tile address has an exact form (not passes/lane_offsets.py's, which
+    follows aligned registers only through a widening): its frame keeps u, not 32 lanes
+    of 64 bits (NVRTC 13.0's stencil: 4 vector stores a warp before the barrier). With
+    tx + z, whose widening may wrap inside a warp, it is kept lane by lane."""
+    exact = _kept_as_u(ACROSS.replace("SOURCE\n", ""), monkeypatch)
+    assert "%rd7" in exact and "%rd5" in exact
+    unknown = _kept_as_u(ACROSS.replace("SOURCE", "add.s32 %r1, %r1, %r7;"), monkeypatch)
+    assert "%rd7" not in unknown and "%rd5" in unknown
+
+
+@pytest.mark.parametrize("source", ["", "add.s32 %r1, %r1, %r7;"])
+def test_the_tile_address_kept_across_the_barrier_reads_each_threads_cell(source,
+                                                                           cpu_options):
+    t = np.arange(256)
+    for gang in (True, False):
+        cpu_options(gang=gang)
+        out = np.zeros(256, np.float32)
+        launch_on_cpu(ACROSS.replace("SOURCE", source), LaunchConfig(grid=1, block=(16, 16)),
+                      out, np.uint32(0))
+        assert (out == t + 16 * (t // 16)).all()

@@ -88,7 +88,7 @@ from ptxport.codegen.targets.cpu.gang.lanes import (
 )
 from ptxport.codegen.targets.cpu.gang.memory import lower_st
 from ptxport.codegen.targets.cpu.gang.mma import lower_ldmatrix, lower_mma
-from ptxport.codegen.targets.cpu.gang.places import access_groups, class_slots
+from ptxport.codegen.targets.cpu.gang.places import access_groups, class_slots, proven_groups
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.codegen.targets.cpu.gang.warp import (
     lower_activemask,
@@ -191,14 +191,16 @@ def _rebuilt_registers(fl: GangLowering, registers) -> dict:
     take 1.3 KB less of the L1 cache each. Registers whose lanes hold u[i // 16] + c[i]
     (passes/lane_forms.py's forms per half warp, not widened: those hold only while no
     widening wrapped) -> (c, True): the frame keeps u of each half (the tiled GEMM's
-    index of B, `(k0 + ty) * N + col`, stepped by 16 * N a tile)."""
+    index of B, `(k0 + ty) * N + col`, stepped by 16 * N a tile); lane_forms' other exact
+    forms -> (c, False) (NVRTC 13.0's stencil tile address, `tile + wide(ty) * 72 +
+    wide(tx) * 4`: widenings that cannot wrap, which lane_offsets follows only from
+    aligned registers)."""
     rebuilt = {}
     for reg in registers:
         offsets, halves = fl.lane_offsets.get(reg), False
         form = fl.lane_forms.get(reg)
-        if offsets is None and form is not None and form.halves and not form.widened \
-                and not form.scaled:
-            offsets, halves = form.offsets, True
+        if offsets is None and form is not None and not form.widened and not form.scaled:
+            offsets, halves = form.offsets, form.halves
         typ = fl.storage_type(reg)
         if offsets is None or reg.vector or reg in fl.uniform or not isinstance(
                 typ.element, ll.IntType) or typ.element.width < 8:
@@ -591,7 +593,7 @@ def _lower_code(fl: GangLowering, code: list) -> None:
     while i < len(code):
         skip = fl.skips.get(id(code[i]))
         run = code[i:i + skip[1]] if skip is not None else []
-        if skip is not None and len(run) == skip[1] and _whole_runs(fl, run):
+        if skip is not None and len(run) == skip[1] and _whole_runs(fl, run, code):
             _lower_skippable(fl, skip[0], run)
             i += len(run)
             continue
@@ -614,18 +616,19 @@ def _lower_one(fl: GangLowering, inst: ir.Instruction) -> None:
     track_forms(fl, inst)
 
 
-def _whole_runs(fl: GangLowering, run: list) -> bool:
+def _whole_runs(fl: GangLowering, run: list, code: list) -> bool:
     """Whether each of coalesce.py's runs of accesses, and each group of accesses checked
-    together (places.access_groups), lies wholly inside `run` or wholly outside: a run's
-    loads are made at its first access, a group's range checked at its first, for the
-    others (a stencil's halo loads, each in an if of its own, share its main load's
-    check: that is worth more than skipping them)."""
+    together (places.access_groups) but for those checked when compiling
+    (places.proven_groups), lies wholly inside `run` or wholly outside: a run's loads are
+    made at its first access, a group's range checked at its first, for the others (a
+    stencil's halo loads, each in an if of its own, share its main load's check: that is
+    worth more than skipping them)."""
     inside = {id(inst) for inst in run}
     for members in fl.runs.values():
         ids = {id(m) for m in members or ()}
         if ids & inside and not ids <= inside:
             return False
-    groups = {fl.group_of[i] for i in inside if i in fl.group_of}
+    groups = {fl.group_of[i] for i in inside if i in fl.group_of} - proven_groups(fl, code)
     return not any(group in groups and i not in inside for i, group in fl.group_of.items())
 
 

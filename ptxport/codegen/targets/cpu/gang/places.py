@@ -22,6 +22,7 @@ from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import may_write, uses_and_defs
 from ptxport.passes.segment import is_barrier
+from ptxport.passes.shared_bounds import inside
 
 
 def vector_access(fl: GangLowering, inst: ir.Instruction):
@@ -64,6 +65,32 @@ def access_groups(fl: GangLowering, instructions) -> tuple[dict, dict]:
         for reg in may_write(inst):
             written[id(reg)] = written.get(id(reg), 0) + 1
     return alone_guarded_out(instructions, group_of), span
+
+
+def proven_groups(fl: GangLowering, instructions: list) -> set:
+    """The groups of access_groups whose every member is a shared-memory access that
+    passes/shared_bounds.py finds inside its variable, each in one of if_convert.py's
+    skippable runs (fl.skips): classify.checked_group checks none of them at run time, so
+    the members share no check, and runs may part them (a stencil's five tile loads, split
+    between an if and its else). A member outside every run is made anyway; parting it
+    from a run's lone load (a scan's `if (lane < warps) v = totals[lane]`, stored back
+    later) only added the run's tests (+28 instructions a block)."""
+    in_runs: set = set()
+    for i, inst in enumerate(instructions):
+        skip = fl.skips.get(id(inst))
+        if skip is not None:
+            in_runs.update(id(member) for member in instructions[i:i + skip[1]])
+    proven: dict = {}
+    for inst in instructions:
+        group = fl.group_of.get(id(inst))
+        if group is None:
+            continue
+        found = vector_access(fl, inst)
+        size = found[2].size * found[3] if found is not None else 0
+        proven[group] = proven.get(group, True) and id(inst) in in_runs \
+            and found is not None and found[1] == "shared" \
+            and inside(fl.shared_bounds.get(inst), size)
+    return {group for group, yes in proven.items() if yes}
 
 
 def class_slots(fl: GangLowering, segments) -> None:
