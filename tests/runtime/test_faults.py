@@ -145,6 +145,7 @@ def test_a_generic_store_just_past_the_blocks_shared_memory_is_reported(declarat
     assert out[0] == 7
     for off in (64, 76):
         with pytest.raises(IllegalAddressError, match=f"kernel 'k' wrote 4 bytes at address "
-                           f"0x[0-9a-f]+, outside every allocation \\({off - 64} bytes past "
-                           "the end of the block's 64 bytes of shared memory\\)"):
+                           "0x[0-9a-f]+, outside every allocation, at line 15 .* usable "
+                           f"\\(the address is {off - 64} bytes past the end of the block's "
+                           "64 bytes of shared memory\\)"):
             launch_on_cpu(ptx, config, out, np.uint32(off))

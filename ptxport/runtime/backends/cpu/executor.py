@@ -417,19 +417,19 @@ class _Worker:
                     f"whatever cudaLimitStackSize is) at {self._where(line)} in {where}: a "
                     "recursion too deep; that call was not made and the device is still usable")
         return (f"kernel '{self.plan.name}' {'wrote' if write else 'read'} {size} bytes at "
-                f"address {address:#x}, outside every allocation{self._near_shared(address)}, "
-                f"at {self._where(line)} in {where}; nothing was written there and the device "
-                "is still usable")
+                f"address {address:#x}, outside every allocation, at {self._where(line)} in "
+                f"{where}; nothing was written there and the device is still usable"
+                f"{self._near_shared(address)}")
 
     def _near_shared(self, address: int) -> str:
         """Where a bad address lies within 256 bytes of the block's shared memory (a generic
         access past a __shared__ array): how far, for the fault's message."""
         start, declared = self.shared.ctypes.data, self.shared.size - 16
         if start + declared <= address < start + declared + 256:
-            return (f" ({address - start - declared} bytes past the end of the block's "
-                    f"{declared} bytes of shared memory)")
+            return (f" (the address is {address - start - declared} bytes past the end of "
+                    f"the block's {declared} bytes of shared memory)")
         if start - 256 <= address < start:
-            return f" ({start - address} bytes before the block's shared memory)"
+            return f" (the address is {start - address} bytes before the block's shared memory)"
         return ""
 
     def fault_after_run(self, ctaid) -> None:
