@@ -144,6 +144,19 @@ def _widened(inst: ir.Instruction, source: LaneForm, exact: bool = False) -> Lan
     return _form(out, source.halves, source.widened or not (constant or exact))
 
 
+def _narrowing(inst: ir.Instruction) -> int:
+    """The width of a truncating cvt (cvt.{u,s,b}{16,32}.{u,s,b}{32,64}, no modifier) to a
+    narrower integer, else 0: u + c[i] modulo 2**bits is (u modulo 2**bits) + c[i], so the
+    form's offsets are kept, truncated (a scaled form's s * c[i] too, but its widened
+    flag's run-time test reads 64-bit lanes: not followed)."""
+    types = inst.spec.types
+    if inst.opcode != "cvt" or len(types) != 2 or inst.spec.text != f"cvt.{types[0]}.{types[1]}" \
+            or types[0][0] not in "usb" or types[1][0] not in "usb":
+        return 0
+    bits = int(types[0][1:])
+    return bits if bits in (16, 32) and bits < int(types[1][1:]) else 0
+
+
 def _half_constant(form: LaneForm) -> bool:
     """Whether the form's offsets are the same across each half warp."""
     return all(form.offsets[i] == form.offsets[HALF * (i // HALF)] for i in range(W))
@@ -201,6 +214,12 @@ def written_form(inst: ir.Instruction, forms, uniform: set, block, exact: set = 
         source = operand_form(inst.operands[1], forms, uniform, block)
         return source if source in (None, _VARIES) else \
             _widened(inst, source, id(inst) in exact)
+    narrow = _narrowing(inst)
+    if narrow:
+        source = operand_form(inst.operands[1], forms, uniform, block)
+        if source in (None, _VARIES) or source.scaled:
+            return source if source in (None, _VARIES) else _VARIES
+        return _form(source.offsets, source.halves, source.widened, narrow)
     t = inst.spec.types[-1] if inst.spec.types else ""
     if not t or t[0] not in "usb" or inst.spec.get("cc") \
             or inst.spec.get("sat") or inst.spec.get("mode", "lo") != "lo":
