@@ -512,7 +512,11 @@ def test_a_widened_tree_index_reads_each_lanes_element(s, base, base2):
 # between lanes (2^31 - 4 + 2 * t: lane 2 wraps to -2^31; lanes 0 and 1 far outside too)
 WIDE_FAULTS = [(40, 0, 0, "ld.shared.u32 %r13", 26), (-2, 5, 0, "ld.shared.u32 %r13", 3),
                (2, (1 << 31) - 4, 0, "ld.shared.u32 %r13", 0),
-               (1, 0, 1000, "@%p2 st.shared", 24)]
+               (1, 0, 1000, "@%p2 st.shared", 24),
+               # strides whose 4-byte multiple is 0 modulo 2^32 (lane 1 2^30 and 2^31
+               # elements from lane 0: a stride taken in 32 bits would put every lane on
+               # lane 0's element, and the windowed span check would pass)
+               (1 << 30, 0, 0, "ld.shared.u32 %r13", 1), (1 << 31, 5, 0, "ld.shared.u32 %r13", 1)]
 
 
 @pytest.mark.parametrize("s, base, base2, where, thread", WIDE_FAULTS)
