@@ -267,7 +267,7 @@ def _shared_base(value, bases: set) -> bool:
         value = value.target
     if isinstance(value, ir.Variable):
         return value.space == "shared"
-    return value in bases
+    return isinstance(value, ir.Register) and value in bases
 
 
 def shared_bases(kernel: ir.Function) -> set:
