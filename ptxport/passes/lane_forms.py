@@ -33,8 +33,8 @@ from ptxport.passes.shared_bounds import exact_widenings
 from ptxport.passes.uniformity import converged_writers, thread_x_copies, uniform_registers
 from ptxport.ptx.ast import IntImm
 
-__all__ = ["LaneForm", "lane_forms", "operand_form", "widening", "widening_guard",
-           "written_form", "run"]
+__all__ = ["SEXT", "WINDOW", "LaneForm", "lane_forms", "operand_form", "shared_bases",
+           "widening", "widening_guard", "written_form", "run"]
 
 W = 32
 HALF = 16
@@ -45,12 +45,19 @@ class LaneForm(NamedTuple):
     """Lane i of a register holds u + offsets[i] (modulo 2**bits), or with `halves`
     u[i // 16] + offsets[i] (offsets then taken from each half's first lane), or with
     `scaled` u + s * offsets[i] (s unknown, alike in the warp); `widened`: only while no
-    widening conversion of the warp wrapped (checked at run time)."""
+    widening conversion of the warp wrapped (checked at run time). `window` (scaled and
+    widened forms only): SEXT where each lane holds K * sext(v[i]) for its own value v[i]
+    of a scaled 32-bit form and a constant K (one signed widening, no earlier one), WINDOW
+    where a shared variable's address was added to that (gang/strided.py: see there)."""
 
     offsets: tuple[int, ...]
     halves: bool = False
     widened: bool = False
     scaled: bool = False
+    window: int = 0
+
+
+SEXT, WINDOW = 1, 2
 
 
 _ZERO = LaneForm((0,) * W)
@@ -135,13 +142,29 @@ def _widened(inst: ir.Instruction, source: LaneForm, exact: bool = False) -> Lan
         if source.halves:
             return _VARIES
         out = [_signed(c - source.offsets[0], 32) * scale for c in source.offsets]
-        return _form(out, widened=True, scaled=True)
+        form = _form(out, widened=True, scaled=True)
+        signed = widening(inst)[0]
+        return form._replace(window=SEXT) if signed and not source.widened and \
+            form.scaled else form
     out = []
     for i, c in enumerate(source.offsets):
         ref = HALF * (i // HALF) if source.halves else 0
         out.append(_signed(c - source.offsets[ref], 32) * scale)
     constant = not any(out)
     return _form(out, source.halves, source.widened or not (constant or exact))
+
+
+def _narrowing(inst: ir.Instruction) -> int:
+    """The width of a truncating cvt (cvt.{u,s,b}{16,32}.{u,s,b}{32,64}, no modifier) to a
+    narrower integer, else 0: u + c[i] modulo 2**bits is (u modulo 2**bits) + c[i], so the
+    form's offsets are kept, truncated (a scaled form's s * c[i] too, but its widened
+    flag's run-time test reads 64-bit lanes: not followed)."""
+    types = inst.spec.types
+    if inst.opcode != "cvt" or len(types) != 2 or inst.spec.text != f"cvt.{types[0]}.{types[1]}" \
+            or types[0][0] not in "usb" or types[1][0] not in "usb":
+        return 0
+    bits = int(types[0][1:])
+    return bits if bits in (16, 32) and bits < int(types[1][1:]) else 0
 
 
 def _half_constant(form: LaneForm) -> bool:
@@ -191,16 +214,24 @@ def _sum(x: LaneForm, y: LaneForm, sign: int, bits: int):
                  x.halves or y.halves, x.widened or y.widened, bits, x.scaled or y.scaled)
 
 
-def written_form(inst: ir.Instruction, forms, uniform: set, block, exact: set = frozenset()):
+def written_form(inst: ir.Instruction, forms, uniform: set, block, exact: set = frozenset(),
+                 bases: set = frozenset()):
     """The form `inst` writes into its destination (None: not known yet, _VARIES: none),
     given the forms of registers (`forms`: a dict or a function); `exact`: id() of the
-    widenings that cannot wrap (shared_bounds.exact_widenings)."""
+    widenings that cannot wrap (shared_bounds.exact_widenings); `bases`: the registers
+    that hold a shared variable's address (shared_bases)."""
     op = inst.opcode
     wide = widening(inst)
     if wide is not None:
         source = operand_form(inst.operands[1], forms, uniform, block)
         return source if source in (None, _VARIES) else \
             _widened(inst, source, id(inst) in exact)
+    narrow = _narrowing(inst)
+    if narrow:
+        source = operand_form(inst.operands[1], forms, uniform, block)
+        if source in (None, _VARIES) or source.scaled:
+            return source if source in (None, _VARIES) else _VARIES
+        return _form(source.offsets, source.halves, source.widened, narrow)
     t = inst.spec.types[-1] if inst.spec.types else ""
     if not t or t[0] not in "usb" or inst.spec.get("cc") \
             or inst.spec.get("sat") or inst.spec.get("mode", "lo") != "lo":
@@ -213,9 +244,15 @@ def written_form(inst: ir.Instruction, forms, uniform: set, block, exact: set = 
         return None
     halves, widened = any(a.halves for a in args), any(a.widened for a in args)
     if op in ("mov", "cvta") and len(args) == 1:
-        return _form(args[0].offsets, halves, widened, bits, args[0].scaled)
+        form = _form(args[0].offsets, halves, widened, bits, args[0].scaled)
+        return form._replace(window=args[0].window) if op == "mov" and bits == 64 else form
     if op in ("add", "sub") and len(args) == 2:
-        return _sum(args[0], args[1], 1 if op == "add" else -1, bits)
+        form = _sum(args[0], args[1], 1 if op == "add" else -1, bits)
+        if op == "add" and bits == 64 and form != _VARIES and any(
+                a.window == SEXT and _shared_base(b, bases) for a, b in (
+                    (args[0], inst.operands[2]), (args[1], inst.operands[1]))):
+            return form._replace(window=WINDOW)
+        return form
     if op in ("mul", "shl", "mad") and len(args) >= 2:
         product = _product(inst, args, bits)
         if product == _VARIES or op != "mad":
@@ -224,13 +261,35 @@ def written_form(inst: ir.Instruction, forms, uniform: set, block, exact: set = 
     return _VARIES
 
 
+def _shared_base(value, bases: set) -> bool:
+    """Whether the operand is a shared variable's address (its offset in the window)."""
+    if isinstance(value, ir.SymbolAddress) and not value.generic and not value.offset:
+        value = value.target
+    if isinstance(value, ir.Variable):
+        return value.space == "shared"
+    return isinstance(value, ir.Register) and value in bases
+
+
+def shared_bases(kernel: ir.Function) -> set:
+    """The registers every write of which is an unguarded `mov` of a shared variable's
+    address (`mov.u64 %rd, temp`)."""
+    writes: dict = {}
+    for inst in kernel.instructions():
+        for reg in may_write(inst):
+            ok = inst.opcode == "mov" and inst.guard is None and len(inst.operands) == 2 \
+                and _shared_base(inst.operands[1], frozenset())
+            writes[reg] = writes.get(reg, True) and ok
+    return {r for r, ok in writes.items() if ok}
+
+
 def _merge(old, new):
     if old is None or new is None:
         return new if old is None else old
     if old == _VARIES or new == _VARIES or (old.offsets, old.halves, old.scaled) != (
             new.offsets, new.halves, new.scaled):
         return _VARIES
-    return LaneForm(old.offsets, old.halves, old.widened or new.widened, old.scaled)
+    return LaneForm(old.offsets, old.halves, old.widened or new.widened, old.scaled,
+                    old.window if old.window == new.window else 0)
 
 
 def lane_forms(kernel: ir.Function, block: tuple[int, int, int] | None,
@@ -245,6 +304,7 @@ def lane_forms(kernel: ir.Function, block: tuple[int, int, int] | None,
     forms: dict = dict(plain)
     exact = exact_widenings(kernel, block,
                             [i for i in kernel.instructions() if widening(i) is not None])
+    bases = shared_bases(kernel)
     changed = True
     while changed:
         changed = False
@@ -254,7 +314,7 @@ def lane_forms(kernel: ir.Function, block: tuple[int, int, int] | None,
                 continue
             value = _VARIES
             if len(written) == 1 and id(inst) in together:
-                value = written_form(inst, forms, uniform, block, exact)
+                value = written_form(inst, forms, uniform, block, exact, bases)
             for reg in written - plain.keys():
                 old = forms.get(reg)
                 new = _VARIES if reg.vector else _merge(old, value)

@@ -186,11 +186,22 @@ def _shifted_right(inst: ir.Instruction, found: list, bits: int):
 
 
 def _widened(inst: ir.Instruction, found: list):
-    """cvt of an aligned register to a wider integer: the offsets unchanged."""
+    """cvt of an aligned register to a wider integer: the offsets unchanged; cvt to a
+    narrower one of 16 or 32 bits (no .sat: PTX truncates): the offsets truncated, as
+    u + c[i] modulo 2**bits is (u modulo 2**bits) + c[i] (NVRTC 13.0's `cvt.u32.u64` of
+    a `cvt.u64.u32 %rd, %tid.x` it kept in 64 bits, transpose's)."""
     dest, source = inst.spec.types[0], inst.spec.types[-1]
     c, align = found[0]
-    if len(found) != 1 or dest[0] not in "usb" or int(dest[1:]) <= int(source[1:]) \
-            or inst.spec.get("rnd") or not _extends(source, align):
+    if len(found) != 1 or dest[0] not in "usb" or source[0] not in "usb" \
+            or inst.spec.get("rnd") or inst.spec.get("sat"):
+        return _VARIES
+    bits = int(dest[1:])
+    if bits < int(source[1:]):
+        if bits not in (16, 32):
+            return _VARIES
+        return tuple(a & ((1 << bits) - 1) for a in c), (
+            align if align <= 1 << (bits - 1) else 0)
+    if bits == int(source[1:]) or not _extends(source, align):
         return _VARIES
     return c, align
 

@@ -136,7 +136,14 @@ def _widened(inst: ir.Instruction, operands: list) -> _Range | None:
         return None if spec.text.count(".v") else _natural(spec.types[-1])
     if inst.opcode == "cvt" and len(spec.types) == 2 and spec.types[0][1:] in ("32", "64") \
             and spec.types[0][0] in "usb":
-        return _natural(spec.types[1])
+        natural = _natural(spec.types[1])
+        if natural is not None or spec.text != f"cvt.{spec.types[0]}.{spec.types[1]}":
+            return natural
+        # an integer of either type (NVRTC 13.0's `cvt.u64.u32 %rd, tx` and its
+        # `cvt.u32.u64` back): the same value, extended or truncated
+        a = operands[0] if operands else None
+        return a if a is not None and spec.types[1][0] in "usb" \
+            and _within(a, spec.types[1]) and _within(a, spec.types[0]) else None
     if inst.opcode == "mul" and len(operands) == 2 and None not in operands \
             and all(_within(a, spec.types[-1]) for a in operands):
         return _product(*operands)

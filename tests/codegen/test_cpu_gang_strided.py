@@ -19,6 +19,7 @@ from ptxport.codegen.targets.cpu.options import CpuOptions
 from ptxport.codegen.targets.cpu.target import CpuTarget
 from ptxport.errors import IllegalAddressError
 from ptxport.ir.from_ptx import build
+from ptxport.passes.lane_forms import SEXT, WINDOW, lane_forms
 from ptxport.ptx.parser import parse
 
 HEADER = ".version 7.8\n.target sm_80\n.address_size 64\n"
@@ -511,7 +512,11 @@ def test_a_widened_tree_index_reads_each_lanes_element(s, base, base2):
 # between lanes (2^31 - 4 + 2 * t: lane 2 wraps to -2^31; lanes 0 and 1 far outside too)
 WIDE_FAULTS = [(40, 0, 0, "ld.shared.u32 %r13", 26), (-2, 5, 0, "ld.shared.u32 %r13", 3),
                (2, (1 << 31) - 4, 0, "ld.shared.u32 %r13", 0),
-               (1, 0, 1000, "@%p2 st.shared", 24)]
+               (1, 0, 1000, "@%p2 st.shared", 24),
+               # strides whose 4-byte multiple is 0 modulo 2^32 (lane 1 2^30 and 2^31
+               # elements from lane 0: a stride taken in 32 bits would put every lane on
+               # lane 0's element, and the windowed span check would pass)
+               (1 << 30, 0, 0, "ld.shared.u32 %r13", 1), (1 << 31, 5, 0, "ld.shared.u32 %r13", 1)]
 
 
 @pytest.mark.parametrize("s, base, base2, where, thread", WIDE_FAULTS)
@@ -519,3 +524,48 @@ def test_a_widened_tree_index_faults_at_its_first_bad_lane(s, base, base2, where
     with pytest.raises(IllegalAddressError, match=rf"line {_line(WIDE, where)} in block "
                        rf"\(0, 0, 0\), thread {thread};"):
         _run(WIDE, s, base, base2, 32)
+
+
+# WIDE's indices zero-extended (mul.wide.u32), the buffer after another variable's 1024
+# bytes: a lane whose index wraps below 0 lies 2^32 elements up, where lane order puts it
+# inside the window (strided._windowed holds for sign extensions only)
+UNSIGNED = WIDE.replace(".shared .align 16 .b8 buf[4096];",
+                        ".shared .align 16 .b8 pad[1024];\n.shared .align 16 .b8 buf[4096];\n"
+                        "mov.u32 %r21, pad;\nst.shared.u32 [%r21], %r21;").replace(
+    "mul.wide.s32 %rd10", "mul.wide.u32 %rd10").replace("mul.wide.s32 %rd13", "mul.wide.u32 %rd13")
+# WIDE's index added to a parameter, not to a shared variable's address
+PARAM_BASE = WIDE.replace("add.s64 %rd12, %rd11, %rd10", "add.s64 %rd12, %rd1, %rd10")
+
+
+def test_a_tree_index_sign_extended_onto_a_shared_variable_is_windowed():
+    def window(ptx: str, reg: str) -> int:
+        forms = lane_forms(build(parse(ptx)).functions["k"], (32, 1, 1))
+        return next(f.window for r, f in forms.items() if r.name == reg)
+    assert window(WIDE, "%rd10") == SEXT and window(WIDE, "%rd12") == WINDOW
+    assert window(UNSIGNED, "%rd10") == window(UNSIGNED, "%rd12") == 0
+    assert window(PARAM_BASE, "%rd12") == 0
+
+
+def test_a_windowed_span_needs_no_lane_order_test(monkeypatch):
+    import ptxport.codegen.targets.cpu.gang.strided as st
+    tested = []
+    checked = st._in_lane_order
+    monkeypatch.setattr(st, "_in_lane_order", lambda *a: tested.append(1) or checked(*a))
+    for ptx in (WIDE, UNSIGNED, PARAM_BASE):
+        tested.clear()
+        code = str(build_gang(build(parse(ptx)), "k", (32, 1, 1), CpuOptions())[0])
+        assert "strided_span" in code and bool(tested) == (ptx is not WIDE)
+
+
+@pytest.mark.parametrize("s, base, base2", [(1, 3, 500), (-2, 900, 100), (-1, 40, 40)])
+def test_a_zero_extended_tree_index_reads_each_lanes_element(s, base, base2):
+    src, out, kernel, dev = _run(UNSIGNED, s, base, base2, 32)
+    assert kernel._binary(dev).gang_refusal is None
+    assert (out == _expected(s, base, base2)).all()
+
+
+def test_a_zero_extended_tree_index_below_0_faults_at_its_first_bad_lane():
+    # base 1, stride -1: lane 2's index is 2^32 - 1
+    with pytest.raises(IllegalAddressError, match=rf"line {_line(UNSIGNED, 'ld.shared.u32 %r13')}"
+                       r" in block \(0, 0, 0\), thread 2;"):
+        _run(UNSIGNED, -1, 1, 0, 32)

@@ -410,7 +410,8 @@ def track_forms(fl: GangLowering, inst: ir.Instruction) -> None:
     if len(written) == 1 and inst.guard is None and isinstance(fl.mask, ll.Constant):
         register = next(iter(written))
         if register not in fl.uniform and not register.vector:
-            value = written_form(inst, lambda r: form_of(fl, r), fl.uniform, fl.block)
+            value = written_form(inst, lambda r: form_of(fl, r), fl.uniform, fl.block,
+                                 bases=fl.shared_bases)
     for register in written:
         kernel = fl.lane_forms.get(register)
         if kernel is not None and (not kernel.widened or not isinstance(value, LaneForm)):

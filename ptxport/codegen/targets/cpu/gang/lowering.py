@@ -103,7 +103,7 @@ from ptxport.codegen.targets.cpu.gang.wraps import rebuilt_widening
 from ptxport.codegen.targets.cpu.options import CpuOptions
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import live_after, live_before, may_write, uses_and_defs
-from ptxport.passes.lane_forms import lane_forms, widening
+from ptxport.passes.lane_forms import lane_forms, shared_bases, widening
 from ptxport.passes.segment import Segment, inline_warp_ops, is_barrier, is_warp_op, segments_of
 from ptxport.passes.uniformity import (
     warp_uniform_indices,
@@ -245,6 +245,7 @@ def lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, target
     live = _thread_indices(fl, frame, warp, block)
     segments, exit_segment = _lay_out_segments(fl, kernel, gang)
     fl.lane_forms, fl.local_forms = lane_forms(kernel, block, fl.uniform), {}
+    fl.shared_bases = shared_bases(kernel)
     _frame_registers(fl, kernel, segments, frame)
     nan_shadows.prepare(fl, kernel)
     class_slots(fl, segments)

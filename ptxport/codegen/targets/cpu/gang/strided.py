@@ -35,7 +35,7 @@ from ptxport.codegen.targets.cpu.gang.scalar_lanes import lane as scalar_lane
 from ptxport.codegen.targets.cpu.gang.scalar_lanes import recomputed
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.ir.types import Type
-from ptxport.passes.lane_forms import LaneForm
+from ptxport.passes.lane_forms import WINDOW, LaneForm
 
 __all__ = ["SPANS", "strided_form", "applies", "span_key", "strided_access"]
 
@@ -228,11 +228,31 @@ def _checked_span(fl: GangLowering, place: Place, t: Type) -> tuple:
     start = b.add(scalar_lane(b, place.addrs, 0, fl.written), ll.Constant(et, place.offset))
     stride, known = _stride(fl, place)
     ok, low = _span(fl, place, start, stride, t.size)
+    if _windowed(place):
+        return start, stride, known, ok, low
     if place.stride.widened:        # (only while no widening of the warp wrapped)
         ok = b.and_(ok, fl.no_widening_wrapped())
     if place.stride.widened and place.stride.scaled:
         ok = b.and_(ok, _in_lane_order(fl, place, stride))
     return start, stride, known, ok, low
+
+
+def _windowed(place: Place) -> bool:
+    """Whether the span check alone puts the lanes of a scaled form's widening in lane
+    order: a shared access at U + K * sext(v[i]) + offset (lane_forms.WINDOW: U a shared
+    variable's address, in [0, 2^31); v[i] = v[0] + i * d modulo 2^32, one widening), with
+    |offset| < 2^30. The check takes lane i at P[i] = lane 0's + i * S, S = lane 1's less
+    lane 0's = K * D (D = sext(v[1]) - sext(v[0])), that is U + K * z[i] + offset with
+    z[i] = sext(v[0]) + i * D, congruent to v[i] modulo 2^32. Where it passes, P of the
+    mask's lowest and highest lanes lie in the window, below 2^30, so K * z there lies
+    within 2^31 of 0, and so does z (K is not 0), and every z[i] between them: then z[i]
+    is sext(v[i]) and P[i] lane i's address, with no run-time test of lane 31 nor of the
+    warp's widening flag (its only widening is this one). An unsigned widening (zext)
+    does not qualify: a z below 0 passes the check where the lane's address is 2^32 up.
+    NVRTC 13.0's tree levels (`mul.wide.s32 %rd, ai, 4; add.s64 %rd, temp, %rd`)."""
+    form = place.stride
+    return place.shared and form.scaled and form.window == WINDOW and \
+        abs(place.offset) < 1 << 30
 
 
 def _in_lane_order(fl: GangLowering, place: Place, stride):
