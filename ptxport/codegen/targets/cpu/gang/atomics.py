@@ -16,6 +16,7 @@ from ptxport.codegen.ops.data import instruction_type, state_space
 from ptxport.codegen.targets.cpu.gang.checks import check_access, check_shared32, lane_addresses
 from ptxport.codegen.targets.cpu.gang.lane_loop import lane_loop
 from ptxport.codegen.targets.cpu.gang.lanes import FULL, GangUnsupported, W, declare, is_vec, vec
+from ptxport.codegen.targets.cpu.gang.scalar_lanes import narrowed
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.ir import nodes as ir
 from ptxport.ir.types import Type
@@ -46,10 +47,18 @@ def lower_atom(fl: GangLowering, inst: ir.Instruction) -> None:
     ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", fl.bits(fl.mask), I32(0)),
                          start, done)
     b.position_at_end(start)
+    proven = inside(fl.shared_bounds.get(fl.inst), t.size)
+    if host is not None and offsets is not None:
+        # 64-bit shared addresses (NVRTC 13.0 widens `bins[data[i]]`'s index into one):
+        # checked in 64 bits unless proven, then every lane of the mask lies below the
+        # block's shared size and its offset is exact in 32 bits, as 13.5's PTX has it
+        if not proven:
+            check_access(fl, host, offsets, t.size, True)
+        host, offsets, proven = None, narrowed(b, offsets, fl.written), True
     if host is None:        # 32-bit shared offsets: checked and kept in 32 bits
         # (none where passes/shared_bounds.py proves every thread's address inside its
         # variable: a histogram's `bins[data[i]]` of bytes)
-        if not inside(fl.shared_bounds.get(fl.inst), t.size):
+        if not proven:
             check_shared32(fl, offsets, t.size, True)
         window = ll.IRBuilder.ptrtoint(b, fl.target.space_base(fl, "shared"), I64)
         lanes = _AtomLanes(fl, offsets, window, operands, value_type(t))

@@ -118,3 +118,41 @@ def freeze(b: ll.IRBuilder, value):
     instr = ll.Instruction(b.block, value.type, "freeze", [value])
     b._insert(instr)
     return instr
+
+
+_RING = ("add", "sub", "mul", "and", "or", "xor")     # (the same modulo 2^32 in 32 bits)
+
+
+def narrowed(b: ll.IRBuilder, vector, written=None, depth: int = _DEPTH):
+    """`vector`'s 64-bit lanes truncated to 32 bits, computed in 32 bits from the
+    instructions that made it (adds, multiplies, shifts by constants below 32, bitwise
+    operations, extensions of 32-bit or narrower lanes: each the same modulo 2^32): LLVM
+    keeps a vector's truncation after its 64-bit sum (13.0's widened shared offsets, an
+    atomic's `bins[data[i]]`, were computed in four 64-bit vectors and then narrowed)."""
+    narrow = ll.VectorType(I32, vector.type.count)
+    if depth > 0 and isinstance(vector, ll.Instruction):
+        op, args = vector.opname, vector.operands
+
+        def again(v):
+            return narrowed(b, v, written, depth - 1)
+        if op == "load" and isinstance(args[0], ll.AllocaInstr):
+            stored = _slot_value(vector, written)
+            if stored is not None:
+                return again(stored)
+        elif op in _RING or (op == "shl" and _below(args[1], 32)):
+            return getattr(ll.IRBuilder, _BINARY[op])(b, again(args[0]), again(args[1]))
+        elif op in ("zext", "sext") and isinstance(args[0].type, ll.VectorType) \
+                and args[0].type.element.width <= 32:
+            if args[0].type.element.width == 32:
+                return args[0]
+            return getattr(ll.IRBuilder, op)(b, args[0], narrow)
+    return ll.IRBuilder.trunc(b, vector, narrow)
+
+
+def _below(value, limit: int) -> bool:
+    """Whether `value` is a constant (a vector's lanes, each) below `limit`."""
+    if not isinstance(value, ll.Constant):
+        return False
+    items = value.constant if isinstance(value.constant, (list, tuple)) else [value.constant]
+    return all(isinstance(getattr(i, "constant", i), int) and 0 <= getattr(i, "constant", i)
+               < limit for i in items)
