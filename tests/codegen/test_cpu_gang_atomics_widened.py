@@ -14,7 +14,7 @@ import pytest
 from llvmlite import ir as ll
 
 from ptxport import Device, LaunchConfig, Program, launch
-from ptxport.codegen.targets.cpu.gang.scalar_lanes import narrowed
+from ptxport.codegen.targets.cpu.gang.scalar_lanes import narrow_scaled, narrowed
 from ptxport.errors import IllegalAddressError
 from ptxport.ir.from_ptx import build
 from ptxport.ir.verify import verify
@@ -29,7 +29,7 @@ BINS = """.version 7.8
 .address_size 64
 .visible .entry k(.param .u64 data, .param .u64 out, .param .u64 olds)
 {
-.reg .b32 %r<12>; .reg .b64 %rd<16>;
+.reg .b16 %rs<4>; .reg .b32 %r<16>; .reg .b64 %rd<16>;
 .shared .align 4 .b32 bins[WORDS];
 ld.param.u64 %rd1, [data]; ld.param.u64 %rd2, [out]; ld.param.u64 %rd12, [olds];
 mov.u32 %r1, %tid.x; mov.u64 %rd7, bins;
@@ -38,10 +38,9 @@ mov.u32 %r5, 0;
 st.shared.u32 [%rd11], %r5;
 bar.sync 0;
 cvt.u64.u32 %rd3, %r1; add.s64 %rd4, %rd1, %rd3;
-ld.global.u8 %r6, [%rd4];
-mul.wide.u32 %rd5, %r6, 4; add.s64 %rd6, %rd7, %rd5;
 mov.u32 %r9, -1;
-ATOM [%rd6], 1;
+BIN
+ATOM [ADDRESS], 1;
 add.s64 %rd13, %rd12, %rd10;
 st.global.u32 [%rd13], %r9;
 bar.sync 0;
@@ -52,10 +51,23 @@ ret;
 }
 """
 ATOMS = {"used": "atom.shared.add.u32 %r9,", "unused": "red.shared.add.u32"}
+# The bin's address from the byte: as NVRTC 13.0 writes it (64-bit), as 13.5 does (32-bit,
+# the byte in 16 bits), and a 32-bit sum that wraps: (bins - 1024) + 4 * (byte + 256)
+FORMS = {
+    "13.0": ("ld.global.u8 %r6, [%rd4];\n"
+             "mul.wide.u32 %rd5, %r6, 4; add.s64 %rd6, %rd7, %rd5;", "%rd6"),
+    "13.5": ("ld.global.u8 %rs1, [%rd4]; mov.u32 %r11, bins;\n"
+             "mul.wide.u16 %r7, %rs1, 4; add.s32 %r8, %r11, %r7;", "%r8"),
+    "wraps": ("ld.global.u8 %rs1, [%rd4]; mov.u32 %r11, bins; add.u32 %r12, %r11, -1024;\n"
+              "add.u16 %rs2, %rs1, 256; mul.wide.u16 %r7, %rs2, 4; add.s32 %r8, %r12, %r7;",
+              "%r8"),
+}
 
 
-def _ptx(words: int, atom: str) -> str:
-    return BINS.replace("WORDS", str(words)).replace("ATOM", ATOMS[atom])
+def _ptx(words: int, atom: str, form: str = "13.0") -> str:
+    bin_, address = FORMS[form]
+    return (BINS.replace("WORDS", str(words)).replace("ATOM", ATOMS[atom])
+            .replace("BIN", bin_).replace("ADDRESS", address))
 
 
 def _proven(words: int, threads: int) -> bool:
@@ -66,11 +78,13 @@ def _proven(words: int, threads: int) -> bool:
     return inside(shared_bounds(function, (threads, 1, 1)).get(atom), 4)
 
 
-def _run(words: int, atom: str, data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _run(words: int, atom: str, data: np.ndarray, form: str = "13.0"
+         ) -> tuple[np.ndarray, np.ndarray]:
     threads = data.size
     dev = Device("cpu")
     stream = dev.create_stream()
-    kernel = Program(_ptx(words, atom), code_type="ptx").compile("native").get_kernel("k")
+    ptx = _ptx(words, atom, form)
+    kernel = Program(ptx, code_type="ptx").compile("native").get_kernel("k")
     assert kernel._binary(dev).gang_refusal is None
     out, olds = np.zeros(threads, np.uint32), np.zeros(threads, np.int32)
     buffers = [dev.allocate(a.nbytes, stream=stream) for a in (data, out, olds)]
@@ -97,14 +111,41 @@ def test_widened_shared_atomics_count_in_some_serial_order(atom, words, threads)
     assert _proven(words, threads) == (words == 256)
     data = _data(threads, 255)
     out, olds = _run(words, atom, data)
+    _counted_in_some_serial_order(data, out, olds, words, atom)
+
+
+def _counted_in_some_serial_order(data, out, olds, words, atom) -> None:
     counts = np.bincount(data, minlength=words)
-    assert (out == counts[:threads]).all()
+    assert (out == counts[:data.size]).all()
     if atom == "unused":
         assert (olds == -1).all()
         return
     for value in np.unique(data):
         # the lanes of one bin saw 0, 1, 2, ... before them, each once
         assert (np.sort(olds[data == value]) == np.arange(counts[value])).all()
+
+
+@pytest.mark.parametrize("atom", ["used", "unused"])
+@pytest.mark.parametrize("form", ["13.5", "wraps"])
+@pytest.mark.parametrize("threads", [256, 80])
+def test_bytes_scaled_in_32_bits_count(atom, form, threads):
+    # 13.5's form: the lanes keep their bytes (scalar_lanes.narrow_scaled) and add them in 64
+    # bits; "wraps": each lane's 32-bit sum wraps past 2^32 into the array, so the lanes
+    # run from their 32-bit offsets
+    data = _data(threads, 256)
+    out, olds = _run(256, atom, data, form)
+    _counted_in_some_serial_order(data, out, olds, 256, atom)
+
+
+@pytest.mark.parametrize("form", ["13.5", "wraps"])
+def test_bytes_scaled_in_32_bits_past_the_array_fault(form):
+    data = _data(80, 255)
+    data[45] = 255
+    line = next(n for n, text in enumerate(_ptx(255, "used", form).splitlines(), 1)
+                if ".shared.add" in text)
+    with pytest.raises(IllegalAddressError, match=rf"at line {line} in block \(0, 0, 0\), "
+                       r"thread 45;"):
+        _run(255, "used", data, form)
 
 
 @pytest.mark.parametrize("atom", ["used", "unused"])
@@ -136,3 +177,22 @@ def test_narrowed_computes_the_low_half_in_32_bits():
     assert high.opname == "trunc"
     b.ret(b.add(low, high))
     llvm.parse_assembly(str(module)).verify()
+
+
+def test_narrow_scaled_finds_the_bytes_under_a_splat_plus_a_shift():
+    lanes32 = ll.VectorType(ll.IntType(32), 4)
+    module = ll.Module()
+    fn = ll.Function(module, ll.FunctionType(ll.VoidType(), [ll.VectorType(ll.IntType(8), 4),
+                                                             ll.IntType(32)]), "f")
+    b = ll.IRBuilder(fn.append_basic_block())
+    data, u = fn.args
+    splat = b.shuffle_vector(b.insert_element(ll.Constant(lanes32, None), u, ll.IntType(32)(0)),
+                             ll.Constant(lanes32, None), ll.Constant(lanes32, [0] * 4))
+    four = ll.Constant(lanes32, [4] * 4)
+    found = narrow_scaled(b.add(splat, b.mul(b.zext(data, lanes32), four)))
+    assert (found.base, found.narrow, found.shift) == (u, data, 2)
+    # a sign extension, a multiplier not a power of two, no splat: not such lanes
+    assert narrow_scaled(b.add(splat, b.mul(b.sext(data, lanes32), four))) is None
+    assert narrow_scaled(b.add(splat, b.mul(b.zext(data, lanes32),
+                                            ll.Constant(lanes32, [12] * 4)))) is None
+    assert narrow_scaled(b.add(b.zext(data, lanes32), b.zext(data, lanes32))) is None
