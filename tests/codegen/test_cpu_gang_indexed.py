@@ -235,3 +235,20 @@ def test_a_byte_index_that_wraps_inside_a_warp_is_not_taken_as_consecutive():
         _run(ptx, x, 32, 1, 32, shift=shift, base_shift=shift // 4)
     got = _run(ptx, x, 32, 1, 32, shift=shift - 16, base_shift=(shift - 16) // 4)
     assert (got == 2).all()
+
+
+def test_a_whole_warp_past_the_allocation_faults_at_its_first_lane():
+    # one warp, n = 64 over 32 elements: the second pass's 32 consecutive lanes lie past x
+    # (the range test fails: the general path, its address vector made again there from
+    # the index), and lane 0's address, x + 128, is the one the error names
+    dev = Device("cpu")
+    stream = dev.create_stream()
+    kernel = Program(PLAIN, code_type="ptx").compile("native").get_kernel("k")
+    xs = dev.allocate(128, stream=stream)
+    out = dev.allocate(128, stream=stream)
+    xs.copy_from(np.ones(32, np.int32), stream=stream)
+    with pytest.raises(IllegalAddressError,
+                       match=f"read 4 bytes at address {int(xs.handle) + 128:#x}, .*thread 0;"):
+        launch(stream, LaunchConfig(grid=1, block=32), kernel, xs, out, np.int32(64),
+               np.int32(0))
+        stream.sync()

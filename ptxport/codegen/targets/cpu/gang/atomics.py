@@ -16,6 +16,7 @@ from ptxport.codegen.ops.data import instruction_type, state_space
 from ptxport.codegen.targets.cpu.gang.checks import check_access, check_shared32, lane_addresses
 from ptxport.codegen.targets.cpu.gang.lane_loop import lane_loop
 from ptxport.codegen.targets.cpu.gang.lanes import FULL, GangUnsupported, W, declare, is_vec, vec
+from ptxport.codegen.targets.cpu.gang.scalar_lanes import narrow_scaled, narrowed
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.ir import nodes as ir
 from ptxport.ir.types import Type
@@ -46,32 +47,78 @@ def lower_atom(fl: GangLowering, inst: ir.Instruction) -> None:
     ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", fl.bits(fl.mask), I32(0)),
                          start, done)
     b.position_at_end(start)
+    proven = inside(fl.shared_bounds.get(fl.inst), t.size)
+    if host is not None and offsets is not None:
+        # 64-bit shared addresses (NVRTC 13.0 widens `bins[data[i]]`'s index into one):
+        # checked in 64 bits unless proven, then every lane of the mask lies below the
+        # block's shared size and its offset is exact in 32 bits, as 13.5's PTX has it
+        if not proven:
+            check_access(fl, host, offsets, t.size, True)
+        host, offsets, proven = None, narrowed(b, offsets, fl.written), True
+    results = fl.shuffle_array(value_type(t)) if dest is not None else None
     if host is None:        # 32-bit shared offsets: checked and kept in 32 bits
         # (none where passes/shared_bounds.py proves every thread's address inside its
         # variable: a histogram's `bins[data[i]]` of bytes)
-        if not inside(fl.shared_bounds.get(fl.inst), t.size):
+        if not proven:
             check_shared32(fl, offsets, t.size, True)
         window = ll.IRBuilder.ptrtoint(b, fl.target.space_base(fl, "shared"), I64)
-        lanes = _AtomLanes(fl, offsets, window, operands, value_type(t))
+        _shared_lanes(fl, inst, offsets, window, operands, results)
     else:
         check_access(fl, host, offsets, t.size, True)
-        lanes = _AtomLanes(fl, host, None, operands, value_type(t))
-    results = fl.shuffle_array(value_type(t)) if dest is not None else None
+        _visit(fl, inst, host, _AtomLanes(fl, host, None, operands, value_type(t)), results)
+    b.branch(done)
+    b.position_at_end(done)
+    if dest is not None:
+        fl.write(dest, b.load(results, typ=vec(value_type(t))), t)
+
+
+def _shared_lanes(fl: GangLowering, inst: ir.Instruction, offsets, window, operands,
+                  results) -> None:
+    """The lanes of a shared atomic at 32-bit `offsets` into the shared window. Offsets that
+    are a scalar u plus narrow lanes n shifted (scalar_lanes.narrow_scaled: `bins[data[i]]`
+    of bytes) keep n alone (two 16-byte stores instead of eight) and, where u is so low that
+    no lane's 32-bit sum can wrap (one scalar test), add u and n << shift to the window in
+    64 bits, which x86 folds into the read-modify-write's address as C's
+    `local[data[i]]++`; else (u near 2^32) each lane's 32-bit offset as it is."""
+    b, element = fl.b, value_type(instruction_type(inst))
+    scaled = narrow_scaled(offsets, fl.written)
+    if scaled is None:
+        _visit(fl, inst, offsets, _AtomLanes(fl, offsets, window, operands, element), results)
+        return
+    top = ((1 << scaled.narrow.type.element.width) - 1) << scaled.shift
+    fast, wraps, joined = (fl.llfn.append_basic_block(f"atom_{n}")
+                           for n in ("narrow", "wraps", "narrow_done"))
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "<=", scaled.base,
+                                                       I32(0xFFFFFFFF - top)), fast, wraps)
+    b.position_at_end(fast)     # (lanes alike in n are alike in u + (n << shift) here)
+    _visit(fl, inst, scaled.narrow,
+           _AtomLanes(fl, offsets, window, operands, element, scaled), results)
+    b.branch(joined)
+    b.position_at_end(wraps)
+    _visit(fl, inst, offsets, _AtomLanes(fl, offsets, window, operands, element,
+                                         unrolled=False), results)
+    b.branch(joined)
+    b.position_at_end(joined)
+
+
+def _visit(fl: GangLowering, inst: ir.Instruction, addresses, lanes: _AtomLanes,
+           results) -> None:
+    """Each of the mask's lanes' atomics in lane order (an integer add of a value alike in
+    every lane: one add where all the lanes hit one address), old values to `results`."""
+    b, t, op = fl.b, instruction_type(inst), inst.spec.get("op")
+    space = state_space(inst)
+
     def each(i) -> None:
         old = _lane_atomic(b, op, t, space, lanes.pointer(i), *lanes.operands(i))
         if results is not None:
             b.store(old, b.gep(results, [b.zext(i, I64)], source_etype=value_type(t)))
 
-    if op == "add" and t.kind != "float" and not is_vec(operands[0]):
-        _one_or_each(fl, offsets if host is None else host, lanes, each,
+    if op == "add" and t.kind != "float" and not isinstance(lanes.arrays[1], tuple):
+        _one_or_each(fl, addresses, lanes, each,
                      lambda pointer, n: _lane_atomic(b, op, t, space, pointer, n, None),
                      results)
     else:
         lanes.visit(each)
-    b.branch(done)
-    b.position_at_end(done)
-    if dest is not None:
-        fl.write(dest, b.load(results, typ=vec(value_type(t))), t)
 
 
 def _one_or_each(fl: GangLowering, addresses, lanes: _AtomLanes, each, add, results) -> None:
@@ -123,11 +170,13 @@ class _AtomLanes:
     Over a constant full mask (a segment's full-mask copy) the walk is 32 straight-line
     read-modify-writes, else a loop over the mask's bits."""
 
-    def __init__(self, fl: GangLowering, addresses, window, operands, element):
-        self.fl, self.window, self.element = fl, window, element
+    def __init__(self, fl: GangLowering, addresses, window, operands, element, scaled=None,
+                 unrolled: bool = True):
+        self.fl, self.window, self.element, self.scaled = fl, window, element, scaled
+        self.unrolled = unrolled
         b = fl.b
         self.arrays = []
-        for lanes in (addresses, *operands):
+        for lanes in (addresses if scaled is None else scaled.narrow, *operands):
             if not is_vec(lanes):
                 self.arrays.append(lanes)
                 continue
@@ -143,7 +192,7 @@ class _AtomLanes:
         """each(lane) for every lane of the mask, lowest first (an i32 constant over a
         constant full mask, else lane_loop's index)."""
         fl = self.fl
-        if _all_lanes(fl.mask):
+        if self.unrolled and _all_lanes(fl.mask):
             for lane in range(W):
                 each(I32(lane))
             return
@@ -157,11 +206,23 @@ class _AtomLanes:
         return b.load(b.gep(pointer, [b.zext(i, I64)], source_etype=typ), typ=typ)
 
     def address(self, i):
-        """Lane i's address (or offset in the shared window)."""
-        return self._lane(i, self.arrays[0])
+        """Lane i's address (or offset in the shared window): with `scaled`
+        (scalar_lanes.NarrowScaled: the offsets a splat plus shifted 8- or 16-bit lanes, a
+        byte's bin) made from the narrow lane, whose array takes a quarter of the stores
+        and whose load x86 folds into the add's address as C's `bins[data[i]]++`."""
+        lane = self._lane(i, self.arrays[0])
+        if self.scaled is None:
+            return lane
+        b, base = self.fl.b, self.scaled.base
+        return b.add(base, b.shl(b.zext(lane, I32), I32(self.scaled.shift)))
 
     def pointer(self, i):
         b = self.fl.b
+        if self.scaled is not None:     # (no lane's 32-bit offset wraps: _shared_lanes)
+            base = b.add(self.window, b.zext(self.scaled.base, I64))
+            lane = b.zext(self._lane(i, self.arrays[0]), I64)
+            return ll.IRBuilder.inttoptr(b, b.add(base, b.shl(lane, I64(self.scaled.shift))),
+                                         PTR)
         address = self.address(i)
         if self.window is not None:
             address = b.add(self.window, b.zext(address, I64))

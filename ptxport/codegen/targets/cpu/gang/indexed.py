@@ -29,6 +29,7 @@ from ptxport.codegen.targets.cpu.gang import checks
 from ptxport.codegen.targets.cpu.gang.access_kinds import consecutive, joined
 from ptxport.codegen.targets.cpu.gang.checks import Place, inside_one_allocation
 from ptxport.codegen.targets.cpu.gang.lanes import W
+from ptxport.codegen.targets.cpu.gang.scalar_lanes import recomputed
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.codegen.targets.cpu.gang.streams import kernel_facts, prefetch_site
 from ptxport.ir import nodes as ir
@@ -168,10 +169,13 @@ def access(fl: GangLowering, place: Place, t: Type, found: Indexed, value,
     fast = b.block
     b.branch(done)
     b.position_at_end(slow)
-    # (what the general path classifies and checks holds on its path only)
-    memos = dict(fl.patterns), dict(fl.group_ok)
+    # (what the general path classifies and checks holds on its path only; its address
+    # vector made again there, from the index's 32-bit lanes: made once for both cold paths,
+    # LLVM left the 32 sign extensions in the hot one)
+    memos, addrs = (dict(fl.patterns), dict(fl.group_ok)), place.addrs
+    place.addrs = recomputed(b, addrs, fl.written)
     each = general()
-    fl.patterns, fl.group_ok = memos
+    (fl.patterns, fl.group_ok), place.addrs = memos, addrs
     slow = b.block
     b.branch(done)
     b.position_at_end(done)

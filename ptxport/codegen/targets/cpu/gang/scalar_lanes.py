@@ -8,6 +8,8 @@ take two lanes of each)."""
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from llvmlite import ir as ll
 
 from ptxport.codegen.lower import I32
@@ -118,3 +120,131 @@ def freeze(b: ll.IRBuilder, value):
     instr = ll.Instruction(b.block, value.type, "freeze", [value])
     b._insert(instr)
     return instr
+
+
+_RING = ("add", "sub", "mul", "and", "or", "xor")     # (the same modulo 2^32 in 32 bits)
+
+
+def narrowed(b: ll.IRBuilder, vector, written=None, depth: int = _DEPTH):
+    """`vector`'s 64-bit lanes truncated to 32 bits, computed in 32 bits from the
+    instructions that made it (adds, multiplies, shifts by constants below 32, bitwise
+    operations, extensions of 32-bit or narrower lanes: each the same modulo 2^32): LLVM
+    keeps a vector's truncation after its 64-bit sum (13.0's widened shared offsets, an
+    atomic's `bins[data[i]]`, were computed in four 64-bit vectors and then narrowed)."""
+    narrow = ll.VectorType(I32, vector.type.count)
+    scalar = _splat_scalar(vector)
+    if scalar is not None:      # (kept a splat: narrow_scaled finds its scalar)
+        one = ll.IRBuilder.insert_element(b, ll.Constant(narrow, None),
+                                          ll.IRBuilder.trunc(b, scalar, I32), I32(0))
+        return ll.IRBuilder.shuffle_vector(b, one, ll.Constant(narrow, None),
+                                           ll.Constant(narrow, [0] * narrow.count))
+    if depth > 0 and isinstance(vector, ll.Instruction):
+        op, args = vector.opname, vector.operands
+
+        def again(v):
+            return narrowed(b, v, written, depth - 1)
+        if op == "load" and isinstance(args[0], ll.AllocaInstr):
+            stored = _slot_value(vector, written)
+            if stored is not None:
+                return again(stored)
+        elif op in _RING or (op == "shl" and _below(args[1], 32)):
+            return getattr(ll.IRBuilder, _BINARY[op])(b, again(args[0]), again(args[1]))
+        elif op in ("zext", "sext") and isinstance(args[0].type, ll.VectorType) \
+                and args[0].type.element.width <= 32:
+            if args[0].type.element.width == 32:
+                return args[0]
+            return getattr(ll.IRBuilder, op)(b, args[0], narrow)
+    return ll.IRBuilder.trunc(b, vector, narrow)
+
+
+class NarrowScaled(NamedTuple):
+    """Lanes that hold base + (n << shift): `base` a scalar alike in every lane, `n` a vector
+    of 8- or 16-bit lanes zero-extended (a loaded byte scaled into a word offset), n << shift
+    below 2^(width - 1)."""
+
+    base: ll.Value
+    narrow: ll.Value
+    shift: int
+
+
+def narrow_scaled(vector, written=None) -> NarrowScaled | None:
+    """`vector`'s integer lanes as NarrowScaled, where the instructions that made it are an
+    add of a splat and a shift (or multiply by a power of two) by a constant of zero
+    extensions of 8- or 16-bit lanes (each exact: the same value modulo the lanes' width);
+    else None. An atomic's lanes then keep the narrow lanes, a quarter of the stores."""
+    added = _followed(vector, written)
+    if not isinstance(added, ll.Instruction) or added.opname != "add":
+        return None
+    for splat, scaled in (added.operands, reversed(added.operands)):
+        base = _splat_scalar(_followed(splat, written))
+        if base is None:
+            continue
+        scaled = _followed(scaled, written)
+        if not isinstance(scaled, ll.Instruction) or scaled.opname not in ("shl", "mul"):
+            continue
+        k = _constant(_splat_scalar(_followed(scaled.operands[1], written)))
+        width = vector.type.element.width
+        if k is None or (scaled.opname == "mul" and (k <= 0 or k & (k - 1))):
+            continue
+        shift = k if scaled.opname == "shl" else k.bit_length() - 1
+        narrow, extended = _followed(scaled.operands[0], written), False
+        while isinstance(narrow, ll.CastInstr) and narrow.opname == "zext":
+            narrow, extended = _followed(narrow.operands[0], written), True
+        if extended and isinstance(narrow.type, ll.VectorType) \
+                and narrow.type.element.width <= 16 and narrow.type.element.width + shift < width:
+            return NarrowScaled(base, narrow, shift)
+    return None
+
+
+def _followed(value, written, depth: int = _DEPTH):
+    """`value`, or where it loads a register's slot the value stored there (_slot_value),
+    followed through such loads."""
+    while depth and isinstance(value, ll.Instruction) and value.opname == "load" \
+            and isinstance(value.operands[0], ll.AllocaInstr):
+        stored = _slot_value(value, written)
+        if stored is None:
+            break
+        value, depth = stored, depth - 1
+    return value
+
+
+def _splat_scalar(value):
+    """The scalar a splat holds in every lane (the gang builder's insertelement at 0 and
+    shuffle by a zero mask, or a constant vector of one value), else None."""
+    if isinstance(value, ll.Constant) and isinstance(value.type, ll.VectorType):
+        items = value.constant if isinstance(value.constant, (list, tuple)) else None
+        if items and all(isinstance(i, ll.Constant) and i.constant == items[0].constant
+                         for i in items):
+            return items[0]
+        return None
+    if not (isinstance(value, ll.Instruction) and value.opname == "shufflevector"):
+        return None
+    first, _, mask = value.operands
+    if not (isinstance(mask.constant, (list, tuple))
+            and all(getattr(m, "constant", m) == 0 for m in mask.constant)):
+        return None
+    if isinstance(first, ll.Instruction) and first.opname == "insertelement" \
+            and _constant(first.operands[2]) == 0:
+        return first.operands[1]
+    return None
+
+
+def _constant(value) -> int | None:
+    """The integer a scalar constant (or casts of one) holds, else None."""
+    if isinstance(value, ll.Constant) and isinstance(value.type, ll.IntType) \
+            and isinstance(value.constant, int):
+        return value.constant & ((1 << value.type.width) - 1)
+    if isinstance(value, ll.CastInstr) and value.opname in ("zext", "trunc") \
+            and isinstance(value.type, ll.IntType):
+        inner = _constant(value.operands[0])
+        return None if inner is None else inner & ((1 << value.type.width) - 1)
+    return None
+
+
+def _below(value, limit: int) -> bool:
+    """Whether `value` is a constant (a vector's lanes, each) below `limit`."""
+    if not isinstance(value, ll.Constant):
+        return False
+    items = value.constant if isinstance(value.constant, (list, tuple)) else [value.constant]
+    return all(isinstance(getattr(i, "constant", i), int) and 0 <= getattr(i, "constant", i)
+               < limit for i in items)
