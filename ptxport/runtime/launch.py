@@ -601,8 +601,8 @@ def _again(stream: Stream, config: LaunchConfig, args: tuple, like: tuple) -> bo
     same open Buffer or a numpy scalar of the same class and bytes, no allocation made or
     freed since, and the stream idle with no error kept. False, having done nothing,
     otherwise (launch() then takes the full path)."""
-    device, thread, state, grid, block, shmem_size, (ids, buffers, checks), ranges, params, \
-        ready, what, expect, blocks, small = like
+    device, thread, state, *_, expect, blocks, _ = like
+    ids, buffers, checks = like[6]
     worker = stream._worker
     # (the configuration's attributes compared whole: equal ones pass the same checks)
     if stream._device is not device or config.__class__ is not LaunchConfig \
@@ -630,20 +630,7 @@ def _again(stream: Stream, config: LaunchConfig, args: tuple, like: tuple) -> bo
                 keep.append(arg._allocation)
     if None in keep:    # (a Buffer closed: the full path refuses it)
         return False
-    starter = ready[6]
-    if starter.live_ranges() is not ranges:
-        return False
-    # (_queue's end for a Stream, a launch with no options that compiled nothing: straight
-    # to its worker's run_now or start_now)
-    name = ready[4]
-    if small and worker.run_now(_runner(ready, device, grid, block, shmem_size, params,
-                                        None, keep), what, name):
-        return True
-    if not worker.start_now(_start, (starter, grid, block, shmem_size, params, keep, what),
-                            what, name):
-        stream._submit(_runner(ready, device, grid, block, shmem_size, params, None, keep),
-                       what=what, kernel=name, defer=True)
-    return True
+    return _go_again(stream, like, keep, False)
 
 
 def _again_packed(stream: Stream, config: LaunchConfig, params: bytes, keep, now: bool,
@@ -651,8 +638,8 @@ def _again_packed(stream: Stream, config: LaunchConfig, params: bytes, keep, now
     """launch_packed's _again: the same device, thread, configuration, `now` and parameter
     bytes as its last full launch of the kernel (`like`), no allocation made or freed
     since, and `stream` a Stream, idle with no error kept."""
-    device, thread, state, grid, block, shmem_size, was_now, ranges, was_params, ready, \
-        what, expect, blocks, small = like
+    device, thread, state, *_, expect, blocks, _ = like
+    was_now, was_params = like[6], like[8]
     if stream.__class__ is not Stream or stream._device is not device \
             or config.__class__ is not LaunchConfig or config.__dict__ != state \
             or bool(now) is not was_now or params != was_params or get_ident() != thread:
@@ -662,17 +649,25 @@ def _again_packed(stream: Stream, config: LaunchConfig, params: bytes, keep, now
         return False
     if expect is not None:
         expect(blocks)
+    return _go_again(stream, like, keep, now)
+
+
+def _go_again(stream: Stream, like: tuple, keep, now) -> bool:
+    """The end of _again and _again_packed: False where an allocation was made or freed
+    since `like`'s launch, else _queue's end for a Stream, a launch with no options that
+    compiled nothing: straight to its worker's run_now or start_now."""
+    device, _, _, grid, block, shmem_size, _, ranges, params, ready, what, _, _, small = like
     starter = ready[6]
     if starter.live_ranges() is not ranges:
         return False
-    name = ready[4]
-    if small and worker.run_now(_runner(ready, device, grid, block, shmem_size, was_params,
+    worker, name = stream._worker, ready[4]
+    if small and worker.run_now(_runner(ready, device, grid, block, shmem_size, params,
                                         None, keep), what, name):
         return True
-    if now or not worker.start_now(_start, (starter, grid, block, shmem_size, was_params,
-                                            keep, what), what, name):
-        stream._submit(_runner(ready, device, grid, block, shmem_size, was_params, None,
-                               keep), what=what, kernel=name, defer=True)
+    if now or not worker.start_now(_start, (starter, grid, block, shmem_size, params, keep,
+                                            what), what, name):
+        stream._submit(_runner(ready, device, grid, block, shmem_size, params, None, keep),
+                       what=what, kernel=name, defer=True)
     return True
 
 
