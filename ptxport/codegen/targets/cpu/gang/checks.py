@@ -314,14 +314,16 @@ def check_place(fl: GangLowering, place: Place, size: int, write: bool, kind, lo
     b.position_at_end(ok)
 
 
-def group_check(fl: GangLowering, place: Place, size: int, low, high, known: bool = False):
+def group_check(fl: GangLowering, place: Place, size: int, low, high, known: bool = False,
+                condition=None):
     """i1: whether every access of the current instruction's group (access_groups) by the
     mask's lanes lies inside memory the kernel may touch, checked once where the group's
     first access classifies its lanes (so it holds for the rest of the segment); None for
     an access in no group. A false check makes each access check itself (the exact fault,
     in program order). Global accesses also prefetch here, for the whole group. `known`:
     the lanes lie as _classify found when compiling, so [low, high) holds every lane's
-    access (shared memory is then one scalar test)."""
+    access (shared memory is then one scalar test). `condition`: the fast path's own, part
+    of a global group's check where it is made here (inside_one_allocation's `first`)."""
     group = fl.group_of.get(id(fl.inst))
     if group is None or place.shared and prechecked(fl):
         return None
@@ -352,7 +354,8 @@ def group_check(fl: GangLowering, place: Place, size: int, low, high, known: boo
     high = b.add(high, ll.Constant(et, last))
     idle = ll.IRBuilder.icmp_unsigned(b, "==", fl.bits(fl.mask), I32(0))
     # (the group's first access: where the loop's test covers it, nothing more)
-    ok = inside_one_allocation(fl, low, high, skip=idle, checked=loop_checked(fl))
+    ok = inside_one_allocation(fl, low, high, skip=idle, checked=loop_checked(fl),
+                               first=condition)
     fl.group_ok[memo] = ok
     return ok, low
 
@@ -458,16 +461,26 @@ class Place:
                      self.stride)
 
 
-def inside_one_allocation(fl: GangLowering, low, high, skip=None, checked=None):
+def inside_one_allocation(fl: GangLowering, low, high, skip=None, checked=None,
+                          first=None):
     """i1: whether [low, high) lies in one allocation (the site's cache, else the table's
     search); an empty mask's range counts as inside, and so does any range where `skip`
-    or `checked` (loop_checked's test, made first: likely, where it is there)."""
+    or `checked` (loop_checked's test, made first: likely, where it is there). `first`
+    (i1): a condition of the caller's fast path (widened.py's no-wrap test), tested
+    before anything, where false the answer (likely true): a branch of its own, so that
+    LLVM branches on its compares where an `and` with the answer kept it in a register
+    across the check and tested it again after."""
     b = fl.b
     slot = b.gep(fl.target.ctx_field(fl, "site_cache", typ=PTR), [I64(16 * fl.plan.check_sites)],
                  source_etype=I8)
     fl.plan.check_sites += 1
     search, done = fl.llfn.append_basic_block("range_search"), fl.llfn.append_basic_block(
         "range_checked")
+    refused = None
+    if first is not None:
+        refused, test = b.block, fl.llfn.append_basic_block("range_first")
+        expect(fl, ll.IRBuilder.cbranch(b, first, test, done))
+        b.position_at_end(test)
     skipped = None
     if checked is not None:     # (tested first: nothing loaded where it holds)
         skipped, test = b.block, fl.llfn.append_basic_block("range_test")
@@ -491,4 +504,6 @@ def inside_one_allocation(fl: GangLowering, low, high, skip=None, checked=None):
     ok.add_incoming(found, searched)
     if skipped is not None:
         ok.add_incoming(I1(1), skipped)
+    if refused is not None:
+        ok.add_incoming(I1(0), refused)
     return ok

@@ -277,15 +277,18 @@ def _check(fl: GangLowering, place: Place, t: Type, count: int, low, high, exact
     """i1: whether [low, high) lies in one allocation, by the access's group check, made
     once for the group, or its own, and, per half, `exact`. Per half the range is all 32
     lanes' under any guard, so a guarded access (a stencil's halo loads) shares its
-    group's check for the mask without the guard."""
+    group's check for the mask without the guard. Where no other access relies on the
+    answer (no group, or a group of one: a stencil's out[] store), `exact` is a branch of
+    its own before the range check (inside_one_allocation's `first`): LLVM then branches
+    on its two compares, where `and`ing it with the check's phi kept it in a register
+    across the check and tested it again (3 instructions an access a warp)."""
     b = fl.b
     size = t.size * count
     group = _group(fl, exact is not None)
     if group is None:
         idle = None if isinstance(fl.mask, ll.Constant) else ll.IRBuilder.icmp_unsigned(
             b, "==", fl.bits(fl.mask), I32(0))
-        ok = inside_one_allocation(fl, low, high, skip=idle)
-        return ok if exact is None else b.and_(ok, exact)
+        return inside_one_allocation(fl, low, high, skip=idle, first=exact)
     et = low.type
     here = fl.mask
     if exact is not None:
@@ -293,15 +296,18 @@ def _check(fl: GangLowering, place: Place, t: Type, count: int, low, high, exact
     try:
         memo = (group, id(fl.mask))
         made = memo in fl.group_ok
-        # (group_check adds the group's offsets to the lanes' range without place.offset)
+        # (group_check adds the group's offsets to the lanes' range without place.offset;
+        # the group's other accesses rely on `exact` in group_ok)
+        alone = sum(g == group for g in fl.group_of.values()) == 1
         ok, _ = group_check(
             fl, place, t.size, b.sub(low, ll.Constant(et, place.offset)),
-            b.sub(high, ll.Constant(et, place.offset + size - t.size)), known=True)
-        if exact is not None and not made:      # (the group's other accesses rely on it)
+            b.sub(high, ll.Constant(et, place.offset + size - t.size)), known=True,
+            condition=exact if alone else None)
+        if exact is not None and not made and not alone:
             ok = fl.group_ok[memo] = b.and_(ok, exact)
     finally:
         fl.mask = here
-    return ok if exact is None else b.and_(ok, exact)
+    return ok if exact is None or alone and not made else b.and_(ok, exact)
 
 
 def _group(fl: GangLowering, halves: bool):
