@@ -32,6 +32,18 @@ def cpu_options(monkeypatch):
     return use
 
 
+@pytest.fixture
+def one_worker():
+    """Device("cpu") runs each launch's blocks on one worker, in block order, for the test: a
+    fault test whose launch faults in several blocks names the first of them (with more
+    workers, blocks fault at once and any of them may be the one reported, as on a GPU)."""
+    from ptxport.runtime.backends.cpu import executor
+
+    executor.set_workers(1)
+    yield
+    executor.set_workers(None)
+
+
 # Fixtures that build the whole CUDA program corpus with nvcc (tests/programs_harness.py) take
 # many minutes on a cold cache and a 2-core machine; the builds are cached, so only the first
 # test to ask pays. pytest-timeout counts fixture setup, so those tests get a longer limit.

@@ -97,12 +97,10 @@ def test_rows_above_agree_with_branches_and_threads(cpu_options, width, height):
         np.testing.assert_array_equal(_above(cpu_options, width, height, **options)[1], out)
 
 
-def test_a_skipped_region_out_of_bounds_names_the_same_thread(cpu_options, workers):
+def test_a_skipped_region_out_of_bounds_names_the_same_thread(cpu_options, one_worker):
     # the row above is read far from its place, in no allocation: block (0, 1)'s thread 0
-    # is the first that reads it, with or without conversion. One worker: with several,
-    # blocks (0, 1) and (1, 1) fault at once and either may be reported (as on a GPU); a
-    # loaded CI machine once named (1, 1)
-    workers(1)
+    # is the first that reads it, with or without conversion (on one worker: blocks (0, 1)
+    # and (1, 1) both fault, and with two workers under load (1, 1) was once reported)
     messages = []
     for options in ({}, {"if_convert": False}, {"gang": False}):
         with pytest.raises(IllegalAddressError) as caught:

@@ -85,7 +85,7 @@ def _faulting_gemm():
 
 
 @pytest.mark.parametrize("hoist", [True, False])
-def test_a_load_past_the_end_of_a_faults_where_it_runs(cpu_options, hoist):
+def test_a_load_past_the_end_of_a_faults_where_it_runs(cpu_options, one_worker, hoist):
     cpu_options(hoist_global_checks=hoist)
     text, base = _faulting_gemm()
     line = next(i for i, s in enumerate(PTX.splitlines(), 1)
