@@ -261,10 +261,14 @@ class CpuTarget(Target):
         ctx = fl.llfn.args[0]
         line = source_line(self.module, fl.inst.pos) if fl.inst is not None else 0
         info = (line << 16) | (size << 1) | int(write)
+        # (the first fault of the block is kept: the threads after a faulting one still run
+        # to their own fault, and the message names the first thread with its address)
         fault_address = fl.b.gep(ctx, [I64(CTX.fields["fault_address"])], source_etype=I8)
-        fl.b.store(fl.b.ptrtoint(pointer, I64), fault_address)
         fault_info = fl.b.gep(ctx, [I64(CTX.fields["fault_info"])], source_etype=I8)
-        fl.b.store(I64(info), fault_info)
+        first = fl.b.icmp_unsigned("==", fl.b.load(fault_info, typ=I64), I64(0))
+        fl.b.store(fl.b.select(first, fl.b.ptrtoint(pointer, I64),
+                               fl.b.load(fault_address, typ=I64)), fault_address)
+        fl.b.store(fl.b.select(first, I64(info), fl.b.load(fault_info, typ=I64)), fault_info)
         if fl.function.is_kernel:
             fl.b.ret(I32(FAULTED))
 
