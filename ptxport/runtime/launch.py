@@ -601,7 +601,7 @@ def _again(stream: Stream, config: LaunchConfig, args: tuple, like: tuple) -> bo
     same open Buffer or a numpy scalar of the same class and bytes, no allocation made or
     freed since, and the stream idle with no error kept. False, having done nothing,
     otherwise (launch() then takes the full path)."""
-    device, thread, state, *_, expect, blocks, _ = like
+    device, thread, state, expect, blocks = like[0], like[1], like[2], like[11], like[12]
     ids, buffers, checks = like[6]
     worker = stream._worker
     # (the configuration's attributes compared whole: equal ones pass the same checks)
@@ -638,7 +638,7 @@ def _again_packed(stream: Stream, config: LaunchConfig, params: bytes, keep, now
     """launch_packed's _again: the same device, thread, configuration, `now` and parameter
     bytes as its last full launch of the kernel (`like`), no allocation made or freed
     since, and `stream` a Stream, idle with no error kept."""
-    device, thread, state, *_, expect, blocks, _ = like
+    device, thread, state, expect, blocks = like[0], like[1], like[2], like[11], like[12]
     was_now, was_params = like[6], like[8]
     if stream.__class__ is not Stream or stream._device is not device \
             or config.__class__ is not LaunchConfig or config.__dict__ != state \

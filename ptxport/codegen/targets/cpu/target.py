@@ -265,10 +265,11 @@ class CpuTarget(Target):
         # to their own fault, and the message names the first thread with its address)
         fault_address = fl.b.gep(ctx, [I64(CTX.fields["fault_address"])], source_etype=I8)
         fault_info = fl.b.gep(ctx, [I64(CTX.fields["fault_info"])], source_etype=I8)
-        first = fl.b.icmp_unsigned("==", fl.b.load(fault_info, typ=I64), I64(0))
+        was = fl.b.load(fault_info, typ=I64)
+        first = fl.b.icmp_unsigned("==", was, I64(0))
         fl.b.store(fl.b.select(first, fl.b.ptrtoint(pointer, I64),
                                fl.b.load(fault_address, typ=I64)), fault_address)
-        fl.b.store(fl.b.select(first, I64(info), fl.b.load(fault_info, typ=I64)), fault_info)
+        fl.b.store(fl.b.select(first, I64(info), was), fault_info)
         if fl.function.is_kernel:
             fl.b.ret(I32(FAULTED))
 

@@ -139,11 +139,16 @@ def _chunk(blocks: int, workers: int) -> int:
     return max(1, blocks // (workers * 16))
 
 
+# bytes each worker allocates past its block's shared memory (never a valid address: the
+# table and the fault message use the declared size)
+_SHARED_PAD = 16
+
+
 def _own_ranges(shared: np.ndarray, frames: np.ndarray) -> list[tuple[int, int]]:
     """A worker's own [start, end) ranges that generic addresses may reach: its block's shared
     memory as declared (not the 16 bytes allocated past it, which generic accesses once
     reached unreported) and its threads' frames."""
-    return [(a, a + n) for a, n in ((shared.ctypes.data, shared.size - 16),
+    return [(a, a + n) for a, n in ((shared.ctypes.data, shared.size - _SHARED_PAD),
                                     (frames.ctypes.data, frames.size)) if n > 0]
 
 
@@ -164,7 +169,7 @@ class _Worker:
         self.frames = raw[start:start + frames_bytes]
         self.local_stack = raw[start + frames_bytes:start + frames_bytes + plan.local_stack]
         # (each on cache lines of its own: the workers write theirs at once)
-        self.shared = on_lines(plan.static_shared + dynamic_shared + 16, np.uint8)
+        self.shared = on_lines(plan.static_shared + dynamic_shared + _SHARED_PAD, np.uint8)
         self.ctx = on_lines(CTX.size, np.uint8)
         self.points = on_lines(self.nthreads, np.int32)
         self.statuses = on_lines(self.nthreads, np.int32)
@@ -424,7 +429,7 @@ class _Worker:
     def _near_shared(self, address: int) -> str:
         """Where a bad address lies within 256 bytes of the block's shared memory (a generic
         access past a __shared__ array): how far, for the fault's message."""
-        start, declared = self.shared.ctypes.data, self.shared.size - 16
+        start, declared = self.shared.ctypes.data, self.shared.size - _SHARED_PAD
         if start + declared <= address < start + declared + 256:
             return (f" (the address is {address - start - declared} bytes past the end of "
                     f"the block's {declared} bytes of shared memory)")
