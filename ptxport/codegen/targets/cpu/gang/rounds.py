@@ -102,11 +102,11 @@ def _loop_head(r: _Rounds, name: str, phis: tuple) -> tuple:
     return head, tuple(r.b.phi(typ, n) for n, typ in phis)
 
 
-def _general_round(r: _Rounds, head: ll.Block, w, waiting, any_, all_, fresh, yielding,
+def _general_round(r: _Rounds, head: ll.Block, w, waiting, any_, all_, yielding,
                    yielded) -> None:
-    """The round every warp that has not exited runs in from wherever it waits (the first
-    round of a block: fresh, from the kernel's start); where `yielding` (a warp yielded in
-    the round before), only the warps that yielded."""
+    """The round every warp that has not exited runs in from wherever it waits (after the
+    block's first round, _first_round); where `yielding` (a warp yielded in the round
+    before), only the warps that yielded."""
     b, fn = r.b, r.fn
     body, run, step, done = (fn.append_basic_block(n) for n in (
         "warp_body", "warp_run", "warp_next", "round_done"))
@@ -116,10 +116,9 @@ def _general_round(r: _Rounds, head: ll.Block, w, waiting, any_, all_, fresh, yi
     old = b.load(status, typ=I32)
     waits = b.icmp_signed(">", old, I32(0))
     still = b.or_(waiting, waits) if r.yields else waiting
-    b.cbranch(b.or_(fresh, b.and_(waits, b.or_(b.not_(yielding), _yields(r, old)))), run,
-              step)
+    b.cbranch(b.and_(waits, b.or_(b.not_(yielding), _yields(r, old))), run, step)
     b.position_at_end(run)
-    result = b.call(r.gang, [r.ctx, frame, w, r.nthreads, fresh, I32(-1), r.block_copy])
+    result = b.call(r.gang, [r.ctx, frame, w, r.nthreads, I1(0), I32(-1), r.block_copy])
     b.store(result, status)
     after = r.ran(w, result, waiting, any_, all_, yielded, step)
     ran = b.block
@@ -131,12 +130,47 @@ def _general_round(r: _Rounds, head: ll.Block, w, waiting, any_, all_, fresh, yi
                                    after, strict=True):
         phi.add_incoming(skipped, body)
         phi.add_incoming(value, ran)
-    for phi, value in zip((w, waiting, any_, all_, fresh, yielding, yielded),
-                          (b.add(w, I32(1)), nexts[0], nexts[1], nexts[2], fresh, yielding,
+    for phi, value in zip((w, waiting, any_, all_, yielding, yielded),
+                          (b.add(w, I32(1)), nexts[0], nexts[1], nexts[2], yielding,
                            nexts[3]), strict=True):
         phi.add_incoming(value, step)
     b.branch(head)
     r.ends.append((done, waiting, any_, all_, yielded))
+
+
+def _first_round(r: _Rounds) -> ll.Block:
+    """A block's first round: every warp fresh, from the kernel's start, one after another
+    (the general round's loop with `fresh` constant, so that LLVM keeps only the fresh path
+    of the gang function there and a warp costs no look at its status). Where every warp
+    has either exited or waits (no failure), some warp waits where the results' AND, `all`,
+    is not negative (-1 is an exit; a wait, yielded or not, is positive). Returns its entry
+    block; the builder is left in it."""
+    b, fn = r.b, r.fn
+    entry = fn.append_basic_block("first_round")
+    b.position_at_end(entry)
+    head, (w, any_, all_, yielded) = _loop_head(r, "first_warp", (
+        ("w", I32), ("any", I32), ("all", I32), ("yielded", I1)))
+    for phi, value in zip((w, any_, all_, yielded), (I32(0), I32(_ANY), I32(_ALL), I1(0)),
+                          strict=True):
+        phi.add_incoming(value, entry)
+    with b.goto_block(entry):
+        b.branch(head)
+    body, step, done = (fn.append_basic_block(n) for n in (
+        "first_body", "first_next", "first_done"))
+    b.cbranch(b.icmp_unsigned("<", w, r.warps), body, done)
+    b.position_at_end(body)
+    frame, status = r.frame(w)
+    result = b.call(r.gang, [r.ctx, frame, w, r.nthreads, I1(1), I32(-1), r.block_copy])
+    b.store(result, status)
+    _, *after = r.ran(w, result, I1(0), any_, all_, yielded, step)
+    b.position_at_end(step)
+    for phi, value in zip((w, any_, all_, yielded), (b.add(w, I32(1)), *after),
+                          strict=True):
+        phi.add_incoming(value, step)
+    b.branch(head)
+    b.position_at_end(done)
+    r.ends.append((done, b.icmp_signed(">=", all_, I32(0)), any_, all_, yielded))
+    return entry
 
 
 def _uniform_round(r: _Rounds, point: int, general: ll.Block, general_phis) -> ll.Block:
@@ -163,7 +197,7 @@ def _uniform_round(r: _Rounds, point: int, general: ll.Block, general_phis) -> l
     b.store(result, status)
     b.cbranch(b.icmp_signed("==", result, I32(CONTINUE)), general, stay)
     # (the warps after this one all wait as it did: the general round runs them all)
-    for phi, value in zip(general_phis, (w, waiting, any_, all_, I1(0), I1(0), yielded),
+    for phi, value in zip(general_phis, (w, waiting, any_, all_, I1(0), yielded),
                           strict=True):
         phi.add_incoming(value, body)
     b.position_at_end(stay)
@@ -278,14 +312,12 @@ def build_run_blocks(llmod: ll.Module, gang: ll.Function, warp_frame: int,
     n, block_body, block_next = open_block_loop(b, r.ctx, fn.args[4], fn.args[5])
     _copy_block_fields(r, fields)
     start = b.block
-    general, phis = _loop_head(r, "warp_head", (
-        ("w", I32), ("waiting", I1), ("any", I32), ("all", I32), ("fresh", I1),
-        ("yielding", I1), ("yielded", I1)))
+    first = _first_round(r)
     with b.goto_block(start):
-        b.branch(general)
-    for phi, value in zip(phis, (I32(0), I1(0), I32(_ANY), I32(_ALL), I1(1), I1(0), I1(0)),
-                          strict=True):
-        phi.add_incoming(value, start)
+        b.branch(first)
+    general, phis = _loop_head(r, "warp_head", (
+        ("w", I32), ("waiting", I1), ("any", I32), ("all", I32), ("yielding", I1),
+        ("yielded", I1)))
     _general_round(r, general, *phis)
     uniform_rounds = [(point, _uniform_round(r, point, general, phis)) for point in points]
     round_end = fn.append_basic_block("round_end")
@@ -308,8 +340,8 @@ def build_run_blocks(llmod: ll.Module, gang: ll.Function, warp_frame: int,
     b.position_at_end(again)
     branch_on_stop(b, r.stop, stopped, next_round)
     b.position_at_end(next_round)
-    for phi, value in zip(phis, (I32(0), I1(0), I32(_ANY), I32(_ALL), I1(0), yielded,
-                                 I1(0)), strict=True):
+    for phi, value in zip(phis, (I32(0), I1(0), I32(_ANY), I32(_ALL), yielded, I1(0)),
+                          strict=True):
         phi.add_incoming(value, b.block)
     # every warp's result the same (WHOLE_AT + a point of a uniform round: the switch's
     # cases; any other result, or -1 where they differ, goes to the general round)
