@@ -73,14 +73,16 @@ class _Rounds:
                       source_etype=I8)
         return frame, b.gep(frame, [I64(STATUS)], source_etype=I8)
 
-    def ran(self, w, result, waiting, any_, all_, yielded, step: ll.Block):
+    def ran(self, w, result, any_, all_, yielded, step: ll.Block, waiting=None):
         """After a warp's call: note a failure (to `failed`), else go to `step`; returns
-        (waiting, any, all, yielded) after this warp."""
+        (any, all, yielded) after this warp, and where `waiting` is given, waiting."""
         b = self.b
         at_barrier = b.icmp_signed(">", result, I32(0))
         ok = b.or_(b.icmp_signed("==", result, I32(-1)), at_barrier)
-        after = (b.or_(waiting, at_barrier), b.or_(any_, result), b.and_(all_, result),
+        after = (b.or_(any_, result), b.and_(all_, result),
                  b.or_(yielded, _yields(self, result)))
+        if waiting is not None:
+            after = (b.or_(waiting, at_barrier), *after)
         self.failures.append((result, w, b.block))
         b.cbranch(ok, step, self.failed)
         return after
@@ -92,6 +94,13 @@ def _yields(r: _Rounds, status) -> ll.Value:
     if not r.yields:
         return I1(0)
     return r.b.icmp_signed(">", r.b.and_(status, I32(-YIELDED)), I32(0))
+
+
+def _waiting(r: _Rounds, all_) -> ll.Value:
+    """i1: some warp waits, in a round that ran every warp so far (the first round, a
+    uniform round) and none failed: each result is then -1 (an exit) or positive (a wait,
+    yielded or not), so their AND is not negative where one waited."""
+    return r.b.icmp_signed(">=", all_, I32(0))
 
 
 def _loop_head(r: _Rounds, name: str, phis: tuple) -> tuple:
@@ -120,7 +129,7 @@ def _general_round(r: _Rounds, head: ll.Block, w, waiting, any_, all_, yielding,
     b.position_at_end(run)
     result = b.call(r.gang, [r.ctx, frame, w, r.nthreads, I1(0), I32(-1), r.block_copy])
     b.store(result, status)
-    after = r.ran(w, result, waiting, any_, all_, yielded, step)
+    after = r.ran(w, result, any_, all_, yielded, step, waiting)
     ran = b.block
     b.position_at_end(step)
     nexts = (b.phi(I1), b.phi(I32), b.phi(I32), b.phi(I1))
@@ -142,9 +151,8 @@ def _first_round(r: _Rounds) -> ll.Block:
     """A block's first round: every warp fresh, from the kernel's start, one after another
     (the general round's loop with `fresh` constant, so that LLVM keeps only the fresh path
     of the gang function there and a warp costs no look at its status). Where every warp
-    has either exited or waits (no failure), some warp waits where the results' AND, `all`,
-    is not negative (-1 is an exit; a wait, yielded or not, is positive). Returns its entry
-    block; the builder is left in it."""
+    has either exited or waits, _waiting tells from `all` whether one waits. Returns its
+    entry block."""
     b, fn = r.b, r.fn
     entry = fn.append_basic_block("first_round")
     b.position_at_end(entry)
@@ -162,14 +170,14 @@ def _first_round(r: _Rounds) -> ll.Block:
     frame, status = r.frame(w)
     result = b.call(r.gang, [r.ctx, frame, w, r.nthreads, I1(1), I32(-1), r.block_copy])
     b.store(result, status)
-    _, *after = r.ran(w, result, I1(0), any_, all_, yielded, step)
+    after = r.ran(w, result, any_, all_, yielded, step)
     b.position_at_end(step)
     for phi, value in zip((w, any_, all_, yielded), (b.add(w, I32(1)), *after),
                           strict=True):
         phi.add_incoming(value, step)
     b.branch(head)
     b.position_at_end(done)
-    r.ends.append((done, b.icmp_signed(">=", all_, I32(0)), any_, all_, yielded))
+    r.ends.append((done, _waiting(r, all_), any_, all_, yielded))
     return entry
 
 
@@ -181,12 +189,12 @@ def _uniform_round(r: _Rounds, point: int, general: ll.Block, general_phis) -> l
     entry = fn.append_basic_block(f"uniform_round_{point}")
     b.position_at_end(entry)
     start = b.block
-    head, (w, waiting, any_, all_, yielded) = _loop_head(r, f"uniform_warp_{point}", (
-        ("w", I32), ("waiting", I1), ("any", I32), ("all", I32), ("yielded", I1)))
+    head, (w, any_, all_, yielded) = _loop_head(r, f"uniform_warp_{point}", (
+        ("w", I32), ("any", I32), ("all", I32), ("yielded", I1)))
     with b.goto_block(start):
         b.branch(head)
-    for phi, value in zip((w, waiting, any_, all_, yielded),
-                          (I32(0), I1(0), I32(_ANY), I32(_ALL), I1(0)), strict=True):
+    for phi, value in zip((w, any_, all_, yielded), (I32(0), I32(_ANY), I32(_ALL), I1(0)),
+                          strict=True):
         phi.add_incoming(value, start)
     body, stay, step, done = (fn.append_basic_block(f"{n}_{point}") for n in (
         "uniform_body", "uniform_stay", "uniform_next", "uniform_done"))
@@ -195,21 +203,23 @@ def _uniform_round(r: _Rounds, point: int, general: ll.Block, general_phis) -> l
     frame, status = r.frame(w)
     result = b.call(r.gang, [r.ctx, frame, w, r.nthreads, I1(0), I32(point), r.block_copy])
     b.store(result, status)
+    waited = _waiting(r, all_)     # (the warps before this one)
     b.cbranch(b.icmp_signed("==", result, I32(CONTINUE)), general, stay)
     # (the warps after this one all wait as it did: the general round runs them all)
-    for phi, value in zip(general_phis, (w, waiting, any_, all_, I1(0), yielded),
+    for phi, value in zip(general_phis, (w, waited, any_, all_, I1(0), yielded),
                           strict=True):
         phi.add_incoming(value, body)
     b.position_at_end(stay)
     if r.skip_slots is not None:
-        _skip_rest(r, frame, w, result, point, (head, w, waiting, any_, all_, yielded))
-    after = r.ran(w, result, waiting, any_, all_, yielded, step)
+        _skip_rest(r, frame, w, result, point, (head, w, any_, all_, yielded))
+    after = r.ran(w, result, any_, all_, yielded, step)
     b.position_at_end(step)
-    for phi, value in zip((w, waiting, any_, all_, yielded), (b.add(w, I32(1)), *after),
+    for phi, value in zip((w, any_, all_, yielded), (b.add(w, I32(1)), *after),
                           strict=True):
         phi.add_incoming(value, step)
     b.branch(head)
-    r.ends.append((done, waiting, any_, all_, yielded))
+    b.position_at_end(done)
+    r.ends.append((done, _waiting(r, all_), any_, all_, yielded))
     return entry
 
 
@@ -239,7 +249,7 @@ def _skip_rest(r: _Rounds, frame, w, result, point: int, loop) -> None:
     round ends (the loop's head with w = the warp count). The builder goes on where the
     result has no such bit."""
     b, fn = r.b, r.fn
-    head, _, waiting, any_, all_, yielded = loop
+    head, _, any_, all_, yielded = loop
     # (a slot is 8 bytes where its offset is a multiple of 4: after the 4-byte predicates)
     rest, copy, copied, moved, step, plain = (fn.append_basic_block(n) for n in (
         "skip_rest", "skip_copy", "skip_copied", "skip_moved", "skip_step", "skip_plain"))
@@ -254,7 +264,7 @@ def _skip_rest(r: _Rounds, frame, w, result, point: int, loop) -> None:
             slot = b.gep(frame, [I64(offset + k)], source_etype=I8)
             values.append((offset + k, b.load(slot, typ=I64, align=4)))
     b.store(waits, b.gep(frame, [I64(STATUS)], source_etype=I8))
-    ends = (r.warps, I1(1), b.or_(any_, waits), b.and_(all_, waits), yielded)
+    ends = (r.warps, b.or_(any_, waits), b.and_(all_, waits), yielded)
     first, start = b.add(w, I32(1)), b.block
     b.branch(copy)
     b.position_at_end(copy)
@@ -272,7 +282,7 @@ def _skip_rest(r: _Rounds, frame, w, result, point: int, loop) -> None:
     b.position_at_end(step)
     other.add_incoming(b.add(other, I32(1)), step)
     b.branch(copy)
-    for phi, value in zip((w, waiting, any_, all_, yielded), ends, strict=True):
+    for phi, value in zip((w, any_, all_, yielded), ends, strict=True):
         phi.add_incoming(value, copy)
     b.position_at_end(plain)
 
