@@ -22,6 +22,10 @@ BARRIER = 1
 # CONTINUE, in a uniform round (rounds.py), where its lanes took ways it leaves to the
 # dispatcher (its state is in its frame: the general round's call resumes it at once).
 CONTINUE, WHOLE_AT = 2, 3
+# The gang function's point argument in a block's first round (rounds.py: fresh warps): no
+# uniform round's segment, but the warp leaves the round at the dispatcher (CONTINUE) as in
+# a uniform round, so that the round's copy of it is the straight path from the start.
+FIRST_ROUND = -2
 # ... or, where the warp yielded at a loop's back edge (interleave.py), one of those
 # (BARRIER or WHOLE_AT + the segment) with this bit set: the round loop resumes the warps
 # that yielded before any that waits at a barrier.

@@ -462,9 +462,10 @@ def _dispatcher(fl: GangLowering, gang: ll.Function, segments: list[Segment],
     pc = b.load(fl.pc_slot)
     parked = b.load(fl.parked_slot)
     waiting = b.load(fl.barrier_slot)
-    # in a uniform round (rounds.py), the warp leaves it here, its state in its frame
+    # in a uniform round or a block's first round (rounds.py: a point other than -1), the
+    # warp leaves it here, its state in its frame
     leave, general = gang.append_basic_block("leave_round"), gang.append_basic_block("general")
-    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_signed(b, ">=", fl.resume_point, I32(0)), leave,
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_signed(b, "!=", fl.resume_point, I32(-1)), leave,
                          general)
     b.position_at_end(leave)
     _save_counters(fl, pc, parked, waiting, resume=True)

@@ -28,6 +28,7 @@ from ptxport.codegen.targets.cpu.abi import CTX
 from ptxport.codegen.targets.cpu.entry import open_block_loop
 from ptxport.codegen.targets.cpu.gang.lanes import (
     CONTINUE,
+    FIRST_ROUND,
     SCRATCH_LANE,
     SKIP_REST,
     STATUS,
@@ -111,23 +112,27 @@ def _loop_head(r: _Rounds, name: str, phis: tuple) -> tuple:
     return head, tuple(r.b.phi(typ, n) for n, typ in phis)
 
 
-def _general_round(r: _Rounds, head: ll.Block, w, waiting, any_, all_, yielding,
-                   yielded) -> None:
-    """The round every warp that has not exited runs in from wherever it waits (after the
-    block's first round, _first_round); where `yielding` (a warp yielded in the round
-    before), only the warps that yielded."""
+def _general_round(r: _Rounds, head: ll.Block, w, waiting, any_, all_, fresh_from,
+                   yielding, yielded) -> None:
+    """The round every warp that has not exited runs in from wherever it waits; where
+    `yielding` (a warp yielded in the round before), only the warps that yielded. Warps
+    from `fresh_from` on start fresh, without a look at their status (those after a warp
+    that left the block's first round, _first_round)."""
     b, fn = r.b, r.fn
-    body, run, step, done = (fn.append_basic_block(n) for n in (
-        "warp_body", "warp_run", "warp_next", "round_done"))
+    body, look, run, step, done = (fn.append_basic_block(n) for n in (
+        "warp_body", "warp_look", "warp_run", "warp_next", "round_done"))
     b.cbranch(b.icmp_unsigned("<", w, r.warps), body, done)
     b.position_at_end(body)
     frame, status = r.frame(w)
+    fresh = b.icmp_unsigned(">=", w, fresh_from)
+    b.cbranch(fresh, run, look)
+    b.position_at_end(look)
     old = b.load(status, typ=I32)
     waits = b.icmp_signed(">", old, I32(0))
     still = b.or_(waiting, waits) if r.yields else waiting
     b.cbranch(b.and_(waits, b.or_(b.not_(yielding), _yields(r, old))), run, step)
     b.position_at_end(run)
-    result = b.call(r.gang, [r.ctx, frame, w, r.nthreads, I1(0), I32(-1), r.block_copy])
+    result = b.call(r.gang, [r.ctx, frame, w, r.nthreads, fresh, I32(-1), r.block_copy])
     b.store(result, status)
     after = r.ran(w, result, any_, all_, yielded, step, waiting)
     ran = b.block
@@ -137,22 +142,23 @@ def _general_round(r: _Rounds, head: ll.Block, w, waiting, any_, all_, yielding,
     # barrier while others yield still waits)
     for phi, skipped, value in zip(nexts, (still, I32(-1), all_, yielded),
                                    after, strict=True):
-        phi.add_incoming(skipped, body)
+        phi.add_incoming(skipped, look)
         phi.add_incoming(value, ran)
-    for phi, value in zip((w, waiting, any_, all_, yielding, yielded),
-                          (b.add(w, I32(1)), nexts[0], nexts[1], nexts[2], yielding,
-                           nexts[3]), strict=True):
+    for phi, value in zip((w, waiting, any_, all_, fresh_from, yielding, yielded),
+                          (b.add(w, I32(1)), nexts[0], nexts[1], nexts[2], fresh_from,
+                           yielding, nexts[3]), strict=True):
         phi.add_incoming(value, step)
     b.branch(head)
     r.ends.append((done, waiting, any_, all_, yielded))
 
 
-def _first_round(r: _Rounds) -> ll.Block:
-    """A block's first round: every warp fresh, from the kernel's start, one after another
-    (the general round's loop with `fresh` constant, so that LLVM keeps only the fresh path
-    of the gang function there and a warp costs no look at its status). Where every warp
-    has either exited or waits, _waiting tells from `all` whether one waits. Returns its
-    entry block."""
+def _first_round(r: _Rounds, general: ll.Block, general_phis) -> ll.Block:
+    """A block's first round: every warp fresh, from the kernel's start, one after another,
+    without a look at its status. The gang function leaves it where it would consult its
+    dispatcher (FIRST_ROUND: CONTINUE, as in a uniform round), so that LLVM keeps only its
+    straight path from the start here; that warp resumes in the general round's loop, and
+    the warps after it start fresh there. Where every warp has either exited or waits,
+    _waiting tells from `all` whether one waits. Returns its entry block."""
     b, fn = r.b, r.fn
     entry = fn.append_basic_block("first_round")
     b.position_at_end(entry)
@@ -168,8 +174,17 @@ def _first_round(r: _Rounds) -> ll.Block:
     b.cbranch(b.icmp_unsigned("<", w, r.warps), body, done)
     b.position_at_end(body)
     frame, status = r.frame(w)
-    result = b.call(r.gang, [r.ctx, frame, w, r.nthreads, I1(1), I32(-1), r.block_copy])
+    result = b.call(r.gang, [r.ctx, frame, w, r.nthreads, I1(1), I32(FIRST_ROUND),
+                             r.block_copy])
     b.store(result, status)
+    # (the warps before this one and the first of those after it that start fresh)
+    waited, later = _waiting(r, all_), b.add(w, I32(1))
+    left = fn.append_basic_block("first_stay")
+    b.cbranch(b.icmp_signed("==", result, I32(CONTINUE)), general, left)
+    for phi, value in zip(general_phis, (w, waited, any_, all_, later, I1(0), yielded),
+                          strict=True):
+        phi.add_incoming(value, body)
+    b.position_at_end(left)
     after = r.ran(w, result, any_, all_, yielded, step)
     b.position_at_end(step)
     for phi, value in zip((w, any_, all_, yielded), (b.add(w, I32(1)), *after),
@@ -206,7 +221,7 @@ def _uniform_round(r: _Rounds, point: int, general: ll.Block, general_phis) -> l
     waited = _waiting(r, all_)     # (the warps before this one)
     b.cbranch(b.icmp_signed("==", result, I32(CONTINUE)), general, stay)
     # (the warps after this one all wait as it did: the general round runs them all)
-    for phi, value in zip(general_phis, (w, waited, any_, all_, I1(0), yielded),
+    for phi, value in zip(general_phis, (w, waited, any_, all_, r.warps, I1(0), yielded),
                           strict=True):
         phi.add_incoming(value, body)
     b.position_at_end(stay)
@@ -322,12 +337,13 @@ def build_run_blocks(llmod: ll.Module, gang: ll.Function, warp_frame: int,
     n, block_body, block_next = open_block_loop(b, r.ctx, fn.args[4], fn.args[5])
     _copy_block_fields(r, fields)
     start = b.block
-    first = _first_round(r)
+    general, phis = _loop_head(r, "warp_head", (
+        ("w", I32), ("waiting", I1), ("any", I32), ("all", I32), ("fresh_from", I32),
+        ("yielding", I1), ("yielded", I1)))
+    first = _first_round(r, general, phis)
     with b.goto_block(start):
         b.branch(first)
-    general, phis = _loop_head(r, "warp_head", (
-        ("w", I32), ("waiting", I1), ("any", I32), ("all", I32), ("yielding", I1),
-        ("yielded", I1)))
+    b.position_at_end(general)
     _general_round(r, general, *phis)
     uniform_rounds = [(point, _uniform_round(r, point, general, phis)) for point in points]
     round_end = fn.append_basic_block("round_end")
@@ -350,8 +366,8 @@ def build_run_blocks(llmod: ll.Module, gang: ll.Function, warp_frame: int,
     b.position_at_end(again)
     branch_on_stop(b, r.stop, stopped, next_round)
     b.position_at_end(next_round)
-    for phi, value in zip(phis, (I32(0), I1(0), I32(_ANY), I32(_ALL), yielded, I1(0)),
-                          strict=True):
+    for phi, value in zip(phis, (I32(0), I1(0), I32(_ANY), I32(_ALL), r.warps, yielded,
+                                 I1(0)), strict=True):
         phi.add_incoming(value, b.block)
     # every warp's result the same (WHOLE_AT + a point of a uniform round: the switch's
     # cases; any other result, or -1 where they differ, goes to the general round)
