@@ -24,7 +24,9 @@ BARRIER = 1
 CONTINUE, WHOLE_AT = 2, 3
 # The gang function's point argument in a block's first round (rounds.py: fresh warps): no
 # uniform round's segment, but the warp leaves the round at the dispatcher (CONTINUE) as in
-# a uniform round, so that the round's copy of it is the straight path from the start.
+# a uniform round, so that the round's copy of it is the straight path from the start
+# (where the kernel has barriers or yields: only there has its frame the registers a
+# leaving warp keeps, lowering.py).
 FIRST_ROUND = -2
 # ... or, where the warp yielded at a loop's back edge (interleave.py), one of those
 # (BARRIER or WHOLE_AT + the segment) with this bit set: the round loop resumes the warps

@@ -372,6 +372,7 @@ def _frame_registers(fl: GangLowering, kernel: ir.Function, segments: list[Segme
     if any(widening(inst) for inst in kernel.instructions()):
         fl.exact_offset, fl.frame_bytes = offsets[""], offsets[""] + 128
     fl.kept = []
+    fl.has_rounds = rounds      # (else no place for `kept`: a warp never leaves a round)
     with b.goto_entry_block():
         b.position_at_start(fl.entry)
         for key, (at, typ) in fl.param_registers.items():
@@ -462,11 +463,12 @@ def _dispatcher(fl: GangLowering, gang: ll.Function, segments: list[Segment],
     pc = b.load(fl.pc_slot)
     parked = b.load(fl.parked_slot)
     waiting = b.load(fl.barrier_slot)
-    # in a uniform round or a block's first round (rounds.py: a point other than -1), the
-    # warp leaves it here, its state in its frame
+    # in a uniform round or a block's first round (rounds.py: a point other than -1; the
+    # first only where the kernel has rounds), the warp leaves it here, its state in its frame
     leave, general = gang.append_basic_block("leave_round"), gang.append_basic_block("general")
-    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_signed(b, "!=", fl.resume_point, I32(-1)), leave,
-                         general)
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_signed(
+        b, "!=" if fl.has_rounds else ">=", fl.resume_point, I32(-1 if fl.has_rounds else 0)),
+        leave, general)
     b.position_at_end(leave)
     _save_counters(fl, pc, parked, waiting, resume=True)
     for register, place in fl.kept:
