@@ -15,7 +15,11 @@ import numpy as np
 import pytest
 
 from ptxport import Device, LaunchConfig, Program, launch
+from ptxport.codegen.targets.cpu.gang.build import build_gang
+from ptxport.codegen.targets.cpu.options import CpuOptions
 from ptxport.errors import IllegalAddressError
+from ptxport.ir.from_ptx import build
+from ptxport.ptx.parser import parse
 
 SOURCE = r"""
 extern "C" __global__ void first(const int* x, int* y, int split_warp, int bad_thread)
@@ -100,3 +104,49 @@ def test_a_fault_after_a_warp_that_left_names_the_same_thread(cpu_options, gang)
     with pytest.raises(IllegalAddressError) as caught:
         _run(x, 256, 1, 100)
     assert re.search(r"block \(0, 0, 0\), thread 100;", str(caught.value)), caught.value
+
+
+GATE_SOURCE = r"""
+extern "C" __global__ void looped_barrier(int* y, int n)
+{
+    __shared__ int s[128];
+    int t = threadIdx.x, v = t;
+    for (int r = 0; r < n; r++) {
+        s[t] = v;
+        __syncthreads();
+        v += s[(t + 1) % blockDim.x];
+        __syncthreads();
+    }
+    y[t] = v;
+}
+
+extern "C" __global__ void grid_stride(const float* x, float* y, int n)
+{
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)
+        y[i] = 2.0f * x[i];
+}
+
+extern "C" __global__ void straight(const float* x, float* y)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    y[i] = 2.0f * x[i];
+}
+"""
+
+
+@pytest.mark.parametrize("source, name, first_round, expected", [
+    (SOURCE, "first", None, True),              # one barrier, outside any loop
+    (GATE_SOURCE, "straight", None, True),      # no barrier: one round
+    (GATE_SOURCE, "looped_barrier", None, False),   # a round a pass
+    (GATE_SOURCE, "grid_stride", None, False),      # the loop yields: a round a few passes
+    (GATE_SOURCE, "looped_barrier", True, True),
+    (SOURCE, "first", False, False),
+])
+def test_the_first_round_has_a_loop_where_rounds_are_few(source, name, first_round,
+                                                         expected):
+    """By default (CpuOptions.first_round None) a block's first round has a loop of its own
+    only where the block's rounds are few; the option forces it either way."""
+    ptx = Program(source, code_type="c++").compile("ptx").code
+    llmod, _ = build_gang(build(parse(ptx)), name, (128, 1, 1),
+                          CpuOptions(first_round=first_round))
+    assert ("first_round" in str(llmod.globals["run_blocks"])) == expected

@@ -55,6 +55,13 @@ class CpuOptions:
         On hosts with AVX-512, load and store shared-memory lanes one stride apart whose
         stride is not one span access (8 elements and more: a tree's busy levels), under
         the full mask, as one gather or scatter (gang/strided.py); False goes lane by lane.
+    first_round : bool or None
+        In warp gangs, give a block's first round a loop of its own, with its own copy of
+        the gang function: every warp fresh, without a look at its status (gang/rounds.py).
+        None (the default): only where a block's rounds are few (no barrier on a loop, no
+        loop that yields; gang/build.py), where it pays; elsewhere the copy costs object
+        code and compile time (gemm's 88 -> 115 KB) for no time measured. True: always;
+        False: never (to measure what it gains).
     """
 
     gang: bool = True
@@ -66,7 +73,8 @@ class CpuOptions:
     skip_idle_warps: bool = True
     opaque_window_bases: bool = True
     strided_gathers: bool = True
+    first_round: bool | None = None
 
-    def key(self) -> dict[str, bool | int]:
+    def key(self) -> dict[str, bool | int | None]:
         """The choices as plain data, for cache keys."""
         return asdict(self)

@@ -18,7 +18,8 @@ from ptxport.codegen.targets.cpu.gang.lanes import BLOCK_COPY, GangUnsupported, 
 from ptxport.codegen.targets.cpu.gang.lowering import lower_gang
 from ptxport.codegen.targets.cpu.gang.refusals import refusal
 from ptxport.codegen.targets.cpu.gang.rounds import build_run_blocks
-from ptxport.codegen.targets.cpu.gang.state import gang_target_class
+from ptxport.codegen.targets.cpu.gang.state import GangLowering, gang_target_class
+from ptxport.codegen.targets.cpu.gang.streams import kernel_facts
 from ptxport.codegen.targets.cpu.module import declare_globals, plan_kernel
 from ptxport.codegen.targets.cpu.options import CpuOptions
 from ptxport.codegen.targets.cpu.runtime_functions import add_conversions
@@ -27,6 +28,7 @@ from ptxport.ir import nodes as ir
 from ptxport.passes.hoist_checks import hoist_checks
 from ptxport.passes.hoist_global_checks import GlobalChecks, hoist_global_checks
 from ptxport.passes.if_convert import if_convert
+from ptxport.passes.segment import is_barrier
 
 __all__ = ["GangUnsupported", "build_gang", "check_gang"]
 
@@ -95,10 +97,24 @@ def build_gang(module: ir.Module, kernel_name: str, block: tuple[int, int, int],
     plan.gang = True
     build_run_blocks(llmod, gang, W * plan.frame_size, block, sorted(fl.resumed_at),
                      target.block_fields, fl.yield_points, target.block_params,
-                     fl.idle_copies if fl.idle_flag is not None else None)
+                     fl.idle_copies if fl.idle_flag is not None else None,
+                     _few_rounds(fl) if options.first_round is None else options.first_round)
     build_claiming(llmod, llmod.globals["run_blocks"], 4, "run_claimed_blocks")
     add_conversions(llmod)
     return llmod, plan
+
+
+def _few_rounds(fl: GangLowering) -> bool:
+    """Whether a block runs in few rounds: no loop yields (interleave.py) and no barrier lies
+    on a loop, so that a warp waits at each barrier once at most. Only there has the block's
+    first round a loop of its own by default (rounds.py, CpuOptions.first_round): where
+    rounds are many it is one of them, and its copy of the gang function costs object code
+    and compile time (gemm 88 -> 115 KB) for no time the host measured."""
+    if fl.yield_edges:
+        return False
+    cycle_of = kernel_facts(fl).cycle_of
+    return not any(is_barrier(inst) and cycle_of[id(inst)] is not None
+                   for inst in fl.function.instructions())
 
 
 def check_gang(module: ir.Module, kernel_name: str, options: CpuOptions) -> str | None:

@@ -67,6 +67,9 @@ class _Rounds:
         self.ends: list = []    # (block, waiting, any, all, yielded) where a round ends
         self.yields = False     # whether the gang function may yield (interleave.py)
         self.skip_slots = None      # (offset, bytes) a skipped warp takes (idle_warps.py)
+        self.first_head = self.first_phis = None    # the first round's loop (_first_round)
+        # whether rounds that run every warp tell from `all` whether one waits (_waiting)
+        self.from_and = False
 
     def frame(self, w):
         b = self.b
@@ -76,14 +79,14 @@ class _Rounds:
 
     def ran(self, w, result, any_, all_, yielded, step: ll.Block, waiting=None):
         """After a warp's call: note a failure (to `failed`), else go to `step`; returns
-        (any, all, yielded) after this warp, and where `waiting` is given, waiting."""
+        (waiting, any, all, yielded) after this warp, without waiting where it is not
+        given."""
         b = self.b
         at_barrier = b.icmp_signed(">", result, I32(0))
         ok = b.or_(b.icmp_signed("==", result, I32(-1)), at_barrier)
-        after = (b.or_(any_, result), b.and_(all_, result),
-                 b.or_(yielded, _yields(self, result)))
-        if waiting is not None:
-            after = (b.or_(waiting, at_barrier), *after)
+        after = () if waiting is None else (b.or_(waiting, at_barrier),)
+        after += (b.or_(any_, result), b.and_(all_, result),
+                  b.or_(yielded, _yields(self, result)))
         self.failures.append((result, w, b.block))
         b.cbranch(ok, step, self.failed)
         return after
@@ -115,22 +118,31 @@ def _loop_head(r: _Rounds, name: str, phis: tuple) -> tuple:
 def _general_round(r: _Rounds, head: ll.Block, w, waiting, any_, all_, fresh_from,
                    yielding, yielded) -> None:
     """The round every warp that has not exited runs in from wherever it waits; where
-    `yielding` (a warp yielded in the round before), only the warps that yielded. Warps
-    from `fresh_from` on start fresh, without a look at their status (those after a warp
-    that left the block's first round, _first_round)."""
+    `yielding` (a warp yielded in the round before), only the warps that yielded. The warps
+    from `fresh_from` on have not started: where the block's first round has a loop of its
+    own (r.first_head), those after a warp that left it, which go back there (every fresh
+    start is there: this round's copy of the gang function has no fresh path); else this
+    round is also the block's first, and `fresh_from` (i1) says whether it is."""
     b, fn = r.b, r.fn
-    body, look, run, step, done = (fn.append_basic_block(n) for n in (
-        "warp_body", "warp_look", "warp_run", "warp_next", "round_done"))
+    body, run, step, done = (fn.append_basic_block(n) for n in (
+        "warp_body", "warp_run", "warp_next", "round_done"))
     b.cbranch(b.icmp_unsigned("<", w, r.warps), body, done)
     b.position_at_end(body)
+    fresh = fresh_from
+    if r.first_head is not None:        # (fresh warps go back to the first round's loop)
+        look = fn.append_basic_block("warp_look")
+        b.cbranch(b.icmp_unsigned(">=", w, fresh_from), r.first_head, look)
+        for phi, value in zip(r.first_phis, (w, any_, all_, yielded), strict=True):
+            phi.add_incoming(value, body)
+        b.position_at_end(look)
+        fresh = I1(0)
     frame, status = r.frame(w)
-    fresh = b.icmp_unsigned(">=", w, fresh_from)
-    b.cbranch(fresh, run, look)
-    b.position_at_end(look)
     old = b.load(status, typ=I32)
     waits = b.icmp_signed(">", old, I32(0))
     still = b.or_(waiting, waits) if r.yields else waiting
-    b.cbranch(b.and_(waits, b.or_(b.not_(yielding), _yields(r, old))), run, step)
+    go = b.and_(waits, b.or_(b.not_(yielding), _yields(r, old)))
+    b.cbranch(go if r.first_head is not None else b.or_(fresh, go), run, step)
+    looked = b.block
     b.position_at_end(run)
     result = b.call(r.gang, [r.ctx, frame, w, r.nthreads, fresh, I32(-1), r.block_copy])
     b.store(result, status)
@@ -142,7 +154,7 @@ def _general_round(r: _Rounds, head: ll.Block, w, waiting, any_, all_, fresh_fro
     # barrier while others yield still waits)
     for phi, skipped, value in zip(nexts, (still, I32(-1), all_, yielded),
                                    after, strict=True):
-        phi.add_incoming(skipped, look)
+        phi.add_incoming(skipped, looked)
         phi.add_incoming(value, ran)
     for phi, value in zip((w, waiting, any_, all_, fresh_from, yielding, yielded),
                           (b.add(w, I32(1)), nexts[0], nexts[1], nexts[2], fresh_from,
@@ -156,14 +168,16 @@ def _first_round(r: _Rounds, general: ll.Block, general_phis) -> ll.Block:
     """A block's first round: every warp fresh, from the kernel's start, one after another,
     without a look at its status. The gang function leaves it where it would consult its
     dispatcher (FIRST_ROUND: CONTINUE, as in a uniform round), so that LLVM keeps only its
-    straight path from the start here; that warp resumes in the general round's loop, and
-    the warps after it start fresh there. Where every warp has either exited or waits,
-    _waiting tells from `all` whether one waits. Returns its entry block."""
+    straight path from the start here; that warp resumes in the general round's loop, which
+    comes back here for the warps after it (r.first_head, r.first_phis). Every warp so far
+    has either exited or waits: _waiting tells from `all` whether one waits. Returns its
+    entry block."""
     b, fn = r.b, r.fn
     entry = fn.append_basic_block("first_round")
     b.position_at_end(entry)
     head, (w, any_, all_, yielded) = _loop_head(r, "first_warp", (
         ("w", I32), ("any", I32), ("all", I32), ("yielded", I1)))
+    r.first_head, r.first_phis = head, (w, any_, all_, yielded)
     for phi, value in zip((w, any_, all_, yielded), (I32(0), I32(_ANY), I32(_ALL), I1(0)),
                           strict=True):
         phi.add_incoming(value, entry)
@@ -177,7 +191,7 @@ def _first_round(r: _Rounds, general: ll.Block, general_phis) -> ll.Block:
     result = b.call(r.gang, [r.ctx, frame, w, r.nthreads, I1(1), I32(FIRST_ROUND),
                              r.block_copy])
     b.store(result, status)
-    # (the warps before this one and the first of those after it that start fresh)
+    # (the warps before this one; those after it start here again: fresh_from)
     waited, later = _waiting(r, all_), b.add(w, I32(1))
     left = fn.append_basic_block("first_stay")
     b.cbranch(b.icmp_signed("==", result, I32(CONTINUE)), general, left)
@@ -204,12 +218,16 @@ def _uniform_round(r: _Rounds, point: int, general: ll.Block, general_phis) -> l
     entry = fn.append_basic_block(f"uniform_round_{point}")
     b.position_at_end(entry)
     start = b.block
-    head, (w, any_, all_, yielded) = _loop_head(r, f"uniform_warp_{point}", (
-        ("w", I32), ("any", I32), ("all", I32), ("yielded", I1)))
+    names = (("w", I32), ("waiting", I1), ("any", I32), ("all", I32), ("yielded", I1))
+    starts = (I32(0), I1(0), I32(_ANY), I32(_ALL), I1(0))
+    if r.from_and:      # (no `waiting`: _waiting tells it)
+        names, starts = names[:1] + names[2:], starts[:1] + starts[2:]
+    head, phis = _loop_head(r, f"uniform_warp_{point}", names)
+    w, (any_, all_, yielded) = phis[0], phis[-3:]
+    waiting = None if r.from_and else phis[1]
     with b.goto_block(start):
         b.branch(head)
-    for phi, value in zip((w, any_, all_, yielded), (I32(0), I32(_ANY), I32(_ALL), I1(0)),
-                          strict=True):
+    for phi, value in zip(phis, starts, strict=True):
         phi.add_incoming(value, start)
     body, stay, step, done = (fn.append_basic_block(f"{n}_{point}") for n in (
         "uniform_body", "uniform_stay", "uniform_next", "uniform_done"))
@@ -218,23 +236,23 @@ def _uniform_round(r: _Rounds, point: int, general: ll.Block, general_phis) -> l
     frame, status = r.frame(w)
     result = b.call(r.gang, [r.ctx, frame, w, r.nthreads, I1(0), I32(point), r.block_copy])
     b.store(result, status)
-    waited = _waiting(r, all_)     # (the warps before this one)
+    waited = _waiting(r, all_) if waiting is None else waiting   # (the warps before it)
     b.cbranch(b.icmp_signed("==", result, I32(CONTINUE)), general, stay)
     # (the warps after this one all wait as it did: the general round runs them all)
-    for phi, value in zip(general_phis, (w, waited, any_, all_, r.warps, I1(0), yielded),
-                          strict=True):
+    for phi, value in zip(general_phis, (w, waited, any_, all_, r.none_fresh, I1(0),
+                                         yielded), strict=True):
         phi.add_incoming(value, body)
     b.position_at_end(stay)
     if r.skip_slots is not None:
-        _skip_rest(r, frame, w, result, point, (head, w, any_, all_, yielded))
-    after = r.ran(w, result, any_, all_, yielded, step)
+        _skip_rest(r, frame, w, result, point, head, phis)
+    after = r.ran(w, result, any_, all_, yielded, step, waiting)
     b.position_at_end(step)
-    for phi, value in zip((w, any_, all_, yielded), (b.add(w, I32(1)), *after),
-                          strict=True):
+    for phi, value in zip(phis, (b.add(w, I32(1)), *after), strict=True):
         phi.add_incoming(value, step)
     b.branch(head)
     b.position_at_end(done)
-    r.ends.append((done, _waiting(r, all_), any_, all_, yielded))
+    r.ends.append((done, _waiting(r, all_) if waiting is None else waiting, any_, all_,
+                   yielded))
     return entry
 
 
@@ -257,14 +275,14 @@ def _copy_params(r: _Rounds, fields: dict) -> None:
                 align=alignment(PARAMS_AT + offset, typ))
 
 
-def _skip_rest(r: _Rounds, frame, w, result, point: int, loop) -> None:
+def _skip_rest(r: _Rounds, frame, w, result, point: int, head, phis) -> None:
     """A warp's result with SKIP_REST (idle_warps.py): it waits as its result says, every
     later warp takes the frame slots r.skip_slots from it and waits there too (its status
     is written where that is not this round's `point`, which it names already), and the
-    round ends (the loop's head with w = the warp count). The builder goes on where the
-    result has no such bit."""
+    round ends (the loop's head `head`, its `phis` (w, [waiting,] any, all, yielded), with w
+    = the warp count). The builder goes on where the result has no such bit."""
     b, fn = r.b, r.fn
-    head, _, any_, all_, yielded = loop
+    any_, all_, yielded = phis[-3:]
     # (a slot is 8 bytes where its offset is a multiple of 4: after the 4-byte predicates)
     rest, copy, copied, moved, step, plain = (fn.append_basic_block(n) for n in (
         "skip_rest", "skip_copy", "skip_copied", "skip_moved", "skip_step", "skip_plain"))
@@ -279,7 +297,8 @@ def _skip_rest(r: _Rounds, frame, w, result, point: int, loop) -> None:
             slot = b.gep(frame, [I64(offset + k)], source_etype=I8)
             values.append((offset + k, b.load(slot, typ=I64, align=4)))
     b.store(waits, b.gep(frame, [I64(STATUS)], source_etype=I8))
-    ends = (r.warps, b.or_(any_, waits), b.and_(all_, waits), yielded)
+    ends = (r.warps, *(() if r.from_and else (I1(1),)), b.or_(any_, waits),
+            b.and_(all_, waits), yielded)
     first, start = b.add(w, I32(1)), b.block
     b.branch(copy)
     b.position_at_end(copy)
@@ -297,7 +316,7 @@ def _skip_rest(r: _Rounds, frame, w, result, point: int, loop) -> None:
     b.position_at_end(step)
     other.add_incoming(b.add(other, I32(1)), step)
     b.branch(copy)
-    for phi, value in zip((w, any_, all_, yielded), ends, strict=True):
+    for phi, value in zip(phis, ends, strict=True):
         phi.add_incoming(value, copy)
     b.position_at_end(plain)
 
@@ -317,7 +336,7 @@ def _copy_block_fields(r: _Rounds, fields: dict) -> None:
 def build_run_blocks(llmod: ll.Module, gang: ll.Function, warp_frame: int,
                      block: tuple[int, int, int], points: list[int],
                      fields: dict, yield_points=frozenset(), params=None,
-                     skip_slots=None) -> None:
+                     skip_slots=None, first_round: bool = True) -> None:
     """i64 run_blocks(ctx, frames, frame_size, nthreads, first, count, status*): blocks
     first..first+count-1, each warp by warp in rounds until every warp has exited; -1, or
     (block << 32 | thread) of the lane that faulted or waits forever, its status in *status.
@@ -327,10 +346,16 @@ def build_run_blocks(llmod: ll.Module, gang: ll.Function, warp_frame: int,
     warps may also yield (interleave.py); `params`: the parameters' bytes it reads from the
     copy (params.py), copied as run_blocks starts; `skip_slots`: where the gang function
     may end a uniform round for the later warps (idle_warps.py), the frame slots (offset,
-    bytes) they take from the warp that ended it (None: it never does)."""
+    bytes) they take from the warp that ended it (None: it never does); `first_round`:
+    whether the block's first round has a loop of its own (_first_round; else it is the
+    general round's)."""
     nthreads = block[0] * block[1] * block[2]      # (the executor passes the same)
     r = _Rounds(llmod, gang, warp_frame, (nthreads + W - 1) // W, nthreads)
     r.yields = bool(yield_points)
+    # (the general round's `fresh_from` where no warp starts fresh: the warp count, or,
+    # where the block's first round is the general round's, an i1 saying whether it is)
+    r.none_fresh = r.warps if first_round else I1(0)
+    r.from_and = first_round
     r.skip_slots = skip_slots
     b, fn = r.b, r.fn
     _copy_params(r, params or {})
@@ -338,11 +363,19 @@ def build_run_blocks(llmod: ll.Module, gang: ll.Function, warp_frame: int,
     _copy_block_fields(r, fields)
     start = b.block
     general, phis = _loop_head(r, "warp_head", (
-        ("w", I32), ("waiting", I1), ("any", I32), ("all", I32), ("fresh_from", I32),
+        ("w", I32), ("waiting", I1), ("any", I32), ("all", I32),
+        ("fresh_from", I32 if first_round else I1),
         ("yielding", I1), ("yielded", I1)))
-    first = _first_round(r, general, phis)
-    with b.goto_block(start):
-        b.branch(first)
+    if first_round:
+        first = _first_round(r, general, phis)
+        with b.goto_block(start):
+            b.branch(first)
+    else:
+        with b.goto_block(start):
+            b.branch(general)
+        for phi, value in zip(phis, (I32(0), I1(0), I32(_ANY), I32(_ALL), I1(1), I1(0),
+                                     I1(0)), strict=True):
+            phi.add_incoming(value, start)
     b.position_at_end(general)
     _general_round(r, general, *phis)
     uniform_rounds = [(point, _uniform_round(r, point, general, phis)) for point in points]
@@ -366,7 +399,7 @@ def build_run_blocks(llmod: ll.Module, gang: ll.Function, warp_frame: int,
     b.position_at_end(again)
     branch_on_stop(b, r.stop, stopped, next_round)
     b.position_at_end(next_round)
-    for phi, value in zip(phis, (I32(0), I1(0), I32(_ANY), I32(_ALL), r.warps, yielded,
+    for phi, value in zip(phis, (I32(0), I1(0), I32(_ANY), I32(_ALL), r.none_fresh, yielded,
                                  I1(0)), strict=True):
         phi.add_incoming(value, b.block)
     # every warp's result the same (WHOLE_AT + a point of a uniform round: the switch's
