@@ -136,16 +136,18 @@ extern "C" __global__ void straight(const float* x, float* y)
 
 @pytest.mark.parametrize("source, name, first_round, expected", [
     (SOURCE, "first", None, True),              # one barrier, outside any loop
-    (GATE_SOURCE, "straight", None, True),      # no barrier: one round
+    (GATE_SOURCE, "straight", None, False),     # no barrier: one round, the general's
     (GATE_SOURCE, "looped_barrier", None, False),   # a round a pass
     (GATE_SOURCE, "grid_stride", None, False),      # the loop yields: a round a few passes
     (GATE_SOURCE, "looped_barrier", True, True),
     (SOURCE, "first", False, False),
+    (GATE_SOURCE, "straight", True, True),
 ])
 def test_the_first_round_has_a_loop_where_rounds_are_few(source, name, first_round,
                                                          expected):
     """By default (CpuOptions.first_round None) a block's first round has a loop of its own
-    only where the block's rounds are few; the option forces it either way."""
+    only where the block's rounds are few but more than one; the option forces it either
+    way."""
     ptx = Program(source, code_type="c++").compile("ptx").code
     llmod, _ = build_gang(build(parse(ptx)), name, (128, 1, 1),
                           CpuOptions(first_round=first_round))

@@ -58,10 +58,10 @@ class CpuOptions:
     first_round : bool or None
         In warp gangs, give a block's first round a loop of its own, with its own copy of
         the gang function: every warp fresh, without a look at its status (gang/rounds.py).
-        None (the default): only where a block's rounds are few (no barrier on a loop, no
-        loop that yields; gang/build.py), where it pays; elsewhere the copy costs object
-        code and compile time (gemm's 88 -> 115 KB) for no time measured. True: always;
-        False: never (to measure what it gains).
+        None (the default): only where a block's rounds are few but more than one
+        (barriers, none on a loop, and no loop that yields; gang/build.py), where it pays;
+        elsewhere the copy costs object code and compile time (gemm's 88 -> 115 KB) for no
+        time measured. True: always; False: never (to measure what it gains).
     """
 
     gang: bool = True
