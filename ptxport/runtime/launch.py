@@ -576,10 +576,11 @@ def _remember(device: Device, config: LaunchConfig, kernel: Kernel, checks, para
     """What a launch of `kernel` just checked, packed and queued proves for a launch like
     it (kernel._like, or kernel._like_packed for launch_packed), or None where _again could
     not tell one: (device, thread, a copy of the configuration's attributes, grid, block,
-    shmem_size, `checks` (_arg_checks', or launch_packed's `now`), the live allocations,
-    params, the kernel's `ready` tuple, the launch's words, its prewake, whether it may run
-    at once). Only launches that begin early or run at once on a backend that says which
-    allocations are live (its `starter`), without a timeout or cooperation."""
+    shmem_size, `checks` (_arg_checks', or launch_packed's `now`), params, the kernel's
+    `ready` tuple, the launch's words, its prewake, its blocks, whether it may run at once).
+    Only launches that begin early or run at once on a backend whose `starter` runs them
+    (it reads the live allocations itself at each launch), without a timeout or
+    cooperation."""
     if checks is None or config.timeout is not None or config.is_cooperative \
             or config.cluster is not None:
         return None
@@ -590,18 +591,21 @@ def _remember(device: Device, config: LaunchConfig, kernel: Kernel, checks, para
     blocks = grid[0] * grid[1] * grid[2]
     expect = getattr(device._backend, "expect_launch", None) if blocks > 1 else None
     return (device, get_ident(), dict(config.__dict__), grid, block, config.shmem_size,
-            checks, ready[6].live_ranges(), params, ready,
-            partial(_what, ready[4], grid, block, None), expect, blocks,
-            ready[1] and (now or blocks * ready[5] <= _AT_ONCE_THREADS))
+            checks, params, ready, partial(_what, ready[4], grid, block, None), expect,
+            blocks, ready[1] and (now or blocks * ready[5] <= _AT_ONCE_THREADS))
 
 
 def _again(stream: Stream, config: LaunchConfig, args: tuple, like: tuple) -> bool:
     """Launch on `stream` as the last full launch of the kernel did (`like`, _remember's),
     if this launch is like it: the same device, thread and configuration, each argument the
-    same open Buffer or a numpy scalar of the same class and bytes, no allocation made or
-    freed since, and the stream idle with no error kept. False, having done nothing,
-    otherwise (launch() then takes the full path)."""
-    device, thread, state, expect, blocks = like[0], like[1], like[2], like[11], like[12]
+    same open Buffer or a numpy scalar of the same class and bytes, and the stream idle with
+    no error kept. False, having done nothing, otherwise (launch() then takes the full
+    path). Allocations made or freed since do not matter: the arguments' own are checked
+    open here, and the backend's starter reads the live ones at each launch for the
+    access checks (a new allocation sent every launch down the full path, which then
+    remembered it again: 9 us more than before _again for an alloc + launch + sync on the
+    GPU host)."""
+    device, thread, state, expect, blocks = like[0], like[1], like[2], like[10], like[11]
     ids, buffers, checks = like[6]
     worker = stream._worker
     # (the configuration's attributes compared whole: equal ones pass the same checks)
@@ -636,10 +640,11 @@ def _again(stream: Stream, config: LaunchConfig, args: tuple, like: tuple) -> bo
 def _again_packed(stream: Stream, config: LaunchConfig, params: bytes, keep, now: bool,
                   like: tuple) -> bool:
     """launch_packed's _again: the same device, thread, configuration, `now` and parameter
-    bytes as its last full launch of the kernel (`like`), no allocation made or freed
-    since, and `stream` a Stream, idle with no error kept."""
-    device, thread, state, expect, blocks = like[0], like[1], like[2], like[11], like[12]
-    was_now, was_params = like[6], like[8]
+    bytes as its last full launch of the kernel (`like`), and `stream` a Stream, idle with
+    no error kept (the bytes' addresses are checked against the live allocations as the
+    kernel runs, as on the full path)."""
+    device, thread, state, expect, blocks = like[0], like[1], like[2], like[10], like[11]
+    was_now, was_params = like[6], like[7]
     if stream.__class__ is not Stream or stream._device is not device \
             or config.__class__ is not LaunchConfig or config.__dict__ != state \
             or bool(now) is not was_now or params != was_params or get_ident() != thread:
@@ -653,14 +658,10 @@ def _again_packed(stream: Stream, config: LaunchConfig, params: bytes, keep, now
 
 
 def _go_again(stream: Stream, like: tuple, keep, now) -> bool:
-    """The end of _again and _again_packed: False where an allocation was made or freed
-    since `like`'s launch, else _queue's end for a Stream, a launch with no options that
-    compiled nothing: straight to its worker's run_now or start_now."""
-    device, _, _, grid, block, shmem_size, _, ranges, params, ready, what, _, _, small = like
-    starter = ready[6]
-    if starter.live_ranges() is not ranges:
-        return False
-    worker, name = stream._worker, ready[4]
+    """The end of _again and _again_packed: _queue's end for a Stream, a launch with no
+    options that compiled nothing: straight to its worker's run_now or start_now."""
+    device, _, _, grid, block, shmem_size, _, params, ready, what, _, _, small = like
+    starter, worker, name = ready[6], stream._worker, ready[4]
     if small and worker.run_now(_runner(ready, device, grid, block, shmem_size, params,
                                         None, keep), what, name):
         return True
