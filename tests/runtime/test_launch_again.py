@@ -1,7 +1,8 @@
 """A launch like the last one of its kernel (launch.py's _again): the same device, thread,
 configuration and arguments (the same open Buffers, numpy scalars of the same class and
 bytes), the stream idle with no error kept, skips the checks and packing (buffers
-allocated or freed since do not matter); anything else takes the full path, with its results and errors."""
+allocated or freed since do not matter); anything else takes the full path, with its
+results and errors."""
 
 import gc
 import threading
