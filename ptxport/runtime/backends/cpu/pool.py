@@ -75,8 +75,8 @@ __all__ = ["JOB_WORDS", "SPIN_CAP_NS", "SPIN_FLOOR_NS", "Job", "Pool", "give", "
 # threads watching the generation), how many threads run a share of the job now and how
 # many are parked (or about to be); how many threads the pool has (grow).
 (_MUTEX, _DONE, _GENERATION, _JOB, _SPIN_NS, _FIXED_NS, _CAP_NS, _FLOOR_NS, _THREADS,
- _COUNT, _CLOSED_AT, _GAP, _GAP_BEFORE, _IDLE, _RUNNING, _SLEEPERS, _SIZE) = (
-    0, 128, 256, 264, 272, 280, 288, 296, 304, 312, 320, 328, 336, 344, 384, 392, 448)
+ _COUNT, _CLOSED_AT, _GAP, _GAP_BEFORE, _RUNNING, _SLEEPERS, _SIZE) = (
+    0, 128, 256, 264, 272, 280, 288, 296, 304, 312, 320, 328, 336, 384, 392, 448)
 # A thread's words (a cache line of its own): the pool's address, its worker number, the
 # generation it saw last, whether it is parked (or about to be), and the futex it sleeps
 # on then (32 bits; the launching thread sets it to 1 to wake it).
@@ -400,7 +400,6 @@ def _build_run(module: ll.Module, share: ll.Function, pthread: dict) -> None:
         b.call(_build_open(module, pthread), [pool, job])
     b.store(I64(0), opened)
     several = b.icmp_signed(">", b.load(pir.word(b, job, WORKERS), typ=I64), I64(1))
-    _idle_wait(b, pool, job, several, pthread)
     own = b.call(share, [job, I64(0)])
     _trace(b, job, pthread, I64(1))
     check, wait, unlock, out = (fn.append_basic_block(n) for n in ("check", "wait", "unlock",
@@ -433,25 +432,6 @@ def _build_run(module: ll.Module, share: ll.Function, pthread: dict) -> None:
     _trace(b, job, pthread, I64(2))
     # (the helpers' failures: all counted once `running` was 0)
     b.ret(b.add(own, b.load_atomic(pir.word(b, job, FAILURES), "acquire", 8, typ=I64)))
-
-
-def _idle_wait(b: ll.IRBuilder, pool, job, several, pthread: dict) -> None:
-    """EXPERIMENT (launch18): with the pool's _IDLE word set, the launching thread takes no
-    blocks while helpers run: it spins (yielding) until every block was claimed (at most
-    20 ms), so its caches keep the Python around the launch; its share then claims what is
-    left (usually nothing)."""
-    fn = b.function
-    idle = b.and_(several, b.icmp_unsigned("!=", b.load(pir.field(b, pool, _IDLE), typ=I64),
-                                           I64(0)))
-    wait, after = fn.append_basic_block("idle_wait"), fn.append_basic_block("idle_after")
-    b.cbranch(idle, wait, after)
-    b.position_at_end(wait)
-    counter = b.inttoptr(b.load(pir.word(b, job, COUNTER), typ=I64), PTR)
-    total = b.load(pir.word(b, job, TOTAL), typ=I64)
-    pir.spin_until(b, pthread, I64(20_000_000), after,
-                   lambda: b.icmp_signed(">=", b.load_atomic(counter, "monotonic", 8, typ=I64),
-                                         total), yield_after=I64(0))
-    b.position_at_end(after)
 
 
 def _build_open(module: ll.Module, pthread: dict) -> ll.Function:
@@ -590,7 +570,6 @@ class Pool:
         words[_FIXED_NS // 8] = -1 if fixed is None else fixed
         words[_CAP_NS // 8], words[_FLOOR_NS // 8] = cap, min(SPIN_FLOOR_NS, cap)
         words[_SPIN_NS // 8] = min(SPIN_FLOOR_NS, cap) if fixed is None else fixed
-        words[_IDLE // 8] = int(os.environ.get("PTXPORT_LAUNCHER_IDLE", "0") == "1")
 
     def spin_state(self) -> dict:
         """The spin the pool's threads watch for the next job after the last one (seconds)
@@ -786,10 +765,3 @@ def _forget_after_fork() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_after_fork)
-
-
-def set_launcher_idle(on: bool) -> None:
-    """EXPERIMENT (launch18): the launching thread takes no blocks while helpers run."""
-    os.environ["PTXPORT_LAUNCHER_IDLE"] = "1" if on else "0"
-    for pool in _POOLS:
-        pool._set_policy()
