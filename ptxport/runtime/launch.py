@@ -589,7 +589,9 @@ def _remember(device: Device, config: LaunchConfig, kernel: Kernel, checks, para
     if ready is None or ready[6] is None:
         return None
     blocks = grid[0] * grid[1] * grid[2]
-    expect = getattr(device._backend, "expect_launch", None) if blocks > 1 else None
+    # (the starter's prewake, which skips the backend's look-ups)
+    expect = getattr(ready[6], "expect", getattr(device._backend, "expect_launch", None)) \
+        if blocks > 1 else None
     return (device, get_ident(), dict(config.__dict__), grid, block, config.shmem_size,
             checks, params, ready, partial(_what, ready[4], grid, block, None), expect,
             blocks, ready[1] and (now or blocks * ready[5] <= _AT_ONCE_THREADS))
@@ -665,8 +667,10 @@ def _go_again(stream: Stream, like: tuple, keep, now) -> bool:
     if small and worker.run_now(_runner(ready, device, grid, block, shmem_size, params,
                                         None, keep), what, name):
         return True
-    if now or not worker.start_now(_start, (starter, grid, block, shmem_size, params, keep,
-                                            what), what, name):
+    # (the starter itself begins it: _start's guard is Starter.__call__'s own, which gives
+    # None for any failure of its setup)
+    if now or not worker.start_now(starter, (grid, block, shmem_size, params, keep, what),
+                                   what, name):
         stream._submit(_runner(ready, device, grid, block, shmem_size, params, None, keep),
                        what=what, kernel=name, defer=True)
     return True
