@@ -69,7 +69,7 @@ def shape(request):
 def paths(monkeypatch):
     """'again' or 'full' for each launch that got as far as queueing. (Earlier tests'
     buffers are collected first, and their frees given time to run on their streams'
-    threads: one freed during the test would send a launch the full path.)"""
+    threads; the collector stays off during the test, so that no finalizer runs in it.)"""
     gc.collect()
     time.sleep(0.02)
     gc.disable()
