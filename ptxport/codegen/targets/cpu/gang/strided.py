@@ -32,7 +32,11 @@ from ptxport.codegen.targets.cpu.gang.checks import (
 from ptxport.codegen.targets.cpu.gang.lane_loop import lane_loop
 from ptxport.codegen.targets.cpu.gang.lanes import W, declare, vec
 from ptxport.codegen.targets.cpu.gang.scalar_lanes import lane as scalar_lane
-from ptxport.codegen.targets.cpu.gang.scalar_lanes import recomputed
+from ptxport.codegen.targets.cpu.gang.scalar_lanes import (
+    lane_step,
+    recomputed,
+    scaled_extension,
+)
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.ir.types import Type
 from ptxport.passes.lane_forms import WINDOW, LaneForm
@@ -77,6 +81,12 @@ def _stride(fl: GangLowering, place: Place):
     if not form.scaled:
         step = _signed(form.offsets[1], et.width)
         return ll.Constant(et, step), step
+    if _windowed(place):
+        found = scaled_extension(place.addrs, fl.written)
+        if found is not None:       # (K * sext(v[1] - v[0]): see _windowed)
+            b = fl.b
+            v, k = found
+            return b.mul(b.sext(lane_step(b, v, fl.written), I64), I64(k)), None
     lane0, lane1 = (scalar_lane(fl.b, place.addrs, i, fl.written) for i in (0, 1))
     return fl.b.sub(lane1, lane0), None
 
@@ -203,7 +213,7 @@ def _cold(fl: GangLowering, place: Place) -> Place:
     (scalar_lanes.recomputed), so that the span path, which takes lane 0's address (and
     lane 1's) as scalars, does not compute the 32 lanes' sign extensions, shifts and adds
     (scan_blelloch's copy in and out: about 15 vector instructions an access)."""
-    addrs = recomputed(fl.b, place.addrs, fl.written, widths=(32, 64))
+    addrs = recomputed(fl.b, place.addrs, fl.written, 16, widths=(32, 64))
     if addrs is place.addrs:
         return place
     return Place(addrs, place.shared, place.offset, place.key, place.lanes, place.stride)
@@ -249,7 +259,12 @@ def _windowed(place: Place) -> bool:
     is sext(v[i]) and P[i] lane i's address, with no run-time test of lane 31 nor of the
     warp's widening flag (its only widening is this one). An unsigned widening (zext)
     does not qualify: a z below 0 passes the check where the lane's address is 2^32 up.
-    NVRTC 13.0's tree levels (`mul.wide.s32 %rd, ai, 4; add.s64 %rd, temp, %rd`)."""
+    NVRTC 13.0's tree levels (`mul.wide.s32 %rd, ai, 4; add.s64 %rd, temp, %rd`).
+    Any D congruent to d modulo 2^32 serves as well (z[i] is then congruent to v[i]):
+    _stride takes K * sext(v[1] - v[0]) (the difference in 32 bits, scalar_lanes.lane_step,
+    where scalar_lanes.scaled_extension finds v and K), the same instructions for a level's
+    `temp[ai]` and `temp[ai + offset]` (v + c), which LLVM then computes once; lane 1's
+    less lane 0's address (sext differences) it could not share."""
     form = place.stride
     return place.shared and form.scaled and form.window == WINDOW and \
         abs(place.offset) < 1 << 30
