@@ -121,7 +121,7 @@ def test_a_lane_step_leaves_out_the_splats_added():
         b.ret(lane_step(b, v))
         made = b.block.instructions[before:-1]
         names = {f'%"{i.name}"': f"#{n}" for n, i in enumerate(made)}
-        texts.append([re.sub(r'%"[^"]*"', lambda m: names.get(m.group(0), "?"),
+        texts.append([re.sub(r'%"[^"]*"', lambda m, names=names: names.get(m.group(0), "?"),
                              str(i).split("=", 1)[1]) for i in made])
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
