@@ -74,21 +74,21 @@ def _signed(value: int, bits: int) -> int:
 
 
 def _stride(fl: GangLowering, place: Place):
-    """(S: the lanes' stride in bytes as a value of the addresses' type, or its constant
-    when known when compiling)."""
+    """(S: the lanes' stride in bytes as a value of the addresses' type, its constant when
+    known when compiling, whether |S| is below 2^55 by construction)."""
     et = place.addrs.type.element
     form = place.stride
     if not form.scaled:
         step = _signed(form.offsets[1], et.width)
-        return ll.Constant(et, step), step
+        return ll.Constant(et, step), step, False
     if _windowed(place):
         found = scaled_extension(place.addrs, fl.written)
-        if found is not None:       # (K * sext(v[1] - v[0]): see _windowed)
+        if found is not None and abs(found[1]) < 1 << 24:   # (K * sext(v[1] - v[0]))
             b = fl.b
             v, k = found
-            return b.mul(b.sext(lane_step(b, v, fl.written), I64), I64(k)), None
+            return b.mul(b.sext(lane_step(b, v, fl.written), I64), I64(k)), None, True
     lane0, lane1 = (scalar_lane(fl.b, place.addrs, i, fl.written) for i in (0, 1))
-    return fl.b.sub(lane1, lane0), None
+    return fl.b.sub(lane1, lane0), None, False
 
 
 def _active_lanes(fl: GangLowering):
@@ -101,14 +101,17 @@ def _active_lanes(fl: GangLowering):
     return b.zext(fl.cttz(bits), I64), b.sext(b.sub(I32(W - 1), fl.ctlz(bits)), I64)
 
 
-def _span(fl: GangLowering, place: Place, start, stride, size: int):
+def _span(fl: GangLowering, place: Place, start, stride, size: int, bounded: bool = False):
     """(ok i1, low i64): whether the access of `size` bytes of every lane of the mask, lane i
     at start + i * stride (the addresses' type, modulo its width), lies in the memory the
     kernel may touch without wrapping, and the lower of lane 0's and lane 31's addresses as
     i64 (a window offset for shared memory, else a host address: where a span access
     starts). Lanes outside the mask are not checked: a tree's `if (t < d)` levels with d
     below 32 leave the lanes whose addresses lie past the tree's end out, and their
-    accesses so stay strided instead of going lane by lane through memory.py's checks."""
+    accesses so stay strided instead of going lane by lane through memory.py's checks.
+    `bounded`: S is a windowed form's K * sext(32-bit difference) with |K| < 2^24 and the
+    start its lane 0's (|start| < 2^56: a shared variable's address, K * sext(v[0]) and an
+    offset below 2^30), so no sum of up to 32 strides wraps 64 bits: no `near` test."""
     b = fl.b
     et = start.type
     wide = et.width == 64
@@ -123,7 +126,8 @@ def _span(fl: GangLowering, place: Place, start, stride, size: int):
     start_low = ll.IRBuilder.select(b, ll.IRBuilder.icmp_signed(b, "<", end, origin), end,
                                     origin)
     # (|S| below 2^32: no 64-bit sum above wraps)
-    near = ll.IRBuilder.icmp_unsigned(b, "<", b.add(step, I64(1 << 32)), I64(1 << 33))
+    near = I1(1) if bounded else ll.IRBuilder.icmp_unsigned(
+        b, "<", b.add(step, I64(1 << 32)), I64(1 << 33))
     if place.shared:
         limit = b.zext(fl.target.ctx_field(fl, "total_smem"), I64)
         ok = b.and_(ll.IRBuilder.icmp_signed(b, ">=", low, I64(0)),
@@ -236,8 +240,8 @@ def _checked_span(fl: GangLowering, place: Place, t: Type) -> tuple:
     b = fl.b
     et = place.addrs.type.element
     start = b.add(scalar_lane(b, place.addrs, 0, fl.written), ll.Constant(et, place.offset))
-    stride, known = _stride(fl, place)
-    ok, low = _span(fl, place, start, stride, t.size)
+    stride, known, bounded = _stride(fl, place)
+    ok, low = _span(fl, place, start, stride, t.size, bounded)
     if _windowed(place):
         return start, stride, known, ok, low
     if place.stride.widened:        # (only while no widening of the warp wrapped)
