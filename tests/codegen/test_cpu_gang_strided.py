@@ -602,3 +602,32 @@ def test_a_large_windowed_factor_reads_or_faults_as_each_lane(s, base, fault):
     with pytest.raises(IllegalAddressError, match=rf"line {_line(HUGE_K, 'ld.shared.u32 %r13')}"
                        rf" in block \(0, 0, 0\), thread {fault};"):
         _run(HUGE_K, s, base, 0, 1)
+
+
+def _wide_known(stride: int) -> str:
+    return WIDE.replace("%r3, %r2,", f"%r3, {stride},")
+
+
+# (stride, base, base2, where, thread): an immediate stride's span checked in one unsigned
+# order (strided._known_span): below the window's start (a negative offset, large unsigned),
+# past its end, either sign, 32- and 64-bit shared addresses
+KNOWN_FAULTS = [(2, -3, 0, LOAD, 0), (-2, 5, 0, LOAD, 3), (6, 900, 0, LOAD, 21),
+                (-6, 40, 0, LOAD, 7), (1, 0, 1000, STORE, 24), (-1, 600, 10, STORE, 11)]
+
+
+@pytest.mark.parametrize("stride, base, base2, where, thread", KNOWN_FAULTS)
+@pytest.mark.parametrize("wide", [False, True])
+def test_an_immediate_strides_span_faults_at_its_first_bad_lane(stride, base, base2, where,
+                                                                 thread, wide):
+    ptx = _wide_known(stride) if wide else _shared_ptx(stride)
+    with pytest.raises(IllegalAddressError,
+                       match=rf"line {_line(ptx, where)} in block \(0, 0, 0\), thread {thread};"):
+        _run(ptx, stride, base, base2, 32)
+
+
+@pytest.mark.parametrize("stride, base, base2", [(2, 0, 958), (-2, 62, 1023), (1, 992, 0),
+                                                 (-4, 124, 127)])
+def test_an_immediate_strides_span_at_the_windows_ends(stride, base, base2):
+    for ptx in (_shared_ptx(stride), _wide_known(stride)):
+        src, out, kernel, dev = _run(ptx, stride, base, base2, 32)
+        assert (out == _expected(stride, base, base2)).all()
