@@ -576,10 +576,12 @@ def _remember(device: Device, config: LaunchConfig, kernel: Kernel, checks, para
     """What a launch of `kernel` just checked, packed and queued proves for a launch like
     it (kernel._like, or kernel._like_packed for launch_packed), or None where _again could
     not tell one: (device, thread, a copy of the configuration's attributes, grid, block,
-    shmem_size, `checks` (_arg_checks', or launch_packed's `now`), the live allocations,
-    params, the kernel's `ready` tuple, the launch's words, its prewake, whether it may run
-    at once). Only launches that begin early or run at once on a backend that says which
-    allocations are live (its `starter`), without a timeout or cooperation."""
+    shmem_size, `checks` (_arg_checks', or launch_packed's `now`), params, the kernel's
+    `ready` tuple, the launch's words, its prewake, its blocks, whether it may run at once,
+    the starter, the kernel's name, the starter's first four arguments).
+    Only launches that begin early or run at once on a backend whose `starter` runs them
+    (it reads the live allocations itself at each launch), without a timeout or
+    cooperation."""
     if checks is None or config.timeout is not None or config.is_cooperative \
             or config.cluster is not None:
         return None
@@ -588,36 +590,44 @@ def _remember(device: Device, config: LaunchConfig, kernel: Kernel, checks, para
     if ready is None or ready[6] is None:
         return None
     blocks = grid[0] * grid[1] * grid[2]
-    expect = getattr(device._backend, "expect_launch", None) if blocks > 1 else None
+    # (the starter's prewake, which skips the backend's look-ups)
+    expect = getattr(ready[6], "expect", getattr(device._backend, "expect_launch", None)) \
+        if blocks > 1 else None
+    # (read by index, fields 0-15, in _again, _again_packed and _go_again)
     return (device, get_ident(), dict(config.__dict__), grid, block, config.shmem_size,
-            checks, ready[6].live_ranges(), params, ready,
-            partial(_what, ready[4], grid, block, None), expect, blocks,
-            ready[1] and (now or blocks * ready[5] <= _AT_ONCE_THREADS))
+            checks, params, ready, partial(_what, ready[4], grid, block, None), expect,
+            blocks, ready[1] and (now or blocks * ready[5] <= _AT_ONCE_THREADS), ready[6],
+            ready[4], (grid, block, config.shmem_size, params))
 
 
 def _again(stream: Stream, config: LaunchConfig, args: tuple, like: tuple) -> bool:
     """Launch on `stream` as the last full launch of the kernel did (`like`, _remember's),
     if this launch is like it: the same device, thread and configuration, each argument the
-    same open Buffer or a numpy scalar of the same class and bytes, no allocation made or
-    freed since, and the stream idle with no error kept. False, having done nothing,
-    otherwise (launch() then takes the full path)."""
-    device, thread, state, expect, blocks = like[0], like[1], like[2], like[11], like[12]
-    ids, buffers, checks = like[6]
+    same open Buffer or a numpy scalar of the same class and bytes, and the stream idle with
+    no error kept. False, having done nothing, otherwise (launch() then takes the full
+    path). Allocations made or freed since do not matter: the arguments' own are checked
+    open here, and the backend's starter reads the live ones at each launch for the
+    access checks (a new allocation sent every launch down the full path, which then
+    remembered it again: 9 us more than before _again for an alloc + launch + sync on the
+    GPU host)."""
     worker = stream._worker
-    # (the configuration's attributes compared whole: equal ones pass the same checks)
-    if stream._device is not device or config.__class__ is not LaunchConfig \
-            or config.__dict__ != state or len(args) != len(checks) \
-            or get_ident() != thread or worker._items or worker._running \
-            or worker._error is not None or worker._stopped:
+    # (the configuration's attributes compared whole: equal ones pass the same checks; like's
+    # fields read where used, each once: device, state, thread, prewake and blocks)
+    if stream._device is not like[0] or config.__class__ is not LaunchConfig \
+            or config.__dict__ != like[2] or get_ident() != like[1] or worker._items \
+            or worker._running or worker._error is not None or worker._stopped:
         return False
-    if expect is not None:
-        expect(blocks)
+    if like[10] is not None:
+        like[10](like[11])
+    ids, buffers, checks = like[6]
     if tuple(map(id, args)) == ids:     # (the same objects, where each Buffer is alive)
         try:
             keep = [buffer()._allocation for buffer in buffers]
         except AttributeError:      # (a Buffer collected: another object at its id)
             return False
     else:
+        if len(args) != len(checks):
+            return False
         keep = []
         for arg, check in zip(args, checks, strict=True):
             if check.__class__ is tuple:
@@ -636,38 +646,33 @@ def _again(stream: Stream, config: LaunchConfig, args: tuple, like: tuple) -> bo
 def _again_packed(stream: Stream, config: LaunchConfig, params: bytes, keep, now: bool,
                   like: tuple) -> bool:
     """launch_packed's _again: the same device, thread, configuration, `now` and parameter
-    bytes as its last full launch of the kernel (`like`), no allocation made or freed
-    since, and `stream` a Stream, idle with no error kept."""
-    device, thread, state, expect, blocks = like[0], like[1], like[2], like[11], like[12]
-    was_now, was_params = like[6], like[8]
-    if stream.__class__ is not Stream or stream._device is not device \
-            or config.__class__ is not LaunchConfig or config.__dict__ != state \
-            or bool(now) is not was_now or params != was_params or get_ident() != thread:
+    bytes as its last full launch of the kernel (`like`), and `stream` a Stream, idle with
+    no error kept (the bytes' addresses are checked against the live allocations as the
+    kernel runs, as on the full path)."""
+    if stream.__class__ is not Stream or stream._device is not like[0] \
+            or config.__class__ is not LaunchConfig or config.__dict__ != like[2] \
+            or bool(now) is not like[6] or params != like[7] or get_ident() != like[1]:
         return False
     worker = stream._worker
     if worker._items or worker._running or worker._error is not None or worker._stopped:
         return False
-    if expect is not None:
-        expect(blocks)
+    if like[10] is not None:
+        like[10](like[11])
     return _go_again(stream, like, keep, now)
 
 
 def _go_again(stream: Stream, like: tuple, keep, now) -> bool:
-    """The end of _again and _again_packed: False where an allocation was made or freed
-    since `like`'s launch, else _queue's end for a Stream, a launch with no options that
-    compiled nothing: straight to its worker's run_now or start_now."""
-    device, _, _, grid, block, shmem_size, _, ranges, params, ready, what, _, _, small = like
-    starter = ready[6]
-    if starter.live_ranges() is not ranges:
-        return False
-    worker, name = stream._worker, ready[4]
-    if small and worker.run_now(_runner(ready, device, grid, block, shmem_size, params,
-                                        None, keep), what, name):
+    """The end of _again and _again_packed: _queue's end for a Stream, a launch with no
+    options that compiled nothing: straight to its worker's run_now or start_now."""
+    worker, what, name = stream._worker, like[9], like[14]
+    if like[12] and worker.run_now(_runner(like[8], like[0], *like[15], None, keep), what,
+                                   name):
         return True
-    if now or not worker.start_now(_start, (starter, grid, block, shmem_size, params, keep,
-                                            what), what, name):
-        stream._submit(_runner(ready, device, grid, block, shmem_size, params, None, keep),
-                       what=what, kernel=name, defer=True)
+    # (the starter itself begins it: _start's guard is Starter.__call__'s own, which gives
+    # None for any failure of its setup)
+    if now or not worker.start_now(like[13], like[15] + (keep, what), what, name):
+        stream._submit(_runner(like[8], like[0], *like[15], None, keep), what=what,
+                       kernel=name, defer=True)
     return True
 
 

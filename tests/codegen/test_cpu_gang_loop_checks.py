@@ -92,7 +92,8 @@ def test_a_load_past_the_end_of_a_faults_where_it_runs(cpu_options, one_worker, 
                 if "ld.global.f32" in s and "[%rd15]" in s)
     assert text.startswith(f"kernel 'sgemm_tiled' read 4 bytes at address "
                            f"{base + 4 * (31 * 32 + 24):#x}, outside every allocation, at line "
-                           f"{line} in block (0, 1, 0), thread 248;"), text
+                           f"{line} in block (0, 1, 0), thread 248; nothing was read there "
+                           "and the device is still usable"), text
 
 
 # thread t of a 64-thread block (two warps) sums a[i * 64 + t] (or, DOWN, a[(m - 1 - i) * 64

@@ -569,3 +569,65 @@ def test_a_zero_extended_tree_index_below_0_faults_at_its_first_bad_lane():
     with pytest.raises(IllegalAddressError, match=rf"line {_line(UNSIGNED, 'ld.shared.u32 %r13')}"
                        r" in block \(0, 0, 0\), thread 2;"):
         _run(UNSIGNED, -1, 1, 0, 32)
+
+
+# WIDE's load index scaled by 2^24 bytes: a windowed form whose K is too large for the span
+# check's sums to be bounded without the |S| < 2^32 test
+HUGE_K = WIDE.replace("mul.wide.s32 %rd10, %r9, 4;", "mul.wide.s32 %rd10, %r9, 16777216;")
+
+
+def test_a_windowed_stride_is_bounded_where_its_factor_is_small(monkeypatch):
+    """The level's accesses share K * sext(v[1] - v[0]); with |K| < 2^24 the span check
+    leaves out the |S| < 2^32 test, not with K = 2^24 nor off the window."""
+    import ptxport.codegen.targets.cpu.gang.strided as st
+    seen = []
+    span = st._span
+    monkeypatch.setattr(st, "_span", lambda *a: seen.append(a[5] if len(a) > 5 else False)
+                        or span(*a))
+    for ptx, bounded in ((WIDE, [True, True]), (HUGE_K, [False, True]),
+                         (UNSIGNED, [False, False]), (PARAM_BASE, [False, True])):
+        seen.clear()
+        code = str(build_gang(build(parse(ptx)), "k", (32, 1, 1), CpuOptions())[0])
+        assert "strided_span" in code and sorted(set(seen)) == sorted(set(bounded))
+
+
+@pytest.mark.parametrize("s, base, fault", [(0, 0, None), (1, 0, 1), (-1, 0, 1), (0, 1, 0)])
+def test_a_large_windowed_factor_reads_or_faults_as_each_lane(s, base, fault):
+    """HUGE_K: lane i reads byte 2^24 * (base + i * s) of buf (4096 bytes): only index 0
+    lies inside."""
+    if fault is None:
+        src, out, kernel, dev = _run(HUGE_K, s, base, 0, 1)
+        assert (out[:32] == src[0]).all()
+        return
+    with pytest.raises(IllegalAddressError, match=rf"line {_line(HUGE_K, 'ld.shared.u32 %r13')}"
+                       rf" in block \(0, 0, 0\), thread {fault};"):
+        _run(HUGE_K, s, base, 0, 1)
+
+
+def _wide_known(stride: int) -> str:
+    return WIDE.replace("%r3, %r2,", f"%r3, {stride},")
+
+
+# (stride, base, base2, where, thread): an immediate stride's span checked in one unsigned
+# order (strided._known_span): below the window's start (a negative offset, large unsigned),
+# past its end, either sign, 32- and 64-bit shared addresses
+KNOWN_FAULTS = [(2, -3, 0, LOAD, 0), (-2, 5, 0, LOAD, 3), (6, 900, 0, LOAD, 21),
+                (-6, 40, 0, LOAD, 7), (1, 0, 1000, STORE, 24), (-1, 600, 10, STORE, 11)]
+
+
+@pytest.mark.parametrize("stride, base, base2, where, thread", KNOWN_FAULTS)
+@pytest.mark.parametrize("wide", [False, True])
+def test_an_immediate_strides_span_faults_at_its_first_bad_lane(stride, base, base2, where,
+                                                                 thread, wide):
+    ptx = _wide_known(stride) if wide else _shared_ptx(stride)
+    with pytest.raises(IllegalAddressError,
+                       match=rf"line {_line(ptx, where)} in block \(0, 0, 0\), thread {thread};"):
+        _run(ptx, stride, base, base2, 32)
+
+
+@pytest.mark.parametrize("stride, base, base2", [(2, 0, 958), (-2, 62, 1023), (1, 992, 0),
+                                                 (-4, 124, 127)])
+def test_an_immediate_strides_span_at_the_windows_ends(stride, base, base2):
+    for ptx in (_shared_ptx(stride), _wide_known(stride)):
+        src, out, kernel, dev = _run(ptx, stride, base, base2, 32)
+        assert (out == _expected(stride, base, base2)).all()

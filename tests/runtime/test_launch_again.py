@@ -1,7 +1,8 @@
 """A launch like the last one of its kernel (launch.py's _again): the same device, thread,
 configuration and arguments (the same open Buffers, numpy scalars of the same class and
-bytes), nothing allocated or freed since, the stream idle with no error kept, skips the
-checks and packing; anything else takes the full path, with its results and errors."""
+bytes), the stream idle with no error kept, skips the checks and packing (buffers
+allocated or freed since do not matter); anything else takes the full path, with its
+results and errors."""
 
 import gc
 import threading
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 
 from ptxport import Device, LaunchConfig, Program, launch
-from ptxport.errors import ArgumentError, KernelTrapError
+from ptxport.errors import ArgumentError, IllegalAddressError, KernelTrapError
 from ptxport.runtime.backends.cpu import executor as cpu_executor
 
 launch_module = __import__("ptxport.runtime.launch", fromlist=["_again"])
@@ -68,7 +69,7 @@ def shape(request):
 def paths(monkeypatch):
     """'again' or 'full' for each launch that got as far as queueing. (Earlier tests'
     buffers are collected first, and their frees given time to run on their streams'
-    threads: one freed during the test would send a launch the full path.)"""
+    threads; the collector stays off during the test, so that no finalizer runs in it.)"""
     gc.collect()
     time.sleep(0.02)
     gc.disable()
@@ -146,7 +147,10 @@ def test_other_values_configurations_and_scalar_classes_take_the_full_path(dev, 
     assert (_counts(out, stream, blocks) == expected * BLOCK).all()
 
 
-def test_allocations_made_or_freed_since_take_the_full_path(dev, code, shape, paths):
+def test_allocations_made_or_freed_since_keep_the_fast_path(dev, code, shape, paths):
+    """Other buffers allocated or freed between launches (a program's temporaries) do not
+    send a launch like the last one down the full path: the backend reads the live
+    allocations at each launch for the access checks."""
     stream, kernel = dev.create_stream(), code.get_kernel("count")
     blocks = shape.grid[0]
     out, one = _fresh(dev, stream, blocks), np.uint32(1)
@@ -155,14 +159,40 @@ def test_allocations_made_or_freed_since_take_the_full_path(dev, code, shape, pa
     other = dev.allocate(64, stream=stream)      # a new allocation
     launch(stream, shape, kernel, out, one, NONE)
     stream.sync()
-    launch(stream, shape, kernel, out, one, NONE)
-    stream.sync()
     other.close()                                # a buffer freed
     stream.sync()
     launch(stream, shape, kernel, out, one, NONE)
     stream.sync()
-    assert paths == ["full", "full", "again", "full"]
-    assert (_counts(out, stream, blocks) == 4 * BLOCK).all()
+    assert paths == ["full", "again", "again"]
+    assert (_counts(out, stream, blocks) == 3 * BLOCK).all()
+
+
+def test_a_packed_launch_again_on_freed_memory_faults(dev, code, shape, paths, monkeypatch):
+    """launch_packed's bytes hold a raw address: after its buffer was freed, the same bytes
+    again take the fast path and the kernel's store there faults, as on the full path (the
+    access checks read the allocations live now; nothing is allocated after the free, so
+    no live allocation covers the address)."""
+    taken, again = [], launch_module._again_packed
+
+    def spy(*args):
+        taken.append(again(*args))
+        return taken[-1]
+
+    monkeypatch.setattr(launch_module, "_again_packed", spy)
+    stream, kernel = dev.create_stream(), code.get_kernel("count")
+    blocks = shape.grid[0]
+    out = _fresh(dev, stream, blocks)
+    params = _packed(out, 1, 1 << 30)
+    for _ in range(2):
+        launch_module.launch_packed(stream, shape, kernel, params)
+        stream.sync()
+    assert (_counts(out, stream, blocks) == 2 * BLOCK).all()
+    out.close(stream=stream)
+    stream.sync()
+    launch_module.launch_packed(stream, shape, kernel, params)
+    with pytest.raises(IllegalAddressError, match="outside every allocation"):
+        stream.sync()
+    assert taken[-2:] == [True, True]   # (the second launch and the one after the free)
 
 
 def test_a_closed_buffer_is_refused_as_before(dev, code, shape, paths):

@@ -86,10 +86,18 @@ class Starter:
             return None     # (run_grid, which the caller calls now, raises it)
         if launch.layout is entry.CLAIMED_WAITING:
             team.grid = launch      # (a worker's `finish` callback finds the launch there)
-        running(stop, True)
         pool.open(team.job)
+        # (after the opening: every bytecode before it delays all the workers, and this
+        # thread holds the launch until _finish either way)
+        running(stop, True)
         return functools.partial(_finish, self, launch, team, pool, stop, param_buffer,
                                  keep, what)
+
+    def expect(self, blocks: int) -> None:
+        """The backend's expect_launch for a launch of `blocks` blocks (more than one) of
+        this binary, without its look-ups (launch.py's launch like the last one calls it
+        before its comparisons): wake the parked pool threads it will run on."""
+        pool_threads.prewake(min(worker_count(), blocks) - 1)
 
     def run(self, grid: tuple, block: tuple, dynamic_shared: int, params: bytes) -> None:
         """Run a launch whole on this thread, as run_grid runs it (launch.py's `run`: a

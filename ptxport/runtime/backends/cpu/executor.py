@@ -423,8 +423,8 @@ class _Worker:
                     "recursion too deep; that call was not made and the device is still usable")
         return (f"kernel '{self.plan.name}' {'wrote' if write else 'read'} {size} bytes at "
                 f"address {address:#x}, outside every allocation, at {self._where(line)} in "
-                f"{where}; nothing was written there and the device is still usable"
-                f"{self._near_shared(address)}")
+                f"{where}; nothing was {'written' if write else 'read'} there and the device is "
+                f"still usable{self._near_shared(address)}")
 
     def _near_shared(self, address: int) -> str:
         """Where a bad address lies within 256 bytes of the block's shared memory (a generic

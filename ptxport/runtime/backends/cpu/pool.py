@@ -616,10 +616,8 @@ class Pool:
         and waits for the threads, as for a job it opened itself. Only for a job of more
         than one worker; the caller holds the pool until that run."""
         job.view[OPENED] = 1
-        if (job._trace is not None) is not _TRACING[0]:
-            job.trace(_TRACING[0])
-        elif _TRACING[1] is job:    # (its last run's record, before this run overwrites it)
-            _keep_record(job)
+        if _TRACING[0] or job._trace is not None:    # (tracing, or it was: few bytecodes
+            _trace_before(job)                       # before the opening otherwise)
         self._native.open(self.address, job.address)
 
     def run(self, job: Job, traced: bool = True) -> int:
@@ -630,11 +628,8 @@ class Pool:
         if not traced:
             return self._native.run(self.address, job.address)
         # (not while it runs)
-        if not job.view[OPENED]:
-            if (job._trace is not None) is not _TRACING[0]:
-                job.trace(_TRACING[0])
-            elif _TRACING[1] is job:
-                _keep_record(job)
+        if not job.view[OPENED] and (_TRACING[0] or job._trace is not None):
+            _trace_before(job)
         failed = self._native.run(self.address, job.address)
         if _TRACING[0]:
             # (the job itself: last_shares() copies its trace's words, or the job's next
@@ -647,6 +642,15 @@ class Pool:
 # Whether launches record when each worker's share began and ended (trace_shares), and the
 # last one's record.
 _TRACING: list = [False, None]
+
+
+def _trace_before(job: Job) -> None:
+    """Before a job opens, while tracing or after it: its trace made or dropped as
+    trace_shares says now, or its last run's record kept before this run overwrites it."""
+    if (job._trace is not None) is not _TRACING[0]:
+        job.trace(_TRACING[0])
+    elif _TRACING[1] is job:
+        _keep_record(job)
 
 
 def trace_shares(on: bool) -> None:

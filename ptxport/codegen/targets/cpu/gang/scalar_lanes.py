@@ -80,14 +80,17 @@ def _stored(load):
 
 
 def recomputed(b: ll.IRBuilder, vector, written=None, depth: int = _DEPTH,
-               widths: tuple = (64,)):
+               widths: tuple = (64,), frozen: bool = False):
     """`vector` (of 64-bit lanes, or of any lane width of `widths`) made again where the
     builder is, from the same 32-bit lanes and scalars: a cold path's copy of an address
     vector, so that the hot path, which took its range from lane()'s scalars, does not
     compute it (LLVM keeps one computation used on two cold paths where they part, in the
     hot code). strided.py passes (32, 64): a tree level's 32-bit shared addresses
     (`offset * (2t + 1) - 1`, a multiply of each half) were made on the hot path, which
-    takes lanes 0 and 1 alone, for the four accesses' cold paths."""
+    takes lanes 0 and 1 alone, for the four accesses' cold paths. With 32 among `widths` a
+    cast's operand is made again too, its splats' scalars frozen (`frozen`), else the copy
+    would be the hot vector's twin, which LLVM merges: NVRTC 13.0's `temp + 4 * sext(ai)`
+    (blelloch18: a tree level's 32-bit index vectors left the hot path)."""
     if not (isinstance(vector, ll.Instruction) and isinstance(vector.type, ll.VectorType)
             and isinstance(vector.type.element, ll.IntType)
             and vector.type.element.width in widths):
@@ -97,7 +100,7 @@ def recomputed(b: ll.IRBuilder, vector, written=None, depth: int = _DEPTH,
     op, args = vector.opname, vector.operands
 
     def again(v):
-        return recomputed(b, v, written, depth - 1, widths)
+        return recomputed(b, v, written, depth - 1, widths, frozen)
     if op == "load" and isinstance(args[0], ll.AllocaInstr):
         stored = _slot_value(vector, written)
         if stored is None:
@@ -106,9 +109,13 @@ def recomputed(b: ll.IRBuilder, vector, written=None, depth: int = _DEPTH,
     if op in _BINARY:
         return getattr(ll.IRBuilder, _BINARY[op])(b, again(args[0]), again(args[1]))
     if op in _CASTS:        # (frozen: LLVM would take the hot code's cast for this copy)
-        return getattr(ll.IRBuilder, op)(b, freeze(b, args[0]), vector.type)
+        inner = recomputed(b, args[0], written, depth - 1, widths, True) \
+            if 32 in widths else args[0]
+        return getattr(ll.IRBuilder, op)(
+            b, freeze(b, inner) if inner is args[0] else inner, vector.type)
     if op == "insertelement":
-        return ll.IRBuilder.insert_element(b, again(args[0]), args[1], args[2])
+        return ll.IRBuilder.insert_element(
+            b, again(args[0]), freeze(b, args[1]) if frozen else args[1], args[2])
     if op == "shufflevector":
         return ll.IRBuilder.shuffle_vector(b, again(args[0]), again(args[1]), args[2])
     return freeze(b, vector) if 32 in widths else vector
@@ -194,6 +201,63 @@ def narrow_scaled(vector, written=None) -> NarrowScaled | None:
                 and narrow.type.element.width <= 16 and narrow.type.element.width + shift < width:
             return NarrowScaled(base, narrow, shift)
     return None
+
+
+def scaled_extension(vector, written=None) -> tuple | None:
+    """(v, K) where `vector`'s 64-bit lanes hold U + K * sext(v[i]): U a sum of splats, K a
+    constant (a multiply, or a shift by a constant below 32), v a vector of 32-bit lanes
+    (NVRTC 13.0's `mul.wide.s32 %rd, %r, 4; add.s64 %rd, temp, %rd`); else None."""
+    scaled = _unsplatted(vector, written)
+    if not isinstance(scaled, ll.Instruction) or scaled.opname not in ("shl", "mul"):
+        return None
+    pairs = [scaled.operands] if scaled.opname == "shl" else [
+        scaled.operands, tuple(reversed(scaled.operands))]
+    for extended, factor in pairs:
+        k = _signed_constant(_splat_scalar(_followed(factor, written)))
+        extended = _followed(extended, written)
+        if not k or not (isinstance(extended, ll.CastInstr) and extended.opname == "sext"
+                         and extended.operands[0].type.element.width == 32):
+            continue
+        if scaled.opname == "shl":
+            if not 0 < k < 32:
+                continue
+            k = 1 << k
+        return extended.operands[0], k
+    return None
+
+
+def lane_step(b: ll.IRBuilder, vector, written=None):
+    """Lane 1's value less lane 0's of `vector` (its element type, modulo its width), the
+    adds of a splat it was made with left out (they add the same to both lanes): `v` and
+    `v + c` get the same instructions, which LLVM computes once (a tree level's `temp[ai]`
+    and `temp[ai + offset]`)."""
+    value = _unsplatted(vector, written)
+    return b.sub(lane(b, value, 1, written), lane(b, value, 0, written))
+
+
+def _unsplatted(vector, written):
+    """`vector` (followed through register slots) without the splats added to it."""
+    value = _followed(vector, written)
+    while isinstance(value, ll.Instruction) and value.opname == "add":
+        first, second = (_followed(v, written) for v in value.operands)
+        if _splat_scalar(second) is not None:
+            value = first
+        elif _splat_scalar(first) is not None:
+            value = second
+        else:
+            break
+    return value
+
+
+def _signed_constant(value) -> int | None:
+    """The signed integer a scalar constant holds (through sign extensions too), else None."""
+    if isinstance(value, ll.CastInstr) and value.opname == "sext":
+        return _signed_constant(value.operands[0])
+    bits = _constant(value)
+    if bits is None:
+        return None
+    width = value.type.width
+    return bits - (1 << width) if bits >> (width - 1) else bits
 
 
 def _followed(value, written, depth: int = _DEPTH):

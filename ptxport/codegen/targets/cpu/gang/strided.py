@@ -32,7 +32,11 @@ from ptxport.codegen.targets.cpu.gang.checks import (
 from ptxport.codegen.targets.cpu.gang.lane_loop import lane_loop
 from ptxport.codegen.targets.cpu.gang.lanes import W, declare, vec
 from ptxport.codegen.targets.cpu.gang.scalar_lanes import lane as scalar_lane
-from ptxport.codegen.targets.cpu.gang.scalar_lanes import recomputed
+from ptxport.codegen.targets.cpu.gang.scalar_lanes import (
+    lane_step,
+    recomputed,
+    scaled_extension,
+)
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.ir.types import Type
 from ptxport.passes.lane_forms import WINDOW, LaneForm
@@ -70,15 +74,21 @@ def _signed(value: int, bits: int) -> int:
 
 
 def _stride(fl: GangLowering, place: Place):
-    """(S: the lanes' stride in bytes as a value of the addresses' type, or its constant
-    when known when compiling)."""
+    """(S: the lanes' stride in bytes as a value of the addresses' type, its constant when
+    known when compiling, whether |S| is below 2^55 by construction)."""
     et = place.addrs.type.element
     form = place.stride
     if not form.scaled:
         step = _signed(form.offsets[1], et.width)
-        return ll.Constant(et, step), step
+        return ll.Constant(et, step), step, False
+    if _windowed(place):
+        found = scaled_extension(place.addrs, fl.written)
+        if found is not None and abs(found[1]) < 1 << 24:   # (K * sext(v[1] - v[0]))
+            b = fl.b
+            v, k = found
+            return b.mul(b.sext(lane_step(b, v, fl.written), I64), I64(k)), None, True
     lane0, lane1 = (scalar_lane(fl.b, place.addrs, i, fl.written) for i in (0, 1))
-    return fl.b.sub(lane1, lane0), None
+    return fl.b.sub(lane1, lane0), None, False
 
 
 def _active_lanes(fl: GangLowering):
@@ -91,18 +101,23 @@ def _active_lanes(fl: GangLowering):
     return b.zext(fl.cttz(bits), I64), b.sext(b.sub(I32(W - 1), fl.ctlz(bits)), I64)
 
 
-def _span(fl: GangLowering, place: Place, start, stride, size: int):
+def _span(fl: GangLowering, place: Place, start, stride, size: int, bounded: bool = False):
     """(ok i1, low i64): whether the access of `size` bytes of every lane of the mask, lane i
     at start + i * stride (the addresses' type, modulo its width), lies in the memory the
     kernel may touch without wrapping, and the lower of lane 0's and lane 31's addresses as
     i64 (a window offset for shared memory, else a host address: where a span access
     starts). Lanes outside the mask are not checked: a tree's `if (t < d)` levels with d
     below 32 leave the lanes whose addresses lie past the tree's end out, and their
-    accesses so stay strided instead of going lane by lane through memory.py's checks."""
+    accesses so stay strided instead of going lane by lane through memory.py's checks.
+    `bounded`: S is a windowed form's K * sext(32-bit difference) with |K| < 2^24 and the
+    start its lane 0's (|start| < 2^56: a shared variable's address, K * sext(v[0]) and an
+    offset below 2^30), so no sum of up to 32 strides wraps 64 bits: no `near` test."""
     b = fl.b
     et = start.type
     wide = et.width == 64
     origin = start if wide else b.zext(start, I64)
+    if place.shared and isinstance(stride, ll.Constant) and isinstance(fl.mask, ll.Constant):
+        return _known_span(fl, origin, _signed(stride.constant, et.width), size)
     step = stride if wide else b.sext(stride, I64)
     lowest, highest = _active_lanes(fl)
     first, last = (b.add(origin, b.mul(step, lane)) for lane in (lowest, highest))
@@ -113,13 +128,30 @@ def _span(fl: GangLowering, place: Place, start, stride, size: int):
     start_low = ll.IRBuilder.select(b, ll.IRBuilder.icmp_signed(b, "<", end, origin), end,
                                     origin)
     # (|S| below 2^32: no 64-bit sum above wraps)
-    near = ll.IRBuilder.icmp_unsigned(b, "<", b.add(step, I64(1 << 32)), I64(1 << 33))
+    near = I1(1) if bounded else ll.IRBuilder.icmp_unsigned(
+        b, "<", b.add(step, I64(1 << 32)), I64(1 << 33))
     if place.shared:
         limit = b.zext(fl.target.ctx_field(fl, "total_smem"), I64)
         ok = b.and_(ll.IRBuilder.icmp_signed(b, ">=", low, I64(0)),
                     ll.IRBuilder.icmp_signed(b, "<=", high, limit))
         return b.and_(near, ok), start_low
     return b.and_(near, inside_one_allocation(fl, low, high)), start_low
+
+
+def _known_span(fl: GangLowering, origin, step: int, size: int):
+    """_span's (ok, low) for shared memory under the full mask with the stride a constant
+    (|step| below 2^32, its sign known): the span [low, high) runs from lane 0's or lane
+    31's offset; compared unsigned, low <= high says no 64-bit sum wrapped (a wrap puts high
+    below low) and high <= the block's shared size puts every lane in the window (a
+    negative offset is a large unsigned one): three instructions and two branches where the
+    signed order of lanes 0 and 31 took two selects (13.0's `temp + 4 * sext(2t)`)."""
+    b = fl.b
+    end = b.add(origin, I64(step * (W - 1)))
+    low, top = (origin, end) if step >= 0 else (end, origin)
+    high = b.add(top, I64(size))
+    limit = b.zext(fl.target.ctx_field(fl, "total_smem"), I64)
+    return b.and_(ll.IRBuilder.icmp_unsigned(b, "<=", low, high),
+                  ll.IRBuilder.icmp_unsigned(b, "<=", high, limit)), low
 
 
 def strided_access(fl: GangLowering, place: Place, t: Type, value, general):
@@ -203,7 +235,7 @@ def _cold(fl: GangLowering, place: Place) -> Place:
     (scalar_lanes.recomputed), so that the span path, which takes lane 0's address (and
     lane 1's) as scalars, does not compute the 32 lanes' sign extensions, shifts and adds
     (scan_blelloch's copy in and out: about 15 vector instructions an access)."""
-    addrs = recomputed(fl.b, place.addrs, fl.written, widths=(32, 64))
+    addrs = recomputed(fl.b, place.addrs, fl.written, 16, widths=(32, 64))
     if addrs is place.addrs:
         return place
     return Place(addrs, place.shared, place.offset, place.key, place.lanes, place.stride)
@@ -226,8 +258,8 @@ def _checked_span(fl: GangLowering, place: Place, t: Type) -> tuple:
     b = fl.b
     et = place.addrs.type.element
     start = b.add(scalar_lane(b, place.addrs, 0, fl.written), ll.Constant(et, place.offset))
-    stride, known = _stride(fl, place)
-    ok, low = _span(fl, place, start, stride, t.size)
+    stride, known, bounded = _stride(fl, place)
+    ok, low = _span(fl, place, start, stride, t.size, bounded)
     if _windowed(place):
         return start, stride, known, ok, low
     if place.stride.widened:        # (only while no widening of the warp wrapped)
@@ -249,7 +281,12 @@ def _windowed(place: Place) -> bool:
     is sext(v[i]) and P[i] lane i's address, with no run-time test of lane 31 nor of the
     warp's widening flag (its only widening is this one). An unsigned widening (zext)
     does not qualify: a z below 0 passes the check where the lane's address is 2^32 up.
-    NVRTC 13.0's tree levels (`mul.wide.s32 %rd, ai, 4; add.s64 %rd, temp, %rd`)."""
+    NVRTC 13.0's tree levels (`mul.wide.s32 %rd, ai, 4; add.s64 %rd, temp, %rd`).
+    Any D congruent to d modulo 2^32 serves as well (z[i] is then congruent to v[i]):
+    _stride takes K * sext(v[1] - v[0]) (the difference in 32 bits, scalar_lanes.lane_step,
+    where scalar_lanes.scaled_extension finds v and K), the same instructions for a level's
+    `temp[ai]` and `temp[ai + offset]` (v + c), which LLVM then computes once; lane 1's
+    less lane 0's address (sext differences) it could not share."""
     form = place.stride
     return place.shared and form.scaled and form.window == WINDOW and \
         abs(place.offset) < 1 << 30
