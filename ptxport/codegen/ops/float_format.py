@@ -211,11 +211,43 @@ def quiet(fl: FunctionLowering, v: ll.Value) -> ll.Value:
 
 def f64_nan(fl: FunctionLowering, result: ll.Value, operands: list) -> ll.Value:
     """PTX's f64 NaN result: the first NaN of `operands` (in priority order) quietened, else
-    the default NaN."""
+    the default NaN. `result` is LLVM's, a NaN exactly where PTX's is (its payload is open):
+    where the target says so (Target.f64_nan_branch), the payload is chosen in a block of its
+    own, entered only where a lane of `result` is a NaN; a number is PTX's result as it is,
+    so the common path pays a compare and a branch (a warp's 32 f64 lanes: 4 compares and a
+    mask test, not 28 instructions of selects)."""
+    nan = is_nan(fl, result)
+    if not fl.target.f64_nan_branch:
+        return _nan_payload(fl, nan, result, operands)
+    b = fl.b
+    before = b.block
+    some = nan
+    if isinstance(nan.type, ll.VectorType):
+        lanes = ll.IRBuilder.bitcast(b, nan, ll.IntType(nan.type.count))
+        some = ll.IRBuilder.icmp_unsigned(b, "!=", lanes, ll.Constant(lanes.type, 0))
+    chosen, done = (fl.llfn.append_basic_block(n) for n in ("f64_nan", "f64_nan_done"))
+    branch = ll.IRBuilder.cbranch(b, some, chosen, done)
+    module = fl.llfn.module
+    branch.set_metadata("prof", module.add_metadata(    # (rare: laid out of the hot path)
+        [ll.MetaDataString(module, "branch_weights"), I32(1), I32(1 << 20)]))
+    b.position_at_end(chosen)
+    fixed = _nan_payload(fl, nan, result, operands)
+    chosen = b.block
+    ll.IRBuilder.branch(b, done)
+    b.position_at_end(done)
+    merged = ll.IRBuilder.phi(b, result.type)
+    merged.add_incoming(result, before)
+    merged.add_incoming(fixed, chosen)
+    return merged
+
+
+def _nan_payload(fl: FunctionLowering, nan: ll.Value, result: ll.Value,
+                 operands: list) -> ll.Value:
+    """`result`, its NaN lanes (`nan`) replaced by f64_nan's choice."""
     chosen = constant(fl, F64, F64.nan)
     for operand in reversed(operands):
         chosen = select(fl, is_nan(fl, operand), quiet(fl, operand), chosen, F64)
-    return select(fl, is_nan(fl, result), chosen, result, F64)
+    return select(fl, nan, chosen, result, F64)
 
 
 def to_f32(fl: FunctionLowering, v: ll.Value, fmt: FloatFormat) -> ll.Value:
