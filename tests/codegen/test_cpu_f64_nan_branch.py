@@ -5,7 +5,9 @@ PTX gives (the first NaN operand in the instruction's order, b before a, quieten
 (reduce_warp's `acc += x[i]`) on warp gangs and thread by thread, bit for bit against a
 model: lanes that meet one NaN, two NaNs of different payloads (x86's vaddpd would keep its
 first source's, not PTX's b), a signalling NaN, inf - inf, or no NaN at all, in one warp;
-and a warp in which a single lane's result is a NaN (the branch must still be taken)."""
+a warp in which a single lane's result is a NaN (the branch must still be taken), and one
+with infinities of both signs in lanes the warp's NaN test adds together (no NaN result:
+the numbers must come through the exact path unchanged)."""
 
 from __future__ import annotations
 
@@ -82,16 +84,21 @@ def _model(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return out
 
 
-def _inputs(lanes_with_nans: bool) -> tuple[np.ndarray, np.ndarray]:
+def _inputs(case: str) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(7)
     # small integers: the fma's products and sums are exact, so the model's two roundings
     # are the one fused rounding
     x = rng.integers(-8, 8, (ROWS, 32)).astype(np.float64).view(np.uint64)
-    y = rng.integers(-8, 8, (ROWS, 32)).astype(np.float64).view(np.uint64)
-    if not lanes_with_nans:
+    y = rng.integers(1, 8, (ROWS, 32)).astype(np.float64).view(np.uint64)
+    inf, ninf = 0x7FF0_0000_0000_0000, 0xFFF0_0000_0000_0000
+    if case == "one lane":
         x[3, 31] = 0x7FF0_0000_0000_0123      # one signalling NaN in the last lane
         return x, y
-    inf, ninf = 0x7FF0_0000_0000_0000, 0xFFF0_0000_0000_0000
+    if case == "infinities":
+        # no NaN result, but lanes 5 and 21 (and 2 and 10) hold infinities of both signs,
+        # which the test of a warp's lanes adds together: the exact path, numbers kept
+        x[3, 5], x[3, 21], x[1, 2], x[1, 10] = inf, ninf, ninf, inf
+        return x, y
     x[2, 1] = 0x7FF8_0000_0000_0ABC           # one quiet NaN
     x[1, 2], x[4, 2] = 0xFFF8_0000_0000_0001, 0x7FF8_0000_0000_0002   # two payloads
     x[0, 3] = 0x7FF0_0000_0000_0055           # signalling: quietened
@@ -103,10 +110,10 @@ def _inputs(lanes_with_nans: bool) -> tuple[np.ndarray, np.ndarray]:
 
 
 @pytest.mark.parametrize("gang", [True, False])
-@pytest.mark.parametrize("lanes_with_nans", [True, False])
-def test_f64_nan_payloads_in_an_accumulation_loop(cpu_options, gang, lanes_with_nans):
+@pytest.mark.parametrize("case", ["mixed", "one lane", "infinities"])
+def test_f64_nan_payloads_in_an_accumulation_loop(cpu_options, gang, case):
     cpu_options(gang=gang)
-    x, y = _inputs(lanes_with_nans)
+    x, y = _inputs(case)
     out = np.zeros((3, 32), np.uint64)
     binary = launch_on_cpu(PTX, LaunchConfig(grid=1, block=32), x, y, out)
     assert (binary.gang_refusal is None) == gang

@@ -214,24 +214,19 @@ def f64_nan(fl: FunctionLowering, result: ll.Value, operands: list) -> ll.Value:
     the default NaN. `result` is LLVM's, a NaN exactly where PTX's is (its payload is open):
     where the target says so (Target.f64_nan_branch), the payload is chosen in a block of its
     own, entered only where a lane of `result` is a NaN; a number is PTX's result as it is,
-    so the common path pays a compare and a branch (a warp's 32 f64 lanes: 4 compares and a
-    mask test, not 28 instructions of selects)."""
-    nan = is_nan(fl, result)
+    so the common path pays a test and a branch (a warp's 32 f64 lanes: 3 adds, a compare and
+    a mask test, not 28 instructions of selects)."""
     if not fl.target.f64_nan_branch:
-        return _nan_payload(fl, nan, result, operands)
+        return _nan_payload(fl, is_nan(fl, result), result, operands)
     b = fl.b
     before = b.block
-    some = nan
-    if isinstance(nan.type, ll.VectorType):
-        lanes = ll.IRBuilder.bitcast(b, nan, ll.IntType(nan.type.count))
-        some = ll.IRBuilder.icmp_unsigned(b, "!=", lanes, ll.Constant(lanes.type, 0))
     chosen, done = (fl.llfn.append_basic_block(n) for n in ("f64_nan", "f64_nan_done"))
-    branch = ll.IRBuilder.cbranch(b, some, chosen, done)
+    branch = ll.IRBuilder.cbranch(b, _some_nan(fl, result), chosen, done)
     module = fl.llfn.module
     branch.set_metadata("prof", module.add_metadata(    # (rare: laid out of the hot path)
         [ll.MetaDataString(module, "branch_weights"), I32(1), I32(1 << 20)]))
     b.position_at_end(chosen)
-    fixed = _nan_payload(fl, nan, result, operands)
+    fixed = _nan_payload(fl, is_nan(fl, result), result, operands)
     chosen = b.block
     ll.IRBuilder.branch(b, done)
     b.position_at_end(done)
@@ -239,6 +234,27 @@ def f64_nan(fl: FunctionLowering, result: ll.Value, operands: list) -> ll.Value:
     merged.add_incoming(result, before)
     merged.add_incoming(fixed, chosen)
     return merged
+
+
+def _some_nan(fl: FunctionLowering, v: ll.Value) -> ll.Value:
+    """i1: whether a lane of the f64 value(s) `v` is a NaN. A vector of more than 8 lanes (a
+    power of two) is first folded to 8 by adding its halves: a sum is a NaN where a lane
+    added is (and where infinities of both signs meet, which only sends such a vector to
+    the exact path), one add a 512-bit register where a compare each would take a mask
+    merge too."""
+    b = fl.b
+    if not isinstance(v.type, ll.VectorType):
+        return is_nan(fl, v)
+    count = v.type.count
+    while count > 8 and count & (count - 1) == 0:
+        count //= 2
+        halves = [ll.IRBuilder.shuffle_vector(b, v, ll.Constant(v.type, None), ll.Constant(
+            ll.VectorType(I32, count), list(range(k * count, (k + 1) * count))))
+            for k in (0, 1)]
+        v = ll.IRBuilder.fadd(b, *halves)
+    lanes = ll.IRBuilder.bitcast(b, ll.IRBuilder.fcmp_unordered(b, "uno", v, v),
+                                 ll.IntType(count))
+    return ll.IRBuilder.icmp_unsigned(b, "!=", lanes, ll.Constant(lanes.type, 0))
 
 
 def _nan_payload(fl: FunctionLowering, nan: ll.Value, result: ll.Value,
