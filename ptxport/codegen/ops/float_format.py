@@ -213,10 +213,12 @@ def f64_nan(fl: FunctionLowering, result: ll.Value, operands: list) -> ll.Value:
     """PTX's f64 NaN result: the first NaN of `operands` (in priority order) quietened, else
     the default NaN. `result` is LLVM's, a NaN exactly where PTX's is (its payload is open):
     where the target says so (Target.f64_nan_branch), the payload is chosen in a block of its
-    own, entered only where a lane of `result` is a NaN; a number is PTX's result as it is,
-    so the common path pays a test and a branch (a warp's 32 f64 lanes: 3 adds, a compare and
-    a mask test, not 28 instructions of selects)."""
-    if not fl.target.f64_nan_branch:
+    own, entered only where a lane of `result` (a vector of a warp's lanes) is a NaN; a
+    number is PTX's result as it is, so the common path pays a test and a branch (a warp's
+    32 f64 lanes: 3 adds, a compare and a mask test, not 28 instructions of selects)."""
+    if not fl.target.f64_nan_branch or not isinstance(result.type, ll.VectorType):
+        # (a scalar's selects are a few instructions: a block of its own cost more in
+        # compile time, +20% for libm_double's kernels thread by thread, than it saved)
         return _nan_payload(fl, is_nan(fl, result), result, operands)
     b = fl.b
     before = b.block
@@ -237,14 +239,12 @@ def f64_nan(fl: FunctionLowering, result: ll.Value, operands: list) -> ll.Value:
 
 
 def _some_nan(fl: FunctionLowering, v: ll.Value) -> ll.Value:
-    """i1: whether a lane of the f64 value(s) `v` is a NaN. A vector of more than 8 lanes (a
+    """i1: whether a lane of the f64 vector `v` is a NaN. A vector of more than 8 lanes (a
     power of two) is first folded to 8 by adding its halves: a sum is a NaN where a lane
     added is (and where infinities of both signs meet, which only sends such a vector to
     the exact path), one add a 512-bit register where a compare each would take a mask
     merge too."""
     b = fl.b
-    if not isinstance(v.type, ll.VectorType):
-        return is_nan(fl, v)
     count = v.type.count
     while count > 8 and count & (count - 1) == 0:
         count //= 2
