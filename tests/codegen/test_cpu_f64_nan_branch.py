@@ -3,8 +3,9 @@ Target.f64_nan_branch): LLVM's result is kept where no lane of it is a NaN, and 
 PTX gives (the first NaN operand in the instruction's order, b before a, quietened; else
 0xFFF8000000000000) is chosen in a block entered only where one is (thread by thread, by
 selects as before). An accumulation loop (reduce_warp's `acc += x[i]`) on warp gangs and
-thread by thread, bit for bit against a model: lanes that meet one NaN, two NaNs of different payloads (x86's vaddpd would keep its
-first source's, not PTX's b), a signalling NaN, inf - inf, or no NaN at all, in one warp;
+thread by thread, bit for bit against a model: lanes that meet one NaN, two NaNs of
+different payloads (x86's vaddpd would keep its first source's, not PTX's b), a signalling
+NaN, inf - inf, or no NaN at all, in one warp;
 a warp in which a single lane's result is a NaN (the branch must still be taken), and one
 with infinities of both signs in lanes the warp's NaN test adds together (no NaN result:
 the numbers must come through the exact path unchanged)."""
