@@ -127,6 +127,10 @@ class Target(ABC):
     # Whether LLVM's llvm.ldexp is an instruction of the target on f32 (and its vectors): a
     # lowering may then scale by a power of two with it (else LLVM may call libm's ldexpf).
     native_ldexp = False
+    # Whether an f64 result's NaN payload (float_format.f64_nan) is chosen on a branch taken
+    # only where the result is a NaN (a CPU's predicted, never-taken branch) rather than by
+    # selects on every result's path (GPUs, whose lanes would diverge on it).
+    f64_nan_branch = False
 
     def rounded_f32(self, fl: FunctionLowering, op: str, xs: list, rnd: str) -> ll.Value | None:
         """op (add sub mul fma) of the f32 values `xs` rounded once in mode `rnd` (rz rm rp)

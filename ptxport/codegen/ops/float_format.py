@@ -211,11 +211,59 @@ def quiet(fl: FunctionLowering, v: ll.Value) -> ll.Value:
 
 def f64_nan(fl: FunctionLowering, result: ll.Value, operands: list) -> ll.Value:
     """PTX's f64 NaN result: the first NaN of `operands` (in priority order) quietened, else
-    the default NaN."""
+    the default NaN. `result` is LLVM's, a NaN exactly where PTX's is (its payload is open):
+    where the target says so (Target.f64_nan_branch), the payload is chosen in a block of its
+    own, entered only where a lane of `result` (a vector of a warp's lanes) is a NaN; a
+    number is PTX's result as it is, so the common path pays a test and a branch (a warp's
+    32 f64 lanes: 3 adds, a compare and a mask test, not 28 instructions of selects)."""
+    if not fl.target.f64_nan_branch or not isinstance(result.type, ll.VectorType):
+        # (a scalar's selects are a few instructions: a block of its own cost more in
+        # compile time, +20% for libm_double's kernels thread by thread, than it saved)
+        return _nan_payload(fl, is_nan(fl, result), result, operands)
+    b = fl.b
+    before = b.block
+    chosen, done = (fl.llfn.append_basic_block(n) for n in ("f64_nan", "f64_nan_done"))
+    branch = ll.IRBuilder.cbranch(b, _some_nan(fl, result), chosen, done)
+    module = fl.llfn.module
+    branch.set_metadata("prof", module.add_metadata(    # (rare: laid out of the hot path)
+        [ll.MetaDataString(module, "branch_weights"), I32(1), I32(1 << 20)]))
+    b.position_at_end(chosen)
+    fixed = _nan_payload(fl, is_nan(fl, result), result, operands)
+    chosen = b.block
+    ll.IRBuilder.branch(b, done)
+    b.position_at_end(done)
+    merged = ll.IRBuilder.phi(b, result.type)
+    merged.add_incoming(result, before)
+    merged.add_incoming(fixed, chosen)
+    return merged
+
+
+def _some_nan(fl: FunctionLowering, v: ll.Value) -> ll.Value:
+    """i1: whether a lane of the f64 vector `v` is a NaN. A vector of more than 8 lanes (a
+    power of two) is first folded to 8 by adding its halves: a sum is a NaN where a lane
+    added is (and where infinities of both signs meet, which only sends such a vector to
+    the exact path), one add a 512-bit register where a compare each would take a mask
+    merge too."""
+    b = fl.b
+    count = v.type.count
+    while count > 8 and count & (count - 1) == 0:
+        count //= 2
+        halves = [ll.IRBuilder.shuffle_vector(b, v, ll.Constant(v.type, None), ll.Constant(
+            ll.VectorType(I32, count), list(range(k * count, (k + 1) * count))))
+            for k in (0, 1)]
+        v = ll.IRBuilder.fadd(b, *halves)
+    lanes = ll.IRBuilder.bitcast(b, ll.IRBuilder.fcmp_unordered(b, "uno", v, v),
+                                 ll.IntType(count))
+    return ll.IRBuilder.icmp_unsigned(b, "!=", lanes, ll.Constant(lanes.type, 0))
+
+
+def _nan_payload(fl: FunctionLowering, nan: ll.Value, result: ll.Value,
+                 operands: list) -> ll.Value:
+    """`result`, its NaN lanes (`nan`) replaced by f64_nan's choice."""
     chosen = constant(fl, F64, F64.nan)
     for operand in reversed(operands):
         chosen = select(fl, is_nan(fl, operand), quiet(fl, operand), chosen, F64)
-    return select(fl, is_nan(fl, result), chosen, result, F64)
+    return select(fl, nan, chosen, result, F64)
 
 
 def to_f32(fl: FunctionLowering, v: ll.Value, fmt: FloatFormat) -> ll.Value:

@@ -55,6 +55,7 @@ class CpuTarget(Target):
     # AVX-512's rounding modes in the instruction and its vscalefps on a warp's lanes
     # (avx512.py)
     avx512_lanes = native_ldexp
+    f64_nan_branch = True
 
     def __init__(self, module: ir.Module, llmod: ll.Module, plan: KernelPlan,
                  globals_: dict[str, ll.GlobalVariable], functions: dict[str, ll.Function],

@@ -19,6 +19,8 @@ from ptxport.codegen.targets.cpu.gang.lanes import W, declare, vec
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.codegen.targets.cpu.waits import shuffle_sources
 from ptxport.ir import nodes as ir
+from ptxport.ir.analysis import may_write
+from ptxport.ptx.ast import IntImm
 
 
 def lower_warp_barrier(fl: GangLowering, inst: ir.Instruction) -> None:
@@ -76,7 +78,15 @@ def lower_shfl(fl: GangLowering, inst: ir.Instruction) -> None:
         # the lanes by constant indices
         sources, valid = _shuffle_sources(inst.spec.get("mode"), *known)
         indices = ll.Constant(ll.VectorType(I32, W), sources)
-        result = ll.IRBuilder.shuffle_vector(b, a, ll.Constant(a.type, None), indices)
+        half = _half_of(fl, inst)
+        if half is None:
+            result = ll.IRBuilder.shuffle_vector(b, a, ll.Constant(a.type, None), indices)
+        else:   # the 64-bit lanes moved whole: LLVM joins the two halves' shuffles in one
+            wide = fl.read_lanes(half[0], "b64")
+            moved = ll.IRBuilder.shuffle_vector(b, wide, ll.Constant(wide.type, None), indices)
+            if half[1]:
+                moved = ll.IRBuilder.lshr(b, moved, ll.Constant(moved.type, [I64(32)] * W))
+            result = ll.IRBuilder.trunc(b, moved, vec(I32))
         result.type = a.type
         if dest is not None:
             fl.write(dest, result, "b32")
@@ -97,3 +107,69 @@ def lower_shfl(fl: GangLowering, inst: ir.Instruction) -> None:
         fl.write(dest, result, "b32")
     if pred is not None:
         fl.write(pred, valid, "pred")
+
+
+# cvt's integer narrowings of a 64-bit register to 32 bits (no .sat: the low half's bits)
+_NARROWINGS = frozenset({"cvt.u32.u64", "cvt.u32.s64", "cvt.s32.u64", "cvt.s32.s64"})
+_HIGH_SHIFTS = frozenset({"shr.u64", "shr.s64", "shr.b64"})
+
+
+def _half_of(fl: GangLowering, inst: ir.Instruction) -> tuple[ir.Register, bool] | None:
+    """(x, high) where the 32-bit value `inst` (a shfl) moves is, in each lane, the low (high
+    False) or high half of the 64-bit register x as x is at the shfl; else None. A double's
+    shuffle (`__shfl_down_sync(m, v, o)` of a double) is two shfl.b32 of its halves, split
+    before them in their block: `mov.b64 {lo, hi}, x` (NVRTC 13.0), or `cvt.u32.u64 lo, x;
+    shr.u64 t, x, 32; cvt.u32.u64 hi, t` (13.5), joined again after them. Moving x's 64-bit
+    lanes and narrowing them is then the same shuffle, and LLVM sees the join undo the split
+    (without it, it split, moved and joined each double: 23 instructions a step of a warp's
+    f64 butterfly, 4 once moved whole). Each write in the chain is the last one of its
+    register before its reader in the block, unguarded, and x is not written after the
+    split: each lane that runs the shfl ran the split in this block (a block's instructions
+    run in order, each under the mask of the lanes there), so its half is x's."""
+    source = inst.operands[1]
+    if not isinstance(source, ir.Register) or source.vector is not None:
+        return None
+    place = _position(fl, inst)
+    if place is None:
+        return None
+    code, at = place
+    found = _last_write(code, at, source)
+    if found is None:
+        return None
+    split, write = found
+    if write.opcode == "mov" and isinstance(write.operands[0], ir.VectorValue):
+        halves, x = write.operands[0].elements, write.operands[1]
+        if len(halves) != 2 or (source is halves[0]) == (source is halves[1]):
+            return None
+        high = source is halves[1]
+    elif write.spec.text in _NARROWINGS:
+        x, high = write.operands[1], False
+        shift = _last_write(code, split, x) if isinstance(x, ir.Register) else None
+        if shift is not None and shift[1].spec.text in _HIGH_SHIFTS \
+                and isinstance(shift[1].operands[2], IntImm) and shift[1].operands[2].value == 32:
+            (split, _), x, high = shift, shift[1].operands[1], True
+    else:
+        return None
+    if not isinstance(x, ir.Register) or x.vector is not None or x.type.bits != 64 \
+            or any(x in may_write(i) for i in code[split + 1:at]):
+        return None
+    return x, high
+
+
+def _last_write(code: list, at: int, register: ir.Register):
+    """(index, instruction) of the last write of `register` before code[at], where that
+    write is unguarded; else None."""
+    for i in range(at - 1, -1, -1):
+        if register in may_write(code[i]):
+            return (i, code[i]) if code[i].guard is None else None
+    return None
+
+
+def _position(fl: GangLowering, inst: ir.Instruction) -> tuple[list, int] | None:
+    """The instructions of `inst`'s block and its index there (None: not in the kernel)."""
+    where = fl.streams.get("positions")
+    if where is None:
+        where = fl.streams["positions"] = {
+            id(i): (block.instructions, k) for block in fl.function.blocks
+            for k, i in enumerate(block.instructions)}
+    return where.get(id(inst))
