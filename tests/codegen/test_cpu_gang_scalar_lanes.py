@@ -105,6 +105,17 @@ def test_a_sign_extended_scaled_index_is_found_under_its_base(how, k):
     assert (found is None) if k is None else (found[0] is v and found[1] == k)
 
 
+def _jitted(module, restype, *argtypes):
+    """(the engine, which must outlive the calls, and module's function f as a ctypes
+    function), compiled for this machine."""
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(str(module)), llvm.Target
+                                        .from_default_triple().create_target_machine())
+    engine.finalize_object()
+    return engine, ctypes.CFUNCTYPE(restype, *argtypes)(engine.get_function_address("f"))
+
+
 def test_a_lane_step_leaves_out_the_splats_added():
     """v and v + c (a tree level's ai and ai + offset): the same instructions, and lane 1's
     less lane 0's value."""
@@ -123,13 +134,7 @@ def test_a_lane_step_leaves_out_the_splats_added():
         names = {f'%"{i.name}"': f"#{n}" for n, i in enumerate(made)}
         texts.append([re.sub(r'%"[^"]*"', lambda m, names=names: names.get(m.group(0), "?"),
                              str(i).split("=", 1)[1]) for i in made])
-        llvm.initialize_native_target()
-        llvm.initialize_native_asmprinter()
-        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(str(module)), llvm.Target
-                                            .from_default_triple().create_target_machine())
-        engine.finalize_object()
-        f = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32, ctypes.c_int32)(
-            engine.get_function_address("f"))
+        engine, f = _jitted(module, ctypes.c_int32, ctypes.c_int32, ctypes.c_int32)
         assert f(5, 9) == 10 and f(-3, 1) == -6
     assert texts[0] == texts[1]
 
@@ -151,11 +156,5 @@ def test_a_sign_extensions_operand_is_made_again_on_the_cold_path():
                 todo.extend(x.operands)
         assert id(v) not in seen and "freeze" in str(module)
         b.ret(b.sub(b.extract_element(copy, I32(k)), b.extract_element(addrs, I32(k))))
-        llvm.initialize_native_target()
-        llvm.initialize_native_asmprinter()
-        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(str(module)), llvm.Target
-                                            .from_default_triple().create_target_machine())
-        engine.finalize_object()
-        f = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int32, ctypes.c_int64)(
-            engine.get_function_address("f"))
+        engine, f = _jitted(module, ctypes.c_int64, ctypes.c_int32, ctypes.c_int64)
         assert f(7, 1 << 40) == 0 and f(-(1 << 30), 12) == 0
