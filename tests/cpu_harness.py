@@ -76,6 +76,14 @@ def launch_on_cpu(ptx: str, config: LaunchConfig, *args, kernel: str = "k"):
     return compiled._binary(device)
 
 
+def assert_same_words(got: np.ndarray, want: np.ndarray) -> None:
+    """got == want bit for bit (integer arrays, e.g. doubles' words), the first four
+    differing (row, column, got, want) in hex where not."""
+    bad = np.argwhere(got != want)
+    assert not len(bad), [(int(r), int(c), hex(int(got[r, c])), hex(int(want[r, c])))
+                          for r, c in bad[:4]]
+
+
 def checked_ranges(device) -> list[tuple[int, int]]:
     """(address, size) of every range `device` checks kernels' global accesses against now,
     besides a launch's own (its module's variables, parameters, a worker's shared memory and

@@ -91,6 +91,20 @@ def declare(llmod: ll.Module, name: str, ret: ll.Type, args: list) -> ll.Functio
 
 
 
+# A rare branch's weights: LLVM lays its blocks out of the hot path, and puts spills and
+# reloads there (a failed check, a fault, a NaN's payload).
+_LIKELY = 1 << 20
+
+
+def expect(fl: FunctionLowering, branch, likely: bool = True):
+    """Mark a conditional branch's true (likely) or false edge as the one taken."""
+    module = fl.llfn.module
+    weights = (_LIKELY, 1) if likely else (1, _LIKELY)
+    branch.set_metadata("prof", module.add_metadata(
+        [ll.MetaDataString(module, "branch_weights"), I32(weights[0]), I32(weights[1])]))
+    return branch
+
+
 def counter_word(b: ll.IRBuilder, counter: ll.Value, name: str) -> ll.Value:
     """The special register `name` read from its 64-bit counter (an i64): %clock64 and
     %globaltimer are the whole counter, %clock_hi and %globaltimer_hi its upper 32 bits,

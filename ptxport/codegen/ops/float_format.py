@@ -25,6 +25,7 @@ from ptxport.codegen.lower import (
     I64,
     FunctionLowering,
     declare,
+    expect,
     one_lane,
     value_type,
 )
@@ -223,10 +224,7 @@ def f64_nan(fl: FunctionLowering, result: ll.Value, operands: list) -> ll.Value:
     b = fl.b
     before = b.block
     chosen, done = (fl.llfn.append_basic_block(n) for n in ("f64_nan", "f64_nan_done"))
-    branch = ll.IRBuilder.cbranch(b, _some_nan(fl, result), chosen, done)
-    module = fl.llfn.module
-    branch.set_metadata("prof", module.add_metadata(    # (rare: laid out of the hot path)
-        [ll.MetaDataString(module, "branch_weights"), I32(1), I32(1 << 20)]))
+    expect(fl, ll.IRBuilder.cbranch(b, _some_nan(fl, result), chosen, done), likely=False)
     b.position_at_end(chosen)
     fixed = _nan_payload(fl, is_nan(fl, result), result, operands)
     chosen = b.block

@@ -14,6 +14,7 @@ from ptxport.codegen.lower import (
     I64,
     PTR,
     const_int,
+    expect,
 )
 from ptxport.codegen.targets.cpu.abi import CTX, FAULTED
 from ptxport.codegen.targets.cpu.gang.lanes import FULL, GangUnsupported, W, declare
@@ -86,20 +87,6 @@ def pattern(fl: GangLowering, addrs, size: int):
         b, "!=", start, b.splat(s)), b.splat(I1(0)))
     assert s.type == element
     return ll.IRBuilder.icmp_unsigned(b, "==", fl.bits(differ), I32(0)), s
-
-
-# A check's branch weights: the failed test (a fault, or lanes spread over allocations) is
-# rare, so LLVM lays its blocks out of the loop and puts spills and reloads there.
-_LIKELY = 1 << 20
-
-
-def expect(fl: GangLowering, branch, likely: bool = True):
-    """Mark a conditional branch's true (likely) or false edge as the one taken."""
-    module = fl.llfn.module
-    weights = (_LIKELY, 1) if likely else (1, _LIKELY)
-    branch.set_metadata("prof", module.add_metadata(
-        [ll.MetaDataString(module, "branch_weights"), I32(weights[0]), I32(weights[1])]))
-    return branch
 
 
 def cold_addrs(fl: GangLowering, place: Place, offset: int = 0):

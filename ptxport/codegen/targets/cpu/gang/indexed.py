@@ -105,22 +105,20 @@ def _widening(wide: ir.Instruction, size: int) -> bool | None:
 class _Facts(NamedTuple):
     registers: dict        # id(register) -> register (streams.kernel_facts')
     writes: dict           # id(register) -> (instruction, cycle) of its writes (the same)
-    position: dict         # id(instruction) -> (its block, its index there)
+    position: dict         # id(instruction) -> (its block, its index there) (the same)
     before: dict           # id(block) -> its one predecessor (blocks with one)
 
 
 def _facts(fl: GangLowering) -> _Facts:
     facts = fl.streams.get("indexed")
     if facts is None:
-        position, entering = {}, {}
+        entering = {}
         for block in fl.function.blocks:
             for successor in block.successors:
                 entering.setdefault(id(successor), []).append(block)
-            for i, inst in enumerate(block.instructions):
-                position[id(inst)] = (block, i)
         before = {b: p[0] for b, p in entering.items() if len(p) == 1}
         known = kernel_facts(fl)
-        facts = fl.streams["indexed"] = _Facts(known.registers, known.writes, position,
+        facts = fl.streams["indexed"] = _Facts(known.registers, known.writes, known.position,
                                                before)
     return facts
 

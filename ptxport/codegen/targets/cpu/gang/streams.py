@@ -50,11 +50,13 @@ _SPECIAL = {"%tid": "tid", "%ctaid": "cta"}
 class _Facts(NamedTuple):
     """What this module reads off the kernel, once: registers by id, each register's writes
     as (instruction, its block's cycle or None), and each instruction's cycle (an id of the
-    strongly connected set of blocks it lies in, None outside loops)."""
+    strongly connected set of blocks it lies in, None outside loops), and where each
+    instruction is: (its block, its index there)."""
 
     registers: dict
     writes: dict
     cycle_of: dict
+    position: dict
 
 
 def kernel_facts(fl: GangLowering) -> _Facts:
@@ -63,15 +65,16 @@ def kernel_facts(fl: GangLowering) -> _Facts:
         return facts
     kernel = fl.function
     cycles = _cycles(kernel)
-    registers, writes, cycle_of = {}, {}, {}
+    registers, writes, cycle_of, position = {}, {}, {}, {}
     for block in kernel.blocks:
         cycle = cycles.get(id(block))
-        for inst in block.instructions:
+        for k, inst in enumerate(block.instructions):
             cycle_of[id(inst)] = cycle
+            position[id(inst)] = (block, k)
             for register in may_write(inst):
                 registers[id(register)] = register
                 writes.setdefault(id(register), []).append((inst, cycle))
-    facts = _Facts(registers, writes, cycle_of)
+    facts = _Facts(registers, writes, cycle_of, position)
     fl.streams["facts"] = facts
     return facts
 

@@ -17,6 +17,7 @@ from ptxport.codegen.ops.sync import shuffle_source
 from ptxport.codegen.targets.cpu.gang.control import converge, member_mask
 from ptxport.codegen.targets.cpu.gang.lanes import W, declare, vec
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
+from ptxport.codegen.targets.cpu.gang.streams import kernel_facts
 from ptxport.codegen.targets.cpu.waits import shuffle_sources
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import may_write
@@ -167,9 +168,5 @@ def _last_write(code: list, at: int, register: ir.Register):
 
 def _position(fl: GangLowering, inst: ir.Instruction) -> tuple[list, int] | None:
     """The instructions of `inst`'s block and its index there (None: not in the kernel)."""
-    where = fl.streams.get("positions")
-    if where is None:
-        where = fl.streams["positions"] = {
-            id(i): (block.instructions, k) for block in fl.function.blocks
-            for k, i in enumerate(block.instructions)}
-    return where.get(id(inst))
+    where = kernel_facts(fl).position.get(id(inst))
+    return None if where is None else (where[0].instructions, where[1])
