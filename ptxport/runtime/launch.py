@@ -575,10 +575,10 @@ def _remember(device: Device, config: LaunchConfig, kernel: Kernel, checks, para
               now: bool = False) -> tuple | None:
     """What a launch of `kernel` just checked, packed and queued proves for a launch like
     it (kernel._like, or kernel._like_packed for launch_packed), or None where _again could
-    not tell one: (device, thread, a copy of the configuration's attributes, grid, block,
-    shmem_size, `checks` (_arg_checks', or launch_packed's `now`), params, the kernel's
-    `ready` tuple, the launch's words, its prewake, its blocks, whether it may run at once,
-    the starter, the kernel's name, the starter's first four arguments).
+    not tell one: (device, thread, a copy of the configuration's attributes, `checks`
+    (_arg_checks', or launch_packed's `now`), params, the kernel's `ready` tuple, the
+    launch's words, its prewake, its blocks, whether it may run at once, the starter, the
+    kernel's name, the starter's first four arguments: grid, block, shmem_size, params).
     Only launches that begin early or run at once on a backend whose `starter` runs them
     (it reads the live allocations itself at each launch), without a timeout or
     cooperation."""
@@ -593,11 +593,11 @@ def _remember(device: Device, config: LaunchConfig, kernel: Kernel, checks, para
     # (the starter's prewake, which skips the backend's look-ups)
     expect = getattr(ready[6], "expect", getattr(device._backend, "expect_launch", None)) \
         if blocks > 1 else None
-    # (read by index, fields 0-15, in _again, _again_packed and _go_again)
-    return (device, get_ident(), dict(config.__dict__), grid, block, config.shmem_size,
-            checks, params, ready, partial(_what, ready[4], grid, block, None), expect,
-            blocks, ready[1] and (now or blocks * ready[5] <= _AT_ONCE_THREADS), ready[6],
-            ready[4], (grid, block, config.shmem_size, params))
+    # (read by index, fields 0-12, in _again, _again_packed and _go_again)
+    return (device, get_ident(), dict(config.__dict__), checks, params, ready,
+            partial(_what, ready[4], grid, block, None), expect, blocks,
+            ready[1] and (now or blocks * ready[5] <= _AT_ONCE_THREADS), ready[6], ready[4],
+            (grid, block, config.shmem_size, params))
 
 
 def _again(stream: Stream, config: LaunchConfig, args: tuple, like: tuple) -> bool:
@@ -617,9 +617,9 @@ def _again(stream: Stream, config: LaunchConfig, args: tuple, like: tuple) -> bo
             or config.__dict__ != like[2] or get_ident() != like[1] or worker._items \
             or worker._running or worker._error is not None or worker._stopped:
         return False
-    if like[10] is not None:
-        like[10](like[11])
-    ids, buffers, checks = like[6]
+    if like[7] is not None:
+        like[7](like[8])
+    ids, buffers, checks = like[3]
     if tuple(map(id, args)) == ids:     # (the same objects, where each Buffer is alive)
         try:
             keep = [buffer()._allocation for buffer in buffers]
@@ -651,27 +651,27 @@ def _again_packed(stream: Stream, config: LaunchConfig, params: bytes, keep, now
     kernel runs, as on the full path)."""
     if stream.__class__ is not Stream or stream._device is not like[0] \
             or config.__class__ is not LaunchConfig or config.__dict__ != like[2] \
-            or bool(now) is not like[6] or params != like[7] or get_ident() != like[1]:
+            or bool(now) is not like[3] or params != like[4] or get_ident() != like[1]:
         return False
     worker = stream._worker
     if worker._items or worker._running or worker._error is not None or worker._stopped:
         return False
-    if like[10] is not None:
-        like[10](like[11])
+    if like[7] is not None:
+        like[7](like[8])
     return _go_again(stream, like, keep, now)
 
 
 def _go_again(stream: Stream, like: tuple, keep, now) -> bool:
     """The end of _again and _again_packed: _queue's end for a Stream, a launch with no
     options that compiled nothing: straight to its worker's run_now or start_now."""
-    worker, what, name = stream._worker, like[9], like[14]
-    if like[12] and worker.run_now(_runner(like[8], like[0], *like[15], None, keep), what,
+    worker, what, name = stream._worker, like[6], like[11]
+    if like[9] and worker.run_now(_runner(like[5], like[0], *like[12], None, keep), what,
                                    name):
         return True
     # (the starter itself begins it: _start's guard is Starter.__call__'s own, which gives
     # None for any failure of its setup)
-    if now or not worker.start_now(like[13], like[15] + (keep, what), what, name):
-        stream._submit(_runner(like[8], like[0], *like[15], None, keep), what=what,
+    if now or not worker.start_now(like[10], like[12] + (keep, what), what, name):
+        stream._submit(_runner(like[5], like[0], *like[12], None, keep), what=what,
                        kernel=name, defer=True)
     return True
 
