@@ -30,6 +30,13 @@ class CpuOptions:
         once at the loop's entry (passes/hoist_global_checks.py) in warp gangs, the
         accesses skipping their own checks where it held; False checks each at every
         iteration (a tiled GEMM's tile loads).
+    block_checks : bool
+        Test the range each global access whose address is affine in the thread index can
+        reach over the block's threads once a block (passes/block_checks.py) in warp
+        gangs, the warps skipping their own checks where it held; False (the default)
+        checks each warp's: the test did not pay (a stencil's middle block 2.2% fewer
+        instructions, its edge rows 30% more, vector_add 4.5% more: docs/
+        cpu-target-measurements.md, "Session 15: stencil18").
     interleave_passes : int
         In warp gangs, a warp returns to the block's round loop every this many passes of
         a loop whose body has no barrier, warp operation or call (gang/interleave.py), so
@@ -69,6 +76,7 @@ class CpuOptions:
     if_convert: bool = True
     hoist_checks: bool = True
     hoist_global_checks: bool = True
+    block_checks: bool = False
     interleave_passes: int = 4
     skip_idle_warps: bool = True
     opaque_window_bases: bool = True

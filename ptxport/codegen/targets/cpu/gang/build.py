@@ -25,6 +25,7 @@ from ptxport.codegen.targets.cpu.options import CpuOptions
 from ptxport.codegen.targets.cpu.runtime_functions import add_conversions
 from ptxport.errors import UnsupportedFeatureError
 from ptxport.ir import nodes as ir
+from ptxport.passes.block_checks import block_checks
 from ptxport.passes.hoist_checks import hoist_checks
 from ptxport.passes.hoist_global_checks import GlobalChecks, hoist_global_checks
 from ptxport.passes.if_convert import if_convert
@@ -66,6 +67,12 @@ def build_gang(module: ir.Module, kernel_name: str, block: tuple[int, int, int],
         kernel, _, global_checks, moved = hoist_global_checks(kernel, block)
         linear = {id(moved[k]) if k in moved else k: moved.get(id(v), v)
                   for k, v in linear.items()}
+    # global accesses whose range over the block's threads is tested once a block
+    block_found = None
+    if options.block_checks:
+        kernel, _, block_found, moved = block_checks(kernel, block, global_checks.checked)
+        linear = {id(moved[k]) if k in moved else k: moved.get(id(v), v)
+                  for k, v in linear.items()}
     # straight-line runs whose effects are all guarded by one predicate, skipped likewise
     skips.update(guarded_runs(kernel, skips))
     llmod = ll.Module(name=f"ptxport.gang.{kernel_name}")
@@ -88,7 +95,7 @@ def build_gang(module: ir.Module, kernel_name: str, block: tuple[int, int, int],
     gang.args[BLOCK_COPY].add_attribute("noalias")
     try:
         fl = lower_gang(module, kernel, gang, target, plan, block, options, linear,
-                        skips, prechecked, global_checks)
+                        skips, prechecked, global_checks, block_found)
     except UnsupportedFeatureError as e:     # a shared lowering the gang path cannot use
         raise GangUnsupported(str(e)) from e
     scope_frame(gang, 1)

@@ -130,6 +130,25 @@ def smem_limit(fl: GangLowering, width: int):
     return fl.b.zext(limit, I64) if width == 64 else limit
 
 
+def proven_or(fl: GangLowering, proven, make):
+    """i1: true where `proven` (likely; nothing else runs), else what make() (called
+    here) makes, in a branch of its own."""
+    b = fl.b
+    rest, out = fl.llfn.append_basic_block("proven_not"), fl.llfn.append_basic_block(
+        "proven_done")
+    start = b.block
+    expect(fl, ll.IRBuilder.cbranch(b, proven, out, rest))
+    b.position_at_end(rest)
+    ok = make()
+    end = b.block
+    b.branch(out)
+    b.position_at_end(out)
+    phi = ll.IRBuilder.phi(b, I1)
+    phi.add_incoming(I1(1), start)
+    phi.add_incoming(ok, end)
+    return phi
+
+
 def lower_range_test(fl: GangLowering, inst: ir.Instruction) -> None:
     """passes/hoist_global_checks.py's test at a loop's entry, `and.pred ok, c, c`: ok is
     true (in the mask's lanes) where c holds in every lane of the mask and each of the
@@ -161,6 +180,8 @@ def loop_checked(fl: GangLowering):
     if fl.loop_check_state:     # (memory.py's way for lanes that passed it)
         return I1(1)
     b = fl.b
+    if ok in fl.uniform:        # (a block test's: the same for every lane of the block)
+        return fl.read(ok, "pred")
     lanes = b.splat(fl.read(ok, "pred"))
     return ll.IRBuilder.icmp_unsigned(b, "==", fl.bits(b.and_(fl.mask, b.not_(lanes))),
                                       I32(0))

@@ -49,6 +49,7 @@ from ptxport.codegen.targets.cpu.abi import CTX
 from ptxport.codegen.targets.cpu.gang import idle_warps, nan_shadows, params, reloads, windows
 from ptxport.codegen.targets.cpu.gang.async_copy import lower_cp
 from ptxport.codegen.targets.cpu.gang.atomics import lower_atom
+from ptxport.codegen.targets.cpu.gang.block_tests import lower_block_test
 from ptxport.codegen.targets.cpu.gang.chains import balance_chains, interleave_chains
 from ptxport.codegen.targets.cpu.gang.checks import lower_range_test
 from ptxport.codegen.targets.cpu.gang.classify import (
@@ -129,7 +130,8 @@ _GANG_LOWERINGS = {"ld": lower_ld, "ldu": lower_ld, "st": lower_st, "atom": lowe
 
 _GANG_LOWERINGS["bar"] = _GANG_LOWERINGS["barrier"] = lower_bar
 # passes/hoist_global_checks.py's test at a loop's entry (an and.pred it made)
-_GANG_LOWERINGS["range-test"] = lower_range_test
+_GANG_LOWERINGS["range-test"] = lambda fl, inst: (
+    lower_block_test if id(inst) in fl.block_tests else lower_range_test)(fl, inst)
 _GANG_LOWERINGS["range-kept"] = lambda fl, inst: None      # (its `and.pred ok, ok, ok`)
 
 
@@ -217,14 +219,16 @@ def _rebuilt_registers(fl: GangLowering, registers) -> dict:
 def lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, target, plan,
                block: tuple[int, int, int], options: CpuOptions,
                linear: dict | None = None, skips: dict | None = None,
-               prechecked: frozenset = frozenset(), global_checks=None) -> GangLowering:
+               prechecked: frozenset = frozenset(), global_checks=None,
+               block_checks=None) -> GangLowering:
     """Lower `kernel` into the gang function `gang` (ctx, frame, warp, nthreads, start) for
     blocks of shape `block`: its entry and resumption, the min-PC dispatcher, and every code
     segment. `linear`: id(branch) -> the block a warp whose lanes split there runs
     (passes/if_convert.py's guarded copy of the region); `skips`: if_convert's skippable
     runs of guarded code; `prechecked`: ids of the shared accesses whose range
     passes/hoist_checks.py checked before their loop; `global_checks`:
-    passes/hoist_global_checks.py's tests at loops' entries and the accesses they cover."""
+    passes/hoist_global_checks.py's tests at loops' entries and the accesses they cover;
+    `block_checks`: passes/block_checks.py's block test."""
     fl = GangLowering(module, kernel, gang, target, plan, block, options, _GANG_LOWERINGS,
                       access_groups)
     fl.linear = linear or {}
@@ -233,6 +237,11 @@ def lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, target
     if global_checks is not None:
         fl.range_tests, fl.loop_checked = global_checks.tests, global_checks.checked
         fl.range_kept = global_checks.kept
+    if block_checks is not None and block_checks.tests:
+        fl.range_tests = {**fl.range_tests, **block_checks.tests}
+        fl.loop_checked = {**fl.loop_checked, **block_checks.checked}
+        fl.range_kept = fl.range_kept | block_checks.kept
+        fl.block_tests, fl.block_checked = block_checks.tests, set(block_checks.checked)
     # loops' back edges where a warp returns to the round loop (interleave.py)
     fl.yield_edges = yield_edges(kernel) if options.interleave_passes else {}
     fl.yield_points = set()

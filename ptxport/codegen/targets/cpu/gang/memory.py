@@ -120,9 +120,11 @@ def lane_vectors(fl: GangLowering, place: Place, t: Type, count: int, values=Non
     guarded load's registers keep there), the masked load's pass-through where the lanes
     are known consecutive, so that no select follows it (LLVM then sees through the
     shuffles that take a .v4 access apart to whole-vector arithmetic)."""
-    if fl.loop_check_state is None and id(fl.inst) in fl.loop_checked:
+    wide = widened.applies(fl, place, t.size * count, count)
+    if fl.loop_check_state is None and id(fl.inst) in fl.loop_checked \
+            and not (wide and id(fl.inst) in fl.block_checked):  # (widened.py's _proven)
         return _twice(fl, lambda: lane_vectors(fl, place, t, count, values, old))
-    if widened.applies(fl, place, t.size * count, count):
+    if wide:
         return widened.access(fl, place, t, count, values, old)
     found = indexed.applies(fl, place, t.size) if count == 1 and old is None else None
     if found is not None:

@@ -171,6 +171,10 @@ class GangLowering(FunctionLowering):
         # passes/hoist_global_checks.py's GlobalChecks (lowering.py), and memory.py's way
         # for lanes that passed a loop's test (True) or did not (False), else None
         self.range_tests, self.loop_checked, self.range_kept = {}, {}, set()
+        # passes/block_checks.py's block tests (id(marker) -> what block_tests.py lowers)
+        # and the ids of the accesses they cover
+        self.block_tests: dict = {}
+        self.block_checked: set = set()
         self.loop_check_state: bool | None = None
         self.constants = _constant_registers(function)
         # whether accesses from a base register stream (streams.py), and its table of writes

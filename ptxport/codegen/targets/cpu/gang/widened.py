@@ -93,21 +93,41 @@ def _range(fl: GangLowering, place: Place, size: int):
     return b.sub(low, before), low, high
 
 
-def _half_range(fl: GangLowering, place: Place, size: int):
+def _half_range(fl: GangLowering, place: Place, size: int, lazy: bool = False):
     """((each half's first address), low, high, exact) of a per-half access, from lanes 0,
     15, 16 and 31 as scalars under any mask (all 32 lanes hold their addresses): [low,
-    high) holds both halves' lanes, `exact` (i1) that neither half wrapped."""
+    high) holds both halves' lanes, `exact` (i1) that neither half wrapped (`lazy`: low,
+    high and exact as functions that make them where called: only a block test's failed
+    path needs them)."""
     b = fl.b
     et = place.addrs.type.element
     ends = [lane(b, place.addrs, k, fl.written) for k in (0, HALF - 1, HALF, W - 1)]
     span = ll.Constant(et, size * (HALF - 1))
-    exact = b.and_(_exact(b, ends[0], ends[1], span), _exact(b, ends[2], ends[3], span))
+
+    def exact():
+        return b.and_(_exact(b, ends[0], ends[1], span), _exact(b, ends[2], ends[3], span))
+
     offset = ll.Constant(et, place.offset)
+    made = None if lazy else exact()     # (made first, as ever: the same code)
     s0, s1 = b.add(ends[0], offset), b.add(ends[2], offset)
-    less = ll.IRBuilder.icmp_unsigned(b, "<", s0, s1)
-    low = ll.IRBuilder.select(b, less, s0, s1)
-    high = b.add(ll.IRBuilder.select(b, less, s1, s0), ll.Constant(et, size * HALF))
-    return (s0, s1), low, high, exact
+
+    def bounds():
+        less = ll.IRBuilder.icmp_unsigned(b, "<", s0, s1)
+        return (ll.IRBuilder.select(b, less, s0, s1),
+                b.add(ll.IRBuilder.select(b, less, s1, s0), ll.Constant(et, size * HALF)))
+
+    if lazy:        # (low and high from one compare where the failed path makes them)
+        memo = []
+
+        def low():
+            memo.append(bounds())
+            return memo[-1][0]
+
+        def high():
+            return memo[-1][1] if memo else bounds()[1]
+
+        return (s0, s1), low, high, exact
+    return (s0, s1), *bounds(), made
 
 
 def _exact(b: ll.IRBuilder, first, last, span):
@@ -195,8 +215,10 @@ def access(fl: GangLowering, place: Place, t: Type, count: int, values=None, old
     load = values is None
     halves = place.lanes.halves
     exact = None
+    proven = fl.loop_check_state is None and id(fl.inst) in fl.block_checked \
+        and _near(place.lanes)
     if halves:
-        starts, low, high, exact = _half_range(fl, place, size)
+        starts, low, high, exact = _half_range(fl, place, size, lazy=proven)
         lows = list(starts)
     else:
         start, low, high = _range(fl, place, size)
@@ -217,6 +239,10 @@ def access(fl: GangLowering, place: Place, t: Type, count: int, values=None, old
         b.position_at_end(active)
     if ahead is not None and not early:
         prefetch_site(fl, place, *ahead, size, not load)
+    if proven:      # (straight to the fast path where the block passed: ok not tested)
+        checking = fl.llfn.append_basic_block("widened_checking")
+        checks.expect(fl, ll.IRBuilder.cbranch(b, checks.loop_checked(fl), fast, checking))
+        b.position_at_end(checking)
     checks.expect(fl, ll.IRBuilder.cbranch(b, ok, fast, slow))
     b.position_at_end(fast)
     quick = _fast(fl, t, count, starts if halves else start, values, old)
@@ -282,7 +308,31 @@ def _check(fl: GangLowering, place: Place, t: Type, count: int, low, high, exact
     its own before the range check (inside_one_allocation's `first`): LLVM then branches
     on its two compares, where `and`ing it with the check's phi kept it in a register
     across the check and tested it again (3 instructions an access a warp)."""
+    if fl.loop_check_state is None and id(fl.inst) in fl.block_checked \
+            and _near(place.lanes):
+        return _proven(fl, place, t, count, low, high, exact)
+    return _own_check(fl, place, t, count, low, high, exact)
+
+
+def _proven(fl: GangLowering, place: Place, t: Type, count: int, low, high, exact):
+    """_check for an access passes/block_checks.py's test covers: true where the block
+    passed it (nothing more tested: no range, no no-wrap test), else _own_check; the
+    answer is the group's (a phi after both), which the group's later accesses reuse."""
+    group = _group(fl, exact is not None)
+    memo = (group, id(fl.unguarded_mask if exact is not None else fl.mask))
+    if group is not None and memo in fl.group_ok:
+        return fl.group_ok[memo]
+    ok = checks.proven_or(fl, checks.loop_checked(fl), lambda: _own_check(
+        fl, place, t, count, low, high, exact))
+    if group is not None:
+        fl.group_ok[memo] = ok
+    return ok
+
+
+def _own_check(fl: GangLowering, place: Place, t: Type, count: int, low, high, exact):
+    """_check by the access's own range (or its group's) and no-wrap test."""
     b = fl.b
+    low, high, exact = (x() if callable(x) else x for x in (low, high, exact))
     size = t.size * count
     group = _group(fl, exact is not None)
     if group is None:
@@ -308,6 +358,14 @@ def _check(fl: GangLowering, place: Place, t: Type, count: int, low, high, exact
     finally:
         fl.mask = here
     return ok if exact is None or alone and not made else b.and_(ok, exact)
+
+
+def _near(form) -> bool:
+    """Whether the lanes' offsets (signed, 64 bits) all lie within 2^30: then, where
+    passes/block_checks.py's test held (every widened index exact, their spread over the
+    block under 2^30), the lanes lie as the form says: no own no-wrap test is needed."""
+    return all(-(1 << 30) < (o - (1 << 64) if o >> 63 else o) < 1 << 30
+               for o in form.offsets)
 
 
 def _group(fl: GangLowering, halves: bool):
