@@ -127,12 +127,10 @@ class _Never(Exception):
 class BlockChecks:
     """What the pass found, for the gang lowering: `tests`, id(the marker) -> (the
     instructions kept aside that compute the test, its condition register or None, the
-    (lo, hi) registers of each range); `checked`, id(access) -> the ok register; `kept`,
-    the ids of the `and.pred ok, ok, ok` readers (no code)."""
+    (lo, hi) registers of each range); `checked`, id(access) -> the ok register."""
 
     tests: dict = dataclasses.field(default_factory=dict)
     checked: dict = dataclasses.field(default_factory=dict)
-    kept: set = dataclasses.field(default_factory=set)
 
 
 class _Form:
@@ -506,17 +504,6 @@ def block_checks(kernel: ir.Function, block: tuple[int, int, int], skip: dict
     oks = [ok] * len(ranges)
     found.checked.update((id(inst), oks[index]) for inst, index in covered)
     f.blocks[0].instructions.insert(0, marker)
-    holders = dict((id(inst), oks[index]) for inst, index in covered)
-    for bb in f.blocks:
-        insts = bb.instructions
-        read = {id(ok): ok for i in insts if id(i) in holders for ok in [holders[id(i)]]}
-        last = insts[-1] if insts else None
-        at = len(insts) - 1 if last is not None and last.opcode in (
-            "bra", "brx", "ret", "exit") else len(insts)
-        for ok in read.values():
-            keep = ir.Instruction(specs["and_"], (ok, ok, ok), pos=insts[-1].pos)
-            found.kept.add(id(keep))
-            insts.insert(at, keep)
     link_blocks(f)
     note = (f"{len(covered)} global access(es) in {len(ranges)} range(s) tested once a "
             f"block")

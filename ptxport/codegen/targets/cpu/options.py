@@ -76,7 +76,7 @@ class CpuOptions:
     if_convert: bool = True
     hoist_checks: bool = True
     hoist_global_checks: bool = True
-    block_checks: bool = False
+    block_checks: bool = True
     interleave_passes: int = 4
     skip_idle_warps: bool = True
     opaque_window_bases: bool = True

@@ -17,7 +17,14 @@ from ptxport.codegen.lower import (
     expect,
 )
 from ptxport.codegen.targets.cpu.abi import CTX, FAULTED
-from ptxport.codegen.targets.cpu.gang.lanes import FULL, GangUnsupported, W, declare
+from ptxport.codegen.targets.cpu.gang.lanes import (
+    BLOCK_COPY,
+    FULL,
+    VERDICT,
+    GangUnsupported,
+    W,
+    declare,
+)
 from ptxport.codegen.targets.cpu.gang.scalar_lanes import recomputed
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.codegen.targets.cpu.target import check_function, source_line
@@ -169,6 +176,23 @@ def lower_range_test(fl: GangLowering, inst: ir.Instruction) -> None:
     fl.write(dest, good if dest in fl.uniform else b.splat(good), "pred")
 
 
+# The block's verdict (gang/block_tests.py), a byte of run_blocks' block copy that rounds.py
+# zeroes where each block starts: 0 while unknown, then one of these
+PASSED, FAILED = 1, 2
+
+
+def verdict_field(fl: GangLowering):
+    """The verdict byte's address (block_tests.py)."""
+    return ll.IRBuilder.gep(fl.b, fl.llfn.args[BLOCK_COPY], [I64(VERDICT)], source_etype=I8)
+
+
+def verdict_passed(fl: GangLowering):
+    """i1: the block's test passed (its marker, at the kernel's start, made the verdict known
+    in every warp before any access it covers)."""
+    told = ll.IRBuilder.load(fl.b, verdict_field(fl), typ=I8)
+    return ll.IRBuilder.icmp_unsigned(fl.b, "==", told, I8(PASSED))
+
+
 def loop_checked(fl: GangLowering):
     """i1: whether every lane of the mask passed the range test at the entry of the loop
     that holds the current access (passes/hoist_global_checks.py), so that it needs no
@@ -180,8 +204,8 @@ def loop_checked(fl: GangLowering):
     if fl.loop_check_state:     # (memory.py's way for lanes that passed it)
         return I1(1)
     b = fl.b
-    if ok in fl.uniform:        # (a block test's: the same for every lane of the block)
-        return fl.read(ok, "pred")
+    if id(fl.inst) in fl.block_checked:     # (a block test's: the block's verdict)
+        return verdict_passed(fl)
     lanes = b.splat(fl.read(ok, "pred"))
     return ll.IRBuilder.icmp_unsigned(b, "==", fl.bits(b.and_(fl.mask, b.not_(lanes))),
                                       I32(0))

@@ -49,6 +49,9 @@ SCRATCH_LANE = 128
 # The gang function's argument that points to run_blocks' copy of the block context's fields
 # (state.py's GangTarget.ctx_field reads them there).
 BLOCK_COPY = 6
+# The block's verdict (block_tests.py), a byte of that copy zeroed as each block starts:
+# in the context's scratch area, which the copy never holds (no ctx_field reads it).
+VERDICT = SCRATCH_LANE + 8
 
 FULL = (1 << W) - 1
 

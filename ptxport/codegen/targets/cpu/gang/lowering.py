@@ -240,7 +240,6 @@ def lower_gang(module: ir.Module, kernel: ir.Function, gang: ll.Function, target
     if block_checks is not None and block_checks.tests:
         fl.range_tests = {**fl.range_tests, **block_checks.tests}
         fl.loop_checked = {**fl.loop_checked, **block_checks.checked}
-        fl.range_kept = fl.range_kept | block_checks.kept
         fl.block_tests, fl.block_checked = block_checks.tests, set(block_checks.checked)
     # loops' back edges where a warp returns to the round loop (interleave.py)
     fl.yield_edges = yield_edges(kernel) if options.interleave_passes else {}

@@ -32,6 +32,7 @@ from ptxport.codegen.targets.cpu.gang.lanes import (
     SCRATCH_LANE,
     SKIP_REST,
     STATUS,
+    VERDICT,
     WHOLE_AT,
     YIELDED,
     W,
@@ -321,11 +322,16 @@ def _skip_rest(r: _Rounds, frame, w, result, point: int, head, phis) -> None:
     b.position_at_end(plain)
 
 
-def _copy_block_fields(r: _Rounds, fields: dict) -> None:
+def _copy_block_fields(r: _Rounds, fields: dict, verdict: bool) -> None:
     """The block's copy of the context's `fields` ((offset, type name) -> type: those the
     gang function reads), made where a block starts: on run_blocks' stack and read by the
-    inlined gang functions alone, it becomes values that every warp's call shares."""
+    inlined gang functions alone, it becomes values that every warp's call shares. Where
+    `verdict`, the block test's verdict byte there (block_tests.py) is zeroed: unknown."""
     b = r.b
+    if verdict:
+        byte = b.gep(r.block_copy, [I64(VERDICT)], source_etype=I8)
+        byte.type = ll.PointerType(I8)
+        b.store(I8(0), byte)
     for (offset, _), typ in sorted(fields.items(), key=lambda item: item[0]):
         source, copy = (b.gep(p, [I64(offset)], source_etype=I8) for p in (
             r.ctx, r.block_copy))
@@ -336,7 +342,8 @@ def _copy_block_fields(r: _Rounds, fields: dict) -> None:
 def build_run_blocks(llmod: ll.Module, gang: ll.Function, warp_frame: int,
                      block: tuple[int, int, int], points: list[int],
                      fields: dict, yield_points=frozenset(), params=None,
-                     skip_slots=None, first_round: bool = True) -> None:
+                     skip_slots=None, first_round: bool = True,
+                     verdict: bool = False) -> None:
     """i64 run_blocks(ctx, frames, frame_size, nthreads, first, count, status*): blocks
     first..first+count-1, each warp by warp in rounds until every warp has exited; -1, or
     (block << 32 | thread) of the lane that faulted or waits forever, its status in *status.
@@ -348,7 +355,8 @@ def build_run_blocks(llmod: ll.Module, gang: ll.Function, warp_frame: int,
     may end a uniform round for the later warps (idle_warps.py), the frame slots (offset,
     bytes) they take from the warp that ended it (None: it never does); `first_round`:
     whether the block's first round has a loop of its own (_first_round; else it is the
-    general round's)."""
+    general round's); `verdict`: whether the gang function reads the block test's verdict
+    (block_tests.py), zeroed as each block starts."""
     nthreads = block[0] * block[1] * block[2]      # (the executor passes the same)
     r = _Rounds(llmod, gang, warp_frame, (nthreads + W - 1) // W, nthreads)
     r.yields = bool(yield_points)
@@ -360,7 +368,7 @@ def build_run_blocks(llmod: ll.Module, gang: ll.Function, warp_frame: int,
     b, fn = r.b, r.fn
     _copy_params(r, params or {})
     n, block_body, block_next = open_block_loop(b, r.ctx, fn.args[4], fn.args[5])
-    _copy_block_fields(r, fields)
+    _copy_block_fields(r, fields, verdict)
     start = b.block
     general, phis = _loop_head(r, "warp_head", (
         ("w", I32), ("waiting", I1), ("any", I32), ("all", I32),
