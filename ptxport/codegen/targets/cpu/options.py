@@ -33,10 +33,9 @@ class CpuOptions:
     block_checks : bool
         Test the range each global access whose address is affine in the thread index can
         reach over the block's threads once a block (passes/block_checks.py) in warp
-        gangs, the warps skipping their own checks where it held; False (the default)
-        checks each warp's: the test did not pay (a stencil's middle block 2.2% fewer
-        instructions, its edge rows 30% more, vector_add 4.5% more: docs/
-        cpu-target-measurements.md, "Session 15: stencil18").
+        gangs (the block's verdict a byte of run_blocks' block copy), the warps skipping
+        their own checks where it held; False checks each warp's (docs/
+        cpu-target-measurements.md, "Session 15: stencil18", "Session 16: stencil19").
     interleave_passes : int
         In warp gangs, a warp returns to the block's round loop every this many passes of
         a loop whose body has no barrier, warp operation or call (gang/interleave.py), so
