@@ -30,22 +30,22 @@ allocation's test passes.
 The test (one for the kernel) goes at the kernel's start as a marker, `setp.eq.s64 ok, 0,
 0`, with the instructions that compute the ranges and their conditions kept aside (not in
 the kernel): the gang lowering (gang/block_tests.py) runs them only where the block's
-verdict is not known yet (a slot of the worker's site cache holds the verdict of the last
-block that made it, keyed by %ctaid), so the first warp of a block pays it and the others
-test a key. Accesses of one pointer parameter share one range (their union); each range
-has its own conditions and verdict bit, and ok says that every range passed. `ok` is read,
-with no code, at the end of each block that holds a covered access (`and.pred ok, ok,
-ok`), so that the warps' frames keep it across barriers. A covered access whose lanes are
-consecutive by a widened form (gang/widened.py) branches on ok straight to its unchecked
-fast path, and to its own checks (its group's, and the no-wrap test) where ok fails;
-others are lowered twice (gang/memory.py's _twice, as for hoist_global_checks.py's loops).
-Where the test fails (a block at the grid's edge, a bad launch) each access checks itself
-as before, so a bad access faults at its first bad lane, in program order, as before.
+verdict is not known yet (a byte of run_blocks' block copy, zeroed as each block starts),
+so the first warp of a block pays it and the others read the byte. Accesses of one pointer
+parameter share one range (their union); each range has its own conditions, and the
+verdict says that every range passed. A covered access reads the verdict again (no
+register is kept in warps' frames across barriers: the marker, first in the kernel, made
+it known in every warp). A covered access whose lanes are consecutive by a widened form
+(gang/widened.py) branches on it straight to its unchecked fast path, and to its own checks
+(its group's, and the no-wrap test) where it failed; others are lowered twice (gang/
+memory.py's _twice, as for hoist_global_checks.py's loops). Where the test fails (a block
+at the grid's edge, a bad launch) each access checks itself as before, so a bad access
+faults at its first bad lane, in program order, as before.
 
-CpuOptions.block_checks (off by default: docs/cpu-target-measurements.md, "Session 15:
-stencil18", on what it saved and cost). The rewritten kernel is a new function (the
-module's is not changed); the gang lowering applies the pass after hoist-global-checks
-(gang/build.py).
+CpuOptions.block_checks (on by default; docs/cpu-target-measurements.md, "Session 15:
+stencil18" and "Session 16: stencil19", on what it saves and costs). The rewritten kernel
+is a new function (the module's is not changed); the gang lowering applies the pass after
+hoist-global-checks (gang/build.py).
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ _INT32 = ("s32", "u32", "b32")
 _INT64 = ("s64", "u64", "b64")
 _MOST_D = 1 << 40           # the 64-bit form's coefficients, each way
 _MOST_SPREAD = 1 << 30      # a widened 32-bit form's spread over the block
-_MOST_RANGES = 24           # ranges a block test (its verdict's bits: gang/block_tests.py)
+_MOST_RANGES = 24           # ranges a block test (each one allocation test in its first warp)
 
 _SNIPPET = """
     cvt.s64.s32 %rd0, %r0;

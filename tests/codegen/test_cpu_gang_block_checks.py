@@ -125,7 +125,8 @@ def test_a_load_past_the_end_faults_at_its_thread_storing_nothing(cpu_options, o
                                                                   how, where):
     # `in` holds w * h - 5 floats: the last block's threads from x = 42 in its last row
     # read past it; the blocks before stored theirs, this one nothing (its store is after
-    # the barrier)
+    # the barrier). One worker runs it after blocks that passed: a verdict byte not zeroed
+    # where a block starts (rounds.py) would let it skip its checks and read silently
     cpu_options(**how)
     w = h = 48
     out, expected, fault = _pairs(w, h, w * h - 5)
