@@ -416,6 +416,16 @@ def _size(inst: ir.Instruction) -> int:
     return TYPES[inst.spec.types[-1]].bits // 8 * (int(vec[1:]) if vec else 1)
 
 
+def _consecutive(form, inst: ir.Instruction) -> bool:
+    """Whether threads next to each other in x access elements next to each other (the
+    form's x coefficient is the access's size): such accesses take gang/widened.py's fast
+    path, which the verdict sends straight to; others (a Blelloch scan's pairs, a
+    transpose's column) would be lowered twice for a test that cost more than it saved
+    (docs/cpu-target-measurements.md, "Session 16: stencil19")."""
+    dx = form.d[0]
+    return isinstance(dx, IntImm) and _s64(dx.value) == _size(inst)
+
+
 def _joined(lists) -> tuple:
     """The conditions of several lists, each once, in order."""
     out: dict = {}
@@ -441,7 +451,7 @@ def _ranges(f: ir.Function, block: tuple, em: _Emitter, skip: dict):
                 form.conds = _joined((form.conds, bounds))
         except _Never:
             form = None
-        if form is None or form.widened > 1:
+        if form is None or form.widened > 1 or not _consecutive(form, inst):
             del em.out[mark:]
             affine.memo.clear()
             continue
