@@ -96,8 +96,9 @@ class Starter:
                 heap = self.heap_range()
                 if allocations is not None and heap is not None:
                     allocations = self.with_heap(allocations, heap)
-                done, last = team.last_launch, self.last
-                if last_pool is pool and done is not None and done[2] is launch.like \
+                last = self.last
+                # (the team's last launch was this one, which succeeded: Grid.finish)
+                if last_pool is pool and team.last_launch is launch.done \
                         and last[2] is launch and last[1] == (
                             stop, param_buffer, allocations, grid, dynamic_shared,
                             len(params), smids, schedule(), binary.native_waits):
@@ -130,7 +131,8 @@ class Starter:
         """The backend's expect_launch for a launch of `blocks` blocks (more than one) of
         this binary, without its look-ups (launch.py's launch like the last one calls it
         before its comparisons): wake the parked pool threads it will run on."""
-        pool_threads.prewake(min(worker_count(), blocks) - 1)
+        if pool_threads.parked():   # (the usual case, launches in a row: none)
+            pool_threads.prewake(min(worker_count(), blocks) - 1)
 
     def run(self, grid: tuple, block: tuple, dynamic_shared: int, params: bytes) -> None:
         """Run a launch whole on this thread, as run_grid runs it (launch.py's `run`: a

@@ -712,6 +712,8 @@ class Grid:
         # (a launch like the team's last, which succeeded, finds every worker's context
         # set: preparing 16 workers costs more than an empty grid runs)
         self.like = like = (self.params, self.grid, self.smids, self.workers, self.workspace)
+        # (the team's last_launch once this one succeeds: one tuple, made here)
+        self.done = (self.allocations, self.stop, like)
         last = team.last_launch
         if last is not None and last[0] is self.allocations and last[1] is self.stop \
                 and last[2] == like:
@@ -741,7 +743,7 @@ class Grid:
         elif pool.run(team.job):    # (kernels without waits: every block natively)
             self._claimed_failures(team)    # (a worker failed or recorded a fault)
         if not self.stop.value:
-            team.last_launch = (self.allocations, self.stop, self.like)
+            team.last_launch = self.done
 
     def _tables(self, workers: list[_Worker]) -> np.ndarray | None:
         """Every worker's allocation table at once, when the workers need new ones (the
