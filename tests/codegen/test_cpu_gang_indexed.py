@@ -252,3 +252,49 @@ def test_a_whole_warp_past_the_allocation_faults_at_its_first_lane():
         launch(stream, LaunchConfig(grid=1, block=32), kernel, xs, out, np.int32(64),
                np.int32(0))
         stream.sync()
+
+
+# out[i] = x[i] (ACROSS_LIVE: + i), the address's widening before a barrier and the store
+# after it. In a block of 48 threads the index has no lane form (the second warp's lanes
+# past the block's end), so the store is indexed.py's where the index is held there: read
+# after the barrier, it is kept in the warp's frame. Where nothing reads it after the
+# barrier, a warp resuming there no longer has it (gang/streams.held): reading it gave LLVM
+# an undefined value whose branch it dropped, and with the lanes' test a branch of its own
+# (inside_one_allocation's `first`) a partial-warp block hung (test_cpu_waits.py).
+ACROSS = HEADER + """.visible .entry k(.param .u64 x, .param .u64 out)
+{
+.reg .b32 %r<8>; .reg .b64 %rd<8>;
+ld.param.u64 %rd1, [x]; ld.param.u64 %rd2, [out];
+mov.u32 %r1, %ntid.x; mov.u32 %r2, %ctaid.x; mov.u32 %r3, %tid.x;
+mad.lo.s32 %r4, %r2, %r1, %r3;
+mul.wide.u32 %rd3, %r4, 4;
+add.s64 %rd4, %rd1, %rd3;
+ld.global.u32 %r5, [%rd4];
+bar.sync 0;
+add.s64 %rd5, %rd2, %rd3;
+st.global.u32 [%rd5], %r5;
+ret;
+}
+"""
+ACROSS_LIVE = ACROSS.replace("st.global.u32 [%rd5], %r5;",
+                             "add.s32 %r5, %r5, %r4; st.global.u32 [%rd5], %r5;")
+
+
+@pytest.mark.parametrize("live", [False, True], ids=["dead", "live"])
+def test_an_index_is_read_after_a_barrier_only_where_the_frame_keeps_it(live):
+    ptx = ACROSS_LIVE if live else ACROSS
+    llmod, _ = build_gang(build(parse(ptx)), "k", (48, 1, 1), CpuOptions())
+    assert ("\nindexed_fast" in str(llmod)) == live
+    n = 3 * 48
+    x = np.random.default_rng(5).integers(-1000, 1000, n).astype(np.int32)
+    dev = Device("cpu")
+    stream = dev.create_stream()
+    kernel = Program(ptx, code_type="ptx").compile("native").get_kernel("k")
+    xs = dev.allocate(x.nbytes, stream=stream)
+    out = dev.allocate(x.nbytes, stream=stream)
+    xs.copy_from(x, stream=stream)
+    launch(stream, LaunchConfig(grid=3, block=48), kernel, xs, out)
+    got = np.empty_like(x)
+    out.copy_to(got, stream=stream)
+    stream.sync()
+    assert (got == x + (np.arange(n) if live else 0)).all()

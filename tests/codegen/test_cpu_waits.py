@@ -4,6 +4,11 @@ give the same, exact PTX results."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -90,12 +95,32 @@ def test_shuffles_and_barrier(native: bool, idx_lane: int):
     np.testing.assert_array_equal(out, reference(x, 128, idx_lane))
 
 
+# (run in a child process: a hang in compiled code is one that no launch timeout stops)
+_PARTIAL_WARP = """
+import json, sys
+import numpy as np
+from cpu_harness import run_ptx
+x = np.arange(4 * 48, dtype=np.int32)
+out = np.zeros_like(x)
+run_ptx(sys.stdin.read(), "k", grid=(4,), block=(48,), args=[out, x, np.uint32(5)])
+print(json.dumps(out.tolist()))
+"""
+
+
 def test_partial_warp_block_uses_the_general_resolver():
     """A block of 48 threads is one and a half warps: the native path declines and the
-    general resolver completes the shuffles (lanes past the block's end do not exist)."""
+    general resolver completes the shuffles (lanes past the block's end do not exist). It
+    hung once (gang/streams.held): the store after the barrier read an index no longer
+    held there, LLVM dropped what its undefined value decided, and the code spun."""
     x = np.arange(4 * 48, dtype=np.int32)
-    out = np.zeros_like(x)
-    run_ptx(PTX, "k", grid=(4,), block=(48,), args=[out, x, np.uint32(5)])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    try:
+        done = subprocess.run([sys.executable, "-c", _PARTIAL_WARP], input=PTX, env=env,
+                              capture_output=True, text=True, timeout=180, check=False)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the launch of a block of 48 threads did not end in 180 s")
+    assert done.returncode == 0, done.stderr
+    out = np.array(json.loads(done.stdout.splitlines()[-1]), np.int32)
     # Full warps (lanes 0..31 of each block) follow the reference exactly.
     expected = reference(np.concatenate([x[i * 48:i * 48 + 32] for i in range(4)]), 32, 5)
     got = np.concatenate([out[i * 48 + 16:i * 48 + 48] for i in range(4)])

@@ -8,8 +8,10 @@ addresses at run time: about 30 instructions an access).
 The address is `base + wide(i) * size` (mul.wide.{s,u}32 of the index by the element's
 size, added to a register alike in the warp), written before the access in its block or in
 that block's one predecessor (reduce_shared's `x[i + 256]` after its test), the index and
-the base not written in between. All 32 lanes running, the index itself is tested: lane l holds
-i0 + l and i0 + 31 does not wrap (as the widening reads it). Where that holds, the lanes'
+the base not written in between and held at the access (streams.held: where a segment
+starts between, a barrier's, they must be live there, or a resumed warp has lost them).
+All 32 lanes running, the index itself is tested: lane l holds i0 + l and i0 + 31 does
+not wrap (as the widening reads it). Where that holds, the lanes'
 addresses are consecutive from base + wide(i0) * size: that range is checked against the
 launch's allocations and prefetched, and the access is one vector load or store. Where it
 does not, or the range is not inside one allocation, the access takes memory.py's general
@@ -31,7 +33,7 @@ from ptxport.codegen.targets.cpu.gang.checks import Place, inside_one_allocation
 from ptxport.codegen.targets.cpu.gang.lanes import W
 from ptxport.codegen.targets.cpu.gang.scalar_lanes import recomputed
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
-from ptxport.codegen.targets.cpu.gang.streams import kernel_facts, prefetch_site
+from ptxport.codegen.targets.cpu.gang.streams import held, kernel_facts, prefetch_site
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import may_write
 from ptxport.ir.types import Type
@@ -78,7 +80,8 @@ def applies(fl: GangLowering, place: Place, size: int) -> Indexed | None:
         if not isinstance(index, ir.Register) or index in fl.uniform \
                 or index.type.bits != 32 \
                 or _written_between(facts, index, wide, where) \
-                or _written_between(facts, base, add, where):
+                or _written_between(facts, base, add, where) \
+                or not held(fl, index, wide, fl.inst) or not held(fl, base, add, fl.inst):
             continue
         return Indexed(index, base, signed)
     return None
