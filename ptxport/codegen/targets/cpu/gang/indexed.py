@@ -160,11 +160,13 @@ def access(fl: GangLowering, place: Place, t: Type, found: Indexed, value,
     low, ok = _range(fl, place, t.size, found)
     fast, slow, done = (fl.llfn.append_basic_block(n) for n in (
         "indexed_fast", "indexed_lanes", "indexed_done"))
-    # (as a group's first access: 256 bytes, the next warp's lines too; with the warp's 128
-    # alone reduce_shared took 36% more CPU time on the GPU host's Xeon)
-    prefetch_site(fl, place, [low], max(t.size * W, 256), t.size, not load)
     checks.expect(fl, ll.IRBuilder.cbranch(b, ok, fast, slow))
     b.position_at_end(fast)
+    # (as a group's first access: 256 bytes, the next warp's lines too; with the warp's 128
+    # alone reduce_shared took 36% more CPU time on the GPU host's Xeon. On the fast path
+    # alone: between the range check and this branch, it kept LLVM from branching on the
+    # check's compares, which it then kept in a register and tested again)
+    prefetch_site(fl, place, [low], max(t.size * W, 256), t.size, not load)
     pointer = ll.IRBuilder.inttoptr(b, low, PTR)
     quick = consecutive(fl, t, value, lambda _: pointer, None, None)
     fast = b.block
@@ -201,5 +203,7 @@ def _range(fl: GangLowering, place: Place, size: int, found: Indexed):
         wide = b.zext(first, I64)
     base = fl.read(found.base, "u64")
     low = b.add(b.add(base, b.mul(wide, I64(size))), I64(place.offset))
-    inside = inside_one_allocation(fl, low, b.add(low, I64(size * W)))
-    return low, b.and_(b.and_(every, unwrapped), inside)
+    # (the lanes' test first, a branch of its own: with an `and` after the range check LLVM
+    # kept the check's answer in a register and tested it again, 3 instructions a pass)
+    return low, inside_one_allocation(fl, low, b.add(low, I64(size * W)),
+                                      first=b.and_(every, unwrapped))
