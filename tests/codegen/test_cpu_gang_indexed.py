@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cpu_harness import allocate_alone
+from cpu_harness import allocate_alone, in_child
 from ptxport import Device, LaunchConfig, Program, launch
 from ptxport.codegen.targets.cpu.gang.build import build_gang
 from ptxport.codegen.targets.cpu.options import CpuOptions
@@ -298,3 +298,53 @@ def test_an_index_is_read_after_a_barrier_only_where_the_frame_keeps_it(live):
     out.copy_to(got, stream=stream)
     stream.sync()
     assert (got == x + (np.arange(n) if live else 0)).all()
+
+
+# tests/kernels/dynamic_shared.cu's reverse_block (NVRTC 13.5's PTX, its .loc lines left out):
+# tile[t] = data[base + t]; __syncthreads(); data[base + t] = tile[b - 1 - t]. The store
+# after the barrier goes through the address made before it; its index (%r4) and base
+# (%rd2) are read no more. In blocks of 48 or 80 threads (a partial warp: no lane forms) the
+# store was indexed.py's, reading them where a resumed warp no longer has them, and the
+# launch hung (main before streams.held).
+REVERSE = HEADER + """.extern .shared .align 16 .b8 tile[];
+.visible .entry k(.param .u64 data, .param .u32 n)
+{
+.reg .b32 %r<14>; .reg .b64 %rd<5>;
+ld.param.u64 %rd1, [data];
+cvta.to.global.u64 %rd2, %rd1;
+mov.u32 %r1, %tid.x; mov.u32 %r2, %ntid.x; mov.u32 %r3, %ctaid.x;
+mad.lo.s32 %r4, %r3, %r2, %r1;
+mul.wide.s32 %rd3, %r4, 4;
+add.s64 %rd4, %rd2, %rd3;
+ld.global.u32 %r5, [%rd4];
+shl.b32 %r6, %r1, 2; mov.u32 %r7, tile; add.s32 %r8, %r7, %r6;
+st.shared.u32 [%r8], %r5;
+bar.sync 0;
+not.b32 %r9, %r1; add.s32 %r10, %r2, %r9; shl.b32 %r11, %r10, 2; add.s32 %r12, %r7, %r11;
+ld.shared.u32 %r13, [%r12];
+st.global.u32 [%rd4], %r13;
+ret;
+}
+"""
+_REVERSE_RUN = """
+import sys
+import numpy as np
+from ptxport import Device, LaunchConfig, Program, launch
+kernel = Program(sys.stdin.read(), code_type="ptx").compile("native").get_kernel("k")
+dev = Device("cpu")
+stream = dev.create_stream()
+for b in (48, 80):
+    x = np.arange(5 * b, dtype=np.int32) * 7 + 3
+    data = dev.allocate(x.nbytes, stream=stream)
+    data.copy_from(x, stream=stream)
+    launch(stream, LaunchConfig(grid=5, block=b, shmem_size=4 * b), kernel, data,
+           np.int32(x.size))
+    got = np.empty_like(x)
+    data.copy_to(got, stream=stream)
+    stream.sync()
+    print(b, bool((got == x.reshape(5, b)[:, ::-1].reshape(-1)).all()))
+"""
+
+
+def test_a_block_reversal_in_partial_warps_ends_and_reverses():
+    assert in_child(_REVERSE_RUN, REVERSE).split() == ["48", "True", "80", "True"]

@@ -5,14 +5,11 @@ give the same, exact PTX results."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-from cpu_harness import compile_ptx, kernel_ptx, run_ptx
+from cpu_harness import compile_ptx, in_child, kernel_ptx, run_ptx
 
 # Each thread loads x[i], shuffles it four ways, writes the result into shared memory, and
 # after a barrier reads its mirror thread's value: out[i] = value of thread (ntid-1-tid).
@@ -113,14 +110,7 @@ def test_partial_warp_block_uses_the_general_resolver():
     hung once (gang/streams.held): the store after the barrier read an index no longer
     held there, LLVM dropped what its undefined value decided, and the code spun."""
     x = np.arange(4 * 48, dtype=np.int32)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    try:
-        done = subprocess.run([sys.executable, "-c", _PARTIAL_WARP], input=PTX, env=env,
-                              capture_output=True, text=True, timeout=180, check=False)
-    except subprocess.TimeoutExpired:
-        pytest.fail("the launch of a block of 48 threads did not end in 180 s")
-    assert done.returncode == 0, done.stderr
-    out = np.array(json.loads(done.stdout.splitlines()[-1]), np.int32)
+    out = np.array(json.loads(in_child(_PARTIAL_WARP, PTX).splitlines()[-1]), np.int32)
     # Full warps (lanes 0..31 of each block) follow the reference exactly.
     expected = reference(np.concatenate([x[i * 48:i * 48 + 32] for i in range(4)]), 32, 5)
     got = np.concatenate([out[i * 48 + 16:i * 48 + 48] for i in range(4)])
