@@ -14,6 +14,10 @@ CPU binary (its gang_refusal says whether it ran as warp gangs).
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 
 from ptxport import Device, LaunchConfig, Program, launch
@@ -82,6 +86,20 @@ def assert_same_words(got: np.ndarray, want: np.ndarray) -> None:
     bad = np.argwhere(got != want)
     assert not len(bad), [(int(r), int(c), hex(int(got[r, c])), hex(int(want[r, c])))
                           for r, c in bad[:4]]
+
+
+def in_child(code: str, stdin: str = "", timeout: float = 180) -> str:
+    """The standard output of `code` run by a new Python (with this one's sys.path) that
+    reads `stdin`: for launches that might hang in compiled code, which no launch timeout
+    stops. Past `timeout` seconds the child is killed and the test fails."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    try:
+        done = subprocess.run([sys.executable, "-c", code], input=stdin, env=env,
+                              capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"the child did not end in {timeout} s (a hang)") from None
+    assert done.returncode == 0, done.stderr
+    return done.stdout
 
 
 def checked_ranges(device) -> list[tuple[int, int]]:

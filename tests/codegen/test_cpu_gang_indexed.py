@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cpu_harness import allocate_alone
+from cpu_harness import allocate_alone, in_child
 from ptxport import Device, LaunchConfig, Program, launch
 from ptxport.codegen.targets.cpu.gang.build import build_gang
 from ptxport.codegen.targets.cpu.options import CpuOptions
@@ -252,3 +252,99 @@ def test_a_whole_warp_past_the_allocation_faults_at_its_first_lane():
         launch(stream, LaunchConfig(grid=1, block=32), kernel, xs, out, np.int32(64),
                np.int32(0))
         stream.sync()
+
+
+# out[i] = x[i] (ACROSS_LIVE: + i), the address's widening before a barrier and the store
+# after it. In a block of 48 threads the index has no lane form (the second warp's lanes
+# past the block's end), so the store is indexed.py's where the index is held there: read
+# after the barrier, it is kept in the warp's frame. Where nothing reads it after the
+# barrier, a warp resuming there no longer has it (gang/streams.held): reading it gave LLVM
+# an undefined value whose branch it dropped, and with the lanes' test a branch of its own
+# (inside_one_allocation's `first`) a partial-warp block hung (test_cpu_waits.py).
+ACROSS = HEADER + """.visible .entry k(.param .u64 x, .param .u64 out)
+{
+.reg .b32 %r<8>; .reg .b64 %rd<8>;
+ld.param.u64 %rd1, [x]; ld.param.u64 %rd2, [out];
+mov.u32 %r1, %ntid.x; mov.u32 %r2, %ctaid.x; mov.u32 %r3, %tid.x;
+mad.lo.s32 %r4, %r2, %r1, %r3;
+mul.wide.u32 %rd3, %r4, 4;
+add.s64 %rd4, %rd1, %rd3;
+ld.global.u32 %r5, [%rd4];
+bar.sync 0;
+add.s64 %rd5, %rd2, %rd3;
+st.global.u32 [%rd5], %r5;
+ret;
+}
+"""
+ACROSS_LIVE = ACROSS.replace("st.global.u32 [%rd5], %r5;",
+                             "add.s32 %r5, %r5, %r4; st.global.u32 [%rd5], %r5;")
+
+
+@pytest.mark.parametrize("live", [False, True], ids=["dead", "live"])
+def test_an_index_is_read_after_a_barrier_only_where_the_frame_keeps_it(live):
+    ptx = ACROSS_LIVE if live else ACROSS
+    llmod, _ = build_gang(build(parse(ptx)), "k", (48, 1, 1), CpuOptions())
+    assert ("\nindexed_fast" in str(llmod)) == live
+    n = 3 * 48
+    x = np.random.default_rng(5).integers(-1000, 1000, n).astype(np.int32)
+    dev = Device("cpu")
+    stream = dev.create_stream()
+    kernel = Program(ptx, code_type="ptx").compile("native").get_kernel("k")
+    xs = dev.allocate(x.nbytes, stream=stream)
+    out = dev.allocate(x.nbytes, stream=stream)
+    xs.copy_from(x, stream=stream)
+    launch(stream, LaunchConfig(grid=3, block=48), kernel, xs, out)
+    got = np.empty_like(x)
+    out.copy_to(got, stream=stream)
+    stream.sync()
+    assert (got == x + (np.arange(n) if live else 0)).all()
+
+
+# tests/kernels/dynamic_shared.cu's reverse_block (NVRTC 13.5's PTX, its .loc lines left out):
+# tile[t] = data[base + t]; __syncthreads(); data[base + t] = tile[b - 1 - t]. The store
+# after the barrier goes through the address made before it; its index (%r4) and base
+# (%rd2) are read no more. In blocks of 48 or 80 threads (a partial warp: no lane forms) the
+# store was indexed.py's, reading them where a resumed warp no longer has them, and the
+# launch hung (main before streams.held).
+REVERSE = HEADER + """.extern .shared .align 16 .b8 tile[];
+.visible .entry k(.param .u64 data, .param .u32 n)
+{
+.reg .b32 %r<14>; .reg .b64 %rd<5>;
+ld.param.u64 %rd1, [data];
+cvta.to.global.u64 %rd2, %rd1;
+mov.u32 %r1, %tid.x; mov.u32 %r2, %ntid.x; mov.u32 %r3, %ctaid.x;
+mad.lo.s32 %r4, %r3, %r2, %r1;
+mul.wide.s32 %rd3, %r4, 4;
+add.s64 %rd4, %rd2, %rd3;
+ld.global.u32 %r5, [%rd4];
+shl.b32 %r6, %r1, 2; mov.u32 %r7, tile; add.s32 %r8, %r7, %r6;
+st.shared.u32 [%r8], %r5;
+bar.sync 0;
+not.b32 %r9, %r1; add.s32 %r10, %r2, %r9; shl.b32 %r11, %r10, 2; add.s32 %r12, %r7, %r11;
+ld.shared.u32 %r13, [%r12];
+st.global.u32 [%rd4], %r13;
+ret;
+}
+"""
+_REVERSE_RUN = """
+import sys
+import numpy as np
+from ptxport import Device, LaunchConfig, Program, launch
+kernel = Program(sys.stdin.read(), code_type="ptx").compile("native").get_kernel("k")
+dev = Device("cpu")
+stream = dev.create_stream()
+for b in (48, 80):
+    x = np.arange(5 * b, dtype=np.int32) * 7 + 3
+    data = dev.allocate(x.nbytes, stream=stream)
+    data.copy_from(x, stream=stream)
+    launch(stream, LaunchConfig(grid=5, block=b, shmem_size=4 * b), kernel, data,
+           np.int32(x.size))
+    got = np.empty_like(x)
+    data.copy_to(got, stream=stream)
+    stream.sync()
+    print(b, bool((got == x.reshape(5, b)[:, ::-1].reshape(-1)).all()))
+"""
+
+
+def test_a_block_reversal_in_partial_warps_ends_and_reverses():
+    assert in_child(_REVERSE_RUN, REVERSE).split() == ["48", "True", "80", "True"]

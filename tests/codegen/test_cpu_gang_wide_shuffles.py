@@ -4,7 +4,8 @@
 them. Bit for bit against a model of PTX's shfl (an out-of-range source keeps the lane's own
 value), on warp gangs and thread by thread, with the cases where the halves are not x's at
 the shfl: x written again after the split, a guarded split (some lanes keep older halves),
-halves of two registers."""
+halves of two registers, a barrier between the split and the shfl where nothing reads x
+after it (the warp's frame does not keep x there: gang/streams.held)."""
 
 from __future__ import annotations
 
@@ -56,6 +57,13 @@ mov.b64 %y, {%lo2, %hi2}; st.global.u64 [%a], %y; add.u64 %a, %a, 256;
 shr.s64 %s, %x2, 32; cvt.u32.u64 %hi, %s; cvt.u32.u64 %lo, %x2;
 shfl.sync.up.b32 %hi2, %hi, 1, 0, -1;
 shfl.sync.up.b32 %lo2, %lo, 1, 0, -1;
+mov.b64 %y, {%lo2, %hi2}; st.global.u64 [%a], %y; add.u64 %a, %a, 256;
+// 6: a barrier between x2's split and the shuffles (down 2), x2 read no more: a warp
+// resumes after it without x2 (not in its frame), so the halves move, not x2
+mov.b64 {%lo, %hi}, %x2;
+bar.sync 0;
+shfl.sync.down.b32 %lo2, %lo, 2, 31, -1;
+shfl.sync.down.b32 %hi2, %hi, 2, 31, -1;
 mov.b64 %y, {%lo2, %hi2}; st.global.u64 [%a], %y;
 """
 PTX = kernel_ptx(BODY, ".param .u64 pin, .param .u64 pin2, .param .u64 pout")
@@ -77,7 +85,7 @@ def _model(x: np.ndarray, x2: np.ndarray) -> np.ndarray:
     mixed = (later & low) | (x2 & high)
     return np.stack([_moved(x, "down", 3), _moved(x, "bfly", 5), _moved(x, "up", 2),
                      _moved(np.where(odd, later, x2), "idx", 7), _moved(mixed, "down", 1),
-                     _moved(x2, "up", 1)])
+                     _moved(x2, "up", 1), _moved(x2, "down", 2)])
 
 
 @pytest.mark.parametrize("gang", [True, False])
@@ -86,7 +94,7 @@ def test_shuffles_of_64_bit_halves(cpu_options, gang):
     rng = np.random.default_rng(5)
     x = rng.integers(0, 1 << 63, 32, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
     x2 = rng.integers(0, 1 << 63, 32, dtype=np.uint64) | np.uint64(1 << 63)
-    out = np.zeros((6, 32), np.uint64)
+    out = np.zeros((7, 32), np.uint64)
     binary = launch_on_cpu(PTX, LaunchConfig(grid=1, block=32), x, x2, out)
     assert (binary.gang_refusal is None) == gang
     assert_same_words(out, _model(x, x2))

@@ -310,3 +310,52 @@ def test_a_small_grid_run_inside_launch_reuses_its_setup_but_never_stale_state(
     launch(stream, small, count_runs, np.uint64(address), NONE)
     with pytest.raises(IllegalAddressError, match="thread"):
         stream.sync()
+
+
+def test_a_reopened_launch_follows_the_workers_the_schedule_and_launches_between(
+        dev, count_runs, workers, monkeypatch):
+    """A launch like the last one begun early, which succeeded, reopens it (Starter's
+    `ready`: no _begin, no new Grid); another worker count or schedule, or a launch of the
+    kernel run whole in between (a small grid), set the workers up anew, and every launch
+    counts each block's threads once."""
+    workers(4)
+    stream = dev.create_stream()
+    out = _zeros(dev, stream)
+    config, small = LaunchConfig(grid=BLOCKS, block=BLOCK), LaunchConfig(grid=64, block=BLOCK)
+    launch(stream, config, count_runs, out, NONE)
+    stream.sync()       # (compiled at its first launch, which is queued as before)
+    launch(stream, config, count_runs, out, NONE)
+    stream.sync()
+    made, begun, real = _spy_grids(monkeypatch), [], early.Starter._begin
+
+    def begin(self, grid, *args):
+        begun.append(grid)
+        return real(self, grid, *args)
+
+    monkeypatch.setattr(early.Starter, "_begin", begin)
+    expected = np.full(BLOCKS, 2 * BLOCK, np.uint32)
+    steps = ((lambda: None, False), (lambda: workers(3), True), (lambda: None, False),
+             (lambda: cpu_executor.set_schedule("chunks"), True), (lambda: None, False),
+             (lambda: cpu_executor.set_schedule("guided"), True))
+    try:
+        for change, new in steps:
+            change()
+            made.clear()
+            begun.clear()
+            launch(stream, config, count_runs, out, NONE)
+            stream.sync()
+            expected += BLOCK
+            assert (begun, made) == (([config.grid], [config.grid]) if new else ([], [])), new
+        # (a small grid run whole in between, through _begin: the next sets up anew)
+        launch(stream, small, count_runs, out, NONE)
+        stream.sync()
+        expected[:64] += BLOCK
+        made.clear()
+        begun.clear()
+        launch(stream, config, count_runs, out, NONE)
+        stream.sync()
+        expected += BLOCK
+        assert begun == made == [config.grid]
+    finally:
+        cpu_executor.set_schedule("guided")
+    assert (_read(out, stream) == expected).all()

@@ -195,3 +195,43 @@ def test_an_early_wake_wakes_only_the_threads_the_launch_will_use(dev, kernels, 
     cpu_pool.prewake(1)             # (a launch of 2 blocks: worker 1 besides this thread)
     assert _until(lambda: _parked(pool)[0] == 0, 2.0), _parked(pool)
     assert _parked(pool)[1:] == [1] * (threads - 1)
+
+
+def test_a_launch_like_the_last_wakes_parked_threads_only(dev, kernels, workers,
+                                                          monkeypatch):
+    """A launch like the last one (launch.py's _again: the kernel's starter's expect) wakes
+    the parked threads it will use (pool.parked says some are), and none where none
+    parked; each block runs once either way."""
+    workers(4)
+    cpu_pool.set_spin(0.0005)
+    stream = dev.create_stream()
+    count_runs = kernels.get_kernel("count_runs")
+    out = _zeros(dev, stream, 512)
+    config = LaunchConfig(grid=512, block=1)
+    for _ in range(2):      # (the second is like the first: _again)
+        launch(stream, config, count_runs, out, np.uint32(1 << 30))
+        stream.sync()
+    calls, real = [], cpu_pool.prewake
+
+    def prewake(helpers):
+        calls.append(helpers)
+        real(helpers)
+
+    monkeypatch.setattr(cpu_pool, "prewake", prewake)
+    pool = cpu_pool._FREE[-1]
+    assert _until(lambda: _parked(pool)[:3] == [1] * 3), _parked(pool)
+    assert cpu_pool.parked()
+    launch(stream, config, count_runs, out, np.uint32(1 << 30))
+    stream.sync()
+    assert calls == [3]
+    cpu_pool.set_spin(0.5)      # (threads that ran it watch for the next for 0.5 s)
+    launch(stream, config, count_runs, out, np.uint32(1 << 30))
+    stream.sync()
+    calls.clear()
+    runs = 4
+    if not cpu_pool.parked():   # (a loaded machine may have parked one meanwhile)
+        launch(stream, config, count_runs, out, np.uint32(1 << 30))
+        stream.sync()
+        assert calls == []
+        runs += 1
+    assert (_read(out, stream, 512) == runs).all()

@@ -365,7 +365,7 @@ def test_each_block_runs_once_whatever_the_schedule(dev, kernels, workers, sched
     # to more blocks than the chunks' divisor and least size, must be claimed exactly once)
     workers(count)
     stream = dev.create_stream()
-    sizes = [*range(1, 70), 257, 1000, 4099]
+    sizes = [*range(1, 70), 257, 1000, 4099, 8195]
     out = _zeros(dev, stream, max(sizes))
     count_runs = kernels.get_kernel("count_runs")
     for blocks in sizes:

@@ -54,7 +54,8 @@ class Starter:
     already set, so nothing of the executor's setup runs again. The starter keeps its stop
     word and parameter buffer between its launches (launch_words' pools lend others)."""
 
-    __slots__ = ("binary", "live_ranges", "heap_range", "with_heap", "last", "spare")
+    __slots__ = ("binary", "live_ranges", "heap_range", "with_heap", "last", "spare",
+                 "ready")
 
     def __init__(self, binary, live_ranges: Callable[[], tuple | None],
                  heap_range: Callable[[], tuple | None], with_heap: Callable):
@@ -65,6 +66,11 @@ class Starter:
         # the (stop word, parameter buffer) of its launches that ended, for the next
         # (a list: pop and append are atomic, should two streams launch it at once)
         self.spare: list[tuple] = []
+        # the (Grid, team, pool, stop word, parameter buffer) of the last launch begun
+        # early that succeeded, for a launch like it (__call__'s reopen): a list, popped
+        # by the next launch (atomic, as `spare`), which gives the words to `spare` where
+        # it is not like it
+        self.ready: list[tuple] = []
 
     def __call__(self, grid: tuple, block: tuple, dynamic_shared: int, params: bytes,
                  keep, what: Callable[[], str]) -> Callable[[], None] | None:
@@ -75,14 +81,42 @@ class Starter:
         naming the launch); None, having done nothing, for a launch run_grid must run whole
         (one block, one worker, or waits only the Python resolver completes). `keep` (the
         memory the kernel uses) is kept alive until the launch is finished."""
-        binary, smids = self.binary, worker_count()
-        if grid[0] * grid[1] * grid[2] < 2 or smids < 2 \
-                or (binary.plan.sync_points and not binary.native_waits):
-            return None
+        binary, smids, pool = self.binary, worker_count(), pool_threads.take()
         try:
-            launch, team, pool, stop, param_buffer = self._begin(grid, block, dynamic_shared,
-                                                                 params, smids)
+            ready = self.ready.pop()    # (atomic: one launch's at a time)
+        except IndexError:
+            ready = None
+        try:
+            if ready is not None:
+                # (a reopen of the last launch begun here, which succeeded, on the pool it
+                # gave back: like it, its Grid and team run again as they are; the checks
+                # below passed for it)
+                launch, team, last_pool, stop, param_buffer = ready
+                allocations = self.live_ranges()
+                heap = self.heap_range()
+                if allocations is not None and heap is not None:
+                    allocations = self.with_heap(allocations, heap)
+                last = self.last
+                # (the team's last launch was this one, which succeeded: Grid.finish)
+                if last_pool is pool and team.last_launch is launch.done \
+                        and last[2] is launch and last[1] == (
+                            stop, param_buffer, allocations, grid, dynamic_shared,
+                            len(params), smids, schedule(), binary.native_waits):
+                    if params:
+                        param_buffer.raw = params
+                    team.last_launch = None     # (set again when this one succeeds)
+                else:
+                    self.spare.append((stop, param_buffer))
+                    ready = None
+            if ready is None:
+                if grid[0] * grid[1] * grid[2] < 2 or smids < 2 \
+                        or (binary.plan.sync_points and not binary.native_waits):
+                    pool_threads.give(pool)
+                    return None
+                launch, team, stop, param_buffer = self._begin(grid, block, dynamic_shared,
+                                                               params, smids, pool)
         except Exception:
+            pool_threads.give(pool)
             return None     # (run_grid, which the caller calls now, raises it)
         if launch.layout is entry.CLAIMED_WAITING:
             team.grid = launch      # (a worker's `finish` callback finds the launch there)
@@ -97,23 +131,34 @@ class Starter:
         """The backend's expect_launch for a launch of `blocks` blocks (more than one) of
         this binary, without its look-ups (launch.py's launch like the last one calls it
         before its comparisons): wake the parked pool threads it will run on."""
-        pool_threads.prewake(min(worker_count(), blocks) - 1)
+        if pool_threads.parked():   # (the usual case, launches in a row: none)
+            pool_threads.prewake(min(worker_count(), blocks) - 1)
 
     def run(self, grid: tuple, block: tuple, dynamic_shared: int, params: bytes) -> None:
         """Run a launch whole on this thread, as run_grid runs it (launch.py's `run`: a
         small grid that launch() runs at once, or a launch queued), reusing the last
         launch's Grid and team where it is like it; raise the first failure (a ptxport
         error, another exception as it came: the caller names the launch)."""
-        launch, team, pool, stop, param_buffer = self._begin(grid, block, dynamic_shared,
-                                                             params, worker_count())
+        if self.ready:      # (its words, for _begin)
+            try:
+                self.spare.append(self.ready.pop()[3:])
+            except IndexError:
+                pass
+        pool = pool_threads.take()
+        try:
+            launch, team, stop, param_buffer = self._begin(grid, block, dynamic_shared,
+                                                           params, worker_count(), pool)
+        except BaseException:
+            pool_threads.give(pool)
+            raise
         running(stop, True)
         _finish(self, launch, team, pool, stop, param_buffer, None, None)
 
     def _begin(self, grid: tuple, block: tuple, dynamic_shared: int, params: bytes,
-               smids: int) -> tuple:
-        """The launch's Grid prepared on a pool taken for it (the last one's where the
-        launch is like it), with its team, pool, stop word and parameter buffer; on a
-        failure, the pool and words given back and the error raised."""
+               smids: int, pool) -> tuple:
+        """The launch's Grid prepared on `pool`, taken for it (the last one's where the
+        launch is like it), with its team, stop word and parameter buffer; on a failure,
+        the words given back and the error raised (the caller gives the pool back)."""
         binary = self.binary
         allocations = self.live_ranges()
         heap = self.heap_range()
@@ -125,7 +170,6 @@ class Starter:
             stop, param_buffer = take_stop(), take_param_buffer(len(params))
         if params:      # (`raw`: one memcpy; a slice assignment copies byte by byte, and
             param_buffer.raw = params    # ctypes.memmove, a foreign call, lets the GIL go)
-        pool = pool_threads.take()
         like = (stop, param_buffer, allocations, grid, dynamic_shared, len(params), smids,
                 schedule(), binary.native_waits)
         last = self.last
@@ -138,17 +182,16 @@ class Starter:
             team.last_launch = None     # (as Grid.prepare: set again when this one succeeds)
             if launch.python_rounds:    # (run(): no pool, whose share zeroes the cache)
                 team.workers[0].restart()
-            return launch, team, pool, stop, param_buffer
+            return launch, team, stop, param_buffer
         try:
             launch = Grid(binary, grid, block, dynamic_shared,
                           (ctypes.addressof(param_buffer), len(params)), allocations, stop)
             team = launch.prepare(pool)
         except BaseException:
-            pool_threads.give(pool)
             self.spare.append((stop, param_buffer))
             raise
         self.last = (pool, like, launch, team)
-        return launch, team, pool, stop, param_buffer
+        return launch, team, stop, param_buffer
 
 
 def _finish(starter: Starter, launch: Grid, team, pool, stop, param_buffer, keep,
@@ -175,7 +218,11 @@ def _finish(starter: Starter, launch: Grid, team, pool, stop, param_buffer, keep
     if stop.value:      # (no watchdog: only the interpreter's exit sets it)
         give_param_buffer(param_buffer)
         raise exiting_error(starter.binary.plan.name, launch.grid, launch.block)
-    starter.spare.append((stop, param_buffer))
     if failure is not None:
+        starter.spare.append((stop, param_buffer))
         raise failure
+    if what is not None:    # (begun early, by __call__: the next may reopen it)
+        starter.ready.append((launch, team, pool, stop, param_buffer))
+    else:
+        starter.spare.append((stop, param_buffer))
 

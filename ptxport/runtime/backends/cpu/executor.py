@@ -103,17 +103,21 @@ def set_workers(count: int | None) -> None:
 
 
 # How workers share a grid's blocks (the first is the default): "guided", decreasing chunks
-# (half a worker's share of the blocks left, down to 1/64 of its share of the grid), large
+# (half a worker's share of the blocks left, down to 1/256 of its share of the grid), large
 # while many blocks are left and small at the grid's end, so that a worker slowed by a core
-# that something else uses holds only a small chunk when the others have finished; "chunks",
+# that something else uses holds only a small chunk when the others have finished, and the
+# workers end close together (the least chunk was 1/64 of a share until session 16: on the
+# GPU host's 16 cores the first worker to end waited 7.6 us for the last on stencil's 16,384
+# blocks and 21.8 us on scan_blelloch's 4,096, one least chunk; with 1/256, 2.9 and 6.2 us,
+# docs/cpu-target-measurements.md "Session 16: launch19"); "chunks",
 # equal chunks of about 1/16 of a worker's share. On the GPU machine's 16 vCPUs
 # (benchmarks/cpu_scaling.py: benchmarks/data/cpu_scaling_h100host_2fd2abf.txt) both ran the
 # large kernels equally fast on idle cores (guided / chunks 0.97-1.03, geometric mean over 7
 # kernels at 8, 12, 15 and 16 workers), and with two cores kept busy by other processes
-# guided was faster (0.88-0.94). The default is "chunks": under guided claiming, thrust_cub
-# (tests/programs) spun without end in its first thrust::sort on 2 workers, while with equal
-# chunks it gets through sort, reduce and scan (its stable_sort_by_key still spins: see the
-# SKIPPED entry in tests/compat/test_corpus_programs.py).
+# guided was faster (0.88-0.94). (For a while the default was "chunks": thrust_cub hung under
+# guided claiming until a worker finished a block that needs the Python resolver at once,
+# 5178ecc.) Large first chunks matter to the stencil: "chunks" ran its blocks 1.3x longer
+# on the GPU host's 16 cores.
 SCHEDULES = ("guided", "chunks")
 _SCHEDULE = [SCHEDULES[0]]
 
@@ -134,7 +138,7 @@ def _chunk(blocks: int, workers: int) -> int:
     """The claiming entry points' `chunk` word (codegen/targets/cpu/entry.py's
     build_claiming) for the schedule chosen now."""
     if _SCHEDULE[0] == "guided" and workers > 1:
-        least = max(1, blocks // (workers * 64))
+        least = max(1, blocks // (workers * 256))
         return -((2 * workers) << 32 | least)
     return max(1, blocks // (workers * 16))
 
@@ -712,6 +716,8 @@ class Grid:
         # (a launch like the team's last, which succeeded, finds every worker's context
         # set: preparing 16 workers costs more than an empty grid runs)
         self.like = like = (self.params, self.grid, self.smids, self.workers, self.workspace)
+        # (the team's last_launch once this one succeeds: one tuple, made here)
+        self.done = (self.allocations, self.stop, like)
         last = team.last_launch
         if last is not None and last[0] is self.allocations and last[1] is self.stop \
                 and last[2] == like:
@@ -741,7 +747,7 @@ class Grid:
         elif pool.run(team.job):    # (kernels without waits: every block natively)
             self._claimed_failures(team)    # (a worker failed or recorded a fault)
         if not self.stop.value:
-            team.last_launch = (self.allocations, self.stop, self.like)
+            team.last_launch = self.done
 
     def _tables(self, workers: list[_Worker]) -> np.ndarray | None:
         """Every worker's allocation table at once, when the workers need new ones (the

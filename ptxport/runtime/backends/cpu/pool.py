@@ -61,7 +61,7 @@ from ptxport.errors import PtxportError
 from ptxport.runtime.backends.cpu import pool_ir as pir
 
 __all__ = ["JOB_WORDS", "SPIN_CAP_NS", "SPIN_FLOOR_NS", "Job", "Pool", "give", "last_shares",
-           "prewake", "set_spin", "spin_policy", "take", "trace_shares"]
+           "parked", "prewake", "set_spin", "spin_policy", "take", "trace_shares"]
 
 # A pool's memory (bytes), by cache line: the pthread objects (opaque; 128 bytes is more
 # than any libc's); what threads read while they watch for a job: the generation (bumped
@@ -77,6 +77,7 @@ __all__ = ["JOB_WORDS", "SPIN_CAP_NS", "SPIN_FLOOR_NS", "Job", "Pool", "give", "
 (_MUTEX, _DONE, _GENERATION, _JOB, _SPIN_NS, _FIXED_NS, _CAP_NS, _FLOOR_NS, _THREADS,
  _COUNT, _CLOSED_AT, _GAP, _GAP_BEFORE, _RUNNING, _SLEEPERS, _SIZE) = (
     0, 128, 256, 264, 272, 280, 288, 296, 304, 312, 320, 328, 336, 384, 392, 448)
+_SLEEPERS_WORD = _SLEEPERS // 8     # (read at launches)
 # A thread's words (a cache line of its own): the pool's address, its worker number, the
 # generation it saw last, whether it is parked (or about to be), and the futex it sleeps
 # on then (32 bits; the launching thread sets it to 1 to wake it).
@@ -749,8 +750,17 @@ def prewake(helpers: int) -> None:
         pool = _FREE[-1]
     except IndexError:      # (taken by another thread meanwhile)
         return
-    if pool.view[_SLEEPERS // 8] > 0 and _SPIN[0] != 0 and pool.forks == _FORKS[0]:
+    if pool.view[_SLEEPERS_WORD] > 0 and _SPIN[0] != 0 and pool.forks == _FORKS[0]:
         pool._native.prewake(pool.address, helpers)
+
+
+def parked() -> bool:
+    """Whether threads of the pool the next take() returns are parked (prewake would wake
+    them): False, at the cost of one look, for launches that follow each other."""
+    try:
+        return _FREE[-1].view[_SLEEPERS_WORD] > 0
+    except IndexError:      # (no pool yet, or every pool runs a launch)
+        return False
 
 
 def give(pool: Pool) -> None:

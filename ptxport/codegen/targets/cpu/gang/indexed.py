@@ -8,8 +8,10 @@ addresses at run time: about 30 instructions an access).
 The address is `base + wide(i) * size` (mul.wide.{s,u}32 of the index by the element's
 size, added to a register alike in the warp), written before the access in its block or in
 that block's one predecessor (reduce_shared's `x[i + 256]` after its test), the index and
-the base not written in between. All 32 lanes running, the index itself is tested: lane l holds
-i0 + l and i0 + 31 does not wrap (as the widening reads it). Where that holds, the lanes'
+the base not written in between and held at the access (streams.held: where a segment
+starts between, a barrier's, they must be live there, or a resumed warp has lost them).
+All 32 lanes running, the index itself is tested: lane l holds i0 + l and i0 + 31 does
+not wrap (as the widening reads it). Where that holds, the lanes'
 addresses are consecutive from base + wide(i0) * size: that range is checked against the
 launch's allocations and prefetched, and the access is one vector load or store. Where it
 does not, or the range is not inside one allocation, the access takes memory.py's general
@@ -31,7 +33,7 @@ from ptxport.codegen.targets.cpu.gang.checks import Place, inside_one_allocation
 from ptxport.codegen.targets.cpu.gang.lanes import W
 from ptxport.codegen.targets.cpu.gang.scalar_lanes import recomputed
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
-from ptxport.codegen.targets.cpu.gang.streams import kernel_facts, prefetch_site
+from ptxport.codegen.targets.cpu.gang.streams import held, kernel_facts, prefetch_site
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import may_write
 from ptxport.ir.types import Type
@@ -78,7 +80,8 @@ def applies(fl: GangLowering, place: Place, size: int) -> Indexed | None:
         if not isinstance(index, ir.Register) or index in fl.uniform \
                 or index.type.bits != 32 \
                 or _written_between(facts, index, wide, where) \
-                or _written_between(facts, base, add, where):
+                or _written_between(facts, base, add, where) \
+                or not held(fl, index, wide, fl.inst) or not held(fl, base, add, fl.inst):
             continue
         return Indexed(index, base, signed)
     return None
@@ -157,11 +160,13 @@ def access(fl: GangLowering, place: Place, t: Type, found: Indexed, value,
     low, ok = _range(fl, place, t.size, found)
     fast, slow, done = (fl.llfn.append_basic_block(n) for n in (
         "indexed_fast", "indexed_lanes", "indexed_done"))
-    # (as a group's first access: 256 bytes, the next warp's lines too; with the warp's 128
-    # alone reduce_shared took 36% more CPU time on the GPU host's Xeon)
-    prefetch_site(fl, place, [low], max(t.size * W, 256), t.size, not load)
     checks.expect(fl, ll.IRBuilder.cbranch(b, ok, fast, slow))
     b.position_at_end(fast)
+    # (as a group's first access: 256 bytes, the next warp's lines too; with the warp's 128
+    # alone reduce_shared took 36% more CPU time on the GPU host's Xeon. On the fast path
+    # alone: between the range check and this branch, it kept LLVM from branching on the
+    # check's compares, which it then kept in a register and tested again)
+    prefetch_site(fl, place, [low], max(t.size * W, 256), t.size, not load)
     pointer = ll.IRBuilder.inttoptr(b, low, PTR)
     quick = consecutive(fl, t, value, lambda _: pointer, None, None)
     fast = b.block
@@ -198,5 +203,7 @@ def _range(fl: GangLowering, place: Place, size: int, found: Indexed):
         wide = b.zext(first, I64)
     base = fl.read(found.base, "u64")
     low = b.add(b.add(base, b.mul(wide, I64(size))), I64(place.offset))
-    inside = inside_one_allocation(fl, low, b.add(low, I64(size * W)))
-    return low, b.and_(b.and_(every, unwrapped), inside)
+    # (the lanes' test first, a branch of its own: with an `and` after the range check LLVM
+    # kept the check's answer in a register and tested it again, 3 instructions a pass)
+    return low, inside_one_allocation(fl, low, b.add(low, I64(size * W)),
+                                      first=b.and_(every, unwrapped))

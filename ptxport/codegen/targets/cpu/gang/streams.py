@@ -30,7 +30,7 @@ from ptxport.codegen.targets.cpu.gang.checks import Place, prefetch, prefetch_li
 from ptxport.codegen.targets.cpu.gang.lanes import W, is_vec
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
 from ptxport.ir import nodes as ir
-from ptxport.ir.analysis import may_write, state_space
+from ptxport.ir.analysis import live_before, may_write, state_space
 from ptxport.ptx.ast import IntImm
 
 
@@ -77,6 +77,33 @@ def kernel_facts(fl: GangLowering) -> _Facts:
     facts = _Facts(registers, writes, cycle_of, position)
     fl.streams["facts"] = facts
     return facts
+
+
+def held(fl: GangLowering, register: ir.Register, since: ir.Instruction,
+         at: ir.Instruction) -> bool:
+    """Whether `register`, as `since` reads it, still holds that value at `at` for a lowering
+    that reads it there though the kernel does not (`at` later in `since`'s block, or in the
+    block after it; nothing between writes it: the caller's test). A warp may leave the gang
+    function and resume where a segment starts (after a barrier, at a warp operation where
+    lanes park, wherever a uniform round ends: rounds.py), and only the registers live there
+    are kept in its frame (lowering.py); the others live in the function's own variables,
+    which a resumed warp has lost (their loads are undefined, and LLVM then drops what they
+    decide: a block of 48 threads hung). So: no segment starts after `since` up to `at`, or
+    `register` is live where each does."""
+    position = kernel_facts(fl).position
+    (block, i), (end_block, end) = position[id(since)], position[id(at)]
+    between = block.instructions[i + 1:end + 1] if block is end_block else \
+        block.instructions[i + 1:] + end_block.instructions[:end + 1]
+    starts = [inst for inst in between if id(inst) in fl.segment_at]
+    if not starts:
+        return True
+    live = fl.streams.get("segment_live")
+    if live is None:
+        points = {id(s.block.instructions[s.start]): (id(s.block), s.start)
+                  for s in fl.segment_at.values()}
+        found = live_before(fl.function, set(points.values()))
+        live = fl.streams["segment_live"] = {k: found[p] for k, p in points.items()}
+    return all(register in live[id(inst)] for inst in starts)
 
 
 def _cycles(kernel: ir.Function) -> dict:

@@ -17,7 +17,7 @@ from ptxport.codegen.ops.sync import shuffle_source
 from ptxport.codegen.targets.cpu.gang.control import converge, member_mask
 from ptxport.codegen.targets.cpu.gang.lanes import W, declare, vec
 from ptxport.codegen.targets.cpu.gang.state import GangLowering
-from ptxport.codegen.targets.cpu.gang.streams import kernel_facts
+from ptxport.codegen.targets.cpu.gang.streams import held, kernel_facts
 from ptxport.codegen.targets.cpu.waits import shuffle_sources
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import may_write
@@ -126,7 +126,8 @@ def _half_of(fl: GangLowering, inst: ir.Instruction) -> tuple[ir.Register, bool]
     f64 butterfly, 4 once moved whole). Each write in the chain is the last one of its
     register before its reader in the block, unguarded, and x is not written after the
     split: each lane that runs the shfl ran the split in this block (a block's instructions
-    run in order, each under the mask of the lanes there), so its half is x's."""
+    run in order, each under the mask of the lanes there), so its half is x's; and x is
+    held at the shfl (streams.held: a warp resuming at a segment between has it)."""
     source = inst.operands[1]
     if not isinstance(source, ir.Register) or source.vector is not None:
         return None
@@ -152,7 +153,8 @@ def _half_of(fl: GangLowering, inst: ir.Instruction) -> tuple[ir.Register, bool]
     else:
         return None
     if not isinstance(x, ir.Register) or x.vector is not None or x.type.bits != 64 \
-            or any(x in may_write(i) for i in code[split + 1:at]):
+            or any(x in may_write(i) for i in code[split + 1:at]) \
+            or not held(fl, x, code[split], inst):
         return None
     return x, high
 
