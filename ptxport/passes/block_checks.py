@@ -10,8 +10,8 @@ and the warps of a block that passed it skip their own checks.
 An access qualifies (a global ld or st whose address is a 64-bit register) when its
 address's value, in every thread, is c + dx tid.x + dy tid.y + dz tid.z with c, d block
 constants and dx the access's size (_consecutive), which this pass proves from the
-instructions: each register of the address's making has one write in the kernel, unguarded, made on every path before it is read (a
-forward must-analysis), by mov, add, sub, mul.lo, mad.lo, shl by a constant (the ring
+instructions: each register of the address's making has one write in the kernel,
+unguarded, made on every path before it is read (a forward must-analysis), by mov, add, sub, mul.lo, mad.lo, shl by a constant (the ring
 operations: the value is the form's mod 2^bits), cvta.to.global (the identity here) and
 at most one widening (cvt.{s,u}64.{s,u}32, mul.wide.{s,u}32 of one block constant), from
 %tid (a variable), %ntid (the block shape's constant), %ctaid, %nctaid and kernel
