@@ -11,21 +11,21 @@ An access qualifies (a global ld or st whose address is a 64-bit register) when 
 address's value, in every thread, is c + dx tid.x + dy tid.y + dz tid.z with c, d block
 constants and dx the access's size (_consecutive), which this pass proves from the
 instructions: each register of the address's making has one write in the kernel,
-unguarded, made on every path before it is read (a forward must-analysis), by mov, add, sub, mul.lo, mad.lo, shl by a constant (the ring
-operations: the value is the form's mod 2^bits), cvta.to.global (the identity here) and
-at most one widening (cvt.{s,u}64.{s,u}32, mul.wide.{s,u}32 of one block constant), from
-%tid (a variable), %ntid (the block shape's constant), %ctaid, %nctaid and kernel
-parameters (ld.param of a kernel with no st.param: block constants). A widening is exact
-where its 32-bit form, with c and d widened, stays in the type's range at the box's
-corners (then, affine, everywhere in the block): each thread's widened value is then its
-form's exact value. Its spread over the block (the form's highest less lowest value) must
-also stay under 2^30: then two lanes' indices, which differ by lane_forms' constant
-offset modulo 2^32 (under 2^30 too, tested by the lowering), differ by exactly that, so
-the lanes the widened fast path takes as consecutive are (widened.py's no-wrap test
-proves the same for one warp). The 64-bit form's coefficients must lie within 2^40, so
-the box's range, from C + sum(min(0, d (n - 1))) to C + sum(max(0, d (n - 1))), spans
-under 2^52: where it crosses 2^64 its low end lies above its high end, which no
-allocation's test passes.
+unguarded, made on every path before it is read (a forward must-analysis), by mov, add,
+sub, mul.lo, mad.lo, shl by a constant (the ring operations: the value is the form's mod
+2^bits), cvta.to.global (the identity here) and at most one widening (cvt.{s,u}64.{s,u}32,
+mul.wide.{s,u}32 of one block constant), from %tid (a variable), %ntid (the block shape's
+constant), %ctaid, %nctaid and kernel parameters (ld.param of a kernel with no st.param:
+block constants). A widening is exact where its 32-bit form, with c and d widened, stays
+in the type's range at the box's corners (then, affine, everywhere in the block): each
+thread's widened value is then its form's exact value. Its spread over the block (the
+form's highest less lowest value) must also stay under 2^30: then two lanes' indices,
+which differ by lane_forms' constant offset modulo 2^32 (under 2^30 too, tested by the
+lowering), differ by exactly that, so the lanes the widened fast path takes as consecutive
+are (widened.py's no-wrap test proves the same for one warp). The 64-bit form's
+coefficients must lie within 2^40, so the box's range, from C + sum(min(0, d (n - 1))) to
+C + sum(max(0, d (n - 1))), spans under 2^52: where it crosses 2^64 its low end lies above
+its high end, which no allocation's test passes.
 
 The test (one for the kernel) goes at the kernel's start as a marker, `setp.eq.s64 ok, 0,
 0`, with the instructions that compute the ranges and their conditions kept aside (not in
