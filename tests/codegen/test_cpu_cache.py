@@ -134,6 +134,19 @@ def test_a_change_of_the_input_misses(cache_dir, monkeypatch, lowerings, change)
     assert lowerings, f"a change of the {change} found the old image"
 
 
+def test_a_first_launch_with_one_warp_wide_row_is_lowered_once(cache_dir, lowerings):
+    """The shape-free check lowers a gang kernel for a 32-thread row (check_gang); a first
+    launch with that row compiles that lowering instead of lowering the kernel again, and
+    another shape lowers it for itself."""
+    out, binary = _run(block=32)
+    assert (out == _expected(32)).all() and binary.gang_refusal is None
+    assert lowerings == ["check_gang", "object_code"]
+    del lowerings[:]
+    out, _ = _run(block=64)          # (the shape-free image is loaded: no check)
+    assert (out == _expected(64)).all()
+    assert lowerings == ["build_gang", "object_code"]
+
+
 def test_a_plan_survives_encoding(cache_dir, monkeypatch, cpu_options):
     cpu_options(gang=False)
     _, binary = _run()

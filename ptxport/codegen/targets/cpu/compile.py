@@ -15,6 +15,7 @@ import llvmlite.binding as llvm
 
 from ptxport.codegen.targets.cpu import image as images
 from ptxport.codegen.targets.cpu.gang.build import GangUnsupported, build_gang, check_gang
+from ptxport.codegen.targets.cpu.gang.lanes import W
 from ptxport.codegen.targets.cpu.machine import (
     CODEGEN_VERSION,
     LLVM_LOCK,
@@ -47,22 +48,41 @@ def compile_image(module: ir.Module, kernel: str, options: CpuOptions | None = N
     image = images.load(key)
     if image is not None and (block is None or image.plan is not None):
         return image
-    image = _compile(module, kernel, options, None if block is None else tuple(block))
+    image = _compile(module, kernel, options, None if block is None else tuple(block), key)
     images.store(key, image)
     return image
 
 
+# The shape-free check's lowerings for one warp-wide row, (W, 1, 1), by that row's image key,
+# kept (the last few) until the kernel is compiled for its first shape: where that is the
+# same row, the check's LLVM module is compiled instead of lowering the kernel again (the
+# same key is the same kernel, shape and options: the same module, as the disk cache assumes);
+# another shape drops it
+_ROW_LOWERINGS: dict[str, tuple] = {}
+_ROW_LOWERINGS_KEPT = 4
+
+
 def _compile(module: ir.Module, kernel: str, options: CpuOptions,
-             block: tuple | None) -> images.Image:
+             block: tuple | None, key: str | None) -> images.Image:
     if not options.gang:
         return _scalar(module, kernel, "turned off (CpuOptions(gang=False))")
     if block is None:
-        refusal = check_gang(module, kernel, options)
+        built: dict = {}
+        refusal = check_gang(module, kernel, options, built)
+        row_key = image_key(module, kernel, (W, 1, 1), options) if built else None
+        if row_key is not None:
+            _ROW_LOWERINGS[row_key] = built["built"]
+            for stale in list(_ROW_LOWERINGS)[:-_ROW_LOWERINGS_KEPT]:
+                _ROW_LOWERINGS.pop(stale, None)
         # a gang kernel's shape-free image only says so: its code is made per block shape
         return images.Image(None, b"", None) if refusal is None else \
             _scalar(module, kernel, refusal)
+    # (the row's lowering, whatever this shape: it is kept for the first shape only)
+    row_key = key if block == (W, 1, 1) else image_key(module, kernel, (W, 1, 1), options)
+    kept = _ROW_LOWERINGS.pop(row_key, None) if row_key is not None else None
     try:
-        llmod, plan = build_gang(module, kernel, block, options)
+        llmod, plan = kept if block == (W, 1, 1) and kept is not None else \
+            build_gang(module, kernel, block, options)
     except GangUnsupported as e:     # something only this shape brings (check_gang passed)
         return _scalar(module, kernel, f"for blocks of {block}: {e}")
     return images.Image(plan, _object_code(str(llmod), kernel, f"as warp gangs for {block}"),

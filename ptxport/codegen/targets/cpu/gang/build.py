@@ -128,11 +128,16 @@ def _few_rounds(fl: GangLowering) -> bool:
     return bool(barriers) and all(cycle_of[id(inst)] is None for inst in barriers)
 
 
-def check_gang(module: ir.Module, kernel_name: str, options: CpuOptions) -> str | None:
+def check_gang(module: ir.Module, kernel_name: str, options: CpuOptions,
+               built: dict | None = None) -> str | None:
     """Why the gang path does not take the kernel (None: it does), found by lowering it for
-    one warp-wide row of threads (what it refuses does not depend on the block shape)."""
+    one warp-wide row of threads (what it refuses does not depend on the block shape).
+    `built`, if given, receives that lowering (build_gang's result, under "built") where it
+    succeeds: a caller whose kernel is then launched with that row need not lower it again."""
     try:
-        build_gang(module, kernel_name, (W, 1, 1), options)
+        result = build_gang(module, kernel_name, (W, 1, 1), options)
     except GangUnsupported as e:
         return str(e)
+    if built is not None:
+        built["built"] = result
     return None

@@ -89,7 +89,25 @@ def is_vec(v) -> bool:
 
 
 def _splat_const(c: ll.Constant, vt: ll.VectorType) -> ll.Constant:
-    return ll.Constant(vt, [c] * W)
+    # (one constant per type and text, which llvmlite then formats once: the text, not the
+    # value, so that 0.0 and -0.0, equal in Python, stay apart; the classes, so that a
+    # _Lanes splat stays one)
+    key = (type(vt), str(vt), type(c), str(c))
+    splat = _SPLATS.get(key)
+    if splat is None:
+        if len(_SPLATS) >= 4096:
+            _SPLATS.clear()
+        splat = _SPLATS[key] = ll.Constant(vt, [c] * W)
+    return splat
+
+
+_SPLATS: dict[tuple, ll.Constant] = {}
+
+
+# splat's shuffle mask (lane 0 to every lane): one constant for every splat, which llvmlite
+# formats once (building and formatting its 32 elements at each splat, and each constant's
+# splat, were ~15% of a gang lowering and its text)
+_LANE_0 = ll.Constant(ll.VectorType(I32, W), [0] * W)
 
 
 _SCALAR_NAMES = {"i1", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"}
@@ -111,8 +129,7 @@ class GangBuilder(ll.IRBuilder):
         if isinstance(v, ll.Constant):
             return _splat_const(v, vt)
         one = ll.IRBuilder.insert_element(self, ll.Constant(vt, None), v, I32(0))
-        return ll.IRBuilder.shuffle_vector(self, one, ll.Constant(vt, None),
-                                           ll.Constant(ll.VectorType(I32, W), [0] * W))
+        return ll.IRBuilder.shuffle_vector(self, one, ll.Constant(vt, None), _LANE_0)
 
     def _insert(self, instr):
         # vectors of the warp's lanes answer as _Lanes, whichever instruction made them
