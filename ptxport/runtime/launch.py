@@ -640,15 +640,7 @@ def _again(stream: Stream, config: LaunchConfig, args: tuple, like: tuple) -> bo
                 keep.append(arg._allocation)
     if None in keep:    # (a Buffer closed: the full path refuses it)
         return False
-    # (_go_again's body, without its frame: the launch's blocks wait for every bytecode)
-    what = like[6]
-    if like[9] and worker.run_now(_runner(like[5], like[0], *like[12], None, keep), what,
-                                   like[11]):
-        return True
-    if not worker.start_now(like[10], (*like[12], keep, what), what, like[11]):
-        stream._submit(_runner(like[5], like[0], *like[12], None, keep), what=what,
-                       kernel=like[11], defer=True)
-    return True
+    return _go_again(stream, like, keep, False)
 
 
 def _again_packed(stream: Stream, config: LaunchConfig, params: bytes, keep, now: bool,
@@ -670,9 +662,8 @@ def _again_packed(stream: Stream, config: LaunchConfig, params: bytes, keep, now
 
 
 def _go_again(stream: Stream, like: tuple, keep, now) -> bool:
-    """The end of _again_packed (and, inline, of _again): _queue's end for a Stream, a
-    launch with no options that compiled nothing: straight to its worker's run_now or
-    start_now."""
+    """The end of _again and _again_packed: _queue's end for a Stream, a launch with no
+    options that compiled nothing: straight to its worker's run_now or start_now."""
     worker, what, name = stream._worker, like[6], like[11]
     if like[9] and worker.run_now(_runner(like[5], like[0], *like[12], None, keep), what,
                                    name):
