@@ -26,7 +26,10 @@ from llvmlite import ir as ll
 from ptxport.codegen.lower import I1, I8, I32, I64, PTR
 from ptxport.codegen.targets.cpu.abi import CTX
 from ptxport.codegen.targets.cpu.entry import open_block_loop
+from ptxport.codegen.targets.cpu.gang.checks import FAILED, PASSED
 from ptxport.codegen.targets.cpu.gang.lanes import (
+    CALL_BLOCKS,
+    CALL_VERDICT,
     CONTINUE,
     FIRST_ROUND,
     SCRATCH_LANE,
@@ -322,16 +325,40 @@ def _skip_rest(r: _Rounds, frame, w, result, point: int, head, phis) -> None:
     b.position_at_end(plain)
 
 
-def _copy_block_fields(r: _Rounds, fields: dict, verdict: bool) -> None:
+def _call_blocks(r: _Rounds) -> None:
+    """Where run_blocks starts, the call test's byte zeroed (unknown) and the call's first
+    block number and count, and the grid's %nctaid.x and .y, written beside it
+    (block_tests.py's box of blocks). A call of one block has its byte FAILED: that
+    block's own test costs less."""
+    b = r.b
+    first, count = r.fn.args[4], r.fn.args[5]
+    grid = [b.load(b.gep(r.ctx, [I64(CTX.fields["nctaid"] + 4 * axis)], source_etype=I8),
+                   typ=I32) for axis in (0, 1)]
+    for at, value in ((CALL_BLOCKS, first), (CALL_BLOCKS + 8, count), (CALL_BLOCKS + 16,
+                      grid[0]), (CALL_BLOCKS + 20, grid[1]), (CALL_VERDICT, b.select(
+            b.icmp_unsigned(">", count, I64(1)), I8(0), I8(FAILED)))):
+        field = b.gep(r.block_copy, [I64(at)], source_etype=I8)
+        field.type = ll.PointerType(value.type)
+        b.store(value, field)
+
+
+def _copy_block_fields(r: _Rounds, fields: dict, verdict: bool, call: bool) -> None:
     """The block's copy of the context's `fields` ((offset, type name) -> type: those the
     gang function reads), made where a block starts: on run_blocks' stack and read by the
     inlined gang functions alone, it becomes values that every warp's call shares. Where
-    `verdict`, the block test's verdict byte there (block_tests.py) is zeroed: unknown."""
+    `verdict`, the block test's verdict byte there (block_tests.py) is zeroed: unknown;
+    where `call` too, PASSED where the call test passed."""
     b = r.b
     if verdict:
         byte = b.gep(r.block_copy, [I64(VERDICT)], source_etype=I8)
         byte.type = ll.PointerType(I8)
-        b.store(I8(0), byte)
+        told = I8(0)
+        if call:
+            whole = b.gep(r.block_copy, [I64(CALL_VERDICT)], source_etype=I8)
+            whole.type = byte.type
+            whole = b.load(whole, typ=I8)
+            told = b.select(b.icmp_unsigned("==", whole, I8(PASSED)), I8(PASSED), I8(0))
+        b.store(told, byte)
     for (offset, _), typ in sorted(fields.items(), key=lambda item: item[0]):
         source, copy = (b.gep(p, [I64(offset)], source_etype=I8) for p in (
             r.ctx, r.block_copy))
@@ -343,7 +370,7 @@ def build_run_blocks(llmod: ll.Module, gang: ll.Function, warp_frame: int,
                      block: tuple[int, int, int], points: list[int],
                      fields: dict, yield_points=frozenset(), params=None,
                      skip_slots=None, first_round: bool = True,
-                     verdict: bool = False) -> None:
+                     verdict: bool = False, call_test: bool = False) -> None:
     """i64 run_blocks(ctx, frames, frame_size, nthreads, first, count, status*): blocks
     first..first+count-1, each warp by warp in rounds until every warp has exited; -1, or
     (block << 32 | thread) of the lane that faulted or waits forever, its status in *status.
@@ -355,8 +382,8 @@ def build_run_blocks(llmod: ll.Module, gang: ll.Function, warp_frame: int,
     may end a uniform round for the later warps (idle_warps.py), the frame slots (offset,
     bytes) they take from the warp that ended it (None: it never does); `first_round`:
     whether the block's first round has a loop of its own (_first_round; else it is the
-    general round's); `verdict`: whether the gang function reads the block test's verdict
-    (block_tests.py), zeroed as each block starts."""
+    general round's); `verdict`, `call_test`: whether the gang function reads the block
+    test's verdict (block_tests.py), zeroed as each block starts, and the call test's."""
     nthreads = block[0] * block[1] * block[2]      # (the executor passes the same)
     r = _Rounds(llmod, gang, warp_frame, (nthreads + W - 1) // W, nthreads)
     r.yields = bool(yield_points)
@@ -367,8 +394,9 @@ def build_run_blocks(llmod: ll.Module, gang: ll.Function, warp_frame: int,
     r.skip_slots = skip_slots
     b, fn = r.b, r.fn
     _copy_params(r, params or {})
+    _call_blocks(r) if call_test else None
     n, block_body, block_next = open_block_loop(b, r.ctx, fn.args[4], fn.args[5])
-    _copy_block_fields(r, fields, verdict)
+    _copy_block_fields(r, fields, verdict, call_test)
     start = b.block
     general, phis = _loop_head(r, "warp_head", (
         ("w", I32), ("waiting", I1), ("any", I32), ("all", I32),
