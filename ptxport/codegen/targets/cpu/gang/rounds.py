@@ -325,6 +325,14 @@ def _skip_rest(r: _Rounds, frame, w, result, point: int, head, phis) -> None:
     b.position_at_end(plain)
 
 
+def _start_call(r: _Rounds, fields: dict, call_test: bool) -> None:
+    """Where run_blocks starts: the fields that hold for all its blocks copied, and, where
+    `call_test`, the call test's words written."""
+    _copy_fields(r, fields, False)
+    if call_test:
+        _call_blocks(r)
+
+
 def _call_blocks(r: _Rounds) -> None:
     """Where run_blocks starts, the call test's byte zeroed (unknown) and the call's first
     block number and count, and the grid's %nctaid.x and .y, written beside it
@@ -359,7 +367,26 @@ def _copy_block_fields(r: _Rounds, fields: dict, verdict: bool, call: bool) -> N
             whole = b.load(whole, typ=I8)
             told = b.select(b.icmp_unsigned("==", whole, I8(PASSED)), I8(PASSED), I8(0))
         b.store(told, byte)
+    _copy_fields(r, fields, True)
+
+
+def _per_block(offset: int) -> bool:
+    """Whether the context's field at `offset` may change from block to block of a call:
+    %ctaid, and the local stack's words (device functions' frames); the others hold for
+    the whole launch on a worker."""
+    ctaid, local = CTX.fields["ctaid"], CTX.fields["local_stack"]
+    return ctaid <= offset < ctaid + 12 or offset >= local
+
+
+def _copy_fields(r: _Rounds, fields: dict, per_block: bool) -> None:
+    """The context's `fields` that change from block to block (`per_block`: copied where
+    each block starts) or the others (copied where run_blocks starts: LLVM then computes
+    what it makes of them, the site cache's slot addresses, the shared memory's, once a
+    call, where it did so in every block), into run_blocks' block copy."""
+    b = r.b
     for (offset, _), typ in sorted(fields.items(), key=lambda item: item[0]):
+        if _per_block(offset) != per_block:
+            continue
         source, copy = (b.gep(p, [I64(offset)], source_etype=I8) for p in (
             r.ctx, r.block_copy))
         copy.type = ll.PointerType(typ)
@@ -394,7 +421,7 @@ def build_run_blocks(llmod: ll.Module, gang: ll.Function, warp_frame: int,
     r.skip_slots = skip_slots
     b, fn = r.b, r.fn
     _copy_params(r, params or {})
-    _call_blocks(r) if call_test else None
+    _start_call(r, fields, call_test)
     n, block_body, block_next = open_block_loop(b, r.ctx, fn.args[4], fn.args[5])
     _copy_block_fields(r, fields, verdict, call_test)
     start = b.block
