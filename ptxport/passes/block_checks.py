@@ -42,10 +42,16 @@ memory.py's _twice, as for hoist_global_checks.py's loops). Where the test fails
 at the grid's edge, a bad launch) each access checks itself as before, so a bad access
 faults at its first bad lane, in program order, as before.
 
+With the block test, a call test (_call_test): the same ranges over the threads of every
+block of a box of %ctaid that holds a run_blocks call's blocks, %ctaid an axis of the forms
+like %tid, its box's corner and extents registers that the lowering writes. Where it
+passes, every block of the call would pass its own test: the call's first block runs it,
+and the others run none (gang/block_tests.py).
+
 CpuOptions.block_checks (on by default; docs/cpu-target-measurements.md, "Session 15:
-stencil18" and "Session 16: stencil19", on what it saves and costs). The rewritten kernel
-is a new function (the module's is not changed); the gang lowering applies the pass after
-hoist-global-checks (gang/build.py).
+stencil18", "Session 16: stencil19" and "Session 17: blockpro21", on what it saves and
+costs). The rewritten kernel is a new function (the module's is not changed); the gang
+lowering applies the pass after hoist-global-checks (gang/build.py).
 """
 
 from __future__ import annotations

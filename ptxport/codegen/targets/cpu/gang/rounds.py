@@ -326,10 +326,15 @@ def _skip_rest(r: _Rounds, frame, w, result, point: int, head, phis) -> None:
 
 
 def _start_call(r: _Rounds, fields: dict, call_test: bool) -> None:
-    """Where run_blocks starts: the fields that hold for all its blocks copied, and, where
-    `call_test`, the call test's words written."""
-    _copy_fields(r, fields, False)
+    """Where run_blocks starts, where `call_test`: the call test's words written, and the
+    fields that hold for all its blocks copied (_copy_fields). Only there: in the blocks
+    of a call whose test passed, what LLVM made of them for the covered accesses' checks
+    (the site cache's slot addresses: ~25 instructions of the stencil's 60 a block) is
+    cold; elsewhere copying them once a call only moved LLVM's register allocation
+    (reduce_shared, 4 blocks a call: +0.6% instructions; docs/cpu-target-measurements.md,
+    "Session 17: blockpro21")."""
     if call_test:
+        _copy_fields(r, fields, lambda offset: not _per_block(offset))
         _call_blocks(r)
 
 
@@ -367,7 +372,7 @@ def _copy_block_fields(r: _Rounds, fields: dict, verdict: bool, call: bool) -> N
             whole = b.load(whole, typ=I8)
             told = b.select(b.icmp_unsigned("==", whole, I8(PASSED)), I8(PASSED), I8(0))
         b.store(told, byte)
-    _copy_fields(r, fields, True)
+    _copy_fields(r, fields, _per_block if call else lambda offset: True)
 
 
 def _per_block(offset: int) -> bool:
@@ -378,14 +383,14 @@ def _per_block(offset: int) -> bool:
     return ctaid <= offset < ctaid + 12 or offset >= local
 
 
-def _copy_fields(r: _Rounds, fields: dict, per_block: bool) -> None:
-    """The context's `fields` that change from block to block (`per_block`: copied where
-    each block starts) or the others (copied where run_blocks starts: LLVM then computes
-    what it makes of them, the site cache's slot addresses, the shared memory's, once a
-    call, where it did so in every block), into run_blocks' block copy."""
+def _copy_fields(r: _Rounds, fields: dict, pick) -> None:
+    """The context's `fields` whose offset `pick` takes, into run_blocks' block copy: where
+    each block starts, those that change from block to block, or all; where run_blocks
+    starts, the others (LLVM then computes what it makes of them, the site cache's slot
+    addresses, the shared memory's, once a call, where it did so in every block)."""
     b = r.b
     for (offset, _), typ in sorted(fields.items(), key=lambda item: item[0]):
-        if _per_block(offset) != per_block:
+        if not pick(offset):
             continue
         source, copy = (b.gep(p, [I64(offset)], source_etype=I8) for p in (
             r.ctx, r.block_copy))
