@@ -15,9 +15,10 @@ barriers.
 
 Where the pass made a call test too (the same ranges over a box of %ctaid that holds the
 run_blocks call's blocks), the first block of a call runs it, its answer kept in a second
-byte (CALL_VERDICT, zeroed as each call starts, with the box written beside it:
-rounds.py): where it passed, each block of the call starts with its verdict PASSED and
-runs no test of its own; where it failed, each runs its own as before. See
+byte (CALL_VERDICT, zeroed as each call starts, the call's blocks and the grid's shape
+written beside it: rounds.py): where it passed, each block of the call starts with its
+verdict PASSED and runs no test of its own; where it failed, each runs its own as before.
+A call of one block runs only its own (rounds.py marks its call FAILED). See
 docs/cpu-target-measurements.md, "Session 15: stencil18", "Session 16: stencil19" and
 "Session 17: blockpro21".
 """
