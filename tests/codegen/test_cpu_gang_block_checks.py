@@ -82,9 +82,10 @@ def test_no_test_for_one_warp_nor_for_an_address_it_cannot_follow():
     assert not block_checks(_kernel(twice), (16, 16, 1), {})[2].checked
 
 
-def _pairs(w: int, h: int, words: int | None = None):
-    """PAIRS on a w x h grid of floats (`words` in `in`: w * h + 1 by default); (out, the
-    expected out, the launch's IllegalAddressError or None)."""
+def _pairs(w: int, h: int, words: int | None = None, planes: int = 1):
+    """PAIRS on a w x h grid of floats (`words` in `in`: w * h + 1 by default; `planes`
+    grid planes, each doing the same); (out, the expected out, the launch's
+    IllegalAddressError or None)."""
     dev = Device("cpu")
     stream = dev.create_stream()
     kernel = Program(PAIRS, code_type="ptx").compile("native").get_kernel("k")
@@ -95,7 +96,7 @@ def _pairs(w: int, h: int, words: int | None = None):
     bufs[1].copy_from(np.zeros(w * h, np.float32), stream=stream)
     fault = None
     try:
-        launch(stream, LaunchConfig(grid=((w + 15) // 16, (h + 15) // 16), block=(16, 16)),
+        launch(stream, LaunchConfig(grid=((w + 15) // 16, (h + 15) // 16, planes), block=(16, 16)),
                kernel, bufs[0], bufs[1], np.uint32(w), np.uint32(h))
         stream.sync()
     except IllegalAddressError as e:
@@ -154,13 +155,13 @@ def test_a_call_test_over_the_blocks_of_a_call():
                    for i in call_code)
 
 
-@pytest.mark.parametrize("w, h", [(128, 64), (40, 352)])
-def test_sums_agree_in_calls_of_several_blocks(cpu_options, one_worker, w, h):
+@pytest.mark.parametrize("w, h, planes", [(128, 64, 1), (40, 352, 1), (16, 32, 32)])
+def test_sums_agree_in_calls_of_several_blocks(cpu_options, one_worker, w, h, planes):
     # one worker runs blocks // 16 a call: 128 x 64, runs of 2 in a row (the call test
     # holds where the run is inside); 40 x 352, calls of 4 over rows of 3 blocks (its box
-    # whole rows)
+    # whole rows); 16 x 32 in 32 planes, calls of 4 over planes of 2 blocks (whole planes)
     cpu_options(block_checks=True)
-    out, expected, fault = _pairs(w, h)
+    out, expected, fault = _pairs(w, h, planes=planes)
     assert fault is None and (out == expected).all()
 
 
