@@ -10,6 +10,9 @@ kept across a barrier as the 32-bit u it widens is made again as it was, wraps i
 
 from __future__ import annotations
 
+import re
+
+import llvmlite.binding as llvm
 import numpy as np
 import pytest
 
@@ -17,6 +20,7 @@ from cpu_harness import allocate_alone, launch_on_cpu
 from ptxport import Device, LaunchConfig, Program, launch
 from ptxport.codegen.targets.cpu.gang import lowering
 from ptxport.codegen.targets.cpu.gang.build import build_gang
+from ptxport.codegen.targets.cpu.machine import target_machine
 from ptxport.codegen.targets.cpu.options import CpuOptions
 from ptxport.errors import IllegalAddressError
 from ptxport.ir.from_ptx import build
@@ -89,6 +93,23 @@ bar.sync 0;
 add.s64 %rd4, %rd1, %rd3;
 setp.ge.u32 %p1, %r4, %r11;
 @%p1 st.global.u32 [%rd4], %r4;
+ret;
+}
+"""
+
+# t = y * w + x; out[widen(t)] = p[widen(t)]: no lane needs its index on the hot path
+COPY = HEADER + """.visible .entry k(.param .u64 p, .param .u64 out, .param .u32 w)
+{
+.reg .b32 %r<10>; .reg .b64 %rd<6>;
+ld.param.u64 %rd1, [p]; ld.param.u64 %rd2, [out]; ld.param.u32 %r1, [w];
+mov.u32 %r2, %tid.x; mov.u32 %r3, %tid.y; mov.u32 %r6, %ctaid.y; mov.u32 %r7, %ntid.y;
+mad.lo.s32 %r8, %r6, %r7, %r3;
+mad.lo.s32 %r4, %r8, %r1, %r2;
+mul.wide.s32 %rd3, %r4, 4;
+add.s64 %rd4, %rd1, %rd3;
+ld.global.u32 %r9, [%rd4];
+add.s64 %rd5, %rd2, %rd3;
+st.global.u32 [%rd5], %r9;
 ret;
 }
 """
@@ -257,3 +278,21 @@ def test_the_halves_exact_test_at_the_signed_end(b):
         return
     src, out = _rows((16, 2), (1, 1), w=16, b=b % (1 << 32), words=32, first=b)
     assert (out == src).all()
+
+
+def test_the_per_half_cold_paths_make_their_32_bit_indices_themselves():
+    # the lanes' 32-bit indices (each half's first plus 0..15) are made on each access's
+    # lane-by-lane path, not once above both on the hot path (widened._slow: the stencil's
+    # interior warps computed them for the three in[] loads' cold paths)
+    llmod, _ = build_gang(build(parse(COPY)), "k", (16, 4, 1), CpuOptions())
+    module = llvm.parse_assembly(str(llmod))
+    passes = llvm.create_pass_builder(target_machine(), llvm.PipelineTuningOptions(speed_level=3))
+    passes.getModulePassManager().run(module, passes)
+    offsets = ", ".join(f"i32 {i % 16}" for i in range(32))
+    label, made = None, []
+    for line in str(module).splitlines():
+        if found := re.match(r"([\w.]+):", line):
+            label = found.group(1)
+        if re.search(rf"= add <32 x i32> .*<{offsets}>", line):
+            made.append(label)
+    assert len(made) == 2 and all(name.startswith("widened_lanes") for name in made), made

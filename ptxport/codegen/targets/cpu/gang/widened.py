@@ -36,7 +36,6 @@ from ptxport.codegen.targets.cpu.gang.checks import (
     Place,
     check_access,
     check_place,
-    cold_addrs,
     group_check,
     inside_one_allocation,
 )
@@ -283,14 +282,22 @@ def _slow(fl: GangLowering, place: Place, t: Type, count: int, values, old, span
     """The slow path: each lane's address made again here from the values the hot path
     took its scalars from (scalar_lanes.recomputed), the lanes checked (a fault names the
     first bad one) and a gather or scatter. Per half the hot path's range may be any
-    two numbers where a half wrapped: the check then takes the lanes' own."""
+    two numbers where a half wrapped: the check then takes the lanes' own, and the
+    32-bit indices are made here too, from frozen scalars (else LLVM computed them once
+    on the hot path for all the cold paths that use them: the stencil's in[] loads, 6
+    instructions an interior warp); 16 deep, so that a halo row's `(y - 1) * w + x`
+    reaches its scalars (a 32-bit vector left frozen made LLVM freeze the hot `y` too,
+    whose multiply then took all 32 lanes)."""
     b = fl.b
     size = t.size * count
-    if place.lanes.halves:
-        check_access(fl, cold_addrs(fl, place, place.offset), None, size, values is not None)
     if isinstance(fl.mask, ll.Constant) or place.lanes.halves:
-        place = Place(recomputed(b, place.addrs, fl.written), place.shared, place.offset,
-                      place.key, place.lanes, place.stride)
+        widths = (32, 64) if place.lanes.halves else (64,)
+        place = Place(recomputed(b, place.addrs, fl.written, widths=widths, depth=16),
+                      place.shared, place.offset, place.key, place.lanes, place.stride)
+    if place.lanes.halves:
+        offset = ll.Constant(place.addrs.type.element, place.offset)
+        check_access(fl, b.add(place.addrs, b.splat(offset)) if place.offset
+                     else place.addrs, None, size, values is not None)
     if not place.lanes.halves:
         check_place(fl, place, size, values is not None, I32(SCATTERED), *span)
     each = lane_by_lane(fl, place, t, count, values)
