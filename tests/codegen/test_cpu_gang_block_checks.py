@@ -9,10 +9,15 @@ and its warps check themselves."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from ptxport import Device, LaunchConfig, Program, launch
+from ptxport.codegen.targets.cpu.gang.build import build_gang
+from ptxport.codegen.targets.cpu.options import CpuOptions
 from ptxport.errors import IllegalAddressError
 from ptxport.ir.from_ptx import build
 from ptxport.passes.block_checks import block_checks
@@ -180,3 +185,17 @@ def test_a_load_past_the_end_faults_in_a_call_of_several_blocks(cpu_options, one
     assert "read 4 bytes" in message and "in block (7, 7, 0), thread 251;" in message, message
     assert (out[:112] == expected[:112]).all() and (out[:, :112] == expected[:, :112]).all()
     assert (out[112:, 112:] == 0).all()
+
+
+def test_a_guarded_covered_load_tests_the_verdict_before_its_mask():
+    # the stencil's in[] loads (the tile's cell, its left and right halo) under `inside`
+    # and the edge threads' guards: where the block passed, straight to the masked loads
+    # (a masked load of no lane touches nothing); the mask is tested (and the range, once
+    # for the group) only where it failed: widened.py's _unproven. Before, each load
+    # tested its mask, then the verdict (two branches a load, three loads a warp)
+    source = (Path(__file__).parents[1] / "kernels" / "stencil_2d.cu").read_text()
+    ptx = Program(source, code_type="c++").compile("ptx").code
+    llmod, _ = build_gang(build(parse(ptx)), "stencil_2d_5pt", (16, 16, 1), CpuOptions())
+    first = re.findall(r'br i1 %"[.\w]+", label %"(widened_fast[.\d]*)", '
+                       r'label %"widened_unproven[.\d]*"', str(llmod))
+    assert len(first) >= 3, first

@@ -224,24 +224,25 @@ def access(fl: GangLowering, place: Place, t: Type, count: int, values=None, old
         lows = [low]
     ahead = _ahead(fl, place, size, lows)       # (before _check makes the group's check)
     early = isinstance(fl.mask, ll.Constant)
-    if early and ahead is not None:     # (LLVM then branches from a cache hit to `fast`)
+    first = proven and not early    # (the verdict first: no test of the mask where it held)
+    if (early or first) and ahead is not None:  # (LLVM then branches from a hit to `fast`)
         prefetch_site(fl, place, *ahead, size, not load)
-    # (before the branch on the mask: later accesses of the group reuse the check)
-    ok = _check(fl, place, t, count, low, high, exact)
     fast, slow, done = (fl.llfn.append_basic_block(n) for n in (
         "widened_fast", "widened_lanes", "widened_done"))
     skipped = None
-    if not isinstance(fl.mask, ll.Constant):
-        skipped, active = b.block, fl.llfn.append_basic_block("widened_active")
-        ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", fl.bits(fl.mask), I32(0)),
-                             active, done)
-        b.position_at_end(active)
-    if ahead is not None and not early:
-        prefetch_site(fl, place, *ahead, size, not load)
-    if proven:      # (straight to the fast path where the block passed: ok not tested)
-        checking = fl.llfn.append_basic_block("widened_checking")
-        checks.expect(fl, ll.IRBuilder.cbranch(b, checks.loop_checked(fl), fast, checking))
-        b.position_at_end(checking)
+    if first:
+        ok, skipped, memo = _unproven(fl, place, t, count, (low, high, exact), fast, done)
+    else:
+        # (before the branch on the mask: later accesses of the group reuse the check)
+        ok = _check(fl, place, t, count, low, high, exact)
+        if not early:
+            skipped = _active(fl, done)
+        if ahead is not None and not early:
+            prefetch_site(fl, place, *ahead, size, not load)
+        if proven:      # (straight to the fast path where the block passed: ok not tested)
+            checking = fl.llfn.append_basic_block("widened_checking")
+            checks.expect(fl, ll.IRBuilder.cbranch(b, checks.loop_checked(fl), fast, checking))
+            b.position_at_end(checking)
     checks.expect(fl, ll.IRBuilder.cbranch(b, ok, fast, slow))
     b.position_at_end(fast)
     quick = _fast(fl, t, count, starts if halves else start, values, old)
@@ -252,10 +253,48 @@ def access(fl: GangLowering, place: Place, t: Type, count: int, values=None, old
     slow = b.block
     b.branch(done)
     b.position_at_end(done)
+    if first and memo is not None:      # (the group's answer: true where the fast path ran)
+        answer = ll.IRBuilder.phi(b, ll.IntType(1))
+        for value, block in ((1, fast), (0, slow)):
+            answer.add_incoming(ll.Constant(ll.IntType(1), value), block)
+        answer.add_incoming(ok, skipped)
+        fl.group_ok[memo] = answer
     if not load:
         return None
     paths = [(quick, fast), (each, slow)]
     return joined(fl, t, paths if skipped is None else [*paths, (old, skipped)])
+
+
+def _active(fl: GangLowering, done):
+    """Branch to `done` where no lane of the mask is active, else on (the builder then in
+    `widened_active`); the block that branches."""
+    b = fl.b
+    skipped, active = b.block, fl.llfn.append_basic_block("widened_active")
+    ll.IRBuilder.cbranch(b, ll.IRBuilder.icmp_unsigned(b, "!=", fl.bits(fl.mask), I32(0)),
+                         active, done)
+    b.position_at_end(active)
+    return skipped
+
+
+def _unproven(fl: GangLowering, place: Place, t: Type, count: int, span, fast, done):
+    """For an access the block's test covers, under a mask not known when compiling: to
+    `fast` where the block passed (its mask not tested: a masked access of no lane does
+    nothing), else the access's own check (or its group's), then the mask's test, as
+    _check and access do otherwise. (ok, the block that branches to `done` where no lane
+    is active, the group's memo key where this access makes the group's check, else
+    None): the stencil's in[] loads tested the mask, then the verdict (two branches an
+    access, an interior warp's three loads)."""
+    b = fl.b
+    low, high, exact = span
+    unproven = fl.llfn.append_basic_block("widened_unproven")
+    checks.expect(fl, ll.IRBuilder.cbranch(b, checks.loop_checked(fl), fast, unproven))
+    b.position_at_end(unproven)
+    group = _group(fl, exact is not None)
+    memo = (group, id(fl.unguarded_mask if exact is not None else fl.mask))
+    if group is not None and memo in fl.group_ok:
+        return fl.group_ok[memo], _active(fl, done), None
+    ok = _own_check(fl, place, t, count, low, high, exact)
+    return ok, _active(fl, done), None if group is None else memo
 
 
 def _fast(fl: GangLowering, t: Type, count: int, start, values, old):
