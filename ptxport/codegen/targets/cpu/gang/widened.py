@@ -16,6 +16,11 @@ warp's lanes are consecutive, the halves a row apart: the range is then taken fr
 15, 16 and 31 as scalars, a half whose last lane's address is not its first's plus 15
 elements has wrapped (wraps.py: the address holds one widening, monotone across each
 half), and the fast path is two half-vector accesses. No flag of the warp either way.
+
+An access the block's range test covers (passes/block_checks.py) goes to its fast path
+where the block passed; under a guard it tests the block's verdict before the mask (a
+masked access of no lane touches nothing), the mask and its own check only where the
+verdict failed (_unproven).
 """
 
 from __future__ import annotations
