@@ -316,6 +316,16 @@ def test_a_2d_tile_prefetches_the_next_warps_rows_with_no_stride_learnt(block, l
     assert (re.search(r"= mul i64 %\S+, 6$", text, re.M) is None) == learnt
 
 
+def test_row_prefetches_off_leaves_the_stencils_rows_unfetched():
+    # CpuOptions.row_prefetches=False: the rows-ahead sites take no prefetch at all (not
+    # checks.prefetch's learnt stride instead), so that the lead can time what they gain
+    ptx = corpus_ptx(KERNEL_DIR / "stencil_2d.cu", "sm_90")
+    llmod, _ = build_gang(build(parse(ptx)), "stencil_2d_5pt", (16, 16, 1),
+                          CpuOptions(row_prefetches=False))
+    text = str(llmod)
+    assert 'call void @"llvm.prefetch' not in text and "\nprefetched" not in text
+
+
 @pytest.mark.parametrize("n", [48, 61])
 def test_a_2d_stencil_prefetching_rows_ahead_computes_what_it_should(n):
     # past the grid's last rows too (the last blocks' warps prefetch rows below the array:

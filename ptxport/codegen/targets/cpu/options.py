@@ -61,6 +61,11 @@ class CpuOptions:
         On hosts with AVX-512, load and store shared-memory lanes one stride apart whose
         stride is not one span access (8 elements and more: a tree's busy levels), under
         the full mask, as one gather or scatter (gang/strided.py); False goes lane by lane.
+    row_prefetches : bool
+        In warp gangs, a global access outside loops in a block 16 threads wide (a 2D
+        stencil's loads and store) prefetches the rows of the warp 3 on (gang/streams.py);
+        False: such accesses take no software prefetch (to measure what they gain: ~15
+        instructions a stencil warp).
     first_round : bool or None
         In warp gangs, give a block's first round a loop of its own, with its own copy of
         the gang function: every warp fresh, without a look at its status (gang/rounds.py).
@@ -80,6 +85,7 @@ class CpuOptions:
     skip_idle_warps: bool = True
     opaque_window_bases: bool = True
     strided_gathers: bool = True
+    row_prefetches: bool = True
     first_round: bool | None = None
 
     def key(self) -> dict[str, bool | int | None]:

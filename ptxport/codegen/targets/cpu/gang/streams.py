@@ -271,7 +271,8 @@ def prefetch_site(fl: GangLowering, place: Place, lows: list, span: int, size: i
         return
     step = _loop_step(fl, place)
     if step is None and _rows_of_threads(fl, lows):
-        _rows_ahead(fl, lows, span, write)
+        if fl.options.row_prefetches:
+            _rows_ahead(fl, lows, span, write)
         return
     if step is None or step == _STAYS:
         prefetch(fl, lows, span, write)
