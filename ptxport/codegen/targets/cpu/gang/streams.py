@@ -306,7 +306,7 @@ def prefetch_site(fl: GangLowering, place: Place, lows: list, span: int, size: i
         return
     step = _loop_step(fl, place)
     if step is None and _rows_of_threads(fl, lows):
-        if fl.options.row_prefetches:
+        if fl.options.row_store_prefetches if write else fl.options.row_load_prefetches:
             _rows_ahead(fl, lows, span, write)
         return
     if step is None or step == _STAYS:
