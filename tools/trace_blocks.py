@@ -109,10 +109,10 @@ def _labels(out: Path) -> tuple[dict[int, str], dict[int, str]]:
     with the object's disassembly), and offset -> the instruction's disassembly."""
     import llvmlite.binding as llvm
     sys.path.insert(0, str(ROOT))
-    from ptxport.codegen.targets.cpu.machine import target_machine
-    machine = target_machine()
+    from ptxport.codegen.targets.cpu.machine import kernel_machine, kernel_module
+    machine = kernel_machine()
     machine.set_asm_verbosity(True)
-    module = llvm.parse_assembly((out / "kernel.ll").read_text())
+    module = kernel_module((out / "kernel.ll").read_text())
     passes = llvm.create_pass_builder(machine, llvm.PipelineTuningOptions(speed_level=3))
     passes.getModulePassManager().run(module, passes)
     lines = machine.emit_assembly(module).splitlines()

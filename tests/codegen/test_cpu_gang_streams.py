@@ -316,6 +316,20 @@ def test_a_2d_tile_prefetches_the_next_warps_rows_with_no_stride_learnt(block, l
     assert (re.search(r"= mul i64 %\S+, 6$", text, re.M) is None) == learnt
 
 
+@pytest.mark.parametrize("loads, stores", [(False, False), (False, True), (True, False)])
+def test_row_prefetches_off_leave_the_stencils_rows_unfetched(loads, stores):
+    # CpuOptions.row_load_prefetches / row_store_prefetches False: those rows-ahead sites
+    # take no prefetch at all (not checks.prefetch's learnt stride instead), so that their
+    # gain can be timed; llvm.prefetch's second argument: 0 read, 1 write
+    ptx = corpus_ptx(KERNEL_DIR / "stencil_2d.cu", "sm_90")
+    llmod, _ = build_gang(build(parse(ptx)), "stencil_2d_5pt", (16, 16, 1),
+                          CpuOptions(row_load_prefetches=loads, row_store_prefetches=stores))
+    text = str(llmod)
+    kinds = set(re.findall(r'call void @"llvm\.prefetch[^(]*"\(ptr [^,]+, i32 (\d)', text))
+    assert kinds == {kind for kind, on in (("0", loads), ("1", stores)) if on}
+    assert "\nprefetched" not in text
+
+
 @pytest.mark.parametrize("n", [48, 61])
 def test_a_2d_stencil_prefetching_rows_ahead_computes_what_it_should(n):
     # past the grid's last rows too (the last blocks' warps prefetch rows below the array:

@@ -21,7 +21,6 @@ from ptxport.codegen.targets.cpu.machine import (
     LLVM_LOCK,
     host,
     object_code,
-    target_machine,
 )
 from ptxport.codegen.targets.cpu.module import build_llvm
 from ptxport.codegen.targets.cpu.options import CpuOptions
@@ -97,7 +96,7 @@ def _scalar(module: ir.Module, kernel: str, refusal: str) -> images.Image:
 def _object_code(llvm_ir: str, kernel: str, how: str) -> bytes:
     try:
         with LLVM_LOCK:
-            return object_code(llvm_ir, target_machine())
+            return object_code(llvm_ir)
     except RuntimeError as e:      # LLVM rejected the module ptxport made: ptxport's bug
         raise InternalError(f"LLVM rejected the CPU code of kernel '{kernel}' ({how}): "
                             f"{str(e).splitlines()[0]}; please report this to ptxport") \

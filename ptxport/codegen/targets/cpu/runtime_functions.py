@@ -19,7 +19,7 @@ from llvmlite import ir as ll
 
 from ptxport.codegen.lower import BF16, I16, I32
 
-__all__ = ["add_conversions", "undefined_symbols"]
+__all__ = ["add_conversions", "near_references", "undefined_symbols"]
 
 F32, F64, F16 = ll.FloatType(), ll.DoubleType(), ll.HalfType()
 
@@ -80,15 +80,50 @@ def add_conversions(llmod: ll.Module) -> None:
         b.ret(b.fptrunc(_round_to_odd_f32(b, fn.args[0]), F16))
 
 
-def undefined_symbols(obj: bytes) -> list[str]:
-    """The names an ELF64 object file refers to but does not define (its undefined global
-    symbols); [] for other formats, which are not checked."""
+def _sections(obj: bytes) -> list[tuple]:
+    """An ELF64 little-endian object's section headers; [] for other formats."""
     if obj[:4] != b"\x7fELF" or obj[4] != 2 or obj[5] != 1:
         return []
     (shoff,) = struct.unpack_from("<Q", obj, 0x28)
     shentsize, shnum = struct.unpack_from("<HH", obj, 0x3A)
-    sections = [struct.unpack_from("<IIQQQQIIQQ", obj, shoff + i * shentsize)
-                for i in range(shnum)]
+    return [struct.unpack_from("<IIQQQQIIQQ", obj, shoff + i * shentsize)
+            for i in range(shnum)]
+
+
+# x86-64 relocations relative to the instruction pointer that name a symbol directly:
+# R_X86_64_PC32, R_X86_64_PLT32 (RuntimeDyld makes a stub for the latter)
+_NEAR_RELOCATIONS = (2, 4)
+
+
+def near_references(obj: bytes) -> list[str]:
+    """The undefined symbols an x86-64 ELF object reaches by 32-bit offsets from its code
+    (a call through a PLT stub, a data address assumed within 2 GiB) rather than through
+    its GOT; [] for other formats and machines."""
+    sections = _sections(obj)
+    if not sections or struct.unpack_from("<H", obj, 0x12)[0] != 62:     # EM_X86_64
+        return []
+    names = set()
+    for _name, sh_type, _, _, offset, size, link, _, _, entsize in sections:
+        if sh_type != 4:    # SHT_RELA
+            continue
+        symtab = sections[link]
+        strtab = sections[symtab[6]]
+        for at in range(offset, offset + size, entsize):
+            (info,) = struct.unpack_from("<Q", obj, at + 8)
+            if info & 0xFFFFFFFF not in _NEAR_RELOCATIONS:
+                continue
+            st_name, _, _, st_shndx = struct.unpack_from(
+                "<IBBH", obj, symtab[4] + (info >> 32) * symtab[9])
+            if st_shndx == 0 and st_name:
+                start = strtab[4] + st_name
+                names.add(obj[start:obj.index(b"\0", start)].decode())
+    return sorted(names)
+
+
+def undefined_symbols(obj: bytes) -> list[str]:
+    """The names an ELF64 object file refers to but does not define (its undefined global
+    symbols); [] for other formats, which are not checked."""
+    sections = _sections(obj)
     names = []
     for _name, sh_type, _, _, offset, size, link, _, _, entsize in sections:
         if sh_type != 2:  # SHT_SYMTAB

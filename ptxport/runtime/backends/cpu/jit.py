@@ -22,7 +22,7 @@ from ptxport.codegen.targets.cpu.device_runtime import DEVICE_RUNTIME_SYMBOL
 from ptxport.codegen.targets.cpu.image import Image
 from ptxport.codegen.targets.cpu.machine import LLVM_LOCK, target_machine
 from ptxport.codegen.targets.cpu.module import holds_function_addresses
-from ptxport.errors import CompileError, UnsupportedFeatureError
+from ptxport.errors import CompileError, InternalError, UnsupportedFeatureError
 from ptxport.ir import nodes as ir
 from ptxport.ir.analysis import runs_to_completion
 from ptxport.ptx.ast import FloatImm, IntImm
@@ -135,13 +135,20 @@ class CpuKernelBinary:
             # them, into LLVM's search: before one exists a libc function reads as missing)
             empty = llvm.parse_assembly("")
             empty.triple = llvm.get_process_triple()
-            self._engine = llvm.create_mcjit_compiler(empty, target_machine())
+            # (llvmlite's memory manager: the object's code and data in one mapping, which
+            # the small code model needs: machine.kernel_machine)
+            self._engine = llvm.create_mcjit_compiler(empty, target_machine(), use_lmm=True)
             missing = [symbol for symbol in cpu_runtime.undefined_symbols(object_code)
                        if not llvm.address_of_symbol(symbol)]
             if missing:
                 raise CompileError(
                     f"kernel '{name}' needs {', '.join(missing)}, which this process does not "
                     "provide (a compiler runtime function); please report this to ptxport")
+            near = cpu_runtime.near_references(object_code)
+            if near:        # (a PLT stub aborts the process there; data may lie too far)
+                raise InternalError(
+                    f"the object code of kernel '{name}' reaches {', '.join(near)} by a 32-bit "
+                    "offset, not through its GOT; please report this to ptxport")
             self._object_file = llvm.ObjectFileRef.from_data(object_code)
             self._engine.add_object_file(self._object_file)
             self._engine.finalize_object()

@@ -46,7 +46,14 @@ from ptxport.codegen.lower import (
     loop_headers,
 )
 from ptxport.codegen.targets.cpu.abi import CTX
-from ptxport.codegen.targets.cpu.gang import idle_warps, nan_shadows, params, reloads, windows
+from ptxport.codegen.targets.cpu.gang import (
+    idle_warps,
+    nan_shadows,
+    params,
+    reloads,
+    streams,
+    windows,
+)
 from ptxport.codegen.targets.cpu.gang.async_copy import lower_cp
 from ptxport.codegen.targets.cpu.gang.atomics import lower_atom
 from ptxport.codegen.targets.cpu.gang.block_tests import lower_block_test
@@ -391,6 +398,10 @@ def _frame_registers(fl: GangLowering, kernel: ir.Function, segments: list[Segme
                 lanes, halves = rebuilt[reg]
                 slot.type = ll.PointerType(lanes.type.element)
                 fl.rebuilt[id(reg)] = (slot, lanes, halves)
+                alike = None if halves or id(reg) in fl.rebuilt_wide or lanes.type.element != I32 \
+                    else streams.alike_in_every_warp(fl, reg)
+                if alike is not None:
+                    fl.remade[id(reg)] = alike
                 continue
             slot.type = ll.PointerType(fl.storage_type(reg))
             if reg in kept:

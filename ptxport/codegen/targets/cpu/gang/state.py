@@ -162,6 +162,9 @@ class GangLowering(FunctionLowering):
         # saved registers whose frame holds u of u + c[i] alone: id -> (u's slot, c)
         # (and those kept as the 32-bit u they widen: id -> (the scale's shift, signed))
         self.rebuilt, self.rebuilt_wide = {}, {}
+        # rebuilt registers whose u is made again from %ctaid.x, not kept in the frame:
+        # id -> (k, K), u = k * %ctaid.x + K - c[0] (streams.alike_in_every_warp)
+        self.remade = {}
         # params.py: id(parameter) -> offset; id(register reading the copy) -> (offset, type)
         self.param_offsets = params.direct_params(function)
         self.param_registers = params.param_registers(self, function)
@@ -263,7 +266,7 @@ class GangLowering(FunctionLowering):
         first), as a shuffle of the two splats that scalar_lanes.lane sees through."""
         base, offsets, halves = self.rebuilt[id(reg)]
         b = self.b
-        u = b.splat(b.load(base))
+        u = b.splat(b.load(base) if id(reg) not in self.remade else self._remade_u(reg))
         if halves:
             second = b.splat(b.load(_second_half(b, base)))
             u = ll.IRBuilder.shuffle_vector(b, u, second, ll.Constant(
@@ -273,6 +276,14 @@ class GangLowering(FunctionLowering):
             shift, signed = self.rebuilt_wide[id(reg)]
             lanes = b.shl((b.sext if signed else b.zext)(lanes, vec(I64)), b.splat(I64(shift)))
         return self.convert(lanes, reg.type, t)
+
+    def _remade_u(self, reg: ir.Register) -> ll.Value:
+        """u of a rebuilt register that every warp holds alike: k * %ctaid.x + K - c[0]."""
+        k, known = self.remade[id(reg)]
+        first = self.rebuilt[id(reg)][1].constant[0].constant
+        cta = self.target.ctx_field(self, "ctaid", 0)
+        return self.b.add(self.b.mul(cta, I32(k & 0xFFFFFFFF)),
+                          I32((known - first) & 0xFFFFFFFF))
 
     def read_lanes(self, value, t):
         """read, as a vector of the lanes' values."""
@@ -384,7 +395,8 @@ class GangLowering(FunctionLowering):
                 shift, signed = self.rebuilt_wide[id(dest)]
                 value = (self.b.ashr if signed else self.b.lshr)(value, self.b.splat(I64(shift)))
                 value = self.b.trunc(value, vec(I32))
-            self._note_base(value, *self.rebuilt[id(dest)])
+            if id(dest) not in self.remade:     # (else u is what _remade_u makes)
+                self._note_base(value, *self.rebuilt[id(dest)])
             return
         if isinstance(dest, ir.Register) and not dest.vector:
             value = self.convert_out(v, t, dest.type)

@@ -185,6 +185,41 @@ def _operand(fl: GangLowering, value, visiting: set) -> _Affine | None:
     return None
 
 
+def alike_in_every_warp(fl: GangLowering, register) -> tuple[int, int] | None:
+    """(k, K) where each warp's lane 0 holds k * %ctaid.x + K in `register`, exactly, and
+    every warp the same lanes: a 32-bit register written once, outside loops and unguarded,
+    from %tid.x, %ctaid.x and constants by 32-bit adds, subtractions, low products and
+    shifts (arithmetic modulo 2^32, as the form's), in a block whose warps all hold the same
+    %tid.x lanes (its x size divides 32; lane 0 of each warp is at %tid.x 0). A 2D
+    stencil's `x = blockIdx.x * 16 + threadIdx.x`: lowering.py makes it again from the
+    block's %ctaid.x after a barrier rather than keep it in each warp's frame, and LLVM
+    takes what is decided from it (the edge test's x == 0, x == width - 1) out of the loop
+    over the warps."""
+    if W % fl.block[0] or not _exact(fl, register, set()):
+        return None
+    form = _form(fl, register, set())
+    if form is None or form.known is None:
+        return None
+    return form.cta, form.known
+
+
+_EXACT = ("mov", "add", "sub", "mul", "shl", "mad")
+
+
+def _exact(fl: GangLowering, register, visiting: set) -> bool:
+    """Whether each write on `register`'s way from its sources is a 32-bit one of _EXACT
+    (no widening, no high product): what _form's arithmetic follows modulo 2^32."""
+    if not isinstance(register, ir.Register) or id(register) in visiting:
+        return not isinstance(register, ir.Register)
+    visiting.add(id(register))
+    for inst, _ in kernel_facts(fl).writes.get(id(register), ()):
+        if inst.opcode not in _EXACT or inst.spec.get("mode", "lo") != "lo" \
+                or any(t[1:] != "32" for t in inst.spec.types) \
+                or not all(_exact(fl, v, visiting) for v in inst.operands[1:]):
+            return False
+    return True
+
+
 def _written(fl: GangLowering, inst: ir.Instruction, visiting: set) -> _Affine | None:
     """The affine form of what `inst` writes (its first operand), where its opcode keeps
     one."""
@@ -271,7 +306,8 @@ def prefetch_site(fl: GangLowering, place: Place, lows: list, span: int, size: i
         return
     step = _loop_step(fl, place)
     if step is None and _rows_of_threads(fl, lows):
-        _rows_ahead(fl, lows, span, write)
+        if fl.options.row_store_prefetches if write else fl.options.row_load_prefetches:
+            _rows_ahead(fl, lows, span, write)
         return
     if step is None or step == _STAYS:
         prefetch(fl, lows, span, write)
