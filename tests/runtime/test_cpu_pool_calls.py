@@ -1,6 +1,7 @@
-"""The worker pool's native open and run called as builtin functions
-(backends/cpu/pool_calls.py): they take a job's address, refuse anything else with a
-TypeError, and the run lets the GIL go while blocks run, as ctypes' CFUNCTYPE did."""
+"""The worker pool's native open, run and prewake called as builtin functions
+(backends/cpu/pool_calls.py): they take an int (a job's address, a count), refuse anything
+else with a TypeError, and the run lets the GIL go while blocks run, as ctypes' CFUNCTYPE
+did."""
 
 import ctypes
 import threading
@@ -48,13 +49,14 @@ def dev():
     return device
 
 
-def test_open_and_run_are_builtins_that_check_their_argument(dev):
+def test_open_run_and_prewake_are_builtins_that_check_their_argument(dev):
     pool = cpu_pool.take()
     try:
-        for method in (pool._open, pool._run):
+        for method in (pool._open, pool._run, pool._prewake):
             assert isinstance(method, types.BuiltinFunctionType)
             with pytest.raises(TypeError):
                 method("not an address")
+        assert pool._prewake(0) is None     # (0 is a value, not PyLong_AsVoidPtr's failure)
     finally:
         cpu_pool.give(pool)
 

@@ -513,13 +513,13 @@ class _Native:
             # (open and run as builtins where the C API is there: pool_calls.py)
             methods = calls.register()
             if methods:
-                for name, gil in (("ptxport_pool_open", False), ("ptxport_pool_run", True)):
+                for name, gil in (("ptxport_pool_open", False), ("ptxport_pool_run", True),
+                                  ("ptxport_pool_prewake", False)):
                     calls.build_method(module, module.globals[name], f"{name}_py", gil)
             self._engine = engine = jit_engine(str(module))
             self.thread = engine.get_function_address("ptxport_pool_thread")
-            self.methods = (engine.get_function_address("ptxport_pool_open_py"),
-                            engine.get_function_address("ptxport_pool_run_py")) \
-                if methods else None
+            self.methods = tuple(engine.get_function_address(f"ptxport_pool_{name}_py")
+                                 for name in ("open", "run", "prewake")) if methods else None
             # (CFUNCTYPE releases the GIL for the call: run's share of blocks may call back
             # into Python, and other threads run meanwhile; prewake and open return at once,
             # and keep it: no turn of the GIL in the middle of a launch)
@@ -535,11 +535,11 @@ class _Native:
         self.detach.argtypes = [ctypes.c_void_p]
 
     def bound(self, pool: int) -> tuple:
-        """open(job) and run(job) of the pool at address `pool` (a job's address)."""
+        """open(job), run(job) (a job's address) and prewake(count) of the pool at `pool`."""
         if self.methods is None:
-            return partial(self.open, pool), partial(self.run, pool)
+            return partial(self.open, pool), partial(self.run, pool), partial(self.prewake, pool)
         return tuple(calls.bind(address, name, pool) for address, name in zip(
-            self.methods, ("open", "run"), strict=True))
+            self.methods, ("open", "run", "prewake"), strict=True))
 
 
 def _futex_number() -> int | None:
@@ -570,8 +570,8 @@ class Pool:
         self.address = self._memory.ctypes.data
         self.words = self._memory.view(np.int64)
         self.view = memoryview(self.words)      # (read at every launch: Job.view)
-        # (the native open and run of this pool's jobs: called with a job's address)
-        self._open, self._run = self._native.bound(self.address)
+        # (its native open and run of a job (its address), and prewake: pool_calls.py)
+        self._open, self._run, self._prewake = self._native.bound(self.address)
         if self._native.init_mutex(ctypes.c_void_p(self.address + _MUTEX), None) \
                 or self._native.init_cond(ctypes.c_void_p(self.address + _DONE), None):
             raise PtxportError("the CPU device could not set up its worker threads' "
@@ -769,7 +769,7 @@ def prewake(helpers: int) -> None:
     except IndexError:      # (taken by another thread meanwhile)
         return
     if pool.view[_SLEEPERS_WORD] > 0 and _SPIN[0] != 0 and pool.forks == _FORKS[0]:
-        pool._native.prewake(pool.address, helpers)
+        pool._prewake(helpers)
 
 
 def parked() -> bool:

@@ -29,8 +29,8 @@ from ptxport.codegen.lower import I64, PTR
 __all__ = ["API", "bind", "build_method", "register"]
 
 # The C API functions the methods call (the stable ABI's, in every CPython 3).
-API = ("PyLong_AsVoidPtr", "PyLong_FromLongLong", "Py_IncRef", "PyEval_SaveThread",
-       "PyEval_RestoreThread")
+API = ("PyLong_AsVoidPtr", "PyLong_FromLongLong", "Py_IncRef", "PyErr_Occurred",
+       "PyEval_SaveThread", "PyEval_RestoreThread")
 _METH_O = 0x0008
 
 
@@ -55,29 +55,32 @@ def register() -> bool:
 
 def build_method(module: ll.Module, target: ll.Function, name: str,
                  lets_gil_go: bool) -> None:
-    """Add `ptr NAME(ptr self, ptr arg)` to `module`: target(address of self, address of
-    arg), its i64 result as a new int (None for a void target); NULL, the error set,
-    where `self` or `arg` is not an int (PyLong_AsVoidPtr's TypeError); with
-    `lets_gil_go`, the GIL released around the call."""
+    """Add `ptr NAME(ptr self, ptr arg)` to `module`: target(self, arg) of the two ints'
+    values (as the target's parameters' types: pointers or i64), its i64 result as a new
+    int (None for a void target); NULL, the error set, where `self` or `arg` is not an int
+    (PyLong_AsVoidPtr's TypeError); with `lets_gil_go`, the GIL released around the call."""
     types = {"PyLong_AsVoidPtr": ll.FunctionType(PTR, [PTR]),
              "PyLong_FromLongLong": ll.FunctionType(PTR, [I64]),
              "Py_IncRef": ll.FunctionType(ll.VoidType(), [PTR]),
+             "PyErr_Occurred": ll.FunctionType(PTR, []),
              "PyEval_SaveThread": ll.FunctionType(PTR, []),
              "PyEval_RestoreThread": ll.FunctionType(ll.VoidType(), [PTR])}
     api = {n: module.globals.get(f"ptxport.{n}") or ll.Function(module, t, f"ptxport.{n}")
            for n, t in types.items()}
     fn = ll.Function(module, ll.FunctionType(PTR, [PTR, PTR]), name)
     b = ll.IRBuilder(fn.append_basic_block("entry"))
-    failed, convert = fn.append_basic_block("failed"), fn.append_basic_block("convert")
-    first = b.call(api["PyLong_AsVoidPtr"], [fn.args[0]])
-    b.cbranch(b.icmp_unsigned("==", b.ptrtoint(first, I64), I64(0)), failed, convert)
-    b.position_at_end(convert)
-    second = b.call(api["PyLong_AsVoidPtr"], [fn.args[1]])
-    call = fn.append_basic_block("call")
-    b.cbranch(b.icmp_unsigned("==", b.ptrtoint(second, I64), I64(0)), failed, call)
+    values = [b.call(api["PyLong_AsVoidPtr"], [arg]) for arg in fn.args]
+    check, call, failed = (fn.append_basic_block(n) for n in ("check", "call", "failed"))
+    # (0 is a value too: PyLong_AsVoidPtr's failures are told by the error it set)
+    zero = [b.icmp_unsigned("==", b.ptrtoint(v, I64), I64(0)) for v in values]
+    b.cbranch(b.or_(*zero), check, call)
+    b.position_at_end(check)
+    error = b.call(api["PyErr_Occurred"], [])
+    b.cbranch(b.icmp_unsigned("!=", b.ptrtoint(error, I64), I64(0)), failed, call)
     b.position_at_end(call)
     state = b.call(api["PyEval_SaveThread"], []) if lets_gil_go else None
-    result = b.call(target, [first, second])
+    result = b.call(target, [v if t == PTR else b.ptrtoint(v, t)
+                             for v, t in zip(values, target.function_type.args, strict=True)])
     if state is not None:
         b.call(api["PyEval_RestoreThread"], [state])
     if isinstance(target.function_type.return_type, ll.VoidType):
@@ -86,13 +89,13 @@ def build_method(module: ll.Module, target: ll.Function, name: str,
         b.ret(none)
     else:
         b.ret(b.call(api["PyLong_FromLongLong"], [result]))
-    b.position_at_end(failed)     # (no address is 0: PyLong_AsVoidPtr raised)
+    b.position_at_end(failed)
     b.ret(ll.Constant(PTR, None))
 
 
 def bind(address: int, name: str, self_address: int):
     """The builtin function of the method at `address` (build_method's, compiled) named
-    `name`, with `self` the int `self_address`: called with one int, the other address."""
+    `name`, with `self` the int `self_address`: called with one int, the other value."""
     definition = _MethodDef(name.encode(), address, _METH_O, None)
     _DEFS.append(definition)
     make = ctypes.pythonapi.PyCFunction_NewEx
