@@ -439,14 +439,16 @@ def _build_run(module: ll.Module, share: ll.Function, pthread: dict) -> None:
 def _build_open(module: ll.Module, pthread: dict) -> ll.Function:
     """void ptxport_pool_open(pool, job): start the job's counter and open the job to the
     pool's threads (when it has more than one worker), waking those parked; every worker's
-    result is -1 until its share stores one. ptxport_pool_run calls it first, unless the
-    launching thread opened the job earlier (Pool.open) to run other code meanwhile."""
+    result is -1 until its share stores one; its OPENED word is set. ptxport_pool_run calls
+    it first, unless the launching thread opened the job earlier (Pool.open) to run other
+    code meanwhile."""
     fn = module.globals.get("ptxport_pool_open")
     if fn is not None:
         return fn
     fn = ll.Function(module, ll.FunctionType(ll.VoidType(), [PTR, PTR]), "ptxport_pool_open")
     pool, job = fn.args
     b = ll.IRBuilder(fn.append_basic_block("entry"))
+    b.store(I64(1), pir.word(b, job, OPENED))   # (here, not in Python: Pool.open is cold)
     workers = b.load(pir.word(b, job, WORKERS), typ=I64)
     results = b.inttoptr(b.load(pir.word(b, job, RESULTS), typ=I64), PTR)
     with pir.counting(b, workers) as i:
@@ -634,7 +636,6 @@ class Pool:
         then calls run(job), which runs worker 0's share (the blocks left), closes the job
         and waits for the threads, as for a job it opened itself. Only for a job of more
         than one worker; the caller holds the pool until that run."""
-        job.view[OPENED] = 1
         if _TRACING[0] or job._trace is not None:    # (tracing, or it was: few bytecodes
             _trace_before(job)                       # before the opening otherwise)
         self._open(job.address)
