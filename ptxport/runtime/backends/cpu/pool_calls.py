@@ -13,8 +13,9 @@ here reads two addresses (`self`, bound at its making, and `arg`, Python ints) a
 the native function. One that runs blocks lets the GIL go for the call, as ctypes'
 CFUNCTYPE does (a block may call back into Python; other threads run meanwhile).
 
-Only CPython has the C API these use (ctypes.pythonapi): elsewhere `bind` gives None and
-the pool calls its functions through ctypes.
+The pool's prewake (a process that launches rarely finds its threads parked) is one too.
+Only CPython has the C API these use (ctypes.pythonapi): elsewhere `register` gives False
+and the pool calls its functions through ctypes.
 """
 
 from __future__ import annotations
