@@ -512,7 +512,7 @@ class _Native:
             for name in pir.PTHREADS:
                 llvm.add_symbol(f"ptxport.{name}",
                                 ctypes.cast(functions[name], ctypes.c_void_p).value)
-            # (open and run as builtins where the C API is there: pool_calls.py)
+            # (open, run and prewake as builtins where the C API is there: pool_calls.py)
             methods = calls.register()
             if methods:
                 for name, gil in (("ptxport_pool_open", False), ("ptxport_pool_run", True),
@@ -522,7 +522,7 @@ class _Native:
             self.thread = engine.get_function_address("ptxport_pool_thread")
             self.methods = tuple(engine.get_function_address(f"ptxport_pool_{name}_py")
                                  for name in ("open", "run", "prewake")) if methods else None
-            # (CFUNCTYPE releases the GIL for the call: run's share of blocks may call back
+            # (ctypes where not; CFUNCTYPE releases the GIL: run's share of blocks may call back
             # into Python, and other threads run meanwhile; prewake and open return at once,
             # and keep it: no turn of the GIL in the middle of a launch)
             self.run = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p)(
