@@ -42,10 +42,16 @@ memory.py's _twice, as for hoist_global_checks.py's loops). Where the test fails
 at the grid's edge, a bad launch) each access checks itself as before, so a bad access
 faults at its first bad lane, in program order, as before.
 
+With the block test, a call test (_call_test): the same ranges over the threads of every
+block of a box of %ctaid that holds a run_blocks call's blocks, %ctaid an axis of the forms
+like %tid, its box's corner and extents registers that the lowering writes. Where it
+passes, every block of the call would pass its own test: the call's first block runs it,
+and the others run none (gang/block_tests.py).
+
 CpuOptions.block_checks (on by default; docs/cpu-target-measurements.md, "Session 15:
-stencil18" and "Session 16: stencil19", on what it saves and costs). The rewritten kernel
-is a new function (the module's is not changed); the gang lowering applies the pass after
-hoist-global-checks (gang/build.py).
+stencil18", "Session 16: stencil19" and "Session 17: blockpro21", on what it saves and
+costs). The rewritten kernel is a new function (the module's is not changed); the gang
+lowering applies the pass after hoist-global-checks (gang/build.py).
 """
 
 from __future__ import annotations
@@ -67,6 +73,10 @@ _INT64 = ("s64", "u64", "b64")
 _MOST_D = 1 << 40           # the 64-bit form's coefficients, each way
 _MOST_SPREAD = 1 << 30      # a widened 32-bit form's spread over the block
 _MOST_RANGES = 24           # ranges a block test (each one allocation test in its first warp)
+_MOST_SPAN = 1 << 20        # the call test's %ctaid box, each axis: its extent
+# a form's axes: %tid.x, .y, .z, then (the call test's) %ctaid.x, .y, .z
+_AXES = 6
+_NONE = (None,) * _AXES
 
 _SNIPPET = """
     cvt.s64.s32 %rd0, %r0;
@@ -222,10 +232,13 @@ def _must_defined(kernel: ir.Function, defs: dict) -> dict:
 
 
 class _Affine:
-    """Registers' forms over the block's threads (module docstring)."""
+    """Registers' forms over the block's threads (module docstring); where `call` (the
+    call test's: (corners, extents), registers the lowering writes), over the threads of
+    every block of a box of %ctaid, %ctaid.x corners[0] + (0 .. extents[0]), ...: %ctaid
+    then an axis of the forms, not a block constant."""
 
-    def __init__(self, kernel: ir.Function, block: tuple, em: _Emitter):
-        self.kernel, self.block, self.em = kernel, block, em
+    def __init__(self, kernel: ir.Function, block: tuple, em: _Emitter, call=None):
+        self.kernel, self.block, self.em, self.call = kernel, block, em, call
         writes: dict = {}
         params_written = False
         for bi, bb in enumerate(kernel.blocks):
@@ -248,7 +261,7 @@ class _Affine:
 
     def of(self, value, at: tuple, bits: int, depth: int = 0):
         if isinstance(value, IntImm):
-            return _Form(value, (None,) * 3, bits)
+            return _Form(value, _NONE, bits)
         if depth > 24 or not isinstance(value, ir.Register) or value not in self.defs \
                 or value.type.name not in (_INT64 if bits == 64 else _INT32) \
                 or not self.before(value, at):
@@ -284,13 +297,17 @@ class _Affine:
             return None
         axis = "xyz".index(sreg.component)
         if sreg.name == "%tid":
-            d = [None] * 3
+            d = [None] * _AXES
             d[axis] = IntImm(1)
             return _Form(IntImm(0), d, 32)
         if sreg.name == "%ntid":
-            return _Form(IntImm(self.block[axis]), (None,) * 3, 32)
+            return _Form(IntImm(self.block[axis]), _NONE, 32)
+        if sreg.name == "%ctaid" and self.call is not None:
+            d = [None] * _AXES
+            d[3 + axis] = IntImm(1)
+            return _Form(self.call[0][axis], d, 32)
         if sreg.name in ("%ctaid", "%nctaid"):
-            return _Form(self.em.copy(inst), (None,) * 3, 32)
+            return _Form(self.em.copy(inst), _NONE, 32)
         return None
 
     def _param(self, inst: ir.Instruction, bits: int):
@@ -301,7 +318,7 @@ class _Affine:
                 or all(address.base is not p for p in self.kernel.params) \
                 or inst.spec.types[-1] not in (_INT64 if bits == 64 else _INT32):
             return None
-        return _Form(self.em.copy(inst), (None,) * 3, bits,
+        return _Form(self.em.copy(inst), _NONE, bits,
                      root=id(address.base) if bits == 64 else None)
 
     def _ring(self, op: str, inst: ir.Instruction, forms: list, bits: int):
@@ -321,7 +338,7 @@ class _Affine:
             return _Form(c, d, bits, widened, roots.pop() if len(roots) == 1 and (
                 op == "add" or forms[0].root is not None) else None, conds)
         if op == "shl" and len(forms) == 2 and isinstance(forms[1].c, IntImm) \
-                and forms[1].d == (None,) * 3:
+                and forms[1].d == _NONE:
             a, n = forms[0], forms[1].c
             return _Form(em.emit("shl" + suffix, kind, a.c, n),
                          [None if x is None else em.emit("shl" + suffix, kind, x, n)
@@ -340,9 +357,9 @@ class _Affine:
         return None
 
     def _product(self, a: _Form, b: _Form, name: str, kind: str, bits: int):
-        if a.d != (None,) * 3 and b.d != (None,) * 3:
+        if a.d != _NONE and b.d != _NONE:
             return None         # (not affine)
-        if a.d == (None,) * 3:
+        if a.d == _NONE:
             a, b = b, a
         em = self.em
         return _Form(em.emit(name, kind, a.c, b.c),
@@ -376,20 +393,27 @@ class _Affine:
         if lo is c:
             return _Form(c, d, 64, 0, conds=form.conds)
         low, high = (-(1 << 31), (1 << 31) - 1) if signed else (0, (1 << 32) - 1)
-        # (hi - lo is at least 0: the sums of min(0, p) and max(0, p))
+        # (hi - lo is at least 0: the sums of min(0, p) and max(0, p); the spread that
+        # matters is over one block's threads, the same in every block of a call's box)
+        if self.call is not None:
+            low_t, high_t = self._box(IntImm(0), d[:3] + [None] * 3)
+            spread = em.emit("sub", "s64", high_t, low_t)
+        else:
+            spread = em.emit("sub", "s64", hi, lo)
         own = em.within(lo, low, high) + em.within(hi, low, high) + em.at_most(
-            em.emit("sub", "s64", hi, lo), _MOST_SPREAD)
+            spread, _MOST_SPREAD)
         return _Form(c, d, 64, 1, conds=form.conds + own)
 
     def _box(self, c, d):
-        """(lo, hi): the form's lowest and highest value over the block (s64)."""
+        """(lo, hi): the form's lowest and highest value over the block (s64), or over the
+        call's box of blocks."""
         em = self.em
         lo = hi = c
         for axis, x in enumerate(d):
-            n = self.block[axis]
-            if x is None or n == 1:
+            if x is None or axis < 3 and self.block[axis] == 1:
                 continue
-            p = em.emit("mul", "s64", x, IntImm(n - 1))
+            extent = IntImm(self.block[axis] - 1) if axis < 3 else self.call[1][axis - 3]
+            p = em.emit("mul", "s64", x, extent)
             lo = em.emit("add", "s64", lo, em.emit("smin", "s64", p, IntImm(0)))
             hi = em.emit("add", "s64", hi, em.emit("smax", "s64", p, IntImm(0)))
         return lo, hi
@@ -434,11 +458,11 @@ def _joined(lists) -> tuple:
     return tuple(out.values())
 
 
-def _ranges(f: ir.Function, block: tuple, em: _Emitter, skip: dict):
+def _ranges(f: ir.Function, block: tuple, em: _Emitter, skip: dict, call=None):
     """(covered accesses with their range's index, [(conditions, lo, hi)]): each
-    qualifying access's form over the block, accesses of one pointer parameter in one
-    range."""
-    affine = _Affine(f, block, em)
+    qualifying access's form over the block (or the call's box of blocks: _Affine),
+    accesses of one pointer parameter in one range."""
+    affine = _Affine(f, block, em, call)
     spans: dict = {}
     covered = []
     for bi, ii, inst, address in _accesses(f, skip):
@@ -489,6 +513,30 @@ def _ranges(f: ir.Function, block: tuple, em: _Emitter, skip: dict):
     return covered, ranges
 
 
+def _call_test(f: ir.Function, block: tuple, specs: dict, skip: dict, covered: list):
+    """The test of a run_blocks call's blocks together (gang/block_tests.py): (its
+    instructions, its ranges as the block test's, the registers of its %ctaid box's
+    corner and extents, which the lowering writes), or None where it would not cover the
+    block test's accesses in the same ranges. Each form is taken over the box (%ctaid
+    one of its axes, _Affine), so that its ranges hold every block's, and its conditions
+    every block's: the 32-bit forms exact at the box's corners are exact in each block,
+    and their spread is taken over one block's threads. The extents, each at most 2^20,
+    keep the products within 2^60 (the coefficients are within 2^40): the box's range
+    still spans under 2^63, and where it crosses 2^64 its low end lies above its high
+    end."""
+    em = _Emitter(f, specs, f.blocks[0].pos)
+    corners = tuple(em.register("u32") for _ in range(3))
+    extents = tuple(em.register("s64") for _ in range(3))
+    also, ranges = _ranges(f, block, em, skip, (corners, extents))
+    if [(id(i), k) for i, k in also] != [(id(i), k) for i, k in covered]:
+        return None
+    condition, lo, hi = ranges[0]
+    for c in _joined(em.at_most(e, _MOST_SPAN) for e in extents):
+        condition = c if condition is None else em.emit("and_", "pred", condition, c)
+    ranges[0] = (condition, lo, hi)
+    return em.out, ranges, corners, extents
+
+
 def block_checks(kernel: ir.Function, block: tuple[int, int, int], skip: dict
                  ) -> tuple[ir.Function, list[str], BlockChecks, dict]:
     """`kernel` with its block test (module docstring; `kernel` itself where no access
@@ -510,7 +558,7 @@ def block_checks(kernel: ir.Function, block: tuple[int, int, int], skip: dict
     ok = em.register("pred")
     pos = f.blocks[0].pos
     marker = ir.Instruction(specs["same"], (ok, IntImm(0), IntImm(0)), pos=pos)
-    found.tests[id(marker)] = (em.out, ranges)
+    found.tests[id(marker)] = (em.out, ranges, _call_test(f, block, specs, skip, covered))
     oks = [ok] * len(ranges)
     found.checked.update((id(inst), oks[index]) for inst, index in covered)
     f.blocks[0].instructions.insert(0, marker)

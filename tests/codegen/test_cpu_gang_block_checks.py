@@ -82,9 +82,10 @@ def test_no_test_for_one_warp_nor_for_an_address_it_cannot_follow():
     assert not block_checks(_kernel(twice), (16, 16, 1), {})[2].checked
 
 
-def _pairs(w: int, h: int, words: int | None = None):
-    """PAIRS on a w x h grid of floats (`words` in `in`: w * h + 1 by default); (out, the
-    expected out, the launch's IllegalAddressError or None)."""
+def _pairs(w: int, h: int, words: int | None = None, planes: int = 1):
+    """PAIRS on a w x h grid of floats (`words` in `in`: w * h + 1 by default; `planes`
+    grid planes, each doing the same); (out, the expected out, the launch's
+    IllegalAddressError or None)."""
     dev = Device("cpu")
     stream = dev.create_stream()
     kernel = Program(PAIRS, code_type="ptx").compile("native").get_kernel("k")
@@ -95,7 +96,7 @@ def _pairs(w: int, h: int, words: int | None = None):
     bufs[1].copy_from(np.zeros(w * h, np.float32), stream=stream)
     fault = None
     try:
-        launch(stream, LaunchConfig(grid=((w + 15) // 16, (h + 15) // 16), block=(16, 16)),
+        launch(stream, LaunchConfig(grid=((w + 15) // 16, (h + 15) // 16, planes), block=(16, 16)),
                kernel, bufs[0], bufs[1], np.uint32(w), np.uint32(h))
         stream.sync()
     except IllegalAddressError as e:
@@ -137,3 +138,45 @@ def test_a_load_past_the_end_faults_at_its_thread_storing_nothing(cpu_options, o
     assert "read 4 bytes" in message and where in message, message
     assert (out[:32] == expected[:32]).all() and (out[:, :32] == expected[:, :32]).all()
     assert (out[32:, 32:] == 0).all()
+
+
+def test_a_call_test_over_the_blocks_of_a_call():
+    # the same ranges with %ctaid an axis of their forms (its registers the lowering
+    # writes), covering the same accesses
+    kernel = _kernel(PAIRS)
+    f, _, found, _ = block_checks(kernel, (16, 16, 1), {})
+    (code, ranges, call), = found.tests.values()
+    assert call is not None
+    call_code, call_ranges, corners, extents = call
+    assert len(call_ranges) == len(ranges) == 2
+    assert [r.type.name for r in corners + extents] == ["u32"] * 3 + ["s64"] * 3
+    # the box's %ctaid, not the block's, read by the call test
+    assert not any(i.opcode == "mov" and getattr(i.operands[1], "name", "") == "%ctaid"
+                   for i in call_code)
+
+
+@pytest.mark.parametrize("w, h, planes", [(128, 64, 1), (40, 352, 1), (16, 32, 32)])
+def test_sums_agree_in_calls_of_several_blocks(cpu_options, one_worker, w, h, planes):
+    # one worker runs blocks // 16 a call: 128 x 64, runs of 2 in a row (the call test
+    # holds where the run is inside); 40 x 352, calls of 4 over rows of 3 blocks (its box
+    # whole rows); 16 x 32 in 32 planes, calls of 4 over planes of 2 blocks (whole planes)
+    cpu_options(block_checks=True)
+    out, expected, fault = _pairs(w, h, planes=planes)
+    assert fault is None and (out == expected).all()
+
+
+@pytest.mark.parametrize("how", [dict(block_checks=True), dict(block_checks=False)])
+def test_a_load_past_the_end_faults_in_a_call_of_several_blocks(cpu_options, one_worker,
+                                                                how):
+    # 128 x 128, one worker: calls of 4 blocks, the last (4..7, 7); `in` 5 floats short:
+    # block (7, 7)'s threads from x = 122 in its last row read past it. The call's test
+    # fails (a box of its first block alone would pass it, and block (7, 7) would read
+    # silently); each block tests itself, (4..6, 7) pass and store, (7, 7) faults
+    cpu_options(**how)
+    w = h = 128
+    out, expected, fault = _pairs(w, h, w * h - 5)
+    assert fault is not None
+    message = str(fault)
+    assert "read 4 bytes" in message and "in block (7, 7, 0), thread 251;" in message, message
+    assert (out[:112] == expected[:112]).all() and (out[:, :112] == expected[:, :112]).all()
+    assert (out[112:, 112:] == 0).all()

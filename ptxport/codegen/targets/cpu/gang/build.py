@@ -106,7 +106,7 @@ def build_gang(module: ir.Module, kernel_name: str, block: tuple[int, int, int],
                      target.block_fields, fl.yield_points, target.block_params,
                      fl.idle_copies if fl.idle_flag is not None else None,
                      _few_rounds(fl) if options.first_round is None else options.first_round,
-                     fl.verdict_reset)
+                     fl.verdict_reset, fl.call_test)
     build_claiming(llmod, llmod.globals["run_blocks"], 4, "run_claimed_blocks")
     add_conversions(llmod)
     return llmod, plan

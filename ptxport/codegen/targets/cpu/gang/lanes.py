@@ -52,6 +52,11 @@ BLOCK_COPY = 6
 # The block's verdict (block_tests.py), a byte of that copy zeroed as each block starts:
 # in the context's scratch area, which the copy never holds (no ctx_field reads it).
 VERDICT = SCRATCH_LANE + 8
+# ... and the run_blocks call's verdict (block_tests.py's call test), zeroed as each call
+# starts, then its first block's number and its count of blocks (u64 each), the grid's
+# %nctaid.x and .y (u32 each)
+CALL_VERDICT = VERDICT + 1
+CALL_BLOCKS = VERDICT + 8
 
 FULL = (1 << W) - 1
 

@@ -26,7 +26,10 @@ from llvmlite import ir as ll
 from ptxport.codegen.lower import I1, I8, I32, I64, PTR
 from ptxport.codegen.targets.cpu.abi import CTX
 from ptxport.codegen.targets.cpu.entry import open_block_loop
+from ptxport.codegen.targets.cpu.gang.checks import FAILED, PASSED
 from ptxport.codegen.targets.cpu.gang.lanes import (
+    CALL_BLOCKS,
+    CALL_VERDICT,
     CONTINUE,
     FIRST_ROUND,
     SCRATCH_LANE,
@@ -322,17 +325,73 @@ def _skip_rest(r: _Rounds, frame, w, result, point: int, head, phis) -> None:
     b.position_at_end(plain)
 
 
-def _copy_block_fields(r: _Rounds, fields: dict, verdict: bool) -> None:
+def _start_call(r: _Rounds, fields: dict, call_test: bool) -> None:
+    """Where run_blocks starts, where `call_test`: the call test's words written, and the
+    fields that hold for all its blocks copied (_copy_fields). Only there: in the blocks
+    of a call whose test passed, what LLVM made of them for the covered accesses' checks
+    (the site cache's slot addresses: ~25 instructions of the stencil's 60 a block) is
+    cold; elsewhere copying them once a call only moved LLVM's register allocation
+    (reduce_shared, 4 blocks a call: +0.6% instructions; docs/cpu-target-measurements.md,
+    "Session 17: blockpro21")."""
+    if call_test:
+        _copy_fields(r, fields, lambda offset: not _per_block(offset))
+        _call_blocks(r)
+
+
+def _call_blocks(r: _Rounds) -> None:
+    """Where run_blocks starts, the call test's byte zeroed (unknown) and the call's first
+    block number and count, and the grid's %nctaid.x and .y, written beside it
+    (block_tests.py's box of blocks). A call of one block has its byte FAILED: that
+    block's own test costs less."""
+    b = r.b
+    first, count = r.fn.args[4], r.fn.args[5]
+    grid = [b.load(b.gep(r.ctx, [I64(CTX.fields["nctaid"] + 4 * axis)], source_etype=I8),
+                   typ=I32) for axis in (0, 1)]
+    for at, value in ((CALL_BLOCKS, first), (CALL_BLOCKS + 8, count), (CALL_BLOCKS + 16,
+                      grid[0]), (CALL_BLOCKS + 20, grid[1]), (CALL_VERDICT, b.select(
+            b.icmp_unsigned(">", count, I64(1)), I8(0), I8(FAILED)))):
+        field = b.gep(r.block_copy, [I64(at)], source_etype=I8)
+        field.type = ll.PointerType(value.type)
+        b.store(value, field)
+
+
+def _copy_block_fields(r: _Rounds, fields: dict, verdict: bool, call: bool) -> None:
     """The block's copy of the context's `fields` ((offset, type name) -> type: those the
     gang function reads), made where a block starts: on run_blocks' stack and read by the
     inlined gang functions alone, it becomes values that every warp's call shares. Where
-    `verdict`, the block test's verdict byte there (block_tests.py) is zeroed: unknown."""
+    `verdict`, the block test's verdict byte there (block_tests.py) is zeroed: unknown;
+    where `call` too, PASSED where the call test passed."""
     b = r.b
     if verdict:
         byte = b.gep(r.block_copy, [I64(VERDICT)], source_etype=I8)
         byte.type = ll.PointerType(I8)
-        b.store(I8(0), byte)
+        told = I8(0)
+        if call:
+            whole = b.gep(r.block_copy, [I64(CALL_VERDICT)], source_etype=I8)
+            whole.type = byte.type
+            whole = b.load(whole, typ=I8)
+            told = b.select(b.icmp_unsigned("==", whole, I8(PASSED)), I8(PASSED), I8(0))
+        b.store(told, byte)
+    _copy_fields(r, fields, _per_block if call else lambda offset: True)
+
+
+def _per_block(offset: int) -> bool:
+    """Whether the context's field at `offset` may change from block to block of a call:
+    %ctaid, and the local stack's words (device functions' frames); the others hold for
+    the whole launch on a worker."""
+    ctaid, local = CTX.fields["ctaid"], CTX.fields["local_stack"]
+    return ctaid <= offset < ctaid + 12 or offset >= local
+
+
+def _copy_fields(r: _Rounds, fields: dict, pick) -> None:
+    """The context's `fields` whose offset `pick` takes, into run_blocks' block copy: where
+    each block starts, those that change from block to block, or all; where run_blocks
+    starts, the others (LLVM then computes what it makes of them, the site cache's slot
+    addresses, the shared memory's, once a call, where it did so in every block)."""
+    b = r.b
     for (offset, _), typ in sorted(fields.items(), key=lambda item: item[0]):
+        if not pick(offset):
+            continue
         source, copy = (b.gep(p, [I64(offset)], source_etype=I8) for p in (
             r.ctx, r.block_copy))
         copy.type = ll.PointerType(typ)
@@ -343,7 +402,7 @@ def build_run_blocks(llmod: ll.Module, gang: ll.Function, warp_frame: int,
                      block: tuple[int, int, int], points: list[int],
                      fields: dict, yield_points=frozenset(), params=None,
                      skip_slots=None, first_round: bool = True,
-                     verdict: bool = False) -> None:
+                     verdict: bool = False, call_test: bool = False) -> None:
     """i64 run_blocks(ctx, frames, frame_size, nthreads, first, count, status*): blocks
     first..first+count-1, each warp by warp in rounds until every warp has exited; -1, or
     (block << 32 | thread) of the lane that faulted or waits forever, its status in *status.
@@ -355,8 +414,8 @@ def build_run_blocks(llmod: ll.Module, gang: ll.Function, warp_frame: int,
     may end a uniform round for the later warps (idle_warps.py), the frame slots (offset,
     bytes) they take from the warp that ended it (None: it never does); `first_round`:
     whether the block's first round has a loop of its own (_first_round; else it is the
-    general round's); `verdict`: whether the gang function reads the block test's verdict
-    (block_tests.py), zeroed as each block starts."""
+    general round's); `verdict`, `call_test`: whether the gang function reads the block
+    test's verdict (block_tests.py), zeroed as each block starts, and the call test's."""
     nthreads = block[0] * block[1] * block[2]      # (the executor passes the same)
     r = _Rounds(llmod, gang, warp_frame, (nthreads + W - 1) // W, nthreads)
     r.yields = bool(yield_points)
@@ -367,8 +426,9 @@ def build_run_blocks(llmod: ll.Module, gang: ll.Function, warp_frame: int,
     r.skip_slots = skip_slots
     b, fn = r.b, r.fn
     _copy_params(r, params or {})
+    _start_call(r, fields, call_test)
     n, block_body, block_next = open_block_loop(b, r.ctx, fn.args[4], fn.args[5])
-    _copy_block_fields(r, fields, verdict)
+    _copy_block_fields(r, fields, verdict, call_test)
     start = b.block
     general, phis = _loop_head(r, "warp_head", (
         ("w", I32), ("waiting", I1), ("any", I32), ("all", I32),

@@ -176,6 +176,7 @@ class GangLowering(FunctionLowering):
         self.block_tests: dict = {}
         self.block_checked: set = set()
         self.verdict_reset = False      # (whether run_blocks zeroes the block's verdict)
+        self.call_test = False          # (... and the call's, and writes its box)
         self.loop_check_state: bool | None = None
         self.constants = _constant_registers(function)
         # whether accesses from a base register stream (streams.py), and its table of writes
