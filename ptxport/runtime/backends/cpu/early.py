@@ -81,7 +81,10 @@ class Starter:
         naming the launch); None, having done nothing, for a launch run_grid must run whole
         (one block, one worker, or waits only the Python resolver completes). `keep` (the
         memory the kernel uses) is kept alive until the launch is finished."""
-        binary, smids, pool = self.binary, worker_count(), pool_threads.take()
+        binary, smids = self.binary, worker_count()
+        if smids < 2:   # (one worker: the sync runs it whole, Starter.run; no pool taken)
+            return None
+        pool = pool_threads.take()
         try:
             ready = self.ready.pop()    # (atomic: one launch's at a time)
         except IndexError:
@@ -109,7 +112,7 @@ class Starter:
                     self.spare.append((stop, param_buffer))
                     ready = None
             if ready is None:
-                if grid[0] * grid[1] * grid[2] < 2 or smids < 2 \
+                if grid[0] * grid[1] * grid[2] < 2 \
                         or (binary.plan.sync_points and not binary.native_waits):
                     pool_threads.give(pool)
                     return None

@@ -3,14 +3,14 @@ blocks or between workers.
 
 A pool is a set of POSIX threads, started once and kept; they never run Python. A launch
 hands a pool a job (Job): a claiming entry point, its trampoline (entry.py), one row of
-argument words per worker and a word for each worker's result. `run` is ONE ctypes call (the
-GIL is released for its whole length): it opens the job (bumps the pool's generation), wakes
-parked threads if any, runs worker 0's share on the calling thread, then closes the job and
-waits for the threads that took it (spinning a little first); a thread that comes after the
-close leaves it. A parked thread sleeps on a futex of its own (where the system has none,
-as macOS, it polls a flag every 0.2 ms) and takes a job without a
-lock, as spinning ones do; the launching thread wakes each parked thread the job has a
-worker number for, one system call each, before its own share. On the GPU machine's VM
+argument words per worker and a word for each worker's result. `run` is ONE native call (a
+builtin, pool_calls.py; the GIL is released for its whole length): it opens the job (bumps
+the pool's generation), wakes parked threads if any, runs worker 0's share on the calling
+thread, then closes the job and waits for the threads that took it (spinning a little
+first); a thread that comes after the close leaves it. A parked thread sleeps on a futex
+of its own (where the system has none, as macOS, it polls a flag every 0.2 ms) and takes
+a job without a lock, as spinning ones do; the launching thread wakes each parked thread
+the job has a worker number for, one system call each, before its own share. On the GPU machine's VM
 waking an idle virtual CPU takes about 50 us, whatever wakes it, so a thread woken by a
 woken thread (a tree) starts 100 us late, and 16 threads woken in turn through one mutex
 (before: a condition each, the job taken under the pool's mutex) began their shares up to
@@ -49,7 +49,7 @@ import ctypes
 import os
 import sys
 import threading
-from functools import cache
+from functools import cache, partial
 
 import llvmlite.binding as llvm
 import numpy as np
@@ -58,6 +58,7 @@ from llvmlite import ir as ll
 from ptxport.codegen.lower import I32, I64, PTR
 from ptxport.codegen.targets.cpu.machine import LLVM_LOCK, jit_engine
 from ptxport.errors import PtxportError
+from ptxport.runtime.backends.cpu import pool_calls as calls
 from ptxport.runtime.backends.cpu import pool_ir as pir
 
 __all__ = ["JOB_WORDS", "SPIN_CAP_NS", "SPIN_FLOOR_NS", "Job", "Pool", "give", "last_shares",
@@ -438,14 +439,16 @@ def _build_run(module: ll.Module, share: ll.Function, pthread: dict) -> None:
 def _build_open(module: ll.Module, pthread: dict) -> ll.Function:
     """void ptxport_pool_open(pool, job): start the job's counter and open the job to the
     pool's threads (when it has more than one worker), waking those parked; every worker's
-    result is -1 until its share stores one. ptxport_pool_run calls it first, unless the
-    launching thread opened the job earlier (Pool.open) to run other code meanwhile."""
+    result is -1 until its share stores one; its OPENED word is set. ptxport_pool_run calls
+    it first, unless the launching thread opened the job earlier (Pool.open) to run other
+    code meanwhile."""
     fn = module.globals.get("ptxport_pool_open")
     if fn is not None:
         return fn
     fn = ll.Function(module, ll.FunctionType(ll.VoidType(), [PTR, PTR]), "ptxport_pool_open")
     pool, job = fn.args
     b = ll.IRBuilder(fn.append_basic_block("entry"))
+    b.store(I64(1), pir.word(b, job, OPENED))   # (here, not in Python: Pool.open is cold)
     workers = b.load(pir.word(b, job, WORKERS), typ=I64)
     results = b.inttoptr(b.load(pir.word(b, job, RESULTS), typ=I64), PTR)
     with pir.counting(b, workers) as i:
@@ -509,21 +512,36 @@ class _Native:
             for name in pir.PTHREADS:
                 llvm.add_symbol(f"ptxport.{name}",
                                 ctypes.cast(functions[name], ctypes.c_void_p).value)
-            self._engine = jit_engine(str(module))
-            self.thread = self._engine.get_function_address("ptxport_pool_thread")
-            # (CFUNCTYPE releases the GIL for the call: run's share of blocks may call back
+            # (open, run and prewake as builtins where the C API is there: pool_calls.py)
+            methods = calls.register()
+            if methods:
+                for name, gil in (("ptxport_pool_open", False), ("ptxport_pool_run", True),
+                                  ("ptxport_pool_prewake", False)):
+                    calls.build_method(module, module.globals[name], f"{name}_py", gil)
+            self._engine = engine = jit_engine(str(module))
+            self.thread = engine.get_function_address("ptxport_pool_thread")
+            self.methods = tuple(engine.get_function_address(f"ptxport_pool_{name}_py")
+                                 for name in ("open", "run", "prewake")) if methods else None
+            # (ctypes where not; CFUNCTYPE releases the GIL: run's share of blocks may call back
             # into Python, and other threads run meanwhile; prewake and open return at once,
             # and keep it: no turn of the GIL in the middle of a launch)
             self.run = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p)(
-                self._engine.get_function_address("ptxport_pool_run"))
+                engine.get_function_address("ptxport_pool_run"))
             self.prewake = ctypes.PYFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)(
-                self._engine.get_function_address("ptxport_pool_prewake"))
+                engine.get_function_address("ptxport_pool_prewake"))
             self.open = ctypes.PYFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(
-                self._engine.get_function_address("ptxport_pool_open"))
+                engine.get_function_address("ptxport_pool_open"))
         self.init_mutex, self.init_cond = (functions["pthread_mutex_init"],
                                            functions["pthread_cond_init"])
         self.create, self.detach = functions["pthread_create"], functions["pthread_detach"]
         self.detach.argtypes = [ctypes.c_void_p]
+
+    def bound(self, pool: int) -> tuple:
+        """open(job), run(job) (a job's address) and prewake(count) of the pool at `pool`."""
+        if self.methods is None:
+            return partial(self.open, pool), partial(self.run, pool), partial(self.prewake, pool)
+        return tuple(calls.bind(address, name, pool) for address, name in zip(
+            self.methods, ("open", "run", "prewake"), strict=True))
 
 
 def _futex_number() -> int | None:
@@ -554,6 +572,8 @@ class Pool:
         self.address = self._memory.ctypes.data
         self.words = self._memory.view(np.int64)
         self.view = memoryview(self.words)      # (read at every launch: Job.view)
+        # (its native open and run of a job (its address), and prewake: pool_calls.py)
+        self._open, self._run, self._prewake = self._native.bound(self.address)
         if self._native.init_mutex(ctypes.c_void_p(self.address + _MUTEX), None) \
                 or self._native.init_cond(ctypes.c_void_p(self.address + _DONE), None):
             raise PtxportError("the CPU device could not set up its worker threads' "
@@ -616,10 +636,9 @@ class Pool:
         then calls run(job), which runs worker 0's share (the blocks left), closes the job
         and waits for the threads, as for a job it opened itself. Only for a job of more
         than one worker; the caller holds the pool until that run."""
-        job.view[OPENED] = 1
         if _TRACING[0] or job._trace is not None:    # (tracing, or it was: few bytecodes
             _trace_before(job)                       # before the opening otherwise)
-        self._native.open(self.address, job.address)
+        self._open(job.address)
 
     def run(self, job: Job, traced: bool = True) -> int:
         """Run the job on this pool's threads and the calling thread (which must hold the
@@ -627,11 +646,11 @@ class Pool:
         `traced`: recorded for last_shares while trace_shares is on (a launch's; not a
         copy's, copies.py)."""
         if not traced:
-            return self._native.run(self.address, job.address)
+            return self._run(job.address)
         # (not while it runs)
         if not job.view[OPENED] and (_TRACING[0] or job._trace is not None):
             _trace_before(job)
-        failed = self._native.run(self.address, job.address)
+        failed = self._run(job.address)
         if _TRACING[0]:
             # (the job itself: last_shares() copies its trace's words, or the job's next
             # opening does; numpy's copy here took 15-40 us of the launch's time on the
@@ -751,7 +770,7 @@ def prewake(helpers: int) -> None:
     except IndexError:      # (taken by another thread meanwhile)
         return
     if pool.view[_SLEEPERS_WORD] > 0 and _SPIN[0] != 0 and pool.forks == _FORKS[0]:
-        pool._native.prewake(pool.address, helpers)
+        pool._prewake(helpers)
 
 
 def parked() -> bool:
