@@ -308,7 +308,8 @@ def test_a_2d_tile_prefetches_the_next_warps_rows_with_no_stride_learnt(block, l
     # times their distance; checks.prefetch (which learns a stride at run time, its
     # `prefetched` blocks) is left for the other shapes
     ptx = corpus_ptx(KERNEL_DIR / "stencil_2d.cu", "sm_90")
-    llmod, _ = build_gang(build(parse(ptx)), "stencil_2d_5pt", block, CpuOptions())
+    on = CpuOptions(row_load_prefetches=True, row_store_prefetches=True)
+    llmod, _ = build_gang(build(parse(ptx)), "stencil_2d_5pt", block, on)
     text = str(llmod)
     assert text.count('call void @"llvm.prefetch') > 0
     assert ("\nprefetched" in text) == learnt
@@ -331,9 +332,11 @@ def test_row_prefetches_off_leave_the_stencils_rows_unfetched(loads, stores):
 
 
 @pytest.mark.parametrize("n", [48, 61])
-def test_a_2d_stencil_prefetching_rows_ahead_computes_what_it_should(n):
+def test_a_2d_stencil_prefetching_rows_ahead_computes_what_it_should(cpu_options, n):
     # past the grid's last rows too (the last blocks' warps prefetch rows below the array:
-    # a prefetch never faults), and with a partial edge block (61)
+    # a prefetch never faults), and with a partial edge block (61); the rows-ahead
+    # prefetches are off by default (CpuOptions): on here
+    cpu_options(row_load_prefetches=True, row_store_prefetches=True)
     ptx = corpus_ptx(KERNEL_DIR / "stencil_2d.cu", "sm_90")
     dev = Device("cpu")
     stream = dev.create_stream()

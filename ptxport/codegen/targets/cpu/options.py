@@ -64,9 +64,12 @@ class CpuOptions:
     row_load_prefetches, row_store_prefetches : bool
         In warp gangs, a global load (store) outside loops in a block 16 threads wide (a 2D
         stencil's loads of `in`, its store to `out`) prefetches the rows of the warp 3 on
-        (gang/streams.py); False: such loads (stores) take no software prefetch, to measure
-        what they gain (the stencil's block, NVRTC 13.0, size 48: 1,848 instructions with
-        both, 1,792 with the loads' alone, 1,704 with the store's alone, 1,648 with none).
+        (gang/streams.py); False (the default for both): no software prefetch there. On
+        the GPU host (16 vCPUs) the stencil 2048^2 took 0.876 of the time with both off on
+        16 workers and 0.73 on one, against 0.95 and 0.88 with both on (session 17, the
+        median of 10 and 6 alternated rounds: docs/cpu-target-measurements.md); the hardware
+        prefetchers follow its rows, and the instructions cost more (middle block, NVRTC
+        13.0: 1,848 with both, 1,648 with none).
     first_round : bool or None
         In warp gangs, give a block's first round a loop of its own, with its own copy of
         the gang function: every warp fresh, without a look at its status (gang/rounds.py).
@@ -86,8 +89,8 @@ class CpuOptions:
     skip_idle_warps: bool = True
     opaque_window_bases: bool = True
     strided_gathers: bool = True
-    row_load_prefetches: bool = True
-    row_store_prefetches: bool = True
+    row_load_prefetches: bool = False
+    row_store_prefetches: bool = False
     first_round: bool | None = None
 
     def key(self) -> dict[str, bool | int | None]:
