@@ -95,16 +95,11 @@ class Starter:
                 # gave back: like it, its Grid and team run again as they are; the checks
                 # below passed for it)
                 launch, team, last_pool, stop, param_buffer = ready
-                allocations = self.live_ranges()
-                heap = self.heap_range()
-                if allocations is not None and heap is not None:
-                    allocations = self.with_heap(allocations, heap)
                 last = self.last
                 # (the team's last launch was this one, which succeeded: Grid.finish)
                 if last_pool is pool and team.last_launch is launch.done \
-                        and last[2] is launch and last[1] == (
-                            stop, param_buffer, allocations, grid, dynamic_shared,
-                            len(params), smids, schedule(), binary.native_waits):
+                        and last[2] is launch and last[1] == self._like(
+                            stop, param_buffer, grid, dynamic_shared, len(params), smids):
                     if params:
                         param_buffer.raw = params
                     team.last_launch = None     # (set again when this one succeeds)
@@ -157,24 +152,31 @@ class Starter:
         running(stop, True)
         _finish(self, launch, team, pool, stop, param_buffer, None, None)
 
+    def _like(self, stop, param_buffer, grid: tuple, dynamic_shared: int, nparams: int,
+              smids: int) -> tuple:
+        """What a launch shares with the last one begun here where its Grid and team run
+        again (__call__'s reopen, _begin): its words, the live allocations (with the device
+        heap's), grid, dynamic shared memory, parameter bytes, workers, schedule and native
+        waits; read at every launch (the checks that protect users)."""
+        allocations = self.live_ranges()
+        heap = self.heap_range()
+        if allocations is not None and heap is not None:
+            allocations = self.with_heap(allocations, heap)
+        return (stop, param_buffer, allocations, grid, dynamic_shared, nparams, smids,
+                schedule(), self.binary.native_waits)
+
     def _begin(self, grid: tuple, block: tuple, dynamic_shared: int, params: bytes,
                smids: int, pool) -> tuple:
         """The launch's Grid prepared on `pool`, taken for it (the last one's where the
         launch is like it), with its team, stop word and parameter buffer; on a failure,
         the words given back and the error raised (the caller gives the pool back)."""
-        binary = self.binary
-        allocations = self.live_ranges()
-        heap = self.heap_range()
-        if allocations is not None and heap is not None:
-            allocations = self.with_heap(allocations, heap)
         try:
             stop, param_buffer = self.spare.pop()
         except IndexError:
             stop, param_buffer = take_stop(), take_param_buffer(len(params))
         if params:      # (`raw`: one memcpy; a slice assignment copies byte by byte, and
             param_buffer.raw = params    # ctypes.memmove, a foreign call, lets the GIL go)
-        like = (stop, param_buffer, allocations, grid, dynamic_shared, len(params), smids,
-                schedule(), binary.native_waits)
+        like = self._like(stop, param_buffer, grid, dynamic_shared, len(params), smids)
         last = self.last
         # (reused where it was the last launch on its team, which succeeded: the team's
         # words and its workers' contexts are still set for it, Grid.finish)
@@ -187,8 +189,8 @@ class Starter:
                 team.workers[0].restart()
             return launch, team, stop, param_buffer
         try:
-            launch = Grid(binary, grid, block, dynamic_shared,
-                          (ctypes.addressof(param_buffer), len(params)), allocations, stop)
+            launch = Grid(self.binary, grid, block, dynamic_shared,
+                          (ctypes.addressof(param_buffer), len(params)), like[2], stop)
             team = launch.prepare(pool)
         except BaseException:
             self.spare.append((stop, param_buffer))
