@@ -96,6 +96,12 @@ def pattern(fl: GangLowering, addrs, size: int):
     return ll.IRBuilder.icmp_unsigned(b, "==", fl.bits(differ), I32(0)), s
 
 
+def offset_addrs(fl: GangLowering, addrs, offset: int):
+    """The lanes' addresses `addrs` plus a constant `offset` (bytes; none added for 0)."""
+    return fl.b.add(addrs, fl.b.splat(ll.Constant(addrs.type.element, offset))) if offset \
+        else addrs
+
+
 def cold_addrs(fl: GangLowering, place: Place, offset: int = 0):
     """place.addrs (+ offset), for a check's failure path: where the lanes' constant offsets
     are known (place.lanes) and all 32 lanes run the segment (lane 0, lane 16 with `halves`,
@@ -111,7 +117,7 @@ def cold_addrs(fl: GangLowering, place: Place, offset: int = 0):
     if form is None or form.widened or form.scaled or not (
             isinstance(whole, ll.Constant) and isinstance(whole.constant, list)
             and all(getattr(lane, "constant", 0) == 1 for lane in whole.constant)):
-        return b.add(addrs, b.splat(ll.Constant(et, offset))) if offset else addrs
+        return offset_addrs(fl, addrs, offset)
     wrap = (1 << et.width) - 1
     if form.halves:     # each half from its first lane
         starts = ll.IRBuilder.shuffle_vector(b, addrs, ll.Constant(addrs.type, None),

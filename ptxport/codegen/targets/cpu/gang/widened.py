@@ -43,6 +43,7 @@ from ptxport.codegen.targets.cpu.gang.checks import (
     check_place,
     group_check,
     inside_one_allocation,
+    offset_addrs,
 )
 from ptxport.codegen.targets.cpu.gang.lanes import W
 from ptxport.codegen.targets.cpu.gang.scalar_lanes import lane, recomputed
@@ -294,12 +295,11 @@ def _unproven(fl: GangLowering, place: Place, t: Type, count: int, span, fast, d
     unproven = fl.llfn.append_basic_block("widened_unproven")
     checks.expect(fl, ll.IRBuilder.cbranch(b, checks.loop_checked(fl), fast, unproven))
     b.position_at_end(unproven)
-    group = _group(fl, exact is not None)
-    memo = (group, id(fl.unguarded_mask if exact is not None else fl.mask))
-    if group is not None and memo in fl.group_ok:
+    memo = _group_memo(fl, exact)
+    if memo is not None and memo in fl.group_ok:
         return fl.group_ok[memo], _active(fl, done), None
     ok = _own_check(fl, place, t, count, low, high, exact)
-    return ok, _active(fl, done), None if group is None else memo
+    return ok, _active(fl, done), memo
 
 
 def _fast(fl: GangLowering, t: Type, count: int, start, values, old):
@@ -339,9 +339,8 @@ def _slow(fl: GangLowering, place: Place, t: Type, count: int, values, old, span
         place = Place(recomputed(b, place.addrs, fl.written, widths=widths, depth=16),
                       place.shared, place.offset, place.key, place.lanes, place.stride)
     if place.lanes.halves:
-        offset = ll.Constant(place.addrs.type.element, place.offset)
-        check_access(fl, b.add(place.addrs, b.splat(offset)) if place.offset
-                     else place.addrs, None, size, values is not None)
+        check_access(fl, offset_addrs(fl, place.addrs, place.offset), None, size,
+                     values is not None)
     if not place.lanes.halves:
         check_place(fl, place, size, values is not None, I32(SCATTERED), *span)
     each = lane_by_lane(fl, place, t, count, values)
@@ -369,15 +368,23 @@ def _proven(fl: GangLowering, place: Place, t: Type, count: int, low, high, exac
     """_check for an access passes/block_checks.py's test covers: true where the block
     passed it (nothing more tested: no range, no no-wrap test), else _own_check; the
     answer is the group's (a phi after both), which the group's later accesses reuse."""
-    group = _group(fl, exact is not None)
-    memo = (group, id(fl.unguarded_mask if exact is not None else fl.mask))
-    if group is not None and memo in fl.group_ok:
+    memo = _group_memo(fl, exact)
+    if memo is not None and memo in fl.group_ok:
         return fl.group_ok[memo]
     ok = checks.proven_or(fl, checks.loop_checked(fl), lambda: _own_check(
         fl, place, t, count, low, high, exact))
-    if group is not None:
+    if memo is not None:
         fl.group_ok[memo] = ok
     return ok
+
+
+def _group_memo(fl: GangLowering, exact):
+    """The key under which a covered access's group keeps its answer (fl.group_ok): the
+    group and the mask it was made under (per half: the mask without the guard); None for
+    an access of no group."""
+    group = _group(fl, exact is not None)
+    return None if group is None else (
+        group, id(fl.unguarded_mask if exact is not None else fl.mask))
 
 
 def _own_check(fl: GangLowering, place: Place, t: Type, count: int, low, high, exact):
